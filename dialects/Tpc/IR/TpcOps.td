@@ -1,0 +1,432 @@
+//===- TpcOps.td - tpc dialect operations ------------------*- tablegen -*-===//
+
+#ifndef DIALECTS_TPC_IR_TPCOPS_TD
+#define DIALECTS_TPC_IR_TPCOPS_TD
+
+include "dialects/Tpc/IR/TpcBase.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Embedding and matrix products
+//===----------------------------------------------------------------------===//
+
+def Tpc_EmbeddingOp : Tpc_Op<"embedding", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Looks up rows of a table by token id";
+  let description = [{
+    Gathers row `ids[...]` of `table` (`[vocab, hidden]`). The result has the
+    shape of `ids` followed by `hidden`. An id outside `[0, vocab)` is a
+    run-time error of the backend.
+
+    ```mlir
+    %x = tpc.embedding %wte[%ids] : tensor<256x64xf32>, tensor<4x32xi64>
+    // %x : tensor<4x32x64xf32>
+    ```
+  }];
+  let arguments = (ins Tpc_FloatTensor:$table, Tpc_IndexTensor:$ids);
+  let results = (outs Tpc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $table `[` $ids `]` attr-dict `:` type($table) `,` type($ids)
+  }];
+}
+
+def Tpc_LinearOp : Tpc_Op<"linear", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Affine map of the last dimension: x·W (+ bias)";
+  let description = [{
+    Contracts the last dimension of `input` (`[..., in]`) with the input
+    dimension of `weight`. The weight may have several output dimensions, so
+    that structure such as attention heads stays visible: with layout `in_out`
+    (GPT-2's `Conv1D`) the weight is `[in, out...]`, with `out_in`
+    (`torch.nn.Linear`, Llama) it is `[out..., in]`. The result is
+    `[..., out...]`; the optional `bias` has shape `[out...]`.
+
+    ```mlir
+    // GPT-2 c_attn viewed as [hidden, 3, heads, head_dim].
+    %qkv = tpc.linear %x, %w, %b layout in_out
+        : tensor<4x32x64xf32>, tensor<64x3x4x16xf32>, tensor<3x4x16xf32>
+    // %qkv : tensor<4x32x3x4x16xf32>
+    ```
+  }];
+  let arguments = (ins Tpc_FloatTensor:$input, Tpc_FloatTensor:$weight,
+                       Optional<Tpc_FloatTensor>:$bias,
+                       DefaultValuedAttr<Tpc_WeightLayoutAttr,
+                         "::mlir::tpc::WeightLayout::InOut">:$layout);
+  let results = (outs Tpc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? `layout` `` $layout attr-dict
+      `:` type($input) `,` type($weight) (`,` type($bias)^)?
+  }];
+  let extraClassDeclaration = [{
+    /// The number of output dimensions of the weight.
+    int64_t getNumOutputDims() {
+      return getWeight().getType().getRank() - 1;
+    }
+  }];
+}
+
+def Tpc_BatchMatmulOp : Tpc_Op<"batch_matmul", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Batched matrix product with an optional folded scale";
+  let description = [{
+    `result[..., m, n] = scale * sum_k lhs[..., m, k] * rhs[..., k, n]` over
+    identical leading batch dimensions. `transpose_lhs` / `transpose_rhs` read
+    the operand with its two last dimensions swapped. Folding the attention
+    scale into the product avoids a separate scale op whose backward would
+    stash another `[b, heads, s, s]` tensor.
+
+    ```mlir
+    %scores = tpc.batch_matmul %q, %k transpose_rhs scale 2.500000e-01
+        : tensor<4x4x32x16xf32>, tensor<4x4x32x16xf32>
+    // %scores : tensor<4x4x32x32xf32>
+    ```
+  }];
+  let arguments = (ins Tpc_FloatTensor:$lhs, Tpc_FloatTensor:$rhs,
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs,
+                       DefaultValuedAttr<F64Attr, "1.0">:$scale);
+  let results = (outs Tpc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs (`transpose_lhs` $transpose_lhs^)?
+      (`transpose_rhs` $transpose_rhs^)? (`scale` $scale^)? attr-dict
+      `:` type($lhs) `,` type($rhs)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Normalizations and activations
+//===----------------------------------------------------------------------===//
+
+def Tpc_LayerNormOp : Tpc_Op<"layer_norm",
+    [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "Layer normalization over the last dimension";
+  let description = [{
+    `(x - mean) / sqrt(var + epsilon) * weight + bias`, with mean and biased
+    variance over the last dimension; `weight` and `bias` have its size.
+
+    ```mlir
+    %y = tpc.layer_norm %x, %g, %b eps 1.000000e-05
+        : tensor<4x32x64xf32>, tensor<64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Tpc_FloatTensor:$input, Tpc_FloatTensor:$weight,
+                       Tpc_FloatTensor:$bias, F64Attr:$epsilon);
+  let results = (outs Tpc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $bias `eps` $epsilon attr-dict
+      `:` type($input) `,` type($weight) `,` type($bias)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tpc_RmsNormOp : Tpc_Op<"rms_norm",
+    [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "Root-mean-square normalization over the last dimension";
+  let description = [{
+    `x / sqrt(mean(x^2) + epsilon) * weight` over the last dimension (Llama).
+
+    ```mlir
+    %y = tpc.rms_norm %x, %g eps 9.999999e-07
+        : tensor<4x32x64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Tpc_FloatTensor:$input, Tpc_FloatTensor:$weight,
+                       F64Attr:$epsilon);
+  let results = (outs Tpc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight `eps` $epsilon attr-dict
+      `:` type($input) `,` type($weight)
+  }];
+  let hasVerifier = 1;
+}
+
+class Tpc_UnaryOp<string mnemonic, list<Trait> traits = []>
+    : Tpc_Op<mnemonic, !listconcat(traits,
+        [Pure, AllTypesMatch<["input", "result"]>])> {
+  let results = (outs Tpc_FloatTensor:$result);
+}
+
+def Tpc_GeluOp : Tpc_UnaryOp<"gelu"> {
+  let summary = "Gaussian error linear unit (erf or tanh form)";
+  let description = [{
+    `erf`: `x/2 * (1 + erf(x/sqrt(2)))`; `tanh` (GPT-2's `gelu_new`):
+    `x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))`.
+
+    ```mlir
+    %y = tpc.gelu %x tanh : tensor<4x32x256xf32>
+    ```
+  }];
+  let arguments = (ins Tpc_FloatTensor:$input,
+                       Tpc_GeluApproximationAttr:$approximation);
+  let assemblyFormat = "$input $approximation attr-dict `:` type($input)";
+}
+
+def Tpc_SiluOp : Tpc_UnaryOp<"silu"> {
+  let summary = "Sigmoid linear unit: x * sigmoid(x)";
+  let description = [{
+    ```mlir
+    %y = tpc.silu %x : tensor<4x32x176xf32>
+    ```
+  }];
+  let arguments = (ins Tpc_FloatTensor:$input);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Tpc_DropoutOp : Tpc_UnaryOp<"dropout"> {
+  let summary = "Dropout driven by a counter-based random stream";
+  let description = [{
+    Zeroes each element with probability `rate` and scales the others by
+    `1 / (1 - rate)`. The keep decision for the element at global row-major
+    index `i` is a pure function of `(seed, stream, step, i)`: `seed` is the
+    run's dropout seed, `stream` identifies the op (unique in the module),
+    `step` is the training step. A mask can therefore be regenerated
+    (recomputation) and is the same whatever the parallel layout: a shard
+    evaluates the function at the global indices of its elements.
+
+    ```mlir
+    %y = tpc.dropout %x rate 1.000000e-01 stream 3 : tensor<4x32x64xf32>
+    ```
+  }];
+  let arguments = (ins Tpc_FloatTensor:$input, F64Attr:$rate,
+                       I64Attr:$stream);
+  let assemblyFormat = [{
+    $input `rate` $rate `stream` $stream attr-dict `:` type($input)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tpc_SoftmaxOp : Tpc_UnaryOp<"softmax"> {
+  let summary = "Softmax over the last dimension, optionally causal";
+  let description = [{
+    With `causal`, for an input `[..., q, k]` the element `(i, j)` with
+    `j > i + (k - q)` is masked (takes no probability) inside the op, so no
+    separate mask op or `[s, s]` constant exists.
+
+    ```mlir
+    %p = tpc.softmax %scores causal : tensor<4x4x32x32xf32>
+    ```
+  }];
+  let arguments = (ins Tpc_FloatTensor:$input, UnitAttr:$causal);
+  let assemblyFormat = "$input (`causal` $causal^)? attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise binary
+//===----------------------------------------------------------------------===//
+
+class Tpc_BinaryOp<string mnemonic, list<Trait> traits = []>
+    : Tpc_Op<mnemonic, !listconcat(traits,
+        [Pure, AllTypesMatch<["lhs", "result"]>])> {
+  let arguments = (ins Tpc_FloatTensor:$lhs, Tpc_FloatTensor:$rhs);
+  let results = (outs Tpc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tpc_AddOp : Tpc_BinaryOp<"add", [Commutative]> {
+  let summary = "Elementwise sum, broadcasting rhs over leading dimensions";
+  let description = [{
+    `rhs` has the shape of `lhs` or a suffix of it (it is then broadcast over
+    the leading dimensions, e.g. position embeddings over the batch).
+
+    ```mlir
+    %y = tpc.add %tok, %pos : tensor<4x32x64xf32>, tensor<32x64xf32>
+    ```
+  }];
+}
+
+def Tpc_MulOp : Tpc_BinaryOp<"mul", [Commutative]> {
+  let summary = "Elementwise product, broadcasting rhs over leading dimensions";
+  let description = [{
+    ```mlir
+    %y = tpc.mul %gate, %up : tensor<4x32x176xf32>, tensor<4x32x176xf32>
+    ```
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+def Tpc_AttentionOp : Tpc_Op<"attention", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Fused scaled-dot-product attention with grouped KV heads";
+  let description = [{
+    `softmax(scale * q k^T [+ causal mask]) v` per head, with optional dropout
+    on the probabilities (same random stream as `tpc.dropout`). Operands are
+    `q: [b, heads, s_q, d]`, `k: [b, kv_heads, s_k, d]`,
+    `v: [b, kv_heads, s_k, d_v]`; `heads` must be a multiple of `kv_heads`
+    (grouped-query attention: query head `h` reads kv head
+    `h / (heads / kv_heads)`). The result is `[b, heads, s_q, d_v]`.
+
+    ```mlir
+    %o = tpc.attention %q, %k, %v causal scale 2.500000e-01
+        : tensor<4x8x32x16xf32>, tensor<4x4x32x16xf32>, tensor<4x4x32x16xf32>
+    ```
+  }];
+  let arguments = (ins Tpc_FloatTensor:$query, Tpc_FloatTensor:$key,
+                       Tpc_FloatTensor:$value, UnitAttr:$causal, F64Attr:$scale,
+                       DefaultValuedAttr<F64Attr, "0.0">:$dropout_rate,
+                       DefaultValuedAttr<I64Attr, "0">:$dropout_stream);
+  let results = (outs Tpc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`causal` $causal^)? `scale` $scale
+      (`dropout` $dropout_rate^ `stream` $dropout_stream)? attr-dict
+      `:` type($query) `,` type($key) `,` type($value)
+  }];
+  let extraClassDeclaration = [{
+    int64_t getNumHeads() { return getQuery().getType().getDimSize(1); }
+    int64_t getNumKvHeads() { return getKey().getType().getDimSize(1); }
+  }];
+}
+
+def Tpc_RotaryOp : Tpc_Op<"rotary",
+    [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "Rotary position embedding (rotate-half convention)";
+  let description = [{
+    For `x: [b, heads, s, d]` and position `p = offset + s_index`, with
+    `inv_freq[i] = theta^(-2i/d)` for `i < d/2` and angle `p * inv_freq[i]`
+    (repeated for both halves): `x * cos + rotate_half(x) * sin`, where
+    `rotate_half([x1, x2]) = [-x2, x1]` (Hugging Face convention). Angles are
+    computed, never stored as a table.
+
+    ```mlir
+    %qr = tpc.rotary %q theta 1.000000e+04 : tensor<4x8x32x16xf32>
+    ```
+  }];
+  let arguments = (ins Tpc_FloatTensor:$input, F64Attr:$theta,
+                       DefaultValuedAttr<I64Attr, "0">:$offset);
+  let results = (outs Tpc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `theta` $theta (`offset` $offset^)? attr-dict `:` type($input)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Loss
+//===----------------------------------------------------------------------===//
+
+def Tpc_CrossEntropyOp : Tpc_Op<"cross_entropy", [Pure]> {
+  let summary = "Summed softmax cross-entropy and the count of targets";
+  let description = [{
+    For `logits: [..., vocab]` and integer `labels: [...]`, yields the sum over
+    positions whose label is not `ignore_index` of
+    `logsumexp(logits) - logits[label]` (f32), and the number of such
+    positions (i64). A mean over a global batch divides the global sum by the
+    global count (`tpc.loss_mean`), so it does not depend on how the batch is
+    split.
+
+    ```mlir
+    %sum, %count = tpc.cross_entropy %logits, %labels
+        : tensor<4x32x256xf32>, tensor<4x32xi64>
+    ```
+  }];
+  let arguments = (ins Tpc_FloatTensor:$logits, Tpc_IndexTensor:$labels,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+  let results = (outs Tpc_ScalarF32:$loss_sum, Tpc_ScalarI64:$count);
+  let assemblyFormat = [{
+    $logits `,` $labels (`ignore` $ignore_index^)? attr-dict
+      `:` type($logits) `,` type($labels)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tpc_LossMeanOp : Tpc_Op<"loss_mean", [Pure]> {
+  let summary = "Mean loss: a loss sum divided by a target count";
+  let description = [{
+    `sum / count`; a count of zero gives 0 (a batch with every target ignored
+    contributes nothing).
+
+    ```mlir
+    %loss = tpc.loss_mean %sum, %count
+    ```
+  }];
+  let arguments = (ins Tpc_ScalarF32:$sum, Tpc_ScalarI64:$count);
+  let results = (outs Tpc_ScalarF32:$result);
+  let assemblyFormat = "$sum `,` $count attr-dict";
+}
+
+//===----------------------------------------------------------------------===//
+// Shape manipulation
+//===----------------------------------------------------------------------===//
+
+def Tpc_ReshapeOp : Tpc_Op<"reshape", [Pure]> {
+  let summary = "Row-major reshape to a shape with the same element count";
+  let description = [{
+    ```mlir
+    %y = tpc.reshape %x : tensor<4x32x4x16xf32> -> tensor<4x32x64xf32>
+    ```
+  }];
+  let arguments = (ins Tpc_FloatTensor:$input);
+  let results = (outs Tpc_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tpc_TransposeOp : Tpc_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Permutes dimensions";
+  let description = [{
+    `result.shape[i] = input.shape[permutation[i]]`.
+
+    ```mlir
+    %y = tpc.transpose %x [0, 2, 1, 3] : tensor<4x32x8x16xf32>
+    // %y : tensor<4x8x32x16xf32>
+    ```
+  }];
+  let arguments = (ins Tpc_FloatTensor:$input,
+                       DenseI64ArrayAttr:$permutation);
+  let results = (outs Tpc_FloatTensor:$result);
+  let assemblyFormat = "$input $permutation attr-dict `:` type($input)";
+}
+
+def Tpc_SliceOp : Tpc_Op<"slice", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Contiguous slice of one dimension";
+  let description = [{
+    Keeps indices `[offset, offset + size)` of dimension `dim`.
+
+    ```mlir
+    %pos = tpc.slice %wpe dim 0 [0 : 32] : tensor<1024x64xf32>
+    // %pos : tensor<32x64xf32>
+    ```
+  }];
+  let arguments = (ins Tpc_FloatTensor:$input, I64Attr:$dim, I64Attr:$offset,
+                       I64Attr:$size);
+  let results = (outs Tpc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `dim` $dim ` ` `[` $offset `:` $size `]` attr-dict `:` type($input)
+  }];
+}
+
+def Tpc_RepeatOp : Tpc_Op<"repeat", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Repeats each index of one dimension consecutively";
+  let description = [{
+    `torch.repeat_interleave(x, repeats, dim)`: index `i` of the result along
+    `dim` reads index `i / repeats` of the input. Unfused grouped-query
+    attention uses it to give each query head its kv head.
+
+    ```mlir
+    %k8 = tpc.repeat %k dim 1 times 2 : tensor<4x4x32x16xf32>
+    // %k8 : tensor<4x8x32x16xf32>
+    ```
+  }];
+  let arguments = (ins Tpc_FloatTensor:$input, I64Attr:$dim, I64Attr:$repeats);
+  let results = (outs Tpc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `dim` $dim `times` $repeats attr-dict `:` type($input)
+  }];
+}
+
+def Tpc_CastOp : Tpc_Op<"cast", [Pure]> {
+  let summary = "Converts between f32, bf16 and f16 (round to nearest even)";
+  let description = [{
+    ```mlir
+    %y = tpc.cast %x : tensor<4x32x64xf32> to tensor<4x32x64xbf16>
+    ```
+  }];
+  let arguments = (ins Tpc_FloatTensor:$input);
+  let results = (outs Tpc_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasVerifier = 1;
+}
+
+#endif // DIALECTS_TPC_IR_TPCOPS_TD

@@ -1,0 +1,28 @@
+//===- tpc-opt.cpp - the tpc optimizer driver -----------------------------===//
+//
+// mlir-opt for tpc: only the dialects and passes tpc needs; out-of-tree
+// passes load with --load-pass-plugin.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/Tpc/IR/TpcDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "mlir/Transforms/Passes.h"
+
+int main(int argc, char **argv) {
+  mlir::registerCanonicalizerPass();
+  mlir::registerCSEPass();
+  mlir::registerSymbolDCEPass();
+  mlir::registerInlinerPass();
+
+  mlir::DialectRegistry registry;
+  registry.insert<mlir::tpc::TpcDialect, mlir::func::FuncDialect,
+                  mlir::arith::ArithDialect, mlir::tensor::TensorDialect>();
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "tpc optimizer driver\n", registry));
+}
