@@ -1,19 +1,28 @@
-# tpc_add_dialect_doc(<td file> <output name> <dialect>)
-# Generates ${TPC_DOCS_DIR}/dialects/<output name>.md from ODS with
-# mlir-tblgen as part of the default build. test/docs checks that the copy
-# committed under docs/dialects/ matches it.
+# Reference docs generated from ODS by mlir-tblgen as part of the default
+# build, under ${TPC_DOCS_DIR}. test/docs checks that the copies committed
+# under docs/ match them.
 add_custom_target(tpc-docs ALL)
-function(tpc_add_dialect_doc td_file out_name dialect)
-  set(out ${TPC_DOCS_DIR}/dialects/${out_name}.md)
+
+# tpc_add_doc(<td file> <docs subdir> <output name> <tblgen args...>)
+function(tpc_add_doc td_file subdir out_name)
+  set(out ${TPC_DOCS_DIR}/${subdir}/${out_name}.md)
   get_filename_component(td_abs ${td_file} ABSOLUTE)
   add_custom_command(
     OUTPUT ${out}
-    COMMAND ${CMAKE_COMMAND} -E make_directory ${TPC_DOCS_DIR}/dialects
-    COMMAND ${MLIR_TABLEGEN_EXE} -gen-dialect-doc -dialect=${dialect}
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${TPC_DOCS_DIR}/${subdir}
+    COMMAND ${MLIR_TABLEGEN_EXE} ${ARGN}
             -I ${PROJECT_SOURCE_DIR} -I ${MLIR_INCLUDE_DIRS}
             ${td_abs} -o ${out}
     DEPENDS ${td_abs} ${MLIR_TABLEGEN_EXE}
-    COMMENT "Generating dialect reference ${out_name}.md")
+    COMMENT "Generating reference ${subdir}/${out_name}.md")
   add_custom_target(${out_name}Doc DEPENDS ${out})
   add_dependencies(tpc-docs ${out_name}Doc)
+endfunction()
+
+function(tpc_add_dialect_doc td_file out_name dialect)
+  tpc_add_doc(${td_file} dialects ${out_name} -gen-dialect-doc -dialect=${dialect})
+endfunction()
+
+function(tpc_add_pass_doc td_file out_name)
+  tpc_add_doc(${td_file} passes ${out_name} -gen-pass-doc)
 endfunction()

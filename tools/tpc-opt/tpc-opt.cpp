@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Tpc/IR/TpcDialect.h"
+#include "dialects/Tpc/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -19,6 +20,7 @@ int main(int argc, char **argv) {
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();
   mlir::registerInlinerPass();
+  mlir::tpc::registerTpcPasses();
 
   mlir::DialectRegistry registry;
   registry.insert<mlir::tpc::TpcDialect, mlir::func::FuncDialect,
