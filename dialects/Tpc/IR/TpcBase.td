@@ -41,8 +41,10 @@ class Tpc_Op<string mnemonic, list<Trait> traits = []>
 // Type constraints
 //===----------------------------------------------------------------------===//
 
-def Tpc_FloatTensor : RankedTensorOf<[F32, BF16, F16]>;
-def Tpc_IndexTensor : RankedTensorOf<[I32, I64]>;
+// Shapes are static: every check below compares dimension sizes, and a
+// dynamic size would silently compare as a (negative) number.
+def Tpc_FloatTensor : StaticShapeTensorOf<[F32, BF16, F16]>;
+def Tpc_IndexTensor : StaticShapeTensorOf<[I32, I64]>;
 def Tpc_ScalarF32 : 0DTensorOf<[F32]> {
   let builderCall = "::mlir::RankedTensorType::get({}, $_builder.getF32Type())";
 }

@@ -11,6 +11,9 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <cmath>
 
 using namespace mlir;
 using namespace mlir::tpc;
@@ -40,16 +43,69 @@ static RankedTensorType tensorType(Value v) {
 
 static ShapeStr shapeOf(Value v) { return {tensorType(v).getShape()}; }
 
-/// Checks that `other` has the element type of `ref`; `what` names `other`.
-static LogicalResult checkSameElementType(std::optional<Location> loc,
-                                          Value ref, Value other,
-                                          StringRef what) {
+namespace {
+/// Where a check reports: on the op (verifiers; the message starts with the
+/// op name) or at a location (result-type inference, which runs while parsing,
+/// before the op exists).
+class Reporter {
+public:
+  Reporter(Operation *op) : op(op) {}
+  Reporter(std::optional<Location> loc) : loc(loc) {}
+
+  template <typename... Args>
+  LogicalResult operator()(Args &&...args) const {
+    if (!op)
+      return emitOptionalError(loc, std::forward<Args>(args)...);
+    InFlightDiagnostic diag = op->emitOpError();
+    (diag << ... << std::forward<Args>(args));
+    return diag;
+  }
+
+private:
+  Operation *op = nullptr;
+  std::optional<Location> loc;
+};
+} // namespace
+
+/// Checks that `other` (named `otherName`) has the element type of `ref`
+/// (named `refName`).
+static LogicalResult checkSameElementType(Reporter report, Value ref,
+                                          StringRef refName, Value other,
+                                          StringRef otherName) {
   Type refType = tensorType(ref).getElementType();
   Type otherType = tensorType(other).getElementType();
   if (refType == otherType)
     return success();
-  return emitOptionalError(loc, what, " element type ", otherType,
-                           " differs from the input element type ", refType);
+  return report(otherName, " element type ", otherType, " differs from the ",
+                refName, " element type ", refType);
+}
+
+/// Checks that `v` (named `name`) is a statically shaped tensor of f32, bf16
+/// or f16 (or, with `index`, of i32 or i64). Result-type inference runs while
+/// parsing, before the ODS operand constraints are verified, so it checks the
+/// operands it reads itself: the ODS message would come too late, after a
+/// misleading shape diagnostic or none.
+static LogicalResult checkOperandType(std::optional<Location> loc, Value v,
+                                      StringRef name, bool index = false) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  if (type && type.hasStaticShape()) {
+    Type element = type.getElementType();
+    if (index ? element.isSignlessInteger(32) || element.isSignlessInteger(64)
+              : isa<Float32Type, BFloat16Type, Float16Type>(element))
+      return success();
+  }
+  return emitOptionalError(loc, name, " must be a statically shaped tensor of ",
+                           index ? "i32 or i64" : "f32, bf16 or f16",
+                           " but is ", v.getType());
+}
+
+/// The number of elements of a static shape, or nullopt if it overflows int64.
+static std::optional<int64_t> elementCount(ArrayRef<int64_t> shape) {
+  int64_t count = 1;
+  for (int64_t size : shape)
+    if (llvm::MulOverflow(count, size, count))
+      return std::nullopt;
+  return count;
 }
 
 /// Checks that `dim` is a valid dimension index of a rank-`rank` tensor.
@@ -68,6 +124,9 @@ static LogicalResult checkDim(std::optional<Location> loc, int64_t dim,
 LogicalResult EmbeddingOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &inferred) {
+  if (failed(checkOperandType(loc, adaptor.getTable(), "table")) ||
+      failed(checkOperandType(loc, adaptor.getIds(), "ids", /*index=*/true)))
+    return failure();
   auto table = tensorType(adaptor.getTable());
   auto ids = tensorType(adaptor.getIds());
   if (table.getRank() != 2)
@@ -87,19 +146,28 @@ LogicalResult EmbeddingOp::inferReturnTypes(
 LogicalResult
 LinearOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                            Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  if (failed(checkOperandType(loc, adaptor.getInput(), "input")) ||
+      failed(checkOperandType(loc, adaptor.getWeight(), "weight")) ||
+      (adaptor.getBias() &&
+       failed(checkOperandType(loc, adaptor.getBias(), "bias"))))
+    return failure();
   auto input = tensorType(adaptor.getInput());
   auto weight = tensorType(adaptor.getWeight());
   if (input.getRank() < 1)
-    return emitOptionalError(loc, "input must have at least one dimension");
+    return emitOptionalError(loc, "input must have a feature dimension but is "
+                                  "a scalar");
   if (weight.getRank() < 2)
     return emitOptionalError(loc, "weight must have at least 2 dimensions but "
                                   "has shape ",
                              ShapeStr{weight.getShape()});
-  if (failed(checkSameElementType(loc, adaptor.getInput(), adaptor.getWeight(),
-                                  "weight")))
+  if (failed(checkSameElementType(loc, adaptor.getInput(), "input",
+                                  adaptor.getWeight(), "weight")))
     return failure();
 
-  bool inOut = adaptor.getLayout() == WeightLayout::InOut;
+  // A builder may leave the default-valued layout unset.
+  WeightLayout layout = adaptor.getLayoutAttr() ? adaptor.getLayout()
+                                                : WeightLayout::InOut;
+  bool inOut = layout == WeightLayout::InOut;
   int64_t inFeatures = inOut ? weight.getDimSize(0)
                              : weight.getDimSize(weight.getRank() - 1);
   ArrayRef<int64_t> outDims = inOut ? weight.getShape().drop_front()
@@ -110,10 +178,11 @@ LinearOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
         loc, "input features ", inputFeatures,
         " do not match the weight's input dimension ", inFeatures,
         " (weight shape ", ShapeStr{weight.getShape()}, ", layout ",
-        stringifyWeightLayout(adaptor.getLayout()), ")");
+        stringifyWeightLayout(layout), ")");
 
   if (Value bias = adaptor.getBias()) {
-    if (failed(checkSameElementType(loc, adaptor.getInput(), bias, "bias")))
+    if (failed(checkSameElementType(loc, adaptor.getInput(), "input", bias,
+                                    "bias")))
       return failure();
     if (tensorType(bias).getShape() != outDims)
       return emitOptionalError(loc, "bias shape ", shapeOf(bias),
@@ -133,6 +202,9 @@ LinearOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
 LogicalResult BatchMatmulOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &inferred) {
+  if (failed(checkOperandType(loc, adaptor.getLhs(), "lhs")) ||
+      failed(checkOperandType(loc, adaptor.getRhs(), "rhs")))
+    return failure();
   auto lhs = tensorType(adaptor.getLhs());
   auto rhs = tensorType(adaptor.getRhs());
   if (lhs.getRank() < 2 || lhs.getRank() != rhs.getRank())
@@ -140,8 +212,8 @@ LogicalResult BatchMatmulOp::inferReturnTypes(
                                   "least 2 but have shapes ",
                              ShapeStr{lhs.getShape()}, " and ",
                              ShapeStr{rhs.getShape()});
-  if (failed(checkSameElementType(loc, adaptor.getLhs(), adaptor.getRhs(),
-                                  "rhs")))
+  if (failed(checkSameElementType(loc, adaptor.getLhs(), "lhs",
+                                  adaptor.getRhs(), "rhs")))
     return failure();
   int64_t rank = lhs.getRank();
   ArrayRef<int64_t> batch = lhs.getShape().drop_back(2);
@@ -165,6 +237,13 @@ LogicalResult BatchMatmulOp::inferReturnTypes(
   return success();
 }
 
+LogicalResult BatchMatmulOp::verify() {
+  double scale = getScale().convertToDouble();
+  if (!std::isfinite(scale))
+    return emitOpError() << "scale must be finite but is " << scale;
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Norms
 //===----------------------------------------------------------------------===//
@@ -174,19 +253,22 @@ static LogicalResult verifyNormParam(Operation *op, Value input, Value param,
                                      StringRef name) {
   auto inputType = tensorType(input);
   if (inputType.getRank() < 1)
-    return op->emitOpError("input must have at least one dimension");
+    return op->emitOpError() << "input must have at least one dimension to "
+                                "normalize but is a scalar "
+                             << inputType;
   int64_t hidden = inputType.getShape().back();
   if (tensorType(param).getShape() != ArrayRef<int64_t>{hidden})
     return op->emitOpError() << name << " shape " << shapeOf(param)
                              << " does not match the normalized dimension "
                              << hidden;
-  return checkSameElementType(op->getLoc(), input, param, name);
+  return checkSameElementType(op, input, "input", param, name);
 }
 
 static LogicalResult verifyEpsilon(Operation *op, double epsilon) {
-  if (epsilon > 0.0)
+  if (epsilon > 0.0 && std::isfinite(epsilon))
     return success();
-  return op->emitOpError() << "epsilon must be positive but is " << epsilon;
+  return op->emitOpError() << "epsilon must be positive and finite but is "
+                           << epsilon;
 }
 
 LogicalResult LayerNormOp::verify() {
@@ -213,21 +295,45 @@ static LogicalResult verifyDropoutRate(Operation *op, double rate) {
                            << " is outside [0, 1)";
 }
 
+static LogicalResult verifyDropoutStream(Operation *op, int64_t stream) {
+  if (stream >= 0)
+    return success();
+  return op->emitOpError() << "dropout stream " << stream << " is negative";
+}
+
 LogicalResult DropoutOp::verify() {
-  if (getStreamAttr().getInt() < 0)
-    return emitOpError() << "stream " << getStreamAttr().getInt() << " is negative";
+  if (failed(verifyDropoutStream(*this, getStreamAttr().getInt())))
+    return failure();
   return verifyDropoutRate(*this, getRate().convertToDouble());
 }
 
+/// A causal mask over `[..., queries, keys]` is aligned to the bottom right
+/// (query `i` sees keys `j <= i + keys - queries`), so with more queries than
+/// keys the first rows would see no key at all.
+static LogicalResult verifyCausalLengths(Operation *op, int64_t queries,
+                                         int64_t keys) {
+  if (keys >= queries)
+    return success();
+  return op->emitOpError() << "causal mask needs at least as many keys as "
+                              "queries but has "
+                           << queries << " queries and " << keys << " keys";
+}
+
 LogicalResult SoftmaxOp::verify() {
-  int64_t rank = getInput().getType().getRank();
+  auto type = getInput().getType();
+  int64_t rank = type.getRank();
   if (rank < 1)
-    return emitOpError("input must have at least one dimension");
-  if (getCausal() && rank < 2)
+    return emitOpError() << "input must have at least one dimension to "
+                            "normalize over but is a scalar "
+                         << type;
+  if (!getCausal())
+    return success();
+  if (rank < 2)
     return emitOpError() << "causal softmax needs [..., queries, keys] but the "
                             "input has shape "
                          << shapeOf(getInput());
-  return success();
+  return verifyCausalLengths(*this, type.getDimSize(rank - 2),
+                             type.getDimSize(rank - 1));
 }
 
 //===----------------------------------------------------------------------===//
@@ -246,7 +352,7 @@ static LogicalResult verifyBroadcastBinary(Operation *op, Value lhs,
            << "rhs shape " << ShapeStr{rhsShape}
            << " is neither the lhs shape " << ShapeStr{lhsShape}
            << " nor a suffix of it";
-  return checkSameElementType(op->getLoc(), lhs, rhs, "rhs");
+  return checkSameElementType(op, lhs, "lhs", rhs, "rhs");
 }
 
 LogicalResult AddOp::verify() {
@@ -263,6 +369,10 @@ LogicalResult MulOp::verify() {
 LogicalResult AttentionOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &inferred) {
+  if (failed(checkOperandType(loc, adaptor.getQuery(), "query")) ||
+      failed(checkOperandType(loc, adaptor.getKey(), "key")) ||
+      failed(checkOperandType(loc, adaptor.getValue(), "value")))
+    return failure();
   auto q = tensorType(adaptor.getQuery());
   auto k = tensorType(adaptor.getKey());
   auto v = tensorType(adaptor.getValue());
@@ -274,10 +384,10 @@ LogicalResult AttentionOp::inferReturnTypes(
                                " must be [batch, heads, seq, head_dim] but has "
                                "shape ",
                                ShapeStr{type.getShape()});
-  if (failed(checkSameElementType(loc, adaptor.getQuery(), adaptor.getKey(),
-                                  "key")) ||
-      failed(checkSameElementType(loc, adaptor.getQuery(), adaptor.getValue(),
-                                  "value")))
+  if (failed(checkSameElementType(loc, adaptor.getQuery(), "query",
+                                  adaptor.getKey(), "key")) ||
+      failed(checkSameElementType(loc, adaptor.getQuery(), "query",
+                                  adaptor.getValue(), "value")))
     return failure();
   if (k.getDimSize(0) != q.getDimSize(0) || v.getDimSize(0) != q.getDimSize(0))
     return emitOptionalError(loc, "batch sizes differ: query ",
@@ -287,7 +397,9 @@ LogicalResult AttentionOp::inferReturnTypes(
     return emitOptionalError(loc, "key has ", k.getDimSize(1),
                              " heads but value has ", v.getDimSize(1));
   int64_t heads = q.getDimSize(1), kvHeads = k.getDimSize(1);
-  if (kvHeads == 0 || heads % kvHeads != 0)
+  if (kvHeads == 0)
+    return emitOptionalError(loc, "key and value have 0 heads");
+  if (heads % kvHeads != 0)
     return emitOptionalError(loc, "query heads ", heads,
                              " is not divisible by ", kvHeads,
                              " key/value heads");
@@ -297,16 +409,31 @@ LogicalResult AttentionOp::inferReturnTypes(
   if (k.getDimSize(3) != q.getDimSize(3))
     return emitOptionalError(loc, "key head_dim ", k.getDimSize(3),
                              " differs from query head_dim ", q.getDimSize(3));
-  double rate = adaptor.getDropoutRate().convertToDouble();
-  if (!(rate >= 0.0 && rate < 1.0))
-    return emitOptionalError(loc, "dropout rate ", rate,
-                             " is outside [0, 1)");
-  if (!(adaptor.getScale().convertToDouble() > 0.0))
-    return emitOptionalError(loc, "scale must be positive but is ",
-                             adaptor.getScale().convertToDouble());
+  // Attributes are checked by the verifier: while parsing, the default-valued
+  // ones are still unset here.
   inferred.push_back(RankedTensorType::get(
       {q.getDimSize(0), heads, q.getDimSize(2), v.getDimSize(3)},
       q.getElementType()));
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  double scale = getScale().convertToDouble();
+  if (!(scale > 0.0 && std::isfinite(scale)))
+    return emitOpError() << "scale must be positive and finite but is "
+                         << scale;
+  double rate = getDropoutRate().convertToDouble();
+  int64_t stream = getDropoutStreamAttr().getInt();
+  if (failed(verifyDropoutRate(*this, rate)) ||
+      failed(verifyDropoutStream(*this, stream)))
+    return failure();
+  // The custom form prints the stream only together with a non-zero rate.
+  if (rate == 0.0 && stream != 0)
+    return emitOpError() << "dropout stream " << stream
+                         << " is set but the dropout rate is 0";
+  if (getCausal())
+    return verifyCausalLengths(*this, getQuery().getType().getDimSize(2),
+                               getKey().getType().getDimSize(2));
   return success();
 }
 
@@ -319,9 +446,10 @@ LogicalResult RotaryOp::verify() {
   if (type.getDimSize(3) % 2 != 0)
     return emitOpError() << "head_dim " << type.getDimSize(3)
                          << " must be even for rotate-half";
-  if (!(getTheta().convertToDouble() > 0.0))
-    return emitOpError() << "theta must be positive but is "
-                         << getTheta().convertToDouble();
+  double theta = getTheta().convertToDouble();
+  if (!(theta > 0.0 && std::isfinite(theta)))
+    return emitOpError() << "theta must be positive and finite but is "
+                         << theta;
   if (getOffsetAttr().getInt() < 0)
     return emitOpError() << "position offset " << getOffsetAttr().getInt()
                          << " is negative";
@@ -335,8 +463,11 @@ LogicalResult RotaryOp::verify() {
 LogicalResult CrossEntropyOp::verify() {
   auto logits = getLogits().getType();
   auto labels = getLabels().getType();
-  if (logits.getRank() < 1 ||
-      logits.getShape().drop_back() != labels.getShape())
+  if (logits.getRank() < 1)
+    return emitOpError() << "logits must have a vocabulary dimension but are "
+                            "a scalar "
+                         << logits;
+  if (logits.getShape().drop_back() != labels.getShape())
     return emitOpError() << "labels shape " << shapeOf(getLabels())
                          << " must be the logits shape " << shapeOf(getLogits())
                          << " without its vocabulary dimension";
@@ -354,11 +485,17 @@ LogicalResult ReshapeOp::verify() {
     return emitOpError() << "result element type " << out.getElementType()
                          << " differs from the input element type "
                          << in.getElementType();
-  if (in.getNumElements() != out.getNumElements())
+  std::optional<int64_t> inCount = elementCount(in.getShape());
+  std::optional<int64_t> outCount = elementCount(out.getShape());
+  if (!inCount || !outCount)
+    return emitOpError() << "element count of "
+                         << shapeOf(!inCount ? getInput() : getResult())
+                         << " overflows a 64-bit integer";
+  if (*inCount != *outCount)
     return emitOpError() << "cannot reshape " << shapeOf(getInput()) << " ("
-                         << in.getNumElements() << " elements) to "
-                         << shapeOf(getResult()) << " ("
-                         << out.getNumElements() << " elements)";
+                         << *inCount << " elements) to "
+                         << shapeOf(getResult()) << " (" << *outCount
+                         << " elements)";
   return success();
 }
 
@@ -366,6 +503,8 @@ LogicalResult
 TransposeOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                               Adaptor adaptor,
                               SmallVectorImpl<Type> &inferred) {
+  if (failed(checkOperandType(loc, adaptor.getInput(), "input")))
+    return failure();
   auto input = tensorType(adaptor.getInput());
   ArrayRef<int64_t> perm = adaptor.getPermutation();
   int64_t rank = input.getRank();
@@ -397,6 +536,8 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
                                         std::optional<Location> loc,
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &inferred) {
+  if (failed(checkOperandType(loc, adaptor.getInput(), "input")))
+    return failure();
   auto input = tensorType(adaptor.getInput());
   int64_t dim = adaptor.getDimAttr().getInt();
   if (failed(checkDim(loc, dim, input.getRank())))
@@ -418,6 +559,8 @@ LogicalResult RepeatOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &inferred) {
+  if (failed(checkOperandType(loc, adaptor.getInput(), "input")))
+    return failure();
   auto input = tensorType(adaptor.getInput());
   int64_t dim = adaptor.getDimAttr().getInt();
   if (failed(checkDim(loc, dim, input.getRank())))
@@ -427,7 +570,10 @@ LogicalResult RepeatOp::inferReturnTypes(MLIRContext *,
     return emitOptionalError(loc, "repeats must be at least 1 but is ",
                              repeats);
   SmallVector<int64_t> shape(input.getShape());
-  shape[dim] *= repeats;
+  if (llvm::MulOverflow(shape[dim], repeats, shape[dim]))
+    return emitOptionalError(loc, "repeating dim ", dim, " of size ",
+                             input.getDimSize(dim), " ", repeats,
+                             " times overflows a 64-bit size");
   inferred.push_back(RankedTensorType::get(shape, input.getElementType()));
   return success();
 }

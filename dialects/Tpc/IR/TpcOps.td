@@ -88,6 +88,7 @@ def Tpc_BatchMatmulOp : Tpc_Op<"batch_matmul", [Pure, InferTypeOpAdaptor]> {
       (`transpose_rhs` $transpose_rhs^)? (`scale` $scale^)? attr-dict
       `:` type($lhs) `,` type($rhs)
   }];
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -155,7 +156,8 @@ def Tpc_GeluOp : Tpc_UnaryOp<"gelu"> {
   }];
   let arguments = (ins Tpc_FloatTensor:$input,
                        Tpc_GeluApproximationAttr:$approximation);
-  let assemblyFormat = "$input $approximation attr-dict `:` type($input)";
+  // The enum attribute prints its own leading space.
+  let assemblyFormat = "$input `` $approximation attr-dict `:` type($input)";
 }
 
 def Tpc_SiluOp : Tpc_UnaryOp<"silu"> {
@@ -197,7 +199,8 @@ def Tpc_SoftmaxOp : Tpc_UnaryOp<"softmax"> {
   let description = [{
     With `causal`, for an input `[..., q, k]` the element `(i, j)` with
     `j > i + (k - q)` is masked (takes no probability) inside the op, so no
-    separate mask op or `[s, s]` constant exists.
+    separate mask op or `[s, s]` constant exists. A causal input needs
+    `k >= q`, since otherwise the first rows would have every key masked.
 
     ```mlir
     %p = tpc.softmax %scores causal : tensor<4x4x32x32xf32>
@@ -223,7 +226,9 @@ class Tpc_BinaryOp<string mnemonic, list<Trait> traits = []>
   let hasVerifier = 1;
 }
 
-def Tpc_AddOp : Tpc_BinaryOp<"add", [Commutative]> {
+// Not `Commutative`: only rhs broadcasts, so swapping the operands (as the
+// folder does to move a constant to the right) could make the op invalid.
+def Tpc_AddOp : Tpc_BinaryOp<"add"> {
   let summary = "Elementwise sum, broadcasting rhs over leading dimensions";
   let description = [{
     `rhs` has the shape of `lhs` or a suffix of it (it is then broadcast over
@@ -235,7 +240,7 @@ def Tpc_AddOp : Tpc_BinaryOp<"add", [Commutative]> {
   }];
 }
 
-def Tpc_MulOp : Tpc_BinaryOp<"mul", [Commutative]> {
+def Tpc_MulOp : Tpc_BinaryOp<"mul"> {
   let summary = "Elementwise product, broadcasting rhs over leading dimensions";
   let description = [{
     ```mlir
@@ -256,7 +261,10 @@ def Tpc_AttentionOp : Tpc_Op<"attention", [Pure, InferTypeOpAdaptor]> {
     `q: [b, heads, s_q, d]`, `k: [b, kv_heads, s_k, d]`,
     `v: [b, kv_heads, s_k, d_v]`; `heads` must be a multiple of `kv_heads`
     (grouped-query attention: query head `h` reads kv head
-    `h / (heads / kv_heads)`). The result is `[b, heads, s_q, d_v]`.
+    `h / (heads / kv_heads)`). The result is `[b, heads, s_q, d_v]`. The
+    causal mask is aligned as in `tpc.softmax`, so it needs `s_k >= s_q`.
+    `dropout_stream` is only meaningful (and only accepted non-zero) with a
+    non-zero `dropout_rate`.
 
     ```mlir
     %o = tpc.attention %q, %k, %v causal scale 2.500000e-01
@@ -277,6 +285,7 @@ def Tpc_AttentionOp : Tpc_Op<"attention", [Pure, InferTypeOpAdaptor]> {
     int64_t getNumHeads() { return getQuery().getType().getDimSize(1); }
     int64_t getNumKvHeads() { return getKey().getType().getDimSize(1); }
   }];
+  let hasVerifier = 1;
 }
 
 def Tpc_RotaryOp : Tpc_Op<"rotary",
