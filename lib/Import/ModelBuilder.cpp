@@ -38,7 +38,8 @@ public:
   ModelEmitter(MLIRContext &context, const ModelConfig &config,
                const ImportOptions &options)
       : context(context), builder(&context), config(config), options(options),
-        b(options.batch), s(options.seq), h(config.hiddenSize),
+        b(options.batch), s(options.seq.value_or(config.maxPositions)),
+        h(config.hiddenSize),
         elementType(options.dtype == ElementDtype::BF16
                         ? Type(builder.getBF16Type())
                         : Type(builder.getF32Type())) {}
@@ -353,16 +354,24 @@ OwningOpRef<ModuleOp> ModelEmitter::build() {
   auto func = func::FuncOp::create(builder, unknown, "forward",
                                    builder.getFunctionType(argTypes,
                                                            resultTypes));
-  for (auto [i, spec] : llvm::enumerate(params)) {
-    func.setArgAttr(i, kParamAttrName, builder.getStringAttr(spec.name));
+  // All argument attributes at once: setting them one by one would rebuild
+  // (and unique, forever) the array of every argument's attributes per call,
+  // quadratic in the number of parameters.
+  SmallVector<DictionaryAttr> argAttrs;
+  argAttrs.reserve(params.size() + 2);
+  for (const ParamSpec &spec : params) {
+    SmallVector<NamedAttribute, 2> attrs{builder.getNamedAttr(
+        kParamAttrName, builder.getStringAttr(spec.name))};
     if (!spec.hfShape.empty())
-      func.setArgAttr(i, kHfShapeAttrName,
-                      builder.getDenseI64ArrayAttr(spec.hfShape));
+      attrs.push_back(builder.getNamedAttr(
+          kHfShapeAttrName, builder.getDenseI64ArrayAttr(spec.hfShape)));
+    argAttrs.push_back(builder.getDictionaryAttr(attrs));
   }
+  for (StringRef input : {"input_ids", "labels"})
+    argAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
+        kInputAttrName, builder.getStringAttr(input))));
+  func.setAllArgAttrs(argAttrs);
   unsigned idsIndex = params.size(), labelsIndex = params.size() + 1;
-  func.setArgAttr(idsIndex, kInputAttrName,
-                  builder.getStringAttr("input_ids"));
-  func.setArgAttr(labelsIndex, kInputAttrName, builder.getStringAttr("labels"));
 
   Block *entry = func.addEntryBlock();
   for (auto [i, spec] : llvm::enumerate(params))

@@ -2,15 +2,22 @@
 
 #include "tpc/Import/ModelConfig.h"
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 using namespace mlir::tpc;
 using llvm::Error;
 using llvm::Expected;
+using llvm::SmallVector;
+using llvm::SmallVectorImpl;
 using llvm::StringRef;
 namespace json = llvm::json;
 
@@ -19,6 +26,98 @@ namespace {
 Error fieldError(StringRef field, const llvm::Twine &why) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                  (field + ": " + why).str());
+}
+
+/// The shortest decimal spelling that reads back as `value` ("768.5",
+/// "1e+19", "inf"), for messages.
+std::string formatNumber(double value) {
+  if (std::isnan(value))
+    return "nan";
+  if (std::isinf(value))
+    return value > 0 ? "inf" : "-inf";
+  char buffer[40];
+  if (value == std::trunc(value) && std::fabs(value) < 1e16) {
+    std::snprintf(buffer, sizeof(buffer), "%.0f", value);
+    return buffer;
+  }
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buffer, sizeof(buffer), "%.*g", precision, value);
+    if (std::strtod(buffer, nullptr) == value)
+      break;
+  }
+  return buffer;
+}
+
+/// `text` in single quotes for a message: control characters escaped, and
+/// cut (at a UTF-8 boundary) after 64 bytes, so that a hostile config cannot
+/// flood or drive the terminal.
+std::string quote(StringRef text) {
+  constexpr size_t kMaxShown = 64;
+  bool cut = text.size() > kMaxShown;
+  if (cut) {
+    size_t end = kMaxShown;
+    while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80)
+      --end;
+    text = text.take_front(end);
+  }
+  std::string out = "'";
+  for (char ch : text) {
+    unsigned char byte = static_cast<unsigned char>(ch);
+    if (byte < 0x20 || byte == 0x7F || ch == '\\' || ch == '\'') {
+      char escaped[8];
+      std::snprintf(escaped, sizeof(escaped), "\\x%02X", byte);
+      out += escaped;
+    } else {
+      out += ch;
+    }
+  }
+  out += cut ? "'..." : "'";
+  return out;
+}
+
+/// A key of the config as the field of a message: as is when it is plain
+/// printable ASCII of reasonable length, quoted and escaped otherwise.
+std::string fieldName(StringRef key) {
+  bool plain = !key.empty() && key.size() <= 64 &&
+               llvm::all_of(key, [](char ch) {
+                 return ch > 0x20 && ch < 0x7F;
+               });
+  return plain ? key.str() : quote(key);
+}
+
+/// Walks the text once, without recursion, before llvm::json::parse (which
+/// recurses once per nesting level, so that deep input would overflow the
+/// stack). Refuses nesting deeper than kMaxJsonDepth and records the raw
+/// spelling of the top-level object's keys.
+Error scanJson(StringRef text, SmallVectorImpl<StringRef> &topLevelKeys) {
+  int64_t depth = 0;
+  bool topIsObject = false, expectKey = false;
+  for (size_t i = 0, e = text.size(); i < e; ++i) {
+    char ch = text[i];
+    if (ch == '"') {
+      size_t start = i++;
+      while (i < e && text[i] != '"')
+        i += text[i] == '\\' ? 2 : 1;
+      if (depth == 1 && topIsObject && expectKey && i < e)
+        topLevelKeys.push_back(text.slice(start, i + 1));
+      expectKey = false;
+      continue;
+    }
+    if (ch == '[' || ch == '{') {
+      if (++depth > kMaxJsonDepth)
+        return fieldError("config",
+                          llvm::formatv("JSON nested deeper than {0} levels",
+                                        kMaxJsonDepth));
+      if (depth == 1)
+        topIsObject = ch == '{';
+      expectKey = depth == 1 && ch == '{';
+    } else if (ch == ']' || ch == '}') {
+      --depth;
+    } else if (ch == ',' && depth == 1) {
+      expectKey = topIsObject;
+    }
+  }
+  return Error::success();
 }
 
 StringRef kindName(const json::Value &v) {
@@ -45,16 +144,26 @@ class ConfigFields {
 public:
   explicit ConfigFields(const json::Object &object) : object(object) {}
 
-  Expected<std::optional<int64_t>> getInt(StringRef key) const {
+  /// An integer field, checked to be in [1, max] when present.
+  Expected<std::optional<int64_t>> getSize(StringRef key, int64_t max) const {
     const json::Value *v = object.get(key);
     if (!v || v->kind() == json::Value::Null)
       return std::nullopt;
     if (std::optional<int64_t> i = v->getAsInteger())
-      return *i;
-    if (v->kind() == json::Value::Number)
-      return fieldError(key, llvm::formatv("expected an integer but got {0}",
-                                           *v->getAsNumber()));
-    return fieldError(key, "expected an integer but got " + kindName(*v));
+      return checkSize(key, *i, max);
+    if (v->kind() != json::Value::Number)
+      return fieldError(key, "expected an integer but got " + kindName(*v));
+    // A number that is not an int64: a fraction, an integer beyond int64
+    // (read as a double or uint64) or beyond double (read as infinity).
+    double d = *v->getAsNumber();
+    if (std::isinf(d) || d == std::trunc(d)) {
+      if (d < 0)
+        return fieldError(key, "must be positive but is " + formatNumber(d));
+      return fieldError(key, llvm::formatv("{0} exceeds the supported "
+                                           "maximum {1}",
+                                           formatNumber(d), max));
+    }
+    return fieldError(key, "expected an integer but got " + formatNumber(d));
   }
 
   Expected<std::optional<double>> getNumber(StringRef key) const {
@@ -86,18 +195,18 @@ public:
 
   /// A size field that must be present, positive and at most `max`.
   Expected<int64_t> requireSize(StringRef key, int64_t max) const {
-    Expected<std::optional<int64_t>> v = getInt(key);
+    Expected<std::optional<int64_t>> v = getSize(key, max);
     if (!v)
       return v.takeError();
     if (!*v)
       return fieldError(key, "missing");
-    return checkSize(key, **v, max);
+    return **v;
   }
 
   /// A size field with a default when absent or null.
   Expected<int64_t> optionalSize(StringRef key, int64_t fallback,
                                  int64_t max) const {
-    Expected<std::optional<int64_t>> v = getInt(key);
+    Expected<std::optional<int64_t>> v = getSize(key, max);
     if (!v)
       return v.takeError();
     return checkSize(key, v->value_or(fallback), max);
@@ -122,10 +231,10 @@ public:
       return v.takeError();
     double rate = v->value_or(fallback);
     if (!(rate >= 0.0 && rate < 1.0))
-      return fieldError(key, llvm::formatv("dropout rate {0} is outside "
-                                           "[0, 1)",
-                                           rate));
-    return rate;
+      return fieldError(key, "dropout rate " + formatNumber(rate) +
+                                 " is outside [0, 1)");
+    // -0.0 is no dropout, spelled as 0.
+    return rate == 0.0 ? 0.0 : rate;
   }
 
   /// A strictly positive real with a default (epsilons, rope theta).
@@ -134,9 +243,10 @@ public:
     if (!v)
       return v.takeError();
     double value = v->value_or(fallback);
-    if (!(value > 0.0) || !std::isfinite(value))
-      return fieldError(key,
-                        llvm::formatv("must be positive but is {0}", value));
+    if (!(value > 0.0))
+      return fieldError(key, "must be positive but is " + formatNumber(value));
+    if (!std::isfinite(value))
+      return fieldError(key, "must be finite but is " + formatNumber(value));
     return value;
   }
 
@@ -194,8 +304,9 @@ Error parseGpt2(const ConfigFields &f, ModelConfig &c) {
     c.geluTanh = false;
   else
     return fieldError("activation_function",
-                      "unsupported activation '" + act +
-                          "' (supported: gelu_new, gelu_pytorch_tanh, gelu)");
+                      "unsupported activation " + quote(act) +
+                          " (supported: gelu_new, gelu_pytorch_tanh, "
+                          "gelu_fast, gelu)");
 
   TPC_ASSIGN(c.normEpsilon, f.optionalPositive("layer_norm_epsilon", 1e-5));
   TPC_ASSIGN(c.embeddingDropout, f.optionalRate("embd_pdrop", 0.1));
@@ -231,10 +342,9 @@ Error parseLlama(const ConfigFields &f, ModelConfig &c) {
                                     "attention heads",
                                     c.numKvHeads, c.numHeads));
   std::optional<int64_t> headDim;
-  TPC_ASSIGN(headDim, f.getInt("head_dim"));
+  TPC_ASSIGN(headDim, f.getSize("head_dim", kMaxHidden));
   if (headDim) {
-    TPC_ASSIGN(c.headDim,
-               ConfigFields::checkSize("head_dim", *headDim, kMaxHidden));
+    c.headDim = *headDim;
   } else {
     if (c.hiddenSize % c.numHeads != 0)
       return fieldError("num_attention_heads",
@@ -256,8 +366,9 @@ Error parseLlama(const ConfigFields &f, ModelConfig &c) {
   std::optional<std::string> activation;
   TPC_ASSIGN(activation, f.getString("hidden_act"));
   if (activation && *activation != "silu")
-    return fieldError("hidden_act", "unsupported activation '" + *activation +
-                                        "' (supported: silu)");
+    return fieldError("hidden_act", "unsupported activation " +
+                                        quote(*activation) +
+                                        " (supported: silu)");
 
   const json::Value *scaling = f.object.get("rope_scaling");
   if (scaling && scaling->kind() != json::Value::Null)
@@ -268,9 +379,8 @@ Error parseLlama(const ConfigFields &f, ModelConfig &c) {
     return partial.takeError();
   if (*partial && **partial != 1.0)
     return fieldError("partial_rotary_factor",
-                      llvm::formatv("partial rotary embeddings ({0}) are not "
-                                    "supported",
-                                    **partial));
+                      "partial rotary embeddings (" + formatNumber(**partial) +
+                          ") are not supported");
 
   TPC_ASSIGN(c.normEpsilon, f.optionalPositive("rms_norm_eps", 1e-6));
   TPC_ASSIGN(c.ropeTheta, f.optionalPositive("rope_theta", 10000.0));
@@ -289,6 +399,16 @@ Error parseLlama(const ConfigFields &f, ModelConfig &c) {
 
 Expected<ModelConfig> mlir::tpc::parseModelConfig(StringRef text,
                                                   ImportOptions &options) {
+  if (static_cast<int64_t>(text.size()) > kMaxConfigBytes)
+    return fieldError("config", llvm::formatv("{0} bytes exceed the supported "
+                                              "maximum {1}",
+                                              text.size(), kMaxConfigBytes));
+  // Editors on Windows may start the file with a UTF-8 byte order mark.
+  text.consume_front("\xEF\xBB\xBF");
+  if (text.trim().empty())
+    return fieldError("config", "empty file");
+  SmallVector<StringRef> rawKeys;
+  TPC_CHECK(scanJson(text, rawKeys));
   Expected<json::Value> parsed = json::parse(text);
   if (!parsed)
     return fieldError("config", "invalid JSON: " +
@@ -297,6 +417,19 @@ Expected<ModelConfig> mlir::tpc::parseModelConfig(StringRef text,
   if (!object)
     return fieldError("config", "expected a JSON object but got " +
                                     kindName(*parsed));
+  // The text is valid JSON here, so the scan found exactly the top-level
+  // keys; each is decoded (escapes) by parsing its spelling.
+  llvm::StringSet<> seen;
+  for (StringRef raw : rawKeys) {
+    Expected<json::Value> key = json::parse(raw);
+    if (!key) {
+      llvm::consumeError(key.takeError());
+      continue;
+    }
+    if (std::optional<StringRef> name = key->getAsString())
+      if (!seen.insert(*name).second)
+        return fieldError(fieldName(*name), "given more than once");
+  }
   ConfigFields fields(*object);
 
   ModelConfig config;
@@ -312,46 +445,98 @@ Expected<ModelConfig> mlir::tpc::parseModelConfig(StringRef text,
     config.family = ModelFamily::Llama;
     TPC_CHECK(parseLlama(fields, config));
   } else {
-    return fieldError("model_type", "unsupported model type '" + *modelType +
-                                        "' (supported: gpt2, llama)");
+    return fieldError("model_type", "unsupported model type " +
+                                        quote(*modelType) +
+                                        " (supported: gpt2, llama)");
   }
 
   // Command-line overrides and checks.
-  if (options.numLayers != 0) {
+  if (options.numLayers) {
     TPC_ASSIGN(config.numLayers,
-               ConfigFields::checkSize("--num-layers", options.numLayers,
+               ConfigFields::checkSize("--num-layers", *options.numLayers,
                                        kMaxLayers));
   }
   if (options.dropout) {
     double rate = *options.dropout;
     if (!(rate >= 0.0 && rate < 1.0))
-      return fieldError("--dropout", llvm::formatv("dropout rate {0} is "
-                                                   "outside [0, 1)",
-                                                   rate));
+      return fieldError("--dropout", "dropout rate " + formatNumber(rate) +
+                                         " is outside [0, 1)");
+    // -0.0 reads as no dropout, like 0.
+    rate = rate == 0.0 ? 0.0 : rate;
     config.embeddingDropout = config.residualDropout = rate;
     config.attentionDropout = rate;
   }
-  if (options.seq == 0)
+  if (!options.seq)
     options.seq = config.maxPositions;
-  Expected<int64_t> seq = ConfigFields::checkSize("--seq", options.seq, kMaxSeq);
-  if (!seq)
-    return seq.takeError();
-  if (options.seq > config.maxPositions)
+  TPC_CHECK(ConfigFields::checkSize("--seq", *options.seq, kMaxSeq)
+                .takeError());
+  const int64_t seq = *options.seq;
+  if (seq > config.maxPositions)
     return fieldError("--seq", llvm::formatv("{0} exceeds the model's {1} "
                                              "positions",
-                                             options.seq, config.maxPositions));
-  Expected<int64_t> batch =
-      ConfigFields::checkSize("--batch", options.batch, kMaxBatch);
-  if (!batch)
-    return batch.takeError();
-  // The largest activation is [batch, seq, max(vocab, ffn, heads * seq)].
+                                             seq, config.maxPositions));
+  TPC_CHECK(ConfigFields::checkSize("--batch", options.batch, kMaxBatch)
+                .takeError());
+  // The widest activation per position: logits, the FFN, the fused QKV
+  // projection, the query heads, attention scores [b, heads, s, s]. Each
+  // factor is bounded above, so none of these products overflows.
   int64_t widest = std::max({config.vocabSize, config.ffnSize,
-                             config.numHeads * options.seq});
-  if (options.batch * options.seq > kMaxTensorElements / widest)
-    return fieldError("--batch", llvm::formatv("batch {0} x seq {1} x {2} "
-                                               "elements per position is too "
-                                               "large",
-                                               options.batch, options.seq,
-                                               widest));
+                             3 * config.hiddenSize,
+                             config.numHeads * config.headDim,
+                             config.numHeads * seq});
+  if (options.batch * seq > kMaxTensorElements / widest)
+    return fieldError("--batch",
+                      llvm::formatv("batch {0} x seq {1} x {2} elements per "
+                                    "position exceed the supported {3} "
+                                    "elements per tensor",
+                                    options.batch, seq, widest,
+                                    kMaxTensorElements));
   return config;
+}
+
+Expected<ModelConfig> mlir::tpc::parseModelConfigFile(StringRef path,
+                                                      ImportOptions &options) {
+  auto fileError = [&](const llvm::Twine &why) {
+    return fieldError(path, why);
+  };
+  // Read at most one byte more than accepted, whatever the file is (a pipe,
+  // /dev/zero): never the whole of an unbounded input.
+  llvm::sys::fs::file_t file;
+  bool isStdin = path == "-";
+  if (isStdin) {
+    file = llvm::sys::fs::getStdinHandle();
+  } else {
+    Expected<llvm::sys::fs::file_t> opened =
+        llvm::sys::fs::openNativeFileForRead(path);
+    if (!opened)
+      return fileError(llvm::errorToErrorCode(opened.takeError()).message());
+    file = *opened;
+  }
+  llvm::SmallString<4096> text;
+  Error readError = Error::success();
+  while (true) {
+    constexpr size_t kChunk = 1 << 16;
+    size_t size = text.size();
+    text.resize_for_overwrite(size + kChunk);
+    Expected<size_t> read = llvm::sys::fs::readNativeFile(
+        file, llvm::MutableArrayRef<char>(text.data() + size, kChunk));
+    if (!read) {
+      text.truncate(size);
+      readError = read.takeError();
+      break;
+    }
+    text.truncate(size + *read);
+    if (*read == 0 || static_cast<int64_t>(text.size()) > kMaxConfigBytes)
+      break;
+  }
+  if (!isStdin)
+    llvm::consumeError(
+        llvm::errorCodeToError(llvm::sys::fs::closeFile(file)));
+  if (readError)
+    return fileError(llvm::errorToErrorCode(std::move(readError)).message());
+  if (static_cast<int64_t>(text.size()) > kMaxConfigBytes)
+    return fileError(llvm::formatv("larger than the supported maximum of {0} "
+                                   "bytes for a config.json",
+                                   kMaxConfigBytes));
+  return parseModelConfig(text.str(), options);
 }

@@ -5,9 +5,10 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 
@@ -17,31 +18,62 @@ namespace cl = llvm::cl;
 
 static cl::OptionCategory category("tpc-import options");
 
-static cl::opt<std::string> inputPath(cl::Positional, cl::Required,
-                                      cl::desc("<config.json>"),
-                                      cl::cat(category));
+/// Where command-line errors are collected, to be printed as `error: ...`
+/// (llvm::cl prints value errors as `tpc-import: for the --x option: ...`).
+static std::string cliErrors;
+static llvm::raw_string_ostream cliErrorStream(cliErrors);
+
+/// Choice flags whose errors read `--<flag>: <why>`, like the config errors.
+template <typename T>
+struct ChoiceParser : cl::parser<T> {
+  using cl::parser<T>::parser;
+  bool parse(cl::Option &, llvm::StringRef name, llvm::StringRef arg,
+             T &value) {
+    std::string choices;
+    for (const auto &option : this->Values) {
+      if (option.Name == arg) {
+        value = option.V.getValue();
+        return false;
+      }
+      choices += (choices.empty() ? "" : ", ") + option.Name.str();
+    }
+    cliErrorStream << "--" << name << ": '" << arg
+                   << "' is not one of " << choices << "\n";
+    return true;
+  }
+};
+
+static cl::opt<std::string>
+    inputPath(cl::Positional, cl::Required,
+              cl::desc("<config.json>"),
+              cl::cat(category));
 static cl::opt<std::string> outputPath("o", cl::desc("Output file (default: "
                                                      "stdout)"),
                                        cl::value_desc("model.mlir"),
                                        cl::init("-"), cl::cat(category));
-static cl::opt<int64_t> batch("batch",
-                              cl::desc("Global batch size (default 1)"),
-                              cl::init(1), cl::cat(category));
-static cl::opt<int64_t> seq("seq",
-                            cl::desc("Sequence length (default: the config's "
-                                     "maximum number of positions)"),
-                            cl::init(0), cl::cat(category));
-static cl::opt<int64_t>
+static cl::opt<std::string> batch("batch",
+                              cl::desc("Global batch size, a positive integer "
+                                       "(default 1)"),
+                              cl::value_desc("B"), cl::init("1"),
+                              cl::cat(category));
+static cl::opt<std::string> seq("seq",
+                            cl::desc("Sequence length, at most the config's "
+                                     "maximum number of positions (default: "
+                                     "that maximum)"),
+                            cl::value_desc("S"), cl::cat(category));
+static cl::opt<std::string>
     numLayers("num-layers",
-              cl::desc("Number of transformer layers, overriding the config "
-                       "(quick experiments)"),
-              cl::init(0), cl::cat(category));
-static cl::opt<ElementDtype> dtype(
-    "dtype", cl::desc("Element type of parameters and activations"),
+              cl::desc("Number of transformer layers, a positive integer "
+                       "overriding the config (quick experiments)"),
+              cl::value_desc("N"), cl::cat(category));
+static cl::opt<ElementDtype, false, ChoiceParser<ElementDtype>> dtype(
+    "dtype",
+    cl::desc("Element type of parameters and activations (token ids and "
+             "labels stay i64, the loss f32)"),
     cl::values(clEnumValN(ElementDtype::F32, "fp32", "32-bit float (default)"),
                clEnumValN(ElementDtype::BF16, "bf16", "bfloat16")),
     cl::init(ElementDtype::F32), cl::cat(category));
-static cl::opt<AttentionForm> attention(
+static cl::opt<AttentionForm, false, ChoiceParser<AttentionForm>> attention(
     "attention", cl::desc("How attention is expressed"),
     cl::values(clEnumValN(AttentionForm::Fused, "fused",
                           "one tpc.attention op per layer (default)"),
@@ -49,11 +81,12 @@ static cl::opt<AttentionForm> attention(
                           "Megatron-style chain: QK^T with the scale folded "
                           "in, causal softmax, dropout, times V")),
     cl::init(AttentionForm::Fused), cl::cat(category));
-static cl::opt<double> dropout("dropout",
-                               cl::desc("Override every dropout rate of the "
-                                        "config"),
-                               cl::value_desc("P"), cl::cat(category));
-static cl::opt<ModelOutput> output(
+static cl::opt<std::string>
+    dropout("dropout",
+            cl::desc("Override every dropout rate of the config with P, "
+                     "0 <= P < 1 (0 removes every dropout op)"),
+            cl::value_desc("P"), cl::cat(category));
+static cl::opt<ModelOutput, false, ChoiceParser<ModelOutput>> output(
     "output", cl::desc("What @forward returns"),
     cl::values(clEnumValN(ModelOutput::Loss, "loss",
                           "the mean loss (default)"),
@@ -66,34 +99,94 @@ static int fail(const llvm::Twine &message) {
   return 1;
 }
 
+/// Reads the numeric flag `flag` when given; its range is checked with the
+/// config (parseModelConfig).
+template <typename T>
+static llvm::Error readNumber(const cl::opt<std::string> &flag,
+                              std::optional<T> &value) {
+  if (!flag.getNumOccurrences())
+    return llvm::Error::success();
+  llvm::StringRef text = llvm::StringRef(flag).trim();
+  T parsed;
+  bool bad;
+  if constexpr (std::is_integral_v<T>)
+    bad = text.getAsInteger(10, parsed);
+  else
+    bad = text.getAsDouble(parsed);
+  if (bad)
+    return llvm::createStringError(
+        "--" + flag.ArgStr + ": '" + flag + "' is not " +
+        (std::is_integral_v<T> ? "an integer in the range of int64"
+                               : "a number"));
+  value = parsed;
+  return llvm::Error::success();
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(category);
-  cl::ParseCommandLineOptions(
-      argc, argv,
-      "tpc-import: Hugging Face config.json (gpt2, llama) -> tpc IR\n\n"
-      "Emits func.func @forward(params..., %input_ids, %labels) returning the "
-      "loss\n(and the logits with --output logits). Parameters carry their "
-      "Hugging Face\nnames (tpc.param); ops of transformer layer N carry "
-      "tpc.layer = N.\n");
-
-  std::string error;
-  std::unique_ptr<llvm::MemoryBuffer> file = openInputFile(inputPath, &error);
-  if (!file)
-    return fail(inputPath + ": " + error);
+  // llvm::cl reports a value flag given last, without its value, straight to
+  // stderr in its own format; report it like every other error instead.
+  if (argc > 1) {
+    llvm::StringRef last = argv[argc - 1];
+    llvm::StringRef name = last;
+    if (name.consume_front("-")) {
+      name.consume_front("-");
+      bool seenDashDash = llvm::is_contained(
+          llvm::ArrayRef<char *>(argv + 1, argc - 2), llvm::StringRef("--"));
+      const cl::Option *valueFlags[] = {&outputPath, &batch,   &seq,
+                                        &numLayers,  &dtype,   &attention,
+                                        &dropout,    &output};
+      for (const cl::Option *option : valueFlags)
+        if (!seenDashDash && name == option->ArgStr)
+          return fail(last + ": requires a value");
+    }
+  }
+  // Command-line errors are reported like every other error: `error: ...`
+  // on stderr and exit status 1.
+  if (!cl::ParseCommandLineOptions(
+          argc, argv,
+          "tpc-import: Hugging Face config.json (gpt2, llama) -> tpc IR\n\n"
+          "Emits func.func @forward(params..., %input_ids, %labels) returning "
+          "the loss\n(and the logits with --output logits). Parameters carry "
+          "their Hugging Face\nnames (tpc.param); ops of transformer layer N "
+          "carry tpc.layer = N.\n\n<config.json> is a Hugging Face config.json "
+          "(model_type gpt2 or llama; - reads\nstdin). Keys the importer does "
+          "not use are ignored. Errors are printed as\n`error: <field>: <why>` "
+          "with exit status 1.\n",
+          &cliErrorStream)) {
+    std::string prefix = (llvm::sys::path::filename(argv[0]) + ": ").str();
+    llvm::SmallVector<llvm::StringRef> lines;
+    llvm::StringRef(cliErrors).split(lines, '\n', -1, /*KeepEmpty=*/false);
+    // The first line is the error; llvm::cl may add hints ("Did you mean").
+    for (auto [i, line] : llvm::enumerate(lines)) {
+      line.consume_front(prefix);
+      line.consume_front(std::string(argv[0]) + ": ");
+      if (i == 0)
+        fail(line.trim());
+      else
+        llvm::errs() << "  " << line.trim() << "\n";
+    }
+    return 1;
+  }
 
   ImportOptions options;
-  options.batch = batch;
-  options.seq = seq;
-  options.numLayers = numLayers;
+  std::optional<int64_t> batchValue;
+  if (llvm::Error err = readNumber(batch, batchValue))
+    return fail(llvm::toString(std::move(err)));
+  if (llvm::Error err = readNumber(seq, options.seq))
+    return fail(llvm::toString(std::move(err)));
+  if (llvm::Error err = readNumber(numLayers, options.numLayers))
+    return fail(llvm::toString(std::move(err)));
+  if (llvm::Error err = readNumber(dropout, options.dropout))
+    return fail(llvm::toString(std::move(err)));
+  options.batch = batchValue.value_or(1);
   options.dtype = dtype;
   options.attention = attention;
-  if (dropout.getNumOccurrences())
-    options.dropout = dropout;
   options.output = output;
 
   llvm::Expected<ModelConfig> config =
-      parseModelConfig(file->getBuffer(), options);
+      parseModelConfigFile(inputPath, options);
   if (!config)
     return fail(llvm::toString(config.takeError()));
 
@@ -102,11 +195,18 @@ int main(int argc, char **argv) {
   if (failed(verify(*module)))
     return fail("internal error: the imported module does not verify");
 
+  std::string error;
   std::unique_ptr<llvm::ToolOutputFile> out = openOutputFile(outputPath, &error);
   if (!out)
-    return fail(outputPath + ": " + error);
+    return fail(error);
   module->print(out->os());
   out->os() << "\n";
+  out->os().flush();
+  if (std::error_code ec = out->os().error()) {
+    // Without clearing it, the stream would abort at destruction.
+    out->os().clear_error();
+    return fail(outputPath + ": " + ec.message());
+  }
   out->keep();
   return 0;
 }
