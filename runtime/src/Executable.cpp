@@ -1,0 +1,602 @@
+//===- Executable.cpp - the .tpcx executable format and its loader --------===//
+//
+// Loading is a sequence of gates, cheapest and least trusting first: the
+// framing header (size, magic, version, length) and the CRC are checked before
+// FlatBuffers reads a byte, the FlatBuffers verifier before any accessor is
+// called, and the meaning of every table before the executable is handed out.
+// Each gate turns a bad file into a Status naming the file and the item.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tpcrt/Executable.h"
+
+#include "tpcrt/Safetensors.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <set>
+#include <sstream>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the .tpcx header is little-endian; tpcrt assumes a little-endian host"
+#endif
+
+using namespace tpcrt;
+
+namespace {
+
+/// Executable -> Param -> ParamSlice is three tables deep; anything far deeper
+/// is hostile, and bounding it bounds the verifier's recursion.
+constexpr flatbuffers::uoffset_t kMaxVerifierDepth = 16;
+
+/// Every table is at least a few bytes, so the payload size already bounds
+/// the count; this bound only caps the verifier's work on a hostile file.
+constexpr flatbuffers::uoffset_t kMaxVerifierTables = 1u << 26;
+
+/// Messages quote names from the file; keep them readable.
+constexpr size_t kMaxQuotedChars = 200;
+
+/// Operand and result counts of every opcode, with the dialect mnemonic used
+/// in messages. Indexed by opcode value.
+struct OpInfo {
+  fb::OpCode op;
+  const char *name;
+  uint32_t minOperands;
+  uint32_t maxOperands;
+  uint32_t numResults;
+};
+
+constexpr OpInfo kOps[] = {
+    {fb::OpCode::Embedding, "embedding", 2, 2, 1},
+    {fb::OpCode::Linear, "linear", 2, 3, 1},
+    {fb::OpCode::BatchMatmul, "batch_matmul", 2, 2, 1},
+    {fb::OpCode::LayerNorm, "layer_norm", 3, 3, 1},
+    {fb::OpCode::RmsNorm, "rms_norm", 2, 2, 1},
+    {fb::OpCode::Gelu, "gelu", 1, 1, 1},
+    {fb::OpCode::Silu, "silu", 1, 1, 1},
+    {fb::OpCode::Add, "add", 2, 2, 1},
+    {fb::OpCode::Mul, "mul", 2, 2, 1},
+    {fb::OpCode::Dropout, "dropout", 1, 1, 1},
+    {fb::OpCode::Softmax, "softmax", 1, 1, 1},
+    {fb::OpCode::Attention, "attention", 3, 3, 1},
+    {fb::OpCode::Rotary, "rotary", 1, 1, 1},
+    {fb::OpCode::CrossEntropy, "cross_entropy", 2, 2, 2},
+    {fb::OpCode::LossMean, "loss_mean", 2, 2, 1},
+    {fb::OpCode::Copy, "copy", 1, 1, 1},
+    {fb::OpCode::Transpose, "transpose", 1, 1, 1},
+    {fb::OpCode::Slice, "slice", 1, 1, 1},
+    {fb::OpCode::Repeat, "repeat", 1, 1, 1},
+    {fb::OpCode::Cast, "cast", 1, 1, 1},
+};
+static_assert(sizeof(kOps) / sizeof(kOps[0]) ==
+                  static_cast<size_t>(fb::OpCode::MAX) + 1,
+              "every opcode of tpcx.fbs needs a row in kOps");
+
+const OpInfo *opInfoOf(fb::OpCode op) {
+  auto index = static_cast<size_t>(op);
+  if (index >= sizeof(kOps) / sizeof(kOps[0]))
+    return nullptr;
+  return &kOps[index];
+}
+
+/// CRC-64/XZ table for the reflected ECMA-182 polynomial, built once.
+struct Crc64Table {
+  uint64_t entries[256];
+  Crc64Table() {
+    constexpr uint64_t kPoly = 0xC96C5795D7870F42ull;
+    for (uint64_t i = 0; i < 256; ++i) {
+      uint64_t crc = i;
+      for (int bit = 0; bit < 8; ++bit)
+        crc = (crc & 1) ? (crc >> 1) ^ kPoly : crc >> 1;
+      entries[i] = crc;
+    }
+  }
+};
+
+uint64_t readLE64(const uint8_t *p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+uint32_t readLE32(const uint8_t *p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+std::string quote(const flatbuffers::String *text) {
+  if (!text)
+    return "''";
+  std::string s = text->str();
+  if (s.size() > kMaxQuotedChars)
+    s = s.substr(0, kMaxQuotedChars) + "...";
+  return "'" + s + "'";
+}
+
+std::string plural(uint64_t n, const char *word) {
+  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+}
+
+/// FlatBuffers 2.0.8's verifier checks that a vector's length word is 4-byte
+/// aligned but not that 8-byte elements are 8-byte aligned: a crafted payload
+/// could make every later read of the vector misaligned (undefined
+/// behaviour). A FlatBufferBuilder always aligns them, so refuse the rest.
+template <typename T> bool isAligned(const flatbuffers::Vector<T> *v) {
+  return !v || reinterpret_cast<uintptr_t>(v->Data()) % alignof(T) == 0;
+}
+
+Status checkAligned(const flatbuffers::Vector<int64_t> *v,
+                    const std::string &what) {
+  if (!isAligned(v))
+    return Status::error(what + " is not 8-byte aligned");
+  return Status::ok();
+}
+
+std::vector<int64_t> shapeOf(const flatbuffers::Vector<int64_t> *v) {
+  if (!v)
+    return {};
+  return std::vector<int64_t>(v->begin(), v->end());
+}
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::ostringstream os;
+  os << '[';
+  for (size_t i = 0; i < shape.size(); ++i)
+    os << (i ? ", " : "") << shape[i];
+  os << ']';
+  return os.str();
+}
+
+/// The element count of `shape`, or an error naming `what`.
+Status countElements(const std::vector<int64_t> &shape, const std::string &what,
+                     int64_t &count) {
+  if (!numElementsOf(shape, count))
+    return Status::error(what + " " + shapeText(shape) +
+                         " has a negative dimension or too many elements");
+  return Status::ok();
+}
+
+template <typename T> uint32_t sizeOf(const flatbuffers::Vector<T> *v) {
+  return v ? v->size() : 0;
+}
+
+const char *dtypeText(fb::DType dtype) {
+  switch (dtype) {
+  case fb::DType::F32:
+    return "f32";
+  case fb::DType::BF16:
+    return "bf16";
+  case fb::DType::F16:
+    return "f16";
+  case fb::DType::I32:
+    return "i32";
+  case fb::DType::I64:
+    return "i64";
+  case fb::DType::U8:
+    return "u8";
+  }
+  return "?";
+}
+
+Status checkMesh(const fb::Executable &exe) {
+  std::set<std::string> names;
+  for (uint32_t i = 0, e = sizeOf(exe.mesh()); i < e; ++i) {
+    const fb::MeshAxis *axis = exe.mesh()->Get(i);
+    std::string what = "mesh axis " + std::to_string(i);
+    if (!axis->name() || axis->name()->size() == 0)
+      return Status::error(what + " has no name");
+    what += " (" + quote(axis->name()) + ")";
+    if (!names.insert(axis->name()->str()).second)
+      return Status::error(what + ": duplicate axis name");
+    if (axis->size() <= 0)
+      return Status::error(what + ": size " + std::to_string(axis->size()) +
+                           " is not positive");
+  }
+  return Status::ok();
+}
+
+Status checkBuffers(const fb::Executable &exe,
+                    std::vector<int64_t> &bufferElements) {
+  uint64_t arena = exe.arena_bytes();
+  for (uint32_t i = 0, e = sizeOf(exe.buffers()); i < e; ++i) {
+    const fb::Buffer *buffer = exe.buffers()->Get(i);
+    std::string what = "buffer " + std::to_string(i);
+    uint64_t elementSize = executableDTypeSize(buffer->dtype());
+    if (elementSize == 0)
+      return Status::error(what + ": unknown dtype " +
+                           std::to_string(static_cast<int>(buffer->dtype())));
+    uint64_t offset = buffer->offset(), size = buffer->size();
+    // Written so that no sum can overflow: offset + size <= arena.
+    if (size > arena || offset > arena - size)
+      return Status::error(what + ": bytes [" + std::to_string(offset) + ", +" +
+                           std::to_string(size) +
+                           ") lie outside the arena of " +
+                           std::to_string(arena) + " bytes");
+    if (Status s = checkAligned(buffer->shape(), "shape"); !s)
+      return s.withContext(what);
+    int64_t elements;
+    std::vector<int64_t> shape = shapeOf(buffer->shape());
+    if (Status s = countElements(shape, "shape", elements); !s)
+      return s.withContext(what);
+    uint64_t needed = 0;
+    bool overflow = __builtin_mul_overflow(static_cast<uint64_t>(elements),
+                                           elementSize, &needed);
+    if (overflow || needed != size)
+      return Status::error(
+          what + ": size is " + std::to_string(size) + " bytes but shape " +
+          shapeText(shape) + " of " + dtypeText(buffer->dtype()) + " needs " +
+          (overflow ? std::string("more than 2^64") : std::to_string(needed)));
+    bufferElements.push_back(elements);
+  }
+  return Status::ok();
+}
+
+std::string bufferRangeError(const std::string &what, uint32_t id,
+                             size_t numBuffers) {
+  return what + " is buffer " + std::to_string(id) +
+         " but the executable has " + plural(numBuffers, "buffer");
+}
+
+Status checkParams(const fb::Executable &exe,
+                   const std::vector<int64_t> &bufferElements) {
+  std::set<std::string> names;
+  for (uint32_t i = 0, e = sizeOf(exe.params()); i < e; ++i) {
+    const fb::Param *param = exe.params()->Get(i);
+    std::string what = "param " + std::to_string(i);
+    if (!param->hf_name() || param->hf_name()->size() == 0)
+      return Status::error(what + " has no hf_name");
+    what += " (" + quote(param->hf_name()) + ")";
+    if (!names.insert(param->hf_name()->str()).second)
+      return Status::error(what + ": duplicate parameter name");
+    if (param->buffer() >= bufferElements.size())
+      return Status::error(bufferRangeError(
+          what + ": its view", param->buffer(), bufferElements.size()));
+    if (sizeOf(param->slices()) != 0)
+      return Status::error(what + ": per-rank slices are not supported by "
+                                  "this runtime");
+    if (Status s = checkAligned(param->hf_shape(), "hf_shape"); !s)
+      return s.withContext(what);
+    if (Status s = checkAligned(param->view_shape(), "view_shape"); !s)
+      return s.withContext(what);
+    std::vector<int64_t> hfShape = shapeOf(param->hf_shape());
+    std::vector<int64_t> viewShape = shapeOf(param->view_shape());
+    int64_t hfElements, viewElements;
+    if (Status s = countElements(hfShape, "hf_shape", hfElements); !s)
+      return s.withContext(what);
+    if (Status s = countElements(viewShape, "view_shape", viewElements); !s)
+      return s.withContext(what);
+    if (viewElements != hfElements)
+      return Status::error(what + ": view_shape " + shapeText(viewShape) +
+                           " has " + plural(viewElements, "element") +
+                           " but hf_shape " + shapeText(hfShape) + " has " +
+                           std::to_string(hfElements));
+    int64_t bufferElementCount = bufferElements[param->buffer()];
+    if (bufferElementCount != viewElements)
+      return Status::error(what + ": view_shape " + shapeText(viewShape) +
+                           " has " + plural(viewElements, "element") +
+                           " but buffer " + std::to_string(param->buffer()) +
+                           " has " + std::to_string(bufferElementCount));
+  }
+  return Status::ok();
+}
+
+Status checkBindings(
+    const flatbuffers::Vector<flatbuffers::Offset<fb::Binding>> *bindings,
+    const char *kind, size_t numBuffers) {
+  std::set<std::string> names;
+  for (uint32_t i = 0, e = sizeOf(bindings); i < e; ++i) {
+    const fb::Binding *binding = bindings->Get(i);
+    std::string what = std::string(kind) + " " + std::to_string(i);
+    if (!binding->name() || binding->name()->size() == 0)
+      return Status::error(what + " has no name");
+    what += " (" + quote(binding->name()) + ")";
+    if (!names.insert(binding->name()->str()).second)
+      return Status::error(what + ": duplicate " + kind + " name");
+    if (binding->buffer() >= numBuffers)
+      return Status::error(
+          bufferRangeError(what + ": it", binding->buffer(), numBuffers));
+  }
+  return Status::ok();
+}
+
+Status checkKernels(const fb::Executable &exe, size_t numBuffers) {
+  for (uint32_t i = 0, e = sizeOf(exe.kernels()); i < e; ++i) {
+    const fb::Kernel *kernel = exe.kernels()->Get(i);
+    std::string what = "kernel " + std::to_string(i);
+    const OpInfo *info = opInfoOf(kernel->op());
+    if (!info)
+      return Status::error(what + ": unknown opcode " +
+                           std::to_string(static_cast<int>(kernel->op())));
+    what += " (" + std::string(info->name) + ")";
+
+    if (Status s = checkAligned(kernel->int_attrs(), "int_attrs"); !s)
+      return s.withContext(what);
+    if (!isAligned(kernel->float_attrs()))
+      return Status::error(what + ": float_attrs is not 8-byte aligned");
+
+    uint32_t numOperands = sizeOf(kernel->operands());
+    if (numOperands < info->minOperands || numOperands > info->maxOperands) {
+      std::string expected = info->minOperands == info->maxOperands
+                                 ? std::to_string(info->minOperands)
+                                 : std::to_string(info->minOperands) + " to " +
+                                       std::to_string(info->maxOperands);
+      return Status::error(what + ": has " + plural(numOperands, "operand") +
+                           ", expected " + expected);
+    }
+    uint32_t numResults = sizeOf(kernel->results());
+    if (numResults != info->numResults)
+      return Status::error(what + ": has " + plural(numResults, "result") +
+                           ", expected " + std::to_string(info->numResults));
+    for (uint32_t j = 0; j < numOperands; ++j)
+      if (kernel->operands()->Get(j) >= numBuffers)
+        return Status::error(
+            bufferRangeError(what + ": operand " + std::to_string(j),
+                             kernel->operands()->Get(j), numBuffers));
+    for (uint32_t j = 0; j < numResults; ++j)
+      if (kernel->results()->Get(j) >= numBuffers)
+        return Status::error(
+            bufferRangeError(what + ": result " + std::to_string(j),
+                             kernel->results()->Get(j), numBuffers));
+  }
+  return Status::ok();
+}
+
+/// The framing checks that need only the header and the file size. On
+/// success `payloadSize` is the validated payload length.
+Status checkFrame(const uint8_t *header, uint64_t fileSize,
+                  uint64_t &payloadSize) {
+  if (fileSize < kExecutableHeaderBytes)
+    return Status::error(
+        "file is " + plural(fileSize, "byte") + ", smaller than the " +
+        std::to_string(kExecutableHeaderBytes) + "-byte .tpcx header");
+  if (std::memcmp(header, kExecutableMagic, sizeof(kExecutableMagic)) != 0)
+    return Status::error("not a tpc executable (bad magic; expected "
+                         "\"TPCX\\0\\0\\0\\0\")");
+  uint32_t version = readLE32(header + 8);
+  if (version != kExecutableFormatVersion)
+    return Status::error("format version " + std::to_string(version) +
+                         " is not supported (this runtime reads version " +
+                         std::to_string(kExecutableFormatVersion) + ")");
+  uint32_t reserved = readLE32(header + 12);
+  if (reserved != 0)
+    return Status::error("reserved header field is " +
+                         std::to_string(reserved) + ", expected 0");
+  payloadSize = readLE64(header + 16);
+  uint64_t actual = fileSize - kExecutableHeaderBytes;
+  if (payloadSize != actual)
+    return Status::error(
+        std::string(payloadSize > actual ? "truncated" : "trailing bytes") +
+        ": the header says the payload is " + plural(payloadSize, "byte") +
+        " but the file has " + std::to_string(actual) + " after the header");
+  // The verifier asserts on larger buffers; a real payload is far smaller
+  // (it holds no weights).
+  if (payloadSize >= FLATBUFFERS_MAX_BUFFER_SIZE)
+    return Status::error("payload of " + plural(payloadSize, "byte") +
+                         " exceeds the FlatBuffers limit");
+  return Status::ok();
+}
+
+/// Everything after the frame: checksum, verifier, meaning.
+Status checkPayload(const uint8_t *file, uint64_t payloadSize) {
+  const uint8_t *payload = file + kExecutableHeaderBytes;
+  uint64_t expected = readLE64(file + 24);
+  uint64_t actual = crc64(payload, payloadSize);
+  if (expected != actual) {
+    char text[96];
+    std::snprintf(text, sizeof(text),
+                  "checksum mismatch (header 0x%016llx, payload 0x%016llx)",
+                  static_cast<unsigned long long>(expected),
+                  static_cast<unsigned long long>(actual));
+    return Status::error(text);
+  }
+  flatbuffers::Verifier verifier(payload, payloadSize, kMaxVerifierDepth,
+                                 kMaxVerifierTables);
+  if (!fb::VerifyExecutableBuffer(verifier))
+    return Status::error("payload is not a valid FlatBuffer of tpcx.fbs "
+                         "(identifier \"TPCX\")");
+  return checkExecutable(*fb::GetExecutable(payload));
+}
+
+std::string errnoText(int err) { return std::strerror(err); }
+
+bool readAll(int fd, uint8_t *data, size_t size) {
+  while (size > 0) {
+    ssize_t n = ::read(fd, data, size);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return false;
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool writeAll(int fd, const uint8_t *data, size_t size) {
+  while (size > 0) {
+    ssize_t n = ::write(fd, data, size);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return false;
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+} // namespace
+
+uint64_t tpcrt::crc64(const void *data, size_t size, uint64_t crc) {
+  static const Crc64Table table;
+  const auto *p = static_cast<const uint8_t *>(data);
+  crc = ~crc;
+  for (size_t i = 0; i < size; ++i)
+    crc = table.entries[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
+  return ~crc;
+}
+
+uint64_t tpcrt::executableDTypeSize(fb::DType dtype) {
+  switch (dtype) {
+  case fb::DType::F32:
+  case fb::DType::I32:
+    return 4;
+  case fb::DType::BF16:
+  case fb::DType::F16:
+    return 2;
+  case fb::DType::I64:
+    return 8;
+  case fb::DType::U8:
+    return 1;
+  }
+  return 0;
+}
+
+const char *tpcrt::opCodeName(fb::OpCode op) {
+  const OpInfo *info = opInfoOf(op);
+  return info ? info->name : nullptr;
+}
+
+std::vector<uint8_t> tpcrt::serializeExecutable(const uint8_t *payload,
+                                                size_t size) {
+  std::vector<uint8_t> out(kExecutableHeaderBytes + size);
+  std::memcpy(out.data(), kExecutableMagic, sizeof(kExecutableMagic));
+  uint32_t version = kExecutableFormatVersion, reserved = 0;
+  uint64_t length = size, checksum = crc64(payload, size);
+  std::memcpy(out.data() + 8, &version, 4);
+  std::memcpy(out.data() + 12, &reserved, 4);
+  std::memcpy(out.data() + 16, &length, 8);
+  std::memcpy(out.data() + 24, &checksum, 8);
+  if (size)
+    std::memcpy(out.data() + kExecutableHeaderBytes, payload, size);
+  return out;
+}
+
+Status tpcrt::writeExecutableFile(const std::string &path,
+                                  const uint8_t *payload, size_t size) {
+  std::vector<uint8_t> image = serializeExecutable(payload, size);
+  std::string tmpPath = path + ".tmp." + std::to_string(::getpid());
+  int fd =
+      ::open(tmpPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return Status::error(tmpPath + ": cannot create: " + errnoText(errno));
+  auto fail = [&](const std::string &what) {
+    int err = errno;
+    if (fd >= 0)
+      ::close(fd);
+    ::unlink(tmpPath.c_str());
+    return Status::error(tmpPath + ": " + what + ": " + errnoText(err));
+  };
+  if (!writeAll(fd, image.data(), image.size()))
+    return fail("cannot write");
+  // On disk before the rename makes it visible, so a crash never leaves a
+  // complete-looking name over incomplete contents.
+  if (::fsync(fd) != 0)
+    return fail("cannot sync");
+  int closeResult = ::close(fd);
+  fd = -1;
+  if (closeResult != 0)
+    return fail("cannot close");
+  if (::rename(tmpPath.c_str(), path.c_str()) != 0)
+    return fail("cannot rename to " + path);
+  size_t slash = path.rfind('/');
+  std::string directory = slash == std::string::npos
+                              ? "."
+                              : (slash == 0 ? "/" : path.substr(0, slash));
+  int dirFd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dirFd >= 0) {
+    // Some file systems refuse to sync a directory; the file is complete
+    // either way.
+    (void)::fsync(dirFd);
+    ::close(dirFd);
+  }
+  return Status::ok();
+}
+
+Status tpcrt::checkExecutable(const fb::Executable &exe) {
+  if (exe.schema_version() != kExecutableSchemaVersion)
+    return Status::error("schema version " +
+                         std::to_string(exe.schema_version()) +
+                         " is not supported (this runtime reads version " +
+                         std::to_string(kExecutableSchemaVersion) + ")");
+  if (Status s = checkMesh(exe); !s)
+    return s;
+  std::vector<int64_t> bufferElements;
+  if (Status s = checkBuffers(exe, bufferElements); !s)
+    return s;
+  if (Status s = checkParams(exe, bufferElements); !s)
+    return s;
+  if (Status s = checkBindings(exe.inputs(), "input", bufferElements.size());
+      !s)
+    return s;
+  if (Status s = checkBindings(exe.outputs(), "output", bufferElements.size());
+      !s)
+    return s;
+  return checkKernels(exe, bufferElements.size());
+}
+
+Status tpcrt::loadExecutableFromBytes(const std::string &displayName,
+                                      const void *bytes, size_t size,
+                                      LoadedExecutable &out) {
+  out = LoadedExecutable();
+  const auto *data = static_cast<const uint8_t *>(bytes);
+  uint64_t payloadSize = 0;
+  if (Status s = checkFrame(data, size, payloadSize); !s)
+    return s.withContext(displayName);
+  // Copy first: the heap copy is aligned for FlatBuffers, the caller's bytes
+  // need not be.
+  std::vector<uint8_t> image(data, data + size);
+  if (Status s = checkPayload(image.data(), payloadSize); !s)
+    return s.withContext(displayName);
+  out.path_ = displayName;
+  out.bytes_ = std::move(image);
+  return Status::ok();
+}
+
+Status tpcrt::loadExecutable(const std::string &path, LoadedExecutable &out) {
+  out = LoadedExecutable();
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return Status::error(path + ": cannot open: " + errnoText(errno));
+  struct stat info;
+  if (::fstat(fd, &info) != 0) {
+    int err = errno;
+    ::close(fd);
+    return Status::error(path + ": cannot stat: " + errnoText(err));
+  }
+  if (!S_ISREG(info.st_mode)) {
+    ::close(fd);
+    return Status::error(path + ": not a regular file");
+  }
+  uint64_t fileSize = static_cast<uint64_t>(info.st_size);
+  // Check the frame from the header alone, so a huge or foreign file is
+  // refused without reading it.
+  uint8_t header[kExecutableHeaderBytes] = {};
+  uint64_t payloadSize = 0;
+  Status s = Status::ok();
+  if (fileSize >= kExecutableHeaderBytes &&
+      !readAll(fd, header, kExecutableHeaderBytes))
+    s = Status::error("cannot read: " + errnoText(errno));
+  else
+    s = checkFrame(header, fileSize, payloadSize);
+  std::vector<uint8_t> image;
+  if (s) {
+    image.resize(fileSize);
+    std::memcpy(image.data(), header, kExecutableHeaderBytes);
+    if (!readAll(fd, image.data() + kExecutableHeaderBytes, payloadSize))
+      s = Status::error("cannot read: the file changed while being read");
+  }
+  ::close(fd);
+  if (s)
+    s = checkPayload(image.data(), payloadSize);
+  if (!s)
+    return s.withContext(path);
+  out.path_ = path;
+  out.bytes_ = std::move(image);
+  return Status::ok();
+}

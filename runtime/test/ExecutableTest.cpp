@@ -1,0 +1,548 @@
+#include "tpcrt/Executable.h"
+
+#include "gtest/gtest.h"
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <random>
+
+using namespace tpcrt;
+
+namespace {
+
+std::unique_ptr<fb::BufferT> makeBuffer(uint64_t offset, fb::DType dtype,
+                                        std::vector<int64_t> shape) {
+  auto buffer = std::make_unique<fb::BufferT>();
+  uint64_t elements = 1;
+  for (int64_t d : shape)
+    elements *= static_cast<uint64_t>(d);
+  buffer->offset = offset;
+  buffer->size = elements * executableDTypeSize(dtype);
+  buffer->dtype = dtype;
+  buffer->shape = std::move(shape);
+  return buffer;
+}
+
+std::unique_ptr<fb::KernelT> makeKernel(fb::OpCode op,
+                                        std::vector<uint32_t> operands,
+                                        std::vector<uint32_t> results) {
+  auto kernel = std::make_unique<fb::KernelT>();
+  kernel->op = op;
+  kernel->operands = std::move(operands);
+  kernel->results = std::move(results);
+  return kernel;
+}
+
+std::unique_ptr<fb::BindingT> makeBinding(const std::string &name,
+                                          uint32_t buffer) {
+  auto binding = std::make_unique<fb::BindingT>();
+  binding->name = name;
+  binding->buffer = buffer;
+  return binding;
+}
+
+/// A small, valid executable: embedding -> linear -> cross_entropy ->
+/// loss_mean over 9 buffers in a 4096-byte arena.
+fb::ExecutableT validExecutable() {
+  fb::ExecutableT exe;
+  exe.schema_version = kExecutableSchemaVersion;
+  auto axis = std::make_unique<fb::MeshAxisT>();
+  axis->name = "dp";
+  axis->size = 1;
+  exe.mesh.push_back(std::move(axis));
+  exe.arena_bytes = 4096;
+  exe.buffers.push_back(makeBuffer(0, fb::DType::F32, {16, 8}));       // 0 wte
+  exe.buffers.push_back(makeBuffer(512, fb::DType::I64, {2, 4}));      // 1 ids
+  exe.buffers.push_back(makeBuffer(576, fb::DType::F32, {2, 4, 8}));   // 2 h
+  exe.buffers.push_back(makeBuffer(832, fb::DType::F32, {8, 16}));     // 3 w
+  exe.buffers.push_back(makeBuffer(1344, fb::DType::F32, {2, 4, 16})); // 4
+  exe.buffers.push_back(makeBuffer(1856, fb::DType::I64, {2, 4})); // 5 labels
+  exe.buffers.push_back(makeBuffer(1920, fb::DType::F32, {}));     // 6 sum
+  exe.buffers.push_back(makeBuffer(1928, fb::DType::I64, {}));     // 7 count
+  exe.buffers.push_back(makeBuffer(1936, fb::DType::F32, {}));     // 8 loss
+
+  auto wte = std::make_unique<fb::ParamT>();
+  wte->hf_name = "transformer.wte.weight";
+  wte->hf_shape = {16, 8};
+  wte->view_shape = {16, 8};
+  wte->buffer = 0;
+  exe.params.push_back(std::move(wte));
+  auto head = std::make_unique<fb::ParamT>();
+  head->hf_name = "lm_head.weight";
+  head->hf_shape = {128};
+  head->view_shape = {8, 16};
+  head->buffer = 3;
+  exe.params.push_back(std::move(head));
+
+  exe.inputs.push_back(makeBinding("input_ids", 1));
+  exe.inputs.push_back(makeBinding("labels", 5));
+  exe.outputs.push_back(makeBinding("loss", 8));
+
+  exe.kernels.push_back(makeKernel(fb::OpCode::Embedding, {0, 1}, {2}));
+  exe.kernels.push_back(makeKernel(fb::OpCode::Linear, {2, 3}, {4}));
+  exe.kernels.push_back(makeKernel(fb::OpCode::CrossEntropy, {4, 5}, {6, 7}));
+  exe.kernels.push_back(makeKernel(fb::OpCode::LossMean, {6, 7}, {8}));
+  exe.planned_peak_bytes = 1940;
+  return exe;
+}
+
+std::vector<uint8_t> pack(const fb::ExecutableT &exe) {
+  flatbuffers::FlatBufferBuilder builder;
+  builder.Finish(fb::Executable::Pack(builder, &exe),
+                 fb::ExecutableIdentifier());
+  return std::vector<uint8_t>(builder.GetBufferPointer(),
+                              builder.GetBufferPointer() + builder.GetSize());
+}
+
+std::vector<uint8_t> fileImage(const fb::ExecutableT &exe) {
+  std::vector<uint8_t> payload = pack(exe);
+  return serializeExecutable(payload.data(), payload.size());
+}
+
+/// Recomputes the header's length and checksum after the payload changed.
+void reframe(std::vector<uint8_t> &image) {
+  std::vector<uint8_t> payload(image.begin() + kExecutableHeaderBytes,
+                               image.end());
+  image = serializeExecutable(payload.data(), payload.size());
+}
+
+class ExecutableTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/tpcrt-executable-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir = tmpl;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir); }
+
+  std::string pathOf(const std::string &name) const { return dir + "/" + name; }
+
+  void writeBytes(const std::string &path, const std::vector<uint8_t> &bytes) {
+    std::ofstream out(path, std::ios::binary);
+    out.write(reinterpret_cast<const char *>(bytes.data()),
+              static_cast<std::streamsize>(bytes.size()));
+  }
+
+  /// Loads `image` from a file and from memory; both must fail with a
+  /// message that starts with the file's name and contains `expected`.
+  void expectRefused(const std::vector<uint8_t> &image,
+                     const std::string &expected) {
+    std::string path = pathOf("model.tpcx");
+    writeBytes(path, image);
+    LoadedExecutable fromFile;
+    Status s = loadExecutable(path, fromFile);
+    ASSERT_FALSE(s.isOk()) << "accepted; expected: " << expected;
+    EXPECT_EQ(s.message().rfind(path + ": ", 0), 0u) << s.message();
+    EXPECT_NE(s.message().find(expected), std::string::npos)
+        << "message: " << s.message() << "\nexpected: " << expected;
+    EXPECT_TRUE(fromFile.empty());
+
+    LoadedExecutable fromBytes;
+    Status m = loadExecutableFromBytes("model.tpcx", image.data(), image.size(),
+                                       fromBytes);
+    ASSERT_FALSE(m.isOk());
+    EXPECT_EQ(m.message(),
+              "model.tpcx: " + s.message().substr(path.size() + 2));
+    EXPECT_TRUE(fromBytes.empty());
+  }
+
+  /// Builds a valid executable, lets `mutate` break its meaning, frames it
+  /// with a valid checksum and expects the loader to refuse it.
+  void expectInvalid(const std::function<void(fb::ExecutableT &)> &mutate,
+                     const std::string &expected) {
+    fb::ExecutableT exe = validExecutable();
+    mutate(exe);
+    expectRefused(fileImage(exe), expected);
+  }
+
+  std::string dir;
+};
+
+TEST(Crc64Test, CheckValue) {
+  EXPECT_EQ(crc64("123456789", 9), 0x995DC9BBDF1939FAull);
+  EXPECT_EQ(crc64("", 0), 0u);
+  // Incremental use gives the same result as one call.
+  EXPECT_EQ(crc64("6789", 4, crc64("12345", 5)), 0x995DC9BBDF1939FAull);
+}
+
+TEST(ExecutableNamesTest, OpCodesAndDTypes) {
+  EXPECT_STREQ(opCodeName(fb::OpCode::Linear), "linear");
+  EXPECT_STREQ(opCodeName(fb::OpCode::Cast), "cast");
+  EXPECT_EQ(opCodeName(static_cast<fb::OpCode>(999)), nullptr);
+  EXPECT_EQ(executableDTypeSize(fb::DType::BF16), 2u);
+  EXPECT_EQ(executableDTypeSize(fb::DType::I64), 8u);
+  EXPECT_EQ(executableDTypeSize(static_cast<fb::DType>(77)), 0u);
+}
+
+TEST_F(ExecutableTest, FramingLayout) {
+  std::vector<uint8_t> payload = pack(validExecutable());
+  std::vector<uint8_t> image =
+      serializeExecutable(payload.data(), payload.size());
+  ASSERT_EQ(image.size(), payload.size() + 32);
+  EXPECT_EQ(std::memcmp(image.data(), "TPCX\0\0\0\0", 8), 0);
+  uint32_t version, reserved;
+  uint64_t length, checksum;
+  std::memcpy(&version, image.data() + 8, 4);
+  std::memcpy(&reserved, image.data() + 12, 4);
+  std::memcpy(&length, image.data() + 16, 8);
+  std::memcpy(&checksum, image.data() + 24, 8);
+  EXPECT_EQ(version, kExecutableFormatVersion);
+  EXPECT_EQ(reserved, 0u);
+  EXPECT_EQ(length, payload.size());
+  EXPECT_EQ(checksum, crc64(payload.data(), payload.size()));
+  EXPECT_EQ(std::memcmp(image.data() + 32, payload.data(), payload.size()), 0);
+}
+
+TEST_F(ExecutableTest, LoadsValidExecutable) {
+  std::vector<uint8_t> payload = pack(validExecutable());
+  std::string path = pathOf("model.tpcx");
+  ASSERT_TRUE(writeExecutableFile(path, payload.data(), payload.size()));
+  // Written atomically: nothing but the file is left behind.
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir),
+                          std::filesystem::directory_iterator()),
+            1);
+
+  LoadedExecutable loaded;
+  Status s = loadExecutable(path, loaded);
+  ASSERT_TRUE(s.isOk()) << s.message();
+  EXPECT_EQ(loaded.path(), path);
+  ASSERT_FALSE(loaded.empty());
+  EXPECT_EQ(loaded.payloadSize(), payload.size());
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(loaded.payload()) % 8, 0u);
+
+  // Moving keeps the tables valid.
+  LoadedExecutable moved = std::move(loaded);
+  const fb::Executable &exe = moved.executable();
+  EXPECT_EQ(exe.schema_version(), kExecutableSchemaVersion);
+  EXPECT_EQ(exe.arena_bytes(), 4096u);
+  EXPECT_EQ(exe.planned_peak_bytes(), 1940u);
+  ASSERT_EQ(exe.buffers()->size(), 9u);
+  EXPECT_EQ(exe.buffers()->Get(4)->size(), 2u * 4 * 16 * 4);
+  ASSERT_EQ(exe.kernels()->size(), 4u);
+  EXPECT_EQ(exe.kernels()->Get(2)->op(), fb::OpCode::CrossEntropy);
+  EXPECT_EQ(exe.params()->Get(1)->hf_name()->str(), "lm_head.weight");
+  EXPECT_EQ(exe.outputs()->Get(0)->name()->str(), "loss");
+  EXPECT_EQ(exe.mesh()->Get(0)->name()->str(), "dp");
+
+  std::vector<uint8_t> image =
+      serializeExecutable(payload.data(), payload.size());
+  LoadedExecutable fromBytes;
+  // From an odd address: the loader copies to aligned memory.
+  std::vector<uint8_t> shifted(image.size() + 1);
+  std::memcpy(shifted.data() + 1, image.data(), image.size());
+  s = loadExecutableFromBytes("mem.tpcx", shifted.data() + 1, image.size(),
+                              fromBytes);
+  ASSERT_TRUE(s.isOk()) << s.message();
+  EXPECT_EQ(fromBytes.executable().kernels()->size(), 4u);
+}
+
+TEST_F(ExecutableTest, EmptyTablesAreValid) {
+  fb::ExecutableT exe;
+  exe.schema_version = kExecutableSchemaVersion;
+  std::vector<uint8_t> image = fileImage(exe);
+  LoadedExecutable loaded;
+  Status s =
+      loadExecutableFromBytes("empty.tpcx", image.data(), image.size(), loaded);
+  EXPECT_TRUE(s.isOk()) << s.message();
+}
+
+TEST_F(ExecutableTest, MissingAndForeignFiles) {
+  LoadedExecutable loaded;
+  Status s = loadExecutable(pathOf("absent.tpcx"), loaded);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("absent.tpcx: cannot open"), std::string::npos)
+      << s.message();
+  s = loadExecutable(dir, loaded);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("not a regular file"), std::string::npos)
+      << s.message();
+}
+
+TEST_F(ExecutableTest, EveryTruncationIsRefused) {
+  std::vector<uint8_t> image = fileImage(validExecutable());
+  for (size_t n = 0; n < image.size(); ++n) {
+    LoadedExecutable loaded;
+    Status s = loadExecutableFromBytes("model.tpcx", image.data(), n, loaded);
+    ASSERT_FALSE(s.isOk()) << "length " << n;
+    EXPECT_TRUE(loaded.empty());
+  }
+  expectRefused(std::vector<uint8_t>(image.begin(), image.begin() + 10),
+                "file is 10 bytes, smaller than the 32-byte .tpcx header");
+  size_t payload = image.size() - 32;
+  expectRefused(std::vector<uint8_t>(image.begin(), image.end() - 5),
+                "truncated: the header says the payload is " +
+                    std::to_string(payload) + " bytes but the file has " +
+                    std::to_string(payload - 5) + " after the header");
+  std::vector<uint8_t> longer = image;
+  longer.push_back(0);
+  expectRefused(longer, "trailing bytes: the header says the payload is " +
+                            std::to_string(payload) +
+                            " bytes but the file has " +
+                            std::to_string(payload + 1));
+}
+
+TEST_F(ExecutableTest, EveryBitFlipIsRefused) {
+  std::vector<uint8_t> image = fileImage(validExecutable());
+  for (size_t byte = 0; byte < image.size(); ++byte) {
+    for (int bit = 0; bit < 8; ++bit) {
+      image[byte] ^= static_cast<uint8_t>(1u << bit);
+      LoadedExecutable loaded;
+      Status s = loadExecutableFromBytes("model.tpcx", image.data(),
+                                         image.size(), loaded);
+      image[byte] ^= static_cast<uint8_t>(1u << bit);
+      ASSERT_FALSE(s.isOk()) << "byte " << byte << " bit " << bit;
+      if (byte >= 32) { // Payload bits are caught by the checksum.
+        ASSERT_NE(s.message().find("checksum mismatch"), std::string::npos)
+            << s.message();
+      }
+    }
+  }
+  LoadedExecutable loaded;
+  EXPECT_TRUE(loadExecutableFromBytes("model.tpcx", image.data(), image.size(),
+                                      loaded));
+}
+
+TEST_F(ExecutableTest, BadHeaderFields) {
+  std::vector<uint8_t> image = fileImage(validExecutable());
+  std::vector<uint8_t> bad = image;
+  std::memcpy(bad.data(), "GGUF", 4);
+  expectRefused(bad, "not a tpc executable (bad magic");
+
+  bad = image;
+  uint32_t version = 2;
+  std::memcpy(bad.data() + 8, &version, 4);
+  expectRefused(bad, "format version 2 is not supported (this runtime reads "
+                     "version 1)");
+
+  bad = image;
+  bad[12] = 1;
+  expectRefused(bad, "reserved header field is 1, expected 0");
+
+  bad = image;
+  bad[24] ^= 0xff;
+  expectRefused(bad, "checksum mismatch");
+
+  // A huge claimed length is refused from the header alone.
+  bad = image;
+  uint64_t length = std::numeric_limits<uint64_t>::max();
+  std::memcpy(bad.data() + 16, &length, 8);
+  expectRefused(bad, "truncated: the header says the payload is "
+                     "18446744073709551615 bytes");
+}
+
+TEST_F(ExecutableTest, PayloadThatIsNotTheSchemaIsRefused) {
+  std::vector<uint8_t> garbage(64, 0xab);
+  expectRefused(serializeExecutable(garbage.data(), garbage.size()),
+                "payload is not a valid FlatBuffer of tpcx.fbs");
+  expectRefused(serializeExecutable(nullptr, 0),
+                "payload is not a valid FlatBuffer of tpcx.fbs");
+
+  // A valid FlatBuffer without the "TPCX" identifier.
+  flatbuffers::FlatBufferBuilder builder;
+  fb::ExecutableT exe = validExecutable();
+  builder.Finish(fb::Executable::Pack(builder, &exe));
+  expectRefused(
+      serializeExecutable(builder.GetBufferPointer(), builder.GetSize()),
+      "payload is not a valid FlatBuffer");
+
+  // An offset pointing outside the payload (valid checksum).
+  std::vector<uint8_t> image = fileImage(validExecutable());
+  image[32] = 0xf0;
+  image[33] = 0xff;
+  reframe(image);
+  expectRefused(image, "payload is not a valid FlatBuffer");
+}
+
+TEST_F(ExecutableTest, SchemaVersionAndMesh) {
+  expectInvalid([](fb::ExecutableT &e) { e.schema_version = 2; },
+                "model.tpcx: schema version 2 is not supported (this runtime "
+                "reads version 1)");
+  expectInvalid([](fb::ExecutableT &e) { e.mesh[0]->size = 0; },
+                "mesh axis 0 ('dp'): size 0 is not positive");
+  expectInvalid([](fb::ExecutableT &e) { e.mesh[0]->size = -4; },
+                "mesh axis 0 ('dp'): size -4 is not positive");
+  expectInvalid([](fb::ExecutableT &e) { e.mesh[0]->name = ""; },
+                "mesh axis 0 has no name");
+  expectInvalid(
+      [](fb::ExecutableT &e) {
+        auto axis = std::make_unique<fb::MeshAxisT>();
+        axis->name = "dp";
+        axis->size = 2;
+        e.mesh.push_back(std::move(axis));
+      },
+      "mesh axis 1 ('dp'): duplicate axis name");
+}
+
+TEST_F(ExecutableTest, BuffersMustLieInTheArena) {
+  expectInvalid([](fb::ExecutableT &e) { e.buffers[8]->offset = 4094; },
+                "model.tpcx: buffer 8: bytes [4094, +4) lie outside the arena "
+                "of 4096 bytes");
+  expectInvalid([](fb::ExecutableT &e) { e.arena_bytes = 1000; },
+                "buffer 3: bytes [832, +512) lie outside the arena of 1000 "
+                "bytes");
+  // offset + size would wrap around to a small number.
+  expectInvalid(
+      [](fb::ExecutableT &e) {
+        e.buffers[8]->offset = std::numeric_limits<uint64_t>::max() - 1;
+      },
+      "buffer 8: bytes [18446744073709551614, +4) lie outside the arena");
+}
+
+TEST_F(ExecutableTest, BufferSizeMustMatchShape) {
+  expectInvalid([](fb::ExecutableT &e) { e.buffers[2]->size = 255; },
+                "buffer 2: size is 255 bytes but shape [2, 4, 8] of f32 needs "
+                "256");
+  expectInvalid(
+      [](fb::ExecutableT &e) { e.buffers[1]->dtype = fb::DType::I32; },
+      "buffer 1: size is 64 bytes but shape [2, 4] of i32 needs 32");
+  expectInvalid(
+      [](fb::ExecutableT &e) {
+        e.buffers[2]->shape = {2, -4, -8};
+      },
+      "buffer 2: shape [2, -4, -8] has a negative dimension or too "
+      "many elements");
+  expectInvalid(
+      [](fb::ExecutableT &e) {
+        e.buffers[2]->shape = {int64_t(1) << 62, 4};
+      },
+      "buffer 2: shape [4611686018427387904, 4] has a negative dimension or "
+      "too many elements");
+  expectInvalid(
+      [](fb::ExecutableT &e) { e.buffers[2]->shape = {int64_t(1) << 62}; },
+      "buffer 2: size is 256 bytes but shape [4611686018427387904] of f32 "
+      "needs more than 2^64");
+  expectInvalid(
+      [](fb::ExecutableT &e) {
+        e.buffers[2]->dtype = static_cast<fb::DType>(42);
+      },
+      "buffer 2: unknown dtype 42");
+}
+
+TEST_F(ExecutableTest, KernelOperandsMustBeValid) {
+  std::vector<uint8_t> image;
+  {
+    fb::ExecutableT exe = validExecutable();
+    exe.kernels[1]->operands = {2, 99};
+    image = fileImage(exe);
+  }
+  std::string path = pathOf("model.tpcx");
+  writeBytes(path, image);
+  LoadedExecutable loaded;
+  Status s = loadExecutable(path, loaded);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_EQ(s.message(), path + ": kernel 1 (linear): operand 1 is buffer 99 "
+                                "but the executable has 9 buffers");
+
+  expectInvalid([](fb::ExecutableT &e) { e.kernels[3]->results = {9}; },
+                "kernel 3 (loss_mean): result 0 is buffer 9 but the executable "
+                "has 9 buffers");
+  expectInvalid([](fb::ExecutableT &e) { e.kernels[1]->operands = {2}; },
+                "kernel 1 (linear): has 1 operand, expected 2 to 3");
+  expectInvalid(
+      [](fb::ExecutableT &e) {
+        e.kernels[0]->operands = {0, 1, 2};
+      },
+      "kernel 0 (embedding): has 3 operands, expected 2");
+  expectInvalid([](fb::ExecutableT &e) { e.kernels[2]->results = {6}; },
+                "kernel 2 (cross_entropy): has 1 result, expected 2");
+  expectInvalid(
+      [](fb::ExecutableT &e) {
+        e.kernels[2]->op = static_cast<fb::OpCode>(999);
+      },
+      "kernel 2: unknown opcode 999");
+  expectInvalid(
+      [](fb::ExecutableT &e) {
+        e.kernels[2]->op =
+            static_cast<fb::OpCode>(static_cast<int>(fb::OpCode::MAX) + 1);
+      },
+      "kernel 2: unknown opcode 20");
+  // A bias makes linear's third operand valid.
+  fb::ExecutableT exe = validExecutable();
+  exe.kernels[1]->operands = {2, 3, 6};
+  std::vector<uint8_t> withBias = fileImage(exe);
+  EXPECT_TRUE(
+      loadExecutableFromBytes("m", withBias.data(), withBias.size(), loaded));
+}
+
+TEST_F(ExecutableTest, ParamsMustMatchTheirBuffers) {
+  expectInvalid(
+      [](fb::ExecutableT &e) {
+        e.params[1]->view_shape = {8, 8};
+      },
+      "param 1 ('lm_head.weight'): view_shape [8, 8] has 64 elements "
+      "but hf_shape [128] has 128");
+  expectInvalid(
+      [](fb::ExecutableT &e) {
+        e.params[1]->hf_shape = {64};
+        e.params[1]->view_shape = {8, 8};
+      },
+      "param 1 ('lm_head.weight'): view_shape [8, 8] has 64 elements but "
+      "buffer 3 has 128");
+  expectInvalid([](fb::ExecutableT &e) { e.params[0]->buffer = 12; },
+                "param 0 ('transformer.wte.weight'): its view is buffer 12 but "
+                "the executable has 9 buffers");
+  expectInvalid(
+      [](fb::ExecutableT &e) {
+        e.params[0]->hf_shape = {-16, -8};
+      },
+      "param 0 ('transformer.wte.weight'): hf_shape [-16, -8] has a "
+      "negative dimension");
+  expectInvalid([](fb::ExecutableT &e) { e.params[1]->hf_name = ""; },
+                "param 1 has no hf_name");
+  expectInvalid(
+      [](fb::ExecutableT &e) {
+        e.params[1]->hf_name = "transformer.wte.weight";
+      },
+      "param 1 ('transformer.wte.weight'): duplicate parameter name");
+  expectInvalid(
+      [](fb::ExecutableT &e) {
+        e.params[0]->slices.push_back(std::make_unique<fb::ParamSliceT>());
+      },
+      "param 0 ('transformer.wte.weight'): per-rank slices are not supported");
+}
+
+TEST_F(ExecutableTest, BindingsMustReferenceBuffers) {
+  expectInvalid([](fb::ExecutableT &e) { e.inputs[1]->buffer = 9; },
+                "input 1 ('labels'): it is buffer 9 but the executable has 9 "
+                "buffers");
+  expectInvalid([](fb::ExecutableT &e) { e.outputs[0]->buffer = 1000; },
+                "output 0 ('loss'): it is buffer 1000");
+  expectInvalid([](fb::ExecutableT &e) { e.outputs[0]->name = ""; },
+                "output 0 has no name");
+  expectInvalid([](fb::ExecutableT &e) { e.inputs[1]->name = "input_ids"; },
+                "input 1 ('input_ids'): duplicate input name");
+}
+
+/// Random damage behind a valid checksum must be refused or accepted, never
+/// crash: the verifier and the meaning checks stand alone.
+TEST_F(ExecutableTest, RandomPayloadDamageNeverCrashes) {
+  std::vector<uint8_t> original = fileImage(validExecutable());
+  std::mt19937 rng(1234);
+  int refused = 0;
+  for (int iteration = 0; iteration < 3000; ++iteration) {
+    std::vector<uint8_t> image = original;
+    int edits = 1 + static_cast<int>(rng() % 4);
+    for (int i = 0; i < edits; ++i) {
+      size_t at = 32 + rng() % (image.size() - 32);
+      image[at] = static_cast<uint8_t>(rng());
+    }
+    reframe(image);
+    LoadedExecutable loaded;
+    Status s = loadExecutableFromBytes("fuzz.tpcx", image.data(), image.size(),
+                                       loaded);
+    if (!s) {
+      ++refused;
+      EXPECT_EQ(s.message().rfind("fuzz.tpcx: ", 0), 0u);
+      EXPECT_TRUE(loaded.empty());
+    } else {
+      EXPECT_TRUE(checkExecutable(loaded.executable()).isOk());
+    }
+  }
+  EXPECT_GT(refused, 0);
+}
+
+} // namespace
