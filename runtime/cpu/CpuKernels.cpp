@@ -1,0 +1,534 @@
+//===- CpuKernels.cpp - fp32 forward kernels of the CPU backend -----------===//
+//
+// Reductions (norm statistics, softmax sums, logsumexp) accumulate in double:
+// it costs nothing measurable at these sizes and keeps the kernels within
+// 1e-5 of PyTorch whatever the row length.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tpcrt/CpuKernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#ifdef TPCRT_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+namespace tpcrt {
+namespace cpu {
+
+namespace {
+
+Status checkNonNegative(const char *kernel,
+                        std::initializer_list<int64_t> sizes) {
+  for (int64_t s : sizes)
+    if (s < 0)
+      return Status::error(std::string(kernel) + ": negative size " +
+                           std::to_string(s));
+  return Status::ok();
+}
+
+Status checkGemmArgs(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                     int64_t lda, int64_t ldb, int64_t ldc) {
+  if (m < 0 || n < 0 || k < 0)
+    return Status::error("gemm: negative size");
+  // Stored shapes: A is [m, k] or [k, m], B is [k, n] or [n, k].
+  int64_t aCols = transA ? m : k;
+  int64_t bCols = transB ? k : n;
+  if (lda < std::max<int64_t>(1, aCols) || ldb < std::max<int64_t>(1, bCols) ||
+      ldc < std::max<int64_t>(1, n))
+    return Status::error("gemm: leading dimension smaller than a row");
+  return Status::ok();
+}
+
+/// Element count of `shape`; false when a dimension is negative.
+bool checkShape(const int64_t *shape, int rank, int64_t &count) {
+  count = 1;
+  for (int i = 0; i < rank; ++i) {
+    if (shape[i] < 0)
+      return false;
+    count *= shape[i];
+  }
+  return true;
+}
+
+} // namespace
+
+bool hasOpenBlas() {
+#ifdef TPCRT_HAVE_OPENBLAS
+  return true;
+#else
+  return false;
+#endif
+}
+
+Status gemmFallback(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                    float alpha, const float *a, int64_t lda, const float *b,
+                    int64_t ldb, float beta, float *c, int64_t ldc) {
+  if (Status s = checkGemmArgs(transA, transB, m, n, k, lda, ldb, ldc); !s)
+    return s;
+  for (int64_t i = 0; i < m; ++i) {
+    float *row = c + i * ldc;
+    if (beta == 0.0f)
+      std::fill(row, row + n, 0.0f);
+    else if (beta != 1.0f)
+      for (int64_t j = 0; j < n; ++j)
+        row[j] *= beta;
+  }
+  if (k == 0 || alpha == 0.0f)
+    return Status::ok();
+
+  // A block of op(B) is packed, row-major and contiguous, into a stack tile so
+  // that the innermost loop is a unit-stride axpy over a row of C that the
+  // compiler vectorizes, whichever way B is stored. The tile (64 KiB) stays in
+  // L2 while every row of A streams past it.
+  constexpr int64_t kBlockK = 128;
+  constexpr int64_t kBlockN = 128;
+  float tile[kBlockK * kBlockN];
+  for (int64_t j0 = 0; j0 < n; j0 += kBlockN) {
+    int64_t nb = std::min(kBlockN, n - j0);
+    for (int64_t p0 = 0; p0 < k; p0 += kBlockK) {
+      int64_t kb = std::min(kBlockK, k - p0);
+      for (int64_t p = 0; p < kb; ++p)
+        for (int64_t j = 0; j < nb; ++j)
+          tile[p * kBlockN + j] =
+              transB ? b[(j0 + j) * ldb + p0 + p] : b[(p0 + p) * ldb + j0 + j];
+      for (int64_t i = 0; i < m; ++i) {
+        float *row = c + i * ldc + j0;
+        for (int64_t p = 0; p < kb; ++p) {
+          float av =
+              alpha * (transA ? a[(p0 + p) * lda + i] : a[i * lda + p0 + p]);
+          const float *tileRow = tile + p * kBlockN;
+          for (int64_t j = 0; j < nb; ++j)
+            row[j] += av * tileRow[j];
+        }
+      }
+    }
+  }
+  return Status::ok();
+}
+
+Status gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+            float alpha, const float *a, int64_t lda, const float *b,
+            int64_t ldb, float beta, float *c, int64_t ldc) {
+#ifdef TPCRT_HAVE_OPENBLAS
+  if (Status s = checkGemmArgs(transA, transB, m, n, k, lda, ldb, ldc); !s)
+    return s;
+  constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+  if (m > kIntMax || n > kIntMax || k > kIntMax || lda > kIntMax ||
+      ldb > kIntMax || ldc > kIntMax)
+    return Status::error("gemm: size exceeds the BLAS int range");
+  if (m == 0 || n == 0)
+    return Status::ok();
+  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
+              transB ? CblasTrans : CblasNoTrans, static_cast<int>(m),
+              static_cast<int>(n), static_cast<int>(k), alpha, a,
+              static_cast<int>(lda), b, static_cast<int>(ldb), beta, c,
+              static_cast<int>(ldc));
+  return Status::ok();
+#else
+  return gemmFallback(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c,
+                      ldc);
+#endif
+}
+
+Status embedding(const float *table, int64_t vocab, int64_t hidden,
+                 const int64_t *ids, int64_t numIds, float *out) {
+  if (Status s = checkNonNegative("embedding", {vocab, hidden, numIds}); !s)
+    return s;
+  for (int64_t i = 0; i < numIds; ++i) {
+    int64_t id = ids[i];
+    if (id < 0 || id >= vocab)
+      return Status::error("embedding: id " + std::to_string(id) +
+                           " at position " + std::to_string(i) +
+                           " is outside [0, " + std::to_string(vocab) + ")");
+    std::copy(table + id * hidden, table + (id + 1) * hidden, out + i * hidden);
+  }
+  return Status::ok();
+}
+
+Status linear(const float *x, const float *weight, const float *bias, int64_t m,
+              int64_t k, int64_t n, WeightLayout layout, float *out) {
+  if (Status s = checkNonNegative("linear", {m, k, n}); !s)
+    return s;
+  float beta = 0.0f;
+  if (bias) {
+    for (int64_t i = 0; i < m; ++i)
+      std::copy(bias, bias + n, out + i * n);
+    beta = 1.0f;
+  }
+  bool outIn = layout == WeightLayout::OutIn;
+  Status s = gemm(false, outIn, m, n, k, 1.0f, x, std::max<int64_t>(1, k),
+                  weight, std::max<int64_t>(1, outIn ? k : n), beta, out,
+                  std::max<int64_t>(1, n));
+  return s ? s : s.withContext("linear");
+}
+
+Status batchMatmul(const float *lhs, const float *rhs, int64_t batch, int64_t m,
+                   int64_t k, int64_t n, bool transposeLhs, bool transposeRhs,
+                   float scale, float *out) {
+  if (Status s = checkNonNegative("batch_matmul", {batch, m, k, n}); !s)
+    return s;
+  for (int64_t b = 0; b < batch; ++b) {
+    Status s = gemm(transposeLhs, transposeRhs, m, n, k, scale, lhs + b * m * k,
+                    std::max<int64_t>(1, transposeLhs ? m : k), rhs + b * k * n,
+                    std::max<int64_t>(1, transposeRhs ? k : n), 0.0f,
+                    out + b * m * n, std::max<int64_t>(1, n));
+    if (!s)
+      return s.withContext("batch_matmul");
+  }
+  return Status::ok();
+}
+
+Status layerNorm(const float *x, const float *weight, const float *bias,
+                 int64_t rows, int64_t cols, float epsilon, float *out) {
+  if (Status s = checkNonNegative("layer_norm", {rows, cols}); !s)
+    return s;
+  if (cols == 0)
+    return Status::ok();
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *in = x + r * cols;
+    float *o = out + r * cols;
+    double sum = 0.0;
+    for (int64_t c = 0; c < cols; ++c)
+      sum += in[c];
+    double mean = sum / static_cast<double>(cols);
+    double sq = 0.0;
+    for (int64_t c = 0; c < cols; ++c) {
+      double d = in[c] - mean;
+      sq += d * d;
+    }
+    double inv = 1.0 / std::sqrt(sq / static_cast<double>(cols) + epsilon);
+    for (int64_t c = 0; c < cols; ++c)
+      o[c] = static_cast<float>((in[c] - mean) * inv) * weight[c] + bias[c];
+  }
+  return Status::ok();
+}
+
+Status rmsNorm(const float *x, const float *weight, int64_t rows, int64_t cols,
+               float epsilon, float *out) {
+  if (Status s = checkNonNegative("rms_norm", {rows, cols}); !s)
+    return s;
+  if (cols == 0)
+    return Status::ok();
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *in = x + r * cols;
+    float *o = out + r * cols;
+    double sq = 0.0;
+    for (int64_t c = 0; c < cols; ++c)
+      sq += static_cast<double>(in[c]) * in[c];
+    double inv = 1.0 / std::sqrt(sq / static_cast<double>(cols) + epsilon);
+    for (int64_t c = 0; c < cols; ++c)
+      o[c] = static_cast<float>(in[c] * inv) * weight[c];
+  }
+  return Status::ok();
+}
+
+Status gelu(const float *x, int64_t count, GeluApproximation approximation,
+            float *out) {
+  if (Status s = checkNonNegative("gelu", {count}); !s)
+    return s;
+  if (approximation == GeluApproximation::Erf) {
+    const float invSqrt2 = static_cast<float>(1.0 / std::sqrt(2.0));
+    for (int64_t i = 0; i < count; ++i)
+      out[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * invSqrt2));
+  } else {
+    const float k = static_cast<float>(std::sqrt(2.0 / 3.14159265358979323846));
+    for (int64_t i = 0; i < count; ++i) {
+      float v = x[i];
+      out[i] = 0.5f * v * (1.0f + std::tanh(k * (v + 0.044715f * v * v * v)));
+    }
+  }
+  return Status::ok();
+}
+
+Status silu(const float *x, int64_t count, float *out) {
+  if (Status s = checkNonNegative("silu", {count}); !s)
+    return s;
+  for (int64_t i = 0; i < count; ++i)
+    out[i] = x[i] / (1.0f + std::exp(-x[i]));
+  return Status::ok();
+}
+
+namespace {
+
+template <typename Op>
+Status broadcastBinary(const char *kernel, const float *lhs, int64_t lhsCount,
+                       const float *rhs, int64_t rhsCount, float *out, Op op) {
+  if (Status s = checkNonNegative(kernel, {lhsCount, rhsCount}); !s)
+    return s;
+  if (lhsCount == 0)
+    return Status::ok();
+  if (rhsCount == 0 || lhsCount % rhsCount != 0)
+    return Status::error(
+        std::string(kernel) + ": rhs of " + std::to_string(rhsCount) +
+        " elements does not tile lhs of " + std::to_string(lhsCount));
+  for (int64_t base = 0; base < lhsCount; base += rhsCount)
+    for (int64_t i = 0; i < rhsCount; ++i)
+      out[base + i] = op(lhs[base + i], rhs[i]);
+  return Status::ok();
+}
+
+} // namespace
+
+Status add(const float *lhs, int64_t lhsCount, const float *rhs,
+           int64_t rhsCount, float *out) {
+  return broadcastBinary("add", lhs, lhsCount, rhs, rhsCount, out,
+                         [](float a, float b) { return a + b; });
+}
+
+Status mul(const float *lhs, int64_t lhsCount, const float *rhs,
+           int64_t rhsCount, float *out) {
+  return broadcastBinary("mul", lhs, lhsCount, rhs, rhsCount, out,
+                         [](float a, float b) { return a * b; });
+}
+
+namespace {
+
+/// Softmax of row[0, valid) into out[0, valid), zeros in out[valid, len).
+void softmaxRow(const float *row, int64_t valid, int64_t len, float *out) {
+  float maxValue = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < valid; ++j)
+    maxValue = std::max(maxValue, row[j]);
+  double sum = 0.0;
+  for (int64_t j = 0; j < valid; ++j) {
+    float e = std::exp(row[j] - maxValue);
+    out[j] = e;
+    sum += e;
+  }
+  float inv = static_cast<float>(1.0 / sum);
+  for (int64_t j = 0; j < valid; ++j)
+    out[j] *= inv;
+  std::fill(out + valid, out + len, 0.0f);
+}
+
+} // namespace
+
+Status softmax(const float *x, int64_t outer, int64_t q, int64_t k, bool causal,
+               float *out) {
+  if (Status s = checkNonNegative("softmax", {outer, q, k}); !s)
+    return s;
+  if (causal && k < q)
+    return Status::error("softmax: causal needs k >= q, got q " +
+                         std::to_string(q) + " k " + std::to_string(k));
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < q; ++i) {
+      int64_t row = (o * q + i) * k;
+      int64_t valid = causal ? i + (k - q) + 1 : k;
+      softmaxRow(x + row, valid, k, out + row);
+    }
+  return Status::ok();
+}
+
+Status attention(const float *q, const float *k, const float *v, int64_t batch,
+                 int64_t heads, int64_t kvHeads, int64_t seqQ, int64_t seqK,
+                 int64_t headDim, int64_t valueDim, bool causal, float scale,
+                 float *scratch, float *out) {
+  if (Status s = checkNonNegative(
+          "attention", {batch, heads, kvHeads, seqQ, seqK, headDim, valueDim});
+      !s)
+    return s;
+  if (kvHeads == 0 || heads % kvHeads != 0)
+    return Status::error("attention: " + std::to_string(heads) +
+                         " heads are not a multiple of " +
+                         std::to_string(kvHeads) + " kv heads");
+  if (causal && seqK < seqQ)
+    return Status::error("attention: causal needs s_k >= s_q");
+  if (!causal && seqK == 0 && seqQ > 0)
+    return Status::error("attention: no keys");
+  int64_t group = heads / kvHeads;
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < heads; ++h) {
+      const float *qh = q + (b * heads + h) * seqQ * headDim;
+      int64_t kvh = b * kvHeads + h / group;
+      const float *kh = k + kvh * seqK * headDim;
+      const float *vh = v + kvh * seqK * valueDim;
+      float *oh = out + (b * heads + h) * seqQ * valueDim;
+      for (int64_t i = 0; i < seqQ; ++i) {
+        int64_t valid = causal ? i + (seqK - seqQ) + 1 : seqK;
+        const float *qi = qh + i * headDim;
+        for (int64_t j = 0; j < valid; ++j) {
+          const float *kj = kh + j * headDim;
+          float dot = 0.0f;
+          for (int64_t d = 0; d < headDim; ++d)
+            dot += qi[d] * kj[d];
+          scratch[j] = scale * dot;
+        }
+        softmaxRow(scratch, valid, valid, scratch);
+        float *oi = oh + i * valueDim;
+        std::fill(oi, oi + valueDim, 0.0f);
+        for (int64_t j = 0; j < valid; ++j) {
+          float p = scratch[j];
+          const float *vj = vh + j * valueDim;
+          for (int64_t d = 0; d < valueDim; ++d)
+            oi[d] += p * vj[d];
+        }
+      }
+    }
+  return Status::ok();
+}
+
+Status rotary(const float *x, int64_t outer, int64_t seq, int64_t dim,
+              double theta, int64_t offset, float *out) {
+  if (Status s = checkNonNegative("rotary", {outer, seq, dim}); !s)
+    return s;
+  if (dim % 2 != 0)
+    return Status::error("rotary: head dimension " + std::to_string(dim) +
+                         " is odd");
+  int64_t half = dim / 2;
+  for (int64_t s = 0; s < seq; ++s) {
+    double position = static_cast<double>(offset + s);
+    for (int64_t i = 0; i < half; ++i) {
+      double invFreq = std::pow(theta, -2.0 * static_cast<double>(i) /
+                                           static_cast<double>(dim));
+      // The angle is rounded to fp32 before cos/sin, as Hugging Face computes
+      // it (an fp32 product of fp32 position and fp32 inv_freq).
+      float angle = static_cast<float>(position) * static_cast<float>(invFreq);
+      float c = std::cos(angle), sn = std::sin(angle);
+      for (int64_t o = 0; o < outer; ++o) {
+        const float *row = x + (o * seq + s) * dim;
+        float *orow = out + (o * seq + s) * dim;
+        float x1 = row[i], x2 = row[i + half];
+        orow[i] = x1 * c - x2 * sn;
+        orow[i + half] = x2 * c + x1 * sn;
+      }
+    }
+  }
+  return Status::ok();
+}
+
+Status crossEntropy(const float *logits, const int64_t *labels,
+                    int64_t positions, int64_t vocab, int64_t ignoreIndex,
+                    float *lossSum, int64_t *count) {
+  if (Status s = checkNonNegative("cross_entropy", {positions, vocab}); !s)
+    return s;
+  double total = 0.0;
+  int64_t n = 0;
+  for (int64_t p = 0; p < positions; ++p) {
+    int64_t label = labels[p];
+    if (label == ignoreIndex)
+      continue;
+    if (label < 0 || label >= vocab)
+      return Status::error("cross_entropy: label " + std::to_string(label) +
+                           " at position " + std::to_string(p) +
+                           " is outside [0, " + std::to_string(vocab) + ")");
+    const float *row = logits + p * vocab;
+    float maxValue = *std::max_element(row, row + vocab);
+    double sum = 0.0;
+    for (int64_t j = 0; j < vocab; ++j)
+      sum += std::exp(static_cast<double>(row[j]) - maxValue);
+    total += maxValue + std::log(sum) - row[label];
+    ++n;
+  }
+  *lossSum = static_cast<float>(total);
+  *count = n;
+  return Status::ok();
+}
+
+Status transpose(const float *x, const int64_t *shape, int rank,
+                 const int64_t *permutation, float *out) {
+  if (rank < 0 || rank > kMaxRank)
+    return Status::error("transpose: rank " + std::to_string(rank) +
+                         " outside [0, " + std::to_string(kMaxRank) + "]");
+  int64_t total;
+  if (!checkShape(shape, rank, total))
+    return Status::error("transpose: negative dimension");
+  bool seen[kMaxRank] = {};
+  for (int i = 0; i < rank; ++i) {
+    int64_t p = permutation[i];
+    if (p < 0 || p >= rank || seen[p])
+      return Status::error("transpose: not a permutation of " +
+                           std::to_string(rank) + " dimensions");
+    seen[p] = true;
+  }
+  // Input strides, read in output-dimension order; the output is walked in
+  // row-major order with an odometer so the writes are contiguous.
+  int64_t inStride[kMaxRank];
+  int64_t stride = 1;
+  for (int i = rank - 1; i >= 0; --i) {
+    inStride[i] = stride;
+    stride *= shape[i];
+  }
+  int64_t outShape[kMaxRank], srcStride[kMaxRank], index[kMaxRank] = {};
+  for (int i = 0; i < rank; ++i) {
+    outShape[i] = shape[permutation[i]];
+    srcStride[i] = inStride[permutation[i]];
+  }
+  int64_t src = 0;
+  for (int64_t e = 0; e < total; ++e) {
+    out[e] = x[src];
+    for (int d = rank - 1; d >= 0; --d) {
+      src += srcStride[d];
+      if (++index[d] < outShape[d])
+        break;
+      src -= srcStride[d] * outShape[d];
+      index[d] = 0;
+    }
+  }
+  return Status::ok();
+}
+
+namespace {
+
+/// Splits shape around dim into (outer, dim, inner) element counts.
+Status splitAt(const char *kernel, const int64_t *shape, int rank, int64_t dim,
+               int64_t &outer, int64_t &inner) {
+  if (rank < 1 || rank > kMaxRank || dim < 0 || dim >= rank)
+    return Status::error(std::string(kernel) + ": dimension " +
+                         std::to_string(dim) + " of a rank " +
+                         std::to_string(rank) + " tensor");
+  int64_t total;
+  if (!checkShape(shape, rank, total))
+    return Status::error(std::string(kernel) + ": negative dimension");
+  outer = 1;
+  inner = 1;
+  for (int i = 0; i < dim; ++i)
+    outer *= shape[i];
+  for (int i = static_cast<int>(dim) + 1; i < rank; ++i)
+    inner *= shape[i];
+  return Status::ok();
+}
+
+} // namespace
+
+Status slice(const float *x, const int64_t *shape, int rank, int64_t dim,
+             int64_t offset, int64_t size, float *out) {
+  int64_t outer, inner;
+  if (Status s = splitAt("slice", shape, rank, dim, outer, inner); !s)
+    return s;
+  int64_t extent = shape[dim];
+  if (offset < 0 || size < 0 || offset > extent || size > extent - offset)
+    return Status::error("slice: [" + std::to_string(offset) + ", " +
+                         std::to_string(offset) + " + " + std::to_string(size) +
+                         ") outside dimension of " + std::to_string(extent));
+  for (int64_t o = 0; o < outer; ++o) {
+    const float *src = x + (o * extent + offset) * inner;
+    std::copy(src, src + size * inner, out + o * size * inner);
+  }
+  return Status::ok();
+}
+
+Status repeatInterleave(const float *x, const int64_t *shape, int rank,
+                        int64_t dim, int64_t repeats, float *out) {
+  int64_t outer, inner;
+  if (Status s = splitAt("repeat", shape, rank, dim, outer, inner); !s)
+    return s;
+  if (repeats < 1)
+    return Status::error("repeat: repeats " + std::to_string(repeats) +
+                         " is not positive");
+  int64_t extent = shape[dim];
+  float *o = out;
+  for (int64_t a = 0; a < outer; ++a)
+    for (int64_t i = 0; i < extent; ++i) {
+      const float *src = x + (a * extent + i) * inner;
+      for (int64_t r = 0; r < repeats; ++r, o += inner)
+        std::copy(src, src + inner, o);
+    }
+  return Status::ok();
+}
+
+} // namespace cpu
+} // namespace tpcrt

@@ -1,0 +1,147 @@
+//===- CpuKernels.h - fp32 forward kernels of the CPU backend ---*- C++ -*-===//
+//
+// The forward semantics of the tpc ops (dialects/Tpc/IR/TpcOps.td) on the
+// CPU, in fp32. Every kernel is a plain function on raw, row-major, contiguous
+// float pointers with explicit sizes, and allocates nothing: the interpreter
+// owns the memory (an arena) and passes pointers into it. Kernels that need
+// scratch space take it as an argument and say how much.
+//
+// Every kernel returns a Status: sizes that cannot be right (negative, a
+// permutation that is not one, an id outside the table) are errors, never
+// undefined behaviour. Outputs must not alias inputs unless a kernel says so.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TPCRT_CPUKERNELS_H
+#define TPCRT_CPUKERNELS_H
+
+#include "tpcrt/Status.h"
+
+#include <cstdint>
+
+namespace tpcrt {
+namespace cpu {
+
+/// True when the GEMM kernels call OpenBLAS' cblas_sgemm (TPCRT_HAVE_OPENBLAS
+/// at build time); false when they use the portable fallback.
+bool hasOpenBlas();
+
+/// Row-major C = alpha * op(A) * op(B) + beta * C with op(A) [m, k] and op(B)
+/// [k, n]; op transposes when the flag is set. lda/ldb/ldc are the row strides
+/// of A, B and C as stored. beta == 0 overwrites C (NaNs in C do not survive),
+/// as BLAS does. Uses cblas_sgemm when OpenBLAS is built in, else
+/// gemmFallback.
+Status gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+            float alpha, const float *a, int64_t lda, const float *b,
+            int64_t ldb, float beta, float *c, int64_t ldc);
+
+/// The portable blocked GEMM used without OpenBLAS; same contract as gemm.
+/// Always compiled, so that it is tested on machines that have OpenBLAS too.
+Status gemmFallback(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                    float alpha, const float *a, int64_t lda, const float *b,
+                    int64_t ldb, float beta, float *c, int64_t ldc);
+
+/// out[i, :] = table[ids[i], :]; table is [vocab, hidden], out [numIds,
+/// hidden]. An id outside [0, vocab) is an error naming it.
+Status embedding(const float *table, int64_t vocab, int64_t hidden,
+                 const int64_t *ids, int64_t numIds, float *out);
+
+/// Layout of a linear weight, as the op's `layout` attribute.
+enum class WeightLayout {
+  /// [in, out] (GPT-2 Conv1D).
+  InOut,
+  /// [out, in] (torch.nn.Linear).
+  OutIn,
+};
+
+/// out[m, n] = x[m, k] · W (+ bias[n]). Several output dimensions of the op
+/// are flattened into n by the caller. bias may be null.
+Status linear(const float *x, const float *weight, const float *bias, int64_t m,
+              int64_t k, int64_t n, WeightLayout layout, float *out);
+
+/// out[b, m, n] = scale * sum_k lhs[b, m, k] * rhs[b, k, n]; transposeLhs
+/// reads lhs stored as [b, k, m], transposeRhs rhs stored as [b, n, k].
+Status batchMatmul(const float *lhs, const float *rhs, int64_t batch, int64_t m,
+                   int64_t k, int64_t n, bool transposeLhs, bool transposeRhs,
+                   float scale, float *out);
+
+/// (x - mean) / sqrt(var + eps) * weight + bias over rows of length cols,
+/// biased variance.
+Status layerNorm(const float *x, const float *weight, const float *bias,
+                 int64_t rows, int64_t cols, float epsilon, float *out);
+
+/// x / sqrt(mean(x^2) + eps) * weight over rows of length cols.
+Status rmsNorm(const float *x, const float *weight, int64_t rows, int64_t cols,
+               float epsilon, float *out);
+
+enum class GeluApproximation { Erf, Tanh };
+
+/// Elementwise; out may equal x.
+Status gelu(const float *x, int64_t count, GeluApproximation approximation,
+            float *out);
+
+/// x * sigmoid(x), elementwise; out may equal x.
+Status silu(const float *x, int64_t count, float *out);
+
+/// out = lhs + rhs where rhs (rhsCount elements) is lhs's shape or a suffix of
+/// it, repeated over the leading dimensions: rhsCount must divide lhsCount.
+/// out may equal lhs.
+Status add(const float *lhs, int64_t lhsCount, const float *rhs,
+           int64_t rhsCount, float *out);
+
+/// As add, with a product.
+Status mul(const float *lhs, int64_t lhsCount, const float *rhs,
+           int64_t rhsCount, float *out);
+
+/// Softmax over the last dimension of x [outer, q, k]. With causal, (i, j)
+/// with j > i + (k - q) gets probability 0 (exactly), which needs k >= q.
+/// Without causal, q only splits the rows. out may equal x.
+Status softmax(const float *x, int64_t outer, int64_t q, int64_t k, bool causal,
+               float *out);
+
+/// Floats of scratch that attention needs.
+inline int64_t attentionScratchSize(int64_t seqK) { return seqK; }
+
+/// softmax(scale * q k^T [+ causal mask]) v per head with grouped KV heads:
+/// q [b, heads, sq, d], k [b, kvHeads, sk, d], v [b, kvHeads, sk, dv], out
+/// [b, heads, sq, dv]; query head h reads kv head h / (heads / kvHeads).
+/// scratch holds attentionScratchSize(sk) floats. No dropout.
+Status attention(const float *q, const float *k, const float *v, int64_t batch,
+                 int64_t heads, int64_t kvHeads, int64_t seqQ, int64_t seqK,
+                 int64_t headDim, int64_t valueDim, bool causal, float scale,
+                 float *scratch, float *out);
+
+/// Rotary embedding of x [outer, s, d] (outer = b * heads), rotate-half
+/// (Hugging Face) convention, position offset + s_index, inv_freq[i] =
+/// theta^(-2i/d). d must be even. Angles are computed in double and rounded,
+/// not read from a table. out may equal x.
+Status rotary(const float *x, int64_t outer, int64_t seq, int64_t dim,
+              double theta, int64_t offset, float *out);
+
+/// Sum over positions whose label is not ignoreIndex of logsumexp(logits) -
+/// logits[label], and the count of those positions. logits is [positions,
+/// vocab]. A label outside [0, vocab) that is not ignoreIndex is an error.
+Status crossEntropy(const float *logits, const int64_t *labels,
+                    int64_t positions, int64_t vocab, int64_t ignoreIndex,
+                    float *lossSum, int64_t *count);
+
+/// Most dimensions transpose, slice and repeatInterleave accept.
+constexpr int kMaxRank = 8;
+
+/// out.shape[i] = shape[permutation[i]], out[idx] = x[idx permuted back].
+Status transpose(const float *x, const int64_t *shape, int rank,
+                 const int64_t *permutation, float *out);
+
+/// Keeps indices [offset, offset + size) of dimension dim.
+Status slice(const float *x, const int64_t *shape, int rank, int64_t dim,
+             int64_t offset, int64_t size, float *out);
+
+/// torch.repeat_interleave(x, repeats, dim): index i of out along dim reads
+/// index i / repeats of x.
+Status repeatInterleave(const float *x, const int64_t *shape, int rank,
+                        int64_t dim, int64_t repeats, float *out);
+
+} // namespace cpu
+} // namespace tpcrt
+
+#endif // TPCRT_CPUKERNELS_H

@@ -1,0 +1,310 @@
+//===- KernelCheck.cpp - CPU kernels against PyTorch reference cases ------===//
+//
+// tpcrt-kernel-check DIR: runs every case file that kernel_reference.py wrote
+// into DIR (inputs "in.*", expected outputs "out.*", kernel and attributes in
+// the metadata) through the CPU kernels and checks, per output tensor,
+// ||actual - expected|| / ||expected|| <= 1e-5. Prints the error of each case
+// and the largest per kernel; exits non-zero on any failure, or when DIR holds
+// no case (a check that checked nothing must not pass).
+//
+//===----------------------------------------------------------------------===//
+
+#include "tpcrt/CpuKernels.h"
+#include "tpcrt/Safetensors.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+using namespace tpcrt;
+
+namespace {
+
+constexpr double kTolerance = 1e-5;
+
+struct Case {
+  const SafetensorsFile *file;
+  std::string kernel;
+
+  std::string attr(const std::string &key) const {
+    auto it = file->metadata().find(key);
+    return it == file->metadata().end() ? std::string() : it->second;
+  }
+  int64_t intAttr(const std::string &key) const {
+    return std::stoll(attr(key));
+  }
+  double floatAttr(const std::string &key) const {
+    return std::stod(attr(key));
+  }
+
+  Status floats(const std::string &name, std::vector<float> &out,
+                std::vector<int64_t> *shape = nullptr) const {
+    TensorView view;
+    if (Status s = file->get(name, view); !s)
+      return s;
+    if (shape)
+      *shape = view.shape;
+    return toFloat32(view, out);
+  }
+  Status ints(const std::string &name, std::vector<int64_t> &out) const {
+    TensorView view;
+    if (Status s = file->get(name, view); !s)
+      return s;
+    return toInt64(view, out);
+  }
+  bool has(const std::string &name) const { return file->contains(name); }
+};
+
+int64_t product(const std::vector<int64_t> &shape, int64_t from = 0,
+                int64_t to = INT64_MAX) {
+  int64_t p = 1;
+  for (int64_t i = from; i < std::min(to, static_cast<int64_t>(shape.size()));
+       ++i)
+    p *= shape[static_cast<size_t>(i)];
+  return p;
+}
+
+Status needRank(const std::vector<int64_t> &shape, size_t minRank) {
+  if (shape.size() < minRank)
+    return Status::error("operand of rank " + std::to_string(shape.size()) +
+                         ", need " + std::to_string(minRank));
+  return Status::ok();
+}
+
+/// Runs one case; fills `actual` with the computed outputs by name.
+Status runCase(const Case &c, std::map<std::string, std::vector<float>> &actual,
+               int64_t &count) {
+  const std::string &k = c.kernel;
+  std::vector<float> x, w, b, out;
+  std::vector<int64_t> xs, ws, bs, ids;
+  std::vector<float> expected;
+  std::vector<int64_t> es;
+  if (Status s = c.floats(k == "cross_entropy" ? "out.loss_sum" : "out.out",
+                          expected, &es);
+      !s)
+    return s;
+  out.assign(expected.size(), std::nanf(""));
+  Status s = Status::ok();
+  if (k == "embedding") {
+    if (!(s = c.floats("in.table", w, &ws)) || !(s = needRank(ws, 2)) ||
+        !(s = c.ints("in.ids", ids)))
+      return s;
+    s = cpu::embedding(w.data(), ws[0], ws[1], ids.data(),
+                       static_cast<int64_t>(ids.size()), out.data());
+  } else if (k == "linear") {
+    if (!(s = c.floats("in.x", x, &xs)) || !(s = c.floats("in.w", w, &ws)) ||
+        !(s = needRank(xs, 1)))
+      return s;
+    bool hasBias = c.has("in.b");
+    if (hasBias && !(s = c.floats("in.b", b)))
+      return s;
+    bool inOut = c.attr("layout") == "in_out";
+    int64_t kk = xs.back();
+    int64_t m = product(xs) / kk;
+    int64_t n = product(ws) / kk;
+    s = cpu::linear(x.data(), w.data(), hasBias ? b.data() : nullptr, m, kk, n,
+                    inOut ? cpu::WeightLayout::InOut : cpu::WeightLayout::OutIn,
+                    out.data());
+  } else if (k == "batch_matmul") {
+    if (!(s = c.floats("in.lhs", x, &xs)) ||
+        !(s = c.floats("in.rhs", w, &ws)) || !(s = needRank(xs, 2)) ||
+        !(s = needRank(ws, xs.size())))
+      return s;
+    bool tl = c.intAttr("transpose_lhs"), tr = c.intAttr("transpose_rhs");
+    size_t r = xs.size();
+    int64_t m = tl ? xs[r - 1] : xs[r - 2];
+    int64_t kk = tl ? xs[r - 2] : xs[r - 1];
+    int64_t n = tr ? ws[r - 2] : ws[r - 1];
+    s = cpu::batchMatmul(
+        x.data(), w.data(), product(xs, 0, static_cast<int64_t>(r) - 2), m, kk,
+        n, tl, tr, static_cast<float>(c.floatAttr("scale")), out.data());
+  } else if (k == "layer_norm" || k == "rms_norm") {
+    if (!(s = c.floats("in.x", x, &xs)) || !(s = c.floats("in.weight", w)) ||
+        !(s = needRank(xs, 1)))
+      return s;
+    int64_t cols = xs.back();
+    float eps = static_cast<float>(c.floatAttr("epsilon"));
+    if (k == "layer_norm") {
+      if (!(s = c.floats("in.bias", b)))
+        return s;
+      s = cpu::layerNorm(x.data(), w.data(), b.data(), product(xs) / cols, cols,
+                         eps, out.data());
+    } else {
+      s = cpu::rmsNorm(x.data(), w.data(), product(xs) / cols, cols, eps,
+                       out.data());
+    }
+  } else if (k == "gelu" || k == "silu") {
+    if (!(s = c.floats("in.x", x)))
+      return s;
+    int64_t n = static_cast<int64_t>(x.size());
+    if (k == "silu")
+      s = cpu::silu(x.data(), n, out.data());
+    else
+      s = cpu::gelu(x.data(), n,
+                    c.attr("approximation") == "tanh"
+                        ? cpu::GeluApproximation::Tanh
+                        : cpu::GeluApproximation::Erf,
+                    out.data());
+  } else if (k == "add" || k == "mul") {
+    if (!(s = c.floats("in.lhs", x)) || !(s = c.floats("in.rhs", w)))
+      return s;
+    auto fn = k == "add" ? cpu::add : cpu::mul;
+    s = fn(x.data(), static_cast<int64_t>(x.size()), w.data(),
+           static_cast<int64_t>(w.size()), out.data());
+  } else if (k == "softmax") {
+    if (!(s = c.floats("in.x", x, &xs)) || !(s = needRank(xs, 2)))
+      return s;
+    size_t r = xs.size();
+    s = cpu::softmax(x.data(), product(xs, 0, static_cast<int64_t>(r) - 2),
+                     xs[r - 2], xs[r - 1], c.intAttr("causal"), out.data());
+  } else if (k == "attention") {
+    std::vector<float> v;
+    std::vector<int64_t> vs;
+    if (!(s = c.floats("in.q", x, &xs)) || !(s = c.floats("in.k", w, &ws)) ||
+        !(s = c.floats("in.v", v, &vs)) || !(s = needRank(xs, 4)) ||
+        !(s = needRank(ws, 4)) || !(s = needRank(vs, 4)))
+      return s;
+    std::vector<float> scratch(cpu::attentionScratchSize(ws[2]));
+    s = cpu::attention(x.data(), w.data(), v.data(), xs[0], xs[1], ws[1], xs[2],
+                       ws[2], xs[3], vs[3], c.intAttr("causal"),
+                       static_cast<float>(c.floatAttr("scale")), scratch.data(),
+                       out.data());
+  } else if (k == "rotary") {
+    if (!(s = c.floats("in.x", x, &xs)) || !(s = needRank(xs, 2)))
+      return s;
+    size_t r = xs.size();
+    s = cpu::rotary(x.data(), product(xs, 0, static_cast<int64_t>(r) - 2),
+                    xs[r - 2], xs[r - 1], c.floatAttr("theta"),
+                    c.intAttr("offset"), out.data());
+  } else if (k == "cross_entropy") {
+    if (!(s = c.floats("in.logits", x, &xs)) || !(s = needRank(xs, 1)) ||
+        !(s = c.ints("in.labels", ids)))
+      return s;
+    out.resize(1);
+    s = cpu::crossEntropy(x.data(), ids.data(),
+                          static_cast<int64_t>(ids.size()), xs.back(),
+                          c.intAttr("ignore_index"), out.data(), &count);
+    actual["out.loss_sum"] = out;
+    return s;
+  } else if (k == "transpose" || k == "slice" || k == "repeat") {
+    if (!(s = c.floats("in.x", x, &xs)))
+      return s;
+    int rank = static_cast<int>(xs.size());
+    if (k == "transpose") {
+      std::vector<int64_t> perm;
+      std::string p = c.attr("permutation");
+      for (size_t pos = 0; pos < p.size();) {
+        size_t end = p.find(',', pos);
+        if (end == std::string::npos)
+          end = p.size();
+        perm.push_back(std::stoll(p.substr(pos, end - pos)));
+        pos = end + 1;
+      }
+      s = cpu::transpose(x.data(), xs.data(), rank, perm.data(), out.data());
+    } else if (k == "slice") {
+      s = cpu::slice(x.data(), xs.data(), rank, c.intAttr("dim"),
+                     c.intAttr("offset"), c.intAttr("size"), out.data());
+    } else {
+      s = cpu::repeatInterleave(x.data(), xs.data(), rank, c.intAttr("dim"),
+                                c.intAttr("repeats"), out.data());
+    }
+  } else {
+    return Status::error("unknown kernel '" + k + "'");
+  }
+  actual["out.out"] = out;
+  return s;
+}
+
+double relativeError(const std::vector<float> &a, const std::vector<float> &b) {
+  if (a.size() != b.size())
+    return INFINITY;
+  double diff = 0.0, norm = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    double d = static_cast<double>(a[i]) - b[i];
+    diff += d * d;
+    norm += static_cast<double>(b[i]) * b[i];
+  }
+  if (std::isnan(diff))
+    return INFINITY;
+  // An all-zero reference is compared absolutely.
+  return norm == 0.0 ? std::sqrt(diff) : std::sqrt(diff / norm);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: tpcrt-kernel-check CASE_DIR\n");
+    return 2;
+  }
+  std::vector<std::string> paths;
+  std::error_code ec;
+  for (const auto &entry : std::filesystem::directory_iterator(argv[1], ec))
+    if (entry.path().extension() == ".safetensors")
+      paths.push_back(entry.path().string());
+  if (ec) {
+    std::fprintf(stderr, "cannot list %s: %s\n", argv[1], ec.message().c_str());
+    return 1;
+  }
+  std::sort(paths.begin(), paths.end());
+  if (paths.empty()) {
+    std::fprintf(stderr, "no case files in %s\n", argv[1]);
+    return 1;
+  }
+  std::printf("GEMM: %s\n", cpu::hasOpenBlas() ? "OpenBLAS" : "fallback");
+  int failures = 0;
+  std::map<std::string, double> worst;
+  for (const std::string &path : paths) {
+    SafetensorsFile file;
+    std::string name = std::filesystem::path(path).stem().string();
+    Status s = SafetensorsFile::open(path, file);
+    Case c{&file, {}};
+    std::map<std::string, std::vector<float>> actual;
+    int64_t count = -1;
+    if (s) {
+      c.kernel = c.attr("kernel");
+      try {
+        s = runCase(c, actual, count);
+      } catch (const std::exception &e) { // std::stoll on a bad attribute
+        s = Status::error(std::string("bad attribute: ") + e.what());
+      }
+    }
+    if (!s) {
+      std::printf("FAIL %-28s %s\n", name.c_str(), s.message().c_str());
+      ++failures;
+      continue;
+    }
+    double caseWorst = 0.0;
+    for (const auto &[outName, values] : actual) {
+      std::vector<float> expected;
+      if (Status es = c.floats(outName, expected); !es) {
+        std::printf("FAIL %-28s %s\n", name.c_str(), es.message().c_str());
+        caseWorst = INFINITY;
+        continue;
+      }
+      caseWorst = std::max(caseWorst, relativeError(values, expected));
+    }
+    bool countOk = true;
+    if (c.kernel == "cross_entropy") {
+      std::vector<int64_t> expectedCount;
+      countOk = c.ints("out.count", expectedCount) &&
+                expectedCount.size() == 1 && expectedCount[0] == count;
+    }
+    bool ok = caseWorst <= kTolerance && countOk;
+    std::printf("%s %-28s %-14s rel err %.3e%s\n", ok ? "ok  " : "FAIL",
+                name.c_str(), c.kernel.c_str(), caseWorst,
+                countOk ? "" : " (count differs)");
+    failures += !ok;
+    worst[c.kernel] = std::max(worst[c.kernel], caseWorst);
+  }
+  std::printf("max relative error per kernel:\n");
+  for (const auto &[kernel, err] : worst)
+    std::printf("  %-14s %.3e\n", kernel.c_str(), err);
+  std::printf("%zu cases, %d failed\n", paths.size(), failures);
+  return failures == 0 ? 0 : 1;
+}

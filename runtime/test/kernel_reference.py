@@ -1,0 +1,240 @@
+#!/usr/bin/python3
+"""Reference cases for the CPU kernels (runtime/cpu/CpuKernels.cpp).
+
+For every kernel and a few shapes, makes random inputs with a fixed seed,
+computes the expected outputs with PyTorch ops, and writes inputs + outputs
+into one safetensors file per case in the output folder. The kernel name and
+its attributes go in the file's __metadata__. tpcrt-kernel-check then runs the
+C++ kernels on the inputs and compares.
+
+Needs only torch (1.13 is enough): the safetensors format is written by hand,
+and attention is written with matmul/softmax (no scaled_dot_product_attention
+in 1.13).
+
+Usage: kernel_reference.py OUTPUT_DIR
+"""
+
+import json
+import math
+import os
+import struct
+import sys
+
+import torch
+
+DTYPES = {torch.float32: "F32", torch.int64: "I64"}
+
+
+def write_safetensors(path, tensors, metadata):
+    header = {"__metadata__": {k: str(v) for k, v in metadata.items()}}
+    blobs = []
+    offset = 0
+    for name in sorted(tensors):
+        t = tensors[name].contiguous()
+        data = t.numpy().tobytes()
+        header[name] = {
+            "dtype": DTYPES[t.dtype],
+            "shape": list(t.shape),
+            "data_offsets": [offset, offset + len(data)],
+        }
+        blobs.append(data)
+        offset += len(data)
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for b in blobs:
+            f.write(b)
+    os.replace(tmp, path)
+
+
+def randn(*shape):
+    return torch.randn(*shape, dtype=torch.float32)
+
+
+def rotate_half(x):
+    # Hugging Face transformers' rotate_half.
+    x1 = x[..., : x.shape[-1] // 2]
+    x2 = x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def causal_mask(q, k):
+    i = torch.arange(q).unsqueeze(1)
+    j = torch.arange(k).unsqueeze(0)
+    return j > i + (k - q)
+
+
+def cases():
+    # embedding
+    table = randn(50, 16)
+    ids = torch.randint(0, 50, (3, 7), dtype=torch.int64)
+    yield "embedding", {}, {"table": table, "ids": ids}, \
+        {"out": torch.nn.functional.embedding(ids, table)}
+
+    # linear: in_out with several output dims and a bias; out_in with and
+    # without bias; shapes not multiples of the fallback's block sizes.
+    x = randn(2, 5, 12)
+    w = randn(12, 3, 4)
+    b = randn(3, 4)
+    out = (x.reshape(-1, 12) @ w.reshape(12, -1) + b.reshape(-1)).reshape(
+        2, 5, 3, 4)
+    yield "linear_in_out_bias", {"kernel": "linear", "layout": "in_out"}, \
+        {"x": x, "w": w, "b": b}, {"out": out}
+    x = randn(3, 130)
+    w = randn(150, 130)
+    yield "linear_out_in", {"kernel": "linear", "layout": "out_in"}, \
+        {"x": x, "w": w}, {"out": torch.nn.functional.linear(x, w)}
+    x = randn(4, 33)
+    w = randn(17, 33)
+    b = randn(17)
+    yield "linear_out_in_bias", {"kernel": "linear", "layout": "out_in"}, \
+        {"x": x, "w": w, "b": b}, {"out": torch.nn.functional.linear(x, w, b)}
+
+    # batch_matmul, every transpose combination.
+    for tl in (0, 1):
+        for tr in (0, 1):
+            lhs = randn(2, 3, 5, 7) if not tl else randn(2, 3, 7, 5)
+            rhs = randn(2, 3, 7, 6) if not tr else randn(2, 3, 6, 7)
+            a = lhs.transpose(-1, -2) if tl else lhs
+            bb = rhs.transpose(-1, -2) if tr else rhs
+            scale = 0.25 if tl != tr else 1.0
+            yield f"batch_matmul_tl{tl}_tr{tr}", {
+                "kernel": "batch_matmul", "transpose_lhs": tl,
+                "transpose_rhs": tr, "scale": scale}, \
+                {"lhs": lhs, "rhs": rhs}, {"out": scale * (a @ bb)}
+
+    # normalizations
+    x = randn(4, 6, 33) * 3 + 1
+    g = randn(33)
+    b = randn(33)
+    yield "layer_norm", {"epsilon": 1e-5}, {"x": x, "weight": g, "bias": b}, \
+        {"out": torch.nn.functional.layer_norm(x, (33,), g, b, 1e-5)}
+    x = randn(4, 6, 64) * 2
+    g = randn(64)
+    eps = 1e-6
+    ref = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * g
+    yield "rms_norm", {"epsilon": eps}, {"x": x, "weight": g}, {"out": ref}
+
+    # activations
+    x = randn(1000) * 4
+    yield "gelu_erf", {"kernel": "gelu", "approximation": "erf"}, {"x": x}, \
+        {"out": torch.nn.functional.gelu(x)}
+    yield "gelu_tanh", {"kernel": "gelu", "approximation": "tanh"}, {"x": x}, \
+        {"out": torch.nn.functional.gelu(x, approximate="tanh")}
+    yield "silu", {}, {"x": x}, {"out": torch.nn.functional.silu(x)}
+
+    # add / mul with and without broadcasting
+    for op, fn in (("add", torch.add), ("mul", torch.mul)):
+        lhs = randn(4, 6, 8)
+        rhs = randn(6, 8)
+        yield f"{op}_broadcast", {"kernel": op}, {"lhs": lhs, "rhs": rhs}, \
+            {"out": fn(lhs, rhs)}
+        rhs = randn(4, 6, 8)
+        yield f"{op}_same", {"kernel": op}, {"lhs": lhs, "rhs": rhs}, \
+            {"out": fn(lhs, rhs)}
+
+    # softmax: plain, causal square, causal with more keys than queries
+    for name, q, k, causal in (("softmax", 5, 9, 0),
+                               ("softmax_causal", 7, 7, 1),
+                               ("softmax_causal_rect", 5, 9, 1)):
+        x = randn(2, 3, q, k) * 3
+        s = x.masked_fill(causal_mask(q, k), float("-inf")) if causal else x
+        yield name, {"kernel": "softmax", "causal": causal}, {"x": x}, \
+            {"out": torch.softmax(s, dim=-1)}
+
+    # attention, GQA 8 query heads on 4 kv heads and plain MHA
+    for name, h, kv, sq, sk, d, dv, causal in (
+            ("attention_gqa_causal", 8, 4, 7, 7, 16, 16, 1),
+            ("attention_gqa", 8, 4, 7, 7, 16, 16, 0),
+            ("attention_gqa_causal_rect", 8, 4, 5, 9, 16, 8, 1),
+            ("attention_mha_causal", 4, 4, 6, 6, 8, 8, 1)):
+        q = randn(2, h, sq, d)
+        k = randn(2, kv, sk, d)
+        v = randn(2, kv, sk, dv)
+        scale = 1.0 / math.sqrt(d)
+        k8 = k.repeat_interleave(h // kv, dim=1)
+        v8 = v.repeat_interleave(h // kv, dim=1)
+        s = (q @ k8.transpose(-1, -2)) * scale
+        if causal:
+            s = s.masked_fill(causal_mask(sq, sk), float("-inf"))
+        out = torch.softmax(s, dim=-1) @ v8
+        yield name, {"kernel": "attention", "causal": causal,
+                     "scale": repr(scale)}, {"q": q, "k": k, "v": v}, \
+            {"out": out}
+
+    # rotary, Hugging Face convention (inv_freq in fp32, as HF computes it)
+    for name, theta, offset in (("rotary", 10000.0, 0),
+                                ("rotary_offset", 500000.0, 5)):
+        x = randn(2, 4, 9, 16)
+        d = x.shape[-1]
+        inv_freq = 1.0 / (theta ** (torch.arange(0, d, 2).float() / d))
+        t = torch.arange(offset, offset + x.shape[2]).float()
+        freqs = torch.outer(t, inv_freq)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        out = x * emb.cos() + rotate_half(x) * emb.sin()
+        yield name, {"kernel": "rotary", "theta": theta, "offset": offset}, \
+            {"x": x}, {"out": out}
+
+    # cross_entropy with ignored labels, and with none ignored
+    for name, ignore, frac in (("cross_entropy_ignore", -100, 0.3),
+                               ("cross_entropy", -100, 0.0)):
+        logits = randn(3, 10, 50) * 4
+        labels = torch.randint(0, 50, (3, 10), dtype=torch.int64)
+        labels[torch.rand(3, 10) < frac] = ignore
+        if frac:
+            labels[0, 0] = ignore  # at least one ignored
+        loss = torch.nn.functional.cross_entropy(
+            logits.reshape(-1, 50), labels.reshape(-1), ignore_index=ignore,
+            reduction="sum")
+        count = (labels != ignore).sum().reshape(())
+        yield name, {"kernel": "cross_entropy", "ignore_index": ignore}, \
+            {"logits": logits, "labels": labels}, \
+            {"loss_sum": loss.reshape(()), "count": count}
+
+    # shape ops
+    for name, perm in (("transpose_0213", [0, 2, 1, 3]),
+                       ("transpose_3102", [3, 1, 0, 2])):
+        x = randn(2, 3, 4, 5)
+        yield name, {"kernel": "transpose",
+                     "permutation": ",".join(map(str, perm))}, \
+            {"x": x}, {"out": x.permute(*perm)}
+    x = randn(4, 10, 6)
+    yield "slice", {"dim": 1, "offset": 2, "size": 5}, {"x": x}, \
+        {"out": x[:, 2:7, :]}
+    x = randn(64, 8)
+    yield "slice_dim0", {"kernel": "slice", "dim": 0, "offset": 0,
+                         "size": 32}, {"x": x}, {"out": x[0:32]}
+    x = randn(2, 4, 7, 16)
+    yield "repeat", {"dim": 1, "repeats": 2}, {"x": x}, \
+        {"out": x.repeat_interleave(2, dim=1)}
+    x = randn(3, 5)
+    yield "repeat_last", {"kernel": "repeat", "dim": 1, "repeats": 3}, \
+        {"x": x}, {"out": x.repeat_interleave(3, dim=1)}
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: kernel_reference.py OUTPUT_DIR")
+    out_dir = sys.argv[1]
+    os.makedirs(out_dir, exist_ok=True)
+    for old in os.listdir(out_dir):
+        if old.endswith(".safetensors"):
+            os.remove(os.path.join(out_dir, old))
+    torch.manual_seed(1234)
+    n = 0
+    for name, meta, inputs, outputs in cases():
+        meta = dict(meta)
+        meta.setdefault("kernel", name)
+        tensors = {"in." + k: v for k, v in inputs.items()}
+        tensors.update({"out." + k: v for k, v in outputs.items()})
+        write_safetensors(os.path.join(out_dir, name + ".safetensors"),
+                          tensors, meta)
+        n += 1
+    print(f"kernel_reference.py: wrote {n} cases to {out_dir}")
+
+
+if __name__ == "__main__":
+    main()
