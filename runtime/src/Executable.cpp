@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tpcrt/Executable.h"
+#include "tpcrt/AtomicFile.h"
 
 #include "tpcrt/Safetensors.h"
 
@@ -417,19 +418,6 @@ bool readAll(int fd, uint8_t *data, size_t size) {
   return true;
 }
 
-bool writeAll(int fd, const uint8_t *data, size_t size) {
-  while (size > 0) {
-    ssize_t n = ::write(fd, data, size);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return false;
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
-}
-
 } // namespace
 
 uint64_t tpcrt::crc64(const void *data, size_t size, uint64_t crc) {
@@ -480,42 +468,7 @@ std::vector<uint8_t> tpcrt::serializeExecutable(const uint8_t *payload,
 Status tpcrt::writeExecutableFile(const std::string &path,
                                   const uint8_t *payload, size_t size) {
   std::vector<uint8_t> image = serializeExecutable(payload, size);
-  std::string tmpPath = path + ".tmp." + std::to_string(::getpid());
-  int fd =
-      ::open(tmpPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
-    return Status::error(tmpPath + ": cannot create: " + errnoText(errno));
-  auto fail = [&](const std::string &what) {
-    int err = errno;
-    if (fd >= 0)
-      ::close(fd);
-    ::unlink(tmpPath.c_str());
-    return Status::error(tmpPath + ": " + what + ": " + errnoText(err));
-  };
-  if (!writeAll(fd, image.data(), image.size()))
-    return fail("cannot write");
-  // On disk before the rename makes it visible, so a crash never leaves a
-  // complete-looking name over incomplete contents.
-  if (::fsync(fd) != 0)
-    return fail("cannot sync");
-  int closeResult = ::close(fd);
-  fd = -1;
-  if (closeResult != 0)
-    return fail("cannot close");
-  if (::rename(tmpPath.c_str(), path.c_str()) != 0)
-    return fail("cannot rename to " + path);
-  size_t slash = path.rfind('/');
-  std::string directory = slash == std::string::npos
-                              ? "."
-                              : (slash == 0 ? "/" : path.substr(0, slash));
-  int dirFd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dirFd >= 0) {
-    // Some file systems refuse to sync a directory; the file is complete
-    // either way.
-    (void)::fsync(dirFd);
-    ::close(dirFd);
-  }
-  return Status::ok();
+  return writeFileAtomically(path, {{image.data(), image.size()}});
 }
 
 Status tpcrt::checkExecutable(const fb::Executable &exe) {

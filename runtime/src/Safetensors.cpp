@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tpcrt/Safetensors.h"
+#include "tpcrt/AtomicFile.h"
 
 #include <nlohmann/json.hpp>
 
@@ -1000,24 +1001,6 @@ void lengthPrefix(uint64_t length, uint8_t out[8]) {
     out[i] = static_cast<uint8_t>(length >> (8 * i));
 }
 
-bool writeAll(int fd, const void *bytes, uint64_t size) {
-  const auto *p = static_cast<const uint8_t *>(bytes);
-  while (size > 0) {
-    // Linux writes at most ~2 GiB per call; ask for 1 GiB at a time.
-    size_t chunk = static_cast<size_t>(std::min<uint64_t>(size, 1u << 30));
-    ssize_t n = ::write(fd, p, chunk);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      if (n == 0)
-        errno = EIO;
-      return false;
-    }
-    p += n;
-    size -= static_cast<uint64_t>(n);
-  }
-  return true;
-}
 
 } // namespace
 
@@ -1049,46 +1032,10 @@ Status tpcrt::writeSafetensors(
   if (Status s = buildHeader(tensors, metadata, header); !s)
     return s.withContext(path);
 
-  std::string tmpPath = path + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmpPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-                  0644);
-  if (fd < 0)
-    return Status::error(tmpPath + ": cannot create: " + errnoText(errno));
-  auto fail = [&](const std::string &what) {
-    int err = errno;
-    if (fd >= 0)
-      ::close(fd);
-    ::unlink(tmpPath.c_str());
-    return Status::error(tmpPath + ": " + what + ": " + errnoText(err));
-  };
-
   uint8_t prefix[8];
   lengthPrefix(header.size(), prefix);
-  if (!writeAll(fd, prefix, 8) || !writeAll(fd, header.data(), header.size()))
-    return fail("cannot write");
+  std::vector<ByteRange> pieces{{prefix, 8}, {header.data(), header.size()}};
   for (const auto &entry : tensors)
-    if (!writeAll(fd, entry.second.data, entry.second.numBytes))
-      return fail("cannot write");
-  // The data must be on disk before the rename makes it visible, or a crash
-  // could leave a complete-looking name over incomplete contents.
-  if (::fsync(fd) != 0)
-    return fail("cannot sync");
-  int closeResult = ::close(fd);
-  fd = -1;
-  if (closeResult != 0)
-    return fail("cannot close");
-  if (::rename(tmpPath.c_str(), path.c_str()) != 0)
-    return fail("cannot rename to " + path);
-
-  // Make the rename itself durable. Some file systems refuse to sync a
-  // directory; the file is complete either way, so that is not an error.
-  size_t slash = path.rfind('/');
-  std::string directory =
-      slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-  int dirFd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dirFd >= 0) {
-    (void)::fsync(dirFd);
-    ::close(dirFd);
-  }
-  return Status::ok();
+    pieces.push_back({entry.second.data, entry.second.numBytes});
+  return writeFileAtomically(path, pieces);
 }
