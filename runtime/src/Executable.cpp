@@ -9,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tpcrt/Executable.h"
-#include "tpcrt/AtomicFile.h"
+#include "tpcrt/FileIO.h"
 
 #include "tpcrt/Safetensors.h"
 
@@ -513,20 +513,10 @@ Status tpcrt::loadExecutableFromBytes(const std::string &displayName,
 
 Status tpcrt::loadExecutable(const std::string &path, LoadedExecutable &out) {
   out = LoadedExecutable();
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return Status::error(path + ": cannot open: " + errnoText(errno));
-  struct stat info;
-  if (::fstat(fd, &info) != 0) {
-    int err = errno;
-    ::close(fd);
-    return Status::error(path + ": cannot stat: " + errnoText(err));
-  }
-  if (!S_ISREG(info.st_mode)) {
-    ::close(fd);
-    return Status::error(path + ": not a regular file");
-  }
-  uint64_t fileSize = static_cast<uint64_t>(info.st_size);
+  int fd = -1;
+  uint64_t fileSize = 0;
+  if (Status s = openRegularFile(path, fd, fileSize); !s)
+    return s;
   // Check the frame from the header alone, so a huge or foreign file is
   // refused without reading it.
   uint8_t header[kExecutableHeaderBytes] = {};

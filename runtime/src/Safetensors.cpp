@@ -9,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tpcrt/Safetensors.h"
-#include "tpcrt/AtomicFile.h"
+#include "tpcrt/FileIO.h"
 
 #include <nlohmann/json.hpp>
 
@@ -572,22 +572,13 @@ void SafetensorsFile::reset() {
 
 Status SafetensorsFile::open(const std::string &path, SafetensorsFile &out) {
   out.reset();
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return Status::error(path + ": cannot open: " + errnoText(errno));
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    int err = errno;
-    ::close(fd);
-    return Status::error(path + ": cannot stat: " + errnoText(err));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return Status::error(path + ": not a regular file");
-  }
+  int fd = -1;
+  uint64_t fileSize = 0;
+  if (Status s = openRegularFile(path, fd, fileSize); !s)
+    return s;
   SafetensorsFile file;
   file.path_ = path;
-  file.fileSize_ = static_cast<size_t>(st.st_size);
+  file.fileSize_ = static_cast<size_t>(fileSize);
   if (file.fileSize_ > 0) {
     void *addr =
         ::mmap(nullptr, file.fileSize_, PROT_READ, MAP_PRIVATE, fd, 0);

@@ -1,7 +1,7 @@
-//===- AtomicFile.h - write a file so readers never see it half-written ----===//
+//===- FileIO.h - opening and atomically writing files ---------*- C++ -*-===//
 
-#ifndef TPCRT_ATOMICFILE_H
-#define TPCRT_ATOMICFILE_H
+#ifndef TPCRT_FILEIO_H
+#define TPCRT_FILEIO_H
 
 #include "tpcrt/Status.h"
 
@@ -24,6 +24,12 @@ struct ByteRange {
 Status writeFileAtomically(const std::string &path,
                            const std::vector<ByteRange> &pieces);
 
+/// Opens `path` read-only and checks that it is a regular file; on success
+/// `fd` is open (the caller closes it) and `size` is the file's size.
+/// Errors read `<path>: cannot open: <reason>`, `<path>: cannot stat: ...` or
+/// `<path>: not a regular file`.
+Status openRegularFile(const std::string &path, int &fd, uint64_t &size);
+
 } // namespace tpcrt
 
-#endif // TPCRT_ATOMICFILE_H
+#endif // TPCRT_FILEIO_H

@@ -1,12 +1,13 @@
-//===- AtomicFile.cpp -----------------------------------------------------===//
+//===- FileIO.cpp ---------------------------------------------------------===//
 
-#include "tpcrt/AtomicFile.h"
+#include "tpcrt/FileIO.h"
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace tpcrt;
@@ -73,5 +74,26 @@ Status tpcrt::writeFileAtomically(const std::string &path,
     (void)::fsync(dirFd);
     ::close(dirFd);
   }
+  return Status::ok();
+}
+
+Status tpcrt::openRegularFile(const std::string &path, int &fd,
+                              uint64_t &size) {
+  fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return Status::error(path + ": cannot open: " + std::strerror(errno));
+  struct stat info;
+  if (::fstat(fd, &info) != 0) {
+    int err = errno;
+    ::close(fd);
+    fd = -1;
+    return Status::error(path + ": cannot stat: " + std::strerror(err));
+  }
+  if (!S_ISREG(info.st_mode)) {
+    ::close(fd);
+    fd = -1;
+    return Status::error(path + ": not a regular file");
+  }
+  size = static_cast<uint64_t>(info.st_size);
   return Status::ok();
 }
