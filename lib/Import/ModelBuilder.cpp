@@ -416,9 +416,15 @@ OwningOpRef<ModuleOp> ModelEmitter::build() {
   Value logits;
   Value loss = lossAndLogits(finalHidden, labels, logits);
   SmallVector<Value> results{loss};
-  if (options.output == ModelOutput::Logits)
+  SmallVector<StringRef> outputNames{"loss"};
+  if (options.output == ModelOutput::Logits) {
     results.push_back(logits);
+    outputNames.push_back("logits");
+  }
   func::ReturnOp::create(builder, unknown, results);
+  // Results are bound to executable outputs by name, not by position.
+  for (auto [i, name] : llvm::enumerate(outputNames))
+    func.setResultAttr(i, kOutputAttrName, builder.getStringAttr(name));
   return module;
 }
 

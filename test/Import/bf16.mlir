@@ -13,7 +13,7 @@
 // GPT2-SAME: tensor<64x3x4x16xbf16> {tpc.hf_shape = array<i64: 64, 192>, tpc.param = "transformer.h.0.attn.c_attn.weight"}
 // GPT2-SAME: tensor<64xbf16> {tpc.param = "transformer.ln_f.bias"}
 // GPT2-SAME: tensor<4x32xi64> {tpc.input = "input_ids"}
-// GPT2-SAME: tensor<4x32xi64> {tpc.input = "labels"}) -> tensor<f32> {
+// GPT2-SAME: tensor<4x32xi64> {tpc.input = "labels"}) -> (tensor<f32> {tpc.output = "loss"}) {
 // GPT2-NEXT: tpc.embedding {{.*}} : tensor<256x64xbf16>, tensor<4x32xi64>
 // GPT2: tpc.dropout {{.*}} : tensor<4x32x64xbf16>
 // GPT2: tpc.layer_norm {{.*}} : tensor<4x32x64xbf16>, tensor<64xbf16>, tensor<64xbf16>
@@ -29,7 +29,7 @@
 // LLAMA-SAME: tensor<8x16x64xbf16> {tpc.hf_shape = array<i64: 128, 64>, tpc.param = "model.layers.0.self_attn.q_proj.weight"}
 // LLAMA-SAME: tensor<256x64xbf16> {tpc.param = "lm_head.weight"}
 // LLAMA-SAME: tensor<2x8xi64> {tpc.input = "input_ids"}
-// LLAMA-SAME: tensor<2x8xi64> {tpc.input = "labels"}) -> (tensor<f32>, tensor<2x8x256xbf16>) {
+// LLAMA-SAME: tensor<2x8xi64> {tpc.input = "labels"}) -> (tensor<f32> {tpc.output = "loss"}, tensor<2x8x256xbf16> {tpc.output = "logits"}) {
 // LLAMA: tpc.rms_norm {{.*}} : tensor<2x8x64xbf16>, tensor<64xbf16>
 // LLAMA: tpc.rotary {{.*}} : tensor<2x8x8x16xbf16>
 // LLAMA: tpc.attention {{.*}} : tensor<2x8x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>

@@ -61,7 +61,7 @@
 // CHECK-SAME: %[[LNFB:arg[0-9]+]]: tensor<64xf32> {tpc.param = "transformer.ln_f.bias"}
 // CHECK-SAME: %[[IDS:arg[0-9]+]]: tensor<4x32xi64> {tpc.input = "input_ids"}
 // CHECK-SAME: %[[LABELS:arg[0-9]+]]: tensor<4x32xi64> {tpc.input = "labels"}
-// CHECK-SAME: ) -> tensor<f32> {
+// CHECK-SAME: ) -> (tensor<f32> {tpc.output = "loss"}) {
 
 // Embeddings: wpe is sliced to the 32 positions used; embd_pdrop is 0.05.
 // CHECK-NEXT: %[[TOK:.*]] = tpc.embedding %[[WTE]][%[[IDS]]] : tensor<256x64xf32>, tensor<4x32xi64>{{$}}
@@ -113,7 +113,7 @@
 
 // --output logits returns the loss and the logits.
 // LOGITS-LABEL: func.func @forward(
-// LOGITS-SAME: ) -> (tensor<f32>, tensor<4x32x256xf32>) {
+// LOGITS-SAME: ) -> (tensor<f32> {tpc.output = "loss"}, tensor<4x32x256xf32> {tpc.output = "logits"}) {
 // LOGITS: %[[HEAD:.*]] = tpc.linear %{{.*}}, %arg0 layout out_in
 // LOGITS-NEXT: %[[LSUM:.*]], %[[COUNT:.*]] = tpc.cross_entropy %[[HEAD]]
 // LOGITS-NEXT: %[[LOSS:.*]] = tpc.loss_mean %[[LSUM]], %[[COUNT]]

@@ -35,7 +35,7 @@
 // CHECK-SAME: %[[HEAD:arg[0-9]+]]: tensor<256x64xf32> {tpc.param = "lm_head.weight"}
 // CHECK-SAME: %[[IDS:arg[0-9]+]]: tensor<4x32xi64> {tpc.input = "input_ids"}
 // CHECK-SAME: %[[LABELS:arg[0-9]+]]: tensor<4x32xi64> {tpc.input = "labels"}
-// CHECK-SAME: ) -> tensor<f32> {
+// CHECK-SAME: ) -> (tensor<f32> {tpc.output = "loss"}) {
 // CHECK-NEXT: %[[X:.*]] = tpc.embedding %[[EMB]][%[[IDS]]] : tensor<256x64xf32>, tensor<4x32xi64>{{$}}
 // CHECK-NEXT: %[[N:.*]] = tpc.rms_norm %[[X]], %[[NORM1]] eps 9.9999999999999995E-7 {tpc.layer = 0 : i64} : tensor<4x32x64xf32>, tensor<64xf32>
 // CHECK-NEXT: %[[QP:.*]] = tpc.linear %[[N]], %[[WQ]] layout out_in {tpc.layer = 0 : i64} : tensor<4x32x64xf32>, tensor<8x16x64xf32>

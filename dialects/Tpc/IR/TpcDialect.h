@@ -12,6 +12,9 @@ namespace mlir::tpc {
 inline constexpr llvm::StringLiteral kParamAttrName = "tpc.param";
 inline constexpr llvm::StringLiteral kHfShapeAttrName = "tpc.hf_shape";
 inline constexpr llvm::StringLiteral kInputAttrName = "tpc.input";
+/// Result attribute of `@forward` naming the executable output it becomes
+/// ("loss", "logits").
+inline constexpr llvm::StringLiteral kOutputAttrName = "tpc.output";
 inline constexpr llvm::StringLiteral kLayerAttrName = "tpc.layer";
 } // namespace mlir::tpc
 

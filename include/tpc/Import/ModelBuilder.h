@@ -11,7 +11,8 @@
 namespace mlir::tpc {
 
 /// Builds `func.func @forward(params..., %input_ids, %labels)` for a
-/// validated config. The module carries the config as `tpc.model`.
+/// validated config. The module carries the config as `tpc.model`; each
+/// result carries its output name in `tpc.output` ("loss", "logits").
 OwningOpRef<ModuleOp> buildModel(MLIRContext &context,
                                  const ModelConfig &config,
                                  const ImportOptions &options);
