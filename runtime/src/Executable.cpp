@@ -10,14 +10,14 @@
 
 #include "tpcrt/Executable.h"
 #include "tpcrt/FileIO.h"
-
+#include "tpcrt/Program.h"
 #include "tpcrt/Safetensors.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <set>
-#include <sstream>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -144,44 +144,17 @@ std::vector<int64_t> shapeOf(const flatbuffers::Vector<int64_t> *v) {
   return std::vector<int64_t>(v->begin(), v->end());
 }
 
-std::string shapeText(const std::vector<int64_t> &shape) {
-  std::ostringstream os;
-  os << '[';
-  for (size_t i = 0; i < shape.size(); ++i)
-    os << (i ? ", " : "") << shape[i];
-  os << ']';
-  return os.str();
-}
-
 /// The element count of `shape`, or an error naming `what`.
 Status countElements(const std::vector<int64_t> &shape, const std::string &what,
                      int64_t &count) {
   if (!numElementsOf(shape, count))
-    return Status::error(what + " " + shapeText(shape) +
+    return Status::error(what + " " + formatShape(shape) +
                          " has a negative dimension or too many elements");
   return Status::ok();
 }
 
 template <typename T> uint32_t sizeOf(const flatbuffers::Vector<T> *v) {
   return v ? v->size() : 0;
-}
-
-const char *dtypeText(fb::DType dtype) {
-  switch (dtype) {
-  case fb::DType::F32:
-    return "f32";
-  case fb::DType::BF16:
-    return "bf16";
-  case fb::DType::F16:
-    return "f16";
-  case fb::DType::I32:
-    return "i32";
-  case fb::DType::I64:
-    return "i64";
-  case fb::DType::U8:
-    return "u8";
-  }
-  return "?";
 }
 
 Status checkMesh(const fb::Executable &exe) {
@@ -218,6 +191,13 @@ Status checkBuffers(const fb::Executable &exe,
                            std::to_string(size) +
                            ") lie outside the arena of " +
                            std::to_string(arena) + " bytes");
+    // Kernels read elements in place, so each must be naturally aligned
+    // (the arena itself is 64-byte aligned).
+    if (offset % elementSize != 0)
+      return Status::error(what + ": offset " + std::to_string(offset) +
+                           " is not a multiple of " +
+                           std::to_string(elementSize) + " (the size of " +
+                           executableDTypeName(buffer->dtype()) + ")");
     if (Status s = checkAligned(buffer->shape(), "shape"); !s)
       return s.withContext(what);
     int64_t elements;
@@ -230,7 +210,7 @@ Status checkBuffers(const fb::Executable &exe,
     if (overflow || needed != size)
       return Status::error(
           what + ": size is " + std::to_string(size) + " bytes but shape " +
-          shapeText(shape) + " of " + dtypeText(buffer->dtype()) + " needs " +
+          formatShape(shape) + " of " + executableDTypeName(buffer->dtype()) + " needs " +
           (overflow ? std::string("more than 2^64") : std::to_string(needed)));
     bufferElements.push_back(elements);
   }
@@ -272,13 +252,26 @@ Status checkParams(const fb::Executable &exe,
     if (Status s = countElements(viewShape, "view_shape", viewElements); !s)
       return s.withContext(what);
     if (viewElements != hfElements)
-      return Status::error(what + ": view_shape " + shapeText(viewShape) +
+      return Status::error(what + ": view_shape " + formatShape(viewShape) +
                            " has " + plural(viewElements, "element") +
-                           " but hf_shape " + shapeText(hfShape) + " has " +
+                           " but hf_shape " + formatShape(hfShape) + " has " +
                            std::to_string(hfElements));
+    const fb::Buffer *buffer = exe.buffers()->Get(param->buffer());
+    if (!isFloatDType(buffer->dtype()))
+      return Status::error(what + ": buffer " +
+                           std::to_string(param->buffer()) + " is " +
+                           executableDTypeName(buffer->dtype()) +
+                           ", expected f32, bf16 or f16");
+    if (param->init() > fb::ParamInit::MAX)
+      return Status::error(what + ": unknown init kind " +
+                           std::to_string(static_cast<int>(param->init())));
+    if (!std::isfinite(param->init_std()) || param->init_std() < 0)
+      return Status::error(what + ": init_std " +
+                           std::to_string(param->init_std()) +
+                           " is not a finite value >= 0");
     int64_t bufferElementCount = bufferElements[param->buffer()];
     if (bufferElementCount != viewElements)
-      return Status::error(what + ": view_shape " + shapeText(viewShape) +
+      return Status::error(what + ": view_shape " + formatShape(viewShape) +
                            " has " + plural(viewElements, "element") +
                            " but buffer " + std::to_string(param->buffer()) +
                            " has " + std::to_string(bufferElementCount));
@@ -286,7 +279,29 @@ Status checkParams(const fb::Executable &exe,
   return Status::ok();
 }
 
+/// What the contract says of the bindings it names: the token inputs are
+/// [batch, seq] i64, the loss an f32 scalar, the logits floats.
+Status checkKnownBinding(const fb::Binding &binding, const fb::Buffer &buffer,
+                         const std::string &what) {
+  std::string name = binding.name()->str();
+  std::vector<int64_t> shape = shapeOf(buffer.shape());
+  std::string found = std::string(executableDTypeName(buffer.dtype())) + " " +
+                      formatShape(shape);
+  bool tokens = name == "input_ids" || name == "labels";
+  if (tokens && (buffer.dtype() != fb::DType::I64 || shape.size() != 2))
+    return Status::error(what + ": buffer " + std::to_string(binding.buffer()) +
+                         " is " + found + ", expected i64 [batch, seq]");
+  if (name == "loss" && (buffer.dtype() != fb::DType::F32 || !shape.empty()))
+    return Status::error(what + ": buffer " + std::to_string(binding.buffer()) +
+                         " is " + found + ", expected an f32 scalar");
+  if (name == "logits" && !isFloatDType(buffer.dtype()))
+    return Status::error(what + ": buffer " + std::to_string(binding.buffer()) +
+                         " is " + found + ", expected f32, bf16 or f16");
+  return Status::ok();
+}
+
 Status checkBindings(
+    const fb::Executable &exe,
     const flatbuffers::Vector<flatbuffers::Offset<fb::Binding>> *bindings,
     const char *kind, size_t numBuffers) {
   std::set<std::string> names;
@@ -301,6 +316,14 @@ Status checkBindings(
     if (binding->buffer() >= numBuffers)
       return Status::error(
           bufferRangeError(what + ": it", binding->buffer(), numBuffers));
+    if (binding->value_bound() < 0)
+      return Status::error(what + ": value_bound " +
+                           std::to_string(binding->value_bound()) +
+                           " is negative");
+    if (Status s = checkKnownBinding(
+            *binding, *exe.buffers()->Get(binding->buffer()), what);
+        !s)
+      return s;
   }
   return Status::ok();
 }
@@ -445,6 +468,24 @@ uint64_t tpcrt::executableDTypeSize(fb::DType dtype) {
   return 0;
 }
 
+const char *tpcrt::executableDTypeName(fb::DType dtype) {
+  switch (dtype) {
+  case fb::DType::F32:
+    return "f32";
+  case fb::DType::BF16:
+    return "bf16";
+  case fb::DType::F16:
+    return "f16";
+  case fb::DType::I32:
+    return "i32";
+  case fb::DType::I64:
+    return "i64";
+  case fb::DType::U8:
+    return "u8";
+  }
+  return "?";
+}
+
 const char *tpcrt::opCodeName(fb::OpCode op) {
   const OpInfo *info = opInfoOf(op);
   return info ? info->name : nullptr;
@@ -482,15 +523,26 @@ Status tpcrt::checkExecutable(const fb::Executable &exe) {
   std::vector<int64_t> bufferElements;
   if (Status s = checkBuffers(exe, bufferElements); !s)
     return s;
+  if (exe.planned_peak_bytes() > exe.arena_bytes())
+    return Status::error("planned_peak_bytes " +
+                         std::to_string(exe.planned_peak_bytes()) +
+                         " exceeds arena_bytes " +
+                         std::to_string(exe.arena_bytes()));
   if (Status s = checkParams(exe, bufferElements); !s)
     return s;
-  if (Status s = checkBindings(exe.inputs(), "input", bufferElements.size());
+  if (Status s = checkBindings(exe, exe.inputs(), "input",
+                               bufferElements.size());
       !s)
     return s;
-  if (Status s = checkBindings(exe.outputs(), "output", bufferElements.size());
+  if (Status s = checkBindings(exe, exe.outputs(), "output",
+                               bufferElements.size());
       !s)
     return s;
-  return checkKernels(exe, bufferElements.size());
+  if (Status s = checkKernels(exe, bufferElements.size()); !s)
+    return s;
+  // Last: the per-kernel meaning, lifetimes and the plan's offsets.
+  Program program;
+  return decodeProgram(exe, program);
 }
 
 Status tpcrt::loadExecutableFromBytes(const std::string &displayName,

@@ -82,16 +82,6 @@ std::string tensorContext(const std::string &name) {
   return "tensor " + quote(name);
 }
 
-std::string shapeString(const std::vector<int64_t> &shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i)
-      s += ", ";
-    s += std::to_string(shape[i]);
-  }
-  return s + "]";
-}
-
 /// A JSON value as text for a message. The replace handler makes dump()
 /// total (it would otherwise throw on invalid UTF-8, which parsed text never
 /// has, but a message is no place to find out).
@@ -425,6 +415,16 @@ uint16_t tpcrt::floatToBFloat16(float value) {
   return static_cast<uint16_t>((x + bias) >> 16);
 }
 
+std::string tpcrt::formatShape(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i)
+      s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
 bool tpcrt::numElementsOf(const std::vector<int64_t> &shape, int64_t &count) {
   bool hasZero = false;
   for (int64_t dim : shape) {
@@ -710,7 +710,7 @@ Status SafetensorsFile::parse() {
     if (!numElementsOf(view.shape, view.numElements) ||
         __builtin_mul_overflow(static_cast<uint64_t>(view.numElements),
                                elementSize, &byteSize))
-      return fail("shape " + shapeString(view.shape) + " of " + dtypeText +
+      return fail("shape " + formatShape(view.shape) + " of " + dtypeText +
                   " overflows: too many elements");
 
     auto offsetsIt = entry.find("data_offsets");
@@ -732,7 +732,7 @@ Status SafetensorsFile::parse() {
                   std::to_string(dataSize) + " bytes");
     if (end - begin != byteSize)
       return fail(offsetsText + " hold " + std::to_string(end - begin) +
-                  " bytes, but shape " + shapeString(view.shape) + " of " +
+                  " bytes, but shape " + formatShape(view.shape) + " of " +
                   dtypeText + " needs " + std::to_string(byteSize));
     view.data = data + begin;
     view.numBytes = byteSize;
@@ -953,9 +953,9 @@ Status buildHeader(const std::map<std::string, TensorToWrite> &tensors,
     if (!numElementsOf(t.shape, count) ||
         __builtin_mul_overflow(static_cast<uint64_t>(count), dtypeSize(t.dtype),
                                &bytes))
-      return fail("invalid shape " + shapeString(t.shape));
+      return fail("invalid shape " + formatShape(t.shape));
     if (bytes != t.numBytes)
-      return fail("shape " + shapeString(t.shape) + " of " +
+      return fail("shape " + formatShape(t.shape) + " of " +
                   dtypeName(t.dtype) + " needs " + std::to_string(bytes) +
                   " bytes, but " + std::to_string(t.numBytes) + " were given");
     if (bytes && !t.data)

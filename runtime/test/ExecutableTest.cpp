@@ -1,4 +1,5 @@
 #include "tpcrt/Executable.h"
+#include "tpcrt/Program.h"
 
 #include "gtest/gtest.h"
 
@@ -85,6 +86,7 @@ fb::ExecutableT validExecutable() {
   exe.kernels.push_back(makeKernel(fb::OpCode::Embedding, {0, 1}, {2}));
   exe.kernels.push_back(makeKernel(fb::OpCode::Linear, {2, 3}, {4}));
   exe.kernels.push_back(makeKernel(fb::OpCode::CrossEntropy, {4, 5}, {6, 7}));
+  exe.kernels.back()->int_attrs = {-100};
   exe.kernels.push_back(makeKernel(fb::OpCode::LossMean, {6, 7}, {8}));
   exe.planned_peak_bytes = 1940;
   return exe;
@@ -462,7 +464,9 @@ TEST_F(ExecutableTest, KernelOperandsMustBeValid) {
       "kernel 2: unknown opcode 20");
   // A bias makes linear's third operand valid.
   fb::ExecutableT exe = validExecutable();
-  exe.kernels[1]->operands = {2, 3, 6};
+  exe.buffers.push_back(makeBuffer(2048, fb::DType::F32, {16}));
+  exe.inputs.push_back(makeBinding("bias", 9));
+  exe.kernels[1]->operands = {2, 3, 9};
   std::vector<uint8_t> withBias = fileImage(exe);
   EXPECT_TRUE(
       loadExecutableFromBytes("m", withBias.data(), withBias.size(), loaded));
@@ -543,6 +547,441 @@ TEST_F(ExecutableTest, RandomPayloadDamageNeverCrashes) {
     }
   }
   EXPECT_GT(refused, 0);
+}
+
+
+TEST_F(ExecutableTest, ParamInitAndDTypes) {
+  expectInvalid(
+      [](fb::ExecutableT &e) {
+        e.params[0]->init = static_cast<fb::ParamInit>(7);
+      },
+      "param 0 ('transformer.wte.weight'): unknown init kind 7");
+  expectInvalid([](fb::ExecutableT &e) { e.params[1]->init_std = -0.5; },
+                "param 1 ('lm_head.weight'): init_std -0.500000 is not a "
+                "finite value >= 0");
+  expectInvalid(
+      [](fb::ExecutableT &e) {
+        e.params[1]->init_std = std::numeric_limits<double>::quiet_NaN();
+      },
+      "param 1 ('lm_head.weight'): init_std nan is not a finite value");
+  expectInvalid(
+      [](fb::ExecutableT &e) {
+        e.buffers[3]->dtype = fb::DType::I32;
+      },
+      "param 1 ('lm_head.weight'): buffer 3 is i32, expected f32, bf16 or "
+      "f16");
+}
+
+TEST_F(ExecutableTest, BindingsFollowTheContract) {
+  expectInvalid([](fb::ExecutableT &e) { e.inputs[0]->value_bound = -1; },
+                "input 0 ('input_ids'): value_bound -1 is negative");
+  expectInvalid(
+      [](fb::ExecutableT &e) {
+        e.buffers[5] = makeBuffer(1856, fb::DType::I64, {8});
+      },
+      "input 1 ('labels'): buffer 5 is i64 [8], expected i64 [batch, seq]");
+  expectInvalid(
+      [](fb::ExecutableT &e) {
+        e.buffers[8] = makeBuffer(1936, fb::DType::F32, {1});
+      },
+      "output 0 ('loss'): buffer 8 is f32 [1], expected an f32 scalar");
+  expectInvalid([](fb::ExecutableT &e) { e.planned_peak_bytes = 4097; },
+                "planned_peak_bytes 4097 exceeds arena_bytes 4096");
+  expectInvalid([](fb::ExecutableT &e) { e.buffers[2]->offset = 578; },
+                "buffer 2: offset 578 is not a multiple of 4 (the size of "
+                "f32)");
+}
+
+/// Lifetimes: what a kernel reads was written before (or loaded), params and
+/// inputs are only read, and live buffers never share bytes.
+TEST_F(ExecutableTest, LifetimesAndThePlan) {
+  expectInvalid(
+      [](fb::ExecutableT &e) { std::swap(e.kernels[0], e.kernels[1]); },
+      "kernel 0 (linear): input (buffer 2) is read before any kernel writes "
+      "it");
+  expectInvalid(
+      [](fb::ExecutableT &e) {
+        e.kernels.push_back(makeKernel(fb::OpCode::Copy, {0}, {3}));
+      },
+      "kernel 4 (copy): result is buffer 3, param 1 ('lm_head.weight'), "
+      "which kernels only read");
+  expectInvalid([](fb::ExecutableT &e) { e.outputs[0]->buffer = 2; },
+                "output 0 ('loss'): buffer 2 is f32 [2, 4, 8], expected an f32 "
+                "scalar");
+  expectInvalid(
+      [](fb::ExecutableT &e) {
+        e.buffers.push_back(makeBuffer(3000, fb::DType::F32, {2, 4, 16}));
+        e.outputs.push_back(makeBinding("logits", 9));
+      },
+      "output 1 ('logits') is never written by a kernel");
+  expectInvalid([](fb::ExecutableT &e) { e.params[1]->buffer = 0; },
+                "param 1 ('lm_head.weight') uses buffer 0, which is already "
+                "param 0 ('transformer.wte.weight')");
+  // The logits reuse the bytes of h, which is still being read.
+  expectInvalid([](fb::ExecutableT &e) { e.buffers[4]->offset = 576; },
+                "kernel 1 (linear): result (buffer 4, bytes [576, +512)) "
+                "overlaps input (buffer 2, bytes [576, +256))");
+  // The loss sum lands on the token ids, which are dead by then: fine. On
+  // the labels, which cross_entropy reads: refused.
+  fb::ExecutableT reuse = validExecutable();
+  reuse.buffers[6]->offset = 512;
+  std::vector<uint8_t> image = fileImage(reuse);
+  LoadedExecutable loaded;
+  Status s =
+      loadExecutableFromBytes("m.tpcx", image.data(), image.size(), loaded);
+  EXPECT_TRUE(s.isOk()) << s.message();
+  expectInvalid([](fb::ExecutableT &e) { e.buffers[6]->offset = 1856; },
+                "kernel 2 (cross_entropy): loss_sum (buffer 6, bytes [1856, "
+                "+4)) overlaps labels (buffer 5, bytes [1856, +64))");
+  // The loss on the weights: both live at kernel 3.
+  expectInvalid([](fb::ExecutableT &e) { e.buffers[8]->offset = 840; },
+                "buffers 3 (bytes [832, +512)) and 8 (bytes [840, +4)) share "
+                "arena bytes while both are live at kernel 3 (loss_mean)");
+  // Two params on the same bytes, from load on.
+  expectInvalid([](fb::ExecutableT &e) { e.buffers[3]->offset = 256; },
+                "share arena bytes while both are live at load");
+}
+
+TEST_F(ExecutableTest, MeasuredPeak) {
+  fb::ExecutableT exe = validExecutable();
+  std::vector<uint8_t> payload = pack(exe);
+  Program program;
+  ASSERT_TRUE(decodeProgram(*fb::GetExecutable(payload.data()), program));
+  // Kernel 1 (linear) holds the most: both params (512 + 512), the labels
+  // (64, read by kernel 2), h (256) and the logits (512). The token ids died
+  // at kernel 0.
+  EXPECT_EQ(program.peakBytes, 512u + 512 + 64 + 256 + 512);
+  EXPECT_EQ(program.plannedPeakBytes, 1940u);
+  ASSERT_EQ(program.calls.size(), 4u);
+  const KernelCall &linear = program.calls[1];
+  EXPECT_EQ(linear.m, 8);
+  EXPECT_EQ(linear.k, 8);
+  EXPECT_EQ(linear.n, 16);
+  EXPECT_EQ(program.calls[2].rows, 8);
+  EXPECT_EQ(program.calls[2].cols, 16);
+  EXPECT_EQ(program.lifetimes[1].first, Lifetime::kLoad);
+  EXPECT_EQ(program.lifetimes[1].last, 0);
+  EXPECT_EQ(program.lifetimes[0].last, 4); // params: the whole run
+  EXPECT_EQ(program.lifetimes[8].first, 3);
+  EXPECT_EQ(program.lifetimes[8].last, 4); // outputs: to the end
+}
+
+/// One kernel whose operands are inputs x0, x1, ... and whose results are
+/// outputs y0, y1, ..., each buffer 64-byte aligned after the previous one.
+struct Tensor {
+  fb::DType dtype;
+  std::vector<int64_t> shape;
+};
+
+fb::ExecutableT singleKernel(fb::OpCode op, const std::vector<Tensor> &operands,
+                             const std::vector<Tensor> &results,
+                             std::vector<int64_t> ints = {},
+                             std::vector<double> floats = {},
+                             uint32_t flags = 0) {
+  fb::ExecutableT exe;
+  exe.schema_version = kExecutableSchemaVersion;
+  uint64_t offset = 0;
+  std::vector<uint32_t> in, out;
+  auto add = [&](const Tensor &t) {
+    exe.buffers.push_back(makeBuffer(offset, t.dtype, t.shape));
+    offset += (exe.buffers.back()->size + 63) / 64 * 64;
+    return static_cast<uint32_t>(exe.buffers.size() - 1);
+  };
+  for (const Tensor &t : operands) {
+    in.push_back(add(t));
+    exe.inputs.push_back(
+        makeBinding("x" + std::to_string(in.size() - 1), in.back()));
+  }
+  for (const Tensor &t : results) {
+    out.push_back(add(t));
+    exe.outputs.push_back(
+        makeBinding("y" + std::to_string(out.size() - 1), out.back()));
+  }
+  exe.arena_bytes = offset;
+  exe.kernels.push_back(makeKernel(op, in, out));
+  exe.kernels[0]->int_attrs = std::move(ints);
+  exe.kernels[0]->float_attrs = std::move(floats);
+  exe.kernels[0]->flags = flags;
+  return exe;
+}
+
+constexpr fb::DType F32 = fb::DType::F32;
+constexpr fb::DType BF16 = fb::DType::BF16;
+constexpr fb::DType I64 = fb::DType::I64;
+
+/// Every opcode: a valid kernel, then what each broken variant says.
+class KernelMeaningTest : public ExecutableTest {
+protected:
+  void expectValid(const fb::ExecutableT &exe) {
+    std::vector<uint8_t> image = fileImage(exe);
+    LoadedExecutable loaded;
+    Status s =
+        loadExecutableFromBytes("k.tpcx", image.data(), image.size(), loaded);
+    EXPECT_TRUE(s.isOk()) << s.message();
+  }
+  void expectKernel(const fb::ExecutableT &exe, const std::string &expected) {
+    std::vector<uint8_t> image = fileImage(exe);
+    expectRefused(image, expected);
+  }
+};
+
+TEST_F(KernelMeaningTest, EmbeddingAndLinear) {
+  expectValid(singleKernel(fb::OpCode::Embedding,
+                           {{F32, {10, 4}}, {I64, {2, 3}}}, {{F32, {2, 3, 4}}}));
+  expectKernel(singleKernel(fb::OpCode::Embedding,
+                            {{F32, {10, 4}}, {F32, {2, 3}}},
+                            {{F32, {2, 3, 4}}}),
+               "kernel 0 (embedding): ids is f32, expected i64");
+  expectKernel(singleKernel(fb::OpCode::Embedding,
+                            {{F32, {10, 4}}, {I64, {2, 3}}}, {{F32, {6, 4}}}),
+               "kernel 0 (embedding): result [6, 4] should be [2, 3, 4]");
+
+  // in_out [in, out...] and out_in [out..., in], with a bias.
+  expectValid(singleKernel(fb::OpCode::Linear,
+                           {{F32, {2, 5, 8}}, {F32, {8, 3, 4}}, {F32, {3, 4}}},
+                           {{F32, {2, 5, 3, 4}}}));
+  expectValid(singleKernel(fb::OpCode::Linear,
+                           {{BF16, {2, 5, 8}}, {BF16, {12, 8}}},
+                           {{BF16, {2, 5, 12}}}, {}, {}, 1));
+  expectKernel(singleKernel(fb::OpCode::Linear,
+                            {{F32, {2, 5, 8}}, {F32, {12, 8}}},
+                            {{F32, {2, 5, 12}}}),
+               "kernel 0 (linear): weight [12, 8] (in_out) contracts 12 but "
+               "input [2, 5, 8] has 8");
+  expectKernel(singleKernel(fb::OpCode::Linear,
+                            {{F32, {2, 5, 8}}, {F32, {8, 12}}, {F32, {13}}},
+                            {{F32, {2, 5, 12}}}),
+               "bias [13] has 13 elements, expected n 12");
+  expectKernel(singleKernel(fb::OpCode::Linear,
+                            {{F32, {2, 5, 8}}, {F32, {8, 12}}},
+                            {{F32, {2, 5, 11}}}),
+               "result [2, 5, 11] has 110 elements, expected m 10 x n 12");
+  expectKernel(singleKernel(fb::OpCode::Linear,
+                            {{F32, {2, 5, 8}}, {F32, {8, 12}}},
+                            {{F32, {2, 5, 12}}}, {}, {}, 4),
+               "kernel 0 (linear): flags 4 set bits this opcode does not "
+               "define (allowed 1)");
+  expectKernel(singleKernel(fb::OpCode::Linear,
+                            {{F32, {2, 5, 8}}, {F32, {8, 12}}},
+                            {{F32, {2, 5, 12}}}, {3}),
+               "kernel 0 (linear): has 1 int_attrs, expected 0");
+  expectKernel(singleKernel(fb::OpCode::Linear,
+                            {{I64, {2, 5, 8}}, {F32, {8, 12}}},
+                            {{F32, {2, 5, 12}}}),
+               "kernel 0 (linear): input is i64, expected f32, bf16 or f16");
+}
+
+TEST_F(KernelMeaningTest, BatchMatmulAndNorms) {
+  expectValid(singleKernel(fb::OpCode::BatchMatmul,
+                           {{F32, {2, 3, 5, 7}}, {F32, {2, 3, 6, 7}}},
+                           {{F32, {2, 3, 5, 6}}}, {}, {0.125}, 2));
+  expectKernel(singleKernel(fb::OpCode::BatchMatmul,
+                            {{F32, {2, 3, 5, 7}}, {F32, {2, 3, 6, 7}}},
+                            {{F32, {2, 3, 5, 6}}}, {}, {0.125}),
+               "lhs [2, 3, 5, 7] contracts 7 but rhs [2, 3, 6, 7] has 6");
+  expectKernel(singleKernel(fb::OpCode::BatchMatmul,
+                            {{F32, {2, 3, 5, 7}}, {F32, {2, 3, 7, 6}}},
+                            {{F32, {2, 3, 5, 6}}}),
+               "kernel 0 (batch_matmul): has 0 float_attrs, expected 1");
+  expectKernel(singleKernel(fb::OpCode::BatchMatmul,
+                            {{F32, {2, 3, 5, 7}}, {F32, {3, 2, 7, 6}}},
+                            {{F32, {2, 3, 5, 6}}}, {}, {1.0}),
+               "rhs [3, 2, 7, 6] should have the batch dimensions of result "
+               "[2, 3, 5, 6]");
+  expectKernel(singleKernel(fb::OpCode::BatchMatmul,
+                            {{F32, {2, 3, 5, 7}}, {F32, {2, 3, 7, 6}}},
+                            {{F32, {2, 3, 5, 6}}}, {},
+                            {std::numeric_limits<double>::infinity()}),
+               "scale (float_attrs[0]) is inf, expected a finite value");
+
+  expectValid(singleKernel(fb::OpCode::LayerNorm,
+                           {{F32, {4, 6}}, {F32, {6}}, {F32, {6}}},
+                           {{F32, {4, 6}}}, {}, {1e-5}));
+  expectKernel(singleKernel(fb::OpCode::LayerNorm,
+                            {{F32, {4, 6}}, {F32, {6}}, {F32, {4}}},
+                            {{F32, {4, 6}}}, {}, {1e-5}),
+               "kernel 0 (layer_norm): bias [4] should be [6]");
+  expectKernel(singleKernel(fb::OpCode::RmsNorm, {{F32, {4, 6}}, {F32, {6}}},
+                            {{F32, {4, 6}}}, {}, {-1.0}),
+               "kernel 0 (rms_norm): epsilon (float_attrs[0]) is -1, expected "
+               "a finite value >= 0");
+  expectKernel(singleKernel(fb::OpCode::RmsNorm, {{F32, {4, 6}}, {F32, {6}}},
+                            {{F32, {4, 7}}}, {}, {1e-6}),
+               "kernel 0 (rms_norm): result [4, 7] should be [4, 6]");
+}
+
+TEST_F(KernelMeaningTest, ElementwiseAndSoftmax) {
+  expectValid(singleKernel(fb::OpCode::Gelu, {{F32, {3, 4}}}, {{BF16, {3, 4}}},
+                           {}, {}, 1));
+  expectKernel(singleKernel(fb::OpCode::Gelu, {{F32, {3, 4}}}, {{F32, {3, 4}}},
+                            {}, {}, 2),
+               "kernel 0 (gelu): flags 2 set bits");
+  expectKernel(singleKernel(fb::OpCode::Silu, {{F32, {3, 4}}}, {{F32, {4, 3}}}),
+               "kernel 0 (silu): result [4, 3] should be [3, 4]");
+  expectValid(singleKernel(fb::OpCode::Add, {{F32, {2, 3, 4}}, {F32, {3, 4}}},
+                           {{F32, {2, 3, 4}}}));
+  expectKernel(singleKernel(fb::OpCode::Mul, {{F32, {2, 3, 4}}, {F32, {2, 4}}},
+                            {{F32, {2, 3, 4}}}),
+               "kernel 0 (mul): rhs [2, 4] is not a suffix of lhs [2, 3, 4]");
+  expectValid(singleKernel(fb::OpCode::Dropout, {{F32, {3, 4}}},
+                           {{F32, {3, 4}}}, {7}, {0.1}));
+  expectKernel(singleKernel(fb::OpCode::Dropout, {{F32, {3, 4}}},
+                            {{F32, {3, 4}}}, {7}, {1.0}),
+               "kernel 0 (dropout): dropout rate (float_attrs[0]) is 1, "
+               "expected [0, 1)");
+  expectKernel(singleKernel(fb::OpCode::Dropout, {{F32, {3, 4}}},
+                            {{F32, {3, 4}}}, {}, {0.1}),
+               "kernel 0 (dropout): has 0 int_attrs, expected 1");
+  expectValid(singleKernel(fb::OpCode::Softmax, {{F32, {2, 5, 9}}},
+                           {{F32, {2, 5, 9}}}, {}, {}, 1));
+  expectKernel(singleKernel(fb::OpCode::Softmax, {{F32, {2, 9, 5}}},
+                            {{F32, {2, 9, 5}}}, {}, {}, 1),
+               "kernel 0 (softmax): causal input [2, 9, 5] has 9 queries but "
+               "only 5 keys");
+}
+
+TEST_F(KernelMeaningTest, AttentionAndRotary) {
+  expectValid(singleKernel(
+      fb::OpCode::Attention,
+      {{F32, {2, 8, 5, 16}}, {F32, {2, 4, 5, 16}}, {F32, {2, 4, 5, 8}}},
+      {{F32, {2, 8, 5, 8}}}, {3}, {0.25, 0.1}, 1));
+  expectKernel(singleKernel(fb::OpCode::Attention,
+                            {{F32, {2, 6, 5, 16}},
+                             {F32, {2, 4, 5, 16}},
+                             {F32, {2, 4, 5, 16}}},
+                            {{F32, {2, 6, 5, 16}}}, {0}, {0.25, 0.0}),
+               "kernel 0 (attention): 6 query heads are not a multiple of 4 "
+               "kv heads");
+  expectKernel(singleKernel(fb::OpCode::Attention,
+                            {{F32, {2, 8, 5, 16}},
+                             {F32, {2, 4, 5, 8}},
+                             {F32, {2, 4, 5, 16}}},
+                            {{F32, {2, 8, 5, 16}}}, {0}, {0.25, 0.0}),
+               "kernel 0 (attention): key [2, 4, 5, 8] should be [2, 4, 5, "
+               "16]");
+  expectKernel(singleKernel(fb::OpCode::Attention,
+                            {{F32, {2, 8, 6, 16}},
+                             {F32, {2, 4, 5, 16}},
+                             {F32, {2, 4, 5, 16}}},
+                            {{F32, {2, 8, 6, 16}}}, {0}, {0.25, 0.0}, 1),
+               "causal attention has 6 queries but only 5 keys");
+  expectKernel(singleKernel(fb::OpCode::Attention,
+                            {{F32, {2, 8, 5, 16}},
+                             {F32, {2, 4, 5, 16}},
+                             {F32, {2, 4, 5, 16}}},
+                            {{F32, {2, 8, 5, 16}}}, {0}, {0.25}),
+               "kernel 0 (attention): has 1 float_attrs, expected 2");
+  expectKernel(singleKernel(fb::OpCode::Attention,
+                            {{F32, {2, 8, 5, 16}},
+                             {F32, {2, 4, 5, 16}},
+                             {F32, {2, 4, 5, 16}}},
+                            {{F32, {2, 8, 5, 16}}}, {0}, {0.25, -0.5}),
+               "dropout rate (float_attrs[1]) is -0.5, expected [0, 1)");
+  expectValid(singleKernel(fb::OpCode::Rotary, {{F32, {2, 4, 9, 16}}},
+                           {{F32, {2, 4, 9, 16}}}, {5}, {10000.0}));
+  expectKernel(singleKernel(fb::OpCode::Rotary, {{F32, {2, 4, 9, 15}}},
+                            {{F32, {2, 4, 9, 15}}}, {0}, {10000.0}),
+               "input [2, 4, 9, 15] has an odd head dimension 15");
+  expectKernel(singleKernel(fb::OpCode::Rotary, {{F32, {2, 4, 9, 16}}},
+                            {{F32, {2, 4, 9, 16}}}, {0}, {0.0}),
+               "theta (float_attrs[0]) is 0, expected a finite value > 0");
+  expectKernel(singleKernel(fb::OpCode::Rotary, {{F32, {2, 4, 9, 16}}},
+                            {{F32, {2, 4, 9, 16}}}, {-1}, {1e4}),
+               "position offset (int_attrs[0]) is -1, expected >= 0");
+}
+
+TEST_F(KernelMeaningTest, LossKernels) {
+  expectValid(singleKernel(fb::OpCode::CrossEntropy,
+                           {{BF16, {2, 3, 10}}, {I64, {2, 3}}},
+                           {{F32, {}}, {I64, {}}}, {-100}));
+  expectKernel(singleKernel(fb::OpCode::CrossEntropy,
+                            {{F32, {2, 3, 10}}, {I64, {3, 2}}},
+                            {{F32, {}}, {I64, {}}}, {-100}),
+               "kernel 0 (cross_entropy): labels [3, 2] should be [2, 3]");
+  expectKernel(singleKernel(fb::OpCode::CrossEntropy,
+                            {{F32, {2, 3, 10}}, {I64, {2, 3}}},
+                            {{F32, {}}, {F32, {}}}, {-100}),
+               "kernel 0 (cross_entropy): count is f32, expected i64");
+  expectKernel(singleKernel(fb::OpCode::CrossEntropy,
+                            {{F32, {2, 3, 10}}, {I64, {2, 3}}},
+                            {{F32, {1}}, {I64, {}}}, {-100}),
+               "kernel 0 (cross_entropy): loss_sum [1] should be []");
+  expectValid(singleKernel(fb::OpCode::LossMean, {{F32, {}}, {I64, {}}},
+                           {{F32, {}}}));
+  expectKernel(singleKernel(fb::OpCode::LossMean, {{F32, {}}, {F32, {}}},
+                            {{F32, {}}}),
+               "kernel 0 (loss_mean): count is f32, expected i64");
+}
+
+TEST_F(KernelMeaningTest, ShapeKernels) {
+  expectValid(singleKernel(fb::OpCode::Copy, {{I64, {2, 6}}}, {{I64, {3, 4}}}));
+  expectKernel(singleKernel(fb::OpCode::Copy, {{F32, {2, 6}}}, {{F32, {13}}}),
+               "kernel 0 (copy): input [2, 6] and result [13] have different "
+               "element counts");
+  expectKernel(singleKernel(fb::OpCode::Copy, {{F32, {2, 6}}}, {{BF16, {12}}}),
+               "kernel 0 (copy): input is f32 but result is bf16");
+  expectValid(singleKernel(fb::OpCode::Transpose, {{F32, {2, 3, 4}}},
+                           {{F32, {4, 2, 3}}}, {2, 0, 1}));
+  expectKernel(singleKernel(fb::OpCode::Transpose, {{F32, {2, 3, 4}}},
+                            {{F32, {4, 2, 3}}}, {2, 0}),
+               "kernel 0 (transpose): permutation of input [2, 3, 4]: has 2 "
+               "int_attrs, expected 3");
+  expectKernel(singleKernel(fb::OpCode::Transpose, {{F32, {2, 3, 4}}},
+                            {{F32, {4, 2, 3}}}, {2, 0, 2}),
+               "int_attrs [2, 0, 2] is not a permutation of 3 dimensions");
+  expectKernel(singleKernel(fb::OpCode::Transpose, {{F32, {2, 3, 4}}},
+                            {{F32, {4, 3, 2}}}, {2, 0, 1}),
+               "result [4, 3, 2] should be [4, 2, 3]");
+  expectValid(singleKernel(fb::OpCode::Slice, {{F32, {4, 10}}},
+                           {{F32, {4, 5}}}, {1, 5, 5}));
+  expectKernel(singleKernel(fb::OpCode::Slice, {{F32, {4, 10}}},
+                            {{F32, {4, 5}}}, {1, 6, 5}),
+               "kernel 0 (slice): slice [6, +5) of dimension 1 is outside "
+               "input [4, 10]");
+  expectKernel(singleKernel(fb::OpCode::Slice, {{F32, {4, 10}}},
+                            {{F32, {4, 5}}}, {2, 0, 5}),
+               "dimension 2 (int_attrs[0]) is outside input [4, 10]");
+  expectValid(singleKernel(fb::OpCode::Repeat, {{F32, {2, 4, 3}}},
+                           {{F32, {2, 8, 3}}}, {1, 2}));
+  expectKernel(singleKernel(fb::OpCode::Repeat, {{F32, {2, 4, 3}}},
+                            {{F32, {2, 4, 3}}}, {1, 0}),
+               "repeats (int_attrs[1]) is 0, expected >= 1");
+  expectValid(singleKernel(fb::OpCode::Cast, {{F32, {3, 4}}}, {{BF16, {3, 4}}}));
+  expectKernel(singleKernel(fb::OpCode::Cast, {{F32, {3, 4}}}, {{I64, {3, 4}}}),
+               "kernel 0 (cast): result is i64, expected f32, bf16 or f16");
+}
+
+TEST_F(KernelMeaningTest, InPlaceOnlyWhereTheKernelAllowsIt) {
+  // gelu over its own input: the very same bytes, allowed.
+  fb::ExecutableT exe =
+      singleKernel(fb::OpCode::Gelu, {{F32, {4, 4}}}, {{F32, {4, 4}}});
+  exe.buffers[1]->offset = 0;
+  exe.inputs.clear();
+  exe.outputs.clear();
+  // The input must be written first: a copy from a third buffer.
+  exe.buffers.push_back(makeBuffer(128, F32, {16}));
+  exe.inputs.push_back(makeBinding("x", 2));
+  exe.kernels.insert(exe.kernels.begin(),
+                     makeKernel(fb::OpCode::Copy, {2}, {0}));
+  exe.kernels[1]->results = {1};
+  exe.outputs.push_back(makeBinding("y", 1));
+  exe.arena_bytes = 192;
+  expectValid(exe);
+  // A cast cannot run in place; a partial overlap never can.
+  fb::ExecutableT cast = exe;
+  cast.kernels[1]->op = fb::OpCode::Cast;
+  expectKernel(cast, "kernel 1 (cast): result (buffer 1, bytes [0, +64)) "
+                     "overlaps input (buffer 0, bytes [0, +64)): this kernel "
+                     "does not run in place");
+  exe.buffers[1]->offset = 4;
+  exe.buffers[1]->shape = {15};
+  exe.buffers[1]->size = 60;
+  exe.buffers[0]->shape = {15};
+  exe.buffers[0]->size = 60;
+  exe.buffers[2]->shape = {15};
+  exe.buffers[2]->size = 60;
+  expectKernel(exe, "kernel 1 (gelu): result (buffer 1, bytes [4, +60)) "
+                    "overlaps input (buffer 0, bytes [0, +60))");
 }
 
 } // namespace

@@ -1,5 +1,4 @@
-//===- Executable.h - the .tpcx executable format and its loader -*- C++
-//-*-===//
+//===- Executable.h - the .tpcx format and its loader ----------*- C++ -*-===//
 //
 // A .tpcx file is a fixed 32-byte little-endian framing header followed by a
 // FlatBuffer of runtime/schema/tpcx.fbs:
@@ -53,6 +52,10 @@ uint64_t crc64(const void *data, size_t size, uint64_t crc = 0);
 
 /// Bytes per element of an executable dtype (0 for an unknown value).
 uint64_t executableDTypeSize(fb::DType dtype);
+
+/// The dtype's name in messages ("f32", "bf16", ...; "?" for an unknown
+/// value).
+const char *executableDTypeName(fb::DType dtype);
 
 /// The tpc dialect mnemonic of an opcode ("linear", "batch_matmul"), or
 /// nullptr for a value this runtime does not know.

@@ -68,6 +68,9 @@ uint16_t floatToBFloat16(float value);
 /// product does not fit an int64 (a scalar, shape [], has one element).
 bool numElementsOf(const std::vector<int64_t> &shape, int64_t &count);
 
+/// A shape as text, e.g. "[2, 3]" ("[]" for a scalar), for messages.
+std::string formatShape(const std::vector<int64_t> &shape);
+
 /// One tensor of an open file: its bytes point into the file's memory, which
 /// lives as long as the SafetensorsFile (or ShardedSafetensors) it came from.
 /// The data is not necessarily aligned for its element type: read it with

@@ -1,0 +1,107 @@
+//===- Program.h - an executable decoded into kernel calls ------*- C++ -*-===//
+//
+// decodeProgram turns the kernels of an executable into KernelCalls: the
+// buffers each kernel touches and the sizes its implementation needs (m, k, n,
+// heads, ...), derived from the buffer shapes once, before anything runs. The
+// same pass is the loader's per-kernel meaning check (checkExecutable calls
+// it), so what the interpreter runs is exactly what was checked: attribute
+// counts, dtypes, shapes consistent with each other, no result overlapping an
+// operand, no two live buffers sharing arena bytes, no read of a buffer that
+// nothing wrote. Whatever a file says, a decoded kernel stays inside its
+// buffers. See docs/runtime/executable-format.md.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TPCRT_PROGRAM_H
+#define TPCRT_PROGRAM_H
+
+#include "tpcrt/Status.h"
+#include "tpcx_generated.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace tpcrt {
+
+/// A buffer of the executable: where it lies in the arena and what it holds.
+struct TensorRef {
+  uint32_t buffer = 0;
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+  fb::DType dtype = fb::DType::F32;
+  std::vector<int64_t> shape;
+  int64_t elements = 0;
+};
+
+/// True for the floating-point dtypes kernels compute on (F32, BF16, F16).
+bool isFloatDType(fb::DType dtype);
+
+/// One kernel, decoded. The size fields a kernel uses, per opcode:
+///
+///   embedding      m ids, k vocab, n hidden
+///   linear         m rows, k, n (flags bit 0: weight out_in); bias optional
+///   batch_matmul   batch, m, k, n
+///   layer_norm,    rows, cols
+///   rms_norm
+///   gelu, silu,    count
+///   dropout, copy,
+///   cast
+///   add, mul       count (lhs), rhsCount
+///   softmax        outer, seqQ (rows of a [q, k] block), seqK
+///   attention      batch, heads, kvHeads, seqQ, seqK, headDim, valueDim
+///   rotary         outer, seqQ (positions), headDim
+///   cross_entropy  rows (positions), cols (vocab)
+///   transpose,     the operand's shape (operands[0].shape) and intAttrs
+///   slice, repeat
+///
+/// Attribute values are in intAttrs / floatAttrs / flags, as in the file.
+struct KernelCall {
+  uint32_t index = 0;
+  fb::OpCode op = fb::OpCode::Copy;
+  std::vector<TensorRef> operands;
+  std::vector<TensorRef> results;
+  std::vector<int64_t> intAttrs;
+  std::vector<double> floatAttrs;
+  uint32_t flags = 0;
+
+  int64_t count = 0, rhsCount = 0;
+  int64_t batch = 0, m = 0, k = 0, n = 0;
+  int64_t rows = 0, cols = 0;
+  int64_t outer = 0, heads = 0, kvHeads = 0, seqQ = 0, seqK = 0;
+  int64_t headDim = 0, valueDim = 0;
+};
+
+/// When a buffer holds a value, in kernel indices: from its first write to
+/// its last read. Params are live for the whole run (they persist across
+/// steps), inputs from load (kLoad) to their last read, outputs from their
+/// write to the end (kernel count). A buffer no kernel touches has
+/// first > last.
+struct Lifetime {
+  static constexpr int64_t kLoad = -1;
+  int64_t first = 0;
+  int64_t last = -1;
+  bool live() const { return first <= last; }
+};
+
+/// Everything the interpreter and a device need to run an executable.
+struct Program {
+  uint64_t arenaBytes = 0;
+  uint64_t seed = 0;
+  uint64_t plannedPeakBytes = 0;
+  std::vector<TensorRef> buffers;
+  std::vector<Lifetime> lifetimes;
+  std::vector<KernelCall> calls;
+  /// High-water mark of the bytes of the buffers live at once (see Lifetime),
+  /// measured from the kernel order alone, not from the plan's offsets.
+  uint64_t peakBytes = 0;
+};
+
+/// Decodes and checks the kernels of `exe`, whose framing, tables, buffers,
+/// params, bindings and kernel operand ids checkExecutable has already
+/// checked (checkExecutable calls this last). Errors name the kernel, e.g.
+/// "kernel 1 (linear): weight [8, 16] contracts 8, input [2, 4, 7] has 7".
+Status decodeProgram(const fb::Executable &exe, Program &out);
+
+} // namespace tpcrt
+
+#endif // TPCRT_PROGRAM_H
