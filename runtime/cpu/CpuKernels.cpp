@@ -7,9 +7,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "tpcrt/CpuKernels.h"
+#include "tpcrt/Random.h"
+#include "tpcrt/Safetensors.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 
@@ -323,10 +326,37 @@ Status softmax(const float *x, int64_t outer, int64_t q, int64_t k, bool causal,
   return Status::ok();
 }
 
+namespace {
+
+Status checkDropoutRate(const char *kernel, double rate) {
+  if (!(rate >= 0.0 && rate < 1.0))
+    return Status::error(std::string(kernel) + ": dropout rate " +
+                         std::to_string(rate) + " is outside [0, 1)");
+  return Status::ok();
+}
+
+} // namespace
+
+Status dropout(const float *x, int64_t count, uint64_t key, double rate,
+               int64_t firstIndex, float *out) {
+  if (Status s = checkNonNegative("dropout", {count, firstIndex}); !s)
+    return s;
+  if (Status s = checkDropoutRate("dropout", rate); !s)
+    return s;
+  uint64_t threshold = dropoutThreshold(rate);
+  float scale = dropoutScale(rate);
+  uint64_t base = static_cast<uint64_t>(firstIndex);
+  for (int64_t i = 0; i < count; ++i)
+    out[i] = dropoutKeep(key, base + static_cast<uint64_t>(i), threshold)
+                 ? x[i] * scale
+                 : 0.0f;
+  return Status::ok();
+}
+
 Status attention(const float *q, const float *k, const float *v, int64_t batch,
                  int64_t heads, int64_t kvHeads, int64_t seqQ, int64_t seqK,
                  int64_t headDim, int64_t valueDim, bool causal, float scale,
-                 float *scratch, float *out) {
+                 float *scratch, float *out, const AttentionDropout *dropout) {
   if (Status s = checkNonNegative(
           "attention", {batch, heads, kvHeads, seqQ, seqK, headDim, valueDim});
       !s)
@@ -339,6 +369,12 @@ Status attention(const float *q, const float *k, const float *v, int64_t batch,
     return Status::error("attention: causal needs s_k >= s_q");
   if (!causal && seqK == 0 && seqQ > 0)
     return Status::error("attention: no keys");
+  if (dropout)
+    if (Status s = checkDropoutRate("attention", dropout->rate); !s)
+      return s;
+  bool drop = dropout && dropout->rate > 0.0;
+  uint64_t threshold = drop ? dropoutThreshold(dropout->rate) : 0;
+  float dropScale = drop ? dropoutScale(dropout->rate) : 1.0f;
   int64_t group = heads / kvHeads;
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t h = 0; h < heads; ++h) {
@@ -358,6 +394,16 @@ Status attention(const float *q, const float *k, const float *v, int64_t batch,
           scratch[j] = scale * dot;
         }
         softmaxRow(scratch, valid, valid, scratch);
+        if (drop) {
+          // Index of probability (b, h, i, 0) in [b, heads, sq, sk].
+          uint64_t row = static_cast<uint64_t>(((b * heads + h) * seqQ + i) *
+                                               seqK);
+          for (int64_t j = 0; j < valid; ++j)
+            scratch[j] = dropoutKeep(dropout->key,
+                                     row + static_cast<uint64_t>(j), threshold)
+                             ? scratch[j] * dropScale
+                             : 0.0f;
+        }
         float *oi = oh + i * valueDim;
         std::fill(oi, oi + valueDim, 0.0f);
         for (int64_t j = 0; j < valid; ++j) {
@@ -425,6 +471,65 @@ Status crossEntropy(const float *logits, const int64_t *labels,
   }
   *lossSum = static_cast<float>(total);
   *count = n;
+  return Status::ok();
+}
+
+Status lossMean(const float *sum, const int64_t *count, float *out) {
+  if (*count < 0)
+    return Status::error("loss_mean: negative count " + std::to_string(*count));
+  *out = *count == 0 ? 0.0f
+                     : static_cast<float>(static_cast<double>(*sum) /
+                                          static_cast<double>(*count));
+  return Status::ok();
+}
+
+namespace {
+
+size_t floatTypeSize(FloatType type) { return type == FloatType::F32 ? 4 : 2; }
+
+float loadFloat(const uint8_t *p, FloatType type) {
+  if (type == FloatType::F32) {
+    float f;
+    std::memcpy(&f, p, 4);
+    return f;
+  }
+  uint16_t bits;
+  std::memcpy(&bits, p, 2);
+  return type == FloatType::BF16 ? bfloat16ToFloat(bits) : halfToFloat(bits);
+}
+
+void storeFloat(float f, FloatType type, uint8_t *p) {
+  if (type == FloatType::F32) {
+    std::memcpy(p, &f, 4);
+    return;
+  }
+  uint16_t bits = type == FloatType::BF16 ? floatToBFloat16(f) : floatToHalf(f);
+  std::memcpy(p, &bits, 2);
+}
+
+} // namespace
+
+Status cast(const void *x, FloatType from, int64_t count, FloatType to,
+            void *out) {
+  if (Status s = checkNonNegative("cast", {count}); !s)
+    return s;
+  size_t inSize = floatTypeSize(from), outSize = floatTypeSize(to);
+  const auto *in = static_cast<const uint8_t *>(x);
+  auto *o = static_cast<uint8_t *>(out);
+  if (from == to) {
+    std::memcpy(o, in, static_cast<size_t>(count) * inSize);
+    return Status::ok();
+  }
+  for (int64_t i = 0; i < count; ++i)
+    storeFloat(loadFloat(in + i * inSize, from), to, o + i * outSize);
+  return Status::ok();
+}
+
+Status copy(const void *x, int64_t bytes, void *out) {
+  if (Status s = checkNonNegative("copy", {bytes}); !s)
+    return s;
+  if (bytes > 0 && x != out)
+    std::memmove(out, x, static_cast<size_t>(bytes));
   return Status::ok();
 }
 

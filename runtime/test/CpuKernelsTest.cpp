@@ -1,4 +1,6 @@
 #include "tpcrt/CpuKernels.h"
+#include "tpcrt/Random.h"
+#include "tpcrt/Safetensors.h"
 
 #include "gtest/gtest.h"
 
@@ -183,4 +185,114 @@ TEST(CpuKernelsTest, ShapeOpsRejectBadArguments) {
   EXPECT_FALSE(repeatInterleave(x.data(), shape, 2, 0, 0, out.data()));
   EXPECT_FALSE(add(x.data(), 6, x.data(), 4, out.data()));
   EXPECT_FALSE(rotary(x.data(), 1, 2, 3, 10000.0, 0, out.data()));
+}
+
+TEST(RandomTest, SplitMix64ReferenceValues) {
+  // The first outputs of the reference SplitMix64 generator seeded with 0
+  // (state advanced by the golden gamma before each output).
+  EXPECT_EQ(splitmix64(0), 0xE220A8397B1DCDAFull);
+  EXPECT_EQ(splitmix64(0x9E3779B97F4A7C15ull), 0x6E789E6AA1B965F4ull);
+  EXPECT_EQ(dropoutThreshold(0.1), 1677722u); // llround(0.1 * 2^24)
+  EXPECT_EQ(dropoutThreshold(0.0), 0u);
+  EXPECT_EQ(dropoutScale(0.5), 2.0f);
+}
+
+TEST(CpuKernelsTest, DropoutMaskFractionScaleAndDeterminism) {
+  const int64_t n = 200000;
+  const double rate = 0.1;
+  std::vector<float> x(n, 1.0f), out(n), again(n), other(n);
+  uint64_t key = dropoutKey(1234, 3, 0);
+  ASSERT_TRUE(dropout(x.data(), n, key, rate, 0, out.data()));
+  int64_t dropped = 0;
+  for (float v : out) {
+    if (v == 0.0f)
+      ++dropped;
+    else
+      ASSERT_EQ(v, static_cast<float>(1.0 / (1.0 - rate)));
+  }
+  // Binomial(n, 0.1): the standard deviation of the fraction is 0.00067.
+  EXPECT_NEAR(static_cast<double>(dropped) / n, rate, 0.004);
+
+  ASSERT_TRUE(dropout(x.data(), n, key, rate, 0, again.data()));
+  EXPECT_EQ(out, again);
+  // The next step draws another mask.
+  ASSERT_TRUE(
+      dropout(x.data(), n, dropoutKey(1234, 3, 1), rate, 0, other.data()));
+  EXPECT_NE(out, other);
+
+  // A piece of the index range, at its global offset, draws what the whole
+  // tensor drew there (in place, too).
+  std::vector<float> piece(x.begin() + 1000, x.begin() + 1500);
+  ASSERT_TRUE(dropout(piece.data(), 500, key, rate, 1000, piece.data()));
+  EXPECT_TRUE(std::equal(piece.begin(), piece.end(), out.begin() + 1000));
+
+  ASSERT_TRUE(dropout(x.data(), n, key, 0.0, 0, again.data()));
+  EXPECT_EQ(again, x);
+  EXPECT_FALSE(dropout(x.data(), n, key, 1.0, 0, out.data()));
+  EXPECT_FALSE(dropout(x.data(), n, key, -0.1, 0, out.data()));
+}
+
+TEST(CpuKernelsTest, AttentionDropout) {
+  const int64_t b = 1, h = 2, s = 6, d = 4;
+  std::vector<float> q = randomVector(b * h * s * d, 1),
+                     k = randomVector(b * h * s * d, 2),
+                     v = randomVector(b * h * s * d, 3);
+  std::vector<float> scratch(attentionScratchSize(s)), plain(q.size()),
+      none(q.size()), dropped(q.size()), again(q.size());
+  ASSERT_TRUE(attention(q.data(), k.data(), v.data(), b, h, h, s, s, d, d, true,
+                        0.5f, scratch.data(), plain.data()));
+  AttentionDropout zero{dropoutKey(1, 2, 3), 0.0};
+  ASSERT_TRUE(attention(q.data(), k.data(), v.data(), b, h, h, s, s, d, d, true,
+                        0.5f, scratch.data(), none.data(), &zero));
+  EXPECT_EQ(plain, none);
+  AttentionDropout half{dropoutKey(1, 2, 3), 0.5};
+  ASSERT_TRUE(attention(q.data(), k.data(), v.data(), b, h, h, s, s, d, d, true,
+                        0.5f, scratch.data(), dropped.data(), &half));
+  ASSERT_TRUE(attention(q.data(), k.data(), v.data(), b, h, h, s, s, d, d, true,
+                        0.5f, scratch.data(), again.data(), &half));
+  EXPECT_NE(plain, dropped);
+  EXPECT_EQ(dropped, again);
+  AttentionDropout bad{0, 1.5};
+  EXPECT_FALSE(attention(q.data(), k.data(), v.data(), b, h, h, s, s, d, d,
+                         true, 0.5f, scratch.data(), again.data(), &bad));
+}
+
+TEST(CpuKernelsTest, CastRoundsToNearestEven) {
+  // 1 + 2^-8 is halfway between two bf16 values: ties go to the even 1.0;
+  // 1 + 3 * 2^-8 goes up to 1 + 2^-6.
+  std::vector<float> x{1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, 65520.0f, -2.5f};
+  std::vector<uint16_t> bf16(4), f16(4);
+  ASSERT_TRUE(cast(x.data(), FloatType::F32, 4, FloatType::BF16, bf16.data()));
+  EXPECT_EQ(bfloat16ToFloat(bf16[0]), 1.0f);
+  EXPECT_EQ(bfloat16ToFloat(bf16[1]), 1.0f + 0x1p-6f);
+  EXPECT_EQ(bfloat16ToFloat(bf16[3]), -2.5f);
+  ASSERT_TRUE(cast(x.data(), FloatType::F32, 4, FloatType::F16, f16.data()));
+  EXPECT_TRUE(std::isinf(halfToFloat(f16[2])));
+  EXPECT_EQ(halfToFloat(f16[3]), -2.5f);
+  // Widening is exact, and the same type copies.
+  std::vector<float> back(4);
+  ASSERT_TRUE(cast(bf16.data(), FloatType::BF16, 4, FloatType::F32,
+                   back.data()));
+  EXPECT_EQ(back[1], 1.0f + 0x1p-6f);
+  ASSERT_TRUE(cast(x.data(), FloatType::F32, 4, FloatType::F32, back.data()));
+  EXPECT_EQ(back, x);
+  EXPECT_FALSE(cast(x.data(), FloatType::F32, -1, FloatType::F16, f16.data()));
+}
+
+TEST(CpuKernelsTest, LossMeanAndCopy) {
+  float sum = 6.0f, out = -1.0f;
+  int64_t count = 4;
+  ASSERT_TRUE(lossMean(&sum, &count, &out));
+  EXPECT_EQ(out, 1.5f);
+  count = 0;
+  ASSERT_TRUE(lossMean(&sum, &count, &out));
+  EXPECT_EQ(out, 0.0f);
+  count = -2;
+  EXPECT_FALSE(lossMean(&sum, &count, &out));
+
+  // Overlapping copies move the bytes as memmove does.
+  std::vector<int32_t> v{1, 2, 3, 4, 5};
+  ASSERT_TRUE(copy(v.data(), 3 * 4, v.data() + 2));
+  EXPECT_EQ(v, (std::vector<int32_t>{1, 2, 1, 2, 3}));
+  EXPECT_FALSE(copy(v.data(), -4, v.data()));
 }

@@ -3,19 +3,22 @@
 // tpcrt-kernel-check DIR: runs every case file that kernel_reference.py wrote
 // into DIR (inputs "in.*", expected outputs "out.*", kernel and attributes in
 // the metadata) through the CPU kernels and checks, per output tensor,
-// ||actual - expected|| / ||expected|| <= 1e-5. Prints the error of each case
+// ||actual - expected|| / ||expected|| <= 1e-5 (casts: bit for bit). Prints
+// the error of each case
 // and the largest per kernel; exits non-zero on any failure, or when DIR holds
 // no case (a check that checked nothing must not pass).
 //
 //===----------------------------------------------------------------------===//
 
 #include "tpcrt/CpuKernels.h"
+#include "tpcrt/Random.h"
 #include "tpcrt/Safetensors.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -76,10 +79,73 @@ Status needRank(const std::vector<int64_t> &shape, size_t minRank) {
   return Status::ok();
 }
 
+/// The dropout key of a case's seed, stream and step attributes.
+uint64_t caseDropoutKey(const Case &c) {
+  return dropoutKey(std::stoull(c.attr("seed")), std::stoull(c.attr("stream")),
+                    std::stoull(c.attr("step")));
+}
+
+/// Casts in.x (f32) to bf16 and f16, and between them, and compares every
+/// output of torch bit for bit.
+Status runCast(const Case &c) {
+  using cpu::FloatType;
+  std::vector<float> x;
+  if (Status s = c.floats("in.x", x); !s)
+    return s;
+  int64_t n = static_cast<int64_t>(x.size());
+  std::vector<uint16_t> bf16(x.size()), f16(x.size()), twice(x.size());
+  std::vector<float> wide(x.size());
+  auto check = [&](const char *name, const void *data, size_t bytes) {
+    TensorView expected;
+    if (Status s = c.file->get(name, expected); !s)
+      return s;
+    if (expected.numBytes != bytes)
+      return Status::error(std::string(name) + ": size differs");
+    const auto *actual = static_cast<const uint8_t *>(data);
+    size_t width = bytes / x.size();
+    for (size_t i = 0; i < x.size(); ++i)
+      if (std::memcmp(actual + i * width, expected.data + i * width, width))
+        return Status::error(std::string(name) + ": element " +
+                             std::to_string(i) + " (from " +
+                             std::to_string(x[i]) + ") differs from torch");
+    return Status::ok();
+  };
+  Status s = cpu::cast(x.data(), FloatType::F32, n, FloatType::BF16,
+                       bf16.data());
+  if (s)
+    s = cpu::cast(x.data(), FloatType::F32, n, FloatType::F16, f16.data());
+  if (s)
+    s = check("out.bf16", bf16.data(), bf16.size() * 2);
+  if (s)
+    s = check("out.f16", f16.data(), f16.size() * 2);
+  if (s)
+    s = cpu::cast(f16.data(), FloatType::F16, n, FloatType::BF16,
+                  twice.data());
+  if (s)
+    s = check("out.bf16_from_f16", twice.data(), twice.size() * 2);
+  if (s)
+    s = cpu::cast(bf16.data(), FloatType::BF16, n, FloatType::F16,
+                  twice.data());
+  if (s)
+    s = check("out.f16_from_bf16", twice.data(), twice.size() * 2);
+  if (s)
+    s = cpu::cast(bf16.data(), FloatType::BF16, n, FloatType::F32,
+                  wide.data());
+  if (s)
+    s = check("out.f32_from_bf16", wide.data(), wide.size() * 4);
+  if (s)
+    s = cpu::cast(f16.data(), FloatType::F16, n, FloatType::F32, wide.data());
+  if (s)
+    s = check("out.f32_from_f16", wide.data(), wide.size() * 4);
+  return s;
+}
+
 /// Runs one case; fills `actual` with the computed outputs by name.
 Status runCase(const Case &c, std::map<std::string, std::vector<float>> &actual,
                int64_t &count) {
   const std::string &k = c.kernel;
+  if (k == "cast")
+    return runCast(c);
   std::vector<float> x, w, b, out;
   std::vector<int64_t> xs, ws, bs, ids;
   std::vector<float> expected;
@@ -170,10 +236,20 @@ Status runCase(const Case &c, std::map<std::string, std::vector<float>> &actual,
         !(s = needRank(ws, 4)) || !(s = needRank(vs, 4)))
       return s;
     std::vector<float> scratch(cpu::attentionScratchSize(ws[2]));
+    cpu::AttentionDropout dropout;
+    bool hasDropout = !c.attr("rate").empty();
+    if (hasDropout)
+      dropout = {caseDropoutKey(c), c.floatAttr("rate")};
     s = cpu::attention(x.data(), w.data(), v.data(), xs[0], xs[1], ws[1], xs[2],
                        ws[2], xs[3], vs[3], c.intAttr("causal"),
                        static_cast<float>(c.floatAttr("scale")), scratch.data(),
-                       out.data());
+                       out.data(), hasDropout ? &dropout : nullptr);
+  } else if (k == "dropout") {
+    if (!(s = c.floats("in.x", x)))
+      return s;
+    s = cpu::dropout(x.data(), static_cast<int64_t>(x.size()),
+                     caseDropoutKey(c), c.floatAttr("rate"),
+                     c.intAttr("first_index"), out.data());
   } else if (k == "rotary") {
     if (!(s = c.floats("in.x", x, &xs)) || !(s = needRank(xs, 2)))
       return s;

@@ -22,7 +22,8 @@ import sys
 
 import torch
 
-DTYPES = {torch.float32: "F32", torch.int64: "I64"}
+DTYPES = {torch.float32: "F32", torch.int64: "I64", torch.bfloat16: "BF16",
+          torch.float16: "F16"}
 
 
 def write_safetensors(path, tensors, metadata):
@@ -31,7 +32,10 @@ def write_safetensors(path, tensors, metadata):
     offset = 0
     for name in sorted(tensors):
         t = tensors[name].contiguous()
-        data = t.numpy().tobytes()
+        # numpy has no bfloat16: write 16-bit floats as their bits.
+        bits = t.view(torch.int16) if t.dtype in (torch.bfloat16,
+                                                  torch.float16) else t
+        data = bits.numpy().tobytes()
         header[name] = {
             "dtype": DTYPES[t.dtype],
             "shape": list(t.shape),
@@ -65,6 +69,26 @@ def causal_mask(q, k):
     i = torch.arange(q).unsqueeze(1)
     j = torch.arange(k).unsqueeze(0)
     return j > i + (k - q)
+
+
+MASK64 = (1 << 64) - 1
+
+
+def splitmix64(x):
+    # The dropout stream of the executable contract, written independently of
+    # runtime/include/tpcrt/Random.h from the same definition.
+    z = (x + 0x9E3779B97F4A7C15) & MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+    return z ^ (z >> 31)
+
+
+def dropout_keep(seed, stream, step, rate, first, count):
+    """Keep mask of elements [first, first + count) of an op's stream."""
+    key = splitmix64(seed ^ splitmix64(stream ^ splitmix64(step)))
+    threshold = int(math.floor(rate * 16777216 + 0.5))  # llround
+    return torch.tensor([(splitmix64((key + i) & MASK64) >> 40) >= threshold
+                         for i in range(first, first + count)])
 
 
 def cases():
@@ -164,6 +188,58 @@ def cases():
         yield name, {"kernel": "attention", "causal": causal,
                      "scale": repr(scale)}, {"q": q, "k": k, "v": v}, \
             {"out": out}
+
+    # attention with dropout on the probabilities, after the softmax and
+    # before P.V, indexed in [b, h, sq, sk]
+    for name, sq, sk, causal, rate in (
+            ("attention_dropout_causal", 7, 7, 1, 0.25),
+            ("attention_dropout", 5, 9, 0, 0.5)):
+        b, h, kv, d = 2, 4, 2, 8
+        q = randn(b, h, sq, d)
+        k = randn(b, kv, sk, d)
+        v = randn(b, kv, sk, d)
+        scale = 1.0 / math.sqrt(d)
+        seed, stream, step = 1234, 5, 2
+        s = (q @ k.repeat_interleave(h // kv, dim=1).transpose(-1, -2)) * scale
+        if causal:
+            s = s.masked_fill(causal_mask(sq, sk), float("-inf"))
+        p = torch.softmax(s, dim=-1)
+        keep = dropout_keep(seed, stream, step, rate, 0, p.numel())
+        p = torch.where(keep.reshape(p.shape),
+                        p * torch.tensor(1.0 / (1.0 - rate)), torch.zeros(()))
+        out = p @ v.repeat_interleave(h // kv, dim=1)
+        yield name, {"kernel": "attention", "causal": causal,
+                     "scale": repr(scale), "seed": seed, "stream": stream,
+                     "step": step, "rate": repr(rate)}, \
+            {"q": q, "k": k, "v": v}, {"out": out}
+
+    # dropout: the whole tensor, and a piece of it at its global offset
+    for name, shape, rate, first in (("dropout", (4, 8, 33), 0.1, 0),
+                                     ("dropout_half", (1000,), 0.5, 0),
+                                     ("dropout_slice", (300,), 0.3, 700)):
+        x = randn(*shape)
+        seed, stream, step = 42, 3, 1
+        keep = dropout_keep(seed, stream, step, rate, first, x.numel())
+        out = torch.where(keep.reshape(shape),
+                          x * torch.tensor(1.0 / (1.0 - rate)), torch.zeros(()))
+        yield name, {"kernel": "dropout", "seed": seed, "stream": stream,
+                     "step": step, "rate": repr(rate), "first_index": first}, \
+            {"x": x}, {"out": out}
+
+    # cast: bf16/f16 rounding, compared bit for bit. Ties at both precisions,
+    # subnormals, overflow, signed zero and infinities besides random values.
+    special = [1.0 + 2 ** -8, 1.0 + 3 * 2 ** -8, 1.0 + 2 ** -11,
+               1.0 + 3 * 2 ** -11, 65504.0, 65519.0, 65520.0, 70000.0,
+               2 ** -24, 2 ** -25, 1.5 * 2 ** -25, 2 ** -26, 1e-40, 3e38,
+               -0.0, 0.0, float("inf"), float("-inf")]
+    x = torch.cat([torch.tensor(special), -torch.tensor(special),
+                   randn(500) * 100, randn(500) * 1e-6])
+    yield "cast", {}, {"x": x}, {
+        "bf16": x.to(torch.bfloat16), "f16": x.to(torch.float16),
+        "bf16_from_f16": x.to(torch.float16).to(torch.bfloat16),
+        "f16_from_bf16": x.to(torch.bfloat16).to(torch.float16),
+        "f32_from_bf16": x.to(torch.bfloat16).to(torch.float32),
+        "f32_from_f16": x.to(torch.float16).to(torch.float32)}
 
     # rotary, Hugging Face convention (inv_freq in fp32, as HF computes it)
     for name, theta, offset in (("rotary", 10000.0, 0),

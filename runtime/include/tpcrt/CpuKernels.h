@@ -99,17 +99,37 @@ Status mul(const float *lhs, int64_t lhsCount, const float *rhs,
 Status softmax(const float *x, int64_t outer, int64_t q, int64_t k, bool causal,
                float *out);
 
+/// Dropout of x [count] with the counter-based stream of tpcrt/Random.h:
+/// element i is element firstIndex + i of the op's full result tensor (a
+/// slice or a shard passes its global offset and draws the same mask as the
+/// whole tensor would there). Kept elements are scaled by 1 / (1 - rate);
+/// rate must lie in [0, 1). out may equal x.
+Status dropout(const float *x, int64_t count, uint64_t key, double rate,
+               int64_t firstIndex, float *out);
+
+/// Dropout on attention probabilities (see attention).
+struct AttentionDropout {
+  /// dropoutKey(seed, stream, step).
+  uint64_t key = 0;
+  /// In [0, 1); 0 keeps every probability.
+  double rate = 0.0;
+};
+
 /// Floats of scratch that attention needs.
 inline int64_t attentionScratchSize(int64_t seqK) { return seqK; }
 
 /// softmax(scale * q k^T [+ causal mask]) v per head with grouped KV heads:
 /// q [b, heads, sq, d], k [b, kvHeads, sk, d], v [b, kvHeads, sk, dv], out
 /// [b, heads, sq, dv]; query head h reads kv head h / (heads / kvHeads).
-/// scratch holds attentionScratchSize(sk) floats. No dropout.
+/// scratch holds attentionScratchSize(sk) floats. With `dropout` (may be
+/// null), the probabilities are masked after the softmax and before the
+/// product with v, probability (b, h, i, j) being element
+/// ((b * heads + h) * sq + i) * sk + j of the dropout stream.
 Status attention(const float *q, const float *k, const float *v, int64_t batch,
                  int64_t heads, int64_t kvHeads, int64_t seqQ, int64_t seqK,
                  int64_t headDim, int64_t valueDim, bool causal, float scale,
-                 float *scratch, float *out);
+                 float *scratch, float *out,
+                 const AttentionDropout *dropout = nullptr);
 
 /// Rotary embedding of x [outer, s, d] (outer = b * heads), rotate-half
 /// (Hugging Face) convention, position offset + s_index, inv_freq[i] =
@@ -124,6 +144,23 @@ Status rotary(const float *x, int64_t outer, int64_t seq, int64_t dim,
 Status crossEntropy(const float *logits, const int64_t *labels,
                     int64_t positions, int64_t vocab, int64_t ignoreIndex,
                     float *lossSum, int64_t *count);
+
+/// sum / count, or 0 when count is 0 (every target ignored); a negative
+/// count is an error.
+Status lossMean(const float *sum, const int64_t *count, float *out);
+
+/// The floating-point storage types of buffers; kernels compute in fp32.
+enum class FloatType { F32, BF16, F16 };
+
+/// Converts count elements between storage types (any pair; the same type
+/// copies). Narrowing rounds to nearest, ties to even, as torch's `.to()`;
+/// bf16 <-> f16 goes through fp32, which holds both exactly. out must not
+/// overlap x.
+Status cast(const void *x, FloatType from, int64_t count, FloatType to,
+            void *out);
+
+/// Copies bytes (a reshape of contiguous data, any dtype); out may overlap x.
+Status copy(const void *x, int64_t bytes, void *out);
 
 /// Most dimensions transpose, slice and repeatInterleave accept.
 constexpr int kMaxRank = 8;

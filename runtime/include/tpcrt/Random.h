@@ -1,0 +1,95 @@
+//===- Random.h - counter-based random streams ------------------*- C++ -*-===//
+//
+// Every random number the runtime draws is a pure function of a key and a
+// counter (no generator state), so a mask or an initial weight is the same
+// whatever the order, the sharding or the recomputation that asks for it.
+//
+// Dropout (the executable contract, docs/runtime/executable-format.md): for
+// the run's seed, an op's stream and the step counter, element i (row-major
+// index in the op's full result tensor) is kept iff
+//   (splitmix64(key + i) >> 40) >= threshold,
+//   key = splitmix64(seed ^ splitmix64(stream ^ splitmix64(step))),
+//   threshold = llround(rate * 2^24),
+// and kept elements are multiplied by float(1 / (1 - rate)).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TPCRT_RANDOM_H
+#define TPCRT_RANDOM_H
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+namespace tpcrt {
+
+/// Steele, Lea and Flood's SplitMix64 finalizer of x + golden gamma.
+constexpr uint64_t splitmix64(uint64_t x) {
+  uint64_t z = x + 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+/// The dropout key of one op (stream) at one step.
+constexpr uint64_t dropoutKey(uint64_t seed, uint64_t stream, uint64_t step) {
+  return splitmix64(seed ^ splitmix64(stream ^ splitmix64(step)));
+}
+
+/// Dropout draws 24 bits per element; an element is dropped when its draw is
+/// below this threshold, so the drop probability is rate rounded to 2^-24.
+inline uint64_t dropoutThreshold(double rate) {
+  return static_cast<uint64_t>(std::llround(rate * 16777216.0));
+}
+
+/// The factor kept elements are multiplied by.
+inline float dropoutScale(double rate) {
+  return static_cast<float>(1.0 / (1.0 - rate));
+}
+
+/// Whether element `index` of the op keyed by `key` is kept.
+constexpr bool dropoutKeep(uint64_t key, uint64_t index, uint64_t threshold) {
+  return (splitmix64(key + index) >> 40) >= threshold;
+}
+
+/// FNV-1a of a name: keys a parameter's or an input's stream by its name, so
+/// that adding a parameter does not change the values of the others.
+inline uint64_t hashName(const std::string &name) {
+  uint64_t h = 0xCBF29CE484222325ull;
+  for (unsigned char c : name) {
+    h ^= c;
+    h *= 0x100000001B3ull;
+  }
+  return h;
+}
+
+/// The key of the stream called `name` under `seed` (--init-seed,
+/// --synthetic-seed).
+inline uint64_t namedStreamKey(uint64_t seed, const std::string &name) {
+  return splitmix64(seed ^ splitmix64(hashName(name)));
+}
+
+/// A double uniform in (0, 1] from 53 bits of draw i of `key`.
+inline double uniformOpenClosed(uint64_t key, uint64_t i) {
+  return static_cast<double>((splitmix64(key + i) >> 11) + 1) * 0x1.0p-53;
+}
+
+/// Standard normal value i of `key` (Box-Muller on draws 2i and 2i + 1).
+inline double standardNormal(uint64_t key, uint64_t i) {
+  double u1 = uniformOpenClosed(key, 2 * i);
+  double u2 = uniformOpenClosed(key, 2 * i + 1);
+  return std::sqrt(-2.0 * std::log(u1)) *
+         std::cos(6.283185307179586476925 * u2);
+}
+
+/// Value i of `key`, uniform in [0, bound) (bound > 0): the high 64 bits of a
+/// 128-bit product, which is unbiased enough for bounds far below 2^64.
+inline int64_t uniformBelow(uint64_t key, uint64_t i, uint64_t bound) {
+  unsigned __int128 product =
+      static_cast<unsigned __int128>(splitmix64(key + i)) * bound;
+  return static_cast<int64_t>(product >> 64);
+}
+
+} // namespace tpcrt
+
+#endif // TPCRT_RANDOM_H
