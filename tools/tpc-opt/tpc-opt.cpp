@@ -5,6 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/Rt/IR/RtDialect.h"
+#include "dialects/Rt/Transforms/Passes.h"
 #include "dialects/Tpc/IR/TpcDialect.h"
 #include "dialects/Tpc/Transforms/Passes.h"
 
@@ -21,9 +23,11 @@ int main(int argc, char **argv) {
   mlir::registerSymbolDCEPass();
   mlir::registerInlinerPass();
   mlir::tpc::registerTpcPasses();
+  mlir::rt::registerRtPasses();
 
   mlir::DialectRegistry registry;
-  registry.insert<mlir::tpc::TpcDialect, mlir::func::FuncDialect,
+  registry.insert<mlir::tpc::TpcDialect, mlir::rt::RtDialect,
+                  mlir::func::FuncDialect,
                   mlir::arith::ArithDialect, mlir::tensor::TensorDialect>();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "tpc optimizer driver\n", registry));

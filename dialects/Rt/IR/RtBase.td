@@ -1,0 +1,128 @@
+//===- RtBase.td - rt dialect, types and enums -------------*- tablegen -*-===//
+//
+// The rt dialect: the executable's view of a program, 1:1 with the .tpcx
+// schema (runtime/schema/tpcx.fbs).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DIALECTS_RT_IR_RTBASE_TD
+#define DIALECTS_RT_IR_RTBASE_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+
+def Rt_Dialect : Dialect {
+  let name = "rt";
+  let cppNamespace = "::mlir::rt";
+  let summary = "Buffers in one arena and kernel calls: the executable's view";
+  let description = [{
+    The `rt` dialect is what `tpc-compile` serializes into a `.tpcx`
+    executable, one op per schema entry:
+
+    * `rt.param`, `rt.input` and `rt.alloc` define the buffers (params,
+      inputs, intermediates). A buffer is a builtin memref with a static shape
+      and the identity layout; its dtype and shape are the executable
+      buffer's. The memory plan (`rt-plan-memory`) gives each one an `offset`
+      in the per-rank arena.
+    * `rt.kernel` calls one runtime kernel in destination-passing style: its
+      operands and results are both buffers (memref operands), and `ints`,
+      `floats` and `flags` are stored exactly as in the executable (the
+      per-opcode table of `tpcx.fbs`).
+    * `rt.output` binds a buffer to an output name (`loss`, `logits`).
+
+    Everything lives in one `rt.program`, whose op order is the execution
+    order. The module carries the whole-program numbers as discardable
+    attributes: `rt.arena_bytes` (the arena size per rank),
+    `rt.planned_peak_bytes` (see `rt-plan-memory`) and `rt.seed` (the dropout
+    seed).
+
+    ```mlir
+    module attributes {rt.arena_bytes = 384 : i64, rt.seed = 0 : i64} {
+      rt.program @forward {
+        %w = rt.param "w" hf_shape [4, 8] init normal offset 0 : memref<4x8xf32>
+        %ids = rt.input "input_ids" bound 4 offset 128 : memref<2x3xi64>
+        %x = rt.alloc offset 192 : memref<2x3x8xf32>
+        rt.kernel embedding(%w, %ids) -> (%x)
+            : memref<4x8xf32>, memref<2x3xi64> -> memref<2x3x8xf32>
+        rt.output "x" %x : memref<2x3x8xf32>
+      }
+    }
+    ```
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// Module attribute names (non-negative i64 integers).
+    static constexpr ::llvm::StringLiteral kArenaBytesAttrName =
+        "rt.arena_bytes";
+    static constexpr ::llvm::StringLiteral kPlannedPeakBytesAttrName =
+        "rt.planned_peak_bytes";
+    static constexpr ::llvm::StringLiteral kSeedAttrName = "rt.seed";
+  }];
+}
+
+class Rt_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Rt_Dialect, mnemonic, traits>;
+
+//===----------------------------------------------------------------------===//
+// Type constraints
+//===----------------------------------------------------------------------===//
+
+// Exactly the executable's buffers: a static shape (the schema stores one),
+// the identity layout (a buffer is a contiguous row-major region) and a dtype
+// of the schema's DType.
+def Rt_Buffer : ConfinedType<MemRefOf<[F32, BF16, F16, I32, I64]>,
+    [HasStaticShapePred,
+     CPred<"::llvm::cast<::mlir::MemRefType>($_self).getLayout()"
+           ".isIdentity()">,
+     CPred<"!::llvm::cast<::mlir::MemRefType>($_self).getMemorySpace()">],
+    "statically shaped memref of f32, bf16, f16, i32 or i64 with the "
+    "identity layout and the default memory space">;
+
+//===----------------------------------------------------------------------===//
+// Enums
+//===----------------------------------------------------------------------===//
+
+// Values mirror tpcrt::fb::OpCode exactly (the serializer static_asserts
+// every one): append only.
+def Rt_OpCode : I32EnumAttr<"OpCode", "a runtime kernel (tpcx.fbs OpCode)", [
+      I32EnumAttrCase<"Embedding", 0, "embedding">,
+      I32EnumAttrCase<"Linear", 1, "linear">,
+      I32EnumAttrCase<"BatchMatmul", 2, "batch_matmul">,
+      I32EnumAttrCase<"LayerNorm", 3, "layer_norm">,
+      I32EnumAttrCase<"RmsNorm", 4, "rms_norm">,
+      I32EnumAttrCase<"Gelu", 5, "gelu">,
+      I32EnumAttrCase<"Silu", 6, "silu">,
+      I32EnumAttrCase<"Add", 7, "add">,
+      I32EnumAttrCase<"Mul", 8, "mul">,
+      I32EnumAttrCase<"Dropout", 9, "dropout">,
+      I32EnumAttrCase<"Softmax", 10, "softmax">,
+      I32EnumAttrCase<"Attention", 11, "attention">,
+      I32EnumAttrCase<"Rotary", 12, "rotary">,
+      I32EnumAttrCase<"CrossEntropy", 13, "cross_entropy">,
+      I32EnumAttrCase<"LossMean", 14, "loss_mean">,
+      I32EnumAttrCase<"Copy", 15, "copy">,
+      I32EnumAttrCase<"Transpose", 16, "transpose">,
+      I32EnumAttrCase<"Slice", 17, "slice">,
+      I32EnumAttrCase<"Repeat", 18, "repeat">,
+      I32EnumAttrCase<"Cast", 19, "cast">
+    ]> {
+  let cppNamespace = "::mlir::rt";
+  let genSpecializedAttr = 0;
+}
+def Rt_OpCodeAttr : EnumAttr<Rt_Dialect, Rt_OpCode, "opcode">;
+
+// Mirrors tpcrt::fb::ParamInit.
+def Rt_ParamInit : I32EnumAttr<"ParamInit",
+    "how tpc-run --init-seed initializes a parameter", [
+      I32EnumAttrCase<"Normal", 0, "normal">,
+      I32EnumAttrCase<"Zeros", 1, "zeros">,
+      I32EnumAttrCase<"Ones", 2, "ones">
+    ]> {
+  let cppNamespace = "::mlir::rt";
+  let genSpecializedAttr = 0;
+}
+def Rt_ParamInitAttr : EnumAttr<Rt_Dialect, Rt_ParamInit, "init">;
+
+#endif // DIALECTS_RT_IR_RTBASE_TD

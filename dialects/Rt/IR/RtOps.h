@@ -1,0 +1,27 @@
+//===- RtOps.h - rt dialect operations --------------------------*- C++ -*-===//
+
+#ifndef DIALECTS_RT_IR_RTOPS_H
+#define DIALECTS_RT_IR_RTOPS_H
+
+#include "dialects/Rt/IR/RtDialect.h"
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/SymbolTable.h"
+
+#include "dialects/Rt/IR/RtEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "dialects/Rt/IR/RtAttrs.h.inc"
+
+#define GET_OP_CLASSES
+#include "dialects/Rt/IR/RtOps.h.inc"
+
+namespace mlir::rt {
+/// The byte size of a buffer (elements × element bytes). Buffer types are
+/// verified to be static, so this cannot fail on a verified op; it saturates
+/// at INT64_MAX rather than overflow.
+int64_t getBufferBytes(MemRefType type);
+} // namespace mlir::rt
+
+#endif // DIALECTS_RT_IR_RTOPS_H

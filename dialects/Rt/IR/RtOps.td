@@ -1,0 +1,185 @@
+//===- RtOps.td - rt dialect operations --------------------*- tablegen -*-===//
+
+#ifndef DIALECTS_RT_IR_RTOPS_TD
+#define DIALECTS_RT_IR_RTOPS_TD
+
+include "dialects/Rt/IR/RtBase.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/IR/RegionKindInterface.td"
+
+//===----------------------------------------------------------------------===//
+// Program
+//===----------------------------------------------------------------------===//
+
+def Rt_ProgramOp : Rt_Op<"program", [Symbol, IsolatedFromAbove, SingleBlock,
+                                     NoTerminator]> {
+  let summary = "A straight-line program of buffers and kernel calls";
+  let description = [{
+    Holds the buffer definitions, kernel calls and output bindings of one
+    executable; kernels run in op order. Only `rt` ops may appear in it.
+    Parameter, input and output names are unique; kernels write only
+    `rt.alloc` buffers (params and inputs are read-only), and an `rt.alloc`
+    buffer is written by a kernel before any kernel reads it or an output
+    binds it.
+
+    ```mlir
+    rt.program @forward {
+      %x = rt.input "input_ids" bound 256 : memref<4x32xi64>
+      ...
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
+  let hasVerifier = 1;
+  let skipDefaultBuilders = 1;
+  let builders = [OpBuilder<(ins "::llvm::StringRef":$name)>];
+}
+
+//===----------------------------------------------------------------------===//
+// Buffers
+//===----------------------------------------------------------------------===//
+
+def Rt_ParamOp : Rt_Op<"param"> {
+  let summary = "A parameter buffer, loaded from a Hugging Face tensor";
+  let description = [{
+    The buffer holds the safetensors tensor `hf_name`, of shape `hf_shape`,
+    viewed as the buffer's shape (a row-major reshape: the element counts
+    are equal) and converted to the buffer's element type. Without a weights
+    file `tpc-run --init-seed` initializes it by `init`: `normal` draws from
+    N(0, `std`^2) (default 0.02), `zeros` and `ones` are constants.
+
+    ```mlir
+    %w = rt.param "transformer.h.0.attn.c_attn.weight" hf_shape [64, 192]
+        init normal offset 4096 : memref<64x3x4x16xf32>
+    %g = rt.param "transformer.h.0.ln_1.weight" hf_shape [64] init ones
+        : memref<64xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$hf_name, DenseI64ArrayAttr:$hf_shape,
+                       Rt_ParamInitAttr:$init,
+                       DefaultValuedAttr<F64Attr, "0.02">:$init_std,
+                       OptionalAttr<I64Attr>:$offset);
+  let results = (outs Rt_Buffer:$buffer);
+  let assemblyFormat = [{
+    $hf_name `hf_shape` $hf_shape `init` `` $init (`std` $init_std^)?
+      (`offset` $offset^)? attr-dict `:` type($buffer)
+  }];
+  let hasVerifier = 1;
+}
+
+def Rt_InputOp : Rt_Op<"input"> {
+  let summary = "An input buffer bound by name (input_ids, labels)";
+  let description = [{
+    `tpc-run` fills the buffer from the input tensor `name` each step. For an
+    integer input, `bound` (when non-zero) says that values lie in
+    `[0, bound)` (labels may also be the ignore index); `tpc-run
+    --synthetic-seed` draws inputs in that range.
+
+    ```mlir
+    %ids = rt.input "input_ids" bound 50257 offset 0 : memref<4x32xi64>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name,
+                       DefaultValuedAttr<I64Attr, "0">:$value_bound,
+                       OptionalAttr<I64Attr>:$offset);
+  let results = (outs Rt_Buffer:$buffer);
+  let assemblyFormat = [{
+    $name (`bound` $value_bound^)? (`offset` $offset^)? attr-dict
+      `:` type($buffer)
+  }];
+  let hasVerifier = 1;
+}
+
+def Rt_AllocOp : Rt_Op<"alloc"> {
+  let summary = "An intermediate buffer";
+  let description = [{
+    A region of the arena written by a kernel and read by later ones; the
+    memory plan reuses its bytes once it is dead.
+
+    ```mlir
+    %x = rt.alloc offset 8192 : memref<4x32x64xf32>
+    ```
+  }];
+  let arguments = (ins OptionalAttr<I64Attr>:$offset);
+  let results = (outs Rt_Buffer:$buffer);
+  let assemblyFormat = "(`offset` $offset^)? attr-dict `:` type($buffer)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Kernels and outputs
+//===----------------------------------------------------------------------===//
+
+def Rt_KernelOp : Rt_Op<"kernel", [AttrSizedOperandSegments]> {
+  let summary = "Calls one runtime kernel on buffers (destination passing)";
+  let description = [{
+    Runs kernel `opcode` reading the `operands` buffers and writing the
+    `results` buffers. `ints`, `floats` and `flags` are the kernel's
+    attributes exactly as the executable stores them; what they mean per
+    opcode (`tpcx.fbs`):
+
+    | opcode        | operands → results          | ints              | floats                | flags |
+    |---------------|-----------------------------|-------------------|-----------------------|-------|
+    | embedding     | table, ids → 1              |                   |                       |       |
+    | linear        | input, weight [, bias] → 1  |                   |                       | 1: weight is `[out..., in]` |
+    | batch_matmul  | lhs, rhs → 1                |                   | scale                 | 1: transpose lhs, 2: transpose rhs |
+    | layer_norm    | input, weight, bias → 1     |                   | epsilon               |       |
+    | rms_norm      | input, weight → 1           |                   | epsilon               |       |
+    | gelu          | input → 1                   |                   |                       | 1: tanh approximation |
+    | silu          | input → 1                   |                   |                       |       |
+    | add, mul      | lhs, rhs → 1                |                   |                       |       |
+    | dropout       | input → 1                   | stream            | rate                  |       |
+    | softmax       | input → 1                   |                   |                       | 1: causal |
+    | attention     | query, key, value → 1       | dropout stream    | scale, dropout rate   | 1: causal |
+    | rotary        | input → 1                   | position offset   | theta                 |       |
+    | cross_entropy | logits, labels → sum, count | ignore index      |                       |       |
+    | loss_mean     | sum, count → 1              |                   |                       |       |
+    | copy          | input → 1 (also a reshape)  |                   |                       |       |
+    | transpose     | input → 1                   | permutation       |                       |       |
+    | slice         | input → 1                   | dim, offset, size |                       |       |
+    | repeat        | input → 1                   | dim, repeats      |                       |       |
+    | cast          | input → 1                   |                   |                       |       |
+
+    The verifier checks the operand and result counts, the attribute lengths
+    and flag bits, and the shapes and element types the kernel relies on. A
+    kernel does not run in place: no result is also an operand.
+
+    ```mlir
+    rt.kernel linear(%x, %w, %b) -> (%y) flags 1
+        : memref<4x32x64xf32>, memref<256x64xf32>, memref<256xf32>
+          -> memref<4x32x256xf32>
+    rt.kernel dropout(%y) -> (%z) ints [3] floats [1.000000e-01]
+        : memref<4x32x256xf32> -> memref<4x32x256xf32>
+    ```
+  }];
+  let arguments = (ins Rt_OpCodeAttr:$opcode,
+                       Variadic<Rt_Buffer>:$inputs,
+                       Variadic<Rt_Buffer>:$outputs,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$ints,
+                       DefaultValuedAttr<DenseF64ArrayAttr, "{}">:$floats,
+                       DefaultValuedAttr<UI32Attr, "0">:$flags);
+  let assemblyFormat = [{
+    `` $opcode `(` $inputs `)` `->` `(` $outputs `)` (`ints` $ints^)?
+      (`floats` $floats^)? (`flags` $flags^)? attr-dict
+      `:` type($inputs) `->` type($outputs)
+  }];
+  let hasVerifier = 1;
+}
+
+def Rt_OutputOp : Rt_Op<"output"> {
+  let summary = "Binds a buffer to a named output (loss, logits)";
+  let description = [{
+    After the last kernel, `tpc-run` reads output `name` from the buffer.
+
+    ```mlir
+    rt.output "loss" %loss : memref<f32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name, Rt_Buffer:$buffer);
+  let assemblyFormat = "$name $buffer attr-dict `:` type($buffer)";
+  let hasVerifier = 1;
+}
+
+#endif // DIALECTS_RT_IR_RTOPS_TD

@@ -1,0 +1,96 @@
+//===- Passes.td - rt dialect passes -----------------------*- tablegen -*-===//
+
+#ifndef DIALECTS_RT_TRANSFORMS_PASSES_TD
+#define DIALECTS_RT_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def TpcLowerToRt : Pass<"tpc-lower-to-rt", "ModuleOp"> {
+  let summary = "Lowers the tpc @forward function to an rt.program";
+  let description = [{
+    Replaces `func.func @forward` by `rt.program @forward`, one buffer per
+    value and one kernel per op, in the op order of the function:
+
+    * an argument with `tpc.param` becomes an `rt.param` with its Hugging
+      Face name and shape (`tpc.hf_shape`, else the argument's shape). Its
+      `init` follows from its uses: `ones` for a `tpc.layer_norm` or
+      `tpc.rms_norm` weight, else `zeros` for a `tpc.layer_norm` or
+      `tpc.linear` bias, else `normal` with std 0.02;
+    * an argument with `tpc.input` becomes an `rt.input`; its `bound` is the
+      embedding table's row count for the ids of a `tpc.embedding`, the
+      logits' last dimension for the labels of a `tpc.cross_entropy` (the
+      smallest one when several uses give one), else 0;
+    * every tpc op becomes one `rt.alloc` per result and one `rt.kernel`
+      with the attributes of the executable's kernel table
+      (`tpc.reshape` is a `copy`, `tpc.cast` a `cast`);
+    * the returned values become `rt.output`s named by the `tpc.output`
+      result attributes of `@forward`.
+
+    The module gets `rt.seed` (the dropout seed). An argument or op it cannot
+    lower, or a result without `tpc.output`, is an error at that place.
+
+    ```mlir
+    // tpc-opt model.mlir --tpc-lower-to-rt
+    %x = tpc.gelu %h tanh : tensor<4x32x256xf32>
+    // becomes
+    %x = rt.alloc : memref<4x32x256xf32>
+    rt.kernel gelu(%h) -> (%x) flags 1
+        : memref<4x32x256xf32> -> memref<4x32x256xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::rt::RtDialect"];
+  let options = [
+    Option<"seed", "seed", "uint64_t", /*default=*/"0",
+           "The dropout seed recorded as rt.seed (tpc-compile --seed)">
+  ];
+}
+
+def RtPlanMemory : Pass<"rt-plan-memory", "ModuleOp"> {
+  let summary = "Static, liveness-based memory plan in one arena";
+  let description = [{
+    Gives every buffer of the module's `rt.program` an `offset` in one
+    per-rank arena and records `rt.arena_bytes` and
+    `rt.planned_peak_bytes` on the module.
+
+    Lifetimes are in kernel indices (kernel `k` is the `k`-th `rt.kernel`
+    of the program, `K` kernels in all): params and inputs live for the
+    whole program (from before kernel 0 to after kernel `K - 1`); an
+    `rt.alloc` from the first kernel that reads or writes it to the last one,
+    and to the end of the program when an `rt.output` binds it. An alloc no
+    kernel uses is live nowhere (offset 0, not counted in the peak).
+
+    Params and inputs are placed first, in program order, one after the
+    other. Allocs are then placed in order of their first kernel (program
+    order among equals): before placing the allocs that start at kernel `k`,
+    those whose last kernel was `k - 1` are freed. Freed ranges go to an
+    address-ordered free list whose neighbours coalesce; a request takes the
+    smallest free range that fits (the lowest offset among equals), else
+    extends a free range that ends at the top of the arena, else grows the
+    arena. Offsets and reserved sizes are multiples of 64 bytes; a buffer of
+    zero bytes gets offset 0. Planning is `O(n log n)` in the number of
+    buffers.
+
+    `rt.arena_bytes` is the top of the arena. `rt.planned_peak_bytes` is the
+    maximum over kernels `k` of the summed sizes (elements × element bytes,
+    without alignment padding) of the buffers live at `k`, i.e. whose
+    lifetime contains `k` (a kernel's operands and results are all live at
+    it). With no kernels it is the bytes of the params and inputs. The
+    runtime measures the same quantity from the kernel order.
+
+    With `check`, the pass then verifies the plan independently: a sweep
+    over the kernels with the live buffers ordered by offset reports any two
+    buffers that are live at the same kernel and share an arena byte, and any
+    buffer that is misaligned or outside the arena. With `check-only` it
+    plans nothing and runs that check on the offsets and `rt.arena_bytes`
+    already in the IR (and, when present, compares `rt.planned_peak_bytes`
+    with the peak it computes).
+  }];
+  let options = [
+    Option<"check", "check", "bool", /*default=*/"false",
+           "Verify that no two buffers live at the same kernel overlap">,
+    Option<"checkOnly", "check-only", "bool", /*default=*/"false",
+           "Only verify the plan already in the IR; assign nothing">
+  ];
+}
+
+#endif // DIALECTS_RT_TRANSFORMS_PASSES_TD

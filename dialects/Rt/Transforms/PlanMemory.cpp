@@ -1,0 +1,334 @@
+//===- PlanMemory.cpp - rt-plan-memory ------------------------------------===//
+//
+// Lifetimes in kernel indices, then one sweep over the kernels that frees
+// the buffers that died at the previous kernel and places the ones born at
+// this one, with a best-fit, address-ordered, coalescing free list. Both the
+// sweep and the free list are O(log n) per buffer, so a model of thousands of
+// layers plans in well under a second.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/Rt/IR/RtOps.h"
+#include "dialects/Rt/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <limits>
+#include <map>
+#include <set>
+
+namespace mlir::rt {
+#define GEN_PASS_DEF_RTPLANMEMORY
+#include "dialects/Rt/Transforms/Passes.h.inc"
+} // namespace mlir::rt
+
+using namespace mlir;
+using namespace mlir::rt;
+
+namespace {
+
+constexpr int64_t kAlignment = 64;
+constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+
+int64_t alignUp(int64_t bytes) {
+  return (bytes + kAlignment - 1) / kAlignment * kAlignment;
+}
+
+/// One buffer of the program. `first..last` is the inclusive range of kernel
+/// indices at which it is live: -1..K for params and inputs (from before the
+/// first kernel to after the last), K as `last` for an output. A buffer no
+/// kernel uses has first == kNever.
+struct Buffer {
+  Operation *op;
+  int64_t bytes;
+  int64_t first = kNever;
+  int64_t last = -1;
+  int64_t offset = 0;
+  bool isLive() const { return first <= last; }
+};
+
+/// The program's buffers in program order and its kernel count.
+struct Lifetimes {
+  std::vector<Buffer> buffers;
+  int64_t numKernels = 0;
+};
+
+Lifetimes computeLifetimes(ProgramOp program) {
+  Lifetimes result;
+  DenseMap<Value, size_t> index;
+  int64_t k = 0;
+  for (Operation &op : program.getBody().front()) {
+    if (isa<ParamOp, InputOp, AllocOp>(op)) {
+      Value buffer = op.getResult(0);
+      index[buffer] = result.buffers.size();
+      Buffer info{&op, getBufferBytes(cast<MemRefType>(buffer.getType()))};
+      if (!isa<AllocOp>(op))
+        info.first = -1;
+      result.buffers.push_back(info);
+    } else if (isa<KernelOp>(op)) {
+      for (Value buffer : op.getOperands()) {
+        Buffer &info = result.buffers[index.lookup(buffer)];
+        info.first = std::min(info.first, k);
+        info.last = std::max(info.last, k);
+      }
+      ++k;
+    }
+  }
+  result.numKernels = k;
+  for (Buffer &info : result.buffers)
+    if (!isa<AllocOp>(info.op))
+      info.last = k;
+  for (Operation &op : program.getBody().front())
+    if (auto output = dyn_cast<OutputOp>(op))
+      result.buffers[index.lookup(output.getBuffer())].last = k;
+  return result;
+}
+
+/// Free ranges of the arena, by offset (to coalesce neighbours) and by size
+/// (best fit). Every size is a multiple of kAlignment.
+class FreeList {
+public:
+  int64_t allocate(int64_t size) {
+    auto fit = bySize.lower_bound({size, 0});
+    if (fit != bySize.end()) {
+      auto [rangeSize, offset] = *fit;
+      erase(offset, rangeSize);
+      if (rangeSize > size)
+        insert(offset + size, rangeSize - size);
+      return offset;
+    }
+    // A free range ending at the top grows instead of leaving a hole.
+    if (!byOffset.empty()) {
+      auto [offset, rangeSize] = *byOffset.rbegin();
+      if (offset + rangeSize == top) {
+        erase(offset, rangeSize);
+        top = offset + size;
+        return offset;
+      }
+    }
+    int64_t offset = top;
+    top += size;
+    return offset;
+  }
+
+  void release(int64_t offset, int64_t size) {
+    auto next = byOffset.lower_bound(offset);
+    if (next != byOffset.end() && offset + size == next->first) {
+      size += next->second;
+      erase(next->first, next->second);
+    }
+    next = byOffset.lower_bound(offset);
+    if (next != byOffset.begin()) {
+      auto prev = std::prev(next);
+      if (prev->first + prev->second == offset) {
+        offset = prev->first;
+        size += prev->second;
+        erase(prev->first, prev->second);
+      }
+    }
+    insert(offset, size);
+  }
+
+  int64_t getTop() const { return top; }
+
+private:
+  void insert(int64_t offset, int64_t size) {
+    byOffset.emplace(offset, size);
+    bySize.emplace(size, offset);
+  }
+  void erase(int64_t offset, int64_t size) {
+    byOffset.erase(offset);
+    bySize.erase({size, offset});
+  }
+
+  std::map<int64_t, int64_t> byOffset;
+  std::set<std::pair<int64_t, int64_t>> bySize;
+  int64_t top = 0;
+};
+
+/// Places every buffer; returns the arena size.
+int64_t assignOffsets(Lifetimes &lifetimes) {
+  std::vector<Buffer> &buffers = lifetimes.buffers;
+  int64_t numKernels = lifetimes.numKernels;
+  FreeList arena;
+  // Allocs by first and by last kernel; params and inputs go first.
+  std::vector<SmallVector<size_t, 2>> bornAt(numKernels), diedAt(numKernels);
+  int64_t unusedBytes = 0;
+  for (auto [i, buffer] : llvm::enumerate(buffers)) {
+    if (!buffer.isLive() || buffer.bytes == 0) {
+      // Nothing else is live while it is, so any offset will do.
+      buffer.offset = 0;
+      unusedBytes = std::max(unusedBytes, buffer.bytes);
+    } else if (buffer.first < 0) {
+      buffer.offset = arena.allocate(alignUp(buffer.bytes));
+    } else {
+      bornAt[buffer.first].push_back(i);
+      if (buffer.last < numKernels)
+        diedAt[buffer.last].push_back(i);
+    }
+  }
+  for (int64_t k = 0; k < numKernels; ++k) {
+    if (k > 0)
+      for (size_t i : diedAt[k - 1])
+        arena.release(buffers[i].offset, alignUp(buffers[i].bytes));
+    for (size_t i : bornAt[k])
+      buffers[i].offset = arena.allocate(alignUp(buffers[i].bytes));
+  }
+  return std::max(arena.getTop(), unusedBytes);
+}
+
+/// Max over kernels of the bytes live at the kernel (see the pass
+/// description), from a difference array over kernel indices.
+int64_t plannedPeak(const Lifetimes &lifetimes) {
+  int64_t numKernels = lifetimes.numKernels;
+  if (numKernels == 0) {
+    int64_t bytes = 0;
+    for (const Buffer &buffer : lifetimes.buffers)
+      if (!isa<AllocOp>(buffer.op))
+        bytes += buffer.bytes;
+    return bytes;
+  }
+  std::vector<int64_t> delta(numKernels + 1, 0);
+  for (const Buffer &buffer : lifetimes.buffers) {
+    if (!buffer.isLive())
+      continue;
+    delta[std::max<int64_t>(buffer.first, 0)] += buffer.bytes;
+    delta[std::min(buffer.last, numKernels - 1) + 1] -= buffer.bytes;
+  }
+  int64_t live = 0, peak = 0;
+  for (int64_t k = 0; k < numKernels; ++k) {
+    live += delta[k];
+    peak = std::max(peak, live);
+  }
+  return peak;
+}
+
+void setOffset(Operation *op, int64_t offset) {
+  auto attr = Builder(op->getContext()).getI64IntegerAttr(offset);
+  llvm::TypeSwitch<Operation *>(op).Case<ParamOp, InputOp, AllocOp>(
+      [&](auto op) { op.setOffsetAttr(attr); });
+}
+
+/// Checks the plan independently of how it was made: sweeping time from
+/// before the first kernel to after the last with the live buffers ordered
+/// by offset, a buffer becoming live must not share a byte with its
+/// neighbours, and every buffer must be aligned and inside the arena.
+LogicalResult checkPlan(const Lifetimes &lifetimes, int64_t arenaBytes) {
+  const std::vector<Buffer> &buffers = lifetimes.buffers;
+  int64_t numKernels = lifetimes.numKernels;
+  // Time t is stored at slot t + 1 (t = -1 is before the first kernel).
+  std::vector<SmallVector<size_t, 2>> born(numKernels + 2),
+      died(numKernels + 2);
+  for (auto [i, buffer] : llvm::enumerate(buffers)) {
+    if (buffer.offset % kAlignment != 0 || buffer.offset < 0 ||
+        buffer.bytes > arenaBytes - buffer.offset)
+      return buffer.op->emitError()
+             << "rt-plan-memory: buffer at offset " << buffer.offset << " ("
+             << buffer.bytes << " bytes) is misaligned or outside the arena of "
+             << arenaBytes << " bytes";
+    if (buffer.isLive() && buffer.bytes > 0) {
+      born[buffer.first + 1].push_back(i);
+      died[buffer.last + 1].push_back(i);
+    }
+  }
+  std::map<int64_t, size_t> live; // offset -> buffer
+  for (int64_t slot = 0; slot < numKernels + 2; ++slot) {
+    if (slot > 0)
+      for (size_t i : died[slot - 1])
+        live.erase(buffers[i].offset);
+    for (size_t i : born[slot]) {
+      const Buffer &buffer = buffers[i];
+      auto next = live.lower_bound(buffer.offset);
+      const Buffer *clash = nullptr;
+      if (next != live.end() && next->first < buffer.offset + buffer.bytes)
+        clash = &buffers[next->second];
+      else if (next != live.begin()) {
+        const Buffer &prev = buffers[std::prev(next)->second];
+        if (prev.offset + prev.bytes > buffer.offset)
+          clash = &prev;
+      }
+      if (clash) {
+        InFlightDiagnostic diag = buffer.op->emitError()
+                                  << "rt-plan-memory: bytes [" << buffer.offset
+                                  << ", " << buffer.offset + buffer.bytes
+                                  << ") overlap bytes [" << clash->offset
+                                  << ", " << clash->offset + clash->bytes
+                                  << ") of a buffer live at the same time";
+        diag.attachNote(clash->op->getLoc()) << "the other buffer";
+        return diag;
+      }
+      live.emplace(buffer.offset, i);
+    }
+  }
+  return success();
+}
+
+/// Reads the plan in the IR (offsets, arena) into `lifetimes` and checks it.
+LogicalResult checkExistingPlan(ModuleOp module, Lifetimes &lifetimes) {
+  auto arena = module->getAttrOfType<IntegerAttr>(RtDialect::kArenaBytesAttrName);
+  if (!arena)
+    return module.emitError("rt-plan-memory: check-only needs '")
+           << RtDialect::kArenaBytesAttrName << "' on the module";
+  for (Buffer &buffer : lifetimes.buffers) {
+    auto offset = buffer.op->getAttrOfType<IntegerAttr>("offset");
+    if (!offset)
+      return buffer.op->emitError("rt-plan-memory: check-only needs an "
+                                  "offset on every buffer");
+    buffer.offset = offset.getInt();
+  }
+  if (failed(checkPlan(lifetimes, arena.getInt())))
+    return failure();
+  auto peak =
+      module->getAttrOfType<IntegerAttr>(RtDialect::kPlannedPeakBytesAttrName);
+  if (peak && peak.getInt() != plannedPeak(lifetimes))
+    return module.emitError("rt-plan-memory: '")
+           << RtDialect::kPlannedPeakBytesAttrName << "' is " << peak.getInt()
+           << " but the buffers live at one kernel add up to at most "
+           << plannedPeak(lifetimes);
+  return success();
+}
+
+struct PlanMemoryPass : public rt::impl::RtPlanMemoryBase<PlanMemoryPass> {
+  using RtPlanMemoryBase::RtPlanMemoryBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto programs = module.getOps<ProgramOp>();
+    if (!llvm::hasSingleElement(programs)) {
+      module.emitError("rt-plan-memory: expected exactly one rt.program, "
+                       "found ")
+          << llvm::range_size(programs);
+      return signalPassFailure();
+    }
+    Lifetimes lifetimes = computeLifetimes(*programs.begin());
+    if (checkOnly) {
+      if (failed(checkExistingPlan(module, lifetimes)))
+        signalPassFailure();
+      return;
+    }
+    // Offsets, the arena and the peak stay below the aligned total.
+    int64_t total = 0;
+    for (const Buffer &buffer : lifetimes.buffers)
+      if (buffer.bytes > std::numeric_limits<int64_t>::max() / 2 ||
+          llvm::AddOverflow(total, alignUp(buffer.bytes), total)) {
+        buffer.op->emitError("rt-plan-memory: the buffers need more than "
+                             "2^63 bytes");
+        return signalPassFailure();
+      }
+    int64_t arenaBytes = assignOffsets(lifetimes);
+    for (const Buffer &buffer : lifetimes.buffers)
+      setOffset(buffer.op, buffer.offset);
+    Builder builder(module);
+    module->setAttr(RtDialect::kArenaBytesAttrName,
+                    builder.getI64IntegerAttr(arenaBytes));
+    module->setAttr(RtDialect::kPlannedPeakBytesAttrName,
+                    builder.getI64IntegerAttr(plannedPeak(lifetimes)));
+    if (check && failed(checkPlan(lifetimes, arenaBytes)))
+      return signalPassFailure();
+  }
+};
+
+} // namespace

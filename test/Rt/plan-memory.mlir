@@ -1,0 +1,130 @@
+// rt-plan-memory: exact offsets on a small program, reuse of dead buffers,
+// outputs kept to the end, and the planned peak (summed unaligned sizes of the
+// buffers live at a kernel).
+// RUN: tpc-opt %s --split-input-file --rt-plan-memory=check | FileCheck %s
+
+// Params and inputs first, in order, 64-byte aligned: w [0, 64), x [64, 320).
+// Then at each kernel the buffers whose last use was the kernel before are
+// freed (coalescing neighbours) and the new ones take the smallest free range
+// that fits, else grow the arena:
+//   k0: a (512)  at 320, the arena grows to 832
+//   k1: b (64)   at 832, grows to 896
+//   k2: a freed: [320, 832); c (64) best fit at 320
+//   k3: b freed, coalesces: [384, 896); d (256) at 384
+//   k4: c freed: [320, 384) and [640, 896); e (256) fits [640, 896) exactly
+//   k5: nothing freed (d is read again here); f (256) fits nowhere: 896, the
+//       arena grows to 1152
+//   k6: d and e freed, coalescing to [320, 896); g (40 -> 64) at 320
+//   k7: f freed, coalescing to [384, 1152); h (40 -> 64) at 384
+// Peak: params and inputs (40 + 256) are live throughout; at k5, d, e and f
+// (3 x 256) are live too: 296 + 768 = 1064.
+// CHECK-LABEL: module attributes {rt.arena_bytes = 1152 : i64, rt.planned_peak_bytes = 1064 : i64}
+// CHECK-NEXT: rt.program @forward {
+// CHECK-NEXT: rt.param "w" {{.*}} offset 0 :
+// CHECK-NEXT: rt.input "x" offset 64 :
+// CHECK-NEXT: rt.alloc offset 320 : memref<128xf32>
+// CHECK-NEXT: rt.kernel repeat
+// CHECK-NEXT: rt.alloc offset 832 : memref<16xf32>
+// CHECK-NEXT: rt.kernel slice
+// CHECK-NEXT: rt.alloc offset 320 : memref<16xf32>
+// CHECK-NEXT: rt.kernel silu
+// CHECK-NEXT: rt.alloc offset 384 : memref<64xf32>
+// CHECK-NEXT: rt.kernel repeat
+// CHECK-NEXT: rt.alloc offset 640 : memref<64xf32>
+// CHECK-NEXT: rt.kernel silu
+// CHECK-NEXT: rt.alloc offset 896 : memref<64xf32>
+// CHECK-NEXT: rt.kernel mul
+// CHECK-NEXT: rt.alloc offset 320 : memref<10xf32>
+// CHECK-NEXT: rt.kernel slice
+// CHECK-NEXT: rt.alloc offset 384 : memref<10xf32>
+// CHECK-NEXT: rt.kernel add
+// CHECK-NEXT: rt.output "h"
+rt.program @forward {
+  %w = rt.param "w" hf_shape [10] init normal : memref<10xf32>
+  %x = rt.input "x" : memref<64xf32>
+  %a = rt.alloc : memref<128xf32>
+  rt.kernel repeat(%x) -> (%a) ints [0, 2] : memref<64xf32> -> memref<128xf32>
+  %b = rt.alloc : memref<16xf32>
+  rt.kernel slice(%a) -> (%b) ints [0, 0, 16] : memref<128xf32> -> memref<16xf32>
+  %c = rt.alloc : memref<16xf32>
+  rt.kernel silu(%b) -> (%c) : memref<16xf32> -> memref<16xf32>
+  %d = rt.alloc : memref<64xf32>
+  rt.kernel repeat(%c) -> (%d) ints [0, 4] : memref<16xf32> -> memref<64xf32>
+  %e = rt.alloc : memref<64xf32>
+  rt.kernel silu(%d) -> (%e) : memref<64xf32> -> memref<64xf32>
+  %f = rt.alloc : memref<64xf32>
+  rt.kernel mul(%e, %d) -> (%f) : memref<64xf32>, memref<64xf32> -> memref<64xf32>
+  %g = rt.alloc : memref<10xf32>
+  rt.kernel slice(%f) -> (%g) ints [0, 0, 10] : memref<64xf32> -> memref<10xf32>
+  %h = rt.alloc : memref<10xf32>
+  rt.kernel add(%g, %w) -> (%h) : memref<10xf32>, memref<10xf32> -> memref<10xf32>
+  rt.output "h" %h : memref<10xf32>
+}
+
+// -----
+
+// An output lives to the end: a is never freed, b is freed after its last
+// read (k2) and d reuses its bytes. A buffer of zero bytes and an alloc no
+// kernel uses get offset 0 and are live nowhere; the arena is large enough
+// for the unused one (512 bytes).
+// CHECK-LABEL: module attributes {rt.arena_bytes = 512 : i64, rt.planned_peak_bytes = 256 : i64}
+// CHECK-NEXT: rt.program @outputs {
+// CHECK-NEXT: rt.input "x" offset 0 : memref<16xf32>
+// CHECK-NEXT: rt.input "empty" offset 0 : memref<0x4xf32>
+// CHECK-NEXT: rt.alloc offset 64 : memref<16xf32>
+// CHECK-NEXT: rt.kernel silu
+// CHECK-NEXT: rt.alloc offset 128 : memref<16xf32>
+// CHECK-NEXT: rt.kernel silu
+// CHECK-NEXT: rt.alloc offset 192 : memref<16xf32>
+// CHECK-NEXT: rt.kernel silu
+// CHECK-NEXT: rt.alloc offset 128 : memref<16xf32>
+// CHECK-NEXT: rt.kernel silu
+// CHECK-NEXT: rt.alloc offset 0 : memref<128xf32>
+// CHECK-NEXT: rt.output "a"
+rt.program @outputs {
+  %x = rt.input "x" : memref<16xf32>
+  %empty = rt.input "empty" : memref<0x4xf32>
+  %a = rt.alloc : memref<16xf32>
+  rt.kernel silu(%x) -> (%a) : memref<16xf32> -> memref<16xf32>
+  %b = rt.alloc : memref<16xf32>
+  rt.kernel silu(%x) -> (%b) : memref<16xf32> -> memref<16xf32>
+  %c = rt.alloc : memref<16xf32>
+  rt.kernel silu(%b) -> (%c) : memref<16xf32> -> memref<16xf32>
+  %d = rt.alloc : memref<16xf32>
+  rt.kernel silu(%c) -> (%d) : memref<16xf32> -> memref<16xf32>
+  %unused = rt.alloc : memref<128xf32>
+  rt.output "a" %a : memref<16xf32>
+}
+
+// -----
+
+// A free range at the top of the arena grows rather than leaving a hole: a
+// is freed after k0, and b (256 bytes) extends [64, 128) to [64, 320), so
+// the arena is 320 bytes, not 384. Peak at k1: x and b.
+// CHECK-LABEL: module attributes {rt.arena_bytes = 320 : i64, rt.planned_peak_bytes = 320 : i64}
+// CHECK-NEXT: rt.program @top {
+// CHECK-NEXT: rt.input "x" offset 0 : memref<16xf32>
+// CHECK-NEXT: rt.alloc offset 64 : memref<16xf32>
+// CHECK-NEXT: rt.kernel silu
+// CHECK-NEXT: rt.alloc offset 64 : memref<64xf32>
+rt.program @top {
+  %x = rt.input "x" : memref<16xf32>
+  %a = rt.alloc : memref<16xf32>
+  rt.kernel silu(%x) -> (%a) : memref<16xf32> -> memref<16xf32>
+  %b = rt.alloc : memref<64xf32>
+  rt.kernel repeat(%x) -> (%b) ints [0, 4] : memref<16xf32> -> memref<64xf32>
+  rt.output "b" %b : memref<64xf32>
+}
+
+// -----
+
+// With no kernels the peak is the bytes of the params and inputs.
+// CHECK-LABEL: module attributes {rt.arena_bytes = 192 : i64, rt.planned_peak_bytes = 136 : i64}
+// CHECK: rt.param "w" {{.*}} offset 0 : memref<8xf32>
+// CHECK-NEXT: rt.input "x" offset 64 : memref<13xi64>
+rt.program @empty {
+  %w = rt.param "w" hf_shape [8] init normal : memref<8xf32>
+  %x = rt.input "x" : memref<13xi64>
+  rt.output "w" %w : memref<8xf32>
+}
+
