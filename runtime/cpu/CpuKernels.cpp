@@ -47,6 +47,8 @@ Status checkGemmArgs(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
   return Status::ok();
 }
 
+size_t floatTypeSize(FloatType type) { return type == FloatType::F32 ? 4 : 2; }
+
 /// Element count of `shape`; false when a dimension is negative.
 bool checkShape(const int64_t *shape, int rank, int64_t &count) {
   count = 1;
@@ -140,15 +142,29 @@ Status gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
 
 Status embedding(const float *table, int64_t vocab, int64_t hidden,
                  const int64_t *ids, int64_t numIds, float *out) {
+  return embeddingRows(table, FloatType::F32, vocab, hidden, ids, numIds,
+                       FloatType::F32, out);
+}
+
+Status embeddingRows(const void *table, FloatType tableType, int64_t vocab,
+                     int64_t hidden, const int64_t *ids, int64_t numIds,
+                     FloatType outType, void *out) {
   if (Status s = checkNonNegative("embedding", {vocab, hidden, numIds}); !s)
     return s;
+  const auto *rows = static_cast<const uint8_t *>(table);
+  auto *o = static_cast<uint8_t *>(out);
+  size_t inRow = static_cast<size_t>(hidden) * floatTypeSize(tableType);
+  size_t outRow = static_cast<size_t>(hidden) * floatTypeSize(outType);
   for (int64_t i = 0; i < numIds; ++i) {
     int64_t id = ids[i];
     if (id < 0 || id >= vocab)
       return Status::error("embedding: id " + std::to_string(id) +
                            " at position " + std::to_string(i) +
                            " is outside [0, " + std::to_string(vocab) + ")");
-    std::copy(table + id * hidden, table + (id + 1) * hidden, out + i * hidden);
+    if (Status s = cast(rows + id * inRow, tableType, hidden, outType,
+                        o + i * outRow);
+        !s)
+      return s;
   }
   return Status::ok();
 }
@@ -484,8 +500,6 @@ Status lossMean(const float *sum, const int64_t *count, float *out) {
 }
 
 namespace {
-
-size_t floatTypeSize(FloatType type) { return type == FloatType::F32 ? 4 : 2; }
 
 float loadFloat(const uint8_t *p, FloatType type) {
   if (type == FloatType::F32) {

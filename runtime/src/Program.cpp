@@ -679,7 +679,7 @@ std::string kernelText(const KernelCall &call) {
 
 /// Derives the lifetimes from the kernel order and checks that nothing is
 /// read before it is written and that params and inputs are only read.
-Status computeLifetimes(const fb::Executable &exe, Program &program) {
+Status computeLifetimes(Program &program) {
   size_t numBuffers = program.buffers.size();
   auto numKernels = static_cast<int64_t>(program.calls.size());
   enum class Role { None, Param, Input };
@@ -695,23 +695,23 @@ Status computeLifetimes(const fb::Executable &exe, Program &program) {
     owners[buffer] = owner;
     return Status::ok();
   };
-  for (uint32_t i = 0; i < (exe.params() ? exe.params()->size() : 0); ++i) {
-    const fb::Param *param = exe.params()->Get(i);
-    if (Status s = claim(param->buffer(), Role::Param,
-                         "param " + std::to_string(i) + " ('" +
-                             param->hf_name()->str() + "')");
+  for (size_t i = 0; i < program.params.size(); ++i) {
+    const ParamRef &param = program.params[i];
+    if (Status s = claim(param.buffer, Role::Param,
+                         "param " + std::to_string(i) + " ('" + param.hfName +
+                             "')");
         !s)
       return s;
-    program.lifetimes[param->buffer()] = {Lifetime::kLoad, numKernels};
+    program.lifetimes[param.buffer] = {Lifetime::kLoad, numKernels};
   }
-  for (uint32_t i = 0; i < (exe.inputs() ? exe.inputs()->size() : 0); ++i) {
-    const fb::Binding *input = exe.inputs()->Get(i);
-    if (Status s = claim(input->buffer(), Role::Input,
-                         "input " + std::to_string(i) + " ('" +
-                             input->name()->str() + "')");
+  for (size_t i = 0; i < program.inputs.size(); ++i) {
+    const BindingRef &input = program.inputs[i];
+    if (Status s = claim(input.buffer, Role::Input,
+                         "input " + std::to_string(i) + " ('" + input.name +
+                             "')");
         !s)
       return s;
-    program.lifetimes[input->buffer()] = {Lifetime::kLoad, Lifetime::kLoad};
+    program.lifetimes[input.buffer] = {Lifetime::kLoad, Lifetime::kLoad};
   }
 
   for (const KernelCall &call : program.calls) {
@@ -737,12 +737,11 @@ Status computeLifetimes(const fb::Executable &exe, Program &program) {
       life.last = std::max(life.last, t);
     }
   }
-  for (uint32_t i = 0; i < (exe.outputs() ? exe.outputs()->size() : 0); ++i) {
-    const fb::Binding *output = exe.outputs()->Get(i);
-    Lifetime &life = program.lifetimes[output->buffer()];
+  for (size_t i = 0; i < program.outputs.size(); ++i) {
+    Lifetime &life = program.lifetimes[program.outputs[i].buffer];
     if (life.first == INT64_MAX)
       return Status::error("output " + std::to_string(i) + " ('" +
-                           output->name()->str() +
+                           program.outputs[i].name +
                            "') is never written by a kernel");
     life.last = numKernels;
   }
@@ -844,6 +843,32 @@ Status tpcrt::decodeProgram(const fb::Executable &exe, Program &out) {
     program.buffers.push_back(std::move(t));
   }
 
+  if (exe.params())
+    for (const fb::Param *param : *exe.params()) {
+      ParamRef ref;
+      ref.hfName = param->hf_name()->str();
+      if (param->hf_shape())
+        ref.hfShape.assign(param->hf_shape()->begin(),
+                           param->hf_shape()->end());
+      if (param->view_shape())
+        ref.viewShape.assign(param->view_shape()->begin(),
+                             param->view_shape()->end());
+      ref.buffer = param->buffer();
+      ref.init = param->init();
+      ref.initStd = param->init_std();
+      program.params.push_back(std::move(ref));
+    }
+  auto bindings = [](const flatbuffers::Vector<
+                         flatbuffers::Offset<fb::Binding>> *list,
+                     std::vector<BindingRef> &out) {
+    if (list)
+      for (const fb::Binding *binding : *list)
+        out.push_back(
+            {binding->name()->str(), binding->buffer(), binding->value_bound()});
+  };
+  bindings(exe.inputs(), program.inputs);
+  bindings(exe.outputs(), program.outputs);
+
   uint32_t numKernels = exe.kernels() ? exe.kernels()->size() : 0;
   program.calls.reserve(numKernels);
   for (uint32_t i = 0; i < numKernels; ++i) {
@@ -871,10 +896,28 @@ Status tpcrt::decodeProgram(const fb::Executable &exe, Program &out) {
       return s.withContext(kernelText(call));
     program.calls.push_back(std::move(call));
   }
-  if (Status s = computeLifetimes(exe, program); !s)
+  if (Status s = computeLifetimes(program); !s)
     return s;
   if (Status s = checkPlanAndMeasurePeak(program); !s)
     return s;
   out = std::move(program);
   return Status::ok();
+}
+
+namespace {
+const BindingRef *findBinding(const std::vector<BindingRef> &list,
+                              const std::string &name) {
+  for (const BindingRef &binding : list)
+    if (binding.name == name)
+      return &binding;
+  return nullptr;
+}
+} // namespace
+
+const BindingRef *Program::findInput(const std::string &name) const {
+  return findBinding(inputs, name);
+}
+
+const BindingRef *Program::findOutput(const std::string &name) const {
+  return findBinding(outputs, name);
 }

@@ -1,5 +1,6 @@
 #include "tpcrt/Executable.h"
 #include "tpcrt/Program.h"
+#include "TestExecutables.h"
 
 #include "gtest/gtest.h"
 
@@ -12,39 +13,9 @@
 #include <random>
 
 using namespace tpcrt;
+using namespace tpcrt::test;
 
 namespace {
-
-std::unique_ptr<fb::BufferT> makeBuffer(uint64_t offset, fb::DType dtype,
-                                        std::vector<int64_t> shape) {
-  auto buffer = std::make_unique<fb::BufferT>();
-  uint64_t elements = 1;
-  for (int64_t d : shape)
-    elements *= static_cast<uint64_t>(d);
-  buffer->offset = offset;
-  buffer->size = elements * executableDTypeSize(dtype);
-  buffer->dtype = dtype;
-  buffer->shape = std::move(shape);
-  return buffer;
-}
-
-std::unique_ptr<fb::KernelT> makeKernel(fb::OpCode op,
-                                        std::vector<uint32_t> operands,
-                                        std::vector<uint32_t> results) {
-  auto kernel = std::make_unique<fb::KernelT>();
-  kernel->op = op;
-  kernel->operands = std::move(operands);
-  kernel->results = std::move(results);
-  return kernel;
-}
-
-std::unique_ptr<fb::BindingT> makeBinding(const std::string &name,
-                                          uint32_t buffer) {
-  auto binding = std::make_unique<fb::BindingT>();
-  binding->name = name;
-  binding->buffer = buffer;
-  return binding;
-}
 
 /// A small, valid executable: embedding -> linear -> cross_entropy ->
 /// loss_mean over 9 buffers in a 4096-byte arena.
@@ -90,19 +61,6 @@ fb::ExecutableT validExecutable() {
   exe.kernels.push_back(makeKernel(fb::OpCode::LossMean, {6, 7}, {8}));
   exe.planned_peak_bytes = 1940;
   return exe;
-}
-
-std::vector<uint8_t> pack(const fb::ExecutableT &exe) {
-  flatbuffers::FlatBufferBuilder builder;
-  builder.Finish(fb::Executable::Pack(builder, &exe),
-                 fb::ExecutableIdentifier());
-  return std::vector<uint8_t>(builder.GetBufferPointer(),
-                              builder.GetBufferPointer() + builder.GetSize());
-}
-
-std::vector<uint8_t> fileImage(const fb::ExecutableT &exe) {
-  std::vector<uint8_t> payload = pack(exe);
-  return serializeExecutable(payload.data(), payload.size());
 }
 
 /// Recomputes the header's length and checksum after the payload changed.

@@ -22,6 +22,9 @@
 namespace tpcrt {
 namespace cpu {
 
+/// The floating-point storage types of buffers; kernels compute in fp32.
+enum class FloatType { F32, BF16, F16 };
+
 /// True when the GEMM kernels call OpenBLAS' cblas_sgemm (TPCRT_HAVE_OPENBLAS
 /// at build time); false when they use the portable fallback.
 bool hasOpenBlas();
@@ -45,6 +48,13 @@ Status gemmFallback(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
 /// hidden]. An id outside [0, vocab) is an error naming it.
 Status embedding(const float *table, int64_t vocab, int64_t hidden,
                  const int64_t *ids, int64_t numIds, float *out);
+
+/// embedding with the table and the result stored as any float types: each
+/// row is converted as cast converts, so a 16-bit table is never widened as
+/// a whole.
+Status embeddingRows(const void *table, FloatType tableType, int64_t vocab,
+                     int64_t hidden, const int64_t *ids, int64_t numIds,
+                     FloatType outType, void *out);
 
 /// Layout of a linear weight, as the op's `layout` attribute.
 enum class WeightLayout {
@@ -148,9 +158,6 @@ Status crossEntropy(const float *logits, const int64_t *labels,
 /// sum / count, or 0 when count is 0 (every target ignored); a negative
 /// count is an error.
 Status lossMean(const float *sum, const int64_t *count, float *out);
-
-/// The floating-point storage types of buffers; kernels compute in fp32.
-enum class FloatType { F32, BF16, F16 };
 
 /// Converts count elements between storage types (any pair; the same type
 /// copies). Narrowing rounds to nearest, ties to even, as torch's `.to()`;

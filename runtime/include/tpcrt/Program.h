@@ -19,6 +19,7 @@
 #include "tpcx_generated.h"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace tpcrt {
@@ -83,17 +84,42 @@ struct Lifetime {
   bool live() const { return first <= last; }
 };
 
+/// A parameter: where its Hugging Face tensor goes and how to make one up.
+struct ParamRef {
+  std::string hfName;
+  std::vector<int64_t> hfShape;
+  std::vector<int64_t> viewShape;
+  uint32_t buffer = 0;
+  fb::ParamInit init = fb::ParamInit::Normal;
+  double initStd = 0.0;
+};
+
+/// A named input or output.
+struct BindingRef {
+  std::string name;
+  uint32_t buffer = 0;
+  /// Integer inputs lie in [0, valueBound); 0 means no bound.
+  int64_t valueBound = 0;
+};
+
 /// Everything the interpreter and a device need to run an executable.
 struct Program {
   uint64_t arenaBytes = 0;
   uint64_t seed = 0;
   uint64_t plannedPeakBytes = 0;
+  std::vector<ParamRef> params;
+  std::vector<BindingRef> inputs;
+  std::vector<BindingRef> outputs;
   std::vector<TensorRef> buffers;
   std::vector<Lifetime> lifetimes;
   std::vector<KernelCall> calls;
   /// High-water mark of the bytes of the buffers live at once (see Lifetime),
   /// measured from the kernel order alone, not from the plan's offsets.
   uint64_t peakBytes = 0;
+
+  /// The input or output called `name`, or null.
+  const BindingRef *findInput(const std::string &name) const;
+  const BindingRef *findOutput(const std::string &name) const;
 };
 
 /// Decodes and checks the kernels of `exe`, whose framing, tables, buffers,

@@ -1,0 +1,322 @@
+//===- CpuDevice.cpp - the CPU backend of the interpreter -----------------===//
+//
+// The arena and the workspace are anonymous mappings: page-aligned, zero
+// until written, and an impossible size fails cleanly instead of being
+// zero-filled page by page. prepare() resolves every operand to an address
+// and lays out, per kernel, fp32 copies of its BF16/F16 operands and results
+// plus attention scratch; the kernels run one at a time, so the workspace is
+// the largest of these layouts, shared by all kernels.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tpcrt/CpuKernels.h"
+#include "tpcrt/Device.h"
+#include "tpcrt/Executable.h"
+#include "tpcrt/Random.h"
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <sys/mman.h>
+
+using namespace tpcrt;
+
+Device::~Device() = default;
+
+namespace {
+
+/// Zero-filled, page-aligned memory from mmap.
+class MappedMemory {
+public:
+  MappedMemory() = default;
+  MappedMemory(const MappedMemory &) = delete;
+  MappedMemory &operator=(const MappedMemory &) = delete;
+  ~MappedMemory() { release(); }
+
+  Status allocate(uint64_t bytes, const char *what) {
+    release();
+    if (bytes == 0)
+      return Status::ok();
+    void *p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+      return Status::error(std::string("cannot allocate the ") + what +
+                           " of " + std::to_string(bytes) +
+                           " bytes: " + std::strerror(errno));
+    data_ = static_cast<uint8_t *>(p);
+    size_ = bytes;
+    return Status::ok();
+  }
+  uint8_t *data() const { return data_; }
+  uint64_t size() const { return size_; }
+
+private:
+  void release() {
+    if (data_)
+      ::munmap(data_, size_);
+    data_ = nullptr;
+    size_ = 0;
+  }
+  uint8_t *data_ = nullptr;
+  uint64_t size_ = 0;
+};
+
+cpu::FloatType floatTypeOf(fb::DType dtype) {
+  return dtype == fb::DType::BF16  ? cpu::FloatType::BF16
+         : dtype == fb::DType::F16 ? cpu::FloatType::F16
+                                   : cpu::FloatType::F32;
+}
+
+/// Kernels that read and write 16-bit storage themselves.
+bool convertsItself(fb::OpCode op) {
+  return op == fb::OpCode::Embedding || op == fb::OpCode::Copy ||
+         op == fb::OpCode::Cast;
+}
+
+bool needsStaging(const KernelCall &call, const TensorRef &t) {
+  return !convertsItself(call.op) && isFloatDType(t.dtype) &&
+         t.dtype != fb::DType::F32;
+}
+
+/// Floats, rounded up to whole 64-byte lines.
+uint64_t lineFloats(int64_t floats) {
+  return (static_cast<uint64_t>(floats) + 15) / 16 * 16;
+}
+
+/// One kernel with its addresses resolved.
+struct Resolved {
+  std::vector<uint8_t *> operands, results;
+  /// fp32 copies in the workspace (null where the buffer is used as is).
+  std::vector<float *> stagedOperands, stagedResults;
+  float *scratch = nullptr;
+};
+
+class CpuDevice final : public Device {
+public:
+  const char *name() const override { return "cpu"; }
+
+  Status allocateArena(uint64_t bytes) override {
+    return arena_.allocate(bytes, "arena");
+  }
+  uint64_t arenaBytes() const override { return arena_.size(); }
+
+  Status copyToArena(uint64_t offset, const void *source,
+                     uint64_t bytes) override {
+    if (Status s = checkRange(offset, bytes); !s)
+      return s;
+    if (bytes)
+      std::memcpy(arena_.data() + offset, source, bytes);
+    return Status::ok();
+  }
+
+  Status copyFromArena(uint64_t offset, void *destination,
+                       uint64_t bytes) override {
+    if (Status s = checkRange(offset, bytes); !s)
+      return s;
+    if (bytes)
+      std::memcpy(destination, arena_.data() + offset, bytes);
+    return Status::ok();
+  }
+
+  Status prepare(const Program &program) override;
+  uint64_t workspaceBytes() const override { return workspace_.size(); }
+  Status execute(const KernelCall &call, const StepContext &context) override;
+  Status synchronize() override { return Status::ok(); }
+
+private:
+  Status checkRange(uint64_t offset, uint64_t bytes) const {
+    if (bytes > arena_.size() || offset > arena_.size() - bytes)
+      return Status::error("bytes [" + std::to_string(offset) + ", +" +
+                           std::to_string(bytes) + ") lie outside the arena of " +
+                           std::to_string(arena_.size()) + " bytes");
+    return Status::ok();
+  }
+  Status run(const KernelCall &call, const Resolved &r,
+             const StepContext &context);
+
+  MappedMemory arena_, workspace_;
+  std::vector<Resolved> resolved_;
+};
+
+Status CpuDevice::prepare(const Program &program) {
+  if (program.arenaBytes > arena_.size())
+    return Status::error("the program needs an arena of " +
+                         std::to_string(program.arenaBytes) +
+                         " bytes, the device has " +
+                         std::to_string(arena_.size()));
+  // Offsets in floats within the workspace, per kernel; the workspace is the
+  // largest layout.
+  std::vector<std::vector<uint64_t>> operandAt(program.calls.size()),
+      resultAt(program.calls.size());
+  std::vector<uint64_t> scratchAt(program.calls.size());
+  uint64_t largest = 0;
+  const uint64_t none = UINT64_MAX;
+  for (const KernelCall &call : program.calls) {
+    uint64_t used = 0;
+    auto place = [&](const TensorRef &t) {
+      if (!needsStaging(call, t))
+        return none;
+      uint64_t at = used;
+      used += lineFloats(t.elements);
+      return at;
+    };
+    for (const TensorRef &t : call.operands)
+      operandAt[call.index].push_back(place(t));
+    for (const TensorRef &t : call.results)
+      resultAt[call.index].push_back(place(t));
+    scratchAt[call.index] = none;
+    if (call.op == fb::OpCode::Attention) {
+      scratchAt[call.index] = used;
+      used += lineFloats(cpu::attentionScratchSize(call.seqK));
+    }
+    largest = std::max(largest, used);
+  }
+  if (Status s = workspace_.allocate(largest * sizeof(float), "workspace"); !s)
+    return s;
+
+  auto *floats = reinterpret_cast<float *>(workspace_.data());
+  auto staged = [&](uint64_t at) { return at == none ? nullptr : floats + at; };
+  resolved_.assign(program.calls.size(), Resolved());
+  for (const KernelCall &call : program.calls) {
+    Resolved &r = resolved_[call.index];
+    for (size_t j = 0; j < call.operands.size(); ++j) {
+      r.operands.push_back(arena_.data() + call.operands[j].offset);
+      r.stagedOperands.push_back(staged(operandAt[call.index][j]));
+    }
+    for (size_t j = 0; j < call.results.size(); ++j) {
+      r.results.push_back(arena_.data() + call.results[j].offset);
+      r.stagedResults.push_back(staged(resultAt[call.index][j]));
+    }
+    r.scratch = staged(scratchAt[call.index]);
+  }
+  return Status::ok();
+}
+
+Status CpuDevice::execute(const KernelCall &call, const StepContext &context) {
+  if (call.index >= resolved_.size())
+    return Status::error("kernel " + std::to_string(call.index) +
+                         " is not part of the prepared program");
+  const Resolved &r = resolved_[call.index];
+  for (size_t j = 0; j < call.operands.size(); ++j)
+    if (float *staged = r.stagedOperands[j])
+      if (Status s = cpu::cast(r.operands[j],
+                               floatTypeOf(call.operands[j].dtype),
+                               call.operands[j].elements, cpu::FloatType::F32,
+                               staged);
+          !s)
+        return s;
+  if (Status s = run(call, r, context); !s)
+    return s;
+  for (size_t j = 0; j < call.results.size(); ++j)
+    if (float *staged = r.stagedResults[j])
+      if (Status s = cpu::cast(staged, cpu::FloatType::F32,
+                               call.results[j].elements,
+                               floatTypeOf(call.results[j].dtype),
+                               r.results[j]);
+          !s)
+        return s;
+  return Status::ok();
+}
+
+Status CpuDevice::run(const KernelCall &call, const Resolved &r,
+                      const StepContext &context) {
+  auto in = [&](size_t j) {
+    return r.stagedOperands[j] ? r.stagedOperands[j]
+                               : reinterpret_cast<float *>(r.operands[j]);
+  };
+  auto out = [&](size_t j) {
+    return r.stagedResults[j] ? r.stagedResults[j]
+                              : reinterpret_cast<float *>(r.results[j]);
+  };
+  auto ints = [&](size_t j) {
+    return reinterpret_cast<int64_t *>(r.operands[j]);
+  };
+  const std::vector<int64_t> &ia = call.intAttrs;
+  const std::vector<double> &fa = call.floatAttrs;
+  bool flag0 = call.flags & 1, flag1 = call.flags & 2;
+  int rank = static_cast<int>(call.operands[0].shape.size());
+  const int64_t *shape = call.operands[0].shape.data();
+
+  switch (call.op) {
+  case fb::OpCode::Embedding:
+    return cpu::embeddingRows(r.operands[0],
+                              floatTypeOf(call.operands[0].dtype), call.k,
+                              call.n, ints(1), call.m,
+                              floatTypeOf(call.results[0].dtype),
+                              r.results[0]);
+  case fb::OpCode::Linear:
+    return cpu::linear(in(0), in(1), call.operands.size() == 3 ? in(2) : nullptr,
+                       call.m, call.k, call.n,
+                       flag0 ? cpu::WeightLayout::OutIn
+                             : cpu::WeightLayout::InOut,
+                       out(0));
+  case fb::OpCode::BatchMatmul:
+    return cpu::batchMatmul(in(0), in(1), call.batch, call.m, call.k, call.n,
+                            flag0, flag1, static_cast<float>(fa[0]), out(0));
+  case fb::OpCode::LayerNorm:
+    return cpu::layerNorm(in(0), in(1), in(2), call.rows, call.cols,
+                          static_cast<float>(fa[0]), out(0));
+  case fb::OpCode::RmsNorm:
+    return cpu::rmsNorm(in(0), in(1), call.rows, call.cols,
+                        static_cast<float>(fa[0]), out(0));
+  case fb::OpCode::Gelu:
+    return cpu::gelu(in(0), call.count,
+                     flag0 ? cpu::GeluApproximation::Tanh
+                           : cpu::GeluApproximation::Erf,
+                     out(0));
+  case fb::OpCode::Silu:
+    return cpu::silu(in(0), call.count, out(0));
+  case fb::OpCode::Add:
+    return cpu::add(in(0), call.count, in(1), call.rhsCount, out(0));
+  case fb::OpCode::Mul:
+    return cpu::mul(in(0), call.count, in(1), call.rhsCount, out(0));
+  case fb::OpCode::Dropout:
+    return cpu::dropout(
+        in(0), call.count,
+        dropoutKey(context.seed, static_cast<uint64_t>(ia[0]), context.step),
+        fa[0], 0, out(0));
+  case fb::OpCode::Softmax:
+    return cpu::softmax(in(0), call.outer, call.seqQ, call.seqK, flag0, out(0));
+  case fb::OpCode::Attention: {
+    cpu::AttentionDropout dropout{
+        dropoutKey(context.seed, static_cast<uint64_t>(ia[0]), context.step),
+        fa[1]};
+    return cpu::attention(in(0), in(1), in(2), call.batch, call.heads,
+                          call.kvHeads, call.seqQ, call.seqK, call.headDim,
+                          call.valueDim, flag0, static_cast<float>(fa[0]),
+                          r.scratch, out(0), fa[1] > 0.0 ? &dropout : nullptr);
+  }
+  case fb::OpCode::Rotary:
+    return cpu::rotary(in(0), call.outer, call.seqQ, call.headDim, fa[0], ia[0],
+                       out(0));
+  case fb::OpCode::CrossEntropy:
+    return cpu::crossEntropy(in(0), ints(1), call.rows, call.cols, ia[0],
+                             out(0),
+                             reinterpret_cast<int64_t *>(r.results[1]));
+  case fb::OpCode::LossMean:
+    return cpu::lossMean(in(0), ints(1), out(0));
+  case fb::OpCode::Copy:
+    return cpu::copy(r.operands[0],
+                     static_cast<int64_t>(call.operands[0].bytes),
+                     r.results[0]);
+  case fb::OpCode::Transpose:
+    return cpu::transpose(in(0), shape, rank, ia.data(), out(0));
+  case fb::OpCode::Slice:
+    return cpu::slice(in(0), shape, rank, ia[0], ia[1], ia[2], out(0));
+  case fb::OpCode::Repeat:
+    return cpu::repeatInterleave(in(0), shape, rank, ia[0], ia[1], out(0));
+  case fb::OpCode::Cast:
+    return cpu::cast(r.operands[0], floatTypeOf(call.operands[0].dtype),
+                     call.count, floatTypeOf(call.results[0].dtype),
+                     r.results[0]);
+  }
+  return Status::error("unknown opcode");
+}
+
+} // namespace
+
+std::unique_ptr<Device> tpcrt::createCpuDevice() {
+  return std::make_unique<CpuDevice>();
+}

@@ -1,0 +1,69 @@
+//===- Device.h - what an interpreter backend implements --------*- C++ -*-===//
+//
+// The interpreter walks a Program; a Device owns the memory and runs the
+// kernels. All of a rank's buffers live in one arena that the device
+// allocates once; whatever else the kernels need (attention scratch, fp32
+// copies of 16-bit operands) is one workspace that prepare() sizes and
+// allocates once, so that execute() allocates nothing. A CUDA backend
+// implements the same interface with device memory and streams.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TPCRT_DEVICE_H
+#define TPCRT_DEVICE_H
+
+#include "tpcrt/Program.h"
+#include "tpcrt/Status.h"
+
+#include <cstdint>
+#include <memory>
+
+namespace tpcrt {
+
+/// What changes from one step to the next.
+struct StepContext {
+  /// The executable's dropout seed.
+  uint64_t seed = 0;
+  /// 0 for the first step.
+  uint64_t step = 0;
+};
+
+class Device {
+public:
+  virtual ~Device();
+
+  /// "cpu", "cuda".
+  virtual const char *name() const = 0;
+
+  /// Allocates the arena: `bytes`, 64-byte aligned, zero-filled. Once.
+  virtual Status allocateArena(uint64_t bytes) = 0;
+  virtual uint64_t arenaBytes() const = 0;
+
+  /// Host <-> arena copies; a range outside the arena is an error.
+  virtual Status copyToArena(uint64_t offset, const void *source,
+                             uint64_t bytes) = 0;
+  virtual Status copyFromArena(uint64_t offset, void *destination,
+                               uint64_t bytes) = 0;
+
+  /// Sizes and allocates the workspace the program's kernels need, and
+  /// resolves their buffers to arena addresses. Once, after allocateArena;
+  /// the device keeps what it needs, not `program`. execute() then takes the
+  /// program's calls.
+  virtual Status prepare(const Program &program) = 0;
+  virtual uint64_t workspaceBytes() const = 0;
+
+  /// Runs one kernel of the prepared program. Allocates nothing.
+  virtual Status execute(const KernelCall &call, const StepContext &context) = 0;
+
+  /// Waits for the kernels queued so far (a no-op where execute is
+  /// synchronous).
+  virtual Status synchronize() = 0;
+};
+
+/// The CPU backend: fp32 kernels of CpuKernels.h; BF16 and F16 buffers are
+/// converted to fp32 in the workspace around each kernel.
+std::unique_ptr<Device> createCpuDevice();
+
+} // namespace tpcrt
+
+#endif // TPCRT_DEVICE_H

@@ -1,0 +1,57 @@
+//===- Inputs.h - the token batch an executable reads -----------*- C++ -*-===//
+//
+// Inputs (`input_ids`, `labels`: i64 [batch, seq]) are read from safetensors
+// or drawn deterministically, checked against their value_bound, and kept on
+// the host: they are copied into the arena before every step, since the plan
+// may reuse an input's bytes after its last read.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TPCRT_INPUTS_H
+#define TPCRT_INPUTS_H
+
+#include "tpcrt/Interpreter.h"
+#include "tpcrt/Program.h"
+#include "tpcrt/Status.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tpcrt {
+
+/// The label value the loss ignores (CrossEntropy's ignore index).
+constexpr int64_t kIgnoreLabel = -100;
+
+/// Every input of a program, in its buffer's dtype and layout.
+struct HostInputs {
+  struct Entry {
+    uint32_t buffer = 0;
+    std::vector<uint8_t> bytes;
+  };
+  std::vector<Entry> entries;
+  /// Elements of `input_ids` (batch x seq), for tokens per second; 0 without
+  /// it.
+  int64_t tokens = 0;
+
+  /// Copies every input into the interpreter's arena.
+  Status copyTo(Interpreter &interpreter) const;
+};
+
+/// Reads every input of `program` from the safetensors file `path`, by name;
+/// other tensors are ignored. Integer inputs are i64 buffers and accept I64
+/// or I32 tensors of exactly the buffer's shape; with a value_bound, every
+/// value must lie in [0, value_bound), or be -100 for `labels`. Errors name
+/// the file, the tensor and, for a value, its position:
+/// "B.safetensors: input_ids[1, 7] is 50257, outside [0, 50257)".
+Status readInputs(const std::string &path, const Program &program,
+                  HostInputs &out);
+
+/// Draws every input of `program` uniformly in [0, value_bound) from the
+/// stream namedStreamKey(seed, name) (tpcrt/Random.h): value i is
+/// uniformBelow(key, i, value_bound). An input without a bound is an error.
+Status syntheticInputs(uint64_t seed, const Program &program, HostInputs &out);
+
+} // namespace tpcrt
+
+#endif // TPCRT_INPUTS_H

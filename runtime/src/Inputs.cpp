@@ -1,0 +1,128 @@
+//===- Inputs.cpp - the token batch an executable reads -------------------===//
+
+#include "tpcrt/Inputs.h"
+#include "tpcrt/Executable.h"
+#include "tpcrt/Random.h"
+#include "tpcrt/Safetensors.h"
+
+#include <cstring>
+
+using namespace tpcrt;
+
+namespace {
+
+/// "[1, 7]": the multi-index of row-major element `flat` of `shape`.
+std::string positionOf(int64_t flat, const std::vector<int64_t> &shape) {
+  std::vector<int64_t> index(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    index[d] = shape[d] ? flat % shape[d] : 0;
+    flat = shape[d] ? flat / shape[d] : 0;
+  }
+  return formatShape(index);
+}
+
+Status checkValues(const BindingRef &input, const std::vector<int64_t> &values,
+                   const std::vector<int64_t> &shape) {
+  if (input.valueBound == 0)
+    return Status::ok();
+  bool isLabels = input.name == "labels";
+  for (size_t i = 0; i < values.size(); ++i) {
+    int64_t v = values[i];
+    if ((v >= 0 && v < input.valueBound) || (isLabels && v == kIgnoreLabel))
+      continue;
+    return Status::error(input.name + positionOf(static_cast<int64_t>(i), shape) +
+                         " is " + std::to_string(v) + ", outside [0, " +
+                         std::to_string(input.valueBound) + ")" +
+                         (isLabels ? " and not the ignore index -100" : ""));
+  }
+  return Status::ok();
+}
+
+Status unsupported(const BindingRef &input, const TensorRef &buffer) {
+  return Status::error("input '" + input.name + "' is an " +
+                       executableDTypeName(buffer.dtype) +
+                       " buffer; only i64 inputs are supported");
+}
+
+HostInputs::Entry entryOf(const BindingRef &input,
+                          const std::vector<int64_t> &values) {
+  HostInputs::Entry entry;
+  entry.buffer = input.buffer;
+  entry.bytes.resize(values.size() * sizeof(int64_t));
+  if (!values.empty())
+    std::memcpy(entry.bytes.data(), values.data(), entry.bytes.size());
+  return entry;
+}
+
+int64_t tokensOf(const Program &program) {
+  const BindingRef *ids = program.findInput("input_ids");
+  return ids ? program.buffers[ids->buffer].elements : 0;
+}
+
+} // namespace
+
+Status HostInputs::copyTo(Interpreter &interpreter) const {
+  for (const Entry &entry : entries)
+    if (Status s = interpreter.writeBuffer(entry.buffer, entry.bytes.data(),
+                                           entry.bytes.size());
+        !s)
+      return s;
+  return Status::ok();
+}
+
+Status tpcrt::readInputs(const std::string &path, const Program &program,
+                         HostInputs &out) {
+  out = HostInputs();
+  SafetensorsFile file;
+  if (Status s = SafetensorsFile::open(path, file); !s)
+    return s;
+  HostInputs result;
+  std::vector<int64_t> values;
+  for (const BindingRef &input : program.inputs) {
+    const TensorRef &buffer = program.buffers[input.buffer];
+    if (buffer.dtype != fb::DType::I64)
+      return unsupported(input, buffer);
+    const TensorView *tensor = file.find(input.name);
+    if (!tensor)
+      return Status::error(path + ": missing tensor '" + input.name + "'");
+    std::string what = path + ": tensor '" + input.name + "'";
+    if (tensor->dtype != DType::I64 && tensor->dtype != DType::I32)
+      return Status::error(what + " is " + dtypeName(tensor->dtype) +
+                           ", expected I64 or I32");
+    if (tensor->shape != buffer.shape)
+      return Status::error(what + " has shape " + formatShape(tensor->shape) +
+                           ", expected " + formatShape(buffer.shape));
+    if (Status s = toInt64(*tensor, values); !s)
+      return s.withContext(path);
+    if (Status s = checkValues(input, values, buffer.shape); !s)
+      return s.withContext(path);
+    result.entries.push_back(entryOf(input, values));
+  }
+  result.tokens = tokensOf(program);
+  out = std::move(result);
+  return Status::ok();
+}
+
+Status tpcrt::syntheticInputs(uint64_t seed, const Program &program,
+                              HostInputs &out) {
+  out = HostInputs();
+  HostInputs result;
+  std::vector<int64_t> values;
+  for (const BindingRef &input : program.inputs) {
+    const TensorRef &buffer = program.buffers[input.buffer];
+    if (buffer.dtype != fb::DType::I64)
+      return unsupported(input, buffer);
+    if (input.valueBound <= 0)
+      return Status::error("input '" + input.name +
+                           "' has no value_bound to draw synthetic values "
+                           "below");
+    uint64_t key = namedStreamKey(seed, input.name);
+    values.resize(static_cast<size_t>(buffer.elements));
+    for (size_t i = 0; i < values.size(); ++i)
+      values[i] = uniformBelow(key, i, static_cast<uint64_t>(input.valueBound));
+    result.entries.push_back(entryOf(input, values));
+  }
+  result.tokens = tokensOf(program);
+  out = std::move(result);
+  return Status::ok();
+}

@@ -1,0 +1,83 @@
+//===- Interpreter.cpp - runs a verified executable on a device -----------===//
+
+#include "tpcrt/Interpreter.h"
+#include "tpcrt/Executable.h"
+
+#include <string>
+
+using namespace tpcrt;
+
+Status Interpreter::create(const fb::Executable &exe,
+                           std::unique_ptr<Device> device, Interpreter &out) {
+  Interpreter result;
+  if (Status s = decodeProgram(exe, result.program_); !s)
+    return s;
+  if (!device)
+    return Status::error("no device");
+  if (Status s = device->allocateArena(result.program_.arenaBytes); !s)
+    return s.withContext(device->name());
+  if (Status s = device->prepare(result.program_); !s)
+    return s.withContext(device->name());
+  result.device_ = std::move(device);
+  result.timings_.assign(result.program_.calls.size(), KernelTiming());
+  result.epoch_ = std::chrono::steady_clock::now();
+  out = std::move(result);
+  return Status::ok();
+}
+
+namespace {
+Status checkCopy(const Program &program, uint32_t buffer, uint64_t bytes) {
+  if (buffer >= program.buffers.size())
+    return Status::error("buffer " + std::to_string(buffer) +
+                         " does not exist (the executable has " +
+                         std::to_string(program.buffers.size()) + ")");
+  if (bytes != program.buffers[buffer].bytes)
+    return Status::error("buffer " + std::to_string(buffer) + " holds " +
+                         std::to_string(program.buffers[buffer].bytes) +
+                         " bytes, not " + std::to_string(bytes));
+  return Status::ok();
+}
+} // namespace
+
+Status Interpreter::writeBuffer(uint32_t buffer, const void *data,
+                                uint64_t bytes) {
+  if (Status s = checkCopy(program_, buffer, bytes); !s)
+    return s;
+  return device_->copyToArena(program_.buffers[buffer].offset, data, bytes);
+}
+
+Status Interpreter::readBuffer(uint32_t buffer, void *data, uint64_t bytes) {
+  if (Status s = checkCopy(program_, buffer, bytes); !s)
+    return s;
+  if (Status s = device_->synchronize(); !s)
+    return s;
+  return device_->copyFromArena(program_.buffers[buffer].offset, data, bytes);
+}
+
+Status Interpreter::runStep() {
+  StepContext context{program_.seed, step_};
+  for (const KernelCall &call : program_.calls) {
+    std::chrono::steady_clock::time_point start;
+    if (timing_)
+      start = std::chrono::steady_clock::now();
+    Status s = device_->execute(call, context);
+    if (timing_) {
+      // Time what the kernel did, not when it was queued.
+      if (s)
+        s = device_->synchronize();
+      auto end = std::chrono::steady_clock::now();
+      timings_[call.index] = {
+          std::chrono::duration_cast<std::chrono::nanoseconds>(start - epoch_)
+              .count(),
+          std::chrono::duration_cast<std::chrono::nanoseconds>(end - start)
+              .count()};
+    }
+    if (!s)
+      return s.withContext("kernel " + std::to_string(call.index) + " (" +
+                           opCodeName(call.op) + ")");
+  }
+  if (Status s = device_->synchronize(); !s)
+    return s;
+  ++step_;
+  return Status::ok();
+}
