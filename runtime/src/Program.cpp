@@ -711,7 +711,7 @@ Status computeLifetimes(Program &program) {
                              "')");
         !s)
       return s;
-    program.lifetimes[input.buffer] = {Lifetime::kLoad, Lifetime::kLoad};
+    program.lifetimes[input.buffer] = {Lifetime::kLoad, numKernels};
   }
 
   for (const KernelCall &call : program.calls) {

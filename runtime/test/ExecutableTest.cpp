@@ -579,10 +579,10 @@ TEST_F(ExecutableTest, LifetimesAndThePlan) {
   expectInvalid([](fb::ExecutableT &e) { e.buffers[4]->offset = 576; },
                 "kernel 1 (linear): result (buffer 4, bytes [576, +512)) "
                 "overlaps input (buffer 2, bytes [576, +256))");
-  // The loss sum lands on the token ids, which are dead by then: fine. On
-  // the labels, which cross_entropy reads: refused.
+  // The loss sum lands on h, which died at kernel 1: fine. On the labels,
+  // which cross_entropy reads: refused.
   fb::ExecutableT reuse = validExecutable();
-  reuse.buffers[6]->offset = 512;
+  reuse.buffers[6]->offset = 576;
   std::vector<uint8_t> image = fileImage(reuse);
   LoadedExecutable loaded;
   Status s =
@@ -591,6 +591,10 @@ TEST_F(ExecutableTest, LifetimesAndThePlan) {
   expectInvalid([](fb::ExecutableT &e) { e.buffers[6]->offset = 1856; },
                 "kernel 2 (cross_entropy): loss_sum (buffer 6, bytes [1856, "
                 "+4)) overlaps labels (buffer 5, bytes [1856, +64))");
+  // The loss on the token ids: inputs live for the whole run.
+  expectInvalid([](fb::ExecutableT &e) { e.buffers[8]->offset = 512; },
+                "buffers 1 (bytes [512, +64)) and 8 (bytes [512, +4)) share "
+                "arena bytes while both are live at kernel 3 (loss_mean)");
   // The loss on the weights: both live at kernel 3.
   expectInvalid([](fb::ExecutableT &e) { e.buffers[8]->offset = 840; },
                 "buffers 3 (bytes [832, +512)) and 8 (bytes [840, +4)) share "
@@ -605,10 +609,9 @@ TEST_F(ExecutableTest, MeasuredPeak) {
   std::vector<uint8_t> payload = pack(exe);
   Program program;
   ASSERT_TRUE(decodeProgram(*fb::GetExecutable(payload.data()), program));
-  // Kernel 1 (linear) holds the most: both params (512 + 512), the labels
-  // (64, read by kernel 2), h (256) and the logits (512). The token ids died
-  // at kernel 0.
-  EXPECT_EQ(program.peakBytes, 512u + 512 + 64 + 256 + 512);
+  // Kernel 1 (linear) holds the most: both params (512 + 512), both inputs
+  // (64 + 64), h (256) and the logits (512).
+  EXPECT_EQ(program.peakBytes, 512u + 512 + 64 + 64 + 256 + 512);
   EXPECT_EQ(program.plannedPeakBytes, 1940u);
   ASSERT_EQ(program.calls.size(), 4u);
   const KernelCall &linear = program.calls[1];
@@ -618,7 +621,9 @@ TEST_F(ExecutableTest, MeasuredPeak) {
   EXPECT_EQ(program.calls[2].rows, 8);
   EXPECT_EQ(program.calls[2].cols, 16);
   EXPECT_EQ(program.lifetimes[1].first, Lifetime::kLoad);
-  EXPECT_EQ(program.lifetimes[1].last, 0);
+  EXPECT_EQ(program.lifetimes[1].last, 4); // inputs: the whole run
+  EXPECT_EQ(program.lifetimes[2].first, 0);
+  EXPECT_EQ(program.lifetimes[2].last, 1);
   EXPECT_EQ(program.lifetimes[0].last, 4); // params: the whole run
   EXPECT_EQ(program.lifetimes[8].first, 3);
   EXPECT_EQ(program.lifetimes[8].last, 4); // outputs: to the end

@@ -265,10 +265,11 @@ TEST_F(WeightsTest, InitIsDeterministicPerName) {
   // Kinds: ones, zeros, normal with init_std.
   for (const ParamRef &param : program.params) {
     std::vector<float> v = readFloats(first, param.buffer);
-    if (param.init == fb::ParamInit::Ones)
+    if (param.init == fb::ParamInit::Ones) {
       EXPECT_EQ(v, std::vector<float>(v.size(), 1.0f)) << param.hfName;
-    if (param.init == fb::ParamInit::Zeros)
+    } else if (param.init == fb::ParamInit::Zeros) {
       EXPECT_EQ(v, std::vector<float>(v.size(), 0.0f)) << param.hfName;
+    }
   }
   std::vector<float> normal =
       readFloats(first, program.params[4].buffer); // c_fc.weight, 256 values

@@ -73,10 +73,11 @@ struct KernelCall {
 };
 
 /// When a buffer holds a value, in kernel indices: from its first write to
-/// its last read. Params are live for the whole run (they persist across
-/// steps), inputs from load (kLoad) to their last read, outputs from their
-/// write to the end (kernel count). A buffer no kernel touches has
-/// first > last.
+/// its last read. Params and inputs are live for the whole run, from load
+/// (kLoad) to the end (the kernel count): they persist across steps. Outputs
+/// live from their write to the end. A buffer no kernel touches has
+/// first > last. These are the lifetimes rt-plan-memory plans with, so the
+/// measured peak and planned_peak_bytes count the same thing.
 struct Lifetime {
   static constexpr int64_t kLoad = -1;
   int64_t first = 0;

@@ -1,0 +1,146 @@
+#!/bin/sh
+# tpc_run_cli.sh TPC_RUN WRITE_FIXTURES DIR
+#
+# tpc-run's command line: what it prints for good runs, and that every bad
+# flag, file or value ends with "error: ..." on stderr and exit status 1 (never
+# a signal). The files come from tpcrt-write-fixtures (the tiny model of
+# TestExecutables.h). Prints one line per failed check; exits 1 if any.
+set -u
+run=$1
+fixtures=$2
+dir=$3
+rm -rf "$dir" && mkdir -p "$dir" || exit 1
+"$fixtures" "$dir" || exit 1
+cd "$dir" || exit 1
+failures=0
+checks=0
+
+fail() {
+  echo "FAIL: $*"
+  failures=$((failures + 1))
+}
+
+# expect_error TEXT ARGS...: exit status 1, and stderr is one "error: " line
+# that contains TEXT.
+expect_error() {
+  want=$1
+  shift
+  checks=$((checks + 1))
+  "$run" "$@" >out.txt 2>err.txt
+  rc=$?
+  if [ "$rc" -ne 1 ]; then
+    fail "tpc-run $*: exit status $rc, expected 1 ($(cat err.txt))"
+  elif [ "$(wc -l <err.txt)" -ne 1 ] || ! grep -q '^error: ' err.txt; then
+    fail "tpc-run $*: stderr is not one 'error: ' line: $(cat err.txt)"
+  elif ! grep -qF -- "$want" err.txt; then
+    fail "tpc-run $*: '$(cat err.txt)' does not contain '$want'"
+  fi
+}
+
+# expect_ok ARGS...: exit status 0, output in out.txt.
+expect_ok() {
+  checks=$((checks + 1))
+  "$run" "$@" >out.txt 2>err.txt
+  rc=$?
+  if [ "$rc" -ne 0 ]; then
+    fail "tpc-run $*: exit status $rc: $(cat err.txt)"
+    return 1
+  fi
+  return 0
+}
+
+# expect_lines REGEX COUNT: out.txt has COUNT lines matching REGEX.
+expect_lines() {
+  n=$(grep -cE "$1" out.txt)
+  [ "$n" -eq "$2" ] || fail "expected $2 lines matching '$1', got $n: $(cat out.txt)"
+}
+
+weights="--weights weights.safetensors"
+inputs="--inputs inputs.safetensors"
+
+# --help names every flag and succeeds.
+if expect_ok --help; then
+  for flag in --weights --init-seed --inputs --synthetic-seed --steps \
+      --device --dump-outputs --trace --ranks --help; do
+    grep -q -- "$flag" out.txt || fail "--help does not explain $flag"
+  done
+fi
+
+# Flags.
+expect_error "no executable given" $weights $inputs
+expect_error "unknown flag '--frobnicate'" tiny.tpcx $weights $inputs --frobnicate
+expect_error "unknown flag '-x'" tiny.tpcx $weights $inputs -x
+expect_error "more than one executable given ('tiny.tpcx', 'other.tpcx')" tiny.tpcx other.tpcx $weights $inputs
+expect_error "no weights: give --weights W.safetensors or --init-seed S" tiny.tpcx $inputs
+expect_error "no inputs: give --inputs BATCH.safetensors or --synthetic-seed S" tiny.tpcx $weights
+expect_error "--weights and --init-seed exclude each other" tiny.tpcx $weights --init-seed 1 $inputs
+expect_error "--inputs and --synthetic-seed exclude each other" tiny.tpcx $weights $inputs --synthetic-seed 1
+expect_error "--steps: must be at least 1" tiny.tpcx $weights $inputs --steps 0
+expect_error "--steps: 'many' is not a non-negative integer" tiny.tpcx $weights $inputs --steps many
+expect_error "--init-seed: '-3' is not a non-negative integer" tiny.tpcx --init-seed=-3 $inputs
+expect_error "--init-seed: '18446744073709551616' is not a non-negative integer" tiny.tpcx --init-seed 18446744073709551616 $inputs
+expect_error "--steps needs a value" tiny.tpcx $weights $inputs --steps
+expect_error "--steps is given twice" tiny.tpcx $weights $inputs --steps 1 --steps 2
+expect_error "--device cuda: the CUDA backend is not available yet" tiny.tpcx $weights $inputs --device cuda
+expect_error "--device 'tpu': expected cpu or cuda" tiny.tpcx $weights $inputs --device tpu
+expect_error "--ranks 2: more than one rank is not supported yet" tiny.tpcx $weights $inputs --ranks 2
+for flag in --data --eval-data --eval-every --dump-grads --save-checkpoint --load-checkpoint; do
+  expect_error "$flag is not supported yet" tiny.tpcx $weights $inputs $flag x
+done
+
+# Files.
+expect_error "absent.tpcx: cannot open" absent.tpcx $weights $inputs
+expect_error "corrupt.tpcx: checksum mismatch" corrupt.tpcx $weights $inputs
+expect_error "weights.safetensors: not a tpc executable (bad magic" weights.safetensors $weights $inputs
+expect_error "mesh4.tpcx: the executable's mesh has 4 ranks; more than one rank is not supported yet" mesh4.tpcx $weights $inputs
+expect_error "weights-missing.safetensors: missing tensor 'transformer.ln_f.weight'" tiny.tpcx --weights weights-missing.safetensors $inputs
+expect_error "weights-shape.safetensors: tensor 'ln_f.weight' (param 'transformer.ln_f.weight') has shape [2, 4], expected [8]" tiny.tpcx --weights weights-shape.safetensors $inputs
+expect_error "inputs-bad.safetensors: input_ids[1, 2] is 16, outside [0, 16)" tiny.tpcx $weights --inputs inputs-bad.safetensors
+expect_error "inputs.safetensors: missing tensor 'transformer.wte.weight'" tiny.tpcx --weights inputs.safetensors $inputs
+expect_error "out/none/x.safetensors" tiny.tpcx $weights $inputs --dump-outputs out/none/x.safetensors
+
+# A good run: one line per step, the peak line, outputs and a trace.
+if expect_ok tiny.tpcx $weights $inputs --steps 3 --dump-outputs out.safetensors --trace trace.json; then
+  expect_lines '^step [1-3] loss [0-9]+\.[0-9]{6} tokens_per_s [0-9]+\.[0-9]$' 3
+  expect_lines '^rank 0 peak_bytes [0-9]+ planned_peak_bytes [0-9]+$' 1
+  [ "$(wc -l <out.txt)" -eq 4 ] || fail "expected 4 lines of output: $(cat out.txt)"
+  # The tiny model has dropout: each step draws another mask.
+  [ "$(sed -n 1p out.txt | cut -d' ' -f4)" != "$(sed -n 2p out.txt | cut -d' ' -f4)" ] ||
+    fail "steps 1 and 2 have the same loss despite dropout: $(cat out.txt)"
+  [ -s out.safetensors ] || fail "--dump-outputs wrote nothing"
+  for name in '"loss"' '"logits"'; do
+    grep -q "$name" out.safetensors || fail "out.safetensors has no $name"
+  done
+  events=$(grep -o '"ph":"X"' trace.json | wc -l)
+  first=$(grep -o '"step":1}' trace.json | wc -l)
+  third=$(grep -o '"step":3}' trace.json | wc -l)
+  [ "$first" -gt 0 ] && [ "$first" -eq "$third" ] && [ "$events" -eq $((3 * first)) ] ||
+    fail "trace.json: $events complete events, $first in step 1, $third in step 3"
+  grep -q '"name":"embedding"' trace.json && grep -q '"name":"loss_mean"' trace.json ||
+    fail "trace.json lacks the kernel names"
+  if command -v python3 >/dev/null 2>&1; then
+    python3 -c "import json, sys; t = json.load(open('trace.json')); \
+      sys.exit(not all(e['pid'] == 0 and e['dur'] >= 0 for e in t['traceEvents'] if e['ph'] == 'X'))" ||
+      fail "trace.json is not valid trace JSON"
+  fi
+  ls | grep -q '\.tmp\.' && fail "a temporary file was left behind"
+fi
+
+# Made-up weights and inputs are deterministic; without dropout every step
+# computes the same loss.
+if expect_ok tiny-nodrop.tpcx --init-seed 3 --synthetic-seed 4 --steps 2; then
+  cut -d' ' -f1-4 out.txt >first.txt
+  [ "$(sed -n 1p first.txt | cut -d' ' -f4)" = "$(sed -n 2p first.txt | cut -d' ' -f4)" ] ||
+    fail "without dropout the steps differ: $(cat out.txt)"
+  if expect_ok tiny-nodrop.tpcx --init-seed=3 --synthetic-seed=4 --steps=2 --device cpu --ranks 1; then
+    cut -d' ' -f1-4 out.txt | cmp -s - first.txt || fail "--init-seed / --synthetic-seed runs differ"
+  fi
+fi
+
+# bf16 storage runs too.
+if expect_ok tiny-bf16.tpcx $weights $inputs; then
+  expect_lines '^step 1 loss [0-9]+\.[0-9]{6} ' 1
+fi
+
+echo "tpc_run_cli.sh: $checks runs, $failures failed"
+[ "$failures" -eq 0 ]
