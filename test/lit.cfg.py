@@ -1,5 +1,6 @@
 # -*- Python -*-
 import os
+import shutil
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -21,10 +22,14 @@ config.substitutions.append(("%tpc_docs_dir", config.tpc_docs_dir))
 llvm_config.with_system_environment(["HOME", "PATH"])
 llvm_config.use_default_substitutions()
 llvm_config.add_tool_substitutions(
-    ["tpc-opt", "tpc-import"], [config.tpc_tools_dir])
+    ["tpc-opt", "tpc-import", "tpc-compile"], [config.tpc_tools_dir])
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 # Optional components are lit features, so a test that needs one is reported
 # as unsupported where it is missing, never as passed.
+# flatc (flatbuffers-compiler) turns an executable's payload into JSON, so
+# that tests can read what tpc-compile wrote.
+if shutil.which("flatc"):
+    config.available_features.add("flatc")
 if config.have_cuda:
     config.available_features.add("cuda-toolkit")

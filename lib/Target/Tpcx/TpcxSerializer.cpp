@@ -1,0 +1,238 @@
+//===- TpcxSerializer.cpp - rt module -> .tpcx executable -----------------===//
+//
+// Fills the FlatBuffers object API (fb::ExecutableT) from the rt ops, packs
+// it, and runs the runtime's own checks on the bytes before anyone can write
+// them. The rt ops are the schema's tables, so this is a walk, not a lowering.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tpc/Target/Tpcx.h"
+
+#include "dialects/Rt/IR/RtOps.h"
+
+#include "tpcrt/Executable.h"
+#include "tpcx_generated.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/DenseMap.h"
+
+using namespace mlir;
+using namespace mlir::rt;
+namespace fb = tpcrt::fb;
+
+// The rt enums mirror the schema's values exactly: a mismatch would make
+// every kernel of that opcode run as another one.
+#define TPC_SAME_VALUE(RtEnum, FbEnum, name)                                  \
+  static_assert(static_cast<int>(RtEnum::name) ==                             \
+                    static_cast<int>(FbEnum::name),                           \
+                #RtEnum "::" #name " differs from tpcx.fbs");
+TPC_SAME_VALUE(OpCode, fb::OpCode, Embedding)
+TPC_SAME_VALUE(OpCode, fb::OpCode, Linear)
+TPC_SAME_VALUE(OpCode, fb::OpCode, BatchMatmul)
+TPC_SAME_VALUE(OpCode, fb::OpCode, LayerNorm)
+TPC_SAME_VALUE(OpCode, fb::OpCode, RmsNorm)
+TPC_SAME_VALUE(OpCode, fb::OpCode, Gelu)
+TPC_SAME_VALUE(OpCode, fb::OpCode, Silu)
+TPC_SAME_VALUE(OpCode, fb::OpCode, Add)
+TPC_SAME_VALUE(OpCode, fb::OpCode, Mul)
+TPC_SAME_VALUE(OpCode, fb::OpCode, Dropout)
+TPC_SAME_VALUE(OpCode, fb::OpCode, Softmax)
+TPC_SAME_VALUE(OpCode, fb::OpCode, Attention)
+TPC_SAME_VALUE(OpCode, fb::OpCode, Rotary)
+TPC_SAME_VALUE(OpCode, fb::OpCode, CrossEntropy)
+TPC_SAME_VALUE(OpCode, fb::OpCode, LossMean)
+TPC_SAME_VALUE(OpCode, fb::OpCode, Copy)
+TPC_SAME_VALUE(OpCode, fb::OpCode, Transpose)
+TPC_SAME_VALUE(OpCode, fb::OpCode, Slice)
+TPC_SAME_VALUE(OpCode, fb::OpCode, Repeat)
+TPC_SAME_VALUE(OpCode, fb::OpCode, Cast)
+TPC_SAME_VALUE(ParamInit, fb::ParamInit, Normal)
+TPC_SAME_VALUE(ParamInit, fb::ParamInit, Zeros)
+TPC_SAME_VALUE(ParamInit, fb::ParamInit, Ones)
+#undef TPC_SAME_VALUE
+// ... and no value exists on one side only.
+static_assert(getMaxEnumValForOpCode() ==
+                  static_cast<unsigned>(fb::OpCode::MAX),
+              "rt::OpCode and tpcx.fbs OpCode have different opcode counts");
+static_assert(getMaxEnumValForParamInit() ==
+                  static_cast<unsigned>(fb::ParamInit::MAX),
+              "rt::ParamInit and tpcx.fbs ParamInit have different sizes");
+
+namespace {
+
+std::optional<fb::DType> dtypeOf(Type element) {
+  if (element.isF32())
+    return fb::DType::F32;
+  if (element.isBF16())
+    return fb::DType::BF16;
+  if (element.isF16())
+    return fb::DType::F16;
+  if (element.isSignlessInteger(32))
+    return fb::DType::I32;
+  if (element.isSignlessInteger(64))
+    return fb::DType::I64;
+  return std::nullopt;
+}
+
+/// Reads a non-negative i64 module attribute into a uint64 field.
+LogicalResult readModuleSize(ModuleOp module, StringRef name,
+                             uint64_t &value) {
+  auto attr = module->getAttrOfType<IntegerAttr>(name);
+  if (!attr)
+    return module.emitError() << "the module has no '" << name
+                              << "': run rt-plan-memory before serializing";
+  value = static_cast<uint64_t>(attr.getInt());
+  return success();
+}
+
+class ExecutableBuilder {
+public:
+  explicit ExecutableBuilder(fb::ExecutableT &exe) : exe(exe) {}
+
+  LogicalResult build(ModuleOp module);
+
+private:
+  FailureOr<uint32_t> addBuffer(Operation *op, Value buffer,
+                                IntegerAttr offset);
+  LogicalResult addKernel(KernelOp kernel);
+  uint32_t idOf(Value buffer) { return ids.lookup(buffer); }
+
+  fb::ExecutableT &exe;
+  llvm::DenseMap<Value, uint32_t> ids;
+};
+
+} // namespace
+
+FailureOr<uint32_t> ExecutableBuilder::addBuffer(Operation *op, Value buffer,
+                                                 IntegerAttr offset) {
+  if (!offset)
+    return op->emitError("buffer has no offset: run rt-plan-memory before "
+                         "serializing");
+  auto type = cast<MemRefType>(buffer.getType());
+  std::optional<fb::DType> dtype = dtypeOf(type.getElementType());
+  if (!dtype)
+    return op->emitError() << "buffer type " << type
+                           << " has no executable dtype";
+  auto table = std::make_unique<fb::BufferT>();
+  table->offset = static_cast<uint64_t>(offset.getInt());
+  table->size = static_cast<uint64_t>(getBufferBytes(type));
+  table->dtype = *dtype;
+  table->shape.assign(type.getShape().begin(), type.getShape().end());
+  auto id = static_cast<uint32_t>(exe.buffers.size());
+  exe.buffers.push_back(std::move(table));
+  ids[buffer] = id;
+  return id;
+}
+
+LogicalResult ExecutableBuilder::addKernel(KernelOp kernel) {
+  auto table = std::make_unique<fb::KernelT>();
+  table->op = static_cast<fb::OpCode>(kernel.getOpcode());
+  for (Value operand : kernel.getInputs())
+    table->operands.push_back(idOf(operand));
+  for (Value result : kernel.getOutputs())
+    table->results.push_back(idOf(result));
+  table->int_attrs.assign(kernel.getInts().begin(), kernel.getInts().end());
+  table->float_attrs.assign(kernel.getFloats().begin(),
+                            kernel.getFloats().end());
+  table->flags = kernel.getFlags();
+  exe.kernels.push_back(std::move(table));
+  return success();
+}
+
+LogicalResult ExecutableBuilder::build(ModuleOp module) {
+  auto programs = module.getOps<ProgramOp>();
+  if (!llvm::hasSingleElement(programs))
+    return module.emitError() << "expected exactly one rt.program, found "
+                              << llvm::range_size(programs);
+  ProgramOp program = *programs.begin();
+
+  exe.schema_version = tpcrt::kExecutableSchemaVersion;
+  if (failed(readModuleSize(module, RtDialect::kArenaBytesAttrName,
+                            exe.arena_bytes)) ||
+      failed(readModuleSize(module, RtDialect::kPlannedPeakBytesAttrName,
+                            exe.planned_peak_bytes)))
+    return failure();
+  // The seed's 64 bits, stored as an i64; no seed means 0.
+  if (auto seed = module->getAttrOfType<IntegerAttr>(RtDialect::kSeedAttrName))
+    exe.seed = static_cast<uint64_t>(seed.getInt());
+
+  for (Operation &op : program.getBody().front()) {
+    if (auto param = dyn_cast<ParamOp>(op)) {
+      FailureOr<uint32_t> id =
+          addBuffer(param, param.getBuffer(), param.getOffsetAttr());
+      if (failed(id))
+        return failure();
+      auto table = std::make_unique<fb::ParamT>();
+      table->hf_name = param.getHfName().str();
+      table->hf_shape.assign(param.getHfShape().begin(),
+                             param.getHfShape().end());
+      ArrayRef<int64_t> view = param.getBuffer().getType().getShape();
+      table->view_shape.assign(view.begin(), view.end());
+      table->buffer = *id;
+      table->init = static_cast<fb::ParamInit>(param.getInit());
+      table->init_std = param.getInitStd().convertToDouble();
+      exe.params.push_back(std::move(table));
+    } else if (auto input = dyn_cast<InputOp>(op)) {
+      FailureOr<uint32_t> id =
+          addBuffer(input, input.getBuffer(), input.getOffsetAttr());
+      if (failed(id))
+        return failure();
+      auto table = std::make_unique<fb::BindingT>();
+      table->name = input.getName().str();
+      table->buffer = *id;
+      table->value_bound = input.getValueBoundAttr().getInt();
+      exe.inputs.push_back(std::move(table));
+    } else if (auto alloc = dyn_cast<AllocOp>(op)) {
+      if (failed(addBuffer(alloc, alloc.getBuffer(), alloc.getOffsetAttr())))
+        return failure();
+    } else if (auto kernel = dyn_cast<KernelOp>(op)) {
+      if (failed(addKernel(kernel)))
+        return failure();
+    } else if (auto output = dyn_cast<OutputOp>(op)) {
+      auto table = std::make_unique<fb::BindingT>();
+      table->name = output.getName().str();
+      table->buffer = idOf(output.getBuffer());
+      exe.outputs.push_back(std::move(table));
+    } else {
+      return op.emitError() << "'" << op.getName()
+                            << "' has no place in the executable";
+    }
+  }
+  return success();
+}
+
+LogicalResult mlir::rt::serializeTpcx(ModuleOp module,
+                                      std::vector<uint8_t> &payload) {
+  fb::ExecutableT exe;
+  if (failed(ExecutableBuilder(exe).build(module)))
+    return failure();
+
+  flatbuffers::FlatBufferBuilder fbb;
+  fb::FinishExecutableBuffer(fbb, fb::Executable::Pack(fbb, &exe));
+  // What the runtime's loader would check, minus the framing it adds later.
+  flatbuffers::Verifier verifier(fbb.GetBufferPointer(), fbb.GetSize());
+  if (!fb::VerifyExecutableBuffer(verifier))
+    return module.emitError("internal error: the executable fails the "
+                            "FlatBuffers verifier");
+  if (tpcrt::Status status =
+          tpcrt::checkExecutable(*fb::GetExecutable(fbb.GetBufferPointer()));
+      !status)
+    return module.emitError() << "internal error: the runtime would refuse "
+                                 "this executable: "
+                              << status.message();
+  payload.assign(fbb.GetBufferPointer(),
+                 fbb.GetBufferPointer() + fbb.GetSize());
+  return success();
+}
+
+LogicalResult mlir::rt::writeTpcxFile(ModuleOp module, StringRef path) {
+  std::vector<uint8_t> payload;
+  if (failed(serializeTpcx(module, payload)))
+    return failure();
+  if (tpcrt::Status status = tpcrt::writeExecutableFile(
+          path.str(), payload.data(), payload.size());
+      !status)
+    return emitError(UnknownLoc::get(module.getContext()))
+           << "cannot write '" << path << "': " << status.message();
+  return success();
+}
