@@ -58,7 +58,7 @@ static cl::opt<std::string>
            cl::value_desc("cpu"), cl::init("cpu"), cl::cat(category));
 
 // The rest of the user contract (INTERFACE.md): parsed, then refused.
-#define TPC_UNSUPPORTED(var, flag, type, help)                                \
+#define TPC_UNSUPPORTED(var, flag, type, help)                                 \
   static cl::opt<type> var(flag, cl::desc(help), cl::cat(unsupportedCategory))
 TPC_UNSUPPORTED(train, "train", bool, "Compile a training step");
 TPC_UNSUPPORTED(optimizer, "optimizer", std::string, "adamw|sgd");
@@ -95,12 +95,13 @@ static constexpr llvm::StringLiteral kScope =
     "this tpc-compile compiles the forward pass and loss for one CPU device";
 
 static const cl::Option *const unsupportedFlags[] = {
-    &train,         &optimizer,   &lr,           &beta1,
-    &beta2,         &eps,         &weightDecay,  &decayExclude,
-    &momentum,      &gradClip,    &lrSchedule,   &warmupSteps,
-    &minLr,         &mesh,        &sequenceParallel, &schedule,
-    &microbatches,  &virtualStages, &remat,      &memoryLimit,
-    &report};
+    &train,       &optimizer,    &lr,
+    &beta1,       &beta2,        &eps,
+    &weightDecay, &decayExclude, &momentum,
+    &gradClip,    &lrSchedule,   &warmupSteps,
+    &minLr,       &mesh,         &sequenceParallel,
+    &schedule,    &microbatches, &virtualStages,
+    &remat,       &memoryLimit,  &report};
 
 static int fail(const llvm::Twine &message) {
   llvm::WithColor::error(llvm::errs()) << message << "\n";
@@ -204,8 +205,7 @@ int main(int argc, char **argv) {
     outputPath = "-";
 
   std::string error;
-  std::unique_ptr<llvm::MemoryBuffer> input =
-      openInputFile(inputPath, &error);
+  std::unique_ptr<llvm::MemoryBuffer> input = openInputFile(inputPath, &error);
   if (!input)
     return fail(error);
   llvm::SourceMgr sourceMgr;

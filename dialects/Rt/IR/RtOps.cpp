@@ -38,9 +38,8 @@ static std::optional<int64_t> elementCount(ArrayRef<int64_t> shape) {
 int64_t mlir::rt::getBufferBytes(MemRefType type) {
   std::optional<int64_t> count = elementCount(type.getShape());
   int64_t bytes;
-  if (!count || llvm::MulOverflow(*count,
-                                  int64_t(type.getElementTypeBitWidth() / 8),
-                                  bytes))
+  if (!count || llvm::MulOverflow(
+                    *count, int64_t(type.getElementTypeBitWidth() / 8), bytes))
     return std::numeric_limits<int64_t>::max();
   return bytes;
 }
@@ -123,14 +122,13 @@ LogicalResult ParamOp::verify() {
   std::optional<int64_t> hfElements = elementCount(hfShape);
   if (!hfElements)
     return emitOpError("hf_shape of '")
-           << getHfName()
-           << "' has a negative dimension or too many elements";
+           << getHfName() << "' has a negative dimension or too many elements";
   int64_t elements = getBuffer().getType().getNumElements();
   if (*hfElements != elements)
-    return emitOpError("'") << getHfName() << "': hf_shape [" << hfShape
-                            << "] has " << *hfElements
-                            << " elements but the buffer "
-                            << getBuffer().getType() << " has " << elements;
+    return emitOpError("'")
+           << getHfName() << "': hf_shape [" << hfShape << "] has "
+           << *hfElements << " elements but the buffer "
+           << getBuffer().getType() << " has " << elements;
   double std = getInitStd().convertToDouble();
   if (!std::isfinite(std) || std < 0)
     return emitOpError("'") << getHfName()
@@ -145,11 +143,9 @@ LogicalResult InputOp::verify() {
     return emitOpError("name must not be empty");
   int64_t bound = getValueBoundAttr().getInt();
   if (bound < 0)
-    return emitOpError("input '") << getName()
-                                  << "': bound must be non-negative but is "
-                                  << bound;
-  if (bound != 0 &&
-      !getBuffer().getType().getElementType().isSignlessInteger())
+    return emitOpError("input '")
+           << getName() << "': bound must be non-negative but is " << bound;
+  if (bound != 0 && !getBuffer().getType().getElementType().isSignlessInteger())
     return emitOpError("input '")
            << getName() << "': a value bound needs an integer buffer, not "
            << getBuffer().getType();
@@ -540,8 +536,8 @@ LogicalResult KernelChecker::checkSliceOrRepeat() {
     int64_t offset = ints[1], length = ints[2];
     if (offset < 0 || length < 0 || offset > size || length > size - offset)
       return error() << "[" << offset << ", +" << length
-                     << ") is out of range for dimension " << dim
-                     << " of size " << size;
+                     << ") is out of range for dimension " << dim << " of size "
+                     << size;
     expected[dim] = length;
   } else {
     int64_t repeats = ints[1];
@@ -565,18 +561,17 @@ LogicalResult KernelChecker::check() {
   const KernelInfo &info = kKernels[static_cast<size_t>(op.getOpcode())];
   unsigned numOperands = op.getInputs().size();
   if (numOperands < info.minOperands || numOperands > info.maxOperands) {
-    InFlightDiagnostic diag = error() << "has " << numOperands
-                                      << " operands, expected "
-                                      << info.minOperands;
+    InFlightDiagnostic diag = error()
+                              << "has " << numOperands << " operands, expected "
+                              << info.minOperands;
     if (info.maxOperands != info.minOperands)
       diag << " to " << info.maxOperands;
     return diag;
   }
   if (op.getOutputs().size() != info.numResults)
-    return error() << "has " << op.getOutputs().size()
-                   << " results, expected " << info.numResults;
-  int64_t numInts =
-      info.numInts == kRankInts ? in(0).getRank() : info.numInts;
+    return error() << "has " << op.getOutputs().size() << " results, expected "
+                   << info.numResults;
+  int64_t numInts = info.numInts == kRankInts ? in(0).getRank() : info.numInts;
   if (static_cast<int64_t>(op.getInts().size()) != numInts)
     return error() << "takes " << numInts << " ints but has "
                    << op.getInts().size();

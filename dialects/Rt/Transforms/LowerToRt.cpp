@@ -42,7 +42,9 @@ std::optional<KernelSpec> kernelFor(Operation *op) {
   return llvm::TypeSwitch<Operation *, std::optional<KernelSpec>>(op)
       .Case([](EmbeddingOp) { return KernelSpec{OpCode::Embedding}; })
       .Case([&](LinearOp op) {
-        return KernelSpec{OpCode::Linear, {}, {},
+        return KernelSpec{OpCode::Linear,
+                          {},
+                          {},
                           flag(op.getLayout() == WeightLayout::OutIn, 1)};
       })
       .Case([&](BatchMatmulOp op) {
@@ -53,18 +55,18 @@ std::optional<KernelSpec> kernelFor(Operation *op) {
                               flag(op.getTransposeRhs(), 2)};
       })
       .Case([](LayerNormOp op) {
-        return KernelSpec{OpCode::LayerNorm,
-                          {},
-                          {op.getEpsilon().convertToDouble()}};
+        return KernelSpec{
+            OpCode::LayerNorm, {}, {op.getEpsilon().convertToDouble()}};
       })
       .Case([](RmsNormOp op) {
-        return KernelSpec{OpCode::RmsNorm,
-                          {},
-                          {op.getEpsilon().convertToDouble()}};
+        return KernelSpec{
+            OpCode::RmsNorm, {}, {op.getEpsilon().convertToDouble()}};
       })
       .Case([&](GeluOp op) {
         return KernelSpec{
-            OpCode::Gelu, {}, {},
+            OpCode::Gelu,
+            {},
+            {},
             flag(op.getApproximation() == GeluApproximation::Tanh, 1)};
       })
       .Case([](SiluOp) { return KernelSpec{OpCode::Silu}; })
@@ -91,7 +93,8 @@ std::optional<KernelSpec> kernelFor(Operation *op) {
                           {op.getTheta().convertToDouble()}};
       })
       .Case([](CrossEntropyOp op) {
-        return KernelSpec{OpCode::CrossEntropy, {op.getIgnoreIndexAttr().getInt()}};
+        return KernelSpec{OpCode::CrossEntropy,
+                          {op.getIgnoreIndexAttr().getInt()}};
       })
       .Case([](LossMeanOp) { return KernelSpec{OpCode::LossMean}; })
       .Case([](ReshapeOp) { return KernelSpec{OpCode::Copy}; })
@@ -101,12 +104,14 @@ std::optional<KernelSpec> kernelFor(Operation *op) {
       })
       .Case([](SliceOp op) {
         return KernelSpec{OpCode::Slice,
-                          {op.getDimAttr().getInt(), op.getOffsetAttr().getInt(),
+                          {op.getDimAttr().getInt(),
+                           op.getOffsetAttr().getInt(),
                            op.getSizeAttr().getInt()}};
       })
       .Case([](RepeatOp op) {
-        return KernelSpec{OpCode::Repeat, {op.getDimAttr().getInt(),
-                                           op.getRepeatsAttr().getInt()}};
+        return KernelSpec{
+            OpCode::Repeat,
+            {op.getDimAttr().getInt(), op.getRepeatsAttr().getInt()}};
       })
       .Case([](CastOp) { return KernelSpec{OpCode::Cast}; })
       .Default([](Operation *) { return std::nullopt; });
@@ -211,11 +216,11 @@ LogicalResult Lowering::lowerArgument(BlockArgument arg) {
                << tpc::kHfShapeAttrName << "' must be an array<i64>";
       hfShape = builder.getDenseI64ArrayAttr(type->getShape());
     }
-    buffers[arg] = ParamOp::create(builder, loc, *type, param, hfShape,
-                                   ParamInitAttr::get(builder.getContext(),
-                                                      initOf(arg)),
-                                   builder.getF64FloatAttr(0.02),
-                                   /*offset=*/IntegerAttr());
+    buffers[arg] =
+        ParamOp::create(builder, loc, *type, param, hfShape,
+                        ParamInitAttr::get(builder.getContext(), initOf(arg)),
+                        builder.getF64FloatAttr(0.02),
+                        /*offset=*/IntegerAttr());
   } else {
     buffers[arg] = InputOp::create(builder, loc, *type, input,
                                    builder.getI64IntegerAttr(valueBoundOf(arg)),
@@ -246,8 +251,7 @@ LogicalResult Lowering::lowerOp(Operation *op) {
   }
   KernelOp::create(builder, op->getLoc(),
                    OpCodeAttr::get(builder.getContext(), spec->opcode),
-                   operands, results,
-                   builder.getDenseI64ArrayAttr(spec->ints),
+                   operands, results, builder.getDenseI64ArrayAttr(spec->ints),
                    builder.getDenseF64ArrayAttr(spec->floats),
                    builder.getUI32IntegerAttr(spec->flags));
   return success();
@@ -255,11 +259,12 @@ LogicalResult Lowering::lowerOp(Operation *op) {
 
 LogicalResult Lowering::lowerReturn(func::ReturnOp ret) {
   for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
-    auto name = forward.getResultAttrOfType<StringAttr>(i, tpc::kOutputAttrName);
+    auto name =
+        forward.getResultAttrOfType<StringAttr>(i, tpc::kOutputAttrName);
     if (!name || name.getValue().empty())
-      return ret.emitError() << "result " << i << " of @forward has no '"
-                             << tpc::kOutputAttrName
-                             << "' name; tpc-import names every result";
+      return ret.emitError()
+             << "result " << i << " of @forward has no '"
+             << tpc::kOutputAttrName << "' name; tpc-import names every result";
     OutputOp::create(builder, ret.getLoc(), name, buffers.lookup(value));
   }
   return success();

@@ -268,7 +268,8 @@ LogicalResult checkPlan(const Lifetimes &lifetimes, int64_t arenaBytes) {
 
 /// Reads the plan in the IR (offsets, arena) into `lifetimes` and checks it.
 LogicalResult checkExistingPlan(ModuleOp module, Lifetimes &lifetimes) {
-  auto arena = module->getAttrOfType<IntegerAttr>(RtDialect::kArenaBytesAttrName);
+  auto arena =
+      module->getAttrOfType<IntegerAttr>(RtDialect::kArenaBytesAttrName);
   if (!arena)
     return module.emitError("rt-plan-memory: check-only needs '")
            << RtDialect::kArenaBytesAttrName << "' on the module";

@@ -22,9 +22,9 @@ namespace fb = tpcrt::fb;
 
 // The rt enums mirror the schema's values exactly: a mismatch would make
 // every kernel of that opcode run as another one.
-#define TPC_SAME_VALUE(RtEnum, FbEnum, name)                                  \
-  static_assert(static_cast<int>(RtEnum::name) ==                             \
-                    static_cast<int>(FbEnum::name),                           \
+#define TPC_SAME_VALUE(RtEnum, FbEnum, name)                                   \
+  static_assert(static_cast<int>(RtEnum::name) ==                              \
+                    static_cast<int>(FbEnum::name),                            \
                 #RtEnum "::" #name " differs from tpcx.fbs");
 TPC_SAME_VALUE(OpCode, fb::OpCode, Embedding)
 TPC_SAME_VALUE(OpCode, fb::OpCode, Linear)
@@ -75,8 +75,7 @@ std::optional<fb::DType> dtypeOf(Type element) {
 }
 
 /// Reads a non-negative i64 module attribute into a uint64 field.
-LogicalResult readModuleSize(ModuleOp module, StringRef name,
-                             uint64_t &value) {
+LogicalResult readModuleSize(ModuleOp module, StringRef name, uint64_t &value) {
   auto attr = module->getAttrOfType<IntegerAttr>(name);
   if (!attr)
     return module.emitError() << "the module has no '" << name
@@ -194,8 +193,8 @@ LogicalResult ExecutableBuilder::build(ModuleOp module) {
       table->buffer = idOf(output.getBuffer());
       exe.outputs.push_back(std::move(table));
     } else {
-      return op.emitError() << "'" << op.getName()
-                            << "' has no place in the executable";
+      return op.emitError()
+             << "'" << op.getName() << "' has no place in the executable";
     }
   }
   return success();
