@@ -33,8 +33,16 @@ func.func @forward(%w: tensor<2xf32> {tpc.param = "w", tpc.input = "w"})
 
 // -----
 
-// expected-error @+1 {{argument 0 ('w') has type 'tensor<2xf64>', not a static tensor of f32, bf16, f16, i32 or i64}}
+// expected-error @+1 {{argument 0 ('w') has type 'tensor<2xf64>', not a static tensor of f32, bf16, f16, i32 or i64 of fewer than 2^63 bytes}}
 func.func @forward(%w: tensor<2xf64> {tpc.param = "w"}) {
+  return
+}
+
+// -----
+
+// 2^80 elements: the executable's sizes are 64-bit.
+// expected-error @+1 {{argument 0 ('w') has type 'tensor<1099511627776x1099511627776xf32>', not a static tensor}}
+func.func @forward(%w: tensor<1099511627776x1099511627776xf32> {tpc.param = "w"}) {
   return
 }
 

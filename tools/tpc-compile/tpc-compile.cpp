@@ -214,6 +214,9 @@ int main(int argc, char **argv) {
   DialectRegistry registry;
   registry.insert<tpc::TpcDialect, rt::RtDialect, func::FuncDialect>();
   MLIRContext context(registry);
+  // A diagnostic names the op; dumping it (possibly a whole program) adds
+  // nothing a user can act on.
+  context.printOpOnDiagnostic(false);
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
   // Diagnostics without a location (e.g. the output cannot be written) read
   // `error: ...` like the tool's own errors; the others go to the handler

@@ -15,6 +15,8 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <limits>
+
 namespace mlir::rt {
 #define GEN_PASS_DEF_TPCLOWERTORT
 #include "dialects/Rt/Transforms/Passes.h.inc"
@@ -117,8 +119,13 @@ std::optional<KernelSpec> kernelFor(Operation *op) {
       .Default([](Operation *) { return std::nullopt; });
 }
 
+/// What a buffer type of `bufferTypeOf` must be, for its diagnostics.
+constexpr llvm::StringLiteral kBufferTypeRule =
+    "a static tensor of f32, bf16, f16, i32 or i64 of fewer than 2^63 bytes";
+
 /// The buffer type of a tensor value: same shape and element type, static,
-/// of an element type the executable has.
+/// of an element type the executable has, and a byte size that fits the
+/// executable's int64 sizes.
 FailureOr<MemRefType> bufferTypeOf(Type type) {
   auto tensor = dyn_cast<RankedTensorType>(type);
   if (!tensor || !tensor.hasStaticShape())
@@ -127,7 +134,10 @@ FailureOr<MemRefType> bufferTypeOf(Type type) {
   if (!isa<Float32Type, BFloat16Type, Float16Type>(element) &&
       !element.isSignlessInteger(32) && !element.isSignlessInteger(64))
     return failure();
-  return MemRefType::get(tensor.getShape(), element);
+  auto buffer = MemRefType::get(tensor.getShape(), element);
+  if (getBufferBytes(buffer) == std::numeric_limits<int64_t>::max())
+    return failure();
+  return buffer;
 }
 
 /// How tpc-run initializes a parameter without weights, from its uses: a
@@ -203,8 +213,7 @@ LogicalResult Lowering::lowerArgument(BlockArgument arg) {
   if (failed(type))
     return forward.emitError()
            << "argument " << i << " ('" << name << "') has type "
-           << arg.getType()
-           << ", not a static tensor of f32, bf16, f16, i32 or i64";
+           << arg.getType() << ", not " << kBufferTypeRule;
   Location loc = arg.getLoc();
   if (param) {
     auto hfShape =
@@ -240,10 +249,9 @@ LogicalResult Lowering::lowerOp(Operation *op) {
   for (OpResult result : op->getResults()) {
     FailureOr<MemRefType> type = bufferTypeOf(result.getType());
     if (failed(type))
-      return op->emitError() << "result " << result.getResultNumber()
-                             << " has type " << result.getType()
-                             << ", not a static tensor of f32, bf16, f16, "
-                                "i32 or i64";
+      return op->emitError()
+             << "result " << result.getResultNumber() << " has type "
+             << result.getType() << ", not " << kBufferTypeRule;
     Value buffer = AllocOp::create(builder, op->getLoc(), *type,
                                    /*offset=*/IntegerAttr());
     buffers[result] = buffer;
