@@ -45,6 +45,10 @@ CASES = {
     "gpt2-loss-only": ("examples/configs/gpt2-tiny.json", "fused", torch.float32, "bare", "loss"),
     "llama-gqa-fused": ("examples/configs/llama-tiny.json", "fused", torch.float32, "plain", "logits"),
     "llama-gqa-unfused": ("examples/configs/llama-tiny.json", "unfused", torch.float16, "sharded", "logits"),
+    # The check itself can fail: tpc-run gets a checkpoint in which one
+    # element of one weight differs by 1e-3 from what the reference uses;
+    # the case passes only if the comparison reports the difference.
+    "gpt2-perturbed": ("examples/configs/gpt2-tiny.json", "fused", torch.float32, "perturbed", "logits"),
 }
 
 
@@ -74,6 +78,10 @@ def checkpoint_tensors(config, weights, style):
                        else name: t for name, t in tensors.items()}
             if config.tied:
                 tensors["lm_head.weight"] = weights["transformer.wte.weight"]
+    if style == "perturbed":
+        name = "transformer.h.1.mlp.c_fc.weight"
+        tensors[name] = tensors[name].clone()
+        tensors[name][3, 7] += 1e-3
     return tensors
 
 
@@ -153,6 +161,12 @@ def main():
     elif "logits" in dumped:
         print("FAIL: logits dumped although the model outputs only the loss")
         failures += 1
+    if style == "perturbed":
+        if failures:
+            print("ok: the perturbed checkpoint was detected")
+            return 0
+        print("FAIL: a perturbed checkpoint went unnoticed")
+        return 1
     return 1 if failures else 0
 
 
