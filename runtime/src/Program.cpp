@@ -104,6 +104,7 @@ private:
   const char *outRole(size_t j) const { return roles.results[j]; }
 
   Status attrs(size_t ints, size_t floats, uint32_t flagMask);
+  Status floatDType(const TensorRef &t, const char *role);
   Status floatOperands();
   Status dtype(const TensorRef &t, const char *role, fb::DType expected);
   Status rankAtLeast(const TensorRef &t, const char *role, size_t rank);
@@ -150,21 +151,22 @@ Status KernelDecoder::attrs(size_t ints, size_t floats, uint32_t flagMask) {
   return Status::ok();
 }
 
-/// Every operand and result of a float kernel, except the integer ones the
-/// opcode names (ids, labels, count), is F32, BF16 or F16.
+Status KernelDecoder::floatDType(const TensorRef &t, const char *role) {
+  if (isFloatDType(t.dtype))
+    return Status::ok();
+  return Status::error(std::string(role) + " is " +
+                       executableDTypeName(t.dtype) +
+                       ", expected f32, bf16 or f16");
+}
+
+/// Every operand and result is F32, BF16 or F16 (kernels with integer
+/// operands check theirs one by one).
 Status KernelDecoder::floatOperands() {
-  auto check = [](const TensorRef &t, const char *role) {
-    if (isFloatDType(t.dtype))
-      return Status::ok();
-    return Status::error(std::string(role) + " is " +
-                         executableDTypeName(t.dtype) +
-                         ", expected f32, bf16 or f16");
-  };
   for (size_t j = 0; j < call.operands.size(); ++j)
-    if (Status s = check(in(j), inRole(j)); !s)
+    if (Status s = floatDType(in(j), inRole(j)); !s)
       return s;
   for (size_t j = 0; j < call.results.size(); ++j)
-    if (Status s = check(out(j), outRole(j)); !s)
+    if (Status s = floatDType(out(j), outRole(j)); !s)
       return s;
   return Status::ok();
 }
@@ -238,13 +240,12 @@ Status KernelDecoder::dropoutRate(size_t index) {
 Status KernelDecoder::embedding() {
   if (Status s = attrs(0, 0, 0); !s)
     return s;
-  if (Status s = dtype(in(1), inRole(1), fb::DType::I64); !s)
+  if (Status s = floatDType(in(0), "table"); !s)
     return s;
-  for (const TensorRef *t : {&in(0), &out(0)})
-    if (!isFloatDType(t->dtype))
-      return Status::error(std::string(t == &in(0) ? "table" : "result") +
-                           " is " + executableDTypeName(t->dtype) +
-                           ", expected f32, bf16 or f16");
+  if (Status s = dtype(in(1), "ids", fb::DType::I64); !s)
+    return s;
+  if (Status s = floatDType(out(0), "result"); !s)
+    return s;
   if (in(0).shape.size() != 2)
     return Status::error(describe(inRole(0), in(0)) +
                          " should be [vocab, hidden]");
@@ -480,10 +481,8 @@ Status KernelDecoder::crossEntropy() {
   if (Status s = attrs(1, 0, 0); !s)
     return s;
   const TensorRef &logits = in(0);
-  if (!isFloatDType(logits.dtype))
-    return Status::error(std::string("logits is ") +
-                         executableDTypeName(logits.dtype) +
-                         ", expected f32, bf16 or f16");
+  if (Status s = floatDType(logits, "logits"); !s)
+    return s;
   if (Status s = dtype(in(1), "labels", fb::DType::I64); !s)
     return s;
   if (Status s = dtype(out(0), "loss_sum", fb::DType::F32); !s)

@@ -76,6 +76,12 @@ Status writeAll(const std::string &dir) {
   if (Status s = writeExecutable(dir + "/mesh4.tpcx", mesh); !s)
     return s;
 
+  // Valid, but an arena no machine has (2^62 bytes).
+  fb::ExecutableT huge = tinyModel();
+  huge.arena_bytes = uint64_t(1) << 62;
+  if (Status s = writeExecutable(dir + "/huge-arena.tpcx", huge); !s)
+    return s;
+
   std::vector<uint8_t> payload = pack(tiny);
   std::vector<uint8_t> image =
       serializeExecutable(payload.data(), payload.size());

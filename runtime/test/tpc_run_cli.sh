@@ -93,6 +93,7 @@ expect_error "absent.tpcx: cannot open" absent.tpcx $weights $inputs
 expect_error "corrupt.tpcx: checksum mismatch" corrupt.tpcx $weights $inputs
 expect_error "weights.safetensors: not a tpc executable (bad magic" weights.safetensors $weights $inputs
 expect_error "mesh4.tpcx: the executable's mesh has 4 ranks; more than one rank is not supported yet" mesh4.tpcx $weights $inputs
+expect_error "huge-arena.tpcx: cpu: cannot allocate the arena of 4611686018427387904 bytes" huge-arena.tpcx $weights $inputs
 expect_error "weights-missing.safetensors: missing tensor 'transformer.ln_f.weight'" tiny.tpcx --weights weights-missing.safetensors $inputs
 expect_error "weights-shape.safetensors: tensor 'ln_f.weight' (param 'transformer.ln_f.weight') has shape [2, 4], expected [8]" tiny.tpcx --weights weights-shape.safetensors $inputs
 expect_error "inputs-bad.safetensors: input_ids[1, 2] is 16, outside [0, 16)" tiny.tpcx $weights --inputs inputs-bad.safetensors
