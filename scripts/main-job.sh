@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The main job: set up and build (scripts/setup.sh), then import a small GPT-2
-# and summarize it. It grows as the compiler does (compile, run on CPU ranks,
-# print loss and memory).
+# The main job: set up and build (scripts/setup.sh), then import a small GPT-2,
+# summarize it, compile it into an executable and run its forward pass and loss
+# on the CPU, printing the loss and the planned and measured memory. It grows as
+# the compiler does (training, multi-rank meshes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -22,3 +23,11 @@ echo "round trip: identical"
 
 echo "== summary"
 "$BIN/tpc-opt" "$OUT/gpt2-tiny.mlir" --tpc-model-summary -o /dev/null
+
+echo "== tpc-compile (forward + loss; static memory plan)"
+"$BIN/tpc-compile" "$OUT/gpt2-tiny.mlir" -o "$OUT/gpt2-tiny.tpcx"
+
+echo "== tpc-run on the CPU (weights from --init-seed, a synthetic batch)"
+"$BIN/tpc-run" "$OUT/gpt2-tiny.tpcx" --init-seed 1 --synthetic-seed 1 \
+  --trace "$OUT/gpt2-tiny.trace.json"
+echo "kernel trace: $OUT/gpt2-tiny.trace.json (chrome://tracing or ui.perfetto.dev)"
