@@ -43,6 +43,20 @@ rt.program @p {
 // -----
 
 rt.program @p {
+  // expected-error @+1 {{offset 4 is not a multiple of the 8-byte element size of 'memref<2xi64>'}}
+  %x = rt.input "x" offset 4 : memref<2xi64>
+}
+
+// -----
+
+rt.program @p {
+  // expected-error @+1 {{'w': a parameter buffer holds f32, bf16 or f16, not 'memref<8xi32>'}}
+  %w = rt.param "w" hf_shape [8] init zeros : memref<8xi32>
+}
+
+// -----
+
+rt.program @p {
   // expected-error @+1 {{hf_name must not be empty}}
   %w = rt.param "" hf_shape [8] init normal : memref<8xf32>
 }

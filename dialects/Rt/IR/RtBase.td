@@ -24,7 +24,8 @@ def Rt_Dialect : Dialect {
       inputs, intermediates). A buffer is a builtin memref with a static shape
       and the identity layout; its dtype and shape are the executable
       buffer's. The memory plan (`rt-plan-memory`) gives each one an `offset`
-      in the per-rank arena.
+      in the per-rank arena, a multiple of its element size (kernels read
+      elements in place). Parameters are f32, bf16 or f16.
     * `rt.kernel` calls one runtime kernel in destination-passing style: its
       operands and results are both buffers (memref operands), and `ints`,
       `floats` and `flags` are stored exactly as in the executable (the

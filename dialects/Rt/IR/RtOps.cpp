@@ -44,11 +44,20 @@ int64_t mlir::rt::getBufferBytes(MemRefType type) {
   return bytes;
 }
 
-/// Offsets are read as signed: the executable's uint64 would wrap.
+/// Offsets are read as signed (the executable's uint64 would wrap) and must
+/// be a multiple of the element size: kernels read elements in place.
 static LogicalResult verifyOffset(Operation *op, IntegerAttr offset) {
-  if (offset && offset.getInt() < 0)
-    return op->emitOpError("offset must be non-negative but is ")
-           << offset.getInt();
+  if (!offset)
+    return success();
+  int64_t value = offset.getInt();
+  if (value < 0)
+    return op->emitOpError("offset must be non-negative but is ") << value;
+  auto type = cast<MemRefType>(op->getResult(0).getType());
+  int64_t elementBytes = type.getElementTypeBitWidth() / 8;
+  if (value % elementBytes != 0)
+    return op->emitOpError("offset ")
+           << value << " is not a multiple of the " << elementBytes
+           << "-byte element size of " << type;
   return success();
 }
 
@@ -118,6 +127,10 @@ LogicalResult ProgramOp::verify() {
 LogicalResult ParamOp::verify() {
   if (getHfName().empty())
     return emitOpError("hf_name must not be empty");
+  if (!isa<FloatType>(getBuffer().getType().getElementType()))
+    return emitOpError("'")
+           << getHfName() << "': a parameter buffer holds "
+           << "f32, bf16 or f16, not " << getBuffer().getType();
   ArrayRef<int64_t> hfShape = getHfShape();
   std::optional<int64_t> hfElements = elementCount(hfShape);
   if (!hfElements)
