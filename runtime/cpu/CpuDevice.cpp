@@ -169,7 +169,7 @@ Status CpuDevice::prepare(const Program &program) {
     scratchAt[call.index] = none;
     if (call.op == fb::OpCode::Attention) {
       scratchAt[call.index] = used;
-      used += lineFloats(cpu::attentionScratchSize(call.seqK));
+      used += lineFloats(cpu::attentionScratchSize(call.seqQ, call.seqK));
     }
     largest = std::max(largest, used);
   }

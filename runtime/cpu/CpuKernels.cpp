@@ -2,11 +2,14 @@
 //
 // Reductions (norm statistics, softmax sums, logsumexp) accumulate in double:
 // it costs nothing measurable at these sizes and keeps the kernels within
-// 1e-5 of PyTorch whatever the row length.
+// 1e-5 of PyTorch whatever the row length. The transcendental functions of
+// the hot loops (exp, erf, tanh) are FastMath.h's vectorizable float ones;
+// their sums are still accumulated in double, lane by lane.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tpcrt/CpuKernels.h"
+#include "FastMath.h"
 #include "tpcrt/Random.h"
 #include "tpcrt/Safetensors.h"
 
@@ -246,29 +249,47 @@ Status rmsNorm(const float *x, const float *weight, int64_t rows, int64_t cols,
   return Status::ok();
 }
 
+namespace {
+
+TPCRT_VECTOR_CLONES
+void geluErf(const float *x, int64_t count, float *out) {
+  const float invSqrt2 = 0.70710678118654752f;
+  for (int64_t i = 0; i < count; ++i)
+    out[i] = 0.5f * x[i] * (1.0f + fastmath::erf(x[i] * invSqrt2));
+}
+
+TPCRT_VECTOR_CLONES
+void geluTanh(const float *x, int64_t count, float *out) {
+  const float k = 0.79788456080286536f; // sqrt(2 / pi)
+  for (int64_t i = 0; i < count; ++i) {
+    float v = x[i];
+    out[i] = 0.5f * v * (1.0f + fastmath::tanh(k * (v + 0.044715f * v * v * v)));
+  }
+}
+
+TPCRT_VECTOR_CLONES
+void siluLoop(const float *x, int64_t count, float *out) {
+  for (int64_t i = 0; i < count; ++i)
+    out[i] = x[i] * fastmath::sigmoid(x[i]);
+}
+
+} // namespace
+
 Status gelu(const float *x, int64_t count, GeluApproximation approximation,
             float *out) {
   if (Status s = checkNonNegative("gelu", {count}); !s)
     return s;
-  if (approximation == GeluApproximation::Erf) {
-    const float invSqrt2 = static_cast<float>(1.0 / std::sqrt(2.0));
-    for (int64_t i = 0; i < count; ++i)
-      out[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * invSqrt2));
-  } else {
-    const float k = static_cast<float>(std::sqrt(2.0 / 3.14159265358979323846));
-    for (int64_t i = 0; i < count; ++i) {
-      float v = x[i];
-      out[i] = 0.5f * v * (1.0f + std::tanh(k * (v + 0.044715f * v * v * v)));
-    }
-  }
+  if (approximation == GeluApproximation::Erf)
+    geluErf(x, count, out);
+  else
+    geluTanh(x, count, out);
   return Status::ok();
 }
 
 Status silu(const float *x, int64_t count, float *out) {
   if (Status s = checkNonNegative("silu", {count}); !s)
     return s;
-  for (int64_t i = 0; i < count; ++i)
-    out[i] = x[i] / (1.0f + std::exp(-x[i]));
+  siluLoop(x, count, out);
   return Status::ok();
 }
 
@@ -307,18 +328,67 @@ Status mul(const float *lhs, int64_t lhsCount, const float *rhs,
 
 namespace {
 
-/// Softmax of row[0, valid) into out[0, valid), zeros in out[valid, len).
-void softmaxRow(const float *row, int64_t valid, int64_t len, float *out) {
-  float maxValue = -std::numeric_limits<float>::infinity();
-  for (int64_t j = 0; j < valid; ++j)
-    maxValue = std::max(maxValue, row[j]);
+// Row helpers of softmax, attention and cross-entropy. Sums run in
+// kLanes independent double accumulators, which vectorize and keep the
+// double-precision sum of float exps.
+constexpr int kLanes = 8;
+
+TPCRT_VECTOR_CLONES
+float rowMax(const float *row, int64_t n) {
+  float lanes[kLanes];
+  std::fill(lanes, lanes + kLanes, -std::numeric_limits<float>::infinity());
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int l = 0; l < kLanes; ++l)
+      lanes[l] = std::max(lanes[l], row[i + l]);
+  for (; i < n; ++i)
+    lanes[0] = std::max(lanes[0], row[i]);
+  return *std::max_element(lanes, lanes + kLanes);
+}
+
+/// Sum of e^(row[j] - shift) over [0, n), in double.
+TPCRT_VECTOR_CLONES
+double expSum(const float *row, int64_t n, float shift) {
+  double lanes[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int l = 0; l < kLanes; ++l)
+      lanes[l] += fastmath::exp(row[i + l] - shift);
+  for (; i < n; ++i)
+    lanes[0] += fastmath::exp(row[i] - shift);
   double sum = 0.0;
-  for (int64_t j = 0; j < valid; ++j) {
-    float e = std::exp(row[j] - maxValue);
-    out[j] = e;
-    sum += e;
+  for (double lane : lanes)
+    sum += lane;
+  return sum;
+}
+
+/// out[j] = e^(row[j] - shift) over [0, n); returns their sum, in double.
+TPCRT_VECTOR_CLONES
+double expInto(const float *row, int64_t n, float shift, float *out) {
+  double lanes[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int l = 0; l < kLanes; ++l) {
+      float e = fastmath::exp(row[i + l] - shift);
+      out[i + l] = e;
+      lanes[l] += e;
+    }
+  for (; i < n; ++i) {
+    float e = fastmath::exp(row[i] - shift);
+    out[i] = e;
+    lanes[0] += e;
   }
-  float inv = static_cast<float>(1.0 / sum);
+  double sum = 0.0;
+  for (double lane : lanes)
+    sum += lane;
+  return sum;
+}
+
+/// Softmax of row[0, valid) into out[0, valid), zeros in out[valid, len).
+/// out may equal row.
+void softmaxRow(const float *row, int64_t valid, int64_t len, float *out) {
+  float maxValue = rowMax(row, valid);
+  float inv = static_cast<float>(1.0 / expInto(row, valid, maxValue, out));
   for (int64_t j = 0; j < valid; ++j)
     out[j] *= inv;
   std::fill(out + valid, out + len, 0.0f);
@@ -369,6 +439,29 @@ Status dropout(const float *x, int64_t count, uint64_t key, double rate,
   return Status::ok();
 }
 
+namespace {
+
+/// Dropout on the probability rows [i0, i0 + rows) of one (batch, head),
+/// stored with stride `ld`: element (i, j) is element row(i) + j of the
+/// stream, where row(i) = ((b * heads + h) * sq + i) * sk.
+void dropProbabilities(float *p, int64_t rows, int64_t cols, int64_t ld,
+                       uint64_t firstRow, int64_t seqK,
+                       const AttentionDropout &dropout) {
+  uint64_t threshold = dropoutThreshold(dropout.rate);
+  float scale = dropoutScale(dropout.rate);
+  for (int64_t i = 0; i < rows; ++i) {
+    uint64_t index = firstRow + static_cast<uint64_t>(i * seqK);
+    float *row = p + i * ld;
+    for (int64_t j = 0; j < cols; ++j)
+      row[j] = dropoutKeep(dropout.key, index + static_cast<uint64_t>(j),
+                           threshold)
+                   ? row[j] * scale
+                   : 0.0f;
+  }
+}
+
+} // namespace
+
 Status attention(const float *q, const float *k, const float *v, int64_t batch,
                  int64_t heads, int64_t kvHeads, int64_t seqQ, int64_t seqK,
                  int64_t headDim, int64_t valueDim, bool causal, float scale,
@@ -389,9 +482,10 @@ Status attention(const float *q, const float *k, const float *v, int64_t batch,
     if (Status s = checkDropoutRate("attention", dropout->rate); !s)
       return s;
   bool drop = dropout && dropout->rate > 0.0;
-  uint64_t threshold = drop ? dropoutThreshold(dropout->rate) : 0;
-  float dropScale = drop ? dropoutScale(dropout->rate) : 1.0f;
   int64_t group = heads / kvHeads;
+  // Per (batch, head) and block of query rows: S = scale * Q K^T and
+  // O = P V are GEMMs through the scratch block; a causal block only needs
+  // the keys its last row sees.
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t h = 0; h < heads; ++h) {
       const float *qh = q + (b * heads + h) * seqQ * headDim;
@@ -399,35 +493,31 @@ Status attention(const float *q, const float *k, const float *v, int64_t batch,
       const float *kh = k + kvh * seqK * headDim;
       const float *vh = v + kvh * seqK * valueDim;
       float *oh = out + (b * heads + h) * seqQ * valueDim;
-      for (int64_t i = 0; i < seqQ; ++i) {
-        int64_t valid = causal ? i + (seqK - seqQ) + 1 : seqK;
-        const float *qi = qh + i * headDim;
-        for (int64_t j = 0; j < valid; ++j) {
-          const float *kj = kh + j * headDim;
-          float dot = 0.0f;
-          for (int64_t d = 0; d < headDim; ++d)
-            dot += qi[d] * kj[d];
-          scratch[j] = scale * dot;
+      for (int64_t i0 = 0; i0 < seqQ; i0 += kAttentionBlock) {
+        int64_t rows = std::min(kAttentionBlock, seqQ - i0);
+        int64_t keys = causal ? i0 + rows + (seqK - seqQ) : seqK;
+        int64_t ld = std::max<int64_t>(1, keys);
+        if (Status s = gemm(false, true, rows, keys, headDim, scale,
+                            qh + i0 * headDim, std::max<int64_t>(1, headDim),
+                            kh, std::max<int64_t>(1, headDim), 0.0f, scratch,
+                            ld);
+            !s)
+          return s.withContext("attention");
+        for (int64_t i = 0; i < rows; ++i) {
+          int64_t valid = causal ? i0 + i + (seqK - seqQ) + 1 : seqK;
+          softmaxRow(scratch + i * ld, valid, keys, scratch + i * ld);
         }
-        softmaxRow(scratch, valid, valid, scratch);
-        if (drop) {
-          // Index of probability (b, h, i, 0) in [b, heads, sq, sk].
-          uint64_t row = static_cast<uint64_t>(((b * heads + h) * seqQ + i) *
-                                               seqK);
-          for (int64_t j = 0; j < valid; ++j)
-            scratch[j] = dropoutKeep(dropout->key,
-                                     row + static_cast<uint64_t>(j), threshold)
-                             ? scratch[j] * dropScale
-                             : 0.0f;
-        }
-        float *oi = oh + i * valueDim;
-        std::fill(oi, oi + valueDim, 0.0f);
-        for (int64_t j = 0; j < valid; ++j) {
-          float p = scratch[j];
-          const float *vj = vh + j * valueDim;
-          for (int64_t d = 0; d < valueDim; ++d)
-            oi[d] += p * vj[d];
-        }
+        if (drop)
+          dropProbabilities(
+              scratch, rows, keys, ld,
+              static_cast<uint64_t>(((b * heads + h) * seqQ + i0) * seqK),
+              seqK, *dropout);
+        if (Status s = gemm(false, false, rows, valueDim, keys, 1.0f, scratch,
+                            ld, vh, std::max<int64_t>(1, valueDim), 0.0f,
+                            oh + i0 * valueDim,
+                            std::max<int64_t>(1, valueDim));
+            !s)
+          return s.withContext("attention");
       }
     }
   return Status::ok();
@@ -478,11 +568,8 @@ Status crossEntropy(const float *logits, const int64_t *labels,
                            " at position " + std::to_string(p) +
                            " is outside [0, " + std::to_string(vocab) + ")");
     const float *row = logits + p * vocab;
-    float maxValue = *std::max_element(row, row + vocab);
-    double sum = 0.0;
-    for (int64_t j = 0; j < vocab; ++j)
-      sum += std::exp(static_cast<double>(row[j]) - maxValue);
-    total += maxValue + std::log(sum) - row[label];
+    float maxValue = rowMax(row, vocab);
+    total += maxValue + std::log(expSum(row, vocab, maxValue)) - row[label];
     ++n;
   }
   *lossSum = static_cast<float>(total);

@@ -1,4 +1,5 @@
 #include "tpcrt/CpuKernels.h"
+#include "../cpu/FastMath.h"
 #include "tpcrt/Random.h"
 #include "tpcrt/Safetensors.h"
 
@@ -123,7 +124,7 @@ TEST(CpuKernelsTest, CausalAttentionFirstRowReadsOnlyTheFirstKeys) {
   const int64_t s = 4, d = 3;
   auto q = randomVector(2 * s * d, 5), k = randomVector(s * d, 6),
        v = randomVector(s * d, 7);
-  std::vector<float> out(2 * s * d), scratch(attentionScratchSize(s));
+  std::vector<float> out(2 * s * d), scratch(attentionScratchSize(s, s));
   ASSERT_TRUE(attention(q.data(), k.data(), v.data(), 1, 2, 1, s, s, d, d, true,
                         0.5f, scratch.data(), out.data()));
   for (int64_t h = 0; h < 2; ++h)
@@ -237,7 +238,7 @@ TEST(CpuKernelsTest, AttentionDropout) {
   std::vector<float> q = randomVector(b * h * s * d, 1),
                      k = randomVector(b * h * s * d, 2),
                      v = randomVector(b * h * s * d, 3);
-  std::vector<float> scratch(attentionScratchSize(s)), plain(q.size()),
+  std::vector<float> scratch(attentionScratchSize(s, s)), plain(q.size()),
       none(q.size()), dropped(q.size()), again(q.size());
   ASSERT_TRUE(attention(q.data(), k.data(), v.data(), b, h, h, s, s, d, d, true,
                         0.5f, scratch.data(), plain.data()));
@@ -295,4 +296,25 @@ TEST(CpuKernelsTest, LossMeanAndCopy) {
   ASSERT_TRUE(copy(v.data(), 3 * 4, v.data() + 2));
   EXPECT_EQ(v, (std::vector<int32_t>{1, 2, 1, 2, 3}));
   EXPECT_FALSE(copy(v.data(), -4, v.data()));
+}
+
+TEST(CpuKernelsTest, FastMathAccuracy) {
+  // The vectorizable exp and erf behind softmax, attention, cross-entropy,
+  // gelu and silu, against double-precision libm over the range they see.
+  double expError = 0.0, erfError = 0.0;
+  for (float x = -87.0f; x < 88.0f; x += 0.0137f) {
+    double expected = std::exp(static_cast<double>(x));
+    expError = std::max(
+        expError, std::fabs(fastmath::exp(x) - expected) / expected);
+  }
+  for (float x = -6.0f; x < 6.0f; x += 0.0001f)
+    erfError = std::max(erfError, std::fabs(fastmath::erf(x) -
+                                            std::erf(static_cast<double>(x))));
+  EXPECT_LT(expError, 2e-7);
+  EXPECT_LT(erfError, 1e-6);
+  EXPECT_EQ(fastmath::exp(-100.0f), 0.0f);
+  EXPECT_EQ(fastmath::exp(0.0f), 1.0f);
+  EXPECT_TRUE(std::isfinite(fastmath::exp(1000.0f)));
+  EXPECT_EQ(fastmath::tanh(50.0f), 1.0f);
+  EXPECT_EQ(fastmath::tanh(-50.0f), -1.0f);
 }

@@ -235,7 +235,7 @@ Status runCase(const Case &c, std::map<std::string, std::vector<float>> &actual,
         !(s = c.floats("in.v", v, &vs)) || !(s = needRank(xs, 4)) ||
         !(s = needRank(ws, 4)) || !(s = needRank(vs, 4)))
       return s;
-    std::vector<float> scratch(cpu::attentionScratchSize(ws[2]));
+    std::vector<float> scratch(cpu::attentionScratchSize(xs[2], ws[2]));
     cpu::AttentionDropout dropout;
     bool hasDropout = !c.attr("rate").empty();
     if (hasDropout)

@@ -174,7 +174,10 @@ def cases():
             ("attention_gqa_causal", 8, 4, 7, 7, 16, 16, 1),
             ("attention_gqa", 8, 4, 7, 7, 16, 16, 0),
             ("attention_gqa_causal_rect", 8, 4, 5, 9, 16, 8, 1),
-            ("attention_mha_causal", 4, 4, 6, 6, 8, 8, 1)):
+            ("attention_mha_causal", 4, 4, 6, 6, 8, 8, 1),
+            # more query rows than one block of the kernel (64)
+            ("attention_blocks_causal_rect", 4, 2, 150, 170, 16, 8, 1),
+            ("attention_blocks", 2, 1, 130, 70, 8, 8, 0)):
         q = randn(2, h, sq, d)
         k = randn(2, kv, sk, d)
         v = randn(2, kv, sk, dv)
@@ -193,7 +196,8 @@ def cases():
     # before P.V, indexed in [b, h, sq, sk]
     for name, sq, sk, causal, rate in (
             ("attention_dropout_causal", 7, 7, 1, 0.25),
-            ("attention_dropout", 5, 9, 0, 0.5)):
+            ("attention_dropout", 5, 9, 0, 0.5),
+            ("attention_dropout_blocks_causal", 100, 100, 1, 0.1)):
         b, h, kv, d = 2, 4, 2, 8
         q = randn(b, h, sq, d)
         k = randn(b, kv, sk, d)

@@ -17,6 +17,7 @@
 
 #include "tpcrt/Status.h"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace tpcrt {
@@ -125,13 +126,18 @@ struct AttentionDropout {
   double rate = 0.0;
 };
 
-/// Floats of scratch that attention needs.
-inline int64_t attentionScratchSize(int64_t seqK) { return seqK; }
+/// Query rows attention handles at once (its scratch is one block of scores).
+constexpr int64_t kAttentionBlock = 64;
+
+/// Floats of scratch that attention needs: a block of scores [rows, s_k].
+inline int64_t attentionScratchSize(int64_t seqQ, int64_t seqK) {
+  return std::min(seqQ, kAttentionBlock) * seqK;
+}
 
 /// softmax(scale * q k^T [+ causal mask]) v per head with grouped KV heads:
 /// q [b, heads, sq, d], k [b, kvHeads, sk, d], v [b, kvHeads, sk, dv], out
 /// [b, heads, sq, dv]; query head h reads kv head h / (heads / kvHeads).
-/// scratch holds attentionScratchSize(sk) floats. With `dropout` (may be
+/// scratch holds attentionScratchSize(sq, sk) floats. With `dropout` (may be
 /// null), the probabilities are masked after the softmax and before the
 /// product with v, probability (b, h, i, j) being element
 /// ((b * heads + h) * sq + i) * sk + j of the dropout stream.
