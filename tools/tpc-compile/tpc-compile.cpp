@@ -11,6 +11,7 @@
 #include "dialects/Rt/Transforms/Passes.h"
 #include "dialects/Tpc/IR/TpcDialect.h"
 #include "tpc/Target/Tpcx.h"
+#include "tpc/Tools/ToolSupport.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -22,7 +23,6 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
-#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 
 using namespace mlir;
@@ -103,52 +103,16 @@ static const cl::Option *const unsupportedFlags[] = {
     &schedule,    &microbatches, &virtualStages,
     &remat,       &memoryLimit,  &report};
 
-static int fail(const llvm::Twine &message) {
-  llvm::WithColor::error(llvm::errs()) << message << "\n";
-  return 1;
-}
+static int fail(const llvm::Twine &message) { return tpc::reportError(message); }
 
-/// Parses the command line; errors are printed as `error: ...`.
-static bool parseCommandLine(int argc, char **argv) {
-  // llvm::cl prints a value flag given last without its value straight to
-  // stderr in its own format: report it here instead.
-  llvm::StringRef last = argc > 1 ? argv[argc - 1] : "";
-  if (last.size() > 1 && last.front() == '-') {
-    llvm::StringRef name = last.drop_while([](char c) { return c == '-'; });
-    auto &options = cl::getRegisteredOptions();
-    auto it = options.find(name);
-    if (it != options.end() &&
-        it->second->getValueExpectedFlag() == cl::ValueRequired) {
-      fail(last + ": requires a value");
-      return false;
-    }
-  }
-  std::string errors;
-  llvm::raw_string_ostream errorStream(errors);
-  if (cl::ParseCommandLineOptions(
-          argc, argv,
-          "tpc-compile: tpc IR (from tpc-import) -> .tpcx executable\n\n"
-          "Lowers @forward to the rt dialect (tpc-lower-to-rt), plans its "
-          "memory in one arena\n(rt-plan-memory, checked), and writes the "
-          "executable that tpc-run runs. Prints a\none-line summary to "
-          "stderr. <model.mlir> may be - for stdin. Errors are printed\nas "
-          "`error: ...` (with the IR location where there is one), exit "
-          "status 1.\n",
-          &errorStream))
-    return true;
-  std::string prefix = (llvm::sys::path::filename(argv[0]) + ": ").str();
-  llvm::SmallVector<llvm::StringRef> lines;
-  llvm::StringRef(errors).split(lines, '\n', -1, /*KeepEmpty=*/false);
-  for (auto [i, line] : llvm::enumerate(lines)) {
-    line.consume_front(prefix);
-    line.consume_front(std::string(argv[0]) + ": ");
-    if (i == 0)
-      fail(line.trim());
-    else
-      llvm::errs() << "  " << line.trim() << "\n";
-  }
-  return false;
-}
+static constexpr llvm::StringLiteral kOverview =
+    "tpc-compile: tpc IR (from tpc-import) -> .tpcx executable\n\n"
+    "Lowers @forward to the rt dialect (tpc-lower-to-rt), plans its "
+    "memory in one arena\n(rt-plan-memory, checked), and writes the "
+    "executable that tpc-run runs. Prints a\none-line summary to "
+    "stderr. <model.mlir> may be - for stdin. Errors are printed\nas "
+    "`error: ...` (with the IR location where there is one), exit "
+    "status 1.\n";
 
 /// Prints `tpc-compile: K kernels, B buffers (...), arena A bytes, planned
 /// peak P bytes` for a planned rt module.
@@ -181,7 +145,7 @@ static void printSummary(ModuleOp module, llvm::raw_ostream &os) {
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions({&category, &unsupportedCategory});
-  if (!parseCommandLine(argc, argv))
+  if (!tpc::parseToolCommandLine(argc, argv, kOverview))
     return 1;
 
   for (const cl::Option *flag : unsupportedFlags)
@@ -258,19 +222,8 @@ int main(int argc, char **argv) {
     return 1;
 
   if (emitMlir) {
-    std::unique_ptr<llvm::ToolOutputFile> out =
-        openOutputFile(outputPath, &error);
-    if (!out)
-      return fail(error);
-    module->print(out->os());
-    out->os() << "\n";
-    out->os().flush();
-    if (std::error_code ec = out->os().error()) {
-      // Without clearing it, the stream would abort at destruction.
-      out->os().clear_error();
-      return fail(outputPath + ": " + ec.message());
-    }
-    out->keep();
+    if (int status = tpc::printModuleToFile(*module, outputPath))
+      return status;
   } else if (failed(rt::writeTpcxFile(*module, outputPath))) {
     return 1;
   }

@@ -1,27 +1,19 @@
 //===- tpc-import.cpp - Hugging Face config.json -> tpc IR ----------------===//
 
 #include "tpc/Import/ModelBuilder.h"
+#include "tpc/Tools/ToolSupport.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
-#include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/Path.h"
-#include "llvm/Support/ToolOutputFile.h"
-#include "llvm/Support/WithColor.h"
 
 using namespace mlir;
 using namespace mlir::tpc;
 namespace cl = llvm::cl;
 
 static cl::OptionCategory category("tpc-import options");
-
-/// Where command-line errors are collected, to be printed as `error: ...`
-/// (llvm::cl prints value errors as `tpc-import: for the --x option: ...`).
-static std::string cliErrors;
-static llvm::raw_string_ostream cliErrorStream(cliErrors);
 
 /// Choice flags whose errors read `--<flag>: <why>`, like the config errors.
 template <typename T>
@@ -37,7 +29,7 @@ struct ChoiceParser : cl::parser<T> {
       }
       choices += (choices.empty() ? "" : ", ") + option.Name.str();
     }
-    cliErrorStream << "--" << name << ": '" << arg
+    commandLineErrorStream() << "--" << name << ": '" << arg
                    << "' is not one of " << choices << "\n";
     return true;
   }
@@ -94,11 +86,6 @@ static cl::opt<ModelOutput, false, ChoiceParser<ModelOutput>> output(
                           "the mean loss and the logits")),
     cl::init(ModelOutput::Loss), cl::cat(category));
 
-static int fail(const llvm::Twine &message) {
-  llvm::WithColor::error(llvm::errs()) << message << "\n";
-  return 1;
-}
-
 /// Reads the numeric flag `flag` when given; its range is checked with the
 /// config (parseModelConfig).
 template <typename T>
@@ -125,26 +112,7 @@ static llvm::Error readNumber(const cl::opt<std::string> &flag,
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(category);
-  // llvm::cl reports a value flag given last, without its value, straight to
-  // stderr in its own format; report it like every other error instead.
-  if (argc > 1) {
-    llvm::StringRef last = argv[argc - 1];
-    llvm::StringRef name = last;
-    if (name.consume_front("-")) {
-      name.consume_front("-");
-      bool seenDashDash = llvm::is_contained(
-          llvm::ArrayRef<char *>(argv + 1, argc - 2), llvm::StringRef("--"));
-      const cl::Option *valueFlags[] = {&outputPath, &batch,   &seq,
-                                        &numLayers,  &dtype,   &attention,
-                                        &dropout,    &output};
-      for (const cl::Option *option : valueFlags)
-        if (!seenDashDash && name == option->ArgStr)
-          return fail(last + ": requires a value");
-    }
-  }
-  // Command-line errors are reported like every other error: `error: ...`
-  // on stderr and exit status 1.
-  if (!cl::ParseCommandLineOptions(
+  if (!parseToolCommandLine(
           argc, argv,
           "tpc-import: Hugging Face config.json (gpt2, llama) -> tpc IR\n\n"
           "Emits func.func @forward(params..., %input_ids, %labels) returning "
@@ -153,33 +121,19 @@ int main(int argc, char **argv) {
           "carry tpc.layer = N.\n\n<config.json> is a Hugging Face config.json "
           "(model_type gpt2 or llama; - reads\nstdin). Keys the importer does "
           "not use are ignored. Errors are printed as\n`error: <field>: <why>` "
-          "with exit status 1.\n",
-          &cliErrorStream)) {
-    std::string prefix = (llvm::sys::path::filename(argv[0]) + ": ").str();
-    llvm::SmallVector<llvm::StringRef> lines;
-    llvm::StringRef(cliErrors).split(lines, '\n', -1, /*KeepEmpty=*/false);
-    // The first line is the error; llvm::cl may add hints ("Did you mean").
-    for (auto [i, line] : llvm::enumerate(lines)) {
-      line.consume_front(prefix);
-      line.consume_front(std::string(argv[0]) + ": ");
-      if (i == 0)
-        fail(line.trim());
-      else
-        llvm::errs() << "  " << line.trim() << "\n";
-    }
+          "with exit status 1.\n"))
     return 1;
-  }
 
   ImportOptions options;
   std::optional<int64_t> batchValue;
   if (llvm::Error err = readNumber(batch, batchValue))
-    return fail(llvm::toString(std::move(err)));
+    return reportError(llvm::toString(std::move(err)));
   if (llvm::Error err = readNumber(seq, options.seq))
-    return fail(llvm::toString(std::move(err)));
+    return reportError(llvm::toString(std::move(err)));
   if (llvm::Error err = readNumber(numLayers, options.numLayers))
-    return fail(llvm::toString(std::move(err)));
+    return reportError(llvm::toString(std::move(err)));
   if (llvm::Error err = readNumber(dropout, options.dropout))
-    return fail(llvm::toString(std::move(err)));
+    return reportError(llvm::toString(std::move(err)));
   options.batch = batchValue.value_or(1);
   options.dtype = dtype;
   options.attention = attention;
@@ -188,25 +142,12 @@ int main(int argc, char **argv) {
   llvm::Expected<ModelConfig> config =
       parseModelConfigFile(inputPath, options);
   if (!config)
-    return fail(llvm::toString(config.takeError()));
+    return reportError(llvm::toString(config.takeError()));
 
   MLIRContext context;
   OwningOpRef<ModuleOp> module = buildModel(context, *config, options);
   if (failed(verify(*module)))
-    return fail("internal error: the imported module does not verify");
+    return reportError("internal error: the imported module does not verify");
 
-  std::string error;
-  std::unique_ptr<llvm::ToolOutputFile> out = openOutputFile(outputPath, &error);
-  if (!out)
-    return fail(error);
-  module->print(out->os());
-  out->os() << "\n";
-  out->os().flush();
-  if (std::error_code ec = out->os().error()) {
-    // Without clearing it, the stream would abort at destruction.
-    out->os().clear_error();
-    return fail(outputPath + ": " + ec.message());
-  }
-  out->keep();
-  return 0;
+  return printModuleToFile(*module, outputPath);
 }

@@ -1,0 +1,42 @@
+//===- ToolSupport.h - shared plumbing of the tpc command-line tools -*- C++ -*-===//
+//
+// What every tpc tool does the same way: command-line errors and other errors
+// printed as `error: <what>` with exit status 1, and IR written to a file (or
+// `-` for stdout) without losing a write error.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TPC_TOOLS_TOOLSUPPORT_H
+#define TPC_TOOLS_TOOLSUPPORT_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/Twine.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace mlir {
+class ModuleOp;
+} // namespace mlir
+
+namespace mlir::tpc {
+
+/// Prints `error: <message>` to stderr; returns the exit status 1.
+int reportError(const llvm::Twine &message);
+
+/// llvm::cl::ParseCommandLineOptions with tpc's error convention: a value
+/// flag given last without its value, an unknown flag or a bad value is
+/// printed as `error: ...` (llvm::cl's hints indented below). Returns false
+/// on an error (the caller exits with status 1).
+bool parseToolCommandLine(int argc, char **argv, llvm::StringRef overview);
+
+/// The stream parseToolCommandLine collects llvm::cl's errors in: a custom
+/// cl::parser writes its message (`--flag: why`) here, so that it is printed
+/// in the same `error: ...` form.
+llvm::raw_ostream &commandLineErrorStream();
+
+/// Prints `module` to `path` (`-` is stdout), followed by a newline. Returns
+/// the exit status: 0, or 1 after reporting an open or write error.
+int printModuleToFile(mlir::ModuleOp module, llvm::StringRef path);
+
+} // namespace mlir::tpc
+
+#endif // TPC_TOOLS_TOOLSUPPORT_H
