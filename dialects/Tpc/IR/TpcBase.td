@@ -48,6 +48,9 @@ def Tpc_IndexTensor : StaticShapeTensorOf<[I32, I64]>;
 def Tpc_ScalarF32 : 0DTensorOf<[F32]> {
   let builderCall = "::mlir::RankedTensorType::get({}, $_builder.getF32Type())";
 }
+// A dropout keep mask: one byte per element, 1 keeps the element.
+def Tpc_MaskTensor : StaticShapeTensorOf<[I8]>;
+def Tpc_F32Tensor : StaticShapeTensorOf<[F32]>;
 def Tpc_ScalarI64 : 0DTensorOf<[I64]> {
   let builderCall =
       "::mlir::RankedTensorType::get({}, $_builder.getIntegerType(64))";
@@ -77,5 +80,16 @@ def Tpc_GeluApproximation : I32EnumAttr<"GeluApproximation",
 }
 def Tpc_GeluApproximationAttr
     : EnumAttr<Tpc_Dialect, Tpc_GeluApproximation, "gelu">;
+
+def Tpc_LrScheduleKind : I32EnumAttr<"LrScheduleKind",
+    "the learning-rate schedule after the warm-up", [
+      I32EnumAttrCase<"Constant", 0, "constant">,
+      I32EnumAttrCase<"Cosine", 1, "cosine">
+    ]> {
+  let cppNamespace = "::mlir::tpc";
+  let genSpecializedAttr = 0;
+}
+def Tpc_LrScheduleKindAttr
+    : EnumAttr<Tpc_Dialect, Tpc_LrScheduleKind, "schedule">;
 
 #endif // DIALECTS_TPC_IR_TPCBASE_TD

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Tpc/IR/TpcOps.h"
+#include "dialects/Tpc/IR/TpcVerify.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
@@ -18,60 +19,11 @@
 using namespace mlir;
 using namespace mlir::tpc;
 
-namespace {
-/// Prints a shape as `4x32x64` (a scalar as `scalar`).
-struct ShapeStr {
-  ArrayRef<int64_t> shape;
-};
-llvm::raw_ostream &operator<<(llvm::raw_ostream &os, ShapeStr s) {
-  if (s.shape.empty())
-    return os << "scalar";
-  llvm::interleave(s.shape, os, "x");
-  return os;
-}
-Diagnostic &operator<<(Diagnostic &diag, ShapeStr s) {
-  std::string str;
-  llvm::raw_string_ostream os(str);
-  os << s;
-  return diag << str;
-}
-} // namespace
+using namespace mlir::tpc::checks;
 
-static RankedTensorType tensorType(Value v) {
-  return cast<RankedTensorType>(v.getType());
-}
-
-static ShapeStr shapeOf(Value v) { return {tensorType(v).getShape()}; }
-
-namespace {
-/// Where a check reports: on the op (verifiers; the message starts with the
-/// op name) or at a location (result-type inference, which runs while parsing,
-/// before the op exists).
-class Reporter {
-public:
-  Reporter(Operation *op) : op(op) {}
-  Reporter(std::optional<Location> loc) : loc(loc) {}
-
-  template <typename... Args>
-  LogicalResult operator()(Args &&...args) const {
-    if (!op)
-      return emitOptionalError(loc, std::forward<Args>(args)...);
-    InFlightDiagnostic diag = op->emitOpError();
-    (diag << ... << std::forward<Args>(args));
-    return diag;
-  }
-
-private:
-  Operation *op = nullptr;
-  std::optional<Location> loc;
-};
-} // namespace
-
-/// Checks that `other` (named `otherName`) has the element type of `ref`
-/// (named `refName`).
-static LogicalResult checkSameElementType(Reporter report, Value ref,
-                                          StringRef refName, Value other,
-                                          StringRef otherName) {
+LogicalResult checks::checkSameElementType(Reporter report, Value ref,
+                                           StringRef refName, Value other,
+                                           StringRef otherName) {
   Type refType = tensorType(ref).getElementType();
   Type otherType = tensorType(other).getElementType();
   if (refType == otherType)
@@ -80,13 +32,8 @@ static LogicalResult checkSameElementType(Reporter report, Value ref,
                 refName, " element type ", refType);
 }
 
-/// Checks that `v` (named `name`) is a statically shaped tensor of f32, bf16
-/// or f16 (or, with `index`, of i32 or i64). Result-type inference runs while
-/// parsing, before the ODS operand constraints are verified, so it checks the
-/// operands it reads itself: the ODS message would come too late, after a
-/// misleading shape diagnostic or none.
-static LogicalResult checkOperandType(std::optional<Location> loc, Value v,
-                                      StringRef name, bool index = false) {
+LogicalResult checks::checkOperandType(std::optional<Location> loc, Value v,
+                                       StringRef name, bool index) {
   auto type = dyn_cast<RankedTensorType>(v.getType());
   if (type && type.hasStaticShape()) {
     Type element = type.getElementType();
@@ -108,9 +55,8 @@ static std::optional<int64_t> elementCount(ArrayRef<int64_t> shape) {
   return count;
 }
 
-/// Checks that `dim` is a valid dimension index of a rank-`rank` tensor.
-static LogicalResult checkDim(std::optional<Location> loc, int64_t dim,
-                              int64_t rank) {
+LogicalResult checks::checkDim(std::optional<Location> loc, int64_t dim,
+                               int64_t rank) {
   if (dim >= 0 && dim < rank)
     return success();
   return emitOptionalError(loc, "dim ", dim, " is out of range for rank ",
@@ -248,9 +194,8 @@ LogicalResult BatchMatmulOp::verify() {
 // Norms
 //===----------------------------------------------------------------------===//
 
-/// Checks a per-feature norm parameter: shape [hidden], input's element type.
-static LogicalResult verifyNormParam(Operation *op, Value input, Value param,
-                                     StringRef name) {
+LogicalResult checks::verifyNormParam(Operation *op, Value input, Value param,
+                                      StringRef name) {
   auto inputType = tensorType(input);
   if (inputType.getRank() < 1)
     return op->emitOpError() << "input must have at least one dimension to "
@@ -264,7 +209,7 @@ static LogicalResult verifyNormParam(Operation *op, Value input, Value param,
   return checkSameElementType(op, input, "input", param, name);
 }
 
-static LogicalResult verifyEpsilon(Operation *op, double epsilon) {
+LogicalResult checks::verifyEpsilon(Operation *op, double epsilon) {
   if (epsilon > 0.0 && std::isfinite(epsilon))
     return success();
   return op->emitOpError() << "epsilon must be positive and finite but is "
@@ -288,14 +233,14 @@ LogicalResult RmsNormOp::verify() {
 // DropoutOp, SoftmaxOp
 //===----------------------------------------------------------------------===//
 
-static LogicalResult verifyDropoutRate(Operation *op, double rate) {
+LogicalResult checks::verifyDropoutRate(Operation *op, double rate) {
   if (rate >= 0.0 && rate < 1.0)
     return success();
   return op->emitOpError() << "dropout rate " << rate
                            << " is outside [0, 1)";
 }
 
-static LogicalResult verifyDropoutStream(Operation *op, int64_t stream) {
+LogicalResult checks::verifyDropoutStream(Operation *op, int64_t stream) {
   if (stream >= 0)
     return success();
   return op->emitOpError() << "dropout stream " << stream << " is negative";
@@ -366,16 +311,16 @@ LogicalResult MulOp::verify() {
 // AttentionOp, RotaryOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult AttentionOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &inferred) {
-  if (failed(checkOperandType(loc, adaptor.getQuery(), "query")) ||
-      failed(checkOperandType(loc, adaptor.getKey(), "key")) ||
-      failed(checkOperandType(loc, adaptor.getValue(), "value")))
+FailureOr<RankedTensorType>
+ checks::inferAttentionType(std::optional<Location> loc, Value query, Value key,
+                           Value value) {
+  if (failed(checkOperandType(loc, query, "query")) ||
+      failed(checkOperandType(loc, key, "key")) ||
+      failed(checkOperandType(loc, value, "value")))
     return failure();
-  auto q = tensorType(adaptor.getQuery());
-  auto k = tensorType(adaptor.getKey());
-  auto v = tensorType(adaptor.getValue());
+  auto q = tensorType(query);
+  auto k = tensorType(key);
+  auto v = tensorType(value);
   for (auto [name, type] : {std::pair<StringRef, RankedTensorType>{"query", q},
                             {"key", k},
                             {"value", v}})
@@ -384,10 +329,8 @@ LogicalResult AttentionOp::inferReturnTypes(
                                " must be [batch, heads, seq, head_dim] but has "
                                "shape ",
                                ShapeStr{type.getShape()});
-  if (failed(checkSameElementType(loc, adaptor.getQuery(), "query",
-                                  adaptor.getKey(), "key")) ||
-      failed(checkSameElementType(loc, adaptor.getQuery(), "query",
-                                  adaptor.getValue(), "value")))
+  if (failed(checkSameElementType(loc, query, "query", key, "key")) ||
+      failed(checkSameElementType(loc, query, "query", value, "value")))
     return failure();
   if (k.getDimSize(0) != q.getDimSize(0) || v.getDimSize(0) != q.getDimSize(0))
     return emitOptionalError(loc, "batch sizes differ: query ",
@@ -409,69 +352,96 @@ LogicalResult AttentionOp::inferReturnTypes(
   if (k.getDimSize(3) != q.getDimSize(3))
     return emitOptionalError(loc, "key head_dim ", k.getDimSize(3),
                              " differs from query head_dim ", q.getDimSize(3));
+  return RankedTensorType::get(
+      {q.getDimSize(0), heads, q.getDimSize(2), v.getDimSize(3)},
+      q.getElementType());
+}
+
+LogicalResult AttentionOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
   // Attributes are checked by the verifier: while parsing, the default-valued
   // ones are still unset here.
-  inferred.push_back(RankedTensorType::get(
-      {q.getDimSize(0), heads, q.getDimSize(2), v.getDimSize(3)},
-      q.getElementType()));
+  FailureOr<RankedTensorType> type = inferAttentionType(
+      loc, adaptor.getQuery(), adaptor.getKey(), adaptor.getValue());
+  if (failed(type))
+    return failure();
+  inferred.push_back(*type);
+  return success();
+}
+
+LogicalResult checks::verifyAttentionAttrs(Operation *op, double scale,
+                                           double rate, int64_t stream,
+                                           bool causal, bool hasBlock,
+                                           int64_t queries, int64_t keys) {
+  if (!(scale > 0.0 && std::isfinite(scale)))
+    return op->emitOpError() << "scale must be positive and finite but is "
+                             << scale;
+  if (failed(verifyDropoutRate(op, rate)) ||
+      failed(verifyDropoutStream(op, stream)))
+    return failure();
+  // The custom form prints the stream only together with a non-zero rate.
+  if (rate == 0.0 && stream != 0)
+    return op->emitOpError() << "dropout stream " << stream
+                             << " is set but the dropout rate is 0";
+  if (rate == 0.0 && hasBlock)
+    return op->emitOpError()
+           << "a dropout block is set but the dropout rate is 0";
+  if (causal)
+    return verifyCausalLengths(op, queries, keys);
   return success();
 }
 
 LogicalResult AttentionOp::verify() {
-  double scale = getScale().convertToDouble();
-  if (!(scale > 0.0 && std::isfinite(scale)))
-    return emitOpError() << "scale must be positive and finite but is "
-                         << scale;
-  double rate = getDropoutRate().convertToDouble();
-  int64_t stream = getDropoutStreamAttr().getInt();
-  if (failed(verifyDropoutRate(*this, rate)) ||
-      failed(verifyDropoutStream(*this, stream)))
-    return failure();
-  // The custom form prints the stream only together with a non-zero rate.
-  if (rate == 0.0 && stream != 0)
-    return emitOpError() << "dropout stream " << stream
-                         << " is set but the dropout rate is 0";
-  if (getCausal())
-    return verifyCausalLengths(*this, getQuery().getType().getDimSize(2),
-                               getKey().getType().getDimSize(2));
+  return verifyAttentionAttrs(
+      *this, getScale().convertToDouble(), getDropoutRate().convertToDouble(),
+      getDropoutStreamAttr().getInt(), getCausal(), !!getBlock(),
+      getQuery().getType().getDimSize(2), getKey().getType().getDimSize(2));
+}
+
+LogicalResult checks::verifyRotary(Operation *op, RankedTensorType type,
+                                   double theta, int64_t offset) {
+  if (type.getRank() != 4)
+    return op->emitOpError() << "input must be [batch, heads, seq, head_dim] "
+                                "but has shape "
+                             << ShapeStr{type.getShape()};
+  if (type.getDimSize(3) % 2 != 0)
+    return op->emitOpError() << "head_dim " << type.getDimSize(3)
+                             << " must be even for rotate-half";
+  if (!(theta > 0.0 && std::isfinite(theta)))
+    return op->emitOpError() << "theta must be positive and finite but is "
+                             << theta;
+  if (offset < 0)
+    return op->emitOpError() << "position offset " << offset
+                             << " is negative";
   return success();
 }
 
 LogicalResult RotaryOp::verify() {
-  auto type = getInput().getType();
-  if (type.getRank() != 4)
-    return emitOpError() << "input must be [batch, heads, seq, head_dim] but "
-                            "has shape "
-                         << shapeOf(getInput());
-  if (type.getDimSize(3) % 2 != 0)
-    return emitOpError() << "head_dim " << type.getDimSize(3)
-                         << " must be even for rotate-half";
-  double theta = getTheta().convertToDouble();
-  if (!(theta > 0.0 && std::isfinite(theta)))
-    return emitOpError() << "theta must be positive and finite but is "
-                         << theta;
-  if (getOffsetAttr().getInt() < 0)
-    return emitOpError() << "position offset " << getOffsetAttr().getInt()
-                         << " is negative";
-  return success();
+  return verifyRotary(*this, getInput().getType(),
+                      getTheta().convertToDouble(), getOffsetAttr().getInt());
 }
 
 //===----------------------------------------------------------------------===//
 // CrossEntropyOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult CrossEntropyOp::verify() {
-  auto logits = getLogits().getType();
-  auto labels = getLabels().getType();
-  if (logits.getRank() < 1)
-    return emitOpError() << "logits must have a vocabulary dimension but are "
-                            "a scalar "
-                         << logits;
-  if (logits.getShape().drop_back() != labels.getShape())
-    return emitOpError() << "labels shape " << shapeOf(getLabels())
-                         << " must be the logits shape " << shapeOf(getLogits())
-                         << " without its vocabulary dimension";
+LogicalResult checks::verifyLogitsLabels(Operation *op, Value logits,
+                                         Value labels) {
+  auto logitsType = tensorType(logits);
+  if (logitsType.getRank() < 1)
+    return op->emitOpError() << "logits must have a vocabulary dimension but "
+                                "are a scalar "
+                             << logitsType;
+  if (logitsType.getShape().drop_back() != tensorType(labels).getShape())
+    return op->emitOpError()
+           << "labels shape " << shapeOf(labels) << " must be the logits shape "
+           << shapeOf(logits) << " without its vocabulary dimension";
   return success();
+}
+
+LogicalResult CrossEntropyOp::verify() {
+  return verifyLogitsLabels(*this, getLogits(), getLabels());
 }
 
 //===----------------------------------------------------------------------===//

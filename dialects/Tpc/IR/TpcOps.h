@@ -4,6 +4,7 @@
 #define DIALECTS_TPC_IR_TPCOPS_H
 
 #include "dialects/Tpc/IR/TpcDialect.h"
+#include "dialects/Tpc/IR/TpcInterfaces.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"

@@ -4,14 +4,24 @@
 #define DIALECTS_TPC_IR_TPCOPS_TD
 
 include "dialects/Tpc/IR/TpcBase.td"
+include "dialects/Tpc/IR/TpcInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+
+// Every forward op has a derivative rule (DerivativeRules*.cpp). The stashing
+// variants declare the forward values their backward reads.
+def Tpc_Derivative : DeclareOpInterfaceMethods<Tpc_DerivativeOpInterface>;
+def Tpc_StashingDerivative : DeclareOpInterfaceMethods<
+    Tpc_DerivativeOpInterface, ["getStashedOperands"]>;
+def Tpc_ResultStashingDerivative : DeclareOpInterfaceMethods<
+    Tpc_DerivativeOpInterface, ["stashesResult"]>;
 
 //===----------------------------------------------------------------------===//
 // Embedding and matrix products
 //===----------------------------------------------------------------------===//
 
-def Tpc_EmbeddingOp : Tpc_Op<"embedding", [Pure, InferTypeOpAdaptor]> {
+def Tpc_EmbeddingOp : Tpc_Op<"embedding", [Pure, InferTypeOpAdaptor,
+    Tpc_StashingDerivative]> {
   let summary = "Looks up rows of a table by token id";
   let description = [{
     Gathers row `ids[...]` of `table` (`[vocab, hidden]`). The result has the
@@ -30,7 +40,8 @@ def Tpc_EmbeddingOp : Tpc_Op<"embedding", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def Tpc_LinearOp : Tpc_Op<"linear", [Pure, InferTypeOpAdaptor]> {
+def Tpc_LinearOp : Tpc_Op<"linear", [Pure, InferTypeOpAdaptor,
+    Tpc_StashingDerivative]> {
   let summary = "Affine map of the last dimension: x·W (+ bias)";
   let description = [{
     Contracts the last dimension of `input` (`[..., in]`) with the input
@@ -64,7 +75,8 @@ def Tpc_LinearOp : Tpc_Op<"linear", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def Tpc_BatchMatmulOp : Tpc_Op<"batch_matmul", [Pure, InferTypeOpAdaptor]> {
+def Tpc_BatchMatmulOp : Tpc_Op<"batch_matmul", [Pure, InferTypeOpAdaptor,
+    Tpc_StashingDerivative]> {
   let summary = "Batched matrix product with an optional folded scale";
   let description = [{
     `result[..., m, n] = scale * sum_k lhs[..., m, k] * rhs[..., k, n]` over
@@ -96,7 +108,8 @@ def Tpc_BatchMatmulOp : Tpc_Op<"batch_matmul", [Pure, InferTypeOpAdaptor]> {
 //===----------------------------------------------------------------------===//
 
 def Tpc_LayerNormOp : Tpc_Op<"layer_norm",
-    [Pure, AllTypesMatch<["input", "result"]>]> {
+    [Pure, AllTypesMatch<["input", "result"]>,
+     Tpc_StashingDerivative]> {
   let summary = "Layer normalization over the last dimension";
   let description = [{
     `(x - mean) / sqrt(var + epsilon) * weight + bias`, with mean and biased
@@ -118,7 +131,8 @@ def Tpc_LayerNormOp : Tpc_Op<"layer_norm",
 }
 
 def Tpc_RmsNormOp : Tpc_Op<"rms_norm",
-    [Pure, AllTypesMatch<["input", "result"]>]> {
+    [Pure, AllTypesMatch<["input", "result"]>,
+     Tpc_StashingDerivative]> {
   let summary = "Root-mean-square normalization over the last dimension";
   let description = [{
     `x / sqrt(mean(x^2) + epsilon) * weight` over the last dimension (Llama).
@@ -144,7 +158,7 @@ class Tpc_UnaryOp<string mnemonic, list<Trait> traits = []>
   let results = (outs Tpc_FloatTensor:$result);
 }
 
-def Tpc_GeluOp : Tpc_UnaryOp<"gelu"> {
+def Tpc_GeluOp : Tpc_UnaryOp<"gelu", [Tpc_StashingDerivative]> {
   let summary = "Gaussian error linear unit (erf or tanh form)";
   let description = [{
     `erf`: `x/2 * (1 + erf(x/sqrt(2)))`; `tanh` (GPT-2's `gelu_new`):
@@ -160,7 +174,7 @@ def Tpc_GeluOp : Tpc_UnaryOp<"gelu"> {
   let assemblyFormat = "$input `` $approximation attr-dict `:` type($input)";
 }
 
-def Tpc_SiluOp : Tpc_UnaryOp<"silu"> {
+def Tpc_SiluOp : Tpc_UnaryOp<"silu", [Tpc_StashingDerivative]> {
   let summary = "Sigmoid linear unit: x * sigmoid(x)";
   let description = [{
     ```mlir
@@ -171,7 +185,7 @@ def Tpc_SiluOp : Tpc_UnaryOp<"silu"> {
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
-def Tpc_DropoutOp : Tpc_UnaryOp<"dropout"> {
+def Tpc_DropoutOp : Tpc_UnaryOp<"dropout", [Tpc_Derivative]> {
   let summary = "Dropout driven by a counter-based random stream";
   let description = [{
     Zeroes each element with probability `rate` and scales the others by
@@ -194,7 +208,7 @@ def Tpc_DropoutOp : Tpc_UnaryOp<"dropout"> {
   let hasVerifier = 1;
 }
 
-def Tpc_SoftmaxOp : Tpc_UnaryOp<"softmax"> {
+def Tpc_SoftmaxOp : Tpc_UnaryOp<"softmax", [Tpc_ResultStashingDerivative]> {
   let summary = "Softmax over the last dimension, optionally causal";
   let description = [{
     With `causal`, for an input `[..., q, k]` the element `(i, j)` with
@@ -228,7 +242,7 @@ class Tpc_BinaryOp<string mnemonic, list<Trait> traits = []>
 
 // Not `Commutative`: only rhs broadcasts, so swapping the operands (as the
 // folder does to move a constant to the right) could make the op invalid.
-def Tpc_AddOp : Tpc_BinaryOp<"add"> {
+def Tpc_AddOp : Tpc_BinaryOp<"add", [Tpc_Derivative]> {
   let summary = "Elementwise sum, broadcasting rhs over leading dimensions";
   let description = [{
     `rhs` has the shape of `lhs` or a suffix of it (it is then broadcast over
@@ -240,7 +254,7 @@ def Tpc_AddOp : Tpc_BinaryOp<"add"> {
   }];
 }
 
-def Tpc_MulOp : Tpc_BinaryOp<"mul"> {
+def Tpc_MulOp : Tpc_BinaryOp<"mul", [Tpc_StashingDerivative]> {
   let summary = "Elementwise product, broadcasting rhs over leading dimensions";
   let description = [{
     ```mlir
@@ -253,7 +267,8 @@ def Tpc_MulOp : Tpc_BinaryOp<"mul"> {
 // Attention
 //===----------------------------------------------------------------------===//
 
-def Tpc_AttentionOp : Tpc_Op<"attention", [Pure, InferTypeOpAdaptor]> {
+def Tpc_AttentionOp : Tpc_Op<"attention", [Pure, InferTypeOpAdaptor,
+    Tpc_StashingDerivative]> {
   let summary = "Fused scaled-dot-product attention with grouped KV heads";
   let description = [{
     `softmax(scale * q k^T [+ causal mask]) v` per head, with optional dropout
@@ -264,7 +279,12 @@ def Tpc_AttentionOp : Tpc_Op<"attention", [Pure, InferTypeOpAdaptor]> {
     `h / (heads / kv_heads)`). The result is `[b, heads, s_q, d_v]`. The
     causal mask is aligned as in `tpc.softmax`, so it needs `s_k >= s_q`.
     `dropout_stream` is only meaningful (and only accepted non-zero) with a
-    non-zero `dropout_rate`.
+    non-zero `dropout_rate`. The optional `block` (an i64 scalar `n`) says the
+    op computes block `n` along the leading (batch) dimension of a larger
+    attention: the dropout draws the element at index `n * N + i` of the
+    probability tensor, `N` being its element count here, so that a
+    microbatch draws the mask the whole batch would (see
+    `tpc.dropout_mask`). It needs dropout.
 
     ```mlir
     %o = tpc.attention %q, %k, %v causal scale 2.500000e-01
@@ -274,13 +294,24 @@ def Tpc_AttentionOp : Tpc_Op<"attention", [Pure, InferTypeOpAdaptor]> {
   let arguments = (ins Tpc_FloatTensor:$query, Tpc_FloatTensor:$key,
                        Tpc_FloatTensor:$value, UnitAttr:$causal, F64Attr:$scale,
                        DefaultValuedAttr<F64Attr, "0.0">:$dropout_rate,
-                       DefaultValuedAttr<I64Attr, "0">:$dropout_stream);
+                       DefaultValuedAttr<I64Attr, "0">:$dropout_stream,
+                       Optional<Tpc_ScalarI64>:$block);
   let results = (outs Tpc_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`causal` $causal^)? `scale` $scale
-      (`dropout` $dropout_rate^ `stream` $dropout_stream)? attr-dict
+      (`dropout` $dropout_rate^ `stream` $dropout_stream)?
+      (`block` $block^)? attr-dict
       `:` type($query) `,` type($key) `,` type($value)
   }];
+  // The form without a dropout block, as before the block existed.
+  let builders = [
+    OpBuilder<(ins "Value":$query, "Value":$key, "Value":$value,
+                   "UnitAttr":$causal, "FloatAttr":$scale,
+                   "FloatAttr":$dropout_rate, "IntegerAttr":$dropout_stream), [{
+      build($_builder, $_state, query, key, value, causal, scale, dropout_rate,
+            dropout_stream, /*block=*/Value());
+    }]>
+  ];
   let extraClassDeclaration = [{
     int64_t getNumHeads() { return getQuery().getType().getDimSize(1); }
     int64_t getNumKvHeads() { return getKey().getType().getDimSize(1); }
@@ -289,7 +320,7 @@ def Tpc_AttentionOp : Tpc_Op<"attention", [Pure, InferTypeOpAdaptor]> {
 }
 
 def Tpc_RotaryOp : Tpc_Op<"rotary",
-    [Pure, AllTypesMatch<["input", "result"]>]> {
+    [Pure, AllTypesMatch<["input", "result"]>, Tpc_Derivative]> {
   let summary = "Rotary position embedding (rotate-half convention)";
   let description = [{
     For `x: [b, heads, s, d]` and position `p = offset + s_index`, with
@@ -315,7 +346,8 @@ def Tpc_RotaryOp : Tpc_Op<"rotary",
 // Loss
 //===----------------------------------------------------------------------===//
 
-def Tpc_CrossEntropyOp : Tpc_Op<"cross_entropy", [Pure]> {
+def Tpc_CrossEntropyOp : Tpc_Op<"cross_entropy", [Pure,
+    Tpc_StashingDerivative]> {
   let summary = "Summed softmax cross-entropy and the count of targets";
   let description = [{
     For `logits: [..., vocab]` and integer `labels: [...]`, yields the sum over
@@ -340,7 +372,8 @@ def Tpc_CrossEntropyOp : Tpc_Op<"cross_entropy", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Tpc_LossMeanOp : Tpc_Op<"loss_mean", [Pure]> {
+def Tpc_LossMeanOp : Tpc_Op<"loss_mean", [Pure,
+    Tpc_StashingDerivative]> {
   let summary = "Mean loss: a loss sum divided by a target count";
   let description = [{
     `sum / count`; a count of zero gives 0 (a batch with every target ignored
@@ -359,7 +392,7 @@ def Tpc_LossMeanOp : Tpc_Op<"loss_mean", [Pure]> {
 // Shape manipulation
 //===----------------------------------------------------------------------===//
 
-def Tpc_ReshapeOp : Tpc_Op<"reshape", [Pure]> {
+def Tpc_ReshapeOp : Tpc_Op<"reshape", [Pure, Tpc_Derivative]> {
   let summary = "Row-major reshape to a shape with the same element count";
   let description = [{
     ```mlir
@@ -372,7 +405,8 @@ def Tpc_ReshapeOp : Tpc_Op<"reshape", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Tpc_TransposeOp : Tpc_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
+def Tpc_TransposeOp : Tpc_Op<"transpose", [Pure, InferTypeOpAdaptor,
+    Tpc_Derivative]> {
   let summary = "Permutes dimensions";
   let description = [{
     `result.shape[i] = input.shape[permutation[i]]`.
@@ -388,7 +422,8 @@ def Tpc_TransposeOp : Tpc_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = "$input $permutation attr-dict `:` type($input)";
 }
 
-def Tpc_SliceOp : Tpc_Op<"slice", [Pure, InferTypeOpAdaptor]> {
+def Tpc_SliceOp : Tpc_Op<"slice", [Pure, InferTypeOpAdaptor,
+    Tpc_Derivative]> {
   let summary = "Contiguous slice of one dimension";
   let description = [{
     Keeps indices `[offset, offset + size)` of dimension `dim`.
@@ -406,7 +441,8 @@ def Tpc_SliceOp : Tpc_Op<"slice", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def Tpc_RepeatOp : Tpc_Op<"repeat", [Pure, InferTypeOpAdaptor]> {
+def Tpc_RepeatOp : Tpc_Op<"repeat", [Pure, InferTypeOpAdaptor,
+    Tpc_Derivative]> {
   let summary = "Repeats each index of one dimension consecutively";
   let description = [{
     `torch.repeat_interleave(x, repeats, dim)`: index `i` of the result along
@@ -425,7 +461,7 @@ def Tpc_RepeatOp : Tpc_Op<"repeat", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def Tpc_CastOp : Tpc_Op<"cast", [Pure]> {
+def Tpc_CastOp : Tpc_Op<"cast", [Pure, Tpc_Derivative]> {
   let summary = "Converts between f32, bf16 and f16 (round to nearest even)";
   let description = [{
     ```mlir
@@ -437,5 +473,8 @@ def Tpc_CastOp : Tpc_Op<"cast", [Pure]> {
   let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
   let hasVerifier = 1;
 }
+
+include "dialects/Tpc/IR/TpcGradOps.td"
+include "dialects/Tpc/IR/TpcOptimizerOps.td"
 
 #endif // DIALECTS_TPC_IR_TPCOPS_TD

@@ -1,0 +1,53 @@
+//===- DerivativeRulesAttention.cpp - attention, rotary -------------------===//
+
+#include "dialects/Tpc/IR/DerivativeRuleUtils.h"
+
+using namespace mlir;
+using namespace mlir::tpc;
+using namespace mlir::tpc::rules;
+
+// The fused attention stashes q, k and v only: attention_grad recomputes the
+// probabilities (and their dropout mask, from the same stream and block),
+// which is what makes it cheaper in memory than the unfused chain.
+SmallVector<unsigned> AttentionOp::getStashedOperands(ArrayRef<bool> wanted) {
+  if (!llvm::is_contained(wanted.take_front(3), true))
+    return {};
+  SmallVector<unsigned> read = {0, 1, 2};
+  if (getBlock())
+    read.push_back(3);
+  return read;
+}
+
+LogicalResult AttentionOp::buildGradients(OpBuilder &builder,
+                                          const DerivativeArgs &args,
+                                          Type gradElementType,
+                                          SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  Value dy = args.resultGrads[0];
+  if (!dy || !llvm::is_contained(args.wanted.take_front(3), true))
+    return success();
+  Location loc = getLoc();
+  auto grad = AttentionGradOp::create(
+      builder, loc, args.operands[0].getType(), args.operands[1].getType(),
+      args.operands[2].getType(), dy, args.operands[0], args.operands[1],
+      args.operands[2], getCausalAttr(), getScaleAttr(), getDropoutRateAttr(),
+      getDropoutStreamAttr(), getBlock() ? args.operands[3] : Value());
+  for (unsigned i = 0; i < 3; ++i)
+    if (args.wanted[i])
+      grads[i] = castTo(builder, loc, grad->getResult(i), gradElementType);
+  return success();
+}
+
+LogicalResult RotaryOp::buildGradients(OpBuilder &builder,
+                                       const DerivativeArgs &args,
+                                       Type gradElementType,
+                                       SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  Value dy = args.resultGrads[0];
+  if (dy && args.wanted[0])
+    grads[0] = castTo(builder, getLoc(),
+                      RotaryGradOp::create(builder, getLoc(), dy,
+                                           getThetaAttr(), getOffsetAttr()),
+                      gradElementType);
+  return success();
+}

@@ -1,0 +1,80 @@
+//===- DerivativeRulesNorm.cpp - layer_norm, rms_norm ---------------------===//
+//
+// Both norms stash only their input: the statistics are recomputed in the
+// backward ops, which is cheaper in memory than stashing mean and rstd next
+// to an activation of the same size.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/Tpc/IR/DerivativeRuleUtils.h"
+
+using namespace mlir;
+using namespace mlir::tpc;
+using namespace mlir::tpc::rules;
+
+/// The input is read by every gradient, the weight by the input gradient.
+static SmallVector<unsigned> normReads(ArrayRef<bool> wanted) {
+  bool params = llvm::any_of(wanted.drop_front(), [](bool w) { return w; });
+  if (wanted[0])
+    return {0, 1};
+  if (params)
+    return {0};
+  return {};
+}
+
+SmallVector<unsigned> LayerNormOp::getStashedOperands(ArrayRef<bool> wanted) {
+  return normReads(wanted);
+}
+
+LogicalResult LayerNormOp::buildGradients(OpBuilder &builder,
+                                          const DerivativeArgs &args,
+                                          Type gradElementType,
+                                          SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  Value dy = args.resultGrads[0];
+  if (!dy)
+    return success();
+  Location loc = getLoc();
+  Value x = args.operands[0];
+  if (args.wanted[0]) {
+    Value dx = LayerNormInputGradOp::create(builder, loc, dy, x,
+                                            args.operands[1], getEpsilonAttr());
+    grads[0] = castTo(builder, loc, dx, gradElementType);
+  }
+  if (args.wanted[1] || args.wanted[2]) {
+    auto paramGrads = LayerNormParamGradOp::create(
+        builder, loc, gradTypeOf(getWeight(), gradElementType),
+        gradTypeOf(getBias(), gradElementType), dy, x, getEpsilonAttr());
+    if (args.wanted[1])
+      grads[1] = paramGrads.getWeightGrad();
+    if (args.wanted[2])
+      grads[2] = paramGrads.getBiasGrad();
+  }
+  return success();
+}
+
+SmallVector<unsigned> RmsNormOp::getStashedOperands(ArrayRef<bool> wanted) {
+  return normReads(wanted);
+}
+
+LogicalResult RmsNormOp::buildGradients(OpBuilder &builder,
+                                        const DerivativeArgs &args,
+                                        Type gradElementType,
+                                        SmallVectorImpl<Value> &grads) {
+  resetGrads(*this, grads);
+  Value dy = args.resultGrads[0];
+  if (!dy)
+    return success();
+  Location loc = getLoc();
+  Value x = args.operands[0];
+  if (args.wanted[0]) {
+    Value dx = RmsNormInputGradOp::create(builder, loc, dy, x,
+                                          args.operands[1], getEpsilonAttr());
+    grads[0] = castTo(builder, loc, dx, gradElementType);
+  }
+  if (args.wanted[1])
+    grads[1] = RmsNormParamGradOp::create(
+        builder, loc, gradTypeOf(getWeight(), gradElementType), dy, x,
+        getEpsilonAttr());
+  return success();
+}

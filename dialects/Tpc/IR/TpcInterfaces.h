@@ -1,0 +1,28 @@
+//===- TpcInterfaces.h - tpc op interfaces ----------------------*- C++ -*-===//
+
+#ifndef DIALECTS_TPC_IR_TPCINTERFACES_H
+#define DIALECTS_TPC_IR_TPCINTERFACES_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpDefinition.h"
+#include "llvm/ADT/ArrayRef.h"
+
+namespace mlir::tpc {
+
+/// What a derivative rule sees of the backward function (see
+/// TpcDerivativeOpInterface). `operands` and `results` have one entry per
+/// operand / result of the forward op: the backward-side value of those the
+/// rule declared as read, null for the others. `resultGrads` has one entry
+/// per result (null: no gradient reaches it); `wanted` one per operand.
+struct DerivativeArgs {
+  ArrayRef<Value> operands;
+  ArrayRef<Value> results;
+  ArrayRef<Value> resultGrads;
+  ArrayRef<bool> wanted;
+};
+
+} // namespace mlir::tpc
+
+#include "dialects/Tpc/IR/TpcInterfaces.h.inc"
+
+#endif // DIALECTS_TPC_IR_TPCINTERFACES_H

@@ -1,0 +1,82 @@
+//===- TpcInterfaces.td - tpc op interfaces ----------------*- tablegen -*-===//
+//
+// The derivative interface: what an op's backward reads from the forward
+// (the stash) and how it builds its operand gradients.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DIALECTS_TPC_IR_TPCINTERFACES_TD
+#define DIALECTS_TPC_IR_TPCINTERFACES_TD
+
+include "mlir/IR/OpBase.td"
+
+def Tpc_DerivativeOpInterface : OpInterface<"TpcDerivativeOpInterface"> {
+  let cppNamespace = "::mlir::tpc";
+  let description = [{
+    The reverse-mode derivative of a forward op. `tpc-autodiff` asks each op
+    which of its forward values the gradients of some operands read (those
+    become the stash between the forward and the backward functions, each
+    value once), then asks it to build the gradients, in the input-gradient
+    function B for activation operands and in the weight-gradient function W
+    for parameter operands.
+
+    The rules receive the backward-side values in a `DerivativeArgs`: the
+    op's operands and results as the backward function sees them (only those
+    the rule declared as read are set), the gradients of the results (null
+    where a result has none) and the operands whose gradient is wanted.
+    Input gradients keep the operand's element type; weight gradients are
+    built in f32, so that a bf16 model accumulates its gradients in fp32.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        The operands whose forward values the gradients of the `wanted`
+        operands read (indices into the op's operands).
+      }],
+      "::llvm::SmallVector<unsigned>", "getStashedOperands",
+      (ins "::llvm::ArrayRef<bool>":$wanted), [{}], [{ return {}; }]>,
+    InterfaceMethod<[{
+        Whether the gradients of the `wanted` operands read the op's (first)
+        result.
+      }],
+      "bool", "stashesResult", (ins "::llvm::ArrayRef<bool>":$wanted), [{}],
+      [{ return false; }]>,
+    InterfaceMethod<[{
+        Builds the gradients of `args.wanted` operands into `operandGrads`
+        (resized to the number of operands; unwanted entries stay null).
+        `gradElementType` is the element type of gradients the rule builds
+        with its own backward ops; null keeps each operand's element type.
+        Ops that only pass a gradient on (views, add) keep the incoming
+        gradient's element type.
+      }],
+      "::llvm::LogicalResult", "buildGradients",
+      (ins "::mlir::OpBuilder &":$builder,
+           "const ::mlir::tpc::DerivativeArgs &":$args,
+           "::mlir::Type":$gradElementType,
+           "::llvm::SmallVectorImpl<::mlir::Value> &":$operandGrads)>,
+    InterfaceMethod<[{
+        Input (activation) gradients, for the B function: the operands'
+        element types.
+      }],
+      "::llvm::LogicalResult", "buildInputGradients",
+      (ins "::mlir::OpBuilder &":$builder,
+           "const ::mlir::tpc::DerivativeArgs &":$args,
+           "::llvm::SmallVectorImpl<::mlir::Value> &":$operandGrads), [{}],
+      [{
+        return $_op.buildGradients(builder, args, ::mlir::Type(),
+                                   operandGrads);
+      }]>,
+    InterfaceMethod<[{
+        Weight (parameter) gradients, for the W function: in f32.
+      }],
+      "::llvm::LogicalResult", "buildWeightGradients",
+      (ins "::mlir::OpBuilder &":$builder,
+           "const ::mlir::tpc::DerivativeArgs &":$args,
+           "::llvm::SmallVectorImpl<::mlir::Value> &":$operandGrads), [{}],
+      [{
+        return $_op.buildGradients(builder, args,
+                                   builder.getF32Type(), operandGrads);
+      }]>
+  ];
+}
+
+#endif // DIALECTS_TPC_IR_TPCINTERFACES_TD

@@ -1,0 +1,159 @@
+//===- TpcOptimizerOps.td - tpc optimizer ops --------------*- tablegen -*-===//
+//
+// What tpc-optimizer appends to the training driver: the global gradient
+// norm, clipping, the learning-rate schedule and the parameter updates.
+// Included from TpcOps.td. The updates are value semantics here; the rt
+// lowering runs them in place on the parameter and state buffers.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DIALECTS_TPC_IR_TPCOPTIMIZEROPS_TD
+#define DIALECTS_TPC_IR_TPCOPTIMIZEROPS_TD
+
+def Tpc_SumSquaresOp : Tpc_Op<"sum_squares", [Pure]> {
+  let summary = "Sum of the squares of every element of every operand";
+  let description = [{
+    An f32 scalar, accumulated in f32 (a tensor-parallel rank sums its
+    shards, and an all-reduce adds the ranks before `tpc.sqrt`).
+
+    ```mlir
+    %ss = tpc.sum_squares %dw0, %dw1 : tensor<64x64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Tpc_FloatTensor>:$inputs);
+  let results = (outs Tpc_ScalarF32:$result);
+  let assemblyFormat = "$inputs attr-dict `:` type($inputs)";
+  let hasVerifier = 1;
+}
+
+def Tpc_SqrtOp : Tpc_Op<"sqrt", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "Elementwise square root (f32)";
+  let description = [{
+    ```mlir
+    %norm = tpc.sqrt %ss : tensor<f32>
+    ```
+  }];
+  let arguments = (ins Tpc_F32Tensor:$input);
+  let results = (outs Tpc_F32Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Tpc_ClipCoefficientOp : Tpc_Op<"clip_coefficient", [Pure]> {
+  let summary = "Global-norm clipping factor: min(1, max_norm / (norm + 1e-6))";
+  let description = [{
+    As `torch.nn.utils.clip_grad_norm_`: the factor every gradient is
+    multiplied by before the update, 1 when the norm is within `max_norm`.
+
+    ```mlir
+    %c = tpc.clip_coefficient %norm max_norm 1.000000e+00
+    ```
+  }];
+  let arguments = (ins Tpc_ScalarF32:$norm, F64Attr:$max_norm);
+  let results = (outs Tpc_ScalarF32:$result);
+  let assemblyFormat = "$norm `max_norm` $max_norm attr-dict";
+  let hasVerifier = 1;
+}
+
+def Tpc_LrScheduleOp : Tpc_Op<"lr_schedule", [Pure]> {
+  let summary = "Learning rate of an optimizer step";
+  let description = [{
+    For the 1-based optimizer `step` `t` (an i64 scalar): during a linear
+    warm-up (`t <= warmup`, when `warmup > 0`) the rate is `lr * t / warmup`.
+    After it, `constant` keeps `lr`; `cosine` decays from `lr` to `min_lr`
+    over steps `warmup .. total`: with
+    `p = (t - warmup) / (total - warmup)`, the rate is
+    `min_lr + (lr - min_lr) * (1 + cos(pi * p)) / 2`, and `min_lr` from
+    step `total` on. This is the factor `torch.optim.lr_scheduler.LambdaLR`
+    would apply with that function of `t`.
+
+    ```mlir
+    %lr = tpc.lr_schedule %step cosine lr 6.000000e-04 min_lr 6.000000e-05
+        warmup 10 total 100
+    ```
+  }];
+  let arguments = (ins Tpc_ScalarI64:$step,
+                       Tpc_LrScheduleKindAttr:$schedule, F64Attr:$lr,
+                       DefaultValuedAttr<F64Attr, "0.0">:$min_lr,
+                       DefaultValuedAttr<I64Attr, "0">:$warmup,
+                       DefaultValuedAttr<I64Attr, "0">:$total);
+  let results = (outs Tpc_ScalarF32:$result);
+  let assemblyFormat = [{
+    $step `` $schedule `lr` $lr (`min_lr` $min_lr^)? (`warmup` $warmup^)?
+      (`total` $total^)? attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+def Tpc_AdamWUpdateOp : Tpc_Op<"adamw_update",
+    [Pure, AllTypesMatch<["param", "grad", "exp_avg", "exp_avg_sq",
+                          "new_param", "new_exp_avg", "new_exp_avg_sq"]>]> {
+  let summary = "One AdamW step (decoupled weight decay, bias correction)";
+  let description = [{
+    As `torch.optim.AdamW` (not amsgrad), with `g = grad * grad_scale`
+    (the clipping factor; 1 without it), `t = step` (1-based):
+
+    ```
+    p  = param * (1 - lr * weight_decay)
+    m  = beta1 * exp_avg    + (1 - beta1) * g
+    v  = beta2 * exp_avg_sq + (1 - beta2) * g^2
+    new_param = p - (lr / (1 - beta1^t)) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+    ```
+
+    Parameter, gradient and state are f32 (master weights). Results are the
+    new parameter and the new `exp_avg`, `exp_avg_sq`.
+
+    ```mlir
+    %p1, %m1, %v1 = tpc.adamw_update %p, %g, %m, %v lr %lr step %step
+        beta1 9.000000e-01 beta2 9.990000e-01 eps 1.000000e-08
+        weight_decay 1.000000e-02 : tensor<64x64xf32>
+    ```
+  }];
+  let arguments = (ins Tpc_F32Tensor:$param, Tpc_F32Tensor:$grad,
+                       Tpc_F32Tensor:$exp_avg, Tpc_F32Tensor:$exp_avg_sq,
+                       Tpc_ScalarF32:$lr, Tpc_ScalarI64:$step,
+                       Optional<Tpc_ScalarF32>:$grad_scale,
+                       F64Attr:$beta1, F64Attr:$beta2, F64Attr:$eps,
+                       F64Attr:$weight_decay);
+  let results = (outs Tpc_F32Tensor:$new_param, Tpc_F32Tensor:$new_exp_avg,
+                      Tpc_F32Tensor:$new_exp_avg_sq);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `lr` $lr `step` $step
+      (`scale` $grad_scale^)? `beta1` $beta1 `beta2` $beta2 `eps` $eps
+      `weight_decay` $weight_decay attr-dict `:` type($param)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tpc_SgdUpdateOp : Tpc_Op<"sgd_update",
+    [Pure, AttrSizedOperandSegments, InferTypeOpAdaptor]> {
+  let summary = "One SGD step with optional momentum and L2 weight decay";
+  let description = [{
+    As `torch.optim.SGD` (dampening 0, not Nesterov), with
+    `g = grad * grad_scale + weight_decay * param`: with a
+    `momentum_buffer` (required exactly when `momentum` is non-zero),
+    `buf = momentum * momentum_buffer + g` and `new_param = param - lr * buf`,
+    and the second result is `buf` (the buffer starts at zero, which gives
+    torch's first step `buf = g`); without one, `new_param = param - lr * g`.
+
+    ```mlir
+    %p1, %b1 = tpc.sgd_update %p, %g momentum_buffer %b lr %lr
+        momentum 9.000000e-01 weight_decay 0.000000e+00 : tensor<64x64xf32>
+    ```
+  }];
+  let arguments = (ins Tpc_F32Tensor:$param, Tpc_F32Tensor:$grad,
+                       Optional<Tpc_F32Tensor>:$momentum_buffer,
+                       Tpc_ScalarF32:$lr,
+                       Optional<Tpc_ScalarF32>:$grad_scale,
+                       F64Attr:$momentum, F64Attr:$weight_decay);
+  let results = (outs Tpc_F32Tensor:$new_param,
+                      Optional<Tpc_F32Tensor>:$new_momentum_buffer);
+  let assemblyFormat = [{
+    $param `,` $grad (`momentum_buffer` $momentum_buffer^)? `lr` $lr
+      (`scale` $grad_scale^)? `momentum` $momentum
+      `weight_decay` $weight_decay attr-dict `:` type($param) `,` type($grad)
+      (`,` type($momentum_buffer)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // DIALECTS_TPC_IR_TPCOPTIMIZEROPS_TD

@@ -1,0 +1,61 @@
+// Round trip of the optimizer ops through the custom and the generic form.
+// RUN: tpc-opt %s | tpc-opt | FileCheck %s
+// RUN: tpc-opt %s --mlir-print-op-generic | tpc-opt | FileCheck %s
+
+// CHECK-LABEL: func.func @norm_and_clip(
+// CHECK: %[[SS:.*]] = tpc.sum_squares %{{.*}}, %{{.*}} : tensor<64x64xf32>, tensor<64xf32>
+// CHECK: %[[N:.*]] = tpc.sqrt %[[SS]] : tensor<f32>
+// CHECK: tpc.clip_coefficient %[[N]] max_norm 1.000000e+00
+func.func @norm_and_clip(%g0: tensor<64x64xf32>, %g1: tensor<64xf32>)
+    -> (tensor<f32>, tensor<f32>) {
+  %ss = tpc.sum_squares %g0, %g1 : tensor<64x64xf32>, tensor<64xf32>
+  %n = tpc.sqrt %ss : tensor<f32>
+  %c = tpc.clip_coefficient %n max_norm 1.0
+  return %n, %c : tensor<f32>, tensor<f32>
+}
+
+// CHECK-LABEL: func.func @schedules(
+// CHECK: tpc.lr_schedule %{{.*}} constant lr 1.000000e-03
+// CHECK: tpc.lr_schedule %{{.*}} constant lr 1.000000e-03 warmup 5
+// CHECK: tpc.lr_schedule %{{.*}} cosine lr 6.000000e-04 min_lr 6.000000e-05 warmup 10 total 100
+// CHECK: tpc.lr_schedule %{{.*}} cosine lr 6.000000e-04 total 100
+func.func @schedules(%step: tensor<i64>)
+    -> (tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) {
+  %0 = tpc.lr_schedule %step constant lr 1.0e-3
+  %1 = tpc.lr_schedule %step constant lr 1.0e-3 warmup 5
+  %2 = tpc.lr_schedule %step cosine lr 6.0e-4 min_lr 6.0e-5 warmup 10 total 100
+  %3 = tpc.lr_schedule %step cosine lr 6.0e-4 total 100
+  return %0, %1, %2, %3 : tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>
+}
+
+// CHECK-LABEL: func.func @adamw(
+// CHECK: tpc.adamw_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} lr %{{.*}} step %{{.*}} beta1 9.000000e-01 beta2 0.99899999999999999 eps 1.000000e-08 weight_decay 1.000000e-02 : tensor<64x64xf32>
+// CHECK: tpc.adamw_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} lr %{{.*}} step %{{.*}} scale %{{.*}} beta1 9.000000e-01 beta2 0.94999999999999996 eps 9.9999999999999995E-7 weight_decay 0.000000e+00 : tensor<64x64xf32>
+// CHECK: return {{.*}} : tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>
+func.func @adamw(%p: tensor<64x64xf32>, %g: tensor<64x64xf32>,
+                 %m: tensor<64x64xf32>, %v: tensor<64x64xf32>,
+                 %lr: tensor<f32>, %step: tensor<i64>, %c: tensor<f32>)
+    -> (tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>,
+        tensor<64x64xf32>) {
+  %p1, %m1, %v1 = tpc.adamw_update %p, %g, %m, %v lr %lr step %step
+      beta1 0.9 beta2 0.999 eps 1.0e-8 weight_decay 0.01 : tensor<64x64xf32>
+  %p2, %m2, %v2 = tpc.adamw_update %p, %g, %m, %v lr %lr step %step scale %c
+      beta1 0.9 beta2 0.95 eps 1.0e-6 weight_decay 0.0 : tensor<64x64xf32>
+  return %p1, %m1, %v1, %p2
+      : tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>,
+        tensor<64x64xf32>
+}
+
+// CHECK-LABEL: func.func @sgd(
+// CHECK: tpc.sgd_update %{{.*}}, %{{.*}} momentum_buffer %{{.*}} lr %{{.*}} momentum 9.000000e-01 weight_decay 0.000000e+00 : tensor<64xf32>, tensor<64xf32>, tensor<64xf32>
+// CHECK: tpc.sgd_update %{{.*}}, %{{.*}} lr %{{.*}} scale %{{.*}} momentum 0.000000e+00 weight_decay 1.000000e-04 : tensor<64xf32>, tensor<64xf32>
+// CHECK: return {{.*}} : tensor<64xf32>, tensor<64xf32>, tensor<64xf32>
+func.func @sgd(%p: tensor<64xf32>, %g: tensor<64xf32>, %b: tensor<64xf32>,
+               %lr: tensor<f32>, %c: tensor<f32>)
+    -> (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>) {
+  %p1, %b1 = tpc.sgd_update %p, %g momentum_buffer %b lr %lr momentum 0.9
+      weight_decay 0.0 : tensor<64xf32>, tensor<64xf32>, tensor<64xf32>
+  %p2 = tpc.sgd_update %p, %g lr %lr scale %c momentum 0.0 weight_decay 1.0e-4
+      : tensor<64xf32>, tensor<64xf32>
+  return %p1, %b1, %p2 : tensor<64xf32>, tensor<64xf32>, tensor<64xf32>
+}
