@@ -332,3 +332,66 @@ def relative_error(actual, expected):
     norm = expected.norm().item()
     diff = (actual - expected).norm().item()
     return diff / norm if norm > 0 else diff
+
+
+# ---------------------------------------------------------------------------
+# Training references (float64 autograd and torch.optim)
+
+
+def uneven_labels(labels, microbatches):
+    """Ignores (-100) a different share of the targets in each microbatch:
+    none in the last, more in the earlier ones, so that a per-microbatch mean
+    would weigh them wrongly and only the global mean is right."""
+    labels = labels.clone()
+    rows = labels.shape[0] // microbatches
+    for m in range(microbatches - 1):
+        block = labels[m * rows:(m + 1) * rows]
+        ignored = block.numel() * (microbatches - 1 - m) // (2 * microbatches)
+        block.view(-1)[:ignored] = -100
+    return labels
+
+
+def gradients(config, weights, batch):
+    """Loss and d loss / d parameter (mean over the non-ignored targets of
+    the whole batch), in float64."""
+    params = {name: t.detach().double().requires_grad_(True)
+              for name, t in weights.items()}
+    loss = loss_of(forward(config, params, batch["input_ids"]), batch["labels"])
+    loss.backward()
+    return loss.item(), {name: p.grad for name, p in params.items()}
+
+
+def lr_at(step, lr, schedule, warmup, total, min_lr):
+    """The learning rate of 1-based step `step`: constant, or linear warm-up
+    over `warmup` steps then cosine decay to `min_lr` at step `total`."""
+    if schedule == "constant":
+        return lr
+    if step <= warmup:
+        return lr * step / warmup
+    progress = min(1.0, (step - warmup) / max(1, total - warmup))
+    return min_lr + 0.5 * (lr - min_lr) * (1 + math.cos(math.pi * progress))
+
+
+def train_reference(config, weights, batch, steps, optimizer="adamw", lr=1e-3,
+                    betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01,
+                    momentum=0.0, schedule="constant", warmup=0, min_lr=0.0):
+    """Losses of `steps` optimizer steps on one fixed batch (the loss of step
+    k is computed before update k), with torch.optim in float64."""
+    params = {name: t.detach().double().requires_grad_(True)
+              for name, t in weights.items()}
+    ordered = [params[name] for name in sorted(params)]
+    if optimizer == "adamw":
+        opt = torch.optim.AdamW(ordered, lr=lr, betas=betas, eps=eps,
+                                weight_decay=weight_decay)
+    else:
+        opt = torch.optim.SGD(ordered, lr=lr, momentum=momentum)
+    losses = []
+    for step in range(1, steps + 1):
+        for group in opt.param_groups:
+            group["lr"] = lr_at(step, lr, schedule, warmup, steps, min_lr)
+        opt.zero_grad()
+        loss = loss_of(forward(config, params, batch["input_ids"]), batch["labels"])
+        loss.backward()
+        losses.append(loss.item())
+        opt.step()
+    return losses
