@@ -10,6 +10,7 @@
 
 #include "tpcrt/CpuKernels.h"
 #include "FastMath.h"
+#include "KernelSupport.h"
 #include "tpcrt/Random.h"
 #include "tpcrt/Safetensors.h"
 
@@ -26,7 +27,7 @@
 namespace tpcrt {
 namespace cpu {
 
-namespace {
+namespace detail {
 
 Status checkNonNegative(const char *kernel,
                         std::initializer_list<int64_t> sizes) {
@@ -36,6 +37,12 @@ Status checkNonNegative(const char *kernel,
                            std::to_string(s));
   return Status::ok();
 }
+
+} // namespace detail
+
+using namespace detail;
+
+namespace {
 
 Status checkGemmArgs(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                      int64_t lda, int64_t ldb, int64_t ldc) {
@@ -52,8 +59,9 @@ Status checkGemmArgs(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
 
 size_t floatTypeSize(FloatType type) { return type == FloatType::F32 ? 4 : 2; }
 
-/// Element count of `shape`; false when a dimension is negative.
-bool checkShape(const int64_t *shape, int rank, int64_t &count) {
+} // namespace
+
+bool detail::checkShape(const int64_t *shape, int rank, int64_t &count) {
   count = 1;
   for (int i = 0; i < rank; ++i) {
     if (shape[i] < 0)
@@ -62,8 +70,6 @@ bool checkShape(const int64_t *shape, int rank, int64_t &count) {
   }
   return true;
 }
-
-} // namespace
 
 bool hasOpenBlas() {
 #ifdef TPCRT_HAVE_OPENBLAS
@@ -327,14 +333,13 @@ Status mul(const float *lhs, int64_t lhsCount, const float *rhs,
 }
 
 namespace {
-
-// Row helpers of softmax, attention and cross-entropy. Sums run in
-// kLanes independent double accumulators, which vectorize and keep the
-// double-precision sum of float exps.
+/// Sums run in kLanes independent double accumulators, which vectorize and
+/// keep the double-precision sum of float exps.
 constexpr int kLanes = 8;
+} // namespace
 
 TPCRT_VECTOR_CLONES
-float rowMax(const float *row, int64_t n) {
+float detail::rowMax(const float *row, int64_t n) {
   float lanes[kLanes];
   std::fill(lanes, lanes + kLanes, -std::numeric_limits<float>::infinity());
   int64_t i = 0;
@@ -348,7 +353,7 @@ float rowMax(const float *row, int64_t n) {
 
 /// Sum of e^(row[j] - shift) over [0, n), in double.
 TPCRT_VECTOR_CLONES
-double expSum(const float *row, int64_t n, float shift) {
+double detail::expSum(const float *row, int64_t n, float shift) {
   double lanes[kLanes] = {};
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes)
@@ -364,7 +369,7 @@ double expSum(const float *row, int64_t n, float shift) {
 
 /// out[j] = e^(row[j] - shift) over [0, n); returns their sum, in double.
 TPCRT_VECTOR_CLONES
-double expInto(const float *row, int64_t n, float shift, float *out) {
+double detail::expInto(const float *row, int64_t n, float shift, float *out) {
   double lanes[kLanes] = {};
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes)
@@ -384,17 +389,14 @@ double expInto(const float *row, int64_t n, float shift, float *out) {
   return sum;
 }
 
-/// Softmax of row[0, valid) into out[0, valid), zeros in out[valid, len).
-/// out may equal row.
-void softmaxRow(const float *row, int64_t valid, int64_t len, float *out) {
+void detail::softmaxRow(const float *row, int64_t valid, int64_t len,
+                        float *out) {
   float maxValue = rowMax(row, valid);
   float inv = static_cast<float>(1.0 / expInto(row, valid, maxValue, out));
   for (int64_t j = 0; j < valid; ++j)
     out[j] *= inv;
   std::fill(out + valid, out + len, 0.0f);
 }
-
-} // namespace
 
 Status softmax(const float *x, int64_t outer, int64_t q, int64_t k, bool causal,
                float *out) {
@@ -412,16 +414,12 @@ Status softmax(const float *x, int64_t outer, int64_t q, int64_t k, bool causal,
   return Status::ok();
 }
 
-namespace {
-
-Status checkDropoutRate(const char *kernel, double rate) {
+Status detail::checkDropoutRate(const char *kernel, double rate) {
   if (!(rate >= 0.0 && rate < 1.0))
     return Status::error(std::string(kernel) + ": dropout rate " +
                          std::to_string(rate) + " is outside [0, 1)");
   return Status::ok();
 }
-
-} // namespace
 
 Status dropout(const float *x, int64_t count, uint64_t key, double rate,
                int64_t firstIndex, float *out) {
@@ -439,33 +437,10 @@ Status dropout(const float *x, int64_t count, uint64_t key, double rate,
   return Status::ok();
 }
 
-namespace {
-
-/// Dropout on the probability rows [i0, i0 + rows) of one (batch, head),
-/// stored with stride `ld`: element (i, j) is element row(i) + j of the
-/// stream, where row(i) = ((b * heads + h) * sq + i) * sk.
-void dropProbabilities(float *p, int64_t rows, int64_t cols, int64_t ld,
-                       uint64_t firstRow, int64_t seqK,
-                       const AttentionDropout &dropout) {
-  uint64_t threshold = dropoutThreshold(dropout.rate);
-  float scale = dropoutScale(dropout.rate);
-  for (int64_t i = 0; i < rows; ++i) {
-    uint64_t index = firstRow + static_cast<uint64_t>(i * seqK);
-    float *row = p + i * ld;
-    for (int64_t j = 0; j < cols; ++j)
-      row[j] = dropoutKeep(dropout.key, index + static_cast<uint64_t>(j),
-                           threshold)
-                   ? row[j] * scale
-                   : 0.0f;
-  }
-}
-
-} // namespace
-
-Status attention(const float *q, const float *k, const float *v, int64_t batch,
-                 int64_t heads, int64_t kvHeads, int64_t seqQ, int64_t seqK,
-                 int64_t headDim, int64_t valueDim, bool causal, float scale,
-                 float *scratch, float *out, const AttentionDropout *dropout) {
+Status detail::checkAttention(int64_t batch, int64_t heads, int64_t kvHeads,
+                              int64_t seqQ, int64_t seqK, int64_t headDim,
+                              int64_t valueDim, bool causal,
+                              const AttentionDropout *dropout) {
   if (Status s = checkNonNegative(
           "attention", {batch, heads, kvHeads, seqQ, seqK, headDim, valueDim});
       !s)
@@ -481,11 +456,64 @@ Status attention(const float *q, const float *k, const float *v, int64_t batch,
   if (dropout)
     if (Status s = checkDropoutRate("attention", dropout->rate); !s)
       return s;
+  return Status::ok();
+}
+
+AttentionBlock detail::attentionBlock(int64_t i0, int64_t seqQ, int64_t seqK,
+                                      bool causal) {
+  AttentionBlock block;
+  block.rows = std::min(kAttentionBlock, seqQ - i0);
+  block.keys = causal ? i0 + block.rows + (seqK - seqQ) : seqK;
+  block.ld = std::max<int64_t>(1, block.keys);
+  return block;
+}
+
+Status detail::attentionProbabilities(const float *q, const float *k,
+                                      int64_t headDim, int64_t i0,
+                                      const AttentionBlock &block,
+                                      int64_t seqQ, int64_t seqK, bool causal,
+                                      float scale, float *p) {
+  int64_t ldq = std::max<int64_t>(1, headDim);
+  if (Status s = gemm(false, true, block.rows, block.keys, headDim, scale,
+                      q + i0 * headDim, ldq, k, ldq, 0.0f, p, block.ld);
+      !s)
+    return s;
+  for (int64_t i = 0; i < block.rows; ++i) {
+    int64_t valid = causal ? i0 + i + (seqK - seqQ) + 1 : seqK;
+    softmaxRow(p + i * block.ld, valid, block.keys, p + i * block.ld);
+  }
+  return Status::ok();
+}
+
+void detail::dropProbabilities(float *p, const AttentionBlock &block,
+                               uint64_t firstRow, int64_t seqK,
+                               const AttentionDropout &dropout) {
+  uint64_t threshold = dropoutThreshold(dropout.rate);
+  float scale = dropoutScale(dropout.rate);
+  for (int64_t i = 0; i < block.rows; ++i) {
+    uint64_t index = firstRow + static_cast<uint64_t>(i * seqK);
+    float *row = p + i * block.ld;
+    for (int64_t j = 0; j < block.keys; ++j)
+      row[j] = dropoutKeep(dropout.key, index + static_cast<uint64_t>(j),
+                           threshold)
+                   ? row[j] * scale
+                   : 0.0f;
+  }
+}
+
+Status attention(const float *q, const float *k, const float *v, int64_t batch,
+                 int64_t heads, int64_t kvHeads, int64_t seqQ, int64_t seqK,
+                 int64_t headDim, int64_t valueDim, bool causal, float scale,
+                 float *scratch, float *out, const AttentionDropout *dropout) {
+  if (Status s = checkAttention(batch, heads, kvHeads, seqQ, seqK, headDim,
+                                valueDim, causal, dropout);
+      !s)
+    return s;
   bool drop = dropout && dropout->rate > 0.0;
   int64_t group = heads / kvHeads;
+  int64_t ldv = std::max<int64_t>(1, valueDim);
   // Per (batch, head) and block of query rows: S = scale * Q K^T and
-  // O = P V are GEMMs through the scratch block; a causal block only needs
-  // the keys its last row sees.
+  // O = P V are GEMMs through the scratch block.
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t h = 0; h < heads; ++h) {
       const float *qh = q + (b * heads + h) * seqQ * headDim;
@@ -494,29 +522,18 @@ Status attention(const float *q, const float *k, const float *v, int64_t batch,
       const float *vh = v + kvh * seqK * valueDim;
       float *oh = out + (b * heads + h) * seqQ * valueDim;
       for (int64_t i0 = 0; i0 < seqQ; i0 += kAttentionBlock) {
-        int64_t rows = std::min(kAttentionBlock, seqQ - i0);
-        int64_t keys = causal ? i0 + rows + (seqK - seqQ) : seqK;
-        int64_t ld = std::max<int64_t>(1, keys);
-        if (Status s = gemm(false, true, rows, keys, headDim, scale,
-                            qh + i0 * headDim, std::max<int64_t>(1, headDim),
-                            kh, std::max<int64_t>(1, headDim), 0.0f, scratch,
-                            ld);
-            !s)
-          return s.withContext("attention");
-        for (int64_t i = 0; i < rows; ++i) {
-          int64_t valid = causal ? i0 + i + (seqK - seqQ) + 1 : seqK;
-          softmaxRow(scratch + i * ld, valid, keys, scratch + i * ld);
-        }
-        if (drop)
+        AttentionBlock block = attentionBlock(i0, seqQ, seqK, causal);
+        Status s = attentionProbabilities(qh, kh, headDim, i0, block, seqQ,
+                                          seqK, causal, scale, scratch);
+        if (s && drop)
           dropProbabilities(
-              scratch, rows, keys, ld,
+              scratch, block,
               static_cast<uint64_t>(((b * heads + h) * seqQ + i0) * seqK),
               seqK, *dropout);
-        if (Status s = gemm(false, false, rows, valueDim, keys, 1.0f, scratch,
-                            ld, vh, std::max<int64_t>(1, valueDim), 0.0f,
-                            oh + i0 * valueDim,
-                            std::max<int64_t>(1, valueDim));
-            !s)
+        if (s)
+          s = gemm(false, false, block.rows, valueDim, block.keys, 1.0f,
+                   scratch, block.ld, vh, ldv, 0.0f, oh + i0 * valueDim, ldv);
+        if (!s)
           return s.withContext("attention");
       }
     }
@@ -524,7 +541,7 @@ Status attention(const float *q, const float *k, const float *v, int64_t batch,
 }
 
 Status rotary(const float *x, int64_t outer, int64_t seq, int64_t dim,
-              double theta, int64_t offset, float *out) {
+              double theta, int64_t offset, float *out, bool inverse) {
   if (Status s = checkNonNegative("rotary", {outer, seq, dim}); !s)
     return s;
   if (dim % 2 != 0)
@@ -539,7 +556,8 @@ Status rotary(const float *x, int64_t outer, int64_t seq, int64_t dim,
       // The angle is rounded to fp32 before cos/sin, as Hugging Face computes
       // it (an fp32 product of fp32 position and fp32 inv_freq).
       float angle = static_cast<float>(position) * static_cast<float>(invFreq);
-      float c = std::cos(angle), sn = std::sin(angle);
+      // The inverse rotates by -angle (rotary's backward: R^T = R^-1).
+      float c = std::cos(angle), sn = inverse ? -std::sin(angle) : std::sin(angle);
       for (int64_t o = 0; o < outer; ++o) {
         const float *row = x + (o * seq + s) * dim;
         float *orow = out + (o * seq + s) * dim;
@@ -677,10 +695,8 @@ Status transpose(const float *x, const int64_t *shape, int rank,
   return Status::ok();
 }
 
-namespace {
-
 /// Splits shape around dim into (outer, dim, inner) element counts.
-Status splitAt(const char *kernel, const int64_t *shape, int rank, int64_t dim,
+Status detail::splitAt(const char *kernel, const int64_t *shape, int rank, int64_t dim,
                int64_t &outer, int64_t &inner) {
   if (rank < 1 || rank > kMaxRank || dim < 0 || dim >= rank)
     return Status::error(std::string(kernel) + ": dimension " +
@@ -697,8 +713,6 @@ Status splitAt(const char *kernel, const int64_t *shape, int rank, int64_t dim,
     inner *= shape[i];
   return Status::ok();
 }
-
-} // namespace
 
 Status slice(const float *x, const int64_t *shape, int rank, int64_t dim,
              int64_t offset, int64_t size, float *out) {

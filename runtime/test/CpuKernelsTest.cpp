@@ -1,4 +1,5 @@
 #include "tpcrt/CpuKernels.h"
+#include "tpcrt/CpuTrainingKernels.h"
 #include "../cpu/FastMath.h"
 #include "tpcrt/Random.h"
 #include "tpcrt/Safetensors.h"
@@ -317,4 +318,60 @@ TEST(CpuKernelsTest, FastMathAccuracy) {
   EXPECT_TRUE(std::isfinite(fastmath::exp(1000.0f)));
   EXPECT_EQ(fastmath::tanh(50.0f), 1.0f);
   EXPECT_EQ(fastmath::tanh(-50.0f), -1.0f);
+}
+
+TEST(CpuKernelsTest, TrainingKernelErrors) {
+  std::vector<float> dy(4, 1.0f), table(6);
+  std::vector<int64_t> ids = {0, 3};
+  EXPECT_FALSE(embeddingGrad(dy.data(), ids.data(), 2, 3, 2, table.data()))
+      << "id 3 outside a vocabulary of 3";
+  std::vector<int64_t> labels = {1, 9};
+  std::vector<float> logits(2 * 4), dLogits(2 * 4);
+  EXPECT_FALSE(crossEntropyGrad(logits.data(), labels.data(), 2, 4, -100, 1.0f,
+                                dLogits.data()));
+  labels = {-100, -100};
+  ASSERT_TRUE(crossEntropyGrad(logits.data(), labels.data(), 2, 4, -100, 1.0f,
+                               dLogits.data()));
+  EXPECT_EQ(dLogits, std::vector<float>(8, 0.0f)) << "ignored rows are zero";
+  int64_t count = 0;
+  float inverse = -1.0f;
+  ASSERT_TRUE(countTargets(labels.data(), 2, -100, &count));
+  EXPECT_EQ(count, 0);
+  ASSERT_TRUE(inverseCount(&count, &inverse));
+  EXPECT_EQ(inverse, 0.0f) << "every target ignored";
+  count = -1;
+  EXPECT_FALSE(inverseCount(&count, &inverse));
+
+  float lr = 0.0f;
+  LrScheduleOptions cosine{LrScheduleKind::Cosine, 1.0, 0.1, 2, 6};
+  EXPECT_FALSE(lrSchedule(0, cosine, &lr)) << "steps are 1-based";
+  ASSERT_TRUE(lrSchedule(1, cosine, &lr));
+  EXPECT_FLOAT_EQ(lr, 0.5f);
+  ASSERT_TRUE(lrSchedule(2, cosine, &lr));
+  EXPECT_FLOAT_EQ(lr, 1.0f);
+  ASSERT_TRUE(lrSchedule(4, cosine, &lr));
+  EXPECT_FLOAT_EQ(lr, 0.55f) << "half way down the cosine";
+  ASSERT_TRUE(lrSchedule(100, cosine, &lr));
+  EXPECT_FLOAT_EQ(lr, 0.1f);
+  cosine.decaySteps = 2;
+  EXPECT_FALSE(lrSchedule(3, cosine, &lr)) << "no room for the decay";
+
+  float norm, coefficient;
+  ASSERT_TRUE(clipCoefficient(16.0f, 0.0, &norm, &coefficient));
+  EXPECT_EQ(norm, 4.0f);
+  EXPECT_EQ(coefficient, 1.0f);
+  ASSERT_TRUE(clipCoefficient(16.0f, 2.0, &norm, &coefficient));
+  EXPECT_NEAR(coefficient, 0.5f, 1e-6f);
+  EXPECT_FALSE(clipCoefficient(-1.0f, 2.0, &norm, &coefficient));
+
+  std::vector<float> param(3, 1.0f), grad(3, 1.0f), m(3), v(3);
+  EXPECT_FALSE(adamwUpdate(param.data(), grad.data(), m.data(), v.data(), 3,
+                           0.1f, 0, AdamWOptions(), 1.0f))
+      << "step 0";
+  std::vector<int64_t> shape = {5, 2};
+  std::vector<float> x(10), out(12);
+  EXPECT_FALSE(pad(x.data(), shape.data(), 2, 0, 2, 6, out.data()))
+      << "5 rows at offset 2 do not fit 6";
+  EXPECT_FALSE(sumGroups(x.data(), shape.data(), 2, 0, 2, out.data()))
+      << "5 is not a multiple of 2";
 }

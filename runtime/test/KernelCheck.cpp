@@ -3,14 +3,17 @@
 // tpcrt-kernel-check DIR: runs every case file that kernel_reference.py wrote
 // into DIR (inputs "in.*", expected outputs "out.*", kernel and attributes in
 // the metadata) through the CPU kernels and checks, per output tensor,
-// ||actual - expected|| / ||expected|| <= 1e-5 (casts: bit for bit). Prints
-// the error of each case
+// ||actual - expected|| / ||expected|| <= 1e-5 (casts, masks and counts: bit
+// for bit). Forward kernels are checked against torch ops, backward kernels
+// against torch.autograd, optimizers against torch.optim over several steps
+// (the state after the last step). Prints the error of each case
 // and the largest per kernel; exits non-zero on any failure, or when DIR holds
 // no case (a check that checked nothing must not pass).
 //
 //===----------------------------------------------------------------------===//
 
 #include "tpcrt/CpuKernels.h"
+#include "tpcrt/CpuTrainingKernels.h"
 #include "tpcrt/Random.h"
 #include "tpcrt/Safetensors.h"
 
@@ -140,12 +143,277 @@ Status runCast(const Case &c) {
   return s;
 }
 
+using FloatOutputs = std::map<std::string, std::vector<float>>;
+using IntOutputs = std::map<std::string, std::vector<int64_t>>;
+
+/// The shape of expected output `name`.
+Status outputShape(const Case &c, const std::string &name,
+                   std::vector<int64_t> &shape) {
+  TensorView view;
+  if (Status s = c.file->get(name, view); !s)
+    return s;
+  shape = view.shape;
+  return Status::ok();
+}
+
+cpu::WeightLayout layoutOf(const Case &c) {
+  return c.attr("layout") == "in_out" ? cpu::WeightLayout::InOut
+                                      : cpu::WeightLayout::OutIn;
+}
+
+/// Runs an optimizer case: `steps` updates of params in.p<i> with gradients
+/// in.g<i>[t], global-norm clipping and the lr schedule, as torch did.
+Status runOptimizer(const Case &c, FloatOutputs &actual) {
+  int64_t numParams = c.intAttr("params"), steps = c.intAttr("steps");
+  bool adamw = c.kernel == "adamw";
+  std::vector<std::vector<float>> params(numParams), grads(numParams),
+      first(numParams), second(numParams);
+  for (int64_t i = 0; i < numParams; ++i) {
+    std::string n = std::to_string(i);
+    if (Status s = c.floats("in.p" + n, params[i]); !s)
+      return s;
+    if (Status s = c.floats("in.g" + n, grads[i]); !s)
+      return s;
+    first[i].assign(params[i].size(), 0.0f);
+    second[i].assign(params[i].size(), 0.0f);
+  }
+  cpu::LrScheduleOptions schedule;
+  schedule.kind = c.attr("schedule") == "cosine" ? cpu::LrScheduleKind::Cosine
+                                                 : cpu::LrScheduleKind::Constant;
+  schedule.lr = c.floatAttr("lr");
+  schedule.minLr = c.floatAttr("min_lr");
+  schedule.warmupSteps = c.intAttr("warmup");
+  schedule.decaySteps = c.intAttr("decay");
+  std::vector<float> &lrs = actual["out.lrs"], &norms = actual["out.norms"];
+  for (int64_t t = 1; t <= steps; ++t) {
+    double sumSq = 0.0;
+    for (int64_t i = 0; i < numParams; ++i) {
+      auto n = static_cast<int64_t>(params[i].size());
+      if (Status s = cpu::sumSquares(grads[i].data() + (t - 1) * n, n, &sumSq);
+          !s)
+        return s;
+    }
+    float norm, coefficient, lr;
+    if (Status s = cpu::clipCoefficient(static_cast<float>(sumSq),
+                                        c.floatAttr("max_norm"), &norm,
+                                        &coefficient);
+        !s)
+      return s;
+    if (Status s = cpu::lrSchedule(t, schedule, &lr); !s)
+      return s;
+    lrs.push_back(lr);
+    norms.push_back(norm);
+    for (int64_t i = 0; i < numParams; ++i) {
+      auto n = static_cast<int64_t>(params[i].size());
+      const float *g = grads[i].data() + (t - 1) * n;
+      Status s = Status::ok();
+      if (adamw) {
+        cpu::AdamWOptions options{c.floatAttr("beta1"), c.floatAttr("beta2"),
+                                  c.floatAttr("eps"),
+                                  c.floatAttr("weight_decay")};
+        s = cpu::adamwUpdate(params[i].data(), g, first[i].data(),
+                             second[i].data(), n, lr, t, options, coefficient);
+      } else {
+        s = cpu::sgdUpdate(params[i].data(), g, first[i].data(), n, lr,
+                           c.floatAttr("momentum"),
+                           c.floatAttr("weight_decay"), coefficient);
+      }
+      if (!s)
+        return s;
+    }
+  }
+  for (int64_t i = 0; i < numParams; ++i) {
+    std::string n = "out.p" + std::to_string(i);
+    actual[n] = params[i];
+    if (adamw) {
+      actual[n + ".exp_avg"] = first[i];
+      actual[n + ".exp_avg_sq"] = second[i];
+    } else if (c.floatAttr("momentum") != 0.0) {
+      actual[n + ".momentum"] = first[i];
+    }
+  }
+  return Status::ok();
+}
+
+/// Runs a backward or optimizer case (CpuTrainingKernels.h).
+Status runTrainingCase(const Case &c, FloatOutputs &actual, IntOutputs &ints,
+                       bool &handled) {
+  const std::string &k = c.kernel;
+  handled = true;
+  std::vector<float> x, w, dy, out, out2, out3;
+  std::vector<int64_t> xs, ws, ys, ids;
+  Status s = Status::ok();
+  auto resultLike = [&](const char *name, std::vector<float> &v) {
+    std::vector<int64_t> shape;
+    if (Status e = outputShape(c, name, shape); !e)
+      return e;
+    v.assign(static_cast<size_t>(product(shape)), std::nanf(""));
+    return Status::ok();
+  };
+  if (k == "adamw" || k == "sgd")
+    return runOptimizer(c, actual);
+  if (k == "embedding_grad") {
+    if (!(s = c.floats("in.table", w, &ws)) || !(s = needRank(ws, 2)) ||
+        !(s = c.ints("in.ids", ids)) || !(s = c.floats("in.dy", dy)) ||
+        !(s = resultLike("out.dtable", out)))
+      return s;
+    s = cpu::embeddingGrad(dy.data(), ids.data(),
+                           static_cast<int64_t>(ids.size()), ws[0], ws[1],
+                           out.data());
+    actual["out.dtable"] = out;
+  } else if (k == "linear_grad") {
+    if (!(s = c.floats("in.x", x, &xs)) || !(s = c.floats("in.w", w, &ws)) ||
+        !(s = c.floats("in.dy", dy)) || !(s = needRank(xs, 1)))
+      return s;
+    int64_t kk = xs.back(), m = product(xs) / kk, n = product(ws) / kk;
+    out.assign(x.size(), NAN);
+    out2.assign(w.size(), NAN);
+    out3.assign(static_cast<size_t>(n), NAN);
+    std::vector<double> scratch(static_cast<size_t>(n));
+    if ((s = cpu::linearInputGrad(dy.data(), w.data(), m, kk, n, layoutOf(c),
+                                  out.data())) &&
+        (s = cpu::linearWeightGrad(x.data(), dy.data(), m, kk, n, layoutOf(c),
+                                   out2.data())))
+      s = cpu::sumTo(dy.data(), m * n, n, scratch.data(), out3.data());
+    actual["out.dx"] = out;
+    actual["out.dw"] = out2;
+    actual["out.db"] = out3;
+  } else if (k == "sum_to") {
+    if (!(s = c.floats("in.x", x)) || !(s = resultLike("out.out", out)))
+      return s;
+    std::vector<double> scratch(out.size());
+    s = cpu::sumTo(x.data(), static_cast<int64_t>(x.size()),
+                   static_cast<int64_t>(out.size()), scratch.data(), out.data());
+    actual["out.out"] = out;
+  } else if (k == "layer_norm_grad" || k == "rms_norm_grad") {
+    if (!(s = c.floats("in.x", x, &xs)) || !(s = c.floats("in.w", w)) ||
+        !(s = c.floats("in.dy", dy)) || !(s = needRank(xs, 1)))
+      return s;
+    int64_t cols = xs.back(), rows = product(xs) / cols;
+    float eps = static_cast<float>(c.floatAttr("epsilon"));
+    out.assign(x.size(), NAN);
+    out2.assign(static_cast<size_t>(cols), NAN);
+    out3.assign(static_cast<size_t>(cols), NAN);
+    std::vector<double> scratch(2 * static_cast<size_t>(cols));
+    if (k == "layer_norm_grad") {
+      if ((s = cpu::layerNormInputGrad(dy.data(), x.data(), w.data(), rows,
+                                       cols, eps, out.data())))
+        s = cpu::layerNormParamGrad(dy.data(), x.data(), rows, cols, eps,
+                                    scratch.data(), out2.data(), out3.data());
+      actual["out.db"] = out3;
+    } else if ((s = cpu::rmsNormInputGrad(dy.data(), x.data(), w.data(), rows,
+                                          cols, eps, out.data()))) {
+      s = cpu::rmsNormParamGrad(dy.data(), x.data(), rows, cols, eps,
+                                scratch.data(), out2.data());
+    }
+    actual["out.dx"] = out;
+    actual["out.dw"] = out2;
+  } else if (k == "gelu_grad" || k == "silu_grad") {
+    if (!(s = c.floats("in.x", x)) || !(s = c.floats("in.dy", dy)))
+      return s;
+    out.assign(x.size(), NAN);
+    auto n = static_cast<int64_t>(x.size());
+    s = k == "silu_grad"
+            ? cpu::siluGrad(dy.data(), x.data(), n, out.data())
+            : cpu::geluGrad(dy.data(), x.data(), n,
+                            c.attr("approximation") == "tanh"
+                                ? cpu::GeluApproximation::Tanh
+                                : cpu::GeluApproximation::Erf,
+                            out.data());
+    actual["out.dx"] = out;
+  } else if (k == "dropout_mask_apply") {
+    if (!(s = c.floats("in.x", x)) || !(s = c.floats("in.dy", dy)))
+      return s;
+    auto n = static_cast<int64_t>(x.size());
+    double rate = c.floatAttr("rate");
+    std::vector<uint8_t> mask(x.size(), 7);
+    out.assign(x.size(), NAN);
+    out2.assign(x.size(), NAN);
+    if ((s = cpu::dropoutMask(n, caseDropoutKey(c), rate, 0, mask.data())) &&
+        (s = cpu::applyMask(x.data(), mask.data(), n, rate, out.data())))
+      s = cpu::applyMask(dy.data(), mask.data(), n, rate, out2.data());
+    actual["out.out"] = out;
+    actual["out.dx"] = out2;
+    ints["out.mask"].assign(mask.begin(), mask.end());
+  } else if (k == "softmax_grad") {
+    if (!(s = c.floats("in.y", x, &xs)) || !(s = c.floats("in.dy", dy)) ||
+        !(s = needRank(xs, 2)))
+      return s;
+    size_t r = xs.size();
+    out.assign(x.size(), NAN);
+    s = cpu::softmaxGrad(dy.data(), x.data(),
+                         product(xs, 0, static_cast<int64_t>(r) - 2), xs[r - 2],
+                         xs[r - 1], c.intAttr("causal"), out.data());
+    actual["out.dx"] = out;
+  } else if (k == "attention_grad") {
+    std::vector<float> v;
+    std::vector<int64_t> vs;
+    if (!(s = c.floats("in.q", x, &xs)) || !(s = c.floats("in.k", w, &ws)) ||
+        !(s = c.floats("in.v", v, &vs)) || !(s = c.floats("in.dy", dy)) ||
+        !(s = needRank(xs, 4)) || !(s = needRank(ws, 4)) ||
+        !(s = needRank(vs, 4)))
+      return s;
+    std::vector<float> scratch(cpu::attentionGradScratchSize(xs[2], ws[2]));
+    std::vector<float> dk(w.size(), NAN), dv(v.size(), NAN);
+    out.assign(x.size(), NAN);
+    cpu::AttentionDropout dropout{caseDropoutKey(c), c.floatAttr("rate")};
+    s = cpu::attentionGrad(dy.data(), x.data(), w.data(), v.data(), xs[0],
+                           xs[1], ws[1], xs[2], ws[2], xs[3], vs[3],
+                           c.intAttr("causal"),
+                           static_cast<float>(c.floatAttr("scale")),
+                           scratch.data(), out.data(), dk.data(), dv.data(),
+                           &dropout);
+    actual["out.dq"] = out;
+    actual["out.dk"] = dk;
+    actual["out.dv"] = dv;
+  } else if (k == "cross_entropy_grad") {
+    if (!(s = c.floats("in.logits", x, &xs)) || !(s = needRank(xs, 1)) ||
+        !(s = c.ints("in.labels", ids)))
+      return s;
+    out.assign(x.size(), NAN);
+    int64_t count = -1;
+    if ((s = cpu::countTargets(ids.data(), static_cast<int64_t>(ids.size()),
+                               c.intAttr("ignore_index"), &count))) {
+      float scale;
+      if ((s = cpu::inverseCount(&count, &scale)))
+        s = cpu::crossEntropyGrad(x.data(), ids.data(),
+                                  static_cast<int64_t>(ids.size()), xs.back(),
+                                  c.intAttr("ignore_index"), scale, out.data());
+    }
+    actual["out.dlogits"] = out;
+    ints["out.count"] = {count};
+  } else if (k == "count_targets") {
+    int64_t count = -1;
+    if (!(s = c.ints("in.labels", ids)))
+      return s;
+    s = cpu::countTargets(ids.data(), static_cast<int64_t>(ids.size()),
+                          c.intAttr("ignore_index"), &count);
+    ints["out.count"] = {count};
+  } else if (k == "pad" || k == "sum_groups") {
+    if (!(s = c.floats("in.x", x, &xs)) || !(s = resultLike("out.out", out)))
+      return s;
+    int rank = static_cast<int>(xs.size());
+    s = k == "pad" ? cpu::pad(x.data(), xs.data(), rank, c.intAttr("dim"),
+                              c.intAttr("offset"), c.intAttr("extent"),
+                              out.data())
+                   : cpu::sumGroups(x.data(), xs.data(), rank, c.intAttr("dim"),
+                                    c.intAttr("repeats"), out.data());
+    actual["out.out"] = out;
+  } else {
+    handled = false;
+  }
+  return s;
+}
+
 /// Runs one case; fills `actual` with the computed outputs by name.
-Status runCase(const Case &c, std::map<std::string, std::vector<float>> &actual,
+Status runCase(const Case &c, FloatOutputs &actual, IntOutputs &ints,
                int64_t &count) {
   const std::string &k = c.kernel;
   if (k == "cast")
     return runCast(c);
+  bool handled = false;
+  if (Status s = runTrainingCase(c, actual, ints, handled); !s || handled)
+    return s;
   std::vector<float> x, w, b, out;
   std::vector<int64_t> xs, ws, bs, ids;
   std::vector<float> expected;
@@ -256,7 +524,8 @@ Status runCase(const Case &c, std::map<std::string, std::vector<float>> &actual,
     size_t r = xs.size();
     s = cpu::rotary(x.data(), product(xs, 0, static_cast<int64_t>(r) - 2),
                     xs[r - 2], xs[r - 1], c.floatAttr("theta"),
-                    c.intAttr("offset"), out.data());
+                    c.intAttr("offset"), out.data(),
+                    c.attr("inverse") == "1");
   } else if (k == "cross_entropy") {
     if (!(s = c.floats("in.logits", x, &xs)) || !(s = needRank(xs, 1)) ||
         !(s = c.ints("in.labels", ids)))
@@ -340,12 +609,13 @@ int main(int argc, char **argv) {
     std::string name = std::filesystem::path(path).stem().string();
     Status s = SafetensorsFile::open(path, file);
     Case c{&file, {}};
-    std::map<std::string, std::vector<float>> actual;
+    FloatOutputs actual;
+    IntOutputs ints;
     int64_t count = -1;
     if (s) {
       c.kernel = c.attr("kernel");
       try {
-        s = runCase(c, actual, count);
+        s = runCase(c, actual, ints, count);
       } catch (const std::exception &e) { // std::stoll on a bad attribute
         s = Status::error(std::string("bad attribute: ") + e.what());
       }
@@ -366,15 +636,16 @@ int main(int argc, char **argv) {
       caseWorst = std::max(caseWorst, relativeError(values, expected));
     }
     bool countOk = true;
-    if (c.kernel == "cross_entropy") {
-      std::vector<int64_t> expectedCount;
-      countOk = c.ints("out.count", expectedCount) &&
-                expectedCount.size() == 1 && expectedCount[0] == count;
+    if (c.kernel == "cross_entropy")
+      ints["out.count"] = {count};
+    for (const auto &[outName, values] : ints) {
+      std::vector<int64_t> expected;
+      countOk &= c.ints(outName, expected) && expected == values;
     }
     bool ok = caseWorst <= kTolerance && countOk;
     std::printf("%s %-28s %-14s rel err %.3e%s\n", ok ? "ok  " : "FAIL",
                 name.c_str(), c.kernel.c_str(), caseWorst,
-                countOk ? "" : " (count differs)");
+                countOk ? "" : " (integer output differs)");
     failures += !ok;
     worst[c.kernel] = std::max(worst[c.kernel], caseWorst);
   }

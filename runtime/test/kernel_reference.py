@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Reference cases for the CPU kernels (runtime/cpu/CpuKernels.cpp).
+"""Reference cases for the CPU kernels (runtime/cpu/*.cpp).
 
 For every kernel and a few shapes, makes random inputs with a fixed seed,
 computes the expected outputs with PyTorch ops, and writes inputs + outputs
@@ -9,7 +9,8 @@ C++ kernels on the inputs and compares.
 
 Needs only torch (1.13 is enough): the safetensors format is written by hand,
 and attention is written with matmul/softmax (no scaled_dot_product_attention
-in 1.13).
+in 1.13). Backward kernels are checked against torch.autograd in float64,
+optimizers against torch.optim (float32) over several steps.
 
 Usage: kernel_reference.py OUTPUT_DIR
 """
@@ -23,7 +24,7 @@ import sys
 import torch
 
 DTYPES = {torch.float32: "F32", torch.int64: "I64", torch.bfloat16: "BF16",
-          torch.float16: "F16"}
+          torch.float16: "F16", torch.uint8: "U8"}
 
 
 def write_safetensors(path, tensors, metadata):
@@ -295,6 +296,245 @@ def cases():
         {"x": x}, {"out": x.repeat_interleave(3, dim=1)}
 
 
+def grads(fn, inputs, dy, wrt):
+    """Gradients of sum(fn(*inputs) * dy) w.r.t. the inputs named in wrt,
+    in float64, returned as float32."""
+    leaves = {k: v.detach().double().requires_grad_(k in wrt)
+              if v.is_floating_point() else v for k, v in inputs.items()}
+    out = fn(**leaves)
+    torch.autograd.backward(out, dy.double())
+    return {k: leaves[k].grad.float() for k in wrt}
+
+
+def attention_ref(q, k, v, scale, causal, keep=None, rate=0.0):
+    h, kv = q.shape[1], k.shape[1]
+    k = k.repeat_interleave(h // kv, dim=1)
+    v = v.repeat_interleave(h // kv, dim=1)
+    s = (q @ k.transpose(-1, -2)) * scale
+    if causal:
+        s = s.masked_fill(causal_mask(q.shape[2], k.shape[2]), float("-inf"))
+    p = torch.softmax(s, dim=-1)
+    if keep is not None:
+        p = torch.where(keep, p * (1.0 / (1.0 - rate)), torch.zeros((),
+                                                                   dtype=p.dtype))
+    return p @ v
+
+
+def training_cases():
+    """Backward and optimizer kernels (CpuTrainingKernels.h)."""
+    # embedding_grad: repeated ids accumulate
+    table = randn(50, 16)
+    ids = torch.randint(0, 20, (3, 7), dtype=torch.int64)
+    dy = randn(3, 7, 16)
+    g = grads(lambda table, ids: torch.nn.functional.embedding(ids, table),
+              {"table": table, "ids": ids}, dy, ["table"])
+    yield "embedding_grad", {}, {"ids": ids, "dy": dy, "table": table}, \
+        {"dtable": g["table"]}
+
+    # linear: input, weight and bias gradients, both layouts, several
+    # output dims
+    for name, layout, xs, ws in (
+            ("linear_grad_in_out", "in_out", (2, 5, 12), (12, 3, 4)),
+            ("linear_grad_out_in", "out_in", (3, 130), (150, 130)),
+            ("linear_grad_out_in_3d", "out_in", (2, 3, 8), (2, 5, 8))):
+        x, w = randn(*xs), randn(*ws)
+        k = xs[-1]
+        n = w.numel() // k
+        b = randn(n)
+        if layout == "in_out":
+            fn = lambda x, w, b: x @ w.reshape(k, n) + b  # noqa: E731
+        else:
+            fn = lambda x, w, b: x @ w.reshape(n, k).t() + b  # noqa: E731
+        dy = randn(*xs[:-1], n)
+        g = grads(fn, {"x": x, "w": w, "b": b}, dy, ["x", "w", "b"])
+        yield name, {"kernel": "linear_grad", "layout": layout}, \
+            {"x": x, "w": w, "dy": dy}, \
+            {"dx": g["x"], "dw": g["w"], "db": g["b"]}
+
+    # mul with a broadcast rhs: its rhs gradient is a sum_to
+    lhs, rhs, dy = randn(4, 6, 8), randn(6, 8), randn(4, 6, 8)
+    g = grads(lambda lhs, rhs: lhs * rhs, {"lhs": lhs, "rhs": rhs}, dy,
+              ["rhs"])
+    yield "sum_to_mul_rhs", {"kernel": "sum_to"}, {"x": dy * lhs}, \
+        {"out": g["rhs"]}
+
+    # norms
+    x, w, b, dy = randn(4, 6, 33) * 3 + 1, randn(33), randn(33), randn(4, 6, 33)
+    g = grads(lambda x, w, b: torch.nn.functional.layer_norm(x, (33,), w, b,
+                                                             1e-5),
+              {"x": x, "w": w, "b": b}, dy, ["x", "w", "b"])
+    yield "layer_norm_grad", {"epsilon": 1e-5}, {"x": x, "w": w, "dy": dy}, \
+        {"dx": g["x"], "dw": g["w"], "db": g["b"]}
+    x, w, dy = randn(4, 6, 64) * 2, randn(64), randn(4, 6, 64)
+    g = grads(lambda x, w: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) +
+                                           1e-6) * w,
+              {"x": x, "w": w}, dy, ["x", "w"])
+    yield "rms_norm_grad", {"epsilon": 1e-6}, {"x": x, "w": w, "dy": dy}, \
+        {"dx": g["x"], "dw": g["w"]}
+
+    # activations
+    x, dy = randn(1000) * 4, randn(1000)
+    for name, approx in (("gelu_grad_erf", "none"), ("gelu_grad_tanh", "tanh")):
+        g = grads(lambda x: torch.nn.functional.gelu(x, approximate=approx),
+                  {"x": x}, dy, ["x"])
+        yield name, {"kernel": "gelu_grad",
+                     "approximation": "erf" if approx == "none" else "tanh"}, \
+            {"x": x, "dy": dy}, {"dx": g["x"]}
+    g = grads(lambda x: torch.nn.functional.silu(x), {"x": x}, dy, ["x"])
+    yield "silu_grad", {}, {"x": x, "dy": dy}, {"dx": g["x"]}
+
+    # dropout as mask + apply_mask, forward and backward
+    x, dy = randn(4, 8, 33), randn(4, 8, 33)
+    seed, stream, step, rate = 7, 11, 3, 0.2
+    keep = dropout_keep(seed, stream, step, rate, 0, x.numel()).reshape(x.shape)
+    scale = torch.tensor(1.0 / (1.0 - rate))
+    yield "dropout_mask_apply", {"seed": seed, "stream": stream, "step": step,
+                                 "rate": repr(rate)}, {"x": x, "dy": dy}, \
+        {"mask": keep.to(torch.uint8),
+         "out": torch.where(keep, x * scale, torch.zeros(())),
+         "dx": torch.where(keep, dy * scale, torch.zeros(()))}
+
+    # softmax_grad from softmax's output
+    for name, q, k, causal in (("softmax_grad", 5, 9, 0),
+                               ("softmax_grad_causal_rect", 5, 9, 1)):
+        x, dy = randn(2, 3, q, k) * 3, randn(2, 3, q, k)
+
+        def fn(x):
+            s = x.masked_fill(causal_mask(q, k), float("-inf")) if causal else x
+            return torch.softmax(s, dim=-1)
+        g = grads(fn, {"x": x}, dy, ["x"])
+        yield name, {"kernel": "softmax_grad", "causal": causal}, \
+            {"y": fn(x.double()).float(), "dy": dy}, {"dx": g["x"]}
+
+    # attention_grad: GQA, causal, rectangular, several query blocks, dropout
+    for name, h, kv, sq, sk, d, dv, causal, rate in (
+            ("attention_grad_gqa_causal", 8, 4, 7, 7, 16, 16, 1, 0.0),
+            ("attention_grad_gqa_rect", 8, 2, 5, 9, 16, 8, 0, 0.0),
+            ("attention_grad_blocks_causal_rect", 4, 2, 150, 170, 16, 8, 1,
+             0.0),
+            ("attention_grad_dropout_causal", 4, 2, 70, 70, 8, 8, 1, 0.25)):
+        b = 2
+        q, k, v = randn(b, h, sq, d), randn(b, kv, sk, d), randn(b, kv, sk, dv)
+        dy = randn(b, h, sq, dv)
+        scale = 1.0 / math.sqrt(d)
+        seed, stream, step = 99, 4, 1
+        keep = None
+        if rate:
+            keep = dropout_keep(seed, stream, step, rate, 0,
+                                b * h * sq * sk).reshape(b, h, sq, sk)
+        g = grads(lambda q, k, v: attention_ref(q, k, v, scale, causal, keep,
+                                                rate),
+                  {"q": q, "k": k, "v": v}, dy, ["q", "k", "v"])
+        yield name, {"kernel": "attention_grad", "causal": causal,
+                     "scale": repr(scale), "seed": seed, "stream": stream,
+                     "step": step, "rate": repr(rate)}, \
+            {"q": q, "k": k, "v": v, "dy": dy}, \
+            {"dq": g["q"], "dk": g["k"], "dv": g["v"]}
+
+    # rotary's backward is the inverse rotation
+    x, dy = randn(2, 4, 9, 16), randn(2, 4, 9, 16)
+    theta, offset = 10000.0, 3
+    inv_freq = 1.0 / (theta ** (torch.arange(0, 16, 2).float() / 16))
+    t = torch.arange(offset, offset + 9).float()
+    emb = torch.cat((torch.outer(t, inv_freq),) * 2, dim=-1)
+    cos, sin = emb.cos().double(), emb.sin().double()
+    g = grads(lambda x: x * cos + rotate_half(x) * sin, {"x": x}, dy, ["x"])
+    yield "rotary_inverse", {"kernel": "rotary", "theta": theta,
+                             "offset": offset, "inverse": 1}, \
+        {"x": dy}, {"out": g["x"]}
+
+    # cross_entropy_grad of the mean loss (scale 1 / count), ignored labels
+    logits = randn(3, 10, 50) * 4
+    labels = torch.randint(0, 50, (3, 10), dtype=torch.int64)
+    labels[torch.rand(3, 10) < 0.3] = -100
+    labels[0, 0] = -100
+    count = int((labels != -100).sum())
+    g = grads(lambda logits, labels: torch.nn.functional.cross_entropy(
+        logits.reshape(-1, 50), labels.reshape(-1), ignore_index=-100),
+        {"logits": logits, "labels": labels}, torch.tensor(1.0), ["logits"])
+    yield "cross_entropy_grad", {"ignore_index": -100,
+                                 "scale": repr(1.0 / count)}, \
+        {"logits": logits, "labels": labels}, \
+        {"dlogits": g["logits"], "count": torch.tensor(count)}
+
+    # pad (slice's backward) and sum_groups (repeat_interleave's)
+    x, dy = randn(4, 10, 6), randn(4, 5, 6)
+    g = grads(lambda x: x[:, 2:7, :], {"x": x}, dy, ["x"])
+    yield "pad", {"dim": 1, "offset": 2, "extent": 10}, {"x": dy}, \
+        {"out": g["x"]}
+    x, dy = randn(2, 4, 7, 16), randn(2, 12, 7, 16)
+    g = grads(lambda x: x.repeat_interleave(3, dim=1), {"x": x}, dy, ["x"])
+    yield "sum_groups", {"dim": 1, "repeats": 3}, {"x": dy}, {"out": g["x"]}
+
+    # optimizers over several steps, with global-norm clipping and the lr
+    # schedule: torch.optim and torch.nn.utils.clip_grad_norm_
+    for name, opt, sched, max_norm in (
+            ("adamw_cosine_clip", "adamw", "cosine", 1.0),
+            ("adamw_constant", "adamw", "constant", 0.0),
+            ("sgd_momentum_clip", "sgd", "constant", 0.5),
+            ("sgd_plain_cosine", "sgd", "cosine", 0.0)):
+        steps, lr, min_lr, warmup, decay = 7, 1e-2, 1e-3, 2, 5
+        shapes = [(10, 4), (7,)]
+        params = [torch.nn.Parameter(randn(*sh)) for sh in shapes]
+        initial = [p.detach().clone() for p in params]
+        all_grads = [randn(steps, *sh) * 3 for sh in shapes]
+        if opt == "adamw":
+            hyper = {"beta1": 0.9, "beta2": 0.95, "eps": 1e-8,
+                     "weight_decay": 0.1}
+            optimizer = torch.optim.AdamW(
+                params, lr=lr, betas=(hyper["beta1"], hyper["beta2"]),
+                eps=hyper["eps"], weight_decay=hyper["weight_decay"])
+        else:
+            hyper = {"momentum": 0.9 if "momentum" in name else 0.0,
+                     "weight_decay": 0.01}
+            optimizer = torch.optim.SGD(params, lr=lr, **hyper)
+
+        def factor(epoch):
+            # The documented schedule (CpuTrainingKernels.h), 1-based step.
+            t = epoch + 1
+            if sched == "constant":
+                return 1.0
+            if t <= warmup:
+                return t / warmup
+            progress = min(1.0, (t - warmup) / (decay - warmup))
+            return (min_lr + (lr - min_lr) * 0.5 *
+                    (1 + math.cos(math.pi * progress))) / lr
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+        norms, lrs = [], []
+        for t in range(steps):
+            for p, gr in zip(params, all_grads):
+                p.grad = gr[t].clone()
+            norm = torch.nn.utils.clip_grad_norm_(
+                params, max_norm if max_norm else float("inf"))
+            norms.append(float(norm))
+            lrs.append(optimizer.param_groups[0]["lr"])
+            optimizer.step()
+            scheduler.step()
+        outputs = {"lrs": torch.tensor(lrs), "norms": torch.tensor(norms)}
+        for i, p in enumerate(params):
+            outputs[f"p{i}"] = p.detach()
+            state = optimizer.state[p]
+            if opt == "adamw":
+                outputs[f"p{i}.exp_avg"] = state["exp_avg"]
+                outputs[f"p{i}.exp_avg_sq"] = state["exp_avg_sq"]
+            elif hyper["momentum"]:
+                outputs[f"p{i}.momentum"] = state["momentum_buffer"]
+        inputs = {}
+        for i in range(len(params)):
+            inputs[f"p{i}"] = initial[i]
+            inputs[f"g{i}"] = all_grads[i]
+        meta = dict(hyper, kernel=opt, steps=steps, schedule=sched, lr=lr,
+                    min_lr=min_lr, warmup=warmup, decay=decay,
+                    max_norm=max_norm, params=len(params))
+        yield name, {k: repr(v) if isinstance(v, float) else v
+                     for k, v in meta.items()}, inputs, outputs
+
+    labels = torch.randint(0, 50, (3, 10), dtype=torch.int64)
+    labels[torch.rand(3, 10) < 0.4] = -100
+    yield "count_targets", {"ignore_index": -100}, {"labels": labels}, \
+        {"count": (labels != -100).sum().reshape(())}
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: kernel_reference.py OUTPUT_DIR")
@@ -305,7 +545,7 @@ def main():
             os.remove(os.path.join(out_dir, old))
     torch.manual_seed(1234)
     n = 0
-    for name, meta, inputs, outputs in cases():
+    for name, meta, inputs, outputs in list(cases()) + list(training_cases()):
         meta = dict(meta)
         meta.setdefault("kernel", name)
         tensors = {"in." + k: v for k, v in inputs.items()}

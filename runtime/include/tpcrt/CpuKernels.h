@@ -150,9 +150,10 @@ Status attention(const float *q, const float *k, const float *v, int64_t batch,
 /// Rotary embedding of x [outer, s, d] (outer = b * heads), rotate-half
 /// (Hugging Face) convention, position offset + s_index, inv_freq[i] =
 /// theta^(-2i/d). d must be even. Angles are computed in double and rounded,
-/// not read from a table. out may equal x.
+/// not read from a table. out may equal x. With inverse, rotates by the
+/// opposite angles (the transpose, i.e. rotary's backward).
 Status rotary(const float *x, int64_t outer, int64_t seq, int64_t dim,
-              double theta, int64_t offset, float *out);
+              double theta, int64_t offset, float *out, bool inverse = false);
 
 /// Sum over positions whose label is not ignoreIndex of logsumexp(logits) -
 /// logits[label], and the count of those positions. logits is [positions,

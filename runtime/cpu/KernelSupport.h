@@ -1,0 +1,79 @@
+//===- KernelSupport.h - pieces shared by the CPU kernels -------*- C++ -*-===//
+//
+// Internal to runtime/cpu: argument checks and the row and attention-block
+// helpers that the forward kernels (CpuKernels.cpp) and their backward
+// (CpuGradKernels.cpp) both use, so a backward recomputes exactly what its
+// forward computed.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TPCRT_CPU_KERNELSUPPORT_H
+#define TPCRT_CPU_KERNELSUPPORT_H
+
+#include "tpcrt/CpuKernels.h"
+
+#include <cstdint>
+#include <initializer_list>
+
+namespace tpcrt {
+namespace cpu {
+namespace detail {
+
+/// An error naming `kernel` when a size is negative.
+Status checkNonNegative(const char *kernel,
+                        std::initializer_list<int64_t> sizes);
+
+/// Element count of `shape`; false when a dimension is negative.
+bool checkShape(const int64_t *shape, int rank, int64_t &count);
+
+/// Splits shape around dim into (outer, dim, inner) element counts.
+Status splitAt(const char *kernel, const int64_t *shape, int rank, int64_t dim,
+               int64_t &outer, int64_t &inner);
+
+Status checkDropoutRate(const char *kernel, double rate);
+
+/// Max of row[0, n) (-inf when n is 0).
+float rowMax(const float *row, int64_t n);
+
+/// Sum of e^(row[j] - shift) over [0, n), accumulated in double.
+double expSum(const float *row, int64_t n, float shift);
+
+/// out[j] = e^(row[j] - shift) over [0, n); returns their sum in double.
+double expInto(const float *row, int64_t n, float shift, float *out);
+
+/// Softmax of row[0, valid) into out[0, valid), zeros in out[valid, len).
+/// out may equal row.
+void softmaxRow(const float *row, int64_t valid, int64_t len, float *out);
+
+/// The sizes attention's arguments must have (see attention()).
+Status checkAttention(int64_t batch, int64_t heads, int64_t kvHeads,
+                      int64_t seqQ, int64_t seqK, int64_t headDim,
+                      int64_t valueDim, bool causal,
+                      const AttentionDropout *dropout);
+
+/// Query rows [i0, i0 + rows) of one head and the keys [0, keys) they see;
+/// a scratch block holds them with row stride ld.
+struct AttentionBlock {
+  int64_t rows = 0, keys = 0, ld = 1;
+};
+AttentionBlock attentionBlock(int64_t i0, int64_t seqQ, int64_t seqK,
+                              bool causal);
+
+/// p[i, j] = softmax_j(scale * q[i0 + i] . k[j]) for the block, causal rows
+/// masked to exactly 0; q and k are one head's [s_q, d] and [s_k, d].
+Status attentionProbabilities(const float *q, const float *k, int64_t headDim,
+                              int64_t i0, const AttentionBlock &block,
+                              int64_t seqQ, int64_t seqK, bool causal,
+                              float scale, float *p);
+
+/// Dropout on a block of probabilities: element (i, j) is element
+/// firstRow + i * seqK + j of the stream.
+void dropProbabilities(float *p, const AttentionBlock &block,
+                       uint64_t firstRow, int64_t seqK,
+                       const AttentionDropout &dropout);
+
+} // namespace detail
+} // namespace cpu
+} // namespace tpcrt
+
+#endif // TPCRT_CPU_KERNELSUPPORT_H
