@@ -23,11 +23,11 @@ LogicalResult GeluOp::buildGradients(OpBuilder &builder,
   resetGrads(*this, grads);
   Value dy = args.resultGrads[0];
   if (dy && args.wanted[0])
-    grads[0] = castTo(builder, getLoc(),
-                      GeluGradOp::create(builder, getLoc(), dy,
-                                         args.operands[0],
-                                         getApproximationAttr()),
-                      gradElementType);
+    grads[0] =
+        castTo(builder, getLoc(),
+               GeluGradOp::create(builder, getLoc(), dy, args.operands[0],
+                                  getApproximationAttr()),
+               gradElementType);
   return success();
 }
 
@@ -44,10 +44,10 @@ LogicalResult SiluOp::buildGradients(OpBuilder &builder,
   resetGrads(*this, grads);
   Value dy = args.resultGrads[0];
   if (dy && args.wanted[0])
-    grads[0] = castTo(
-        builder, getLoc(),
-        SiluGradOp::create(builder, getLoc(), dy, args.operands[0]),
-        gradElementType);
+    grads[0] =
+        castTo(builder, getLoc(),
+               SiluGradOp::create(builder, getLoc(), dy, args.operands[0]),
+               gradElementType);
   return success();
 }
 
@@ -109,10 +109,10 @@ LogicalResult SoftmaxOp::buildGradients(OpBuilder &builder,
   resetGrads(*this, grads);
   Value dy = args.resultGrads[0];
   if (dy && args.wanted[0])
-    grads[0] = castTo(
-        builder, getLoc(),
-        SoftmaxGradOp::create(builder, getLoc(), dy, args.results[0]),
-        gradElementType);
+    grads[0] =
+        castTo(builder, getLoc(),
+               SoftmaxGradOp::create(builder, getLoc(), dy, args.results[0]),
+               gradElementType);
   return success();
 }
 
@@ -131,8 +131,8 @@ LogicalResult AddOp::buildGradients(OpBuilder &builder,
   if (args.wanted[0])
     grads[0] = dy;
   if (args.wanted[1])
-    grads[1] = sumToType(builder, getLoc(), dy, getRhs().getType(),
-                         gradElementType);
+    grads[1] =
+        sumToType(builder, getLoc(), dy, getRhs().getType(), gradElementType);
   return success();
 }
 
@@ -155,9 +155,9 @@ LogicalResult MulOp::buildGradients(OpBuilder &builder,
     return success();
   Location loc = getLoc();
   if (args.wanted[0])
-    grads[0] = castTo(builder, loc,
-                      MulOp::create(builder, loc, dy, args.operands[1]),
-                      gradElementType);
+    grads[0] =
+        castTo(builder, loc, MulOp::create(builder, loc, dy, args.operands[1]),
+               gradElementType);
   if (args.wanted[1])
     grads[1] = sumToType(builder, loc,
                          MulOp::create(builder, loc, dy, args.operands[0]),

@@ -23,8 +23,8 @@ LogicalResult CrossEntropyOp::buildGradients(OpBuilder &builder,
   if (dsum && args.wanted[0])
     grads[0] = castTo(builder, getLoc(),
                       CrossEntropyGradOp::create(
-                          builder, getLoc(), args.operands[0],
-                          args.operands[1], dsum, getIgnoreIndexAttr()),
+                          builder, getLoc(), args.operands[0], args.operands[1],
+                          dsum, getIgnoreIndexAttr()),
                       gradElementType);
   return success();
 }
@@ -38,8 +38,8 @@ SmallVector<unsigned> LossMeanOp::getStashedOperands(ArrayRef<bool> wanted) {
 // d(sum / count) / d sum = 1 / count, so the gradient is itself a loss_mean
 // (0 for a count of 0, like the forward).
 LogicalResult LossMeanOp::buildGradients(OpBuilder &builder,
-                                         const DerivativeArgs &args,
-                                         Type, SmallVectorImpl<Value> &grads) {
+                                         const DerivativeArgs &args, Type,
+                                         SmallVectorImpl<Value> &grads) {
   resetGrads(*this, grads);
   Value dy = args.resultGrads[0];
   if (dy && args.wanted[0])

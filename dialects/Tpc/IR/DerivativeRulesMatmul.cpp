@@ -67,8 +67,8 @@ LogicalResult LinearOp::buildGradients(OpBuilder &builder,
         builder, loc, gradTypeOf(getWeight(), gradElementType),
         args.operands[0], dy, getLayoutAttr());
   if (getBias() && args.wanted[2])
-    grads[2] = sumToType(builder, loc, dy, getBias().getType(),
-                         gradElementType);
+    grads[2] =
+        sumToType(builder, loc, dy, getBias().getType(), gradElementType);
   return success();
 }
 
@@ -76,8 +76,7 @@ LogicalResult LinearOp::buildGradients(OpBuilder &builder,
 // BatchMatmulOp
 //===----------------------------------------------------------------------===//
 
-SmallVector<unsigned>
-BatchMatmulOp::getStashedOperands(ArrayRef<bool> wanted) {
+SmallVector<unsigned> BatchMatmulOp::getStashedOperands(ArrayRef<bool> wanted) {
   SmallVector<unsigned> read;
   if (wanted[0])
     read.push_back(1);

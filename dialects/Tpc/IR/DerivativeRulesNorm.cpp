@@ -68,8 +68,8 @@ LogicalResult RmsNormOp::buildGradients(OpBuilder &builder,
   Location loc = getLoc();
   Value x = args.operands[0];
   if (args.wanted[0]) {
-    Value dx = RmsNormInputGradOp::create(builder, loc, dy, x,
-                                          args.operands[1], getEpsilonAttr());
+    Value dx = RmsNormInputGradOp::create(builder, loc, dy, x, args.operands[1],
+                                          getEpsilonAttr());
     grads[0] = castTo(builder, loc, dx, gradElementType);
   }
   if (args.wanted[1])

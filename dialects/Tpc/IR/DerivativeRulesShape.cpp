@@ -47,9 +47,9 @@ LogicalResult SliceOp::buildGradients(OpBuilder &builder,
   Value dy = args.resultGrads[0];
   if (dy && args.wanted[0]) {
     int64_t dim = getDimAttr().getInt();
-    grads[0] = PadOp::create(builder, getLoc(), dy, dim,
-                             getOffsetAttr().getInt(),
-                             getInput().getType().getDimSize(dim));
+    grads[0] =
+        PadOp::create(builder, getLoc(), dy, dim, getOffsetAttr().getInt(),
+                      getInput().getType().getDimSize(dim));
   }
   return success();
 }

@@ -16,6 +16,24 @@ inline constexpr llvm::StringLiteral kInputAttrName = "tpc.input";
 /// ("loss", "logits").
 inline constexpr llvm::StringLiteral kOutputAttrName = "tpc.output";
 inline constexpr llvm::StringLiteral kLayerAttrName = "tpc.layer";
+
+/// Training functions (tpc-autodiff, tpc-optimizer; docs/design/training.md).
+/// Result attribute of @train_step and @train_W naming the parameter a
+/// gradient belongs to.
+inline constexpr llvm::StringLiteral kGradAttrName = "tpc.grad";
+/// Result attribute of @train_F's stash results: which backward function
+/// reads the value ("B", "W" or "BW").
+inline constexpr llvm::StringLiteral kStashAttrName = "tpc.stash";
+/// Argument attribute of @train_F / @train_B's microbatch index.
+inline constexpr llvm::StringLiteral kMicrobatchAttrName = "tpc.microbatch";
+/// Function attribute of @train_step: its number of microbatches.
+inline constexpr llvm::StringLiteral kMicrobatchesAttrName =
+    "tpc.microbatches";
+/// Argument and result attribute of optimizer state: a dictionary
+/// {name = "exp_avg" | "exp_avg_sq" | "momentum", param = <hf name>}.
+inline constexpr llvm::StringLiteral kStateAttrName = "tpc.state";
+/// Result attribute of @train_step's updated parameters (the hf name).
+inline constexpr llvm::StringLiteral kUpdateAttrName = "tpc.update";
 } // namespace mlir::tpc
 
 #endif // DIALECTS_TPC_IR_TPCDIALECT_H

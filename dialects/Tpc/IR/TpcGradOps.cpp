@@ -59,23 +59,25 @@ splitWeight(RankedTensorType weight, WeightLayout layout) {
           weight.getDimSize(weight.getRank() - 1)};
 }
 
-LogicalResult LinearInputGradOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &inferred) {
+LogicalResult
+LinearInputGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                    Adaptor adaptor,
+                                    SmallVectorImpl<Type> &inferred) {
   if (failed(checkOperandType(loc, adaptor.getGrad(), "grad")) ||
       failed(checkOperandType(loc, adaptor.getWeight(), "weight")))
     return failure();
   auto grad = tensorType(adaptor.getGrad());
   auto weight = tensorType(adaptor.getWeight());
   if (weight.getRank() < 2)
-    return emitOptionalError(loc, "weight must have at least 2 dimensions but "
-                                  "has shape ",
+    return emitOptionalError(loc,
+                             "weight must have at least 2 dimensions but "
+                             "has shape ",
                              ShapeStr{weight.getShape()});
   if (failed(checkSameElementType(loc, adaptor.getGrad(), "grad",
                                   adaptor.getWeight(), "weight")))
     return failure();
-  WeightLayout layout = adaptor.getLayoutAttr() ? adaptor.getLayout()
-                                                : WeightLayout::InOut;
+  WeightLayout layout =
+      adaptor.getLayoutAttr() ? adaptor.getLayout() : WeightLayout::InOut;
   auto [outDims, in] = splitWeight(weight, layout);
   ArrayRef<int64_t> gradShape = grad.getShape();
   if (gradShape.size() < outDims.size() ||
@@ -98,8 +100,8 @@ LogicalResult LinearWeightGradOp::verify() {
   if (input.getRank() < 1)
     return emitOpError() << "input must have a feature dimension but is a "
                             "scalar";
-  if (failed(checkSameElementType(getOperation(), getInput(), "input", getGrad(),
-                                  "grad")))
+  if (failed(checkSameElementType(getOperation(), getInput(), "input",
+                                  getGrad(), "grad")))
     return failure();
   ArrayRef<int64_t> lead = input.getShape().drop_back();
   if (grad.getRank() <= input.getRank() - 1 ||
@@ -147,9 +149,9 @@ static LogicalResult verifyNormParamGrad(Operation *op, Value input,
                              << type;
   int64_t hidden = type.getShape().back();
   if (tensorType(result).getShape() != ArrayRef<int64_t>{hidden})
-    return op->emitOpError() << name << " shape " << shapeOf(result)
-                             << " does not match the normalized dimension "
-                             << hidden;
+    return op->emitOpError()
+           << name << " shape " << shapeOf(result)
+           << " does not match the normalized dimension " << hidden;
   return success();
 }
 
@@ -162,8 +164,8 @@ LogicalResult LayerNormInputGradOp::verify() {
 LogicalResult LayerNormParamGradOp::verify() {
   if (failed(verifyNormParamGrad(*this, getInput(), getWeightGrad(),
                                  "weight_grad")) ||
-      failed(verifyNormParamGrad(*this, getInput(), getBiasGrad(),
-                                 "bias_grad")))
+      failed(
+          verifyNormParamGrad(*this, getInput(), getBiasGrad(), "bias_grad")))
     return failure();
   return verifyEpsilon(*this, getEpsilon().convertToDouble());
 }
@@ -254,9 +256,9 @@ LogicalResult PadOp::inferReturnTypes(MLIRContext *,
           size = adaptor.getSizeAttr().getInt();
   int64_t extent = input.getDimSize(dim);
   if (offset < 0 || size < extent || offset > size - extent)
-    return emitOptionalError(loc, "cannot place dim ", dim, " of size ",
-                             extent, " at offset ", offset,
-                             " in a dimension of size ", size);
+    return emitOptionalError(loc, "cannot place dim ", dim, " of size ", extent,
+                             " at offset ", offset, " in a dimension of size ",
+                             size);
   SmallVector<int64_t> shape(input.getShape());
   shape[dim] = size;
   inferred.push_back(RankedTensorType::get(shape, input.getElementType()));

@@ -24,9 +24,8 @@ static LogicalResult checkRange(Operation *op, StringRef name, double value,
                 (closed ? value <= high : value < high);
   if (inside)
     return success();
-  InFlightDiagnostic diag = op->emitOpError()
-                            << name << " " << value << " is outside [" << low
-                            << ", ";
+  InFlightDiagnostic diag = op->emitOpError() << name << " " << value
+                                              << " is outside [" << low << ", ";
   if (std::isinf(high))
     return diag << "inf)";
   return diag << high << (closed ? "]" : ")");
@@ -58,6 +57,10 @@ LogicalResult LrScheduleOp::verify() {
   int64_t warmup = getWarmupAttr().getInt(), total = getTotalAttr().getInt();
   if (warmup < 0)
     return emitOpError() << "warmup " << warmup << " is negative";
+  if (getSchedule() == LrScheduleKind::Constant &&
+      (warmup != 0 || total != 0 || !getMinLr().isZero()))
+    return emitOpError() << "a constant schedule takes no warmup, total or "
+                            "min_lr (they belong to cosine)";
   if (getSchedule() == LrScheduleKind::Cosine && total <= warmup)
     return emitOpError() << "cosine schedule needs total steps (" << total
                          << ") greater than the warm-up steps (" << warmup
@@ -66,10 +69,10 @@ LogicalResult LrScheduleOp::verify() {
 }
 
 LogicalResult AdamWUpdateOp::verify() {
-  if (failed(checkRange(*this, "beta1", getBeta1().convertToDouble(), 0.0,
-                        1.0)) ||
-      failed(checkRange(*this, "beta2", getBeta2().convertToDouble(), 0.0,
-                        1.0)) ||
+  if (failed(
+          checkRange(*this, "beta1", getBeta1().convertToDouble(), 0.0, 1.0)) ||
+      failed(
+          checkRange(*this, "beta2", getBeta2().convertToDouble(), 0.0, 1.0)) ||
       failed(checkRange(*this, "weight_decay",
                         getWeightDecay().convertToDouble(), 0.0, kInf)))
     return failure();

@@ -57,14 +57,12 @@ def Tpc_ClipCoefficientOp : Tpc_Op<"clip_coefficient", [Pure]> {
 def Tpc_LrScheduleOp : Tpc_Op<"lr_schedule", [Pure]> {
   let summary = "Learning rate of an optimizer step";
   let description = [{
-    For the 1-based optimizer `step` `t` (an i64 scalar): during a linear
-    warm-up (`t <= warmup`, when `warmup > 0`) the rate is `lr * t / warmup`.
-    After it, `constant` keeps `lr`; `cosine` decays from `lr` to `min_lr`
-    over steps `warmup .. total`: with
-    `p = (t - warmup) / (total - warmup)`, the rate is
-    `min_lr + (lr - min_lr) * (1 + cos(pi * p)) / 2`, and `min_lr` from
-    step `total` on. This is the factor `torch.optim.lr_scheduler.LambdaLR`
-    would apply with that function of `t`.
+    For the 1-based optimizer `step` `t` (an i64 scalar): `constant` is
+    `lr` at every step (it takes no warm-up, minimum or total). `cosine`
+    warms up linearly, `lr * t / warmup` for `t <= warmup` (when
+    `warmup > 0`), then decays from `lr` to `min_lr` over steps
+    `warmup .. total`: with `p = min(1, (t - warmup) / (total - warmup))`,
+    the rate is `min_lr + (lr - min_lr) * (1 + cos(pi * p)) / 2`.
 
     ```mlir
     %lr = tpc.lr_schedule %step cosine lr 6.000000e-04 min_lr 6.000000e-05

@@ -49,8 +49,7 @@ public:
   Reporter(Operation *op) : op(op) {}
   Reporter(std::optional<Location> loc) : loc(loc) {}
 
-  template <typename... Args>
-  LogicalResult operator()(Args &&...args) const {
+  template <typename... Args> LogicalResult operator()(Args &&...args) const {
     if (!op)
       return emitOptionalError(loc, std::forward<Args>(args)...);
     InFlightDiagnostic diag = op->emitOpError();

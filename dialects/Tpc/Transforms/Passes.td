@@ -25,4 +25,140 @@ def TpcModelSummary : Pass<"tpc-model-summary", "ModuleOp"> {
   ];
 }
 
+def TpcAutodiff : Pass<"tpc-autodiff", "ModuleOp"> {
+  let summary = "Builds the training step (F, B, W and a driver) from @forward";
+  let description = [{
+    Reverse-mode differentiation of `@forward` (whose loss is
+    `tpc.loss_mean` of a `tpc.cross_entropy`) into per-microbatch functions
+    and a driver, added next to `@forward` (docs/design/training.md):
+
+    - `@train_F(params..., input_ids, labels, microbatch)` returns the loss
+      sum, the target count and the *stash*: every forward value the
+      backward reads, once, each result tagged `tpc.stash` ("B", "W" or
+      "BW": who reads it) and `tpc.layer` (the layer of the op that reads
+      it). Dropouts are split into `tpc.dropout_mask` (stashed, one byte per
+      element) and `tpc.apply_mask`; masks and attention dropout draw the
+      microbatch's block of the whole batch's stream, so the number of
+      microbatches does not change them.
+    - `@train_B(params..., input_ids, labels, microbatch, dloss_sum,
+      stash...)` computes the activation gradients in reverse order and
+      returns the gradients `dY` of the results of ops that read a
+      parameter.
+    - `@train_W(inputs it reads..., stash..., dY...)` returns one f32
+      gradient per parameter (`tpc.grad = <name>`); a parameter used twice
+      (tied embedding and head) gets the sum of both uses, a parameter's
+      views (slice, reshape, ...) are differentiated here.
+    - `@train_step(params..., input_ids, labels) -> (loss, grads...)` takes
+      f32 master parameters (cast to the model's precision once), counts the
+      targets of the global batch, and runs an `scf.for` over the
+      microbatches that slices the inputs, calls F, B and W, and accumulates
+      the loss sum and the f32 gradients. Every microbatch scales its
+      gradient by `1 / global count`, so the result does not depend on
+      `microbatches`.
+
+    Every op on a path from a parameter to the loss must implement
+    `TpcDerivativeOpInterface`; the pass refuses, naming the op, when one
+    does not, and refuses a batch that `microbatches` does not divide.
+
+    ```
+    $ tpc-opt model.mlir --tpc-autodiff=microbatches=4
+    ```
+  }];
+  let options = [
+    Option<"microbatches", "microbatches", "unsigned", /*default=*/"1",
+           "Number of microbatches the global batch is split into">
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def TpcOptimizer : Pass<"tpc-optimizer", "ModuleOp"> {
+  let summary = "Appends the optimizer step to the training driver";
+  let description = [{
+    Extends `@train_step` (built by `tpc-autodiff`) with one optimizer
+    update. It gains the input `step` (an i64 scalar, the 1-based optimizer
+    step, `tpc.input = "step"`) and one argument per optimizer state tensor
+    (`tpc.state = {name, param}`: AdamW's `exp_avg` and `exp_avg_sq`, SGD's
+    `momentum` when the momentum is non-zero; f32, zero at the start). It
+    then computes
+
+    - the global gradient norm over every parameter (a tied parameter
+      counts once): `tpc.sum_squares` and `tpc.sqrt`;
+    - with `grad-clip` > 0, `tpc.clip_coefficient` (as
+      `torch.nn.utils.clip_grad_norm_`), which scales each gradient inside
+      the update;
+    - the learning rate of `step`: `tpc.lr_schedule`, `constant` or
+      `cosine` (linear warm-up over `warmup-steps`, then cosine decay to
+      `min-lr` at `total-steps`; a constant schedule ignores `min-lr` and
+      `total-steps` and refuses a warm-up);
+    - per parameter, `tpc.adamw_update` (as `torch.optim.AdamW`: decoupled
+      weight decay, bias correction) or `tpc.sgd_update` (as
+      `torch.optim.SGD`: L2 weight decay, momentum without dampening).
+      Parameters whose name contains one of `decay-exclude` get no weight
+      decay.
+
+    `@train_step` then returns the loss, `grad_norm` and `lr`
+    (`tpc.output`), the gradients (`tpc.grad`, as computed, before
+    clipping), the new parameters (`tpc.update = <name>`) and the new state
+    (`tpc.state`), in that order.
+
+    ```
+    $ tpc-opt model.mlir --tpc-autodiff \
+        --tpc-optimizer="optimizer=adamw lr=6e-4 lr-schedule=cosine warmup-steps=10 total-steps=100 grad-clip=1.0 decay-exclude=bias,ln_"
+    ```
+  }];
+  let options = [
+    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adamw\"",
+           "adamw or sgd">,
+    Option<"lr", "lr", "double", /*default=*/"1e-3",
+           "Peak learning rate">,
+    Option<"beta1", "beta1", "double", /*default=*/"0.9", "AdamW beta1">,
+    Option<"beta2", "beta2", "double", /*default=*/"0.999", "AdamW beta2">,
+    Option<"eps", "eps", "double", /*default=*/"1e-8", "AdamW epsilon">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"-1.0",
+           "Weight decay (negative: the optimizer's default, 0.01 for adamw "
+           "as torch.optim.AdamW, 0 for sgd as torch.optim.SGD)">,
+    ListOption<"decayExclude", "decay-exclude", "std::string",
+               "Parameters whose name contains one of these get no weight "
+               "decay">,
+    Option<"momentum", "momentum", "double", /*default=*/"0.0",
+           "SGD momentum">,
+    Option<"gradClip", "grad-clip", "double", /*default=*/"0.0",
+           "Clip the global gradient norm to this value (0: no clipping)">,
+    Option<"lrSchedule", "lr-schedule", "std::string",
+           /*default=*/"\"constant\"", "constant or cosine">,
+    Option<"warmupSteps", "warmup-steps", "int64_t", /*default=*/"0",
+           "Steps of linear learning-rate warm-up">,
+    Option<"totalSteps", "total-steps", "int64_t", /*default=*/"0",
+           "Step at which the cosine schedule reaches min-lr">,
+    Option<"minLr", "min-lr", "double", /*default=*/"0.0",
+           "Learning rate at the end of the cosine schedule">
+  ];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
+def TpcStashReport : Pass<"tpc-stash-report", "ModuleOp"> {
+  let summary = "Prints the stash bytes of @train_F per transformer layer";
+  let description = [{
+    Reads the stash results of `@train_F` (built by `tpc-autodiff`) and
+    prints, for one microbatch, the values and bytes each transformer layer
+    stashes (a value belongs to the layer of the op whose backward reads it),
+    those outside every layer and the total. The IR is not changed. The same
+    numbers are available to tools as `mlir::tpc::summarizeStash` and
+    `mlir::tpc::computeLayerStashBytes` (Autodiff.h).
+
+    ```
+    $ tpc-opt model.mlir --tpc-autodiff --tpc-stash-report -o /dev/null
+    layer 0: 14 values, 360448 bytes
+    ...
+    ```
+  }];
+  let options = [
+    Option<"output", "output", "std::string", /*default=*/"\"-\"",
+           "Where to print the report ('-' is stdout)">
+  ];
+}
+
 #endif // DIALECTS_TPC_TRANSFORMS_PASSES_TD

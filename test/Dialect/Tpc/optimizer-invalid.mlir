@@ -43,7 +43,15 @@ func.func @min_lr_above_lr(%s: tensor<i64>) {
 
 func.func @warmup_negative(%s: tensor<i64>) {
   // expected-error @+1 {{warmup -1 is negative}}
-  %0 = tpc.lr_schedule %s constant lr 1.0e-3 warmup -1
+  %0 = tpc.lr_schedule %s cosine lr 1.0e-3 warmup -1 total 10
+  return
+}
+
+// -----
+
+func.func @constant_warmup(%s: tensor<i64>) {
+  // expected-error @+1 {{a constant schedule takes no warmup, total or min_lr (they belong to cosine)}}
+  %0 = tpc.lr_schedule %s constant lr 1.0e-3 warmup 5
   return
 }
 

@@ -16,13 +16,13 @@ func.func @norm_and_clip(%g0: tensor<64x64xf32>, %g1: tensor<64xf32>)
 
 // CHECK-LABEL: func.func @schedules(
 // CHECK: tpc.lr_schedule %{{.*}} constant lr 1.000000e-03
-// CHECK: tpc.lr_schedule %{{.*}} constant lr 1.000000e-03 warmup 5
+// CHECK: tpc.lr_schedule %{{.*}} cosine lr 1.000000e-03 warmup 5 total 6
 // CHECK: tpc.lr_schedule %{{.*}} cosine lr 6.000000e-04 min_lr 6.000000e-05 warmup 10 total 100
 // CHECK: tpc.lr_schedule %{{.*}} cosine lr 6.000000e-04 total 100
 func.func @schedules(%step: tensor<i64>)
     -> (tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) {
   %0 = tpc.lr_schedule %step constant lr 1.0e-3
-  %1 = tpc.lr_schedule %step constant lr 1.0e-3 warmup 5
+  %1 = tpc.lr_schedule %step cosine lr 1.0e-3 warmup 5 total 6
   %2 = tpc.lr_schedule %step cosine lr 6.0e-4 min_lr 6.0e-5 warmup 10 total 100
   %3 = tpc.lr_schedule %step cosine lr 6.0e-4 total 100
   return %0, %1, %2, %3 : tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>

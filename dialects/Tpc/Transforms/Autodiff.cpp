@@ -1,0 +1,814 @@
+//===- Autodiff.cpp - tpc-autodiff ----------------------------------------===//
+//
+// Builds the per-microbatch training functions and their driver from
+// @forward (docs/design/training.md):
+//
+//   @train_F(params, ids, labels, microbatch) -> (loss_sum, count, stash...)
+//   @train_B(params, ids, labels, microbatch, dloss_sum, stash_B...) -> dYs
+//   @train_W(forward args W reads, stash_W..., dYs...) -> grads (f32)
+//   @train_step(params (f32), input_ids, labels) -> (loss, grads...)
+//
+// The derivative of each op comes from TpcDerivativeOpInterface; this file
+// only decides which operand gradients are wanted where (B: activations, W:
+// parameters and their views), what crosses from F to B and W (the stash,
+// each value once), and how microbatches are sliced and accumulated.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/Tpc/Transforms/Autodiff.h"
+#include "dialects/Tpc/IR/TpcOps.h"
+#include "dialects/Tpc/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir::tpc {
+#define GEN_PASS_DEF_TPCAUTODIFF
+#include "dialects/Tpc/Transforms/Passes.h.inc"
+} // namespace mlir::tpc
+
+using namespace mlir;
+using namespace mlir::tpc;
+
+namespace {
+
+/// Ops whose result is a view of their operand: on a parameter they run in
+/// W (recomputed from the parameter where B or W reads the view).
+bool isViewOp(Operation *op) {
+  return isa<ReshapeOp, TransposeOp, SliceOp, RepeatOp, CastOp>(op);
+}
+
+bool isFloatTensor(Value v) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  return type && isa<FloatType>(type.getElementType());
+}
+
+int64_t byteSize(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  return tensor.getNumElements() * ((tensor.getElementTypeBitWidth() + 7) / 8);
+}
+
+/// Tags every op a builder inserts with a transformer layer, so that the
+/// backward ops of layer N carry `tpc.layer = N` like the forward ones.
+struct LayerTagger : public OpBuilder::Listener {
+  IntegerAttr layer;
+  void notifyOperationInserted(Operation *op, OpBuilder::InsertPoint) override {
+    if (layer)
+      op->setAttr(kLayerAttrName, layer);
+  }
+};
+
+/// What one differentiated op of @train_F needs.
+struct OpPlan {
+  Operation *op;
+  /// A view of a parameter: differentiated in W only.
+  bool paramView = false;
+  SmallVector<bool> wantedB, wantedW;
+  SmallVector<Value> readsB, readsW;
+  bool hasB() const { return llvm::is_contained(wantedB, true); }
+  bool hasW() const { return paramView || llvm::is_contained(wantedW, true); }
+};
+
+class TrainingBuilder {
+public:
+  TrainingBuilder(ModuleOp module, unsigned microbatches)
+      : module(module), microbatches(microbatches),
+        builder(module.getContext()) {}
+
+  LogicalResult run();
+
+private:
+  InFlightDiagnostic error(Operation *at) {
+    return at->emitError() << "tpc-autodiff: ";
+  }
+
+  LogicalResult checkForward();
+  LogicalResult buildForward();
+  LogicalResult planBackward();
+  LogicalResult buildInputGrads();
+  LogicalResult buildWeightGrads();
+  void finishForward();
+  void buildDriver();
+
+  /// The value of F's `v` in a backward function mapped by `map`: an
+  /// argument or stash value, or a parameter view recomputed there.
+  Value lookupIn(IRMapping &map, Value v);
+  /// Adds gradient `g` of F's value `v` into `grads`.
+  void accumulate(DenseMap<Value, Value> &grads, Value v, Value g);
+  /// Calls `build` (the B or W rule of `plan`) with the backward values.
+  LogicalResult applyRule(const OpPlan &plan, ArrayRef<bool> wanted,
+                          ArrayRef<Value> reads, IRMapping &map,
+                          ArrayRef<Value> resultGrads, bool weights,
+                          SmallVectorImpl<Value> &operandGrads);
+  func::FuncOp createFunction(StringRef name, TypeRange inputs,
+                              TypeRange results);
+
+  ModuleOp module;
+  unsigned microbatches;
+  OpBuilder builder;
+  LayerTagger tagger;
+
+  // @forward.
+  func::FuncOp forward;
+  unsigned numParams = 0;
+  unsigned idsArg = 0, labelsArg = 0;
+  CrossEntropyOp loss;
+  int64_t batch = 0;
+
+  // @train_F and what the backward reads from it.
+  func::FuncOp fwd;
+  Value lossSum, count;
+  DenseSet<Value> paramViews;
+  SmallVector<OpPlan, 0> plans;
+  llvm::SetVector<Value> stash;
+  DenseSet<Value> stashB, stashW;
+  DenseMap<Value, IntegerAttr> stashLayer;
+  /// F arguments W reads (directly or to recompute a view), in order.
+  llvm::SmallSetVector<unsigned, 4> weightArgs;
+
+  // @train_B / @train_W.
+  func::FuncOp bwdInput, bwdWeight;
+  /// The F results whose gradient B returns for W, and the index of that
+  /// gradient among B's results (a gradient two results share goes once).
+  llvm::MapVector<Value, unsigned> dys;
+  func::FuncOp driver;
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// @forward
+//===----------------------------------------------------------------------===//
+
+LogicalResult TrainingBuilder::checkForward() {
+  forward = module.lookupSymbol<func::FuncOp>("forward");
+  if (!forward)
+    return module.emitError("tpc-autodiff: no func.func @forward");
+  if (forward.isExternal() || !forward.getBody().hasOneBlock())
+    return error(forward) << "@forward must have a body of one block";
+  for (StringRef name : {kTrainForwardName, kTrainInputGradName,
+                         kTrainWeightGradName, kTrainStepName})
+    if (Operation *existing = module.lookupSymbol(name))
+      return error(existing)
+             << "@" << name << " already exists (tpc-autodiff ran before?)";
+  if (microbatches < 1)
+    return module.emitError("tpc-autodiff: microbatches must be at least 1");
+
+  std::optional<unsigned> ids, labels;
+  bool inputsSeen = false;
+  for (BlockArgument arg : forward.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    if (forward.getArgAttr(i, kParamAttrName)) {
+      if (inputsSeen)
+        return error(forward) << "parameter argument " << i
+                              << " follows an input; parameters come first";
+      if (!isFloatTensor(arg))
+        return error(forward) << "parameter argument " << i << " has type "
+                              << arg.getType() << ", not a float tensor";
+      ++numParams;
+      continue;
+    }
+    inputsSeen = true;
+    auto input = forward.getArgAttrOfType<StringAttr>(i, kInputAttrName);
+    if (input && input.getValue() == "input_ids")
+      ids = i;
+    else if (input && input.getValue() == "labels")
+      labels = i;
+    else
+      return error(forward) << "argument " << i << " is neither a parameter ('"
+                            << kParamAttrName << "') nor input_ids / labels ('"
+                            << kInputAttrName << "')";
+  }
+  if (!ids || !labels)
+    return error(forward) << "@forward needs the inputs input_ids and labels";
+  idsArg = *ids;
+  labelsArg = *labels;
+
+  // The loss: loss_mean of one cross_entropy's sum and count.
+  auto ret = cast<func::ReturnOp>(forward.getBody().front().getTerminator());
+  for (Value result : ret.getOperands()) {
+    auto mean = result.getDefiningOp<LossMeanOp>();
+    if (!mean)
+      continue;
+    auto ce = mean.getSum().getDefiningOp<CrossEntropyOp>();
+    if (ce && mean.getCount() == ce.getCount()) {
+      loss = ce;
+      break;
+    }
+  }
+  if (!loss)
+    return error(forward) << "@forward returns no loss: expected a "
+                             "tpc.loss_mean of the sum and count of one "
+                             "tpc.cross_entropy";
+
+  auto idsType = cast<RankedTensorType>(forward.getArgument(idsArg).getType());
+  auto labelsType =
+      cast<RankedTensorType>(forward.getArgument(labelsArg).getType());
+  if (idsType.getRank() < 1 || labelsType.getRank() < 1 ||
+      labelsType.getDimSize(0) != idsType.getDimSize(0))
+    return error(forward) << "input_ids " << idsType << " and labels "
+                          << labelsType << " must share a leading batch "
+                          << "dimension";
+  batch = idsType.getDimSize(0);
+  if (batch % microbatches != 0)
+    return error(forward) << "batch " << batch
+                          << " is not divisible by microbatches="
+                          << microbatches;
+  return success();
+}
+
+func::FuncOp TrainingBuilder::createFunction(StringRef name, TypeRange inputs,
+                                             TypeRange results) {
+  builder.setInsertionPointToEnd(module.getBody());
+  auto func = func::FuncOp::create(builder, forward.getLoc(), name,
+                                   builder.getFunctionType(inputs, results));
+  func.addEntryBlock();
+  return func;
+}
+
+/// The type of `type` (a tensor whose leading dimension is the batch) on a
+/// microbatch.
+static RankedTensorType microbatchType(Type type, int64_t size) {
+  auto tensor = cast<RankedTensorType>(type);
+  SmallVector<int64_t> shape(tensor.getShape());
+  shape[0] = size;
+  return tensor.clone(shape);
+}
+
+LogicalResult TrainingBuilder::buildForward() {
+  int64_t micro = batch / microbatches;
+  SmallVector<Type> inputs(forward.getArgumentTypes());
+  inputs[idsArg] = microbatchType(inputs[idsArg], micro);
+  inputs[labelsArg] = microbatchType(inputs[labelsArg], micro);
+  Type i64Scalar = RankedTensorType::get({}, builder.getI64Type());
+  inputs.push_back(i64Scalar);
+  fwd =
+      createFunction(kTrainForwardName, inputs,
+                     {loss.getLossSum().getType(), loss.getCount().getType()});
+  for (unsigned i = 0, e = forward.getNumArguments(); i < e; ++i)
+    fwd.setArgAttrs(i, forward.getArgAttrDict(i));
+  Value microbatch = fwd.getArguments().back();
+  fwd.setArgAttr(cast<BlockArgument>(microbatch).getArgNumber(),
+                 kMicrobatchAttrName, builder.getUnitAttr());
+
+  IRMapping map;
+  map.map(forward.getArguments(),
+          fwd.getArguments().take_front(forward.getNumArguments()));
+  // Values that depend on the inputs lead with the batch dimension.
+  DenseSet<Value> batched = {forward.getArgument(idsArg),
+                             forward.getArgument(labelsArg)};
+  builder.setInsertionPointToStart(&fwd.getBody().front());
+  for (Operation &op : forward.getBody().front().without_terminator()) {
+    bool isBatched = llvm::any_of(op.getOperands(), [&](Value operand) {
+      return batched.contains(operand);
+    });
+    if (isBatched)
+      batched.insert(op.getResults().begin(), op.getResults().end());
+    Operation *clone;
+    if (auto dropout = dyn_cast<DropoutOp>(op)) {
+      // Split, so that the backward reads the one-byte mask.
+      Value x = map.lookup(dropout.getInput());
+      auto mask = DropoutMaskOp::create(
+          builder, op.getLoc(),
+          cast<RankedTensorType>(x.getType()).clone(builder.getI8Type()),
+          dropout.getRateAttr(), dropout.getStreamAttr(), microbatch);
+      mask->setDiscardableAttrs(op.getDiscardableAttrDictionary());
+      clone = ApplyMaskOp::create(builder, op.getLoc(), x, mask,
+                                  dropout.getRateAttr());
+      clone->setDiscardableAttrs(op.getDiscardableAttrDictionary());
+    } else if (auto attention = dyn_cast<AttentionOp>(op);
+               attention && !attention.getDropoutRate().isZero()) {
+      // A microbatch draws its block of the whole batch's dropout mask.
+      clone = AttentionOp::create(
+          builder, op.getLoc(), map.lookup(attention.getQuery()),
+          map.lookup(attention.getKey()), map.lookup(attention.getValue()),
+          attention.getCausalAttr(), attention.getScaleAttr(),
+          attention.getDropoutRateAttr(), attention.getDropoutStreamAttr(),
+          microbatch);
+      clone->setDiscardableAttrs(op.getDiscardableAttrDictionary());
+    } else {
+      clone = builder.clone(op, map);
+      if (isBatched && micro != batch) {
+        for (OpResult result : clone->getResults()) {
+          auto type = dyn_cast<RankedTensorType>(result.getType());
+          if (!type || type.getRank() == 0)
+            continue;
+          if (type.getDimSize(0) != batch)
+            return error(&op) << "cannot split '" << op.getName()
+                              << "' into microbatches: its result " << type
+                              << " does not lead with the batch "
+                              << "dimension " << batch;
+          result.setType(microbatchType(type, micro));
+        }
+      }
+    }
+    map.map(op.getResults(), clone->getResults());
+  }
+  lossSum = map.lookup(loss.getLossSum());
+  count = map.lookup(loss.getCount());
+  func::ReturnOp::create(builder, forward.getLoc(), ValueRange{lossSum, count});
+
+  // Keep only what the loss needs (an extra logits output goes).
+  SmallVector<Operation *> ops;
+  for (Operation &op : fwd.getBody().front().without_terminator())
+    ops.push_back(&op);
+  for (Operation *op : llvm::reverse(ops))
+    if (isOpTriviallyDead(op))
+      op->erase();
+  return verify(fwd);
+}
+
+//===----------------------------------------------------------------------===//
+// Planning: activity, parameter views, stash
+//===----------------------------------------------------------------------===//
+
+LogicalResult TrainingBuilder::planBackward() {
+  Block &body = fwd.getBody().front();
+  DenseSet<Value> onParams; // float values computed from a parameter
+  for (unsigned i = 0; i < numParams; ++i) {
+    paramViews.insert(fwd.getArgument(i));
+    onParams.insert(fwd.getArgument(i));
+  }
+  for (Operation &op : body.without_terminator()) {
+    if (isViewOp(&op) && paramViews.contains(op.getOperand(0)))
+      paramViews.insert(op.getResult(0));
+    if (llvm::any_of(op.getOperands(),
+                     [&](Value v) { return onParams.contains(v); }))
+      for (Value result : op.getResults())
+        if (isFloatTensor(result))
+          onParams.insert(result);
+  }
+  DenseSet<Value> toLoss = {lossSum};
+  for (Operation &op : llvm::reverse(body.without_terminator()))
+    if (llvm::any_of(op.getResults(),
+                     [&](Value v) { return toLoss.contains(v); }))
+      toLoss.insert(op.getOperands().begin(), op.getOperands().end());
+  auto active = [&](Value v) {
+    return onParams.contains(v) && toLoss.contains(v);
+  };
+
+  // What a phase reads: an F argument, a parameter view (recomputed from
+  // its parameter) or a stash value.
+  auto noteRead = [&](Value v, bool weights, IntegerAttr layer) {
+    while (!isa<BlockArgument>(v) && paramViews.contains(v))
+      v = v.getDefiningOp()->getOperand(0);
+    if (auto arg = dyn_cast<BlockArgument>(v)) {
+      if (weights)
+        weightArgs.insert(arg.getArgNumber());
+      return;
+    }
+    (weights ? stashW : stashB).insert(v);
+    stashLayer.try_emplace(v, layer);
+  };
+
+  for (Operation &op : body.without_terminator()) {
+    if (!llvm::any_of(op.getOperands(), active) ||
+        !llvm::any_of(op.getResults(), active))
+      continue;
+    auto rule = dyn_cast<TpcDerivativeOpInterface>(&op);
+    if (!rule)
+      return error(&op) << "cannot differentiate '" << op.getName()
+                        << "': it has no derivative rule "
+                           "(TpcDerivativeOpInterface)";
+    OpPlan plan{&op};
+    plan.paramView = paramViews.contains(op.getResult(0));
+    unsigned n = op.getNumOperands();
+    plan.wantedB.assign(n, false);
+    plan.wantedW.assign(n, false);
+    for (auto [i, operand] : llvm::enumerate(op.getOperands())) {
+      if (!active(operand))
+        continue;
+      (paramViews.contains(operand) ? plan.wantedW : plan.wantedB)[i] = true;
+    }
+    auto reads = [&](ArrayRef<bool> wanted, SmallVectorImpl<Value> &out) {
+      if (!llvm::is_contained(wanted, true))
+        return;
+      for (unsigned i : rule.getStashedOperands(wanted))
+        out.push_back(op.getOperand(i));
+      if (rule.stashesResult(wanted))
+        out.push_back(op.getResult(0));
+    };
+    reads(plan.wantedB, plan.readsB);
+    reads(plan.wantedW, plan.readsW);
+    auto layer = op.getAttrOfType<IntegerAttr>(kLayerAttrName);
+    for (Value v : plan.readsB)
+      noteRead(v, /*weights=*/false, layer);
+    for (Value v : plan.readsW)
+      noteRead(v, /*weights=*/true, layer);
+    plans.push_back(std::move(plan));
+  }
+
+  // Each value once, in the order F computes them.
+  for (Operation &op : body.without_terminator())
+    for (Value result : op.getResults())
+      if (stashB.contains(result) || stashW.contains(result))
+        stash.insert(result);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Backward functions
+//===----------------------------------------------------------------------===//
+
+Value TrainingBuilder::lookupIn(IRMapping &map, Value v) {
+  if (Value mapped = map.lookupOrNull(v))
+    return mapped;
+  // A parameter view: recompute it from the parameter (no stash).
+  Operation *view = v.getDefiningOp();
+  assert(view && paramViews.contains(v) && "backward read an unplanned value");
+  Value input = lookupIn(map, view->getOperand(0));
+  IntegerAttr layer = tagger.layer;
+  tagger.layer = nullptr;
+  Operation *clone = builder.clone(*view, map);
+  tagger.layer = layer;
+  clone->setOperand(0, input);
+  map.map(v, clone->getResult(0));
+  return clone->getResult(0);
+}
+
+void TrainingBuilder::accumulate(DenseMap<Value, Value> &grads, Value v,
+                                 Value g) {
+  Value &sum = grads[v];
+  if (!sum) {
+    sum = g;
+    return;
+  }
+  Location loc = v.getLoc();
+  auto elementOf = [](Value x) {
+    return cast<RankedTensorType>(x.getType()).getElementType();
+  };
+  // Contributions of different precision meet in f32.
+  if (elementOf(sum) != elementOf(g)) {
+    auto toF32 = [&](Value x) -> Value {
+      if (elementOf(x).isF32())
+        return x;
+      return CastOp::create(
+          builder, loc,
+          cast<RankedTensorType>(x.getType()).clone(builder.getF32Type()), x);
+    };
+    sum = toF32(sum);
+    g = toF32(g);
+  }
+  sum = AddOp::create(builder, loc, sum, g);
+}
+
+LogicalResult TrainingBuilder::applyRule(const OpPlan &plan,
+                                         ArrayRef<bool> wanted,
+                                         ArrayRef<Value> reads, IRMapping &map,
+                                         ArrayRef<Value> resultGrads,
+                                         bool weights,
+                                         SmallVectorImpl<Value> &operandGrads) {
+  Operation *op = plan.op;
+  tagger.layer = op->getAttrOfType<IntegerAttr>(kLayerAttrName);
+  SmallVector<Value> operands(op->getNumOperands()),
+      results(op->getNumResults());
+  for (Value v : reads) {
+    Value mapped = lookupIn(map, v);
+    for (OpOperand &operand : op->getOpOperands())
+      if (operand.get() == v)
+        operands[operand.getOperandNumber()] = mapped;
+    for (OpResult result : op->getResults())
+      if (result == v)
+        results[result.getResultNumber()] = mapped;
+  }
+  DerivativeArgs args{operands, results, resultGrads, wanted};
+  auto rule = cast<TpcDerivativeOpInterface>(op);
+  LogicalResult built =
+      weights ? rule.buildWeightGradients(builder, args, operandGrads)
+              : rule.buildInputGradients(builder, args, operandGrads);
+  if (failed(built))
+    return error(op) << "the derivative rule of '" << op->getName()
+                     << "' failed";
+  for (auto [i, want] : llvm::enumerate(wanted))
+    if (want && !operandGrads[i])
+      return error(op) << "the derivative rule of '" << op->getName()
+                       << "' built no gradient for operand " << i;
+  return success();
+}
+
+LogicalResult TrainingBuilder::buildInputGrads() {
+  SmallVector<Type> inputs(fwd.getArgumentTypes());
+  inputs.push_back(lossSum.getType());
+  for (Value v : stash)
+    if (stashB.contains(v))
+      inputs.push_back(v.getType());
+  bwdInput = createFunction(kTrainInputGradName, inputs, {});
+  unsigned numFwdArgs = fwd.getNumArguments();
+  for (unsigned i = 0; i < numFwdArgs; ++i)
+    bwdInput.setArgAttrs(i, fwd.getArgAttrDict(i));
+
+  IRMapping map;
+  map.map(fwd.getArguments(), bwdInput.getArguments().take_front(numFwdArgs));
+  unsigned next = numFwdArgs + 1;
+  for (Value v : stash)
+    if (stashB.contains(v))
+      map.map(v, bwdInput.getArgument(next++));
+
+  builder.setInsertionPointToStart(&bwdInput.getBody().front());
+  builder.setListener(&tagger);
+  DenseMap<Value, Value> grads;
+  grads[lossSum] = bwdInput.getArgument(numFwdArgs);
+  llvm::SetVector<Value> returned;
+  for (const OpPlan &plan : llvm::reverse(plans)) {
+    if (plan.paramView)
+      continue;
+    SmallVector<Value> resultGrads;
+    for (Value result : plan.op->getResults())
+      resultGrads.push_back(grads.lookup(result));
+    if (llvm::all_of(resultGrads, [](Value g) { return !g; }))
+      continue;
+    if (plan.hasW())
+      for (Value result : plan.op->getResults())
+        if (Value g = grads.lookup(result); g && !dys.count(result)) {
+          returned.insert(g);
+          dys[result] = llvm::find(returned, g) - returned.begin();
+        }
+    if (!plan.hasB())
+      continue;
+    SmallVector<Value> operandGrads;
+    if (failed(applyRule(plan, plan.wantedB, plan.readsB, map, resultGrads,
+                         /*weights=*/false, operandGrads)))
+      return failure();
+    tagger.layer = plan.op->getAttrOfType<IntegerAttr>(kLayerAttrName);
+    for (auto [i, want] : llvm::enumerate(plan.wantedB))
+      if (want)
+        accumulate(grads, plan.op->getOperand(i), operandGrads[i]);
+  }
+  tagger.layer = nullptr;
+  builder.setListener(nullptr);
+
+  func::ReturnOp::create(builder, bwdInput.getLoc(), returned.getArrayRef());
+  bwdInput.setFunctionType(builder.getFunctionType(
+      inputs, ValueRange(returned.getArrayRef()).getTypes()));
+  return success();
+}
+
+LogicalResult TrainingBuilder::buildWeightGrads() {
+  SmallVector<Type> inputs, results;
+  for (unsigned i : weightArgs)
+    inputs.push_back(fwd.getArgument(i).getType());
+  for (Value v : stash)
+    if (stashW.contains(v))
+      inputs.push_back(v.getType());
+  ArrayRef<Type> dyTypes = bwdInput.getFunctionType().getResults();
+  llvm::append_range(inputs, dyTypes);
+  for (unsigned i = 0; i < numParams; ++i)
+    results.push_back(cast<RankedTensorType>(fwd.getArgument(i).getType())
+                          .clone(builder.getF32Type()));
+  bwdWeight = createFunction(kTrainWeightGradName, inputs, results);
+
+  IRMapping map;
+  DenseMap<Value, Value> grads;
+  unsigned next = 0;
+  for (unsigned i : weightArgs) {
+    bwdWeight.setArgAttrs(next, fwd.getArgAttrDict(i));
+    map.map(fwd.getArgument(i), bwdWeight.getArgument(next++));
+  }
+  for (Value v : stash)
+    if (stashW.contains(v))
+      map.map(v, bwdWeight.getArgument(next++));
+  for (auto [result, index] : dys)
+    grads[result] = bwdWeight.getArgument(next + index);
+
+  builder.setInsertionPointToStart(&bwdWeight.getBody().front());
+  builder.setListener(&tagger);
+  for (const OpPlan &plan : llvm::reverse(plans)) {
+    if (!plan.hasW())
+      continue;
+    SmallVector<Value> resultGrads;
+    for (Value result : plan.op->getResults())
+      resultGrads.push_back(grads.lookup(result));
+    if (llvm::all_of(resultGrads, [](Value g) { return !g; }))
+      continue;
+    SmallVector<bool> wanted =
+        plan.paramView ? SmallVector<bool>{true} : plan.wantedW;
+    SmallVector<Value> operandGrads;
+    if (failed(applyRule(plan, wanted, plan.readsW, map, resultGrads,
+                         /*weights=*/true, operandGrads)))
+      return failure();
+    tagger.layer = plan.op->getAttrOfType<IntegerAttr>(kLayerAttrName);
+    for (auto [i, want] : llvm::enumerate(wanted))
+      if (want)
+        accumulate(grads, plan.op->getOperand(i), operandGrads[i]);
+  }
+  tagger.layer = nullptr;
+  builder.setListener(nullptr);
+
+  // One f32 gradient per parameter, in the parameters' order; a parameter
+  // the loss does not reach gets zeros.
+  SmallVector<Value> returned;
+  Location loc = bwdWeight.getLoc();
+  for (unsigned i = 0; i < numParams; ++i) {
+    auto type = cast<RankedTensorType>(results[i]);
+    Value g = grads.lookup(fwd.getArgument(i));
+    if (!g)
+      g = arith::ConstantOp::create(
+          builder, loc, type,
+          DenseElementsAttr::get(type, builder.getF32FloatAttr(0.0f)));
+    else if (g.getType() != type)
+      g = CastOp::create(builder, loc, type, g);
+    returned.push_back(g);
+    bwdWeight.setResultAttr(i, kGradAttrName,
+                            fwd.getArgAttr(i, kParamAttrName));
+  }
+  func::ReturnOp::create(builder, loc, returned);
+  return success();
+}
+
+void TrainingBuilder::finishForward() {
+  auto ret = cast<func::ReturnOp>(fwd.getBody().front().getTerminator());
+  SmallVector<Value> results = {lossSum, count};
+  llvm::append_range(results, stash);
+  ret->setOperands(results);
+  fwd.setFunctionType(builder.getFunctionType(fwd.getArgumentTypes(),
+                                              ValueRange(results).getTypes()));
+  for (auto [i, v] : llvm::enumerate(stash)) {
+    unsigned index = i + 2;
+    StringRef readers =
+        stashB.contains(v) ? (stashW.contains(v) ? "BW" : "B") : "W";
+    fwd.setResultAttr(index, kStashAttrName, builder.getStringAttr(readers));
+    if (IntegerAttr layer = stashLayer.lookup(v))
+      fwd.setResultAttr(index, kLayerAttrName, layer);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// The driver
+//===----------------------------------------------------------------------===//
+
+void TrainingBuilder::buildDriver() {
+  Type f32 = builder.getF32Type();
+  SmallVector<Type> inputs(forward.getArgumentTypes()), gradTypes;
+  for (unsigned i = 0; i < numParams; ++i) {
+    // Master weights stay f32 whatever the model's precision.
+    inputs[i] = cast<RankedTensorType>(inputs[i]).clone(f32);
+    gradTypes.push_back(inputs[i]);
+  }
+  auto scalarF32 = RankedTensorType::get({}, f32);
+  SmallVector<Type> results = {scalarF32};
+  llvm::append_range(results, gradTypes);
+  driver = createFunction(kTrainStepName, inputs, results);
+  for (unsigned i = 0, e = forward.getNumArguments(); i < e; ++i)
+    driver.setArgAttrs(i, forward.getArgAttrDict(i));
+  driver.setResultAttr(0, kOutputAttrName, builder.getStringAttr("loss"));
+  for (unsigned i = 0; i < numParams; ++i)
+    driver.setResultAttr(i + 1, kGradAttrName,
+                         forward.getArgAttr(i, kParamAttrName));
+  driver->setAttr(kMicrobatchesAttrName,
+                  builder.getI64IntegerAttr(microbatches));
+
+  Location loc = driver.getLoc();
+  builder.setInsertionPointToStart(&driver.getBody().front());
+  SmallVector<Value> params;
+  for (unsigned i = 0; i < numParams; ++i) {
+    Value master = driver.getArgument(i);
+    Type model = forward.getArgument(i).getType();
+    params.push_back(master.getType() == model
+                         ? master
+                         : CastOp::create(builder, loc, model, master));
+  }
+  Value ids = driver.getArgument(idsArg);
+  Value labels = driver.getArgument(labelsArg);
+
+  // Every microbatch scales by the global target count.
+  Value total =
+      CountTargetsOp::create(builder, loc, labels, loss.getIgnoreIndexAttr());
+  auto splat = [&](RankedTensorType type, float value) -> Value {
+    return arith::ConstantOp::create(
+        builder, loc, type,
+        DenseElementsAttr::get(type, builder.getF32FloatAttr(value)));
+  };
+  Value dlossSum =
+      LossMeanOp::create(builder, loc, splat(scalarF32, 1.0f), total);
+  SmallVector<Value> init = {splat(scalarF32, 0.0f)};
+  for (Type type : gradTypes)
+    init.push_back(splat(cast<RankedTensorType>(type), 0.0f));
+
+  int64_t micro = batch / microbatches;
+  Value lower = arith::ConstantIndexOp::create(builder, loc, 0);
+  Value upper = arith::ConstantIndexOp::create(builder, loc, microbatches);
+  Value step = arith::ConstantIndexOp::create(builder, loc, 1);
+  Value microSize = arith::ConstantIndexOp::create(builder, loc, micro);
+  auto loop = scf::ForOp::create(
+      builder, loc, lower, upper, step, init,
+      [&](OpBuilder &b, Location loc, Value iv, ValueRange acc) {
+        Value offset = arith::MulIOp::create(b, loc, iv, microSize);
+        auto slice = [&](Value full) -> Value {
+          auto type = cast<RankedTensorType>(full.getType());
+          SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0)),
+              sizes, strides(type.getRank(), b.getIndexAttr(1));
+          offsets[0] = offset;
+          for (int64_t size : microbatchType(type, micro).getShape())
+            sizes.push_back(b.getIndexAttr(size));
+          return tensor::ExtractSliceOp::create(b, loc,
+                                                microbatchType(type, micro),
+                                                full, offsets, sizes, strides);
+        };
+        SmallVector<Value> fArgs(params);
+        for (unsigned i = numParams, e = forward.getNumArguments(); i < e; ++i)
+          fArgs.push_back(i == idsArg ? slice(ids) : slice(labels));
+        Value index = arith::IndexCastOp::create(b, loc, b.getI64Type(), iv);
+        fArgs.push_back(tensor::FromElementsOp::create(
+            b, loc, RankedTensorType::get({}, b.getI64Type()), index));
+
+        auto f = func::CallOp::create(b, loc, fwd, fArgs);
+        SmallVector<Value> bArgs(fArgs), wArgs;
+        bArgs.push_back(dlossSum);
+        for (unsigned i : weightArgs)
+          wArgs.push_back(fArgs[i]);
+        for (auto [i, v] : llvm::enumerate(stash)) {
+          Value stashed = f.getResult(i + 2);
+          if (stashB.contains(v))
+            bArgs.push_back(stashed);
+          if (stashW.contains(v))
+            wArgs.push_back(stashed);
+        }
+        auto bCall = func::CallOp::create(b, loc, bwdInput, bArgs);
+        llvm::append_range(wArgs, bCall.getResults());
+        auto wCall = func::CallOp::create(b, loc, bwdWeight, wArgs);
+
+        SmallVector<Value> next = {
+            AddOp::create(b, loc, acc[0], f.getResult(0))};
+        for (auto [sum, g] : llvm::zip(acc.drop_front(), wCall.getResults()))
+          next.push_back(AddOp::create(b, loc, sum, g));
+        scf::YieldOp::create(b, loc, next);
+      });
+
+  SmallVector<Value> returned = {
+      LossMeanOp::create(builder, loc, loop.getResult(0), total)};
+  llvm::append_range(returned, loop.getResults().drop_front());
+  func::ReturnOp::create(builder, loc, returned);
+}
+
+//===----------------------------------------------------------------------===//
+// Entry points
+//===----------------------------------------------------------------------===//
+
+LogicalResult TrainingBuilder::run() {
+  if (failed(checkForward()))
+    return failure();
+  auto cleanup = [&] {
+    for (func::FuncOp func : {driver, bwdWeight, bwdInput, fwd})
+      if (func)
+        func.erase();
+    return failure();
+  };
+  if (failed(buildForward()) || failed(planBackward()) ||
+      failed(buildInputGrads()) || failed(buildWeightGrads()))
+    return cleanup();
+  finishForward();
+  buildDriver();
+  for (func::FuncOp func : {fwd, bwdInput, bwdWeight, driver})
+    if (failed(verify(func)))
+      return cleanup();
+  return success();
+}
+
+LogicalResult mlir::tpc::buildTrainingFunctions(ModuleOp module,
+                                                unsigned microbatches) {
+  return TrainingBuilder(module, microbatches).run();
+}
+
+StashSummary mlir::tpc::summarizeStash(func::FuncOp trainF) {
+  StashSummary summary;
+  for (unsigned i = 0, e = trainF.getNumResults(); i < e; ++i) {
+    if (!trainF.getResultAttr(i, kStashAttrName))
+      continue;
+    int64_t bytes = byteSize(trainF.getResultTypes()[i]);
+    auto layer = trainF.getResultAttrOfType<IntegerAttr>(i, kLayerAttrName);
+    StashSummary::Entry &entry =
+        layer ? summary.layers[layer.getInt()] : summary.outside;
+    for (StashSummary::Entry *e : {&entry, &summary.total}) {
+      ++e->values;
+      e->bytes += bytes;
+    }
+  }
+  return summary;
+}
+
+FailureOr<int64_t> mlir::tpc::computeLayerStashBytes(ModuleOp module,
+                                                     int64_t layer,
+                                                     unsigned microbatches) {
+  OwningOpRef<ModuleOp> copy = module.clone();
+  if (failed(buildTrainingFunctions(*copy, microbatches)))
+    return failure();
+  StashSummary summary =
+      summarizeStash(copy->lookupSymbol<func::FuncOp>(kTrainForwardName));
+  return summary.layers.lookup(layer).bytes;
+}
+
+namespace {
+struct AutodiffPass : public tpc::impl::TpcAutodiffBase<AutodiffPass> {
+  using TpcAutodiffBase::TpcAutodiffBase;
+
+  void runOnOperation() override {
+    if (failed(buildTrainingFunctions(getOperation(), microbatches)))
+      signalPassFailure();
+  }
+};
+} // namespace
