@@ -4,12 +4,14 @@
 // until written, and an impossible size fails cleanly instead of being
 // zero-filled page by page. prepare() resolves every operand to an address
 // and lays out, per kernel, fp32 copies of its BF16/F16 operands and results
-// plus attention scratch; the kernels run one at a time, so the workspace is
-// the largest of these layouts, shared by all kernels.
+// plus its scratch (attention blocks, double accumulators); the kernels run
+// one at a time, so the workspace is the largest of these layouts, shared by
+// all kernels.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tpcrt/CpuKernels.h"
+#include "tpcrt/CpuTrainingKernels.h"
 #include "tpcrt/Device.h"
 #include "tpcrt/Executable.h"
 #include "tpcrt/Random.h"
@@ -42,8 +44,8 @@ public:
     void *p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
-      return Status::error(std::string("cannot allocate the ") + what +
-                           " of " + std::to_string(bytes) +
+      return Status::error(std::string("cannot allocate the ") + what + " of " +
+                           std::to_string(bytes) +
                            " bytes: " + std::strerror(errno));
     data_ = static_cast<uint8_t *>(p);
     size_ = bytes;
@@ -72,7 +74,7 @@ cpu::FloatType floatTypeOf(fb::DType dtype) {
 /// Kernels that read and write 16-bit storage themselves.
 bool convertsItself(fb::OpCode op) {
   return op == fb::OpCode::Embedding || op == fb::OpCode::Copy ||
-         op == fb::OpCode::Cast;
+         op == fb::OpCode::Cast || op == fb::OpCode::Slice;
 }
 
 bool needsStaging(const KernelCall &call, const TensorRef &t) {
@@ -83,6 +85,24 @@ bool needsStaging(const KernelCall &call, const TensorRef &t) {
 /// Floats, rounded up to whole 64-byte lines.
 uint64_t lineFloats(int64_t floats) {
   return (static_cast<uint64_t>(floats) + 15) / 16 * 16;
+}
+
+/// Floats of scratch a kernel needs (doubles count twice).
+int64_t scratchFloats(const KernelCall &call) {
+  switch (call.op) {
+  case fb::OpCode::Attention:
+    return cpu::attentionScratchSize(call.seqQ, call.seqK);
+  case fb::OpCode::AttentionGrad:
+    return cpu::attentionGradScratchSize(call.seqQ, call.seqK);
+  case fb::OpCode::SumTo:
+    return 2 * call.rhsCount;
+  case fb::OpCode::LayerNormParamGrad:
+    return 4 * call.cols;
+  case fb::OpCode::RmsNormParamGrad:
+    return 2 * call.cols;
+  default:
+    return 0;
+  }
 }
 
 /// One kernel with its addresses resolved.
@@ -129,7 +149,8 @@ private:
   Status checkRange(uint64_t offset, uint64_t bytes) const {
     if (bytes > arena_.size() || offset > arena_.size() - bytes)
       return Status::error("bytes [" + std::to_string(offset) + ", +" +
-                           std::to_string(bytes) + ") lie outside the arena of " +
+                           std::to_string(bytes) +
+                           ") lie outside the arena of " +
                            std::to_string(arena_.size()) + " bytes");
     return Status::ok();
   }
@@ -142,10 +163,9 @@ private:
 
 Status CpuDevice::prepare(const Program &program) {
   if (program.arenaBytes > arena_.size())
-    return Status::error("the program needs an arena of " +
-                         std::to_string(program.arenaBytes) +
-                         " bytes, the device has " +
-                         std::to_string(arena_.size()));
+    return Status::error(
+        "the program needs an arena of " + std::to_string(program.arenaBytes) +
+        " bytes, the device has " + std::to_string(arena_.size()));
   // Offsets in floats within the workspace, per kernel; the workspace is the
   // largest layout.
   std::vector<std::vector<uint64_t>> operandAt(program.calls.size()),
@@ -167,9 +187,9 @@ Status CpuDevice::prepare(const Program &program) {
     for (const TensorRef &t : call.results)
       resultAt[call.index].push_back(place(t));
     scratchAt[call.index] = none;
-    if (call.op == fb::OpCode::Attention) {
+    if (int64_t floats = scratchFloats(call)) {
       scratchAt[call.index] = used;
-      used += lineFloats(cpu::attentionScratchSize(call.seqQ, call.seqK));
+      used += lineFloats(floats);
     }
     largest = std::max(largest, used);
   }
@@ -201,20 +221,18 @@ Status CpuDevice::execute(const KernelCall &call, const StepContext &context) {
   const Resolved &r = resolved_[call.index];
   for (size_t j = 0; j < call.operands.size(); ++j)
     if (float *staged = r.stagedOperands[j])
-      if (Status s = cpu::cast(r.operands[j],
-                               floatTypeOf(call.operands[j].dtype),
-                               call.operands[j].elements, cpu::FloatType::F32,
-                               staged);
+      if (Status s =
+              cpu::cast(r.operands[j], floatTypeOf(call.operands[j].dtype),
+                        call.operands[j].elements, cpu::FloatType::F32, staged);
           !s)
         return s;
   if (Status s = run(call, r, context); !s)
     return s;
   for (size_t j = 0; j < call.results.size(); ++j)
     if (float *staged = r.stagedResults[j])
-      if (Status s = cpu::cast(staged, cpu::FloatType::F32,
-                               call.results[j].elements,
-                               floatTypeOf(call.results[j].dtype),
-                               r.results[j]);
+      if (Status s =
+              cpu::cast(staged, cpu::FloatType::F32, call.results[j].elements,
+                        floatTypeOf(call.results[j].dtype), r.results[j]);
           !s)
         return s;
   return Status::ok();
@@ -233,25 +251,40 @@ Status CpuDevice::run(const KernelCall &call, const Resolved &r,
   auto ints = [&](size_t j) {
     return reinterpret_cast<int64_t *>(r.operands[j]);
   };
+  auto scalarIn = [&](size_t j) { return *in(j); };
+  auto doubles = reinterpret_cast<double *>(r.scratch);
   const std::vector<int64_t> &ia = call.intAttrs;
   const std::vector<double> &fa = call.floatAttrs;
   bool flag0 = call.flags & 1, flag1 = call.flags & 2;
-  int rank = static_cast<int>(call.operands[0].shape.size());
-  const int64_t *shape = call.operands[0].shape.data();
+  int rank = 0;
+  const int64_t *shape = nullptr;
+  if (!call.operands.empty()) {
+    rank = static_cast<int>(call.operands[0].shape.size());
+    shape = call.operands[0].shape.data();
+  }
+  // Evaluation keeps every element: the rate of every dropout becomes 0.
+  auto rate = [&](size_t j) { return context.evaluation ? 0.0 : fa[j]; };
+  auto key = [&](size_t j) {
+    return dropoutKey(context.seed, static_cast<uint64_t>(ia[j]), context.step);
+  };
+  // A dropout stream's optional int_attrs[1]: where this piece starts.
+  int64_t firstIndex = ia.size() == 2 ? ia[1] : 0;
+  auto layout = [&] {
+    return flag0 ? cpu::WeightLayout::OutIn : cpu::WeightLayout::InOut;
+  };
+  auto gelu = [&] {
+    return flag0 ? cpu::GeluApproximation::Tanh : cpu::GeluApproximation::Erf;
+  };
 
   switch (call.op) {
   case fb::OpCode::Embedding:
-    return cpu::embeddingRows(r.operands[0],
-                              floatTypeOf(call.operands[0].dtype), call.k,
-                              call.n, ints(1), call.m,
-                              floatTypeOf(call.results[0].dtype),
-                              r.results[0]);
+    return cpu::embeddingRows(
+        r.operands[0], floatTypeOf(call.operands[0].dtype), call.k, call.n,
+        ints(1), call.m, floatTypeOf(call.results[0].dtype), r.results[0]);
   case fb::OpCode::Linear:
-    return cpu::linear(in(0), in(1), call.operands.size() == 3 ? in(2) : nullptr,
-                       call.m, call.k, call.n,
-                       flag0 ? cpu::WeightLayout::OutIn
-                             : cpu::WeightLayout::InOut,
-                       out(0));
+    return cpu::linear(in(0), in(1),
+                       call.operands.size() == 3 ? in(2) : nullptr, call.m,
+                       call.k, call.n, layout(), out(0));
   case fb::OpCode::BatchMatmul:
     return cpu::batchMatmul(in(0), in(1), call.batch, call.m, call.k, call.n,
                             flag0, flag1, static_cast<float>(fa[0]), out(0));
@@ -262,10 +295,7 @@ Status CpuDevice::run(const KernelCall &call, const Resolved &r,
     return cpu::rmsNorm(in(0), in(1), call.rows, call.cols,
                         static_cast<float>(fa[0]), out(0));
   case fb::OpCode::Gelu:
-    return cpu::gelu(in(0), call.count,
-                     flag0 ? cpu::GeluApproximation::Tanh
-                           : cpu::GeluApproximation::Erf,
-                     out(0));
+    return cpu::gelu(in(0), call.count, gelu(), out(0));
   case fb::OpCode::Silu:
     return cpu::silu(in(0), call.count, out(0));
   case fb::OpCode::Add:
@@ -273,28 +303,24 @@ Status CpuDevice::run(const KernelCall &call, const Resolved &r,
   case fb::OpCode::Mul:
     return cpu::mul(in(0), call.count, in(1), call.rhsCount, out(0));
   case fb::OpCode::Dropout:
-    return cpu::dropout(
-        in(0), call.count,
-        dropoutKey(context.seed, static_cast<uint64_t>(ia[0]), context.step),
-        fa[0], 0, out(0));
+    return cpu::dropout(in(0), call.count, key(0), rate(0), firstIndex, out(0));
   case fb::OpCode::Softmax:
     return cpu::softmax(in(0), call.outer, call.seqQ, call.seqK, flag0, out(0));
   case fb::OpCode::Attention: {
-    cpu::AttentionDropout dropout{
-        dropoutKey(context.seed, static_cast<uint64_t>(ia[0]), context.step),
-        fa[1]};
+    cpu::AttentionDropout dropout{key(0), rate(1),
+                                  static_cast<uint64_t>(firstIndex)};
     return cpu::attention(in(0), in(1), in(2), call.batch, call.heads,
                           call.kvHeads, call.seqQ, call.seqK, call.headDim,
                           call.valueDim, flag0, static_cast<float>(fa[0]),
-                          r.scratch, out(0), fa[1] > 0.0 ? &dropout : nullptr);
+                          r.scratch, out(0),
+                          dropout.rate > 0.0 ? &dropout : nullptr);
   }
   case fb::OpCode::Rotary:
     return cpu::rotary(in(0), call.outer, call.seqQ, call.headDim, fa[0], ia[0],
-                       out(0));
+                       out(0), flag0);
   case fb::OpCode::CrossEntropy:
     return cpu::crossEntropy(in(0), ints(1), call.rows, call.cols, ia[0],
-                             out(0),
-                             reinterpret_cast<int64_t *>(r.results[1]));
+                             out(0), reinterpret_cast<int64_t *>(r.results[1]));
   case fb::OpCode::LossMean:
     return cpu::lossMean(in(0), ints(1), out(0));
   case fb::OpCode::Copy:
@@ -304,13 +330,102 @@ Status CpuDevice::run(const KernelCall &call, const Resolved &r,
   case fb::OpCode::Transpose:
     return cpu::transpose(in(0), shape, rank, ia.data(), out(0));
   case fb::OpCode::Slice:
-    return cpu::slice(in(0), shape, rank, ia[0], ia[1], ia[2], out(0));
+    return cpu::sliceBytes(
+        r.operands[0], shape, rank, ia[0], ia[1], ia[2],
+        static_cast<int64_t>(executableDTypeSize(call.operands[0].dtype)),
+        r.results[0]);
   case fb::OpCode::Repeat:
     return cpu::repeatInterleave(in(0), shape, rank, ia[0], ia[1], out(0));
   case fb::OpCode::Cast:
     return cpu::cast(r.operands[0], floatTypeOf(call.operands[0].dtype),
                      call.count, floatTypeOf(call.results[0].dtype),
                      r.results[0]);
+  case fb::OpCode::EmbeddingGrad:
+    return cpu::embeddingGrad(in(0), ints(1), call.m, call.k, call.n, out(0));
+  case fb::OpCode::LinearInputGrad:
+    return cpu::linearInputGrad(in(0), in(1), call.m, call.k, call.n, layout(),
+                                out(0));
+  case fb::OpCode::LinearWeightGrad:
+    return cpu::linearWeightGrad(in(0), in(1), call.m, call.k, call.n, layout(),
+                                 out(0));
+  case fb::OpCode::SumTo:
+    return cpu::sumTo(in(0), call.count, call.rhsCount, doubles, out(0));
+  case fb::OpCode::LayerNormInputGrad:
+    return cpu::layerNormInputGrad(in(0), in(1), in(2), call.rows, call.cols,
+                                   static_cast<float>(fa[0]), out(0));
+  case fb::OpCode::LayerNormParamGrad:
+    return cpu::layerNormParamGrad(in(0), in(1), call.rows, call.cols,
+                                   static_cast<float>(fa[0]), doubles, out(0),
+                                   out(1));
+  case fb::OpCode::RmsNormInputGrad:
+    return cpu::rmsNormInputGrad(in(0), in(1), in(2), call.rows, call.cols,
+                                 static_cast<float>(fa[0]), out(0));
+  case fb::OpCode::RmsNormParamGrad:
+    return cpu::rmsNormParamGrad(in(0), in(1), call.rows, call.cols,
+                                 static_cast<float>(fa[0]), doubles, out(0));
+  case fb::OpCode::GeluGrad:
+    return cpu::geluGrad(in(0), in(1), call.count, gelu(), out(0));
+  case fb::OpCode::SiluGrad:
+    return cpu::siluGrad(in(0), in(1), call.count, out(0));
+  case fb::OpCode::DropoutMask:
+    return cpu::dropoutMask(call.count, key(0), rate(0), firstIndex,
+                            r.results[0]);
+  case fb::OpCode::ApplyMask:
+    return cpu::applyMask(in(0), r.operands[1], call.count, rate(0), out(0));
+  case fb::OpCode::SoftmaxGrad:
+    return cpu::softmaxGrad(in(0), in(1), call.outer, call.seqQ, call.seqK,
+                            flag0, out(0));
+  case fb::OpCode::AttentionGrad: {
+    cpu::AttentionDropout dropout{key(0), rate(1),
+                                  static_cast<uint64_t>(firstIndex)};
+    return cpu::attentionGrad(
+        in(0), in(1), in(2), in(3), call.batch, call.heads, call.kvHeads,
+        call.seqQ, call.seqK, call.headDim, call.valueDim, flag0,
+        static_cast<float>(fa[0]), r.scratch, out(0), out(1), out(2),
+        dropout.rate > 0.0 ? &dropout : nullptr);
+  }
+  case fb::OpCode::CrossEntropyGrad:
+    return cpu::crossEntropyGrad(in(0), ints(1), call.rows, call.cols, ia[0],
+                                 scalarIn(2), out(0));
+  case fb::OpCode::Pad:
+    return cpu::pad(in(0), shape, rank, ia[0], ia[1],
+                    call.results[0].shape[static_cast<size_t>(ia[0])], out(0));
+  case fb::OpCode::SumGroups:
+    return cpu::sumGroups(in(0), shape, rank, ia[0], ia[1], out(0));
+  case fb::OpCode::CountTargets:
+    return cpu::countTargets(ints(0), call.count, ia[0],
+                             reinterpret_cast<int64_t *>(r.results[0]));
+  case fb::OpCode::InverseCount:
+    return cpu::inverseCount(ints(0), out(0));
+  case fb::OpCode::AdamWUpdate:
+    return cpu::adamwUpdate(out(0), in(1), out(1), out(2), call.count,
+                            scalarIn(4), *ints(5),
+                            cpu::AdamWOptions{fa[0], fa[1], fa[2], fa[3]},
+                            call.operands.size() > 6 ? scalarIn(6) : 1.0f);
+  case fb::OpCode::SgdUpdate:
+    return cpu::sgdUpdate(out(0), in(1), out(1), call.count, scalarIn(3), fa[0],
+                          fa[1], call.operands.size() > 4 ? scalarIn(4) : 1.0f);
+  case fb::OpCode::SumSquares: {
+    double sum = 0.0;
+    for (size_t j = 0; j < call.operands.size(); ++j)
+      if (Status s = cpu::sumSquares(in(j), call.operands[j].elements, &sum);
+          !s)
+        return s;
+    *out(0) = static_cast<float>(sum);
+    return Status::ok();
+  }
+  case fb::OpCode::ClipCoefficient:
+    return cpu::clipCoefficient(scalarIn(0), fa[0], out(0), out(1));
+  case fb::OpCode::LrSchedule: {
+    cpu::LrScheduleOptions options;
+    options.kind =
+        flag0 ? cpu::LrScheduleKind::Cosine : cpu::LrScheduleKind::Constant;
+    options.lr = fa[0];
+    options.minLr = fa[1];
+    options.warmupSteps = ia[0];
+    options.decaySteps = ia[1];
+    return cpu::lrSchedule(*ints(0), options, out(0));
+  }
   }
   return Status::error("unknown opcode");
 }

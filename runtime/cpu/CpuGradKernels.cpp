@@ -7,9 +7,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tpcrt/CpuTrainingKernels.h"
 #include "FastMath.h"
 #include "KernelSupport.h"
+#include "tpcrt/CpuTrainingKernels.h"
 #include "tpcrt/Random.h"
 
 #include <algorithm>
@@ -58,11 +58,10 @@ Status linearWeightGrad(const float *x, const float *dY, int64_t m, int64_t k,
   if (Status s = checkNonNegative("linear_weight_grad", {m, k, n}); !s)
     return s;
   int64_t ldx = std::max<int64_t>(1, k), ldy = std::max<int64_t>(1, n);
-  Status s = layout == WeightLayout::InOut
-                 ? gemm(true, false, k, n, m, 1.0f, x, ldx, dY, ldy, 0.0f, dW,
-                        ldy)
-                 : gemm(true, false, n, k, m, 1.0f, dY, ldy, x, ldx, 0.0f, dW,
-                        ldx);
+  Status s =
+      layout == WeightLayout::InOut
+          ? gemm(true, false, k, n, m, 1.0f, x, ldx, dY, ldy, 0.0f, dW, ldy)
+          : gemm(true, false, n, k, m, 1.0f, dY, ldy, x, ldx, 0.0f, dW, ldx);
   return s ? s : s.withContext("linear_weight_grad");
 }
 
@@ -197,7 +196,8 @@ Status rmsNormParamGrad(const float *dY, const float *x, int64_t rows,
     const float *xr = x + r * cols, *gr = dY + r * cols;
     double inv = rowInverseRms(xr, cols, epsilon);
     for (int64_t c = 0; c < cols; ++c)
-      scratch[c] += static_cast<double>(gr[c]) * static_cast<float>(xr[c] * inv);
+      scratch[c] +=
+          static_cast<double>(gr[c]) * static_cast<float>(xr[c] * inv);
   }
   for (int64_t c = 0; c < cols; ++c)
     dWeight[c] = static_cast<float>(scratch[c]);
@@ -258,8 +258,8 @@ Status siluGrad(const float *dY, const float *x, int64_t count, float *dX) {
   return Status::ok();
 }
 
-Status dropoutMask(int64_t count, uint64_t key, double rate,
-                   int64_t firstIndex, uint8_t *mask) {
+Status dropoutMask(int64_t count, uint64_t key, double rate, int64_t firstIndex,
+                   uint8_t *mask) {
   if (Status s = checkNonNegative("dropout_mask", {count, firstIndex}); !s)
     return s;
   if (Status s = checkDropoutRate("dropout_mask", rate); !s)
@@ -343,7 +343,8 @@ Status attentionGrad(const float *dO, const float *q, const float *k,
       for (int64_t i0 = 0; i0 < seqQ; i0 += kAttentionBlock) {
         AttentionBlock block = attentionBlock(i0, seqQ, seqK, causal);
         int64_t ld = block.ld;
-        auto firstRow = static_cast<uint64_t>((qh * seqQ + i0) * seqK);
+        uint64_t firstRow = (drop ? dropout->firstIndex : 0) +
+                            static_cast<uint64_t>((qh * seqQ + i0) * seqK);
         Status s = attentionProbabilities(qHead, kHead, headDim, i0, block,
                                           seqQ, seqK, causal, scale, p);
         if (s)
@@ -357,11 +358,11 @@ Status attentionGrad(const float *dO, const float *q, const float *k,
           double dot = 0.0;
           for (int64_t j = 0; j < block.keys; ++j) {
             if (drop)
-              dpRow[j] = dropoutKeep(dropout->key,
-                                     index + static_cast<uint64_t>(j),
-                                     threshold)
-                             ? dpRow[j] * dropScale
-                             : 0.0f;
+              dpRow[j] =
+                  dropoutKeep(dropout->key, index + static_cast<uint64_t>(j),
+                              threshold)
+                      ? dpRow[j] * dropScale
+                      : 0.0f;
             dot += static_cast<double>(dpRow[j]) * pRow[j];
           }
           float d = static_cast<float>(dot);
@@ -389,8 +390,7 @@ Status attentionGrad(const float *dO, const float *q, const float *k,
 Status crossEntropyGrad(const float *logits, const int64_t *labels,
                         int64_t positions, int64_t vocab, int64_t ignoreIndex,
                         float scale, float *dLogits) {
-  if (Status s = checkNonNegative("cross_entropy_grad", {positions, vocab});
-      !s)
+  if (Status s = checkNonNegative("cross_entropy_grad", {positions, vocab}); !s)
     return s;
   for (int64_t p = 0; p < positions; ++p) {
     int64_t label = labels[p];
@@ -422,9 +422,9 @@ Status pad(const float *x, const int64_t *shape, int rank, int64_t dim,
     return s;
   int64_t size = shape[dim];
   if (offset < 0 || extent < 0 || offset > extent || size > extent - offset)
-    return Status::error("pad: [" + std::to_string(offset) + ", +" +
-                         std::to_string(size) + ") lies outside a dimension of " +
-                         std::to_string(extent));
+    return Status::error(
+        "pad: [" + std::to_string(offset) + ", +" + std::to_string(size) +
+        ") lies outside a dimension of " + std::to_string(extent));
   for (int64_t o = 0; o < outer; ++o) {
     float *row = out + o * extent * inner;
     std::fill(row, row + offset * inner, 0.0f);

@@ -170,8 +170,8 @@ Status embeddingRows(const void *table, FloatType tableType, int64_t vocab,
       return Status::error("embedding: id " + std::to_string(id) +
                            " at position " + std::to_string(i) +
                            " is outside [0, " + std::to_string(vocab) + ")");
-    if (Status s = cast(rows + id * inRow, tableType, hidden, outType,
-                        o + i * outRow);
+    if (Status s =
+            cast(rows + id * inRow, tableType, hidden, outType, o + i * outRow);
         !s)
       return s;
   }
@@ -269,7 +269,8 @@ void geluTanh(const float *x, int64_t count, float *out) {
   const float k = 0.79788456080286536f; // sqrt(2 / pi)
   for (int64_t i = 0; i < count; ++i) {
     float v = x[i];
-    out[i] = 0.5f * v * (1.0f + fastmath::tanh(k * (v + 0.044715f * v * v * v)));
+    out[i] =
+        0.5f * v * (1.0f + fastmath::tanh(k * (v + 0.044715f * v * v * v)));
   }
 }
 
@@ -470,9 +471,9 @@ AttentionBlock detail::attentionBlock(int64_t i0, int64_t seqQ, int64_t seqK,
 
 Status detail::attentionProbabilities(const float *q, const float *k,
                                       int64_t headDim, int64_t i0,
-                                      const AttentionBlock &block,
-                                      int64_t seqQ, int64_t seqK, bool causal,
-                                      float scale, float *p) {
+                                      const AttentionBlock &block, int64_t seqQ,
+                                      int64_t seqK, bool causal, float scale,
+                                      float *p) {
   int64_t ldq = std::max<int64_t>(1, headDim);
   if (Status s = gemm(false, true, block.rows, block.keys, headDim, scale,
                       q + i0 * headDim, ldq, k, ldq, 0.0f, p, block.ld);
@@ -494,10 +495,10 @@ void detail::dropProbabilities(float *p, const AttentionBlock &block,
     uint64_t index = firstRow + static_cast<uint64_t>(i * seqK);
     float *row = p + i * block.ld;
     for (int64_t j = 0; j < block.keys; ++j)
-      row[j] = dropoutKeep(dropout.key, index + static_cast<uint64_t>(j),
-                           threshold)
-                   ? row[j] * scale
-                   : 0.0f;
+      row[j] =
+          dropoutKeep(dropout.key, index + static_cast<uint64_t>(j), threshold)
+              ? row[j] * scale
+              : 0.0f;
   }
 }
 
@@ -528,7 +529,8 @@ Status attention(const float *q, const float *k, const float *v, int64_t batch,
         if (s && drop)
           dropProbabilities(
               scratch, block,
-              static_cast<uint64_t>(((b * heads + h) * seqQ + i0) * seqK),
+              dropout->firstIndex +
+                  static_cast<uint64_t>(((b * heads + h) * seqQ + i0) * seqK),
               seqK, *dropout);
         if (s)
           s = gemm(false, false, block.rows, valueDim, block.keys, 1.0f,
@@ -557,7 +559,8 @@ Status rotary(const float *x, int64_t outer, int64_t seq, int64_t dim,
       // it (an fp32 product of fp32 position and fp32 inv_freq).
       float angle = static_cast<float>(position) * static_cast<float>(invFreq);
       // The inverse rotates by -angle (rotary's backward: R^T = R^-1).
-      float c = std::cos(angle), sn = inverse ? -std::sin(angle) : std::sin(angle);
+      float c = std::cos(angle),
+            sn = inverse ? -std::sin(angle) : std::sin(angle);
       for (int64_t o = 0; o < outer; ++o) {
         const float *row = x + (o * seq + s) * dim;
         float *orow = out + (o * seq + s) * dim;
@@ -696,8 +699,8 @@ Status transpose(const float *x, const int64_t *shape, int rank,
 }
 
 /// Splits shape around dim into (outer, dim, inner) element counts.
-Status detail::splitAt(const char *kernel, const int64_t *shape, int rank, int64_t dim,
-               int64_t &outer, int64_t &inner) {
+Status detail::splitAt(const char *kernel, const int64_t *shape, int rank,
+                       int64_t dim, int64_t &outer, int64_t &inner) {
   if (rank < 1 || rank > kMaxRank || dim < 0 || dim >= rank)
     return Status::error(std::string(kernel) + ": dimension " +
                          std::to_string(dim) + " of a rank " +
@@ -716,6 +719,12 @@ Status detail::splitAt(const char *kernel, const int64_t *shape, int rank, int64
 
 Status slice(const float *x, const int64_t *shape, int rank, int64_t dim,
              int64_t offset, int64_t size, float *out) {
+  return sliceBytes(x, shape, rank, dim, offset, size, sizeof(float), out);
+}
+
+Status sliceBytes(const void *x, const int64_t *shape, int rank, int64_t dim,
+                  int64_t offset, int64_t size, int64_t elementSize,
+                  void *out) {
   int64_t outer, inner;
   if (Status s = splitAt("slice", shape, rank, dim, outer, inner); !s)
     return s;
@@ -724,10 +733,14 @@ Status slice(const float *x, const int64_t *shape, int rank, int64_t dim,
     return Status::error("slice: [" + std::to_string(offset) + ", " +
                          std::to_string(offset) + " + " + std::to_string(size) +
                          ") outside dimension of " + std::to_string(extent));
-  for (int64_t o = 0; o < outer; ++o) {
-    const float *src = x + (o * extent + offset) * inner;
-    std::copy(src, src + size * inner, out + o * size * inner);
-  }
+  if (elementSize < 1)
+    return Status::error("slice: element size " + std::to_string(elementSize));
+  const auto *in = static_cast<const uint8_t *>(x);
+  auto *o = static_cast<uint8_t *>(out);
+  size_t row = static_cast<size_t>(size * inner * elementSize);
+  for (int64_t a = 0; a < outer; ++a)
+    std::memcpy(o + a * row, in + (a * extent + offset) * inner * elementSize,
+                row);
   return Status::ok();
 }
 

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tpcrt/CpuTrainingKernels.h"
 #include "KernelSupport.h"
+#include "tpcrt/CpuTrainingKernels.h"
 
 #include <cmath>
 #include <string>

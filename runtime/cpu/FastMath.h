@@ -20,7 +20,7 @@
 #include <cstdint>
 #include <cstring>
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&        \
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&         \
     defined(__linux__) && !defined(TPCRT_NO_VECTOR_CLONES)
 #define TPCRT_VECTOR_CLONES                                                    \
   __attribute__((target_clones("arch=x86-64-v3", "default")))

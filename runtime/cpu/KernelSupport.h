@@ -68,9 +68,8 @@ Status attentionProbabilities(const float *q, const float *k, int64_t headDim,
 
 /// Dropout on a block of probabilities: element (i, j) is element
 /// firstRow + i * seqK + j of the stream.
-void dropProbabilities(float *p, const AttentionBlock &block,
-                       uint64_t firstRow, int64_t seqK,
-                       const AttentionDropout &dropout);
+void dropProbabilities(float *p, const AttentionBlock &block, uint64_t firstRow,
+                       int64_t seqK, const AttentionDropout &dropout);
 
 } // namespace detail
 } // namespace cpu

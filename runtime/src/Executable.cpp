@@ -73,10 +73,42 @@ constexpr OpInfo kOps[] = {
     {fb::OpCode::Slice, "slice", 1, 1, 1},
     {fb::OpCode::Repeat, "repeat", 1, 1, 1},
     {fb::OpCode::Cast, "cast", 1, 1, 1},
+    {fb::OpCode::EmbeddingGrad, "embedding_grad", 2, 2, 1},
+    {fb::OpCode::LinearInputGrad, "linear_input_grad", 2, 2, 1},
+    {fb::OpCode::LinearWeightGrad, "linear_weight_grad", 2, 2, 1},
+    {fb::OpCode::SumTo, "sum_to", 1, 1, 1},
+    {fb::OpCode::LayerNormInputGrad, "layer_norm_input_grad", 3, 3, 1},
+    {fb::OpCode::LayerNormParamGrad, "layer_norm_param_grad", 2, 2, 2},
+    {fb::OpCode::RmsNormInputGrad, "rms_norm_input_grad", 3, 3, 1},
+    {fb::OpCode::RmsNormParamGrad, "rms_norm_param_grad", 2, 2, 1},
+    {fb::OpCode::GeluGrad, "gelu_grad", 2, 2, 1},
+    {fb::OpCode::SiluGrad, "silu_grad", 2, 2, 1},
+    {fb::OpCode::DropoutMask, "dropout_mask", 0, 0, 1},
+    {fb::OpCode::ApplyMask, "apply_mask", 2, 2, 1},
+    {fb::OpCode::SoftmaxGrad, "softmax_grad", 2, 2, 1},
+    {fb::OpCode::AttentionGrad, "attention_grad", 4, 4, 3},
+    {fb::OpCode::CrossEntropyGrad, "cross_entropy_grad", 3, 3, 1},
+    {fb::OpCode::Pad, "pad", 1, 1, 1},
+    {fb::OpCode::SumGroups, "sum_groups", 1, 1, 1},
+    {fb::OpCode::CountTargets, "count_targets", 1, 1, 1},
+    {fb::OpCode::InverseCount, "inverse_count", 1, 1, 1},
+    {fb::OpCode::AdamWUpdate, "adamw_update", 6, 7, 3},
+    {fb::OpCode::SgdUpdate, "sgd_update", 4, 5, 2},
+    {fb::OpCode::SumSquares, "sum_squares", 1, UINT32_MAX, 1},
+    {fb::OpCode::ClipCoefficient, "clip_coefficient", 1, 1, 2},
+    {fb::OpCode::LrSchedule, "lr_schedule", 1, 1, 1},
 };
 static_assert(sizeof(kOps) / sizeof(kOps[0]) ==
                   static_cast<size_t>(fb::OpCode::MAX) + 1,
               "every opcode of tpcx.fbs needs a row in kOps");
+
+constexpr bool rowsMatchOpcodes() {
+  for (size_t i = 0; i < sizeof(kOps) / sizeof(kOps[0]); ++i)
+    if (static_cast<size_t>(kOps[i].op) != i)
+      return false;
+  return true;
+}
+static_assert(rowsMatchOpcodes(), "kOps is indexed by opcode value");
 
 const OpInfo *opInfoOf(fb::OpCode op) {
   auto index = static_cast<size_t>(op);
@@ -210,7 +242,8 @@ Status checkBuffers(const fb::Executable &exe,
     if (overflow || needed != size)
       return Status::error(
           what + ": size is " + std::to_string(size) + " bytes but shape " +
-          formatShape(shape) + " of " + executableDTypeName(buffer->dtype()) + " needs " +
+          formatShape(shape) + " of " + executableDTypeName(buffer->dtype()) +
+          " needs " +
           (overflow ? std::string("more than 2^64") : std::to_string(needed)));
     bufferElements.push_back(elements);
   }
@@ -258,10 +291,9 @@ Status checkParams(const fb::Executable &exe,
                            std::to_string(hfElements));
     const fb::Buffer *buffer = exe.buffers()->Get(param->buffer());
     if (!isFloatDType(buffer->dtype()))
-      return Status::error(what + ": buffer " +
-                           std::to_string(param->buffer()) + " is " +
-                           executableDTypeName(buffer->dtype()) +
-                           ", expected f32, bf16 or f16");
+      return Status::error(
+          what + ": buffer " + std::to_string(param->buffer()) + " is " +
+          executableDTypeName(buffer->dtype()) + ", expected f32, bf16 or f16");
     if (param->init() > fb::ParamInit::MAX)
       return Status::error(what + ": unknown init kind " +
                            std::to_string(static_cast<int>(param->init())));
@@ -280,7 +312,8 @@ Status checkParams(const fb::Executable &exe,
 }
 
 /// What the contract says of the bindings it names: the token inputs are
-/// [batch, seq] i64, the loss an f32 scalar, the logits floats.
+/// [batch, seq] i64, the step an i64 scalar, the loss, grad_norm and lr f32
+/// scalars, the logits floats.
 Status checkKnownBinding(const fb::Binding &binding, const fb::Buffer &buffer,
                          const std::string &what) {
   std::string name = binding.name()->str();
@@ -291,7 +324,11 @@ Status checkKnownBinding(const fb::Binding &binding, const fb::Buffer &buffer,
   if (tokens && (buffer.dtype() != fb::DType::I64 || shape.size() != 2))
     return Status::error(what + ": buffer " + std::to_string(binding.buffer()) +
                          " is " + found + ", expected i64 [batch, seq]");
-  if (name == "loss" && (buffer.dtype() != fb::DType::F32 || !shape.empty()))
+  if (name == "step" && (buffer.dtype() != fb::DType::I64 || !shape.empty()))
+    return Status::error(what + ": buffer " + std::to_string(binding.buffer()) +
+                         " is " + found + ", expected an i64 scalar");
+  bool scalar = name == "loss" || name == "grad_norm" || name == "lr";
+  if (scalar && (buffer.dtype() != fb::DType::F32 || !shape.empty()))
     return Status::error(what + ": buffer " + std::to_string(binding.buffer()) +
                          " is " + found + ", expected an f32 scalar");
   if (name == "logits" && !isFloatDType(buffer.dtype()))
@@ -300,10 +337,12 @@ Status checkKnownBinding(const fb::Binding &binding, const fb::Buffer &buffer,
   return Status::ok();
 }
 
+/// Names, buffers and bounds of a binding list; `contractNames` checks the
+/// names INTERFACE.md gives a type to (inputs and outputs, not grads).
 Status checkBindings(
     const fb::Executable &exe,
     const flatbuffers::Vector<flatbuffers::Offset<fb::Binding>> *bindings,
-    const char *kind, size_t numBuffers) {
+    const char *kind, size_t numBuffers, bool contractNames = true) {
   std::set<std::string> names;
   for (uint32_t i = 0, e = sizeOf(bindings); i < e; ++i) {
     const fb::Binding *binding = bindings->Get(i);
@@ -320,10 +359,74 @@ Status checkBindings(
       return Status::error(what + ": value_bound " +
                            std::to_string(binding->value_bound()) +
                            " is negative");
-    if (Status s = checkKnownBinding(
-            *binding, *exe.buffers()->Get(binding->buffer()), what);
-        !s)
-      return s;
+    if (contractNames)
+      if (Status s = checkKnownBinding(
+              *binding, *exe.buffers()->Get(binding->buffer()), what);
+          !s)
+        return s;
+  }
+  return Status::ok();
+}
+
+/// Optimizer state: named, unique per param, an f32 buffer of the param's
+/// view shape.
+Status checkState(const fb::Executable &exe, size_t numBuffers) {
+  std::set<std::pair<uint32_t, std::string>> seen;
+  uint32_t numParams = sizeOf(exe.params());
+  for (uint32_t i = 0, e = sizeOf(exe.state()); i < e; ++i) {
+    const fb::State *state = exe.state()->Get(i);
+    std::string what = "state " + std::to_string(i);
+    if (!state->name() || state->name()->size() == 0)
+      return Status::error(what + " has no name");
+    what += " (" + quote(state->name()) + ")";
+    if (state->param() >= numParams)
+      return Status::error(what + ": param " + std::to_string(state->param()) +
+                           " but the executable has " +
+                           plural(numParams, "param"));
+    const fb::Param *param = exe.params()->Get(state->param());
+    what += " of param " + quote(param->hf_name());
+    if (!seen.insert({state->param(), state->name()->str()}).second)
+      return Status::error(what + ": duplicate state name for this param");
+    if (state->buffer() >= numBuffers)
+      return Status::error(
+          bufferRangeError(what + ": it", state->buffer(), numBuffers));
+    const fb::Buffer *buffer = exe.buffers()->Get(state->buffer());
+    std::vector<int64_t> shape = shapeOf(buffer->shape());
+    std::vector<int64_t> view = shapeOf(param->view_shape());
+    if (buffer->dtype() != fb::DType::F32 || shape != view)
+      return Status::error(
+          what + ": buffer " + std::to_string(state->buffer()) + " is " +
+          executableDTypeName(buffer->dtype()) + " " + formatShape(shape) +
+          ", expected f32 " + formatShape(view) + " (the param's view)");
+  }
+  return Status::ok();
+}
+
+/// Gradient bindings: each names a param, at most once, and is an f32 buffer
+/// of that param's view shape.
+Status checkGrads(const fb::Executable &exe, size_t numBuffers) {
+  if (Status s = checkBindings(exe, exe.grads(), "grad", numBuffers,
+                               /*contractNames=*/false);
+      !s)
+    return s;
+  for (uint32_t i = 0, e = sizeOf(exe.grads()); i < e; ++i) {
+    const fb::Binding *grad = exe.grads()->Get(i);
+    std::string what =
+        "grad " + std::to_string(i) + " (" + quote(grad->name()) + ")";
+    const fb::Param *param = nullptr;
+    for (uint32_t p = 0, n = sizeOf(exe.params()); p < n && !param; ++p)
+      if (exe.params()->Get(p)->hf_name()->str() == grad->name()->str())
+        param = exe.params()->Get(p);
+    if (!param)
+      return Status::error(what + ": no param has this name");
+    const fb::Buffer *buffer = exe.buffers()->Get(grad->buffer());
+    std::vector<int64_t> shape = shapeOf(buffer->shape());
+    std::vector<int64_t> view = shapeOf(param->view_shape());
+    if (buffer->dtype() != fb::DType::F32 || shape != view)
+      return Status::error(what + ": buffer " + std::to_string(grad->buffer()) +
+                           " is " + executableDTypeName(buffer->dtype()) + " " +
+                           formatShape(shape) + ", expected f32 " +
+                           formatShape(view) + " (the param's view)");
   }
   return Status::ok();
 }
@@ -524,19 +627,22 @@ Status tpcrt::checkExecutable(const fb::Executable &exe) {
   if (Status s = checkBuffers(exe, bufferElements); !s)
     return s;
   if (exe.planned_peak_bytes() > exe.arena_bytes())
-    return Status::error("planned_peak_bytes " +
-                         std::to_string(exe.planned_peak_bytes()) +
-                         " exceeds arena_bytes " +
-                         std::to_string(exe.arena_bytes()));
+    return Status::error(
+        "planned_peak_bytes " + std::to_string(exe.planned_peak_bytes()) +
+        " exceeds arena_bytes " + std::to_string(exe.arena_bytes()));
   if (Status s = checkParams(exe, bufferElements); !s)
     return s;
-  if (Status s = checkBindings(exe, exe.inputs(), "input",
-                               bufferElements.size());
+  if (Status s =
+          checkBindings(exe, exe.inputs(), "input", bufferElements.size());
       !s)
     return s;
-  if (Status s = checkBindings(exe, exe.outputs(), "output",
-                               bufferElements.size());
+  if (Status s =
+          checkBindings(exe, exe.outputs(), "output", bufferElements.size());
       !s)
+    return s;
+  if (Status s = checkState(exe, bufferElements.size()); !s)
+    return s;
+  if (Status s = checkGrads(exe, bufferElements.size()); !s)
     return s;
   if (Status s = checkKernels(exe, bufferElements.size()); !s)
     return s;

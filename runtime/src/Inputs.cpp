@@ -30,8 +30,9 @@ Status checkValues(const BindingRef &input, const std::vector<int64_t> &values,
     int64_t v = values[i];
     if ((v >= 0 && v < input.valueBound) || (isLabels && v == kIgnoreLabel))
       continue;
-    return Status::error(input.name + positionOf(static_cast<int64_t>(i), shape) +
-                         " is " + std::to_string(v) + ", outside [0, " +
+    return Status::error(input.name +
+                         positionOf(static_cast<int64_t>(i), shape) + " is " +
+                         std::to_string(v) + ", outside [0, " +
                          std::to_string(input.valueBound) + ")" +
                          (isLabels ? " and not the ignore index -100" : ""));
   }
@@ -79,6 +80,8 @@ Status tpcrt::readInputs(const std::string &path, const Program &program,
   HostInputs result;
   std::vector<int64_t> values;
   for (const BindingRef &input : program.inputs) {
+    if (isRuntimeInput(input.name))
+      continue;
     const TensorRef &buffer = program.buffers[input.buffer];
     if (buffer.dtype != fb::DType::I64)
       return unsupported(input, buffer);
@@ -109,6 +112,8 @@ Status tpcrt::syntheticInputs(uint64_t seed, const Program &program,
   HostInputs result;
   std::vector<int64_t> values;
   for (const BindingRef &input : program.inputs) {
+    if (isRuntimeInput(input.name))
+      continue;
     const TensorRef &buffer = program.buffers[input.buffer];
     if (buffer.dtype != fb::DType::I64)
       return unsupported(input, buffer);

@@ -21,7 +21,22 @@ Status Interpreter::create(const fb::Executable &exe,
   result.device_ = std::move(device);
   result.timings_.assign(result.program_.calls.size(), KernelTiming());
   result.epoch_ = std::chrono::steady_clock::now();
+  if (const BindingRef *loss = result.program_.findOutput("loss"))
+    result.lossKernels_ = result.program_.kernelsComputing(loss->buffer);
+  if (Status s = result.resetState(); !s)
+    return s;
   out = std::move(result);
+  return Status::ok();
+}
+
+Status Interpreter::resetState() {
+  std::vector<uint8_t> zeros;
+  for (const StateRef &state : program_.state) {
+    const TensorRef &buffer = program_.buffers[state.buffer];
+    zeros.assign(buffer.bytes, 0);
+    if (Status s = writeBuffer(state.buffer, zeros.data(), zeros.size()); !s)
+      return s;
+  }
   return Status::ok();
 }
 
@@ -54,9 +69,11 @@ Status Interpreter::readBuffer(uint32_t buffer, void *data, uint64_t bytes) {
   return device_->copyFromArena(program_.buffers[buffer].offset, data, bytes);
 }
 
-Status Interpreter::runStep() {
-  StepContext context{program_.seed, step_};
-  for (const KernelCall &call : program_.calls) {
+Status Interpreter::runKernels(const std::vector<uint32_t> *subset,
+                               const StepContext &context) {
+  size_t count = subset ? subset->size() : program_.calls.size();
+  for (size_t i = 0; i < count; ++i) {
+    const KernelCall &call = program_.calls[subset ? (*subset)[i] : i];
     std::chrono::steady_clock::time_point start;
     if (timing_)
       start = std::chrono::steady_clock::now();
@@ -76,8 +93,25 @@ Status Interpreter::runStep() {
       return s.withContext("kernel " + std::to_string(call.index) + " (" +
                            opCodeName(call.op) + ")");
   }
-  if (Status s = device_->synchronize(); !s)
+  return device_->synchronize();
+}
+
+Status Interpreter::runStep() {
+  if (const BindingRef *input = program_.findInput("step")) {
+    auto value = static_cast<int64_t>(step_ + 1);
+    if (Status s = writeBuffer(input->buffer, &value, sizeof(value)); !s)
+      return s.withContext("input 'step'");
+  }
+  if (Status s = runKernels(nullptr, StepContext{program_.seed, step_}); !s)
     return s;
   ++step_;
   return Status::ok();
+}
+
+Status Interpreter::evaluate() {
+  if (!program_.findOutput("loss"))
+    return Status::error("the executable has no 'loss' output to evaluate");
+  StepContext context{program_.seed, step_};
+  context.evaluation = true;
+  return runKernels(&lossKernels_, context);
 }

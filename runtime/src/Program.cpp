@@ -29,38 +29,88 @@ std::string number(double value) {
   return text;
 }
 
-std::string describe(const char *role, const TensorRef &t) {
-  return std::string(role) + " " + formatShape(t.shape);
+std::string describe(const std::string &role, const TensorRef &t) {
+  return role + " " + formatShape(t.shape);
 }
 
-/// Roles of the operands and results of each opcode, for messages.
+/// Names of the operands and results of each opcode, for messages.
 struct Roles {
-  const char *operands[3];
-  const char *results[2];
+  static constexpr size_t kMaxOperands = 7;
+  const char *operands[kMaxOperands];
+  const char *results[3];
 };
 
 Roles rolesOf(fb::OpCode op) {
+  using Op = fb::OpCode;
   switch (op) {
-  case fb::OpCode::Embedding:
-    return {{"table", "ids", nullptr}, {"result", nullptr}};
-  case fb::OpCode::Linear:
-    return {{"input", "weight", "bias"}, {"result", nullptr}};
-  case fb::OpCode::LayerNorm:
-  case fb::OpCode::RmsNorm:
-    return {{"input", "weight", "bias"}, {"result", nullptr}};
-  case fb::OpCode::BatchMatmul:
-  case fb::OpCode::Add:
-  case fb::OpCode::Mul:
-    return {{"lhs", "rhs", nullptr}, {"result", nullptr}};
-  case fb::OpCode::Attention:
-    return {{"query", "key", "value"}, {"result", nullptr}};
-  case fb::OpCode::CrossEntropy:
-    return {{"logits", "labels", nullptr}, {"loss_sum", "count"}};
-  case fb::OpCode::LossMean:
-    return {{"sum", "count", nullptr}, {"result", nullptr}};
+  case Op::Embedding:
+    return {{"table", "ids"}, {"result"}};
+  case Op::Linear:
+    return {{"input", "weight", "bias"}, {"result"}};
+  case Op::LayerNorm:
+  case Op::RmsNorm:
+    return {{"input", "weight", "bias"}, {"result"}};
+  case Op::BatchMatmul:
+  case Op::Add:
+  case Op::Mul:
+    return {{"lhs", "rhs"}, {"result"}};
+  case Op::Attention:
+    return {{"query", "key", "value"}, {"result"}};
+  case Op::CrossEntropy:
+    return {{"logits", "labels"}, {"loss_sum", "count"}};
+  case Op::LossMean:
+    return {{"sum", "count"}, {"result"}};
+  case Op::EmbeddingGrad:
+    return {{"dY", "ids"}, {"table grad"}};
+  case Op::LinearInputGrad:
+    return {{"dY", "weight"}, {"input grad"}};
+  case Op::LinearWeightGrad:
+    return {{"input", "dY"}, {"weight grad"}};
+  case Op::LayerNormInputGrad:
+  case Op::RmsNormInputGrad:
+    return {{"dY", "input", "weight"}, {"input grad"}};
+  case Op::LayerNormParamGrad:
+  case Op::RmsNormParamGrad:
+    return {{"dY", "input"}, {"weight grad", "bias grad"}};
+  case Op::GeluGrad:
+  case Op::SiluGrad:
+    return {{"dY", "input"}, {"input grad"}};
+  case Op::DropoutMask:
+    return {{}, {"mask"}};
+  case Op::ApplyMask:
+    return {{"input", "mask"}, {"result"}};
+  case Op::SoftmaxGrad:
+    return {{"dY", "softmax output"}, {"input grad"}};
+  case Op::AttentionGrad:
+    return {{"dO", "query", "key", "value"},
+            {"query grad", "key grad", "value grad"}};
+  case Op::CrossEntropyGrad:
+    return {{"logits", "labels", "loss_sum grad"}, {"logits grad"}};
+  case Op::CountTargets:
+    return {{"labels"}, {"count"}};
+  case Op::InverseCount:
+    return {{"count"}, {"result"}};
+  case Op::AdamWUpdate:
+    return {
+        {"param", "grad", "exp_avg", "exp_avg_sq", "lr", "step", "grad_scale"},
+        {"param", "exp_avg", "exp_avg_sq"}};
+  case Op::SgdUpdate:
+    return {{"param", "grad", "momentum", "lr", "grad_scale"},
+            {"param", "momentum"}};
+  case Op::ClipCoefficient:
+    return {{"sum of squares"}, {"norm", "coefficient"}};
+  case Op::LrSchedule:
+    return {{"step"}, {"lr"}};
   default:
-    return {{"input", nullptr, nullptr}, {"result", nullptr}};
+    return {{"input"}, {"result"}};
   }
+}
+
+/// The name of operand j (sum_squares has any number: "operand j").
+std::string operandRole(fb::OpCode op, size_t j) {
+  const char *name =
+      j < Roles::kMaxOperands ? rolesOf(op).operands[j] : nullptr;
+  return name ? name : "operand " + std::to_string(j);
 }
 
 /// Opcodes whose kernels may write their result over an operand (the very
@@ -75,6 +125,10 @@ bool allowsInPlace(fb::OpCode op) {
   case fb::OpCode::Softmax:
   case fb::OpCode::Rotary:
   case fb::OpCode::Copy:
+  case fb::OpCode::GeluGrad:
+  case fb::OpCode::SiluGrad:
+  case fb::OpCode::ApplyMask:
+  case fb::OpCode::SoftmaxGrad:
     return true;
   default:
     return false;
@@ -87,8 +141,7 @@ bool overlaps(const TensorRef &a, const TensorRef &b) {
 }
 
 std::string rangeText(const TensorRef &t) {
-  return "[" + std::to_string(t.offset) + ", +" + std::to_string(t.bytes) +
-         ")";
+  return "[" + std::to_string(t.offset) + ", +" + std::to_string(t.bytes) + ")";
 }
 
 class KernelDecoder {
@@ -100,22 +153,33 @@ public:
 private:
   const TensorRef &in(size_t j) const { return call.operands[j]; }
   const TensorRef &out(size_t j) const { return call.results[j]; }
-  const char *inRole(size_t j) const { return roles.operands[j]; }
-  const char *outRole(size_t j) const { return roles.results[j]; }
+  std::string inRole(size_t j) const { return operandRole(call.op, j); }
+  std::string outRole(size_t j) const { return roles.results[j]; }
 
   Status attrs(size_t ints, size_t floats, uint32_t flagMask);
-  Status floatDType(const TensorRef &t, const char *role);
+  Status floatDType(const TensorRef &t, const std::string &role);
   Status floatOperands();
-  Status dtype(const TensorRef &t, const char *role, fb::DType expected);
-  Status rankAtLeast(const TensorRef &t, const char *role, size_t rank);
-  Status rankAtMost(const TensorRef &t, const char *role, size_t rank);
-  Status shape(const TensorRef &t, const char *role,
+  Status dtype(const TensorRef &t, const std::string &role, fb::DType expected);
+  Status rankAtLeast(const TensorRef &t, const std::string &role, size_t rank);
+  Status rankAtMost(const TensorRef &t, const std::string &role, size_t rank);
+  Status shape(const TensorRef &t, const std::string &role,
                const std::vector<int64_t> &expected);
-  Status product(const TensorRef &t, const char *role, size_t begin,
+  Status product(const TensorRef &t, const std::string &role, size_t begin,
                  size_t end, int64_t &value);
   Status finite(size_t index, const char *name, double lowest,
                 bool lowestIncluded);
   Status dropoutRate(size_t index);
+  Status streamAttrs(size_t floats, uint32_t flagMask);
+
+  Status scalar(const TensorRef &t, const std::string &role, fb::DType dt);
+  Status linearSizes(const TensorRef &x, const std::string &xRole,
+                     const TensorRef &w, const std::string &wRole,
+                     const TensorRef &y, const std::string &yRole);
+  Status softmaxSizes(const TensorRef &x, const std::string &role);
+  Status attentionSizes(size_t first);
+  Status normSizes(const TensorRef &x, const std::string &role);
+  Status crossEntropySizes();
+  Status dimAttr(const TensorRef &t, const std::string &role, int64_t &dim);
 
   Status embedding();
   Status linear();
@@ -132,6 +196,26 @@ private:
   Status transpose();
   Status sliceOrRepeat();
   Status cast();
+
+  Status embeddingGrad();
+  Status linearGrad();
+  Status sumTo();
+  Status normInputGrad();
+  Status normParamGrad();
+  Status elementwiseGrad();
+  Status dropoutMask();
+  Status applyMask();
+  Status softmaxGrad();
+  Status attentionGrad();
+  Status crossEntropyGrad();
+  Status pad();
+  Status sumGroups();
+  Status countTargets();
+  Status inverseCount();
+  Status optimizerUpdate();
+  Status sumSquares();
+  Status clipCoefficient();
+  Status lrSchedule();
 
   KernelCall &call;
   Roles roles;
@@ -151,11 +235,10 @@ Status KernelDecoder::attrs(size_t ints, size_t floats, uint32_t flagMask) {
   return Status::ok();
 }
 
-Status KernelDecoder::floatDType(const TensorRef &t, const char *role) {
+Status KernelDecoder::floatDType(const TensorRef &t, const std::string &role) {
   if (isFloatDType(t.dtype))
     return Status::ok();
-  return Status::error(std::string(role) + " is " +
-                       executableDTypeName(t.dtype) +
+  return Status::error(role + " is " + executableDTypeName(t.dtype) +
                        ", expected f32, bf16 or f16");
 }
 
@@ -171,16 +254,15 @@ Status KernelDecoder::floatOperands() {
   return Status::ok();
 }
 
-Status KernelDecoder::dtype(const TensorRef &t, const char *role,
+Status KernelDecoder::dtype(const TensorRef &t, const std::string &role,
                             fb::DType expected) {
   if (t.dtype == expected)
     return Status::ok();
-  return Status::error(std::string(role) + " is " +
-                       executableDTypeName(t.dtype) + ", expected " +
-                       executableDTypeName(expected));
+  return Status::error(role + " is " + executableDTypeName(t.dtype) +
+                       ", expected " + executableDTypeName(expected));
 }
 
-Status KernelDecoder::rankAtLeast(const TensorRef &t, const char *role,
+Status KernelDecoder::rankAtLeast(const TensorRef &t, const std::string &role,
                                   size_t rank) {
   if (t.shape.size() >= rank)
     return Status::ok();
@@ -189,7 +271,7 @@ Status KernelDecoder::rankAtLeast(const TensorRef &t, const char *role,
                        std::to_string(rank));
 }
 
-Status KernelDecoder::rankAtMost(const TensorRef &t, const char *role,
+Status KernelDecoder::rankAtMost(const TensorRef &t, const std::string &role,
                                  size_t rank) {
   if (t.shape.size() <= rank)
     return Status::ok();
@@ -198,7 +280,7 @@ Status KernelDecoder::rankAtMost(const TensorRef &t, const char *role,
                        std::to_string(rank) + " is supported");
 }
 
-Status KernelDecoder::shape(const TensorRef &t, const char *role,
+Status KernelDecoder::shape(const TensorRef &t, const std::string &role,
                             const std::vector<int64_t> &expected) {
   if (t.shape == expected)
     return Status::ok();
@@ -208,13 +290,13 @@ Status KernelDecoder::shape(const TensorRef &t, const char *role,
 
 /// The product of dimensions [begin, end) of t; only a shape with a zero
 /// elsewhere can make it overflow.
-Status KernelDecoder::product(const TensorRef &t, const char *role,
+Status KernelDecoder::product(const TensorRef &t, const std::string &role,
                               size_t begin, size_t end, int64_t &value) {
   std::vector<int64_t> part(t.shape.begin() + begin, t.shape.begin() + end);
   if (numElementsOf(part, value))
     return Status::ok();
-  return Status::error(describe(role, t) + ": dimensions " +
-                       formatShape(part) + " have too many elements");
+  return Status::error(describe(role, t) + ": dimensions " + formatShape(part) +
+                       " have too many elements");
 }
 
 Status KernelDecoder::finite(size_t index, const char *name, double lowest,
@@ -237,6 +319,18 @@ Status KernelDecoder::dropoutRate(size_t index) {
                        "]) is " + number(rate) + ", expected [0, 1)");
 }
 
+/// The attributes of a kernel drawing a dropout stream: int_attrs [stream]
+/// or [stream, first_index] (where this piece, e.g. a microbatch, starts in
+/// the op's full tensor; 0 when absent).
+Status KernelDecoder::streamAttrs(size_t floats, uint32_t flagMask) {
+  if (Status s = attrs(call.intAttrs.size() == 2 ? 2 : 1, floats, flagMask); !s)
+    return s;
+  if (call.intAttrs.size() == 2 && call.intAttrs[1] < 0)
+    return Status::error("first index (int_attrs[1]) is " +
+                         std::to_string(call.intAttrs[1]) + ", expected >= 0");
+  return Status::ok();
+}
+
 Status KernelDecoder::embedding() {
   if (Status s = attrs(0, 0, 0); !s)
     return s;
@@ -257,37 +351,49 @@ Status KernelDecoder::embedding() {
   return shape(out(0), outRole(0), expected);
 }
 
-Status KernelDecoder::linear() {
-  if (Status s = attrs(0, 0, 1); !s)
+/// linear's sizes from its input x, weight w and result y (and the same
+/// three tensors in its gradients): k = x's last dim, m = x's other
+/// elements, n = the weight's out elements, y has m * n elements.
+Status KernelDecoder::linearSizes(const TensorRef &x, const std::string &xRole,
+                                  const TensorRef &w, const std::string &wRole,
+                                  const TensorRef &y,
+                                  const std::string &yRole) {
+  if (Status s = rankAtLeast(x, xRole, 1); !s)
     return s;
-  if (Status s = floatOperands(); !s)
-    return s;
-  const TensorRef &x = in(0), &w = in(1);
-  if (Status s = rankAtLeast(x, "input", 1); !s)
-    return s;
-  if (Status s = rankAtLeast(w, "weight", 1); !s)
+  if (Status s = rankAtLeast(w, wRole, 1); !s)
     return s;
   bool outIn = call.flags & 1;
   call.k = x.shape.back();
   int64_t contracted = outIn ? w.shape.back() : w.shape.front();
   if (contracted != call.k)
-    return Status::error(
-        describe("weight", w) + " (" + (outIn ? "out_in" : "in_out") +
-        ") contracts " + std::to_string(contracted) + " but " +
-        describe("input", x) + " has " + std::to_string(call.k));
-  if (Status s = product(x, "input", 0, x.shape.size() - 1, call.m); !s)
+    return Status::error(describe(wRole, w) + " (" +
+                         (outIn ? "out_in" : "in_out") + ") contracts " +
+                         std::to_string(contracted) + " but " +
+                         describe(xRole, x) + " has " + std::to_string(call.k));
+  if (Status s = product(x, xRole, 0, x.shape.size() - 1, call.m); !s)
     return s;
-  if (Status s = outIn ? product(w, "weight", 0, w.shape.size() - 1, call.n)
-                       : product(w, "weight", 1, w.shape.size(), call.n);
+  if (Status s = outIn ? product(w, wRole, 0, w.shape.size() - 1, call.n)
+                       : product(w, wRole, 1, w.shape.size(), call.n);
       !s)
     return s;
   int64_t expected;
   if (__builtin_mul_overflow(call.m, call.n, &expected) ||
-      out(0).elements != expected)
-    return Status::error(describe("result", out(0)) + " has " +
-                         std::to_string(out(0).elements) + " elements, " +
+      y.elements != expected)
+    return Status::error(describe(yRole, y) + " has " +
+                         std::to_string(y.elements) + " elements, " +
                          "expected m " + std::to_string(call.m) + " x n " +
                          std::to_string(call.n));
+  return Status::ok();
+}
+
+Status KernelDecoder::linear() {
+  if (Status s = attrs(0, 0, 1); !s)
+    return s;
+  if (Status s = floatOperands(); !s)
+    return s;
+  if (Status s = linearSizes(in(0), "input", in(1), "weight", out(0), "result");
+      !s)
+    return s;
   if (call.operands.size() == 3 && in(2).elements != call.n)
     return Status::error(describe("bias", in(2)) + " has " +
                          std::to_string(in(2).elements) + " elements, " +
@@ -335,6 +441,14 @@ Status KernelDecoder::batchMatmul() {
   return shape(result, "result", expected);
 }
 
+/// rows and cols of a normalization over x's last dim.
+Status KernelDecoder::normSizes(const TensorRef &x, const std::string &role) {
+  if (Status s = rankAtLeast(x, role, 1); !s)
+    return s;
+  call.cols = x.shape.back();
+  return product(x, role, 0, x.shape.size() - 1, call.rows);
+}
+
 Status KernelDecoder::norm() {
   if (Status s = attrs(0, 1, 0); !s)
     return s;
@@ -342,11 +456,7 @@ Status KernelDecoder::norm() {
     return s;
   if (Status s = floatOperands(); !s)
     return s;
-  if (Status s = rankAtLeast(in(0), "input", 1); !s)
-    return s;
-  call.cols = in(0).shape.back();
-  if (Status s = product(in(0), "input", 0, in(0).shape.size() - 1, call.rows);
-      !s)
+  if (Status s = normSizes(in(0), "input"); !s)
     return s;
   for (size_t j = 1; j < call.operands.size(); ++j)
     if (Status s = shape(in(j), inRole(j), {call.cols}); !s)
@@ -357,7 +467,7 @@ Status KernelDecoder::norm() {
 Status KernelDecoder::elementwise() {
   bool isDropout = call.op == fb::OpCode::Dropout;
   uint32_t flags = call.op == fb::OpCode::Gelu ? 1 : 0;
-  if (Status s = attrs(isDropout, isDropout, flags); !s)
+  if (Status s = isDropout ? streamAttrs(1, 0) : attrs(0, 0, flags); !s)
     return s;
   if (isDropout)
     if (Status s = dropoutRate(0); !s)
@@ -386,30 +496,38 @@ Status KernelDecoder::broadcast() {
   return shape(out(0), "result", lhs);
 }
 
+/// outer, seqQ and seqK of a softmax over x's last dim.
+Status KernelDecoder::softmaxSizes(const TensorRef &x,
+                                   const std::string &role) {
+  bool causal = call.flags & 1;
+  if (Status s = rankAtLeast(x, role, causal ? 2 : 1); !s)
+    return s;
+  size_t rank = x.shape.size();
+  call.seqK = x.shape[rank - 1];
+  call.seqQ = rank >= 2 ? x.shape[rank - 2] : 1;
+  if (Status s = product(x, role, 0, rank >= 2 ? rank - 2 : 0, call.outer); !s)
+    return s;
+  if (causal && call.seqK < call.seqQ)
+    return Status::error("causal " + describe(role, x) + " has " +
+                         std::to_string(call.seqQ) + " queries but only " +
+                         std::to_string(call.seqK) + " keys");
+  return Status::ok();
+}
+
 Status KernelDecoder::softmax() {
   if (Status s = attrs(0, 0, 1); !s)
     return s;
   if (Status s = floatOperands(); !s)
     return s;
-  const TensorRef &x = in(0);
-  bool causal = call.flags & 1;
-  if (Status s = rankAtLeast(x, "input", causal ? 2 : 1); !s)
+  if (Status s = softmaxSizes(in(0), "input"); !s)
     return s;
-  size_t rank = x.shape.size();
-  call.seqK = x.shape[rank - 1];
-  call.seqQ = rank >= 2 ? x.shape[rank - 2] : 1;
-  if (Status s = product(x, "input", 0, rank >= 2 ? rank - 2 : 0, call.outer);
-      !s)
-    return s;
-  if (causal && call.seqK < call.seqQ)
-    return Status::error("causal " + describe("input", x) + " has " +
-                         std::to_string(call.seqQ) + " queries but only " +
-                         std::to_string(call.seqK) + " keys");
-  return shape(out(0), "result", x.shape);
+  return shape(out(0), "result", in(0).shape);
 }
 
-Status KernelDecoder::attention() {
-  if (Status s = attrs(1, 2, 1); !s)
+/// Attention's attributes and sizes from query, key and value, operands
+/// first .. first + 2.
+Status KernelDecoder::attentionSizes(size_t first) {
+  if (Status s = streamAttrs(2, 1); !s)
     return s;
   if (Status s = finite(0, "scale", -INFINITY, false); !s)
     return s;
@@ -417,11 +535,11 @@ Status KernelDecoder::attention() {
     return s;
   if (Status s = floatOperands(); !s)
     return s;
-  for (size_t j = 0; j < 3; ++j)
+  for (size_t j = first; j < first + 3; ++j)
     if (in(j).shape.size() != 4)
       return Status::error(describe(inRole(j), in(j)) + " should have rank 4");
-  const std::vector<int64_t> &q = in(0).shape, &k = in(1).shape,
-                             &v = in(2).shape;
+  const std::vector<int64_t> &q = in(first).shape, &k = in(first + 1).shape,
+                             &v = in(first + 2).shape;
   call.batch = q[0];
   call.heads = q[1];
   call.seqQ = q[2];
@@ -429,11 +547,11 @@ Status KernelDecoder::attention() {
   call.kvHeads = k[1];
   call.seqK = k[2];
   call.valueDim = v[3];
-  if (Status s = shape(in(1), "key",
+  if (Status s = shape(in(first + 1), "key",
                        {call.batch, call.kvHeads, call.seqK, call.headDim});
       !s)
     return s;
-  if (Status s = shape(in(2), "value",
+  if (Status s = shape(in(first + 2), "value",
                        {call.batch, call.kvHeads, call.seqK, call.valueDim});
       !s)
     return s;
@@ -448,17 +566,22 @@ Status KernelDecoder::attention() {
                          " keys");
   if (call.seqK == 0 && call.seqQ > 0)
     return Status::error("attention has queries but no keys");
+  return Status::ok();
+}
+
+Status KernelDecoder::attention() {
+  if (Status s = attentionSizes(0); !s)
+    return s;
   return shape(out(0), "result",
                {call.batch, call.heads, call.seqQ, call.valueDim});
 }
 
 Status KernelDecoder::rotary() {
-  if (Status s = attrs(1, 1, 0); !s)
+  if (Status s = attrs(1, 1, 1); !s)
     return s;
   if (call.intAttrs[0] < 0)
     return Status::error("position offset (int_attrs[0]) is " +
-                         std::to_string(call.intAttrs[0]) +
-                         ", expected >= 0");
+                         std::to_string(call.intAttrs[0]) + ", expected >= 0");
   if (Status s = finite(0, "theta", 0.0, false); !s)
     return s;
   if (Status s = floatOperands(); !s)
@@ -477,7 +600,9 @@ Status KernelDecoder::rotary() {
   return shape(out(0), "result", x.shape);
 }
 
-Status KernelDecoder::crossEntropy() {
+/// rows and cols of cross-entropy's logits (operand 0) and labels
+/// (operand 1, i64 logits.shape[:-1]); one int attribute, the ignore index.
+Status KernelDecoder::crossEntropySizes() {
   if (Status s = attrs(1, 0, 0); !s)
     return s;
   const TensorRef &logits = in(0);
@@ -485,35 +610,37 @@ Status KernelDecoder::crossEntropy() {
     return s;
   if (Status s = dtype(in(1), "labels", fb::DType::I64); !s)
     return s;
-  if (Status s = dtype(out(0), "loss_sum", fb::DType::F32); !s)
-    return s;
-  if (Status s = dtype(out(1), "count", fb::DType::I64); !s)
-    return s;
   if (Status s = rankAtLeast(logits, "logits", 1); !s)
     return s;
   call.cols = logits.shape.back();
   call.rows = in(1).elements;
   std::vector<int64_t> positions(logits.shape.begin(), logits.shape.end() - 1);
-  if (Status s = shape(in(1), "labels", positions); !s)
+  return shape(in(1), "labels", positions);
+}
+
+Status KernelDecoder::scalar(const TensorRef &t, const std::string &role,
+                             fb::DType dt) {
+  if (Status s = dtype(t, role, dt); !s)
     return s;
-  if (Status s = shape(out(0), "loss_sum", {}); !s)
+  return shape(t, role, {});
+}
+
+Status KernelDecoder::crossEntropy() {
+  if (Status s = crossEntropySizes(); !s)
     return s;
-  return shape(out(1), "count", {});
+  if (Status s = scalar(out(0), "loss_sum", fb::DType::F32); !s)
+    return s;
+  return scalar(out(1), "count", fb::DType::I64);
 }
 
 Status KernelDecoder::lossMean() {
   if (Status s = attrs(0, 0, 0); !s)
     return s;
-  const TensorRef *tensors[] = {&in(0), &in(1), &out(0)};
-  const char *names[] = {"sum", "count", "result"};
-  fb::DType dtypes[] = {fb::DType::F32, fb::DType::I64, fb::DType::F32};
-  for (size_t j = 0; j < 3; ++j) {
-    if (Status s = dtype(*tensors[j], names[j], dtypes[j]); !s)
-      return s;
-    if (Status s = shape(*tensors[j], names[j], {}); !s)
-      return s;
-  }
-  return Status::ok();
+  if (Status s = scalar(in(0), "sum", fb::DType::F32); !s)
+    return s;
+  if (Status s = scalar(in(1), "count", fb::DType::I64); !s)
+    return s;
+  return scalar(out(0), "result", fb::DType::F32);
 }
 
 Status KernelDecoder::copy() {
@@ -558,18 +685,18 @@ Status KernelDecoder::sliceOrRepeat() {
   bool isSlice = call.op == fb::OpCode::Slice;
   if (Status s = attrs(isSlice ? 3 : 2, 0, 0); !s)
     return s;
-  if (Status s = floatOperands(); !s)
-    return s;
   const TensorRef &x = in(0);
-  if (Status s = rankAtLeast(x, "input", 1); !s)
+  // A slice copies elements of any type (microbatches of token ids).
+  if (!isSlice)
+    if (Status s = floatOperands(); !s)
+      return s;
+  if (isSlice && x.dtype != out(0).dtype)
+    return Status::error(std::string("input is ") +
+                         executableDTypeName(x.dtype) + " but result is " +
+                         executableDTypeName(out(0).dtype));
+  int64_t dim;
+  if (Status s = dimAttr(x, "input", dim); !s)
     return s;
-  if (Status s = rankAtMost(x, "input", cpu::kMaxRank); !s)
-    return s;
-  int64_t dim = call.intAttrs[0];
-  int64_t rank = static_cast<int64_t>(x.shape.size());
-  if (dim < 0 || dim >= rank)
-    return Status::error("dimension " + std::to_string(dim) +
-                         " (int_attrs[0]) is outside " + describe("input", x));
   std::vector<int64_t> expected = x.shape;
   int64_t extent = x.shape[dim];
   if (isSlice) {
@@ -599,6 +726,320 @@ Status KernelDecoder::cast() {
     return s;
   call.count = in(0).elements;
   return shape(out(0), "result", in(0).shape);
+}
+
+/// int_attrs[0] as a dimension of t, whose rank is 1..kMaxRank.
+Status KernelDecoder::dimAttr(const TensorRef &t, const std::string &role,
+                              int64_t &dim) {
+  if (Status s = rankAtLeast(t, role, 1); !s)
+    return s;
+  if (Status s = rankAtMost(t, role, cpu::kMaxRank); !s)
+    return s;
+  dim = call.intAttrs[0];
+  if (dim < 0 || dim >= static_cast<int64_t>(t.shape.size()))
+    return Status::error("dimension " + std::to_string(dim) +
+                         " (int_attrs[0]) is outside " + describe(role, t));
+  return Status::ok();
+}
+
+Status KernelDecoder::embeddingGrad() {
+  if (Status s = attrs(0, 0, 0); !s)
+    return s;
+  if (Status s = floatDType(in(0), "dY"); !s)
+    return s;
+  if (Status s = dtype(in(1), "ids", fb::DType::I64); !s)
+    return s;
+  if (Status s = floatDType(out(0), outRole(0)); !s)
+    return s;
+  if (out(0).shape.size() != 2)
+    return Status::error(describe(outRole(0), out(0)) +
+                         " should be [vocab, hidden]");
+  call.k = out(0).shape[0];
+  call.n = out(0).shape[1];
+  call.m = in(1).elements;
+  std::vector<int64_t> expected = in(1).shape;
+  expected.push_back(call.n);
+  return shape(in(0), "dY", expected);
+}
+
+Status KernelDecoder::linearGrad() {
+  if (Status s = attrs(0, 0, 1); !s)
+    return s;
+  if (Status s = floatOperands(); !s)
+    return s;
+  if (call.op == fb::OpCode::LinearInputGrad)
+    return linearSizes(out(0), outRole(0), in(1), "weight", in(0), "dY");
+  return linearSizes(in(0), "input", out(0), outRole(0), in(1), "dY");
+}
+
+Status KernelDecoder::sumTo() {
+  if (Status s = attrs(0, 0, 0); !s)
+    return s;
+  if (Status s = floatOperands(); !s)
+    return s;
+  const std::vector<int64_t> &x = in(0).shape, &y = out(0).shape;
+  if (y.size() > x.size() ||
+      !std::equal(y.begin(), y.end(), x.end() - y.size()))
+    return Status::error(describe("result", out(0)) + " is not a suffix of " +
+                         describe("input", in(0)));
+  call.count = in(0).elements;
+  call.rhsCount = out(0).elements;
+  if (call.rhsCount == 0 && call.count != 0)
+    return Status::error(describe("result", out(0)) + " is empty but " +
+                         describe("input", in(0)) + " is not");
+  return Status::ok();
+}
+
+Status KernelDecoder::normInputGrad() {
+  if (Status s = attrs(0, 1, 0); !s)
+    return s;
+  if (Status s = finite(0, "epsilon", 0.0, true); !s)
+    return s;
+  if (Status s = floatOperands(); !s)
+    return s;
+  if (Status s = normSizes(in(1), "input"); !s)
+    return s;
+  if (Status s = shape(in(0), "dY", in(1).shape); !s)
+    return s;
+  if (Status s = shape(in(2), "weight", {call.cols}); !s)
+    return s;
+  return shape(out(0), outRole(0), in(1).shape);
+}
+
+Status KernelDecoder::normParamGrad() {
+  if (Status s = attrs(0, 1, 0); !s)
+    return s;
+  if (Status s = finite(0, "epsilon", 0.0, true); !s)
+    return s;
+  if (Status s = floatOperands(); !s)
+    return s;
+  if (Status s = normSizes(in(1), "input"); !s)
+    return s;
+  if (Status s = shape(in(0), "dY", in(1).shape); !s)
+    return s;
+  for (size_t j = 0; j < call.results.size(); ++j)
+    if (Status s = shape(out(j), outRole(j), {call.cols}); !s)
+      return s;
+  return Status::ok();
+}
+
+Status KernelDecoder::elementwiseGrad() {
+  if (Status s = attrs(0, 0, call.op == fb::OpCode::GeluGrad ? 1 : 0); !s)
+    return s;
+  if (Status s = floatOperands(); !s)
+    return s;
+  if (Status s = shape(in(0), "dY", in(1).shape); !s)
+    return s;
+  call.count = in(1).elements;
+  return shape(out(0), outRole(0), in(1).shape);
+}
+
+Status KernelDecoder::dropoutMask() {
+  if (Status s = streamAttrs(1, 0); !s)
+    return s;
+  if (Status s = dropoutRate(0); !s)
+    return s;
+  call.count = out(0).elements;
+  return dtype(out(0), "mask", fb::DType::U8);
+}
+
+Status KernelDecoder::applyMask() {
+  if (Status s = attrs(0, 1, 0); !s)
+    return s;
+  if (Status s = dropoutRate(0); !s)
+    return s;
+  if (Status s = floatDType(in(0), "input"); !s)
+    return s;
+  if (Status s = dtype(in(1), "mask", fb::DType::U8); !s)
+    return s;
+  if (Status s = floatDType(out(0), "result"); !s)
+    return s;
+  if (Status s = shape(in(1), "mask", in(0).shape); !s)
+    return s;
+  call.count = in(0).elements;
+  return shape(out(0), "result", in(0).shape);
+}
+
+Status KernelDecoder::softmaxGrad() {
+  if (Status s = attrs(0, 0, 1); !s)
+    return s;
+  if (Status s = floatOperands(); !s)
+    return s;
+  if (Status s = softmaxSizes(in(1), inRole(1)); !s)
+    return s;
+  if (Status s = shape(in(0), "dY", in(1).shape); !s)
+    return s;
+  return shape(out(0), outRole(0), in(1).shape);
+}
+
+Status KernelDecoder::attentionGrad() {
+  if (Status s = attentionSizes(1); !s)
+    return s;
+  if (Status s = shape(in(0), "dO",
+                       {call.batch, call.heads, call.seqQ, call.valueDim});
+      !s)
+    return s;
+  for (size_t j = 0; j < 3; ++j)
+    if (Status s = shape(out(j), outRole(j), in(j + 1).shape); !s)
+      return s;
+  return Status::ok();
+}
+
+Status KernelDecoder::crossEntropyGrad() {
+  if (Status s = crossEntropySizes(); !s)
+    return s;
+  if (Status s = scalar(in(2), inRole(2), fb::DType::F32); !s)
+    return s;
+  if (Status s = floatDType(out(0), outRole(0)); !s)
+    return s;
+  return shape(out(0), outRole(0), in(0).shape);
+}
+
+Status KernelDecoder::pad() {
+  if (Status s = attrs(2, 0, 0); !s)
+    return s;
+  if (Status s = floatOperands(); !s)
+    return s;
+  int64_t dim;
+  if (Status s = dimAttr(out(0), "result", dim); !s)
+    return s;
+  const TensorRef &x = in(0);
+  std::vector<int64_t> expected = out(0).shape;
+  if (x.shape.size() != expected.size())
+    return Status::error(describe("input", x) + " and " +
+                         describe("result", out(0)) +
+                         " should have the same rank");
+  int64_t offset = call.intAttrs[1], extent = expected[dim];
+  int64_t size = x.shape[dim];
+  if (offset < 0 || offset > extent || size > extent - offset)
+    return Status::error("input's " + std::to_string(size) + " at offset " +
+                         std::to_string(offset) +
+                         " (int_attrs[1]) of dimension " + std::to_string(dim) +
+                         " lie outside " + describe("result", out(0)));
+  expected[dim] = size;
+  return shape(x, "input", expected);
+}
+
+Status KernelDecoder::sumGroups() {
+  if (Status s = attrs(2, 0, 0); !s)
+    return s;
+  if (Status s = floatOperands(); !s)
+    return s;
+  int64_t dim;
+  if (Status s = dimAttr(in(0), "input", dim); !s)
+    return s;
+  int64_t repeats = call.intAttrs[1];
+  int64_t extent = in(0).shape[dim];
+  if (repeats < 1 || extent % repeats != 0)
+    return Status::error(
+        "repeats (int_attrs[1]) is " + std::to_string(repeats) +
+        ", expected a positive divisor of " + describe("input", in(0)) +
+        "'s dimension " + std::to_string(dim));
+  std::vector<int64_t> expected = in(0).shape;
+  expected[dim] = extent / repeats;
+  return shape(out(0), "result", expected);
+}
+
+Status KernelDecoder::countTargets() {
+  if (Status s = attrs(1, 0, 0); !s)
+    return s;
+  if (Status s = dtype(in(0), "labels", fb::DType::I64); !s)
+    return s;
+  call.count = in(0).elements;
+  return scalar(out(0), "count", fb::DType::I64);
+}
+
+Status KernelDecoder::inverseCount() {
+  if (Status s = attrs(0, 0, 0); !s)
+    return s;
+  if (Status s = scalar(in(0), "count", fb::DType::I64); !s)
+    return s;
+  return scalar(out(0), "result", fb::DType::F32);
+}
+
+/// adamw_update and sgd_update: every tensor operand f32 of the param's
+/// shape, lr (and grad_scale) f32 scalars, step an i64 scalar; the results
+/// are the param and state operands themselves (checkAliasing).
+Status KernelDecoder::optimizerUpdate() {
+  bool adamw = call.op == fb::OpCode::AdamWUpdate;
+  if (Status s = attrs(0, adamw ? 4 : 2, 0); !s)
+    return s;
+  if (adamw) {
+    for (size_t j = 0; j < 2; ++j)
+      if (!(call.floatAttrs[j] >= 0.0 && call.floatAttrs[j] < 1.0))
+        return Status::error(std::string(j ? "beta2" : "beta1") +
+                             " (float_attrs[" + std::to_string(j) + "]) is " +
+                             number(call.floatAttrs[j]) + ", expected [0, 1)");
+    if (Status s = finite(2, "eps", 0.0, true); !s)
+      return s;
+    if (Status s = finite(3, "weight_decay", 0.0, true); !s)
+      return s;
+  } else {
+    if (Status s = finite(0, "momentum", 0.0, true); !s)
+      return s;
+    if (Status s = finite(1, "weight_decay", 0.0, true); !s)
+      return s;
+  }
+  size_t tensors = adamw ? 4 : 3;
+  const TensorRef &param = in(0);
+  for (size_t j = 0; j < tensors; ++j) {
+    if (Status s = dtype(in(j), inRole(j), fb::DType::F32); !s)
+      return s;
+    if (Status s = shape(in(j), inRole(j), param.shape); !s)
+      return s;
+  }
+  if (Status s = scalar(in(tensors), "lr", fb::DType::F32); !s)
+    return s;
+  size_t next = tensors + 1;
+  if (adamw)
+    if (Status s = scalar(in(next++), "step", fb::DType::I64); !s)
+      return s;
+  if (call.operands.size() > next)
+    if (Status s = scalar(in(next), "grad_scale", fb::DType::F32); !s)
+      return s;
+  call.count = param.elements;
+  return Status::ok();
+}
+
+Status KernelDecoder::sumSquares() {
+  if (Status s = attrs(0, 0, 0); !s)
+    return s;
+  for (size_t j = 0; j < call.operands.size(); ++j)
+    if (Status s = floatDType(in(j), inRole(j)); !s)
+      return s;
+  return scalar(out(0), "result", fb::DType::F32);
+}
+
+Status KernelDecoder::clipCoefficient() {
+  if (Status s = attrs(0, 1, 0); !s)
+    return s;
+  if (Status s = finite(0, "max_norm", 0.0, true); !s)
+    return s;
+  if (Status s = scalar(in(0), inRole(0), fb::DType::F32); !s)
+    return s;
+  if (Status s = scalar(out(0), "norm", fb::DType::F32); !s)
+    return s;
+  return scalar(out(1), "coefficient", fb::DType::F32);
+}
+
+Status KernelDecoder::lrSchedule() {
+  if (Status s = attrs(2, 2, 1); !s)
+    return s;
+  if (Status s = finite(0, "lr", 0.0, true); !s)
+    return s;
+  if (Status s = finite(1, "min_lr", 0.0, true); !s)
+    return s;
+  int64_t warmup = call.intAttrs[0], decay = call.intAttrs[1];
+  if (warmup < 0 || decay < 0)
+    return Status::error("warm-up and decay steps (int_attrs) " +
+                         formatShape(call.intAttrs) + " are negative");
+  if ((call.flags & 1) && decay <= warmup)
+    return Status::error("cosine decay steps " + std::to_string(decay) +
+                         " (int_attrs[1]) do not exceed the warm-up steps " +
+                         std::to_string(warmup));
+  if (Status s = scalar(in(0), "step", fb::DType::I64); !s)
+    return s;
+  return scalar(out(0), "lr", fb::DType::F32);
 }
 
 Status KernelDecoder::decode() {
@@ -638,28 +1079,79 @@ Status KernelDecoder::decode() {
     return sliceOrRepeat();
   case fb::OpCode::Cast:
     return cast();
+  case fb::OpCode::EmbeddingGrad:
+    return embeddingGrad();
+  case fb::OpCode::LinearInputGrad:
+  case fb::OpCode::LinearWeightGrad:
+    return linearGrad();
+  case fb::OpCode::SumTo:
+    return sumTo();
+  case fb::OpCode::LayerNormInputGrad:
+  case fb::OpCode::RmsNormInputGrad:
+    return normInputGrad();
+  case fb::OpCode::LayerNormParamGrad:
+  case fb::OpCode::RmsNormParamGrad:
+    return normParamGrad();
+  case fb::OpCode::GeluGrad:
+  case fb::OpCode::SiluGrad:
+    return elementwiseGrad();
+  case fb::OpCode::DropoutMask:
+    return dropoutMask();
+  case fb::OpCode::ApplyMask:
+    return applyMask();
+  case fb::OpCode::SoftmaxGrad:
+    return softmaxGrad();
+  case fb::OpCode::AttentionGrad:
+    return attentionGrad();
+  case fb::OpCode::CrossEntropyGrad:
+    return crossEntropyGrad();
+  case fb::OpCode::Pad:
+    return pad();
+  case fb::OpCode::SumGroups:
+    return sumGroups();
+  case fb::OpCode::CountTargets:
+    return countTargets();
+  case fb::OpCode::InverseCount:
+    return inverseCount();
+  case fb::OpCode::AdamWUpdate:
+  case fb::OpCode::SgdUpdate:
+    return optimizerUpdate();
+  case fb::OpCode::SumSquares:
+    return sumSquares();
+  case fb::OpCode::ClipCoefficient:
+    return clipCoefficient();
+  case fb::OpCode::LrSchedule:
+    return lrSchedule();
   }
   return Status::error("unknown opcode");
 }
 
 /// A result may not share bytes with an operand or another result, except
-/// the very same bytes as an operand of an in-place elementwise kernel.
+/// the very same bytes as an operand of an in-place elementwise kernel; the
+/// results of an in-place update are exactly its param and state operands.
 Status checkAliasing(const KernelCall &call) {
   Roles roles = rolesOf(call.op);
   for (size_t r = 0; r < call.results.size(); ++r) {
     const TensorRef &result = call.results[r];
+    int updated = inPlaceOperand(call.op, r);
+    if (updated >= 0 && result.buffer != call.operands[updated].buffer)
+      return Status::error(std::string(roles.results[r]) + " is buffer " +
+                           std::to_string(result.buffer) + " but " +
+                           operandRole(call.op, updated) + " is buffer " +
+                           std::to_string(call.operands[updated].buffer) +
+                           ": this kernel updates it in place");
     for (size_t j = 0; j < call.operands.size(); ++j) {
       const TensorRef &operand = call.operands[j];
-      if (!overlaps(result, operand))
+      if (static_cast<int>(j) == updated || !overlaps(result, operand))
         continue;
-      bool same = result.offset == operand.offset &&
-                  result.bytes == operand.bytes;
+      bool same =
+          result.offset == operand.offset && result.bytes == operand.bytes;
       if (same && allowsInPlace(call.op))
         continue;
       return Status::error(
           std::string(roles.results[r]) + " (buffer " +
           std::to_string(result.buffer) + ", bytes " + rangeText(result) +
-          ") overlaps " + roles.operands[j] + " (buffer " +
+          ") overlaps " + operandRole(call.op, j) + " (buffer " +
           std::to_string(operand.buffer) + ", bytes " + rangeText(operand) +
           ")" + (same ? ": this kernel does not run in place" : ""));
     }
@@ -672,16 +1164,17 @@ Status checkAliasing(const KernelCall &call) {
 }
 
 std::string kernelText(const KernelCall &call) {
-  return "kernel " + std::to_string(call.index) + " (" +
-         opCodeName(call.op) + ")";
+  return "kernel " + std::to_string(call.index) + " (" + opCodeName(call.op) +
+         ")";
 }
 
 /// Derives the lifetimes from the kernel order and checks that nothing is
-/// read before it is written and that params and inputs are only read.
+/// read before it is written, that inputs are only read and that params and
+/// state are written only by the in-place updates of the optimizer.
 Status computeLifetimes(Program &program) {
   size_t numBuffers = program.buffers.size();
   auto numKernels = static_cast<int64_t>(program.calls.size());
-  enum class Role { None, Param, Input };
+  enum class Role { None, Param, Input, State };
   std::vector<Role> roles(numBuffers, Role::None);
   std::vector<std::string> owners(numBuffers);
   program.lifetimes.assign(numBuffers, Lifetime{INT64_MAX, -1});
@@ -692,25 +1185,33 @@ Status computeLifetimes(Program &program) {
                            ", which is already " + owners[buffer]);
     roles[buffer] = role;
     owners[buffer] = owner;
+    program.lifetimes[buffer] = {Lifetime::kLoad, numKernels};
     return Status::ok();
   };
   for (size_t i = 0; i < program.params.size(); ++i) {
     const ParamRef &param = program.params[i];
-    if (Status s = claim(param.buffer, Role::Param,
-                         "param " + std::to_string(i) + " ('" + param.hfName +
-                             "')");
+    if (Status s =
+            claim(param.buffer, Role::Param,
+                  "param " + std::to_string(i) + " ('" + param.hfName + "')");
         !s)
       return s;
-    program.lifetimes[param.buffer] = {Lifetime::kLoad, numKernels};
   }
   for (size_t i = 0; i < program.inputs.size(); ++i) {
     const BindingRef &input = program.inputs[i];
-    if (Status s = claim(input.buffer, Role::Input,
-                         "input " + std::to_string(i) + " ('" + input.name +
-                             "')");
+    if (Status s =
+            claim(input.buffer, Role::Input,
+                  "input " + std::to_string(i) + " ('" + input.name + "')");
         !s)
       return s;
-    program.lifetimes[input.buffer] = {Lifetime::kLoad, numKernels};
+  }
+  for (size_t i = 0; i < program.state.size(); ++i) {
+    const StateRef &state = program.state[i];
+    if (Status s = claim(state.buffer, Role::State,
+                         "state " + std::to_string(i) + " ('" +
+                             program.params[state.param].hfName + "." +
+                             state.name + "')");
+        !s)
+      return s;
   }
 
   for (const KernelCall &call : program.calls) {
@@ -718,32 +1219,43 @@ Status computeLifetimes(Program &program) {
     for (size_t j = 0; j < call.operands.size(); ++j) {
       Lifetime &life = program.lifetimes[call.operands[j].buffer];
       if (life.first >= t)
-        return Status::error(
-            kernelText(call) + ": " + rolesOf(call.op).operands[j] +
-            " (buffer " + std::to_string(call.operands[j].buffer) +
-            ") is read before any kernel writes it");
+        return Status::error(kernelText(call) + ": " + operandRole(call.op, j) +
+                             " (buffer " +
+                             std::to_string(call.operands[j].buffer) +
+                             ") is read before any kernel writes it");
       life.last = std::max(life.last, t);
     }
     for (size_t j = 0; j < call.results.size(); ++j) {
       uint32_t buffer = call.results[j].buffer;
-      if (roles[buffer] != Role::None)
-        return Status::error(kernelText(call) + ": " +
-                             rolesOf(call.op).results[j] + " is buffer " +
-                             std::to_string(buffer) + ", " + owners[buffer] +
-                             ", which kernels only read");
+      Role role = roles[buffer];
+      bool update = inPlaceOperand(call.op, j) >= 0;
+      if (role == Role::Input || (role != Role::None && !update))
+        return Status::error(
+            kernelText(call) + ": " + rolesOf(call.op).results[j] +
+            " is buffer " + std::to_string(buffer) + ", " + owners[buffer] +
+            ", which " +
+            (role == Role::Input ? "kernels only read"
+                                 : "only the optimizer updates in place"));
       Lifetime &life = program.lifetimes[buffer];
       life.first = std::min(life.first, t);
       life.last = std::max(life.last, t);
     }
   }
-  for (size_t i = 0; i < program.outputs.size(); ++i) {
-    Lifetime &life = program.lifetimes[program.outputs[i].buffer];
-    if (life.first == INT64_MAX)
-      return Status::error("output " + std::to_string(i) + " ('" +
-                           program.outputs[i].name +
-                           "') is never written by a kernel");
-    life.last = numKernels;
-  }
+  auto toEnd = [&](const std::vector<BindingRef> &list, const char *kind) {
+    for (size_t i = 0; i < list.size(); ++i) {
+      Lifetime &life = program.lifetimes[list[i].buffer];
+      if (life.first == INT64_MAX)
+        return Status::error(std::string(kind) + " " + std::to_string(i) +
+                             " ('" + list[i].name +
+                             "') is never written by a kernel");
+      life.last = numKernels;
+    }
+    return Status::ok();
+  };
+  if (Status s = toEnd(program.outputs, "output"); !s)
+    return s;
+  if (Status s = toEnd(program.grads, "grad"); !s)
+    return s;
   for (Lifetime &life : program.lifetimes)
     if (life.first == INT64_MAX)
       life = Lifetime{0, -1};
@@ -795,11 +1307,11 @@ Status checkPlanAndMeasurePeak(Program &program) {
           clash = &prev;
       }
       if (clash)
-        return Status::error(
-            "buffers " + std::to_string(clash->buffer) + " (bytes " +
-            rangeText(*clash) + ") and " + std::to_string(b) + " (bytes " +
-            rangeText(t) + ") share arena bytes while both are live " +
-            when(slot));
+        return Status::error("buffers " + std::to_string(clash->buffer) +
+                             " (bytes " + rangeText(*clash) + ") and " +
+                             std::to_string(b) + " (bytes " + rangeText(t) +
+                             ") share arena bytes while both are live " +
+                             when(slot));
       live.emplace(t.offset, b);
     }
     peak = std::max(peak, liveBytes);
@@ -857,16 +1369,21 @@ Status tpcrt::decodeProgram(const fb::Executable &exe, Program &out) {
       ref.initStd = param->init_std();
       program.params.push_back(std::move(ref));
     }
-  auto bindings = [](const flatbuffers::Vector<
-                         flatbuffers::Offset<fb::Binding>> *list,
-                     std::vector<BindingRef> &out) {
-    if (list)
-      for (const fb::Binding *binding : *list)
-        out.push_back(
-            {binding->name()->str(), binding->buffer(), binding->value_bound()});
-  };
+  auto bindings =
+      [](const flatbuffers::Vector<flatbuffers::Offset<fb::Binding>> *list,
+         std::vector<BindingRef> &out) {
+        if (list)
+          for (const fb::Binding *binding : *list)
+            out.push_back({binding->name()->str(), binding->buffer(),
+                           binding->value_bound()});
+      };
   bindings(exe.inputs(), program.inputs);
   bindings(exe.outputs(), program.outputs);
+  bindings(exe.grads(), program.grads);
+  if (exe.state())
+    for (const fb::State *state : *exe.state())
+      program.state.push_back(
+          {state->name()->str(), state->param(), state->buffer()});
 
   uint32_t numKernels = exe.kernels() ? exe.kernels()->size() : 0;
   program.calls.reserve(numKernels);
@@ -919,4 +1436,42 @@ const BindingRef *Program::findInput(const std::string &name) const {
 
 const BindingRef *Program::findOutput(const std::string &name) const {
   return findBinding(outputs, name);
+}
+
+std::vector<uint32_t> Program::kernelsComputing(uint32_t buffer) const {
+  // Backwards from the end: a kernel is needed when it writes a buffer a
+  // later needed kernel reads (or the target); its results are then
+  // produced, its operands needed from earlier kernels. An in-place result
+  // is also an operand, so it stays needed.
+  std::vector<bool> needed(buffers.size(), false);
+  if (buffer < buffers.size())
+    needed[buffer] = true;
+  std::vector<uint32_t> kernels;
+  for (size_t t = calls.size(); t-- > 0;) {
+    const KernelCall &call = calls[t];
+    bool writes = false;
+    for (const TensorRef &result : call.results)
+      writes |= needed[result.buffer];
+    if (!writes)
+      continue;
+    kernels.push_back(call.index);
+    for (const TensorRef &result : call.results)
+      needed[result.buffer] = false;
+    for (const TensorRef &operand : call.operands)
+      needed[operand.buffer] = true;
+  }
+  std::reverse(kernels.begin(), kernels.end());
+  return kernels;
+}
+
+bool tpcrt::isRuntimeInput(const std::string &name) { return name == "step"; }
+
+int tpcrt::inPlaceOperand(fb::OpCode op, size_t result) {
+  static const int kAdamW[] = {0, 2, 3}; // param, exp_avg, exp_avg_sq
+  static const int kSgd[] = {0, 2};      // param, momentum
+  if (op == fb::OpCode::AdamWUpdate && result < 3)
+    return kAdamW[result];
+  if (op == fb::OpCode::SgdUpdate && result < 2)
+    return kSgd[result];
+  return -1;
 }

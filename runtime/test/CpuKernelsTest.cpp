@@ -1,6 +1,6 @@
 #include "tpcrt/CpuKernels.h"
-#include "tpcrt/CpuTrainingKernels.h"
 #include "../cpu/FastMath.h"
+#include "tpcrt/CpuTrainingKernels.h"
 #include "tpcrt/Random.h"
 #include "tpcrt/Safetensors.h"
 
@@ -273,8 +273,8 @@ TEST(CpuKernelsTest, CastRoundsToNearestEven) {
   EXPECT_EQ(halfToFloat(f16[3]), -2.5f);
   // Widening is exact, and the same type copies.
   std::vector<float> back(4);
-  ASSERT_TRUE(cast(bf16.data(), FloatType::BF16, 4, FloatType::F32,
-                   back.data()));
+  ASSERT_TRUE(
+      cast(bf16.data(), FloatType::BF16, 4, FloatType::F32, back.data()));
   EXPECT_EQ(back[1], 1.0f + 0x1p-6f);
   ASSERT_TRUE(cast(x.data(), FloatType::F32, 4, FloatType::F32, back.data()));
   EXPECT_EQ(back, x);
@@ -305,8 +305,8 @@ TEST(CpuKernelsTest, FastMathAccuracy) {
   double expError = 0.0, erfError = 0.0;
   for (float x = -87.0f; x < 88.0f; x += 0.0137f) {
     double expected = std::exp(static_cast<double>(x));
-    expError = std::max(
-        expError, std::fabs(fastmath::exp(x) - expected) / expected);
+    expError =
+        std::max(expError, std::fabs(fastmath::exp(x) - expected) / expected);
   }
   for (float x = -6.0f; x < 6.0f; x += 0.0001f)
     erfError = std::max(erfError, std::fabs(fastmath::erf(x) -
@@ -374,4 +374,35 @@ TEST(CpuKernelsTest, TrainingKernelErrors) {
       << "5 rows at offset 2 do not fit 6";
   EXPECT_FALSE(sumGroups(x.data(), shape.data(), 2, 0, 2, out.data()))
       << "5 is not a multiple of 2";
+}
+
+TEST(CpuKernelsTest, AttentionDropoutOfAPieceAtItsFirstIndex) {
+  // A microbatch (batch 1 of 2) with its first index draws the mask the whole
+  // batch draws there, forward and backward.
+  const int64_t b = 2, h = 2, s = 5, d = 4;
+  int64_t per = h * s * d;
+  auto q = randomVector(b * per, 1), k = randomVector(b * per, 2),
+       v = randomVector(b * per, 3), dO = randomVector(b * per, 4);
+  std::vector<float> scratch(attentionGradScratchSize(s, s));
+  AttentionDropout whole{dropoutKey(1, 2, 3), 0.3};
+  AttentionDropout piece = whole;
+  piece.firstIndex = static_cast<uint64_t>(h * s * s);
+  std::vector<float> out(b * per), pieceOut(per);
+  ASSERT_TRUE(attention(q.data(), k.data(), v.data(), b, h, h, s, s, d, d, true,
+                        0.5f, scratch.data(), out.data(), &whole));
+  ASSERT_TRUE(attention(q.data() + per, k.data() + per, v.data() + per, 1, h, h,
+                        s, s, d, d, true, 0.5f, scratch.data(), pieceOut.data(),
+                        &piece));
+  EXPECT_EQ(pieceOut, std::vector<float>(out.begin() + per, out.end()));
+  std::vector<float> dq(b * per), dk(b * per), dv(b * per), pdq(per), pdk(per),
+      pdv(per);
+  ASSERT_TRUE(attentionGrad(dO.data(), q.data(), k.data(), v.data(), b, h, h, s,
+                            s, d, d, true, 0.5f, scratch.data(), dq.data(),
+                            dk.data(), dv.data(), &whole));
+  ASSERT_TRUE(attentionGrad(dO.data() + per, q.data() + per, k.data() + per,
+                            v.data() + per, 1, h, h, s, s, d, d, true, 0.5f,
+                            scratch.data(), pdq.data(), pdk.data(), pdv.data(),
+                            &piece));
+  EXPECT_EQ(pdq, std::vector<float>(dq.begin() + per, dq.end()));
+  EXPECT_EQ(pdv, std::vector<float>(dv.begin() + per, dv.end()));
 }

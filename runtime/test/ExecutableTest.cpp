@@ -1,6 +1,6 @@
 #include "tpcrt/Executable.h"
-#include "tpcrt/Program.h"
 #include "TestExecutables.h"
+#include "tpcrt/Program.h"
 
 #include "gtest/gtest.h"
 
@@ -419,7 +419,8 @@ TEST_F(ExecutableTest, KernelOperandsMustBeValid) {
         e.kernels[2]->op =
             static_cast<fb::OpCode>(static_cast<int>(fb::OpCode::MAX) + 1);
       },
-      "kernel 2: unknown opcode 20");
+      "kernel 2: unknown opcode " +
+          std::to_string(static_cast<int>(fb::OpCode::MAX) + 1));
   // A bias makes linear's third operand valid.
   fb::ExecutableT exe = validExecutable();
   exe.buffers.push_back(makeBuffer(2048, fb::DType::F32, {16}));
@@ -507,7 +508,6 @@ TEST_F(ExecutableTest, RandomPayloadDamageNeverCrashes) {
   EXPECT_GT(refused, 0);
 }
 
-
 TEST_F(ExecutableTest, ParamInitAndDTypes) {
   expectInvalid(
       [](fb::ExecutableT &e) {
@@ -523,9 +523,7 @@ TEST_F(ExecutableTest, ParamInitAndDTypes) {
       },
       "param 1 ('lm_head.weight'): init_std nan is not a finite value");
   expectInvalid(
-      [](fb::ExecutableT &e) {
-        e.buffers[3]->dtype = fb::DType::I32;
-      },
+      [](fb::ExecutableT &e) { e.buffers[3]->dtype = fb::DType::I32; },
       "param 1 ('lm_head.weight'): buffer 3 is i32, expected f32, bf16 or "
       "f16");
 }
@@ -562,7 +560,7 @@ TEST_F(ExecutableTest, LifetimesAndThePlan) {
         e.kernels.push_back(makeKernel(fb::OpCode::Copy, {0}, {3}));
       },
       "kernel 4 (copy): result is buffer 3, param 1 ('lm_head.weight'), "
-      "which kernels only read");
+      "which only the optimizer updates in place");
   expectInvalid([](fb::ExecutableT &e) { e.outputs[0]->buffer = 2; },
                 "output 0 ('loss'): buffer 2 is f32 [2, 4, 8], expected an f32 "
                 "scalar");
@@ -690,7 +688,8 @@ protected:
 
 TEST_F(KernelMeaningTest, EmbeddingAndLinear) {
   expectValid(singleKernel(fb::OpCode::Embedding,
-                           {{F32, {10, 4}}, {I64, {2, 3}}}, {{F32, {2, 3, 4}}}));
+                           {{F32, {10, 4}}, {I64, {2, 3}}},
+                           {{F32, {2, 3, 4}}}));
   expectKernel(singleKernel(fb::OpCode::Embedding,
                             {{F32, {10, 4}}, {F32, {2, 3}}},
                             {{F32, {2, 3, 4}}}),
@@ -808,38 +807,38 @@ TEST_F(KernelMeaningTest, AttentionAndRotary) {
       fb::OpCode::Attention,
       {{F32, {2, 8, 5, 16}}, {F32, {2, 4, 5, 16}}, {F32, {2, 4, 5, 8}}},
       {{F32, {2, 8, 5, 8}}}, {3}, {0.25, 0.1}, 1));
-  expectKernel(singleKernel(fb::OpCode::Attention,
-                            {{F32, {2, 6, 5, 16}},
-                             {F32, {2, 4, 5, 16}},
-                             {F32, {2, 4, 5, 16}}},
-                            {{F32, {2, 6, 5, 16}}}, {0}, {0.25, 0.0}),
-               "kernel 0 (attention): 6 query heads are not a multiple of 4 "
-               "kv heads");
-  expectKernel(singleKernel(fb::OpCode::Attention,
-                            {{F32, {2, 8, 5, 16}},
-                             {F32, {2, 4, 5, 8}},
-                             {F32, {2, 4, 5, 16}}},
-                            {{F32, {2, 8, 5, 16}}}, {0}, {0.25, 0.0}),
-               "kernel 0 (attention): key [2, 4, 5, 8] should be [2, 4, 5, "
-               "16]");
-  expectKernel(singleKernel(fb::OpCode::Attention,
-                            {{F32, {2, 8, 6, 16}},
-                             {F32, {2, 4, 5, 16}},
-                             {F32, {2, 4, 5, 16}}},
-                            {{F32, {2, 8, 6, 16}}}, {0}, {0.25, 0.0}, 1),
-               "causal attention has 6 queries but only 5 keys");
-  expectKernel(singleKernel(fb::OpCode::Attention,
-                            {{F32, {2, 8, 5, 16}},
-                             {F32, {2, 4, 5, 16}},
-                             {F32, {2, 4, 5, 16}}},
-                            {{F32, {2, 8, 5, 16}}}, {0}, {0.25}),
-               "kernel 0 (attention): has 1 float_attrs, expected 2");
-  expectKernel(singleKernel(fb::OpCode::Attention,
-                            {{F32, {2, 8, 5, 16}},
-                             {F32, {2, 4, 5, 16}},
-                             {F32, {2, 4, 5, 16}}},
-                            {{F32, {2, 8, 5, 16}}}, {0}, {0.25, -0.5}),
-               "dropout rate (float_attrs[1]) is -0.5, expected [0, 1)");
+  expectKernel(
+      singleKernel(
+          fb::OpCode::Attention,
+          {{F32, {2, 6, 5, 16}}, {F32, {2, 4, 5, 16}}, {F32, {2, 4, 5, 16}}},
+          {{F32, {2, 6, 5, 16}}}, {0}, {0.25, 0.0}),
+      "kernel 0 (attention): 6 query heads are not a multiple of 4 "
+      "kv heads");
+  expectKernel(
+      singleKernel(
+          fb::OpCode::Attention,
+          {{F32, {2, 8, 5, 16}}, {F32, {2, 4, 5, 8}}, {F32, {2, 4, 5, 16}}},
+          {{F32, {2, 8, 5, 16}}}, {0}, {0.25, 0.0}),
+      "kernel 0 (attention): key [2, 4, 5, 8] should be [2, 4, 5, "
+      "16]");
+  expectKernel(
+      singleKernel(
+          fb::OpCode::Attention,
+          {{F32, {2, 8, 6, 16}}, {F32, {2, 4, 5, 16}}, {F32, {2, 4, 5, 16}}},
+          {{F32, {2, 8, 6, 16}}}, {0}, {0.25, 0.0}, 1),
+      "causal attention has 6 queries but only 5 keys");
+  expectKernel(
+      singleKernel(
+          fb::OpCode::Attention,
+          {{F32, {2, 8, 5, 16}}, {F32, {2, 4, 5, 16}}, {F32, {2, 4, 5, 16}}},
+          {{F32, {2, 8, 5, 16}}}, {0}, {0.25}),
+      "kernel 0 (attention): has 1 float_attrs, expected 2");
+  expectKernel(
+      singleKernel(
+          fb::OpCode::Attention,
+          {{F32, {2, 8, 5, 16}}, {F32, {2, 4, 5, 16}}, {F32, {2, 4, 5, 16}}},
+          {{F32, {2, 8, 5, 16}}}, {0}, {0.25, -0.5}),
+      "dropout rate (float_attrs[1]) is -0.5, expected [0, 1)");
   expectValid(singleKernel(fb::OpCode::Rotary, {{F32, {2, 4, 9, 16}}},
                            {{F32, {2, 4, 9, 16}}}, {5}, {10000.0}));
   expectKernel(singleKernel(fb::OpCode::Rotary, {{F32, {2, 4, 9, 15}}},
@@ -869,11 +868,11 @@ TEST_F(KernelMeaningTest, LossKernels) {
                             {{F32, {2, 3, 10}}, {I64, {2, 3}}},
                             {{F32, {1}}, {I64, {}}}, {-100}),
                "kernel 0 (cross_entropy): loss_sum [1] should be []");
-  expectValid(singleKernel(fb::OpCode::LossMean, {{F32, {}}, {I64, {}}},
-                           {{F32, {}}}));
-  expectKernel(singleKernel(fb::OpCode::LossMean, {{F32, {}}, {F32, {}}},
-                            {{F32, {}}}),
-               "kernel 0 (loss_mean): count is f32, expected i64");
+  expectValid(
+      singleKernel(fb::OpCode::LossMean, {{F32, {}}, {I64, {}}}, {{F32, {}}}));
+  expectKernel(
+      singleKernel(fb::OpCode::LossMean, {{F32, {}}, {F32, {}}}, {{F32, {}}}),
+      "kernel 0 (loss_mean): count is f32, expected i64");
 }
 
 TEST_F(KernelMeaningTest, ShapeKernels) {
@@ -895,8 +894,8 @@ TEST_F(KernelMeaningTest, ShapeKernels) {
   expectKernel(singleKernel(fb::OpCode::Transpose, {{F32, {2, 3, 4}}},
                             {{F32, {4, 3, 2}}}, {2, 0, 1}),
                "result [4, 3, 2] should be [4, 2, 3]");
-  expectValid(singleKernel(fb::OpCode::Slice, {{F32, {4, 10}}},
-                           {{F32, {4, 5}}}, {1, 5, 5}));
+  expectValid(singleKernel(fb::OpCode::Slice, {{F32, {4, 10}}}, {{F32, {4, 5}}},
+                           {1, 5, 5}));
   expectKernel(singleKernel(fb::OpCode::Slice, {{F32, {4, 10}}},
                             {{F32, {4, 5}}}, {1, 6, 5}),
                "kernel 0 (slice): slice [6, +5) of dimension 1 is outside "
@@ -909,7 +908,8 @@ TEST_F(KernelMeaningTest, ShapeKernels) {
   expectKernel(singleKernel(fb::OpCode::Repeat, {{F32, {2, 4, 3}}},
                             {{F32, {2, 4, 3}}}, {1, 0}),
                "repeats (int_attrs[1]) is 0, expected >= 1");
-  expectValid(singleKernel(fb::OpCode::Cast, {{F32, {3, 4}}}, {{BF16, {3, 4}}}));
+  expectValid(
+      singleKernel(fb::OpCode::Cast, {{F32, {3, 4}}}, {{BF16, {3, 4}}}));
   expectKernel(singleKernel(fb::OpCode::Cast, {{F32, {3, 4}}}, {{I64, {3, 4}}}),
                "kernel 0 (cast): result is i64, expected f32, bf16 or f16");
 }
@@ -945,6 +945,240 @@ TEST_F(KernelMeaningTest, InPlaceOnlyWhereTheKernelAllowsIt) {
   exe.buffers[2]->size = 60;
   expectKernel(exe, "kernel 1 (gelu): result (buffer 1, bytes [4, +60)) "
                     "overlaps input (buffer 0, bytes [0, +60))");
+}
+
+constexpr fb::DType U8 = fb::DType::U8;
+
+TEST_F(KernelMeaningTest, BackwardKernels) {
+  using Op = fb::OpCode;
+  expectValid(singleKernel(Op::EmbeddingGrad, {{F32, {2, 3, 4}}, {I64, {2, 3}}},
+                           {{F32, {10, 4}}}));
+  expectKernel(singleKernel(Op::EmbeddingGrad,
+                            {{F32, {2, 3, 5}}, {I64, {2, 3}}},
+                            {{F32, {10, 4}}}),
+               "kernel 0 (embedding_grad): dY [2, 3, 5] should be [2, 3, 4]");
+  // linear_input_grad: dY [2, 5, 12] (n = 3 x 4) and an in_out weight.
+  expectValid(singleKernel(Op::LinearInputGrad,
+                           {{F32, {2, 5, 12}}, {F32, {8, 3, 4}}},
+                           {{BF16, {2, 5, 8}}}));
+  expectKernel(singleKernel(Op::LinearInputGrad,
+                            {{F32, {2, 5, 12}}, {F32, {8, 3, 4}}},
+                            {{F32, {2, 5, 7}}}),
+               "kernel 0 (linear_input_grad): weight [8, 3, 4] (in_out) "
+               "contracts 8 but input grad [2, 5, 7] has 7");
+  expectValid(singleKernel(Op::LinearWeightGrad,
+                           {{F32, {2, 5, 8}}, {F32, {2, 5, 6}}},
+                           {{F32, {6, 8}}}, {}, {}, 1));
+  expectKernel(singleKernel(Op::LinearWeightGrad,
+                            {{F32, {2, 5, 8}}, {F32, {2, 4, 6}}},
+                            {{F32, {6, 8}}}, {}, {}, 1),
+               "kernel 0 (linear_weight_grad): dY [2, 4, 6] has 48 elements, "
+               "expected m 10 x n 6");
+  expectValid(singleKernel(Op::SumTo, {{F32, {4, 6, 8}}}, {{F32, {6, 8}}}));
+  expectKernel(singleKernel(Op::SumTo, {{F32, {4, 6, 8}}}, {{F32, {4, 8}}}),
+               "kernel 0 (sum_to): result [4, 8] is not a suffix of input "
+               "[4, 6, 8]");
+  expectValid(singleKernel(Op::LayerNormInputGrad,
+                           {{F32, {3, 8}}, {BF16, {3, 8}}, {F32, {8}}},
+                           {{F32, {3, 8}}}, {}, {1e-5}));
+  expectKernel(singleKernel(Op::LayerNormInputGrad,
+                            {{F32, {3, 8}}, {F32, {3, 8}}, {F32, {7}}},
+                            {{F32, {3, 8}}}, {}, {1e-5}),
+               "kernel 0 (layer_norm_input_grad): weight [7] should be [8]");
+  expectValid(singleKernel(Op::LayerNormParamGrad,
+                           {{F32, {3, 8}}, {F32, {3, 8}}},
+                           {{F32, {8}}, {F32, {8}}}, {}, {1e-5}));
+  expectKernel(singleKernel(Op::RmsNormParamGrad,
+                            {{F32, {3, 8}}, {F32, {3, 8}}}, {{F32, {8}}}, {},
+                            {-1.0}),
+               "kernel 0 (rms_norm_param_grad): epsilon (float_attrs[0]) is "
+               "-1, expected a finite value >= 0");
+  expectValid(singleKernel(Op::GeluGrad, {{F32, {5}}, {F32, {5}}}, {{F32, {5}}},
+                           {}, {}, 1));
+  expectKernel(singleKernel(Op::SiluGrad, {{F32, {5}}, {F32, {5}}},
+                            {{F32, {5}}}, {}, {}, 1),
+               "kernel 0 (silu_grad): flags 1 set bits this opcode does not "
+               "define (allowed 0)");
+  expectValid(
+      singleKernel(Op::DropoutMask, {}, {{U8, {4, 5}}}, {3, 40}, {0.1}));
+  expectKernel(singleKernel(Op::DropoutMask, {}, {{F32, {4, 5}}}, {3}, {0.1}),
+               "kernel 0 (dropout_mask): mask is f32, expected u8");
+  expectKernel(
+      singleKernel(Op::DropoutMask, {}, {{U8, {4, 5}}}, {3, -1}, {0.1}),
+      "kernel 0 (dropout_mask): first index (int_attrs[1]) is -1");
+  expectValid(singleKernel(Op::ApplyMask, {{F32, {4, 5}}, {U8, {4, 5}}},
+                           {{F32, {4, 5}}}, {}, {0.1}));
+  expectKernel(singleKernel(Op::ApplyMask, {{F32, {4, 5}}, {U8, {5, 4}}},
+                            {{F32, {4, 5}}}, {}, {1.0}),
+               "kernel 0 (apply_mask): dropout rate (float_attrs[0]) is 1, "
+               "expected [0, 1)");
+  expectValid(singleKernel(Op::SoftmaxGrad,
+                           {{F32, {2, 3, 5}}, {F32, {2, 3, 5}}},
+                           {{F32, {2, 3, 5}}}, {}, {}, 1));
+  expectKernel(singleKernel(Op::SoftmaxGrad,
+                            {{F32, {2, 5, 3}}, {F32, {2, 5, 3}}},
+                            {{F32, {2, 5, 3}}}, {}, {}, 1),
+               "kernel 0 (softmax_grad): causal softmax output [2, 5, 3] has 5 "
+               "queries but only 3 keys");
+  std::vector<Tensor> attentionOperands = {{F32, {1, 4, 6, 8}},
+                                           {F32, {1, 4, 6, 8}},
+                                           {F32, {1, 2, 6, 8}},
+                                           {F32, {1, 2, 6, 8}}};
+  std::vector<Tensor> attentionGrads = {
+      {F32, {1, 4, 6, 8}}, {F32, {1, 2, 6, 8}}, {F32, {1, 2, 6, 8}}};
+  expectValid(singleKernel(Op::AttentionGrad, attentionOperands, attentionGrads,
+                           {5, 0}, {0.35, 0.1}, 1));
+  attentionGrads[1] = {F32, {1, 4, 6, 8}};
+  expectKernel(singleKernel(Op::AttentionGrad, attentionOperands,
+                            attentionGrads, {5}, {0.35, 0.1}, 1),
+               "kernel 0 (attention_grad): key grad [1, 4, 6, 8] should be "
+               "[1, 2, 6, 8]");
+  expectValid(singleKernel(Op::CrossEntropyGrad,
+                           {{BF16, {2, 3, 10}}, {I64, {2, 3}}, {F32, {}}},
+                           {{F32, {2, 3, 10}}}, {-100}));
+  expectKernel(singleKernel(Op::CrossEntropyGrad,
+                            {{F32, {2, 3, 10}}, {I64, {2, 3}}, {F32, {1}}},
+                            {{F32, {2, 3, 10}}}, {-100}),
+               "kernel 0 (cross_entropy_grad): loss_sum grad [1] should be []");
+  expectValid(
+      singleKernel(Op::Pad, {{F32, {4, 5, 6}}}, {{F32, {4, 10, 6}}}, {1, 2}));
+  expectKernel(
+      singleKernel(Op::Pad, {{F32, {4, 5, 6}}}, {{F32, {4, 10, 6}}}, {1, 6}),
+      "kernel 0 (pad): input's 5 at offset 6 (int_attrs[1]) of "
+      "dimension 1 lie outside result [4, 10, 6]");
+  expectValid(singleKernel(Op::SumGroups, {{F32, {2, 12, 7}}},
+                           {{F32, {2, 4, 7}}}, {1, 3}));
+  expectKernel(singleKernel(Op::SumGroups, {{F32, {2, 12, 7}}},
+                            {{F32, {2, 4, 7}}}, {1, 5}),
+               "kernel 0 (sum_groups): repeats (int_attrs[1]) is 5, expected a "
+               "positive divisor of input [2, 12, 7]'s dimension 1");
+  expectValid(singleKernel(Op::Rotary, {{F32, {2, 4, 8}}}, {{F32, {2, 4, 8}}},
+                           {0}, {10000.0}, 1));
+  expectValid(
+      singleKernel(Op::Slice, {{I64, {4, 5}}}, {{I64, {2, 5}}}, {0, 2, 2}));
+  expectKernel(
+      singleKernel(Op::Slice, {{I64, {4, 5}}}, {{F32, {2, 5}}}, {0, 2, 2}),
+      "kernel 0 (slice): input is i64 but result is f32");
+}
+
+TEST_F(KernelMeaningTest, TrainingDriverAndOptimizerKernels) {
+  using Op = fb::OpCode;
+  expectValid(
+      singleKernel(Op::CountTargets, {{I64, {2, 3}}}, {{I64, {}}}, {-100}));
+  expectValid(singleKernel(Op::InverseCount, {{I64, {}}}, {{F32, {}}}));
+  expectKernel(singleKernel(Op::InverseCount, {{F32, {}}}, {{F32, {}}}),
+               "kernel 0 (inverse_count): count is f32, expected i64");
+  expectValid(singleKernel(Op::SumSquares,
+                           {{F32, {3}},
+                            {BF16, {2, 2}},
+                            {F32, {1}},
+                            {F32, {5}},
+                            {F32, {6}},
+                            {F32, {7}},
+                            {F32, {8}},
+                            {F32, {9}}},
+                           {{F32, {}}}));
+  expectKernel(
+      singleKernel(Op::SumSquares, {{F32, {3}}, {I64, {2}}}, {{F32, {}}}),
+      "kernel 0 (sum_squares): operand 1 is i64, expected f32, bf16 "
+      "or f16");
+  expectValid(singleKernel(Op::ClipCoefficient, {{F32, {}}},
+                           {{F32, {}}, {F32, {}}}, {}, {1.0}));
+  expectKernel(singleKernel(Op::ClipCoefficient, {{F32, {}}},
+                            {{F32, {}}, {F32, {}}}, {}, {-1.0}),
+               "kernel 0 (clip_coefficient): max_norm (float_attrs[0]) is -1");
+  expectValid(singleKernel(Op::LrSchedule, {{I64, {}}}, {{F32, {}}}, {2, 10},
+                           {1e-3, 1e-4}, 1));
+  expectKernel(singleKernel(Op::LrSchedule, {{I64, {}}}, {{F32, {}}}, {10, 10},
+                            {1e-3, 1e-4}, 1),
+               "kernel 0 (lr_schedule): cosine decay steps 10 (int_attrs[1]) "
+               "do not exceed the warm-up steps 10");
+  // An update whose results are not its param and state operands.
+  expectKernel(singleKernel(Op::AdamWUpdate,
+                            {{F32, {4}},
+                             {F32, {4}},
+                             {F32, {4}},
+                             {F32, {4}},
+                             {F32, {}},
+                             {I64, {}}},
+                            {{F32, {4}}, {F32, {4}}, {F32, {4}}}, {},
+                            {0.9, 0.999, 1e-8, 0.01}),
+               "kernel 0 (adamw_update): param is buffer 6 but param is buffer "
+               "0: this kernel updates it in place");
+  expectKernel(singleKernel(Op::SgdUpdate,
+                            {{F32, {4}}, {F32, {4}}, {F32, {5}}, {F32, {}}},
+                            {{F32, {4}}, {F32, {5}}}, {}, {0.9, 0.0}),
+               "kernel 0 (sgd_update): momentum [5] should be [4]");
+  expectKernel(singleKernel(Op::AdamWUpdate,
+                            {{F32, {4}},
+                             {F32, {4}},
+                             {F32, {4}},
+                             {F32, {4}},
+                             {F32, {}},
+                             {I64, {}}},
+                            {{F32, {4}}, {F32, {4}}, {F32, {4}}}, {},
+                            {1.0, 0.999, 1e-8, 0.01}),
+               "kernel 0 (adamw_update): beta1 (float_attrs[0]) is 1, expected "
+               "[0, 1)");
+}
+
+/// The training model of TestExecutables.h, and what breaks it.
+TEST_F(ExecutableTest, TrainingExecutables) {
+  auto valid = [] {
+    TrainingOptions options;
+    options.microbatches = 2;
+    options.dropout = 0.1;
+    return tinyTrainingModel(options);
+  };
+  std::vector<uint8_t> image = fileImage(valid());
+  LoadedExecutable loaded;
+  Status s =
+      loadExecutableFromBytes("t.tpcx", image.data(), image.size(), loaded);
+  ASSERT_TRUE(s.isOk()) << s.message();
+  fb::ExecutableT sgd = valid();
+  {
+    TrainingOptions options;
+    options.optimizer = fb::OpCode::SgdUpdate;
+    sgd = tinyTrainingModel(options);
+  }
+  image = fileImage(sgd);
+  ASSERT_TRUE(
+      loadExecutableFromBytes("t.tpcx", image.data(), image.size(), loaded));
+
+  auto expect = [&](const std::function<void(fb::ExecutableT &)> &breakIt,
+                    const std::string &expected) {
+    fb::ExecutableT exe = valid();
+    breakIt(exe);
+    expectRefused(fileImage(exe), expected);
+  };
+  expect([](fb::ExecutableT &e) { e.state[0]->param = 99; },
+         "state 0 ('exp_avg'): param 99 but the executable has 7 params");
+  expect([](fb::ExecutableT &e) { e.state[1]->name = "exp_avg"; },
+         "state 1 ('exp_avg') of param 'transformer.wte.weight': duplicate "
+         "state name for this param");
+  expect([](fb::ExecutableT &e) { e.state[0]->param = 1; },
+         "state 0 ('exp_avg') of param 'transformer.ln_f.weight': buffer");
+  expect([](fb::ExecutableT &e) { e.grads[0]->name = "nothing"; },
+         "grad 0 ('nothing'): no param has this name");
+  expect([](fb::ExecutableT &e) { e.grads[0]->buffer = e.grads[1]->buffer; },
+         "grad 0 ('transformer.wte.weight'): buffer");
+  expect(
+      [](fb::ExecutableT &e) {
+        for (auto &input : e.inputs)
+          if (input->name == "step")
+            input->buffer = e.outputs[1]->buffer; // an f32 scalar
+      },
+      "expected an i64 scalar");
+  // A state buffer written by a kernel other than the optimizer.
+  expect(
+      [](fb::ExecutableT &e) {
+        e.kernels.push_back(makeKernel(fb::OpCode::Copy, {e.grads[0]->buffer},
+                                       {e.state[0]->buffer}));
+      },
+      "which only the optimizer updates in place");
+  // One buffer for two states.
+  expect([](fb::ExecutableT &e) { e.state[1]->buffer = e.state[0]->buffer; },
+         "which is already state 0");
 }
 
 } // namespace

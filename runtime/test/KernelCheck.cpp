@@ -113,8 +113,8 @@ Status runCast(const Case &c) {
                              std::to_string(x[i]) + ") differs from torch");
     return Status::ok();
   };
-  Status s = cpu::cast(x.data(), FloatType::F32, n, FloatType::BF16,
-                       bf16.data());
+  Status s =
+      cpu::cast(x.data(), FloatType::F32, n, FloatType::BF16, bf16.data());
   if (s)
     s = cpu::cast(x.data(), FloatType::F32, n, FloatType::F16, f16.data());
   if (s)
@@ -122,8 +122,7 @@ Status runCast(const Case &c) {
   if (s)
     s = check("out.f16", f16.data(), f16.size() * 2);
   if (s)
-    s = cpu::cast(f16.data(), FloatType::F16, n, FloatType::BF16,
-                  twice.data());
+    s = cpu::cast(f16.data(), FloatType::F16, n, FloatType::BF16, twice.data());
   if (s)
     s = check("out.bf16_from_f16", twice.data(), twice.size() * 2);
   if (s)
@@ -132,8 +131,7 @@ Status runCast(const Case &c) {
   if (s)
     s = check("out.f16_from_bf16", twice.data(), twice.size() * 2);
   if (s)
-    s = cpu::cast(bf16.data(), FloatType::BF16, n, FloatType::F32,
-                  wide.data());
+    s = cpu::cast(bf16.data(), FloatType::BF16, n, FloatType::F32, wide.data());
   if (s)
     s = check("out.f32_from_bf16", wide.data(), wide.size() * 4);
   if (s)
@@ -178,8 +176,9 @@ Status runOptimizer(const Case &c, FloatOutputs &actual) {
     second[i].assign(params[i].size(), 0.0f);
   }
   cpu::LrScheduleOptions schedule;
-  schedule.kind = c.attr("schedule") == "cosine" ? cpu::LrScheduleKind::Cosine
-                                                 : cpu::LrScheduleKind::Constant;
+  schedule.kind = c.attr("schedule") == "cosine"
+                      ? cpu::LrScheduleKind::Cosine
+                      : cpu::LrScheduleKind::Constant;
   schedule.lr = c.floatAttr("lr");
   schedule.minLr = c.floatAttr("min_lr");
   schedule.warmupSteps = c.intAttr("warmup");
@@ -194,9 +193,9 @@ Status runOptimizer(const Case &c, FloatOutputs &actual) {
         return s;
     }
     float norm, coefficient, lr;
-    if (Status s = cpu::clipCoefficient(static_cast<float>(sumSq),
-                                        c.floatAttr("max_norm"), &norm,
-                                        &coefficient);
+    if (Status s =
+            cpu::clipCoefficient(static_cast<float>(sumSq),
+                                 c.floatAttr("max_norm"), &norm, &coefficient);
         !s)
       return s;
     if (Status s = cpu::lrSchedule(t, schedule, &lr); !s)
@@ -215,8 +214,8 @@ Status runOptimizer(const Case &c, FloatOutputs &actual) {
                              second[i].data(), n, lr, t, options, coefficient);
       } else {
         s = cpu::sgdUpdate(params[i].data(), g, first[i].data(), n, lr,
-                           c.floatAttr("momentum"),
-                           c.floatAttr("weight_decay"), coefficient);
+                           c.floatAttr("momentum"), c.floatAttr("weight_decay"),
+                           coefficient);
       }
       if (!s)
         return s;
@@ -283,7 +282,8 @@ Status runTrainingCase(const Case &c, FloatOutputs &actual, IntOutputs &ints,
       return s;
     std::vector<double> scratch(out.size());
     s = cpu::sumTo(x.data(), static_cast<int64_t>(x.size()),
-                   static_cast<int64_t>(out.size()), scratch.data(), out.data());
+                   static_cast<int64_t>(out.size()), scratch.data(),
+                   out.data());
     actual["out.out"] = out;
   } else if (k == "layer_norm_grad" || k == "rms_norm_grad") {
     if (!(s = c.floats("in.x", x, &xs)) || !(s = c.floats("in.w", w)) ||
@@ -313,13 +313,12 @@ Status runTrainingCase(const Case &c, FloatOutputs &actual, IntOutputs &ints,
       return s;
     out.assign(x.size(), NAN);
     auto n = static_cast<int64_t>(x.size());
-    s = k == "silu_grad"
-            ? cpu::siluGrad(dy.data(), x.data(), n, out.data())
-            : cpu::geluGrad(dy.data(), x.data(), n,
-                            c.attr("approximation") == "tanh"
-                                ? cpu::GeluApproximation::Tanh
-                                : cpu::GeluApproximation::Erf,
-                            out.data());
+    s = k == "silu_grad" ? cpu::siluGrad(dy.data(), x.data(), n, out.data())
+                         : cpu::geluGrad(dy.data(), x.data(), n,
+                                         c.attr("approximation") == "tanh"
+                                             ? cpu::GeluApproximation::Tanh
+                                             : cpu::GeluApproximation::Erf,
+                                         out.data());
     actual["out.dx"] = out;
   } else if (k == "dropout_mask_apply") {
     if (!(s = c.floats("in.x", x)) || !(s = c.floats("in.dy", dy)))
@@ -357,12 +356,11 @@ Status runTrainingCase(const Case &c, FloatOutputs &actual, IntOutputs &ints,
     std::vector<float> dk(w.size(), NAN), dv(v.size(), NAN);
     out.assign(x.size(), NAN);
     cpu::AttentionDropout dropout{caseDropoutKey(c), c.floatAttr("rate")};
-    s = cpu::attentionGrad(dy.data(), x.data(), w.data(), v.data(), xs[0],
-                           xs[1], ws[1], xs[2], ws[2], xs[3], vs[3],
-                           c.intAttr("causal"),
-                           static_cast<float>(c.floatAttr("scale")),
-                           scratch.data(), out.data(), dk.data(), dv.data(),
-                           &dropout);
+    s = cpu::attentionGrad(
+        dy.data(), x.data(), w.data(), v.data(), xs[0], xs[1], ws[1], xs[2],
+        ws[2], xs[3], vs[3], c.intAttr("causal"),
+        static_cast<float>(c.floatAttr("scale")), scratch.data(), out.data(),
+        dk.data(), dv.data(), &dropout);
     actual["out.dq"] = out;
     actual["out.dk"] = dk;
     actual["out.dv"] = dv;
@@ -393,11 +391,11 @@ Status runTrainingCase(const Case &c, FloatOutputs &actual, IntOutputs &ints,
     if (!(s = c.floats("in.x", x, &xs)) || !(s = resultLike("out.out", out)))
       return s;
     int rank = static_cast<int>(xs.size());
-    s = k == "pad" ? cpu::pad(x.data(), xs.data(), rank, c.intAttr("dim"),
-                              c.intAttr("offset"), c.intAttr("extent"),
-                              out.data())
-                   : cpu::sumGroups(x.data(), xs.data(), rank, c.intAttr("dim"),
-                                    c.intAttr("repeats"), out.data());
+    s = k == "pad"
+            ? cpu::pad(x.data(), xs.data(), rank, c.intAttr("dim"),
+                       c.intAttr("offset"), c.intAttr("extent"), out.data())
+            : cpu::sumGroups(x.data(), xs.data(), rank, c.intAttr("dim"),
+                             c.intAttr("repeats"), out.data());
     actual["out.out"] = out;
   } else {
     handled = false;
@@ -524,8 +522,7 @@ Status runCase(const Case &c, FloatOutputs &actual, IntOutputs &ints,
     size_t r = xs.size();
     s = cpu::rotary(x.data(), product(xs, 0, static_cast<int64_t>(r) - 2),
                     xs[r - 2], xs[r - 1], c.floatAttr("theta"),
-                    c.intAttr("offset"), out.data(),
-                    c.attr("inverse") == "1");
+                    c.intAttr("offset"), out.data(), c.attr("inverse") == "1");
   } else if (k == "cross_entropy") {
     if (!(s = c.floats("in.logits", x, &xs)) || !(s = needRank(xs, 1)) ||
         !(s = c.ints("in.labels", ids)))

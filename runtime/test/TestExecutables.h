@@ -19,8 +19,8 @@
 namespace tpcrt {
 namespace test {
 
-inline std::unique_ptr<fb::BufferT>
-makeBuffer(uint64_t offset, fb::DType dtype, std::vector<int64_t> shape) {
+inline std::unique_ptr<fb::BufferT> makeBuffer(uint64_t offset, fb::DType dtype,
+                                               std::vector<int64_t> shape) {
   auto buffer = std::make_unique<fb::BufferT>();
   uint64_t elements = 1;
   for (int64_t d : shape)
@@ -105,6 +105,22 @@ public:
     exe.outputs.push_back(makeBinding(name, id));
   }
 
+  /// Optimizer state `name` of param `paramIndex` (f32, its view shape).
+  uint32_t state(const std::string &name, uint32_t paramIndex) {
+    uint32_t id = buffer(fb::DType::F32, exe.params[paramIndex]->view_shape);
+    auto st = std::make_unique<fb::StateT>();
+    st->name = name;
+    st->param = paramIndex;
+    st->buffer = id;
+    exe.state.push_back(std::move(st));
+    return id;
+  }
+
+  /// The gradient of the param called `name`.
+  void grad(const std::string &name, uint32_t id) {
+    exe.grads.push_back(makeBinding(name, id));
+  }
+
   void kernel(fb::OpCode op, std::vector<uint32_t> operands,
               std::vector<uint32_t> results, std::vector<int64_t> ints = {},
               std::vector<double> floats = {}, uint32_t flags = 0) {
@@ -187,6 +203,193 @@ inline fb::ExecutableT tinyModel(fb::DType dtype = fb::DType::F32,
   b.output("logits", logits);
   fb::ExecutableT exe = b.finish();
   exe.seed = 1234;
+  return exe;
+}
+
+/// How tinyTrainingModel trains.
+struct TrainingOptions {
+  /// AdamWUpdate or SgdUpdate.
+  fb::OpCode optimizer = fb::OpCode::AdamWUpdate;
+  /// The batch is split into this many microbatches (dividing batch).
+  int64_t microbatches = 1;
+  double dropout = 0.0;
+  /// Global-norm clipping; 0 = none.
+  double maxNorm = 0.0;
+  /// Warm-up (2 steps) then cosine to 1e-3 at step 6; else constant.
+  bool cosine = false;
+  double lr = 1e-2;
+  int64_t batch = 4, seq = 4, hidden = 8, vocab = 16;
+};
+
+/// One training step of a small GPT-2-like model, written the way the
+/// compiler lowers training (docs/design/training.md): per microbatch a
+/// forward (embedding, dropout as mask + apply_mask, layer norm, an MLP whose
+/// first weight has two output dims, a residual, a head tied to the
+/// embedding, cross-entropy sum) and its backward, gradients accumulated in
+/// place over microbatches and scaled by 1 / (targets of the whole batch);
+/// then the learning rate, the global gradient norm, clipping and the
+/// optimizer's in-place update of every param. Inputs input_ids, labels and
+/// step; outputs loss, grad_norm and lr; a grad binding per param. Biases
+/// and norm weights get no weight decay (--decay-exclude bias,norm).
+inline fb::ExecutableT tinyTrainingModel(const TrainingOptions &o = {}) {
+  ExecutableBuilder b;
+  using Op = fb::OpCode;
+  const fb::DType F32 = fb::DType::F32;
+  int64_t B = o.batch, S = o.seq, H = o.hidden, V = o.vocab, F = 4 * H;
+  int64_t mb = B / o.microbatches;
+  struct P {
+    uint32_t index, buffer;
+    bool decay;
+  };
+  auto param = [&](const std::string &name, std::vector<int64_t> view,
+                   fb::ParamInit init, std::vector<int64_t> hf, bool decay) {
+    uint32_t buffer = b.param(name, F32, std::move(view), init, std::move(hf));
+    return P{static_cast<uint32_t>(b.exe.params.size() - 1), buffer, decay};
+  };
+  P wte =
+      param("transformer.wte.weight", {V, H}, fb::ParamInit::Normal, {}, true);
+  P lnW = param("transformer.ln_f.weight", {H}, fb::ParamInit::Ones, {}, false);
+  P lnB = param("transformer.ln_f.bias", {H}, fb::ParamInit::Zeros, {}, false);
+  P fcW = param("transformer.h.0.mlp.c_fc.weight", {H, 4, H},
+                fb::ParamInit::Normal, {H, F}, true);
+  P fcB = param("transformer.h.0.mlp.c_fc.bias", {4, H}, fb::ParamInit::Zeros,
+                {F}, false);
+  P downW = param("transformer.h.0.mlp.down.weight", {H, F},
+                  fb::ParamInit::Normal, {}, true);
+  P downB = param("transformer.h.0.mlp.down.bias", {H}, fb::ParamInit::Zeros,
+                  {}, false);
+  std::vector<P> params = {wte, lnW, lnB, fcW, fcB, downW, downB};
+
+  uint32_t ids = b.input("input_ids", {B, S}, V);
+  uint32_t labels = b.input("labels", {B, S}, V);
+  uint32_t step = b.input("step", {}, 0);
+
+  uint32_t total = b.buffer(fb::DType::I64, {});
+  b.kernel(Op::CountTargets, {labels}, {total}, {-100});
+  uint32_t dsum = b.buffer(F32, {});
+  b.kernel(Op::InverseCount, {total}, {dsum});
+
+  std::vector<uint32_t> grads(params.size());
+  uint32_t lossSum = 0;
+  for (int64_t j = 0; j < o.microbatches; ++j) {
+    uint32_t idsJ = ids, labelsJ = labels;
+    if (o.microbatches > 1) {
+      idsJ = b.buffer(fb::DType::I64, {mb, S});
+      b.kernel(Op::Slice, {ids}, {idsJ}, {0, j * mb, mb});
+      labelsJ = b.buffer(fb::DType::I64, {mb, S});
+      b.kernel(Op::Slice, {labels}, {labelsJ}, {0, j * mb, mb});
+    }
+    // Forward.
+    uint32_t tok = b.buffer(F32, {mb, S, H});
+    b.kernel(Op::Embedding, {wte.buffer, idsJ}, {tok});
+    uint32_t x = tok, mask = 0;
+    if (o.dropout > 0) {
+      mask = b.buffer(fb::DType::U8, {mb, S, H});
+      b.kernel(Op::DropoutMask, {}, {mask}, {1, j * mb * S * H}, {o.dropout});
+      x = b.buffer(F32, {mb, S, H});
+      b.kernel(Op::ApplyMask, {tok, mask}, {x}, {}, {o.dropout});
+    }
+    uint32_t ln = b.buffer(F32, {mb, S, H});
+    b.kernel(Op::LayerNorm, {x, lnW.buffer, lnB.buffer}, {ln}, {}, {1e-5});
+    uint32_t fc = b.buffer(F32, {mb, S, 4, H});
+    b.kernel(Op::Linear, {ln, fcW.buffer, fcB.buffer}, {fc});
+    uint32_t fcFlat = b.buffer(F32, {mb, S, F});
+    b.kernel(Op::Copy, {fc}, {fcFlat});
+    uint32_t act = b.buffer(F32, {mb, S, F});
+    b.kernel(Op::Gelu, {fcFlat}, {act}, {}, {}, 1);
+    uint32_t proj = b.buffer(F32, {mb, S, H});
+    b.kernel(Op::Linear, {act, downW.buffer, downB.buffer}, {proj}, {}, {}, 1);
+    uint32_t res = b.buffer(F32, {mb, S, H});
+    b.kernel(Op::Add, {x, proj}, {res});
+    uint32_t logits = b.buffer(F32, {mb, S, V});
+    b.kernel(Op::Linear, {res, wte.buffer}, {logits}, {}, {}, 1);
+    uint32_t sum = b.buffer(F32, {});
+    uint32_t count = b.buffer(fb::DType::I64, {});
+    b.kernel(Op::CrossEntropy, {logits, labelsJ}, {sum, count}, {-100});
+    if (j == 0) {
+      lossSum = sum;
+    } else {
+      b.kernel(Op::Add, {lossSum, sum}, {lossSum});
+    }
+
+    // Backward: input gradients, then weight gradients.
+    uint32_t dLogits = b.buffer(F32, {mb, S, V});
+    b.kernel(Op::CrossEntropyGrad, {logits, labelsJ, dsum}, {dLogits}, {-100});
+    uint32_t dRes = b.buffer(F32, {mb, S, H});
+    b.kernel(Op::LinearInputGrad, {dLogits, wte.buffer}, {dRes}, {}, {}, 1);
+    uint32_t dAct = b.buffer(F32, {mb, S, F});
+    b.kernel(Op::LinearInputGrad, {dRes, downW.buffer}, {dAct}, {}, {}, 1);
+    uint32_t dFcFlat = b.buffer(F32, {mb, S, F});
+    b.kernel(Op::GeluGrad, {dAct, fcFlat}, {dFcFlat}, {}, {}, 1);
+    uint32_t dFc = b.buffer(F32, {mb, S, 4, H});
+    b.kernel(Op::Copy, {dFcFlat}, {dFc});
+    uint32_t dLn = b.buffer(F32, {mb, S, H});
+    b.kernel(Op::LinearInputGrad, {dFc, fcW.buffer}, {dLn});
+    uint32_t dXLn = b.buffer(F32, {mb, S, H});
+    b.kernel(Op::LayerNormInputGrad, {dLn, x, lnW.buffer}, {dXLn}, {}, {1e-5});
+    uint32_t dX = b.buffer(F32, {mb, S, H});
+    b.kernel(Op::Add, {dRes, dXLn}, {dX});
+    uint32_t dTok = dX;
+    if (o.dropout > 0) {
+      dTok = b.buffer(F32, {mb, S, H});
+      b.kernel(Op::ApplyMask, {dX, mask}, {dTok}, {}, {o.dropout});
+    }
+
+    std::vector<uint32_t> g(params.size());
+    auto gradOf = [&](const P &p) {
+      return b.buffer(F32, b.exe.params[p.index]->view_shape);
+    };
+    for (size_t i = 0; i < params.size(); ++i)
+      g[i] = gradOf(params[i]);
+    uint32_t headGrad = b.buffer(F32, {V, H});
+    b.kernel(Op::LinearWeightGrad, {res, dLogits}, {headGrad}, {}, {}, 1);
+    uint32_t embGrad = b.buffer(F32, {V, H});
+    b.kernel(Op::EmbeddingGrad, {dTok, idsJ}, {embGrad});
+    b.kernel(Op::Add, {headGrad, embGrad}, {g[0]});
+    b.kernel(Op::LayerNormParamGrad, {dLn, x}, {g[1], g[2]}, {}, {1e-5});
+    b.kernel(Op::LinearWeightGrad, {ln, dFc}, {g[3]});
+    b.kernel(Op::SumTo, {dFc}, {g[4]});
+    b.kernel(Op::LinearWeightGrad, {act, dRes}, {g[5]}, {}, {}, 1);
+    b.kernel(Op::SumTo, {dRes}, {g[6]});
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (j == 0)
+        grads[i] = g[i];
+      else
+        b.kernel(Op::Add, {grads[i], g[i]}, {grads[i]});
+    }
+  }
+  uint32_t loss = b.buffer(F32, {});
+  b.kernel(Op::LossMean, {lossSum, total}, {loss});
+
+  // Optimizer.
+  uint32_t lr = b.buffer(F32, {});
+  b.kernel(Op::LrSchedule, {step}, {lr}, {o.cosine ? 2 : 0, o.cosine ? 6 : 0},
+           {o.lr, o.cosine ? 1e-3 : 0.0}, o.cosine ? 1 : 0);
+  uint32_t sumSq = b.buffer(F32, {});
+  b.kernel(Op::SumSquares, grads, {sumSq});
+  uint32_t norm = b.buffer(F32, {}), coefficient = b.buffer(F32, {});
+  b.kernel(Op::ClipCoefficient, {sumSq}, {norm, coefficient}, {}, {o.maxNorm});
+  bool adamw = o.optimizer == Op::AdamWUpdate;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const P &p = params[i];
+    if (adamw) {
+      uint32_t m = b.state("exp_avg", p.index);
+      uint32_t v = b.state("exp_avg_sq", p.index);
+      b.kernel(Op::AdamWUpdate,
+               {p.buffer, grads[i], m, v, lr, step, coefficient},
+               {p.buffer, m, v}, {}, {0.9, 0.95, 1e-8, p.decay ? 0.1 : 0.0});
+    } else {
+      uint32_t m = b.state("momentum", p.index);
+      b.kernel(Op::SgdUpdate, {p.buffer, grads[i], m, lr, coefficient},
+               {p.buffer, m}, {}, {0.9, p.decay ? 0.01 : 0.0});
+    }
+    b.grad(b.exe.params[p.index]->hf_name, grads[i]);
+  }
+  b.output("loss", loss);
+  b.output("grad_norm", norm);
+  b.output("lr", lr);
+  fb::ExecutableT exe = b.finish();
+  exe.seed = 77;
   return exe;
 }
 

@@ -124,6 +124,9 @@ struct AttentionDropout {
   uint64_t key = 0;
   /// In [0, 1); 0 keeps every probability.
   double rate = 0.0;
+  /// Stream index of probability (0, 0, 0, 0): where this piece (e.g. a
+  /// microbatch) starts in the op's full probability tensor.
+  uint64_t firstIndex = 0;
 };
 
 /// Query rows attention handles at once (its scratch is one block of scores).
@@ -140,7 +143,7 @@ inline int64_t attentionScratchSize(int64_t seqQ, int64_t seqK) {
 /// scratch holds attentionScratchSize(sq, sk) floats. With `dropout` (may be
 /// null), the probabilities are masked after the softmax and before the
 /// product with v, probability (b, h, i, j) being element
-/// ((b * heads + h) * sq + i) * sk + j of the dropout stream.
+/// firstIndex + ((b * heads + h) * sq + i) * sk + j of the dropout stream.
 Status attention(const float *q, const float *k, const float *v, int64_t batch,
                  int64_t heads, int64_t kvHeads, int64_t seqQ, int64_t seqK,
                  int64_t headDim, int64_t valueDim, bool causal, float scale,
@@ -186,6 +189,11 @@ Status transpose(const float *x, const int64_t *shape, int rank,
 /// Keeps indices [offset, offset + size) of dimension dim.
 Status slice(const float *x, const int64_t *shape, int rank, int64_t dim,
              int64_t offset, int64_t size, float *out);
+
+/// slice on elements of any type, `elementSize` bytes each (token ids,
+/// masks, 16-bit floats without conversion).
+Status sliceBytes(const void *x, const int64_t *shape, int rank, int64_t dim,
+                  int64_t offset, int64_t size, int64_t elementSize, void *out);
 
 /// torch.repeat_interleave(x, repeats, dim): index i of out along dim reads
 /// index i / repeats of x.

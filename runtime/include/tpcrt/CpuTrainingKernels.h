@@ -52,8 +52,7 @@ Status sumTo(const float *x, int64_t count, int64_t outCount, double *scratch,
 /// dX of layer_norm over rows of length cols (statistics recomputed from x
 /// as the forward computes them).
 Status layerNormInputGrad(const float *dY, const float *x, const float *weight,
-                          int64_t rows, int64_t cols, float epsilon,
-                          float *dX);
+                          int64_t rows, int64_t cols, float epsilon, float *dX);
 
 /// dWeight[c] = sum_r dY[r, c] * xhat[r, c] and dBias[c] = sum_r dY[r, c];
 /// scratch holds 2 * cols doubles.
@@ -80,8 +79,8 @@ Status siluGrad(const float *dY, const float *x, int64_t count, float *dX);
 
 /// The keep mask of dropout as bytes (1 kept, 0 dropped), element i being
 /// element firstIndex + i of the stream, exactly what dropout() keeps.
-Status dropoutMask(int64_t count, uint64_t key, double rate,
-                   int64_t firstIndex, uint8_t *mask);
+Status dropoutMask(int64_t count, uint64_t key, double rate, int64_t firstIndex,
+                   uint8_t *mask);
 
 /// out = mask ? x / (1 - rate) : 0 (the scale of dropoutScale); out may
 /// equal x. Both dropout's forward with a stashed mask and its backward.

@@ -26,6 +26,9 @@ struct StepContext {
   uint64_t seed = 0;
   /// 0 for the first step.
   uint64_t step = 0;
+  /// Evaluation (tpc-run --eval-data): every dropout keeps every element, as
+  /// torch's model.eval() does; dropout_mask yields all ones.
+  bool evaluation = false;
 };
 
 class Device {
@@ -53,15 +56,17 @@ public:
   virtual uint64_t workspaceBytes() const = 0;
 
   /// Runs one kernel of the prepared program. Allocates nothing.
-  virtual Status execute(const KernelCall &call, const StepContext &context) = 0;
+  virtual Status execute(const KernelCall &call,
+                         const StepContext &context) = 0;
 
   /// Waits for the kernels queued so far (a no-op where execute is
   /// synchronous).
   virtual Status synchronize() = 0;
 };
 
-/// The CPU backend: fp32 kernels of CpuKernels.h; BF16 and F16 buffers are
-/// converted to fp32 in the workspace around each kernel.
+/// The CPU backend: fp32 kernels of CpuKernels.h and CpuTrainingKernels.h;
+/// BF16 and F16 buffers are converted to fp32 in the workspace around each
+/// kernel.
 std::unique_ptr<Device> createCpuDevice();
 
 } // namespace tpcrt

@@ -38,7 +38,8 @@ struct HostInputs {
   Status copyTo(Interpreter &interpreter) const;
 };
 
-/// Reads every input of `program` from the safetensors file `path`, by name;
+/// Reads every input of `program` but the runtime's own (isRuntimeInput:
+/// `step`) from the safetensors file `path`, by name;
 /// other tensors are ignored. Integer inputs are i64 buffers and accept I64
 /// or I32 tensors of exactly the buffer's shape; with a value_bound, every
 /// value must lie in [0, value_bound), or be -100 for `labels`. Errors name
@@ -47,7 +48,8 @@ struct HostInputs {
 Status readInputs(const std::string &path, const Program &program,
                   HostInputs &out);
 
-/// Draws every input of `program` uniformly in [0, value_bound) from the
+/// Draws every input of `program` but the runtime's own uniformly in
+/// [0, value_bound) from the
 /// stream namedStreamKey(seed, name) (tpcrt/Random.h): value i is
 /// uniformBelow(key, i, value_bound). An input without a bound is an error.
 Status syntheticInputs(uint64_t seed, const Program &program, HostInputs &out);

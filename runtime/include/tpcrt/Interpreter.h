@@ -3,7 +3,10 @@
 // create() decodes the executable once into a Program, allocates the arena
 // and lets the device size and allocate its workspace: after that, running a
 // step allocates nothing. A step runs every kernel in order; the step counter
-// (0 for the first step) feeds the dropout streams.
+// (0 for the first step) feeds the dropout streams and, one-based, the
+// executable's `step` input (the optimizer step). Optimizer state starts at
+// zero. evaluate() runs only the kernels the loss depends on, without
+// dropout and without advancing the counter.
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,12 +49,25 @@ public:
   Status writeBuffer(uint32_t buffer, const void *data, uint64_t bytes);
   Status readBuffer(uint32_t buffer, void *data, uint64_t bytes);
 
-  /// Runs every kernel once, in order, then advances the step counter. On an
-  /// error the message names the kernel, e.g. "kernel 0 (embedding): ...".
+  /// Writes the `step` input (if any) as step() + 1, runs every kernel once,
+  /// in order, then advances the step counter. On an error the message names
+  /// the kernel, e.g. "kernel 0 (embedding): ...".
   Status runStep();
+
+  /// Runs the kernels that compute the `loss` output
+  /// (Program::kernelsComputing: for a training executable, its forward
+  /// pass) in evaluation mode: no dropout, no update, the step counter
+  /// unchanged. Overwrites the bytes of buffers the plan lets those kernels
+  /// reuse (e.g. the last step's gradients).
+  Status evaluate();
 
   /// Steps run so far; the step the next runStep() runs.
   uint64_t step() const { return step_; }
+  /// Sets the step counter (resuming from a checkpoint).
+  void setStep(uint64_t step) { step_ = step; }
+
+  /// Sets every optimizer state buffer to zero (create() does).
+  Status resetState();
 
   /// With timing on, runStep records when each kernel ran.
   void setTiming(bool on) { timing_ = on; }
@@ -68,6 +84,11 @@ private:
   bool timing_ = false;
   std::vector<KernelTiming> timings_;
   std::chrono::steady_clock::time_point epoch_;
+  /// The kernels evaluate() runs.
+  std::vector<uint32_t> lossKernels_;
+
+  Status runKernels(const std::vector<uint32_t> *subset,
+                    const StepContext &context);
 };
 
 } // namespace tpcrt

@@ -53,7 +53,23 @@ bool isFloatDType(fb::DType dtype);
 ///   rotary         outer, seqQ (positions), headDim
 ///   cross_entropy  rows (positions), cols (vocab)
 ///   transpose,     the operand's shape (operands[0].shape) and intAttrs
-///   slice, repeat
+///   slice, repeat,
+///   pad, sum_groups
+///   embedding_grad m ids, k vocab, n hidden
+///   linear_input_grad, linear_weight_grad   m rows, k, n (flags bit 0)
+///   sum_to         count (input), rhsCount (result)
+///   *_norm_*_grad  rows, cols
+///   gelu_grad,     count
+///   silu_grad,
+///   dropout_mask,
+///   apply_mask,
+///   count_targets,
+///   adamw_update,
+///   sgd_update
+///   softmax_grad   outer, seqQ, seqK
+///   attention_grad as attention
+///   cross_entropy_grad  rows (positions), cols (vocab)
+///   sum_squares    each operand's elements
 ///
 /// Attribute values are in intAttrs / floatAttrs / flags, as in the file.
 struct KernelCall {
@@ -73,10 +89,12 @@ struct KernelCall {
 };
 
 /// When a buffer holds a value, in kernel indices: from its first write to
-/// its last read. Params and inputs are live for the whole run, from load
-/// (kLoad) to the end (the kernel count): they persist across steps. Outputs
-/// live from their write to the end. A buffer no kernel touches has
-/// first > last. These are the lifetimes rt-plan-memory plans with, so the
+/// its last read. Params, state and inputs are live for the whole run, from
+/// load (kLoad) to the end (the kernel count): they persist across steps.
+/// Outputs and grads live from their first write to the end. A buffer no
+/// kernel touches has first > last. An in-place update (adamw_update,
+/// sgd_update) neither starts nor ends a lifetime: the buffer it rewrites is
+/// live already. These are the lifetimes rt-plan-memory plans with, so the
 /// measured peak and planned_peak_bytes count the same thing.
 struct Lifetime {
   static constexpr int64_t kLoad = -1;
@@ -95,7 +113,14 @@ struct ParamRef {
   double initStd = 0.0;
 };
 
-/// A named input or output.
+/// Optimizer state of a param (zero at start, persistent).
+struct StateRef {
+  std::string name;
+  uint32_t param = 0;
+  uint32_t buffer = 0;
+};
+
+/// A named input, output or gradient.
 struct BindingRef {
   std::string name;
   uint32_t buffer = 0;
@@ -111,6 +136,9 @@ struct Program {
   std::vector<ParamRef> params;
   std::vector<BindingRef> inputs;
   std::vector<BindingRef> outputs;
+  std::vector<StateRef> state;
+  /// The gradient of each param that has one, named by its hf_name.
+  std::vector<BindingRef> grads;
   std::vector<TensorRef> buffers;
   std::vector<Lifetime> lifetimes;
   std::vector<KernelCall> calls;
@@ -121,7 +149,22 @@ struct Program {
   /// The input or output called `name`, or null.
   const BindingRef *findInput(const std::string &name) const;
   const BindingRef *findOutput(const std::string &name) const;
+
+  /// The kernels (indices, in order) that compute `buffer` as of the end of
+  /// the kernel list: the last kernel writing it and, transitively, the
+  /// writers of what those read, each read seeing the latest earlier write.
+  /// Params, state and inputs are taken as loaded. For a training
+  /// executable and its loss, this is the forward pass alone.
+  std::vector<uint32_t> kernelsComputing(uint32_t buffer) const;
 };
+
+/// Inputs the runtime fills itself rather than reading from a batch:
+/// "step" (the 1-based optimizer step, an i64 scalar).
+bool isRuntimeInput(const std::string &name);
+
+/// For the optimizer's in-place kernels, the operand that result `result`
+/// must be (the same buffer); -1 for every other result and opcode.
+int inPlaceOperand(fb::OpCode op, size_t result);
 
 /// Decodes and checks the kernels of `exe`, whose framing, tables, buffers,
 /// params, bindings and kernel operand ids checkExecutable has already
