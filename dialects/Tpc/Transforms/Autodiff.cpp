@@ -771,6 +771,11 @@ LogicalResult TrainingBuilder::run() {
 
 LogicalResult mlir::tpc::buildTrainingFunctions(ModuleOp module,
                                                 unsigned microbatches) {
+  // A no-op inside a pass that declares them (tpc-autodiff does); a tool
+  // calling this directly may not have loaded them yet.
+  module.getContext()
+      ->loadDialect<arith::ArithDialect, func::FuncDialect, scf::SCFDialect,
+                    tensor::TensorDialect>();
   return TrainingBuilder(module, microbatches).run();
 }
 
@@ -791,15 +796,21 @@ StashSummary mlir::tpc::summarizeStash(func::FuncOp trainF) {
   return summary;
 }
 
-FailureOr<int64_t> mlir::tpc::computeLayerStashBytes(ModuleOp module,
-                                                     int64_t layer,
-                                                     unsigned microbatches) {
+FailureOr<StashSummary> mlir::tpc::computeStashSummary(ModuleOp module,
+                                                       unsigned microbatches) {
   OwningOpRef<ModuleOp> copy = module.clone();
   if (failed(buildTrainingFunctions(*copy, microbatches)))
     return failure();
-  StashSummary summary =
-      summarizeStash(copy->lookupSymbol<func::FuncOp>(kTrainForwardName));
-  return summary.layers.lookup(layer).bytes;
+  return summarizeStash(copy->lookupSymbol<func::FuncOp>(kTrainForwardName));
+}
+
+FailureOr<int64_t> mlir::tpc::computeLayerStashBytes(ModuleOp module,
+                                                     int64_t layer,
+                                                     unsigned microbatches) {
+  FailureOr<StashSummary> summary = computeStashSummary(module, microbatches);
+  if (failed(summary))
+    return failure();
+  return summary->layers.lookup(layer).bytes;
 }
 
 namespace {

@@ -42,9 +42,13 @@ struct StashSummary {
 /// buildTrainingFunctions).
 StashSummary summarizeStash(func::FuncOp trainF);
 
-/// The stash bytes of transformer layer `layer`, for one microbatch of
-/// `microbatches`, of the model in `module` (its @forward); `module` is not
-/// changed. 0 for a layer that stashes nothing or does not exist.
+/// The stash of the model in `module` (its @forward) for one microbatch of
+/// `microbatches`, as tpc-autodiff would build it; `module` is not changed.
+FailureOr<StashSummary> computeStashSummary(ModuleOp module,
+                                            unsigned microbatches = 1);
+
+/// The stash bytes of transformer layer `layer` (computeStashSummary); 0 for
+/// a layer that stashes nothing or does not exist.
 FailureOr<int64_t> computeLayerStashBytes(ModuleOp module, int64_t layer,
                                           unsigned microbatches = 1);
 

@@ -142,12 +142,13 @@ def TpcOptimizer : Pass<"tpc-optimizer", "ModuleOp"> {
 def TpcStashReport : Pass<"tpc-stash-report", "ModuleOp"> {
   let summary = "Prints the stash bytes of @train_F per transformer layer";
   let description = [{
-    Reads the stash results of `@train_F` (built by `tpc-autodiff`) and
-    prints, for one microbatch, the values and bytes each transformer layer
-    stashes (a value belongs to the layer of the op whose backward reads it),
-    those outside every layer and the total. The IR is not changed. The same
-    numbers are available to tools as `mlir::tpc::summarizeStash` and
-    `mlir::tpc::computeLayerStashBytes` (Autodiff.h).
+    Prints, for one microbatch, the values and bytes each transformer layer
+    stashes between the forward and the backward (a value belongs to the
+    layer of the op whose backward reads it), those outside every layer and
+    the total: from the results of `@train_F` when `tpc-autodiff` ran, else
+    from what it would build from `@forward` for `microbatches`. The IR is
+    not changed. Tools get the same numbers from `mlir::tpc::summarizeStash`,
+    `computeStashSummary` and `computeLayerStashBytes` (Autodiff.h).
 
     ```
     $ tpc-opt model.mlir --tpc-autodiff --tpc-stash-report -o /dev/null
@@ -157,8 +158,15 @@ def TpcStashReport : Pass<"tpc-stash-report", "ModuleOp"> {
   }];
   let options = [
     Option<"output", "output", "std::string", /*default=*/"\"-\"",
-           "Where to print the report ('-' is stdout)">
+           "Where to print the report ('-' is stdout)">,
+    Option<"microbatches", "microbatches", "unsigned", /*default=*/"1",
+           "Microbatches, when the stash is computed from @forward">
   ];
+  // What tpc-autodiff builds, on a copy of the module.
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect"];
 }
 
 #endif // DIALECTS_TPC_TRANSFORMS_PASSES_TD
