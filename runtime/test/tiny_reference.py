@@ -16,8 +16,10 @@ import sys
 
 import torch
 
+# U64 (checkpoint counters) is read as int64: torch 1.13 has no uint64.
 DTYPES = {"F32": torch.float32, "F64": torch.float64, "I64": torch.int64,
-          "I32": torch.int32, "BF16": torch.bfloat16, "F16": torch.float16}
+          "I32": torch.int32, "BF16": torch.bfloat16, "F16": torch.float16,
+          "U64": torch.int64, "U8": torch.uint8}
 
 
 def read_safetensors(path):

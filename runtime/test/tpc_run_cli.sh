@@ -61,7 +61,9 @@ inputs="--inputs inputs.safetensors"
 # --help names every flag and succeeds.
 if expect_ok --help; then
   for flag in --weights --init-seed --inputs --synthetic-seed --steps \
-      --device --dump-outputs --trace --ranks --help; do
+      --device --dump-outputs --trace --ranks --help --data --data-dtype \
+      --data-seed --eval-data --eval-every --eval-batches --dump-grads \
+      --save-checkpoint --load-checkpoint; do
     grep -q -- "$flag" out.txt || fail "--help does not explain $flag"
   done
 fi
@@ -71,10 +73,18 @@ expect_error "no executable given" $weights $inputs
 expect_error "unknown flag '--frobnicate'" tiny.tpcx $weights $inputs --frobnicate
 expect_error "unknown flag '-x'" tiny.tpcx $weights $inputs -x
 expect_error "more than one executable given ('tiny.tpcx', 'other.tpcx')" tiny.tpcx other.tpcx $weights $inputs
-expect_error "no weights: give --weights W.safetensors or --init-seed S" tiny.tpcx $inputs
-expect_error "no inputs: give --inputs BATCH.safetensors or --synthetic-seed S" tiny.tpcx $weights
-expect_error "--weights and --init-seed exclude each other" tiny.tpcx $weights --init-seed 1 $inputs
-expect_error "--inputs and --synthetic-seed exclude each other" tiny.tpcx $weights $inputs --synthetic-seed 1
+expect_error "no weights: give --weights W.safetensors, --init-seed S or --load-checkpoint C" tiny.tpcx $inputs
+expect_error "no inputs: give --inputs BATCH.safetensors, --synthetic-seed S or --data TOKENS.bin" tiny.tpcx $weights
+expect_error "--weights, --init-seed and --load-checkpoint exclude each other" tiny.tpcx $weights --init-seed 1 $inputs
+expect_error "--weights, --init-seed and --load-checkpoint exclude each other" tiny.tpcx $weights --load-checkpoint c $inputs
+expect_error "--inputs, --synthetic-seed and --data exclude each other" tiny.tpcx $weights $inputs --synthetic-seed 1
+expect_error "--inputs, --synthetic-seed and --data exclude each other" tiny.tpcx $weights $inputs --data tokens.bin
+expect_error "--eval-data and --eval-every go together" tiny.tpcx $weights $inputs --eval-data eval.bin
+expect_error "--eval-data and --eval-every go together" tiny.tpcx $weights $inputs --eval-every 2
+expect_error "--eval-every: must be at least 1" tiny.tpcx $weights $inputs --eval-data eval.bin --eval-every 0
+expect_error "--eval-batches needs --eval-data" tiny.tpcx $weights $inputs --eval-batches 2
+expect_error "--data-dtype needs --data or --eval-data" tiny.tpcx $weights $inputs --data-dtype uint16
+expect_error "--data-seed needs --data or --eval-data" tiny.tpcx $weights $inputs --data-seed 1
 expect_error "--steps: must be at least 1" tiny.tpcx $weights $inputs --steps 0
 expect_error "--steps: 'many' is not a non-negative integer" tiny.tpcx $weights $inputs --steps many
 expect_error "--init-seed: '-3' is not a non-negative integer" tiny.tpcx --init-seed=-3 $inputs
@@ -84,9 +94,6 @@ expect_error "--steps is given twice" tiny.tpcx $weights $inputs --steps 1 --ste
 expect_error "--device cuda: the CUDA backend is not available yet" tiny.tpcx $weights $inputs --device cuda
 expect_error "--device 'tpu': expected cpu or cuda" tiny.tpcx $weights $inputs --device tpu
 expect_error "--ranks 2: more than one rank is not supported yet" tiny.tpcx $weights $inputs --ranks 2
-for flag in --data --eval-data --eval-every --dump-grads --save-checkpoint --load-checkpoint; do
-  expect_error "$flag is not supported yet" tiny.tpcx $weights $inputs $flag x
-done
 
 # Files.
 expect_error "absent.tpcx: cannot open" absent.tpcx $weights $inputs
@@ -142,6 +149,70 @@ fi
 if expect_ok tiny-bf16.tpcx $weights $inputs; then
   expect_lines '^step 1 loss [0-9]+\.[0-9]{6} ' 1
 fi
+
+# Training (the tiny training model: AdamW, two microbatches, dropout,
+# clipping, warm-up + cosine; TestExecutables.h).
+train="tiny-train.tpcx --init-seed 1 --data tokens.bin"
+evaluation="--eval-data eval.bin --eval-every 2"
+step_line='^step [0-9]+ loss [0-9]+\.[0-9]{6} grad_norm [0-9.e+-]+ lr [0-9.e+-]+ tokens_per_s [0-9]+\.[0-9]$'
+if expect_ok $train --steps 6 $evaluation --save-checkpoint full.safetensors --dump-grads grads.safetensors; then
+  expect_lines "$step_line" 6
+  expect_lines '^eval [246] loss [0-9]+\.[0-9]{6} batches 1$' 3
+  expect_lines '^rank 0 peak_bytes [0-9]+ planned_peak_bytes [0-9]+$' 1
+  [ "$(wc -l <out.txt)" -eq 10 ] || fail "expected 10 lines of output: $(cat out.txt)"
+  grep -v '^rank' out.txt | sed 's/ tokens_per_s.*//' >full.txt
+  for name in transformer.wte.weight transformer.h.0.mlp.c_fc.weight; do
+    grep -q "\"$name\"" grads.safetensors || fail "grads.safetensors has no $name"
+    grep -q "\"$name.exp_avg_sq\"" full.safetensors || fail "the checkpoint has no $name.exp_avg_sq"
+  done
+  grep -q '"shape":\[8,32\]' grads.safetensors ||
+    fail "grads.safetensors does not hold c_fc.weight in its Hugging Face shape [8, 32]"
+  for name in step random.seed data.seed data.position eval.position; do
+    grep -q "\"$name\"" full.safetensors || fail "the checkpoint has no $name"
+  done
+  ls | grep -q '\.tmp\.' && fail "a temporary file was left behind"
+
+  # Interrupted after step 3 and resumed: the same lines, the same bytes.
+  if expect_ok $train --steps 3 $evaluation --save-checkpoint half.safetensors; then
+    grep -v '^rank' out.txt | sed 's/ tokens_per_s.*//' >half.txt
+    if expect_ok tiny-train.tpcx --load-checkpoint half.safetensors --data tokens.bin --steps 3 $evaluation --save-checkpoint resumed.safetensors; then
+      grep -v '^rank' out.txt | sed 's/ tokens_per_s.*//' >>half.txt
+      cmp -s half.txt full.txt || fail "the resumed run printed other lines: $(diff half.txt full.txt)"
+      cmp -s resumed.safetensors full.safetensors || fail "the resumed run's checkpoint differs from the uninterrupted run's"
+    fi
+  fi
+  # Evaluation does not change training.
+  if expect_ok $train --steps 6 --save-checkpoint quiet.safetensors; then
+    grep '^step' full.txt >full-steps.txt
+    grep '^step' out.txt | sed 's/ tokens_per_s.*//' | cmp -s - full-steps.txt ||
+      fail "evaluation changed the training run: $(cat out.txt)"
+    # uint32 tokens with --data-dtype train exactly as the same uint16 ones.
+    if expect_ok tiny-train.tpcx --init-seed 1 --data tokens32.bin --data-dtype uint32 --steps 6 --save-checkpoint wide.safetensors; then
+      cmp -s wide.safetensors quiet.safetensors || fail "uint32 token data trained differently"
+    fi
+  fi
+  # A checkpoint made by AdamW cannot resume SGD; nor one of another seed.
+  expect_error "full.safetensors: no optimizer state 'transformer.wte.weight.momentum'" tiny-train-sgd.tpcx --load-checkpoint full.safetensors --data tokens.bin
+  expect_error "full.safetensors: the checkpoint's dropout seed 77 is not the executable's 78" tiny-train-seed78.tpcx --load-checkpoint full.safetensors --data tokens.bin
+  expect_error "--data-seed 5: the checkpoint drew its batches with seed 0" tiny-train.tpcx --load-checkpoint full.safetensors --data tokens.bin --data-seed 5
+fi
+
+# The loss falls when training for a while (SGD, lr 0.1).
+if expect_ok tiny-train-sgd.tpcx --weights train-weights.safetensors --data tokens.bin --steps 40; then
+  first=$(sed -n 1p out.txt | cut -d' ' -f4)
+  last=$(sed -n 40p out.txt | cut -d' ' -f4)
+  awk "BEGIN { exit !($last < 0.7 * $first) }" ||
+    fail "the loss did not fall: step 1 $first, step 40 $last"
+fi
+
+expect_error "tokens-odd.bin: 3 bytes are not a whole number of uint16 tokens" tiny-train.tpcx --init-seed 1 --data tokens-odd.bin
+expect_error "--inputs, --synthetic-seed and --data exclude each other" $train --inputs train-batch.safetensors
+expect_error "tokens-short.bin: 4 tokens, fewer than the 5 a sequence of 4 and its last target need" tiny-train.tpcx --init-seed 1 --data tokens-short.bin
+expect_error "tokens-outside.bin: token 300 at position 250 is outside [0, 16)" tiny-train.tpcx --init-seed 1 --data tokens-outside.bin --steps 40
+expect_error "--data-dtype 'int8': expected uint16 or uint32" $train --data-dtype int8
+expect_error "absent.bin: cannot open" tiny-train.tpcx --init-seed 1 --data absent.bin
+expect_error "--dump-grads: the executable computes no gradients" tiny.tpcx $weights $inputs --dump-grads g.safetensors
+expect_error "absent.safetensors: cannot open" tiny-train.tpcx --load-checkpoint absent.safetensors --data tokens.bin
 
 echo "tpc_run_cli.sh: $checks runs, $failures failed"
 [ "$failures" -eq 0 ]

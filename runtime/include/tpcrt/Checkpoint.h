@@ -1,0 +1,54 @@
+//===- Checkpoint.h - training checkpoints and gradient dumps ---*- C++ -*-===//
+//
+// A checkpoint is one safetensors file holding everything a run needs to
+// continue bit-identically: every param under its Hugging Face name and
+// shape (in its buffer's dtype), every optimizer state as
+// "<hf_name>.<state name>" (f32, the Hugging Face shape), and the run's
+// counters as scalars: `step` (optimizer steps done, which is also the
+// dropout step counter), `random.seed` (the executable's dropout seed, U64),
+// `data.seed` (U64), `data.position` and `eval.position` (batches drawn from
+// --data and --eval-data). Dropout masks and data batches are pure functions
+// of these counters, so nothing else is saved. Written atomically.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TPCRT_CHECKPOINT_H
+#define TPCRT_CHECKPOINT_H
+
+#include "tpcrt/Interpreter.h"
+#include "tpcrt/Status.h"
+
+#include <cstdint>
+#include <string>
+
+namespace tpcrt {
+
+/// The counters of a run besides the interpreter's step.
+struct RunCounters {
+  uint64_t dataSeed = 0;
+  /// Training batches drawn from --data so far.
+  uint64_t dataPosition = 0;
+  /// Evaluation batches drawn from --eval-data so far.
+  uint64_t evalPosition = 0;
+};
+
+/// Writes the interpreter's params, state and step and `counters` to `path`
+/// (atomically).
+Status saveCheckpoint(const std::string &path, Interpreter &interpreter,
+                      const RunCounters &counters);
+
+/// Reads what saveCheckpoint wrote into the interpreter (params, state, the
+/// step counter) and `counters`. Every param and state of the executable
+/// must be there with its shape; the dropout seed must be the executable's.
+/// Errors name the file and the tensor.
+Status loadCheckpoint(const std::string &path, Interpreter &interpreter,
+                      RunCounters &counters);
+
+/// Writes the executable's grads (after the last step) under their params'
+/// Hugging Face names and shapes, f32 (atomically). An executable without
+/// grads is an error.
+Status writeGrads(const std::string &path, Interpreter &interpreter);
+
+} // namespace tpcrt
+
+#endif // TPCRT_CHECKPOINT_H
