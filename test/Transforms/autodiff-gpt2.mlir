@@ -97,8 +97,7 @@
 // CHECK-SAME: -> (tensor<f32> {tpc.output = "loss"}, tensor<256x64xf32> {tpc.grad = "transformer.wte.weight"}
 // CHECK-SAME: attributes {tpc.microbatches = 1 : i64}
 // CHECK: %[[TOTAL:.*]] = tpc.count_targets %[[SLABELS]] : tensor<2x8xi64>
-// CHECK: %[[ONE:.*]] = arith.constant dense<1.000000e+00> : tensor<f32>
-// CHECK: %[[DS:.*]] = tpc.loss_mean %[[ONE]], %[[TOTAL]]
+// CHECK: %[[DS:.*]] = tpc.inverse_count %[[TOTAL]]
 // CHECK: %[[C0:.*]] = arith.constant 0 : index
 // CHECK: %[[CM:.*]] = arith.constant 1 : index
 // CHECK: %[[LOOP:.*]]:17 = scf.for %[[I:.*]] = %[[C0]] to %[[CM]] step

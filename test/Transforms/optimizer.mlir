@@ -61,8 +61,7 @@ func.func @forward(%w: tensor<16x8xf32> {tpc.param = "wte.weight"},
 // ADAMW: %[[LOSS:.*]] = tpc.loss_mean %[[LOOP]]#0,
 // The norm counts the tied table once.
 // ADAMW: %[[SS:.*]] = tpc.sum_squares %[[LOOP]]#1, %[[LOOP]]#2, %[[LOOP]]#3 : tensor<16x8xf32>, tensor<8xf32>, tensor<8xf32>
-// ADAMW: %[[NORM:.*]] = tpc.sqrt %[[SS]] : tensor<f32>
-// ADAMW: %[[CLIP:.*]] = tpc.clip_coefficient %[[NORM]] max_norm 1.000000e+00
+// ADAMW: %[[NORM:.*]], %[[CLIP:.*]] = tpc.clip_coefficient %[[SS]] max_norm 1.000000e+00
 // ADAMW: %[[LR:.*]] = tpc.lr_schedule %[[STEP]] constant lr 1.000000e-03
 // ADAMW: %[[W1:.*]], %[[WM1:.*]], %[[WV1:.*]] = tpc.adamw_update %[[W]], %[[LOOP]]#1, %[[WM]], %[[WV]] lr %[[LR]] step %[[STEP]] scale %[[CLIP]] beta1 9.000000e-01 beta2 0.99899999999999999 eps 1.000000e-08 weight_decay 1.000000e-02 : tensor<16x8xf32>
 // decay-exclude: names containing "bias" or "norm" get no decay.
@@ -75,7 +74,9 @@ func.func @forward(%w: tensor<16x8xf32> {tpc.param = "wte.weight"},
 // SGD-LABEL: func.func @train_step(
 // SGD-SAME: %[[STEP:arg5]]: tensor<i64> {tpc.input = "step"}, %[[WB:arg6]]: tensor<16x8xf32> {tpc.state = {name = "momentum", param = "wte.weight"}},
 // SGD-SAME: %arg7: tensor<8xf32> {tpc.state = {name = "momentum", param = "norm.weight"}}, %arg8: tensor<8xf32> {tpc.state = {name = "momentum", param = "norm.bias"}})
-// SGD-NOT: clip_coefficient
+// Without clipping the coefficient is unused (the op still gives the norm).
+// SGD: tpc.clip_coefficient %{{.*}} max_norm 0.000000e+00
+// SGD-NOT: scale
 // SGD: %[[LR:.*]] = tpc.lr_schedule %[[STEP]] cosine lr 1.000000e-01 min_lr 1.000000e-02 warmup 10 total 100
 // SGD: tpc.sgd_update %arg0, %{{.*}} momentum_buffer %[[WB]] lr %[[LR]] momentum 9.000000e-01 weight_decay 0.000000e+00 : tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>
 // SGD-COUNT-2: tpc.sgd_update

@@ -11,6 +11,7 @@
 #include "dialects/Tpc/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -30,6 +31,8 @@ int main(int argc, char **argv) {
   registry.insert<mlir::tpc::TpcDialect, mlir::rt::RtDialect,
                   mlir::func::FuncDialect, mlir::arith::ArithDialect,
                   mlir::scf::SCFDialect, mlir::tensor::TensorDialect>();
+  // func.call inlining (the training driver's calls to F, B and W).
+  mlir::func::registerInlinerExtension(registry);
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "tpc optimizer driver\n", registry));
 }

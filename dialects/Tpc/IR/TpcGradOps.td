@@ -416,6 +416,23 @@ def Tpc_CountTargetsOp : Tpc_Op<"count_targets", [Pure]> {
   }];
 }
 
+def Tpc_InverseCountOp : Tpc_Op<"inverse_count", [Pure]> {
+  let summary = "1 / count as f32, 0 for a count of 0";
+  let description = [{
+    The gradient of the mean loss with respect to the summed loss: the
+    training driver seeds every microbatch's backward with the inverse of
+    the global target count (a batch with every target ignored contributes
+    nothing).
+
+    ```mlir
+    %dsum = tpc.inverse_count %total
+    ```
+  }];
+  let arguments = (ins Tpc_ScalarI64:$count);
+  let results = (outs Tpc_ScalarF32:$result);
+  let assemblyFormat = "$count attr-dict";
+}
+
 //===----------------------------------------------------------------------===//
 // Shape manipulation
 //===----------------------------------------------------------------------===//

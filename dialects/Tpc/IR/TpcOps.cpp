@@ -303,6 +303,23 @@ static LogicalResult verifyBroadcastBinary(Operation *op, Value lhs,
 LogicalResult AddOp::verify() {
   return verifyBroadcastBinary(*this, getLhs(), getRhs());
 }
+
+/// Whether `attr` is a splat of +0.0 or -0.0.
+static bool isZeroSplat(Attribute attr) {
+  auto splat = dyn_cast_or_null<SplatElementsAttr>(attr);
+  return splat && isa<FloatType>(splat.getElementType()) &&
+         splat.getSplatValue<APFloat>().isZero();
+}
+
+OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
+  // x + 0 = x; only where x already has the result's type (a broadcast rhs
+  // is not the result).
+  if (isZeroSplat(adaptor.getRhs()))
+    return getLhs();
+  if (isZeroSplat(adaptor.getLhs()) && getRhs().getType() == getType())
+    return getRhs();
+  return {};
+}
 LogicalResult MulOp::verify() {
   return verifyBroadcastBinary(*this, getLhs(), getRhs());
 }

@@ -246,12 +246,15 @@ def Tpc_AddOp : Tpc_BinaryOp<"add", [Tpc_Derivative]> {
   let summary = "Elementwise sum, broadcasting rhs over leading dimensions";
   let description = [{
     `rhs` has the shape of `lhs` or a suffix of it (it is then broadcast over
-    the leading dimensions, e.g. position embeddings over the batch).
+    the leading dimensions, e.g. position embeddings over the batch). Adding
+    a zero splat constant of the result's type folds away (the training
+    driver's accumulators start at zero).
 
     ```mlir
     %y = tpc.add %tok, %pos : tensor<4x32x64xf32>, tensor<32x64xf32>
     ```
   }];
+  let hasFolder = 1;
 }
 
 def Tpc_MulOp : Tpc_BinaryOp<"mul", [Tpc_StashingDerivative]> {

@@ -17,6 +17,8 @@ using namespace mlir;
 using namespace mlir::tpc;
 using namespace mlir::tpc::checks;
 
+static constexpr double kInf = std::numeric_limits<double>::infinity();
+
 /// Checks `low <= value < high` (or `<= high` when `closed`), finite.
 static LogicalResult checkRange(Operation *op, StringRef name, double value,
                                 double low, double high, bool closed = false) {
@@ -31,8 +33,6 @@ static LogicalResult checkRange(Operation *op, StringRef name, double value,
   return diag << high << (closed ? "]" : ")");
 }
 
-static constexpr double kInf = std::numeric_limits<double>::infinity();
-
 LogicalResult SumSquaresOp::verify() {
   if (getInputs().empty())
     return emitOpError() << "needs at least one input";
@@ -40,11 +40,8 @@ LogicalResult SumSquaresOp::verify() {
 }
 
 LogicalResult ClipCoefficientOp::verify() {
-  double maxNorm = getMaxNorm().convertToDouble();
-  if (maxNorm > 0.0 && std::isfinite(maxNorm))
-    return success();
-  return emitOpError() << "max_norm must be positive and finite but is "
-                       << maxNorm;
+  return checkRange(*this, "max_norm", getMaxNorm().convertToDouble(), 0.0,
+                    kInf);
 }
 
 LogicalResult LrScheduleOp::verify() {

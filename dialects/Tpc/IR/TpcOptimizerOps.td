@@ -13,8 +13,8 @@
 def Tpc_SumSquaresOp : Tpc_Op<"sum_squares", [Pure]> {
   let summary = "Sum of the squares of every element of every operand";
   let description = [{
-    An f32 scalar, accumulated in f32 (a tensor-parallel rank sums its
-    shards, and an all-reduce adds the ranks before `tpc.sqrt`).
+    An f32 scalar (a tensor-parallel rank sums its shards, and an all-reduce
+    adds the ranks before `tpc.clip_coefficient` takes the root).
 
     ```mlir
     %ss = tpc.sum_squares %dw0, %dw1 : tensor<64x64xf32>, tensor<64xf32>
@@ -26,31 +26,23 @@ def Tpc_SumSquaresOp : Tpc_Op<"sum_squares", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Tpc_SqrtOp : Tpc_Op<"sqrt", [Pure, AllTypesMatch<["input", "result"]>]> {
-  let summary = "Elementwise square root (f32)";
-  let description = [{
-    ```mlir
-    %norm = tpc.sqrt %ss : tensor<f32>
-    ```
-  }];
-  let arguments = (ins Tpc_F32Tensor:$input);
-  let results = (outs Tpc_F32Tensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($input)";
-}
-
 def Tpc_ClipCoefficientOp : Tpc_Op<"clip_coefficient", [Pure]> {
-  let summary = "Global-norm clipping factor: min(1, max_norm / (norm + 1e-6))";
+  let summary = "Global gradient norm and its clipping factor";
   let description = [{
-    As `torch.nn.utils.clip_grad_norm_`: the factor every gradient is
-    multiplied by before the update, 1 when the norm is within `max_norm`.
+    From the sum of squares of every gradient (`tpc.sum_squares`, over the
+    ranks when sharded): `norm = sqrt(sum_squares)` and, as
+    `torch.nn.utils.clip_grad_norm_`, `coefficient = min(1, max_norm /
+    (norm + 1e-6))`, the factor every gradient is multiplied by before the
+    update. `max_norm` 0 means no clipping (coefficient 1), so the op also
+    gives the norm alone.
 
     ```mlir
-    %c = tpc.clip_coefficient %norm max_norm 1.000000e+00
+    %norm, %coef = tpc.clip_coefficient %ss max_norm 1.000000e+00
     ```
   }];
-  let arguments = (ins Tpc_ScalarF32:$norm, F64Attr:$max_norm);
-  let results = (outs Tpc_ScalarF32:$result);
-  let assemblyFormat = "$norm `max_norm` $max_norm attr-dict";
+  let arguments = (ins Tpc_ScalarF32:$sum_squares, F64Attr:$max_norm);
+  let results = (outs Tpc_ScalarF32:$norm, Tpc_ScalarF32:$coefficient);
+  let assemblyFormat = "$sum_squares `max_norm` $max_norm attr-dict";
   let hasVerifier = 1;
 }
 

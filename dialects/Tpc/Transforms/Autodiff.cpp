@@ -269,6 +269,9 @@ LogicalResult TrainingBuilder::buildForward() {
     });
     if (isBatched)
       batched.insert(op.getResults().begin(), op.getResults().end());
+    // A microbatch draws its block of the whole batch's dropout masks (a
+    // dropout of something the batch does not split draws all of it).
+    Value block = isBatched ? microbatch : Value();
     Operation *clone;
     if (auto dropout = dyn_cast<DropoutOp>(op)) {
       // Split, so that the backward reads the one-byte mask.
@@ -276,20 +279,19 @@ LogicalResult TrainingBuilder::buildForward() {
       auto mask = DropoutMaskOp::create(
           builder, op.getLoc(),
           cast<RankedTensorType>(x.getType()).clone(builder.getI8Type()),
-          dropout.getRateAttr(), dropout.getStreamAttr(), microbatch);
+          dropout.getRateAttr(), dropout.getStreamAttr(), block);
       mask->setDiscardableAttrs(op.getDiscardableAttrDictionary());
       clone = ApplyMaskOp::create(builder, op.getLoc(), x, mask,
                                   dropout.getRateAttr());
       clone->setDiscardableAttrs(op.getDiscardableAttrDictionary());
     } else if (auto attention = dyn_cast<AttentionOp>(op);
                attention && !attention.getDropoutRate().isZero()) {
-      // A microbatch draws its block of the whole batch's dropout mask.
       clone = AttentionOp::create(
           builder, op.getLoc(), map.lookup(attention.getQuery()),
           map.lookup(attention.getKey()), map.lookup(attention.getValue()),
           attention.getCausalAttr(), attention.getScaleAttr(),
           attention.getDropoutRateAttr(), attention.getDropoutStreamAttr(),
-          microbatch);
+          block);
       clone->setDiscardableAttrs(op.getDiscardableAttrDictionary());
     } else {
       clone = builder.clone(op, map);
@@ -678,16 +680,17 @@ void TrainingBuilder::buildDriver() {
   // Every microbatch scales by the global target count.
   Value total =
       CountTargetsOp::create(builder, loc, labels, loss.getIgnoreIndexAttr());
-  auto splat = [&](RankedTensorType type, float value) -> Value {
+  Value dlossSum = InverseCountOp::create(builder, loc, total);
+  // Accumulators start at zero (tpc.add folds the first addition away).
+  auto zeros = [&](Type type) -> Value {
+    auto tensor = cast<RankedTensorType>(type);
     return arith::ConstantOp::create(
-        builder, loc, type,
-        DenseElementsAttr::get(type, builder.getF32FloatAttr(value)));
+        builder, loc, tensor,
+        DenseElementsAttr::get(tensor, builder.getF32FloatAttr(0.0f)));
   };
-  Value dlossSum =
-      LossMeanOp::create(builder, loc, splat(scalarF32, 1.0f), total);
-  SmallVector<Value> init = {splat(scalarF32, 0.0f)};
+  SmallVector<Value> init = {zeros(scalarF32)};
   for (Type type : gradTypes)
-    init.push_back(splat(cast<RankedTensorType>(type), 0.0f));
+    init.push_back(zeros(type));
 
   int64_t micro = batch / microbatches;
   Value lower = arith::ConstantIndexOp::create(builder, loc, 0);

@@ -193,11 +193,10 @@ void OptimizerPass::runOnOperation() {
 
   builder.setInsertionPoint(ret);
   Value sumSquares = SumSquaresOp::create(builder, loc, grads);
-  Value norm = SqrtOp::create(builder, loc, sumSquares);
-  Value scale;
-  if (gradClip > 0.0)
-    scale = ClipCoefficientOp::create(builder, loc, norm,
-                                      builder.getF64FloatAttr(gradClip));
+  auto clip = ClipCoefficientOp::create(builder, loc, sumSquares,
+                                        builder.getF64FloatAttr(gradClip));
+  Value norm = clip.getNorm();
+  Value scale = gradClip > 0.0 ? clip.getCoefficient() : Value();
   bool cosine = lrSchedule == "cosine";
   Value rate = LrScheduleOp::create(
       builder, loc, stepArg,

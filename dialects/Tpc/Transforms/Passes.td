@@ -85,10 +85,9 @@ def TpcOptimizer : Pass<"tpc-optimizer", "ModuleOp"> {
     then computes
 
     - the global gradient norm over every parameter (a tied parameter
-      counts once): `tpc.sum_squares` and `tpc.sqrt`;
-    - with `grad-clip` > 0, `tpc.clip_coefficient` (as
-      `torch.nn.utils.clip_grad_norm_`), which scales each gradient inside
-      the update;
+      counts once): `tpc.sum_squares`, then `tpc.clip_coefficient`, whose
+      coefficient (as `torch.nn.utils.clip_grad_norm_`) scales each gradient
+      inside the update when `grad-clip` > 0;
     - the learning rate of `step`: `tpc.lr_schedule`, `constant` or
       `cosine` (linear warm-up over `warmup-steps`, then cosine decay to
       `min-lr` at `total-steps`; a constant schedule ignores `min-lr` and

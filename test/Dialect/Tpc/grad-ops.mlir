@@ -135,23 +135,26 @@ func.func @rotary_grad(%dy: tensor<4x8x32x16xf32>)
 }
 
 // CHECK-LABEL: func.func @loss_grads(
-// CHECK: tpc.count_targets %{{.*}} : tensor<8x32xi64>
+// CHECK: %[[N:.*]] = tpc.count_targets %{{.*}} : tensor<8x32xi64>
+// CHECK: tpc.inverse_count %[[N]]
 // CHECK: tpc.count_targets %{{.*}} ignore 0 : tensor<8x32xi32>
 // CHECK: tpc.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} : tensor<4x32x256xbf16>, tensor<4x32xi64>
 // CHECK: tpc.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} ignore -1 : tensor<4x32x256xbf16>, tensor<4x32xi64>
 func.func @loss_grads(%labels: tensor<8x32xi64>, %l32: tensor<8x32xi32>,
                       %logits: tensor<4x32x256xbf16>, %lb: tensor<4x32xi64>,
                       %dsum: tensor<f32>)
-    -> (tensor<i64>, tensor<i64>, tensor<4x32x256xbf16>,
+    -> (tensor<i64>, tensor<f32>, tensor<i64>, tensor<4x32x256xbf16>,
         tensor<4x32x256xbf16>) {
   %n = tpc.count_targets %labels : tensor<8x32xi64>
+  %inv = tpc.inverse_count %n
   %n2 = tpc.count_targets %l32 ignore 0 : tensor<8x32xi32>
   %d = tpc.cross_entropy_grad %logits, %lb, %dsum
       : tensor<4x32x256xbf16>, tensor<4x32xi64>
   %d2 = tpc.cross_entropy_grad %logits, %lb, %dsum ignore -1
       : tensor<4x32x256xbf16>, tensor<4x32xi64>
-  return %n, %n2, %d, %d2
-      : tensor<i64>, tensor<i64>, tensor<4x32x256xbf16>, tensor<4x32x256xbf16>
+  return %n, %inv, %n2, %d, %d2
+      : tensor<i64>, tensor<f32>, tensor<i64>, tensor<4x32x256xbf16>,
+        tensor<4x32x256xbf16>
 }
 
 // CHECK-LABEL: func.func @shape_grads(

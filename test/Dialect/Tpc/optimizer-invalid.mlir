@@ -9,17 +9,17 @@ func.func @sum_squares_empty() {
 
 // -----
 
-func.func @sqrt_bf16(%x: tensor<bf16>) {
-  // expected-error @+1 {{operand #0 must be statically shaped tensor of 32-bit float values}}
-  %0 = tpc.sqrt %x : tensor<bf16>
+func.func @sum_squares_int(%x: tensor<4xi32>) {
+  // expected-error @+1 {{operand #0 must be variadic of statically shaped tensor of 32-bit float or bfloat16 type or 16-bit float values}}
+  %0 = tpc.sum_squares %x : tensor<4xi32>
   return
 }
 
 // -----
 
 func.func @clip_max_norm(%n: tensor<f32>) {
-  // expected-error @+1 {{max_norm must be positive and finite but is 0}}
-  %0 = tpc.clip_coefficient %n max_norm 0.0
+  // expected-error @+1 {{max_norm -1.000000e+00 is outside [0.000000e+00, inf)}}
+  %0:2 = tpc.clip_coefficient %n max_norm -1.0
   return
 }
 

@@ -4,14 +4,15 @@
 
 // CHECK-LABEL: func.func @norm_and_clip(
 // CHECK: %[[SS:.*]] = tpc.sum_squares %{{.*}}, %{{.*}} : tensor<64x64xf32>, tensor<64xf32>
-// CHECK: %[[N:.*]] = tpc.sqrt %[[SS]] : tensor<f32>
-// CHECK: tpc.clip_coefficient %[[N]] max_norm 1.000000e+00
+// CHECK: %{{.*}}, %{{.*}} = tpc.clip_coefficient %[[SS]] max_norm 1.000000e+00
+// CHECK: %{{.*}}, %{{.*}} = tpc.clip_coefficient %[[SS]] max_norm 0.000000e+00
 func.func @norm_and_clip(%g0: tensor<64x64xf32>, %g1: tensor<64xf32>)
-    -> (tensor<f32>, tensor<f32>) {
+    -> (tensor<f32>, tensor<f32>, tensor<f32>) {
   %ss = tpc.sum_squares %g0, %g1 : tensor<64x64xf32>, tensor<64xf32>
-  %n = tpc.sqrt %ss : tensor<f32>
-  %c = tpc.clip_coefficient %n max_norm 1.0
-  return %n, %c : tensor<f32>, tensor<f32>
+  %n, %c = tpc.clip_coefficient %ss max_norm 1.0
+  // No clipping: the norm alone.
+  %n0, %c0 = tpc.clip_coefficient %ss max_norm 0.0
+  return %n, %c, %n0 : tensor<f32>, tensor<f32>, tensor<f32>
 }
 
 // CHECK-LABEL: func.func @schedules(

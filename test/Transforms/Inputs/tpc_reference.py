@@ -535,6 +535,9 @@ class Interpreter:
                                              logits.shape[-1])
         return (torch.softmax(logits, -1) - onehot) * dsum * keep
 
+    def op_tpc_inverse_count(self, op, count):
+        return torch.tensor(1.0 / int(count) if int(count) else 0.0)
+
     def op_tpc_count_targets(self, op, labels):
         return (labels != op.int("ignore_index", -100)).sum()
 
@@ -554,11 +557,12 @@ class Interpreter:
     def op_tpc_sum_squares(self, op, *xs):
         return sum((x * x).sum() for x in xs)
 
-    def op_tpc_sqrt(self, op, x):
-        return torch.sqrt(x)
-
-    def op_tpc_clip_coefficient(self, op, norm):
-        return torch.clamp(op.float("max_norm") / (norm + 1e-6), max=1.0)
+    def op_tpc_clip_coefficient(self, op, sum_squares):
+        norm = torch.sqrt(sum_squares)
+        max_norm = op.float("max_norm")
+        if not max_norm:
+            return norm, torch.tensor(1.0)
+        return norm, torch.clamp(max_norm / (norm + 1e-6), max=1.0)
 
     def op_tpc_lr_schedule(self, op, step):
         lr, t = op.float("lr"), int(step)
