@@ -11,11 +11,14 @@
 #include "tpcrt/Executable.h"
 #include "tpcrt/Inputs.h"
 #include "tpcrt/Interpreter.h"
+#include "tpcrt/Random.h"
+#include "tpcrt/TokenData.h"
 #include "tpcrt/Weights.h"
 
 #include "gtest/gtest.h"
 
 #include <cmath>
+#include <cstdio>
 #include <set>
 
 using namespace tpcrt;
@@ -247,3 +250,42 @@ TEST(TrainingTest, InPlaceUpdatesCountOnce) {
 }
 
 } // namespace
+
+TEST(TokenDataTest, BatchesAreShiftedWindowsAtDocumentedStarts) {
+  std::string path = testing::TempDir() + "/tpcrt-tokens.bin";
+  std::vector<uint16_t> tokens(300);
+  for (size_t i = 0; i < tokens.size(); ++i)
+    tokens[i] = static_cast<uint16_t>((i * 7) % 16);
+  {
+    std::FILE *f = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    std::fwrite(tokens.data(), 2, tokens.size(), f);
+    std::fclose(f);
+  }
+  TokenFile file;
+  ASSERT_TRUE(TokenFile::open(path, TokenDType::U16, file));
+  EXPECT_EQ(file.size(), 300u);
+  Trainer t(tinyTrainingModel());
+  TokenSampler sampler;
+  ASSERT_TRUE(
+      TokenSampler::create(file, 9, "data", t.interpreter.program(), sampler));
+  const int64_t batch = 4, seq = 4;
+  uint64_t key = namedStreamKey(9, "data");
+  for (uint64_t draw : {0, 5}) {
+    ASSERT_TRUE(sampler.sample(draw));
+    const auto *ids = reinterpret_cast<const int64_t *>(
+        sampler.inputs().entries[0].bytes.data());
+    const auto *labels = reinterpret_cast<const int64_t *>(
+        sampler.inputs().entries[1].bytes.data());
+    for (int64_t r = 0; r < batch; ++r) {
+      int64_t start = uniformBelow(key, draw * batch + r, 300 - seq);
+      for (int64_t j = 0; j < seq; ++j) {
+        EXPECT_EQ(ids[r * seq + j], tokens[start + j]);
+        EXPECT_EQ(labels[r * seq + j], tokens[start + j + 1]);
+      }
+    }
+  }
+  EXPECT_EQ(defaultTokenDType(50257), TokenDType::U16);
+  EXPECT_EQ(defaultTokenDType(128256), TokenDType::U32);
+  std::remove(path.c_str());
+}
