@@ -5,7 +5,7 @@
 
 // A dynamic shape is refused.
 rt.program @p {
-  // expected-error @+1 {{must be statically shaped memref of f32, bf16, f16, i32 or i64 with the identity layout and the default memory space}}
+  // expected-error @+1 {{must be statically shaped memref of f32, bf16, f16, i32, i64 or i8 with the identity layout and the default memory space}}
   %a = rt.alloc : memref<?x4xf32>
 }
 
@@ -21,7 +21,7 @@ rt.program @p {
 
 // An f64 buffer is refused: the executable has no such dtype.
 rt.program @p {
-  // expected-error @+1 {{statically shaped memref of f32, bf16, f16, i32 or i64}}
+  // expected-error @+1 {{statically shaped memref of f32, bf16, f16, i32, i64 or i8}}
   %a = rt.alloc : memref<2x4xf64>
 }
 
@@ -180,7 +180,7 @@ rt.program @p {
 rt.program @p {
   %x = rt.input "x" : memref<8xf32>
   %w = rt.param "w" hf_shape [8] init normal : memref<8xf32>
-  // expected-error @+1 {{silu: result 0 is not an rt.alloc; kernels only read params and inputs}}
+  // expected-error @+1 {{silu: result 0 is not an rt.alloc; kernels only read inputs, and params and state only change by the optimizer's in-place updates}}
   rt.kernel silu(%x) -> (%w) : memref<8xf32> -> memref<8xf32>
 }
 
@@ -225,7 +225,7 @@ rt.program @p {
 rt.program @p {
   %x = rt.input "x" : memref<2x4xf32>
   %y = rt.alloc : memref<2x4xf32>
-  // expected-error @+1 {{dropout: takes 1 ints but has 0}}
+  // expected-error @+1 {{dropout: takes 1 or 2 ints but has 0}}
   rt.kernel dropout(%x) -> (%y) floats [0.1] : memref<2x4xf32> -> memref<2x4xf32>
 }
 

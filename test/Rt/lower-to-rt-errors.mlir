@@ -15,7 +15,7 @@ func.func private @forward(tensor<2xf32>)
 
 // -----
 
-// expected-error @+1 {{argument 1 must have exactly one of 'tpc.param' and 'tpc.input' (a string)}}
+// expected-error @+1 {{argument 1 must have exactly one of 'tpc.param', 'tpc.input' (a string) and 'tpc.state' (a dictionary)}}
 func.func @forward(%w: tensor<2xf32> {tpc.param = "w"}, %x: tensor<2xf32>)
     -> (tensor<2xf32> {tpc.output = "y"}) {
   %y = tpc.add %x, %w : tensor<2xf32>, tensor<2xf32>
@@ -24,7 +24,7 @@ func.func @forward(%w: tensor<2xf32> {tpc.param = "w"}, %x: tensor<2xf32>)
 
 // -----
 
-// expected-error @+1 {{argument 0 must have exactly one of 'tpc.param' and 'tpc.input' (a string)}}
+// expected-error @+1 {{argument 0 must have exactly one of 'tpc.param', 'tpc.input' (a string) and 'tpc.state' (a dictionary)}}
 func.func @forward(%w: tensor<2xf32> {tpc.param = "w", tpc.input = "w"})
     -> (tensor<2xf32> {tpc.output = "y"}) {
   %y = tpc.silu %w : tensor<2xf32>
@@ -33,7 +33,7 @@ func.func @forward(%w: tensor<2xf32> {tpc.param = "w", tpc.input = "w"})
 
 // -----
 
-// expected-error @+1 {{argument 0 ('w') has type 'tensor<2xf64>', not a static tensor of f32, bf16, f16, i32 or i64 of fewer than 2^63 bytes}}
+// expected-error @+1 {{argument 0 ('w') has type 'tensor<2xf64>', not a static tensor of f32, bf16, f16, i32, i64 or i8 of fewer than 2^63 bytes}}
 func.func @forward(%w: tensor<2xf64> {tpc.param = "w"}) {
   return
 }
@@ -66,7 +66,7 @@ func.func @forward(%x: tensor<2xf32> {tpc.input = "x"})
 
 func.func @forward(%x: tensor<2xf32> {tpc.input = "x"}) -> tensor<2xf32> {
   %y = tpc.silu %x : tensor<2xf32>
-  // expected-error @+1 {{result 0 of @forward has no 'tpc.output' name; tpc-import names every result}}
+  // expected-error @+1 {{result 0 of @forward has no 'tpc.output' name, 'tpc.grad', 'tpc.update' or 'tpc.state'; tpc-import and tpc-optimizer tag every result}}
   return %y : tensor<2xf32>
 }
 

@@ -1,15 +1,21 @@
 //===- tpc-compile.cpp - tpc IR -> .tpcx executable -----------------------===//
 //
-// A named pipeline over the same passes tpc-opt runs (tpc-lower-to-rt,
-// rt-plan-memory) plus the serializer. Flags of the user contract that the
-// compiler does not implement yet are accepted by the parser, so that --help
-// lists them, and then refused with an error: never silently ignored.
+// A named pipeline over the same passes tpc-opt runs plus the serializer:
+// forward only, tpc-lower-to-rt and rt-plan-memory; with --train first
+// tpc-autodiff, tpc-optimizer and tpc-unroll-train-step. Flags of the user
+// contract that the compiler does not implement yet are accepted by the
+// parser, so that --help lists them, and then refused with an error: never
+// silently ignored. So is a training flag given without --train.
 //
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Rt/IR/RtOps.h"
 #include "dialects/Rt/Transforms/Passes.h"
+#include "dialects/Rt/Transforms/PlanMemory.h"
 #include "dialects/Tpc/IR/TpcDialect.h"
+#include "dialects/Tpc/Transforms/Autodiff.h"
+#include "dialects/Tpc/Transforms/Passes.h"
+#include "tpc/Target/Report.h"
 #include "tpc/Target/Tpcx.h"
 #include "tpc/Tools/ToolSupport.h"
 
@@ -18,6 +24,7 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
@@ -25,10 +32,14 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/WithColor.h"
 
+#include <cmath>
+
 using namespace mlir;
 namespace cl = llvm::cl;
 
 static cl::OptionCategory category("tpc-compile options");
+static cl::OptionCategory trainCategory(
+    "Training (with --train; INTERFACE.md gives the defaults)");
 static cl::OptionCategory unsupportedCategory(
     "Not supported yet (given, each is refused with an error)");
 
@@ -38,7 +49,8 @@ static cl::opt<std::string> inputPath(cl::Positional, cl::Required,
 static cl::opt<std::string> outputPath(
     "o",
     cl::desc("Output file: the executable, written atomically; with --emit "
-             "mlir the rt module ('-' is stdout, the default for --emit mlir)"),
+             "mlir the rt module ('-' is stdout, the default for --emit "
+             "mlir). Not needed with --report alone"),
     cl::value_desc("model.tpcx"), cl::cat(category));
 
 static cl::opt<std::string>
@@ -56,68 +68,250 @@ static cl::opt<std::string>
            cl::desc("Device the executable is compiled for: cpu (default); "
                     "cuda is not supported yet"),
            cl::value_desc("cpu"), cl::init("cpu"), cl::cat(category));
+static cl::opt<std::string>
+    report("report",
+           cl::desc("Write the memory and compute report (JSON, from shapes "
+                    "alone) to this file ('-' is stdout)"),
+           cl::value_desc("report.json"), cl::cat(category));
+
+// Training. Numbers are read as text so that a bad one is reported with the
+// flag's name.
+static cl::opt<bool> train("train",
+                           cl::desc("Compile a training step: forward, "
+                                    "backward and optimizer update"),
+                           cl::cat(trainCategory));
+#define TPC_TRAIN_FLAG(var, flag, help, valueDesc, initial)                     \
+  static cl::opt<std::string> var(flag, cl::desc(help),                        \
+                                  cl::value_desc(valueDesc), cl::init(initial),\
+                                  cl::cat(trainCategory))
+TPC_TRAIN_FLAG(optimizer, "optimizer", "adamw (default) or sgd", "adamw|sgd",
+               "adamw");
+TPC_TRAIN_FLAG(lr, "lr", "Peak learning rate (default 1e-3)", "X", "1e-3");
+TPC_TRAIN_FLAG(beta1, "beta1", "AdamW beta1 (default 0.9)", "X", "0.9");
+TPC_TRAIN_FLAG(beta2, "beta2", "AdamW beta2 (default 0.999)", "X", "0.999");
+TPC_TRAIN_FLAG(eps, "eps", "AdamW epsilon (default 1e-8)", "X", "1e-8");
+TPC_TRAIN_FLAG(weightDecay, "weight-decay",
+               "Weight decay (default: 0.01 for adamw, 0 for sgd)", "X", "");
+TPC_TRAIN_FLAG(decayExclude, "decay-exclude",
+               "No weight decay for parameters whose name contains one of "
+               "these comma-separated strings",
+               "bias,norm", "");
+TPC_TRAIN_FLAG(momentum, "momentum", "SGD momentum (default 0)", "X", "0");
+TPC_TRAIN_FLAG(gradClip, "grad-clip",
+               "Clip the global gradient norm to X (default 0: no clipping)",
+               "X", "0");
+TPC_TRAIN_FLAG(lrSchedule, "lr-schedule",
+               "constant (default), or cosine: linear warm-up, then cosine "
+               "decay to --min-lr",
+               "constant|cosine", "constant");
+TPC_TRAIN_FLAG(warmupSteps, "warmup-steps",
+               "Cosine: steps of linear warm-up (default 0)", "N", "0");
+TPC_TRAIN_FLAG(minLr, "min-lr", "Cosine: the final learning rate (default 0)",
+               "X", "0");
+TPC_TRAIN_FLAG(decaySteps, "decay-steps",
+               "Cosine: the step at which the rate reaches --min-lr, counted "
+               "from the first step (warm-up included); required",
+               "N", "0");
+TPC_TRAIN_FLAG(microbatches, "microbatches",
+               "Microbatches the global batch is split into (default 1)", "M",
+               "1");
+#undef TPC_TRAIN_FLAG
 
 // The rest of the user contract (INTERFACE.md): parsed, then refused.
 #define TPC_UNSUPPORTED(var, flag, type, help)                                 \
   static cl::opt<type> var(flag, cl::desc(help), cl::cat(unsupportedCategory))
-TPC_UNSUPPORTED(train, "train", bool, "Compile a training step");
-TPC_UNSUPPORTED(optimizer, "optimizer", std::string, "adamw|sgd");
-TPC_UNSUPPORTED(lr, "lr", std::string, "Learning rate");
-TPC_UNSUPPORTED(beta1, "beta1", std::string, "AdamW beta1");
-TPC_UNSUPPORTED(beta2, "beta2", std::string, "AdamW beta2");
-TPC_UNSUPPORTED(eps, "eps", std::string, "AdamW epsilon");
-TPC_UNSUPPORTED(weightDecay, "weight-decay", std::string, "Weight decay");
-TPC_UNSUPPORTED(decayExclude, "decay-exclude", std::string,
-                "Parameters without weight decay (bias,norm)");
-TPC_UNSUPPORTED(momentum, "momentum", std::string, "SGD momentum");
-TPC_UNSUPPORTED(gradClip, "grad-clip", std::string, "Gradient norm clip");
-TPC_UNSUPPORTED(lrSchedule, "lr-schedule", std::string, "constant|cosine");
-TPC_UNSUPPORTED(warmupSteps, "warmup-steps", std::string, "Warmup steps");
-TPC_UNSUPPORTED(minLr, "min-lr", std::string, "Final learning rate");
 TPC_UNSUPPORTED(mesh, "mesh", std::string, "Device mesh dp=D,pp=P,tp=T");
 TPC_UNSUPPORTED(sequenceParallel, "sequence-parallel", bool,
                 "Sequence parallelism");
 TPC_UNSUPPORTED(schedule, "schedule", std::string,
                 "gpipe|1f1b|interleaved-1f1b|zb-h1");
-TPC_UNSUPPORTED(microbatches, "microbatches", std::string,
-                "Microbatches per step");
 TPC_UNSUPPORTED(virtualStages, "virtual-stages", std::string,
                 "Virtual pipeline stages");
 TPC_UNSUPPORTED(remat, "remat", std::string,
                 "none|selective|full|uniform:N|block:N|auto");
 TPC_UNSUPPORTED(memoryLimit, "memory-limit", std::string,
                 "Per-device memory limit");
-TPC_UNSUPPORTED(report, "report", std::string, "Report file (JSON)");
 #undef TPC_UNSUPPORTED
 
 /// What tpc-compile can do today, for the refusals.
 static constexpr llvm::StringLiteral kScope =
-    "this tpc-compile compiles the forward pass and loss for one CPU device";
+    "this tpc-compile compiles the forward pass and loss, or with --train a "
+    "training step, for one CPU device";
 
 static const cl::Option *const unsupportedFlags[] = {
-    &train,       &optimizer,    &lr,
-    &beta1,       &beta2,        &eps,
-    &weightDecay, &decayExclude, &momentum,
-    &gradClip,    &lrSchedule,   &warmupSteps,
-    &minLr,       &mesh,         &sequenceParallel,
-    &schedule,    &microbatches, &virtualStages,
-    &remat,       &memoryLimit,  &report};
+    &mesh,          &sequenceParallel, &schedule,
+    &virtualStages, &remat,            &memoryLimit};
+
+static const cl::Option *const trainFlags[] = {
+    &optimizer, &lr,         &beta1,       &beta2,      &eps,
+    &weightDecay, &decayExclude, &momentum, &gradClip,  &lrSchedule,
+    &warmupSteps, &minLr,    &decaySteps,  &microbatches};
 
 static int fail(const llvm::Twine &message) { return tpc::reportError(message); }
+
+/// The kinds of range a numeric flag takes.
+enum class Range { Positive, NonNegative, Fraction };
+
+/// A finite number of `range` (Fraction: [0, 1)) at most `max`; on a bad
+/// value prints `error: --flag: '<text>' is not <what>` and returns nullopt.
+static std::optional<double>
+parseNumber(const cl::opt<std::string> &flag, Range range,
+            double max = std::numeric_limits<double>::infinity(),
+            StringRef what = "") {
+  double value;
+  bool ok = !llvm::StringRef(flag).trim().getAsDouble(value) &&
+            std::isfinite(value) && value <= max;
+  switch (range) {
+  case Range::Positive:
+    ok &= value > 0;
+    break;
+  case Range::NonNegative:
+    ok &= value >= 0;
+    break;
+  case Range::Fraction:
+    ok &= value >= 0 && value < 1;
+    break;
+  }
+  if (ok)
+    return value;
+  if (what.empty())
+    what = range == Range::Positive      ? "a positive number"
+           : range == Range::NonNegative ? "a non-negative number"
+                                         : "a number in [0, 1)";
+  fail("--" + flag.ArgStr + ": '" + flag + "' is not " + what);
+  return std::nullopt;
+}
+
+static std::optional<int64_t> parseInteger(const cl::opt<std::string> &flag,
+                                           int64_t low, StringRef range) {
+  int64_t value;
+  if (llvm::StringRef(flag).trim().getAsInteger(10, value) || value < low) {
+    fail("--" + flag.ArgStr + ": '" + flag + "' is not " + range);
+    return std::nullopt;
+  }
+  return value;
+}
+
+/// Reads and checks the training flags into the options of tpc-autodiff and
+/// tpc-optimizer; prints the first error and returns failure.
+static LogicalResult readTrainFlags(tpc::TpcAutodiffOptions &autodiff,
+                                    tpc::TpcOptimizerOptions &options) {
+  auto given = [](const cl::Option &flag) {
+    return flag.getNumOccurrences() > 0;
+  };
+  if (optimizer != "adamw" && optimizer != "sgd")
+    return failure(fail("--optimizer: '" + optimizer +
+                        "' is not one of adamw, sgd"));
+  bool adamw = optimizer == "adamw";
+  options.optimizer = optimizer;
+  // Settings of the other optimizer are a mistake, not something to ignore.
+  for (const cl::Option *flag : {static_cast<const cl::Option *>(&beta1),
+                                 static_cast<const cl::Option *>(&beta2),
+                                 static_cast<const cl::Option *>(&eps)})
+    if (!adamw && given(*flag))
+      return failure(fail("--" + flag->ArgStr +
+                          " is an AdamW setting, but --optimizer is sgd"));
+  if (adamw && given(momentum))
+    return failure(
+        fail("--momentum is an SGD setting, but --optimizer is adamw"));
+
+  std::optional<double> value;
+  if (!(value = parseNumber(lr, Range::Positive)))
+    return failure();
+  options.lr = *value;
+  if (!(value = parseNumber(beta1, Range::Fraction)))
+    return failure();
+  options.beta1 = *value;
+  if (!(value = parseNumber(beta2, Range::Fraction)))
+    return failure();
+  options.beta2 = *value;
+  if (!(value = parseNumber(eps, Range::Positive)))
+    return failure();
+  options.eps = *value;
+  if (given(weightDecay)) {
+    if (!(value = parseNumber(weightDecay, Range::NonNegative)))
+      return failure();
+    options.weightDecay = *value;
+  }
+  for (StringRef part : llvm::split(StringRef(decayExclude), ',')) {
+    part = part.trim();
+    if (part.empty()) {
+      if (given(decayExclude))
+        return failure(fail("--decay-exclude: '" + decayExclude +
+                            "' has an empty name; give comma-separated "
+                            "parts of parameter names, e.g. bias,ln_"));
+      continue;
+    }
+    options.decayExclude.push_back(part.str());
+  }
+  if (!(value = parseNumber(momentum, Range::NonNegative)))
+    return failure();
+  options.momentum = *value;
+  if (!(value = parseNumber(gradClip, Range::NonNegative,
+                            std::numeric_limits<double>::infinity(),
+                            "a non-negative number (0: no clipping)")))
+    return failure();
+  options.gradClip = *value;
+
+  if (lrSchedule != "constant" && lrSchedule != "cosine")
+    return failure(fail("--lr-schedule: '" + lrSchedule +
+                        "' is not one of constant, cosine"));
+  options.lrSchedule = lrSchedule;
+  if (lrSchedule == "constant") {
+    for (const cl::Option *flag :
+         {static_cast<const cl::Option *>(&warmupSteps),
+          static_cast<const cl::Option *>(&minLr),
+          static_cast<const cl::Option *>(&decaySteps)})
+      if (given(*flag))
+        return failure(fail("--" + flag->ArgStr +
+                            " needs --lr-schedule cosine (the constant "
+                            "schedule has no warm-up or decay)"));
+  } else {
+    std::optional<int64_t> warmup =
+        parseInteger(warmupSteps, 0, "a non-negative integer");
+    if (!warmup)
+      return failure();
+    if (!given(decaySteps))
+      return failure(fail("--lr-schedule cosine needs --decay-steps N: the "
+                          "step at which the rate reaches --min-lr"));
+    std::optional<int64_t> decay =
+        parseInteger(decaySteps, *warmup + 1,
+                     "an integer greater than --warmup-steps (" +
+                         std::to_string(*warmup) + ")");
+    if (!decay)
+      return failure();
+    if (!(value = parseNumber(minLr, Range::NonNegative, options.lr,
+                              "a number in [0, --lr]")))
+      return failure();
+    options.warmupSteps = *warmup;
+    options.totalSteps = *decay;
+    options.minLr = *value;
+  }
+  std::optional<int64_t> count =
+      parseInteger(microbatches, 1, "a positive integer");
+  if (!count)
+    return failure();
+  if (*count > std::numeric_limits<unsigned>::max())
+    return failure(fail("--microbatches: '" + microbatches + "' is too large"));
+  autodiff.microbatches = static_cast<unsigned>(*count);
+  return success();
+}
 
 static constexpr llvm::StringLiteral kOverview =
     "tpc-compile: tpc IR (from tpc-import) -> .tpcx executable\n\n"
     "Lowers @forward to the rt dialect (tpc-lower-to-rt), plans its "
     "memory in one arena\n(rt-plan-memory, checked), and writes the "
-    "executable that tpc-run runs. Prints a\none-line summary to "
-    "stderr. <model.mlir> may be - for stdin. Errors are printed\nas "
-    "`error: ...` (with the IR location where there is one), exit "
-    "status 1.\n";
+    "executable that tpc-run runs. With\n--train it first builds the "
+    "training step (tpc-autodiff, tpc-optimizer) and\nflattens it "
+    "(tpc-unroll-train-step). Prints a one-line summary to stderr.\n"
+    "<model.mlir> may be - for stdin. Errors are printed as `error: ...` "
+    "(with the\nIR location where there is one), exit status 1.\n";
 
 /// Prints `tpc-compile: K kernels, B buffers (...), arena A bytes, planned
 /// peak P bytes` for a planned rt module.
 static void printSummary(ModuleOp module, llvm::raw_ostream &os) {
-  int64_t kernels = 0, buffers = 0, params = 0, inputs = 0, outputs = 0;
+  int64_t kernels = 0, buffers = 0, params = 0, inputs = 0, outputs = 0,
+          state = 0, grads = 0;
   module.walk([&](Operation *op) {
     if (isa<rt::KernelOp>(op))
       ++kernels;
@@ -125,32 +319,50 @@ static void printSummary(ModuleOp module, llvm::raw_ostream &os) {
       ++buffers, ++params;
     else if (isa<rt::InputOp>(op))
       ++buffers, ++inputs;
+    else if (isa<rt::StateOp>(op))
+      ++buffers, ++state;
     else if (isa<rt::AllocOp>(op))
       ++buffers;
     else if (isa<rt::OutputOp>(op))
       ++outputs;
+    else if (isa<rt::GradOp>(op))
+      ++grads;
   });
   auto bytes = [&](StringRef name) {
     auto attr = module->getAttrOfType<IntegerAttr>(name);
     return attr ? attr.getInt() : 0;
   };
+  std::string training =
+      state || grads
+          ? llvm::formatv(", {0} state, {1} grads", state, grads).str()
+          : "";
   os << llvm::formatv("tpc-compile: {0} kernels, {1} buffers ({2} params, "
-                      "{3} inputs, {4} outputs), arena {5} bytes, planned "
-                      "peak {6} bytes\n",
-                      kernels, buffers, params, inputs, outputs,
+                      "{3} inputs, {4} outputs{5}), arena {6} bytes, planned "
+                      "peak {7} bytes\n",
+                      kernels, buffers, params, inputs, outputs, training,
                       bytes(rt::RtDialect::kArenaBytesAttrName),
                       bytes(rt::RtDialect::kPlannedPeakBytesAttrName));
 }
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
-  cl::HideUnrelatedOptions({&category, &unsupportedCategory});
+  cl::HideUnrelatedOptions({&category, &trainCategory, &unsupportedCategory});
   if (!tpc::parseToolCommandLine(argc, argv, kOverview))
     return 1;
 
   for (const cl::Option *flag : unsupportedFlags)
     if (flag->getNumOccurrences())
       return fail("--" + flag->ArgStr + " is not supported yet: " + kScope);
+  tpc::TpcAutodiffOptions autodiffOptions;
+  tpc::TpcOptimizerOptions optimizerOptions;
+  if (!train) {
+    for (const cl::Option *flag : trainFlags)
+      if (flag->getNumOccurrences())
+        return fail("--" + flag->ArgStr +
+                    " is a training setting: it needs --train");
+  } else if (failed(readTrainFlags(autodiffOptions, optimizerOptions))) {
+    return 1;
+  }
   if (target == "cuda")
     return fail("--target cuda is not supported yet: " + kScope);
   if (target != "cpu")
@@ -161,12 +373,16 @@ int main(int argc, char **argv) {
   if (emit != "tpcx" && emit != "mlir")
     return fail("--emit: '" + emit + "' is not one of tpcx, mlir");
   bool emitMlir = emit == "mlir";
-  if (!emitMlir && (outputPath.empty() || outputPath == "-"))
+  // --report alone writes only the report.
+  bool writeOutput = emitMlir || !outputPath.empty() || report.empty();
+  if (!emitMlir && writeOutput && (outputPath.empty() || outputPath == "-"))
     return fail(outputPath.empty()
                     ? "-o is required: where to write the executable"
                     : "-o -: the executable is binary; write it to a file");
   if (outputPath.empty())
     outputPath = "-";
+  if (!report.empty() && report == outputPath && writeOutput)
+    return fail("--report: '" + report + "' is also the output (-o)");
 
   std::string error;
   std::unique_ptr<llvm::MemoryBuffer> input = openInputFile(inputPath, &error);
@@ -211,8 +427,55 @@ int main(int argc, char **argv) {
   if (!module)
     return 1;
 
+  // The training step, on tpc IR.
+  if (train) {
+    PassManager pm(&context);
+    pm.addPass(tpc::createTpcAutodiff(autodiffOptions));
+    pm.addPass(tpc::createTpcOptimizer(optimizerOptions));
+    if (failed(pm.run(*module)))
+      return 1;
+  }
+
+  // What the report reads from the tpc functions, before they are lowered.
+  tpc::CompileReport reportData;
+  auto forward = module->lookupSymbol<func::FuncOp>("forward");
+  if (!report.empty()) {
+    if (!forward || forward.isExternal()) {
+      module->emitError("--report: no func.func @forward");
+      return 1;
+    }
+    if (failed(tpc::readModelInfo(*module, forward,
+                                  autodiffOptions.microbatches, reportData)))
+      return 1;
+    if (train) {
+      // One microbatch's F, B and W: tpc-autodiff built them.
+      SmallVector<func::FuncOp> functions;
+      for (StringRef name :
+           {tpc::kTrainForwardName, tpc::kTrainInputGradName,
+            tpc::kTrainWeightGradName})
+        functions.push_back(module->lookupSymbol<func::FuncOp>(name));
+      reportData.activationBytesPerLayer =
+          tpc::summarizeStash(functions.front()).layers.lookup(0).bytes;
+      reportData.flopsPerMicrobatch = tpc::countMatmulFlops(functions);
+    } else {
+      // What a training step would stash; the forward's products.
+      FailureOr<int64_t> stash =
+          tpc::computeLayerStashBytes(*module, /*layer=*/0);
+      if (failed(stash))
+        return 1;
+      reportData.activationBytesPerLayer = *stash;
+      reportData.flopsPerMicrobatch = tpc::countMatmulFlops(forward);
+    }
+  }
+
+  // The training step replaces the forward pass: only it is lowered.
+  if (train && forward)
+    forward.erase();
   PassManager pm(&context);
+  if (train)
+    pm.addPass(rt::createTpcUnrollTrainStep());
   rt::TpcLowerToRtOptions lowerOptions;
+  lowerOptions.function = train ? tpc::kTrainStepName.str() : "forward";
   lowerOptions.seed = seedValue;
   pm.addPass(rt::createTpcLowerToRt(lowerOptions));
   rt::RtPlanMemoryOptions planOptions;
@@ -221,7 +484,22 @@ int main(int argc, char **argv) {
   if (failed(pm.run(*module)))
     return 1;
 
-  if (emitMlir) {
+  if (!report.empty()) {
+    rt::MemoryStats stats =
+        rt::computeMemoryStats(*module->getOps<rt::ProgramOp>().begin());
+    reportData.paramBytes = stats.paramBytes;
+    reportData.gradBytes = stats.gradBytes;
+    reportData.optimizerBytes = stats.stateBytes;
+    reportData.peakActivationBytes = stats.peakActivationBytes;
+    reportData.peakBytes = stats.peakBytes;
+    if (failed(tpc::writeReport(reportData, report,
+                                UnknownLoc::get(&context))))
+      return 1;
+  }
+
+  if (!writeOutput) {
+    // Nothing more to write.
+  } else if (emitMlir) {
     if (int status = tpc::printModuleToFile(*module, outputPath))
       return status;
   } else if (failed(rt::writeTpcxFile(*module, outputPath))) {

@@ -20,17 +20,20 @@ def Rt_Dialect : Dialect {
     The `rt` dialect is what `tpc-compile` serializes into a `.tpcx`
     executable, one op per schema entry:
 
-    * `rt.param`, `rt.input` and `rt.alloc` define the buffers (params,
-      inputs, intermediates). A buffer is a builtin memref with a static shape
-      and the identity layout; its dtype and shape are the executable
-      buffer's. The memory plan (`rt-plan-memory`) gives each one an `offset`
-      in the per-rank arena, a multiple of its element size (kernels read
-      elements in place). Parameters are f32, bf16 or f16.
+    * `rt.param`, `rt.input`, `rt.state` and `rt.alloc` define the buffers
+      (params, inputs, optimizer state, intermediates). A buffer is a builtin
+      memref with a static shape and the identity layout; its dtype and
+      shape are the executable buffer's (`i8` is the schema's `U8`, for
+      dropout masks). The memory plan (`rt-plan-memory`) gives each one an
+      `offset` in the per-rank arena, a multiple of its element size
+      (kernels read elements in place). Parameters are f32, bf16 or f16.
     * `rt.kernel` calls one runtime kernel in destination-passing style: its
       operands and results are both buffers (memref operands), and `ints`,
       `floats` and `flags` are stored exactly as in the executable (the
       per-opcode table of `tpcx.fbs`).
-    * `rt.output` binds a buffer to an output name (`loss`, `logits`).
+    * `rt.output` binds a buffer to an output name (`loss`, `logits`,
+      `grad_norm`, `lr`), `rt.grad` a buffer to the gradient of a parameter
+      (training).
 
     Everything lives in one `rt.program`, whose op order is the execution
     order. The module carries the whole-program numbers as discardable
@@ -72,13 +75,13 @@ class Rt_Op<string mnemonic, list<Trait> traits = []>
 
 // Exactly the executable's buffers: a static shape (the schema stores one),
 // the identity layout (a buffer is a contiguous row-major region) and a dtype
-// of the schema's DType.
-def Rt_Buffer : ConfinedType<MemRefOf<[F32, BF16, F16, I32, I64]>,
+// of the schema's DType (i8 is its U8: dropout masks).
+def Rt_Buffer : ConfinedType<MemRefOf<[F32, BF16, F16, I32, I64, I8]>,
     [HasStaticShapePred,
      CPred<"::llvm::cast<::mlir::MemRefType>($_self).getLayout()"
            ".isIdentity()">,
      CPred<"!::llvm::cast<::mlir::MemRefType>($_self).getMemorySpace()">],
-    "statically shaped memref of f32, bf16, f16, i32 or i64 with the "
+    "statically shaped memref of f32, bf16, f16, i32, i64 or i8 with the "
     "identity layout and the default memory space">;
 
 //===----------------------------------------------------------------------===//
@@ -107,7 +110,33 @@ def Rt_OpCode : I32EnumAttr<"OpCode", "a runtime kernel (tpcx.fbs OpCode)", [
       I32EnumAttrCase<"Transpose", 16, "transpose">,
       I32EnumAttrCase<"Slice", 17, "slice">,
       I32EnumAttrCase<"Repeat", 18, "repeat">,
-      I32EnumAttrCase<"Cast", 19, "cast">
+      I32EnumAttrCase<"Cast", 19, "cast">,
+      // Backward (docs/design/training.md).
+      I32EnumAttrCase<"EmbeddingGrad", 20, "embedding_grad">,
+      I32EnumAttrCase<"LinearInputGrad", 21, "linear_input_grad">,
+      I32EnumAttrCase<"LinearWeightGrad", 22, "linear_weight_grad">,
+      I32EnumAttrCase<"SumTo", 23, "sum_to">,
+      I32EnumAttrCase<"LayerNormInputGrad", 24, "layer_norm_input_grad">,
+      I32EnumAttrCase<"LayerNormParamGrad", 25, "layer_norm_param_grad">,
+      I32EnumAttrCase<"RmsNormInputGrad", 26, "rms_norm_input_grad">,
+      I32EnumAttrCase<"RmsNormParamGrad", 27, "rms_norm_param_grad">,
+      I32EnumAttrCase<"GeluGrad", 28, "gelu_grad">,
+      I32EnumAttrCase<"SiluGrad", 29, "silu_grad">,
+      I32EnumAttrCase<"DropoutMask", 30, "dropout_mask">,
+      I32EnumAttrCase<"ApplyMask", 31, "apply_mask">,
+      I32EnumAttrCase<"SoftmaxGrad", 32, "softmax_grad">,
+      I32EnumAttrCase<"AttentionGrad", 33, "attention_grad">,
+      I32EnumAttrCase<"CrossEntropyGrad", 34, "cross_entropy_grad">,
+      I32EnumAttrCase<"Pad", 35, "pad">,
+      I32EnumAttrCase<"SumGroups", 36, "sum_groups">,
+      // Training driver and optimizer.
+      I32EnumAttrCase<"CountTargets", 37, "count_targets">,
+      I32EnumAttrCase<"InverseCount", 38, "inverse_count">,
+      I32EnumAttrCase<"AdamWUpdate", 39, "adamw_update">,
+      I32EnumAttrCase<"SgdUpdate", 40, "sgd_update">,
+      I32EnumAttrCase<"SumSquares", 41, "sum_squares">,
+      I32EnumAttrCase<"ClipCoefficient", 42, "clip_coefficient">,
+      I32EnumAttrCase<"LrSchedule", 43, "lr_schedule">
     ]> {
   let cppNamespace = "::mlir::rt";
   let genSpecializedAttr = 0;

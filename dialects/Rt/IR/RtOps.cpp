@@ -14,6 +14,7 @@
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -72,11 +73,45 @@ void ProgramOp::build(OpBuilder &builder, OperationState &state,
   state.addRegion()->emplaceBlock();
 }
 
+std::optional<unsigned> mlir::rt::getInPlaceOperand(OpCode opcode,
+                                                   unsigned result) {
+  static constexpr unsigned kAdamW[] = {0, 2, 3}; // param, exp_avg, exp_avg_sq
+  static constexpr unsigned kSgd[] = {0, 2};      // param, momentum
+  if (opcode == OpCode::AdamWUpdate && result < std::size(kAdamW))
+    return kAdamW[result];
+  if (opcode == OpCode::SgdUpdate && result < std::size(kSgd))
+    return kSgd[result];
+  return std::nullopt;
+}
+
+/// A state or gradient of parameter `name` is f32 of the parameter's view.
+static LogicalResult verifyParamShaped(Operation *op, StringRef what,
+                                       StringRef name, MemRefType type,
+                                       const llvm::StringMap<ParamOp> &params) {
+  ParamOp param = params.lookup(name);
+  if (!param)
+    return op->emitOpError() << what << " of '" << name
+                             << "', which is no parameter of the program";
+  ArrayRef<int64_t> view = param.getBuffer().getType().getShape();
+  if (!type.getElementType().isF32() || type.getShape() != view)
+    return op->emitOpError()
+           << what << " of '" << name << "' is " << type
+           << " but must be f32 of the parameter's view shape ["
+           << view << "]";
+  return success();
+}
+
 LogicalResult ProgramOp::verify() {
   Block &body = getBody().front();
   if (body.getNumArguments() != 0)
     return emitOpError("body must have no arguments");
-  llvm::StringSet<> params, inputs, outputs;
+  // States and gradients name parameters wherever they are defined.
+  llvm::StringMap<ParamOp> params;
+  for (auto param : body.getOps<ParamOp>())
+    if (!params.try_emplace(param.getHfName(), param).second)
+      return param.emitOpError("duplicate parameter '")
+             << param.getHfName() << "'";
+  llvm::StringSet<> inputs, outputs, grads, states;
   // Allocs written so far, in execution order.
   llvm::DenseSet<Value> written;
   auto isUnwrittenAlloc = [&](Value v) {
@@ -86,13 +121,19 @@ LogicalResult ProgramOp::verify() {
     if (op.getDialect() != (*this)->getDialect())
       return op.emitOpError("is not an rt op; an rt.program holds only rt "
                             "ops");
-    if (auto param = dyn_cast<ParamOp>(op)) {
-      if (!params.insert(param.getHfName()).second)
-        return param.emitOpError("duplicate parameter '")
-               << param.getHfName() << "'";
-    } else if (auto input = dyn_cast<InputOp>(op)) {
+    if (auto input = dyn_cast<InputOp>(op)) {
       if (!inputs.insert(input.getName()).second)
         return input.emitOpError("duplicate input '") << input.getName() << "'";
+    } else if (auto state = dyn_cast<StateOp>(op)) {
+      std::string key = (state.getParam() + "." + state.getName()).str();
+      if (!states.insert(key).second)
+        return state.emitOpError("duplicate state '")
+               << state.getName() << "' of '" << state.getParam() << "'";
+      std::string what = ("state '" + state.getName() + "'").str();
+      if (failed(verifyParamShaped(state, what,
+                                   state.getParam(), state.getBuffer().getType(),
+                                   params)))
+        return failure();
     } else if (auto output = dyn_cast<OutputOp>(op)) {
       if (!outputs.insert(output.getName()).second)
         return output.emitOpError("duplicate output '")
@@ -100,17 +141,36 @@ LogicalResult ProgramOp::verify() {
       if (isUnwrittenAlloc(output.getBuffer()))
         return output.emitOpError("binds output '")
                << output.getName() << "' to an rt.alloc no kernel writes";
+    } else if (auto grad = dyn_cast<GradOp>(op)) {
+      if (!grads.insert(grad.getName()).second)
+        return grad.emitOpError("duplicate gradient of '")
+               << grad.getName() << "'";
+      if (failed(verifyParamShaped(grad, "gradient", grad.getName(),
+                                   grad.getBuffer().getType(), params)))
+        return failure();
+      if (!grad.getBuffer().getDefiningOp<AllocOp>() ||
+          isUnwrittenAlloc(grad.getBuffer()))
+        return grad.emitOpError("binds the gradient of '")
+               << grad.getName()
+               << "' to a buffer no earlier kernel writes; a gradient is an "
+                  "rt.alloc";
     } else if (auto kernel = dyn_cast<KernelOp>(op)) {
+      OpCode opcode = kernel.getOpcode();
       for (auto [i, operand] : llvm::enumerate(kernel.getInputs()))
         if (isUnwrittenAlloc(operand))
           return kernel.emitOpError()
-                 << stringifyOpCode(kernel.getOpcode()) << ": operand " << i
+                 << stringifyOpCode(opcode) << ": operand " << i
                  << " is an rt.alloc that no earlier kernel writes";
       for (auto [i, result] : llvm::enumerate(kernel.getOutputs())) {
-        if (!result.getDefiningOp<AllocOp>())
+        bool inPlace = getInPlaceOperand(opcode, i).has_value();
+        Operation *def = result.getDefiningOp();
+        if (!isa_and_nonnull<AllocOp>(def) &&
+            !(inPlace && isa_and_nonnull<ParamOp, StateOp>(def)))
           return kernel.emitOpError()
-                 << stringifyOpCode(kernel.getOpcode()) << ": result " << i
-                 << " is not an rt.alloc; kernels only read params and inputs";
+                 << stringifyOpCode(opcode) << ": result " << i
+                 << " is not an rt.alloc; kernels only read inputs, and "
+                    "params and state only change by the optimizer's "
+                    "in-place updates";
         written.insert(result);
       }
     } else if (isa<ProgramOp>(op)) {
@@ -167,7 +227,19 @@ LogicalResult InputOp::verify() {
 
 LogicalResult AllocOp::verify() { return verifyOffset(*this, getOffsetAttr()); }
 
+LogicalResult StateOp::verify() {
+  if (getName().empty() || getParam().empty())
+    return emitOpError("name and param must not be empty");
+  return verifyOffset(*this, getOffsetAttr());
+}
+
 LogicalResult OutputOp::verify() {
+  if (getName().empty())
+    return emitOpError("name must not be empty");
+  return success();
+}
+
+LogicalResult GradOp::verify() {
   if (getName().empty())
     return emitOpError("name must not be empty");
   return success();
@@ -183,34 +255,61 @@ namespace {
 struct KernelInfo {
   OpCode op;
   unsigned minOperands, maxOperands, numResults;
-  /// Length of `ints`; kRankInts: the rank of operand 0 (a permutation).
-  int numInts;
+  /// Length of `ints`: from minInts to maxInts; kRankInts: the rank of
+  /// operand 0 (a permutation).
+  int minInts, maxInts;
   unsigned numFloats;
   uint32_t flagMask;
 };
 constexpr int kRankInts = -1;
+constexpr unsigned kAnyCount = std::numeric_limits<unsigned>::max();
 
 constexpr KernelInfo kKernels[] = {
-    {OpCode::Embedding, 2, 2, 1, 0, 0, 0},
-    {OpCode::Linear, 2, 3, 1, 0, 0, 1},
-    {OpCode::BatchMatmul, 2, 2, 1, 0, 1, 3},
-    {OpCode::LayerNorm, 3, 3, 1, 0, 1, 0},
-    {OpCode::RmsNorm, 2, 2, 1, 0, 1, 0},
-    {OpCode::Gelu, 1, 1, 1, 0, 0, 1},
-    {OpCode::Silu, 1, 1, 1, 0, 0, 0},
-    {OpCode::Add, 2, 2, 1, 0, 0, 0},
-    {OpCode::Mul, 2, 2, 1, 0, 0, 0},
-    {OpCode::Dropout, 1, 1, 1, 1, 1, 0},
-    {OpCode::Softmax, 1, 1, 1, 0, 0, 1},
-    {OpCode::Attention, 3, 3, 1, 1, 2, 1},
-    {OpCode::Rotary, 1, 1, 1, 1, 1, 0},
-    {OpCode::CrossEntropy, 2, 2, 2, 1, 0, 0},
-    {OpCode::LossMean, 2, 2, 1, 0, 0, 0},
-    {OpCode::Copy, 1, 1, 1, 0, 0, 0},
-    {OpCode::Transpose, 1, 1, 1, kRankInts, 0, 0},
-    {OpCode::Slice, 1, 1, 1, 3, 0, 0},
-    {OpCode::Repeat, 1, 1, 1, 2, 0, 0},
-    {OpCode::Cast, 1, 1, 1, 0, 0, 0},
+    {OpCode::Embedding, 2, 2, 1, 0, 0, 0, 0},
+    {OpCode::Linear, 2, 3, 1, 0, 0, 0, 1},
+    {OpCode::BatchMatmul, 2, 2, 1, 0, 0, 1, 3},
+    {OpCode::LayerNorm, 3, 3, 1, 0, 0, 1, 0},
+    {OpCode::RmsNorm, 2, 2, 1, 0, 0, 1, 0},
+    {OpCode::Gelu, 1, 1, 1, 0, 0, 0, 1},
+    {OpCode::Silu, 1, 1, 1, 0, 0, 0, 0},
+    {OpCode::Add, 2, 2, 1, 0, 0, 0, 0},
+    {OpCode::Mul, 2, 2, 1, 0, 0, 0, 0},
+    // [stream] or [stream, first index] (a microbatch's place in the batch).
+    {OpCode::Dropout, 1, 1, 1, 1, 2, 1, 0},
+    {OpCode::Softmax, 1, 1, 1, 0, 0, 0, 1},
+    {OpCode::Attention, 3, 3, 1, 1, 2, 2, 1},
+    {OpCode::Rotary, 1, 1, 1, 1, 1, 1, 1},
+    {OpCode::CrossEntropy, 2, 2, 2, 1, 1, 0, 0},
+    {OpCode::LossMean, 2, 2, 1, 0, 0, 0, 0},
+    {OpCode::Copy, 1, 1, 1, 0, 0, 0, 0},
+    {OpCode::Transpose, 1, 1, 1, kRankInts, kRankInts, 0, 0},
+    {OpCode::Slice, 1, 1, 1, 3, 3, 0, 0},
+    {OpCode::Repeat, 1, 1, 1, 2, 2, 0, 0},
+    {OpCode::Cast, 1, 1, 1, 0, 0, 0, 0},
+    {OpCode::EmbeddingGrad, 2, 2, 1, 0, 0, 0, 0},
+    {OpCode::LinearInputGrad, 2, 2, 1, 0, 0, 0, 1},
+    {OpCode::LinearWeightGrad, 2, 2, 1, 0, 0, 0, 1},
+    {OpCode::SumTo, 1, 1, 1, 0, 0, 0, 0},
+    {OpCode::LayerNormInputGrad, 3, 3, 1, 0, 0, 1, 0},
+    {OpCode::LayerNormParamGrad, 2, 2, 2, 0, 0, 1, 0},
+    {OpCode::RmsNormInputGrad, 3, 3, 1, 0, 0, 1, 0},
+    {OpCode::RmsNormParamGrad, 2, 2, 1, 0, 0, 1, 0},
+    {OpCode::GeluGrad, 2, 2, 1, 0, 0, 0, 1},
+    {OpCode::SiluGrad, 2, 2, 1, 0, 0, 0, 0},
+    {OpCode::DropoutMask, 0, 0, 1, 1, 2, 1, 0},
+    {OpCode::ApplyMask, 2, 2, 1, 0, 0, 1, 0},
+    {OpCode::SoftmaxGrad, 2, 2, 1, 0, 0, 0, 1},
+    {OpCode::AttentionGrad, 4, 4, 3, 1, 2, 2, 1},
+    {OpCode::CrossEntropyGrad, 3, 3, 1, 1, 1, 0, 0},
+    {OpCode::Pad, 1, 1, 1, 2, 2, 0, 0},
+    {OpCode::SumGroups, 1, 1, 1, 2, 2, 0, 0},
+    {OpCode::CountTargets, 1, 1, 1, 1, 1, 0, 0},
+    {OpCode::InverseCount, 1, 1, 1, 0, 0, 0, 0},
+    {OpCode::AdamWUpdate, 6, 7, 3, 0, 0, 4, 0},
+    {OpCode::SgdUpdate, 4, 5, 2, 0, 0, 2, 0},
+    {OpCode::SumSquares, 1, kAnyCount, 1, 0, 0, 0, 0},
+    {OpCode::ClipCoefficient, 1, 1, 2, 0, 0, 1, 0},
+    {OpCode::LrSchedule, 1, 1, 1, 2, 2, 2, 1},
 };
 static_assert(std::size(kKernels) ==
                   static_cast<size_t>(getMaxEnumValForOpCode()) + 1,
@@ -262,6 +361,17 @@ public:
       return success();
     return error() << name << " must hold i32 or i64 but is " << type;
   }
+  LogicalResult isMask(MemRefType type, StringRef name) {
+    if (type.getElementType().isSignlessInteger(8))
+      return success();
+    return error() << name << " must hold i8 (one byte per element) but is "
+                   << type;
+  }
+  LogicalResult isF32(MemRefType type, StringRef name) {
+    if (type.getElementType().isF32())
+      return success();
+    return error() << name << " must hold f32 but is " << type;
+  }
   LogicalResult sameElement(MemRefType ref, StringRef refName, MemRefType other,
                             StringRef otherName) {
     if (ref.getElementType() == other.getElementType())
@@ -296,6 +406,29 @@ public:
     return error() << name << " must be a scalar of " << element << " but is "
                    << type;
   }
+  /// floats[index] lies in [low, high), `range` in words.
+  LogicalResult floatInRange(unsigned index, StringRef name, double low,
+                             double high, StringRef range) {
+    double value = op.getFloats()[index];
+    if (value >= low && value < high)
+      return success();
+    return error() << name << " must be " << range << " but is " << value;
+  }
+  LogicalResult isRate(unsigned index, StringRef name) {
+    return floatInRange(index, name, 0.0, 1.0, "in [0, 1)");
+  }
+  LogicalResult nonNegativeFloat(unsigned index, StringRef name) {
+    return floatInRange(index, name, 0.0,
+                        std::numeric_limits<double>::infinity(),
+                        "non-negative");
+  }
+  /// The optional first index (ints[1]) of a kernel drawing a dropout stream.
+  LogicalResult firstIndex() {
+    if (op.getInts().size() == 2 && op.getInts()[1] < 0)
+      return error() << "first index (ints[1]) must be non-negative but is "
+                     << op.getInts()[1];
+    return success();
+  }
 
   LogicalResult check();
 
@@ -313,6 +446,39 @@ private:
   LogicalResult checkTranspose();
   LogicalResult checkSliceOrRepeat();
   LogicalResult checkCast();
+  LogicalResult checkEmbeddingGrad();
+  LogicalResult checkLinearGrad();
+  LogicalResult checkSumTo();
+  LogicalResult checkNormInputGrad();
+  LogicalResult checkNormParamGrad();
+  LogicalResult checkActivationGrad();
+  LogicalResult checkDropoutMask();
+  LogicalResult checkApplyMask();
+  LogicalResult checkAttentionGrad();
+  LogicalResult checkCrossEntropyGrad();
+  LogicalResult checkPad();
+  LogicalResult checkSumGroups();
+  LogicalResult checkCountTargets();
+  LogicalResult checkInverseCount();
+  LogicalResult checkOptimizerUpdate();
+  LogicalResult checkSumSquares();
+  LogicalResult checkClipCoefficient();
+  LogicalResult checkLrSchedule();
+
+  /// Shapes shared by linear and its gradients: the result (or dY) shape
+  /// for `input` ([..., in]) and `weight`, by the out_in flag.
+  FailureOr<SmallVector<int64_t>> linearResultShape(MemRefType input,
+                                                    StringRef inputName,
+                                                    MemRefType weight,
+                                                    StringRef weightName);
+  /// q, k and v of attention (operands first .. first + 2), its dropout
+  /// rate and causal flag; the result (or dO) shape [b, h, sq, dv].
+  FailureOr<SmallVector<int64_t>> attentionResultShape(unsigned first);
+  /// Labels of cross_entropy (grad): the logits' shape without its last
+  /// dimension.
+  LogicalResult checkLogitsAndLabels(MemRefType logits, MemRefType labels);
+  /// A causal softmax needs [..., q, k] with k >= q.
+  LogicalResult checkCausalSoftmax(MemRefType input);
 
   KernelOp op;
 };
@@ -330,15 +496,12 @@ LogicalResult KernelChecker::checkEmbedding() {
   return hasShape(result, "result", expected);
 }
 
-LogicalResult KernelChecker::checkLinear() {
-  MemRefType input = in(0), weight = in(1), result = out(0);
-  if (failed(isFloat(input, "input")) ||
-      failed(sameElement(input, "input", weight, "weight")) ||
-      failed(sameElement(input, "input", result, "result")))
-    return failure();
+FailureOr<SmallVector<int64_t>>
+KernelChecker::linearResultShape(MemRefType input, StringRef inputName,
+                                 MemRefType weight, StringRef weightName) {
   if (input.getRank() < 1 || weight.getRank() < 2)
-    return error() << "input must have rank >= 1 and weight rank >= 2, but "
-                      "they have shapes "
+    return error() << inputName << " must have rank >= 1 and " << weightName
+                   << " rank >= 2, but they have shapes "
                    << shapeStr(input.getShape()) << " and "
                    << shapeStr(weight.getShape());
   int64_t k = input.getShape().back();
@@ -346,21 +509,35 @@ LogicalResult KernelChecker::checkLinear() {
   ArrayRef<int64_t> w = weight.getShape();
   int64_t weightIn = outIn ? w.back() : w.front();
   if (weightIn != k)
-    return error() << "weight " << shapeStr(w) << " ("
+    return error() << weightName << " " << shapeStr(w) << " ("
                    << (outIn ? "[out..., in]" : "[in, out...]")
-                   << ") does not contract input dimension " << k;
+                   << ") does not contract " << inputName << " dimension "
+                   << k;
   ArrayRef<int64_t> outDims = outIn ? w.drop_back() : w.drop_front();
   SmallVector<int64_t> expected(input.getShape().drop_back());
   expected.append(outDims.begin(), outDims.end());
+  return expected;
+}
+
+LogicalResult KernelChecker::checkLinear() {
+  MemRefType input = in(0), weight = in(1), result = out(0);
+  if (failed(isFloat(input, "input")) ||
+      failed(sameElement(input, "input", weight, "weight")) ||
+      failed(sameElement(input, "input", result, "result")))
+    return failure();
+  FailureOr<SmallVector<int64_t>> expected =
+      linearResultShape(input, "input", weight, "weight");
   // The runtime only reads element counts (m, k, n), but a consistent shape
   // catches a mixed-up layout flag.
-  if (failed(hasShape(result, "result", expected)))
+  if (failed(expected) || failed(hasShape(result, "result", *expected)))
     return failure();
   if (op.getInputs().size() == 3) {
     MemRefType bias = in(2);
     if (failed(sameElement(input, "input", bias, "bias")))
       return failure();
-    int64_t n = *elementCount(outDims);
+    ArrayRef<int64_t> w = weight.getShape();
+    int64_t n = *elementCount((op.getFlags() & 1) ? w.drop_back()
+                                                  : w.drop_front());
     if (bias.getNumElements() != n)
       return error() << "bias has " << bias.getNumElements()
                      << " elements but the output has " << n << " features";
@@ -396,7 +573,8 @@ LogicalResult KernelChecker::checkBatchMatmul() {
 LogicalResult KernelChecker::checkNorm() {
   MemRefType input = in(0), result = out(0);
   if (failed(isFloat(input, "input")) ||
-      failed(sameType(input, "input", result, "result")))
+      failed(sameType(input, "input", result, "result")) ||
+      failed(nonNegativeFloat(0, "epsilon")))
     return failure();
   if (input.getRank() < 1)
     return error() << "input must have rank >= 1";
@@ -410,31 +588,35 @@ LogicalResult KernelChecker::checkNorm() {
   return success();
 }
 
+LogicalResult KernelChecker::checkCausalSoftmax(MemRefType input) {
+  if ((op.getFlags() & 1) &&
+      (input.getRank() < 2 ||
+       input.getShape().back() < input.getShape()[input.getRank() - 2]))
+    return error() << "a causal softmax needs [..., q, k] with k >= q but "
+                      "the input has shape "
+                   << shapeStr(input.getShape());
+  return success();
+}
+
 LogicalResult KernelChecker::checkUnary() {
   MemRefType input = in(0), result = out(0);
   if (failed(isFloat(input, "input")) ||
       failed(sameType(input, "input", result, "result")))
     return failure();
   switch (op.getOpcode()) {
-  case OpCode::Dropout: {
-    double rate = op.getFloats()[0];
-    if (!(rate >= 0.0 && rate < 1.0))
-      return error() << "rate must be in [0, 1) but is " << rate;
-    return success();
-  }
+  case OpCode::Dropout:
+    return failure(failed(isRate(0, "rate")) ||
+                   failed(firstIndex()));
   case OpCode::Softmax:
-    if ((op.getFlags() & 1) &&
-        (input.getRank() < 2 ||
-         input.getShape().back() < input.getShape()[input.getRank() - 2]))
-      return error() << "a causal softmax needs [..., q, k] with k >= q but "
-                        "the input has shape "
-                     << shapeStr(input.getShape());
-    return success();
+    return checkCausalSoftmax(input);
   case OpCode::Rotary:
     if (input.getRank() != 4 || input.getShape().back() % 2 != 0)
       return error() << "input must be [b, heads, s, d] with an even d but "
                         "has shape "
                      << shapeStr(input.getShape());
+    if (op.getInts()[0] < 0)
+      return error() << "position offset must be non-negative but is "
+                     << op.getInts()[0];
     return success();
   default:
     return success();
@@ -454,12 +636,12 @@ LogicalResult KernelChecker::checkBinary() {
   return success();
 }
 
-LogicalResult KernelChecker::checkAttention() {
-  MemRefType q = in(0), k = in(1), v = in(2), result = out(0);
+FailureOr<SmallVector<int64_t>>
+KernelChecker::attentionResultShape(unsigned first) {
+  MemRefType q = in(first), k = in(first + 1), v = in(first + 2);
   if (failed(isFloat(q, "query")) ||
       failed(sameElement(q, "query", k, "key")) ||
       failed(sameElement(q, "query", v, "value")) ||
-      failed(sameElement(q, "query", result, "result")) ||
       failed(hasRank(q, "query", 4)) || failed(hasRank(k, "key", 4)) ||
       failed(hasRank(v, "value", 4)))
     return failure();
@@ -473,14 +655,21 @@ LogicalResult KernelChecker::checkAttention() {
   if ((op.getFlags() & 1) && ks[2] < qs[2])
     return error() << "causal attention needs sk >= sq but sk is " << ks[2]
                    << " and sq " << qs[2];
-  double rate = op.getFloats()[1];
-  if (!(rate >= 0.0 && rate < 1.0))
-    return error() << "dropout rate must be in [0, 1) but is " << rate;
-  return hasShape(result, "result", {qs[0], qs[1], qs[2], vs[3]});
+  if (failed(isRate(1, "dropout rate")) || failed(firstIndex()))
+    return failure();
+  return SmallVector<int64_t>{qs[0], qs[1], qs[2], vs[3]};
 }
 
-LogicalResult KernelChecker::checkCrossEntropy() {
-  MemRefType logits = in(0), labels = in(1);
+LogicalResult KernelChecker::checkAttention() {
+  FailureOr<SmallVector<int64_t>> expected = attentionResultShape(0);
+  if (failed(expected) ||
+      failed(sameElement(in(0), "query", out(0), "result")))
+    return failure();
+  return hasShape(out(0), "result", *expected);
+}
+
+LogicalResult KernelChecker::checkLogitsAndLabels(MemRefType logits,
+                                                  MemRefType labels) {
   if (failed(isFloat(logits, "logits")) || failed(isIndex(labels, "labels")))
     return failure();
   if (logits.getRank() < 1 ||
@@ -489,6 +678,12 @@ LogicalResult KernelChecker::checkCrossEntropy() {
                    << " must be the logits shape "
                    << shapeStr(logits.getShape())
                    << " without its last dimension";
+  return success();
+}
+
+LogicalResult KernelChecker::checkCrossEntropy() {
+  if (failed(checkLogitsAndLabels(in(0), in(1))))
+    return failure();
   Builder b(op.getContext());
   if (failed(isScalar(out(0), "result 0 (loss sum)", b.getF32Type())) ||
       failed(isScalar(out(1), "result 1 (count)", b.getIntegerType(64))))
@@ -570,6 +765,246 @@ LogicalResult KernelChecker::checkCast() {
   return success();
 }
 
+LogicalResult KernelChecker::checkEmbeddingGrad() {
+  MemRefType grad = in(0), ids = in(1), result = out(0);
+  if (failed(isFloat(grad, "dY")) || failed(isIndex(ids, "ids")) ||
+      failed(isFloat(result, "result")) ||
+      failed(hasRank(result, "result", 2)))
+    return failure();
+  SmallVector<int64_t> expected(ids.getShape());
+  expected.push_back(result.getDimSize(1));
+  return hasShape(grad, "dY", expected);
+}
+
+// Gradients may change the element type (f32 accumulation of a 16-bit
+// model), so only their shapes are tied to the forward op's.
+LogicalResult KernelChecker::checkLinearGrad() {
+  for (unsigned i = 0; i < 2; ++i)
+    if (failed(isFloat(in(i), "operand " + std::to_string(i))))
+      return failure();
+  if (failed(isFloat(out(0), "result")))
+    return failure();
+  bool inputGrad = op.getOpcode() == OpCode::LinearInputGrad;
+  MemRefType input = inputGrad ? out(0) : in(0);
+  MemRefType weight = inputGrad ? in(1) : out(0);
+  MemRefType grad = inputGrad ? in(0) : in(1);
+  FailureOr<SmallVector<int64_t>> expected =
+      linearResultShape(input, inputGrad ? "result" : "input", weight,
+                        inputGrad ? "weight" : "result");
+  if (failed(expected))
+    return failure();
+  return hasShape(grad, "dY", *expected);
+}
+
+LogicalResult KernelChecker::checkSumTo() {
+  MemRefType input = in(0), result = out(0);
+  if (failed(isFloat(input, "input")) || failed(isFloat(result, "result")))
+    return failure();
+  ArrayRef<int64_t> x = input.getShape(), y = result.getShape();
+  if (y.size() > x.size() || x.take_back(y.size()) != y)
+    return error() << "result shape " << shapeStr(y)
+                   << " is not a suffix of the input shape " << shapeStr(x);
+  return success();
+}
+
+LogicalResult KernelChecker::checkNormInputGrad() {
+  MemRefType grad = in(0), input = in(1), weight = in(2), result = out(0);
+  if (failed(isFloat(grad, "dY")) || failed(isFloat(input, "input")) ||
+      failed(isFloat(weight, "weight")) || failed(isFloat(result, "result")) ||
+      failed(nonNegativeFloat(0, "epsilon")) ||
+      failed(hasShape(grad, "dY", input.getShape())) ||
+      failed(hasShape(result, "result", input.getShape())))
+    return failure();
+  if (input.getRank() < 1)
+    return error() << "input must have rank >= 1";
+  return hasShape(weight, "weight", {input.getShape().back()});
+}
+
+LogicalResult KernelChecker::checkNormParamGrad() {
+  MemRefType grad = in(0), input = in(1);
+  if (failed(isFloat(grad, "dY")) || failed(isFloat(input, "input")) ||
+      failed(nonNegativeFloat(0, "epsilon")) ||
+      failed(hasShape(grad, "dY", input.getShape())))
+    return failure();
+  if (input.getRank() < 1)
+    return error() << "input must have rank >= 1";
+  for (unsigned i = 0, e = op.getOutputs().size(); i < e; ++i) {
+    std::string name = "result " + std::to_string(i);
+    if (failed(isFloat(out(i), name)) ||
+        failed(hasShape(out(i), name, {input.getShape().back()})))
+      return failure();
+  }
+  return success();
+}
+
+/// gelu_grad, silu_grad and softmax_grad: dY, the forward value and the
+/// result have one shape.
+LogicalResult KernelChecker::checkActivationGrad() {
+  MemRefType grad = in(0), input = in(1), result = out(0);
+  if (failed(isFloat(grad, "dY")) || failed(isFloat(input, "operand 1")) ||
+      failed(isFloat(result, "result")) ||
+      failed(hasShape(grad, "dY", input.getShape())) ||
+      failed(hasShape(result, "result", input.getShape())))
+    return failure();
+  if (op.getOpcode() == OpCode::SoftmaxGrad)
+    return checkCausalSoftmax(input);
+  return success();
+}
+
+LogicalResult KernelChecker::checkDropoutMask() {
+  if (failed(isMask(out(0), "result")) ||
+      failed(isRate(0, "rate")))
+    return failure();
+  return firstIndex();
+}
+
+LogicalResult KernelChecker::checkApplyMask() {
+  MemRefType input = in(0), mask = in(1), result = out(0);
+  if (failed(isFloat(input, "input")) || failed(isMask(mask, "mask")) ||
+      failed(sameType(input, "input", result, "result")) ||
+      failed(hasShape(mask, "mask", input.getShape())))
+    return failure();
+  return isRate(0, "rate");
+}
+
+LogicalResult KernelChecker::checkAttentionGrad() {
+  FailureOr<SmallVector<int64_t>> expected = attentionResultShape(1);
+  if (failed(expected) || failed(isFloat(in(0), "dO")) ||
+      failed(hasShape(in(0), "dO", *expected)))
+    return failure();
+  StringRef names[] = {"query grad", "key grad", "value grad"};
+  for (unsigned i = 0; i < 3; ++i)
+    if (failed(isFloat(out(i), names[i])) ||
+        failed(hasShape(out(i), names[i], in(i + 1).getShape())))
+      return failure();
+  return success();
+}
+
+LogicalResult KernelChecker::checkCrossEntropyGrad() {
+  Builder b(op.getContext());
+  if (failed(checkLogitsAndLabels(in(0), in(1))) ||
+      failed(isScalar(in(2), "operand 2 (loss sum grad)", b.getF32Type())) ||
+      failed(isFloat(out(0), "result")))
+    return failure();
+  return hasShape(out(0), "result", in(0).getShape());
+}
+
+LogicalResult KernelChecker::checkPad() {
+  MemRefType input = in(0), result = out(0);
+  if (failed(isFloat(input, "input")) ||
+      failed(sameElement(input, "input", result, "result")))
+    return failure();
+  int64_t dim = op.getInts()[0], offset = op.getInts()[1];
+  if (dim < 0 || dim >= result.getRank() || input.getRank() != result.getRank())
+    return error() << "dim " << dim << " is out of range, or input "
+                   << shapeStr(input.getShape()) << " and result "
+                   << shapeStr(result.getShape()) << " differ in rank";
+  int64_t size = input.getDimSize(dim), extent = result.getDimSize(dim);
+  if (offset < 0 || offset > extent || size > extent - offset)
+    return error() << "input's " << size << " at offset " << offset
+                   << " of dimension " << dim << " lie outside the result's "
+                   << extent;
+  SmallVector<int64_t> expected(result.getShape());
+  expected[dim] = size;
+  return hasShape(input, "input", expected);
+}
+
+LogicalResult KernelChecker::checkSumGroups() {
+  MemRefType input = in(0), result = out(0);
+  if (failed(isFloat(input, "input")) ||
+      failed(sameElement(input, "input", result, "result")))
+    return failure();
+  int64_t dim = op.getInts()[0], repeats = op.getInts()[1];
+  if (dim < 0 || dim >= input.getRank())
+    return error() << "dim " << dim << " is out of range for input shape "
+                   << shapeStr(input.getShape());
+  if (repeats < 1 || input.getDimSize(dim) % repeats != 0)
+    return error() << "repeats " << repeats
+                   << " is not a positive divisor of dimension " << dim
+                   << " of the input shape " << shapeStr(input.getShape());
+  SmallVector<int64_t> expected(input.getShape());
+  expected[dim] /= repeats;
+  return hasShape(result, "result", expected);
+}
+
+LogicalResult KernelChecker::checkCountTargets() {
+  if (failed(isIndex(in(0), "labels")))
+    return failure();
+  return isScalar(out(0), "result", IntegerType::get(op.getContext(), 64));
+}
+
+LogicalResult KernelChecker::checkInverseCount() {
+  Builder b(op.getContext());
+  if (failed(isScalar(in(0), "operand 0 (count)", b.getIntegerType(64))))
+    return failure();
+  return isScalar(out(0), "result", b.getF32Type());
+}
+
+LogicalResult KernelChecker::checkOptimizerUpdate() {
+  bool adamw = op.getOpcode() == OpCode::AdamWUpdate;
+  Builder b(op.getContext());
+  if (adamw) {
+    if (failed(isRate(0, "beta1")) ||
+        failed(isRate(1, "beta2")) ||
+        failed(nonNegativeFloat(2, "eps")) ||
+        failed(nonNegativeFloat(3, "weight decay")))
+      return failure();
+  } else if (failed(nonNegativeFloat(0, "momentum")) ||
+             failed(nonNegativeFloat(1, "weight decay"))) {
+    return failure();
+  }
+  StringRef adamwNames[] = {"param", "grad", "exp_avg", "exp_avg_sq"};
+  StringRef sgdNames[] = {"param", "grad", "momentum"};
+  ArrayRef<StringRef> names = adamw ? ArrayRef(adamwNames) : ArrayRef(sgdNames);
+  for (auto [i, name] : llvm::enumerate(names))
+    if (failed(isF32(in(i), name)) ||
+        failed(hasShape(in(i), name, in(0).getShape())))
+      return failure();
+  unsigned next = names.size();
+  if (failed(isScalar(in(next++), "lr", b.getF32Type())))
+    return failure();
+  if (adamw && failed(isScalar(in(next++), "step", b.getIntegerType(64))))
+    return failure();
+  if (op.getInputs().size() > next &&
+      failed(isScalar(in(next), "grad scale", b.getF32Type())))
+    return failure();
+  return success();
+}
+
+LogicalResult KernelChecker::checkSumSquares() {
+  for (unsigned i = 0, e = op.getInputs().size(); i < e; ++i)
+    if (failed(isFloat(in(i), "operand " + std::to_string(i))))
+      return failure();
+  return isScalar(out(0), "result", Float32Type::get(op.getContext()));
+}
+
+LogicalResult KernelChecker::checkClipCoefficient() {
+  Type f32 = Float32Type::get(op.getContext());
+  if (failed(nonNegativeFloat(0, "max norm")) ||
+      failed(isScalar(in(0), "operand 0 (sum of squares)", f32)) ||
+      failed(isScalar(out(0), "result 0 (norm)", f32)) ||
+      failed(isScalar(out(1), "result 1 (coefficient)", f32)))
+    return failure();
+  return success();
+}
+
+LogicalResult KernelChecker::checkLrSchedule() {
+  Builder b(op.getContext());
+  if (failed(nonNegativeFloat(0, "lr")) ||
+      failed(nonNegativeFloat(1, "min lr")) ||
+      failed(isScalar(in(0), "operand 0 (step)", b.getIntegerType(64))) ||
+      failed(isScalar(out(0), "result (lr)", b.getF32Type())))
+    return failure();
+  int64_t warmup = op.getInts()[0], decay = op.getInts()[1];
+  if (warmup < 0 || decay < 0)
+    return error() << "warm-up and decay steps must be non-negative but are "
+                   << warmup << " and " << decay;
+  if ((op.getFlags() & 1) && decay <= warmup)
+    return error() << "a cosine schedule needs decay steps (" << decay
+                   << ") greater than warm-up steps (" << warmup << ")";
+  return success();
+}
+
 LogicalResult KernelChecker::check() {
   const KernelInfo &info = kKernels[static_cast<size_t>(op.getOpcode())];
   unsigned numOperands = op.getInputs().size();
@@ -577,17 +1012,25 @@ LogicalResult KernelChecker::check() {
     InFlightDiagnostic diag = error()
                               << "has " << numOperands << " operands, expected "
                               << info.minOperands;
-    if (info.maxOperands != info.minOperands)
+    if (info.maxOperands == kAnyCount)
+      diag << " or more";
+    else if (info.maxOperands != info.minOperands)
       diag << " to " << info.maxOperands;
     return diag;
   }
   if (op.getOutputs().size() != info.numResults)
     return error() << "has " << op.getOutputs().size() << " results, expected "
                    << info.numResults;
-  int64_t numInts = info.numInts == kRankInts ? in(0).getRank() : info.numInts;
-  if (static_cast<int64_t>(op.getInts().size()) != numInts)
-    return error() << "takes " << numInts << " ints but has "
-                   << op.getInts().size();
+  int64_t minInts = info.minInts, maxInts = info.maxInts;
+  if (minInts == kRankInts)
+    minInts = maxInts = in(0).getRank();
+  auto numInts = static_cast<int64_t>(op.getInts().size());
+  if (numInts < minInts || numInts > maxInts) {
+    InFlightDiagnostic diag = error() << "takes " << minInts;
+    if (maxInts != minInts)
+      diag << " or " << maxInts;
+    return diag << " ints but has " << numInts;
+  }
   if (op.getFloats().size() != info.numFloats)
     return error() << "takes " << info.numFloats << " floats but has "
                    << op.getFloats().size();
@@ -598,12 +1041,27 @@ LogicalResult KernelChecker::check() {
     return error() << "flags " << op.getFlags() << " set bits " << unknown
                    << " this kernel does not define";
   for (auto [i, result] : llvm::enumerate(op.getOutputs())) {
+    if (std::optional<unsigned> updated =
+            getInPlaceOperand(op.getOpcode(), i)) {
+      if (result != op.getInputs()[*updated])
+        return error() << "result " << i << " must be operand " << *updated
+                       << ", which this kernel updates in place";
+      continue;
+    }
     if (llvm::is_contained(op.getInputs(), result))
       return error() << "result " << i
                      << " is also an operand; kernels do not run in place";
     if (llvm::is_contained(op.getOutputs().take_front(i), result))
       return error() << "result " << i << " repeats an earlier result";
   }
+  // An in-place update must not read the buffers it writes anywhere else.
+  for (auto [i, result] : llvm::enumerate(op.getOutputs()))
+    if (std::optional<unsigned> updated =
+            getInPlaceOperand(op.getOpcode(), i))
+      for (auto [j, operand] : llvm::enumerate(op.getInputs()))
+        if (j != *updated && operand == result)
+          return error() << "operand " << j << " is result " << i
+                         << ", which this kernel updates in place";
 
   switch (op.getOpcode()) {
   case OpCode::Embedding:
@@ -639,6 +1097,48 @@ LogicalResult KernelChecker::check() {
     return checkSliceOrRepeat();
   case OpCode::Cast:
     return checkCast();
+  case OpCode::EmbeddingGrad:
+    return checkEmbeddingGrad();
+  case OpCode::LinearInputGrad:
+  case OpCode::LinearWeightGrad:
+    return checkLinearGrad();
+  case OpCode::SumTo:
+    return checkSumTo();
+  case OpCode::LayerNormInputGrad:
+  case OpCode::RmsNormInputGrad:
+    return checkNormInputGrad();
+  case OpCode::LayerNormParamGrad:
+  case OpCode::RmsNormParamGrad:
+    return checkNormParamGrad();
+  case OpCode::GeluGrad:
+  case OpCode::SiluGrad:
+  case OpCode::SoftmaxGrad:
+    return checkActivationGrad();
+  case OpCode::DropoutMask:
+    return checkDropoutMask();
+  case OpCode::ApplyMask:
+    return checkApplyMask();
+  case OpCode::AttentionGrad:
+    return checkAttentionGrad();
+  case OpCode::CrossEntropyGrad:
+    return checkCrossEntropyGrad();
+  case OpCode::Pad:
+    return checkPad();
+  case OpCode::SumGroups:
+    return checkSumGroups();
+  case OpCode::CountTargets:
+    return checkCountTargets();
+  case OpCode::InverseCount:
+    return checkInverseCount();
+  case OpCode::AdamWUpdate:
+  case OpCode::SgdUpdate:
+    return checkOptimizerUpdate();
+  case OpCode::SumSquares:
+    return checkSumSquares();
+  case OpCode::ClipCoefficient:
+    return checkClipCoefficient();
+  case OpCode::LrSchedule:
+    return checkLrSchedule();
   }
   llvm_unreachable("unknown opcode");
 }

@@ -22,6 +22,12 @@ namespace mlir::rt {
 /// verified to be static, so this cannot fail on a verified op; it saturates
 /// at INT64_MAX rather than overflow.
 int64_t getBufferBytes(MemRefType type);
+
+/// For the optimizer kernels that update buffers in place: the operand whose
+/// buffer result `result` of `opcode` is (adamw_update: param, exp_avg,
+/// exp_avg_sq are operands 0, 2, 3; sgd_update: param, momentum are 0, 2),
+/// or nullopt when the result is a buffer of its own.
+std::optional<unsigned> getInPlaceOperand(OpCode opcode, unsigned result);
 } // namespace mlir::rt
 
 #endif // DIALECTS_RT_IR_RTOPS_H

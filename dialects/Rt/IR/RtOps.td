@@ -17,10 +17,12 @@ def Rt_ProgramOp : Rt_Op<"program", [Symbol, IsolatedFromAbove, SingleBlock,
   let description = [{
     Holds the buffer definitions, kernel calls and output bindings of one
     executable; kernels run in op order. Only `rt` ops may appear in it.
-    Parameter, input and output names are unique; kernels write only
-    `rt.alloc` buffers (params and inputs are read-only), and an `rt.alloc`
-    buffer is written by a kernel before any kernel reads it or an output
-    binds it.
+    Parameter, input, output and gradient names are unique, and so is each
+    state's (name, parameter) pair. Kernels write only `rt.alloc` buffers
+    (inputs are read-only), except that `adamw_update` and `sgd_update`
+    update their parameter and state operands in place; params and state are
+    written by nothing else. An `rt.alloc` buffer is written by a kernel
+    before any kernel reads it or an output or gradient binds it.
 
     ```mlir
     rt.program @forward {
@@ -108,6 +110,29 @@ def Rt_AllocOp : Rt_Op<"alloc"> {
   let hasVerifier = 1;
 }
 
+def Rt_StateOp : Rt_Op<"state"> {
+  let summary = "A persistent optimizer state buffer of one parameter";
+  let description = [{
+    State `name` (`exp_avg`, `exp_avg_sq`, `momentum`) of the parameter
+    `param` (its Hugging Face name): an f32 buffer of the parameter's view
+    shape, zero when the run starts, kept across steps, written only by the
+    optimizer kernel that updates it in place, and saved in checkpoints as
+    `<param>.<name>`. It lives for the whole program, like a parameter.
+
+    ```mlir
+    %m = rt.state "exp_avg" of "transformer.wte.weight" offset 8192
+        : memref<256x64xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name, StrAttr:$param,
+                       OptionalAttr<I64Attr>:$offset);
+  let results = (outs Rt_Buffer:$buffer);
+  let assemblyFormat = [{
+    $name `of` $param (`offset` $offset^)? attr-dict `:` type($buffer)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Kernels and outputs
 //===----------------------------------------------------------------------===//
@@ -141,10 +166,40 @@ def Rt_KernelOp : Rt_Op<"kernel", [AttrSizedOperandSegments]> {
     | slice         | input → 1                   | dim, offset, size |                       |       |
     | repeat        | input → 1                   | dim, repeats      |                       |       |
     | cast          | input → 1                   |                   |                       |       |
+    | embedding_grad | dY, ids → table grad       |                   |                       |       |
+    | linear_input_grad | dY, weight → 1          |                   |                       | 1: weight is out_in |
+    | linear_weight_grad | input, dY → 1          |                   |                       | 1: weight is out_in |
+    | sum_to        | input → 1                   |                   |                       |       |
+    | layer_norm_input_grad, rms_norm_input_grad | dY, input, weight → 1 | | epsilon         |       |
+    | layer_norm_param_grad | dY, input → weight grad, bias grad | |    epsilon               |       |
+    | rms_norm_param_grad | dY, input → weight grad |             |     epsilon               |       |
+    | gelu_grad     | dY, input → 1               |                   |                       | 1: tanh approximation |
+    | silu_grad     | dY, input → 1               |                   |                       |       |
+    | dropout_mask  | → mask (i8)                 | stream [, first index] | rate             |       |
+    | apply_mask    | input, mask → 1             |                   | rate                  |       |
+    | softmax_grad  | dY, softmax output → 1      |                   |                       | 1: causal |
+    | attention_grad | dO, query, key, value → 3  | dropout stream [, first index] | scale, dropout rate | 1: causal |
+    | cross_entropy_grad | logits, labels, d loss_sum → 1 | ignore index |                  |       |
+    | pad           | input → 1                   | dim, offset       |                       |       |
+    | sum_groups    | input → 1                   | dim, repeats      |                       |       |
+    | count_targets | labels → count              | ignore index      |                       |       |
+    | inverse_count | count → 1                   |                   |                       |       |
+    | adamw_update  | param, grad, exp_avg, exp_avg_sq, lr, step [, grad scale] → param, exp_avg, exp_avg_sq | | beta1, beta2, eps, weight decay | |
+    | sgd_update    | param, grad, momentum, lr [, grad scale] → param, momentum | | momentum, weight decay | |
+    | sum_squares   | x1, ..., xn → 1             |                   |                       |       |
+    | clip_coefficient | sum of squares → norm, coefficient | |         max norm (0: none)    |       |
+    | lr_schedule   | step → lr                   | warm-up steps, decay steps | lr, min lr   | 1: cosine |
+
+    `dropout`, `attention`, `dropout_mask` and `attention_grad` take an
+    optional second int, the first index: where this piece (a microbatch)
+    starts in the op's full tensor, so that its dropout mask is the one the
+    whole batch draws. `rotary` with flag 1 rotates backwards (its gradient).
 
     The verifier checks the operand and result counts, the attribute lengths
     and flag bits, and the shapes and element types the kernel relies on. A
-    kernel does not run in place: no result is also an operand.
+    kernel does not run in place (no result is also an operand), except the
+    optimizer updates: the results of `adamw_update` are exactly its
+    operands 0, 2 and 3, those of `sgd_update` its operands 0 and 2.
 
     ```mlir
     rt.kernel linear(%x, %w, %b) -> (%y) flags 1
@@ -152,6 +207,11 @@ def Rt_KernelOp : Rt_Op<"kernel", [AttrSizedOperandSegments]> {
           -> memref<4x32x256xf32>
     rt.kernel dropout(%y) -> (%z) ints [3] floats [1.000000e-01]
         : memref<4x32x256xf32> -> memref<4x32x256xf32>
+    rt.kernel adamw_update(%w, %dw, %m, %v, %lr, %step) -> (%w, %m, %v)
+        floats [9.000000e-01, 9.990000e-01, 1.000000e-08, 1.000000e-02]
+        : memref<64xf32>, memref<64xf32>, memref<64xf32>, memref<64xf32>,
+          memref<f32>, memref<i64> -> memref<64xf32>, memref<64xf32>,
+          memref<64xf32>
     ```
   }];
   let arguments = (ins Rt_OpCodeAttr:$opcode,
@@ -168,8 +228,25 @@ def Rt_KernelOp : Rt_Op<"kernel", [AttrSizedOperandSegments]> {
   let hasVerifier = 1;
 }
 
+def Rt_GradOp : Rt_Op<"grad"> {
+  let summary = "Binds a buffer as the gradient of a parameter";
+  let description = [{
+    After the last kernel, the buffer holds the gradient of the parameter
+    `name` (its Hugging Face name) for the step, before clipping: f32, of
+    the parameter's view shape (`tpc-run --dump-grads` writes it). The
+    buffer lives to the end of the program.
+
+    ```mlir
+    rt.grad "transformer.wte.weight" %dwte : memref<256x64xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name, Rt_Buffer:$buffer);
+  let assemblyFormat = "$name $buffer attr-dict `:` type($buffer)";
+  let hasVerifier = 1;
+}
+
 def Rt_OutputOp : Rt_Op<"output"> {
-  let summary = "Binds a buffer to a named output (loss, logits)";
+  let summary = "Binds a buffer to a named output (loss, logits, grad_norm, lr)";
   let description = [{
     After the last kernel, `tpc-run` reads output `name` from the buffer.
 

@@ -1,9 +1,14 @@
 //===- LowerToRt.cpp - tpc-lower-to-rt ------------------------------------===//
 //
-// One walk over @forward: arguments become rt.param / rt.input, every op an
-// rt.alloc per result and an rt.kernel, the return rt.outputs. The kernel
-// attributes are those of the executable's kernel table (tpcx.fbs), so this
-// file is where the tpc op attributes meet the runtime's encoding.
+// One walk over the entry function: arguments become rt.param / rt.input /
+// rt.state, every op an rt.alloc per result and an rt.kernel, the returned
+// values rt.outputs and rt.grads. The kernel attributes are those of the
+// executable's kernel table (tpcx.fbs), so this file is where the tpc op
+// attributes meet the runtime's encoding. A few ops of the training step
+// lower to something else than "one kernel, fresh results": the optimizer
+// updates run in place on the parameter and state buffers, a constant
+// dropout block becomes the kernel's first index, and the slices of the
+// inputs are slice kernels.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,9 +16,14 @@
 #include "dialects/Rt/Transforms/Passes.h"
 #include "dialects/Tpc/IR/TpcOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <limits>
 
@@ -37,7 +47,8 @@ struct KernelSpec {
 
 /// The kernel of a tpc op, or nullopt when it has none. Operands and results
 /// keep the op's order: the tpc op definitions list them as the kernel table
-/// does.
+/// does (a dropout block, the last operand, is folded into the ints by the
+/// caller).
 std::optional<KernelSpec> kernelFor(Operation *op) {
   using namespace mlir::tpc;
   auto flag = [](bool set, uint32_t bit) { return set ? bit : 0u; };
@@ -116,12 +127,154 @@ std::optional<KernelSpec> kernelFor(Operation *op) {
             {op.getDimAttr().getInt(), op.getRepeatsAttr().getInt()}};
       })
       .Case([](CastOp) { return KernelSpec{OpCode::Cast}; })
+      // Backward.
+      .Case([](EmbeddingGradOp) { return KernelSpec{OpCode::EmbeddingGrad}; })
+      .Case([&](LinearInputGradOp op) {
+        return KernelSpec{OpCode::LinearInputGrad,
+                          {},
+                          {},
+                          flag(op.getLayout() == WeightLayout::OutIn, 1)};
+      })
+      .Case([&](LinearWeightGradOp op) {
+        return KernelSpec{OpCode::LinearWeightGrad,
+                          {},
+                          {},
+                          flag(op.getLayout() == WeightLayout::OutIn, 1)};
+      })
+      .Case([](SumToOp) { return KernelSpec{OpCode::SumTo}; })
+      .Case([](LayerNormInputGradOp op) {
+        return KernelSpec{OpCode::LayerNormInputGrad,
+                          {},
+                          {op.getEpsilon().convertToDouble()}};
+      })
+      .Case([](LayerNormParamGradOp op) {
+        return KernelSpec{OpCode::LayerNormParamGrad,
+                          {},
+                          {op.getEpsilon().convertToDouble()}};
+      })
+      .Case([](RmsNormInputGradOp op) {
+        return KernelSpec{OpCode::RmsNormInputGrad,
+                          {},
+                          {op.getEpsilon().convertToDouble()}};
+      })
+      .Case([](RmsNormParamGradOp op) {
+        return KernelSpec{OpCode::RmsNormParamGrad,
+                          {},
+                          {op.getEpsilon().convertToDouble()}};
+      })
+      .Case([&](GeluGradOp op) {
+        return KernelSpec{
+            OpCode::GeluGrad,
+            {},
+            {},
+            flag(op.getApproximation() == GeluApproximation::Tanh, 1)};
+      })
+      .Case([](SiluGradOp) { return KernelSpec{OpCode::SiluGrad}; })
+      .Case([](DropoutMaskOp op) {
+        return KernelSpec{OpCode::DropoutMask,
+                          {op.getStreamAttr().getInt()},
+                          {op.getRate().convertToDouble()}};
+      })
+      .Case([](ApplyMaskOp op) {
+        return KernelSpec{
+            OpCode::ApplyMask, {}, {op.getRate().convertToDouble()}};
+      })
+      // A causally masked probability is 0, so the gradient needs no flag.
+      .Case([](SoftmaxGradOp) { return KernelSpec{OpCode::SoftmaxGrad}; })
+      .Case([&](AttentionGradOp op) {
+        return KernelSpec{OpCode::AttentionGrad,
+                          {op.getDropoutStreamAttr().getInt()},
+                          {op.getScale().convertToDouble(),
+                           op.getDropoutRate().convertToDouble()},
+                          flag(op.getCausal(), 1)};
+      })
+      .Case([](RotaryGradOp op) {
+        return KernelSpec{OpCode::Rotary,
+                          {op.getOffsetAttr().getInt()},
+                          {op.getTheta().convertToDouble()},
+                          /*inverse=*/1};
+      })
+      .Case([](CrossEntropyGradOp op) {
+        return KernelSpec{OpCode::CrossEntropyGrad,
+                          {op.getIgnoreIndexAttr().getInt()}};
+      })
+      .Case([](PadOp op) {
+        return KernelSpec{
+            OpCode::Pad,
+            {op.getDimAttr().getInt(), op.getOffsetAttr().getInt()}};
+      })
+      .Case([](SumGroupsOp op) {
+        return KernelSpec{
+            OpCode::SumGroups,
+            {op.getDimAttr().getInt(), op.getRepeatsAttr().getInt()}};
+      })
+      // Driver and optimizer (the updates are lowered in place, see
+      // Lowering::lowerUpdate).
+      .Case([](CountTargetsOp op) {
+        return KernelSpec{OpCode::CountTargets,
+                          {op.getIgnoreIndexAttr().getInt()}};
+      })
+      .Case([](InverseCountOp) { return KernelSpec{OpCode::InverseCount}; })
+      .Case([](SumSquaresOp) { return KernelSpec{OpCode::SumSquares}; })
+      .Case([](ClipCoefficientOp op) {
+        return KernelSpec{OpCode::ClipCoefficient,
+                          {},
+                          {op.getMaxNorm().convertToDouble()}};
+      })
+      .Case([&](LrScheduleOp op) {
+        return KernelSpec{
+            OpCode::LrSchedule,
+            {op.getWarmupAttr().getInt(), op.getTotalAttr().getInt()},
+            {op.getLr().convertToDouble(), op.getMinLr().convertToDouble()},
+            flag(op.getSchedule() == LrScheduleKind::Cosine, 1)};
+      })
+      .Case([](AdamWUpdateOp op) {
+        return KernelSpec{OpCode::AdamWUpdate,
+                          {},
+                          {op.getBeta1().convertToDouble(),
+                           op.getBeta2().convertToDouble(),
+                           op.getEps().convertToDouble(),
+                           op.getWeightDecay().convertToDouble()}};
+      })
+      .Case([](SgdUpdateOp op) {
+        return KernelSpec{OpCode::SgdUpdate,
+                          {},
+                          {op.getMomentum().convertToDouble(),
+                           op.getWeightDecay().convertToDouble()}};
+      })
       .Default([](Operation *) { return std::nullopt; });
+}
+
+/// The dropout block operand of an op that draws a dropout stream for one
+/// block (microbatch) of a larger tensor, and the elements of one block of
+/// what it draws: the mask, or attention's probabilities [b, h, sq, sk].
+std::pair<Value, int64_t> dropoutBlockOf(Operation *op) {
+  auto probabilities = [](Value query, Value key) {
+    auto q = cast<RankedTensorType>(query.getType());
+    auto k = cast<RankedTensorType>(key.getType());
+    return q.getDimSize(0) * q.getDimSize(1) * q.getDimSize(2) *
+           k.getDimSize(2);
+  };
+  return llvm::TypeSwitch<Operation *, std::pair<Value, int64_t>>(op)
+      .Case([](tpc::DropoutMaskOp op) {
+        return std::make_pair(op.getBlock(),
+                              op.getResult().getType().getNumElements());
+      })
+      .Case([&](tpc::AttentionOp op) {
+        return std::make_pair(op.getBlock(),
+                              probabilities(op.getQuery(), op.getKey()));
+      })
+      .Case([&](tpc::AttentionGradOp op) {
+        return std::make_pair(op.getBlock(),
+                              probabilities(op.getQuery(), op.getKey()));
+      })
+      .Default([](Operation *) { return std::make_pair(Value(), int64_t(0)); });
 }
 
 /// What a buffer type of `bufferTypeOf` must be, for its diagnostics.
 constexpr llvm::StringLiteral kBufferTypeRule =
-    "a static tensor of f32, bf16, f16, i32 or i64 of fewer than 2^63 bytes";
+    "a static tensor of f32, bf16, f16, i32, i64 or i8 of fewer than 2^63 "
+    "bytes";
 
 /// The buffer type of a tensor value: same shape and element type, static,
 /// of an element type the executable has, and a byte size that fits the
@@ -132,7 +285,8 @@ FailureOr<MemRefType> bufferTypeOf(Type type) {
     return failure();
   Type element = tensor.getElementType();
   if (!isa<Float32Type, BFloat16Type, Float16Type>(element) &&
-      !element.isSignlessInteger(32) && !element.isSignlessInteger(64))
+      !element.isSignlessInteger(32) && !element.isSignlessInteger(64) &&
+      !element.isSignlessInteger(8))
     return failure();
   auto buffer = MemRefType::get(tensor.getShape(), element);
   if (getBufferBytes(buffer) == std::numeric_limits<int64_t>::max())
@@ -140,23 +294,37 @@ FailureOr<MemRefType> bufferTypeOf(Type type) {
   return buffer;
 }
 
+/// The uses of `value`, looking through the ops that only change its form:
+/// casts (f32 master weights of a 16-bit model) and slices of it
+/// (microbatches of the inputs).
+void forEachUse(Value value, function_ref<void(OpOperand &)> fn) {
+  for (OpOperand &use : value.getUses()) {
+    Operation *user = use.getOwner();
+    if (isa<tpc::CastOp, tensor::ExtractSliceOp>(user))
+      forEachUse(user->getResult(0), fn);
+    else
+      fn(use);
+  }
+}
+
 /// How tpc-run initializes a parameter without weights, from its uses: a
 /// norm scale starts at one, a bias at zero, anything else is drawn.
 ParamInit initOf(Value param) {
-  bool isBias = false;
-  for (OpOperand &use : param.getUses()) {
+  bool isBias = false, isScale = false;
+  forEachUse(param, [&](OpOperand &use) {
     Operation *user = use.getOwner();
+    Value used = use.get();
     if (auto norm = dyn_cast<tpc::LayerNormOp>(user)) {
-      if (norm.getWeight() == param)
-        return ParamInit::Ones;
-      isBias |= norm.getBias() == param;
+      isScale |= norm.getWeight() == used;
+      isBias |= norm.getBias() == used;
     } else if (auto norm = dyn_cast<tpc::RmsNormOp>(user)) {
-      if (norm.getWeight() == param)
-        return ParamInit::Ones;
+      isScale |= norm.getWeight() == used;
     } else if (auto linear = dyn_cast<tpc::LinearOp>(user)) {
-      isBias |= linear.getBias() == param;
+      isBias |= linear.getBias() == used;
     }
-  }
+  });
+  if (isScale)
+    return ParamInit::Ones;
   return isBias ? ParamInit::Zeros : ParamInit::Normal;
 }
 
@@ -167,24 +335,26 @@ int64_t valueBoundOf(Value input) {
   auto tighten = [&](int64_t b) {
     bound = bound == 0 ? b : std::min(bound, b);
   };
-  for (OpOperand &use : input.getUses()) {
+  forEachUse(input, [&](OpOperand &use) {
     Operation *user = use.getOwner();
+    Value used = use.get();
     if (auto embedding = dyn_cast<tpc::EmbeddingOp>(user)) {
-      if (embedding.getIds() == input)
+      if (embedding.getIds() == used)
         tighten(embedding.getTable().getType().getDimSize(0));
     } else if (auto ce = dyn_cast<tpc::CrossEntropyOp>(user)) {
-      if (ce.getLabels() == input)
+      if (ce.getLabels() == used)
         tighten(ce.getLogits().getType().getShape().back());
     }
-  }
+  });
   return bound;
 }
 
 class Lowering {
 public:
-  Lowering(func::FuncOp forward) : forward(forward), builder(forward) {}
+  Lowering(func::FuncOp function) : function(function), builder(function) {}
 
-  /// Builds the program before @forward; on failure the caller erases it.
+  /// Builds the program before the function; on failure the caller erases
+  /// it.
   FailureOr<ProgramOp> run();
 
 private:
@@ -192,35 +362,79 @@ private:
   LogicalResult lowerOp(Operation *op);
   LogicalResult lowerReturn(func::ReturnOp ret);
 
-  func::FuncOp forward;
+  /// One kernel reading `operands` with fresh rt.alloc results for
+  /// `results` (those without a buffer yet).
+  LogicalResult emitKernel(Operation *op, const KernelSpec &spec,
+                           ValueRange operands, ValueRange results);
+  void createKernel(Location loc, const KernelSpec &spec,
+                    ArrayRef<Value> operandBuffers,
+                    ArrayRef<Value> resultBuffers);
+  /// A fresh rt.alloc for `result` of `op`.
+  FailureOr<Value> allocFor(Operation *op, Value result);
+
+  LogicalResult lowerExtractSlice(tensor::ExtractSliceOp op);
+  LogicalResult lowerUpdate(Operation *op, const KernelSpec &spec);
+  /// An f32 state buffer of `param`, for an SGD step without momentum (the
+  /// kernel always keeps its buffer).
+  Value createMomentumState(Value param, Location loc);
+  /// The buffer of operand `value` of `op`; an error when it has none (a
+  /// constant that no op folded).
+  FailureOr<Value> bufferOf(Operation *op, Value value);
+  /// Checks a returned value `value` tagged tpc.update or tpc.state: the
+  /// new value an optimizer update computed in place for the argument whose
+  /// `attrName` attribute is `expected`.
+  LogicalResult checkUpdatedInPlace(func::ReturnOp ret, unsigned i,
+                                    Value value, StringRef attrName,
+                                    Attribute expected);
+
+  func::FuncOp function;
   OpBuilder builder;
-  /// The buffer of every tensor value of @forward.
+  /// The buffer of every tensor value of the function.
   DenseMap<Value, Value> buffers;
+  /// The last buffer op made for an argument: buffers of the whole program
+  /// made later (momentum state) go after it.
+  Operation *lastArgumentBuffer = nullptr;
 };
 
 } // namespace
 
 LogicalResult Lowering::lowerArgument(BlockArgument arg) {
   unsigned i = arg.getArgNumber();
-  auto param = forward.getArgAttrOfType<StringAttr>(i, tpc::kParamAttrName);
-  auto input = forward.getArgAttrOfType<StringAttr>(i, tpc::kInputAttrName);
-  if (!param == !input)
-    return forward.emitError() << "argument " << i << " must have exactly one "
-                               << "of '" << tpc::kParamAttrName << "' and '"
-                               << tpc::kInputAttrName << "' (a string)";
-  StringRef name = param ? param.getValue() : input.getValue();
+  auto param = function.getArgAttrOfType<StringAttr>(i, tpc::kParamAttrName);
+  auto input = function.getArgAttrOfType<StringAttr>(i, tpc::kInputAttrName);
+  auto state =
+      function.getArgAttrOfType<DictionaryAttr>(i, tpc::kStateAttrName);
+  if ((param ? 1 : 0) + (input ? 1 : 0) + (state ? 1 : 0) != 1)
+    return function.emitError()
+           << "argument " << i << " must have exactly one of '"
+           << tpc::kParamAttrName << "', '" << tpc::kInputAttrName
+           << "' (a string) and '" << tpc::kStateAttrName << "' (a dictionary)";
+  StringAttr stateName, stateParam;
+  if (state) {
+    stateName = state.getAs<StringAttr>("name");
+    stateParam = state.getAs<StringAttr>("param");
+    if (!stateName || !stateParam)
+      return function.emitError()
+             << "argument " << i << ": '" << tpc::kStateAttrName
+             << "' must hold the strings 'name' and 'param' but is " << state;
+  }
+  std::string name = param   ? param.getValue().str()
+                     : input ? input.getValue().str()
+                             : (stateParam.getValue() + "." +
+                                stateName.getValue())
+                                   .str();
   FailureOr<MemRefType> type = bufferTypeOf(arg.getType());
   if (failed(type))
-    return forward.emitError()
+    return function.emitError()
            << "argument " << i << " ('" << name << "') has type "
            << arg.getType() << ", not " << kBufferTypeRule;
   Location loc = arg.getLoc();
   if (param) {
     auto hfShape =
-        forward.getArgAttrOfType<DenseI64ArrayAttr>(i, tpc::kHfShapeAttrName);
+        function.getArgAttrOfType<DenseI64ArrayAttr>(i, tpc::kHfShapeAttrName);
     if (!hfShape) {
-      if (forward.getArgAttr(i, tpc::kHfShapeAttrName))
-        return forward.emitError()
+      if (function.getArgAttr(i, tpc::kHfShapeAttrName))
+        return function.emitError()
                << "argument " << i << " ('" << name << "'): '"
                << tpc::kHfShapeAttrName << "' must be an array<i64>";
       hfShape = builder.getDenseI64ArrayAttr(type->getShape());
@@ -230,73 +444,295 @@ LogicalResult Lowering::lowerArgument(BlockArgument arg) {
                         ParamInitAttr::get(builder.getContext(), initOf(arg)),
                         builder.getF64FloatAttr(0.02),
                         /*offset=*/IntegerAttr());
-  } else {
+  } else if (input) {
     buffers[arg] = InputOp::create(builder, loc, *type, input,
                                    builder.getI64IntegerAttr(valueBoundOf(arg)),
                                    /*offset=*/IntegerAttr());
+  } else {
+    buffers[arg] = StateOp::create(builder, loc, *type, stateName, stateParam,
+                                   /*offset=*/IntegerAttr());
   }
+  lastArgumentBuffer = buffers[arg].getDefiningOp();
+  return success();
+}
+
+FailureOr<Value> Lowering::bufferOf(Operation *op, Value value) {
+  if (Value buffer = buffers.lookup(value))
+    return buffer;
+  InFlightDiagnostic diag = op->emitError()
+                            << "cannot lower '" << op->getName()
+                            << "' to rt: an operand has no buffer";
+  if (Operation *def = value.getDefiningOp())
+    diag << " (it is the result of '" << def->getName()
+         << "'; no kernel computes constants)";
+  return diag;
+}
+
+FailureOr<Value> Lowering::allocFor(Operation *op, Value result) {
+  FailureOr<MemRefType> type = bufferTypeOf(result.getType());
+  if (failed(type))
+    return op->emitError() << "result "
+                           << cast<OpResult>(result).getResultNumber()
+                           << " has type " << result.getType() << ", not "
+                           << kBufferTypeRule;
+  Value buffer = AllocOp::create(builder, op->getLoc(), *type,
+                                 /*offset=*/IntegerAttr());
+  buffers[result] = buffer;
+  return buffer;
+}
+
+void Lowering::createKernel(Location loc, const KernelSpec &spec,
+                            ArrayRef<Value> operandBuffers,
+                            ArrayRef<Value> resultBuffers) {
+  KernelOp::create(builder, loc,
+                   OpCodeAttr::get(builder.getContext(), spec.opcode),
+                   operandBuffers, resultBuffers,
+                   builder.getDenseI64ArrayAttr(spec.ints),
+                   builder.getDenseF64ArrayAttr(spec.floats),
+                   builder.getUI32IntegerAttr(spec.flags));
+}
+
+LogicalResult Lowering::emitKernel(Operation *op, const KernelSpec &spec,
+                                   ValueRange operands, ValueRange results) {
+  SmallVector<Value> operandBuffers, resultBuffers;
+  for (Value operand : operands) {
+    FailureOr<Value> buffer = bufferOf(op, operand);
+    if (failed(buffer))
+      return failure();
+    operandBuffers.push_back(*buffer);
+  }
+  for (Value result : results) {
+    Value buffer = buffers.lookup(result);
+    if (!buffer) {
+      FailureOr<Value> fresh = allocFor(op, result);
+      if (failed(fresh))
+        return failure();
+      buffer = *fresh;
+    }
+    resultBuffers.push_back(buffer);
+  }
+  createKernel(op->getLoc(), spec, operandBuffers, resultBuffers);
+  return success();
+}
+
+/// A slice along one dimension (a microbatch of the inputs) is a slice
+/// kernel; the whole tensor is the same buffer.
+LogicalResult Lowering::lowerExtractSlice(tensor::ExtractSliceOp op) {
+  RankedTensorType source = op.getSourceType(), result = op.getResultType();
+  auto fail = [&]() {
+    return op.emitError()
+           << "cannot lower '" << op->getName()
+           << "' to rt: only a slice with constant offsets and unit strides "
+              "along one dimension, of the same rank, has a kernel";
+  };
+  if (source.getRank() != result.getRank() || !source.hasStaticShape() ||
+      !result.hasStaticShape())
+    return fail();
+  std::optional<int64_t> dim;
+  int64_t sliceOffset = 0;
+  for (int64_t d = 0, e = source.getRank(); d < e; ++d) {
+    std::optional<int64_t> offset = getConstantIntValue(op.getMixedOffsets()[d]);
+    std::optional<int64_t> stride = getConstantIntValue(op.getMixedStrides()[d]);
+    if (!offset || !stride || *stride != 1)
+      return fail();
+    if (*offset == 0 && result.getDimSize(d) == source.getDimSize(d))
+      continue;
+    if (dim)
+      return fail();
+    dim = d;
+    sliceOffset = *offset;
+  }
+  FailureOr<Value> sourceBuffer = bufferOf(op, op.getSource());
+  if (failed(sourceBuffer))
+    return failure();
+  if (!dim) {
+    buffers[op.getResult()] = *sourceBuffer;
+    return success();
+  }
+  return emitKernel(op,
+                    KernelSpec{OpCode::Slice,
+                               {*dim, sliceOffset, result.getDimSize(*dim)}},
+                    op.getSource(), op.getResult());
+}
+
+Value Lowering::createMomentumState(Value param, Location loc) {
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointAfter(lastArgumentBuffer);
+  auto paramOp = buffers.lookup(param).getDefiningOp<ParamOp>();
+  auto type = MemRefType::get(paramOp.getBuffer().getType().getShape(),
+                              builder.getF32Type());
+  Value state = StateOp::create(builder, loc, type,
+                                builder.getStringAttr("momentum"),
+                                paramOp.getHfNameAttr(),
+                                /*offset=*/IntegerAttr());
+  lastArgumentBuffer = state.getDefiningOp();
+  return state;
+}
+
+/// The optimizer updates its parameter and state arguments in place: their
+/// new values are the argument buffers, so nothing after the update may
+/// read the old values.
+LogicalResult Lowering::lowerUpdate(Operation *op, const KernelSpec &spec) {
+  for (OpResult result : op->getResults()) {
+    unsigned operandIndex =
+        *getInPlaceOperand(spec.opcode, result.getResultNumber());
+    Value old = op->getOperand(operandIndex);
+    auto arg = dyn_cast<BlockArgument>(old);
+    StringRef attrName =
+        operandIndex == 0 ? tpc::kParamAttrName : tpc::kStateAttrName;
+    if (!arg || arg.getOwner()->getParentOp() != function ||
+        !function.getArgAttr(arg.getArgNumber(), attrName))
+      return op->emitError()
+             << "cannot lower '" << op->getName() << "' to rt: operand "
+             << operandIndex << " must be a '" << attrName
+             << "' argument, which the kernel updates in place";
+    for (Operation *user : old.getUsers())
+      if (user != op && !user->isBeforeInBlock(op)) {
+        InFlightDiagnostic diag =
+            op->emitError() << "cannot lower '" << op->getName()
+                            << "' to rt: it updates operand " << operandIndex
+                            << " in place, but '" << user->getName()
+                            << "' reads the old value after it";
+        diag.attachNote(user->getLoc()) << "the later reader";
+        return diag;
+      }
+    buffers[result] = buffers.lookup(old);
+  }
+  auto sgd = dyn_cast<tpc::SgdUpdateOp>(op);
+  if (!sgd || sgd.getMomentumBuffer())
+    return emitKernel(op, spec, op->getOperands(), op->getResults());
+  // Without momentum torch keeps no buffer, but the kernel always has one
+  // (it then holds the last step's update direction): a state of its own.
+  SmallVector<Value> operands;
+  for (Value operand : op->getOperands()) {
+    FailureOr<Value> buffer = bufferOf(op, operand);
+    if (failed(buffer))
+      return failure();
+    operands.push_back(*buffer);
+  }
+  Value param = buffers.lookup(sgd.getParam());
+  Value momentum = createMomentumState(sgd.getParam(), op->getLoc());
+  operands.insert(operands.begin() + 2, momentum);
+  createKernel(op->getLoc(), spec, operands, {param, momentum});
   return success();
 }
 
 LogicalResult Lowering::lowerOp(Operation *op) {
+  // Constants have no kernel: the ops that read them fold them (a dropout
+  // block), and an op that reads any other constant is refused by bufferOf.
+  if (isa<arith::ConstantOp>(op))
+    return success();
+  if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op))
+    return lowerExtractSlice(slice);
   std::optional<KernelSpec> spec = kernelFor(op);
-  if (!spec)
+  if (!spec) {
+    if (isa<scf::ForOp, func::CallOp>(op))
+      return op->emitError()
+             << "cannot lower '" << op->getName()
+             << "' to rt: inline the calls and unroll the microbatch loop "
+                "first (tpc-unroll-train-step)";
     return op->emitError() << "cannot lower '" << op->getName()
                            << "' to rt: no runtime kernel implements it";
-  SmallVector<Value> operands, results;
-  for (Value operand : op->getOperands())
-    operands.push_back(buffers.lookup(operand));
-  for (OpResult result : op->getResults()) {
-    FailureOr<MemRefType> type = bufferTypeOf(result.getType());
-    if (failed(type))
-      return op->emitError()
-             << "result " << result.getResultNumber() << " has type "
-             << result.getType() << ", not " << kBufferTypeRule;
-    Value buffer = AllocOp::create(builder, op->getLoc(), *type,
-                                   /*offset=*/IntegerAttr());
-    buffers[result] = buffer;
-    results.push_back(buffer);
   }
-  KernelOp::create(builder, op->getLoc(),
-                   OpCodeAttr::get(builder.getContext(), spec->opcode),
-                   operands, results, builder.getDenseI64ArrayAttr(spec->ints),
-                   builder.getDenseF64ArrayAttr(spec->floats),
-                   builder.getUI32IntegerAttr(spec->flags));
-  return success();
+  if (isa<tpc::AdamWUpdateOp, tpc::SgdUpdateOp>(op))
+    return lowerUpdate(op, *spec);
+  ValueRange operands = op->getOperands();
+  // A constant dropout block n draws the elements from n times the block's
+  // size on: the kernel's first index.
+  if (auto [block, blockElements] = dropoutBlockOf(op); block) {
+    APInt index;
+    int64_t first;
+    if (!matchPattern(block, m_ConstantInt(&index)) ||
+        index.isNegative() ||
+        llvm::MulOverflow(index.getSExtValue(), blockElements, first))
+      return op->emitError()
+             << "cannot lower '" << op->getName()
+             << "' to rt: its dropout block must be a non-negative constant "
+                "(unroll the microbatch loop first: tpc-unroll-train-step)";
+    spec->ints.push_back(first);
+    operands = operands.drop_back();
+  }
+  return emitKernel(op, *spec, operands, op->getResults());
+}
+
+LogicalResult Lowering::checkUpdatedInPlace(func::ReturnOp ret, unsigned i,
+                                            Value value, StringRef attrName,
+                                            Attribute expected) {
+  if (auto result = dyn_cast<OpResult>(value))
+    if (isa<tpc::AdamWUpdateOp, tpc::SgdUpdateOp>(result.getOwner())) {
+      Operation *update = result.getOwner();
+      OpCode opcode = isa<tpc::AdamWUpdateOp>(update) ? OpCode::AdamWUpdate
+                                                      : OpCode::SgdUpdate;
+      unsigned operand =
+          *getInPlaceOperand(opcode, result.getResultNumber());
+      auto arg = dyn_cast<BlockArgument>(update->getOperand(operand));
+      if (arg && function.getArgAttr(arg.getArgNumber(), attrName) == expected)
+        return success();
+    }
+  return ret.emitError() << "result " << i << " of @" << function.getName()
+                         << " ('" << attrName << "' = " << expected
+                         << ") is not the value an optimizer update computes "
+                            "for that argument; only those are written back";
 }
 
 LogicalResult Lowering::lowerReturn(func::ReturnOp ret) {
   for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
-    auto name =
-        forward.getResultAttrOfType<StringAttr>(i, tpc::kOutputAttrName);
-    if (!name || name.getValue().empty())
+    if (auto name =
+            function.getResultAttrOfType<StringAttr>(i, tpc::kOutputAttrName);
+        name && !name.getValue().empty()) {
+      FailureOr<Value> buffer = bufferOf(ret, value);
+      if (failed(buffer))
+        return failure();
+      OutputOp::create(builder, ret.getLoc(), name, *buffer);
+    } else if (auto grad = function.getResultAttrOfType<StringAttr>(
+                   i, tpc::kGradAttrName)) {
+      FailureOr<Value> buffer = bufferOf(ret, value);
+      if (failed(buffer))
+        return failure();
+      GradOp::create(builder, ret.getLoc(), grad, *buffer);
+    } else if (auto update = function.getResultAttrOfType<StringAttr>(
+                   i, tpc::kUpdateAttrName)) {
+      if (failed(checkUpdatedInPlace(ret, i, value, tpc::kParamAttrName,
+                                     update)))
+        return failure();
+    } else if (auto state = function.getResultAttr(i, tpc::kStateAttrName)) {
+      if (failed(checkUpdatedInPlace(ret, i, value, tpc::kStateAttrName,
+                                     state)))
+        return failure();
+    } else {
       return ret.emitError()
-             << "result " << i << " of @forward has no '"
-             << tpc::kOutputAttrName << "' name; tpc-import names every result";
-    OutputOp::create(builder, ret.getLoc(), name, buffers.lookup(value));
+             << "result " << i << " of @" << function.getName()
+             << " has no '" << tpc::kOutputAttrName << "' name, '"
+             << tpc::kGradAttrName << "', '" << tpc::kUpdateAttrName
+             << "' or '" << tpc::kStateAttrName
+             << "'; tpc-import and tpc-optimizer tag every result";
+    }
   }
   return success();
 }
 
 FailureOr<ProgramOp> Lowering::run() {
-  if (!forward.getBody().hasOneBlock()) {
-    forward.emitError("@forward must have exactly one block");
+  if (!function.getBody().hasOneBlock()) {
+    function.emitError() << "@" << function.getName()
+                         << " must have exactly one block";
     return failure();
   }
-  auto program = ProgramOp::create(builder, forward.getLoc(), "forward");
+  auto program =
+      ProgramOp::create(builder, function.getLoc(), function.getName());
   builder.setInsertionPointToStart(&program.getBody().front());
   auto fail = [&] {
     program.erase();
     return failure();
   };
-  for (BlockArgument arg : forward.getArguments())
+  for (BlockArgument arg : function.getArguments())
     if (failed(lowerArgument(arg)))
       return fail();
-  for (Operation &op : forward.getBody().front()) {
+  for (Operation &op :
+       llvm::make_early_inc_range(function.getBody().front())) {
     LogicalResult lowered = success();
     if (auto ret = dyn_cast<func::ReturnOp>(op))
       lowered = lowerReturn(ret);
-    else if (op.getNumRegions() != 0)
+    else if (op.getNumRegions() != 0 && !isa<scf::ForOp>(op))
       lowered = op.emitError() << "cannot lower '" << op.getName()
                                << "' to rt: ops with regions have no kernel";
     else
@@ -313,18 +749,18 @@ struct LowerToRtPass : public rt::impl::TpcLowerToRtBase<LowerToRtPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto forward = module.lookupSymbol<func::FuncOp>("forward");
-    if (!forward) {
-      module.emitError("tpc-lower-to-rt: no func.func @forward");
+    auto entry = module.lookupSymbol<func::FuncOp>(function);
+    if (!entry) {
+      module.emitError() << "tpc-lower-to-rt: no func.func @" << function;
       return signalPassFailure();
     }
-    if (forward.isExternal()) {
-      forward.emitError("tpc-lower-to-rt: @forward has no body");
+    if (entry.isExternal()) {
+      entry.emitError() << "tpc-lower-to-rt: @" << function << " has no body";
       return signalPassFailure();
     }
-    if (failed(Lowering(forward).run()))
+    if (failed(Lowering(entry).run()))
       return signalPassFailure();
-    forward.erase();
+    entry.erase();
     // The seed's 64 bits are stored as an i64 (see RtDialect).
     module->setAttr(RtDialect::kSeedAttrName,
                     Builder(module).getI64IntegerAttr(

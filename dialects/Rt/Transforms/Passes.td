@@ -5,29 +5,87 @@
 
 include "mlir/Pass/PassBase.td"
 
-def TpcLowerToRt : Pass<"tpc-lower-to-rt", "ModuleOp"> {
-  let summary = "Lowers the tpc @forward function to an rt.program";
+def TpcUnrollTrainStep : Pass<"tpc-unroll-train-step", "ModuleOp"> {
+  let summary = "Inlines F, B and W into the training step and unrolls it";
   let description = [{
-    Replaces `func.func @forward` by `rt.program @forward`, one buffer per
-    value and one kernel per op, in the op order of the function:
+    Turns the training driver that `tpc-autodiff` and `tpc-optimizer` build
+    (`@train_step` calling `@train_F`, `@train_B` and `@train_W` in an
+    `scf.for` over the microbatches) into one straight-line function, which
+    `tpc-lower-to-rt` then lowers to one kernel list per step:
+
+    * every `scf.for` with constant bounds is fully unrolled, iteration by
+      iteration (microbatch 0 first), its induction variable a constant;
+    * every `func.call` is replaced by the callee's body; callees left
+      without uses are erased (`@forward` is kept);
+    * what became constant folds: the microbatch offsets of the
+      `tensor.extract_slice`s of the inputs become static, the microbatch
+      index tensor becomes a constant (the dropout `block` of the ops that
+      read it), and the zero accumulators of the first microbatch fold away
+      (`tpc.add` of a zero splat);
+    * what every microbatch computes again from the parameters alone (the
+      16-bit casts of the f32 master weights, a slice of the position
+      table) is computed once, by the first (common subexpressions).
+
+    Within a microbatch the ops keep the order of F, then B, then W, so the
+    stash of microbatch `i` lives from its forward to its last reader in B
+    or W, and microbatches run one after the other. A loop whose bounds are
+    not constant, or a call of a function without a body, is an error.
+
+    ```
+    $ tpc-opt model.mlir --tpc-autodiff=microbatches=2 --tpc-optimizer \
+        --tpc-unroll-train-step
+    ```
+  }];
+  let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"train_step\"",
+           "The function to flatten">
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def TpcLowerToRt : Pass<"tpc-lower-to-rt", "ModuleOp"> {
+  let summary = "Lowers a tpc function (@forward, @train_step) to an rt.program";
+  let description = [{
+    Replaces `func.func @<function>` (`@forward` by default) by
+    `rt.program @<function>`, one buffer per value and one kernel per op, in
+    the op order of the function:
 
     * an argument with `tpc.param` becomes an `rt.param` with its Hugging
       Face name and shape (`tpc.hf_shape`, else the argument's shape). Its
-      `init` follows from its uses: `ones` for a `tpc.layer_norm` or
-      `tpc.rms_norm` weight, else `zeros` for a `tpc.layer_norm` or
-      `tpc.linear` bias, else `normal` with std 0.02;
+      `init` follows from its uses (through `tpc.cast`s): `ones` for a
+      `tpc.layer_norm` or `tpc.rms_norm` weight, else `zeros` for a
+      `tpc.layer_norm` or `tpc.linear` bias, else `normal` with std 0.02;
     * an argument with `tpc.input` becomes an `rt.input`; its `bound` is the
       embedding table's row count for the ids of a `tpc.embedding`, the
       logits' last dimension for the labels of a `tpc.cross_entropy` (the
-      smallest one when several uses give one), else 0;
+      smallest one when several uses give one, looking through slices),
+      else 0;
+    * an argument with `tpc.state = {name, param}` becomes an `rt.state`;
     * every tpc op becomes one `rt.alloc` per result and one `rt.kernel`
       with the attributes of the executable's kernel table
-      (`tpc.reshape` is a `copy`, `tpc.cast` a `cast`);
-    * the returned values become `rt.output`s named by the `tpc.output`
-      result attributes of `@forward`.
+      (`tpc.reshape` is a `copy`, `tpc.cast` a `cast`, `tpc.rotary_grad` a
+      `rotary` with the inverse flag), except:
+      - `tpc.adamw_update` and `tpc.sgd_update` update their parameter and
+        state arguments in place (their results are those buffers), which
+        needs every other reader of the old values to come before them. An
+        SGD update without a momentum buffer gets an `rt.state "momentum"`,
+        since the kernel always keeps one;
+      - a dropout `block` (the microbatch index of `tpc.dropout_mask`,
+        `tpc.attention` and `tpc.attention_grad`) must be a constant `n`:
+        the kernel's first index is `n` times the elements of one block
+        (the mask, or the probabilities `[b, h, sq, sk]`);
+      - `tensor.extract_slice` along one dimension (a microbatch of an
+        input) is a `slice` kernel, of the whole tensor the same buffer;
+      - `arith.constant` has no kernel; an op that reads a constant other
+        than those above is refused;
+    * the returned values become `rt.output`s (`tpc.output` names) and
+      `rt.grad`s (`tpc.grad`); those tagged `tpc.update` and `tpc.state`
+      must be the in-place results of an update of that very argument, and
+      need nothing more.
 
     The module gets `rt.seed` (the dropout seed). An argument or op it cannot
-    lower, or a result without `tpc.output`, is an error at that place.
+    lower, or a result without a tag, is an error at that place.
 
     ```mlir
     // tpc-opt model.mlir --tpc-lower-to-rt
@@ -40,6 +98,9 @@ def TpcLowerToRt : Pass<"tpc-lower-to-rt", "ModuleOp"> {
   }];
   let dependentDialects = ["::mlir::rt::RtDialect"];
   let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"forward\"",
+           "The function to lower (forward, or train_step after "
+           "tpc-unroll-train-step)">,
     Option<"seed", "seed", "uint64_t", /*default=*/"0",
            "The dropout seed recorded as rt.seed (tpc-compile --seed)">
   ];
@@ -53,14 +114,16 @@ def RtPlanMemory : Pass<"rt-plan-memory", "ModuleOp"> {
     `rt.planned_peak_bytes` on the module.
 
     Lifetimes are in kernel indices (kernel `k` is the `k`-th `rt.kernel`
-    of the program, `K` kernels in all): params and inputs live for the
-    whole program (from before kernel 0 to after kernel `K - 1`); an
+    of the program, `K` kernels in all): params, inputs and state live for
+    the whole program (from before kernel 0 to after kernel `K - 1`); an
     `rt.alloc` from the first kernel that reads or writes it to the last one,
-    and to the end of the program when an `rt.output` binds it. An alloc no
-    kernel uses is live nowhere (offset 0, not counted in the peak).
+    and to the end of the program when an `rt.output` or `rt.grad` binds it.
+    An alloc no kernel uses is live nowhere (offset 0, not counted in the
+    peak). In a training step the stash of a microbatch thus lives from its
+    forward to its last reader in the backward.
 
-    Params and inputs are placed first, in program order, one after the
-    other. Allocs are then placed in order of their first kernel (program
+    Params, inputs and state are placed first, in program order, one after
+    the other. Allocs are then placed in order of their first kernel (program
     order among equals): before placing the allocs that start at kernel `k`,
     those whose last kernel was `k - 1` are freed. Freed ranges go to an
     address-ordered free list whose neighbours coalesce; a request takes the
@@ -74,8 +137,8 @@ def RtPlanMemory : Pass<"rt-plan-memory", "ModuleOp"> {
     maximum over kernels `k` of the summed sizes (elements × element bytes,
     without alignment padding) of the buffers live at `k`, i.e. whose
     lifetime contains `k` (a kernel's operands and results are all live at
-    it). With no kernels it is the bytes of the params and inputs. The
-    runtime measures the same quantity from the kernel order.
+    it). With no kernels it is the bytes of the params, inputs and state.
+    The runtime measures the same quantity from the kernel order.
 
     With `check`, the pass then verifies the plan independently: a sweep
     over the kernels with the live buffers ordered by offset reports any two

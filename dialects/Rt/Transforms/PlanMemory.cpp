@@ -10,8 +10,10 @@
 
 #include "dialects/Rt/IR/RtOps.h"
 #include "dialects/Rt/Transforms/Passes.h"
+#include "dialects/Rt/Transforms/PlanMemory.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/MathExtras.h"
@@ -38,9 +40,9 @@ int64_t alignUp(int64_t bytes) {
 }
 
 /// One buffer of the program. `first..last` is the inclusive range of kernel
-/// indices at which it is live: -1..K for params and inputs (from before the
-/// first kernel to after the last), K as `last` for an output. A buffer no
-/// kernel uses has first == kNever.
+/// indices at which it is live: -1..K for params, inputs and state (from
+/// before the first kernel to after the last), K as `last` for an output or
+/// a gradient. A buffer no kernel uses has first == kNever.
 struct Buffer {
   Operation *op;
   int64_t bytes;
@@ -61,7 +63,7 @@ Lifetimes computeLifetimes(ProgramOp program) {
   DenseMap<Value, size_t> index;
   int64_t k = 0;
   for (Operation &op : program.getBody().front()) {
-    if (isa<ParamOp, InputOp, AllocOp>(op)) {
+    if (isa<ParamOp, InputOp, StateOp, AllocOp>(op)) {
       Value buffer = op.getResult(0);
       index[buffer] = result.buffers.size();
       Buffer info{&op, getBufferBytes(cast<MemRefType>(buffer.getType()))};
@@ -81,9 +83,12 @@ Lifetimes computeLifetimes(ProgramOp program) {
   for (Buffer &info : result.buffers)
     if (!isa<AllocOp>(info.op))
       info.last = k;
-  for (Operation &op : program.getBody().front())
+  for (Operation &op : program.getBody().front()) {
     if (auto output = dyn_cast<OutputOp>(op))
       result.buffers[index.lookup(output.getBuffer())].last = k;
+    else if (auto grad = dyn_cast<GradOp>(op))
+      result.buffers[index.lookup(grad.getBuffer())].last = k;
+  }
   return result;
 }
 
@@ -181,19 +186,21 @@ int64_t assignOffsets(Lifetimes &lifetimes) {
 }
 
 /// Max over kernels of the bytes live at the kernel (see the pass
-/// description), from a difference array over kernel indices.
-int64_t plannedPeak(const Lifetimes &lifetimes) {
+/// description), from a difference array over kernel indices; only the
+/// buffers `counts` accepts add up (all of them by default).
+int64_t plannedPeak(const Lifetimes &lifetimes,
+                    function_ref<bool(const Buffer &)> counts = nullptr) {
   int64_t numKernels = lifetimes.numKernels;
   if (numKernels == 0) {
     int64_t bytes = 0;
     for (const Buffer &buffer : lifetimes.buffers)
-      if (!isa<AllocOp>(buffer.op))
+      if (!isa<AllocOp>(buffer.op) && (!counts || counts(buffer)))
         bytes += buffer.bytes;
     return bytes;
   }
   std::vector<int64_t> delta(numKernels + 1, 0);
   for (const Buffer &buffer : lifetimes.buffers) {
-    if (!buffer.isLive())
+    if (!buffer.isLive() || (counts && !counts(buffer)))
       continue;
     delta[std::max<int64_t>(buffer.first, 0)] += buffer.bytes;
     delta[std::min(buffer.last, numKernels - 1) + 1] -= buffer.bytes;
@@ -208,7 +215,7 @@ int64_t plannedPeak(const Lifetimes &lifetimes) {
 
 void setOffset(Operation *op, int64_t offset) {
   auto attr = Builder(op->getContext()).getI64IntegerAttr(offset);
-  llvm::TypeSwitch<Operation *>(op).Case<ParamOp, InputOp, AllocOp>(
+  llvm::TypeSwitch<Operation *>(op).Case<ParamOp, InputOp, StateOp, AllocOp>(
       [&](auto op) { op.setOffsetAttr(attr); });
 }
 
@@ -291,6 +298,36 @@ LogicalResult checkExistingPlan(ModuleOp module, Lifetimes &lifetimes) {
            << plannedPeak(lifetimes);
   return success();
 }
+
+} // namespace
+
+MemoryStats mlir::rt::computeMemoryStats(ProgramOp program) {
+  Lifetimes lifetimes = computeLifetimes(program);
+  DenseSet<Value> grads;
+  for (auto grad : program.getBody().front().getOps<GradOp>())
+    grads.insert(grad.getBuffer());
+  MemoryStats stats;
+  for (const Buffer &buffer : lifetimes.buffers) {
+    Value value = buffer.op->getResult(0);
+    if (isa<ParamOp>(buffer.op))
+      stats.paramBytes += buffer.bytes;
+    else if (isa<StateOp>(buffer.op))
+      stats.stateBytes += buffer.bytes;
+    else if (isa<InputOp>(buffer.op))
+      stats.inputBytes += buffer.bytes;
+    else if (grads.contains(value))
+      stats.gradBytes += buffer.bytes;
+  }
+  stats.peakBytes = plannedPeak(lifetimes);
+  stats.peakActivationBytes =
+      plannedPeak(lifetimes, [&](const Buffer &buffer) {
+        return isa<AllocOp>(buffer.op) &&
+               !grads.contains(buffer.op->getResult(0));
+      });
+  return stats;
+}
+
+namespace {
 
 struct PlanMemoryPass : public rt::impl::RtPlanMemoryBase<PlanMemoryPass> {
   using RtPlanMemoryBase::RtPlanMemoryBase;

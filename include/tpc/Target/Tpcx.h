@@ -3,7 +3,8 @@
 // Serializes a planned rt module (one rt.program with an offset on every
 // buffer, rt.arena_bytes and rt.planned_peak_bytes on the module) into the
 // executable format of runtime/schema/tpcx.fbs, 1:1: buffers in program
-// order, then params, inputs, outputs and kernels in program order.
+// order, then params, inputs, state, outputs, gradients and kernels in
+// program order.
 //
 //===----------------------------------------------------------------------===//
 

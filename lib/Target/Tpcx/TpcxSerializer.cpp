@@ -15,6 +15,7 @@
 
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
 
 using namespace mlir;
 using namespace mlir::rt;
@@ -46,6 +47,30 @@ TPC_SAME_VALUE(OpCode, fb::OpCode, Transpose)
 TPC_SAME_VALUE(OpCode, fb::OpCode, Slice)
 TPC_SAME_VALUE(OpCode, fb::OpCode, Repeat)
 TPC_SAME_VALUE(OpCode, fb::OpCode, Cast)
+TPC_SAME_VALUE(OpCode, fb::OpCode, EmbeddingGrad)
+TPC_SAME_VALUE(OpCode, fb::OpCode, LinearInputGrad)
+TPC_SAME_VALUE(OpCode, fb::OpCode, LinearWeightGrad)
+TPC_SAME_VALUE(OpCode, fb::OpCode, SumTo)
+TPC_SAME_VALUE(OpCode, fb::OpCode, LayerNormInputGrad)
+TPC_SAME_VALUE(OpCode, fb::OpCode, LayerNormParamGrad)
+TPC_SAME_VALUE(OpCode, fb::OpCode, RmsNormInputGrad)
+TPC_SAME_VALUE(OpCode, fb::OpCode, RmsNormParamGrad)
+TPC_SAME_VALUE(OpCode, fb::OpCode, GeluGrad)
+TPC_SAME_VALUE(OpCode, fb::OpCode, SiluGrad)
+TPC_SAME_VALUE(OpCode, fb::OpCode, DropoutMask)
+TPC_SAME_VALUE(OpCode, fb::OpCode, ApplyMask)
+TPC_SAME_VALUE(OpCode, fb::OpCode, SoftmaxGrad)
+TPC_SAME_VALUE(OpCode, fb::OpCode, AttentionGrad)
+TPC_SAME_VALUE(OpCode, fb::OpCode, CrossEntropyGrad)
+TPC_SAME_VALUE(OpCode, fb::OpCode, Pad)
+TPC_SAME_VALUE(OpCode, fb::OpCode, SumGroups)
+TPC_SAME_VALUE(OpCode, fb::OpCode, CountTargets)
+TPC_SAME_VALUE(OpCode, fb::OpCode, InverseCount)
+TPC_SAME_VALUE(OpCode, fb::OpCode, AdamWUpdate)
+TPC_SAME_VALUE(OpCode, fb::OpCode, SgdUpdate)
+TPC_SAME_VALUE(OpCode, fb::OpCode, SumSquares)
+TPC_SAME_VALUE(OpCode, fb::OpCode, ClipCoefficient)
+TPC_SAME_VALUE(OpCode, fb::OpCode, LrSchedule)
 TPC_SAME_VALUE(ParamInit, fb::ParamInit, Normal)
 TPC_SAME_VALUE(ParamInit, fb::ParamInit, Zeros)
 TPC_SAME_VALUE(ParamInit, fb::ParamInit, Ones)
@@ -71,6 +96,8 @@ std::optional<fb::DType> dtypeOf(Type element) {
     return fb::DType::I32;
   if (element.isSignlessInteger(64))
     return fb::DType::I64;
+  if (element.isSignlessInteger(8))
+    return fb::DType::U8;
   return std::nullopt;
 }
 
@@ -98,6 +125,8 @@ private:
 
   fb::ExecutableT &exe;
   llvm::DenseMap<Value, uint32_t> ids;
+  /// Param index by Hugging Face name, for the state table.
+  llvm::StringMap<uint32_t> paramIndex;
 };
 
 } // namespace
@@ -155,6 +184,10 @@ LogicalResult ExecutableBuilder::build(ModuleOp module) {
   if (auto seed = module->getAttrOfType<IntegerAttr>(RtDialect::kSeedAttrName))
     exe.seed = static_cast<uint64_t>(seed.getInt());
 
+  // Params are numbered in program order, wherever a state names one.
+  for (auto [i, param] :
+       llvm::enumerate(program.getBody().front().getOps<ParamOp>()))
+    paramIndex[param.getHfName()] = i;
   for (Operation &op : program.getBody().front()) {
     if (auto param = dyn_cast<ParamOp>(op)) {
       FailureOr<uint32_t> id =
@@ -181,6 +214,22 @@ LogicalResult ExecutableBuilder::build(ModuleOp module) {
       table->buffer = *id;
       table->value_bound = input.getValueBoundAttr().getInt();
       exe.inputs.push_back(std::move(table));
+    } else if (auto state = dyn_cast<StateOp>(op)) {
+      FailureOr<uint32_t> id =
+          addBuffer(state, state.getBuffer(), state.getOffsetAttr());
+      if (failed(id))
+        return failure();
+      auto table = std::make_unique<fb::StateT>();
+      table->name = state.getName().str();
+      // The program verifier checked that the parameter exists.
+      table->param = paramIndex.lookup(state.getParam());
+      table->buffer = *id;
+      exe.state.push_back(std::move(table));
+    } else if (auto grad = dyn_cast<GradOp>(op)) {
+      auto table = std::make_unique<fb::BindingT>();
+      table->name = grad.getName().str();
+      table->buffer = idOf(grad.getBuffer());
+      exe.grads.push_back(std::move(table));
     } else if (auto alloc = dyn_cast<AllocOp>(op)) {
       if (failed(addBuffer(alloc, alloc.getBuffer(), alloc.getOffsetAttr())))
         return failure();

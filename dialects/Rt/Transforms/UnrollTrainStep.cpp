@@ -1,0 +1,156 @@
+//===- UnrollTrainStep.cpp - tpc-unroll-train-step ------------------------===//
+//
+// The driver tpc-autodiff builds is a loop of calls, the form the pipeline
+// schedules will reorder; a single-device executable is one kernel list. So
+// the loop is unrolled and the calls inlined (by cloning: the tpc dialect
+// needs no inliner interface for that), and the greedy folder then removes
+// what the loop made dynamic: microbatch offsets and indices, and the zero
+// accumulators.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/Rt/Transforms/Passes.h"
+#include "dialects/Tpc/IR/TpcOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/Dominance.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/CSE.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir::rt {
+#define GEN_PASS_DEF_TPCUNROLLTRAINSTEP
+#include "dialects/Rt/Transforms/Passes.h.inc"
+} // namespace mlir::rt
+
+using namespace mlir;
+
+namespace {
+
+/// Replaces `loop` by its iterations, in order.
+LogicalResult unrollFully(scf::ForOp loop) {
+  std::optional<int64_t> lower = getConstantIntValue(loop.getLowerBound());
+  std::optional<int64_t> upper = getConstantIntValue(loop.getUpperBound());
+  std::optional<int64_t> step = getConstantIntValue(loop.getStep());
+  if (!lower || !upper || !step || *step <= 0)
+    return loop.emitError("tpc-unroll-train-step: the loop needs constant "
+                          "bounds and a positive constant step");
+  OpBuilder builder(loop);
+  Block *body = loop.getBody();
+  Type ivType = loop.getInductionVar().getType();
+  SmallVector<Value> carried(loop.getInitArgs());
+  for (int64_t iv = *lower; iv < *upper; iv += *step) {
+    IRMapping mapping;
+    mapping.map(loop.getInductionVar(),
+                arith::ConstantOp::create(builder, loop.getLoc(),
+                                          builder.getIntegerAttr(ivType, iv)));
+    mapping.map(loop.getRegionIterArgs(), carried);
+    for (Operation &op : body->without_terminator())
+      builder.clone(op, mapping);
+    auto yield = cast<scf::YieldOp>(body->getTerminator());
+    for (auto [i, value] : llvm::enumerate(yield.getOperands()))
+      carried[i] = mapping.lookupOrDefault(value);
+  }
+  loop.replaceAllUsesWith(carried);
+  loop.erase();
+  return success();
+}
+
+/// Replaces `call` by a copy of its callee's body.
+LogicalResult inlineCall(func::CallOp call, SymbolTable &symbols) {
+  auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
+  if (!callee || callee.isExternal() || !callee.getBody().hasOneBlock())
+    return call.emitError() << "tpc-unroll-train-step: @" << call.getCallee()
+                            << " is not a function with one block to inline";
+  OpBuilder builder(call);
+  Block &body = callee.getBody().front();
+  IRMapping mapping;
+  mapping.map(body.getArguments(), call.getOperands());
+  for (Operation &op : body.without_terminator())
+    builder.clone(op, mapping);
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  for (auto [result, value] : llvm::zip(call.getResults(), ret.getOperands()))
+    result.replaceAllUsesWith(mapping.lookupOrDefault(value));
+  call.erase();
+  return success();
+}
+
+struct UnrollTrainStepPass
+    : public rt::impl::TpcUnrollTrainStepBase<UnrollTrainStepPass> {
+  using TpcUnrollTrainStepBase::TpcUnrollTrainStepBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SymbolTable symbols(module);
+    auto step = symbols.lookup<func::FuncOp>(function);
+    if (!step || step.isExternal()) {
+      module.emitError() << "tpc-unroll-train-step: no func.func @"
+                         << function << " with a body (run tpc-autodiff "
+                         << "first)";
+      return signalPassFailure();
+    }
+    // Loops hold calls and callees may hold loops: alternate until neither
+    // is left. Each round removes a nesting level, so the count of rounds is
+    // bounded by the depth of the call graph; a recursive one never ends.
+    llvm::SetVector<StringRef> inlined;
+    constexpr int kMaxRounds = 64;
+    for (int round = 0;; ++round) {
+      // Outermost loops: unrolling one copies its nested loops and calls,
+      // which the next round finds.
+      SmallVector<scf::ForOp> loops;
+      step.walk<WalkOrder::PreOrder>([&](scf::ForOp loop) {
+        loops.push_back(loop);
+        return WalkResult::skip();
+      });
+      SmallVector<func::CallOp> calls;
+      step.walk([&](func::CallOp call) {
+        if (!call->getParentOfType<scf::ForOp>())
+          calls.push_back(call);
+      });
+      if (loops.empty() && calls.empty())
+        break;
+      if (round == kMaxRounds) {
+        step.emitError() << "tpc-unroll-train-step: @" << function
+                         << " still has loops or calls after " << kMaxRounds
+                         << " rounds (a recursive call?)";
+        return signalPassFailure();
+      }
+      for (scf::ForOp loop : loops)
+        if (failed(unrollFully(loop)))
+          return signalPassFailure();
+      for (func::CallOp call : calls) {
+        inlined.insert(call.getCallee());
+        if (failed(inlineCall(call, symbols)))
+          return signalPassFailure();
+      }
+    }
+
+    RewritePatternSet patterns(&getContext());
+    tensor::ExtractSliceOp::getCanonicalizationPatterns(patterns,
+                                                        &getContext());
+    if (failed(applyPatternsGreedily(step, std::move(patterns)))) {
+      step.emitError("tpc-unroll-train-step: folding did not converge");
+      return signalPassFailure();
+    }
+    // Every microbatch's copy of F recomputes what depends on parameters
+    // alone (16-bit casts of the master weights, the position table's
+    // slice): keep the first.
+    IRRewriter rewriter(&getContext());
+    DominanceInfo dominance(step);
+    eliminateCommonSubExpressions(rewriter, dominance, step);
+
+    for (StringRef name : inlined) {
+      Operation *callee = symbols.lookup(name);
+      if (callee && SymbolTable::symbolKnownUseEmpty(callee, module))
+        symbols.erase(callee);
+    }
+  }
+};
+
+} // namespace
