@@ -659,6 +659,14 @@ def make_inputs(forward, seed):
     return names, params, ids, labels
 
 
+def forward_loss(forward, interp, params, ids, labels):
+    """The `loss` result of @forward (which may also return logits)."""
+    results = interp.call("forward", params + [ids, labels])
+    index = next(i for i in range(len(results))
+                 if forward.attr("res", i, "tpc.output") in (None, "loss"))
+    return results[index]
+
+
 def check_grad(functions, args):
     forward, step = functions["forward"], functions["train_step"]
     prepare(forward)
@@ -667,7 +675,7 @@ def check_grad(functions, args):
     interp = Interpreter(functions)
     leaves = [p.clone().requires_grad_(True) for p in params]
     with torch.enable_grad():
-        (loss,) = interp.call("forward", leaves + [ids, labels])
+        loss = forward_loss(forward, interp, leaves, ids, labels)
         loss.backward()
     with torch.no_grad():
         results = interp.call("train_step", params + [ids, labels])
@@ -732,7 +740,7 @@ def check_optimizer(functions, args):
         opt.zero_grad()
         interp = Interpreter(functions, step=t - 1)
         with torch.enable_grad():
-            (loss,) = interp.call("forward", leaves + [ids, labels])
+            loss = forward_loss(forward, interp, leaves, ids, labels)
             loss.backward()
         norm = torch.nn.utils.clip_grad_norm_(
             leaves, args.grad_clip if args.grad_clip > 0 else float("inf"))
