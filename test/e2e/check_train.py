@@ -108,6 +108,19 @@ def main():
     steps = re.findall(r"^step (\d+) loss (\S+) grad_norm (\S+) lr (\S+)", stdout,
                        re.MULTILINE)
     failures = 0
+    # The runtime measures its peak from what it runs (each buffer live from
+    # its first write to its last read), independently of the plan's offsets;
+    # the two must agree.
+    peaks = re.search(r"^rank 0 peak_bytes (\d+) planned_peak_bytes (\d+)$", stdout,
+                      re.MULTILINE)
+    if not peaks:
+        print("FAIL: tpc-run printed no 'rank 0 peak_bytes .. planned_peak_bytes ..' line")
+        failures += 1
+    elif peaks.group(1) != peaks.group(2):
+        print("FAIL: measured peak %s bytes != planned peak %s bytes" % peaks.groups())
+        failures += 1
+    else:
+        print("ok peak: measured %s bytes == planned" % peaks.group(1))
 
     def fail(message):
         nonlocal failures
