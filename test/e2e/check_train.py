@@ -43,6 +43,15 @@ CASES = {
     "llama-adamw-mb4": (LLAMA, "unfused", 4, dict(optimizer="adamw", lr=1e-3)),
     "llama-cosine": (LLAMA, "fused", 2, dict(optimizer="adamw", lr=3e-3, schedule="cosine",
                                              warmup=3, min_lr=1e-4)),
+    # Mixed precision (tpc-import --dtype bf16): bf16 activations and matmul
+    # inputs, fp32 master weights, gradients and optimizer state. Not equal to
+    # the fp32 reference, so the tolerances are bf16's: tpc is 3-9% off on the
+    # gradients and under 1.1% on the losses here, while torch computing the
+    # same step in plain bf16 is 12-28% off on the gradients (these weights
+    # make the softmaxes peaky). A wrong term or a lost scale is off by far
+    # more. The checkpoint's master weights must still be fp32.
+    "gpt2-bf16-adamw": (GPT2, "fused", 2, dict(optimizer="adamw", lr=1e-3, dtype="bf16",
+                                               grad_tolerance=0.1, loss_tolerance=2e-2)),
 }
 
 
@@ -89,7 +98,10 @@ def main():
     model_mlir = os.path.join(work, "model.mlir")
     model_tpcx = os.path.join(work, "model.tpcx")
     run([tool("tpc-import"), config_path, "-o", model_mlir, "--batch", str(BATCH),
-         "--seq", str(SEQ), "--dropout", "0", "--attention", attention])
+         "--seq", str(SEQ), "--dropout", "0", "--attention", attention,
+         "--dtype", settings.get("dtype", "fp32")])
+    grad_tolerance = settings.get("grad_tolerance", GRAD_TOLERANCE)
+    loss_tolerance = settings.get("loss_tolerance", LOSS_TOLERANCE)
     run([tool("tpc-compile"), model_mlir, "-o", model_tpcx]
         + compile_flags(settings, microbatches))
 
@@ -102,9 +114,10 @@ def main():
     tpc_torch.write_safetensors(inputs_path, batch)
 
     grads_path = os.path.join(work, "grads.safetensors")
+    checkpoint_path = os.path.join(work, "final.ckpt")
     stdout = run([tool("tpc-run"), model_tpcx, "--weights", weights_path,
                   "--inputs", inputs_path, "--steps", str(STEPS),
-                  "--dump-grads", grads_path])
+                  "--dump-grads", grads_path, "--save-checkpoint", checkpoint_path])
     steps = re.findall(r"^step (\d+) loss (\S+) grad_norm (\S+) lr (\S+)", stdout,
                        re.MULTILINE)
     failures = 0
@@ -144,8 +157,10 @@ def main():
                                                         list(expected.shape)))
             continue
         error = tpc_torch.relative_error(actual, expected)
-        if error > GRAD_TOLERANCE:
+        if error > grad_tolerance:
             fail("%s: gradient relative error %.3e" % (name, error))
+        if actual.dtype != torch.float32:
+            fail("%s: gradient dumped as %s, expected float32" % (name, actual.dtype))
     print("gradients: %d parameters compared" % len(expected_grads))
     extra = sorted(set(dumped) - set(expected_grads))
     if extra:
@@ -155,8 +170,12 @@ def main():
     error = abs(float(steps[0][2]) - norm.item()) / norm.item()
     print("grad_norm of step 1: %s, expected %.6f (relative error %.2e)"
           % (steps[0][2], norm.item(), error))
-    if error > GRAD_TOLERANCE:
+    if error > grad_tolerance:
         fail("grad_norm")
+    saved = tpc_torch.read_safetensors(checkpoint_path)
+    for name in sorted(weights):
+        if name not in saved or saved[name].dtype != torch.float32:
+            fail("%s: the checkpoint's master weight is missing or not float32" % name)
 
     reference = tpc_torch.train_reference(
         config, weights, batch, STEPS, optimizer=settings["optimizer"], lr=settings["lr"],
@@ -171,7 +190,7 @@ def main():
                                       settings.get("warmup", 0), STEPS,
                                       settings.get("min_lr", 0.0))
         lr_error = abs(float(lr) - expected_lr) / expected_lr
-        verdict = "ok" if error <= LOSS_TOLERANCE and lr_error <= 1e-5 else "FAIL"
+        verdict = "ok" if error <= loss_tolerance and lr_error <= 1e-5 else "FAIL"
         print("%s step %d: loss %s expected %.6f (relative error %.2e), lr %s expected %.6g"
               % (verdict, step, loss, expected, error, lr, expected_lr))
         if verdict == "FAIL":

@@ -27,6 +27,9 @@ _DTYPES = {
     torch.uint8: "U8",
 }
 _TORCH_DTYPES = {name: dtype for dtype, name in _DTYPES.items()}
+# torch 1.13 has no uint64: checkpoint counters (step, seeds) are read as the
+# int64 with the same bits.
+_TORCH_DTYPES["U64"] = torch.int64
 
 
 def _tensor_bytes(tensor):
