@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The main job: set up and build (scripts/setup.sh), then import a small GPT-2,
 # summarize it, compile it into an executable and run its forward pass and loss
-# on the CPU, printing the loss and the planned and measured memory. It grows as
-# the compiler does (training, multi-rank meshes).
+# on the CPU, printing the loss and the planned and measured memory; then
+# compile its training step and train it for 40 steps on a token file, checking
+# that the loss falls. It grows as the compiler does (multi-rank meshes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -31,3 +32,19 @@ echo "== tpc-run on the CPU (weights from --init-seed, a synthetic batch)"
 "$BIN/tpc-run" "$OUT/gpt2-tiny.tpcx" --init-seed 1 --synthetic-seed 1 \
   --trace "$OUT/gpt2-tiny.trace.json"
 echo "kernel trace: $OUT/gpt2-tiny.trace.json (chrome://tracing or ui.perfetto.dev)"
+
+echo "== train it: tpc-compile --train (AdamW, 2 microbatches), 40 steps on examples/data"
+"$BIN/tpc-import" examples/configs/gpt2-tiny.json --batch 8 --seq 64 \
+  -o "$OUT/gpt2-tiny-train.mlir"
+"$BIN/tpc-compile" "$OUT/gpt2-tiny-train.mlir" -o "$OUT/gpt2-tiny-train.tpcx" --train \
+  --optimizer adamw --lr 3e-3 --lr-schedule cosine --warmup-steps 5 --decay-steps 40 \
+  --min-lr 3e-4 --microbatches 2 --report "$OUT/gpt2-tiny-train.report.json"
+"$BIN/tpc-run" "$OUT/gpt2-tiny-train.tpcx" --init-seed 1 \
+  --data examples/data/train.bin --eval-data examples/data/val.bin --eval-every 20 \
+  --steps 40 --save-checkpoint "$OUT/gpt2-tiny-train.ckpt" | tee "$OUT/train.log"
+echo "report: $OUT/gpt2-tiny-train.report.json; checkpoint: $OUT/gpt2-tiny-train.ckpt"
+# The job fails if training did not lower the loss (first 5 steps vs last 5).
+awk '/^step / { loss[$2] = $4; n = $2 }
+     END { for (i = 1; i <= 5; i++) { a += loss[i]; b += loss[n - 5 + i] }
+           printf "mean loss of steps 1-5: %.4f, of steps %d-%d: %.4f\n", a / 5, n - 4, n, b / 5
+           if (b >= a) { print "error: the loss did not fall"; exit 1 } }' "$OUT/train.log"
