@@ -1,6 +1,7 @@
 // A @forward whose parameters reach the loss through views (slice, cast,
 // reshape, repeat) and through ops other than linear/norm/embedding (mul
-// and batch_matmul with a parameter operand): W runs these ops' rules, with
+// and batch_matmul with a parameter operand; also erf GeLU and a rotary
+// with a position offset): W runs these ops' rules, with
 // f32 gradients. A parameter view the backward reads is recomputed from the
 // parameter, never stashed.
 // (autodiff-numeric.test checks this module's gradients against autograd.)
@@ -20,6 +21,8 @@
 // CHECK: tpc.batch_matmul %{{.*}}, %[[M3]] scale 5.000000e-01 : tensor<2x8x4xbf16>, tensor<2x4x4xbf16>
 // The cast's input gradient goes back to f32.
 // CHECK: tpc.cast %{{.*}} : tensor<2x4x8xbf16> to tensor<2x4x8xf32>
+// CHECK: tpc.rotary_grad %{{.*}} theta 1.000000e+02 offset 3 : tensor<2x1x4x8xf32>
+// CHECK: tpc.gelu_grad %{{.*}} erf : tensor<2x4x8xf32>
 // CHECK: tpc.silu_grad
 // CHECK: tpc.mul %{{.*}}, %arg1 : tensor<2x4x8xf32>, tensor<8xf32>
 // CHECK: return
@@ -50,7 +53,11 @@ module {
       -> (tensor<f32> {tpc.output = "loss"}) {
     %x = tpc.embedding %wte[%ids] : tensor<16x8xf32>, tensor<2x4xi64>
     %y = tpc.mul %x, %scale : tensor<2x4x8xf32>, tensor<8xf32>
-    %s = tpc.silu %y : tensor<2x4x8xf32>
+    %s0 = tpc.silu %y : tensor<2x4x8xf32>
+    %g = tpc.gelu %s0 erf : tensor<2x4x8xf32>
+    %r0 = tpc.reshape %g : tensor<2x4x8xf32> -> tensor<2x1x4x8xf32>
+    %r1 = tpc.rotary %r0 theta 1.0e2 offset 3 : tensor<2x1x4x8xf32>
+    %s = tpc.reshape %r1 : tensor<2x1x4x8xf32> -> tensor<2x4x8xf32>
     %z = tpc.cast %s : tensor<2x4x8xf32> to tensor<2x4x8xbf16>
     %p = tpc.slice %pos dim 0 [1 : 4] : tensor<6x8xf32>
     %pb = tpc.cast %p : tensor<4x8xf32> to tensor<4x8xbf16>
