@@ -128,3 +128,44 @@ rt.program @empty {
   rt.output "w" %w : memref<8xf32>
 }
 
+
+// -----
+
+// A training step: the state lives for the whole program like the params
+// and inputs (placed first, in program order); a gradient is kept to the end
+// like an output, so nothing reuses it; the in-place update writes the param
+// and state buffers themselves.
+//   w [0, 64), x [64, 128), lr [128, 192), m [192, 256) (state)
+//   k0: g (32 -> 64) at 256, read by the update (k3) and bound as gradient
+//   k1: t (32 -> 64) at 320
+//   k2: u (32 -> 64) at 384
+//   k3: t and u died at k2: [320, 448) is free; the update writes w and m
+// Peak at k2: w, x, lr, m (32 + 32 + 4 + 32) + g, t, u (3 x 32) = 196.
+// CHECK-LABEL: module attributes {rt.arena_bytes = 448 : i64, rt.planned_peak_bytes = 196 : i64}
+// CHECK-NEXT: rt.program @train_step {
+// CHECK-NEXT: rt.param "w" {{.*}} offset 0 :
+// CHECK-NEXT: rt.input "x" offset 64 :
+// CHECK-NEXT: rt.input "lr" offset 128 :
+// CHECK-NEXT: rt.state "momentum" of "w" offset 192 :
+// CHECK-NEXT: rt.alloc offset 256 : memref<8xf32>
+// CHECK-NEXT: rt.kernel silu
+// CHECK-NEXT: rt.alloc offset 320 : memref<8xf32>
+// CHECK-NEXT: rt.kernel silu
+// CHECK-NEXT: rt.alloc offset 384 : memref<8xf32>
+// CHECK-NEXT: rt.kernel add
+// CHECK-NEXT: rt.kernel sgd_update
+// CHECK-NEXT: rt.grad "w"
+rt.program @train_step {
+  %w = rt.param "w" hf_shape [8] init normal : memref<8xf32>
+  %x = rt.input "x" : memref<8xf32>
+  %lr = rt.input "lr" : memref<f32>
+  %m = rt.state "momentum" of "w" : memref<8xf32>
+  %g = rt.alloc : memref<8xf32>
+  rt.kernel silu(%x) -> (%g) : memref<8xf32> -> memref<8xf32>
+  %t = rt.alloc : memref<8xf32>
+  rt.kernel silu(%g) -> (%t) : memref<8xf32> -> memref<8xf32>
+  %u = rt.alloc : memref<8xf32>
+  rt.kernel add(%t, %g) -> (%u) : memref<8xf32>, memref<8xf32> -> memref<8xf32>
+  rt.kernel sgd_update(%w, %g, %m, %lr) -> (%w, %m) floats [0.9, 0.0] : memref<8xf32>, memref<8xf32>, memref<8xf32>, memref<f32> -> memref<8xf32>, memref<8xf32>
+  rt.grad "w" %g : memref<8xf32>
+}

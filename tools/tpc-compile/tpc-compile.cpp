@@ -487,7 +487,7 @@ int main(int argc, char **argv) {
   if (!report.empty()) {
     rt::MemoryStats stats =
         rt::computeMemoryStats(*module->getOps<rt::ProgramOp>().begin());
-    reportData.paramBytes = stats.paramBytes;
+    reportData.paramBytes = stats.paramBytes + stats.paramCopyBytes;
     reportData.gradBytes = stats.gradBytes;
     reportData.optimizerBytes = stats.stateBytes;
     reportData.peakActivationBytes = stats.peakActivationBytes;

@@ -24,6 +24,30 @@
 using namespace mlir;
 using namespace mlir::rt;
 
+/// The operand types of an rt.kernel: a comma-separated list that is empty
+/// for a kernel without operands (dropout_mask).
+static ParseResult parseOperandTypes(OpAsmParser &parser,
+                                     SmallVectorImpl<Type> &types) {
+  Type type;
+  OptionalParseResult first = parser.parseOptionalType(type);
+  if (!first.has_value())
+    return success();
+  if (failed(*first))
+    return failure();
+  types.push_back(type);
+  while (succeeded(parser.parseOptionalComma())) {
+    if (parser.parseType(type))
+      return failure();
+    types.push_back(type);
+  }
+  return success();
+}
+
+static void printOperandTypes(OpAsmPrinter &printer, Operation *,
+                              TypeRange types) {
+  llvm::interleaveComma(types, printer);
+}
+
 #define GET_OP_CLASSES
 #include "dialects/Rt/IR/RtOps.cpp.inc"
 

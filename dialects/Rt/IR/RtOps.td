@@ -223,7 +223,7 @@ def Rt_KernelOp : Rt_Op<"kernel", [AttrSizedOperandSegments]> {
   let assemblyFormat = [{
     `` $opcode `(` $inputs `)` `->` `(` $outputs `)` (`ints` $ints^)?
       (`floats` $floats^)? (`flags` $flags^)? attr-dict
-      `:` type($inputs) `->` type($outputs)
+      `:` custom<OperandTypes>(type($inputs)) `->` type($outputs)
   }];
   let hasVerifier = 1;
 }

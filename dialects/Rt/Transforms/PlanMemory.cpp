@@ -302,10 +302,16 @@ LogicalResult checkExistingPlan(ModuleOp module, Lifetimes &lifetimes) {
 } // namespace
 
 MemoryStats mlir::rt::computeMemoryStats(ProgramOp program) {
+  Block &body = program.getBody().front();
   Lifetimes lifetimes = computeLifetimes(program);
-  DenseSet<Value> grads;
-  for (auto grad : program.getBody().front().getOps<GradOp>())
+  DenseSet<Value> grads, paramCopies;
+  for (auto grad : body.getOps<GradOp>())
     grads.insert(grad.getBuffer());
+  // The 16-bit copies of the f32 master weights of a mixed-precision model.
+  for (auto kernel : body.getOps<KernelOp>())
+    if (kernel.getOpcode() == OpCode::Cast &&
+        kernel.getInputs()[0].getDefiningOp<ParamOp>())
+      paramCopies.insert(kernel.getOutputs()[0]);
   MemoryStats stats;
   for (const Buffer &buffer : lifetimes.buffers) {
     Value value = buffer.op->getResult(0);
@@ -317,12 +323,15 @@ MemoryStats mlir::rt::computeMemoryStats(ProgramOp program) {
       stats.inputBytes += buffer.bytes;
     else if (grads.contains(value))
       stats.gradBytes += buffer.bytes;
+    else if (paramCopies.contains(value) && buffer.isLive())
+      stats.paramCopyBytes += buffer.bytes;
   }
   stats.peakBytes = plannedPeak(lifetimes);
   stats.peakActivationBytes =
       plannedPeak(lifetimes, [&](const Buffer &buffer) {
-        return isa<AllocOp>(buffer.op) &&
-               !grads.contains(buffer.op->getResult(0));
+        Value value = buffer.op->getResult(0);
+        return isa<AllocOp>(buffer.op) && !grads.contains(value) &&
+               !paramCopies.contains(value);
       });
   return stats;
 }

@@ -17,15 +17,18 @@ namespace mlir::rt {
 /// rt-plan-memory.
 struct MemoryStats {
   int64_t paramBytes = 0;
+  /// Casts of params: the 16-bit weights of a mixed-precision model, cast
+  /// from the f32 master weights once per step.
+  int64_t paramCopyBytes = 0;
   int64_t stateBytes = 0;
   /// Buffers bound by rt.grad.
   int64_t gradBytes = 0;
   int64_t inputBytes = 0;
   /// rt.planned_peak_bytes: every buffer live at a kernel.
   int64_t peakBytes = 0;
-  /// The same peak over rt.alloc buffers that are not gradients: the
-  /// activations, the stash, activation gradients and the scratch between
-  /// them.
+  /// The same peak over rt.alloc buffers that are neither gradients nor
+  /// casts of params: the activations, the stash, activation gradients and
+  /// the scratch between them.
   int64_t peakActivationBytes = 0;
 };
 

@@ -29,6 +29,8 @@ struct CompileReport {
   /// Stashed for the backward by one transformer layer for one microbatch.
   int64_t activationBytesPerLayer = 0;
   // "stages"[0]
+  /// Params (the f32 master weights when training) and their 16-bit
+  /// copies; gradients; optimizer state.
   int64_t paramBytes = 0, gradBytes = 0, optimizerBytes = 0;
   int64_t peakActivationBytes = 0, peakBytes = 0;
   int64_t flopsPerMicrobatch = 0;
