@@ -99,6 +99,34 @@ func.func @train_step(%w: tensor<8xf32> {tpc.param = "w"}) -> tensor<8xbf16> {
 
 // -----
 
+// A sum that alone reads both its operands (a gradient accumulator and a
+// microbatch's share) moves up to right after the later one, before the rest
+// of the iteration, so that the shares do not all wait for the end.
+// CHECK-LABEL: func.func @train_step(
+// CHECK-SAME: %[[X:[^:]*]]: tensor<8xf32>
+// CHECK-NEXT: %[[G0:.*]] = tpc.silu %[[X]]
+// CHECK-NEXT: %[[O0:.*]] = tpc.gelu %[[X]]
+// CHECK-NEXT: %[[G1:.*]] = tpc.silu %[[O0]]
+// CHECK-NEXT: %[[S:.*]] = tpc.add %[[G0]], %[[G1]]
+// CHECK-NEXT: %[[O1:.*]] = tpc.gelu %[[O0]]
+// CHECK-NEXT: return %[[S]], %[[O1]]
+func.func @train_step(%x: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %zero = arith.constant dense<0.000000e+00> : tensor<8xf32>
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %r:2 = scf.for %i = %c0 to %c2 step %c1 iter_args(%acc = %zero, %a = %x)
+      -> (tensor<8xf32>, tensor<8xf32>) {
+    %g = tpc.silu %a : tensor<8xf32>
+    %o = tpc.gelu %a erf : tensor<8xf32>
+    %s = tpc.add %acc, %g : tensor<8xf32>, tensor<8xf32>
+    scf.yield %s, %o : tensor<8xf32>, tensor<8xf32>
+  }
+  return %r#0, %r#1 : tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
 func.func @train_step(%x: tensor<8xf32>, %n: index) -> tensor<8xf32> {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index

@@ -24,11 +24,15 @@ def TpcUnrollTrainStep : Pass<"tpc-unroll-train-step", "ModuleOp"> {
       (`tpc.add` of a zero splat);
     * what every microbatch computes again from the parameters alone (the
       16-bit casts of the f32 master weights, a slice of the position
-      table) is computed once, by the first (common subexpressions).
+      table) is computed once, by the first (common subexpressions);
+    * a `tpc.add` that is the only reader of both its operands (a gradient
+      accumulator and a microbatch's share of it) moves up to right after
+      the later of them: the loop adds after the whole of W, which would
+      keep every share and every previous sum live at once.
 
-    Within a microbatch the ops keep the order of F, then B, then W, so the
-    stash of microbatch `i` lives from its forward to its last reader in B
-    or W, and microbatches run one after the other. A loop whose bounds are
+    Within a microbatch the ops otherwise keep the order of F, then B, then
+    W, so the stash of microbatch `i` lives from its forward to its last
+    reader in B or W, and microbatches run one after the other. A loop whose bounds are
     not constant, or a call of a function without a body, is an error.
 
     ```

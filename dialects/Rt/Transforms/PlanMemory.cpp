@@ -307,8 +307,17 @@ MemoryStats mlir::rt::computeMemoryStats(ProgramOp program) {
   DenseSet<Value> grads, paramCopies;
   for (auto grad : body.getOps<GradOp>())
     grads.insert(grad.getBuffer());
+  // The sums a gradient accumulates, and each microbatch's share of it.
+  DenseSet<Value> gradientParts = grads;
+  SmallVector<KernelOp> kernels(body.getOps<KernelOp>());
+  for (KernelOp kernel : llvm::reverse(kernels))
+    if (kernel.getOpcode() == OpCode::Add &&
+        gradientParts.contains(kernel.getOutputs()[0]))
+      for (Value operand : kernel.getInputs())
+        if (operand.getDefiningOp<AllocOp>())
+          gradientParts.insert(operand);
   // The 16-bit copies of the f32 master weights of a mixed-precision model.
-  for (auto kernel : body.getOps<KernelOp>())
+  for (KernelOp kernel : kernels)
     if (kernel.getOpcode() == OpCode::Cast &&
         kernel.getInputs()[0].getDefiningOp<ParamOp>())
       paramCopies.insert(kernel.getOutputs()[0]);
@@ -330,7 +339,7 @@ MemoryStats mlir::rt::computeMemoryStats(ProgramOp program) {
   stats.peakActivationBytes =
       plannedPeak(lifetimes, [&](const Buffer &buffer) {
         Value value = buffer.op->getResult(0);
-        return isa<AllocOp>(buffer.op) && !grads.contains(value) &&
+        return isa<AllocOp>(buffer.op) && !gradientParts.contains(value) &&
                !paramCopies.contains(value);
       });
   return stats;

@@ -26,9 +26,10 @@ struct MemoryStats {
   int64_t inputBytes = 0;
   /// rt.planned_peak_bytes: every buffer live at a kernel.
   int64_t peakBytes = 0;
-  /// The same peak over rt.alloc buffers that are neither gradients nor
-  /// casts of params: the activations, the stash, activation gradients and
-  /// the scratch between them.
+  /// The same peak over rt.alloc buffers that are neither parameter
+  /// gradients (nor the microbatch shares and partial sums that add up to
+  /// one) nor casts of params: the activations, the stash, activation
+  /// gradients and the scratch between them.
   int64_t peakActivationBytes = 0;
 };
 

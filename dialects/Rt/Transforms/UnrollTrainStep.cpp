@@ -81,6 +81,29 @@ LogicalResult inlineCall(func::CallOp call, SymbolTable &symbols) {
   return success();
 }
 
+/// Moves every sum that is the only reader of both its operands (a gradient
+/// accumulator and a microbatch's contribution) right after the later of
+/// them: the loop body adds after the whole of W, which kept every
+/// microbatch's gradients and the previous sums live at once.
+void accumulateEarly(func::FuncOp step) {
+  Block &body = step.getBody().front();
+  // Positions before any move: an op only ever moves up to right after an
+  // operand, so the later operand by these positions stays the later one
+  // (and the block's order is not recomputed after every move).
+  DenseMap<Operation *, size_t> position;
+  for (auto [i, op] : llvm::enumerate(body))
+    position[&op] = i;
+  for (auto add : llvm::make_early_inc_range(body.getOps<tpc::AddOp>())) {
+    if (!add.getLhs().hasOneUse() || !add.getRhs().hasOneUse())
+      continue;
+    Operation *lhs = add.getLhs().getDefiningOp();
+    Operation *rhs = add.getRhs().getDefiningOp();
+    if (!lhs || !rhs || lhs->getBlock() != &body || rhs->getBlock() != &body)
+      continue;
+    add->moveAfter(position.lookup(lhs) < position.lookup(rhs) ? rhs : lhs);
+  }
+}
+
 struct UnrollTrainStepPass
     : public rt::impl::TpcUnrollTrainStepBase<UnrollTrainStepPass> {
   using TpcUnrollTrainStepBase::TpcUnrollTrainStepBase;
@@ -144,6 +167,8 @@ struct UnrollTrainStepPass
     IRRewriter rewriter(&getContext());
     DominanceInfo dominance(step);
     eliminateCommonSubExpressions(rewriter, dominance, step);
+
+    accumulateEarly(step);
 
     for (StringRef name : inlined) {
       Operation *callee = symbols.lookup(name);
