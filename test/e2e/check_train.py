@@ -43,6 +43,11 @@ CASES = {
     "llama-adamw-mb4": (LLAMA, "unfused", 4, dict(optimizer="adamw", lr=1e-3)),
     "llama-cosine": (LLAMA, "fused", 2, dict(optimizer="adamw", lr=3e-3, schedule="cosine",
                                              warmup=3, min_lr=1e-4)),
+    # Global-norm clipping (the first steps' norms are 7-16, so it clips) and
+    # no weight decay for biases and GPT-2's layer norms (ln_1, ln_2, ln_f).
+    "gpt2-adamw-clip-exclude": (GPT2, "fused", 2, dict(optimizer="adamw", lr=3e-3,
+                                                       weight_decay=0.1, grad_clip=1.0,
+                                                       decay_exclude="bias,ln_")),
     # Mixed precision (tpc-import --dtype bf16): bf16 activations and matmul
     # inputs, fp32 master weights, gradients and optimizer state. Not equal to
     # the fp32 reference, so the tolerances are bf16's: tpc is 3-9% off on the
@@ -74,6 +79,10 @@ def compile_flags(settings, microbatches):
         flags += ["--weight-decay", repr(settings.get("weight_decay", 0.01))]
     else:
         flags += ["--momentum", repr(settings.get("momentum", 0.0))]
+    if settings.get("grad_clip"):
+        flags += ["--grad-clip", repr(settings["grad_clip"])]
+    if settings.get("decay_exclude"):
+        flags += ["--decay-exclude", settings["decay_exclude"]]
     if settings.get("schedule", "constant") == "cosine":
         flags += ["--lr-schedule", "cosine", "--warmup-steps", str(settings["warmup"]),
                   "--min-lr", repr(settings["min_lr"]), "--decay-steps", str(STEPS)]
@@ -182,7 +191,8 @@ def main():
         weight_decay=settings.get("weight_decay", 0.01),
         momentum=settings.get("momentum", 0.0),
         schedule=settings.get("schedule", "constant"), warmup=settings.get("warmup", 0),
-        min_lr=settings.get("min_lr", 0.0))
+        min_lr=settings.get("min_lr", 0.0), grad_clip=settings.get("grad_clip", 0.0),
+        decay_exclude=tuple(filter(None, settings.get("decay_exclude", "").split(","))))
     for (k, loss, _, lr), expected in zip(steps, reference):
         step = int(k)
         error = abs(float(loss) - expected) / abs(expected)

@@ -377,15 +377,22 @@ def lr_at(step, lr, schedule, warmup, total, min_lr):
 
 def train_reference(config, weights, batch, steps, optimizer="adamw", lr=1e-3,
                     betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01,
-                    momentum=0.0, schedule="constant", warmup=0, min_lr=0.0):
+                    momentum=0.0, schedule="constant", warmup=0, min_lr=0.0,
+                    grad_clip=0.0, decay_exclude=()):
     """Losses of `steps` optimizer steps on one fixed batch (the loss of step
-    k is computed before update k), with torch.optim in float64."""
+    k is computed before update k), with torch.optim in float64. AdamW skips
+    weight decay for parameters whose name contains a `decay_exclude` string;
+    grad_clip > 0 clips the global norm (torch.nn.utils.clip_grad_norm_)."""
     params = {name: t.detach().double().requires_grad_(True)
               for name, t in weights.items()}
     ordered = [params[name] for name in sorted(params)]
     if optimizer == "adamw":
-        opt = torch.optim.AdamW(ordered, lr=lr, betas=betas, eps=eps,
-                                weight_decay=weight_decay)
+        excluded = [name for name in sorted(params)
+                    if any(pattern in name for pattern in decay_exclude)]
+        groups = [{"params": [params[n] for n in sorted(params) if n not in excluded]},
+                  {"params": [params[n] for n in excluded], "weight_decay": 0.0}]
+        opt = torch.optim.AdamW([g for g in groups if g["params"]], lr=lr, betas=betas,
+                                eps=eps, weight_decay=weight_decay)
     else:
         opt = torch.optim.SGD(ordered, lr=lr, momentum=momentum)
     losses = []
@@ -396,5 +403,7 @@ def train_reference(config, weights, batch, steps, optimizer="adamw", lr=1e-3,
         loss = loss_of(forward(config, params, batch["input_ids"]), batch["labels"])
         loss.backward()
         losses.append(loss.item())
+        if grad_clip > 0:
+            torch.nn.utils.clip_grad_norm_(ordered, grad_clip)
         opt.step()
     return losses
