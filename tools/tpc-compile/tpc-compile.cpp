@@ -38,8 +38,8 @@ using namespace mlir;
 namespace cl = llvm::cl;
 
 static cl::OptionCategory category("tpc-compile options");
-static cl::OptionCategory trainCategory(
-    "Training (with --train; INTERFACE.md gives the defaults)");
+static cl::OptionCategory
+    trainCategory("Training (with --train; INTERFACE.md gives the defaults)");
 static cl::OptionCategory unsupportedCategory(
     "Not supported yet (given, each is refused with an error)");
 
@@ -80,10 +80,10 @@ static cl::opt<bool> train("train",
                            cl::desc("Compile a training step: forward, "
                                     "backward and optimizer update"),
                            cl::cat(trainCategory));
-#define TPC_TRAIN_FLAG(var, flag, help, valueDesc, initial)                     \
+#define TPC_TRAIN_FLAG(var, flag, help, valueDesc, initial)                    \
   static cl::opt<std::string> var(flag, cl::desc(help),                        \
-                                  cl::value_desc(valueDesc), cl::init(initial),\
-                                  cl::cat(trainCategory))
+                                  cl::value_desc(valueDesc),                   \
+                                  cl::init(initial), cl::cat(trainCategory))
 TPC_TRAIN_FLAG(optimizer, "optimizer", "adamw (default) or sgd", "adamw|sgd",
                "adamw");
 TPC_TRAIN_FLAG(lr, "lr", "Peak learning rate (default 1e-3)", "X", "1e-3");
@@ -139,15 +139,16 @@ static constexpr llvm::StringLiteral kScope =
     "training step, for one CPU device";
 
 static const cl::Option *const unsupportedFlags[] = {
-    &mesh,          &sequenceParallel, &schedule,
-    &virtualStages, &remat,            &memoryLimit};
+    &mesh, &sequenceParallel, &schedule, &virtualStages, &remat, &memoryLimit};
 
 static const cl::Option *const trainFlags[] = {
-    &optimizer, &lr,         &beta1,       &beta2,      &eps,
-    &weightDecay, &decayExclude, &momentum, &gradClip,  &lrSchedule,
-    &warmupSteps, &minLr,    &decaySteps,  &microbatches};
+    &optimizer,   &lr,           &beta1,      &beta2,       &eps,
+    &weightDecay, &decayExclude, &momentum,   &gradClip,    &lrSchedule,
+    &warmupSteps, &minLr,        &decaySteps, &microbatches};
 
-static int fail(const llvm::Twine &message) { return tpc::reportError(message); }
+static int fail(const llvm::Twine &message) {
+  return tpc::reportError(message);
+}
 
 /// The kinds of range a numeric flag takes.
 enum class Range { Positive, NonNegative, Fraction };
@@ -200,8 +201,8 @@ static LogicalResult readTrainFlags(tpc::TpcAutodiffOptions &autodiff,
     return flag.getNumOccurrences() > 0;
   };
   if (optimizer != "adamw" && optimizer != "sgd")
-    return failure(fail("--optimizer: '" + optimizer +
-                        "' is not one of adamw, sgd"));
+    return failure(
+        fail("--optimizer: '" + optimizer + "' is not one of adamw, sgd"));
   bool adamw = optimizer == "adamw";
   options.optimizer = optimizer;
   // Settings of the other optimizer are a mistake, not something to ignore.
@@ -450,9 +451,8 @@ int main(int argc, char **argv) {
     if (train) {
       // One microbatch's F, B and W: tpc-autodiff built them.
       SmallVector<func::FuncOp> functions;
-      for (StringRef name :
-           {tpc::kTrainForwardName, tpc::kTrainInputGradName,
-            tpc::kTrainWeightGradName})
+      for (StringRef name : {tpc::kTrainForwardName, tpc::kTrainInputGradName,
+                             tpc::kTrainWeightGradName})
         functions.push_back(module->lookupSymbol<func::FuncOp>(name));
       reportData.activationBytesPerLayer =
           tpc::summarizeStash(functions.front()).layers.lookup(0).bytes;
@@ -492,8 +492,7 @@ int main(int argc, char **argv) {
     reportData.optimizerBytes = stats.stateBytes;
     reportData.peakActivationBytes = stats.peakActivationBytes;
     reportData.peakBytes = stats.peakBytes;
-    if (failed(tpc::writeReport(reportData, report,
-                                UnknownLoc::get(&context))))
+    if (failed(tpc::writeReport(reportData, report, UnknownLoc::get(&context))))
       return 1;
   }
 

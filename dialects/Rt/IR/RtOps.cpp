@@ -98,7 +98,7 @@ void ProgramOp::build(OpBuilder &builder, OperationState &state,
 }
 
 std::optional<unsigned> mlir::rt::getInPlaceOperand(OpCode opcode,
-                                                   unsigned result) {
+                                                    unsigned result) {
   static constexpr unsigned kAdamW[] = {0, 2, 3}; // param, exp_avg, exp_avg_sq
   static constexpr unsigned kSgd[] = {0, 2};      // param, momentum
   if (opcode == OpCode::AdamWUpdate && result < std::size(kAdamW))
@@ -120,8 +120,7 @@ static LogicalResult verifyParamShaped(Operation *op, StringRef what,
   if (!type.getElementType().isF32() || type.getShape() != view)
     return op->emitOpError()
            << what << " of '" << name << "' is " << type
-           << " but must be f32 of the parameter's view shape ["
-           << view << "]";
+           << " but must be f32 of the parameter's view shape [" << view << "]";
   return success();
 }
 
@@ -154,9 +153,8 @@ LogicalResult ProgramOp::verify() {
         return state.emitOpError("duplicate state '")
                << state.getName() << "' of '" << state.getParam() << "'";
       std::string what = ("state '" + state.getName() + "'").str();
-      if (failed(verifyParamShaped(state, what,
-                                   state.getParam(), state.getBuffer().getType(),
-                                   params)))
+      if (failed(verifyParamShaped(state, what, state.getParam(),
+                                   state.getBuffer().getType(), params)))
         return failure();
     } else if (auto output = dyn_cast<OutputOp>(op)) {
       if (!outputs.insert(output.getName()).second)
@@ -535,8 +533,7 @@ KernelChecker::linearResultShape(MemRefType input, StringRef inputName,
   if (weightIn != k)
     return error() << weightName << " " << shapeStr(w) << " ("
                    << (outIn ? "[out..., in]" : "[in, out...]")
-                   << ") does not contract " << inputName << " dimension "
-                   << k;
+                   << ") does not contract " << inputName << " dimension " << k;
   ArrayRef<int64_t> outDims = outIn ? w.drop_back() : w.drop_front();
   SmallVector<int64_t> expected(input.getShape().drop_back());
   expected.append(outDims.begin(), outDims.end());
@@ -560,8 +557,8 @@ LogicalResult KernelChecker::checkLinear() {
     if (failed(sameElement(input, "input", bias, "bias")))
       return failure();
     ArrayRef<int64_t> w = weight.getShape();
-    int64_t n = *elementCount((op.getFlags() & 1) ? w.drop_back()
-                                                  : w.drop_front());
+    int64_t n =
+        *elementCount((op.getFlags() & 1) ? w.drop_back() : w.drop_front());
     if (bias.getNumElements() != n)
       return error() << "bias has " << bias.getNumElements()
                      << " elements but the output has " << n << " features";
@@ -629,8 +626,7 @@ LogicalResult KernelChecker::checkUnary() {
     return failure();
   switch (op.getOpcode()) {
   case OpCode::Dropout:
-    return failure(failed(isRate(0, "rate")) ||
-                   failed(firstIndex()));
+    return failure(failed(isRate(0, "rate")) || failed(firstIndex()));
   case OpCode::Softmax:
     return checkCausalSoftmax(input);
   case OpCode::Rotary:
@@ -686,8 +682,7 @@ KernelChecker::attentionResultShape(unsigned first) {
 
 LogicalResult KernelChecker::checkAttention() {
   FailureOr<SmallVector<int64_t>> expected = attentionResultShape(0);
-  if (failed(expected) ||
-      failed(sameElement(in(0), "query", out(0), "result")))
+  if (failed(expected) || failed(sameElement(in(0), "query", out(0), "result")))
     return failure();
   return hasShape(out(0), "result", *expected);
 }
@@ -792,8 +787,7 @@ LogicalResult KernelChecker::checkCast() {
 LogicalResult KernelChecker::checkEmbeddingGrad() {
   MemRefType grad = in(0), ids = in(1), result = out(0);
   if (failed(isFloat(grad, "dY")) || failed(isIndex(ids, "ids")) ||
-      failed(isFloat(result, "result")) ||
-      failed(hasRank(result, "result", 2)))
+      failed(isFloat(result, "result")) || failed(hasRank(result, "result", 2)))
     return failure();
   SmallVector<int64_t> expected(ids.getShape());
   expected.push_back(result.getDimSize(1));
@@ -876,8 +870,7 @@ LogicalResult KernelChecker::checkActivationGrad() {
 }
 
 LogicalResult KernelChecker::checkDropoutMask() {
-  if (failed(isMask(out(0), "result")) ||
-      failed(isRate(0, "rate")))
+  if (failed(isMask(out(0), "result")) || failed(isRate(0, "rate")))
     return failure();
   return firstIndex();
 }
@@ -968,8 +961,7 @@ LogicalResult KernelChecker::checkOptimizerUpdate() {
   bool adamw = op.getOpcode() == OpCode::AdamWUpdate;
   Builder b(op.getContext());
   if (adamw) {
-    if (failed(isRate(0, "beta1")) ||
-        failed(isRate(1, "beta2")) ||
+    if (failed(isRate(0, "beta1")) || failed(isRate(1, "beta2")) ||
         failed(nonNegativeFloat(2, "eps")) ||
         failed(nonNegativeFloat(3, "weight decay")))
       return failure();
@@ -1080,8 +1072,7 @@ LogicalResult KernelChecker::check() {
   }
   // An in-place update must not read the buffers it writes anywhere else.
   for (auto [i, result] : llvm::enumerate(op.getOutputs()))
-    if (std::optional<unsigned> updated =
-            getInPlaceOperand(op.getOpcode(), i))
+    if (std::optional<unsigned> updated = getInPlaceOperand(op.getOpcode(), i))
       for (auto [j, operand] : llvm::enumerate(op.getInputs()))
         if (j != *updated && operand == result)
           return error() << "operand " << j << " is result " << i

@@ -153,14 +153,12 @@ std::optional<KernelSpec> kernelFor(Operation *op) {
                           {op.getEpsilon().convertToDouble()}};
       })
       .Case([](RmsNormInputGradOp op) {
-        return KernelSpec{OpCode::RmsNormInputGrad,
-                          {},
-                          {op.getEpsilon().convertToDouble()}};
+        return KernelSpec{
+            OpCode::RmsNormInputGrad, {}, {op.getEpsilon().convertToDouble()}};
       })
       .Case([](RmsNormParamGradOp op) {
-        return KernelSpec{OpCode::RmsNormParamGrad,
-                          {},
-                          {op.getEpsilon().convertToDouble()}};
+        return KernelSpec{
+            OpCode::RmsNormParamGrad, {}, {op.getEpsilon().convertToDouble()}};
       })
       .Case([&](GeluGradOp op) {
         return KernelSpec{
@@ -217,9 +215,8 @@ std::optional<KernelSpec> kernelFor(Operation *op) {
       .Case([](InverseCountOp) { return KernelSpec{OpCode::InverseCount}; })
       .Case([](SumSquaresOp) { return KernelSpec{OpCode::SumSquares}; })
       .Case([](ClipCoefficientOp op) {
-        return KernelSpec{OpCode::ClipCoefficient,
-                          {},
-                          {op.getMaxNorm().convertToDouble()}};
+        return KernelSpec{
+            OpCode::ClipCoefficient, {}, {op.getMaxNorm().convertToDouble()}};
       })
       .Case([&](LrScheduleOp op) {
         return KernelSpec{
@@ -383,9 +380,8 @@ private:
   /// Checks a returned value `value` tagged tpc.update or tpc.state: the
   /// new value an optimizer update computed in place for the argument whose
   /// `attrName` attribute is `expected`.
-  LogicalResult checkUpdatedInPlace(func::ReturnOp ret, unsigned i,
-                                    Value value, StringRef attrName,
-                                    Attribute expected);
+  LogicalResult checkUpdatedInPlace(func::ReturnOp ret, unsigned i, Value value,
+                                    StringRef attrName, Attribute expected);
 
   func::FuncOp function;
   OpBuilder builder;
@@ -418,11 +414,10 @@ LogicalResult Lowering::lowerArgument(BlockArgument arg) {
              << "argument " << i << ": '" << tpc::kStateAttrName
              << "' must hold the strings 'name' and 'param' but is " << state;
   }
-  std::string name = param   ? param.getValue().str()
-                     : input ? input.getValue().str()
-                             : (stateParam.getValue() + "." +
-                                stateName.getValue())
-                                   .str();
+  std::string name =
+      param   ? param.getValue().str()
+      : input ? input.getValue().str()
+              : (stateParam.getValue() + "." + stateName.getValue()).str();
   FailureOr<MemRefType> type = bufferTypeOf(arg.getType());
   if (failed(type))
     return function.emitError()
@@ -484,12 +479,11 @@ FailureOr<Value> Lowering::allocFor(Operation *op, Value result) {
 void Lowering::createKernel(Location loc, const KernelSpec &spec,
                             ArrayRef<Value> operandBuffers,
                             ArrayRef<Value> resultBuffers) {
-  KernelOp::create(builder, loc,
-                   OpCodeAttr::get(builder.getContext(), spec.opcode),
-                   operandBuffers, resultBuffers,
-                   builder.getDenseI64ArrayAttr(spec.ints),
-                   builder.getDenseF64ArrayAttr(spec.floats),
-                   builder.getUI32IntegerAttr(spec.flags));
+  KernelOp::create(
+      builder, loc, OpCodeAttr::get(builder.getContext(), spec.opcode),
+      operandBuffers, resultBuffers, builder.getDenseI64ArrayAttr(spec.ints),
+      builder.getDenseF64ArrayAttr(spec.floats),
+      builder.getUI32IntegerAttr(spec.flags));
 }
 
 LogicalResult Lowering::emitKernel(Operation *op, const KernelSpec &spec,
@@ -531,8 +525,10 @@ LogicalResult Lowering::lowerExtractSlice(tensor::ExtractSliceOp op) {
   std::optional<int64_t> dim;
   int64_t sliceOffset = 0;
   for (int64_t d = 0, e = source.getRank(); d < e; ++d) {
-    std::optional<int64_t> offset = getConstantIntValue(op.getMixedOffsets()[d]);
-    std::optional<int64_t> stride = getConstantIntValue(op.getMixedStrides()[d]);
+    std::optional<int64_t> offset =
+        getConstantIntValue(op.getMixedOffsets()[d]);
+    std::optional<int64_t> stride =
+        getConstantIntValue(op.getMixedStrides()[d]);
     if (!offset || !stride || *stride != 1)
       return fail();
     if (*offset == 0 && result.getDimSize(d) == source.getDimSize(d))
@@ -549,10 +545,10 @@ LogicalResult Lowering::lowerExtractSlice(tensor::ExtractSliceOp op) {
     buffers[op.getResult()] = *sourceBuffer;
     return success();
   }
-  return emitKernel(op,
-                    KernelSpec{OpCode::Slice,
-                               {*dim, sliceOffset, result.getDimSize(*dim)}},
-                    op.getSource(), op.getResult());
+  return emitKernel(
+      op,
+      KernelSpec{OpCode::Slice, {*dim, sliceOffset, result.getDimSize(*dim)}},
+      op.getSource(), op.getResult());
 }
 
 Value Lowering::createMomentumState(Value param, Location loc) {
@@ -561,10 +557,10 @@ Value Lowering::createMomentumState(Value param, Location loc) {
   auto paramOp = buffers.lookup(param).getDefiningOp<ParamOp>();
   auto type = MemRefType::get(paramOp.getBuffer().getType().getShape(),
                               builder.getF32Type());
-  Value state = StateOp::create(builder, loc, type,
-                                builder.getStringAttr("momentum"),
-                                paramOp.getHfNameAttr(),
-                                /*offset=*/IntegerAttr());
+  Value state =
+      StateOp::create(builder, loc, type, builder.getStringAttr("momentum"),
+                      paramOp.getHfNameAttr(),
+                      /*offset=*/IntegerAttr());
   lastArgumentBuffer = state.getDefiningOp();
   return state;
 }
@@ -642,8 +638,7 @@ LogicalResult Lowering::lowerOp(Operation *op) {
   if (auto [block, blockElements] = dropoutBlockOf(op); block) {
     APInt index;
     int64_t first;
-    if (!matchPattern(block, m_ConstantInt(&index)) ||
-        index.isNegative() ||
+    if (!matchPattern(block, m_ConstantInt(&index)) || index.isNegative() ||
         llvm::MulOverflow(index.getSExtValue(), blockElements, first))
       return op->emitError()
              << "cannot lower '" << op->getName()
@@ -663,8 +658,7 @@ LogicalResult Lowering::checkUpdatedInPlace(func::ReturnOp ret, unsigned i,
       Operation *update = result.getOwner();
       OpCode opcode = isa<tpc::AdamWUpdateOp>(update) ? OpCode::AdamWUpdate
                                                       : OpCode::SgdUpdate;
-      unsigned operand =
-          *getInPlaceOperand(opcode, result.getResultNumber());
+      unsigned operand = *getInPlaceOperand(opcode, result.getResultNumber());
       auto arg = dyn_cast<BlockArgument>(update->getOperand(operand));
       if (arg && function.getArgAttr(arg.getArgNumber(), attrName) == expected)
         return success();
@@ -692,19 +686,19 @@ LogicalResult Lowering::lowerReturn(func::ReturnOp ret) {
       GradOp::create(builder, ret.getLoc(), grad, *buffer);
     } else if (auto update = function.getResultAttrOfType<StringAttr>(
                    i, tpc::kUpdateAttrName)) {
-      if (failed(checkUpdatedInPlace(ret, i, value, tpc::kParamAttrName,
-                                     update)))
+      if (failed(
+              checkUpdatedInPlace(ret, i, value, tpc::kParamAttrName, update)))
         return failure();
     } else if (auto state = function.getResultAttr(i, tpc::kStateAttrName)) {
-      if (failed(checkUpdatedInPlace(ret, i, value, tpc::kStateAttrName,
-                                     state)))
+      if (failed(
+              checkUpdatedInPlace(ret, i, value, tpc::kStateAttrName, state)))
         return failure();
     } else {
       return ret.emitError()
-             << "result " << i << " of @" << function.getName()
-             << " has no '" << tpc::kOutputAttrName << "' name, '"
-             << tpc::kGradAttrName << "', '" << tpc::kUpdateAttrName
-             << "' or '" << tpc::kStateAttrName
+             << "result " << i << " of @" << function.getName() << " has no '"
+             << tpc::kOutputAttrName << "' name, '" << tpc::kGradAttrName
+             << "', '" << tpc::kUpdateAttrName << "' or '"
+             << tpc::kStateAttrName
              << "'; tpc-import and tpc-optimizer tag every result";
     }
   }
@@ -727,8 +721,7 @@ FailureOr<ProgramOp> Lowering::run() {
   for (BlockArgument arg : function.getArguments())
     if (failed(lowerArgument(arg)))
       return fail();
-  for (Operation &op :
-       llvm::make_early_inc_range(function.getBody().front())) {
+  for (Operation &op : llvm::make_early_inc_range(function.getBody().front())) {
     LogicalResult lowered = success();
     if (auto ret = dyn_cast<func::ReturnOp>(op))
       lowered = lowerReturn(ret);

@@ -8,9 +8,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/Rt/Transforms/PlanMemory.h"
 #include "dialects/Rt/IR/RtOps.h"
 #include "dialects/Rt/Transforms/Passes.h"
-#include "dialects/Rt/Transforms/PlanMemory.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseSet.h"
@@ -336,12 +336,11 @@ MemoryStats mlir::rt::computeMemoryStats(ProgramOp program) {
       stats.paramCopyBytes += buffer.bytes;
   }
   stats.peakBytes = plannedPeak(lifetimes);
-  stats.peakActivationBytes =
-      plannedPeak(lifetimes, [&](const Buffer &buffer) {
-        Value value = buffer.op->getResult(0);
-        return isa<AllocOp>(buffer.op) && !gradientParts.contains(value) &&
-               !paramCopies.contains(value);
-      });
+  stats.peakActivationBytes = plannedPeak(lifetimes, [&](const Buffer &buffer) {
+    Value value = buffer.op->getResult(0);
+    return isa<AllocOp>(buffer.op) && !gradientParts.contains(value) &&
+           !paramCopies.contains(value);
+  });
   return stats;
 }
 

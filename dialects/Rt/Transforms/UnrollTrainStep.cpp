@@ -113,8 +113,8 @@ struct UnrollTrainStepPass
     SymbolTable symbols(module);
     auto step = symbols.lookup<func::FuncOp>(function);
     if (!step || step.isExternal()) {
-      module.emitError() << "tpc-unroll-train-step: no func.func @"
-                         << function << " with a body (run tpc-autodiff "
+      module.emitError() << "tpc-unroll-train-step: no func.func @" << function
+                         << " with a body (run tpc-autodiff "
                          << "first)";
       return signalPassFailure();
     }

@@ -1,4 +1,5 @@
-//===- Report.h - tpc-compile --report ---------------------------*- C++ -*-===//
+//===- Report.h - tpc-compile --report ---------------------------*- C++
+//-*-===//
 //
 // The JSON report of a compiled model (INTERFACE.md, "Report"): what one
 // device holds and computes, from shapes alone. The numbers come from the

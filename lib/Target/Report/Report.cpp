@@ -54,7 +54,9 @@ int64_t dimOf(Value value, int64_t dim) {
 
 int64_t flopsOf(Operation *op) {
   return llvm::TypeSwitch<Operation *, int64_t>(op)
-      .Case([](LinearOp op) { return linearFlops(op.getInput(), op.getResult()); })
+      .Case([](LinearOp op) {
+        return linearFlops(op.getInput(), op.getResult());
+      })
       .Case([](LinearInputGradOp op) {
         return linearFlops(op.getResult(), op.getGrad());
       })
@@ -63,7 +65,8 @@ int64_t flopsOf(Operation *op) {
       })
       .Case([](BatchMatmulOp op) {
         auto lhs = cast<RankedTensorType>(op.getLhs().getType());
-        int64_t k = lhs.getDimSize(lhs.getRank() - (op.getTransposeLhs() ? 2 : 1));
+        int64_t k =
+            lhs.getDimSize(lhs.getRank() - (op.getTransposeLhs() ? 2 : 1));
         return product({2, elements(op.getResult()), k});
       })
       .Case([](AttentionOp op) {
@@ -73,9 +76,9 @@ int64_t flopsOf(Operation *op) {
       })
       .Case([](AttentionGradOp op) {
         // The scores again, dq and dk over d; dv and dp over dv.
-        return product({2, scores(op.getQuery(), op.getKey()),
-                        3 * dimOf(op.getQuery(), 3) +
-                            2 * dimOf(op.getValue(), 3)});
+        return product(
+            {2, scores(op.getQuery(), op.getKey()),
+             3 * dimOf(op.getQuery(), 3) + 2 * dimOf(op.getValue(), 3)});
       })
       .Default([](Operation *) { return int64_t(0); });
 }
@@ -92,8 +95,8 @@ LogicalResult mlir::tpc::readModelInfo(ModuleOp module, func::FuncOp forward,
   auto field = [&](StringRef name, int64_t &value) -> LogicalResult {
     auto attr = model.getAs<IntegerAttr>(name);
     if (!attr)
-      return module.emitError() << "--report: 'tpc.model' has no integer '"
-                                << name << "'";
+      return module.emitError()
+             << "--report: 'tpc.model' has no integer '" << name << "'";
     value = attr.getInt();
     return success();
   };
@@ -110,7 +113,9 @@ LogicalResult mlir::tpc::readModelInfo(ModuleOp module, func::FuncOp forward,
   report.dtype = "fp32";
   forward.walk([&](EmbeddingOp embedding) {
     Type element = embedding.getType().getElementType();
-    report.dtype = element.isBF16() ? "bf16" : element.isF16() ? "fp16" : "fp32";
+    report.dtype = element.isBF16()  ? "bf16"
+                   : element.isF16() ? "fp16"
+                                     : "fp32";
     return WalkResult::interrupt();
   });
   return success();
@@ -129,8 +134,8 @@ int64_t mlir::tpc::countMatmulFlops(ArrayRef<func::FuncOp> functions) {
 LogicalResult mlir::tpc::writeReport(const CompileReport &report,
                                      StringRef path, Location loc) {
   namespace json = llvm::json;
-  json::Object zeroComm{{"all_reduce", 0}, {"all_gather", 0},
-                        {"reduce_scatter", 0}};
+  json::Object zeroComm{
+      {"all_reduce", 0}, {"all_gather", 0}, {"reduce_scatter", 0}};
   json::Object zeroCommPerMicrobatch = zeroComm;
   zeroCommPerMicrobatch["p2p"] = 0;
   json::Object stage{
