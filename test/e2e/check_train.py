@@ -13,10 +13,8 @@ Exit status 0: equal; 1: a difference or a tool failed; 77: no torch.
     check_train.py --bin-dir build/bin --src-root . --work-dir /tmp/x --case gpt2-adamw-mb4
 """
 
-import argparse
 import os
 import re
-import subprocess
 import sys
 
 try:
@@ -26,6 +24,8 @@ except ImportError:
     sys.exit(77)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e_support  # noqa: E402
+from e2e_support import run  # noqa: E402
 import tpc_torch  # noqa: E402
 
 GRAD_TOLERANCE = 1e-5
@@ -60,18 +60,6 @@ CASES = {
 }
 
 
-def run(cmd):
-    print("+ " + " ".join(cmd), flush=True)
-    result = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
-    sys.stdout.write(result.stdout)
-    sys.stderr.write(result.stderr)
-    if result.returncode != 0:
-        print("FAIL: %s exited with status %d" % (cmd[0], result.returncode))
-        sys.exit(1)
-    return result.stdout
-
-
 def compile_flags(settings, microbatches):
     flags = ["--train", "--optimizer", settings["optimizer"], "--lr", repr(settings["lr"]),
              "--microbatches", str(microbatches)]
@@ -90,19 +78,11 @@ def compile_flags(settings, microbatches):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--bin-dir", required=True)
-    parser.add_argument("--src-root", required=True)
-    parser.add_argument("--work-dir", required=True)
-    parser.add_argument("--case", required=True, choices=sorted(CASES))
-    args = parser.parse_args()
-
-    config_file, attention, microbatches, settings = CASES[args.case]
-    config_path = os.path.join(args.src_root, config_file)
+    case = e2e_support.Case(__doc__.split("\n")[0], CASES)
+    config_file, attention, microbatches, settings = CASES[case.name]
+    config_path = os.path.join(case.src_root, config_file)
     config = tpc_torch.load_config(config_path)
-    work = os.path.join(args.work_dir, args.case)
-    os.makedirs(work, exist_ok=True)
-    tool = lambda name: os.path.join(args.bin_dir, name)  # noqa: E731
+    work, tool = case.work, case.tool
 
     model_mlir = os.path.join(work, "model.mlir")
     model_tpcx = os.path.join(work, "model.tpcx")
@@ -130,19 +110,7 @@ def main():
     steps = re.findall(r"^step (\d+) loss (\S+) grad_norm (\S+) lr (\S+)", stdout,
                        re.MULTILINE)
     failures = 0
-    # The runtime measures its peak from what it runs (each buffer live from
-    # its first write to its last read), independently of the plan's offsets;
-    # the two must agree.
-    peaks = re.search(r"^rank 0 peak_bytes (\d+) planned_peak_bytes (\d+)$", stdout,
-                      re.MULTILINE)
-    if not peaks:
-        print("FAIL: tpc-run printed no 'rank 0 peak_bytes .. planned_peak_bytes ..' line")
-        failures += 1
-    elif peaks.group(1) != peaks.group(2):
-        print("FAIL: measured peak %s bytes != planned peak %s bytes" % peaks.groups())
-        failures += 1
-    else:
-        print("ok peak: measured %s bytes == planned" % peaks.group(1))
+    failures += e2e_support.check_peak(stdout)
 
     def fail(message):
         nonlocal failures
