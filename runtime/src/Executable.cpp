@@ -189,14 +189,25 @@ template <typename T> uint32_t sizeOf(const flatbuffers::Vector<T> *v) {
   return v ? v->size() : 0;
 }
 
+/// Sets `what` to "<kind> <i> ('<name>')" for diagnostics; an error when the
+/// item's `field` (its name) is missing or empty.
+Status nameItem(const std::string &kind, uint32_t i,
+                const flatbuffers::String *name, const char *field,
+                std::string &what) {
+  what = kind + " " + std::to_string(i);
+  if (!name || name->size() == 0)
+    return Status::error(what + " has no " + field);
+  what += " (" + quote(name) + ")";
+  return Status::ok();
+}
+
 Status checkMesh(const fb::Executable &exe) {
   std::set<std::string> names;
   for (uint32_t i = 0, e = sizeOf(exe.mesh()); i < e; ++i) {
     const fb::MeshAxis *axis = exe.mesh()->Get(i);
-    std::string what = "mesh axis " + std::to_string(i);
-    if (!axis->name() || axis->name()->size() == 0)
-      return Status::error(what + " has no name");
-    what += " (" + quote(axis->name()) + ")";
+    std::string what;
+    if (Status s = nameItem("mesh axis", i, axis->name(), "name", what); !s)
+      return s;
     if (!names.insert(axis->name()->str()).second)
       return Status::error(what + ": duplicate axis name");
     if (axis->size() <= 0)
@@ -261,10 +272,9 @@ Status checkParams(const fb::Executable &exe,
   std::set<std::string> names;
   for (uint32_t i = 0, e = sizeOf(exe.params()); i < e; ++i) {
     const fb::Param *param = exe.params()->Get(i);
-    std::string what = "param " + std::to_string(i);
-    if (!param->hf_name() || param->hf_name()->size() == 0)
-      return Status::error(what + " has no hf_name");
-    what += " (" + quote(param->hf_name()) + ")";
+    std::string what;
+    if (Status s = nameItem("param", i, param->hf_name(), "hf_name", what); !s)
+      return s;
     if (!names.insert(param->hf_name()->str()).second)
       return Status::error(what + ": duplicate parameter name");
     if (param->buffer() >= bufferElements.size())
@@ -346,10 +356,9 @@ Status checkBindings(
   std::set<std::string> names;
   for (uint32_t i = 0, e = sizeOf(bindings); i < e; ++i) {
     const fb::Binding *binding = bindings->Get(i);
-    std::string what = std::string(kind) + " " + std::to_string(i);
-    if (!binding->name() || binding->name()->size() == 0)
-      return Status::error(what + " has no name");
-    what += " (" + quote(binding->name()) + ")";
+    std::string what;
+    if (Status s = nameItem(kind, i, binding->name(), "name", what); !s)
+      return s;
     if (!names.insert(binding->name()->str()).second)
       return Status::error(what + ": duplicate " + kind + " name");
     if (binding->buffer() >= numBuffers)
@@ -375,10 +384,9 @@ Status checkState(const fb::Executable &exe, size_t numBuffers) {
   uint32_t numParams = sizeOf(exe.params());
   for (uint32_t i = 0, e = sizeOf(exe.state()); i < e; ++i) {
     const fb::State *state = exe.state()->Get(i);
-    std::string what = "state " + std::to_string(i);
-    if (!state->name() || state->name()->size() == 0)
-      return Status::error(what + " has no name");
-    what += " (" + quote(state->name()) + ")";
+    std::string what;
+    if (Status s = nameItem("state", i, state->name(), "name", what); !s)
+      return s;
     if (state->param() >= numParams)
       return Status::error(what + ": param " + std::to_string(state->param()) +
                            " but the executable has " +

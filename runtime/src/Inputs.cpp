@@ -60,6 +60,27 @@ int64_t tokensOf(const Program &program) {
   return ids ? program.buffers[ids->buffer].elements : 0;
 }
 
+/// The i64 inputs the host supplies, each filled by `fill(input, buffer,
+/// values)`; `out` is set only when every one succeeds.
+template <typename FillFn>
+Status gatherInputs(const Program &program, HostInputs &out, FillFn fill) {
+  HostInputs result;
+  std::vector<int64_t> values;
+  for (const BindingRef &input : program.inputs) {
+    if (isRuntimeInput(input.name))
+      continue;
+    const TensorRef &buffer = program.buffers[input.buffer];
+    if (buffer.dtype != fb::DType::I64)
+      return unsupported(input, buffer);
+    if (Status s = fill(input, buffer, values); !s)
+      return s;
+    result.entries.push_back(entryOf(input, values));
+  }
+  result.tokens = tokensOf(program);
+  out = std::move(result);
+  return Status::ok();
+}
+
 } // namespace
 
 Status HostInputs::copyTo(Interpreter &interpreter) const {
@@ -77,57 +98,45 @@ Status tpcrt::readInputs(const std::string &path, const Program &program,
   SafetensorsFile file;
   if (Status s = SafetensorsFile::open(path, file); !s)
     return s;
-  HostInputs result;
-  std::vector<int64_t> values;
-  for (const BindingRef &input : program.inputs) {
-    if (isRuntimeInput(input.name))
-      continue;
-    const TensorRef &buffer = program.buffers[input.buffer];
-    if (buffer.dtype != fb::DType::I64)
-      return unsupported(input, buffer);
-    const TensorView *tensor = file.find(input.name);
-    if (!tensor)
-      return Status::error(path + ": missing tensor '" + input.name + "'");
-    std::string what = path + ": tensor '" + input.name + "'";
-    if (tensor->dtype != DType::I64 && tensor->dtype != DType::I32)
-      return Status::error(what + " is " + dtypeName(tensor->dtype) +
-                           ", expected I64 or I32");
-    if (tensor->shape != buffer.shape)
-      return Status::error(what + " has shape " + formatShape(tensor->shape) +
-                           ", expected " + formatShape(buffer.shape));
-    if (Status s = toInt64(*tensor, values); !s)
-      return s.withContext(path);
-    if (Status s = checkValues(input, values, buffer.shape); !s)
-      return s.withContext(path);
-    result.entries.push_back(entryOf(input, values));
-  }
-  result.tokens = tokensOf(program);
-  out = std::move(result);
-  return Status::ok();
+  return gatherInputs(
+      program, out,
+      [&](const BindingRef &input, const TensorRef &buffer,
+          std::vector<int64_t> &values) -> Status {
+        const TensorView *tensor = file.find(input.name);
+        if (!tensor)
+          return Status::error(path + ": missing tensor '" + input.name + "'");
+        std::string what = path + ": tensor '" + input.name + "'";
+        if (tensor->dtype != DType::I64 && tensor->dtype != DType::I32)
+          return Status::error(what + " is " + dtypeName(tensor->dtype) +
+                               ", expected I64 or I32");
+        if (tensor->shape != buffer.shape)
+          return Status::error(what + " has shape " +
+                               formatShape(tensor->shape) + ", expected " +
+                               formatShape(buffer.shape));
+        if (Status s = toInt64(*tensor, values); !s)
+          return s.withContext(path);
+        if (Status s = checkValues(input, values, buffer.shape); !s)
+          return s.withContext(path);
+        return Status::ok();
+      });
 }
 
 Status tpcrt::syntheticInputs(uint64_t seed, const Program &program,
                               HostInputs &out) {
   out = HostInputs();
-  HostInputs result;
-  std::vector<int64_t> values;
-  for (const BindingRef &input : program.inputs) {
-    if (isRuntimeInput(input.name))
-      continue;
-    const TensorRef &buffer = program.buffers[input.buffer];
-    if (buffer.dtype != fb::DType::I64)
-      return unsupported(input, buffer);
-    if (input.valueBound <= 0)
-      return Status::error("input '" + input.name +
-                           "' has no value_bound to draw synthetic values "
-                           "below");
-    uint64_t key = namedStreamKey(seed, input.name);
-    values.resize(static_cast<size_t>(buffer.elements));
-    for (size_t i = 0; i < values.size(); ++i)
-      values[i] = uniformBelow(key, i, static_cast<uint64_t>(input.valueBound));
-    result.entries.push_back(entryOf(input, values));
-  }
-  result.tokens = tokensOf(program);
-  out = std::move(result);
-  return Status::ok();
+  return gatherInputs(
+      program, out,
+      [&](const BindingRef &input, const TensorRef &buffer,
+          std::vector<int64_t> &values) -> Status {
+        if (input.valueBound <= 0)
+          return Status::error("input '" + input.name +
+                               "' has no value_bound to draw synthetic values "
+                               "below");
+        uint64_t key = namedStreamKey(seed, input.name);
+        values.resize(static_cast<size_t>(buffer.elements));
+        for (size_t i = 0; i < values.size(); ++i)
+          values[i] =
+              uniformBelow(key, i, static_cast<uint64_t>(input.valueBound));
+        return Status::ok();
+      });
 }

@@ -1093,15 +1093,12 @@ TEST_F(KernelMeaningTest, TrainingDriverAndOptimizerKernels) {
                             {1e-3, 1e-4}, 1),
                "kernel 0 (lr_schedule): cosine decay steps 10 (int_attrs[1]) "
                "do not exceed the warm-up steps 10");
+  // param, grad, exp_avg, exp_avg_sq, lr, step -> param, exp_avg, exp_avg_sq.
+  const std::vector<Tensor> adamwOperands = {{F32, {4}}, {F32, {4}}, {F32, {4}},
+                                             {F32, {4}}, {F32, {}},  {I64, {}}};
+  const std::vector<Tensor> adamwResults = {{F32, {4}}, {F32, {4}}, {F32, {4}}};
   // An update whose results are not its param and state operands.
-  expectKernel(singleKernel(Op::AdamWUpdate,
-                            {{F32, {4}},
-                             {F32, {4}},
-                             {F32, {4}},
-                             {F32, {4}},
-                             {F32, {}},
-                             {I64, {}}},
-                            {{F32, {4}}, {F32, {4}}, {F32, {4}}}, {},
+  expectKernel(singleKernel(Op::AdamWUpdate, adamwOperands, adamwResults, {},
                             {0.9, 0.999, 1e-8, 0.01}),
                "kernel 0 (adamw_update): param is buffer 6 but param is buffer "
                "0: this kernel updates it in place");
@@ -1109,14 +1106,7 @@ TEST_F(KernelMeaningTest, TrainingDriverAndOptimizerKernels) {
                             {{F32, {4}}, {F32, {4}}, {F32, {5}}, {F32, {}}},
                             {{F32, {4}}, {F32, {5}}}, {}, {0.9, 0.0}),
                "kernel 0 (sgd_update): momentum [5] should be [4]");
-  expectKernel(singleKernel(Op::AdamWUpdate,
-                            {{F32, {4}},
-                             {F32, {4}},
-                             {F32, {4}},
-                             {F32, {4}},
-                             {F32, {}},
-                             {I64, {}}},
-                            {{F32, {4}}, {F32, {4}}, {F32, {4}}}, {},
+  expectKernel(singleKernel(Op::AdamWUpdate, adamwOperands, adamwResults, {},
                             {1.0, 0.999, 1e-8, 0.01}),
                "kernel 0 (adamw_update): beta1 (float_attrs[0]) is 1, expected "
                "[0, 1)");

@@ -124,6 +124,15 @@ Status parseUnsigned(const std::string &flag, const std::string &text,
   return Status::ok();
 }
 
+/// Of `given` alternative flags, exactly one must be set.
+Status exactlyOne(int given, const char *exclusive, const char *missing) {
+  if (given > 1)
+    return Status::error(exclusive);
+  if (given == 0)
+    return Status::error(missing);
+  return Status::ok();
+}
+
 Status parseArguments(int argc, char **argv, Options &options) {
   std::map<std::string, bool> seen;
   for (int i = 1; i < argc; ++i) {
@@ -228,24 +237,24 @@ Status parseArguments(int argc, char **argv, Options &options) {
   if (options.model.empty())
     return Status::error("no executable given (usage: tpc-run model.tpcx "
                          "...; see --help)");
-  int weightSources = options.weights.has_value() +
-                      options.initSeed.has_value() +
-                      options.loadCheckpoint.has_value();
-  if (weightSources > 1)
-    return Status::error("--weights, --init-seed and --load-checkpoint "
-                         "exclude each other");
-  if (weightSources == 0)
-    return Status::error("no weights: give --weights W.safetensors, "
-                         "--init-seed S or --load-checkpoint C");
-  int inputSources = options.inputs.has_value() +
-                     options.syntheticSeed.has_value() +
-                     options.data.has_value();
-  if (inputSources > 1)
-    return Status::error("--inputs, --synthetic-seed and --data exclude each "
-                         "other");
-  if (inputSources == 0)
-    return Status::error("no inputs: give --inputs BATCH.safetensors, "
-                         "--synthetic-seed S or --data TOKENS.bin");
+  if (Status s = exactlyOne(options.weights.has_value() +
+                                options.initSeed.has_value() +
+                                options.loadCheckpoint.has_value(),
+                            "--weights, --init-seed and --load-checkpoint "
+                            "exclude each other",
+                            "no weights: give --weights W.safetensors, "
+                            "--init-seed S or --load-checkpoint C");
+      !s)
+    return s;
+  if (Status s = exactlyOne(options.inputs.has_value() +
+                                options.syntheticSeed.has_value() +
+                                options.data.has_value(),
+                            "--inputs, --synthetic-seed and --data exclude "
+                            "each other",
+                            "no inputs: give --inputs BATCH.safetensors, "
+                            "--synthetic-seed S or --data TOKENS.bin");
+      !s)
+    return s;
   if (options.evalData.has_value() != (options.evalEvery != 0))
     return Status::error("--eval-data and --eval-every go together");
   if (options.evalBatches != 1 && !options.evalData)
