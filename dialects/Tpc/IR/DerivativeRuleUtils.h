@@ -50,6 +50,36 @@ inline void resetGrads(Operation *op, SmallVectorImpl<Value> &grads) {
   grads.assign(op->getNumOperands(), Value());
 }
 
+/// The start of a rule that builds only operand 0's gradient: sizes `grads`
+/// and returns the result's gradient, or null when there is none or operand
+/// 0's gradient is not wanted.
+inline Value firstOperandRule(Operation *op, const DerivativeArgs &args,
+                              SmallVectorImpl<Value> &grads) {
+  resetGrads(op, grads);
+  Value dy = args.resultGrads[0];
+  return args.wanted[0] ? dy : Value();
+}
+
+/// The forward operands `read` when operand 0's gradient is wanted (none
+/// otherwise).
+inline SmallVector<unsigned> readsIfFirstWanted(ArrayRef<bool> wanted,
+                                                ArrayRef<unsigned> read) {
+  if (wanted[0])
+    return SmallVector<unsigned>(read);
+  return {};
+}
+
+/// The reads of a product of operands 0 and 1: each factor's gradient reads
+/// the other factor.
+inline SmallVector<unsigned> productReads(ArrayRef<bool> wanted) {
+  SmallVector<unsigned> read;
+  if (wanted[0])
+    read.push_back(1);
+  if (wanted[1])
+    read.push_back(0);
+  return read;
+}
+
 } // namespace mlir::tpc::rules
 
 #endif // DIALECTS_TPC_IR_DERIVATIVERULEUTILS_H

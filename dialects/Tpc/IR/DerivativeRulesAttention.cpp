@@ -42,9 +42,7 @@ LogicalResult RotaryOp::buildGradients(OpBuilder &builder,
                                        const DerivativeArgs &args,
                                        Type gradElementType,
                                        SmallVectorImpl<Value> &grads) {
-  resetGrads(*this, grads);
-  Value dy = args.resultGrads[0];
-  if (dy && args.wanted[0])
+  if (Value dy = firstOperandRule(*this, args, grads))
     grads[0] = castTo(builder, getLoc(),
                       RotaryGradOp::create(builder, getLoc(), dy,
                                            getThetaAttr(), getOffsetAttr()),

@@ -11,18 +11,14 @@ using namespace mlir::tpc::rules;
 //===----------------------------------------------------------------------===//
 
 SmallVector<unsigned> GeluOp::getStashedOperands(ArrayRef<bool> wanted) {
-  if (wanted[0])
-    return {0};
-  return {};
+  return readsIfFirstWanted(wanted, {0});
 }
 
 LogicalResult GeluOp::buildGradients(OpBuilder &builder,
                                      const DerivativeArgs &args,
                                      Type gradElementType,
                                      SmallVectorImpl<Value> &grads) {
-  resetGrads(*this, grads);
-  Value dy = args.resultGrads[0];
-  if (dy && args.wanted[0])
+  if (Value dy = firstOperandRule(*this, args, grads))
     grads[0] =
         castTo(builder, getLoc(),
                GeluGradOp::create(builder, getLoc(), dy, args.operands[0],
@@ -32,18 +28,14 @@ LogicalResult GeluOp::buildGradients(OpBuilder &builder,
 }
 
 SmallVector<unsigned> SiluOp::getStashedOperands(ArrayRef<bool> wanted) {
-  if (wanted[0])
-    return {0};
-  return {};
+  return readsIfFirstWanted(wanted, {0});
 }
 
 LogicalResult SiluOp::buildGradients(OpBuilder &builder,
                                      const DerivativeArgs &args,
                                      Type gradElementType,
                                      SmallVectorImpl<Value> &grads) {
-  resetGrads(*this, grads);
-  Value dy = args.resultGrads[0];
-  if (dy && args.wanted[0])
+  if (Value dy = firstOperandRule(*this, args, grads))
     grads[0] =
         castTo(builder, getLoc(),
                SiluGradOp::create(builder, getLoc(), dy, args.operands[0]),
@@ -62,9 +54,8 @@ LogicalResult DropoutOp::buildGradients(OpBuilder &builder,
                                         const DerivativeArgs &args,
                                         Type gradElementType,
                                         SmallVectorImpl<Value> &grads) {
-  resetGrads(*this, grads);
-  Value dy = args.resultGrads[0];
-  if (!dy || !args.wanted[0])
+  Value dy = firstOperandRule(*this, args, grads);
+  if (!dy)
     return success();
   Location loc = getLoc();
   Value mask = DropoutMaskOp::create(
@@ -77,18 +68,14 @@ LogicalResult DropoutOp::buildGradients(OpBuilder &builder,
 }
 
 SmallVector<unsigned> ApplyMaskOp::getStashedOperands(ArrayRef<bool> wanted) {
-  if (wanted[0])
-    return {1};
-  return {};
+  return readsIfFirstWanted(wanted, {1});
 }
 
 LogicalResult ApplyMaskOp::buildGradients(OpBuilder &builder,
                                           const DerivativeArgs &args,
                                           Type gradElementType,
                                           SmallVectorImpl<Value> &grads) {
-  resetGrads(*this, grads);
-  Value dy = args.resultGrads[0];
-  if (dy && args.wanted[0])
+  if (Value dy = firstOperandRule(*this, args, grads))
     grads[0] = castTo(builder, getLoc(),
                       ApplyMaskOp::create(builder, getLoc(), dy,
                                           args.operands[1], getRateAttr()),
@@ -106,9 +93,7 @@ LogicalResult SoftmaxOp::buildGradients(OpBuilder &builder,
                                         const DerivativeArgs &args,
                                         Type gradElementType,
                                         SmallVectorImpl<Value> &grads) {
-  resetGrads(*this, grads);
-  Value dy = args.resultGrads[0];
-  if (dy && args.wanted[0])
+  if (Value dy = firstOperandRule(*this, args, grads))
     grads[0] =
         castTo(builder, getLoc(),
                SoftmaxGradOp::create(builder, getLoc(), dy, args.results[0]),
@@ -137,12 +122,7 @@ LogicalResult AddOp::buildGradients(OpBuilder &builder,
 }
 
 SmallVector<unsigned> MulOp::getStashedOperands(ArrayRef<bool> wanted) {
-  SmallVector<unsigned> read;
-  if (wanted[0])
-    read.push_back(1);
-  if (wanted[1])
-    read.push_back(0);
-  return read;
+  return productReads(wanted);
 }
 
 LogicalResult MulOp::buildGradients(OpBuilder &builder,
@@ -173,9 +153,7 @@ LogicalResult CastOp::buildGradients(OpBuilder &builder,
                                      const DerivativeArgs &args,
                                      Type gradElementType,
                                      SmallVectorImpl<Value> &grads) {
-  resetGrads(*this, grads);
-  Value dy = args.resultGrads[0];
-  if (dy && args.wanted[0])
+  if (Value dy = firstOperandRule(*this, args, grads))
     grads[0] = castTo(builder, getLoc(), dy,
                       gradElementType ? gradElementType
                                       : getInput().getType().getElementType());

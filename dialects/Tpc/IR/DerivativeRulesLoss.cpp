@@ -8,9 +8,7 @@ using namespace mlir::tpc::rules;
 
 SmallVector<unsigned>
 CrossEntropyOp::getStashedOperands(ArrayRef<bool> wanted) {
-  if (wanted[0])
-    return {0, 1};
-  return {};
+  return readsIfFirstWanted(wanted, {0, 1});
 }
 
 // Only the loss sum has a gradient: the count is an integer.
@@ -18,9 +16,7 @@ LogicalResult CrossEntropyOp::buildGradients(OpBuilder &builder,
                                              const DerivativeArgs &args,
                                              Type gradElementType,
                                              SmallVectorImpl<Value> &grads) {
-  resetGrads(*this, grads);
-  Value dsum = args.resultGrads[0];
-  if (dsum && args.wanted[0])
+  if (Value dsum = firstOperandRule(*this, args, grads))
     grads[0] = castTo(builder, getLoc(),
                       CrossEntropyGradOp::create(
                           builder, getLoc(), args.operands[0], args.operands[1],
@@ -30,9 +26,7 @@ LogicalResult CrossEntropyOp::buildGradients(OpBuilder &builder,
 }
 
 SmallVector<unsigned> LossMeanOp::getStashedOperands(ArrayRef<bool> wanted) {
-  if (wanted[0])
-    return {1};
-  return {};
+  return readsIfFirstWanted(wanted, {1});
 }
 
 // d(sum / count) / d sum = 1 / count, so the gradient is itself a loss_mean
@@ -40,9 +34,7 @@ SmallVector<unsigned> LossMeanOp::getStashedOperands(ArrayRef<bool> wanted) {
 LogicalResult LossMeanOp::buildGradients(OpBuilder &builder,
                                          const DerivativeArgs &args, Type,
                                          SmallVectorImpl<Value> &grads) {
-  resetGrads(*this, grads);
-  Value dy = args.resultGrads[0];
-  if (dy && args.wanted[0])
+  if (Value dy = firstOperandRule(*this, args, grads))
     grads[0] = LossMeanOp::create(builder, getLoc(), dy, args.operands[1]);
   return success();
 }

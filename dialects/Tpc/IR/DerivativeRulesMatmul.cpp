@@ -17,18 +17,14 @@ using namespace mlir::tpc::rules;
 //===----------------------------------------------------------------------===//
 
 SmallVector<unsigned> EmbeddingOp::getStashedOperands(ArrayRef<bool> wanted) {
-  if (wanted[0])
-    return {1};
-  return {};
+  return readsIfFirstWanted(wanted, {1});
 }
 
 LogicalResult EmbeddingOp::buildGradients(OpBuilder &builder,
                                           const DerivativeArgs &args,
                                           Type gradElementType,
                                           SmallVectorImpl<Value> &grads) {
-  resetGrads(*this, grads);
-  Value dy = args.resultGrads[0];
-  if (dy && args.wanted[0])
+  if (Value dy = firstOperandRule(*this, args, grads))
     grads[0] = EmbeddingGradOp::create(builder, getLoc(),
                                        gradTypeOf(getTable(), gradElementType),
                                        dy, args.operands[1]);
@@ -40,12 +36,7 @@ LogicalResult EmbeddingOp::buildGradients(OpBuilder &builder,
 //===----------------------------------------------------------------------===//
 
 SmallVector<unsigned> LinearOp::getStashedOperands(ArrayRef<bool> wanted) {
-  SmallVector<unsigned> read;
-  if (wanted[0])
-    read.push_back(1);
-  if (wanted[1])
-    read.push_back(0);
-  return read;
+  return productReads(wanted);
 }
 
 LogicalResult LinearOp::buildGradients(OpBuilder &builder,
@@ -77,12 +68,7 @@ LogicalResult LinearOp::buildGradients(OpBuilder &builder,
 //===----------------------------------------------------------------------===//
 
 SmallVector<unsigned> BatchMatmulOp::getStashedOperands(ArrayRef<bool> wanted) {
-  SmallVector<unsigned> read;
-  if (wanted[0])
-    read.push_back(1);
-  if (wanted[1])
-    read.push_back(0);
-  return read;
+  return productReads(wanted);
 }
 
 LogicalResult BatchMatmulOp::buildGradients(OpBuilder &builder,

@@ -22,6 +22,19 @@ static SmallVector<unsigned> normReads(ArrayRef<bool> wanted) {
   return {};
 }
 
+/// grads[0], when wanted: `InputGradOp` of `dy`, the input and the weight.
+template <typename InputGradOp, typename NormOp>
+static void
+buildInputGrad(NormOp op, OpBuilder &builder, const DerivativeArgs &args,
+               Value dy, Type gradElementType, SmallVectorImpl<Value> &grads) {
+  if (!args.wanted[0])
+    return;
+  Location loc = op.getLoc();
+  Value dx = InputGradOp::create(builder, loc, dy, args.operands[0],
+                                 args.operands[1], op.getEpsilonAttr());
+  grads[0] = castTo(builder, loc, dx, gradElementType);
+}
+
 SmallVector<unsigned> LayerNormOp::getStashedOperands(ArrayRef<bool> wanted) {
   return normReads(wanted);
 }
@@ -36,11 +49,8 @@ LogicalResult LayerNormOp::buildGradients(OpBuilder &builder,
     return success();
   Location loc = getLoc();
   Value x = args.operands[0];
-  if (args.wanted[0]) {
-    Value dx = LayerNormInputGradOp::create(builder, loc, dy, x,
-                                            args.operands[1], getEpsilonAttr());
-    grads[0] = castTo(builder, loc, dx, gradElementType);
-  }
+  buildInputGrad<LayerNormInputGradOp>(*this, builder, args, dy,
+                                       gradElementType, grads);
   if (args.wanted[1] || args.wanted[2]) {
     auto paramGrads = LayerNormParamGradOp::create(
         builder, loc, gradTypeOf(getWeight(), gradElementType),
@@ -67,11 +77,8 @@ LogicalResult RmsNormOp::buildGradients(OpBuilder &builder,
     return success();
   Location loc = getLoc();
   Value x = args.operands[0];
-  if (args.wanted[0]) {
-    Value dx = RmsNormInputGradOp::create(builder, loc, dy, x, args.operands[1],
-                                          getEpsilonAttr());
-    grads[0] = castTo(builder, loc, dx, gradElementType);
-  }
+  buildInputGrad<RmsNormInputGradOp>(*this, builder, args, dy, gradElementType,
+                                     grads);
   if (args.wanted[1])
     grads[1] = RmsNormParamGradOp::create(
         builder, loc, gradTypeOf(getWeight(), gradElementType), dy, x,

@@ -14,9 +14,7 @@ using namespace mlir::tpc::rules;
 LogicalResult ReshapeOp::buildGradients(OpBuilder &builder,
                                         const DerivativeArgs &args, Type,
                                         SmallVectorImpl<Value> &grads) {
-  resetGrads(*this, grads);
-  Value dy = args.resultGrads[0];
-  if (dy && args.wanted[0])
+  if (Value dy = firstOperandRule(*this, args, grads))
     grads[0] = ReshapeOp::create(
         builder, getLoc(),
         withElement(getInput().getType(),
@@ -28,9 +26,8 @@ LogicalResult ReshapeOp::buildGradients(OpBuilder &builder,
 LogicalResult TransposeOp::buildGradients(OpBuilder &builder,
                                           const DerivativeArgs &args, Type,
                                           SmallVectorImpl<Value> &grads) {
-  resetGrads(*this, grads);
-  Value dy = args.resultGrads[0];
-  if (!dy || !args.wanted[0])
+  Value dy = firstOperandRule(*this, args, grads);
+  if (!dy)
     return success();
   ArrayRef<int64_t> perm = getPermutation();
   SmallVector<int64_t> inverse(perm.size());
@@ -43,9 +40,7 @@ LogicalResult TransposeOp::buildGradients(OpBuilder &builder,
 LogicalResult SliceOp::buildGradients(OpBuilder &builder,
                                       const DerivativeArgs &args, Type,
                                       SmallVectorImpl<Value> &grads) {
-  resetGrads(*this, grads);
-  Value dy = args.resultGrads[0];
-  if (dy && args.wanted[0]) {
+  if (Value dy = firstOperandRule(*this, args, grads)) {
     int64_t dim = getDimAttr().getInt();
     grads[0] =
         PadOp::create(builder, getLoc(), dy, dim, getOffsetAttr().getInt(),
@@ -57,9 +52,7 @@ LogicalResult SliceOp::buildGradients(OpBuilder &builder,
 LogicalResult RepeatOp::buildGradients(OpBuilder &builder,
                                        const DerivativeArgs &args, Type,
                                        SmallVectorImpl<Value> &grads) {
-  resetGrads(*this, grads);
-  Value dy = args.resultGrads[0];
-  if (dy && args.wanted[0])
+  if (Value dy = firstOperandRule(*this, args, grads))
     grads[0] = SumGroupsOp::create(builder, getLoc(), dy, getDimAttr().getInt(),
                                    getRepeatsAttr().getInt());
   return success();

@@ -246,22 +246,19 @@ LogicalResult PadOp::inferReturnTypes(MLIRContext *,
                                       std::optional<Location> loc,
                                       Adaptor adaptor,
                                       SmallVectorImpl<Type> &inferred) {
-  if (failed(checkOperandType(loc, adaptor.getInput(), "input")))
+  FailureOr<RankedTensorType> input =
+      checkInputDim(loc, adaptor.getInput(), adaptor.getDimAttr());
+  if (failed(input))
     return failure();
-  auto input = tensorType(adaptor.getInput());
   int64_t dim = adaptor.getDimAttr().getInt();
-  if (failed(checkDim(loc, dim, input.getRank())))
-    return failure();
   int64_t offset = adaptor.getOffsetAttr().getInt(),
           size = adaptor.getSizeAttr().getInt();
-  int64_t extent = input.getDimSize(dim);
+  int64_t extent = input->getDimSize(dim);
   if (offset < 0 || size < extent || offset > size - extent)
     return emitOptionalError(loc, "cannot place dim ", dim, " of size ", extent,
                              " at offset ", offset, " in a dimension of size ",
                              size);
-  SmallVector<int64_t> shape(input.getShape());
-  shape[dim] = size;
-  inferred.push_back(RankedTensorType::get(shape, input.getElementType()));
+  inferred.push_back(withDimSize(*input, dim, size));
   return success();
 }
 
@@ -269,22 +266,18 @@ LogicalResult SumGroupsOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &inferred) {
-  if (failed(checkOperandType(loc, adaptor.getInput(), "input")))
+  FailureOr<RankedTensorType> input =
+      checkInputDim(loc, adaptor.getInput(), adaptor.getDimAttr());
+  if (failed(input))
     return failure();
-  auto input = tensorType(adaptor.getInput());
   int64_t dim = adaptor.getDimAttr().getInt();
-  if (failed(checkDim(loc, dim, input.getRank())))
-    return failure();
   int64_t repeats = adaptor.getRepeatsAttr().getInt();
-  if (repeats < 1)
-    return emitOptionalError(loc, "repeats must be at least 1 but is ",
-                             repeats);
-  int64_t extent = input.getDimSize(dim);
+  if (failed(checkRepeats(loc, repeats)))
+    return failure();
+  int64_t extent = input->getDimSize(dim);
   if (extent % repeats != 0)
     return emitOptionalError(loc, "dim ", dim, " of size ", extent,
                              " is not divisible into groups of ", repeats);
-  SmallVector<int64_t> shape(input.getShape());
-  shape[dim] = extent / repeats;
-  inferred.push_back(RankedTensorType::get(shape, input.getElementType()));
+  inferred.push_back(withDimSize(*input, dim, extent / repeats));
   return success();
 }

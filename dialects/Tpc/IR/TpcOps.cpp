@@ -55,12 +55,25 @@ static std::optional<int64_t> elementCount(ArrayRef<int64_t> shape) {
   return count;
 }
 
-LogicalResult checks::checkDim(std::optional<Location> loc, int64_t dim,
-                               int64_t rank) {
-  if (dim >= 0 && dim < rank)
-    return success();
-  return emitOptionalError(loc, "dim ", dim, " is out of range for rank ",
-                           rank);
+FailureOr<RankedTensorType> checks::checkInputDim(std::optional<Location> loc,
+                                                  Value input,
+                                                  IntegerAttr dimAttr) {
+  if (failed(checkOperandType(loc, input, "input")))
+    return failure();
+  auto type = tensorType(input);
+  int64_t dim = dimAttr.getInt();
+  if (dim < 0 || dim >= type.getRank())
+    return emitOptionalError(loc, "dim ", dim, " is out of range for rank ",
+                             type.getRank());
+  return type;
+}
+
+LogicalResult checks::checkRepeats(std::optional<Location> loc,
+                                   int64_t repeats) {
+  if (repeats < 1)
+    return emitOptionalError(loc, "repeats must be at least 1 but is ",
+                             repeats);
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -523,22 +536,19 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
                                         std::optional<Location> loc,
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &inferred) {
-  if (failed(checkOperandType(loc, adaptor.getInput(), "input")))
+  FailureOr<RankedTensorType> input =
+      checkInputDim(loc, adaptor.getInput(), adaptor.getDimAttr());
+  if (failed(input))
     return failure();
-  auto input = tensorType(adaptor.getInput());
   int64_t dim = adaptor.getDimAttr().getInt();
-  if (failed(checkDim(loc, dim, input.getRank())))
-    return failure();
   int64_t offset = adaptor.getOffsetAttr().getInt(),
           size = adaptor.getSizeAttr().getInt();
-  int64_t extent = input.getDimSize(dim);
+  int64_t extent = input->getDimSize(dim);
   if (offset < 0 || size <= 0 || offset > extent || size > extent - offset)
     return emitOptionalError(loc, "slice [", offset, " : ", size,
                              "] (offset : size) is out of bounds for dim ", dim,
                              " of size ", extent);
-  SmallVector<int64_t> shape(input.getShape());
-  shape[dim] = size;
-  inferred.push_back(RankedTensorType::get(shape, input.getElementType()));
+  inferred.push_back(withDimSize(*input, dim, size));
   return success();
 }
 
@@ -546,22 +556,20 @@ LogicalResult RepeatOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &inferred) {
-  if (failed(checkOperandType(loc, adaptor.getInput(), "input")))
+  FailureOr<RankedTensorType> input =
+      checkInputDim(loc, adaptor.getInput(), adaptor.getDimAttr());
+  if (failed(input))
     return failure();
-  auto input = tensorType(adaptor.getInput());
   int64_t dim = adaptor.getDimAttr().getInt();
-  if (failed(checkDim(loc, dim, input.getRank())))
-    return failure();
   int64_t repeats = adaptor.getRepeatsAttr().getInt();
-  if (repeats < 1)
-    return emitOptionalError(loc, "repeats must be at least 1 but is ",
-                             repeats);
-  SmallVector<int64_t> shape(input.getShape());
-  if (llvm::MulOverflow(shape[dim], repeats, shape[dim]))
+  if (failed(checkRepeats(loc, repeats)))
+    return failure();
+  int64_t size;
+  if (llvm::MulOverflow(input->getDimSize(dim), repeats, size))
     return emitOptionalError(loc, "repeating dim ", dim, " of size ",
-                             input.getDimSize(dim), " ", repeats,
+                             input->getDimSize(dim), " ", repeats,
                              " times overflows a 64-bit size");
-  inferred.push_back(RankedTensorType::get(shape, input.getElementType()));
+  inferred.push_back(withDimSize(*input, dim, size));
   return success();
 }
 

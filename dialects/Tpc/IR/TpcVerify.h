@@ -75,8 +75,21 @@ LogicalResult checkSameElementType(Reporter report, Value ref,
 LogicalResult checkOperandType(std::optional<Location> loc, Value v,
                                StringRef name, bool index = false);
 
-/// Checks that `dim` is a valid dimension index of a rank-`rank` tensor.
-LogicalResult checkDim(std::optional<Location> loc, int64_t dim, int64_t rank);
+/// Checks `input` with checkOperandType (as "input") and that `dim` is one of
+/// its dimensions; returns its type.
+FailureOr<RankedTensorType> checkInputDim(std::optional<Location> loc,
+                                          Value input, IntegerAttr dim);
+
+/// Checks that a repeat count (or group size) is at least 1.
+LogicalResult checkRepeats(std::optional<Location> loc, int64_t repeats);
+
+/// `type` with dimension `dim` of size `size`.
+inline RankedTensorType withDimSize(RankedTensorType type, int64_t dim,
+                                    int64_t size) {
+  SmallVector<int64_t> shape(type.getShape());
+  shape[dim] = size;
+  return RankedTensorType::get(shape, type.getElementType());
+}
 
 /// A per-feature norm parameter: shape [hidden], the input's element type.
 LogicalResult verifyNormParam(Operation *op, Value input, Value param,

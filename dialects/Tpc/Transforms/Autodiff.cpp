@@ -100,11 +100,12 @@ private:
   Value lookupIn(IRMapping &map, Value v);
   /// Adds gradient `g` of F's value `v` into `grads`.
   void accumulate(DenseMap<Value, Value> &grads, Value v, Value g);
-  /// Calls `build` (the B or W rule of `plan`) with the backward values.
+  /// Calls `build` (the B or W rule of `plan`) with the backward values and
+  /// adds the operand gradients it builds into `grads`.
   LogicalResult applyRule(const OpPlan &plan, ArrayRef<bool> wanted,
                           ArrayRef<Value> reads, IRMapping &map,
                           ArrayRef<Value> resultGrads, bool weights,
-                          SmallVectorImpl<Value> &operandGrads);
+                          DenseMap<Value, Value> &grads);
   func::FuncOp createFunction(StringRef name, TypeRange inputs,
                               TypeRange results);
 
@@ -229,6 +230,16 @@ func::FuncOp TrainingBuilder::createFunction(StringRef name, TypeRange inputs,
                                    builder.getFunctionType(inputs, results));
   func.addEntryBlock();
   return func;
+}
+
+/// Fills `resultGrads` with the gradients in `grads` of `op`'s results (null
+/// where there is none); returns whether any result has one.
+static bool lookupResultGrads(Operation *op,
+                              const DenseMap<Value, Value> &grads,
+                              SmallVectorImpl<Value> &resultGrads) {
+  for (Value result : op->getResults())
+    resultGrads.push_back(grads.lookup(result));
+  return llvm::any_of(resultGrads, [](Value g) { return g; });
 }
 
 /// The type of `type` (a tensor whose leading dimension is the batch) on a
@@ -464,7 +475,7 @@ LogicalResult TrainingBuilder::applyRule(const OpPlan &plan,
                                          ArrayRef<Value> reads, IRMapping &map,
                                          ArrayRef<Value> resultGrads,
                                          bool weights,
-                                         SmallVectorImpl<Value> &operandGrads) {
+                                         DenseMap<Value, Value> &grads) {
   Operation *op = plan.op;
   tagger.layer = op->getAttrOfType<IntegerAttr>(kLayerAttrName);
   SmallVector<Value> operands(op->getNumOperands()),
@@ -479,6 +490,7 @@ LogicalResult TrainingBuilder::applyRule(const OpPlan &plan,
         results[result.getResultNumber()] = mapped;
   }
   DerivativeArgs args{operands, results, resultGrads, wanted};
+  SmallVector<Value> operandGrads;
   auto rule = cast<TpcDerivativeOpInterface>(op);
   LogicalResult built =
       weights ? rule.buildWeightGradients(builder, args, operandGrads)
@@ -490,6 +502,10 @@ LogicalResult TrainingBuilder::applyRule(const OpPlan &plan,
     if (want && !operandGrads[i])
       return error(op) << "the derivative rule of '" << op->getName()
                        << "' built no gradient for operand " << i;
+  tagger.layer = op->getAttrOfType<IntegerAttr>(kLayerAttrName);
+  for (auto [i, want] : llvm::enumerate(wanted))
+    if (want)
+      accumulate(grads, op->getOperand(i), operandGrads[i]);
   return success();
 }
 
@@ -520,9 +536,7 @@ LogicalResult TrainingBuilder::buildInputGrads() {
     if (plan.paramView)
       continue;
     SmallVector<Value> resultGrads;
-    for (Value result : plan.op->getResults())
-      resultGrads.push_back(grads.lookup(result));
-    if (llvm::all_of(resultGrads, [](Value g) { return !g; }))
+    if (!lookupResultGrads(plan.op, grads, resultGrads))
       continue;
     if (plan.hasW())
       for (Value result : plan.op->getResults())
@@ -532,14 +546,9 @@ LogicalResult TrainingBuilder::buildInputGrads() {
         }
     if (!plan.hasB())
       continue;
-    SmallVector<Value> operandGrads;
     if (failed(applyRule(plan, plan.wantedB, plan.readsB, map, resultGrads,
-                         /*weights=*/false, operandGrads)))
+                         /*weights=*/false, grads)))
       return failure();
-    tagger.layer = plan.op->getAttrOfType<IntegerAttr>(kLayerAttrName);
-    for (auto [i, want] : llvm::enumerate(plan.wantedB))
-      if (want)
-        accumulate(grads, plan.op->getOperand(i), operandGrads[i]);
   }
   tagger.layer = nullptr;
   builder.setListener(nullptr);
@@ -583,20 +592,13 @@ LogicalResult TrainingBuilder::buildWeightGrads() {
     if (!plan.hasW())
       continue;
     SmallVector<Value> resultGrads;
-    for (Value result : plan.op->getResults())
-      resultGrads.push_back(grads.lookup(result));
-    if (llvm::all_of(resultGrads, [](Value g) { return !g; }))
+    if (!lookupResultGrads(plan.op, grads, resultGrads))
       continue;
     SmallVector<bool> wanted =
         plan.paramView ? SmallVector<bool>{true} : plan.wantedW;
-    SmallVector<Value> operandGrads;
     if (failed(applyRule(plan, wanted, plan.readsW, map, resultGrads,
-                         /*weights=*/true, operandGrads)))
+                         /*weights=*/true, grads)))
       return failure();
-    tagger.layer = plan.op->getAttrOfType<IntegerAttr>(kLayerAttrName);
-    for (auto [i, want] : llvm::enumerate(wanted))
-      if (want)
-        accumulate(grads, plan.op->getOperand(i), operandGrads[i]);
   }
   tagger.layer = nullptr;
   builder.setListener(nullptr);
