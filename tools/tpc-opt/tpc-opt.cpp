@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/Dist/IR/DistDialect.h"
 #include "dialects/Rt/IR/RtDialect.h"
 #include "dialects/Rt/Transforms/Passes.h"
 #include "dialects/Tpc/IR/TpcDialect.h"
@@ -29,6 +30,7 @@ int main(int argc, char **argv) {
 
   mlir::DialectRegistry registry;
   registry.insert<mlir::tpc::TpcDialect, mlir::rt::RtDialect,
+                  mlir::dist::DistDialect,
                   mlir::func::FuncDialect, mlir::arith::ArithDialect,
                   mlir::scf::SCFDialect, mlir::tensor::TensorDialect>();
   // func.call inlining (the training driver's calls to F, B and W).
