@@ -1,0 +1,202 @@
+//===- MpiCommunicator.cpp - the MPI backend -------------------------------===//
+//
+// Every communicator made here has MPI_ERRORS_RETURN, so a failed call comes
+// back as an error code that becomes a Status (the default handler aborts
+// the whole job). MPI counts are ints: larger transfers are refused with an
+// error rather than truncated.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tpcrt/Comm.h"
+
+#include <mpi.h>
+
+#include <climits>
+
+using namespace tpcrt;
+
+namespace {
+
+/// Finalizes MPI when the last communicator that needs it goes away, if
+/// this runtime initialized it (a program that called MPI_Init owns it).
+struct MpiSession {
+  bool ownsMpi = false;
+  ~MpiSession() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (ownsMpi && !finalized)
+      MPI_Finalize();
+  }
+};
+
+Status mpiStatus(const char *what, int code) {
+  if (code == MPI_SUCCESS)
+    return Status::ok();
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS)
+    return Status::error(std::string(what) + ": MPI error code " +
+                         std::to_string(code));
+  return Status::error(std::string(what) + ": MPI: " +
+                       std::string(text, length));
+}
+
+Status checkCount(const char *what, std::size_t count, const char *unit) {
+  if (count > static_cast<std::size_t>(INT_MAX))
+    return Status::error(std::string(what) + ": " + std::to_string(count) +
+                         " " + unit + " exceed MPI's int count (" +
+                         std::to_string(INT_MAX) + ")");
+  return Status::ok();
+}
+
+class MpiCommunicator final : public Communicator {
+public:
+  MpiCommunicator(std::shared_ptr<MpiSession> session, MPI_Comm comm,
+                  bool ownsComm)
+      : session_(std::move(session)), comm_(comm), ownsComm_(ownsComm) {
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
+  }
+  ~MpiCommunicator() override {
+    if (ownsComm_)
+      MPI_Comm_free(&comm_);
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string backendName() const override { return "mpi"; }
+
+  Status allReduceSum(float *data, std::size_t count) override {
+    if (Status s = checkCount("allReduceSum", count, "elements"); !s)
+      return s;
+    return mpiStatus("allReduceSum",
+                     MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(count),
+                                   MPI_FLOAT, MPI_SUM, comm_));
+  }
+
+  Status allGather(const void *send, void *recv, std::size_t bytes) override {
+    if (Status s = checkCount("allGather", bytes, "bytes"); !s)
+      return s;
+    int n = static_cast<int>(bytes);
+    return mpiStatus("allGather", MPI_Allgather(send, n, MPI_BYTE, recv, n,
+                                                MPI_BYTE, comm_));
+  }
+
+  Status reduceScatterSum(const float *send, float *recv,
+                          std::size_t count) override {
+    if (Status s = checkCount("reduceScatterSum", count, "elements"); !s)
+      return s;
+    return mpiStatus("reduceScatterSum",
+                     MPI_Reduce_scatter_block(send, recv,
+                                              static_cast<int>(count),
+                                              MPI_FLOAT, MPI_SUM, comm_));
+  }
+
+  Status broadcast(void *data, std::size_t bytes, int root) override {
+    if (root < 0 || root >= size_)
+      return Status::error("broadcast: root rank " + std::to_string(root) +
+                           " is outside [0, " + std::to_string(size_) + ")");
+    if (Status s = checkCount("broadcast", bytes, "bytes"); !s)
+      return s;
+    return mpiStatus("broadcast", MPI_Bcast(data, static_cast<int>(bytes),
+                                            MPI_BYTE, root, comm_));
+  }
+
+  Status send(const void *data, std::size_t bytes, int peer,
+              int tag) override {
+    if (Status s = checkArgs("send", bytes, peer, tag); !s)
+      return s;
+    return mpiStatus("send", MPI_Send(data, static_cast<int>(bytes), MPI_BYTE,
+                                      peer, tag, comm_));
+  }
+
+  Status recv(void *data, std::size_t bytes, int peer, int tag) override {
+    if (Status s = checkArgs("recv", bytes, peer, tag); !s)
+      return s;
+    MPI_Status status;
+    if (Status s = mpiStatus("recv", MPI_Recv(data, static_cast<int>(bytes),
+                                              MPI_BYTE, peer, tag, comm_,
+                                              &status));
+        !s)
+      return s;
+    int received = 0;
+    MPI_Get_count(&status, MPI_BYTE, &received);
+    if (static_cast<std::size_t>(received) != bytes)
+      return Status::error("recv: got " + std::to_string(received) +
+                           " bytes from rank " + std::to_string(peer) +
+                           ", expected " + std::to_string(bytes));
+    return Status::ok();
+  }
+
+  Status barrier() override {
+    return mpiStatus("barrier", MPI_Barrier(comm_));
+  }
+
+  Status split(int color, int key,
+               std::unique_ptr<Communicator> &result) override {
+    if (color < 0)
+      return Status::error("split: color " + std::to_string(color) +
+                           " is negative");
+    MPI_Comm sub;
+    if (Status s = mpiStatus("split", MPI_Comm_split(comm_, color, key, &sub));
+        !s)
+      return s;
+    if (Status s = mpiStatus("split", MPI_Comm_set_errhandler(
+                                          sub, MPI_ERRORS_RETURN));
+        !s) {
+      MPI_Comm_free(&sub);
+      return s;
+    }
+    result = std::make_unique<MpiCommunicator>(session_, sub, true);
+    return Status::ok();
+  }
+
+private:
+  Status checkArgs(const char *what, std::size_t bytes, int peer, int tag) {
+    if (Status s = checkPeer(what, peer); !s)
+      return s;
+    if (Status s = checkTag(what, tag); !s)
+      return s;
+    return checkCount(what, bytes, "bytes");
+  }
+
+  std::shared_ptr<MpiSession> session_;
+  MPI_Comm comm_;
+  bool ownsComm_;
+  int rank_ = 0;
+  int size_ = 1;
+};
+
+} // namespace
+
+bool tpcrt::hasMpiBackend() { return true; }
+
+Status tpcrt::createMpiWorldCommunicator(std::unique_ptr<Communicator> &result) {
+  // Shared by every communicator of this process, so finalization waits for
+  // the last one.
+  static std::weak_ptr<MpiSession> current;
+  std::shared_ptr<MpiSession> session = current.lock();
+  if (!session) {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized)
+      return Status::error("MPI was already finalized in this process");
+    session = std::make_shared<MpiSession>();
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized) {
+      if (Status s = mpiStatus("MPI_Init", MPI_Init(nullptr, nullptr)); !s)
+        return s;
+      session->ownsMpi = true;
+    }
+    current = session;
+  }
+  // MPI_COMM_WORLD is not ours to free; errors on it must come back too.
+  if (Status s = mpiStatus("MPI_Comm_set_errhandler",
+                           MPI_Comm_set_errhandler(MPI_COMM_WORLD,
+                                                   MPI_ERRORS_RETURN));
+      !s)
+    return s;
+  result = std::make_unique<MpiCommunicator>(session, MPI_COMM_WORLD, false);
+  return Status::ok();
+}
