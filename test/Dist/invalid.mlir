@@ -264,3 +264,35 @@ func.func @f() {
   %0 = dist.recv on @m axes [pp] pairs [-1 -> 0] channel 0 : tensor<8x16xf32>
   return
 }
+
+// -----
+
+dist.mesh @m axes [dp = 2, tp = 4]
+// expected-error @+1 {{dimension 1 of 'tensor<64x6xf32>' (size 6) is not divisible by 4, the product of the sizes of its mesh axes}}
+func.func @f(%w: tensor<64x6xf32> {dist.sharding = #dist.sharding<@m, [[], [tp]]>}) {
+  return
+}
+
+// -----
+
+dist.mesh @m axes [dp = 2, tp = 4]
+// expected-error @+1 {{mesh @m has no axis 'pp'}}
+func.func @f(%w: tensor<64x8xf32> {dist.sharding = #dist.sharding<@m, [[pp], []]>}) {
+  return
+}
+
+// -----
+
+dist.mesh @m axes [dp = 2, tp = 4]
+// expected-error @+1 {{'dist.sharding' of argument 0 must be a #dist.sharding but is 3 : i64}}
+func.func @f(%w: tensor<64x8xf32> {dist.sharding = 3}) {
+  return
+}
+
+// -----
+
+dist.mesh @m axes [dp = 2, tp = 4]
+// expected-error @+1 {{unknown dist argument attribute 'dist.shardin'}}
+func.func @f(%w: tensor<64x8xf32> {dist.shardin = #dist.sharding<@m, [[], []]>}) {
+  return
+}

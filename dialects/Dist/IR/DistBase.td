@@ -33,6 +33,9 @@ def Dist_Dialect : Dialect {
       their coordinates on all other axes form one group. Operands and
       results are per-device tensors with static shapes.
 
+    A function parameter takes a sharding as the argument attribute
+    `dist.sharding`, checked like `dist.shard`'s.
+
     ```mlir
     dist.mesh @mesh axes [dp = 2, tp = 4]
     func.func @f(%x: tensor<8x16x64xf32>) -> tensor<8x16x64xf32> {
@@ -47,6 +50,12 @@ def Dist_Dialect : Dialect {
     ```
   }];
   let useDefaultAttributePrinterParser = 1;
+  let hasRegionArgAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// The argument attribute that gives a block argument (a function
+    /// parameter) its sharding.
+    static constexpr ::llvm::StringLiteral kShardingAttrName = "dist.sharding";
+  }];
 }
 
 class Dist_Op<string mnemonic, list<Trait> traits = []>

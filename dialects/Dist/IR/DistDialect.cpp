@@ -4,6 +4,7 @@
 #include "dialects/Dist/IR/DistOps.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -25,4 +26,32 @@ void DistDialect::initialize() {
 #define GET_OP_LIST
 #include "dialects/Dist/IR/DistOps.cpp.inc"
       >();
+}
+
+/// `dist.sharding` on a block argument (a function parameter) is checked
+/// against the argument's type and the mesh, like `dist.shard`.
+LogicalResult DistDialect::verifyRegionArgAttribute(Operation *op,
+                                                    unsigned regionIndex,
+                                                    unsigned argIndex,
+                                                    NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name != kShardingAttrName)
+    return op->emitError() << "unknown dist argument attribute '" << name
+                           << "'";
+  auto sharding = dyn_cast<ShardingAttr>(attr.getValue());
+  if (!sharding)
+    return op->emitError() << "'" << name << "' of argument " << argIndex
+                           << " must be a #dist.sharding but is "
+                           << attr.getValue();
+  Region &region = op->getRegion(regionIndex);
+  if (region.empty())
+    return success();
+  auto type = dyn_cast<RankedTensorType>(
+      region.front().getArgument(argIndex).getType());
+  if (!type || !type.hasStaticShape())
+    return op->emitError() << "argument " << argIndex
+                           << " has a sharding but is not a statically "
+                              "shaped tensor";
+  SymbolTableCollection symbols;
+  return verifySharding(op, symbols, sharding, type);
 }
