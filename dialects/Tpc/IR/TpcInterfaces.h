@@ -3,6 +3,7 @@
 #ifndef DIALECTS_TPC_IR_TPCINTERFACES_H
 #define DIALECTS_TPC_IR_TPCINTERFACES_H
 
+#include "dialects/Tpc/IR/ShardingRule.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpDefinition.h"
 #include "llvm/ADT/ArrayRef.h"

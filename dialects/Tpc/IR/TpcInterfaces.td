@@ -1,7 +1,8 @@
 //===- TpcInterfaces.td - tpc op interfaces ----------------*- tablegen -*-===//
 //
 // The derivative interface: what an op's backward reads from the forward
-// (the stash) and how it builds its operand gradients.
+// (the stash) and how it builds its operand gradients. The sharding
+// interface: how an op may be split over a device mesh.
 //
 //===----------------------------------------------------------------------===//
 
@@ -76,6 +77,24 @@ def Tpc_DerivativeOpInterface : OpInterface<"TpcDerivativeOpInterface"> {
         return $_op.buildGradients(builder, args,
                                    builder.getF32Type(), operandGrads);
       }]>
+  ];
+}
+
+def Tpc_ShardingOpInterface : OpInterface<"TpcShardingOpInterface"> {
+  let cppNamespace = "::mlir::tpc";
+  let description = [{
+    The sharding rule of an op, in a form propagation reads in both
+    directions (docs/design/sharding.md): factors shared by the dimensions
+    of operands and results, each parallel, a reduction (splitting it makes
+    the results pending partial sums) or whole (it must stay replicated),
+    and the op's linearity (whether a partial sum may pass through it).
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        The op's rule, computed from its operand and result types and its
+        attributes.
+      }],
+      "::mlir::tpc::ShardingRule", "getShardingRule", (ins)>
   ];
 }
 

@@ -15,13 +15,15 @@ def Tpc_StashingDerivative : DeclareOpInterfaceMethods<
     Tpc_DerivativeOpInterface, ["getStashedOperands"]>;
 def Tpc_ResultStashingDerivative : DeclareOpInterfaceMethods<
     Tpc_DerivativeOpInterface, ["stashesResult"]>;
+// Every forward op has a sharding rule (ShardingRules*.cpp).
+def Tpc_Sharding : DeclareOpInterfaceMethods<Tpc_ShardingOpInterface>;
 
 //===----------------------------------------------------------------------===//
 // Embedding and matrix products
 //===----------------------------------------------------------------------===//
 
 def Tpc_EmbeddingOp : Tpc_Op<"embedding", [Pure, InferTypeOpAdaptor,
-    Tpc_StashingDerivative]> {
+    Tpc_StashingDerivative, Tpc_Sharding]> {
   let summary = "Looks up rows of a table by token id";
   let description = [{
     Gathers row `ids[...]` of `table` (`[vocab, hidden]`). The result has the
@@ -41,7 +43,7 @@ def Tpc_EmbeddingOp : Tpc_Op<"embedding", [Pure, InferTypeOpAdaptor,
 }
 
 def Tpc_LinearOp : Tpc_Op<"linear", [Pure, InferTypeOpAdaptor,
-    Tpc_StashingDerivative]> {
+    Tpc_StashingDerivative, Tpc_Sharding]> {
   let summary = "Affine map of the last dimension: x·W (+ bias)";
   let description = [{
     Contracts the last dimension of `input` (`[..., in]`) with the input
@@ -76,7 +78,7 @@ def Tpc_LinearOp : Tpc_Op<"linear", [Pure, InferTypeOpAdaptor,
 }
 
 def Tpc_BatchMatmulOp : Tpc_Op<"batch_matmul", [Pure, InferTypeOpAdaptor,
-    Tpc_StashingDerivative]> {
+    Tpc_StashingDerivative, Tpc_Sharding]> {
   let summary = "Batched matrix product with an optional folded scale";
   let description = [{
     `result[..., m, n] = scale * sum_k lhs[..., m, k] * rhs[..., k, n]` over
@@ -109,7 +111,7 @@ def Tpc_BatchMatmulOp : Tpc_Op<"batch_matmul", [Pure, InferTypeOpAdaptor,
 
 def Tpc_LayerNormOp : Tpc_Op<"layer_norm",
     [Pure, AllTypesMatch<["input", "result"]>,
-     Tpc_StashingDerivative]> {
+     Tpc_StashingDerivative, Tpc_Sharding]> {
   let summary = "Layer normalization over the last dimension";
   let description = [{
     `(x - mean) / sqrt(var + epsilon) * weight + bias`, with mean and biased
@@ -132,7 +134,7 @@ def Tpc_LayerNormOp : Tpc_Op<"layer_norm",
 
 def Tpc_RmsNormOp : Tpc_Op<"rms_norm",
     [Pure, AllTypesMatch<["input", "result"]>,
-     Tpc_StashingDerivative]> {
+     Tpc_StashingDerivative, Tpc_Sharding]> {
   let summary = "Root-mean-square normalization over the last dimension";
   let description = [{
     `x / sqrt(mean(x^2) + epsilon) * weight` over the last dimension (Llama).
@@ -158,7 +160,8 @@ class Tpc_UnaryOp<string mnemonic, list<Trait> traits = []>
   let results = (outs Tpc_FloatTensor:$result);
 }
 
-def Tpc_GeluOp : Tpc_UnaryOp<"gelu", [Tpc_StashingDerivative]> {
+def Tpc_GeluOp : Tpc_UnaryOp<"gelu",
+    [Tpc_StashingDerivative, Tpc_Sharding]> {
   let summary = "Gaussian error linear unit (erf or tanh form)";
   let description = [{
     `erf`: `x/2 * (1 + erf(x/sqrt(2)))`; `tanh` (GPT-2's `gelu_new`):
@@ -174,7 +177,8 @@ def Tpc_GeluOp : Tpc_UnaryOp<"gelu", [Tpc_StashingDerivative]> {
   let assemblyFormat = "$input `` $approximation attr-dict `:` type($input)";
 }
 
-def Tpc_SiluOp : Tpc_UnaryOp<"silu", [Tpc_StashingDerivative]> {
+def Tpc_SiluOp : Tpc_UnaryOp<"silu",
+    [Tpc_StashingDerivative, Tpc_Sharding]> {
   let summary = "Sigmoid linear unit: x * sigmoid(x)";
   let description = [{
     ```mlir
@@ -185,7 +189,7 @@ def Tpc_SiluOp : Tpc_UnaryOp<"silu", [Tpc_StashingDerivative]> {
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
-def Tpc_DropoutOp : Tpc_UnaryOp<"dropout", [Tpc_Derivative]> {
+def Tpc_DropoutOp : Tpc_UnaryOp<"dropout", [Tpc_Derivative, Tpc_Sharding]> {
   let summary = "Dropout driven by a counter-based random stream";
   let description = [{
     Zeroes each element with probability `rate` and scales the others by
@@ -208,7 +212,8 @@ def Tpc_DropoutOp : Tpc_UnaryOp<"dropout", [Tpc_Derivative]> {
   let hasVerifier = 1;
 }
 
-def Tpc_SoftmaxOp : Tpc_UnaryOp<"softmax", [Tpc_ResultStashingDerivative]> {
+def Tpc_SoftmaxOp : Tpc_UnaryOp<"softmax",
+    [Tpc_ResultStashingDerivative, Tpc_Sharding]> {
   let summary = "Softmax over the last dimension, optionally causal";
   let description = [{
     With `causal`, for an input `[..., q, k]` the element `(i, j)` with
@@ -242,7 +247,7 @@ class Tpc_BinaryOp<string mnemonic, list<Trait> traits = []>
 
 // Not `Commutative`: only rhs broadcasts, so swapping the operands (as the
 // folder does to move a constant to the right) could make the op invalid.
-def Tpc_AddOp : Tpc_BinaryOp<"add", [Tpc_Derivative]> {
+def Tpc_AddOp : Tpc_BinaryOp<"add", [Tpc_Derivative, Tpc_Sharding]> {
   let summary = "Elementwise sum, broadcasting rhs over leading dimensions";
   let description = [{
     `rhs` has the shape of `lhs` or a suffix of it (it is then broadcast over
@@ -257,7 +262,7 @@ def Tpc_AddOp : Tpc_BinaryOp<"add", [Tpc_Derivative]> {
   let hasFolder = 1;
 }
 
-def Tpc_MulOp : Tpc_BinaryOp<"mul", [Tpc_StashingDerivative]> {
+def Tpc_MulOp : Tpc_BinaryOp<"mul", [Tpc_StashingDerivative, Tpc_Sharding]> {
   let summary = "Elementwise product, broadcasting rhs over leading dimensions";
   let description = [{
     ```mlir
@@ -271,7 +276,7 @@ def Tpc_MulOp : Tpc_BinaryOp<"mul", [Tpc_StashingDerivative]> {
 //===----------------------------------------------------------------------===//
 
 def Tpc_AttentionOp : Tpc_Op<"attention", [Pure, InferTypeOpAdaptor,
-    Tpc_StashingDerivative]> {
+    Tpc_StashingDerivative, Tpc_Sharding]> {
   let summary = "Fused scaled-dot-product attention with grouped KV heads";
   let description = [{
     `softmax(scale * q k^T [+ causal mask]) v` per head, with optional dropout
@@ -323,7 +328,8 @@ def Tpc_AttentionOp : Tpc_Op<"attention", [Pure, InferTypeOpAdaptor,
 }
 
 def Tpc_RotaryOp : Tpc_Op<"rotary",
-    [Pure, AllTypesMatch<["input", "result"]>, Tpc_Derivative]> {
+    [Pure, AllTypesMatch<["input", "result"]>, Tpc_Derivative,
+     Tpc_Sharding]> {
   let summary = "Rotary position embedding (rotate-half convention)";
   let description = [{
     For `x: [b, heads, s, d]` and position `p = offset + s_index`, with
@@ -350,7 +356,7 @@ def Tpc_RotaryOp : Tpc_Op<"rotary",
 //===----------------------------------------------------------------------===//
 
 def Tpc_CrossEntropyOp : Tpc_Op<"cross_entropy", [Pure,
-    Tpc_StashingDerivative]> {
+    Tpc_StashingDerivative, Tpc_Sharding]> {
   let summary = "Summed softmax cross-entropy and the count of targets";
   let description = [{
     For `logits: [..., vocab]` and integer `labels: [...]`, yields the sum over
@@ -376,7 +382,7 @@ def Tpc_CrossEntropyOp : Tpc_Op<"cross_entropy", [Pure,
 }
 
 def Tpc_LossMeanOp : Tpc_Op<"loss_mean", [Pure,
-    Tpc_StashingDerivative]> {
+    Tpc_StashingDerivative, Tpc_Sharding]> {
   let summary = "Mean loss: a loss sum divided by a target count";
   let description = [{
     `sum / count`; a count of zero gives 0 (a batch with every target ignored
@@ -395,7 +401,7 @@ def Tpc_LossMeanOp : Tpc_Op<"loss_mean", [Pure,
 // Shape manipulation
 //===----------------------------------------------------------------------===//
 
-def Tpc_ReshapeOp : Tpc_Op<"reshape", [Pure, Tpc_Derivative]> {
+def Tpc_ReshapeOp : Tpc_Op<"reshape", [Pure, Tpc_Derivative, Tpc_Sharding]> {
   let summary = "Row-major reshape to a shape with the same element count";
   let description = [{
     ```mlir
@@ -409,7 +415,7 @@ def Tpc_ReshapeOp : Tpc_Op<"reshape", [Pure, Tpc_Derivative]> {
 }
 
 def Tpc_TransposeOp : Tpc_Op<"transpose", [Pure, InferTypeOpAdaptor,
-    Tpc_Derivative]> {
+    Tpc_Derivative, Tpc_Sharding]> {
   let summary = "Permutes dimensions";
   let description = [{
     `result.shape[i] = input.shape[permutation[i]]`.
@@ -426,7 +432,7 @@ def Tpc_TransposeOp : Tpc_Op<"transpose", [Pure, InferTypeOpAdaptor,
 }
 
 def Tpc_SliceOp : Tpc_Op<"slice", [Pure, InferTypeOpAdaptor,
-    Tpc_Derivative]> {
+    Tpc_Derivative, Tpc_Sharding]> {
   let summary = "Contiguous slice of one dimension";
   let description = [{
     Keeps indices `[offset, offset + size)` of dimension `dim`.
@@ -445,7 +451,7 @@ def Tpc_SliceOp : Tpc_Op<"slice", [Pure, InferTypeOpAdaptor,
 }
 
 def Tpc_RepeatOp : Tpc_Op<"repeat", [Pure, InferTypeOpAdaptor,
-    Tpc_Derivative]> {
+    Tpc_Derivative, Tpc_Sharding]> {
   let summary = "Repeats each index of one dimension consecutively";
   let description = [{
     `torch.repeat_interleave(x, repeats, dim)`: index `i` of the result along
@@ -464,7 +470,7 @@ def Tpc_RepeatOp : Tpc_Op<"repeat", [Pure, InferTypeOpAdaptor,
   }];
 }
 
-def Tpc_CastOp : Tpc_Op<"cast", [Pure, Tpc_Derivative]> {
+def Tpc_CastOp : Tpc_Op<"cast", [Pure, Tpc_Derivative, Tpc_Sharding]> {
   let summary = "Converts between f32, bf16 and f16 (round to nearest even)";
   let description = [{
     ```mlir

@@ -168,4 +168,22 @@ def TpcStashReport : Pass<"tpc-stash-report", "ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def TpcTestShardingRules : Pass<"tpc-test-sharding-rules", "ModuleOp"> {
+  let summary = "Prints the sharding rule of every op (a test pass)";
+  let description = [{
+    Prints, to stdout, one line per op that implements
+    `TpcShardingOpInterface`: the op name, its operands' and results'
+    dimensions as factors (a dimension made of several factors prints them
+    major first, joined by `*`; `1` is a dimension without factor), each
+    factor's size and kind (parallel unless marked `reduction` or `whole`),
+    and the op's linearity (docs/design/sharding.md). Ops without a rule
+    print `no sharding rule`. The IR is not changed.
+
+    ```
+    $ tpc-opt model.mlir --tpc-test-sharding-rules -o /dev/null
+    tpc.linear: ([i, j, k], [k, l]) -> ([i, j, l]) {i=4, j=32, k=64 reduction, l=256} linearity multilinear
+    ```
+  }];
+}
+
 #endif // DIALECTS_TPC_TRANSFORMS_PASSES_TD
