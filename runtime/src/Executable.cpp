@@ -97,6 +97,11 @@ constexpr OpInfo kOps[] = {
     {fb::OpCode::SumSquares, "sum_squares", 1, UINT32_MAX, 1},
     {fb::OpCode::ClipCoefficient, "clip_coefficient", 1, 1, 2},
     {fb::OpCode::LrSchedule, "lr_schedule", 1, 1, 1},
+    {fb::OpCode::AllReduce, "all_reduce", 1, 1, 1},
+    {fb::OpCode::AllGather, "all_gather", 1, 1, 1},
+    {fb::OpCode::ReduceScatter, "reduce_scatter", 1, 1, 1},
+    {fb::OpCode::ShardSlice, "shard_slice", 1, 1, 1},
+    {fb::OpCode::AllToAll, "all_to_all", 1, 1, 1},
 };
 static_assert(sizeof(kOps) / sizeof(kOps[0]) ==
                   static_cast<size_t>(fb::OpCode::MAX) + 1,
@@ -280,9 +285,6 @@ Status checkParams(const fb::Executable &exe,
     if (param->buffer() >= bufferElements.size())
       return Status::error(bufferRangeError(
           what + ": its view", param->buffer(), bufferElements.size()));
-    if (sizeOf(param->slices()) != 0)
-      return Status::error(what + ": per-rank slices are not supported by "
-                                  "this runtime");
     if (Status s = checkAligned(param->hf_shape(), "hf_shape"); !s)
       return s.withContext(what);
     if (Status s = checkAligned(param->view_shape(), "view_shape"); !s)

@@ -461,11 +461,6 @@ TEST_F(ExecutableTest, ParamsMustMatchTheirBuffers) {
         e.params[1]->hf_name = "transformer.wte.weight";
       },
       "param 1 ('transformer.wte.weight'): duplicate parameter name");
-  expectInvalid(
-      [](fb::ExecutableT &e) {
-        e.params[0]->slices.push_back(std::make_unique<fb::ParamSliceT>());
-      },
-      "param 0 ('transformer.wte.weight'): per-rank slices are not supported");
 }
 
 TEST_F(ExecutableTest, BindingsMustReferenceBuffers) {

@@ -136,7 +136,12 @@ def Rt_OpCode : I32EnumAttr<"OpCode", "a runtime kernel (tpcx.fbs OpCode)", [
       I32EnumAttrCase<"SgdUpdate", 40, "sgd_update">,
       I32EnumAttrCase<"SumSquares", 41, "sum_squares">,
       I32EnumAttrCase<"ClipCoefficient", 42, "clip_coefficient">,
-      I32EnumAttrCase<"LrSchedule", 43, "lr_schedule">
+      I32EnumAttrCase<"LrSchedule", 43, "lr_schedule">,
+      I32EnumAttrCase<"AllReduce", 44, "all_reduce">,
+      I32EnumAttrCase<"AllGather", 45, "all_gather">,
+      I32EnumAttrCase<"ReduceScatter", 46, "reduce_scatter">,
+      I32EnumAttrCase<"ShardSlice", 47, "shard_slice">,
+      I32EnumAttrCase<"AllToAll", 48, "all_to_all">
     ]> {
   let cppNamespace = "::mlir::rt";
   let genSpecializedAttr = 0;

@@ -332,6 +332,12 @@ constexpr KernelInfo kKernels[] = {
     {OpCode::SumSquares, 1, kAnyCount, 1, 0, 0, 0, 0},
     {OpCode::ClipCoefficient, 1, 1, 2, 0, 0, 1, 0},
     {OpCode::LrSchedule, 1, 1, 1, 2, 2, 2, 1},
+    // Collectives: [axes...], [dim, axes...], [split, concat, axes...].
+    {OpCode::AllReduce, 1, 1, 1, 1, 16, 0, 1},
+    {OpCode::AllGather, 1, 1, 1, 2, 16, 0, 0},
+    {OpCode::ReduceScatter, 1, 1, 1, 2, 16, 0, 0},
+    {OpCode::ShardSlice, 1, 1, 1, 2, 16, 0, 0},
+    {OpCode::AllToAll, 1, 1, 1, 3, 16, 0, 0},
 };
 static_assert(std::size(kKernels) ==
                   static_cast<size_t>(getMaxEnumValForOpCode()) + 1,
@@ -1154,6 +1160,12 @@ LogicalResult KernelChecker::check() {
     return checkClipCoefficient();
   case OpCode::LrSchedule:
     return checkLrSchedule();
+  case OpCode::AllReduce:
+  case OpCode::AllGather:
+  case OpCode::ReduceScatter:
+  case OpCode::ShardSlice:
+  case OpCode::AllToAll:
+    return success(); // TODO(issue 5): shape checks against rt.mesh
   }
   llvm_unreachable("unknown opcode");
 }

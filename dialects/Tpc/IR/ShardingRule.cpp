@@ -90,4 +90,10 @@ void ShardingRule::print(raw_ostream &os) const {
     os << "multilinear";
     break;
   }
+  if (linearity != Linearity::None && !linearIn.empty()) {
+    os << " in";
+    for (auto [i, linear] : llvm::enumerate(linearIn))
+      if (linear)
+        os << ' ' << i;
+  }
 }

@@ -59,6 +59,15 @@ struct ShardingRule {
   SmallVector<TensorFactors> operands;
   SmallVector<TensorFactors> results;
   Linearity linearity = Linearity::None;
+  /// The operands the linearity covers, one flag per operand (empty: all).
+  /// `gelu_grad(dY, x)` is linear in dY alone, `apply_mask(x, mask)` in x.
+  SmallVector<bool> linearIn;
+
+  /// Whether a partial sum may flow through operand `operand`.
+  bool isLinearIn(unsigned operand) const {
+    return linearity != Linearity::None &&
+           (linearIn.empty() || linearIn[operand]);
+  }
 
   /// Adds a factor and returns its index.
   unsigned addFactor(int64_t size, FactorKind kind = FactorKind::Parallel);
