@@ -178,6 +178,24 @@ func.func @f(%x: tensor<8x16xf32>) {
 // -----
 
 dist.mesh @m axes [dp = 2, tp = 4]
+func.func @f(%x: tensor<8x6xf32>) {
+  // expected-error @+1 {{dimension 1 of 'tensor<8x6xf32>' (size 6) is not divisible by the group size 4}}
+  %0 = dist.shard_slice %x on @m axes [tp] dim 1 : tensor<8x6xf32> -> tensor<8x1xf32>
+  return
+}
+
+// -----
+
+dist.mesh @m axes [dp = 2, tp = 4]
+func.func @f(%x: tensor<8x16xf32>) {
+  // expected-error @+1 {{result type 'tensor<8x16xf32>' has the wrong shape: expected 'tensor<8x8xf32>'}}
+  %0 = dist.shard_slice %x on @m axes [dp] dim 1 : tensor<8x16xf32> -> tensor<8x16xf32>
+  return
+}
+
+// -----
+
+dist.mesh @m axes [dp = 2, tp = 4]
 func.func @f(%x: tensor<8x16xf32>) {
   // expected-error @+1 {{result type 'tensor<8x4xf32>' has the wrong shape: expected 'tensor<32x4xf32>'}}
   %0 = dist.all_to_all %x on @m axes [tp] split 1 concat 0 : tensor<8x16xf32> -> tensor<8x4xf32>

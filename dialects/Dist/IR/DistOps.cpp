@@ -378,6 +378,20 @@ ReduceScatterOp::verifySymbolUses(SymbolTableCollection &symbols) {
                            });
 }
 
+LogicalResult ShardSliceOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  FailureOr<int64_t> group =
+      verifyGroup(*this, symbols, getMeshAttr(), getAxes());
+  auto input = getInput().getType();
+  int64_t sliceDim = getDimAttr().getInt();
+  if (failed(group) || failed(verifyDim(*this, "dim", sliceDim, input)) ||
+      failed(verifyDivisible(*this, input, sliceDim, *group)))
+    return failure();
+  return verifyResultShape(*this, input, getResult().getType(),
+                           [&](int64_t dim, int64_t size) {
+                             return dim == sliceDim ? size / *group : size;
+                           });
+}
+
 LogicalResult AllToAllOp::verifySymbolUses(SymbolTableCollection &symbols) {
   FailureOr<int64_t> group =
       verifyGroup(*this, symbols, getMeshAttr(), getAxes());

@@ -167,6 +167,30 @@ def Dist_AllToAllOp : Dist_CollectiveOp<"all_to_all",
   }];
 }
 
+def Dist_ShardSliceOp : Dist_CollectiveOp<"shard_slice",
+    [Pure, AllElementTypesMatch<["input", "result"]>]> {
+  let summary = "Keeps this device's piece of a replicated value";
+  let description = commonDescription # [{
+
+    The input, the same on every device of the group, is cut along `dim`
+    into group-size pieces and device `i` keeps piece `i`: the transition
+    from replicated to split, which needs no communication. The input's
+    `dim` must be divisible by the group size.
+
+    ```mlir
+    %s = dist.shard_slice %r on @mesh axes [tp] dim 1
+        : tensor<8x16x64xf32> -> tensor<8x4x64xf32>
+    ```
+  }];
+  let arguments = (ins AnyStaticShapeTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, I64Attr:$dim);
+  let results = (outs AnyStaticShapeTensor:$result);
+  let assemblyFormat = [{
+    $input `on` $mesh `axes` custom<Axes>($axes) `dim` $dim attr-dict `:`
+      type($input) `->` type($result)
+  }];
+}
+
 def Dist_BroadcastOp : Dist_CollectiveOp<"broadcast",
     [Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "Every device of the group gets the root's value";
