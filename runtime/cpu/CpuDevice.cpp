@@ -140,7 +140,8 @@ public:
     return Status::ok();
   }
 
-  Status prepare(const Program &program) override;
+  Status prepare(const Program &program,
+                 const std::vector<Communicator *> &groups) override;
   uint64_t workspaceBytes() const override { return workspace_.size(); }
   Status execute(const KernelCall &call, const StepContext &context) override;
   Status synchronize() override { return Status::ok(); }
@@ -159,9 +160,11 @@ private:
 
   MappedMemory arena_, workspace_;
   std::vector<Resolved> resolved_;
+  std::vector<Communicator *> groups_;
 };
 
-Status CpuDevice::prepare(const Program &program) {
+Status CpuDevice::prepare(const Program &program,
+                          const std::vector<Communicator *> &groups) {
   if (program.arenaBytes > arena_.size())
     return Status::error(
         "the program needs an arena of " + std::to_string(program.arenaBytes) +
@@ -193,6 +196,7 @@ Status CpuDevice::prepare(const Program &program) {
     }
     largest = std::max(largest, used);
   }
+  groups_ = groups;
   if (Status s = workspace_.allocate(largest * sizeof(float), "workspace"); !s)
     return s;
 

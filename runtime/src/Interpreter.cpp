@@ -7,16 +7,80 @@
 
 using namespace tpcrt;
 
+namespace {
+/// "dp=2,tp=2".
+std::string meshText(const Mesh &mesh) {
+  std::string text;
+  for (size_t i = 0; i < mesh.names.size(); ++i)
+    text += (i ? "," : "") + mesh.names[i] + "=" +
+            std::to_string(mesh.sizes[i]);
+  return text;
+}
+} // namespace
+
+Status Interpreter::makeGroups() {
+  const Mesh &mesh = program_.mesh;
+  int64_t needed = mesh.worldSize();
+  if (!mesh.sizes.empty() && !world_)
+    return Status::error("the executable's mesh " + meshText(mesh) +
+                         " needs " + std::to_string(needed) +
+                         " ranks, the run has no communicator");
+  int64_t size = world_ ? world_->size() : 1;
+  if (size != needed)
+    return Status::error(
+        (mesh.sizes.empty() ? std::string("the executable has no mesh (")
+                            : "the executable's mesh " + meshText(mesh) +
+                                  " needs ") +
+        std::to_string(needed) + (needed == 1 ? " rank" : " ranks") +
+        (mesh.sizes.empty() ? ")" : "") + ", the run has " +
+        std::to_string(size));
+  int64_t rank = world_ ? world_->rank() : 0;
+  if (Status s = placeProgram(program_, rank); !s)
+    return s;
+  for (const std::vector<uint32_t> &axes : program_.groups) {
+    std::unique_ptr<Communicator> group;
+    int64_t color = mesh.groupColor(rank, axes);
+    int64_t position = mesh.positionIn(program_.coordinates, axes);
+    if (Status s = world_->split(static_cast<int>(color),
+                                 static_cast<int>(position), group);
+        !s)
+      return s.withContext("the group over mesh axes " + axesText(axes));
+    if (group->size() != mesh.groupSize(axes) || group->rank() != position)
+      return Status::error(
+          "the group over mesh axes " + axesText(axes) + " has " +
+          std::to_string(group->size()) + " ranks with this one at " +
+          std::to_string(group->rank()) + ", expected " +
+          std::to_string(mesh.groupSize(axes)) + " and " +
+          std::to_string(position));
+    groups_.push_back(std::move(group));
+  }
+  return Status::ok();
+}
+
+std::string Interpreter::axesText(const std::vector<uint32_t> &axes) const {
+  std::string text;
+  for (size_t i = 0; i < axes.size(); ++i)
+    text += (i ? "," : "") + program_.mesh.names[axes[i]];
+  return "[" + text + "]";
+}
+
 Status Interpreter::create(const fb::Executable &exe,
-                           std::unique_ptr<Device> device, Interpreter &out) {
+                           std::unique_ptr<Device> device, Interpreter &out,
+                           Communicator *world) {
   Interpreter result;
   if (Status s = decodeProgram(exe, result.program_); !s)
     return s;
   if (!device)
     return Status::error("no device");
+  result.world_ = world;
+  if (Status s = result.makeGroups(); !s)
+    return s;
   if (Status s = device->allocateArena(result.program_.arenaBytes); !s)
     return s.withContext(device->name());
-  if (Status s = device->prepare(result.program_); !s)
+  std::vector<Communicator *> groups;
+  for (const std::unique_ptr<Communicator> &group : result.groups_)
+    groups.push_back(group.get());
+  if (Status s = device->prepare(result.program_, groups); !s)
     return s.withContext(device->name());
   result.device_ = std::move(device);
   result.timings_.assign(result.program_.calls.size(), KernelTiming());

@@ -1332,8 +1332,28 @@ bool tpcrt::isFloatDType(fb::DType dtype) {
          dtype == fb::DType::F16;
 }
 
+namespace {
+Splits splitsOf(
+    const flatbuffers::Vector<flatbuffers::Offset<fb::DimSplit>> *list) {
+  Splits splits;
+  if (list)
+    for (const fb::DimSplit *split : *list) {
+      splits.emplace_back();
+      if (split->axes())
+        splits.back().assign(split->axes()->begin(), split->axes()->end());
+    }
+  return splits;
+}
+} // namespace
+
 Status tpcrt::decodeProgram(const fb::Executable &exe, Program &out) {
   Program program;
+  if (exe.mesh())
+    for (const fb::MeshAxis *axis : *exe.mesh()) {
+      program.mesh.names.push_back(axis->name()->str());
+      program.mesh.sizes.push_back(axis->size());
+    }
+  program.coordinates.assign(program.mesh.sizes.size(), 0);
   program.arenaBytes = exe.arena_bytes();
   program.seed = exe.seed();
   program.plannedPeakBytes = exe.planned_peak_bytes();
@@ -1367,6 +1387,12 @@ Status tpcrt::decodeProgram(const fb::Executable &exe, Program &out) {
       ref.buffer = param->buffer();
       ref.init = param->init();
       ref.initStd = param->init_std();
+      if (param->padded_shape() && param->padded_shape()->size())
+        ref.paddedShape.assign(param->padded_shape()->begin(),
+                               param->padded_shape()->end());
+      else
+        ref.paddedShape = ref.viewShape;
+      ref.splits = splitsOf(param->splits());
       program.params.push_back(std::move(ref));
     }
   auto bindings =
@@ -1375,7 +1401,8 @@ Status tpcrt::decodeProgram(const fb::Executable &exe, Program &out) {
         if (list)
           for (const fb::Binding *binding : *list)
             out.push_back({binding->name()->str(), binding->buffer(),
-                           binding->value_bound()});
+                           binding->value_bound(),
+                           splitsOf(binding->splits())});
       };
   bindings(exe.inputs(), program.inputs);
   bindings(exe.outputs(), program.outputs);
@@ -1405,6 +1432,7 @@ Status tpcrt::decodeProgram(const fb::Executable &exe, Program &out) {
       call.floatAttrs.assign(kernel->float_attrs()->begin(),
                              kernel->float_attrs()->end());
     call.flags = kernel->flags();
+    call.splits = splitsOf(kernel->splits());
     Status s = KernelDecoder(call).decode();
     if (s)
       s = checkAliasing(call);
@@ -1436,6 +1464,36 @@ const BindingRef *Program::findInput(const std::string &name) const {
 
 const BindingRef *Program::findOutput(const std::string &name) const {
   return findBinding(outputs, name);
+}
+
+std::vector<int64_t> Program::globalShapeOf(const BindingRef &input) const {
+  std::vector<int64_t> shape = buffers[input.buffer].shape;
+  for (size_t d = 0; d < input.splits.size() && d < shape.size(); ++d)
+    shape[d] *= mesh.groupSize(input.splits[d]);
+  return shape;
+}
+
+Status tpcrt::placeProgram(Program &program, int64_t rank) {
+  int64_t worldSize = program.mesh.worldSize();
+  if (rank < 0 || rank >= worldSize)
+    return Status::error("rank " + std::to_string(rank) + " is outside [0, " +
+                         std::to_string(worldSize) + ")");
+  program.rank = rank;
+  program.coordinates = program.mesh.coordinates(rank);
+  for (KernelCall &call : program.calls) {
+    if (!call.splits.empty()) {
+      Block block;
+      if (Status s = blockOf(program.mesh, program.coordinates,
+                             call.globalShape, call.splits, block);
+          !s)
+        return s.withContext(kernelText(call));
+      call.globalOffset = block.offset;
+    }
+    if (call.group >= 0)
+      call.groupPosition = program.mesh.positionIn(
+          program.coordinates, program.groups[call.group]);
+  }
+  return Status::ok();
 }
 
 std::vector<uint32_t> Program::kernelsComputing(uint32_t buffer) const {

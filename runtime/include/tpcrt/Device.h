@@ -7,6 +7,11 @@
 // allocates once, so that execute() allocates nothing. A CUDA backend
 // implements the same interface with device memory and streams.
 //
+// Collective kernels (all_reduce, all_gather, ...) run on the communicators
+// the interpreter hands to prepare(), one per group of ranks
+// (Program::groups); a device with its own transport (NCCL) would bootstrap
+// it from them at prepare().
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef TPCRT_DEVICE_H
@@ -17,8 +22,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 namespace tpcrt {
+
+class Communicator;
 
 /// What changes from one step to the next.
 struct StepContext {
@@ -51,8 +59,10 @@ public:
   /// Sizes and allocates the workspace the program's kernels need, and
   /// resolves their buffers to arena addresses. Once, after allocateArena;
   /// the device keeps what it needs, not `program`. execute() then takes the
-  /// program's calls.
-  virtual Status prepare(const Program &program) = 0;
+  /// program's calls. `groups` holds a communicator per entry of
+  /// program.groups (not owned; they outlive the device's use of them).
+  virtual Status prepare(const Program &program,
+                         const std::vector<Communicator *> &groups) = 0;
   virtual uint64_t workspaceBytes() const = 0;
 
   /// Runs one kernel of the prepared program. Allocates nothing.

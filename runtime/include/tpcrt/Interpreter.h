@@ -8,18 +8,25 @@
 // zero. evaluate() runs only the kernels the loss depends on, without
 // dropout and without advancing the counter.
 //
+// On a mesh (Executable.mesh) every rank runs its own Interpreter on the same
+// executable with the world communicator: create() splits it once into one
+// communicator per group of ranks the collective kernels use.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef TPCRT_INTERPRETER_H
 #define TPCRT_INTERPRETER_H
 
+#include "tpcrt/Comm.h"
 #include "tpcrt/Device.h"
+#include "tpcrt/Layout.h"
 #include "tpcrt/Program.h"
 #include "tpcrt/Status.h"
 
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace tpcrt {
@@ -37,11 +44,25 @@ public:
   Interpreter(Interpreter &&) noexcept = default;
   Interpreter &operator=(Interpreter &&) noexcept = default;
 
-  /// Decodes `exe` (verified by the loader) and prepares `device`.
+  /// Decodes `exe` (verified by the loader) and prepares `device`. With a
+  /// mesh, `world` must hold exactly the mesh's ranks (this rank is
+  /// world->rank()); it is not owned and must outlive the interpreter.
+  /// Without a mesh, `world` may be null or of size 1. Collective (every
+  /// rank of `world` must call create, the sub-communicators are made here).
   static Status create(const fb::Executable &exe,
-                       std::unique_ptr<Device> device, Interpreter &out);
+                       std::unique_ptr<Device> device, Interpreter &out,
+                       Communicator *world = nullptr);
 
   const Program &program() const { return program_; }
+  /// The executable's mesh (no axes: one rank).
+  const Mesh &mesh() const { return program_.mesh; }
+  /// This rank and its coordinates on the mesh.
+  int64_t rank() const { return program_.rank; }
+  const std::vector<int64_t> &coordinates() const {
+    return program_.coordinates;
+  }
+  /// The world communicator given to create() (null if none was).
+  Communicator *world() { return world_; }
   Device &device() { return *device_; }
   const Device &device() const { return *device_; }
 
@@ -79,6 +100,9 @@ public:
 
 private:
   Program program_;
+  Communicator *world_ = nullptr;
+  /// One per Program::groups entry, in that order.
+  std::vector<std::unique_ptr<Communicator>> groups_;
   std::unique_ptr<Device> device_;
   uint64_t step_ = 0;
   bool timing_ = false;
@@ -89,6 +113,11 @@ private:
 
   Status runKernels(const std::vector<uint32_t> *subset,
                     const StepContext &context);
+  /// Checks world_ against the mesh, places the program on this rank and
+  /// splits world_ into groups_.
+  Status makeGroups();
+  /// "[dp,tp]".
+  std::string axesText(const std::vector<uint32_t> &axes) const;
 };
 
 } // namespace tpcrt

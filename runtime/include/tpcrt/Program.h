@@ -15,6 +15,7 @@
 #ifndef TPCRT_PROGRAM_H
 #define TPCRT_PROGRAM_H
 
+#include "tpcrt/Layout.h"
 #include "tpcrt/Status.h"
 #include "tpcx_generated.h"
 
@@ -70,6 +71,13 @@ bool isFloatDType(fb::DType dtype);
 ///   attention_grad as attention
 ///   cross_entropy_grad  rows (positions), cols (vocab)
 ///   sum_squares    each operand's elements
+///   all_reduce     count
+///   all_gather,    outer (elements before dim), m (the operand's extent of
+///   reduce_scatter, dim), n (the result's), inner (elements after dim),
+///   shard_slice    elementBytes; groupSize
+///   all_to_all     as all_gather along split_dim (m, n, outer, inner) and
+///                  along concat_dim (rows = outer, cols = inner of the
+///                  pieces); groupSize
 ///
 /// Attribute values are in intAttrs / floatAttrs / flags, as in the file.
 struct KernelCall {
@@ -86,6 +94,22 @@ struct KernelCall {
   int64_t rows = 0, cols = 0;
   int64_t outer = 0, heads = 0, kvHeads = 0, seqQ = 0, seqK = 0;
   int64_t headDim = 0, valueDim = 0;
+  int64_t inner = 0, elementBytes = 0;
+
+  /// Dropout kernels (dropout, dropout_mask, attention, attention_grad):
+  /// how the first result's global tensor is split (empty: not split), that
+  /// global shape (the local shape times the split sizes), and where this
+  /// rank's block starts in it (placeProgram; zeros when not split).
+  Splits splits;
+  std::vector<int64_t> globalShape;
+  std::vector<int64_t> globalOffset;
+
+  /// Collectives: the group's mesh axes as an index into Program::groups
+  /// (-1 for other kernels), its size, and this rank's position in it
+  /// (placeProgram).
+  int32_t group = -1;
+  int64_t groupSize = 1;
+  int64_t groupPosition = 0;
 };
 
 /// When a buffer holds a value, in kernel indices: from its first write to
@@ -111,6 +135,13 @@ struct ParamRef {
   uint32_t buffer = 0;
   fb::ParamInit init = fb::ParamInit::Normal;
   double initStd = 0.0;
+  /// The global view zero-padded at the end of each dimension: the file's
+  /// padded_shape, or viewShape when it has none (same rank, >= per dim).
+  std::vector<int64_t> paddedShape;
+  /// Per dimension of paddedShape, the mesh axes splitting it; empty: every
+  /// rank holds the whole padded view. The buffer holds
+  /// blockOf(mesh, coordinates, paddedShape, splits): checked at load.
+  Splits splits;
 };
 
 /// Optimizer state of a param (zero at start, persistent).
@@ -126,10 +157,24 @@ struct BindingRef {
   uint32_t buffer = 0;
   /// Integer inputs lie in [0, valueBound); 0 means no bound.
   int64_t valueBound = 0;
+  /// Inputs only: per dimension, the mesh axes splitting the global tensor
+  /// (the buffer shape times the split sizes, globalShape()); empty: whole.
+  /// Outputs and grads are never split (a grad has its param's layout).
+  Splits splits;
 };
 
 /// Everything the interpreter and a device need to run an executable.
 struct Program {
+  /// The executable's mesh (no axes: one rank).
+  Mesh mesh;
+  /// This rank and its coordinates on the mesh (placeProgram; rank 0 until
+  /// then).
+  int64_t rank = 0;
+  std::vector<int64_t> coordinates;
+  /// The distinct axes lists of the collective kernels, in first-use order
+  /// (KernelCall::group indexes it): one communicator each.
+  std::vector<std::vector<uint32_t>> groups;
+
   uint64_t arenaBytes = 0;
   uint64_t seed = 0;
   uint64_t plannedPeakBytes = 0;
@@ -149,6 +194,10 @@ struct Program {
   /// The input or output called `name`, or null.
   const BindingRef *findInput(const std::string &name) const;
   const BindingRef *findOutput(const std::string &name) const;
+
+  /// The global shape of input `input` (its buffer shape times the sizes of
+  /// the axes splitting each dimension).
+  std::vector<int64_t> globalShapeOf(const BindingRef &input) const;
 
   /// The kernels (indices, in order) that compute `buffer` as of the end of
   /// the kernel list: the last kernel writing it and, transitively, the
@@ -171,6 +220,11 @@ int inPlaceOperand(fb::OpCode op, size_t result);
 /// checked (checkExecutable calls this last). Errors name the kernel, e.g.
 /// "kernel 1 (linear): weight [8, 16] contracts 8, input [2, 4, 7] has 7".
 Status decodeProgram(const fb::Executable &exe, Program &out);
+
+/// Sets the program's rank (in [0, mesh.worldSize())) and what depends on
+/// it: coordinates, the dropout kernels' block offsets and the collectives'
+/// group positions.
+Status placeProgram(Program &program, int64_t rank);
 
 } // namespace tpcrt
 
