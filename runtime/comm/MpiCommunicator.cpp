@@ -67,11 +67,23 @@ public:
   std::string backendName() const override { return "mpi"; }
 
   Status allReduceSum(float *data, std::size_t count) override {
-    if (Status s = checkCount("allReduceSum", count, "elements"); !s)
+    return allReduce("allReduceSum", data, count, MPI_FLOAT, MPI_SUM);
+  }
+
+  Status allReduceSum(int64_t *data, std::size_t count) override {
+    return allReduce("allReduceSum", data, count, MPI_INT64_T, MPI_SUM);
+  }
+
+  Status allReduceMax(float *data, std::size_t count) override {
+    return allReduce("allReduceMax", data, count, MPI_FLOAT, MPI_MAX);
+  }
+
+  Status allToAll(const void *send, void *recv, std::size_t bytes) override {
+    if (Status s = checkCount("allToAll", bytes, "bytes"); !s)
       return s;
-    return mpiStatus("allReduceSum",
-                     MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(count),
-                                   MPI_FLOAT, MPI_SUM, comm_));
+    int n = static_cast<int>(bytes);
+    return mpiStatus("allToAll", MPI_Alltoall(send, n, MPI_BYTE, recv, n,
+                                              MPI_BYTE, comm_));
   }
 
   Status allGather(const void *send, void *recv, std::size_t bytes) override {
@@ -152,6 +164,15 @@ public:
   }
 
 private:
+  Status allReduce(const char *what, void *data, std::size_t count,
+                   MPI_Datatype type, MPI_Op op) {
+    if (Status s = checkCount(what, count, "elements"); !s)
+      return s;
+    return mpiStatus(what, MPI_Allreduce(MPI_IN_PLACE, data,
+                                         static_cast<int>(count), type, op,
+                                         comm_));
+  }
+
   Status checkArgs(const char *what, std::size_t bytes, int peer, int tag) {
     if (Status s = checkPeer(what, peer); !s)
       return s;

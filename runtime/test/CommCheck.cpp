@@ -75,6 +75,44 @@ void checkCollectives(Communicator &comm, Checker &c, const char *group) {
   c.expectOk(name("allReduceSum").c_str(), comm.allReduceSum(data.data(), n));
   c.expectEqual(name("allReduceSum").c_str(), data, want);
 
+  // allReduceMax: the largest value(q, i) with its sign flipped on odd i,
+  // so that the maximum comes from the last rank on even i and from rank 0
+  // on odd i.
+  std::vector<float> maxData(n), wantMax(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    float sign = i % 2 ? -1.0f : 1.0f;
+    maxData[i] = sign * value(r, i);
+    wantMax[i] = sign * value(i % 2 ? 0 : p - 1, i);
+  }
+  c.expectOk(name("allReduceMax").c_str(),
+             comm.allReduceMax(maxData.data(), n));
+  c.expectEqual(name("allReduceMax").c_str(), maxData, wantMax);
+
+  // allReduceSum on i64, with values beyond f32's exact integers.
+  std::vector<int64_t> counts(n), wantCounts(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    counts[i] = (int64_t(1) << 40) * (r + 1) + int64_t(i);
+    for (int q = 0; q < p; ++q)
+      wantCounts[i] += (int64_t(1) << 40) * (q + 1) + int64_t(i);
+  }
+  c.expectOk(name("allReduceSum i64").c_str(),
+             comm.allReduceSum(counts.data(), n));
+  c.expectEqual(name("allReduceSum i64").c_str(), counts, wantCounts);
+
+  // allToAll: rank q sends chunk j = {1000 * q + 10 * j + k}; this rank
+  // receives in chunk q what rank q sent to it.
+  const std::size_t k = 5;
+  std::vector<float> sendChunks(k * p), recvChunks(k * p), wantChunks(k * p);
+  for (int j = 0; j < p; ++j)
+    for (std::size_t e = 0; e < k; ++e) {
+      sendChunks[j * k + e] = float(1000 * r + 10 * j + int(e));
+      wantChunks[j * k + e] = float(1000 * j + 10 * r + int(e));
+    }
+  c.expectOk(name("allToAll").c_str(),
+             comm.allToAll(sendChunks.data(), recvChunks.data(),
+                           k * sizeof(float)));
+  c.expectEqual(name("allToAll").c_str(), recvChunks, wantChunks);
+
   // allGather: rank q's block holds value(q, i).
   std::vector<float> mine(n), gathered(n * p), wantGathered(n * p);
   for (std::size_t i = 0; i < n; ++i)

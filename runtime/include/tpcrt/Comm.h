@@ -3,7 +3,7 @@
 // A Communicator is a group of ranks that run collectives together. Every
 // call returns a Status: a failed transfer, a bad argument or a peer that went
 // away is an error value, never an abort. Buffers are host memory; counts are
-// elements (f32 collectives) or bytes (data movement, which is type-blind).
+// elements (reductions) or bytes (data movement, which is type-blind).
 //
 // Backends: "local" (one rank, no library) and, where the runtime was built
 // with it (TPCRT_HAVE_MPI), MPI. Sub-groups (one per mesh axis) come from
@@ -18,6 +18,7 @@
 #include "tpcrt/Status.h"
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -36,6 +37,10 @@ public:
 
   /// data[i] = sum over ranks of data[i], on every rank.
   virtual Status allReduceSum(float *data, std::size_t count) = 0;
+  /// The same for i64 (e.g. a count of targets).
+  virtual Status allReduceSum(int64_t *data, std::size_t count) = 0;
+  /// data[i] = max over ranks of data[i], on every rank.
+  virtual Status allReduceMax(float *data, std::size_t count) = 0;
   /// recv = the ranks' `bytes`-byte send buffers concatenated in rank order
   /// (recv holds bytes * size()).
   virtual Status allGather(const void *send, void *recv, std::size_t bytes) = 0;
@@ -43,6 +48,9 @@ public:
   /// over ranks of chunk rank() in recv.
   virtual Status reduceScatterSum(const float *send, float *recv,
                                   std::size_t count) = 0;
+  /// send holds size() chunks of `bytes` bytes; chunk j goes to rank j, and
+  /// recv (size() chunks) holds in chunk i what rank i sent to this rank.
+  virtual Status allToAll(const void *send, void *recv, std::size_t bytes) = 0;
   /// data on every rank = data on `root`.
   virtual Status broadcast(void *data, std::size_t bytes, int root) = 0;
   /// Blocking point-to-point transfer of `bytes` bytes; `tag` >= 0 pairs a
