@@ -14,6 +14,7 @@
 #include "tpcrt/Safetensors.h"
 
 #include <cerrno>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -208,6 +209,7 @@ Status nameItem(const std::string &kind, uint32_t i,
 
 Status checkMesh(const fb::Executable &exe) {
   std::set<std::string> names;
+  int64_t worldSize = 1;
   for (uint32_t i = 0, e = sizeOf(exe.mesh()); i < e; ++i) {
     const fb::MeshAxis *axis = exe.mesh()->Get(i);
     std::string what;
@@ -218,7 +220,60 @@ Status checkMesh(const fb::Executable &exe) {
     if (axis->size() <= 0)
       return Status::error(what + ": size " + std::to_string(axis->size()) +
                            " is not positive");
+    // Ranks are ints (MPI); a larger world cannot run.
+    if (axis->size() > INT_MAX / worldSize)
+      return Status::error(what + ": size " + std::to_string(axis->size()) +
+                           " makes the world larger than " +
+                           std::to_string(INT_MAX) + " ranks");
+    worldSize *= axis->size();
   }
+  return Status::ok();
+}
+
+/// The splits of a tensor of `rank` dimensions as `what` names them.
+Status checkTensorSplits(const Mesh &mesh, const Splits &splits, size_t rank,
+                         const std::string &what) {
+  if (Status s = checkSplits(mesh, splits, rank); !s)
+    return s.withContext(what);
+  return Status::ok();
+}
+
+/// A param's layout: padded_shape (empty, or the view's rank and at least
+/// the view per dimension), splits (empty, or one per dimension dividing the
+/// padded shape) and a buffer holding exactly one block.
+Status checkParamLayout(const Mesh &mesh, const fb::Param &param,
+                        const fb::Buffer &buffer, const std::string &what) {
+  if (Status s = checkAligned(param.padded_shape(), "padded_shape"); !s)
+    return s.withContext(what);
+  std::vector<int64_t> view = shapeOf(param.view_shape());
+  std::vector<int64_t> padded = shapeOf(param.padded_shape());
+  if (padded.empty())
+    padded = view;
+  if (padded.size() != view.size())
+    return Status::error(what + ": padded_shape " + formatShape(padded) +
+                         " and view_shape " + formatShape(view) +
+                         " have different ranks");
+  for (size_t d = 0; d < view.size(); ++d)
+    if (padded[d] < view[d])
+      return Status::error(what + ": padded_shape " + formatShape(padded) +
+                           " is smaller than view_shape " + formatShape(view) +
+                           " in dimension " + std::to_string(d));
+  Splits splits = splitsOf(param.splits());
+  if (Status s = checkTensorSplits(mesh, splits, padded.size(), what); !s)
+    return s;
+  Block block;
+  std::vector<int64_t> origin(mesh.sizes.size(), 0);
+  if (Status s = blockOf(mesh, origin, padded, splits, block); !s)
+    return s.withContext(what + ": padded_shape " + formatShape(padded));
+  std::vector<int64_t> shape = shapeOf(buffer.shape());
+  if (shape != block.shape)
+    return Status::error(
+        what + ": buffer " + std::to_string(param.buffer()) + " is " +
+        formatShape(shape) + ", expected " + formatShape(block.shape) +
+        (!splits.empty() ? " (the block of padded_shape " +
+                               formatShape(padded) + " a rank holds)"
+         : padded != view ? std::string(" (its padded_shape)")
+                          : std::string(" (its view_shape)")));
   return Status::ok();
 }
 
@@ -272,7 +327,7 @@ std::string bufferRangeError(const std::string &what, uint32_t id,
          " but the executable has " + plural(numBuffers, "buffer");
 }
 
-Status checkParams(const fb::Executable &exe,
+Status checkParams(const fb::Executable &exe, const Mesh &mesh,
                    const std::vector<int64_t> &bufferElements) {
   std::set<std::string> names;
   for (uint32_t i = 0, e = sizeOf(exe.params()); i < e; ++i) {
@@ -313,12 +368,8 @@ Status checkParams(const fb::Executable &exe,
       return Status::error(what + ": init_std " +
                            std::to_string(param->init_std()) +
                            " is not a finite value >= 0");
-    int64_t bufferElementCount = bufferElements[param->buffer()];
-    if (bufferElementCount != viewElements)
-      return Status::error(what + ": view_shape " + formatShape(viewShape) +
-                           " has " + plural(viewElements, "element") +
-                           " but buffer " + std::to_string(param->buffer()) +
-                           " has " + std::to_string(bufferElementCount));
+    if (Status s = checkParamLayout(mesh, *param, *buffer, what); !s)
+      return s;
   }
   return Status::ok();
 }
@@ -352,7 +403,7 @@ Status checkKnownBinding(const fb::Binding &binding, const fb::Buffer &buffer,
 /// Names, buffers and bounds of a binding list; `contractNames` checks the
 /// names INTERFACE.md gives a type to (inputs and outputs, not grads).
 Status checkBindings(
-    const fb::Executable &exe,
+    const fb::Executable &exe, const Mesh &mesh,
     const flatbuffers::Vector<flatbuffers::Offset<fb::Binding>> *bindings,
     const char *kind, size_t numBuffers, bool contractNames = true) {
   std::set<std::string> names;
@@ -375,12 +426,36 @@ Status checkBindings(
               *binding, *exe.buffers()->Get(binding->buffer()), what);
           !s)
         return s;
+    // Only inputs are split; outputs and grads are whole on every rank.
+    Splits splits = splitsOf(binding->splits());
+    if (!splits.empty() && std::string(kind) != "input")
+      return Status::error(what + ": has splits, but " + kind +
+                           "s are whole on every rank");
+    size_t rank = sizeOf(exe.buffers()->Get(binding->buffer())->shape());
+    if (Status s = checkTensorSplits(mesh, splits, rank, what); !s)
+      return s;
   }
   return Status::ok();
 }
 
+/// A state or grad buffer: f32 with the shape of its param's buffer (the
+/// param's view, or on a mesh the rank's block of it).
+Status checkLikeParam(const fb::Executable &exe, const fb::Param &param,
+                      uint32_t id, const std::string &what) {
+  const fb::Buffer *buffer = exe.buffers()->Get(id);
+  std::vector<int64_t> shape = shapeOf(buffer->shape());
+  std::vector<int64_t> expected =
+      shapeOf(exe.buffers()->Get(param.buffer())->shape());
+  if (buffer->dtype() != fb::DType::F32 || shape != expected)
+    return Status::error(what + ": buffer " + std::to_string(id) + " is " +
+                         executableDTypeName(buffer->dtype()) + " " +
+                         formatShape(shape) + ", expected f32 " +
+                         formatShape(expected) + " (the param's layout)");
+  return Status::ok();
+}
+
 /// Optimizer state: named, unique per param, an f32 buffer of the param's
-/// view shape.
+/// layout.
 Status checkState(const fb::Executable &exe, size_t numBuffers) {
   std::set<std::pair<uint32_t, std::string>> seen;
   uint32_t numParams = sizeOf(exe.params());
@@ -400,22 +475,17 @@ Status checkState(const fb::Executable &exe, size_t numBuffers) {
     if (state->buffer() >= numBuffers)
       return Status::error(
           bufferRangeError(what + ": it", state->buffer(), numBuffers));
-    const fb::Buffer *buffer = exe.buffers()->Get(state->buffer());
-    std::vector<int64_t> shape = shapeOf(buffer->shape());
-    std::vector<int64_t> view = shapeOf(param->view_shape());
-    if (buffer->dtype() != fb::DType::F32 || shape != view)
-      return Status::error(
-          what + ": buffer " + std::to_string(state->buffer()) + " is " +
-          executableDTypeName(buffer->dtype()) + " " + formatShape(shape) +
-          ", expected f32 " + formatShape(view) + " (the param's view)");
+    if (Status s = checkLikeParam(exe, *param, state->buffer(), what); !s)
+      return s;
   }
   return Status::ok();
 }
 
 /// Gradient bindings: each names a param, at most once, and is an f32 buffer
-/// of that param's view shape.
-Status checkGrads(const fb::Executable &exe, size_t numBuffers) {
-  if (Status s = checkBindings(exe, exe.grads(), "grad", numBuffers,
+/// of that param's layout.
+Status checkGrads(const fb::Executable &exe, const Mesh &mesh,
+                  size_t numBuffers) {
+  if (Status s = checkBindings(exe, mesh, exe.grads(), "grad", numBuffers,
                                /*contractNames=*/false);
       !s)
     return s;
@@ -429,14 +499,8 @@ Status checkGrads(const fb::Executable &exe, size_t numBuffers) {
         param = exe.params()->Get(p);
     if (!param)
       return Status::error(what + ": no param has this name");
-    const fb::Buffer *buffer = exe.buffers()->Get(grad->buffer());
-    std::vector<int64_t> shape = shapeOf(buffer->shape());
-    std::vector<int64_t> view = shapeOf(param->view_shape());
-    if (buffer->dtype() != fb::DType::F32 || shape != view)
-      return Status::error(what + ": buffer " + std::to_string(grad->buffer()) +
-                           " is " + executableDTypeName(buffer->dtype()) + " " +
-                           formatShape(shape) + ", expected f32 " +
-                           formatShape(view) + " (the param's view)");
+    if (Status s = checkLikeParam(exe, *param, grad->buffer(), what); !s)
+      return s;
   }
   return Status::ok();
 }
@@ -640,19 +704,20 @@ Status tpcrt::checkExecutable(const fb::Executable &exe) {
     return Status::error(
         "planned_peak_bytes " + std::to_string(exe.planned_peak_bytes()) +
         " exceeds arena_bytes " + std::to_string(exe.arena_bytes()));
-  if (Status s = checkParams(exe, bufferElements); !s)
+  Mesh mesh = meshOf(exe);
+  if (Status s = checkParams(exe, mesh, bufferElements); !s)
     return s;
-  if (Status s =
-          checkBindings(exe, exe.inputs(), "input", bufferElements.size());
+  if (Status s = checkBindings(exe, mesh, exe.inputs(), "input",
+                               bufferElements.size());
       !s)
     return s;
-  if (Status s =
-          checkBindings(exe, exe.outputs(), "output", bufferElements.size());
+  if (Status s = checkBindings(exe, mesh, exe.outputs(), "output",
+                               bufferElements.size());
       !s)
     return s;
   if (Status s = checkState(exe, bufferElements.size()); !s)
     return s;
-  if (Status s = checkGrads(exe, bufferElements.size()); !s)
+  if (Status s = checkGrads(exe, mesh, bufferElements.size()); !s)
     return s;
   if (Status s = checkKernels(exe, bufferElements.size()); !s)
     return s;

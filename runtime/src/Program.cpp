@@ -129,6 +129,7 @@ bool allowsInPlace(fb::OpCode op) {
   case fb::OpCode::SiluGrad:
   case fb::OpCode::ApplyMask:
   case fb::OpCode::SoftmaxGrad:
+  case fb::OpCode::AllReduce:
     return true;
   default:
     return false;
@@ -146,9 +147,12 @@ std::string rangeText(const TensorRef &t) {
 
 class KernelDecoder {
 public:
-  KernelDecoder(KernelCall &call) : call(call), roles(rolesOf(call.op)) {}
+  KernelDecoder(KernelCall &call, const Mesh &mesh)
+      : call(call), mesh(mesh), roles(rolesOf(call.op)) {}
 
   Status decode();
+  /// The splits of a dropout kernel's first result (after decode()).
+  Status dropoutSplits();
 
 private:
   const TensorRef &in(size_t j) const { return call.operands[j]; }
@@ -217,8 +221,19 @@ private:
   Status clipCoefficient();
   Status lrSchedule();
 
+  Status groupAxes(size_t first);
+  Status collectiveDType();
+  Status allReduce();
+  Status alongDim();
+  Status allToAll();
+
   KernelCall &call;
+  const Mesh &mesh;
   Roles roles;
+  /// A collective's mesh axes (the tail of its int_attrs).
+  std::vector<uint32_t> axes;
+
+  friend Status tpcrt::decodeProgram(const fb::Executable &, Program &);
 };
 
 Status KernelDecoder::attrs(size_t ints, size_t floats, uint32_t flagMask) {
@@ -1042,8 +1057,173 @@ Status KernelDecoder::lrSchedule() {
   return scalar(out(0), "lr", fb::DType::F32);
 }
 
+/// int_attrs[first..] are the group's mesh axes: at least one, each a mesh
+/// axis, none twice.
+Status KernelDecoder::groupAxes(size_t first) {
+  if (call.intAttrs.size() <= first)
+    return Status::error("has " + std::to_string(call.intAttrs.size()) +
+                         " int_attrs, expected " + std::to_string(first) +
+                         " and at least one mesh axis");
+  if (!call.floatAttrs.empty())
+    return Status::error("has " + std::to_string(call.floatAttrs.size()) +
+                         " float_attrs, expected 0");
+  uint32_t flagMask = call.op == fb::OpCode::AllReduce ? 1 : 0;
+  if (call.flags & ~flagMask)
+    return Status::error("flags " + std::to_string(call.flags) +
+                         " set bits this opcode does not define (allowed " +
+                         std::to_string(flagMask) + ")");
+  for (size_t j = first; j < call.intAttrs.size(); ++j) {
+    int64_t axis = call.intAttrs[j];
+    if (axis < 0 || axis >= static_cast<int64_t>(mesh.sizes.size()))
+      return Status::error("int_attrs[" + std::to_string(j) + "] is " +
+                           std::to_string(axis) + ", not a mesh axis (the " +
+                           "mesh has " + std::to_string(mesh.sizes.size()) +
+                           (mesh.sizes.size() == 1 ? " axis)" : " axes)"));
+    axes.push_back(static_cast<uint32_t>(axis));
+  }
+  if (Status s = mesh.checkAxes(axes); !s)
+    return s.withContext("group axes");
+  call.groupSize = mesh.groupSize(axes);
+  return Status::ok();
+}
+
+/// A collective's operand and result: the same dtype, f32, bf16 or f16
+/// (all_reduce also sums i64: the target count).
+Status KernelDecoder::collectiveDType() {
+  fb::DType dt = in(0).dtype;
+  bool sumI64 = call.op == fb::OpCode::AllReduce && !(call.flags & 1) &&
+                dt == fb::DType::I64;
+  if (!isFloatDType(dt) && !sumI64)
+    return Status::error(
+        std::string("input is ") + executableDTypeName(dt) + ", expected " +
+        (call.op == fb::OpCode::AllReduce
+             ? (call.flags & 1 ? "f32, bf16 or f16 (a max)"
+                               : "f32, bf16, f16 or i64 (a sum)")
+             : "f32, bf16 or f16"));
+  return dtype(out(0), "result", dt);
+}
+
+Status KernelDecoder::allReduce() {
+  if (Status s = groupAxes(0); !s)
+    return s;
+  if (Status s = collectiveDType(); !s)
+    return s;
+  call.count = in(0).elements;
+  return shape(out(0), "result", in(0).shape);
+}
+
+/// all_gather, reduce_scatter and shard_slice: [dim, axes...]; the result
+/// is the input with dimension dim multiplied (all_gather) or divided by the
+/// group size.
+Status KernelDecoder::alongDim() {
+  if (Status s = groupAxes(1); !s)
+    return s;
+  if (Status s = collectiveDType(); !s)
+    return s;
+  int64_t dim;
+  if (Status s = dimAttr(in(0), "input", dim); !s)
+    return s;
+  int64_t g = call.groupSize, extent = in(0).shape[dim];
+  std::vector<int64_t> expected = in(0).shape;
+  std::string g_ = std::to_string(g), d_ = std::to_string(dim);
+  if (call.op == fb::OpCode::AllGather) {
+    if (__builtin_mul_overflow(extent, g, &expected[dim]))
+      return Status::error("gathering " + describe("input", in(0)) + " " +
+                           g_ + " times overflows");
+  } else {
+    if (extent % g != 0)
+      return Status::error("input dim " + d_ + " is " +
+                           std::to_string(extent) +
+                           ", not divisible by the group size " + g_);
+    expected[dim] = extent / g;
+  }
+  if (out(0).shape.size() != expected.size())
+    return Status::error(describe("result", out(0)) + " should be " +
+                         formatShape(expected));
+  for (size_t d = 0; d < expected.size(); ++d)
+    if (out(0).shape[d] != expected[d])
+      return Status::error(
+          "result dim " + std::to_string(d) + " is " +
+          std::to_string(out(0).shape[d]) + ", expected " +
+          (static_cast<int64_t>(d) != dim
+               ? std::to_string(expected[d]) + " (the input's)"
+               : std::to_string(extent) +
+                     (call.op == fb::OpCode::AllGather ? " x " : " / ") + g_ +
+                     " = " + std::to_string(expected[d])) +
+          " (" + describe("input", in(0)) + ", group size " + g_ + ")");
+  return Status::ok();
+}
+
+/// all_to_all: [split_dim, concat_dim, axes...]; split_dim is divided by the
+/// group size, then concat_dim multiplied by it.
+Status KernelDecoder::allToAll() {
+  if (Status s = groupAxes(2); !s)
+    return s;
+  if (Status s = collectiveDType(); !s)
+    return s;
+  int64_t splitDim, concatDim;
+  if (Status s = dimAttr(in(0), "input", splitDim); !s)
+    return s;
+  concatDim = call.intAttrs[1];
+  if (concatDim < 0 || concatDim >= static_cast<int64_t>(in(0).shape.size()))
+    return Status::error("concat dimension " + std::to_string(concatDim) +
+                         " (int_attrs[1]) is outside " +
+                         describe("input", in(0)));
+  int64_t g = call.groupSize;
+  std::vector<int64_t> expected = in(0).shape;
+  if (expected[splitDim] % g != 0)
+    return Status::error("input dim " + std::to_string(splitDim) + " is " +
+                         std::to_string(expected[splitDim]) +
+                         ", not divisible by the group size " +
+                         std::to_string(g));
+  expected[splitDim] /= g;
+  if (__builtin_mul_overflow(expected[concatDim], g, &expected[concatDim]))
+    return Status::error("concatenating " + describe("input", in(0)) +
+                         " overflows");
+  if (out(0).shape != expected)
+    return Status::error(describe("result", out(0)) + " should be " +
+                         formatShape(expected) + " (" +
+                         describe("input", in(0)) + " split along dim " +
+                         std::to_string(splitDim) + ", concatenated along " +
+                         std::to_string(concatDim) + ", group size " +
+                         std::to_string(g) + ")");
+  return Status::ok();
+}
+
+/// The kernel's splits: only on the kernels drawing a dropout stream, one
+/// per dimension of the first result. Fills globalShape.
+Status KernelDecoder::dropoutSplits() {
+  if (call.splits.empty())
+    return Status::ok();
+  bool attention = call.op == fb::OpCode::Attention ||
+                   call.op == fb::OpCode::AttentionGrad;
+  if (!attention && call.op != fb::OpCode::Dropout &&
+      call.op != fb::OpCode::DropoutMask)
+    return Status::error("has splits, which only dropout, dropout_mask, "
+                         "attention and attention_grad take");
+  const TensorRef &first = out(0);
+  if (Status s = checkSplits(mesh, call.splits, first.shape.size()); !s)
+    return s.withContext("splits of " + describe(outRole(0), first));
+  // The causal mask compares local query and key positions.
+  if (attention && (call.flags & 1) && !call.splits[2].empty())
+    return Status::error("causal attention with its query dimension split "
+                         "is not supported (splits of " +
+                         describe(outRole(0), first) + ")");
+  call.globalShape = globalShape(mesh, first.shape, call.splits);
+  call.globalOffset.assign(first.shape.size(), 0);
+  return Status::ok();
+}
+
 Status KernelDecoder::decode() {
   switch (call.op) {
+  case fb::OpCode::AllReduce:
+    return allReduce();
+  case fb::OpCode::AllGather:
+  case fb::OpCode::ReduceScatter:
+  case fb::OpCode::ShardSlice:
+    return alongDim();
+  case fb::OpCode::AllToAll:
+    return allToAll();
   case fb::OpCode::Embedding:
     return embedding();
   case fb::OpCode::Linear:
@@ -1332,8 +1512,17 @@ bool tpcrt::isFloatDType(fb::DType dtype) {
          dtype == fb::DType::F16;
 }
 
-namespace {
-Splits splitsOf(
+Mesh tpcrt::meshOf(const fb::Executable &exe) {
+  Mesh mesh;
+  if (exe.mesh())
+    for (const fb::MeshAxis *axis : *exe.mesh()) {
+      mesh.names.push_back(axis->name() ? axis->name()->str() : "");
+      mesh.sizes.push_back(axis->size());
+    }
+  return mesh;
+}
+
+Splits tpcrt::splitsOf(
     const flatbuffers::Vector<flatbuffers::Offset<fb::DimSplit>> *list) {
   Splits splits;
   if (list)
@@ -1344,15 +1533,38 @@ Splits splitsOf(
     }
   return splits;
 }
-} // namespace
+
+Status tpcrt::checkSplits(const Mesh &mesh, const Splits &splits,
+                          size_t rank) {
+  if (splits.empty())
+    return Status::ok();
+  if (splits.size() != rank)
+    return Status::error("splits name " + std::to_string(splits.size()) +
+                         " dimensions, the tensor has " +
+                         std::to_string(rank));
+  std::vector<uint32_t> used;
+  for (size_t d = 0; d < splits.size(); ++d) {
+    if (Status s = mesh.checkAxes(splits[d]); !s)
+      return s.withContext("splits of dimension " + std::to_string(d));
+    used.insert(used.end(), splits[d].begin(), splits[d].end());
+  }
+  if (Status s = mesh.checkAxes(used); !s)
+    return s.withContext("splits");
+  return Status::ok();
+}
+
+std::vector<int64_t> tpcrt::globalShape(const Mesh &mesh,
+                                        const std::vector<int64_t> &shape,
+                                        const Splits &splits) {
+  std::vector<int64_t> global = shape;
+  for (size_t d = 0; d < splits.size() && d < global.size(); ++d)
+    global[d] *= mesh.groupSize(splits[d]);
+  return global;
+}
 
 Status tpcrt::decodeProgram(const fb::Executable &exe, Program &out) {
   Program program;
-  if (exe.mesh())
-    for (const fb::MeshAxis *axis : *exe.mesh()) {
-      program.mesh.names.push_back(axis->name()->str());
-      program.mesh.sizes.push_back(axis->size());
-    }
+  program.mesh = meshOf(exe);
   program.coordinates.assign(program.mesh.sizes.size(), 0);
   program.arenaBytes = exe.arena_bytes();
   program.seed = exe.seed();
@@ -1433,11 +1645,21 @@ Status tpcrt::decodeProgram(const fb::Executable &exe, Program &out) {
                              kernel->float_attrs()->end());
     call.flags = kernel->flags();
     call.splits = splitsOf(kernel->splits());
-    Status s = KernelDecoder(call).decode();
+    KernelDecoder decoder(call, program.mesh);
+    Status s = decoder.decode();
+    if (s)
+      s = decoder.dropoutSplits();
     if (s)
       s = checkAliasing(call);
     if (!s)
       return s.withContext(kernelText(call));
+    if (!decoder.axes.empty()) {
+      auto &groups = program.groups;
+      auto it = std::find(groups.begin(), groups.end(), decoder.axes);
+      call.group = static_cast<int32_t>(it - groups.begin());
+      if (it == groups.end())
+        groups.push_back(decoder.axes);
+    }
     program.calls.push_back(std::move(call));
   }
   if (Status s = computeLifetimes(program); !s)
@@ -1467,10 +1689,7 @@ const BindingRef *Program::findOutput(const std::string &name) const {
 }
 
 std::vector<int64_t> Program::globalShapeOf(const BindingRef &input) const {
-  std::vector<int64_t> shape = buffers[input.buffer].shape;
-  for (size_t d = 0; d < input.splits.size() && d < shape.size(); ++d)
-    shape[d] *= mesh.groupSize(input.splits[d]);
-  return shape;
+  return globalShape(mesh, buffers[input.buffer].shape, input.splits);
 }
 
 Status tpcrt::placeProgram(Program &program, int64_t rank) {

@@ -443,8 +443,8 @@ TEST_F(ExecutableTest, ParamsMustMatchTheirBuffers) {
         e.params[1]->hf_shape = {64};
         e.params[1]->view_shape = {8, 8};
       },
-      "param 1 ('lm_head.weight'): view_shape [8, 8] has 64 elements but "
-      "buffer 3 has 128");
+      "param 1 ('lm_head.weight'): buffer 3 is [8, 16], expected [8, 8] "
+      "(its view_shape)");
   expectInvalid([](fb::ExecutableT &e) { e.params[0]->buffer = 12; },
                 "param 0 ('transformer.wte.weight'): its view is buffer 12 but "
                 "the executable has 9 buffers");
@@ -565,7 +565,11 @@ TEST_F(ExecutableTest, LifetimesAndThePlan) {
         e.outputs.push_back(makeBinding("logits", 9));
       },
       "output 1 ('logits') is never written by a kernel");
-  expectInvalid([](fb::ExecutableT &e) { e.params[1]->buffer = 0; },
+  expectInvalid(
+      [](fb::ExecutableT &e) {
+        e.params[1]->buffer = 0;
+        e.params[1]->view_shape = e.params[1]->hf_shape = {16, 8};
+      },
                 "param 1 ('lm_head.weight') uses buffer 0, which is already "
                 "param 0 ('transformer.wte.weight')");
   // The logits reuse the bytes of h, which is still being read.

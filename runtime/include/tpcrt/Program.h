@@ -71,13 +71,9 @@ bool isFloatDType(fb::DType dtype);
 ///   attention_grad as attention
 ///   cross_entropy_grad  rows (positions), cols (vocab)
 ///   sum_squares    each operand's elements
-///   all_reduce     count
-///   all_gather,    outer (elements before dim), m (the operand's extent of
-///   reduce_scatter, dim), n (the result's), inner (elements after dim),
-///   shard_slice    elementBytes; groupSize
-///   all_to_all     as all_gather along split_dim (m, n, outer, inner) and
-///                  along concat_dim (rows = outer, cols = inner of the
-///                  pieces); groupSize
+///   all_reduce     count, groupSize
+///   all_gather, reduce_scatter, shard_slice, all_to_all
+///                  groupSize (the rest from the shapes and intAttrs)
 ///
 /// Attribute values are in intAttrs / floatAttrs / flags, as in the file.
 struct KernelCall {
@@ -94,7 +90,6 @@ struct KernelCall {
   int64_t rows = 0, cols = 0;
   int64_t outer = 0, heads = 0, kvHeads = 0, seqQ = 0, seqK = 0;
   int64_t headDim = 0, valueDim = 0;
-  int64_t inner = 0, elementBytes = 0;
 
   /// Dropout kernels (dropout, dropout_mask, attention, attention_grad):
   /// how the first result's global tensor is split (empty: not split), that
@@ -214,6 +209,22 @@ bool isRuntimeInput(const std::string &name);
 /// For the optimizer's in-place kernels, the operand that result `result`
 /// must be (the same buffer); -1 for every other result and opcode.
 int inPlaceOperand(fb::OpCode op, size_t result);
+
+/// The executable's mesh (checked by the loader: named, distinct, sizes >= 1).
+Mesh meshOf(const fb::Executable &exe);
+
+/// A DimSplit list as axes per dimension (empty list: not split).
+Splits splitsOf(
+    const flatbuffers::Vector<flatbuffers::Offset<fb::DimSplit>> *list);
+
+/// An error unless `splits` is empty or names `rank` dimensions whose axes
+/// are mesh axes, none used twice within the tensor.
+Status checkSplits(const Mesh &mesh, const Splits &splits, size_t rank);
+
+/// `shape` times the group size of each dimension's axes (splits checked).
+std::vector<int64_t> globalShape(const Mesh &mesh,
+                                 const std::vector<int64_t> &shape,
+                                 const Splits &splits);
 
 /// Decodes and checks the kernels of `exe`, whose framing, tables, buffers,
 /// params, bindings and kernel operand ids checkExecutable has already
