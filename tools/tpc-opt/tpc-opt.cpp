@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Dist/IR/DistDialect.h"
+#include "dialects/Dist/Transforms/Passes.h"
 #include "dialects/Rt/IR/RtDialect.h"
 #include "dialects/Rt/Transforms/Passes.h"
 #include "dialects/Tpc/IR/TpcDialect.h"
@@ -27,6 +28,7 @@ int main(int argc, char **argv) {
   mlir::registerInlinerPass();
   mlir::tpc::registerTpcPasses();
   mlir::rt::registerRtPasses();
+  mlir::dist::registerDistPasses();
 
   mlir::DialectRegistry registry;
   registry.insert<mlir::tpc::TpcDialect, mlir::rt::RtDialect,

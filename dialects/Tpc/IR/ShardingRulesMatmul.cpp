@@ -33,13 +33,17 @@ ShardingRule EmbeddingOp::getShardingRule() {
 
 ShardingRule LinearOp::getShardingRule() {
   ShardingRule rule;
-  // A bias would be added once per partial sum.
+  // A bias would be added once per partial sum, to a partial operand or to
+  // a result partial over the contracted dim alike: with a bias, the
+  // contracted dim is whole (Megatron's row-parallel layer adds its bias
+  // after the reduction: dist-annotate-megatron splits it off).
   rule.linearity = getBias() ? Linearity::None : Linearity::Multilinear;
   ArrayRef<int64_t> input = shapeOf(getInput());
   TensorFactors lead;
   for (int64_t size : input.drop_back())
     lead.push_back({rule.addFactor(size)});
-  unsigned in = rule.addFactor(input.back(), FactorKind::Reduction);
+  unsigned in = rule.addFactor(
+      input.back(), getBias() ? FactorKind::Whole : FactorKind::Reduction);
   TensorFactors out;
   bool outIn = getLayout() == WeightLayout::OutIn;
   ArrayRef<int64_t> weight = shapeOf(getWeight());

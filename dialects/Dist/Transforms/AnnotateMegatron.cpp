@@ -1,0 +1,303 @@
+//===- AnnotateMegatron.cpp - dist-annotate-megatron ----------------------===//
+//
+// Megatron-LM's layouts as annotations: column- and row-parallel weights
+// found from the dataflow around attention and the MLP activation, batch-split
+// inputs, and sequence-parallel boundaries. See Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/Dist/Transforms/Layout.h"
+#include "dialects/Dist/Transforms/Passes.h"
+#include "dialects/Tpc/IR/TpcOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+namespace mlir::dist {
+#define GEN_PASS_DEF_DISTANNOTATEMEGATRON
+#include "dialects/Dist/Transforms/Passes.h.inc"
+} // namespace mlir::dist
+
+using namespace mlir;
+using namespace mlir::dist;
+
+namespace {
+
+/// Ops that move elements without computing: a matmul's role shows through
+/// them.
+bool isView(Operation *op) {
+  return isa<tpc::ReshapeOp, tpc::TransposeOp, tpc::SliceOp, tpc::RotaryOp,
+             tpc::CastOp, tpc::RepeatOp>(op);
+}
+
+bool isAttention(Operation *op) {
+  return isa<tpc::AttentionOp, tpc::BatchMatmulOp>(op);
+}
+bool isActivation(Operation *op) {
+  return isa<tpc::GeluOp, tpc::SiluOp, tpc::MulOp>(op);
+}
+
+/// The first non-view readers of `value`, with the operand they read.
+void readersThroughViews(Value value, SmallVectorImpl<OpOperand *> &readers) {
+  for (OpOperand &use : value.getUses()) {
+    Operation *user = use.getOwner();
+    if (isView(user))
+      readersThroughViews(user->getResult(0), readers);
+    else
+      readers.push_back(&use);
+  }
+}
+
+/// The producer of `value`, looking through views.
+Operation *producerThroughViews(Value value) {
+  Operation *op = value.getDefiningOp();
+  while (op && isView(op) && op->getNumOperands() == 1)
+    op = op->getOperand(0).getDefiningOp();
+  return op;
+}
+
+/// The parameter argument behind a weight (through casts to the model's
+/// precision).
+BlockArgument paramOf(Value value) {
+  while (auto cast = value.getDefiningOp<tpc::CastOp>())
+    value = cast.getInput();
+  return dyn_cast<BlockArgument>(value);
+}
+
+int64_t product(ArrayRef<int64_t> sizes) {
+  int64_t p = 1;
+  for (int64_t s : sizes)
+    p *= s;
+  return p;
+}
+
+class Annotator {
+public:
+  Annotator(func::FuncOp func, const MeshInfo &mesh, StringRef tp,
+            StringRef dp, bool sequenceParallel)
+      : func(func), mesh(mesh), tp(tp), dp(dp),
+        tpSize(mesh.sizes.lookup(tp)), dpSize(mesh.sizes.lookup(dp)),
+        sequenceParallel(sequenceParallel) {}
+
+  LogicalResult run();
+
+private:
+  func::FuncOp func;
+  const MeshInfo &mesh;
+  StringRef tp, dp;
+  int64_t tpSize, dpSize; // 0 when the mesh lacks the axis
+  bool sequenceParallel;
+  /// Annotated parameter layouts, by argument number.
+  DenseMap<unsigned, Layout> params;
+
+  LogicalResult divisible(Operation *op, int64_t size, int64_t parts,
+                          StringRef what, StringRef axis);
+  LogicalResult splitParam(tpc::LinearOp linear, Value weight, int64_t dim,
+                           StringRef what);
+  LogicalResult columnParallel(tpc::LinearOp linear);
+  LogicalResult rowParallel(tpc::LinearOp linear);
+  Value activationLayout(OpBuilder &builder, Location loc, Value value);
+  LogicalResult annotateInputs();
+};
+
+LogicalResult Annotator::divisible(Operation *op, int64_t size, int64_t parts,
+                                   StringRef what, StringRef axis) {
+  if (parts <= 1 || size % parts == 0)
+    return success();
+  return op->emitError() << "cannot split over mesh axis '" << axis << "' ("
+                         << parts << " devices): the " << what << " (" << size
+                         << ") is not divisible by " << parts;
+}
+
+/// Splits dimension `dim` of the weight parameter read by `linear` over tp.
+LogicalResult Annotator::splitParam(tpc::LinearOp linear, Value weight,
+                                    int64_t dim, StringRef what) {
+  BlockArgument arg = paramOf(weight);
+  auto type = cast<RankedTensorType>(weight.getType());
+  if (!arg || !func.getArgAttr(arg.getArgNumber(), "tpc.param"))
+    return linear.emitError() << "the " << what
+                              << " is not a parameter of the function";
+  if (failed(divisible(linear, type.getDimSize(dim), tpSize, what, tp)))
+    return failure();
+  Layout layout = Layout::replicated(type.getRank());
+  layout.dims[dim] = {tp};
+  auto [it, inserted] = params.try_emplace(arg.getArgNumber(), layout);
+  if (!inserted && it->second != layout)
+    return linear.emitError() << "parameter " << arg.getArgNumber()
+                              << " is used with two tensor-parallel layouts: "
+                              << it->second.str() << " and " << layout.str();
+  return success();
+}
+
+LogicalResult Annotator::columnParallel(tpc::LinearOp linear) {
+  SmallVector<OpOperand *> readers;
+  readersThroughViews(linear.getResult(), readers);
+  auto weightType = cast<RankedTensorType>(linear.getWeight().getType());
+  bool outIn = linear.getLayout() == tpc::WeightLayout::OutIn;
+  int64_t firstOut = outIn ? 0 : 1;
+  int64_t numOut = weightType.getRank() - 1;
+  ArrayRef<int64_t> outDims = weightType.getShape().slice(firstOut, numOut);
+  for (OpOperand *use : readers) {
+    Operation *reader = use->getOwner();
+    std::optional<int64_t> outDim;
+    if (isAttention(reader)) {
+      // q, k, v are [b, heads, s, d]: split the heads of the weight, the
+      // out dim of that size followed by d features.
+      auto operand = cast<RankedTensorType>(use->get().getType());
+      if (operand.getRank() != 4)
+        continue;
+      int64_t heads = operand.getDimSize(1), headDim = operand.getDimSize(3);
+      for (int64_t i = 0; i < numOut; ++i)
+        if (outDims[i] == heads &&
+            (!outDim || product(outDims.drop_front(i + 1)) == headDim))
+          outDim = i;
+      if (!outDim)
+        return linear.emitError()
+               << "feeds attention with " << heads
+               << " heads but no dimension of its weight has that size";
+      if (failed(divisible(linear, heads, tpSize,
+                           use->getOperandNumber() == 0 ? "number of heads"
+                                                        : "number of kv-heads",
+                           tp)))
+        return failure();
+    } else if (isActivation(reader)) {
+      outDim = 0;
+      if (failed(divisible(linear, product(outDims), tpSize, "FFN size", tp)))
+        return failure();
+    } else {
+      continue;
+    }
+    if (failed(splitParam(linear, linear.getWeight(), firstOut + *outDim,
+                          "weight")))
+      return failure();
+    if (Value bias = linear.getBias())
+      if (failed(splitParam(linear, bias, *outDim, "bias")))
+        return failure();
+    return success();
+  }
+  return success();
+}
+
+LogicalResult Annotator::rowParallel(tpc::LinearOp linear) {
+  Operation *producer = producerThroughViews(linear.getInput());
+  if (!producer || !(isAttention(producer) || isActivation(producer)))
+    return success();
+  auto weightType = cast<RankedTensorType>(linear.getWeight().getType());
+  bool outIn = linear.getLayout() == tpc::WeightLayout::OutIn;
+  int64_t inDim = outIn ? weightType.getRank() - 1 : 0;
+  if (failed(divisible(linear, weightType.getDimSize(inDim), tpSize,
+                       isAttention(producer) ? "hidden size" : "FFN size",
+                       tp)) ||
+      failed(splitParam(linear, linear.getWeight(), inDim, "weight")))
+    return failure();
+  OpBuilder builder(linear);
+  builder.setInsertionPointAfter(linear);
+  Value result = linear.getResult();
+  if (Value bias = linear.getBias()) {
+    // Added once, after the reduction: a partial sum must not meet it.
+    auto matmul = tpc::LinearOp::create(builder, linear.getLoc(),
+                                        linear.getInput(), linear.getWeight(),
+                                        Value(), linear.getLayout());
+    matmul->setDiscardableAttrs(linear->getDiscardableAttrDictionary());
+    Value sum = activationLayout(builder, linear.getLoc(), matmul.getResult());
+    auto add = tpc::AddOp::create(builder, linear.getLoc(), sum, bias);
+    add->setDiscardableAttrs(linear->getDiscardableAttrDictionary());
+    linear.getResult().replaceAllUsesWith(add.getResult());
+    linear.erase();
+    return success();
+  }
+  Value sharded = activationLayout(builder, linear.getLoc(), result);
+  result.replaceAllUsesExcept(sharded, sharded.getDefiningOp());
+  return success();
+}
+
+/// With sequence parallelism, a [b, s, h] activation of the residual stream
+/// is split along s over tp (and b over dp).
+Value Annotator::activationLayout(OpBuilder &builder, Location loc,
+                                  Value value) {
+  auto type = cast<RankedTensorType>(value.getType());
+  if (!sequenceParallel || tpSize <= 1 || type.getRank() != 3)
+    return value;
+  Layout layout = Layout::replicated(3);
+  if (dpSize > 1)
+    layout.dims[0] = {dp};
+  layout.dims[1] = {tp};
+  return ShardOp::create(builder, loc, value.getType(), value,
+                         layout.toAttr(func.getContext(), mesh.symbol()))
+      .getResult();
+}
+
+LogicalResult Annotator::annotateInputs() {
+  if (dpSize <= 1)
+    return success();
+  for (BlockArgument arg : func.getArguments()) {
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (!type || type.getRank() == 0 ||
+        !func.getArgAttr(arg.getArgNumber(), "tpc.input"))
+      continue;
+    if (type.getDimSize(0) % dpSize != 0)
+      return func.emitError()
+             << "cannot split over mesh axis '" << dp << "' (" << dpSize
+             << " devices): the batch of input " << arg.getArgNumber() << " ("
+             << type.getDimSize(0) << ") is not divisible by " << dpSize;
+    Layout layout = Layout::replicated(type.getRank());
+    layout.dims[0] = {dp};
+    func.setArgAttr(arg.getArgNumber(), kShardingAttr,
+                    layout.toAttr(func.getContext(), mesh.symbol()));
+  }
+  return success();
+}
+
+LogicalResult Annotator::run() {
+  if (failed(annotateInputs()))
+    return failure();
+  if (tpSize > 1) {
+    SmallVector<tpc::LinearOp> linears(func.getOps<tpc::LinearOp>());
+    for (tpc::LinearOp linear : linears)
+      if (failed(columnParallel(linear)) || failed(rowParallel(linear)))
+        return failure();
+    if (sequenceParallel) {
+      for (auto embedding :
+           llvm::to_vector(func.getOps<tpc::EmbeddingOp>())) {
+        auto type = cast<RankedTensorType>(embedding.getType());
+        if (failed(divisible(embedding, type.getDimSize(1), tpSize,
+                             "sequence length", tp)))
+          return failure();
+        OpBuilder builder(embedding);
+        builder.setInsertionPointAfter(embedding);
+        Value sharded =
+            activationLayout(builder, embedding.getLoc(), embedding);
+        embedding.getResult().replaceAllUsesExcept(sharded,
+                                                   sharded.getDefiningOp());
+      }
+    }
+    if (params.empty() && !func.getOps<tpc::LinearOp>().empty())
+      func.emitWarning() << "no column- or row-parallel matmul found: the "
+                            "function runs replicated over '"
+                         << tp << "'";
+  }
+  for (auto &[argNumber, layout] : params)
+    func.setArgAttr(argNumber, kShardingAttr,
+                    layout.toAttr(func.getContext(), mesh.symbol()));
+  return success();
+}
+
+struct DistAnnotateMegatronPass
+    : public dist::impl::DistAnnotateMegatronBase<DistAnnotateMegatronPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    FailureOr<MeshInfo> mesh = MeshInfo::get(module);
+    if (failed(mesh))
+      return signalPassFailure();
+    for (auto func : module.getOps<func::FuncOp>()) {
+      if (func.isExternal() || !func.getBody().hasOneBlock())
+        continue;
+      if (failed(Annotator(func, *mesh, tpAxis, dpAxis, sequenceParallel)
+                     .run()))
+        return signalPassFailure();
+    }
+  }
+};
+
+} // namespace

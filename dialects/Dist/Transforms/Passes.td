@@ -1,0 +1,128 @@
+//===- Passes.td - dist dialect passes ---------------------*- tablegen -*-===//
+
+#ifndef DIALECTS_DIST_TRANSFORMS_PASSES_TD
+#define DIALECTS_DIST_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def DistAnnotateMegatron : Pass<"dist-annotate-megatron", "ModuleOp"> {
+  let summary = "Megatron's tensor, sequence and data parallelism as annotations";
+  let description = [{
+    Recognizes the transformer's matmuls by what they feed and read (not by
+    parameter names) and annotates their weights over the module's only
+    `dist.mesh`, for `dist-propagate` and `dist-partition` to carry out:
+
+    * **column-parallel**: a `tpc.linear` whose result reaches (through
+      views: reshape, transpose, slice, rotary, cast, repeat) an attention
+      operand has the heads dimension of its weight (and bias) split over
+      the tensor-parallel axis; GPT-2's fused `c_attn` ([h, 3, heads, d])
+      splits heads, never the Q/K/V blocks, and grouped-query K/V weights
+      split their kv-heads. One reaching `gelu`, `silu` or `mul` (the first
+      MLP matmul, both halves of SwiGLU) splits its output features;
+    * **row-parallel**: a `tpc.linear` whose input comes from attention or
+      from the MLP activation splits its weight's input features. Its bias
+      is split off into a `tpc.add` after the matmul, so that it is added
+      once, after the reduction;
+    * **data parallelism**: the inputs (`tpc.input` with a batch
+      dimension) are split along the batch over the data-parallel axis;
+    * **sequence parallelism** (`sequence-parallel`): the embedding's
+      output and each row-parallel matmul's output are annotated
+      (`dist.shard`) as split along the sequence over the tensor-parallel
+      axis: the partial sums become reduce-scatters, layer norms, dropout
+      and residual adds run on sequence shards, and the inputs of
+      column-parallel matmuls are gathered where they are read.
+
+    Impossible configurations are refused at the op with the reason: heads,
+    kv-heads, hidden size or FFN size not divisible by the tensor-parallel
+    size, a sequence length not divisible by it with sequence parallelism, a
+    batch not divisible by the data-parallel size. The embedding and the LM
+    head stay replicated.
+
+    ```
+    $ tpc-opt step.mlir --dist-annotate-megatron=sequence-parallel=true \
+        --dist-propagate --dist-partition
+    ```
+  }];
+  let options = [
+    Option<"tpAxis", "tp-axis", "std::string", /*default=*/"\"tp\"",
+           "The mesh axis of tensor parallelism (ignored if the mesh lacks it)">,
+    Option<"dpAxis", "dp-axis", "std::string", /*default=*/"\"dp\"",
+           "The mesh axis of data parallelism (ignored if the mesh lacks it)">,
+    Option<"sequenceParallel", "sequence-parallel", "bool",
+           /*default=*/"false",
+           "Split layer norms, dropout and residual adds along the sequence">
+  ];
+  let dependentDialects = ["::mlir::dist::DistDialect"];
+}
+
+def DistPropagate : Pass<"dist-propagate", "ModuleOp"> {
+  let summary = "Gives every value a sharding, from the annotated ones";
+  let description = [{
+    Walks every function of the module in op order and decides, for each op,
+    how each factor of its sharding rule (`TpcShardingOpInterface`,
+    docs/design/sharding.md) is split over the module's only `dist.mesh`,
+    from the shardings of its operands:
+
+    * starting points are the function arguments' `dist.sharding`
+      attributes and `dist.shard` annotations (both *pinned*: kept as
+      given), an optimizer state argument (`tpc.state`) takes its
+      parameter's; everything else starts replicated;
+    * a factor takes the split of the first operand dimension that has it,
+      pinned operands first, then splits that keep a result split before
+      contracted ones (a weight gradient keeps the split of its weight and
+      gathers an input that was split along the contracted sequence), then
+      operand order; a factor that must stay whole, or whose axes are
+      already taken, is not split (its operand is gathered);
+    * a split reduction factor makes the results partial sums; a partial
+      operand passes through an op that is linear in it (`add` of partial
+      sums over the same axes, one partial operand of a multilinear op),
+      otherwise it must be reduced first;
+    * ops without operands (`tpc.dropout_mask`) take the layout their first
+      reader needs, so that a sharded reader does not slice a whole mask.
+
+    Two pinned operands that cannot both hold are an error at the op that
+    names both shardings. The result: every op carries
+    `dist.operand_shardings` (what it needs of each operand) and
+    `dist.result_shardings` (what its results are), every split argument
+    `dist.sharding`; `dist-partition` turns these into per-device shapes and
+    collectives.
+
+    ```
+    $ tpc-opt model.mlir --dist-annotate-megatron --dist-propagate
+    ```
+  }];
+}
+
+def DistPartition : Pass<"dist-partition", "ModuleOp"> {
+  let summary = "Per-device shapes and the collectives the shardings imply";
+  let description = [{
+    Reads what `dist-propagate` decided and rewrites every function for one
+    device of the mesh (SPMD: every device runs the same program on its
+    shard):
+
+    * every tensor gets its local type (each split dimension divided by
+      the product of its axes' sizes); arguments keep their global layout
+      in `dist.sharding`;
+    * where an operand's layout differs from what its op needs, the
+      transition is inserted before the op: a partial sum is reduced by
+      `dist.reduce_scatter` when the op needs it split along a dimension
+      (the sequence-parallel transition) and otherwise by
+      `dist.all_reduce`; a split the op does not want is undone by
+      `dist.all_gather`; a split it wants that the value lacks is taken by
+      `dist.shard_slice`. A reduction of a value is shared by all its
+      readers; gathers are not (a sequence-parallel input is stashed as a
+      shard and gathered again in the backward);
+    * every inserted collective's location names the op it serves, the
+      operand and the transition, e.g.
+      `"tpc.add operand 1: [[dp], [], []] partial [tp] -> [[dp], [], []]"`;
+    * `tpc.sum_squares` sums each group of operands with the same split
+      separately and reduces each group's partial sum, so a replicated
+      gradient counts once in the global norm;
+    * the dropout ops (`tpc.dropout`, `tpc.dropout_mask`,
+      `tpc.attention`, `tpc.attention_grad`) get `dist.sharding`: their
+      first result's global layout, so the runtime draws each element at
+      its global index.
+  }];
+}
+
+#endif // DIALECTS_DIST_TRANSFORMS_PASSES_TD

@@ -1,0 +1,284 @@
+//===- Propagate.cpp - dist-propagate -------------------------------------===//
+//
+// Decides every value's sharding from the annotated ones with the ops'
+// sharding rules; see Passes.td for the policy.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/Dist/Transforms/Layout.h"
+#include "dialects/Dist/Transforms/Passes.h"
+#include "dialects/Tpc/IR/TpcOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "llvm/ADT/DenseSet.h"
+
+namespace mlir::dist {
+#define GEN_PASS_DEF_DISTPROPAGATE
+#include "dialects/Dist/Transforms/Passes.h.inc"
+} // namespace mlir::dist
+
+using namespace mlir;
+using namespace mlir::dist;
+
+namespace {
+
+unsigned rankOf(Value value) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  return type ? type.getRank() : 0;
+}
+
+class FunctionPropagation {
+public:
+  FunctionPropagation(func::FuncOp func, const MeshInfo &mesh)
+      : func(func), mesh(mesh) {}
+
+  LogicalResult run();
+
+private:
+  func::FuncOp func;
+  const MeshInfo &mesh;
+  DenseMap<Value, Layout> layouts;
+  DenseSet<Value> pinnedValues;
+  DenseMap<Operation *, OpPlan> plans;
+  /// Layouts of the results of operand-less ops, from their readers.
+  DenseMap<Operation *, Layout> fromReaders;
+
+  Layout layoutOf(Value value) const {
+    auto it = layouts.find(value);
+    return it != layouts.end() ? it->second : Layout::replicated(rankOf(value));
+  }
+  LogicalResult seedArguments();
+  LogicalResult sweep();
+  FailureOr<OpPlan> planFor(Operation *op);
+  OpPlan returnPlan(func::ReturnOp op);
+  bool takeLayoutsFromReaders();
+  void writeAttributes();
+};
+
+LogicalResult FunctionPropagation::seedArguments() {
+  llvm::StringMap<BlockArgument> params;
+  for (BlockArgument arg : func.getArguments())
+    if (auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                      "tpc.param"))
+      params[name.getValue()] = arg;
+  auto given = [&](BlockArgument arg) -> FailureOr<std::optional<Layout>> {
+    auto attr = func.getArgAttrOfType<ShardingAttr>(arg.getArgNumber(),
+                                                    kShardingAttr);
+    if (!attr)
+      return std::optional<Layout>();
+    Layout layout = Layout::fromAttr(attr);
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (!type || layout.hasPartial() || !mesh.localType(type, layout))
+      return func.emitError() << "argument " << arg.getArgNumber()
+                              << ": sharding " << attr << " does not fit "
+                              << arg.getType();
+    return std::optional<Layout>(layout);
+  };
+  for (BlockArgument arg : func.getArguments()) {
+    FailureOr<std::optional<Layout>> layout = given(arg);
+    if (failed(layout))
+      return failure();
+    if (*layout) {
+      layouts[arg] = **layout;
+      pinnedValues.insert(arg);
+    }
+  }
+  // Optimizer state is laid out like its parameter.
+  for (BlockArgument arg : func.getArguments()) {
+    auto state = func.getArgAttrOfType<DictionaryAttr>(arg.getArgNumber(),
+                                                       "tpc.state");
+    auto param = state ? state.getAs<StringAttr>("param") : StringAttr();
+    if (!param || layouts.count(arg))
+      continue;
+    auto it = params.find(param.getValue());
+    if (it != params.end() && layouts.count(it->second)) {
+      layouts[arg] = layouts[it->second];
+      pinnedValues.insert(arg);
+    }
+  }
+  return success();
+}
+
+FailureOr<OpPlan> FunctionPropagation::planFor(Operation *op) {
+  SmallVector<Layout> current;
+  SmallVector<bool> pinned;
+  for (Value operand : op->getOperands()) {
+    current.push_back(layoutOf(operand));
+    pinned.push_back(pinnedValues.contains(operand));
+  }
+  if (auto shard = dyn_cast<ShardOp>(op)) {
+    OpPlan plan{current, {Layout::fromAttr(shard.getSharding())}};
+    return plan;
+  }
+  if (isa<tpc::SumSquaresOp>(op)) {
+    // Each operand keeps its split; dist-partition sums the groups apart.
+    OpPlan plan;
+    for (const Layout &layout : current)
+      plan.operands.push_back(layout.withoutPartial());
+    plan.results.push_back(Layout::replicated(0));
+    return plan;
+  }
+  if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op)) {
+    // A dimension that is cut must be whole; the others keep their split.
+    Layout layout = current.front().withoutPartial();
+    ArrayRef<int64_t> source = slice.getSourceType().getShape();
+    ArrayRef<int64_t> sizes = slice.getStaticSizes();
+    for (auto [d, axes] : llvm::enumerate(layout.dims))
+      if (sizes[d] != source[d])
+        axes.clear();
+    OpPlan plan{{layout}, {layout}};
+    for (size_t i = 1; i < current.size(); ++i)
+      plan.operands.push_back(current[i].withoutPartial());
+    return plan;
+  }
+  if (auto sharded = dyn_cast<tpc::TpcShardingOpInterface>(op)) {
+    FailureOr<OpPlan> plan = planOp(op, sharded.getShardingRule(), current,
+                                    pinned, mesh);
+    if (succeeded(plan) && fromReaders.count(op))
+      plan->results.front() = fromReaders.lookup(op);
+    return plan;
+  }
+  // Ops without a rule (constants) work on whole values.
+  OpPlan plan;
+  for (Value operand : op->getOperands()) {
+    if (!layoutOf(operand).isReplicated())
+      return op->emitError() << "has no sharding rule and reads a sharded "
+                                "value (" << layoutOf(operand).str() << ")";
+    plan.operands.push_back(Layout::replicated(rankOf(operand)));
+  }
+  for (Value result : op->getResults())
+    plan.results.push_back(Layout::replicated(rankOf(result)));
+  return plan;
+}
+
+/// Outputs are whole; gradients, updated parameters and state keep their
+/// parameter's layout.
+OpPlan FunctionPropagation::returnPlan(func::ReturnOp op) {
+  llvm::StringMap<Layout> paramLayouts;
+  for (BlockArgument arg : func.getArguments())
+    if (auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                      "tpc.param"))
+      paramLayouts[name.getValue()] = layoutOf(arg).withoutPartial();
+  OpPlan plan;
+  for (auto [i, operand] : llvm::enumerate(op.getOperands())) {
+    StringAttr param;
+    for (StringRef key : {"tpc.grad", "tpc.update"})
+      if (!param)
+        param = func.getResultAttrOfType<StringAttr>(i, key);
+    if (auto state = func.getResultAttrOfType<DictionaryAttr>(i, "tpc.state"))
+      param = state.getAs<StringAttr>("param");
+    Layout layout = Layout::replicated(rankOf(operand));
+    if (param && paramLayouts.count(param.getValue()) &&
+        paramLayouts[param.getValue()].dims.size() == layout.dims.size())
+      layout = paramLayouts[param.getValue()];
+    plan.operands.push_back(layout);
+  }
+  return plan;
+}
+
+LogicalResult FunctionPropagation::sweep() {
+  for (Operation &op : func.getBody().front()) {
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      plans[&op] = returnPlan(ret);
+      continue;
+    }
+    FailureOr<OpPlan> plan = planFor(&op);
+    if (failed(plan))
+      return failure();
+    for (auto [result, layout] : llvm::zip(op.getResults(), plan->results)) {
+      auto type = dyn_cast<RankedTensorType>(result.getType());
+      if (type && !mesh.localType(type, layout))
+        return op.emitError() << "result sharding " << layout.str()
+                              << " does not divide " << type;
+      layouts[result] = layout;
+    }
+    if (isa<ShardOp>(op))
+      pinnedValues.insert(op.getResult(0));
+    plans[&op] = std::move(*plan);
+  }
+  return success();
+}
+
+/// An op without operands (a dropout mask) is laid out as its first reader
+/// needs it, rather than drawn whole and sliced. Returns whether anything
+/// changed.
+bool FunctionPropagation::takeLayoutsFromReaders() {
+  bool changed = false;
+  for (Operation &op : func.getBody().front()) {
+    if (op.getNumOperands() != 0 || op.getNumResults() != 1 ||
+        !isa<tpc::TpcShardingOpInterface>(op))
+      continue;
+    Value result = op.getResult(0);
+    Operation *reader = nullptr;
+    for (Operation *user : result.getUsers())
+      if (!reader || user->isBeforeInBlock(reader))
+        reader = user;
+    if (!reader || !plans.count(reader))
+      continue;
+    Layout wanted;
+    for (OpOperand &use : result.getUses())
+      if (use.getOwner() == reader)
+        wanted = plans[reader].operands[use.getOperandNumber()];
+    wanted = wanted.withoutPartial();
+    if (wanted != layoutOf(result)) {
+      fromReaders[&op] = wanted;
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+void FunctionPropagation::writeAttributes() {
+  MLIRContext *context = func.getContext();
+  auto attrs = [&](ArrayRef<Layout> list) {
+    return ArrayAttr::get(context,
+                          llvm::map_to_vector(list, [&](const Layout &l) {
+                            return Attribute(l.toAttr(context, mesh.symbol()));
+                          }));
+  };
+  for (Operation &op : func.getBody().front()) {
+    const OpPlan &plan = plans[&op];
+    op.setAttr(kOperandShardingsAttr, attrs(plan.operands));
+    if (op.getNumResults() != 0)
+      op.setAttr(kResultShardingsAttr, attrs(plan.results));
+  }
+  for (BlockArgument arg : func.getArguments()) {
+    Layout layout = layoutOf(arg);
+    if (!layout.isReplicated())
+      func.setArgAttr(arg.getArgNumber(), kShardingAttr,
+                      layout.toAttr(context, mesh.symbol()));
+  }
+}
+
+LogicalResult FunctionPropagation::run() {
+  if (failed(seedArguments()))
+    return failure();
+  // A second sweep lets operand-less ops take their readers' layouts.
+  for (int round = 0; round < 3; ++round) {
+    if (failed(sweep()))
+      return failure();
+    if (!takeLayoutsFromReaders())
+      break;
+  }
+  writeAttributes();
+  return success();
+}
+
+struct DistPropagatePass
+    : public dist::impl::DistPropagateBase<DistPropagatePass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    FailureOr<MeshInfo> mesh = MeshInfo::get(module);
+    if (failed(mesh))
+      return signalPassFailure();
+    for (auto func : module.getOps<func::FuncOp>()) {
+      if (func.isExternal() || !func.getBody().hasOneBlock())
+        continue;
+      if (failed(FunctionPropagation(func, *mesh).run()))
+        return signalPassFailure();
+    }
+  }
+};
+
+} // namespace
