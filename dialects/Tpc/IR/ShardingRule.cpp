@@ -12,12 +12,18 @@ unsigned ShardingRule::addFactor(int64_t size, FactorKind kind) {
   return factors.size() - 1;
 }
 
-TensorFactors ShardingRule::addFactorsFor(Type type, FactorKind kind) {
+TensorFactors ShardingRule::addFactors(ArrayRef<int64_t> shape,
+                                       FactorKind kind) {
   TensorFactors dims;
-  if (auto tensor = dyn_cast<RankedTensorType>(type))
-    for (int64_t size : tensor.getShape())
-      dims.push_back({addFactor(size, kind)});
+  for (int64_t size : shape)
+    dims.push_back({addFactor(size, kind)});
   return dims;
+}
+
+TensorFactors ShardingRule::addFactorsFor(Type type, FactorKind kind) {
+  if (auto tensor = dyn_cast<RankedTensorType>(type))
+    return addFactors(tensor.getShape(), kind);
+  return {};
 }
 
 ShardingRule mlir::tpc::elementwiseShardingRule(Operation *op,
@@ -35,6 +41,69 @@ ShardingRule mlir::tpc::elementwiseShardingRule(Operation *op,
     rule.operands.push_back(trailing(operand.getType()));
   for (Value result : op->getResults())
     rule.results.push_back(trailing(result.getType()));
+  return rule;
+}
+
+TensorFactors mlir::tpc::concatFactors(ArrayRef<DimFactors> lhs,
+                                       ArrayRef<DimFactors> rhs) {
+  TensorFactors dims(lhs);
+  dims.append(rhs.begin(), rhs.end());
+  return dims;
+}
+
+LinearFactors mlir::tpc::addLinearFactors(
+    ShardingRule &rule, ArrayRef<int64_t> lead, ArrayRef<int64_t> weight,
+    bool outIn, FactorKind leadKind, FactorKind inKind, FactorKind outKind) {
+  LinearFactors linear;
+  linear.outIn = outIn;
+  linear.lead = rule.addFactors(lead, leadKind);
+  linear.in = rule.addFactor(outIn ? weight.back() : weight.front(), inKind);
+  linear.out = rule.addFactors(outIn ? weight.drop_back() : weight.drop_front(),
+                               outKind);
+  return linear;
+}
+
+AttentionFactors mlir::tpc::addAttentionFactors(ShardingRule &rule,
+                                                ArrayRef<int64_t> query,
+                                                ArrayRef<int64_t> key,
+                                                ArrayRef<int64_t> value,
+                                                bool causal) {
+  AttentionFactors attention;
+  attention.batch = rule.addFactor(query[0]);
+  attention.kvHeads = rule.addFactor(key[1]);
+  if (query[1] != key[1])
+    attention.group = rule.addFactor(query[1] / key[1]);
+  attention.seqQ = rule.addFactor(query[2], causal ? FactorKind::Whole
+                                                   : FactorKind::Parallel);
+  attention.seqK = rule.addFactor(key[2], FactorKind::Whole);
+  attention.dim = rule.addFactor(query[3], FactorKind::Whole);
+  attention.dimV = rule.addFactor(value[3]);
+  return attention;
+}
+
+ShardingRule mlir::tpc::rotaryShardingRule(Operation *op) {
+  ShardingRule rule;
+  rule.linearity = Linearity::Multilinear;
+  ArrayRef<int64_t> shape =
+      cast<RankedTensorType>(op->getResult(0).getType()).getShape();
+  TensorFactors dims = rule.addFactors(shape.take_front(2));
+  llvm::append_range(dims,
+                     rule.addFactors(shape.drop_front(2), FactorKind::Whole));
+  rule.operands = {dims};
+  rule.results = {dims};
+  return rule;
+}
+
+ShardingRule mlir::tpc::resizedDimShardingRule(Operation *op, unsigned dim,
+                                               int64_t size) {
+  ShardingRule rule;
+  rule.linearity = Linearity::Multilinear;
+  TensorFactors in = rule.addFactorsFor(op->getOperand(0).getType());
+  rule.factors[in[dim][0]].kind = FactorKind::Whole;
+  TensorFactors out = in;
+  out[dim] = {rule.addFactor(size, FactorKind::Whole)};
+  rule.operands = {in};
+  rule.results = {out};
   return rule;
 }
 

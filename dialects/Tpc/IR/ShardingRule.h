@@ -13,6 +13,8 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <optional>
+
 namespace mlir::tpc {
 
 /// How sharding a factor over a mesh axis affects the op.
@@ -63,6 +65,14 @@ struct ShardingRule {
   /// `gelu_grad(dY, x)` is linear in dY alone, `apply_mask(x, mask)` in x.
   SmallVector<bool> linearIn;
 
+  /// Makes the op linear (in the multilinear sense) in operand `operand` of
+  /// its `numOperands` alone.
+  void setLinearOnlyIn(unsigned operand, unsigned numOperands) {
+    linearity = Linearity::Multilinear;
+    linearIn.assign(numOperands, false);
+    linearIn[operand] = true;
+  }
+
   /// Whether a partial sum may flow through operand `operand`.
   bool isLinearIn(unsigned operand) const {
     return linearity != Linearity::None &&
@@ -71,6 +81,9 @@ struct ShardingRule {
 
   /// Adds a factor and returns its index.
   unsigned addFactor(int64_t size, FactorKind kind = FactorKind::Parallel);
+  /// One new factor per size in `shape`.
+  TensorFactors addFactors(ArrayRef<int64_t> shape,
+                           FactorKind kind = FactorKind::Parallel);
   /// One new factor per dimension of `type` (none for a non-tensor).
   TensorFactors addFactorsFor(Type type,
                               FactorKind kind = FactorKind::Parallel);
@@ -81,6 +94,71 @@ struct ShardingRule {
 /// The rule of an elementwise op: every operand and result has the factors
 /// of the first result; a lower-rank operand matches its trailing dims.
 ShardingRule elementwiseShardingRule(Operation *op, Linearity linearity);
+
+/// The dims of `lhs` followed by those of `rhs`.
+TensorFactors concatFactors(ArrayRef<DimFactors> lhs, ArrayRef<DimFactors> rhs);
+
+/// The factors of `linear(x [lead..., in], w) -> y [lead..., out...]`, `w`
+/// being `[in, out...]` or, for the out_in layout, `[out..., in]`. The
+/// forward and both gradients share them, each with its own kinds.
+struct LinearFactors {
+  TensorFactors lead;
+  unsigned in;
+  TensorFactors out;
+  bool outIn;
+
+  TensorFactors input() const { return concatFactors(lead, {{in}}); }
+  TensorFactors output() const { return concatFactors(lead, out); }
+  TensorFactors weight() const {
+    return outIn ? concatFactors(out, {{in}}) : concatFactors({{in}}, out);
+  }
+};
+
+/// Adds the factors of a linear with leading dims `lead` and weight shape
+/// `weight`, in that order: lead, in, out.
+LinearFactors addLinearFactors(ShardingRule &rule, ArrayRef<int64_t> lead,
+                               ArrayRef<int64_t> weight, bool outIn,
+                               FactorKind leadKind, FactorKind inKind,
+                               FactorKind outKind);
+
+/// The factors of `attention(q [b, heads, s_q, d], k [b, kv_heads, s_k, d],
+/// v [b, kv_heads, s_k, d_v]) -> [b, heads, s_q, d_v]`. The query heads are
+/// `[kv_heads, group]` (query head h reads kv head h / group), so splitting
+/// them splits the kv heads.
+struct AttentionFactors {
+  unsigned batch, kvHeads;
+  /// Absent when every kv head has one query head.
+  std::optional<unsigned> group;
+  unsigned seqQ, seqK, dim, dimV;
+
+  DimFactors heads() const {
+    return group ? DimFactors{kvHeads, *group} : DimFactors{kvHeads};
+  }
+  TensorFactors query() const { return {{batch}, heads(), {seqQ}, {dim}}; }
+  TensorFactors key() const { return {{batch}, {kvHeads}, {seqK}, {dim}}; }
+  TensorFactors value() const { return {{batch}, {kvHeads}, {seqK}, {dimV}}; }
+  TensorFactors output() const { return {{batch}, heads(), {seqQ}, {dimV}}; }
+};
+
+/// Adds the factors of the forward attention: batch, heads and the value
+/// head dim parallel; the key sequence and the head dim whole (the softmax
+/// over keys, the scores over d); the query sequence whole when `causal`
+/// (the mask compares global positions).
+AttentionFactors addAttentionFactors(ShardingRule &rule,
+                                     ArrayRef<int64_t> query,
+                                     ArrayRef<int64_t> key,
+                                     ArrayRef<int64_t> value, bool causal);
+
+/// The rule of `rotary` and its gradient on `[b, heads, s, d]`: batch and
+/// heads parallel; the sequence whole (the angles depend on the global
+/// position) and the head dim whole (rotate_half pairs its two halves).
+/// Linear in the rotated tensor.
+ShardingRule rotaryShardingRule(Operation *op);
+
+/// The rule of an op whose result is its operand with dim `dim` cut or
+/// padded to `size` (slice, pad): that dim whole on both sides (a window of
+/// a split dim is not a split of the window), the others parallel; linear.
+ShardingRule resizedDimShardingRule(Operation *op, unsigned dim, int64_t size);
 
 } // namespace mlir::tpc
 
