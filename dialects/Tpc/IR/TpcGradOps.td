@@ -2,7 +2,8 @@
 //
 // The ops the derivative rules build (TpcDerivativeOpInterface) and the ones
 // the training driver needs. Included from TpcOps.td. Operand `grad` is always
-// the gradient of the forward op's result (its "dY").
+// the gradient of the forward op's result (its "dY"). Every op has a sharding
+// rule (ShardingRulesGrad*.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,7 +14,7 @@
 // Embedding and matrix products
 //===----------------------------------------------------------------------===//
 
-def Tpc_EmbeddingGradOp : Tpc_Op<"embedding_grad", [Pure]> {
+def Tpc_EmbeddingGradOp : Tpc_Op<"embedding_grad", [Pure, Tpc_Sharding]> {
   let summary = "Gradient of an embedding table: scatter-add of rows by id";
   let description = [{
     `result[v] = sum over positions p with ids[p] == v of grad[p]`; rows no id
@@ -36,7 +37,7 @@ def Tpc_EmbeddingGradOp : Tpc_Op<"embedding_grad", [Pure]> {
 }
 
 def Tpc_LinearInputGradOp : Tpc_Op<"linear_input_grad",
-    [Pure, InferTypeOpAdaptor]> {
+    [Pure, InferTypeOpAdaptor, Tpc_Sharding]> {
   let summary = "Input gradient of tpc.linear: dY·Wᵀ";
   let description = [{
     For `y = linear(x, w)` with `grad = dL/dy` (`[..., out...]`), the input
@@ -59,7 +60,8 @@ def Tpc_LinearInputGradOp : Tpc_Op<"linear_input_grad",
   }];
 }
 
-def Tpc_LinearWeightGradOp : Tpc_Op<"linear_weight_grad", [Pure]> {
+def Tpc_LinearWeightGradOp : Tpc_Op<"linear_weight_grad",
+    [Pure, Tpc_Sharding]> {
   let summary = "Weight gradient of tpc.linear: xᵀ·dY over all positions";
   let description = [{
     For `y = linear(x, w)` with `x: [..., in]` and `grad: [..., out...]`, the
@@ -83,7 +85,7 @@ def Tpc_LinearWeightGradOp : Tpc_Op<"linear_weight_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Tpc_SumToOp : Tpc_Op<"sum_to", [Pure]> {
+def Tpc_SumToOp : Tpc_Op<"sum_to", [Pure, Tpc_Sharding]> {
   let summary = "Sums leading dimensions away (gradient of a broadcast)";
   let description = [{
     The result's shape is a suffix of the input's; every leading dimension
@@ -106,7 +108,7 @@ def Tpc_SumToOp : Tpc_Op<"sum_to", [Pure]> {
 //===----------------------------------------------------------------------===//
 
 def Tpc_LayerNormInputGradOp : Tpc_Op<"layer_norm_input_grad",
-    [Pure, AllTypesMatch<["grad", "input", "result"]>]> {
+    [Pure, AllTypesMatch<["grad", "input", "result"]>, Tpc_Sharding]> {
   let summary = "Input gradient of tpc.layer_norm";
   let description = [{
     With `xhat = (x - mean) * rstd` recomputed from the forward `input`:
@@ -129,7 +131,7 @@ def Tpc_LayerNormInputGradOp : Tpc_Op<"layer_norm_input_grad",
 }
 
 def Tpc_LayerNormParamGradOp : Tpc_Op<"layer_norm_param_grad",
-    [Pure, AllTypesMatch<["grad", "input"]>]> {
+    [Pure, AllTypesMatch<["grad", "input"]>, Tpc_Sharding]> {
   let summary = "Weight and bias gradients of tpc.layer_norm";
   let description = [{
     `weight_grad = sum(grad * xhat)` and `bias_grad = sum(grad)` over every
@@ -153,7 +155,7 @@ def Tpc_LayerNormParamGradOp : Tpc_Op<"layer_norm_param_grad",
 }
 
 def Tpc_RmsNormInputGradOp : Tpc_Op<"rms_norm_input_grad",
-    [Pure, AllTypesMatch<["grad", "input", "result"]>]> {
+    [Pure, AllTypesMatch<["grad", "input", "result"]>, Tpc_Sharding]> {
   let summary = "Input gradient of tpc.rms_norm";
   let description = [{
     With `rstd = 1 / sqrt(mean(x^2) + epsilon)` and `g = grad * weight`:
@@ -176,7 +178,7 @@ def Tpc_RmsNormInputGradOp : Tpc_Op<"rms_norm_input_grad",
 }
 
 def Tpc_RmsNormParamGradOp : Tpc_Op<"rms_norm_param_grad",
-    [Pure, AllTypesMatch<["grad", "input"]>]> {
+    [Pure, AllTypesMatch<["grad", "input"]>, Tpc_Sharding]> {
   let summary = "Weight gradient of tpc.rms_norm";
   let description = [{
     `sum(grad * x * rstd)` over every leading position; `[hidden]` in any
@@ -199,7 +201,7 @@ def Tpc_RmsNormParamGradOp : Tpc_Op<"rms_norm_param_grad",
 
 class Tpc_ActivationGradOp<string mnemonic, list<Trait> traits = []>
     : Tpc_Op<mnemonic, !listconcat(traits,
-        [Pure, AllTypesMatch<["grad", "input", "result"]>])> {
+        [Pure, AllTypesMatch<["grad", "input", "result"]>, Tpc_Sharding])> {
   let results = (outs Tpc_FloatTensor:$result);
 }
 
@@ -234,7 +236,7 @@ def Tpc_SiluGradOp : Tpc_ActivationGradOp<"silu_grad"> {
 }
 
 def Tpc_SoftmaxGradOp : Tpc_Op<"softmax_grad",
-    [Pure, AllTypesMatch<["grad", "output", "result"]>]> {
+    [Pure, AllTypesMatch<["grad", "output", "result"]>, Tpc_Sharding]> {
   let summary = "Input gradient of tpc.softmax from its output";
   let description = [{
     `dx = y * (grad - sum(grad * y))` over the last dimension, `y` the
@@ -255,7 +257,7 @@ def Tpc_SoftmaxGradOp : Tpc_Op<"softmax_grad",
 // Dropout as mask and application
 //===----------------------------------------------------------------------===//
 
-def Tpc_DropoutMaskOp : Tpc_Op<"dropout_mask", [Pure]> {
+def Tpc_DropoutMaskOp : Tpc_Op<"dropout_mask", [Pure, Tpc_Sharding]> {
   let summary = "The keep mask of a dropout, one byte per element";
   let description = [{
     Element `i` is 1 when the dropout `stream` keeps the element at global
@@ -284,7 +286,8 @@ def Tpc_DropoutMaskOp : Tpc_Op<"dropout_mask", [Pure]> {
 
 // The forward half of a split dropout, so it has a derivative rule too.
 def Tpc_ApplyMaskOp : Tpc_Op<"apply_mask",
-    [Pure, AllTypesMatch<["input", "result"]>, Tpc_StashingDerivative]> {
+    [Pure, AllTypesMatch<["input", "result"]>, Tpc_StashingDerivative,
+     Tpc_Sharding]> {
   let summary = "Applies a dropout keep mask: x * mask / (1 - rate)";
   let description = [{
     Kept elements are multiplied by `float(1 / (1 - rate))`, dropped ones
@@ -312,7 +315,7 @@ def Tpc_ApplyMaskOp : Tpc_Op<"apply_mask",
 def Tpc_AttentionGradOp : Tpc_Op<"attention_grad",
     [Pure, AllTypesMatch<["query", "query_grad"]>,
      AllTypesMatch<["key", "key_grad"]>,
-     AllTypesMatch<["value", "value_grad"]>]> {
+     AllTypesMatch<["value", "value_grad"]>, Tpc_Sharding]> {
   let summary = "Gradients of tpc.attention for q, k and v";
   let description = [{
     Recomputes the probabilities from `query` and `key` (same scale, causal
@@ -346,7 +349,7 @@ def Tpc_AttentionGradOp : Tpc_Op<"attention_grad",
 }
 
 def Tpc_RotaryGradOp : Tpc_Op<"rotary_grad",
-    [Pure, AllTypesMatch<["grad", "result"]>]> {
+    [Pure, AllTypesMatch<["grad", "result"]>, Tpc_Sharding]> {
   let summary = "Input gradient of tpc.rotary: the inverse rotation";
   let description = [{
     The rotation is orthogonal, so the gradient rotates `grad` by the
@@ -373,7 +376,7 @@ def Tpc_RotaryGradOp : Tpc_Op<"rotary_grad",
 //===----------------------------------------------------------------------===//
 
 def Tpc_CrossEntropyGradOp : Tpc_Op<"cross_entropy_grad",
-    [Pure, AllTypesMatch<["logits", "result"]>]> {
+    [Pure, AllTypesMatch<["logits", "result"]>, Tpc_Sharding]> {
   let summary = "Logits gradient of tpc.cross_entropy's loss sum";
   let description = [{
     `(softmax(logits) - onehot(label)) * loss_sum_grad` at positions whose
@@ -397,7 +400,7 @@ def Tpc_CrossEntropyGradOp : Tpc_Op<"cross_entropy_grad",
   let hasVerifier = 1;
 }
 
-def Tpc_CountTargetsOp : Tpc_Op<"count_targets", [Pure]> {
+def Tpc_CountTargetsOp : Tpc_Op<"count_targets", [Pure, Tpc_Sharding]> {
   let summary = "Number of labels that are not ignore_index";
   let description = [{
     The count `tpc.cross_entropy` would return for these labels. The training
@@ -416,7 +419,7 @@ def Tpc_CountTargetsOp : Tpc_Op<"count_targets", [Pure]> {
   }];
 }
 
-def Tpc_InverseCountOp : Tpc_Op<"inverse_count", [Pure]> {
+def Tpc_InverseCountOp : Tpc_Op<"inverse_count", [Pure, Tpc_Sharding]> {
   let summary = "1 / count as f32, 0 for a count of 0";
   let description = [{
     The gradient of the mean loss with respect to the summed loss: the
@@ -437,7 +440,7 @@ def Tpc_InverseCountOp : Tpc_Op<"inverse_count", [Pure]> {
 // Shape manipulation
 //===----------------------------------------------------------------------===//
 
-def Tpc_PadOp : Tpc_Op<"pad", [Pure, InferTypeOpAdaptor]> {
+def Tpc_PadOp : Tpc_Op<"pad", [Pure, InferTypeOpAdaptor, Tpc_Sharding]> {
   let summary = "Places a tensor in a larger one of zeros (gradient of slice)";
   let description = [{
     The result has the input's shape except dimension `dim`, of size `size`;
@@ -457,7 +460,8 @@ def Tpc_PadOp : Tpc_Op<"pad", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def Tpc_SumGroupsOp : Tpc_Op<"sum_groups", [Pure, InferTypeOpAdaptor]> {
+def Tpc_SumGroupsOp : Tpc_Op<"sum_groups",
+    [Pure, InferTypeOpAdaptor, Tpc_Sharding]> {
   let summary = "Sums consecutive groups of one dimension (gradient of repeat)";
   let description = [{
     Index `i` of the result along `dim` is the sum of input indices

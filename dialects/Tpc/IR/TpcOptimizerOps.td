@@ -3,14 +3,15 @@
 // What tpc-optimizer appends to the training driver: the global gradient
 // norm, clipping, the learning-rate schedule and the parameter updates.
 // Included from TpcOps.td. The updates are value semantics here; the rt
-// lowering runs them in place on the parameter and state buffers.
+// lowering runs them in place on the parameter and state buffers. Every op has
+// a sharding rule (ShardingRulesOptimizer.cpp).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef DIALECTS_TPC_IR_TPCOPTIMIZEROPS_TD
 #define DIALECTS_TPC_IR_TPCOPTIMIZEROPS_TD
 
-def Tpc_SumSquaresOp : Tpc_Op<"sum_squares", [Pure]> {
+def Tpc_SumSquaresOp : Tpc_Op<"sum_squares", [Pure, Tpc_Sharding]> {
   let summary = "Sum of the squares of every element of every operand";
   let description = [{
     An f32 scalar (a tensor-parallel rank sums its shards, and an all-reduce
@@ -26,7 +27,7 @@ def Tpc_SumSquaresOp : Tpc_Op<"sum_squares", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Tpc_ClipCoefficientOp : Tpc_Op<"clip_coefficient", [Pure]> {
+def Tpc_ClipCoefficientOp : Tpc_Op<"clip_coefficient", [Pure, Tpc_Sharding]> {
   let summary = "Global gradient norm and its clipping factor";
   let description = [{
     From the sum of squares of every gradient (`tpc.sum_squares`, over the
@@ -46,7 +47,7 @@ def Tpc_ClipCoefficientOp : Tpc_Op<"clip_coefficient", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Tpc_LrScheduleOp : Tpc_Op<"lr_schedule", [Pure]> {
+def Tpc_LrScheduleOp : Tpc_Op<"lr_schedule", [Pure, Tpc_Sharding]> {
   let summary = "Learning rate of an optimizer step";
   let description = [{
     For the 1-based optimizer `step` `t` (an i64 scalar): `constant` is
@@ -76,7 +77,8 @@ def Tpc_LrScheduleOp : Tpc_Op<"lr_schedule", [Pure]> {
 
 def Tpc_AdamWUpdateOp : Tpc_Op<"adamw_update",
     [Pure, AllTypesMatch<["param", "grad", "exp_avg", "exp_avg_sq",
-                          "new_param", "new_exp_avg", "new_exp_avg_sq"]>]> {
+                          "new_param", "new_exp_avg", "new_exp_avg_sq"]>,
+     Tpc_Sharding]> {
   let summary = "One AdamW step (decoupled weight decay, bias correction)";
   let description = [{
     As `torch.optim.AdamW` (not amsgrad), with `g = grad * grad_scale`
@@ -115,7 +117,7 @@ def Tpc_AdamWUpdateOp : Tpc_Op<"adamw_update",
 }
 
 def Tpc_SgdUpdateOp : Tpc_Op<"sgd_update",
-    [Pure, AttrSizedOperandSegments, InferTypeOpAdaptor]> {
+    [Pure, AttrSizedOperandSegments, InferTypeOpAdaptor, Tpc_Sharding]> {
   let summary = "One SGD step with optional momentum and L2 weight decay";
   let description = [{
     As `torch.optim.SGD` (dampening 0, not Nesterov), with
