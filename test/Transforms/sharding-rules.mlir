@@ -5,7 +5,7 @@
 // (major first, joined by *), factor sizes and kinds, linearity.
 
 // CHECK:      tpc.embedding: ([i, j], [k, l]) -> ([k, l, j]) {i=256 reduction, j=64, k=4, l=32} linearity multilinear
-// CHECK-NEXT: tpc.linear: ([i, j, k], [k, l, m, n], [l, m, n]) -> ([i, j, l, m, n]) {i=4, j=32, k=64 reduction, l=3, m=4, n=16} linearity none
+// CHECK-NEXT: tpc.linear: ([i, j, k], [k, l, m, n], [l, m, n]) -> ([i, j, l, m, n]) {i=4, j=32, k=64 whole, l=3, m=4, n=16} linearity none
 // CHECK-NEXT: tpc.linear: ([i, j, k], [l, k]) -> ([i, j, l]) {i=4, j=32, k=64 reduction, l=128} linearity multilinear
 // CHECK-NEXT: tpc.batch_matmul: ([i, j, k, m], [i, j, l, m]) -> ([i, j, k, l]) {i=4, j=8, k=32, l=32, m=16 reduction} linearity multilinear
 // CHECK-NEXT: tpc.layer_norm: ([i, j, k], [k], [k]) -> ([i, j, k]) {i=4, j=32, k=64 whole} linearity none

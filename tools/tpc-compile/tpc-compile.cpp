@@ -9,6 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/Dist/IR/DistOps.h"
+#include "dialects/Dist/Transforms/Passes.h"
 #include "dialects/Rt/IR/RtOps.h"
 #include "dialects/Rt/Transforms/Passes.h"
 #include "dialects/Rt/Transforms/PlanMemory.h"
@@ -43,6 +45,20 @@ static cl::OptionCategory
 static cl::OptionCategory unsupportedCategory(
     "Not supported yet (given, each is refused with an error)");
 
+static cl::opt<std::string>
+    mesh("mesh",
+         cl::desc("Device mesh, e.g. dp=2,tp=2: data parallelism over dp "
+                  "ranks (the batch is split), Megatron tensor parallelism "
+                  "over tp ranks (heads and FFN split); pp must be 1. The "
+                  "executable then runs on the product of the sizes with "
+                  "tpc-run --ranks"),
+         cl::value_desc("dp=D,pp=P,tp=T"), cl::cat(category));
+static cl::opt<bool> sequenceParallel(
+    "sequence-parallel",
+    cl::desc("With tp > 1: layer norms, dropout and residual adds run on "
+             "sequence shards (all-gather / reduce-scatter instead of "
+             "all-reduce)"),
+    cl::cat(category));
 static cl::opt<std::string> inputPath(cl::Positional, cl::Required,
                                       cl::desc("<model.mlir>"),
                                       cl::cat(category));
@@ -120,9 +136,6 @@ TPC_TRAIN_FLAG(microbatches, "microbatches",
 // The rest of the user contract (INTERFACE.md): parsed, then refused.
 #define TPC_UNSUPPORTED(var, flag, type, help)                                 \
   static cl::opt<type> var(flag, cl::desc(help), cl::cat(unsupportedCategory))
-TPC_UNSUPPORTED(mesh, "mesh", std::string, "Device mesh dp=D,pp=P,tp=T");
-TPC_UNSUPPORTED(sequenceParallel, "sequence-parallel", bool,
-                "Sequence parallelism");
 TPC_UNSUPPORTED(schedule, "schedule", std::string,
                 "gpipe|1f1b|interleaved-1f1b|zb-h1");
 TPC_UNSUPPORTED(virtualStages, "virtual-stages", std::string,
@@ -136,10 +149,11 @@ TPC_UNSUPPORTED(memoryLimit, "memory-limit", std::string,
 /// What tpc-compile can do today, for the refusals.
 static constexpr llvm::StringLiteral kScope =
     "this tpc-compile compiles the forward pass and loss, or with --train a "
-    "training step, for one CPU device";
+    "training step, for CPU devices: one, or a mesh of data- and "
+    "tensor-parallel ranks";
 
 static const cl::Option *const unsupportedFlags[] = {
-    &mesh, &sequenceParallel, &schedule, &virtualStages, &remat, &memoryLimit};
+    &schedule, &virtualStages, &remat, &memoryLimit};
 
 static const cl::Option *const trainFlags[] = {
     &optimizer,   &lr,           &beta1,      &beta2,       &eps,
@@ -148,6 +162,66 @@ static const cl::Option *const trainFlags[] = {
 
 static int fail(const llvm::Twine &message) {
   return tpc::reportError(message);
+}
+
+/// The mesh axes of --mesh with a size above 1, in the order dp, tp.
+static FailureOr<SmallVector<std::pair<std::string, int64_t>>>
+parseMesh(StringRef text) {
+  SmallVector<std::pair<std::string, int64_t>> axes;
+  llvm::StringMap<int64_t> sizes;
+  SmallVector<StringRef> items;
+  text.split(items, ',');
+  for (StringRef item : items) {
+    auto [name, value] = item.trim().split('=');
+    int64_t size;
+    if (name != "dp" && name != "pp" && name != "tp") {
+      fail("--mesh: '" + item + "': the axes are dp, pp and tp");
+      return failure();
+    }
+    if (value.trim().getAsInteger(10, size) || size < 1) {
+      fail("--mesh: '" + item + "': the size must be a positive integer");
+      return failure();
+    }
+    if (!sizes.try_emplace(name, size).second) {
+      fail("--mesh: axis '" + name + "' is given twice");
+      return failure();
+    }
+  }
+  if (sizes.lookup("pp") > 1) {
+    fail("--mesh: pp=" + llvm::Twine(sizes.lookup("pp")) +
+         ": pipeline parallelism is not supported yet: " + kScope);
+    return failure();
+  }
+  for (StringRef name : {"dp", "tp"})
+    if (sizes.lookup(name) > 1)
+      axes.push_back({name.str(), sizes.lookup(name)});
+  return axes;
+}
+
+/// Adds `dist.mesh @mesh` to the module and runs Megatron's annotation,
+/// propagation and partitioning on its functions.
+static LogicalResult
+distribute(ModuleOp module,
+           ArrayRef<std::pair<std::string, int64_t>> meshAxes) {
+  MLIRContext *context = module.getContext();
+  context->loadDialect<dist::DistDialect>();
+  OpBuilder builder(module.getBodyRegion());
+  SmallVector<StringRef> names;
+  SmallVector<int64_t> sizes;
+  for (const auto &[name, size] : meshAxes) {
+    names.push_back(name);
+    sizes.push_back(size);
+  }
+  dist::MeshOp::create(builder, module.getLoc(), "mesh",
+                       builder.getStrArrayAttr(names),
+                       builder.getDenseI64ArrayAttr(sizes));
+  PassManager pm(context);
+  dist::DistAnnotateMegatronOptions annotate;
+  annotate.sequenceParallel = sequenceParallel;
+  pm.addPass(dist::createDistAnnotateMegatron(annotate));
+  pm.addPass(dist::createDistPropagate());
+  pm.addPass(dist::createDistPartition());
+  return pm.run(module);
 }
 
 /// The kinds of range a numeric flag takes.
@@ -364,6 +438,18 @@ int main(int argc, char **argv) {
   } else if (failed(readTrainFlags(autodiffOptions, optimizerOptions))) {
     return 1;
   }
+  SmallVector<std::pair<std::string, int64_t>> meshAxes;
+  if (!mesh.empty()) {
+    auto parsed = parseMesh(mesh);
+    if (failed(parsed))
+      return 1;
+    meshAxes = *parsed;
+  }
+  bool tensorParallel = llvm::any_of(
+      meshAxes, [](const auto &axis) { return axis.first == "tp"; });
+  if (sequenceParallel && !tensorParallel)
+    return fail("--sequence-parallel needs tensor parallelism: a --mesh "
+                "with tp > 1");
   if (target == "cuda")
     return fail("--target cuda is not supported yet: " + kScope);
   if (target != "cpu")
@@ -428,6 +514,29 @@ int main(int argc, char **argv) {
   if (!module)
     return 1;
 
+  // A data-parallel rank takes an equal part of every microbatch.
+  int64_t dataParallel = 1;
+  for (const auto &[name, size] : meshAxes)
+    if (name == "dp")
+      dataParallel = size;
+  if (auto forwardFn = module->lookupSymbol<func::FuncOp>("forward");
+      forwardFn && dataParallel > 1) {
+    int64_t parts = dataParallel * (train ? autodiffOptions.microbatches : 1);
+    for (BlockArgument arg : forwardFn.getArguments()) {
+      auto type = dyn_cast<RankedTensorType>(arg.getType());
+      if (!type || type.getRank() == 0 ||
+          !forwardFn.getArgAttr(arg.getArgNumber(), "tpc.input") ||
+          type.getDimSize(0) % parts == 0)
+        continue;
+      return fail("--mesh: the global batch (" +
+                  llvm::Twine(type.getDimSize(0)) +
+                  ") is not divisible by dp x microbatches (" +
+                  llvm::Twine(dataParallel) + " x " +
+                  llvm::Twine(parts / dataParallel) + " = " +
+                  llvm::Twine(parts) + ")");
+    }
+  }
+
   // The training step, on tpc IR.
   if (train) {
     PassManager pm(&context);
@@ -471,9 +580,15 @@ int main(int argc, char **argv) {
   // The training step replaces the forward pass: only it is lowered.
   if (train && forward)
     forward.erase();
+  if (train) {
+    PassManager unroll(&context);
+    unroll.addPass(rt::createTpcUnrollTrainStep());
+    if (failed(unroll.run(*module)))
+      return 1;
+  }
+  if (!meshAxes.empty() && failed(distribute(*module, meshAxes)))
+    return 1;
   PassManager pm(&context);
-  if (train)
-    pm.addPass(rt::createTpcUnrollTrainStep());
   rt::TpcLowerToRtOptions lowerOptions;
   lowerOptions.function = train ? tpc::kTrainStepName.str() : "forward";
   lowerOptions.seed = seedValue;

@@ -200,13 +200,17 @@ LogicalResult FunctionPropagation::sweep() {
   return success();
 }
 
-/// An op without operands (a dropout mask) is laid out as its first reader
+/// An op that reads no tensor (a dropout mask) is laid out as its first reader
 /// needs it, rather than drawn whole and sliced. Returns whether anything
 /// changed.
 bool FunctionPropagation::takeLayoutsFromReaders() {
   bool changed = false;
   for (Operation &op : func.getBody().front()) {
-    if (op.getNumOperands() != 0 || op.getNumResults() != 1 ||
+    // Scalar operands (a dropout block) say nothing about the layout.
+    bool readsTensors = llvm::any_of(op.getOperands(), [](Value operand) {
+      return rankOf(operand) != 0;
+    });
+    if (readsTensors || op.getNumResults() != 1 ||
         !isa<tpc::TpcShardingOpInterface>(op))
       continue;
     Value result = op.getResult(0);
