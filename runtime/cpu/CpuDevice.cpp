@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tpcrt/Comm.h"
 #include "tpcrt/CpuKernels.h"
 #include "tpcrt/CpuTrainingKernels.h"
 #include "tpcrt/Device.h"
@@ -71,20 +72,85 @@ cpu::FloatType floatTypeOf(fb::DType dtype) {
                                    : cpu::FloatType::F32;
 }
 
-/// Kernels that read and write 16-bit storage themselves.
+/// Floats, rounded up to whole 64-byte lines.
+uint64_t lineFloats(int64_t floats) {
+  return (static_cast<uint64_t>(floats) + 15) / 16 * 16;
+}
+
+/// Bytes, rounded up to whole 64-byte lines.
+uint64_t lineBytes(uint64_t bytes) { return (bytes + 63) / 64 * 64; }
+
+/// Kernels that read and write 16-bit storage themselves (the collectives
+/// that only move data move bytes).
 bool convertsItself(fb::OpCode op) {
   return op == fb::OpCode::Embedding || op == fb::OpCode::Copy ||
-         op == fb::OpCode::Cast || op == fb::OpCode::Slice;
+         op == fb::OpCode::Cast || op == fb::OpCode::Slice ||
+         op == fb::OpCode::AllGather || op == fb::OpCode::ShardSlice ||
+         op == fb::OpCode::AllToAll;
+}
+
+/// A tensor viewed around `dim` as [outer, shape[dim], inner].
+struct AroundDim {
+  int64_t outer = 1, extent = 0, inner = 1;
+};
+AroundDim aroundDim(const std::vector<int64_t> &shape, int64_t dim) {
+  AroundDim v;
+  v.extent = shape[dim];
+  for (int64_t d = 0; d < dim; ++d)
+    v.outer *= shape[d];
+  for (size_t d = dim + 1; d < shape.size(); ++d)
+    v.inner *= shape[d];
+  return v;
+}
+
+/// x as [outer, pieces, row] (row bytes each) -> out as [pieces, outer, row]:
+/// the pieces of a split along a dimension, each contiguous.
+void splitPieces(const uint8_t *x, int64_t outer, int64_t pieces,
+                 uint64_t rowBytes, uint8_t *out) {
+  for (int64_t p = 0; p < pieces; ++p)
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(out + (p * outer + o) * rowBytes,
+                  x + (o * pieces + p) * rowBytes, rowBytes);
+}
+
+/// The inverse: contiguous pieces [pieces, outer, row] -> [outer, pieces,
+/// row], i.e. concatenated along the dimension.
+void joinPieces(const uint8_t *x, int64_t outer, int64_t pieces,
+                uint64_t rowBytes, uint8_t *out) {
+  for (int64_t p = 0; p < pieces; ++p)
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(out + (o * pieces + p) * rowBytes,
+                  x + (p * outer + o) * rowBytes, rowBytes);
+}
+
+/// Bytes of staging a collective needs to make the pieces along a
+/// non-leading dimension contiguous for the communicator (in the dtype it
+/// communicates: f32 for a staged 16-bit reduce_scatter).
+uint64_t collectiveStagingBytes(const KernelCall &call) {
+  const TensorRef &x = call.operands[0];
+  uint64_t elementBytes = executableDTypeSize(x.dtype);
+  switch (call.op) {
+  case fb::OpCode::AllGather:
+    return aroundDim(x.shape, call.intAttrs[0]).outer > 1
+               ? call.results[0].elements * elementBytes
+               : 0;
+  case fb::OpCode::ReduceScatter:
+    return aroundDim(x.shape, call.intAttrs[0]).outer > 1
+               ? x.elements * sizeof(float)
+               : 0;
+  case fb::OpCode::AllToAll: {
+    // The pieces to send, then the pieces received (each the whole size).
+    uint64_t bytes = x.elements * elementBytes;
+    return lineBytes(bytes) * 2;
+  }
+  default:
+    return 0;
+  }
 }
 
 bool needsStaging(const KernelCall &call, const TensorRef &t) {
   return !convertsItself(call.op) && isFloatDType(t.dtype) &&
          t.dtype != fb::DType::F32;
-}
-
-/// Floats, rounded up to whole 64-byte lines.
-uint64_t lineFloats(int64_t floats) {
-  return (static_cast<uint64_t>(floats) + 15) / 16 * 16;
 }
 
 /// Floats of scratch a kernel needs (doubles count twice).
@@ -101,7 +167,8 @@ int64_t scratchFloats(const KernelCall &call) {
   case fb::OpCode::RmsNormParamGrad:
     return 2 * call.cols;
   default:
-    return 0;
+    return static_cast<int64_t>(
+        (collectiveStagingBytes(call) + sizeof(float) - 1) / sizeof(float));
   }
 }
 
@@ -157,6 +224,7 @@ private:
   }
   Status run(const KernelCall &call, const Resolved &r,
              const StepContext &context);
+  Status runCollective(const KernelCall &call, const Resolved &r);
 
   MappedMemory arena_, workspace_;
   std::vector<Resolved> resolved_;
@@ -195,6 +263,21 @@ Status CpuDevice::prepare(const Program &program,
       used += lineFloats(floats);
     }
     largest = std::max(largest, used);
+  }
+  for (const KernelCall &call : program.calls) {
+    if (call.group < 0)
+      continue;
+    Communicator *group = static_cast<size_t>(call.group) < groups.size()
+                              ? groups[call.group]
+                              : nullptr;
+    if (!group)
+      return Status::error("kernel " + std::to_string(call.index) +
+                           " has no communicator for its group");
+    if (group->size() != call.groupSize)
+      return Status::error("kernel " + std::to_string(call.index) +
+                           ": its group has " + std::to_string(call.groupSize) +
+                           " ranks, the communicator " +
+                           std::to_string(group->size()));
   }
   groups_ = groups;
   if (Status s = workspace_.allocate(largest * sizeof(float), "workspace"); !s)
@@ -273,6 +356,25 @@ Status CpuDevice::run(const KernelCall &call, const Resolved &r,
   };
   // A dropout stream's optional int_attrs[1]: where this piece starts.
   int64_t firstIndex = ia.size() == 2 ? ia[1] : 0;
+  // A split dropout kernel draws at the global indices of its first result.
+  cpu::GlobalBlock globalBlock;
+  if (!call.splits.empty())
+    globalBlock = {static_cast<int>(call.globalShape.size()),
+                   call.results[0].shape.data(), call.globalShape.data(),
+                   call.globalOffset.data()};
+  const cpu::GlobalBlock *block = call.splits.empty() ? nullptr : &globalBlock;
+  auto attentionDropout = [&] {
+    cpu::AttentionDropout dropout{key(0), rate(1),
+                                  static_cast<uint64_t>(firstIndex)};
+    if (block) {
+      dropout.batchOffset = call.globalOffset[0];
+      dropout.headOffset = call.globalOffset[1];
+      dropout.queryOffset = call.globalOffset[2];
+      dropout.globalHeads = call.globalShape[1];
+      dropout.globalSeqQ = call.globalShape[2];
+    }
+    return dropout;
+  };
   auto layout = [&] {
     return flag0 ? cpu::WeightLayout::OutIn : cpu::WeightLayout::InOut;
   };
@@ -307,12 +409,12 @@ Status CpuDevice::run(const KernelCall &call, const Resolved &r,
   case fb::OpCode::Mul:
     return cpu::mul(in(0), call.count, in(1), call.rhsCount, out(0));
   case fb::OpCode::Dropout:
-    return cpu::dropout(in(0), call.count, key(0), rate(0), firstIndex, out(0));
+    return cpu::dropout(in(0), call.count, key(0), rate(0), firstIndex, out(0),
+                        block);
   case fb::OpCode::Softmax:
     return cpu::softmax(in(0), call.outer, call.seqQ, call.seqK, flag0, out(0));
   case fb::OpCode::Attention: {
-    cpu::AttentionDropout dropout{key(0), rate(1),
-                                  static_cast<uint64_t>(firstIndex)};
+    cpu::AttentionDropout dropout = attentionDropout();
     return cpu::attention(in(0), in(1), in(2), call.batch, call.heads,
                           call.kvHeads, call.seqQ, call.seqK, call.headDim,
                           call.valueDim, flag0, static_cast<float>(fa[0]),
@@ -373,15 +475,14 @@ Status CpuDevice::run(const KernelCall &call, const Resolved &r,
     return cpu::siluGrad(in(0), in(1), call.count, out(0));
   case fb::OpCode::DropoutMask:
     return cpu::dropoutMask(call.count, key(0), rate(0), firstIndex,
-                            r.results[0]);
+                            r.results[0], block);
   case fb::OpCode::ApplyMask:
     return cpu::applyMask(in(0), r.operands[1], call.count, rate(0), out(0));
   case fb::OpCode::SoftmaxGrad:
     return cpu::softmaxGrad(in(0), in(1), call.outer, call.seqQ, call.seqK,
                             flag0, out(0));
   case fb::OpCode::AttentionGrad: {
-    cpu::AttentionDropout dropout{key(0), rate(1),
-                                  static_cast<uint64_t>(firstIndex)};
+    cpu::AttentionDropout dropout = attentionDropout();
     return cpu::attentionGrad(
         in(0), in(1), in(2), in(3), call.batch, call.heads, call.kvHeads,
         call.seqQ, call.seqK, call.headDim, call.valueDim, flag0,
@@ -430,8 +531,98 @@ Status CpuDevice::run(const KernelCall &call, const Resolved &r,
     options.decaySteps = ia[1];
     return cpu::lrSchedule(*ints(0), options, out(0));
   }
+  case fb::OpCode::AllReduce:
+  case fb::OpCode::AllGather:
+  case fb::OpCode::ReduceScatter:
+  case fb::OpCode::ShardSlice:
+  case fb::OpCode::AllToAll:
+    return runCollective(call, r);
   }
   return Status::error("unknown opcode");
+}
+
+/// The collectives on the group's communicator, whose rank is this rank's
+/// position in the group. Along a dimension with elements before it, the
+/// pieces are staged contiguously in the scratch first (the communicator
+/// exchanges whole contiguous chunks).
+Status CpuDevice::runCollective(const KernelCall &call, const Resolved &r) {
+  Communicator &comm = *groups_[call.group];
+  const TensorRef &x = call.operands[0];
+  int64_t g = call.groupSize;
+  auto *scratch = reinterpret_cast<uint8_t *>(r.scratch);
+  // Floats of a reduction (16-bit ones staged to f32 around it).
+  float *xf = r.stagedOperands[0]
+                  ? r.stagedOperands[0]
+                  : reinterpret_cast<float *>(r.operands[0]);
+  float *yf = r.stagedResults[0] ? r.stagedResults[0]
+                                 : reinterpret_cast<float *>(r.results[0]);
+  uint64_t elementBytes = executableDTypeSize(x.dtype);
+
+  switch (call.op) {
+  case fb::OpCode::AllReduce: {
+    auto count = static_cast<std::size_t>(call.count);
+    if (x.dtype == fb::DType::I64) {
+      if (r.results[0] != r.operands[0])
+        std::memcpy(r.results[0], r.operands[0], x.bytes);
+      return comm.allReduceSum(reinterpret_cast<int64_t *>(r.results[0]),
+                               count);
+    }
+    if (yf != xf)
+      std::memcpy(yf, xf, count * sizeof(float));
+    return call.flags & 1 ? comm.allReduceMax(yf, count)
+                          : comm.allReduceSum(yf, count);
+  }
+  case fb::OpCode::AllGather: {
+    AroundDim v = aroundDim(x.shape, call.intAttrs[0]);
+    if (v.outer == 1)
+      return comm.allGather(r.operands[0], r.results[0], x.bytes);
+    if (Status s = comm.allGather(r.operands[0], scratch, x.bytes); !s)
+      return s;
+    joinPieces(scratch, v.outer, g, v.extent * v.inner * elementBytes,
+               r.results[0]);
+    return Status::ok();
+  }
+  case fb::OpCode::ReduceScatter: {
+    AroundDim v = aroundDim(x.shape, call.intAttrs[0]);
+    const float *send = xf;
+    if (v.outer > 1) {
+      splitPieces(reinterpret_cast<const uint8_t *>(xf), v.outer, g,
+                  v.extent / g * v.inner * sizeof(float), scratch);
+      send = reinterpret_cast<const float *>(scratch);
+    }
+    return comm.reduceScatterSum(send, yf,
+                                 static_cast<std::size_t>(x.elements / g));
+  }
+  case fb::OpCode::ShardSlice: {
+    // Local: block `position` along dim, the position being this rank's in
+    // the group.
+    AroundDim v = aroundDim(x.shape, call.intAttrs[0]);
+    uint64_t rowBytes = v.extent / g * v.inner * elementBytes;
+    for (int64_t o = 0; o < v.outer; ++o)
+      std::memcpy(r.results[0] + o * rowBytes,
+                  r.operands[0] + (o * g + call.groupPosition) * rowBytes,
+                  rowBytes);
+    return Status::ok();
+  }
+  case fb::OpCode::AllToAll: {
+    AroundDim split = aroundDim(x.shape, call.intAttrs[0]);
+    // A piece (what each rank sends each peer) is x with split_dim / g; the
+    // result's element count is x's, so the pieces' concat view is the
+    // result's with concat_dim / g.
+    AroundDim concat = aroundDim(call.results[0].shape, call.intAttrs[1]);
+    concat.extent /= g;
+    uint8_t *send = scratch, *recv = scratch + lineBytes(x.bytes);
+    splitPieces(r.operands[0], split.outer, g,
+                split.extent / g * split.inner * elementBytes, send);
+    if (Status s = comm.allToAll(send, recv, x.bytes / g); !s)
+      return s;
+    joinPieces(recv, concat.outer, g,
+               concat.extent * concat.inner * elementBytes, r.results[0]);
+    return Status::ok();
+  }
+  default:
+    return Status::error("not a collective");
+  }
 }
 
 } // namespace

@@ -259,15 +259,23 @@ Status siluGrad(const float *dY, const float *x, int64_t count, float *dX) {
 }
 
 Status dropoutMask(int64_t count, uint64_t key, double rate, int64_t firstIndex,
-                   uint8_t *mask) {
+                   uint8_t *mask, const GlobalBlock *block) {
   if (Status s = checkNonNegative("dropout_mask", {count, firstIndex}); !s)
     return s;
   if (Status s = checkDropoutRate("dropout_mask", rate); !s)
     return s;
+  if (Status s = checkGlobalBlock("dropout_mask", block, count); !s)
+    return s;
   uint64_t threshold = dropoutThreshold(rate);
   auto base = static_cast<uint64_t>(firstIndex);
-  for (int64_t i = 0; i < count; ++i)
-    mask[i] = dropoutKeep(key, base + static_cast<uint64_t>(i), threshold);
+  forEachGlobalRun(block, count,
+                   [&](int64_t local, uint64_t global, int64_t length) {
+                     uint8_t *ms = mask + local;
+                     uint64_t first = base + global;
+                     for (int64_t i = 0; i < length; ++i)
+                       ms[i] = dropoutKeep(
+                           key, first + static_cast<uint64_t>(i), threshold);
+                   });
   return Status::ok();
 }
 
@@ -343,8 +351,8 @@ Status attentionGrad(const float *dO, const float *q, const float *k,
       for (int64_t i0 = 0; i0 < seqQ; i0 += kAttentionBlock) {
         AttentionBlock block = attentionBlock(i0, seqQ, seqK, causal);
         int64_t ld = block.ld;
-        uint64_t firstRow = (drop ? dropout->firstIndex : 0) +
-                            static_cast<uint64_t>((qh * seqQ + i0) * seqK);
+        uint64_t firstRow =
+            drop ? dropoutRow(*dropout, b, h, i0, heads, seqQ, seqK) : 0;
         Status s = attentionProbabilities(qHead, kHead, headDim, i0, block,
                                           seqQ, seqK, causal, scale, p);
         if (s)

@@ -422,19 +422,66 @@ Status detail::checkDropoutRate(const char *kernel, double rate) {
   return Status::ok();
 }
 
+Status detail::checkGlobalBlock(const char *kernel, const GlobalBlock *block,
+                                int64_t count) {
+  if (!block)
+    return Status::ok();
+  if (block->rank < 0 || block->rank > kMaxRank)
+    return Status::error(std::string(kernel) + ": block rank " +
+                         std::to_string(block->rank) + " is outside [0, " +
+                         std::to_string(kMaxRank) + "]");
+  int64_t elements = 1;
+  for (int d = 0; d < block->rank; ++d) {
+    int64_t extent = block->shape[d], offset = block->offset[d];
+    if (extent < 0 || offset < 0 || offset > block->globalShape[d] - extent)
+      return Status::error(std::string(kernel) + ": block dimension " +
+                           std::to_string(d) + " [" + std::to_string(offset) +
+                           ", +" + std::to_string(extent) +
+                           ") is outside the whole tensor's " +
+                           std::to_string(block->globalShape[d]));
+    elements *= extent;
+  }
+  if (elements != count)
+    return Status::error(std::string(kernel) + ": the block has " +
+                         std::to_string(elements) + " elements, not " +
+                         std::to_string(count));
+  return Status::ok();
+}
+
+uint64_t detail::dropoutRow(const AttentionDropout &dropout, int64_t b,
+                            int64_t h, int64_t i, int64_t heads, int64_t seqQ,
+                            int64_t seqK) {
+  int64_t allHeads = dropout.globalHeads ? dropout.globalHeads : heads;
+  int64_t allQ = dropout.globalSeqQ ? dropout.globalSeqQ : seqQ;
+  int64_t row = ((dropout.batchOffset + b) * allHeads + dropout.headOffset + h) *
+                    allQ +
+                dropout.queryOffset + i;
+  return dropout.firstIndex + static_cast<uint64_t>(row * seqK);
+}
+
 Status dropout(const float *x, int64_t count, uint64_t key, double rate,
-               int64_t firstIndex, float *out) {
+               int64_t firstIndex, float *out, const GlobalBlock *block) {
   if (Status s = checkNonNegative("dropout", {count, firstIndex}); !s)
     return s;
   if (Status s = checkDropoutRate("dropout", rate); !s)
     return s;
+  if (Status s = checkGlobalBlock("dropout", block, count); !s)
+    return s;
   uint64_t threshold = dropoutThreshold(rate);
   float scale = dropoutScale(rate);
   uint64_t base = static_cast<uint64_t>(firstIndex);
-  for (int64_t i = 0; i < count; ++i)
-    out[i] = dropoutKeep(key, base + static_cast<uint64_t>(i), threshold)
-                 ? x[i] * scale
-                 : 0.0f;
+  forEachGlobalRun(block, count,
+                   [&](int64_t local, uint64_t global, int64_t length) {
+                     const float *xs = x + local;
+                     float *os = out + local;
+                     uint64_t first = base + global;
+                     for (int64_t i = 0; i < length; ++i)
+                       os[i] = dropoutKeep(key,
+                                           first + static_cast<uint64_t>(i),
+                                           threshold)
+                                   ? xs[i] * scale
+                                   : 0.0f;
+                   });
   return Status::ok();
 }
 
@@ -529,9 +576,8 @@ Status attention(const float *q, const float *k, const float *v, int64_t batch,
         if (s && drop)
           dropProbabilities(
               scratch, block,
-              dropout->firstIndex +
-                  static_cast<uint64_t>(((b * heads + h) * seqQ + i0) * seqK),
-              seqK, *dropout);
+              dropoutRow(*dropout, b, h, i0, heads, seqQ, seqK), seqK,
+              *dropout);
         if (s)
           s = gemm(false, false, block.rows, valueDim, block.keys, 1.0f,
                    scratch, block.ld, vh, ldv, 0.0f, oh + i0 * valueDim, ldv);

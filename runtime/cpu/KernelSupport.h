@@ -32,6 +32,52 @@ Status splitAt(const char *kernel, const int64_t *shape, int rank, int64_t dim,
 
 Status checkDropoutRate(const char *kernel, double rate);
 
+/// An error unless `block` (if any) has `count` elements and lies inside its
+/// whole tensor.
+Status checkGlobalBlock(const char *kernel, const GlobalBlock *block,
+                        int64_t count);
+
+/// Calls run(local, global, length) for each run of elements consecutive in
+/// both the block and the whole tensor (each row of the block): local and
+/// global are the run's first element's indices. Without a block, one run
+/// of `count` elements at 0.
+template <typename Run>
+void forEachGlobalRun(const GlobalBlock *block, int64_t count, Run run) {
+  if (!block) {
+    run(int64_t(0), uint64_t(0), count);
+    return;
+  }
+  int rank = block->rank;
+  if (rank == 0) {
+    run(int64_t(0), uint64_t(0), int64_t(1));
+    return;
+  }
+  for (int d = 0; d < rank; ++d)
+    if (block->shape[d] == 0)
+      return;
+  int64_t stride[kMaxRank], index[kMaxRank] = {};
+  stride[rank - 1] = 1;
+  for (int d = rank - 1; d-- > 0;)
+    stride[d] = stride[d + 1] * block->globalShape[d + 1];
+  int64_t row = block->shape[rank - 1];
+  for (int64_t local = 0;; local += row) {
+    int64_t global = 0;
+    for (int d = 0; d < rank; ++d)
+      global += (block->offset[d] + index[d]) * stride[d];
+    run(local, static_cast<uint64_t>(global), row);
+    int d = rank - 1;
+    while (d-- > 0 && ++index[d] == block->shape[d])
+      index[d] = 0;
+    if (d < 0)
+      return;
+  }
+}
+
+/// The stream index of probability (b, h, i, 0) of a block of attention
+/// (local indices; `dropout` places the block in the whole tensor).
+uint64_t dropoutRow(const AttentionDropout &dropout, int64_t b, int64_t h,
+                    int64_t i, int64_t heads, int64_t seqQ, int64_t seqK);
+
 /// Max of row[0, n) (-inf when n is 0).
 float rowMax(const float *row, int64_t n);
 

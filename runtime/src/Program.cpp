@@ -1202,6 +1202,8 @@ Status KernelDecoder::dropoutSplits() {
     return Status::error("has splits, which only dropout, dropout_mask, "
                          "attention and attention_grad take");
   const TensorRef &first = out(0);
+  if (Status s = rankAtMost(first, outRole(0), cpu::kMaxRank); !s)
+    return s;
   if (Status s = checkSplits(mesh, call.splits, first.shape.size()); !s)
     return s.withContext("splits of " + describe(outRole(0), first));
   // The causal mask compares local query and key positions.

@@ -110,13 +110,27 @@ Status mul(const float *lhs, int64_t lhsCount, const float *rhs,
 Status softmax(const float *x, int64_t outer, int64_t q, int64_t k, bool causal,
                float *out);
 
+/// Where a rank's block of a split tensor lies in the whole tensor, for the
+/// kernels that draw a dropout stream at global indices: per dimension
+/// (`rank` of them), the block's extent, the whole tensor's extent and the
+/// block's offset in it (Layout.h's Block).
+struct GlobalBlock {
+  int rank = 0;
+  const int64_t *shape = nullptr;
+  const int64_t *globalShape = nullptr;
+  const int64_t *offset = nullptr;
+};
+
 /// Dropout of x [count] with the counter-based stream of tpcrt/Random.h:
 /// element i is element firstIndex + i of the op's full result tensor (a
-/// slice or a shard passes its global offset and draws the same mask as the
-/// whole tensor would there). Kept elements are scaled by 1 / (1 - rate);
-/// rate must lie in [0, 1). out may equal x.
+/// slice passes its offset and draws the same mask as the whole tensor
+/// would there). With `block` (x is that block, count its elements), an
+/// element draws at firstIndex + its row-major index in the whole tensor.
+/// Kept elements are scaled by 1 / (1 - rate); rate must lie in [0, 1).
+/// out may equal x.
 Status dropout(const float *x, int64_t count, uint64_t key, double rate,
-               int64_t firstIndex, float *out);
+               int64_t firstIndex, float *out,
+               const GlobalBlock *block = nullptr);
 
 /// Dropout on attention probabilities (see attention).
 struct AttentionDropout {
@@ -127,6 +141,12 @@ struct AttentionDropout {
   /// Stream index of probability (0, 0, 0, 0): where this piece (e.g. a
   /// microbatch) starts in the op's full probability tensor.
   uint64_t firstIndex = 0;
+  /// On a mesh, where this rank's [b, heads, sq, sk] block lies in the whole
+  /// probability tensor: the offsets of its batch, head and query indices
+  /// and the whole tensor's heads and queries (0: the block's own). Keys are
+  /// never split.
+  int64_t batchOffset = 0, headOffset = 0, queryOffset = 0;
+  int64_t globalHeads = 0, globalSeqQ = 0;
 };
 
 /// Query rows attention handles at once (its scratch is one block of scores).
@@ -143,7 +163,8 @@ inline int64_t attentionScratchSize(int64_t seqQ, int64_t seqK) {
 /// scratch holds attentionScratchSize(sq, sk) floats. With `dropout` (may be
 /// null), the probabilities are masked after the softmax and before the
 /// product with v, probability (b, h, i, j) being element
-/// firstIndex + ((b * heads + h) * sq + i) * sk + j of the dropout stream.
+/// firstIndex + ((b * heads + h) * sq + i) * sk + j of the dropout stream
+/// (b, h, i, heads and sq global ones where `dropout` places the block).
 Status attention(const float *q, const float *k, const float *v, int64_t batch,
                  int64_t heads, int64_t kvHeads, int64_t seqQ, int64_t seqK,
                  int64_t headDim, int64_t valueDim, bool causal, float scale,

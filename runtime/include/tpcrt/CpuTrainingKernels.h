@@ -78,9 +78,10 @@ Status geluGrad(const float *dY, const float *x, int64_t count,
 Status siluGrad(const float *dY, const float *x, int64_t count, float *dX);
 
 /// The keep mask of dropout as bytes (1 kept, 0 dropped), element i being
-/// element firstIndex + i of the stream, exactly what dropout() keeps.
+/// element firstIndex + i of the stream (with `block`, as dropout() indexes
+/// it), exactly what dropout() keeps.
 Status dropoutMask(int64_t count, uint64_t key, double rate, int64_t firstIndex,
-                   uint8_t *mask);
+                   uint8_t *mask, const GlobalBlock *block = nullptr);
 
 /// out = mask ? x / (1 - rate) : 0 (the scale of dropoutScale); out may
 /// equal x. Both dropout's forward with a stashed mask and its backward.
