@@ -5,6 +5,7 @@
 #include "tpcrt/Safetensors.h"
 #include "tpcrt/Weights.h"
 
+#include <algorithm>
 #include <cstring>
 #include <list>
 #include <map>
@@ -21,18 +22,63 @@ DType floatDTypeOf(fb::DType dtype) {
                                    : DType::F32;
 }
 
+constexpr std::size_t kMessageBytes = std::size_t(1) << 30;
+constexpr int kGatherTag = 7301;
+
+/// Point-to-point transfers of any size, as messages of at most
+/// kMessageBytes (MPI counts are ints).
+Status sendAll(Communicator &world, const std::vector<uint8_t> &bytes,
+               int peer) {
+  for (std::size_t at = 0; at < bytes.size(); at += kMessageBytes)
+    if (Status s = world.send(bytes.data() + at,
+                              std::min(kMessageBytes, bytes.size() - at), peer,
+                              kGatherTag);
+        !s)
+      return s;
+  return Status::ok();
+}
+
+Status recvAll(Communicator &world, std::vector<uint8_t> &bytes, int peer) {
+  for (std::size_t at = 0; at < bytes.size(); at += kMessageBytes)
+    if (Status s = world.recv(bytes.data() + at,
+                              std::min(kMessageBytes, bytes.size() - at), peer,
+                              kGatherTag);
+        !s)
+      return s;
+  return Status::ok();
+}
+
+/// True when the rank at `coords` is the first of the ranks holding its
+/// block of a tensor split by `splits`: its coordinates on every axis that
+/// splits nothing are zero.
+bool holdsFirstCopy(const Mesh &mesh, const std::vector<int64_t> &coords,
+                    const Splits &splits) {
+  std::vector<bool> splitting(mesh.sizes.size(), false);
+  for (const std::vector<uint32_t> &axes : splits)
+    for (uint32_t a : axes)
+      splitting[a] = true;
+  for (size_t a = 0; a < coords.size(); ++a)
+    if (!splitting[a] && coords[a] != 0)
+      return false;
+  return true;
+}
+
 /// Tensors to write and the bytes behind them (kept alive until written).
 class TensorSet {
 public:
-  /// Reads `buffer` from the arena as tensor `name` of `shape`.
-  Status addBuffer(Interpreter &interpreter, const std::string &name,
-                   uint32_t buffer, const std::vector<int64_t> &shape) {
+  /// Gathers `buffer`, laid out as `param` is, into tensor `name` (the
+  /// param's Hugging Face shape) on rank 0. Collective.
+  Status addGathered(Interpreter &interpreter, const std::string &name,
+                     const ParamRef &param, uint32_t buffer) {
     const TensorRef &t = interpreter.program().buffers[buffer];
-    std::vector<uint8_t> &bytes = storage_.emplace_back(t.bytes);
-    if (Status s = interpreter.readBuffer(buffer, bytes.data(), bytes.size());
-        !s)
+    std::vector<uint8_t> whole;
+    if (Status s = gatherParamBuffer(interpreter, param, buffer, whole); !s)
       return s.withContext("tensor '" + name + "'");
-    tensors_[name] = {floatDTypeOf(t.dtype), shape, bytes.data(), bytes.size()};
+    if (interpreter.rank() != 0)
+      return Status::ok();
+    std::vector<uint8_t> &bytes = storage_.emplace_back(std::move(whole));
+    tensors_[name] = {floatDTypeOf(t.dtype), param.hfShape, bytes.data(),
+                      bytes.size()};
     return Status::ok();
   }
 
@@ -42,8 +88,11 @@ public:
     tensors_[name] = {dtype, {}, bytes.data(), bytes.size()};
   }
 
-  Status write(const std::string &path,
+  /// Rank 0 writes; the others have nothing to.
+  Status write(const Interpreter &interpreter, const std::string &path,
                const std::map<std::string, std::string> &metadata) const {
+    if (interpreter.rank() != 0)
+      return Status::ok();
     return writeSafetensors(path, tensors_, metadata);
   }
 
@@ -77,19 +126,70 @@ Status readCounter(const SafetensorsFile &file, const std::string &name,
 
 } // namespace
 
+Status tpcrt::gatherParamBuffer(Interpreter &interpreter, const ParamRef &param,
+                                uint32_t buffer, std::vector<uint8_t> &whole) {
+  const Program &program = interpreter.program();
+  const TensorRef &t = program.buffers[buffer];
+  uint64_t elementBytes = executableDTypeSize(t.dtype);
+  whole.clear();
+  TensorPlacement own;
+  if (Status s = paramPlacement(interpreter, param, own); !s)
+    return s;
+  if (own.blockElements() != t.elements)
+    return Status::error("buffer " + std::to_string(buffer) + " " +
+                         formatShape(t.shape) + " is not the block " +
+                         formatShape(own.block.shape) + " of param '" +
+                         param.hfName + "'");
+  std::vector<uint8_t> local(t.bytes);
+  if (Status s = interpreter.readBuffer(buffer, local.data(), local.size()); !s)
+    return s;
+  const Mesh &mesh = program.mesh;
+  int64_t self = interpreter.rank();
+  Communicator *world = interpreter.world();
+  bool split = false;
+  for (const std::vector<uint32_t> &axes : param.splits)
+    split |= !axes.empty();
+  // Ranks other than 0 send their block if rank 0 sees it nowhere else.
+  if (self != 0) {
+    if (!split || !holdsFirstCopy(mesh, program.coordinates, param.splits))
+      return Status::ok();
+    return sendAll(*world, local, 0);
+  }
+  int64_t elements = 1;
+  for (int64_t d : param.viewShape)
+    elements *= d;
+  whole.assign(static_cast<size_t>(elements) * elementBytes, 0);
+  int64_t ranks = split ? mesh.worldSize() : 1;
+  for (int64_t r = 0; r < ranks; ++r) {
+    std::vector<int64_t> coords = mesh.coordinates(r);
+    if (!holdsFirstCopy(mesh, coords, param.splits))
+      continue;
+    TensorPlacement placement;
+    if (Status s = TensorPlacement::create(mesh, coords, param.viewShape,
+                                           param.paddedShape, param.splits,
+                                           placement);
+        !s)
+      return s;
+    if (r != 0)
+      if (Status s = recvAll(*world, local, static_cast<int>(r)); !s)
+        return s.withContext("gathering from rank " + std::to_string(r));
+    insertPlaced(placement, local.data(), whole.data(), elementBytes);
+  }
+  return Status::ok();
+}
+
 Status tpcrt::saveCheckpoint(const std::string &path, Interpreter &interpreter,
                              const RunCounters &counters) {
   const Program &program = interpreter.program();
   TensorSet set;
   for (const ParamRef &param : program.params)
-    if (Status s = set.addBuffer(interpreter, param.hfName, param.buffer,
-                                 param.hfShape);
+    if (Status s =
+            set.addGathered(interpreter, param.hfName, param, param.buffer);
         !s)
       return s;
   for (const StateRef &state : program.state)
-    if (Status s =
-            set.addBuffer(interpreter, stateName(program, state), state.buffer,
-                          program.params[state.param].hfShape);
+    if (Status s = set.addGathered(interpreter, stateName(program, state),
+                                   program.params[state.param], state.buffer);
         !s)
       return s;
   set.addScalar("step", DType::I64, interpreter.step());
@@ -97,7 +197,8 @@ Status tpcrt::saveCheckpoint(const std::string &path, Interpreter &interpreter,
   set.addScalar("data.seed", DType::U64, counters.dataSeed);
   set.addScalar("data.position", DType::I64, counters.dataPosition);
   set.addScalar("eval.position", DType::I64, counters.evalPosition);
-  return set.write(path, {{"format", "tpc-checkpoint"}, {"version", "1"}});
+  return set.write(interpreter, path,
+                   {{"format", "tpc-checkpoint"}, {"version", "1"}});
 }
 
 Status tpcrt::loadCheckpoint(const std::string &path, Interpreter &interpreter,
@@ -121,9 +222,12 @@ Status tpcrt::loadCheckpoint(const std::string &path, Interpreter &interpreter,
       return Status::error(
           path + ": tensor '" + name + "' is " + dtypeName(view.dtype) + " " +
           formatShape(view.shape) + ", expected F32 " + formatShape(shape));
-    if (Status s =
-            interpreter.writeBuffer(state.buffer, view.data, view.numBytes);
-        !s)
+    TensorPlacement placement;
+    Status s = paramPlacement(interpreter, program.params[state.param],
+                              placement);
+    if (s)
+      s = scatterTensor(interpreter, placement, view, state.buffer);
+    if (!s)
       return s.withContext(path + ": tensor '" + name + "'");
   }
   uint64_t step, seed;
@@ -164,9 +268,9 @@ Status tpcrt::writeGrads(const std::string &path, Interpreter &interpreter) {
     params[param.hfName] = &param;
   TensorSet set;
   for (const BindingRef &grad : program.grads)
-    if (Status s = set.addBuffer(interpreter, grad.name, grad.buffer,
-                                 params.at(grad.name)->hfShape);
+    if (Status s = set.addGathered(interpreter, grad.name,
+                                   *params.at(grad.name), grad.buffer);
         !s)
       return s;
-  return set.write(path, {{"format", "tpc-gradients"}});
+  return set.write(interpreter, path, {{"format", "tpc-gradients"}});
 }

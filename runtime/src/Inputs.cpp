@@ -45,23 +45,21 @@ Status unsupported(const BindingRef &input, const TensorRef &buffer) {
                        " buffer; only i64 inputs are supported");
 }
 
-HostInputs::Entry entryOf(const BindingRef &input,
-                          const std::vector<int64_t> &values) {
-  HostInputs::Entry entry;
-  entry.buffer = input.buffer;
-  entry.bytes.resize(values.size() * sizeof(int64_t));
-  if (!values.empty())
-    std::memcpy(entry.bytes.data(), values.data(), entry.bytes.size());
-  return entry;
+int64_t elementsOf(const std::vector<int64_t> &shape) {
+  int64_t elements = 1;
+  for (int64_t d : shape)
+    elements *= d;
+  return elements;
 }
 
 int64_t tokensOf(const Program &program) {
   const BindingRef *ids = program.findInput("input_ids");
-  return ids ? program.buffers[ids->buffer].elements : 0;
+  return ids ? elementsOf(program.globalShapeOf(*ids)) : 0;
 }
 
-/// The i64 inputs the host supplies, each filled by `fill(input, buffer,
-/// values)`; `out` is set only when every one succeeds.
+/// The i64 inputs the host supplies, each filled globally by `fill(input,
+/// globalShape, values)` and cut to the rank's block; `out` is set only when
+/// every one succeeds.
 template <typename FillFn>
 Status gatherInputs(const Program &program, HostInputs &out, FillFn fill) {
   HostInputs result;
@@ -72,9 +70,15 @@ Status gatherInputs(const Program &program, HostInputs &out, FillFn fill) {
     const TensorRef &buffer = program.buffers[input.buffer];
     if (buffer.dtype != fb::DType::I64)
       return unsupported(input, buffer);
-    if (Status s = fill(input, buffer, values); !s)
+    std::vector<int64_t> shape = program.globalShapeOf(input);
+    if (Status s = fill(input, shape, values); !s)
       return s;
-    result.entries.push_back(entryOf(input, values));
+    HostInputs::Entry entry;
+    if (Status s = HostInputs::Entry::create(program, input, entry); !s)
+      return s;
+    extractBlock(values.data(), shape, entry.block, entry.bytes.data(),
+                 sizeof(int64_t));
+    result.entries.push_back(std::move(entry));
   }
   result.tokens = tokensOf(program);
   out = std::move(result);
@@ -82,6 +86,20 @@ Status gatherInputs(const Program &program, HostInputs &out, FillFn fill) {
 }
 
 } // namespace
+
+Status HostInputs::Entry::create(const Program &program,
+                                 const BindingRef &input, Entry &out) {
+  Entry entry;
+  entry.buffer = input.buffer;
+  if (Status s = blockOf(program.mesh, program.coordinates,
+                         program.globalShapeOf(input), input.splits,
+                         entry.block);
+      !s)
+    return s.withContext("input '" + input.name + "'");
+  entry.bytes.resize(program.buffers[input.buffer].bytes);
+  out = std::move(entry);
+  return Status::ok();
+}
 
 Status HostInputs::copyTo(Interpreter &interpreter) const {
   for (const Entry &entry : entries)
@@ -100,7 +118,7 @@ Status tpcrt::readInputs(const std::string &path, const Program &program,
     return s;
   return gatherInputs(
       program, out,
-      [&](const BindingRef &input, const TensorRef &buffer,
+      [&](const BindingRef &input, const std::vector<int64_t> &shape,
           std::vector<int64_t> &values) -> Status {
         const TensorView *tensor = file.find(input.name);
         if (!tensor)
@@ -109,13 +127,13 @@ Status tpcrt::readInputs(const std::string &path, const Program &program,
         if (tensor->dtype != DType::I64 && tensor->dtype != DType::I32)
           return Status::error(what + " is " + dtypeName(tensor->dtype) +
                                ", expected I64 or I32");
-        if (tensor->shape != buffer.shape)
+        if (tensor->shape != shape)
           return Status::error(what + " has shape " +
                                formatShape(tensor->shape) + ", expected " +
-                               formatShape(buffer.shape));
+                               formatShape(shape));
         if (Status s = toInt64(*tensor, values); !s)
           return s.withContext(path);
-        if (Status s = checkValues(input, values, buffer.shape); !s)
+        if (Status s = checkValues(input, values, shape); !s)
           return s.withContext(path);
         return Status::ok();
       });
@@ -126,14 +144,14 @@ Status tpcrt::syntheticInputs(uint64_t seed, const Program &program,
   out = HostInputs();
   return gatherInputs(
       program, out,
-      [&](const BindingRef &input, const TensorRef &buffer,
+      [&](const BindingRef &input, const std::vector<int64_t> &shape,
           std::vector<int64_t> &values) -> Status {
         if (input.valueBound <= 0)
           return Status::error("input '" + input.name +
                                "' has no value_bound to draw synthetic values "
                                "below");
         uint64_t key = namedStreamKey(seed, input.name);
-        values.resize(static_cast<size_t>(buffer.elements));
+        values.resize(static_cast<size_t>(elementsOf(shape)));
         for (size_t i = 0; i < values.size(); ++i)
           values[i] =
               uniformBelow(key, i, static_cast<uint64_t>(input.valueBound));

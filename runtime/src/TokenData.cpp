@@ -124,14 +124,15 @@ Status TokenSampler::create(const TokenFile &file, uint64_t seed,
                            "input '" +
                            input.name + "'");
   // The loader checked both are i64 [batch, seq]; they must agree.
-  const TensorRef &idsBuffer = program.buffers[ids->buffer];
-  if (program.buffers[labels->buffer].shape != idsBuffer.shape)
+  std::vector<int64_t> shape = program.globalShapeOf(*ids);
+  if (program.globalShapeOf(*labels) != shape)
     return Status::error("input_ids and labels have different shapes");
   TokenSampler sampler;
   sampler.file_ = &file;
   sampler.key_ = namedStreamKey(seed, name);
-  sampler.batch_ = idsBuffer.shape[0];
-  sampler.seq_ = idsBuffer.shape[1];
+  sampler.shape_ = shape;
+  sampler.batch_ = shape[0];
+  sampler.seq_ = shape[1];
   sampler.bound_ = ids->valueBound;
   if (file.size() < static_cast<uint64_t>(sampler.seq_) + 1)
     return Status::error(file.path() + ": " + std::to_string(file.size()) +
@@ -141,18 +142,20 @@ Status TokenSampler::create(const TokenFile &file, uint64_t seed,
                          " and its last target need");
   for (const BindingRef *binding : {ids, labels}) {
     HostInputs::Entry entry;
-    entry.buffer = binding->buffer;
-    entry.bytes.resize(program.buffers[binding->buffer].bytes);
+    if (Status s = HostInputs::Entry::create(program, *binding, entry); !s)
+      return s;
     sampler.inputs_.entries.push_back(std::move(entry));
   }
-  sampler.inputs_.tokens = idsBuffer.elements;
+  sampler.ids_.resize(static_cast<size_t>(sampler.batch_ * sampler.seq_));
+  sampler.labels_.resize(sampler.ids_.size());
+  sampler.inputs_.tokens = sampler.batch_ * sampler.seq_;
   out = std::move(sampler);
   return Status::ok();
 }
 
 Status TokenSampler::sample(uint64_t draw) {
-  auto *ids = reinterpret_cast<int64_t *>(inputs_.entries[0].bytes.data());
-  auto *labels = reinterpret_cast<int64_t *>(inputs_.entries[1].bytes.data());
+  int64_t *ids = ids_.data();
+  int64_t *labels = labels_.data();
   uint64_t starts = file_->size() - static_cast<uint64_t>(seq_);
   for (int64_t r = 0; r < batch_; ++r) {
     auto begin = static_cast<uint64_t>(uniformBelow(
@@ -174,5 +177,9 @@ Status TokenSampler::sample(uint64_t draw) {
         labels[r * seq_ + j - 1] = token;
     }
   }
+  const int64_t *global[] = {ids, labels};
+  for (size_t i = 0; i < 2; ++i)
+    extractBlock(global[i], shape_, inputs_.entries[i].block,
+                 inputs_.entries[i].bytes.data(), sizeof(int64_t));
   return Status::ok();
 }

@@ -1,7 +1,8 @@
 //===- Weights.cpp - filling an executable's params -----------------------===//
 //
 // Tensors are converted and copied into the arena in chunks, so loading a
-// multi-gigabyte checkpoint needs no full-size host copy of any tensor.
+// multi-gigabyte checkpoint needs no full-size host copy of any tensor. On a
+// mesh a rank converts only the elements of its block.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +13,7 @@
 #include "tpcrt/Safetensors.h"
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 using namespace tpcrt;
@@ -27,30 +29,77 @@ cpu::FloatType floatTypeOf(fb::DType dtype) {
                                    : cpu::FloatType::F32;
 }
 
-/// Writes `count` fp32 values as elements [first, first + count) of a param
-/// buffer, converted to its dtype.
-class BufferWriter {
+/// Writes a buffer's elements in order, in its dtype, through a staging
+/// chunk: appended elements are copied to the arena a chunk at a time.
+class BlockWriter {
 public:
-  BufferWriter(Interpreter &interpreter, const TensorRef &buffer)
+  BlockWriter(Interpreter &interpreter, const TensorRef &buffer)
       : interpreter(interpreter), buffer(buffer),
-        elementSize(executableDTypeSize(buffer.dtype)) {}
+        elementSize(executableDTypeSize(buffer.dtype)) {
+    staged.reserve(kChunkElements * elementSize);
+  }
 
-  Status write(int64_t first, const float *values, int64_t count) {
-    bytes.resize(static_cast<size_t>(count) * elementSize);
-    if (Status s = cpu::cast(values, cpu::FloatType::F32, count,
-                             floatTypeOf(buffer.dtype), bytes.data());
-        !s)
-      return s;
-    return interpreter.device().copyToArena(
-        buffer.offset + static_cast<uint64_t>(first) * elementSize,
-        bytes.data(), bytes.size());
+  /// Appends `count` elements already in the buffer's dtype.
+  Status appendRaw(const void *data, int64_t count) {
+    const auto *bytes = static_cast<const uint8_t *>(data);
+    return appendWith(count, [&](int64_t done, int64_t n, uint8_t *out) {
+      std::memcpy(out, bytes + done * elementSize, n * elementSize);
+      return Status::ok();
+    });
+  }
+
+  /// Appends `count` fp32 values, converted to the buffer's dtype.
+  Status appendFloats(const float *values, int64_t count) {
+    return appendWith(count, [&](int64_t done, int64_t n, uint8_t *out) {
+      return cpu::cast(values + done, cpu::FloatType::F32, n,
+                       floatTypeOf(buffer.dtype), out);
+    });
+  }
+
+  /// Appends `count` zeros (all-zero bits are 0.0 in every float dtype).
+  Status appendZeros(int64_t count) {
+    return appendWith(count, [&](int64_t, int64_t n, uint8_t *out) {
+      std::memset(out, 0, n * elementSize);
+      return Status::ok();
+    });
+  }
+
+  /// Copies what is staged to the arena.
+  Status flush() {
+    if (staged.empty())
+      return Status::ok();
+    Status s = interpreter.device().copyToArena(buffer.offset + written,
+                                                staged.data(), staged.size());
+    written += staged.size();
+    staged.clear();
+    return s;
   }
 
 private:
+  /// fill(done, n, out) writes elements [done, done + n) of the `count`
+  /// appended to `out`, at most a chunk at a time.
+  template <typename FillFn> Status appendWith(int64_t count, FillFn fill) {
+    for (int64_t done = 0; done < count;) {
+      int64_t room = kChunkElements -
+                     static_cast<int64_t>(staged.size() / elementSize);
+      int64_t n = std::min(room, count - done);
+      size_t at = staged.size();
+      staged.resize(at + n * elementSize);
+      if (Status s = fill(done, n, staged.data() + at); !s)
+        return s;
+      done += n;
+      if (staged.size() == kChunkElements * elementSize)
+        if (Status s = flush(); !s)
+          return s;
+    }
+    return Status::ok();
+  }
+
   Interpreter &interpreter;
   const TensorRef &buffer;
   uint64_t elementSize;
-  std::vector<uint8_t> bytes;
+  uint64_t written = 0;
+  std::vector<uint8_t> staged;
 };
 
 /// The checkpoint's tensor for a param name, trying the name as is, then
@@ -85,28 +134,117 @@ Status loadParam(const std::string &path, const ShardedSafetensors &weights,
       tensor->dtype != DType::F16 && tensor->dtype != DType::F64)
     return Status::error(what + " is " + dtypeName(tensor->dtype) +
                          ", expected F32, BF16, F16 or F64");
-  const TensorRef &buffer = interpreter.program().buffers[param.buffer];
-  if (sameStorage(tensor->dtype, buffer.dtype))
-    return interpreter.device().copyToArena(buffer.offset, tensor->data,
-                                            tensor->numBytes);
-  BufferWriter writer(interpreter, buffer);
-  std::vector<float> chunk;
-  uint64_t sourceSize = dtypeSize(tensor->dtype);
-  for (int64_t first = 0; first < tensor->numElements;
-       first += kChunkElements) {
-    TensorView piece = *tensor;
-    piece.numElements = std::min(kChunkElements, tensor->numElements - first);
-    piece.data = tensor->data + static_cast<uint64_t>(first) * sourceSize;
-    piece.numBytes = static_cast<uint64_t>(piece.numElements) * sourceSize;
-    if (Status s = toFloat32(piece, chunk); !s)
-      return s.withContext(path);
-    if (Status s = writer.write(first, chunk.data(), piece.numElements); !s)
-      return s.withContext(what);
-  }
+  TensorPlacement placement;
+  if (Status s = paramPlacement(interpreter, param, placement); !s)
+    return s.withContext(what);
+  if (Status s = scatterTensor(interpreter, placement, *tensor, param.buffer);
+      !s)
+    return s.withContext(what);
   return Status::ok();
 }
 
 } // namespace
+
+Status TensorPlacement::create(const Mesh &mesh,
+                               const std::vector<int64_t> &coords,
+                               const std::vector<int64_t> &viewShape,
+                               const std::vector<int64_t> &paddedShape,
+                               const Splits &splits, TensorPlacement &out) {
+  TensorPlacement placement;
+  placement.viewShape = viewShape;
+  placement.paddedShape = paddedShape.empty() ? viewShape : paddedShape;
+  if (placement.paddedShape.size() != viewShape.size())
+    return Status::error("padded shape " + formatShape(paddedShape) +
+                         " and view shape " + formatShape(viewShape) +
+                         " differ in rank");
+  for (size_t d = 0; d < viewShape.size(); ++d)
+    if (placement.paddedShape[d] < viewShape[d])
+      return Status::error("padded shape " + formatShape(paddedShape) +
+                           " is smaller than the view shape " +
+                           formatShape(viewShape));
+  if (Status s = blockOf(mesh, coords, placement.paddedShape, splits,
+                         placement.block);
+      !s)
+    return s;
+  out = std::move(placement);
+  return Status::ok();
+}
+
+int64_t TensorPlacement::blockElements() const {
+  int64_t elements = 1;
+  for (int64_t extent : block.shape)
+    elements *= extent;
+  return elements;
+}
+
+void tpcrt::extractPlaced(const TensorPlacement &placement, const void *whole,
+                          void *local, std::size_t elementBytes) {
+  placement.forEachRun([&](int64_t at, int64_t source, int64_t count) {
+    char *out = static_cast<char *>(local) + at * elementBytes;
+    if (source < 0)
+      std::memset(out, 0, count * elementBytes);
+    else
+      std::memcpy(out,
+                  static_cast<const char *>(whole) + source * elementBytes,
+                  count * elementBytes);
+  });
+}
+
+void tpcrt::insertPlaced(const TensorPlacement &placement, const void *local,
+                         void *whole, std::size_t elementBytes) {
+  placement.forEachRun([&](int64_t at, int64_t source, int64_t count) {
+    if (source >= 0)
+      std::memcpy(static_cast<char *>(whole) + source * elementBytes,
+                  static_cast<const char *>(local) + at * elementBytes,
+                  count * elementBytes);
+  });
+}
+
+Status tpcrt::paramPlacement(const Interpreter &interpreter,
+                             const ParamRef &param, TensorPlacement &out) {
+  return TensorPlacement::create(interpreter.mesh(), interpreter.coordinates(),
+                                 param.viewShape, param.paddedShape,
+                                 param.splits, out);
+}
+
+Status tpcrt::scatterTensor(Interpreter &interpreter,
+                            const TensorPlacement &placement,
+                            const TensorView &tensor, uint32_t buffer) {
+  const TensorRef &ref = interpreter.program().buffers[buffer];
+  if (placement.blockElements() != ref.elements)
+    return Status::error("the block " + formatShape(placement.block.shape) +
+                         " does not fill the buffer " + formatShape(ref.shape));
+  BlockWriter writer(interpreter, ref);
+  bool raw = sameStorage(tensor.dtype, ref.dtype);
+  uint64_t sourceSize = dtypeSize(tensor.dtype);
+  std::vector<float> chunk;
+  Status status = Status::ok();
+  placement.forEachRun([&](int64_t, int64_t source, int64_t count) {
+    if (!status)
+      return;
+    if (source < 0) {
+      status = writer.appendZeros(count);
+      return;
+    }
+    const uint8_t *data = tensor.data + static_cast<uint64_t>(source) * sourceSize;
+    if (raw) {
+      status = writer.appendRaw(data, count);
+      return;
+    }
+    for (int64_t first = 0; first < count && status; first += kChunkElements) {
+      TensorView piece = tensor;
+      piece.numElements = std::min(kChunkElements, count - first);
+      piece.data = data + static_cast<uint64_t>(first) * sourceSize;
+      piece.numBytes = static_cast<uint64_t>(piece.numElements) * sourceSize;
+      status = toFloat32(piece, chunk);
+      if (status)
+        status = writer.appendFloats(chunk.data(), piece.numElements);
+    }
+  });
+  if (!status)
+    return status;
+  return writer.flush();
+}
 
 Status tpcrt::loadWeights(const std::string &path, Interpreter &interpreter) {
   ShardedSafetensors weights;
@@ -121,30 +259,48 @@ Status tpcrt::loadWeights(const std::string &path, Interpreter &interpreter) {
 Status tpcrt::initWeights(uint64_t seed, Interpreter &interpreter) {
   std::vector<float> chunk;
   for (const ParamRef &param : interpreter.program().params) {
-    const TensorRef &buffer = interpreter.program().buffers[param.buffer];
-    BufferWriter writer(interpreter, buffer);
+    std::string what = "param '" + param.hfName + "'";
+    TensorPlacement placement;
+    if (Status s = paramPlacement(interpreter, param, placement); !s)
+      return s.withContext(what);
+    BlockWriter writer(interpreter,
+                       interpreter.program().buffers[param.buffer]);
     uint64_t key = namedStreamKey(seed, param.hfName);
-    for (int64_t first = 0; first < buffer.elements; first += kChunkElements) {
-      int64_t count = std::min(kChunkElements, buffer.elements - first);
-      chunk.resize(static_cast<size_t>(count));
-      for (int64_t i = 0; i < count; ++i) {
-        switch (param.init) {
-        case fb::ParamInit::Normal:
-          chunk[i] = static_cast<float>(
-              param.initStd *
-              standardNormal(key, static_cast<uint64_t>(first + i)));
-          break;
-        case fb::ParamInit::Zeros:
-          chunk[i] = 0.0f;
-          break;
-        case fb::ParamInit::Ones:
-          chunk[i] = 1.0f;
-          break;
-        }
+    Status status = Status::ok();
+    // Element i of the whole tensor is the same on every rank and layout.
+    placement.forEachRun([&](int64_t, int64_t source, int64_t count) {
+      if (!status)
+        return;
+      if (source < 0) {
+        status = writer.appendZeros(count);
+        return;
       }
-      if (Status s = writer.write(first, chunk.data(), count); !s)
-        return s.withContext("param '" + param.hfName + "'");
-    }
+      for (int64_t first = 0; first < count && status;
+           first += kChunkElements) {
+        int64_t n = std::min(kChunkElements, count - first);
+        chunk.resize(static_cast<size_t>(n));
+        for (int64_t i = 0; i < n; ++i) {
+          auto index = static_cast<uint64_t>(source + first + i);
+          switch (param.init) {
+          case fb::ParamInit::Normal:
+            chunk[i] = static_cast<float>(param.initStd *
+                                          standardNormal(key, index));
+            break;
+          case fb::ParamInit::Zeros:
+            chunk[i] = 0.0f;
+            break;
+          case fb::ParamInit::Ones:
+            chunk[i] = 1.0f;
+            break;
+          }
+        }
+        status = writer.appendFloats(chunk.data(), n);
+      }
+    });
+    if (status)
+      status = writer.flush();
+    if (!status)
+      return status.withContext(what);
   }
   return Status::ok();
 }

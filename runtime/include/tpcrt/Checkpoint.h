@@ -10,6 +10,12 @@
 // --data and --eval-data). Dropout masks and data batches are pure functions
 // of these counters, so nothing else is saved. Written atomically.
 //
+// On a mesh the files are the same as a one-rank run's: loading scatters
+// each whole tensor to the ranks' blocks (Weights.h), saving gathers the
+// blocks (point-to-point to rank 0, one copy of each distinct block), drops
+// the padding, and rank 0 alone writes. Saving and dumping are collective:
+// every rank of the world must call them.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef TPCRT_CHECKPOINT_H
@@ -20,6 +26,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace tpcrt {
 
@@ -33,7 +40,7 @@ struct RunCounters {
 };
 
 /// Writes the interpreter's params, state and step and `counters` to `path`
-/// (atomically).
+/// (atomically; rank 0 writes).
 Status saveCheckpoint(const std::string &path, Interpreter &interpreter,
                       const RunCounters &counters);
 
@@ -45,9 +52,16 @@ Status loadCheckpoint(const std::string &path, Interpreter &interpreter,
                       RunCounters &counters);
 
 /// Writes the executable's grads (after the last step) under their params'
-/// Hugging Face names and shapes, f32 (atomically). An executable without
-/// grads is an error.
+/// Hugging Face names and shapes, f32 (atomically; rank 0 writes). An
+/// executable without grads is an error.
 Status writeGrads(const std::string &path, Interpreter &interpreter);
+
+/// Gathers `buffer`, laid out as `param`'s buffer is (the param itself, its
+/// optimizer state or its gradient), into the whole tensor of the param's
+/// view shape without padding, in the buffer's dtype: `whole` on rank 0,
+/// empty on the other ranks. Collective over the interpreter's world.
+Status gatherParamBuffer(Interpreter &interpreter, const ParamRef &param,
+                         uint32_t buffer, std::vector<uint8_t> &whole);
 
 } // namespace tpcrt
 

@@ -5,12 +5,17 @@
 // the host: they are copied into the arena before every step, since the plan
 // may reuse an input's bytes after its last read.
 //
+// On a mesh every rank produces the global batch (the buffer shape times the
+// sizes of the axes splitting each dimension: Program::globalShapeOf) exactly
+// as a one-rank run does, checks it whole, and keeps its block.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef TPCRT_INPUTS_H
 #define TPCRT_INPUTS_H
 
 #include "tpcrt/Interpreter.h"
+#include "tpcrt/Layout.h"
 #include "tpcrt/Program.h"
 #include "tpcrt/Status.h"
 
@@ -27,11 +32,18 @@ constexpr int64_t kIgnoreLabel = -100;
 struct HostInputs {
   struct Entry {
     uint32_t buffer = 0;
+    /// The rank's block of the global tensor (all of it off a mesh).
+    Block block;
+    /// The block, as the buffer holds it.
     std::vector<uint8_t> bytes;
+
+    /// An entry for `input` on the program's rank, bytes sized.
+    static Status create(const Program &program, const BindingRef &input,
+                         Entry &out);
   };
   std::vector<Entry> entries;
-  /// Elements of `input_ids` (batch x seq), for tokens per second; 0 without
-  /// it.
+  /// Elements of the global `input_ids` (batch x seq), for tokens per
+  /// second; 0 without it.
   int64_t tokens = 0;
 
   /// Copies every input into the interpreter's arena.
@@ -41,7 +53,7 @@ struct HostInputs {
 /// Reads every input of `program` but the runtime's own (isRuntimeInput:
 /// `step`) from the safetensors file `path`, by name;
 /// other tensors are ignored. Integer inputs are i64 buffers and accept I64
-/// or I32 tensors of exactly the buffer's shape; with a value_bound, every
+/// or I32 tensors of exactly the global shape; with a value_bound, every
 /// value must lie in [0, value_bound), or be -100 for `labels`. Errors name
 /// the file, the tensor and, for a value, its position:
 /// "B.safetensors: input_ids[1, 7] is 50257, outside [0, 50257)".
@@ -50,8 +62,9 @@ Status readInputs(const std::string &path, const Program &program,
 
 /// Draws every input of `program` but the runtime's own uniformly in
 /// [0, value_bound) from the
-/// stream namedStreamKey(seed, name) (tpcrt/Random.h): value i is
-/// uniformBelow(key, i, value_bound). An input without a bound is an error.
+/// stream namedStreamKey(seed, name) (tpcrt/Random.h): value i of the global
+/// tensor is uniformBelow(key, i, value_bound). An input without a bound is
+/// an error.
 Status syntheticInputs(uint64_t seed, const Program &program, HostInputs &out);
 
 } // namespace tpcrt

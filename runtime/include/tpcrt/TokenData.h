@@ -9,7 +9,9 @@
 // input_ids = tokens[i, i + seq), labels = tokens[i + 1, i + seq + 1) (the
 // targets already shifted, as the executable expects). A batch is a pure
 // function of (seed, stream, draw), so a run resumed at draw d continues
-// exactly as an uninterrupted one.
+// exactly as an uninterrupted one. On a mesh `batch` and `seq` are the
+// global batch's: every rank draws the same global batch and keeps its
+// block, so the draws do not depend on the layout.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +24,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace tpcrt {
 
@@ -71,15 +74,16 @@ private:
 /// name "data" for training and "eval" for evaluation.
 class TokenSampler {
 public:
-  /// Checks that the program has i64 [batch, seq] input_ids and labels and
-  /// that the file holds at least seq + 1 tokens; sizes `inputs` once.
+  /// Checks that the program has i64 [batch, seq] input_ids and labels
+  /// (global shapes) and that the file holds at least seq + 1 tokens; sizes
+  /// `inputs` and the global batch once.
   static Status create(const TokenFile &file, uint64_t seed,
                        const std::string &name, const Program &program,
                        TokenSampler &out);
 
-  /// Fills the batch of draw `draw` into inputs() (no allocation). A token
-  /// outside [0, value_bound) of input_ids is an error naming the file and
-  /// its position.
+  /// Fills the rank's block of the global batch of draw `draw` into
+  /// inputs() (no allocation). A token outside [0, value_bound) of
+  /// input_ids is an error naming the file and its position.
   Status sample(uint64_t draw);
 
   const HostInputs &inputs() const { return inputs_; }
@@ -88,6 +92,9 @@ private:
   const TokenFile *file_ = nullptr;
   uint64_t key_ = 0;
   int64_t batch_ = 0, seq_ = 0, bound_ = 0;
+  std::vector<int64_t> shape_;
+  /// The global batch.
+  std::vector<int64_t> ids_, labels_;
   HostInputs inputs_;
 };
 
