@@ -12,7 +12,7 @@ rt.program @p {
 
 rt.program @p {
   %w = rt.param "w" hf_shape [8] init normal : memref<8xbf16>
-  // expected-error @+1 {{state 'exp_avg' of 'w' is 'memref<8xbf16>' but must be f32 of the parameter's view shape [8]}}
+  // expected-error @+1 {{state 'exp_avg' of 'w' is 'memref<8xbf16>' but must be f32 of the parameter's buffer shape [8]}}
   %m = rt.state "exp_avg" of "w" : memref<8xbf16>
 }
 
@@ -20,7 +20,7 @@ rt.program @p {
 
 rt.program @p {
   %w = rt.param "w" hf_shape [8] init normal : memref<2x4xf32>
-  // expected-error @+1 {{state 'momentum' of 'w' is 'memref<8xf32>' but must be f32 of the parameter's view shape [2, 4]}}
+  // expected-error @+1 {{state 'momentum' of 'w' is 'memref<8xf32>' but must be f32 of the parameter's buffer shape [2, 4]}}
   %m = rt.state "momentum" of "w" : memref<8xf32>
 }
 
@@ -76,7 +76,7 @@ rt.program @p {
   %x = rt.input "x" : memref<4xf32>
   %g = rt.alloc : memref<4xf32>
   rt.kernel silu(%x) -> (%g) : memref<4xf32> -> memref<4xf32>
-  // expected-error @+1 {{gradient of 'w' is 'memref<4xf32>' but must be f32 of the parameter's view shape [8]}}
+  // expected-error @+1 {{gradient of 'w' is 'memref<4xf32>' but must be f32 of the parameter's buffer shape [8]}}
   rt.grad "w" %g : memref<4xf32>
 }
 

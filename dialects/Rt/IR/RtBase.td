@@ -36,7 +36,13 @@ def Rt_Dialect : Dialect {
       (training).
 
     Everything lives in one `rt.program`, whose op order is the execution
-    order. The module carries the whole-program numbers as discardable
+    order. A distributed program (issue 5) names its device mesh
+    (`rt.program @forward mesh [dp = 2, tp = 2]`) and is what every rank
+    runs on its own blocks: params and inputs say how their global tensors
+    are split (`splits [[dp], []]`, mesh axes per dimension), the
+    collectives `all_reduce`, `all_gather`, `reduce_scatter`, `shard_slice`
+    and `all_to_all` are kernels over groups of ranks, and the dropout
+    kernels draw each element at its global index. The module carries the whole-program numbers as discardable
     attributes: `rt.arena_bytes` (the arena size per rank),
     `rt.planned_peak_bytes` (see `rt-plan-memory`) and `rt.seed` (the dropout
     seed).
@@ -159,5 +165,62 @@ def Rt_ParamInit : I32EnumAttr<"ParamInit",
   let genSpecializedAttr = 0;
 }
 def Rt_ParamInitAttr : EnumAttr<Rt_Dialect, Rt_ParamInit, "init">;
+
+//===----------------------------------------------------------------------===//
+// Attributes of distributed programs
+//===----------------------------------------------------------------------===//
+
+def Rt_MeshAttr : AttrDef<Rt_Dialect, "Mesh"> {
+  let mnemonic = "mesh";
+  let summary = "The device mesh of a distributed program (Executable.mesh)";
+  let description = [{
+    The named axes of the mesh and their sizes, in the executable's order:
+    a rank's coordinates are its rank written row-major over the axes (the
+    last axis varies fastest), and the world size is the product of the
+    sizes. At least one axis; names are unique identifiers, sizes positive.
+
+    ```mlir
+    rt.program @forward mesh [dp = 2, tp = 2] { ... }
+    ```
+  }];
+  let parameters = (ins "::mlir::ArrayAttr":$names,
+                        ArrayRefParameter<"int64_t">:$sizes);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    unsigned getNumAxes() const { return getSizes().size(); }
+    ::llvm::StringRef getAxisName(unsigned axis) const;
+    /// The index of axis `name`, or nullopt when the mesh has none.
+    std::optional<unsigned> getAxisIndex(::llvm::StringRef name) const;
+    /// The number of ranks (the product of the sizes).
+    int64_t getWorldSize() const;
+  }];
+}
+
+def Rt_SplitsAttr : AttrDef<Rt_Dialect, "Splits"> {
+  let mnemonic = "splits";
+  let summary = "How each dimension of a global tensor is split over the mesh";
+  let description = [{
+    One list of mesh axis names per dimension (the executable's `DimSplit`),
+    major first: the dimension is cut into as many blocks as the product of
+    the axes' sizes and a rank holds block `position`, the row-major
+    combination of its coordinates on those axes. An empty list keeps the
+    dimension whole. An axis splits at most one dimension, once. The buffer
+    that carries the splits is the rank's block: the global shape is the
+    buffer's shape times the split sizes.
+
+    ```mlir
+    %ids = rt.input "input_ids" splits [[dp], []] : memref<2x8xi64>
+    ```
+  }];
+  let parameters = (ins "::mlir::ArrayAttr":$dims);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    unsigned getRank() const { return getDims().size(); }
+    /// The names of the axes splitting dimension `dim`, major first.
+    ::llvm::SmallVector<::llvm::StringRef> getDimAxes(unsigned dim) const;
+  }];
+}
 
 #endif // DIALECTS_RT_IR_RTBASE_TD

@@ -14,6 +14,7 @@
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/MathExtras.h"
@@ -51,6 +52,16 @@ static void printOperandTypes(OpAsmPrinter &printer, Operation *,
 #define GET_OP_CLASSES
 #include "dialects/Rt/IR/RtOps.cpp.inc"
 
+/// Prints a shape as `4x32x64` (a scalar as `scalar`).
+static std::string shapeStr(ArrayRef<int64_t> shape) {
+  if (shape.empty())
+    return "scalar";
+  std::string str;
+  llvm::raw_string_ostream os(str);
+  llvm::interleave(shape, os, "x");
+  return str;
+}
+
 /// The element count of a static shape, or nullopt on overflow.
 static std::optional<int64_t> elementCount(ArrayRef<int64_t> shape) {
   int64_t count = 1;
@@ -87,6 +98,94 @@ static LogicalResult verifyOffset(Operation *op, IntegerAttr offset) {
 }
 
 //===----------------------------------------------------------------------===//
+// Meshes and splits
+//===----------------------------------------------------------------------===//
+
+MeshAttr mlir::rt::getProgramMesh(Operation *op) {
+  auto program = op->getParentOfType<ProgramOp>();
+  return program ? program.getMeshAttr() : MeshAttr();
+}
+
+SmallVector<SmallVector<unsigned>> mlir::rt::getSplitAxes(MeshAttr mesh,
+                                                          SplitsAttr splits) {
+  SmallVector<SmallVector<unsigned>> axes;
+  for (unsigned dim = 0, e = splits.getRank(); dim < e; ++dim)
+    axes.push_back(
+        llvm::map_to_vector(splits.getDimAxes(dim), [&](StringRef name) {
+          return *mesh.getAxisIndex(name);
+        }));
+  return axes;
+}
+
+std::optional<SmallVector<int64_t>>
+mlir::rt::getGlobalShape(MeshAttr mesh, SplitsAttr splits,
+                         ArrayRef<int64_t> local) {
+  SmallVector<int64_t> global(local);
+  if (!splits)
+    return global;
+  for (auto [dim, axes] : llvm::enumerate(getSplitAxes(mesh, splits)))
+    for (unsigned axis : axes)
+      if (llvm::MulOverflow(global[dim], mesh.getSizes()[axis], global[dim]))
+        return std::nullopt;
+  return global;
+}
+
+bool mlir::rt::drawsDropout(OpCode opcode) {
+  return opcode == OpCode::Dropout || opcode == OpCode::DropoutMask ||
+         opcode == OpCode::Attention || opcode == OpCode::AttentionGrad;
+}
+
+/// `[dp = 2, tp = 2]`, as the program prints it.
+static std::string meshStr(MeshAttr mesh) {
+  std::string str = "[";
+  for (unsigned axis = 0, e = mesh.getNumAxes(); axis < e; ++axis)
+    str += (axis ? ", " : "") + mesh.getAxisName(axis).str() + " = " +
+           std::to_string(mesh.getSizes()[axis]);
+  return str + "]";
+}
+
+/// `[[dp], [], [tp]]`, as the ops print it.
+static std::string splitsStr(SplitsAttr splits) {
+  std::string str = "[";
+  for (unsigned dim = 0, e = splits.getRank(); dim < e; ++dim)
+    str += (dim ? ", [" : "[") + llvm::join(splits.getDimAxes(dim), ", ") + "]";
+  return str + "]";
+}
+
+/// Checks the splits of `what` (a buffer or kernel result of shape `local`)
+/// against the mesh of the program holding `op`: there is a mesh, one axis
+/// list per dimension, every axis is the mesh's, and the global shape fits
+/// in int64. (The attribute itself checks that no axis repeats.) Returns the
+/// global shape.
+static FailureOr<SmallVector<int64_t>> verifySplits(Operation *op,
+                                                    const Twine &what,
+                                                    SplitsAttr splits,
+                                                    ArrayRef<int64_t> local) {
+  MeshAttr mesh = getProgramMesh(op);
+  if (!mesh)
+    return op->emitOpError()
+           << what << " has splits but its rt.program has no mesh";
+  if (splits.getRank() != local.size())
+    return op->emitOpError()
+           << what << ": splits " << splitsStr(splits) << " have "
+           << splits.getRank() << " dimensions but the shape "
+           << shapeStr(local) << " has " << local.size();
+  for (unsigned dim = 0, e = splits.getRank(); dim < e; ++dim)
+    for (StringRef name : splits.getDimAxes(dim))
+      if (!mesh.getAxisIndex(name))
+        return op->emitOpError()
+               << what << ": split axis '" << name << "' of dimension " << dim
+               << " is not an axis of the mesh " << meshStr(mesh);
+  std::optional<SmallVector<int64_t>> global =
+      getGlobalShape(mesh, splits, local);
+  if (!global)
+    return op->emitOpError()
+           << what << ": the global shape of " << shapeStr(local)
+           << " split by " << splitsStr(splits) << " does not fit in int64";
+  return *global;
+}
+
+//===----------------------------------------------------------------------===//
 // ProgramOp
 //===----------------------------------------------------------------------===//
 
@@ -108,7 +207,8 @@ std::optional<unsigned> mlir::rt::getInPlaceOperand(OpCode opcode,
   return std::nullopt;
 }
 
-/// A state or gradient of parameter `name` is f32 of the parameter's view.
+/// A state or gradient of parameter `name` is f32 of the parameter's buffer
+/// shape (its view, or this rank's block of it).
 static LogicalResult verifyParamShaped(Operation *op, StringRef what,
                                        StringRef name, MemRefType type,
                                        const llvm::StringMap<ParamOp> &params) {
@@ -116,11 +216,12 @@ static LogicalResult verifyParamShaped(Operation *op, StringRef what,
   if (!param)
     return op->emitOpError() << what << " of '" << name
                              << "', which is no parameter of the program";
-  ArrayRef<int64_t> view = param.getBuffer().getType().getShape();
-  if (!type.getElementType().isF32() || type.getShape() != view)
+  ArrayRef<int64_t> shape = param.getBuffer().getType().getShape();
+  if (!type.getElementType().isF32() || type.getShape() != shape)
     return op->emitOpError()
            << what << " of '" << name << "' is " << type
-           << " but must be f32 of the parameter's view shape [" << view << "]";
+           << " but must be f32 of the parameter's buffer shape [" << shape
+           << "]";
   return success();
 }
 
@@ -163,6 +264,13 @@ LogicalResult ProgramOp::verify() {
       if (isUnwrittenAlloc(output.getBuffer()))
         return output.emitOpError("binds output '")
                << output.getName() << "' to an rt.alloc no kernel writes";
+      Operation *def = output.getBuffer().getDefiningOp();
+      if ((isa_and_nonnull<ParamOp>(def) &&
+           cast<ParamOp>(def).getSplitsAttr()) ||
+          (isa_and_nonnull<InputOp>(def) && cast<InputOp>(def).getSplitsAttr()))
+        return output.emitOpError("binds output '")
+               << output.getName()
+               << "' to a split buffer; outputs are whole on every rank";
     } else if (auto grad = dyn_cast<GradOp>(op)) {
       if (!grads.insert(grad.getName()).second)
         return grad.emitOpError("duplicate gradient of '")
@@ -218,12 +326,53 @@ LogicalResult ParamOp::verify() {
   if (!hfElements)
     return emitOpError("hf_shape of '")
            << getHfName() << "' has a negative dimension or too many elements";
-  int64_t elements = getBuffer().getType().getNumElements();
-  if (*hfElements != elements)
-    return emitOpError("'")
-           << getHfName() << "': hf_shape [" << hfShape << "] has "
-           << *hfElements << " elements but the buffer "
-           << getBuffer().getType() << " has " << elements;
+  std::string what = ("'" + getHfName() + "'").str();
+  // The global (padded) view: the buffer is its block.
+  SmallVector<int64_t> global(getBuffer().getType().getShape());
+  if (SplitsAttr splits = getSplitsAttr()) {
+    FailureOr<SmallVector<int64_t>> verified =
+        verifySplits(*this, what, splits, global);
+    if (failed(verified))
+      return failure();
+    global = *verified;
+  }
+  ArrayRef<int64_t> view = global;
+  if (!getViewShapeAttr() != !getPaddedShapeAttr())
+    return emitOpError() << what
+                         << ": view (before padding) and padded (after) are "
+                            "given together or not at all";
+  if (std::optional<ArrayRef<int64_t>> padded = getPaddedShape()) {
+    if (*padded != ArrayRef<int64_t>(global))
+      return emitOpError() << what << ": padded shape [" << *padded
+                           << "] must be the buffer's shape times the split "
+                              "sizes, ["
+                           << global << "]";
+    view = *getViewShape();
+    bool fits = view.size() == global.size() && view != padded;
+    for (auto [v, p] : llvm::zip(view, *padded))
+      fits &= v >= 0 && v <= p;
+    if (!fits)
+      return emitOpError() << what << ": view [" << view
+                           << "] must have the padded shape's rank and be no "
+                              "larger in any dimension and smaller in one "
+                              "than ["
+                           << *padded << "]";
+  }
+  std::optional<int64_t> elements = elementCount(view);
+  if (!elements || *hfElements != *elements) {
+    InFlightDiagnostic diag = emitOpError()
+                              << what << ": hf_shape [" << hfShape << "] has "
+                              << *hfElements << " elements but ";
+    if (getViewShapeAttr() || getSplitsAttr())
+      diag << "the view [" << view << "] has ";
+    else
+      diag << "the buffer " << getBuffer().getType() << " has ";
+    if (elements)
+      diag << *elements;
+    else
+      diag << "more than 2^63";
+    return diag;
+  }
   double std = getInitStd().convertToDouble();
   if (!std::isfinite(std) || std < 0)
     return emitOpError("'") << getHfName()
@@ -244,6 +393,10 @@ LogicalResult InputOp::verify() {
     return emitOpError("input '")
            << getName() << "': a value bound needs an integer buffer, not "
            << getBuffer().getType();
+  if (SplitsAttr splits = getSplitsAttr())
+    if (failed(verifySplits(*this, "input '" + getName() + "'", splits,
+                            getBuffer().getType().getShape())))
+      return failure();
   return verifyOffset(*this, getOffsetAttr());
 }
 
@@ -351,16 +504,6 @@ constexpr bool kernelTableIsIndexedByOpcode() {
 }
 static_assert(kernelTableIsIndexedByOpcode(),
               "kKernels rows must be in opcode order");
-
-/// Prints a shape as `4x32x64` (a scalar as `scalar`).
-std::string shapeStr(ArrayRef<int64_t> shape) {
-  if (shape.empty())
-    return "scalar";
-  std::string str;
-  llvm::raw_string_ostream os(str);
-  llvm::interleave(shape, os, "x");
-  return str;
-}
 
 /// Shape and element checks of one kernel. Every message starts with the
 /// opcode's name.
@@ -492,6 +635,7 @@ private:
   LogicalResult checkSumSquares();
   LogicalResult checkClipCoefficient();
   LogicalResult checkLrSchedule();
+  LogicalResult checkCollective();
 
   /// Shapes shared by linear and its gradients: the result (or dY) shape
   /// for `input` ([..., in]) and `weight`, by the out_in flag.
@@ -1027,6 +1171,82 @@ LogicalResult KernelChecker::checkLrSchedule() {
   return success();
 }
 
+/// The int_attrs are [dims..., axes...]: all_reduce has no dim, all_to_all
+/// two (split, concat), the others one.
+LogicalResult KernelChecker::checkCollective() {
+  MeshAttr mesh = getProgramMesh(op);
+  if (!mesh)
+    return error() << "a collective needs the mesh of its rt.program";
+  OpCode opcode = op.getOpcode();
+  unsigned numDims = opcode == OpCode::AllReduce  ? 0
+                     : opcode == OpCode::AllToAll ? 2
+                                                  : 1;
+  ArrayRef<int64_t> ints = op.getInts();
+  int64_t group = 1;
+  SmallVector<bool> seen(mesh.getNumAxes(), false);
+  for (int64_t axis : ints.drop_front(numDims)) {
+    if (axis < 0 || axis >= mesh.getNumAxes())
+      return error() << "mesh axis " << axis << " is out of range for the mesh "
+                     << meshStr(mesh) << " (ints [" << ints << "])";
+    if (seen[axis])
+      return error() << "mesh axis " << axis << " ('" << mesh.getAxisName(axis)
+                     << "') is named twice (ints [" << ints << "])";
+    seen[axis] = true;
+    group *= mesh.getSizes()[axis];
+  }
+  MemRefType input = in(0), result = out(0);
+  if (failed(sameElement(input, "input", result, "result")))
+    return failure();
+  Type element = input.getElementType();
+  if (opcode == OpCode::AllReduce) {
+    bool max = op.getFlags() & 1;
+    if (!element.isF32() && !(element.isSignlessInteger(64) && !max))
+      return error() << "reduces f32 (sum or max) or i64 (sum), not "
+                     << (max ? "the max of " : "the sum of ") << input;
+    return sameType(input, "input", result, "result");
+  }
+  if (opcode == OpCode::ReduceScatter && failed(isF32(input, "input")))
+    return failure();
+  // Each dim names a dimension of the input; the result's is `g` times
+  // (gathered) or a `g`-th (divided) of it.
+  SmallVector<int64_t> expected(input.getShape());
+  auto dimAt = [&](unsigned i, StringRef name) -> FailureOr<int64_t> {
+    int64_t dim = ints[i];
+    if (dim < 0 || dim >= input.getRank())
+      return error() << name << " " << dim << " is out of range for input "
+                     << "shape " << shapeStr(input.getShape());
+    return dim;
+  };
+  auto divide = [&](int64_t dim) -> LogicalResult {
+    if (expected[dim] % group != 0)
+      return error() << "dimension " << dim << " of the input shape "
+                     << shapeStr(input.getShape())
+                     << " is not divisible by the group size " << group;
+    expected[dim] /= group;
+    return success();
+  };
+  auto multiply = [&](int64_t dim) -> LogicalResult {
+    if (llvm::MulOverflow(expected[dim], group, expected[dim]))
+      return error() << "dimension " << dim << " times the group size " << group
+                     << " does not fit in int64";
+    return success();
+  };
+  if (opcode == OpCode::AllToAll) {
+    FailureOr<int64_t> split = dimAt(0, "split dim");
+    if (failed(split))
+      return failure();
+    FailureOr<int64_t> concat = dimAt(1, "concat dim");
+    if (failed(concat) || failed(divide(*split)) || failed(multiply(*concat)))
+      return failure();
+  } else {
+    FailureOr<int64_t> dim = dimAt(0, "dim");
+    if (failed(dim) ||
+        failed(opcode == OpCode::AllGather ? multiply(*dim) : divide(*dim)))
+      return failure();
+  }
+  return hasShape(result, "result", expected);
+}
+
 LogicalResult KernelChecker::check() {
   const KernelInfo &info = kKernels[static_cast<size_t>(op.getOpcode())];
   unsigned numOperands = op.getInputs().size();
@@ -1083,6 +1303,15 @@ LogicalResult KernelChecker::check() {
         if (j != *updated && operand == result)
           return error() << "operand " << j << " is result " << i
                          << ", which this kernel updates in place";
+
+  if (SplitsAttr splits = op.getSplitsAttr()) {
+    if (!drawsDropout(op.getOpcode()))
+      return error() << "only dropout, dropout_mask, attention and "
+                        "attention_grad take splits";
+    if (failed(verifySplits(op, stringifyOpCode(op.getOpcode()), splits,
+                            out(0).getShape())))
+      return failure();
+  }
 
   switch (op.getOpcode()) {
   case OpCode::Embedding:
@@ -1165,7 +1394,7 @@ LogicalResult KernelChecker::check() {
   case OpCode::ReduceScatter:
   case OpCode::ShardSlice:
   case OpCode::AllToAll:
-    return success(); // TODO(issue 5): shape checks against rt.mesh
+    return checkCollective();
   }
   llvm_unreachable("unknown opcode");
 }

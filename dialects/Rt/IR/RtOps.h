@@ -28,6 +28,26 @@ int64_t getBufferBytes(MemRefType type);
 /// exp_avg_sq are operands 0, 2, 3; sgd_update: param, momentum are 0, 2),
 /// or nullopt when the result is a buffer of its own.
 std::optional<unsigned> getInPlaceOperand(OpCode opcode, unsigned result);
+
+/// The mesh of the rt.program that holds `op`; null outside a program and
+/// for a single-rank program.
+MeshAttr getProgramMesh(Operation *op);
+
+/// Per dimension, the indices into `mesh` of the axes that split it, major
+/// first. `splits` must name axes of `mesh` (the verifiers check it).
+SmallVector<SmallVector<unsigned>> getSplitAxes(MeshAttr mesh,
+                                                SplitsAttr splits);
+
+/// The global shape of a tensor whose blocks have shape `local`: each
+/// dimension times the product of its split axes' sizes (`splits` names axes
+/// of `mesh`, one list per dimension of `local`, or is null); nullopt when a
+/// dimension overflows int64.
+std::optional<SmallVector<int64_t>>
+getGlobalShape(MeshAttr mesh, SplitsAttr splits, ArrayRef<int64_t> local);
+
+/// Whether kernels of `opcode` draw a dropout stream and so may carry
+/// splits (dropout, dropout_mask, attention, attention_grad).
+bool drawsDropout(OpCode opcode);
 } // namespace mlir::rt
 
 #endif // DIALECTS_RT_IR_RTOPS_H

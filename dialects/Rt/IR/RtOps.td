@@ -17,23 +17,35 @@ def Rt_ProgramOp : Rt_Op<"program", [Symbol, IsolatedFromAbove, SingleBlock,
   let description = [{
     Holds the buffer definitions, kernel calls and output bindings of one
     executable; kernels run in op order. Only `rt` ops may appear in it.
+    A distributed program carries its device `mesh`; the `splits` of its
+    params, inputs and dropout kernels name that mesh's axes, and its
+    buffers are one rank's: every rank runs the same program on its own
+    blocks.
     Parameter, input, output and gradient names are unique, and so is each
     state's (name, parameter) pair. Kernels write only `rt.alloc` buffers
     (inputs are read-only), except that `adamw_update` and `sgd_update`
     update their parameter and state operands in place; params and state are
     written by nothing else. An `rt.alloc` buffer is written by a kernel
-    before any kernel reads it or an output or gradient binds it.
+    before any kernel reads it or an output or gradient binds it. Outputs
+    are whole on every rank: an output never binds a split param or input.
 
     ```mlir
     rt.program @forward {
       %x = rt.input "input_ids" bound 256 : memref<4x32xi64>
       ...
     }
+    rt.program @forward mesh [dp = 2, tp = 2] {
+      %x = rt.input "input_ids" bound 256 splits [[dp], []] : memref<2x32xi64>
+      ...
+    }
     ```
   }];
-  let arguments = (ins SymbolNameAttr:$sym_name);
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       OptionalAttr<Rt_MeshAttr>:$mesh);
   let regions = (region SizedRegion<1>:$body);
-  let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
+  let assemblyFormat = [{
+    $sym_name (`mesh` $mesh^)? attr-dict-with-keyword $body
+  }];
   let hasVerifier = 1;
   let skipDefaultBuilders = 1;
   let builders = [OpBuilder<(ins "::llvm::StringRef":$name)>];
@@ -52,21 +64,39 @@ def Rt_ParamOp : Rt_Op<"param"> {
     file `tpc-run --init-seed` initializes it by `init`: `normal` draws from
     N(0, `std`^2) (default 0.02), `zeros` and `ones` are constants.
 
+    In a distributed program the view is the global tensor and the buffer
+    this rank's block of it: `splits` (the program's mesh axes per view
+    dimension) cut the view, padded with zeros at the end of each dimension
+    to `padded` when that is given, into blocks of the buffer's shape. The
+    padded shape is thus the buffer's shape times the split sizes; `view`
+    (the view before padding, no larger in any dimension) is given exactly
+    when `padded` is, and otherwise the view is that global shape. The
+    Hugging Face tensor has as many elements as the view. An optimizer state
+    and a gradient of the parameter have its buffer's shape and layout.
+
     ```mlir
     %w = rt.param "transformer.h.0.attn.c_attn.weight" hf_shape [64, 192]
         init normal offset 4096 : memref<64x3x4x16xf32>
     %g = rt.param "transformer.h.0.ln_1.weight" hf_shape [64] init ones
         : memref<64xf32>
+    // Vocabulary-parallel over tp = 2: 50257 rows padded to 50258.
+    %e = rt.param "transformer.wte.weight" hf_shape [50257, 64]
+        view [50257, 64] padded [50258, 64] splits [[tp], []] init normal
+        : memref<25129x64xf32>
     ```
   }];
   let arguments = (ins StrAttr:$hf_name, DenseI64ArrayAttr:$hf_shape,
                        Rt_ParamInitAttr:$init,
                        DefaultValuedAttr<F64Attr, "0.02">:$init_std,
-                       OptionalAttr<I64Attr>:$offset);
+                       OptionalAttr<I64Attr>:$offset,
+                       OptionalAttr<DenseI64ArrayAttr>:$view_shape,
+                       OptionalAttr<DenseI64ArrayAttr>:$padded_shape,
+                       OptionalAttr<Rt_SplitsAttr>:$splits);
   let results = (outs Rt_Buffer:$buffer);
   let assemblyFormat = [{
-    $hf_name `hf_shape` $hf_shape `init` `` $init (`std` $init_std^)?
-      (`offset` $offset^)? attr-dict `:` type($buffer)
+    $hf_name `hf_shape` $hf_shape (`view` $view_shape^)?
+      (`padded` $padded_shape^)? (`splits` $splits^)? `init` `` $init
+      (`std` $init_std^)? (`offset` $offset^)? attr-dict `:` type($buffer)
   }];
   let hasVerifier = 1;
 }
@@ -79,17 +109,23 @@ def Rt_InputOp : Rt_Op<"input"> {
     `[0, bound)` (labels may also be the ignore index); `tpc-run
     --synthetic-seed` draws inputs in that range.
 
+    With `splits` (the program's mesh axes per dimension) the input tensor
+    is global, of the buffer's shape times the split sizes: every rank reads
+    all of it and keeps its block.
+
     ```mlir
     %ids = rt.input "input_ids" bound 50257 offset 0 : memref<4x32xi64>
+    %lbl = rt.input "labels" bound 50257 splits [[dp], []] : memref<2x32xi64>
     ```
   }];
   let arguments = (ins StrAttr:$name,
                        DefaultValuedAttr<I64Attr, "0">:$value_bound,
-                       OptionalAttr<I64Attr>:$offset);
+                       OptionalAttr<I64Attr>:$offset,
+                       OptionalAttr<Rt_SplitsAttr>:$splits);
   let results = (outs Rt_Buffer:$buffer);
   let assemblyFormat = [{
-    $name (`bound` $value_bound^)? (`offset` $offset^)? attr-dict
-      `:` type($buffer)
+    $name (`bound` $value_bound^)? (`splits` $splits^)? (`offset` $offset^)?
+      attr-dict `:` type($buffer)
   }];
   let hasVerifier = 1;
 }
@@ -114,8 +150,9 @@ def Rt_StateOp : Rt_Op<"state"> {
   let summary = "A persistent optimizer state buffer of one parameter";
   let description = [{
     State `name` (`exp_avg`, `exp_avg_sq`, `momentum`) of the parameter
-    `param` (its Hugging Face name): an f32 buffer of the parameter's view
-    shape, zero when the run starts, kept across steps, written only by the
+    `param` (its Hugging Face name): an f32 buffer of the parameter's buffer
+    shape (its view, or in a distributed program its block of the view, in
+    the same layout), zero when the run starts, kept across steps, written only by the
     optimizer kernel that updates it in place, and saved in checkpoints as
     `<param>.<name>`. It lives for the whole program, like a parameter.
 
@@ -189,11 +226,38 @@ def Rt_KernelOp : Rt_Op<"kernel", [AttrSizedOperandSegments]> {
     | sum_squares   | x1, ..., xn → 1             |                   |                       |       |
     | clip_coefficient | sum of squares → norm, coefficient | |         max norm (0: none)    |       |
     | lr_schedule   | step → lr                   | warm-up steps, decay steps | lr, min lr   | 1: cosine |
+    | all_reduce    | input → 1                   | axes...           |                       | 1: max (else sum) |
+    | all_gather    | input → 1                   | dim, axes...      |                       |       |
+    | reduce_scatter | input → 1                  | dim, axes...      |                       |       |
+    | shard_slice   | input → 1                   | dim, axes...      |                       |       |
+    | all_to_all    | input → 1                   | split dim, concat dim, axes... |          |       |
 
     `dropout`, `attention`, `dropout_mask` and `attention_grad` take an
     optional second int, the first index: where this piece (a microbatch)
     starts in the op's full tensor, so that its dropout mask is the one the
     whole batch draws. `rotary` with flag 1 rotates backwards (its gradient).
+
+    The collectives (`all_reduce` to `all_to_all`) run over a group of
+    ranks: the `axes` ending their `ints` are indices into the program's
+    mesh (at least one, none twice, major first), and the group is the
+    ranks whose coordinates agree off those axes; a rank's position in it
+    is the row-major combination of its coordinates on them, and `g` the
+    group size. `all_reduce` sums (f32 or i64) or takes the maximum (f32)
+    over the group, same type in and out; `all_gather` concatenates the
+    group's inputs along `dim` in position order (the result's `dim` is `g`
+    times the input's); `reduce_scatter` keeps block `position` along `dim`
+    of the f32 sum; `shard_slice` keeps block `position` along `dim` of its
+    own input, without communication; `all_to_all` cuts its input along the
+    split dim into `g` blocks, sends block `j` to position `j` and
+    concatenates what it receives along the concat dim. The divided
+    dimension must be divisible by `g`.
+
+    In a distributed program `dropout`, `dropout_mask`, `attention` and
+    `attention_grad` may carry `splits`: how the global tensor of their
+    first result is split (the program's mesh axes per dimension). Each
+    element then draws its dropout bit at its global index, and the first
+    index counts global elements, so every layout draws the single-device
+    mask.
 
     The verifier checks the operand and result counts, the attribute lengths
     and flag bits, and the shapes and element types the kernel relies on. A
@@ -202,6 +266,8 @@ def Rt_KernelOp : Rt_Op<"kernel", [AttrSizedOperandSegments]> {
     operands 0, 2 and 3, those of `sgd_update` its operands 0 and 2.
 
     ```mlir
+    rt.kernel all_reduce(%p) -> (%r) ints [1]
+        : memref<2x8xf32> -> memref<2x8xf32>
     rt.kernel linear(%x, %w, %b) -> (%y) flags 1
         : memref<4x32x64xf32>, memref<256x64xf32>, memref<256xf32>
           -> memref<4x32x256xf32>
@@ -219,10 +285,11 @@ def Rt_KernelOp : Rt_Op<"kernel", [AttrSizedOperandSegments]> {
                        Variadic<Rt_Buffer>:$outputs,
                        DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$ints,
                        DefaultValuedAttr<DenseF64ArrayAttr, "{}">:$floats,
-                       DefaultValuedAttr<UI32Attr, "0">:$flags);
+                       DefaultValuedAttr<UI32Attr, "0">:$flags,
+                       OptionalAttr<Rt_SplitsAttr>:$splits);
   let assemblyFormat = [{
     `` $opcode `(` $inputs `)` `->` `(` $outputs `)` (`ints` $ints^)?
-      (`floats` $floats^)? (`flags` $flags^)? attr-dict
+      (`floats` $floats^)? (`flags` $flags^)? (`splits` $splits^)? attr-dict
       `:` custom<OperandTypes>(type($inputs)) `->` type($outputs)
   }];
   let hasVerifier = 1;
@@ -233,7 +300,8 @@ def Rt_GradOp : Rt_Op<"grad"> {
   let description = [{
     After the last kernel, the buffer holds the gradient of the parameter
     `name` (its Hugging Face name) for the step, before clipping: f32, of
-    the parameter's view shape (`tpc-run --dump-grads` writes it). The
+    the parameter's buffer shape and layout (in a distributed program its
+    block; `tpc-run --dump-grads` gathers and writes the whole tensor). The
     buffer lives to the end of the program.
 
     ```mlir
