@@ -10,8 +10,14 @@
 // dropout block becomes the kernel's first index, and the slices of the
 // inputs are slice kernels.
 //
+// A partitioned module (dist-partition) lowers the same way, one rank's
+// program: the mesh goes to the program, the arguments' global layouts to
+// the splits of their buffers, the collectives to kernels 44-48 and the
+// dropout ops' layouts to their kernels' splits.
+//
 //===----------------------------------------------------------------------===//
 
+#include "dialects/Dist/IR/DistOps.h"
 #include "dialects/Rt/IR/RtOps.h"
 #include "dialects/Rt/Transforms/Passes.h"
 #include "dialects/Tpc/IR/TpcOps.h"
@@ -37,12 +43,18 @@ using namespace mlir::rt;
 
 namespace {
 
+/// On a parameter argument whose view dist-partition padded: the global view
+/// shape before padding.
+constexpr llvm::StringLiteral kUnpaddedShapeAttrName = "dist.unpadded_shape";
+
 /// The attributes of one kernel, as the executable stores them.
 struct KernelSpec {
   OpCode opcode;
   SmallVector<int64_t> ints = {};
   SmallVector<double> floats = {};
   uint32_t flags = 0;
+  /// For the kernels that draw dropout: the first result's global layout.
+  SplitsAttr splits = {};
 };
 
 /// The kernel of a tpc op, or nullopt when it has none. Operands and results
@@ -242,30 +254,41 @@ std::optional<KernelSpec> kernelFor(Operation *op) {
       .Default([](Operation *) { return std::nullopt; });
 }
 
-/// The dropout block operand of an op that draws a dropout stream for one
-/// block (microbatch) of a larger tensor, and the elements of one block of
-/// what it draws: the mask, or attention's probabilities [b, h, sq, sk].
-std::pair<Value, int64_t> dropoutBlockOf(Operation *op) {
-  auto probabilities = [](Value query, Value key) {
-    auto q = cast<RankedTensorType>(query.getType());
+/// What an op that draws a dropout stream draws: the mask, or attention's
+/// probabilities [b, h, sq, sk]; the leading `shared` dimensions are those
+/// of its first result (and split like them), the others are whole.
+struct DropoutDraw {
+  /// The block (microbatch) operand: the draw is one block of a larger
+  /// tensor; null when the op has none.
+  Value block;
+  SmallVector<int64_t> shape;
+  unsigned shared = 0;
+};
+
+std::optional<DropoutDraw> dropoutDrawOf(Operation *op) {
+  auto probabilities = [](Value block, Value query, Value key) {
+    ArrayRef<int64_t> q = cast<RankedTensorType>(query.getType()).getShape();
     auto k = cast<RankedTensorType>(key.getType());
-    return q.getDimSize(0) * q.getDimSize(1) * q.getDimSize(2) *
-           k.getDimSize(2);
+    return DropoutDraw{block, {q[0], q[1], q[2], k.getDimSize(2)}, 3};
   };
-  return llvm::TypeSwitch<Operation *, std::pair<Value, int64_t>>(op)
+  return llvm::TypeSwitch<Operation *, std::optional<DropoutDraw>>(op)
+      .Case([](tpc::DropoutOp op) {
+        ArrayRef<int64_t> shape = op.getResult().getType().getShape();
+        return DropoutDraw{Value(), SmallVector<int64_t>(shape),
+                           static_cast<unsigned>(shape.size())};
+      })
       .Case([](tpc::DropoutMaskOp op) {
-        return std::make_pair(op.getBlock(),
-                              op.getResult().getType().getNumElements());
+        ArrayRef<int64_t> shape = op.getResult().getType().getShape();
+        return DropoutDraw{op.getBlock(), SmallVector<int64_t>(shape),
+                           static_cast<unsigned>(shape.size())};
       })
       .Case([&](tpc::AttentionOp op) {
-        return std::make_pair(op.getBlock(),
-                              probabilities(op.getQuery(), op.getKey()));
+        return probabilities(op.getBlock(), op.getQuery(), op.getKey());
       })
       .Case([&](tpc::AttentionGradOp op) {
-        return std::make_pair(op.getBlock(),
-                              probabilities(op.getQuery(), op.getKey()));
+        return probabilities(op.getBlock(), op.getQuery(), op.getKey());
       })
-      .Default([](Operation *) { return std::make_pair(Value(), int64_t(0)); });
+      .Default([](Operation *) { return std::nullopt; });
 }
 
 /// What a buffer type of `bufferTypeOf` must be, for its diagnostics.
@@ -325,8 +348,41 @@ ParamInit initOf(Value param) {
   return isBias ? ParamInit::Zeros : ParamInit::Normal;
 }
 
+/// The global view size of dimension `dim` of `value`: for a function
+/// argument split by dist-partition (looking through casts), its size before
+/// the split and any padding; else the value's own.
+int64_t globalDimSize(Value value, unsigned dim) {
+  while (auto cast = value.getDefiningOp<tpc::CastOp>())
+    value = cast.getInput();
+  int64_t local = cast<RankedTensorType>(value.getType()).getDimSize(dim);
+  auto arg = dyn_cast<BlockArgument>(value);
+  auto function =
+      arg ? dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()) : nullptr;
+  if (!function)
+    return local;
+  unsigned i = arg.getArgNumber();
+  if (auto unpadded = function.getArgAttrOfType<DenseI64ArrayAttr>(
+          i, kUnpaddedShapeAttrName);
+      unpadded && dim < unpadded.size())
+    return unpadded[dim];
+  auto sharding = function.getArgAttrOfType<dist::ShardingAttr>(
+      i, dist::DistDialect::kShardingAttrName);
+  auto module = function->getParentOfType<ModuleOp>();
+  if (!sharding || !module || dim >= sharding.getDims().size())
+    return local;
+  auto mesh = SymbolTable::lookupNearestSymbolFrom<dist::MeshOp>(
+      module, sharding.getMesh());
+  if (!mesh)
+    return local;
+  for (StringRef axis : sharding.getDimAxes(dim))
+    if (std::optional<int64_t> size = mesh.getAxisSize(axis))
+      local *= *size;
+  return local;
+}
+
 /// The exclusive upper bound of an integer input's values, from its uses
-/// (the smallest when several give one), or 0 when none does.
+/// (the smallest when several give one), or 0 when none does. Token ids are
+/// global: a split embedding table bounds them by its global row count.
 int64_t valueBoundOf(Value input) {
   int64_t bound = 0;
   auto tighten = [&](int64_t b) {
@@ -337,7 +393,7 @@ int64_t valueBoundOf(Value input) {
     Value used = use.get();
     if (auto embedding = dyn_cast<tpc::EmbeddingOp>(user)) {
       if (embedding.getIds() == used)
-        tighten(embedding.getTable().getType().getDimSize(0));
+        tighten(globalDimSize(embedding.getTable(), 0));
     } else if (auto ce = dyn_cast<tpc::CrossEntropyOp>(user)) {
       if (ce.getLabels() == used)
         tighten(ce.getLogits().getType().getShape().back());
@@ -348,7 +404,13 @@ int64_t valueBoundOf(Value input) {
 
 class Lowering {
 public:
-  Lowering(func::FuncOp function) : function(function), builder(function) {}
+  /// `mesh` is the module's dist.mesh, null for a single-device module.
+  Lowering(func::FuncOp function, dist::MeshOp mesh)
+      : function(function), builder(function), meshOp(mesh) {
+    if (mesh)
+      this->mesh = MeshAttr::get(function.getContext(), mesh.getAxisNames(),
+                                 mesh.getAxisSizes());
+  }
 
   /// Builds the program before the function; on failure the caller erases
   /// it.
@@ -370,6 +432,25 @@ private:
   FailureOr<Value> allocFor(Operation *op, Value result);
 
   LogicalResult lowerExtractSlice(tensor::ExtractSliceOp op);
+  /// The kernel of a dist collective (axes as mesh indices).
+  FailureOr<KernelSpec> collectiveKernel(Operation *op);
+  /// The mesh index of each axis in `axes` (names) of `op` on mesh `meshRef`.
+  FailureOr<SmallVector<int64_t>>
+  meshIndices(Operation *op, FlatSymbolRefAttr meshRef, ArrayAttr axes);
+  /// The splits of `sharding`, a global layout of a value of rank `rank`
+  /// (`what` names it for errors at `op`); null when nothing is split.
+  FailureOr<SplitsAttr> splitsOf(Operation *op, const Twine &what,
+                                 dist::ShardingAttr sharding, int64_t rank);
+  /// The global shape of a value of shape `local` split by `splits`.
+  FailureOr<SmallVector<int64_t>> globalShape(Operation *op, const Twine &what,
+                                              SplitsAttr splits,
+                                              ArrayRef<int64_t> local);
+  /// The kernel splits of a dropout op (its `dist.sharding`) and its first
+  /// index: the dropout block times the global elements of one block.
+  LogicalResult lowerDropoutLayout(Operation *op, const DropoutDraw &draw,
+                                   KernelSpec &spec);
+  /// An optimizer state lives in its parameter's layout.
+  LogicalResult checkStateLayouts();
   LogicalResult lowerUpdate(Operation *op, const KernelSpec &spec);
   /// An f32 state buffer of `param`, for an SGD step without momentum (the
   /// kernel always keeps its buffer).
@@ -390,6 +471,17 @@ private:
   /// The last buffer op made for an argument: buffers of the whole program
   /// made later (momentum state) go after it.
   Operation *lastArgumentBuffer = nullptr;
+  /// The module's mesh, as dist and as rt has it (null: one device).
+  dist::MeshOp meshOp;
+  MeshAttr mesh;
+  /// The global layout (splits, unpadded shape) of each parameter and
+  /// state argument, by Hugging Face name, for checkStateLayouts.
+  struct Layout {
+    SplitsAttr splits;
+    DenseI64ArrayAttr unpadded;
+  };
+  llvm::StringMap<Layout> paramLayouts;
+  SmallVector<std::tuple<BlockArgument, StringAttr, Layout>> stateLayouts;
 };
 
 } // namespace
@@ -424,7 +516,52 @@ LogicalResult Lowering::lowerArgument(BlockArgument arg) {
            << "argument " << i << " ('" << name << "') has type "
            << arg.getType() << ", not " << kBufferTypeRule;
   Location loc = arg.getLoc();
+  std::string what = "argument " + std::to_string(i) + " ('" + name + "')";
+
+  // The global layout dist-partition left on the argument.
+  SplitsAttr splits;
+  if (Attribute attr =
+          function.getArgAttr(i, dist::DistDialect::kShardingAttrName)) {
+    auto sharding = dyn_cast<dist::ShardingAttr>(attr);
+    if (!sharding)
+      return function.emitError()
+             << what << ": '" << dist::DistDialect::kShardingAttrName
+             << "' must be a #dist.sharding but is " << attr;
+    FailureOr<SplitsAttr> lowered =
+        splitsOf(function, what, sharding, type->getRank());
+    if (failed(lowered))
+      return failure();
+    splits = *lowered;
+  }
+  FailureOr<SmallVector<int64_t>> global =
+      globalShape(function, what, splits, type->getShape());
+  if (failed(global))
+    return failure();
+  DenseI64ArrayAttr unpadded;
+  if (Attribute attr = function.getArgAttr(i, kUnpaddedShapeAttrName)) {
+    unpadded = dyn_cast<DenseI64ArrayAttr>(attr);
+    if (!unpadded || input)
+      return function.emitError()
+             << what << ": '" << kUnpaddedShapeAttrName
+             << "' must be an array<i64> on a parameter or state, but is "
+             << attr;
+    bool fits = static_cast<size_t>(unpadded.size()) == global->size();
+    for (auto [u, g] : llvm::zip(unpadded.asArrayRef(), *global))
+      fits &= u >= 0 && u <= g;
+    if (!fits)
+      return function.emitError()
+             << what << ": '" << kUnpaddedShapeAttrName << "' ["
+             << unpadded.asArrayRef()
+             << "] must have the rank of the global shape [" << *global
+             << "] and be no larger in any dimension";
+    // Padding to the same shape is no padding.
+    if (unpadded.asArrayRef() == ArrayRef<int64_t>(*global))
+      unpadded = {};
+  }
+
   if (param) {
+    // The view is global and unpadded; the buffer is this rank's block.
+    ArrayRef<int64_t> view = unpadded ? unpadded.asArrayRef() : *global;
     auto hfShape =
         function.getArgAttrOfType<DenseI64ArrayAttr>(i, tpc::kHfShapeAttrName);
     if (!hfShape) {
@@ -432,18 +569,23 @@ LogicalResult Lowering::lowerArgument(BlockArgument arg) {
         return function.emitError()
                << "argument " << i << " ('" << name << "'): '"
                << tpc::kHfShapeAttrName << "' must be an array<i64>";
-      hfShape = builder.getDenseI64ArrayAttr(type->getShape());
+      hfShape = builder.getDenseI64ArrayAttr(view);
     }
-    buffers[arg] =
-        ParamOp::create(builder, loc, *type, param, hfShape,
-                        ParamInitAttr::get(builder.getContext(), initOf(arg)),
-                        builder.getF64FloatAttr(0.02),
-                        /*offset=*/IntegerAttr());
+    buffers[arg] = ParamOp::create(
+        builder, loc, *type, param, hfShape,
+        ParamInitAttr::get(builder.getContext(), initOf(arg)),
+        builder.getF64FloatAttr(0.02),
+        /*offset=*/IntegerAttr(), /*view_shape=*/unpadded,
+        /*padded_shape=*/
+        unpadded ? builder.getDenseI64ArrayAttr(*global) : DenseI64ArrayAttr(),
+        splits);
+    paramLayouts[param.getValue()] = {splits, unpadded};
   } else if (input) {
     buffers[arg] = InputOp::create(builder, loc, *type, input,
                                    builder.getI64IntegerAttr(valueBoundOf(arg)),
-                                   /*offset=*/IntegerAttr());
+                                   /*offset=*/IntegerAttr(), splits);
   } else {
+    stateLayouts.emplace_back(arg, stateParam, Layout{splits, unpadded});
     buffers[arg] = StateOp::create(builder, loc, *type, stateName, stateParam,
                                    /*offset=*/IntegerAttr());
   }
@@ -483,7 +625,7 @@ void Lowering::createKernel(Location loc, const KernelSpec &spec,
       builder, loc, OpCodeAttr::get(builder.getContext(), spec.opcode),
       operandBuffers, resultBuffers, builder.getDenseI64ArrayAttr(spec.ints),
       builder.getDenseF64ArrayAttr(spec.floats),
-      builder.getUI32IntegerAttr(spec.flags));
+      builder.getUI32IntegerAttr(spec.flags), spec.splits);
 }
 
 LogicalResult Lowering::emitKernel(Operation *op, const KernelSpec &spec,
@@ -620,6 +762,17 @@ LogicalResult Lowering::lowerOp(Operation *op) {
     return success();
   if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op))
     return lowerExtractSlice(slice);
+  if (isa<dist::ShardOp>(op))
+    return op->emitError() << "cannot lower '" << op->getName()
+                           << "' to rt: it annotates a global value; run "
+                              "dist-partition first";
+  if (isa<dist::AllReduceOp, dist::AllGatherOp, dist::ReduceScatterOp,
+          dist::ShardSliceOp, dist::AllToAllOp>(op)) {
+    FailureOr<KernelSpec> spec = collectiveKernel(op);
+    if (failed(spec))
+      return failure();
+    return emitKernel(op, *spec, op->getOperands(), op->getResults());
+  }
   std::optional<KernelSpec> spec = kernelFor(op);
   if (!spec) {
     if (isa<scf::ForOp, func::CallOp>(op))
@@ -633,21 +786,189 @@ LogicalResult Lowering::lowerOp(Operation *op) {
   if (isa<tpc::AdamWUpdateOp, tpc::SgdUpdateOp>(op))
     return lowerUpdate(op, *spec);
   ValueRange operands = op->getOperands();
-  // A constant dropout block n draws the elements from n times the block's
-  // size on: the kernel's first index.
-  if (auto [block, blockElements] = dropoutBlockOf(op); block) {
-    APInt index;
-    int64_t first;
-    if (!matchPattern(block, m_ConstantInt(&index)) || index.isNegative() ||
-        llvm::MulOverflow(index.getSExtValue(), blockElements, first))
-      return op->emitError()
-             << "cannot lower '" << op->getName()
-             << "' to rt: its dropout block must be a non-negative constant "
-                "(unroll the microbatch loop first: tpc-unroll-train-step)";
-    spec->ints.push_back(first);
-    operands = operands.drop_back();
+  if (std::optional<DropoutDraw> draw = dropoutDrawOf(op)) {
+    if (failed(lowerDropoutLayout(op, *draw, *spec)))
+      return failure();
+    if (draw->block)
+      operands = operands.drop_back();
   }
   return emitKernel(op, *spec, operands, op->getResults());
+}
+
+LogicalResult Lowering::lowerDropoutLayout(Operation *op,
+                                           const DropoutDraw &draw,
+                                           KernelSpec &spec) {
+  std::string what = ("'" + op->getName().getStringRef() + "'").str();
+  SmallVector<int64_t> global = draw.shape;
+  if (Attribute attr = op->getAttr(dist::DistDialect::kShardingAttrName)) {
+    auto sharding = dyn_cast<dist::ShardingAttr>(attr);
+    if (!sharding)
+      return op->emitError()
+             << what << ": '" << dist::DistDialect::kShardingAttrName
+             << "' must be a #dist.sharding but is " << attr;
+    auto first = cast<RankedTensorType>(op->getResult(0).getType());
+    FailureOr<SplitsAttr> splits =
+        splitsOf(op, what, sharding, first.getRank());
+    if (failed(splits))
+      return failure();
+    spec.splits = *splits;
+    // The draw's leading dimensions are the first result's: split alike.
+    FailureOr<SmallVector<int64_t>> firstGlobal =
+        globalShape(op, what, spec.splits, first.getShape());
+    if (failed(firstGlobal))
+      return failure();
+    for (unsigned d = 0; d < draw.shared; ++d)
+      global[d] = (*firstGlobal)[d];
+  }
+  if (!draw.block)
+    return success();
+  // A constant dropout block n draws the elements from n times the block's
+  // global size on: the kernel's first index.
+  APInt index;
+  int64_t blockElements = 1, first;
+  bool overflow = false;
+  for (int64_t size : global)
+    overflow |= llvm::MulOverflow(blockElements, size, blockElements);
+  if (!matchPattern(draw.block, m_ConstantInt(&index)) || index.isNegative() ||
+      overflow || llvm::MulOverflow(index.getSExtValue(), blockElements, first))
+    return op->emitError()
+           << "cannot lower '" << op->getName()
+           << "' to rt: its dropout block must be a non-negative constant "
+              "(unroll the microbatch loop first: tpc-unroll-train-step)";
+  spec.ints.push_back(first);
+  return success();
+}
+
+FailureOr<SplitsAttr> Lowering::splitsOf(Operation *op, const Twine &what,
+                                         dist::ShardingAttr sharding,
+                                         int64_t rank) {
+  if (!meshOp)
+    return op->emitError() << what << " has a layout on " << sharding.getMesh()
+                           << " but the module has no dist.mesh";
+  if (sharding.getMesh().getValue() != meshOp.getSymName())
+    return op->emitError() << what << " has a layout on " << sharding.getMesh()
+                           << ", not on the module's "
+                           << "mesh @" << meshOp.getSymName();
+  if (!sharding.getPartial().empty())
+    return op->emitError() << what << " is a partial sum over ["
+                           << llvm::join(sharding.getPartialAxes(), ", ")
+                           << "]; only whole and split values lower to rt (run "
+                              "dist-partition first)";
+  if (static_cast<int64_t>(sharding.getDims().size()) != rank)
+    return op->emitError() << what << " has a layout of "
+                           << sharding.getDims().size()
+                           << " dimensions but rank " << rank;
+  bool split = false;
+  for (unsigned dim = 0, e = sharding.getDims().size(); dim < e; ++dim)
+    for (StringRef axis : sharding.getDimAxes(dim)) {
+      if (!mesh.getAxisIndex(axis))
+        return op->emitError()
+               << what << ": '" << axis << "' (dimension " << dim
+               << ") is not an axis of @" << meshOp.getSymName();
+      split = true;
+    }
+  if (!split)
+    return SplitsAttr();
+  return SplitsAttr::get(op->getContext(), sharding.getDims());
+}
+
+FailureOr<SmallVector<int64_t>> Lowering::globalShape(Operation *op,
+                                                      const Twine &what,
+                                                      SplitsAttr splits,
+                                                      ArrayRef<int64_t> local) {
+  std::optional<SmallVector<int64_t>> global =
+      getGlobalShape(mesh, splits, local);
+  if (!global)
+    return op->emitError() << what
+                           << ": the global shape does not fit in int64";
+  return *global;
+}
+
+FailureOr<SmallVector<int64_t>> Lowering::meshIndices(Operation *op,
+                                                      FlatSymbolRefAttr meshRef,
+                                                      ArrayAttr axes) {
+  if (!meshOp || meshRef.getValue() != meshOp.getSymName())
+    return op->emitError() << "cannot lower '" << op->getName()
+                           << "' to rt: it runs on " << meshRef
+                           << ", which is not the module's one dist.mesh";
+  SmallVector<int64_t> indices;
+  for (Attribute axis : axes) {
+    StringRef name = cast<StringAttr>(axis).getValue();
+    std::optional<unsigned> index = mesh.getAxisIndex(name);
+    if (!index)
+      return op->emitError()
+             << "cannot lower '" << op->getName() << "' to rt: '" << name
+             << "' is not an axis of " << meshRef;
+    indices.push_back(*index);
+  }
+  return indices;
+}
+
+FailureOr<KernelSpec> Lowering::collectiveKernel(Operation *op) {
+  // [dims..., axes...] as the kernel table has them.
+  auto spec = [&](OpCode opcode, FlatSymbolRefAttr meshRef, ArrayAttr axes,
+                  ArrayRef<int64_t> dims,
+                  uint32_t flags = 0) -> FailureOr<KernelSpec> {
+    FailureOr<SmallVector<int64_t>> indices = meshIndices(op, meshRef, axes);
+    if (failed(indices))
+      return failure();
+    KernelSpec kernel{opcode, SmallVector<int64_t>(dims), {}, flags};
+    kernel.ints.append(*indices);
+    return kernel;
+  };
+  auto sumOnly = [&](dist::Reduction reduction) -> LogicalResult {
+    if (reduction == dist::Reduction::Sum)
+      return success();
+    return op->emitError() << "cannot lower '" << op->getName()
+                           << "' to rt: the kernel only sums, not '"
+                           << dist::stringifyReduction(reduction) << "'";
+  };
+  return llvm::TypeSwitch<Operation *, FailureOr<KernelSpec>>(op)
+      .Case([&](dist::AllReduceOp op) -> FailureOr<KernelSpec> {
+        dist::Reduction reduction = op.getReduction();
+        if (reduction == dist::Reduction::Max)
+          return spec(OpCode::AllReduce, op.getMeshAttr(), op.getAxes(), {},
+                      /*max=*/1);
+        if (failed(sumOnly(reduction)))
+          return failure();
+        return spec(OpCode::AllReduce, op.getMeshAttr(), op.getAxes(), {});
+      })
+      .Case([&](dist::AllGatherOp op) {
+        return spec(OpCode::AllGather, op.getMeshAttr(), op.getAxes(),
+                    {op.getDimAttr().getInt()});
+      })
+      .Case([&](dist::ReduceScatterOp op) -> FailureOr<KernelSpec> {
+        if (failed(sumOnly(op.getReduction())))
+          return failure();
+        return spec(OpCode::ReduceScatter, op.getMeshAttr(), op.getAxes(),
+                    {op.getDimAttr().getInt()});
+      })
+      .Case([&](dist::ShardSliceOp op) {
+        return spec(OpCode::ShardSlice, op.getMeshAttr(), op.getAxes(),
+                    {op.getDimAttr().getInt()});
+      })
+      .Case([&](dist::AllToAllOp op) {
+        return spec(
+            OpCode::AllToAll, op.getMeshAttr(), op.getAxes(),
+            {op.getSplitDimAttr().getInt(), op.getConcatDimAttr().getInt()});
+      });
+}
+
+LogicalResult Lowering::checkStateLayouts() {
+  for (auto &[arg, param, layout] : stateLayouts) {
+    auto it = paramLayouts.find(param.getValue());
+    // A state of no parameter is the rt.program verifier's to report.
+    if (it == paramLayouts.end())
+      continue;
+    if (it->second.splits != layout.splits ||
+        it->second.unpadded != layout.unpadded)
+      return function.emitError()
+             << "argument " << arg.getArgNumber() << " (a state of '"
+             << param.getValue() << "') must have its parameter's layout ('"
+             << dist::DistDialect::kShardingAttrName << "' and '"
+             << kUnpaddedShapeAttrName << "')";
+  }
+  return success();
 }
 
 LogicalResult Lowering::checkUpdatedInPlace(func::ReturnOp ret, unsigned i,
@@ -677,6 +998,15 @@ LogicalResult Lowering::lowerReturn(func::ReturnOp ret) {
       FailureOr<Value> buffer = bufferOf(ret, value);
       if (failed(buffer))
         return failure();
+      // Outputs are whole on every rank: a collective gathers a split value.
+      Operation *def = buffer->getDefiningOp();
+      auto param = dyn_cast<ParamOp>(def);
+      auto input = dyn_cast<InputOp>(def);
+      if ((param && param.getSplitsAttr()) || (input && input.getSplitsAttr()))
+        return ret.emitError()
+               << "result " << i << " of @" << function.getName() << " ('"
+               << name.getValue() << "') is a split argument; outputs must "
+               << "be whole (all_gather it first)";
       OutputOp::create(builder, ret.getLoc(), name, *buffer);
     } else if (auto grad = function.getResultAttrOfType<StringAttr>(
                    i, tpc::kGradAttrName)) {
@@ -713,6 +1043,8 @@ FailureOr<ProgramOp> Lowering::run() {
   }
   auto program =
       ProgramOp::create(builder, function.getLoc(), function.getName());
+  if (mesh)
+    program.setMeshAttr(mesh);
   builder.setInsertionPointToStart(&program.getBody().front());
   auto fail = [&] {
     program.erase();
@@ -721,6 +1053,8 @@ FailureOr<ProgramOp> Lowering::run() {
   for (BlockArgument arg : function.getArguments())
     if (failed(lowerArgument(arg)))
       return fail();
+  if (failed(checkStateLayouts()))
+    return fail();
   for (Operation &op : llvm::make_early_inc_range(function.getBody().front())) {
     LogicalResult lowered = success();
     if (auto ret = dyn_cast<func::ReturnOp>(op))
@@ -751,9 +1085,25 @@ struct LowerToRtPass : public rt::impl::TpcLowerToRtBase<LowerToRtPass> {
       entry.emitError() << "tpc-lower-to-rt: @" << function << " has no body";
       return signalPassFailure();
     }
-    if (failed(Lowering(entry).run()))
+    // A partitioned module runs on its one mesh.
+    dist::MeshOp mesh;
+    for (auto candidate : module.getOps<dist::MeshOp>()) {
+      if (mesh) {
+        candidate.emitError()
+            << "tpc-lower-to-rt: a program runs on one mesh, but the module "
+               "has @"
+            << mesh.getSymName() << " and @" << candidate.getSymName();
+        return signalPassFailure();
+      }
+      mesh = candidate;
+    }
+    if (failed(Lowering(entry, mesh).run()))
       return signalPassFailure();
     entry.erase();
+    // The program carries the mesh now; the dist.mesh stays while anything
+    // else in the module still names it.
+    if (mesh && SymbolTable::symbolKnownUseEmpty(mesh, module))
+      mesh.erase();
     // The seed's 64 bits are stored as an i64 (see RtDialect).
     module->setAttr(RtDialect::kSeedAttrName,
                     Builder(module).getI64IntegerAttr(

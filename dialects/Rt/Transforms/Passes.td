@@ -77,8 +77,8 @@ def TpcLowerToRt : Pass<"tpc-lower-to-rt", "ModuleOp"> {
         since the kernel always keeps one;
       - a dropout `block` (the microbatch index of `tpc.dropout_mask`,
         `tpc.attention` and `tpc.attention_grad`) must be a constant `n`:
-        the kernel's first index is `n` times the elements of one block
-        (the mask, or the probabilities `[b, h, sq, sk]`);
+        the kernel's first index is `n` times the global elements of one
+        block (the mask, or the probabilities `[b, h, sq, sk]`);
       - `tensor.extract_slice` along one dimension (a microbatch of an
         input) is a `slice` kernel, of the whole tensor the same buffer;
       - `arith.constant` has no kernel; an op that reads a constant other
@@ -87,6 +87,29 @@ def TpcLowerToRt : Pass<"tpc-lower-to-rt", "ModuleOp"> {
       `rt.grad`s (`tpc.grad`); those tagged `tpc.update` and `tpc.state`
       must be the in-place results of an update of that very argument, and
       need nothing more.
+
+    A partitioned module (after `dist-partition`: one `dist.mesh`, local
+    types, collectives) becomes one rank's program:
+
+    * the `dist.mesh` becomes the program's `mesh` (and is erased unless
+      something else still names it); two meshes are an error;
+    * an argument's `dist.sharding` (its global layout; never partial)
+      becomes the `splits` of its `rt.param` or `rt.input`, the global shape
+      being the local one times the split sizes; a parameter's
+      `dist.unpadded_shape` becomes its `view`, with `padded` the global
+      shape. The `hf_shape` default and the ids' `bound` (a split table's
+      global row count) are global too. An optimizer state must have its
+      parameter's layout;
+    * `dist.all_reduce` (sum, or max as flag 1), `dist.all_gather`,
+      `dist.reduce_scatter` (sum), `dist.shard_slice` and
+      `dist.all_to_all` become the kernels of the same names, their axes
+      mesh indices at the end of the `ints`; `dist.shard` (run
+      `dist-partition` first), `broadcast`, `send` and `recv` are errors;
+    * the `dist.sharding` of `tpc.dropout`, `tpc.dropout_mask`,
+      `tpc.attention` and `tpc.attention_grad` (their first result's global
+      layout) becomes the kernel's `splits`, and the first index counts
+      global elements: the local block's dimensions times the split sizes;
+    * an output must be whole: returning a split argument is an error.
 
     The module gets `rt.seed` (the dropout seed). An argument or op it cannot
     lower, or a result without a tag, is an error at that place.

@@ -71,6 +71,11 @@ TPC_SAME_VALUE(OpCode, fb::OpCode, SgdUpdate)
 TPC_SAME_VALUE(OpCode, fb::OpCode, SumSquares)
 TPC_SAME_VALUE(OpCode, fb::OpCode, ClipCoefficient)
 TPC_SAME_VALUE(OpCode, fb::OpCode, LrSchedule)
+TPC_SAME_VALUE(OpCode, fb::OpCode, AllReduce)
+TPC_SAME_VALUE(OpCode, fb::OpCode, AllGather)
+TPC_SAME_VALUE(OpCode, fb::OpCode, ReduceScatter)
+TPC_SAME_VALUE(OpCode, fb::OpCode, ShardSlice)
+TPC_SAME_VALUE(OpCode, fb::OpCode, AllToAll)
 TPC_SAME_VALUE(ParamInit, fb::ParamInit, Normal)
 TPC_SAME_VALUE(ParamInit, fb::ParamInit, Zeros)
 TPC_SAME_VALUE(ParamInit, fb::ParamInit, Ones)
@@ -122,8 +127,13 @@ private:
                                 IntegerAttr offset);
   LogicalResult addKernel(KernelOp kernel);
   uint32_t idOf(Value buffer) { return ids.lookup(buffer); }
+  /// One DimSplit per dimension (mesh axis indices), or none when `splits`
+  /// is null.
+  std::vector<std::unique_ptr<fb::DimSplitT>> dimSplits(SplitsAttr splits);
 
   fb::ExecutableT &exe;
+  /// The program's mesh (null: one rank).
+  MeshAttr mesh;
   llvm::DenseMap<Value, uint32_t> ids;
   /// Param index by Hugging Face name, for the state table.
   llvm::StringMap<uint32_t> paramIndex;
@@ -152,6 +162,20 @@ FailureOr<uint32_t> ExecutableBuilder::addBuffer(Operation *op, Value buffer,
   return id;
 }
 
+std::vector<std::unique_ptr<fb::DimSplitT>>
+ExecutableBuilder::dimSplits(SplitsAttr splits) {
+  std::vector<std::unique_ptr<fb::DimSplitT>> tables;
+  if (!splits)
+    return tables;
+  // The verifier checked the axes against the program's mesh.
+  for (ArrayRef<unsigned> axes : getSplitAxes(mesh, splits)) {
+    auto table = std::make_unique<fb::DimSplitT>();
+    table->axes.assign(axes.begin(), axes.end());
+    tables.push_back(std::move(table));
+  }
+  return tables;
+}
+
 LogicalResult ExecutableBuilder::addKernel(KernelOp kernel) {
   auto table = std::make_unique<fb::KernelT>();
   table->op = static_cast<fb::OpCode>(kernel.getOpcode());
@@ -163,6 +187,7 @@ LogicalResult ExecutableBuilder::addKernel(KernelOp kernel) {
   table->float_attrs.assign(kernel.getFloats().begin(),
                             kernel.getFloats().end());
   table->flags = kernel.getFlags();
+  table->splits = dimSplits(kernel.getSplitsAttr());
   exe.kernels.push_back(std::move(table));
   return success();
 }
@@ -183,6 +208,13 @@ LogicalResult ExecutableBuilder::build(ModuleOp module) {
   // The seed's 64 bits, stored as an i64; no seed means 0.
   if (auto seed = module->getAttrOfType<IntegerAttr>(RtDialect::kSeedAttrName))
     exe.seed = static_cast<uint64_t>(seed.getInt());
+  if ((mesh = program.getMeshAttr()))
+    for (unsigned axis = 0, e = mesh.getNumAxes(); axis < e; ++axis) {
+      auto table = std::make_unique<fb::MeshAxisT>();
+      table->name = mesh.getAxisName(axis).str();
+      table->size = mesh.getSizes()[axis];
+      exe.mesh.push_back(std::move(table));
+    }
 
   // Params are numbered in program order, wherever a state names one.
   for (auto [i, param] :
@@ -198,8 +230,16 @@ LogicalResult ExecutableBuilder::build(ModuleOp module) {
       table->hf_name = param.getHfName().str();
       table->hf_shape.assign(param.getHfShape().begin(),
                              param.getHfShape().end());
-      ArrayRef<int64_t> view = param.getBuffer().getType().getShape();
+      // The global view; the buffer is this rank's block of it, padded.
+      // (The verifier checked that it fits in int64.)
+      SmallVector<int64_t> view = *getGlobalShape(
+          mesh, param.getSplitsAttr(), param.getBuffer().getType().getShape());
+      if (std::optional<ArrayRef<int64_t>> unpadded = param.getViewShape()) {
+        table->padded_shape.assign(view.begin(), view.end());
+        view.assign(unpadded->begin(), unpadded->end());
+      }
       table->view_shape.assign(view.begin(), view.end());
+      table->splits = dimSplits(param.getSplitsAttr());
       table->buffer = *id;
       table->init = static_cast<fb::ParamInit>(param.getInit());
       table->init_std = param.getInitStd().convertToDouble();
@@ -213,6 +253,7 @@ LogicalResult ExecutableBuilder::build(ModuleOp module) {
       table->name = input.getName().str();
       table->buffer = *id;
       table->value_bound = input.getValueBoundAttr().getInt();
+      table->splits = dimSplits(input.getSplitsAttr());
       exe.inputs.push_back(std::move(table));
     } else if (auto state = dyn_cast<StateOp>(op)) {
       FailureOr<uint32_t> id =
