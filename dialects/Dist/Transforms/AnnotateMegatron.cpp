@@ -11,6 +11,7 @@
 #include "dialects/Tpc/IR/TpcOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 
 namespace mlir::dist {
@@ -227,23 +228,55 @@ Value Annotator::activationLayout(OpBuilder &builder, Location loc,
       .getResult();
 }
 
+/// Splits the batch over dp. The microbatches of the training step are
+/// slices of the global batch: each is split (its block per rank, so a rank
+/// draws the dropout masks of the very rows the single device gives that
+/// microbatch), and the whole input, a few integers per token, stays
+/// replicated. Without slices the input itself is split.
 LogicalResult Annotator::annotateInputs() {
   if (dpSize <= 1)
     return success();
+  auto batchSplit = [&](Operation *at, RankedTensorType type,
+                        StringRef what) -> FailureOr<Layout> {
+    if (type.getDimSize(0) % dpSize != 0)
+      return at->emitError()
+             << "cannot split over mesh axis '" << dp << "' (" << dpSize
+             << " devices): the batch of " << what << " ("
+             << type.getDimSize(0) << ") is not divisible by " << dpSize;
+    Layout layout = Layout::replicated(type.getRank());
+    layout.dims[0] = {dp};
+    return layout;
+  };
+  MLIRContext *context = func.getContext();
   for (BlockArgument arg : func.getArguments()) {
     auto type = dyn_cast<RankedTensorType>(arg.getType());
     if (!type || type.getRank() == 0 ||
         !func.getArgAttr(arg.getArgNumber(), "tpc.input"))
       continue;
-    if (type.getDimSize(0) % dpSize != 0)
-      return func.emitError()
-             << "cannot split over mesh axis '" << dp << "' (" << dpSize
-             << " devices): the batch of input " << arg.getArgNumber() << " ("
-             << type.getDimSize(0) << ") is not divisible by " << dpSize;
-    Layout layout = Layout::replicated(type.getRank());
-    layout.dims[0] = {dp};
-    func.setArgAttr(arg.getArgNumber(), kShardingAttr,
-                    layout.toAttr(func.getContext(), mesh.symbol()));
+    SmallVector<tensor::ExtractSliceOp> microbatches;
+    for (Operation *user : arg.getUsers())
+      if (auto slice = dyn_cast<tensor::ExtractSliceOp>(user))
+        microbatches.push_back(slice);
+    if (microbatches.empty()) {
+      FailureOr<Layout> layout = batchSplit(func, type, "an input");
+      if (failed(layout))
+        return failure();
+      func.setArgAttr(arg.getArgNumber(), kShardingAttr,
+                      layout->toAttr(context, mesh.symbol()));
+      continue;
+    }
+    for (tensor::ExtractSliceOp slice : microbatches) {
+      FailureOr<Layout> layout =
+          batchSplit(slice, slice.getResultType(), "a microbatch");
+      if (failed(layout))
+        return failure();
+      OpBuilder builder(slice);
+      builder.setInsertionPointAfter(slice);
+      auto shard = ShardOp::create(builder, slice.getLoc(), slice.getType(),
+                                   slice.getResult(),
+                                   layout->toAttr(context, mesh.symbol()));
+      slice.getResult().replaceAllUsesExcept(shard.getResult(), shard);
+    }
   }
   return success();
 }

@@ -23,8 +23,11 @@ def DistAnnotateMegatron : Pass<"dist-annotate-megatron", "ModuleOp"> {
       from the MLP activation splits its weight's input features. Its bias
       is split off into a `tpc.add` after the matmul, so that it is added
       once, after the reduction;
-    * **data parallelism**: the inputs (`tpc.input` with a batch
-      dimension) are split along the batch over the data-parallel axis;
+    * **data parallelism**: each microbatch (a `tensor.extract_slice` of an
+      input of the unrolled training step) is split along the batch over
+      the data-parallel axis, so each rank computes its rows of every
+      microbatch and draws their single-device dropout masks; the whole
+      input stays replicated. An input without slices is split itself;
     * **sequence parallelism** (`sequence-parallel`): the embedding's
       output and each row-parallel matmul's output are annotated
       (`dist.shard`) as split along the sequence over the tensor-parallel
