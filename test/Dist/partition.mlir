@@ -1,0 +1,76 @@
+// dist-partition: local types and the collectives that move each operand
+// to the layout its op needs, each located at the op it serves with the
+// transition it performs.
+// RUN: tpc-opt %s --dist-propagate --dist-partition -split-input-file --mlir-print-debuginfo | FileCheck %s
+
+dist.mesh @mesh axes [dp = 2, tp = 2]
+// CHECK-LABEL: func.func @mlp
+// CHECK-SAME: %{{.*}}: tensor<2x8x16xf32> {dist.sharding = #dist.sharding<@mesh, {{\[}}[dp], [], []]>}
+// CHECK-SAME: %{{.*}}: tensor<16x16xf32> {dist.sharding = #dist.sharding<@mesh, {{\[}}[], [tp]]>}
+// CHECK-SAME: %{{.*}}: tensor<16x16xf32> {dist.sharding = #dist.sharding<@mesh, {{\[}}[tp], []]>}
+// CHECK-SAME: -> tensor<4x8x16xf32>
+func.func @mlp(%x: tensor<4x8x16xf32> {dist.sharding = #dist.sharding<@mesh, [[dp], [], []]>},
+               %w1: tensor<16x32xf32> {dist.sharding = #dist.sharding<@mesh, [[], [tp]]>},
+               %w2: tensor<32x16xf32> {dist.sharding = #dist.sharding<@mesh, [[tp], []]>},
+               %b2: tensor<16xf32>) -> tensor<4x8x16xf32> {
+  // CHECK: tpc.linear {{.*}} : tensor<2x8x16xf32>, tensor<16x16xf32>
+  %h = tpc.linear %x, %w1 layout in_out : tensor<4x8x16xf32>, tensor<16x32xf32>
+  %a = tpc.gelu %h tanh : tensor<4x8x32xf32>
+  // CHECK: tpc.linear {{.*}} : tensor<2x8x16xf32>, tensor<16x16xf32>
+  %y = tpc.linear %a, %w2 layout in_out : tensor<4x8x32xf32>, tensor<32x16xf32>
+  // CHECK-NEXT: dist.all_reduce %{{.*}} on @mesh axes [tp] : tensor<2x8x16xf32> loc([[AR:#loc[0-9]*]])
+  // CHECK-NEXT: tpc.add
+  %z = tpc.add %y, %b2 : tensor<4x8x16xf32>, tensor<16xf32>
+  // The result is whole: the batch is gathered over dp.
+  // CHECK-NEXT: dist.all_gather %{{.*}} on @mesh axes [dp] dim 0 : tensor<2x8x16xf32> -> tensor<4x8x16xf32> loc([[AG:#loc[0-9]*]])
+  // CHECK-NEXT: return
+  return %z : tensor<4x8x16xf32>
+}
+// CHECK-DAG: [[AR]] = loc("tpc.add operand 0: {{\[}}[dp], [], []] partial [tp] -> {{\[}}[dp], [], []]"
+// CHECK-DAG: [[AG]] = loc("func.return operand 0: {{\[}}[dp], [], []] -> {{\[}}[], [], []]"
+
+// -----
+
+// Sequence parallelism: a partial sum wanted split along the sequence is
+// reduce-scattered; a sequence shard read by a column-parallel matmul is
+// gathered, once per reader (the backward gathers the stashed shard again).
+dist.mesh @mesh axes [tp = 2]
+// CHECK-LABEL: func.func @sequence
+func.func @sequence(%x: tensor<2x8x16xf32>,
+                    %w: tensor<16x16xf32> {dist.sharding = #dist.sharding<@mesh, [[tp], []]>},
+                    %v: tensor<16x32xf32> {dist.sharding = #dist.sharding<@mesh, [[], [tp]]>})
+    -> (tensor<2x8x32xf32>, tensor<2x8x32xf32>) {
+  %g = arith.constant dense<1.0> : tensor<16xf32>
+  %bb = arith.constant dense<0.0> : tensor<16xf32>
+  %xs = dist.shard %x to <@mesh, [[], [], [tp]]> : tensor<2x8x16xf32>
+  // CHECK: dist.shard_slice %{{.*}} on @mesh axes [tp] dim 2 : tensor<2x8x16xf32> -> tensor<2x8x8xf32>
+  // CHECK: tpc.linear
+  %p = tpc.linear %xs, %w layout in_out : tensor<2x8x16xf32>, tensor<16x16xf32>
+  // CHECK-NEXT: dist.reduce_scatter %{{.*}} on @mesh axes [tp] dim 1 : tensor<2x8x16xf32> -> tensor<2x4x16xf32>
+  %s = dist.shard %p to <@mesh, [[], [tp], []]> : tensor<2x8x16xf32>
+  // CHECK: tpc.layer_norm {{.*}} : tensor<2x4x16xf32>
+  %n = tpc.layer_norm %s, %g, %bb eps 1.0e-5 : tensor<2x8x16xf32>, tensor<16xf32>, tensor<16xf32>
+  // CHECK-NEXT: dist.all_gather %{{.*}} on @mesh axes [tp] dim 1 : tensor<2x4x16xf32> -> tensor<2x8x16xf32>
+  // CHECK-NEXT: tpc.linear
+  %c1 = tpc.linear %n, %v layout in_out : tensor<2x8x16xf32>, tensor<16x32xf32>
+  // CHECK-NEXT: dist.all_gather %{{.*}} on @mesh axes [tp] dim 1 : tensor<2x4x16xf32> -> tensor<2x8x16xf32>
+  // CHECK-NEXT: tpc.linear
+  %c2 = tpc.linear %n, %v layout in_out : tensor<2x8x16xf32>, tensor<16x32xf32>
+  return %c1, %c2 : tensor<2x8x32xf32>, tensor<2x8x32xf32>
+}
+
+// -----
+
+// The global norm counts a replicated gradient once: each group of equally
+// split operands is summed and reduced on its own.
+dist.mesh @mesh axes [tp = 2]
+// CHECK-LABEL: func.func @norm
+func.func @norm(%a: tensor<8x16xf32> {dist.sharding = #dist.sharding<@mesh, [[], [tp]]>},
+                %b: tensor<16xf32>) -> tensor<f32> {
+  // CHECK: %[[SPLIT:.*]] = tpc.sum_squares %{{.*}} : tensor<8x8xf32>
+  // CHECK-NEXT: %[[REDUCED:.*]] = dist.all_reduce %[[SPLIT]] on @mesh axes [tp] : tensor<f32>
+  // CHECK-NEXT: %[[WHOLE:.*]] = tpc.sum_squares %{{.*}} : tensor<16xf32>
+  // CHECK-NEXT: tpc.add %[[REDUCED]], %[[WHOLE]]
+  %s = tpc.sum_squares %a, %b : tensor<8x16xf32>, tensor<16xf32>
+  return %s : tensor<f32>
+}

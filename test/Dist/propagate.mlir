@@ -1,0 +1,82 @@
+// dist-propagate: each op's decision from its rule and its operands'
+// layouts. Annotated arguments are kept; a split reduction factor makes a
+// partial sum; a partial sum flows through what is linear in it and is
+// reduced before what is not.
+// RUN: tpc-opt %s --dist-propagate -split-input-file | FileCheck %s
+
+dist.mesh @mesh axes [dp = 2, tp = 2]
+// CHECK-LABEL: func.func @mlp
+func.func @mlp(%x: tensor<4x8x16xf32>,
+               %w1: tensor<16x32xf32> {dist.sharding = #dist.sharding<@mesh, [[], [tp]]>},
+               %w2: tensor<32x16xf32> {dist.sharding = #dist.sharding<@mesh, [[tp], []]>},
+               %b2: tensor<16xf32>) -> tensor<4x8x16xf32> {
+  // Column-parallel: the output features are split.
+  // CHECK: tpc.linear {{.*}}dist.result_shardings = [#dist.sharding<@mesh, {{\[}}[], [], [tp]]>]
+  %h = tpc.linear %x, %w1 layout in_out : tensor<4x8x16xf32>, tensor<16x32xf32>
+  // CHECK: tpc.gelu {{.*}}dist.result_shardings = [#dist.sharding<@mesh, {{\[}}[], [], [tp]]>]
+  %a = tpc.gelu %h tanh : tensor<4x8x32xf32>
+  // Row-parallel: the contracted features are split, the result is partial.
+  // CHECK: tpc.linear {{.*}}dist.result_shardings = [#dist.sharding<@mesh, {{\[}}[], [], []], partial [tp]>]
+  %y = tpc.linear %a, %w2 layout in_out : tensor<4x8x32xf32>, tensor<32x16xf32>
+  // A partial sum meets a whole bias: it must be reduced first.
+  // CHECK: tpc.add {{.*}}dist.operand_shardings = [#dist.sharding<@mesh, {{\[}}[], [], []]>, #dist.sharding<@mesh, {{\[}}[]]>], dist.result_shardings = [#dist.sharding<@mesh, {{\[}}[], [], []]>]
+  %z = tpc.add %y, %b2 : tensor<4x8x16xf32>, tensor<16xf32>
+  return %z : tensor<4x8x16xf32>
+}
+
+// -----
+
+dist.mesh @mesh axes [tp = 2]
+// CHECK-LABEL: func.func @partials
+func.func @partials(%a: tensor<8x16xf32> {dist.sharding = #dist.sharding<@mesh, [[], [tp]]>},
+                    %b: tensor<8x16xf32> {dist.sharding = #dist.sharding<@mesh, [[], [tp]]>},
+                    %w: tensor<16x4xf32>) -> tensor<8x4xf32> {
+  // CHECK: tpc.linear {{.*}}dist.result_shardings = [#dist.sharding<@mesh, {{\[}}[], []], partial [tp]>]
+  %p = tpc.linear %a, %w layout in_out : tensor<8x16xf32>, tensor<16x4xf32>
+  // CHECK: tpc.linear {{.*}}dist.result_shardings = [#dist.sharding<@mesh, {{\[}}[], []], partial [tp]>]
+  %q = tpc.linear %b, %w layout in_out : tensor<8x16xf32>, tensor<16x4xf32>
+  // Two partial sums over the same axes add without a reduction.
+  // CHECK: tpc.add {{.*}}dist.operand_shardings = [#dist.sharding<@mesh, {{\[}}[], []], partial [tp]>, #dist.sharding<@mesh, {{\[}}[], []], partial [tp]>], dist.result_shardings = [#dist.sharding<@mesh, {{\[}}[], []], partial [tp]>]
+  %s = tpc.add %p, %q : tensor<8x4xf32>, tensor<8x4xf32>
+  // Dropout is linear: the partial sum passes.
+  // CHECK: tpc.dropout {{.*}}dist.result_shardings = [#dist.sharding<@mesh, {{\[}}[], []], partial [tp]>]
+  %d = tpc.dropout %s rate 0.1 stream 0 : tensor<8x4xf32>
+  // gelu is not: reduced before it.
+  // CHECK: tpc.gelu {{.*}}dist.operand_shardings = [#dist.sharding<@mesh, {{\[}}[], []]>]
+  %g = tpc.gelu %d tanh : tensor<8x4xf32>
+  // CHECK: return {dist.operand_shardings = [#dist.sharding<@mesh, {{\[}}[], []]>]}
+  return %g : tensor<8x4xf32>
+}
+
+// -----
+
+// A weight gradient keeps its weight's split and gathers an input split
+// along the contracted sequence (sequence parallelism), rather than the
+// reverse.
+dist.mesh @mesh axes [tp = 2]
+// CHECK-LABEL: func.func @weight_grad
+func.func @weight_grad(%x: tensor<2x8x16xf32>, %dy: tensor<2x8x32xf32>) -> tensor<16x32xf32> {
+  %xs = dist.shard %x to <@mesh, [[], [tp], []]> : tensor<2x8x16xf32>
+  %dys = dist.shard %dy to <@mesh, [[], [], [tp]]> : tensor<2x8x32xf32>
+  // Derived (not annotated) values, as in a real backward.
+  %xd = tpc.gelu %xs tanh : tensor<2x8x16xf32>
+  %dyd = tpc.gelu %dys tanh : tensor<2x8x32xf32>
+  // CHECK: tpc.linear_weight_grad {{.*}}dist.operand_shardings = [#dist.sharding<@mesh, {{\[}}[], [], []]>, #dist.sharding<@mesh, {{\[}}[], [], [tp]]>], dist.result_shardings = [#dist.sharding<@mesh, {{\[}}[], [tp]]>]
+  %dw = tpc.linear_weight_grad %xd, %dyd layout in_out : tensor<2x8x16xf32>, tensor<2x8x32xf32> -> tensor<16x32xf32>
+  return %dw : tensor<16x32xf32>
+}
+
+// -----
+
+// A dropout mask takes the layout its reader needs instead of being drawn
+// whole and sliced.
+dist.mesh @mesh axes [tp = 2]
+// CHECK-LABEL: func.func @mask
+func.func @mask(%x: tensor<2x8x16xf32>) -> tensor<2x8x16xf32> {
+  %c = arith.constant dense<0> : tensor<i64>
+  %xs = dist.shard %x to <@mesh, [[], [tp], []]> : tensor<2x8x16xf32>
+  // CHECK: tpc.dropout_mask {{.*}}dist.result_shardings = [#dist.sharding<@mesh, {{\[}}[], [tp], []]>]
+  %m = tpc.dropout_mask rate 0.1 stream 0 block %c : tensor<2x8x16xi8>
+  %y = tpc.apply_mask %xs, %m rate 0.1 : tensor<2x8x16xf32>, tensor<2x8x16xi8>
+  return %y : tensor<2x8x16xf32>
+}
