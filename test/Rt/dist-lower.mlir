@@ -25,8 +25,9 @@ func.func @forward(
     // CHECK-NEXT: %[[W2:.*]] = rt.param "w2" hf_shape [64] splits {{\[}}[tp], []] init normal : memref<4x8xf32>
     %w2: tensor<4x8xf32> {tpc.param = "w2", tpc.hf_shape = array<i64: 64>,
                           dist.sharding = #dist.sharding<@mesh, [[tp], []]>},
-    // A sharding that splits nothing is no split.
-    // CHECK-NEXT: %[[B:.*]] = rt.param "b" hf_shape [8] init normal : memref<8xf32>
+    // A sharding that splits nothing is no split. (A bias: it is added to
+    // the all-reduced row-parallel linear.)
+    // CHECK-NEXT: %[[B:.*]] = rt.param "b" hf_shape [8] init zeros : memref<8xf32>
     %b: tensor<8xf32> {tpc.param = "b",
                        dist.sharding = #dist.sharding<@mesh, [[]]>},
     // The batch over dp: every rank reads the [4, 4] tensor.
@@ -194,4 +195,35 @@ func.func @forward(
   %x = tpc.embedding %wte[%ids] : tensor<8x8xf32>, tensor<2x4xi64>
   %r = dist.all_reduce %x on @mesh axes [tp] : tensor<2x4x8xf32>
   return %r : tensor<2x4x8xf32>
+}
+
+// -----
+
+// dist-partition adds a row-parallel linear's bias after the reduction: it
+// is still a bias (init zeros), wherever the sum is reduced. An add to
+// anything else is no bias.
+// CHECK-LABEL: module attributes {rt.seed = 0 : i64} {
+// CHECK: rt.param "b1" hf_shape [8] init zeros : memref<8xf32>
+// CHECK-NEXT: rt.param "b2" hf_shape [8] init zeros : memref<8xf32>
+// CHECK-NEXT: rt.param "c" hf_shape [8] init normal : memref<8xf32>
+dist.mesh @mesh axes [tp = 2]
+func.func @forward(
+    %w: tensor<2x8xf32> {tpc.param = "w",
+                         dist.sharding = #dist.sharding<@mesh, [[tp], []]>},
+    %b1: tensor<8xf32> {tpc.param = "b1"}, %b2: tensor<8xf32> {tpc.param = "b2"},
+    %c: tensor<8xf32> {tpc.param = "c"},
+    %x: tensor<2x4x2xf32> {tpc.input = "x",
+                           dist.sharding = #dist.sharding<@mesh, [[], [], [tp]]>})
+    -> (tensor<2x4x8xf32> {tpc.output = "y"},
+        tensor<2x4x8xf32> {tpc.output = "z"}) {
+  %p = tpc.linear %x, %w layout in_out : tensor<2x4x2xf32>, tensor<2x8xf32>
+  %r = dist.all_reduce %p on @mesh axes [tp] : tensor<2x4x8xf32>
+  %y = tpc.add %r, %b1 : tensor<2x4x8xf32>, tensor<8xf32>
+  %s = dist.reduce_scatter %p on @mesh axes [tp] dim 1
+      : tensor<2x4x8xf32> -> tensor<2x2x8xf32>
+  %sb = tpc.add %s, %b2 : tensor<2x2x8xf32>, tensor<8xf32>
+  %g = dist.all_gather %sb on @mesh axes [tp] dim 1
+      : tensor<2x2x8xf32> -> tensor<2x4x8xf32>
+  %z = tpc.add %g, %c : tensor<2x4x8xf32>, tensor<8xf32>
+  return %y, %z : tensor<2x4x8xf32>, tensor<2x4x8xf32>
 }

@@ -327,6 +327,15 @@ void forEachUse(Value value, function_ref<void(OpOperand &)> fn) {
   }
 }
 
+/// Whether `value` is the reduced output of a row-parallel linear:
+/// dist-partition adds such a linear's bias after the all_reduce or
+/// reduce_scatter, so that it counts once.
+bool isReducedLinear(Value value) {
+  Operation *def = value.getDefiningOp();
+  return isa_and_nonnull<dist::AllReduceOp, dist::ReduceScatterOp>(def) &&
+         def->getOperand(0).getDefiningOp<tpc::LinearOp>();
+}
+
 /// How tpc-run initializes a parameter without weights, from its uses: a
 /// norm scale starts at one, a bias at zero, anything else is drawn.
 ParamInit initOf(Value param) {
@@ -341,6 +350,8 @@ ParamInit initOf(Value param) {
       isScale |= norm.getWeight() == used;
     } else if (auto linear = dyn_cast<tpc::LinearOp>(user)) {
       isBias |= linear.getBias() == used;
+    } else if (auto add = dyn_cast<tpc::AddOp>(user)) {
+      isBias |= add.getRhs() == used && isReducedLinear(add.getLhs());
     }
   });
   if (isScale)

@@ -59,7 +59,9 @@ def TpcLowerToRt : Pass<"tpc-lower-to-rt", "ModuleOp"> {
       Face name and shape (`tpc.hf_shape`, else the argument's shape). Its
       `init` follows from its uses (through `tpc.cast`s): `ones` for a
       `tpc.layer_norm` or `tpc.rms_norm` weight, else `zeros` for a
-      `tpc.layer_norm` or `tpc.linear` bias, else `normal` with std 0.02;
+      `tpc.layer_norm` or `tpc.linear` bias (or the right operand of a
+      `tpc.add` to a linear's all-reduced or reduce-scattered output: a
+      row-parallel bias), else `normal` with std 0.02;
     * an argument with `tpc.input` becomes an `rt.input`; its `bound` is the
       embedding table's row count for the ids of a `tpc.embedding`, the
       logits' last dimension for the labels of a `tpc.cross_entropy` (the
