@@ -156,9 +156,11 @@ LogicalResult Annotator::columnParallel(tpc::LinearOp linear) {
         return linear.emitError()
                << "feeds attention with " << heads
                << " heads but no dimension of its weight has that size";
+      // Grouped-query attention: K and V have fewer heads than Q.
+      auto query = cast<RankedTensorType>(reader->getOperand(0).getType());
+      bool kvHeads = query.getRank() == 4 && query.getDimSize(1) != heads;
       if (failed(divisible(linear, heads, tpSize,
-                           use->getOperandNumber() == 0 ? "number of heads"
-                                                        : "number of kv-heads",
+                           kvHeads ? "number of kv-heads" : "number of heads",
                            tp)))
         return failure();
     } else if (isActivation(reader)) {
