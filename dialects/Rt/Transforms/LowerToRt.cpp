@@ -315,12 +315,14 @@ FailureOr<MemRefType> bufferTypeOf(Type type) {
 }
 
 /// The uses of `value`, looking through the ops that only change its form:
-/// casts (f32 master weights of a 16-bit model) and slices of it
-/// (microbatches of the inputs).
+/// casts (f32 master weights of a 16-bit model), slices of it (microbatches
+/// of the inputs) and the collectives that move its blocks (a rank's part of
+/// a microbatch).
 void forEachUse(Value value, function_ref<void(OpOperand &)> fn) {
   for (OpOperand &use : value.getUses()) {
     Operation *user = use.getOwner();
-    if (isa<tpc::CastOp, tensor::ExtractSliceOp>(user))
+    if (isa<tpc::CastOp, tensor::ExtractSliceOp, dist::ShardSliceOp,
+            dist::AllGatherOp, dist::AllToAllOp>(user))
       forEachUse(user->getResult(0), fn);
     else
       fn(use);
@@ -360,11 +362,13 @@ ParamInit initOf(Value param) {
 }
 
 /// The global view size of dimension `dim` of `value`: for a function
-/// argument split by dist-partition (looking through casts), its size before
-/// the split and any padding; else the value's own.
+/// argument split by dist-partition (looking through casts and the
+/// shard_slices that took this rank's block), its size before the split and
+/// any padding; else the value's own.
 int64_t globalDimSize(Value value, unsigned dim) {
-  while (auto cast = value.getDefiningOp<tpc::CastOp>())
-    value = cast.getInput();
+  while (
+      isa_and_nonnull<tpc::CastOp, dist::ShardSliceOp>(value.getDefiningOp()))
+    value = value.getDefiningOp()->getOperand(0);
   int64_t local = cast<RankedTensorType>(value.getType()).getDimSize(dim);
   auto arg = dyn_cast<BlockArgument>(value);
   auto function =

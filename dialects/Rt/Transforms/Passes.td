@@ -57,7 +57,9 @@ def TpcLowerToRt : Pass<"tpc-lower-to-rt", "ModuleOp"> {
 
     * an argument with `tpc.param` becomes an `rt.param` with its Hugging
       Face name and shape (`tpc.hf_shape`, else the argument's shape). Its
-      `init` follows from its uses (through `tpc.cast`s): `ones` for a
+      `init` follows from its uses (through casts, slices and the
+      collectives that move blocks: `dist.shard_slice`, `dist.all_gather`,
+      `dist.all_to_all`): `ones` for a
       `tpc.layer_norm` or `tpc.rms_norm` weight, else `zeros` for a
       `tpc.layer_norm` or `tpc.linear` bias (or the right operand of a
       `tpc.add` to a linear's all-reduced or reduce-scattered output: a
@@ -65,8 +67,8 @@ def TpcLowerToRt : Pass<"tpc-lower-to-rt", "ModuleOp"> {
     * an argument with `tpc.input` becomes an `rt.input`; its `bound` is the
       embedding table's row count for the ids of a `tpc.embedding`, the
       logits' last dimension for the labels of a `tpc.cross_entropy` (the
-      smallest one when several uses give one, looking through slices),
-      else 0;
+      smallest one when several uses give one, looking through the same
+      ops), else 0;
     * an argument with `tpc.state = {name, param}` becomes an `rt.state`;
     * every tpc op becomes one `rt.alloc` per result and one `rt.kernel`
       with the attributes of the executable's kernel table
