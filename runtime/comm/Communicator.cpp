@@ -2,11 +2,19 @@
 
 #include "tpcrt/Comm.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 using namespace tpcrt;
 
 Communicator::~Communicator() = default;
+
+void Communicator::abort(int code) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::_Exit(code);
+}
 
 Status Communicator::checkPeer(const char *what, int peer) const {
   if (peer < 0 || peer >= size())

@@ -12,6 +12,8 @@
 #include <mpi.h>
 
 #include <climits>
+#include <cstdio>
+#include <cstdlib>
 
 using namespace tpcrt;
 
@@ -138,6 +140,13 @@ public:
                            " bytes from rank " + std::to_string(peer) +
                            ", expected " + std::to_string(bytes));
     return Status::ok();
+  }
+
+  [[noreturn]] void abort(int code) override {
+    std::fflush(stdout);
+    std::fflush(stderr);
+    MPI_Abort(comm_, code);
+    std::_Exit(code); // should MPI_Abort return
   }
 
   Status barrier() override {

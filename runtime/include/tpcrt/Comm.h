@@ -61,6 +61,12 @@ public:
   /// Returns once every rank has entered it.
   virtual Status barrier() = 0;
 
+  /// Ends every rank of the job now with exit status `code`, after flushing
+  /// stdout and stderr: for a rank that failed while others may wait for it
+  /// in a collective. MPI: MPI_Abort; by default (one rank) the process
+  /// exits.
+  [[noreturn]] virtual void abort(int code);
+
   /// Collective: ranks with the same `color` form a new group, ordered by
   /// `key` (ties by rank). This is how a mesh axis gets its own group.
   virtual Status split(int color, int key,
