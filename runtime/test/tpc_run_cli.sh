@@ -93,13 +93,14 @@ expect_error "--steps needs a value" tiny.tpcx $weights $inputs --steps
 expect_error "--steps is given twice" tiny.tpcx $weights $inputs --steps 1 --steps 2
 expect_error "--device cuda: the CUDA backend is not available yet" tiny.tpcx $weights $inputs --device cuda
 expect_error "--device 'tpu': expected cpu or cuda" tiny.tpcx $weights $inputs --device tpu
-expect_error "--ranks 2: more than one rank is not supported yet" tiny.tpcx $weights $inputs --ranks 2
+expect_error "tiny.tpcx was compiled for one rank (no mesh); --ranks is 2" tiny.tpcx $weights $inputs --ranks 2
+expect_error "--ranks: must be at least 1" tiny.tpcx $weights $inputs --ranks 0
 
 # Files.
 expect_error "absent.tpcx: cannot open" absent.tpcx $weights $inputs
 expect_error "corrupt.tpcx: checksum mismatch" corrupt.tpcx $weights $inputs
 expect_error "weights.safetensors: not a tpc executable (bad magic" weights.safetensors $weights $inputs
-expect_error "mesh4.tpcx: the executable's mesh has 4 ranks; more than one rank is not supported yet" mesh4.tpcx $weights $inputs
+expect_error "mesh4.tpcx was compiled for a mesh dp=2,tp=2 (4 ranks): pass --ranks 4 (or start it under mpirun/srun)" mesh4.tpcx $weights $inputs
 expect_error "huge-arena.tpcx: cpu: cannot allocate the arena of 4611686018427387904 bytes" huge-arena.tpcx $weights $inputs
 expect_error "weights-missing.safetensors: missing tensor 'transformer.ln_f.weight'" tiny.tpcx --weights weights-missing.safetensors $inputs
 expect_error "weights-shape.safetensors: tensor 'ln_f.weight' (param 'transformer.ln_f.weight') has shape [2, 4], expected [8]" tiny.tpcx --weights weights-shape.safetensors $inputs

@@ -40,7 +40,7 @@ survivors() {
 inject() {
   checks=$((checks + 1))
   start=$(now_ms)
-  TPCRT_FAIL_RANK=$1 TPCRT_FAIL_STEP=2 TPCRT_FAIL_KIND=$2 timeout -k 5 60 \
+  TPCRT_FAIL_RANK=$1 TPCRT_FAIL_STEP=2 TPCRT_FAIL_KIND=$2 timeout -k 5 30 \
     "$run" "$dir/ranks2.tpcx" --ranks 2 --init-seed 1 --synthetic-seed 1 \
     --steps 5 >out.txt 2>err.txt
   rc=$?
@@ -49,7 +49,7 @@ inject() {
   if [ "$rc" -eq 0 ]; then
     fail "$what: exit status 0"
   elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
-    fail "$what: still running after 60 s (hang)"
+    fail "$what: still running after 30 s (hang)"
   fi
   [ "$elapsed" -lt 20000 ] || fail "$what: took $elapsed ms"
   if [ -n "$3" ]; then

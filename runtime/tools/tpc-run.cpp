@@ -4,15 +4,20 @@
 //         (--inputs B | --synthetic-seed S | --data TOKENS.bin) [--steps K]
 //         [--eval-data TOKENS.bin --eval-every N] [--dump-grads G]
 //         [--save-checkpoint C] [--dump-outputs OUT] [--trace TRACE.json]
+//         [--ranks N]
 //
-// Runs an executable on one CPU rank: the forward pass and loss, or, for an
+// Runs an executable on CPU ranks: the forward pass and loss, or, for an
 // executable compiled with --train, training steps. Prints one line per step
-// and the measured peak. Every failure is an "error: ..." line on stderr and
-// exit status 1. See docs/runtime/tpc-run.md.
+// and the measured peak of every rank. An executable compiled for a mesh runs
+// on as many ranks: under mpirun/mpiexec or srun on the launcher's, else
+// `--ranks N` starts them by re-executing itself under mpiexec. Every failure
+// is an "error: ..." line on stderr and exit status 1; on several ranks, a
+// failing rank takes the others down (MPI_Abort). See docs/runtime/tpc-run.md.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tpcrt/Checkpoint.h"
+#include "tpcrt/Comm.h"
 #include "tpcrt/Device.h"
 #include "tpcrt/Executable.h"
 #include "tpcrt/FileIO.h"
@@ -22,14 +27,20 @@
 #include "tpcrt/TokenData.h"
 #include "tpcrt/Weights.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 using namespace tpcrt;
 
@@ -39,12 +50,20 @@ const char kUsage[] =
     R"(usage: tpc-run model.tpcx (--weights W | --init-seed S | --load-checkpoint C)
                (--inputs BATCH | --synthetic-seed S | --data TOKENS.bin) [options]
 
-Runs a tpc executable (tpc-compile's .tpcx) on one CPU rank: its forward pass
+Runs a tpc executable (tpc-compile's .tpcx) on CPU ranks: its forward pass
 and loss, or training steps when it was compiled with --train. Prints
 `step <k> loss <float> tokens_per_s <float>` per step (training:
 `step <k> loss <float> grad_norm <float> lr <float> tokens_per_s <float>`,
-the loss of step k computed before update k) and
-`rank 0 peak_bytes <int> planned_peak_bytes <int>` at the end.
+the loss of step k computed before update k) and, at the end, one line
+`rank <r> peak_bytes <int> planned_peak_bytes <int>` per rank.
+
+Ranks: an executable compiled for a mesh (tpc-compile --mesh) runs on exactly
+its number of ranks. Under mpirun/mpiexec or srun, tpc-run uses the
+launcher's ranks; otherwise --ranks N re-executes it under
+`mpiexec --allow-run-as-root --oversubscribe -n N` (mpiexec from PATH). Rank 0
+prints the step and eval lines and writes every file (dumps, checkpoints);
+--trace writes one file per rank. Weights, inputs, dumps and checkpoints are
+whole Hugging Face tensors whatever the mesh.
 
 Weights (exactly one):
   --weights PATH          a .safetensors file, or a sharded checkpoint's
@@ -90,16 +109,23 @@ Options:
                           safetensors file OUT, atomically
   --trace TRACE.json      write a Chrome/Perfetto trace: one complete event
                           per kernel and step (ts and dur in microseconds,
-                          pid = rank)
-  --ranks N               ranks to run (only 1 is supported yet)
+                          pid = rank); on N > 1 ranks rank r writes
+                          TRACE.r.json (TRACE.json.r for another suffix)
+  --ranks N               ranks to run: the executable's mesh size (default
+                          1; see Ranks above)
   --help                  show this text
+
+Testing aid (fault injection): TPCRT_FAIL_RANK=r TPCRT_FAIL_STEP=k in the
+environment make rank r fail at the start of step k with an error
+(TPCRT_FAIL_KIND=crash: abort with SIGABRT instead); every rank must then
+exit with an error within seconds.
 )";
 
 struct Options {
   std::string model;
   std::optional<std::string> weights, inputs, data, evalData, dumpOutputs,
       dumpGrads, saveCheckpoint, loadCheckpoint, trace, dataDType;
-  std::optional<uint64_t> initSeed, syntheticSeed, dataSeed;
+  std::optional<uint64_t> initSeed, syntheticSeed, dataSeed, ranks;
   uint64_t steps = 1, evalEvery = 0, evalBatches = 1;
   std::string device = "cpu";
   bool help = false;
@@ -211,7 +237,7 @@ Status parseArguments(int argc, char **argv, Options &options) {
       if (Status s = parseUnsigned(flag, value, number); !s)
         return s;
       bool positive = flag == "--steps" || flag == "--eval-every" ||
-                      flag == "--eval-batches";
+                      flag == "--eval-batches" || flag == "--ranks";
       if (positive && number == 0)
         return Status::error(flag + ": must be at least 1");
       if (flag == "--init-seed")
@@ -226,10 +252,8 @@ Status parseArguments(int argc, char **argv, Options &options) {
         options.evalEvery = number;
       else if (flag == "--eval-batches")
         options.evalBatches = number;
-      else if (number != 1) { // --ranks
-        return Status::error("--ranks " + value +
-                             ": more than one rank is not supported yet");
-      }
+      else // --ranks
+        options.ranks = number;
     }
   }
   if (options.help)
@@ -325,22 +349,46 @@ std::string jsonEscape(const std::string &text) {
   return out;
 }
 
+/// Collectives are "comm" events, other kernels "kernel" ones.
+bool isCollective(fb::OpCode op) {
+  return op == fb::OpCode::AllReduce || op == fb::OpCode::AllGather ||
+         op == fb::OpCode::ReduceScatter || op == fb::OpCode::AllToAll;
+}
+
+/// Rank r of several writes TRACE.json as TRACE.r.json (TRACE.x as
+/// TRACE.x.r): one file per rank, side by side.
+std::string tracePathOf(const std::string &path, int64_t rank, int64_t ranks) {
+  if (ranks == 1)
+    return path;
+  std::string suffix = "." + std::to_string(rank);
+  const std::string json = ".json";
+  if (path.size() > json.size() &&
+      path.compare(path.size() - json.size(), json.size(), json) == 0)
+    return path.substr(0, path.size() - json.size()) + suffix + json;
+  return path + suffix;
+}
+
 Status writeTrace(const std::string &path, const Program &program,
                   const std::string &model,
                   const std::vector<TraceEvent> &events) {
-  std::string json = "{\"traceEvents\":[\n";
-  json += "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":0,\"args\":{"
-          "\"name\":\"rank 0 (" +
-          jsonEscape(model) + ")\"}}";
+  unsigned long long rank = static_cast<unsigned long long>(program.rank);
   char line[256];
+  std::snprintf(line, sizeof(line),
+                "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%llu,"
+                "\"args\":{\"name\":\"rank %llu (",
+                rank, rank);
+  std::string json = "{\"traceEvents\":[\n";
+  json += line + jsonEscape(model) + ")\"}}";
   for (const TraceEvent &event : events) {
     const KernelCall &call = program.calls[event.kernel];
     std::snprintf(line, sizeof(line),
-                  ",\n{\"name\":\"%s\",\"cat\":\"kernel\",\"ph\":\"X\","
-                  "\"ts\":%.3f,\"dur\":%.3f,\"pid\":0,\"tid\":0,\"args\":{"
-                  "\"kernel\":%u,\"step\":%llu}}",
-                  opCodeName(call.op), event.timing.startNs / 1000.0,
-                  event.timing.durationNs / 1000.0, event.kernel,
+                  ",\n{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\","
+                  "\"ts\":%.3f,\"dur\":%.3f,\"pid\":%llu,\"tid\":0,"
+                  "\"args\":{\"kernel\":%u,\"step\":%llu}}",
+                  opCodeName(call.op),
+                  isCollective(call.op) ? "comm" : "kernel",
+                  event.timing.startNs / 1000.0,
+                  event.timing.durationNs / 1000.0, rank, event.kernel,
                   static_cast<unsigned long long>(event.step));
     json += line;
   }
@@ -387,24 +435,92 @@ Status openTokens(const std::string &path, TokenDType dtype, uint64_t seed,
   return Status::ok();
 }
 
-Status run(const Options &options) {
-  LoadedExecutable loaded;
-  if (Status s = loadExecutable(options.model, loaded); !s)
-    return s;
-  const fb::Executable &exe = loaded.executable();
-  int64_t ranks = 1;
-  if (exe.mesh())
-    for (const fb::MeshAxis *axis : *exe.mesh())
-      ranks *= axis->size();
-  if (ranks != 1)
-    return Status::error(options.model + ": the executable's mesh has " +
-                         std::to_string(ranks) +
-                         " ranks; more than one rank is not supported yet");
+/// The fault-injection testing aid: TPCRT_FAIL_RANK, TPCRT_FAIL_STEP and
+/// TPCRT_FAIL_KIND (error or crash) from the environment.
+struct FaultInjection {
+  std::optional<uint64_t> rank, step;
+  bool crash = false;
 
+  static Status fromEnvironment(FaultInjection &out) {
+    FaultInjection fault;
+    const char *rank = std::getenv("TPCRT_FAIL_RANK");
+    const char *step = std::getenv("TPCRT_FAIL_STEP");
+    const char *kind = std::getenv("TPCRT_FAIL_KIND");
+    if (!rank && !step && !kind) {
+      out = fault;
+      return Status::ok();
+    }
+    if (!rank || !step)
+      return Status::error("fault injection needs both TPCRT_FAIL_RANK and "
+                           "TPCRT_FAIL_STEP");
+    uint64_t value = 0;
+    if (Status s = parseUnsigned("TPCRT_FAIL_RANK", rank, value); !s)
+      return s;
+    fault.rank = value;
+    if (Status s = parseUnsigned("TPCRT_FAIL_STEP", step, value); !s)
+      return s;
+    fault.step = value;
+    std::string kindText = kind ? kind : "error";
+    if (kindText != "error" && kindText != "crash")
+      return Status::error("TPCRT_FAIL_KIND '" + kindText +
+                           "': expected error or crash");
+    fault.crash = kindText == "crash";
+    out = fault;
+    return Status::ok();
+  }
+
+  /// Fails (or crashes) when this is the chosen rank and step.
+  Status check(int64_t thisRank, uint64_t thisStep) const {
+    if (!rank || *rank != static_cast<uint64_t>(thisRank) ||
+        *step != thisStep)
+      return Status::ok();
+    if (crash) {
+      std::fflush(stdout);
+      std::abort();
+    }
+    return Status::error("injected failure (TPCRT_FAIL_RANK=" +
+                         std::to_string(*rank) +
+                         " TPCRT_FAIL_STEP=" + std::to_string(*step) + ")");
+  }
+};
+
+/// Rank 0 prints every rank's peak line, in rank order (each rank's numbers
+/// gathered over the world).
+Status printPeaks(Interpreter &interpreter) {
+  uint64_t mine[2] = {interpreter.peakBytes(),
+                      interpreter.program().plannedPeakBytes};
+  Communicator *world = interpreter.world();
+  int ranks = world ? world->size() : 1;
+  std::vector<uint64_t> all(2 * static_cast<size_t>(ranks));
+  if (world) {
+    if (Status s = world->allGather(mine, all.data(), sizeof(mine)); !s)
+      return s.withContext("gathering the peaks");
+  } else {
+    std::copy(mine, mine + 2, all.begin());
+  }
+  if (interpreter.rank() != 0)
+    return Status::ok();
+  for (int r = 0; r < ranks; ++r)
+    std::printf("rank %d peak_bytes %llu planned_peak_bytes %llu\n", r,
+                static_cast<unsigned long long>(all[2 * r]),
+                static_cast<unsigned long long>(all[2 * r + 1]));
+  std::fflush(stdout);
+  return Status::ok();
+}
+
+/// Runs the executable on this rank; `world` holds every rank of the mesh
+/// (null for one rank).
+Status run(const Options &options, const fb::Executable &exe,
+           Communicator *world) {
+  FaultInjection fault;
+  if (Status s = FaultInjection::fromEnvironment(fault); !s)
+    return s;
   Interpreter interpreter;
-  if (Status s = Interpreter::create(exe, createCpuDevice(), interpreter); !s)
+  if (Status s = Interpreter::create(exe, createCpuDevice(), interpreter, world);
+      !s)
     return s.withContext(options.model);
   const Program &program = interpreter.program();
+  bool printer = interpreter.rank() == 0;
   const BindingRef *loss = program.findOutput("loss");
   if (!loss)
     return Status::error(options.model +
@@ -468,6 +584,8 @@ Status run(const Options &options) {
   for (uint64_t k = 1; k <= options.steps; ++k) {
     uint64_t step = first + k;
     std::string context = "step " + std::to_string(step);
+    if (Status s = fault.check(interpreter.rank(), step); !s)
+      return s.withContext(context);
     auto start = std::chrono::steady_clock::now();
     if (Status s = train.copyTo(interpreter, counters.dataPosition); !s)
       return s.withContext(context);
@@ -487,22 +605,25 @@ Status run(const Options &options) {
             .count();
     double rate =
         seconds > 0 ? static_cast<double>(train.tokens()) / seconds : 0.0;
-    if (training)
-      std::printf("step %llu loss %.6f grad_norm %.7g lr %.7g tokens_per_s "
-                  "%.1f\n",
-                  static_cast<unsigned long long>(step), lossValue, normValue,
-                  lrValue, rate);
-    else
-      std::printf("step %llu loss %.6f tokens_per_s %.1f\n",
-                  static_cast<unsigned long long>(step), lossValue, rate);
-    std::fflush(stdout);
+    if (printer) {
+      if (training)
+        std::printf("step %llu loss %.6f grad_norm %.7g lr %.7g tokens_per_s "
+                    "%.1f\n",
+                    static_cast<unsigned long long>(step), lossValue,
+                    normValue, lrValue, rate);
+      else
+        std::printf("step %llu loss %.6f tokens_per_s %.1f\n",
+                    static_cast<unsigned long long>(step), lossValue, rate);
+      std::fflush(stdout);
+    }
     if (options.trace)
       for (const KernelCall &call : program.calls)
         events.push_back({call.index, step, interpreter.timings()[call.index]});
     if (k == 1 && options.dumpGrads)
       if (Status s = writeGrads(*options.dumpGrads, interpreter); !s)
         return s;
-    if (k == options.steps && options.dumpOutputs)
+    // Outputs are whole on every rank: rank 0's are the run's.
+    if (k == options.steps && options.dumpOutputs && printer)
       if (Status s = dumpOutputs(*options.dumpOutputs, interpreter); !s)
         return s;
 
@@ -519,11 +640,13 @@ Status run(const Options &options) {
           return s.withContext("evaluation after " + context);
         sum += value;
       }
-      std::printf("eval %llu loss %.6f batches %llu\n",
-                  static_cast<unsigned long long>(step),
-                  sum / static_cast<double>(options.evalBatches),
-                  static_cast<unsigned long long>(options.evalBatches));
-      std::fflush(stdout);
+      if (printer) {
+        std::printf("eval %llu loss %.6f batches %llu\n",
+                    static_cast<unsigned long long>(step),
+                    sum / static_cast<double>(options.evalBatches),
+                    static_cast<unsigned long long>(options.evalBatches));
+        std::fflush(stdout);
+      }
     }
   }
 
@@ -533,37 +656,264 @@ Status run(const Options &options) {
         !s)
       return s;
   if (options.trace)
-    if (Status s = writeTrace(*options.trace, program, options.model, events);
+    if (Status s = writeTrace(tracePathOf(*options.trace, interpreter.rank(),
+                                          program.mesh.worldSize()),
+                              program, options.model, events);
         !s)
       return s;
-  std::printf("rank 0 peak_bytes %llu planned_peak_bytes %llu\n",
-              static_cast<unsigned long long>(interpreter.peakBytes()),
-              static_cast<unsigned long long>(program.plannedPeakBytes));
+  return printPeaks(interpreter);
+}
+
+//===----------------------------------------------------------------------===//
+// Ranks and launchers
+//===----------------------------------------------------------------------===//
+
+/// Set in the environment of the ranks `--ranks N` starts, so that they do
+/// not start ranks again.
+const char kLaunchedMarker[] = "TPCRT_RUN_LAUNCHED";
+
+/// True when a launcher (mpirun/mpiexec, srun, a PMI server) or `--ranks`
+/// started this process as one of several ranks.
+bool underLauncher() {
+  for (const char *name : {kLaunchedMarker, "OMPI_COMM_WORLD_SIZE",
+                           "PMI_SIZE", "PMIX_RANK", "SLURM_PROCID"})
+    if (std::getenv(name))
+      return true;
+  return false;
+}
+
+/// The rank the launcher gave this process, from its environment, or -1
+/// where it does not say (before MPI is initialized, to pick the one rank
+/// that reports an error every rank finds alike).
+int64_t launcherRank() {
+  for (const char *name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK",
+                           "SLURM_PROCID"}) {
+    uint64_t rank = 0;
+    if (const char *text = std::getenv(name))
+      if (parseUnsigned(name, text, rank))
+        return static_cast<int64_t>(rank);
+  }
+  return -1;
+}
+
+/// The mesh of the executable as tpc-compile's --mesh spells it
+/// ("dp=2,tp=2"), and its number of ranks.
+std::string meshText(const fb::Executable &exe, int64_t &ranks) {
+  ranks = 1;
+  std::string text;
+  if (exe.mesh())
+    for (const fb::MeshAxis *axis : *exe.mesh()) {
+      ranks *= axis->size();
+      if (!text.empty())
+        text += ",";
+      text += (axis->name() ? axis->name()->str() : "?") + "=" +
+              std::to_string(axis->size());
+    }
+  return text;
+}
+
+/// "model.tpcx was compiled for a mesh dp=2,tp=2 (4 ranks)".
+std::string compiledFor(const Options &options, const fb::Executable &exe) {
+  int64_t ranks = 1;
+  std::string mesh = meshText(exe, ranks);
+  if (mesh.empty())
+    return options.model + " was compiled for one rank (no mesh)";
+  return options.model + " was compiled for a mesh " + mesh + " (" +
+         std::to_string(ranks) + (ranks == 1 ? " rank)" : " ranks)");
+}
+
+/// The program called `name` in a directory of PATH, or "".
+std::string findInPath(const std::string &name) {
+  const char *path = std::getenv("PATH");
+  std::string dirs = path ? path : "";
+  for (size_t begin = 0; begin <= dirs.size();) {
+    size_t end = dirs.find(':', begin);
+    if (end == std::string::npos)
+      end = dirs.size();
+    std::string dir = dirs.substr(begin, end - begin);
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    if (::access(candidate.c_str(), X_OK) == 0)
+      return candidate;
+    begin = end + 1;
+  }
+  return "";
+}
+
+/// Replaces this process by `mpiexec ... -n ranks <this program> <args>`:
+/// returns only on failure.
+Status relaunch(int argc, char **argv, uint64_t ranks) {
+  if (!hasMpiBackend())
+    return Status::error("--ranks " + std::to_string(ranks) +
+                         ": this tpc-run was built without MPI (the runtime "
+                         "found no MPI at configure time)");
+  std::string mpiexec = findInPath("mpiexec");
+  if (mpiexec.empty())
+    return Status::error("--ranks " + std::to_string(ranks) +
+                         ": no mpiexec on PATH (install Open MPI, or start "
+                         "tpc-run under mpirun/srun)");
+  char self[4096];
+  ssize_t length = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+  std::string program =
+      length > 0 ? std::string(self, static_cast<size_t>(length)) : argv[0];
+  // The ranks share the cores: one BLAS thread each unless told otherwise.
+  if (!std::getenv("OPENBLAS_NUM_THREADS")) {
+    unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    std::string threads =
+        std::to_string(std::max<uint64_t>(1, cores / ranks));
+    ::setenv("OPENBLAS_NUM_THREADS", threads.c_str(), 1);
+  }
+  ::setenv(kLaunchedMarker, "1", 1);
+  std::string count = std::to_string(ranks);
+  std::vector<std::string> words = {mpiexec, "--allow-run-as-root",
+                                    "--oversubscribe", "-n", count, program};
+  for (int i = 1; i < argc; ++i)
+    words.push_back(argv[i]);
+  std::vector<char *> args;
+  for (std::string &word : words)
+    args.push_back(word.data());
+  args.push_back(nullptr);
+  std::fflush(stdout);
+  ::execv(mpiexec.c_str(), args.data());
+  return Status::error("--ranks " + count + ": cannot run " + mpiexec + ": " +
+                       std::strerror(errno));
+}
+
+/// Prints a failure: "error: <message>", or "error: rank k: <message>" when
+/// the run has several ranks.
+void report(const Status &status, int rank, int ranks) {
+  std::fflush(stdout);
+  if (ranks > 1)
+    std::fprintf(stderr, "error: rank %d: %s\n", rank,
+                 status.message().c_str());
+  else
+    std::fprintf(stderr, "error: %s\n", status.message().c_str());
+  std::fflush(stderr);
+}
+
+/// Everything before the run: the flags, the executable, and the ranks
+/// against its mesh. Outside a launcher, --ranks N > 1 re-executes tpc-run
+/// under mpiexec here (returning only on failure). Under a launcher `world`
+/// is the launcher's world; `runOnWorld` says whether the run needs it.
+Status prepare(int argc, char **argv, Communicator *world, Options &options,
+               LoadedExecutable &loaded, bool &runOnWorld) {
+  if (Status s = parseArguments(argc, argv, options); !s)
+    return s;
+  if (options.help)
+    return Status::ok();
+  if (Status s = loadExecutable(options.model, loaded); !s)
+    return s;
+  const fb::Executable &exe = loaded.executable();
+  int64_t meshRanks = 1;
+  meshText(exe, meshRanks);
+
+  if (world) {
+    int64_t size = world->size();
+    if (options.ranks && static_cast<int64_t>(*options.ranks) != size)
+      return Status::error("--ranks is " + std::to_string(*options.ranks) +
+                           ", but the launcher started " +
+                           std::to_string(size) + " ranks");
+    if (size != meshRanks)
+      return Status::error(compiledFor(options, exe) +
+                           "; the launcher started " + std::to_string(size) +
+                           (size == 1 ? " rank" : " ranks"));
+    runOnWorld = size > 1 || meshRanks > 1;
+    return Status::ok();
+  }
+  if (!options.ranks && meshRanks > 1)
+    return Status::error(compiledFor(options, exe) + ": pass --ranks " +
+                         std::to_string(meshRanks) +
+                         " (or start it under mpirun/srun)");
+  uint64_t ranks = options.ranks.value_or(1);
+  if (static_cast<int64_t>(ranks) != meshRanks)
+    return Status::error(compiledFor(options, exe) + "; --ranks is " +
+                         std::to_string(ranks));
+  runOnWorld = false;
+  if (ranks == 1)
+    return Status::ok();
+  return relaunch(argc, argv, ranks);
+}
+
+/// Calls `body` and turns what it throws into an error.
+template <typename BodyFn> Status guarded(BodyFn body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    return Status::error("out of memory");
+  } catch (const std::exception &e) {
+    return Status::error(e.what());
+  }
+}
+
+/// After prepare() on every rank of `world`: which rank reports a failure.
+/// A failure there is alike on every rank (the same flags and files), so
+/// only the lowest failing rank prints it and every rank exits with status 1,
+/// without aborting anyone. Returns -1 when every rank succeeded.
+Status firstFailure(Communicator &world, bool failed, int &first) {
+  std::vector<uint8_t> flags(static_cast<size_t>(world.size()));
+  uint8_t mine = failed ? 1 : 0;
+  if (Status s = world.allGather(&mine, flags.data(), 1); !s)
+    return s;
+  first = -1;
+  for (size_t r = 0; r < flags.size() && first < 0; ++r)
+    if (flags[r])
+      first = static_cast<int>(r);
   return Status::ok();
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
-  try {
-    Options options;
-    Status s = parseArguments(argc, argv, options);
-    if (s && options.help) {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-    if (s)
-      s = run(options);
+  std::unique_ptr<Communicator> world;
+  if (underLauncher()) {
+    Status s = hasMpiBackend()
+                   ? createMpiWorldCommunicator(world)
+                   : Status::error("started by a launcher (mpirun, srun), "
+                                   "but this tpc-run was built without MPI");
     if (!s) {
-      std::fflush(stdout);
-      std::fprintf(stderr, "error: %s\n", s.message().c_str());
+      if (launcherRank() <= 0)
+        report(s, 0, 1);
       return 1;
     }
-    return 0;
-  } catch (const std::bad_alloc &) {
-    std::fprintf(stderr, "error: out of memory\n");
-  } catch (const std::exception &e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
   }
+  int rank = world ? world->rank() : 0;
+  int ranks = world ? world->size() : 1;
+
+  Options options;
+  LoadedExecutable loaded;
+  bool runOnWorld = false;
+  Status status = guarded([&] {
+    return prepare(argc, argv, world.get(), options, loaded, runOnWorld);
+  });
+  if (ranks > 1) {
+    int first = -1;
+    if (Status s = firstFailure(*world, !status, first); !s) {
+      report(s, rank, ranks);
+      world->abort(1);
+    }
+    if (first >= 0) {
+      if (first == rank)
+        report(status, rank, 1);
+      return 1;
+    }
+  } else if (!status) {
+    report(status, rank, 1);
+    return 1;
+  }
+  if (options.help) {
+    if (rank == 0)
+      std::fputs(kUsage, stdout);
+    return 0;
+  }
+
+  status = guarded([&] {
+    return run(options, loaded.executable(),
+               runOnWorld ? world.get() : nullptr);
+  });
+  if (status)
+    return 0;
+  report(status, rank, ranks);
+  // The others may be waiting for this rank in a collective: end them all.
+  if (ranks > 1)
+    world->abort(1);
   return 1;
 }
