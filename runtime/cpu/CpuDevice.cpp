@@ -127,6 +127,8 @@ void joinPieces(const uint8_t *x, int64_t outer, int64_t pieces,
 /// non-leading dimension contiguous for the communicator (in the dtype it
 /// communicates: f32 for a staged 16-bit reduce_scatter).
 uint64_t collectiveStagingBytes(const KernelCall &call) {
+  if (call.group < 0)
+    return 0;
   const TensorRef &x = call.operands[0];
   uint64_t elementBytes = executableDTypeSize(x.dtype);
   switch (call.op) {
