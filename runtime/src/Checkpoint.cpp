@@ -140,21 +140,22 @@ Status tpcrt::gatherParamBuffer(Interpreter &interpreter, const ParamRef &param,
                          formatShape(t.shape) + " is not the block " +
                          formatShape(own.block.shape) + " of param '" +
                          param.hfName + "'");
-  std::vector<uint8_t> local(t.bytes);
-  if (Status s = interpreter.readBuffer(buffer, local.data(), local.size()); !s)
-    return s;
   const Mesh &mesh = program.mesh;
   int64_t self = interpreter.rank();
   Communicator *world = interpreter.world();
   bool split = false;
   for (const std::vector<uint32_t> &axes : param.splits)
     split |= !axes.empty();
-  // Ranks other than 0 send their block if rank 0 sees it nowhere else.
-  if (self != 0) {
-    if (!split || !holdsFirstCopy(mesh, program.coordinates, param.splits))
-      return Status::ok();
+  // Only the first rank holding each distinct block sends it to rank 0.
+  bool sends = self != 0 && split &&
+               holdsFirstCopy(mesh, program.coordinates, param.splits);
+  if (self != 0 && !sends)
+    return Status::ok();
+  std::vector<uint8_t> local(t.bytes);
+  if (Status s = interpreter.readBuffer(buffer, local.data(), local.size()); !s)
+    return s;
+  if (sends)
     return sendAll(*world, local, 0);
-  }
   int64_t elements = 1;
   for (int64_t d : param.viewShape)
     elements *= d;
