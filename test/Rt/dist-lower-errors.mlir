@@ -150,3 +150,17 @@ func.func @forward(%x: tensor<2x4xf32> {tpc.input = "x",
   // expected-error @+1 {{result 0 of @forward ('x') is a split argument; outputs must be whole (all_gather it first)}}
   return %x : tensor<2x4xf32>
 }
+
+// -----
+
+// A vocabulary-parallel cross-entropy has no kernel yet.
+dist.mesh @mesh axes [tp = 2]
+func.func @forward(%logits: tensor<2x4x8xf32> {tpc.input = "logits"},
+                   %labels: tensor<2x4xi64> {tpc.input = "labels"})
+    -> (tensor<f32> {tpc.output = "loss"}) {
+  // expected-error @+1 {{cannot lower 'tpc.cross_entropy' to rt: its kernel takes no padded or split vocabulary ('dist.vocab_axes') yet}}
+  %sum, %count = tpc.cross_entropy %logits, %labels {dist.vocab_axes = ["tp"]}
+      : tensor<2x4x8xf32>, tensor<2x4xi64>
+  %loss = tpc.loss_mean %sum, %count
+  return %loss : tensor<f32>
+}

@@ -800,6 +800,14 @@ LogicalResult Lowering::lowerOp(Operation *op) {
   }
   if (isa<tpc::AdamWUpdateOp, tpc::SgdUpdateOp>(op))
     return lowerUpdate(op, *spec);
+  // The plain kernels would give a padded vocabulary's columns probability
+  // mass, and a split one is not reduced over its ranks.
+  if (isa<tpc::CrossEntropyOp, tpc::CrossEntropyGradOp>(op))
+    for (StringRef name : {"vocab", "dist.vocab_axes"})
+      if (op->hasAttr(name))
+        return op->emitError()
+               << "cannot lower '" << op->getName() << "' to rt: its kernel "
+               << "takes no padded or split vocabulary ('" << name << "') yet";
   ValueRange operands = op->getOperands();
   if (std::optional<DropoutDraw> draw = dropoutDrawOf(op)) {
     if (failed(lowerDropoutLayout(op, *draw, *spec)))
