@@ -65,8 +65,7 @@ std::optional<MlpBlock> matchMlp(tpc::LinearOp down) {
   return block;
 }
 
-class ShardMlpPass
-    : public PassWrapper<ShardMlpPass, OperationPass<ModuleOp>> {
+class ShardMlpPass : public PassWrapper<ShardMlpPass, OperationPass<ModuleOp>> {
 public:
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ShardMlpPass)
 
@@ -102,8 +101,8 @@ void ShardMlpPass::runOnOperation() {
   if (failed(mesh))
     return signalPassFailure();
   if (!mesh->sizes.count(axis)) {
-    mesh->op.emitError() << "example-shard-mlp: the mesh has no axis '"
-                         << axis << "'";
+    mesh->op.emitError() << "example-shard-mlp: the mesh has no axis '" << axis
+                         << "'";
     return signalPassFailure();
   }
   for (auto func : module.getOps<func::FuncOp>())
@@ -136,8 +135,8 @@ LogicalResult ShardMlpPass::shardFunction(func::FuncOp func,
     int64_t inDim = down.getLayout() == tpc::WeightLayout::OutIn
                         ? down.getWeight().getType().getRank() - 1
                         : 0;
-    if (failed(splitParameter(func, down, down.getWeight(), inDim, mesh,
-                              chosen)))
+    if (failed(
+            splitParameter(func, down, down.getWeight(), inDim, mesh, chosen)))
       return failure();
   }
   // Rewrite only once every block is matched: the blocks hold the linears.
@@ -153,18 +152,17 @@ LogicalResult ShardMlpPass::shardFunction(func::FuncOp func,
 /// Records that the parameter behind `value` (read by `user`) is split along
 /// `dim` over the pass's axis.
 LogicalResult
-ShardMlpPass::splitParameter(func::FuncOp func, tpc::LinearOp user,
-                             Value value, int64_t dim,
-                             const dist::MeshInfo &mesh,
+ShardMlpPass::splitParameter(func::FuncOp func, tpc::LinearOp user, Value value,
+                             int64_t dim, const dist::MeshInfo &mesh,
                              DenseMap<unsigned, dist::Layout> &chosen) {
   // A bf16 model reads its f32 parameters through a cast; the cast has the
   // same shape, so the split carries over.
   while (auto cast = value.getDefiningOp<tpc::CastOp>())
     value = cast.getInput();
   auto arg = dyn_cast<BlockArgument>(value);
-  auto name = arg ? func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                      "tpc.param")
-                  : StringAttr();
+  auto name =
+      arg ? func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "tpc.param")
+          : StringAttr();
   if (!name)
     return user.emitError()
            << "example-shard-mlp: an MLP weight is not a parameter";
@@ -199,8 +197,8 @@ void ShardMlpPass::moveBiasAfter(tpc::LinearOp down) {
   Location biasLoc = NameLoc::get(
       builder.getStringAttr("example-shard-mlp: bias after the reduction"),
       down.getLoc());
-  auto sum = tpc::AddOp::create(builder, biasLoc, matmul.getResult(),
-                                down.getBias());
+  auto sum =
+      tpc::AddOp::create(builder, biasLoc, matmul.getResult(), down.getBias());
   // Keep `tpc.layer` and the like on both halves.
   for (Operation *op : {matmul.getOperation(), sum.getOperation()})
     op->setDiscardableAttrs(down->getDiscardableAttrDictionary());
