@@ -166,9 +166,9 @@ Status tpcrt::gatherParamBuffer(Interpreter &interpreter, const ParamRef &param,
     if (!holdsFirstCopy(mesh, coords, param.splits))
       continue;
     TensorPlacement placement;
-    if (Status s = TensorPlacement::create(mesh, coords, param.viewShape,
-                                           param.paddedShape, param.splits,
-                                           placement);
+    if (Status s =
+            TensorPlacement::create(mesh, coords, param.viewShape,
+                                    param.paddedShape, param.splits, placement);
         !s)
       return s;
     if (r != 0)
@@ -224,8 +224,8 @@ Status tpcrt::loadCheckpoint(const std::string &path, Interpreter &interpreter,
           path + ": tensor '" + name + "' is " + dtypeName(view.dtype) + " " +
           formatShape(view.shape) + ", expected F32 " + formatShape(shape));
     TensorPlacement placement;
-    Status s = paramPlacement(interpreter, program.params[state.param],
-                              placement);
+    Status s =
+        paramPlacement(interpreter, program.params[state.param], placement);
     if (s)
       s = scatterTensor(interpreter, placement, view, state.buffer);
     if (!s)

@@ -91,9 +91,9 @@ Status HostInputs::Entry::create(const Program &program,
                                  const BindingRef &input, Entry &out) {
   Entry entry;
   entry.buffer = input.buffer;
-  if (Status s = blockOf(program.mesh, program.coordinates,
-                         program.globalShapeOf(input), input.splits,
-                         entry.block);
+  if (Status s =
+          blockOf(program.mesh, program.coordinates,
+                  program.globalShapeOf(input), input.splits, entry.block);
       !s)
     return s.withContext("input '" + input.name + "'");
   entry.bytes.resize(program.buffers[input.buffer].bytes);

@@ -80,8 +80,8 @@ private:
   /// appended to `out`, at most a chunk at a time.
   template <typename FillFn> Status appendWith(int64_t count, FillFn fill) {
     for (int64_t done = 0; done < count;) {
-      int64_t room = kChunkElements -
-                     static_cast<int64_t>(staged.size() / elementSize);
+      int64_t room =
+          kChunkElements - static_cast<int64_t>(staged.size() / elementSize);
       int64_t n = std::min(room, count - done);
       size_t at = staged.size();
       staged.resize(at + n * elementSize);
@@ -162,8 +162,8 @@ Status TensorPlacement::create(const Mesh &mesh,
       return Status::error("padded shape " + formatShape(paddedShape) +
                            " is smaller than the view shape " +
                            formatShape(viewShape));
-  if (Status s = blockOf(mesh, coords, placement.paddedShape, splits,
-                         placement.block);
+  if (Status s =
+          blockOf(mesh, coords, placement.paddedShape, splits, placement.block);
       !s)
     return s;
   out = std::move(placement);
@@ -184,8 +184,7 @@ void tpcrt::extractPlaced(const TensorPlacement &placement, const void *whole,
     if (source < 0)
       std::memset(out, 0, count * elementBytes);
     else
-      std::memcpy(out,
-                  static_cast<const char *>(whole) + source * elementBytes,
+      std::memcpy(out, static_cast<const char *>(whole) + source * elementBytes,
                   count * elementBytes);
   });
 }
@@ -226,7 +225,8 @@ Status tpcrt::scatterTensor(Interpreter &interpreter,
       status = writer.appendZeros(count);
       return;
     }
-    const uint8_t *data = tensor.data + static_cast<uint64_t>(source) * sourceSize;
+    const uint8_t *data =
+        tensor.data + static_cast<uint64_t>(source) * sourceSize;
     if (raw) {
       status = writer.appendRaw(data, count);
       return;
@@ -283,8 +283,8 @@ Status tpcrt::initWeights(uint64_t seed, Interpreter &interpreter) {
           auto index = static_cast<uint64_t>(source + first + i);
           switch (param.init) {
           case fb::ParamInit::Normal:
-            chunk[i] = static_cast<float>(param.initStd *
-                                          standardNormal(key, index));
+            chunk[i] =
+                static_cast<float>(param.initStd * standardNormal(key, index));
             break;
           case fb::ParamInit::Zeros:
             chunk[i] = 0.0f;

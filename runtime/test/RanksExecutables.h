@@ -83,31 +83,29 @@ inline fb::ExecutableT ranksModel(const MeshAxes &mesh, bool collectives = true,
     uint32_t index, buffer;
   };
   // view, padded, per-dim axes; the buffer is the block.
-  auto param = [&](const std::string &name, fb::DType dtype,
-                   std::vector<int64_t> hf, std::vector<int64_t> view,
-                   std::vector<int64_t> padded,
-                   std::vector<std::vector<uint32_t>> axes,
-                   fb::ParamInit init) {
-    std::vector<int64_t> local = padded;
-    if (onMesh)
-      for (size_t d = 0; d < axes.size(); ++d)
-        local[d] /= sizeOf(axes[d]);
-    uint32_t buffer = b.param(name, dtype, local, init, hf);
-    fb::ParamT &p = *b.exe.params.back();
-    p.view_shape = std::move(view);
-    if (padded != p.view_shape)
-      p.padded_shape = std::move(padded);
-    p.splits = splitsOf(std::move(axes));
-    return Param{static_cast<uint32_t>(b.exe.params.size() - 1), buffer};
-  };
+  auto param =
+      [&](const std::string &name, fb::DType dtype, std::vector<int64_t> hf,
+          std::vector<int64_t> view, std::vector<int64_t> padded,
+          std::vector<std::vector<uint32_t>> axes, fb::ParamInit init) {
+        std::vector<int64_t> local = padded;
+        if (onMesh)
+          for (size_t d = 0; d < axes.size(); ++d)
+            local[d] /= sizeOf(axes[d]);
+        uint32_t buffer = b.param(name, dtype, local, init, hf);
+        fb::ParamT &p = *b.exe.params.back();
+        p.view_shape = std::move(view);
+        if (padded != p.view_shape)
+          p.padded_shape = std::move(padded);
+        p.splits = splitsOf(std::move(axes));
+        return Param{static_cast<uint32_t>(b.exe.params.size() - 1), buffer};
+      };
   const fb::ParamInit Normal = fb::ParamInit::Normal;
   Param a = param("a.weight", F32, {5, 3}, {5, 3}, {6, 3}, {{tp}, {}}, Normal);
   Param bw = param("b.weight", F32, {4, 6}, {4, 2, 3}, {4, 2, 4},
                    {{}, {tp}, {}}, Normal);
   Param c = param("c.bias", F32, {3}, {3}, {3}, {}, fb::ParamInit::Ones);
-  Param d =
-      param("d.weight", fb::DType::BF16, {3, 2}, {3, 2}, {4, 2}, {all, {}},
-            Normal);
+  Param d = param("d.weight", fb::DType::BF16, {3, 2}, {3, 2}, {4, 2},
+                  {all, {}}, Normal);
   Param e = param("e.table", F32, {z.vocab, z.hidden}, {z.vocab, z.hidden},
                   {z.vocab, z.hidden}, {}, Normal);
   // State is laid out as its param (ExecutableBuilder::state would use the
@@ -149,8 +147,9 @@ inline fb::ExecutableT ranksModel(const MeshAxes &mesh, bool collectives = true,
     }
     b.output(name, out);
   };
-  for (auto [name, source] : {std::pair<const char *, uint32_t>{"embedded", ids},
-                              {"embedded_labels", labels}}) {
+  for (auto [name, source] :
+       {std::pair<const char *, uint32_t>{"embedded", ids},
+        {"embedded_labels", labels}}) {
     uint32_t rows = b.buffer(F32, {localBatch, z.seq, z.hidden});
     b.kernel(Op::Embedding, {e.buffer, source}, {rows});
     whole(name, rows, {z.batch, z.seq, z.hidden}, 0, batchAxes);

@@ -151,7 +151,8 @@ int same(const std::string &a, const std::string &b,
   for (const std::string &name : names) {
     const TensorView *x = fa.find(name), *y = fb.find(name);
     if (!x || !y) {
-      std::printf("%s: missing in %s\n", name.c_str(), x ? b.c_str() : a.c_str());
+      std::printf("%s: missing in %s\n", name.c_str(),
+                  x ? b.c_str() : a.c_str());
       ++differences;
     } else if (x->dtype != y->dtype || x->shape != y->shape ||
                x->numBytes != y->numBytes ||
@@ -204,7 +205,8 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (mode == "same" && argc >= 5)
-    return same(argv[2], argv[3], std::vector<std::string>(argv + 4, argv + argc));
+    return same(argv[2], argv[3],
+                std::vector<std::string>(argv + 4, argv + argc));
   if (mode == "padded" && argc == 4)
     return padded(argv[2], argv[3]);
   std::fprintf(stderr, "usage: tpcrt-ranks-fixtures write DIR | same A B "

@@ -160,10 +160,12 @@ TEST(RanksPlacement, BadShapesAreErrors) {
             "padded shape [4, 3] is smaller than the view shape [5, 3]");
   s = TensorPlacement::create(two, {0}, {5, 3}, {6}, {}, p);
   ASSERT_FALSE(s);
-  EXPECT_EQ(s.message(), "padded shape [6] and view shape [5, 3] differ in rank");
+  EXPECT_EQ(s.message(),
+            "padded shape [6] and view shape [5, 3] differ in rank");
   s = TensorPlacement::create(two, {0}, {5, 3}, {}, {{0}, {}}, p);
   ASSERT_FALSE(s);
-  EXPECT_EQ(s.message(), "dimension 0 of size 5 is not divisible into 2 pieces");
+  EXPECT_EQ(s.message(),
+            "dimension 0 of size 5 is not divisible into 2 pieces");
 }
 
 //===----------------------------------------------------------------------===//
@@ -269,8 +271,7 @@ protected:
     ASSERT_EQ(mine.size(), static_cast<size_t>(ranks));
     for (size_t e = 0; e < twins.entries.size(); ++e) {
       std::vector<uint8_t> whole(twins.entries[e].bytes.size());
-      std::vector<int64_t> shape =
-          program.globalShapeOf(program.inputs[e]);
+      std::vector<int64_t> shape = program.globalShapeOf(program.inputs[e]);
       for (int r = 0; r < ranks; ++r) {
         const HostInputs::Entry &entry = mine[r].entries[e];
         EXPECT_EQ(entry.bytes.size() * ranks / whole.size() * whole.size(),
@@ -399,8 +400,8 @@ TEST_P(RanksRun, TokenDataDrawsTheGlobalBatch) {
   ASSERT_TRUE(TokenFile::open(path, TokenDType::U16, file));
   std::vector<TokenSampler> samplers(ranks);
   for (int r = 0; r < ranks; ++r)
-    ASSERT_TRUE(TokenSampler::create(file, 3, "data",
-                                     interpreters[r].program(), samplers[r]));
+    ASSERT_TRUE(TokenSampler::create(file, 3, "data", interpreters[r].program(),
+                                     samplers[r]));
   TokenSampler twinSampler;
   ASSERT_TRUE(
       TokenSampler::create(file, 3, "data", twin.program(), twinSampler));
@@ -416,15 +417,15 @@ TEST_P(RanksRun, TokenDataDrawsTheGlobalBatch) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Meshes, RanksRun,
-    ::testing::Values(MeshAxes{{"tp", 2}}, MeshAxes{{"dp", 2}, {"tp", 2}},
-                      MeshAxes{{"dp", 4}, {"tp", 1}}),
-    [](const ::testing::TestParamInfo<MeshAxes> &info) {
-      std::string name;
-      for (const auto &[axis, size] : info.param)
-        name += axis + std::to_string(size);
-      return name;
-    });
+INSTANTIATE_TEST_SUITE_P(Meshes, RanksRun,
+                         ::testing::Values(MeshAxes{{"tp", 2}},
+                                           MeshAxes{{"dp", 2}, {"tp", 2}},
+                                           MeshAxes{{"dp", 4}, {"tp", 1}}),
+                         [](const ::testing::TestParamInfo<MeshAxes> &info) {
+                           std::string name;
+                           for (const auto &[axis, size] : info.param)
+                             name += axis + std::to_string(size);
+                           return name;
+                         });
 
 } // namespace

@@ -381,15 +381,14 @@ Status writeTrace(const std::string &path, const Program &program,
   json += line + jsonEscape(model) + ")\"}}";
   for (const TraceEvent &event : events) {
     const KernelCall &call = program.calls[event.kernel];
-    std::snprintf(line, sizeof(line),
-                  ",\n{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\","
-                  "\"ts\":%.3f,\"dur\":%.3f,\"pid\":%llu,\"tid\":0,"
-                  "\"args\":{\"kernel\":%u,\"step\":%llu}}",
-                  opCodeName(call.op),
-                  isCollective(call.op) ? "comm" : "kernel",
-                  event.timing.startNs / 1000.0,
-                  event.timing.durationNs / 1000.0, rank, event.kernel,
-                  static_cast<unsigned long long>(event.step));
+    std::snprintf(
+        line, sizeof(line),
+        ",\n{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\","
+        "\"ts\":%.3f,\"dur\":%.3f,\"pid\":%llu,\"tid\":0,"
+        "\"args\":{\"kernel\":%u,\"step\":%llu}}",
+        opCodeName(call.op), isCollective(call.op) ? "comm" : "kernel",
+        event.timing.startNs / 1000.0, event.timing.durationNs / 1000.0, rank,
+        event.kernel, static_cast<unsigned long long>(event.step));
     json += line;
   }
   json += "\n],\"displayTimeUnit\":\"ms\"}\n";
@@ -471,16 +470,15 @@ struct FaultInjection {
 
   /// Fails (or crashes) when this is the chosen rank and step.
   Status check(int64_t thisRank, uint64_t thisStep) const {
-    if (!rank || *rank != static_cast<uint64_t>(thisRank) ||
-        *step != thisStep)
+    if (!rank || *rank != static_cast<uint64_t>(thisRank) || *step != thisStep)
       return Status::ok();
     if (crash) {
       std::fflush(stdout);
       std::abort();
     }
-    return Status::error("injected failure (TPCRT_FAIL_RANK=" +
-                         std::to_string(*rank) +
-                         " TPCRT_FAIL_STEP=" + std::to_string(*step) + ")");
+    return Status::error(
+        "injected failure (TPCRT_FAIL_RANK=" + std::to_string(*rank) +
+        " TPCRT_FAIL_STEP=" + std::to_string(*step) + ")");
   }
 };
 
@@ -511,12 +509,10 @@ Status printPeaks(Interpreter &interpreter) {
 /// Runs the executable on this rank; `world` holds every rank of the mesh
 /// (null for one rank).
 Status run(const Options &options, const fb::Executable &exe,
-           Communicator *world) {
-  FaultInjection fault;
-  if (Status s = FaultInjection::fromEnvironment(fault); !s)
-    return s;
+           const FaultInjection &fault, Communicator *world) {
   Interpreter interpreter;
-  if (Status s = Interpreter::create(exe, createCpuDevice(), interpreter, world);
+  if (Status s =
+          Interpreter::create(exe, createCpuDevice(), interpreter, world);
       !s)
     return s.withContext(options.model);
   const Program &program = interpreter.program();
@@ -609,8 +605,8 @@ Status run(const Options &options, const fb::Executable &exe,
       if (training)
         std::printf("step %llu loss %.6f grad_norm %.7g lr %.7g tokens_per_s "
                     "%.1f\n",
-                    static_cast<unsigned long long>(step), lossValue,
-                    normValue, lrValue, rate);
+                    static_cast<unsigned long long>(step), lossValue, normValue,
+                    lrValue, rate);
       else
         std::printf("step %llu loss %.6f tokens_per_s %.1f\n",
                     static_cast<unsigned long long>(step), lossValue, rate);
@@ -675,8 +671,8 @@ const char kLaunchedMarker[] = "TPCRT_RUN_LAUNCHED";
 /// True when a launcher (mpirun/mpiexec, srun, a PMI server) or `--ranks`
 /// started this process as one of several ranks.
 bool underLauncher() {
-  for (const char *name : {kLaunchedMarker, "OMPI_COMM_WORLD_SIZE",
-                           "PMI_SIZE", "PMIX_RANK", "SLURM_PROCID"})
+  for (const char *name : {kLaunchedMarker, "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
+                           "PMIX_RANK", "SLURM_PROCID"})
     if (std::getenv(name))
       return true;
   return false;
@@ -686,8 +682,8 @@ bool underLauncher() {
 /// where it does not say (before MPI is initialized, to pick the one rank
 /// that reports an error every rank finds alike).
 int64_t launcherRank() {
-  for (const char *name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK",
-                           "SLURM_PROCID"}) {
+  for (const char *name :
+       {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"}) {
     uint64_t rank = 0;
     if (const char *text = std::getenv(name))
       if (parseUnsigned(name, text, rank))
@@ -758,14 +754,13 @@ Status relaunch(int argc, char **argv, uint64_t ranks) {
   // The ranks share the cores: one BLAS thread each unless told otherwise.
   if (!std::getenv("OPENBLAS_NUM_THREADS")) {
     unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-    std::string threads =
-        std::to_string(std::max<uint64_t>(1, cores / ranks));
+    std::string threads = std::to_string(std::max<uint64_t>(1, cores / ranks));
     ::setenv("OPENBLAS_NUM_THREADS", threads.c_str(), 1);
   }
   ::setenv(kLaunchedMarker, "1", 1);
   std::string count = std::to_string(ranks);
-  std::vector<std::string> words = {mpiexec, "--allow-run-as-root",
-                                    "--oversubscribe", "-n", count, program};
+  std::vector<std::string> words = {
+      mpiexec, "--allow-run-as-root", "--oversubscribe", "-n", count, program};
   for (int i = 1; i < argc; ++i)
     words.push_back(argv[i]);
   std::vector<char *> args;
@@ -790,16 +785,20 @@ void report(const Status &status, int rank, int ranks) {
   std::fflush(stderr);
 }
 
-/// Everything before the run: the flags, the executable, and the ranks
-/// against its mesh. Outside a launcher, --ranks N > 1 re-executes tpc-run
-/// under mpiexec here (returning only on failure). Under a launcher `world`
-/// is the launcher's world; `runOnWorld` says whether the run needs it.
+/// Everything before the run: the flags, the fault injection, the
+/// executable, and the ranks against its mesh. Outside a launcher, --ranks N >
+/// 1 re-executes tpc-run under mpiexec here (returning only on failure). Under
+/// a launcher `world` is the launcher's world; `runOnWorld` says whether the
+/// run needs it.
 Status prepare(int argc, char **argv, Communicator *world, Options &options,
-               LoadedExecutable &loaded, bool &runOnWorld) {
+               FaultInjection &fault, LoadedExecutable &loaded,
+               bool &runOnWorld) {
   if (Status s = parseArguments(argc, argv, options); !s)
     return s;
   if (options.help)
     return Status::ok();
+  if (Status s = FaultInjection::fromEnvironment(fault); !s)
+    return s;
   if (Status s = loadExecutable(options.model, loaded); !s)
     return s;
   const fb::Executable &exe = loaded.executable();
@@ -879,10 +878,11 @@ int main(int argc, char **argv) {
   int ranks = world ? world->size() : 1;
 
   Options options;
+  FaultInjection fault;
   LoadedExecutable loaded;
   bool runOnWorld = false;
   Status status = guarded([&] {
-    return prepare(argc, argv, world.get(), options, loaded, runOnWorld);
+    return prepare(argc, argv, world.get(), options, fault, loaded, runOnWorld);
   });
   if (ranks > 1) {
     int first = -1;
@@ -906,7 +906,7 @@ int main(int argc, char **argv) {
   }
 
   status = guarded([&] {
-    return run(options, loaded.executable(),
+    return run(options, loaded.executable(), fault,
                runOnWorld ? world.get() : nullptr);
   });
   if (status)

@@ -120,8 +120,8 @@ template <typename RunFn> void TensorPlacement::forEachRun(RunFn run) const {
     strides[d] = strides[d + 1] * viewShape[d + 1];
   int64_t rowLength = block.shape[rank - 1];
   int64_t first = block.offset[rank - 1];
-  int64_t inside = std::min(rowLength, std::max<int64_t>(
-                                           0, viewShape[rank - 1] - first));
+  int64_t inside =
+      std::min(rowLength, std::max<int64_t>(0, viewShape[rank - 1] - first));
   std::vector<int64_t> index(rank, 0); // over the block's outer dims
   for (int64_t local = 0;; local += rowLength) {
     bool padding = false;
