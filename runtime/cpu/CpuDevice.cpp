@@ -553,9 +553,8 @@ Status CpuDevice::runCollective(const KernelCall &call, const Resolved &r) {
   int64_t g = call.groupSize;
   auto *scratch = reinterpret_cast<uint8_t *>(r.scratch);
   // Floats of a reduction (16-bit ones staged to f32 around it).
-  float *xf = r.stagedOperands[0]
-                  ? r.stagedOperands[0]
-                  : reinterpret_cast<float *>(r.operands[0]);
+  float *xf = r.stagedOperands[0] ? r.stagedOperands[0]
+                                  : reinterpret_cast<float *>(r.operands[0]);
   float *yf = r.stagedResults[0] ? r.stagedResults[0]
                                  : reinterpret_cast<float *>(r.results[0]);
   uint64_t elementBytes = executableDTypeSize(x.dtype);

@@ -268,14 +268,13 @@ Status dropoutMask(int64_t count, uint64_t key, double rate, int64_t firstIndex,
     return s;
   uint64_t threshold = dropoutThreshold(rate);
   auto base = static_cast<uint64_t>(firstIndex);
-  forEachGlobalRun(block, count,
-                   [&](int64_t local, uint64_t global, int64_t length) {
-                     uint8_t *ms = mask + local;
-                     uint64_t first = base + global;
-                     for (int64_t i = 0; i < length; ++i)
-                       ms[i] = dropoutKeep(
-                           key, first + static_cast<uint64_t>(i), threshold);
-                   });
+  forEachGlobalRun(
+      block, count, [&](int64_t local, uint64_t global, int64_t length) {
+        uint8_t *ms = mask + local;
+        uint64_t first = base + global;
+        for (int64_t i = 0; i < length; ++i)
+          ms[i] = dropoutKeep(key, first + static_cast<uint64_t>(i), threshold);
+      });
   return Status::ok();
 }
 

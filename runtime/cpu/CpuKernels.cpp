@@ -453,9 +453,9 @@ uint64_t detail::dropoutRow(const AttentionDropout &dropout, int64_t b,
                             int64_t seqK) {
   int64_t allHeads = dropout.globalHeads ? dropout.globalHeads : heads;
   int64_t allQ = dropout.globalSeqQ ? dropout.globalSeqQ : seqQ;
-  int64_t row = ((dropout.batchOffset + b) * allHeads + dropout.headOffset + h) *
-                    allQ +
-                dropout.queryOffset + i;
+  int64_t row =
+      ((dropout.batchOffset + b) * allHeads + dropout.headOffset + h) * allQ +
+      dropout.queryOffset + i;
   return dropout.firstIndex + static_cast<uint64_t>(row * seqK);
 }
 
@@ -470,18 +470,16 @@ Status dropout(const float *x, int64_t count, uint64_t key, double rate,
   uint64_t threshold = dropoutThreshold(rate);
   float scale = dropoutScale(rate);
   uint64_t base = static_cast<uint64_t>(firstIndex);
-  forEachGlobalRun(block, count,
-                   [&](int64_t local, uint64_t global, int64_t length) {
-                     const float *xs = x + local;
-                     float *os = out + local;
-                     uint64_t first = base + global;
-                     for (int64_t i = 0; i < length; ++i)
-                       os[i] = dropoutKeep(key,
-                                           first + static_cast<uint64_t>(i),
-                                           threshold)
-                                   ? xs[i] * scale
-                                   : 0.0f;
-                   });
+  forEachGlobalRun(
+      block, count, [&](int64_t local, uint64_t global, int64_t length) {
+        const float *xs = x + local;
+        float *os = out + local;
+        uint64_t first = base + global;
+        for (int64_t i = 0; i < length; ++i)
+          os[i] = dropoutKeep(key, first + static_cast<uint64_t>(i), threshold)
+                      ? xs[i] * scale
+                      : 0.0f;
+      });
   return Status::ok();
 }
 
@@ -574,10 +572,9 @@ Status attention(const float *q, const float *k, const float *v, int64_t batch,
         Status s = attentionProbabilities(qh, kh, headDim, i0, block, seqQ,
                                           seqK, causal, scale, scratch);
         if (s && drop)
-          dropProbabilities(
-              scratch, block,
-              dropoutRow(*dropout, b, h, i0, heads, seqQ, seqK), seqK,
-              *dropout);
+          dropProbabilities(scratch, block,
+                            dropoutRow(*dropout, b, h, i0, heads, seqQ, seqK),
+                            seqK, *dropout);
         if (s)
           s = gemm(false, false, block.rows, valueDim, block.keys, 1.0f,
                    scratch, block.ld, vh, ldv, 0.0f, oh + i0 * valueDim, ldv);

@@ -12,8 +12,8 @@ namespace {
 std::string meshText(const Mesh &mesh) {
   std::string text;
   for (size_t i = 0; i < mesh.names.size(); ++i)
-    text += (i ? "," : "") + mesh.names[i] + "=" +
-            std::to_string(mesh.sizes[i]);
+    text +=
+        (i ? "," : "") + mesh.names[i] + "=" + std::to_string(mesh.sizes[i]);
   return text;
 }
 } // namespace
@@ -22,15 +22,15 @@ Status Interpreter::makeGroups() {
   const Mesh &mesh = program_.mesh;
   int64_t needed = mesh.worldSize();
   if (!mesh.sizes.empty() && !world_)
-    return Status::error("the executable's mesh " + meshText(mesh) +
-                         " needs " + std::to_string(needed) +
+    return Status::error("the executable's mesh " + meshText(mesh) + " needs " +
+                         std::to_string(needed) +
                          " ranks, the run has no communicator");
   int64_t size = world_ ? world_->size() : 1;
   if (size != needed)
     return Status::error(
-        (mesh.sizes.empty() ? std::string("the executable has no mesh (")
-                            : "the executable's mesh " + meshText(mesh) +
-                                  " needs ") +
+        (mesh.sizes.empty()
+             ? std::string("the executable has no mesh (")
+             : "the executable's mesh " + meshText(mesh) + " needs ") +
         std::to_string(needed) + (needed == 1 ? " rank" : " ranks") +
         (mesh.sizes.empty() ? ")" : "") + ", the run has " +
         std::to_string(size));
@@ -46,12 +46,12 @@ Status Interpreter::makeGroups() {
         !s)
       return s.withContext("the group over mesh axes " + axesText(axes));
     if (group->size() != mesh.groupSize(axes) || group->rank() != position)
-      return Status::error(
-          "the group over mesh axes " + axesText(axes) + " has " +
-          std::to_string(group->size()) + " ranks with this one at " +
-          std::to_string(group->rank()) + ", expected " +
-          std::to_string(mesh.groupSize(axes)) + " and " +
-          std::to_string(position));
+      return Status::error("the group over mesh axes " + axesText(axes) +
+                           " has " + std::to_string(group->size()) +
+                           " ranks with this one at " +
+                           std::to_string(group->rank()) + ", expected " +
+                           std::to_string(mesh.groupSize(axes)) + " and " +
+                           std::to_string(position));
     groups_.push_back(std::move(group));
   }
   return Status::ok();

@@ -1128,12 +1128,11 @@ Status KernelDecoder::alongDim() {
   std::string g_ = std::to_string(g), d_ = std::to_string(dim);
   if (call.op == fb::OpCode::AllGather) {
     if (__builtin_mul_overflow(extent, g, &expected[dim]))
-      return Status::error("gathering " + describe("input", in(0)) + " " +
-                           g_ + " times overflows");
+      return Status::error("gathering " + describe("input", in(0)) + " " + g_ +
+                           " times overflows");
   } else {
     if (extent % g != 0)
-      return Status::error("input dim " + d_ + " is " +
-                           std::to_string(extent) +
+      return Status::error("input dim " + d_ + " is " + std::to_string(extent) +
                            ", not divisible by the group size " + g_);
     expected[dim] = extent / g;
   }
@@ -1181,12 +1180,11 @@ Status KernelDecoder::allToAll() {
     return Status::error("concatenating " + describe("input", in(0)) +
                          " overflows");
   if (out(0).shape != expected)
-    return Status::error(describe("result", out(0)) + " should be " +
-                         formatShape(expected) + " (" +
-                         describe("input", in(0)) + " split along dim " +
-                         std::to_string(splitDim) + ", concatenated along " +
-                         std::to_string(concatDim) + ", group size " +
-                         std::to_string(g) + ")");
+    return Status::error(
+        describe("result", out(0)) + " should be " + formatShape(expected) +
+        " (" + describe("input", in(0)) + " split along dim " +
+        std::to_string(splitDim) + ", concatenated along " +
+        std::to_string(concatDim) + ", group size " + std::to_string(g) + ")");
   return Status::ok();
 }
 
@@ -1195,8 +1193,8 @@ Status KernelDecoder::allToAll() {
 Status KernelDecoder::dropoutSplits() {
   if (call.splits.empty())
     return Status::ok();
-  bool attention = call.op == fb::OpCode::Attention ||
-                   call.op == fb::OpCode::AttentionGrad;
+  bool attention =
+      call.op == fb::OpCode::Attention || call.op == fb::OpCode::AttentionGrad;
   if (!attention && call.op != fb::OpCode::Dropout &&
       call.op != fb::OpCode::DropoutMask)
     return Status::error("has splits, which only dropout, dropout_mask, "
@@ -1536,14 +1534,12 @@ Splits tpcrt::splitsOf(
   return splits;
 }
 
-Status tpcrt::checkSplits(const Mesh &mesh, const Splits &splits,
-                          size_t rank) {
+Status tpcrt::checkSplits(const Mesh &mesh, const Splits &splits, size_t rank) {
   if (splits.empty())
     return Status::ok();
   if (splits.size() != rank)
     return Status::error("splits name " + std::to_string(splits.size()) +
-                         " dimensions, the tensor has " +
-                         std::to_string(rank));
+                         " dimensions, the tensor has " + std::to_string(rank));
   std::vector<uint32_t> used;
   for (size_t d = 0; d < splits.size(); ++d) {
     if (Status s = mesh.checkAxes(splits[d]); !s)
@@ -1711,8 +1707,8 @@ Status tpcrt::placeProgram(Program &program, int64_t rank) {
       call.globalOffset = block.offset;
     }
     if (call.group >= 0)
-      call.groupPosition = program.mesh.positionIn(
-          program.coordinates, program.groups[call.group]);
+      call.groupPosition = program.mesh.positionIn(program.coordinates,
+                                                   program.groups[call.group]);
   }
   return Status::ok();
 }

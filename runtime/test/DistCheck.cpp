@@ -17,10 +17,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "DistExecutables.h"
 #include "tpcrt/Comm.h"
 #include "tpcrt/Interpreter.h"
 #include "tpcrt/Safetensors.h"
-#include "DistExecutables.h"
 
 #include <cmath>
 #include <cstdio>
@@ -67,11 +67,13 @@ struct Checker {
     }
     for (size_t i = 0; i < want.size(); ++i) {
       double g = double(got[i]), w = double(want[i]);
-      bool same = tolerance > 0 ? std::abs(g - w) <= tolerance * (1 + std::abs(w))
-                                : got[i] == want[i];
+      bool same = tolerance > 0
+                      ? std::abs(g - w) <= tolerance * (1 + std::abs(w))
+                      : got[i] == want[i];
       if (!same) {
-        std::fprintf(stderr, "rank %d: %s: element %zu is %.9g, expected %.9g\n",
-                     rank, what.c_str(), i, g, w);
+        std::fprintf(stderr,
+                     "rank %d: %s: element %zu is %.9g, expected %.9g\n", rank,
+                     what.c_str(), i, g, w);
         ++failures;
         return;
       }
@@ -313,8 +315,7 @@ void checkCollectives(Communicator &world, const TestMesh &mesh,
                 std::vector<long>{allocations}, std::vector<long>{0});
   }
   for (const CollectiveCase &c : cases) {
-    std::vector<double> want =
-        expectedCollective(c, place, axes, world.rank());
+    std::vector<double> want = expectedCollective(c, place, axes, world.rank());
     std::vector<double> got;
     uint32_t y = run.output(c.name);
     if (c.dtype == I64)
@@ -397,8 +398,8 @@ Status loadMlp(Run &run, const TestMesh &mesh, int64_t rank) {
     std::vector<float> whole =
         randomFloats(elementsOf(param.viewShape), seed++);
     TestSplits splits(param.splits.begin(), param.splits.end());
-    if (Status s = run.write(param.buffer, blockOfWhole(whole, param.viewShape,
-                                                        splits, place));
+    if (Status s = run.write(
+            param.buffer, blockOfWhole(whole, param.viewShape, splits, place));
         !s)
       return s;
   }
@@ -511,8 +512,8 @@ void checkDropout(Communicator &world, const TestMesh &mesh,
     check.equal(at + ": gathered result", dist.read<float>(dist.output("y")),
                 single.read<float>(single.output("y")));
     check.equal(at + ": local mask", dist.read<uint8_t>(dist.output("mask")),
-                blockOfWhole(single.read<uint8_t>(single.output("mask")),
-                             shape, splits, place));
+                blockOfWhole(single.read<uint8_t>(single.output("mask")), shape,
+                             splits, place));
   }
 }
 
@@ -577,9 +578,9 @@ void checkAttention(Communicator &world, const TestMesh &mesh,
                 single.create(attentionExecutable({}, {}, {}, causal, grad),
                               nullptr)) ||
       !check.ok(where + ": create",
-                dist.create(attentionExecutable(mesh, qSplits, kvSplits,
-                                                causal, grad),
-                            &world)))
+                dist.create(
+                    attentionExecutable(mesh, qSplits, kvSplits, causal, grad),
+                    &world)))
     return;
   for (const auto &[name, whole] : inputs) {
     const BindingRef *one = single.interpreter.program().findInput(name);
@@ -635,8 +636,8 @@ void checkMesh(Communicator &world, const TestMesh &mesh, int64_t dp,
     auto d = std::vector<uint32_t>{uint32_t(dp)};
     std::vector<uint32_t> both = {uint32_t(dp), uint32_t(tp)},
                           reversed = {uint32_t(tp), uint32_t(dp)};
-    dropoutSplits = {{d, t, {}}, {{}, {}, both}, {t, {}, d},
-                     {reversed, {}, {}}, {d, {}, t}};
+    dropoutSplits = {
+        {d, t, {}}, {{}, {}, both}, {t, {}, d}, {reversed, {}, {}}, {d, {}, t}};
   }
   for (const TestSplits &splits : dropoutSplits)
     checkDropout(world, mesh, splits, check);
@@ -663,8 +664,8 @@ int run(Communicator &world) {
   }
   // A mesh the world does not fit is refused on every rank alike.
   {
-    TestMesh wrong = size == 2 ? TestMesh{{"dp", 2}, {"tp", 2}}
-                               : TestMesh{{"tp", 2}};
+    TestMesh wrong =
+        size == 2 ? TestMesh{{"dp", 2}, {"tp", 2}} : TestMesh{{"tp", 2}};
     Run run;
     Status s = run.create(dropoutExecutable(wrong, {}), &world);
     std::string expected =
@@ -694,8 +695,7 @@ int run(Communicator &world) {
     return 1;
   if (failures) {
     std::fprintf(stderr, "rank %d: %d failure(s) here, %lld in all\n",
-                 check.rank, check.failures,
-                 static_cast<long long>(failures));
+                 check.rank, check.failures, static_cast<long long>(failures));
     return 1;
   }
   std::printf("rank %d: %d checks passed\n", check.rank, check.checks);

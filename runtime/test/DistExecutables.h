@@ -1,4 +1,4 @@
-//===- DistExecutables.h - distributed executables built in tests -*- C++ -*-===//
+//===- DistExecutables.h - distributed executables in tests --*- C++ -*-===//
 //
 // What the distributed tests add to TestExecutables.h: a mesh, splits on
 // params, inputs and kernels, and an independent account of a rank's place

@@ -8,13 +8,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "DistExecutables.h"
 #include "tpcrt/Comm.h"
 #include "tpcrt/CpuKernels.h"
 #include "tpcrt/CpuTrainingKernels.h"
 #include "tpcrt/Interpreter.h"
 #include "tpcrt/Random.h"
 #include "tpcrt/Safetensors.h"
-#include "DistExecutables.h"
 
 #include "gtest/gtest.h"
 
@@ -142,7 +142,9 @@ TEST(DistLoaderTest, TheValidExecutableDecodes) {
 
 TEST(DistLoaderTest, ParamLayouts) {
   expectRefused(
-      [](fb::ExecutableT &e) { e.params[0]->splits = makeSplits({{}, {5}}); },
+      [](fb::ExecutableT &e) {
+        e.params[0]->splits = makeSplits({{}, {5}});
+      },
       "param 0 ('w'): splits of dimension 1: mesh axis 5 out of range (the "
       "mesh has 2 axes)");
   expectRefused(
@@ -153,18 +155,27 @@ TEST(DistLoaderTest, ParamLayouts) {
   expectRefused(
       [](fb::ExecutableT &e) { e.params[0]->splits = makeSplits({{1}}); },
       "param 0 ('w'): splits name 1 dimensions, the tensor has 2");
-  expectRefused([](fb::ExecutableT &e) { e.params[0]->padded_shape = {8, 4}; },
-                "param 0 ('w'): padded_shape [8, 4] is smaller than "
-                "view_shape [8, 6] in dimension 1");
+  expectRefused(
+      [](fb::ExecutableT &e) {
+        e.params[0]->padded_shape = {8, 4};
+      },
+      "param 0 ('w'): padded_shape [8, 4] is smaller than "
+      "view_shape [8, 6] in dimension 1");
   expectRefused([](fb::ExecutableT &e) { e.params[0]->padded_shape = {64}; },
                 "param 0 ('w'): padded_shape [64] and view_shape [8, 6] have "
                 "different ranks");
-  expectRefused([](fb::ExecutableT &e) { e.params[0]->padded_shape = {8, 7}; },
-                "param 0 ('w'): padded_shape [8, 7]: dimension 1 of size 7 is "
-                "not divisible into 2 pieces");
-  expectRefused([](fb::ExecutableT &e) { reshape(e, W, {8, 8}); },
-                "param 0 ('w'): buffer 0 is [8, 8], expected [8, 4] (the "
-                "block of padded_shape [8, 8] a rank holds)");
+  expectRefused(
+      [](fb::ExecutableT &e) {
+        e.params[0]->padded_shape = {8, 7};
+      },
+      "param 0 ('w'): padded_shape [8, 7]: dimension 1 of size 7 is "
+      "not divisible into 2 pieces");
+  expectRefused(
+      [](fb::ExecutableT &e) {
+        reshape(e, W, {8, 8});
+      },
+      "param 0 ('w'): buffer 0 is [8, 8], expected [8, 4] (the "
+      "block of padded_shape [8, 8] a rank holds)");
   // Split over both axes: a quarter of the columns.
   expectRefused(
       [](fb::ExecutableT &e) {
@@ -192,9 +203,12 @@ TEST(DistLoaderTest, ParamLayouts) {
 }
 
 TEST(DistLoaderTest, StateGradsAndBindings) {
-  expectRefused([](fb::ExecutableT &e) { reshape(e, STATE, {8, 6}); },
-                "state 0 ('exp_avg') of param 'w': buffer 1 is f32 [8, 6], "
-                "expected f32 [8, 4] (the param's layout)");
+  expectRefused(
+      [](fb::ExecutableT &e) {
+        reshape(e, STATE, {8, 6});
+      },
+      "state 0 ('exp_avg') of param 'w': buffer 1 is f32 [8, 6], "
+      "expected f32 [8, 4] (the param's layout)");
   expectRefused(
       [](fb::ExecutableT &e) {
         e.inputs[0]->splits = makeSplits({{7}, {}, {}});
@@ -214,7 +228,9 @@ TEST(DistLoaderTest, StateGradsAndBindings) {
       },
       "output 0 ('y'): has splits, but outputs are whole on every rank");
   expectRefused(
-      [](fb::ExecutableT &e) { e.grads[0]->splits = makeSplits({{}, {1}}); },
+      [](fb::ExecutableT &e) {
+        e.grads[0]->splits = makeSplits({{}, {1}});
+      },
       "grad 0 ('w'): has splits, but grads are whole on every rank");
 }
 
@@ -238,7 +254,9 @@ TEST(DistLoaderTest, KernelSplits) {
       "kernel 0 (linear): has splits, which only dropout, dropout_mask, "
       "attention and attention_grad take");
   expectRefused(
-      [](fb::ExecutableT &e) { e.kernels[2]->splits = makeSplits({{0}, {}}); },
+      [](fb::ExecutableT &e) {
+        e.kernels[2]->splits = makeSplits({{0}, {}});
+      },
       "kernel 2 (dropout): splits of result [2, 3, 8]: splits name 2 "
       "dimensions, the tensor has 3");
   expectRefused(
@@ -281,38 +299,60 @@ TEST(DistLoaderTest, CollectiveAttributes) {
   expectRefused([](fb::ExecutableT &e) { e.kernels[5]->int_attrs = {}; },
                 "kernel 5 (all_reduce): has 0 int_attrs, expected 0 and at "
                 "least one mesh axis");
-  expectRefused([](fb::ExecutableT &e) { e.kernels[1]->int_attrs = {2, 5}; },
-                "kernel 1 (all_gather): int_attrs[1] is 5, not a mesh axis "
-                "(the mesh has 2 axes)");
-  expectRefused([](fb::ExecutableT &e) { e.kernels[1]->int_attrs = {2, -1}; },
-                "kernel 1 (all_gather): int_attrs[1] is -1, not a mesh axis");
   expectRefused(
-      [](fb::ExecutableT &e) { e.kernels[1]->int_attrs = {2, 1, 1}; },
+      [](fb::ExecutableT &e) {
+        e.kernels[1]->int_attrs = {2, 5};
+      },
+      "kernel 1 (all_gather): int_attrs[1] is 5, not a mesh axis "
+      "(the mesh has 2 axes)");
+  expectRefused(
+      [](fb::ExecutableT &e) {
+        e.kernels[1]->int_attrs = {2, -1};
+      },
+      "kernel 1 (all_gather): int_attrs[1] is -1, not a mesh axis");
+  expectRefused(
+      [](fb::ExecutableT &e) {
+        e.kernels[1]->int_attrs = {2, 1, 1};
+      },
       "kernel 1 (all_gather): group axes: mesh axis 'tp' named twice");
-  expectRefused([](fb::ExecutableT &e) { e.kernels[1]->int_attrs = {3, 1}; },
-                "kernel 1 (all_gather): dimension 3 (int_attrs[0]) is outside "
-                "input [2, 3, 4]");
+  expectRefused(
+      [](fb::ExecutableT &e) {
+        e.kernels[1]->int_attrs = {3, 1};
+      },
+      "kernel 1 (all_gather): dimension 3 (int_attrs[0]) is outside "
+      "input [2, 3, 4]");
   expectRefused([](fb::ExecutableT &e) { e.kernels[1]->flags = 1; },
                 "kernel 1 (all_gather): flags 1 set bits this opcode does not "
                 "define (allowed 0)");
-  expectRefused(
-      [](fb::ExecutableT &e) { e.kernels[1]->float_attrs = {1.0}; },
-      "kernel 1 (all_gather): has 1 float_attrs, expected 0");
+  expectRefused([](fb::ExecutableT &e) { e.kernels[1]->float_attrs = {1.0}; },
+                "kernel 1 (all_gather): has 1 float_attrs, expected 0");
 }
 
 TEST(DistLoaderTest, CollectiveShapesAndDTypes) {
-  expectRefused([](fb::ExecutableT &e) { reshape(e, HG, {2, 3, 6}); },
-                "kernel 1 (all_gather): result dim 2 is 6, expected 4 x 2 = 8 "
-                "(input [2, 3, 4], group size 2)");
-  expectRefused([](fb::ExecutableT &e) { reshape(e, HG, {2, 4, 8}); },
-                "kernel 1 (all_gather): result dim 1 is 4, expected 3 (the "
-                "input's) (input [2, 3, 4], group size 2)");
-  expectRefused([](fb::ExecutableT &e) { reshape(e, HG, {2, 24}); },
-                "kernel 1 (all_gather): result [2, 24] should be [2, 3, 8]");
+  expectRefused(
+      [](fb::ExecutableT &e) {
+        reshape(e, HG, {2, 3, 6});
+      },
+      "kernel 1 (all_gather): result dim 2 is 6, expected 4 x 2 = 8 "
+      "(input [2, 3, 4], group size 2)");
+  expectRefused(
+      [](fb::ExecutableT &e) {
+        reshape(e, HG, {2, 4, 8});
+      },
+      "kernel 1 (all_gather): result dim 1 is 4, expected 3 (the "
+      "input's) (input [2, 3, 4], group size 2)");
+  expectRefused(
+      [](fb::ExecutableT &e) {
+        reshape(e, HG, {2, 24});
+      },
+      "kernel 1 (all_gather): result [2, 24] should be [2, 3, 8]");
   // Over both axes the group has 4 ranks.
-  expectRefused([](fb::ExecutableT &e) { e.kernels[1]->int_attrs = {2, 0, 1}; },
-                "kernel 1 (all_gather): result dim 2 is 8, expected 4 x 4 = "
-                "16");
+  expectRefused(
+      [](fb::ExecutableT &e) {
+        e.kernels[1]->int_attrs = {2, 0, 1};
+      },
+      "kernel 1 (all_gather): result dim 2 is 8, expected 4 x 4 = "
+      "16");
   expectRefused(
       [](fb::ExecutableT &e) {
         e.kernels[1]->op = Op::ReduceScatter;
@@ -357,8 +397,11 @@ TEST(DistLoaderTest, CollectiveShapesAndDTypes) {
       "kernel 1 (all_to_all): concat dimension 4 (int_attrs[1]) is outside "
       "input [2, 3, 4]");
   // The result's dtype is the input's.
-  expectRefused([](fb::ExecutableT &e) { reshape(e, HG, {2, 3, 8}, BF16); },
-                "kernel 1 (all_gather): result is bf16, expected f32");
+  expectRefused(
+      [](fb::ExecutableT &e) {
+        reshape(e, HG, {2, 3, 8}, BF16);
+      },
+      "kernel 1 (all_gather): result is bf16, expected f32");
   // all_gather, all_to_all: valid cases of both kinds.
   expectAccepted([](fb::ExecutableT &e) {
     e.kernels[1]->op = Op::AllToAll;
@@ -422,8 +465,9 @@ TEST(DistLoaderTest, CollectiveDTypes) {
 // The interpreter on a world
 //===----------------------------------------------------------------------===//
 
-Status makeInterpreter(const fb::ExecutableT &exe, std::vector<uint8_t> &payload,
-                       Interpreter &out, Communicator *world) {
+Status makeInterpreter(const fb::ExecutableT &exe,
+                       std::vector<uint8_t> &payload, Interpreter &out,
+                       Communicator *world) {
   payload = pack(exe);
   const fb::Executable *root = fb::GetExecutable(payload.data());
   if (Status s = checkExecutable(*root); !s)
@@ -589,9 +633,9 @@ std::vector<float> randomFloats(size_t n, unsigned seed) {
 /// Every split of a [4, 6, 8] tensor on mesh a=2, b=2, c=2 as the
 /// contract's examples use them.
 const std::vector<TestSplits> kSplits = {
-    {{}, {}, {}},      {{0}, {}, {}},     {{}, {1}, {}},  {{}, {}, {2}},
-    {{0}, {1}, {2}},   {{}, {0, 1}, {}},  {{2}, {}, {1, 0}},
-    {{}, {}, {0, 1, 2}}, {{1, 2}, {0}, {}},
+    {{}, {}, {}},      {{0}, {}, {}},       {{}, {1}, {}},
+    {{}, {}, {2}},     {{0}, {1}, {2}},     {{}, {0, 1}, {}},
+    {{2}, {}, {1, 0}}, {{}, {}, {0, 1, 2}}, {{1, 2}, {0}, {}},
 };
 
 TEST(DistKernelTest, DropoutDrawsTheWholeTensorsMask) {
@@ -615,8 +659,8 @@ TEST(DistKernelTest, DropoutDrawsTheWholeTensorsMask) {
         std::vector<float> got(mine.size());
         std::vector<uint8_t> mask(mine.size());
         auto n = static_cast<int64_t>(mine.size());
-        ASSERT_TRUE(cpu::dropout(mine.data(), n, key, 0.3, first, got.data(),
-                                 &block));
+        ASSERT_TRUE(
+            cpu::dropout(mine.data(), n, key, 0.3, first, got.data(), &block));
         ASSERT_TRUE(cpu::dropoutMask(n, key, 0.3, first, mask.data(), &block));
         EXPECT_EQ(got, blockOfWhole(whole, shape, splits, place))
             << "rank " << rank << ", first " << first;
@@ -628,10 +672,10 @@ TEST(DistKernelTest, DropoutDrawsTheWholeTensorsMask) {
   int64_t local[] = {4, 6, 8}, global[] = {4, 6, 8}, offset[] = {0, 1, 0};
   cpu::GlobalBlock bad{3, local, global, offset};
   std::vector<float> out(192);
-  EXPECT_EQ(cpu::dropout(x.data(), 192, key, 0.3, 0, out.data(), &bad)
-                .message(),
-            "dropout: block dimension 1 [1, +6) is outside the whole "
-            "tensor's 6");
+  EXPECT_EQ(
+      cpu::dropout(x.data(), 192, key, 0.3, 0, out.data(), &bad).message(),
+      "dropout: block dimension 1 [1, +6) is outside the whole "
+      "tensor's 6");
   EXPECT_EQ(cpu::dropout(x.data(), 100, key, 0.3, 0, out.data(), &bad)
                 .message()
                 .substr(0, 8),
@@ -655,10 +699,9 @@ TEST(DistKernelTest, AttentionDropsTheWholeTensorsProbabilities) {
     ASSERT_TRUE(cpu::attention(q.data(), k.data(), v.data(), B, H, KV, S, S, D,
                                D, causal, 0.5f, scratch.data(), out.data(),
                                &dropout));
-    ASSERT_TRUE(cpu::attentionGrad(dO.data(), q.data(), k.data(), v.data(), B,
-                                   H, KV, S, S, D, D, causal, 0.5f,
-                                   scratch.data(), dq.data(), dk.data(),
-                                   dv.data(), &dropout));
+    ASSERT_TRUE(cpu::attentionGrad(
+        dO.data(), q.data(), k.data(), v.data(), B, H, KV, S, S, D, D, causal,
+        0.5f, scratch.data(), dq.data(), dk.data(), dv.data(), &dropout));
     // Blocks: batch b0 of 1, query heads [h0, h0 + 2) with their kv head.
     for (int64_t b0 = 0; b0 < B; ++b0)
       for (int64_t h0 = 0; h0 < H; h0 += 2) {
@@ -671,7 +714,8 @@ TEST(DistKernelTest, AttentionDropsTheWholeTensorsProbabilities) {
           }
           return part;
         };
-        std::vector<float> qs = slice(q, H, h0, 2), ks = slice(k, KV, h0 / 2, 1),
+        std::vector<float> qs = slice(q, H, h0, 2),
+                           ks = slice(k, KV, h0 / 2, 1),
                            vs = slice(v, KV, h0 / 2, 1),
                            dOs = slice(dO, H, h0, 2);
         cpu::AttentionDropout local = dropout;
@@ -684,10 +728,10 @@ TEST(DistKernelTest, AttentionDropsTheWholeTensorsProbabilities) {
         ASSERT_TRUE(cpu::attention(qs.data(), ks.data(), vs.data(), 1, 2, 1, S,
                                    S, D, D, causal, 0.5f, scratch.data(),
                                    o.data(), &local));
-        ASSERT_TRUE(cpu::attentionGrad(
-            dOs.data(), qs.data(), ks.data(), vs.data(), 1, 2, 1, S, S, D, D,
-            causal, 0.5f, scratch.data(), g.data(), gk.data(), gv.data(),
-            &local));
+        ASSERT_TRUE(cpu::attentionGrad(dOs.data(), qs.data(), ks.data(),
+                                       vs.data(), 1, 2, 1, S, S, D, D, causal,
+                                       0.5f, scratch.data(), g.data(),
+                                       gk.data(), gv.data(), &local));
         EXPECT_EQ(o, slice(out, H, h0, 2)) << "b " << b0 << " h " << h0;
         EXPECT_EQ(g, slice(dq, H, h0, 2)) << "b " << b0 << " h " << h0;
         // dk, dv of one kv head sum over its query heads: these are all of

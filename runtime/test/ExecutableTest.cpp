@@ -570,8 +570,8 @@ TEST_F(ExecutableTest, LifetimesAndThePlan) {
         e.params[1]->buffer = 0;
         e.params[1]->view_shape = e.params[1]->hf_shape = {16, 8};
       },
-                "param 1 ('lm_head.weight') uses buffer 0, which is already "
-                "param 0 ('transformer.wte.weight')");
+      "param 1 ('lm_head.weight') uses buffer 0, which is already "
+      "param 0 ('transformer.wte.weight')");
   // The logits reuse the bytes of h, which is still being read.
   expectInvalid([](fb::ExecutableT &e) { e.buffers[4]->offset = 576; },
                 "kernel 1 (linear): result (buffer 4, bytes [576, +512)) "

@@ -214,8 +214,8 @@ int inPlaceOperand(fb::OpCode op, size_t result);
 Mesh meshOf(const fb::Executable &exe);
 
 /// A DimSplit list as axes per dimension (empty list: not split).
-Splits splitsOf(
-    const flatbuffers::Vector<flatbuffers::Offset<fb::DimSplit>> *list);
+Splits
+splitsOf(const flatbuffers::Vector<flatbuffers::Offset<fb::DimSplit>> *list);
 
 /// An error unless `splits` is empty or names `rank` dimensions whose axes
 /// are mesh axes, none used twice within the tensor.
