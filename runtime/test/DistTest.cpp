@@ -529,6 +529,28 @@ private:
   int size_;
 };
 
+TEST(DistInterpreterTest, AnExecutableWithoutMeshRunsOnOneRank) {
+  ExecutableBuilder b;
+  uint32_t x = b.buffer(F32, {4});
+  b.exe.inputs.push_back(makeBinding("x", x));
+  uint32_t y = b.buffer(F32, {4});
+  b.kernel(Op::Copy, {x}, {y});
+  b.output("y", y);
+  fb::ExecutableT exe = b.finish();
+  std::vector<uint8_t> payload;
+  Interpreter interpreter;
+  FailingCommunicator two(2);
+  EXPECT_EQ(makeInterpreter(exe, payload, interpreter, &two).message(),
+            "the executable has no mesh (1 rank), the run has 2");
+  FailingCommunicator one(1);
+  ASSERT_TRUE(makeInterpreter(exe, payload, interpreter, &one));
+  EXPECT_TRUE(interpreter.runStep());
+  ASSERT_TRUE(makeInterpreter(exe, payload, interpreter, nullptr));
+  EXPECT_EQ(interpreter.world(), nullptr);
+  EXPECT_EQ(interpreter.rank(), 0);
+  EXPECT_TRUE(interpreter.coordinates().empty());
+}
+
 TEST(DistInterpreterTest, ACommunicatorErrorNamesTheKernel) {
   ExecutableBuilder b;
   setMesh(b.exe, {{"tp", 2}});
