@@ -164,3 +164,18 @@ func.func @forward(%logits: tensor<2x4x8xf32> {tpc.input = "logits"},
   %loss = tpc.loss_mean %sum, %count
   return %loss : tensor<f32>
 }
+
+// -----
+
+// Nor a vocabulary-parallel embedding: global ids in a block of the table.
+dist.mesh @mesh axes [tp = 2]
+func.func @forward(%wte: tensor<8x8xf32> {tpc.param = "wte",
+                       dist.sharding = #dist.sharding<@mesh, [[tp], []]>},
+                   %ids: tensor<2x4xi64> {tpc.input = "input_ids"})
+    -> (tensor<2x4x8xf32> {tpc.output = "x"}) {
+  // expected-error @+1 {{cannot lower 'tpc.embedding' to rt: its kernel takes no padded or split vocabulary ('dist.vocab_axes') yet}}
+  %x = tpc.embedding %wte[%ids] {dist.vocab_axes = ["tp"]}
+      : tensor<8x8xf32>, tensor<2x4xi64>
+  %r = dist.all_reduce %x on @mesh axes [tp] : tensor<2x4x8xf32>
+  return %r : tensor<2x4x8xf32>
+}

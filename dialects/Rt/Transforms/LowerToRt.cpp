@@ -800,9 +800,11 @@ LogicalResult Lowering::lowerOp(Operation *op) {
   }
   if (isa<tpc::AdamWUpdateOp, tpc::SgdUpdateOp>(op))
     return lowerUpdate(op, *spec);
-  // The plain kernels would give a padded vocabulary's columns probability
-  // mass, and a split one is not reduced over its ranks.
-  if (isa<tpc::CrossEntropyOp, tpc::CrossEntropyGradOp>(op))
+  // No kernel contract covers a padded or split vocabulary yet: the plain
+  // kernels would give padded columns probability mass, look up global ids
+  // in a block of the table, and not reduce over the vocabulary's ranks.
+  if (isa<tpc::CrossEntropyOp, tpc::CrossEntropyGradOp, tpc::EmbeddingOp,
+          tpc::EmbeddingGradOp>(op))
     for (StringRef name : {"vocab", "dist.vocab_axes"})
       if (op->hasAttr(name))
         return op->emitError()
