@@ -153,7 +153,8 @@ struct BindingRef {
   /// Integer inputs lie in [0, valueBound); 0 means no bound.
   int64_t valueBound = 0;
   /// Inputs only: per dimension, the mesh axes splitting the global tensor
-  /// (the buffer shape times the split sizes, globalShape()); empty: whole.
+  /// (the buffer shape times the split sizes, Program::globalShapeOf);
+  /// empty: whole.
   /// Outputs and grads are never split (a grad has its param's layout).
   Splits splits;
 };
