@@ -5,8 +5,9 @@
 
 // GPT-2: c_attn [h, 3, heads, d] splits heads (dim 2), never the Q/K/V blocks;
 // its bias [3, heads, d] dim 1; attention's c_proj splits its input rows;
-// c_fc its output columns and bias; mlp.c_proj its input rows. Embeddings,
-// norms and the row-parallel biases stay whole; the inputs split the batch.
+// c_fc its output columns and bias; mlp.c_proj its input rows; the tied
+// embedding / LM head wte its vocabulary. The position embedding, norms and
+// the row-parallel biases stay whole; the inputs split the batch.
 // GPT2-DAG: tensor<64x3x4x16xf32> {dist.sharding = #dist.sharding<@mesh, {{\[}}[], [], [tp], []]>, {{.*}}tpc.param = "transformer.h.0.attn.c_attn.weight"}
 // GPT2-DAG: tensor<3x4x16xf32> {dist.sharding = #dist.sharding<@mesh, {{\[}}[], [tp], []]>, {{.*}}tpc.param = "transformer.h.0.attn.c_attn.bias"}
 // GPT2-DAG: tensor<64x64xf32> {dist.sharding = #dist.sharding<@mesh, {{\[}}[tp], []]>, tpc.param = "transformer.h.0.attn.c_proj.weight"}
@@ -14,7 +15,8 @@
 // GPT2-DAG: tensor<64x256xf32> {dist.sharding = #dist.sharding<@mesh, {{\[}}[], [tp]]>, tpc.param = "transformer.h.0.mlp.c_fc.weight"}
 // GPT2-DAG: tensor<256xf32> {dist.sharding = #dist.sharding<@mesh, {{\[}}[tp]]>, tpc.param = "transformer.h.0.mlp.c_fc.bias"}
 // GPT2-DAG: tensor<256x64xf32> {dist.sharding = #dist.sharding<@mesh, {{\[}}[tp], []]>, tpc.param = "transformer.h.0.mlp.c_proj.weight"}
-// GPT2-DAG: tensor<256x64xf32> {tpc.param = "transformer.wte.weight"}
+// GPT2-DAG: tensor<256x64xf32> {dist.sharding = #dist.sharding<@mesh, {{\[}}[tp], []]>, tpc.param = "transformer.wte.weight"}
+// GPT2-DAG: tensor<128x64xf32> {tpc.param = "transformer.wpe.weight"}
 // GPT2-DAG: tensor<4x8xi64> {dist.sharding = #dist.sharding<@mesh, {{\[}}[dp], []]>, tpc.input = "input_ids"}
 // The row-parallel bias is added after the matmul (and its reduction).
 // GPT2: %[[MM:.*]] = tpc.linear %{{.*}}, %arg6 layout in_out

@@ -218,6 +218,8 @@ distribute(ModuleOp module,
   PassManager pm(context);
   dist::DistAnnotateMegatronOptions annotate;
   annotate.sequenceParallel = sequenceParallel;
+  // TODO(issue 5): on once the runtime's kernels take a vocabulary block.
+  annotate.vocabParallel = false;
   pm.addPass(dist::createDistAnnotateMegatron(annotate));
   pm.addPass(dist::createDistPropagate());
   pm.addPass(dist::createDistPartition());
@@ -557,24 +559,41 @@ int main(int argc, char **argv) {
     if (failed(tpc::readModelInfo(*module, forward,
                                   autodiffOptions.microbatches, reportData)))
       return 1;
+    for (const auto &[name, size] : meshAxes)
+      (name == "dp" ? reportData.dataParallel : reportData.tensorParallel) =
+          size;
+    reportData.sequenceParallel = sequenceParallel;
+    // As Megatron's micro_batch_size: what one data-parallel rank computes
+    // (the checks above made it divide).
+    reportData.microbatchSize /= reportData.dataParallel;
+    // The stash of layer 0 of an @train_F, on one device of the mesh.
+    auto layerStash = [&](func::FuncOp trainF) -> FailureOr<int64_t> {
+      if (meshAxes.empty())
+        return tpc::summarizeStash(trainF).layers.lookup(0).bytes;
+      return tpc::computeDeviceLayerStashBytes(trainF, meshAxes,
+                                               sequenceParallel, /*layer=*/0);
+    };
+    FailureOr<int64_t> stash;
     if (train) {
       // One microbatch's F, B and W: tpc-autodiff built them.
       SmallVector<func::FuncOp> functions;
       for (StringRef name : {tpc::kTrainForwardName, tpc::kTrainInputGradName,
                              tpc::kTrainWeightGradName})
         functions.push_back(module->lookupSymbol<func::FuncOp>(name));
-      reportData.activationBytesPerLayer =
-          tpc::summarizeStash(functions.front()).layers.lookup(0).bytes;
+      stash = layerStash(functions.front());
       reportData.flopsPerMicrobatch = tpc::countMatmulFlops(functions);
     } else {
       // What a training step would stash; the forward's products.
-      FailureOr<int64_t> stash =
-          tpc::computeLayerStashBytes(*module, /*layer=*/0);
-      if (failed(stash))
+      OwningOpRef<ModuleOp> copy = module->clone();
+      if (failed(tpc::buildTrainingFunctions(*copy, /*microbatches=*/1)))
         return 1;
-      reportData.activationBytesPerLayer = *stash;
+      stash = layerStash(copy->lookupSymbol<func::FuncOp>(
+          tpc::kTrainForwardName));
       reportData.flopsPerMicrobatch = tpc::countMatmulFlops(forward);
     }
+    if (failed(stash))
+      return 1;
+    reportData.activationBytesPerLayer = *stash;
   }
 
   // The training step replaces the forward pass: only it is lowered.
@@ -586,8 +605,17 @@ int main(int argc, char **argv) {
     if (failed(unroll.run(*module)))
       return 1;
   }
-  if (!meshAxes.empty() && failed(distribute(*module, meshAxes)))
-    return 1;
+  if (!meshAxes.empty()) {
+    if (failed(distribute(*module, meshAxes)))
+      return 1;
+    // The collectives dist-partition inserted, before lowering hides them.
+    if (!report.empty() &&
+        failed(tpc::countCommBytes(
+            module->lookupSymbol<func::FuncOp>(
+                train ? StringRef(tpc::kTrainStepName) : "forward"),
+            train ? autodiffOptions.microbatches : 1, reportData)))
+      return 1;
+  }
   PassManager pm(&context);
   rt::TpcLowerToRtOptions lowerOptions;
   lowerOptions.function = train ? tpc::kTrainStepName.str() : "forward";

@@ -75,10 +75,10 @@ int64_t product(ArrayRef<int64_t> sizes) {
 class Annotator {
 public:
   Annotator(func::FuncOp func, const MeshInfo &mesh, StringRef tp,
-            StringRef dp, bool sequenceParallel)
+            StringRef dp, bool sequenceParallel, bool splitVocab)
       : func(func), mesh(mesh), tp(tp), dp(dp),
         tpSize(mesh.sizes.lookup(tp)), dpSize(mesh.sizes.lookup(dp)),
-        sequenceParallel(sequenceParallel) {}
+        sequenceParallel(sequenceParallel), splitVocab(splitVocab) {}
 
   LogicalResult run();
 
@@ -87,7 +87,7 @@ private:
   const MeshInfo &mesh;
   StringRef tp, dp;
   int64_t tpSize, dpSize; // 0 when the mesh lacks the axis
-  bool sequenceParallel;
+  bool sequenceParallel, splitVocab;
   /// Annotated parameter layouts, by argument number.
   DenseMap<unsigned, Layout> params;
 
@@ -99,6 +99,7 @@ private:
   LogicalResult rowParallel(tpc::LinearOp linear);
   Value activationLayout(OpBuilder &builder, Location loc, Value value);
   LogicalResult annotateInputs();
+  LogicalResult vocabParallel();
 };
 
 LogicalResult Annotator::divisible(Operation *op, int64_t size, int64_t parts,
@@ -283,10 +284,50 @@ LogicalResult Annotator::annotateInputs() {
   return success();
 }
 
+/// The vocab-parallel embedding and LM head: the tables of the embeddings
+/// and the weight of the matmul computing a cross-entropy's logits split the
+/// vocabulary over tp (dist-pad-vocab makes it divisible).
+LogicalResult Annotator::vocabParallel() {
+  auto split = [&](Operation *op, Value weight,
+                   unsigned dim) -> LogicalResult {
+    BlockArgument arg = paramOf(weight);
+    if (!arg || !func.getArgAttr(arg.getArgNumber(), "tpc.param"))
+      return success();
+    auto type = cast<RankedTensorType>(arg.getType());
+    if (type.getDimSize(dim) % tpSize != 0)
+      return op->emitError()
+             << "cannot split over mesh axis '" << tp << "' (" << tpSize
+             << " devices): the vocabulary (" << type.getDimSize(dim)
+             << ") is not divisible by " << tpSize
+             << " (dist-pad-vocab pads it)";
+    Layout layout = Layout::replicated(type.getRank());
+    layout.dims[dim] = {tp};
+    params[arg.getArgNumber()] = layout;
+    return success();
+  };
+  for (auto embedding : func.getOps<tpc::EmbeddingOp>())
+    if (failed(split(embedding, embedding.getTable(), 0)))
+      return failure();
+  for (auto loss : func.getOps<tpc::CrossEntropyOp>()) {
+    auto head = loss.getLogits().getDefiningOp<tpc::LinearOp>();
+    if (!head || head.getBias())
+      continue;
+    auto weight = cast<RankedTensorType>(head.getWeight().getType());
+    unsigned dim = head.getLayout() == tpc::WeightLayout::OutIn
+                       ? 0
+                       : weight.getRank() - 1;
+    if (failed(split(head, head.getWeight(), dim)))
+      return failure();
+  }
+  return success();
+}
+
 LogicalResult Annotator::run() {
   if (failed(annotateInputs()))
     return failure();
   if (tpSize > 1) {
+    if (splitVocab && failed(vocabParallel()))
+      return failure();
     SmallVector<tpc::LinearOp> linears(func.getOps<tpc::LinearOp>());
     for (tpc::LinearOp linear : linears)
       if (failed(columnParallel(linear)) || failed(rowParallel(linear)))
@@ -306,7 +347,7 @@ LogicalResult Annotator::run() {
                                                    sharded.getDefiningOp());
       }
     }
-    if (params.empty() && !func.getOps<tpc::LinearOp>().empty())
+    if (params.size() <= 1 && !func.getOps<tpc::LinearOp>().empty())
       func.emitWarning() << "no column- or row-parallel matmul found: the "
                             "function runs replicated over '"
                          << tp << "'";
@@ -328,7 +369,8 @@ struct DistAnnotateMegatronPass
     for (auto func : module.getOps<func::FuncOp>()) {
       if (func.isExternal() || !func.getBody().hasOneBlock())
         continue;
-      if (failed(Annotator(func, *mesh, tpAxis, dpAxis, sequenceParallel)
+      if (failed(Annotator(func, *mesh, tpAxis, dpAxis, sequenceParallel,
+                           vocabParallel)
                      .run()))
         return signalPassFailure();
     }

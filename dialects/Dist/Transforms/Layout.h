@@ -95,6 +95,9 @@ inline constexpr StringLiteral kShardingAttr = "dist.sharding";
 inline constexpr StringLiteral kOperandShardingsAttr =
     "dist.operand_shardings";
 inline constexpr StringLiteral kResultShardingsAttr = "dist.result_shardings";
+/// On a partitioned embedding or cross-entropy: the mesh axes splitting its
+/// vocabulary (the table's rows, the logits' last dim).
+inline constexpr StringLiteral kVocabAxesAttr = "dist.vocab_axes";
 /// On a parameter padded to a multiple of the split: the unpadded shape.
 inline constexpr StringLiteral kUnpaddedShapeAttr = "dist.unpadded_shape";
 

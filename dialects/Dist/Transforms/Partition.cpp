@@ -291,6 +291,16 @@ LogicalResult FunctionPartition::partitionOp(Operation *op) {
     result.setType(local);
     layouts[result] = layout;
   }
+  // Which mesh axes split the vocabulary of a vocab-parallel embedding
+  // table or cross-entropy's logits: the kernel finds its block from them.
+  auto markVocab = [&](const Layout &layout, unsigned dim) {
+    if (dim < layout.dims.size() && !layout.dims[dim].empty())
+      op->setAttr(kVocabAxesAttr, axesAttr(layout.dims[dim]));
+  };
+  if (isa<tpc::EmbeddingOp>(op))
+    markVocab(needed[0], 0);
+  if (isa<tpc::CrossEntropyOp, tpc::CrossEntropyGradOp>(op))
+    markVocab(needed[0], needed[0].dims.size() - 1);
   if (drawsDropout(op) && !produced.empty() &&
       !produced.front().withoutPartial().isReplicated())
     op->setAttr(kShardingAttr, produced.front().withoutPartial().toAttr(

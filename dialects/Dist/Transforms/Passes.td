@@ -23,6 +23,12 @@ def DistAnnotateMegatron : Pass<"dist-annotate-megatron", "ModuleOp"> {
       from the MLP activation splits its weight's input features. Its bias
       is split off into a `tpc.add` after the matmul, so that it is added
       once, after the reduction;
+    * **vocab-parallel** (`vocab-parallel`, on by default): the embedding
+      tables and the weight of the matmul computing a cross-entropy's
+      logits split the vocabulary over tp; the embedding's output is then a
+      partial sum and the cross-entropy combines the logits' vocabulary
+      blocks itself, never gathering them (`dist-pad-vocab` first makes the
+      vocabulary divisible);
     * **data parallelism**: each microbatch (a `tensor.extract_slice` of an
       input of the unrolled training step) is split along the batch over
       the data-parallel axis, so each rank computes its rows of every
@@ -38,8 +44,7 @@ def DistAnnotateMegatron : Pass<"dist-annotate-megatron", "ModuleOp"> {
     Impossible configurations are refused at the op with the reason: heads,
     kv-heads, hidden size or FFN size not divisible by the tensor-parallel
     size, a sequence length not divisible by it with sequence parallelism, a
-    batch not divisible by the data-parallel size. The embedding and the LM
-    head stay replicated.
+    batch not divisible by the data-parallel size.
 
     ```
     $ tpc-opt step.mlir --dist-annotate-megatron=sequence-parallel=true \
@@ -53,9 +58,38 @@ def DistAnnotateMegatron : Pass<"dist-annotate-megatron", "ModuleOp"> {
            "The mesh axis of data parallelism (ignored if the mesh lacks it)">,
     Option<"sequenceParallel", "sequence-parallel", "bool",
            /*default=*/"false",
-           "Split layer norms, dropout and residual adds along the sequence">
+           "Split layer norms, dropout and residual adds along the sequence">,
+    Option<"vocabParallel", "vocab-parallel", "bool", /*default=*/"true",
+           "Split the embedding tables and the LM head along the vocabulary">
   ];
   let dependentDialects = ["::mlir::dist::DistDialect"];
+}
+
+def DistPadVocab : Pass<"dist-pad-vocab", "ModuleOp"> {
+  let summary = "Pads the vocabulary to a multiple of the tensor-parallel size";
+  let description = [{
+    Megatron's vocab-parallel embedding and LM head split the vocabulary over
+    the tensor-parallel ranks, which needs it divisible by their number
+    (GPT-2's 50257 is prime). For every `tpc.cross_entropy` whose logits'
+    vocabulary is not a multiple of `multiple`, the parameters holding that
+    vocabulary (the LM head's weight and the embedding tables of that size)
+    grow zero rows up to the next multiple, recorded in their
+    `dist.unpadded_shape` argument attribute; the types that follow are
+    inferred again, the cross-entropy gets `vocab` = the real size (the padded
+    logits take no probability mass, so the loss and every real gradient are
+    unchanged), and a returned value that grew (the logits) is sliced back.
+    The runtime loads the real rows and zero padding, and writes gradients and
+    checkpoints without the padding. Runs before `tpc-autodiff`, on the
+    forward pass.
+
+    ```
+    $ tpc-opt model.mlir --dist-pad-vocab=multiple=4
+    ```
+  }];
+  let options = [
+    Option<"multiple", "multiple", "int64_t", /*default=*/"1",
+           "Pad the vocabulary to a multiple of this (the tensor-parallel size)">
+  ];
 }
 
 def DistPropagate : Pass<"dist-propagate", "ModuleOp"> {

@@ -7,6 +7,7 @@
 
 #include "dialects/Dist/Transforms/Layout.h"
 #include "dialects/Dist/Transforms/Passes.h"
+#include "dialects/Tpc/IR/ShardingRule.h"
 #include "dialects/Tpc/IR/TpcOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -133,8 +134,15 @@ FailureOr<OpPlan> FunctionPropagation::planFor(Operation *op) {
     return plan;
   }
   if (auto sharded = dyn_cast<tpc::TpcShardingOpInterface>(op)) {
-    FailureOr<OpPlan> plan = planOp(op, sharded.getShardingRule(), current,
-                                    pinned, mesh);
+    tpc::ShardingRule rule = sharded.getShardingRule();
+    // The vocab-parallel cross-entropy: the kernel combines the vocabulary
+    // blocks itself (max, sum of exponentials and target logit all-reduced),
+    // so split logits stay split and the loss is not a partial sum.
+    if (isa<tpc::CrossEntropyOp, tpc::CrossEntropyGradOp>(op) &&
+        !rule.operands[0].empty() && !rule.operands[0].back().empty())
+      rule.factors[rule.operands[0].back().front()].kind =
+          tpc::FactorKind::Parallel;
+    FailureOr<OpPlan> plan = planOp(op, rule, current, pinned, mesh);
     if (succeeded(plan) && fromReaders.count(op))
       plan->results.front() = fromReaders.lookup(op);
     return plan;

@@ -20,7 +20,7 @@ LogicalResult CrossEntropyOp::buildGradients(OpBuilder &builder,
     grads[0] = castTo(builder, getLoc(),
                       CrossEntropyGradOp::create(
                           builder, getLoc(), args.operands[0], args.operands[1],
-                          dsum, getIgnoreIndexAttr()),
+                          dsum, getIgnoreIndexAttr(), getVocabAttr()),
                       gradElementType);
   return success();
 }

@@ -235,7 +235,9 @@ LogicalResult RotaryGradOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult CrossEntropyGradOp::verify() {
-  return verifyLogitsLabels(*this, getLogits(), getLabels());
+  if (failed(verifyLogitsLabels(*this, getLogits(), getLabels())))
+    return failure();
+  return verifyVocab(*this, getLogits(), getVocab());
 }
 
 //===----------------------------------------------------------------------===//

@@ -470,8 +470,25 @@ LogicalResult checks::verifyLogitsLabels(Operation *op, Value logits,
   return success();
 }
 
+LogicalResult checks::verifyVocab(Operation *op, Value logits,
+                                  std::optional<int64_t> vocab) {
+  if (!vocab)
+    return success();
+  int64_t columns = tensorType(logits).getShape().back();
+  if (*vocab < 1)
+    return op->emitOpError() << "vocab " << *vocab << " must be positive";
+  // A partitioned op holds a block of the vocabulary; vocab counts all.
+  if (!op->hasAttr("dist.vocab_axes") && *vocab > columns)
+    return op->emitOpError() << "vocab " << *vocab
+                             << " exceeds the logits' " << columns
+                             << " columns";
+  return success();
+}
+
 LogicalResult CrossEntropyOp::verify() {
-  return verifyLogitsLabels(*this, getLogits(), getLabels());
+  if (failed(verifyLogitsLabels(*this, getLogits(), getLabels())))
+    return failure();
+  return verifyVocab(*this, getLogits(), getVocab());
 }
 
 //===----------------------------------------------------------------------===//

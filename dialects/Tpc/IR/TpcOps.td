@@ -366,17 +366,26 @@ def Tpc_CrossEntropyOp : Tpc_Op<"cross_entropy", [Pure,
     global count (`tpc.loss_mean`), so it does not depend on how the batch is
     split.
 
+    `vocab`, when given, is the number of real classes: the logits' columns
+    from `vocab` on are padding (a vocabulary padded to a multiple of the
+    tensor-parallel size) and take no probability mass. After
+    `dist-partition` splits the vocabulary (`dist.vocab_axes`), `vocab`
+    still counts the whole vocabulary.
+
     ```mlir
     %sum, %count = tpc.cross_entropy %logits, %labels
+        : tensor<4x32x256xf32>, tensor<4x32xi64>
+    %sum, %count = tpc.cross_entropy %logits, %labels vocab 250
         : tensor<4x32x256xf32>, tensor<4x32xi64>
     ```
   }];
   let arguments = (ins Tpc_FloatTensor:$logits, Tpc_IndexTensor:$labels,
-                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
+                       OptionalAttr<I64Attr>:$vocab);
   let results = (outs Tpc_ScalarF32:$loss_sum, Tpc_ScalarI64:$count);
   let assemblyFormat = [{
-    $logits `,` $labels (`ignore` $ignore_index^)? attr-dict
-      `:` type($logits) `,` type($labels)
+    $logits `,` $labels (`ignore` $ignore_index^)? (`vocab` $vocab^)?
+      attr-dict `:` type($logits) `,` type($labels)
   }];
   let hasVerifier = 1;
 }
