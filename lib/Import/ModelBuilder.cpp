@@ -302,7 +302,8 @@ Value ModelEmitter::lossAndLogits(Value hidden, Value labels, Value &logits) {
                        : "lm_head.weight";
   logits = linear("lm_head", hidden, head, std::nullopt, WeightLayout::OutIn);
   auto ce = make<CrossEntropyOp>("loss", logits, labels,
-                                 builder.getI64IntegerAttr(-100));
+                                 builder.getI64IntegerAttr(-100),
+                                 /*vocab=*/IntegerAttr());
   return make<LossMeanOp>("loss", ce.getLossSum(), ce.getCount());
 }
 

@@ -34,7 +34,11 @@ def Dist_Dialect : Dialect {
       results are per-device tensors with static shapes.
 
     A function parameter takes a sharding as the argument attribute
-    `dist.sharding`, checked like `dist.shard`'s.
+    `dist.sharding`, checked like `dist.shard`'s, and a parameter that
+    `dist-pad-vocab` padded records its global shape before padding in
+    `dist.unpadded_shape`. A function that `dist-partition` rewrote for one
+    device carries the unit attribute `dist.partitioned`: its parameters
+    have their local types, their `dist.sharding` the global layout.
 
     ```mlir
     dist.mesh @mesh axes [dp = 2, tp = 4]
@@ -55,6 +59,11 @@ def Dist_Dialect : Dialect {
     /// The argument attribute that gives a block argument (a function
     /// parameter) its sharding.
     static constexpr ::llvm::StringLiteral kShardingAttrName = "dist.sharding";
+    static constexpr ::llvm::StringLiteral kUnpaddedShapeAttrName =
+        "dist.unpadded_shape";
+    /// On a function: rewritten for one device by dist-partition.
+    static constexpr ::llvm::StringLiteral kPartitionedAttrName =
+        "dist.partitioned";
   }];
 }
 

@@ -35,6 +35,16 @@ LogicalResult DistDialect::verifyRegionArgAttribute(Operation *op,
                                                     unsigned argIndex,
                                                     NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
+  if (name == kUnpaddedShapeAttrName) {
+    // The global shape of a parameter before dist-pad-vocab padded it.
+    auto shape = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (!shape || llvm::any_of(shape.asArrayRef(),
+                               [](int64_t size) { return size < 1; }))
+      return op->emitError() << "'" << name << "' of argument " << argIndex
+                             << " must be an array of positive sizes but is "
+                             << attr.getValue();
+    return success();
+  }
   if (name != kShardingAttrName)
     return op->emitError() << "unknown dist argument attribute '" << name
                            << "'";
@@ -52,6 +62,10 @@ LogicalResult DistDialect::verifyRegionArgAttribute(Operation *op,
     return op->emitError() << "argument " << argIndex
                            << " has a sharding but is not a statically "
                               "shaped tensor";
+  // After dist-partition the argument has its local type and the attribute
+  // still describes the global layout: nothing to divide any more.
+  if (op->hasAttr(kPartitionedAttrName))
+    return success();
   SymbolTableCollection symbols;
   return verifySharding(op, symbols, sharding, type);
 }

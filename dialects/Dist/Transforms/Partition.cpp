@@ -309,6 +309,7 @@ LogicalResult FunctionPartition::partitionOp(Operation *op) {
 }
 
 LogicalResult FunctionPartition::run() {
+  func->setAttr(DistDialect::kPartitionedAttrName, UnitAttr::get(context));
   for (BlockArgument arg : func.getArguments()) {
     auto attr = func.getArgAttrOfType<ShardingAttr>(arg.getArgNumber(),
                                                     kShardingAttr);
