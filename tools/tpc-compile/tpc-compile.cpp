@@ -570,8 +570,9 @@ int main(int argc, char **argv) {
     auto layerStash = [&](func::FuncOp trainF) -> FailureOr<int64_t> {
       if (meshAxes.empty())
         return tpc::summarizeStash(trainF).layers.lookup(0).bytes;
-      return tpc::computeDeviceLayerStashBytes(trainF, meshAxes,
-                                               sequenceParallel, /*layer=*/0);
+      return tpc::computeDeviceLayerStashBytes(
+          trainF, [&](ModuleOp copy) { return distribute(copy, meshAxes); },
+          /*layer=*/0);
     };
     FailureOr<int64_t> stash;
     if (train) {

@@ -134,10 +134,13 @@ int64_t mlir::tpc::countMatmulFlops(ArrayRef<func::FuncOp> functions) {
 LogicalResult mlir::tpc::writeReport(const CompileReport &report,
                                      StringRef path, Location loc) {
   namespace json = llvm::json;
-  json::Object zeroComm{
-      {"all_reduce", 0}, {"all_gather", 0}, {"reduce_scatter", 0}};
-  json::Object zeroCommPerMicrobatch = zeroComm;
-  zeroCommPerMicrobatch["p2p"] = 0;
+  auto comm = [](const CommBytes &bytes) {
+    return json::Object{{"all_reduce", bytes.allReduce},
+                        {"all_gather", bytes.allGather},
+                        {"reduce_scatter", bytes.reduceScatter}};
+  };
+  json::Object commPerMicrobatch = comm(report.commPerMicrobatch);
+  commPerMicrobatch["p2p"] = report.commPerMicrobatch.p2p;
   json::Object stage{
       {"stage", 0},
       {"layers", json::Array{0, report.layers - 1}},
@@ -147,8 +150,8 @@ LogicalResult mlir::tpc::writeReport(const CompileReport &report,
       {"peak_activation_bytes", report.peakActivationBytes},
       {"peak_bytes", report.peakBytes},
       {"flops_per_microbatch", report.flopsPerMicrobatch},
-      {"comm_bytes_per_microbatch", std::move(zeroCommPerMicrobatch)},
-      {"comm_bytes_per_step", std::move(zeroComm)}};
+      {"comm_bytes_per_microbatch", std::move(commPerMicrobatch)},
+      {"comm_bytes_per_step", comm(report.commPerStep)}};
   json::Object root{
       {"model", json::Object{{"layers", report.layers},
                              {"hidden", report.hidden},
@@ -157,8 +160,10 @@ LogicalResult mlir::tpc::writeReport(const CompileReport &report,
                              {"vocab", report.vocab},
                              {"microbatch_size", report.microbatchSize},
                              {"dtype", report.dtype}}},
-      {"mesh", json::Object{{"dp", 1}, {"pp", 1}, {"tp", 1}}},
-      {"sequence_parallel", false},
+      {"mesh", json::Object{{"dp", report.dataParallel},
+                            {"pp", report.pipelineParallel},
+                            {"tp", report.tensorParallel}}},
+      {"sequence_parallel", report.sequenceParallel},
       {"schedule", "none"},
       {"microbatches", report.microbatches},
       {"virtual_stages", 1},
