@@ -94,7 +94,9 @@ LogicalResult FunctionPropagation::seedArguments() {
       continue;
     auto it = params.find(param.getValue());
     if (it != params.end() && layouts.count(it->second)) {
-      layouts[arg] = layouts[it->second];
+      // A copy: inserting `arg` may move the map's entries.
+      Layout layout = layouts.lookup(it->second);
+      layouts[arg] = layout;
       pinnedValues.insert(arg);
     }
   }
