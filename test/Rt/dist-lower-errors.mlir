@@ -6,16 +6,28 @@ dist.mesh @mesh axes [dp = 2]
 // expected-error @+1 {{tpc-lower-to-rt: a program runs on one mesh, but the module has @mesh and @other}}
 dist.mesh @other axes [tp = 2]
 func.func @forward(%x: tensor<2xf32> {tpc.input = "x"})
-    -> (tensor<2xf32> {tpc.output = "y"}) {
+    -> (tensor<2xf32> {tpc.output = "y"}) attributes {dist.partitioned} {
   %y = tpc.silu %x : tensor<2xf32>
   return %y : tensor<2xf32>
 }
 
 // -----
 
+// A function on a mesh that dist-partition did not rewrite has global types.
+dist.mesh @mesh axes [dp = 2]
+// expected-error @+1 {{tpc-lower-to-rt: @forward runs on @mesh but is not partitioned (no 'dist.partitioned'): run dist-partition first}}
+func.func @forward(%x: tensor<4xf32> {tpc.input = "x",
+                   dist.sharding = #dist.sharding<@mesh, [[dp]]>})
+    -> (tensor<4xf32> {tpc.output = "y"}) {
+  %y = tpc.silu %x : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
 dist.mesh @mesh axes [dp = 2]
 func.func @forward(%x: tensor<4xf32> {tpc.input = "x"})
-    -> (tensor<4xf32> {tpc.output = "y"}) {
+    -> (tensor<4xf32> {tpc.output = "y"}) attributes {dist.partitioned} {
   // expected-error @+1 {{cannot lower 'dist.shard' to rt: it annotates a global value; run dist-partition first}}
   %s = dist.shard %x to <@mesh, [[dp]]> : tensor<4xf32>
   %y = tpc.silu %s : tensor<4xf32>
@@ -28,7 +40,7 @@ dist.mesh @mesh axes [dp = 2, tp = 2]
 // expected-error @+1 {{argument 0 ('x') is a partial sum over [tp]; only whole and split values lower to rt (run dist-partition first)}}
 func.func @forward(%x: tensor<4xf32> {tpc.input = "x",
     dist.sharding = #dist.sharding<@mesh, [[dp]], partial [tp]>})
-    -> (tensor<4xf32> {tpc.output = "y"}) {
+    -> (tensor<4xf32> {tpc.output = "y"}) attributes {dist.partitioned} {
   %y = dist.all_reduce %x on @mesh axes [tp] : tensor<4xf32>
   return %y : tensor<4xf32>
 }
@@ -38,7 +50,7 @@ func.func @forward(%x: tensor<4xf32> {tpc.input = "x",
 // The dropout's layout is not checked by dist (a discardable attribute).
 dist.mesh @mesh axes [dp = 2, tp = 2]
 func.func @forward(%x: tensor<2x4xf32> {tpc.input = "x"})
-    -> (tensor<2x4xf32> {tpc.output = "y"}) {
+    -> (tensor<2x4xf32> {tpc.output = "y"}) attributes {dist.partitioned} {
   // expected-error @+1 {{'tpc.dropout': 'sp' (dimension 1) is not an axis of @mesh}}
   %d = tpc.dropout %x rate 1.000000e-01 stream 1
       {dist.sharding = #dist.sharding<@mesh, [[dp], [sp]]>} : tensor<2x4xf32>
@@ -49,7 +61,7 @@ func.func @forward(%x: tensor<2x4xf32> {tpc.input = "x"})
 
 dist.mesh @mesh axes [dp = 2, tp = 2]
 func.func @forward(%x: tensor<2x4xf32> {tpc.input = "x"})
-    -> (tensor<2x4xf32> {tpc.output = "y"}) {
+    -> (tensor<2x4xf32> {tpc.output = "y"}) attributes {dist.partitioned} {
   // expected-error @+1 {{'tpc.dropout' has a layout of 1 dimensions but rank 2}}
   %d = tpc.dropout %x rate 1.000000e-01 stream 1
       {dist.sharding = #dist.sharding<@mesh, [[dp]]>} : tensor<2x4xf32>
@@ -60,7 +72,7 @@ func.func @forward(%x: tensor<2x4xf32> {tpc.input = "x"})
 
 dist.mesh @mesh axes [dp = 2, tp = 2]
 func.func @forward(%x: tensor<2x4xf32> {tpc.input = "x"})
-    -> (tensor<2x4xf32> {tpc.output = "y"}) {
+    -> (tensor<2x4xf32> {tpc.output = "y"}) attributes {dist.partitioned} {
   // expected-error @+1 {{'tpc.dropout': 'dist.sharding' must be a #dist.sharding but is "dp"}}
   %d = tpc.dropout %x rate 1.000000e-01 stream 1 {dist.sharding = "dp"}
       : tensor<2x4xf32>
@@ -71,7 +83,7 @@ func.func @forward(%x: tensor<2x4xf32> {tpc.input = "x"})
 
 dist.mesh @mesh axes [dp = 2, tp = 2]
 func.func @forward(%x: tensor<2x4xf32> {tpc.input = "x"})
-    -> (tensor<2x4xf32> {tpc.output = "y"}) {
+    -> (tensor<2x4xf32> {tpc.output = "y"}) attributes {dist.partitioned} {
   // expected-error @+1 {{'tpc.dropout' has a layout on @elsewhere, not on the module's mesh @mesh}}
   %d = tpc.dropout %x rate 1.000000e-01 stream 1
       {dist.sharding = #dist.sharding<@elsewhere, [[dp], []]>}
@@ -83,7 +95,7 @@ func.func @forward(%x: tensor<2x4xf32> {tpc.input = "x"})
 
 // A layout without a mesh.
 func.func @forward(%x: tensor<2x4xf32> {tpc.input = "x"})
-    -> (tensor<2x4xf32> {tpc.output = "y"}) {
+    -> (tensor<2x4xf32> {tpc.output = "y"}) attributes {dist.partitioned} {
   // expected-error @+1 {{'tpc.dropout' has a layout on @mesh but the module has no dist.mesh}}
   %d = tpc.dropout %x rate 1.000000e-01 stream 1
       {dist.sharding = #dist.sharding<@mesh, [[dp], []]>} : tensor<2x4xf32>
@@ -94,7 +106,7 @@ func.func @forward(%x: tensor<2x4xf32> {tpc.input = "x"})
 
 dist.mesh @mesh axes [dp = 2, tp = 2]
 func.func @forward(%x: tensor<2x4xf32> {tpc.input = "x"})
-    -> (tensor<2x2xf32> {tpc.output = "y"}) {
+    -> (tensor<2x2xf32> {tpc.output = "y"}) attributes {dist.partitioned} {
   // expected-error @+1 {{cannot lower 'dist.reduce_scatter' to rt: the kernel only sums, not 'max'}}
   %y = dist.reduce_scatter %x on @mesh axes [tp] dim 1 reduce max
       : tensor<2x4xf32> -> tensor<2x2xf32>
@@ -105,7 +117,7 @@ func.func @forward(%x: tensor<2x4xf32> {tpc.input = "x"})
 
 dist.mesh @mesh axes [dp = 2, tp = 2]
 func.func @forward(%x: tensor<2x4xf32> {tpc.input = "x"})
-    -> (tensor<2x4xf32> {tpc.output = "y"}) {
+    -> (tensor<2x4xf32> {tpc.output = "y"}) attributes {dist.partitioned} {
   // expected-error @+1 {{cannot lower 'dist.all_reduce' to rt: the kernel only sums, not 'min'}}
   %y = dist.all_reduce %x on @mesh axes [tp] reduce min : tensor<2x4xf32>
   return %y : tensor<2x4xf32>
@@ -115,7 +127,7 @@ func.func @forward(%x: tensor<2x4xf32> {tpc.input = "x"})
 
 dist.mesh @mesh axes [dp = 2, tp = 2]
 func.func @forward(%x: tensor<2x4xf32> {tpc.input = "x"})
-    -> (tensor<2x4xf32> {tpc.output = "y"}) {
+    -> (tensor<2x4xf32> {tpc.output = "y"}) attributes {dist.partitioned} {
   // expected-error @+1 {{cannot lower 'dist.broadcast' to rt: no runtime kernel implements it}}
   %y = dist.broadcast %x on @mesh axes [tp] root 0 : tensor<2x4xf32>
   return %y : tensor<2x4xf32>
@@ -133,7 +145,7 @@ func.func @forward(
                          dist.sharding = #dist.sharding<@mesh, [[], [tp]]>},
     %dw: tensor<4x4xf32> {tpc.input = "dw"}, %lr: tensor<f32> {tpc.input = "lr"})
     -> (tensor<4x4xf32> {tpc.update = "w"},
-        tensor<4x4xf32> {tpc.state = {name = "momentum", param = "w"}}) {
+        tensor<4x4xf32> {tpc.state = {name = "momentum", param = "w"}}) attributes {dist.partitioned} {
   %nw, %nm = tpc.sgd_update %w, %dw momentum_buffer %m lr %lr
       momentum 9.000000e-01 weight_decay 0.000000e+00
       : tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>
@@ -146,7 +158,7 @@ func.func @forward(
 dist.mesh @mesh axes [dp = 2, tp = 2]
 func.func @forward(%x: tensor<2x4xf32> {tpc.input = "x",
                    dist.sharding = #dist.sharding<@mesh, [[dp], []]>})
-    -> (tensor<2x4xf32> {tpc.output = "x"}) {
+    -> (tensor<2x4xf32> {tpc.output = "x"}) attributes {dist.partitioned} {
   // expected-error @+1 {{result 0 of @forward ('x') is a split argument; outputs must be whole (all_gather it first)}}
   return %x : tensor<2x4xf32>
 }
@@ -157,7 +169,7 @@ func.func @forward(%x: tensor<2x4xf32> {tpc.input = "x",
 dist.mesh @mesh axes [tp = 2]
 func.func @forward(%logits: tensor<2x4x8xf32> {tpc.input = "logits"},
                    %labels: tensor<2x4xi64> {tpc.input = "labels"})
-    -> (tensor<f32> {tpc.output = "loss"}) {
+    -> (tensor<f32> {tpc.output = "loss"}) attributes {dist.partitioned} {
   // expected-error @+1 {{cannot lower 'tpc.cross_entropy' to rt: its kernel takes no padded or split vocabulary ('dist.vocab_axes') yet}}
   %sum, %count = tpc.cross_entropy %logits, %labels {dist.vocab_axes = ["tp"]}
       : tensor<2x4x8xf32>, tensor<2x4xi64>
@@ -172,7 +184,7 @@ dist.mesh @mesh axes [tp = 2]
 func.func @forward(%wte: tensor<8x8xf32> {tpc.param = "wte",
                        dist.sharding = #dist.sharding<@mesh, [[tp], []]>},
                    %ids: tensor<2x4xi64> {tpc.input = "input_ids"})
-    -> (tensor<2x4x8xf32> {tpc.output = "x"}) {
+    -> (tensor<2x4x8xf32> {tpc.output = "x"}) attributes {dist.partitioned} {
   // expected-error @+1 {{cannot lower 'tpc.embedding' to rt: its kernel takes no padded or split vocabulary ('dist.vocab_axes') yet}}
   %x = tpc.embedding %wte[%ids] {dist.vocab_axes = ["tp"]}
       : tensor<8x8xf32>, tensor<2x4xi64>

@@ -2,12 +2,8 @@
 // tp = 2 is padded to 16; its argument carries the unpadded global view in
 // dist.unpadded_shape. The rt.param gets view (15 rows) and padded (16 rows,
 // twice its 8-row block).
-//
-// The dist dialect's argument-attribute verifier does not know
-// dist.unpadded_shape yet, so the input is parsed without verification; the
-// lowered module is verified after the pass as usual (the func is gone).
-// RUN: tpc-opt %s --split-input-file --mlir-very-unsafe-disable-verifier-on-parsing \
-// RUN:   --tpc-lower-to-rt -verify-diagnostics | FileCheck %s
+// RUN: tpc-opt %s --split-input-file --tpc-lower-to-rt -verify-diagnostics \
+// RUN:   | FileCheck %s
 
 // The hf_shape defaults to the unpadded view; the ids are bounded by the 15
 // rows that exist.
@@ -32,7 +28,7 @@ func.func @forward(
     %w: tensor<8x8xf32> {tpc.param = "w",
                          dist.sharding = #dist.sharding<@mesh, [[tp], []]>,
                          dist.unpadded_shape = array<i64: 16, 8>})
-    -> (tensor<4x4x8xf32> {tpc.output = "x"}) {
+    -> (tensor<4x4x8xf32> {tpc.output = "x"}) attributes {dist.partitioned} {
   %x = tpc.embedding %wte[%ids] : tensor<8x8xf32>, tensor<2x4xi64>
   %r = dist.all_reduce %x on @mesh axes [tp] : tensor<2x4x8xf32>
   %g = dist.all_gather %r on @mesh axes [dp] dim 0
@@ -50,7 +46,7 @@ func.func @forward(
                            dist.sharding = #dist.sharding<@mesh, [[tp], []]>,
                            dist.unpadded_shape = array<i64: 17, 8>},
     %ids: tensor<2x4xi64> {tpc.input = "input_ids"})
-    -> (tensor<2x4x8xf32> {tpc.output = "x"}) {
+    -> (tensor<2x4x8xf32> {tpc.output = "x"}) attributes {dist.partitioned} {
   %x = tpc.embedding %wte[%ids] : tensor<8x8xf32>, tensor<2x4xi64>
   %r = dist.all_reduce %x on @mesh axes [tp] : tensor<2x4x8xf32>
   return %r : tensor<2x4x8xf32>
@@ -65,7 +61,7 @@ func.func @forward(
     %ids: tensor<2x4xi64> {tpc.input = "input_ids",
                            dist.sharding = #dist.sharding<@mesh, [[dp], []]>,
                            dist.unpadded_shape = array<i64: 3, 4>})
-    -> (tensor<4x4xi64> {tpc.output = "ids"}) {
+    -> (tensor<4x4xi64> {tpc.output = "ids"}) attributes {dist.partitioned} {
   %g = dist.all_gather %ids on @mesh axes [dp] dim 0
       : tensor<2x4xi64> -> tensor<4x4xi64>
   return %g : tensor<4x4xi64>
@@ -83,7 +79,7 @@ func.func @forward(
     %m: tensor<8x8xf32> {tpc.state = {name = "exp_avg", param = "wte"},
                          dist.sharding = #dist.sharding<@mesh, [[tp], []]>},
     %ids: tensor<2x4xi64> {tpc.input = "input_ids"})
-    -> (tensor<2x4x8xf32> {tpc.output = "x"}) {
+    -> (tensor<2x4x8xf32> {tpc.output = "x"}) attributes {dist.partitioned} {
   %x = tpc.embedding %wte[%ids] : tensor<8x8xf32>, tensor<2x4xi64>
   %r = dist.all_reduce %x on @mesh axes [tp] : tensor<2x4x8xf32>
   return %r : tensor<2x4x8xf32>

@@ -35,7 +35,7 @@ func.func @forward(
     %ids: tensor<2x4xi64> {tpc.input = "input_ids",
                            dist.sharding = #dist.sharding<@mesh, [[dp], []]>})
     -> (tensor<4x4x8xf32> {tpc.output = "y"},
-        tensor<2x4x8xf32> {tpc.output = "reduced"}) {
+        tensor<2x4x8xf32> {tpc.output = "reduced"}) attributes {dist.partitioned} {
   // CHECK-NEXT: %[[X:.*]] = rt.alloc : memref<2x4x8xf32>
   // CHECK-NEXT: rt.kernel embedding(%[[WTE]], %[[IDS]]) -> (%[[X]])
   %x = tpc.embedding %wte[%ids] : tensor<16x8xf32>, tensor<2x4xi64>
@@ -110,7 +110,7 @@ func.func @forward(
     // CHECK-NEXT: %[[Q:.*]] = rt.input "q" splits {{\[}}[dp], [tp], [], []] : memref<2x2x4x8xf32>
     %q: tensor<2x2x4x8xf32> {tpc.input = "q",
         dist.sharding = #dist.sharding<@mesh, [[dp], [tp], [], []]>})
-    -> (tensor<4x4x8xf32> {tpc.output = "o"}) {
+    -> (tensor<4x4x8xf32> {tpc.output = "o"}) attributes {dist.partitioned} {
   %c1 = arith.constant dense<1> : tensor<i64>
   %c3 = arith.constant dense<3> : tensor<i64>
   // The mask's global [4, 4, 8] has 128 elements: block 3 starts at 384
@@ -168,7 +168,7 @@ func.func @forward(
     %lr: tensor<f32> {tpc.input = "lr"})
     -> (tensor<4x4xf32> {tpc.grad = "w"},
         tensor<4x4xf32> {tpc.update = "w"},
-        tensor<4x4xf32> {tpc.state = {name = "momentum", param = "w"}}) {
+        tensor<4x4xf32> {tpc.state = {name = "momentum", param = "w"}}) attributes {dist.partitioned} {
   // CHECK: rt.kernel all_reduce(%[[W]]) -> (%[[DW:.*]]) ints [0] :
   %dw = dist.all_reduce %w on @mesh axes [dp] : tensor<4x4xf32>
   // CHECK: rt.kernel sgd_update(%[[W]], %[[DW]], %[[M]], %{{.*}}) -> (%[[W]], %[[M]])
@@ -191,7 +191,7 @@ func.func @forward(
     %wte: tensor<8x8xf32> {tpc.param = "wte",
                            dist.sharding = #dist.sharding<@mesh, [[tp], []]>},
     %ids: tensor<2x4xi64> {tpc.input = "input_ids"})
-    -> (tensor<2x4x8xf32> {tpc.output = "x"}) {
+    -> (tensor<2x4x8xf32> {tpc.output = "x"}) attributes {dist.partitioned} {
   %x = tpc.embedding %wte[%ids] : tensor<8x8xf32>, tensor<2x4xi64>
   %r = dist.all_reduce %x on @mesh axes [tp] : tensor<2x4x8xf32>
   return %r : tensor<2x4x8xf32>
@@ -215,7 +215,7 @@ func.func @forward(
     %x: tensor<2x4x2xf32> {tpc.input = "x",
                            dist.sharding = #dist.sharding<@mesh, [[], [], [tp]]>})
     -> (tensor<2x4x8xf32> {tpc.output = "y"},
-        tensor<2x4x8xf32> {tpc.output = "z"}) {
+        tensor<2x4x8xf32> {tpc.output = "z"}) attributes {dist.partitioned} {
   %p = tpc.linear %x, %w layout in_out : tensor<2x4x2xf32>, tensor<2x8xf32>
   %r = dist.all_reduce %p on @mesh axes [tp] : tensor<2x4x8xf32>
   %y = tpc.add %r, %b1 : tensor<2x4x8xf32>, tensor<8xf32>
@@ -239,7 +239,7 @@ dist.mesh @mesh axes [dp = 2]
 func.func @forward(%wte: tensor<16x8xf32> {tpc.param = "wte"},
                    %ids: tensor<4x4xi64> {tpc.input = "input_ids"},
                    %labels: tensor<4x4xi64> {tpc.input = "labels"})
-    -> (tensor<f32> {tpc.output = "loss"}) {
+    -> (tensor<f32> {tpc.output = "loss"}) attributes {dist.partitioned} {
   %mbids = tensor.extract_slice %ids[2, 0] [2, 4] [1, 1]
       : tensor<4x4xi64> to tensor<2x4xi64>
   %mblabels = tensor.extract_slice %labels[2, 0] [2, 4] [1, 1]

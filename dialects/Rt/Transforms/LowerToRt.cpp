@@ -43,9 +43,8 @@ using namespace mlir::rt;
 
 namespace {
 
-/// On a parameter argument whose view dist-partition padded: the global view
-/// shape before padding.
-constexpr llvm::StringLiteral kUnpaddedShapeAttrName = "dist.unpadded_shape";
+constexpr llvm::StringLiteral kUnpaddedShapeAttrName =
+    dist::DistDialect::kUnpaddedShapeAttrName;
 
 /// The attributes of one kernel, as the executable stores them.
 struct KernelSpec {
@@ -1121,6 +1120,14 @@ struct LowerToRtPass : public rt::impl::TpcLowerToRtBase<LowerToRtPass> {
         return signalPassFailure();
       }
       mesh = candidate;
+    }
+    // On a mesh only a function rewritten for one rank has local types.
+    if (mesh && !entry->hasAttr(dist::DistDialect::kPartitionedAttrName)) {
+      entry.emitError() << "tpc-lower-to-rt: @" << function << " runs on @"
+                        << mesh.getSymName() << " but is not partitioned (no '"
+                        << dist::DistDialect::kPartitionedAttrName
+                        << "'): run dist-partition first";
+      return signalPassFailure();
     }
     if (failed(Lowering(entry, mesh).run()))
       return signalPassFailure();
