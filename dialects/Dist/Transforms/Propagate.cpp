@@ -216,9 +216,10 @@ LogicalResult FunctionPropagation::sweep() {
 bool FunctionPropagation::takeLayoutsFromReaders() {
   bool changed = false;
   for (Operation &op : func.getBody().front()) {
-    // Scalar operands (a dropout block) say nothing about the layout.
-    bool readsTensors = llvm::any_of(op.getOperands(), [](Value operand) {
-      return rankOf(operand) != 0;
+    // Whole scalar operands (a dropout block) say nothing about the layout;
+    // a partial one (a microbatch's loss sum) does.
+    bool readsTensors = llvm::any_of(op.getOperands(), [&](Value operand) {
+      return rankOf(operand) != 0 || !layoutOf(operand).isReplicated();
     });
     if (readsTensors || op.getNumResults() != 1 ||
         !isa<tpc::TpcShardingOpInterface>(op))
