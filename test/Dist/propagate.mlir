@@ -80,3 +80,21 @@ func.func @mask(%x: tensor<2x8x16xf32>) -> tensor<2x8x16xf32> {
   %y = tpc.apply_mask %xs, %m rate 0.1 : tensor<2x8x16xf32>, tensor<2x8x16xi8>
   return %y : tensor<2x8x16xf32>
 }
+
+// -----
+
+// Partial scalars (microbatch loss sums) stay partial through their add:
+// only whole scalars (a dropout block) say nothing about a layout.
+dist.mesh @mesh axes [dp = 2]
+// CHECK-LABEL: func.func @loss_sums
+func.func @loss_sums(%l0: tensor<2x8x16xf32> {dist.sharding = #dist.sharding<@mesh, [[dp], [], []]>},
+                     %l1: tensor<2x8x16xf32> {dist.sharding = #dist.sharding<@mesh, [[dp], [], []]>},
+                     %y: tensor<2x8xi64> {dist.sharding = #dist.sharding<@mesh, [[dp], []]>}) -> tensor<f32> {
+  %s0, %c0 = tpc.cross_entropy %l0, %y : tensor<2x8x16xf32>, tensor<2x8xi64>
+  %s1, %c1 = tpc.cross_entropy %l1, %y : tensor<2x8x16xf32>, tensor<2x8xi64>
+  // CHECK: tpc.add {{.*}}dist.result_shardings = [#dist.sharding<@mesh, [], partial [dp]>]
+  %s = tpc.add %s0, %s1 : tensor<f32>, tensor<f32>
+  // CHECK: tpc.loss_mean {{.*}}dist.operand_shardings = [#dist.sharding<@mesh, []>, #dist.sharding<@mesh, []>]
+  %m = tpc.loss_mean %s, %c0
+  return %m : tensor<f32>
+}
