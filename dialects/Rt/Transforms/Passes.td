@@ -92,11 +92,13 @@ def TpcLowerToRt : Pass<"tpc-lower-to-rt", "ModuleOp"> {
       must be the in-place results of an update of that very argument, and
       need nothing more.
 
-    A partitioned module (after `dist-partition`: one `dist.mesh`, local
-    types, collectives) becomes one rank's program:
+    A partitioned module (after `dist-partition`: one `dist.mesh`, the
+    function marked `dist.partitioned`, local types, collectives) becomes
+    one rank's program:
 
     * the `dist.mesh` becomes the program's `mesh` (and is erased unless
-      something else still names it); two meshes are an error;
+      something else still names it); two meshes, or a function on a mesh
+      without `dist.partitioned` (its types are global), are errors;
     * an argument's `dist.sharding` (its global layout; never partial)
       becomes the `splits` of its `rt.param` or `rt.input`, the global shape
       being the local one times the split sizes; a parameter's
