@@ -2,12 +2,15 @@
 //
 // A Communicator is a group of ranks that run collectives together. Every
 // call returns a Status: a failed transfer, a bad argument or a peer that went
-// away is an error value, never an abort. Buffers are host memory; counts are
-// elements (reductions) or bytes (data movement, which is type-blind).
+// away is an error value, never an abort. Buffers are host memory (device
+// memory for NCCL); counts are elements (reductions) or bytes (data movement,
+// which is type-blind).
 //
-// Backends: "local" (one rank, no library) and, where the runtime was built
-// with it (TPCRT_HAVE_MPI), MPI. Sub-groups (one per mesh axis) come from
-// split(), so a mesh's data- and tensor-parallel groups are Communicators too.
+// Backends: "local" (one rank, no library); where the runtime was built with
+// it (TPCRT_HAVE_MPI), MPI; where it was built with CUDA and NCCL
+// (TPCRT_HAVE_NCCL), NCCL on device buffers. Sub-groups (one per mesh axis)
+// come from split(), so a mesh's data- and tensor-parallel groups are
+// Communicators too.
 // See docs/runtime/comm.md.
 //
 //===----------------------------------------------------------------------===//
@@ -91,6 +94,21 @@ bool hasMpiBackend();
 /// on destruction; MPI cannot start again in that process. An error without
 /// the backend.
 Status createMpiWorldCommunicator(std::unique_ptr<Communicator> &result);
+
+/// True when the runtime was built with the NCCL backend (library
+/// tpcrt_nccl, which defines this and createNcclCommunicator).
+bool hasNcclBackend();
+
+/// Collective over `bootstrap`: an NCCL communicator of the same ranks, in
+/// the same order, on CUDA device `device` of this rank. Rank 0 makes the
+/// NCCL unique id and broadcasts it over `bootstrap` (the MPI world, or the
+/// local communicator for one rank). Its buffers are device memory of
+/// `device`, and every call returns once its result is there. `bootstrap`
+/// must outlive it and the groups split from it: abort() ends the job through
+/// it. An error on every rank when any rank's device is unusable, and
+/// without the backend.
+Status createNcclCommunicator(Communicator &bootstrap, int device,
+                              std::unique_ptr<Communicator> &result);
 
 } // namespace tpcrt
 
