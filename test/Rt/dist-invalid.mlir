@@ -191,17 +191,17 @@ rt.program @p mesh [dp = 2, tp = 2] {
 rt.program @p mesh [dp = 2, tp = 2] {
   %x = rt.input "x" : memref<i64>
   %y = rt.alloc : memref<i64>
-  // expected-error @+1 {{all_reduce: reduces f32 (sum or max) or i64 (sum), not the max of 'memref<i64>'}}
+  // expected-error @+1 {{all_reduce: reduces f32, bf16 or f16 (sum or max) or i64 (sum), not the max of 'memref<i64>'}}
   rt.kernel all_reduce(%x) -> (%y) ints [0] flags 1 : memref<i64> -> memref<i64>
 }
 
 // -----
 
 rt.program @p mesh [dp = 2, tp = 2] {
-  %x = rt.input "x" : memref<2x4xbf16>
-  %y = rt.alloc : memref<2x4xbf16>
-  // expected-error @+1 {{all_reduce: reduces f32 (sum or max) or i64 (sum), not the sum of 'memref<2x4xbf16>'}}
-  rt.kernel all_reduce(%x) -> (%y) ints [0] : memref<2x4xbf16> -> memref<2x4xbf16>
+  %x = rt.input "x" : memref<2x4xi32>
+  %y = rt.alloc : memref<2x4xi32>
+  // expected-error @+1 {{all_reduce: reduces f32, bf16 or f16 (sum or max) or i64 (sum), not the sum of 'memref<2x4xi32>'}}
+  rt.kernel all_reduce(%x) -> (%y) ints [0] : memref<2x4xi32> -> memref<2x4xi32>
 }
 
 // -----
@@ -253,10 +253,10 @@ rt.program @p mesh [dp = 2, tp = 2] {
 // -----
 
 rt.program @p mesh [dp = 2, tp = 2] {
-  %x = rt.input "x" : memref<2x4xbf16>
-  %y = rt.alloc : memref<2x2xbf16>
-  // expected-error @+1 {{reduce_scatter: input must hold f32 but is 'memref<2x4xbf16>'}}
-  rt.kernel reduce_scatter(%x) -> (%y) ints [1, 1] : memref<2x4xbf16> -> memref<2x2xbf16>
+  %x = rt.input "x" : memref<2x4xi64>
+  %y = rt.alloc : memref<2x2xi64>
+  // expected-error @+1 {{reduce_scatter: reduces f32, bf16 or f16, not 'memref<2x4xi64>'}}
+  rt.kernel reduce_scatter(%x) -> (%y) ints [1, 1] : memref<2x4xi64> -> memref<2x2xi64>
 }
 
 // -----

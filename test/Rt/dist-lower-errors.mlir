@@ -165,29 +165,13 @@ func.func @forward(%x: tensor<2x4xf32> {tpc.input = "x",
 
 // -----
 
-// A vocabulary-parallel cross-entropy has no kernel yet.
+// The embedding's gradient kernel computes the whole table.
 dist.mesh @mesh axes [tp = 2]
-func.func @forward(%logits: tensor<2x4x8xf32> {tpc.input = "logits"},
-                   %labels: tensor<2x4xi64> {tpc.input = "labels"})
-    -> (tensor<f32> {tpc.output = "loss"}) attributes {dist.partitioned} {
-  // expected-error @+1 {{cannot lower 'tpc.cross_entropy' to rt: its kernel takes no padded or split vocabulary ('dist.vocab_axes') yet}}
-  %sum, %count = tpc.cross_entropy %logits, %labels {dist.vocab_axes = ["tp"]}
-      : tensor<2x4x8xf32>, tensor<2x4xi64>
-  %loss = tpc.loss_mean %sum, %count
-  return %loss : tensor<f32>
-}
-
-// -----
-
-// Nor a vocabulary-parallel embedding: global ids in a block of the table.
-dist.mesh @mesh axes [tp = 2]
-func.func @forward(%wte: tensor<8x8xf32> {tpc.param = "wte",
-                       dist.sharding = #dist.sharding<@mesh, [[tp], []]>},
+func.func @forward(%dy: tensor<2x4x8xf32> {tpc.input = "dy"},
                    %ids: tensor<2x4xi64> {tpc.input = "input_ids"})
-    -> (tensor<2x4x8xf32> {tpc.output = "x"}) attributes {dist.partitioned} {
-  // expected-error @+1 {{cannot lower 'tpc.embedding' to rt: its kernel takes no padded or split vocabulary ('dist.vocab_axes') yet}}
-  %x = tpc.embedding %wte[%ids] {dist.vocab_axes = ["tp"]}
-      : tensor<8x8xf32>, tensor<2x4xi64>
-  %r = dist.all_reduce %x on @mesh axes [tp] : tensor<2x4x8xf32>
-  return %r : tensor<2x4x8xf32>
+    -> (tensor<8x8xf32> {tpc.output = "g"}) attributes {dist.partitioned} {
+  // expected-error @+1 {{cannot lower 'tpc.embedding_grad' to rt: its kernel computes the whole table}}
+  %g = tpc.embedding_grad %dy[%ids] {dist.vocab_axes = ["tp"]}
+      : tensor<2x4x8xf32>, tensor<2x4xi64> -> tensor<8x8xf32>
+  return %g : tensor<8x8xf32>
 }

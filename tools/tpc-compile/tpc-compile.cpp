@@ -53,6 +53,14 @@ static cl::opt<std::string>
                   "executable then runs on the product of the sizes with "
                   "tpc-run --ranks"),
          cl::value_desc("dp=D,pp=P,tp=T"), cl::cat(category));
+static cl::opt<bool> vocabParallel(
+    "vocab-parallel",
+    cl::desc("With tp > 1, split the embedding and the LM head along the "
+             "vocabulary (default; the vocabulary is padded to a multiple of "
+             "tp, the padding masked); --vocab-parallel=false keeps them "
+             "whole on every rank"),
+    // TODO(issue 5): true once the runtime's kernels take a vocabulary block.
+    cl::init(false), cl::cat(category));
 static cl::opt<bool> sequenceParallel(
     "sequence-parallel",
     cl::desc("With tp > 1: layer norms, dropout and residual adds run on "
@@ -218,8 +226,7 @@ distribute(ModuleOp module,
   PassManager pm(context);
   dist::DistAnnotateMegatronOptions annotate;
   annotate.sequenceParallel = sequenceParallel;
-  // TODO(issue 5): on once the runtime's kernels take a vocabulary block.
-  annotate.vocabParallel = false;
+  annotate.vocabParallel = vocabParallel;
   pm.addPass(dist::createDistAnnotateMegatron(annotate));
   pm.addPass(dist::createDistPropagate());
   pm.addPass(dist::createDistPartition());
@@ -447,9 +454,9 @@ int main(int argc, char **argv) {
       return 1;
     meshAxes = *parsed;
   }
-  bool tensorParallel = llvm::any_of(
+  bool hasTensorParallel = llvm::any_of(
       meshAxes, [](const auto &axis) { return axis.first == "tp"; });
-  if (sequenceParallel && !tensorParallel)
+  if (sequenceParallel && !hasTensorParallel)
     return fail("--sequence-parallel needs tensor parallelism: a --mesh "
                 "with tp > 1");
   if (target == "cuda")
@@ -539,6 +546,22 @@ int main(int argc, char **argv) {
     }
   }
 
+  // Tensor parallelism splits the vocabulary: pad it to a multiple first,
+  // on the forward pass, so the training step is built padded.
+  int64_t tensorParallel = 1;
+  for (const auto &[name, size] : meshAxes)
+    if (name == "tp")
+      tensorParallel = size;
+  if (tensorParallel > 1 && vocabParallel) {
+    context.loadDialect<dist::DistDialect>();
+    PassManager pm(&context);
+    dist::DistPadVocabOptions pad;
+    pad.multiple = tensorParallel;
+    pm.addPass(dist::createDistPadVocab(pad));
+    if (failed(pm.run(*module)))
+      return 1;
+  }
+
   // The training step, on tpc IR.
   if (train) {
     PassManager pm(&context);
@@ -609,13 +632,17 @@ int main(int argc, char **argv) {
   if (!meshAxes.empty()) {
     if (failed(distribute(*module, meshAxes)))
       return 1;
-    // The collectives dist-partition inserted, before lowering hides them.
-    if (!report.empty() &&
-        failed(tpc::countCommBytes(
-            module->lookupSymbol<func::FuncOp>(
-                train ? StringRef(tpc::kTrainStepName) : "forward"),
-            train ? autodiffOptions.microbatches : 1, reportData)))
-      return 1;
+    // The collectives dist-partition inserted, before lowering hides them;
+    // one device's products (local shapes), per microbatch.
+    if (!report.empty()) {
+      auto partitioned = module->lookupSymbol<func::FuncOp>(
+          train ? StringRef(tpc::kTrainStepName) : "forward");
+      int64_t count = train ? autodiffOptions.microbatches : 1;
+      if (failed(tpc::countCommBytes(partitioned, count, reportData)))
+        return 1;
+      reportData.flopsPerMicrobatch =
+          tpc::countMatmulFlops(partitioned) / count;
+    }
   }
   PassManager pm(&context);
   rt::TpcLowerToRtOptions lowerOptions;

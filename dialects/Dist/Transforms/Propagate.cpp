@@ -93,7 +93,14 @@ LogicalResult FunctionPropagation::seedArguments() {
     if (!param || layouts.count(arg))
       continue;
     auto it = params.find(param.getValue());
-    if (it != params.end() && layouts.count(it->second)) {
+    if (it == params.end())
+      continue;
+    // Padded like its parameter (dist-pad-vocab ran before the optimizer
+    // made the state).
+    if (Attribute unpadded = func.getArgAttr(it->second.getArgNumber(),
+                                             kUnpaddedShapeAttr))
+      func.setArgAttr(arg.getArgNumber(), kUnpaddedShapeAttr, unpadded);
+    if (layouts.count(it->second)) {
       // A copy: inserting `arg` may move the map's entries.
       Layout layout = layouts.lookup(it->second);
       layouts[arg] = layout;

@@ -440,7 +440,8 @@ constexpr int kRankInts = -1;
 constexpr unsigned kAnyCount = std::numeric_limits<unsigned>::max();
 
 constexpr KernelInfo kKernels[] = {
-    {OpCode::Embedding, 2, 2, 1, 0, 0, 0, 0},
+    // [] or [axes...]: the table is a block of the vocabulary.
+    {OpCode::Embedding, 2, 2, 1, 0, 16, 0, 0},
     {OpCode::Linear, 2, 3, 1, 0, 0, 0, 1},
     {OpCode::BatchMatmul, 2, 2, 1, 0, 0, 1, 3},
     {OpCode::LayerNorm, 3, 3, 1, 0, 0, 1, 0},
@@ -454,7 +455,8 @@ constexpr KernelInfo kKernels[] = {
     {OpCode::Softmax, 1, 1, 1, 0, 0, 0, 1},
     {OpCode::Attention, 3, 3, 1, 1, 2, 2, 1},
     {OpCode::Rotary, 1, 1, 1, 1, 1, 1, 1},
-    {OpCode::CrossEntropy, 2, 2, 2, 1, 1, 0, 0},
+    // [ignore], [ignore, vocab] or [ignore, vocab, axes...].
+    {OpCode::CrossEntropy, 2, 2, 2, 1, 18, 0, 0},
     {OpCode::LossMean, 2, 2, 1, 0, 0, 0, 0},
     {OpCode::Copy, 1, 1, 1, 0, 0, 0, 0},
     {OpCode::Transpose, 1, 1, 1, kRankInts, kRankInts, 0, 0},
@@ -475,7 +477,7 @@ constexpr KernelInfo kKernels[] = {
     {OpCode::ApplyMask, 2, 2, 1, 0, 0, 1, 0},
     {OpCode::SoftmaxGrad, 2, 2, 1, 0, 0, 0, 1},
     {OpCode::AttentionGrad, 4, 4, 3, 1, 2, 2, 1},
-    {OpCode::CrossEntropyGrad, 3, 3, 1, 1, 1, 0, 0},
+    {OpCode::CrossEntropyGrad, 3, 3, 1, 1, 18, 0, 0},
     {OpCode::Pad, 1, 1, 1, 2, 2, 0, 0},
     {OpCode::SumGroups, 1, 1, 1, 2, 2, 0, 0},
     {OpCode::CountTargets, 1, 1, 1, 1, 1, 0, 0},
@@ -1200,13 +1202,13 @@ LogicalResult KernelChecker::checkCollective() {
   Type element = input.getElementType();
   if (opcode == OpCode::AllReduce) {
     bool max = op.getFlags() & 1;
-    if (!element.isF32() && !(element.isSignlessInteger(64) && !max))
-      return error() << "reduces f32 (sum or max) or i64 (sum), not "
+    if (!isa<FloatType>(element) && !(element.isSignlessInteger(64) && !max))
+      return error() << "reduces f32, bf16 or f16 (sum or max) or i64 (sum), not "
                      << (max ? "the max of " : "the sum of ") << input;
     return sameType(input, "input", result, "result");
   }
-  if (opcode == OpCode::ReduceScatter && failed(isF32(input, "input")))
-    return failure();
+  if (opcode == OpCode::ReduceScatter && !isa<FloatType>(element))
+    return error() << "reduces f32, bf16 or f16, not " << input;
   // Each dim names a dimension of the input; the result's is `g` times
   // (gathered) or a `g`-th (divided) of it.
   SmallVector<int64_t> expected(input.getShape());

@@ -448,6 +448,7 @@ private:
   LogicalResult lowerExtractSlice(tensor::ExtractSliceOp op);
   /// The kernel of a dist collective (axes as mesh indices).
   FailureOr<KernelSpec> collectiveKernel(Operation *op);
+  LogicalResult lowerVocabulary(Operation *op, KernelSpec &spec);
   /// The mesh index of each axis in `axes` (names) of `op` on mesh `meshRef`.
   FailureOr<SmallVector<int64_t>>
   meshIndices(Operation *op, FlatSymbolRefAttr meshRef, ArrayAttr axes);
@@ -799,16 +800,8 @@ LogicalResult Lowering::lowerOp(Operation *op) {
   }
   if (isa<tpc::AdamWUpdateOp, tpc::SgdUpdateOp>(op))
     return lowerUpdate(op, *spec);
-  // No kernel contract covers a padded or split vocabulary yet: the plain
-  // kernels would give padded columns probability mass, look up global ids
-  // in a block of the table, and not reduce over the vocabulary's ranks.
-  if (isa<tpc::CrossEntropyOp, tpc::CrossEntropyGradOp, tpc::EmbeddingOp,
-          tpc::EmbeddingGradOp>(op))
-    for (StringRef name : {"vocab", "dist.vocab_axes"})
-      if (op->hasAttr(name))
-        return op->emitError()
-               << "cannot lower '" << op->getName() << "' to rt: its kernel "
-               << "takes no padded or split vocabulary ('" << name << "') yet";
+  if (failed(lowerVocabulary(op, *spec)))
+    return failure();
   ValueRange operands = op->getOperands();
   if (std::optional<DropoutDraw> draw = dropoutDrawOf(op)) {
     if (failed(lowerDropoutLayout(op, *draw, *spec)))
@@ -926,6 +919,46 @@ FailureOr<SmallVector<int64_t>> Lowering::meshIndices(Operation *op,
     indices.push_back(*index);
   }
   return indices;
+}
+
+/// A padded or split vocabulary (tpcx.fbs): an embedding's ints are the mesh
+/// axes splitting its table's rows; a cross-entropy's [ignore, vocab,
+/// axes...], vocab counting the real classes of the whole vocabulary.
+LogicalResult Lowering::lowerVocabulary(Operation *op, KernelSpec &spec) {
+  auto axesAttr = op->getAttrOfType<ArrayAttr>("dist.vocab_axes");
+  if (isa<tpc::EmbeddingGradOp>(op) && axesAttr)
+    return op->emitError() << "cannot lower '" << op->getName()
+                           << "' to rt: its kernel computes the whole table";
+  if (!isa<tpc::EmbeddingOp, tpc::CrossEntropyOp, tpc::CrossEntropyGradOp>(
+          op))
+    return success();
+  SmallVector<int64_t> axes;
+  int64_t group = 1;
+  if (axesAttr) {
+    if (!meshOp)
+      return op->emitError() << "cannot lower '" << op->getName()
+                             << "' to rt: it splits its vocabulary but the "
+                                "module has no dist.mesh";
+    FailureOr<SmallVector<int64_t>> indices = meshIndices(
+        op, FlatSymbolRefAttr::get(meshOp.getSymNameAttr()), axesAttr);
+    if (failed(indices))
+      return failure();
+    axes = *indices;
+    for (int64_t axis : axes)
+      group *= meshOp.getAxisSizes()[axis];
+  }
+  if (isa<tpc::EmbeddingOp>(op)) {
+    spec.ints.append(axes);
+    return success();
+  }
+  auto vocab = op->getAttrOfType<IntegerAttr>("vocab");
+  if (!vocab && axes.empty())
+    return success();
+  auto logits = cast<RankedTensorType>(op->getOperand(0).getType());
+  spec.ints.push_back(vocab ? vocab.getInt()
+                            : logits.getShape().back() * group);
+  spec.ints.append(axes);
+  return success();
 }
 
 FailureOr<KernelSpec> Lowering::collectiveKernel(Operation *op) {
