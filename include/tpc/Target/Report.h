@@ -48,6 +48,8 @@ struct CompileReport {
   /// copies; gradients; optimizer state.
   int64_t paramBytes = 0, gradBytes = 0, optimizerBytes = 0;
   int64_t peakActivationBytes = 0, peakBytes = 0;
+  /// Matrix-product FLOPs of one microbatch on one device (local shapes on
+  /// a mesh).
   int64_t flopsPerMicrobatch = 0;
   /// What every microbatch repeats (the total divided by the microbatches),
   /// and what happens once per step (no p2p).
