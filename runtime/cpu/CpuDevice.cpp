@@ -155,6 +155,12 @@ bool needsStaging(const KernelCall &call, const TensorRef &t) {
          t.dtype != fb::DType::F32;
 }
 
+/// cross_entropy(_grad) with a vocab attribute (padding, and maybe a
+/// group): combined per position over the blocks (crossEntropyBlockMax).
+bool splitVocabulary(const KernelCall &call) {
+  return call.intAttrs.size() >= 2;
+}
+
 /// Floats of scratch a kernel needs (doubles count twice).
 int64_t scratchFloats(const KernelCall &call) {
   switch (call.op) {
@@ -168,6 +174,12 @@ int64_t scratchFloats(const KernelCall &call) {
     return 4 * call.cols;
   case fb::OpCode::RmsNormParamGrad:
     return 2 * call.cols;
+  case fb::OpCode::CrossEntropy:
+  case fb::OpCode::CrossEntropyGrad:
+    // A padded or split vocabulary: per position the max, the sum of
+    // exponentials and the target's logit (the last two adjacent: one sum
+    // over the group).
+    return splitVocabulary(call) ? 3 * call.rows : 0;
   default:
     return static_cast<int64_t>(
         (collectiveStagingBytes(call) + sizeof(float) - 1) / sizeof(float));
@@ -227,6 +239,8 @@ private:
   Status run(const KernelCall &call, const Resolved &r,
              const StepContext &context);
   Status runCollective(const KernelCall &call, const Resolved &r);
+  Status runVocabCrossEntropy(const KernelCall &call, const Resolved &r,
+                              const float *logits, float *dLogits, float scale);
 
   MappedMemory arena_, workspace_;
   std::vector<Resolved> resolved_;
@@ -384,11 +398,16 @@ Status CpuDevice::run(const KernelCall &call, const Resolved &r,
     return flag0 ? cpu::GeluApproximation::Tanh : cpu::GeluApproximation::Erf;
   };
 
+  // A table that is a block of the vocabulary rows (with a group).
+  cpu::VocabBlock rows{call.groupPosition * call.k, call.k * call.groupSize};
+  const cpu::VocabBlock *rowBlock = call.group >= 0 ? &rows : nullptr;
+
   switch (call.op) {
   case fb::OpCode::Embedding:
     return cpu::embeddingRows(
         r.operands[0], floatTypeOf(call.operands[0].dtype), call.k, call.n,
-        ints(1), call.m, floatTypeOf(call.results[0].dtype), r.results[0]);
+        ints(1), call.m, floatTypeOf(call.results[0].dtype), r.results[0],
+        rowBlock);
   case fb::OpCode::Linear:
     return cpu::linear(in(0), in(1),
                        call.operands.size() == 3 ? in(2) : nullptr, call.m,
@@ -427,6 +446,8 @@ Status CpuDevice::run(const KernelCall &call, const Resolved &r,
     return cpu::rotary(in(0), call.outer, call.seqQ, call.headDim, fa[0], ia[0],
                        out(0), flag0);
   case fb::OpCode::CrossEntropy:
+    if (splitVocabulary(call))
+      return runVocabCrossEntropy(call, r, in(0), nullptr, 0.0f);
     return cpu::crossEntropy(in(0), ints(1), call.rows, call.cols, ia[0],
                              out(0), reinterpret_cast<int64_t *>(r.results[1]));
   case fb::OpCode::LossMean:
@@ -449,7 +470,8 @@ Status CpuDevice::run(const KernelCall &call, const Resolved &r,
                      call.count, floatTypeOf(call.results[0].dtype),
                      r.results[0]);
   case fb::OpCode::EmbeddingGrad:
-    return cpu::embeddingGrad(in(0), ints(1), call.m, call.k, call.n, out(0));
+    return cpu::embeddingGrad(in(0), ints(1), call.m, call.k, call.n, out(0),
+                              rowBlock);
   case fb::OpCode::LinearInputGrad:
     return cpu::linearInputGrad(in(0), in(1), call.m, call.k, call.n, layout(),
                                 out(0));
@@ -492,6 +514,8 @@ Status CpuDevice::run(const KernelCall &call, const Resolved &r,
         dropout.rate > 0.0 ? &dropout : nullptr);
   }
   case fb::OpCode::CrossEntropyGrad:
+    if (splitVocabulary(call))
+      return runVocabCrossEntropy(call, r, in(0), out(0), scalarIn(2));
     return cpu::crossEntropyGrad(in(0), ints(1), call.rows, call.cols, ia[0],
                                  scalarIn(2), out(0));
   case fb::OpCode::Pad:
@@ -541,6 +565,46 @@ Status CpuDevice::run(const KernelCall &call, const Resolved &r,
     return runCollective(call, r);
   }
   return Status::error("unknown opcode");
+}
+
+/// cross_entropy (dLogits null) or cross_entropy_grad (dLogits, with the
+/// loss sum's gradient `scale`) over a padded
+/// vocabulary, the logits' columns being block `position` of it over the
+/// group if there is one: per position, the max over the group, then the
+/// sums of exponentials and the target's logit summed over it (one
+/// all-reduce of [2, positions]), never the logits themselves.
+Status CpuDevice::runVocabCrossEntropy(const KernelCall &call,
+                                       const Resolved &r, const float *logits,
+                                       float *dLogits, float scale) {
+  Communicator *comm = call.group >= 0 ? groups_[call.group] : nullptr;
+  const int64_t *labels = reinterpret_cast<const int64_t *>(r.operands[1]);
+  int64_t ignore = call.intAttrs[0], rows = call.rows;
+  cpu::VocabBlock block{call.groupPosition * call.cols, call.k};
+  float *max = r.scratch, *sumExp = max + rows, *target = sumExp + rows;
+  auto count = static_cast<std::size_t>(rows);
+  // Every rank checks the same labels before any communication, so a bad
+  // label fails every rank alike.
+  if (Status s = cpu::crossEntropyBlockMax(logits, labels, rows, call.cols,
+                                           block, ignore, max);
+      !s)
+    return s;
+  if (comm)
+    if (Status s = comm->allReduceMax(max, count); !s)
+      return s;
+  if (Status s = cpu::crossEntropyBlockSums(logits, labels, rows, call.cols,
+                                            block, ignore, max, sumExp,
+                                            dLogits ? nullptr : target);
+      !s)
+    return s;
+  if (comm)
+    if (Status s = comm->allReduceSum(sumExp, dLogits ? count : 2 * count); !s)
+      return s;
+  if (dLogits)
+    return cpu::crossEntropyBlockGrad(logits, labels, rows, call.cols, block,
+                                      ignore, max, sumExp, scale, dLogits);
+  return cpu::crossEntropyCombine(labels, rows, ignore, max, sumExp, target,
+                                  reinterpret_cast<float *>(r.results[0]),
+                                  reinterpret_cast<int64_t *>(r.results[1]));
 }
 
 /// The collectives on the group's communicator, whose rank is this rank's

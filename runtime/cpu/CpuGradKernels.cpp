@@ -22,18 +22,22 @@ namespace cpu {
 using namespace detail;
 
 Status embeddingGrad(const float *dY, const int64_t *ids, int64_t numIds,
-                     int64_t vocab, int64_t hidden, float *dTable) {
-  if (Status s = checkNonNegative("embedding_grad", {numIds, vocab, hidden});
-      !s)
+                     int64_t rows, int64_t hidden, float *dTable,
+                     const VocabBlock *block) {
+  if (Status s = checkNonNegative("embedding_grad", {numIds, rows, hidden}); !s)
     return s;
-  std::fill(dTable, dTable + vocab * hidden, 0.0f);
+  int64_t offset = block ? block->offset : 0;
+  int64_t vocab = block ? block->vocab : rows;
+  std::fill(dTable, dTable + rows * hidden, 0.0f);
   for (int64_t i = 0; i < numIds; ++i) {
     int64_t id = ids[i];
     if (id < 0 || id >= vocab)
       return Status::error("embedding_grad: id " + std::to_string(id) +
                            " at position " + std::to_string(i) +
                            " is outside [0, " + std::to_string(vocab) + ")");
-    float *row = dTable + id * hidden;
+    if (id < offset || id - offset >= rows)
+      continue; // another rank's row
+    float *row = dTable + (id - offset) * hidden;
     const float *g = dY + i * hidden;
     for (int64_t c = 0; c < hidden; ++c)
       row[c] += g[c];
@@ -418,6 +422,40 @@ Status crossEntropyGrad(const float *logits, const int64_t *labels,
     for (int64_t j = 0; j < vocab; ++j)
       out[j] *= factor;
     out[label] -= scale;
+  }
+  return Status::ok();
+}
+
+Status crossEntropyBlockGrad(const float *logits, const int64_t *labels,
+                             int64_t positions, int64_t columns,
+                             const VocabBlock &block, int64_t ignoreIndex,
+                             const float *max, const float *sumExp, float scale,
+                             float *dLogits) {
+  if (Status s = checkNonNegative("cross_entropy_grad",
+                                  {positions, columns, block.offset});
+      !s)
+    return s;
+  int64_t real = realColumns(columns, block);
+  for (int64_t p = 0; p < positions; ++p) {
+    float *out = dLogits + p * columns;
+    int64_t label = labels[p];
+    if (label == ignoreIndex) {
+      std::fill(out, out + columns, 0.0f);
+      continue;
+    }
+    if (label < 0 || label >= block.vocab)
+      return Status::error("cross_entropy_grad: label " +
+                           std::to_string(label) + " at position " +
+                           std::to_string(p) + " is outside [0, " +
+                           std::to_string(block.vocab) + ")");
+    expInto(logits + p * columns, real, max[p], out);
+    float factor = static_cast<float>(scale / static_cast<double>(sumExp[p]));
+    for (int64_t j = 0; j < real; ++j)
+      out[j] *= factor;
+    std::fill(out + real, out + columns, 0.0f);
+    int64_t local = label - block.offset;
+    if (local >= 0 && local < real)
+      out[local] -= scale;
   }
   return Status::ok();
 }

@@ -155,12 +155,14 @@ Status embedding(const float *table, int64_t vocab, int64_t hidden,
                        FloatType::F32, out);
 }
 
-Status embeddingRows(const void *table, FloatType tableType, int64_t vocab,
+Status embeddingRows(const void *table, FloatType tableType, int64_t rows,
                      int64_t hidden, const int64_t *ids, int64_t numIds,
-                     FloatType outType, void *out) {
-  if (Status s = checkNonNegative("embedding", {vocab, hidden, numIds}); !s)
+                     FloatType outType, void *out, const VocabBlock *block) {
+  if (Status s = checkNonNegative("embedding", {rows, hidden, numIds}); !s)
     return s;
-  const auto *rows = static_cast<const uint8_t *>(table);
+  int64_t offset = block ? block->offset : 0;
+  int64_t vocab = block ? block->vocab : rows;
+  const auto *data = static_cast<const uint8_t *>(table);
   auto *o = static_cast<uint8_t *>(out);
   size_t inRow = static_cast<size_t>(hidden) * floatTypeSize(tableType);
   size_t outRow = static_cast<size_t>(hidden) * floatTypeSize(outType);
@@ -170,8 +172,14 @@ Status embeddingRows(const void *table, FloatType tableType, int64_t vocab,
       return Status::error("embedding: id " + std::to_string(id) +
                            " at position " + std::to_string(i) +
                            " is outside [0, " + std::to_string(vocab) + ")");
-    if (Status s =
-            cast(rows + id * inRow, tableType, hidden, outType, o + i * outRow);
+    int64_t row = id - offset;
+    if (row < 0 || row >= rows) {
+      // Another rank's row: zero bits are 0.0 in every float type.
+      std::memset(o + i * outRow, 0, outRow);
+      continue;
+    }
+    if (Status s = cast(data + row * inRow, tableType, hidden, outType,
+                        o + i * outRow);
         !s)
       return s;
   }
@@ -634,6 +642,66 @@ Status crossEntropy(const float *logits, const int64_t *labels,
     const float *row = logits + p * vocab;
     float maxValue = rowMax(row, vocab);
     total += maxValue + std::log(expSum(row, vocab, maxValue)) - row[label];
+    ++n;
+  }
+  *lossSum = static_cast<float>(total);
+  *count = n;
+  return Status::ok();
+}
+
+Status crossEntropyBlockMax(const float *logits, const int64_t *labels,
+                            int64_t positions, int64_t columns,
+                            const VocabBlock &block, int64_t ignoreIndex,
+                            float *max) {
+  if (Status s =
+          checkNonNegative("cross_entropy", {positions, columns, block.offset});
+      !s)
+    return s;
+  for (int64_t p = 0; p < positions; ++p) {
+    int64_t label = labels[p];
+    if (label != ignoreIndex && (label < 0 || label >= block.vocab))
+      return Status::error("cross_entropy: label " + std::to_string(label) +
+                           " at position " + std::to_string(p) +
+                           " is outside [0, " + std::to_string(block.vocab) +
+                           ")");
+  }
+  int64_t real = realColumns(columns, block);
+  for (int64_t p = 0; p < positions; ++p)
+    max[p] = rowMax(logits + p * columns, real);
+  return Status::ok();
+}
+
+Status crossEntropyBlockSums(const float *logits, const int64_t *labels,
+                             int64_t positions, int64_t columns,
+                             const VocabBlock &block, int64_t ignoreIndex,
+                             const float *max, float *sumExp, float *target) {
+  if (Status s =
+          checkNonNegative("cross_entropy", {positions, columns, block.offset});
+      !s)
+    return s;
+  int64_t real = realColumns(columns, block);
+  for (int64_t p = 0; p < positions; ++p) {
+    const float *row = logits + p * columns;
+    sumExp[p] = static_cast<float>(expSum(row, real, max[p]));
+    if (!target)
+      continue;
+    int64_t local = labels[p] - block.offset;
+    bool held = labels[p] != ignoreIndex && local >= 0 && local < real;
+    target[p] = held ? row[local] : 0.0f;
+  }
+  return Status::ok();
+}
+
+Status crossEntropyCombine(const int64_t *labels, int64_t positions,
+                           int64_t ignoreIndex, const float *max,
+                           const float *sumExp, const float *target,
+                           float *lossSum, int64_t *count) {
+  double total = 0.0;
+  int64_t n = 0;
+  for (int64_t p = 0; p < positions; ++p) {
+    if (labels[p] == ignoreIndex)
+      continue;
+    total += max[p] + std::log(static_cast<double>(sumExp[p])) - target[p];
     ++n;
   }
   *lossSum = static_cast<float>(total);

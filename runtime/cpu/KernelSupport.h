@@ -78,6 +78,13 @@ void forEachGlobalRun(const GlobalBlock *block, int64_t count, Run run) {
 uint64_t dropoutRow(const AttentionDropout &dropout, int64_t b, int64_t h,
                     int64_t i, int64_t heads, int64_t seqQ, int64_t seqK);
 
+/// The local columns of a block of `columns` logits that are classes of the
+/// vocabulary (the rest are padding): [0, the returned count).
+inline int64_t realColumns(int64_t columns, const VocabBlock &block) {
+  int64_t real = block.vocab - block.offset;
+  return real < 0 ? 0 : real > columns ? columns : real;
+}
+
 /// Max of row[0, n) (-inf when n is 0).
 float rowMax(const float *row, int64_t n);
 

@@ -183,6 +183,7 @@ private:
   Status attentionSizes(size_t first);
   Status normSizes(const TensorRef &x, const std::string &role);
   Status crossEntropySizes();
+  Status vocabRows(const TensorRef &table, const std::string &role);
   Status dimAttr(const TensorRef &t, const std::string &role, int64_t &dim);
 
   Status embedding();
@@ -346,8 +347,10 @@ Status KernelDecoder::streamAttrs(size_t floats, uint32_t flagMask) {
   return Status::ok();
 }
 
+/// int_attrs [] or [axes...]: the table is then block `position` of the
+/// vocabulary rows over those axes.
 Status KernelDecoder::embedding() {
-  if (Status s = attrs(0, 0, 0); !s)
+  if (Status s = call.intAttrs.empty() ? attrs(0, 0, 0) : groupAxes(0); !s)
     return s;
   if (Status s = floatDType(in(0), "table"); !s)
     return s;
@@ -361,9 +364,22 @@ Status KernelDecoder::embedding() {
   call.k = in(0).shape[0];
   call.n = in(0).shape[1];
   call.m = in(1).elements;
+  if (Status s = vocabRows(in(0), inRole(0)); !s)
+    return s;
   std::vector<int64_t> expected = in(1).shape;
   expected.push_back(call.n);
   return shape(out(0), outRole(0), expected);
+}
+
+/// The whole vocabulary of a table block of k rows over the group (ids are
+/// checked against it when the kernel runs) must be countable.
+Status KernelDecoder::vocabRows(const TensorRef &table,
+                                const std::string &role) {
+  int64_t vocab;
+  if (__builtin_mul_overflow(call.k, call.groupSize, &vocab))
+    return Status::error(describe(role, table) + " times the group size " +
+                         std::to_string(call.groupSize) + " overflows");
+  return Status::ok();
 }
 
 /// linear's sizes from its input x, weight w and result y (and the same
@@ -616,9 +632,13 @@ Status KernelDecoder::rotary() {
 }
 
 /// rows and cols of cross-entropy's logits (operand 0) and labels
-/// (operand 1, i64 logits.shape[:-1]); one int attribute, the ignore index.
+/// (operand 1, i64 logits.shape[:-1]), and k, the classes. int_attrs
+/// [ignore index], [ignore index, vocab] (global columns from vocab on are
+/// padding) or [ignore index, vocab, axes...] (the logits' columns are block
+/// `position` of the padded vocabulary over the axes).
 Status KernelDecoder::crossEntropySizes() {
-  if (Status s = attrs(1, 0, 0); !s)
+  size_t ints = call.intAttrs.size();
+  if (Status s = ints > 2 ? groupAxes(2) : attrs(ints == 2 ? 2 : 1, 0, 0); !s)
     return s;
   const TensorRef &logits = in(0);
   if (Status s = floatDType(logits, "logits"); !s)
@@ -630,7 +650,23 @@ Status KernelDecoder::crossEntropySizes() {
   call.cols = logits.shape.back();
   call.rows = in(1).elements;
   std::vector<int64_t> positions(logits.shape.begin(), logits.shape.end() - 1);
-  return shape(in(1), "labels", positions);
+  if (Status s = shape(in(1), "labels", positions); !s)
+    return s;
+  call.k = call.cols;
+  if (ints < 2)
+    return Status::ok();
+  int64_t vocab = call.intAttrs[1], columns;
+  std::string g = std::to_string(call.groupSize);
+  if (__builtin_mul_overflow(call.cols, call.groupSize, &columns))
+    return Status::error(describe("logits", logits) + " times the group size " +
+                         g + " overflows");
+  if (vocab < 1 || vocab > columns)
+    return Status::error("vocab (int_attrs[1]) is " + std::to_string(vocab) +
+                         ", expected [1, " + std::to_string(columns) + "] (" +
+                         describe("logits", logits) +
+                         (call.groupSize > 1 ? ", group size " + g : "") + ")");
+  call.k = vocab;
+  return Status::ok();
 }
 
 Status KernelDecoder::scalar(const TensorRef &t, const std::string &role,
@@ -757,8 +793,10 @@ Status KernelDecoder::dimAttr(const TensorRef &t, const std::string &role,
   return Status::ok();
 }
 
+/// int_attrs as embedding's: the result is then the gradient of a block of
+/// the vocabulary rows.
 Status KernelDecoder::embeddingGrad() {
-  if (Status s = attrs(0, 0, 0); !s)
+  if (Status s = call.intAttrs.empty() ? attrs(0, 0, 0) : groupAxes(0); !s)
     return s;
   if (Status s = floatDType(in(0), "dY"); !s)
     return s;
@@ -772,6 +810,8 @@ Status KernelDecoder::embeddingGrad() {
   call.k = out(0).shape[0];
   call.n = out(0).shape[1];
   call.m = in(1).elements;
+  if (Status s = vocabRows(out(0), outRole(0)); !s)
+    return s;
   std::vector<int64_t> expected = in(1).shape;
   expected.push_back(call.n);
   return shape(in(0), "dY", expected);
@@ -1087,13 +1127,17 @@ Status KernelDecoder::groupAxes(size_t first) {
   return Status::ok();
 }
 
-/// A collective's operand and result: the same dtype, f32, bf16 or f16
-/// (all_reduce also sums i64: the target count).
+/// A collective's operand and result: the same dtype. The reductions take
+/// f32, bf16 or f16 (all_reduce also sums i64: the target count); those
+/// that only move data (all_gather, shard_slice, all_to_all) take any dtype
+/// (token ids and labels split over data-parallel ranks are i64).
 Status KernelDecoder::collectiveDType() {
   fb::DType dt = in(0).dtype;
+  bool reduces =
+      call.op == fb::OpCode::AllReduce || call.op == fb::OpCode::ReduceScatter;
   bool sumI64 = call.op == fb::OpCode::AllReduce && !(call.flags & 1) &&
                 dt == fb::DType::I64;
-  if (!isFloatDType(dt) && !sumI64)
+  if (reduces && !isFloatDType(dt) && !sumI64)
     return Status::error(
         std::string("input is ") + executableDTypeName(dt) + ", expected " +
         (call.op == fb::OpCode::AllReduce

@@ -11,6 +11,9 @@
 //   - dropout, dropout_mask, attention and attention_grad with dropout, their
 //     results split on various dimensions and gathered, bit for bit against
 //     the unsplit one-rank kernels;
+//   - embedding, embedding_grad, cross_entropy and cross_entropy_grad on a
+//     vocabulary split over tp (and dp x tp), padded or not, against the
+//     one-rank kernels on the whole table and the real classes alone;
 //   - that a step allocates nothing, and that a world of the wrong size is
 //     refused with a message naming both numbers.
 // Exit 0 when every rank passed, 1 otherwise, 77 (skipped) without MPI.
@@ -177,6 +180,10 @@ std::vector<CollectiveCase> collectiveCases() {
       {"all_to_all 0 1", Op::AllToAll, {0, 1}},
       {"all_to_all 2 0", Op::AllToAll, {2, 0}},
       {"all_to_all bf16 1 2", Op::AllToAll, {1, 2}, BF16},
+      // Data movement of token ids and labels.
+      {"all_gather i64 dim 2", Op::AllGather, {2}, I64},
+      {"shard_slice i64 dim 1", Op::ShardSlice, {1}, I64},
+      {"all_to_all i64 0 2", Op::AllToAll, {0, 2}, I64},
   };
   for (int64_t d = 0; d < 3; ++d) {
     std::string dim = " dim " + std::to_string(d);
@@ -606,6 +613,79 @@ void checkAttention(Communicator &world, const TestMesh &mesh,
 }
 
 //===----------------------------------------------------------------------===//
+// Vocabulary-parallel embedding and cross-entropy
+//===----------------------------------------------------------------------===//
+
+/// The vocabulary kernels with the table's 12 rows and the logits' `columns`
+/// split over `axes`, `vocab` of them real classes (VocabCase), against the
+/// one-rank executable of plain kernels on the whole table and on the real
+/// columns alone: the embedding (each rank's block, all-reduced) and the
+/// gathered table gradient equal the whole table's bit for bit; the loss
+/// sum, the count and the gathered logits gradient equal the one-rank
+/// cross-entropy (1e-6 relative; 0 in the padding columns), the loss the
+/// same on every rank. Two steps, allocating nothing.
+void checkVocab(Communicator &world, const TestMesh &mesh,
+                const std::vector<uint32_t> &axes, int64_t vocab,
+                int64_t columns, Checker &check) {
+  std::string where = "vocabulary " + std::to_string(vocab) + " of " +
+                      std::to_string(columns) + " split " +
+                      axesText(mesh, axes) + ": ";
+  VocabCase dist;
+  dist.axes = axes;
+  dist.vocab = vocab;
+  dist.columns = columns;
+  VocabCase one = dist;
+  one.axes.clear();
+  one.columns = vocab;
+  VocabInputs in(dist, 23);
+  VocabInputs oneIn = in;
+  oneIn.logits = in.realLogits(columns, vocab);
+  Run single, run;
+  if (!check.ok(where + "one rank", single.create(one.build({}), nullptr)) ||
+      !check.ok(where + "one rank",
+                writeVocabInputs(single.interpreter, one, oneIn, {}, 0)) ||
+      !check.ok(where + "one rank", single.interpreter.runStep()) ||
+      !check.ok(where + "create", run.create(dist.build(mesh), &world)) ||
+      !check.ok(where + "inputs", writeVocabInputs(run.interpreter, dist, in,
+                                                   mesh, world.rank())))
+    return;
+  for (int step = 0; step < 2; ++step) {
+    long before = allocationCount();
+    Status s = run.interpreter.runStep();
+    long allocations = allocationCount() - before;
+    if (!check.ok(where + "step", s))
+      return;
+    check.equal(where + "allocations in step " + std::to_string(step),
+                std::vector<long>{allocations}, std::vector<long>{0});
+  }
+  check.equal(where + "embedding", run.read<float>(run.output("embedding")),
+              single.read<float>(single.output("embedding")));
+  check.equal(where + "table_grad", run.read<float>(run.output("table_grad")),
+              single.read<float>(single.output("table_grad")));
+  check.equal(where + "count", run.read<int64_t>(run.output("count")),
+              single.read<int64_t>(single.output("count")));
+  std::vector<float> loss = run.read<float>(run.output("loss_sum"));
+  check.equal(where + "loss_sum", loss,
+              single.read<float>(single.output("loss_sum")), 1e-6);
+  std::vector<float> oneGrad = single.read<float>(single.output("logits_grad"));
+  std::vector<float> want;
+  for (size_t p = 0; p < oneGrad.size() / vocab; ++p) {
+    want.insert(want.end(), oneGrad.begin() + p * vocab,
+                oneGrad.begin() + (p + 1) * vocab);
+    want.insert(want.end(), columns - vocab, 0.0f);
+  }
+  check.equal(where + "logits_grad", run.read<float>(run.output("logits_grad")),
+              want, 1e-6);
+  // Not a partial sum: every rank holds the same loss.
+  std::vector<float> losses(world.size());
+  if (loss.size() == 1 &&
+      check.ok(where + "gathering the losses",
+               world.allGather(loss.data(), losses.data(), sizeof(float))))
+    check.equal(where + "loss_sum on every rank", losses,
+                std::vector<float>(world.size(), loss[0]));
+}
+
+//===----------------------------------------------------------------------===//
 
 /// Everything a mesh of `mesh` on `world` (its exact size) checks. `tp` and
 /// `dp` are the axis indices (-1: absent).
@@ -651,6 +731,19 @@ void checkMesh(Communicator &world, const TestMesh &mesh, int64_t dp,
     for (bool grad : {false, true})
       checkAttention(world, mesh, heads, heads, causal, grad, check);
   checkAttention(world, mesh, {{}, {}, t, {}}, {}, false, false, check);
+
+  // Vocabulary-parallel kernels over tp (with 5 of 12 classes the second
+  // block is all padding) and, with dp, over both axes (10 real classes
+  // padded to 12 over 4 ranks; in the order tp, dp too).
+  for (int64_t vocab : {12, 10, 5})
+    checkVocab(world, mesh, t, vocab, 12, check);
+  if (dp >= 0) {
+    std::vector<uint32_t> both = {uint32_t(dp), uint32_t(tp)},
+                          reversed = {uint32_t(tp), uint32_t(dp)};
+    checkVocab(world, mesh, both, 12, 12, check);
+    checkVocab(world, mesh, both, 10, 12, check);
+    checkVocab(world, mesh, reversed, 7, 12, check);
+  }
 }
 
 int run(Communicator &world) {

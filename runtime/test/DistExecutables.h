@@ -11,8 +11,10 @@
 #define TPCRT_TEST_DISTEXECUTABLES_H
 
 #include "TestExecutables.h"
+#include "tpcrt/Interpreter.h"
 
 #include <cstdint>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -138,6 +140,166 @@ std::vector<T> blockOfWhole(const std::vector<T> &whole,
     out[i] = whole[flatten(index, shape)];
   }
   return out;
+}
+
+/// The vocabulary-parallel kernels in one executable. Inputs: "table"
+/// [tableRows, hidden] and "logits" [positions..., columns] (global shapes;
+/// rows, columns split over `axes`), "ids" and "labels" [positions...], "dY"
+/// [positions..., hidden] and "scale" (f32 []). Kernels and outputs:
+///   embedding(table, ids) -> "embedding" (all-reduced over the axes);
+///   embedding_grad(dY, ids) -> "table_grad" (gathered whole);
+///   cross_entropy(logits, labels) -> "loss_sum", "count";
+///   cross_entropy_grad(logits, labels, scale) -> "logits_grad" (gathered).
+/// Without axes, embedding(_grad) take no int_attrs and cross-entropy
+/// [ignore] when `vocab` is `columns`, else [ignore, vocab]; with axes they
+/// take [axes...] and [ignore, vocab, axes...].
+struct VocabCase {
+  int64_t tableRows = 12;
+  int64_t columns = 12;
+  int64_t vocab = 12;
+  std::vector<uint32_t> axes;
+  std::vector<int64_t> positions = {2, 3};
+  int64_t hidden = 4;
+  int64_t ignore = -100;
+
+  std::vector<int64_t> with(int64_t last) const {
+    std::vector<int64_t> shape = positions;
+    shape.push_back(last);
+    return shape;
+  }
+  fb::ExecutableT build(const TestMesh &mesh) const {
+    using Op = fb::OpCode;
+    int64_t g = 1;
+    for (uint32_t a : axes)
+      g *= mesh[a].second;
+    int64_t rank = static_cast<int64_t>(positions.size());
+    ExecutableBuilder b;
+    setMesh(b.exe, mesh);
+    auto input = [&](const std::string &name, fb::DType dtype,
+                     std::vector<int64_t> shape, int64_t splitDim) {
+      uint32_t id = b.buffer(dtype, shape);
+      b.exe.inputs.push_back(makeBinding(name, id));
+      if (splitDim >= 0 && !axes.empty()) {
+        TestSplits splits(shape.size());
+        splits[splitDim] = axes;
+        b.exe.inputs.back()->splits = makeSplits(splits);
+      }
+      return id;
+    };
+    uint32_t table = input("table", fb::DType::F32, {tableRows / g, hidden}, 0);
+    uint32_t logits = input("logits", fb::DType::F32, with(columns / g), rank);
+    uint32_t ids = input("ids", fb::DType::I64, positions, -1);
+    uint32_t labels = input("labels", fb::DType::I64, positions, -1);
+    uint32_t dY = input("dY", fb::DType::F32, with(hidden), -1);
+    uint32_t scale = input("scale", fb::DType::F32, {}, -1);
+    std::vector<int64_t> groupInts(axes.begin(), axes.end());
+    std::vector<int64_t> ceInts = {ignore};
+    if (!axes.empty() || vocab != columns)
+      ceInts.push_back(vocab);
+    ceInts.insert(ceInts.end(), axes.begin(), axes.end());
+    // Gathers `local`, split along `dim` over the axes, whole.
+    auto gather = [&](uint32_t local, std::vector<int64_t> shape, int64_t dim) {
+      if (axes.empty())
+        return local;
+      shape[dim] *= g;
+      uint32_t whole = b.buffer(fb::DType::F32, shape);
+      std::vector<int64_t> ints = {dim};
+      ints.insert(ints.end(), axes.begin(), axes.end());
+      b.kernel(Op::AllGather, {local}, {whole}, ints);
+      return whole;
+    };
+
+    uint32_t e = b.buffer(fb::DType::F32, with(hidden));
+    b.kernel(Op::Embedding, {table, ids}, {e}, groupInts);
+    if (!axes.empty())
+      b.kernel(Op::AllReduce, {e}, {e}, groupInts);
+    b.output("embedding", e);
+    uint32_t dt = b.buffer(fb::DType::F32, {tableRows / g, hidden});
+    b.kernel(Op::EmbeddingGrad, {dY, ids}, {dt}, groupInts);
+    b.output("table_grad", gather(dt, {tableRows / g, hidden}, 0));
+    uint32_t loss = b.buffer(fb::DType::F32, {});
+    uint32_t count = b.buffer(fb::DType::I64, {});
+    b.kernel(Op::CrossEntropy, {logits, labels}, {loss, count}, ceInts);
+    b.output("loss_sum", loss);
+    b.output("count", count);
+    uint32_t dl = b.buffer(fb::DType::F32, with(columns / g));
+    b.kernel(Op::CrossEntropyGrad, {logits, labels, scale}, {dl}, ceInts);
+    b.output("logits_grad", gather(dl, with(columns / g), rank));
+    return b.finish();
+  }
+};
+
+/// Whole inputs of a VocabCase: logits N(0, 3^2) in the real columns and
+/// 30 in the padding ones (which would dominate any sum they slipped into),
+/// labels in [0, vocab) with some ignored and the last class among them,
+/// ids over the whole table, scale = 1 / count.
+struct VocabInputs {
+  std::vector<float> table, logits, dY;
+  std::vector<int64_t> ids, labels;
+  float scale = 1.0f;
+
+  VocabInputs(const VocabCase &c, unsigned seed) {
+    std::mt19937 gen(seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    int64_t n = elementsOf(c.positions);
+    for (int64_t i = 0; i < c.tableRows * c.hidden; ++i)
+      table.push_back(normal(gen));
+    for (int64_t i = 0; i < n * c.hidden; ++i)
+      dY.push_back(normal(gen));
+    for (int64_t p = 0; p < n; ++p)
+      for (int64_t j = 0; j < c.columns; ++j)
+        logits.push_back(j < c.vocab ? 3.0f * normal(gen) : 30.0f);
+    int64_t count = 0;
+    for (int64_t p = 0; p < n; ++p) {
+      ids.push_back(static_cast<int64_t>(gen() % c.tableRows));
+      int64_t label = static_cast<int64_t>(gen() % c.vocab);
+      if (p == 1 || (p > 2 && gen() % 4 == 0))
+        label = c.ignore;
+      if (p == 0)
+        label = c.vocab - 1;
+      labels.push_back(label);
+      count += label != c.ignore;
+    }
+    scale = 1.0f / static_cast<float>(count);
+  }
+  /// The logits' first `vocab` of `columns` columns (the real classes).
+  std::vector<float> realLogits(int64_t columns, int64_t vocab) const {
+    std::vector<float> real;
+    for (size_t p = 0; p < logits.size() / columns; ++p)
+      real.insert(real.end(), logits.begin() + p * columns,
+                  logits.begin() + p * columns + vocab);
+    return real;
+  }
+};
+
+/// Writes this rank's block of each input (by the input's splits).
+inline Status writeVocabInputs(Interpreter &interpreter, const VocabCase &c,
+                               const VocabInputs &in, const TestMesh &mesh,
+                               int64_t rank) {
+  Place place(mesh, rank);
+  const Program &program = interpreter.program();
+  auto write = [&](const std::string &name, const auto &whole,
+                   const std::vector<int64_t> &shape) {
+    const BindingRef *input = program.findInput(name);
+    if (!input)
+      return Status::error("no input " + name);
+    TestSplits splits(input->splits.begin(), input->splits.end());
+    auto block = blockOfWhole(whole, shape, splits, place);
+    return interpreter.writeBuffer(input->buffer, block.data(),
+                                   block.size() * sizeof(block[0]));
+  };
+  Status s = write("table", in.table, {c.tableRows, c.hidden});
+  if (s)
+    s = write("logits", in.logits, c.with(c.columns));
+  if (s)
+    s = write("ids", in.ids, c.positions);
+  if (s)
+    s = write("labels", in.labels, c.positions);
+  if (s)
+    s = write("dY", in.dY, c.with(c.hidden));
+  if (s)
+    s = write("scale", std::vector<float>{in.scale}, {});
+  return s;
 }
 
 } // namespace test

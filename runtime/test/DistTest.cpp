@@ -451,14 +451,117 @@ TEST(DistLoaderTest, CollectiveDTypes) {
             "kernel 0 (all_reduce): flags 2 set bits this opcode does not "
             "define (allowed 1)");
   EXPECT_TRUE(collective(Op::AllToAll, BF16, {0, 0, 0}));
-  EXPECT_EQ(collective(Op::AllToAll, I64, {0, 0, 0}).message(),
-            "kernel 0 (all_to_all): input is i64, expected f32, bf16 or f16");
-  EXPECT_EQ(collective(Op::AllToAll, fb::DType::U8, {0, 0, 0}).message(),
-            "kernel 0 (all_to_all): input is u8, expected f32, bf16 or f16");
+  // Data movement takes any dtype (token ids and labels split over dp).
+  for (fb::DType dtype : {I64, fb::DType::I32, fb::DType::U8}) {
+    std::string name = executableDTypeName(dtype);
+    EXPECT_TRUE(collective(Op::AllToAll, dtype, {0, 0, 0})) << name;
+    ExecutableBuilder b;
+    setMesh(b.exe, {{"tp", 2}});
+    uint32_t x = b.buffer(dtype, {4, 2});
+    b.exe.inputs.push_back(makeBinding("x", x));
+    uint32_t part = b.buffer(dtype, {2, 2}), whole = b.buffer(dtype, {4, 2});
+    b.kernel(Op::ShardSlice, {x}, {part}, {0, 0});
+    b.kernel(Op::AllGather, {part}, {whole}, {0, 0});
+    b.output("y", whole);
+    Status s = check(b.finish());
+    EXPECT_TRUE(s) << name << ": " << s.message();
+  }
+  EXPECT_EQ(collective(Op::ReduceScatter, I64, {0, 0}).message(),
+            "kernel 0 (reduce_scatter): input is i64, expected f32, bf16 or "
+            "f16");
   // Without a mesh there is no axis to name.
   EXPECT_EQ(collective(Op::AllReduce, F32, {0}, 0, false).message(),
             "kernel 0 (all_reduce): int_attrs[0] is 0, not a mesh axis (the "
             "mesh has 0 axes)");
+}
+
+/// Kernels of VocabCase::build: embedding, its all_reduce, embedding_grad,
+/// its all_gather, cross_entropy, cross_entropy_grad.
+enum : size_t { EMB = 0, EMB_GRAD = 2, CE = 4, CE_GRAD = 5 };
+
+TEST(DistLoaderTest, VocabularyParallelAttributes) {
+  VocabCase c;
+  c.axes = {1};
+  TestMesh mesh = {{"dp", 2}, {"tp", 2}};
+  auto refused = [&](const std::function<void(fb::ExecutableT &)> &mutate,
+                     const std::string &expected) {
+    fb::ExecutableT exe = c.build(mesh);
+    mutate(exe);
+    Status s = check(exe);
+    ASSERT_FALSE(s) << "accepted; expected: " << expected;
+    EXPECT_EQ(s.message(), expected);
+  };
+
+  fb::ExecutableT exe = c.build(mesh);
+  std::vector<uint8_t> payload = pack(exe);
+  const fb::Executable &root = *fb::GetExecutable(payload.data());
+  ASSERT_TRUE(checkExecutable(root));
+  Program program;
+  ASSERT_TRUE(decodeProgram(root, program));
+  EXPECT_EQ(program.groups, (std::vector<std::vector<uint32_t>>{{1}}));
+  for (size_t k : {EMB, EMB_GRAD, CE, CE_GRAD})
+    EXPECT_EQ(program.calls[k].group, 0) << "kernel " << k;
+  EXPECT_EQ(program.calls[EMB].k, 6);
+  EXPECT_EQ(program.calls[CE].cols, 6);
+  EXPECT_EQ(program.calls[CE].k, 12);
+  ASSERT_TRUE(placeProgram(program, 3));
+  EXPECT_EQ(program.calls[EMB].groupPosition, 1);
+  EXPECT_EQ(program.calls[CE_GRAD].groupPosition, 1);
+
+  refused([](fb::ExecutableT &e) { e.kernels[EMB]->int_attrs = {2}; },
+          "kernel 0 (embedding): int_attrs[0] is 2, not a mesh axis (the "
+          "mesh has 2 axes)");
+  refused(
+      [](fb::ExecutableT &e) {
+        e.kernels[EMB]->int_attrs = {1, 1};
+      },
+      "kernel 0 (embedding): group axes: mesh axis 'tp' named twice");
+  refused([](fb::ExecutableT &e) { e.kernels[EMB]->float_attrs = {1.0}; },
+          "kernel 0 (embedding): has 1 float_attrs, expected 0");
+  refused([](fb::ExecutableT &e) { e.kernels[EMB_GRAD]->int_attrs = {-1}; },
+          "kernel 2 (embedding_grad): int_attrs[0] is -1, not a mesh axis "
+          "(the mesh has 2 axes)");
+  refused([](fb::ExecutableT &e) { e.kernels[CE]->int_attrs = {}; },
+          "kernel 4 (cross_entropy): has 0 int_attrs, expected 1");
+  refused(
+      [](fb::ExecutableT &e) {
+        e.kernels[CE]->int_attrs = {-100, 13, 1};
+      },
+      "kernel 4 (cross_entropy): vocab (int_attrs[1]) is 13, expected "
+      "[1, 12] (logits [2, 3, 6], group size 2)");
+  refused(
+      [](fb::ExecutableT &e) {
+        e.kernels[CE]->int_attrs = {-100, 0, 1};
+      },
+      "kernel 4 (cross_entropy): vocab (int_attrs[1]) is 0, expected "
+      "[1, 12] (logits [2, 3, 6], group size 2)");
+  // Without axes the logits are the whole (padded) vocabulary.
+  refused(
+      [](fb::ExecutableT &e) {
+        e.kernels[CE]->int_attrs = {-100, 12};
+      },
+      "kernel 4 (cross_entropy): vocab (int_attrs[1]) is 12, expected "
+      "[1, 6] (logits [2, 3, 6])");
+  refused(
+      [](fb::ExecutableT &e) {
+        e.kernels[CE_GRAD]->int_attrs = {-100, 7, 3};
+      },
+      "kernel 5 (cross_entropy_grad): int_attrs[2] is 3, not a mesh axis "
+      "(the mesh has 2 axes)");
+  refused(
+      [](fb::ExecutableT &e) {
+        e.kernels[CE_GRAD]->int_attrs = {-100, 20, 1};
+      },
+      "kernel 5 (cross_entropy_grad): vocab (int_attrs[1]) is 20, expected "
+      "[1, 12] (logits [2, 3, 6], group size 2)");
+  refused([](fb::ExecutableT &e) { e.kernels[CE_GRAD]->flags = 1; },
+          "kernel 5 (cross_entropy_grad): flags 1 set bits this opcode does "
+          "not define (allowed 0)");
+  // Over both axes the group has 4 ranks: up to 24 classes.
+  fb::ExecutableT both = c.build(mesh);
+  both.kernels[CE]->int_attrs = {-100, 24, 0, 1};
+  Status s = check(both);
+  EXPECT_TRUE(s) << s.message();
 }
 
 //===----------------------------------------------------------------------===//
@@ -639,6 +742,100 @@ TEST(DistInterpreterTest, OneRankMeshRunsEveryCollective) {
   EXPECT_EQ(dropped, expected);
 }
 
+/// Cross-entropy over the first `vocab` of `columns` logits per position,
+/// in double, written from the definition: the loss sum over positions not
+/// ignored of log(sum_j e^x_j) - x_label, their count, and the gradient
+/// scale * (softmax - onehot) (zero in the padding columns and on ignored
+/// positions).
+struct ReferenceCrossEntropy {
+  double loss = 0.0;
+  int64_t count = 0;
+  std::vector<double> grad;
+
+  ReferenceCrossEntropy(const std::vector<float> &logits, int64_t columns,
+                        int64_t vocab, const std::vector<int64_t> &labels,
+                        int64_t ignore, double scale)
+      : grad(logits.size(), 0.0) {
+    for (size_t p = 0; p < labels.size(); ++p) {
+      if (labels[p] == ignore)
+        continue;
+      const float *row = logits.data() + p * columns;
+      double sum = 0.0;
+      for (int64_t j = 0; j < vocab; ++j)
+        sum += std::exp(double(row[j]));
+      loss += std::log(sum) - row[labels[p]];
+      ++count;
+      for (int64_t j = 0; j < vocab; ++j)
+        grad[p * columns + j] =
+            scale * (std::exp(double(row[j])) / sum - (j == labels[p]));
+    }
+  }
+};
+
+/// The vocabulary kernels with a padded vocabulary on one rank: without a
+/// mesh ([ignore, vocab]), and on meshes of size-1 axes ([ignore, vocab,
+/// axes...]: a group of one, position 0, the whole table and vocabulary),
+/// against the reference; two steps allocate nothing.
+TEST(DistInterpreterTest, PaddedVocabularyOnOneRank) {
+  struct Setup {
+    TestMesh mesh;
+    std::vector<uint32_t> axes;
+    int64_t vocab;
+  };
+  for (const Setup &setup : {Setup{{}, {}, 9}, Setup{{{"tp", 1}}, {0}, 9},
+                             Setup{{{"dp", 1}, {"tp", 1}}, {1, 0}, 12},
+                             Setup{{{"tp", 1}}, {0}, 1}}) {
+    VocabCase c;
+    c.vocab = setup.vocab;
+    c.axes = setup.axes;
+    std::string where = "vocab " + std::to_string(c.vocab) + " of " +
+                        std::to_string(c.columns) + ", " +
+                        std::to_string(c.axes.size()) + " axes";
+    VocabInputs in(c, 17);
+    std::vector<uint8_t> payload;
+    Interpreter interpreter;
+    std::unique_ptr<Communicator> local = createLocalCommunicator();
+    ASSERT_TRUE(makeInterpreter(c.build(setup.mesh), payload, interpreter,
+                                setup.mesh.empty() ? nullptr : local.get()))
+        << where;
+    ASSERT_TRUE(writeVocabInputs(interpreter, c, in, setup.mesh, 0)) << where;
+    for (int step = 0; step < 2; ++step) {
+      long before = allocationCount();
+      Status s = interpreter.runStep();
+      ASSERT_TRUE(s) << where << ": " << s.message();
+      EXPECT_EQ(allocationCount() - before, 0) << where << " step " << step;
+    }
+    auto read = [&](const std::string &name, auto element) {
+      const TensorRef &t =
+          interpreter.program()
+              .buffers[interpreter.program().findOutput(name)->buffer];
+      std::vector<decltype(element)> v(t.elements);
+      EXPECT_TRUE(interpreter.readBuffer(t.buffer, v.data(), t.bytes));
+      return v;
+    };
+    ReferenceCrossEntropy want(in.logits, c.columns, c.vocab, in.labels,
+                               c.ignore, in.scale);
+    EXPECT_EQ(read("count", int64_t()), std::vector<int64_t>{want.count})
+        << where;
+    float loss = read("loss_sum", float())[0];
+    EXPECT_NEAR(loss, want.loss, 1e-6 * std::abs(want.loss)) << where;
+    std::vector<float> grad = read("logits_grad", float());
+    for (size_t i = 0; i < grad.size(); ++i)
+      ASSERT_NEAR(grad[i], want.grad[i], 1e-6 * (1 + std::abs(want.grad[i])))
+          << where << ": logits_grad element " << i;
+    // The embedding of a table block that is the whole table.
+    std::vector<float> rows, tableGrad(in.table.size(), 0.0f);
+    for (size_t p = 0; p < in.ids.size(); ++p) {
+      auto row = in.table.begin() + in.ids[p] * c.hidden;
+      rows.insert(rows.end(), row, row + c.hidden);
+      for (int64_t j = 0; j < c.hidden; ++j)
+        tableGrad[in.ids[p] * c.hidden + j] += in.dY[p * c.hidden + j];
+    }
+    EXPECT_EQ(read("embedding", float()), rows) << where;
+    EXPECT_EQ(read("table_grad", float()), tableGrad) << where;
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Dropout at global indices
 //===----------------------------------------------------------------------===//
@@ -789,6 +986,114 @@ TEST(DistKernelTest, AttentionDropsTheWholeTensorsProbabilities) {
             << "q0 " << q0 << " bh " << bh << " i " << i;
       }
   }
+}
+
+//===----------------------------------------------------------------------===//
+// Vocabulary blocks
+//===----------------------------------------------------------------------===//
+
+/// A table of 12 rows in 3 blocks of 4: each id reads its row in the block
+/// holding it and a zero row in the others, so the blocks' results add up
+/// to the whole table's (exactly: one term is not zero); the gradient blocks
+/// are the whole gradient's rows. Ids outside the whole table are errors in
+/// every block; a bf16 block converts its rows.
+TEST(DistKernelTest, EmbeddingBlocksAddUpToTheWholeTable) {
+  const int64_t rows = 12, hidden = 3, blocks = 3, b = rows / blocks;
+  std::vector<float> table = randomFloats(rows * hidden, 8);
+  std::vector<int64_t> ids = {0, 11, 4, 3, 4, 8, 7};
+  auto n = static_cast<int64_t>(ids.size());
+  std::vector<float> dY = randomFloats(n * hidden, 9);
+  std::vector<float> whole(n * hidden), wholeGrad(rows * hidden);
+  ASSERT_TRUE(
+      cpu::embedding(table.data(), rows, hidden, ids.data(), n, whole.data()));
+  ASSERT_TRUE(cpu::embeddingGrad(dY.data(), ids.data(), n, rows, hidden,
+                                 wholeGrad.data()));
+  std::vector<float> sum(whole.size(), 0.0f);
+  for (int64_t k = 0; k < blocks; ++k) {
+    cpu::VocabBlock block{k * b, rows};
+    const float *mine = table.data() + k * b * hidden;
+    std::vector<float> out(whole.size(), NAN), grad(b * hidden, NAN);
+    ASSERT_TRUE(cpu::embeddingRows(mine, cpu::FloatType::F32, b, hidden,
+                                   ids.data(), n, cpu::FloatType::F32,
+                                   out.data(), &block));
+    for (int64_t p = 0; p < n; ++p)
+      for (int64_t j = 0; j < hidden; ++j) {
+        float v = out[p * hidden + j];
+        bool held = ids[p] / b == k;
+        EXPECT_EQ(v, held ? whole[p * hidden + j] : 0.0f)
+            << "block " << k << " id " << ids[p];
+        sum[p * hidden + j] += v;
+      }
+    ASSERT_TRUE(cpu::embeddingGrad(dY.data(), ids.data(), n, b, hidden,
+                                   grad.data(), &block));
+    EXPECT_EQ(grad,
+              std::vector<float>(wholeGrad.begin() + k * b * hidden,
+                                 wholeGrad.begin() + (k + 1) * b * hidden))
+        << "block " << k;
+    // 16-bit storage: the held rows converted, the others zero.
+    std::vector<uint16_t> half;
+    for (int64_t i = 0; i < b * hidden; ++i)
+      half.push_back(floatToBFloat16(mine[i]));
+    std::vector<uint16_t> outHalf(whole.size(), 0xFFFF);
+    ASSERT_TRUE(cpu::embeddingRows(half.data(), cpu::FloatType::BF16, b, hidden,
+                                   ids.data(), n, cpu::FloatType::BF16,
+                                   outHalf.data(), &block));
+    for (int64_t p = 0; p < n; ++p)
+      EXPECT_EQ(outHalf[p * hidden],
+                ids[p] / b == k ? half[(ids[p] - k * b) * hidden] : 0)
+          << "bf16 block " << k << " id " << ids[p];
+  }
+  EXPECT_EQ(sum, whole);
+
+  cpu::VocabBlock last{8, rows};
+  std::vector<float> out(whole.size());
+  std::vector<int64_t> bad = {3, 12};
+  EXPECT_EQ(cpu::embeddingRows(table.data(), cpu::FloatType::F32, b, hidden,
+                               bad.data(), 2, cpu::FloatType::F32, out.data(),
+                               &last)
+                .message(),
+            "embedding: id 12 at position 1 is outside [0, 12)");
+  bad = {-1};
+  EXPECT_EQ(
+      cpu::embeddingGrad(dY.data(), bad.data(), 1, b, hidden, out.data(), &last)
+          .message(),
+      "embedding_grad: id -1 at position 0 is outside [0, 12)");
+}
+
+/// Labels are checked against the real classes before anything else: a
+/// label in the padding is an error, as is one past the padded columns.
+TEST(DistKernelTest, CrossEntropyLabelsAreRealClasses) {
+  std::vector<float> logits = randomFloats(2 * 4, 3), max(2);
+  cpu::VocabBlock block{4, 6}; // columns 4..7 of a vocabulary of 6 classes
+  std::vector<int64_t> labels = {-100, 6};
+  EXPECT_EQ(cpu::crossEntropyBlockMax(logits.data(), labels.data(), 2, 4, block,
+                                      -100, max.data())
+                .message(),
+            "cross_entropy: label 6 at position 1 is outside [0, 6)");
+  labels = {5, -100};
+  ASSERT_TRUE(cpu::crossEntropyBlockMax(logits.data(), labels.data(), 2, 4,
+                                        block, -100, max.data()));
+  // Two classes here (global 4 and 5): the max of the first two columns.
+  EXPECT_EQ(max[0], std::max(logits[0], logits[1]));
+  std::vector<float> sums(2), target(2), grad(8);
+  ASSERT_TRUE(cpu::crossEntropyBlockSums(logits.data(), labels.data(), 2, 4,
+                                         block, -100, max.data(), sums.data(),
+                                         target.data()));
+  EXPECT_EQ(target, (std::vector<float>{logits[1], 0.0f}));
+  ASSERT_TRUE(cpu::crossEntropyBlockGrad(logits.data(), labels.data(), 2, 4,
+                                         block, -100, max.data(), sums.data(),
+                                         0.5f, grad.data()));
+  EXPECT_EQ(grad[2], 0.0f);
+  EXPECT_EQ(grad[3], 0.0f);
+  EXPECT_EQ(std::vector<float>(grad.begin() + 4, grad.end()),
+            std::vector<float>(4, 0.0f));
+  EXPECT_NEAR(grad[0] + grad[1], 0.0f, 1e-6); // softmax over these two - 1
+  labels = {-3, -100};
+  EXPECT_EQ(cpu::crossEntropyBlockGrad(logits.data(), labels.data(), 2, 4,
+                                       block, -100, max.data(), sums.data(),
+                                       0.5f, grad.data())
+                .message(),
+            "cross_entropy_grad: label -3 at position 0 is outside [0, 6)");
 }
 
 } // namespace

@@ -41,6 +41,9 @@ struct Case {
     auto it = file->metadata().find(key);
     return it == file->metadata().end() ? std::string() : it->second;
   }
+  bool hasAttr(const std::string &key) const {
+    return file->metadata().count(key) != 0;
+  }
   int64_t intAttr(const std::string &key) const {
     return std::stoll(attr(key));
   }
@@ -234,6 +237,73 @@ Status runOptimizer(const Case &c, FloatOutputs &actual) {
   return Status::ok();
 }
 
+/// cross_entropy (dLogits null) or cross_entropy_grad of a case with a
+/// "vocab" attribute (the real classes; the logits' other columns are
+/// padding): the columns cut into "blocks" blocks, each run through the
+/// block kernels as one rank of a group runs its block, the per-position
+/// max and sums combined over the blocks here as the group's all-reduces
+/// combine them.
+Status runVocabBlocks(const Case &c, const std::vector<float> &logits,
+                      int64_t columns, const std::vector<int64_t> &labels,
+                      float scale, float *lossSum, int64_t *count,
+                      std::vector<float> *dLogits) {
+  int64_t vocab = c.intAttr("vocab"), blocks = c.intAttr("blocks");
+  int64_t ignore = c.intAttr("ignore_index");
+  auto positions = static_cast<int64_t>(labels.size());
+  if (blocks < 1 || columns % blocks != 0)
+    return Status::error("blocks " + std::to_string(blocks) +
+                         " do not divide " + std::to_string(columns));
+  int64_t width = columns / blocks;
+  std::vector<std::vector<float>> part(static_cast<size_t>(blocks));
+  for (int64_t b = 0; b < blocks; ++b)
+    for (int64_t p = 0; p < positions; ++p)
+      part[b].insert(part[b].end(), logits.begin() + p * columns + b * width,
+                     logits.begin() + p * columns + (b + 1) * width);
+  size_t n = labels.size();
+  std::vector<float> max(n, -INFINITY), sumExp(n, 0.0f), target(n, 0.0f);
+  std::vector<float> blockMax(n), blockSum(n), blockTarget(n);
+  for (int64_t b = 0; b < blocks; ++b) {
+    cpu::VocabBlock block{b * width, vocab};
+    if (Status s =
+            cpu::crossEntropyBlockMax(part[b].data(), labels.data(), positions,
+                                      width, block, ignore, blockMax.data());
+        !s)
+      return s;
+    for (size_t p = 0; p < n; ++p)
+      max[p] = std::max(max[p], blockMax[p]);
+  }
+  for (int64_t b = 0; b < blocks; ++b) {
+    cpu::VocabBlock block{b * width, vocab};
+    if (Status s = cpu::crossEntropyBlockSums(
+            part[b].data(), labels.data(), positions, width, block, ignore,
+            max.data(), blockSum.data(), blockTarget.data());
+        !s)
+      return s;
+    for (size_t p = 0; p < n; ++p) {
+      sumExp[p] += blockSum[p];
+      target[p] += blockTarget[p];
+    }
+  }
+  if (!dLogits)
+    return cpu::crossEntropyCombine(labels.data(), positions, ignore,
+                                    max.data(), sumExp.data(), target.data(),
+                                    lossSum, count);
+  dLogits->assign(logits.size(), NAN);
+  std::vector<float> grad(part[0].size());
+  for (int64_t b = 0; b < blocks; ++b) {
+    cpu::VocabBlock block{b * width, vocab};
+    if (Status s = cpu::crossEntropyBlockGrad(
+            part[b].data(), labels.data(), positions, width, block, ignore,
+            max.data(), sumExp.data(), scale, grad.data());
+        !s)
+      return s;
+    for (int64_t p = 0; p < positions; ++p)
+      std::copy(grad.begin() + p * width, grad.begin() + (p + 1) * width,
+                dLogits->begin() + p * columns + b * width);
+  }
+  return Status::ok();
+}
+
 /// Runs a backward or optimizer case (CpuTrainingKernels.h).
 Status runTrainingCase(const Case &c, FloatOutputs &actual, IntOutputs &ints,
                        bool &handled) {
@@ -374,9 +444,12 @@ Status runTrainingCase(const Case &c, FloatOutputs &actual, IntOutputs &ints,
                                c.intAttr("ignore_index"), &count))) {
       float scale;
       if ((s = cpu::inverseCount(&count, &scale)))
-        s = cpu::crossEntropyGrad(x.data(), ids.data(),
-                                  static_cast<int64_t>(ids.size()), xs.back(),
-                                  c.intAttr("ignore_index"), scale, out.data());
+        s = c.hasAttr("vocab")
+                ? runVocabBlocks(c, x, xs.back(), ids, scale, nullptr, nullptr,
+                                 &out)
+                : cpu::crossEntropyGrad(
+                      x.data(), ids.data(), static_cast<int64_t>(ids.size()),
+                      xs.back(), c.intAttr("ignore_index"), scale, out.data());
     }
     actual["out.dlogits"] = out;
     ints["out.count"] = {count};
@@ -528,9 +601,12 @@ Status runCase(const Case &c, FloatOutputs &actual, IntOutputs &ints,
         !(s = c.ints("in.labels", ids)))
       return s;
     out.resize(1);
-    s = cpu::crossEntropy(x.data(), ids.data(),
-                          static_cast<int64_t>(ids.size()), xs.back(),
-                          c.intAttr("ignore_index"), out.data(), &count);
+    s = c.hasAttr("vocab")
+            ? runVocabBlocks(c, x, xs.back(), ids, 0.0f, out.data(), &count,
+                             nullptr)
+            : cpu::crossEntropy(x.data(), ids.data(),
+                                static_cast<int64_t>(ids.size()), xs.back(),
+                                c.intAttr("ignore_index"), out.data(), &count);
     actual["out.loss_sum"] = out;
     return s;
   } else if (k == "transpose" || k == "slice" || k == "repeat") {

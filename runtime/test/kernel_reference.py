@@ -534,6 +534,38 @@ def training_cases():
     yield "count_targets", {"ignore_index": -100}, {"labels": labels}, \
         {"count": (labels != -100).sum().reshape(())}
 
+    # cross_entropy(_grad) over a vocabulary of `vocab` classes padded to the
+    # logits' 50 columns, in `blocks` blocks of columns combined as ranks
+    # combine them (tpcrt-kernel-check runs a block at a time). The padding
+    # columns are large, so that counting them would change everything; the
+    # reference is torch's cross-entropy over the real columns alone.
+    for vocab, blocks in ((37, 1), (37, 5), (50, 5)):
+        logits = randn(3, 10, 50) * 4
+        logits[..., vocab:] = 20.0
+        labels = torch.randint(0, vocab, (3, 10), dtype=torch.int64)
+        labels[torch.rand(3, 10) < 0.3] = -100
+        labels[0, 0] = -100
+        labels[0, 1] = vocab - 1  # the last real class is a target
+        real = logits[..., :vocab]
+        count = (labels != -100).sum().reshape(())
+        loss = torch.nn.functional.cross_entropy(
+            real.reshape(-1, vocab), labels.reshape(-1), ignore_index=-100,
+            reduction="sum")
+        meta = {"ignore_index": -100, "vocab": vocab, "blocks": blocks}
+        suffix = f"vocab{vocab}_blocks{blocks}"
+        yield "cross_entropy_" + suffix, dict(meta, kernel="cross_entropy"), \
+            {"logits": logits, "labels": labels}, \
+            {"loss_sum": loss.reshape(()), "count": count}
+        g = grads(lambda logits, labels: torch.nn.functional.cross_entropy(
+            logits[..., :vocab].reshape(-1, vocab), labels.reshape(-1),
+            ignore_index=-100), {"logits": logits, "labels": labels},
+            torch.tensor(1.0), ["logits"])
+        yield "cross_entropy_grad_" + suffix, \
+            dict(meta, kernel="cross_entropy_grad",
+                 scale=repr(1.0 / int(count))), \
+            {"logits": logits, "labels": labels}, \
+            {"dlogits": g["logits"], "count": count}
+
 
 def main():
     if len(sys.argv) != 2:

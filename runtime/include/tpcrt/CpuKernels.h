@@ -45,6 +45,17 @@ Status gemmFallback(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                     float alpha, const float *a, int64_t lda, const float *b,
                     int64_t ldb, float beta, float *c, int64_t ldc);
 
+/// A block of a vocabulary split over ranks (vocabulary-parallel embedding
+/// tables and logits): the kernel's local entries (table rows, logits
+/// columns) are the global entries [offset, offset + local extent), and ids
+/// or labels must lie in [0, vocab). Global entries at or past `vocab` are
+/// padding (cross-entropy excludes them; an embedding table is padded only
+/// past its last block, so there `vocab` is the padded size).
+struct VocabBlock {
+  int64_t offset = 0;
+  int64_t vocab = 0;
+};
+
 /// out[i, :] = table[ids[i], :]; table is [vocab, hidden], out [numIds,
 /// hidden]. An id outside [0, vocab) is an error naming it.
 Status embedding(const float *table, int64_t vocab, int64_t hidden,
@@ -52,10 +63,14 @@ Status embedding(const float *table, int64_t vocab, int64_t hidden,
 
 /// embedding with the table and the result stored as any float types: each
 /// row is converted as cast converts, so a 16-bit table is never widened as
-/// a whole.
-Status embeddingRows(const void *table, FloatType tableType, int64_t vocab,
+/// a whole. With a block, the table's `rows` are the block's rows: an id in
+/// [offset, offset + rows) reads row id - offset, any other id in [0,
+/// vocab) gives a zero row (the result is this rank's part of a sum over
+/// the ranks).
+Status embeddingRows(const void *table, FloatType tableType, int64_t rows,
                      int64_t hidden, const int64_t *ids, int64_t numIds,
-                     FloatType outType, void *out);
+                     FloatType outType, void *out,
+                     const VocabBlock *block = nullptr);
 
 /// Layout of a linear weight, as the op's `layout` attribute.
 enum class WeightLayout {
@@ -185,6 +200,36 @@ Status rotary(const float *x, int64_t outer, int64_t seq, int64_t dim,
 Status crossEntropy(const float *logits, const int64_t *labels,
                     int64_t positions, int64_t vocab, int64_t ignoreIndex,
                     float *lossSum, int64_t *count);
+
+/// Cross-entropy over a vocabulary that ends in padding or is split in
+/// blocks over ranks. Each rank holds logits [positions, columns], the global
+/// columns [block.offset, block.offset + columns); only those below
+/// block.vocab are classes (the max, the sum of exponentials and the targets
+/// ignore the rest). The ranks' per-position values are combined between
+/// these steps (a max, then a sum over the ranks; on one rank the steps
+/// follow each other directly):
+///   1. crossEntropyBlockMax checks the labels (each in [0, vocab) or
+///      ignoreIndex; every rank holds them all) and writes, per position,
+///      the max of the block's classes (-inf where it has none);
+///   2. crossEntropyBlockSums writes sumExp[p] = sum over the block's classes
+///      of e^(logit - max[p]) and, unless target is null, target[p] = the
+///      label's logit where this block holds it, else 0;
+///   3. crossEntropyCombine (the loss: sum over positions not ignored of
+///      max + log(sumExp) - target, and their count) or
+///      crossEntropyBlockGrad (CpuTrainingKernels.h).
+/// Sums of exponentials accumulate in double per rank.
+Status crossEntropyBlockMax(const float *logits, const int64_t *labels,
+                            int64_t positions, int64_t columns,
+                            const VocabBlock &block, int64_t ignoreIndex,
+                            float *max);
+Status crossEntropyBlockSums(const float *logits, const int64_t *labels,
+                             int64_t positions, int64_t columns,
+                             const VocabBlock &block, int64_t ignoreIndex,
+                             const float *max, float *sumExp, float *target);
+Status crossEntropyCombine(const int64_t *labels, int64_t positions,
+                           int64_t ignoreIndex, const float *max,
+                           const float *sumExp, const float *target,
+                           float *lossSum, int64_t *count);
 
 /// sum / count, or 0 when count is 0 (every target ignored); a negative
 /// count is an error.

@@ -29,9 +29,12 @@ namespace cpu {
 
 /// The table gradient of embedding: dTable [vocab, hidden] is zeroed, then
 /// row ids[i] += dY[i, :] for every i (repeated ids accumulate). An id
-/// outside [0, vocab) is an error.
+/// outside [0, vocab) is an error. With a block (CpuKernels.h), dTable is the
+/// block's `rows` rows: ids in [offset, offset + rows) add to row id - offset,
+/// other ids in [0, vocab) add nothing here.
 Status embeddingGrad(const float *dY, const int64_t *ids, int64_t numIds,
-                     int64_t vocab, int64_t hidden, float *dTable);
+                     int64_t rows, int64_t hidden, float *dTable,
+                     const VocabBlock *block = nullptr);
 
 /// dX [m, k] of linear: dY [m, n] times the weight's transpose (in_out
 /// weight [k, n]) or the weight itself (out_in weight [n, k]).
@@ -115,6 +118,16 @@ Status attentionGrad(const float *dO, const float *q, const float *k,
 Status crossEntropyGrad(const float *logits, const int64_t *labels,
                         int64_t positions, int64_t vocab, int64_t ignoreIndex,
                         float scale, float *dLogits);
+
+/// crossEntropyGrad on a block of a padded or split vocabulary, after steps 1
+/// and 2 of crossEntropyBlockMax (max and sumExp combined over the ranks):
+/// dLogits = scale * (e^(logit - max) / sumExp - onehot(label)) on the
+/// block's classes, 0 on its padding columns and on ignored positions.
+Status crossEntropyBlockGrad(const float *logits, const int64_t *labels,
+                             int64_t positions, int64_t columns,
+                             const VocabBlock &block, int64_t ignoreIndex,
+                             const float *max, const float *sumExp, float scale,
+                             float *dLogits);
 
 /// The reverse of slice: out has x's shape except `extent` along dim; x
 /// lands at [offset, offset + shape[dim]) and the rest is zero.

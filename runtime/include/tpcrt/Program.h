@@ -40,7 +40,8 @@ bool isFloatDType(fb::DType dtype);
 
 /// One kernel, decoded. The size fields a kernel uses, per opcode:
 ///
-///   embedding      m ids, k vocab, n hidden
+///   embedding      m ids, k vocab (the table's rows: with a group, block
+///                  groupPosition of the vocabulary), n hidden
 ///   linear         m rows, k, n (flags bit 0: weight out_in); bias optional
 ///   batch_matmul   batch, m, k, n
 ///   layer_norm,    rows, cols
@@ -52,11 +53,14 @@ bool isFloatDType(fb::DType dtype);
 ///   softmax        outer, seqQ (rows of a [q, k] block), seqK
 ///   attention      batch, heads, kvHeads, seqQ, seqK, headDim, valueDim
 ///   rotary         outer, seqQ (positions), headDim
-///   cross_entropy  rows (positions), cols (vocab)
+///   cross_entropy  rows (positions), cols (the logits' columns: with a
+///                  group, block groupPosition of the vocabulary), k (the
+///                  classes: int_attrs[1], else cols)
 ///   transpose,     the operand's shape (operands[0].shape) and intAttrs
 ///   slice, repeat,
 ///   pad, sum_groups
-///   embedding_grad m ids, k vocab, n hidden
+///   embedding_grad m ids, k vocab (the result's rows, as embedding's),
+///                  n hidden
 ///   linear_input_grad, linear_weight_grad   m rows, k, n (flags bit 0)
 ///   sum_to         count (input), rhsCount (result)
 ///   *_norm_*_grad  rows, cols
@@ -69,7 +73,7 @@ bool isFloatDType(fb::DType dtype);
 ///   sgd_update
 ///   softmax_grad   outer, seqQ, seqK
 ///   attention_grad as attention
-///   cross_entropy_grad  rows (positions), cols (vocab)
+///   cross_entropy_grad  as cross_entropy
 ///   sum_squares    each operand's elements
 ///   all_reduce     count, groupSize
 ///   all_gather, reduce_scatter, shard_slice, all_to_all
@@ -99,9 +103,10 @@ struct KernelCall {
   std::vector<int64_t> globalShape;
   std::vector<int64_t> globalOffset;
 
-  /// Collectives: the group's mesh axes as an index into Program::groups
-  /// (-1 for other kernels), its size, and this rank's position in it
-  /// (placeProgram).
+  /// Collectives, and embedding(_grad) and cross_entropy(_grad) on a
+  /// vocabulary split over mesh axes: the group's mesh axes as an index into
+  /// Program::groups (-1 for other kernels), its size, and this rank's
+  /// position in it (placeProgram).
   int32_t group = -1;
   int64_t groupSize = 1;
   int64_t groupPosition = 0;
