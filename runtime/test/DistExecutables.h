@@ -12,6 +12,7 @@
 
 #include "TestExecutables.h"
 #include "tpcrt/Interpreter.h"
+#include "tpcrt/Safetensors.h"
 
 #include <cstdint>
 #include <random>
@@ -152,7 +153,8 @@ std::vector<T> blockOfWhole(const std::vector<T> &whole,
 ///   cross_entropy_grad(logits, labels, scale) -> "logits_grad" (gathered).
 /// Without axes, embedding(_grad) take no int_attrs and cross-entropy
 /// [ignore] when `vocab` is `columns`, else [ignore, vocab]; with axes they
-/// take [axes...] and [ignore, vocab, axes...].
+/// take [axes...] and [ignore, vocab, axes...]. The logits and their
+/// gradient are stored as `logitsType` (f32 or bf16).
 struct VocabCase {
   int64_t tableRows = 12;
   int64_t columns = 12;
@@ -161,6 +163,7 @@ struct VocabCase {
   std::vector<int64_t> positions = {2, 3};
   int64_t hidden = 4;
   int64_t ignore = -100;
+  fb::DType logitsType = fb::DType::F32;
 
   std::vector<int64_t> with(int64_t last) const {
     std::vector<int64_t> shape = positions;
@@ -187,7 +190,7 @@ struct VocabCase {
       return id;
     };
     uint32_t table = input("table", fb::DType::F32, {tableRows / g, hidden}, 0);
-    uint32_t logits = input("logits", fb::DType::F32, with(columns / g), rank);
+    uint32_t logits = input("logits", logitsType, with(columns / g), rank);
     uint32_t ids = input("ids", fb::DType::I64, positions, -1);
     uint32_t labels = input("labels", fb::DType::I64, positions, -1);
     uint32_t dY = input("dY", fb::DType::F32, with(hidden), -1);
@@ -198,11 +201,12 @@ struct VocabCase {
       ceInts.push_back(vocab);
     ceInts.insert(ceInts.end(), axes.begin(), axes.end());
     // Gathers `local`, split along `dim` over the axes, whole.
-    auto gather = [&](uint32_t local, std::vector<int64_t> shape, int64_t dim) {
+    auto gather = [&](uint32_t local, std::vector<int64_t> shape, int64_t dim,
+                      fb::DType dtype) {
       if (axes.empty())
         return local;
       shape[dim] *= g;
-      uint32_t whole = b.buffer(fb::DType::F32, shape);
+      uint32_t whole = b.buffer(dtype, shape);
       std::vector<int64_t> ints = {dim};
       ints.insert(ints.end(), axes.begin(), axes.end());
       b.kernel(Op::AllGather, {local}, {whole}, ints);
@@ -216,15 +220,16 @@ struct VocabCase {
     b.output("embedding", e);
     uint32_t dt = b.buffer(fb::DType::F32, {tableRows / g, hidden});
     b.kernel(Op::EmbeddingGrad, {dY, ids}, {dt}, groupInts);
-    b.output("table_grad", gather(dt, {tableRows / g, hidden}, 0));
+    b.output("table_grad",
+             gather(dt, {tableRows / g, hidden}, 0, fb::DType::F32));
     uint32_t loss = b.buffer(fb::DType::F32, {});
     uint32_t count = b.buffer(fb::DType::I64, {});
     b.kernel(Op::CrossEntropy, {logits, labels}, {loss, count}, ceInts);
     b.output("loss_sum", loss);
     b.output("count", count);
-    uint32_t dl = b.buffer(fb::DType::F32, with(columns / g));
+    uint32_t dl = b.buffer(logitsType, with(columns / g));
     b.kernel(Op::CrossEntropyGrad, {logits, labels, scale}, {dl}, ceInts);
-    b.output("logits_grad", gather(dl, with(columns / g), rank));
+    b.output("logits_grad", gather(dl, with(columns / g), rank, logitsType));
     return b.finish();
   }
 };
@@ -289,8 +294,14 @@ inline Status writeVocabInputs(Interpreter &interpreter, const VocabCase &c,
                                    block.size() * sizeof(block[0]));
   };
   Status s = write("table", in.table, {c.tableRows, c.hidden});
-  if (s)
+  if (s && c.logitsType == fb::DType::BF16) {
+    std::vector<uint16_t> half;
+    for (float x : in.logits)
+      half.push_back(floatToBFloat16(x));
+    s = write("logits", half, c.with(c.columns));
+  } else if (s) {
     s = write("logits", in.logits, c.with(c.columns));
+  }
   if (s)
     s = write("ids", in.ids, c.positions);
   if (s)

@@ -781,16 +781,21 @@ TEST(DistInterpreterTest, PaddedVocabularyOnOneRank) {
     TestMesh mesh;
     std::vector<uint32_t> axes;
     int64_t vocab;
+    fb::DType logitsType = F32;
   };
-  for (const Setup &setup : {Setup{{}, {}, 9}, Setup{{{"tp", 1}}, {0}, 9},
-                             Setup{{{"dp", 1}, {"tp", 1}}, {1, 0}, 12},
-                             Setup{{{"tp", 1}}, {0}, 1}}) {
+  for (const Setup &setup :
+       {Setup{{}, {}, 9}, Setup{{{"tp", 1}}, {0}, 9},
+        Setup{{{"dp", 1}, {"tp", 1}}, {1, 0}, 12}, Setup{{{"tp", 1}}, {0}, 1},
+        Setup{{{"tp", 1}}, {0}, 9, BF16}, Setup{{}, {}, 9, BF16}}) {
     VocabCase c;
     c.vocab = setup.vocab;
     c.axes = setup.axes;
+    c.logitsType = setup.logitsType;
+    bool bf16 = setup.logitsType == BF16;
     std::string where = "vocab " + std::to_string(c.vocab) + " of " +
                         std::to_string(c.columns) + ", " +
-                        std::to_string(c.axes.size()) + " axes";
+                        std::to_string(c.axes.size()) + " axes" +
+                        (bf16 ? ", bf16 logits" : "");
     VocabInputs in(c, 17);
     std::vector<uint8_t> payload;
     Interpreter interpreter;
@@ -813,15 +818,29 @@ TEST(DistInterpreterTest, PaddedVocabularyOnOneRank) {
       EXPECT_TRUE(interpreter.readBuffer(t.buffer, v.data(), t.bytes));
       return v;
     };
-    ReferenceCrossEntropy want(in.logits, c.columns, c.vocab, in.labels,
-                               c.ignore, in.scale);
+    // bf16 logits: the reference sees the stored values; the gradient is
+    // rounded to bf16 (8 bits of mantissa).
+    std::vector<float> logits = in.logits;
+    if (bf16)
+      for (float &x : logits)
+        x = bfloat16ToFloat(floatToBFloat16(x));
+    double gradTolerance = bf16 ? 1.0 / 256 : 1e-6;
+    ReferenceCrossEntropy want(logits, c.columns, c.vocab, in.labels, c.ignore,
+                               in.scale);
     EXPECT_EQ(read("count", int64_t()), std::vector<int64_t>{want.count})
         << where;
     float loss = read("loss_sum", float())[0];
     EXPECT_NEAR(loss, want.loss, 1e-6 * std::abs(want.loss)) << where;
-    std::vector<float> grad = read("logits_grad", float());
+    std::vector<float> grad;
+    if (bf16)
+      for (uint16_t h : read("logits_grad", uint16_t()))
+        grad.push_back(bfloat16ToFloat(h));
+    else
+      grad = read("logits_grad", float());
+    ASSERT_EQ(grad.size(), want.grad.size()) << where;
     for (size_t i = 0; i < grad.size(); ++i)
-      ASSERT_NEAR(grad[i], want.grad[i], 1e-6 * (1 + std::abs(want.grad[i])))
+      ASSERT_NEAR(grad[i], want.grad[i],
+                  gradTolerance * std::abs(want.grad[i]) + 1e-7)
           << where << ": logits_grad element " << i;
     // The embedding of a table block that is the whole table.
     std::vector<float> rows, tableGrad(in.table.size(), 0.0f);
