@@ -33,7 +33,8 @@ func.func @mlp(%x: tensor<4x8x16xf32> {dist.sharding = #dist.sharding<@mesh, [[d
 
 // Sequence parallelism: a partial sum wanted split along the sequence is
 // reduce-scattered; a sequence shard read by a column-parallel matmul is
-// gathered, once per reader (the backward gathers the stashed shard again).
+// gathered, once per phase of the step (the backward gathers the stashed
+// shard again).
 dist.mesh @mesh axes [tp = 2]
 // CHECK-LABEL: func.func @sequence
 func.func @sequence(%x: tensor<2x8x16xf32>,
@@ -50,12 +51,16 @@ func.func @sequence(%x: tensor<2x8x16xf32>,
   %s = dist.shard %p to <@mesh, [[], [tp], []]> : tensor<2x8x16xf32>
   // CHECK: tpc.layer_norm {{.*}} : tensor<2x4x16xf32>
   %n = tpc.layer_norm %s, %g, %bb eps 1.0e-5 : tensor<2x8x16xf32>, tensor<16xf32>, tensor<16xf32>
-  // CHECK-NEXT: dist.all_gather %{{.*}} on @mesh axes [tp] dim 1 : tensor<2x4x16xf32> -> tensor<2x8x16xf32>
-  // CHECK-NEXT: tpc.linear
-  %c1 = tpc.linear %n, %v layout in_out : tensor<2x8x16xf32>, tensor<16x32xf32>
-  // CHECK-NEXT: dist.all_gather %{{.*}} on @mesh axes [tp] dim 1 : tensor<2x4x16xf32> -> tensor<2x8x16xf32>
-  // CHECK-NEXT: tpc.linear
-  %c2 = tpc.linear %n, %v layout in_out : tensor<2x8x16xf32>, tensor<16x32xf32>
+  // CHECK-NEXT: %[[G:.*]] = dist.all_gather %{{.*}} on @mesh axes [tp] dim 1 : tensor<2x4x16xf32> -> tensor<2x8x16xf32>
+  // CHECK-NEXT: tpc.linear %[[G]]
+  %c1 = tpc.linear %n, %v layout in_out {tpc.phase = "train_F"} : tensor<2x8x16xf32>, tensor<16x32xf32>
+  // A reader of the same phase shares the gather.
+  // CHECK-NEXT: tpc.linear %[[G]]
+  %c3 = tpc.linear %n, %v layout in_out {tpc.phase = "train_F"} : tensor<2x8x16xf32>, tensor<16x32xf32>
+  // A reader of another phase (the backward) gathers the shard again.
+  // CHECK-NEXT: %[[G2:.*]] = dist.all_gather %{{.*}} on @mesh axes [tp] dim 1 : tensor<2x4x16xf32> -> tensor<2x8x16xf32>
+  // CHECK-NEXT: tpc.linear %[[G2]]
+  %c2 = tpc.linear %n, %v layout in_out {tpc.phase = "train_W"} : tensor<2x8x16xf32>, tensor<16x32xf32>
   return %c1, %c2 : tensor<2x8x32xf32>, tensor<2x8x32xf32>
 }
 

@@ -60,6 +60,11 @@ private:
   DenseMap<Value, Layout> layouts;
   /// Reductions done, shared by later readers: (value, layout after).
   DenseMap<std::pair<Value, Attribute>, Value> reductions;
+  /// Gathers and slices done, shared by later readers of the same phase
+  /// (`tpc.phase`: F, B or W of the unrolled step): (value, target, phase).
+  /// A forward and a backward reader do not share one, so the stash keeps
+  /// the shard and the backward gathers it again.
+  DenseMap<std::tuple<Value, Attribute, Attribute>, Value> moves;
 
   Layout layoutOf(Value value) {
     auto it = layouts.find(value);
@@ -146,6 +151,10 @@ FailureOr<Value> FunctionPartition::reshard(Operation *user, unsigned operand,
     }
     current = reduced;
   }
+  auto moveKey = std::make_tuple(value, Attribute(to.toAttr(context, meshRef)),
+                                 user->getAttr("tpc.phase"));
+  if (Value done = moves.lookup(moveKey))
+    return done;
   // Splits the target does not have: gather them back.
   for (auto [d, axes] : llvm::enumerate(to.dims)) {
     ArrayRef<StringRef> have = current.dims[d];
@@ -177,6 +186,7 @@ FailureOr<Value> FunctionPartition::reshard(Operation *user, unsigned operand,
     current.dims[d] = axes;
   }
   layouts[local] = to;
+  moves[moveKey] = local;
   return local;
 }
 

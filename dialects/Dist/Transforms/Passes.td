@@ -147,8 +147,9 @@ def DistPartition : Pass<"dist-partition", "ModuleOp"> {
       `dist.all_reduce`; a split the op does not want is undone by
       `dist.all_gather`; a split it wants that the value lacks is taken by
       `dist.shard_slice`. A reduction of a value is shared by all its
-      readers; gathers are not (a sequence-parallel input is stashed as a
-      shard and gathered again in the backward);
+      readers; a gather by the readers of one phase of the unrolled step
+      (`tpc.phase`: F, B or W), so a sequence-parallel input is stashed as
+      a shard and gathered again in the backward;
     * every inserted collective's location names the op it serves, the
       operand and the transition, e.g.
       `"tpc.add operand 1: [[dp], [], []] partial [tp] -> [[dp], [], []]"`;

@@ -15,8 +15,10 @@ def TpcUnrollTrainStep : Pass<"tpc-unroll-train-step", "ModuleOp"> {
 
     * every `scf.for` with constant bounds is fully unrolled, iteration by
       iteration (microbatch 0 first), its induction variable a constant;
-    * every `func.call` is replaced by the callee's body; callees left
-      without uses are erased (`@forward` is kept);
+    * every `func.call` is replaced by the callee's body, each inlined op
+      tagged `tpc.phase` with its function's name (`"train_F"`,
+      `"train_B"`, `"train_W"`: dist-partition shares a gather only within
+      a phase); callees left without uses are erased (`@forward` is kept);
     * what became constant folds: the microbatch offsets of the
       `tensor.extract_slice`s of the inputs become static, the microbatch
       index tensor becomes a constant (the dropout `block` of the ops that

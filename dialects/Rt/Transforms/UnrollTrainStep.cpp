@@ -62,6 +62,9 @@ LogicalResult unrollFully(scf::ForOp loop) {
   return success();
 }
 
+/// The attribute naming an inlined op's function (`tpc.phase = "train_B"`).
+constexpr llvm::StringLiteral kPhaseAttrName = "tpc.phase";
+
 /// Replaces `call` by a copy of its callee's body.
 LogicalResult inlineCall(func::CallOp call, SymbolTable &symbols) {
   auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
@@ -72,8 +75,14 @@ LogicalResult inlineCall(func::CallOp call, SymbolTable &symbols) {
   Block &body = callee.getBody().front();
   IRMapping mapping;
   mapping.map(body.getArguments(), call.getOperands());
-  for (Operation &op : body.without_terminator())
-    builder.clone(op, mapping);
+  // Which function an op came from (F, B or W): dist-partition shares a
+  // gather among readers of one phase only, so the stash keeps its shards.
+  auto phase = builder.getStringAttr(call.getCallee());
+  for (Operation &op : body.without_terminator()) {
+    Operation *copy = builder.clone(op, mapping);
+    if (!copy->hasAttr(kPhaseAttrName))
+      copy->setAttr(kPhaseAttrName, phase);
+  }
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   for (auto [result, value] : llvm::zip(call.getResults(), ret.getOperands()))
     result.replaceAllUsesWith(mapping.lookupOrDefault(value));
