@@ -59,8 +59,7 @@ static cl::opt<bool> vocabParallel(
              "vocabulary (default; the vocabulary is padded to a multiple of "
              "tp, the padding masked); --vocab-parallel=false keeps them "
              "whole on every rank"),
-    // TODO(issue 5): true once the runtime's kernels take a vocabulary block.
-    cl::init(false), cl::cat(category));
+    cl::init(true), cl::cat(category));
 static cl::opt<bool> sequenceParallel(
     "sequence-parallel",
     cl::desc("With tp > 1: layer norms, dropout and residual adds run on "

@@ -409,8 +409,24 @@ int64_t valueBoundOf(Value input) {
       if (embedding.getIds() == used)
         tighten(globalDimSize(embedding.getTable(), 0));
     } else if (auto ce = dyn_cast<tpc::CrossEntropyOp>(user)) {
-      if (ce.getLabels() == used)
-        tighten(ce.getLogits().getType().getShape().back());
+      if (ce.getLabels() != used)
+        return;
+      // The real classes of the whole vocabulary: padding is never a
+      // target, and split logits hold a block of it.
+      if (std::optional<int64_t> vocab = ce.getVocab()) {
+        tighten(*vocab);
+        return;
+      }
+      int64_t columns = ce.getLogits().getType().getShape().back();
+      auto module = ce->getParentOfType<ModuleOp>();
+      auto axes = ce->getAttrOfType<ArrayAttr>("dist.vocab_axes");
+      if (axes && module && !module.getOps<dist::MeshOp>().empty())
+        if (dist::MeshOp mesh = *module.getOps<dist::MeshOp>().begin())
+          for (Attribute axis : axes)
+            if (std::optional<int64_t> size =
+                    mesh.getAxisSize(cast<StringAttr>(axis).getValue()))
+              columns *= *size;
+      tighten(columns);
     }
   });
   return bound;
