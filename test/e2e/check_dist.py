@@ -21,6 +21,7 @@ MPI launcher.
     check_dist.py --bin-dir build/bin --src-root . --work-dir /tmp/x --case gpt2-tp2-sp
 """
 
+import json
 import os
 import re
 import shutil
@@ -65,6 +66,12 @@ def make_cases():
                                                 dropout=0.1, microbatches=2)
     cases["llama-dp2-tp2-mb2"] = dict(model="llama", dp=2, tp=2, sp=False, dropout=0.0,
                                       microbatches=2)
+    # A vocabulary not divisible by tp (like GPT-2's 50257): padded to 252
+    # and masked, every gradient (the embedding's real rows) unchanged.
+    cases["gpt2-vocab250-dp1-tp4-sp"] = dict(model="gpt2", dp=1, tp=4, sp=True, dropout=0.0,
+                                             microbatches=1, vocab=250)
+    cases["llama-vocab250-dp2-tp4"] = dict(model="llama", dp=2, tp=4, sp=False, dropout=0.0,
+                                           microbatches=1, vocab=250)
     return cases
 
 
@@ -82,8 +89,15 @@ def main():
     case = e2e_support.Case(__doc__.split("\n")[0], CASES)
     spec = CASES[case.name]
     config_path = os.path.join(case.src_root, MODELS[spec["model"]])
-    config = tpc_torch.load_config(config_path)
     work, tool = case.work, case.tool
+    if "vocab" in spec:
+        with open(config_path) as f:
+            config_json = json.load(f)
+        config_json["vocab_size"] = spec["vocab"]
+        config_path = os.path.join(work, "config.json")
+        with open(config_path, "w") as f:
+            json.dump(config_json, f)
+    config = tpc_torch.load_config(config_path)
     ranks = spec["dp"] * spec["tp"]
 
     model_mlir = os.path.join(work, "model.mlir")
