@@ -362,18 +362,13 @@ struct DistAnnotateMegatronPass
     : public dist::impl::DistAnnotateMegatronBase<DistAnnotateMegatronPass> {
   using Base::Base;
   void runOnOperation() override {
-    ModuleOp module = getOperation();
-    FailureOr<MeshInfo> mesh = MeshInfo::get(module);
-    if (failed(mesh))
-      return signalPassFailure();
-    for (auto func : module.getOps<func::FuncOp>()) {
-      if (func.isExternal() || !func.getBody().hasOneBlock())
-        continue;
-      if (failed(Annotator(func, *mesh, tpAxis, dpAxis, sequenceParallel,
-                           vocabParallel)
-                     .run()))
-        return signalPassFailure();
-    }
+    if (failed(forEachMeshFunction(
+            getOperation(), [&](func::FuncOp func, const MeshInfo &mesh) {
+              return Annotator(func, mesh, tpAxis, dpAxis, sequenceParallel,
+                               vocabParallel)
+                  .run();
+            })))
+      signalPassFailure();
   }
 };
 

@@ -3,6 +3,7 @@
 #include "dialects/Dist/Transforms/Layout.h"
 
 #include "dialects/Tpc/IR/ShardingRule.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
@@ -131,6 +132,19 @@ RankedTensorType MeshInfo::localType(RankedTensorType type,
   }
   return RankedTensorType::get(shape, type.getElementType(),
                                type.getEncoding());
+}
+
+LogicalResult mlir::dist::forEachMeshFunction(
+    ModuleOp module,
+    function_ref<LogicalResult(func::FuncOp, const MeshInfo &)> fn) {
+  FailureOr<MeshInfo> mesh = MeshInfo::get(module);
+  if (failed(mesh))
+    return failure();
+  for (auto func : module.getOps<func::FuncOp>())
+    if (!func.isExternal() && func.getBody().hasOneBlock() &&
+        failed(fn(func, *mesh)))
+      return failure();
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

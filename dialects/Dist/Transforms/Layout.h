@@ -20,6 +20,9 @@
 namespace mlir::tpc {
 struct ShardingRule;
 } // namespace mlir::tpc
+namespace mlir::func {
+class FuncOp;
+} // namespace mlir::func
 
 namespace mlir::dist {
 
@@ -89,6 +92,13 @@ struct OpPlan {
 FailureOr<OpPlan> planOp(Operation *op, const tpc::ShardingRule &rule,
                          ArrayRef<Layout> current, ArrayRef<bool> pinned,
                          const MeshInfo &mesh);
+
+/// Runs `fn` on every function of `module` with a one-block body, with the
+/// module's mesh; fails at the first failure or without exactly one mesh.
+LogicalResult
+forEachMeshFunction(ModuleOp module,
+                    function_ref<LogicalResult(func::FuncOp, const MeshInfo &)>
+                        fn);
 
 /// Attribute names the passes exchange.
 inline constexpr StringLiteral kShardingAttr = "dist.sharding";

@@ -351,16 +351,11 @@ LogicalResult FunctionPartition::run() {
 struct DistPartitionPass
     : public dist::impl::DistPartitionBase<DistPartitionPass> {
   void runOnOperation() override {
-    ModuleOp module = getOperation();
-    FailureOr<MeshInfo> mesh = MeshInfo::get(module);
-    if (failed(mesh))
-      return signalPassFailure();
-    for (auto func : module.getOps<func::FuncOp>()) {
-      if (func.isExternal() || !func.getBody().hasOneBlock())
-        continue;
-      if (failed(FunctionPartition(func, *mesh).run()))
-        return signalPassFailure();
-    }
+    if (failed(forEachMeshFunction(
+            getOperation(), [](func::FuncOp func, const MeshInfo &mesh) {
+              return FunctionPartition(func, mesh).run();
+            })))
+      signalPassFailure();
   }
 };
 

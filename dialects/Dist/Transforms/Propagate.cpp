@@ -290,16 +290,11 @@ LogicalResult FunctionPropagation::run() {
 struct DistPropagatePass
     : public dist::impl::DistPropagateBase<DistPropagatePass> {
   void runOnOperation() override {
-    ModuleOp module = getOperation();
-    FailureOr<MeshInfo> mesh = MeshInfo::get(module);
-    if (failed(mesh))
-      return signalPassFailure();
-    for (auto func : module.getOps<func::FuncOp>()) {
-      if (func.isExternal() || !func.getBody().hasOneBlock())
-        continue;
-      if (failed(FunctionPropagation(func, *mesh).run()))
-        return signalPassFailure();
-    }
+    if (failed(forEachMeshFunction(
+            getOperation(), [](func::FuncOp func, const MeshInfo &mesh) {
+              return FunctionPropagation(func, mesh).run();
+            })))
+      signalPassFailure();
   }
 };
 
