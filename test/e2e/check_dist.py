@@ -55,8 +55,7 @@ def make_cases():
                     if tp * dp == 1:
                         continue
                     for dropout in (0.0, 0.1):
-                        if dropout and model == "llama":
-                            continue  # Llama has no dropout
+                        # (Llama: attention dropout only, grouped-query heads split.)
                         name = "%s-dp%d-tp%d%s%s" % (model, dp, tp, "-sp" if sp else "",
                                                      "-dropout" if dropout else "")
                         cases[name] = dict(model=model, dp=dp, tp=tp, sp=sp,
