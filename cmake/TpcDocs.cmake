@@ -7,13 +7,18 @@ add_custom_target(tpc-docs ALL)
 function(tpc_add_doc td_file subdir out_name)
   set(out ${TPC_DOCS_DIR}/${subdir}/${out_name}.md)
   get_filename_component(td_abs ${td_file} ABSOLUTE)
+  # The .td files it includes from its folder (TpcOps.td includes
+  # TpcGradOps.td, DistOps.td DistBase.td): a change to any of them changes
+  # the document.
+  get_filename_component(td_dir ${td_abs} DIRECTORY)
+  file(GLOB td_siblings CONFIGURE_DEPENDS ${td_dir}/*.td)
   add_custom_command(
     OUTPUT ${out}
     COMMAND ${CMAKE_COMMAND} -E make_directory ${TPC_DOCS_DIR}/${subdir}
     COMMAND ${MLIR_TABLEGEN_EXE} ${ARGN}
             -I ${PROJECT_SOURCE_DIR} -I ${MLIR_INCLUDE_DIRS}
             ${td_abs} -o ${out}
-    DEPENDS ${td_abs} ${MLIR_TABLEGEN_EXE}
+    DEPENDS ${td_abs} ${td_siblings} ${MLIR_TABLEGEN_EXE}
     COMMENT "Generating reference ${subdir}/${out_name}.md")
   add_custom_target(${out_name}Doc DEPENDS ${out})
   add_dependencies(tpc-docs ${out_name}Doc)
