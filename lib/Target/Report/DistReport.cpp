@@ -118,6 +118,20 @@ LogicalResult mlir::tpc::countCommBytes(func::FuncOp function,
 
   CommBytes repeated, once;
   WalkResult walk = function.walk([&](Operation *op) {
+    // A vocab-parallel cross-entropy combines its logits' vocabulary blocks
+    // inside its kernel (tpcx.fbs): per position, a max and two sums (the
+    // exponentials, the target's logit) forward, a max and a sum for the
+    // gradient, all-reduced as f32.
+    if (isa<CrossEntropyOp, CrossEntropyGradOp>(op) &&
+        op->hasAttr("dist.vocab_axes")) {
+      auto logits = cast<RankedTensorType>(op->getOperand(0).getType());
+      int64_t positions = logits.getNumElements() / logits.getShape().back();
+      int64_t floats = isa<CrossEntropyOp>(op) ? 3 : 2;
+      CommBytes &total =
+          phases.lookup(op) == Phase::Microbatch ? repeated : once;
+      total.allReduce += floats * positions * 4;
+      return WalkResult::advance();
+    }
     if (!isCollective(op) || isa<dist::ShardSliceOp>(op))
       return WalkResult::advance();
     int64_t bytes = 0;
