@@ -192,6 +192,8 @@ private:
   Status norm();
   Status elementwise();
   Status broadcast();
+  Status suffixCounts(const TensorRef &whole, const char *wholeRole,
+                      const TensorRef &part, const char *partRole);
   Status softmax();
   Status attention();
   Status rotary();
@@ -514,17 +516,28 @@ Status KernelDecoder::broadcast() {
     return s;
   if (Status s = floatOperands(); !s)
     return s;
-  const std::vector<int64_t> &lhs = in(0).shape, &rhs = in(1).shape;
-  if (rhs.size() > lhs.size() ||
-      !std::equal(rhs.begin(), rhs.end(), lhs.end() - rhs.size()))
-    return Status::error(describe("rhs", in(1)) + " is not a suffix of " +
-                         describe("lhs", in(0)));
-  call.count = in(0).elements;
-  call.rhsCount = in(1).elements;
+  if (Status s = suffixCounts(in(0), "lhs", in(1), "rhs"); !s)
+    return s;
+  return shape(out(0), "result", in(0).shape);
+}
+
+/// `part`'s shape is a trailing part of `whole`'s (a broadcast operand, a
+/// sum_to result): call.count and call.rhsCount are their element counts.
+Status KernelDecoder::suffixCounts(const TensorRef &whole,
+                                   const char *wholeRole,
+                                   const TensorRef &part,
+                                   const char *partRole) {
+  const std::vector<int64_t> &w = whole.shape, &p = part.shape;
+  if (p.size() > w.size() ||
+      !std::equal(p.begin(), p.end(), w.end() - p.size()))
+    return Status::error(describe(partRole, part) + " is not a suffix of " +
+                         describe(wholeRole, whole));
+  call.count = whole.elements;
+  call.rhsCount = part.elements;
   if (call.rhsCount == 0 && call.count != 0)
-    return Status::error(describe("rhs", in(1)) + " is empty but " +
-                         describe("lhs", in(0)) + " is not");
-  return shape(out(0), "result", lhs);
+    return Status::error(describe(partRole, part) + " is empty but " +
+                         describe(wholeRole, whole) + " is not");
+  return Status::ok();
 }
 
 /// outer, seqQ and seqK of a softmax over x's last dim.
@@ -832,17 +845,7 @@ Status KernelDecoder::sumTo() {
     return s;
   if (Status s = floatOperands(); !s)
     return s;
-  const std::vector<int64_t> &x = in(0).shape, &y = out(0).shape;
-  if (y.size() > x.size() ||
-      !std::equal(y.begin(), y.end(), x.end() - y.size()))
-    return Status::error(describe("result", out(0)) + " is not a suffix of " +
-                         describe("input", in(0)));
-  call.count = in(0).elements;
-  call.rhsCount = out(0).elements;
-  if (call.rhsCount == 0 && call.count != 0)
-    return Status::error(describe("result", out(0)) + " is empty but " +
-                         describe("input", in(0)) + " is not");
-  return Status::ok();
+  return suffixCounts(in(0), "input", out(0), "result");
 }
 
 Status KernelDecoder::normInputGrad() {
