@@ -360,6 +360,16 @@ ParamInit initOf(Value param) {
   return isBias ? ParamInit::Zeros : ParamInit::Normal;
 }
 
+/// The product of the sizes of `axes` on `mesh` (1 without a mesh).
+int64_t axesProduct(dist::MeshOp mesh, ArrayRef<StringRef> axes) {
+  int64_t product = 1;
+  if (mesh)
+    for (StringRef axis : axes)
+      if (std::optional<int64_t> size = mesh.getAxisSize(axis))
+        product *= *size;
+  return product;
+}
+
 /// The global view size of dimension `dim` of `value`: for a function
 /// argument split by dist-partition (looking through casts and the
 /// shard_slices that took this rank's block), its size before the split and
@@ -386,12 +396,24 @@ int64_t globalDimSize(Value value, unsigned dim) {
     return local;
   auto mesh = SymbolTable::lookupNearestSymbolFrom<dist::MeshOp>(
       module, sharding.getMesh());
-  if (!mesh)
-    return local;
-  for (StringRef axis : sharding.getDimAxes(dim))
-    if (std::optional<int64_t> size = mesh.getAxisSize(axis))
-      local *= *size;
-  return local;
+  return local * axesProduct(mesh, sharding.getDimAxes(dim));
+}
+
+/// The classes of a cross-entropy's whole vocabulary: `vocab` when padded,
+/// else its logits' columns times the group splitting them
+/// (`dist.vocab_axes`).
+int64_t wholeVocabulary(Operation *op) {
+  if (auto vocab = op->getAttrOfType<IntegerAttr>("vocab"))
+    return vocab.getInt();
+  auto logits = cast<RankedTensorType>(op->getOperand(0).getType());
+  int64_t columns = logits.getShape().back();
+  auto axes = op->getAttrOfType<ArrayAttr>("dist.vocab_axes");
+  auto module = op->getParentOfType<ModuleOp>();
+  if (!axes || !module || module.getOps<dist::MeshOp>().empty())
+    return columns;
+  SmallVector<StringRef> names = llvm::map_to_vector(
+      axes, [](Attribute a) { return cast<StringAttr>(a).getValue(); });
+  return columns * axesProduct(*module.getOps<dist::MeshOp>().begin(), names);
 }
 
 /// The exclusive upper bound of an integer input's values, from its uses
@@ -413,20 +435,7 @@ int64_t valueBoundOf(Value input) {
         return;
       // The real classes of the whole vocabulary: padding is never a
       // target, and split logits hold a block of it.
-      if (std::optional<int64_t> vocab = ce.getVocab()) {
-        tighten(*vocab);
-        return;
-      }
-      int64_t columns = ce.getLogits().getType().getShape().back();
-      auto module = ce->getParentOfType<ModuleOp>();
-      auto axes = ce->getAttrOfType<ArrayAttr>("dist.vocab_axes");
-      if (axes && module && !module.getOps<dist::MeshOp>().empty())
-        if (dist::MeshOp mesh = *module.getOps<dist::MeshOp>().begin())
-          for (Attribute axis : axes)
-            if (std::optional<int64_t> size =
-                    mesh.getAxisSize(cast<StringAttr>(axis).getValue()))
-              columns *= *size;
-      tighten(columns);
+      tighten(wholeVocabulary(ce));
     }
   });
   return bound;
@@ -949,7 +958,6 @@ LogicalResult Lowering::lowerVocabulary(Operation *op, KernelSpec &spec) {
           op))
     return success();
   SmallVector<int64_t> axes;
-  int64_t group = 1;
   if (axesAttr) {
     if (!meshOp)
       return op->emitError() << "cannot lower '" << op->getName()
@@ -960,19 +968,14 @@ LogicalResult Lowering::lowerVocabulary(Operation *op, KernelSpec &spec) {
     if (failed(indices))
       return failure();
     axes = *indices;
-    for (int64_t axis : axes)
-      group *= meshOp.getAxisSizes()[axis];
   }
   if (isa<tpc::EmbeddingOp>(op)) {
     spec.ints.append(axes);
     return success();
   }
-  auto vocab = op->getAttrOfType<IntegerAttr>("vocab");
-  if (!vocab && axes.empty())
+  if (!op->hasAttr("vocab") && axes.empty())
     return success();
-  auto logits = cast<RankedTensorType>(op->getOperand(0).getType());
-  spec.ints.push_back(vocab ? vocab.getInt()
-                            : logits.getShape().back() * group);
+  spec.ints.push_back(wholeVocabulary(op));
   spec.ints.append(axes);
   return success();
 }
