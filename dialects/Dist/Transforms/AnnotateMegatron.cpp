@@ -57,14 +57,6 @@ Operation *producerThroughViews(Value value) {
   return op;
 }
 
-/// The parameter argument behind a weight (through casts to the model's
-/// precision).
-BlockArgument paramOf(Value value) {
-  while (auto cast = value.getDefiningOp<tpc::CastOp>())
-    value = cast.getInput();
-  return dyn_cast<BlockArgument>(value);
-}
-
 int64_t product(ArrayRef<int64_t> sizes) {
   int64_t p = 1;
   for (int64_t s : sizes)
@@ -74,11 +66,11 @@ int64_t product(ArrayRef<int64_t> sizes) {
 
 class Annotator {
 public:
-  Annotator(func::FuncOp func, const MeshInfo &mesh, StringRef tp,
-            StringRef dp, bool sequenceParallel, bool splitVocab)
-      : func(func), mesh(mesh), tp(tp), dp(dp),
-        tpSize(mesh.sizes.lookup(tp)), dpSize(mesh.sizes.lookup(dp)),
-        sequenceParallel(sequenceParallel), splitVocab(splitVocab) {}
+  Annotator(func::FuncOp func, const MeshInfo &mesh, StringRef tp, StringRef dp,
+            bool sequenceParallel, bool splitVocab)
+      : func(func), mesh(mesh), tp(tp), dp(dp), tpSize(mesh.sizes.lookup(tp)),
+        dpSize(mesh.sizes.lookup(dp)), sequenceParallel(sequenceParallel),
+        splitVocab(splitVocab) {}
 
   LogicalResult run();
 
@@ -114,20 +106,21 @@ LogicalResult Annotator::divisible(Operation *op, int64_t size, int64_t parts,
 /// Splits dimension `dim` of the weight parameter read by `linear` over tp.
 LogicalResult Annotator::splitParam(tpc::LinearOp linear, Value weight,
                                     int64_t dim, StringRef what) {
-  BlockArgument arg = paramOf(weight);
+  BlockArgument arg = argumentBehindCasts(weight);
   auto type = cast<RankedTensorType>(weight.getType());
   if (!arg || !func.getArgAttr(arg.getArgNumber(), "tpc.param"))
-    return linear.emitError() << "the " << what
-                              << " is not a parameter of the function";
+    return linear.emitError()
+           << "the " << what << " is not a parameter of the function";
   if (failed(divisible(linear, type.getDimSize(dim), tpSize, what, tp)))
     return failure();
   Layout layout = Layout::replicated(type.getRank());
   layout.dims[dim] = {tp};
   auto [it, inserted] = params.try_emplace(arg.getArgNumber(), layout);
   if (!inserted && it->second != layout)
-    return linear.emitError() << "parameter " << arg.getArgNumber()
-                              << " is used with two tensor-parallel layouts: "
-                              << it->second.str() << " and " << layout.str();
+    return linear.emitError()
+           << "parameter " << arg.getArgNumber()
+           << " is used with two tensor-parallel layouts: " << it->second.str()
+           << " and " << layout.str();
   return success();
 }
 
@@ -199,9 +192,9 @@ LogicalResult Annotator::rowParallel(tpc::LinearOp linear) {
   Value result = linear.getResult();
   if (Value bias = linear.getBias()) {
     // Added once, after the reduction: a partial sum must not meet it.
-    auto matmul = tpc::LinearOp::create(builder, linear.getLoc(),
-                                        linear.getInput(), linear.getWeight(),
-                                        Value(), linear.getLayout());
+    auto matmul =
+        tpc::LinearOp::create(builder, linear.getLoc(), linear.getInput(),
+                              linear.getWeight(), Value(), linear.getLayout());
     matmul->setDiscardableAttrs(linear->getDiscardableAttrDictionary());
     Value sum = activationLayout(builder, linear.getLoc(), matmul.getResult());
     auto add = tpc::AddOp::create(builder, linear.getLoc(), sum, bias);
@@ -244,8 +237,8 @@ LogicalResult Annotator::annotateInputs() {
     if (type.getDimSize(0) % dpSize != 0)
       return at->emitError()
              << "cannot split over mesh axis '" << dp << "' (" << dpSize
-             << " devices): the batch of " << what << " ("
-             << type.getDimSize(0) << ") is not divisible by " << dpSize;
+             << " devices): the batch of " << what << " (" << type.getDimSize(0)
+             << ") is not divisible by " << dpSize;
     Layout layout = Layout::replicated(type.getRank());
     layout.dims[0] = {dp};
     return layout;
@@ -288,18 +281,16 @@ LogicalResult Annotator::annotateInputs() {
 /// and the weight of the matmul computing a cross-entropy's logits split the
 /// vocabulary over tp (dist-pad-vocab makes it divisible).
 LogicalResult Annotator::vocabParallel() {
-  auto split = [&](Operation *op, Value weight,
-                   unsigned dim) -> LogicalResult {
-    BlockArgument arg = paramOf(weight);
+  auto split = [&](Operation *op, Value weight, unsigned dim) -> LogicalResult {
+    BlockArgument arg = argumentBehindCasts(weight);
     if (!arg || !func.getArgAttr(arg.getArgNumber(), "tpc.param"))
       return success();
     auto type = cast<RankedTensorType>(arg.getType());
     if (type.getDimSize(dim) % tpSize != 0)
-      return op->emitError()
-             << "cannot split over mesh axis '" << tp << "' (" << tpSize
-             << " devices): the vocabulary (" << type.getDimSize(dim)
-             << ") is not divisible by " << tpSize
-             << " (dist-pad-vocab pads it)";
+      return op->emitError() << "cannot split over mesh axis '" << tp << "' ("
+                             << tpSize << " devices): the vocabulary ("
+                             << type.getDimSize(dim) << ") is not divisible by "
+                             << tpSize << " (dist-pad-vocab pads it)";
     Layout layout = Layout::replicated(type.getRank());
     layout.dims[dim] = {tp};
     params[arg.getArgNumber()] = layout;
@@ -313,9 +304,8 @@ LogicalResult Annotator::vocabParallel() {
     if (!head || head.getBias())
       continue;
     auto weight = cast<RankedTensorType>(head.getWeight().getType());
-    unsigned dim = head.getLayout() == tpc::WeightLayout::OutIn
-                       ? 0
-                       : weight.getRank() - 1;
+    unsigned dim =
+        head.getLayout() == tpc::WeightLayout::OutIn ? 0 : weight.getRank() - 1;
     if (failed(split(head, head.getWeight(), dim)))
       return failure();
   }
@@ -333,8 +323,7 @@ LogicalResult Annotator::run() {
       if (failed(columnParallel(linear)) || failed(rowParallel(linear)))
         return failure();
     if (sequenceParallel) {
-      for (auto embedding :
-           llvm::to_vector(func.getOps<tpc::EmbeddingOp>())) {
+      for (auto embedding : llvm::to_vector(func.getOps<tpc::EmbeddingOp>())) {
         auto type = cast<RankedTensorType>(embedding.getType());
         if (failed(divisible(embedding, type.getDimSize(1), tpSize,
                              "sequence length", tp)))

@@ -3,6 +3,7 @@
 #include "dialects/Dist/Transforms/Layout.h"
 
 #include "dialects/Tpc/IR/ShardingRule.h"
+#include "dialects/Tpc/IR/TpcOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/STLExtras.h"
@@ -36,8 +37,8 @@ Layout Layout::fromAttr(ShardingAttr attr) {
 
 ShardingAttr Layout::toAttr(MLIRContext *context,
                             FlatSymbolRefAttr mesh) const {
-  SmallVector<Attribute> dimAttrs = llvm::map_to_vector(
-      dims, [&](const AxisList &axes) -> Attribute {
+  SmallVector<Attribute> dimAttrs =
+      llvm::map_to_vector(dims, [&](const AxisList &axes) -> Attribute {
         return axesAttr(context, axes);
       });
   return ShardingAttr::get(context, mesh, ArrayAttr::get(context, dimAttrs),
@@ -114,9 +115,8 @@ void MeshInfo::sortAxes(AxisList &axes) const {
   auto index = [&](StringRef axis) {
     return llvm::find(names, axis) - names.begin();
   };
-  llvm::sort(axes, [&](StringRef a, StringRef b) {
-    return index(a) < index(b);
-  });
+  llvm::sort(axes,
+             [&](StringRef a, StringRef b) { return index(a) < index(b); });
 }
 
 RankedTensorType MeshInfo::localType(RankedTensorType type,
@@ -145,6 +145,12 @@ LogicalResult mlir::dist::forEachMeshFunction(
         failed(fn(func, *mesh)))
       return failure();
   return success();
+}
+
+BlockArgument mlir::dist::argumentBehindCasts(Value value) {
+  while (auto cast = value.getDefiningOp<tpc::CastOp>())
+    value = cast.getInput();
+  return dyn_cast<BlockArgument>(value);
 }
 
 //===----------------------------------------------------------------------===//
@@ -199,7 +205,10 @@ FailureOr<OpPlan> mlir::dist::planOp(Operation *op,
           rule.factors[factor].kind == tpc::FactorKind::Parallel &&
           inResult[factor];
       candidates.push_back(
-          {static_cast<unsigned>(i), static_cast<unsigned>(d), factor, axes,
+          {static_cast<unsigned>(i),
+           static_cast<unsigned>(d),
+           factor,
+           axes,
            {pinned[i] ? 0 : 1, keepsResultSplit ? 0 : 1,
             static_cast<unsigned>(i), static_cast<unsigned>(d)}});
     }
@@ -233,8 +242,7 @@ FailureOr<OpPlan> mlir::dist::planOp(Operation *op,
       auto it = axisOwner.find(axis);
       if (it == axisOwner.end())
         continue;
-      if (pinned[c.operand] && pinned[it->second] &&
-          it->second != c.operand)
+      if (pinned[c.operand] && pinned[it->second] && it->second != c.operand)
         return conflict(it->second, c.operand);
       clash = true;
     }
@@ -252,8 +260,8 @@ FailureOr<OpPlan> mlir::dist::planOp(Operation *op,
     for (StringRef axis : axes)
       usedAxes.insert(axis);
   auto disjoint = [&](const AxisList &axes) {
-    return llvm::none_of(axes,
-                         [&](StringRef axis) { return usedAxes.contains(axis); });
+    return llvm::none_of(
+        axes, [&](StringRef axis) { return usedAxes.contains(axis); });
   };
   SmallVector<bool> keepPartial(current.size(), false);
   AxisList kept;

@@ -100,6 +100,10 @@ forEachMeshFunction(ModuleOp module,
                     function_ref<LogicalResult(func::FuncOp, const MeshInfo &)>
                         fn);
 
+/// The function argument behind a weight, looking through the casts to the
+/// model's precision; null when it is computed.
+BlockArgument argumentBehindCasts(Value value);
+
 /// Attribute names the passes exchange.
 inline constexpr StringLiteral kShardingAttr = "dist.sharding";
 inline constexpr StringLiteral kOperandShardingsAttr =

@@ -23,12 +23,6 @@ using namespace mlir::dist;
 
 namespace {
 
-BlockArgument paramBehind(Value value) {
-  while (auto cast = value.getDefiningOp<tpc::CastOp>())
-    value = cast.getInput();
-  return dyn_cast<BlockArgument>(value);
-}
-
 /// Re-infers the result types of every op after the arguments changed.
 LogicalResult inferTypesAgain(func::FuncOp func) {
   for (Operation &op : func.getBody().front()) {
@@ -63,12 +57,13 @@ LogicalResult padFunction(func::FuncOp func, int64_t multiple) {
       continue;
     int64_t size = (vocab + multiple - 1) / multiple * multiple;
     auto head = loss.getLogits().getDefiningOp<tpc::LinearOp>();
-    BlockArgument weight = head ? paramBehind(head.getWeight()) : nullptr;
+    BlockArgument weight =
+        head ? argumentBehindCasts(head.getWeight()) : nullptr;
     if (!weight || head.getBias())
-      return loss.emitError()
-             << "cannot pad the vocabulary (" << vocab << ") to a multiple of "
-             << multiple << ": the logits do not come from a bias-free "
-                            "tpc.linear of a parameter";
+      return loss.emitError() << "cannot pad the vocabulary (" << vocab
+                              << ") to a multiple of " << multiple
+                              << ": the logits do not come from a bias-free "
+                                 "tpc.linear of a parameter";
     unsigned dim = head.getLayout() == tpc::WeightLayout::OutIn
                        ? 0
                        : cast<RankedTensorType>(weight.getType()).getRank() - 1;
@@ -76,9 +71,9 @@ LogicalResult padFunction(func::FuncOp func, int64_t multiple) {
     vocabOf[loss] = vocab;
     // Embedding tables of the same vocabulary (tied or not).
     for (auto embedding : func.getOps<tpc::EmbeddingOp>())
-      if (BlockArgument table = paramBehind(embedding.getTable());
-          table && cast<RankedTensorType>(table.getType()).getDimSize(0) ==
-                       vocab)
+      if (BlockArgument table = argumentBehindCasts(embedding.getTable());
+          table &&
+          cast<RankedTensorType>(table.getType()).getDimSize(0) == vocab)
         padded[table.getArgNumber()] = {0, size};
   }
   if (padded.empty())
@@ -111,9 +106,8 @@ LogicalResult padFunction(func::FuncOp func, int64_t multiple) {
                                      want.getShape().back());
     ret.setOperand(i, cut);
   }
-  func.setFunctionType(FunctionType::get(func.getContext(),
-                                         func.getBody().front().getArgumentTypes(),
-                                         returned));
+  func.setFunctionType(FunctionType::get(
+      func.getContext(), func.getBody().front().getArgumentTypes(), returned));
   return success();
 }
 
@@ -122,8 +116,8 @@ struct DistPadVocabPass
   using Base::Base;
   void runOnOperation() override {
     if (multiple < 1) {
-      getOperation().emitError() << "dist-pad-vocab: multiple " << multiple
-                                 << " must be positive";
+      getOperation().emitError()
+          << "dist-pad-vocab: multiple " << multiple << " must be positive";
       return signalPassFailure();
     }
     for (auto func : getOperation().getOps<func::FuncOp>())
