@@ -6,7 +6,10 @@ real checkpoints come: with or without the `transformer.` prefix, extra
 buffers, f32/bf16/f16 data, sharded), runs the three tools, and compares the
 logits and the loss that tpc-run dumps with the same model written in torch
 (tpc_torch.py) and evaluated in float64 on the same (storage-rounded) weights.
-Equality is INTERFACE.md's: ‖a − b‖ / ‖b‖ per tensor, at most 1e-5.
+Equality is INTERFACE.md's: ‖a − b‖ / ‖b‖ per tensor, within what float32
+promises for that output (tolerances.py: 8x torch float32's own error on the
+same weights and batch, at least 32 u); the printed loss also within its
+printed precision (6 decimals).
 
 Exit status 0: equal; 1: a difference or a tool failed; 77: no torch (the
 test is then reported as skipped, never as passed).
@@ -28,9 +31,9 @@ except ImportError:
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e_support  # noqa: E402
 from e2e_support import run  # noqa: E402
+import tolerances  # noqa: E402
 import tpc_torch  # noqa: E402
 
-TOLERANCE = 1e-5
 BATCH, SEQ = 4, 32
 
 # name -> (config, attention, storage dtype, checkpoint style, outputs)
@@ -108,15 +111,13 @@ def main():
         return 1
     dumped = tpc_torch.read_safetensors(out_path)
 
-    reference_weights = {name: t.double() for name, t in weights.items()}
-    with torch.no_grad():
-        logits = tpc_torch.forward(config, reference_weights, batch["input_ids"])
-        loss = tpc_torch.loss_of(logits, batch["labels"])
+    float32_errors, exact = tolerances.yardstick(config, weights, batch)
+    logits, loss = exact["logits"], exact["loss"]
 
     failures = 0
     failures += e2e_support.check_peak(stdout)
 
-    def compare(name, actual, expected):
+    def compare(name, actual, expected, tolerance):
         nonlocal failures
         if tuple(actual.shape) != tuple(expected.shape):
             print("FAIL %s: shape %s, expected %s" % (name, list(actual.shape),
@@ -124,20 +125,23 @@ def main():
             failures += 1
             return
         error = tpc_torch.relative_error(actual, expected)
-        verdict = "ok" if error <= TOLERANCE else "FAIL"
-        if error > TOLERANCE:
+        verdict = "ok" if error <= tolerance else "FAIL"
+        if error > tolerance:
             failures += 1
-        print("%s %s: relative error %.3e (tolerance %.0e)" % (verdict, name, error,
-                                                               TOLERANCE))
+        print("%s %s: relative error %.3e (tolerance %.2e)" % (verdict, name, error,
+                                                               tolerance))
 
-    compare("loss", dumped["loss"], loss)
-    compare("printed loss", torch.tensor(float(printed.group(1))), loss)
+    loss_tolerance = tolerances.tolerance(float32_errors["loss"])
+    compare("loss", dumped["loss"], loss, loss_tolerance)
+    compare("printed loss", torch.tensor(float(printed.group(1))), loss,
+            loss_tolerance + 0.5e-6 / abs(float(loss)))
     if outputs == "logits":
         if "logits" not in dumped:
             print("FAIL: the dumped outputs have no logits")
             failures += 1
         else:
-            compare("logits", dumped["logits"], logits)
+            compare("logits", dumped["logits"], logits,
+                    tolerances.tolerance(float32_errors["logits"]))
     elif "logits" in dumped:
         print("FAIL: logits dumped although the model outputs only the loss")
         failures += 1
