@@ -26,3 +26,16 @@ module {
     return %x : tensor<4xf32>
   }
 }
+
+// -----
+
+// A parameter is never gathered as a side effect: a linear with a bias needs
+// its contracted dim whole (dist-annotate-megatron splits the bias off).
+dist.mesh @mesh axes [tp = 2]
+func.func @gathered_parameter(%x: tensor<4x16xf32>,
+                              %w: tensor<16x8xf32> {dist.sharding = #dist.sharding<@mesh, [[tp], []]>, tpc.param = "proj.weight"},
+                              %b: tensor<8xf32> {tpc.param = "proj.bias"}) -> tensor<4x8xf32> {
+  // expected-error @+1 {{operand 1 would gather parameter 'proj.weight' from [[tp], []] to [[], []] (a parameter's split is kept; gather-parameters allows this)}}
+  %y = tpc.linear %x, %w, %b layout in_out : tensor<4x16xf32>, tensor<16x8xf32>, tensor<8xf32>
+  return %y : tensor<4x8xf32>
+}

@@ -98,3 +98,21 @@ func.func @loss_sums(%l0: tensor<2x8x16xf32> {dist.sharding = #dist.sharding<@me
   %m = tpc.loss_mean %s, %c0
   return %m : tensor<f32>
 }
+
+// -----
+
+// A parameter's split wins over an activation's, whatever their sizes: the
+// sequence-split input (32x64x16, larger than the weight) is gathered, the
+// column-parallel weight, cast to the model's precision, keeps its split.
+dist.mesh @mesh axes [tp = 2]
+// CHECK-LABEL: func.func @parameter_wins
+func.func @parameter_wins(%x: tensor<32x64x16xbf16>,
+                          %w: tensor<16x32xf32> {dist.sharding = #dist.sharding<@mesh, [[], [tp]]>, tpc.param = "fc.weight"}) -> tensor<32x64x32xbf16> {
+  %xs = dist.shard %x to <@mesh, [[], [tp], []]> : tensor<32x64x16xbf16>
+  %xn = tpc.gelu %xs tanh : tensor<32x64x16xbf16>
+  // CHECK: tpc.cast {{.*}}dist.result_shardings = [#dist.sharding<@mesh, {{\[}}[], [tp]]>]
+  %wb = tpc.cast %w : tensor<16x32xf32> to tensor<16x32xbf16>
+  // CHECK: tpc.linear {{.*}}dist.operand_shardings = [#dist.sharding<@mesh, {{\[}}[], [], []]>, #dist.sharding<@mesh, {{\[}}[], [tp]]>], dist.result_shardings = [#dist.sharding<@mesh, {{\[}}[], [], [tp]]>]
+  %y = tpc.linear %xn, %wb layout in_out : tensor<32x64x16xbf16>, tensor<16x32xbf16>
+  return %y : tensor<32x64x32xbf16>
+}

@@ -103,7 +103,9 @@ def DistPropagate : Pass<"dist-propagate", "ModuleOp"> {
     * starting points are the function arguments' `dist.sharding`
       attributes and `dist.shard` annotations (both *pinned*: kept as
       given), an optimizer state argument (`tpc.state`) takes its
-      parameter's; everything else starts replicated;
+      parameter's; everything else starts replicated. The cast of an
+      annotated parameter (`tpc.param`) to the model's precision, and its
+      reshapes and transposes, are pinned like it;
     * a factor takes the split of the first operand dimension that has it,
       pinned operands first, then splits that keep a result split before
       contracted ones (a weight gradient keeps the split of its weight and
@@ -118,7 +120,11 @@ def DistPropagate : Pass<"dist-propagate", "ModuleOp"> {
       reader needs, so that a sharded reader does not slice a whole mask.
 
     Two pinned operands that cannot both hold are an error at the op that
-    names both shardings. The result: every op carries
+    names both shardings. A parameter's split is never undone as a side
+    effect of the activations' layouts or sizes: where it meets an
+    activation split another way, the activation is resharded, and an op
+    that would need the parameter gathered is an error naming it, unless
+    `gather-parameters` says a gather is wanted (an FSDP-style policy). The result: every op carries
     `dist.operand_shardings` (what it needs of each operand) and
     `dist.result_shardings` (what its results are), every split argument
     `dist.sharding`; `dist-partition` turns these into per-device shapes and
@@ -128,6 +134,12 @@ def DistPropagate : Pass<"dist-propagate", "ModuleOp"> {
     $ tpc-opt model.mlir --dist-annotate-megatron --dist-propagate
     ```
   }];
+  let options = [
+    Option<"gatherParameters", "gather-parameters", "bool",
+           /*default=*/"false",
+           "Let an op that needs an annotated parameter whole gather it "
+           "(otherwise an error naming the parameter)">
+  ];
 }
 
 def DistPartition : Pass<"dist-partition", "ModuleOp"> {

@@ -31,16 +31,21 @@ unsigned rankOf(Value value) {
 
 class FunctionPropagation {
 public:
-  FunctionPropagation(func::FuncOp func, const MeshInfo &mesh)
-      : func(func), mesh(mesh) {}
+  FunctionPropagation(func::FuncOp func, const MeshInfo &mesh,
+                      bool gatherParameters)
+      : func(func), mesh(mesh), gatherParameters(gatherParameters) {}
 
   LogicalResult run();
 
 private:
   func::FuncOp func;
   const MeshInfo &mesh;
+  bool gatherParameters;
   DenseMap<Value, Layout> layouts;
   DenseSet<Value> pinnedValues;
+  /// Annotated parameters, and their casts to the model's precision and
+  /// views, with the parameter's name: pinned, never gathered.
+  DenseMap<Value, StringAttr> parameters;
   DenseMap<Operation *, OpPlan> plans;
   /// Layouts of the results of operand-less ops, from their readers.
   DenseMap<Operation *, Layout> fromReaders;
@@ -52,6 +57,8 @@ private:
   LogicalResult seedArguments();
   LogicalResult sweep();
   FailureOr<OpPlan> planFor(Operation *op);
+  LogicalResult checkParameters(Operation *op, const OpPlan &plan);
+  void followParameter(Operation *op);
   OpPlan returnPlan(func::ReturnOp op);
   bool takeLayoutsFromReaders();
   void writeAttributes();
@@ -83,6 +90,9 @@ LogicalResult FunctionPropagation::seedArguments() {
     if (*layout) {
       layouts[arg] = **layout;
       pinnedValues.insert(arg);
+      if (auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                        "tpc.param"))
+        parameters[arg] = name;
     }
   }
   // Optimizer state is laid out like its parameter.
@@ -152,7 +162,9 @@ FailureOr<OpPlan> FunctionPropagation::planFor(Operation *op) {
       rule.factors[rule.operands[0].back().front()].kind =
           tpc::FactorKind::Parallel;
     FailureOr<OpPlan> plan = planOp(op, rule, current, pinned, mesh);
-    if (succeeded(plan) && fromReaders.count(op))
+    if (failed(plan) || failed(checkParameters(op, *plan)))
+      return failure();
+    if (fromReaders.count(op))
       plan->results.front() = fromReaders.lookup(op);
     return plan;
   }
@@ -167,6 +179,44 @@ FailureOr<OpPlan> FunctionPropagation::planFor(Operation *op) {
   for (Value result : op->getResults())
     plan.results.push_back(Layout::replicated(rankOf(result)));
   return plan;
+}
+
+/// A parameter's annotated split is undone only where the pass is told to
+/// (`gather-parameters`): an op that cannot keep it is an error naming the
+/// parameter, never an all-gather chosen by the propagation.
+LogicalResult FunctionPropagation::checkParameters(Operation *op,
+                                                   const OpPlan &plan) {
+  if (gatherParameters)
+    return success();
+  for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
+    auto it = parameters.find(operand);
+    if (it == parameters.end() || i >= plan.operands.size())
+      continue;
+    Layout have = layoutOf(operand);
+    const Layout &need = plan.operands[i];
+    for (auto [haveAxes, needAxes] : llvm::zip(have.dims, need.dims))
+      if (llvm::any_of(haveAxes, [&](StringRef axis) {
+            return !llvm::is_contained(needAxes, axis);
+          }))
+        return op->emitError()
+               << "operand " << i << " would gather parameter '"
+               << it->second.getValue() << "' from " << have.str() << " to "
+               << need.str()
+               << " (a parameter's split is kept; gather-parameters allows "
+                  "this)";
+  }
+  return success();
+}
+
+/// A cast or view of a parameter is the parameter in another type: pinned
+/// like it, so that a conflicting activation is resharded instead.
+void FunctionPropagation::followParameter(Operation *op) {
+  if (!isa<tpc::CastOp, tpc::ReshapeOp, tpc::TransposeOp>(op) ||
+      op->getNumOperands() != 1 || !parameters.count(op->getOperand(0)))
+    return;
+  StringAttr name = parameters.lookup(op->getOperand(0));
+  parameters[op->getResult(0)] = name;
+  pinnedValues.insert(op->getResult(0));
 }
 
 /// Outputs are whole; gradients, updated parameters and state keep their
@@ -212,6 +262,7 @@ LogicalResult FunctionPropagation::sweep() {
     }
     if (isa<ShardOp>(op))
       pinnedValues.insert(op.getResult(0));
+    followParameter(&op);
     plans[&op] = std::move(*plan);
   }
   return success();
@@ -289,10 +340,11 @@ LogicalResult FunctionPropagation::run() {
 
 struct DistPropagatePass
     : public dist::impl::DistPropagateBase<DistPropagatePass> {
+  using Base::Base;
   void runOnOperation() override {
     if (failed(forEachMeshFunction(
-            getOperation(), [](func::FuncOp func, const MeshInfo &mesh) {
-              return FunctionPropagation(func, mesh).run();
+            getOperation(), [&](func::FuncOp func, const MeshInfo &mesh) {
+              return FunctionPropagation(func, mesh, gatherParameters).run();
             })))
       signalPassFailure();
   }
