@@ -15,13 +15,25 @@ wrote, OPTIMIZER being adamw or sgd. Trains the same model
 a tied head, cross-entropy; two microbatches with unevenly ignored labels) on
 the same batch with torch autograd and torch.optim.AdamW (global-norm
 clipping at 1, warm-up + cosine schedule) or torch.optim.SGD (momentum 0.9),
-drawing the dropout masks from the contract's splitmix64 stream, and compares:
+drawing the dropout masks from the contract's splitmix64 stream, in float64,
+and compares:
 
-- the printed loss, grad_norm and lr of every step (relative error 1e-4; the
-  issue's tolerance for trajectories),
-- the first step's gradients (--dump-grads) per tensor, norm-wise, 1e-5,
-- the params and optimizer state after the last step (--save-checkpoint),
-  1e-4.
+- the printed loss, grad_norm and lr of every step,
+- the first step's gradients (--dump-grads) per tensor, norm-wise,
+- the params and optimizer state after the last step (--save-checkpoint).
+
+Tolerances are what float32 can promise for each (docs/testing/tolerances.md):
+the first step's gradients within SPREAD = 8 times torch float32's own error
+on them (two correct float32 implementations differ in their error by the
+order of their sums and the luck of their roundings; test/e2e/tolerances.py).
+A trajectory amplifies each step's rounding by whatever the optimization
+does, so its tolerance is measured on the float64 reference itself: it is
+run again twice with every step's gradients perturbed (a random direction,
+norm-wise as large as float32's error on the first step's gradients: an
+implementation exactly as accurate as float32 allows), and each step's value
+may differ from the float64 one by SPREAD times the larger of the two
+perturbed runs' differences, plus the printed precision (loss: 6 decimals;
+grad_norm, lr: 7 significant digits).
 """
 
 import math
@@ -64,11 +76,33 @@ def loss_of(p, ids, labels, step_index):
         ignore_index=-100)
 
 
-def torch_run(d, optimizer_name, steps):
+SPREAD = 8.0
+U32 = 2.0 ** -24
+
+
+def float32_gradient_error(d):
+    """torch float32's worst norm-wise error on the first step's gradients
+    (float64 the reference): what float32 promises for them."""
     weights = read_safetensors(d + "/train-weights.safetensors")
     batch = read_safetensors(d + "/train-batch.safetensors")
     ids, labels = batch["input_ids"].long(), batch["labels"].long()
-    p = {n: torch.nn.Parameter(weights[n].float().clone()) for n in NAMES}
+    grads = {}
+    for dtype in (torch.float64, torch.float32):
+        p = {n: weights[n].to(dtype).clone().requires_grad_(True) for n in NAMES}
+        loss_of(p, ids, labels, 0).backward()
+        grads[dtype] = {n: p[n].grad for n in NAMES}
+    return max(rel_err(grads[torch.float32][n], grads[torch.float64][n])
+               for n in NAMES)
+
+
+def torch_run(d, optimizer_name, steps, noise=0.0, seed=0):
+    """The float64 reference; with noise > 0 every step's gradients get a
+    random perturbation of norm-wise relative size `noise` per tensor."""
+    weights = read_safetensors(d + "/train-weights.safetensors")
+    batch = read_safetensors(d + "/train-batch.safetensors")
+    ids, labels = batch["input_ids"].long(), batch["labels"].long()
+    p = {n: torch.nn.Parameter(weights[n].double().clone()) for n in NAMES}
+    generator = torch.Generator().manual_seed(seed)
     decay = [p[n] for n in NAMES if n in DECAY]
     no_decay = [p[n] for n in NAMES if n not in DECAY]
     if optimizer_name == "adamw":
@@ -100,6 +134,12 @@ def torch_run(d, optimizer_name, steps):
         opt.zero_grad()
         loss = loss_of(p, ids, labels, step)
         loss.backward()
+        if noise > 0:
+            for n in NAMES:
+                g = p[n].grad
+                direction = torch.randn(g.shape, generator=generator,
+                                        dtype=torch.float64)
+                g.add_(direction * (noise * g.norm() / direction.norm()))
         if first_grads is None:
             first_grads = {n: p[n].grad.detach().clone() for n in NAMES}
         norm = torch.nn.utils.clip_grad_norm_(list(p.values()), max_norm)
@@ -122,6 +162,21 @@ def torch_run(d, optimizer_name, steps):
 def main():
     d, optimizer_name, steps = sys.argv[1], sys.argv[2], int(sys.argv[3])
     history, grads, state = torch_run(d, optimizer_name, steps)
+    float32_error = float32_gradient_error(d)
+    # What an implementation as accurate as float32 may do: the float64 run
+    # with every step's gradients off by float32's error, twice.
+    spread_history = [0.0] * steps
+    spread_state = 0.0
+    for seed in (1, 2):
+        other, _, other_state = torch_run(d, optimizer_name, steps,
+                                          noise=float32_error, seed=seed)
+        for k in range(steps):
+            for a, b in zip(other[k][:2], history[k][:2]):
+                spread_history[k] = max(spread_history[k], abs(a - b) / abs(b))
+        spread_state = max(spread_state, max(
+            rel_err(other_state[n], v) for n, v in state.items()))
+    grad_tolerance = SPREAD * max(float32_error, 4 * U32)
+    state_tolerance = SPREAD * max(spread_state, 4 * U32)
     lines = open(f"{d}/{optimizer_name}.txt").read()
     printed = [tuple(float(v) for v in m) for m in re.findall(
         r"^step \d+ loss (\S+) grad_norm (\S+) lr (\S+) ", lines, re.M)]
@@ -130,26 +185,35 @@ def main():
         failures.append(f"{len(printed)} step lines, expected {steps}")
     worst = {"loss": 0.0, "grad_norm": 0.0, "lr": 0.0}
     for k, (ours, ref) in enumerate(zip(printed, history)):
+        trajectory = SPREAD * max(spread_history[k], 4 * U32)
+        tolerances = {"loss": trajectory + 0.5e-6 / abs(ref[0]),
+                      "grad_norm": trajectory + 5e-7,
+                      "lr": U32 + 5e-7}
         for name, a, b in zip(("loss", "grad_norm", "lr"), ours, ref):
             err = abs(a - b) / abs(b)
-            worst[name] = max(worst[name], err)
-            if err > 1e-4:
-                failures.append(f"step {k + 1} {name} {a} vs torch {b}")
+            worst[name] = max(worst[name], err / tolerances[name])
+            if err > tolerances[name]:
+                failures.append(f"step {k + 1} {name} {a} vs torch {b} "
+                                f"(relative error {err:.2e}, tolerance "
+                                f"{tolerances[name]:.2e})")
     dumped = read_safetensors(f"{d}/{optimizer_name}-grads.safetensors")
-    grad_err = max(rel_err(dumped[n], grads[n].double()) for n in NAMES)
-    if grad_err > 1e-5:
-        failures.append(f"first-step gradients: relative error {grad_err:.3e}")
+    grad_err = max(rel_err(dumped[n], grads[n]) for n in NAMES)
+    if grad_err > grad_tolerance:
+        failures.append(f"first-step gradients: relative error {grad_err:.3e} "
+                        f"(tolerance {grad_tolerance:.2e})")
     ckpt = read_safetensors(f"{d}/{optimizer_name}-ckpt.safetensors")
-    state_err = max(rel_err(ckpt[n], v.double()) for n, v in state.items())
-    if state_err > 1e-4:
+    state_err = max(rel_err(ckpt[n], v) for n, v in state.items())
+    if state_err > state_tolerance:
         failures.append(f"params and state after {steps} steps: relative "
-                        f"error {state_err:.3e}")
+                        f"error {state_err:.3e} (tolerance {state_tolerance:.2e})")
     if int(ckpt["step"].item()) != steps:
         failures.append(f"checkpoint step {ckpt['step'].item()}")
-    print(f"{optimizer_name}, {steps} steps vs torch: worst relative error "
-          f"loss {worst['loss']:.3e} grad_norm {worst['grad_norm']:.3e} "
-          f"lr {worst['lr']:.3e}; first-step grads {grad_err:.3e}; "
-          f"final params and state {state_err:.3e}; losses "
+    print(f"{optimizer_name}, {steps} steps vs float64 torch: worst error / "
+          f"tolerance: loss {worst['loss']:.3f} grad_norm "
+          f"{worst['grad_norm']:.3f} lr {worst['lr']:.3f}; first-step grads "
+          f"{grad_err:.3e} (tolerance {grad_tolerance:.2e}, torch float32 "
+          f"{float32_error:.2e}); final params and state {state_err:.3e} "
+          f"(tolerance {state_tolerance:.2e}); losses "
           f"{history[0][0]:.6f} -> {history[-1][0]:.6f}")
     for f in failures:
         print("FAIL: " + f)
