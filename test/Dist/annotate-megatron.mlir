@@ -2,6 +2,9 @@
 // split how, found from the dataflow (not the names).
 // RUN: tpc-import %S/../../examples/configs/gpt2-tiny.json --batch 4 --seq 8 | sed '1a dist.mesh @mesh axes [dp = 2, tp = 2]' | tpc-opt --dist-annotate-megatron | FileCheck %s --check-prefix=GPT2
 // RUN: tpc-import %S/../../examples/configs/llama-tiny.json --batch 4 --seq 8 | sed '1a dist.mesh @mesh axes [tp = 2]' | tpc-opt --dist-annotate-megatron=sequence-parallel=true | FileCheck %s --check-prefix=LLAMA
+// RUN: tpc-import %S/../../examples/configs/llama-tiny.json --batch 4 --seq 8 --attention unfused | sed '1a dist.mesh @mesh axes [tp = 2]' | tpc-opt --dist-annotate-megatron=sequence-parallel=true | FileCheck %s --check-prefix=LLAMA
+// RUN: tpc-import %S/../Transforms/Inputs/llama-gqa-h128.json --batch 4 --seq 8 | sed '1a dist.mesh @mesh axes [tp = 2]' | tpc-opt --dist-annotate-megatron | FileCheck %s --check-prefix=GQA
+// RUN: tpc-import %S/../Transforms/Inputs/llama-gqa-h128.json --batch 4 --seq 8 --attention unfused | sed '1a dist.mesh @mesh axes [tp = 2]' | tpc-opt --dist-annotate-megatron | FileCheck %s --check-prefix=GQA
 
 // GPT-2: c_attn [h, 3, heads, d] splits heads (dim 2), never the Q/K/V blocks;
 // its bias [3, heads, d] dim 1; attention's c_proj splits its input rows;
@@ -36,3 +39,14 @@
 // LLAMA-NEXT: dist.shard %{{.*}} to <@mesh, {{\[}}[], [tp], []]>
 // LLAMA: tpc.linear %{{.*}}, %arg5 layout out_in
 // LLAMA-NEXT: dist.shard %{{.*}} to <@mesh, {{\[}}[], [tp], []]>
+
+// Heads and kv-heads come from the model's structure, never from matching a
+// dimension's size: with head_dim 16 != 8 heads (hidden 128, 2 kv-heads),
+// fused and unfused (K and V repeated to the query heads), q_proj splits its
+// 8 heads and k_proj / v_proj their 2 kv-heads; head_dim is never split.
+// (llama-tiny's head_dim equals its 8 heads: its unfused k_proj [4, 8, 64]
+// splits the kv-heads above too, not head_dim.)
+// GQA-DAG: tensor<8x16x128xf32> {dist.sharding = #dist.sharding<@mesh, {{\[}}[tp], [], []]>, {{.*}}tpc.param = "model.layers.0.self_attn.q_proj.weight"}
+// GQA-DAG: tensor<2x16x128xf32> {dist.sharding = #dist.sharding<@mesh, {{\[}}[tp], [], []]>, {{.*}}tpc.param = "model.layers.0.self_attn.k_proj.weight"}
+// GQA-DAG: tensor<2x16x128xf32> {dist.sharding = #dist.sharding<@mesh, {{\[}}[tp], [], []]>, {{.*}}tpc.param = "model.layers.0.self_attn.v_proj.weight"}
+// GQA-DAG: tensor<128x128xf32> {dist.sharding = #dist.sharding<@mesh, {{\[}}[], [tp]]>, tpc.param = "model.layers.0.self_attn.o_proj.weight"}

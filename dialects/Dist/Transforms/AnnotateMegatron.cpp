@@ -38,14 +38,30 @@ bool isActivation(Operation *op) {
   return isa<tpc::GeluOp, tpc::SiluOp, tpc::MulOp>(op);
 }
 
-/// The first non-view readers of `value`, with the operand they read.
-void readersThroughViews(Value value, SmallVectorImpl<OpOperand *> &readers) {
+/// A first non-view reader of a value, with the operand it reads and the
+/// group of the grouped-query `tpc.repeat`s on the way: a key or value of
+/// unfused attention repeats each kv-head `group` times along the heads
+/// dimension (dim 1 of [b, heads, s, d]), so the reader sees `group` times the
+/// heads the projection computes.
+struct ViewReader {
+  OpOperand *use;
+  int64_t group;
+};
+
+/// The first non-view readers of `value`.
+void readersThroughViews(Value value, SmallVectorImpl<ViewReader> &readers,
+                         int64_t group = 1) {
   for (OpOperand &use : value.getUses()) {
     Operation *user = use.getOwner();
-    if (isView(user))
-      readersThroughViews(user->getResult(0), readers);
-    else
-      readers.push_back(&use);
+    if (!isView(user)) {
+      readers.push_back({&use, group});
+      continue;
+    }
+    int64_t next = group;
+    if (auto repeat = dyn_cast<tpc::RepeatOp>(user);
+        repeat && repeat.getDim() == 1)
+      next *= repeat.getRepeats();
+    readersThroughViews(user->getResult(0), readers, next);
   }
 }
 
@@ -87,6 +103,8 @@ private:
                           StringRef what, StringRef axis);
   LogicalResult splitParam(tpc::LinearOp linear, Value weight, int64_t dim,
                            StringRef what);
+  FailureOr<int64_t> headsDim(tpc::LinearOp linear, ArrayRef<int64_t> outDims,
+                              const ViewReader &reader);
   LogicalResult columnParallel(tpc::LinearOp linear);
   LogicalResult rowParallel(tpc::LinearOp linear);
   Value activationLayout(OpBuilder &builder, Location loc, Value value);
@@ -124,39 +142,90 @@ LogicalResult Annotator::splitParam(tpc::LinearOp linear, Value weight,
   return success();
 }
 
+/// The heads dimension among a projection's output dimensions. The import
+/// exposes a projection's outputs as [..., heads, head_dim] (GPT-2's fused
+/// c_attn as [3, heads, head_dim]), so the heads are the dimension before the
+/// last, whatever the sizes; the model's recorded heads, kv-heads and head_dim
+/// (`tpc.model`) confirm it. The query (operand 0 of attention or of the
+/// scores' matmul) has the model's heads, a key or value its kv-heads: in
+/// unfused attention the operand has the query's heads and the repeat on the
+/// way names the group.
+FailureOr<int64_t> Annotator::headsDim(tpc::LinearOp linear,
+                                       ArrayRef<int64_t> outDims,
+                                       const ViewReader &reader) {
+  auto operand = cast<RankedTensorType>(reader.use->get().getType());
+  bool query = reader.use->getOperandNumber() == 0;
+  int64_t heads = operand.getDimSize(1) / reader.group;
+  int64_t headDim = operand.getDimSize(3);
+  if (auto model =
+          func->getParentOfType<ModuleOp>()->getAttrOfType<DictionaryAttr>(
+              "tpc.model")) {
+    auto get = [&](StringRef key) -> int64_t {
+      auto attr = model.getAs<IntegerAttr>(key);
+      return attr ? attr.getInt() : 0;
+    };
+    int64_t expected = get(query ? "heads" : "kv_heads");
+    if (expected == 0)
+      expected = get("heads");
+    if (get("head_dim"))
+      headDim = get("head_dim");
+    if (expected && heads != expected)
+      return linear.emitError()
+             << "feeds attention as its " << (query ? "query" : "key or value")
+             << " with " << heads << " heads, but the model (tpc.model) has "
+             << expected << (query ? " heads" : " kv-heads");
+  }
+  int64_t numOut = outDims.size();
+  if (numOut < 2 || outDims[numOut - 1] != headDim ||
+      outDims[numOut - 2] != heads) {
+    InFlightDiagnostic diag = linear.emitError()
+                              << "feeds attention as its "
+                              << (query ? "query" : "key or value")
+                              << ", but its weight's output dimensions [";
+    llvm::interleaveComma(outDims, diag);
+    diag << "] do not end with its " << (query ? "heads" : "kv-heads")
+         << " and head size [" << heads << ", " << headDim << "]";
+    return diag;
+  }
+  // Grouped-query attention: K and V have fewer heads than Q.
+  auto first =
+      cast<RankedTensorType>(reader.use->getOwner()->getOperand(0).getType());
+  bool kvHeads = !query && first.getRank() == 4 && first.getDimSize(1) != heads;
+  if (failed(divisible(linear, heads, tpSize,
+                       kvHeads ? "number of kv-heads" : "number of heads", tp)))
+    return failure();
+  return numOut - 2;
+}
+
 LogicalResult Annotator::columnParallel(tpc::LinearOp linear) {
-  SmallVector<OpOperand *> readers;
+  SmallVector<ViewReader> readers;
   readersThroughViews(linear.getResult(), readers);
+  // The forward's reader decides (the operand numbers of a training step's
+  // backward matmuls say nothing about query and key).
+  llvm::stable_sort(readers, [](const ViewReader &a, const ViewReader &b) {
+    Operation *x = a.use->getOwner(), *y = b.use->getOwner();
+    if (x == y)
+      return a.use->getOperandNumber() < b.use->getOperandNumber();
+    return x->getBlock() == y->getBlock() && x->isBeforeInBlock(y);
+  });
   auto weightType = cast<RankedTensorType>(linear.getWeight().getType());
   bool outIn = linear.getLayout() == tpc::WeightLayout::OutIn;
   int64_t firstOut = outIn ? 0 : 1;
   int64_t numOut = weightType.getRank() - 1;
   ArrayRef<int64_t> outDims = weightType.getShape().slice(firstOut, numOut);
-  for (OpOperand *use : readers) {
-    Operation *reader = use->getOwner();
+  for (const ViewReader &viewReader : readers) {
+    Operation *reader = viewReader.use->getOwner();
     std::optional<int64_t> outDim;
     if (isAttention(reader)) {
-      // q, k, v are [b, heads, s, d]: split the heads of the weight, the
-      // out dim of that size followed by d features.
-      auto operand = cast<RankedTensorType>(use->get().getType());
+      // q, k, v are [b, heads, s, d]: split the weight's heads, never the
+      // head size.
+      auto operand = cast<RankedTensorType>(viewReader.use->get().getType());
       if (operand.getRank() != 4)
         continue;
-      int64_t heads = operand.getDimSize(1), headDim = operand.getDimSize(3);
-      for (int64_t i = 0; i < numOut; ++i)
-        if (outDims[i] == heads &&
-            (!outDim || product(outDims.drop_front(i + 1)) == headDim))
-          outDim = i;
-      if (!outDim)
-        return linear.emitError()
-               << "feeds attention with " << heads
-               << " heads but no dimension of its weight has that size";
-      // Grouped-query attention: K and V have fewer heads than Q.
-      auto query = cast<RankedTensorType>(reader->getOperand(0).getType());
-      bool kvHeads = query.getRank() == 4 && query.getDimSize(1) != heads;
-      if (failed(divisible(linear, heads, tpSize,
-                           kvHeads ? "number of kv-heads" : "number of heads",
-                           tp)))
+      FailureOr<int64_t> dim = headsDim(linear, outDims, viewReader);
+      if (failed(dim))
         return failure();
+      outDim = *dim;
     } else if (isActivation(reader)) {
       outDim = 0;
       if (failed(divisible(linear, product(outDims), tpSize, "FFN size", tp)))

@@ -17,7 +17,16 @@ def DistAnnotateMegatron : Pass<"dist-annotate-megatron", "ModuleOp"> {
       operand has the heads dimension of its weight (and bias) split over
       the tensor-parallel axis; GPT-2's fused `c_attn` ([h, 3, heads, d])
       splits heads, never the Q/K/V blocks, and grouped-query K/V weights
-      split their kv-heads. One reaching `gelu`, `silu` or `mul` (the first
+      split their kv-heads, in fused and unfused attention. The heads are
+      found from the structure, never by matching a size: they are the
+      output dimension before the head size (`tpc-import` lays a
+      projection's outputs out as [..., heads, head_dim]); the query
+      (operand 0 of attention or of the scores' matmul) has the model's
+      heads, a key or value its kv-heads, the `tpc.repeat` on the way of
+      unfused grouped-query attention giving the group; the module's
+      `tpc.model` (heads, kv_heads, head_dim, recorded by `tpc-import`)
+      must agree, or the matmul is refused. The head size is never split.
+      The forward's reader decides. One reaching `gelu`, `silu` or `mul` (the first
       MLP matmul, both halves of SwiGLU) splits its output features;
     * **row-parallel**: a `tpc.linear` whose input comes from attention or
       from the MLP activation splits its weight's input features. Its bias
