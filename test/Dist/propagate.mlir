@@ -116,3 +116,17 @@ func.func @parameter_wins(%x: tensor<32x64x16xbf16>,
   %y = tpc.linear %xn, %wb layout in_out : tensor<32x64x16xbf16>, tensor<16x32xbf16>
   return %y : tensor<32x64x32xbf16>
 }
+
+// -----
+
+// An annotated activation (dist.shard) gives way to a parameter too: held
+// alike they would be an error, but a parameter is held firmer.
+dist.mesh @mesh axes [tp = 2]
+// CHECK-LABEL: func.func @annotated_activation
+func.func @annotated_activation(%x: tensor<2x8x16xf32>,
+                                %w: tensor<16x32xf32> {dist.sharding = #dist.sharding<@mesh, [[], [tp]]>, tpc.param = "fc.weight"}) -> tensor<2x8x32xf32> {
+  %xs = dist.shard %x to <@mesh, [[], [tp], []]> : tensor<2x8x16xf32>
+  // CHECK: tpc.linear {{.*}}dist.operand_shardings = [#dist.sharding<@mesh, {{\[}}[], [], []]>, #dist.sharding<@mesh, {{\[}}[], [tp]]>], dist.result_shardings = [#dist.sharding<@mesh, {{\[}}[], [], [tp]]>]
+  %y = tpc.linear %xs, %w layout in_out : tensor<2x8x16xf32>, tensor<16x32xf32>
+  return %y : tensor<2x8x32xf32>
+}

@@ -170,7 +170,7 @@ struct Candidate {
 FailureOr<OpPlan> mlir::dist::planOp(Operation *op,
                                      const tpc::ShardingRule &rule,
                                      ArrayRef<Layout> current,
-                                     ArrayRef<bool> pinned,
+                                     ArrayRef<Hold> hold,
                                      const MeshInfo &mesh) {
   unsigned numFactors = rule.factors.size();
   // A split dimension splits its major factor, so a factor can be split only
@@ -189,9 +189,9 @@ FailureOr<OpPlan> mlir::dist::planOp(Operation *op,
   scan(rule.operands, false);
   scan(rule.results, true);
 
-  // Pinned operands first; then factors that keep a result split before
-  // contracted ones (a weight-gradient keeps its weight's split and gathers
-  // a sequence-split input), then operand order.
+  // Firmest held operands first; then factors that keep a result split
+  // before contracted ones (a weight-gradient keeps its weight's split and
+  // gathers a sequence-split input), then operand order.
   SmallVector<Candidate> candidates;
   for (auto [i, layout] : llvm::enumerate(current)) {
     if (i >= rule.operands.size() ||
@@ -209,7 +209,7 @@ FailureOr<OpPlan> mlir::dist::planOp(Operation *op,
            static_cast<unsigned>(d),
            factor,
            axes,
-           {pinned[i] ? 0 : 1, keepsResultSplit ? 0 : 1,
+           {static_cast<int>(hold[i]), keepsResultSplit ? 0 : 1,
             static_cast<unsigned>(i), static_cast<unsigned>(d)}});
     }
   }
@@ -220,6 +220,10 @@ FailureOr<OpPlan> mlir::dist::planOp(Operation *op,
   SmallVector<AxisList> assigned(numFactors);
   SmallVector<int> owner(numFactors, -1);
   llvm::StringMap<unsigned> axisOwner; // axis -> operand that placed it
+  // Two operands held alike that disagree: neither may be resharded.
+  auto firm = [&](unsigned a, unsigned b) {
+    return hold[a] != Hold::Derived && hold[a] == hold[b];
+  };
   auto conflict = [&](unsigned a, unsigned b) {
     InFlightDiagnostic diag = op->emitError()
                               << "conflicting shardings of operands " << a
@@ -231,7 +235,7 @@ FailureOr<OpPlan> mlir::dist::planOp(Operation *op,
   for (const Candidate &c : candidates) {
     unsigned f = c.factor;
     if (!assigned[f].empty()) {
-      if (assigned[f] != c.axes && pinned[c.operand] && pinned[owner[f]])
+      if (assigned[f] != c.axes && firm(c.operand, owner[f]))
         return conflict(owner[f], c.operand);
       continue;
     }
@@ -242,7 +246,7 @@ FailureOr<OpPlan> mlir::dist::planOp(Operation *op,
       auto it = axisOwner.find(axis);
       if (it == axisOwner.end())
         continue;
-      if (pinned[c.operand] && pinned[it->second] && it->second != c.operand)
+      if (it->second != c.operand && firm(c.operand, it->second))
         return conflict(it->second, c.operand);
       clash = true;
     }

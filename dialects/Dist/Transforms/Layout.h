@@ -84,13 +84,17 @@ struct OpPlan {
   SmallVector<Layout> results;
 };
 
+/// How firmly an operand's current layout is held: a parameter's split is
+/// kept over an annotated activation's, which is kept over a derived one's.
+enum class Hold { Parameter, Annotated, Derived };
+
 /// Decides the split of every factor of `rule` from the operands' current
-/// layouts (`pinned` operands, user annotations, first), and from it the
-/// layout each operand must have and each result gets; partial sums pass
-/// through where the rule's linearity allows. Fails, with an error at `op`
-/// naming both, when two pinned operands disagree.
+/// layouts (firmest `hold` first), and from it the layout each operand must
+/// have and each result gets; partial sums pass through where the rule's
+/// linearity allows. Fails, with an error at `op` naming both, when two
+/// operands held alike (both parameters, or both annotated) disagree.
 FailureOr<OpPlan> planOp(Operation *op, const tpc::ShardingRule &rule,
-                         ArrayRef<Layout> current, ArrayRef<bool> pinned,
+                         ArrayRef<Layout> current, ArrayRef<Hold> hold,
                          const MeshInfo &mesh);
 
 /// Runs `fn` on every function of `module` with a one-block body, with the

@@ -112,11 +112,12 @@ def DistPropagate : Pass<"dist-propagate", "ModuleOp"> {
     * starting points are the function arguments' `dist.sharding`
       attributes and `dist.shard` annotations (both *pinned*: kept as
       given), an optimizer state argument (`tpc.state`) takes its
-      parameter's; everything else starts replicated. The cast of an
-      annotated parameter (`tpc.param`) to the model's precision, and its
-      reshapes and transposes, are pinned like it;
+      parameter's; everything else starts replicated. An annotated
+      parameter (`tpc.param`), its cast to the model's precision and its
+      reshapes and transposes are held firmest: over an annotated
+      activation, itself over a derived value;
     * a factor takes the split of the first operand dimension that has it,
-      pinned operands first, then splits that keep a result split before
+      the firmest held operands first, then splits that keep a result split before
       contracted ones (a weight gradient keeps the split of its weight and
       gathers an input that was split along the contracted sequence), then
       operand order; a factor that must stay whole, or whose axes are
@@ -128,8 +129,8 @@ def DistPropagate : Pass<"dist-propagate", "ModuleOp"> {
     * ops without operands (`tpc.dropout_mask`) take the layout their first
       reader needs, so that a sharded reader does not slice a whole mask.
 
-    Two pinned operands that cannot both hold are an error at the op that
-    names both shardings. A parameter's split is never undone as a side
+    Two operands held alike (two parameters, or two annotated values) that
+    cannot both hold are an error at the op that names both shardings. A parameter's split is never undone as a side
     effect of the activations' layouts or sizes: where it meets an
     activation split another way, the activation is resharded, and an op
     that would need the parameter gathered is an error naming it, unless
@@ -181,6 +182,44 @@ def DistPartition : Pass<"dist-partition", "ModuleOp"> {
       `tpc.attention`, `tpc.attention_grad`) get `dist.sharding`: their
       first result's global layout, so the runtime draws each element at
       its global index.
+  }];
+}
+
+def DistReportCollectives : Pass<"dist-report-collectives", "ModuleOp"> {
+  let summary = "Prints the collectives dist-partition inserted, per layer";
+  let description = [{
+    Run after `dist-partition`: for every function, prints to stdout one
+    line per phase, layer, kind and mesh axes of the collectives, with
+    their number and the bytes one device moves (counted as the compile
+    report counts them: an all-reduce its tensor, an all-gather its
+    gathered result, a reduce-scatter its unscattered input; a
+    `dist.shard_slice` moves nothing and is left out):
+
+    ```
+    // collectives of @train_step: phase layer: kind [axes] x count, bytes per device
+    forward 0: all_gather [tp] x2, 25165824 bytes
+    forward 0: reduce_scatter [tp] x2, 25165824 bytes
+    parameters all-gathered: 0
+    ```
+
+    The last line counts the all-gathers of parameters (`tpc.param`
+    arguments, through their casts and views) and names them: Megatron's
+    layouts gather none (`dist-propagate` keeps every parameter's split).
+
+    A collective is counted at the op it serves, the next op that is not a
+    collective (`dist-partition` inserts an op's collectives right before
+    it): its phase is `forward` for the forward (`tpc.phase` F) of an
+    unrolled training step, `backward` for its input and weight gradients
+    (B, W), `step` for what runs once per step (the loss mean, the global
+    norm, the optimizer, the return: no phase); a function that is not an
+    unrolled training step is all `forward`. The layer is the op's
+    `tpc.layer`, `-` outside the layers. Megatron's pattern per layer reads
+    directly off it (docs/design/sharding.md). The IR is unchanged.
+
+    ```
+    $ tpc-opt step.mlir --dist-annotate-megatron --dist-propagate \
+        --dist-partition --dist-report-collectives -o /dev/null
+    ```
   }];
 }
 

@@ -122,10 +122,15 @@ LogicalResult FunctionPropagation::seedArguments() {
 
 FailureOr<OpPlan> FunctionPropagation::planFor(Operation *op) {
   SmallVector<Layout> current;
-  SmallVector<bool> pinned;
+  SmallVector<Hold> hold;
   for (Value operand : op->getOperands()) {
     current.push_back(layoutOf(operand));
-    pinned.push_back(pinnedValues.contains(operand));
+    Hold firmness = Hold::Derived;
+    if (parameters.count(operand))
+      firmness = Hold::Parameter;
+    else if (pinnedValues.contains(operand))
+      firmness = Hold::Annotated;
+    hold.push_back(firmness);
   }
   if (auto shard = dyn_cast<ShardOp>(op)) {
     OpPlan plan{current, {Layout::fromAttr(shard.getSharding())}};
@@ -161,7 +166,7 @@ FailureOr<OpPlan> FunctionPropagation::planFor(Operation *op) {
         !rule.operands[0].empty() && !rule.operands[0].back().empty())
       rule.factors[rule.operands[0].back().front()].kind =
           tpc::FactorKind::Parallel;
-    FailureOr<OpPlan> plan = planOp(op, rule, current, pinned, mesh);
+    FailureOr<OpPlan> plan = planOp(op, rule, current, hold, mesh);
     if (failed(plan) || failed(checkParameters(op, *plan)))
       return failure();
     if (fromReaders.count(op))
@@ -208,7 +213,7 @@ LogicalResult FunctionPropagation::checkParameters(Operation *op,
   return success();
 }
 
-/// A cast or view of a parameter is the parameter in another type: pinned
+/// A cast or view of a parameter is the parameter in another type: held
 /// like it, so that a conflicting activation is resharded instead.
 void FunctionPropagation::followParameter(Operation *op) {
   if (!isa<tpc::CastOp, tpc::ReshapeOp, tpc::TransposeOp>(op) ||
@@ -216,7 +221,6 @@ void FunctionPropagation::followParameter(Operation *op) {
     return;
   StringAttr name = parameters.lookup(op->getOperand(0));
   parameters[op->getResult(0)] = name;
-  pinnedValues.insert(op->getResult(0));
 }
 
 /// Outputs are whole; gradients, updated parameters and state keep their
