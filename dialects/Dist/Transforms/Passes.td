@@ -212,8 +212,13 @@ def DistReportCollectives : Pass<"dist-report-collectives", "ModuleOp"> {
     unrolled training step, `backward` for its input and weight gradients
     (B, W), `step` for what runs once per step (the loss mean, the global
     norm, the optimizer, the return: no phase); a function that is not an
-    unrolled training step is all `forward`. The layer is the op's
-    `tpc.layer`, `-` outside the layers. Megatron's pattern per layer reads
+    unrolled training step is all `forward`. The layer (`tpc.layer`, `-`
+    outside the layers) is the served op's, except for a reduction in the
+    forward: the layer of the op whose partial sum it completes (the
+    vocab-parallel embedding's reduction is outside the layers, though
+    layer 0 reads it). In the backward, partial sums flow through the
+    norms' gradients and the residual adds, and a reduction counts where an
+    op needs the sum whole. Megatron's pattern per layer reads
     directly off it (docs/design/sharding.md). The IR is unchanged.
 
     ```

@@ -33,6 +33,8 @@ struct Moved {
   StringRef kind;
   std::string axes;
   int64_t bytes;
+  /// For a reduction: the op whose partial sum it resolves.
+  Operation *producer;
 };
 
 /// Null for what is no collective (a `dist.shard_slice` moves nothing).
@@ -54,7 +56,9 @@ std::optional<Moved> collective(Operation *op) {
   } else {
     return std::nullopt;
   }
-  Moved moved{kind, "", 0};
+  bool reduction = isa<AllReduceOp, ReduceScatterOp>(op);
+  Moved moved{kind, "", 0,
+              reduction ? op->getOperand(0).getDefiningOp() : nullptr};
   llvm::raw_string_ostream os(moved.axes);
   llvm::interleaveComma(
       op->getAttrOfType<ArrayAttr>("axes"), os,
@@ -110,10 +114,16 @@ void report(func::FuncOp func, raw_ostream &os) {
       phase = attr.getValue().ends_with("_F") ? 0 : 1;
     else if (training)
       phase = 2;
-    int64_t layer = -1;
-    if (auto attr = op.getAttrOfType<IntegerAttr>(tpc::kLayerAttrName))
-      layer = attr.getInt();
     for (Moved &moved : pending) {
+      // The layer of the op served, except a forward reduction: it belongs
+      // to the layer whose partial sum it completes (the embedding's, under
+      // sequence parallelism, to none, although layer 0 reads it first). In
+      // the backward, partial sums flow through the norms' gradients and
+      // the residual adds and are reduced where an op needs them whole.
+      Operation *owner = phase == 0 && moved.producer ? moved.producer : &op;
+      int64_t layer = -1;
+      if (auto attr = owner->getAttrOfType<IntegerAttr>(tpc::kLayerAttrName))
+        layer = attr.getInt();
       Row &row = rows[{phase, layer, moved.kind.str(), moved.axes}];
       ++row.count;
       row.bytes += moved.bytes;
