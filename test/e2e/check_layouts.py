@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+"""End to end: layouts that do not depend on sizes (issue 19).
+
+Shapes the tiny models of check_dist.py never reach: a Llama whose head size
+(16) differs from its head count (8), grouped-query attention with 2 or 4
+kv-heads imported with --attention unfused (K and V repeated to the query
+heads), and a GPT-2 at batch 16, sequence 128, hidden 64 and 8 heads, where
+every activation outweighs every weight. For one named case (a model, tp,
+sequence parallelism on or off) the same random weights and batch are
+trained for a few AdamW steps on one device and on tp ranks (`tpc-run
+--ranks tp`). Checks, like check_dist.py:
+  - every parameter's first-step gradient and every step's loss and
+    grad_norm equal the single-device run's (1e-5), the gradients and the
+    first loss also float64 PyTorch autograd's;
+  - every rank's measured peak equals its planned peak;
+  - the collectives per layer are Megatron's (`dist-report-collectives` on
+    the same passes): 2 all-reduces forward and 2 backward without sequence
+    parallelism; 2 all-gathers and 2 reduce-scatters forward, 6 all-gathers
+    and 2 reduce-scatters backward with it; no parameter all-gathered. The
+    kv-heads are split (the Llama cases fail to compile otherwise: an
+    unfused grouped-query Llama with head_dim != heads was refused).
+Exit status 0: equal; 1: a difference or a tool failed; 77: no torch or no
+MPI launcher.
+
+    check_layouts.py --bin-dir build/bin --src-root . --work-dir /tmp/x --case llama-kv2-unfused-tp2
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+try:
+    import torch  # noqa: F401  (tpc_torch's reference)
+except ImportError:
+    print("torch is not importable by %s: skipped" % sys.executable)
+    sys.exit(77)
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e_support  # noqa: E402
+from e2e_support import run  # noqa: E402
+import tpc_torch  # noqa: E402
+
+TOLERANCE = 1e-5
+STEPS = 2
+STEP_LINE = re.compile(r"^step (\d+) loss (\S+) grad_norm (\S+) lr ", re.MULTILINE)
+PEAK_LINE = re.compile(r"^rank (\d+) peak_bytes (\d+) planned_peak_bytes (\d+)$",
+                       re.MULTILINE)
+
+LLAMA = {"architectures": ["LlamaForCausalLM"], "model_type": "llama",
+         "vocab_size": 256, "hidden_size": 128, "intermediate_size": 256,
+         "num_hidden_layers": 2, "num_attention_heads": 8,
+         "max_position_embeddings": 128, "hidden_act": "silu",
+         "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "attention_bias": False,
+         "mlp_bias": False, "tie_word_embeddings": False}
+GPT2 = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2",
+        "activation_function": "gelu_new", "vocab_size": 256, "n_embd": 64,
+        "n_head": 8, "n_layer": 2, "n_positions": 128, "n_inner": None,
+        "layer_norm_epsilon": 1e-5, "tie_word_embeddings": True}
+
+
+def make_cases():
+    cases = {}
+    # head_dim 16 != 8 heads; kv-heads split over tp (2 kv-heads do not
+    # divide over 4 ranks: 4 kv-heads there).
+    for kv, tp in ((2, 2), (4, 4)):
+        for sp in (False, True):
+            name = "llama-kv%d-unfused-tp%d%s" % (kv, tp, "-sp" if sp else "")
+            config = dict(LLAMA, num_key_value_heads=kv)
+            cases[name] = dict(config=config, tp=tp, sp=sp, batch=4, seq=16)
+    # Activations larger than the weights.
+    for tp in (2, 4):
+        for sp in (False, True):
+            name = "gpt2-b16-s128-tp%d%s" % (tp, "-sp" if sp else "")
+            cases[name] = dict(config=GPT2, tp=tp, sp=sp, batch=16, seq=128)
+    return cases
+
+
+CASES = make_cases()
+
+# dist-report-collectives rows of the layers: "<phase> <layer>: <kind> [tp] xN, .. bytes".
+LAYER_ROW = re.compile(r"^(forward|backward) (\d+): (\w+) \[([^\]]*)\] x(\d+), \d+ bytes$",
+                       re.MULTILINE)
+
+
+def expected_layer_rows(layers, sp):
+    per_layer = ([("forward", "all_gather", 2), ("forward", "reduce_scatter", 2),
+                  ("backward", "all_gather", 6), ("backward", "reduce_scatter", 2)]
+                 if sp else [("forward", "all_reduce", 2), ("backward", "all_reduce", 2)])
+    return sorted((phase, layer, kind, "tp", count)
+                  for layer in range(layers) for phase, kind, count in per_layer)
+
+
+def check_collectives(case, model_mlir, spec, layers):
+    """The per-layer collectives of the step the mesh runs; failures."""
+    pipeline = [case.tool("tpc-opt"), model_mlir, "--tpc-autodiff", "--tpc-optimizer",
+                "--tpc-unroll-train-step"]
+    step = subprocess.run(pipeline, stdout=subprocess.PIPE, text=True, check=True).stdout
+    step = step.replace("\n", "\ndist.mesh @mesh axes [tp = %d]\n" % spec["tp"], 1)
+    report = subprocess.run(
+        [case.tool("tpc-opt"), "-", "--dist-annotate-megatron=sequence-parallel=%s"
+         % ("true" if spec["sp"] else "false"), "--dist-propagate", "--dist-partition",
+         "--dist-report-collectives", "-o", os.devnull],
+        input=step, stdout=subprocess.PIPE, text=True, check=True).stdout
+    report = report[report.index("// collectives of @train_step"):]
+    print(report)
+    rows = sorted((phase, int(layer), kind, axes, int(count))
+                  for phase, layer, kind, axes, count in LAYER_ROW.findall(report))
+    failures = 0
+    if rows != expected_layer_rows(layers, spec["sp"]):
+        print("FAIL collectives per layer: %s, expected %s"
+              % (rows, expected_layer_rows(layers, spec["sp"])))
+        failures += 1
+    if "parameters all-gathered: 0\n" not in report:
+        print("FAIL a parameter is all-gathered")
+        failures += 1
+    return failures
+
+
+def main():
+    if not shutil.which("mpiexec"):
+        print("mpiexec is not on PATH: skipped")
+        return 77
+    if hasattr(e2e_support, "private_mpi_session_dir"):  # issue 10
+        e2e_support.private_mpi_session_dir()
+    case = e2e_support.Case(__doc__.split("\n")[0], CASES)
+    spec = CASES[case.name]
+    work, tool = case.work, case.tool
+    config_path = os.path.join(work, "config.json")
+    with open(config_path, "w") as f:
+        json.dump(spec["config"], f)
+    config = tpc_torch.load_config(config_path)
+
+    model_mlir = os.path.join(work, "model.mlir")
+    run([tool("tpc-import"), config_path, "-o", model_mlir, "--batch", str(spec["batch"]),
+         "--seq", str(spec["seq"]), "--attention", "unfused", "--dropout", "0"])
+    train = ["--train", "--optimizer", "adamw", "--lr", "1e-3"]
+    mesh = ["--mesh", "tp=%d" % spec["tp"]] + (["--sequence-parallel"] if spec["sp"] else [])
+    single_tpcx = os.path.join(work, "single.tpcx")
+    dist_tpcx = os.path.join(work, "dist.tpcx")
+    run([tool("tpc-compile"), model_mlir, "-o", single_tpcx] + train)
+    run([tool("tpc-compile"), model_mlir, "-o", dist_tpcx] + train + mesh)
+    failures = check_collectives(case, model_mlir, spec, config.layers)
+
+    weights = tpc_torch.random_weights(config, seed=1234)
+    # tpc_torch scales its weights for hidden 64: keep the projections'
+    # outputs O(1) at other widths (else f32 and float64 part by ~1e-5).
+    for name in weights:
+        if name.endswith("proj.weight"):
+            weights[name] *= (64.0 / config.hidden) ** 0.5
+    weights_path = os.path.join(work, "weights.safetensors")
+    tpc_torch.write_safetensors(weights_path, weights)
+    batch = tpc_torch.random_batch(config, spec["batch"], spec["seq"], seed=5)
+    inputs_path = os.path.join(work, "batch.safetensors")
+    tpc_torch.write_safetensors(inputs_path, batch)
+
+    def train_run(tpcx, label, extra):
+        grads = os.path.join(work, label + ".grads.safetensors")
+        stdout = run([tool("tpc-run"), tpcx, "--weights", weights_path, "--inputs",
+                      inputs_path, "--steps", str(STEPS), "--dump-grads", grads] + extra)
+        return stdout, STEP_LINE.findall(stdout), tpc_torch.read_safetensors(grads)
+
+    single_out, single_steps, single_grads = train_run(single_tpcx, "single", [])
+    dist_out, dist_steps, dist_grads = train_run(dist_tpcx, "dist",
+                                                 ["--ranks", str(spec["tp"])])
+
+    for rank, measured, planned in PEAK_LINE.findall(dist_out):
+        if measured != planned:
+            print("FAIL rank %s: measured peak %s bytes != planned %s"
+                  % (rank, measured, planned))
+            failures += 1
+    failures += e2e_support.check_peak(single_out)
+
+    def close(what, actual, expected):
+        error = abs(float(actual) - float(expected)) / abs(float(expected))
+        ok = error <= TOLERANCE
+        print("%s %s: %s expected %s (relative error %.2e)"
+              % ("ok" if ok else "FAIL", what, actual, expected, error))
+        return 0 if ok else 1
+
+    if len(dist_steps) != STEPS or len(single_steps) != STEPS:
+        print("FAIL expected %d step lines from each run" % STEPS)
+        return 1
+    for (k, loss, norm), (_, loss1, norm1) in zip(dist_steps, single_steps):
+        failures += close("step %s loss" % k, loss, loss1)
+        failures += close("step %s grad_norm" % k, norm, norm1)
+    loss, reference = tpc_torch.gradients(config, weights, batch)
+    failures += close("first loss vs PyTorch", dist_steps[0][1], float(loss))
+    for what, expected_grads in (("the single-device run", single_grads),
+                                 ("PyTorch", reference)):
+        worst = 0.0
+        for name, expected in sorted(expected_grads.items()):
+            actual = dist_grads.get(name)
+            if actual is None or tuple(actual.shape) != tuple(expected.shape):
+                print("FAIL %s: gradient missing or of another shape" % name)
+                failures += 1
+                continue
+            error = tpc_torch.relative_error(actual, expected)
+            worst = max(worst, error)
+            if error > TOLERANCE:
+                print("FAIL %s: gradient relative error %.3e against %s" % (name, error, what))
+                failures += 1
+        print("gradients vs %s: %d parameters, worst relative error %.2e"
+              % (what, len(expected_grads), worst))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
