@@ -93,6 +93,7 @@ def main():
         print("mpiexec is not on PATH: skipped")
         return 77
     case = e2e_support.Case(__doc__.split("\n")[0], CASES)
+    e2e_support.private_mpi_session_dir()
     spec = CASES[case.name]
     config_path = os.path.join(case.src_root, MODELS[spec["model"]])
     work, tool = case.work, case.tool

@@ -2,10 +2,13 @@
 and the memory check every tpc-run must pass."""
 
 import argparse
+import atexit
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 
 
 class Case:
@@ -57,3 +60,19 @@ def check_peak(stdout):
         return 1
     print("ok peak: measured %s bytes == planned" % peaks.group(1))
     return 0
+
+
+def private_mpi_session_dir():
+    """Gives this test's mpiexec launches (tpc-run --ranks) a session
+    directory of their own. Open MPI 4.1 creates <tmpdir>/ompi.<host>.<uid>
+    when a launch starts and removes it when its last job ends; two launches
+    at the same moment (two tests of one ctest -j2) race to create it and
+    one fails at start ("A call to mkdir was unable to create the desired
+    directory ... File exists", open-mpi/ompi#8510; seen here once in 580
+    tests). Short, under /tmp: it holds Unix sockets. A base the caller set
+    is kept."""
+    if os.environ.get("OMPI_MCA_orte_tmpdir_base"):
+        return
+    base = tempfile.mkdtemp(prefix="tpc-mpi-", dir="/tmp")
+    os.environ["OMPI_MCA_orte_tmpdir_base"] = base
+    atexit.register(shutil.rmtree, base, True)
