@@ -56,14 +56,36 @@ echo "== the same training on 4 CPU ranks: --mesh dp=2,tp=2 --sequence-parallel,
   --steps 40 --save-checkpoint "$OUT/gpt2-tiny-mesh.ckpt" | tee "$OUT/train-mesh.log"
 echo "report: $OUT/gpt2-tiny-mesh.report.json (per device, with communication bytes)"
 # Same weights, data and dropout masks: the 4-rank run follows the 1-rank one.
+# Along 40 free-running steps each run's float32 rounding grows by whatever
+# the optimization does (1e-5 here, more or less on other BLAS kernels), so
+# that is shown, not checked. What is checked is what float32 promises: one
+# step from the same state gives the same loss on 1 and on 4 ranks, for step 1 and for a step 41 from the 4-rank run's checkpoint, within
+# twice the one-evaluation tolerance of a scalar (8 x 4u each,
+# docs/testing/tolerances.md) plus the printed precision.
 awk 'FNR == 1 { file++ } /^step / { loss[file, $2] = $4; n = $2 }
      END { worst = 0
            for (i = 1; i <= n; i++) {
              d = loss[1, i] - loss[2, i]; if (d < 0) d = -d
              if (d / loss[1, i] > worst) worst = d / loss[1, i] }
-           printf "1 rank vs 4 ranks: step %d loss %s vs %s, largest relative difference over %d steps %.2e\n", n, loss[1, n], loss[2, n], n, worst
-           if (worst > 1e-4) { print "error: the 4-rank run differs from the 1-rank run"; exit 1 } }' \
+           printf "1 rank vs 4 ranks, free-running: step %d loss %s vs %s, largest relative difference over %d steps %.2e\n", n, loss[1, n], loss[2, n], n, worst }' \
   "$OUT/train.log" "$OUT/train-mesh.log"
+echo "== step 41 from the 4-rank checkpoint, on 1 rank and on 4 ranks"
+"$BIN/tpc-run" "$OUT/gpt2-tiny-train.tpcx" --load-checkpoint "$OUT/gpt2-tiny-mesh.ckpt" \
+  --data examples/data/train.bin --steps 1 | grep '^step' | tee "$OUT/step41.log"
+"$BIN/tpc-run" "$OUT/gpt2-tiny-mesh.tpcx" --ranks 4 --load-checkpoint "$OUT/gpt2-tiny-mesh.ckpt" \
+  --data examples/data/train.bin --steps 1 | grep '^step' | tee "$OUT/step41-mesh.log"
+cat "$OUT/train.log" "$OUT/step41.log" > "$OUT/one-step-checks.log"
+cat "$OUT/train-mesh.log" "$OUT/step41-mesh.log" > "$OUT/one-step-checks-mesh.log"
+awk 'FNR == 1 { file++ } /^step / { loss[file, $2] = $4; norm[file, $2] = $6 }
+     END { u = 2 ^ -24; status = 0
+           for (k = 1; k <= 41; k += 40) {
+             tolerance = 2 * 8 * 4 * u + 1e-6 / loss[1, k]
+             d = loss[1, k] - loss[2, k]; if (d < 0) d = -d
+             e = norm[1, k] - norm[2, k]; if (e < 0) e = -e
+             printf "step %d from the same state: loss %s vs %s, grad_norm %s vs %s (loss relative difference %.1e, tolerance %.1e; grad_norm %.1e)\n", k, loss[1, k], loss[2, k], norm[1, k], norm[2, k], d / loss[1, k], tolerance, e / norm[1, k]
+             if (d / loss[1, k] > tolerance) status = 1 }
+           if (status) { print "error: the 4-rank run differs from the 1-rank run from the same state"; exit 1 } }' \
+  "$OUT/one-step-checks.log" "$OUT/one-step-checks-mesh.log"
 # The job fails if training did not lower the loss (first 5 steps vs last 5).
 awk '/^step / { loss[$2] = $4; n = $2 }
      END { for (i = 1; i <= 5; i++) { a += loss[i]; b += loss[n - 5 + i] }
