@@ -17,7 +17,7 @@ tolerance; the update's |tpc - float64| / bound), leaving out the perturbed
 cases, which pass by exceeding them. Exit status 0 when nothing failed.
 
     test/e2e/openblas_matrix.py --build-dir build [--jobs 2] [--tests REGEX]
-        [--log-dir DIR] [--bin-dir COPY_OF_BUILD_BIN]
+        [--log-dir DIR] [--bin-dir COPY_OF_BUILD_BIN] [--source-dir CHECKOUT]
 """
 
 import argparse
@@ -43,6 +43,7 @@ CORE_TYPES = [
 ]
 THREADS = (1, 2)
 BIN_DIR = None
+SOURCES = None  # (the build's source dir, the one to use instead)
 
 # What the e2e drivers print: "... relative error E ... (tolerance T ...",
 # and the update check's "worst |tpc - float64| / bound R". Each error line
@@ -91,15 +92,27 @@ def e2e_tests(build_dir, pattern):
         properties = {p["name"]: p["value"] for p in test.get("properties", [])}
         environment = dict(item.split("=", 1) for item in properties.get("ENVIRONMENT", []))
         tests.append(dict(name=test["name"], command=test["command"], env=environment,
+                          build_dir=build_dir,
                           skip=properties.get("SKIP_RETURN_CODE"),
                           cwd=properties.get("WORKING_DIRECTORY", build_dir)))
     return tests
 
 
+def relocate(arg, build_dir):
+    """An argument of a test's command with the build's tools replaced by
+    --bin-dir and the build's sources by --source-dir."""
+    tools = os.path.join(build_dir, "bin")
+    if BIN_DIR and arg.startswith(tools):
+        return BIN_DIR + arg[len(tools):]
+    if SOURCES and (arg == SOURCES[0] or arg.startswith(SOURCES[0] + "/")) \
+            and not arg.startswith(build_dir):
+        return SOURCES[1] + arg[len(SOURCES[0]):]
+    return arg
+
+
 def run_test(test, core, threads, label):
     command = list(test["command"])
-    if BIN_DIR and "--bin-dir" in command:
-        command[command.index("--bin-dir") + 1] = BIN_DIR
+    command = [relocate(arg, test["build_dir"]) for arg in command]
     if "--work-dir" in command:
         i = command.index("--work-dir") + 1
         command[i] = os.path.join(command[i], label)
@@ -145,10 +158,17 @@ def main():
     parser.add_argument("--log-dir", help="write each configuration's output here")
     parser.add_argument("--bin-dir", help="run these tools instead of the build's (a "
                         "copy, so that rebuilding meanwhile changes nothing)")
+    parser.add_argument("--source-dir", help="run the test scripts of this checkout "
+                        "instead of the build's (e.g. a `git worktree` of the commit "
+                        "the --bin-dir copy was built from)")
     args = parser.parse_args()
     build_dir = os.path.abspath(args.build_dir)
-    global BIN_DIR
+    global BIN_DIR, SOURCES
     BIN_DIR = args.bin_dir and os.path.abspath(args.bin_dir)
+    if args.source_dir:
+        with open(os.path.join(build_dir, "CMakeCache.txt")) as f:
+            home = re.search(r"^CMAKE_HOME_DIRECTORY:INTERNAL=(.*)$", f.read(), re.M)
+        SOURCES = (home.group(1), os.path.abspath(args.source_dir))
 
     library = openblas_library(os.path.join(BIN_DIR or os.path.join(build_dir, "bin"),
                                             "tpc-run"))
