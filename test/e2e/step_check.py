@@ -61,7 +61,9 @@ class Bounded:
         return Bounded(value, rounding + extra_ulps * U32 * value.abs())
 
     def _rounded(self, value, error):
-        return Bounded(value, error + U32 * value.abs())
+        # Round to nearest: within u of the magnitude, or half the spacing of
+        # float32's subnormals (2^-150) below 2^-126.
+        return Bounded(value, error + torch.clamp(U32 * value.abs(), min=2.0 ** -150))
 
     def __add__(self, other):
         return self._rounded(self.value + other.value, self.error + other.error)
