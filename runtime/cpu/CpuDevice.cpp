@@ -86,7 +86,7 @@ bool convertsItself(fb::OpCode op) {
   return op == fb::OpCode::Embedding || op == fb::OpCode::Copy ||
          op == fb::OpCode::Cast || op == fb::OpCode::Slice ||
          op == fb::OpCode::AllGather || op == fb::OpCode::ShardSlice ||
-         op == fb::OpCode::AllToAll;
+         op == fb::OpCode::ShardPad || op == fb::OpCode::AllToAll;
 }
 
 /// A tensor viewed around `dim` as [outer, shape[dim], inner].
@@ -561,6 +561,7 @@ Status CpuDevice::run(const KernelCall &call, const Resolved &r,
   case fb::OpCode::AllGather:
   case fb::OpCode::ReduceScatter:
   case fb::OpCode::ShardSlice:
+  case fb::OpCode::ShardPad:
   case fb::OpCode::AllToAll:
     return runCollective(call, r);
   }
@@ -667,6 +668,17 @@ Status CpuDevice::runCollective(const KernelCall &call, const Resolved &r) {
       std::memcpy(r.results[0] + o * rowBytes,
                   r.operands[0] + (o * g + call.groupPosition) * rowBytes,
                   rowBytes);
+    return Status::ok();
+  }
+  case fb::OpCode::ShardPad: {
+    // Local: zeros, with x as block `position` along dim (the position
+    // being this rank's in the group): a partial sum over the group.
+    AroundDim v = aroundDim(x.shape, call.intAttrs[0]);
+    uint64_t rowBytes = v.extent * v.inner * elementBytes;
+    std::memset(r.results[0], 0, call.results[0].bytes);
+    for (int64_t o = 0; o < v.outer; ++o)
+      std::memcpy(r.results[0] + (o * g + call.groupPosition) * rowBytes,
+                  r.operands[0] + o * rowBytes, rowBytes);
     return Status::ok();
   }
   case fb::OpCode::AllToAll: {

@@ -103,6 +103,7 @@ constexpr OpInfo kOps[] = {
     {fb::OpCode::ReduceScatter, "reduce_scatter", 1, 1, 1},
     {fb::OpCode::ShardSlice, "shard_slice", 1, 1, 1},
     {fb::OpCode::AllToAll, "all_to_all", 1, 1, 1},
+    {fb::OpCode::ShardPad, "shard_pad", 1, 1, 1},
 };
 static_assert(sizeof(kOps) / sizeof(kOps[0]) ==
                   static_cast<size_t>(fb::OpCode::MAX) + 1,

@@ -1159,9 +1159,9 @@ Status KernelDecoder::allReduce() {
   return shape(out(0), "result", in(0).shape);
 }
 
-/// all_gather, reduce_scatter and shard_slice: [dim, axes...]; the result
-/// is the input with dimension dim multiplied (all_gather) or divided by the
-/// group size.
+/// all_gather, reduce_scatter, shard_slice and shard_pad: [dim, axes...];
+/// the result is the input with dimension dim multiplied (all_gather,
+/// shard_pad) or divided by the group size.
 Status KernelDecoder::alongDim() {
   if (Status s = groupAxes(1); !s)
     return s;
@@ -1173,7 +1173,9 @@ Status KernelDecoder::alongDim() {
   int64_t g = call.groupSize, extent = in(0).shape[dim];
   std::vector<int64_t> expected = in(0).shape;
   std::string g_ = std::to_string(g), d_ = std::to_string(dim);
-  if (call.op == fb::OpCode::AllGather) {
+  bool grows =
+      call.op == fb::OpCode::AllGather || call.op == fb::OpCode::ShardPad;
+  if (grows) {
     if (__builtin_mul_overflow(extent, g, &expected[dim]))
       return Status::error("gathering " + describe("input", in(0)) + " " + g_ +
                            " times overflows");
@@ -1194,7 +1196,7 @@ Status KernelDecoder::alongDim() {
           (static_cast<int64_t>(d) != dim
                ? std::to_string(expected[d]) + " (the input's)"
                : std::to_string(extent) +
-                     (call.op == fb::OpCode::AllGather ? " x " : " / ") + g_ +
+                     (grows ? " x " : " / ") + g_ +
                      " = " + std::to_string(expected[d])) +
           " (" + describe("input", in(0)) + ", group size " + g_ + ")");
   return Status::ok();
@@ -1268,6 +1270,7 @@ Status KernelDecoder::decode() {
   case fb::OpCode::AllGather:
   case fb::OpCode::ReduceScatter:
   case fb::OpCode::ShardSlice:
+  case fb::OpCode::ShardPad:
     return alongDim();
   case fb::OpCode::AllToAll:
     return allToAll();

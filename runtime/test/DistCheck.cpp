@@ -2,7 +2,8 @@
 //
 // `mpiexec -n 2|4 tpcrt-dist-check` runs small distributed executables, one
 // Interpreter per rank, and checks on every rank:
-//   - each collective opcode over every group of the mesh ([tp=2] on 2 ranks;
+//   - each collective opcode (shard_slice and shard_pad too) over every
+//     group of the mesh ([tp=2] on 2 ranks;
 //     [dp=2, tp=2] and [tp=2] on each half of the world on 4 ranks) against
 //     values the test computes from the rank-indexed inputs alone;
 //   - a column-parallel linear, gelu and a row-parallel linear with its
@@ -184,12 +185,14 @@ std::vector<CollectiveCase> collectiveCases() {
       {"all_gather i64 dim 2", Op::AllGather, {2}, I64},
       {"shard_slice i64 dim 1", Op::ShardSlice, {1}, I64},
       {"all_to_all i64 0 2", Op::AllToAll, {0, 2}, I64},
+      {"shard_pad bf16 dim 1", Op::ShardPad, {1}, BF16},
   };
   for (int64_t d = 0; d < 3; ++d) {
     std::string dim = " dim " + std::to_string(d);
     cases.push_back({"all_gather" + dim, Op::AllGather, {d}});
     cases.push_back({"reduce_scatter" + dim, Op::ReduceScatter, {d}});
     cases.push_back({"shard_slice" + dim, Op::ShardSlice, {d}});
+    cases.push_back({"shard_pad" + dim, Op::ShardPad, {d}});
   }
   return cases;
 }
@@ -199,6 +202,7 @@ std::vector<int64_t> resultShape(const CollectiveCase &c, int64_t g) {
   std::vector<int64_t> shape = kShape;
   switch (c.op) {
   case Op::AllGather:
+  case Op::ShardPad:
     shape[c.dims[0]] *= g;
     break;
   case Op::ReduceScatter:
@@ -257,6 +261,15 @@ std::vector<double> expectedCollective(const CollectiveCase &c,
       idx[c.dims[0]] += position * out[c.dims[0]];
       want[e] = value(me, flatten(idx, kShape));
       break;
+    case Op::ShardPad: {
+      // Zeros but for this rank's block.
+      int64_t d = c.dims[0];
+      if (idx[d] / kShape[d] == position) {
+        idx[d] %= kShape[d];
+        want[e] = value(me, flatten(idx, kShape));
+      }
+      break;
+    }
     case Op::AllToAll: {
       // Piece p came from member p: its piece number `position`.
       int64_t s = c.dims[0], cd = c.dims[1];

@@ -196,6 +196,15 @@ func.func @f(%x: tensor<8x16xf32>) {
 // -----
 
 dist.mesh @m axes [dp = 2, tp = 4]
+func.func @f(%x: tensor<8x4xf32>) {
+  // expected-error @+1 {{result type 'tensor<8x8xf32>' has the wrong shape: expected 'tensor<8x16xf32>'}}
+  %0 = dist.shard_pad %x on @m axes [tp] dim 1 : tensor<8x4xf32> -> tensor<8x8xf32>
+  return
+}
+
+// -----
+
+dist.mesh @m axes [dp = 2, tp = 4]
 func.func @f(%x: tensor<8x16xf32>) {
   // expected-error @+1 {{result type 'tensor<8x4xf32>' has the wrong shape: expected 'tensor<32x4xf32>'}}
   %0 = dist.all_to_all %x on @m axes [tp] split 1 concat 0 : tensor<8x16xf32> -> tensor<8x4xf32>

@@ -48,6 +48,8 @@ func.func @collectives(%x: tensor<8x16x64xf32>, %s: tensor<8x4x64xf32>, %r: tens
   %6 = dist.reduce_scatter %x on @mesh axes [dp] dim 0 reduce min : tensor<8x16x64xf32> -> tensor<4x16x64xf32>
   // CHECK: dist.shard_slice %{{.*}} on @mesh axes [tp] dim 1 : tensor<8x16x64xf32> -> tensor<8x4x64xf32>
   %ss = dist.shard_slice %x on @mesh axes [tp] dim 1 : tensor<8x16x64xf32> -> tensor<8x4x64xf32>
+  // CHECK: dist.shard_pad %{{.*}} on @mesh axes [tp] dim 1 : tensor<8x4x64xf32> -> tensor<8x16x64xf32>
+  %sp = dist.shard_pad %ss on @mesh axes [tp] dim 1 : tensor<8x4x64xf32> -> tensor<8x16x64xf32>
   // CHECK: dist.all_to_all %{{.*}} on @mesh axes [tp] split 2 concat 1 : tensor<8x4x64xf32> -> tensor<8x16x16xf32>
   %7 = dist.all_to_all %s on @mesh axes [tp] split 2 concat 1 : tensor<8x4x64xf32> -> tensor<8x16x16xf32>
   // CHECK: dist.broadcast %{{.*}} on @mesh axes [tp] root 3 : tensor<8x16xf32>

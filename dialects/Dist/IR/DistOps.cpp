@@ -350,17 +350,28 @@ LogicalResult AllReduceOp::verifySymbolUses(SymbolTableCollection &symbols) {
   return verifyGroup(*this, symbols, getMeshAttr(), getAxes());
 }
 
-LogicalResult AllGatherOp::verifySymbolUses(SymbolTableCollection &symbols) {
+/// A collective whose result is its input with `dim` times the group size
+/// (all_gather, shard_pad).
+template <typename OpTy>
+static LogicalResult verifyGrowingDim(OpTy op, SymbolTableCollection &symbols) {
   FailureOr<int64_t> group =
-      verifyGroup(*this, symbols, getMeshAttr(), getAxes());
-  auto input = getInput().getType();
-  int64_t gatherDim = getDimAttr().getInt();
-  if (failed(group) || failed(verifyDim(*this, "dim", gatherDim, input)))
+      verifyGroup(op, symbols, op.getMeshAttr(), op.getAxes());
+  auto input = op.getInput().getType();
+  int64_t grownDim = op.getDimAttr().getInt();
+  if (failed(group) || failed(verifyDim(op, "dim", grownDim, input)))
     return failure();
-  return verifyResultShape(*this, input, getResult().getType(),
+  return verifyResultShape(op, input, op.getResult().getType(),
                            [&](int64_t dim, int64_t size) {
-                             return dim == gatherDim ? size * *group : size;
+                             return dim == grownDim ? size * *group : size;
                            });
+}
+
+LogicalResult AllGatherOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  return verifyGrowingDim(*this, symbols);
+}
+
+LogicalResult ShardPadOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  return verifyGrowingDim(*this, symbols);
 }
 
 LogicalResult

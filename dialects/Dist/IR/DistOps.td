@@ -191,6 +191,34 @@ def Dist_ShardSliceOp : Dist_CollectiveOp<"shard_slice",
   }];
 }
 
+def Dist_ShardPadOp : Dist_CollectiveOp<"shard_pad",
+    [Pure, AllElementTypesMatch<["input", "result"]>]> {
+  let summary = "Places this device's piece in zeros: a partial sum";
+  let description = commonDescription # [{
+
+    The inverse of `shard_slice`: device `i` of the group puts its input as
+    piece `i` along `dim` of a zero tensor group-size times larger there, so
+    the group's results sum to the whole value. The transition from split
+    to partial sum, which needs no communication: an op linear in the value
+    may then run on the partial sum and its result be reduced later, where
+    it is smaller (`dist-partition` does so for a `tpc.sum_groups` whose
+    grouped dimension is split finer than its groups: the weight gradient
+    of replicated kv-heads).
+
+    ```mlir
+    %p = dist.shard_pad %s on @mesh axes [tp] dim 0
+        : tensor<1x16x128xf32> -> tensor<4x16x128xf32>
+    ```
+  }];
+  let arguments = (ins AnyStaticShapeTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, I64Attr:$dim);
+  let results = (outs AnyStaticShapeTensor:$result);
+  let assemblyFormat = [{
+    $input `on` $mesh `axes` custom<Axes>($axes) `dim` $dim attr-dict `:`
+      type($input) `->` type($result)
+  }];
+}
+
 def Dist_BroadcastOp : Dist_CollectiveOp<"broadcast",
     [Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "Every device of the group gets the root's value";

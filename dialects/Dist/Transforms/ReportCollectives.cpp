@@ -37,7 +37,8 @@ struct Moved {
   Operation *producer;
 };
 
-/// Null for what is no collective (a `dist.shard_slice` moves nothing).
+/// Null for what is no collective (a `dist.shard_slice` or `dist.shard_pad`
+/// moves nothing).
 std::optional<Moved> collective(Operation *op) {
   Value counted;
   StringRef kind;
@@ -106,7 +107,7 @@ void report(func::FuncOp func, raw_ostream &os) {
       pending.push_back(std::move(*moved));
       continue;
     }
-    if (isa<ShardSliceOp>(op) || pending.empty())
+    if (isa<ShardSliceOp, ShardPadOp>(op) || pending.empty())
       continue;
     // dist-partition inserts the collectives an op needs right before it.
     int phase = 0;

@@ -40,8 +40,8 @@ def Rt_Dialect : Dialect {
     (`rt.program @forward mesh [dp = 2, tp = 2]`) and is what every rank
     runs on its own blocks: params and inputs say how their global tensors
     are split (`splits [[dp], []]`, mesh axes per dimension), the
-    collectives `all_reduce`, `all_gather`, `reduce_scatter`, `shard_slice`
-    and `all_to_all` are kernels over groups of ranks, and the dropout
+    collectives `all_reduce`, `all_gather`, `reduce_scatter`, `shard_slice`,
+    `all_to_all` and `shard_pad` are kernels over groups of ranks, and the dropout
     kernels draw each element at its global index. The module carries the whole-program numbers as discardable
     attributes: `rt.arena_bytes` (the arena size per rank),
     `rt.planned_peak_bytes` (see `rt-plan-memory`) and `rt.seed` (the dropout
@@ -147,7 +147,8 @@ def Rt_OpCode : I32EnumAttr<"OpCode", "a runtime kernel (tpcx.fbs OpCode)", [
       I32EnumAttrCase<"AllGather", 45, "all_gather">,
       I32EnumAttrCase<"ReduceScatter", 46, "reduce_scatter">,
       I32EnumAttrCase<"ShardSlice", 47, "shard_slice">,
-      I32EnumAttrCase<"AllToAll", 48, "all_to_all">
+      I32EnumAttrCase<"AllToAll", 48, "all_to_all">,
+      I32EnumAttrCase<"ShardPad", 49, "shard_pad">
     ]> {
   let cppNamespace = "::mlir::rt";
   let genSpecializedAttr = 0;

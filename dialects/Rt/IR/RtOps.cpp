@@ -493,6 +493,7 @@ constexpr KernelInfo kKernels[] = {
     {OpCode::ReduceScatter, 1, 1, 1, 2, 16, 0, 0},
     {OpCode::ShardSlice, 1, 1, 1, 2, 16, 0, 0},
     {OpCode::AllToAll, 1, 1, 1, 3, 16, 0, 0},
+    {OpCode::ShardPad, 1, 1, 1, 2, 16, 0, 0},
 };
 static_assert(std::size(kKernels) ==
                   static_cast<size_t>(getMaxEnumValForOpCode()) + 1,
@@ -1210,7 +1211,7 @@ LogicalResult KernelChecker::checkCollective() {
   if (opcode == OpCode::ReduceScatter && !isa<FloatType>(element))
     return error() << "reduces f32, bf16 or f16, not " << input;
   // Each dim names a dimension of the input; the result's is `g` times
-  // (gathered) or a `g`-th (divided) of it.
+  // (gathered, padded) or a `g`-th (divided) of it.
   SmallVector<int64_t> expected(input.getShape());
   auto dimAt = [&](unsigned i, StringRef name) -> FailureOr<int64_t> {
     int64_t dim = ints[i];
@@ -1242,8 +1243,8 @@ LogicalResult KernelChecker::checkCollective() {
       return failure();
   } else {
     FailureOr<int64_t> dim = dimAt(0, "dim");
-    if (failed(dim) ||
-        failed(opcode == OpCode::AllGather ? multiply(*dim) : divide(*dim)))
+    bool grows = opcode == OpCode::AllGather || opcode == OpCode::ShardPad;
+    if (failed(dim) || failed(grows ? multiply(*dim) : divide(*dim)))
       return failure();
   }
   return hasShape(result, "result", expected);
@@ -1396,6 +1397,7 @@ LogicalResult KernelChecker::check() {
   case OpCode::ReduceScatter:
   case OpCode::ShardSlice:
   case OpCode::AllToAll:
+  case OpCode::ShardPad:
     return checkCollective();
   }
   llvm_unreachable("unknown opcode");

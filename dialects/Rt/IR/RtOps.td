@@ -231,13 +231,14 @@ def Rt_KernelOp : Rt_Op<"kernel", [AttrSizedOperandSegments]> {
     | reduce_scatter | input → 1                  | dim, axes...      |                       |       |
     | shard_slice   | input → 1                   | dim, axes...      |                       |       |
     | all_to_all    | input → 1                   | split dim, concat dim, axes... |          |       |
+    | shard_pad     | input → 1                   | dim, axes...      |                       |       |
 
     `dropout`, `attention`, `dropout_mask` and `attention_grad` take an
     optional second int, the first index: where this piece (a microbatch)
     starts in the op's full tensor, so that its dropout mask is the one the
     whole batch draws. `rotary` with flag 1 rotates backwards (its gradient).
 
-    The collectives (`all_reduce` to `all_to_all`) run over a group of
+    The collectives (`all_reduce` to `shard_pad`) run over a group of
     ranks: the `axes` ending their `ints` are indices into the program's
     mesh (at least one, none twice, major first), and the group is the
     ranks whose coordinates agree off those axes; a rank's position in it
@@ -249,8 +250,10 @@ def Rt_KernelOp : Rt_Op<"kernel", [AttrSizedOperandSegments]> {
     of the f32 sum; `shard_slice` keeps block `position` along `dim` of its
     own input, without communication; `all_to_all` cuts its input along the
     split dim into `g` blocks, sends block `j` to position `j` and
-    concatenates what it receives along the concat dim. The divided
-    dimension must be divisible by `g`.
+    concatenates what it receives along the concat dim; `shard_pad` writes
+    zeros with its input as block `position` along `dim` (`g` times the
+    input's), without communication: a partial sum over the group. The
+    divided dimension must be divisible by `g`.
 
     In a distributed program `dropout`, `dropout_mask`, `attention` and
     `attention_grad` may carry `splits`: how the global tensor of their

@@ -807,7 +807,7 @@ LogicalResult Lowering::lowerOp(Operation *op) {
                            << "' to rt: it annotates a global value; run "
                               "dist-partition first";
   if (isa<dist::AllReduceOp, dist::AllGatherOp, dist::ReduceScatterOp,
-          dist::ShardSliceOp, dist::AllToAllOp>(op)) {
+          dist::ShardSliceOp, dist::ShardPadOp, dist::AllToAllOp>(op)) {
     FailureOr<KernelSpec> spec = collectiveKernel(op);
     if (failed(spec))
       return failure();
@@ -1021,6 +1021,10 @@ FailureOr<KernelSpec> Lowering::collectiveKernel(Operation *op) {
       })
       .Case([&](dist::ShardSliceOp op) {
         return spec(OpCode::ShardSlice, op.getMeshAttr(), op.getAxes(),
+                    {op.getDimAttr().getInt()});
+      })
+      .Case([&](dist::ShardPadOp op) {
+        return spec(OpCode::ShardPad, op.getMeshAttr(), op.getAxes(),
                     {op.getDimAttr().getInt()});
       })
       .Case([&](dist::AllToAllOp op) {

@@ -47,7 +47,8 @@ bool isDriverOp(Operation *op) {
 
 bool isCollective(Operation *op) {
   return isa<dist::AllReduceOp, dist::AllGatherOp, dist::ReduceScatterOp,
-             dist::ShardSliceOp, dist::AllToAllOp, dist::BroadcastOp,
+             dist::ShardSliceOp, dist::ShardPadOp, dist::AllToAllOp,
+             dist::BroadcastOp,
              dist::SendOp, dist::RecvOp>(op);
 }
 
@@ -132,7 +133,7 @@ LogicalResult mlir::tpc::countCommBytes(func::FuncOp function,
       total.allReduce += floats * positions * 4;
       return WalkResult::advance();
     }
-    if (!isCollective(op) || isa<dist::ShardSliceOp>(op))
+    if (!isCollective(op) || isa<dist::ShardSliceOp, dist::ShardPadOp>(op))
       return WalkResult::advance();
     int64_t bytes = 0;
     int64_t CommBytes::*kind = nullptr;
