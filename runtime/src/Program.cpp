@@ -1195,9 +1195,8 @@ Status KernelDecoder::alongDim() {
           std::to_string(out(0).shape[d]) + ", expected " +
           (static_cast<int64_t>(d) != dim
                ? std::to_string(expected[d]) + " (the input's)"
-               : std::to_string(extent) +
-                     (grows ? " x " : " / ") + g_ +
-                     " = " + std::to_string(expected[d])) +
+               : std::to_string(extent) + (grows ? " x " : " / ") + g_ + " = " +
+                     std::to_string(expected[d])) +
           " (" + describe("input", in(0)) + ", group size " + g_ + ")");
   return Status::ok();
 }

@@ -48,8 +48,7 @@ bool isDriverOp(Operation *op) {
 bool isCollective(Operation *op) {
   return isa<dist::AllReduceOp, dist::AllGatherOp, dist::ReduceScatterOp,
              dist::ShardSliceOp, dist::ShardPadOp, dist::AllToAllOp,
-             dist::BroadcastOp,
-             dist::SendOp, dist::RecvOp>(op);
+             dist::BroadcastOp, dist::SendOp, dist::RecvOp>(op);
 }
 
 /// The latest phase of the ops that read `value`, through collectives (the
