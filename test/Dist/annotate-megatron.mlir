@@ -5,6 +5,11 @@
 // RUN: tpc-import %S/../../examples/configs/llama-tiny.json --batch 4 --seq 8 --attention unfused | sed '1a dist.mesh @mesh axes [tp = 2]' | tpc-opt --dist-annotate-megatron=sequence-parallel=true | FileCheck %s --check-prefix=LLAMA
 // RUN: tpc-import %S/../Transforms/Inputs/llama-gqa-h128.json --batch 4 --seq 8 | sed '1a dist.mesh @mesh axes [tp = 2]' | tpc-opt --dist-annotate-megatron | FileCheck %s --check-prefix=GQA
 // RUN: tpc-import %S/../Transforms/Inputs/llama-gqa-h128.json --batch 4 --seq 8 --attention unfused | sed '1a dist.mesh @mesh axes [tp = 2]' | tpc-opt --dist-annotate-megatron | FileCheck %s --check-prefix=GQA
+// RUN: tpc-import %S/../Transforms/Inputs/llama-gqa-h128.json --batch 4 --seq 8 | tpc-opt --dist-replicate-kv-heads=tp=4 | sed '1a dist.mesh @mesh axes [tp = 4]' | tpc-opt --dist-annotate-megatron | FileCheck %s --check-prefix=KV2
+// RUN: tpc-import %S/../Transforms/Inputs/llama-gqa-h128.json --batch 4 --seq 8 --attention unfused | tpc-opt --dist-replicate-kv-heads=tp=4 | sed '1a dist.mesh @mesh axes [tp = 4]' | tpc-opt --dist-annotate-megatron | FileCheck %s --check-prefix=KV2
+// RUN: sed 's/"num_key_value_heads": 2/"num_key_value_heads": 1/' %S/../Transforms/Inputs/llama-gqa-h128.json > %t.mqa.json
+// RUN: tpc-import %t.mqa.json --batch 4 --seq 8 | tpc-opt --dist-replicate-kv-heads=tp=2 | sed '1a dist.mesh @mesh axes [tp = 2]' | tpc-opt --dist-annotate-megatron | FileCheck %s --check-prefix=MQA
+// RUN: tpc-import %t.mqa.json --batch 4 --seq 8 --attention unfused | tpc-opt --dist-replicate-kv-heads=tp=2 | sed '1a dist.mesh @mesh axes [tp = 2]' | tpc-opt --dist-annotate-megatron | FileCheck %s --check-prefix=MQA
 
 // GPT-2: c_attn [h, 3, heads, d] splits heads (dim 2), never the Q/K/V blocks;
 // its bias [3, heads, d] dim 1; attention's c_proj splits its input rows;
@@ -50,3 +55,25 @@
 // GQA-DAG: tensor<2x16x128xf32> {dist.sharding = #dist.sharding<@mesh, {{\[}}[tp], [], []]>, {{.*}}tpc.param = "model.layers.0.self_attn.k_proj.weight"}
 // GQA-DAG: tensor<2x16x128xf32> {dist.sharding = #dist.sharding<@mesh, {{\[}}[tp], [], []]>, {{.*}}tpc.param = "model.layers.0.self_attn.v_proj.weight"}
 // GQA-DAG: tensor<128x128xf32> {dist.sharding = #dist.sharding<@mesh, {{\[}}[], [tp]]>, tpc.param = "model.layers.0.self_attn.o_proj.weight"}
+
+// Fewer kv-heads than devices (2 over tp = 4; multi-query attention's 1 over
+// tp = 2), fused and unfused: dist-replicate-kv-heads repeated the K and V
+// weights' kv-heads up to tp. The parameters stay whole (replicated); their
+// repeat is split, so each device slices its kv-head's copy and computes
+// only that kv-head; the query splits its 8 heads as always.
+// KV2-DAG: tensor<8x16x128xf32> {dist.sharding = #dist.sharding<@mesh, {{\[}}[tp], [], []]>, {{.*}}tpc.param = "model.layers.0.self_attn.q_proj.weight"}
+// KV2-DAG: tensor<2x16x128xf32> {tpc.hf_shape = array<i64: 32, 128>, tpc.param = "model.layers.0.self_attn.k_proj.weight"}
+// KV2-DAG: tensor<2x16x128xf32> {tpc.hf_shape = array<i64: 32, 128>, tpc.param = "model.layers.0.self_attn.v_proj.weight"}
+// KV2-DAG: tensor<128x128xf32> {dist.sharding = #dist.sharding<@mesh, {{\[}}[], [tp]]>, tpc.param = "model.layers.0.self_attn.o_proj.weight"}
+// KV2: %[[K:.*]] = tpc.repeat %arg3 dim 0 times 2 {tpc.layer = 0 : i64} : tensor<2x16x128xf32>
+// KV2-NEXT: %[[KS:.*]] = dist.shard %[[K]] to <@mesh, {{\[}}[tp], [], []]> : tensor<4x16x128xf32>
+// KV2-NEXT: tpc.linear %{{.*}}, %[[KS]] layout out_in {tpc.layer = 0 : i64} : tensor<4x8x128xf32>, tensor<4x16x128xf32>
+// KV2: %[[V:.*]] = tpc.repeat %arg4 dim 0 times 2 {tpc.layer = 0 : i64} : tensor<2x16x128xf32>
+// KV2-NEXT: %[[VS:.*]] = dist.shard %[[V]] to <@mesh, {{\[}}[tp], [], []]> : tensor<4x16x128xf32>
+// KV2-NEXT: tpc.linear %{{.*}}, %[[VS]] layout out_in {tpc.layer = 0 : i64} : tensor<4x8x128xf32>, tensor<4x16x128xf32>
+// MQA-DAG: tensor<8x16x128xf32> {dist.sharding = #dist.sharding<@mesh, {{\[}}[tp], [], []]>, {{.*}}tpc.param = "model.layers.0.self_attn.q_proj.weight"}
+// MQA-DAG: tensor<1x16x128xf32> {tpc.hf_shape = array<i64: 16, 128>, tpc.param = "model.layers.0.self_attn.k_proj.weight"}
+// MQA-DAG: tensor<1x16x128xf32> {tpc.hf_shape = array<i64: 16, 128>, tpc.param = "model.layers.0.self_attn.v_proj.weight"}
+// MQA: %[[K:.*]] = tpc.repeat %arg3 dim 0 times 2 {tpc.layer = 0 : i64} : tensor<1x16x128xf32>
+// MQA-NEXT: %[[KS:.*]] = dist.shard %[[K]] to <@mesh, {{\[}}[tp], [], []]> : tensor<2x16x128xf32>
+// MQA-NEXT: tpc.linear %{{.*}}, %[[KS]] layout out_in {tpc.layer = 0 : i64} : tensor<4x8x128xf32>, tensor<2x16x128xf32>

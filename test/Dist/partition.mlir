@@ -79,3 +79,35 @@ func.func @norm(%a: tensor<8x16xf32> {dist.sharding = #dist.sharding<@mesh, [[],
   %s = tpc.sum_squares %a, %b : tensor<8x16xf32>, tensor<16xf32>
   return %s : tensor<f32>
 }
+
+// -----
+
+// The weight gradient of kv-heads replicated over tp (dist-replicate-kv-heads:
+// 2 kv-heads repeated to 4 copies, one per device): the copies' gradient is
+// split finer than the 2 groups it sums, so each device pads its copy with
+// zeros (no communication) and the sum is a partial sum, reduced where it
+// is needed whole.
+dist.mesh @mesh axes [tp = 4]
+// CHECK-LABEL: func.func @replicated_kv_heads
+func.func @replicated_kv_heads(%dw: tensor<4x16x8xf32> {dist.sharding = #dist.sharding<@mesh, [[tp], [], []]>}) -> tensor<2x16x8xf32> {
+  // CHECK: %[[P:.*]] = dist.shard_pad %arg0 on @mesh axes [tp] dim 0 : tensor<1x16x8xf32> -> tensor<4x16x8xf32> loc([[PAD:#loc[0-9]*]])
+  // CHECK-NEXT: %[[S:.*]] = tpc.sum_groups %[[P]] dim 0 times 2 : tensor<4x16x8xf32>
+  // CHECK-NEXT: dist.all_reduce %[[S]] on @mesh axes [tp] : tensor<2x16x8xf32>
+  %g = tpc.sum_groups %dw dim 0 times 2 : tensor<4x16x8xf32>
+  return %g : tensor<2x16x8xf32>
+}
+// CHECK: [[PAD]] = loc("tpc.sum_groups operand 0: {{\[}}[tp], [], []] -> {{\[}}[], [], []] partial [tp]"
+
+// -----
+
+// One kv-head (multi-query attention) repeated to 2 copies over tp = 2: the
+// copies are the dimension's only factor, a reduction: each device sums its
+// share of them (1), and the result is a partial sum.
+dist.mesh @mesh axes [tp = 2]
+// CHECK-LABEL: func.func @multi_query
+func.func @multi_query(%dw: tensor<2x16x8xf32> {dist.sharding = #dist.sharding<@mesh, [[tp], [], []]>}) -> tensor<1x16x8xf32> {
+  // CHECK: %[[S:.*]] = tpc.sum_groups %arg0 dim 0 times 1 : tensor<1x16x8xf32>
+  // CHECK-NEXT: dist.all_reduce %[[S]] on @mesh axes [tp] : tensor<1x16x8xf32>
+  %g = tpc.sum_groups %dw dim 0 times 2 : tensor<2x16x8xf32>
+  return %g : tensor<1x16x8xf32>
+}

@@ -174,3 +174,12 @@ func.func @sum_groups(%dk: tensor<4x8x32x16xf32>) {
   %0 = tpc.sum_groups %dk dim 1 times 2 : tensor<4x8x32x16xf32>
   return
 }
+
+// One group (multi-query attention's kv-head, the copies of a replicated
+// K/V weight): the input dim is the repeats alone, so a split of it makes
+// the result a partial sum.
+// CHECK-NEXT: tpc.sum_groups: ([l, j, k]) -> ([i, j, k]) {i=1, j=16, k=128, l=2 reduction} linearity multilinear
+func.func @sum_groups_one_group(%dw: tensor<2x16x128xf32>) {
+  %0 = tpc.sum_groups %dw dim 0 times 2 : tensor<2x16x128xf32>
+  return
+}

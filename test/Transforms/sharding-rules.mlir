@@ -30,6 +30,9 @@
 // CHECK-NEXT: tpc.reshape: ([i, j]) -> ([k, l]) {i=6 whole, j=4 whole, k=4 whole, l=6 whole} linearity multilinear
 // CHECK-NEXT: tpc.reshape: ([i, 1, j]) -> ([i*j]) {i=2, j=12} linearity multilinear
 // CHECK-NEXT: tpc.batch_matmul: ([k, i], [k, j]) -> ([i, j]) {i=4, j=128, k=64 reduction} linearity multilinear
+// A single index repeated (multi-query attention's kv-head; a replicated
+// K/V weight's copies): the result dim is the repeats alone, splittable.
+// CHECK-NEXT: tpc.repeat: ([i, j, k, l]) -> ([i, m, k, l]) {i=4, j=1, k=32, l=16, m=8} linearity multilinear
 
 // The pass leaves the IR unchanged.
 // IR-LABEL: func.func @f
@@ -61,11 +64,12 @@ func.func @f(%wte: tensor<256x64xf32>, %ids: tensor<4x32xi64>, %w: tensor<64x3x4
   %ca = tpc.cast %x : tensor<4x32x64xf32> to tensor<4x32x64xbf16>
   return
 }
-func.func @g(%s: tensor<4x8x32x32xf32>, %q: tensor<4x8x32x16xf32>, %v: tensor<4x8x32x8xf32>, %a: tensor<6x4xf32>, %b: tensor<2x1x12xf32>, %l: tensor<64x4xf32>, %w: tensor<64x128xf32>) {
+func.func @g(%s: tensor<4x8x32x32xf32>, %q: tensor<4x8x32x16xf32>, %v: tensor<4x8x32x8xf32>, %a: tensor<6x4xf32>, %b: tensor<2x1x12xf32>, %l: tensor<64x4xf32>, %w: tensor<64x128xf32>, %k1: tensor<4x1x32x16xf32>) {
   %sm = tpc.softmax %s : tensor<4x8x32x32xf32>
   %at = tpc.attention %q, %q, %v scale 2.500000e-01 : tensor<4x8x32x16xf32>, tensor<4x8x32x16xf32>, tensor<4x8x32x8xf32>
   %r1 = tpc.reshape %a : tensor<6x4xf32> -> tensor<4x6xf32>
   %r2 = tpc.reshape %b : tensor<2x1x12xf32> -> tensor<24xf32>
   %bm = tpc.batch_matmul %l, %w transpose_lhs : tensor<64x4xf32>, tensor<64x128xf32>
+  %mq = tpc.repeat %k1 dim 1 times 8 : tensor<4x1x32x16xf32>
   return
 }

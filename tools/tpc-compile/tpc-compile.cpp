@@ -551,12 +551,19 @@ int main(int argc, char **argv) {
   for (const auto &[name, size] : meshAxes)
     if (name == "tp")
       tensorParallel = size;
-  if (tensorParallel > 1 && vocabParallel) {
+  // Fewer grouped-query kv-heads than tensor-parallel devices: each device
+  // computes the kv-head its query heads read, from a copy of it.
+  if (tensorParallel > 1) {
     context.loadDialect<dist::DistDialect>();
     PassManager pm(&context);
-    dist::DistPadVocabOptions pad;
-    pad.multiple = tensorParallel;
-    pm.addPass(dist::createDistPadVocab(pad));
+    if (vocabParallel) {
+      dist::DistPadVocabOptions pad;
+      pad.multiple = tensorParallel;
+      pm.addPass(dist::createDistPadVocab(pad));
+    }
+    dist::DistReplicateKvHeadsOptions replicate;
+    replicate.tp = tensorParallel;
+    pm.addPass(dist::createDistReplicateKvHeads(replicate));
     if (failed(pm.run(*module)))
       return 1;
   }

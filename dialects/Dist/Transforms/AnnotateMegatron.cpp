@@ -24,13 +24,6 @@ using namespace mlir::dist;
 
 namespace {
 
-/// Ops that move elements without computing: a matmul's role shows through
-/// them.
-bool isView(Operation *op) {
-  return isa<tpc::ReshapeOp, tpc::TransposeOp, tpc::SliceOp, tpc::RotaryOp,
-             tpc::CastOp, tpc::RepeatOp>(op);
-}
-
 bool isAttention(Operation *op) {
   return isa<tpc::AttentionOp, tpc::BatchMatmulOp>(op);
 }
@@ -65,14 +58,6 @@ void readersThroughViews(Value value, SmallVectorImpl<ViewReader> &readers,
   }
 }
 
-/// The producer of `value`, looking through views.
-Operation *producerThroughViews(Value value) {
-  Operation *op = value.getDefiningOp();
-  while (op && isView(op) && op->getNumOperands() == 1)
-    op = op->getOperand(0).getDefiningOp();
-  return op;
-}
-
 int64_t product(ArrayRef<int64_t> sizes) {
   int64_t p = 1;
   for (int64_t s : sizes)
@@ -101,6 +86,7 @@ private:
 
   LogicalResult divisible(Operation *op, int64_t size, int64_t parts,
                           StringRef what, StringRef axis);
+  tpc::RepeatOp replicatedKvHeads(Value weight);
   LogicalResult splitParam(tpc::LinearOp linear, Value weight, int64_t dim,
                            StringRef what);
   FailureOr<int64_t> headsDim(tpc::LinearOp linear, ArrayRef<int64_t> outDims,
@@ -121,11 +107,40 @@ LogicalResult Annotator::divisible(Operation *op, int64_t size, int64_t parts,
                          << ") is not divisible by " << parts;
 }
 
+/// The kv-heads of a grouped-query K or V projection that
+/// dist-replicate-kv-heads repeated up to the tensor-parallel size: its
+/// weight (or bias) is a `tpc.repeat` of a parameter; null otherwise.
+tpc::RepeatOp Annotator::replicatedKvHeads(Value weight) {
+  auto repeat = weight.getDefiningOp<tpc::RepeatOp>();
+  if (!repeat)
+    return {};
+  BlockArgument arg = argumentBehindCasts(repeat.getInput());
+  if (!arg || !func.getArgAttr(arg.getArgNumber(), "tpc.param"))
+    return {};
+  return repeat;
+}
+
 /// Splits dimension `dim` of the weight parameter read by `linear` over tp.
+/// A parameter whose kv-heads were replicated stays whole: its repeat is
+/// split (`dist.shard`), each device slicing its kv-head's copy.
 LogicalResult Annotator::splitParam(tpc::LinearOp linear, Value weight,
                                     int64_t dim, StringRef what) {
-  BlockArgument arg = argumentBehindCasts(weight);
   auto type = cast<RankedTensorType>(weight.getType());
+  if (tpc::RepeatOp repeat = replicatedKvHeads(weight);
+      repeat && static_cast<int64_t>(repeat.getDim()) == dim) {
+    if (failed(divisible(linear, type.getDimSize(dim), tpSize,
+                         "number of replicated kv-heads", tp)))
+      return failure();
+    Layout layout = Layout::replicated(type.getRank());
+    layout.dims[dim] = {tp};
+    OpBuilder builder(linear);
+    auto shard =
+        ShardOp::create(builder, repeat.getLoc(), type, weight,
+                        layout.toAttr(func.getContext(), mesh.symbol()));
+    linear->replaceUsesOfWith(weight, shard.getResult());
+    return success();
+  }
+  BlockArgument arg = argumentBehindCasts(weight);
   if (!arg || !func.getArgAttr(arg.getArgNumber(), "tpc.param"))
     return linear.emitError()
            << "the " << what << " is not a parameter of the function";
@@ -167,6 +182,9 @@ FailureOr<int64_t> Annotator::headsDim(tpc::LinearOp linear,
     int64_t expected = get(query ? "heads" : "kv_heads");
     if (expected == 0)
       expected = get("heads");
+    if (tpc::RepeatOp repeat = replicatedKvHeads(linear.getWeight());
+        repeat && !query)
+      expected *= repeat.getRepeats();
     if (get("head_dim"))
       headDim = get("head_dim");
     if (expected && heads != expected)

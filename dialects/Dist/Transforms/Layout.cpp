@@ -6,6 +6,7 @@
 #include "dialects/Tpc/IR/TpcOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
 
@@ -151,6 +152,40 @@ BlockArgument mlir::dist::argumentBehindCasts(Value value) {
   while (auto cast = value.getDefiningOp<tpc::CastOp>())
     value = cast.getInput();
   return dyn_cast<BlockArgument>(value);
+}
+
+bool mlir::dist::isView(Operation *op) {
+  return isa<tpc::ReshapeOp, tpc::TransposeOp, tpc::SliceOp, tpc::RotaryOp,
+             tpc::CastOp, tpc::RepeatOp>(op);
+}
+
+Operation *mlir::dist::producerThroughViews(Value value) {
+  Operation *op = value.getDefiningOp();
+  while (op && isView(op) && op->getNumOperands() == 1)
+    op = op->getOperand(0).getDefiningOp();
+  return op;
+}
+
+LogicalResult mlir::dist::inferTypesAgain(func::FuncOp func) {
+  for (Operation &op : func.getBody().front()) {
+    if (auto cast = dyn_cast<tpc::CastOp>(op)) {
+      auto in = cast.getInput().getType();
+      cast.getResult().setType(in.clone(cast.getType().getElementType()));
+      continue;
+    }
+    auto infer = dyn_cast<InferTypeOpInterface>(op);
+    if (!infer)
+      continue;
+    SmallVector<Type> types;
+    if (failed(infer.inferReturnTypes(
+            op.getContext(), op.getLoc(), op.getOperands(),
+            op.getRawDictionaryAttrs(), op.getPropertiesStorage(),
+            op.getRegions(), types)))
+      return failure();
+    for (auto [result, type] : llvm::zip(op.getResults(), types))
+      result.setType(type);
+  }
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

@@ -108,6 +108,17 @@ forEachMeshFunction(ModuleOp module,
 /// model's precision; null when it is computed.
 BlockArgument argumentBehindCasts(Value value);
 
+/// Ops that move elements without computing (reshape, transpose, slice,
+/// rotary, cast, repeat): a matmul's role shows through them.
+bool isView(Operation *op);
+
+/// The producer of `value`, looking through views; null for an argument.
+Operation *producerThroughViews(Value value);
+
+/// Infers the result types of every op of `func` again, in order, after
+/// the types of arguments or operands changed.
+LogicalResult inferTypesAgain(func::FuncOp func);
+
 /// Attribute names the passes exchange.
 inline constexpr StringLiteral kShardingAttr = "dist.sharding";
 inline constexpr StringLiteral kOperandShardingsAttr =

@@ -11,7 +11,6 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
-#include "mlir/Interfaces/InferTypeOpInterface.h"
 
 namespace mlir::dist {
 #define GEN_PASS_DEF_DISTPADVOCAB
@@ -22,29 +21,6 @@ using namespace mlir;
 using namespace mlir::dist;
 
 namespace {
-
-/// Re-infers the result types of every op after the arguments changed.
-LogicalResult inferTypesAgain(func::FuncOp func) {
-  for (Operation &op : func.getBody().front()) {
-    if (auto cast = dyn_cast<tpc::CastOp>(op)) {
-      auto in = cast.getInput().getType();
-      cast.getResult().setType(in.clone(cast.getType().getElementType()));
-      continue;
-    }
-    auto infer = dyn_cast<InferTypeOpInterface>(op);
-    if (!infer)
-      continue;
-    SmallVector<Type> types;
-    if (failed(infer.inferReturnTypes(
-            op.getContext(), op.getLoc(), op.getOperands(),
-            op.getRawDictionaryAttrs(), op.getPropertiesStorage(),
-            op.getRegions(), types)))
-      return failure();
-    for (auto [result, type] : llvm::zip(op.getResults(), types))
-      result.setType(type);
-  }
-  return success();
-}
 
 LogicalResult padFunction(func::FuncOp func, int64_t multiple) {
   SmallVector<tpc::CrossEntropyOp> losses(func.getOps<tpc::CrossEntropyOp>());

@@ -96,8 +96,10 @@ FailureOr<Value> FunctionPartition::reshard(Operation *user, unsigned operand,
   if (from == to)
     return value;
   auto type = cast<RankedTensorType>(value.getType());
+  // A partial sum the value is not yet can only come from its own splits.
+  AxisList pad = minus(to.partial, from.partial);
   if (from.dims.size() != to.dims.size() ||
-      !minus(to.partial, from.partial).empty())
+      !minus(pad, from.splitAxes()).empty())
     return user->emitError() << "operand " << operand << " cannot go from "
                              << from.str() << " to " << to.str();
   std::string why;
@@ -155,6 +157,25 @@ FailureOr<Value> FunctionPartition::reshard(Operation *user, unsigned operand,
                                  user->getAttr("tpc.phase"));
   if (Value done = moves.lookup(moveKey))
     return done;
+  // Splits the target holds as partial sums: each device pads its piece
+  // with zeros.
+  for (auto [d, axes] : llvm::enumerate(current.dims)) {
+    size_t keep = axes.size();
+    while (keep > 0 && llvm::is_contained(pad, axes[keep - 1]))
+      --keep;
+    if (keep == axes.size())
+      continue;
+    AxisList extra(ArrayRef<StringRef>(axes).drop_front(keep));
+    int64_t size = cast<RankedTensorType>(local.getType()).getDimSize(d) *
+                   mesh.groupSize(extra);
+    local = ShardPadOp::create(builder, loc, withDim(local, d, size), local,
+                               meshRef, axesAttr(extra),
+                               builder.getI64IntegerAttr(d))
+                .getResult();
+    axes.resize(keep);
+    llvm::append_range(current.partial, extra);
+    mesh.sortAxes(current.partial);
+  }
   // Splits the target does not have: gather them back.
   for (auto [d, axes] : llvm::enumerate(to.dims)) {
     ArrayRef<StringRef> have = current.dims[d];
@@ -301,6 +322,21 @@ LogicalResult FunctionPartition::partitionOp(Operation *op) {
     result.setType(local);
     layouts[result] = layout;
   }
+  // Where the copies of a single index are split (multi-query attention's
+  // kv-head, a replicated K/V weight's copies), each device repeats, or
+  // sums, its share of them.
+  auto localRepeats = [&](Value larger, Value smaller, uint64_t dim) {
+    return IntegerAttr::get(
+        IntegerType::get(context, 64),
+        cast<RankedTensorType>(larger.getType()).getDimSize(dim) /
+            cast<RankedTensorType>(smaller.getType()).getDimSize(dim));
+  };
+  if (auto repeat = dyn_cast<tpc::RepeatOp>(op))
+    repeat.setRepeatsAttr(
+        localRepeats(repeat.getResult(), repeat.getInput(), repeat.getDim()));
+  if (auto sum = dyn_cast<tpc::SumGroupsOp>(op))
+    sum.setRepeatsAttr(
+        localRepeats(sum.getInput(), sum.getResult(), sum.getDim()));
   // Which mesh axes split the vocabulary of a vocab-parallel embedding
   // table or cross-entropy's logits: the kernel finds its block from them.
   auto markVocab = [&](const Layout &layout, unsigned dim) {

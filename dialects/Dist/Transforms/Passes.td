@@ -26,6 +26,10 @@ def DistAnnotateMegatron : Pass<"dist-annotate-megatron", "ModuleOp"> {
       unfused grouped-query attention giving the group; the module's
       `tpc.model` (heads, kv_heads, head_dim, recorded by `tpc-import`)
       must agree, or the matmul is refused. The head size is never split.
+      A K or V weight whose kv-heads `dist-replicate-kv-heads` repeated up
+      to the tensor-parallel size (a `tpc.repeat` of a parameter) stays
+      whole: its repeat is split (`dist.shard`), so each device slices its
+      kv-head's copy.
       The forward's reader decides. One reaching `gelu`, `silu` or `mul` (the first
       MLP matmul, both halves of SwiGLU) splits its output features;
     * **row-parallel**: a `tpc.linear` whose input comes from attention or
@@ -101,6 +105,44 @@ def DistPadVocab : Pass<"dist-pad-vocab", "ModuleOp"> {
   ];
 }
 
+def DistReplicateKvHeads : Pass<"dist-replicate-kv-heads", "ModuleOp"> {
+  let summary = "Replicates grouped-query kv-heads up to the tensor-parallel size";
+  let description = [{
+    Megatron splits the kv-heads of grouped-query attention over the
+    tensor-parallel devices, which needs their number divisible by `tp`.
+    With fewer kv-heads than devices (`tp` a multiple of them, the heads
+    divisible by `tp`), each device's query heads still read a single
+    kv-head: the one of their group. This pass makes that kv-head a
+    device's own: the weight (and bias) of each K and V projection — the
+    `tpc.linear` behind the key and value of a `tpc.attention` with fewer
+    heads than its query, or behind the `tpc.repeat` to the query heads of
+    unfused attention — is repeated along its kv-heads `tp / kv_heads` times
+    (`tpc.repeat`, each kv-head's copies consecutive), the unfused repeat
+    to the query heads shrinks by as much (and goes when it becomes 1), and
+    the types that follow are inferred again. The model computes the same
+    (each query head reads its group's kv-head), with `tp` kv-heads that
+    `dist-annotate-megatron` splits like any other: every device slices its
+    kv-head's rows of the replicated weight, computes only that kv-head's
+    keys and values, and its contribution to the hidden state's gradient
+    is a partial sum reduced with the query's; the weight's gradient is the
+    sum over the copies (`tpc.sum_groups`, from `tpc-autodiff`). The
+    parameters keep their shape and stay replicated.
+
+    Refused at the projection, naming the numbers: kv-heads that neither
+    divide by `tp` nor divide it, or heads not divisible by `tp`. Runs
+    before `tpc-autodiff`, on the forward pass (as `dist-pad-vocab`);
+    `tpc-compile --mesh` runs it when tp > 1.
+
+    ```
+    $ tpc-opt model.mlir --dist-replicate-kv-heads=tp=4
+    ```
+  }];
+  let options = [
+    Option<"tp", "tp", "int64_t", /*default=*/"1",
+           "The tensor-parallel size (the number of kv-heads wanted at least)">
+  ];
+}
+
 def DistPropagate : Pass<"dist-propagate", "ModuleOp"> {
   let summary = "Gives every value a sharding, from the annotated ones";
   let description = [{
@@ -126,6 +168,12 @@ def DistPropagate : Pass<"dist-propagate", "ModuleOp"> {
       operand passes through an op that is linear in it (`add` of partial
       sums over the same axes, one partial operand of a multilinear op),
       otherwise it must be reduced first;
+    * a `tpc.sum_groups` whose grouped dimension is split finer than its
+      groups (the weight gradient of kv-heads `dist-replicate-kv-heads`
+      replicated: 2 kv-heads' 4 copies over 4 devices) sums partial sums
+      instead of gathering its input: the operand is wanted as a partial sum
+      over the splitting axes (each device pads its piece with zeros) and so
+      is the result, reduced where it is needed whole;
     * ops without operands (`tpc.dropout_mask`) take the layout their first
       reader needs, so that a sharded reader does not slice a whole mask.
 
@@ -168,7 +216,10 @@ def DistPartition : Pass<"dist-partition", "ModuleOp"> {
       (the sequence-parallel transition) and otherwise by
       `dist.all_reduce`; a split the op does not want is undone by
       `dist.all_gather`; a split it wants that the value lacks is taken by
-      `dist.shard_slice`. A reduction of a value is shared by all its
+      `dist.shard_slice`, and a split it wants as a partial sum is padded
+      with zeros by `dist.shard_pad` (neither communicates); where the
+      repeats of a `tpc.repeat` or `tpc.sum_groups` are split, each device
+      repeats or sums its share of them. A reduction of a value is shared by all its
       readers; a gather by the readers of one phase of the unrolled step
       (`tpc.phase`: F, B or W), so a sequence-parallel input is stashed as
       a shard and gathered again in the backward;

@@ -58,6 +58,7 @@ private:
   LogicalResult sweep();
   FailureOr<OpPlan> planFor(Operation *op);
   LogicalResult checkParameters(Operation *op, const OpPlan &plan);
+  void sumSplitGroups(tpc::SumGroupsOp op, const Layout &input, OpPlan &plan);
   void followParameter(Operation *op);
   OpPlan returnPlan(func::ReturnOp op);
   bool takeLayoutsFromReaders();
@@ -169,6 +170,8 @@ FailureOr<OpPlan> FunctionPropagation::planFor(Operation *op) {
     FailureOr<OpPlan> plan = planOp(op, rule, current, hold, mesh);
     if (failed(plan) || failed(checkParameters(op, *plan)))
       return failure();
+    if (auto sum = dyn_cast<tpc::SumGroupsOp>(op))
+      sumSplitGroups(sum, current.front(), *plan);
     if (fromReaders.count(op))
       plan->results.front() = fromReaders.lookup(op);
     return plan;
@@ -184,6 +187,29 @@ FailureOr<OpPlan> FunctionPropagation::planFor(Operation *op) {
   for (Value result : op->getResults())
     plan.results.push_back(Layout::replicated(rankOf(result)));
   return plan;
+}
+
+/// A `tpc.sum_groups` whose grouped dimension is split finer than its
+/// groups (the copies of replicated kv-heads, one per device: the groups'
+/// factor cannot take the axes) sums partial sums instead of gathering its
+/// input: each device pads its piece with zeros (`dist.shard_pad`, no
+/// communication) and the smaller result is reduced where it is needed.
+void FunctionPropagation::sumSplitGroups(tpc::SumGroupsOp op,
+                                         const Layout &input, OpPlan &plan) {
+  unsigned dim = op.getDim();
+  const AxisList &split = input.dims[dim];
+  Layout &need = plan.operands.front();
+  if (split.empty() || !need.dims[dim].empty())
+    return;
+  AxisList used = need.splitAxes();
+  llvm::append_range(used, need.partial);
+  if (llvm::any_of(split,
+                   [&](StringRef axis) { return is_contained(used, axis); }))
+    return;
+  for (Layout *layout : {&need, &plan.results.front()}) {
+    llvm::append_range(layout->partial, split);
+    mesh.sortAxes(layout->partial);
+  }
 }
 
 /// A parameter's annotated split is undone only where the pass is told to

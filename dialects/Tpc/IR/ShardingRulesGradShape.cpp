@@ -21,7 +21,13 @@ ShardingRule SumGroupsOp::getShardingRule() {
   rule.linearity = Linearity::Multilinear;
   TensorFactors out = rule.addFactorsFor(getResult().getType());
   TensorFactors in = out;
-  in[getDim()].push_back(rule.addFactor(getRepeats(), FactorKind::Reduction));
+  // One group (multi-query attention's kv-head): the dimension is the
+  // repeats alone, so splitting it makes the result a partial sum.
+  unsigned repeats = rule.addFactor(getRepeats(), FactorKind::Reduction);
+  if (getType().getDimSize(getDim()) == 1)
+    in[getDim()] = {repeats};
+  else
+    in[getDim()].push_back(repeats);
   rule.operands = {in};
   rule.results = {out};
   return rule;

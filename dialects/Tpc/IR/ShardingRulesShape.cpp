@@ -95,7 +95,13 @@ ShardingRule RepeatOp::getShardingRule() {
   TensorFactors in = rule.addFactorsFor(getInput().getType());
   TensorFactors out = in;
   uint64_t dim = getDim();
-  out[dim].push_back(rule.addFactor(getRepeats()));
+  // A single index repeated (multi-query attention's kv-head): the
+  // dimension is the repeats alone, and may be split.
+  unsigned repeats = rule.addFactor(getRepeats());
+  if (getInput().getType().getDimSize(dim) == 1)
+    out[dim] = {repeats};
+  else
+    out[dim].push_back(repeats);
   rule.operands = {in};
   rule.results = {out};
   return rule;
