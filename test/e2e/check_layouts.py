@@ -4,8 +4,10 @@
 Shapes the tiny models of check_dist.py never reach: a Llama whose head size
 (16) differs from its head count (8), grouped-query attention with 2 or 4
 kv-heads imported with --attention unfused (K and V repeated to the query
-heads), and a GPT-2 at batch 16, sequence 128, hidden 64 and 8 heads, where
-every activation outweighs every weight. For one named case (a model, tp,
+heads), fewer kv-heads than ranks (2 over 4, and multi-query attention's 1
+over 2; fused and unfused: dist-replicate-kv-heads gives each rank a copy of
+its query heads' kv-head), and a GPT-2 at batch 16, sequence 128, hidden 64
+and 8 heads, where every activation outweighs every weight. For one named case (a model, tp,
 sequence parallelism on or off) the same random weights and batch are
 run for one AdamW step on one device and on tp ranks (`tpc-run --ranks tp`).
 Checks, like check_dist.py:
@@ -20,7 +22,9 @@ Checks, like check_dist.py:
     parallelism; 2 all-gathers and 2 reduce-scatters forward, 6 all-gathers
     and 2 reduce-scatters backward with it; no parameter all-gathered. The
     kv-heads are split (the Llama cases fail to compile otherwise: an
-    unfused grouped-query Llama with head_dim != heads was refused).
+    unfused grouped-query Llama with head_dim != heads was refused), or,
+    fewer than the ranks, replicated: the replicated K/V weights' gradients
+    are reduced once per step, not per layer.
 Exit status 0: equal; 1: a difference or a tool failed; 77: no torch or no
 MPI launcher.
 
@@ -72,6 +76,17 @@ def make_cases():
             name = "llama-kv%d-unfused-tp%d%s" % (kv, tp, "-sp" if sp else "")
             config = dict(LLAMA, num_key_value_heads=kv)
             cases[name] = dict(config=config, tp=tp, sp=sp, batch=4, seq=16)
+    # Fewer kv-heads than ranks (dist-replicate-kv-heads): each rank computes
+    # the kv-head its query heads read from its copy of the replicated
+    # weight; 2 kv-heads over 4 ranks, and multi-query attention (1 kv-head)
+    # over 2, fused and unfused.
+    for kv, tp, attention in ((2, 4, "unfused"), (2, 4, "fused"), (1, 2, "fused"),
+                              (1, 2, "unfused")):
+        for sp in (False, True):
+            name = "llama-kv%d-%s-tp%d%s" % (kv, attention, tp, "-sp" if sp else "")
+            config = dict(LLAMA, num_key_value_heads=kv)
+            cases[name] = dict(config=config, tp=tp, sp=sp, batch=4, seq=16,
+                               attention=attention)
     # Activations larger than the weights.
     for tp in (2, 4):
         for sp in (False, True):
@@ -97,8 +112,9 @@ def expected_layer_rows(layers, sp):
 
 def check_collectives(case, model_mlir, spec, layers):
     """The per-layer collectives of the step the mesh runs; failures."""
-    pipeline = [case.tool("tpc-opt"), model_mlir, "--tpc-autodiff", "--tpc-optimizer",
-                "--tpc-unroll-train-step"]
+    pipeline = [case.tool("tpc-opt"), model_mlir,
+                "--dist-replicate-kv-heads=tp=%d" % spec["tp"], "--tpc-autodiff",
+                "--tpc-optimizer", "--tpc-unroll-train-step"]
     step = subprocess.run(pipeline, stdout=subprocess.PIPE, text=True, check=True).stdout
     step = step.replace("\n", "\ndist.mesh @mesh axes [tp = %d]\n" % spec["tp"], 1)
     report = subprocess.run(
@@ -136,7 +152,8 @@ def main():
 
     model_mlir = os.path.join(work, "model.mlir")
     run([tool("tpc-import"), config_path, "-o", model_mlir, "--batch", str(spec["batch"]),
-         "--seq", str(spec["seq"]), "--attention", "unfused", "--dropout", "0"])
+         "--seq", str(spec["seq"]), "--attention", spec.get("attention", "unfused"),
+         "--dropout", "0"])
     train = ["--train", "--optimizer", "adamw", "--lr", "1e-3"]
     mesh = ["--mesh", "tp=%d" % spec["tp"]] + (["--sequence-parallel"] if spec["sp"] else [])
     single_tpcx = os.path.join(work, "single.tpcx")
