@@ -22,8 +22,7 @@ func.func @unfused(%x: tensor<4x16x128xf32>, %wk: tensor<2x16x128xf32> {tpc.para
 // -----
 
 // Fused attention with one kv-head (multi-query) and a K bias: weight and
-// bias repeat their kv-head 4 times; the attention reads 4 kv-heads. With
-// 4 heads the unfused repeat would go (1 query head per copy).
+// bias repeat their kv-head 4 times; the attention reads 4 kv-heads.
 // CHECK-LABEL: func.func @fused
 // CHECK: %[[K:.*]] = tpc.repeat %arg1 dim 1 times 4 : tensor<128x1x16xf32>
 // CHECK-NEXT: %[[B:.*]] = tpc.repeat %arg2 dim 0 times 4 : tensor<1x16xf32>
@@ -39,6 +38,24 @@ func.func @fused(%x: tensor<4x16x128xf32>, %wk: tensor<128x1x16xf32> {tpc.param 
   %vt = tpc.transpose %v [0, 2, 1, 3] : tensor<4x16x1x16xf32>
   %o = tpc.attention %q, %kt, %vt causal scale 2.500000e-01 : tensor<4x8x16x16xf32>, tensor<4x1x16x16xf32>, tensor<4x1x16x16xf32>
   return %o : tensor<4x8x16x16xf32>
+}
+
+// -----
+
+// As many heads as devices: one query head per kv-head copy, the unfused
+// repeat to the query heads goes.
+// CHECK-LABEL: func.func @one_head_per_device
+// CHECK: %[[K:.*]] = tpc.repeat %arg1 dim 0 times 4 : tensor<1x16x64xf32>
+// CHECK-NEXT: %[[KP:.*]] = tpc.linear %arg0, %[[K]] layout out_in : tensor<4x16x64xf32>, tensor<4x16x64xf32>
+// CHECK-NEXT: %[[KT:.*]] = tpc.transpose %[[KP]] [0, 2, 1, 3] : tensor<4x16x4x16xf32>
+// CHECK-NEXT: tpc.batch_matmul %arg2, %[[KT]] transpose_rhs : tensor<4x4x16x16xf32>, tensor<4x4x16x16xf32>
+func.func @one_head_per_device(%x: tensor<4x16x64xf32>, %wk: tensor<1x16x64xf32> {tpc.param = "k"},
+                               %q: tensor<4x4x16x16xf32>) -> tensor<4x4x16x16xf32> {
+  %k = tpc.linear %x, %wk layout out_in : tensor<4x16x64xf32>, tensor<1x16x64xf32>
+  %kt = tpc.transpose %k [0, 2, 1, 3] : tensor<4x16x1x16xf32>
+  %kr = tpc.repeat %kt dim 1 times 4 : tensor<4x1x16x16xf32>
+  %s = tpc.batch_matmul %q, %kr transpose_rhs : tensor<4x4x16x16xf32>, tensor<4x4x16x16xf32>
+  return %s : tensor<4x4x16x16xf32>
 }
 
 // -----
