@@ -1,6 +1,9 @@
 // dist-replicate-kv-heads refuses what no layout can split, at the K or V
 // projection, naming the numbers.
 // RUN: tpc-opt %s --dist-replicate-kv-heads=tp=4 -split-input-file -verify-diagnostics
+// RUN: not tpc-opt %s --dist-replicate-kv-heads=tp=0 -split-input-file \
+// RUN:   --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=ZERO
+// ZERO: error: dist-replicate-kv-heads: tp 0 must be positive
 
 func.func @kv_heads(%x: tensor<4x16x96xf32>, %wk: tensor<3x16x96xf32> {tpc.param = "k"},
                     %q: tensor<4x12x16x16xf32>) -> tensor<4x12x16x16xf32> {

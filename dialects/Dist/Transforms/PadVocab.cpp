@@ -93,7 +93,8 @@ struct DistPadVocabPass
   void runOnOperation() override {
     if (multiple < 1) {
       getOperation().emitError()
-          << "dist-pad-vocab: multiple " << multiple << " must be positive";
+          << "dist-pad-vocab: multiple " << static_cast<int64_t>(multiple)
+          << " must be positive";
       return signalPassFailure();
     }
     for (auto func : getOperation().getOps<func::FuncOp>())

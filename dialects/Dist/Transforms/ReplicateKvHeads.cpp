@@ -139,7 +139,8 @@ struct DistReplicateKvHeadsPass
   void runOnOperation() override {
     if (tp < 1) {
       getOperation().emitError()
-          << "dist-replicate-kv-heads: tp " << tp << " must be positive";
+          << "dist-replicate-kv-heads: tp " << static_cast<int64_t>(tp)
+          << " must be positive";
       return signalPassFailure();
     }
     for (auto func : getOperation().getOps<func::FuncOp>()) {
