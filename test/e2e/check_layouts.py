@@ -19,7 +19,7 @@ Checks, like check_dist.py:
   - every rank's measured peak equals its planned peak;
   - the collectives per layer are Megatron's (`dist-report-collectives` on
     the same passes): 2 all-reduces forward and 2 backward without sequence
-    parallelism; 2 all-gathers and 2 reduce-scatters forward, 6 all-gathers
+    parallelism; 2 all-gathers and 2 reduce-scatters forward, 4 all-gathers
     and 2 reduce-scatters backward with it; no parameter all-gathered. The
     kv-heads are split (the Llama cases fail to compile otherwise: an
     unfused grouped-query Llama with head_dim != heads was refused), or,
@@ -104,7 +104,7 @@ LAYER_ROW = re.compile(r"^(forward|backward) (\d+): (\w+) \[([^\]]*)\] x(\d+), \
 
 def expected_layer_rows(layers, sp):
     per_layer = ([("forward", "all_gather", 2), ("forward", "reduce_scatter", 2),
-                  ("backward", "all_gather", 6), ("backward", "reduce_scatter", 2)]
+                  ("backward", "all_gather", 4), ("backward", "reduce_scatter", 2)]
                  if sp else [("forward", "all_reduce", 2), ("backward", "all_reduce", 2)])
     return sorted((phase, layer, kind, "tp", count)
                   for layer in range(layers) for phase, kind, count in per_layer)

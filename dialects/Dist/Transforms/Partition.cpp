@@ -9,6 +9,7 @@
 #include "dialects/Dist/Transforms/Layout.h"
 #include "dialects/Dist/Transforms/Passes.h"
 #include "dialects/Tpc/IR/TpcOps.h"
+#include "dialects/Tpc/Transforms/Autodiff.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -61,10 +62,22 @@ private:
   /// Reductions done, shared by later readers: (value, layout after).
   DenseMap<std::pair<Value, Attribute>, Value> reductions;
   /// Gathers and slices done, shared by later readers of the same phase
-  /// (`tpc.phase`: F, B or W of the unrolled step): (value, target, phase).
-  /// A forward and a backward reader do not share one, so the stash keeps
-  /// the shard and the backward gathers it again.
+  /// (`sharingPhase`): (value, target, phase). A forward and a backward
+  /// reader do not share one, so the stash keeps the shard and the backward
+  /// gathers it again.
   DenseMap<std::tuple<Value, Attribute, Attribute>, Value> moves;
+
+  /// The phase whose readers share a gather (`tpc.phase` of the unrolled
+  /// step): the forward (F) apart, the backward's input and weight
+  /// gradients (B, W) together: tpc-unroll-train-step runs each layer's W
+  /// right after its B, so a row-parallel matmul's gathered output gradient
+  /// serves both, as in Megatron, without living across other layers.
+  Attribute sharingPhase(Operation *user) {
+    auto phase = user->getAttrOfType<StringAttr>("tpc.phase");
+    if (phase && phase.getValue() == tpc::kTrainWeightGradName)
+      return StringAttr::get(context, tpc::kTrainInputGradName);
+    return phase;
+  }
 
   Layout layoutOf(Value value) {
     auto it = layouts.find(value);
@@ -154,7 +167,7 @@ FailureOr<Value> FunctionPartition::reshard(Operation *user, unsigned operand,
     current = reduced;
   }
   auto moveKey = std::make_tuple(value, Attribute(to.toAttr(context, meshRef)),
-                                 user->getAttr("tpc.phase"));
+                                 sharingPhase(user));
   if (Value done = moves.lookup(moveKey))
     return done;
   // Splits the target holds as partial sums: each device pads its piece

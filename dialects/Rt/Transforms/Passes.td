@@ -17,8 +17,9 @@ def TpcUnrollTrainStep : Pass<"tpc-unroll-train-step", "ModuleOp"> {
       iteration (microbatch 0 first), its induction variable a constant;
     * every `func.call` is replaced by the callee's body, each inlined op
       tagged `tpc.phase` with its function's name (`"train_F"`,
-      `"train_B"`, `"train_W"`: dist-partition shares a gather only within
-      a phase); callees left without uses are erased (`@forward` is kept);
+      `"train_B"`, `"train_W"`: dist-partition shares a gather among the
+      forward's readers, and among the backward's, never between the two);
+      callees left without uses are erased (`@forward` is kept);
     * what became constant folds: the microbatch offsets of the
       `tensor.extract_slice`s of the inputs become static, the microbatch
       index tensor becomes a constant (the dropout `block` of the ops that
@@ -27,6 +28,13 @@ def TpcUnrollTrainStep : Pass<"tpc-unroll-train-step", "ModuleOp"> {
     * what every microbatch computes again from the parameters alone (the
       16-bit casts of the f32 master weights, a slice of the position
       table) is computed once, by the first (common subexpressions);
+    * every op of W moves up to right after the latest definition of its
+      operands: each layer's weight gradients run right after its input
+      gradients, as in Megatron, instead of after the whole backward. The
+      stash a layer's W reads is freed earlier, and a row-parallel matmul's
+      gathered output gradient serves B and W without living across other
+      layers (pipeline schedules that defer W will order the phases
+      themselves);
     * a `tpc.add` that is the only reader of both its operands (a gradient
       accumulator and a microbatch's share of it) moves up to right after
       the later of them: the loop adds after the whole of W, which would

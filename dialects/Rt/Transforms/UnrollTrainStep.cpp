@@ -11,6 +11,7 @@
 
 #include "dialects/Rt/Transforms/Passes.h"
 #include "dialects/Tpc/IR/TpcOps.h"
+#include "dialects/Tpc/Transforms/Autodiff.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -23,6 +24,8 @@
 #include "mlir/Transforms/CSE.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/SetVector.h"
+
+#include <map>
 
 namespace mlir::rt {
 #define GEN_PASS_DEF_TPCUNROLLTRAINSTEP
@@ -113,6 +116,52 @@ void accumulateEarly(func::FuncOp step) {
   }
 }
 
+/// Moves every op of a weight-gradient function (W) up to right after the
+/// latest definition of its operands: each layer's weight gradients then run
+/// right after its input gradients (B), as in Megatron, instead of after the
+/// whole backward. The stash a layer's W reads is freed as soon as B reaches
+/// the next layer, and dist-partition can share a gather between a layer's B
+/// and W (the output gradient of a row-parallel matmul) without keeping it
+/// live across the other layers. Ops are pure, so only SSA order binds them.
+void weightGradientsEarly(func::FuncOp step, StringRef weightGrad) {
+  Block &body = step.getBody().front();
+  auto isWeightGrad = [&](Operation *op) {
+    auto phase = op->getAttrOfType<StringAttr>(kPhaseAttrName);
+    return phase && phase.getValue() == weightGrad;
+  };
+  // Each op that stays has its index; each W op goes into the bucket of the
+  // latest op it reads (an op that stays, or a W op, whose bucket it joins,
+  // after it), in the block's order: -1 holds those that read only the
+  // step's arguments.
+  DenseMap<Operation *, int64_t> slot;
+  std::map<int64_t, SmallVector<Operation *>> buckets;
+  SmallVector<Operation *> staying;
+  for (Operation &op : body.without_terminator()) {
+    if (!isWeightGrad(&op)) {
+      slot[&op] = static_cast<int64_t>(staying.size());
+      staying.push_back(&op);
+      continue;
+    }
+    int64_t latest = -1;
+    for (Value operand : op.getOperands())
+      if (Operation *def = operand.getDefiningOp();
+          def && def->getBlock() == &body)
+        latest = std::max(latest, slot.lookup(def));
+    slot[&op] = latest;
+    buckets[latest].push_back(&op);
+  }
+  for (auto &[index, ops] : buckets) {
+    Operation *previous = index < 0 ? nullptr : staying[index];
+    for (Operation *op : ops) {
+      if (previous)
+        op->moveAfter(previous);
+      else
+        op->moveBefore(&body.front());
+      previous = op;
+    }
+  }
+}
+
 struct UnrollTrainStepPass
     : public rt::impl::TpcUnrollTrainStepBase<UnrollTrainStepPass> {
   using TpcUnrollTrainStepBase::TpcUnrollTrainStepBase;
@@ -177,6 +226,7 @@ struct UnrollTrainStepPass
     DominanceInfo dominance(step);
     eliminateCommonSubExpressions(rewriter, dominance, step);
 
+    weightGradientsEarly(step, tpc::kTrainWeightGradName);
     accumulateEarly(step);
 
     for (StringRef name : inlined) {
