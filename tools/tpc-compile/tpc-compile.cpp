@@ -1,8 +1,8 @@
 //===- tpc-compile.cpp - tpc IR -> .tpcx executable -----------------------===//
 //
-// A named pipeline over the same passes tpc-opt runs plus the serializer:
-// forward only, tpc-lower-to-rt and rt-plan-memory; with --train first
-// tpc-autodiff, tpc-optimizer and tpc-unroll-train-step. Flags of the user
+// A thin driver: flags -> tpc::CompileOptions -> the phases of
+// tpc/Pipelines (the same tpc-opt --tpc-compile-pipeline runs), then the
+// serializer; between the phases it reads what --report needs. Flags of the user
 // contract that the compiler does not implement yet are accepted by the
 // parser, so that --help lists them, and then refused with an error: never
 // silently ignored. So is a training flag given without --train.
@@ -17,6 +17,7 @@
 #include "dialects/Tpc/IR/TpcDialect.h"
 #include "dialects/Tpc/Transforms/Autodiff.h"
 #include "dialects/Tpc/Transforms/Passes.h"
+#include "tpc/Pipelines/Pipelines.h"
 #include "tpc/Target/Report.h"
 #include "tpc/Target/Tpcx.h"
 #include "tpc/Tools/ToolSupport.h"
@@ -175,60 +176,23 @@ static int fail(const llvm::Twine &message) {
 static FailureOr<SmallVector<std::pair<std::string, int64_t>>>
 parseMesh(StringRef text) {
   SmallVector<std::pair<std::string, int64_t>> axes;
-  llvm::StringMap<int64_t> sizes;
-  SmallVector<StringRef> items;
-  text.split(items, ',');
-  for (StringRef item : items) {
-    auto [name, value] = item.trim().split('=');
-    int64_t size;
-    if (name != "dp" && name != "pp" && name != "tp") {
-      fail("--mesh: '" + item + "': the axes are dp, pp and tp");
-      return failure();
-    }
-    if (value.trim().getAsInteger(10, size) || size < 1) {
-      fail("--mesh: '" + item + "': the size must be a positive integer");
-      return failure();
-    }
-    if (!sizes.try_emplace(name, size).second) {
-      fail("--mesh: axis '" + name + "' is given twice");
-      return failure();
-    }
-  }
-  if (sizes.lookup("pp") > 1) {
-    fail("--mesh: pp=" + llvm::Twine(sizes.lookup("pp")) +
-         ": pipeline parallelism is not supported yet: " + kScope);
+  std::string error;
+  if (failed(tpc::parseMesh(text, axes, error))) {
+    fail("--mesh: " + error +
+         (StringRef(error).contains("not supported") ? ": " + kScope.str()
+                                                     : std::string()));
     return failure();
   }
-  for (StringRef name : {"dp", "tp"})
-    if (sizes.lookup(name) > 1)
-      axes.push_back({name.str(), sizes.lookup(name)});
   return axes;
 }
 
-/// Adds `dist.mesh @mesh` to the module and runs Megatron's annotation,
-/// propagation and partitioning on its functions.
-static LogicalResult
-distribute(ModuleOp module,
-           ArrayRef<std::pair<std::string, int64_t>> meshAxes) {
-  MLIRContext *context = module.getContext();
-  context->loadDialect<dist::DistDialect>();
-  OpBuilder builder(module.getBodyRegion());
-  SmallVector<StringRef> names;
-  SmallVector<int64_t> sizes;
-  for (const auto &[name, size] : meshAxes) {
-    names.push_back(name);
-    sizes.push_back(size);
-  }
-  dist::MeshOp::create(builder, module.getLoc(), "mesh",
-                       builder.getStrArrayAttr(names),
-                       builder.getDenseI64ArrayAttr(sizes));
-  PassManager pm(context);
-  dist::DistAnnotateMegatronOptions annotate;
-  annotate.sequenceParallel = sequenceParallel;
-  annotate.vocabParallel = vocabParallel;
-  pm.addPass(dist::createDistAnnotateMegatron(annotate));
-  pm.addPass(dist::createDistPropagate());
-  pm.addPass(dist::createDistPartition());
+/// Runs the distribute phase (dist-mesh, Megatron's annotation,
+/// propagation and partitioning) on `module` (also on the report's copies).
+static LogicalResult distribute(ModuleOp module,
+                                const tpc::CompileOptions &options) {
+  module.getContext()->loadDialect<dist::DistDialect>();
+  PassManager pm(module.getContext());
+  tpc::buildDistribute(pm, options);
   return pm.run(module);
 }
 
@@ -436,8 +400,13 @@ int main(int argc, char **argv) {
   for (const cl::Option *flag : unsupportedFlags)
     if (flag->getNumOccurrences())
       return fail("--" + flag->ArgStr + " is not supported yet: " + kScope);
-  tpc::TpcAutodiffOptions autodiffOptions;
-  tpc::TpcOptimizerOptions optimizerOptions;
+  // Flags -> options, checked; the flow is tpc/Pipelines.
+  tpc::CompileOptions options;
+  options.train = train;
+  options.sequenceParallel = sequenceParallel;
+  options.vocabParallel = vocabParallel;
+  tpc::TpcAutodiffOptions &autodiffOptions = options.autodiff;
+  tpc::TpcOptimizerOptions &optimizerOptions = options.optimizer;
   if (!train) {
     for (const cl::Option *flag : trainFlags)
       if (flag->getNumOccurrences())
@@ -446,7 +415,7 @@ int main(int argc, char **argv) {
   } else if (failed(readTrainFlags(autodiffOptions, optimizerOptions))) {
     return 1;
   }
-  SmallVector<std::pair<std::string, int64_t>> meshAxes;
+  SmallVector<std::pair<std::string, int64_t>> &meshAxes = options.mesh;
   if (!mesh.empty()) {
     auto parsed = parseMesh(mesh);
     if (failed(parsed))
@@ -462,7 +431,7 @@ int main(int argc, char **argv) {
     return fail("--target cuda is not supported yet: " + kScope);
   if (target != "cpu")
     return fail("--target: '" + target + "' is not one of cpu, cuda");
-  uint64_t seedValue;
+  uint64_t &seedValue = options.seed;
   if (llvm::StringRef(seed).trim().getAsInteger(10, seedValue))
     return fail("--seed: '" + seed + "' is not an integer in [0, 2^64)");
   if (emit != "tpcx" && emit != "mlir")
@@ -545,37 +514,21 @@ int main(int argc, char **argv) {
     }
   }
 
-  // Tensor parallelism splits the vocabulary: pad it to a multiple first,
-  // on the forward pass, so the training step is built padded.
-  int64_t tensorParallel = 1;
-  for (const auto &[name, size] : meshAxes)
-    if (name == "tp")
-      tensorParallel = size;
-  // Fewer grouped-query kv-heads than tensor-parallel devices: each device
-  // computes the kv-head its query heads read, from a copy of it.
-  if (tensorParallel > 1) {
-    context.loadDialect<dist::DistDialect>();
+  // The phases of tpc/Pipelines, one by one: the report reads the IR
+  // between them.
+  auto runPhase = [&](auto build) {
     PassManager pm(&context);
-    if (vocabParallel) {
-      dist::DistPadVocabOptions pad;
-      pad.multiple = tensorParallel;
-      pm.addPass(dist::createDistPadVocab(pad));
-    }
-    dist::DistReplicateKvHeadsOptions replicate;
-    replicate.tp = tensorParallel;
-    pm.addPass(dist::createDistReplicateKvHeads(replicate));
-    if (failed(pm.run(*module)))
-      return 1;
-  }
+    build(pm, options);
+    return pm.run(*module);
+  };
+  if (options.axisSize("tp") > 1)
+    context.loadDialect<dist::DistDialect>();
+  if (failed(runPhase(tpc::buildPrepareForward)))
+    return 1;
 
   // The training step, on tpc IR.
-  if (train) {
-    PassManager pm(&context);
-    pm.addPass(tpc::createTpcAutodiff(autodiffOptions));
-    pm.addPass(tpc::createTpcOptimizer(optimizerOptions));
-    if (failed(pm.run(*module)))
-      return 1;
-  }
+  if (failed(runPhase(tpc::buildTrainStep)))
+    return 1;
 
   // What the report reads from the tpc functions, before they are lowered.
   tpc::CompileReport reportData;
@@ -600,7 +553,7 @@ int main(int argc, char **argv) {
       if (meshAxes.empty())
         return tpc::summarizeStash(trainF).layers.lookup(0).bytes;
       return tpc::computeDeviceLayerStashBytes(
-          trainF, [&](ModuleOp copy) { return distribute(copy, meshAxes); },
+          trainF, [&](ModuleOp copy) { return distribute(copy, options); },
           /*layer=*/0);
     };
     FailureOr<int64_t> stash;
@@ -627,16 +580,10 @@ int main(int argc, char **argv) {
   }
 
   // The training step replaces the forward pass: only it is lowered.
-  if (train && forward)
-    forward.erase();
-  if (train) {
-    PassManager unroll(&context);
-    unroll.addPass(rt::createTpcUnrollTrainStep());
-    if (failed(unroll.run(*module)))
-      return 1;
-  }
+  if (failed(runPhase(tpc::buildUnrollTrainStep)))
+    return 1;
   if (!meshAxes.empty()) {
-    if (failed(distribute(*module, meshAxes)))
+    if (failed(distribute(*module, options)))
       return 1;
     // The collectives dist-partition inserted, before lowering hides them;
     // one device's products (local shapes), per microbatch.
@@ -650,15 +597,7 @@ int main(int argc, char **argv) {
           tpc::countMatmulFlops(partitioned) / count;
     }
   }
-  PassManager pm(&context);
-  rt::TpcLowerToRtOptions lowerOptions;
-  lowerOptions.function = train ? tpc::kTrainStepName.str() : "forward";
-  lowerOptions.seed = seedValue;
-  pm.addPass(rt::createTpcLowerToRt(lowerOptions));
-  rt::RtPlanMemoryOptions planOptions;
-  planOptions.check = true;
-  pm.addPass(rt::createRtPlanMemory(planOptions));
-  if (failed(pm.run(*module)))
+  if (failed(runPhase(tpc::buildLowerToExecutable)))
     return 1;
 
   if (!report.empty()) {

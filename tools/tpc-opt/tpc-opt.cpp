@@ -11,6 +11,7 @@
 #include "dialects/Rt/Transforms/Passes.h"
 #include "dialects/Tpc/IR/TpcDialect.h"
 #include "dialects/Tpc/Transforms/Passes.h"
+#include "tpc/Pipelines/Pipelines.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
@@ -29,6 +30,7 @@ int main(int argc, char **argv) {
   mlir::tpc::registerTpcPasses();
   mlir::rt::registerRtPasses();
   mlir::dist::registerDistPasses();
+  mlir::tpc::registerTpcPipelines();
 
   mlir::DialectRegistry registry;
   registry.insert<mlir::tpc::TpcDialect, mlir::rt::RtDialect,

@@ -5,6 +5,27 @@
 
 include "mlir/Pass/PassBase.td"
 
+def DistMesh : Pass<"dist-mesh", "ModuleOp"> {
+  let summary = "Adds the device mesh the dist passes distribute over";
+  let description = [{
+    Adds `dist.mesh @mesh axes [...]` to the module, with the axes and sizes
+    of `axes` in their order (`tpc-compile --mesh dp=2,tp=2` gives
+    `axes=dp=2,tp=2`). An axis is a name and a positive size; a name may not
+    repeat. A module that already has a `@mesh` is refused, not given a
+    second one.
+
+    ```
+    $ tpc-opt step.mlir --dist-mesh=axes=dp=2,tp=2 --dist-annotate-megatron \
+        --dist-propagate --dist-partition
+    ```
+  }];
+  let options = [
+    ListOption<"axes", "axes", "std::string",
+               "The mesh axes in order, each name=size (e.g. dp=2,tp=2)">
+  ];
+  let dependentDialects = ["::mlir::dist::DistDialect"];
+}
+
 def DistAnnotateMegatron : Pass<"dist-annotate-megatron", "ModuleOp"> {
   let summary = "Megatron's tensor, sequence and data parallelism as annotations";
   let description = [{

@@ -19,7 +19,8 @@ def TpcUnrollTrainStep : Pass<"tpc-unroll-train-step", "ModuleOp"> {
       tagged `tpc.phase` with its function's name (`"train_F"`,
       `"train_B"`, `"train_W"`: dist-partition shares a gather among the
       forward's readers, and among the backward's, never between the two);
-      callees left without uses are erased (`@forward` is kept);
+      callees left without uses are erased (`@forward` is kept unless
+      `keep-forward=false`);
     * what became constant folds: the microbatch offsets of the
       `tensor.extract_slice`s of the inputs become static, the microbatch
       index tensor becomes a constant (the dropout `block` of the ops that
@@ -52,7 +53,10 @@ def TpcUnrollTrainStep : Pass<"tpc-unroll-train-step", "ModuleOp"> {
   }];
   let options = [
     Option<"function", "function", "std::string", /*default=*/"\"train_step\"",
-           "The function to flatten">
+           "The function to flatten">,
+    Option<"keepForward", "keep-forward", "bool", /*default=*/"true",
+           "Keep @forward (false: the training step replaces it, as in "
+           "tpc-compile --train)">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::tensor::TensorDialect"];

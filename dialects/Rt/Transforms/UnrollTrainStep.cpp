@@ -234,6 +234,9 @@ struct UnrollTrainStepPass
       if (callee && SymbolTable::symbolKnownUseEmpty(callee, module))
         symbols.erase(callee);
     }
+    if (!keepForward)
+      if (Operation *forward = symbols.lookup("forward"))
+        symbols.erase(forward);
   }
 };
 

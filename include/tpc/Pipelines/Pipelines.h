@@ -1,0 +1,74 @@
+//===- Pipelines.h - the compile flow as pass pipelines ---------*- C++ -*-===//
+//
+// The flow tpc-compile runs, as phases that add passes to a pass manager,
+// and their registration as tpc-opt pipelines (docs/architecture.md):
+//
+//   prepare-forward       dist-pad-vocab, dist-replicate-kv-heads (tp > 1)
+//   build-train-step      tpc-autodiff, tpc-optimizer (--train)
+//   unroll-train-step     tpc-unroll-train-step, @forward dropped (--train)
+//   distribute            dist-mesh, dist-annotate-megatron, dist-propagate,
+//                         dist-partition (a mesh)
+//   lower-to-executable   tpc-lower-to-rt, rt-plan-memory (checked)
+//
+// Each phase is empty where its condition does not hold, so a tool can run
+// them one by one (tpc-compile reads the report between them) or all at
+// once (tpc-opt --tpc-compile-pipeline), with the same result.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TPC_PIPELINES_PIPELINES_H
+#define TPC_PIPELINES_PIPELINES_H
+
+#include "dialects/Tpc/Transforms/Passes.h"
+
+#include "mlir/Pass/PassManager.h"
+
+#include <string>
+#include <utility>
+
+namespace mlir::tpc {
+
+/// What one compile does: the options shared by tpc-compile (from its
+/// flags) and tpc-opt's pipelines (from their option string).
+struct CompileOptions {
+  /// Build and lower the training step instead of @forward.
+  bool train = false;
+  TpcAutodiffOptions autodiff;
+  TpcOptimizerOptions optimizer;
+  /// The mesh axes above size 1, in the order dp, tp; empty: one device.
+  SmallVector<std::pair<std::string, int64_t>> mesh;
+  bool sequenceParallel = false;
+  bool vocabParallel = true;
+  /// The dropout seed of the executable.
+  uint64_t seed = 0;
+
+  /// The size of mesh axis `name` (1 if the mesh lacks it).
+  int64_t axisSize(StringRef name) const;
+  /// The function that is lowered: @train_step or @forward.
+  StringRef loweredFunction() const;
+};
+
+/// Reads `--mesh`-style text (`dp=2,pp=1,tp=4`) into the axes above size 1,
+/// in the order dp, tp. On a bad value returns failure with `error` saying
+/// why (without the flag's name).
+LogicalResult parseMesh(StringRef text,
+                        SmallVector<std::pair<std::string, int64_t>> &axes,
+                        std::string &error);
+
+void buildPrepareForward(OpPassManager &pm, const CompileOptions &options);
+void buildTrainStep(OpPassManager &pm, const CompileOptions &options);
+void buildUnrollTrainStep(OpPassManager &pm, const CompileOptions &options);
+void buildDistribute(OpPassManager &pm, const CompileOptions &options);
+void buildLowerToExecutable(OpPassManager &pm, const CompileOptions &options);
+/// All of the above, in order.
+void buildCompilePipeline(OpPassManager &pm, const CompileOptions &options);
+
+/// Registers `tpc-compile-pipeline` and its phases with tpc-opt:
+/// `tpc-prepare-forward`, `tpc-build-train-step` (the training step built
+/// and unrolled), `tpc-distribute`, `tpc-lower-to-executable`; all take the
+/// same options.
+void registerTpcPipelines();
+
+} // namespace mlir::tpc
+
+#endif // TPC_PIPELINES_PIPELINES_H
