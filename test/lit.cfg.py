@@ -22,7 +22,7 @@ config.substitutions.append(("%tpc_docs_dir", config.tpc_docs_dir))
 llvm_config.with_system_environment(["HOME", "PATH"])
 llvm_config.use_default_substitutions()
 llvm_config.add_tool_substitutions(
-    ["tpc-opt", "tpc-import", "tpc-compile"], [config.tpc_tools_dir])
+    ["tpc-opt", "tpc-import", "tpc-compile", "tpc-run"], [config.tpc_tools_dir])
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 # Optional components are lit features, so a test that needs one is reported
@@ -31,5 +31,8 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 # that tests can read what tpc-compile wrote.
 if shutil.which("flatc"):
     config.available_features.add("flatc")
+# mpiexec (Open MPI) runs tpc-run --ranks N.
+if shutil.which("mpiexec"):
+    config.available_features.add("mpiexec")
 if config.have_cuda:
     config.available_features.add("cuda-toolkit")

@@ -62,6 +62,20 @@ mlir::tpc::parseMesh(StringRef text,
   return success();
 }
 
+LogicalResult mlir::tpc::checkShardingPipeline(StringRef text,
+                                               std::string &error) {
+  OpPassManager probe("builtin.module");
+  std::string message;
+  llvm::raw_string_ostream stream(message);
+  if (succeeded(parsePassPipeline(text, probe, stream)))
+    return success();
+  // The parser's first line, without its own location and severity.
+  StringRef first = StringRef(message).split('\n').first;
+  size_t at = first.find("error: ");
+  error = (at == StringRef::npos ? first : first.drop_front(at + 7)).str();
+  return failure();
+}
+
 void mlir::tpc::buildPrepareForward(OpPassManager &pm,
                                     const CompileOptions &options) {
   // Tensor parallelism splits the vocabulary: pad it to a multiple first,
@@ -107,10 +121,17 @@ void mlir::tpc::buildDistribute(OpPassManager &pm,
   for (const auto &[name, size] : options.mesh)
     mesh.axes.push_back(name + "=" + std::to_string(size));
   pm.addPass(dist::createDistMesh(mesh));
-  dist::DistAnnotateMegatronOptions annotate;
-  annotate.sequenceParallel = options.sequenceParallel;
-  annotate.vocabParallel = options.vocabParallel;
-  pm.addPass(dist::createDistAnnotateMegatron(annotate));
+  if (!options.shardingPipeline.empty()) {
+    // Checked by whoever set it (tpc-compile, the pipelines' options).
+    [[maybe_unused]] LogicalResult parsed =
+        parsePassPipeline(options.shardingPipeline, pm);
+    assert(succeeded(parsed) && "an unchecked --sharding-pass");
+  } else {
+    dist::DistAnnotateMegatronOptions annotate;
+    annotate.sequenceParallel = options.sequenceParallel;
+    annotate.vocabParallel = options.vocabParallel;
+    pm.addPass(dist::createDistAnnotateMegatron(annotate));
+  }
   pm.addPass(dist::createDistPropagate());
   pm.addPass(dist::createDistPartition());
 }
@@ -152,6 +173,10 @@ struct CompilePipelineOptions
       *this, "vocab-parallel",
       llvm::cl::desc("Split the embedding and LM head over tp (default)"),
       llvm::cl::init(true)};
+  Option<std::string> shardingPass{
+      *this, "sharding-pass",
+      llvm::cl::desc("The pass that annotates the layouts in place of "
+                     "dist-annotate-megatron (as tpc-compile --sharding-pass)")};
   Option<uint64_t> seed{*this, "seed",
                         llvm::cl::desc("The dropout seed (default 0)"),
                         llvm::cl::init(0)};
@@ -193,6 +218,12 @@ struct CompilePipelineOptions
       std::string why;
       if (failed(parseMesh(mesh, options.mesh, why)))
         return error("mesh: " + why);
+    }
+    if (!shardingPass.empty()) {
+      std::string why;
+      if (failed(checkShardingPipeline(shardingPass, why)))
+        return error("sharding-pass '" + shardingPass + "': " + why);
+      options.shardingPipeline = shardingPass;
     }
     options.autodiff.microbatches = microbatches;
     TpcOptimizerOptions &o = options.optimizer;

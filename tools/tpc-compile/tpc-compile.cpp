@@ -26,7 +26,9 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Tools/Plugins/PassPlugin.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -67,6 +69,19 @@ static cl::opt<bool> sequenceParallel(
              "sequence shards (all-gather / reduce-scatter instead of "
              "all-reduce)"),
     cl::cat(category));
+static cl::list<std::string> passPlugins(
+    "load-pass-plugin",
+    cl::desc("Load a pass plugin (a shared library exporting "
+             "mlirGetPassPluginInfo, as tpc-opt --load-pass-plugin); may "
+             "repeat"),
+    cl::value_desc("plugin.so"), cl::cat(category));
+static cl::opt<std::string> shardingPass(
+    "sharding-pass",
+    cl::desc("With --mesh: the pass (pipeline text, e.g. example-shard-mlp "
+             "from a plugin) that annotates the layouts, run in place of "
+             "dist-annotate-megatron; dist-propagate and dist-partition "
+             "follow"),
+    cl::value_desc("pass"), cl::cat(category));
 static cl::opt<std::string> inputPath(cl::Positional, cl::Required,
                                       cl::desc("<model.mlir>"),
                                       cl::cat(category));
@@ -396,6 +411,14 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions({&category, &trainCategory, &unsupportedCategory});
   if (!tpc::parseToolCommandLine(argc, argv, kOverview))
     return 1;
+  // Plugins register their passes before --sharding-pass names one.
+  for (const std::string &path : passPlugins) {
+    auto plugin = PassPlugin::load(path);
+    if (!plugin)
+      return fail("--load-pass-plugin " + path + ": " +
+                  llvm::toString(plugin.takeError()));
+    plugin->registerPassRegistryCallbacks();
+  }
 
   for (const cl::Option *flag : unsupportedFlags)
     if (flag->getNumOccurrences())
@@ -431,6 +454,15 @@ int main(int argc, char **argv) {
     return fail("--target cuda is not supported yet: " + kScope);
   if (target != "cpu")
     return fail("--target: '" + target + "' is not one of cpu, cuda");
+  if (!shardingPass.empty()) {
+    if (meshAxes.empty())
+      return fail("--sharding-pass needs a --mesh to shard over");
+    std::string why;
+    if (failed(tpc::checkShardingPipeline(shardingPass, why)))
+      return fail("--sharding-pass '" + shardingPass + "': " + why +
+                  " (a plugin's pass needs --load-pass-plugin)");
+    options.shardingPipeline = shardingPass;
+  }
   uint64_t &seedValue = options.seed;
   if (llvm::StringRef(seed).trim().getAsInteger(10, seedValue))
     return fail("--seed: '" + seed + "' is not an integer in [0, 2^64)");

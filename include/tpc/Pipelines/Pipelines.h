@@ -37,6 +37,9 @@ struct CompileOptions {
   TpcOptimizerOptions optimizer;
   /// The mesh axes above size 1, in the order dp, tp; empty: one device.
   SmallVector<std::pair<std::string, int64_t>> mesh;
+  /// A pass pipeline (text) that annotates the layouts in place of
+  /// dist-annotate-megatron (e.g. a plugin's); empty: Megatron's.
+  std::string shardingPipeline;
   bool sequenceParallel = false;
   bool vocabParallel = true;
   /// The dropout seed of the executable.
@@ -54,6 +57,10 @@ struct CompileOptions {
 LogicalResult parseMesh(StringRef text,
                         SmallVector<std::pair<std::string, int64_t>> &axes,
                         std::string &error);
+
+/// Whether `text` is a pass pipeline tpc knows (a plugin's passes once
+/// loaded); if not, `error` says why in one line.
+LogicalResult checkShardingPipeline(StringRef text, std::string &error);
 
 void buildPrepareForward(OpPassManager &pm, const CompileOptions &options);
 void buildTrainStep(OpPassManager &pm, const CompileOptions &options);
