@@ -303,7 +303,8 @@ Value ModelEmitter::lossAndLogits(Value hidden, Value labels, Value &logits) {
   logits = linear("lm_head", hidden, head, std::nullopt, WeightLayout::OutIn);
   auto ce = make<CrossEntropyOp>("loss", logits, labels,
                                  builder.getI64IntegerAttr(-100),
-                                 /*vocab=*/IntegerAttr());
+                                 /*vocab=*/IntegerAttr(),
+                                 /*vocab_blocks=*/IntegerAttr());
   return make<LossMeanOp>("loss", ce.getLossSum(), ce.getCount());
 }
 

@@ -18,7 +18,7 @@ func.func @forward(%wte: tensor<8x8xf32> {tpc.param = "wte", tpc.hf_shape = arra
   %r = dist.all_reduce %x on @mesh axes [tp] : tensor<2x4x8xf32>
   %logits = tpc.linear %r, %wte layout out_in : tensor<2x4x8xf32>, tensor<8x8xf32>
   // CHECK: rt.kernel cross_entropy({{.*}}) -> ({{.*}}) ints [-100, 15, 1] :
-  %sum, %count = tpc.cross_entropy %logits, %labels vocab 15 {dist.vocab_axes = ["tp"]}
+  %sum, %count = tpc.cross_entropy %logits, %labels vocab 15 blocks 2 {dist.vocab_axes = ["tp"]}
       : tensor<2x4x8xf32>, tensor<2x4xi64>
   %loss = tpc.loss_mean %sum, %count
   return %loss : tensor<f32>
@@ -35,7 +35,7 @@ func.func @forward(%logits: tensor<2x4x8xf32> {tpc.input = "logits"},
                    %d: tensor<f32> {tpc.input = "d"})
     -> (tensor<2x4x8xf32> {tpc.output = "g"}) attributes {dist.partitioned} {
   // CHECK: rt.kernel cross_entropy_grad({{.*}}) -> ({{.*}}) ints [-100, 32, 0] :
-  %g = tpc.cross_entropy_grad %logits, %labels, %d {dist.vocab_axes = ["tp"]}
+  %g = tpc.cross_entropy_grad %logits, %labels, %d blocks 4 {dist.vocab_axes = ["tp"]}
       : tensor<2x4x8xf32>, tensor<2x4xi64>
   %w = dist.all_gather %g on @mesh axes [tp] dim 2 : tensor<2x4x8xf32> -> tensor<2x4x32xf32>
   %s = tpc.slice %w dim 2 [0 : 8] : tensor<2x4x32xf32>

@@ -358,8 +358,20 @@ LogicalResult FunctionPartition::partitionOp(Operation *op) {
   };
   if (isa<tpc::EmbeddingOp>(op))
     markVocab(needed[0], 0);
-  if (isa<tpc::CrossEntropyOp, tpc::CrossEntropyGradOp>(op))
-    markVocab(needed[0], needed[0].dims.size() - 1);
+  if (isa<tpc::CrossEntropyOp, tpc::CrossEntropyGradOp>(op)) {
+    unsigned vocabDim = needed[0].dims.size() - 1;
+    markVocab(needed[0], vocabDim);
+    // The logits hold one block of the vocabulary: the op's own property.
+    if (!needed[0].dims[vocabDim].empty()) {
+      auto blocks = IntegerAttr::get(
+          IntegerType::get(context, 64),
+          mesh.groupSize(needed[0].dims[vocabDim]));
+      if (auto loss = dyn_cast<tpc::CrossEntropyOp>(op))
+        loss.setVocabBlocksAttr(blocks);
+      else
+        cast<tpc::CrossEntropyGradOp>(op).setVocabBlocksAttr(blocks);
+    }
+  }
   if (drawsDropout(op) && !produced.empty() &&
       !produced.front().withoutPartial().isReplicated())
     op->setAttr(kShardingAttr, produced.front().withoutPartial().toAttr(

@@ -20,7 +20,8 @@ LogicalResult CrossEntropyOp::buildGradients(OpBuilder &builder,
     grads[0] = castTo(builder, getLoc(),
                       CrossEntropyGradOp::create(
                           builder, getLoc(), args.operands[0], args.operands[1],
-                          dsum, getIgnoreIndexAttr(), getVocabAttr()),
+                          dsum, getIgnoreIndexAttr(), getVocabAttr(),
+                          getVocabBlocksAttr()),
                       gradElementType);
   return success();
 }

@@ -237,7 +237,7 @@ LogicalResult RotaryGradOp::verify() {
 LogicalResult CrossEntropyGradOp::verify() {
   if (failed(verifyLogitsLabels(*this, getLogits(), getLabels())))
     return failure();
-  return verifyVocab(*this, getLogits(), getVocab());
+  return verifyVocab(*this, getLogits(), getVocab(), getVocabBlocks());
 }
 
 //===----------------------------------------------------------------------===//

@@ -382,8 +382,8 @@ def Tpc_CrossEntropyGradOp : Tpc_Op<"cross_entropy_grad",
     `(softmax(logits) - onehot(label)) * loss_sum_grad` at positions whose
     label is not `ignore_index`, zero at the others. `loss_sum_grad` is the
     gradient of the summed loss (a f32 scalar; the training driver passes
-    `1 / global target count`). `vocab` as for `tpc.cross_entropy`: the
-    padded columns get a zero gradient.
+    `1 / global target count`). `vocab` and `blocks` as for
+    `tpc.cross_entropy`: the padded columns get a zero gradient.
 
     ```mlir
     %dlogits = tpc.cross_entropy_grad %logits, %labels, %dsum
@@ -393,11 +393,13 @@ def Tpc_CrossEntropyGradOp : Tpc_Op<"cross_entropy_grad",
   let arguments = (ins Tpc_FloatTensor:$logits, Tpc_IndexTensor:$labels,
                        Tpc_ScalarF32:$loss_sum_grad,
                        DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
-                       OptionalAttr<I64Attr>:$vocab);
+                       OptionalAttr<I64Attr>:$vocab,
+                       OptionalAttr<I64Attr>:$vocab_blocks);
   let results = (outs Tpc_FloatTensor:$result);
   let assemblyFormat = [{
     $logits `,` $labels `,` $loss_sum_grad (`ignore` $ignore_index^)?
-      (`vocab` $vocab^)? attr-dict `:` type($logits) `,` type($labels)
+      (`vocab` $vocab^)? (`blocks` $vocab_blocks^)? attr-dict `:`
+      type($logits) `,` type($labels)
   }];
   let hasVerifier = 1;
 }

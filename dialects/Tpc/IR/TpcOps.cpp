@@ -471,24 +471,28 @@ LogicalResult checks::verifyLogitsLabels(Operation *op, Value logits,
 }
 
 LogicalResult checks::verifyVocab(Operation *op, Value logits,
-                                  std::optional<int64_t> vocab) {
+                                  std::optional<int64_t> vocab,
+                                  std::optional<int64_t> blocks) {
+  if (blocks && *blocks < 1)
+    return op->emitOpError() << "blocks " << *blocks << " must be positive";
   if (!vocab)
     return success();
   int64_t columns = tensorType(logits).getShape().back();
   if (*vocab < 1)
     return op->emitOpError() << "vocab " << *vocab << " must be positive";
-  // A partitioned op holds a block of the vocabulary; vocab counts all.
-  if (!op->hasAttr("dist.vocab_axes") && *vocab > columns)
-    return op->emitOpError() << "vocab " << *vocab
-                             << " exceeds the logits' " << columns
-                             << " columns";
+  // The logits may hold one block of the vocabulary; vocab counts all.
+  int64_t whole = columns * blocks.value_or(1);
+  if (*vocab > whole)
+    return op->emitOpError()
+           << "vocab " << *vocab << " exceeds the logits' " << columns
+           << " columns" << (blocks ? " x " + std::to_string(*blocks) + " blocks" : "");
   return success();
 }
 
 LogicalResult CrossEntropyOp::verify() {
   if (failed(verifyLogitsLabels(*this, getLogits(), getLabels())))
     return failure();
-  return verifyVocab(*this, getLogits(), getVocab());
+  return verifyVocab(*this, getLogits(), getVocab(), getVocabBlocks());
 }
 
 //===----------------------------------------------------------------------===//

@@ -368,23 +368,30 @@ def Tpc_CrossEntropyOp : Tpc_Op<"cross_entropy", [Pure,
 
     `vocab`, when given, is the number of real classes: the logits' columns
     from `vocab` on are padding (a vocabulary padded to a multiple of the
-    tensor-parallel size) and take no probability mass. After
-    `dist-partition` splits the vocabulary (`dist.vocab_axes`), `vocab`
-    still counts the whole vocabulary.
+    tensor-parallel size) and take no probability mass.
+
+    `blocks`, when given, says that the logits' columns are one of that many
+    equal blocks of the (padded) vocabulary, the others held elsewhere (the
+    split a vocabulary-parallel LM head makes; `dist-partition` sets it).
+    `vocab` still counts the whole vocabulary: at most columns x blocks.
 
     ```mlir
     %sum, %count = tpc.cross_entropy %logits, %labels
         : tensor<4x32x256xf32>, tensor<4x32xi64>
     %sum, %count = tpc.cross_entropy %logits, %labels vocab 250
         : tensor<4x32x256xf32>, tensor<4x32xi64>
+    %sum, %count = tpc.cross_entropy %logits, %labels vocab 250 blocks 4
+        : tensor<4x32x64xf32>, tensor<4x32xi64>
     ```
   }];
   let arguments = (ins Tpc_FloatTensor:$logits, Tpc_IndexTensor:$labels,
                        DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
-                       OptionalAttr<I64Attr>:$vocab);
+                       OptionalAttr<I64Attr>:$vocab,
+                       OptionalAttr<I64Attr>:$vocab_blocks);
   let results = (outs Tpc_ScalarF32:$loss_sum, Tpc_ScalarI64:$count);
   let assemblyFormat = [{
     $logits `,` $labels (`ignore` $ignore_index^)? (`vocab` $vocab^)?
+      (`blocks` $vocab_blocks^)?
       attr-dict `:` type($logits) `,` type($labels)
   }];
   let hasVerifier = 1;

@@ -117,9 +117,10 @@ LogicalResult verifyRotary(Operation *op, RankedTensorType type, double theta,
 /// `labels` is `logits` without its last (vocabulary) dimension.
 LogicalResult verifyLogitsLabels(Operation *op, Value logits, Value labels);
 /// A cross-entropy's `vocab`: positive, and at most the logits' columns
-/// unless the op holds a block of a split vocabulary (`dist.vocab_axes`).
+/// times `blocks` (the logits hold one of that many vocabulary blocks).
 LogicalResult verifyVocab(Operation *op, Value logits,
-                          std::optional<int64_t> vocab);
+                          std::optional<int64_t> vocab,
+                          std::optional<int64_t> blocks);
 
 } // namespace mlir::tpc::checks
 

@@ -789,6 +789,38 @@ func.func @rotary_int(%q: tensor<2x8x8x16xi32>) {
 // tpc.cross_entropy, tpc.loss_mean
 //===----------------------------------------------------------------------===//
 
+func.func @cross_entropy_vocab_zero(%l: tensor<4x32xf32>, %y: tensor<4xi64>) {
+  // expected-error @+1 {{'tpc.cross_entropy' op vocab 0 must be positive}}
+  %0:2 = tpc.cross_entropy %l, %y vocab 0 : tensor<4x32xf32>, tensor<4xi64>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_vocab_beyond_columns(%l: tensor<4x32xf32>, %y: tensor<4xi64>) {
+  // expected-error @+1 {{'tpc.cross_entropy' op vocab 33 exceeds the logits' 32 columns}}
+  %0:2 = tpc.cross_entropy %l, %y vocab 33 : tensor<4x32xf32>, tensor<4xi64>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_vocab_beyond_blocks(%l: tensor<4x32xf32>, %y: tensor<4xi64>) {
+  // expected-error @+1 {{'tpc.cross_entropy' op vocab 129 exceeds the logits' 32 columns x 4 blocks}}
+  %0:2 = tpc.cross_entropy %l, %y vocab 129 blocks 4 : tensor<4x32xf32>, tensor<4xi64>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_grad_blocks_zero(%l: tensor<4x32xf32>, %y: tensor<4xi64>, %d: tensor<f32>) {
+  // expected-error @+1 {{'tpc.cross_entropy_grad' op blocks 0 must be positive}}
+  %0 = tpc.cross_entropy_grad %l, %y, %d vocab 100 blocks 0 : tensor<4x32xf32>, tensor<4xi64>
+  return
+}
+
+// -----
+
 func.func @cross_entropy_labels_shape(%l: tensor<4x32x256xf32>,
                                       %y: tensor<4x31xi64>) {
   // expected-error @+1 {{'tpc.cross_entropy' op labels shape 4x31 must be the logits shape 4x32x256 without its vocabulary dimension}}

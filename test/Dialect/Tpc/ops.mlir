@@ -470,3 +470,13 @@ func.func @empty_and_scalar(%e: tensor<0x8xf32>, %s: tensor<f32>,
   %4 = tpc.transpose %2 [] : tensor<f32>
   return %0, %4, %3 : tensor<0x8xf32>, tensor<f32>, tensor<8xf32>
 }
+
+// A block of a split vocabulary: `vocab` counts the whole (up to 32 x 4).
+// CHECK-LABEL: func.func @cross_entropy_vocab_block
+// CHECK: tpc.cross_entropy %{{.*}}, %{{.*}} vocab 125 blocks 4 : tensor<4x32xf32>, tensor<4xi64>
+// CHECK: tpc.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} vocab 125 blocks 4 : tensor<4x32xf32>, tensor<4xi64>
+func.func @cross_entropy_vocab_block(%l: tensor<4x32xf32>, %y: tensor<4xi64>, %d: tensor<f32>) -> tensor<4x32xf32> {
+  %sum, %count = tpc.cross_entropy %l, %y vocab 125 blocks 4 : tensor<4x32xf32>, tensor<4xi64>
+  %g = tpc.cross_entropy_grad %l, %y, %d vocab 125 blocks 4 : tensor<4x32xf32>, tensor<4xi64>
+  return %g : tensor<4x32xf32>
+}
