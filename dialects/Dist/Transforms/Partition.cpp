@@ -42,8 +42,7 @@ AxisList minus(ArrayRef<StringRef> all, ArrayRef<StringRef> removed) {
 }
 
 bool drawsDropout(Operation *op) {
-  return isa<tpc::DropoutOp, tpc::DropoutMaskOp, tpc::AttentionOp,
-             tpc::AttentionGradOp>(op);
+  return op->hasTrait<tpc::OpTrait::DrawsDropout>();
 }
 
 class FunctionPartition {

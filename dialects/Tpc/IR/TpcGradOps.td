@@ -257,7 +257,8 @@ def Tpc_SoftmaxGradOp : Tpc_Op<"softmax_grad",
 // Dropout as mask and application
 //===----------------------------------------------------------------------===//
 
-def Tpc_DropoutMaskOp : Tpc_Op<"dropout_mask", [Pure, Tpc_Sharding]> {
+def Tpc_DropoutMaskOp : Tpc_Op<"dropout_mask", [Pure, Tpc_Sharding,
+                                                Tpc_DrawsDropout]> {
   let summary = "The keep mask of a dropout, one byte per element";
   let description = [{
     Element `i` is 1 when the dropout `stream` keeps the element at global
@@ -315,7 +316,8 @@ def Tpc_ApplyMaskOp : Tpc_Op<"apply_mask",
 def Tpc_AttentionGradOp : Tpc_Op<"attention_grad",
     [Pure, AllTypesMatch<["query", "query_grad"]>,
      AllTypesMatch<["key", "key_grad"]>,
-     AllTypesMatch<["value", "value_grad"]>, Tpc_Sharding]> {
+     AllTypesMatch<["value", "value_grad"]>, Tpc_Sharding,
+     Tpc_DrawsDropout]> {
   let summary = "Gradients of tpc.attention for q, k and v";
   let description = [{
     Recomputes the probabilities from `query` and `key` (same scale, causal

@@ -22,6 +22,16 @@ struct DerivativeArgs {
   ArrayRef<bool> wanted;
 };
 
+namespace OpTrait {
+
+/// The op draws dropout masks from the counter-based stream (Tpc_DrawsDropout
+/// in TpcInterfaces.td).
+template <typename ConcreteType>
+class DrawsDropout
+    : public mlir::OpTrait::TraitBase<ConcreteType, DrawsDropout> {};
+
+} // namespace OpTrait
+
 } // namespace mlir::tpc
 
 #include "dialects/Tpc/IR/TpcInterfaces.h.inc"

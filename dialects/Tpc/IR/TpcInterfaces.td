@@ -80,6 +80,14 @@ def Tpc_DerivativeOpInterface : OpInterface<"TpcDerivativeOpInterface"> {
   ];
 }
 
+// Ops that draw dropout masks from the counter-based stream (seed, stream,
+// step, element index): split over devices, each draws the single-device
+// mask of its own elements, and dist-partition records the split on the op
+// (`dist.sharding`) so that the kernel finds its offsets.
+def Tpc_DrawsDropout : NativeOpTrait<"DrawsDropout"> {
+  let cppNamespace = "::mlir::tpc::OpTrait";
+}
+
 def Tpc_ShardingOpInterface : OpInterface<"TpcShardingOpInterface"> {
   let cppNamespace = "::mlir::tpc";
   let description = [{

@@ -189,7 +189,8 @@ def Tpc_SiluOp : Tpc_UnaryOp<"silu",
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
-def Tpc_DropoutOp : Tpc_UnaryOp<"dropout", [Tpc_Derivative, Tpc_Sharding]> {
+def Tpc_DropoutOp : Tpc_UnaryOp<"dropout", [Tpc_Derivative, Tpc_Sharding,
+                                            Tpc_DrawsDropout]> {
   let summary = "Dropout driven by a counter-based random stream";
   let description = [{
     Zeroes each element with probability `rate` and scales the others by
@@ -276,7 +277,7 @@ def Tpc_MulOp : Tpc_BinaryOp<"mul", [Tpc_StashingDerivative, Tpc_Sharding]> {
 //===----------------------------------------------------------------------===//
 
 def Tpc_AttentionOp : Tpc_Op<"attention", [Pure, InferTypeOpAdaptor,
-    Tpc_StashingDerivative, Tpc_Sharding]> {
+    Tpc_StashingDerivative, Tpc_Sharding, Tpc_DrawsDropout]> {
   let summary = "Fused scaled-dot-product attention with grouped KV heads";
   let description = [{
     `softmax(scale * q k^T [+ causal mask]) v` per head, with optional dropout
