@@ -42,7 +42,7 @@ AxisList minus(ArrayRef<StringRef> all, ArrayRef<StringRef> removed) {
 }
 
 bool drawsDropout(Operation *op) {
-  return op->hasTrait<tpc::OpTrait::DrawsDropout>();
+  return isa<tpc::TpcDropoutDrawOpInterface>(op);
 }
 
 class FunctionPartition {

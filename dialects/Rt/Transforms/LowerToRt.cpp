@@ -253,43 +253,6 @@ std::optional<KernelSpec> kernelFor(Operation *op) {
       .Default([](Operation *) { return std::nullopt; });
 }
 
-/// What an op that draws a dropout stream draws: the mask, or attention's
-/// probabilities [b, h, sq, sk]; the leading `shared` dimensions are those
-/// of its first result (and split like them), the others are whole.
-struct DropoutDraw {
-  /// The block (microbatch) operand: the draw is one block of a larger
-  /// tensor; null when the op has none.
-  Value block;
-  SmallVector<int64_t> shape;
-  unsigned shared = 0;
-};
-
-std::optional<DropoutDraw> dropoutDrawOf(Operation *op) {
-  auto probabilities = [](Value block, Value query, Value key) {
-    ArrayRef<int64_t> q = cast<RankedTensorType>(query.getType()).getShape();
-    auto k = cast<RankedTensorType>(key.getType());
-    return DropoutDraw{block, {q[0], q[1], q[2], k.getDimSize(2)}, 3};
-  };
-  return llvm::TypeSwitch<Operation *, std::optional<DropoutDraw>>(op)
-      .Case([](tpc::DropoutOp op) {
-        ArrayRef<int64_t> shape = op.getResult().getType().getShape();
-        return DropoutDraw{Value(), SmallVector<int64_t>(shape),
-                           static_cast<unsigned>(shape.size())};
-      })
-      .Case([](tpc::DropoutMaskOp op) {
-        ArrayRef<int64_t> shape = op.getResult().getType().getShape();
-        return DropoutDraw{op.getBlock(), SmallVector<int64_t>(shape),
-                           static_cast<unsigned>(shape.size())};
-      })
-      .Case([&](tpc::AttentionOp op) {
-        return probabilities(op.getBlock(), op.getQuery(), op.getKey());
-      })
-      .Case([&](tpc::AttentionGradOp op) {
-        return probabilities(op.getBlock(), op.getQuery(), op.getKey());
-      })
-      .Default([](Operation *) { return std::nullopt; });
-}
-
 /// What a buffer type of `bufferTypeOf` must be, for its diagnostics.
 constexpr llvm::StringLiteral kBufferTypeRule =
     "a static tensor of f32, bf16, f16, i32, i64 or i8 of fewer than 2^63 "
@@ -487,7 +450,7 @@ private:
                                               ArrayRef<int64_t> local);
   /// The kernel splits of a dropout op (its `dist.sharding`) and its first
   /// index: the dropout block times the global elements of one block.
-  LogicalResult lowerDropoutLayout(Operation *op, const DropoutDraw &draw,
+  LogicalResult lowerDropoutLayout(Operation *op, const tpc::DropoutDraw &draw,
                                    KernelSpec &spec);
   /// An optimizer state lives in its parameter's layout.
   LogicalResult checkStateLayouts();
@@ -828,17 +791,18 @@ LogicalResult Lowering::lowerOp(Operation *op) {
   if (failed(lowerVocabulary(op, *spec)))
     return failure();
   ValueRange operands = op->getOperands();
-  if (std::optional<DropoutDraw> draw = dropoutDrawOf(op)) {
-    if (failed(lowerDropoutLayout(op, *draw, *spec)))
+  if (auto drawing = dyn_cast<tpc::TpcDropoutDrawOpInterface>(op)) {
+    tpc::DropoutDraw draw = drawing.getDropoutDraw();
+    if (failed(lowerDropoutLayout(op, draw, *spec)))
       return failure();
-    if (draw->block)
+    if (draw.block)
       operands = operands.drop_back();
   }
   return emitKernel(op, *spec, operands, op->getResults());
 }
 
 LogicalResult Lowering::lowerDropoutLayout(Operation *op,
-                                           const DropoutDraw &draw,
+                                           const tpc::DropoutDraw &draw,
                                            KernelSpec &spec) {
   std::string what = ("'" + op->getName().getStringRef() + "'").str();
   SmallVector<int64_t> global = draw.shape;

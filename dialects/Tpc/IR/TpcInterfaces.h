@@ -22,15 +22,15 @@ struct DerivativeArgs {
   ArrayRef<bool> wanted;
 };
 
-namespace OpTrait {
-
-/// The op draws dropout masks from the counter-based stream (Tpc_DrawsDropout
-/// in TpcInterfaces.td).
-template <typename ConcreteType>
-class DrawsDropout
-    : public mlir::OpTrait::TraitBase<ConcreteType, DrawsDropout> {};
-
-} // namespace OpTrait
+/// What an op draws from the dropout stream (TpcDropoutDrawOpInterface):
+/// the drawn shape, whose leading `shared` dimensions are those of the op's
+/// first result (and split like them), the others whole; and the block
+/// (microbatch) operand, when the draw is one block of a larger tensor.
+struct DropoutDraw {
+  Value block;
+  SmallVector<int64_t> shape;
+  unsigned shared = 0;
+};
 
 } // namespace mlir::tpc
 

@@ -80,12 +80,23 @@ def Tpc_DerivativeOpInterface : OpInterface<"TpcDerivativeOpInterface"> {
   ];
 }
 
-// Ops that draw dropout masks from the counter-based stream (seed, stream,
-// step, element index): split over devices, each draws the single-device
-// mask of its own elements, and dist-partition records the split on the op
-// (`dist.sharding`) so that the kernel finds its offsets.
-def Tpc_DrawsDropout : NativeOpTrait<"DrawsDropout"> {
-  let cppNamespace = "::mlir::tpc::OpTrait";
+def Tpc_DropoutDrawOpInterface : OpInterface<"TpcDropoutDrawOpInterface"> {
+  let cppNamespace = "::mlir::tpc";
+  let description = [{
+    An op that draws dropout masks from the counter-based stream (seed,
+    stream, step, element index). Split over devices, each draws the
+    single-device mask of its own elements: dist-partition records the
+    split on the op (`dist.sharding`) and tpc-lower-to-rt turns it and the
+    draw into the kernel's splits and first index.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        What the op draws: the mask's shape, or attention's probabilities
+        [b, h, sq, sk]; how many leading dimensions are the first result's
+        (split like them); the block (microbatch) operand, null if none.
+      }],
+      "::mlir::tpc::DropoutDraw", "getDropoutDraw", (ins)>
+  ];
 }
 
 def Tpc_ShardingOpInterface : OpInterface<"TpcShardingOpInterface"> {

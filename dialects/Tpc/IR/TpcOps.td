@@ -17,6 +17,7 @@ def Tpc_ResultStashingDerivative : DeclareOpInterfaceMethods<
     Tpc_DerivativeOpInterface, ["stashesResult"]>;
 // Every forward op has a sharding rule (ShardingRules*.cpp).
 def Tpc_Sharding : DeclareOpInterfaceMethods<Tpc_ShardingOpInterface>;
+def Tpc_DrawsDropout : DeclareOpInterfaceMethods<Tpc_DropoutDrawOpInterface>;
 
 //===----------------------------------------------------------------------===//
 // Embedding and matrix products
