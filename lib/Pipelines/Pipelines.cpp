@@ -108,9 +108,9 @@ void mlir::tpc::buildUnrollTrainStep(OpPassManager &pm,
   if (!options.train)
     return;
   // The training step replaces the forward pass: only it is lowered.
-  rt::TpcUnrollTrainStepOptions unroll;
+  TpcUnrollTrainStepOptions unroll;
   unroll.keepForward = false;
-  pm.addPass(rt::createTpcUnrollTrainStep(unroll));
+  pm.addPass(createTpcUnrollTrainStep(unroll));
 }
 
 void mlir::tpc::buildDistribute(OpPassManager &pm,

@@ -5,63 +5,6 @@
 
 include "mlir/Pass/PassBase.td"
 
-def TpcUnrollTrainStep : Pass<"tpc-unroll-train-step", "ModuleOp"> {
-  let summary = "Inlines F, B and W into the training step and unrolls it";
-  let description = [{
-    Turns the training driver that `tpc-autodiff` and `tpc-optimizer` build
-    (`@train_step` calling `@train_F`, `@train_B` and `@train_W` in an
-    `scf.for` over the microbatches) into one straight-line function, which
-    `tpc-lower-to-rt` then lowers to one kernel list per step:
-
-    * every `scf.for` with constant bounds is fully unrolled, iteration by
-      iteration (microbatch 0 first), its induction variable a constant;
-    * every `func.call` is replaced by the callee's body, each inlined op
-      tagged `tpc.phase` with its function's name (`"train_F"`,
-      `"train_B"`, `"train_W"`: dist-partition shares a gather among the
-      forward's readers, and among the backward's, never between the two);
-      callees left without uses are erased (`@forward` is kept unless
-      `keep-forward=false`);
-    * what became constant folds: the microbatch offsets of the
-      `tensor.extract_slice`s of the inputs become static, the microbatch
-      index tensor becomes a constant (the dropout `block` of the ops that
-      read it), and the zero accumulators of the first microbatch fold away
-      (`tpc.add` of a zero splat);
-    * what every microbatch computes again from the parameters alone (the
-      16-bit casts of the f32 master weights, a slice of the position
-      table) is computed once, by the first (common subexpressions);
-    * every op of W moves up to right after the latest definition of its
-      operands: each layer's weight gradients run right after its input
-      gradients, as in Megatron, instead of after the whole backward. The
-      stash a layer's W reads is freed earlier, and a row-parallel matmul's
-      gathered output gradient serves B and W without living across other
-      layers (pipeline schedules that defer W will order the phases
-      themselves);
-    * a `tpc.add` that is the only reader of both its operands (a gradient
-      accumulator and a microbatch's share of it) moves up to right after
-      the later of them: the loop adds after the whole of W, which would
-      keep every share and every previous sum live at once.
-
-    Within a microbatch the ops otherwise keep the order of F, then B, then
-    W, so the stash of microbatch `i` lives from its forward to its last
-    reader in B or W, and microbatches run one after the other. A loop whose bounds are
-    not constant, or a call of a function without a body, is an error.
-
-    ```
-    $ tpc-opt model.mlir --tpc-autodiff=microbatches=2 --tpc-optimizer \
-        --tpc-unroll-train-step
-    ```
-  }];
-  let options = [
-    Option<"function", "function", "std::string", /*default=*/"\"train_step\"",
-           "The function to flatten">,
-    Option<"keepForward", "keep-forward", "bool", /*default=*/"true",
-           "Keep @forward (false: the training step replaces it, as in "
-           "tpc-compile --train)">
-  ];
-  let dependentDialects = ["::mlir::arith::ArithDialect",
-                           "::mlir::tensor::TensorDialect"];
-}
-
 def TpcLowerToRt : Pass<"tpc-lower-to-rt", "ModuleOp"> {
   let summary = "Lowers a tpc function (@forward, @train_step) to an rt.program";
   let description = [{

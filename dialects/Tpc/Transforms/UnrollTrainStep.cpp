@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "dialects/Rt/Transforms/Passes.h"
+#include "dialects/Tpc/Transforms/Passes.h"
 #include "dialects/Tpc/IR/TpcOps.h"
 #include "dialects/Tpc/Transforms/Autodiff.h"
 
@@ -27,10 +27,10 @@
 
 #include <map>
 
-namespace mlir::rt {
+namespace mlir::tpc {
 #define GEN_PASS_DEF_TPCUNROLLTRAINSTEP
-#include "dialects/Rt/Transforms/Passes.h.inc"
-} // namespace mlir::rt
+#include "dialects/Tpc/Transforms/Passes.h.inc"
+} // namespace mlir::tpc
 
 using namespace mlir;
 
@@ -163,7 +163,7 @@ void weightGradientsEarly(func::FuncOp step, StringRef weightGrad) {
 }
 
 struct UnrollTrainStepPass
-    : public rt::impl::TpcUnrollTrainStepBase<UnrollTrainStepPass> {
+    : public tpc::impl::TpcUnrollTrainStepBase<UnrollTrainStepPass> {
   using TpcUnrollTrainStepBase::TpcUnrollTrainStepBase;
 
   void runOnOperation() override {
