@@ -9,6 +9,7 @@
 #include "dialects/Dist/Transforms/Passes.h"
 #include "dialects/Rt/Transforms/Passes.h"
 #include "dialects/Tpc/Transforms/Autodiff.h"
+#include "tpc/Conversion/TpcToRt.h"
 
 #include "mlir/Pass/PassRegistry.h"
 #include "llvm/ADT/StringMap.h"
@@ -138,10 +139,10 @@ void mlir::tpc::buildDistribute(OpPassManager &pm,
 
 void mlir::tpc::buildLowerToExecutable(OpPassManager &pm,
                                        const CompileOptions &options) {
-  rt::TpcLowerToRtOptions lower;
+  TpcLowerToRtOptions lower;
   lower.function = options.loweredFunction().str();
   lower.seed = options.seed;
-  pm.addPass(rt::createTpcLowerToRt(lower));
+  pm.addPass(createTpcLowerToRt(lower));
   rt::RtPlanMemoryOptions plan;
   plan.check = true;
   pm.addPass(rt::createRtPlanMemory(plan));

@@ -11,6 +11,7 @@
 #include "dialects/Rt/Transforms/Passes.h"
 #include "dialects/Tpc/IR/TpcDialect.h"
 #include "dialects/Tpc/Transforms/Passes.h"
+#include "tpc/Conversion/TpcToRt.h"
 #include "tpc/Pipelines/Pipelines.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -29,6 +30,7 @@ int main(int argc, char **argv) {
   mlir::registerInlinerPass();
   mlir::tpc::registerTpcPasses();
   mlir::rt::registerRtPasses();
+  mlir::tpc::registerTpcToRtPasses();
   mlir::dist::registerDistPasses();
   mlir::tpc::registerTpcPipelines();
 

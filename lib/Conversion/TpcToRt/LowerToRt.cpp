@@ -19,8 +19,8 @@
 
 #include "dialects/Dist/IR/DistOps.h"
 #include "dialects/Rt/IR/RtOps.h"
-#include "dialects/Rt/Transforms/Passes.h"
 #include "dialects/Tpc/IR/TpcOps.h"
+#include "tpc/Conversion/TpcToRt.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -33,10 +33,10 @@
 
 #include <limits>
 
-namespace mlir::rt {
+namespace mlir::tpc {
 #define GEN_PASS_DEF_TPCLOWERTORT
-#include "dialects/Rt/Transforms/Passes.h.inc"
-} // namespace mlir::rt
+#include "lib/Conversion/TpcToRt/Passes.h.inc"
+} // namespace mlir::tpc
 
 using namespace mlir;
 using namespace mlir::rt;
@@ -1115,7 +1115,7 @@ FailureOr<ProgramOp> Lowering::run() {
 }
 
 namespace {
-struct LowerToRtPass : public rt::impl::TpcLowerToRtBase<LowerToRtPass> {
+struct LowerToRtPass : public tpc::impl::TpcLowerToRtBase<LowerToRtPass> {
   using TpcLowerToRtBase::TpcLowerToRtBase;
 
   void runOnOperation() override {
