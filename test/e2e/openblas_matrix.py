@@ -18,6 +18,7 @@ cases, which pass by exceeding them. Exit status 0 when nothing failed.
 
     test/e2e/openblas_matrix.py --build-dir build [--jobs 2] [--tests REGEX]
         [--log-dir DIR] [--bin-dir COPY_OF_BUILD_BIN] [--source-dir CHECKOUT]
+        [--cores default,Prescott]
 """
 
 import argparse
@@ -156,6 +157,8 @@ def main():
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--tests", default=r"^e2e\.", help="ctest -R regex")
     parser.add_argument("--log-dir", help="write each configuration's output here")
+    parser.add_argument("--cores", help="only these core types, comma-separated "
+                        "(default: all of " + ", ".join(c for c, _ in CORE_TYPES) + ")")
     parser.add_argument("--bin-dir", help="run these tools instead of the build's (a "
                         "copy, so that rebuilding meanwhile changes nothing)")
     parser.add_argument("--source-dir", help="run the test scripts of this checkout "
@@ -181,7 +184,10 @@ def main():
 
     failed_any = False
     summary = []
+    wanted = set(args.cores.split(",")) if args.cores else None
     for core, needs in CORE_TYPES:
+        if wanted is not None and core not in wanted:
+            continue
         missing = [f for f in needs if f not in flags]
         if missing:
             print("skip %s: the CPU lacks %s (its kernels would die with SIGILL)"
