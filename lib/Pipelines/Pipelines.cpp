@@ -63,6 +63,24 @@ mlir::tpc::parseMesh(StringRef text,
   return success();
 }
 
+LogicalResult mlir::tpc::checkCompileOptions(const CompileOptions &options,
+                                             StringRef prefix,
+                                             std::string &error) {
+  if (options.sequenceParallel && options.axisSize("tp") <= 1) {
+    error = (prefix + "sequence-parallel needs tensor parallelism: a " +
+             prefix + "mesh with tp > 1")
+                .str();
+    return failure();
+  }
+  if (!options.shardingPipeline.empty() && options.mesh.empty()) {
+    error = (prefix + "sharding-pass needs a " + prefix +
+             "mesh to shard over")
+                .str();
+    return failure();
+  }
+  return success();
+}
+
 LogicalResult mlir::tpc::checkShardingPipeline(StringRef text,
                                                std::string &error) {
   OpPassManager probe("builtin.module");
@@ -226,6 +244,8 @@ struct CompilePipelineOptions
         return error("sharding-pass '" + shardingPass + "': " + why);
       options.shardingPipeline = shardingPass;
     }
+    if (std::string why; failed(checkCompileOptions(options, "", why)))
+      return error(why);
     options.autodiff.microbatches = microbatches;
     TpcOptimizerOptions &o = options.optimizer;
     o.optimizer = optimizer;

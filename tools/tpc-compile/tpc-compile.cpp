@@ -445,23 +445,18 @@ int main(int argc, char **argv) {
       return 1;
     meshAxes = *parsed;
   }
-  bool hasTensorParallel = llvm::any_of(
-      meshAxes, [](const auto &axis) { return axis.first == "tp"; });
-  if (sequenceParallel && !hasTensorParallel)
-    return fail("--sequence-parallel needs tensor parallelism: a --mesh "
-                "with tp > 1");
   if (target == "cuda")
     return fail("--target cuda is not supported yet: " + kScope);
   if (target != "cpu")
     return fail("--target: '" + target + "' is not one of cpu, cuda");
+  options.shardingPipeline = shardingPass;
+  if (std::string why; failed(tpc::checkCompileOptions(options, "--", why)))
+    return fail(why);
   if (!shardingPass.empty()) {
-    if (meshAxes.empty())
-      return fail("--sharding-pass needs a --mesh to shard over");
     std::string why;
     if (failed(tpc::checkShardingPipeline(shardingPass, why)))
       return fail("--sharding-pass '" + shardingPass + "': " + why +
                   " (a plugin's pass needs --load-pass-plugin)");
-    options.shardingPipeline = shardingPass;
   }
   uint64_t &seedValue = options.seed;
   if (llvm::StringRef(seed).trim().getAsInteger(10, seedValue))

@@ -58,6 +58,13 @@ LogicalResult parseMesh(StringRef text,
                         SmallVector<std::pair<std::string, int64_t>> &axes,
                         std::string &error);
 
+/// The checks between settings that tpc-compile and the pipelines share:
+/// sequence parallelism needs tp > 1, a sharding pass needs a mesh. The
+/// message names the settings with `prefix` ("--" for tpc-compile's flags,
+/// "" for a pipeline's options).
+LogicalResult checkCompileOptions(const CompileOptions &options,
+                                  StringRef prefix, std::string &error);
+
 /// Whether `text` is a pass pipeline tpc knows (a plugin's passes once
 /// loaded); if not, `error` says why in one line.
 LogicalResult checkShardingPipeline(StringRef text, std::string &error);
