@@ -84,8 +84,6 @@ def make_cases():
 CASES = make_cases()
 
 STEP_LINE = re.compile(r"^step (\d+) loss (\S+) grad_norm (\S+) lr (\S+)", re.MULTILINE)
-PEAK_LINE = re.compile(r"^rank (\d+) peak_bytes (\d+) planned_peak_bytes (\d+)$",
-                       re.MULTILINE)
 
 
 def main():
@@ -153,26 +151,6 @@ def main():
         return (stdout, tpc_torch.read_safetensors(prefix + ".out"),
                 tpc_torch.read_safetensors(prefix + ".grads"))
 
-    def compare(actual_grads, expected_grads, what, tolerance):
-        worst = 0.0
-        for name in sorted(expected_grads):
-            actual = actual_grads.get(name)
-            expected = expected_grads[name]
-            if actual is None or tuple(actual.shape) != tuple(expected.shape):
-                fail("%s: %s gradient missing or of shape %s, expected %s"
-                     % (name, what, None if actual is None else list(actual.shape),
-                        list(expected.shape)))
-                continue
-            error = tpc_torch.relative_error(actual, expected)
-            worst = max(worst, error)
-            if error > tolerance:
-                fail("%s: gradient relative error %.3e against %s" % (name, error, what))
-        extra = sorted(set(actual_grads) - set(expected_grads))
-        if extra:
-            fail("gradients dumped for unknown tensors: %s" % ", ".join(extra))
-        print("gradients vs %s: %d parameters, worst relative error %.2e (tolerance %.2e)"
-              % (what, len(expected_grads), worst, tolerance))
-
     names = sorted(weights)
     optimizer = dict(optimizer="adamw", betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01,
                      grad_clip=0.0, decay_exclude=())
@@ -188,14 +166,7 @@ def main():
                                                             start, [])
         if step == 1:
             first_loss = float(dist_outputs["loss"])
-            peaks = PEAK_LINE.findall(dist_out)
-            if sorted(int(r) for r, _, _ in peaks) != list(range(ranks)):
-                fail("expected one 'rank r peak_bytes ..' line per rank 0..%d, got %s"
-                     % (ranks - 1, [r for r, _, _ in peaks]))
-            for rank, measured, planned in peaks:
-                if measured != planned:
-                    fail("rank %s: measured peak %s bytes != planned %s"
-                         % (rank, measured, planned))
+            e2e_support.check_rank_peaks(dist_out, ranks, report)
             failures += e2e_support.check_peak(single_out)
 
         # The float32 yardstick at the mesh's parameters (dropout 0: torch
@@ -211,10 +182,12 @@ def main():
             report(error <= tolerance, "step %d %s: mesh %.9g single %.9g from the same state "
                    "(relative error %.2e, tolerance %.2e)" % (step, what, a, b, error,
                                                              tolerance))
-        compare(dist_grads, single_grads, "the single-device run (step %d)" % step,
-                2 * grad_tolerance)
+        e2e_support.compare_gradients(dist_grads, single_grads,
+                                      "the single-device run (step %d)" % step,
+                                      2 * grad_tolerance, report)
         if spec["dropout"] == 0:
-            compare(dist_grads, exact["grads"], "PyTorch (step %d)" % step, grad_tolerance)
+            e2e_support.compare_gradients(dist_grads, exact["grads"],
+                                          "PyTorch (step %d)" % step, grad_tolerance, report)
             loss = float(exact["loss"])
             error = abs(float(dist_outputs["loss"]) - loss) / abs(loss)
             report(error <= loss_tolerance, "step %d loss vs PyTorch: %.9g expected %.9g "

@@ -50,10 +50,6 @@ from e2e_support import run  # noqa: E402
 import tolerances  # noqa: E402
 import tpc_torch  # noqa: E402
 
-STEPS = 1
-STEP_LINE = re.compile(r"^step (\d+) loss (\S+) grad_norm (\S+) lr ", re.MULTILINE)
-PEAK_LINE = re.compile(r"^rank (\d+) peak_bytes (\d+) planned_peak_bytes (\d+)$",
-                       re.MULTILINE)
 
 LLAMA = {"architectures": ["LlamaForCausalLM"], "model_type": "llama",
          "vocab_size": 256, "hidden_size": 128, "intermediate_size": 256,
@@ -169,63 +165,49 @@ def main():
     inputs_path = os.path.join(work, "batch.safetensors")
     tpc_torch.write_safetensors(inputs_path, batch)
 
-    def train_run(tpcx, label, extra):
-        grads = os.path.join(work, label + ".grads.safetensors")
+    def report(ok, message):
+        nonlocal failures
+        print(("ok " if ok else "FAIL ") + message)
+        failures += 0 if ok else 1
+
+    def one_step(tpcx, label, extra):
+        """One step from the weights: stdout, the dumped outputs (the exact
+        loss and grad_norm) and gradients."""
+        prefix = os.path.join(work, label)
         stdout = run([tool("tpc-run"), tpcx, "--weights", weights_path, "--inputs",
-                      inputs_path, "--steps", str(STEPS), "--dump-grads", grads] + extra)
-        return stdout, STEP_LINE.findall(stdout), tpc_torch.read_safetensors(grads)
+                      inputs_path, "--steps", "1", "--dump-grads", prefix + ".grads",
+                      "--dump-outputs", prefix + ".out"] + extra)
+        return (stdout, tpc_torch.read_safetensors(prefix + ".out"),
+                tpc_torch.read_safetensors(prefix + ".grads"))
 
-    single_out, single_steps, single_grads = train_run(single_tpcx, "single", [])
-    dist_out, dist_steps, dist_grads = train_run(dist_tpcx, "dist",
-                                                 ["--ranks", str(spec["tp"])])
-
-    for rank, measured, planned in PEAK_LINE.findall(dist_out):
-        if measured != planned:
-            print("FAIL rank %s: measured peak %s bytes != planned %s"
-                  % (rank, measured, planned))
-            failures += 1
+    single_out, single_outputs, single_grads = one_step(single_tpcx, "single", [])
+    dist_out, dist_outputs, dist_grads = one_step(dist_tpcx, "dist",
+                                                  ["--ranks", str(spec["tp"])])
+    e2e_support.check_rank_peaks(dist_out, spec["tp"], report)
     failures += e2e_support.check_peak(single_out)
 
     def close(what, actual, expected, tolerance):
-        error = abs(float(actual) - float(expected)) / abs(float(expected))
-        ok = error <= tolerance
-        print("%s %s: %s expected %s (relative error %.2e, tolerance %.2e)"
-              % ("ok" if ok else "FAIL", what, actual, expected, error, tolerance))
-        return 0 if ok else 1
+        actual, expected = float(actual), float(expected)
+        error = abs(actual - expected) / abs(expected)
+        report(error <= tolerance, "%s: %.9g expected %.9g (relative error %.2e, "
+               "tolerance %.2e)" % (what, actual, expected, error, tolerance))
 
-    if len(dist_steps) != STEPS or len(single_steps) != STEPS:
-        print("FAIL expected %d step line from each run" % STEPS)
-        return 1
     # docs/testing/tolerances.md, rule 1: torch float32's own error on the
     # same weights and batch gives the tolerance against float64; two float32
     # runs (mesh, one device) may differ by twice it.
     errors, exact = tolerances.yardstick(config, weights, batch, gradients=True)
     loss_tolerance = tolerances.tolerance(errors["loss"])
     grad_tolerance = tolerances.tolerance(errors["grads"])
-    (_, loss, norm), (_, loss1, norm1) = dist_steps[0], single_steps[0]
-    failures += close("loss vs the single-device run", loss, loss1, 2 * loss_tolerance)
-    failures += close("grad_norm vs the single-device run", norm, norm1, 2 * grad_tolerance)
-    failures += close("loss vs float64 PyTorch", loss, float(exact["loss"]), loss_tolerance)
-    for what, expected_grads, tolerance in (
-            ("the single-device run", single_grads, 2 * grad_tolerance),
-            ("float64 PyTorch", exact["grads"], grad_tolerance)):
-        worst = 0.0
-        for name, expected in sorted(expected_grads.items()):
-            actual = dist_grads.get(name)
-            if actual is None or tuple(actual.shape) != tuple(expected.shape):
-                print("FAIL %s: gradient missing or of another shape" % name)
-                failures += 1
-                continue
-            error = tpc_torch.relative_error(actual.double(), expected.double())
-            worst = max(worst, error)
-            if error > tolerance:
-                print("FAIL %s: gradient relative error %.3e against %s (tolerance %.2e)"
-                      % (name, error, what, tolerance))
-                failures += 1
-        print("gradients vs %s: %d parameters, worst relative error %.2e (tolerance %.2e)"
-              % (what, len(expected_grads), worst, tolerance))
+    close("loss vs the single-device run", dist_outputs["loss"], single_outputs["loss"],
+          2 * loss_tolerance)
+    close("grad_norm vs the single-device run", dist_outputs["grad_norm"],
+          single_outputs["grad_norm"], 2 * grad_tolerance)
+    close("loss vs float64 PyTorch", dist_outputs["loss"], exact["loss"], loss_tolerance)
+    e2e_support.compare_gradients(dist_grads, single_grads, "the single-device run",
+                                  2 * grad_tolerance, report)
+    e2e_support.compare_gradients(dist_grads, exact["grads"], "float64 PyTorch",
+                                  grad_tolerance, report)
     return 1 if failures else 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

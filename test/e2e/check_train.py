@@ -198,22 +198,9 @@ def main():
         report(error <= loss_tolerance, "step %d: loss %.9g expected %.9g from the same "
                "parameters (relative error %.2e, tolerance %.2e)"
                % (step, loss, expected_loss, error, loss_tolerance))
-        step_worst = 0.0
-        for name in names:
-            actual = grads.get(name)
-            if actual is None or tuple(actual.shape) != tuple(weights[name].shape) \
-                    or actual.dtype != torch.float32:
-                report(False, "step %d: %s: gradient missing, or not float32 of shape %s"
-                       % (step, name, list(weights[name].shape)))
-                continue
-            error = tpc_torch.relative_error(actual, expected_grads[name])
-            step_worst = max(step_worst, error)
-            if error > grad_tolerance:
-                report(False, "step %d: %s: gradient relative error %.3e" % (step, name, error))
-        extra = sorted(set(grads) - set(names))
-        if extra:
-            report(False, "step %d: gradients dumped for unknown tensors: %s"
-                   % (step, ", ".join(extra)))
+        step_worst = e2e_support.compare_gradients(
+            grads, expected_grads, "float64 autograd at step %d's parameters" % step,
+            grad_tolerance, report, dtype=torch.float32)
         worst["grad"] = max(worst["grad"], step_worst)
         print("step %d: %d gradients, worst relative error %.2e (tolerance %.2e; torch "
               "%s %.2e)" % (step, len(names), step_worst, grad_tolerance,

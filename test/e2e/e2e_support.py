@@ -76,3 +76,49 @@ def private_mpi_session_dir():
     base = tempfile.mkdtemp(prefix="tpc-mpi-", dir="/tmp")
     os.environ["OMPI_MCA_orte_tmpdir_base"] = base
     atexit.register(shutil.rmtree, base, True)
+
+
+RANK_PEAK_LINE = re.compile(r"^rank (\d+) peak_bytes (\d+) planned_peak_bytes (\d+)$",
+                            re.MULTILINE)
+
+
+def check_rank_peaks(stdout, ranks, report):
+    """A run on `ranks` ranks prints one peak line per rank, and each rank's
+    measured peak equals its planned peak. `report(ok, message)` counts."""
+    peaks = RANK_PEAK_LINE.findall(stdout)
+    report(sorted(int(r) for r, _, _ in peaks) == list(range(ranks)),
+           "one 'rank r peak_bytes ..' line per rank 0..%d: got ranks %s"
+           % (ranks - 1, [r for r, _, _ in peaks]))
+    for rank, measured, planned in peaks:
+        if measured != planned:
+            report(False, "rank %s: measured peak %s bytes != planned %s"
+                   % (rank, measured, planned))
+
+
+def compare_gradients(actual_grads, expected_grads, what, tolerance, report, dtype=None):
+    """Every gradient of `expected_grads` (name -> tensor) is in
+    `actual_grads` with its shape (and `dtype`, if given) and within
+    `tolerance` of it (INTERFACE.md's norm-wise relative error), and nothing
+    else was dumped; each failure goes to `report(False, message)`. Prints
+    and returns the worst error."""
+    import tpc_torch  # torch: only the drivers that can import it call this.
+    worst = 0.0
+    for name in sorted(expected_grads):
+        actual, expected = actual_grads.get(name), expected_grads[name]
+        if actual is None or tuple(actual.shape) != tuple(expected.shape) \
+                or (dtype is not None and actual.dtype != dtype):
+            report(False, "%s: gradient missing, or not %sof shape %s (against %s)"
+                   % (name, "" if dtype is None else "%s " % dtype,
+                      list(expected.shape), what))
+            continue
+        error = tpc_torch.relative_error(actual, expected)
+        worst = max(worst, error)
+        if error > tolerance:
+            report(False, "%s: gradient relative error %.3e against %s (tolerance %.2e)"
+                   % (name, error, what, tolerance))
+    extra = sorted(set(actual_grads) - set(expected_grads))
+    if extra:
+        report(False, "gradients dumped for unknown tensors: %s" % ", ".join(extra))
+    print("gradients vs %s: %d parameters, worst relative error %.2e (tolerance %.2e)"
+          % (what, len(expected_grads), worst, tolerance))
+    return worst
