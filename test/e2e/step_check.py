@@ -29,6 +29,7 @@ import math
 
 import torch
 
+import tpc_torch
 from tolerances import U32
 
 # Two float64 evaluations of the same update (the formula below and
@@ -204,7 +205,7 @@ def check_update(names, before, grads, after, step, settings, lr, report):
                                  None if scale is None else coefficient)
     worst_formula = 0.0
     for key, bounded in expected.items():
-        worst_formula = max(worst_formula, _relative(bounded.value, reference[key]))
+        worst_formula = max(worst_formula, tpc_torch.relative_error(bounded.value, reference[key]))
     report(worst_formula <= FLOAT64_AGREEMENT,
            "step %d: the update formula vs torch.optim (float64): worst relative "
            "difference %.2e (tolerance %.0e)" % (step, worst_formula, FLOAT64_AGREEMENT))
@@ -235,8 +236,3 @@ def check_update(names, before, grads, after, step, settings, lr, report):
            "the update (worst |tpc - float64| / bound %.3f, at %s)" % (step, worst, worst_key))
     return worst
 
-
-def _relative(actual, expected):
-    norm = expected.double().norm().item()
-    diff = (actual.double() - expected.double()).norm().item()
-    return diff / norm if norm > 0 else diff
