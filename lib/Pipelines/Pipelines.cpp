@@ -31,7 +31,7 @@ StringRef CompileOptions::loweredFunction() const {
 LogicalResult
 mlir::tpc::parseMesh(StringRef text,
                      SmallVector<std::pair<std::string, int64_t>> &axes,
-                     std::string &error) {
+                     std::string &error, StringRef scope) {
   llvm::StringMap<int64_t> sizes;
   SmallVector<StringRef> items;
   text.split(items, ',');
@@ -53,7 +53,8 @@ mlir::tpc::parseMesh(StringRef text,
   }
   if (sizes.lookup("pp") > 1) {
     error = "pp=" + std::to_string(sizes.lookup("pp")) +
-            ": pipeline parallelism is not supported yet";
+            ": pipeline parallelism is not supported yet" +
+            (scope.empty() ? "" : ": " + scope.str());
     return failure();
   }
   axes.clear();

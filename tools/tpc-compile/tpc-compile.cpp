@@ -192,10 +192,8 @@ static FailureOr<SmallVector<std::pair<std::string, int64_t>>>
 parseMesh(StringRef text) {
   SmallVector<std::pair<std::string, int64_t>> axes;
   std::string error;
-  if (failed(tpc::parseMesh(text, axes, error))) {
-    fail("--mesh: " + error +
-         (StringRef(error).contains("not supported") ? ": " + kScope.str()
-                                                     : std::string()));
+  if (failed(tpc::parseMesh(text, axes, error, kScope))) {
+    fail("--mesh: " + error);
     return failure();
   }
   return axes;

@@ -53,10 +53,11 @@ struct CompileOptions {
 
 /// Reads `--mesh`-style text (`dp=2,pp=1,tp=4`) into the axes above size 1,
 /// in the order dp, tp. On a bad value returns failure with `error` saying
-/// why (without the flag's name).
+/// why (without the flag's name); an axis tpc cannot use yet (pp > 1) adds
+/// `": " + scope` when `scope` is given (what the tool can do instead).
 LogicalResult parseMesh(StringRef text,
                         SmallVector<std::pair<std::string, int64_t>> &axes,
-                        std::string &error);
+                        std::string &error, StringRef scope = "");
 
 /// The checks between settings that tpc-compile and the pipelines share:
 /// sequence parallelism needs tp > 1, a sharding pass needs a mesh. The
