@@ -6,8 +6,10 @@
 
 #include "tpc/Pipelines/Pipelines.h"
 
+#include "dialects/Dist/IR/DistOps.h"
 #include "dialects/Dist/Transforms/Passes.h"
 #include "dialects/Rt/Transforms/Passes.h"
+#include "dialects/Tpc/IR/TpcDialect.h"
 #include "dialects/Tpc/Transforms/Autodiff.h"
 #include "tpc/Conversion/TpcToRt.h"
 
@@ -16,85 +18,6 @@
 
 using namespace mlir;
 using namespace mlir::tpc;
-
-int64_t CompileOptions::axisSize(StringRef name) const {
-  for (const auto &[axis, size] : mesh)
-    if (axis == name)
-      return size;
-  return 1;
-}
-
-StringRef CompileOptions::loweredFunction() const {
-  return train ? StringRef(kTrainStepName) : StringRef("forward");
-}
-
-LogicalResult
-mlir::tpc::parseMesh(StringRef text,
-                     SmallVector<std::pair<std::string, int64_t>> &axes,
-                     std::string &error, StringRef scope) {
-  llvm::StringMap<int64_t> sizes;
-  SmallVector<StringRef> items;
-  text.split(items, ',');
-  for (StringRef item : items) {
-    auto [name, value] = item.trim().split('=');
-    int64_t size;
-    if (name != "dp" && name != "pp" && name != "tp") {
-      error = ("'" + item + "': the axes are dp, pp and tp").str();
-      return failure();
-    }
-    if (value.trim().getAsInteger(10, size) || size < 1) {
-      error = ("'" + item + "': the size must be a positive integer").str();
-      return failure();
-    }
-    if (!sizes.try_emplace(name, size).second) {
-      error = ("axis '" + name + "' is given twice").str();
-      return failure();
-    }
-  }
-  if (sizes.lookup("pp") > 1) {
-    error = "pp=" + std::to_string(sizes.lookup("pp")) +
-            ": pipeline parallelism is not supported yet" +
-            (scope.empty() ? "" : ": " + scope.str());
-    return failure();
-  }
-  axes.clear();
-  for (StringRef name : {"dp", "tp"})
-    if (sizes.lookup(name) > 1)
-      axes.push_back({name.str(), sizes.lookup(name)});
-  return success();
-}
-
-LogicalResult mlir::tpc::checkCompileOptions(const CompileOptions &options,
-                                             StringRef prefix,
-                                             std::string &error) {
-  if (options.sequenceParallel && options.axisSize("tp") <= 1) {
-    error = (prefix + "sequence-parallel needs tensor parallelism: a " +
-             prefix + "mesh with tp > 1")
-                .str();
-    return failure();
-  }
-  if (!options.shardingPipeline.empty() && options.mesh.empty()) {
-    error = (prefix + "sharding-pass needs a " + prefix +
-             "mesh to shard over")
-                .str();
-    return failure();
-  }
-  return success();
-}
-
-LogicalResult mlir::tpc::checkShardingPipeline(StringRef text,
-                                               std::string &error) {
-  OpPassManager probe("builtin.module");
-  std::string message;
-  llvm::raw_string_ostream stream(message);
-  if (succeeded(parsePassPipeline(text, probe, stream)))
-    return success();
-  // The parser's first line, without its own location and severity.
-  StringRef first = StringRef(message).split('\n').first;
-  size_t at = first.find("error: ");
-  error = (at == StringRef::npos ? first : first.drop_front(at + 7)).str();
-  return failure();
-}
 
 void mlir::tpc::buildPrepareForward(OpPassManager &pm,
                                     const CompileOptions &options) {
@@ -176,111 +99,204 @@ void mlir::tpc::buildCompilePipeline(OpPassManager &pm,
   buildLowerToExecutable(pm, options);
 }
 
+LogicalResult mlir::tpc::checkModuleForOptions(ModuleOp module,
+                                               const CompileOptions &options) {
+  // A data-parallel rank takes an equal part of every microbatch.
+  int64_t dataParallel = options.axisSize("dp");
+  auto forward = module.lookupSymbol<func::FuncOp>("forward");
+  if (!forward || forward.isExternal() || dataParallel <= 1)
+    return success();
+  int64_t microbatches = options.train ? options.autodiff.microbatches : 1;
+  int64_t parts = dataParallel * microbatches;
+  for (BlockArgument arg : forward.getArguments()) {
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (!type || type.getRank() == 0 ||
+        !forward.getArgAttr(arg.getArgNumber(), kInputAttrName) ||
+        type.getDimSize(0) % parts == 0)
+      continue;
+    return module.emitError()
+           << "mesh: the global batch (" << type.getDimSize(0)
+           << ") is not divisible by dp x microbatches (" << dataParallel
+           << " x " << microbatches << " = " << parts << ")";
+  }
+  return success();
+}
+
+LogicalResult mlir::tpc::runCompileFlow(ModuleOp module,
+                                        const CompileOptions &options,
+                                        CompileReport *report) {
+  if (failed(checkModuleForOptions(module, options)))
+    return failure();
+  MLIRContext *context = module.getContext();
+  if (!options.mesh.empty())
+    context->loadDialect<dist::DistDialect>();
+  auto runPhase = [&](void (*build)(OpPassManager &, const CompileOptions &)) {
+    PassManager pm(context);
+    build(pm, options);
+    return pm.run(module);
+  };
+  if (failed(runPhase(buildPrepareForward)))
+    return failure();
+
+  // The model, before the training step replaces @forward.
+  int64_t microbatches = options.train ? options.autodiff.microbatches : 1;
+  if (report) {
+    auto forward = module.lookupSymbol<func::FuncOp>("forward");
+    if (!forward || forward.isExternal())
+      return module.emitError("report: no func.func @forward");
+    if (failed(readModelInfo(module, forward, microbatches, *report)))
+      return failure();
+    report->dataParallel = options.axisSize("dp");
+    report->tensorParallel = options.axisSize("tp");
+    report->sequenceParallel = options.sequenceParallel;
+    // As Megatron's micro_batch_size: what one data-parallel rank computes
+    // (checkModuleForOptions made it divide).
+    report->microbatchSize /= report->dataParallel;
+  }
+
+  if (failed(runPhase(buildTrainStep)) ||
+      failed(runPhase(buildUnrollTrainStep)) ||
+      failed(runPhase(buildDistribute)))
+    return failure();
+
+  // One device's step (local shapes on a mesh), before lowering hides its
+  // stash marks and collectives.
+  if (report) {
+    auto step = module.lookupSymbol<func::FuncOp>(options.loweredFunction());
+    if (!step)
+      return module.emitError() << "report: no func.func @"
+                                << options.loweredFunction();
+    FailureOr<int64_t> stash =
+        countLayerStashBytes(step, microbatches, /*layer=*/0);
+    if (failed(stash))
+      return failure();
+    report->activationBytesPerLayer = *stash;
+    report->flopsPerMicrobatch = countMatmulFlops(step) / microbatches;
+    if (!options.mesh.empty() &&
+        failed(countCommBytes(step, microbatches, report->commPerMicrobatch,
+                              report->commPerStep)))
+      return failure();
+  }
+
+  if (failed(runPhase(buildLowerToExecutable)))
+    return failure();
+  return success(!report || succeeded(readMemoryFigures(module, *report)));
+}
+
 namespace {
 
 /// The pipelines' option string: tpc-compile's flags, by the same names.
+/// Values are kept as text for parseCompileOptions, which reads and checks
+/// them as it does tpc-compile's; the switches are booleans, so that a bare
+/// `train` or `sequence-parallel` means true.
 struct CompilePipelineOptions
     : public PassPipelineOptions<CompilePipelineOptions> {
-  Option<bool> train{*this, "train",
-                     llvm::cl::desc("Compile the training step")};
-  Option<std::string> mesh{
-      *this, "mesh",
-      llvm::cl::desc("Device mesh, e.g. dp=2,tp=2 (as tpc-compile --mesh)")};
-  Option<bool> sequenceParallel{
-      *this, "sequence-parallel",
-      llvm::cl::desc("Sequence parallelism over tp")};
-  Option<bool> vocabParallel{
+  using Text = Option<std::string>;
+  using Switch = Option<bool>;
+
+  Switch train{*this, "train",
+               llvm::cl::desc("Compile the training step (tpc-compile "
+                              "--train)")};
+  Text mesh{*this, "mesh",
+            llvm::cl::desc("Device mesh, e.g. dp=2,tp=2 (as tpc-compile "
+                           "--mesh)")};
+  Switch sequenceParallel{*this, "sequence-parallel",
+                          llvm::cl::desc("Sequence parallelism over tp")};
+  Switch vocabParallel{
       *this, "vocab-parallel",
-      llvm::cl::desc("Split the embedding and LM head over tp (default)"),
-      llvm::cl::init(true)};
-  Option<std::string> shardingPass{
+      llvm::cl::desc("Split the embedding and LM head over tp (default)")};
+  Text shardingPass{
       *this, "sharding-pass",
       llvm::cl::desc("The pass that annotates the layouts in place of "
                      "dist-annotate-megatron (as tpc-compile --sharding-pass)")};
-  Option<uint64_t> seed{*this, "seed",
-                        llvm::cl::desc("The dropout seed (default 0)"),
-                        llvm::cl::init(0)};
-  Option<unsigned> microbatches{*this, "microbatches",
-                                llvm::cl::desc("Microbatches (default 1)"),
-                                llvm::cl::init(1)};
-  Option<std::string> optimizer{*this, "optimizer",
-                                llvm::cl::desc("adamw (default) or sgd"),
-                                llvm::cl::init("adamw")};
-  Option<double> lr{*this, "lr", llvm::cl::desc("Peak learning rate"),
-                    llvm::cl::init(1e-3)};
-  Option<double> beta1{*this, "beta1", llvm::cl::init(0.9)};
-  Option<double> beta2{*this, "beta2", llvm::cl::init(0.999)};
-  Option<double> eps{*this, "eps", llvm::cl::init(1e-8)};
-  Option<double> weightDecay{
-      *this, "weight-decay",
-      llvm::cl::desc("Default: 0.01 for adamw, 0 for sgd"),
-      llvm::cl::init(-1.0)};
-  ListOption<std::string> decayExclude{
+  Text seed{*this, "seed", llvm::cl::desc("The dropout seed (default 0)")};
+  Text microbatches{*this, "microbatches",
+                    llvm::cl::desc("Microbatches (default 1)")};
+  Text optimizer{*this, "optimizer", llvm::cl::desc("adamw (default) or sgd")};
+  Text lr{*this, "lr", llvm::cl::desc("Peak learning rate (default 1e-3)")};
+  Text beta1{*this, "beta1", llvm::cl::desc("AdamW beta1 (default 0.9)")};
+  Text beta2{*this, "beta2", llvm::cl::desc("AdamW beta2 (default 0.999)")};
+  Text eps{*this, "eps", llvm::cl::desc("AdamW epsilon (default 1e-8)")};
+  Text weightDecay{*this, "weight-decay",
+                   llvm::cl::desc("Default: 0.01 for adamw, 0 for sgd")};
+  Text decayExclude{
       *this, "decay-exclude",
-      llvm::cl::desc("No weight decay where the name contains one of these")};
-  Option<double> momentum{*this, "momentum", llvm::cl::init(0.0)};
-  Option<double> gradClip{*this, "grad-clip", llvm::cl::init(0.0)};
-  Option<std::string> lrSchedule{*this, "lr-schedule",
-                                 llvm::cl::desc("constant or cosine"),
-                                 llvm::cl::init("constant")};
-  Option<int64_t> warmupSteps{*this, "warmup-steps", llvm::cl::init(0)};
-  Option<int64_t> decaySteps{*this, "decay-steps", llvm::cl::init(0)};
-  Option<double> minLr{*this, "min-lr", llvm::cl::init(0.0)};
+      llvm::cl::desc("No weight decay where the parameter's name contains one "
+                     "of these comma-separated strings")};
+  Text momentum{*this, "momentum", llvm::cl::desc("SGD momentum (default 0)")};
+  Text gradClip{*this, "grad-clip",
+                llvm::cl::desc("Clip the global gradient norm (default 0: "
+                               "none)")};
+  Text lrSchedule{*this, "lr-schedule",
+                  llvm::cl::desc("constant (default) or cosine")};
+  Text warmupSteps{*this, "warmup-steps",
+                   llvm::cl::desc("Cosine: steps of linear warm-up")};
+  Text decaySteps{*this, "decay-steps",
+                  llvm::cl::desc("Cosine: the step the rate reaches min-lr")};
+  Text minLr{*this, "min-lr", llvm::cl::desc("Cosine: the final rate")};
 
-  /// The options as CompileOptions; an error names the option.
-  LogicalResult read(CompileOptions &options,
-                     function_ref<LogicalResult(const Twine &)> error) const {
-    options.train = train;
-    options.sequenceParallel = sequenceParallel;
-    options.vocabParallel = vocabParallel;
-    options.seed = seed;
-    if (!mesh.empty()) {
-      std::string why;
-      if (failed(parseMesh(mesh, options.mesh, why)))
-        return error("mesh: " + why);
-    }
-    if (!shardingPass.empty()) {
-      std::string why;
-      if (failed(checkShardingPipeline(shardingPass, why)))
-        return error("sharding-pass '" + shardingPass + "': " + why);
-      options.shardingPipeline = shardingPass;
-    }
-    if (std::string why; failed(checkCompileOptions(options, "", why)))
-      return error(why);
-    options.autodiff.microbatches = microbatches;
-    TpcOptimizerOptions &o = options.optimizer;
-    o.optimizer = optimizer;
-    o.lr = lr;
-    o.beta1 = beta1;
-    o.beta2 = beta2;
-    o.eps = eps;
-    o.weightDecay = weightDecay;
-    o.decayExclude.assign(decayExclude.begin(), decayExclude.end());
-    o.momentum = momentum;
-    o.gradClip = gradClip;
-    o.lrSchedule = lrSchedule;
-    o.warmupSteps = warmupSteps;
-    o.totalSteps = decaySteps;
-    o.minLr = minLr;
-    return success();
+  /// The options given, as text by name.
+  CompileSettings given() const {
+    CompileSettings settings;
+    auto text = [&](StringRef name, const Text &option) {
+      if (option.hasValue())
+        settings[name] = option.getValue();
+    };
+    auto flag = [&](StringRef name, const Switch &option) {
+      if (option.hasValue())
+        settings[name] = option.getValue() ? "true" : "false";
+    };
+    flag("train", train);
+    flag("sequence-parallel", sequenceParallel);
+    flag("vocab-parallel", vocabParallel);
+    text("mesh", mesh);
+    text("sharding-pass", shardingPass);
+    text("seed", seed);
+    text("microbatches", microbatches);
+    text("optimizer", optimizer);
+    text("lr", lr);
+    text("beta1", beta1);
+    text("beta2", beta2);
+    text("eps", eps);
+    text("weight-decay", weightDecay);
+    text("decay-exclude", decayExclude);
+    text("momentum", momentum);
+    text("grad-clip", gradClip);
+    text("lr-schedule", lrSchedule);
+    text("warmup-steps", warmupSteps);
+    text("decay-steps", decaySteps);
+    text("min-lr", minLr);
+    return settings;
   }
 };
 
 using PhaseBuilder = void (*)(OpPassManager &, const CompileOptions &);
 
+/// Registers `phases` as pipeline `name`; `train` (tpc-train-pipeline)
+/// implies the option train.
 void registerPhase(StringRef name, StringRef description,
-                   ArrayRef<PhaseBuilder> phases) {
+                   ArrayRef<PhaseBuilder> phases, bool train = false) {
   SmallVector<PhaseBuilder> builders(phases);
+  std::string pipeline = name.str();
   registerPassPipeline(
       name, description,
-      [builders](OpPassManager &pm, StringRef text,
-                 function_ref<LogicalResult(const Twine &)> error) {
+      [builders, train, pipeline](
+          OpPassManager &pm, StringRef text,
+          function_ref<LogicalResult(const Twine &)> error) {
         CompilePipelineOptions parsed;
         if (failed(parsed.parseFromString(text)))
           return failure();
+        CompileSettings settings = parsed.given();
+        if (train) {
+          if (settings.lookup("train") == "false")
+            return error(pipeline + " compiles a training step: train=false "
+                                    "is tpc-compile-pipeline's");
+          settings["train"] = "true";
+        }
         CompileOptions options;
-        if (failed(parsed.read(options, error)))
-          return failure();
+        std::string why;
+        if (failed(parseCompileOptions(settings, "", options, why)))
+          return error(why);
         for (PhaseBuilder build : builders)
           build(pm, options);
         return success();
@@ -298,6 +314,12 @@ void mlir::tpc::registerTpcPipelines() {
                 "module it serializes (tpc-compile --emit mlir)",
                 {buildPrepareForward, buildTrainStep, buildUnrollTrainStep,
                  buildDistribute, buildLowerToExecutable});
+  registerPhase("tpc-train-pipeline",
+                "tpc-compile --train's whole flow (tpc-compile-pipeline with "
+                "train implied): the training step's planned rt module",
+                {buildPrepareForward, buildTrainStep, buildUnrollTrainStep,
+                 buildDistribute, buildLowerToExecutable},
+                /*train=*/true);
   registerPhase("tpc-prepare-forward",
                 "Phase 1: dist-pad-vocab and dist-replicate-kv-heads on "
                 "@forward with a mesh of tp > 1",

@@ -14,8 +14,8 @@
 // M4: tpc.embedding %arg0[%arg16] : tensor<256x64xf32>, tensor<2x8xi64>
 // M1: tpc.dropout_mask rate 5.000000e-02 stream 0 block %arg18 : tensor<8x8x64xi8>
 // M4: tpc.dropout_mask rate 5.000000e-02 stream 0 block %arg18 : tensor<2x8x64xi8>
-// M1: tpc.softmax %{{.*}} causal {tpc.layer = 0 : i64} : tensor<8x4x8x8xf32>
-// M4: tpc.softmax %{{.*}} causal {tpc.layer = 0 : i64} : tensor<2x4x8x8xf32>
+// M1: tpc.softmax %{{.*}} causal {tpc.layer = 0 : i64, tpc.stash_layer = array<i64: 0>} : tensor<8x4x8x8xf32>
+// M4: tpc.softmax %{{.*}} causal {tpc.layer = 0 : i64, tpc.stash_layer = array<i64: 0>} : tensor<2x4x8x8xf32>
 // M1: tpc.cross_entropy %{{.*}}, %arg17 : tensor<8x8x256xf32>, tensor<8x8xi64>
 // M4: tpc.cross_entropy %{{.*}}, %arg17 : tensor<2x8x256xf32>, tensor<2x8xi64>
 

@@ -1,21 +1,16 @@
 //===- tpc-compile.cpp - tpc IR -> .tpcx executable -----------------------===//
 //
-// A thin driver: flags -> tpc::CompileOptions -> the phases of
-// tpc/Pipelines (the same tpc-opt --tpc-compile-pipeline runs), then the
-// serializer; between the phases it reads what --report needs. Flags of the user
+// A thin driver: flags -> tpc::CompileOptions -> the compile flow of
+// tpc/Pipelines (the passes tpc-opt --tpc-compile-pipeline runs, and with
+// --report the analyses of tpc/Analysis between its phases) -> the file. Flags of the user
 // contract that the compiler does not implement yet are accepted by the
 // parser, so that --help lists them, and then refused with an error: never
 // silently ignored. So is a training flag given without --train.
 //
 //===----------------------------------------------------------------------===//
 
-#include "dialects/Dist/IR/DistOps.h"
-#include "dialects/Dist/Transforms/Passes.h"
 #include "dialects/Rt/IR/RtOps.h"
-#include "dialects/Rt/Transforms/Passes.h"
-#include "dialects/Rt/Transforms/PlanMemory.h"
 #include "dialects/Tpc/IR/TpcDialect.h"
-#include "dialects/Tpc/Transforms/Autodiff.h"
 #include "dialects/Tpc/Transforms/Passes.h"
 #include "tpc/Pipelines/Pipelines.h"
 #include "tpc/Target/Report.h"
@@ -37,7 +32,6 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/WithColor.h"
 
-#include <cmath>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -110,7 +104,9 @@ static cl::opt<std::string>
 static cl::opt<std::string>
     report("report",
            cl::desc("Write the memory and compute report (JSON, from shapes "
-                    "alone) to this file ('-' is stdout)"),
+                    "alone; INTERFACE.md) to this file ('-' is stdout). "
+                    "Without --train nothing is stashed: its activation "
+                    "bytes per layer are 0"),
            cl::value_desc("report.json"), cl::cat(category));
 
 // Training. Numbers are read as text so that a bad one is reported with the
@@ -178,7 +174,7 @@ static constexpr llvm::StringLiteral kScope =
 static const cl::Option *const unsupportedFlags[] = {
     &schedule, &virtualStages, &remat, &memoryLimit};
 
-static const cl::Option *const trainFlags[] = {
+static const cl::opt<std::string> *const trainFlags[] = {
     &optimizer,   &lr,           &beta1,      &beta2,       &eps,
     &weightDecay, &decayExclude, &momentum,   &gradClip,    &lrSchedule,
     &warmupSteps, &minLr,        &decaySteps, &microbatches};
@@ -187,174 +183,23 @@ static int fail(const llvm::Twine &message) {
   return tpc::reportError(message);
 }
 
-/// The mesh axes of --mesh with a size above 1, in the order dp, tp.
-static FailureOr<SmallVector<std::pair<std::string, int64_t>>>
-parseMesh(StringRef text) {
-  SmallVector<std::pair<std::string, int64_t>> axes;
-  std::string error;
-  if (failed(tpc::parseMesh(text, axes, error, kScope))) {
-    fail("--mesh: " + error);
-    return failure();
-  }
-  return axes;
-}
-
-/// Runs the distribute phase (dist-mesh, Megatron's annotation,
-/// propagation and partitioning) on `module` (also on the report's copies).
-static LogicalResult distribute(ModuleOp module,
-                                const tpc::CompileOptions &options) {
-  module.getContext()->loadDialect<dist::DistDialect>();
-  PassManager pm(module.getContext());
-  tpc::buildDistribute(pm, options);
-  return pm.run(module);
-}
-
-/// The kinds of range a numeric flag takes.
-enum class Range { Positive, NonNegative, Fraction };
-
-/// A finite number of `range` (Fraction: [0, 1)) at most `max`; on a bad
-/// value prints `error: --flag: '<text>' is not <what>` and returns nullopt.
-static std::optional<double>
-parseNumber(const cl::opt<std::string> &flag, Range range,
-            double max = std::numeric_limits<double>::infinity(),
-            StringRef what = "") {
-  double value;
-  bool ok = !llvm::StringRef(flag).trim().getAsDouble(value) &&
-            std::isfinite(value) && value <= max;
-  switch (range) {
-  case Range::Positive:
-    ok &= value > 0;
-    break;
-  case Range::NonNegative:
-    ok &= value >= 0;
-    break;
-  case Range::Fraction:
-    ok &= value >= 0 && value < 1;
-    break;
-  }
-  if (ok)
-    return value;
-  if (what.empty())
-    what = range == Range::Positive      ? "a positive number"
-           : range == Range::NonNegative ? "a non-negative number"
-                                         : "a number in [0, 1)";
-  fail("--" + flag.ArgStr + ": '" + flag + "' is not " + what);
-  return std::nullopt;
-}
-
-static std::optional<int64_t> parseInteger(const cl::opt<std::string> &flag,
-                                           int64_t low, StringRef range) {
-  int64_t value;
-  if (llvm::StringRef(flag).trim().getAsInteger(10, value) || value < low) {
-    fail("--" + flag.ArgStr + ": '" + flag + "' is not " + range);
-    return std::nullopt;
-  }
-  return value;
-}
-
-/// Reads and checks the training flags into the options of tpc-autodiff and
-/// tpc-optimizer; prints the first error and returns failure.
-static LogicalResult readTrainFlags(tpc::TpcAutodiffOptions &autodiff,
-                                    tpc::TpcOptimizerOptions &options) {
+/// The flags of the compile's settings that were given, as text by name
+/// (tpc::parseCompileOptions reads and checks them).
+static tpc::CompileSettings givenSettings() {
+  tpc::CompileSettings settings;
   auto given = [](const cl::Option &flag) {
     return flag.getNumOccurrences() > 0;
   };
-  if (optimizer != "adamw" && optimizer != "sgd")
-    return failure(
-        fail("--optimizer: '" + optimizer + "' is not one of adamw, sgd"));
-  bool adamw = optimizer == "adamw";
-  options.optimizer = optimizer;
-  // Settings of the other optimizer are a mistake, not something to ignore.
-  for (const cl::Option *flag : {static_cast<const cl::Option *>(&beta1),
-                                 static_cast<const cl::Option *>(&beta2),
-                                 static_cast<const cl::Option *>(&eps)})
-    if (!adamw && given(*flag))
-      return failure(fail("--" + flag->ArgStr +
-                          " is an AdamW setting, but --optimizer is sgd"));
-  if (adamw && given(momentum))
-    return failure(
-        fail("--momentum is an SGD setting, but --optimizer is adamw"));
-
-  std::optional<double> value;
-  if (!(value = parseNumber(lr, Range::Positive)))
-    return failure();
-  options.lr = *value;
-  if (!(value = parseNumber(beta1, Range::Fraction)))
-    return failure();
-  options.beta1 = *value;
-  if (!(value = parseNumber(beta2, Range::Fraction)))
-    return failure();
-  options.beta2 = *value;
-  if (!(value = parseNumber(eps, Range::Positive)))
-    return failure();
-  options.eps = *value;
-  if (given(weightDecay)) {
-    if (!(value = parseNumber(weightDecay, Range::NonNegative)))
-      return failure();
-    options.weightDecay = *value;
-  }
-  for (StringRef part : llvm::split(StringRef(decayExclude), ',')) {
-    part = part.trim();
-    if (part.empty()) {
-      if (given(decayExclude))
-        return failure(fail("--decay-exclude: '" + decayExclude +
-                            "' has an empty name; give comma-separated "
-                            "parts of parameter names, e.g. bias,ln_"));
-      continue;
-    }
-    options.decayExclude.push_back(part.str());
-  }
-  if (!(value = parseNumber(momentum, Range::NonNegative)))
-    return failure();
-  options.momentum = *value;
-  if (!(value = parseNumber(gradClip, Range::NonNegative,
-                            std::numeric_limits<double>::infinity(),
-                            "a non-negative number (0: no clipping)")))
-    return failure();
-  options.gradClip = *value;
-
-  if (lrSchedule != "constant" && lrSchedule != "cosine")
-    return failure(fail("--lr-schedule: '" + lrSchedule +
-                        "' is not one of constant, cosine"));
-  options.lrSchedule = lrSchedule;
-  if (lrSchedule == "constant") {
-    for (const cl::Option *flag :
-         {static_cast<const cl::Option *>(&warmupSteps),
-          static_cast<const cl::Option *>(&minLr),
-          static_cast<const cl::Option *>(&decaySteps)})
-      if (given(*flag))
-        return failure(fail("--" + flag->ArgStr +
-                            " needs --lr-schedule cosine (the constant "
-                            "schedule has no warm-up or decay)"));
-  } else {
-    std::optional<int64_t> warmup =
-        parseInteger(warmupSteps, 0, "a non-negative integer");
-    if (!warmup)
-      return failure();
-    if (!given(decaySteps))
-      return failure(fail("--lr-schedule cosine needs --decay-steps N: the "
-                          "step at which the rate reaches --min-lr"));
-    std::optional<int64_t> decay =
-        parseInteger(decaySteps, *warmup + 1,
-                     "an integer greater than --warmup-steps (" +
-                         std::to_string(*warmup) + ")");
-    if (!decay)
-      return failure();
-    if (!(value = parseNumber(minLr, Range::NonNegative, options.lr,
-                              "a number in [0, --lr]")))
-      return failure();
-    options.warmupSteps = *warmup;
-    options.totalSteps = *decay;
-    options.minLr = *value;
-  }
-  std::optional<int64_t> count =
-      parseInteger(microbatches, 1, "a positive integer");
-  if (!count)
-    return failure();
-  if (*count > std::numeric_limits<unsigned>::max())
-    return failure(fail("--microbatches: '" + microbatches + "' is too large"));
-  autodiff.microbatches = static_cast<unsigned>(*count);
-  return success();
+  for (const cl::opt<bool> *flag : {&train, &sequenceParallel, &vocabParallel})
+    if (given(*flag))
+      settings[flag->ArgStr] = *flag ? "true" : "false";
+  for (const cl::opt<std::string> *flag : trainFlags)
+    if (given(*flag))
+      settings[flag->ArgStr] = *flag;
+  for (const cl::opt<std::string> *flag : {&mesh, &shardingPass, &seed})
+    if (given(*flag))
+      settings[flag->ArgStr] = *flag;
+  return settings;
 }
 
 static constexpr llvm::StringLiteral kOverview =
@@ -421,44 +266,15 @@ int main(int argc, char **argv) {
   for (const cl::Option *flag : unsupportedFlags)
     if (flag->getNumOccurrences())
       return fail("--" + flag->ArgStr + " is not supported yet: " + kScope);
-  // Flags -> options, checked; the flow is tpc/Pipelines.
-  tpc::CompileOptions options;
-  options.train = train;
-  options.sequenceParallel = sequenceParallel;
-  options.vocabParallel = vocabParallel;
-  tpc::TpcAutodiffOptions &autodiffOptions = options.autodiff;
-  tpc::TpcOptimizerOptions &optimizerOptions = options.optimizer;
-  if (!train) {
-    for (const cl::Option *flag : trainFlags)
-      if (flag->getNumOccurrences())
-        return fail("--" + flag->ArgStr +
-                    " is a training setting: it needs --train");
-  } else if (failed(readTrainFlags(autodiffOptions, optimizerOptions))) {
-    return 1;
-  }
-  SmallVector<std::pair<std::string, int64_t>> &meshAxes = options.mesh;
-  if (!mesh.empty()) {
-    auto parsed = parseMesh(mesh);
-    if (failed(parsed))
-      return 1;
-    meshAxes = *parsed;
-  }
   if (target == "cuda")
     return fail("--target cuda is not supported yet: " + kScope);
   if (target != "cpu")
     return fail("--target: '" + target + "' is not one of cpu, cuda");
-  options.shardingPipeline = shardingPass;
-  if (std::string why; failed(tpc::checkCompileOptions(options, "--", why)))
+  // Flags -> options, read and checked as the pipelines' options are.
+  tpc::CompileOptions options;
+  if (std::string why; failed(tpc::parseCompileOptions(
+          givenSettings(), "--", options, why, kScope)))
     return fail(why);
-  if (!shardingPass.empty()) {
-    std::string why;
-    if (failed(tpc::checkShardingPipeline(shardingPass, why)))
-      return fail("--sharding-pass '" + shardingPass + "': " + why +
-                  " (a plugin's pass needs --load-pass-plugin)");
-  }
-  uint64_t &seedValue = options.seed;
-  if (llvm::StringRef(seed).trim().getAsInteger(10, seedValue))
-    return fail("--seed: '" + seed + "' is not an integer in [0, 2^64)");
   if (emit != "tpcx" && emit != "mlir")
     return fail("--emit: '" + emit + "' is not one of tpcx, mlir");
   bool emitMlir = emit == "mlir";
@@ -516,126 +332,14 @@ int main(int argc, char **argv) {
   if (!module)
     return 1;
 
-  // A data-parallel rank takes an equal part of every microbatch.
-  int64_t dataParallel = 1;
-  for (const auto &[name, size] : meshAxes)
-    if (name == "dp")
-      dataParallel = size;
-  if (auto forwardFn = module->lookupSymbol<func::FuncOp>("forward");
-      forwardFn && dataParallel > 1) {
-    int64_t parts = dataParallel * (train ? autodiffOptions.microbatches : 1);
-    for (BlockArgument arg : forwardFn.getArguments()) {
-      auto type = dyn_cast<RankedTensorType>(arg.getType());
-      if (!type || type.getRank() == 0 ||
-          !forwardFn.getArgAttr(arg.getArgNumber(), "tpc.input") ||
-          type.getDimSize(0) % parts == 0)
-        continue;
-      return fail("--mesh: the global batch (" +
-                  llvm::Twine(type.getDimSize(0)) +
-                  ") is not divisible by dp x microbatches (" +
-                  llvm::Twine(dataParallel) + " x " +
-                  llvm::Twine(parts / dataParallel) + " = " +
-                  llvm::Twine(parts) + ")");
-    }
-  }
-
-  // The phases of tpc/Pipelines, one by one: the report reads the IR
-  // between them.
-  auto runPhase = [&](auto build) {
-    PassManager pm(&context);
-    build(pm, options);
-    return pm.run(*module);
-  };
-  if (options.axisSize("tp") > 1)
-    context.loadDialect<dist::DistDialect>();
-  if (failed(runPhase(tpc::buildPrepareForward)))
-    return 1;
-
-  // The training step, on tpc IR.
-  if (failed(runPhase(tpc::buildTrainStep)))
-    return 1;
-
-  // What the report reads from the tpc functions, before they are lowered.
+  // The flow and the report's analyses are tpc/Pipelines'.
   tpc::CompileReport reportData;
-  auto forward = module->lookupSymbol<func::FuncOp>("forward");
-  if (!report.empty()) {
-    if (!forward || forward.isExternal()) {
-      module->emitError("--report: no func.func @forward");
-      return 1;
-    }
-    if (failed(tpc::readModelInfo(*module, forward,
-                                  autodiffOptions.microbatches, reportData)))
-      return 1;
-    for (const auto &[name, size] : meshAxes)
-      (name == "dp" ? reportData.dataParallel : reportData.tensorParallel) =
-          size;
-    reportData.sequenceParallel = sequenceParallel;
-    // As Megatron's micro_batch_size: what one data-parallel rank computes
-    // (the checks above made it divide).
-    reportData.microbatchSize /= reportData.dataParallel;
-    // The stash of layer 0 of an @train_F, on one device of the mesh.
-    auto layerStash = [&](func::FuncOp trainF) -> FailureOr<int64_t> {
-      if (meshAxes.empty())
-        return tpc::summarizeStash(trainF).layers.lookup(0).bytes;
-      return tpc::computeDeviceLayerStashBytes(
-          trainF, [&](ModuleOp copy) { return distribute(copy, options); },
-          /*layer=*/0);
-    };
-    FailureOr<int64_t> stash;
-    if (train) {
-      // One microbatch's F, B and W: tpc-autodiff built them.
-      SmallVector<func::FuncOp> functions;
-      for (StringRef name : {tpc::kTrainForwardName, tpc::kTrainInputGradName,
-                             tpc::kTrainWeightGradName})
-        functions.push_back(module->lookupSymbol<func::FuncOp>(name));
-      stash = layerStash(functions.front());
-      reportData.flopsPerMicrobatch = tpc::countMatmulFlops(functions);
-    } else {
-      // What a training step would stash; the forward's products.
-      OwningOpRef<ModuleOp> copy = module->clone();
-      if (failed(tpc::buildTrainingFunctions(*copy, /*microbatches=*/1)))
-        return 1;
-      stash = layerStash(copy->lookupSymbol<func::FuncOp>(
-          tpc::kTrainForwardName));
-      reportData.flopsPerMicrobatch = tpc::countMatmulFlops(forward);
-    }
-    if (failed(stash))
-      return 1;
-    reportData.activationBytesPerLayer = *stash;
-  }
-
-  // The training step replaces the forward pass: only it is lowered.
-  if (failed(runPhase(tpc::buildUnrollTrainStep)))
+  if (failed(tpc::runCompileFlow(*module, options,
+                                 report.empty() ? nullptr : &reportData)))
     return 1;
-  if (!meshAxes.empty()) {
-    if (failed(distribute(*module, options)))
-      return 1;
-    // The collectives dist-partition inserted, before lowering hides them;
-    // one device's products (local shapes), per microbatch.
-    if (!report.empty()) {
-      auto partitioned = module->lookupSymbol<func::FuncOp>(
-          train ? StringRef(tpc::kTrainStepName) : "forward");
-      int64_t count = train ? autodiffOptions.microbatches : 1;
-      if (failed(tpc::countCommBytes(partitioned, count, reportData)))
-        return 1;
-      reportData.flopsPerMicrobatch =
-          tpc::countMatmulFlops(partitioned) / count;
-    }
-  }
-  if (failed(runPhase(tpc::buildLowerToExecutable)))
+  if (!report.empty() &&
+      failed(tpc::writeReport(reportData, report, UnknownLoc::get(&context))))
     return 1;
-
-  if (!report.empty()) {
-    rt::MemoryStats stats =
-        rt::computeMemoryStats(*module->getOps<rt::ProgramOp>().begin());
-    reportData.paramBytes = stats.paramBytes + stats.paramCopyBytes;
-    reportData.gradBytes = stats.gradBytes;
-    reportData.optimizerBytes = stats.stateBytes;
-    reportData.peakActivationBytes = stats.peakActivationBytes;
-    reportData.peakBytes = stats.peakBytes;
-    if (failed(tpc::writeReport(reportData, report, UnknownLoc::get(&context))))
-      return 1;
-  }
 
   if (!writeOutput) {
     // Nothing more to write.

@@ -24,6 +24,12 @@ inline constexpr llvm::StringLiteral kGradAttrName = "tpc.grad";
 /// Result attribute of @train_F's stash results: which backward function
 /// reads the value ("B", "W" or "BW").
 inline constexpr llvm::StringLiteral kStashAttrName = "tpc.stash";
+/// Op attribute on the ops of @train_F (and their copies in the unrolled
+/// step) whose results a transformer layer
+/// stashes: per result, that layer (`tpc.layer` of the forward op whose
+/// backward reads it), -1 for a result no layer stashes. The read-only
+/// stash analysis (lib/Analysis) finds the stash by it after partitioning.
+inline constexpr llvm::StringLiteral kStashLayerAttrName = "tpc.stash_layer";
 /// Argument attribute of @train_F / @train_B's microbatch index.
 inline constexpr llvm::StringLiteral kMicrobatchAttrName = "tpc.microbatch";
 /// Function attribute of @train_step: its number of microbatches.

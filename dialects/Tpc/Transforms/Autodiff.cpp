@@ -93,6 +93,8 @@ private:
   LogicalResult buildInputGrads();
   LogicalResult buildWeightGrads();
   void finishForward();
+  /// Sets `tpc.stash_layer` on the ops of `fwd` that define a layer's stash.
+  void markStash();
   void buildDriver();
 
   /// The value of F's `v` in a backward function mapped by `map`: an
@@ -624,6 +626,21 @@ LogicalResult TrainingBuilder::buildWeightGrads() {
   return success();
 }
 
+void TrainingBuilder::markStash() {
+  DenseMap<Operation *, SmallVector<int64_t>> layers;
+  for (Value v : stash) {
+    IntegerAttr layer = stashLayer.lookup(v);
+    auto result = dyn_cast<OpResult>(v);
+    if (!layer || !result)
+      continue;
+    SmallVector<int64_t> &entry = layers[result.getOwner()];
+    entry.resize(result.getOwner()->getNumResults(), -1);
+    entry[result.getResultNumber()] = layer.getInt();
+  }
+  for (auto &[op, entry] : layers)
+    op->setAttr(kStashLayerAttrName, builder.getDenseI64ArrayAttr(entry));
+}
+
 void TrainingBuilder::finishForward() {
   auto ret = cast<func::ReturnOp>(fwd.getBody().front().getTerminator());
   SmallVector<Value> results = {lossSum, count};
@@ -767,6 +784,7 @@ LogicalResult TrainingBuilder::run() {
       failed(buildInputGrads()) || failed(buildWeightGrads()))
     return cleanup();
   finishForward();
+  markStash();
   buildDriver();
   for (func::FuncOp func : {fwd, bwdInput, bwdWeight, driver})
     if (failed(verify(func)))

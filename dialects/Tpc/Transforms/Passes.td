@@ -36,7 +36,11 @@ def TpcAutodiff : Pass<"tpc-autodiff", "ModuleOp"> {
       sum, the target count and the *stash*: every forward value the
       backward reads, once, each result tagged `tpc.stash` ("B", "W" or
       "BW": who reads it) and `tpc.layer` (the layer of the op that reads
-      it). Dropouts are split into `tpc.dropout_mask` (stashed, one byte per
+      it); the op that computes a layer's stash value is marked
+      `tpc.stash_layer` (per result: the layer, or -1), which the copies
+      of the op keep through unrolling and partitioning, so the report's
+      stash analysis finds the stash in the step that is lowered. Dropouts
+      are split into `tpc.dropout_mask` (stashed, one byte per
       element) and `tpc.apply_mask`; masks and attention dropout draw the
       microbatch's block of the whole batch's stream, so the number of
       microbatches does not change them.

@@ -20,8 +20,10 @@
 #define TPC_PIPELINES_PIPELINES_H
 
 #include "dialects/Tpc/Transforms/Passes.h"
+#include "tpc/Analysis/Report.h"
 
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringMap.h"
 
 #include <string>
 #include <utility>
@@ -59,12 +61,21 @@ LogicalResult parseMesh(StringRef text,
                         SmallVector<std::pair<std::string, int64_t>> &axes,
                         std::string &error, StringRef scope = "");
 
-/// The checks between settings that tpc-compile and the pipelines share:
-/// sequence parallelism needs tp > 1, a sharding pass needs a mesh. The
-/// message names the settings with `prefix` ("--" for tpc-compile's flags,
-/// "" for a pipeline's options).
-LogicalResult checkCompileOptions(const CompileOptions &options,
-                                  StringRef prefix, std::string &error);
+/// The settings of one compile as the user wrote them, by name: tpc-compile's
+/// flags and the pipelines' options (`train`, `optimizer`, `lr`, ...,
+/// `microbatches`, `mesh`, `sequence-parallel`, `vocab-parallel`,
+/// `sharding-pass`, `seed`; README). A setting not given is absent.
+using CompileSettings = llvm::StringMap<std::string>;
+
+/// Reads and checks `settings` into `options` (the defaults where absent):
+/// each value, and the settings against each other (a training setting needs
+/// train, an AdamW setting the adamw optimizer, sequence parallelism tp > 1,
+/// a sharding pass a mesh, ...). On the first bad one returns failure with
+/// `error` naming it with `prefix` ("--" for flags, "" for pipeline
+/// options); `scope` is passed to parseMesh.
+LogicalResult parseCompileOptions(const CompileSettings &settings,
+                                  StringRef prefix, CompileOptions &options,
+                                  std::string &error, StringRef scope = "");
 
 /// Whether `text` is a pass pipeline tpc knows (a plugin's passes once
 /// loaded); if not, `error` says why in one line.
@@ -77,6 +88,21 @@ void buildDistribute(OpPassManager &pm, const CompileOptions &options);
 void buildLowerToExecutable(OpPassManager &pm, const CompileOptions &options);
 /// All of the above, in order.
 void buildCompilePipeline(OpPassManager &pm, const CompileOptions &options);
+
+/// What `module` must satisfy for `options` that the passes cannot see
+/// whole: on a mesh with dp > 1, every input's batch divides by dp ×
+/// microbatches. The error names the setting.
+LogicalResult checkModuleForOptions(ModuleOp module,
+                                    const CompileOptions &options);
+
+/// Runs the phases on `module` one by one (the same passes as
+/// buildCompilePipeline). With `report`, fills it from the read-only analyses
+/// of tpc/Analysis at the phase boundaries: the model before the training
+/// step replaces @forward, the stash, FLOPs and collectives of the
+/// distributed step before lowering hides them, the memory plan at the end.
+/// A forward-only compile stashes nothing for a backward: its stash is 0.
+LogicalResult runCompileFlow(ModuleOp module, const CompileOptions &options,
+                             CompileReport *report = nullptr);
 
 /// Registers `tpc-compile-pipeline` and its phases with tpc-opt:
 /// `tpc-prepare-forward`, `tpc-build-train-step` (the training step built

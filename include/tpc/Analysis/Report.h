@@ -1,0 +1,106 @@
+//===- Report.h - the figures of tpc-compile --report -----------*- C++ -*-===//
+//
+// What one device holds and computes, from shapes alone (INTERFACE.md,
+// "Report"), and the read-only analyses that compute each figure from the
+// IR at a phase boundary of the compile flow (tpc/Pipelines):
+//
+//   model and mesh          the module's `tpc.model`, the options
+//   stash per layer         the `tpc.stash_layer` ops of the distributed step
+//   FLOPs                   the matrix products of the distributed step
+//   communication bytes     the collectives dist-partition inserted
+//   memory                  the memory plan of the lowered rt program
+//
+// None of them changes the IR or calls back into a tool. lib/Target/Report
+// writes the figures as JSON (docs/design/sharding.md, "The report").
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TPC_ANALYSIS_REPORT_H
+#define TPC_ANALYSIS_REPORT_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LLVM.h"
+
+#include <string>
+
+namespace mlir::tpc {
+
+/// Bytes one device communicates, per collective kind: the full logical
+/// tensor of each collective (an all_reduce's tensor, an all_gather's
+/// gathered result, a reduce_scatter's unscattered input).
+struct CommBytes {
+  int64_t allReduce = 0, allGather = 0, reduceScatter = 0, p2p = 0;
+};
+
+/// One device, one pipeline stage (what tpc-compile supports today).
+struct CompileReport {
+  // "model"
+  int64_t layers = 0, hidden = 0, heads = 0, seq = 0, vocab = 0;
+  int64_t microbatchSize = 0;
+  /// fp32, bf16 or fp16: the activations' type.
+  std::string dtype;
+  int64_t microbatches = 1;
+  // "mesh" and "sequence_parallel".
+  int64_t dataParallel = 1, pipelineParallel = 1, tensorParallel = 1;
+  bool sequenceParallel = false;
+  /// Stashed for the backward by one transformer layer for one microbatch,
+  /// on one device.
+  int64_t activationBytesPerLayer = 0;
+  // "stages"[0]
+  /// Params (the f32 master weights when training) and their 16-bit
+  /// copies; gradients; optimizer state.
+  int64_t paramBytes = 0, gradBytes = 0, optimizerBytes = 0;
+  int64_t peakActivationBytes = 0, peakBytes = 0;
+  /// Matrix-product FLOPs of one microbatch on one device (local shapes on
+  /// a mesh).
+  int64_t flopsPerMicrobatch = 0;
+  /// What every microbatch repeats (the total divided by the microbatches),
+  /// and what happens once per step (no p2p).
+  CommBytes commPerMicrobatch, commPerStep;
+};
+
+/// Fills the "model" fields from the `tpc.model` attribute of `module` (as
+/// tpc-import writes it) and the activations' type of `forward`; an error
+/// names what is missing.
+LogicalResult readModelInfo(ModuleOp module, func::FuncOp forward,
+                            int64_t microbatches, CompileReport &report);
+
+/// The FLOPs of the matrix products in `functions`, 2·m·n·k each, as the
+/// kernels compute them: linear and its input and weight gradients,
+/// batch_matmul, attention (scores and the product with v) and its
+/// gradient (which recomputes the scores). Elementwise work is not counted.
+/// Saturates at INT64_MAX.
+int64_t countMatmulFlops(ArrayRef<func::FuncOp> functions);
+
+/// The bytes transformer layer `layer` stashes for one microbatch on one
+/// device in `function` (an unrolled @train_step, partitioned or not; 0 for
+/// an @forward, which stashes nothing): the results its `tpc.stash_layer`
+/// ops (copies of @train_F's) mark with `layer`, at the type they are computed with (one device's
+/// shard after dist-partition, before any collective that reads them).
+/// Values of a microbatch's data count once per microbatch (an error if
+/// they do not divide by `microbatches`); those the microbatches share
+/// (computed from parameters alone) count once.
+FailureOr<int64_t> countLayerStashBytes(func::FuncOp function,
+                                        int64_t microbatches, int64_t layer);
+
+/// Sums the collectives of `function` (an @train_step or @forward after
+/// dist-partition, with `microbatches` microbatches) per kind into what every
+/// microbatch repeats and what happens once per step. A collective is
+/// repeated by every microbatch when it serves an op that reads a
+/// microbatch's data and either moves such data or is a gather
+/// (dist-partition gathers for every reader); the others serve the step's
+/// driver (loss mean, target count, global norm, optimizer, returned
+/// gradients) or reduce a value computed once per step. An error when a
+/// kind's repeated bytes do not divide by `microbatches`, or for a
+/// collective the report has no field for.
+LogicalResult countCommBytes(func::FuncOp function, int64_t microbatches,
+                             CommBytes &perMicrobatch, CommBytes &perStep);
+
+/// Fills the memory figures (params, gradients, optimizer state, peaks)
+/// from the memory plan of the rt program in `module` (rt-plan-memory ran).
+LogicalResult readMemoryFigures(ModuleOp module, CompileReport &report);
+
+} // namespace mlir::tpc
+
+#endif // TPC_ANALYSIS_REPORT_H

@@ -1,0 +1,51 @@
+//===- Stash.cpp - the stash of a layer on one device ---------------------===//
+//
+// The stash is marked where it is computed (`tpc.stash_layer`, set by
+// tpc-autodiff on @train_F); the copies of the marked ops keep the mark
+// through unrolling and dist-partition, which changes their result types in
+// place to one device's shard. So the stash of a device is read from the
+// step that is lowered, with the layouts the compile chose for it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tpc/Analysis/Report.h"
+
+#include "MicrobatchPhases.h"
+
+#include "dialects/Tpc/IR/TpcDialect.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+
+using namespace mlir;
+using namespace mlir::tpc;
+
+FailureOr<int64_t> mlir::tpc::countLayerStashBytes(func::FuncOp function,
+                                                   int64_t microbatches,
+                                                   int64_t layer) {
+  MicrobatchPhases phases(function);
+  int64_t repeated = 0, shared = 0;
+  WalkResult walk = function.walk([&](Operation *op) {
+    auto marks = op->getAttrOfType<DenseI64ArrayAttr>(kStashLayerAttrName);
+    if (!marks)
+      return WalkResult::advance();
+    if (static_cast<unsigned>(marks.size()) != op->getNumResults()) {
+      op->emitError() << "report: '" << kStashLayerAttrName << "' has "
+                      << marks.size() << " entries for " << op->getNumResults()
+                      << " results";
+      return WalkResult::interrupt();
+    }
+    for (auto [mark, result] : llvm::zip(marks.asArrayRef(), op->getResults()))
+      if (mark == layer)
+        (phases.of(result) == Phase::Microbatch ? repeated : shared) +=
+            byteSize(result.getType());
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
+    return failure();
+  if (repeated % microbatches != 0)
+    return function.emitError()
+           << "report: the stash bytes of layer " << layer
+           << " the microbatches repeat (" << repeated
+           << ") do not divide by the " << microbatches << " microbatches";
+  return repeated / microbatches + shared;
+}

@@ -1,0 +1,316 @@
+//===- CompileOptions.cpp - one parser for the settings of a compile ------===//
+//
+// tpc-compile's flags and the pipelines' option string carry the same
+// settings by the same names; both hand them here as text, so a value is
+// read and checked once, with one message (naming the setting with the
+// caller's prefix: "--" for flags, nothing for pipeline options).
+//
+//===----------------------------------------------------------------------===//
+
+#include "tpc/Pipelines/Pipelines.h"
+
+#include "dialects/Tpc/Transforms/Autodiff.h"
+
+#include "mlir/Pass/PassRegistry.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::tpc;
+
+int64_t CompileOptions::axisSize(StringRef name) const {
+  for (const auto &[axis, size] : mesh)
+    if (axis == name)
+      return size;
+  return 1;
+}
+
+StringRef CompileOptions::loweredFunction() const {
+  return train ? StringRef(kTrainStepName) : StringRef("forward");
+}
+
+LogicalResult
+mlir::tpc::parseMesh(StringRef text,
+                     SmallVector<std::pair<std::string, int64_t>> &axes,
+                     std::string &error, StringRef scope) {
+  llvm::StringMap<int64_t> sizes;
+  SmallVector<StringRef> items;
+  text.split(items, ',');
+  for (StringRef item : items) {
+    auto [name, value] = item.trim().split('=');
+    int64_t size;
+    if (name != "dp" && name != "pp" && name != "tp") {
+      error = ("'" + item + "': the axes are dp, pp and tp").str();
+      return failure();
+    }
+    if (value.trim().getAsInteger(10, size) || size < 1) {
+      error = ("'" + item + "': the size must be a positive integer").str();
+      return failure();
+    }
+    if (!sizes.try_emplace(name, size).second) {
+      error = ("axis '" + name + "' is given twice").str();
+      return failure();
+    }
+  }
+  if (sizes.lookup("pp") > 1) {
+    error = "pp=" + std::to_string(sizes.lookup("pp")) +
+            ": pipeline parallelism is not supported yet" +
+            (scope.empty() ? "" : ": " + scope.str());
+    return failure();
+  }
+  axes.clear();
+  for (StringRef name : {"dp", "tp"})
+    if (sizes.lookup(name) > 1)
+      axes.push_back({name.str(), sizes.lookup(name)});
+  return success();
+}
+
+LogicalResult mlir::tpc::checkShardingPipeline(StringRef text,
+                                               std::string &error) {
+  OpPassManager probe("builtin.module");
+  std::string message;
+  llvm::raw_string_ostream stream(message);
+  if (succeeded(parsePassPipeline(text, probe, stream)))
+    return success();
+  // The parser's first line, without its own location and severity.
+  StringRef first = StringRef(message).split('\n').first;
+  size_t at = first.find("error: ");
+  error = (at == StringRef::npos ? first : first.drop_front(at + 7)).str();
+  return failure();
+}
+
+namespace {
+
+/// Reads the settings in order; the first bad one sets `error`.
+class SettingsReader {
+public:
+  SettingsReader(const CompileSettings &settings, StringRef prefix,
+                 std::string &error)
+      : settings(settings), prefix(prefix), error(error) {}
+
+  LogicalResult read(CompileOptions &options, StringRef scope);
+
+private:
+  /// The kinds of range a number takes.
+  enum class Range { Positive, NonNegative, Fraction };
+
+  bool given(StringRef name) const { return settings.count(name); }
+  StringRef text(StringRef name, StringRef initial) const {
+    auto it = settings.find(name);
+    return it == settings.end() ? initial : StringRef(it->second);
+  }
+  LogicalResult fail(const Twine &message) {
+    error = message.str();
+    return failure();
+  }
+  /// `<prefix><name>: '<text>' is not <what>`.
+  LogicalResult notA(StringRef name, StringRef initial, const Twine &what) {
+    return fail(prefix + name + ": '" + text(name, initial) + "' is not " +
+                what);
+  }
+  LogicalResult readBool(StringRef name, bool initial, bool &value);
+  /// A finite number of `range` (Fraction: [0, 1)) at most `max`.
+  LogicalResult readNumber(StringRef name, StringRef initial, Range range,
+                           double &value,
+                           double max = std::numeric_limits<double>::infinity(),
+                           StringRef what = "");
+  LogicalResult readInteger(StringRef name, StringRef initial, int64_t low,
+                            const Twine &what, int64_t &value);
+  LogicalResult readTraining(CompileOptions &options);
+
+  const CompileSettings &settings;
+  StringRef prefix;
+  std::string &error;
+};
+
+/// The training settings, in the order their checks run.
+constexpr StringRef kTrainingSettings[] = {
+    "optimizer",     "lr",           "beta1",        "beta2",
+    "eps",           "weight-decay", "decay-exclude", "momentum",
+    "grad-clip",     "lr-schedule",  "warmup-steps", "min-lr",
+    "decay-steps",   "microbatches"};
+
+LogicalResult SettingsReader::readBool(StringRef name, bool initial,
+                                       bool &value) {
+  StringRef valueText = text(name, initial ? "true" : "false").trim();
+  if (valueText == "true" || valueText == "1" || valueText.empty())
+    value = true;
+  else if (valueText == "false" || valueText == "0")
+    value = false;
+  else
+    return notA(name, "", "true or false");
+  return success();
+}
+
+LogicalResult SettingsReader::readNumber(StringRef name, StringRef initial,
+                                         Range range, double &value,
+                                         double max, StringRef what) {
+  bool ok = !text(name, initial).trim().getAsDouble(value) &&
+            std::isfinite(value) && value <= max;
+  switch (range) {
+  case Range::Positive:
+    ok &= value > 0;
+    break;
+  case Range::NonNegative:
+    ok &= value >= 0;
+    break;
+  case Range::Fraction:
+    ok &= value >= 0 && value < 1;
+    break;
+  }
+  if (ok)
+    return success();
+  if (what.empty())
+    what = range == Range::Positive      ? "a positive number"
+           : range == Range::NonNegative ? "a non-negative number"
+                                         : "a number in [0, 1)";
+  return notA(name, initial, what);
+}
+
+LogicalResult SettingsReader::readInteger(StringRef name, StringRef initial,
+                                          int64_t low, const Twine &what,
+                                          int64_t &value) {
+  if (text(name, initial).trim().getAsInteger(10, value) || value < low)
+    return notA(name, initial, what);
+  return success();
+}
+
+LogicalResult SettingsReader::readTraining(CompileOptions &options) {
+  TpcOptimizerOptions &o = options.optimizer;
+  StringRef optimizer = text("optimizer", "adamw");
+  if (optimizer != "adamw" && optimizer != "sgd")
+    return notA("optimizer", "", "one of adamw, sgd");
+  bool adamw = optimizer == "adamw";
+  o.optimizer = optimizer.str();
+  // Settings of the other optimizer are a mistake, not something to ignore.
+  for (StringRef name : {"beta1", "beta2", "eps"})
+    if (!adamw && given(name))
+      return fail(prefix + name + " is an AdamW setting, but " + prefix +
+                  "optimizer is sgd");
+  if (adamw && given("momentum"))
+    return fail(prefix + "momentum is an SGD setting, but " + prefix +
+                "optimizer is adamw");
+
+  double value;
+  if (failed(readNumber("lr", "1e-3", Range::Positive, o.lr)) ||
+      failed(readNumber("beta1", "0.9", Range::Fraction, o.beta1)) ||
+      failed(readNumber("beta2", "0.999", Range::Fraction, o.beta2)) ||
+      failed(readNumber("eps", "1e-8", Range::Positive, o.eps)))
+    return failure();
+  if (given("weight-decay")) {
+    if (failed(readNumber("weight-decay", "", Range::NonNegative, value)))
+      return failure();
+    o.weightDecay = value;
+  }
+  StringRef exclude = text("decay-exclude", "");
+  o.decayExclude.clear();
+  for (StringRef part : llvm::split(exclude, ',')) {
+    part = part.trim();
+    if (part.empty()) {
+      if (given("decay-exclude"))
+        return fail(prefix + "decay-exclude: '" + exclude +
+                    "' has an empty name; give comma-separated parts of "
+                    "parameter names, e.g. bias,ln_");
+      continue;
+    }
+    o.decayExclude.push_back(part.str());
+  }
+  if (failed(readNumber("momentum", "0", Range::NonNegative, o.momentum)) ||
+      failed(readNumber("grad-clip", "0", Range::NonNegative, o.gradClip,
+                        std::numeric_limits<double>::infinity(),
+                        "a non-negative number (0: no clipping)")))
+    return failure();
+
+  StringRef schedule = text("lr-schedule", "constant");
+  if (schedule != "constant" && schedule != "cosine")
+    return notA("lr-schedule", "", "one of constant, cosine");
+  o.lrSchedule = schedule.str();
+  if (schedule == "constant") {
+    for (StringRef name : {"warmup-steps", "min-lr", "decay-steps"})
+      if (given(name))
+        return fail(prefix + name + " needs " + prefix +
+                    "lr-schedule cosine (the constant schedule has no "
+                    "warm-up or decay)");
+  } else {
+    int64_t warmup, decay;
+    if (failed(readInteger("warmup-steps", "0", 0, "a non-negative integer",
+                           warmup)))
+      return failure();
+    if (!given("decay-steps"))
+      return fail(prefix + "lr-schedule cosine needs " + prefix +
+                  "decay-steps N: the step at which the rate reaches " +
+                  prefix + "min-lr");
+    if (failed(readInteger("decay-steps", "", warmup + 1,
+                           "an integer greater than " + prefix +
+                               "warmup-steps (" + Twine(warmup) + ")",
+                           decay)))
+      return failure();
+    std::string range = ("a number in [0, " + prefix + "lr]").str();
+    if (failed(readNumber("min-lr", "0", Range::NonNegative, value, o.lr,
+                          range)))
+      return failure();
+    o.warmupSteps = warmup;
+    o.totalSteps = decay;
+    o.minLr = value;
+  }
+  int64_t count;
+  if (failed(readInteger("microbatches", "1", 1, "a positive integer", count)))
+    return failure();
+  if (count > std::numeric_limits<unsigned>::max())
+    return fail(prefix + "microbatches: '" + text("microbatches", "") +
+                "' is too large");
+  options.autodiff.microbatches = static_cast<unsigned>(count);
+  return success();
+}
+
+LogicalResult SettingsReader::read(CompileOptions &options, StringRef scope) {
+  if (failed(readBool("train", false, options.train)))
+    return failure();
+  if (!options.train) {
+    for (StringRef name : kTrainingSettings)
+      if (given(name))
+        return fail(prefix + name +
+                    " is a training setting: it needs " + prefix + "train");
+  } else if (failed(readTraining(options))) {
+    return failure();
+  }
+  if (StringRef mesh = text("mesh", ""); !mesh.empty()) {
+    std::string why;
+    if (failed(parseMesh(mesh, options.mesh, why, scope)))
+      return fail(prefix + "mesh: " + why);
+  }
+  if (failed(readBool("sequence-parallel", false, options.sequenceParallel)) ||
+      failed(readBool("vocab-parallel", true, options.vocabParallel)))
+    return failure();
+  if (options.sequenceParallel && options.axisSize("tp") <= 1)
+    return fail(prefix + "sequence-parallel needs tensor parallelism: a " +
+                prefix + "mesh with tp > 1");
+  options.shardingPipeline = text("sharding-pass", "").str();
+  if (!options.shardingPipeline.empty()) {
+    if (options.mesh.empty())
+      return fail(prefix + "sharding-pass needs a " + prefix +
+                  "mesh to shard over");
+    std::string why;
+    if (failed(checkShardingPipeline(options.shardingPipeline, why)))
+      return fail(prefix + "sharding-pass '" + options.shardingPipeline +
+                  "': " + why + " (a plugin's pass needs " + prefix +
+                  "load-pass-plugin)");
+  }
+  if (text("seed", "0").trim().getAsInteger(10, options.seed))
+    return notA("seed", "0", "an integer in [0, 2^64)");
+  return success();
+}
+
+} // namespace
+
+LogicalResult mlir::tpc::parseCompileOptions(const CompileSettings &settings,
+                                             StringRef prefix,
+                                             CompileOptions &options,
+                                             std::string &error,
+                                             StringRef scope) {
+  options = CompileOptions();
+  return SettingsReader(settings, prefix, error).read(options, scope);
+}
