@@ -142,7 +142,7 @@ func.func @rotary_grad(%dq: tensor<4x8x32x16xf32>) {
 }
 
 // Per position, the vocabulary whole; linear in the loss-sum gradient.
-// CHECK-NEXT: tpc.cross_entropy_grad: ([i, j, k], [i, j], []) -> ([i, j, k]) {i=4, j=32, k=256 whole} linearity multilinear in 2
+// CHECK-NEXT: tpc.cross_entropy_grad: ([i, j, k], [i, j], []) -> ([i, j, k]) {i=4, j=32, k=256 blocks} linearity multilinear in 2
 func.func @cross_entropy_grad(%logits: tensor<4x32x256xf32>, %labels: tensor<4x32xi64>, %dsum: tensor<f32>) {
   %0 = tpc.cross_entropy_grad %logits, %labels, %dsum : tensor<4x32x256xf32>, tensor<4x32xi64>
   return

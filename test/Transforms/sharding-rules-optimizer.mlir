@@ -5,7 +5,7 @@
 // before an update.
 
 // Every dim of every input is summed, each input with its own factors.
-// CHECK: tpc.sum_squares: ([i, j], [k]) -> ([]) {i=64 reduction, j=128 reduction, k=32 reduction} linearity none
+// CHECK: tpc.sum_squares: ([i, j], [k]) -> ([]) {i=64 reduction, j=128 reduction, k=32 reduction} linearity none sums operands apart
 func.func @sum_squares(%dw0: tensor<64x128xf32>, %dw1: tensor<32xf32>) {
   %0 = tpc.sum_squares %dw0, %dw1 : tensor<64x128xf32>, tensor<32xf32>
   return

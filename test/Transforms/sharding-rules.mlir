@@ -4,7 +4,7 @@
 // Each forward op's sharding rule: operand and result dimensions as factors
 // (major first, joined by *), factor sizes and kinds, linearity.
 
-// CHECK:      tpc.embedding: ([i, j], [k, l]) -> ([k, l, j]) {i=256 reduction, j=64, k=4, l=32} linearity multilinear
+// CHECK:      tpc.embedding: ([i, j], [k, l]) -> ([k, l, j]) {i=256 reduction blocks, j=64, k=4, l=32} linearity multilinear
 // CHECK-NEXT: tpc.linear: ([i, j, k], [k, l, m, n], [l, m, n]) -> ([i, j, l, m, n]) {i=4, j=32, k=64 whole, l=3, m=4, n=16} linearity none
 // CHECK-NEXT: tpc.linear: ([i, j, k], [l, k]) -> ([i, j, l]) {i=4, j=32, k=64 reduction, l=128} linearity multilinear
 // CHECK-NEXT: tpc.batch_matmul: ([i, j, k, m], [i, j, l, m]) -> ([i, j, k, l]) {i=4, j=8, k=32, l=32, m=16 reduction} linearity multilinear
@@ -18,7 +18,7 @@
 // CHECK-NEXT: tpc.mul: ([i, j, k], [i, j, k]) -> ([i, j, k]) {i=4, j=32, k=64} linearity multilinear
 // CHECK-NEXT: tpc.attention: ([i, j*k, l, n], [i, j, m, n], [i, j, m, o]) -> ([i, j*k, l, o]) {i=4, j=4, k=2, l=32 whole, m=32 whole, n=16 whole, o=16} linearity none
 // CHECK-NEXT: tpc.rotary: ([i, j, k, l]) -> ([i, j, k, l]) {i=4, j=8, k=32 whole, l=16 whole} linearity multilinear
-// CHECK-NEXT: tpc.cross_entropy: ([i, j, k], [i, j]) -> ([], []) {i=4 reduction, j=32 reduction, k=256 whole} linearity none
+// CHECK-NEXT: tpc.cross_entropy: ([i, j, k], [i, j]) -> ([], []) {i=4 reduction, j=32 reduction, k=256 blocks} linearity none
 // CHECK-NEXT: tpc.loss_mean: ([], []) -> ([]) {} linearity none
 // CHECK-NEXT: tpc.reshape: ([i, j, k, l]) -> ([i, j, k*l]) {i=4, j=32, k=4, l=16} linearity multilinear
 // CHECK-NEXT: tpc.transpose: ([i, j, k, l]) -> ([i, k, j, l]) {i=4, j=32, k=4, l=16} linearity multilinear

@@ -98,7 +98,7 @@ private:
   FailureOr<Value> reshard(Operation *user, unsigned operand, Value value,
                            const Layout &to);
   LogicalResult partitionOp(Operation *op);
-  LogicalResult partitionSumSquares(tpc::SumSquaresOp op);
+  LogicalResult partitionSumsApart(Operation *op);
   LogicalResult partitionSlice(tensor::ExtractSliceOp op);
 };
 
@@ -223,12 +223,24 @@ FailureOr<Value> FunctionPartition::reshard(Operation *user, unsigned operand,
   return local;
 }
 
-/// The global norm: each group of operands with the same split is summed
+/// The mesh axes that split the rule's block factor: those of the first
+/// operand dimension it leads (none if no operand carries it split).
+static AxisList blockAxes(const tpc::ShardingRule &rule,
+                          ArrayRef<Layout> operands) {
+  for (auto [factors, layout] : llvm::zip(rule.operands, operands))
+    for (auto [dim, axes] : llvm::zip(factors, layout.dims))
+      if (!dim.empty() && dim.front() == *rule.blockFactor)
+        return axes;
+  return {};
+}
+
+/// An op that sums its operands apart (the global norm's sum of squares):
+/// each group of operands with the same split is summed by a copy of the op
 /// on its own and its partial sum reduced, so a replicated gradient is
 /// counted once, not once per device.
-LogicalResult FunctionPartition::partitionSumSquares(tpc::SumSquaresOp op) {
+LogicalResult FunctionPartition::partitionSumsApart(Operation *op) {
   SmallVector<std::pair<AxisList, SmallVector<Value>>> groups;
-  for (Value input : op.getInputs()) {
+  for (Value input : op->getOperands()) {
     AxisList axes = layoutOf(input).splitAxes();
     mesh.sortAxes(axes);
     auto it = llvm::find_if(groups, [&](auto &g) { return g.first == axes; });
@@ -243,26 +255,26 @@ LogicalResult FunctionPartition::partitionSumSquares(tpc::SumSquaresOp op) {
   OpBuilder builder(op);
   Value total;
   for (auto &[axes, inputs] : groups) {
-    Value sum = tpc::SumSquaresOp::create(builder, op.getLoc(),
-                                          op.getType(), inputs)
-                    .getResult();
+    Operation *part = builder.clone(*op);
+    part->setOperands(inputs);
+    Value sum = part->getResult(0);
     if (!axes.empty()) {
       std::string why;
       llvm::raw_string_ostream os(why);
-      os << "tpc.sum_squares of the gradients split over [";
+      os << op->getName() << " of the gradients split over [";
       llvm::interleaveComma(axes, os);
       os << "]: partial -> []";
-      Location loc = NameLoc::get(StringAttr::get(context, why), op.getLoc());
+      Location loc = NameLoc::get(StringAttr::get(context, why), op->getLoc());
       sum = AllReduceOp::create(builder, loc, sum.getType(), sum,
                                 mesh.symbol(), axesAttr(axes))
                 .getResult();
     }
-    total = total ? tpc::AddOp::create(builder, op.getLoc(), total, sum)
+    total = total ? tpc::AddOp::create(builder, op->getLoc(), total, sum)
                         .getResult()
                   : sum;
   }
-  op.getResult().replaceAllUsesWith(total);
-  op.erase();
+  op->getResult(0).replaceAllUsesWith(total);
+  op->erase();
   return success();
 }
 
@@ -309,6 +321,12 @@ LogicalResult FunctionPartition::partitionOp(Operation *op) {
   if (needed.size() != op->getNumOperands())
     return op->emitError() << "has no sharding decision (run dist-propagate "
                               "first)";
+  // The op's rule, on the whole shapes: whether it sums its operands apart,
+  // and which of them carry the factor whose blocks it must be told of.
+  auto sharded = dyn_cast<tpc::TpcShardingOpInterface>(op);
+  std::optional<tpc::ShardingRule> rule;
+  if (sharded)
+    rule = sharded.getShardingRule();
   for (auto [i, layout] : llvm::enumerate(needed)) {
     Value operand = op->getOperand(i);
     if (!isa<RankedTensorType>(operand.getType()))
@@ -318,8 +336,17 @@ LogicalResult FunctionPartition::partitionOp(Operation *op) {
       return failure();
     op->setOperand(i, *value);
   }
-  if (auto sum = dyn_cast<tpc::SumSquaresOp>(op))
-    return partitionSumSquares(sum);
+  if (rule && rule->sumsOperandsApart)
+    return partitionSumsApart(op);
+  int64_t blocks = 1;
+  if (rule && rule->blockFactor) {
+    AxisList axes = blockAxes(*rule, needed);
+    if (!axes.empty()) {
+      // The kernel finds its block from the axes (the vocabulary's).
+      op->setAttr(kVocabAxesAttr, axesAttr(axes));
+      blocks = mesh.groupSize(axes);
+    }
+  }
   // The slice's result layout is its source's (dims it cuts are whole).
   if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op))
     return partitionSlice(slice);
@@ -334,43 +361,8 @@ LogicalResult FunctionPartition::partitionOp(Operation *op) {
     result.setType(local);
     layouts[result] = layout;
   }
-  // Where the copies of a single index are split (multi-query attention's
-  // kv-head, a replicated K/V weight's copies), each device repeats, or
-  // sums, its share of them.
-  auto localRepeats = [&](Value larger, Value smaller, uint64_t dim) {
-    return IntegerAttr::get(
-        IntegerType::get(context, 64),
-        cast<RankedTensorType>(larger.getType()).getDimSize(dim) /
-            cast<RankedTensorType>(smaller.getType()).getDimSize(dim));
-  };
-  if (auto repeat = dyn_cast<tpc::RepeatOp>(op))
-    repeat.setRepeatsAttr(
-        localRepeats(repeat.getResult(), repeat.getInput(), repeat.getDim()));
-  if (auto sum = dyn_cast<tpc::SumGroupsOp>(op))
-    sum.setRepeatsAttr(
-        localRepeats(sum.getInput(), sum.getResult(), sum.getDim()));
-  // Which mesh axes split the vocabulary of a vocab-parallel embedding
-  // table or cross-entropy's logits: the kernel finds its block from them.
-  auto markVocab = [&](const Layout &layout, unsigned dim) {
-    if (dim < layout.dims.size() && !layout.dims[dim].empty())
-      op->setAttr(kVocabAxesAttr, axesAttr(layout.dims[dim]));
-  };
-  if (isa<tpc::EmbeddingOp>(op))
-    markVocab(needed[0], 0);
-  if (isa<tpc::CrossEntropyOp, tpc::CrossEntropyGradOp>(op)) {
-    unsigned vocabDim = needed[0].dims.size() - 1;
-    markVocab(needed[0], vocabDim);
-    // The logits hold one block of the vocabulary: the op's own property.
-    if (!needed[0].dims[vocabDim].empty()) {
-      auto blocks = IntegerAttr::get(
-          IntegerType::get(context, 64),
-          mesh.groupSize(needed[0].dims[vocabDim]));
-      if (auto loss = dyn_cast<tpc::CrossEntropyOp>(op))
-        loss.setVocabBlocksAttr(blocks);
-      else
-        cast<tpc::CrossEntropyGradOp>(op).setVocabBlocksAttr(blocks);
-    }
-  }
+  if (sharded)
+    sharded.adaptToShard(blocks);
   if (drawsDropout(op) && !produced.empty() &&
       !produced.front().withoutPartial().isReplicated())
     op->setAttr(kShardingAttr, produced.front().withoutPartial().toAttr(

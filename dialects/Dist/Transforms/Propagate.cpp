@@ -137,14 +137,6 @@ FailureOr<OpPlan> FunctionPropagation::planFor(Operation *op) {
     OpPlan plan{current, {Layout::fromAttr(shard.getSharding())}};
     return plan;
   }
-  if (isa<tpc::SumSquaresOp>(op)) {
-    // Each operand keeps its split; dist-partition sums the groups apart.
-    OpPlan plan;
-    for (const Layout &layout : current)
-      plan.operands.push_back(layout.withoutPartial());
-    plan.results.push_back(Layout::replicated(0));
-    return plan;
-  }
   if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op)) {
     // A dimension that is cut must be whole; the others keep their split.
     Layout layout = current.front().withoutPartial();
@@ -160,13 +152,15 @@ FailureOr<OpPlan> FunctionPropagation::planFor(Operation *op) {
   }
   if (auto sharded = dyn_cast<tpc::TpcShardingOpInterface>(op)) {
     tpc::ShardingRule rule = sharded.getShardingRule();
-    // The vocab-parallel cross-entropy: the kernel combines the vocabulary
-    // blocks itself (max, sum of exponentials and target logit all-reduced),
-    // so split logits stay split and the loss is not a partial sum.
-    if (isa<tpc::CrossEntropyOp, tpc::CrossEntropyGradOp>(op) &&
-        !rule.operands[0].empty() && !rule.operands[0].back().empty())
-      rule.factors[rule.operands[0].back().front()].kind =
-          tpc::FactorKind::Parallel;
+    if (rule.sumsOperandsApart) {
+      // Each operand keeps its split; dist-partition sums the groups apart.
+      OpPlan plan;
+      for (const Layout &layout : current)
+        plan.operands.push_back(layout.withoutPartial());
+      for (Value result : op->getResults())
+        plan.results.push_back(Layout::replicated(rankOf(result)));
+      return plan;
+    }
     FailureOr<OpPlan> plan = planOp(op, rule, current, hold, mesh);
     if (failed(plan) || failed(checkParameters(op, *plan)))
       return failure();

@@ -146,6 +146,8 @@ void ShardingRule::print(raw_ostream &os) const {
                             os << " reduction";
                           else if (factors[f].kind == FactorKind::Whole)
                             os << " whole";
+                          if (blockFactor == f)
+                            os << " blocks";
                         });
   os << "} linearity ";
   switch (linearity) {
@@ -159,6 +161,8 @@ void ShardingRule::print(raw_ostream &os) const {
     os << "multilinear";
     break;
   }
+  if (sumsOperandsApart)
+    os << " sums operands apart";
   if (linearity != Linearity::None && !linearIn.empty()) {
     os << " in";
     for (auto [i, linear] : llvm::enumerate(linearIn))

@@ -61,6 +61,16 @@ struct ShardingRule {
   SmallVector<TensorFactors> operands;
   SmallVector<TensorFactors> results;
   Linearity linearity = Linearity::None;
+  /// The factor whose split the op must be told (TpcShardingOpInterface's
+  /// adaptToShard) and its kernel must know the mesh axes of: a vocabulary
+  /// of which each device holds one block (the embedding's table, the
+  /// cross-entropy's logits, whose kernel combines the blocks itself).
+  std::optional<unsigned> blockFactor;
+  /// The result sums over every element of each operand (a global norm's
+  /// sum of squares): each operand may keep its own split, and a
+  /// partitioner sums the operands of each split apart and reduces each
+  /// partial sum over its own axes. The factors then only give the shapes.
+  bool sumsOperandsApart = false;
   /// The operands the linearity covers, one flag per operand (empty: all).
   /// `gelu_grad(dY, x)` is linear in dY alone, `apply_mask(x, mask)` in x.
   SmallVector<bool> linearIn;

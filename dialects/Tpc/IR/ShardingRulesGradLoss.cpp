@@ -17,12 +17,19 @@ ShardingRule CrossEntropyGradOp::getShardingRule() {
   // and labels are integers.
   rule.setLinearOnlyIn(2, getNumOperands());
   TensorFactors positions = rule.addFactorsFor(getLabels().getType());
-  TensorFactors logits = concatFactors(
-      positions, {{rule.addFactor(getLogits().getType().getShape().back(),
-                                  FactorKind::Whole)}});
+  // The vocabulary as the forward's (ShardingRulesLoss.cpp).
+  unsigned vocab = rule.addFactor(getLogits().getType().getShape().back());
+  rule.blockFactor = vocab;
+  TensorFactors logits = concatFactors(positions, {{vocab}});
   rule.operands = {logits, positions, {}};
   rule.results = {logits};
   return rule;
+}
+
+void CrossEntropyGradOp::adaptToShard(int64_t blocks) {
+  if (blocks > 1)
+    setVocabBlocksAttr(IntegerAttr::get(IntegerType::get(getContext(), 64),
+                                        blocks));
 }
 
 ShardingRule CountTargetsOp::getShardingRule() {

@@ -32,3 +32,10 @@ ShardingRule SumGroupsOp::getShardingRule() {
   rule.results = {out};
   return rule;
 }
+
+// Each device sums its share of the copies (as RepeatOp::adaptToShard).
+void SumGroupsOp::adaptToShard(int64_t) {
+  uint64_t dim = getDim();
+  setRepeats(getInput().getType().getDimSize(dim) /
+             getResult().getType().getDimSize(dim));
+}

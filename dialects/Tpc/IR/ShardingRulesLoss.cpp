@@ -2,8 +2,9 @@
 //
 // The cross-entropy sums over positions, so those are reduction factors: a
 // batch- or sequence-sharded loss is a partial sum (and so is the count).
-// Its vocabulary is whole: the logsumexp needs every logit (a
-// vocab-parallel cross-entropy is a rewrite of its own, not a sharding).
+// Its vocabulary may be split: the kernel combines the blocks itself (the
+// max, the sum of exponentials and the target's logit all-reduced), so the
+// results stay whole; the op is told how many blocks (`blocks`).
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,11 +18,18 @@ ShardingRule CrossEntropyOp::getShardingRule() {
   TensorFactors positions =
       rule.addFactorsFor(getLabels().getType(), FactorKind::Reduction);
   TensorFactors logits = positions;
-  logits.push_back({rule.addFactor(getLogits().getType().getShape().back(),
-                                   FactorKind::Whole)});
+  unsigned vocab = rule.addFactor(getLogits().getType().getShape().back());
+  logits.push_back({vocab});
+  rule.blockFactor = vocab;
   rule.operands = {logits, positions};
   rule.results = {{}, {}};
   return rule;
+}
+
+void CrossEntropyOp::adaptToShard(int64_t blocks) {
+  if (blocks > 1)
+    setVocabBlocksAttr(IntegerAttr::get(IntegerType::get(getContext(), 64),
+                                        blocks));
 }
 
 // A quotient of partial sums is not the quotient of the sums.

@@ -21,7 +21,10 @@ ShardingRule EmbeddingOp::getShardingRule() {
   // Linear in the table only: ids are integers.
   rule.linearity = Linearity::Multilinear;
   ArrayRef<int64_t> table = shapeOf(getTable());
+  // Split, each device looks up the ids in its block of the table (its
+  // kernel must know which: the block factor) and the sums add up the rest.
   unsigned vocab = rule.addFactor(table[0], FactorKind::Reduction);
+  rule.blockFactor = vocab;
   unsigned hidden = rule.addFactor(table[1]);
   TensorFactors ids = rule.addFactorsFor(getIds().getType());
   TensorFactors result = ids;

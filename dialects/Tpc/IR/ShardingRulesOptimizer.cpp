@@ -22,6 +22,7 @@ ShardingRule SumSquaresOp::getShardingRule() {
     rule.operands.push_back(
         rule.addFactorsFor(input.getType(), FactorKind::Reduction));
   rule.results = {{}};
+  rule.sumsOperandsApart = true;
   return rule;
 }
 

@@ -72,6 +72,14 @@ ShardingRule TransposeOp::getShardingRule() {
   return rule;
 }
 
+// Where the copies of a single index are split (multi-query attention's
+// kv-head, a replicated K/V weight's copies), each device repeats its share.
+void RepeatOp::adaptToShard(int64_t) {
+  uint64_t dim = getDim();
+  setRepeats(getResult().getType().getDimSize(dim) /
+             getInput().getType().getDimSize(dim));
+}
+
 // The sliced dimension is whole on both sides: a window of a split
 // dimension is not a split of the window.
 ShardingRule SliceOp::getShardingRule() {

@@ -378,7 +378,7 @@ def Tpc_RotaryGradOp : Tpc_Op<"rotary_grad",
 //===----------------------------------------------------------------------===//
 
 def Tpc_CrossEntropyGradOp : Tpc_Op<"cross_entropy_grad",
-    [Pure, AllTypesMatch<["logits", "result"]>, Tpc_Sharding]> {
+    [Pure, AllTypesMatch<["logits", "result"]>, Tpc_ShardingAdapts]> {
   let summary = "Logits gradient of tpc.cross_entropy's loss sum";
   let description = [{
     `(softmax(logits) - onehot(label)) * loss_sum_grad` at positions whose
@@ -467,7 +467,7 @@ def Tpc_PadOp : Tpc_Op<"pad", [Pure, InferTypeOpAdaptor, Tpc_Sharding]> {
 }
 
 def Tpc_SumGroupsOp : Tpc_Op<"sum_groups",
-    [Pure, InferTypeOpAdaptor, Tpc_Sharding]> {
+    [Pure, InferTypeOpAdaptor, Tpc_ShardingAdapts]> {
   let summary = "Sums consecutive groups of one dimension (gradient of repeat)";
   let description = [{
     Index `i` of the result along `dim` is the sum of input indices

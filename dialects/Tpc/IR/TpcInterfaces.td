@@ -107,13 +107,26 @@ def Tpc_ShardingOpInterface : OpInterface<"TpcShardingOpInterface"> {
     of operands and results, each parallel, a reduction (splitting it makes
     the results pending partial sums) or whole (it must stay replicated),
     and the op's linearity (whether a partial sum may pass through it).
+    What is particular to an op stays here, never in a list of ops in the
+    dist passes: the factor whose blocks it must be told of (`blockFactor`),
+    whether it sums its operands apart, and how it adapts its attributes to
+    one device's shapes.
   }];
   let methods = [
     InterfaceMethod<[{
         The op's rule, computed from its operand and result types and its
         attributes.
       }],
-      "::mlir::tpc::ShardingRule", "getShardingRule", (ins)>
+      "::mlir::tpc::ShardingRule", "getShardingRule", (ins)>,
+    InterfaceMethod<[{
+        Called by a partitioner after it gave the op's operands and results
+        one device's shapes: the op updates what its attributes count of the
+        whole tensors (a repeat count; the vocabulary blocks). `blocks` is
+        the number of blocks the rule's `blockFactor` is split into (1 when
+        it is whole or the rule has none).
+      }],
+      "void", "adaptToShard", (ins "int64_t":$blocks), [{}],
+      [{ /* Nothing counts the whole. */ }]>
   ];
 }
 

@@ -17,6 +17,9 @@ def Tpc_ResultStashingDerivative : DeclareOpInterfaceMethods<
     Tpc_DerivativeOpInterface, ["stashesResult"]>;
 // Every forward op has a sharding rule (ShardingRules*.cpp).
 def Tpc_Sharding : DeclareOpInterfaceMethods<Tpc_ShardingOpInterface>;
+// ... whose attributes count something of the whole tensors.
+def Tpc_ShardingAdapts : DeclareOpInterfaceMethods<Tpc_ShardingOpInterface,
+                                                   ["adaptToShard"]>;
 def Tpc_DrawsDropout : DeclareOpInterfaceMethods<Tpc_DropoutDrawOpInterface>;
 
 //===----------------------------------------------------------------------===//
@@ -358,7 +361,7 @@ def Tpc_RotaryOp : Tpc_Op<"rotary",
 //===----------------------------------------------------------------------===//
 
 def Tpc_CrossEntropyOp : Tpc_Op<"cross_entropy", [Pure,
-    Tpc_StashingDerivative, Tpc_Sharding]> {
+    Tpc_StashingDerivative, Tpc_ShardingAdapts]> {
   let summary = "Summed softmax cross-entropy and the count of targets";
   let description = [{
     For `logits: [..., vocab]` and integer `labels: [...]`, yields the sum over
@@ -469,7 +472,7 @@ def Tpc_SliceOp : Tpc_Op<"slice", [Pure, InferTypeOpAdaptor,
 }
 
 def Tpc_RepeatOp : Tpc_Op<"repeat", [Pure, InferTypeOpAdaptor,
-    Tpc_Derivative, Tpc_Sharding]> {
+    Tpc_Derivative, Tpc_ShardingAdapts]> {
   let summary = "Repeats each index of one dimension consecutively";
   let description = [{
     `torch.repeat_interleave(x, repeats, dim)`: index `i` of the result along
