@@ -10,6 +10,7 @@
 
 #include "tpcrt/Executable.h"
 #include "tpcrt/FileIO.h"
+#include "tpcrt/KernelTable.h"
 #include "tpcrt/Program.h"
 #include "tpcrt/Safetensors.h"
 
@@ -42,87 +43,6 @@ constexpr flatbuffers::uoffset_t kMaxVerifierTables = 1u << 26;
 
 /// Messages quote names from the file; keep them readable.
 constexpr size_t kMaxQuotedChars = 200;
-
-/// Operand and result counts of every opcode, with the dialect mnemonic used
-/// in messages. Indexed by opcode value.
-struct OpInfo {
-  fb::OpCode op;
-  const char *name;
-  uint32_t minOperands;
-  uint32_t maxOperands;
-  uint32_t numResults;
-};
-
-constexpr OpInfo kOps[] = {
-    {fb::OpCode::Embedding, "embedding", 2, 2, 1},
-    {fb::OpCode::Linear, "linear", 2, 3, 1},
-    {fb::OpCode::BatchMatmul, "batch_matmul", 2, 2, 1},
-    {fb::OpCode::LayerNorm, "layer_norm", 3, 3, 1},
-    {fb::OpCode::RmsNorm, "rms_norm", 2, 2, 1},
-    {fb::OpCode::Gelu, "gelu", 1, 1, 1},
-    {fb::OpCode::Silu, "silu", 1, 1, 1},
-    {fb::OpCode::Add, "add", 2, 2, 1},
-    {fb::OpCode::Mul, "mul", 2, 2, 1},
-    {fb::OpCode::Dropout, "dropout", 1, 1, 1},
-    {fb::OpCode::Softmax, "softmax", 1, 1, 1},
-    {fb::OpCode::Attention, "attention", 3, 3, 1},
-    {fb::OpCode::Rotary, "rotary", 1, 1, 1},
-    {fb::OpCode::CrossEntropy, "cross_entropy", 2, 2, 2},
-    {fb::OpCode::LossMean, "loss_mean", 2, 2, 1},
-    {fb::OpCode::Copy, "copy", 1, 1, 1},
-    {fb::OpCode::Transpose, "transpose", 1, 1, 1},
-    {fb::OpCode::Slice, "slice", 1, 1, 1},
-    {fb::OpCode::Repeat, "repeat", 1, 1, 1},
-    {fb::OpCode::Cast, "cast", 1, 1, 1},
-    {fb::OpCode::EmbeddingGrad, "embedding_grad", 2, 2, 1},
-    {fb::OpCode::LinearInputGrad, "linear_input_grad", 2, 2, 1},
-    {fb::OpCode::LinearWeightGrad, "linear_weight_grad", 2, 2, 1},
-    {fb::OpCode::SumTo, "sum_to", 1, 1, 1},
-    {fb::OpCode::LayerNormInputGrad, "layer_norm_input_grad", 3, 3, 1},
-    {fb::OpCode::LayerNormParamGrad, "layer_norm_param_grad", 2, 2, 2},
-    {fb::OpCode::RmsNormInputGrad, "rms_norm_input_grad", 3, 3, 1},
-    {fb::OpCode::RmsNormParamGrad, "rms_norm_param_grad", 2, 2, 1},
-    {fb::OpCode::GeluGrad, "gelu_grad", 2, 2, 1},
-    {fb::OpCode::SiluGrad, "silu_grad", 2, 2, 1},
-    {fb::OpCode::DropoutMask, "dropout_mask", 0, 0, 1},
-    {fb::OpCode::ApplyMask, "apply_mask", 2, 2, 1},
-    {fb::OpCode::SoftmaxGrad, "softmax_grad", 2, 2, 1},
-    {fb::OpCode::AttentionGrad, "attention_grad", 4, 4, 3},
-    {fb::OpCode::CrossEntropyGrad, "cross_entropy_grad", 3, 3, 1},
-    {fb::OpCode::Pad, "pad", 1, 1, 1},
-    {fb::OpCode::SumGroups, "sum_groups", 1, 1, 1},
-    {fb::OpCode::CountTargets, "count_targets", 1, 1, 1},
-    {fb::OpCode::InverseCount, "inverse_count", 1, 1, 1},
-    {fb::OpCode::AdamWUpdate, "adamw_update", 6, 7, 3},
-    {fb::OpCode::SgdUpdate, "sgd_update", 4, 5, 2},
-    {fb::OpCode::SumSquares, "sum_squares", 1, UINT32_MAX, 1},
-    {fb::OpCode::ClipCoefficient, "clip_coefficient", 1, 1, 2},
-    {fb::OpCode::LrSchedule, "lr_schedule", 1, 1, 1},
-    {fb::OpCode::AllReduce, "all_reduce", 1, 1, 1},
-    {fb::OpCode::AllGather, "all_gather", 1, 1, 1},
-    {fb::OpCode::ReduceScatter, "reduce_scatter", 1, 1, 1},
-    {fb::OpCode::ShardSlice, "shard_slice", 1, 1, 1},
-    {fb::OpCode::AllToAll, "all_to_all", 1, 1, 1},
-    {fb::OpCode::ShardPad, "shard_pad", 1, 1, 1},
-};
-static_assert(sizeof(kOps) / sizeof(kOps[0]) ==
-                  static_cast<size_t>(fb::OpCode::MAX) + 1,
-              "every opcode of tpcx.fbs needs a row in kOps");
-
-constexpr bool rowsMatchOpcodes() {
-  for (size_t i = 0; i < sizeof(kOps) / sizeof(kOps[0]); ++i)
-    if (static_cast<size_t>(kOps[i].op) != i)
-      return false;
-  return true;
-}
-static_assert(rowsMatchOpcodes(), "kOps is indexed by opcode value");
-
-const OpInfo *opInfoOf(fb::OpCode op) {
-  auto index = static_cast<size_t>(op);
-  if (index >= sizeof(kOps) / sizeof(kOps[0]))
-    return nullptr;
-  return &kOps[index];
-}
 
 /// CRC-64/XZ table for the reflected ECMA-182 polynomial, built once.
 struct Crc64Table {
@@ -510,7 +430,7 @@ Status checkKernels(const fb::Executable &exe, size_t numBuffers) {
   for (uint32_t i = 0, e = sizeOf(exe.kernels()); i < e; ++i) {
     const fb::Kernel *kernel = exe.kernels()->Get(i);
     std::string what = "kernel " + std::to_string(i);
-    const OpInfo *info = opInfoOf(kernel->op());
+    const KernelInfo *info = kernelInfo(kernel->op());
     if (!info)
       return Status::error(what + ": unknown opcode " +
                            std::to_string(static_cast<int>(kernel->op())));
@@ -665,7 +585,7 @@ const char *tpcrt::executableDTypeName(fb::DType dtype) {
 }
 
 const char *tpcrt::opCodeName(fb::OpCode op) {
-  const OpInfo *info = opInfoOf(op);
+  const KernelInfo *info = kernelInfo(op);
   return info ? info->name : nullptr;
 }
 

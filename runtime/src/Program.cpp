@@ -11,6 +11,7 @@
 #include "tpcrt/Program.h"
 #include "tpcrt/CpuKernels.h"
 #include "tpcrt/Executable.h"
+#include "tpcrt/KernelTable.h"
 #include "tpcrt/Safetensors.h"
 
 #include <algorithm>
@@ -33,107 +34,11 @@ std::string describe(const std::string &role, const TensorRef &t) {
   return role + " " + formatShape(t.shape);
 }
 
-/// Names of the operands and results of each opcode, for messages.
-struct Roles {
-  static constexpr size_t kMaxOperands = 7;
-  const char *operands[kMaxOperands];
-  const char *results[3];
-};
-
-Roles rolesOf(fb::OpCode op) {
-  using Op = fb::OpCode;
-  switch (op) {
-  case Op::Embedding:
-    return {{"table", "ids"}, {"result"}};
-  case Op::Linear:
-    return {{"input", "weight", "bias"}, {"result"}};
-  case Op::LayerNorm:
-  case Op::RmsNorm:
-    return {{"input", "weight", "bias"}, {"result"}};
-  case Op::BatchMatmul:
-  case Op::Add:
-  case Op::Mul:
-    return {{"lhs", "rhs"}, {"result"}};
-  case Op::Attention:
-    return {{"query", "key", "value"}, {"result"}};
-  case Op::CrossEntropy:
-    return {{"logits", "labels"}, {"loss_sum", "count"}};
-  case Op::LossMean:
-    return {{"sum", "count"}, {"result"}};
-  case Op::EmbeddingGrad:
-    return {{"dY", "ids"}, {"table grad"}};
-  case Op::LinearInputGrad:
-    return {{"dY", "weight"}, {"input grad"}};
-  case Op::LinearWeightGrad:
-    return {{"input", "dY"}, {"weight grad"}};
-  case Op::LayerNormInputGrad:
-  case Op::RmsNormInputGrad:
-    return {{"dY", "input", "weight"}, {"input grad"}};
-  case Op::LayerNormParamGrad:
-  case Op::RmsNormParamGrad:
-    return {{"dY", "input"}, {"weight grad", "bias grad"}};
-  case Op::GeluGrad:
-  case Op::SiluGrad:
-    return {{"dY", "input"}, {"input grad"}};
-  case Op::DropoutMask:
-    return {{}, {"mask"}};
-  case Op::ApplyMask:
-    return {{"input", "mask"}, {"result"}};
-  case Op::SoftmaxGrad:
-    return {{"dY", "softmax output"}, {"input grad"}};
-  case Op::AttentionGrad:
-    return {{"dO", "query", "key", "value"},
-            {"query grad", "key grad", "value grad"}};
-  case Op::CrossEntropyGrad:
-    return {{"logits", "labels", "loss_sum grad"}, {"logits grad"}};
-  case Op::CountTargets:
-    return {{"labels"}, {"count"}};
-  case Op::InverseCount:
-    return {{"count"}, {"result"}};
-  case Op::AdamWUpdate:
-    return {
-        {"param", "grad", "exp_avg", "exp_avg_sq", "lr", "step", "grad_scale"},
-        {"param", "exp_avg", "exp_avg_sq"}};
-  case Op::SgdUpdate:
-    return {{"param", "grad", "momentum", "lr", "grad_scale"},
-            {"param", "momentum"}};
-  case Op::ClipCoefficient:
-    return {{"sum of squares"}, {"norm", "coefficient"}};
-  case Op::LrSchedule:
-    return {{"step"}, {"lr"}};
-  default:
-    return {{"input"}, {"result"}};
-  }
-}
-
-/// The name of operand j (sum_squares has any number: "operand j").
-std::string operandRole(fb::OpCode op, size_t j) {
-  const char *name =
-      j < Roles::kMaxOperands ? rolesOf(op).operands[j] : nullptr;
-  return name ? name : "operand " + std::to_string(j);
-}
-
-/// Opcodes whose kernels may write their result over an operand (the very
-/// same bytes): elementwise ones that read element i before writing it.
+/// Whether `op`'s kernel may write a result over the very bytes of an
+/// operand (Kernels.def: Aliasing::SameBytes).
 bool allowsInPlace(fb::OpCode op) {
-  switch (op) {
-  case fb::OpCode::Gelu:
-  case fb::OpCode::Silu:
-  case fb::OpCode::Add:
-  case fb::OpCode::Mul:
-  case fb::OpCode::Dropout:
-  case fb::OpCode::Softmax:
-  case fb::OpCode::Rotary:
-  case fb::OpCode::Copy:
-  case fb::OpCode::GeluGrad:
-  case fb::OpCode::SiluGrad:
-  case fb::OpCode::ApplyMask:
-  case fb::OpCode::SoftmaxGrad:
-  case fb::OpCode::AllReduce:
-    return true;
-  default:
-    return false;
-  }
+  const KernelInfo *info = kernelInfo(op);
+  return info && info->aliasing == Aliasing::SameBytes;
 }
 
 bool overlaps(const TensorRef &a, const TensorRef &b) {
@@ -148,7 +53,7 @@ std::string rangeText(const TensorRef &t) {
 class KernelDecoder {
 public:
   KernelDecoder(KernelCall &call, const Mesh &mesh)
-      : call(call), mesh(mesh), roles(rolesOf(call.op)) {}
+      : call(call), mesh(mesh) {}
 
   Status decode();
   /// The splits of a dropout kernel's first result (after decode()).
@@ -158,7 +63,7 @@ private:
   const TensorRef &in(size_t j) const { return call.operands[j]; }
   const TensorRef &out(size_t j) const { return call.results[j]; }
   std::string inRole(size_t j) const { return operandRole(call.op, j); }
-  std::string outRole(size_t j) const { return roles.results[j]; }
+  std::string outRole(size_t j) const { return resultRole(call.op, j); }
 
   Status attrs(size_t ints, size_t floats, uint32_t flagMask);
   Status floatDType(const TensorRef &t, const std::string &role);
@@ -232,7 +137,6 @@ private:
 
   KernelCall &call;
   const Mesh &mesh;
-  Roles roles;
   /// A collective's mesh axes (the tail of its int_attrs).
   std::vector<uint32_t> axes;
 
@@ -1263,94 +1167,14 @@ Status KernelDecoder::dropoutSplits() {
 }
 
 Status KernelDecoder::decode() {
+  // Each opcode's check and size rule, as its Kernels.def row names it.
   switch (call.op) {
-  case fb::OpCode::AllReduce:
-    return allReduce();
-  case fb::OpCode::AllGather:
-  case fb::OpCode::ReduceScatter:
-  case fb::OpCode::ShardSlice:
-  case fb::OpCode::ShardPad:
-    return alongDim();
-  case fb::OpCode::AllToAll:
-    return allToAll();
-  case fb::OpCode::Embedding:
-    return embedding();
-  case fb::OpCode::Linear:
-    return linear();
-  case fb::OpCode::BatchMatmul:
-    return batchMatmul();
-  case fb::OpCode::LayerNorm:
-  case fb::OpCode::RmsNorm:
-    return norm();
-  case fb::OpCode::Gelu:
-  case fb::OpCode::Silu:
-  case fb::OpCode::Dropout:
-    return elementwise();
-  case fb::OpCode::Add:
-  case fb::OpCode::Mul:
-    return broadcast();
-  case fb::OpCode::Softmax:
-    return softmax();
-  case fb::OpCode::Attention:
-    return attention();
-  case fb::OpCode::Rotary:
-    return rotary();
-  case fb::OpCode::CrossEntropy:
-    return crossEntropy();
-  case fb::OpCode::LossMean:
-    return lossMean();
-  case fb::OpCode::Copy:
-    return copy();
-  case fb::OpCode::Transpose:
-    return transpose();
-  case fb::OpCode::Slice:
-  case fb::OpCode::Repeat:
-    return sliceOrRepeat();
-  case fb::OpCode::Cast:
-    return cast();
-  case fb::OpCode::EmbeddingGrad:
-    return embeddingGrad();
-  case fb::OpCode::LinearInputGrad:
-  case fb::OpCode::LinearWeightGrad:
-    return linearGrad();
-  case fb::OpCode::SumTo:
-    return sumTo();
-  case fb::OpCode::LayerNormInputGrad:
-  case fb::OpCode::RmsNormInputGrad:
-    return normInputGrad();
-  case fb::OpCode::LayerNormParamGrad:
-  case fb::OpCode::RmsNormParamGrad:
-    return normParamGrad();
-  case fb::OpCode::GeluGrad:
-  case fb::OpCode::SiluGrad:
-    return elementwiseGrad();
-  case fb::OpCode::DropoutMask:
-    return dropoutMask();
-  case fb::OpCode::ApplyMask:
-    return applyMask();
-  case fb::OpCode::SoftmaxGrad:
-    return softmaxGrad();
-  case fb::OpCode::AttentionGrad:
-    return attentionGrad();
-  case fb::OpCode::CrossEntropyGrad:
-    return crossEntropyGrad();
-  case fb::OpCode::Pad:
-    return pad();
-  case fb::OpCode::SumGroups:
-    return sumGroups();
-  case fb::OpCode::CountTargets:
-    return countTargets();
-  case fb::OpCode::InverseCount:
-    return inverseCount();
-  case fb::OpCode::AdamWUpdate:
-  case fb::OpCode::SgdUpdate:
-    return optimizerUpdate();
-  case fb::OpCode::SumSquares:
-    return sumSquares();
-  case fb::OpCode::ClipCoefficient:
-    return clipCoefficient();
-  case fb::OpCode::LrSchedule:
-    return lrSchedule();
+#define TPCX_KERNEL(Name, Value, Mnemonic, MinOperands, MaxOperands, Results,   \
+                    MinInts, MaxInts, Floats, FlagMask, Aliasing, OperandRoles, \
+                    ResultRoles, Decoder)                                       \
+  case fb::OpCode::Name:                                                       \
+    return Decoder();
+#include "tpcrt/Kernels.def"
   }
   return Status::error("unknown opcode");
 }
@@ -1359,12 +1183,11 @@ Status KernelDecoder::decode() {
 /// the very same bytes as an operand of an in-place elementwise kernel; the
 /// results of an in-place update are exactly its param and state operands.
 Status checkAliasing(const KernelCall &call) {
-  Roles roles = rolesOf(call.op);
   for (size_t r = 0; r < call.results.size(); ++r) {
     const TensorRef &result = call.results[r];
     int updated = inPlaceOperand(call.op, r);
     if (updated >= 0 && result.buffer != call.operands[updated].buffer)
-      return Status::error(std::string(roles.results[r]) + " is buffer " +
+      return Status::error(resultRole(call.op, r) + " is buffer " +
                            std::to_string(result.buffer) + " but " +
                            operandRole(call.op, updated) + " is buffer " +
                            std::to_string(call.operands[updated].buffer) +
@@ -1378,7 +1201,7 @@ Status checkAliasing(const KernelCall &call) {
       if (same && allowsInPlace(call.op))
         continue;
       return Status::error(
-          std::string(roles.results[r]) + " (buffer " +
+          resultRole(call.op, r) + " (buffer " +
           std::to_string(result.buffer) + ", bytes " + rangeText(result) +
           ") overlaps " + operandRole(call.op, j) + " (buffer " +
           std::to_string(operand.buffer) + ", bytes " + rangeText(operand) +
@@ -1386,8 +1209,8 @@ Status checkAliasing(const KernelCall &call) {
     }
     for (size_t q = 0; q < r; ++q)
       if (overlaps(result, call.results[q]))
-        return Status::error(std::string(roles.results[r]) + " overlaps " +
-                             roles.results[q]);
+        return Status::error(resultRole(call.op, r) + " overlaps " +
+                             resultRole(call.op, q));
   }
   return Status::ok();
 }
@@ -1460,7 +1283,7 @@ Status computeLifetimes(Program &program) {
       bool update = inPlaceOperand(call.op, j) >= 0;
       if (role == Role::Input || (role != Role::None && !update))
         return Status::error(
-            kernelText(call) + ": " + rolesOf(call.op).results[j] +
+            kernelText(call) + ": " + resultRole(call.op, j) +
             " is buffer " + std::to_string(buffer) + ", " + owners[buffer] +
             ", which " +
             (role == Role::Input ? "kernels only read"
@@ -1790,12 +1613,3 @@ std::vector<uint32_t> Program::kernelsComputing(uint32_t buffer) const {
 
 bool tpcrt::isRuntimeInput(const std::string &name) { return name == "step"; }
 
-int tpcrt::inPlaceOperand(fb::OpCode op, size_t result) {
-  static const int kAdamW[] = {0, 2, 3}; // param, exp_avg, exp_avg_sq
-  static const int kSgd[] = {0, 2};      // param, momentum
-  if (op == fb::OpCode::AdamWUpdate && result < 3)
-    return kAdamW[result];
-  if (op == fb::OpCode::SgdUpdate && result < 2)
-    return kSgd[result];
-  return -1;
-}

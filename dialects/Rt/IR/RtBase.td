@@ -94,65 +94,10 @@ def Rt_Buffer : ConfinedType<MemRefOf<[F32, BF16, F16, I32, I64, I8]>,
 // Enums
 //===----------------------------------------------------------------------===//
 
-// Values mirror tpcrt::fb::OpCode exactly (the serializer static_asserts
-// every one): append only.
-def Rt_OpCode : I32EnumAttr<"OpCode", "a runtime kernel (tpcx.fbs OpCode)", [
-      I32EnumAttrCase<"Embedding", 0, "embedding">,
-      I32EnumAttrCase<"Linear", 1, "linear">,
-      I32EnumAttrCase<"BatchMatmul", 2, "batch_matmul">,
-      I32EnumAttrCase<"LayerNorm", 3, "layer_norm">,
-      I32EnumAttrCase<"RmsNorm", 4, "rms_norm">,
-      I32EnumAttrCase<"Gelu", 5, "gelu">,
-      I32EnumAttrCase<"Silu", 6, "silu">,
-      I32EnumAttrCase<"Add", 7, "add">,
-      I32EnumAttrCase<"Mul", 8, "mul">,
-      I32EnumAttrCase<"Dropout", 9, "dropout">,
-      I32EnumAttrCase<"Softmax", 10, "softmax">,
-      I32EnumAttrCase<"Attention", 11, "attention">,
-      I32EnumAttrCase<"Rotary", 12, "rotary">,
-      I32EnumAttrCase<"CrossEntropy", 13, "cross_entropy">,
-      I32EnumAttrCase<"LossMean", 14, "loss_mean">,
-      I32EnumAttrCase<"Copy", 15, "copy">,
-      I32EnumAttrCase<"Transpose", 16, "transpose">,
-      I32EnumAttrCase<"Slice", 17, "slice">,
-      I32EnumAttrCase<"Repeat", 18, "repeat">,
-      I32EnumAttrCase<"Cast", 19, "cast">,
-      // Backward (docs/design/training.md).
-      I32EnumAttrCase<"EmbeddingGrad", 20, "embedding_grad">,
-      I32EnumAttrCase<"LinearInputGrad", 21, "linear_input_grad">,
-      I32EnumAttrCase<"LinearWeightGrad", 22, "linear_weight_grad">,
-      I32EnumAttrCase<"SumTo", 23, "sum_to">,
-      I32EnumAttrCase<"LayerNormInputGrad", 24, "layer_norm_input_grad">,
-      I32EnumAttrCase<"LayerNormParamGrad", 25, "layer_norm_param_grad">,
-      I32EnumAttrCase<"RmsNormInputGrad", 26, "rms_norm_input_grad">,
-      I32EnumAttrCase<"RmsNormParamGrad", 27, "rms_norm_param_grad">,
-      I32EnumAttrCase<"GeluGrad", 28, "gelu_grad">,
-      I32EnumAttrCase<"SiluGrad", 29, "silu_grad">,
-      I32EnumAttrCase<"DropoutMask", 30, "dropout_mask">,
-      I32EnumAttrCase<"ApplyMask", 31, "apply_mask">,
-      I32EnumAttrCase<"SoftmaxGrad", 32, "softmax_grad">,
-      I32EnumAttrCase<"AttentionGrad", 33, "attention_grad">,
-      I32EnumAttrCase<"CrossEntropyGrad", 34, "cross_entropy_grad">,
-      I32EnumAttrCase<"Pad", 35, "pad">,
-      I32EnumAttrCase<"SumGroups", 36, "sum_groups">,
-      // Training driver and optimizer.
-      I32EnumAttrCase<"CountTargets", 37, "count_targets">,
-      I32EnumAttrCase<"InverseCount", 38, "inverse_count">,
-      I32EnumAttrCase<"AdamWUpdate", 39, "adamw_update">,
-      I32EnumAttrCase<"SgdUpdate", 40, "sgd_update">,
-      I32EnumAttrCase<"SumSquares", 41, "sum_squares">,
-      I32EnumAttrCase<"ClipCoefficient", 42, "clip_coefficient">,
-      I32EnumAttrCase<"LrSchedule", 43, "lr_schedule">,
-      I32EnumAttrCase<"AllReduce", 44, "all_reduce">,
-      I32EnumAttrCase<"AllGather", 45, "all_gather">,
-      I32EnumAttrCase<"ReduceScatter", 46, "reduce_scatter">,
-      I32EnumAttrCase<"ShardSlice", 47, "shard_slice">,
-      I32EnumAttrCase<"AllToAll", 48, "all_to_all">,
-      I32EnumAttrCase<"ShardPad", 49, "shard_pad">
-    ]> {
-  let cppNamespace = "::mlir::rt";
-  let genSpecializedAttr = 0;
-}
+// The kernels' opcodes: one case per row of the kernel table
+// (runtime/include/tpcrt/Kernels.def), whose values tpcx.fbs's OpCode has;
+// dialects/Rt/IR/CMakeLists.txt writes them into RtOpCodes.td.
+include "RtOpCodes.td"
 def Rt_OpCodeAttr : EnumAttr<Rt_Dialect, Rt_OpCode, "opcode">;
 
 // Mirrors tpcrt::fb::ParamInit.

@@ -9,6 +9,8 @@
 
 #include "dialects/Rt/IR/RtOps.h"
 
+#include "tpcrt/KernelRoles.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/OpImplementation.h"
@@ -196,16 +198,6 @@ void ProgramOp::build(OpBuilder &builder, OperationState &state,
   state.addRegion()->emplaceBlock();
 }
 
-std::optional<unsigned> mlir::rt::getInPlaceOperand(OpCode opcode,
-                                                    unsigned result) {
-  static constexpr unsigned kAdamW[] = {0, 2, 3}; // param, exp_avg, exp_avg_sq
-  static constexpr unsigned kSgd[] = {0, 2};      // param, momentum
-  if (opcode == OpCode::AdamWUpdate && result < std::size(kAdamW))
-    return kAdamW[result];
-  if (opcode == OpCode::SgdUpdate && result < std::size(kSgd))
-    return kSgd[result];
-  return std::nullopt;
-}
 
 /// A state or gradient of parameter `name` is f32 of the parameter's buffer
 /// shape (its view, or this rank's block of it).
@@ -426,7 +418,8 @@ LogicalResult GradOp::verify() {
 
 namespace {
 
-/// What every opcode takes; the same counts as the runtime's loader table.
+/// What every opcode takes: its row of the kernel table the runtime reads
+/// too (tpcrt/Kernels.def).
 struct KernelInfo {
   OpCode op;
   unsigned minOperands, maxOperands, numResults;
@@ -435,65 +428,25 @@ struct KernelInfo {
   int minInts, maxInts;
   unsigned numFloats;
   uint32_t flagMask;
+  /// Comma-separated role names (an in-place update's results are the
+  /// operands of the same names).
+  const char *operandRoles, *resultRoles;
+  /// Kernels.def's Aliasing column.
+  enum Aliasing { None, SameBytes, Update } aliasing;
 };
 constexpr int kRankInts = -1;
 constexpr unsigned kAnyCount = std::numeric_limits<unsigned>::max();
 
 constexpr KernelInfo kKernels[] = {
-    // [] or [axes...]: the table is a block of the vocabulary.
-    {OpCode::Embedding, 2, 2, 1, 0, 16, 0, 0},
-    {OpCode::Linear, 2, 3, 1, 0, 0, 0, 1},
-    {OpCode::BatchMatmul, 2, 2, 1, 0, 0, 1, 3},
-    {OpCode::LayerNorm, 3, 3, 1, 0, 0, 1, 0},
-    {OpCode::RmsNorm, 2, 2, 1, 0, 0, 1, 0},
-    {OpCode::Gelu, 1, 1, 1, 0, 0, 0, 1},
-    {OpCode::Silu, 1, 1, 1, 0, 0, 0, 0},
-    {OpCode::Add, 2, 2, 1, 0, 0, 0, 0},
-    {OpCode::Mul, 2, 2, 1, 0, 0, 0, 0},
-    // [stream] or [stream, first index] (a microbatch's place in the batch).
-    {OpCode::Dropout, 1, 1, 1, 1, 2, 1, 0},
-    {OpCode::Softmax, 1, 1, 1, 0, 0, 0, 1},
-    {OpCode::Attention, 3, 3, 1, 1, 2, 2, 1},
-    {OpCode::Rotary, 1, 1, 1, 1, 1, 1, 1},
-    // [ignore], [ignore, vocab] or [ignore, vocab, axes...].
-    {OpCode::CrossEntropy, 2, 2, 2, 1, 18, 0, 0},
-    {OpCode::LossMean, 2, 2, 1, 0, 0, 0, 0},
-    {OpCode::Copy, 1, 1, 1, 0, 0, 0, 0},
-    {OpCode::Transpose, 1, 1, 1, kRankInts, kRankInts, 0, 0},
-    {OpCode::Slice, 1, 1, 1, 3, 3, 0, 0},
-    {OpCode::Repeat, 1, 1, 1, 2, 2, 0, 0},
-    {OpCode::Cast, 1, 1, 1, 0, 0, 0, 0},
-    {OpCode::EmbeddingGrad, 2, 2, 1, 0, 0, 0, 0},
-    {OpCode::LinearInputGrad, 2, 2, 1, 0, 0, 0, 1},
-    {OpCode::LinearWeightGrad, 2, 2, 1, 0, 0, 0, 1},
-    {OpCode::SumTo, 1, 1, 1, 0, 0, 0, 0},
-    {OpCode::LayerNormInputGrad, 3, 3, 1, 0, 0, 1, 0},
-    {OpCode::LayerNormParamGrad, 2, 2, 2, 0, 0, 1, 0},
-    {OpCode::RmsNormInputGrad, 3, 3, 1, 0, 0, 1, 0},
-    {OpCode::RmsNormParamGrad, 2, 2, 1, 0, 0, 1, 0},
-    {OpCode::GeluGrad, 2, 2, 1, 0, 0, 0, 1},
-    {OpCode::SiluGrad, 2, 2, 1, 0, 0, 0, 0},
-    {OpCode::DropoutMask, 0, 0, 1, 1, 2, 1, 0},
-    {OpCode::ApplyMask, 2, 2, 1, 0, 0, 1, 0},
-    {OpCode::SoftmaxGrad, 2, 2, 1, 0, 0, 0, 1},
-    {OpCode::AttentionGrad, 4, 4, 3, 1, 2, 2, 1},
-    {OpCode::CrossEntropyGrad, 3, 3, 1, 1, 18, 0, 0},
-    {OpCode::Pad, 1, 1, 1, 2, 2, 0, 0},
-    {OpCode::SumGroups, 1, 1, 1, 2, 2, 0, 0},
-    {OpCode::CountTargets, 1, 1, 1, 1, 1, 0, 0},
-    {OpCode::InverseCount, 1, 1, 1, 0, 0, 0, 0},
-    {OpCode::AdamWUpdate, 6, 7, 3, 0, 0, 4, 0},
-    {OpCode::SgdUpdate, 4, 5, 2, 0, 0, 2, 0},
-    {OpCode::SumSquares, 1, kAnyCount, 1, 0, 0, 0, 0},
-    {OpCode::ClipCoefficient, 1, 1, 2, 0, 0, 1, 0},
-    {OpCode::LrSchedule, 1, 1, 1, 2, 2, 2, 1},
-    // Collectives: [axes...], [dim, axes...], [split, concat, axes...].
-    {OpCode::AllReduce, 1, 1, 1, 1, 16, 0, 1},
-    {OpCode::AllGather, 1, 1, 1, 2, 16, 0, 0},
-    {OpCode::ReduceScatter, 1, 1, 1, 2, 16, 0, 0},
-    {OpCode::ShardSlice, 1, 1, 1, 2, 16, 0, 0},
-    {OpCode::AllToAll, 1, 1, 1, 3, 16, 0, 0},
-    {OpCode::ShardPad, 1, 1, 1, 2, 16, 0, 0},
+#define TPCX_ANY kAnyCount
+#define TPCX_RANK kRankInts
+#define TPCX_KERNEL(Name, Value, Mnemonic, MinOperands, MaxOperands, Results,   \
+                    MinInts, MaxInts, Floats, FlagMask, Aliasing, OperandRoles, \
+                    ResultRoles, Decoder)                                       \
+  {OpCode::Name, MinOperands,  MaxOperands, Results,                           \
+   MinInts,      MaxInts,      Floats,      FlagMask,                          \
+   OperandRoles, ResultRoles,  KernelInfo::Aliasing},
+#include "tpcrt/Kernels.def"
 };
 static_assert(std::size(kKernels) ==
                   static_cast<size_t>(getMaxEnumValForOpCode()) + 1,
@@ -507,6 +460,22 @@ constexpr bool kernelTableIsIndexedByOpcode() {
 }
 static_assert(kernelTableIsIndexedByOpcode(),
               "kKernels rows must be in opcode order");
+
+} // namespace
+
+std::optional<unsigned> mlir::rt::getInPlaceOperand(OpCode opcode,
+                                                    unsigned result) {
+  const KernelInfo &info = kKernels[static_cast<size_t>(opcode)];
+  if (info.aliasing != KernelInfo::Update || result >= info.numResults)
+    return std::nullopt;
+  int operand =
+      tpcrt::updatedOperand(info.operandRoles, info.resultRoles, result);
+  if (operand < 0)
+    return std::nullopt;
+  return static_cast<unsigned>(operand);
+}
+
+namespace {
 
 /// Shape and element checks of one kernel. Every message starts with the
 /// opcode's name.

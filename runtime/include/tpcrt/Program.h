@@ -212,10 +212,6 @@ struct Program {
 /// "step" (the 1-based optimizer step, an i64 scalar).
 bool isRuntimeInput(const std::string &name);
 
-/// For the optimizer's in-place kernels, the operand that result `result`
-/// must be (the same buffer); -1 for every other result and opcode.
-int inPlaceOperand(fb::OpCode op, size_t result);
-
 /// The executable's mesh (checked by the loader: named, distinct, sizes >= 1).
 Mesh meshOf(const fb::Executable &exe);
 

@@ -1,0 +1,66 @@
+//===- KernelTable.cpp - the rows of Kernels.def for the runtime ----------===//
+
+#include "tpcrt/KernelTable.h"
+
+
+using namespace tpcrt;
+
+namespace {
+
+constexpr KernelInfo kKernels[] = {
+#define TPCX_ANY kAnyCount
+#define TPCX_RANK kRankInts
+#define TPCX_KERNEL(Name, Value, Mnemonic, MinOperands, MaxOperands, Results,   \
+                    MinInts, MaxInts, Floats, FlagMask, Aliasing_,              \
+                    OperandRoles, ResultRoles, Decoder)                         \
+  {fb::OpCode::Name, Mnemonic,  MinOperands,  MaxOperands,                      \
+   Results,          MinInts,   MaxInts,      Floats,                           \
+   FlagMask,         Aliasing::Aliasing_, OperandRoles, ResultRoles},
+#include "tpcrt/Kernels.def"
+};
+
+constexpr size_t kNumKernels = sizeof(kKernels) / sizeof(kKernels[0]);
+
+// tpcx.fbs's enum against the table: the same values, none missing.
+#define TPCX_KERNEL(Name, Value, ...)                                          \
+  static_assert(static_cast<int>(fb::OpCode::Name) == Value,                   \
+                "tpcx.fbs OpCode::" #Name " differs from Kernels.def");
+#include "tpcrt/Kernels.def"
+static_assert(kNumKernels == static_cast<size_t>(fb::OpCode::MAX) + 1,
+              "tpcx.fbs and Kernels.def have different numbers of opcodes");
+
+constexpr bool rowsInOpcodeOrder() {
+  for (size_t i = 0; i < kNumKernels; ++i)
+    if (static_cast<size_t>(kKernels[i].op) != i)
+      return false;
+  return true;
+}
+static_assert(rowsInOpcodeOrder(),
+              "Kernels.def rows must be in opcode order, values 0, 1, ...");
+
+} // namespace
+
+const KernelInfo *tpcrt::kernelInfo(fb::OpCode op) {
+  auto index = static_cast<size_t>(op);
+  return index < kNumKernels ? &kKernels[index] : nullptr;
+}
+
+std::string tpcrt::operandRole(fb::OpCode op, size_t j) {
+  const KernelInfo *info = kernelInfo(op);
+  std::string name = info ? roleAt(info->operandRoles, j) : "";
+  return name.empty() ? "operand " + std::to_string(j) : name;
+}
+
+std::string tpcrt::resultRole(fb::OpCode op, size_t r) {
+  const KernelInfo *info = kernelInfo(op);
+  std::string name = info ? roleAt(info->resultRoles, r) : "";
+  return name.empty() ? "result " + std::to_string(r) : name;
+}
+
+int tpcrt::inPlaceOperand(fb::OpCode op, size_t result) {
+  const KernelInfo *info = kernelInfo(op);
+  if (!info || info->aliasing != Aliasing::Update ||
+      result >= info->numResults)
+    return -1;
+  return updatedOperand(info->operandRoles, info->resultRoles, result);
+}
