@@ -16,7 +16,8 @@ function(tpc_add_doc td_file subdir out_name)
     OUTPUT ${out}
     COMMAND ${CMAKE_COMMAND} -E make_directory ${TPC_DOCS_DIR}/${subdir}
     COMMAND ${MLIR_TABLEGEN_EXE} ${ARGN}
-            -I ${PROJECT_SOURCE_DIR} -I ${MLIR_INCLUDE_DIRS}
+            -I ${PROJECT_SOURCE_DIR} -I ${CMAKE_CURRENT_BINARY_DIR}
+            -I ${MLIR_INCLUDE_DIRS}
             ${td_abs} -o ${out}
     DEPENDS ${td_abs} ${td_siblings} ${MLIR_TABLEGEN_EXE}
     COMMENT "Generating reference ${subdir}/${out_name}.md")

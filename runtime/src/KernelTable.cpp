@@ -12,7 +12,7 @@ constexpr KernelInfo kKernels[] = {
 #define TPCX_RANK kRankInts
 #define TPCX_KERNEL(Name, Value, Mnemonic, MinOperands, MaxOperands, Results,   \
                     MinInts, MaxInts, Floats, FlagMask, Aliasing_,              \
-                    OperandRoles, ResultRoles, Decoder)                         \
+                    OperandRoles, ResultRoles, Decoder, ...)                         \
   {fb::OpCode::Name, Mnemonic,  MinOperands,  MaxOperands,                      \
    Results,          MinInts,   MaxInts,      Floats,                           \
    FlagMask,         Aliasing::Aliasing_, OperandRoles, ResultRoles},

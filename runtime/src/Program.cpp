@@ -1171,7 +1171,7 @@ Status KernelDecoder::decode() {
   switch (call.op) {
 #define TPCX_KERNEL(Name, Value, Mnemonic, MinOperands, MaxOperands, Results,   \
                     MinInts, MaxInts, Floats, FlagMask, Aliasing, OperandRoles, \
-                    ResultRoles, Decoder)                                       \
+                    ResultRoles, Decoder, ...)                                       \
   case fb::OpCode::Name:                                                       \
     return Decoder();
 #include "tpcrt/Kernels.def"

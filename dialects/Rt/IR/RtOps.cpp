@@ -442,7 +442,7 @@ constexpr KernelInfo kKernels[] = {
 #define TPCX_RANK kRankInts
 #define TPCX_KERNEL(Name, Value, Mnemonic, MinOperands, MaxOperands, Results,   \
                     MinInts, MaxInts, Floats, FlagMask, Aliasing, OperandRoles, \
-                    ResultRoles, Decoder)                                       \
+                    ResultRoles, Decoder, ...)                                       \
   {OpCode::Name, MinOperands,  MaxOperands, Results,                           \
    MinInts,      MaxInts,      Floats,      FlagMask,                          \
    OperandRoles, ResultRoles,  KernelInfo::Aliasing},

@@ -179,59 +179,11 @@ def Rt_KernelOp : Rt_Op<"kernel", [AttrSizedOperandSegments]> {
   let description = [{
     Runs kernel `opcode` reading the `operands` buffers and writing the
     `results` buffers. `ints`, `floats` and `flags` are the kernel's
-    attributes exactly as the executable stores them; what they mean per
-    opcode (`tpcx.fbs`):
-
-    | opcode        | operands → results          | ints              | floats                | flags |
-    |---------------|-----------------------------|-------------------|-----------------------|-------|
-    | embedding     | table, ids → 1              |                   |                       |       |
-    | linear        | input, weight [, bias] → 1  |                   |                       | 1: weight is `[out..., in]` |
-    | batch_matmul  | lhs, rhs → 1                |                   | scale                 | 1: transpose lhs, 2: transpose rhs |
-    | layer_norm    | input, weight, bias → 1     |                   | epsilon               |       |
-    | rms_norm      | input, weight → 1           |                   | epsilon               |       |
-    | gelu          | input → 1                   |                   |                       | 1: tanh approximation |
-    | silu          | input → 1                   |                   |                       |       |
-    | add, mul      | lhs, rhs → 1                |                   |                       |       |
-    | dropout       | input → 1                   | stream            | rate                  |       |
-    | softmax       | input → 1                   |                   |                       | 1: causal |
-    | attention     | query, key, value → 1       | dropout stream    | scale, dropout rate   | 1: causal |
-    | rotary        | input → 1                   | position offset   | theta                 |       |
-    | cross_entropy | logits, labels → sum, count | ignore index      |                       |       |
-    | loss_mean     | sum, count → 1              |                   |                       |       |
-    | copy          | input → 1 (also a reshape)  |                   |                       |       |
-    | transpose     | input → 1                   | permutation       |                       |       |
-    | slice         | input → 1                   | dim, offset, size |                       |       |
-    | repeat        | input → 1                   | dim, repeats      |                       |       |
-    | cast          | input → 1                   |                   |                       |       |
-    | embedding_grad | dY, ids → table grad       |                   |                       |       |
-    | linear_input_grad | dY, weight → 1          |                   |                       | 1: weight is out_in |
-    | linear_weight_grad | input, dY → 1          |                   |                       | 1: weight is out_in |
-    | sum_to        | input → 1                   |                   |                       |       |
-    | layer_norm_input_grad, rms_norm_input_grad | dY, input, weight → 1 | | epsilon         |       |
-    | layer_norm_param_grad | dY, input → weight grad, bias grad | |    epsilon               |       |
-    | rms_norm_param_grad | dY, input → weight grad |             |     epsilon               |       |
-    | gelu_grad     | dY, input → 1               |                   |                       | 1: tanh approximation |
-    | silu_grad     | dY, input → 1               |                   |                       |       |
-    | dropout_mask  | → mask (i8)                 | stream [, first index] | rate             |       |
-    | apply_mask    | input, mask → 1             |                   | rate                  |       |
-    | softmax_grad  | dY, softmax output → 1      |                   |                       | 1: causal |
-    | attention_grad | dO, query, key, value → 3  | dropout stream [, first index] | scale, dropout rate | 1: causal |
-    | cross_entropy_grad | logits, labels, d loss_sum → 1 | ignore index |                  |       |
-    | pad           | input → 1                   | dim, offset       |                       |       |
-    | sum_groups    | input → 1                   | dim, repeats      |                       |       |
-    | count_targets | labels → count              | ignore index      |                       |       |
-    | inverse_count | count → 1                   |                   |                       |       |
-    | adamw_update  | param, grad, exp_avg, exp_avg_sq, lr, step [, grad scale] → param, exp_avg, exp_avg_sq | | beta1, beta2, eps, weight decay | |
-    | sgd_update    | param, grad, momentum, lr [, grad scale] → param, momentum | | momentum, weight decay | |
-    | sum_squares   | x1, ..., xn → 1             |                   |                       |       |
-    | clip_coefficient | sum of squares → norm, coefficient | |         max norm (0: none)    |       |
-    | lr_schedule   | step → lr                   | warm-up steps, decay steps | lr, min lr   | 1: cosine |
-    | all_reduce    | input → 1                   | axes...           |                       | 1: max (else sum) |
-    | all_gather    | input → 1                   | dim, axes...      |                       |       |
-    | reduce_scatter | input → 1                  | dim, axes...      |                       |       |
-    | shard_slice   | input → 1                   | dim, axes...      |                       |       |
-    | all_to_all    | input → 1                   | split dim, concat dim, axes... |          |       |
-    | shard_pad     | input → 1                   | dim, axes...      |                       |       |
+    attributes exactly as the executable stores them. What each opcode takes
+    and what its attributes mean is one row of the kernel table
+    (`runtime/include/tpcrt/Kernels.def`), which this verifier, the lowering
+    and the runtime's loader and decoder are built from; the reference is
+    generated from it: docs/runtime/opcodes.md.
 
     `dropout`, `attention`, `dropout_mask` and `attention_grad` take an
     optional second int, the first index: where this piece (a microbatch)
