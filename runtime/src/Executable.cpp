@@ -12,7 +12,7 @@
 #include "tpcrt/FileIO.h"
 #include "tpcrt/KernelTable.h"
 #include "tpcrt/Program.h"
-#include "tpcrt/Safetensors.h"
+#include "tpcrt/Shape.h"
 
 #include <cerrno>
 #include <climits>

@@ -9,10 +9,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "tpcrt/Program.h"
-#include "tpcrt/CpuKernels.h"
 #include "tpcrt/Executable.h"
 #include "tpcrt/KernelTable.h"
-#include "tpcrt/Safetensors.h"
+#include "tpcrt/Shape.h"
 
 #include <algorithm>
 #include <cmath>
@@ -631,7 +630,7 @@ Status KernelDecoder::transpose() {
   const TensorRef &x = in(0);
   if (Status s = floatOperands(); !s)
     return s;
-  if (Status s = rankAtMost(x, "input", cpu::kMaxRank); !s)
+  if (Status s = rankAtMost(x, "input", kMaxRank); !s)
     return s;
   size_t rank = x.shape.size();
   if (Status s = attrs(rank, 0, 0); !s)
@@ -701,7 +700,7 @@ Status KernelDecoder::dimAttr(const TensorRef &t, const std::string &role,
                               int64_t &dim) {
   if (Status s = rankAtLeast(t, role, 1); !s)
     return s;
-  if (Status s = rankAtMost(t, role, cpu::kMaxRank); !s)
+  if (Status s = rankAtMost(t, role, kMaxRank); !s)
     return s;
   dim = call.intAttrs[0];
   if (dim < 0 || dim >= static_cast<int64_t>(t.shape.size()))
@@ -1152,7 +1151,7 @@ Status KernelDecoder::dropoutSplits() {
     return Status::error("has splits, which only dropout, dropout_mask, "
                          "attention and attention_grad take");
   const TensorRef &first = out(0);
-  if (Status s = rankAtMost(first, outRole(0), cpu::kMaxRank); !s)
+  if (Status s = rankAtMost(first, outRole(0), kMaxRank); !s)
     return s;
   if (Status s = checkSplits(mesh, call.splits, first.shape.size()); !s)
     return s.withContext("splits of " + describe(outRole(0), first));

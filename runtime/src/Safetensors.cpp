@@ -415,36 +415,6 @@ uint16_t tpcrt::floatToBFloat16(float value) {
   return static_cast<uint16_t>((x + bias) >> 16);
 }
 
-std::string tpcrt::formatShape(const std::vector<int64_t> &shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i)
-      s += ", ";
-    s += std::to_string(shape[i]);
-  }
-  return s + "]";
-}
-
-bool tpcrt::numElementsOf(const std::vector<int64_t> &shape, int64_t &count) {
-  bool hasZero = false;
-  for (int64_t dim : shape) {
-    if (dim < 0)
-      return false;
-    hasZero |= dim == 0;
-  }
-  // [2^62, 2^62, 0] is empty: no overflow to report.
-  if (hasZero) {
-    count = 0;
-    return true;
-  }
-  int64_t product = 1;
-  for (int64_t dim : shape)
-    if (__builtin_mul_overflow(product, dim, &product))
-      return false;
-  count = product;
-  return true;
-}
-
 Status tpcrt::toFloat32(const TensorView &t, std::vector<float> &out) {
   out.resize(static_cast<size_t>(t.numElements));
   switch (t.dtype) {

@@ -15,6 +15,7 @@
 #ifndef TPCRT_CPUKERNELS_H
 #define TPCRT_CPUKERNELS_H
 
+#include "tpcrt/Shape.h"
 #include "tpcrt/Status.h"
 
 #include <algorithm>
@@ -245,9 +246,9 @@ Status cast(const void *x, FloatType from, int64_t count, FloatType to,
 /// Copies bytes (a reshape of contiguous data, any dtype); out may overlap x.
 Status copy(const void *x, int64_t bytes, void *out);
 
-/// Most dimensions transpose, slice and repeatInterleave accept.
-constexpr int kMaxRank = 8;
-
+/// transpose, slice and repeatInterleave take ranks up to kMaxRank
+/// (tpcrt/Shape.h).
+///
 /// out.shape[i] = shape[permutation[i]], out[idx] = x[idx permuted back].
 Status transpose(const float *x, const int64_t *shape, int rank,
                  const int64_t *permutation, float *out);

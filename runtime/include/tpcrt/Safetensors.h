@@ -13,6 +13,7 @@
 #ifndef TPCRT_SAFETENSORS_H
 #define TPCRT_SAFETENSORS_H
 
+#include "tpcrt/Shape.h"
 #include "tpcrt/Status.h"
 
 #include <cstddef>
@@ -63,13 +64,6 @@ float halfToFloat(uint16_t bits);
 float bfloat16ToFloat(uint16_t bits);
 uint16_t floatToHalf(float value);
 uint16_t floatToBFloat16(float value);
-
-/// Number of elements of `shape`; false when a dimension is negative or the
-/// product does not fit an int64 (a scalar, shape [], has one element).
-bool numElementsOf(const std::vector<int64_t> &shape, int64_t &count);
-
-/// A shape as text, e.g. "[2, 3]" ("[]" for a scalar), for messages.
-std::string formatShape(const std::vector<int64_t> &shape);
 
 /// One tensor of an open file: its bytes point into the file's memory, which
 /// lives as long as the SafetensorsFile (or ShardedSafetensors) it came from.
