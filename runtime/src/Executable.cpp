@@ -6,6 +6,10 @@
 // called, and the meaning of every table before the executable is handed out.
 // Each gate turns a bad file into a Status naming the file and the item.
 //
+// Layering: the loader lies above the decoder. Its last gate is
+// decodeProgram (tpcrt/Program.h), the per-kernel meaning; the decoder and
+// the program level include nothing of Executable.h.
+//
 //===----------------------------------------------------------------------===//
 
 #include "tpcrt/Executable.h"
@@ -548,40 +552,6 @@ uint64_t tpcrt::crc64(const void *data, size_t size, uint64_t crc) {
   for (size_t i = 0; i < size; ++i)
     crc = table.entries[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
   return ~crc;
-}
-
-uint64_t tpcrt::executableDTypeSize(fb::DType dtype) {
-  switch (dtype) {
-  case fb::DType::F32:
-  case fb::DType::I32:
-    return 4;
-  case fb::DType::BF16:
-  case fb::DType::F16:
-    return 2;
-  case fb::DType::I64:
-    return 8;
-  case fb::DType::U8:
-    return 1;
-  }
-  return 0;
-}
-
-const char *tpcrt::executableDTypeName(fb::DType dtype) {
-  switch (dtype) {
-  case fb::DType::F32:
-    return "f32";
-  case fb::DType::BF16:
-    return "bf16";
-  case fb::DType::F16:
-    return "f16";
-  case fb::DType::I32:
-    return "i32";
-  case fb::DType::I64:
-    return "i64";
-  case fb::DType::U8:
-    return "u8";
-  }
-  return "?";
 }
 
 const char *tpcrt::opCodeName(fb::OpCode op) {

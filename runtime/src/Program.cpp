@@ -6,10 +6,14 @@
 // and check the plan's offsets: two buffers live at the same time must not
 // share a byte of the arena.
 //
+// Layering: the decoder lies below the loader. Executable.cpp's
+// checkExecutable runs decodeProgram as its last gate; this side includes
+// nothing of Executable.h (dtype names come from ExecutableDType.h, opcode
+// names from the kernel table).
+//
 //===----------------------------------------------------------------------===//
 
 #include "tpcrt/Program.h"
-#include "tpcrt/Executable.h"
 #include "tpcrt/KernelTable.h"
 #include "tpcrt/Shape.h"
 
@@ -1214,9 +1218,10 @@ Status checkAliasing(const KernelCall &call) {
   return Status::ok();
 }
 
+/// "kernel 3 (linear)"; checkKernels has refused unknown opcodes.
 std::string kernelText(const KernelCall &call) {
-  return "kernel " + std::to_string(call.index) + " (" + opCodeName(call.op) +
-         ")";
+  return "kernel " + std::to_string(call.index) + " (" +
+         kernelInfo(call.op)->name + ")";
 }
 
 /// Derives the lifetimes from the kernel order and checks that nothing is
@@ -1377,11 +1382,6 @@ Status checkPlanAndMeasurePeak(Program &program) {
 }
 
 } // namespace
-
-bool tpcrt::isFloatDType(fb::DType dtype) {
-  return dtype == fb::DType::F32 || dtype == fb::DType::BF16 ||
-         dtype == fb::DType::F16;
-}
 
 Mesh tpcrt::meshOf(const fb::Executable &exe) {
   Mesh mesh;

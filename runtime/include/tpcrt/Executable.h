@@ -23,6 +23,7 @@
 #ifndef TPCRT_EXECUTABLE_H
 #define TPCRT_EXECUTABLE_H
 
+#include "tpcrt/ExecutableDType.h"
 #include "tpcrt/Status.h"
 #include "tpcx_generated.h"
 
@@ -49,13 +50,6 @@ constexpr char kExecutableMagic[8] = {'T', 'P', 'C', 'X', 0, 0, 0, 0};
 /// hash, is guaranteed to detect every single-bit flip and every burst of up
 /// to 64 bits. `crc` continues a previous result (0 to start).
 uint64_t crc64(const void *data, size_t size, uint64_t crc = 0);
-
-/// Bytes per element of an executable dtype (0 for an unknown value).
-uint64_t executableDTypeSize(fb::DType dtype);
-
-/// The dtype's name in messages ("f32", "bf16", ...; "?" for an unknown
-/// value).
-const char *executableDTypeName(fb::DType dtype);
 
 /// The tpc dialect mnemonic of an opcode ("linear", "batch_matmul"), or
 /// nullptr for a value this runtime does not know.

@@ -15,6 +15,7 @@
 #ifndef TPCRT_PROGRAM_H
 #define TPCRT_PROGRAM_H
 
+#include "tpcrt/ExecutableDType.h"
 #include "tpcrt/Layout.h"
 #include "tpcrt/Status.h"
 #include "tpcx_generated.h"
@@ -34,9 +35,6 @@ struct TensorRef {
   std::vector<int64_t> shape;
   int64_t elements = 0;
 };
-
-/// True for the floating-point dtypes kernels compute on (F32, BF16, F16).
-bool isFloatDType(fb::DType dtype);
 
 /// One kernel, decoded. The size fields a kernel uses, per opcode:
 ///
