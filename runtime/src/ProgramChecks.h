@@ -1,0 +1,136 @@
+//===- ProgramChecks.h - the checks decodeProgram runs ----------*- C++ -*-===//
+//
+// Private to the runtime. decodeProgram (Program.cpp) runs, on each kernel,
+// the decoder and the aliasing check (KernelDecoder.cpp), then, across the
+// kernels, the lifetimes, the plan's offsets and the peak (Lifetimes.cpp).
+// Like Program.cpp, they lie below the loader and include nothing of
+// Executable.h.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TPCRT_SRC_PROGRAMCHECKS_H
+#define TPCRT_SRC_PROGRAMCHECKS_H
+
+#include "tpcrt/KernelTable.h"
+#include "tpcrt/Program.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tpcrt {
+
+/// One kernel: checks its attributes, dtypes and shapes, and fills in the
+/// sizes of its KernelCall.
+class KernelDecoder {
+public:
+  KernelDecoder(KernelCall &call, const Mesh &mesh)
+      : call(call), mesh(mesh) {}
+
+  Status decode();
+  /// The splits of a dropout kernel's first result (after decode()).
+  Status dropoutSplits();
+
+private:
+  const TensorRef &in(size_t j) const { return call.operands[j]; }
+  const TensorRef &out(size_t j) const { return call.results[j]; }
+  std::string inRole(size_t j) const { return operandRole(call.op, j); }
+  std::string outRole(size_t j) const { return resultRole(call.op, j); }
+
+  Status attrs(size_t ints, size_t floats, uint32_t flagMask);
+  Status floatDType(const TensorRef &t, const std::string &role);
+  Status floatOperands();
+  Status dtype(const TensorRef &t, const std::string &role, fb::DType expected);
+  Status rankAtLeast(const TensorRef &t, const std::string &role, size_t rank);
+  Status rankAtMost(const TensorRef &t, const std::string &role, size_t rank);
+  Status shape(const TensorRef &t, const std::string &role,
+               const std::vector<int64_t> &expected);
+  Status product(const TensorRef &t, const std::string &role, size_t begin,
+                 size_t end, int64_t &value);
+  Status finite(size_t index, const char *name, double lowest,
+                bool lowestIncluded);
+  Status dropoutRate(size_t index);
+  Status streamAttrs(size_t floats, uint32_t flagMask);
+
+  Status scalar(const TensorRef &t, const std::string &role, fb::DType dt);
+  Status linearSizes(const TensorRef &x, const std::string &xRole,
+                     const TensorRef &w, const std::string &wRole,
+                     const TensorRef &y, const std::string &yRole);
+  Status softmaxSizes(const TensorRef &x, const std::string &role);
+  Status attentionSizes(size_t first);
+  Status normSizes(const TensorRef &x, const std::string &role);
+  Status crossEntropySizes();
+  Status vocabRows(const TensorRef &table, const std::string &role);
+  Status dimAttr(const TensorRef &t, const std::string &role, int64_t &dim);
+
+  Status embedding();
+  Status linear();
+  Status batchMatmul();
+  Status norm();
+  Status elementwise();
+  Status broadcast();
+  Status suffixCounts(const TensorRef &whole, const char *wholeRole,
+                      const TensorRef &part, const char *partRole);
+  Status softmax();
+  Status attention();
+  Status rotary();
+  Status crossEntropy();
+  Status lossMean();
+  Status copy();
+  Status transpose();
+  Status sliceOrRepeat();
+  Status cast();
+
+  Status embeddingGrad();
+  Status linearGrad();
+  Status sumTo();
+  Status normInputGrad();
+  Status normParamGrad();
+  Status elementwiseGrad();
+  Status dropoutMask();
+  Status applyMask();
+  Status softmaxGrad();
+  Status attentionGrad();
+  Status crossEntropyGrad();
+  Status pad();
+  Status sumGroups();
+  Status countTargets();
+  Status inverseCount();
+  Status optimizerUpdate();
+  Status sumSquares();
+  Status clipCoefficient();
+  Status lrSchedule();
+
+  Status groupAxes(size_t first);
+  Status collectiveDType();
+  Status allReduce();
+  Status alongDim();
+  Status allToAll();
+
+  KernelCall &call;
+  const Mesh &mesh;
+  /// A collective's mesh axes (the tail of its int_attrs).
+  std::vector<uint32_t> axes;
+
+  friend Status tpcrt::decodeProgram(const fb::Executable &, Program &);
+};
+
+/// The results of `call` against its operands and each other: no overlap
+/// but an in-place kernel's same bytes and an update's own operands.
+Status checkAliasing(const KernelCall &call);
+
+/// Fills program.lifetimes from the kernel order, checking that every read
+/// follows a write and who may write params, state and inputs.
+Status computeLifetimes(Program &program);
+
+/// Checks the plan's offsets against the lifetimes (no two live buffers
+/// share arena bytes) and sets program.peakBytes.
+Status checkPlanAndMeasurePeak(Program &program);
+
+/// For messages: "kernel 3 (linear)", and a buffer's bytes "[64, +32)".
+std::string kernelText(const KernelCall &call);
+std::string rangeText(const TensorRef &t);
+
+} // namespace tpcrt
+
+#endif // TPCRT_SRC_PROGRAMCHECKS_H
