@@ -1124,3 +1124,14 @@ std::string tpcrt::kernelText(const KernelCall &call) {
 std::string tpcrt::rangeText(const TensorRef &t) {
   return "[" + std::to_string(t.offset) + ", +" + std::to_string(t.bytes) + ")";
 }
+
+Status tpcrt::decodeKernel(KernelCall &call, const Mesh &mesh,
+                           std::vector<uint32_t> *axes) {
+  KernelDecoder decoder(call, mesh);
+  Status s = decoder.decode();
+  if (s)
+    s = decoder.dropoutSplits();
+  if (s && axes)
+    *axes = std::move(decoder.axes);
+  return s;
+}

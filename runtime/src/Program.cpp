@@ -152,20 +152,18 @@ Status tpcrt::decodeProgram(const fb::Executable &exe, Program &out) {
                              kernel->float_attrs()->end());
     call.flags = kernel->flags();
     call.splits = splitsOf(kernel->splits());
-    KernelDecoder decoder(call, program.mesh);
-    Status s = decoder.decode();
-    if (s)
-      s = decoder.dropoutSplits();
+    std::vector<uint32_t> axes;
+    Status s = decodeKernel(call, program.mesh, &axes);
     if (s)
       s = checkAliasing(call);
     if (!s)
       return s.withContext(kernelText(call));
-    if (!decoder.axes.empty()) {
+    if (!axes.empty()) {
       auto &groups = program.groups;
-      auto it = std::find(groups.begin(), groups.end(), decoder.axes);
+      auto it = std::find(groups.begin(), groups.end(), axes);
       call.group = static_cast<int32_t>(it - groups.begin());
       if (it == groups.end())
-        groups.push_back(decoder.axes);
+        groups.push_back(axes);
     }
     program.calls.push_back(std::move(call));
   }

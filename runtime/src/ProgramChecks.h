@@ -112,7 +112,8 @@ private:
   /// A collective's mesh axes (the tail of its int_attrs).
   std::vector<uint32_t> axes;
 
-  friend Status tpcrt::decodeProgram(const fb::Executable &, Program &);
+  friend Status tpcrt::decodeKernel(KernelCall &, const Mesh &,
+                                    std::vector<uint32_t> *);
 };
 
 /// The results of `call` against its operands and each other: no overlap

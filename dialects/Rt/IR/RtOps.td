@@ -183,7 +183,10 @@ def Rt_KernelOp : Rt_Op<"kernel", [AttrSizedOperandSegments]> {
     and what its attributes mean is one row of the kernel table
     (`runtime/include/tpcrt/Kernels.def`), which this verifier, the lowering
     and the runtime's loader and decoder are built from; the reference is
-    generated from it: docs/runtime/opcodes.md.
+    generated from it: docs/runtime/opcodes.md. Past the counts, attribute
+    lengths, flags and in-place results of its row, the verifier runs the
+    runtime's decoder itself (`tpcrt::decodeKernel`), so it accepts exactly
+    the kernels the loader accepts, with the loader's messages.
 
     `dropout`, `attention`, `dropout_mask` and `attention_grad` take an
     optional second int, the first index: where this piece (a microbatch)

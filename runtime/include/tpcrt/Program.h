@@ -232,6 +232,17 @@ std::vector<int64_t> globalShape(const Mesh &mesh,
 /// "kernel 1 (linear): weight [8, 16] contracts 8, input [2, 4, 7] has 7".
 Status decodeProgram(const fb::Executable &exe, Program &out);
 
+/// The per-kernel part of decodeProgram, for one kernel alone: checks the
+/// attributes, dtypes and shapes of `call` (op, operands' and results' dtype
+/// and shape, attributes, splits) as its Kernels.def row's decoder does, on
+/// `mesh` (a collective's axes index it), and fills in its sizes. Offsets,
+/// buffers and aliasing are not looked at. With `axes`, a collective's (or
+/// a vocabulary-split kernel's) group axes go there. The compiler's
+/// rt.kernel verifier runs it, so that it accepts exactly the kernels the
+/// loader does.
+Status decodeKernel(KernelCall &call, const Mesh &mesh,
+                    std::vector<uint32_t> *axes = nullptr);
+
 /// Sets the program's rank (in [0, mesh.worldSize())) and what depends on
 /// it: coordinates, the dropout kernels' block offsets and the collectives'
 /// group positions.

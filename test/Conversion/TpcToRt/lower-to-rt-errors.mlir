@@ -88,3 +88,16 @@ func.func @forward(%x: tensor<2xf32> {tpc.input = "x"})
   // expected-error @+1 {{'rt.output' op duplicate output 'y'}}
   return %y, %y : tensor<2xf32>, tensor<2xf32>
 }
+
+// -----
+
+// The runtime's kernels read i64 token ids and labels (docs/runtime/
+// opcodes.md): the tpc dialect's i32 ones are refused where they are read,
+// by the rt.kernel verifier, which is the loader's decoder.
+func.func @forward(%t: tensor<16x8xf32> {tpc.param = "t"},
+                   %ids: tensor<2xi32> {tpc.input = "ids"})
+    -> (tensor<2x8xf32> {tpc.output = "y"}) {
+  // expected-error @+1 {{'rt.kernel' op embedding: ids is i32, expected i64}}
+  %y = tpc.embedding %t[%ids] : tensor<16x8xf32>, tensor<2xi32>
+  return %y : tensor<2x8xf32>
+}

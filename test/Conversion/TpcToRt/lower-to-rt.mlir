@@ -151,8 +151,8 @@ func.func @forward(
 
 // -----
 
-// A custom ignore index, a label bound from two uses (the smallest), i32
-// labels, bf16 buffers, and a param that is both a norm's scale and its bias
+// A custom ignore index, a label bound from two uses (the smallest),
+// bf16 buffers, and a param that is both a norm's scale and its bias
 // (a scale wins). The seed is the full 64-bit value, stored as an i64.
 // RUN: tpc-opt %s --split-input-file \
 // RUN:   --tpc-lower-to-rt=seed=18446744073709551615 \
@@ -164,21 +164,21 @@ func.func @forward(
 // MISC-NEXT: rt.input "x" : memref<2x8xbf16>
 // MISC-NEXT: rt.param "w" hf_shape [16, 8] init normal : memref<16x8xbf16>
 // MISC-NEXT: rt.param "w2" hf_shape [12, 8] init normal : memref<12x8xbf16>
-// MISC-NEXT: rt.input "labels" bound 12 : memref<2xi32>
-// MISC: rt.kernel cross_entropy({{.*}}) ints [-1] : memref<2x16xbf16>, memref<2xi32> -> memref<f32>, memref<i64>
-// MISC: rt.kernel cross_entropy({{.*}}) ints [-100] : memref<2x12xbf16>, memref<2xi32> -> memref<f32>, memref<i64>
+// MISC-NEXT: rt.input "labels" bound 12 : memref<2xi64>
+// MISC: rt.kernel cross_entropy({{.*}}) ints [-1] : memref<2x16xbf16>, memref<2xi64> -> memref<f32>, memref<i64>
+// MISC: rt.kernel cross_entropy({{.*}}) ints [-100] : memref<2x12xbf16>, memref<2xi64> -> memref<f32>, memref<i64>
 // MISC: rt.output "loss"
 func.func @forward(%p: tensor<8xbf16> {tpc.param = "shared"},
                    %x: tensor<2x8xbf16> {tpc.input = "x"},
                    %w: tensor<16x8xbf16> {tpc.param = "w"},
                    %w2: tensor<12x8xbf16> {tpc.param = "w2"},
-                   %labels: tensor<2xi32> {tpc.input = "labels"})
+                   %labels: tensor<2xi64> {tpc.input = "labels"})
     -> (tensor<f32> {tpc.output = "loss"}) {
   %a = tpc.layer_norm %x, %p, %p eps 1.0e-5 : tensor<2x8xbf16>, tensor<8xbf16>, tensor<8xbf16>
   %l1 = tpc.linear %a, %w layout out_in : tensor<2x8xbf16>, tensor<16x8xbf16>
   %l2 = tpc.linear %a, %w2 layout out_in : tensor<2x8xbf16>, tensor<12x8xbf16>
-  %s1, %c1 = tpc.cross_entropy %l1, %labels ignore -1 : tensor<2x16xbf16>, tensor<2xi32>
-  %s2, %c2 = tpc.cross_entropy %l2, %labels : tensor<2x12xbf16>, tensor<2xi32>
+  %s1, %c1 = tpc.cross_entropy %l1, %labels ignore -1 : tensor<2x16xbf16>, tensor<2xi64>
+  %s2, %c2 = tpc.cross_entropy %l2, %labels : tensor<2x12xbf16>, tensor<2xi64>
   %loss = tpc.loss_mean %s1, %c2
   return %loss : tensor<f32>
 }

@@ -153,7 +153,7 @@ rt.program @p {
 rt.program @p {
   %x = rt.input "x" : memref<2x4xf32>
   %y = rt.alloc : memref<2x4xf32>
-  // expected-error @+1 {{all_reduce: a collective needs the mesh of its rt.program}}
+  // expected-error @+1 {{all_reduce: int_attrs[0] is 0, not a mesh axis (the mesh has 0 axes)}}
   rt.kernel all_reduce(%x) -> (%y) ints [0] : memref<2x4xf32> -> memref<2x4xf32>
 }
 
@@ -172,7 +172,7 @@ rt.program @p mesh [dp = 2, tp = 2] {
 rt.program @p mesh [dp = 2, tp = 2] {
   %x = rt.input "x" : memref<2x4xf32>
   %y = rt.alloc : memref<2x4xf32>
-  // expected-error @+1 {{all_reduce: mesh axis 2 is out of range for the mesh [dp = 2, tp = 2] (ints [2])}}
+  // expected-error @+1 {{all_reduce: int_attrs[0] is 2, not a mesh axis (the mesh has 2 axes)}}
   rt.kernel all_reduce(%x) -> (%y) ints [2] : memref<2x4xf32> -> memref<2x4xf32>
 }
 
@@ -181,7 +181,7 @@ rt.program @p mesh [dp = 2, tp = 2] {
 rt.program @p mesh [dp = 2, tp = 2] {
   %x = rt.input "x" : memref<2x4xf32>
   %y = rt.alloc : memref<4x4xf32>
-  // expected-error @+1 {{all_gather: mesh axis 1 ('tp') is named twice (ints [0, 1, 1])}}
+  // expected-error @+1 {{all_gather: group axes: mesh axis 'tp' named twice}}
   rt.kernel all_gather(%x) -> (%y) ints [0, 1, 1] : memref<2x4xf32> -> memref<4x4xf32>
 }
 
@@ -191,7 +191,7 @@ rt.program @p mesh [dp = 2, tp = 2] {
 rt.program @p mesh [dp = 2, tp = 2] {
   %x = rt.input "x" : memref<i64>
   %y = rt.alloc : memref<i64>
-  // expected-error @+1 {{all_reduce: reduces f32, bf16 or f16 (sum or max) or i64 (sum), not the max of 'memref<i64>'}}
+  // expected-error @+1 {{all_reduce: input is i64, expected f32, bf16 or f16 (a max)}}
   rt.kernel all_reduce(%x) -> (%y) ints [0] flags 1 : memref<i64> -> memref<i64>
 }
 
@@ -200,7 +200,7 @@ rt.program @p mesh [dp = 2, tp = 2] {
 rt.program @p mesh [dp = 2, tp = 2] {
   %x = rt.input "x" : memref<2x4xi32>
   %y = rt.alloc : memref<2x4xi32>
-  // expected-error @+1 {{all_reduce: reduces f32, bf16 or f16 (sum or max) or i64 (sum), not the sum of 'memref<2x4xi32>'}}
+  // expected-error @+1 {{all_reduce: input is i32, expected f32, bf16, f16 or i64 (a sum)}}
   rt.kernel all_reduce(%x) -> (%y) ints [0] : memref<2x4xi32> -> memref<2x4xi32>
 }
 
@@ -209,7 +209,7 @@ rt.program @p mesh [dp = 2, tp = 2] {
 rt.program @p mesh [dp = 2, tp = 2] {
   %x = rt.input "x" : memref<2x4xf32>
   %y = rt.alloc : memref<4x2xf32>
-  // expected-error @+1 {{all_reduce: result 'memref<4x2xf32>' must have the type of the input 'memref<2x4xf32>'}}
+  // expected-error @+1 {{all_reduce: result [4, 2] should be [2, 4]}}
   rt.kernel all_reduce(%x) -> (%y) ints [0] : memref<2x4xf32> -> memref<4x2xf32>
 }
 
@@ -228,7 +228,7 @@ rt.program @p mesh [dp = 2, tp = 2] {
 rt.program @p mesh [dp = 2, tp = 2] {
   %x = rt.input "x" : memref<2x4xf32>
   %y = rt.alloc : memref<4x4xf32>
-  // expected-error @+1 {{all_gather: result has shape 4x4 but must be 8x4}}
+  // expected-error @+1 {{all_gather: result dim 0 is 4, expected 2 x 4 = 8 (input [2, 4], group size 4)}}
   rt.kernel all_gather(%x) -> (%y) ints [0, 0, 1] : memref<2x4xf32> -> memref<4x4xf32>
 }
 
@@ -237,7 +237,7 @@ rt.program @p mesh [dp = 2, tp = 2] {
 rt.program @p mesh [dp = 2, tp = 2] {
   %x = rt.input "x" : memref<2x4xf32>
   %y = rt.alloc : memref<2x8xf32>
-  // expected-error @+1 {{all_gather: dim 2 is out of range for input shape 2x4}}
+  // expected-error @+1 {{all_gather: dimension 2 (int_attrs[0]) is outside input [2, 4]}}
   rt.kernel all_gather(%x) -> (%y) ints [2, 0] : memref<2x4xf32> -> memref<2x8xf32>
 }
 
@@ -246,7 +246,7 @@ rt.program @p mesh [dp = 2, tp = 2] {
 rt.program @p mesh [dp = 2, tp = 2] {
   %x = rt.input "x" : memref<2x4xi64>
   %y = rt.alloc : memref<2x8xf32>
-  // expected-error @+1 {{all_gather: result element type 'f32' differs from the input element type 'i64'}}
+  // expected-error @+1 {{all_gather: result is f32, expected i64}}
   rt.kernel all_gather(%x) -> (%y) ints [1, 0] : memref<2x4xi64> -> memref<2x8xf32>
 }
 
@@ -255,7 +255,7 @@ rt.program @p mesh [dp = 2, tp = 2] {
 rt.program @p mesh [dp = 2, tp = 2] {
   %x = rt.input "x" : memref<2x4xi64>
   %y = rt.alloc : memref<2x2xi64>
-  // expected-error @+1 {{reduce_scatter: reduces f32, bf16 or f16, not 'memref<2x4xi64>'}}
+  // expected-error @+1 {{reduce_scatter: input is i64, expected f32, bf16 or f16}}
   rt.kernel reduce_scatter(%x) -> (%y) ints [1, 1] : memref<2x4xi64> -> memref<2x2xi64>
 }
 
@@ -264,7 +264,7 @@ rt.program @p mesh [dp = 2, tp = 2] {
 rt.program @p mesh [dp = 2, tp = 2] {
   %x = rt.input "x" : memref<2x3xf32>
   %y = rt.alloc : memref<2x1xf32>
-  // expected-error @+1 {{reduce_scatter: dimension 1 of the input shape 2x3 is not divisible by the group size 2}}
+  // expected-error @+1 {{reduce_scatter: input dim 1 is 3, not divisible by the group size 2}}
   rt.kernel reduce_scatter(%x) -> (%y) ints [1, 1] : memref<2x3xf32> -> memref<2x1xf32>
 }
 
@@ -273,7 +273,7 @@ rt.program @p mesh [dp = 2, tp = 2] {
 rt.program @p mesh [dp = 2, tp = 2] {
   %x = rt.input "x" : memref<2x4xf32>
   %y = rt.alloc : memref<2x4xf32>
-  // expected-error @+1 {{reduce_scatter: result has shape 2x4 but must be 2x2}}
+  // expected-error @+1 {{reduce_scatter: result dim 1 is 4, expected 4 / 2 = 2 (input [2, 4], group size 2)}}
   rt.kernel reduce_scatter(%x) -> (%y) ints [1, 1] : memref<2x4xf32> -> memref<2x4xf32>
 }
 
@@ -282,7 +282,7 @@ rt.program @p mesh [dp = 2, tp = 2] {
 rt.program @p mesh [dp = 2, tp = 2] {
   %x = rt.input "x" : memref<2x4xi64>
   %y = rt.alloc : memref<1x4xi64>
-  // expected-error @+1 {{shard_slice: result has shape 1x4 but must be 2x2}}
+  // expected-error @+1 {{shard_slice: result dim 0 is 1, expected 2 (the input's) (input [2, 4], group size 2)}}
   rt.kernel shard_slice(%x) -> (%y) ints [1, 0] : memref<2x4xi64> -> memref<1x4xi64>
 }
 
@@ -300,7 +300,7 @@ rt.program @p mesh [dp = 2, tp = 2] {
 rt.program @p mesh [dp = 2, tp = 2] {
   %x = rt.input "x" : memref<2x4x8xf32>
   %y = rt.alloc : memref<2x4x8xf32>
-  // expected-error @+1 {{all_to_all: result has shape 2x4x8 but must be 2x8x4}}
+  // expected-error @+1 {{all_to_all: result [2, 4, 8] should be [2, 8, 4] (input [2, 4, 8] split along dim 2, concatenated along 1, group size 2)}}
   rt.kernel all_to_all(%x) -> (%y) ints [2, 1, 1] : memref<2x4x8xf32> -> memref<2x4x8xf32>
 }
 
@@ -309,7 +309,7 @@ rt.program @p mesh [dp = 2, tp = 2] {
 rt.program @p mesh [dp = 2, tp = 2] {
   %x = rt.input "x" : memref<2x4x8xf32>
   %y = rt.alloc : memref<2x4x8xf32>
-  // expected-error @+1 {{all_to_all: concat dim 3 is out of range for input shape 2x4x8}}
+  // expected-error @+1 {{all_to_all: concat dimension 3 (int_attrs[1]) is outside input [2, 4, 8]}}
   rt.kernel all_to_all(%x) -> (%y) ints [2, 3, 1] : memref<2x4x8xf32> -> memref<2x4x8xf32>
 }
 
@@ -318,6 +318,6 @@ rt.program @p mesh [dp = 2, tp = 2] {
 rt.program @p mesh [dp = 2, tp = 4] {
   %x = rt.input "x" : memref<2x4x6xf32>
   %y = rt.alloc : memref<2x16x1xf32>
-  // expected-error @+1 {{all_to_all: dimension 2 of the input shape 2x4x6 is not divisible by the group size 4}}
+  // expected-error @+1 {{all_to_all: input dim 2 is 6, not divisible by the group size 4}}
   rt.kernel all_to_all(%x) -> (%y) ints [2, 1, 1] : memref<2x4x6xf32> -> memref<2x16x1xf32>
 }

@@ -148,7 +148,7 @@ rt.program @p {
   %g = rt.input "g" : memref<8xf32>
   %lr = rt.input "lr" : memref<f32>
   %step = rt.input "step" : memref<i64>
-  // expected-error @+1 {{adamw_update: beta2 must be in [0, 1) but is 1.0}}
+  // expected-error @+1 {{adamw_update: beta2 (float_attrs[1]) is 1, expected [0, 1)}}
   rt.kernel adamw_update(%w, %g, %m, %v, %lr, %step) -> (%w, %m, %v) floats [0.9, 1.0, 1.0e-8, 0.0] : memref<8xf32>, memref<8xf32>, memref<8xf32>, memref<8xf32>, memref<f32>, memref<i64> -> memref<8xf32>, memref<8xf32>, memref<8xf32>
 }
 
@@ -160,7 +160,7 @@ rt.program @p {
   %v = rt.state "exp_avg_sq" of "w" : memref<8xf32>
   %g = rt.input "g" : memref<8xf32>
   %lr = rt.input "lr" : memref<f32>
-  // expected-error @+1 {{adamw_update: step must be a scalar of 'i64' but is 'memref<f32>'}}
+  // expected-error @+1 {{adamw_update: step is f32, expected i64}}
   rt.kernel adamw_update(%w, %g, %m, %v, %lr, %lr) -> (%w, %m, %v) floats [0.9, 0.999, 1.0e-8, 0.0] : memref<8xf32>, memref<8xf32>, memref<8xf32>, memref<8xf32>, memref<f32>, memref<f32> -> memref<8xf32>, memref<8xf32>, memref<8xf32>
 }
 
@@ -172,7 +172,7 @@ rt.program @p {
   %m = rt.alloc : memref<8xbf16>
   %lr = rt.input "lr" : memref<f32>
   rt.kernel silu(%g) -> (%m) : memref<8xbf16> -> memref<8xbf16>
-  // expected-error @+1 {{sgd_update: param must hold f32 but is 'memref<8xbf16>'}}
+  // expected-error @+1 {{sgd_update: param is bf16, expected f32}}
   rt.kernel sgd_update(%w, %g, %m, %lr) -> (%w, %m) floats [0.0, 0.0] : memref<8xbf16>, memref<8xbf16>, memref<8xbf16>, memref<f32> -> memref<8xbf16>, memref<8xbf16>
 }
 
@@ -183,7 +183,7 @@ rt.program @p {
   %m = rt.state "momentum" of "w" : memref<8xf32>
   %g = rt.input "g" : memref<4xf32>
   %lr = rt.input "lr" : memref<f32>
-  // expected-error @+1 {{sgd_update: grad has shape 4 but must be 8}}
+  // expected-error @+1 {{sgd_update: grad [4] should be [8]}}
   rt.kernel sgd_update(%w, %g, %m, %lr) -> (%w, %m) floats [0.9, 0.0] : memref<8xf32>, memref<4xf32>, memref<8xf32>, memref<f32> -> memref<8xf32>, memref<8xf32>
 }
 
@@ -194,7 +194,7 @@ rt.program @p {
   %m = rt.state "momentum" of "w" : memref<8xf32>
   %g = rt.input "g" : memref<8xf32>
   %lr = rt.input "lr" : memref<f32>
-  // expected-error @+1 {{sgd_update: momentum must be non-negative but is -1.0}}
+  // expected-error @+1 {{sgd_update: momentum (float_attrs[0]) is -1, expected a finite value >= 0}}
   rt.kernel sgd_update(%w, %g, %m, %lr) -> (%w, %m) floats [-1.0, 0.0] : memref<8xf32>, memref<8xf32>, memref<8xf32>, memref<f32> -> memref<8xf32>, memref<8xf32>
 }
 
@@ -210,7 +210,7 @@ rt.program @p {
 
 rt.program @p {
   %m = rt.alloc : memref<2x8xi8>
-  // expected-error @+1 {{dropout_mask: first index (ints[1]) must be non-negative but is -16}}
+  // expected-error @+1 {{dropout_mask: first index (int_attrs[1]) is -16, expected >= 0}}
   rt.kernel dropout_mask() -> (%m) ints [0, -16] floats [0.1] : -> memref<2x8xi8>
 }
 
@@ -218,7 +218,7 @@ rt.program @p {
 
 rt.program @p {
   %m = rt.alloc : memref<2x8xf32>
-  // expected-error @+1 {{dropout_mask: result must hold i8 (one byte per element) but is 'memref<2x8xf32>'}}
+  // expected-error @+1 {{dropout_mask: mask is f32, expected u8}}
   rt.kernel dropout_mask() -> (%m) ints [0] floats [0.1] : -> memref<2x8xf32>
 }
 
@@ -228,7 +228,7 @@ rt.program @p {
   %x = rt.input "x" : memref<2x8xf32>
   %m = rt.input "m" : memref<8xi8>
   %y = rt.alloc : memref<2x8xf32>
-  // expected-error @+1 {{apply_mask: mask has shape 8 but must be 2x8}}
+  // expected-error @+1 {{apply_mask: mask [8] should be [2, 8]}}
   rt.kernel apply_mask(%x, %m) -> (%y) floats [0.1] : memref<2x8xf32>, memref<8xi8> -> memref<2x8xf32>
 }
 
@@ -238,7 +238,7 @@ rt.program @p {
   %dy = rt.input "dy" : memref<2x4x16xf32>
   %w = rt.param "w" hf_shape [16, 8] init normal : memref<16x8xf32>
   %dx = rt.alloc : memref<2x4x8xf32>
-  // expected-error @+1 {{linear_input_grad: weight 16x8 ([in, out...]) does not contract result dimension 8}}
+  // expected-error @+1 {{linear_input_grad: weight [16, 8] (in_out) contracts 16 but input grad [2, 4, 8] has 8}}
   rt.kernel linear_input_grad(%dy, %w) -> (%dx) : memref<2x4x16xf32>, memref<16x8xf32> -> memref<2x4x8xf32>
 }
 
@@ -248,7 +248,7 @@ rt.program @p {
   %dy = rt.input "dy" : memref<2x4x8xf32>
   %w = rt.param "w" hf_shape [8, 16] init normal : memref<8x16xf32>
   %dx = rt.alloc : memref<2x4x8xf32>
-  // expected-error @+1 {{linear_input_grad: dY has shape 2x4x8 but must be 2x4x16}}
+  // expected-error @+1 {{linear_input_grad: dY [2, 4, 8] has 64 elements, expected m 8 x n 16}}
   rt.kernel linear_input_grad(%dy, %w) -> (%dx) : memref<2x4x8xf32>, memref<8x16xf32> -> memref<2x4x8xf32>
 }
 
@@ -258,7 +258,7 @@ rt.program @p {
   %x = rt.input "x" : memref<2x4x8xbf16>
   %dy = rt.input "dy" : memref<2x4x16xbf16>
   %dw = rt.alloc : memref<8x8xf32>
-  // expected-error @+1 {{linear_weight_grad: dY has shape 2x4x16 but must be 2x4x8}}
+  // expected-error @+1 {{linear_weight_grad: dY [2, 4, 16] has 128 elements, expected m 8 x n 8}}
   rt.kernel linear_weight_grad(%x, %dy) -> (%dw) : memref<2x4x8xbf16>, memref<2x4x16xbf16> -> memref<8x8xf32>
 }
 
@@ -268,7 +268,7 @@ rt.program @p {
   %dy = rt.input "dy" : memref<2x4x8xf32>
   %ids = rt.input "ids" : memref<2x4xi64>
   %dt = rt.alloc : memref<16x4xf32>
-  // expected-error @+1 {{embedding_grad: dY has shape 2x4x8 but must be 2x4x4}}
+  // expected-error @+1 {{embedding_grad: dY [2, 4, 8] should be [2, 4, 4]}}
   rt.kernel embedding_grad(%dy, %ids) -> (%dt) : memref<2x4x8xf32>, memref<2x4xi64> -> memref<16x4xf32>
 }
 
@@ -277,7 +277,7 @@ rt.program @p {
 rt.program @p {
   %dy = rt.input "dy" : memref<2x4x8xf32>
   %db = rt.alloc : memref<4xf32>
-  // expected-error @+1 {{sum_to: result shape 4 is not a suffix of the input shape 2x4x8}}
+  // expected-error @+1 {{sum_to: result [4] is not a suffix of input [2, 4, 8]}}
   rt.kernel sum_to(%dy) -> (%db) : memref<2x4x8xf32> -> memref<4xf32>
 }
 
@@ -288,7 +288,7 @@ rt.program @p {
   %x = rt.input "x" : memref<2x8xf32>
   %w = rt.param "w" hf_shape [4] init ones : memref<4xf32>
   %dx = rt.alloc : memref<2x8xf32>
-  // expected-error @+1 {{layer_norm_input_grad: weight has shape 4 but must be 8}}
+  // expected-error @+1 {{layer_norm_input_grad: weight [4] should be [8]}}
   rt.kernel layer_norm_input_grad(%dy, %x, %w) -> (%dx) floats [1.0e-5] : memref<2x8xf32>, memref<2x8xf32>, memref<4xf32> -> memref<2x8xf32>
 }
 
@@ -299,7 +299,7 @@ rt.program @p {
   %x = rt.input "x" : memref<2x8xf32>
   %dw = rt.alloc : memref<8xf32>
   %db = rt.alloc : memref<2xf32>
-  // expected-error @+1 {{layer_norm_param_grad: result 1 has shape 2 but must be 8}}
+  // expected-error @+1 {{layer_norm_param_grad: bias grad [2] should be [8]}}
   rt.kernel layer_norm_param_grad(%dy, %x) -> (%dw, %db) floats [1.0e-5] : memref<2x8xf32>, memref<2x8xf32> -> memref<8xf32>, memref<2xf32>
 }
 
@@ -309,7 +309,7 @@ rt.program @p {
   %dy = rt.input "dy" : memref<2x8xf32>
   %x = rt.input "x" : memref<2x8xf32>
   %dw = rt.alloc : memref<8xf32>
-  // expected-error @+1 {{rms_norm_param_grad: epsilon must be non-negative but is -1.0}}
+  // expected-error @+1 {{rms_norm_param_grad: epsilon (float_attrs[0]) is -1, expected a finite value >= 0}}
   rt.kernel rms_norm_param_grad(%dy, %x) -> (%dw) floats [-1.0] : memref<2x8xf32>, memref<2x8xf32> -> memref<8xf32>
 }
 
@@ -319,7 +319,7 @@ rt.program @p {
   %dy = rt.input "dy" : memref<2x4xf32>
   %x = rt.input "x" : memref<2x8xf32>
   %dx = rt.alloc : memref<2x8xf32>
-  // expected-error @+1 {{gelu_grad: dY has shape 2x4 but must be 2x8}}
+  // expected-error @+1 {{gelu_grad: dY [2, 4] should be [2, 8]}}
   rt.kernel gelu_grad(%dy, %x) -> (%dx) flags 1 : memref<2x4xf32>, memref<2x8xf32> -> memref<2x8xf32>
 }
 
@@ -329,7 +329,7 @@ rt.program @p {
   %dy = rt.input "dy" : memref<8x4xf32>
   %y = rt.input "y" : memref<8x4xf32>
   %dx = rt.alloc : memref<8x4xf32>
-  // expected-error @+1 {{softmax_grad: a causal softmax needs [..., q, k] with k >= q but the input has shape 8x4}}
+  // expected-error @+1 {{softmax_grad: causal softmax output [8, 4] has 8 queries but only 4 keys}}
   rt.kernel softmax_grad(%dy, %y) -> (%dx) flags 1 : memref<8x4xf32>, memref<8x4xf32> -> memref<8x4xf32>
 }
 
@@ -342,7 +342,7 @@ rt.program @p {
   %dq = rt.alloc : memref<1x2x4x8xf32>
   %dk = rt.alloc : memref<1x2x4x8xf32>
   %dv = rt.alloc : memref<1x1x4x8xf32>
-  // expected-error @+1 {{attention_grad: key grad has shape 1x2x4x8 but must be 1x1x4x8}}
+  // expected-error @+1 {{attention_grad: key grad [1, 2, 4, 8] should be [1, 1, 4, 8]}}
   rt.kernel attention_grad(%do, %q, %k, %k) -> (%dq, %dk, %dv) ints [0] floats [0.5, 0.0] flags 1 : memref<1x2x4x8xf32>, memref<1x2x4x8xf32>, memref<1x1x4x8xf32>, memref<1x1x4x8xf32> -> memref<1x2x4x8xf32>, memref<1x2x4x8xf32>, memref<1x1x4x8xf32>
 }
 
@@ -355,7 +355,7 @@ rt.program @p {
   %dq = rt.alloc : memref<1x2x4x8xf32>
   %dk = rt.alloc : memref<1x1x4x8xf32>
   %dv = rt.alloc : memref<1x1x4x8xf32>
-  // expected-error @+1 {{attention_grad: dO has shape 1x2x4x4 but must be 1x2x4x8}}
+  // expected-error @+1 {{attention_grad: dO [1, 2, 4, 4] should be [1, 2, 4, 8]}}
   rt.kernel attention_grad(%do, %q, %k, %k) -> (%dq, %dk, %dv) ints [0] floats [0.5, 0.0] : memref<1x2x4x4xf32>, memref<1x2x4x8xf32>, memref<1x1x4x8xf32>, memref<1x1x4x8xf32> -> memref<1x2x4x8xf32>, memref<1x1x4x8xf32>, memref<1x1x4x8xf32>
 }
 
@@ -366,7 +366,7 @@ rt.program @p {
   %labels = rt.input "labels" : memref<2x4xi64>
   %scale = rt.input "scale" : memref<i64>
   %d = rt.alloc : memref<2x4x16xf32>
-  // expected-error @+1 {{cross_entropy_grad: operand 2 (loss sum grad) must be a scalar of 'f32' but is 'memref<i64>'}}
+  // expected-error @+1 {{cross_entropy_grad: loss_sum grad is i64, expected f32}}
   rt.kernel cross_entropy_grad(%logits, %labels, %scale) -> (%d) ints [-100] : memref<2x4x16xf32>, memref<2x4xi64>, memref<i64> -> memref<2x4x16xf32>
 }
 
@@ -375,7 +375,7 @@ rt.program @p {
 rt.program @p {
   %x = rt.input "x" : memref<2x2x8xf32>
   %y = rt.alloc : memref<2x3x8xf32>
-  // expected-error @+1 {{pad: input's 2 at offset 2 of dimension 1 lie outside the result's 3}}
+  // expected-error @+1 {{pad: input's 2 at offset 2 (int_attrs[1]) of dimension 1 lie outside result [2, 3, 8]}}
   rt.kernel pad(%x) -> (%y) ints [1, 2] : memref<2x2x8xf32> -> memref<2x3x8xf32>
 }
 
@@ -384,7 +384,7 @@ rt.program @p {
 rt.program @p {
   %x = rt.input "x" : memref<2x6x8xf32>
   %y = rt.alloc : memref<2x3x8xf32>
-  // expected-error @+1 {{sum_groups: repeats 4 is not a positive divisor of dimension 1 of the input shape 2x6x8}}
+  // expected-error @+1 {{sum_groups: repeats (int_attrs[1]) is 4, expected a positive divisor of input [2, 6, 8]'s dimension 1}}
   rt.kernel sum_groups(%x) -> (%y) ints [1, 4] : memref<2x6x8xf32> -> memref<2x3x8xf32>
 }
 
@@ -393,7 +393,7 @@ rt.program @p {
 rt.program @p {
   %labels = rt.input "labels" : memref<2x4xi64>
   %c = rt.alloc : memref<i32>
-  // expected-error @+1 {{count_targets: result must be a scalar of 'i64' but is 'memref<i32>'}}
+  // expected-error @+1 {{count_targets: count is i32, expected i64}}
   rt.kernel count_targets(%labels) -> (%c) ints [-100] : memref<2x4xi64> -> memref<i32>
 }
 
@@ -402,7 +402,7 @@ rt.program @p {
 rt.program @p {
   %c = rt.input "c" : memref<i64>
   %r = rt.alloc : memref<1xf32>
-  // expected-error @+1 {{inverse_count: result must be a scalar of 'f32' but is 'memref<1xf32>'}}
+  // expected-error @+1 {{inverse_count: result [1] should be []}}
   rt.kernel inverse_count(%c) -> (%r) : memref<i64> -> memref<1xf32>
 }
 
@@ -412,7 +412,7 @@ rt.program @p {
   %ss = rt.input "ss" : memref<f32>
   %n = rt.alloc : memref<f32>
   %c = rt.alloc : memref<f32>
-  // expected-error @+1 {{clip_coefficient: max norm must be non-negative but is -1.0}}
+  // expected-error @+1 {{clip_coefficient: max_norm (float_attrs[0]) is -1, expected a finite value >= 0}}
   rt.kernel clip_coefficient(%ss) -> (%n, %c) floats [-1.0] : memref<f32> -> memref<f32>, memref<f32>
 }
 
@@ -421,7 +421,7 @@ rt.program @p {
 rt.program @p {
   %x = rt.input "x" : memref<8xi64>
   %ss = rt.alloc : memref<f32>
-  // expected-error @+1 {{sum_squares: operand 0 must hold f32, bf16 or f16 but is 'memref<8xi64>'}}
+  // expected-error @+1 {{sum_squares: input is i64, expected f32, bf16 or f16}}
   rt.kernel sum_squares(%x) -> (%ss) : memref<8xi64> -> memref<f32>
 }
 
@@ -438,7 +438,7 @@ rt.program @p {
 rt.program @p {
   %step = rt.input "step" : memref<i64>
   %lr = rt.alloc : memref<f32>
-  // expected-error @+1 {{lr_schedule: a cosine schedule needs decay steps (10) greater than warm-up steps (10)}}
+  // expected-error @+1 {{lr_schedule: cosine decay steps 10 (int_attrs[1]) do not exceed the warm-up steps 10}}
   rt.kernel lr_schedule(%step) -> (%lr) ints [10, 10] floats [1.0e-3, 0.0] flags 1 : memref<i64> -> memref<f32>
 }
 

@@ -38,14 +38,14 @@ module attributes {rt.arena_bytes = 1048576 : i64, rt.planned_peak_bytes = 4096 
     %beta = rt.param "beta" hf_shape [8] init zeros : memref<8xf32>
     // CHECK-NEXT: rt.param "w" hf_shape [32, 8] init normal : memref<2x16x8xf32>
     %w = rt.param "w" hf_shape [32, 8] init normal : memref<2x16x8xf32>
-    // CHECK-NEXT: rt.input "ids" : memref<2x4xi32>
-    %ids = rt.input "ids" : memref<2x4xi32>
+    // CHECK-NEXT: rt.input "ids" : memref<2x4xi64>
+    %ids = rt.input "ids" : memref<2x4xi64>
     // CHECK-NEXT: rt.input "labels" bound 16 : memref<2x4xi64>
     %labels = rt.input "labels" bound 16 : memref<2x4xi64>
 
     %x = rt.alloc : memref<2x4x8xf32>
     // CHECK: rt.kernel embedding
-    rt.kernel embedding(%table, %ids) -> (%x) : memref<16x8xf32>, memref<2x4xi32> -> memref<2x4x8xf32>
+    rt.kernel embedding(%table, %ids) -> (%x) : memref<16x8xf32>, memref<2x4xi64> -> memref<2x4x8xf32>
     %y = rt.alloc : memref<2x4x2x16xf32>
     // CHECK: rt.kernel linear(%{{.*}}, %{{.*}}) -> (%{{.*}}) flags 1 :
     rt.kernel linear(%x, %w) -> (%y) flags 1 : memref<2x4x8xf32>, memref<2x16x8xf32> -> memref<2x4x2x16xf32>
