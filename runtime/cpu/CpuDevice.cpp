@@ -84,6 +84,7 @@ uint64_t lineBytes(uint64_t bytes) { return (bytes + 63) / 64 * 64; }
 /// that only move data move bytes).
 bool convertsItself(fb::OpCode op) {
   return op == fb::OpCode::Embedding || op == fb::OpCode::Copy ||
+         op == fb::OpCode::TestCopy ||
          op == fb::OpCode::Cast || op == fb::OpCode::Slice ||
          op == fb::OpCode::AllGather || op == fb::OpCode::ShardSlice ||
          op == fb::OpCode::ShardPad || op == fb::OpCode::AllToAll;
@@ -452,6 +453,7 @@ Status CpuDevice::run(const KernelCall &call, const Resolved &r,
                              out(0), reinterpret_cast<int64_t *>(r.results[1]));
   case fb::OpCode::LossMean:
     return cpu::lossMean(in(0), ints(1), out(0));
+  case fb::OpCode::TestCopy: // Kernels.def: reserved for tests, as copy.
   case fb::OpCode::Copy:
     return cpu::copy(r.operands[0],
                      static_cast<int64_t>(call.operands[0].bytes),

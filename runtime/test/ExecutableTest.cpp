@@ -874,6 +874,18 @@ TEST_F(KernelMeaningTest, LossKernels) {
       "kernel 0 (loss_mean): count is f32, expected i64");
 }
 
+// The test-only opcode (Kernels.def: TestCopy): its row's counts and the
+// rule of the decoder the row names (copy's) are the loader's.
+TEST_F(KernelMeaningTest, TheTestOpcodeFollowsItsRow) {
+  expectValid(singleKernel(fb::OpCode::TestCopy, {{F32, {2, 6}}}, {{F32, {12}}}));
+  expectKernel(singleKernel(fb::OpCode::TestCopy, {{F32, {12}}, {F32, {12}}},
+                            {{F32, {12}}}),
+               "kernel 0 (test_copy): has 2 operands, expected 1");
+  expectKernel(singleKernel(fb::OpCode::TestCopy, {{F32, {2, 6}}}, {{F32, {13}}}),
+               "kernel 0 (test_copy): input [2, 6] and result [13] have "
+               "different element counts");
+}
+
 TEST_F(KernelMeaningTest, ShapeKernels) {
   expectValid(singleKernel(fb::OpCode::Copy, {{I64, {2, 6}}}, {{I64, {3, 4}}}));
   expectKernel(singleKernel(fb::OpCode::Copy, {{F32, {2, 6}}}, {{F32, {13}}}),

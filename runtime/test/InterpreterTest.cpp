@@ -131,6 +131,30 @@ TEST(InterpreterTest, LinearCrossEntropyLossMeanMatchesTheKernels) {
   EXPECT_FALSE(interpreter.writeBuffer(99, logits.data(), 4));
 }
 
+// The test-only opcode of the kernel table (Kernels.def: TestCopy, issue 12):
+// one row, the copy decoder it names and the CPU device's case, and the
+// loader takes it, the decoder sizes it and the interpreter runs it.
+TEST(InterpreterTest, TheTestOpcodeOfOneTableRowRuns) {
+  ExecutableBuilder b;
+  uint32_t x = b.buffer(fb::DType::F32, {2, 3});
+  b.exe.inputs.push_back(makeBinding("x", x));
+  uint32_t y = b.buffer(fb::DType::F32, {6});
+  b.kernel(fb::OpCode::TestCopy, {x}, {y});
+  b.output("y", y);
+  std::vector<uint8_t> payload;
+  Interpreter interpreter;
+  Status s = makeInterpreter(b.finish(), payload, interpreter);
+  ASSERT_TRUE(s) << s.message();
+  EXPECT_STREQ(opCodeName(fb::OpCode::TestCopy), "test_copy");
+  EXPECT_EQ(interpreter.program().calls[0].count, 6);
+  std::vector<float> in = {1, -2, 3.5f, 4, 5, 6}, out(6);
+  ASSERT_TRUE(interpreter.writeBuffer(x, in.data(), 6 * 4));
+  s = interpreter.runStep();
+  ASSERT_TRUE(s) << s.message();
+  ASSERT_TRUE(interpreter.readBuffer(y, out.data(), 6 * 4));
+  EXPECT_EQ(out, in);
+}
+
 TEST(InterpreterTest, Bf16BuffersComputeInFp32) {
   std::vector<uint8_t> payload;
   Interpreter interpreter;
