@@ -303,8 +303,8 @@ Status KernelDecoder::norm() {
 
 Status KernelDecoder::elementwise() {
   bool isDropout = call.op == fb::OpCode::Dropout;
-  uint32_t flags = call.op == fb::OpCode::Gelu ? 1 : 0;
-  if (Status s = isDropout ? streamAttrs(1, 0) : attrs(0, 0, flags); !s)
+  if (Status s = isDropout ? streamAttrs(1, 0) : attrs(0, 0, rowFlagMask());
+      !s)
     return s;
   if (isDropout)
     if (Status s = dropoutRate(0); !s)
@@ -686,7 +686,7 @@ Status KernelDecoder::normParamGrad() {
 }
 
 Status KernelDecoder::elementwiseGrad() {
-  if (Status s = attrs(0, 0, call.op == fb::OpCode::GeluGrad ? 1 : 0); !s)
+  if (Status s = attrs(0, 0, rowFlagMask()); !s)
     return s;
   if (Status s = floatOperands(); !s)
     return s;
@@ -914,7 +914,7 @@ Status KernelDecoder::groupAxes(size_t first) {
   if (!call.floatAttrs.empty())
     return Status::error("has " + std::to_string(call.floatAttrs.size()) +
                          " float_attrs, expected 0");
-  uint32_t flagMask = call.op == fb::OpCode::AllReduce ? 1 : 0;
+  uint32_t flagMask = rowFlagMask();
   if (call.flags & ~flagMask)
     return Status::error("flags " + std::to_string(call.flags) +
                          " set bits this opcode does not define (allowed " +

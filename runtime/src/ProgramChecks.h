@@ -36,6 +36,8 @@ private:
   const TensorRef &out(size_t j) const { return call.results[j]; }
   std::string inRole(size_t j) const { return operandRole(call.op, j); }
   std::string outRole(size_t j) const { return resultRole(call.op, j); }
+  /// The flag bits the opcode's Kernels.def row defines.
+  uint32_t rowFlagMask() const { return kernelInfo(call.op)->flagMask; }
 
   Status attrs(size_t ints, size_t floats, uint32_t flagMask);
   Status floatDType(const TensorRef &t, const std::string &role);
