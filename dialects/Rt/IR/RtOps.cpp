@@ -133,11 +133,6 @@ mlir::rt::getGlobalShape(MeshAttr mesh, SplitsAttr splits,
   return global;
 }
 
-bool mlir::rt::drawsDropout(OpCode opcode) {
-  return opcode == OpCode::Dropout || opcode == OpCode::DropoutMask ||
-         opcode == OpCode::Attention || opcode == OpCode::AttentionGrad;
-}
-
 /// `[dp = 2, tp = 2]`, as the program prints it.
 static std::string meshStr(MeshAttr mesh) {
   std::string str = "[";
@@ -607,14 +602,12 @@ LogicalResult KernelChecker::check() {
           return error() << "operand " << j << " is result " << i
                          << ", which this kernel updates in place";
 
-  if (SplitsAttr splits = op.getSplitsAttr()) {
-    if (!drawsDropout(op.getOpcode()))
-      return error() << "only dropout, dropout_mask, attention and "
-                        "attention_grad take splits";
+  // The splits' axes are the program mesh's (which kernels may carry
+  // splits is the decoder's rule).
+  if (SplitsAttr splits = op.getSplitsAttr())
     if (failed(verifySplits(op, stringifyOpCode(op.getOpcode()), splits,
                             out(0).getShape())))
       return failure();
-  }
 
   return checkWithDecoder();
 }

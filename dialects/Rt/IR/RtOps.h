@@ -45,9 +45,6 @@ SmallVector<SmallVector<unsigned>> getSplitAxes(MeshAttr mesh,
 std::optional<SmallVector<int64_t>>
 getGlobalShape(MeshAttr mesh, SplitsAttr splits, ArrayRef<int64_t> local);
 
-/// Whether kernels of `opcode` draw a dropout stream and so may carry
-/// splits (dropout, dropout_mask, attention, attention_grad).
-bool drawsDropout(OpCode opcode);
 } // namespace mlir::rt
 
 #endif // DIALECTS_RT_IR_RTOPS_H
