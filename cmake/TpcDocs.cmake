@@ -12,6 +12,9 @@ function(tpc_add_doc td_file subdir out_name)
   # the document.
   get_filename_component(td_dir ${td_abs} DIRECTORY)
   file(GLOB td_siblings CONFIGURE_DEPENDS ${td_dir}/*.td)
+  # And those generated next to the build of that folder (the rt dialect's
+  # RtOpCodes.td, from the kernel table).
+  file(GLOB td_generated ${CMAKE_CURRENT_BINARY_DIR}/*.td)
   add_custom_command(
     OUTPUT ${out}
     COMMAND ${CMAKE_COMMAND} -E make_directory ${TPC_DOCS_DIR}/${subdir}
@@ -19,7 +22,7 @@ function(tpc_add_doc td_file subdir out_name)
             -I ${PROJECT_SOURCE_DIR} -I ${CMAKE_CURRENT_BINARY_DIR}
             -I ${MLIR_INCLUDE_DIRS}
             ${td_abs} -o ${out}
-    DEPENDS ${td_abs} ${td_siblings} ${MLIR_TABLEGEN_EXE}
+    DEPENDS ${td_abs} ${td_siblings} ${td_generated} ${MLIR_TABLEGEN_EXE}
     COMMENT "Generating reference ${subdir}/${out_name}.md")
   add_custom_target(${out_name}Doc DEPENDS ${out})
   add_dependencies(tpc-docs ${out_name}Doc)
