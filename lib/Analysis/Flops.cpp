@@ -2,92 +2,15 @@
 
 #include "tpc/Analysis/Report.h"
 
-#include "dialects/Tpc/IR/TpcOps.h"
-
-#include "llvm/ADT/TypeSwitch.h"
-#include "llvm/Support/MathExtras.h"
-
-#include <limits>
+#include "dialects/Tpc/IR/MatmulFlops.h"
 
 using namespace mlir;
 using namespace mlir::tpc;
 
-namespace {
-
-constexpr int64_t kSaturated = std::numeric_limits<int64_t>::max();
-
-/// The product of `factors`, saturating at INT64_MAX.
-int64_t product(std::initializer_list<int64_t> factors) {
-  int64_t result = 1;
-  for (int64_t factor : factors)
-    if (llvm::MulOverflow(result, factor, result))
-      return kSaturated;
-  return result;
-}
-
-int64_t elements(Value value) {
-  return cast<RankedTensorType>(value.getType()).getNumElements();
-}
-
-/// 2·m·n·k of a linear (or one of its gradients) from its input [..., k]
-/// and its result (or dY), whatever the weight's layout.
-int64_t linearFlops(Value input, Value output) {
-  int64_t k = cast<RankedTensorType>(input.getType()).getShape().back();
-  return product({2, elements(output), k});
-}
-
-/// Scores of an attention: b·h·sq·sk.
-int64_t scores(Value query, Value key) {
-  auto q = cast<RankedTensorType>(query.getType());
-  auto k = cast<RankedTensorType>(key.getType());
-  return product(
-      {q.getDimSize(0), q.getDimSize(1), q.getDimSize(2), k.getDimSize(2)});
-}
-
-int64_t dimOf(Value value, int64_t dim) {
-  return cast<RankedTensorType>(value.getType()).getDimSize(dim);
-}
-
-int64_t flopsOf(Operation *op) {
-  return llvm::TypeSwitch<Operation *, int64_t>(op)
-      .Case([](LinearOp op) {
-        return linearFlops(op.getInput(), op.getResult());
-      })
-      .Case([](LinearInputGradOp op) {
-        return linearFlops(op.getResult(), op.getGrad());
-      })
-      .Case([](LinearWeightGradOp op) {
-        return linearFlops(op.getInput(), op.getGrad());
-      })
-      .Case([](BatchMatmulOp op) {
-        auto lhs = cast<RankedTensorType>(op.getLhs().getType());
-        int64_t k =
-            lhs.getDimSize(lhs.getRank() - (op.getTransposeLhs() ? 2 : 1));
-        return product({2, elements(op.getResult()), k});
-      })
-      .Case([](AttentionOp op) {
-        // q·kᵀ over d, p·v over dv.
-        return product({2, scores(op.getQuery(), op.getKey()),
-                        dimOf(op.getQuery(), 3) + dimOf(op.getValue(), 3)});
-      })
-      .Case([](AttentionGradOp op) {
-        // The scores again, dq and dk over d; dv and dp over dv.
-        return product(
-            {2, scores(op.getQuery(), op.getKey()),
-             3 * dimOf(op.getQuery(), 3) + 2 * dimOf(op.getValue(), 3)});
-      })
-      .Default([](Operation *) { return int64_t(0); });
-}
-
-} // namespace
-
 int64_t mlir::tpc::countMatmulFlops(ArrayRef<func::FuncOp> functions) {
   int64_t total = 0;
   for (func::FuncOp function : functions)
-    function.walk([&](Operation *op) {
-      if (llvm::AddOverflow(total, flopsOf(op), total))
-        total = kSaturated;
-    });
+    function.walk(
+        [&](Operation *op) { total = addFlops(total, getMatmulFlops(op)); });
   return total;
 }
-
