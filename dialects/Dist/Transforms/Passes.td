@@ -126,6 +126,54 @@ def DistPadVocab : Pass<"dist-pad-vocab", "ModuleOp"> {
   ];
 }
 
+def DistPipelineSplit : Pass<"dist-pipeline-split", "ModuleOp"> {
+  let summary = "Assigns the layers of @forward to pipeline stages";
+  let description = [{
+    The first step of pipeline parallelism (issue 13): decides which
+    (virtual) stage computes each op of `@forward`, balancing the
+    matrix-product FLOPs of the stages, and records it; nothing else
+    changes yet (outlining each stage's functions, the schedule and the
+    transfers come next, docs/design/pipeline-schedules.md).
+
+    The `p · v` stages (chunks) each take a contiguous run of the transformer
+    layers (`tpc.layer`): `p` pipeline ranks (`stages`) with `v` chunks each
+    (`virtual-stages`). With `stage-layers` the counts are given, in chunk
+    order; otherwise the split minimizes the largest chunk's FLOPs, the
+    first chunk also carrying what precedes layer 0 (the embedding) and the
+    last what follows the last layer (final norm, LM head, loss): a large
+    vocabulary's LM head weighs several layers, and the last chunk then gets
+    fewer of them. Every chunk gets at least one layer; a split that cannot
+    (fewer layers than chunks, counts that do not add up) is refused with the
+    reason. An op outside every layer belongs to the chunk of its first
+    reader (the embedding to layer 0's; a parameter's cast to the first
+    chunk that reads it), or to the last chunk if only the return reads it.
+
+    Chunks go to ranks by `placement`: `round-robin` (chunk c on rank
+    c mod p: Megatron's interleaved schedule) or `v` (ZB-V, v = 2: rank r
+    holds chunks r and 2p − 1 − r, so the embedding, the LM head and the
+    loss share rank 0).
+
+    Every op of `@forward` gets `dist.stage` (its chunk, i64); the module
+    gets `dist.pipeline = {stages, virtual_stages, placement, ranks (of each
+    chunk), layers ([first, last] per chunk), flops (per chunk)}`. Data flows
+    only from a chunk to itself or a later one (checked).
+
+    ```
+    $ tpc-opt model.mlir --dist-pipeline-split="stages=4 virtual-stages=2 placement=v"
+    ```
+  }];
+  let options = [
+    Option<"stages", "stages", "int64_t", /*default=*/"1",
+           "Pipeline ranks (p)">,
+    Option<"virtualStages", "virtual-stages", "int64_t", /*default=*/"1",
+           "Chunks (virtual stages) per rank (v)">,
+    Option<"placement", "placement", "std::string", /*default=*/"\"round-robin\"",
+           "round-robin (chunk c on rank c mod p) or v (ZB-V: rank r holds chunks r and 2p-1-r; needs v = 2)">,
+    ListOption<"stageLayers", "stage-layers", "int64_t",
+               "Layers per chunk, in chunk order (p x v counts adding up to the layers); default: balanced by FLOPs">
+  ];
+}
+
 def DistReplicateKvHeads : Pass<"dist-replicate-kv-heads", "ModuleOp"> {
   let summary = "Replicates grouped-query kv-heads up to the tensor-parallel size";
   let description = [{
