@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <initializer_list>
 #include <tuple>
 
 using namespace mlir::dist::pipeline;
@@ -118,13 +119,13 @@ int Costs::of(const Action &action) const {
   }
 }
 
-int Schedule::rankOf(int chunk) const {
+int ScheduleShape::rankOf(int chunk) const {
   if (placement == Placement::V && chunk >= ranks)
     return 2 * ranks - 1 - chunk;
   return chunk % ranks;
 }
 
-std::vector<int> Schedule::chunksOf(int rank) const {
+std::vector<int> ScheduleShape::chunksOf(int rank) const {
   std::vector<int> chunks;
   for (int chunk = 0; chunk < numChunks(); ++chunk)
     if (rankOf(chunk) == rank)
@@ -327,36 +328,30 @@ ComputeOrders zbvOrders(int ranks, int microbatches) {
         order.push_back({kind, microbatch, chunks[leg]});
     };
     auto forwards = [&](int leg) { return next[leg][0]; };
+    struct Pass {
+      int leg;
+      ActionKind kind;
+    };
+    auto repeat = [&](int times, std::initializer_list<Pass> passes) {
+      for (int i = 0; i < times; ++i)
+        for (Pass pass : passes)
+          emit(pass.leg, pass.kind);
+    };
     const ActionKind F = ActionKind::Forward, B = ActionKind::Backward,
                      W = ActionKind::Weight;
-    for (int i = 0; i < 2 * (ranks - rank) - 1; ++i)
-      emit(0, F);
-    for (int i = 0; i < rank; ++i) {
-      emit(1, F);
-      emit(0, F);
-    }
-    for (int i = 0; i < ranks - rank; ++i) {
-      emit(1, F);
-      emit(1, B);
-      emit(1, W);
-    }
+    // Warm-up: down the V, then both legs, then the first backwards up it.
+    repeat(2 * (ranks - rank) - 1, {{0, F}});
+    repeat(rank, {{1, F}, {0, F}});
+    repeat(ranks - rank, {{1, F}, {1, B}, {1, W}});
+    // Steady state: both legs, one F, B and W each.
     while (forwards(1) < forwards(0) || forwards(0) < laidOut) {
       if (forwards(0) < laidOut)
         emit(0, F);
-      emit(0, B);
-      emit(0, W);
-      emit(1, F);
-      emit(1, B);
-      emit(1, W);
+      repeat(1, {{0, B}, {0, W}, {1, F}, {1, B}, {1, W}});
     }
-    for (int i = 0; i < rank; ++i) {
-      emit(0, B);
-      emit(1, B);
-    }
-    for (int i = 0; i < ranks - rank; ++i) {
-      emit(0, B);
-      emit(0, W);
-    }
+    // Cooldown: the remaining backwards, W deferred into the gaps.
+    repeat(rank, {{0, B}, {1, B}});
+    repeat(ranks - rank, {{0, B}, {0, W}});
     for (int leg : {1, 0})
       while (next[leg][2] < laidOut)
         emit(leg, W);
@@ -530,11 +525,7 @@ mlir::dist::pipeline::generateSchedule(const ScheduleOptions &options,
   if (!error.empty())
     return std::nullopt;
   Schedule schedule;
-  schedule.kind = options.kind;
-  schedule.ranks = options.ranks;
-  schedule.microbatches = options.microbatches;
-  schedule.chunksPerRank = options.chunksPerRank;
-  schedule.placement = options.placement;
+  static_cast<ScheduleShape &>(schedule) = options;
   int ranks = options.ranks, microbatches = options.microbatches;
   ComputeOrders orders;
   switch (options.kind) {
@@ -584,6 +575,19 @@ public:
   std::optional<ScheduleStats> run(std::string &error);
 
 private:
+  /// Visits every action in rank, then list order; the first problem found.
+  template <typename Visit> std::string scan(Visit visit) const {
+    for (int rank = 0; rank < schedule.ranks; ++rank) {
+      const std::vector<Action> &actions = schedule.actions[rank];
+      for (int position = 0; position < static_cast<int>(actions.size());
+           ++position) {
+        std::string problem = visit(rank, position, actions[position]);
+        if (!problem.empty())
+          return problem;
+      }
+    }
+    return "";
+  }
   std::string checkShape() const;
   std::string checkAction(int rank, const Action &action) const;
   std::string indexActions();
@@ -642,28 +646,23 @@ std::string Checker::checkAction(int rank, const Action &action) const {
 
 /// Records every action's position, refusing misplaced and repeated ones.
 std::string Checker::indexActions() {
-  for (int rank = 0; rank < schedule.ranks; ++rank) {
-    const std::vector<Action> &actions = schedule.actions[rank];
-    for (int position = 0; position < static_cast<int>(actions.size());
-         ++position) {
-      const Action &action = actions[position];
-      std::string problem = checkAction(rank, action);
-      if (!problem.empty())
-        return where(rank, position, action) + ": " + problem;
-      std::vector<Action> keys = {action};
-      if (action.fusedWeight)
-        keys.push_back(Action::weight(action.microbatch, action.chunk));
-      for (const Action &key : keys) {
-        int &slot = positionOf[key];
-        if (slot >= 0)
-          return where(rank, position, action) + " repeats action " +
-                 std::to_string(slot) + " (" + formatAction(actions[slot]) +
-                 ")";
-        slot = position;
-      }
+  return scan([&](int rank, int position, const Action &action) {
+    std::string problem = checkAction(rank, action);
+    if (!problem.empty())
+      return where(rank, position, action) + ": " + problem;
+    std::vector<Action> keys = {action};
+    if (action.fusedWeight)
+      keys.push_back(Action::weight(action.microbatch, action.chunk));
+    for (const Action &key : keys) {
+      int &slot = positionOf[key];
+      if (slot >= 0)
+        return where(rank, position, action) + " repeats action " +
+               std::to_string(slot) + " (" +
+               formatAction(schedule.actions[rank][slot]) + ")";
+      slot = position;
     }
-  }
-  return "";
+    return std::string();
+  });
 }
 
 std::string Checker::checkComplete() {
@@ -758,12 +757,12 @@ std::string Checker::simulate(ScheduleStats &stats) {
   if (stuck >= 0) {
     const Action &action = *head(stuck);
     int peer = schedule.rankOf(action.peerChunk());
-    std::string message = where(stuck, next[stuck], action) +
-                          " never proceeds: rank " + std::to_string(peer);
-    if (const Action *other = head(peer))
-      return message + " is blocked at action " + std::to_string(next[peer]) +
-             " (" + formatAction(*other) + ")";
-    return message + " has finished its actions";
+    // The peer has not passed the counterpart (they are paired): it is
+    // blocked at another transfer.
+    const Action &other = *head(peer);
+    return where(stuck, next[stuck], action) + " never proceeds: rank " +
+           std::to_string(peer) + " is blocked at action " +
+           std::to_string(next[peer]) + " (" + formatAction(other) + ")";
   }
   for (int rank = 0; rank < ranks; ++rank) {
     stats.ranks[rank].finish = clock[rank];
@@ -776,34 +775,29 @@ std::string Checker::simulate(ScheduleStats &stats) {
 /// before W, a compute after its input (the receive, or the local producer),
 /// a send after its producer.
 std::string Checker::checkOrder() {
-  for (int rank = 0; rank < schedule.ranks; ++rank) {
-    const std::vector<Action> &actions = schedule.actions[rank];
-    for (int position = 0; position < static_cast<int>(actions.size());
-         ++position) {
-      const Action &action = actions[position];
-      std::vector<std::pair<Action, const char *>> before;
-      if (action.kind == ActionKind::Backward)
-        before.push_back(
-            {Action::forward(action.microbatch, action.chunk), "its forward"});
-      if (action.kind == ActionKind::Weight)
-        before.push_back(
-            {Action::backward(action.microbatch, action.chunk, false),
-             "its backward"});
-      if (action.isCompute())
-        if (std::optional<Action> input = inputOf(schedule, action))
-          before.push_back({*input, "its input"});
-      if (action.isSend())
-        before.push_back({producerOf(action), "its producer"});
-      for (auto &[dependency, role] : before) {
-        int at = positionOf[dependency];
-        if (at > position)
-          return where(rank, position, action) + " comes before " + role +
-                 ", action " + std::to_string(at) + " (" +
-                 formatAction(actions[at]) + ")";
-      }
+  return scan([&](int rank, int position, const Action &action) {
+    std::vector<std::pair<Action, const char *>> before;
+    if (action.kind == ActionKind::Backward)
+      before.push_back(
+          {Action::forward(action.microbatch, action.chunk), "its forward"});
+    if (action.kind == ActionKind::Weight)
+      before.push_back(
+          {Action::backward(action.microbatch, action.chunk, false),
+           "its backward"});
+    if (action.isCompute())
+      if (std::optional<Action> input = inputOf(schedule, action))
+        before.push_back({*input, "its input"});
+    if (action.isSend())
+      before.push_back({producerOf(action), "its producer"});
+    for (auto &[dependency, role] : before) {
+      int at = positionOf[dependency];
+      if (at > position)
+        return where(rank, position, action) + " comes before " + role +
+               ", action " + std::to_string(at) + " (" +
+               formatAction(schedule.actions[rank][at]) + ")";
     }
-  }
-  return "";
+    return std::string();
+  });
 }
 
 /// The peaks of what a rank holds, in list order.

@@ -111,15 +111,14 @@ struct Costs {
   int of(const Action &action) const;
 };
 
-struct Schedule {
+/// What a schedule is for: the kind, p, m, v and the chunk placement.
+struct ScheduleShape {
   ScheduleKind kind = ScheduleKind::OneFOneB;
   int ranks = 1;
   int microbatches = 1;
   /// v: chunks (virtual stages) per rank.
   int chunksPerRank = 1;
   Placement placement = Placement::RoundRobin;
-  /// Per rank, the actions in the order the rank issues them.
-  std::vector<std::vector<Action>> actions;
 
   int numChunks() const { return ranks * chunksPerRank; }
   int rankOf(int chunk) const;
@@ -128,12 +127,12 @@ struct Schedule {
   std::vector<int> chunksOf(int rank) const;
 };
 
-struct ScheduleOptions {
-  ScheduleKind kind = ScheduleKind::OneFOneB;
-  int ranks = 1;
-  int microbatches = 1;
-  int chunksPerRank = 1;
-  Placement placement = Placement::RoundRobin;
+struct Schedule : ScheduleShape {
+  /// Per rank, the actions in the order the rank issues them.
+  std::vector<std::vector<Action>> actions;
+};
+
+struct ScheduleOptions : ScheduleShape {
   /// The timing model the transfers are placed for (see the design page).
   Costs costs;
 };
