@@ -174,6 +174,46 @@ def DistPipelineSplit : Pass<"dist-pipeline-split", "ModuleOp"> {
   ];
 }
 
+def DistPrintSchedule : Pass<"dist-print-schedule", "ModuleOp"> {
+  let summary = "Prints and checks the pipeline schedule of a split model";
+  let description = [{
+    For a module split by `dist-pipeline-split` (its `dist.pipeline`: p
+    ranks, v chunks per rank, the placement), builds each rank's action list
+    for `schedule` (`gpipe`, `1f1b`, `interleaved-1f1b`, `zb-h1`, `zb-v`)
+    and `microbatches`, checks it statically with every send synchronous
+    (every transfer meets its peer, no rank waits forever, each
+    microbatch's F before its B before its W; the first action that can
+    never proceed is named otherwise), and prints a timeline, one row per
+    rank, with the makespan, the bubble and the peak stash per rank under
+    the timing model of `forward-cost`, `backward-cost` and `weight-cost`
+    (docs/design/pipeline-schedules.md). The IR is not changed. A
+    combination the schedule does not take (interleaved-1f1b with
+    microbatches not a multiple of p, zb-v without v placement, ...) is
+    refused with the reason.
+
+    ```
+    $ tpc-opt model.mlir --dist-pipeline-split=stages=4 \
+        --dist-print-schedule="schedule=1f1b microbatches=8" -o /dev/null
+    1f1b p=4 m=8 v=1 makespan=33 bubble=0.273 peak-stash=4,3,2,1
+    rank 0 | F0 F1 F2 F3 .  .  ...
+    ```
+  }];
+  let options = [
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
+           "gpipe, 1f1b, interleaved-1f1b, zb-h1 or zb-v">,
+    Option<"microbatches", "microbatches", "int64_t", /*default=*/"1",
+           "Microbatches per step (m)">,
+    Option<"forwardCost", "forward-cost", "int64_t", /*default=*/"1",
+           "Time slots of an F">,
+    Option<"backwardCost", "backward-cost", "int64_t", /*default=*/"1",
+           "Time slots of a B">,
+    Option<"weightCost", "weight-cost", "int64_t", /*default=*/"1",
+           "Time slots of a W">,
+    Option<"output", "output", "std::string", /*default=*/"\"-\"",
+           "Where to print the timeline ('-' is stdout)">
+  ];
+}
+
 def DistReplicateKvHeads : Pass<"dist-replicate-kv-heads", "ModuleOp"> {
   let summary = "Replicates grouped-query kv-heads up to the tensor-parallel size";
   let description = [{
