@@ -1045,10 +1045,7 @@ Status KernelDecoder::allToAll() {
 Status KernelDecoder::dropoutSplits() {
   if (call.splits.empty())
     return Status::ok();
-  bool attention =
-      call.op == fb::OpCode::Attention || call.op == fb::OpCode::AttentionGrad;
-  if (!attention && call.op != fb::OpCode::Dropout &&
-      call.op != fb::OpCode::DropoutMask)
+  if (kernelInfo(call.op)->kind != KernelKind::Draws)
     return Status::error("has splits, which only dropout, dropout_mask, "
                          "attention and attention_grad take");
   const TensorRef &first = out(0);
@@ -1057,6 +1054,8 @@ Status KernelDecoder::dropoutSplits() {
   if (Status s = checkSplits(mesh, call.splits, first.shape.size()); !s)
     return s.withContext("splits of " + describe(outRole(0), first));
   // The causal mask compares local query and key positions.
+  bool attention =
+      call.op == fb::OpCode::Attention || call.op == fb::OpCode::AttentionGrad;
   if (attention && (call.flags & 1) && !call.splits[2].empty())
     return Status::error("causal attention with its query dimension split "
                          "is not supported (splits of " +

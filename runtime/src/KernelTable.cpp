@@ -12,10 +12,11 @@ constexpr KernelInfo kKernels[] = {
 #define TPCX_RANK kRankInts
 #define TPCX_KERNEL(Name, Value, Mnemonic, MinOperands, MaxOperands, Results,   \
                     MinInts, MaxInts, Floats, FlagMask, Aliasing_,              \
-                    OperandRoles, ResultRoles, Decoder, ...)                         \
-  {fb::OpCode::Name, Mnemonic,  MinOperands,  MaxOperands,                      \
-   Results,          MinInts,   MaxInts,      Floats,                           \
-   FlagMask,         Aliasing::Aliasing_, OperandRoles, ResultRoles},
+                    OperandRoles, ResultRoles, Decoder, Kind, ...)                   \
+  {fb::OpCode::Name,   Mnemonic,  MinOperands,  MaxOperands,                    \
+   Results,            MinInts,   MaxInts,      Floats,                         \
+   FlagMask,           Aliasing::Aliasing_,     KernelKind::Kind,               \
+   OperandRoles,       ResultRoles},
 #include "tpcrt/Kernels.def"
 };
 

@@ -23,6 +23,7 @@
 #include "tpcrt/FileIO.h"
 #include "tpcrt/Inputs.h"
 #include "tpcrt/Interpreter.h"
+#include "tpcrt/KernelTable.h"
 #include "tpcrt/Safetensors.h"
 #include "tpcrt/TokenData.h"
 #include "tpcrt/Weights.h"
@@ -351,8 +352,8 @@ std::string jsonEscape(const std::string &text) {
 
 /// Collectives are "comm" events, other kernels "kernel" ones.
 bool isCollective(fb::OpCode op) {
-  return op == fb::OpCode::AllReduce || op == fb::OpCode::AllGather ||
-         op == fb::OpCode::ReduceScatter || op == fb::OpCode::AllToAll;
+  const KernelInfo *info = kernelInfo(op);
+  return info && info->kind == KernelKind::Communicates;
 }
 
 /// Rank r of several writes TRACE.json as TRACE.r.json (TRACE.x as

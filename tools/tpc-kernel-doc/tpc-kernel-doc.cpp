@@ -30,7 +30,7 @@ struct Row {
   uint32_t minOperands, maxOperands, results;
   int minInts, maxInts;
   uint32_t floats, flagMask;
-  const char *aliasing, *operandRoles, *resultRoles;
+  const char *aliasing, *kind, *operandRoles, *resultRoles;
   const char *ints, *floatText, *flags, *rule;
 };
 
@@ -39,10 +39,10 @@ const Row kRows[] = {
 #define TPCX_RANK kRank
 #define TPCX_KERNEL(Name, Value, Mnemonic, MinOperands, MaxOperands, Results,   \
                     MinInts, MaxInts, Floats, FlagMask, Aliasing, OperandRoles, \
-                    ResultRoles, Decoder, Ints, FloatText, Flags, Rule)         \
+                    ResultRoles, Decoder, Kind, Ints, FloatText, Flags, Rule)   \
   {Mnemonic, Value,    MinOperands,  MaxOperands, Results,   MinInts, MaxInts,  \
-   Floats,   FlagMask, #Aliasing,    OperandRoles, ResultRoles, Ints, FloatText, \
-   Flags,    Rule},
+   Floats,   FlagMask, #Aliasing,    #Kind,       OperandRoles, ResultRoles,    \
+   Ints,     FloatText, Flags,       Rule},
 #include "tpcrt/Kernels.def"
 };
 
@@ -91,6 +91,16 @@ std::string range(int low, int high) {
   return std::to_string(low) + " to " + std::to_string(high);
 }
 
+std::string kindText(const Row &row) {
+  if (!std::strcmp(row.kind, "Draws"))
+    return "draws dropout";
+  if (!std::strcmp(row.kind, "Communicates"))
+    return "collective";
+  if (!std::strcmp(row.kind, "Local"))
+    return "local block (no communication)";
+  return "compute";
+}
+
 std::string hex(uint32_t mask) {
   std::ostringstream text;
   text << "0x" << std::hex << mask;
@@ -117,11 +127,12 @@ void print(std::ostream &os) {
         "how an executable holds them).\nThe lengths are exact: a kernel with "
         "an operand, a result or an attribute\nmore or less, or a flag bit "
         "its opcode does not define, is refused.\n\n"
-        "| opcode (value) | operands | results | results alias | int_attrs "
-        "(length) | float_attrs | flag bits |\n"
-        "|---|---|---|---|---|---|---|\n";
+        "| opcode (value) | kind | operands | results | results alias | "
+        "int_attrs (length) | float_attrs | flag bits |\n"
+        "|---|---|---|---|---|---|---|---|\n";
   for (const Row &row : kRows)
-    os << "| " << row.name << " (" << row.value << ") | " << operands(row)
+    os << "| " << row.name << " (" << row.value << ") | " << kindText(row)
+       << " | " << operands(row)
        << " | " << results(row) << " | " << aliasing(row) << " | "
        << range(row.minInts, row.maxInts) << " | " << row.floats << " | "
        << (row.flagMask ? hex(row.flagMask) : "–")

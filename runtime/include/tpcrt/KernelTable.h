@@ -29,6 +29,17 @@ enum class Aliasing {
   Update,
 };
 
+/// What a kernel is besides its computation (Kernels.def's Kind column).
+enum class KernelKind {
+  Compute,
+  /// Draws a dropout stream: may carry splits, takes a first index.
+  Draws,
+  /// A collective that moves data between the ranks of its group.
+  Communicates,
+  /// Group-shaped, but moves nothing: its rank's block.
+  Local,
+};
+
 struct KernelInfo {
   fb::OpCode op;
   const char *name;
@@ -39,6 +50,7 @@ struct KernelInfo {
   uint32_t numFloats;
   uint32_t flagMask;
   Aliasing aliasing;
+  KernelKind kind;
   /// Comma-separated role names, for messages.
   const char *operandRoles, *resultRoles;
 };

@@ -5,7 +5,7 @@
 // generated reference lists it, and runtime/test/ExecutableTest.cpp
 // (TestOpcode) loads, decodes and runs it.
 // RUN: tpc-opt %s --split-input-file --verify-diagnostics | FileCheck %s
-// RUN: grep -F '| test_copy (50) | input | result | may be the operand' %tpc_src_root/docs/runtime/opcodes.md
+// RUN: grep -F '| test_copy (50) | compute | input | result | may be the operand' %tpc_src_root/docs/runtime/opcodes.md
 
 // CHECK: rt.kernel test_copy(%{{.*}}) -> (%{{.*}}) : memref<2x4xf32> -> memref<8xf32>
 rt.program @p {
