@@ -8,6 +8,13 @@
 
 namespace mlir::dist {
 
+/// The pipeline passes' attributes (Passes.td): an op's (virtual) stage, also
+/// on the chunk functions and calls of dist-pipeline-outline; the split's
+/// module attribute; a chunk argument's sending chunk.
+inline constexpr llvm::StringLiteral kStageAttrName = "dist.stage";
+inline constexpr llvm::StringLiteral kPipelineAttrName = "dist.pipeline";
+inline constexpr llvm::StringLiteral kBoundaryAttrName = "dist.boundary";
+
 #define GEN_PASS_DECL
 #include "dialects/Dist/Transforms/Passes.h.inc"
 

@@ -174,6 +174,31 @@ def DistPipelineSplit : Pass<"dist-pipeline-split", "ModuleOp"> {
   ];
 }
 
+def DistPipelineOutline : Pass<"dist-pipeline-outline", "ModuleOp"> {
+  let summary = "Makes each chunk of a split @forward a function of its own";
+  let description = [{
+    After `dist-pipeline-split`: the ops of each chunk (`dist.stage`) move,
+    in order, into `@forward_chunk<c>`, whose arguments are what the chunk
+    reads from outside — parameters and inputs (with `@forward`'s argument
+    attributes) and the activations of earlier chunks (`dist.boundary` = the
+    chunk that computes them) — and whose results are what later chunks or
+    the return read. `@forward` becomes the calls of the chunks in order, so
+    the module computes what it computed. Ops of parameters alone (a weight's
+    cast or view) are recomputed in every chunk that reads them: a
+    parameter two chunks share (GPT-2's tied embedding and LM head) is an
+    argument of both, never an activation handed down the pipeline.
+
+    The chunk functions are what the per-stage autodiff will differentiate,
+    each with the gradients of its boundary results as arguments of its B
+    (docs/design/pipeline-schedules.md, "The way there");
+    `tpc-unroll-train-step=function=forward` inlines them back.
+
+    ```
+    $ tpc-opt model.mlir --dist-pipeline-split=stages=2 --dist-pipeline-outline
+    ```
+  }];
+}
+
 def DistPrintSchedule : Pass<"dist-print-schedule", "ModuleOp"> {
   let summary = "Prints and checks the pipeline schedule of a split model";
   let description = [{

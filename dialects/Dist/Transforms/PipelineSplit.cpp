@@ -21,11 +21,9 @@ namespace mlir::dist {
 } // namespace mlir::dist
 
 using namespace mlir;
+using namespace mlir::dist;
 
 namespace {
-
-constexpr llvm::StringLiteral kStageAttrName = "dist.stage";
-constexpr llvm::StringLiteral kPipelineAttrName = "dist.pipeline";
 
 /// The FLOPs of each layer, and of what comes before the first layer and
 /// after the last.

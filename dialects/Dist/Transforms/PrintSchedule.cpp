@@ -33,7 +33,7 @@ struct DistPrintSchedulePass
 
   LogicalResult run(ModuleOp module) {
     auto fail = [&]() { return module.emitError() << "dist-print-schedule: "; };
-    auto split = module->getAttrOfType<DictionaryAttr>("dist.pipeline");
+    auto split = module->getAttrOfType<DictionaryAttr>(dist::kPipelineAttrName);
     auto stages = split ? split.getAs<IntegerAttr>("stages") : IntegerAttr();
     auto chunks =
         split ? split.getAs<IntegerAttr>("virtual_stages") : IntegerAttr();
