@@ -156,25 +156,36 @@ Status KernelDecoder::streamAttrs(size_t floats, uint32_t flagMask) {
 /// int_attrs [] or [axes...]: the table is then block `position` of the
 /// vocabulary rows over those axes.
 Status KernelDecoder::embedding() {
+  return embeddingSizes(in(0), inRole(0), out(0), outRole(0));
+}
+
+/// Embedding and its gradient: int_attrs [] or a group's axes, a float
+/// operand 0, i64 ids (operand 1) and a float result; the [vocab, hidden]
+/// `table` (embedding's operand, the gradient's result) and the `rows` of
+/// the ids (embedding's result, the gradient's dY), ids.shape + [hidden].
+Status KernelDecoder::embeddingSizes(const TensorRef &table,
+                                     const std::string &tableRole,
+                                     const TensorRef &rows,
+                                     const std::string &rowsRole) {
   if (Status s = call.intAttrs.empty() ? attrs(0, 0, 0) : groupAxes(0); !s)
     return s;
-  if (Status s = floatDType(in(0), "table"); !s)
+  if (Status s = floatDType(in(0), inRole(0)); !s)
     return s;
   if (Status s = dtype(in(1), "ids", fb::DType::I64); !s)
     return s;
-  if (Status s = floatDType(out(0), "result"); !s)
+  if (Status s = floatDType(out(0), outRole(0)); !s)
     return s;
-  if (in(0).shape.size() != 2)
-    return Status::error(describe(inRole(0), in(0)) +
+  if (table.shape.size() != 2)
+    return Status::error(describe(tableRole, table) +
                          " should be [vocab, hidden]");
-  call.k = in(0).shape[0];
-  call.n = in(0).shape[1];
+  call.k = table.shape[0];
+  call.n = table.shape[1];
   call.m = in(1).elements;
-  if (Status s = vocabRows(in(0), inRole(0)); !s)
+  if (Status s = vocabRows(table, tableRole); !s)
     return s;
   std::vector<int64_t> expected = in(1).shape;
   expected.push_back(call.n);
-  return shape(out(0), outRole(0), expected);
+  return shape(rows, rowsRole, expected);
 }
 
 /// The whole vocabulary of a table block of k rows over the group (ids are
@@ -613,25 +624,7 @@ Status KernelDecoder::dimAttr(const TensorRef &t, const std::string &role,
 /// int_attrs as embedding's: the result is then the gradient of a block of
 /// the vocabulary rows.
 Status KernelDecoder::embeddingGrad() {
-  if (Status s = call.intAttrs.empty() ? attrs(0, 0, 0) : groupAxes(0); !s)
-    return s;
-  if (Status s = floatDType(in(0), "dY"); !s)
-    return s;
-  if (Status s = dtype(in(1), "ids", fb::DType::I64); !s)
-    return s;
-  if (Status s = floatDType(out(0), outRole(0)); !s)
-    return s;
-  if (out(0).shape.size() != 2)
-    return Status::error(describe(outRole(0), out(0)) +
-                         " should be [vocab, hidden]");
-  call.k = out(0).shape[0];
-  call.n = out(0).shape[1];
-  call.m = in(1).elements;
-  if (Status s = vocabRows(out(0), outRole(0)); !s)
-    return s;
-  std::vector<int64_t> expected = in(1).shape;
-  expected.push_back(call.n);
-  return shape(in(0), "dY", expected);
+  return embeddingSizes(out(0), outRole(0), in(0), inRole(0));
 }
 
 Status KernelDecoder::linearGrad() {

@@ -65,6 +65,8 @@ private:
   Status vocabRows(const TensorRef &table, const std::string &role);
   Status dimAttr(const TensorRef &t, const std::string &role, int64_t &dim);
 
+  Status embeddingSizes(const TensorRef &table, const std::string &tableRole,
+                        const TensorRef &rows, const std::string &rowsRole);
   Status embedding();
   Status linear();
   Status batchMatmul();
