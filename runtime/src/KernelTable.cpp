@@ -2,6 +2,8 @@
 
 #include "tpcrt/KernelTable.h"
 
+#include <cstring>
+
 
 using namespace tpcrt;
 
@@ -38,6 +40,35 @@ constexpr bool rowsInOpcodeOrder() {
 }
 static_assert(rowsInOpcodeOrder(),
               "Kernels.def rows must be in opcode order, values 0, 1, ...");
+
+/// Entry `index` of the comma-separated `list`, or "" past its end.
+std::string roleAt(const char *list, size_t index) {
+  const char *begin = list;
+  for (size_t i = 0; i < index; ++i) {
+    begin = std::strchr(begin, ',');
+    if (!begin)
+      return "";
+    ++begin;
+  }
+  const char *end = std::strchr(begin, ',');
+  return end ? std::string(begin, end) : std::string(begin);
+}
+
+/// For a kernel that updates in place (Aliasing Update), the operand whose
+/// role result `result` has; -1 if none does.
+int updatedOperand(const char *operandRoles, const char *resultRoles,
+                          size_t result) {
+  std::string name = roleAt(resultRoles, result);
+  if (name.empty())
+    return -1;
+  for (size_t j = 0;; ++j) {
+    std::string operand = roleAt(operandRoles, j);
+    if (operand.empty())
+      return -1;
+    if (operand == name)
+      return static_cast<int>(j);
+  }
+}
 
 } // namespace
 

@@ -9,7 +9,7 @@
 
 #include "dialects/Rt/IR/RtOps.h"
 
-#include "tpcrt/KernelRoles.h"
+#include "tpcrt/KernelTable.h"
 #include "tpcrt/Program.h"
 
 #include "mlir/IR/Builders.h"
@@ -412,60 +412,16 @@ LogicalResult GradOp::verify() {
 // KernelOp
 //===----------------------------------------------------------------------===//
 
-namespace {
-
-/// What every opcode takes: its row of the kernel table the runtime reads
-/// too (tpcrt/Kernels.def).
-struct KernelInfo {
-  OpCode op;
-  unsigned minOperands, maxOperands, numResults;
-  /// Length of `ints`: from minInts to maxInts; kRankInts: the rank of
-  /// operand 0 (a permutation).
-  int minInts, maxInts;
-  unsigned numFloats;
-  uint32_t flagMask;
-  /// Comma-separated role names (an in-place update's results are the
-  /// operands of the same names).
-  const char *operandRoles, *resultRoles;
-  /// Kernels.def's Aliasing column.
-  enum Aliasing { None, SameBytes, Update } aliasing;
-};
-constexpr int kRankInts = -1;
-constexpr unsigned kAnyCount = std::numeric_limits<unsigned>::max();
-
-constexpr KernelInfo kKernels[] = {
-#define TPCX_ANY kAnyCount
-#define TPCX_RANK kRankInts
-#define TPCX_KERNEL(Name, Value, Mnemonic, MinOperands, MaxOperands, Results,   \
-                    MinInts, MaxInts, Floats, FlagMask, Aliasing, OperandRoles, \
-                    ResultRoles, Decoder, ...)                                       \
-  {OpCode::Name, MinOperands,  MaxOperands, Results,                           \
-   MinInts,      MaxInts,      Floats,      FlagMask,                          \
-   OperandRoles, ResultRoles,  KernelInfo::Aliasing},
-#include "tpcrt/Kernels.def"
-};
-static_assert(std::size(kKernels) ==
-                  static_cast<size_t>(getMaxEnumValForOpCode()) + 1,
-              "every opcode needs a row in kKernels");
-
-constexpr bool kernelTableIsIndexedByOpcode() {
-  for (size_t i = 0; i < std::size(kKernels); ++i)
-    if (static_cast<size_t>(kKernels[i].op) != i)
-      return false;
-  return true;
+/// What every opcode takes: its row of the kernel table (tpcrt/Kernels.def),
+/// as the runtime's loader reads it (tpcrt_schema).
+static const tpcrt::KernelInfo &kernelInfoOf(OpCode opcode) {
+  return *tpcrt::kernelInfo(static_cast<tpcrt::fb::OpCode>(opcode));
 }
-static_assert(kernelTableIsIndexedByOpcode(),
-              "kKernels rows must be in opcode order");
-
-} // namespace
 
 std::optional<unsigned> mlir::rt::getInPlaceOperand(OpCode opcode,
                                                     unsigned result) {
-  const KernelInfo &info = kKernels[static_cast<size_t>(opcode)];
-  if (info.aliasing != KernelInfo::Update || result >= info.numResults)
-    return std::nullopt;
-  int operand =
-      tpcrt::updatedOperand(info.operandRoles, info.resultRoles, result);
+  int operand = tpcrt::inPlaceOperand(
+      static_cast<tpcrt::fb::OpCode>(opcode), result);
   if (operand < 0)
     return std::nullopt;
   return static_cast<unsigned>(operand);
@@ -546,13 +502,13 @@ LogicalResult KernelChecker::checkWithDecoder() {
 }
 
 LogicalResult KernelChecker::check() {
-  const KernelInfo &info = kKernels[static_cast<size_t>(op.getOpcode())];
+  const tpcrt::KernelInfo &info = kernelInfoOf(op.getOpcode());
   unsigned numOperands = op.getInputs().size();
   if (numOperands < info.minOperands || numOperands > info.maxOperands) {
     InFlightDiagnostic diag = error()
                               << "has " << numOperands << " operands, expected "
                               << info.minOperands;
-    if (info.maxOperands == kAnyCount)
+    if (info.maxOperands == tpcrt::kAnyCount)
       diag << " or more";
     else if (info.maxOperands != info.minOperands)
       diag << " to " << info.maxOperands;
@@ -562,7 +518,7 @@ LogicalResult KernelChecker::check() {
     return error() << "has " << op.getOutputs().size() << " results, expected "
                    << info.numResults;
   int64_t minInts = info.minInts, maxInts = info.maxInts;
-  if (minInts == kRankInts)
+  if (minInts == tpcrt::kRankInts)
     minInts = maxInts = in(0).getRank();
   auto numInts = static_cast<int64_t>(op.getInts().size());
   if (numInts < minInts || numInts > maxInts) {

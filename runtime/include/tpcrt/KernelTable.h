@@ -10,7 +10,6 @@
 #ifndef TPCRT_KERNELTABLE_H
 #define TPCRT_KERNELTABLE_H
 
-#include "tpcrt/KernelRoles.h"
 #include "tpcx_generated.h"
 
 #include <cstddef>
