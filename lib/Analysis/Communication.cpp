@@ -11,6 +11,7 @@
 #include "MicrobatchPhases.h"
 
 #include "dialects/Dist/IR/DistOps.h"
+#include "dialects/Dist/Transforms/Layout.h"
 #include "dialects/Tpc/IR/TpcOps.h"
 
 using namespace mlir;
@@ -48,7 +49,7 @@ LogicalResult mlir::tpc::countCommBytes(func::FuncOp function,
     // exponentials, the target's logit) forward, a max and a sum for the
     // gradient, all-reduced as f32.
     if (isa<CrossEntropyOp, CrossEntropyGradOp>(op) &&
-        op->hasAttr("dist.vocab_axes")) {
+        op->hasAttr(dist::kVocabAxesAttr)) {
       auto logits = cast<RankedTensorType>(op->getOperand(0).getType());
       int64_t positions = logits.getNumElements() / logits.getShape().back();
       int64_t floats = isa<CrossEntropyOp>(op) ? 3 : 2;

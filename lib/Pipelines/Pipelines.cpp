@@ -235,37 +235,18 @@ struct CompilePipelineOptions
                   llvm::cl::desc("Cosine: the step the rate reaches min-lr")};
   Text minLr{*this, "min-lr", llvm::cl::desc("Cosine: the final rate")};
 
-  /// The options given, as text by name.
+  /// The options given, as text by their names.
   CompileSettings given() const {
     CompileSettings settings;
-    auto text = [&](StringRef name, const Text &option) {
-      if (option.hasValue())
-        settings[name] = option.getValue();
-    };
-    auto flag = [&](StringRef name, const Switch &option) {
-      if (option.hasValue())
-        settings[name] = option.getValue() ? "true" : "false";
-    };
-    flag("train", train);
-    flag("sequence-parallel", sequenceParallel);
-    flag("vocab-parallel", vocabParallel);
-    text("mesh", mesh);
-    text("sharding-pass", shardingPass);
-    text("seed", seed);
-    text("microbatches", microbatches);
-    text("optimizer", optimizer);
-    text("lr", lr);
-    text("beta1", beta1);
-    text("beta2", beta2);
-    text("eps", eps);
-    text("weight-decay", weightDecay);
-    text("decay-exclude", decayExclude);
-    text("momentum", momentum);
-    text("grad-clip", gradClip);
-    text("lr-schedule", lrSchedule);
-    text("warmup-steps", warmupSteps);
-    text("decay-steps", decaySteps);
-    text("min-lr", minLr);
+    for (const Switch *option : {&train, &sequenceParallel, &vocabParallel})
+      if (option->hasValue())
+        settings[option->ArgStr] = option->getValue() ? "true" : "false";
+    for (const Text *option :
+         {&mesh, &shardingPass, &seed, &microbatches, &optimizer, &lr, &beta1,
+          &beta2, &eps, &weightDecay, &decayExclude, &momentum, &gradClip,
+          &lrSchedule, &warmupSteps, &decaySteps, &minLr})
+      if (option->hasValue())
+        settings[option->ArgStr] = option->getValue();
     return settings;
   }
 };

@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Dist/IR/DistOps.h"
+#include "dialects/Dist/Transforms/Layout.h"
 #include "dialects/Rt/IR/RtOps.h"
 #include "dialects/Tpc/IR/TpcOps.h"
 #include "tpc/Conversion/TpcToRt.h"
@@ -370,7 +371,7 @@ int64_t wholeVocabulary(Operation *op) {
     return vocab.getInt();
   auto logits = cast<RankedTensorType>(op->getOperand(0).getType());
   int64_t columns = logits.getShape().back();
-  auto axes = op->getAttrOfType<ArrayAttr>("dist.vocab_axes");
+  auto axes = op->getAttrOfType<ArrayAttr>(dist::kVocabAxesAttr);
   auto module = op->getParentOfType<ModuleOp>();
   if (!axes || !module || module.getOps<dist::MeshOp>().empty())
     return columns;
@@ -914,7 +915,7 @@ FailureOr<SmallVector<int64_t>> Lowering::meshIndices(Operation *op,
 /// axes splitting its table's rows; a cross-entropy's [ignore, vocab,
 /// axes...], vocab counting the real classes of the whole vocabulary.
 LogicalResult Lowering::lowerVocabulary(Operation *op, KernelSpec &spec) {
-  auto axesAttr = op->getAttrOfType<ArrayAttr>("dist.vocab_axes");
+  auto axesAttr = op->getAttrOfType<ArrayAttr>(dist::kVocabAxesAttr);
   if (isa<tpc::EmbeddingGradOp>(op) && axesAttr)
     return op->emitError() << "cannot lower '" << op->getName()
                            << "' to rt: its kernel computes the whole table";
