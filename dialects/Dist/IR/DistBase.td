@@ -61,6 +61,9 @@ def Dist_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kShardingAttrName = "dist.sharding";
     static constexpr ::llvm::StringLiteral kUnpaddedShapeAttrName =
         "dist.unpadded_shape";
+    /// On an argument of a pipeline chunk (dist-pipeline-outline): the
+    /// chunk that sends it, an activation of that chunk.
+    static constexpr ::llvm::StringLiteral kBoundaryAttrName = "dist.boundary";
     /// On a function: rewritten for one device by dist-partition.
     static constexpr ::llvm::StringLiteral kPartitionedAttrName =
         "dist.partitioned";

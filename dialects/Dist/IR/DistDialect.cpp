@@ -45,6 +45,14 @@ LogicalResult DistDialect::verifyRegionArgAttribute(Operation *op,
                              << attr.getValue();
     return success();
   }
+  if (name == kBoundaryAttrName) {
+    auto from = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!from || from.getInt() < 0)
+      return op->emitError() << "'" << name << "' of argument " << argIndex
+                             << " must be the sending chunk (an integer >= 0)"
+                             << " but is " << attr.getValue();
+    return success();
+  }
   if (name != kShardingAttrName)
     return op->emitError() << "unknown dist argument attribute '" << name
                            << "'";

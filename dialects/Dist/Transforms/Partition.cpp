@@ -73,8 +73,11 @@ private:
   /// serves both, as in Megatron, without living across other layers.
   Attribute sharingPhase(Operation *user) {
     auto phase = user->getAttrOfType<StringAttr>("tpc.phase");
-    if (phase && phase.getValue() == tpc::kTrainWeightGradName)
-      return StringAttr::get(context, tpc::kTrainInputGradName);
+    if (!phase)
+      return phase;
+    if (std::optional<std::string> inputGrad =
+            tpc::inputGradOfWeightGrad(phase.getValue()))
+      return StringAttr::get(context, *inputGrad);
     return phase;
   }
 

@@ -3,6 +3,8 @@
 #ifndef DIALECTS_DIST_TRANSFORMS_PASSES_H
 #define DIALECTS_DIST_TRANSFORMS_PASSES_H
 
+#include "dialects/Dist/IR/DistDialect.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 
@@ -13,7 +15,8 @@ namespace mlir::dist {
 /// module attribute; a chunk argument's sending chunk.
 inline constexpr llvm::StringLiteral kStageAttrName = "dist.stage";
 inline constexpr llvm::StringLiteral kPipelineAttrName = "dist.pipeline";
-inline constexpr llvm::StringLiteral kBoundaryAttrName = "dist.boundary";
+inline constexpr llvm::StringLiteral kBoundaryAttrName =
+    DistDialect::kBoundaryAttrName;
 
 #define GEN_PASS_DECL
 #include "dialects/Dist/Transforms/Passes.h.inc"

@@ -76,11 +76,26 @@ struct OpPlan {
 
 class TrainingBuilder {
 public:
+  /// The whole model: F, B and W of @forward and the driver @train_step.
   TrainingBuilder(ModuleOp module, unsigned microbatches)
       : module(module), microbatches(microbatches),
-        builder(module.getContext()) {}
+        builder(module.getContext()), wholeModel(true),
+        names{kTrainForwardName.str(), kTrainInputGradName.str(),
+              kTrainWeightGradName.str()} {}
+  /// One function of the model (a pipeline chunk): its F, B and W, named
+  /// `train_F_<suffix>` and so on; no driver.
+  TrainingBuilder(func::FuncOp source, unsigned microbatches, StringRef suffix)
+      : module(source->getParentOfType<ModuleOp>()),
+        microbatches(microbatches), builder(source.getContext()),
+        wholeModel(false),
+        names{(kTrainForwardName + "_" + suffix).str(),
+              (kTrainInputGradName + "_" + suffix).str(),
+              (kTrainWeightGradName + "_" + suffix).str()},
+        forward(source) {}
 
   LogicalResult run();
+  /// What run() built, and how to call it.
+  TrainingFunctions built() const;
 
 private:
   InFlightDiagnostic error(Operation *at) {
@@ -88,6 +103,8 @@ private:
   }
 
   LogicalResult checkForward();
+  LogicalResult checkArguments();
+  LogicalResult findOutputs();
   LogicalResult buildForward();
   LogicalResult planBackward();
   LogicalResult buildInputGrads();
@@ -115,17 +132,27 @@ private:
   unsigned microbatches;
   OpBuilder builder;
   LayerTagger tagger;
+  bool wholeModel;
+  struct {
+    std::string forward, inputGrad, weightGrad;
+  } names;
 
-  // @forward.
+  // The function differentiated: @forward, or a chunk of it.
   func::FuncOp forward;
-  unsigned numParams = 0;
-  unsigned idsArg = 0, labelsArg = 0;
+  SmallVector<unsigned> paramArgs;
+  /// Arguments that are activations of an earlier chunk (chunks only).
+  SmallVector<unsigned> activationArgs;
+  std::optional<unsigned> idsArg, labelsArg;
+  /// The loss, or null for a chunk that hands activations on.
   CrossEntropyOp loss;
   int64_t batch = 0;
 
   // @train_F and what the backward reads from it.
   func::FuncOp fwd;
   Value lossSum, count;
+  /// F's values the backward starts from: the loss sum, or the activations
+  /// a chunk hands on (its results, in order).
+  SmallVector<Value> seeds;
   DenseSet<Value> paramViews;
   SmallVector<OpPlan, 0> plans;
   llvm::SetVector<Value> stash;
@@ -137,7 +164,7 @@ private:
   // @train_B / @train_W.
   func::FuncOp bwdInput, bwdWeight;
   /// The F results whose gradient B returns for W, and the index of that
-  /// gradient among B's results (a gradient two results share goes once).
+  /// gradient among B's dY results (a gradient two results share goes once).
   llvm::MapVector<Value, unsigned> dys;
   func::FuncOp driver;
 };
@@ -149,49 +176,102 @@ private:
 //===----------------------------------------------------------------------===//
 
 LogicalResult TrainingBuilder::checkForward() {
-  forward = module.lookupSymbol<func::FuncOp>("forward");
-  if (!forward)
-    return module.emitError("tpc-autodiff: no func.func @forward");
+  if (wholeModel) {
+    forward = module.lookupSymbol<func::FuncOp>("forward");
+    if (!forward)
+      return module.emitError("tpc-autodiff: no func.func @forward");
+  }
   if (forward.isExternal() || !forward.getBody().hasOneBlock())
-    return error(forward) << "@forward must have a body of one block";
-  for (StringRef name : {kTrainForwardName, kTrainInputGradName,
-                         kTrainWeightGradName, kTrainStepName})
+    return error(forward) << "@" << forward.getName()
+                          << " must have a body of one block";
+  SmallVector<StringRef> created = {names.forward, names.inputGrad,
+                                    names.weightGrad};
+  if (wholeModel)
+    created.push_back(kTrainStepName);
+  for (StringRef name : created)
     if (Operation *existing = module.lookupSymbol(name))
       return error(existing)
              << "@" << name << " already exists (tpc-autodiff ran before?)";
   if (microbatches < 1)
     return module.emitError("tpc-autodiff: microbatches must be at least 1");
+  if (failed(checkArguments()) || failed(findOutputs()))
+    return failure();
 
-  std::optional<unsigned> ids, labels;
+  // Everything the batch splits leads with the same batch dimension.
+  SmallVector<unsigned> batchedArgs(activationArgs);
+  for (std::optional<unsigned> input : {idsArg, labelsArg})
+    if (input)
+      batchedArgs.push_back(*input);
+  llvm::sort(batchedArgs);
+  if (batchedArgs.empty())
+    return error(forward) << "@" << forward.getName()
+                          << " reads neither the inputs nor activations: "
+                             "there is no batch to split";
+  auto describe = [&](unsigned i) -> std::string {
+    if (i == idsArg)
+      return "input_ids";
+    if (i == labelsArg)
+      return "labels";
+    return "argument " + std::to_string(i);
+  };
+  unsigned first = batchedArgs.front();
+  for (unsigned i : batchedArgs) {
+    auto type = cast<RankedTensorType>(forward.getArgument(i).getType());
+    auto firstType = cast<RankedTensorType>(forward.getArgument(first).getType());
+    if (type.getRank() < 1 || firstType.getRank() < 1 ||
+        type.getDimSize(0) != firstType.getDimSize(0))
+      return error(forward) << describe(first) << " " << firstType << " and "
+                            << describe(i) << " " << type
+                            << " must share a leading batch dimension";
+  }
+  batch = cast<RankedTensorType>(forward.getArgument(first).getType())
+              .getDimSize(0);
+  if (batch % microbatches != 0)
+    return error(forward) << "batch " << batch
+                          << " is not divisible by microbatches="
+                          << microbatches;
+  return success();
+}
+
+LogicalResult TrainingBuilder::checkArguments() {
   bool inputsSeen = false;
   for (BlockArgument arg : forward.getArguments()) {
     unsigned i = arg.getArgNumber();
     if (forward.getArgAttr(i, kParamAttrName)) {
-      if (inputsSeen)
+      // The driver passes the parameters first.
+      if (inputsSeen && wholeModel)
         return error(forward) << "parameter argument " << i
                               << " follows an input; parameters come first";
       if (!isFloatTensor(arg))
         return error(forward) << "parameter argument " << i << " has type "
                               << arg.getType() << ", not a float tensor";
-      ++numParams;
+      paramArgs.push_back(i);
       continue;
     }
     inputsSeen = true;
     auto input = forward.getArgAttrOfType<StringAttr>(i, kInputAttrName);
     if (input && input.getValue() == "input_ids")
-      ids = i;
+      idsArg = i;
     else if (input && input.getValue() == "labels")
-      labels = i;
+      labelsArg = i;
+    else if (!wholeModel && isFloatTensor(arg))
+      activationArgs.push_back(i);
+    else if (!wholeModel)
+      return error(forward) << "argument " << i << " of type "
+                            << arg.getType()
+                            << " is neither a parameter, input_ids, labels "
+                               "nor an activation (a float tensor)";
     else
       return error(forward) << "argument " << i << " is neither a parameter ('"
                             << kParamAttrName << "') nor input_ids / labels ('"
                             << kInputAttrName << "')";
   }
-  if (!ids || !labels)
+  if (wholeModel && (!idsArg || !labelsArg))
     return error(forward) << "@forward needs the inputs input_ids and labels";
-  idsArg = *ids;
-  labelsArg = *labels;
+  return success();
+}
 
+LogicalResult TrainingBuilder::findOutputs() {
   // The loss: loss_mean of one cross_entropy's sum and count.
   auto ret = cast<func::ReturnOp>(forward.getBody().front().getTerminator());
   for (Value result : ret.getOperands()) {
@@ -204,24 +284,28 @@ LogicalResult TrainingBuilder::checkForward() {
       break;
     }
   }
-  if (!loss)
+  if (wholeModel && !loss)
     return error(forward) << "@forward returns no loss: expected a "
                              "tpc.loss_mean of the sum and count of one "
                              "tpc.cross_entropy";
-
-  auto idsType = cast<RankedTensorType>(forward.getArgument(idsArg).getType());
-  auto labelsType =
-      cast<RankedTensorType>(forward.getArgument(labelsArg).getType());
-  if (idsType.getRank() < 1 || labelsType.getRank() < 1 ||
-      labelsType.getDimSize(0) != idsType.getDimSize(0))
-    return error(forward) << "input_ids " << idsType << " and labels "
-                          << labelsType << " must share a leading batch "
-                          << "dimension";
-  batch = idsType.getDimSize(0);
-  if (batch % microbatches != 0)
-    return error(forward) << "batch " << batch
-                          << " is not divisible by microbatches="
-                          << microbatches;
+  if (wholeModel)
+    return success();
+  // A chunk computes the loss (the last one) or hands activations on.
+  if (loss && ret.getNumOperands() != 1)
+    return error(ret) << "a chunk that computes the loss returns nothing "
+                         "else; this one returns "
+                      << ret.getNumOperands() << " values";
+  if (!loss) {
+    if (ret.getNumOperands() == 0)
+      return error(ret) << "the chunk returns neither a loss nor activations";
+    for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
+      auto type = dyn_cast<RankedTensorType>(value.getType());
+      if (!isFloatTensor(value) || type.getRank() < 1)
+        return error(ret) << "result " << i << " of type " << value.getType()
+                          << " is neither the loss nor an activation (a "
+                             "float tensor with a batch dimension)";
+    }
+  }
   return success();
 }
 
@@ -256,13 +340,20 @@ static RankedTensorType microbatchType(Type type, int64_t size) {
 LogicalResult TrainingBuilder::buildForward() {
   int64_t micro = batch / microbatches;
   SmallVector<Type> inputs(forward.getArgumentTypes());
-  inputs[idsArg] = microbatchType(inputs[idsArg], micro);
-  inputs[labelsArg] = microbatchType(inputs[labelsArg], micro);
+  // Values that depend on the inputs (or on activations) lead with the
+  // batch dimension.
+  DenseSet<Value> batched;
+  SmallVector<unsigned> batchedArgs(activationArgs);
+  for (std::optional<unsigned> input : {idsArg, labelsArg})
+    if (input)
+      batchedArgs.push_back(*input);
+  for (unsigned i : batchedArgs) {
+    inputs[i] = microbatchType(inputs[i], micro);
+    batched.insert(forward.getArgument(i));
+  }
   Type i64Scalar = RankedTensorType::get({}, builder.getI64Type());
   inputs.push_back(i64Scalar);
-  fwd =
-      createFunction(kTrainForwardName, inputs,
-                     {loss.getLossSum().getType(), loss.getCount().getType()});
+  fwd = createFunction(names.forward, inputs, {});
   for (unsigned i = 0, e = forward.getNumArguments(); i < e; ++i)
     fwd.setArgAttrs(i, forward.getArgAttrDict(i));
   Value microbatch = fwd.getArguments().back();
@@ -272,9 +363,6 @@ LogicalResult TrainingBuilder::buildForward() {
   IRMapping map;
   map.map(forward.getArguments(),
           fwd.getArguments().take_front(forward.getNumArguments()));
-  // Values that depend on the inputs lead with the batch dimension.
-  DenseSet<Value> batched = {forward.getArgument(idsArg),
-                             forward.getArgument(labelsArg)};
   builder.setInsertionPointToStart(&fwd.getBody().front());
   for (Operation &op : forward.getBody().front().without_terminator()) {
     bool isBatched = llvm::any_of(op.getOperands(), [&](Value operand) {
@@ -324,9 +412,25 @@ LogicalResult TrainingBuilder::buildForward() {
     }
     map.map(op.getResults(), clone->getResults());
   }
-  lossSum = map.lookup(loss.getLossSum());
-  count = map.lookup(loss.getCount());
-  func::ReturnOp::create(builder, forward.getLoc(), ValueRange{lossSum, count});
+  SmallVector<Value> outputs;
+  if (loss) {
+    lossSum = map.lookup(loss.getLossSum());
+    count = map.lookup(loss.getCount());
+    seeds = {lossSum};
+    outputs = {lossSum, count};
+  } else {
+    auto ret = cast<func::ReturnOp>(forward.getBody().front().getTerminator());
+    for (auto [i, result] : llvm::enumerate(ret.getOperands())) {
+      if (!batched.contains(result))
+        return error(ret) << "result " << i << " does not depend on the "
+                          << "batch: a chunk hands on activations only";
+      outputs.push_back(map.lookup(result));
+    }
+    seeds = outputs;
+  }
+  func::ReturnOp::create(builder, forward.getLoc(), outputs);
+  fwd.setFunctionType(builder.getFunctionType(inputs,
+                                              ValueRange(outputs).getTypes()));
 
   // Keep only what the loss needs (an extra logits output goes).
   SmallVector<Operation *> ops;
@@ -345,10 +449,13 @@ LogicalResult TrainingBuilder::buildForward() {
 LogicalResult TrainingBuilder::planBackward() {
   Block &body = fwd.getBody().front();
   DenseSet<Value> onParams; // float values computed from a parameter
-  for (unsigned i = 0; i < numParams; ++i) {
+  for (unsigned i : paramArgs) {
     paramViews.insert(fwd.getArgument(i));
     onParams.insert(fwd.getArgument(i));
   }
+  // An earlier chunk's activation: computed from its parameters.
+  for (unsigned i : activationArgs)
+    onParams.insert(fwd.getArgument(i));
   for (Operation &op : body.without_terminator()) {
     if (isViewOp(&op) && paramViews.contains(op.getOperand(0)))
       paramViews.insert(op.getResult(0));
@@ -358,7 +465,7 @@ LogicalResult TrainingBuilder::planBackward() {
         if (isFloatTensor(result))
           onParams.insert(result);
   }
-  DenseSet<Value> toLoss = {lossSum};
+  DenseSet<Value> toLoss(seeds.begin(), seeds.end());
   for (Operation &op : llvm::reverse(body.without_terminator()))
     if (llvm::any_of(op.getResults(),
                      [&](Value v) { return toLoss.contains(v); }))
@@ -513,18 +620,19 @@ LogicalResult TrainingBuilder::applyRule(const OpPlan &plan,
 
 LogicalResult TrainingBuilder::buildInputGrads() {
   SmallVector<Type> inputs(fwd.getArgumentTypes());
-  inputs.push_back(lossSum.getType());
+  for (Value seed : seeds)
+    inputs.push_back(seed.getType());
   for (Value v : stash)
     if (stashB.contains(v))
       inputs.push_back(v.getType());
-  bwdInput = createFunction(kTrainInputGradName, inputs, {});
+  bwdInput = createFunction(names.inputGrad, inputs, {});
   unsigned numFwdArgs = fwd.getNumArguments();
   for (unsigned i = 0; i < numFwdArgs; ++i)
     bwdInput.setArgAttrs(i, fwd.getArgAttrDict(i));
 
   IRMapping map;
   map.map(fwd.getArguments(), bwdInput.getArguments().take_front(numFwdArgs));
-  unsigned next = numFwdArgs + 1;
+  unsigned next = numFwdArgs + seeds.size();
   for (Value v : stash)
     if (stashB.contains(v))
       map.map(v, bwdInput.getArgument(next++));
@@ -532,7 +640,8 @@ LogicalResult TrainingBuilder::buildInputGrads() {
   builder.setInsertionPointToStart(&bwdInput.getBody().front());
   builder.setListener(&tagger);
   DenseMap<Value, Value> grads;
-  grads[lossSum] = bwdInput.getArgument(numFwdArgs);
+  for (auto [i, seed] : llvm::enumerate(seeds))
+    accumulate(grads, seed, bwdInput.getArgument(numFwdArgs + i));
   llvm::SetVector<Value> returned;
   for (const OpPlan &plan : llvm::reverse(plans)) {
     if (plan.paramView)
@@ -555,9 +664,27 @@ LogicalResult TrainingBuilder::buildInputGrads() {
   tagger.layer = nullptr;
   builder.setListener(nullptr);
 
-  func::ReturnOp::create(builder, bwdInput.getLoc(), returned.getArrayRef());
-  bwdInput.setFunctionType(builder.getFunctionType(
-      inputs, ValueRange(returned.getArrayRef()).getTypes()));
+  // A chunk's B returns the gradients of the activations it received first
+  // (zeros where the chunk's outputs do not depend on one), in the
+  // arguments' precision, then the dYs.
+  SmallVector<Value> results;
+  Location loc = bwdInput.getLoc();
+  for (unsigned i : activationArgs) {
+    auto type = cast<RankedTensorType>(fwd.getArgument(i).getType());
+    Value g = grads.lookup(fwd.getArgument(i));
+    if (!g)
+      g = arith::ConstantOp::create(
+          builder, loc, type,
+          DenseElementsAttr::get(
+              type, builder.getFloatAttr(type.getElementType(), 0.0)));
+    else if (g.getType() != type)
+      g = CastOp::create(builder, loc, type, g);
+    results.push_back(g);
+  }
+  llvm::append_range(results, returned);
+  func::ReturnOp::create(builder, loc, results);
+  bwdInput.setFunctionType(
+      builder.getFunctionType(inputs, ValueRange(results).getTypes()));
   return success();
 }
 
@@ -568,12 +695,13 @@ LogicalResult TrainingBuilder::buildWeightGrads() {
   for (Value v : stash)
     if (stashW.contains(v))
       inputs.push_back(v.getType());
-  ArrayRef<Type> dyTypes = bwdInput.getFunctionType().getResults();
+  ArrayRef<Type> dyTypes =
+      bwdInput.getFunctionType().getResults().drop_front(activationArgs.size());
   llvm::append_range(inputs, dyTypes);
-  for (unsigned i = 0; i < numParams; ++i)
+  for (unsigned i : paramArgs)
     results.push_back(cast<RankedTensorType>(fwd.getArgument(i).getType())
                           .clone(builder.getF32Type()));
-  bwdWeight = createFunction(kTrainWeightGradName, inputs, results);
+  bwdWeight = createFunction(names.weightGrad, inputs, results);
 
   IRMapping map;
   DenseMap<Value, Value> grads;
@@ -609,8 +737,8 @@ LogicalResult TrainingBuilder::buildWeightGrads() {
   // the loss does not reach gets zeros.
   SmallVector<Value> returned;
   Location loc = bwdWeight.getLoc();
-  for (unsigned i = 0; i < numParams; ++i) {
-    auto type = cast<RankedTensorType>(results[i]);
+  for (auto [index, i] : llvm::enumerate(paramArgs)) {
+    auto type = cast<RankedTensorType>(results[index]);
     Value g = grads.lookup(fwd.getArgument(i));
     if (!g)
       g = arith::ConstantOp::create(
@@ -619,7 +747,7 @@ LogicalResult TrainingBuilder::buildWeightGrads() {
     else if (g.getType() != type)
       g = CastOp::create(builder, loc, type, g);
     returned.push_back(g);
-    bwdWeight.setResultAttr(i, kGradAttrName,
+    bwdWeight.setResultAttr(index, kGradAttrName,
                             fwd.getArgAttr(i, kParamAttrName));
   }
   func::ReturnOp::create(builder, loc, returned);
@@ -643,13 +771,14 @@ void TrainingBuilder::markStash() {
 
 void TrainingBuilder::finishForward() {
   auto ret = cast<func::ReturnOp>(fwd.getBody().front().getTerminator());
-  SmallVector<Value> results = {lossSum, count};
+  SmallVector<Value> results(ret.getOperands());
+  unsigned numOutputs = results.size();
   llvm::append_range(results, stash);
   ret->setOperands(results);
   fwd.setFunctionType(builder.getFunctionType(fwd.getArgumentTypes(),
                                               ValueRange(results).getTypes()));
   for (auto [i, v] : llvm::enumerate(stash)) {
-    unsigned index = i + 2;
+    unsigned index = i + numOutputs;
     StringRef readers =
         stashB.contains(v) ? (stashW.contains(v) ? "BW" : "B") : "W";
     fwd.setResultAttr(index, kStashAttrName, builder.getStringAttr(readers));
@@ -662,7 +791,22 @@ void TrainingBuilder::finishForward() {
 // The driver
 //===----------------------------------------------------------------------===//
 
+Value mlir::tpc::sliceMicrobatch(OpBuilder &builder, Location loc, Value full,
+                                 Value offset, int64_t rows) {
+  auto type = cast<RankedTensorType>(full.getType());
+  RankedTensorType sliced = microbatchType(type, rows);
+  SmallVector<OpFoldResult> offsets(type.getRank(), builder.getIndexAttr(0)),
+      sizes, strides(type.getRank(), builder.getIndexAttr(1));
+  offsets[0] = offset;
+  for (int64_t size : sliced.getShape())
+    sizes.push_back(builder.getIndexAttr(size));
+  return tensor::ExtractSliceOp::create(builder, loc, sliced, full, offsets,
+                                        sizes, strides);
+}
+
 void TrainingBuilder::buildDriver() {
+  // The whole model's parameters come first (checkArguments).
+  unsigned numParams = paramArgs.size();
   Type f32 = builder.getF32Type();
   SmallVector<Type> inputs(forward.getArgumentTypes()), gradTypes;
   for (unsigned i = 0; i < numParams; ++i) {
@@ -693,8 +837,8 @@ void TrainingBuilder::buildDriver() {
                          ? master
                          : CastOp::create(builder, loc, model, master));
   }
-  Value ids = driver.getArgument(idsArg);
-  Value labels = driver.getArgument(labelsArg);
+  Value ids = driver.getArgument(*idsArg);
+  Value labels = driver.getArgument(*labelsArg);
 
   // Every microbatch scales by the global target count.
   Value total =
@@ -720,20 +864,12 @@ void TrainingBuilder::buildDriver() {
       builder, loc, lower, upper, step, init,
       [&](OpBuilder &b, Location loc, Value iv, ValueRange acc) {
         Value offset = arith::MulIOp::create(b, loc, iv, microSize);
-        auto slice = [&](Value full) -> Value {
-          auto type = cast<RankedTensorType>(full.getType());
-          SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0)),
-              sizes, strides(type.getRank(), b.getIndexAttr(1));
-          offsets[0] = offset;
-          for (int64_t size : microbatchType(type, micro).getShape())
-            sizes.push_back(b.getIndexAttr(size));
-          return tensor::ExtractSliceOp::create(b, loc,
-                                                microbatchType(type, micro),
-                                                full, offsets, sizes, strides);
+        auto slice = [&](Value full) {
+          return sliceMicrobatch(b, loc, full, offset, micro);
         };
         SmallVector<Value> fArgs(params);
         for (unsigned i = numParams, e = forward.getNumArguments(); i < e; ++i)
-          fArgs.push_back(i == idsArg ? slice(ids) : slice(labels));
+          fArgs.push_back(i == *idsArg ? slice(ids) : slice(labels));
         Value index = arith::IndexCastOp::create(b, loc, b.getI64Type(), iv);
         fArgs.push_back(tensor::FromElementsOp::create(
             b, loc, RankedTensorType::get({}, b.getI64Type()), index));
@@ -785,11 +921,35 @@ LogicalResult TrainingBuilder::run() {
     return cleanup();
   finishForward();
   markStash();
-  buildDriver();
+  if (wholeModel)
+    buildDriver();
   for (func::FuncOp func : {fwd, bwdInput, bwdWeight, driver})
-    if (failed(verify(func)))
+    if (func && failed(verify(func)))
       return cleanup();
   return success();
+}
+
+TrainingFunctions TrainingBuilder::built() const {
+  TrainingFunctions functions;
+  functions.forward = fwd;
+  functions.inputGrad = bwdInput;
+  functions.weightGrad = bwdWeight;
+  functions.computesLoss = static_cast<bool>(loss);
+  if (loss)
+    functions.ignoreIndex = CrossEntropyOp(loss).getIgnoreIndexAttr();
+  functions.numOutputs = loss ? 2 : seeds.size();
+  functions.paramArgs.assign(paramArgs);
+  functions.activationArgs.assign(activationArgs);
+  functions.idsArg = idsArg;
+  functions.labelsArg = labelsArg;
+  functions.weightArgs.assign(weightArgs.begin(), weightArgs.end());
+  for (auto [i, v] : llvm::enumerate(stash)) {
+    if (stashB.contains(v))
+      functions.stashB.push_back(functions.numOutputs + i);
+    if (stashW.contains(v))
+      functions.stashW.push_back(functions.numOutputs + i);
+  }
+  return functions;
 }
 
 LogicalResult mlir::tpc::buildTrainingFunctions(ModuleOp module,
@@ -799,7 +959,30 @@ LogicalResult mlir::tpc::buildTrainingFunctions(ModuleOp module,
   module.getContext()
       ->loadDialect<arith::ArithDialect, func::FuncDialect, scf::SCFDialect,
                     tensor::TensorDialect>();
+  // A @forward of calls (pipeline chunks): each callee differentiated on
+  // its own.
+  if (auto forward = module.lookupSymbol<func::FuncOp>("forward");
+      forward && !forward.isExternal() && forward.getBody().hasOneBlock()) {
+    Block &body = forward.getBody().front();
+    if (!body.without_terminator().empty() &&
+        llvm::all_of(body.without_terminator(),
+                     [](Operation &op) { return isa<func::CallOp>(op); }))
+      return buildChunkedTrainingStep(module, forward, microbatches);
+  }
   return TrainingBuilder(module, microbatches).run();
+}
+
+FailureOr<TrainingFunctions>
+mlir::tpc::buildChunkTrainingFunctions(func::FuncOp chunk,
+                                       unsigned microbatches,
+                                       StringRef suffix) {
+  chunk.getContext()
+      ->loadDialect<arith::ArithDialect, func::FuncDialect,
+                    tensor::TensorDialect>();
+  TrainingBuilder builder(chunk, microbatches, suffix);
+  if (failed(builder.run()))
+    return failure();
+  return builder.built();
 }
 
 StashSummary mlir::tpc::summarizeStash(func::FuncOp trainF) {

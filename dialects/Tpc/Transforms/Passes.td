@@ -60,6 +60,20 @@ def TpcAutodiff : Pass<"tpc-autodiff", "ModuleOp"> {
       gradient by `1 / global count`, so the result does not depend on
       `microbatches`.
 
+    A `@forward` that only calls functions (the chunks of
+    `dist-pipeline-outline`) is differentiated per chunk: each callee
+    `@forward_<name>` gets `@train_F_<name>`, `@train_B_<name>` and
+    `@train_W_<name>`. A chunk's F returns the activations it hands on
+    (or, the last chunk, the loss sum and count) and its stash; its B takes
+    the gradients of those activations (or `dloss_sum`) and returns the
+    gradients of the activations it received, then the dYs; its W returns
+    the gradients of the chunk's own parameters. `@train_step` has the same
+    signature as for the unsplit model: per microbatch it calls every F in
+    model order, every B in reverse with each W after its B, and each chunk
+    accumulates its own gradients; a parameter several chunks read (a tied
+    embedding) gets the sum of their accumulators once, after the loop
+    (docs/design/pipeline-schedules.md, "The way there").
+
     Every op on a path from a parameter to the loss must implement
     `TpcDerivativeOpInterface`; the pass refuses, naming the op, when one
     does not, and refuses a batch that `microbatches` does not divide.

@@ -123,11 +123,11 @@ void accumulateEarly(func::FuncOp step) {
 /// the next layer, and dist-partition can share a gather between a layer's B
 /// and W (the output gradient of a row-parallel matmul) without keeping it
 /// live across the other layers. Ops are pure, so only SSA order binds them.
-void weightGradientsEarly(func::FuncOp step, StringRef weightGrad) {
+void weightGradientsEarly(func::FuncOp step) {
   Block &body = step.getBody().front();
   auto isWeightGrad = [&](Operation *op) {
     auto phase = op->getAttrOfType<StringAttr>(kPhaseAttrName);
-    return phase && phase.getValue() == weightGrad;
+    return phase && tpc::inputGradOfWeightGrad(phase.getValue());
   };
   // Each op that stays has its index; each W op goes into the bucket of the
   // latest op it reads (an op that stays, or a W op, whose bucket it joins,
@@ -226,7 +226,7 @@ struct UnrollTrainStepPass
     DominanceInfo dominance(step);
     eliminateCommonSubExpressions(rewriter, dominance, step);
 
-    weightGradientsEarly(step, tpc::kTrainWeightGradName);
+    weightGradientsEarly(step);
     accumulateEarly(step);
 
     for (StringRef name : inlined) {
