@@ -34,6 +34,68 @@ Status Communicator::checkTag(const char *what, int tag) const {
   return Status::ok();
 }
 
+Status Communicator::checkSendRecv(const char *what, std::size_t sendBytes,
+                                   int sendPeer, std::size_t recvBytes,
+                                   int recvPeer, int tag) const {
+  for (int peer : {sendPeer, recvPeer})
+    if (peer < 0 || peer >= size())
+      return Status::error(std::string(what) + ": peer rank " +
+                           std::to_string(peer) + " is outside [0, " +
+                           std::to_string(size()) + ")");
+  if ((sendPeer == rank()) != (recvPeer == rank()))
+    return Status::error(std::string(what) + ": sends to rank " +
+                         std::to_string(sendPeer) + " and receives from rank " +
+                         std::to_string(recvPeer) +
+                         ": to use this rank, both peers must be it");
+  if (sendPeer == rank() && sendBytes != recvBytes)
+    return Status::error(
+        std::string(what) + ": sends " + std::to_string(sendBytes) +
+        " bytes to this rank, which receives " + std::to_string(recvBytes));
+  return checkTag(what, tag);
+}
+
+Status Communicator::checkIdle(const char *what, const Request &request) const {
+  if (request.inFlight())
+    return Status::error(std::string(what) +
+                         ": the request has a transfer in flight: wait for "
+                         "it first");
+  return Status::ok();
+}
+
+Status Communicator::sendRecv(const void *, std::size_t, int, void *,
+                              std::size_t, int, int) {
+  return Status::error("sendRecv: the " + backendName() +
+                       " communicator does not support it");
+}
+
+Status Communicator::startSend(const void *, std::size_t, int, int, Request &) {
+  return Status::error("startSend: the " + backendName() +
+                       " communicator does not support it");
+}
+
+Status Communicator::startRecv(void *, std::size_t, int, int, Request &) {
+  return Status::error("startRecv: the " + backendName() +
+                       " communicator does not support it");
+}
+
+Status Communicator::wait(Request &request) {
+  std::unique_ptr<Request::State> state = std::move(request.state_);
+  if (!state)
+    return Status::ok();
+  // The state's destructor does not wait again once wait() has run.
+  return state->wait();
+}
+
+Status Communicator::waitAll(Request *requests, std::size_t count) {
+  Status first = Status::ok();
+  for (std::size_t i = 0; i < count; ++i)
+    if (Status s = wait(requests[i]); !s && first)
+      first = s;
+  return first;
+}
+
+Request::State::~State() = default;
+
 namespace {
 
 /// One rank: every collective's result is its own contribution.
@@ -74,10 +136,41 @@ public:
   Status recv(void *, std::size_t, int peer, int) override {
     return checkPeer("recv", peer);
   }
+  /// Only with this rank as both peers: a copy.
+  Status sendRecv(const void *sendData, std::size_t sendBytes, int sendPeer,
+                  void *recvData, std::size_t recvBytes, int recvPeer,
+                  int tag) override {
+    if (Status s = checkSendRecv("sendRecv", sendBytes, sendPeer, recvBytes,
+                                 recvPeer, tag);
+        !s)
+      return s;
+    if (sendBytes)
+      std::memmove(recvData, sendData, sendBytes);
+    return Status::ok();
+  }
+  /// Always an error: the only rank is this one.
+  Status startSend(const void *, std::size_t, int peer, int tag,
+                   Request &request) override {
+    return checkStart("startSend", peer, tag, request);
+  }
+  Status startRecv(void *, std::size_t, int peer, int tag,
+                   Request &request) override {
+    return checkStart("startRecv", peer, tag, request);
+  }
   Status barrier() override { return Status::ok(); }
   Status split(int, int, std::unique_ptr<Communicator> &result) override {
     result = createLocalCommunicator();
     return Status::ok();
+  }
+
+private:
+  Status checkStart(const char *what, int peer, int tag,
+                    const Request &request) const {
+    if (Status s = checkPeer(what, peer); !s)
+      return s;
+    if (Status s = checkTag(what, tag); !s)
+      return s;
+    return checkIdle(what, request);
   }
 };
 

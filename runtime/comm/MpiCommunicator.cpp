@@ -14,6 +14,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 using namespace tpcrt;
 
@@ -50,6 +51,60 @@ Status checkCount(const char *what, std::size_t count, const char *unit) {
                          std::to_string(INT_MAX) + ")");
   return Status::ok();
 }
+
+/// A received message must have the length asked for (MPI reports a longer
+/// one itself, as MPI_ERR_TRUNCATE).
+Status checkReceived(const char *what, const MPI_Status &status,
+                     std::size_t bytes, int peer) {
+  int received = 0;
+  MPI_Get_count(&status, MPI_BYTE, &received);
+  if (static_cast<std::size_t>(received) != bytes)
+    return Status::error(std::string(what) + ": got " +
+                         std::to_string(received) + " bytes from rank " +
+                         std::to_string(peer) + ", expected " +
+                         std::to_string(bytes));
+  return Status::ok();
+}
+
+/// An MPI_Isend or MPI_Irecv in flight. It keeps the MPI session alive, so
+/// that MPI is not finalized under it; MPI itself keeps a freed
+/// communicator's pending transfers going.
+class MpiRequest final : public Request::State {
+public:
+  MpiRequest(std::shared_ptr<MpiSession> session, const char *what,
+             MPI_Request request, bool isRecv, std::size_t bytes, int peer)
+      : session_(std::move(session)), what_(what), request_(request),
+        isRecv_(isRecv), bytes_(bytes), peer_(peer) {}
+  ~MpiRequest() override {
+    // A program that initialized MPI may have finalized it already (an
+    // error of its own): no MPI call is allowed then.
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (request_ != MPI_REQUEST_NULL && !finalized)
+      MPI_Wait(&request_, MPI_STATUS_IGNORE);
+  }
+
+  Status wait() override {
+    MPI_Status status;
+    int code = MPI_Wait(&request_, &status);
+    // Whatever the outcome, the transfer is over: never wait for it again.
+    request_ = MPI_REQUEST_NULL;
+    std::string what = std::string("wait for ") + what_;
+    if (Status s = mpiStatus(what.c_str(), code); !s)
+      return s;
+    if (isRecv_)
+      return checkReceived(what.c_str(), status, bytes_, peer_);
+    return Status::ok();
+  }
+
+private:
+  std::shared_ptr<MpiSession> session_;
+  const char *what_;
+  MPI_Request request_;
+  bool isRecv_;
+  std::size_t bytes_;
+  int peer_;
+};
 
 class MpiCommunicator final : public Communicator {
 public:
@@ -133,12 +188,63 @@ public:
                                               &status));
         !s)
       return s;
-    int received = 0;
-    MPI_Get_count(&status, MPI_BYTE, &received);
-    if (static_cast<std::size_t>(received) != bytes)
-      return Status::error("recv: got " + std::to_string(received) +
-                           " bytes from rank " + std::to_string(peer) +
-                           ", expected " + std::to_string(bytes));
+    return checkReceived("recv", status, bytes, peer);
+  }
+
+  Status sendRecv(const void *sendData, std::size_t sendBytes, int sendPeer,
+                  void *recvData, std::size_t recvBytes, int recvPeer,
+                  int tag) override {
+    if (Status s = checkSendRecv("sendRecv", sendBytes, sendPeer, recvBytes,
+                                 recvPeer, tag);
+        !s)
+      return s;
+    if (Status s = checkCount("sendRecv", sendBytes, "bytes"); !s)
+      return s;
+    if (Status s = checkCount("sendRecv", recvBytes, "bytes"); !s)
+      return s;
+    if (sendPeer == rank_) {
+      if (sendBytes)
+        std::memmove(recvData, sendData, sendBytes);
+      return Status::ok();
+    }
+    MPI_Status status;
+    if (Status s = mpiStatus("sendRecv",
+                             MPI_Sendrecv(sendData, static_cast<int>(sendBytes),
+                                          MPI_BYTE, sendPeer, tag, recvData,
+                                          static_cast<int>(recvBytes), MPI_BYTE,
+                                          recvPeer, tag, comm_, &status));
+        !s)
+      return s;
+    return checkReceived("sendRecv", status, recvBytes, recvPeer);
+  }
+
+  Status startSend(const void *data, std::size_t bytes, int peer, int tag,
+                   Request &request) override {
+    if (Status s = checkStart("startSend", bytes, peer, tag, request); !s)
+      return s;
+    MPI_Request started;
+    if (Status s = mpiStatus("startSend",
+                             MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE,
+                                       peer, tag, comm_, &started));
+        !s)
+      return s;
+    request = Request(std::make_unique<MpiRequest>(
+        session_, "startSend", started, false, bytes, peer));
+    return Status::ok();
+  }
+
+  Status startRecv(void *data, std::size_t bytes, int peer, int tag,
+                   Request &request) override {
+    if (Status s = checkStart("startRecv", bytes, peer, tag, request); !s)
+      return s;
+    MPI_Request started;
+    if (Status s = mpiStatus("startRecv",
+                             MPI_Irecv(data, static_cast<int>(bytes), MPI_BYTE,
+                                       peer, tag, comm_, &started));
+        !s)
+      return s;
+    request = Request(std::make_unique<MpiRequest>(session_, "startRecv",
+                                                   started, true, bytes, peer));
     return Status::ok();
   }
 
@@ -188,6 +294,13 @@ private:
     if (Status s = checkTag(what, tag); !s)
       return s;
     return checkCount(what, bytes, "bytes");
+  }
+
+  Status checkStart(const char *what, std::size_t bytes, int peer, int tag,
+                    const Request &request) {
+    if (Status s = checkArgs(what, bytes, peer, tag); !s)
+      return s;
+    return checkIdle(what, request);
   }
 
   std::shared_ptr<MpiSession> session_;

@@ -5,7 +5,11 @@
 // enqueues its NCCL operation there and waits for it, polling
 // ncclCommGetAsyncError so that a peer or network failure comes back as an
 // error (and aborts the NCCL communicator) instead of hanging in
-// cudaStreamSynchronize. The library tpcrt_nccl compiles the backend only
+// cudaStreamSynchronize. Started transfers (startSend, startRecv) wait in a
+// list until the first wait on one of them or the communicator's next call,
+// then go out together as one NCCL group (NCCL point-to-point operations that
+// must progress together complete only in one group) followed by an event
+// that wait() polls. The library tpcrt_nccl compiles the backend only
 // where CUDA and NCCL >= 2.18 (ncclCommSplit) are found; elsewhere this file
 // holds the stubs that say so.
 //
@@ -22,7 +26,9 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 #include <thread>
+#include <vector>
 
 #if NCCL_VERSION_CODE < NCCL_VERSION(2, 18, 0)
 #error "the NCCL communicator needs NCCL >= 2.18 (ncclCommSplit)"
@@ -124,19 +130,240 @@ struct DeviceResources {
   }
 };
 
+/// One launch of started transfers (one NCCL group) and the event recorded
+/// after it on the stream.
+struct NcclBatch {
+  int device = -1;
+  /// Null once known complete without one (see NcclShared::launch).
+  cudaEvent_t event = nullptr;
+  /// Set when the communicator was aborted before the batch completed.
+  Status failure = Status::ok();
+
+  ~NcclBatch() {
+    if (!event)
+      return;
+    DeviceScope scope(device);
+    cudaEventDestroy(event);
+  }
+};
+
+/// A transfer from startSend/startRecv or a blocking point-to-point call.
+struct NcclTransfer {
+  bool isSend = false;
+  void *data = nullptr;
+  std::size_t bytes = 0;
+  int peer = 0;
+  /// Its launch, once launched.
+  std::shared_ptr<NcclBatch> batch;
+  /// Set when it could not be launched.
+  Status failure = Status::ok();
+
+  static std::shared_ptr<NcclTransfer> make(bool isSend, const void *data,
+                                            std::size_t bytes, int peer) {
+    auto t = std::make_shared<NcclTransfer>();
+    t->isSend = isSend;
+    // ncclSend takes a const pointer; a send's data is never written.
+    t->data = const_cast<void *>(data);
+    t->bytes = bytes;
+    t->peer = peer;
+    return t;
+  }
+};
+
+/// The NCCL communicator and what the transfers in flight share with the
+/// Communicator object, so that a Request may outlive it: the NCCL
+/// communicator is destroyed with the last of them.
+struct NcclShared {
+  ncclComm_t comm = nullptr;
+  std::shared_ptr<DeviceResources> resources;
+  /// Started, not launched yet, in issue order.
+  std::vector<std::shared_ptr<NcclTransfer>> pending;
+  /// Launched batches that may still be waited for.
+  std::vector<std::weak_ptr<NcclBatch>> batches;
+
+  ~NcclShared() {
+    if (!comm)
+      return;
+    DeviceScope scope(resources->device);
+    ncclCommDestroy(comm);
+  }
+
+  cudaStream_t stream() const { return resources->stream; }
+
+  Status checkAlive(const std::string &what) const {
+    if (!comm)
+      return Status::error(what +
+                           ": the NCCL communicator was aborted after an "
+                           "earlier error");
+    return Status::ok();
+  }
+
+  /// Launches the pending transfers as one group (so that they progress
+  /// together) and records an event after them. On an error every one of
+  /// them carries it. The caller makes the device current.
+  Status launch(const std::string &what) {
+    if (pending.empty())
+      return Status::ok();
+    std::vector<std::shared_ptr<NcclTransfer>> group;
+    group.swap(pending);
+    auto fail = [&](const Status &s) {
+      for (const std::shared_ptr<NcclTransfer> &t : group)
+        t->failure = s;
+      return s;
+    };
+    if (Status s = checkAlive(what); !s)
+      return fail(s);
+    ncclResult_t result = ncclGroupStart();
+    if (result != ncclSuccess)
+      return fail(ncclStatus(what, result));
+    for (const std::shared_ptr<NcclTransfer> &t : group) {
+      result =
+          t->isSend
+              ? ncclSend(t->data, t->bytes, ncclUint8, t->peer, comm, stream())
+              : ncclRecv(t->data, t->bytes, ncclUint8, t->peer, comm, stream());
+      if (result != ncclSuccess)
+        break;
+    }
+    ncclResult_t ended = ncclGroupEnd();
+    if (result == ncclSuccess)
+      result = ended;
+    if (result != ncclSuccess)
+      return fail(ncclStatus(what, result));
+
+    auto batch = std::make_shared<NcclBatch>();
+    batch->device = resources->device;
+    cudaError_t err =
+        cudaEventCreateWithFlags(&batch->event, cudaEventDisableTiming);
+    if (err == cudaSuccess)
+      err = cudaEventRecord(batch->event, stream());
+    if (err != cudaSuccess) {
+      // Without an event, the batch is waited for here, with the stream.
+      if (batch->event)
+        cudaEventDestroy(batch->event);
+      batch->event = nullptr;
+      if (Status s = waitStream(what); !s)
+        return fail(s);
+    }
+    for (const std::shared_ptr<NcclTransfer> &t : group)
+      t->batch = batch;
+    std::vector<std::weak_ptr<NcclBatch>> live;
+    for (const std::weak_ptr<NcclBatch> &b : batches)
+      if (!b.expired())
+        live.push_back(b);
+    live.push_back(batch);
+    batches.swap(live);
+    return Status::ok();
+  }
+
+  /// Returns once the stream is done. The caller makes the device current.
+  Status waitStream(const std::string &what) {
+    return poll(what, [&] { return cudaStreamQuery(stream()); });
+  }
+
+  /// Returns once `t` is done, launching it with the other pending
+  /// transfers first if it has not been.
+  Status waitTransfer(const std::string &what, NcclTransfer &t) {
+    DeviceScope scope(resources->device);
+    if (Status s = scope.status(what); !s)
+      return s;
+    if (!t.batch && t.failure)
+      if (Status s = launch(what); !s)
+        return s;
+    if (!t.failure)
+      return t.failure;
+    if (!t.batch) // not expected: a transfer is pending, launched or failed
+      return Status::error(what + ": the transfer was never launched");
+    NcclBatch &batch = *t.batch;
+    if (!batch.failure)
+      return batch.failure;
+    if (!batch.event)
+      return Status::ok();
+    if (cudaEventQuery(batch.event) == cudaSuccess)
+      return Status::ok();
+    if (Status s = checkAlive(what); !s)
+      return s;
+    return poll(what, [&] { return cudaEventQuery(batch.event); });
+  }
+
+  /// Polls `query` until the work it watches is done, and
+  /// ncclCommGetAsyncError meanwhile, so that a peer or network failure
+  /// comes back as an error instead of a hang.
+  template <typename Query> Status poll(const std::string &what, Query query) {
+    for (;;) {
+      cudaError_t err = query();
+      if (err == cudaSuccess)
+        return Status::ok();
+      if (err != cudaErrorNotReady)
+        return cudaStatus(what, err);
+      if (Status s = checkAlive(what); !s)
+        return s;
+      ncclResult_t async = ncclSuccess;
+      if (Status s = ncclStatus(what, ncclCommGetAsyncError(comm, &async)); !s)
+        return s;
+      if (async != ncclSuccess && async != ncclInProgress) {
+        Status s = ncclStatus(what, async);
+        abortComm(s);
+        return s;
+      }
+      std::this_thread::yield();
+    }
+  }
+
+  /// The operations in flight can no longer complete: aborting the
+  /// communicator ends its kernels, so the stream drains; the batches not
+  /// complete by then and the transfers not launched fail with `cause`, and
+  /// later calls are refused. The caller makes the device current.
+  void abortComm(const Status &cause) {
+    Status failure = Status::error(
+        "the NCCL communicator was aborted before the transfer completed: " +
+        cause.message());
+    for (const std::weak_ptr<NcclBatch> &b : batches)
+      if (std::shared_ptr<NcclBatch> batch = b.lock())
+        if (batch->event && cudaEventQuery(batch->event) != cudaSuccess)
+          batch->failure = failure;
+    batches.clear();
+    for (const std::shared_ptr<NcclTransfer> &t : pending)
+      t->failure = failure;
+    pending.clear();
+    ncclCommAbort(comm);
+    comm = nullptr;
+  }
+};
+
+/// A started transfer: waiting for it launches it with the communicator's
+/// other pending ones if no call has yet.
+class NcclRequest final : public Request::State {
+public:
+  NcclRequest(std::shared_ptr<NcclShared> shared, const char *what,
+              std::shared_ptr<NcclTransfer> transfer)
+      : shared_(std::move(shared)), what_(what),
+        transfer_(std::move(transfer)) {}
+  ~NcclRequest() override {
+    if (!waited_)
+      wait();
+  }
+
+  Status wait() override {
+    waited_ = true;
+    return shared_->waitTransfer(std::string("wait for ") + what_, *transfer_);
+  }
+
+private:
+  std::shared_ptr<NcclShared> shared_;
+  const char *what_;
+  std::shared_ptr<NcclTransfer> transfer_;
+  bool waited_ = false;
+};
+
 class NcclCommunicator final : public Communicator {
 public:
   NcclCommunicator(Communicator &bootstrap, ncclComm_t comm,
                    std::shared_ptr<DeviceResources> resources)
-      : bootstrap_(bootstrap), comm_(comm), resources_(std::move(resources)) {
-    ncclCommUserRank(comm_, &rank_);
-    ncclCommCount(comm_, &size_);
-  }
-  ~NcclCommunicator() override {
-    if (!comm_)
-      return;
-    DeviceScope scope(resources_->device);
-    ncclCommDestroy(comm_);
+      : bootstrap_(bootstrap), shared_(std::make_shared<NcclShared>()) {
+    shared_->comm = comm;
+    shared_->resources = std::move(resources);
+    ncclCommUserRank(comm, &rank_);
+    ncclCommCount(comm, &size_);
   }
 
   int rank() const override { return rank_; }
@@ -157,14 +384,14 @@ public:
 
   Status allGather(const void *send, void *recv, std::size_t bytes) override {
     return run("allGather", bytes, [&] {
-      return ncclAllGather(send, recv, bytes, ncclUint8, comm_, stream());
+      return ncclAllGather(send, recv, bytes, ncclUint8, comm(), stream());
     });
   }
 
   Status reduceScatterSum(const float *send, float *recv,
                           std::size_t count) override {
     return run("reduceScatterSum", count, [&] {
-      return ncclReduceScatter(send, recv, count, ncclFloat32, ncclSum, comm_,
+      return ncclReduceScatter(send, recv, count, ncclFloat32, ncclSum, comm(),
                                stream());
     });
   }
@@ -179,10 +406,11 @@ public:
       if (result != ncclSuccess)
         return result;
       for (int q = 0; q < size_ && result == ncclSuccess; ++q) {
-        result = ncclSend(in + q * bytes, bytes, ncclUint8, q, comm_, stream());
+        result =
+            ncclSend(in + q * bytes, bytes, ncclUint8, q, comm(), stream());
         if (result == ncclSuccess)
           result =
-              ncclRecv(out + q * bytes, bytes, ncclUint8, q, comm_, stream());
+              ncclRecv(out + q * bytes, bytes, ncclUint8, q, comm(), stream());
       }
       ncclResult_t ended = ncclGroupEnd();
       return result != ncclSuccess ? result : ended;
@@ -194,42 +422,63 @@ public:
       return Status::error("broadcast: root rank " + std::to_string(root) +
                            " is outside [0, " + std::to_string(size_) + ")");
     return run("broadcast", bytes, [&] {
-      return ncclBroadcast(data, data, bytes, ncclUint8, root, comm_, stream());
+      return ncclBroadcast(data, data, bytes, ncclUint8, root, comm(),
+                           stream());
     });
   }
 
   // NCCL has no tags: transfers between two ranks pair in issue order. A
   // send returns once the peer has received (a rendezvous, like MPI_Ssend).
+  // Blocking transfers join the started ones not launched yet in one group.
   Status send(const void *data, std::size_t bytes, int peer, int tag) override {
     if (Status s = checkPointToPoint("send", peer, tag); !s)
       return s;
-    return run("send", bytes, [&] {
-      return ncclSend(data, bytes, ncclUint8, peer, comm_, stream());
-    });
+    return transfer("send", {NcclTransfer::make(true, data, bytes, peer)});
   }
 
   Status recv(void *data, std::size_t bytes, int peer, int tag) override {
     if (Status s = checkPointToPoint("recv", peer, tag); !s)
       return s;
-    return run("recv", bytes, [&] {
-      return ncclRecv(data, bytes, ncclUint8, peer, comm_, stream());
-    });
+    return transfer("recv", {NcclTransfer::make(false, data, bytes, peer)});
+  }
+
+  // Both in one group; with this rank as both peers, NCCL's send to self.
+  Status sendRecv(const void *sendData, std::size_t sendBytes, int sendPeer,
+                  void *recvData, std::size_t recvBytes, int recvPeer,
+                  int tag) override {
+    if (Status s = checkSendRecv("sendRecv", sendBytes, sendPeer, recvBytes,
+                                 recvPeer, tag);
+        !s)
+      return s;
+    return transfer("sendRecv",
+                    {NcclTransfer::make(true, sendData, sendBytes, sendPeer),
+                     NcclTransfer::make(false, recvData, recvBytes, recvPeer)});
+  }
+
+  Status startSend(const void *data, std::size_t bytes, int peer, int tag,
+                   Request &request) override {
+    return start("startSend", true, data, bytes, peer, tag, request);
+  }
+
+  Status startRecv(void *data, std::size_t bytes, int peer, int tag,
+                   Request &request) override {
+    return start("startRecv", false, data, bytes, peer, tag, request);
   }
 
   Status barrier() override {
     return run("barrier", 1, [&] {
-      return ncclAllReduce(resources_->scratch, resources_->scratch, 1,
-                           ncclFloat32, ncclSum, comm_, stream());
+      return ncclAllReduce(resources().scratch, resources().scratch, 1,
+                           ncclFloat32, ncclSum, comm(), stream());
     });
   }
 
   [[noreturn]] void abort(int code) override {
     std::fflush(stdout);
     std::fflush(stderr);
-    if (comm_) {
-      DeviceScope scope(resources_->device);
-      ncclCommAbort(comm_);
-      comm_ = nullptr;
+    if (comm()) {
+      DeviceScope scope(resources().device);
+      ncclCommAbort(comm());
+      shared_->comm = nullptr;
     }
     // NCCL ends only this rank's communicator; the bootstrap ends the job.
     bootstrap_.abort(code);
@@ -241,31 +490,28 @@ public:
     if (color < 0)
       return Status::error("split: color " + std::to_string(color) +
                            " is negative");
-    if (Status s = checkAlive("split"); !s)
+    if (Status s = shared_->checkAlive("split"); !s)
       return s;
-    DeviceScope scope(resources_->device);
+    DeviceScope scope(resources().device);
     if (Status s = scope.status("split"); !s)
+      return s;
+    if (Status s = shared_->launch("split"); !s)
       return s;
     ncclComm_t sub = nullptr;
     // A null config: the group inherits this communicator's.
     if (Status s = ncclStatus("split",
-                              ncclCommSplit(comm_, color, key, &sub, nullptr));
+                              ncclCommSplit(comm(), color, key, &sub, nullptr));
         !s)
       return s;
-    result = std::make_unique<NcclCommunicator>(bootstrap_, sub, resources_);
+    result =
+        std::make_unique<NcclCommunicator>(bootstrap_, sub, shared_->resources);
     return Status::ok();
   }
 
 private:
-  cudaStream_t stream() const { return resources_->stream; }
-
-  Status checkAlive(const char *what) const {
-    if (!comm_)
-      return Status::error(std::string(what) +
-                           ": the NCCL communicator was aborted after an "
-                           "earlier error");
-    return Status::ok();
-  }
+  ncclComm_t comm() const { return shared_->comm; }
+  DeviceResources &resources() const { return *shared_->resources; }
+  cudaStream_t stream() const { return shared_->stream(); }
 
   Status checkPointToPoint(const char *what, int peer, int tag) const {
     if (Status s = checkPeer(what, peer); !s)
@@ -276,51 +522,74 @@ private:
   Status allReduce(const char *what, void *data, std::size_t count,
                    ncclDataType_t type, ncclRedOp_t op) {
     return run(what, count, [&] {
-      return ncclAllReduce(data, data, count, type, op, comm_, stream());
+      return ncclAllReduce(data, data, count, type, op, comm(), stream());
     });
   }
 
-  /// Enqueues one operation (nothing for an empty one: every rank of a valid
-  /// call passes the same count) and waits until it is done.
+  /// Launches the pending started transfers, then enqueues one operation
+  /// (nothing for an empty one: every rank of a valid call passes the same
+  /// count) and waits until the stream is done.
   template <typename Enqueue>
   Status run(const char *what, std::size_t count, Enqueue enqueue) {
-    if (Status s = checkAlive(what); !s)
+    if (Status s = shared_->checkAlive(what); !s)
+      return s;
+    DeviceScope scope(resources().device);
+    if (Status s = scope.status(what); !s)
+      return s;
+    if (Status s = shared_->launch(what); !s)
       return s;
     if (count == 0)
       return Status::ok();
-    DeviceScope scope(resources_->device);
-    if (Status s = scope.status(what); !s)
-      return s;
     if (Status s = ncclStatus(what, enqueue()); !s)
       return s;
-    return wait(what);
+    return shared_->waitStream(what);
   }
 
-  Status wait(const char *what) {
-    for (;;) {
-      cudaError_t err = cudaStreamQuery(stream());
-      if (err == cudaSuccess)
-        return Status::ok();
-      if (err != cudaErrorNotReady)
-        return cudaStatus(what, err);
-      ncclResult_t async = ncclSuccess;
-      if (Status s = ncclStatus(what, ncclCommGetAsyncError(comm_, &async)); !s)
-        return s;
-      if (async != ncclSuccess && async != ncclInProgress) {
-        Status s = ncclStatus(what, async);
-        // The operation can no longer complete: aborting the communicator
-        // ends its kernels, so the stream drains; later calls are refused.
-        ncclCommAbort(comm_);
-        comm_ = nullptr;
-        return s;
+  /// Blocking transfers: launched in one group with the pending started
+  /// ones (empty ones are skipped: both sides pass the same length), then
+  /// waited for with the stream.
+  Status transfer(const char *what,
+                  std::initializer_list<std::shared_ptr<NcclTransfer>> list) {
+    if (Status s = shared_->checkAlive(what); !s)
+      return s;
+    DeviceScope scope(resources().device);
+    if (Status s = scope.status(what); !s)
+      return s;
+    bool any = false;
+    for (const std::shared_ptr<NcclTransfer> &t : list)
+      if (t->bytes) {
+        shared_->pending.push_back(t);
+        any = true;
       }
-      std::this_thread::yield();
-    }
+    if (Status s = shared_->launch(what); !s)
+      return s;
+    if (!any)
+      return Status::ok();
+    return shared_->waitStream(what);
+  }
+
+  /// startSend and startRecv: the transfer waits in `pending` for the first
+  /// wait on one of them or the communicator's next call. An empty one is
+  /// complete at once (the peer's is empty too).
+  Status start(const char *what, bool isSend, const void *data,
+               std::size_t bytes, int peer, int tag, Request &request) {
+    if (Status s = checkPointToPoint(what, peer, tag); !s)
+      return s;
+    if (Status s = checkIdle(what, request); !s)
+      return s;
+    if (Status s = shared_->checkAlive(what); !s)
+      return s;
+    if (bytes == 0)
+      return Status::ok();
+    std::shared_ptr<NcclTransfer> t =
+        NcclTransfer::make(isSend, data, bytes, peer);
+    shared_->pending.push_back(t);
+    request = Request(std::make_unique<NcclRequest>(shared_, what, t));
+    return Status::ok();
   }
 
   Communicator &bootstrap_;
-  ncclComm_t comm_;
-  std::shared_ptr<DeviceResources> resources_;
+  std::shared_ptr<NcclShared> shared_;
   int rank_ = 0;
   int size_ = 1;
 };

@@ -4,7 +4,8 @@
 // `mpirun -np N tpcrt-comm-check` checks the MPI backend on N ranks. Each rank
 // fills its buffers from its rank alone, so every rank can compute what each
 // collective must return without communicating; values are small integers
-// (exact in f32), so results are compared exactly. Exit 0 when all pass,
+// (exact in f32), so results are compared exactly. Point-to-point messages
+// name their sender and position in every word. Exit 0 when all pass,
 // 1 on any mismatch or error, 77 (skipped) when MPI is not built in.
 //
 //===----------------------------------------------------------------------===//
@@ -24,35 +25,43 @@ struct Checker {
   int rank = 0;
   int failures = 0;
 
-  void expectOk(const char *what, const Status &s) {
+  void expectOk(const std::string &what, const Status &s) {
     if (!s) {
-      std::fprintf(stderr, "rank %d: %s: error: %s\n", rank, what,
+      std::fprintf(stderr, "rank %d: %s: error: %s\n", rank, what.c_str(),
                    s.message().c_str());
       ++failures;
     }
   }
-  void expectError(const char *what, const Status &s) {
+  void expectError(const std::string &what, const Status &s) {
     if (s) {
       std::fprintf(stderr, "rank %d: %s: expected an error, got ok\n", rank,
-                   what);
+                   what.c_str());
       ++failures;
     } else {
-      std::printf("rank %d: %s: error as expected: %s\n", rank, what,
+      std::printf("rank %d: %s: error as expected: %s\n", rank, what.c_str(),
                   s.message().c_str());
     }
   }
   template <typename T>
-  void expectEqual(const char *what, const std::vector<T> &got,
+  void expectEqual(const std::string &what, const std::vector<T> &got,
                    const std::vector<T> &want) {
+    if (got.size() != want.size()) {
+      std::fprintf(stderr, "rank %d: %s: %zu elements, expected %zu\n", rank,
+                   what.c_str(), got.size(), want.size());
+      ++failures;
+      return;
+    }
     for (std::size_t i = 0; i < want.size(); ++i) {
       if (got[i] != want[i]) {
-        std::fprintf(stderr, "rank %d: %s: element %zu is %g, expected %g\n",
-                     rank, what, i, double(got[i]), double(want[i]));
+        std::fprintf(stderr,
+                     "rank %d: %s: element %zu is %.10g, expected %.10g\n",
+                     rank, what.c_str(), i, double(got[i]), double(want[i]));
         ++failures;
         return;
       }
     }
-    std::printf("rank %d: %s: ok (%zu elements)\n", rank, what, want.size());
+    std::printf("rank %d: %s: ok (%zu elements)\n", rank, what.c_str(),
+                want.size());
   }
 };
 
@@ -195,6 +204,199 @@ void checkRing(Communicator &comm, Checker &c) {
     c.expectError("recv of a longer message", comm.recv(in.data(), 8, 0, 9));
 }
 
+/// Rank r's word i of a point-to-point message: distinct for every (r, i)
+/// below 256 ranks and 2^24 words, so a shifted, truncated or misrouted
+/// message differs.
+uint32_t word(int r, std::size_t i) {
+  return uint32_t(r) << 24 | uint32_t(i & 0xffffff);
+}
+
+std::vector<uint32_t> message(int r, std::size_t n) {
+  std::vector<uint32_t> out(n);
+  for (std::size_t i = 0; i < n; ++i)
+    out[i] = word(r, i);
+  return out;
+}
+
+/// sendRecv, startSend/startRecv and wait: a ring and pairwise exchanges in
+/// which every rank sends first with 4 MiB messages (far beyond MPI's eager
+/// limit, so blocking sends would be rendezvous and deadlock), and the
+/// argument errors. On one rank, only the copy to itself and the errors.
+void checkPointToPoint(Communicator &comm, Checker &c, const char *group) {
+  const int r = comm.rank(), p = comm.size();
+  std::string prefix = std::string(group) + " ";
+  auto name = [&](const char *what) { return prefix + what; };
+  const std::size_t big = (std::size_t(4) << 20) / sizeof(uint32_t);
+
+  // Waiting on nothing in flight is ok, again and again.
+  Request none;
+  c.expectOk(name("wait on a default request"), comm.wait(none));
+  c.expectOk(name("wait on it again"), comm.wait(none));
+  Request nones[3];
+  c.expectOk(name("waitAll on default requests"), comm.waitAll(nones, 3));
+  c.expectOk(name("waitAll on no requests"), comm.waitAll(nullptr, 0));
+
+  // sendRecv with this rank as both peers copies.
+  {
+    std::vector<uint32_t> out = message(r, big), in(big);
+    c.expectOk(name("sendRecv to itself"),
+               comm.sendRecv(out.data(), big * 4, r, in.data(), big * 4, r, 3));
+    c.expectEqual(name("sendRecv to itself"), in, out);
+  }
+
+  // Argument errors come back as values on every rank alike.
+  std::vector<uint32_t> small(4), smallIn(4);
+  const int other = r == 0 ? p - 1 : 0; // this rank on one rank
+  c.expectError(
+      name("sendRecv to a bad peer"),
+      comm.sendRecv(small.data(), 16, p + 3, smallIn.data(), 16, other, 0));
+  c.expectError(
+      name("sendRecv from a bad peer"),
+      comm.sendRecv(small.data(), 16, other, smallIn.data(), 16, -1, 0));
+  c.expectError(
+      name("sendRecv with a negative tag"),
+      comm.sendRecv(small.data(), 16, other, smallIn.data(), 16, other, -1));
+  c.expectError(name("sendRecv to itself of another size"),
+                comm.sendRecv(small.data(), 16, r, smallIn.data(), 12, r, 0));
+  if (p > 1)
+    c.expectError(
+        name("sendRecv to itself from another"),
+        comm.sendRecv(small.data(), 16, r, smallIn.data(), 16, other, 0));
+  Request bad;
+  c.expectError(name("startSend to a bad peer"),
+                comm.startSend(small.data(), 16, p, 0, bad));
+  c.expectError(name("startSend to itself"),
+                comm.startSend(small.data(), 16, r, 0, bad));
+  c.expectError(name("startRecv from a bad peer"),
+                comm.startRecv(smallIn.data(), 16, -2, 0, bad));
+  c.expectError(name("startRecv with a negative tag"),
+                comm.startRecv(smallIn.data(), 16, other, -5, bad));
+  if (bad.inFlight()) {
+    std::fprintf(stderr,
+                 "rank %d: %s: a failed start left a transfer in "
+                 "flight\n",
+                 r, group);
+    ++c.failures;
+  }
+  c.expectOk(name("wait after failed starts"), comm.wait(bad));
+  if (p < 2)
+    return;
+
+  const int next = (r + 1) % p, prev = (r + p - 1) % p;
+  // (a) A ring of sendRecv: to the right, from the left, every rank at once,
+  // with a size that depends on the sender.
+  {
+    const std::size_t sendCount = big + r, recvCount = big + prev;
+    std::vector<uint32_t> out = message(r, sendCount), in(recvCount);
+    c.expectOk(name("sendRecv ring"),
+               comm.sendRecv(out.data(), sendCount * 4, next, in.data(),
+                             recvCount * 4, prev, 11));
+    c.expectEqual(name("sendRecv ring"), in, message(prev, recvCount));
+    // The other way round, and empty messages.
+    std::vector<uint32_t> back(big);
+    c.expectOk(name("sendRecv reverse ring"),
+               comm.sendRecv(out.data(), big * 4, prev, back.data(), big * 4,
+                             next, 12));
+    c.expectEqual(name("sendRecv reverse ring"), back, message(next, big));
+    c.expectOk(name("empty sendRecv ring"),
+               comm.sendRecv(out.data(), 0, next, in.data(), 0, prev, 13));
+  }
+
+  // (b) Pairs {0, 1}, {2, 3}, ...: both start a send to the other first,
+  // then a recv, and only then wait (the last rank of an odd group pairs
+  // with itself through sendRecv above only).
+  const int partner = (r ^ 1) < p ? (r ^ 1) : -1;
+  if (partner >= 0) {
+    std::vector<uint32_t> out = message(r, big), in(big, 0);
+    Request sent, received;
+    c.expectOk(name("startSend to the partner"),
+               comm.startSend(out.data(), big * 4, partner, 21, sent));
+    c.expectOk(name("startRecv from the partner"),
+               comm.startRecv(in.data(), big * 4, partner, 21, received));
+    if (!sent.inFlight() || !received.inFlight()) {
+      std::fprintf(stderr,
+                   "rank %d: %s: a started transfer is not in "
+                   "flight\n",
+                   r, group);
+      ++c.failures;
+    }
+    // A request in flight cannot take another transfer.
+    c.expectError(name("start on a request in flight"),
+                  comm.startRecv(in.data(), big * 4, partner, 21, received));
+    // Waited for in the other order than started, one of them after a move.
+    Request moved = std::move(received);
+    c.expectOk(name("wait for the recv"), comm.wait(moved));
+    c.expectOk(name("wait for the send"), comm.wait(sent));
+    if (sent.inFlight() || moved.inFlight()) {
+      std::fprintf(stderr, "rank %d: %s: a waited request is in flight\n", r,
+                   group);
+      ++c.failures;
+    }
+    c.expectEqual(name("startSend/startRecv exchange"), in,
+                  message(partner, big));
+    c.expectOk(name("wait for the send again"), comm.wait(sent));
+  }
+
+  // A ring of started transfers (recv first this time), waited by waitAll,
+  // and one with a started recv against a blocking send.
+  {
+    std::vector<uint32_t> out = message(r, big), in(big, 0), in2(big, 0);
+    Request ring[2];
+    c.expectOk(name("startRecv in a ring"),
+               comm.startRecv(in.data(), big * 4, prev, 31, ring[0]));
+    c.expectOk(name("startSend in a ring"),
+               comm.startSend(out.data(), big * 4, next, 31, ring[1]));
+    c.expectOk(name("waitAll in a ring"), comm.waitAll(ring, 2));
+    c.expectEqual(name("started ring"), in, message(prev, big));
+
+    Request pending;
+    c.expectOk(name("startRecv before a blocking send"),
+               comm.startRecv(in2.data(), big * 4, prev, 32, pending));
+    c.expectOk(name("blocking send after a startRecv"),
+               comm.send(out.data(), big * 4, next, 32));
+    c.expectOk(name("wait after the blocking send"), comm.wait(pending));
+    c.expectEqual(name("started recv with a blocking send"), in2,
+                  message(prev, big));
+  }
+
+  // A request destroyed in flight waits for its transfer: the data are
+  // there once it is gone.
+  {
+    std::vector<uint32_t> out = message(r, big), in(big, 0);
+    {
+      Request send, recv;
+      c.expectOk(name("startRecv left to its destructor"),
+                 comm.startRecv(in.data(), big * 4, prev, 41, recv));
+      c.expectOk(name("startSend left to its destructor"),
+                 comm.startSend(out.data(), big * 4, next, 41, send));
+    }
+    c.expectEqual(name("transfers completed by destruction"), in,
+                  message(prev, big));
+  }
+}
+
+/// A received message of another length is an error of wait() or sendRecv
+/// (MPI can tell; NCCL cannot). Rank 0 sends 8 bytes to rank 1, which asks
+/// for 16.
+void checkLengthErrors(Communicator &comm, Checker &c) {
+  const int r = comm.rank();
+  if (comm.size() < 2 || r > 1)
+    return;
+  std::vector<uint32_t> out = message(r, 4), in(4);
+  if (r == 0) {
+    c.expectOk("short send", comm.send(out.data(), 8, 1, 51));
+    c.expectOk("short sendRecv",
+               comm.sendRecv(out.data(), 8, 1, in.data(), 16, 1, 52));
+  } else {
+    Request request;
+    c.expectOk("startRecv of a shorter message",
+               comm.startRecv(in.data(), 16, 0, 51, request));
+    c.expectError("wait for a shorter message", comm.wait(request));
+    c.expectError("sendRecv of a shorter message",
+                  comm.sendRecv(out.data(), 16, 0, in.data(), 16, 0, 52));
+  }
+}
+
 int run(Communicator &world) {
   Checker c;
   c.rank = world.rank();
@@ -202,6 +404,8 @@ int run(Communicator &world) {
               world.backendName().c_str());
   checkCollectives(world, c, "world");
   checkRing(world, c);
+  checkPointToPoint(world, c, "world");
+  checkLengthErrors(world, c);
 
   // Sub-groups as a mesh axis would use them: ranks {0,2,..} and {1,3,..},
   // ordered by rank, so sub-rank = rank / 2.
@@ -216,6 +420,7 @@ int run(Communicator &world) {
       ++c.failures;
     }
     checkCollectives(*sub, c, "split");
+    checkPointToPoint(*sub, c, "split");
   }
   // One group of every rank, keyed in reverse: sub-rank = size - 1 - rank,
   // so on 2 ranks a split group with real traffic is checked too.
@@ -232,6 +437,7 @@ int run(Communicator &world) {
       ++c.failures;
     }
     checkCollectives(*reversed, c, "reversed");
+    checkPointToPoint(*reversed, c, "reversed");
   }
   c.expectOk("final barrier", world.barrier());
   if (c.failures) {

@@ -6,6 +6,10 @@
 // memory for NCCL); counts are elements (reductions) or bytes (data movement,
 // which is type-blind).
 //
+// Point-to-point: blocking send/recv, and for pipelines (where both
+// neighbours send at once) sendRecv and started transfers (startSend,
+// startRecv, then wait on their Request), which cannot deadlock that way.
+//
 // Backends: "local" (one rank, no library); where the runtime was built with
 // it (TPCRT_HAVE_MPI), MPI; where it was built with CUDA and NCCL
 // (TPCRT_HAVE_NCCL), NCCL on device buffers. Sub-groups (one per mesh axis)
@@ -24,8 +28,49 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 
 namespace tpcrt {
+
+/// A point-to-point transfer in flight, from Communicator::startSend or
+/// startRecv, until Communicator::wait (or waitAll) completes it. Movable, not
+/// copyable. A default-constructed Request has nothing in flight, and waiting
+/// on it returns ok at once; so does a Request already waited for, and one
+/// whose start returned an error.
+///
+/// A Request that is destroyed, or assigned to, while its transfer is in
+/// flight first waits for the transfer (as wait() would, dropping its
+/// Status), so the transfer's buffer is never used after the Request is gone;
+/// that blocks like a blocking call would while the peer has not posted its
+/// side. Call wait() to see a transfer's error. A Request may outlive the
+/// Communicator that started it: it keeps what its transfer needs alive.
+class Request {
+public:
+  /// A backend's transfer in flight (for backends; users never see one).
+  class State {
+  public:
+    /// Waits for the transfer unless wait() did (see Request).
+    virtual ~State();
+    /// Returns once the transfer is complete (or failed), with its outcome.
+    /// Called at most once.
+    virtual Status wait() = 0;
+  };
+
+  Request() = default;
+  explicit Request(std::unique_ptr<State> state) : state_(std::move(state)) {}
+  Request(Request &&) noexcept = default;
+  Request &operator=(Request &&) noexcept = default;
+  Request(const Request &) = delete;
+  Request &operator=(const Request &) = delete;
+  ~Request() = default;
+
+  /// True between a successful start and the wait for it.
+  bool inFlight() const { return state_ != nullptr; }
+
+private:
+  friend class Communicator;
+  std::unique_ptr<State> state_;
+};
 
 class Communicator {
 public:
@@ -57,10 +102,49 @@ public:
   /// data on every rank = data on `root`.
   virtual Status broadcast(void *data, std::size_t bytes, int root) = 0;
   /// Blocking point-to-point transfer of `bytes` bytes; `tag` >= 0 pairs a
-  /// send with its recv.
+  /// send with its recv. `peer` is another rank of the group.
   virtual Status send(const void *data, std::size_t bytes, int peer,
                       int tag) = 0;
   virtual Status recv(void *data, std::size_t bytes, int peer, int tag) = 0;
+
+  /// Sends `sendBytes` bytes to `sendPeer` and receives `recvBytes` bytes from
+  /// `recvPeer`, both with `tag` (>= 0), posted together: it cannot deadlock
+  /// against a peer that sends to this rank at the same time (a ring, or the
+  /// two neighbours of a pipeline exchanging). Returns once both are done.
+  /// The two buffers must not overlap. When both peers are this rank the call
+  /// copies sendData to recvData (the sizes must agree); only one of them
+  /// being this rank is an error. A received message of another length than
+  /// `recvBytes` is an error where the backend can tell (not NCCL). A backend
+  /// without it returns an error.
+  virtual Status sendRecv(const void *sendData, std::size_t sendBytes,
+                          int sendPeer, void *recvData, std::size_t recvBytes,
+                          int recvPeer, int tag);
+
+  /// Nonblocking send and recv: start the transfer, set `request` to it and
+  /// return; wait(request) completes it. The buffer must stay valid, and a
+  /// send's data unchanged (a recv's unread), until that wait returns. A
+  /// started transfer pairs with any send or recv of the peer (blocking or
+  /// not) with the same tag, in the order they were issued. `peer` is
+  /// another rank of the group: a started transfer to or from this rank is an
+  /// error (use sendRecv), and so is a `request` that has a transfer in
+  /// flight already. On an error nothing is started and `request` is left as
+  /// it was. NCCL launches the started transfers of a communicator together,
+  /// at the first wait on one of them or its next other call (see
+  /// docs/runtime/comm.md). A backend without them returns an error.
+  virtual Status startSend(const void *data, std::size_t bytes, int peer,
+                           int tag, Request &request);
+  virtual Status startRecv(void *data, std::size_t bytes, int peer, int tag,
+                           Request &request);
+  /// Returns once `request`'s transfer is complete, with its outcome (a recv
+  /// of another length than asked for is an error where the backend can
+  /// tell); `request` then has nothing in flight, even on an error. Ok at
+  /// once when nothing is in flight. Any communicator may wait: the Request
+  /// knows its own.
+  Status wait(Request &request);
+  /// wait() on each of `count` requests, in order; every one is waited for
+  /// even after an error, and the first error is returned.
+  Status waitAll(Request *requests, std::size_t count);
+
   /// Returns once every rank has entered it.
   virtual Status barrier() = 0;
 
@@ -79,10 +163,16 @@ protected:
   /// Argument checks shared by the backends; `what` names the call.
   Status checkPeer(const char *what, int peer) const;
   Status checkTag(const char *what, int tag) const;
+  /// sendRecv's checks: both peers in the group, either both this rank (with
+  /// equal sizes) or neither, and the tag.
+  Status checkSendRecv(const char *what, std::size_t sendBytes, int sendPeer,
+                       std::size_t recvBytes, int recvPeer, int tag) const;
+  /// A start's check that `request` has nothing in flight.
+  Status checkIdle(const char *what, const Request &request) const;
 };
 
 /// A group of one rank: collectives are copies, point-to-point is an error
-/// (there is no peer).
+/// (there is no peer) except sendRecv with this rank as both peers, a copy.
 std::unique_ptr<Communicator> createLocalCommunicator();
 
 /// True when the runtime was built with the MPI backend.
