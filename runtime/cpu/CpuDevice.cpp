@@ -17,6 +17,7 @@
 #include "tpcrt/Executable.h"
 #include "tpcrt/Random.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -84,10 +85,11 @@ uint64_t lineBytes(uint64_t bytes) { return (bytes + 63) / 64 * 64; }
 /// that only move data move bytes).
 bool convertsItself(fb::OpCode op) {
   return op == fb::OpCode::Embedding || op == fb::OpCode::Copy ||
-         op == fb::OpCode::TestCopy ||
-         op == fb::OpCode::Cast || op == fb::OpCode::Slice ||
-         op == fb::OpCode::AllGather || op == fb::OpCode::ShardSlice ||
-         op == fb::OpCode::ShardPad || op == fb::OpCode::AllToAll;
+         op == fb::OpCode::TestCopy || op == fb::OpCode::Cast ||
+         op == fb::OpCode::Slice || op == fb::OpCode::AllGather ||
+         op == fb::OpCode::ShardSlice || op == fb::OpCode::ShardPad ||
+         op == fb::OpCode::AllToAll || op == fb::OpCode::Send ||
+         op == fb::OpCode::Recv;
 }
 
 /// A tensor viewed around `dim` as [outer, shape[dim], inner].
@@ -189,6 +191,8 @@ int64_t scratchFloats(const KernelCall &call) {
 
 /// One kernel with its addresses resolved.
 struct Resolved {
+  /// False for the kernels of other pipeline stages (not in the program).
+  bool prepared = false;
   std::vector<uint8_t *> operands, results;
   /// fp32 copies in the workspace (null where the buffer is used as is).
   std::vector<float *> stagedOperands, stagedResults;
@@ -240,6 +244,7 @@ private:
   Status run(const KernelCall &call, const Resolved &r,
              const StepContext &context);
   Status runCollective(const KernelCall &call, const Resolved &r);
+  Status runTransfer(const KernelCall &call, const Resolved &r);
   Status runVocabCrossEntropy(const KernelCall &call, const Resolved &r,
                               const float *logits, float *dLogits, float scale);
 
@@ -255,10 +260,13 @@ Status CpuDevice::prepare(const Program &program,
         "the program needs an arena of " + std::to_string(program.arenaBytes) +
         " bytes, the device has " + std::to_string(arena_.size()));
   // Offsets in floats within the workspace, per kernel; the workspace is the
-  // largest layout.
-  std::vector<std::vector<uint64_t>> operandAt(program.calls.size()),
-      resultAt(program.calls.size());
-  std::vector<uint64_t> scratchAt(program.calls.size());
+  // largest layout. Kernels are found by their index in the file: on a
+  // pipeline the program holds only this rank's stage's.
+  size_t slots = 0;
+  for (const KernelCall &call : program.calls)
+    slots = std::max<size_t>(slots, call.index + size_t(1));
+  std::vector<std::vector<uint64_t>> operandAt(slots), resultAt(slots);
+  std::vector<uint64_t> scratchAt(slots);
   uint64_t largest = 0;
   const uint64_t none = UINT64_MAX;
   for (const KernelCall &call : program.calls) {
@@ -302,9 +310,10 @@ Status CpuDevice::prepare(const Program &program,
 
   auto *floats = reinterpret_cast<float *>(workspace_.data());
   auto staged = [&](uint64_t at) { return at == none ? nullptr : floats + at; };
-  resolved_.assign(program.calls.size(), Resolved());
+  resolved_.assign(slots, Resolved());
   for (const KernelCall &call : program.calls) {
     Resolved &r = resolved_[call.index];
+    r.prepared = true;
     for (size_t j = 0; j < call.operands.size(); ++j) {
       r.operands.push_back(arena_.data() + call.operands[j].offset);
       r.stagedOperands.push_back(staged(operandAt[call.index][j]));
@@ -319,7 +328,7 @@ Status CpuDevice::prepare(const Program &program,
 }
 
 Status CpuDevice::execute(const KernelCall &call, const StepContext &context) {
-  if (call.index >= resolved_.size())
+  if (call.index >= resolved_.size() || !resolved_[call.index].prepared)
     return Status::error("kernel " + std::to_string(call.index) +
                          " is not part of the prepared program");
   const Resolved &r = resolved_[call.index];
@@ -566,6 +575,9 @@ Status CpuDevice::run(const KernelCall &call, const Resolved &r,
   case fb::OpCode::ShardPad:
   case fb::OpCode::AllToAll:
     return runCollective(call, r);
+  case fb::OpCode::Send:
+  case fb::OpCode::Recv:
+    return runTransfer(call, r);
   }
   return Status::error("unknown opcode");
 }
@@ -702,6 +714,30 @@ Status CpuDevice::runCollective(const KernelCall &call, const Resolved &r) {
   default:
     return Status::error("not a collective");
   }
+}
+
+/// send and recv on the group's communicator: the whole buffer to or from
+/// position `peer` (int_attrs[0]), blocking, with one tag (the stages'
+/// kernel lists order the transfers between two ranks alike, so per-peer
+/// FIFO pairs them), in messages of at most kTransferMessageBytes (MPI counts
+/// are ints; both sides cut a buffer alike).
+Status CpuDevice::runTransfer(const KernelCall &call, const Resolved &r) {
+  constexpr uint64_t kTransferMessageBytes = uint64_t(1) << 30;
+  constexpr int kTransferTag = 0;
+  Communicator &comm = *groups_[call.group];
+  int peer = static_cast<int>(call.intAttrs[0]);
+  bool send = call.op == fb::OpCode::Send;
+  uint64_t bytes = send ? call.operands[0].bytes : call.results[0].bytes;
+  uint8_t *data = send ? r.operands[0] : r.results[0];
+  for (uint64_t at = 0; at < bytes; at += kTransferMessageBytes) {
+    auto piece =
+        static_cast<std::size_t>(std::min(kTransferMessageBytes, bytes - at));
+    if (Status s = send ? comm.send(data + at, piece, peer, kTransferTag)
+                        : comm.recv(data + at, piece, peer, kTransferTag);
+        !s)
+      return s;
+  }
+  return Status::ok();
 }
 
 } // namespace

@@ -155,11 +155,20 @@ Status checkMesh(const fb::Executable &exe) {
   return Status::ok();
 }
 
-/// The splits of a tensor of `rank` dimensions as `what` names them.
+/// The splits of a tensor of `rank` dimensions as `what` names them. The
+/// "pp" axis splits nothing: its coordinate is a rank's pipeline stage, and
+/// a stage holds whole what it owns.
 Status checkTensorSplits(const Mesh &mesh, const Splits &splits, size_t rank,
                          const std::string &what) {
   if (Status s = checkSplits(mesh, splits, rank); !s)
     return s.withContext(what);
+  int32_t stageAxis = stageAxisOf(mesh);
+  for (size_t d = 0; d < splits.size(); ++d)
+    for (uint32_t axis : splits[d])
+      if (static_cast<int32_t>(axis) == stageAxis)
+        return Status::error(what + ": dimension " + std::to_string(d) +
+                             " is split over mesh axis \"pp\", whose "
+                             "coordinate is a rank's pipeline stage");
   return Status::ok();
 }
 
@@ -430,7 +439,9 @@ Status checkGrads(const fb::Executable &exe, const Mesh &mesh,
   return Status::ok();
 }
 
-Status checkKernels(const fb::Executable &exe, size_t numBuffers) {
+Status checkKernels(const fb::Executable &exe, const Mesh &mesh,
+                    size_t numBuffers) {
+  int32_t stageAxis = stageAxisOf(mesh);
   for (uint32_t i = 0, e = sizeOf(exe.kernels()); i < e; ++i) {
     const fb::Kernel *kernel = exe.kernels()->Get(i);
     std::string what = "kernel " + std::to_string(i);
@@ -439,6 +450,18 @@ Status checkKernels(const fb::Executable &exe, size_t numBuffers) {
       return Status::error(what + ": unknown opcode " +
                            std::to_string(static_cast<int>(kernel->op())));
     what += " (" + std::string(info->name) + ")";
+
+    // A rank runs the kernels of its stage, its coordinate on "pp".
+    uint32_t stage = kernel->stage();
+    if (stage != 0 && stageAxis < 0)
+      return Status::error(what + ": stage " + std::to_string(stage) +
+                           ", but the executable has no \"pp\" mesh axis "
+                           "(without one every kernel is on stage 0)");
+    if (stageAxis >= 0 && stage >= mesh.sizes[stageAxis])
+      return Status::error(what + ": stage " + std::to_string(stage) +
+                           " is outside the " +
+                           std::to_string(mesh.sizes[stageAxis]) +
+                           " stages of mesh axis \"pp\"");
 
     if (Status s = checkAligned(kernel->int_attrs(), "int_attrs"); !s)
       return s.withContext(what);
@@ -469,6 +492,33 @@ Status checkKernels(const fb::Executable &exe, size_t numBuffers) {
             bufferRangeError(what + ": result " + std::to_string(j),
                              kernel->results()->Get(j), numBuffers));
   }
+  return Status::ok();
+}
+
+/// stage_planned_peak_bytes: none, or one per stage of the "pp" axis, each
+/// within the arena.
+Status checkStagePeaks(const fb::Executable &exe, const Mesh &mesh) {
+  if (!isAligned(exe.stage_planned_peak_bytes()))
+    return Status::error("stage_planned_peak_bytes is not 8-byte aligned");
+  uint32_t count = sizeOf(exe.stage_planned_peak_bytes());
+  if (count == 0)
+    return Status::ok();
+  int32_t stageAxis = stageAxisOf(mesh);
+  std::string entries = "stage_planned_peak_bytes has " +
+                        std::to_string(count) +
+                        (count == 1 ? " entry" : " entries");
+  if (stageAxis < 0)
+    return Status::error(entries +
+                         " but the executable has no \"pp\" mesh axis");
+  if (count != mesh.sizes[stageAxis])
+    return Status::error(entries + ", expected one per stage: " +
+                         std::to_string(mesh.sizes[stageAxis]));
+  for (uint32_t i = 0; i < count; ++i)
+    if (exe.stage_planned_peak_bytes()->Get(i) > exe.arena_bytes())
+      return Status::error(
+          "stage_planned_peak_bytes[" + std::to_string(i) + "] " +
+          std::to_string(exe.stage_planned_peak_bytes()->Get(i)) +
+          " exceeds arena_bytes " + std::to_string(exe.arena_bytes()));
   return Status::ok();
 }
 
@@ -596,6 +646,8 @@ Status tpcrt::checkExecutable(const fb::Executable &exe) {
         "planned_peak_bytes " + std::to_string(exe.planned_peak_bytes()) +
         " exceeds arena_bytes " + std::to_string(exe.arena_bytes()));
   Mesh mesh = meshOf(exe);
+  if (Status s = checkStagePeaks(exe, mesh); !s)
+    return s;
   if (Status s = checkParams(exe, mesh, bufferElements); !s)
     return s;
   if (Status s = checkBindings(exe, mesh, exe.inputs(), "input",
@@ -610,7 +662,7 @@ Status tpcrt::checkExecutable(const fb::Executable &exe) {
     return s;
   if (Status s = checkGrads(exe, mesh, bufferElements.size()); !s)
     return s;
-  if (Status s = checkKernels(exe, bufferElements.size()); !s)
+  if (Status s = checkKernels(exe, mesh, bufferElements.size()); !s)
     return s;
   // Last: the per-kernel meaning, lifetimes and the plan's offsets.
   Program program;

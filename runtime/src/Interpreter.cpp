@@ -83,7 +83,7 @@ Status Interpreter::create(const fb::Executable &exe,
   if (Status s = device->prepare(result.program_, groups); !s)
     return s.withContext(device->name());
   result.device_ = std::move(device);
-  result.timings_.assign(result.program_.calls.size(), KernelTiming());
+  result.timings_.assign(result.program_.numKernels, KernelTiming());
   result.epoch_ = std::chrono::steady_clock::now();
   if (const BindingRef *loss = result.program_.findOutput("loss"))
     result.lossKernels_ = result.program_.kernelsComputing(loss->buffer);
@@ -96,6 +96,8 @@ Status Interpreter::create(const fb::Executable &exe,
 Status Interpreter::resetState() {
   std::vector<uint8_t> zeros;
   for (const StateRef &state : program_.state) {
+    if (!program_.ownsBuffer(state.buffer))
+      continue;
     const TensorRef &buffer = program_.buffers[state.buffer];
     zeros.assign(buffer.bytes, 0);
     if (Status s = writeBuffer(state.buffer, zeros.data(), zeros.size()); !s)
@@ -114,6 +116,16 @@ Status checkCopy(const Program &program, uint32_t buffer, uint64_t bytes) {
     return Status::error("buffer " + std::to_string(buffer) + " holds " +
                          std::to_string(program.buffers[buffer].bytes) +
                          " bytes, not " + std::to_string(bytes));
+  // Another stage's buffer: its bytes may be one of this stage's.
+  if (!program.ownsBuffer(buffer)) {
+    std::string stages;
+    for (uint32_t stage : program.bufferStages[buffer])
+      stages += (stages.empty() ? "" : ", ") + std::to_string(stage);
+    return Status::error(
+        "buffer " + std::to_string(buffer) + " belongs to pipeline stage" +
+        (program.bufferStages[buffer].size() > 1 ? "s " : " ") + stages +
+        ", not to this rank's stage " + std::to_string(program.stage));
+  }
   return Status::ok();
 }
 } // namespace
@@ -161,7 +173,8 @@ Status Interpreter::runKernels(const std::vector<uint32_t> *subset,
 }
 
 Status Interpreter::runStep() {
-  if (const BindingRef *input = program_.findInput("step")) {
+  const BindingRef *input = program_.findInput("step");
+  if (input && program_.ownsBuffer(input->buffer)) {
     auto value = static_cast<int64_t>(step_ + 1);
     if (Status s = writeBuffer(input->buffer, &value, sizeof(value)); !s)
       return s.withContext("input 'step'");

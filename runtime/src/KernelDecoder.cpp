@@ -1033,6 +1033,24 @@ Status KernelDecoder::allToAll() {
   return Status::ok();
 }
 
+/// send and recv: [peer, axes...], the peer a position in the group over
+/// the axes; any dtype and shape (they move bytes). That the axes are the
+/// "pp" axis alone and the peer another stage is the program's check
+/// (checkTransfers), which knows the kernel's stage.
+Status KernelDecoder::transfer() {
+  if (Status s = groupAxes(1); !s)
+    return s;
+  int64_t peer = call.intAttrs[0];
+  if (peer < 0 || peer >= call.groupSize)
+    return Status::error("peer " + std::to_string(peer) +
+                         " (int_attrs[0]) is outside the group of " +
+                         std::to_string(call.groupSize) + " ranks, [0, " +
+                         std::to_string(call.groupSize) + ")");
+  const TensorRef &t = call.op == fb::OpCode::Send ? in(0) : out(0);
+  call.count = t.elements;
+  return Status::ok();
+}
+
 /// The kernel's splits: only on the kernels drawing a dropout stream, one
 /// per dimension of the first result. Fills globalShape.
 Status KernelDecoder::dropoutSplits() {

@@ -18,7 +18,11 @@ using namespace tpcrt;
 
 /// Derives the lifetimes from the kernel order and checks that nothing is
 /// read before it is written, that inputs are only read and that params and
-/// state are written only by the in-place updates of the optimizer.
+/// state are written only by the in-place updates of the optimizer. Times
+/// are positions in program.calls (one stage's kernels on a pipeline): the
+/// params, state and inputs live from load are those the stage owns, the
+/// outputs and grads live to the end too; a buffer is at most one param,
+/// state or input whatever the stages.
 Status tpcrt::computeLifetimes(Program &program) {
   size_t numBuffers = program.buffers.size();
   auto numKernels = static_cast<int64_t>(program.calls.size());
@@ -33,7 +37,8 @@ Status tpcrt::computeLifetimes(Program &program) {
                            ", which is already " + owners[buffer]);
     roles[buffer] = role;
     owners[buffer] = owner;
-    program.lifetimes[buffer] = {Lifetime::kLoad, numKernels};
+    if (program.ownsBuffer(buffer))
+      program.lifetimes[buffer] = {Lifetime::kLoad, numKernels};
     return Status::ok();
   };
   for (size_t i = 0; i < program.params.size(); ++i) {
@@ -62,8 +67,9 @@ Status tpcrt::computeLifetimes(Program &program) {
       return s;
   }
 
-  for (const KernelCall &call : program.calls) {
-    auto t = static_cast<int64_t>(call.index);
+  for (size_t position = 0; position < program.calls.size(); ++position) {
+    const KernelCall &call = program.calls[position];
+    auto t = static_cast<int64_t>(position);
     for (size_t j = 0; j < call.operands.size(); ++j) {
       Lifetime &life = program.lifetimes[call.operands[j].buffer];
       if (life.first >= t)
@@ -91,6 +97,8 @@ Status tpcrt::computeLifetimes(Program &program) {
   }
   auto toEnd = [&](const std::vector<BindingRef> &list, const char *kind) {
     for (size_t i = 0; i < list.size(); ++i) {
+      if (!program.ownsBuffer(list[i].buffer))
+        continue;
       Lifetime &life = program.lifetimes[list[i].buffer];
       if (life.first == INT64_MAX)
         return Status::error(std::string(kind) + " " + std::to_string(i) +

@@ -17,6 +17,7 @@
 #include "tpcrt/Shape.h"
 
 #include <algorithm>
+#include <map>
 #include <string>
 
 using namespace tpcrt;
@@ -30,6 +31,63 @@ Mesh tpcrt::meshOf(const fb::Executable &exe) {
     }
   return mesh;
 }
+
+int32_t tpcrt::stageAxisOf(const Mesh &mesh) {
+  for (size_t a = 0; a < mesh.names.size(); ++a)
+    if (mesh.names[a] == kStageAxisName)
+      return static_cast<int32_t>(a);
+  return -1;
+}
+
+namespace {
+
+/// Makes `stage` the program's: its kernels in calls (copies of allCalls';
+/// without stages calls is the file already) and its planned peak.
+void selectStage(Program &program, uint32_t stage) {
+  program.stage = stage;
+  if (!program.stagePlannedPeakBytes.empty())
+    program.plannedPeakBytes = program.stagePlannedPeakBytes[stage];
+  if (program.allCalls.empty())
+    return;
+  program.calls.clear();
+  for (const KernelCall &call : program.allCalls)
+    if (call.stage == stage)
+      program.calls.push_back(call);
+}
+
+/// The lifetimes, the plan and the peak of the selected stage's kernels.
+Status checkStage(Program &program) {
+  Status s = computeLifetimes(program);
+  if (s)
+    s = checkPlanAndMeasurePeak(program);
+  if (!s && program.numStages > 1)
+    return s.withContext("stage " + std::to_string(program.stage));
+  return s;
+}
+
+/// Program::bufferStages from the kernels of every stage.
+void findBufferStages(Program &program) {
+  std::vector<std::vector<uint32_t>> &stages = program.bufferStages;
+  stages.assign(program.buffers.size(), {});
+  auto add = [&](const TensorRef &t, uint32_t stage) {
+    std::vector<uint32_t> &list = stages[t.buffer];
+    if (std::find(list.begin(), list.end(), stage) == list.end())
+      list.push_back(stage);
+  };
+  for (const KernelCall &call : program.fileCalls()) {
+    for (const TensorRef &t : call.operands)
+      add(t, call.stage);
+    for (const TensorRef &t : call.results)
+      add(t, call.stage);
+  }
+  for (std::vector<uint32_t> &list : stages) {
+    if (list.empty())
+      list.push_back(0);
+    std::sort(list.begin(), list.end());
+  }
+}
+
+} // namespace
 
 Splits tpcrt::splitsOf(
     const flatbuffers::Vector<flatbuffers::Offset<fb::DimSplit>> *list) {
@@ -73,9 +131,16 @@ Status tpcrt::decodeProgram(const fb::Executable &exe, Program &out) {
   Program program;
   program.mesh = meshOf(exe);
   program.coordinates.assign(program.mesh.sizes.size(), 0);
+  program.stageAxis = stageAxisOf(program.mesh);
+  if (program.stageAxis >= 0)
+    program.numStages = program.mesh.sizes[program.stageAxis];
   program.arenaBytes = exe.arena_bytes();
   program.seed = exe.seed();
   program.plannedPeakBytes = exe.planned_peak_bytes();
+  if (exe.stage_planned_peak_bytes())
+    program.stagePlannedPeakBytes.assign(
+        exe.stage_planned_peak_bytes()->begin(),
+        exe.stage_planned_peak_bytes()->end());
   uint32_t numBuffers = exe.buffers() ? exe.buffers()->size() : 0;
   program.buffers.reserve(numBuffers);
   for (uint32_t b = 0; b < numBuffers; ++b) {
@@ -132,11 +197,16 @@ Status tpcrt::decodeProgram(const fb::Executable &exe, Program &out) {
           {state->name()->str(), state->param(), state->buffer()});
 
   uint32_t numKernels = exe.kernels() ? exe.kernels()->size() : 0;
-  program.calls.reserve(numKernels);
+  program.numKernels = numKernels;
+  // With stages every kernel goes to allCalls, and calls gets a stage's.
+  std::vector<KernelCall> &decoded =
+      program.numStages > 1 ? program.allCalls : program.calls;
+  decoded.reserve(numKernels);
   for (uint32_t i = 0; i < numKernels; ++i) {
     const fb::Kernel *kernel = exe.kernels()->Get(i);
     KernelCall call;
     call.index = i;
+    call.stage = kernel->stage();
     call.op = kernel->op();
     if (kernel->operands())
       for (uint32_t id : *kernel->operands())
@@ -165,12 +235,23 @@ Status tpcrt::decodeProgram(const fb::Executable &exe, Program &out) {
       if (it == groups.end())
         groups.push_back(axes);
     }
-    program.calls.push_back(std::move(call));
+    decoded.push_back(std::move(call));
   }
-  if (Status s = computeLifetimes(program); !s)
+  if (Status s = checkTransfers(program); !s)
     return s;
-  if (Status s = checkPlanAndMeasurePeak(program); !s)
-    return s;
+  findBufferStages(program);
+  // Each stage is a program of its own (one without kernels owns nothing
+  // but what no kernel touches, stage 0's); stage 0's is kept.
+  std::vector<uint32_t> stages = {0};
+  for (const KernelCall &call : program.allCalls)
+    stages.push_back(call.stage);
+  std::sort(stages.begin(), stages.end());
+  stages.erase(std::unique(stages.begin(), stages.end()), stages.end());
+  for (auto it = stages.rbegin(); it != stages.rend(); ++it) {
+    selectStage(program, *it);
+    if (Status s = checkStage(program); !s)
+      return s;
+  }
   out = std::move(program);
   return Status::ok();
 }
@@ -184,6 +265,13 @@ const BindingRef *findBinding(const std::vector<BindingRef> &list,
   return nullptr;
 }
 } // namespace
+
+bool Program::ownsBuffer(uint32_t buffer) const {
+  if (buffer >= bufferStages.size())
+    return false;
+  const std::vector<uint32_t> &stages = bufferStages[buffer];
+  return std::find(stages.begin(), stages.end(), stage) != stages.end();
+}
 
 const BindingRef *Program::findInput(const std::string &name) const {
   return findBinding(inputs, name);
@@ -204,6 +292,15 @@ Status tpcrt::placeProgram(Program &program, int64_t rank) {
                          std::to_string(worldSize) + ")");
   program.rank = rank;
   program.coordinates = program.mesh.coordinates(rank);
+  if (program.stageAxis >= 0) {
+    auto stage = static_cast<uint32_t>(program.coordinates[program.stageAxis]);
+    bool reselect = !program.allCalls.empty() && stage != program.stage;
+    selectStage(program, stage);
+    // Checked at decode: this recomputes the stage's lifetimes and peak.
+    if (reselect)
+      if (Status s = checkStage(program); !s)
+        return s;
+  }
   for (KernelCall &call : program.calls) {
     if (!call.splits.empty()) {
       Block block;
@@ -216,6 +313,11 @@ Status tpcrt::placeProgram(Program &program, int64_t rank) {
     if (call.group >= 0)
       call.groupPosition = program.mesh.positionIn(program.coordinates,
                                                    program.groups[call.group]);
+    bool transfer = call.op == fb::OpCode::Send || call.op == fb::OpCode::Recv;
+    if (transfer && call.intAttrs[0] == call.groupPosition)
+      return Status::error(kernelText(call) + ": peer " +
+                           std::to_string(call.intAttrs[0]) +
+                           " is this rank's own position in its group");
   }
   return Status::ok();
 }
@@ -224,26 +326,44 @@ std::vector<uint32_t> Program::kernelsComputing(uint32_t buffer) const {
   // Backwards from the end: a kernel is needed when it writes a buffer a
   // later needed kernel reads (or the target); its results are then
   // produced, its operands needed from earlier kernels. An in-place result
-  // is also an operand, so it stays needed.
-  std::vector<bool> needed(buffers.size(), false);
-  if (buffer < buffers.size())
-    needed[buffer] = true;
-  std::vector<uint32_t> kernels;
-  for (size_t t = calls.size(); t-- > 0;) {
-    const KernelCall &call = calls[t];
-    bool writes = false;
-    for (const TensorRef &result : call.results)
-      writes |= needed[result.buffer];
-    if (!writes)
-      continue;
-    kernels.push_back(call.index);
-    for (const TensorRef &result : call.results)
-      needed[result.buffer] = false;
-    for (const TensorRef &operand : call.operands)
-      needed[operand.buffer] = true;
+  // is also an operand, so it stays needed. Buffers are per stage (each has
+  // its arena). A needed kernel that meets others (a recv its send) makes
+  // them needed too: passes repeat until no new one is.
+  const std::vector<KernelCall> &all = fileCalls();
+  std::vector<bool> chosen(all.size(), false), forced(all.size(), false);
+  for (bool again = true; again;) {
+    again = false;
+    std::map<uint32_t, std::vector<bool>> needed;
+    for (size_t t = all.size(); t-- > 0;) {
+      const KernelCall &call = all[t];
+      std::vector<bool> &mine = needed[call.stage];
+      if (mine.empty()) {
+        mine.assign(buffers.size(), false);
+        if (buffer < buffers.size())
+          mine[buffer] = true;
+      }
+      bool writes = forced[t];
+      for (const TensorRef &result : call.results)
+        writes = writes || mine[result.buffer];
+      if (!writes)
+        continue;
+      chosen[t] = true;
+      for (const TensorRef &result : call.results)
+        mine[result.buffer] = false;
+      for (const TensorRef &operand : call.operands)
+        mine[operand.buffer] = true;
+      for (uint32_t other : call.meets)
+        if (!forced[other]) {
+          forced[other] = true;
+          again = true;
+        }
+    }
   }
-  std::reverse(kernels.begin(), kernels.end());
-  return kernels;
+  std::vector<uint32_t> positions;
+  for (size_t p = 0; p < calls.size(); ++p)
+    if (chosen[calls[p].index])
+      positions.push_back(static_cast<uint32_t>(p));
+  return positions;
 }
 
 bool tpcrt::isRuntimeInput(const std::string &name) { return name == "step"; }

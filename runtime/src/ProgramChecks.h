@@ -110,6 +110,7 @@ private:
   Status allReduce();
   Status alongDim();
   Status allToAll();
+  Status transfer();
 
   KernelCall &call;
   const Mesh &mesh;
@@ -123,6 +124,16 @@ private:
 /// The results of `call` against its operands and each other: no overlap
 /// but an in-place kernel's same bytes and an update's own operands.
 Status checkAliasing(const KernelCall &call);
+
+/// On a pipeline: every transfer (send, recv) has the "pp" axis alone as its
+/// group and another stage as its peer; only transfers and collectives have
+/// a group spanning the stages; and the stages, each running its kernels in
+/// file order, get through all their transfers and collectives over "pp"
+/// with blocking rendezvous semantics: a send meets the peer's next recv
+/// from its stage (same dtype and element count), a collective the other
+/// stages' (same opcode, group and input). Fills KernelCall::meets. Without
+/// a "pp" axis: any transfer is refused.
+Status checkTransfers(Program &program);
 
 /// Fills program.lifetimes from the kernel order, checking that every read
 /// follows a write and who may write params, state and inputs.

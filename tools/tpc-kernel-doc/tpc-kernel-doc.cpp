@@ -75,6 +75,8 @@ std::string operands(const Row &row) {
 }
 
 std::string results(const Row &row) {
+  if (row.results == 0)
+    return "–";
   std::vector<std::string> names = split(row.resultRoles);
   std::string text;
   for (uint32_t r = 0; r < row.results; ++r)

@@ -10,7 +10,9 @@
 //
 // On a mesh (Executable.mesh) every rank runs its own Interpreter on the same
 // executable with the world communicator: create() splits it once into one
-// communicator per group of ranks the collective kernels use.
+// communicator per group of ranks the collective kernels use. On a pipeline
+// (a "pp" mesh axis) a rank runs its stage's kernels only, and touches only
+// the buffers its stage owns (Program::ownsBuffer).
 //
 //===----------------------------------------------------------------------===//
 
@@ -66,20 +68,24 @@ public:
   Device &device() { return *device_; }
   const Device &device() const { return *device_; }
 
-  /// Host <-> buffer copies of exactly the buffer's size.
+  /// Host <-> buffer copies of exactly the buffer's size. On a pipeline, of
+  /// a buffer this rank's stage owns (another's is an error).
   Status writeBuffer(uint32_t buffer, const void *data, uint64_t bytes);
   Status readBuffer(uint32_t buffer, void *data, uint64_t bytes);
 
-  /// Writes the `step` input (if any) as step() + 1, runs every kernel once,
-  /// in order, then advances the step counter. On an error the message names
-  /// the kernel, e.g. "kernel 0 (embedding): ...".
+  /// Writes the `step` input (if any, and the stage owns it) as step() + 1,
+  /// runs every kernel (of the stage) once, in order, then advances the step
+  /// counter. On an error the message names the kernel by its index in the
+  /// file, e.g. "kernel 0 (embedding): ...".
   Status runStep();
 
   /// Runs the kernels that compute the `loss` output
   /// (Program::kernelsComputing: for a training executable, its forward
   /// pass) in evaluation mode: no dropout, no update, the step counter
   /// unchanged. Overwrites the bytes of buffers the plan lets those kernels
-  /// reuse (e.g. the last step's gradients).
+  /// reuse (e.g. the last step's gradients). On a pipeline every rank calls
+  /// it: each runs its stage's share (the stages before the loss send it
+  /// their activations).
   Status evaluate();
 
   /// Steps run so far; the step the next runStep() runs.
@@ -87,12 +93,14 @@ public:
   /// Sets the step counter (resuming from a checkpoint).
   void setStep(uint64_t step) { step_ = step; }
 
-  /// Sets every optimizer state buffer to zero (create() does).
+  /// Sets every optimizer state buffer (of the stage) to zero (create()
+  /// does).
   Status resetState();
 
   /// With timing on, runStep records when each kernel ran.
   void setTiming(bool on) { timing_ = on; }
-  /// Per kernel of the last step (zeros without timing).
+  /// Per kernel of the file, by index, of the last step (zeros without
+  /// timing, and for other stages' kernels).
   const std::vector<KernelTiming> &timings() const { return timings_; }
 
   /// The measured high-water mark of live bytes (Program::peakBytes).

@@ -8,7 +8,14 @@
 // counts, dtypes, shapes consistent with each other, no result overlapping an
 // operand, no two live buffers sharing arena bytes, no read of a buffer that
 // nothing wrote. Whatever a file says, a decoded kernel stays inside its
-// buffers. See docs/runtime/executable-format.md.
+// buffers.
+//
+// A pipeline-parallel executable (a mesh axis named "pp") gives each kernel
+// a stage; a rank runs its stage's kernels alone, in file order, on an arena
+// of its own. decodeProgram checks every stage's kernel list as a program of
+// its own (lifetimes, plan, peak) and that the stages' transfers pair up;
+// placeProgram keeps the rank's stage's kernels. See
+// docs/runtime/executable-format.md.
 //
 //===----------------------------------------------------------------------===//
 
@@ -76,10 +83,16 @@ struct TensorRef {
 ///   all_reduce     count, groupSize
 ///   all_gather, reduce_scatter, shard_slice, all_to_all
 ///                  groupSize (the rest from the shapes and intAttrs)
+///   send, recv     count (the elements moved), groupSize; the peer is
+///                  intAttrs[0]
 ///
 /// Attribute values are in intAttrs / floatAttrs / flags, as in the file.
 struct KernelCall {
+  /// The kernel's index in the file (messages, timings). On a pipeline a
+  /// program holds only its stage's kernels: not their position in calls.
   uint32_t index = 0;
+  /// The pipeline stage that runs it (Kernel.stage; 0 without stages).
+  uint32_t stage = 0;
   fb::OpCode op = fb::OpCode::Copy;
   std::vector<TensorRef> operands;
   std::vector<TensorRef> results;
@@ -108,11 +121,21 @@ struct KernelCall {
   int32_t group = -1;
   int64_t groupSize = 1;
   int64_t groupPosition = 0;
+
+  /// On a pipeline, the kernels of other stages this one meets (file
+  /// indices): a send's recv, a recv's send, the counterparts of a
+  /// collective over the "pp" axis. Empty otherwise.
+  std::vector<uint32_t> meets;
 };
 
-/// When a buffer holds a value, in kernel indices: from its first write to
-/// its last read. Params, state and inputs are live for the whole run, from
-/// load (kLoad) to the end (the kernel count): they persist across steps.
+/// The mesh axis whose coordinate is a rank's pipeline stage.
+constexpr char kStageAxisName[] = "pp";
+
+/// When a buffer holds a value, in positions of Program::calls (the kernel
+/// indices without stages; on a pipeline the positions in its stage's list):
+/// from its first write to its last read. Params, state and inputs are live
+/// for the whole run, from load (kLoad) to the end (the kernel count): they
+/// persist across steps; on a pipeline only those the stage owns.
 /// Outputs and grads live from their first write to the end. A buffer no
 /// kernel touches has first > last. An in-place update (adamw_update,
 /// sgd_update) neither starts nor ends a lifetime: the buffer it rewrites is
@@ -171,12 +194,31 @@ struct Program {
   int64_t rank = 0;
   std::vector<int64_t> coordinates;
   /// The distinct axes lists of the collective kernels, in first-use order
-  /// (KernelCall::group indexes it): one communicator each.
+  /// (KernelCall::group indexes it): one communicator each. Those of every
+  /// stage, so that every rank makes the same communicators.
   std::vector<std::vector<uint32_t>> groups;
+
+  /// Pipeline stages: the index of the mesh axis named "pp" (-1 without one)
+  /// and its size (1 without one), and this rank's stage, its coordinate on
+  /// that axis (placeProgram; 0 until then).
+  int32_t stageAxis = -1;
+  int64_t numStages = 1;
+  uint32_t stage = 0;
+  /// Per buffer, the stages whose kernels read or write it, ascending ({0}
+  /// for a buffer no kernel touches): the stages owning it. A param, state,
+  /// input, output or grad belongs to the stages owning its buffer; a rank
+  /// loads, resets, writes and reads only what its stage owns (another
+  /// stage's buffer may share its bytes). Without stages: {0} for every one.
+  std::vector<std::vector<uint32_t>> bufferStages;
 
   uint64_t arenaBytes = 0;
   uint64_t seed = 0;
+  /// This rank's planned peak: its stage's entry of
+  /// stage_planned_peak_bytes where the file has them, else
+  /// planned_peak_bytes.
   uint64_t plannedPeakBytes = 0;
+  /// Executable.stage_planned_peak_bytes (empty: none).
+  std::vector<uint64_t> stagePlannedPeakBytes;
   std::vector<ParamRef> params;
   std::vector<BindingRef> inputs;
   std::vector<BindingRef> outputs;
@@ -184,25 +226,45 @@ struct Program {
   /// The gradient of each param that has one, named by its hf_name.
   std::vector<BindingRef> grads;
   std::vector<TensorRef> buffers;
+  /// Of the buffers over `calls` (see Lifetime).
   std::vector<Lifetime> lifetimes;
+  /// The kernels this rank runs, in file order: every kernel of the file,
+  /// or on a pipeline its stage's (placeProgram; stage 0's until then).
   std::vector<KernelCall> calls;
+  /// The number of kernels in the file (all stages).
+  uint32_t numKernels = 0;
+  /// On a pipeline (numStages > 1): every kernel of the file, by index,
+  /// decoded; `calls` holds copies of its stage's. Empty without stages.
+  std::vector<KernelCall> allCalls;
   /// High-water mark of the bytes of the buffers live at once (see Lifetime),
-  /// measured from the kernel order alone, not from the plan's offsets.
+  /// measured from the kernel order alone, not from the plan's offsets; on a
+  /// pipeline, over this rank's stage's kernels.
   uint64_t peakBytes = 0;
 
   /// The input or output called `name`, or null.
   const BindingRef *findInput(const std::string &name) const;
   const BindingRef *findOutput(const std::string &name) const;
 
+  /// Every kernel of the file, by index (allCalls, or calls without stages).
+  const std::vector<KernelCall> &fileCalls() const {
+    return allCalls.empty() ? calls : allCalls;
+  }
+  /// Whether this rank's stage owns `buffer` (always, without stages).
+  bool ownsBuffer(uint32_t buffer) const;
+
   /// The global shape of input `input` (its buffer shape times the sizes of
   /// the axes splitting each dimension).
   std::vector<int64_t> globalShapeOf(const BindingRef &input) const;
 
-  /// The kernels (indices, in order) that compute `buffer` as of the end of
-  /// the kernel list: the last kernel writing it and, transitively, the
-  /// writers of what those read, each read seeing the latest earlier write.
-  /// Params, state and inputs are taken as loaded. For a training
-  /// executable and its loss, this is the forward pass alone.
+  /// The kernels (positions in `calls`, in order) that compute `buffer` as
+  /// of the end of the kernel list: the last kernel writing it and,
+  /// transitively, the writers of what those read, each read seeing the
+  /// latest earlier write. Params, state and inputs are taken as loaded. For
+  /// a training executable and its loss, this is the forward pass alone. On
+  /// a pipeline this rank's stage's share of them, across the stages: `buffer`
+  /// on whichever stages write it, and a needed recv needs its send (and what
+  /// that reads) on the sending stage, a needed collective over the "pp" axis
+  /// its counterparts, so that every stage runs what the others wait for.
   std::vector<uint32_t> kernelsComputing(uint32_t buffer) const;
 };
 
@@ -212,6 +274,9 @@ bool isRuntimeInput(const std::string &name);
 
 /// The executable's mesh (checked by the loader: named, distinct, sizes >= 1).
 Mesh meshOf(const fb::Executable &exe);
+
+/// The index of the mesh axis named "pp" (kStageAxisName), or -1.
+int32_t stageAxisOf(const Mesh &mesh);
 
 /// A DimSplit list as axes per dimension (empty list: not split).
 Splits
@@ -227,9 +292,13 @@ std::vector<int64_t> globalShape(const Mesh &mesh,
                                  const Splits &splits);
 
 /// Decodes and checks the kernels of `exe`, whose framing, tables, buffers,
-/// params, bindings and kernel operand ids checkExecutable has already
-/// checked (checkExecutable calls this last). Errors name the kernel, e.g.
-/// "kernel 1 (linear): weight [8, 16] contracts 8, input [2, 4, 7] has 7".
+/// params, bindings and kernel operand ids and stages checkExecutable has
+/// already checked (checkExecutable calls this last). Errors name the
+/// kernel, e.g. "kernel 1 (linear): weight [8, 16] contracts 8, input [2, 4,
+/// 7] has 7". On a pipeline every kernel is decoded, the transfers between
+/// stages must pair up and complete (checkTransfers), and each stage's
+/// kernels are checked as a program of their own (errors then start with
+/// "stage 1: "); `calls` holds stage 0's.
 Status decodeProgram(const fb::Executable &exe, Program &out);
 
 /// The per-kernel part of decodeProgram, for one kernel alone: checks the
@@ -244,8 +313,9 @@ Status decodeKernel(KernelCall &call, const Mesh &mesh,
                     std::vector<uint32_t> *axes = nullptr);
 
 /// Sets the program's rank (in [0, mesh.worldSize())) and what depends on
-/// it: coordinates, the dropout kernels' block offsets and the collectives'
-/// group positions.
+/// it: coordinates, the stage and its kernels (calls, their lifetimes, the
+/// peaks), the dropout kernels' block offsets and the collectives' group
+/// positions. May be called again with another rank.
 Status placeProgram(Program &program, int64_t rank);
 
 } // namespace tpcrt
