@@ -55,14 +55,10 @@ mlir::tpc::parseMesh(StringRef text,
       return failure();
     }
   }
-  if (sizes.lookup("pp") > 1) {
-    error = "pp=" + std::to_string(sizes.lookup("pp")) +
-            ": pipeline parallelism is not supported yet" +
-            (scope.empty() ? "" : ": " + scope.str());
-    return failure();
-  }
+  // Ranks are ordered pp-major, then dp, then tp (tp fastest, as
+  // Megatron), whatever the order given.
   axes.clear();
-  for (StringRef name : {"dp", "tp"})
+  for (StringRef name : {"pp", "dp", "tp"})
     if (sizes.lookup(name) > 1)
       axes.push_back({name.str(), sizes.lookup(name)});
   return success();
@@ -120,11 +116,16 @@ private:
   LogicalResult readInteger(StringRef name, StringRef initial, int64_t low,
                             const Twine &what, int64_t &value);
   LogicalResult readTraining(CompileOptions &options);
+  LogicalResult readPipeline(CompileOptions &options);
 
   const CompileSettings &settings;
   StringRef prefix;
   std::string &error;
 };
+
+/// The settings that need a pipeline (a mesh with pp > 1).
+constexpr StringRef kPipelineSettings[] = {"schedule", "virtual-stages",
+                                           "stage-layers"};
 
 /// The training settings, in the order their checks run.
 constexpr StringRef kTrainingSettings[] = {
@@ -301,6 +302,61 @@ LogicalResult SettingsReader::read(CompileOptions &options, StringRef scope) {
   }
   if (text("seed", "0").trim().getAsInteger(10, options.seed))
     return notA("seed", "0", "an integer in [0, 2^64)");
+  return readPipeline(options);
+}
+
+LogicalResult SettingsReader::readPipeline(CompileOptions &options) {
+  int64_t stages = options.axisSize("pp");
+  if (stages <= 1) {
+    for (StringRef name : kPipelineSettings)
+      if (given(name))
+        return fail(prefix + name + " is a pipeline setting: it needs a " +
+                    prefix + "mesh with pp > 1");
+    return success();
+  }
+  if (!options.train)
+    return fail(prefix + "mesh: pp=" + Twine(stages) +
+                ": pipeline parallelism needs " + prefix +
+                "train (a forward-only pipeline is not supported yet)");
+  if (!options.shardingPipeline.empty())
+    return fail(prefix + "sharding-pass cannot be combined with a pipeline "
+                         "(pp > 1) yet");
+  StringRef schedule = text("schedule", "1f1b").trim();
+  if (!llvm::is_contained({"gpipe", "1f1b", "interleaved-1f1b", "zb-h1",
+                           "zb-v"},
+                          schedule))
+    return notA("schedule", "1f1b",
+                "one of gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v");
+  options.schedule = schedule.str();
+  // ZB-V runs two chunks per rank down and up a V; interleaved 1F1B at
+  // least two, round robin; the others one.
+  bool zbv = schedule == "zb-v", interleaved = schedule == "interleaved-1f1b";
+  int64_t virtualStages;
+  if (failed(readInteger("virtual-stages", interleaved || zbv ? "2" : "1", 1,
+                         "a positive integer", virtualStages)))
+    return failure();
+  if (zbv && virtualStages != 2)
+    return fail(prefix + "schedule zb-v runs 2 virtual stages per rank, not " +
+                prefix + "virtual-stages " + Twine(virtualStages));
+  if (interleaved && virtualStages < 2)
+    return fail(prefix + "schedule interleaved-1f1b needs " + prefix +
+                "virtual-stages 2 or more");
+  if (!zbv && !interleaved && virtualStages != 1)
+    return fail(prefix + "virtual-stages " + Twine(virtualStages) +
+                " needs " + prefix + "schedule interleaved-1f1b (or zb-v)");
+  options.virtualStages = virtualStages;
+  options.placement = zbv ? "v" : "round-robin";
+  if (given("stage-layers")) {
+    SmallVector<StringRef> counts;
+    text("stage-layers", "").split(counts, ',');
+    for (StringRef count : counts) {
+      int64_t layers;
+      if (count.trim().getAsInteger(10, layers) || layers < 0)
+        return notA("stage-layers", "",
+                    "a comma-separated list of layer counts (integers >= 0)");
+      options.stageLayers.push_back(layers);
+    }
+  }
   return success();
 }
 

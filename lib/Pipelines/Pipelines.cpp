@@ -21,6 +21,23 @@ using namespace mlir::tpc;
 
 void mlir::tpc::buildPrepareForward(OpPassManager &pm,
                                     const CompileOptions &options) {
+  buildPadForTensorParallel(pm, options);
+  // Pipeline parallelism: the layers go to chunks, each chunk a function
+  // that tpc-autodiff differentiates on its own.
+  int64_t stages = options.axisSize("pp");
+  if (stages <= 1)
+    return;
+  dist::DistPipelineSplitOptions split;
+  split.stages = stages;
+  split.virtualStages = options.virtualStages;
+  split.placement = options.placement;
+  split.stageLayers = options.stageLayers;
+  pm.addPass(dist::createDistPipelineSplit(split));
+  pm.addPass(dist::createDistPipelineOutline());
+}
+
+void mlir::tpc::buildPadForTensorParallel(OpPassManager &pm,
+                                          const CompileOptions &options) {
   // Tensor parallelism splits the vocabulary: pad it to a multiple first,
   // on the forward pass, so the training step is built padded. Fewer
   // grouped-query kv-heads than devices: each device computes the kv-head
@@ -53,6 +70,7 @@ void mlir::tpc::buildUnrollTrainStep(OpPassManager &pm,
   // The training step replaces the forward pass: only it is lowered.
   TpcUnrollTrainStepOptions unroll;
   unroll.keepForward = false;
+  unroll.tagMicrobatches = options.axisSize("pp") > 1;
   pm.addPass(createTpcUnrollTrainStep(unroll));
 }
 
@@ -77,6 +95,11 @@ void mlir::tpc::buildDistribute(OpPassManager &pm,
   }
   pm.addPass(dist::createDistPropagate());
   pm.addPass(dist::createDistPartition());
+  if (options.axisSize("pp") > 1) {
+    dist::DistPipelineStagesOptions stages;
+    stages.schedule = options.schedule;
+    pm.addPass(dist::createDistPipelineStages(stages));
+  }
 }
 
 void mlir::tpc::buildLowerToExecutable(OpPassManager &pm,
@@ -210,6 +233,15 @@ struct CompilePipelineOptions
       llvm::cl::desc("The pass that annotates the layouts in place of "
                      "dist-annotate-megatron (as tpc-compile --sharding-pass)")};
   Text seed{*this, "seed", llvm::cl::desc("The dropout seed (default 0)")};
+  Text schedule{*this, "schedule",
+                llvm::cl::desc("With pp > 1: gpipe, 1f1b (default), "
+                               "interleaved-1f1b, zb-h1 or zb-v")};
+  Text virtualStages{*this, "virtual-stages",
+                     llvm::cl::desc("With pp > 1: chunks per rank (default 1; "
+                                    "2 for interleaved-1f1b and zb-v)")};
+  Text stageLayers{*this, "stage-layers",
+                   llvm::cl::desc("With pp > 1: layers per chunk, "
+                                  "comma-separated (default: balanced)")};
   Text microbatches{*this, "microbatches",
                     llvm::cl::desc("Microbatches (default 1)")};
   Text optimizer{*this, "optimizer", llvm::cl::desc("adamw (default) or sgd")};
@@ -242,7 +274,8 @@ struct CompilePipelineOptions
       if (option->hasValue())
         settings[option->ArgStr] = option->getValue() ? "true" : "false";
     for (const Text *option :
-         {&mesh, &shardingPass, &seed, &microbatches, &optimizer, &lr, &beta1,
+         {&mesh, &shardingPass, &seed, &schedule, &virtualStages,
+          &stageLayers, &microbatches, &optimizer, &lr, &beta1,
           &beta2, &eps, &weightDecay, &decayExclude, &momentum, &gradClip,
           &lrSchedule, &warmupSteps, &decaySteps, &minLr})
       if (option->hasValue())
@@ -303,7 +336,8 @@ void mlir::tpc::registerTpcPipelines() {
                 /*train=*/true);
   registerPhase("tpc-prepare-forward",
                 "Phase 1: dist-pad-vocab and dist-replicate-kv-heads on "
-                "@forward with a mesh of tp > 1",
+                "@forward with a mesh of tp > 1; dist-pipeline-split and "
+                "dist-pipeline-outline with pp > 1",
                 {buildPrepareForward});
   registerPhase("tpc-build-train-step",
                 "Phase 2 (train=true): tpc-autodiff, tpc-optimizer and "

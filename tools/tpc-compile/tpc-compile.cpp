@@ -44,11 +44,13 @@ static cl::OptionCategory unsupportedCategory(
 
 static cl::opt<std::string>
     mesh("mesh",
-         cl::desc("Device mesh, e.g. dp=2,tp=2: data parallelism over dp "
-                  "ranks (the batch is split), Megatron tensor parallelism "
-                  "over tp ranks (heads and FFN split); pp must be 1. The "
-                  "executable then runs on the product of the sizes with "
-                  "tpc-run --ranks"),
+         cl::desc("Device mesh, e.g. dp=2,pp=2,tp=2: data parallelism over "
+                  "dp ranks (the batch is split), pipeline parallelism over "
+                  "pp ranks (the layers are split; needs --train), Megatron "
+                  "tensor parallelism over tp ranks (heads and FFN split). "
+                  "The executable then runs on the product of the sizes "
+                  "with tpc-run --ranks; ranks are ordered pp-major, then "
+                  "dp, then tp (tp fastest), whatever the order given"),
          cl::value_desc("dp=D,pp=P,tp=T"), cl::cat(category));
 static cl::opt<bool> vocabParallel(
     "vocab-parallel",
@@ -152,13 +154,27 @@ TPC_TRAIN_FLAG(microbatches, "microbatches",
                "1");
 #undef TPC_TRAIN_FLAG
 
+static cl::opt<std::string> schedule(
+    "schedule",
+    cl::desc("With pp > 1: the pipeline schedule: gpipe, 1f1b (default), "
+             "interleaved-1f1b (needs --microbatches a multiple of pp), "
+             "zb-h1, zb-v (docs/design/pipeline-schedules.md)"),
+    cl::value_desc("gpipe|1f1b|interleaved-1f1b|zb-h1|zb-v"),
+    cl::cat(category));
+static cl::opt<std::string> virtualStages(
+    "virtual-stages",
+    cl::desc("With pp > 1: chunks (virtual stages) per rank: 1 (default), "
+             "2 or more for interleaved-1f1b (default 2), 2 for zb-v"),
+    cl::value_desc("V"), cl::cat(category));
+static cl::opt<std::string> stageLayers(
+    "stage-layers",
+    cl::desc("With pp > 1: transformer layers per chunk, in model order, "
+             "e.g. 5,5,6 (default: balanced by matrix-product FLOPs)"),
+    cl::value_desc("N,N,..."), cl::cat(category));
+
 // The rest of the user contract (INTERFACE.md): parsed, then refused.
 #define TPC_UNSUPPORTED(var, flag, type, help)                                 \
   static cl::opt<type> var(flag, cl::desc(help), cl::cat(unsupportedCategory))
-TPC_UNSUPPORTED(schedule, "schedule", std::string,
-                "gpipe|1f1b|interleaved-1f1b|zb-h1");
-TPC_UNSUPPORTED(virtualStages, "virtual-stages", std::string,
-                "Virtual pipeline stages");
 TPC_UNSUPPORTED(remat, "remat", std::string,
                 "none|selective|full|uniform:N|block:N|auto");
 TPC_UNSUPPORTED(memoryLimit, "memory-limit", std::string,
@@ -168,11 +184,11 @@ TPC_UNSUPPORTED(memoryLimit, "memory-limit", std::string,
 /// What tpc-compile can do today, for the refusals.
 static constexpr llvm::StringLiteral kScope =
     "this tpc-compile compiles the forward pass and loss, or with --train a "
-    "training step, for CPU devices: one, or a mesh of data- and "
+    "training step, for CPU devices: one, or a mesh of data-, pipeline- and "
     "tensor-parallel ranks";
 
 static const cl::Option *const unsupportedFlags[] = {
-    &schedule, &virtualStages, &remat, &memoryLimit};
+    &remat, &memoryLimit};
 
 static const cl::opt<std::string> *const trainFlags[] = {
     &optimizer,   &lr,           &beta1,      &beta2,       &eps,
@@ -196,7 +212,8 @@ static tpc::CompileSettings givenSettings() {
   for (const cl::opt<std::string> *flag : trainFlags)
     if (given(*flag))
       settings[flag->ArgStr] = *flag;
-  for (const cl::opt<std::string> *flag : {&mesh, &shardingPass, &seed})
+  for (const cl::opt<std::string> *flag :
+       {&mesh, &shardingPass, &seed, &schedule, &virtualStages, &stageLayers})
     if (given(*flag))
       settings[flag->ArgStr] = *flag;
   return settings;

@@ -17,6 +17,10 @@ inline constexpr llvm::StringLiteral kStageAttrName = "dist.stage";
 inline constexpr llvm::StringLiteral kPipelineAttrName = "dist.pipeline";
 inline constexpr llvm::StringLiteral kBoundaryAttrName =
     DistDialect::kBoundaryAttrName;
+/// On every op of a step cut by dist-pipeline-stages: the pipeline rank (the
+/// coordinate on the mesh axis `pp`) that runs it.
+inline constexpr llvm::StringLiteral kPipelineRankAttrName =
+    "dist.pipeline_rank";
 
 #define GEN_PASS_DECL
 #include "dialects/Dist/Transforms/Passes.h.inc"

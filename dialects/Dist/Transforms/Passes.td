@@ -239,6 +239,58 @@ def DistPrintSchedule : Pass<"dist-print-schedule", "ModuleOp"> {
   ];
 }
 
+def DistPipelineStages : Pass<"dist-pipeline-stages", "ModuleOp"> {
+  let summary = "Cuts the training step into one program per pipeline rank";
+  let description = [{
+    For the unrolled training step of a split model (`dist-pipeline-split`,
+    `dist-pipeline-outline`, `tpc-autodiff`,
+    `tpc-unroll-train-step=tag-microbatches`; partitioned by
+    `dist-partition` or not), builds the `schedule` for the module's
+    `dist.pipeline` and the step's microbatches, checks it statically, and
+    rewrites the step as the concatenation of one straight-line program per
+    pipeline rank, each op marked `dist.pipeline_rank = r`:
+
+    - the ops of chunk `c`'s F, B and W of microbatch `i` (`tpc.phase`,
+      `tpc.microbatch_index`; what `dist-partition` inserted among them
+      belongs to the phase of its first reader) run on the chunk's rank, in
+      the order of the rank's action list;
+    - a forward output another rank's next chunk reads, and an input
+      gradient another rank's previous chunk reads, become a `dist.send` on
+      `pp` where the schedule sends it and a `dist.recv` where it receives
+      it (`pairs [from -> to]`, one channel per transfer);
+    - what the step computes from its arguments alone (casts of the master
+      weights, the inputs' microbatch slices, the target count) runs on
+      every rank that reads it, first; every other op (gradient
+      accumulation and reduction, the optimizer) on the ranks that hold its
+      operands, as soon as they do;
+    - a sum of two gradients held by different ranks (a tied embedding's,
+      summed over the embedding group) runs on both after they exchange
+      them (the lower rank sends first); `tpc.sum_squares` of gradients on
+      several ranks becomes each rank's sum of those it holds (a gradient
+      two ranks hold is counted by the lower one) and a `dist.all_reduce`
+      over `pp`. These run after the rank's last action.
+
+    The step returns each value from the lowest rank that holds it. A value
+    that crosses ranks in any other way (a chunk reading a chunk that is not
+    its neighbour, or another microbatch's) is refused, naming the op.
+    docs/design/pipeline-schedules.md, "Stage programs".
+
+    ```
+    $ tpc-opt model.mlir --dist-pipeline-split=stages=2 --dist-pipeline-outline \
+        --tpc-autodiff=microbatches=4 --tpc-optimizer \
+        --tpc-unroll-train-step="keep-forward=false tag-microbatches=true" \
+        --dist-mesh="axes=pp=2" --dist-pipeline-stages=schedule=1f1b
+    ```
+  }];
+  let options = [
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
+           "gpipe, 1f1b, interleaved-1f1b, zb-h1 or zb-v">,
+    Option<"function", "function", "std::string",
+           /*default=*/"\"train_step\"", "The unrolled training step">
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def DistReplicateKvHeads : Pass<"dist-replicate-kv-heads", "ModuleOp"> {
   let summary = "Replicates grouped-query kv-heads up to the tensor-parallel size";
   let description = [{

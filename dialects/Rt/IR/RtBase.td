@@ -69,6 +69,9 @@ def Rt_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kPlannedPeakBytesAttrName =
         "rt.planned_peak_bytes";
     static constexpr ::llvm::StringLiteral kSeedAttrName = "rt.seed";
+    /// Pipeline programs: each stage's planned peak (an i64 array).
+    static constexpr ::llvm::StringLiteral kStagePlannedPeakBytesAttrName =
+        "rt.stage_planned_peak_bytes";
   }];
 }
 

@@ -197,12 +197,22 @@ LogicalResult RtDialect::verifyOperationAttribute(Operation *op,
                                                   NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
   if (name != kArenaBytesAttrName && name != kPlannedPeakBytesAttrName &&
-      name != kSeedAttrName)
+      name != kSeedAttrName && name != kStagePlannedPeakBytesAttrName)
     return op->emitError() << "unknown rt attribute '" << name << "'";
   if (!isa<ModuleOp>(op))
     return op->emitError() << "'" << name
                            << "' is a module attribute, but is on '"
                            << op->getName() << "'";
+  if (name == kStagePlannedPeakBytesAttrName) {
+    auto peaks = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (!peaks || llvm::any_of(peaks.asArrayRef(),
+                               [](int64_t bytes) { return bytes < 0; }))
+      return op->emitError() << "'" << name
+                             << "' must be an array of non-negative i64 but "
+                                "is "
+                             << attr.getValue();
+    return success();
+  }
   auto value = dyn_cast<IntegerAttr>(attr.getValue());
   if (!value || !value.getType().isSignlessInteger(64))
     return op->emitError() << "'" << name << "' must be an i64 integer but is "

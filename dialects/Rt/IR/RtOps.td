@@ -217,6 +217,13 @@ def Rt_KernelOp : Rt_Op<"kernel", [AttrSizedOperandSegments]> {
     index counts global elements, so every layout draws the single-device
     mask.
 
+    In a pipeline-parallel program (a mesh axis `pp`) `stage` is the
+    pipeline stage (the rank's coordinate on `pp`) that runs the kernel: a
+    rank runs exactly its stage's kernels, in program order, and the
+    kernels of each stage are contiguous, stages in increasing order.
+    `send` and `recv` move a buffer between stages: their `ints` are the
+    peer's position in the group over the axes that follow (`pp`).
+
     The verifier checks the operand and result counts, the attribute lengths
     and flag bits, and the shapes and element types the kernel relies on. A
     kernel does not run in place (no result is also an operand), except the
@@ -244,7 +251,8 @@ def Rt_KernelOp : Rt_Op<"kernel", [AttrSizedOperandSegments]> {
                        DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$ints,
                        DefaultValuedAttr<DenseF64ArrayAttr, "{}">:$floats,
                        DefaultValuedAttr<UI32Attr, "0">:$flags,
-                       OptionalAttr<Rt_SplitsAttr>:$splits);
+                       OptionalAttr<Rt_SplitsAttr>:$splits,
+                       OptionalAttr<UI32Attr>:$stage);
   let assemblyFormat = [{
     `` $opcode `(` $inputs `)` `->` `(` $outputs `)` (`ints` $ints^)?
       (`floats` $floats^)? (`flags` $flags^)? (`splits` $splits^)? attr-dict

@@ -49,6 +49,8 @@ struct Buffer {
   int64_t first = kNever;
   int64_t last = -1;
   int64_t offset = 0;
+  /// Pipeline programs: the stages whose kernels touch it (bit s).
+  uint64_t stages = 0;
   bool isLive() const { return first <= last; }
 };
 
@@ -56,9 +58,19 @@ struct Buffer {
 struct Lifetimes {
   std::vector<Buffer> buffers;
   int64_t numKernels = 0;
+  /// Pipeline programs: each stage's kernels, [first, last]; empty without
+  /// stages.
+  std::vector<std::pair<int64_t, int64_t>> stageKernels;
 };
 
-Lifetimes computeLifetimes(ProgramOp program) {
+constexpr unsigned kMaxStages = 64;
+
+/// The lifetimes of the buffers of `program`. A pipeline program's stages
+/// run on different ranks, each from its first kernel to its last: a
+/// buffer that persists (a param, an input, a state, an output, a
+/// gradient) is live over the kernels of the stages that use it, not the
+/// whole program, so buffers of different stages share arena bytes.
+FailureOr<Lifetimes> computeLifetimes(ProgramOp program) {
   Lifetimes result;
   DenseMap<Value, size_t> index;
   int64_t k = 0;
@@ -70,24 +82,68 @@ Lifetimes computeLifetimes(ProgramOp program) {
       if (!isa<AllocOp>(op))
         info.first = -1;
       result.buffers.push_back(info);
-    } else if (isa<KernelOp>(op)) {
+    } else if (auto kernel = dyn_cast<KernelOp>(op)) {
+      std::optional<uint32_t> stage = kernel.getStage();
+      if (stage) {
+        auto &ranges = result.stageKernels;
+        if (*stage >= kMaxStages)
+          return kernel.emitError()
+                 << "rt-plan-memory: stage " << *stage << " (at most "
+                 << kMaxStages << " stages)";
+        if ((!ranges.empty() && *stage + 1 < ranges.size()) ||
+            *stage > ranges.size() || (k > 0 && ranges.empty()))
+          return kernel.emitError()
+                 << "rt-plan-memory: the kernels of each stage must be "
+                    "contiguous, stages in increasing order from 0 (and "
+                    "every kernel has a stage); this one is on stage "
+                 << *stage << " after "
+                 << (ranges.empty() ? std::string("kernels without one")
+                                    : "stage " +
+                                          std::to_string(ranges.size() - 1));
+        if (*stage == ranges.size())
+          ranges.push_back({k, k});
+        ranges.back().second = k;
+      } else if (!result.stageKernels.empty()) {
+        return kernel.emitError()
+               << "rt-plan-memory: a kernel without a stage in a pipeline "
+                  "program";
+      }
       for (Value buffer : op.getOperands()) {
         Buffer &info = result.buffers[index.lookup(buffer)];
         info.first = std::min(info.first, k);
         info.last = std::max(info.last, k);
+        if (stage)
+          info.stages |= uint64_t(1) << *stage;
       }
       ++k;
     }
   }
   result.numKernels = k;
-  for (Buffer &info : result.buffers)
-    if (!isa<AllocOp>(info.op))
-      info.last = k;
+  DenseSet<Value> bound;
   for (Operation &op : program.getBody().front()) {
     if (auto output = dyn_cast<OutputOp>(op))
-      result.buffers[index.lookup(output.getBuffer())].last = k;
+      bound.insert(output.getBuffer());
     else if (auto grad = dyn_cast<GradOp>(op))
-      result.buffers[index.lookup(grad.getBuffer())].last = k;
+      bound.insert(grad.getBuffer());
+  }
+  for (Buffer &info : result.buffers) {
+    bool persists = !isa<AllocOp>(info.op);
+    if (!persists && !bound.contains(info.op->getResult(0)))
+      continue;
+    if (result.stageKernels.empty() || info.stages == 0) {
+      info.last = k;
+      continue;
+    }
+    // Over its stages' kernels.
+    int64_t first = kNever, last = -1;
+    for (auto [stage, range] : llvm::enumerate(result.stageKernels))
+      if (info.stages & (uint64_t(1) << stage)) {
+        first = std::min(first, range.first);
+        last = std::max(last, range.second);
+      }
+    if (persists)
+      info.first = first;
+    info.last = last;
   }
   return result;
 }
@@ -213,6 +269,33 @@ int64_t plannedPeak(const Lifetimes &lifetimes,
   return peak;
 }
 
+/// Each stage's planned peak: the bytes of its buffers live at its
+/// kernels.
+SmallVector<int64_t> stagePeaks(const Lifetimes &lifetimes) {
+  SmallVector<int64_t> peaks;
+  for (auto [stage, range] : llvm::enumerate(lifetimes.stageKernels)) {
+    int64_t peak = 0;
+    std::vector<int64_t> delta(range.second - range.first + 2, 0);
+    for (const Buffer &buffer : lifetimes.buffers) {
+      if (!buffer.isLive() || !(buffer.stages & (uint64_t(1) << stage)))
+        continue;
+      int64_t from = std::max(buffer.first, range.first);
+      int64_t to = std::min(buffer.last, range.second);
+      if (from > to)
+        continue;
+      delta[from - range.first] += buffer.bytes;
+      delta[to - range.first + 1] -= buffer.bytes;
+    }
+    int64_t live = 0;
+    for (int64_t d : ArrayRef(delta).drop_back()) {
+      live += d;
+      peak = std::max(peak, live);
+    }
+    peaks.push_back(peak);
+  }
+  return peaks;
+}
+
 void setOffset(Operation *op, int64_t offset) {
   auto attr = Builder(op->getContext()).getI64IntegerAttr(offset);
   llvm::TypeSwitch<Operation *>(op).Case<ParamOp, InputOp, StateOp, AllocOp>(
@@ -303,7 +386,10 @@ LogicalResult checkExistingPlan(ModuleOp module, Lifetimes &lifetimes) {
 
 MemoryStats mlir::rt::computeMemoryStats(ProgramOp program) {
   Block &body = program.getBody().front();
-  Lifetimes lifetimes = computeLifetimes(program);
+  FailureOr<Lifetimes> computed = computeLifetimes(program);
+  if (failed(computed))
+    return {};
+  Lifetimes &lifetimes = *computed;
   DenseSet<Value> grads, paramCopies;
   for (auto grad : body.getOps<GradOp>())
     grads.insert(grad.getBuffer());
@@ -358,7 +444,10 @@ struct PlanMemoryPass : public rt::impl::RtPlanMemoryBase<PlanMemoryPass> {
           << llvm::range_size(programs);
       return signalPassFailure();
     }
-    Lifetimes lifetimes = computeLifetimes(*programs.begin());
+    FailureOr<Lifetimes> computed = computeLifetimes(*programs.begin());
+    if (failed(computed))
+      return signalPassFailure();
+    Lifetimes &lifetimes = *computed;
     if (checkOnly) {
       if (failed(checkExistingPlan(module, lifetimes)))
         signalPassFailure();
@@ -381,6 +470,9 @@ struct PlanMemoryPass : public rt::impl::RtPlanMemoryBase<PlanMemoryPass> {
                     builder.getI64IntegerAttr(arenaBytes));
     module->setAttr(RtDialect::kPlannedPeakBytesAttrName,
                     builder.getI64IntegerAttr(plannedPeak(lifetimes)));
+    if (!lifetimes.stageKernels.empty())
+      module->setAttr(RtDialect::kStagePlannedPeakBytesAttrName,
+                      builder.getDenseI64ArrayAttr(stagePeaks(lifetimes)));
     if (check && failed(checkPlan(lifetimes, arenaBytes)))
       return signalPassFailure();
   }

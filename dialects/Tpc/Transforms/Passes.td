@@ -255,7 +255,13 @@ def TpcUnrollTrainStep : Pass<"tpc-unroll-train-step", "ModuleOp"> {
            "The function to flatten">,
     Option<"keepForward", "keep-forward", "bool", /*default=*/"true",
            "Keep @forward (false: the training step replaces it, as in "
-           "tpc-compile --train)">
+           "tpc-compile --train)">,
+    Option<"tagMicrobatches", "tag-microbatches", "bool",
+           /*default=*/"false",
+           "Mark every op of an iteration of the microbatch loop with "
+           "`tpc.microbatch_index` (its iteration), for a pipeline schedule "
+           "(dist-pipeline-stages); ops of different microbatches then stay "
+           "apart (no common subexpressions between them)">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::tensor::TensorDialect"];

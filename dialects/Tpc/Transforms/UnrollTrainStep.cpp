@@ -36,8 +36,15 @@ using namespace mlir;
 
 namespace {
 
-/// Replaces `loop` by its iterations, in order.
-LogicalResult unrollFully(scf::ForOp loop) {
+/// The attribute naming an unrolled op's iteration of the microbatch loop
+/// (`tpc.microbatch_index = 2`): a pipeline schedule places each
+/// microbatch's F, B and W on its own (dist-pipeline-stages).
+constexpr llvm::StringLiteral kMicrobatchIndexAttrName =
+    "tpc.microbatch_index";
+
+/// Replaces `loop` by its iterations, in order; with `tag`, marks each
+/// iteration's ops with their microbatch index.
+LogicalResult unrollFully(scf::ForOp loop, bool tag) {
   std::optional<int64_t> lower = getConstantIntValue(loop.getLowerBound());
   std::optional<int64_t> upper = getConstantIntValue(loop.getUpperBound());
   std::optional<int64_t> step = getConstantIntValue(loop.getStep());
@@ -54,8 +61,12 @@ LogicalResult unrollFully(scf::ForOp loop) {
                 arith::ConstantOp::create(builder, loop.getLoc(),
                                           builder.getIntegerAttr(ivType, iv)));
     mapping.map(loop.getRegionIterArgs(), carried);
-    for (Operation &op : body->without_terminator())
-      builder.clone(op, mapping);
+    auto index = builder.getI64IntegerAttr(iv);
+    for (Operation &op : body->without_terminator()) {
+      Operation *copy = builder.clone(op, mapping);
+      if (tag)
+        copy->setAttr(kMicrobatchIndexAttrName, index);
+    }
     auto yield = cast<scf::YieldOp>(body->getTerminator());
     for (auto [i, value] : llvm::enumerate(yield.getOperands()))
       carried[i] = mapping.lookupOrDefault(value);
@@ -81,10 +92,13 @@ LogicalResult inlineCall(func::CallOp call, SymbolTable &symbols) {
   // Which function an op came from (F, B or W): dist-partition shares a
   // gather among readers of one phase only, so the stash keeps its shards.
   auto phase = builder.getStringAttr(call.getCallee());
+  Attribute microbatch = call->getAttr(kMicrobatchIndexAttrName);
   for (Operation &op : body.without_terminator()) {
     Operation *copy = builder.clone(op, mapping);
     if (!copy->hasAttr(kPhaseAttrName))
       copy->setAttr(kPhaseAttrName, phase);
+    if (microbatch && !copy->hasAttr(kMicrobatchIndexAttrName))
+      copy->setAttr(kMicrobatchIndexAttrName, microbatch);
   }
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   for (auto [result, value] : llvm::zip(call.getResults(), ret.getOperands()))
@@ -203,7 +217,7 @@ struct UnrollTrainStepPass
         return signalPassFailure();
       }
       for (scf::ForOp loop : loops)
-        if (failed(unrollFully(loop)))
+        if (failed(unrollFully(loop, tagMicrobatches)))
           return signalPassFailure();
       for (func::CallOp call : calls) {
         inlined.insert(call.getCallee());
@@ -235,8 +249,19 @@ struct UnrollTrainStepPass
         symbols.erase(callee);
     }
     if (!keepForward)
-      if (Operation *forward = symbols.lookup("forward"))
+      if (auto forward = symbols.lookup<func::FuncOp>("forward")) {
+        // With it go the functions only it calls (a split model's chunks).
+        llvm::SetVector<StringRef> callees;
+        forward.walk([&](func::CallOp call) {
+          callees.insert(call.getCallee());
+        });
         symbols.erase(forward);
+        for (StringRef name : callees) {
+          Operation *callee = symbols.lookup(name);
+          if (callee && SymbolTable::symbolKnownUseEmpty(callee, module))
+            symbols.erase(callee);
+        }
+      }
   }
 };
 

@@ -37,8 +37,16 @@ struct CompileOptions {
   bool train = false;
   TpcAutodiffOptions autodiff;
   TpcOptimizerOptions optimizer;
-  /// The mesh axes above size 1, in the order dp, tp; empty: one device.
+  /// The mesh axes above size 1, in the order pp, dp, tp (the ranks'
+  /// order); empty: one device.
   SmallVector<std::pair<std::string, int64_t>> mesh;
+  /// With pp > 1: the pipeline schedule (gpipe, 1f1b, interleaved-1f1b,
+  /// zb-h1, zb-v), chunks per rank, their placement (round-robin, v) and
+  /// the layers per chunk as given (empty: balanced).
+  std::string schedule = "1f1b";
+  int64_t virtualStages = 1;
+  std::string placement = "round-robin";
+  SmallVector<int64_t> stageLayers;
   /// A pass pipeline (text) that annotates the layouts in place of
   /// dist-annotate-megatron (e.g. a plugin's); empty: Megatron's.
   std::string shardingPipeline;
@@ -54,9 +62,9 @@ struct CompileOptions {
 };
 
 /// Reads `--mesh`-style text (`dp=2,pp=1,tp=4`) into the axes above size 1,
-/// in the order dp, tp. On a bad value returns failure with `error` saying
-/// why (without the flag's name); an axis tpc cannot use yet (pp > 1) adds
-/// `": " + scope` when `scope` is given (what the tool can do instead).
+/// in the order pp, dp, tp. On a bad value returns failure with `error`
+/// saying why (without the flag's name). `scope` is unused (kept for
+/// callers that name what the tool can do).
 LogicalResult parseMesh(StringRef text,
                         SmallVector<std::pair<std::string, int64_t>> &axes,
                         std::string &error, StringRef scope = "");
@@ -81,7 +89,14 @@ LogicalResult parseCompileOptions(const CompileSettings &settings,
 /// loaded); if not, `error` says why in one line.
 LogicalResult checkShardingPipeline(StringRef text, std::string &error);
 
+/// Phase 1: the padding tensor parallelism needs
+/// (buildPadForTensorParallel), then, with pp > 1, dist-pipeline-split and
+/// dist-pipeline-outline.
 void buildPrepareForward(OpPassManager &pm, const CompileOptions &options);
+/// With tp > 1: dist-pad-vocab (vocabulary parallelism) and
+/// dist-replicate-kv-heads.
+void buildPadForTensorParallel(OpPassManager &pm,
+                               const CompileOptions &options);
 void buildTrainStep(OpPassManager &pm, const CompileOptions &options);
 void buildUnrollTrainStep(OpPassManager &pm, const CompileOptions &options);
 void buildDistribute(OpPassManager &pm, const CompileOptions &options);

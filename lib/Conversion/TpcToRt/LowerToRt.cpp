@@ -19,6 +19,7 @@
 
 #include "dialects/Dist/IR/DistOps.h"
 #include "dialects/Dist/Transforms/Layout.h"
+#include "dialects/Dist/Transforms/Passes.h"
 #include "dialects/Rt/IR/RtOps.h"
 #include "dialects/Tpc/IR/TpcOps.h"
 #include "tpc/Conversion/TpcToRt.h"
@@ -420,6 +421,8 @@ public:
   FailureOr<ProgramOp> run();
 
 private:
+  /// The pipeline stage of the op being lowered (null: no pipeline).
+  IntegerAttr stage;
   LogicalResult lowerArgument(BlockArgument arg);
   LogicalResult lowerOp(Operation *op);
   LogicalResult lowerReturn(func::ReturnOp ret);
@@ -437,6 +440,8 @@ private:
   LogicalResult lowerExtractSlice(tensor::ExtractSliceOp op);
   /// The kernel of a dist collective (axes as mesh indices).
   FailureOr<KernelSpec> collectiveKernel(Operation *op);
+  /// A dist.send or dist.recv of one pair: a send or recv kernel.
+  LogicalResult lowerTransfer(Operation *op);
   LogicalResult lowerVocabulary(Operation *op, KernelSpec &spec);
   /// The mesh index of each axis in `axes` (names) of `op` on mesh `meshRef`.
   FailureOr<SmallVector<int64_t>>
@@ -629,7 +634,7 @@ void Lowering::createKernel(Location loc, const KernelSpec &spec,
       builder, loc, OpCodeAttr::get(builder.getContext(), spec.opcode),
       operandBuffers, resultBuffers, builder.getDenseI64ArrayAttr(spec.ints),
       builder.getDenseF64ArrayAttr(spec.floats),
-      builder.getUI32IntegerAttr(spec.flags), spec.splits);
+      builder.getUI32IntegerAttr(spec.flags), spec.splits, stage);
 }
 
 LogicalResult Lowering::emitKernel(Operation *op, const KernelSpec &spec,
@@ -728,8 +733,13 @@ LogicalResult Lowering::lowerUpdate(Operation *op, const KernelSpec &spec) {
              << "cannot lower '" << op->getName() << "' to rt: operand "
              << operandIndex << " must be a '" << attrName
              << "' argument, which the kernel updates in place";
+    // A pipeline stage reads only its own rank's copy.
+    auto stageOf = [](Operation *user) {
+      return user->getAttr(dist::kPipelineRankAttrName);
+    };
     for (Operation *user : old.getUsers())
-      if (user != op && !user->isBeforeInBlock(op)) {
+      if (user != op && !user->isBeforeInBlock(op) &&
+          stageOf(user) == stageOf(op)) {
         InFlightDiagnostic diag =
             op->emitError() << "cannot lower '" << op->getName()
                             << "' to rt: it updates operand " << operandIndex
@@ -770,6 +780,8 @@ LogicalResult Lowering::lowerOp(Operation *op) {
     return op->emitError() << "cannot lower '" << op->getName()
                            << "' to rt: it annotates a global value; run "
                               "dist-partition first";
+  if (isa<dist::SendOp, dist::RecvOp>(op))
+    return lowerTransfer(op);
   if (isa<dist::AllReduceOp, dist::AllGatherOp, dist::ReduceScatterOp,
           dist::ShardSliceOp, dist::ShardPadOp, dist::AllToAllOp>(op)) {
     FailureOr<KernelSpec> spec = collectiveKernel(op);
@@ -945,6 +957,28 @@ LogicalResult Lowering::lowerVocabulary(Operation *op, KernelSpec &spec) {
   return success();
 }
 
+LogicalResult Lowering::lowerTransfer(Operation *op) {
+  // One rank's side of one pair: its peer's position in the group.
+  auto send = dyn_cast<dist::SendOp>(op);
+  auto recv = dyn_cast<dist::RecvOp>(op);
+  ArrayRef<int64_t> pairs = send ? send.getPairs() : recv.getPairs();
+  if (pairs.size() != 2)
+    return op->emitError() << "cannot lower '" << op->getName()
+                           << "' to rt: a kernel is one rank's side of one "
+                              "transfer, not "
+                           << pairs.size() / 2 << " pairs (run "
+                           << "dist-pipeline-stages)";
+  FailureOr<SmallVector<int64_t>> indices =
+      send ? meshIndices(op, send.getMeshAttr(), send.getAxes())
+           : meshIndices(op, recv.getMeshAttr(), recv.getAxes());
+  if (failed(indices))
+    return failure();
+  KernelSpec spec{send ? OpCode::Send : OpCode::Recv,
+                  {send ? pairs[1] : pairs[0]}};
+  spec.ints.append(*indices);
+  return emitKernel(op, spec, op->getOperands(), op->getResults());
+}
+
 FailureOr<KernelSpec> Lowering::collectiveKernel(Operation *op) {
   // [dims..., axes...] as the kernel table has them.
   auto spec = [&](OpCode opcode, FlatSymbolRefAttr meshRef, ArrayAttr axes,
@@ -1107,8 +1141,12 @@ FailureOr<ProgramOp> Lowering::run() {
     else if (op.getNumRegions() != 0 && !isa<scf::ForOp>(op))
       lowered = op.emitError() << "cannot lower '" << op.getName()
                                << "' to rt: ops with regions have no kernel";
-    else
+    else {
+      // A pipeline program (dist-pipeline-stages): the stage that runs it.
+      auto rank = op.getAttrOfType<IntegerAttr>(dist::kPipelineRankAttrName);
+      stage = rank ? builder.getUI32IntegerAttr(rank.getInt()) : IntegerAttr();
       lowered = lowerOp(&op);
+    }
     if (failed(lowered))
       return fail();
   }

@@ -142,6 +142,7 @@ LogicalResult ExecutableBuilder::addKernel(KernelOp kernel) {
                             kernel.getFloats().end());
   table->flags = kernel.getFlags();
   table->splits = dimSplits(kernel.getSplitsAttr());
+  table->stage = kernel.getStage().value_or(0);
   exe.kernels.push_back(std::move(table));
   return success();
 }
@@ -159,6 +160,10 @@ LogicalResult ExecutableBuilder::build(ModuleOp module) {
       failed(readModuleSize(module, RtDialect::kPlannedPeakBytesAttrName,
                             exe.planned_peak_bytes)))
     return failure();
+  if (auto peaks = module->getAttrOfType<DenseI64ArrayAttr>(
+          RtDialect::kStagePlannedPeakBytesAttrName))
+    for (int64_t bytes : peaks.asArrayRef())
+      exe.stage_planned_peak_bytes.push_back(static_cast<uint64_t>(bytes));
   // The seed's 64 bits, stored as an i64; no seed means 0.
   if (auto seed = module->getAttrOfType<IntegerAttr>(RtDialect::kSeedAttrName))
     exe.seed = static_cast<uint64_t>(seed.getInt());

@@ -1,0 +1,555 @@
+//===- PipelineStages.cpp - dist-pipeline-stages --------------------------===//
+//
+// Cuts the unrolled (and partitioned) training step of a pipeline-split model
+// into one straight-line program per pipeline rank, in the order the
+// schedule gives, with the transfers between ranks; see Passes.td and
+// docs/design/pipeline-schedules.md ("Stage programs").
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/Dist/IR/DistOps.h"
+#include "dialects/Dist/Transforms/ModuleSchedule.h"
+#include "dialects/Dist/Transforms/Passes.h"
+#include "dialects/Tpc/IR/TpcOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <map>
+
+namespace mlir::dist {
+#define GEN_PASS_DEF_DISTPIPELINESTAGES
+#include "dialects/Dist/Transforms/Passes.h.inc"
+} // namespace mlir::dist
+
+using namespace mlir;
+using namespace mlir::dist;
+namespace pipeline = mlir::dist::pipeline;
+
+namespace {
+
+/// The attributes tpc-unroll-train-step leaves on the ops of the step.
+constexpr llvm::StringLiteral kPhaseAttrName = "tpc.phase";
+constexpr llvm::StringLiteral kMicrobatchIndexAttrName = "tpc.microbatch_index";
+
+/// Which F, B or W of which chunk and microbatch an op belongs to.
+struct Phase {
+  enum Kind { F, B, W } kind;
+  int chunk;
+  int microbatch;
+  auto key() const { return std::make_tuple(kind, chunk, microbatch); }
+  bool operator<(const Phase &other) const { return key() < other.key(); }
+  bool operator==(const Phase &other) const { return key() == other.key(); }
+};
+
+/// "train_F_chunk3" -> (F, 3); nullopt for another name.
+std::optional<std::pair<Phase::Kind, int>> parsePhaseName(StringRef name) {
+  if (!name.consume_front("train_") || name.size() < 2)
+    return std::nullopt;
+  Phase::Kind kind;
+  switch (name.front()) {
+  case 'F':
+    kind = Phase::F;
+    break;
+  case 'B':
+    kind = Phase::B;
+    break;
+  case 'W':
+    kind = Phase::W;
+    break;
+  default:
+    return std::nullopt;
+  }
+  name = name.drop_front();
+  int chunk;
+  if (!name.consume_front("_chunk") || name.getAsInteger(10, chunk) ||
+      chunk < 0)
+    return std::nullopt;
+  return std::make_pair(kind, chunk);
+}
+
+/// Ranks as bits (rank r: bit r).
+using RankSet = uint64_t;
+constexpr int kMaxRanks = 64;
+RankSet bit(int rank) { return RankSet(1) << rank; }
+int lowest(RankSet set) { return llvm::countr_zero(set); }
+
+/// A value one rank computes and another reads: sent once, at the action of
+/// its first reader on the receiving rank.
+struct Transfer {
+  Value value;
+  int from, to;
+  int64_t channel;
+};
+
+class StageBuilder {
+public:
+  StageBuilder(ModuleOp module, func::FuncOp step,
+               const pipeline::Schedule &schedule, StringRef meshName)
+      : module(module), step(step), schedule(schedule),
+        ranks(schedule.ranks), all(ranks == kMaxRanks ? ~RankSet(0)
+                                                      : bit(ranks) - 1),
+        builder(module.getContext()),
+        mesh(FlatSymbolRefAttr::get(module.getContext(), meshName)) {}
+
+  LogicalResult run();
+
+private:
+  InFlightDiagnostic error(Operation *at) {
+    return at->emitError() << "dist-pipeline-stages: ";
+  }
+  LogicalResult readPhases();
+  LogicalResult place();
+  void demand();
+  LogicalResult emit();
+  void emitOp(Operation *op, int rank);
+  void emitSend(const Transfer &transfer);
+  void emitRecv(const Transfer &transfer);
+  void emitPartialSumSquares(Operation *op, int rank);
+  /// Emits every op placed on `rank` that is not yet emitted and whose
+  /// operands all are there; with `final`, the cross-rank ones too.
+  void flush(int rank, bool final);
+  RankSet availability(Value value) const {
+    if (isa<BlockArgument>(value))
+      return all;
+    return available.lookup(value);
+  }
+  bool isOn(Value value, int rank) {
+    return isa<BlockArgument>(value) || mapping[rank].contains(value);
+  }
+
+  ModuleOp module;
+  func::FuncOp step;
+  const pipeline::Schedule &schedule;
+  int ranks;
+  RankSet all;
+  OpBuilder builder;
+  FlatSymbolRefAttr mesh;
+
+  SmallVector<Operation *> ops;
+  DenseMap<Operation *, size_t> position;
+  /// Ops of a chunk's F, B or W: pinned to the chunk's rank.
+  DenseMap<Operation *, Phase> phaseOf;
+  std::map<Phase, SmallVector<Operation *>> blocks;
+  /// Ops computed from the step's arguments alone: on every rank that
+  /// reads them (`demanded`).
+  DenseSet<Operation *> free;
+  DenseMap<Operation *, RankSet> demanded;
+  /// The other ops: on the ranks where their operands are, or, combining
+  /// values of several ranks, cross-rank (a tied gradient's sum, the
+  /// gradient norm's sum of squares).
+  DenseMap<Operation *, RankSet> placed;
+  DenseSet<Operation *> crossRank;
+  DenseMap<Value, RankSet> available;
+
+  /// Schedule transfers by the phase of the first reader, and the other
+  /// (cross-rank ops') transfers by op.
+  std::map<Phase, SmallVector<Transfer>> transfersTo;
+  DenseMap<Operation *, SmallVector<Transfer>> exchanges;
+  int64_t channels = 0;
+
+  /// Per rank: the clone of each value of the step, and the ops emitted.
+  SmallVector<IRMapping> mapping;
+  SmallVector<DenseSet<Operation *>> emitted;
+  /// The first op emitted on a rank that does not hold an operand (a
+  /// placement bug: reported, never lowered).
+  Operation *lost = nullptr;
+  int lostRank = 0;
+};
+
+LogicalResult StageBuilder::readPhases() {
+  for (Operation &op : step.getBody().front().without_terminator()) {
+    position[&op] = ops.size();
+    ops.push_back(&op);
+  }
+  // Ops of a chunk's function, as tpc-unroll-train-step inlined them.
+  for (Operation *op : ops) {
+    auto name = op->getAttrOfType<StringAttr>(kPhaseAttrName);
+    if (!name)
+      continue;
+    std::optional<std::pair<Phase::Kind, int>> parsed =
+        parsePhaseName(name.getValue());
+    if (!parsed)
+      return error(op) << "'" << kPhaseAttrName << "' is '" << name.getValue()
+                       << "', not a chunk's F, B or W (train_F_chunk<c>); "
+                          "is the model split (dist-pipeline-outline)?";
+    auto microbatch = op->getAttrOfType<IntegerAttr>(kMicrobatchIndexAttrName);
+    if (!microbatch)
+      return error(op) << "has no '" << kMicrobatchIndexAttrName
+                       << "' (tpc-unroll-train-step=tag-microbatches)";
+    Phase phase{parsed->first, parsed->second,
+                static_cast<int>(microbatch.getInt())};
+    if (phase.chunk >= schedule.numChunks() ||
+        phase.microbatch >= schedule.microbatches)
+      return error(op) << "belongs to chunk " << phase.chunk
+                       << ", microbatch " << phase.microbatch
+                       << ": the schedule has " << schedule.numChunks()
+                       << " chunks and " << schedule.microbatches
+                       << " microbatches";
+    phaseOf[op] = phase;
+  }
+  // What the step computes from its arguments alone (casts of parameters,
+  // the inputs' slices, the target count) is free: on every rank that
+  // reads it.
+  for (Operation *op : ops)
+    if (!phaseOf.count(op) && llvm::all_of(op->getOperands(), [&](Value v) {
+          Operation *def = v.getDefiningOp();
+          return !def || free.contains(def);
+        }))
+      free.insert(op);
+  // What dist-partition added inside a phase (a collective of the
+  // tensor-parallel group, a reshard) belongs to the phase of its reader
+  // that runs first: F before B before W (a row-parallel matmul's gathered
+  // output gradient, read by B and W, is gathered in B), then the first in
+  // the step.
+  for (Operation *op : llvm::reverse(ops)) {
+    if (phaseOf.count(op) || free.contains(op))
+      continue;
+    Operation *first = nullptr;
+    auto order = [&](Operation *user) {
+      return std::make_pair(phaseOf[user].kind, position[user]);
+    };
+    for (Operation *user : op->getUsers())
+      if (phaseOf.count(user) && (!first || order(user) < order(first)))
+        first = user;
+    if (first)
+      phaseOf[op] = phaseOf[first];
+  }
+  return success();
+}
+
+LogicalResult StageBuilder::place() {
+  DenseMap<std::pair<Value, int>, bool> sent;
+  for (Operation *op : ops) {
+    auto phase = phaseOf.find(op);
+    if (phase != phaseOf.end()) {
+      int rank = schedule.rankOf(phase->second.chunk);
+      blocks[phase->second].push_back(op);
+      for (Value operand : op->getOperands()) {
+        if (availability(operand) & bit(rank))
+          continue;
+        Operation *def = operand.getDefiningOp();
+        if (!def || !phaseOf.count(def))
+          return error(op) << "reads a value on pipeline rank "
+                           << lowest(availability(operand))
+                           << " that no chunk computes (it is on rank "
+                           << rank << ")";
+        if (!sent.try_emplace({operand, rank}, true).second)
+          continue;
+        const Phase &from = phaseOf[def];
+        const Phase &to = phase->second;
+        // F hands its output to the next chunk's F, B its input gradient
+        // to the previous chunk's B, for the same microbatch.
+        bool activation = from.kind == Phase::F && to.kind == Phase::F &&
+                          to.chunk == from.chunk + 1;
+        bool gradient = from.kind == Phase::B && to.kind == Phase::B &&
+                        to.chunk + 1 == from.chunk;
+        if ((!activation && !gradient) || from.microbatch != to.microbatch)
+          return error(op) << "reads a value of chunk " << from.chunk
+                           << " (microbatch " << from.microbatch
+                           << ") on pipeline rank "
+                           << schedule.rankOf(from.chunk)
+                           << ": only a chunk's forward output to the next "
+                              "chunk's forward and its input gradient to "
+                              "the previous chunk's backward cross ranks";
+        transfersTo[to].push_back(
+            {operand, schedule.rankOf(from.chunk), rank, channels++});
+      }
+      for (Value result : op->getResults())
+        available[result] = bit(rank);
+      continue;
+    }
+    if (free.contains(op)) {
+      for (Value result : op->getResults())
+        available[result] = all;
+      continue;
+    }
+    RankSet where = all, any = 0;
+    for (Value operand : op->getOperands()) {
+      where &= availability(operand);
+      any |= availability(operand);
+    }
+    if (where == 0) {
+      if (isa<tpc::SumSquaresOp>(op)) {
+        // Each rank sums the squares it holds; the pipeline ranks add
+        // their sums (a value two ranks hold counts once).
+        crossRank.insert(op);
+        where = all;
+      } else if (isa<tpc::AddOp>(op)) {
+        // A parameter two chunks read (a tied embedding): each rank holding
+        // one accumulated gradient gets the other's and adds them in the
+        // same order.
+        crossRank.insert(op);
+        where = any;
+        SmallVector<Transfer> &list = exchanges[op];
+        for (int rank = 0; rank < ranks; ++rank)
+          if (where & bit(rank))
+            for (Value operand : op->getOperands())
+              if (!(availability(operand) & bit(rank)))
+                list.push_back({operand, lowest(availability(operand)), rank,
+                                channels++});
+      } else {
+        return error(op) << "combines values of different pipeline ranks "
+                            "and has no cross-rank form (only a sum of two "
+                            "values and tpc.sum_squares have one)";
+      }
+    }
+    placed[op] = where;
+    for (Value result : op->getResults())
+      available[result] = where;
+  }
+  return success();
+}
+
+void StageBuilder::demand() {
+  auto ret = cast<func::ReturnOp>(step.getBody().front().getTerminator());
+  for (Operation *op : llvm::reverse(ops)) {
+    if (!free.contains(op))
+      continue;
+    RankSet needed = 0;
+    for (Operation *user : op->getUsers()) {
+      if (user == ret)
+        needed |= bit(0);
+      else if (auto phase = phaseOf.find(user); phase != phaseOf.end())
+        needed |= bit(schedule.rankOf(phase->second.chunk));
+      else if (free.contains(user))
+        needed |= demanded.lookup(user);
+      else
+        needed |= placed.lookup(user);
+    }
+    demanded[op] = needed;
+  }
+}
+
+void StageBuilder::emitOp(Operation *op, int rank) {
+  for (Value operand : op->getOperands())
+    if (!isOn(operand, rank) && !lost) {
+      lost = op;
+      lostRank = rank;
+    }
+  Operation *copy = builder.clone(*op, mapping[rank]);
+  copy->removeAttr(kMicrobatchIndexAttrName);
+  copy->setAttr(kPipelineRankAttrName, builder.getI64IntegerAttr(rank));
+  emitted[rank].insert(op);
+}
+
+void StageBuilder::emitSend(const Transfer &transfer) {
+  auto send = SendOp::create(
+      builder, transfer.value.getLoc(),
+      mapping[transfer.from].lookup(transfer.value), mesh,
+      builder.getStrArrayAttr({"pp"}),
+      builder.getDenseI64ArrayAttr({transfer.from, transfer.to}),
+      builder.getI64IntegerAttr(transfer.channel));
+  send->setAttr(kPipelineRankAttrName, builder.getI64IntegerAttr(transfer.from));
+}
+
+void StageBuilder::emitRecv(const Transfer &transfer) {
+  auto recv = RecvOp::create(
+      builder, transfer.value.getLoc(), transfer.value.getType(), mesh,
+      builder.getStrArrayAttr({"pp"}),
+      builder.getDenseI64ArrayAttr({transfer.from, transfer.to}),
+      builder.getI64IntegerAttr(transfer.channel));
+  recv->setAttr(kPipelineRankAttrName, builder.getI64IntegerAttr(transfer.to));
+  mapping[transfer.to].map(transfer.value, recv.getResult());
+}
+
+void StageBuilder::emitPartialSumSquares(Operation *op, int rank) {
+  // The values this rank counts: those whose lowest holder it is.
+  SmallVector<Value> mine;
+  for (Value operand : op->getOperands())
+    if (lowest(availability(operand)) == rank)
+      mine.push_back(mapping[rank].lookup(operand));
+  Location loc = op->getLoc();
+  auto type = cast<RankedTensorType>(op->getResult(0).getType());
+  Value partial;
+  if (mine.empty())
+    partial = arith::ConstantOp::create(
+        builder, loc, type,
+        DenseElementsAttr::get(type, builder.getF32FloatAttr(0.0f)));
+  else
+    partial = tpc::SumSquaresOp::create(builder, loc, type, mine);
+  partial.getDefiningOp()->setAttr(kPipelineRankAttrName,
+                                   builder.getI64IntegerAttr(rank));
+  auto sum = AllReduceOp::create(
+      builder, loc, partial.getType(), partial, mesh,
+      builder.getStrArrayAttr({"pp"}),
+      ReductionAttr::get(builder.getContext(), Reduction::Sum));
+  sum->setAttr(kPipelineRankAttrName, builder.getI64IntegerAttr(rank));
+  mapping[rank].map(op->getResult(0), sum.getResult());
+  emitted[rank].insert(op);
+}
+
+void StageBuilder::flush(int rank, bool final) {
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (Operation *op : ops) {
+      auto where = placed.find(op);
+      if (where == placed.end() || !(where->second & bit(rank)) ||
+          emitted[rank].contains(op))
+        continue;
+      bool cross = crossRank.contains(op);
+      if (cross && !final)
+        continue;
+      // A cross-rank op reads what other ranks hold; it waits for its own
+      // rank's share only.
+      bool ready = llvm::all_of(op->getOperands(), [&](Value v) {
+        return isOn(v, rank) || (cross && !(availability(v) & bit(rank)));
+      });
+      if (!ready) {
+        if (final)
+          break; // keep the order of the step's epilogue on every rank
+        continue;
+      }
+      if (isa<tpc::SumSquaresOp>(op) && cross) {
+        emitPartialSumSquares(op, rank);
+      } else {
+        if (cross) {
+          // Lower rank sends first, the higher receives first: the pair of
+          // synchronous transfers always meets.
+          for (const Transfer &t : exchanges[op])
+            if (t.from == rank && t.from < t.to)
+              emitSend(t);
+          for (const Transfer &t : exchanges[op])
+            if (t.to == rank)
+              emitRecv(t);
+          for (const Transfer &t : exchanges[op])
+            if (t.from == rank && t.from > t.to)
+              emitSend(t);
+        }
+        emitOp(op, rank);
+      }
+      progress = true;
+    }
+  }
+}
+
+LogicalResult StageBuilder::emit() {
+  Block &body = step.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  mapping.resize(ranks);
+  emitted.resize(ranks);
+  builder.setInsertionPoint(ret);
+  for (int rank = 0; rank < ranks; ++rank) {
+    // The prologue: what the rank reads of the arguments alone.
+    for (Operation *op : ops)
+      if (free.contains(op) && (demanded.lookup(op) & bit(rank)))
+        emitOp(op, rank);
+    auto emitBlock = [&](Phase phase) {
+      for (Operation *op : blocks[phase])
+        emitOp(op, rank);
+    };
+    for (const pipeline::Action &action : schedule.actions[rank]) {
+      int i = action.microbatch, c = action.chunk;
+      switch (action.kind) {
+      case pipeline::ActionKind::Forward:
+        emitBlock({Phase::F, c, i});
+        break;
+      case pipeline::ActionKind::Backward:
+        emitBlock({Phase::B, c, i});
+        if (action.fusedWeight)
+          emitBlock({Phase::W, c, i});
+        break;
+      case pipeline::ActionKind::Weight:
+        emitBlock({Phase::W, c, i});
+        break;
+      case pipeline::ActionKind::RecvAct:
+        for (const Transfer &t : transfersTo[{Phase::F, c, i}])
+          emitRecv(t);
+        break;
+      case pipeline::ActionKind::SendAct:
+        for (const Transfer &t : transfersTo[{Phase::F, c + 1, i}])
+          if (t.from == rank)
+            emitSend(t);
+        break;
+      case pipeline::ActionKind::RecvGrad:
+        for (const Transfer &t : transfersTo[{Phase::B, c, i}])
+          emitRecv(t);
+        break;
+      case pipeline::ActionKind::SendGrad:
+        for (const Transfer &t : transfersTo[{Phase::B, c - 1, i}])
+          if (t.from == rank)
+            emitSend(t);
+        break;
+      }
+      if (action.isCompute())
+        flush(rank, /*final=*/false);
+    }
+    flush(rank, /*final=*/true);
+    for (Operation *op : ops) {
+      auto where = placed.find(op);
+      if (where != placed.end() && (where->second & bit(rank)) &&
+          !emitted[rank].contains(op))
+        return error(op) << "cannot be placed on pipeline rank " << rank
+                         << ": an operand never becomes available there";
+    }
+  }
+  if (lost)
+    return error(lost) << "reads on pipeline rank " << lostRank
+                       << " a value that rank does not hold";
+  // The step returns each value from the lowest rank that holds it.
+  for (OpOperand &operand : ret->getOpOperands()) {
+    Value v = operand.get();
+    if (isa<BlockArgument>(v))
+      continue;
+    for (int rank = 0; rank < ranks; ++rank)
+      if (Value copy = mapping[rank].lookupOrNull(v)) {
+        operand.set(copy);
+        break;
+      }
+  }
+  for (Operation *op : llvm::reverse(ops)) {
+    op->dropAllUses();
+    op->erase();
+  }
+  return success();
+}
+
+LogicalResult StageBuilder::run() {
+  if (ranks > kMaxRanks)
+    return error(step) << "at most " << kMaxRanks << " pipeline ranks";
+  if (failed(readPhases()) || failed(place()))
+    return failure();
+  demand();
+  return emit();
+}
+
+struct DistPipelineStagesPass
+    : public dist::impl::DistPipelineStagesBase<DistPipelineStagesPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto step = module.lookupSymbol<func::FuncOp>(function);
+    if (!step || step.isExternal() || !step.getBody().hasOneBlock()) {
+      module.emitError() << "dist-pipeline-stages: no func.func @" << function
+                         << " with a body of one block";
+      return signalPassFailure();
+    }
+    auto count = step->getAttrOfType<IntegerAttr>("tpc.microbatches");
+    int64_t microbatches = count ? count.getInt() : 1;
+    FailureOr<ModuleSchedule> built = buildModuleSchedule(
+        module, "dist-pipeline-stages", schedule, microbatches);
+    if (failed(built))
+      return signalPassFailure();
+    MeshOp mesh;
+    module.walk([&](MeshOp op) {
+      if (op.getAxisSize("pp") == built->schedule.ranks)
+        mesh = op;
+    });
+    if (!mesh) {
+      module.emitError() << "dist-pipeline-stages: no dist.mesh with an axis "
+                            "'pp' of size "
+                         << built->schedule.ranks << " (run dist-mesh)";
+      return signalPassFailure();
+    }
+    StageBuilder stages(module, step, built->schedule, mesh.getSymName());
+    if (failed(stages.run()))
+      return signalPassFailure();
+  }
+};
+
+} // namespace
