@@ -130,7 +130,8 @@ void joinPieces(const uint8_t *x, int64_t outer, int64_t pieces,
 /// non-leading dimension contiguous for the communicator (in the dtype it
 /// communicates: f32 for a staged 16-bit reduce_scatter).
 uint64_t collectiveStagingBytes(const KernelCall &call) {
-  if (call.group < 0)
+  // send and recv move their buffer as it is (recv has no operand).
+  if (call.group < 0 || call.operands.empty())
     return 0;
   const TensorRef &x = call.operands[0];
   uint64_t elementBytes = executableDTypeSize(x.dtype);

@@ -24,42 +24,59 @@ DType floatDTypeOf(fb::DType dtype) {
 
 constexpr std::size_t kMessageBytes = std::size_t(1) << 30;
 constexpr int kGatherTag = 7301;
+constexpr int kOutputTag = 7302;
 
 /// Point-to-point transfers of any size, as messages of at most
 /// kMessageBytes (MPI counts are ints).
-Status sendAll(Communicator &world, const std::vector<uint8_t> &bytes,
-               int peer) {
+Status sendTagged(Communicator &world, const std::vector<uint8_t> &bytes,
+                  int peer, int tag) {
   for (std::size_t at = 0; at < bytes.size(); at += kMessageBytes)
-    if (Status s = world.send(bytes.data() + at,
-                              std::min(kMessageBytes, bytes.size() - at), peer,
-                              kGatherTag);
+    if (Status s =
+            world.send(bytes.data() + at,
+                       std::min(kMessageBytes, bytes.size() - at), peer, tag);
         !s)
       return s;
   return Status::ok();
+}
+
+Status recvTagged(Communicator &world, std::vector<uint8_t> &bytes, int peer,
+                  int tag) {
+  for (std::size_t at = 0; at < bytes.size(); at += kMessageBytes)
+    if (Status s =
+            world.recv(bytes.data() + at,
+                       std::min(kMessageBytes, bytes.size() - at), peer, tag);
+        !s)
+      return s;
+  return Status::ok();
+}
+
+Status sendAll(Communicator &world, const std::vector<uint8_t> &bytes,
+               int peer) {
+  return sendTagged(world, bytes, peer, kGatherTag);
 }
 
 Status recvAll(Communicator &world, std::vector<uint8_t> &bytes, int peer) {
-  for (std::size_t at = 0; at < bytes.size(); at += kMessageBytes)
-    if (Status s = world.recv(bytes.data() + at,
-                              std::min(kMessageBytes, bytes.size() - at), peer,
-                              kGatherTag);
-        !s)
-      return s;
-  return Status::ok();
+  return recvTagged(world, bytes, peer, kGatherTag);
 }
 
-/// True when the rank at `coords` is the first of the ranks holding its
-/// block of a tensor split by `splits`: its coordinates on every axis that
-/// splits nothing are zero.
+/// True when the rank at `coords` is the first of the ranks of pipeline
+/// stage `stage` holding its block of a tensor split by `splits`: its
+/// coordinate on the "pp" axis (`stageAxis`, -1 for none) is `stage`, and
+/// those on every other axis that splits nothing are zero.
 bool holdsFirstCopy(const Mesh &mesh, const std::vector<int64_t> &coords,
-                    const Splits &splits) {
+                    const Splits &splits, int32_t stageAxis, uint32_t stage) {
   std::vector<bool> splitting(mesh.sizes.size(), false);
   for (const std::vector<uint32_t> &axes : splits)
     for (uint32_t a : axes)
       splitting[a] = true;
-  for (size_t a = 0; a < coords.size(); ++a)
-    if (!splitting[a] && coords[a] != 0)
+  for (size_t a = 0; a < coords.size(); ++a) {
+    if (static_cast<int32_t>(a) == stageAxis) {
+      if (coords[a] != static_cast<int64_t>(stage))
+        return false;
+    } else if (!splitting[a] && coords[a] != 0) {
       return false;
+    }
+  }
   return true;
 }
 
@@ -143,27 +160,30 @@ Status tpcrt::gatherParamBuffer(Interpreter &interpreter, const ParamRef &param,
   const Mesh &mesh = program.mesh;
   int64_t self = interpreter.rank();
   Communicator *world = interpreter.world();
-  bool split = false;
-  for (const std::vector<uint32_t> &axes : param.splits)
-    split |= !axes.empty();
-  // Only the first rank holding each distinct block sends it to rank 0.
-  bool sends = self != 0 && split &&
-               holdsFirstCopy(mesh, program.coordinates, param.splits);
-  if (self != 0 && !sends)
+  // The copy of the lowest pipeline stage owning the buffer (a param of
+  // several stages, a tied embedding, is alike on each), and there only the
+  // first rank holding each distinct block sends it to rank 0.
+  uint32_t stage = program.bufferStages[buffer].front();
+  auto holds = [&](const std::vector<int64_t> &coords) {
+    return holdsFirstCopy(mesh, coords, param.splits, program.stageAxis, stage);
+  };
+  bool mine = holds(program.coordinates);
+  if (self != 0 && !mine)
     return Status::ok();
   std::vector<uint8_t> local(t.bytes);
-  if (Status s = interpreter.readBuffer(buffer, local.data(), local.size()); !s)
-    return s;
-  if (sends)
+  if (mine)
+    if (Status s = interpreter.readBuffer(buffer, local.data(), local.size());
+        !s)
+      return s;
+  if (self != 0)
     return sendAll(*world, local, 0);
   int64_t elements = 1;
   for (int64_t d : param.viewShape)
     elements *= d;
   whole.assign(static_cast<size_t>(elements) * elementBytes, 0);
-  int64_t ranks = split ? mesh.worldSize() : 1;
-  for (int64_t r = 0; r < ranks; ++r) {
+  for (int64_t r = 0, ranks = mesh.worldSize(); r < ranks; ++r) {
     std::vector<int64_t> coords = mesh.coordinates(r);
-    if (!holdsFirstCopy(mesh, coords, param.splits))
+    if (!holds(coords))
       continue;
     TensorPlacement placement;
     if (Status s =
@@ -176,6 +196,42 @@ Status tpcrt::gatherParamBuffer(Interpreter &interpreter, const ParamRef &param,
         return s.withContext("gathering from rank " + std::to_string(r));
     insertPlaced(placement, local.data(), whole.data(), elementBytes);
   }
+  return Status::ok();
+}
+
+Status tpcrt::readOnRankZero(Interpreter &interpreter, uint32_t buffer,
+                             void *data, uint64_t bytes) {
+  const Program &program = interpreter.program();
+  if (buffer >= program.buffers.size())
+    return Status::error("buffer " + std::to_string(buffer) +
+                         " does not exist (the executable has " +
+                         std::to_string(program.buffers.size()) + ")");
+  // The first rank owning it: the lowest stage's, 0 on every other axis.
+  std::vector<int64_t> coords(program.mesh.sizes.size(), 0);
+  if (program.stageAxis >= 0)
+    coords[program.stageAxis] = program.bufferStages[buffer].front();
+  int64_t source = program.mesh.rankAt(coords);
+  int64_t self = interpreter.rank();
+  if (source == 0) {
+    if (self != 0)
+      return Status::ok();
+    return interpreter.readBuffer(buffer, data, bytes);
+  }
+  if (self != 0 && self != source)
+    return Status::ok();
+  std::vector<uint8_t> staged(bytes);
+  if (self == source) {
+    if (Status s = interpreter.readBuffer(buffer, staged.data(), bytes); !s)
+      return s;
+    return sendTagged(*interpreter.world(), staged, 0, kOutputTag);
+  }
+  if (Status s = recvTagged(*interpreter.world(), staged,
+                            static_cast<int>(source), kOutputTag);
+      !s)
+    return s.withContext("receiving buffer " + std::to_string(buffer) +
+                         " from rank " + std::to_string(source));
+  if (bytes)
+    std::memcpy(data, staged.data(), bytes);
   return Status::ok();
 }
 
@@ -223,6 +279,8 @@ Status tpcrt::loadCheckpoint(const std::string &path, Interpreter &interpreter,
       return Status::error(
           path + ": tensor '" + name + "' is " + dtypeName(view.dtype) + " " +
           formatShape(view.shape) + ", expected F32 " + formatShape(shape));
+    if (!program.ownsBuffer(state.buffer))
+      continue;
     TensorPlacement placement;
     Status s =
         paramPlacement(interpreter, program.params[state.param], placement);

@@ -102,11 +102,14 @@ Status HostInputs::Entry::create(const Program &program,
 }
 
 Status HostInputs::copyTo(Interpreter &interpreter) const {
-  for (const Entry &entry : entries)
+  for (const Entry &entry : entries) {
+    if (!interpreter.program().ownsBuffer(entry.buffer))
+      continue;
     if (Status s = interpreter.writeBuffer(entry.buffer, entry.bytes.data(),
                                            entry.bytes.size());
         !s)
       return s;
+  }
   return Status::ok();
 }
 

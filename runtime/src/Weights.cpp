@@ -134,6 +134,10 @@ Status loadParam(const std::string &path, const ShardedSafetensors &weights,
       tensor->dtype != DType::F16 && tensor->dtype != DType::F64)
     return Status::error(what + " is " + dtypeName(tensor->dtype) +
                          ", expected F32, BF16, F16 or F64");
+  // Checked on every rank, so that a bad file fails them alike; written only
+  // where the rank's pipeline stage owns the param.
+  if (!interpreter.program().ownsBuffer(param.buffer))
+    return Status::ok();
   TensorPlacement placement;
   if (Status s = paramPlacement(interpreter, param, placement); !s)
     return s.withContext(what);
@@ -259,6 +263,8 @@ Status tpcrt::loadWeights(const std::string &path, Interpreter &interpreter) {
 Status tpcrt::initWeights(uint64_t seed, Interpreter &interpreter) {
   std::vector<float> chunk;
   for (const ParamRef &param : interpreter.program().params) {
+    if (!interpreter.program().ownsBuffer(param.buffer))
+      continue;
     std::string what = "param '" + param.hfName + "'";
     TensorPlacement placement;
     if (Status s = paramPlacement(interpreter, param, placement); !s)

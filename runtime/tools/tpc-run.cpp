@@ -316,6 +316,9 @@ DType safetensorsDType(fb::DType dtype) {
   return DType::U8;
 }
 
+/// Writes the outputs (whole on the ranks owning them) on rank 0, each read
+/// there or sent to it by the first rank owning it (a pipeline's loss lives
+/// on its last stage). Collective: every rank calls it.
 Status dumpOutputs(const std::string &path, Interpreter &interpreter) {
   const Program &program = interpreter.program();
   std::map<std::string, std::vector<uint8_t>> data;
@@ -324,18 +327,22 @@ Status dumpOutputs(const std::string &path, Interpreter &interpreter) {
     const TensorRef &buffer = program.buffers[output.buffer];
     std::vector<uint8_t> &bytes = data[output.name];
     bytes.resize(buffer.bytes);
-    if (Status s =
-            interpreter.readBuffer(output.buffer, bytes.data(), bytes.size());
+    if (Status s = readOnRankZero(interpreter, output.buffer, bytes.data(),
+                                  bytes.size());
         !s)
       return s;
     tensors[output.name] = {safetensorsDType(buffer.dtype), buffer.shape,
                             bytes.data(), bytes.size()};
   }
+  if (interpreter.rank() != 0)
+    return Status::ok();
   return writeSafetensors(path, tensors);
 }
 
 struct TraceEvent {
+  /// The kernel's index in the file and its opcode.
   uint32_t kernel;
+  fb::OpCode op;
   uint64_t step;
   KernelTiming timing;
 };
@@ -381,13 +388,12 @@ Status writeTrace(const std::string &path, const Program &program,
   std::string json = "{\"traceEvents\":[\n";
   json += line + jsonEscape(model) + ")\"}}";
   for (const TraceEvent &event : events) {
-    const KernelCall &call = program.calls[event.kernel];
     std::snprintf(
         line, sizeof(line),
         ",\n{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\","
         "\"ts\":%.3f,\"dur\":%.3f,\"pid\":%llu,\"tid\":0,"
         "\"args\":{\"kernel\":%u,\"step\":%llu}}",
-        opCodeName(call.op), isCollective(call.op) ? "comm" : "kernel",
+        opCodeName(event.op), isCollective(event.op) ? "comm" : "kernel",
         event.timing.startNs / 1000.0, event.timing.durationNs / 1000.0, rank,
         event.kernel, static_cast<unsigned long long>(event.step));
     json += line;
@@ -396,10 +402,12 @@ Status writeTrace(const std::string &path, const Program &program,
   return writeFileAtomically(path, {{json.data(), json.size()}});
 }
 
-/// Reads an f32 scalar output.
+/// Reads an f32 scalar output on rank 0, from the first rank owning it (a
+/// pipeline's loss lives on its last stage). Collective: every rank calls
+/// it; `value` is set on rank 0.
 Status readScalar(Interpreter &interpreter, const BindingRef &output,
                   float &value) {
-  return interpreter.readBuffer(output.buffer, &value, sizeof(value));
+  return readOnRankZero(interpreter, output.buffer, &value, sizeof(value));
 }
 
 /// Where each step's inputs come from: a fixed batch or token data.
@@ -615,12 +623,13 @@ Status run(const Options &options, const fb::Executable &exe,
     }
     if (options.trace)
       for (const KernelCall &call : program.calls)
-        events.push_back({call.index, step, interpreter.timings()[call.index]});
+        events.push_back(
+            {call.index, call.op, step, interpreter.timings()[call.index]});
     if (k == 1 && options.dumpGrads)
       if (Status s = writeGrads(*options.dumpGrads, interpreter); !s)
         return s;
-    // Outputs are whole on every rank: rank 0's are the run's.
-    if (k == options.steps && options.dumpOutputs && printer)
+    // Outputs are whole on every rank that owns them: gathered on rank 0.
+    if (k == options.steps && options.dumpOutputs)
       if (Status s = dumpOutputs(*options.dumpOutputs, interpreter); !s)
         return s;
 

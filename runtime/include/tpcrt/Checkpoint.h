@@ -14,7 +14,9 @@
 // each whole tensor to the ranks' blocks (Weights.h), saving gathers the
 // blocks (point-to-point to rank 0, one copy of each distinct block), drops
 // the padding, and rank 0 alone writes. Saving and dumping are collective:
-// every rank of the world must call them.
+// every rank of the world must call them. On a pipeline a param (its state,
+// its gradient) comes from the ranks of the lowest stage owning it, once: a
+// tied embedding held by the first and the last stage is saved once.
 //
 //===----------------------------------------------------------------------===//
 
@@ -59,9 +61,18 @@ Status writeGrads(const std::string &path, Interpreter &interpreter);
 /// Gathers `buffer`, laid out as `param`'s buffer is (the param itself, its
 /// optimizer state or its gradient), into the whole tensor of the param's
 /// view shape without padding, in the buffer's dtype: `whole` on rank 0,
-/// empty on the other ranks. Collective over the interpreter's world.
+/// empty on the other ranks. On a pipeline, from the ranks of the lowest
+/// stage owning `buffer`. Collective over the interpreter's world.
 Status gatherParamBuffer(Interpreter &interpreter, const ParamRef &param,
                          uint32_t buffer, std::vector<uint8_t> &whole);
+
+/// Reads `buffer` (`bytes` long), whole on the ranks owning it (an output:
+/// the loss on the last pipeline stage), into `data` on rank 0: from rank
+/// 0's own arena where its stage owns it, else sent to it by the first rank
+/// whose stage does. Collective over the interpreter's world (every rank
+/// calls it, in the same order); `data` is untouched on the other ranks.
+Status readOnRankZero(Interpreter &interpreter, uint32_t buffer, void *data,
+                      uint64_t bytes);
 
 } // namespace tpcrt
 

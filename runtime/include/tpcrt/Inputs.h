@@ -46,7 +46,8 @@ struct HostInputs {
   /// second; 0 without it.
   int64_t tokens = 0;
 
-  /// Copies every input into the interpreter's arena.
+  /// Copies every input into the interpreter's arena (on a pipeline, those
+  /// its stage owns: a stage that reads no labels ignores them).
   Status copyTo(Interpreter &interpreter) const;
 };
 

@@ -4,7 +4,8 @@
 // runs: loaded from safetensors by name, or made up deterministically. On a
 // mesh each rank keeps its block: the tensor is viewed row-major as the
 // param's view_shape, zero-padded at the end of each dimension to its
-// padded_shape and split by its splits (TensorPlacement).
+// padded_shape and split by its splits (TensorPlacement). On a pipeline a
+// rank fills only the params its stage owns (Program::ownsBuffer).
 //
 //===----------------------------------------------------------------------===//
 
