@@ -4,6 +4,11 @@
 //   writes the rank model of RanksExecutables.h on [tp=2] (ranks2.tpcx),
 //   [dp=2, tp=2] (ranks4.tpcx) and one rank (twin.tpcx), its weights, a
 //   batch, token files and a checkpoint with non-zero optimizer state.
+// tpcrt-ranks-fixtures pipeline DIR
+//   writes the training step of PipelineExecutables.h on [pp=2]
+//   (pipe2.tpcx), [pp=2, dp=2] (pipe4.tpcx) and their one-stage twins
+//   (pipe-twin.tpcx, pipe-dp.tpcx on [dp=2]), its weights, a batch and
+//   token files.
 // tpcrt-ranks-fixtures same A B NAME...
 //   exit status 0 when the named tensors of safetensors files A and B have
 //   the same dtype, shape and bytes; else prints what differs.
@@ -11,10 +16,11 @@
 //   exit status 0 when OUT's a_padded [6, 3] is WEIGHTS' a.weight [5, 3]
 //   followed by a row of zeros.
 //
-// tpc_run_ranks.sh uses them.
+// tpc_run_ranks.sh and tpc_run_pipeline.sh use them.
 //
 //===----------------------------------------------------------------------===//
 
+#include "PipelineExecutables.h"
 #include "RanksExecutables.h"
 #include "tpcrt/Executable.h"
 #include "tpcrt/FileIO.h"
@@ -135,6 +141,43 @@ Status writeAll(const std::string &dir) {
                     {{"format", "tpc-checkpoint"}, {"version", "1"}});
 }
 
+/// The pipeline fixtures.
+Status writePipeline(const std::string &dir) {
+  PipelineOptions options;
+  if (Status s = writeExecutable(dir + "/pipe2.tpcx", pipelineModel(options));
+      !s)
+    return s;
+  options.dp = 2;
+  if (Status s = writeExecutable(dir + "/pipe4.tpcx", pipelineModel(options));
+      !s)
+    return s;
+  options.stages = 1;
+  if (Status s = writeExecutable(dir + "/pipe-dp.tpcx", pipelineModel(options));
+      !s)
+    return s;
+  options.dp = 1;
+  if (Status s =
+          writeExecutable(dir + "/pipe-twin.tpcx", pipelineModel(options));
+      !s)
+    return s;
+  Tensors weights;
+  weights.add("e.weight", DType::F32, {8, 4}, values(32, -1.0f, 0.0625f));
+  weights.add("w0.weight", DType::F32, {4, 4}, values(16, 0.5f, -0.0625f));
+  weights.add("w1.weight", DType::F32, {4, 4}, values(16, -0.375f, 0.05f));
+  if (Status s = weights.write(dir + "/pipe-weights.safetensors"); !s)
+    return s;
+  Tensors batch;
+  batch.add("input_ids", DType::I64, {4, 3},
+            std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4});
+  batch.add("labels", DType::I64, {4, 3},
+            std::vector<int64_t>{7, 6, 5, -100, 3, 2, 1, 0, 7, 6, 5, 4});
+  if (Status s = batch.write(dir + "/pipe-batch.safetensors"); !s)
+    return s;
+  if (Status s = writeTokens<uint16_t>(dir + "/pipe-tokens.bin", 200, 1); !s)
+    return s;
+  return writeTokens<uint16_t>(dir + "/pipe-eval.bin", 60, 5);
+}
+
 /// Compares the named tensors of two files.
 int same(const std::string &a, const std::string &b,
          const std::vector<std::string> &names) {
@@ -204,12 +247,19 @@ int main(int argc, char **argv) {
     }
     return 0;
   }
+  if (mode == "pipeline" && argc == 3) {
+    if (Status s = writePipeline(argv[2]); !s) {
+      std::fprintf(stderr, "error: %s\n", s.message().c_str());
+      return 1;
+    }
+    return 0;
+  }
   if (mode == "same" && argc >= 5)
     return same(argv[2], argv[3],
                 std::vector<std::string>(argv + 4, argv + argc));
   if (mode == "padded" && argc == 4)
     return padded(argv[2], argv[3]);
-  std::fprintf(stderr, "usage: tpcrt-ranks-fixtures write DIR | same A B "
-                       "NAME... | padded OUT WEIGHTS\n");
+  std::fprintf(stderr, "usage: tpcrt-ranks-fixtures write DIR | pipeline DIR "
+                       "| same A B NAME... | padded OUT WEIGHTS\n");
   return 2;
 }

@@ -64,7 +64,8 @@ launcher's ranks; otherwise --ranks N re-executes it under
 `mpiexec --allow-run-as-root --oversubscribe -n N` (mpiexec from PATH). Rank 0
 prints the step and eval lines and writes every file (dumps, checkpoints);
 --trace writes one file per rank. Weights, inputs, dumps and checkpoints are
-whole Hugging Face tensors whatever the mesh.
+whole Hugging Face tensors whatever the mesh. On a pipeline (a mesh axis pp)
+each rank runs its stage's kernels; the loss comes to rank 0 from the last.
 
 Weights (exactly one):
   --weights PATH          a .safetensors file, or a sharded checkpoint's
