@@ -12,6 +12,7 @@
 
 #include "dialects/Dist/IR/DistOps.h"
 #include "dialects/Dist/Transforms/Layout.h"
+#include "dialects/Dist/Transforms/Passes.h"
 #include "dialects/Tpc/IR/TpcOps.h"
 
 using namespace mlir;
@@ -39,11 +40,37 @@ Phase servedPhase(Value value, const MicrobatchPhases &phases) {
 LogicalResult mlir::tpc::countCommBytes(func::FuncOp function,
                                         int64_t microbatches,
                                         CommBytes &perMicrobatch,
-                                        CommBytes &perStep) {
+                                        CommBytes &perStep,
+                                        std::optional<int64_t> stage) {
   MicrobatchPhases phases(function);
+  auto onStage = [&](Operation *op) {
+    if (!stage)
+      return true;
+    auto rank = op->getAttrOfType<IntegerAttr>("dist.pipeline_rank");
+    return rank && rank.getInt() == *stage;
+  };
 
   CommBytes repeated, once;
   WalkResult walk = function.walk([&](Operation *op) {
+    if (!onStage(op))
+      return WalkResult::advance();
+    if (isa<dist::SendOp, dist::RecvOp>(op)) {
+      auto kind = op->getAttrOfType<StringAttr>(dist::kTransferAttrName);
+      Type type = isa<dist::SendOp>(op) ? op->getOperand(0).getType()
+                                        : op->getResult(0).getType();
+      int64_t bytes = byteSize(type);
+      if (!kind) {
+        op->emitError() << "report: " << op->getName() << " has no '"
+                        << dist::kTransferAttrName
+                        << "' (dist-pipeline-stages marks what it moves)";
+        return WalkResult::interrupt();
+      }
+      if (kind.getValue() != "tied")
+        repeated.p2p += bytes;
+      else if (isa<dist::SendOp>(op))
+        once.allReduce += bytes;
+      return WalkResult::advance();
+    }
     // A vocab-parallel cross-entropy combines its logits' vocabulary blocks
     // inside its kernel (tpcx.fbs): per position, a max and two sums (the
     // exponentials, the target's logit) forward, a max and a sum for the

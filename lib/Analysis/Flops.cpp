@@ -14,3 +14,14 @@ int64_t mlir::tpc::countMatmulFlops(ArrayRef<func::FuncOp> functions) {
         [&](Operation *op) { total = addFlops(total, getMatmulFlops(op)); });
   return total;
 }
+
+int64_t mlir::tpc::countStageMatmulFlops(func::FuncOp function,
+                                         int64_t stage) {
+  int64_t total = 0;
+  function.walk([&](Operation *op) {
+    auto rank = op->getAttrOfType<IntegerAttr>("dist.pipeline_rank");
+    if (rank && rank.getInt() == stage)
+      total = addFlops(total, getMatmulFlops(op));
+  });
+  return total;
+}

@@ -49,11 +49,16 @@ LogicalResult mlir::tpc::readMemoryFigures(ModuleOp module,
   auto programs = module.getOps<rt::ProgramOp>();
   if (programs.empty())
     return module.emitError("report: no rt.program to read the memory plan of");
-  rt::MemoryStats stats = rt::computeMemoryStats(*programs.begin());
-  report.paramBytes = stats.paramBytes + stats.paramCopyBytes;
-  report.gradBytes = stats.gradBytes;
-  report.optimizerBytes = stats.stateBytes;
-  report.peakActivationBytes = stats.peakActivationBytes;
-  report.peakBytes = stats.peakBytes;
+  bool staged = report.stages.size() > 1;
+  for (auto [i, figures] : llvm::enumerate(report.stages)) {
+    rt::MemoryStats stats = rt::computeMemoryStats(
+        *programs.begin(),
+        staged ? std::optional<unsigned>(i) : std::nullopt);
+    figures.paramBytes = stats.paramBytes + stats.paramCopyBytes;
+    figures.gradBytes = stats.gradBytes;
+    figures.optimizerBytes = stats.stateBytes;
+    figures.peakActivationBytes = stats.peakActivationBytes;
+    figures.peakBytes = stats.peakBytes;
+  }
   return success();
 }

@@ -145,6 +145,30 @@ LogicalResult mlir::tpc::checkModuleForOptions(ModuleOp module,
   return success();
 }
 
+/// The layers of each pipeline stage, from dist-pipeline-split's
+/// `dist.pipeline`: the first and last of its chunks'.
+static LogicalResult readStageLayers(ModuleOp module, CompileReport &report) {
+  auto split = module->getAttrOfType<DictionaryAttr>(dist::kPipelineAttrName);
+  auto ranks = split ? split.getAs<DenseI64ArrayAttr>("ranks") : nullptr;
+  auto layers = split ? split.getAs<DenseI64ArrayAttr>("layers") : nullptr;
+  if (!ranks || !layers || layers.size() != 2 * ranks.size())
+    return module.emitError("report: the module has no 'dist.pipeline' "
+                            "with the chunks' ranks and layers");
+  for (StageFigures &figures : report.stages) {
+    figures.firstLayer = report.layers;
+    figures.lastLayer = -1;
+  }
+  for (auto [chunk, rank] : llvm::enumerate(ranks.asArrayRef())) {
+    if (rank < 0 || rank >= static_cast<int64_t>(report.stages.size()))
+      return module.emitError() << "report: chunk " << chunk << " is on rank "
+                                << rank << ", outside the pipeline";
+    StageFigures &figures = report.stages[rank];
+    figures.firstLayer = std::min(figures.firstLayer, layers[2 * chunk]);
+    figures.lastLayer = std::max(figures.lastLayer, layers[2 * chunk + 1]);
+  }
+  return success();
+}
+
 LogicalResult mlir::tpc::runCompileFlow(ModuleOp module,
                                         const CompileOptions &options,
                                         CompileReport *report) {
@@ -170,8 +194,17 @@ LogicalResult mlir::tpc::runCompileFlow(ModuleOp module,
     if (failed(readModelInfo(module, forward, microbatches, *report)))
       return failure();
     report->dataParallel = options.axisSize("dp");
+    report->pipelineParallel = options.axisSize("pp");
     report->tensorParallel = options.axisSize("tp");
     report->sequenceParallel = options.sequenceParallel;
+    report->stages.resize(report->pipelineParallel);
+    report->stages.front().lastLayer = report->layers - 1;
+    if (report->pipelineParallel > 1) {
+      report->schedule = options.schedule;
+      report->virtualStages = options.virtualStages;
+      if (failed(readStageLayers(module, *report)))
+        return failure();
+    }
     // As Megatron's micro_batch_size: what one data-parallel rank computes
     // (checkModuleForOptions made it divide).
     report->microbatchSize /= report->dataParallel;
@@ -194,11 +227,18 @@ LogicalResult mlir::tpc::runCompileFlow(ModuleOp module,
     if (failed(stash))
       return failure();
     report->activationBytesPerLayer = *stash;
-    report->flopsPerMicrobatch = countMatmulFlops(step) / microbatches;
-    if (!options.mesh.empty() &&
-        failed(countCommBytes(step, microbatches, report->commPerMicrobatch,
-                              report->commPerStep)))
-      return failure();
+    bool staged = report->stages.size() > 1;
+    for (auto [i, figures] : llvm::enumerate(report->stages)) {
+      figures.flopsPerMicrobatch =
+          (staged ? countStageMatmulFlops(step, i) : countMatmulFlops(step)) /
+          microbatches;
+      if (!options.mesh.empty() &&
+          failed(countCommBytes(
+              step, microbatches, figures.commPerMicrobatch,
+              figures.commPerStep,
+              staged ? std::optional<int64_t>(i) : std::nullopt)))
+        return failure();
+    }
   }
 
   if (failed(runPhase(buildLowerToExecutable)))

@@ -21,6 +21,10 @@ inline constexpr llvm::StringLiteral kBoundaryAttrName =
 /// coordinate on the mesh axis `pp`) that runs it.
 inline constexpr llvm::StringLiteral kPipelineRankAttrName =
     "dist.pipeline_rank";
+/// On dist-pipeline-stages' sends and receives: what they move, "activation"
+/// or "gradient" (a schedule's transfer, per microbatch) or "tied" (a tied
+/// parameter's gradient, summed over its group once per step).
+inline constexpr llvm::StringLiteral kTransferAttrName = "dist.transfer";
 
 #define GEN_PASS_DECL
 #include "dialects/Dist/Transforms/Passes.h.inc"

@@ -84,6 +84,8 @@ struct Transfer {
   Value value;
   int from, to;
   int64_t channel;
+  /// "activation", "gradient" or "tied" (kTransferAttrName).
+  StringRef kind;
 };
 
 class StageBuilder {
@@ -256,8 +258,9 @@ LogicalResult StageBuilder::place() {
                            << ": only a chunk's forward output to the next "
                               "chunk's forward and its input gradient to "
                               "the previous chunk's backward cross ranks";
-        transfersTo[to].push_back(
-            {operand, schedule.rankOf(from.chunk), rank, channels++});
+        transfersTo[to].push_back({operand, schedule.rankOf(from.chunk), rank,
+                                   channels++,
+                                   activation ? "activation" : "gradient"});
       }
       for (Value result : op->getResults())
         available[result] = bit(rank);
@@ -291,7 +294,7 @@ LogicalResult StageBuilder::place() {
             for (Value operand : op->getOperands())
               if (!(availability(operand) & bit(rank)))
                 list.push_back({operand, lowest(availability(operand)), rank,
-                                channels++});
+                                channels++, "tied"});
       } else {
         return error(op) << "combines values of different pipeline ranks "
                             "and has no cross-rank form (only a sum of two "
@@ -345,6 +348,7 @@ void StageBuilder::emitSend(const Transfer &transfer) {
       builder.getDenseI64ArrayAttr({transfer.from, transfer.to}),
       builder.getI64IntegerAttr(transfer.channel));
   send->setAttr(kPipelineRankAttrName, builder.getI64IntegerAttr(transfer.from));
+  send->setAttr(kTransferAttrName, builder.getStringAttr(transfer.kind));
 }
 
 void StageBuilder::emitRecv(const Transfer &transfer) {
@@ -354,6 +358,7 @@ void StageBuilder::emitRecv(const Transfer &transfer) {
       builder.getDenseI64ArrayAttr({transfer.from, transfer.to}),
       builder.getI64IntegerAttr(transfer.channel));
   recv->setAttr(kPipelineRankAttrName, builder.getI64IntegerAttr(transfer.to));
+  recv->setAttr(kTransferAttrName, builder.getStringAttr(transfer.kind));
   mapping[transfer.to].map(transfer.value, recv.getResult());
 }
 

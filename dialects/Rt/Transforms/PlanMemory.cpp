@@ -296,6 +296,15 @@ SmallVector<int64_t> stagePeaks(const Lifetimes &lifetimes) {
   return peaks;
 }
 
+/// rt.planned_peak_bytes: with stages, the largest stage's (each runs on
+/// its own ranks).
+int64_t programPeak(const Lifetimes &lifetimes) {
+  if (lifetimes.stageKernels.empty())
+    return plannedPeak(lifetimes);
+  SmallVector<int64_t> peaks = stagePeaks(lifetimes);
+  return *llvm::max_element(peaks);
+}
+
 void setOffset(Operation *op, int64_t offset) {
   auto attr = Builder(op->getContext()).getI64IntegerAttr(offset);
   llvm::TypeSwitch<Operation *>(op).Case<ParamOp, InputOp, StateOp, AllocOp>(
@@ -374,22 +383,33 @@ LogicalResult checkExistingPlan(ModuleOp module, Lifetimes &lifetimes) {
     return failure();
   auto peak =
       module->getAttrOfType<IntegerAttr>(RtDialect::kPlannedPeakBytesAttrName);
-  if (peak && peak.getInt() != plannedPeak(lifetimes))
+  if (peak && peak.getInt() != programPeak(lifetimes))
     return module.emitError("rt-plan-memory: '")
            << RtDialect::kPlannedPeakBytesAttrName << "' is " << peak.getInt()
            << " but the buffers live at one kernel add up to at most "
-           << plannedPeak(lifetimes);
+           << programPeak(lifetimes);
   return success();
 }
 
 } // namespace
 
-MemoryStats mlir::rt::computeMemoryStats(ProgramOp program) {
+MemoryStats mlir::rt::computeMemoryStats(ProgramOp program,
+                                         std::optional<unsigned> stage) {
   Block &body = program.getBody().front();
   FailureOr<Lifetimes> computed = computeLifetimes(program);
   if (failed(computed))
     return {};
   Lifetimes &lifetimes = *computed;
+  if (stage) {
+    // The stage's kernels and the buffers they use.
+    if (*stage >= lifetimes.stageKernels.size())
+      return {};
+    std::vector<Buffer> kept;
+    for (const Buffer &buffer : lifetimes.buffers)
+      if (buffer.stages & (uint64_t(1) << *stage))
+        kept.push_back(buffer);
+    lifetimes.buffers = std::move(kept);
+  }
   DenseSet<Value> grads, paramCopies;
   for (auto grad : body.getOps<GradOp>())
     grads.insert(grad.getBuffer());
@@ -408,6 +428,8 @@ MemoryStats mlir::rt::computeMemoryStats(ProgramOp program) {
         kernel.getInputs()[0].getDefiningOp<ParamOp>())
       paramCopies.insert(kernel.getOutputs()[0]);
   MemoryStats stats;
+  // (With a stage, the other stages' buffers are gone: their kernels add
+  // nothing to the peaks below.)
   for (const Buffer &buffer : lifetimes.buffers) {
     Value value = buffer.op->getResult(0);
     if (isa<ParamOp>(buffer.op))
@@ -421,7 +443,8 @@ MemoryStats mlir::rt::computeMemoryStats(ProgramOp program) {
     else if (paramCopies.contains(value) && buffer.isLive())
       stats.paramCopyBytes += buffer.bytes;
   }
-  stats.peakBytes = plannedPeak(lifetimes);
+  stats.peakBytes = stage ? stagePeaks(lifetimes)[*stage]
+                          : programPeak(lifetimes);
   stats.peakActivationBytes = plannedPeak(lifetimes, [&](const Buffer &buffer) {
     Value value = buffer.op->getResult(0);
     return isa<AllocOp>(buffer.op) && !gradientParts.contains(value) &&
@@ -469,7 +492,7 @@ struct PlanMemoryPass : public rt::impl::RtPlanMemoryBase<PlanMemoryPass> {
     module->setAttr(RtDialect::kArenaBytesAttrName,
                     builder.getI64IntegerAttr(arenaBytes));
     module->setAttr(RtDialect::kPlannedPeakBytesAttrName,
-                    builder.getI64IntegerAttr(plannedPeak(lifetimes)));
+                    builder.getI64IntegerAttr(programPeak(lifetimes)));
     if (!lifetimes.stageKernels.empty())
       module->setAttr(RtDialect::kStagePlannedPeakBytesAttrName,
                       builder.getDenseI64ArrayAttr(stagePeaks(lifetimes)));

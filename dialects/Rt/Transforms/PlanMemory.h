@@ -10,6 +10,8 @@
 
 #include "dialects/Rt/IR/RtOps.h"
 
+#include <optional>
+
 namespace mlir::rt {
 
 /// Bytes (elements × element bytes, no alignment padding) of a program's
@@ -33,7 +35,10 @@ struct MemoryStats {
   int64_t peakActivationBytes = 0;
 };
 
-MemoryStats computeMemoryStats(ProgramOp program);
+/// The figures of `program`, or with `stage` of that pipeline stage alone
+/// (the buffers its kernels use; its planned peak).
+MemoryStats computeMemoryStats(ProgramOp program,
+                               std::optional<unsigned> stage = std::nullopt);
 
 } // namespace mlir::rt
 

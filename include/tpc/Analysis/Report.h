@@ -22,6 +22,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
 
+#include <optional>
 #include <string>
 
 namespace mlir::tpc {
@@ -33,21 +34,10 @@ struct CommBytes {
   int64_t allReduce = 0, allGather = 0, reduceScatter = 0, p2p = 0;
 };
 
-/// One device, one pipeline stage (what tpc-compile supports today).
-struct CompileReport {
-  // "model"
-  int64_t layers = 0, hidden = 0, heads = 0, seq = 0, vocab = 0;
-  int64_t microbatchSize = 0;
-  /// fp32, bf16 or fp16: the activations' type.
-  std::string dtype;
-  int64_t microbatches = 1;
-  // "mesh" and "sequence_parallel".
-  int64_t dataParallel = 1, pipelineParallel = 1, tensorParallel = 1;
-  bool sequenceParallel = false;
-  /// Stashed for the backward by one transformer layer for one microbatch,
-  /// on one device.
-  int64_t activationBytesPerLayer = 0;
-  // "stages"[0]
+/// One device of one pipeline stage: an entry of the report's "stages".
+struct StageFigures {
+  /// The transformer layers its chunks hold, first and last.
+  int64_t firstLayer = 0, lastLayer = -1;
   /// Params (the f32 master weights when training) and their 16-bit
   /// copies; gradients; optimizer state.
   int64_t paramBytes = 0, gradBytes = 0, optimizerBytes = 0;
@@ -58,6 +48,27 @@ struct CompileReport {
   /// What every microbatch repeats (the total divided by the microbatches),
   /// and what happens once per step (no p2p).
   CommBytes commPerMicrobatch, commPerStep;
+};
+
+/// The report of one compile (INTERFACE.md, "Report").
+struct CompileReport {
+  // "model"
+  int64_t layers = 0, hidden = 0, heads = 0, seq = 0, vocab = 0;
+  int64_t microbatchSize = 0;
+  /// fp32, bf16 or fp16: the activations' type.
+  std::string dtype;
+  int64_t microbatches = 1;
+  // "mesh" and "sequence_parallel".
+  int64_t dataParallel = 1, pipelineParallel = 1, tensorParallel = 1;
+  bool sequenceParallel = false;
+  /// The pipeline schedule ("none" without one) and chunks per rank.
+  std::string schedule = "none";
+  int64_t virtualStages = 1;
+  /// Stashed for the backward by one transformer layer for one microbatch,
+  /// on one device.
+  int64_t activationBytesPerLayer = 0;
+  /// One per pipeline stage (one without a pipeline).
+  SmallVector<StageFigures, 1> stages;
 };
 
 /// Fills the "model" fields from the `tpc.model` attribute of `module` (as
@@ -72,6 +83,9 @@ LogicalResult readModelInfo(ModuleOp module, func::FuncOp forward,
 /// gradient (which recomputes the scores). Elementwise work is not counted.
 /// Saturates at INT64_MAX.
 int64_t countMatmulFlops(ArrayRef<func::FuncOp> functions);
+/// The same over the ops of pipeline stage `stage` of `function` (cut by
+/// dist-pipeline-stages: `dist.pipeline_rank`).
+int64_t countStageMatmulFlops(func::FuncOp function, int64_t stage);
 
 /// The bytes transformer layer `layer` stashes for one microbatch on one
 /// device in `function` (an unrolled @train_step, partitioned or not; 0 for
@@ -94,11 +108,20 @@ FailureOr<int64_t> countLayerStashBytes(func::FuncOp function,
 /// gradients) or reduce a value computed once per step. An error when a
 /// kind's repeated bytes do not divide by `microbatches`, or for a
 /// collective the report has no field for.
+///
+/// With `stage`, only the ops of that pipeline stage count (a step cut by
+/// dist-pipeline-stages); its point-to-point transfers are `p2p` per
+/// microbatch (each message a device sends or receives), except the
+/// exchange of a tied parameter's gradient, which sums it over its group:
+/// an all_reduce per step, counted once (the tensor the device sends).
 LogicalResult countCommBytes(func::FuncOp function, int64_t microbatches,
-                             CommBytes &perMicrobatch, CommBytes &perStep);
+                             CommBytes &perMicrobatch, CommBytes &perStep,
+                             std::optional<int64_t> stage = std::nullopt);
 
-/// Fills the memory figures (params, gradients, optimizer state, peaks)
-/// from the memory plan of the rt program in `module` (rt-plan-memory ran).
+/// Fills the memory figures (params, gradients, optimizer state, peaks) of
+/// every entry of `report.stages` from the memory plan of the rt program in
+/// `module` (rt-plan-memory ran): a pipeline stage counts the buffers its
+/// kernels use.
 LogicalResult readMemoryFigures(ModuleOp module, CompileReport &report);
 
 } // namespace mlir::tpc

@@ -18,19 +18,22 @@ LogicalResult mlir::tpc::writeReport(const CompileReport &report,
                         {"all_gather", bytes.allGather},
                         {"reduce_scatter", bytes.reduceScatter}};
   };
-  json::Object commPerMicrobatch = comm(report.commPerMicrobatch);
-  commPerMicrobatch["p2p"] = report.commPerMicrobatch.p2p;
-  json::Object stage{
-      {"stage", 0},
-      {"layers", json::Array{0, report.layers - 1}},
-      {"param_bytes", report.paramBytes},
-      {"grad_bytes", report.gradBytes},
-      {"optimizer_bytes", report.optimizerBytes},
-      {"peak_activation_bytes", report.peakActivationBytes},
-      {"peak_bytes", report.peakBytes},
-      {"flops_per_microbatch", report.flopsPerMicrobatch},
-      {"comm_bytes_per_microbatch", std::move(commPerMicrobatch)},
-      {"comm_bytes_per_step", comm(report.commPerStep)}};
+  json::Array stages;
+  for (auto [i, figures] : llvm::enumerate(report.stages)) {
+    json::Object commPerMicrobatch = comm(figures.commPerMicrobatch);
+    commPerMicrobatch["p2p"] = figures.commPerMicrobatch.p2p;
+    stages.push_back(json::Object{
+        {"stage", static_cast<int64_t>(i)},
+        {"layers", json::Array{figures.firstLayer, figures.lastLayer}},
+        {"param_bytes", figures.paramBytes},
+        {"grad_bytes", figures.gradBytes},
+        {"optimizer_bytes", figures.optimizerBytes},
+        {"peak_activation_bytes", figures.peakActivationBytes},
+        {"peak_bytes", figures.peakBytes},
+        {"flops_per_microbatch", figures.flopsPerMicrobatch},
+        {"comm_bytes_per_microbatch", std::move(commPerMicrobatch)},
+        {"comm_bytes_per_step", comm(figures.commPerStep)}});
+  }
   json::Object root{
       {"model", json::Object{{"layers", report.layers},
                              {"hidden", report.hidden},
@@ -43,13 +46,13 @@ LogicalResult mlir::tpc::writeReport(const CompileReport &report,
                             {"pp", report.pipelineParallel},
                             {"tp", report.tensorParallel}}},
       {"sequence_parallel", report.sequenceParallel},
-      {"schedule", "none"},
+      {"schedule", report.schedule},
       {"microbatches", report.microbatches},
-      {"virtual_stages", 1},
+      {"virtual_stages", report.virtualStages},
       {"remat", "none"},
       {"per_layer",
        json::Object{{"activation_bytes", report.activationBytesPerLayer}}},
-      {"stages", json::Array{std::move(stage)}}};
+      {"stages", std::move(stages)}};
 
   std::string error;
   std::unique_ptr<llvm::ToolOutputFile> file = openOutputFile(path, &error);
