@@ -106,6 +106,8 @@ private:
   }
   LogicalResult readPhases();
   LogicalResult place();
+  /// Places an op of no chunk: free, on its operands' ranks, or cross-rank.
+  LogicalResult placeOther(Operation *op);
   void demand();
   LogicalResult emit();
   void emitOp(Operation *op, int rank);
@@ -225,86 +227,98 @@ LogicalResult StageBuilder::readPhases() {
 }
 
 LogicalResult StageBuilder::place() {
-  DenseMap<std::pair<Value, int>, bool> sent;
+  // A value another rank reads is sent once, for the reader that runs
+  // first there: F before B before W (a W can read the very gradient a B
+  // of the same microbatch reads, and be placed before it in the step).
+  llvm::MapVector<std::pair<Value, int>, Operation *> readers;
   for (Operation *op : ops) {
     auto phase = phaseOf.find(op);
-    if (phase != phaseOf.end()) {
-      int rank = schedule.rankOf(phase->second.chunk);
-      blocks[phase->second].push_back(op);
-      for (Value operand : op->getOperands()) {
-        if (availability(operand) & bit(rank))
-          continue;
-        Operation *def = operand.getDefiningOp();
-        if (!def || !phaseOf.count(def))
-          return error(op) << "reads a value on pipeline rank "
-                           << lowest(availability(operand))
-                           << " that no chunk computes (it is on rank "
-                           << rank << ")";
-        if (!sent.try_emplace({operand, rank}, true).second)
-          continue;
-        const Phase &from = phaseOf[def];
-        const Phase &to = phase->second;
-        // F hands its output to the next chunk's F, B its input gradient
-        // to the previous chunk's B, for the same microbatch.
-        bool activation = from.kind == Phase::F && to.kind == Phase::F &&
-                          to.chunk == from.chunk + 1;
-        bool gradient = from.kind == Phase::B && to.kind == Phase::B &&
-                        to.chunk + 1 == from.chunk;
-        if ((!activation && !gradient) || from.microbatch != to.microbatch)
-          return error(op) << "reads a value of chunk " << from.chunk
-                           << " (microbatch " << from.microbatch
-                           << ") on pipeline rank "
-                           << schedule.rankOf(from.chunk)
-                           << ": only a chunk's forward output to the next "
-                              "chunk's forward and its input gradient to "
-                              "the previous chunk's backward cross ranks";
-        transfersTo[to].push_back({operand, schedule.rankOf(from.chunk), rank,
-                                   channels++,
-                                   activation ? "activation" : "gradient"});
-      }
-      for (Value result : op->getResults())
-        available[result] = bit(rank);
+    if (phase == phaseOf.end()) {
+      if (failed(placeOther(op)))
+        return failure();
       continue;
     }
-    if (free.contains(op)) {
-      for (Value result : op->getResults())
-        available[result] = all;
-      continue;
-    }
-    RankSet where = all, any = 0;
+    int rank = schedule.rankOf(phase->second.chunk);
+    blocks[phase->second].push_back(op);
     for (Value operand : op->getOperands()) {
-      where &= availability(operand);
-      any |= availability(operand);
+      if (availability(operand) & bit(rank))
+        continue;
+      Operation *def = operand.getDefiningOp();
+      if (!def || !phaseOf.count(def))
+        return error(op) << "reads a value on pipeline rank "
+                         << lowest(availability(operand))
+                         << " that no chunk computes (it is on rank " << rank
+                         << ")";
+      Operation *&reader = readers[{operand, rank}];
+      if (!reader || phase->second.kind < phaseOf[reader].kind)
+        reader = op;
     }
-    if (where == 0) {
-      if (isa<tpc::SumSquaresOp>(op)) {
-        // Each rank sums the squares it holds; the pipeline ranks add
-        // their sums (a value two ranks hold counts once).
-        crossRank.insert(op);
-        where = all;
-      } else if (isa<tpc::AddOp>(op)) {
-        // A parameter two chunks read (a tied embedding): each rank holding
-        // one accumulated gradient gets the other's and adds them in the
-        // same order.
-        crossRank.insert(op);
-        where = any;
-        SmallVector<Transfer> &list = exchanges[op];
-        for (int rank = 0; rank < ranks; ++rank)
-          if (where & bit(rank))
-            for (Value operand : op->getOperands())
-              if (!(availability(operand) & bit(rank)))
-                list.push_back({operand, lowest(availability(operand)), rank,
-                                channels++, "tied"});
-      } else {
-        return error(op) << "combines values of different pipeline ranks "
-                            "and has no cross-rank form (only a sum of two "
-                            "values and tpc.sum_squares have one)";
-      }
-    }
-    placed[op] = where;
     for (Value result : op->getResults())
-      available[result] = where;
+      available[result] = bit(rank);
   }
+  for (auto &[key, op] : readers) {
+    auto [operand, rank] = key;
+    const Phase &from = phaseOf[operand.getDefiningOp()];
+    const Phase &to = phaseOf[op];
+    // F hands its output to the next chunk's F, B its input gradient to the
+    // previous chunk's B, for the same microbatch.
+    bool activation = from.kind == Phase::F && to.kind == Phase::F &&
+                      to.chunk == from.chunk + 1;
+    bool gradient = from.kind == Phase::B && to.kind == Phase::B &&
+                    to.chunk + 1 == from.chunk;
+    if ((!activation && !gradient) || from.microbatch != to.microbatch)
+      return error(op) << "reads a value of chunk " << from.chunk
+                       << " (microbatch " << from.microbatch
+                       << ") on pipeline rank " << schedule.rankOf(from.chunk)
+                       << ": only a chunk's forward output to the next "
+                          "chunk's forward and its input gradient to the "
+                          "previous chunk's backward cross ranks";
+    transfersTo[to].push_back({operand, schedule.rankOf(from.chunk), rank,
+                               channels++,
+                               activation ? "activation" : "gradient"});
+  }
+  return success();
+}
+
+LogicalResult StageBuilder::placeOther(Operation *op) {
+  if (free.contains(op)) {
+    for (Value result : op->getResults())
+      available[result] = all;
+    return success();
+  }
+  RankSet where = all, any = 0;
+  for (Value operand : op->getOperands()) {
+    where &= availability(operand);
+    any |= availability(operand);
+  }
+  if (where == 0) {
+    if (isa<tpc::SumSquaresOp>(op)) {
+      // Each rank sums the squares it holds; the pipeline ranks add their
+      // sums (a value two ranks hold counts once).
+      crossRank.insert(op);
+      where = all;
+    } else if (isa<tpc::AddOp>(op)) {
+      // A parameter two chunks read (a tied embedding): each rank holding
+      // one accumulated gradient gets the other's and adds them in the same
+      // order.
+      crossRank.insert(op);
+      where = any;
+      SmallVector<Transfer> &list = exchanges[op];
+      for (int rank = 0; rank < ranks; ++rank)
+        if (where & bit(rank))
+          for (Value operand : op->getOperands())
+            if (!(availability(operand) & bit(rank)))
+              list.push_back({operand, lowest(availability(operand)), rank,
+                              channels++, "tied"});
+    } else {
+      return error(op) << "combines values of different pipeline ranks and "
+                          "has no cross-rank form (only a sum of two values "
+                          "and tpc.sum_squares have one)";
+    }
+  }
+  placed[op] = where;
+  for (Value result : op->getResults())
+    available[result] = where;
   return success();
 }
 
