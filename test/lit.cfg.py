@@ -18,6 +18,8 @@ config.environment["FILECHECK_OPTS"] = "-enable-var-scope"
 config.substitutions.append(("%tpc_lib_dir", config.tpc_lib_dir))
 config.substitutions.append(("%tpc_src_root", config.tpc_src_root))
 config.substitutions.append(("%tpc_docs_dir", config.tpc_docs_dir))
+# The directory of tpc-compile and tpc-run, for scripts that run both.
+config.substitutions.append(("%tpc_bin", config.tpc_tools_dir))
 
 llvm_config.with_system_environment(["HOME", "PATH"])
 llvm_config.use_default_substitutions()
