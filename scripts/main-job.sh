@@ -5,7 +5,9 @@
 # compile its training step and train it for 40 steps on a token file, checking
 # that the loss falls; then compile the same step for a 4-rank mesh (data,
 # tensor and sequence parallelism), train it on 4 CPU ranks and check that it
-# follows the 1-rank run.
+# follows the 1-rank run; then for an 8-rank 3D mesh (data, pipeline, tensor
+# and sequence parallelism), checked against the 1-rank run from the same
+# states.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -76,7 +78,9 @@ echo "== step 41 from the 4-rank checkpoint, on 1 rank and on 4 ranks"
   --data examples/data/train.bin --steps 1 | grep '^step' | tee "$OUT/step41-mesh.log"
 cat "$OUT/train.log" "$OUT/step41.log" > "$OUT/one-step-checks.log"
 cat "$OUT/train-mesh.log" "$OUT/step41-mesh.log" > "$OUT/one-step-checks-mesh.log"
-awk 'FNR == 1 { file++ } /^step / { loss[file, $2] = $4; norm[file, $2] = $6 }
+# check_same_state RANKS LOG: steps 1 and 41 of LOG equal the 1-rank run's.
+check_same_state() {
+  awk -v ranks="$1" 'FNR == 1 { file++ } /^step / { loss[file, $2] = $4; norm[file, $2] = $6 }
      END { u = 2 ^ -24; status = 0
            for (k = 1; k <= 41; k += 40) {
              tolerance = 2 * 8 * 4 * u + 1e-6 / loss[1, k]
@@ -84,8 +88,25 @@ awk 'FNR == 1 { file++ } /^step / { loss[file, $2] = $4; norm[file, $2] = $6 }
              e = norm[1, k] - norm[2, k]; if (e < 0) e = -e
              printf "step %d from the same state: loss %s vs %s, grad_norm %s vs %s (loss relative difference %.1e, tolerance %.1e; grad_norm %.1e)\n", k, loss[1, k], loss[2, k], norm[1, k], norm[2, k], d / loss[1, k], tolerance, e / norm[1, k]
              if (d / loss[1, k] > tolerance) status = 1 }
-           if (status) { print "error: the 4-rank run differs from the 1-rank run from the same state"; exit 1 } }' \
-  "$OUT/one-step-checks.log" "$OUT/one-step-checks-mesh.log"
+           if (status) { printf "error: the %s-rank run differs from the 1-rank run from the same state\n", ranks; exit 1 } }' \
+    "$OUT/one-step-checks.log" "$2"
+}
+check_same_state 4 "$OUT/one-step-checks-mesh.log"
+
+echo "== 3D: --mesh dp=2,pp=2,tp=2 --sequence-parallel --schedule 1f1b on 8 CPU ranks (tpc-run --ranks 8)"
+"$BIN/tpc-compile" "$OUT/gpt2-tiny-train.mlir" -o "$OUT/gpt2-tiny-3d.tpcx" --train \
+  --optimizer adamw --lr 3e-3 --lr-schedule cosine --warmup-steps 5 --decay-steps 40 \
+  --min-lr 3e-4 --microbatches 2 --mesh dp=2,pp=2,tp=2 --sequence-parallel --schedule 1f1b \
+  --report "$OUT/gpt2-tiny-3d.report.json"
+echo "report: $OUT/gpt2-tiny-3d.report.json (one entry per pipeline stage)"
+# Step 1 from the initial weights, and step 41 from the 4-rank run's
+# checkpoint (saved under dp=2,tp=2, resumed under dp=2,pp=2,tp=2).
+"$BIN/tpc-run" "$OUT/gpt2-tiny-3d.tpcx" --ranks 8 --init-seed 1 \
+  --data examples/data/train.bin --steps 1 | tee "$OUT/step1-3d.log"
+"$BIN/tpc-run" "$OUT/gpt2-tiny-3d.tpcx" --ranks 8 --load-checkpoint "$OUT/gpt2-tiny-mesh.ckpt" \
+  --data examples/data/train.bin --steps 1 | grep '^step' | tee "$OUT/step41-3d.log"
+cat "$OUT/step1-3d.log" "$OUT/step41-3d.log" > "$OUT/one-step-checks-3d.log"
+check_same_state 8 "$OUT/one-step-checks-3d.log"
 # The job fails if training did not lower the loss (first 5 steps vs last 5).
 awk '/^step / { loss[$2] = $4; n = $2 }
      END { for (i = 1; i <= 5; i++) { a += loss[i]; b += loss[n - 5 + i] }
