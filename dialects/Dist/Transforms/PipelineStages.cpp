@@ -349,7 +349,6 @@ void StageBuilder::emitOp(Operation *op, int rank) {
       lostRank = rank;
     }
   Operation *copy = builder.clone(*op, mapping[rank]);
-  copy->removeAttr(kMicrobatchIndexAttrName);
   copy->setAttr(kPipelineRankAttrName, builder.getI64IntegerAttr(rank));
   emitted[rank].insert(op);
 }

@@ -421,8 +421,10 @@ public:
   FailureOr<ProgramOp> run();
 
 private:
-  /// The pipeline stage of the op being lowered (null: no pipeline).
+  /// The pipeline stage of the op being lowered (null: no pipeline), and
+  /// its phase and microbatch, copied onto its kernels.
   IntegerAttr stage;
+  Attribute phase, microbatch;
   LogicalResult lowerArgument(BlockArgument arg);
   LogicalResult lowerOp(Operation *op);
   LogicalResult lowerReturn(func::ReturnOp ret);
@@ -464,6 +466,7 @@ private:
   /// An f32 state buffer of `param`, for an SGD step without momentum (the
   /// kernel always keeps its buffer).
   Value createMomentumState(Value param, Location loc);
+  DenseMap<Value, Value> momentumStates;
   /// The buffer of operand `value` of `op`; an error when it has none (a
   /// constant that no op folded).
   FailureOr<Value> bufferOf(Operation *op, Value value);
@@ -630,11 +633,15 @@ FailureOr<Value> Lowering::allocFor(Operation *op, Value result) {
 void Lowering::createKernel(Location loc, const KernelSpec &spec,
                             ArrayRef<Value> operandBuffers,
                             ArrayRef<Value> resultBuffers) {
-  KernelOp::create(
+  auto kernel = KernelOp::create(
       builder, loc, OpCodeAttr::get(builder.getContext(), spec.opcode),
       operandBuffers, resultBuffers, builder.getDenseI64ArrayAttr(spec.ints),
       builder.getDenseF64ArrayAttr(spec.floats),
       builder.getUI32IntegerAttr(spec.flags), spec.splits, stage);
+  if (phase)
+    kernel->setAttr("tpc.phase", phase);
+  if (microbatch)
+    kernel->setAttr("tpc.microbatch_index", microbatch);
 }
 
 LogicalResult Lowering::emitKernel(Operation *op, const KernelSpec &spec,
@@ -703,15 +710,19 @@ LogicalResult Lowering::lowerExtractSlice(tensor::ExtractSliceOp op) {
 }
 
 Value Lowering::createMomentumState(Value param, Location loc) {
+  // One per parameter: the stages that each update their copy of a tied
+  // parameter each keep their copy of its state in the same buffer.
+  Value &state = momentumStates[param];
+  if (state)
+    return state;
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPointAfter(lastArgumentBuffer);
   auto paramOp = buffers.lookup(param).getDefiningOp<ParamOp>();
   auto type = MemRefType::get(paramOp.getBuffer().getType().getShape(),
                               builder.getF32Type());
-  Value state =
-      StateOp::create(builder, loc, type, builder.getStringAttr("momentum"),
-                      paramOp.getHfNameAttr(),
-                      /*offset=*/IntegerAttr());
+  state = StateOp::create(builder, loc, type, builder.getStringAttr("momentum"),
+                          paramOp.getHfNameAttr(),
+                          /*offset=*/IntegerAttr());
   lastArgumentBuffer = state.getDefiningOp();
   return state;
 }
@@ -1145,6 +1156,10 @@ FailureOr<ProgramOp> Lowering::run() {
       // A pipeline program (dist-pipeline-stages): the stage that runs it.
       auto rank = op.getAttrOfType<IntegerAttr>(dist::kPipelineRankAttrName);
       stage = rank ? builder.getUI32IntegerAttr(rank.getInt()) : IntegerAttr();
+      // Which chunk's F, B or W and which microbatch a pipeline kernel
+      // runs: for --emit mlir's readers (benchmarks/pipeline-idle.py).
+      phase = rank ? op.getAttr("tpc.phase") : Attribute();
+      microbatch = rank ? op.getAttr("tpc.microbatch_index") : Attribute();
       lowered = lowerOp(&op);
     }
     if (failed(lowered))
