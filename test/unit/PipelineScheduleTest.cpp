@@ -559,3 +559,50 @@ TEST(PipelineTimeline, ChunkSuffixWhenSeveralChunks) {
 }
 
 } // namespace
+
+TEST(PipelineSchedule, TextRoundTrips) {
+  // printSchedule's text reads back as the same schedule, for every kind.
+  for (ScheduleKind kind : kAllKinds)
+    for (int ranks : {2, 4}) {
+      ScheduleOptions options = optionsFor(kind, ranks, 2 * ranks);
+      std::string error;
+      std::optional<Schedule> built = generateSchedule(options, error);
+      ASSERT_TRUE(built) << describe(options) << ": " << error;
+      std::string text = printSchedule(*built);
+      std::optional<Schedule> read = parseSchedule(text, error);
+      ASSERT_TRUE(read) << describe(options) << ": " << error;
+      EXPECT_EQ(read->kind, built->kind);
+      EXPECT_EQ(read->ranks, built->ranks);
+      EXPECT_EQ(read->microbatches, built->microbatches);
+      EXPECT_EQ(read->chunksPerRank, built->chunksPerRank);
+      EXPECT_EQ(read->placement, built->placement);
+      EXPECT_EQ(read->actions, built->actions) << describe(options);
+    }
+}
+
+TEST(PipelineSchedule, TextRefusesWhatItCannotRead) {
+  std::string error;
+  auto refuses = [&](std::string_view text, std::string_view expected) {
+    EXPECT_FALSE(parseSchedule(text, error)) << text;
+    EXPECT_EQ(error, expected) << text;
+  };
+  const char *shape = "schedule 1f1b ranks 2 microbatches 1 chunks-per-rank "
+                      "1 placement round-robin\n";
+  refuses("", "no 'schedule ...' line");
+  refuses("schedule 1f1b ranks two\n",
+          "line 1: expected 'schedule <kind> ranks <p> microbatches <m> "
+          "chunks-per-rank <v> placement round-robin|v'");
+  refuses(std::string(shape) + "rank 2: F mb 0 chunk 0\n",
+          "line 2: rank 2 of a schedule of 2 ranks");
+  refuses(std::string(shape) + "rank 0: F mb 0 chunk 0\nrank 0: W mb 0 chunk 0\n",
+          "line 3: rank 0 is listed twice");
+  refuses(std::string(shape) + "rank 0: X mb 0 chunk 0\n",
+          "line 2: unknown action 'X' (F, B, BW, W, SendAct, RecvAct, "
+          "SendGrad, RecvGrad)");
+  refuses(std::string(shape) + "rank 0: SendAct mb 0 chunk 0\n",
+          "line 2: 'SendAct mb 0 chunk 0': a SendAct names its peer chunk "
+          "after '->'");
+  refuses(std::string(shape) + "rank 0: F mb -1 chunk 0\n",
+          "line 2: 'F mb -1 chunk 0': a microbatch or chunk is not a "
+          "non-negative integer");
+}

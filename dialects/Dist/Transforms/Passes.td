@@ -214,7 +214,11 @@ def DistPrintSchedule : Pass<"dist-print-schedule", "ModuleOp"> {
     (docs/design/pipeline-schedules.md). The IR is not changed. A
     combination the schedule does not take (interleaved-1f1b with
     microbatches not a multiple of p, zb-v without v placement, ...) is
-    refused with the reason.
+    refused with the reason. With `actions` it also prints each rank's
+    action list (`rank 0: F mb 0 chunk 0; SendAct mb 0 chunk 0->1; ...`);
+    with `input` it reads such a list from a file instead of building one
+    and checks it: a broken schedule is refused with the first action that
+    can never proceed, or the missing, repeated or misordered one.
 
     ```
     $ tpc-opt model.mlir --dist-pipeline-split=stages=4 \
@@ -235,7 +239,14 @@ def DistPrintSchedule : Pass<"dist-print-schedule", "ModuleOp"> {
     Option<"weightCost", "weight-cost", "int64_t", /*default=*/"1",
            "Time slots of a W">,
     Option<"output", "output", "std::string", /*default=*/"\"-\"",
-           "Where to print the timeline ('-' is stdout)">
+           "Where to print the timeline ('-' is stdout)">,
+    Option<"actions", "actions", "bool", /*default=*/"false",
+           "Also print every rank's action list, as text that `input` reads "
+           "back">,
+    Option<"input", "input", "std::string", /*default=*/"\"\"",
+           "Check and print the schedule in this file (the `actions` text, "
+           "written or edited by hand) instead of building one; the module "
+           "needs no split">
   ];
 }
 

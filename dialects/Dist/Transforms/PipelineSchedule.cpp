@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <functional>
 #include <initializer_list>
+#include <string_view>
 #include <tuple>
 
 using namespace mlir::dist::pipeline;
@@ -926,4 +927,183 @@ std::string mlir::dist::pipeline::printTimeline(const Schedule &schedule,
     text += "\n";
   }
   return text;
+}
+
+//===----------------------------------------------------------------------===//
+// Text
+//===----------------------------------------------------------------------===//
+
+std::string mlir::dist::pipeline::printSchedule(const Schedule &schedule) {
+  std::string text = "schedule " + std::string(getScheduleName(schedule.kind)) +
+                     " ranks " + std::to_string(schedule.ranks) +
+                     " microbatches " + std::to_string(schedule.microbatches) +
+                     " chunks-per-rank " +
+                     std::to_string(schedule.chunksPerRank) + " placement " +
+                     std::string(getPlacementName(schedule.placement)) + "\n";
+  for (size_t rank = 0; rank < schedule.actions.size(); ++rank) {
+    text += "rank " + std::to_string(rank) + ":";
+    for (size_t i = 0; i < schedule.actions[rank].size(); ++i)
+      text += (i ? "; " : " ") + formatAction(schedule.actions[rank][i]);
+    text += "\n";
+  }
+  return text;
+}
+
+namespace {
+
+std::string_view trim(std::string_view text) {
+  size_t first = text.find_first_not_of(" \t\r");
+  if (first == std::string_view::npos)
+    return {};
+  size_t last = text.find_last_not_of(" \t\r");
+  return text.substr(first, last - first + 1);
+}
+
+/// Splits `text` at `separator` (empty pieces kept).
+std::vector<std::string_view> split(std::string_view text, char separator) {
+  std::vector<std::string_view> pieces;
+  for (size_t start = 0;;) {
+    size_t end = text.find(separator, start);
+    pieces.push_back(text.substr(start, end - start));
+    if (end == std::string_view::npos)
+      return pieces;
+    start = end + 1;
+  }
+}
+
+/// Whitespace-separated words.
+std::vector<std::string_view> words(std::string_view text) {
+  std::vector<std::string_view> result;
+  for (std::string_view piece : split(text, ' '))
+    if (!trim(piece).empty())
+      result.push_back(trim(piece));
+  return result;
+}
+
+bool parseInt(std::string_view text, int &value) {
+  if (text.empty() || text.size() > 9 ||
+      text.find_first_not_of("0123456789") != std::string_view::npos)
+    return false;
+  value = std::stoi(std::string(text));
+  return true;
+}
+
+/// "F mb 3 chunk 1", "SendAct mb 3 chunk 0->1", ... (formatAction's text).
+std::optional<Action> parseAction(std::string_view text, std::string &why) {
+  std::vector<std::string_view> w = words(text);
+  if (w.size() != 5 || w[1] != "mb" || w[3] != "chunk") {
+    why = "'" + std::string(text) +
+          "' is not '<kind> mb <i> chunk <c>' (a transfer: chunk <c>-><d> or "
+          "<c><-<d>)";
+    return std::nullopt;
+  }
+  static const std::pair<const char *, ActionKind> kKinds[] = {
+      {"F", ActionKind::Forward},     {"B", ActionKind::Backward},
+      {"BW", ActionKind::Backward},   {"W", ActionKind::Weight},
+      {"SendAct", ActionKind::SendAct}, {"RecvAct", ActionKind::RecvAct},
+      {"SendGrad", ActionKind::SendGrad}, {"RecvGrad", ActionKind::RecvGrad}};
+  Action action{ActionKind::Forward, 0, 0};
+  bool known = false;
+  for (auto [name, kind] : kKinds)
+    if (w[0] == name) {
+      action.kind = kind;
+      action.fusedWeight = w[0] == "BW";
+      known = true;
+    }
+  if (!known) {
+    why = "unknown action '" + std::string(w[0]) +
+          "' (F, B, BW, W, SendAct, RecvAct, SendGrad, RecvGrad)";
+    return std::nullopt;
+  }
+  std::string_view chunk = w[4], peer;
+  std::string_view arrow = action.isSend() ? "->" : action.isRecv() ? "<-" : "";
+  if (!arrow.empty()) {
+    size_t at = chunk.find(arrow);
+    if (at == std::string_view::npos) {
+      why = "'" + std::string(text) + "': a " + std::string(w[0]) +
+            " names its peer chunk after '" + std::string(arrow) + "'";
+      return std::nullopt;
+    }
+    peer = chunk.substr(at + 2);
+    chunk = chunk.substr(0, at);
+  }
+  int peerChunk = 0;
+  if (!parseInt(w[2], action.microbatch) || !parseInt(chunk, action.chunk) ||
+      (!arrow.empty() && !parseInt(peer, peerChunk))) {
+    why = "'" + std::string(text) + "': a microbatch or chunk is not a "
+          "non-negative integer";
+    return std::nullopt;
+  }
+  if (!arrow.empty() && peerChunk != action.peerChunk()) {
+    why = "'" + std::string(text) + "': a " + std::string(w[0]) +
+          " of chunk " + std::to_string(action.chunk) + " goes to chunk " +
+          std::to_string(action.peerChunk()) + ", not " +
+          std::to_string(peerChunk);
+    return std::nullopt;
+  }
+  return action;
+}
+
+} // namespace
+
+std::optional<Schedule>
+mlir::dist::pipeline::parseSchedule(std::string_view text,
+                                    std::string &error) {
+  Schedule schedule;
+  bool shapeSeen = false;
+  std::vector<std::string_view> lines = split(text, '\n');
+  for (size_t number = 1; number <= lines.size(); ++number) {
+    std::string_view line = trim(lines[number - 1]);
+    auto fail = [&](const std::string &why) {
+      error = "line " + std::to_string(number) + ": " + why;
+      return std::nullopt;
+    };
+    if (line.empty() || line.front() == '#')
+      continue;
+    if (!shapeSeen) {
+      std::vector<std::string_view> w = words(line);
+      std::optional<ScheduleKind> kind;
+      std::optional<Placement> placement;
+      if (w.size() != 10 || w[0] != "schedule" || w[2] != "ranks" ||
+          w[4] != "microbatches" || w[6] != "chunks-per-rank" ||
+          w[8] != "placement" || !(kind = parseScheduleKind(w[1])) ||
+          !parseInt(w[3], schedule.ranks) ||
+          !parseInt(w[5], schedule.microbatches) ||
+          !parseInt(w[7], schedule.chunksPerRank) ||
+          !(placement = parsePlacement(w[9])))
+        return fail("expected 'schedule <kind> ranks <p> microbatches <m> "
+                    "chunks-per-rank <v> placement round-robin|v'");
+      schedule.kind = *kind;
+      schedule.placement = *placement;
+      schedule.actions.resize(schedule.ranks);
+      shapeSeen = true;
+      continue;
+    }
+    size_t colon = line.find(':');
+    std::vector<std::string_view> head = words(line.substr(0, colon));
+    int rank = 0;
+    if (colon == std::string_view::npos || head.size() != 2 ||
+        head[0] != "rank" || !parseInt(head[1], rank))
+      return fail("expected 'rank <r>: <action>; <action>; ...'");
+    if (rank >= schedule.ranks)
+      return fail("rank " + std::to_string(rank) + " of a schedule of " +
+                  std::to_string(schedule.ranks) + " ranks");
+    if (!schedule.actions[rank].empty())
+      return fail("rank " + std::to_string(rank) + " is listed twice");
+    std::string_view list = trim(line.substr(colon + 1));
+    if (list.empty())
+      continue;
+    for (std::string_view item : split(list, ';')) {
+      std::string why;
+      std::optional<Action> action = parseAction(trim(item), why);
+      if (!action)
+        return fail(why);
+      schedule.actions[rank].push_back(*action);
+    }
+  }
+  if (!shapeSeen) {
+    error = "no 'schedule ...' line";
+    return std::nullopt;
+  }
+  return schedule;
 }

@@ -199,6 +199,22 @@ std::optional<ScheduleStats> check(const Schedule &schedule, std::string &error,
 /// (F3.1), and `.` when idle.
 std::string printTimeline(const Schedule &schedule, const ScheduleStats &stats);
 
+/// The schedule as text, one line for its shape and one per rank:
+///
+///   schedule 1f1b ranks 2 microbatches 4 chunks-per-rank 1 placement round-robin
+///   rank 0: F mb 0 chunk 0; SendAct mb 0 chunk 0->1; ...
+///   rank 1: RecvAct mb 0 chunk 1<-0; F mb 0 chunk 1; BW mb 0 chunk 1; ...
+///
+/// (formatAction's actions, separated by "; "). parseSchedule reads it back,
+/// so a schedule can be written by hand, or edited, and checked.
+std::string printSchedule(const Schedule &schedule);
+
+/// Reads printSchedule's text (blank lines and lines starting with '#' are
+/// skipped); nullopt with `error` naming the line and what is wrong. Only
+/// the text is checked here, not the schedule (check() does that).
+std::optional<Schedule> parseSchedule(std::string_view text,
+                                      std::string &error);
+
 } // namespace mlir::dist::pipeline
 
 #endif // DIALECTS_DIST_TRANSFORMS_PIPELINESCHEDULE_H

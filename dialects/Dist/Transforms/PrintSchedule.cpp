@@ -10,6 +10,7 @@
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/ToolOutputFile.h"
 
 namespace mlir::dist {
@@ -32,18 +33,42 @@ struct DistPrintSchedulePass
   }
 
   LogicalResult run(ModuleOp module) {
-    FailureOr<dist::ModuleSchedule> built = dist::buildModuleSchedule(
-        module, "dist-print-schedule", schedule, microbatches,
-        {static_cast<int>(forwardCost), static_cast<int>(backwardCost),
-         static_cast<int>(weightCost)});
-    if (failed(built))
-      return failure();
+    auto fail = [&]() { return module.emitError() << "dist-print-schedule: "; };
+    pipeline::Costs costs{static_cast<int>(forwardCost),
+                          static_cast<int>(backwardCost),
+                          static_cast<int>(weightCost)};
+    std::optional<dist::ModuleSchedule> checked;
+    if (input.empty()) {
+      FailureOr<dist::ModuleSchedule> built = dist::buildModuleSchedule(
+          module, "dist-print-schedule", schedule, microbatches, costs);
+      if (failed(built))
+        return failure();
+      checked = std::move(*built);
+    } else {
+      // A schedule written (or edited) by hand: read and check it alone.
+      std::string error;
+      std::unique_ptr<llvm::MemoryBuffer> text =
+          openInputFile(input, &error);
+      if (!text)
+        return fail() << error;
+      std::optional<pipeline::Schedule> read =
+          pipeline::parseSchedule(text->getBuffer().str(), error);
+      if (!read)
+        return fail() << input << ": " << error;
+      std::optional<pipeline::ScheduleStats> stats =
+          pipeline::check(*read, error, costs);
+      if (!stats)
+        return fail() << input << ": the schedule does not check: " << error;
+      checked = dist::ModuleSchedule{std::move(*read), std::move(*stats)};
+    }
 
     std::string error;
     std::unique_ptr<llvm::ToolOutputFile> file = openOutputFile(output, &error);
     if (!file)
-      return module.emitError() << "dist-print-schedule: " << error;
-    file->os() << pipeline::printTimeline(built->schedule, built->stats);
+      return fail() << error;
+    file->os() << pipeline::printTimeline(checked->schedule, checked->stats);
+    if (actions)
+      file->os() << pipeline::printSchedule(checked->schedule);
     file->keep();
     return success();
   }
