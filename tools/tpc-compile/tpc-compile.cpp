@@ -294,6 +294,14 @@ int main(int argc, char **argv) {
     return fail(why);
   if (emit != "tpcx" && emit != "mlir")
     return fail("--emit: '" + emit + "' is not one of tpcx, mlir");
+  // Fewer microbatches than pipeline ranks leave ranks idle most of the
+  // step (the bubble (p - 1)/(m + p - 1) is more than half): allowed, said.
+  if (int64_t stages = options.axisSize("pp");
+      stages > 1 && options.autodiff.microbatches < stages)
+    llvm::WithColor::warning(llvm::errs(), "tpc-compile")
+        << "--microbatches " << options.autodiff.microbatches << " < pp="
+        << stages << ": each pipeline rank idles for most of the step (the "
+        << options.schedule << " bubble grows with p - 1 against m)\n";
   bool emitMlir = emit == "mlir";
   // --report alone writes only the report.
   bool writeOutput = emitMlir || !outputPath.empty() || report.empty();
