@@ -516,6 +516,49 @@ Status printPeaks(Interpreter &interpreter) {
   return Status::ok();
 }
 
+/// With --trace: each rank's time over the steps, on rank 0's stderr (stdout
+/// keeps the step lines of the contract), one line per rank: the steps' span (first kernel's start to last kernel's end, per
+/// step), the time in computing kernels, in transfers and collectives
+/// (waiting for the peers included: a pipeline's bubble shows there), and
+/// the rest (between kernels).
+Status printTimes(Interpreter &interpreter,
+                  const std::vector<TraceEvent> &events) {
+  double mine[4] = {0, 0, 0, 0}; // span, compute, comm, other
+  std::map<uint64_t, std::pair<int64_t, int64_t>> spans; // step -> [start, end)
+  for (const TraceEvent &event : events) {
+    int64_t start = event.timing.startNs;
+    int64_t end = start + event.timing.durationNs;
+    auto [it, fresh] = spans.try_emplace(event.step, start, end);
+    it->second.first = std::min(it->second.first, start);
+    it->second.second = std::max(it->second.second, end);
+    (isCollective(event.op) ? mine[2] : mine[1]) +=
+        static_cast<double>(event.timing.durationNs) * 1e-9;
+  }
+  for (const auto &[step, span] : spans)
+    mine[0] += static_cast<double>(span.second - span.first) * 1e-9;
+  mine[3] = mine[0] - mine[1] - mine[2];
+  Communicator *world = interpreter.world();
+  int ranks = world ? world->size() : 1;
+  std::vector<double> all(4 * static_cast<size_t>(ranks));
+  if (world) {
+    if (Status s = world->allGather(mine, all.data(), sizeof(mine)); !s)
+      return s.withContext("gathering the times");
+  } else {
+    std::copy(mine, mine + 4, all.begin());
+  }
+  if (interpreter.rank() != 0)
+    return Status::ok();
+  for (int r = 0; r < ranks; ++r) {
+    const double *t = &all[4 * static_cast<size_t>(r)];
+    std::fprintf(stderr,
+                 "tpc-run: trace: rank %d steps_s %.6f compute_s %.6f comm_s "
+                 "%.6f other_s %.6f comm_fraction %.4f\n",
+                 r, t[0], t[1], t[2], t[3], t[0] > 0 ? t[2] / t[0] : 0.0);
+  }
+  std::fflush(stderr);
+  return Status::ok();
+}
+
 /// Runs the executable on this rank; `world` holds every rank of the mesh
 /// (null for one rank).
 Status run(const Options &options, const fb::Executable &exe,
@@ -662,12 +705,15 @@ Status run(const Options &options, const fb::Executable &exe,
             saveCheckpoint(*options.saveCheckpoint, interpreter, counters);
         !s)
       return s;
-  if (options.trace)
+  if (options.trace) {
     if (Status s = writeTrace(tracePathOf(*options.trace, interpreter.rank(),
                                           program.mesh.worldSize()),
                               program, options.model, events);
         !s)
       return s;
+    if (Status s = printTimes(interpreter, events); !s)
+      return s;
+  }
   return printPeaks(interpreter);
 }
 
