@@ -112,7 +112,10 @@ Options:
   --trace TRACE.json      write a Chrome/Perfetto trace: one complete event
                           per kernel and step (ts and dur in microseconds,
                           pid = rank); on N > 1 ranks rank r writes
-                          TRACE.r.json (TRACE.json.r for another suffix)
+                          TRACE.r.json (TRACE.json.r for another suffix).
+                          Rank 0 prints each rank's compute, transfer and
+                          collective (waiting included), and other time
+                          to stderr
   --ranks N               ranks to run: the executable's mesh size (default
                           1; see Ranks above)
   --help                  show this text
