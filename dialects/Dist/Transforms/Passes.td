@@ -281,6 +281,12 @@ def DistPipelineStages : Pass<"dist-pipeline-stages", "ModuleOp"> {
       two ranks hold is counted by the lower one) and a `dist.all_reduce`
       over `pp`. These run after the rank's last action.
 
+    Under a schedule that runs W apart from B (zb-h1, zb-v), an all_gather
+    that a microbatch's B and W share (sequence parallelism: a row-parallel
+    matmul's output gradient) is done again for W, so that the gathered
+    tensor does not live from B to the deferred W; back to back (gpipe,
+    1f1b, interleaved-1f1b) they share it, as Megatron does.
+
     The step returns each value from the lowest rank that holds it. A value
     that crosses ranks in any other way (a chunk reading a chunk that is not
     its neighbour, or another microbatch's) is refused, naming the op.

@@ -104,6 +104,9 @@ private:
   InFlightDiagnostic error(Operation *at) {
     return at->emitError() << "dist-pipeline-stages: ";
   }
+  /// Under a schedule that runs W apart from B, gives W its own copy of
+  /// every all_gather that B and W of a microbatch share.
+  void regatherForDeferredWeights();
   LogicalResult readPhases();
   LogicalResult place();
   /// Places an op of no chunk: free, on its operands' ranks, or cross-rank.
@@ -526,9 +529,57 @@ LogicalResult StageBuilder::emit() {
   return success();
 }
 
+/// Whether `op` is in a B (`'B'`) or W (`'W'`) function by its `tpc.phase`.
+static bool inPhase(Operation *op, char kind) {
+  auto name = op->getAttrOfType<StringAttr>(kPhaseAttrName);
+  std::optional<std::pair<Phase::Kind, int>> parsed =
+      name ? parsePhaseName(name.getValue()) : std::nullopt;
+  return parsed && "FBW"[parsed->first] == kind;
+}
+
+void StageBuilder::regatherForDeferredWeights() {
+  // Only schedules that run W apart from B defer it.
+  bool split = llvm::any_of(schedule.actions, [](const auto &actions) {
+    return llvm::any_of(actions, [](const pipeline::Action &action) {
+      return action.kind == pipeline::ActionKind::Weight;
+    });
+  });
+  if (!split)
+    return;
+  // A gather that B and W both read would live from B to the deferred W:
+  // W gathers again instead (Megatron's choice under ZB: the gathered
+  // gradient is the larger tensor).
+  SmallVector<AllGatherOp> shared;
+  step.walk([&](AllGatherOp gather) {
+    bool b = false, w = false;
+    for (Operation *user : gather->getUsers()) {
+      b |= inPhase(user, 'B');
+      w |= inPhase(user, 'W');
+    }
+    if (b && w)
+      shared.push_back(gather);
+  });
+  for (AllGatherOp gather : shared) {
+    SmallVector<OpOperand *> weightUses;
+    Operation *first = nullptr;
+    for (OpOperand &use : gather->getUses())
+      if (inPhase(use.getOwner(), 'W')) {
+        weightUses.push_back(&use);
+        if (!first || use.getOwner()->isBeforeInBlock(first))
+          first = use.getOwner();
+      }
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPoint(first);
+    Operation *again = builder.clone(*gather);
+    for (OpOperand *use : weightUses)
+      use->set(again->getResult(0));
+  }
+}
+
 LogicalResult StageBuilder::run() {
   if (ranks > kMaxRanks)
     return error(step) << "at most " << kMaxRanks << " pipeline ranks";
+  regatherForDeferredWeights();
   if (failed(readPhases()) || failed(place()))
     return failure();
   demand();
