@@ -37,14 +37,6 @@ using namespace tpcrt;
 
 namespace {
 
-/// Executable -> Param -> ParamSlice is three tables deep; anything far deeper
-/// is hostile, and bounding it bounds the verifier's recursion.
-constexpr flatbuffers::uoffset_t kMaxVerifierDepth = 16;
-
-/// Every table is at least a few bytes, so the payload size already bounds
-/// the count; this bound only caps the verifier's work on a hostile file.
-constexpr flatbuffers::uoffset_t kMaxVerifierTables = 1u << 26;
-
 /// Messages quote names from the file; keep them readable.
 constexpr size_t kMaxQuotedChars = 200;
 

@@ -162,6 +162,8 @@ private:
   /// Per rank: the clone of each value of the step, and the ops emitted.
   SmallVector<IRMapping> mapping;
   SmallVector<DenseSet<Operation *>> emitted;
+  /// Per rank, the placed ops not emitted yet, in the step's order.
+  SmallVector<std::vector<Operation *>> pending;
   /// The first op emitted on a rank that does not hold an operand (a
   /// placement bug: reported, never lowered).
   Operation *lost = nullptr;
@@ -405,47 +407,49 @@ void StageBuilder::emitPartialSumSquares(Operation *op, int rank) {
 }
 
 void StageBuilder::flush(int rank, bool final) {
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (Operation *op : ops) {
-      auto where = placed.find(op);
-      if (where == placed.end() || !(where->second & bit(rank)) ||
-          emitted[rank].contains(op))
-        continue;
-      bool cross = crossRank.contains(op);
-      if (cross && !final)
-        continue;
-      // A cross-rank op reads what other ranks hold; it waits for its own
-      // rank's share only.
-      bool ready = llvm::all_of(op->getOperands(), [&](Value v) {
-        return isOn(v, rank) || (cross && !(availability(v) & bit(rank)));
-      });
-      if (!ready) {
-        if (final)
-          break; // keep the order of the step's epilogue on every rank
-        continue;
+  // One pass in the step's order: an op emitted readies the later ones that
+  // read it (operands come first), so nothing waits for a second pass.
+  std::vector<Operation *> &waiting = pending[rank];
+  std::vector<Operation *> still;
+  for (size_t i = 0; i < waiting.size(); ++i) {
+    Operation *op = waiting[i];
+    bool cross = crossRank.contains(op);
+    // A cross-rank op reads what other ranks hold; it waits for its own
+    // rank's share only.
+    bool ready = (!cross || final) &&
+                 llvm::all_of(op->getOperands(), [&](Value v) {
+                   return isOn(v, rank) ||
+                          (cross && !(availability(v) & bit(rank)));
+                 });
+    if (!ready) {
+      if (final) {
+        // Keep the order of the step's epilogue on every rank.
+        still.insert(still.end(), waiting.begin() + i, waiting.end());
+        break;
       }
-      if (isa<tpc::SumSquaresOp>(op) && cross) {
-        emitPartialSumSquares(op, rank);
-      } else {
-        if (cross) {
-          // Lower rank sends first, the higher receives first: the pair of
-          // synchronous transfers always meets.
-          for (const Transfer &t : exchanges[op])
-            if (t.from == rank && t.from < t.to)
-              emitSend(t);
-          for (const Transfer &t : exchanges[op])
-            if (t.to == rank)
-              emitRecv(t);
-          for (const Transfer &t : exchanges[op])
-            if (t.from == rank && t.from > t.to)
-              emitSend(t);
-        }
-        emitOp(op, rank);
-      }
-      progress = true;
+      still.push_back(op);
+      continue;
     }
+    if (isa<tpc::SumSquaresOp>(op) && cross) {
+      emitPartialSumSquares(op, rank);
+      continue;
+    }
+    if (cross) {
+      // Lower rank sends first, the higher receives first: the pair of
+      // synchronous transfers always meets.
+      for (const Transfer &t : exchanges[op])
+        if (t.from == rank && t.from < t.to)
+          emitSend(t);
+      for (const Transfer &t : exchanges[op])
+        if (t.to == rank)
+          emitRecv(t);
+      for (const Transfer &t : exchanges[op])
+        if (t.from == rank && t.from > t.to)
+          emitSend(t);
+    }
+    emitOp(op, rank);
   }
+  waiting = std::move(still);
 }
 
 LogicalResult StageBuilder::emit() {
@@ -453,6 +457,12 @@ LogicalResult StageBuilder::emit() {
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   mapping.resize(ranks);
   emitted.resize(ranks);
+  pending.resize(ranks);
+  for (Operation *op : ops)
+    if (auto where = placed.find(op); where != placed.end())
+      for (int rank = 0; rank < ranks; ++rank)
+        if (where->second & bit(rank))
+          pending[rank].push_back(op);
   builder.setInsertionPoint(ret);
   for (int rank = 0; rank < ranks; ++rank) {
     // The prologue: what the rank reads of the arguments alone.
@@ -500,13 +510,10 @@ LogicalResult StageBuilder::emit() {
         flush(rank, /*final=*/false);
     }
     flush(rank, /*final=*/true);
-    for (Operation *op : ops) {
-      auto where = placed.find(op);
-      if (where != placed.end() && (where->second & bit(rank)) &&
-          !emitted[rank].contains(op))
-        return error(op) << "cannot be placed on pipeline rank " << rank
-                         << ": an operand never becomes available there";
-    }
+    if (!pending[rank].empty())
+      return error(pending[rank].front())
+             << "cannot be placed on pipeline rank " << rank
+             << ": an operand never becomes available there";
   }
   if (lost)
     return error(lost) << "reads on pipeline rank " << lostRank

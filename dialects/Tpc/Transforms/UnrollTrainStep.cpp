@@ -24,6 +24,7 @@
 #include "mlir/Transforms/CSE.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <map>
 
@@ -243,25 +244,29 @@ struct UnrollTrainStepPass
     weightGradientsEarly(step);
     accumulateEarly(step);
 
-    for (StringRef name : inlined) {
-      Operation *callee = symbols.lookup(name);
-      if (callee && SymbolTable::symbolKnownUseEmpty(callee, module))
-        symbols.erase(callee);
-    }
+    // The inlined functions that nothing calls any more go; without
+    // keep-forward, @forward and the functions only it calls (a split
+    // model's chunks) too. The module's symbol uses are collected once: a
+    // walk per function would cost the module's size times the functions.
+    llvm::SetVector<StringRef> unused(inlined.begin(), inlined.end());
     if (!keepForward)
       if (auto forward = symbols.lookup<func::FuncOp>("forward")) {
-        // With it go the functions only it calls (a split model's chunks).
-        llvm::SetVector<StringRef> callees;
         forward.walk([&](func::CallOp call) {
-          callees.insert(call.getCallee());
+          unused.insert(call.getCallee());
         });
         symbols.erase(forward);
-        for (StringRef name : callees) {
-          Operation *callee = symbols.lookup(name);
-          if (callee && SymbolTable::symbolKnownUseEmpty(callee, module))
-            symbols.erase(callee);
-        }
       }
+    llvm::StringSet<> used;
+    for (Operation &op : module.getBody()->getOperations())
+      if (std::optional<SymbolTable::UseRange> uses =
+              SymbolTable::getSymbolUses(&op))
+        for (const SymbolTable::SymbolUse &use : *uses)
+          used.insert(use.getSymbolRef().getRootReference().getValue());
+    for (StringRef name : unused) {
+      Operation *callee = symbols.lookup(name);
+      if (callee && !used.contains(name))
+        symbols.erase(callee);
+    }
   }
 };
 

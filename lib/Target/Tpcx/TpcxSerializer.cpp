@@ -258,7 +258,9 @@ LogicalResult mlir::rt::serializeTpcx(ModuleOp module,
   flatbuffers::FlatBufferBuilder fbb;
   fb::FinishExecutableBuffer(fbb, fb::Executable::Pack(fbb, &exe));
   // What the runtime's loader would check, minus the framing it adds later.
-  flatbuffers::Verifier verifier(fbb.GetBufferPointer(), fbb.GetSize());
+  flatbuffers::Verifier verifier(fbb.GetBufferPointer(), fbb.GetSize(),
+                                 tpcrt::kMaxVerifierDepth,
+                                 tpcrt::kMaxVerifierTables);
   if (!fb::VerifyExecutableBuffer(verifier))
     return module.emitError("internal error: the executable fails the "
                             "FlatBuffers verifier");

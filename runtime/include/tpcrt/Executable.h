@@ -42,6 +42,16 @@ constexpr uint32_t kExecutableFormatVersion = 1;
 /// require it.
 constexpr uint32_t kExecutableSchemaVersion = 1;
 
+/// The FlatBuffers verifier's bounds, for the loader and for the compiler's
+/// own check of what it writes. Executable -> Param -> ParamSlice is three
+/// tables deep; anything far deeper is hostile, and bounding it bounds the
+/// verifier's recursion. Every table is at least a few bytes, so the
+/// payload size already bounds the count; this bound only caps the
+/// verifier's work on a hostile file (a large pipeline executable holds
+/// millions of tables).
+constexpr uint32_t kMaxVerifierDepth = 16;
+constexpr uint32_t kMaxVerifierTables = 1u << 26;
+
 constexpr size_t kExecutableHeaderBytes = 32;
 constexpr char kExecutableMagic[8] = {'T', 'P', 'C', 'X', 0, 0, 0, 0};
 
