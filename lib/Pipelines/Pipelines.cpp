@@ -165,6 +165,7 @@ static LogicalResult readStageLayers(ModuleOp module, CompileReport &report) {
     StageFigures &figures = report.stages[rank];
     figures.firstLayer = std::min(figures.firstLayer, layers[2 * chunk]);
     figures.lastLayer = std::max(figures.lastLayer, layers[2 * chunk + 1]);
+    figures.chunkLayers.push_back({layers[2 * chunk], layers[2 * chunk + 1]});
   }
   return success();
 }

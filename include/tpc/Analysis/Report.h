@@ -36,8 +36,10 @@ struct CommBytes {
 
 /// One device of one pipeline stage: an entry of the report's "stages".
 struct StageFigures {
-  /// The transformer layers its chunks hold, first and last.
+  /// The transformer layers its chunks hold, first and last; and with
+  /// several chunks per stage (virtual stages), each chunk's.
   int64_t firstLayer = 0, lastLayer = -1;
+  SmallVector<std::pair<int64_t, int64_t>> chunkLayers;
   /// Params (the f32 master weights when training) and their 16-bit
   /// copies; gradients; optimizer state.
   int64_t paramBytes = 0, gradBytes = 0, optimizerBytes = 0;

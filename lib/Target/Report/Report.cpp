@@ -22,7 +22,7 @@ LogicalResult mlir::tpc::writeReport(const CompileReport &report,
   for (auto [i, figures] : llvm::enumerate(report.stages)) {
     json::Object commPerMicrobatch = comm(figures.commPerMicrobatch);
     commPerMicrobatch["p2p"] = figures.commPerMicrobatch.p2p;
-    stages.push_back(json::Object{
+    json::Object stage{
         {"stage", static_cast<int64_t>(i)},
         {"layers", json::Array{figures.firstLayer, figures.lastLayer}},
         {"param_bytes", figures.paramBytes},
@@ -32,7 +32,15 @@ LogicalResult mlir::tpc::writeReport(const CompileReport &report,
         {"peak_bytes", figures.peakBytes},
         {"flops_per_microbatch", figures.flopsPerMicrobatch},
         {"comm_bytes_per_microbatch", std::move(commPerMicrobatch)},
-        {"comm_bytes_per_step", comm(figures.commPerStep)}});
+        {"comm_bytes_per_step", comm(figures.commPerStep)}};
+    // Virtual stages: "layers" spans the chunks; each chunk's own range.
+    if (figures.chunkLayers.size() > 1) {
+      json::Array chunks;
+      for (auto [first, last] : figures.chunkLayers)
+        chunks.push_back(json::Array{first, last});
+      stage["chunk_layers"] = std::move(chunks);
+    }
+    stages.push_back(std::move(stage));
   }
   json::Object root{
       {"model", json::Object{{"layers", report.layers},
