@@ -89,7 +89,7 @@ bool convertsItself(fb::OpCode op) {
          op == fb::OpCode::Slice || op == fb::OpCode::AllGather ||
          op == fb::OpCode::ShardSlice || op == fb::OpCode::ShardPad ||
          op == fb::OpCode::AllToAll || op == fb::OpCode::Send ||
-         op == fb::OpCode::Recv;
+         op == fb::OpCode::Recv || op == fb::OpCode::Zeros;
 }
 
 /// A tensor viewed around `dim` as [outer, shape[dim], inner].
@@ -437,6 +437,9 @@ Status CpuDevice::run(const KernelCall &call, const Resolved &r,
   case fb::OpCode::Silu:
     return cpu::silu(in(0), call.count, out(0));
   case fb::OpCode::Add:
+    if (call.operands[0].dtype == fb::DType::I64)
+      return cpu::addInt64(ints(0), call.count, ints(1), call.rhsCount,
+                           reinterpret_cast<int64_t *>(r.results[0]));
     return cpu::add(in(0), call.count, in(1), call.rhsCount, out(0));
   case fb::OpCode::Mul:
     return cpu::mul(in(0), call.count, in(1), call.rhsCount, out(0));
@@ -569,6 +572,10 @@ Status CpuDevice::run(const KernelCall &call, const Resolved &r,
     options.decaySteps = ia[1];
     return cpu::lrSchedule(*ints(0), options, out(0));
   }
+  case fb::OpCode::Zeros:
+    if (call.results[0].bytes)
+      std::memset(r.results[0], 0, call.results[0].bytes);
+    return Status::ok();
   case fb::OpCode::AllReduce:
   case fb::OpCode::AllGather:
   case fb::OpCode::ReduceScatter:

@@ -310,9 +310,9 @@ Status silu(const float *x, int64_t count, float *out) {
 
 namespace {
 
-template <typename Op>
-Status broadcastBinary(const char *kernel, const float *lhs, int64_t lhsCount,
-                       const float *rhs, int64_t rhsCount, float *out, Op op) {
+template <typename T, typename Op>
+Status broadcastBinary(const char *kernel, const T *lhs, int64_t lhsCount,
+                       const T *rhs, int64_t rhsCount, T *out, Op op) {
   if (Status s = checkNonNegative(kernel, {lhsCount, rhsCount}); !s)
     return s;
   if (lhsCount == 0)
@@ -333,6 +333,17 @@ Status add(const float *lhs, int64_t lhsCount, const float *rhs,
            int64_t rhsCount, float *out) {
   return broadcastBinary("add", lhs, lhsCount, rhs, rhsCount, out,
                          [](float a, float b) { return a + b; });
+}
+
+Status addInt64(const int64_t *lhs, int64_t lhsCount, const int64_t *rhs,
+                int64_t rhsCount, int64_t *out) {
+  // Wrapping, as the unsigned sum: no overflow is undefined.
+  return broadcastBinary("add", lhs, lhsCount, rhs, rhsCount, out,
+                         [](int64_t a, int64_t b) {
+                           return static_cast<int64_t>(
+                               static_cast<uint64_t>(a) +
+                               static_cast<uint64_t>(b));
+                         });
 }
 
 Status mul(const float *lhs, int64_t lhsCount, const float *rhs,

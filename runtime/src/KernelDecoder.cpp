@@ -329,8 +329,16 @@ Status KernelDecoder::elementwise() {
 Status KernelDecoder::broadcast() {
   if (Status s = attrs(0, 0, 0); !s)
     return s;
-  if (Status s = floatOperands(); !s)
+  // add also sums i64 counts (all three i64).
+  bool counts = call.op == fb::OpCode::Add && in(0).dtype == fb::DType::I64;
+  if (counts) {
+    if (Status s = dtype(in(1), inRole(1), fb::DType::I64); !s)
+      return s;
+    if (Status s = dtype(out(0), outRole(0), fb::DType::I64); !s)
+      return s;
+  } else if (Status s = floatOperands(); !s) {
     return s;
+  }
   if (Status s = suffixCounts(in(0), "lhs", in(1), "rhs"); !s)
     return s;
   return shape(out(0), "result", in(0).shape);
@@ -793,6 +801,13 @@ Status KernelDecoder::sumGroups() {
   std::vector<int64_t> expected = in(0).shape;
   expected[dim] = extent / repeats;
   return shape(out(0), "result", expected);
+}
+
+Status KernelDecoder::zeros() {
+  if (Status s = attrs(0, 0, 0); !s)
+    return s;
+  call.count = out(0).elements;
+  return Status::ok();
 }
 
 Status KernelDecoder::countTargets() {

@@ -99,6 +99,7 @@ private:
   Status pad();
   Status sumGroups();
   Status countTargets();
+  Status zeros();
   Status inverseCount();
   Status optimizerUpdate();
   Status sumSquares();

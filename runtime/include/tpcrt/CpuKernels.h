@@ -116,6 +116,10 @@ Status silu(const float *x, int64_t count, float *out);
 Status add(const float *lhs, int64_t lhsCount, const float *rhs,
            int64_t rhsCount, float *out);
 
+/// As add, on i64 (sums of target counts), wrapping on overflow.
+Status addInt64(const int64_t *lhs, int64_t lhsCount, const int64_t *rhs,
+                int64_t rhsCount, int64_t *out);
+
 /// As add, with a product.
 Status mul(const float *lhs, int64_t lhsCount, const float *rhs,
            int64_t rhsCount, float *out);
