@@ -194,10 +194,17 @@ int64_t scratchFloats(const KernelCall &call) {
 struct Resolved {
   /// False for the kernels of other pipeline stages (not in the program).
   bool prepared = false;
+  /// Addresses; of a pooled buffer, slot 0's.
   std::vector<uint8_t *> operands, results;
   /// fp32 copies in the workspace (null where the buffer is used as is).
   std::vector<float *> stagedOperands, stagedResults;
   float *scratch = nullptr;
+  /// Whether a buffer is pooled (KernelCall::pooled); then, per operand and
+  /// result, the pool's stride (0: not pooled) and whether the run's
+  /// microbatch (else its slot) selects the slot.
+  bool pooled = false;
+  std::vector<uint64_t> operandStrides, resultStrides;
+  std::vector<uint8_t> operandByMicrobatch, resultByMicrobatch;
 };
 
 class CpuDevice final : public Device {
@@ -252,6 +259,9 @@ private:
   MappedMemory arena_, workspace_;
   std::vector<Resolved> resolved_;
   std::vector<Communicator *> groups_;
+  /// A pooled kernel's addresses at the running slots (sized at prepare to
+  /// the most operands and results of a kernel: execute allocates nothing).
+  Resolved atSlots_;
 };
 
 Status CpuDevice::prepare(const Program &program,
@@ -312,19 +322,35 @@ Status CpuDevice::prepare(const Program &program,
   auto *floats = reinterpret_cast<float *>(workspace_.data());
   auto staged = [&](uint64_t at) { return at == none ? nullptr : floats + at; };
   resolved_.assign(slots, Resolved());
+  size_t mostOperands = 0, mostResults = 0;
   for (const KernelCall &call : program.calls) {
     Resolved &r = resolved_[call.index];
     r.prepared = true;
+    r.pooled = call.pooled;
     for (size_t j = 0; j < call.operands.size(); ++j) {
-      r.operands.push_back(arena_.data() + call.operands[j].offset);
+      const TensorRef &t = call.operands[j];
+      r.operands.push_back(arena_.data() + t.offset);
       r.stagedOperands.push_back(staged(operandAt[call.index][j]));
+      r.operandStrides.push_back(t.pool >= 0 ? t.poolStride : 0);
+      r.operandByMicrobatch.push_back(t.byMicrobatch);
     }
     for (size_t j = 0; j < call.results.size(); ++j) {
-      r.results.push_back(arena_.data() + call.results[j].offset);
+      const TensorRef &t = call.results[j];
+      r.results.push_back(arena_.data() + t.offset);
       r.stagedResults.push_back(staged(resultAt[call.index][j]));
+      r.resultStrides.push_back(t.pool >= 0 ? t.poolStride : 0);
+      r.resultByMicrobatch.push_back(t.byMicrobatch);
     }
     r.scratch = staged(scratchAt[call.index]);
+    mostOperands = std::max(mostOperands, call.operands.size());
+    mostResults = std::max(mostResults, call.results.size());
   }
+  atSlots_ = Resolved();
+  atSlots_.prepared = true;
+  atSlots_.operands.resize(mostOperands);
+  atSlots_.stagedOperands.resize(mostOperands);
+  atSlots_.results.resize(mostResults);
+  atSlots_.stagedResults.resize(mostResults);
   return Status::ok();
 }
 
@@ -332,7 +358,29 @@ Status CpuDevice::execute(const KernelCall &call, const StepContext &context) {
   if (call.index >= resolved_.size() || !resolved_[call.index].prepared)
     return Status::error("kernel " + std::to_string(call.index) +
                          " is not part of the prepared program");
-  const Resolved &r = resolved_[call.index];
+  const Resolved *resolved = &resolved_[call.index];
+  if (resolved->pooled) {
+    // The run's slots: a pooled buffer's slot lies `stride` bytes further
+    // per slot (the loader checked every slot a run addresses).
+    Resolved &at = atSlots_;
+    const Resolved &base = *resolved;
+    auto select = [&](bool byMicrobatch) -> uint64_t {
+      return byMicrobatch ? context.microbatch : context.slot;
+    };
+    for (size_t j = 0; j < call.operands.size(); ++j) {
+      at.operands[j] = base.operands[j] + base.operandStrides[j] *
+                                              select(base.operandByMicrobatch[j]);
+      at.stagedOperands[j] = base.stagedOperands[j];
+    }
+    for (size_t j = 0; j < call.results.size(); ++j) {
+      at.results[j] = base.results[j] +
+                      base.resultStrides[j] * select(base.resultByMicrobatch[j]);
+      at.stagedResults[j] = base.stagedResults[j];
+    }
+    at.scratch = base.scratch;
+    resolved = &at;
+  }
+  const Resolved &r = *resolved;
   for (size_t j = 0; j < call.operands.size(); ++j)
     if (float *staged = r.stagedOperands[j])
       if (Status s =
@@ -381,8 +429,11 @@ Status CpuDevice::run(const KernelCall &call, const Resolved &r,
   auto key = [&](size_t j) {
     return dropoutKey(context.seed, static_cast<uint64_t>(ia[j]), context.step);
   };
-  // A dropout stream's optional int_attrs[1]: where this piece starts.
-  int64_t firstIndex = ia.size() == 2 ? ia[1] : 0;
+  // A dropout stream's optional int_attrs[1]: where this piece starts; a
+  // run for microbatch i draws i * N further (the loader checked the sum).
+  int64_t firstIndex = (ia.size() == 2 ? ia[1] : 0) +
+                       static_cast<int64_t>(context.microbatch) *
+                           call.streamElements;
   // A split dropout kernel draws at the global indices of its first result.
   cpu::GlobalBlock globalBlock;
   if (!call.splits.empty())

@@ -431,6 +431,107 @@ Status checkGrads(const fb::Executable &exe, const Mesh &mesh,
   return Status::ok();
 }
 
+/// Pools and pooled buffers: a pool has slots and a stride that is a
+/// multiple of 64 and holds each of its buffers; every slot of a pooled
+/// buffer lies in the arena; params, state, outputs and grads are not
+/// pooled, an input only in a by_microbatch pool (slot i: microbatch i).
+/// Pools need stage_actions (Actions.cpp checks them and the functions).
+Status checkPools(const fb::Executable &exe) {
+  uint32_t numPools = sizeOf(exe.pools());
+  for (uint32_t p = 0; p < numPools; ++p) {
+    const fb::Pool *pool = exe.pools()->Get(p);
+    std::string what = "pool " + std::to_string(p);
+    if (pool->slots() == 0)
+      return Status::error(what + ": 0 slots (a pool has at least one)");
+    if (pool->stride() % 64 != 0)
+      return Status::error(what + ": stride " + std::to_string(pool->stride()) +
+                           " is not a multiple of 64");
+  }
+  uint64_t arena = exe.arena_bytes();
+  std::vector<int32_t> poolOf(sizeOf(exe.buffers()), -1);
+  for (uint32_t b = 0, e = sizeOf(exe.buffers()); b < e; ++b) {
+    const fb::Buffer *buffer = exe.buffers()->Get(b);
+    int32_t index = buffer->pool();
+    if (index == -1)
+      continue;
+    std::string what = "buffer " + std::to_string(b);
+    if (index < 0 || static_cast<uint32_t>(index) >= numPools)
+      return Status::error(
+          what + ": pool " + std::to_string(index) +
+          " but the executable has " + plural(numPools, "pool") +
+          (sizeOf(exe.stage_actions()) ? ""
+                                       : " (pools come with stage_actions)"));
+    const fb::Pool *pool = exe.pools()->Get(index);
+    if (buffer->size() > pool->stride())
+      return Status::error(what + ": " + plural(buffer->size(), "byte") +
+                           ", more than the stride " +
+                           std::to_string(pool->stride()) + " of its pool " +
+                           std::to_string(index) +
+                           " (its slots would overlap)");
+    // offset + (slots - 1) * stride + size <= arena, without overflow
+    // (checkBuffers checked offset + size <= arena).
+    uint64_t last = pool->slots() - 1, span = 0;
+    if (__builtin_mul_overflow(last, pool->stride(), &span) ||
+        span > arena - buffer->offset() - buffer->size())
+      return Status::error(what + ": slot " + std::to_string(last) +
+                           " of pool " + std::to_string(index) +
+                           " (stride " + std::to_string(pool->stride()) +
+                           ") lies outside the arena of " +
+                           std::to_string(arena) + " bytes");
+    poolOf[b] = index;
+  }
+  auto notPooled = [&](const std::string &what, uint32_t buffer,
+                       const char *kinds) {
+    if (poolOf[buffer] < 0)
+      return Status::ok();
+    return Status::error(what + ": buffer " + std::to_string(buffer) +
+                         " is pooled (pool " + std::to_string(poolOf[buffer]) +
+                         "); " + kinds + " are not");
+  };
+  for (uint32_t i = 0, e = sizeOf(exe.params()); i < e; ++i)
+    if (Status s = notPooled("param " + std::to_string(i) + " (" +
+                                 quote(exe.params()->Get(i)->hf_name()) + ")",
+                             exe.params()->Get(i)->buffer(),
+                             "params, state, outputs and grads");
+        !s)
+      return s;
+  for (uint32_t i = 0, e = sizeOf(exe.state()); i < e; ++i)
+    if (Status s = notPooled("state " + std::to_string(i) + " (" +
+                                 quote(exe.state()->Get(i)->name()) + ")",
+                             exe.state()->Get(i)->buffer(),
+                             "params, state, outputs and grads");
+        !s)
+      return s;
+  for (auto [list, kind] : {std::make_pair(exe.outputs(), "output"),
+                            std::make_pair(exe.grads(), "grad")})
+    for (uint32_t i = 0, e = sizeOf(list); i < e; ++i)
+      if (Status s = notPooled(std::string(kind) + " " + std::to_string(i) +
+                                   " (" + quote(list->Get(i)->name()) + ")",
+                               list->Get(i)->buffer(),
+                               "params, state, outputs and grads");
+          !s)
+        return s;
+  for (uint32_t i = 0, e = sizeOf(exe.inputs()); i < e; ++i) {
+    const fb::Binding *input = exe.inputs()->Get(i);
+    int32_t index = poolOf[input->buffer()];
+    if (index < 0)
+      continue;
+    std::string what = "input " + std::to_string(i) + " (" +
+                       quote(input->name()) + "): buffer " +
+                       std::to_string(input->buffer()) + " is in pool " +
+                       std::to_string(index);
+    if (!exe.pools()->Get(index)->by_microbatch())
+      return Status::error(what + ", which is not by_microbatch (an input's "
+                                  "slots are the microbatches of the batch)");
+    if (isRuntimeInput(input->name()->str()))
+      return Status::error(what + ", but the runtime writes it itself, once");
+    if (sizeOf(exe.buffers()->Get(input->buffer())->shape()) == 0)
+      return Status::error(what + ", but it is a scalar (the microbatches "
+                                  "follow each other along dimension 0)");
+  }
+  return Status::ok();
+}
+
 Status checkKernels(const fb::Executable &exe, const Mesh &mesh,
                     size_t numBuffers) {
   int32_t stageAxis = stageAxisOf(mesh);
@@ -653,6 +754,8 @@ Status tpcrt::checkExecutable(const fb::Executable &exe) {
   if (Status s = checkState(exe, bufferElements.size()); !s)
     return s;
   if (Status s = checkGrads(exe, mesh, bufferElements.size()); !s)
+    return s;
+  if (Status s = checkPools(exe); !s)
     return s;
   if (Status s = checkKernels(exe, mesh, bufferElements.size()); !s)
     return s;

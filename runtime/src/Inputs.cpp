@@ -76,8 +76,7 @@ Status gatherInputs(const Program &program, HostInputs &out, FillFn fill) {
     HostInputs::Entry entry;
     if (Status s = HostInputs::Entry::create(program, input, entry); !s)
       return s;
-    extractBlock(values.data(), shape, entry.block, entry.bytes.data(),
-                 sizeof(int64_t));
+    entry.fill(values.data(), shape);
     result.entries.push_back(std::move(entry));
   }
   result.tokens = tokensOf(program);
@@ -91,24 +90,44 @@ Status HostInputs::Entry::create(const Program &program,
                                  const BindingRef &input, Entry &out) {
   Entry entry;
   entry.buffer = input.buffer;
-  if (Status s =
-          blockOf(program.mesh, program.coordinates,
-                  program.globalShapeOf(input), input.splits, entry.block);
+  std::vector<int64_t> microbatch = program.microbatchShapeOf(input);
+  if (Status s = blockOf(program.mesh, program.coordinates, microbatch,
+                         input.splits, entry.block);
       !s)
     return s.withContext("input '" + input.name + "'");
-  entry.bytes.resize(program.buffers[input.buffer].bytes);
+  entry.slots = program.microbatchesOf(input);
+  entry.microbatchRows = microbatch.empty() ? 0 : microbatch[0];
+  entry.bytes.resize(program.buffers[input.buffer].bytes * entry.slots);
   out = std::move(entry);
   return Status::ok();
+}
+
+void HostInputs::Entry::fill(const int64_t *global,
+                             const std::vector<int64_t> &globalShape) {
+  size_t slotBytes = bytes.size() / slots;
+  // Microbatch i's block is microbatch 0's moved i microbatches down.
+  int64_t first = block.offset.empty() ? 0 : block.offset[0];
+  for (uint32_t slot = 0; slot < slots; ++slot) {
+    if (!block.offset.empty())
+      block.offset[0] = first + slot * microbatchRows;
+    extractBlock(global, globalShape, block, bytes.data() + slot * slotBytes,
+                 sizeof(int64_t));
+  }
+  if (!block.offset.empty())
+    block.offset[0] = first;
 }
 
 Status HostInputs::copyTo(Interpreter &interpreter) const {
   for (const Entry &entry : entries) {
     if (!interpreter.program().ownsBuffer(entry.buffer))
       continue;
-    if (Status s = interpreter.writeBuffer(entry.buffer, entry.bytes.data(),
-                                           entry.bytes.size());
-        !s)
-      return s;
+    size_t slotBytes = entry.bytes.size() / entry.slots;
+    for (uint32_t slot = 0; slot < entry.slots; ++slot)
+      if (Status s = interpreter.writeBuffer(
+              entry.buffer, entry.bytes.data() + slot * slotBytes, slotBytes,
+              slot);
+          !s)
+        return s;
   }
   return Status::ok();
 }

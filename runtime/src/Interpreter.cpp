@@ -1,6 +1,7 @@
 //===- Interpreter.cpp - runs a verified executable on a device -----------===//
 
 #include "tpcrt/Interpreter.h"
+#include "ProgramChecks.h"
 #include "tpcrt/Executable.h"
 
 #include <string>
@@ -86,7 +87,7 @@ Status Interpreter::create(const fb::Executable &exe,
   result.timings_.assign(result.program_.numKernels, KernelTiming());
   result.epoch_ = std::chrono::steady_clock::now();
   if (const BindingRef *loss = result.program_.findOutput("loss"))
-    result.lossKernels_ = result.program_.kernelsComputing(loss->buffer);
+    result.lossRuns_ = result.program_.runsComputing(loss->buffer);
   if (Status s = result.resetState(); !s)
     return s;
   out = std::move(result);
@@ -107,7 +108,8 @@ Status Interpreter::resetState() {
 }
 
 namespace {
-Status checkCopy(const Program &program, uint32_t buffer, uint64_t bytes) {
+Status checkCopy(const Program &program, uint32_t buffer, uint64_t bytes,
+                 uint32_t slot) {
   if (buffer >= program.buffers.size())
     return Status::error("buffer " + std::to_string(buffer) +
                          " does not exist (the executable has " +
@@ -116,6 +118,15 @@ Status checkCopy(const Program &program, uint32_t buffer, uint64_t bytes) {
     return Status::error("buffer " + std::to_string(buffer) + " holds " +
                          std::to_string(program.buffers[buffer].bytes) +
                          " bytes, not " + std::to_string(bytes));
+  const TensorRef &t = program.buffers[buffer];
+  uint32_t slots = t.pool < 0 ? 1 : program.pools[t.pool].slots;
+  if (slot >= slots)
+    return Status::error(
+        "buffer " + std::to_string(buffer) + " has no slot " +
+        std::to_string(slot) +
+        (t.pool < 0 ? std::string(" (it is not pooled)")
+                    : " (its pool " + std::to_string(t.pool) + " has " +
+                          std::to_string(slots) + ")"));
   // Another stage's buffer: its bytes may be one of this stage's.
   if (!program.ownsBuffer(buffer)) {
     std::string stages;
@@ -131,43 +142,81 @@ Status checkCopy(const Program &program, uint32_t buffer, uint64_t bytes) {
 } // namespace
 
 Status Interpreter::writeBuffer(uint32_t buffer, const void *data,
-                                uint64_t bytes) {
-  if (Status s = checkCopy(program_, buffer, bytes); !s)
+                                uint64_t bytes, uint32_t slot) {
+  if (Status s = checkCopy(program_, buffer, bytes, slot); !s)
     return s;
-  return device_->copyToArena(program_.buffers[buffer].offset, data, bytes);
+  return device_->copyToArena(program_.buffers[buffer].offsetAt(slot, slot),
+                              data, bytes);
 }
 
-Status Interpreter::readBuffer(uint32_t buffer, void *data, uint64_t bytes) {
-  if (Status s = checkCopy(program_, buffer, bytes); !s)
+Status Interpreter::readBuffer(uint32_t buffer, void *data, uint64_t bytes,
+                               uint32_t slot) {
+  if (Status s = checkCopy(program_, buffer, bytes, slot); !s)
     return s;
   if (Status s = device_->synchronize(); !s)
     return s;
-  return device_->copyFromArena(program_.buffers[buffer].offset, data, bytes);
+  return device_->copyFromArena(program_.buffers[buffer].offsetAt(slot, slot),
+                                data, bytes);
 }
 
-Status Interpreter::runKernels(const std::vector<uint32_t> *subset,
-                               const StepContext &context) {
-  size_t count = subset ? subset->size() : program_.calls.size();
-  for (size_t i = 0; i < count; ++i) {
-    const KernelCall &call = program_.calls[subset ? (*subset)[i] : i];
-    std::chrono::steady_clock::time_point start;
-    if (timing_)
-      start = std::chrono::steady_clock::now();
-    Status s = device_->execute(call, context);
-    if (timing_) {
-      // Time what the kernel did, not when it was queued.
-      if (s)
-        s = device_->synchronize();
-      auto end = std::chrono::steady_clock::now();
-      timings_[call.index] = {
-          std::chrono::duration_cast<std::chrono::nanoseconds>(start - epoch_)
-              .count(),
-          std::chrono::duration_cast<std::chrono::nanoseconds>(end - start)
-              .count()};
+Status Interpreter::runOne(uint32_t position, uint32_t action,
+                           StepContext &context, size_t run) {
+  const KernelCall &call = program_.calls[position];
+  const ActionRef &a = program_.actions[action];
+  context.microbatch = a.microbatch;
+  context.slot = a.slot;
+  std::chrono::steady_clock::time_point start;
+  if (timing_)
+    start = std::chrono::steady_clock::now();
+  Status s = device_->execute(call, context);
+  if (timing_) {
+    // Time what the kernel did, not when it was queued.
+    if (s)
+      s = device_->synchronize();
+    auto end = std::chrono::steady_clock::now();
+    KernelTiming timing{
+        std::chrono::duration_cast<std::chrono::nanoseconds>(start - epoch_)
+            .count(),
+        std::chrono::duration_cast<std::chrono::nanoseconds>(end - start)
+            .count()};
+    if (run < runTimings_.size())
+      runTimings_[run] = {call.index, action, timing};
+    KernelTiming &total = timings_[call.index];
+    if (total.startNs < firstStartNs_)
+      total = timing;
+    else
+      total.durationNs += timing.durationNs;
+  }
+  if (!s) {
+    s = s.withContext("kernel " + std::to_string(call.index) + " (" +
+                      opCodeName(call.op) + ")");
+    if (program_.hasActions())
+      s = s.withContext(actionText(program_, action, a));
+  }
+  return s;
+}
+
+Status Interpreter::runKernels(const std::vector<KernelRun> *subset,
+                               StepContext context) {
+  if (timing_) {
+    // Sized once: a later step reuses the storage.
+    runTimings_.resize(subset ? subset->size() : program_.numRuns);
+    firstStartNs_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        std::chrono::steady_clock::now() - epoch_)
+                        .count();
+  }
+  size_t run = 0;
+  if (subset) {
+    for (const KernelRun &one : *subset)
+      if (Status s = runOne(one.call, one.action, context, run++); !s)
+        return s;
+  } else {
+    for (uint32_t a = 0; a < program_.actions.size(); ++a) {
+      const ActionRef &action = program_.actions[a];
+      for (uint32_t p = action.begin; p < action.end; ++p)
+        if (Status s = runOne(p, a, context, run++); !s)
+          return s;
     }
-    if (!s)
-      return s.withContext("kernel " + std::to_string(call.index) + " (" +
-                           opCodeName(call.op) + ")");
   }
   return device_->synchronize();
 }
@@ -190,5 +239,5 @@ Status Interpreter::evaluate() {
     return Status::error("the executable has no 'loss' output to evaluate");
   StepContext context{program_.seed, step_};
   context.evaluation = true;
-  return runKernels(&lossKernels_, context);
+  return runKernels(&lossRuns_, context);
 }

@@ -11,6 +11,7 @@
 #include "tpcrt/Shape.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -1107,9 +1108,20 @@ Status KernelDecoder::decode() {
 /// A result may not share bytes with an operand or another result, except
 /// the very same bytes as an operand of an in-place elementwise kernel; the
 /// results of an in-place update are exactly its param and state operands.
-Status tpcrt::checkAliasing(const KernelCall &call) {
+Status tpcrt::checkAliasing(const KernelCall &call, uint32_t microbatch,
+                            uint32_t slot) {
+  // Pooled buffers at the run's slots.
+  auto at = [&](const TensorRef &t) {
+    if (t.pool < 0)
+      return t;
+    TensorRef moved;
+    moved.buffer = t.buffer;
+    moved.offset = t.offsetAt(microbatch, slot);
+    moved.bytes = t.bytes;
+    return moved;
+  };
   for (size_t r = 0; r < call.results.size(); ++r) {
-    const TensorRef &result = call.results[r];
+    const TensorRef result = at(call.results[r]);
     int updated = inPlaceOperand(call.op, r);
     if (updated >= 0 && result.buffer != call.operands[updated].buffer)
       return Status::error(resultRole(call.op, r) + " is buffer " +
@@ -1118,7 +1130,7 @@ Status tpcrt::checkAliasing(const KernelCall &call) {
                            std::to_string(call.operands[updated].buffer) +
                            ": this kernel updates it in place");
     for (size_t j = 0; j < call.operands.size(); ++j) {
-      const TensorRef &operand = call.operands[j];
+      const TensorRef operand = at(call.operands[j]);
       if (static_cast<int>(j) == updated || !overlaps(result, operand))
         continue;
       bool same =
@@ -1133,7 +1145,7 @@ Status tpcrt::checkAliasing(const KernelCall &call) {
           ")" + (same ? ": this kernel does not run in place" : ""));
     }
     for (size_t q = 0; q < r; ++q)
-      if (overlaps(result, call.results[q]))
+      if (overlaps(result, at(call.results[q])))
         return Status::error(resultRole(call.op, r) + " overlaps " +
                              resultRole(call.op, q));
   }
@@ -1156,7 +1168,32 @@ Status tpcrt::decodeKernel(KernelCall &call, const Mesh &mesh,
   Status s = decoder.decode();
   if (s)
     s = decoder.dropoutSplits();
+  if (s)
+    decoder.streamElements();
   if (s && axes)
     *axes = std::move(decoder.axes);
   return s;
+}
+
+/// N of a kernel drawing a dropout stream: the global elements it draws
+/// (attention: [b, heads, s_q] of its first result, global, times s_k),
+/// INT64_MAX where that does not fit.
+void KernelDecoder::streamElements() {
+  call.streamElements = 0;
+  if (kernelInfo(call.op)->kind != KernelKind::Draws)
+    return;
+  const std::vector<int64_t> &global =
+      call.splits.empty() ? out(0).shape : call.globalShape;
+  bool attention =
+      call.op == fb::OpCode::Attention || call.op == fb::OpCode::AttentionGrad;
+  std::vector<int64_t> drawn = global;
+  if (attention && drawn.size() == 4)
+    drawn[3] = call.seqK;
+  int64_t n = 1;
+  for (int64_t d : drawn)
+    if (__builtin_mul_overflow(n, d, &n)) {
+      n = INT64_MAX;
+      break;
+    }
+  call.streamElements = n;
 }

@@ -1,8 +1,11 @@
 //===- Lifetimes.cpp - buffer lifetimes, the plan, the peak ---------------===//
 //
-// The buffer lifetimes follow from the kernel order; they give the measured
-// peak and check the plan's offsets: two buffers live at the same time must
-// not share a byte of the arena.
+// The buffer lifetimes follow from the order of the step's kernel runs: the
+// stage's kernels in file order, or with stage_actions its actions' kernels
+// one action after the other. A pooled buffer has one instance per slot,
+// each with its own lifetime and bytes. The lifetimes give the measured
+// peak and check the plan's offsets: two instances live at the same time
+// must not share a byte of the arena.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,26 +13,69 @@
 #include "tpcrt/KernelTable.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <map>
 #include <string>
 
 using namespace tpcrt;
 
-/// Derives the lifetimes from the kernel order and checks that nothing is
-/// read before it is written, that inputs are only read and that params and
+namespace {
+
+/// "kernel 3 (gelu)", with actions "action 2 (function 1 ('B'), microbatch
+/// 1, slot 0): kernel 3 (gelu)".
+std::string runText(const Program &program, size_t action,
+                    const KernelCall &call) {
+  if (!program.hasActions())
+    return kernelText(call);
+  return actionText(program, action, program.actions[action]) + ": " +
+         kernelText(call);
+}
+
+/// "buffer 7", or for a pooled one "buffer 7, slot 2".
+std::string bufferText(const TensorRef &t, uint32_t slot) {
+  std::string text = "buffer " + std::to_string(t.buffer);
+  if (t.pool >= 0)
+    text += ", slot " + std::to_string(slot);
+  return text;
+}
+
+uint32_t slotsOf(const Program &program, const TensorRef &t) {
+  return t.pool < 0 ? 1 : program.pools[t.pool].slots;
+}
+
+/// A run's dropout stream starts at first_index + microbatch * N.
+Status checkStream(const KernelCall &call, uint32_t microbatch) {
+  if (microbatch == 0 || call.streamElements == 0)
+    return Status::ok();
+  int64_t first = call.intAttrs.size() == 2 ? call.intAttrs[1] : 0;
+  if (call.streamElements <= (INT64_MAX - first) / microbatch)
+    return Status::ok();
+  return Status::error(
+      "its dropout stream for microbatch " + std::to_string(microbatch) +
+      " starts at " + std::to_string(first) + " + " +
+      std::to_string(microbatch) + " x " +
+      std::to_string(call.streamElements) + ", past 2^63 - 1");
+}
+
+} // namespace
+
+/// Derives the lifetimes from the runs and checks that nothing is read
+/// before it is written, that inputs are only read and that params and
 /// state are written only by the in-place updates of the optimizer. Times
-/// are positions in program.calls (one stage's kernels on a pipeline): the
+/// are run indices (positions in program.calls without actions): the
 /// params, state and inputs live from load are those the stage owns, the
 /// outputs and grads live to the end too; a buffer is at most one param,
 /// state or input whatever the stages.
 Status tpcrt::computeLifetimes(Program &program) {
   size_t numBuffers = program.buffers.size();
-  auto numKernels = static_cast<int64_t>(program.calls.size());
+  auto end = static_cast<int64_t>(program.numRuns);
   enum class Role { None, Param, Input, State };
   std::vector<Role> roles(numBuffers, Role::None);
   std::vector<std::string> owners(numBuffers);
-  program.lifetimes.assign(numBuffers, Lifetime{INT64_MAX, -1});
+  std::vector<Lifetime> &lives = program.instanceLifetimes;
+  lives.assign(program.numInstances, Lifetime{INT64_MAX, -1});
+  const std::vector<uint32_t> &base = program.instanceBase;
 
   auto claim = [&](uint32_t buffer, Role role, const std::string &owner) {
     if (roles[buffer] != Role::None)
@@ -38,7 +84,9 @@ Status tpcrt::computeLifetimes(Program &program) {
     roles[buffer] = role;
     owners[buffer] = owner;
     if (program.ownsBuffer(buffer))
-      program.lifetimes[buffer] = {Lifetime::kLoad, numKernels};
+      for (uint32_t s = 0, n = slotsOf(program, program.buffers[buffer]); s < n;
+           ++s)
+        lives[base[buffer] + s] = {Lifetime::kLoad, end};
     return Status::ok();
   };
   for (size_t i = 0; i < program.params.size(); ++i) {
@@ -67,44 +115,59 @@ Status tpcrt::computeLifetimes(Program &program) {
       return s;
   }
 
-  for (size_t position = 0; position < program.calls.size(); ++position) {
-    const KernelCall &call = program.calls[position];
-    auto t = static_cast<int64_t>(position);
-    for (size_t j = 0; j < call.operands.size(); ++j) {
-      Lifetime &life = program.lifetimes[call.operands[j].buffer];
-      if (life.first >= t)
-        return Status::error(kernelText(call) + ": " + operandRole(call.op, j) +
-                             " (buffer " +
-                             std::to_string(call.operands[j].buffer) +
-                             ") is read before any kernel writes it");
-      life.last = std::max(life.last, t);
-    }
-    for (size_t j = 0; j < call.results.size(); ++j) {
-      uint32_t buffer = call.results[j].buffer;
-      Role role = roles[buffer];
-      bool update = inPlaceOperand(call.op, j) >= 0;
-      if (role == Role::Input || (role != Role::None && !update))
-        return Status::error(
-            kernelText(call) + ": " + resultRole(call.op, j) +
-            " is buffer " + std::to_string(buffer) + ", " + owners[buffer] +
-            ", which " +
-            (role == Role::Input ? "kernels only read"
-                                 : "only the optimizer updates in place"));
-      Lifetime &life = program.lifetimes[buffer];
-      life.first = std::min(life.first, t);
-      life.last = std::max(life.last, t);
+  int64_t t = 0;
+  for (size_t a = 0; a < program.actions.size(); ++a) {
+    const ActionRef &action = program.actions[a];
+    uint32_t mb = action.microbatch, slot = action.slot;
+    for (uint32_t p = action.begin; p < action.end; ++p, ++t) {
+      const KernelCall &call = program.calls[p];
+      Status checked = Status::ok();
+      if (call.pooled)
+        checked = checkAliasing(call, mb, slot);
+      if (checked)
+        checked = checkStream(call, mb);
+      if (!checked)
+        return checked.withContext(runText(program, a, call));
+      for (size_t j = 0; j < call.operands.size(); ++j) {
+        const TensorRef &operand = call.operands[j];
+        uint32_t instanceSlot = operand.slotOf(mb, slot);
+        Lifetime &life = lives[base[operand.buffer] + instanceSlot];
+        if (life.first >= t)
+          return Status::error(runText(program, a, call) + ": " +
+                               operandRole(call.op, j) + " (" +
+                               bufferText(operand, instanceSlot) +
+                               ") is read before any kernel writes it");
+        life.last = std::max(life.last, t);
+      }
+      for (size_t j = 0; j < call.results.size(); ++j) {
+        const TensorRef &result = call.results[j];
+        uint32_t buffer = result.buffer;
+        Role role = roles[buffer];
+        bool update = inPlaceOperand(call.op, j) >= 0;
+        if (role == Role::Input || (role != Role::None && !update))
+          return Status::error(
+              runText(program, a, call) + ": " + resultRole(call.op, j) +
+              " is buffer " + std::to_string(buffer) + ", " + owners[buffer] +
+              ", which " +
+              (role == Role::Input ? "kernels only read"
+                                   : "only the optimizer updates in place"));
+        Lifetime &life = lives[base[buffer] + result.slotOf(mb, slot)];
+        life.first = std::min(life.first, t);
+        life.last = std::max(life.last, t);
+      }
     }
   }
+  // Outputs and grads are never pooled (checkExecutable): one instance.
   auto toEnd = [&](const std::vector<BindingRef> &list, const char *kind) {
     for (size_t i = 0; i < list.size(); ++i) {
       if (!program.ownsBuffer(list[i].buffer))
         continue;
-      Lifetime &life = program.lifetimes[list[i].buffer];
+      Lifetime &life = lives[base[list[i].buffer]];
       if (life.first == INT64_MAX)
         return Status::error(std::string(kind) + " " + std::to_string(i) +
                              " ('" + list[i].name +
                              "') is never written by a kernel");
-      life.last = numKernels;
+      life.last = end;
     }
     return Status::ok();
   };
@@ -112,69 +175,115 @@ Status tpcrt::computeLifetimes(Program &program) {
     return s;
   if (Status s = toEnd(program.grads, "grad"); !s)
     return s;
-  for (Lifetime &life : program.lifetimes)
+  for (Lifetime &life : lives)
     if (life.first == INT64_MAX)
       life = Lifetime{0, -1};
+  // A buffer's lifetime: the span of its instances'.
+  program.lifetimes.assign(numBuffers, Lifetime{0, -1});
+  for (uint32_t b = 0; b < numBuffers; ++b) {
+    Lifetime &span = program.lifetimes[b];
+    for (uint32_t s = 0, n = slotsOf(program, program.buffers[b]); s < n; ++s) {
+      const Lifetime &life = lives[base[b] + s];
+      if (!life.live())
+        continue;
+      if (!span.live())
+        span = life;
+      span.first = std::min(span.first, life.first);
+      span.last = std::max(span.last, life.last);
+    }
+  }
   return Status::ok();
 }
 
-/// Sweeps the kernels in order with the set of live buffers sorted by
-/// offset: a buffer becoming live must not overlap its neighbours there. A
-/// buffer read for the last time by kernel t leaves the set before kernel
+/// Sweeps the runs in order with the set of live instances sorted by
+/// offset: an instance becoming live must not overlap its neighbours there.
+/// An instance read for the last time by run t leaves the set before run
 /// t's results enter it (checkAliasing already decided which results may
 /// reuse an operand's bytes). The same sweep measures the peak.
 Status tpcrt::checkPlanAndMeasurePeak(Program &program) {
-  std::vector<std::vector<uint32_t>> starts(program.calls.size() + 2),
-      ends(program.calls.size() + 2);
-  for (uint32_t b = 0; b < program.buffers.size(); ++b) {
-    const Lifetime &life = program.lifetimes[b];
+  size_t numInstances = program.numInstances;
+  // Each instance's buffer and slot.
+  std::vector<uint32_t> bufferOf(numInstances), slotOf(numInstances);
+  for (uint32_t b = 0; b < program.buffers.size(); ++b)
+    for (uint32_t s = 0, n = slotsOf(program, program.buffers[b]); s < n;
+         ++s) {
+      bufferOf[program.instanceBase[b] + s] = b;
+      slotOf[program.instanceBase[b] + s] = s;
+    }
+  auto offsetOf = [&](uint32_t i) {
+    const TensorRef &t = program.buffers[bufferOf[i]];
+    return t.offset + slotOf[i] * t.poolStride;
+  };
+  auto bytesOf = [&](uint32_t i) { return program.buffers[bufferOf[i]].bytes; };
+  auto text = [&](uint32_t i) {
+    const TensorRef &t = program.buffers[bufferOf[i]];
+    TensorRef at = t;
+    at.offset = offsetOf(i);
+    return std::to_string(t.buffer) +
+           (t.pool >= 0 ? " slot " + std::to_string(slotOf[i]) : "") +
+           " (bytes " + rangeText(at) + ")";
+  };
+
+  size_t numTimes = program.numRuns + 2;
+  std::vector<std::vector<uint32_t>> starts(numTimes), ends(numTimes);
+  for (uint32_t i = 0; i < numInstances; ++i) {
+    const Lifetime &life = program.instanceLifetimes[i];
     if (!life.live())
       continue;
-    starts[life.first + 1].push_back(b);
-    ends[life.last + 1].push_back(b);
+    starts[life.first + 1].push_back(i);
+    ends[life.last + 1].push_back(i);
   }
-  std::map<uint64_t, uint32_t> live; // offset -> buffer, non-empty only
-  auto release = [&](uint32_t b) {
-    auto it = live.find(program.buffers[b].offset);
-    if (it != live.end() && it->second == b)
+  std::map<uint64_t, uint32_t> live; // offset -> instance, non-empty only
+  auto release = [&](uint32_t i) {
+    auto it = live.find(offsetOf(i));
+    if (it != live.end() && it->second == i)
       live.erase(it);
   };
   uint64_t liveBytes = 0, peak = 0;
-  auto when = [&](size_t slot) {
-    return slot == 0 ? std::string("at load")
-                     : "at " + kernelText(program.calls[slot - 1]);
+  // "at load", or the run `time - 1`.
+  auto when = [&](size_t time) {
+    if (time == 0)
+      return std::string("at load");
+    uint64_t run = time - 1;
+    for (size_t a = 0; a < program.actions.size(); ++a) {
+      const ActionRef &action = program.actions[a];
+      uint64_t count = action.end - action.begin;
+      if (run < count)
+        return "at " + runText(program, a, program.calls[action.begin + run]);
+      run -= count;
+    }
+    return std::string("at the end");
   };
-  for (size_t slot = 0; slot < starts.size(); ++slot) {
-    for (uint32_t b : ends[slot])
-      if (program.lifetimes[b].first + 1 < static_cast<int64_t>(slot))
-        release(b);
-    for (uint32_t b : starts[slot]) {
-      const TensorRef &t = program.buffers[b];
-      liveBytes += t.bytes;
-      if (t.bytes == 0)
+  for (size_t time = 0; time < numTimes; ++time) {
+    for (uint32_t i : ends[time])
+      if (program.instanceLifetimes[i].first + 1 < static_cast<int64_t>(time))
+        release(i);
+    for (uint32_t i : starts[time]) {
+      uint64_t offset = offsetOf(i), bytes = bytesOf(i);
+      liveBytes += bytes;
+      if (bytes == 0)
         continue;
-      auto next = live.lower_bound(t.offset);
-      const TensorRef *clash = nullptr;
-      if (next != live.end() && next->first < t.offset + t.bytes)
-        clash = &program.buffers[next->second];
+      auto next = live.lower_bound(offset);
+      int64_t clash = -1;
+      if (next != live.end() && next->first < offset + bytes)
+        clash = next->second;
       else if (next != live.begin()) {
-        const TensorRef &prev = program.buffers[std::prev(next)->second];
-        if (prev.offset + prev.bytes > t.offset)
-          clash = &prev;
+        uint32_t prev = std::prev(next)->second;
+        if (offsetOf(prev) + bytesOf(prev) > offset)
+          clash = prev;
       }
-      if (clash)
-        return Status::error("buffers " + std::to_string(clash->buffer) +
-                             " (bytes " + rangeText(*clash) + ") and " +
-                             std::to_string(b) + " (bytes " + rangeText(t) +
-                             ") share arena bytes while both are live " +
-                             when(slot));
-      live.emplace(t.offset, b);
+      if (clash >= 0)
+        return Status::error("buffers " + text(static_cast<uint32_t>(clash)) +
+                             " and " + text(i) +
+                             " share arena bytes while both are live " +
+                             when(time));
+      live.emplace(offset, i);
     }
     peak = std::max(peak, liveBytes);
-    for (uint32_t b : ends[slot]) {
-      liveBytes -= program.buffers[b].bytes;
-      if (program.lifetimes[b].first + 1 == static_cast<int64_t>(slot))
-        release(b);
+    for (uint32_t i : ends[time]) {
+      liveBytes -= bytesOf(i);
+      if (program.instanceLifetimes[i].first + 1 == static_cast<int64_t>(time))
+        release(i);
     }
   }
   program.peakBytes = peak;

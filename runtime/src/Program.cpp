@@ -42,17 +42,19 @@ int32_t tpcrt::stageAxisOf(const Mesh &mesh) {
 namespace {
 
 /// Makes `stage` the program's: its kernels in calls (copies of allCalls';
-/// without stages calls is the file already) and its planned peak.
+/// without stages calls is the file already), its actions and its planned
+/// peak.
 void selectStage(Program &program, uint32_t stage) {
   program.stage = stage;
   if (!program.stagePlannedPeakBytes.empty())
     program.plannedPeakBytes = program.stagePlannedPeakBytes[stage];
-  if (program.allCalls.empty())
-    return;
-  program.calls.clear();
-  for (const KernelCall &call : program.allCalls)
-    if (call.stage == stage)
-      program.calls.push_back(call);
+  if (!program.allCalls.empty()) {
+    program.calls.clear();
+    for (const KernelCall &call : program.allCalls)
+      if (call.stage == stage)
+        program.calls.push_back(call);
+  }
+  selectActions(program);
 }
 
 /// The lifetimes, the plan and the peak of the selected stage's kernels.
@@ -88,6 +90,30 @@ void findBufferStages(Program &program) {
 }
 
 } // namespace
+
+void tpcrt::selectActions(Program &program) {
+  program.actions.clear();
+  uint64_t runs = 0;
+  if (!program.hasActions()) {
+    ActionRef all;
+    all.end = static_cast<uint32_t>(program.calls.size());
+    program.actions.push_back(all);
+    program.numRuns = program.calls.size();
+    return;
+  }
+  // A function's kernels are all of the stage: consecutive in calls.
+  for (ActionRef action : program.stageActions[program.stage]) {
+    const FunctionRef &function = program.functions[action.function];
+    auto first = std::lower_bound(
+        program.calls.begin(), program.calls.end(), function.firstKernel,
+        [](const KernelCall &call, uint32_t index) { return call.index < index; });
+    action.begin = static_cast<uint32_t>(first - program.calls.begin());
+    action.end = action.begin + function.kernelCount;
+    runs += function.kernelCount;
+    program.actions.push_back(action);
+  }
+  program.numRuns = runs;
+}
 
 Splits tpcrt::splitsOf(
     const flatbuffers::Vector<flatbuffers::Offset<fb::DimSplit>> *list) {
@@ -142,7 +168,10 @@ Status tpcrt::decodeProgram(const fb::Executable &exe, Program &out) {
         exe.stage_planned_peak_bytes()->begin(),
         exe.stage_planned_peak_bytes()->end());
   uint32_t numBuffers = exe.buffers() ? exe.buffers()->size() : 0;
+  uint32_t numPools = exe.pools() ? exe.pools()->size() : 0;
   program.buffers.reserve(numBuffers);
+  program.instanceBase.reserve(numBuffers);
+  uint64_t instances = 0;
   for (uint32_t b = 0; b < numBuffers; ++b) {
     const fb::Buffer *buffer = exe.buffers()->Get(b);
     TensorRef t;
@@ -155,8 +184,32 @@ Status tpcrt::decodeProgram(const fb::Executable &exe, Program &out) {
     if (!numElementsOf(t.shape, t.elements))
       return Status::error("buffer " + std::to_string(b) +
                            ": shape has too many elements");
+    uint32_t slots = 1;
+    if (buffer->pool() >= 0) {
+      if (static_cast<uint32_t>(buffer->pool()) >= numPools)
+        return Status::error("buffer " + std::to_string(b) + ": pool " +
+                             std::to_string(buffer->pool()) +
+                             " but the executable has " +
+                             std::to_string(numPools) + " pools");
+      const fb::Pool *pool = exe.pools()->Get(buffer->pool());
+      t.pool = buffer->pool();
+      t.poolStride = pool->stride();
+      t.byMicrobatch = pool->by_microbatch();
+      slots = pool->slots();
+    }
+    program.instanceBase.push_back(static_cast<uint32_t>(instances));
+    instances += slots;
+    // Each slot has a lifetime: bound the loader's work on a hostile file.
+    if (instances > kMaxBufferInstances)
+      return Status::error(
+          "buffer " + std::to_string(b) + ": the buffers' pool slots number " +
+          std::to_string(instances) + " so far, more than " +
+          std::to_string(kMaxBufferInstances));
     program.buffers.push_back(std::move(t));
   }
+  program.numInstances = static_cast<uint32_t>(instances);
+  if (Status s = readActions(exe, program); !s)
+    return s;
 
   if (exe.params())
     for (const fb::Param *param : *exe.params()) {
@@ -222,9 +275,13 @@ Status tpcrt::decodeProgram(const fb::Executable &exe, Program &out) {
                              kernel->float_attrs()->end());
     call.flags = kernel->flags();
     call.splits = splitsOf(kernel->splits());
+    for (const std::vector<TensorRef> *list : {&call.operands, &call.results})
+      for (const TensorRef &t : *list)
+        call.pooled = call.pooled || t.pool >= 0;
     std::vector<uint32_t> axes;
     Status s = decodeKernel(call, program.mesh, &axes);
-    if (s)
+    // A pooled kernel's aliasing depends on its runs' slots (Lifetimes.cpp).
+    if (s && !call.pooled)
       s = checkAliasing(call);
     if (!s)
       return s.withContext(kernelText(call));
@@ -281,8 +338,20 @@ const BindingRef *Program::findOutput(const std::string &name) const {
   return findBinding(outputs, name);
 }
 
-std::vector<int64_t> Program::globalShapeOf(const BindingRef &input) const {
+std::vector<int64_t> Program::microbatchShapeOf(const BindingRef &input) const {
   return globalShape(mesh, buffers[input.buffer].shape, input.splits);
+}
+
+uint32_t Program::microbatchesOf(const BindingRef &input) const {
+  const TensorRef &t = buffers[input.buffer];
+  return t.pool >= 0 && t.byMicrobatch ? pools[t.pool].slots : 1;
+}
+
+std::vector<int64_t> Program::globalShapeOf(const BindingRef &input) const {
+  std::vector<int64_t> shape = microbatchShapeOf(input);
+  if (!shape.empty())
+    shape[0] *= microbatchesOf(input);
+  return shape;
 }
 
 Status tpcrt::placeProgram(Program &program, int64_t rank) {
@@ -322,47 +391,116 @@ Status tpcrt::placeProgram(Program &program, int64_t rank) {
   return Status::ok();
 }
 
-std::vector<uint32_t> Program::kernelsComputing(uint32_t buffer) const {
-  // Backwards from the end: a kernel is needed when it writes a buffer a
-  // later needed kernel reads (or the target); its results are then
-  // produced, its operands needed from earlier kernels. An in-place result
-  // is also an operand, so it stays needed. Buffers are per stage (each has
-  // its arena). A needed kernel that meets others (a recv its send) makes
-  // them needed too: passes repeat until no new one is.
+std::vector<std::pair<uint32_t, uint32_t>>
+Program::stageRuns(uint32_t stage) const {
+  std::vector<std::pair<uint32_t, uint32_t>> runs;
+  if (!hasActions()) {
+    for (const KernelCall &call : fileCalls())
+      if (call.stage == stage)
+        runs.emplace_back(call.index, 0);
+    return runs;
+  }
+  if (stage >= stageActions.size())
+    return runs;
+  const std::vector<ActionRef> &list = stageActions[stage];
+  for (uint32_t a = 0; a < list.size(); ++a) {
+    const FunctionRef &f = functions[list[a].function];
+    for (uint32_t k = f.firstKernel; k < f.firstKernel + f.kernelCount; ++k)
+      runs.emplace_back(k, a);
+  }
+  return runs;
+}
+
+ActionRef Program::stageAction(uint32_t stage, uint32_t action) const {
+  if (!hasActions())
+    return ActionRef();
+  return stageActions[stage][action];
+}
+
+std::vector<KernelRun> Program::runsComputing(uint32_t buffer) const {
+  // Per stage, backwards from the end of its step: a run is needed when it
+  // writes an instance (a buffer, or a pooled buffer's slot) a later needed
+  // run reads (or the target, in every slot); its results are then
+  // produced, its operands needed from earlier runs. An in-place result is
+  // also an operand, so it stays needed. Buffers are per stage (each has
+  // its arena). A needed run that meets others (a recv its send) makes them
+  // needed too: passes repeat until no new one is.
   const std::vector<KernelCall> &all = fileCalls();
-  std::vector<bool> chosen(all.size(), false), forced(all.size(), false);
+  std::vector<uint32_t> stages;
+  for (const KernelCall &call : all)
+    if (std::find(stages.begin(), stages.end(), call.stage) == stages.end())
+      stages.push_back(call.stage);
+  std::map<uint32_t, std::vector<std::pair<uint32_t, uint32_t>>> runs;
+  std::map<uint32_t, std::vector<bool>> chosen, forced;
+  for (uint32_t stage : stages) {
+    runs[stage] = stageRuns(stage);
+    chosen[stage].assign(runs[stage].size(), false);
+    forced[stage].assign(runs[stage].size(), false);
+  }
+  // A pipeline's calls are indexed by file index in allCalls.
+  auto callOf = [&](uint32_t kernel) -> const KernelCall & {
+    return all[kernel];
+  };
+  auto slotsOf = [&](const TensorRef &t) {
+    return t.pool < 0 ? 1u : pools[t.pool].slots;
+  };
+  std::vector<bool> needed(numInstances);
   for (bool again = true; again;) {
     again = false;
-    std::map<uint32_t, std::vector<bool>> needed;
-    for (size_t t = all.size(); t-- > 0;) {
-      const KernelCall &call = all[t];
-      std::vector<bool> &mine = needed[call.stage];
-      if (mine.empty()) {
-        mine.assign(buffers.size(), false);
-        if (buffer < buffers.size())
-          mine[buffer] = true;
-      }
-      bool writes = forced[t];
-      for (const TensorRef &result : call.results)
-        writes = writes || mine[result.buffer];
-      if (!writes)
-        continue;
-      chosen[t] = true;
-      for (const TensorRef &result : call.results)
-        mine[result.buffer] = false;
-      for (const TensorRef &operand : call.operands)
-        mine[operand.buffer] = true;
-      for (uint32_t other : call.meets)
-        if (!forced[other]) {
-          forced[other] = true;
-          again = true;
+    for (uint32_t stage : stages) {
+      std::fill(needed.begin(), needed.end(), false);
+      if (buffer < buffers.size())
+        for (uint32_t s = 0; s < slotsOf(buffers[buffer]); ++s)
+          needed[instanceBase[buffer] + s] = true;
+      const std::vector<std::pair<uint32_t, uint32_t>> &list = runs[stage];
+      for (size_t r = list.size(); r-- > 0;) {
+        const KernelCall &call = callOf(list[r].first);
+        ActionRef action = stageAction(stage, list[r].second);
+        auto instance = [&](const TensorRef &t) {
+          return instanceBase[t.buffer] +
+                 t.slotOf(action.microbatch, action.slot);
+        };
+        bool writes = forced[stage][r];
+        for (const TensorRef &result : call.results)
+          writes = writes || needed[instance(result)];
+        if (!writes)
+          continue;
+        chosen[stage][r] = true;
+        for (const TensorRef &result : call.results)
+          needed[instance(result)] = false;
+        for (const TensorRef &operand : call.operands)
+          needed[instance(operand)] = true;
+        auto meets = runMeets.find({stage, r});
+        if (meets == runMeets.end())
+          continue;
+        for (const auto &[other, run] : meets->second) {
+          auto it = forced.find(other);
+          if (it != forced.end() && run < it->second.size() &&
+              !it->second[run]) {
+            it->second[run] = true;
+            again = true;
+          }
         }
+      }
     }
   }
+  std::vector<KernelRun> result;
+  auto mine = runs.find(stage);
+  if (mine == runs.end())
+    return result;
+  // This stage's runs are its actions over calls, in order.
+  uint64_t r = 0;
+  for (uint32_t a = 0; a < actions.size(); ++a)
+    for (uint32_t p = actions[a].begin; p < actions[a].end; ++p, ++r)
+      if (r < chosen[stage].size() && chosen[stage][r])
+        result.push_back({p, a});
+  return result;
+}
+
+std::vector<uint32_t> Program::kernelsComputing(uint32_t buffer) const {
   std::vector<uint32_t> positions;
-  for (size_t p = 0; p < calls.size(); ++p)
-    if (chosen[calls[p].index])
-      positions.push_back(static_cast<uint32_t>(p));
+  for (const KernelRun &run : runsComputing(buffer))
+    positions.push_back(run.call);
   return positions;
 }
 

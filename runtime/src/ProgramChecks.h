@@ -1,8 +1,10 @@
 //===- ProgramChecks.h - the checks decodeProgram runs ----------*- C++ -*-===//
 //
-// Private to the runtime. decodeProgram (Program.cpp) runs, on each kernel,
-// the decoder and the aliasing check (KernelDecoder.cpp), then, across the
-// kernels, the lifetimes, the plan's offsets and the peak (Lifetimes.cpp).
+// Private to the runtime. decodeProgram (Program.cpp) reads the functions,
+// pools and actions (Actions.cpp), runs, on each kernel, the decoder and the
+// aliasing check (KernelDecoder.cpp), then, across the kernels (or the runs
+// of the action lists), the transfers (Stages.cpp), the lifetimes, the
+// plan's offsets and the peak (Lifetimes.cpp).
 // Like Program.cpp, they lie below the loader and include nothing of
 // Executable.h.
 //
@@ -15,6 +17,7 @@
 #include "tpcrt/Program.h"
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -30,6 +33,8 @@ public:
   Status decode();
   /// The splits of a dropout kernel's first result (after decode()).
   Status dropoutSplits();
+  /// KernelCall::streamElements (after dropoutSplits()).
+  void streamElements();
 
 private:
   const TensorRef &in(size_t j) const { return call.operands[j]; }
@@ -123,8 +128,35 @@ private:
 };
 
 /// The results of `call` against its operands and each other: no overlap
-/// but an in-place kernel's same bytes and an update's own operands.
-Status checkAliasing(const KernelCall &call);
+/// but an in-place kernel's same bytes and an update's own operands. Pooled
+/// buffers at the slots of a run with `microbatch` and `slot`.
+Status checkAliasing(const KernelCall &call, uint32_t microbatch = 0,
+                     uint32_t slot = 0);
+
+/// Reads Executable.functions, pools and stage_actions into the program
+/// (the buffers read, their pools checked): pools of at least one slot and a
+/// stride that is a multiple of 64; none of them without stage_actions;
+/// with them one action list per stage, functions of at least one kernel,
+/// disjoint, covering every kernel, each of one stage; actions running a
+/// function of their stage with slots its pools hold.
+Status readActions(const fb::Executable &exe, Program &program);
+
+/// Sets program.actions (its stage's, with their positions in calls, or the
+/// one action running every call) and program.numRuns from the selected
+/// stage's calls.
+void selectActions(Program &program);
+
+/// Calls fn(stage, run, kernel, action) for every kernel run of every
+/// stage's step (per stage in order; `run` counts from 0 per stage, `kernel`
+/// is the file index, `action` indexes the stage's action list, 0 without
+/// actions).
+template <typename Fn> void forEachRun(const Program &program, Fn fn);
+
+/// For messages: "function 2 ('B chunk 0')", "action 5 (function 2 ('B
+/// chunk 0'), microbatch 3, slot 1)".
+std::string functionText(const Program &program, uint32_t function);
+std::string actionText(const Program &program, size_t index,
+                       const ActionRef &action);
 
 /// On a pipeline: every transfer (send, recv) has the "pp" axis alone as its
 /// group and another stage as its peer; only transfers and collectives have
@@ -136,17 +168,39 @@ Status checkAliasing(const KernelCall &call);
 /// a "pp" axis: any transfer is refused.
 Status checkTransfers(Program &program);
 
-/// Fills program.lifetimes from the kernel order, checking that every read
-/// follows a write and who may write params, state and inputs.
+/// Fills program.lifetimes and instanceLifetimes from the runs of the step
+/// (the selected stage's actions over its calls), checking that every read
+/// follows a write, who may write params, state and inputs, a pooled
+/// kernel's aliasing at each run's slots and that a run's dropout stream
+/// (first_index + microbatch * N) fits int64.
 Status computeLifetimes(Program &program);
 
-/// Checks the plan's offsets against the lifetimes (no two live buffers
-/// share arena bytes) and sets program.peakBytes.
+/// Checks the plan's offsets against the lifetimes (no two live buffer
+/// instances share arena bytes) and sets program.peakBytes.
 Status checkPlanAndMeasurePeak(Program &program);
 
 /// For messages: "kernel 3 (linear)", and a buffer's bytes "[64, +32)".
 std::string kernelText(const KernelCall &call);
 std::string rangeText(const TensorRef &t);
+
+template <typename Fn> void forEachRun(const Program &program, Fn fn) {
+  const std::vector<KernelCall> &all = program.fileCalls();
+  if (!program.hasActions()) {
+    std::map<uint32_t, uint64_t> runs;
+    for (const KernelCall &call : all)
+      fn(call.stage, runs[call.stage]++, call.index, uint32_t(0));
+    return;
+  }
+  for (uint32_t stage = 0; stage < program.stageActions.size(); ++stage) {
+    const std::vector<ActionRef> &actions = program.stageActions[stage];
+    uint64_t run = 0;
+    for (uint32_t a = 0; a < actions.size(); ++a) {
+      const FunctionRef &f = program.functions[actions[a].function];
+      for (uint32_t k = f.firstKernel; k < f.firstKernel + f.kernelCount; ++k)
+        fn(stage, run++, k, a);
+    }
+  }
+}
 
 } // namespace tpcrt
 

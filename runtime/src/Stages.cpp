@@ -117,56 +117,92 @@ Status checkMeeting(const Program &program,
 Status tpcrt::checkTransfers(Program &program) {
   std::vector<KernelCall> &all =
       program.allCalls.empty() ? program.calls : program.allCalls;
-  // Per stage that has any (a map: the "pp" axis may be large and most
-  // stages empty), the kernels where it meets others, in file order.
-  std::map<uint32_t, std::vector<uint32_t>> lists;
   for (KernelCall &call : all) {
     KernelKind kind = kernelInfo(call.op)->kind;
     if (isTransfer(call)) {
       if (Status s = checkPeer(program, call); !s)
         return s;
-    } else if (!spansStages(program, call) || kind == KernelKind::Local) {
-      continue;
-    } else if (kind != KernelKind::Communicates) {
+    } else if (spansStages(program, call) && kind != KernelKind::Local &&
+               kind != KernelKind::Communicates) {
       return Status::error(
           kernelText(call) + ": its group, mesh axes " +
           axesText(program.mesh, program.groups[call.group]) +
           ", includes the \"pp\" axis, whose coordinate is a rank's pipeline "
           "stage: only transfers and collectives work across stages");
     }
-    lists[call.stage].push_back(call.index);
   }
+
+  // Per stage that has any (a map: the "pp" axis may be large and most
+  // stages empty), the runs where it meets others, in the order of its step
+  // (its kernels in file order, or its actions' kernels).
+  struct Meeting {
+    KernelCall *call;
+    uint64_t run;
+    uint32_t action;
+  };
+  std::map<uint32_t, std::vector<Meeting>> lists;
+  forEachRun(program, [&](uint32_t stage, uint64_t run, uint32_t kernel,
+                          uint32_t action) {
+    KernelCall &call = all[kernel];
+    if (isTransfer(call) || (spansStages(program, call) &&
+                             kernelInfo(call.op)->kind ==
+                                 KernelKind::Communicates))
+      lists[stage].push_back({&call, run, action});
+  });
+  bool actions = program.hasActions();
+  // "kernel 3 (send to stage 1)", with actions after its action.
+  auto text = [&](uint32_t stage, const Meeting &m) {
+    std::string where;
+    if (actions)
+      where = actionText(program, m.action,
+                         program.stageActions[stage][m.action]) +
+              ": ";
+    return where + meetingText(program, *m.call);
+  };
+  auto meet = [&](uint32_t stage, const Meeting &m, uint32_t otherStage,
+                  const Meeting &other) {
+    if (!actions)
+      m.call->meets.push_back(other.call->index);
+    program.runMeets[{stage, m.run}].push_back({otherStage, other.run});
+  };
 
   // Rendezvous: a stage at a send proceeds with the peer at its recv from
   // this stage (the next of that pair: both lists hold a pair's transfers in
   // the same order), a stage at a collective over "pp" with every stage at
   // one (every stage has a list then).
   std::map<uint32_t, size_t> next;
-  auto at = [&](uint32_t stage) -> KernelCall * {
+  auto at = [&](uint32_t stage) -> Meeting * {
     auto list = lists.find(stage);
     if (list == lists.end() || next[stage] >= list->second.size())
       return nullptr;
-    return &all[list->second[next[stage]]];
+    return &list->second[next[stage]];
   };
   bool everyStage = static_cast<int64_t>(lists.size()) == program.numStages;
   for (bool progress = true; progress;) {
     progress = false;
-    for (const auto &[stage, list] : lists) {
-      KernelCall *call = at(stage);
-      if (!call)
+    for (const auto &entry : lists) {
+      uint32_t stage = entry.first;
+      Meeting *m = at(stage);
+      if (!m)
         continue;
+      KernelCall *call = m->call;
       if (isTransfer(*call)) {
         auto peer = static_cast<uint32_t>(call->intAttrs[0]);
-        KernelCall *other = at(peer);
+        Meeting *o = at(peer);
+        KernelCall *other = o ? o->call : nullptr;
         if (!other || !isTransfer(*other) || other->op == call->op ||
             other->intAttrs[0] != static_cast<int64_t>(stage))
           continue;
         KernelCall &send = call->op == fb::OpCode::Send ? *call : *other;
         KernelCall &recv = call->op == fb::OpCode::Send ? *other : *call;
         if (Status st = checkPair(send, recv); !st)
-          return st;
-        call->meets.push_back(other->index);
-        other->meets.push_back(call->index);
+          return actions ? st.withContext(
+                               "stage " + std::to_string(stage) + ": " +
+                               actionText(program, m->action,
+                                          program.stageActions[stage][m->action]))
+                         : st;
+        meet(stage, *m, peer, *o);
+        meet(peer, *o, stage, *m);
         ++next[stage];
         ++next[peer];
         progress = true;
@@ -174,25 +210,25 @@ Status tpcrt::checkTransfers(Program &program) {
       }
       if (!everyStage)
         continue;
-      std::vector<KernelCall *> meeting;
-      for (const auto &entry : lists) {
-        KernelCall *other = at(entry.first);
-        if (!other || isTransfer(*other))
+      std::vector<std::pair<uint32_t, Meeting *>> meeting;
+      for (const auto &other : lists) {
+        Meeting *o = at(other.first);
+        if (!o || isTransfer(*o->call))
           break;
-        meeting.push_back(other);
+        meeting.emplace_back(other.first, o);
       }
       if (meeting.size() != lists.size())
         continue;
-      if (Status st = checkMeeting(
-              program,
-              std::vector<const KernelCall *>(meeting.begin(), meeting.end()));
-          !st)
+      std::vector<const KernelCall *> calls;
+      for (const auto &one : meeting)
+        calls.push_back(one.second->call);
+      if (Status st = checkMeeting(program, calls); !st)
         return st;
-      for (KernelCall *one : meeting) {
-        for (const KernelCall *other : meeting)
-          if (other != one)
-            one->meets.push_back(other->index);
-        ++next[one->stage];
+      for (const auto &one : meeting) {
+        for (const auto &other : meeting)
+          if (other.second != one.second)
+            meet(one.first, *one.second, other.first, *other.second);
+        ++next[one.first];
       }
       progress = true;
     }
@@ -200,18 +236,20 @@ Status tpcrt::checkTransfers(Program &program) {
 
   std::string waits;
   for (const auto &entry : lists)
-    if (const KernelCall *call = at(entry.first)) {
+    if (const Meeting *m = at(entry.first)) {
       waits += (waits.empty() ? "stage " : ", stage ") +
                std::to_string(entry.first) + " waits at " +
-               meetingText(program, *call);
-      if (isTransfer(*call) && !at(static_cast<uint32_t>(call->intAttrs[0])))
-        waits +=
-            " (stage " + std::to_string(call->intAttrs[0]) + " has none left)";
+               text(entry.first, *m);
+      if (isTransfer(*m->call) &&
+          !at(static_cast<uint32_t>(m->call->intAttrs[0])))
+        waits += " (stage " + std::to_string(m->call->intAttrs[0]) +
+                 " has none left)";
     }
   if (!waits.empty())
-    return Status::error("the pipeline stages' transfers never all complete "
-                         "(each stage runs its kernels in file order, a send "
-                         "returning once its recv has begun): " +
-                         waits);
+    return Status::error(
+        std::string("the pipeline stages' transfers never all complete (each "
+                    "stage runs ") +
+        (actions ? "its actions in order" : "its kernels in file order") +
+        ", a send returning once its recv has begun): " + waits);
   return Status::ok();
 }

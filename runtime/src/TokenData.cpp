@@ -179,7 +179,6 @@ Status TokenSampler::sample(uint64_t draw) {
   }
   const int64_t *global[] = {ids, labels};
   for (size_t i = 0; i < 2; ++i)
-    extractBlock(global[i], shape_, inputs_.entries[i].block,
-                 inputs_.entries[i].bytes.data(), sizeof(int64_t));
+    inputs_.entries[i].fill(global[i], shape_);
   return Status::ok();
 }

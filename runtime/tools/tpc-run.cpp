@@ -349,6 +349,10 @@ struct TraceEvent {
   fb::OpCode op;
   uint64_t step;
   KernelTiming timing;
+  /// With stage_actions, the run's action (an index into the rank's action
+  /// list) and its microbatch; -1 without.
+  int64_t action = -1;
+  uint32_t microbatch = 0;
 };
 
 std::string jsonEscape(const std::string &text) {
@@ -396,11 +400,17 @@ Status writeTrace(const std::string &path, const Program &program,
         line, sizeof(line),
         ",\n{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\","
         "\"ts\":%.3f,\"dur\":%.3f,\"pid\":%llu,\"tid\":0,"
-        "\"args\":{\"kernel\":%u,\"step\":%llu}}",
+        "\"args\":{\"kernel\":%u,\"step\":%llu",
         opCodeName(event.op), isCollective(event.op) ? "comm" : "kernel",
         event.timing.startNs / 1000.0, event.timing.durationNs / 1000.0, rank,
         event.kernel, static_cast<unsigned long long>(event.step));
     json += line;
+    if (event.action >= 0) {
+      std::snprintf(line, sizeof(line), ",\"action\":%lld,\"microbatch\":%u",
+                    static_cast<long long>(event.action), event.microbatch);
+      json += line;
+    }
+    json += "}}";
   }
   json += "\n],\"displayTimeUnit\":\"ms\"}\n";
   return writeFileAtomically(path, {{json.data(), json.size()}});
@@ -630,7 +640,7 @@ Status run(const Options &options, const fb::Executable &exe,
   std::vector<TraceEvent> events;
   if (options.trace) {
     interpreter.setTiming(true);
-    events.reserve(options.steps * program.calls.size());
+    events.reserve(options.steps * program.numRuns);
   }
   uint64_t first = interpreter.step();
   for (uint64_t k = 1; k <= options.steps; ++k) {
@@ -668,10 +678,17 @@ Status run(const Options &options, const fb::Executable &exe,
                     static_cast<unsigned long long>(step), lossValue, rate);
       std::fflush(stdout);
     }
+    // Every kernel run: with actions a kernel runs once per microbatch.
     if (options.trace)
-      for (const KernelCall &call : program.calls)
-        events.push_back(
-            {call.index, call.op, step, interpreter.timings()[call.index]});
+      for (const RunTiming &run : interpreter.runTimings()) {
+        TraceEvent event{run.kernel, program.fileCalls()[run.kernel].op, step,
+                         run.timing};
+        if (program.hasActions()) {
+          event.action = run.action;
+          event.microbatch = program.actions[run.action].microbatch;
+        }
+        events.push_back(event);
+      }
     if (k == 1 && options.dumpGrads)
       if (Status s = writeGrads(*options.dumpGrads, interpreter); !s)
         return s;

@@ -37,6 +37,14 @@ struct StepContext {
   /// Evaluation (tpc-run --eval-data): every dropout keeps every element, as
   /// torch's model.eval() does; dropout_mask yields all ones.
   bool evaluation = false;
+  /// The action running the kernel (Executable.stage_actions; 0 and 0
+  /// without): its microbatch, from which the dropout kernels draw
+  /// (first_index + microbatch * KernelCall::streamElements) and which
+  /// selects the slot of a by_microbatch pool, and its slot, which selects
+  /// the slot of any other pool: a pooled operand or result lies at
+  /// TensorRef::offsetAt(microbatch, slot).
+  uint32_t microbatch = 0;
+  uint32_t slot = 0;
 };
 
 class Device {
@@ -65,7 +73,8 @@ public:
                          const std::vector<Communicator *> &groups) = 0;
   virtual uint64_t workspaceBytes() const = 0;
 
-  /// Runs one kernel of the prepared program. Allocates nothing.
+  /// Runs one kernel of the prepared program with the context's microbatch
+  /// and slot. Allocates nothing.
   virtual Status execute(const KernelCall &call,
                          const StepContext &context) = 0;
 

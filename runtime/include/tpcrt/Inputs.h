@@ -7,7 +7,10 @@
 //
 // On a mesh every rank produces the global batch (the buffer shape times the
 // sizes of the axes splitting each dimension: Program::globalShapeOf) exactly
-// as a one-rank run does, checks it whole, and keeps its block.
+// as a one-rank run does, checks it whole, and keeps its block. An input in a
+// by_microbatch pool holds the batch's microbatches one per slot: the global
+// batch is its slots' microbatches one after another along dimension 0, and
+// slot i gets the rank's block of microbatch i.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,22 +35,33 @@ constexpr int64_t kIgnoreLabel = -100;
 struct HostInputs {
   struct Entry {
     uint32_t buffer = 0;
-    /// The rank's block of the global tensor (all of it off a mesh).
+    /// The rank's block of the global tensor (all of it off a mesh); of a
+    /// pooled input, its block of microbatch 0.
     Block block;
-    /// The block, as the buffer holds it.
+    /// The slots to fill (a by_microbatch pool's, else 1) and the rows of
+    /// one microbatch of the global tensor (its dimension 0): slot i holds
+    /// `block` moved i * microbatchRows rows down.
+    uint32_t slots = 1;
+    int64_t microbatchRows = 0;
+    /// The blocks, slot after slot, as the buffer holds them (slots x the
+    /// buffer's bytes).
     std::vector<uint8_t> bytes;
 
     /// An entry for `input` on the program's rank, bytes sized.
     static Status create(const Program &program, const BindingRef &input,
                          Entry &out);
+    /// Cuts every slot's block out of the whole global tensor (i64,
+    /// Program::globalShapeOf) into `bytes`. Allocates nothing.
+    void fill(const int64_t *global, const std::vector<int64_t> &globalShape);
   };
   std::vector<Entry> entries;
   /// Elements of the global `input_ids` (batch x seq), for tokens per
   /// second; 0 without it.
   int64_t tokens = 0;
 
-  /// Copies every input into the interpreter's arena (on a pipeline, those
-  /// its stage owns: a stage that reads no labels ignores them).
+  /// Copies every input into the interpreter's arena, every slot of a
+  /// pooled one (on a pipeline, those its stage owns: a stage that reads no
+  /// labels ignores them).
   Status copyTo(Interpreter &interpreter) const;
 };
 

@@ -2,7 +2,9 @@
 //
 // create() decodes the executable once into a Program, allocates the arena
 // and lets the device size and allocate its workspace: after that, running a
-// step allocates nothing. A step runs every kernel in order; the step counter
+// step allocates nothing. A step runs every kernel in order, or with
+// stage_actions the stage's actions in order, each its function's kernels
+// with the action's microbatch and pool slot; the step counter
 // (0 for the first step) feeds the dropout streams and, one-based, the
 // executable's `step` input (the optimizer step). Optimizer state starts at
 // zero. evaluate() runs only the kernels the loss depends on, without
@@ -40,6 +42,14 @@ struct KernelTiming {
   int64_t durationNs = 0;
 };
 
+/// One kernel run of the last step: the kernel (its index in the file), the
+/// action that ran it (an index into Program::actions) and when.
+struct RunTiming {
+  uint32_t kernel = 0;
+  uint32_t action = 0;
+  KernelTiming timing;
+};
+
 class Interpreter {
 public:
   Interpreter() = default;
@@ -69,14 +79,19 @@ public:
   const Device &device() const { return *device_; }
 
   /// Host <-> buffer copies of exactly the buffer's size. On a pipeline, of
-  /// a buffer this rank's stage owns (another's is an error).
-  Status writeBuffer(uint32_t buffer, const void *data, uint64_t bytes);
-  Status readBuffer(uint32_t buffer, void *data, uint64_t bytes);
+  /// a buffer this rank's stage owns (another's is an error). Of a pooled
+  /// buffer, slot `slot` (below its pool's slots; 0 for any other buffer).
+  Status writeBuffer(uint32_t buffer, const void *data, uint64_t bytes,
+                     uint32_t slot = 0);
+  Status readBuffer(uint32_t buffer, void *data, uint64_t bytes,
+                    uint32_t slot = 0);
 
   /// Writes the `step` input (if any, and the stage owns it) as step() + 1,
-  /// runs every kernel (of the stage) once, in order, then advances the step
-  /// counter. On an error the message names the kernel by its index in the
-  /// file, e.g. "kernel 0 (embedding): ...".
+  /// runs every kernel (of the stage) once, in order, or with stage_actions
+  /// the stage's actions in order, then advances the step counter. On an
+  /// error the message names the kernel by its index in the file, e.g.
+  /// "kernel 0 (embedding): ...", after its action if any ("action 4
+  /// (function 1 ('B'), microbatch 2, slot 0): kernel 9 (gelu): ...").
   Status runStep();
 
   /// Runs the kernels that compute the `loss` output
@@ -98,10 +113,18 @@ public:
   Status resetState();
 
   /// With timing on, runStep records when each kernel ran.
-  void setTiming(bool on) { timing_ = on; }
+  void setTiming(bool on) {
+    timing_ = on;
+    if (on)
+      runTimings_.reserve(program_.numRuns);
+  }
   /// Per kernel of the file, by index, of the last step (zeros without
-  /// timing, and for other stages' kernels).
+  /// timing, and for other stages' kernels): when it first ran and, with
+  /// actions running it several times, the sum of its runs' durations.
   const std::vector<KernelTiming> &timings() const { return timings_; }
+  /// Every kernel run of the last step, in order (Program::numRuns; empty
+  /// without timing).
+  const std::vector<RunTiming> &runTimings() const { return runTimings_; }
 
   /// The measured high-water mark of live bytes (Program::peakBytes).
   uint64_t peakBytes() const { return program_.peakBytes; }
@@ -115,12 +138,19 @@ private:
   uint64_t step_ = 0;
   bool timing_ = false;
   std::vector<KernelTiming> timings_;
+  std::vector<RunTiming> runTimings_;
+  /// When the last runKernels began (timings_ older than it are reset).
+  int64_t firstStartNs_ = 0;
   std::chrono::steady_clock::time_point epoch_;
-  /// The kernels evaluate() runs.
-  std::vector<uint32_t> lossKernels_;
+  /// The kernel runs evaluate() runs.
+  std::vector<KernelRun> lossRuns_;
 
-  Status runKernels(const std::vector<uint32_t> *subset,
-                    const StepContext &context);
+  /// Runs `subset` (null: the whole step), with `context`'s seed, step and
+  /// mode, each run with its action's microbatch and slot.
+  Status runKernels(const std::vector<KernelRun> *subset,
+                    StepContext context);
+  Status runOne(uint32_t position, uint32_t action, StepContext &context,
+                size_t run);
   /// Checks world_ against the mesh, places the program on this rank and
   /// splits world_ into groups_.
   Status makeGroups();

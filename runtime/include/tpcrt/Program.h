@@ -17,6 +17,12 @@
 // placeProgram keeps the rank's stage's kernels. See
 // docs/runtime/executable-format.md.
 //
+// With stage_actions a stage's step is its action list: each action runs a
+// function (a range of its stage's kernels, decoded once) with a microbatch
+// and a pool slot; a pooled buffer has one instance per slot. The checks
+// then hold over the step's kernel runs (Program::actions), with instances.
+// See "Functions, pools and actions" there.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef TPCRT_PROGRAM_H
@@ -28,7 +34,9 @@
 #include "tpcx_generated.h"
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tpcrt {
@@ -36,11 +44,27 @@ namespace tpcrt {
 /// A buffer of the executable: where it lies in the arena and what it holds.
 struct TensorRef {
   uint32_t buffer = 0;
+  /// Where it lies; for a pooled buffer, slot 0.
   uint64_t offset = 0;
   uint64_t bytes = 0;
   fb::DType dtype = fb::DType::F32;
   std::vector<int64_t> shape;
   int64_t elements = 0;
+  /// A pooled buffer (Buffer.pool): its pool (an index into
+  /// Program::pools), the pool's stride and whether a run's microbatch
+  /// selects the slot (else the action's slot). -1: one region.
+  int32_t pool = -1;
+  uint64_t poolStride = 0;
+  bool byMicrobatch = false;
+
+  /// The slot a kernel run with `microbatch` and `slot` addresses (0 for a
+  /// buffer that is not pooled), and where that slot lies.
+  uint32_t slotOf(uint32_t microbatch, uint32_t slot) const {
+    return pool < 0 ? 0 : byMicrobatch ? microbatch : slot;
+  }
+  uint64_t offsetAt(uint32_t microbatch, uint32_t slot) const {
+    return offset + slotOf(microbatch, slot) * poolStride;
+  }
 };
 
 /// One kernel, decoded. The size fields a kernel uses, per opcode:
@@ -122,30 +146,85 @@ struct KernelCall {
   int64_t groupSize = 1;
   int64_t groupPosition = 0;
 
-  /// On a pipeline, the kernels of other stages this one meets (file
-  /// indices): a send's recv, a recv's send, the counterparts of a
-  /// collective over the "pp" axis. Empty otherwise.
+  /// On a pipeline without stage_actions, the kernels of other stages this
+  /// one meets (file indices): a send's recv, a recv's send, the
+  /// counterparts of a collective over the "pp" axis. Empty otherwise (with
+  /// actions a kernel runs many times: Program::runMeets).
   std::vector<uint32_t> meets;
+
+  /// Kernels that draw a dropout stream: N, the elements one microbatch
+  /// draws (the first result's global elements; attention's and
+  /// attention_grad's, its global probabilities [b, heads, s_q, s_k]). A
+  /// run with microbatch i draws from first_index + i * N (INT64_MAX if N
+  /// does not fit). 0 for other kernels.
+  int64_t streamElements = 0;
+  /// Whether an operand or result is a pooled buffer (its address depends
+  /// on the run's action).
+  bool pooled = false;
 };
 
 /// The mesh axis whose coordinate is a rank's pipeline stage.
 constexpr char kStageAxisName[] = "pp";
 
-/// When a buffer holds a value, in positions of Program::calls (the kernel
-/// indices without stages; on a pipeline the positions in its stage's list):
-/// from its first write to its last read. Params, state and inputs are live
-/// for the whole run, from load (kLoad) to the end (the kernel count): they
-/// persist across steps; on a pipeline only those the stage owns.
-/// Outputs and grads live from their first write to the end. A buffer no
-/// kernel touches has first > last. An in-place update (adamw_update,
+/// The most buffer instances (a buffer, or a pooled buffer's slot) an
+/// executable may have: each has a lifetime the loader computes.
+constexpr uint64_t kMaxBufferInstances = uint64_t(1) << 26;
+
+/// When a buffer holds a value, in runs of the step (the kernel indices
+/// without stages or actions; on a pipeline the positions in its stage's
+/// list; with actions the kernel runs of the stage's action list, one after
+/// the other): from its first write to its last read. Params, state and
+/// inputs are live for the whole run, from load (kLoad) to the end (the run
+/// count): they persist across steps; on a pipeline only those the stage
+/// owns. Outputs and grads live from their first write to the end. A buffer
+/// no kernel touches has first > last. An in-place update (adamw_update,
 /// sgd_update) neither starts nor ends a lifetime: the buffer it rewrites is
-/// live already. These are the lifetimes rt-plan-memory plans with, so the
-/// measured peak and planned_peak_bytes count the same thing.
+/// live already. A pooled buffer has one lifetime per slot (an instance).
+/// These are the lifetimes rt-plan-memory plans with, so the measured peak
+/// and planned_peak_bytes count the same thing.
 struct Lifetime {
   static constexpr int64_t kLoad = -1;
   int64_t first = 0;
   int64_t last = -1;
   bool live() const { return first <= last; }
+};
+
+/// A kernel list that actions run (Executable.functions): the file's
+/// kernels [firstKernel, firstKernel + kernelCount), all on `stage`.
+struct FunctionRef {
+  std::string name;
+  uint32_t firstKernel = 0;
+  uint32_t kernelCount = 0;
+  uint32_t stage = 0;
+};
+
+/// Executable.pools: slot s of a pooled buffer lies at its offset + s *
+/// stride.
+struct PoolRef {
+  uint32_t slots = 1;
+  uint64_t stride = 0;
+  bool byMicrobatch = false;
+};
+
+/// One step of a rank: run `function` with `microbatch` and pool slot
+/// `slot` (Executable.stage_actions).
+struct ActionRef {
+  /// The function of the implicit action of a program without
+  /// stage_actions: every kernel of Program::calls, microbatch 0, slot 0.
+  static constexpr uint32_t kAllCalls = UINT32_MAX;
+  uint32_t function = kAllCalls;
+  uint32_t microbatch = 0;
+  uint32_t slot = 0;
+  /// In Program::actions: the positions in Program::calls it runs, [begin,
+  /// end) (placeProgram).
+  uint32_t begin = 0, end = 0;
+};
+
+/// One run of a kernel in a step: its position in Program::calls and the
+/// action running it (an index into Program::actions).
+struct KernelRun {
+  uint32_t call = 0;
+  uint32_t action = 0;
 };
 
 /// A parameter: where its Hugging Face tensor goes and how to make one up.
@@ -226,11 +305,36 @@ struct Program {
   /// The gradient of each param that has one, named by its hf_name.
   std::vector<BindingRef> grads;
   std::vector<TensorRef> buffers;
-  /// Of the buffers over `calls` (see Lifetime).
+  /// Of the buffers over this rank's step (see Lifetime); of a pooled
+  /// buffer, from the first write of any of its slots to the last read of
+  /// any.
   std::vector<Lifetime> lifetimes;
+  /// The buffers' instances: buffer b's first is instanceBase[b] (a pooled
+  /// buffer has one per slot, slot s being instanceBase[b] + s, any other
+  /// buffer one), numInstances in all; their lifetimes over the step.
+  std::vector<uint32_t> instanceBase;
+  uint32_t numInstances = 0;
+  std::vector<Lifetime> instanceLifetimes;
   /// The kernels this rank runs, in file order: every kernel of the file,
   /// or on a pipeline its stage's (placeProgram; stage 0's until then).
   std::vector<KernelCall> calls;
+  /// Executable.functions, pools and stage_actions (per stage; empty
+  /// without actions).
+  std::vector<FunctionRef> functions;
+  std::vector<PoolRef> pools;
+  std::vector<std::vector<ActionRef>> stageActions;
+  /// What this rank runs each step, in order: its stage's actions, each
+  /// with its positions in `calls`; without stage_actions one action
+  /// (function kAllCalls, microbatch 0, slot 0) running every call.
+  std::vector<ActionRef> actions;
+  /// The kernel runs of a step on this rank (the sum over `actions`).
+  uint64_t numRuns = 0;
+  /// On a pipeline, the runs of other stages each run meets: a send's
+  /// recv, a collective's counterparts over "pp". Keys and values are
+  /// (stage, run index in that stage's step).
+  std::map<std::pair<uint32_t, uint64_t>,
+           std::vector<std::pair<uint32_t, uint64_t>>>
+      runMeets;
   /// The number of kernels in the file (all stages).
   uint32_t numKernels = 0;
   /// On a pipeline (numStages > 1): every kernel of the file, by index,
@@ -238,8 +342,12 @@ struct Program {
   std::vector<KernelCall> allCalls;
   /// High-water mark of the bytes of the buffers live at once (see Lifetime),
   /// measured from the kernel order alone, not from the plan's offsets; on a
-  /// pipeline, over this rank's stage's kernels.
+  /// pipeline, over this rank's stage's kernels; with actions over the
+  /// step's kernel runs, a pooled buffer's slots counted while each is live.
   uint64_t peakBytes = 0;
+
+  /// Whether the stages run action lists (Executable.stage_actions).
+  bool hasActions() const { return !stageActions.empty(); }
 
   /// The input or output called `name`, or null.
   const BindingRef *findInput(const std::string &name) const;
@@ -252,9 +360,18 @@ struct Program {
   /// Whether this rank's stage owns `buffer` (always, without stages).
   bool ownsBuffer(uint32_t buffer) const;
 
-  /// The global shape of input `input` (its buffer shape times the sizes of
-  /// the axes splitting each dimension).
+  /// The global shape of input `input`: its buffer shape times the sizes of
+  /// the axes splitting each dimension, and, for an input in a
+  /// by_microbatch pool, dimension 0 times its slots (the batch is the
+  /// microbatches one after another).
   std::vector<int64_t> globalShapeOf(const BindingRef &input) const;
+  /// The global shape of one microbatch of `input` (globalShapeOf without
+  /// the slots) and the number of microbatches its buffer holds (a
+  /// by_microbatch pool's slots, else 1): slot i holds this rank's block of
+  /// rows [i * rows, (i + 1) * rows) of the global tensor's dimension 0,
+  /// rows being the microbatch's.
+  std::vector<int64_t> microbatchShapeOf(const BindingRef &input) const;
+  uint32_t microbatchesOf(const BindingRef &input) const;
 
   /// The kernels (positions in `calls`, in order) that compute `buffer` as
   /// of the end of the kernel list: the last kernel writing it and,
@@ -266,6 +383,15 @@ struct Program {
   /// that reads) on the sending stage, a needed collective over the "pp" axis
   /// its counterparts, so that every stage runs what the others wait for.
   std::vector<uint32_t> kernelsComputing(uint32_t buffer) const;
+  /// The same as kernel runs of this rank's step, in order: with actions a
+  /// kernel may run for several microbatches (kernelsComputing then lists
+  /// its position once per run).
+  std::vector<KernelRun> runsComputing(uint32_t buffer) const;
+  /// The runs of `stage`'s step, in order: the kernels' indices in the file
+  /// and the index of the action (of that stage's list; 0 without actions).
+  std::vector<std::pair<uint32_t, uint32_t>> stageRuns(uint32_t stage) const;
+  /// The action of stage `stage` numbered `action` (stageRuns' second).
+  ActionRef stageAction(uint32_t stage, uint32_t action) const;
 };
 
 /// Inputs the runtime fills itself rather than reading from a batch:
@@ -292,13 +418,14 @@ std::vector<int64_t> globalShape(const Mesh &mesh,
                                  const Splits &splits);
 
 /// Decodes and checks the kernels of `exe`, whose framing, tables, buffers,
-/// params, bindings and kernel operand ids and stages checkExecutable has
-/// already checked (checkExecutable calls this last). Errors name the
+/// pools, params, bindings and kernel operand ids and stages checkExecutable
+/// has already checked (checkExecutable calls this last). Errors name the
 /// kernel, e.g. "kernel 1 (linear): weight [8, 16] contracts 8, input [2, 4,
 /// 7] has 7". On a pipeline every kernel is decoded, the transfers between
 /// stages must pair up and complete (checkTransfers), and each stage's
 /// kernels are checked as a program of their own (errors then start with
-/// "stage 1: "); `calls` holds stage 0's.
+/// "stage 1: "); `calls` holds stage 0's. Functions and actions are read and
+/// checked first; with them each stage's checks run over its action list.
 Status decodeProgram(const fb::Executable &exe, Program &out);
 
 /// The per-kernel part of decodeProgram, for one kernel alone: checks the
@@ -313,9 +440,9 @@ Status decodeKernel(KernelCall &call, const Mesh &mesh,
                     std::vector<uint32_t> *axes = nullptr);
 
 /// Sets the program's rank (in [0, mesh.worldSize())) and what depends on
-/// it: coordinates, the stage and its kernels (calls, their lifetimes, the
-/// peaks), the dropout kernels' block offsets and the collectives' group
-/// positions. May be called again with another rank.
+/// it: coordinates, the stage and its kernels (calls, its actions, their
+/// lifetimes, the peaks), the dropout kernels' block offsets and the
+/// collectives' group positions. May be called again with another rank.
 Status placeProgram(Program &program, int64_t rank);
 
 } // namespace tpcrt
