@@ -12,11 +12,14 @@
 //   - 4 ranks: mesh [pp=2, dp=2] against the twin on [dp=2] (run by the two
 //     ranks of each stage), and [pp=2] on each half of the world.
 // Also: a step allocates nothing, and a rank cannot write a buffer its stage
-// does not own. Exit 0 when every rank passed, 1 otherwise, 77 (skipped)
+// does not own. And the step of ActionExecutables.h on [pp=2] as functions
+// and actions against its unrolled form on [pp=2] (on 4 ranks, on each half
+// of the world), bit for bit. Exit 0 when every rank passed, 1 otherwise, 77 (skipped)
 // without MPI.
 //
 //===----------------------------------------------------------------------===//
 
+#include "ActionExecutables.h"
 #include "PipelineExecutables.h"
 #include "tpcrt/Checkpoint.h"
 #include "tpcrt/Comm.h"
@@ -253,6 +256,81 @@ void checkPipeline(Communicator &world, const PipelineOptions &options,
                "', expected '" + expected + "'");
 }
 
+/// The training step of ActionExecutables.h on two stages as functions and
+/// actions (4 microbatches in 1F1B order, the activation sent from a pooled
+/// buffer of stage 0 to a pooled buffer of stage 1, its gradient back)
+/// against the same step unrolled on the two stages: every value the rank's
+/// stage owns the same bit for bit after each of three steps, and the
+/// evaluated loss.
+void checkActionStages(Communicator &world, Checker &check) {
+  std::string where = "actions, pp=2: ";
+  ActionModelOptions options;
+  options.stages = 2;
+  options.microbatches = 4;
+  ActionModelOptions unrolledOptions = options;
+  unrolledOptions.actions = false;
+  Run actions, unrolled;
+  if (!check.ok(where + "create", actions.create(actionModel(options), &world)) ||
+      !check.ok(where + "create the unrolled step",
+                unrolled.create(actionModel(unrolledOptions), &world)))
+    return;
+  const Program &program = actions.program();
+  if (!program.hasActions() || unrolled.program().hasActions())
+    check.fail(where + "expected actions in one form only");
+  HostInputs actionInputs, unrolledInputs;
+  if (!check.ok(where + "weights", initWeights(5, actions.interpreter)) ||
+      !check.ok(where + "unrolled weights",
+                initWeights(5, unrolled.interpreter)) ||
+      !check.ok(where + "inputs", syntheticInputs(9, program, actionInputs)) ||
+      !check.ok(where + "unrolled inputs",
+                syntheticInputs(9, unrolled.program(), unrolledInputs)))
+    return;
+  int compared = 0;
+  std::vector<std::string> outputs = {"loss", "grad_norm", "lr"};
+  for (int step = 1; step <= 3; ++step) {
+    std::string at = where + "step " + std::to_string(step) + ": ";
+    if (!check.ok(at + "inputs", actionInputs.copyTo(actions.interpreter)) ||
+        !check.ok(at + "unrolled inputs",
+                  unrolledInputs.copyTo(unrolled.interpreter)))
+      return;
+    long before = allocationCount();
+    Status ran = actions.interpreter.runStep();
+    long allocations = allocationCount() - before;
+    if (!check.ok(at + "run", ran))
+      return;
+    ++check.checks;
+    if (step > 1 && allocations != 0)
+      check.fail(at + "the step allocated " + std::to_string(allocations) +
+                 " times");
+    if (!check.ok(at + "unrolled run", unrolled.interpreter.runStep()))
+      return;
+    compareOwned(check, at, actions, unrolled, outputs, program.outputs,
+                 unrolled.program().outputs, compared);
+  }
+  std::vector<std::string> grads, params;
+  for (const BindingRef &grad : program.grads)
+    grads.push_back(grad.name);
+  std::vector<BindingRef> mine = paramsAndState(program),
+                          theirs = paramsAndState(unrolled.program());
+  for (const BindingRef &p : mine)
+    params.push_back(p.name);
+  compareOwned(check, where + "after 3 steps: grad ", actions, unrolled, grads,
+               program.grads, unrolled.program().grads, compared);
+  compareOwned(check, where + "after 3 steps: ", actions, unrolled, params,
+               mine, theirs, compared);
+  if (check.ok(where + "evaluate", actions.interpreter.evaluate()) &&
+      check.ok(where + "unrolled evaluate", unrolled.interpreter.evaluate()))
+    compareOwned(check, where + "evaluated ", actions, unrolled, {"loss"},
+                 program.outputs, unrolled.program().outputs, compared);
+  // Each stage: 2 params, 2 states, 2 grads, grad_norm and lr 3 times;
+  // stage 1 also the loss, 4 times.
+  int expected = program.stage == 0 ? 12 : 16;
+  if (compared != expected)
+    check.fail(where + std::to_string(compared) +
+               " values compared on this rank, expected " +
+               std::to_string(expected));
+}
+
 int run(Communicator &world) {
   Checker check;
   check.rank = world.rank();
@@ -268,6 +346,7 @@ int run(Communicator &world) {
       options.shareArena = share;
       checkPipeline(world, options, nullptr, check);
     }
+    checkActionStages(world, check);
   } else {
     // Ranks are pp-major: rank = stage * 2 + dp position. The twin on
     // [dp=2] runs on the two ranks of each stage.
@@ -281,6 +360,7 @@ int run(Communicator &world) {
                  world.split(world.rank() / 2, world.rank(), half))) {
       options.dp = 1;
       checkPipeline(*half, options, nullptr, check);
+      checkActionStages(*half, check);
     }
   }
   // Every rank exits alike.

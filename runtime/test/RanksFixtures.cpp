@@ -20,6 +20,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ActionExecutables.h"
 #include "PipelineExecutables.h"
 #include "RanksExecutables.h"
 #include "tpcrt/Executable.h"
@@ -160,6 +161,19 @@ Status writePipeline(const std::string &dir) {
           writeExecutable(dir + "/pipe-twin.tpcx", pipelineModel(options));
       !s)
     return s;
+  // The step of ActionExecutables.h as functions and actions and unrolled,
+  // on one stage and on two, 4 microbatches.
+  for (int64_t stages : {1, 2})
+    for (bool actions : {true, false}) {
+      ActionModelOptions act;
+      act.stages = stages;
+      act.microbatches = 4;
+      act.actions = actions;
+      std::string name = dir + "/act" + std::to_string(stages) +
+                         (actions ? "" : "-unrolled") + ".tpcx";
+      if (Status s = writeExecutable(name, actionModel(act)); !s)
+        return s;
+    }
   Tensors weights;
   weights.add("e.weight", DType::F32, {8, 4}, values(32, -1.0f, 0.0625f));
   weights.add("w0.weight", DType::F32, {4, 4}, values(16, 0.5f, -0.0625f));

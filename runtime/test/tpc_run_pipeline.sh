@@ -142,5 +142,30 @@ if expect_ok twin-c "$run" pipe-twin.tpcx --load-checkpoint twin-ckpt.safetensor
   done
 fi
 
+# Functions and actions (ActionExecutables.h): the step as actions on one
+# stage and on two against the same step unrolled, byte for byte, with
+# token data (every slot of the inputs' pools filled with its microbatch)
+# and evaluation between the steps; the trace has a run per microbatch.
+act="--init-seed 3 --data pipe-tokens.bin --eval-data pipe-eval.bin --eval-every 1 --eval-batches 2 --steps 3"
+for stages in 1 2; do
+  ranks=""
+  [ "$stages" -eq 2 ] && ranks="--ranks 2"
+  if expect_ok act$stages-u "$run" act$stages-unrolled.tpcx $act $(files act$stages-u) $ranks &&
+     expect_ok act$stages "$run" act$stages.tpcx $act $(files act$stages) $ranks --trace act$stages.json; then
+    grep -v '^rank' act$stages-u.txt >act$stages-u.lines
+    [ "$(grep -c '^eval [123] loss [0-9.]* batches 2$' act$stages-u.lines)" -eq 3 ] ||
+      fail "actions on $stages stages: $(cat act$stages-u.raw)"
+    grep -v '^rank' act$stages.txt | cmp -s - act$stages-u.lines ||
+      fail "actions on $stages stages: other lines than unrolled: $(cat act$stages.raw)"
+    for f in out grads ckpt; do
+      expect_same act$stages-$f.safetensors act$stages-u-$f.safetensors
+    done
+  fi
+done
+grep -q '"name":"attention","cat":"kernel".*"action":[0-9]*,"microbatch":3}' act1.json ||
+  fail "act1.json: no attention run of microbatch 3"
+grep -q '"name":"send","cat":"comm".*"microbatch":3}' act2.0.json ||
+  fail "act2.0.json: no send of microbatch 3"
+
 echo "tpc_run_pipeline.sh: $checks runs, $failures failed"
 [ "$failures" -eq 0 ]

@@ -1,0 +1,819 @@
+//===- ActionsTest.cpp - functions, pools and action lists ----------------===//
+//
+// Executables whose stages run action lists (Executable.stage_actions) over
+// functions compiled once: the training step of ActionExecutables.h with
+// dropout as actions against its unrolled twin (loss, gradients, params and
+// state the same, the executable growing with the microbatches by its
+// actions alone), the measured peak over (action, kernel) time with a
+// pooled buffer's slots, inputs pooled by microbatch (dp=2 blocks), the
+// loader's refusals, and the interpreter's messages. The two-stage run on
+// MPI ranks is in PipelineCheck.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ActionExecutables.h"
+#include "tpcrt/Executable.h"
+#include "tpcrt/Inputs.h"
+#include "tpcrt/Interpreter.h"
+#include "tpcrt/Random.h"
+#include "tpcrt/Weights.h"
+
+#include "gtest/gtest.h"
+
+#include <climits>
+#include <cstring>
+#include <functional>
+#include <map>
+
+using namespace tpcrt;
+using namespace tpcrt::test;
+
+/// Allocations through operator new so far (AllocationCounter.cpp).
+long allocationCount();
+
+namespace {
+
+using Op = fb::OpCode;
+
+Status check(const fb::ExecutableT &exe) {
+  std::vector<uint8_t> payload = pack(exe);
+  return checkExecutable(*fb::GetExecutable(payload.data()));
+}
+
+void expectRefused(fb::ExecutableT exe,
+                   const std::function<void(fb::ExecutableT &)> &mutate,
+                   const std::string &expected) {
+  mutate(exe);
+  Status s = check(exe);
+  ASSERT_FALSE(s) << "accepted; expected: " << expected;
+  EXPECT_NE(s.message().find(expected), std::string::npos)
+      << "message: " << s.message() << "\nexpected: " << expected;
+}
+
+/// An interpreter for `exe` with weights from seed 3 and synthetic inputs
+/// from seed 5 (some labels made -100, at the same places of the global
+/// batch in either form).
+struct Runner {
+  std::vector<uint8_t> payload;
+  Interpreter interpreter;
+  HostInputs inputs;
+
+  explicit Runner(const fb::ExecutableT &exe) {
+    payload = pack(exe);
+    const fb::Executable *root = fb::GetExecutable(payload.data());
+    Status s = checkExecutable(*root);
+    if (s)
+      s = Interpreter::create(*root, createCpuDevice(), interpreter);
+    if (s)
+      s = initWeights(3, interpreter);
+    if (s)
+      s = syntheticInputs(5, interpreter.program(), inputs);
+    EXPECT_TRUE(s.isOk()) << s.message();
+    for (HostInputs::Entry &entry : inputs.entries)
+      if (entry.buffer == interpreter.program().findInput("labels")->buffer) {
+        auto *labels = reinterpret_cast<int64_t *>(entry.bytes.data());
+        labels[1] = labels[7] = kIgnoreLabel;
+      }
+  }
+  const Program &program() const { return interpreter.program(); }
+  std::vector<uint8_t> bytes(uint32_t buffer) {
+    std::vector<uint8_t> out(program().buffers[buffer].bytes);
+    Status s = interpreter.readBuffer(buffer, out.data(), out.size());
+    EXPECT_TRUE(s.isOk()) << s.message();
+    return out;
+  }
+  Status step() {
+    if (Status s = inputs.copyTo(interpreter); !s)
+      return s;
+    return interpreter.runStep();
+  }
+};
+
+/// The values named like a checkpoint's and the outputs and gradients.
+std::map<std::string, uint32_t> namedValues(const Program &program) {
+  std::map<std::string, uint32_t> values;
+  for (const ParamRef &param : program.params)
+    values[param.hfName] = param.buffer;
+  for (const StateRef &state : program.state)
+    values[program.params[state.param].hfName + "." + state.name] =
+        state.buffer;
+  for (const BindingRef &output : program.outputs)
+    values["output " + output.name] = output.buffer;
+  for (const BindingRef &grad : program.grads)
+    values["grad " + grad.name] = grad.buffer;
+  return values;
+}
+
+/// The same bytes, an f32 +0 and -0 taken as equal (an accumulator that
+/// starts at 0 turns a first term of -0 into +0); describes the first
+/// difference.
+std::string difference(const std::vector<uint8_t> &got,
+                       const std::vector<uint8_t> &want) {
+  if (got.size() != want.size())
+    return std::to_string(got.size()) + " bytes, expected " +
+           std::to_string(want.size());
+  for (size_t i = 0; i + 4 <= got.size(); i += 4) {
+    uint32_t g, w;
+    std::memcpy(&g, &got[i], 4);
+    std::memcpy(&w, &want[i], 4);
+    if (g == w || ((g | w) & 0x7fffffffu) == 0)
+      continue;
+    float gf, wf;
+    std::memcpy(&gf, &g, 4);
+    std::memcpy(&wf, &w, 4);
+    return "float " + std::to_string(i / 4) + " is " + std::to_string(gf) +
+           ", expected " + std::to_string(wf);
+  }
+  return "";
+}
+
+/// Runs both forms of the one-stage step for `steps` steps and compares
+/// every value after each.
+void expectSameSteps(const ActionModelOptions &options, int steps) {
+  ActionModelOptions unrolledOptions = options;
+  unrolledOptions.actions = false;
+  Runner actions(actionModel(options)), unrolled(actionModel(unrolledOptions));
+  ASSERT_TRUE(actions.program().hasActions());
+  ASSERT_FALSE(unrolled.program().hasActions());
+  std::map<std::string, uint32_t> mine = namedValues(actions.program()),
+                                  theirs = namedValues(unrolled.program());
+  ASSERT_EQ(mine.size(), theirs.size());
+  int signedZeros = 0;
+  for (int step = 1; step <= steps; ++step) {
+    Status s = actions.step();
+    ASSERT_TRUE(s) << s.message();
+    s = unrolled.step();
+    ASSERT_TRUE(s) << s.message();
+    for (const auto &[name, buffer] : mine) {
+      std::vector<uint8_t> got = actions.bytes(buffer),
+                           want = unrolled.bytes(theirs.at(name));
+      EXPECT_EQ(difference(got, want), "") << "step " << step << ": " << name;
+      signedZeros += got != want;
+    }
+  }
+  // 4 params, 4 states, 3 outputs, 4 gradients.
+  EXPECT_EQ(mine.size(), 15u);
+  EXPECT_EQ(signedZeros, 0) << "values that differ in the sign of a zero";
+  // Evaluation runs the loss's runs of every microbatch.
+  ASSERT_TRUE(actions.interpreter.evaluate());
+  ASSERT_TRUE(unrolled.interpreter.evaluate());
+  uint32_t loss = actions.program().findOutput("loss")->buffer;
+  EXPECT_EQ(difference(actions.bytes(loss),
+                       unrolled.bytes(
+                           unrolled.program().findOutput("loss")->buffer)),
+            "");
+}
+
+TEST(ActionsTest, OneStageStepEqualsItsUnrolledTwin) {
+  ActionModelOptions options;
+  options.microbatches = 3;
+  expectSameSteps(options, 3);
+  options.dropout = 0.0;
+  expectSameSteps(options, 2);
+}
+
+/// The comparison sees the microbatches' dropout streams: the unrolled twin
+/// whose copies all draw from first index 0 differs, and so does a run
+/// without dropout.
+TEST(ActionsTest, TheComparisonSeesTheMicrobatchesStreams) {
+  ActionModelOptions options;
+  ActionModelOptions wrong = options;
+  wrong.actions = false;
+  wrong.sameStream = true;
+  ActionModelOptions plain = options;
+  plain.dropout = 0.0;
+  Runner actions(actionModel(options)), same(actionModel(wrong)),
+      noDropout(actionModel(plain));
+  ASSERT_TRUE(actions.step());
+  ASSERT_TRUE(same.step());
+  ASSERT_TRUE(noDropout.step());
+  auto loss = [](Runner &r) {
+    return r.bytes(r.program().findOutput("loss")->buffer);
+  };
+  EXPECT_NE(difference(loss(actions), loss(same)), "");
+  EXPECT_NE(difference(loss(actions), loss(noDropout)), "");
+  // Each microbatch's attention draws b * heads * s_q * s_k elements.
+  for (const KernelCall &call : actions.program().calls) {
+    if (call.op == Op::Attention) {
+      EXPECT_EQ(call.streamElements, options.rows * options.seq * options.seq);
+    } else if (call.op == Op::DropoutMask) {
+      EXPECT_EQ(call.streamElements,
+                options.rows * options.seq * options.hidden);
+    }
+  }
+}
+
+TEST(ActionsTest, AStepRunsTheActionsAndAllocatesNothing) {
+  ActionModelOptions options;
+  options.microbatches = 4;
+  Runner runner(actionModel(options));
+  const Program &program = runner.program();
+  // start, 4 counts, scale, 4 F, 4 B, end.
+  EXPECT_EQ(program.actions.size(), 15u);
+  uint64_t runs = 0;
+  for (const ActionRef &action : program.actions)
+    runs += action.end - action.begin;
+  EXPECT_EQ(program.numRuns, runs);
+  EXPECT_GT(program.numRuns, program.calls.size());
+  runner.interpreter.setTiming(true);
+  for (int step = 0; step < 3; ++step) {
+    ASSERT_TRUE(runner.inputs.copyTo(runner.interpreter));
+    long before = allocationCount();
+    Status s = runner.interpreter.runStep();
+    long allocations = allocationCount() - before;
+    ASSERT_TRUE(s) << s.message();
+    EXPECT_EQ(allocations, 0) << "step " << step;
+  }
+  // One timing per run; a kernel's total is the sum of its runs.
+  const std::vector<RunTiming> &runTimings = runner.interpreter.runTimings();
+  ASSERT_EQ(runTimings.size(), program.numRuns);
+  int64_t sum = 0, total = 0;
+  uint32_t kernel = program.calls[program.actions[6].begin].index; // F's first
+  for (const RunTiming &run : runTimings)
+    if (run.kernel == kernel)
+      sum += run.timing.durationNs;
+  total = runner.interpreter.timings()[kernel].durationNs;
+  EXPECT_EQ(sum, total);
+  size_t run = 0;
+  for (size_t a = 0; a < 7; ++a)
+    run += program.actions[a].end - program.actions[a].begin;
+  EXPECT_EQ(runTimings[run].action, 7u);
+  EXPECT_EQ(runTimings[run].kernel,
+            program.calls[program.actions[7].begin].index);
+}
+
+/// Functions are compiled once: more microbatches add actions (12 bytes
+/// each) and nothing else, where the unrolled step adds kernels.
+TEST(ActionsTest, TheExecutableGrowsWithTheMicrobatchesByItsActionsAlone) {
+  auto sizeOf = [](int64_t microbatches, bool actions, size_t *kernels,
+                   size_t *numActions) {
+    ActionModelOptions options;
+    options.microbatches = microbatches;
+    options.actions = actions;
+    fb::ExecutableT exe = actionModel(options);
+    EXPECT_TRUE(check(exe)) << check(exe).message();
+    *kernels = exe.kernels.size();
+    *numActions = 0;
+    for (const auto &list : exe.stage_actions)
+      *numActions += list->actions.size();
+    return pack(exe).size();
+  };
+  size_t k3, k8, a3, a8, u3k, u8k, ua;
+  size_t actions3 = sizeOf(3, true, &k3, &a3);
+  size_t actions8 = sizeOf(8, true, &k8, &a8);
+  size_t unrolled3 = sizeOf(3, false, &u3k, &ua);
+  size_t unrolled8 = sizeOf(8, false, &u8k, &ua);
+  EXPECT_EQ(k3, k8);
+  EXPECT_EQ(a8 - a3, 3u * 5u);
+  // The actions' bytes, give or take alignment padding.
+  EXPECT_GT(actions8 - actions3 + 8, 12 * (a8 - a3));
+  EXPECT_LT(actions8 - actions3, 12 * (a8 - a3) + 8);
+  EXPECT_LT(actions8, unrolled8);
+  EXPECT_GT(u8k, u3k + 5 * 20);
+  EXPECT_GT(unrolled8 - unrolled3, 10 * (actions8 - actions3));
+}
+
+//===----------------------------------------------------------------------===//
+// The peak over (action, kernel) time
+//===----------------------------------------------------------------------===//
+
+/// A hand-made step: function P writes a 256-byte pooled stash s (2 slots)
+/// from param w, function C reads it into output y (y += s). Actions in
+/// `order` ("P0 P1 C0 C1": both slots live at once).
+fb::ExecutableT stashSteps(const std::vector<std::pair<uint32_t, uint32_t>>
+                               &actions /* function, microbatch */) {
+  ExecutableBuilder b;
+  uint32_t w = b.param("w", fb::DType::F32, {64});
+  uint32_t y = b.buffer(fb::DType::F32, {64});
+  uint32_t s = b.buffer(fb::DType::F32, {64});
+  b.kernel(Op::Zeros, {}, {y});                  // function 0: start
+  b.kernel(Op::Gelu, {w}, {s}, {}, {}, 0);       // function 1: P
+  b.kernel(Op::Add, {y, s}, {y});                // function 2: C
+  b.output("y", y);
+  fb::ExecutableT exe = b.finish();
+  // y at 256 after w, s's slots at 512 and 768.
+  exe.buffers[s]->offset = 512;
+  exe.buffers[s]->pool = 0;
+  auto pool = std::make_unique<fb::PoolT>();
+  pool->slots = 2;
+  pool->stride = 256;
+  exe.pools.push_back(std::move(pool));
+  exe.arena_bytes = 1024;
+  exe.planned_peak_bytes = 1024;
+  for (uint32_t f = 0; f < 3; ++f) {
+    auto function = std::make_unique<fb::FunctionT>();
+    function->name = f == 0 ? "start" : f == 1 ? "P" : "C";
+    function->first_kernel = f;
+    function->kernel_count = 1;
+    exe.functions.push_back(std::move(function));
+  }
+  exe.stage_actions.push_back(std::make_unique<fb::StageActionsT>());
+  exe.stage_actions[0]->actions.emplace_back(0, 0, 0);
+  for (auto [function, mb] : actions)
+    exe.stage_actions[0]->actions.emplace_back(function, mb, mb % 2);
+  return exe;
+}
+
+TEST(ActionsTest, ThePeakCountsEachSlotWhileItIsLive) {
+  auto peakOf = [](const fb::ExecutableT &exe) -> uint64_t {
+    std::vector<uint8_t> payload = pack(exe);
+    const fb::Executable &root = *fb::GetExecutable(payload.data());
+    Status s = checkExecutable(root);
+    EXPECT_TRUE(s) << s.message();
+    Program program;
+    EXPECT_TRUE(decodeProgram(root, program));
+    return program.peakBytes;
+  };
+  // w and y (256 each) always; the stash's slots while live.
+  EXPECT_EQ(peakOf(stashSteps({{1, 0}, {1, 1}, {2, 0}, {2, 1}})), 1024u);
+  EXPECT_EQ(peakOf(stashSteps({{1, 0}, {2, 0}, {1, 1}, {2, 1}})), 768u);
+  // Three microbatches through two slots: slot 0 again after C0.
+  EXPECT_EQ(peakOf(stashSteps({{1, 0}, {1, 1}, {2, 0}, {1, 2}, {2, 1},
+                               {2, 2}})),
+            1024u);
+  // The runtime measures the same.
+  Runner runner(stashSteps({{1, 0}, {1, 1}, {2, 0}, {2, 1}}));
+  ASSERT_TRUE(runner.step());
+  EXPECT_EQ(runner.interpreter.peakBytes(), 1024u);
+}
+
+TEST(ActionsTest, ASlotReadBeforeItsMicrobatchWroteIt) {
+  // C1 reads slot 1, which no action wrote.
+  expectRefused(stashSteps({{1, 0}, {2, 0}, {2, 1}}),
+                [](fb::ExecutableT &) {},
+                "action 3 (function 2 ('C'), microbatch 1, slot 1): kernel 2 "
+                "(add): rhs (buffer 2, slot 1) is read before any kernel "
+                "writes it");
+  // Microbatch 2 takes slot 0 while microbatch 0 still needs it.
+  expectRefused(stashSteps({{1, 0}, {1, 2}, {2, 0}, {2, 2}}),
+                [](fb::ExecutableT &) {},
+                "stage 0: action 2 (function 1 ('P'), microbatch 2, slot 0): "
+                "slot 0 of pool 0 still holds microbatch 0, whose last action "
+                "is action 3 (function 2 ('C'), microbatch 0, slot 0) (a slot "
+                "is reused only after its microbatch's last action)");
+}
+
+//===----------------------------------------------------------------------===//
+// Inputs pooled by microbatch
+//===----------------------------------------------------------------------===//
+
+/// Input x, i64 [rows, 3] per microbatch in a by_microbatch pool of
+/// `microbatches` slots (dp > 1: rows split over mesh axis "dp"), copied to
+/// output-like buffers by one function run per microbatch.
+fb::ExecutableT pooledInput(int64_t microbatches, int64_t dp, int64_t rows) {
+  ExecutableBuilder b;
+  if (dp > 1) {
+    auto axis = std::make_unique<fb::MeshAxisT>();
+    axis->name = "dp";
+    axis->size = dp;
+    b.exe.mesh.push_back(std::move(axis));
+  }
+  uint32_t x = b.input("x", {rows / dp, 3}, 1000);
+  if (dp > 1) {
+    b.exe.inputs.back()->splits.push_back(std::make_unique<fb::DimSplitT>());
+    b.exe.inputs.back()->splits.back()->axes = {0};
+    b.exe.inputs.back()->splits.push_back(std::make_unique<fb::DimSplitT>());
+  }
+  uint32_t count = b.buffer(fb::DType::I64, {});
+  b.kernel(Op::CountTargets, {x}, {count}, {-100});
+  b.output("count", count);
+  fb::ExecutableT exe = b.finish();
+  exe.buffers[x]->pool = 0;
+  auto pool = std::make_unique<fb::PoolT>();
+  pool->slots = static_cast<uint32_t>(microbatches);
+  pool->stride = (exe.buffers[x]->size + 63) / 64 * 64;
+  pool->by_microbatch = true;
+  exe.buffers[x]->offset = exe.arena_bytes;
+  exe.arena_bytes += pool->stride * pool->slots;
+  exe.planned_peak_bytes = exe.arena_bytes;
+  exe.pools.push_back(std::move(pool));
+  auto function = std::make_unique<fb::FunctionT>();
+  function->first_kernel = 0;
+  function->kernel_count = 1;
+  exe.functions.push_back(std::move(function));
+  exe.stage_actions.push_back(std::make_unique<fb::StageActionsT>());
+  for (uint32_t i = 0; i < microbatches; ++i)
+    exe.stage_actions[0]->actions.emplace_back(0, i, 0);
+  return exe;
+}
+
+TEST(ActionsTest, SlotIHoldsMicrobatchI) {
+  const int64_t M = 3, rows = 4;
+  // The global tensor the inputs draw: [M * rows, 3].
+  std::vector<int64_t> global(M * rows * 3);
+  uint64_t key = namedStreamKey(7, "x");
+  for (size_t i = 0; i < global.size(); ++i)
+    global[i] = static_cast<int64_t>(uniformBelow(key, i, 1000));
+
+  // One rank: through the interpreter, slot by slot.
+  {
+    fb::ExecutableT exe = pooledInput(M, 1, rows);
+    std::vector<uint8_t> payload = pack(exe);
+    const fb::Executable *root = fb::GetExecutable(payload.data());
+    ASSERT_TRUE(checkExecutable(*root));
+    Interpreter interpreter;
+    ASSERT_TRUE(Interpreter::create(*root, createCpuDevice(), interpreter));
+    const Program &program = interpreter.program();
+    const BindingRef &x = program.inputs[0];
+    EXPECT_EQ(program.globalShapeOf(x), (std::vector<int64_t>{M * rows, 3}));
+    EXPECT_EQ(program.microbatchShapeOf(x), (std::vector<int64_t>{rows, 3}));
+    EXPECT_EQ(program.microbatchesOf(x), 3u);
+    HostInputs inputs;
+    ASSERT_TRUE(syntheticInputs(7, program, inputs));
+    ASSERT_TRUE(inputs.copyTo(interpreter));
+    for (uint32_t slot = 0; slot < M; ++slot) {
+      std::vector<int64_t> got(rows * 3);
+      ASSERT_TRUE(interpreter.readBuffer(x.buffer, got.data(), rows * 3 * 8,
+                                         slot));
+      EXPECT_EQ(got, std::vector<int64_t>(global.begin() + slot * rows * 3,
+                                          global.begin() +
+                                              (slot + 1) * rows * 3))
+          << "slot " << slot;
+    }
+    Status s = interpreter.readBuffer(x.buffer, global.data(), rows * 3 * 8, M);
+    EXPECT_EQ(s.message(), "buffer 0 has no slot 3 (its pool 0 has 3)");
+    s = interpreter.readBuffer(1, global.data(), 8, 1);
+    EXPECT_EQ(s.message(), "buffer 1 has no slot 1 (it is not pooled)");
+    ASSERT_TRUE(interpreter.runStep());
+  }
+
+  // dp = 2: rank r holds rows [r * 2, r * 2 + 2) of each microbatch.
+  fb::ExecutableT exe = pooledInput(M, 2, rows);
+  std::vector<uint8_t> payload = pack(exe);
+  const fb::Executable *root = fb::GetExecutable(payload.data());
+  ASSERT_TRUE(checkExecutable(*root));
+  Program program;
+  ASSERT_TRUE(decodeProgram(*root, program));
+  for (int64_t rank = 0; rank < 2; ++rank) {
+    ASSERT_TRUE(placeProgram(program, rank));
+    EXPECT_EQ(program.globalShapeOf(program.inputs[0]),
+              (std::vector<int64_t>{M * rows, 3}));
+    HostInputs inputs;
+    ASSERT_TRUE(syntheticInputs(7, program, inputs));
+    ASSERT_EQ(inputs.entries.size(), 1u);
+    const HostInputs::Entry &entry = inputs.entries[0];
+    ASSERT_EQ(entry.bytes.size(), M * 2 * 3 * 8u);
+    for (int64_t slot = 0; slot < M; ++slot) {
+      std::vector<int64_t> got(2 * 3);
+      std::memcpy(got.data(), entry.bytes.data() + slot * 2 * 3 * 8, 2 * 3 * 8);
+      auto first = global.begin() + (slot * rows + rank * 2) * 3;
+      EXPECT_EQ(got, std::vector<int64_t>(first, first + 2 * 3))
+          << "rank " << rank << " slot " << slot;
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// The loader's refusals
+//===----------------------------------------------------------------------===//
+
+fb::ExecutableT model() { return actionModel(ActionModelOptions()); }
+
+uint32_t pooledBuffer(const fb::ExecutableT &exe, bool byMicrobatch) {
+  for (uint32_t b = 0; b < exe.buffers.size(); ++b)
+    if (exe.buffers[b]->pool >= 0 &&
+        exe.pools[exe.buffers[b]->pool]->by_microbatch == byMicrobatch)
+      return b;
+  ADD_FAILURE() << "no pooled buffer";
+  return 0;
+}
+
+TEST(ActionsLoaderTest, ActionsFunctionsAndPoolsComeTogether) {
+  ASSERT_TRUE(check(model())) << check(model()).message();
+  expectRefused(model(),
+                [](fb::ExecutableT &e) { e.stage_actions.clear(); },
+                "but no stage_actions to run them");
+  expectRefused(model(),
+                [](fb::ExecutableT &e) {
+                  e.stage_actions.clear();
+                  e.functions.clear();
+                },
+                "the executable has 3 pools but no stage_actions (only "
+                "actions address pool slots)");
+  expectRefused(model(),
+                [](fb::ExecutableT &e) {
+                  e.stage_actions.clear();
+                  e.functions.clear();
+                  e.pools.clear();
+                },
+                ": pool 0 but the executable has 0 pools (pools come with "
+                "stage_actions)");
+  expectRefused(model(), [](fb::ExecutableT &e) { e.functions.clear(); },
+                "the executable has stage_actions but no functions");
+  expectRefused(
+      model(),
+      [](fb::ExecutableT &e) {
+        e.stage_actions.push_back(std::make_unique<fb::StageActionsT>());
+      },
+      "stage_actions has 2 entries, expected one per stage: 1 (the "
+      "executable has no \"pp\" mesh axis)");
+  // Two stages, one list.
+  ActionModelOptions two;
+  two.stages = 2;
+  two.microbatches = 4;
+  ASSERT_TRUE(check(actionModel(two))) << check(actionModel(two)).message();
+  expectRefused(actionModel(two),
+                [](fb::ExecutableT &e) { e.stage_actions.pop_back(); },
+                "stage_actions has 1 entry, expected one per stage: 2");
+}
+
+TEST(ActionsLoaderTest, FunctionsCoverTheKernelsOnceEachOnOneStage) {
+  expectRefused(model(),
+                [](fb::ExecutableT &e) { e.functions[1]->kernel_count = 0; },
+                "function 1 ('count.0'): no kernels (kernel_count 0)");
+  expectRefused(
+      model(),
+      [](fb::ExecutableT &e) {
+        e.functions.back()->kernel_count += 1;
+      },
+      "lie outside the executable's ");
+  expectRefused(model(),
+                [](fb::ExecutableT &e) { e.functions[1]->first_kernel -= 1; },
+                "function 0 ('start.0') and function 1 ('count.0') both hold "
+                "kernel ");
+  expectRefused(model(),
+                [](fb::ExecutableT &e) { e.functions[1]->first_kernel += 1; },
+                "function 1 ('count.0') and function 2 ('scale.0') both hold "
+                "kernel ");
+  expectRefused(model(),
+                [](fb::ExecutableT &e) {
+                  e.functions[1]->first_kernel += 1;
+                  e.functions[1]->kernel_count -= 1;
+                },
+                "is in no function (with stage_actions every kernel is in "
+                "one)");
+  ActionModelOptions two;
+  two.stages = 2;
+  expectRefused(
+      actionModel(two),
+      [](fb::ExecutableT &e) {
+        // Give the first function's first kernel to stage 1.
+        e.kernels[e.functions[1]->first_kernel + 1]->stage = 1;
+      },
+      "(a function's kernels are all of one stage)");
+}
+
+TEST(ActionsLoaderTest, ActionsRunFunctionsOfTheirStageWithSlotsTheyHave) {
+  expectRefused(model(),
+                [](fb::ExecutableT &e) {
+                  e.stage_actions[0]->actions[2] = fb::Action(99, 0, 0);
+                },
+                "stage 0: action 2 (function 99, microbatch 0, slot 0): the "
+                "executable has ");
+  ActionModelOptions two;
+  two.stages = 2;
+  expectRefused(
+      actionModel(two),
+      [](fb::ExecutableT &e) {
+        // Stage 1 runs stage 0's first function.
+        e.stage_actions[1]->actions[0] = fb::Action(0, 0, 0);
+      },
+      "stage 1: action 0 (function 0 ('start.0'), microbatch 0, slot 0): the "
+      "function's kernels are on stage 0 (an action runs a function of its "
+      "own stage)");
+  // The stash pool has 2 slots, the inputs' 3 (the microbatches).
+  ActionModel builder{ActionModelOptions()};
+  builder.build();
+  uint32_t f = builder.functionIndex.at("F.0");
+  expectRefused(
+      actionModel(ActionModelOptions()),
+      [&](fb::ExecutableT &e) {
+        for (fb::Action &a : e.stage_actions[0]->actions)
+          if (a.function() == f && a.microbatch() == 1)
+            a = fb::Action(f, 1, 2);
+      },
+      "(function " + std::to_string(f) +
+          " ('F.0'), microbatch 1, slot 2): its kernels address pool 2, whose "
+          "2 slots do not hold slot 2");
+  expectRefused(
+      actionModel(ActionModelOptions()),
+      [&](fb::ExecutableT &e) {
+        for (fb::Action &a : e.stage_actions[0]->actions)
+          if (a.function() == f && a.microbatch() == 2)
+            a = fb::Action(f, 3, 1);
+      },
+      "microbatch 3, slot 1): its kernels address pool 0, whose 3 slots do "
+      "not hold microbatch 3 (a by_microbatch pool: the slot is the "
+      "microbatch)");
+}
+
+TEST(ActionsLoaderTest, PoolsAndPooledBuffers) {
+  expectRefused(model(), [](fb::ExecutableT &e) { e.pools[1]->slots = 0; },
+                "pool 1: 0 slots (a pool has at least one)");
+  expectRefused(model(), [](fb::ExecutableT &e) { e.pools[2]->stride += 32; },
+                "pool 2: stride ");
+  expectRefused(model(),
+                [](fb::ExecutableT &e) {
+                  e.buffers[pooledBuffer(e, false)]->pool = 7;
+                },
+                ": pool 7 but the executable has 3 pools");
+  expectRefused(model(),
+                [](fb::ExecutableT &e) {
+                  e.buffers[pooledBuffer(e, false)]->pool = -2;
+                },
+                ": pool -2 but the executable has 3 pools");
+  expectRefused(model(),
+                [](fb::ExecutableT &e) {
+                  uint32_t b = pooledBuffer(e, false);
+                  e.pools[e.buffers[b]->pool]->stride = 64;
+                },
+                ", more than the stride 64 of its pool 2 (its slots would "
+                "overlap)");
+  expectRefused(model(),
+                [](fb::ExecutableT &e) {
+                  e.pools[2]->slots = 3;
+                },
+                "slot 2 of pool 2 (stride ");
+  expectRefused(model(),
+                [](fb::ExecutableT &e) {
+                  e.buffers[e.params[0]->buffer]->pool = 2;
+                },
+                "param 0 ('e.weight'): buffer ");
+  expectRefused(model(),
+                [](fb::ExecutableT &e) { e.buffers[e.state[1]->buffer]->pool = 2; },
+                "is pooled (pool 2); params, state, outputs and grads are not");
+  expectRefused(model(),
+                [](fb::ExecutableT &e) {
+                  e.buffers[e.outputs[0]->buffer]->pool = 2;
+                },
+                "output 0 ('loss'): buffer ");
+  expectRefused(model(),
+                [](fb::ExecutableT &e) {
+                  e.buffers[e.grads[0]->buffer]->pool = 2;
+                },
+                "grad 0 ('e.weight'): buffer ");
+  expectRefused(model(),
+                [](fb::ExecutableT &e) { e.pools[0]->by_microbatch = false; },
+                "input 1 ('input_ids'): buffer ");
+  expectRefused(model(),
+                [](fb::ExecutableT &e) { e.pools[0]->by_microbatch = false; },
+                "which is not by_microbatch (an input's slots are the "
+                "microbatches of the batch)");
+  expectRefused(model(),
+                [](fb::ExecutableT &e) {
+                  e.buffers[e.inputs[0]->buffer]->pool = 0;
+                },
+                "is in pool 0, but the runtime writes it itself, once");
+  expectRefused(model(),
+                [](fb::ExecutableT &e) {
+                  e.buffers[e.inputs[0]->buffer]->pool = 0;
+                },
+                "input 0 ('step'): buffer ");
+}
+
+/// The kernel of `exe` with opcode `op` (the `nth`), and its buffers.
+const fb::KernelT &kernelOf(const fb::ExecutableT &exe, Op op, int nth = 0) {
+  for (const auto &kernel : exe.kernels)
+    if (kernel->op == op && nth-- == 0)
+      return *kernel;
+  ADD_FAILURE() << "no kernel " << opCodeName(op);
+  return *exe.kernels[0];
+}
+
+TEST(ActionsLoaderTest, TheLifetimesAndThePlanHoldOverTheRuns) {
+  ActionModel builder{ActionModelOptions()};
+  builder.build();
+  uint32_t f = builder.functionIndex.at("F.0");
+  uint32_t b = builder.functionIndex.at("B.0");
+  // B of microbatch 1 before its F.
+  expectRefused(
+      model(),
+      [&](fb::ExecutableT &e) {
+        auto &list = e.stage_actions[0]->actions;
+        for (size_t i = 0; i < list.size(); ++i)
+          if (list[i].function() == f && list[i].microbatch() == 1) {
+            list[i] = fb::Action(b, 1, 1);
+            list[i + 2] = fb::Action(f, 1, 1);
+            break;
+          }
+      },
+      "action 6 (function " + std::to_string(b) +
+          " ('B.0'), microbatch 1, slot 1): kernel ");
+  expectRefused(
+      model(),
+      [&](fb::ExecutableT &e) {
+        auto &list = e.stage_actions[0]->actions;
+        for (size_t i = 0; i < list.size(); ++i)
+          if (list[i].function() == f && list[i].microbatch() == 1) {
+            list[i] = fb::Action(b, 1, 1);
+            list[i + 2] = fb::Action(f, 1, 1);
+            break;
+          }
+      },
+      "(cross_entropy_grad): logits (buffer ");
+  // A stash slot taken while its microbatch is live: F2 in slot 1, where
+  // F1's stash waits for B1.
+  expectRefused(
+      model(),
+      [&](fb::ExecutableT &e) {
+        for (fb::Action &a : e.stage_actions[0]->actions)
+          if (a.microbatch() == 2 && (a.function() == f || a.function() == b))
+            a = fb::Action(a.function(), 2, 1);
+      },
+      "slot 1 of pool 2 still holds microbatch 1, whose last action is "
+      "action 9 (function " +
+          std::to_string(b) + " ('B.0'), microbatch 1, slot 1)");
+  // Two pooled buffers over the same bytes, both live at once.
+  expectRefused(
+      model(),
+      [&](fb::ExecutableT &e) {
+        uint32_t mask = kernelOf(e, Op::DropoutMask).results[0];
+        uint32_t logits = kernelOf(e, Op::CrossEntropy).operands[0];
+        e.buffers[logits]->offset = e.buffers[mask]->offset;
+      },
+      " slot 0 (bytes [");
+  expectRefused(
+      model(),
+      [&](fb::ExecutableT &e) {
+        uint32_t mask = kernelOf(e, Op::DropoutMask).results[0];
+        uint32_t logits = kernelOf(e, Op::CrossEntropy).operands[0];
+        e.buffers[logits]->offset = e.buffers[mask]->offset;
+      },
+      "share arena bytes while both are live at action 5 (function " +
+          std::to_string(f) + " ('F.0'), microbatch 0, slot 0): kernel ");
+  // A kernel's result over its pooled operand's slot 1: refused at the
+  // run of slot 1.
+  expectRefused(
+      model(),
+      [&](fb::ExecutableT &e) {
+        const fb::KernelT &ce = kernelOf(e, Op::CrossEntropy);
+        uint32_t logits = ce.operands[0], sum = ce.results[0];
+        e.buffers[sum]->offset =
+            e.buffers[logits]->offset +
+            e.pools[e.buffers[logits]->pool]->stride;
+      },
+      "microbatch 1, slot 1): kernel ");
+  expectRefused(
+      model(),
+      [&](fb::ExecutableT &e) {
+        const fb::KernelT &ce = kernelOf(e, Op::CrossEntropy);
+        uint32_t logits = ce.operands[0], sum = ce.results[0];
+        e.buffers[sum]->offset =
+            e.buffers[logits]->offset +
+            e.pools[e.buffers[logits]->pool]->stride;
+      },
+      "(cross_entropy): loss_sum (buffer ");
+}
+
+TEST(ActionsLoaderTest, TheDropoutStreamOfAMicrobatchFitsInt64) {
+  expectRefused(model(),
+                [&](fb::ExecutableT &e) {
+                  for (const auto &kernel : e.kernels)
+                    if (kernel->op == Op::DropoutMask)
+                      kernel->int_attrs[1] = INT64_MAX - 10;
+                },
+                "(dropout_mask): its dropout stream for microbatch 1 starts "
+                "at 9223372036854775797 + 1 x 24, past 2^63 - 1");
+}
+
+//===----------------------------------------------------------------------===//
+// The kernels actions need: zeros, add on i64
+//===----------------------------------------------------------------------===//
+
+TEST(ActionsTest, ZerosAndCountsAddedInPlace) {
+  ExecutableBuilder b;
+  uint32_t labels = b.input("labels", {2, 3}, 8);
+  uint32_t total = b.buffer(fb::DType::I64, {});
+  uint32_t c = b.buffer(fb::DType::I64, {});
+  uint32_t z = b.buffer(fb::DType::BF16, {5});
+  b.kernel(Op::Zeros, {}, {total});
+  b.kernel(Op::CountTargets, {labels}, {c}, {-100});
+  b.kernel(Op::Add, {total, c}, {total});
+  b.kernel(Op::Add, {total, c}, {total});
+  b.kernel(Op::Zeros, {}, {z});
+  b.output("total", total);
+  b.output("z", z);
+  fb::ExecutableT exe = b.finish();
+  std::vector<uint8_t> payload = pack(exe);
+  const fb::Executable *root = fb::GetExecutable(payload.data());
+  ASSERT_TRUE(checkExecutable(*root)) << checkExecutable(*root).message();
+  Interpreter interpreter;
+  ASSERT_TRUE(Interpreter::create(*root, createCpuDevice(), interpreter));
+  int64_t values[6] = {1, -100, 3, 4, -100, 6};
+  ASSERT_TRUE(interpreter.writeBuffer(labels, values, sizeof(values)));
+  // The arena holds something else at first.
+  std::vector<uint8_t> junk(10, 0xff);
+  ASSERT_TRUE(interpreter.writeBuffer(z, junk.data(), junk.size()));
+  ASSERT_TRUE(interpreter.runStep());
+  int64_t got = 0;
+  ASSERT_TRUE(interpreter.readBuffer(total, &got, 8));
+  EXPECT_EQ(got, 8);
+  ASSERT_TRUE(interpreter.readBuffer(z, junk.data(), junk.size()));
+  EXPECT_EQ(junk, std::vector<uint8_t>(10, 0));
+
+  // i64 add wants all three i64; zeros takes no attributes.
+  fb::ExecutableT mixed = exe;
+  mixed.kernels[2]->operands[1] = z;
+  Status s = check(mixed);
+  EXPECT_NE(s.message().find("kernel 2 (add): rhs is bf16, expected i64"),
+            std::string::npos)
+      << s.message();
+  fb::ExecutableT attrs = exe;
+  attrs.kernels[0]->int_attrs = {1};
+  s = check(attrs);
+  EXPECT_NE(s.message().find("kernel 0 (zeros): has 1 int_attrs, expected 0"),
+            std::string::npos)
+      << s.message();
+}
+
+} // namespace
