@@ -69,7 +69,8 @@
 // absent, which reads as []).
 // CHECK: "offset": 960,
 // CHECK-NEXT: "size": 4,
-// CHECK-NEXT: "dtype": "F32"
+// CHECK-NEXT: "dtype": "F32",
+// CHECK-NEXT: "pool": -1
 // CHECK-NEXT: },
 // CHECK: "offset": 1024,
 // CHECK-NEXT: "size": 8,
