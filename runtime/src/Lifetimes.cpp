@@ -3,9 +3,11 @@
 // The buffer lifetimes follow from the order of the step's kernel runs: the
 // stage's kernels in file order, or with stage_actions its actions' kernels
 // one action after the other. A pooled buffer has one instance per slot,
-// each with its own lifetime and bytes. The lifetimes give the measured
-// peak and check the plan's offsets: two instances live at the same time
-// must not share a byte of the arena.
+// each with its own lifetime and bytes. With actions an instance may be
+// live several times (LiveInterval: a function run once per microbatch
+// reuses its temporaries). The intervals give the measured peak and check
+// the plan's offsets: two instances live at the same time must not share a
+// byte of the arena.
 //
 //===----------------------------------------------------------------------===//
 
@@ -65,16 +67,23 @@ Status checkStream(const KernelCall &call, uint32_t microbatch) {
 /// state are written only by the in-place updates of the optimizer. Times
 /// are run indices (positions in program.calls without actions): the
 /// params, state and inputs live from load are those the stage owns, the
-/// outputs and grads live to the end too; a buffer is at most one param,
-/// state or input whatever the stages.
+/// outputs and grads live to the end too (their last interval); a buffer is
+/// at most one param, state or input whatever the stages. With actions an
+/// instance has an interval per action that writes it before reading it
+/// (LiveInterval); without actions exactly one, today's lifetime.
 Status tpcrt::computeLifetimes(Program &program) {
   size_t numBuffers = program.buffers.size();
   auto end = static_cast<int64_t>(program.numRuns);
   enum class Role { None, Param, Input, State };
   std::vector<Role> roles(numBuffers, Role::None);
   std::vector<std::string> owners(numBuffers);
-  std::vector<Lifetime> &lives = program.instanceLifetimes;
-  lives.assign(program.numInstances, Lifetime{INT64_MAX, -1});
+  // Each instance's current interval (INT64_MAX: never written yet), the
+  // action that last touched it and whether it persists (one interval).
+  std::vector<Lifetime> lives(program.numInstances, Lifetime{INT64_MAX, -1});
+  std::vector<uint32_t> touchedBy(program.numInstances, UINT32_MAX);
+  std::vector<bool> persists(program.numInstances, false);
+  // The intervals that a later action's write closed.
+  std::vector<LiveInterval> closed;
   const std::vector<uint32_t> &base = program.instanceBase;
 
   auto claim = [&](uint32_t buffer, Role role, const std::string &owner) {
@@ -85,8 +94,10 @@ Status tpcrt::computeLifetimes(Program &program) {
     owners[buffer] = owner;
     if (program.ownsBuffer(buffer))
       for (uint32_t s = 0, n = slotsOf(program, program.buffers[buffer]); s < n;
-           ++s)
+           ++s) {
         lives[base[buffer] + s] = {Lifetime::kLoad, end};
+        persists[base[buffer] + s] = true;
+      }
     return Status::ok();
   };
   for (size_t i = 0; i < program.params.size(); ++i) {
@@ -131,13 +142,15 @@ Status tpcrt::computeLifetimes(Program &program) {
       for (size_t j = 0; j < call.operands.size(); ++j) {
         const TensorRef &operand = call.operands[j];
         uint32_t instanceSlot = operand.slotOf(mb, slot);
-        Lifetime &life = lives[base[operand.buffer] + instanceSlot];
+        uint32_t instance = base[operand.buffer] + instanceSlot;
+        Lifetime &life = lives[instance];
         if (life.first >= t)
           return Status::error(runText(program, a, call) + ": " +
                                operandRole(call.op, j) + " (" +
                                bufferText(operand, instanceSlot) +
                                ") is read before any kernel writes it");
         life.last = std::max(life.last, t);
+        touchedBy[instance] = static_cast<uint32_t>(a);
       }
       for (size_t j = 0; j < call.results.size(); ++j) {
         const TensorRef &result = call.results[j];
@@ -151,9 +164,19 @@ Status tpcrt::computeLifetimes(Program &program) {
               ", which " +
               (role == Role::Input ? "kernels only read"
                                    : "only the optimizer updates in place"));
-        Lifetime &life = lives[base[buffer] + result.slotOf(mb, slot)];
+        uint32_t instance = base[buffer] + result.slotOf(mb, slot);
+        Lifetime &life = lives[instance];
+        // A write by an action that has not touched the instance yet (not
+        // an operand of this kernel either) starts a new interval: the
+        // value of an earlier action is dead from here on.
+        if (life.first != INT64_MAX && touchedBy[instance] != a &&
+            !persists[instance]) {
+          closed.push_back({instance, life});
+          life = Lifetime{INT64_MAX, -1};
+        }
         life.first = std::min(life.first, t);
         life.last = std::max(life.last, t);
+        touchedBy[instance] = static_cast<uint32_t>(a);
       }
     }
   }
@@ -175,15 +198,37 @@ Status tpcrt::computeLifetimes(Program &program) {
     return s;
   if (Status s = toEnd(program.grads, "grad"); !s)
     return s;
-  for (Lifetime &life : lives)
-    if (life.first == INT64_MAX)
-      life = Lifetime{0, -1};
+  // Each instance's intervals in time order: the closed ones (already in
+  // that order per instance), then the current one.
+  std::vector<LiveInterval> &intervals = program.instanceIntervals;
+  intervals.clear();
+  intervals.reserve(closed.size() + lives.size());
+  std::stable_sort(closed.begin(), closed.end(),
+                   [](const LiveInterval &x, const LiveInterval &y) {
+                     return x.instance < y.instance;
+                   });
+  std::vector<Lifetime> &spans = program.instanceLifetimes;
+  spans.assign(program.numInstances, Lifetime{0, -1});
+  size_t next = 0;
+  for (uint32_t i = 0; i < program.numInstances; ++i) {
+    for (; next < closed.size() && closed[next].instance == i; ++next)
+      intervals.push_back(closed[next]);
+    if (lives[i].first != INT64_MAX)
+      intervals.push_back({i, lives[i]});
+  }
+  for (const LiveInterval &interval : intervals) {
+    Lifetime &span = spans[interval.instance];
+    if (!span.live())
+      span = interval.life;
+    span.last = std::max(span.last, interval.life.last);
+  }
+  const std::vector<Lifetime> &lifeOf = spans;
   // A buffer's lifetime: the span of its instances'.
   program.lifetimes.assign(numBuffers, Lifetime{0, -1});
   for (uint32_t b = 0; b < numBuffers; ++b) {
     Lifetime &span = program.lifetimes[b];
     for (uint32_t s = 0, n = slotsOf(program, program.buffers[b]); s < n; ++s) {
-      const Lifetime &life = lives[base[b] + s];
+      const Lifetime &life = lifeOf[base[b] + s];
       if (!life.live())
         continue;
       if (!span.live())
@@ -196,7 +241,8 @@ Status tpcrt::computeLifetimes(Program &program) {
 }
 
 /// Sweeps the runs in order with the set of live instances sorted by
-/// offset: an instance becoming live must not overlap its neighbours there.
+/// offset: an instance whose interval starts must not overlap its
+/// neighbours there.
 /// An instance read for the last time by run t leaves the set before run
 /// t's results enter it (checkAliasing already decided which results may
 /// reuse an operand's bytes). The same sweep measures the peak.
@@ -224,14 +270,17 @@ Status tpcrt::checkPlanAndMeasurePeak(Program &program) {
            " (bytes " + rangeText(at) + ")";
   };
 
+  // The live intervals starting and ending at each time (indices into
+  // instanceIntervals); an instance's intervals are disjoint in time.
+  const std::vector<LiveInterval> &intervals = program.instanceIntervals;
   size_t numTimes = program.numRuns + 2;
-  std::vector<std::vector<uint32_t>> starts(numTimes), ends(numTimes);
-  for (uint32_t i = 0; i < numInstances; ++i) {
-    const Lifetime &life = program.instanceLifetimes[i];
+  std::vector<std::vector<size_t>> starts(numTimes), ends(numTimes);
+  for (size_t v = 0; v < intervals.size(); ++v) {
+    const Lifetime &life = intervals[v].life;
     if (!life.live())
       continue;
-    starts[life.first + 1].push_back(i);
-    ends[life.last + 1].push_back(i);
+    starts[life.first + 1].push_back(v);
+    ends[life.last + 1].push_back(v);
   }
   std::map<uint64_t, uint32_t> live; // offset -> instance, non-empty only
   auto release = [&](uint32_t i) {
@@ -255,10 +304,11 @@ Status tpcrt::checkPlanAndMeasurePeak(Program &program) {
     return std::string("at the end");
   };
   for (size_t time = 0; time < numTimes; ++time) {
-    for (uint32_t i : ends[time])
-      if (program.instanceLifetimes[i].first + 1 < static_cast<int64_t>(time))
-        release(i);
-    for (uint32_t i : starts[time]) {
+    for (size_t v : ends[time])
+      if (intervals[v].life.first + 1 < static_cast<int64_t>(time))
+        release(intervals[v].instance);
+    for (size_t v : starts[time]) {
+      uint32_t i = intervals[v].instance;
       uint64_t offset = offsetOf(i), bytes = bytesOf(i);
       liveBytes += bytes;
       if (bytes == 0)
@@ -280,9 +330,10 @@ Status tpcrt::checkPlanAndMeasurePeak(Program &program) {
       live.emplace(offset, i);
     }
     peak = std::max(peak, liveBytes);
-    for (uint32_t i : ends[time]) {
+    for (size_t v : ends[time]) {
+      uint32_t i = intervals[v].instance;
       liveBytes -= bytesOf(i);
-      if (program.instanceLifetimes[i].first + 1 == static_cast<int64_t>(time))
+      if (intervals[v].life.first + 1 == static_cast<int64_t>(time))
         release(i);
     }
   }

@@ -168,14 +168,15 @@ std::string actionText(const Program &program, size_t index,
 /// a "pp" axis: any transfer is refused.
 Status checkTransfers(Program &program);
 
-/// Fills program.lifetimes and instanceLifetimes from the runs of the step
+/// Fills program.lifetimes, instanceLifetimes and instanceIntervals (an
+/// instance live once per action writing it anew) from the runs of the step
 /// (the selected stage's actions over its calls), checking that every read
 /// follows a write, who may write params, state and inputs, a pooled
 /// kernel's aliasing at each run's slots and that a run's dropout stream
 /// (first_index + microbatch * N) fits int64.
 Status computeLifetimes(Program &program);
 
-/// Checks the plan's offsets against the lifetimes (no two live buffer
+/// Checks the plan's offsets against the live intervals (no two live buffer
 /// instances share arena bytes) and sets program.peakBytes.
 Status checkPlanAndMeasurePeak(Program &program);
 

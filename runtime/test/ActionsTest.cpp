@@ -24,6 +24,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <tuple>
 
 using namespace tpcrt;
 using namespace tpcrt::test;
@@ -351,6 +352,179 @@ TEST(ActionsTest, ASlotReadBeforeItsMicrobatchWroteIt) {
                 "slot 0 of pool 0 still holds microbatch 0, whose last action "
                 "is action 3 (function 2 ('C'), microbatch 0, slot 0) (a slot "
                 "is reused only after its microbatch's last action)");
+}
+
+//===----------------------------------------------------------------------===//
+// Temporaries live once per run
+//===----------------------------------------------------------------------===//
+
+/// A step of `microbatches` runs of a function "microbatch" that adds a
+/// dropped-out gelu(w) to the accumulator y, which a prologue zeroes:
+///
+///   0: zeros -> y                                   (prologue)
+///   1: gelu(w) -> h                                 (microbatch)
+///   2: dropout(h) -> d          (stream 1, rate 0.5)
+///   3: dropout_mask -> m        (stream 2, rate 0.25)
+///   4: apply_mask(d, m) -> g
+///   5: add(y, g) -> y
+///
+/// h is dead after kernel 2 of each run, so the plan gives m (64 bytes) h's
+/// bytes, as rt-plan-memory does planning one run of each function in file
+/// order. Unrolled (`actions` false): the microbatch's kernels once per
+/// microbatch, each copy with buffers of its own and the dropout kernels'
+/// first index i * 64.
+fb::ExecutableT reusedTemporaries(int64_t microbatches, bool actions) {
+  ExecutableBuilder b;
+  uint32_t w = b.param("w", fb::DType::F32, {64});
+  uint32_t y = b.buffer(fb::DType::F32, {64});
+  b.kernel(Op::Zeros, {}, {y});
+  uint32_t h = 0, m = 0;
+  for (int64_t i = 0; i < (actions ? 1 : microbatches); ++i) {
+    h = b.buffer(fb::DType::F32, {64});
+    uint32_t d = b.buffer(fb::DType::F32, {64});
+    m = b.buffer(fb::DType::U8, {64});
+    uint32_t g = b.buffer(fb::DType::F32, {64});
+    b.kernel(Op::Gelu, {w}, {h});
+    b.kernel(Op::Dropout, {h}, {d}, {1, i * 64}, {0.5});
+    b.kernel(Op::DropoutMask, {}, {m}, {2, i * 64}, {0.25});
+    b.kernel(Op::ApplyMask, {d, m}, {g}, {}, {0.25});
+    b.kernel(Op::Add, {y, g}, {y});
+  }
+  b.output("y", y);
+  fb::ExecutableT exe = b.finish();
+  if (!actions)
+    return exe;
+  // w 0, y 256, h 512, d 768, m 1024, g 1088: m over h.
+  exe.buffers[m]->offset = exe.buffers[h]->offset;
+  // w and y, then at kernel 4 d, m and g: 256 + 256 + 256 + 64 + 256.
+  exe.planned_peak_bytes = 1088;
+  for (auto [name, first, count] :
+       {std::make_tuple("prologue", 0u, 1u),
+        std::make_tuple("microbatch", 1u, 5u)}) {
+    auto function = std::make_unique<fb::FunctionT>();
+    function->name = name;
+    function->first_kernel = first;
+    function->kernel_count = count;
+    exe.functions.push_back(std::move(function));
+  }
+  exe.stage_actions.push_back(std::make_unique<fb::StageActionsT>());
+  exe.stage_actions[0]->actions.emplace_back(0, 0, 0);
+  for (int64_t i = 0; i < microbatches; ++i)
+    exe.stage_actions[0]->actions.emplace_back(1, static_cast<uint32_t>(i),
+                                               0);
+  return exe;
+}
+
+TEST(ActionsTest, ATemporaryIsLiveOncePerRun) {
+  fb::ExecutableT exe = reusedTemporaries(4, true);
+  ASSERT_TRUE(check(exe)) << check(exe).message();
+  Runner actions(exe), unrolled(reusedTemporaries(4, false));
+  const Program &program = actions.program();
+  // h (buffer 2): one interval per run, [1, 2] of each run (5 kernels).
+  std::vector<std::pair<int64_t, int64_t>> h, y, w;
+  for (const LiveInterval &interval : program.instanceIntervals) {
+    auto span = std::make_pair(interval.life.first, interval.life.last);
+    if (interval.instance == program.instanceBase[2])
+      h.push_back(span);
+    if (interval.instance == program.instanceBase[1])
+      y.push_back(span);
+    if (interval.instance == program.instanceBase[0])
+      w.push_back(span);
+  }
+  EXPECT_EQ(h, (std::vector<std::pair<int64_t, int64_t>>{
+                   {1, 2}, {6, 7}, {11, 12}, {16, 17}}));
+  // The accumulator (zeroed, then added to in place, an output) and the
+  // param: one interval each.
+  EXPECT_EQ(y, (std::vector<std::pair<int64_t, int64_t>>{{0, 21}}));
+  EXPECT_EQ(w, (std::vector<std::pair<int64_t, int64_t>>{
+                   {Lifetime::kLoad, 21}}));
+  EXPECT_EQ(program.instanceLifetimes[program.instanceBase[2]].first, 1);
+  EXPECT_EQ(program.instanceLifetimes[program.instanceBase[2]].last, 17);
+  // The replay's peak is the plan's (one run of each function).
+  EXPECT_EQ(program.peakBytes, 1088u);
+  EXPECT_EQ(program.plannedPeakBytes, 1088u);
+  for (int step = 1; step <= 2; ++step) {
+    ASSERT_TRUE(actions.step());
+    ASSERT_TRUE(unrolled.step());
+    std::vector<uint8_t> got = actions.bytes(1), want = unrolled.bytes(1);
+    EXPECT_EQ(got, want) << "step " << step << ": " << difference(got, want);
+  }
+  EXPECT_EQ(actions.interpreter.peakBytes(), 1088u);
+  // The microbatches' streams differ: y is not 4 times one run's.
+  ASSERT_TRUE(actions.step());
+  Runner one(reusedTemporaries(1, true));
+  ASSERT_TRUE(one.step());
+  std::vector<uint8_t> sum = actions.bytes(1), first = one.bytes(1);
+  float a, b;
+  bool same = true;
+  for (size_t i = 0; i + 4 <= sum.size(); i += 4) {
+    std::memcpy(&a, &sum[i], 4);
+    std::memcpy(&b, &first[i], 4);
+    same = same && a == 4 * b;
+  }
+  EXPECT_FALSE(same);
+}
+
+TEST(ActionsLoaderTest, TemporariesLiveAtOnceWithinARunShareNoBytes) {
+  // m over d, which kernel 4 reads with it.
+  expectRefused(reusedTemporaries(4, true),
+                [](fb::ExecutableT &e) { e.buffers[4]->offset = 768; },
+                "buffers 3 (bytes [768, +256)) and 4 (bytes [768, +64)) share "
+                "arena bytes while both are live at action 1 (function 1 "
+                "('microbatch'), microbatch 0, slot 0): kernel 3 "
+                "(dropout_mask)");
+  // A value the prologue writes and every run reads is live from the
+  // prologue to the last run's read, between the runs too: a temporary of
+  // the function after the read may not take its bytes (the plan must keep
+  // it live to the end of the function).
+  expectRefused(
+      reusedTemporaries(4, true),
+      [](fb::ExecutableT &e) {
+        // p = gelu(w) in the prologue; the microbatch's gelu reads p.
+        e.buffers.push_back(makeBuffer(1344, fb::DType::F32, {64}));
+        e.arena_bytes = 1600;
+        e.planned_peak_bytes = 1600;
+        e.kernels.insert(e.kernels.begin() + 1, makeKernel(Op::Gelu, {0}, {6}));
+        e.kernels[2]->operands = {6};
+        e.functions[0]->kernel_count = 2;
+        e.functions[1]->first_kernel = 2;
+        // g over p: p is dead after kernel 2 in file order, but run 1
+        // reads it again.
+        e.buffers[5]->offset = 1344;
+      },
+      "buffers 6 (bytes [1344, +256)) and 5 (bytes [1344, +256)) share "
+      "arena bytes while both are live at action 1 (function 1 "
+      "('microbatch'), microbatch 0, slot 0): kernel 5 (apply_mask)");
+}
+
+TEST(ActionsLoaderTest, WithoutActionsABufferHasOneLifetime) {
+  // Without actions a buffer written twice is one lifetime, from its first
+  // write to its last read, as before (and as rt-plan-memory plans it): t
+  // written by kernel 0, read by 1, written again by 2, read by 3; u
+  // (written by 1, read by 2) may not take t's bytes.
+  ExecutableBuilder b;
+  uint32_t w = b.param("w", fb::DType::F32, {64});
+  uint32_t t = b.buffer(fb::DType::F32, {64});
+  uint32_t u = b.buffer(fb::DType::F32, {64});
+  uint32_t v = b.buffer(fb::DType::F32, {64});
+  b.kernel(Op::Gelu, {w}, {t});
+  b.kernel(Op::Gelu, {t}, {u});
+  b.kernel(Op::Gelu, {u}, {t});
+  b.kernel(Op::Gelu, {t}, {v});
+  b.output("v", v);
+  fb::ExecutableT exe = b.finish();
+  std::vector<uint8_t> payload = pack(exe);
+  Program program;
+  ASSERT_TRUE(decodeProgram(*fb::GetExecutable(payload.data()), program));
+  ASSERT_EQ(program.instanceIntervals.size(), 4u);
+  EXPECT_EQ(program.instanceIntervals[1].instance, t);
+  EXPECT_EQ(program.instanceIntervals[1].life.first, 0);
+  EXPECT_EQ(program.instanceIntervals[1].life.last, 3);
+  // w, t, u at kernel 1 and 2; w, t, v at kernel 3 (v to the end).
+  EXPECT_EQ(program.peakBytes, 768u);
+  expectRefused(exe, [&](fb::ExecutableT &e) { e.buffers[u]->offset = 256; },
+                "buffers 1 (bytes [256, +256)) and 2 (bytes [256, +256)) "
+                "share arena bytes while both are live at kernel 1 (gelu)");
 }
 
 //===----------------------------------------------------------------------===//

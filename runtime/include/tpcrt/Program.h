@@ -179,14 +179,33 @@ constexpr uint64_t kMaxBufferInstances = uint64_t(1) << 26;
 /// owns. Outputs and grads live from their first write to the end. A buffer
 /// no kernel touches has first > last. An in-place update (adamw_update,
 /// sgd_update) neither starts nor ends a lifetime: the buffer it rewrites is
-/// live already. A pooled buffer has one lifetime per slot (an instance).
-/// These are the lifetimes rt-plan-memory plans with, so the measured peak
-/// and planned_peak_bytes count the same thing.
+/// live already. A pooled buffer has one lifetime per slot (an instance);
+/// with actions an instance's lifetime spans its live intervals
+/// (LiveInterval), which the plan and the peak are checked with. These are
+/// the lifetimes rt-plan-memory plans with, so the measured peak and
+/// planned_peak_bytes count the same thing.
 struct Lifetime {
   static constexpr int64_t kLoad = -1;
   int64_t first = 0;
   int64_t last = -1;
   bool live() const { return first <= last; }
+};
+
+/// One interval during which a buffer instance holds a value (see
+/// Lifetime): with actions an instance may be live several times in a step.
+/// A function run once per microbatch reuses its temporaries: a buffer that
+/// one run writes and reads is dead between runs, and the plan may give its
+/// bytes to another of the function's buffers once it is dead within the
+/// run. A write by an action that has not yet touched the instance starts a
+/// new interval (unless the instance persists: a param, state or input);
+/// any other write or read continues the current one, so within one action
+/// (and without actions, the whole step being one) an instance has one
+/// interval from its first use to its last, as rt-plan-memory plans it. A
+/// read in a later action with no write between continues the interval:
+/// the value is still needed.
+struct LiveInterval {
+  uint32_t instance = 0;
+  Lifetime life;
 };
 
 /// A kernel list that actions run (Executable.functions): the file's
@@ -311,10 +330,16 @@ struct Program {
   std::vector<Lifetime> lifetimes;
   /// The buffers' instances: buffer b's first is instanceBase[b] (a pooled
   /// buffer has one per slot, slot s being instanceBase[b] + s, any other
-  /// buffer one), numInstances in all; their lifetimes over the step.
+  /// buffer one), numInstances in all; each one's lifetime over the step
+  /// (from its first write to its last read; with actions the span of its
+  /// live intervals).
   std::vector<uint32_t> instanceBase;
   uint32_t numInstances = 0;
   std::vector<Lifetime> instanceLifetimes;
+  /// The instances' live intervals (see LiveInterval), by instance, then in
+  /// time order; an instance's lifetime above spans its intervals. Without
+  /// actions one per live instance, its lifetime.
+  std::vector<LiveInterval> instanceIntervals;
   /// The kernels this rank runs, in file order: every kernel of the file,
   /// or on a pipeline its stage's (placeProgram; stage 0's until then).
   std::vector<KernelCall> calls;
@@ -343,7 +368,8 @@ struct Program {
   /// High-water mark of the bytes of the buffers live at once (see Lifetime),
   /// measured from the kernel order alone, not from the plan's offsets; on a
   /// pipeline, over this rank's stage's kernels; with actions over the
-  /// step's kernel runs, a pooled buffer's slots counted while each is live.
+  /// step's kernel runs, each instance (a buffer, a pooled buffer's slot)
+  /// counted while one of its intervals is live.
   uint64_t peakBytes = 0;
 
   /// Whether the stages run action lists (Executable.stage_actions).
