@@ -28,6 +28,11 @@ int64_t CompileOptions::axisSize(StringRef name) const {
   return 1;
 }
 
+bool CompileOptions::microbatchActions() const {
+  return train && mesh.empty() && autodiff.microbatches > 1 &&
+         !unrollMicrobatches;
+}
+
 StringRef CompileOptions::loweredFunction() const {
   return train ? StringRef(kTrainStepName) : StringRef("forward");
 }
@@ -132,7 +137,7 @@ constexpr StringRef kTrainingSettings[] = {
     "optimizer",     "lr",           "beta1",        "beta2",
     "eps",           "weight-decay", "decay-exclude", "momentum",
     "grad-clip",     "lr-schedule",  "warmup-steps", "min-lr",
-    "decay-steps",   "microbatches"};
+    "decay-steps",   "microbatches", "unroll-microbatches"};
 
 LogicalResult SettingsReader::readBool(StringRef name, bool initial,
                                        bool &value) {
@@ -284,7 +289,9 @@ LogicalResult SettingsReader::read(CompileOptions &options, StringRef scope) {
       return fail(prefix + "mesh: " + why);
   }
   if (failed(readBool("sequence-parallel", false, options.sequenceParallel)) ||
-      failed(readBool("vocab-parallel", true, options.vocabParallel)))
+      failed(readBool("vocab-parallel", true, options.vocabParallel)) ||
+      failed(readBool("unroll-microbatches", false,
+                      options.unrollMicrobatches)))
     return failure();
   if (options.sequenceParallel && options.axisSize("tp") <= 1)
     return fail(prefix + "sequence-parallel needs tensor parallelism: a " +

@@ -71,6 +71,9 @@ void mlir::tpc::buildUnrollTrainStep(OpPassManager &pm,
   TpcUnrollTrainStepOptions unroll;
   unroll.keepForward = false;
   unroll.tagMicrobatches = options.axisSize("pp") > 1;
+  // One device, several microbatches: a one-microbatch template that the
+  // executable runs once per microbatch.
+  unroll.firstMicrobatchOnly = options.microbatchActions();
   pm.addPass(createTpcUnrollTrainStep(unroll));
 }
 
@@ -107,6 +110,7 @@ void mlir::tpc::buildLowerToExecutable(OpPassManager &pm,
   TpcLowerToRtOptions lower;
   lower.function = options.loweredFunction().str();
   lower.seed = options.seed;
+  lower.actions = options.microbatchActions();
   pm.addPass(createTpcLowerToRt(lower));
   rt::RtPlanMemoryOptions plan;
   plan.check = true;
@@ -223,8 +227,10 @@ LogicalResult mlir::tpc::runCompileFlow(ModuleOp module,
     if (!step)
       return module.emitError() << "report: no func.func @"
                                 << options.loweredFunction();
+    // A template of actions holds one microbatch of the step.
+    int64_t unrolled = options.microbatchActions() ? 1 : microbatches;
     FailureOr<int64_t> stash =
-        countLayerStashBytes(step, microbatches, /*layer=*/0);
+        countLayerStashBytes(step, unrolled, /*layer=*/0);
     if (failed(stash))
       return failure();
     report->activationBytesPerLayer = *stash;
@@ -232,7 +238,7 @@ LogicalResult mlir::tpc::runCompileFlow(ModuleOp module,
     for (auto [i, figures] : llvm::enumerate(report->stages)) {
       figures.flopsPerMicrobatch =
           (staged ? countStageMatmulFlops(step, i) : countMatmulFlops(step)) /
-          microbatches;
+          unrolled;
       if (!options.mesh.empty() &&
           failed(countCommBytes(
               step, microbatches, figures.commPerMicrobatch,
@@ -269,6 +275,10 @@ struct CompilePipelineOptions
   Switch vocabParallel{
       *this, "vocab-parallel",
       llvm::cl::desc("Split the embedding and LM head over tp (default)")};
+  Switch unrollMicrobatches{
+      *this, "unroll-microbatches",
+      llvm::cl::desc("Unroll the microbatches into one kernel list instead "
+                     "of functions run by actions")};
   Text shardingPass{
       *this, "sharding-pass",
       llvm::cl::desc("The pass that annotates the layouts in place of "
@@ -311,7 +321,8 @@ struct CompilePipelineOptions
   /// The options given, as text by their names.
   CompileSettings given() const {
     CompileSettings settings;
-    for (const Switch *option : {&train, &sequenceParallel, &vocabParallel})
+    for (const Switch *option :
+         {&train, &sequenceParallel, &vocabParallel, &unrollMicrobatches})
       if (option->hasValue())
         settings[option->ArgStr] = option->getValue() ? "true" : "false";
     for (const Text *option :

@@ -65,6 +65,13 @@ static cl::opt<bool> sequenceParallel(
              "sequence shards (all-gather / reduce-scatter instead of "
              "all-reduce)"),
     cl::cat(category));
+static cl::opt<bool> unrollMicrobatches(
+    "unroll-microbatches",
+    cl::desc("With --train and several microbatches on one device: unroll "
+             "them into one kernel list (the executable grows with "
+             "--microbatches) instead of one function per phase that the "
+             "executable's actions run once per microbatch (the default)"),
+    cl::cat(category));
 static cl::list<std::string> passPlugins(
     "load-pass-plugin",
     cl::desc("Load a pass plugin (a shared library exporting "
@@ -206,7 +213,8 @@ static tpc::CompileSettings givenSettings() {
   auto given = [](const cl::Option &flag) {
     return flag.getNumOccurrences() > 0;
   };
-  for (const cl::opt<bool> *flag : {&train, &sequenceParallel, &vocabParallel})
+  for (const cl::opt<bool> *flag :
+       {&train, &sequenceParallel, &vocabParallel, &unrollMicrobatches})
     if (given(*flag))
       settings[flag->ArgStr] = *flag ? "true" : "false";
   for (const cl::opt<std::string> *flag : trainFlags)

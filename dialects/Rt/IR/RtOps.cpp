@@ -385,6 +385,12 @@ LogicalResult InputOp::verify() {
     if (failed(verifySplits(*this, "input '" + getName() + "'", splits,
                             getBuffer().getType().getShape())))
       return failure();
+  if (std::optional<int64_t> count = getMicrobatches())
+    if (*count < 1 || getBuffer().getType().getRank() == 0)
+      return emitOpError("input '")
+             << getName() << "': microbatches must be at least 1 and the "
+             << "buffer not a scalar, not " << *count << " of "
+             << getBuffer().getType();
   return verifyOffset(*this, getOffsetAttr());
 }
 
@@ -544,7 +550,12 @@ LogicalResult KernelChecker::check() {
                        << ", which this kernel updates in place";
       continue;
     }
-    if (llvm::is_contained(op.getInputs(), result))
+    // An accumulator adds into itself: add's result may be its lhs (a sum
+    // over the microbatches of a program of actions).
+    bool accumulates = op.getOpcode() == OpCode::Add && i == 0 &&
+                       result == op.getInputs()[0] &&
+                       op.getInputs()[1] != result;
+    if (llvm::is_contained(op.getInputs(), result) && !accumulates)
       return error() << "result " << i
                      << " is also an operand; kernels do not run in place";
     if (llvm::is_contained(op.getOutputs().take_front(i), result))

@@ -113,6 +113,11 @@ def Rt_InputOp : Rt_Op<"input"> {
     is global, of the buffer's shape times the split sizes: every rank reads
     all of it and keeps its block.
 
+    With `microbatches M` (a program of functions and actions, below) the
+    buffer holds one microbatch and is pooled by microbatch: M slots, slot
+    `i` microbatch `i` of the global tensor (M microbatches along dimension
+    0); a kernel run for microbatch `i` reads slot `i`.
+
     ```mlir
     %ids = rt.input "input_ids" bound 50257 offset 0 : memref<4x32xi64>
     %lbl = rt.input "labels" bound 50257 splits [[dp], []] : memref<2x32xi64>
@@ -121,10 +126,12 @@ def Rt_InputOp : Rt_Op<"input"> {
   let arguments = (ins StrAttr:$name,
                        DefaultValuedAttr<I64Attr, "0">:$value_bound,
                        OptionalAttr<I64Attr>:$offset,
-                       OptionalAttr<Rt_SplitsAttr>:$splits);
+                       OptionalAttr<Rt_SplitsAttr>:$splits,
+                       OptionalAttr<I64Attr>:$microbatches);
   let results = (outs Rt_Buffer:$buffer);
   let assemblyFormat = [{
-    $name (`bound` $value_bound^)? (`splits` $splits^)? (`offset` $offset^)?
+    $name (`bound` $value_bound^)? (`splits` $splits^)?
+      (`microbatches` $microbatches^)? (`offset` $offset^)?
       attr-dict `:` type($buffer)
   }];
   let hasVerifier = 1;

@@ -51,7 +51,11 @@ struct Buffer {
   int64_t offset = 0;
   /// Pipeline programs: the stages whose kernels touch it (bit s).
   uint64_t stages = 0;
+  /// The arena bytes it takes, when more than `bytes` (an input pooled by
+  /// microbatch: a 64-byte-aligned slot per microbatch, `bytes` their sum).
+  int64_t extent = 0;
   bool isLive() const { return first <= last; }
+  int64_t span() const { return extent ? extent : bytes; }
 };
 
 /// The program's buffers in program order and its kernel count.
@@ -79,6 +83,12 @@ FailureOr<Lifetimes> computeLifetimes(ProgramOp program) {
       Value buffer = op.getResult(0);
       index[buffer] = result.buffers.size();
       Buffer info{&op, getBufferBytes(cast<MemRefType>(buffer.getType()))};
+      // An input pooled by microbatch holds every microbatch, a slot each.
+      if (auto input = dyn_cast<InputOp>(op))
+        if (std::optional<int64_t> slots = input.getMicrobatches()) {
+          info.extent = alignUp(info.bytes) * *slots;
+          info.bytes *= *slots;
+        }
       if (!isa<AllocOp>(op))
         info.first = -1;
       result.buffers.push_back(info);
@@ -119,6 +129,26 @@ FailureOr<Lifetimes> computeLifetimes(ProgramOp program) {
     }
   }
   result.numKernels = k;
+  // A program of actions runs some functions once per microbatch: a value
+  // that flows into such a function from before it is read by every run,
+  // so it lives to the function's end (its last file-order read may be in
+  // the first run's middle).
+  if (auto functions = program->getAttrOfType<ArrayAttr>("functions")) {
+    DenseMap<int64_t, int64_t> runs;
+    if (auto actions = program->getAttrOfType<ArrayAttr>("actions"))
+      for (auto action : actions.getAsRange<DenseI64ArrayAttr>())
+        ++runs[action[0]];
+    for (auto [index, function] :
+         llvm::enumerate(functions.getAsRange<DictionaryAttr>())) {
+      if (runs.lookup(index) < 2)
+        continue;
+      int64_t first = function.getAs<IntegerAttr>("first").getInt();
+      int64_t last = first + function.getAs<IntegerAttr>("count").getInt() - 1;
+      for (Buffer &info : result.buffers)
+        if (info.first < first && info.last >= first && info.last < last)
+          info.last = last;
+    }
+  }
   DenseSet<Value> bound;
   for (Operation &op : program.getBody().front()) {
     if (auto output = dyn_cast<OutputOp>(op))
@@ -222,9 +252,9 @@ int64_t assignOffsets(Lifetimes &lifetimes) {
     if (!buffer.isLive() || buffer.bytes == 0) {
       // Nothing else is live while it is, so any offset will do.
       buffer.offset = 0;
-      unusedBytes = std::max(unusedBytes, buffer.bytes);
+      unusedBytes = std::max(unusedBytes, buffer.span());
     } else if (buffer.first < 0) {
-      buffer.offset = arena.allocate(alignUp(buffer.bytes));
+      buffer.offset = arena.allocate(alignUp(buffer.span()));
     } else {
       bornAt[buffer.first].push_back(i);
       if (buffer.last < numKernels)
@@ -234,9 +264,9 @@ int64_t assignOffsets(Lifetimes &lifetimes) {
   for (int64_t k = 0; k < numKernels; ++k) {
     if (k > 0)
       for (size_t i : diedAt[k - 1])
-        arena.release(buffers[i].offset, alignUp(buffers[i].bytes));
+        arena.release(buffers[i].offset, alignUp(buffers[i].span()));
     for (size_t i : bornAt[k])
-      buffers[i].offset = arena.allocate(alignUp(buffers[i].bytes));
+      buffers[i].offset = arena.allocate(alignUp(buffers[i].span()));
   }
   return std::max(arena.getTop(), unusedBytes);
 }
@@ -323,12 +353,12 @@ LogicalResult checkPlan(const Lifetimes &lifetimes, int64_t arenaBytes) {
       died(numKernels + 2);
   for (auto [i, buffer] : llvm::enumerate(buffers)) {
     if (buffer.offset % kAlignment != 0 || buffer.offset < 0 ||
-        buffer.bytes > arenaBytes - buffer.offset)
+        buffer.span() > arenaBytes - buffer.offset)
       return buffer.op->emitError()
              << "rt-plan-memory: buffer at offset " << buffer.offset << " ("
-             << buffer.bytes << " bytes) is misaligned or outside the arena of "
+             << buffer.span() << " bytes) is misaligned or outside the arena of "
              << arenaBytes << " bytes";
-    if (buffer.isLive() && buffer.bytes > 0) {
+    if (buffer.isLive() && buffer.span() > 0) {
       born[buffer.first + 1].push_back(i);
       died[buffer.last + 1].push_back(i);
     }
@@ -342,19 +372,19 @@ LogicalResult checkPlan(const Lifetimes &lifetimes, int64_t arenaBytes) {
       const Buffer &buffer = buffers[i];
       auto next = live.lower_bound(buffer.offset);
       const Buffer *clash = nullptr;
-      if (next != live.end() && next->first < buffer.offset + buffer.bytes)
+      if (next != live.end() && next->first < buffer.offset + buffer.span())
         clash = &buffers[next->second];
       else if (next != live.begin()) {
         const Buffer &prev = buffers[std::prev(next)->second];
-        if (prev.offset + prev.bytes > buffer.offset)
+        if (prev.offset + prev.span() > buffer.offset)
           clash = &prev;
       }
       if (clash) {
         InFlightDiagnostic diag = buffer.op->emitError()
                                   << "rt-plan-memory: bytes [" << buffer.offset
-                                  << ", " << buffer.offset + buffer.bytes
+                                  << ", " << buffer.offset + buffer.span()
                                   << ") overlap bytes [" << clash->offset
-                                  << ", " << clash->offset + clash->bytes
+                                  << ", " << clash->offset + clash->span()
                                   << ") of a buffer live at the same time";
         diag.attachNote(clash->op->getLoc()) << "the other buffer";
         return diag;
@@ -480,7 +510,7 @@ struct PlanMemoryPass : public rt::impl::RtPlanMemoryBase<PlanMemoryPass> {
     int64_t total = 0;
     for (const Buffer &buffer : lifetimes.buffers)
       if (buffer.bytes > std::numeric_limits<int64_t>::max() / 2 ||
-          llvm::AddOverflow(total, alignUp(buffer.bytes), total)) {
+          llvm::AddOverflow(total, alignUp(buffer.span()), total)) {
         buffer.op->emitError("rt-plan-memory: the buffers need more than "
                              "2^63 bytes");
         return signalPassFailure();

@@ -261,7 +261,14 @@ def TpcUnrollTrainStep : Pass<"tpc-unroll-train-step", "ModuleOp"> {
            "Mark every op of an iteration of the microbatch loop with "
            "`tpc.microbatch_index` (its iteration), for a pipeline schedule "
            "(dist-pipeline-stages); ops of different microbatches then stay "
-           "apart (no common subexpressions between them)">
+           "apart (no common subexpressions between them)">,
+    Option<"firstMicrobatchOnly", "first-microbatch-only", "bool",
+           /*default=*/"false",
+           "Keep only the first microbatch's iteration, its ops marked "
+           "(tag-microbatches): a template that tpc-lower-to-rt "
+           "actions=true runs once per microbatch (each value the "
+           "microbatch hands to the rest of the step stands for its sum over "
+           "the microbatches)">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::tensor::TensorDialect"];

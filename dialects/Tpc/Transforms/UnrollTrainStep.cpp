@@ -45,7 +45,7 @@ constexpr llvm::StringLiteral kMicrobatchIndexAttrName =
 
 /// Replaces `loop` by its iterations, in order; with `tag`, marks each
 /// iteration's ops with their microbatch index.
-LogicalResult unrollFully(scf::ForOp loop, bool tag) {
+LogicalResult unrollFully(scf::ForOp loop, bool tag, bool firstOnly) {
   std::optional<int64_t> lower = getConstantIntValue(loop.getLowerBound());
   std::optional<int64_t> upper = getConstantIntValue(loop.getUpperBound());
   std::optional<int64_t> step = getConstantIntValue(loop.getStep());
@@ -56,7 +56,9 @@ LogicalResult unrollFully(scf::ForOp loop, bool tag) {
   Block *body = loop.getBody();
   Type ivType = loop.getInductionVar().getType();
   SmallVector<Value> carried(loop.getInitArgs());
-  for (int64_t iv = *lower; iv < *upper; iv += *step) {
+  // A template keeps one iteration: the first microbatch's.
+  int64_t end = firstOnly ? std::min(*upper, *lower + *step) : *upper;
+  for (int64_t iv = *lower; iv < end; iv += *step) {
     IRMapping mapping;
     mapping.map(loop.getInductionVar(),
                 arith::ConstantOp::create(builder, loop.getLoc(),
@@ -218,7 +220,8 @@ struct UnrollTrainStepPass
         return signalPassFailure();
       }
       for (scf::ForOp loop : loops)
-        if (failed(unrollFully(loop, tagMicrobatches)))
+        if (failed(unrollFully(loop, tagMicrobatches || firstMicrobatchOnly,
+                               firstMicrobatchOnly)))
           return signalPassFailure();
       for (func::CallOp call : calls) {
         inlined.insert(call.getCallee());

@@ -54,6 +54,13 @@ struct CompileOptions {
   bool vocabParallel = true;
   /// The dropout seed of the executable.
   uint64_t seed = 0;
+  /// Unroll the microbatches into one kernel list (the form before the
+  /// executable contract) instead of functions run by actions.
+  bool unrollMicrobatches = false;
+
+  /// Whether the training step compiles to functions run by actions, one
+  /// per microbatch (one device, several microbatches, not unrolled).
+  bool microbatchActions() const;
 
   /// The size of mesh axis `name` (1 if the mesh lacks it).
   int64_t axisSize(StringRef name) const;

@@ -409,8 +409,12 @@ int64_t valueBoundOf(Value input) {
 class Lowering {
 public:
   /// `mesh` is the module's dist.mesh, null for a single-device module.
-  Lowering(func::FuncOp function, dist::MeshOp mesh)
-      : function(function), builder(function), meshOp(mesh) {
+  /// `microbatches` > 0: the function is a one-microbatch template (its
+  /// microbatch's ops marked `tpc.microbatch_index`) lowered as functions
+  /// run by actions for that many microbatches (lowerAsActions).
+  Lowering(func::FuncOp function, dist::MeshOp mesh, int64_t microbatches = 0)
+      : function(function), builder(function), meshOp(mesh),
+        actionMicrobatches(microbatches) {
     if (mesh)
       this->mesh = MeshAttr::get(function.getContext(), mesh.getAxisNames(),
                                  mesh.getAxisSizes());
@@ -421,6 +425,20 @@ public:
   FailureOr<ProgramOp> run();
 
 private:
+  /// See the constructor; 0: one kernel list, run once per step.
+  int64_t actionMicrobatches = 0;
+  /// The functions' kernel ranges and names, in program order.
+  struct FunctionRange {
+    std::string name;
+    int64_t first, count;
+    bool perMicrobatch;
+  };
+  SmallVector<FunctionRange> functions;
+  int64_t kernelCount = 0;
+  /// Lowers the body as the prologue, the per-microbatch target counts,
+  /// their inverse, the microbatch and the epilogue functions.
+  LogicalResult lowerAsActions(ProgramOp program);
+
   /// The pipeline stage of the op being lowered (null: no pipeline), and
   /// its phase and microbatch, copied onto its kernels.
   IntegerAttr stage;
@@ -593,9 +611,26 @@ LogicalResult Lowering::lowerArgument(BlockArgument arg) {
         splits);
     paramLayouts[param.getValue()] = {splits, unpadded};
   } else if (input) {
+    IntegerAttr pooled;
+    // The inputs the microbatches slice (input_ids, labels; not `step`).
+    bool sliced = llvm::any_of(arg.getUsers(), [](Operation *user) {
+      return isa<tensor::ExtractSliceOp>(user);
+    });
+    if (actionMicrobatches > 0 && sliced) {
+      // One microbatch a slot: the template reads microbatch 0's rows.
+      SmallVector<int64_t> shape(type->getShape());
+      if (shape.empty() || shape[0] % actionMicrobatches != 0)
+        return function.emitError()
+               << "input '" << input.getValue() << "' of type " << *type
+               << " does not split into " << actionMicrobatches
+               << " microbatches along its first dimension";
+      shape[0] /= actionMicrobatches;
+      *type = MemRefType::get(shape, type->getElementType());
+      pooled = builder.getI64IntegerAttr(actionMicrobatches);
+    }
     buffers[arg] = InputOp::create(builder, loc, *type, input,
                                    builder.getI64IntegerAttr(valueBoundOf(arg)),
-                                   /*offset=*/IntegerAttr(), splits);
+                                   /*offset=*/IntegerAttr(), splits, pooled);
   } else {
     stateLayouts.emplace_back(arg, stateParam, Layout{splits, unpadded});
     buffers[arg] = StateOp::create(builder, loc, *type, stateName, stateParam,
@@ -633,6 +668,7 @@ FailureOr<Value> Lowering::allocFor(Operation *op, Value result) {
 void Lowering::createKernel(Location loc, const KernelSpec &spec,
                             ArrayRef<Value> operandBuffers,
                             ArrayRef<Value> resultBuffers) {
+  ++kernelCount;
   auto kernel = KernelOp::create(
       builder, loc, OpCodeAttr::get(builder.getContext(), spec.opcode),
       operandBuffers, resultBuffers, builder.getDenseI64ArrayAttr(spec.ints),
@@ -671,6 +707,20 @@ LogicalResult Lowering::emitKernel(Operation *op, const KernelSpec &spec,
 /// kernel; the whole tensor is the same buffer.
 LogicalResult Lowering::lowerExtractSlice(tensor::ExtractSliceOp op) {
   RankedTensorType source = op.getSourceType(), result = op.getResultType();
+  // A template's microbatch of an input is the input's slot.
+  if (auto arg = dyn_cast<BlockArgument>(op.getSource());
+      arg && actionMicrobatches > 0 &&
+      function.getArgAttr(arg.getArgNumber(), tpc::kInputAttrName)) {
+    Value pooled = buffers.lookup(arg);
+    if (!pooled || cast<MemRefType>(pooled.getType()).getShape() !=
+                       result.getShape())
+      return op.emitError() << "cannot lower '" << op->getName()
+                            << "' to rt: in a template, an input is read as "
+                               "its microbatch ("
+                            << result << ")";
+    buffers[op.getResult()] = pooled;
+    return success();
+  }
   auto fail = [&]() {
     return op.emitError()
            << "cannot lower '" << op->getName()
@@ -1145,6 +1195,11 @@ FailureOr<ProgramOp> Lowering::run() {
       return fail();
   if (failed(checkStateLayouts()))
     return fail();
+  if (actionMicrobatches > 0) {
+    if (failed(lowerAsActions(program)))
+      return fail();
+    return program;
+  }
   for (Operation &op : llvm::make_early_inc_range(function.getBody().front())) {
     LogicalResult lowered = success();
     if (auto ret = dyn_cast<func::ReturnOp>(op))
@@ -1166,6 +1221,140 @@ FailureOr<ProgramOp> Lowering::run() {
       return fail();
   }
   return program;
+}
+
+LogicalResult Lowering::lowerAsActions(ProgramOp program) {
+  // Each op's function, in the order they run: the prologue (what the
+  // arguments alone give), the target count of each microbatch, its
+  // inverse, each microbatch's F, B and W (the ops marked with its index),
+  // the epilogue (what reads the microbatches' sums).
+  enum Class { Prologue, Count, Invert, Micro, Epilogue };
+  Block &body = function.getBody().front();
+  DenseMap<Operation *, Class> classOf;
+  for (Operation &op : body.without_terminator()) {
+    Class cls = Prologue;
+    for (Value operand : op.getOperands())
+      if (Operation *def = operand.getDefiningOp())
+        cls = std::max(cls, classOf.lookup(def));
+    if (op.hasAttr("tpc.microbatch_index"))
+      cls = Micro;
+    else if (isa<tpc::CountTargetsOp>(op))
+      cls = Count;
+    else if (cls == Micro)
+      cls = Epilogue; // reads a microbatch's value: their sum
+    else if (cls == Count)
+      cls = Invert;
+    if (cls == Micro && !op.hasAttr("tpc.microbatch_index"))
+      return op.emitError() << "tpc-lower-to-rt: '" << op.getName()
+                            << "' is in no function of the template";
+    classOf[&op] = cls;
+  }
+  // A tagged op that reads the epilogue would run before it exists.
+  for (Operation &op : body.without_terminator())
+    if (classOf.lookup(&op) == Micro)
+      for (Value operand : op.getOperands())
+        if (Operation *def = operand.getDefiningOp();
+            def && classOf.lookup(def) == Epilogue)
+          return op.emitError() << "tpc-lower-to-rt: a microbatch's op "
+                                   "reads the step's epilogue";
+  // Values that leave their function: sums over the microbatches.
+  // (In the body's order: the program must not depend on pointers.)
+  SmallVector<Value> microSums, countSums;
+  for (Operation &op : body.without_terminator()) {
+    Class cls = classOf.lookup(&op);
+    if (cls != Micro && cls != Count)
+      continue;
+    for (Value result : op.getResults())
+      if (llvm::any_of(result.getUsers(), [&](Operation *user) {
+            auto it = classOf.find(user);
+            return it == classOf.end() || it->second != cls;
+          }))
+        (cls == Micro ? microSums : countSums).push_back(result);
+  }
+
+  Location loc = function.getLoc();
+  DenseMap<Value, Value> accumulators;
+  std::function<LogicalResult(Value)> addInto = [&](Value v) -> LogicalResult {
+    FailureOr<Value> share = bufferOf(v.getDefiningOp(), v);
+    if (failed(share))
+      return failure();
+    Value acc = accumulators.lookup(v);
+    createKernel(loc, KernelSpec{OpCode::Add}, {acc, *share}, {acc});
+    return success();
+  };
+  auto lowerClass = [&](Class cls, StringRef name, bool perMicrobatch,
+                        function_ref<LogicalResult()> before,
+                        function_ref<LogicalResult()> after) {
+    int64_t first = kernelCount;
+    if (failed(before()))
+      return failure();
+    for (Operation &op :
+         llvm::make_early_inc_range(body.without_terminator())) {
+      if (classOf.lookup(&op) != cls)
+        continue;
+      if (failed(lowerOp(&op)))
+        return failure();
+      // A microbatch's share goes into its sum right away, so that it is
+      // not kept to the function's end (the unrolled step's early
+      // accumulation).
+      for (Value result : op.getResults())
+        if (accumulators.count(result) && failed(addInto(result)))
+          return failure();
+    }
+    if (failed(after()))
+      return failure();
+    if (kernelCount > first)
+      functions.push_back(
+          {name.str(), first, kernelCount - first, perMicrobatch});
+    return success();
+  };
+  auto none = [] { return success(); };
+  // The prologue zeroes every sum; each microbatch adds into it in place.
+  auto zeroSums = [&]() -> LogicalResult {
+    for (Value v : llvm::concat<Value>(countSums, microSums)) {
+      FailureOr<MemRefType> type = bufferTypeOf(v.getType());
+      if (failed(type))
+        return v.getDefiningOp()->emitError()
+               << "tpc-lower-to-rt: a microbatch sum of type " << v.getType();
+      Value acc = AllocOp::create(builder, loc, *type, IntegerAttr());
+      accumulators[v] = acc;
+      createKernel(loc, KernelSpec{OpCode::Zeros}, {}, {acc});
+    }
+    return success();
+  };
+  // Past its function, a value is its sum.
+  auto useSums = [&](ArrayRef<Value> sums) -> LogicalResult {
+    for (Value v : sums)
+      buffers[v] = accumulators.lookup(v);
+    return success();
+  };
+  if (failed(lowerClass(Prologue, "prologue", false, none, zeroSums)) ||
+      failed(lowerClass(Count, "count targets", true, none,
+                        [&] { return useSums(countSums); })) ||
+      failed(lowerClass(Invert, "inverse count", false, none, none)) ||
+      failed(lowerClass(Micro, "microbatch", true, none,
+                        [&] { return useSums(microSums); })) ||
+      failed(lowerClass(Epilogue, "epilogue", false, none, none)))
+    return failure();
+  if (failed(lowerReturn(cast<func::ReturnOp>(body.getTerminator()))))
+    return failure();
+
+  // The functions and the actions that run them, on the module.
+  Builder b(program.getContext());
+  SmallVector<Attribute> functionAttrs, actionAttrs;
+  for (auto [index, range] : llvm::enumerate(functions)) {
+    functionAttrs.push_back(b.getDictionaryAttr(
+        {b.getNamedAttr("name", b.getStringAttr(range.name)),
+         b.getNamedAttr("first", b.getI64IntegerAttr(range.first)),
+         b.getNamedAttr("count", b.getI64IntegerAttr(range.count))}));
+    for (int64_t i = 0; i < (range.perMicrobatch ? actionMicrobatches : 1);
+         ++i)
+      actionAttrs.push_back(b.getDenseI64ArrayAttr(
+          {static_cast<int64_t>(index), i, /*slot=*/0}));
+  }
+  program->setAttr("functions", b.getArrayAttr(functionAttrs));
+  program->setAttr("actions", b.getArrayAttr(actionAttrs));
+  return success();
 }
 
 namespace {
@@ -1203,7 +1392,17 @@ struct LowerToRtPass : public tpc::impl::TpcLowerToRtBase<LowerToRtPass> {
                         << "'): run dist-partition first";
       return signalPassFailure();
     }
-    if (failed(Lowering(entry, mesh).run()))
+    int64_t microbatches = 0;
+    if (actions) {
+      auto count = entry->getAttrOfType<IntegerAttr>("tpc.microbatches");
+      if (mesh || !count) {
+        entry.emitError() << "tpc-lower-to-rt: actions needs a one-device "
+                             "training step template (tpc.microbatches)";
+        return signalPassFailure();
+      }
+      microbatches = count.getInt();
+    }
+    if (failed(Lowering(entry, mesh, microbatches).run()))
       return signalPassFailure();
     entry.erase();
     // The program carries the mesh now; the dist.mesh stays while anything

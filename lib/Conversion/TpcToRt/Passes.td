@@ -92,7 +92,12 @@ def TpcLowerToRt : Pass<"tpc-lower-to-rt", "ModuleOp"> {
            "The function to lower (forward, or train_step after "
            "tpc-unroll-train-step)">,
     Option<"seed", "seed", "uint64_t", /*default=*/"0",
-           "The dropout seed recorded as rt.seed (tpc-compile --seed)">
+           "The dropout seed recorded as rt.seed (tpc-compile --seed)">,
+    Option<"actions", "actions", "bool", /*default=*/"false",
+           "Lower a one-microbatch training step template (from "
+           "tpc-unroll-train-step=first-microbatch-only) as functions run "
+           "by actions, one per microbatch: the executable does not grow "
+           "with the microbatches">
   ];
 }
 

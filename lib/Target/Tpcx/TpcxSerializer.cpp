@@ -208,6 +208,15 @@ LogicalResult ExecutableBuilder::build(ModuleOp module) {
           addBuffer(input, input.getBuffer(), input.getOffsetAttr());
       if (failed(id))
         return failure();
+      // An input pooled by microbatch: its own pool, a slot a microbatch.
+      if (std::optional<int64_t> slots = input.getMicrobatches()) {
+        auto pool = std::make_unique<fb::PoolT>();
+        pool->slots = static_cast<uint32_t>(*slots);
+        pool->stride = (exe.buffers[*id]->size + 63) / 64 * 64;
+        pool->by_microbatch = true;
+        exe.buffers[*id]->pool = static_cast<int32_t>(exe.pools.size());
+        exe.pools.push_back(std::move(pool));
+      }
       auto table = std::make_unique<fb::BindingT>();
       table->name = input.getName().str();
       table->buffer = *id;
@@ -245,6 +254,26 @@ LogicalResult ExecutableBuilder::build(ModuleOp module) {
       return op.emitError()
              << "'" << op.getName() << "' has no place in the executable";
     }
+  }
+  // A program of functions run by actions (tpc-lower-to-rt actions=true):
+  // one stage's action list.
+  if (auto functions = program->getAttrOfType<ArrayAttr>("functions")) {
+    for (auto function : functions.getAsRange<DictionaryAttr>()) {
+      auto table = std::make_unique<fb::FunctionT>();
+      table->name = function.getAs<StringAttr>("name").getValue().str();
+      table->first_kernel = static_cast<uint32_t>(
+          function.getAs<IntegerAttr>("first").getInt());
+      table->kernel_count = static_cast<uint32_t>(
+          function.getAs<IntegerAttr>("count").getInt());
+      exe.functions.push_back(std::move(table));
+    }
+    auto stage = std::make_unique<fb::StageActionsT>();
+    if (auto actions = program->getAttrOfType<ArrayAttr>("actions"))
+      for (auto action : actions.getAsRange<DenseI64ArrayAttr>())
+        stage->actions.emplace_back(static_cast<uint32_t>(action[0]),
+                                    static_cast<uint32_t>(action[1]),
+                                    static_cast<uint32_t>(action[2]));
+    exe.stage_actions.push_back(std::move(stage));
   }
   return success();
 }
