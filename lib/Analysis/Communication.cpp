@@ -46,7 +46,7 @@ LogicalResult mlir::tpc::countCommBytes(func::FuncOp function,
   auto onStage = [&](Operation *op) {
     if (!stage)
       return true;
-    auto rank = op->getAttrOfType<IntegerAttr>("dist.pipeline_rank");
+    auto rank = op->getAttrOfType<IntegerAttr>(dist::kPipelineRankAttrName);
     return rank && rank.getInt() == *stage;
   };
 

@@ -2,6 +2,7 @@
 
 #include "tpc/Analysis/Report.h"
 
+#include "dialects/Dist/Transforms/Passes.h"
 #include "dialects/Tpc/IR/MatmulFlops.h"
 
 using namespace mlir;
@@ -19,7 +20,7 @@ int64_t mlir::tpc::countStageMatmulFlops(func::FuncOp function,
                                          int64_t stage) {
   int64_t total = 0;
   function.walk([&](Operation *op) {
-    auto rank = op->getAttrOfType<IntegerAttr>("dist.pipeline_rank");
+    auto rank = op->getAttrOfType<IntegerAttr>(dist::kPipelineRankAttrName);
     if (rank && rank.getInt() == stage)
       total = addFlops(total, getMatmulFlops(op));
   });

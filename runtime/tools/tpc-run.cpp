@@ -505,35 +505,46 @@ struct FaultInjection {
   }
 };
 
+/// Every rank's `mine`, in rank order (N per rank), gathered over the world
+/// (this rank's alone without one); `what` names them in an error.
+template <typename T, size_t N>
+Status gatherRanks(Interpreter &interpreter, const T (&mine)[N],
+                   std::vector<T> &all, const char *what) {
+  Communicator *world = interpreter.world();
+  all.resize(N * static_cast<size_t>(world ? world->size() : 1));
+  if (!world) {
+    std::copy(mine, mine + N, all.begin());
+    return Status::ok();
+  }
+  if (Status s = world->allGather(mine, all.data(), sizeof(mine)); !s)
+    return s.withContext(std::string("gathering the ") + what);
+  return Status::ok();
+}
+
 /// Rank 0 prints every rank's peak line, in rank order (each rank's numbers
 /// gathered over the world).
 Status printPeaks(Interpreter &interpreter) {
   uint64_t mine[2] = {interpreter.peakBytes(),
                       interpreter.program().plannedPeakBytes};
-  Communicator *world = interpreter.world();
-  int ranks = world ? world->size() : 1;
-  std::vector<uint64_t> all(2 * static_cast<size_t>(ranks));
-  if (world) {
-    if (Status s = world->allGather(mine, all.data(), sizeof(mine)); !s)
-      return s.withContext("gathering the peaks");
-  } else {
-    std::copy(mine, mine + 2, all.begin());
-  }
+  std::vector<uint64_t> all;
+  if (Status s = gatherRanks(interpreter, mine, all, "peaks"); !s)
+    return s;
   if (interpreter.rank() != 0)
     return Status::ok();
-  for (int r = 0; r < ranks; ++r)
-    std::printf("rank %d peak_bytes %llu planned_peak_bytes %llu\n", r,
+  for (size_t r = 0; r < all.size() / 2; ++r)
+    std::printf("rank %zu peak_bytes %llu planned_peak_bytes %llu\n", r,
                 static_cast<unsigned long long>(all[2 * r]),
                 static_cast<unsigned long long>(all[2 * r + 1]));
   std::fflush(stdout);
   return Status::ok();
 }
 
-/// With --trace: each rank's time over the steps, on rank 0's stderr (stdout
-/// keeps the step lines of the contract), one line per rank: the steps' span (first kernel's start to last kernel's end, per
-/// step), the time in computing kernels, in transfers and collectives
-/// (waiting for the peers included: a pipeline's bubble shows there), and
-/// the rest (between kernels).
+/// With --trace: each rank's time over the steps, on rank 0's stderr
+/// (stdout keeps the step lines of the contract), one line per rank: the
+/// steps' span (first kernel's start to last kernel's end, per step), the
+/// time in computing kernels, in transfers and collectives (waiting for the
+/// peers included: a pipeline's bubble shows there), and the rest (between
+/// kernels).
 Status printTimes(Interpreter &interpreter,
                   const std::vector<TraceEvent> &events) {
   double mine[4] = {0, 0, 0, 0}; // span, compute, comm, other
@@ -541,7 +552,7 @@ Status printTimes(Interpreter &interpreter,
   for (const TraceEvent &event : events) {
     int64_t start = event.timing.startNs;
     int64_t end = start + event.timing.durationNs;
-    auto [it, fresh] = spans.try_emplace(event.step, start, end);
+    auto it = spans.try_emplace(event.step, start, end).first;
     it->second.first = std::min(it->second.first, start);
     it->second.second = std::max(it->second.second, end);
     (isCollective(event.op) ? mine[2] : mine[1]) +=
@@ -550,21 +561,15 @@ Status printTimes(Interpreter &interpreter,
   for (const auto &[step, span] : spans)
     mine[0] += static_cast<double>(span.second - span.first) * 1e-9;
   mine[3] = mine[0] - mine[1] - mine[2];
-  Communicator *world = interpreter.world();
-  int ranks = world ? world->size() : 1;
-  std::vector<double> all(4 * static_cast<size_t>(ranks));
-  if (world) {
-    if (Status s = world->allGather(mine, all.data(), sizeof(mine)); !s)
-      return s.withContext("gathering the times");
-  } else {
-    std::copy(mine, mine + 4, all.begin());
-  }
+  std::vector<double> all;
+  if (Status s = gatherRanks(interpreter, mine, all, "times"); !s)
+    return s;
   if (interpreter.rank() != 0)
     return Status::ok();
-  for (int r = 0; r < ranks; ++r) {
-    const double *t = &all[4 * static_cast<size_t>(r)];
+  for (size_t r = 0; r < all.size() / 4; ++r) {
+    const double *t = &all[4 * r];
     std::fprintf(stderr,
-                 "tpc-run: trace: rank %d steps_s %.6f compute_s %.6f comm_s "
+                 "tpc-run: trace: rank %zu steps_s %.6f compute_s %.6f comm_s "
                  "%.6f other_s %.6f comm_fraction %.4f\n",
                  r, t[0], t[1], t[2], t[3], t[0] > 0 ? t[2] / t[0] : 0.0);
   }

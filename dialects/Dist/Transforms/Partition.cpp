@@ -72,7 +72,7 @@ private:
   /// right after its B, so a row-parallel matmul's gathered output gradient
   /// serves both, as in Megatron, without living across other layers.
   Attribute sharingPhase(Operation *user) {
-    auto phase = user->getAttrOfType<StringAttr>("tpc.phase");
+    auto phase = user->getAttrOfType<StringAttr>(tpc::kPhaseAttrName);
     if (!phase)
       return phase;
     if (std::optional<std::string> inputGrad =

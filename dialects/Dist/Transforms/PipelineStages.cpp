@@ -32,9 +32,8 @@ namespace pipeline = mlir::dist::pipeline;
 
 namespace {
 
-/// The attributes tpc-unroll-train-step leaves on the ops of the step.
-constexpr llvm::StringLiteral kPhaseAttrName = "tpc.phase";
-constexpr llvm::StringLiteral kMicrobatchIndexAttrName = "tpc.microbatch_index";
+using tpc::kMicrobatchIndexAttrName;
+using tpc::kPhaseAttrName;
 
 /// Which F, B or W of which chunk and microbatch an op belongs to.
 struct Phase {

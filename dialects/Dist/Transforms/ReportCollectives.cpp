@@ -95,7 +95,7 @@ void report(func::FuncOp func, raw_ostream &os) {
   // A function without the phases of an unrolled training step (F, B, W)
   // is all forward.
   bool training =
-      llvm::any_of(body, [](Operation &op) { return op.hasAttr("tpc.phase"); });
+      llvm::any_of(body, [](Operation &op) { return op.hasAttr(tpc::kPhaseAttrName); });
   std::map<RowKey, Row> rows;
   SmallVector<Moved> pending;
   SmallVector<StringRef> gatheredParameters;
@@ -111,7 +111,7 @@ void report(func::FuncOp func, raw_ostream &os) {
       continue;
     // dist-partition inserts the collectives an op needs right before it.
     int phase = 0;
-    if (auto attr = op.getAttrOfType<StringAttr>("tpc.phase"))
+    if (auto attr = op.getAttrOfType<StringAttr>(tpc::kPhaseAttrName))
       phase = attr.getValue().ends_with("_F") ? 0 : 1;
     else if (training)
       phase = 2;

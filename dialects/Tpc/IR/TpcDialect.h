@@ -40,6 +40,14 @@ inline constexpr llvm::StringLiteral kMicrobatchesAttrName =
 inline constexpr llvm::StringLiteral kStateAttrName = "tpc.state";
 /// Result attribute of @train_step's updated parameters (the hf name).
 inline constexpr llvm::StringLiteral kUpdateAttrName = "tpc.update";
+/// Op attributes of the unrolled @train_step (tpc-unroll-train-step): the
+/// function an inlined op came from (`tpc.phase = "train_B_chunk1"`), and
+/// with tag-microbatches its iteration of the microbatch loop
+/// (`tpc.microbatch_index = 2`), which pipeline schedules and the
+/// one-microbatch template place by.
+inline constexpr llvm::StringLiteral kPhaseAttrName = "tpc.phase";
+inline constexpr llvm::StringLiteral kMicrobatchIndexAttrName =
+    "tpc.microbatch_index";
 } // namespace mlir::tpc
 
 #endif // DIALECTS_TPC_IR_TPCDIALECT_H

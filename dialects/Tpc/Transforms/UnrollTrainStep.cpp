@@ -34,14 +34,10 @@ namespace mlir::tpc {
 } // namespace mlir::tpc
 
 using namespace mlir;
+using tpc::kMicrobatchIndexAttrName;
+using tpc::kPhaseAttrName;
 
 namespace {
-
-/// The attribute naming an unrolled op's iteration of the microbatch loop
-/// (`tpc.microbatch_index = 2`): a pipeline schedule places each
-/// microbatch's F, B and W on its own (dist-pipeline-stages).
-constexpr llvm::StringLiteral kMicrobatchIndexAttrName =
-    "tpc.microbatch_index";
 
 /// Replaces `loop` by its iterations, in order; with `tag`, marks each
 /// iteration's ops with their microbatch index.
@@ -78,9 +74,6 @@ LogicalResult unrollFully(scf::ForOp loop, bool tag, bool firstOnly) {
   loop.erase();
   return success();
 }
-
-/// The attribute naming an inlined op's function (`tpc.phase = "train_B"`).
-constexpr llvm::StringLiteral kPhaseAttrName = "tpc.phase";
 
 /// Replaces `call` by a copy of its callee's body.
 LogicalResult inlineCall(func::CallOp call, SymbolTable &symbols) {

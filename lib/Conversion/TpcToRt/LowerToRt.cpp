@@ -413,8 +413,8 @@ public:
   /// microbatch's ops marked `tpc.microbatch_index`) lowered as functions
   /// run by actions for that many microbatches (lowerAsActions).
   Lowering(func::FuncOp function, dist::MeshOp mesh, int64_t microbatches = 0)
-      : function(function), builder(function), meshOp(mesh),
-        actionMicrobatches(microbatches) {
+      : function(function), builder(function), meshOp(mesh) {
+    actionMicrobatches = microbatches;
     if (mesh)
       this->mesh = MeshAttr::get(function.getContext(), mesh.getAxisNames(),
                                  mesh.getAxisSizes());
@@ -675,9 +675,9 @@ void Lowering::createKernel(Location loc, const KernelSpec &spec,
       builder.getDenseF64ArrayAttr(spec.floats),
       builder.getUI32IntegerAttr(spec.flags), spec.splits, stage);
   if (phase)
-    kernel->setAttr("tpc.phase", phase);
+    kernel->setAttr(tpc::kPhaseAttrName, phase);
   if (microbatch)
-    kernel->setAttr("tpc.microbatch_index", microbatch);
+    kernel->setAttr(tpc::kMicrobatchIndexAttrName, microbatch);
 }
 
 LogicalResult Lowering::emitKernel(Operation *op, const KernelSpec &spec,
@@ -1213,8 +1213,8 @@ FailureOr<ProgramOp> Lowering::run() {
       stage = rank ? builder.getUI32IntegerAttr(rank.getInt()) : IntegerAttr();
       // Which chunk's F, B or W and which microbatch a pipeline kernel
       // runs: for --emit mlir's readers (benchmarks/pipeline-idle.py).
-      phase = rank ? op.getAttr("tpc.phase") : Attribute();
-      microbatch = rank ? op.getAttr("tpc.microbatch_index") : Attribute();
+      phase = rank ? op.getAttr(tpc::kPhaseAttrName) : Attribute();
+      microbatch = rank ? op.getAttr(tpc::kMicrobatchIndexAttrName) : Attribute();
       lowered = lowerOp(&op);
     }
     if (failed(lowered))
@@ -1236,7 +1236,7 @@ LogicalResult Lowering::lowerAsActions(ProgramOp program) {
     for (Value operand : op.getOperands())
       if (Operation *def = operand.getDefiningOp())
         cls = std::max(cls, classOf.lookup(def));
-    if (op.hasAttr("tpc.microbatch_index"))
+    if (op.hasAttr(tpc::kMicrobatchIndexAttrName))
       cls = Micro;
     else if (isa<tpc::CountTargetsOp>(op))
       cls = Count;
@@ -1244,9 +1244,6 @@ LogicalResult Lowering::lowerAsActions(ProgramOp program) {
       cls = Epilogue; // reads a microbatch's value: their sum
     else if (cls == Count)
       cls = Invert;
-    if (cls == Micro && !op.hasAttr("tpc.microbatch_index"))
-      return op.emitError() << "tpc-lower-to-rt: '" << op.getName()
-                            << "' is in no function of the template";
     classOf[&op] = cls;
   }
   // A tagged op that reads the epilogue would run before it exists.
