@@ -654,7 +654,7 @@ Status KernelDecoder::sumTo() {
   return suffixCounts(in(0), "input", out(0), "result");
 }
 
-Status KernelDecoder::normInputGrad() {
+Status KernelDecoder::normGradOperands() {
   if (Status s = attrs(0, 1, 0); !s)
     return s;
   if (Status s = finite(0, "epsilon", 0.0, true); !s)
@@ -663,7 +663,11 @@ Status KernelDecoder::normInputGrad() {
     return s;
   if (Status s = normSizes(in(1), "input"); !s)
     return s;
-  if (Status s = shape(in(0), "dY", in(1).shape); !s)
+  return shape(in(0), "dY", in(1).shape);
+}
+
+Status KernelDecoder::normInputGrad() {
+  if (Status s = normGradOperands(); !s)
     return s;
   if (Status s = shape(in(2), "weight", {call.cols}); !s)
     return s;
@@ -671,15 +675,7 @@ Status KernelDecoder::normInputGrad() {
 }
 
 Status KernelDecoder::normParamGrad() {
-  if (Status s = attrs(0, 1, 0); !s)
-    return s;
-  if (Status s = finite(0, "epsilon", 0.0, true); !s)
-    return s;
-  if (Status s = floatOperands(); !s)
-    return s;
-  if (Status s = normSizes(in(1), "input"); !s)
-    return s;
-  if (Status s = shape(in(0), "dY", in(1).shape); !s)
+  if (Status s = normGradOperands(); !s)
     return s;
   for (size_t j = 0; j < call.results.size(); ++j)
     if (Status s = shape(out(j), outRole(j), {call.cols}); !s)

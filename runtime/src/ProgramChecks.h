@@ -66,6 +66,9 @@ private:
   Status softmaxSizes(const TensorRef &x, const std::string &role);
   Status attentionSizes(size_t first);
   Status normSizes(const TensorRef &x, const std::string &role);
+  /// A norm gradient's epsilon, float operands, input sizes and dY (its
+  /// operand 0, the input's shape).
+  Status normGradOperands();
   Status crossEntropySizes();
   Status vocabRows(const TensorRef &table, const std::string &role);
   Status dimAttr(const TensorRef &t, const std::string &role, int64_t &dim);
