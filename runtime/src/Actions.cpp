@@ -56,6 +56,16 @@ std::string tpcrt::actionText(const Program &program, size_t index,
          std::to_string(action.slot) + ")";
 }
 
+Status tpcrt::checkPool(const fb::Pool &pool, uint32_t index) {
+  std::string what = "pool " + std::to_string(index);
+  if (pool.slots() == 0)
+    return Status::error(what + ": 0 slots (a pool has at least one)");
+  if (pool.stride() % 64 != 0)
+    return Status::error(what + ": stride " + std::to_string(pool.stride()) +
+                         " is not a multiple of 64");
+  return Status::ok();
+}
+
 Status tpcrt::readActions(const fb::Executable &exe, Program &program) {
   uint32_t numKernels = sizeOf(exe.kernels());
   uint32_t numLists = sizeOf(exe.stage_actions());
@@ -64,12 +74,8 @@ Status tpcrt::readActions(const fb::Executable &exe, Program &program) {
 
   for (uint32_t p = 0; p < numPools; ++p) {
     const fb::Pool *pool = exe.pools()->Get(p);
-    std::string what = "pool " + std::to_string(p);
-    if (pool->slots() == 0)
-      return Status::error(what + ": 0 slots (a pool has at least one)");
-    if (pool->stride() % 64 != 0)
-      return Status::error(what + ": stride " + std::to_string(pool->stride()) +
-                           " is not a multiple of 64");
+    if (Status s = checkPool(*pool, p); !s)
+      return s;
     program.pools.push_back(
         {pool->slots(), pool->stride(), pool->by_microbatch()});
   }

@@ -438,15 +438,9 @@ Status checkGrads(const fb::Executable &exe, const Mesh &mesh,
 /// Pools need stage_actions (Actions.cpp checks them and the functions).
 Status checkPools(const fb::Executable &exe) {
   uint32_t numPools = sizeOf(exe.pools());
-  for (uint32_t p = 0; p < numPools; ++p) {
-    const fb::Pool *pool = exe.pools()->Get(p);
-    std::string what = "pool " + std::to_string(p);
-    if (pool->slots() == 0)
-      return Status::error(what + ": 0 slots (a pool has at least one)");
-    if (pool->stride() % 64 != 0)
-      return Status::error(what + ": stride " + std::to_string(pool->stride()) +
-                           " is not a multiple of 64");
-  }
+  for (uint32_t p = 0; p < numPools; ++p)
+    if (Status s = checkPool(*exe.pools()->Get(p), p); !s)
+      return s;
   uint64_t arena = exe.arena_bytes();
   std::vector<int32_t> poolOf(sizeOf(exe.buffers()), -1);
   for (uint32_t b = 0, e = sizeOf(exe.buffers()); b < e; ++b) {

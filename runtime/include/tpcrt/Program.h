@@ -443,6 +443,10 @@ std::vector<int64_t> globalShape(const Mesh &mesh,
                                  const std::vector<int64_t> &shape,
                                  const Splits &splits);
 
+/// Pool `index` of an executable: at least one slot, a stride that is a
+/// multiple of 64 (the loader's check and the decoder's, one rule).
+Status checkPool(const fb::Pool &pool, uint32_t index);
+
 /// Decodes and checks the kernels of `exe`, whose framing, tables, buffers,
 /// pools, params, bindings and kernel operand ids and stages checkExecutable
 /// has already checked (checkExecutable calls this last). Errors name the
