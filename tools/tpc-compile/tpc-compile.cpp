@@ -69,7 +69,7 @@ static cl::opt<bool> unrollMicrobatches(
     "unroll-microbatches",
     cl::desc("With --train and several microbatches on one device: unroll "
              "them into one kernel list (the executable grows with "
-             "--microbatches) instead of one function per phase that the "
+             "--microbatches) instead of one microbatch's kernels that the "
              "executable's actions run once per microbatch (the default)"),
     cl::cat(category));
 static cl::list<std::string> passPlugins(
