@@ -101,6 +101,7 @@ void mlir::tpc::buildDistribute(OpPassManager &pm,
   if (options.axisSize("pp") > 1) {
     dist::DistPipelineStagesOptions stages;
     stages.schedule = options.schedule;
+    stages.functions = options.microbatchActions();
     pm.addPass(dist::createDistPipelineStages(stages));
   }
 }
@@ -241,7 +242,7 @@ LogicalResult mlir::tpc::runCompileFlow(ModuleOp module,
           unrolled;
       if (!options.mesh.empty() &&
           failed(countCommBytes(
-              step, microbatches, figures.commPerMicrobatch,
+              step, unrolled, figures.commPerMicrobatch,
               figures.commPerStep,
               staged ? std::optional<int64_t>(i) : std::nullopt)))
         return failure();

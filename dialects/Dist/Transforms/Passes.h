@@ -26,6 +26,16 @@ inline constexpr llvm::StringLiteral kPipelineRankAttrName =
 /// parameter's gradient, summed over its group once per step).
 inline constexpr llvm::StringLiteral kTransferAttrName = "dist.transfer";
 
+/// Template mode (dist-pipeline-stages=functions=true): on each op emitted
+/// for a rank, the function that runs it ("F chunk 2", "recv act chunk 1",
+/// "epilogue"; none: the rank's prologue), and on the step each rank's
+/// action list (`{functions = [names], actions = array<i64: function,
+/// microbatch, slot, ...>}` per rank).
+inline constexpr llvm::StringLiteral kFunctionAttrName = "dist.function";
+inline constexpr llvm::StringLiteral kStageActionsAttrName =
+    "dist.stage_actions";
+inline constexpr llvm::StringLiteral kEpilogueFunctionName = "epilogue";
+
 #define GEN_PASS_DECL
 #include "dialects/Dist/Transforms/Passes.h.inc"
 

@@ -287,6 +287,24 @@ def DistPipelineStages : Pass<"dist-pipeline-stages", "ModuleOp"> {
     tensor does not live from B to the deferred W; back to back (gpipe,
     1f1b, interleaved-1f1b) they share it, as Megatron does.
 
+    With `functions=true` the step is a one-microbatch template (every op
+    of microbatch 0, `tpc-unroll-train-step=first-microbatch-only`) and the
+    executable does not grow with the microbatches: each rank's program is
+    its prologue (what the arguments alone give; no `dist.function`), then
+    each chunk's F, B and W and each transfer once, in the order of their
+    first action, every op marked with its function (`dist.function` =
+    `F chunk 2`, `B chunk 2`, `W chunk 2`, `recv act chunk 2`, `send act
+    chunk 2`, `recv grad chunk 2`, `send grad chunk 2`), then the epilogue
+    (`epilogue`: what reads the microbatches' sums). The step gets each
+    rank's action list, `dist.stage_actions`: per rank `{functions = [...],
+    actions = array<i64: function, microbatch, slot, ...>}`, the schedule's
+    actions on the rank's functions (a fused BW is B then W), the slot the
+    lowest free one when the microbatch's first action on the rank comes
+    and free again after its last. `tpc-lower-to-rt actions=true` turns the
+    values one function hands to another into pooled buffers (a slot per
+    microbatch in flight) and the values the epilogue reads into sums over
+    the microbatches.
+
     The step returns each value from the lowest rank that holds it. A value
     that crosses ranks in any other way (a chunk reading a chunk that is not
     its neighbour, or another microbatch's) is refused, naming the op.
@@ -303,7 +321,11 @@ def DistPipelineStages : Pass<"dist-pipeline-stages", "ModuleOp"> {
     Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
            "gpipe, 1f1b, interleaved-1f1b, zb-h1 or zb-v">,
     Option<"function", "function", "std::string",
-           /*default=*/"\"train_step\"", "The unrolled training step">
+           /*default=*/"\"train_step\"", "The unrolled training step">,
+    Option<"functions", "functions", "bool", /*default=*/"false",
+           "The step is a one-microbatch template (tpc-unroll-train-step="
+           "first-microbatch-only): emit each chunk's F, B and W and each "
+           "transfer once, as a function, and each rank's action list">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }

@@ -20,6 +20,7 @@
 #include "llvm/ADT/STLExtras.h"
 
 #include <map>
+#include <set>
 
 namespace mlir::dist {
 #define GEN_PASS_DEF_DISTPIPELINESTAGES
@@ -90,8 +91,9 @@ struct Transfer {
 class StageBuilder {
 public:
   StageBuilder(ModuleOp module, func::FuncOp step,
-               const pipeline::Schedule &schedule, StringRef meshName)
-      : module(module), step(step), schedule(schedule),
+               const pipeline::Schedule &schedule, StringRef meshName,
+               bool functions)
+      : module(module), step(step), schedule(schedule), functions(functions),
         ranks(schedule.ranks), all(ranks == kMaxRanks ? ~RankSet(0)
                                                       : bit(ranks) - 1),
         builder(module.getContext()),
@@ -112,6 +114,10 @@ private:
   LogicalResult placeOther(Operation *op);
   void demand();
   LogicalResult emit();
+  /// Template mode: each rank's functions once and its action list.
+  DictionaryAttr emitFunctions(int rank);
+  /// Marks an op emitted on `rank` (and, in template mode, its function).
+  void mark(Operation *op, int rank);
   void emitOp(Operation *op, int rank);
   void emitSend(const Transfer &transfer);
   void emitRecv(const Transfer &transfer);
@@ -131,6 +137,13 @@ private:
   ModuleOp module;
   func::FuncOp step;
   const pipeline::Schedule &schedule;
+  /// Template mode (the pass's `functions`).
+  bool functions;
+  /// Template mode: the function of the ops being emitted (none: the
+  /// prologue).
+  StringAttr currentFunction;
+  /// Ops emitted so far (to tell an empty function).
+  int64_t marked = 0;
   int ranks;
   RankSet all;
   OpBuilder builder;
@@ -191,6 +204,11 @@ LogicalResult StageBuilder::readPhases() {
                        << "' (tpc-unroll-train-step=tag-microbatches)";
     Phase phase{parsed->first, parsed->second,
                 static_cast<int>(microbatch.getInt())};
+    if (functions && phase.microbatch != 0)
+      return error(op) << "belongs to microbatch " << phase.microbatch
+                       << ", but with functions=true the step is a "
+                          "one-microbatch template "
+                          "(tpc-unroll-train-step=first-microbatch-only)";
     if (phase.chunk >= schedule.numChunks() ||
         phase.microbatch >= schedule.microbatches)
       return error(op) << "belongs to chunk " << phase.chunk
@@ -353,8 +371,15 @@ void StageBuilder::emitOp(Operation *op, int rank) {
       lostRank = rank;
     }
   Operation *copy = builder.clone(*op, mapping[rank]);
-  copy->setAttr(kPipelineRankAttrName, builder.getI64IntegerAttr(rank));
+  mark(copy, rank);
   emitted[rank].insert(op);
+}
+
+void StageBuilder::mark(Operation *op, int rank) {
+  ++marked;
+  op->setAttr(kPipelineRankAttrName, builder.getI64IntegerAttr(rank));
+  if (currentFunction)
+    op->setAttr(kFunctionAttrName, currentFunction);
 }
 
 void StageBuilder::emitSend(const Transfer &transfer) {
@@ -364,7 +389,7 @@ void StageBuilder::emitSend(const Transfer &transfer) {
       builder.getStrArrayAttr({"pp"}),
       builder.getDenseI64ArrayAttr({transfer.from, transfer.to}),
       builder.getI64IntegerAttr(transfer.channel));
-  send->setAttr(kPipelineRankAttrName, builder.getI64IntegerAttr(transfer.from));
+  mark(send, transfer.from);
   send->setAttr(kTransferAttrName, builder.getStringAttr(transfer.kind));
 }
 
@@ -374,7 +399,7 @@ void StageBuilder::emitRecv(const Transfer &transfer) {
       builder.getStrArrayAttr({"pp"}),
       builder.getDenseI64ArrayAttr({transfer.from, transfer.to}),
       builder.getI64IntegerAttr(transfer.channel));
-  recv->setAttr(kPipelineRankAttrName, builder.getI64IntegerAttr(transfer.to));
+  mark(recv, transfer.to);
   recv->setAttr(kTransferAttrName, builder.getStringAttr(transfer.kind));
   mapping[transfer.to].map(transfer.value, recv.getResult());
 }
@@ -394,13 +419,12 @@ void StageBuilder::emitPartialSumSquares(Operation *op, int rank) {
         DenseElementsAttr::get(type, builder.getF32FloatAttr(0.0f)));
   else
     partial = tpc::SumSquaresOp::create(builder, loc, type, mine);
-  partial.getDefiningOp()->setAttr(kPipelineRankAttrName,
-                                   builder.getI64IntegerAttr(rank));
+  mark(partial.getDefiningOp(), rank);
   auto sum = AllReduceOp::create(
       builder, loc, partial.getType(), partial, mesh,
       builder.getStrArrayAttr({"pp"}),
       ReductionAttr::get(builder.getContext(), Reduction::Sum));
-  sum->setAttr(kPipelineRankAttrName, builder.getI64IntegerAttr(rank));
+  mark(sum, rank);
   mapping[rank].map(op->getResult(0), sum.getResult());
   emitted[rank].insert(op);
 }
@@ -463,6 +487,7 @@ LogicalResult StageBuilder::emit() {
         if (where->second & bit(rank))
           pending[rank].push_back(op);
   builder.setInsertionPoint(ret);
+  SmallVector<Attribute> rankActions;
   for (int rank = 0; rank < ranks; ++rank) {
     // The prologue: what the rank reads of the arguments alone.
     for (Operation *op : ops)
@@ -472,7 +497,11 @@ LogicalResult StageBuilder::emit() {
       for (Operation *op : blocks[phase])
         emitOp(op, rank);
     };
-    for (const pipeline::Action &action : schedule.actions[rank]) {
+    if (functions)
+      rankActions.push_back(emitFunctions(rank));
+    for (const pipeline::Action &action :
+         functions ? ArrayRef<pipeline::Action>()
+                   : ArrayRef<pipeline::Action>(schedule.actions[rank])) {
       int i = action.microbatch, c = action.chunk;
       switch (action.kind) {
       case pipeline::ActionKind::Forward:
@@ -508,7 +537,10 @@ LogicalResult StageBuilder::emit() {
       if (action.isCompute())
         flush(rank, /*final=*/false);
     }
+    if (functions)
+      currentFunction = builder.getStringAttr(kEpilogueFunctionName);
     flush(rank, /*final=*/true);
+    currentFunction = {};
     if (!pending[rank].empty())
       return error(pending[rank].front())
              << "cannot be placed on pipeline rank " << rank
@@ -517,6 +549,8 @@ LogicalResult StageBuilder::emit() {
   if (lost)
     return error(lost) << "reads on pipeline rank " << lostRank
                        << " a value that rank does not hold";
+  if (functions)
+    step->setAttr(kStageActionsAttrName, builder.getArrayAttr(rankActions));
   // The step returns each value from the lowest rank that holds it.
   for (OpOperand &operand : ret->getOpOperands()) {
     Value v = operand.get();
@@ -533,6 +567,110 @@ LogicalResult StageBuilder::emit() {
     op->erase();
   }
   return success();
+}
+
+DictionaryAttr StageBuilder::emitFunctions(int rank) {
+  SmallVector<Attribute> names;
+  llvm::StringMap<int64_t> index;
+  // The function of a name, emitted by `emitOps` the first time; -1 when it
+  // has no ops (a transfer list that is empty on this rank).
+  auto function = [&](const Twine &name,
+                      function_ref<void()> emitOps) -> int64_t {
+    std::string key = name.str();
+    if (auto it = index.find(key); it != index.end())
+      return it->second;
+    currentFunction = builder.getStringAttr(key);
+    int64_t before = marked;
+    emitOps();
+    int64_t result = -1;
+    if (marked > before) {
+      result = names.size();
+      names.push_back(currentFunction);
+    }
+    currentFunction = {};
+    index[key] = result;
+    return result;
+  };
+  auto block = [&](Phase::Kind kind, int chunk) {
+    return function(Twine("FBW"[kind]) + " chunk " + Twine(chunk), [&] {
+      for (Operation *op : blocks[{kind, chunk, 0}])
+        emitOp(op, rank);
+    });
+  };
+  auto receive = [&](StringRef what, Phase to) {
+    return function(Twine("recv ") + what + " chunk " + Twine(to.chunk), [&] {
+      for (const Transfer &t : transfersTo[to])
+        emitRecv(t);
+    });
+  };
+  auto send = [&](StringRef what, int chunk, Phase to) {
+    return function(Twine("send ") + what + " chunk " + Twine(chunk), [&] {
+      for (const Transfer &t : transfersTo[to])
+        if (t.from == rank)
+          emitSend(t);
+    });
+  };
+  // (function, microbatch) per action, then the slots.
+  SmallVector<std::pair<int64_t, int>> runs;
+  auto run = [&](int64_t f, int microbatch) {
+    if (f >= 0)
+      runs.push_back({f, microbatch});
+  };
+  for (const pipeline::Action &action : schedule.actions[rank]) {
+    int i = action.microbatch, c = action.chunk;
+    switch (action.kind) {
+    case pipeline::ActionKind::Forward:
+      run(block(Phase::F, c), i);
+      break;
+    case pipeline::ActionKind::Backward:
+      run(block(Phase::B, c), i);
+      if (action.fusedWeight)
+        run(block(Phase::W, c), i);
+      break;
+    case pipeline::ActionKind::Weight:
+      run(block(Phase::W, c), i);
+      break;
+    case pipeline::ActionKind::RecvAct:
+      run(receive("act", {Phase::F, c, 0}), i);
+      break;
+    case pipeline::ActionKind::SendAct:
+      run(send("act", c, {Phase::F, c + 1, 0}), i);
+      break;
+    case pipeline::ActionKind::RecvGrad:
+      run(receive("grad", {Phase::B, c, 0}), i);
+      break;
+    case pipeline::ActionKind::SendGrad:
+      run(send("grad", c, {Phase::B, c - 1, 0}), i);
+      break;
+    }
+  }
+  // A microbatch holds the lowest free slot from its first action on the
+  // rank to its last.
+  DenseMap<int, size_t> last;
+  for (auto [a, entry] : llvm::enumerate(runs))
+    last[entry.second] = a;
+  DenseMap<int, int64_t> slotOf;
+  std::set<int64_t> freeSlots;
+  int64_t slots = 0;
+  SmallVector<int64_t> triples;
+  for (auto [a, entry] : llvm::enumerate(runs)) {
+    auto [f, microbatch] = entry;
+    auto [it, fresh] = slotOf.try_emplace(microbatch, 0);
+    if (fresh) {
+      if (freeSlots.empty()) {
+        it->second = slots++;
+      } else {
+        it->second = *freeSlots.begin();
+        freeSlots.erase(freeSlots.begin());
+      }
+    }
+    triples.append({f, microbatch, it->second});
+    if (last.lookup(microbatch) == a)
+      freeSlots.insert(it->second);
+  }
+  return builder.getDictionaryAttr(
+      {builder.getNamedAttr("functions", builder.getArrayAttr(names)),
+       builder.getNamedAttr("actions", builder.getDenseI64ArrayAttr(triples))});
 }
 
 /// Whether `op` is in a B (`'B'`) or W (`'W'`) function by its `tpc.phase`.
@@ -621,7 +759,8 @@ struct DistPipelineStagesPass
                          << built->schedule.ranks << " (run dist-mesh)";
       return signalPassFailure();
     }
-    StageBuilder stages(module, step, built->schedule, mesh.getSymName());
+    StageBuilder stages(module, step, built->schedule, mesh.getSymName(),
+                        functions);
     if (failed(stages.run()))
       return signalPassFailure();
   }

@@ -272,6 +272,15 @@ LogicalResult ProgramOp::verify() {
                << grad.getName()
                << "' to a buffer no earlier kernel writes; a gradient is an "
                   "rt.alloc";
+    } else if (auto alloc = dyn_cast<AllocOp>(op)) {
+      if (std::optional<int64_t> pool = alloc.getPool()) {
+        auto pools = (*this)->getAttrOfType<ArrayAttr>("pools");
+        int64_t count = pools ? pools.size() : 0;
+        if (*pool < 0 || *pool >= count)
+          return alloc.emitOpError("is in pool ")
+                 << *pool << " but the program has " << count
+                 << " pools ('pools')";
+      }
     } else if (auto kernel = dyn_cast<KernelOp>(op)) {
       OpCode opcode = kernel.getOpcode();
       for (auto [i, operand] : llvm::enumerate(kernel.getInputs()))

@@ -21,6 +21,13 @@ def Rt_ProgramOp : Rt_Op<"program", [Symbol, IsolatedFromAbove, SingleBlock,
     params, inputs and dropout kernels name that mesh's axes, and its
     buffers are one rank's: every rank runs the same program on its own
     blocks.
+    A training step run by actions (`tpc-lower-to-rt actions=true`) also
+    carries, as attributes: `functions` (each `{name, first, count}`, a
+    range of the program's kernels), the action list (`actions`, one
+    `array<i64: function, microbatch, slot>` per action, without stages;
+    `stage_actions`, one such list per pipeline stage) and `pools` (each
+    `{slots}`, and `stride` once memory is planned) that pooled `rt.alloc`s
+    name.
     Parameter, input, output and gradient names are unique, and so is each
     state's (name, parameter) pair. Kernels write only `rt.alloc` buffers
     (inputs are read-only), except that `adamw_update` and `sgd_update`
@@ -143,13 +150,22 @@ def Rt_AllocOp : Rt_Op<"alloc"> {
     A region of the arena written by a kernel and read by later ones; the
     memory plan reuses its bytes once it is dead.
 
+    With `pool` N the buffer is one microbatch's value in a program of
+    actions (the program's `pools`, N-th entry): every slot of the pool
+    holds its own copy, at `offset + slot * stride`, the slot given by the
+    action that runs the kernel (a stash that a chunk's F hands to its B, a
+    received activation). `offset` is the copy of slot 0.
+
     ```mlir
     %x = rt.alloc offset 8192 : memref<4x32x64xf32>
+    %s = rt.alloc pool 0 offset 16384 : memref<4x32x64xf32>
     ```
   }];
-  let arguments = (ins OptionalAttr<I64Attr>:$offset);
+  let arguments = (ins OptionalAttr<I64Attr>:$offset,
+                       OptionalAttr<I64Attr>:$pool);
   let results = (outs Rt_Buffer:$buffer);
-  let assemblyFormat = "(`offset` $offset^)? attr-dict `:` type($buffer)";
+  let assemblyFormat =
+      "(`pool` $pool^)? (`offset` $offset^)? attr-dict `:` type($buffer)";
   let hasVerifier = 1;
 }
 

@@ -436,8 +436,16 @@ private:
   SmallVector<FunctionRange> functions;
   int64_t kernelCount = 0;
   /// Lowers the body as the prologue, the per-microbatch target counts,
-  /// their inverse, the microbatch and the epilogue functions.
+  /// their inverse, the microbatch and the epilogue functions; a pipeline
+  /// template per stage, its microbatch's functions those
+  /// dist-pipeline-stages marked.
   LogicalResult lowerAsActions(ProgramOp program);
+  /// One stage's (or one device's) functions; its action list. `schedule`:
+  /// the stage's entry of dist.stage_actions (null: one device).
+  FailureOr<ArrayAttr> lowerStageAsActions(ArrayRef<Operation *> ops,
+                                           DictionaryAttr schedule);
+  /// The slots of each pool (a stage's values handed between functions).
+  SmallVector<int64_t> poolSlots;
 
   /// The pipeline stage of the op being lowered (null: no pipeline), and
   /// its phase and microbatch, copied onto its kernels.
@@ -660,7 +668,7 @@ FailureOr<Value> Lowering::allocFor(Operation *op, Value result) {
                            << " has type " << result.getType() << ", not "
                            << kBufferTypeRule;
   Value buffer = AllocOp::create(builder, op->getLoc(), *type,
-                                 /*offset=*/IntegerAttr());
+                                 /*offset=*/IntegerAttr(), /*pool=*/IntegerAttr());
   buffers[result] = buffer;
   return buffer;
 }
@@ -1224,54 +1232,153 @@ FailureOr<ProgramOp> Lowering::run() {
 }
 
 LogicalResult Lowering::lowerAsActions(ProgramOp program) {
+  // A pipeline template (dist-pipeline-stages functions=true) has one
+  // program per stage, each with its action list; one device has one.
+  Block &body = function.getBody().front();
+  auto stageActions =
+      function->getAttrOfType<ArrayAttr>(dist::kStageActionsAttrName);
+  SmallVector<SmallVector<Operation *>> stageOps(stageActions ? 0 : 1);
+  for (Operation &op : body.without_terminator()) {
+    if (!stageActions) {
+      stageOps.front().push_back(&op);
+      continue;
+    }
+    auto rank = op.getAttrOfType<IntegerAttr>(dist::kPipelineRankAttrName);
+    int64_t s = rank ? rank.getInt() : -1;
+    if (s < 0 || s >= static_cast<int64_t>(stageActions.size()) ||
+        s + 1 < static_cast<int64_t>(stageOps.size()))
+      return op.emitError()
+             << "tpc-lower-to-rt: in a pipeline template every op has a '"
+             << dist::kPipelineRankAttrName << "' below "
+             << stageActions.size()
+             << " (the stages' action lists), the stages one after another";
+    stageOps.resize(std::max<size_t>(stageOps.size(), s + 1));
+    stageOps[s].push_back(&op);
+  }
+  Builder b(program.getContext());
+  SmallVector<Attribute> lists;
+  for (auto [s, ops] : llvm::enumerate(stageOps)) {
+    stage = stageActions ? b.getUI32IntegerAttr(s) : IntegerAttr();
+    auto schedule =
+        stageActions ? dyn_cast<DictionaryAttr>(stageActions[s]) : nullptr;
+    if (stageActions && !schedule)
+      return function.emitError() << "tpc-lower-to-rt: '"
+                                  << dist::kStageActionsAttrName << "' entry "
+                                  << s << " is not a dictionary";
+    FailureOr<ArrayAttr> actions = lowerStageAsActions(ops, schedule);
+    if (failed(actions))
+      return failure();
+    lists.push_back(*actions);
+  }
+  stage = IntegerAttr();
+  if (failed(lowerReturn(cast<func::ReturnOp>(body.getTerminator()))))
+    return failure();
+
+  // The functions and the actions that run them, on the module.
+  SmallVector<Attribute> functionAttrs, poolAttrs;
+  for (const FunctionRange &range : functions)
+    functionAttrs.push_back(b.getDictionaryAttr(
+        {b.getNamedAttr("name", b.getStringAttr(range.name)),
+         b.getNamedAttr("first", b.getI64IntegerAttr(range.first)),
+         b.getNamedAttr("count", b.getI64IntegerAttr(range.count))}));
+  for (int64_t slots : poolSlots)
+    poolAttrs.push_back(b.getDictionaryAttr(
+        {b.getNamedAttr("slots", b.getI64IntegerAttr(slots))}));
+  program->setAttr("functions", b.getArrayAttr(functionAttrs));
+  if (stageActions)
+    program->setAttr("stage_actions", b.getArrayAttr(lists));
+  else
+    program->setAttr("actions", lists.front());
+  if (!poolAttrs.empty())
+    program->setAttr("pools", b.getArrayAttr(poolAttrs));
+  return success();
+}
+
+FailureOr<ArrayAttr>
+Lowering::lowerStageAsActions(ArrayRef<Operation *> ops,
+                              DictionaryAttr schedule) {
   // Each op's function, in the order they run: the prologue (what the
   // arguments alone give), the target count of each microbatch, its
-  // inverse, each microbatch's F, B and W (the ops marked with its index),
-  // the epilogue (what reads the microbatches' sums).
+  // inverse, each microbatch's functions (one device: all of the ops
+  // marked with its index; a pipeline stage: its chunks' F, B and W and
+  // its transfers, as dist-pipeline-stages marked them), the epilogue
+  // (what reads the microbatches' sums).
   enum Class { Prologue, Count, Invert, Micro, Epilogue };
-  Block &body = function.getBody().front();
   DenseMap<Operation *, Class> classOf;
-  for (Operation &op : body.without_terminator()) {
+  DenseMap<Operation *, StringRef> functionOf;
+  SmallVector<StringRef> microFunctions;
+  for (Operation *op : ops) {
     Class cls = Prologue;
-    for (Value operand : op.getOperands())
+    for (Value operand : op->getOperands())
       if (Operation *def = operand.getDefiningOp())
         cls = std::max(cls, classOf.lookup(def));
-    if (op.hasAttr(tpc::kMicrobatchIndexAttrName))
+    auto name = op->getAttrOfType<StringAttr>(dist::kFunctionAttrName);
+    if (schedule && name) {
+      if (name.getValue() == dist::kEpilogueFunctionName) {
+        cls = Epilogue;
+      } else {
+        cls = Micro;
+        functionOf[op] = name.getValue();
+      }
+    } else if (schedule && cls == Micro) {
+      return op->emitError() << "tpc-lower-to-rt: reads a microbatch's value "
+                                "but is in no function ('"
+                             << dist::kFunctionAttrName << "')";
+    } else if (!schedule && op->hasAttr(tpc::kMicrobatchIndexAttrName)) {
       cls = Micro;
-    else if (isa<tpc::CountTargetsOp>(op))
+      functionOf[op] = "microbatch";
+    } else if (isa<tpc::CountTargetsOp>(op)) {
       cls = Count;
-    else if (cls == Micro)
+    } else if (cls == Micro) {
       cls = Epilogue; // reads a microbatch's value: their sum
-    else if (cls == Count)
+    } else if (cls == Count) {
       cls = Invert;
-    classOf[&op] = cls;
+    }
+    classOf[op] = cls;
+    if (cls == Micro && !llvm::is_contained(microFunctions, functionOf[op]))
+      microFunctions.push_back(functionOf[op]);
   }
-  // A tagged op that reads the epilogue would run before it exists.
-  for (Operation &op : body.without_terminator())
-    if (classOf.lookup(&op) == Micro)
-      for (Value operand : op.getOperands())
+  // A microbatch's op that reads the epilogue would run before it exists.
+  for (Operation *op : ops)
+    if (classOf.lookup(op) == Micro)
+      for (Value operand : op->getOperands())
         if (Operation *def = operand.getDefiningOp();
             def && classOf.lookup(def) == Epilogue)
-          return op.emitError() << "tpc-lower-to-rt: a microbatch's op "
-                                   "reads the step's epilogue";
-  // Values that leave their function: sums over the microbatches.
-  // (In the body's order: the program must not depend on pointers.)
+          return op->emitError() << "tpc-lower-to-rt: a microbatch's op "
+                                    "reads the step's epilogue";
+  // Values that leave their function: sums over the microbatches when the
+  // step reads them past the microbatches, a pool slot's when another
+  // function of the same microbatch does. (In the ops' order: the program
+  // must not depend on pointers.)
   SmallVector<Value> microSums, countSums;
-  for (Operation &op : body.without_terminator()) {
-    Class cls = classOf.lookup(&op);
+  DenseSet<Value> pooled;
+  for (Operation *op : ops) {
+    Class cls = classOf.lookup(op);
     if (cls != Micro && cls != Count)
       continue;
-    for (Value result : op.getResults())
-      if (llvm::any_of(result.getUsers(), [&](Operation *user) {
-            auto it = classOf.find(user);
-            return it == classOf.end() || it->second != cls;
-          }))
+    for (Value result : op->getResults()) {
+      bool summed = false, handed = false;
+      for (Operation *user : result.getUsers()) {
+        auto it = classOf.find(user);
+        if (it == classOf.end() || it->second != cls)
+          summed = true;
+        else if (cls == Micro && functionOf.lookup(user) != functionOf[op])
+          handed = true;
+      }
+      if (summed && handed)
+        return op->emitError()
+               << "tpc-lower-to-rt: a microbatch's value that another "
+                  "function of the microbatch and the epilogue both read";
+      if (summed)
         (cls == Micro ? microSums : countSums).push_back(result);
+      if (handed)
+        pooled.insert(result);
+    }
   }
 
   Location loc = function.getLoc();
   DenseMap<Value, Value> accumulators;
-  std::function<LogicalResult(Value)> addInto = [&](Value v) -> LogicalResult {
+  auto addInto = [&](Value v) -> LogicalResult {
     FailureOr<Value> share = bufferOf(v.getDefiningOp(), v);
     if (failed(share))
       return failure();
@@ -1279,30 +1386,52 @@ LogicalResult Lowering::lowerAsActions(ProgramOp program) {
     createKernel(loc, KernelSpec{OpCode::Add}, {acc, *share}, {acc});
     return success();
   };
+  // The stage's pool, when its functions hand values to each other: the
+  // buffers made for them in the microbatch's functions (not a view of a
+  // persistent buffer).
+  DenseSet<Operation *> earlier;
+  int64_t pool = -1;
+  auto poolBuffer = [&](Value v) {
+    auto alloc = buffers.lookup(v).getDefiningOp<AllocOp>();
+    if (!alloc || earlier.contains(alloc) || alloc.getPool())
+      return;
+    if (pool < 0) {
+      pool = poolSlots.size();
+      poolSlots.push_back(1);
+    }
+    alloc.setPoolAttr(builder.getI64IntegerAttr(pool));
+  };
+  llvm::StringMap<int64_t> functionIndex;
   auto lowerClass = [&](Class cls, StringRef name, bool perMicrobatch,
-                        function_ref<LogicalResult()> before,
                         function_ref<LogicalResult()> after) {
     int64_t first = kernelCount;
-    if (failed(before()))
-      return failure();
-    for (Operation &op :
-         llvm::make_early_inc_range(body.without_terminator())) {
-      if (classOf.lookup(&op) != cls)
+    for (Operation *op : ops) {
+      if (classOf.lookup(op) != cls ||
+          (cls == Micro && functionOf.lookup(op) != name))
         continue;
-      if (failed(lowerOp(&op)))
+      // Which chunk's F, B or W a pipeline kernel runs: for --emit mlir's
+      // readers (benchmarks/pipeline-idle.py).
+      phase = stage ? op->getAttr(tpc::kPhaseAttrName) : Attribute();
+      microbatch = Attribute();
+      if (failed(lowerOp(op)))
         return failure();
       // A microbatch's share goes into its sum right away, so that it is
       // not kept to the function's end (the unrolled step's early
       // accumulation).
-      for (Value result : op.getResults())
+      for (Value result : op->getResults()) {
         if (accumulators.count(result) && failed(addInto(result)))
           return failure();
+        if (pooled.contains(result))
+          poolBuffer(result);
+      }
     }
     if (failed(after()))
       return failure();
-    if (kernelCount > first)
+    if (kernelCount > first) {
+      functionIndex[name] = functions.size();
       functions.push_back(
           {name.str(), first, kernelCount - first, perMicrobatch});
+    }
     return success();
   };
   auto none = [] { return success(); };
@@ -1313,7 +1442,8 @@ LogicalResult Lowering::lowerAsActions(ProgramOp program) {
       if (failed(type))
         return v.getDefiningOp()->emitError()
                << "tpc-lower-to-rt: a microbatch sum of type " << v.getType();
-      Value acc = AllocOp::create(builder, loc, *type, IntegerAttr());
+      Value acc =
+          AllocOp::create(builder, loc, *type, IntegerAttr(), IntegerAttr());
       accumulators[v] = acc;
       createKernel(loc, KernelSpec{OpCode::Zeros}, {}, {acc});
     }
@@ -1325,33 +1455,64 @@ LogicalResult Lowering::lowerAsActions(ProgramOp program) {
       buffers[v] = accumulators.lookup(v);
     return success();
   };
-  if (failed(lowerClass(Prologue, "prologue", false, none, zeroSums)) ||
-      failed(lowerClass(Count, "count targets", true, none,
+  auto noteEarlier = [&]() -> LogicalResult {
+    for (auto alloc : builder.getInsertionBlock()->getOps<AllocOp>())
+      earlier.insert(alloc);
+    return success();
+  };
+  if (failed(lowerClass(Prologue, "prologue", false, zeroSums)) ||
+      failed(lowerClass(Count, "count targets", true,
                         [&] { return useSums(countSums); })) ||
-      failed(lowerClass(Invert, "inverse count", false, none, none)) ||
-      failed(lowerClass(Micro, "microbatch", true, none,
-                        [&] { return useSums(microSums); })) ||
-      failed(lowerClass(Epilogue, "epilogue", false, none, none)))
+      failed(lowerClass(Invert, "inverse count", false, noteEarlier)))
     return failure();
-  if (failed(lowerReturn(cast<func::ReturnOp>(body.getTerminator()))))
+  for (StringRef name : microFunctions)
+    if (failed(lowerClass(Micro, name, true, none)))
+      return failure();
+  if (failed(useSums(microSums)) ||
+      failed(lowerClass(Epilogue, "epilogue", false, none)))
     return failure();
 
-  // The functions and the actions that run them, on the module.
-  Builder b(program.getContext());
-  SmallVector<Attribute> functionAttrs, actionAttrs;
-  for (auto [index, range] : llvm::enumerate(functions)) {
-    functionAttrs.push_back(b.getDictionaryAttr(
-        {b.getNamedAttr("name", b.getStringAttr(range.name)),
-         b.getNamedAttr("first", b.getI64IntegerAttr(range.first)),
-         b.getNamedAttr("count", b.getI64IntegerAttr(range.count))}));
-    for (int64_t i = 0; i < (range.perMicrobatch ? actionMicrobatches : 1);
-         ++i)
-      actionAttrs.push_back(b.getDenseI64ArrayAttr(
-          {static_cast<int64_t>(index), i, /*slot=*/0}));
+  // The stage's actions: the prologue, the counts, their inverse, the
+  // microbatches' functions (one device: in turn; a stage: as its
+  // schedule orders them), the epilogue.
+  SmallVector<int64_t> triples;
+  auto act = [&](StringRef name, int64_t microbatch, int64_t slot) {
+    if (auto it = functionIndex.find(name); it != functionIndex.end())
+      triples.append({it->second, microbatch, slot});
+  };
+  act("prologue", 0, 0);
+  for (int64_t i = 0; i < actionMicrobatches; ++i)
+    act("count targets", i, 0);
+  act("inverse count", 0, 0);
+  if (!schedule) {
+    for (int64_t i = 0; i < actionMicrobatches; ++i)
+      act("microbatch", i, 0);
+  } else {
+    auto names = schedule.getAs<ArrayAttr>("functions");
+    auto list = schedule.getAs<DenseI64ArrayAttr>("actions");
+    if (!names || !list || list.size() % 3 != 0)
+      return function.emitError()
+             << "tpc-lower-to-rt: a stage's action list needs 'functions' "
+                "(names) and 'actions' (function, microbatch, slot triples)";
+    for (int64_t a = 0, e = list.size(); a < e; a += 3) {
+      int64_t f = list[a], i = list[a + 1], slot = list[a + 2];
+      if (f < 0 || f >= static_cast<int64_t>(names.size()) || i < 0 ||
+          i >= actionMicrobatches || slot < 0 || slot >= actionMicrobatches)
+        return function.emitError()
+               << "tpc-lower-to-rt: action " << a / 3 << " ([" << f << ", "
+               << i << ", " << slot << "]) names no function, microbatch or "
+               << "slot of the stage";
+      act(cast<StringAttr>(names[f]).getValue(), i, slot);
+      if (pool >= 0)
+        poolSlots[pool] = std::max(poolSlots[pool], slot + 1);
+    }
   }
-  program->setAttr("functions", b.getArrayAttr(functionAttrs));
-  program->setAttr("actions", b.getArrayAttr(actionAttrs));
-  return success();
+  act("epilogue", 0, 0);
+  return builder.getArrayAttr(llvm::map_to_vector(
+      llvm::seq<size_t>(0, triples.size() / 3), [&](size_t a) -> Attribute {
+        return builder.getDenseI64ArrayAttr(
+            ArrayRef(triples).slice(3 * a, 3));
+      }));
 }
 
 namespace {
@@ -1392,9 +1553,12 @@ struct LowerToRtPass : public tpc::impl::TpcLowerToRtBase<LowerToRtPass> {
     int64_t microbatches = 0;
     if (actions) {
       auto count = entry->getAttrOfType<IntegerAttr>("tpc.microbatches");
-      if (mesh || !count) {
-        entry.emitError() << "tpc-lower-to-rt: actions needs a one-device "
-                             "training step template (tpc.microbatches)";
+      bool staged = entry->hasAttr(dist::kStageActionsAttrName);
+      if ((mesh && !staged) || !count) {
+        entry.emitError()
+            << "tpc-lower-to-rt: actions needs a training step template "
+               "(tpc.microbatches) on one device or cut into pipeline "
+               "stages (dist-pipeline-stages functions=true)";
         return signalPassFailure();
       }
       microbatches = count.getInt();

@@ -17,6 +17,8 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::rt;
 namespace fb = tpcrt::fb;
@@ -175,6 +177,24 @@ LogicalResult ExecutableBuilder::build(ModuleOp module) {
       exe.mesh.push_back(std::move(table));
     }
 
+  // The program's pools first: pooled allocs name them by index (the
+  // inputs pooled by microbatch get theirs after).
+  if (auto pools = program->getAttrOfType<ArrayAttr>("pools"))
+    for (auto [index, attr] : llvm::enumerate(pools)) {
+      auto entry = dyn_cast<DictionaryAttr>(attr);
+      auto slots = entry ? entry.getAs<IntegerAttr>("slots") : nullptr;
+      auto stride = entry ? entry.getAs<IntegerAttr>("stride") : nullptr;
+      if (!slots || !stride || slots.getInt() <= 0 || stride.getInt() < 0 ||
+          slots.getInt() > std::numeric_limits<uint32_t>::max())
+        return program.emitError()
+               << "pool " << index
+               << " needs 'slots' (positive) and 'stride' (run rt-plan-memory "
+                  "before serializing)";
+      auto pool = std::make_unique<fb::PoolT>();
+      pool->slots = static_cast<uint32_t>(slots.getInt());
+      pool->stride = static_cast<uint64_t>(stride.getInt());
+      exe.pools.push_back(std::move(pool));
+    }
   // Params are numbered in program order, wherever a state names one.
   for (auto [i, param] :
        llvm::enumerate(program.getBody().front().getOps<ParamOp>()))
@@ -240,8 +260,13 @@ LogicalResult ExecutableBuilder::build(ModuleOp module) {
       table->buffer = idOf(grad.getBuffer());
       exe.grads.push_back(std::move(table));
     } else if (auto alloc = dyn_cast<AllocOp>(op)) {
-      if (failed(addBuffer(alloc, alloc.getBuffer(), alloc.getOffsetAttr())))
+      FailureOr<uint32_t> id =
+          addBuffer(alloc, alloc.getBuffer(), alloc.getOffsetAttr());
+      if (failed(id))
         return failure();
+      // (The program verifier checked the index.)
+      if (std::optional<int64_t> pool = alloc.getPool())
+        exe.buffers[*id]->pool = static_cast<int32_t>(*pool);
     } else if (auto kernel = dyn_cast<KernelOp>(op)) {
       if (failed(addKernel(kernel)))
         return failure();
@@ -256,7 +281,7 @@ LogicalResult ExecutableBuilder::build(ModuleOp module) {
     }
   }
   // A program of functions run by actions (tpc-lower-to-rt actions=true):
-  // one stage's action list.
+  // one action list, or one per pipeline stage.
   if (auto functions = program->getAttrOfType<ArrayAttr>("functions")) {
     for (auto function : functions.getAsRange<DictionaryAttr>()) {
       auto table = std::make_unique<fb::FunctionT>();
@@ -267,13 +292,19 @@ LogicalResult ExecutableBuilder::build(ModuleOp module) {
           function.getAs<IntegerAttr>("count").getInt());
       exe.functions.push_back(std::move(table));
     }
-    auto stage = std::make_unique<fb::StageActionsT>();
-    if (auto actions = program->getAttrOfType<ArrayAttr>("actions"))
+    SmallVector<ArrayAttr> lists;
+    if (auto staged = program->getAttrOfType<ArrayAttr>("stage_actions"))
+      lists.append(llvm::to_vector(staged.getAsRange<ArrayAttr>()));
+    else if (auto actions = program->getAttrOfType<ArrayAttr>("actions"))
+      lists.push_back(actions);
+    for (ArrayAttr actions : lists) {
+      auto stage = std::make_unique<fb::StageActionsT>();
       for (auto action : actions.getAsRange<DenseI64ArrayAttr>())
         stage->actions.emplace_back(static_cast<uint32_t>(action[0]),
                                     static_cast<uint32_t>(action[1]),
                                     static_cast<uint32_t>(action[2]));
-    exe.stage_actions.push_back(std::move(stage));
+      exe.stage_actions.push_back(std::move(stage));
+    }
   }
   return success();
 }
