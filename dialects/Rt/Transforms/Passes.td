@@ -39,13 +39,53 @@ def RtPlanMemory : Pass<"rt-plan-memory", "ModuleOp"> {
     it). With no kernels it is the bytes of the params, inputs and state.
     The runtime measures the same quantity from the kernel order.
 
+    **Programs run by actions.** With `stage_actions` (one action list per
+    stage, each action `[function, microbatch, slot]` running one of the
+    `functions`' kernel ranges) a stage runs its kernels in action order,
+    some of them once per microbatch, and a pooled `rt.alloc` has one copy
+    per slot of its pool. The pass reads and checks that schedule (ranges
+    that cover every kernel, each on one stage; actions of their own stage
+    whose slot, or microbatch for an input pooled by microbatch, the pools
+    they address hold; `pools` entries with `slots`; a pool's buffers on one
+    stage, none bound by an output or a gradient) and plans with lifetimes
+    that hold in any order:
+
+    - a pool's slot holds its buffers one after another in program order,
+      each 64-byte aligned; the pool's `stride` is their total, written into
+      its `pools` entry, and its region (`slots` × `stride` bytes) is placed
+      once, live over its stage's kernels; a pooled buffer's `offset` is its
+      place in the region's first slot;
+    - an `rt.alloc` used by kernels of several functions, or bound by an
+      output or a gradient, is live over its stage's kernels (runs of other
+      functions may come between its uses in any order);
+    - every other buffer as above: what one function uses alone is written
+      by each run before it is read, so its kernel-order lifetime holds for
+      every run.
+
+    The planned peak is then the runtime's (`Program::peakBytes`), over the
+    step's kernel runs rather than the kernels: for each stage, its actions'
+    kernels in order, each run a time. An instance is a buffer, or one slot
+    of a pooled buffer (the action's slot). A run that writes an instance
+    the action has not touched yet (and does not also read it) starts a new
+    live interval of it; any other use extends the current one. Params,
+    state and inputs (every microbatch of an input pooled by microbatch) of
+    the stage are live throughout, and an output's or a gradient's last
+    interval runs to the end. A stage's peak is the largest sum of the sizes
+    of the instances live at one run; `rt.stage_planned_peak_bytes` holds
+    each stage's (with stages) and `rt.planned_peak_bytes` the largest.
+    Programs without `stage_actions` (including the one-stage `actions`
+    form) are planned as described above; a pooled `rt.alloc` needs
+    `stage_actions`.
+
     With `check`, the pass then verifies the plan independently: a sweep
     over the kernels with the live buffers ordered by offset reports any two
     buffers that are live at the same kernel and share an arena byte, and any
-    buffer that is misaligned or outside the arena. With `check-only` it
-    plans nothing and runs that check on the offsets and `rt.arena_bytes`
-    already in the IR (and, when present, compares `rt.planned_peak_bytes`
-    with the peak it computes).
+    buffer that is misaligned or outside the arena; a pooled buffer is
+    checked as one buffer per slot, at `offset + slot * stride`. With
+    `check-only` it plans nothing and runs that check on the offsets,
+    strides and `rt.arena_bytes` already in the IR (and, when present,
+    compares `rt.planned_peak_bytes` and `rt.stage_planned_peak_bytes` with
+    the peaks it computes).
   }];
   let options = [
     Option<"check", "check", "bool", /*default=*/"false",

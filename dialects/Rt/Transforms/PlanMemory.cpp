@@ -6,6 +6,11 @@
 // sweep and the free list are O(log n) per buffer, so a model of thousands of
 // layers plans in well under a second.
 //
+// A program run by action lists (`stage_actions`) runs its kernels in
+// another order, some of them once per microbatch; its offsets are planned
+// with lifetimes that hold in any order (see the pass description), its
+// peak measured over the actions (ActionPeak.cpp).
+//
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Rt/Transforms/PlanMemory.h"
@@ -54,8 +59,26 @@ struct Buffer {
   /// The arena bytes it takes, when more than `bytes` (an input pooled by
   /// microbatch: a 64-byte-aligned slot per microbatch, `bytes` their sum).
   int64_t extent = 0;
+  /// A pooled rt.alloc's pool, else -1. Its copy of slot s lies at
+  /// offset + s * stride; while planning, a pool's region (all its slots)
+  /// is placed as one buffer and `inSlot` is the buffer's place in a slot.
+  int64_t pool = -1;
+  int64_t inSlot = 0;
+  bool isRegion = false;
+  /// With actions: the function of the kernels using it, and whether
+  /// kernels of several functions do.
+  int64_t function = -1;
+  bool crossesFunctions = false;
   bool isLive() const { return first <= last; }
   int64_t span() const { return extent ? extent : bytes; }
+  /// A pooled buffer, placed with its pool's region.
+  bool inRegion() const { return pool >= 0 && !isRegion; }
+};
+
+/// A pool's slots and the bytes from one slot to the next.
+struct PoolLayout {
+  int64_t slots = 1;
+  int64_t stride = 0;
 };
 
 /// The program's buffers in program order and its kernel count.
@@ -65,6 +88,11 @@ struct Lifetimes {
   /// Pipeline programs: each stage's kernels, [first, last]; empty without
   /// stages.
   std::vector<std::pair<int64_t, int64_t>> stageKernels;
+  /// With `stage_actions`: the schedule, and the pools (their strides once
+  /// planned or read).
+  ProgramOp program;
+  std::optional<ActionSchedule> schedule;
+  SmallVector<PoolLayout> pools;
 };
 
 constexpr unsigned kMaxStages = 64;
@@ -74,8 +102,23 @@ constexpr unsigned kMaxStages = 64;
 /// buffer that persists (a param, an input, a state, an output, a
 /// gradient) is live over the kernels of the stages that use it, not the
 /// whole program, so buffers of different stages share arena bytes.
+///
+/// With actions, the kernels run in action order, which the plan does not
+/// follow: a buffer that crosses actions (a pooled one, one used by several
+/// functions, an output or a gradient) is live over the kernels of its
+/// stages. What one function uses alone is written by each run before it is
+/// read: its file-order lifetime holds for every run.
 FailureOr<Lifetimes> computeLifetimes(ProgramOp program) {
   Lifetimes result;
+  result.program = program;
+  FailureOr<std::optional<ActionSchedule>> schedule =
+      readActionSchedule(program);
+  if (failed(schedule))
+    return failure();
+  result.schedule = std::move(*schedule);
+  if (result.schedule)
+    for (int64_t slots : result.schedule->poolSlots)
+      result.pools.push_back({slots});
   DenseMap<Value, size_t> index;
   int64_t k = 0;
   for (Operation &op : program.getBody().front()) {
@@ -89,8 +132,12 @@ FailureOr<Lifetimes> computeLifetimes(ProgramOp program) {
           info.extent = alignUp(info.bytes) * *slots;
           info.bytes *= *slots;
         }
-      if (!isa<AllocOp>(op))
+      if (auto alloc = dyn_cast<AllocOp>(op)) {
+        if (IntegerAttr pool = alloc.getPoolAttr())
+          info.pool = pool.getInt();
+      } else {
         info.first = -1;
+      }
       result.buffers.push_back(info);
     } else if (auto kernel = dyn_cast<KernelOp>(op)) {
       std::optional<uint32_t> stage = kernel.getStage();
@@ -118,12 +165,16 @@ FailureOr<Lifetimes> computeLifetimes(ProgramOp program) {
                << "rt-plan-memory: a kernel without a stage in a pipeline "
                   "program";
       }
+      int64_t function = result.schedule ? result.schedule->functionOf[k] : -1;
       for (Value buffer : op.getOperands()) {
         Buffer &info = result.buffers[index.lookup(buffer)];
         info.first = std::min(info.first, k);
         info.last = std::max(info.last, k);
         if (stage)
           info.stages |= uint64_t(1) << *stage;
+        if (info.function >= 0 && info.function != function)
+          info.crossesFunctions = true;
+        info.function = function;
       }
       ++k;
     }
@@ -158,10 +209,15 @@ FailureOr<Lifetimes> computeLifetimes(ProgramOp program) {
   }
   for (Buffer &info : result.buffers) {
     bool persists = !isa<AllocOp>(info.op);
-    if (!persists && !bound.contains(info.op->getResult(0)))
+    bool isBound = bound.contains(info.op->getResult(0));
+    bool crossesActions = result.schedule && !persists && info.isLive() &&
+                          (info.pool >= 0 || info.crossesFunctions || isBound);
+    if (!persists && !isBound && !crossesActions)
       continue;
     if (result.stageKernels.empty() || info.stages == 0) {
-      info.last = k;
+      if (crossesActions)
+        info.first = 0;
+      info.last = persists || isBound ? k : k - 1;
       continue;
     }
     // Over its stages' kernels.
@@ -171,7 +227,7 @@ FailureOr<Lifetimes> computeLifetimes(ProgramOp program) {
         first = std::min(first, range.first);
         last = std::max(last, range.second);
       }
-    if (persists)
+    if (persists || crossesActions)
       info.first = first;
     info.last = last;
   }
@@ -240,7 +296,61 @@ private:
   int64_t top = 0;
 };
 
-/// Places every buffer; returns the arena size.
+/// With actions: lays out each pool's slot, its buffers one after another
+/// in program order, 64-byte aligned (they may all be live at once), and
+/// appends the pool's region, every slot, as one buffer to place, live
+/// where its buffers are (over their stage's kernels).
+LogicalResult addPoolRegions(Lifetimes &lifetimes) {
+  std::vector<Buffer> regions;
+  for (size_t pool = 0; pool < lifetimes.pools.size(); ++pool) {
+    Buffer &region = regions.emplace_back(Buffer{nullptr, 0});
+    region.pool = pool;
+    region.isRegion = true;
+  }
+  for (Buffer &buffer : lifetimes.buffers) {
+    if (buffer.pool < 0)
+      continue;
+    Buffer &region = regions[buffer.pool];
+    PoolLayout &pool = lifetimes.pools[buffer.pool];
+    if (!region.op)
+      region.op = buffer.op;
+    buffer.inSlot = pool.stride;
+    if (buffer.bytes > std::numeric_limits<int64_t>::max() / 2 ||
+        llvm::AddOverflow(pool.stride, alignUp(buffer.bytes), pool.stride))
+      return buffer.op->emitError("rt-plan-memory: the buffers need more "
+                                  "than 2^63 bytes");
+    region.first = std::min(region.first, buffer.first);
+    region.last = std::max(region.last, buffer.last);
+    region.stages |= buffer.stages;
+  }
+  for (Buffer &region : regions) {
+    // A pool no buffer names takes no bytes.
+    if (!region.op)
+      continue;
+    if (llvm::MulOverflow(lifetimes.pools[region.pool].slots,
+                          lifetimes.pools[region.pool].stride, region.bytes))
+      return region.op->emitError("rt-plan-memory: the buffers need more "
+                                  "than 2^63 bytes");
+    lifetimes.buffers.push_back(region);
+  }
+  return success();
+}
+
+/// Puts each pooled buffer at its place in its region's first slot and
+/// drops the regions.
+void placePooledBuffers(Lifetimes &lifetimes) {
+  SmallVector<int64_t> base(lifetimes.pools.size(), 0);
+  for (const Buffer &buffer : lifetimes.buffers)
+    if (buffer.isRegion)
+      base[buffer.pool] = buffer.offset;
+  llvm::erase_if(lifetimes.buffers,
+                 [](const Buffer &buffer) { return buffer.isRegion; });
+  for (Buffer &buffer : lifetimes.buffers)
+    if (buffer.inRegion())
+      buffer.offset = base[buffer.pool] + buffer.inSlot;
+}
+
+/// Places every buffer (a pooled one's region); returns the arena size.
 int64_t assignOffsets(Lifetimes &lifetimes) {
   std::vector<Buffer> &buffers = lifetimes.buffers;
   int64_t numKernels = lifetimes.numKernels;
@@ -249,6 +359,8 @@ int64_t assignOffsets(Lifetimes &lifetimes) {
   std::vector<SmallVector<size_t, 2>> bornAt(numKernels), diedAt(numKernels);
   int64_t unusedBytes = 0;
   for (auto [i, buffer] : llvm::enumerate(buffers)) {
+    if (buffer.inRegion())
+      continue;
     if (!buffer.isLive() || buffer.bytes == 0) {
       // Nothing else is live while it is, so any offset will do.
       buffer.offset = 0;
@@ -300,9 +412,14 @@ int64_t plannedPeak(const Lifetimes &lifetimes,
 }
 
 /// Each stage's planned peak: the bytes of its buffers live at its
-/// kernels.
+/// kernels; with actions, at its kernel runs.
 SmallVector<int64_t> stagePeaks(const Lifetimes &lifetimes) {
   SmallVector<int64_t> peaks;
+  if (const std::optional<ActionSchedule> &schedule = lifetimes.schedule) {
+    for (unsigned stage = 0; stage < schedule->stageActions.size(); ++stage)
+      peaks.push_back(computeActionPeak(lifetimes.program, *schedule, stage));
+    return peaks;
+  }
   for (auto [stage, range] : llvm::enumerate(lifetimes.stageKernels)) {
     int64_t peak = 0;
     std::vector<int64_t> delta(range.second - range.first + 2, 0);
@@ -329,7 +446,7 @@ SmallVector<int64_t> stagePeaks(const Lifetimes &lifetimes) {
 /// rt.planned_peak_bytes: with stages, the largest stage's (each runs on
 /// its own ranks).
 int64_t programPeak(const Lifetimes &lifetimes) {
-  if (lifetimes.stageKernels.empty())
+  if (lifetimes.stageKernels.empty() && !lifetimes.schedule)
     return plannedPeak(lifetimes);
   SmallVector<int64_t> peaks = stagePeaks(lifetimes);
   return *llvm::max_element(peaks);
@@ -344,20 +461,37 @@ void setOffset(Operation *op, int64_t offset) {
 /// Checks the plan independently of how it was made: sweeping time from
 /// before the first kernel to after the last with the live buffers ordered
 /// by offset, a buffer becoming live must not share a byte with its
-/// neighbours, and every buffer must be aligned and inside the arena.
+/// neighbours, and every buffer must be aligned and inside the arena. A
+/// pooled buffer is a buffer per slot there, each at its own offset.
 LogicalResult checkPlan(const Lifetimes &lifetimes, int64_t arenaBytes) {
-  const std::vector<Buffer> &buffers = lifetimes.buffers;
+  std::vector<Buffer> buffers;
+  for (const Buffer &buffer : lifetimes.buffers) {
+    PoolLayout pool =
+        buffer.pool >= 0 ? lifetimes.pools[buffer.pool] : PoolLayout();
+    if (buffer.offset % kAlignment != 0 || buffer.offset < 0 ||
+        buffer.span() > arenaBytes - buffer.offset ||
+        (pool.slots - 1) * pool.stride >
+            arenaBytes - buffer.offset - buffer.span()) {
+      InFlightDiagnostic diag = buffer.op->emitError()
+                                << "rt-plan-memory: buffer at offset "
+                                << buffer.offset << " (" << buffer.span()
+                                << " bytes";
+      if (buffer.pool >= 0)
+        diag << " in each of " << pool.slots << " slots " << pool.stride
+             << " bytes apart";
+      return diag << ") is misaligned or outside the arena of " << arenaBytes
+                  << " bytes";
+    }
+    for (int64_t slot = 0; slot < pool.slots; ++slot) {
+      buffers.push_back(buffer);
+      buffers.back().offset += slot * pool.stride;
+    }
+  }
   int64_t numKernels = lifetimes.numKernels;
   // Time t is stored at slot t + 1 (t = -1 is before the first kernel).
   std::vector<SmallVector<size_t, 2>> born(numKernels + 2),
       died(numKernels + 2);
   for (auto [i, buffer] : llvm::enumerate(buffers)) {
-    if (buffer.offset % kAlignment != 0 || buffer.offset < 0 ||
-        buffer.span() > arenaBytes - buffer.offset)
-      return buffer.op->emitError()
-             << "rt-plan-memory: buffer at offset " << buffer.offset << " ("
-             << buffer.span() << " bytes) is misaligned or outside the arena of "
-             << arenaBytes << " bytes";
     if (buffer.isLive() && buffer.span() > 0) {
       born[buffer.first + 1].push_back(i);
       died[buffer.last + 1].push_back(i);
@@ -395,6 +529,28 @@ LogicalResult checkPlan(const Lifetimes &lifetimes, int64_t arenaBytes) {
   return success();
 }
 
+/// Reads each pool's stride from `pools` (with actions).
+LogicalResult readStrides(Lifetimes &lifetimes) {
+  ProgramOp program = lifetimes.program;
+  auto pools = program->getAttrOfType<ArrayAttr>("pools");
+  for (auto [p, pool] : llvm::enumerate(lifetimes.pools)) {
+    auto stride = cast<DictionaryAttr>(pools[p]).getAs<IntegerAttr>("stride");
+    if (!stride)
+      return program.emitError("rt-plan-memory: check-only needs a 'stride' "
+                               "on every pool; pool ")
+             << p << " is " << pools[p];
+    int64_t bytes;
+    if (stride.getInt() < 0 || stride.getInt() % kAlignment != 0 ||
+        llvm::MulOverflow(pool.slots, stride.getInt(), bytes))
+      return program.emitError("rt-plan-memory: pool ")
+             << p << ": stride " << stride.getInt()
+             << " is not a non-negative multiple of " << kAlignment
+             << " (or its " << pool.slots << " slots pass 2^63 bytes)";
+    pool.stride = stride.getInt();
+  }
+  return success();
+}
+
 /// Reads the plan in the IR (offsets, arena) into `lifetimes` and checks it.
 LogicalResult checkExistingPlan(ModuleOp module, Lifetimes &lifetimes) {
   auto arena =
@@ -409,7 +565,8 @@ LogicalResult checkExistingPlan(ModuleOp module, Lifetimes &lifetimes) {
                                   "offset on every buffer");
     buffer.offset = offset.getInt();
   }
-  if (failed(checkPlan(lifetimes, arena.getInt())))
+  if (failed(readStrides(lifetimes)) ||
+      failed(checkPlan(lifetimes, arena.getInt())))
     return failure();
   auto peak =
       module->getAttrOfType<IntegerAttr>(RtDialect::kPlannedPeakBytesAttrName);
@@ -418,7 +575,36 @@ LogicalResult checkExistingPlan(ModuleOp module, Lifetimes &lifetimes) {
            << RtDialect::kPlannedPeakBytesAttrName << "' is " << peak.getInt()
            << " but the buffers live at one kernel add up to at most "
            << programPeak(lifetimes);
+  auto peaks = module->getAttrOfType<DenseI64ArrayAttr>(
+      RtDialect::kStagePlannedPeakBytesAttrName);
+  if (peaks && !lifetimes.stageKernels.empty()) {
+    SmallVector<int64_t> expected = stagePeaks(lifetimes);
+    if (peaks.asArrayRef() != ArrayRef(expected)) {
+      InFlightDiagnostic diag = module.emitError("rt-plan-memory: '")
+                                << RtDialect::kStagePlannedPeakBytesAttrName
+                                << "' is " << peaks
+                                << " but the stages' peaks are [";
+      llvm::interleaveComma(expected, diag);
+      return diag << "]";
+    }
+  }
   return success();
+}
+
+/// Writes each pool's stride into `pools`.
+void writeStrides(const Lifetimes &lifetimes) {
+  ProgramOp program = lifetimes.program;
+  auto pools = program->getAttrOfType<ArrayAttr>("pools");
+  if (!pools || !lifetimes.schedule)
+    return;
+  Builder builder(program);
+  SmallVector<Attribute> entries;
+  for (auto [entry, pool] : llvm::zip_equal(pools, lifetimes.pools)) {
+    NamedAttrList fields(cast<DictionaryAttr>(entry));
+    fields.set("stride", builder.getI64IntegerAttr(pool.stride));
+    entries.push_back(fields.getDictionary(program.getContext()));
+  }
+  program->setAttr("pools", builder.getArrayAttr(entries));
 }
 
 } // namespace
@@ -430,10 +616,13 @@ MemoryStats mlir::rt::computeMemoryStats(ProgramOp program,
   if (failed(computed))
     return {};
   Lifetimes &lifetimes = *computed;
-  if (stage) {
+  const std::optional<ActionSchedule> &schedule = lifetimes.schedule;
+  size_t numStages =
+      schedule ? schedule->stageActions.size() : lifetimes.stageKernels.size();
+  if (stage && *stage >= numStages)
+    return {};
+  if (stage && !lifetimes.stageKernels.empty()) {
     // The stage's kernels and the buffers they use.
-    if (*stage >= lifetimes.stageKernels.size())
-      return {};
     std::vector<Buffer> kept;
     for (const Buffer &buffer : lifetimes.buffers)
       if (buffer.stages & (uint64_t(1) << *stage))
@@ -473,12 +662,28 @@ MemoryStats mlir::rt::computeMemoryStats(ProgramOp program,
     else if (paramCopies.contains(value) && buffer.isLive())
       stats.paramCopyBytes += buffer.bytes;
   }
+  auto isActivation = [&](Value value) {
+    return value.getDefiningOp<AllocOp>() && !gradientParts.contains(value) &&
+           !paramCopies.contains(value);
+  };
+  if (schedule) {
+    // The stage's peaks over its runs, or the largest stage's.
+    auto peak = [&](function_ref<bool(Value)> counts) {
+      int64_t peak = 0;
+      for (unsigned s = 0; s < numStages; ++s)
+        if (!stage || s == *stage)
+          peak =
+              std::max(peak, computeActionPeak(program, *schedule, s, counts));
+      return peak;
+    };
+    stats.peakBytes = peak(nullptr);
+    stats.peakActivationBytes = peak(isActivation);
+    return stats;
+  }
   stats.peakBytes = stage ? stagePeaks(lifetimes)[*stage]
                           : programPeak(lifetimes);
   stats.peakActivationBytes = plannedPeak(lifetimes, [&](const Buffer &buffer) {
-    Value value = buffer.op->getResult(0);
-    return isa<AllocOp>(buffer.op) && !gradientParts.contains(value) &&
-           !paramCopies.contains(value);
+    return isActivation(buffer.op->getResult(0));
   });
   return stats;
 }
@@ -506,18 +711,23 @@ struct PlanMemoryPass : public rt::impl::RtPlanMemoryBase<PlanMemoryPass> {
         signalPassFailure();
       return;
     }
+    if (failed(addPoolRegions(lifetimes)))
+      return signalPassFailure();
     // Offsets, the arena and the peak stay below the aligned total.
     int64_t total = 0;
     for (const Buffer &buffer : lifetimes.buffers)
-      if (buffer.bytes > std::numeric_limits<int64_t>::max() / 2 ||
-          llvm::AddOverflow(total, alignUp(buffer.span()), total)) {
+      if (!buffer.inRegion() &&
+          (buffer.bytes > std::numeric_limits<int64_t>::max() / 2 ||
+           llvm::AddOverflow(total, alignUp(buffer.span()), total))) {
         buffer.op->emitError("rt-plan-memory: the buffers need more than "
                              "2^63 bytes");
         return signalPassFailure();
       }
     int64_t arenaBytes = assignOffsets(lifetimes);
+    placePooledBuffers(lifetimes);
     for (const Buffer &buffer : lifetimes.buffers)
       setOffset(buffer.op, buffer.offset);
+    writeStrides(lifetimes);
     Builder builder(module);
     module->setAttr(RtDialect::kArenaBytesAttrName,
                     builder.getI64IntegerAttr(arenaBytes));

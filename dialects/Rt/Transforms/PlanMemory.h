@@ -11,6 +11,7 @@
 #include "dialects/Rt/IR/RtOps.h"
 
 #include <optional>
+#include <vector>
 
 namespace mlir::rt {
 
@@ -36,9 +37,56 @@ struct MemoryStats {
 };
 
 /// The figures of `program`, or with `stage` of that pipeline stage alone
-/// (the buffers its kernels use; its planned peak).
+/// (the buffers its kernels use; its planned peak). With `stage_actions` the
+/// peaks are over the stage's action time (computeActionPeak), and without
+/// `stage` the largest stage's.
 MemoryStats computeMemoryStats(ProgramOp program,
                                std::optional<unsigned> stage = std::nullopt);
+
+//===----------------------------------------------------------------------===//
+// Programs run by action lists (ActionPeak.cpp)
+//===----------------------------------------------------------------------===//
+
+/// The time of a program whose stages run action lists (`stage_actions`):
+/// its functions, each stage's actions and its pools, read from the
+/// program's attributes (see rt.program) and checked.
+struct ActionSchedule {
+  struct Function {
+    StringRef name;
+    int64_t first = 0;
+    int64_t count = 0;
+    unsigned stage = 0;
+  };
+  struct Action {
+    int64_t function = 0;
+    int64_t microbatch = 0;
+    int64_t slot = 0;
+  };
+  SmallVector<Function> functions;
+  /// Each kernel's function, by kernel index (program order).
+  std::vector<int64_t> functionOf;
+  /// One list per stage.
+  SmallVector<SmallVector<Action, 0>> stageActions;
+  /// Per pool (`pools`): its slots.
+  SmallVector<int64_t> poolSlots;
+};
+
+/// The schedule of `program`, or nullopt when it has no `stage_actions`.
+/// Fails with an error naming the bad value where the attributes break the
+/// contract or where the runtime would refuse a pool: a pooled buffer
+/// without `stage_actions`, used on two stages or bound by an output or a
+/// gradient, an action whose slot (or microbatch, for an input pooled by
+/// microbatch) a pool its kernels address does not hold.
+FailureOr<std::optional<ActionSchedule>> readActionSchedule(ProgramOp program);
+
+/// The planned peak of `stage` over its action time, the runtime's rule
+/// (runtime/src/Lifetimes.cpp) implemented again from the IR: the largest
+/// sum, over the kernel runs of the stage's actions in order, of the bytes
+/// of the buffer instances live at the run. Only the buffers `counts`
+/// accepts add up (all of them by default).
+int64_t computeActionPeak(ProgramOp program, const ActionSchedule &schedule,
+                          unsigned stage,
+                          function_ref<bool(Value)> counts = nullptr);
 
 } // namespace mlir::rt
 
