@@ -29,8 +29,10 @@ int64_t CompileOptions::axisSize(StringRef name) const {
 }
 
 bool CompileOptions::microbatchActions() const {
-  return train && mesh.empty() && autodiff.microbatches > 1 &&
-         !unrollMicrobatches;
+  if (!train || unrollMicrobatches)
+    return false;
+  // A pipeline runs its stages' actions whatever the microbatches.
+  return axisSize("pp") > 1 || autodiff.microbatches > 1;
 }
 
 StringRef CompileOptions::loweredFunction() const {

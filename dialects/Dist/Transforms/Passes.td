@@ -294,11 +294,13 @@ def DistPipelineStages : Pass<"dist-pipeline-stages", "ModuleOp"> {
     each chunk's F, B and W and each transfer once, in the order of their
     first action, every op marked with its function (`dist.function` =
     `F chunk 2`, `B chunk 2`, `W chunk 2`, `recv act chunk 2`, `send act
-    chunk 2`, `recv grad chunk 2`, `send grad chunk 2`), then the epilogue
+    chunk 2`, `recv grad chunk 2`, `send grad chunk 2`; a schedule that runs
+    W right after B has `BW chunk 2`, their ops in the step's order, each
+    weight gradient right after what it reads), then the epilogue
     (`epilogue`: what reads the microbatches' sums). The step gets each
     rank's action list, `dist.stage_actions`: per rank `{functions = [...],
     actions = array<i64: function, microbatch, slot, ...>}`, the schedule's
-    actions on the rank's functions (a fused BW is B then W), the slot the
+    actions on the rank's functions, the slot the
     lowest free one when the microbatch's first action on the rank comes
     and free again after its last. `tpc-lower-to-rt actions=true` turns the
     values one function hands to another into pooled buffers (a slot per

@@ -14,6 +14,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/MapVector.h"
@@ -221,10 +222,19 @@ LogicalResult StageBuilder::readPhases() {
   // What the step computes from its arguments alone (casts of parameters,
   // the inputs' slices, the target count) is free: on every rank that
   // reads it.
+  // In a template the microbatch's rows of an input (a slice, no kernel)
+  // vary with the microbatch: what is computed from them (a data-parallel
+  // rank's shard) runs in the phase that reads it, once per microbatch.
+  auto isMicrobatchSlice = [&](Operation *def) {
+    auto slice = dyn_cast_or_null<tensor::ExtractSliceOp>(def);
+    auto arg = slice ? dyn_cast<BlockArgument>(slice.getSource()) : nullptr;
+    return functions && arg && arg.getOwner() == &step.getBody().front() &&
+           step.getArgAttr(arg.getArgNumber(), tpc::kInputAttrName);
+  };
   for (Operation *op : ops)
     if (!phaseOf.count(op) && llvm::all_of(op->getOperands(), [&](Value v) {
           Operation *def = v.getDefiningOp();
-          return !def || free.contains(def);
+          return !def || (free.contains(def) && !isMicrobatchSlice(def));
         }))
       free.insert(op);
   // What dist-partition added inside a phase (a collective of the
@@ -597,6 +607,20 @@ DictionaryAttr StageBuilder::emitFunctions(int rank) {
         emitOp(op, rank);
     });
   };
+  // B and W back to back are one function, their ops in the step's order:
+  // tpc-unroll-train-step put each weight gradient right after what it
+  // reads, so a layer's output gradient dies before the next layer's B.
+  auto fused = [&](int chunk) {
+    return function("BW chunk " + Twine(chunk), [&] {
+      SmallVector<Operation *> both(blocks[{Phase::B, chunk, 0}]);
+      llvm::append_range(both, blocks[{Phase::W, chunk, 0}]);
+      llvm::sort(both, [&](Operation *a, Operation *b) {
+        return position[a] < position[b];
+      });
+      for (Operation *op : both)
+        emitOp(op, rank);
+    });
+  };
   auto receive = [&](StringRef what, Phase to) {
     return function(Twine("recv ") + what + " chunk " + Twine(to.chunk), [&] {
       for (const Transfer &t : transfersTo[to])
@@ -623,9 +647,7 @@ DictionaryAttr StageBuilder::emitFunctions(int rank) {
       run(block(Phase::F, c), i);
       break;
     case pipeline::ActionKind::Backward:
-      run(block(Phase::B, c), i);
-      if (action.fusedWeight)
-        run(block(Phase::W, c), i);
+      run(action.fusedWeight ? fused(c) : block(Phase::B, c), i);
       break;
     case pipeline::ActionKind::Weight:
       run(block(Phase::W, c), i);

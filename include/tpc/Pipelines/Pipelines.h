@@ -59,7 +59,8 @@ struct CompileOptions {
   bool unrollMicrobatches = false;
 
   /// Whether the training step compiles to functions run by actions, one
-  /// per microbatch (one device, several microbatches, not unrolled).
+  /// per microbatch (one device with several microbatches, or a pipeline
+  /// without dp or tp; not unrolled).
   bool microbatchActions() const;
 
   /// The size of mesh axis `name` (1 if the mesh lacks it).

@@ -1307,6 +1307,25 @@ Lowering::lowerStageAsActions(ArrayRef<Operation *> ops,
   DenseMap<Operation *, Class> classOf;
   DenseMap<Operation *, StringRef> functionOf;
   SmallVector<StringRef> microFunctions;
+  // The microbatch's rows of an input (its pool slot) and what is computed
+  // from them (the data-parallel rank's shard) vary with the microbatch;
+  // the target count reads the whole input and is counted per slot.
+  DenseSet<Operation *> varying;
+  auto readsMicrobatchInput = [&](Operation *op) {
+    if (isa<tpc::CountTargetsOp>(op))
+      return false;
+    bool reads = llvm::any_of(op->getOperands(), [&](Value v) {
+      Operation *def = v.getDefiningOp();
+      return def && varying.contains(def);
+    });
+    if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op))
+      if (auto arg = dyn_cast<BlockArgument>(slice.getSource()))
+        reads |= arg.getOwner()->getParentOp() == function.getOperation() &&
+                 function.getArgAttr(arg.getArgNumber(), tpc::kInputAttrName);
+    if (reads)
+      varying.insert(op);
+    return reads;
+  };
   for (Operation *op : ops) {
     Class cls = Prologue;
     for (Value operand : op->getOperands())
@@ -1324,7 +1343,8 @@ Lowering::lowerStageAsActions(ArrayRef<Operation *> ops,
       return op->emitError() << "tpc-lower-to-rt: reads a microbatch's value "
                                 "but is in no function ('"
                              << dist::kFunctionAttrName << "')";
-    } else if (!schedule && op->hasAttr(tpc::kMicrobatchIndexAttrName)) {
+    } else if (!schedule && (op->hasAttr(tpc::kMicrobatchIndexAttrName) ||
+                             readsMicrobatchInput(op))) {
       cls = Micro;
       functionOf[op] = "microbatch";
     } else if (isa<tpc::CountTargetsOp>(op)) {
@@ -1338,6 +1358,20 @@ Lowering::lowerStageAsActions(ArrayRef<Operation *> ops,
     if (cls == Micro && !llvm::is_contained(microFunctions, functionOf[op]))
       microFunctions.push_back(functionOf[op]);
   }
+  // One device: what dist-partition inserted among the microbatch's ops (a
+  // collective, a reshard) carries no microbatch index; a microbatch's op
+  // reading it makes it the microbatch's too. (Users first: in reverse.)
+  if (!schedule)
+    for (Operation *op : llvm::reverse(ops))
+      if (classOf.lookup(op) == Epilogue &&
+          !op->hasAttr(tpc::kMicrobatchIndexAttrName) &&
+          llvm::any_of(op->getUsers(), [&](Operation *user) {
+            auto it = classOf.find(user);
+            return it != classOf.end() && it->second == Micro;
+          })) {
+        classOf[op] = Micro;
+        functionOf[op] = "microbatch";
+      }
   // A microbatch's op that reads the epilogue would run before it exists.
   for (Operation *op : ops)
     if (classOf.lookup(op) == Micro)
@@ -1553,8 +1587,7 @@ struct LowerToRtPass : public tpc::impl::TpcLowerToRtBase<LowerToRtPass> {
     int64_t microbatches = 0;
     if (actions) {
       auto count = entry->getAttrOfType<IntegerAttr>("tpc.microbatches");
-      bool staged = entry->hasAttr(dist::kStageActionsAttrName);
-      if ((mesh && !staged) || !count) {
+      if (!count) {
         entry.emitError()
             << "tpc-lower-to-rt: actions needs a training step template "
                "(tpc.microbatches) on one device or cut into pipeline "
