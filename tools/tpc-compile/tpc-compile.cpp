@@ -67,10 +67,11 @@ static cl::opt<bool> sequenceParallel(
     cl::cat(category));
 static cl::opt<bool> unrollMicrobatches(
     "unroll-microbatches",
-    cl::desc("With --train and several microbatches on one device: unroll "
-             "them into one kernel list (the executable grows with "
-             "--microbatches) instead of one microbatch's kernels that the "
-             "executable's actions run once per microbatch (the default)"),
+    cl::desc("With --train: unroll the microbatches into one kernel list "
+             "per rank (the executable grows with --microbatches) instead "
+             "of one microbatch's kernels that the executable's actions run "
+             "once per microbatch (the default; a pipeline: each chunk's F, "
+             "B and W once, run in the schedule's order)"),
     cl::cat(category));
 static cl::list<std::string> passPlugins(
     "load-pass-plugin",
