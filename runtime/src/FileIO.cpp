@@ -37,6 +37,24 @@ bool writeAll(int fd, const void *bytes, uint64_t size) {
 
 Status tpcrt::writeFileAtomically(const std::string &path,
                                   const std::vector<ByteRange> &pieces) {
+  // A device or a pipe (`-o /dev/null`, a FIFO) is written in place:
+  // renaming a file over it would replace the device node itself.
+  struct stat existing;
+  if (::stat(path.c_str(), &existing) == 0 && !S_ISREG(existing.st_mode) &&
+      !S_ISDIR(existing.st_mode)) {
+    int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+      return Status::error(path + ": cannot open: " + std::strerror(errno));
+    for (const ByteRange &piece : pieces)
+      if (!writeAll(fd, piece.data, piece.size)) {
+        int err = errno;
+        ::close(fd);
+        return Status::error(path + ": cannot write: " + std::strerror(err));
+      }
+    if (::close(fd) != 0)
+      return Status::error(path + ": cannot close: " + std::strerror(errno));
+    return Status::ok();
+  }
   std::string tmpPath = path + ".tmp." + std::to_string(::getpid());
   int fd =
       ::open(tmpPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

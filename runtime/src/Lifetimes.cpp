@@ -9,6 +9,21 @@
 // the plan's offsets: two instances live at the same time must not share a
 // byte of the arena.
 //
+// The rules are those of the replay: run by run (replayLifetimes), then a
+// sweep over the runs with the live instances by offset (sweepPlan). Their
+// messages name the first broken rule. A step of many actions would cost a
+// replay per microbatch, so with actions the checks go by function instead
+// (StepSummary): a buffer that one function alone touches (a temporary, not
+// pooled, not a param, input, state, output or grad) is live at the same
+// positions of every run of it, so its intervals, its clashes with the
+// function's other temporaries and its share of the peak are worked out
+// once per function; only the boundary buffers (pooled, shared by
+// functions, outputs and grads) are followed action by action, and they
+// change only at a function's first and last touch of each. Params, state
+// and inputs are live throughout. The summarized checks decide exactly what
+// the replay does, and wherever they find a rule broken the replay runs to
+// say which, with its messages.
+//
 //===----------------------------------------------------------------------===//
 
 #include "ProgramChecks.h"
@@ -19,6 +34,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 
 using namespace tpcrt;
 
@@ -60,72 +76,150 @@ Status checkStream(const KernelCall &call, uint32_t microbatch) {
       std::to_string(call.streamElements) + ", past 2^63 - 1");
 }
 
-} // namespace
+/// Whether intervals `a` and `b` of two instances sharing bytes clash: one
+/// starts while the other is live, but at the other's last run (a result
+/// may take the bytes of an operand read for the last time; the kernel's
+/// aliasing check decides where).
+bool livesClash(const Lifetime &a, const Lifetime &b) {
+  return a.first == b.first || (a.first < b.first && b.first < a.last) ||
+         (b.first < a.first && a.first < b.last);
+}
 
-/// Derives the lifetimes from the runs and checks that nothing is read
-/// before it is written, that inputs are only read and that params and
-/// state are written only by the in-place updates of the optimizer. Times
-/// are run indices (positions in program.calls without actions): the
-/// params, state and inputs live from load are those the stage owns, the
-/// outputs and grads live to the end too (their last interval); a buffer is
-/// at most one param, state or input whatever the stages. With actions an
-/// instance has an interval per action that writes it before reading it
-/// (LiveInterval); without actions exactly one, today's lifetime.
-Status tpcrt::computeLifetimes(Program &program) {
+enum class Role : uint8_t { None, Param, Input, State };
+
+/// The params, inputs and state: each buffer's role (at most one), its
+/// index in its list, and whether it persists here (a role the stage owns:
+/// live from load to the end, in every slot).
+struct Roles {
+  std::vector<Role> of;
+  std::vector<uint32_t> index;
+  std::vector<bool> persists;
+};
+
+/// "param 0 ('w')", "input 1 ('labels')", "state 2 ('w.momentum')".
+std::string roleText(const Program &program, Role role, uint32_t i) {
+  switch (role) {
+  case Role::Param:
+    return "param " + std::to_string(i) + " ('" + program.params[i].hfName +
+           "')";
+  case Role::Input:
+    return "input " + std::to_string(i) + " ('" + program.inputs[i].name + "')";
+  case Role::State:
+    return "state " + std::to_string(i) + " ('" +
+           program.params[program.state[i].param].hfName + "." +
+           program.state[i].name + "')";
+  case Role::None:
+    break;
+  }
+  return "";
+}
+
+Status claimRoles(const Program &program, Roles &roles) {
   size_t numBuffers = program.buffers.size();
-  auto end = static_cast<int64_t>(program.numRuns);
-  enum class Role { None, Param, Input, State };
-  std::vector<Role> roles(numBuffers, Role::None);
-  std::vector<std::string> owners(numBuffers);
-  // Each instance's current interval (INT64_MAX: never written yet), the
-  // action that last touched it and whether it persists (one interval).
+  roles.of.assign(numBuffers, Role::None);
+  roles.index.assign(numBuffers, 0);
+  auto claim = [&](uint32_t buffer, Role role, size_t i) {
+    if (roles.of[buffer] != Role::None)
+      return Status::error(
+          roleText(program, role, static_cast<uint32_t>(i)) + " uses buffer " +
+          std::to_string(buffer) + ", which is already " +
+          roleText(program, roles.of[buffer], roles.index[buffer]));
+    roles.of[buffer] = role;
+    roles.index[buffer] = static_cast<uint32_t>(i);
+    return Status::ok();
+  };
+  for (size_t i = 0; i < program.params.size(); ++i)
+    if (Status s = claim(program.params[i].buffer, Role::Param, i); !s)
+      return s;
+  for (size_t i = 0; i < program.inputs.size(); ++i)
+    if (Status s = claim(program.inputs[i].buffer, Role::Input, i); !s)
+      return s;
+  for (size_t i = 0; i < program.state.size(); ++i)
+    if (Status s = claim(program.state[i].buffer, Role::State, i); !s)
+      return s;
+  roles.persists.assign(numBuffers, false);
+  for (uint32_t b = 0; b < numBuffers; ++b)
+    roles.persists[b] = roles.of[b] != Role::None && program.ownsBuffer(b);
+  return Status::ok();
+}
+
+/// Params, state and owned inputs are live from load to the end.
+std::vector<Lifetime> initialLives(const Program &program, const Roles &roles) {
   std::vector<Lifetime> lives(program.numInstances, Lifetime{INT64_MAX, -1});
+  auto end = static_cast<int64_t>(program.numRuns);
+  for (uint32_t b = 0; b < program.buffers.size(); ++b)
+    if (roles.persists[b])
+      for (uint32_t s = 0, n = slotsOf(program, program.buffers[b]); s < n; ++s)
+        lives[program.instanceBase[b] + s] = {Lifetime::kLoad, end};
+  return lives;
+}
+
+/// Fills program.instanceIntervals (by instance: the intervals a later
+/// write closed, in time order, then the instance's last, `lives`),
+/// instanceLifetimes and lifetimes. A temporary's interval (its `function`
+/// set) spans, over the step, its function's first run to its last, whose
+/// first kernels run at `runStarts[function]`.
+void collectIntervals(
+    Program &program, const std::vector<LiveInterval> &closed,
+    const std::vector<Lifetime> &lives,
+    const std::vector<std::pair<int64_t, int64_t>> &runStarts) {
+  uint32_t numInstances = program.numInstances;
+  // Counting sort by instance, which keeps each instance's time order.
+  std::vector<size_t> at(numInstances + 1, 0);
+  for (const LiveInterval &interval : closed)
+    ++at[interval.instance + 1];
+  for (uint32_t i = 0; i < numInstances; ++i)
+    at[i + 1] += at[i] + (lives[i].first != INT64_MAX);
+  std::vector<LiveInterval> &intervals = program.instanceIntervals;
+  intervals.resize(at[numInstances]);
+  for (const LiveInterval &interval : closed)
+    intervals[at[interval.instance]++] = interval;
+  for (uint32_t i = 0; i < numInstances; ++i)
+    if (lives[i].first != INT64_MAX)
+      intervals[at[i]++] = {i, lives[i]};
+
+  std::vector<Lifetime> &spans = program.instanceLifetimes;
+  spans.assign(numInstances, Lifetime{0, -1});
+  for (const LiveInterval &interval : intervals) {
+    Lifetime life = interval.life;
+    if (interval.function != LiveInterval::kWholeStep) {
+      life.first += runStarts[interval.function].first;
+      life.last += runStarts[interval.function].second;
+    }
+    Lifetime &span = spans[interval.instance];
+    if (!span.live())
+      span = life;
+    span.last = std::max(span.last, life.last);
+  }
+  // A buffer's lifetime: the span of its instances'.
+  program.lifetimes.assign(program.buffers.size(), Lifetime{0, -1});
+  for (uint32_t b = 0; b < program.buffers.size(); ++b) {
+    Lifetime &span = program.lifetimes[b];
+    for (uint32_t s = 0, n = slotsOf(program, program.buffers[b]); s < n; ++s) {
+      const Lifetime &life = spans[program.instanceBase[b] + s];
+      if (!life.live())
+        continue;
+      if (!span.live())
+        span = life;
+      span.first = std::min(span.first, life.first);
+      span.last = std::max(span.last, life.last);
+    }
+  }
+}
+
+/// computeLifetimes run by run: checks that every read follows a write, who
+/// may write params, state and inputs, a pooled kernel's aliasing at each
+/// run's slots and each run's dropout stream. Times are run indices
+/// (positions in program.calls without actions); outputs and grads live to
+/// the end too (their last interval). An instance has an interval per
+/// action that writes it before reading it; without actions exactly one.
+Status replayLifetimes(Program &program, const Roles &roles) {
+  std::vector<Lifetime> lives = initialLives(program, roles);
+  // The action that last touched each instance.
   std::vector<uint32_t> touchedBy(program.numInstances, UINT32_MAX);
-  std::vector<bool> persists(program.numInstances, false);
   // The intervals that a later action's write closed.
   std::vector<LiveInterval> closed;
   const std::vector<uint32_t> &base = program.instanceBase;
-
-  auto claim = [&](uint32_t buffer, Role role, const std::string &owner) {
-    if (roles[buffer] != Role::None)
-      return Status::error(owner + " uses buffer " + std::to_string(buffer) +
-                           ", which is already " + owners[buffer]);
-    roles[buffer] = role;
-    owners[buffer] = owner;
-    if (program.ownsBuffer(buffer))
-      for (uint32_t s = 0, n = slotsOf(program, program.buffers[buffer]); s < n;
-           ++s) {
-        lives[base[buffer] + s] = {Lifetime::kLoad, end};
-        persists[base[buffer] + s] = true;
-      }
-    return Status::ok();
-  };
-  for (size_t i = 0; i < program.params.size(); ++i) {
-    const ParamRef &param = program.params[i];
-    if (Status s =
-            claim(param.buffer, Role::Param,
-                  "param " + std::to_string(i) + " ('" + param.hfName + "')");
-        !s)
-      return s;
-  }
-  for (size_t i = 0; i < program.inputs.size(); ++i) {
-    const BindingRef &input = program.inputs[i];
-    if (Status s =
-            claim(input.buffer, Role::Input,
-                  "input " + std::to_string(i) + " ('" + input.name + "')");
-        !s)
-      return s;
-  }
-  for (size_t i = 0; i < program.state.size(); ++i) {
-    const StateRef &state = program.state[i];
-    if (Status s = claim(state.buffer, Role::State,
-                         "state " + std::to_string(i) + " ('" +
-                             program.params[state.param].hfName + "." +
-                             state.name + "')");
-        !s)
-      return s;
-  }
-
   int64_t t = 0;
   for (size_t a = 0; a < program.actions.size(); ++a) {
     const ActionRef &action = program.actions[a];
@@ -155,13 +249,13 @@ Status tpcrt::computeLifetimes(Program &program) {
       for (size_t j = 0; j < call.results.size(); ++j) {
         const TensorRef &result = call.results[j];
         uint32_t buffer = result.buffer;
-        Role role = roles[buffer];
+        Role role = roles.of[buffer];
         bool update = inPlaceOperand(call.op, j) >= 0;
         if (role == Role::Input || (role != Role::None && !update))
           return Status::error(
               runText(program, a, call) + ": " + resultRole(call.op, j) +
-              " is buffer " + std::to_string(buffer) + ", " + owners[buffer] +
-              ", which " +
+              " is buffer " + std::to_string(buffer) + ", " +
+              roleText(program, role, roles.index[buffer]) + ", which " +
               (role == Role::Input ? "kernels only read"
                                    : "only the optimizer updates in place"));
         uint32_t instance = base[buffer] + result.slotOf(mb, slot);
@@ -170,7 +264,7 @@ Status tpcrt::computeLifetimes(Program &program) {
         // an operand of this kernel either) starts a new interval: the
         // value of an earlier action is dead from here on.
         if (life.first != INT64_MAX && touchedBy[instance] != a &&
-            !persists[instance]) {
+            !roles.persists[buffer]) {
           closed.push_back({instance, life});
           life = Lifetime{INT64_MAX, -1};
         }
@@ -190,7 +284,7 @@ Status tpcrt::computeLifetimes(Program &program) {
         return Status::error(std::string(kind) + " " + std::to_string(i) +
                              " ('" + list[i].name +
                              "') is never written by a kernel");
-      life.last = end;
+      life.last = static_cast<int64_t>(program.numRuns);
     }
     return Status::ok();
   };
@@ -198,145 +292,754 @@ Status tpcrt::computeLifetimes(Program &program) {
     return s;
   if (Status s = toEnd(program.grads, "grad"); !s)
     return s;
-  // Each instance's intervals in time order: the closed ones (already in
-  // that order per instance), then the current one.
-  std::vector<LiveInterval> &intervals = program.instanceIntervals;
-  intervals.clear();
-  intervals.reserve(closed.size() + lives.size());
-  std::stable_sort(closed.begin(), closed.end(),
-                   [](const LiveInterval &x, const LiveInterval &y) {
-                     return x.instance < y.instance;
-                   });
-  std::vector<Lifetime> &spans = program.instanceLifetimes;
-  spans.assign(program.numInstances, Lifetime{0, -1});
-  size_t next = 0;
-  for (uint32_t i = 0; i < program.numInstances; ++i) {
-    for (; next < closed.size() && closed[next].instance == i; ++next)
-      intervals.push_back(closed[next]);
-    if (lives[i].first != INT64_MAX)
-      intervals.push_back({i, lives[i]});
-  }
-  for (const LiveInterval &interval : intervals) {
-    Lifetime &span = spans[interval.instance];
-    if (!span.live())
-      span = interval.life;
-    span.last = std::max(span.last, interval.life.last);
-  }
-  const std::vector<Lifetime> &lifeOf = spans;
-  // A buffer's lifetime: the span of its instances'.
-  program.lifetimes.assign(numBuffers, Lifetime{0, -1});
-  for (uint32_t b = 0; b < numBuffers; ++b) {
-    Lifetime &span = program.lifetimes[b];
-    for (uint32_t s = 0, n = slotsOf(program, program.buffers[b]); s < n; ++s) {
-      const Lifetime &life = lifeOf[base[b] + s];
-      if (!life.live())
-        continue;
-      if (!span.live())
-        span = life;
-      span.first = std::min(span.first, life.first);
-      span.last = std::max(span.last, life.last);
-    }
-  }
+  collectIntervals(program, closed, lives, {});
   return Status::ok();
 }
 
-/// Sweeps the runs in order with the set of live instances sorted by
-/// offset: an instance whose interval starts must not overlap its
-/// neighbours there.
-/// An instance read for the last time by run t leaves the set before run
-/// t's results enter it (checkAliasing already decided which results may
-/// reuse an operand's bytes). The same sweep measures the peak.
-Status tpcrt::checkPlanAndMeasurePeak(Program &program) {
-  size_t numInstances = program.numInstances;
-  // Each instance's buffer and slot.
-  std::vector<uint32_t> bufferOf(numInstances), slotOf(numInstances);
-  for (uint32_t b = 0; b < program.buffers.size(); ++b)
-    for (uint32_t s = 0, n = slotsOf(program, program.buffers[b]); s < n;
-         ++s) {
-      bufferOf[program.instanceBase[b] + s] = b;
-      slotOf[program.instanceBase[b] + s] = s;
-    }
-  auto offsetOf = [&](uint32_t i) {
-    const TensorRef &t = program.buffers[bufferOf[i]];
-    return t.offset + slotOf[i] * t.poolStride;
-  };
-  auto bytesOf = [&](uint32_t i) { return program.buffers[bufferOf[i]].bytes; };
-  auto text = [&](uint32_t i) {
-    const TensorRef &t = program.buffers[bufferOf[i]];
-    TensorRef at = t;
-    at.offset = offsetOf(i);
-    return std::to_string(t.buffer) +
-           (t.pool >= 0 ? " slot " + std::to_string(slotOf[i]) : "") +
-           " (bytes " + rangeText(at) + ")";
-  };
+//===----------------------------------------------------------------------===//
+// The step summarized per function
+//===----------------------------------------------------------------------===//
 
-  // The live intervals starting and ending at each time (indices into
-  // instanceIntervals); an instance's intervals are disjoint in time.
-  const std::vector<LiveInterval> &intervals = program.instanceIntervals;
-  size_t numTimes = program.numRuns + 2;
-  std::vector<std::vector<size_t>> starts(numTimes), ends(numTimes);
-  for (size_t v = 0; v < intervals.size(); ++v) {
-    const Lifetime &life = intervals[v].life;
-    if (!life.live())
-      continue;
-    starts[life.first + 1].push_back(v);
-    ends[life.last + 1].push_back(v);
-  }
-  std::map<uint64_t, uint32_t> live; // offset -> instance, non-empty only
-  auto release = [&](uint32_t i) {
-    auto it = live.find(offsetOf(i));
-    if (it != live.end() && it->second == i)
-      live.erase(it);
-  };
-  uint64_t liveBytes = 0, peak = 0;
-  // "at load", or the run `time - 1`.
-  auto when = [&](size_t time) {
-    if (time == 0)
-      return std::string("at load");
-    uint64_t run = time - 1;
-    for (size_t a = 0; a < program.actions.size(); ++a) {
-      const ActionRef &action = program.actions[a];
-      uint64_t count = action.end - action.begin;
-      if (run < count)
-        return "at " + runText(program, a, program.calls[action.begin + run]);
-      run -= count;
+/// How one run of a function uses a buffer: the positions in the run of the
+/// first and the last kernel touching it, and whether the first reads it
+/// (an operand, maybe also a result) or only writes it. Later touches in
+/// the run neither start nor end an interval: the first decides whether the
+/// run starts one, the last where it reaches.
+struct Touch {
+  uint32_t buffer = 0;
+  uint32_t first = 0, last = 0;
+  bool reads = false;
+};
+
+/// A function as the step's actions run it (count 0: none does).
+struct FunctionRuns {
+  /// Its kernels' positions in calls.
+  uint32_t begin = 0, count = 0;
+  /// Its first action (its microbatch and slot), the first kernel runs of
+  /// its first and last actions, and its largest microbatch.
+  ActionRef firstAction;
+  int64_t firstStart = 0, lastStart = 0;
+  uint32_t maxMicrobatch = 0;
+  /// The buffers it alone touches and the boundary ones (the persistent
+  /// ones, whose touches change nothing, are left out).
+  std::vector<Touch> temporaries, boundary;
+};
+
+/// The step's actions by function: each function's touches once, and where
+/// each action's first kernel runs.
+struct StepSummary {
+  std::vector<FunctionRuns> functions;
+  std::vector<int64_t> starts;
+};
+
+StepSummary summarize(const Program &program, const Roles &roles) {
+  StepSummary summary;
+  summary.functions.resize(program.functions.size());
+  summary.starts.reserve(program.actions.size());
+  int64_t t = 0;
+  for (const ActionRef &action : program.actions) {
+    FunctionRuns &runs = summary.functions[action.function];
+    if (runs.count == 0) {
+      runs.begin = action.begin;
+      runs.count = action.end - action.begin;
+      runs.firstAction = action;
+      runs.firstStart = t;
     }
-    return std::string("at the end");
+    runs.lastStart = t;
+    runs.maxMicrobatch = std::max(runs.maxMicrobatch, action.microbatch);
+    summary.starts.push_back(t);
+    t += runs.count;
+  }
+  // Every run function's touches, one after the other, and how many
+  // functions touch each buffer.
+  size_t numBuffers = program.buffers.size();
+  std::vector<Touch> touches;
+  std::vector<size_t> from(program.functions.size() + 1, 0);
+  std::vector<uint32_t> users(numBuffers, 0);
+  std::vector<size_t> touchOf(numBuffers, SIZE_MAX);
+  for (uint32_t f = 0; f < program.functions.size(); ++f) {
+    const FunctionRuns &runs = summary.functions[f];
+    from[f] = touches.size();
+    auto note = [&](uint32_t buffer, uint32_t k, bool reads) {
+      if (touchOf[buffer] != SIZE_MAX) {
+        touches[touchOf[buffer]].last = k;
+        return;
+      }
+      touchOf[buffer] = touches.size();
+      touches.push_back({buffer, k, k, reads});
+      ++users[buffer];
+    };
+    for (uint32_t k = 0; k < runs.count; ++k) {
+      const KernelCall &call = program.calls[runs.begin + k];
+      for (const TensorRef &t : call.operands)
+        note(t.buffer, k, true);
+      for (const TensorRef &t : call.results)
+        note(t.buffer, k, false);
+    }
+    for (size_t i = from[f]; i < touches.size(); ++i)
+      touchOf[touches[i].buffer] = SIZE_MAX;
+  }
+  from.back() = touches.size();
+  std::vector<bool> bound(numBuffers, false);
+  for (const std::vector<BindingRef> *list : {&program.outputs, &program.grads})
+    for (const BindingRef &binding : *list)
+      bound[binding.buffer] = true;
+  for (uint32_t f = 0; f < program.functions.size(); ++f) {
+    FunctionRuns &runs = summary.functions[f];
+    for (size_t i = from[f]; i < from[f + 1]; ++i) {
+      const Touch &touch = touches[i];
+      uint32_t b = touch.buffer;
+      if (roles.persists[b])
+        continue;
+      bool temporary = users[b] == 1 && program.buffers[b].pool < 0 &&
+                       roles.of[b] == Role::None && !bound[b];
+      (temporary ? runs.temporaries : runs.boundary).push_back(touch);
+    }
+  }
+  return summary;
+}
+
+/// Whether a pooled kernel's aliasing is the same at every slot: each pair
+/// of its tensors lies in one pool (both move together), or apart whatever
+/// the slots.
+bool slotInvariant(const Program &program, const KernelCall &call) {
+  auto apart = [&](const TensorRef &x, const TensorRef &y) {
+    if (x.pool == y.pool)
+      return true;
+    auto end = [&](const TensorRef &t) {
+      return t.offset + (slotsOf(program, t) - 1) * t.poolStride + t.bytes;
+    };
+    return end(x) <= y.offset || end(y) <= x.offset;
   };
-  for (size_t time = 0; time < numTimes; ++time) {
-    for (size_t v : ends[time])
-      if (intervals[v].life.first + 1 < static_cast<int64_t>(time))
-        release(intervals[v].instance);
-    for (size_t v : starts[time]) {
-      uint32_t i = intervals[v].instance;
-      uint64_t offset = offsetOf(i), bytes = bytesOf(i);
+  for (size_t r = 0; r < call.results.size(); ++r) {
+    for (const TensorRef &operand : call.operands)
+      if (!apart(call.results[r], operand))
+        return false;
+    for (size_t q = 0; q < r; ++q)
+      if (!apart(call.results[r], call.results[q]))
+        return false;
+  }
+  return true;
+}
+
+/// computeLifetimes from the summary (see the file comment): the kernels'
+/// checks once per function (a pooled kernel whose aliasing depends on the
+/// slots once per action, the dropout streams at the largest microbatch),
+/// then the boundary instances' intervals action by action. False where a
+/// rule may be broken, the program untouched: the replay says which.
+bool summarizedLifetimes(Program &program, const Roles &roles,
+                         const StepSummary &summary) {
+  const std::vector<uint32_t> &base = program.instanceBase;
+  // Per function, the pooled kernels to check at each action's slots.
+  std::vector<std::vector<uint32_t>> perAction(summary.functions.size());
+  for (uint32_t f = 0; f < summary.functions.size(); ++f) {
+    const FunctionRuns &runs = summary.functions[f];
+    for (uint32_t p = runs.begin; p < runs.begin + runs.count; ++p) {
+      const KernelCall &call = program.calls[p];
+      for (size_t j = 0; j < call.results.size(); ++j) {
+        Role role = roles.of[call.results[j].buffer];
+        if (role == Role::Input ||
+            (role != Role::None && inPlaceOperand(call.op, j) < 0))
+          return false;
+      }
+      if (!checkStream(call, runs.maxMicrobatch))
+        return false;
+      if (!call.pooled)
+        continue;
+      if (!slotInvariant(program, call))
+        perAction[f].push_back(p);
+      else if (!checkAliasing(call, runs.firstAction.microbatch,
+                              runs.firstAction.slot))
+        return false;
+    }
+    for (const Touch &touch : runs.temporaries)
+      if (touch.reads)
+        return false;
+  }
+
+  std::vector<Lifetime> lives = initialLives(program, roles);
+  std::vector<LiveInterval> closed;
+  for (size_t a = 0; a < program.actions.size(); ++a) {
+    const ActionRef &action = program.actions[a];
+    uint32_t mb = action.microbatch, slot = action.slot;
+    for (uint32_t p : perAction[action.function])
+      if (!checkAliasing(program.calls[p], mb, slot))
+        return false;
+    int64_t start = summary.starts[a];
+    for (const Touch &touch : summary.functions[action.function].boundary) {
+      uint32_t instance =
+          base[touch.buffer] + program.buffers[touch.buffer].slotOf(mb, slot);
+      Lifetime &life = lives[instance];
+      if (touch.reads && life.first == INT64_MAX)
+        return false;
+      if (!touch.reads) {
+        if (life.first != INT64_MAX)
+          closed.push_back({instance, life});
+        life.first = start + touch.first;
+      }
+      life.last = start + touch.last;
+    }
+  }
+  for (const std::vector<BindingRef> *list : {&program.outputs, &program.grads})
+    for (const BindingRef &binding : *list) {
+      if (!program.ownsBuffer(binding.buffer))
+        continue;
+      Lifetime &life = lives[base[binding.buffer]];
+      if (life.first == INT64_MAX)
+        return false;
+      life.last = static_cast<int64_t>(program.numRuns);
+    }
+
+  // Each temporary once, its interval within a run of its function.
+  std::vector<std::pair<int64_t, int64_t>> runStarts(summary.functions.size());
+  for (uint32_t f = 0; f < summary.functions.size(); ++f) {
+    const FunctionRuns &runs = summary.functions[f];
+    runStarts[f] = {runs.firstStart, runs.lastStart};
+    for (const Touch &touch : runs.temporaries)
+      closed.push_back(
+          {base[touch.buffer], {int64_t(touch.first), int64_t(touch.last)}, f});
+  }
+  collectIntervals(program, closed, lives, runStarts);
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// The plan and the peak
+//===----------------------------------------------------------------------===//
+
+/// The live instances of a sweep by offset. Each was checked apart from the
+/// others on entering, so a new one can only clash with its neighbours.
+/// Erased nodes serve the next insertions: a sweep allocates only while the
+/// set grows.
+class LiveSet {
+public:
+  /// A live instance sharing a byte with [offset, offset + bytes), or -1:
+  /// the first at or above `offset`, else the one below.
+  int64_t clash(uint64_t offset, uint64_t bytes) const {
+    auto next = live.lower_bound(offset);
+    if (next != live.end() && next->first < offset + bytes)
+      return next->second.instance;
+    if (next != live.begin() && std::prev(next)->second.end > offset)
+      return std::prev(next)->second.instance;
+    return -1;
+  }
+  void insert(uint64_t offset, uint64_t bytes, uint32_t instance) {
+    Entry entry{instance, offset + bytes};
+    if (spare.empty()) {
+      live.emplace(offset, entry);
+      return;
+    }
+    Map::node_type node = std::move(spare.back());
+    spare.pop_back();
+    node.key() = offset;
+    node.mapped() = entry;
+    live.insert(std::move(node));
+  }
+  /// Removes `instance` if it is the one live at `offset`.
+  void erase(uint64_t offset, uint32_t instance) {
+    auto it = live.find(offset);
+    if (it != live.end() && it->second.instance == instance)
+      spare.push_back(live.extract(it));
+  }
+  void clear() {
+    while (!live.empty())
+      spare.push_back(live.extract(live.begin()));
+  }
+
+private:
+  struct Entry {
+    uint32_t instance;
+    uint64_t end;
+  };
+  using Map = std::map<uint64_t, Entry>;
+  Map live;
+  std::vector<Map::node_type> spare;
+};
+
+/// The sweep's intervals by start and by end time (counting sorts, which
+/// keep the intervals' order within a time), reused from sweep to sweep.
+struct SweepScratch {
+  std::vector<size_t> startAt, endAt, starts, ends;
+};
+
+/// Sweeps `intervals` (times in [lo, hi]; `place(instance)` gives an
+/// instance's offset and bytes) in time order. At each time, first the
+/// intervals that end there and started before leave the live set, then
+/// those starting there enter it, each checked against it, atTime(time,
+/// live bytes) sees the bytes live at that time, and the rest of those
+/// ending there leave. Returns the index of the first interval that clashes
+/// with a live one (`with`: that instance), or -1 with `live` empty again.
+template <typename PlaceFn, typename AtTimeFn>
+int64_t sweepIntervals(const std::vector<LiveInterval> &intervals, int64_t lo,
+                       int64_t hi, PlaceFn place, AtTimeFn atTime,
+                       LiveSet &live, SweepScratch &scratch, uint32_t &with) {
+  size_t numTimes = static_cast<size_t>(hi - lo + 1);
+  auto bucket = [&](std::vector<size_t> &at, std::vector<size_t> &list,
+                    auto timeOf) {
+    at.assign(numTimes + 1, 0);
+    for (const LiveInterval &interval : intervals)
+      ++at[timeOf(interval.life) + 1];
+    for (size_t t = 0; t < numTimes; ++t)
+      at[t + 1] += at[t];
+    list.resize(intervals.size());
+    for (size_t v = 0; v < intervals.size(); ++v)
+      list[at[timeOf(intervals[v].life)]++] = v;
+    // at[t] is now the end of time t's entries: shift back to the starts.
+    for (size_t t = numTimes; t > 0; --t)
+      at[t] = at[t - 1];
+    at[0] = 0;
+  };
+  bucket(scratch.startAt, scratch.starts,
+         [&](const Lifetime &life) { return size_t(life.first - lo); });
+  bucket(scratch.endAt, scratch.ends,
+         [&](const Lifetime &life) { return size_t(life.last - lo); });
+  uint64_t liveBytes = 0;
+  for (size_t t = 0; t < numTimes; ++t) {
+    for (size_t e = scratch.endAt[t]; e < scratch.endAt[t + 1]; ++e) {
+      const LiveInterval &interval = intervals[scratch.ends[e]];
+      if (size_t(interval.life.first - lo) < t)
+        live.erase(place(interval.instance).first, interval.instance);
+    }
+    for (size_t s = scratch.startAt[t]; s < scratch.startAt[t + 1]; ++s) {
+      uint32_t i = intervals[scratch.starts[s]].instance;
+      auto [offset, bytes] = place(i);
       liveBytes += bytes;
       if (bytes == 0)
         continue;
-      auto next = live.lower_bound(offset);
-      int64_t clash = -1;
-      if (next != live.end() && next->first < offset + bytes)
-        clash = next->second;
-      else if (next != live.begin()) {
-        uint32_t prev = std::prev(next)->second;
-        if (offsetOf(prev) + bytesOf(prev) > offset)
-          clash = prev;
+      int64_t clash = live.clash(offset, bytes);
+      if (clash >= 0) {
+        with = static_cast<uint32_t>(clash);
+        live.clear();
+        return static_cast<int64_t>(scratch.starts[s]);
       }
-      if (clash >= 0)
-        return Status::error("buffers " + text(static_cast<uint32_t>(clash)) +
-                             " and " + text(i) +
-                             " share arena bytes while both are live " +
-                             when(time));
-      live.emplace(offset, i);
+      live.insert(offset, bytes, i);
     }
-    peak = std::max(peak, liveBytes);
-    for (size_t v : ends[time]) {
-      uint32_t i = intervals[v].instance;
-      liveBytes -= bytesOf(i);
-      if (intervals[v].life.first + 1 == static_cast<int64_t>(time))
-        release(i);
+    atTime(static_cast<int64_t>(t) + lo, liveBytes);
+    for (size_t e = scratch.endAt[t]; e < scratch.endAt[t + 1]; ++e) {
+      const LiveInterval &interval = intervals[scratch.ends[e]];
+      auto [offset, bytes] = place(interval.instance);
+      liveBytes -= bytes;
+      if (size_t(interval.life.first - lo) == t)
+        live.erase(offset, interval.instance);
     }
   }
-  program.peakBytes = peak;
-  return Status::ok();
+  return -1;
+}
+
+/// checkPlanAndMeasurePeak over the runs: one sweep over every interval of
+/// program.instanceIntervals (each in runs of the step).
+Status sweepPlan(Program &program) {
+  std::vector<uint32_t> bufferOf(program.numInstances);
+  for (uint32_t b = 0; b < program.buffers.size(); ++b)
+    for (uint32_t s = 0, n = slotsOf(program, program.buffers[b]); s < n; ++s)
+      bufferOf[program.instanceBase[b] + s] = b;
+  auto place = [&](uint32_t i) {
+    const TensorRef &t = program.buffers[bufferOf[i]];
+    uint32_t slot = i - program.instanceBase[t.buffer];
+    return std::make_pair(t.offset + slot * t.poolStride, t.bytes);
+  };
+  uint64_t peak = 0;
+  LiveSet live;
+  SweepScratch scratch;
+  uint32_t with = 0;
+  int64_t v = sweepIntervals(
+      program.instanceIntervals, Lifetime::kLoad,
+      static_cast<int64_t>(program.numRuns), place,
+      [&](int64_t, uint64_t bytes) { peak = std::max(peak, bytes); }, live,
+      scratch, with);
+  if (v < 0) {
+    program.peakBytes = peak;
+    return Status::ok();
+  }
+  auto text = [&](uint32_t i) {
+    TensorRef at = program.buffers[bufferOf[i]];
+    at.offset = place(i).first;
+    return std::to_string(at.buffer) +
+           (at.pool >= 0
+                ? " slot " + std::to_string(i - program.instanceBase[at.buffer])
+                : "") +
+           " (bytes " + rangeText(at) + ")";
+  };
+  // "at load", or the run's action and kernel.
+  const LiveInterval &clashing = program.instanceIntervals[v];
+  std::string when = "at the end";
+  if (clashing.life.first == Lifetime::kLoad)
+    when = "at load";
+  for (size_t a = 0, run = clashing.life.first;
+       a < program.actions.size() && clashing.life.first >= 0; ++a) {
+    const ActionRef &action = program.actions[a];
+    if (run < action.end - action.begin) {
+      when = "at " + runText(program, a, program.calls[action.begin + run]);
+      break;
+    }
+    run -= action.end - action.begin;
+  }
+  return Status::error("buffers " + text(with) + " and " +
+                       text(clashing.instance) +
+                       " share arena bytes while both are live " + when);
+}
+
+/// A function's side of the summarized plan check, the same in each run.
+struct FunctionPlan {
+  /// Its temporaries of some bytes by offset, [offset, end), with their
+  /// intervals in the run, and the largest end up to each.
+  struct Extent {
+    uint64_t offset, end;
+    Lifetime life;
+  };
+  std::vector<Extent> temporaries;
+  std::vector<uint64_t> reach;
+  /// The bytes its temporaries use, as disjoint ranges by offset.
+  std::vector<std::pair<uint64_t, uint64_t>> bytes;
+  /// The positions where a boundary interval may start or stop counting
+  /// (0 and the run's length included), and the most bytes its temporaries
+  /// hold at once between each and the next.
+  std::vector<uint32_t> cuts;
+  std::vector<uint64_t> most;
+  /// Boundary touches in sweep order: at a position, the intervals read
+  /// last there that started before leave (phase 0), those written first
+  /// there enter (1), then those both written first and read last there
+  /// leave (2).
+  struct Event {
+    uint32_t position;
+    uint8_t phase;
+    uint32_t touch;
+  };
+  std::vector<Event> events;
+  /// The peak's steps: at cut `cut`, a boundary interval starts counting
+  /// (it is written first at the cut) or stops (read last just before).
+  struct Step {
+    uint32_t cut;
+    uint32_t touch;
+    bool starts;
+  };
+  std::vector<Step> steps;
+  /// Per boundary touch, its cells of the clash memo: 2 per slot.
+  std::vector<size_t> memo;
+
+  /// Whether a temporary shares a byte with [offset, offset + size) and
+  /// clashes with an interval that reaches over the run `within` (first -1:
+  /// from before the run; last the run's length: past it).
+  bool clashes(uint64_t offset, uint64_t size, const Lifetime &within) const {
+    if (size == 0)
+      return false;
+    auto above = std::lower_bound(
+        temporaries.begin(), temporaries.end(), offset + size,
+        [](const Extent &e, uint64_t value) { return e.offset < value; });
+    for (size_t i = above - temporaries.begin(); i-- > 0 && reach[i] > offset;)
+      if (temporaries[i].end > offset &&
+          livesClash(temporaries[i].life, within))
+        return true;
+    return false;
+  }
+  /// Whether its temporaries use a byte of [offset, offset + size).
+  bool uses(uint64_t offset, uint64_t size) const {
+    auto above =
+        std::lower_bound(bytes.begin(), bytes.end(), offset + size,
+                         [](const std::pair<uint64_t, uint64_t> &range,
+                            uint64_t value) { return range.first < value; });
+    return size && above != bytes.begin() && std::prev(above)->second > offset;
+  }
+};
+
+/// Builds `plan` for a function run by the step; false if its temporaries
+/// clash within a run.
+bool planFunction(const Program &program, const FunctionRuns &runs,
+                  FunctionPlan &plan, LiveSet &live, SweepScratch &scratch) {
+  // One run's temporaries, swept as the whole step is; their live bytes at
+  // each position of the run.
+  std::vector<LiveInterval> intervals;
+  intervals.reserve(runs.temporaries.size());
+  for (uint32_t i = 0; i < runs.temporaries.size(); ++i)
+    intervals.push_back({i,
+                         {int64_t(runs.temporaries[i].first),
+                          int64_t(runs.temporaries[i].last)}});
+  auto place = [&](uint32_t i) {
+    const TensorRef &t = program.buffers[runs.temporaries[i].buffer];
+    return std::make_pair(t.offset, t.bytes);
+  };
+  std::vector<uint64_t> profile(runs.count, 0);
+  uint32_t with = 0;
+  if (sweepIntervals(
+          intervals, 0, int64_t(runs.count) - 1, place,
+          [&](int64_t time, uint64_t bytes) { profile[time] = bytes; }, live,
+          scratch, with) >= 0)
+    return false;
+
+  for (const LiveInterval &interval : intervals) {
+    auto [offset, bytes] = place(interval.instance);
+    if (bytes)
+      plan.temporaries.push_back({offset, offset + bytes, interval.life});
+  }
+  std::sort(plan.temporaries.begin(), plan.temporaries.end(),
+            [](const FunctionPlan::Extent &x, const FunctionPlan::Extent &y) {
+              return x.offset < y.offset;
+            });
+  for (const FunctionPlan::Extent &e : plan.temporaries) {
+    plan.reach.push_back(
+        std::max(plan.reach.empty() ? 0 : plan.reach.back(), e.end));
+    if (!plan.bytes.empty() && e.offset <= plan.bytes.back().second)
+      plan.bytes.back().second = std::max(plan.bytes.back().second, e.end);
+    else
+      plan.bytes.emplace_back(e.offset, e.end);
+  }
+
+  plan.cuts = {0, runs.count};
+  for (const Touch &touch : runs.boundary) {
+    if (!touch.reads)
+      plan.cuts.push_back(touch.first);
+    plan.cuts.push_back(touch.last + 1);
+  }
+  std::sort(plan.cuts.begin(), plan.cuts.end());
+  plan.cuts.erase(std::unique(plan.cuts.begin(), plan.cuts.end()),
+                  plan.cuts.end());
+  for (size_t i = 0; i + 1 < plan.cuts.size(); ++i)
+    plan.most.push_back(*std::max_element(profile.begin() + plan.cuts[i],
+                                          profile.begin() + plan.cuts[i + 1]));
+  auto cutAt = [&](uint32_t position) {
+    return static_cast<uint32_t>(
+        std::lower_bound(plan.cuts.begin(), plan.cuts.end(), position) -
+        plan.cuts.begin());
+  };
+  for (uint32_t j = 0; j < runs.boundary.size(); ++j) {
+    const Touch &touch = runs.boundary[j];
+    bool before = touch.reads || touch.first < touch.last;
+    if (!touch.reads) {
+      plan.events.push_back({touch.first, 1, j});
+      plan.steps.push_back({cutAt(touch.first), j, true});
+    }
+    plan.events.push_back({touch.last, uint8_t(before ? 0 : 2), j});
+    plan.steps.push_back({cutAt(touch.last + 1), j, false});
+  }
+  std::sort(plan.events.begin(), plan.events.end(),
+            [](const FunctionPlan::Event &x, const FunctionPlan::Event &y) {
+              return std::make_pair(x.position, x.phase) <
+                     std::make_pair(y.position, y.phase);
+            });
+  std::sort(plan.steps.begin(), plan.steps.end(),
+            [](const FunctionPlan::Step &x, const FunctionPlan::Step &y) {
+              return x.cut < y.cut;
+            });
+  return true;
+}
+
+/// checkPlanAndMeasurePeak from the summary and the intervals that
+/// summarizedLifetimes (or the replay) made. Sweeps the actions with the
+/// live params, state, inputs and boundary instances by offset, each action
+/// at its function's boundary touches; a run's temporaries are checked once
+/// against each other (planFunction) and, per action, against the boundary
+/// instances the run touches (their interval within the run) and the others
+/// live throughout it (counted per function: those sharing bytes with its
+/// temporaries). The peak at a run's position: the boundary bytes then plus
+/// the function's temporaries' most over the cut. False where the plan may
+/// clash: the replay's sweep says where.
+bool summarizedPlan(Program &program, const StepSummary &summary) {
+  size_t numFunctions = summary.functions.size();
+  LiveSet live;
+  SweepScratch scratch;
+  std::vector<FunctionPlan> plans(numFunctions);
+  std::vector<uint8_t> memo;
+  size_t widest = 0;
+  for (uint32_t f = 0; f < numFunctions; ++f) {
+    const FunctionRuns &runs = summary.functions[f];
+    if (runs.count == 0)
+      continue;
+    if (!planFunction(program, runs, plans[f], live, scratch))
+      return false;
+    for (const Touch &touch : runs.boundary) {
+      plans[f].memo.push_back(memo.size());
+      memo.resize(memo.size() +
+                  2 * slotsOf(program, program.buffers[touch.buffer]));
+    }
+    widest = std::max(widest, runs.boundary.size());
+  }
+
+  // The intervals in runs of the step (not those of a run of a function),
+  // by instance: the next one of each to start.
+  const std::vector<LiveInterval> &intervals = program.instanceIntervals;
+  std::vector<size_t> next(program.numInstances, SIZE_MAX);
+  for (size_t v = intervals.size(); v-- > 0;)
+    if (intervals[v].function == LiveInterval::kWholeStep)
+      next[intervals[v].instance] = v;
+
+  // The functions whose temporaries share bytes with each live instance,
+  // listed once per instance ([count, functions...] in `over`), and how
+  // many live instances share bytes with each function's.
+  std::vector<size_t> overAt(program.numInstances, SIZE_MAX);
+  std::vector<uint32_t> over;
+  std::vector<int64_t> sharing(numFunctions, 0);
+  auto functionsOver = [&](uint32_t instance, uint64_t offset, uint64_t bytes) {
+    if (overAt[instance] == SIZE_MAX) {
+      overAt[instance] = over.size();
+      over.push_back(0);
+      for (uint32_t f = 0; f < numFunctions; ++f)
+        if (plans[f].uses(offset, bytes)) {
+          over.push_back(f);
+          ++over[overAt[instance]];
+        }
+    }
+    return std::make_pair(over.begin() + overAt[instance] + 1,
+                          over.begin() + overAt[instance] + 1 +
+                              over[overAt[instance]]);
+  };
+  auto enter = [&](uint32_t instance, uint64_t offset, uint64_t bytes) {
+    if (bytes == 0)
+      return true;
+    if (live.clash(offset, bytes) >= 0)
+      return false;
+    live.insert(offset, bytes, instance);
+    auto [first, last] = functionsOver(instance, offset, bytes);
+    for (auto it = first; it != last; ++it)
+      ++sharing[*it];
+    return true;
+  };
+  auto leave = [&](uint32_t instance, uint64_t offset, uint64_t bytes) {
+    if (bytes == 0)
+      return;
+    live.erase(offset, instance);
+    auto [first, last] = functionsOver(instance, offset, bytes);
+    for (auto it = first; it != last; ++it)
+      --sharing[*it];
+  };
+
+  // At load: the persistent instances.
+  uint64_t liveBytes = 0;
+  for (uint32_t b = 0; b < program.buffers.size(); ++b) {
+    const TensorRef &t = program.buffers[b];
+    for (uint32_t s = 0, n = slotsOf(program, t); s < n; ++s) {
+      uint32_t instance = program.instanceBase[b] + s;
+      size_t v = next[instance];
+      if (v == SIZE_MAX || intervals[v].life.first != Lifetime::kLoad)
+        continue;
+      ++next[instance];
+      liveBytes += t.bytes;
+      if (!enter(instance, t.offset + s * t.poolStride, t.bytes))
+        return false;
+    }
+  }
+  uint64_t peak = liveBytes;
+
+  // Per boundary touch of the current action: its instance, where it lies,
+  // and whether its interval ends in this run.
+  struct Current {
+    uint32_t instance;
+    uint32_t slot;
+    uint64_t offset, bytes;
+    bool ends;
+  };
+  std::vector<Current> current(widest);
+  for (size_t a = 0; a < program.actions.size(); ++a) {
+    const ActionRef &action = program.actions[a];
+    const FunctionRuns &runs = summary.functions[action.function];
+    const FunctionPlan &plan = plans[action.function];
+    int64_t start = summary.starts[a];
+    auto length = static_cast<int64_t>(runs.count);
+    int64_t throughout = sharing[action.function];
+    for (size_t j = 0; j < runs.boundary.size(); ++j) {
+      const Touch &touch = runs.boundary[j];
+      const TensorRef &t = program.buffers[touch.buffer];
+      Current &c = current[j];
+      c.slot = t.slotOf(action.microbatch, action.slot);
+      c.instance = program.instanceBase[touch.buffer] + c.slot;
+      c.offset = t.offset + c.slot * t.poolStride;
+      c.bytes = t.bytes;
+      // The instance's interval: the next one if this run starts it.
+      size_t &v = next[c.instance];
+      size_t mine = touch.reads ? v - 1 : v++;
+      if (mine >= intervals.size() || intervals[mine].instance != c.instance ||
+          (touch.reads ? intervals[mine].life.first >= start + touch.first
+                       : intervals[mine].life.first != start + touch.first))
+        return false;
+      c.ends = intervals[mine].life.last == start + touch.last;
+      // Against the temporaries: the interval within the run.
+      Lifetime within{touch.reads ? -1 : int64_t(touch.first),
+                      c.ends ? int64_t(touch.last) : length};
+      if (touch.reads && !c.ends) // live throughout: counted in `sharing`
+        continue;
+      if (touch.reads && c.bytes && plan.uses(c.offset, c.bytes))
+        --throughout;
+      uint8_t &known = memo[plan.memo[j] + 2 * c.slot + c.ends];
+      if (!known)
+        known = plan.clashes(c.offset, c.bytes, within) ? 2 : 1;
+      if (known == 2)
+        return false;
+    }
+    if (throughout > 0)
+      return false;
+    for (const FunctionPlan::Event &event : plan.events) {
+      const Current &c = current[event.touch];
+      if (event.phase == 1) {
+        if (!enter(c.instance, c.offset, c.bytes))
+          return false;
+      } else if (c.ends) {
+        leave(c.instance, c.offset, c.bytes);
+      }
+    }
+    size_t step = 0;
+    auto stepTo = [&](size_t cut) {
+      for (; step < plan.steps.size() && plan.steps[step].cut == cut; ++step) {
+        const FunctionPlan::Step &s = plan.steps[step];
+        const Current &c = current[s.touch];
+        if (s.starts)
+          liveBytes += c.bytes;
+        else if (c.ends)
+          liveBytes -= c.bytes;
+      }
+    };
+    for (size_t i = 0; i < plan.most.size(); ++i) {
+      stepTo(i);
+      peak = std::max(peak, liveBytes + plan.most[i]);
+    }
+    stepTo(plan.most.size());
+  }
+  // At the end: what lives on (outputs, grads, the persistent instances).
+  program.peakBytes = std::max(peak, liveBytes);
+  return true;
+}
+
+} // namespace
+
+Status tpcrt::computeLifetimes(Program &program) {
+  Roles roles;
+  if (Status s = claimRoles(program, roles); !s)
+    return s;
+  if (program.hasActions() &&
+      summarizedLifetimes(program, roles, summarize(program, roles)))
+    return Status::ok();
+  return replayLifetimes(program, roles);
+}
+
+Status tpcrt::checkPlanAndMeasurePeak(Program &program) {
+  if (!program.hasActions())
+    return sweepPlan(program);
+  Roles roles;
+  if (Status s = claimRoles(program, roles); !s)
+    return s;
+  if (summarizedPlan(program, summarize(program, roles)))
+    return Status::ok();
+  // A clash somewhere: the intervals run by run tell where.
+  if (Status s = replayLifetimes(program, roles); !s)
+    return s;
+  return sweepPlan(program);
+}
+
+std::vector<Lifetime> Program::intervalsOf(uint32_t instance) const {
+  std::vector<Lifetime> list;
+  auto first = std::lower_bound(
+      instanceIntervals.begin(), instanceIntervals.end(), instance,
+      [](const LiveInterval &x, uint32_t i) { return x.instance < i; });
+  for (auto it = first;
+       it != instanceIntervals.end() && it->instance == instance; ++it) {
+    if (it->function == LiveInterval::kWholeStep) {
+      list.push_back(it->life);
+      continue;
+    }
+    int64_t start = 0;
+    for (const ActionRef &action : actions) {
+      if (action.function == it->function)
+        list.push_back({start + it->life.first, start + it->life.last});
+      start += action.end - action.begin;
+    }
+  }
+  return list;
 }

@@ -172,15 +172,18 @@ std::string actionText(const Program &program, size_t index,
 Status checkTransfers(Program &program);
 
 /// Fills program.lifetimes, instanceLifetimes and instanceIntervals (an
-/// instance live once per action writing it anew) from the runs of the step
-/// (the selected stage's actions over its calls), checking that every read
-/// follows a write, who may write params, state and inputs, a pooled
-/// kernel's aliasing at each run's slots and that a run's dropout stream
-/// (first_index + microbatch * N) fits int64.
+/// instance live once per action writing it anew; a function's temporary
+/// once for all its runs) from the runs of the step (the selected stage's
+/// actions over its calls), checking that every read follows a write, who
+/// may write params, state and inputs, a pooled kernel's aliasing at each
+/// run's slots and that a run's dropout stream (first_index + microbatch *
+/// N) fits int64. With actions in about the time of a run of each function
+/// and of the boundary touches of each action (Lifetimes.cpp).
 Status computeLifetimes(Program &program);
 
 /// Checks the plan's offsets against the live intervals (no two live buffer
-/// instances share arena bytes) and sets program.peakBytes.
+/// instances share arena bytes) and sets program.peakBytes; with actions,
+/// at the cost of computeLifetimes.
 Status checkPlanAndMeasurePeak(Program &program);
 
 /// For messages: "kernel 3 (linear)", and a buffer's bytes "[64, +32)".

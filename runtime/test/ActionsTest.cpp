@@ -421,16 +421,15 @@ TEST(ActionsTest, ATemporaryIsLiveOncePerRun) {
   Runner actions(exe), unrolled(reusedTemporaries(4, false));
   const Program &program = actions.program();
   // h (buffer 2): one interval per run, [1, 2] of each run (5 kernels).
-  std::vector<std::pair<int64_t, int64_t>> h, y, w;
-  for (const LiveInterval &interval : program.instanceIntervals) {
-    auto span = std::make_pair(interval.life.first, interval.life.last);
-    if (interval.instance == program.instanceBase[2])
-      h.push_back(span);
-    if (interval.instance == program.instanceBase[1])
-      y.push_back(span);
-    if (interval.instance == program.instanceBase[0])
-      w.push_back(span);
-  }
+  auto intervals = [&](uint32_t buffer) {
+    std::vector<std::pair<int64_t, int64_t>> list;
+    for (const Lifetime &life :
+         program.intervalsOf(program.instanceBase[buffer]))
+      list.emplace_back(life.first, life.last);
+    return list;
+  };
+  std::vector<std::pair<int64_t, int64_t>> h = intervals(2), y = intervals(1),
+                                           w = intervals(0);
   EXPECT_EQ(h, (std::vector<std::pair<int64_t, int64_t>>{
                    {1, 2}, {6, 7}, {11, 12}, {16, 17}}));
   // The accumulator (zeroed, then added to in place, an output) and the

@@ -20,7 +20,9 @@ struct ByteRange {
 /// Writes the concatenation of `pieces` to `path.tmp.<pid>`, syncs it,
 /// renames it over `path` and syncs the directory. A crash or an error leaves
 /// either the old file or the complete new one, never a partial file under
-/// `path`; on error the temporary file is removed.
+/// `path`; on error the temporary file is removed. A `path` that exists and
+/// is neither a regular file nor a directory (/dev/null, a FIFO) is written
+/// in place instead.
 Status writeFileAtomically(const std::string &path,
                            const std::vector<ByteRange> &pieces);
 

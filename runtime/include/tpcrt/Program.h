@@ -203,9 +203,19 @@ struct Lifetime {
 /// interval from its first use to its last, as rt-plan-memory plans it. A
 /// read in a later action with no write between continues the interval:
 /// the value is still needed.
+///
+/// A temporary of a function (a buffer that it alone touches, not pooled,
+/// not a param, state, input, output or grad) is live at the same positions
+/// of each of its runs: it has one LiveInterval, with `function` set and
+/// `life` in positions of a run (Program::intervalsOf lists them all).
 struct LiveInterval {
+  static constexpr uint32_t kWholeStep = UINT32_MAX;
   uint32_t instance = 0;
   Lifetime life;
+  /// kWholeStep: `life` is in runs of the step; else the function whose
+  /// every run has the instance live over `life`, counted from the run's
+  /// first kernel.
+  uint32_t function = kWholeStep;
 };
 
 /// A kernel list that actions run (Executable.functions): the file's
@@ -338,7 +348,9 @@ struct Program {
   std::vector<Lifetime> instanceLifetimes;
   /// The instances' live intervals (see LiveInterval), by instance, then in
   /// time order; an instance's lifetime above spans its intervals. Without
-  /// actions one per live instance, its lifetime.
+  /// actions one per live instance, its lifetime. A function's temporary has
+  /// one for all the runs of its function (so that their number does not
+  /// grow with the microbatches): intervalsOf lists them.
   std::vector<LiveInterval> instanceIntervals;
   /// The kernels this rank runs, in file order: every kernel of the file,
   /// or on a pipeline its stage's (placeProgram; stage 0's until then).
@@ -374,6 +386,10 @@ struct Program {
 
   /// Whether the stages run action lists (Executable.stage_actions).
   bool hasActions() const { return !stageActions.empty(); }
+
+  /// The live intervals of `instance` in runs of the step, in time order: a
+  /// temporary's once per run of its function (Lifetimes.cpp).
+  std::vector<Lifetime> intervalsOf(uint32_t instance) const;
 
   /// The input or output called `name`, or null.
   const BindingRef *findInput(const std::string &name) const;
