@@ -178,14 +178,17 @@ Status tpcrt::readActions(const fb::Executable &exe, Program &program) {
       ref.function = action->function();
       ref.microbatch = action->microbatch();
       ref.slot = action->slot();
-      std::string what = "stage " + std::to_string(stage) + ": " +
-                         actionText(program, a, ref);
+      // (Worded only for an error: a step may have thousands of actions.)
+      auto what = [&] {
+        return "stage " + std::to_string(stage) + ": " +
+               actionText(program, a, ref);
+      };
       if (ref.function >= numFunctions)
-        return Status::error(what + ": the executable has " +
+        return Status::error(what() + ": the executable has " +
                              plural(numFunctions, "function"));
       const FunctionRef &function = program.functions[ref.function];
       if (function.stage != stage)
-        return Status::error(what + ": the function's kernels are on stage " +
+        return Status::error(what() + ": the function's kernels are on stage " +
                              std::to_string(function.stage) +
                              " (an action runs a function of its own stage)");
       for (uint32_t p : poolsOf[ref.function]) {
@@ -193,7 +196,7 @@ Status tpcrt::readActions(const fb::Executable &exe, Program &program) {
         uint32_t slot = pool.byMicrobatch ? ref.microbatch : ref.slot;
         if (slot >= pool.slots)
           return Status::error(
-              what + ": its kernels address pool " + std::to_string(p) +
+              what() + ": its kernels address pool " + std::to_string(p) +
               ", whose " + plural(pool.slots, "slot") + " do not hold " +
               (pool.byMicrobatch ? "microbatch " : "slot ") +
               std::to_string(slot) +

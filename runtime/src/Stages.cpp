@@ -141,15 +141,40 @@ Status tpcrt::checkTransfers(Program &program) {
     uint32_t action;
   };
   std::map<uint32_t, std::vector<Meeting>> lists;
-  forEachRun(program, [&](uint32_t stage, uint64_t run, uint32_t kernel,
-                          uint32_t action) {
-    KernelCall &call = all[kernel];
-    if (isTransfer(call) || (spansStages(program, call) &&
-                             kernelInfo(call.op)->kind ==
-                                 KernelKind::Communicates))
-      lists[stage].push_back({&call, run, action});
-  });
+  auto meets = [&](const KernelCall &call) {
+    return isTransfer(call) ||
+           (spansStages(program, call) &&
+            kernelInfo(call.op)->kind == KernelKind::Communicates);
+  };
   bool actions = program.hasActions();
+  if (!actions) {
+    forEachRun(program, [&](uint32_t stage, uint64_t run, uint32_t kernel,
+                            uint32_t action) {
+      if (meets(all[kernel]))
+        lists[stage].push_back({&all[kernel], run, action});
+    });
+  } else {
+    // Each function's meeting kernels, found once: an action adds them at
+    // its runs, not walking every kernel of every action (a step of many
+    // microbatches runs each function hundreds of times).
+    std::vector<std::vector<uint32_t>> meetingsOf(program.functions.size());
+    for (size_t f = 0; f < program.functions.size(); ++f) {
+      const FunctionRef &function = program.functions[f];
+      for (uint32_t p = 0; p < function.kernelCount; ++p)
+        if (meets(all[function.firstKernel + p]))
+          meetingsOf[f].push_back(p);
+    }
+    for (uint32_t stage = 0; stage < program.stageActions.size(); ++stage) {
+      uint64_t run = 0;
+      const std::vector<ActionRef> &list = program.stageActions[stage];
+      for (uint32_t a = 0; a < list.size(); ++a) {
+        const FunctionRef &function = program.functions[list[a].function];
+        for (uint32_t p : meetingsOf[list[a].function])
+          lists[stage].push_back({&all[function.firstKernel + p], run + p, a});
+        run += function.kernelCount;
+      }
+    }
+  }
   // "kernel 3 (send to stage 1)", with actions after its action.
   auto text = [&](uint32_t stage, const Meeting &m) {
     std::string where;
