@@ -6,15 +6,20 @@
 // that schedule, and measures the planned peak over the runs the way the
 // runtime does (runtime/src/Lifetimes.cpp), from the IR alone: the offsets
 // rt-plan-memory assigns are conservative, but the peak it records must be
-// the one the runtime measures.
+// the one the runtime measures. Without replaying every kernel of every
+// action: a buffer whose every run starts a new interval is live the same
+// way in each run, so each function's are summed up once (its profile) and
+// only the touches of the others are replayed, action by action.
 //
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Rt/IR/RtOps.h"
 #include "dialects/Rt/Transforms/PlanMemory.h"
 
+#include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <algorithm>
 #include <limits>
 #include <string>
 
@@ -208,33 +213,38 @@ LogicalResult readActions(ProgramOp program, ArrayAttr lists,
                << stage << ": action " << a << " is " << actionAttr
                << ", not an array<i64: function, microbatch, slot>";
       ActionSchedule::Action action{triple[0], triple[1], triple[2]};
-      std::string what = "rt-plan-memory: stage " + std::to_string(stage) +
-                         ": action " + std::to_string(a);
+      // The message's subject, written only for an error: there is an
+      // action per function and microbatch.
+      auto fail = [&, stage = stage, a = a]() {
+        InFlightDiagnostic diag = program.emitError("rt-plan-memory: stage ")
+                                  << stage << ": action " << a;
+        if (action.function >= 0 &&
+            action.function < static_cast<int64_t>(numFunctions))
+          diag << " (" << functionText(schedule, action.function)
+               << ", microbatch " << action.microbatch << ", slot "
+               << action.slot << ")";
+        return diag;
+      };
       if (action.function < 0 ||
           action.function >= static_cast<int64_t>(numFunctions))
-        return program.emitError(what) << " runs function " << action.function
-                                       << " of " << numFunctions;
-      what += " (" + functionText(schedule, action.function) + ", microbatch " +
-              std::to_string(action.microbatch) + ", slot " +
-              std::to_string(action.slot) + ")";
+        return fail() << " runs function " << action.function << " of "
+                      << numFunctions;
       if (action.microbatch < 0 || action.slot < 0)
-        return program.emitError(what) << ": a negative microbatch or slot";
+        return fail() << ": a negative microbatch or slot";
       unsigned functionStage = schedule.functions[action.function].stage;
       if (functionStage != stage)
-        return program.emitError(what)
-               << ": the function's kernels are on stage " << functionStage
-               << " (an action runs a function of its own stage)";
+        return fail() << ": the function's kernels are on stage "
+                      << functionStage
+                      << " (an action runs a function of its own stage)";
       for (int64_t pool : poolsOf[action.function])
         if (action.slot >= schedule.poolSlots[pool])
-          return program.emitError(what)
-                 << ": its kernels address pool " << pool << ", whose "
-                 << schedule.poolSlots[pool] << " slots do not hold slot "
-                 << action.slot;
+          return fail() << ": its kernels address pool " << pool << ", whose "
+                        << schedule.poolSlots[pool]
+                        << " slots do not hold slot " << action.slot;
       if (action.microbatch >= microbatchesOf[action.function])
-        return program.emitError(what)
-               << ": its kernels read an input pooled by microbatch, which "
-               << "holds " << microbatchesOf[action.function]
-               << " microbatches";
+        return fail() << ": its kernels read an input pooled by microbatch, "
+                      << "which holds " << microbatchesOf[action.function]
+                      << " microbatches";
       actions.push_back(action);
     }
   }
@@ -281,133 +291,304 @@ mlir::rt::readActionSchedule(ProgramOp program) {
   return std::optional<ActionSchedule>(std::move(schedule));
 }
 
+namespace {
+
+/// A buffer as the action time sees it.
+struct TimedBuffer {
+  /// The bytes an instance counts (0 where `counts` declines it).
+  int64_t bytes = 0;
+  int64_t pool = -1;
+  bool isAlloc = false;
+  /// Bound by an rt.output or an rt.grad: its last interval runs to the end.
+  bool isBound = false;
+  /// Some run does not start a new interval of it (see Touch), or it is
+  /// bound: its intervals depend on the other actions, so the actions
+  /// touching it are replayed. Otherwise every run of a function touching
+  /// it holds it from the function's first touch to its last, whatever ran
+  /// before: it is part of the function's profile.
+  bool crossesRuns = false;
+  /// Where it crosses runs, its first instance (a pooled buffer has one per
+  /// slot).
+  int64_t firstInstance = -1;
+};
+
+/// The kernels of one function that touch one alloc: the first and the last
+/// (relative to the function's first kernel), and whether the first writes
+/// it without reading it. A run whose first touch is such a write starts a
+/// new interval of the instance; any other touch continues the current one.
+struct Touch {
+  unsigned buffer = 0;
+  int64_t first = 0;
+  int64_t last = 0;
+  bool writesFirst = false;
+};
+
+/// A touch of a buffer crossing runs, as each run of the function replays
+/// it: the segments of the function (see Profile) starting at the first
+/// touch and after the last.
+struct Crossing {
+  int64_t bytes = 0;
+  int64_t firstInstance = 0;
+  bool pooled = false;
+  bool isBound = false;
+  bool writesFirst = false;
+  unsigned startSegment = 0;
+  unsigned endSegment = 0;
+};
+
+/// One function's kernels cut at the first touches and after the last
+/// touches of its buffers that cross runs: within a segment only the
+/// buffers private to runs change, the same way in every run.
+struct Profile {
+  /// Segment j of `numSegments` starts at kernel cuts[firstCut + j]; its
+  /// most bytes of private buffers are segmentMax[firstCut + j].
+  size_t firstCut = 0;
+  size_t numSegments = 0;
+  /// Its touches of buffers crossing runs, from `crossings`.
+  size_t firstCrossing = 0;
+  size_t numCrossings = 0;
+};
+
+/// The planned peaks of a program run by actions, per stage: each
+/// function's private buffers summed up once, the buffers crossing runs
+/// replayed at their touches.
+class ActionPeaks {
+public:
+  ActionPeaks(ProgramOp program, const ActionSchedule &schedule,
+              function_ref<bool(Value)> counts);
+  int64_t stagePeak(unsigned stage);
+
+private:
+  ArrayRef<Crossing> crossingsOf(const Profile &profile) const {
+    return ArrayRef(crossings).slice(profile.firstCrossing,
+                                     profile.numCrossings);
+  }
+
+  const ActionSchedule &schedule;
+  /// Params, state and inputs: per stage, the bytes of those it owns.
+  SmallVector<int64_t> persistent;
+  std::vector<Profile> profiles;
+  std::vector<int64_t> cuts, segmentMax;
+  std::vector<Crossing> crossings;
+  int64_t numInstances = 0;
+};
+
+} // namespace
+
+ActionPeaks::ActionPeaks(ProgramOp program, const ActionSchedule &schedule,
+                         function_ref<bool(Value)> counts)
+    : schedule(schedule) {
+  Block &body = program.getBody().front();
+  size_t numStages = schedule.stageActions.size();
+  DenseMap<Value, unsigned> index;
+  SmallVector<TimedBuffer> buffers;
+  SmallVector<KernelOp> kernels;
+  for (Operation &op : body) {
+    if (auto kernel = dyn_cast<KernelOp>(op)) {
+      kernels.push_back(kernel);
+    } else if (Value bound = boundBuffer(op)) {
+      buffers[index.lookup(bound)].isBound = true;
+    } else if (isa<ParamOp, InputOp, StateOp, AllocOp>(op)) {
+      Value buffer = op.getResult(0);
+      index[buffer] = buffers.size();
+      TimedBuffer &info = buffers.emplace_back();
+      if (!counts || counts(buffer))
+        info.bytes = getBufferBytes(cast<MemRefType>(buffer.getType()));
+      if (auto input = dyn_cast<InputOp>(op))
+        if (IntegerAttr microbatches = input.getMicrobatchesAttr())
+          info.bytes *= microbatches.getInt();
+      info.isAlloc = isa<AllocOp>(op);
+      info.pool = poolOf(buffer);
+    }
+  }
+
+  // Params, state and inputs persist, every slot from load to the end, on
+  // the stages whose kernels use them (those no kernel uses: on stage 0).
+  // Each function's touches of allocs in program order (a function's
+  // kernels are contiguous, so are its touches); per buffer, its latest.
+  BitVector persistsOn(buffers.size() * numStages);
+  std::vector<Touch> touches;
+  std::vector<std::pair<size_t, size_t>> touchRanges(schedule.functions.size());
+  std::vector<int64_t> latestTouch(buffers.size(), -1);
+  for (auto [k, kernel] : llvm::enumerate(kernels)) {
+    int64_t f = schedule.functionOf[k];
+    const ActionSchedule::Function &function = schedule.functions[f];
+    if (static_cast<int64_t>(k) == function.first)
+      touchRanges[f].first = touches.size();
+    int64_t position = k - function.first;
+    int64_t begin = touchRanges[f].first;
+    // Operands before results: a kernel that reads and writes a buffer
+    // continues its interval.
+    auto touch = [&](Value value, bool write) {
+      unsigned b = index.lookup(value);
+      const TimedBuffer &info = buffers[b];
+      if (!info.isAlloc) {
+        persistsOn.set(b * numStages + function.stage);
+        return;
+      }
+      // (What counts no bytes changes no peak.)
+      if (info.bytes == 0)
+        return;
+      if (latestTouch[b] < begin) {
+        latestTouch[b] = touches.size();
+        touches.push_back({b, position, position, write});
+      }
+      touches[latestTouch[b]].last = position;
+    };
+    for (Value buffer : kernel.getInputs())
+      touch(buffer, false);
+    for (Value buffer : kernel.getOutputs())
+      touch(buffer, true);
+    touchRanges[f].second = touches.size();
+  }
+  persistent.assign(numStages, 0);
+  for (auto [b, info] : llvm::enumerate(buffers)) {
+    if (info.isAlloc)
+      continue;
+    bool used = false;
+    for (size_t stage = 0; stage < numStages; ++stage)
+      if (persistsOn.test(b * numStages + stage)) {
+        persistent[stage] += info.bytes;
+        used = true;
+      }
+    if (!used)
+      persistent[0] += info.bytes;
+  }
+  for (const Touch &touch : touches)
+    if (!touch.writesFirst)
+      buffers[touch.buffer].crossesRuns = true;
+  for (TimedBuffer &info : buffers) {
+    info.crossesRuns |= info.isAlloc && info.isBound;
+    if (!info.crossesRuns)
+      continue;
+    info.firstInstance = numInstances;
+    numInstances += info.pool >= 0 ? schedule.poolSlots[info.pool] : 1;
+  }
+
+  // Each function's profile: the bytes of its private buffers live at each
+  // of its kernels, their most over each segment.
+  profiles.resize(schedule.functions.size());
+  std::vector<int64_t> change;
+  for (auto [f, function] : llvm::enumerate(schedule.functions)) {
+    Profile &profile = profiles[f];
+    profile.firstCut = cuts.size();
+    profile.firstCrossing = crossings.size();
+    change.assign(function.count + 1, 0);
+    cuts.push_back(0);
+    cuts.push_back(function.count);
+    auto [begin, end] = touchRanges[f];
+    ArrayRef<Touch> functionTouches =
+        ArrayRef(touches).slice(begin, end - begin);
+    for (const Touch &touch : functionTouches) {
+      const TimedBuffer &info = buffers[touch.buffer];
+      if (info.crossesRuns) {
+        cuts.push_back(touch.first);
+        cuts.push_back(touch.last + 1);
+        continue;
+      }
+      change[touch.first] += info.bytes;
+      change[touch.last + 1] -= info.bytes;
+    }
+    auto firstCut = cuts.begin() + profile.firstCut;
+    std::sort(firstCut, cuts.end());
+    cuts.erase(std::unique(firstCut, cuts.end()), cuts.end());
+    ArrayRef<int64_t> functionCuts =
+        ArrayRef(cuts).drop_front(profile.firstCut);
+    profile.numSegments = functionCuts.size() - 1;
+    int64_t bytes = 0;
+    for (size_t j = 0; j < profile.numSegments; ++j) {
+      int64_t most = 0;
+      for (int64_t p = functionCuts[j]; p < functionCuts[j + 1]; ++p) {
+        bytes += change[p];
+        most = std::max(most, bytes);
+      }
+      segmentMax.push_back(most);
+    }
+    // segmentMax keeps step with cuts (the function's last cut ends it).
+    segmentMax.push_back(0);
+    auto segmentAt = [&](int64_t position) -> unsigned {
+      return llvm::lower_bound(functionCuts, position) - functionCuts.begin();
+    };
+    for (const Touch &touch : functionTouches) {
+      const TimedBuffer &info = buffers[touch.buffer];
+      if (info.crossesRuns)
+        crossings.push_back({info.bytes, info.firstInstance, info.pool >= 0,
+                             info.isBound, touch.writesFirst,
+                             segmentAt(touch.first),
+                             segmentAt(touch.last + 1)});
+    }
+    profile.numCrossings = crossings.size() - profile.firstCrossing;
+  }
+}
+
+int64_t ActionPeaks::stagePeak(unsigned stage) {
+  // Time is the stage's actions' segments in order; each action has a slot
+  // in `delta` per segment and one for its end. The instances of buffers
+  // crossing runs follow the runtime's rule at their touches alone: `delta`
+  // is the change in their live bytes at each slot.
+  const auto &actions = schedule.stageActions[stage];
+  size_t numSlots = 0;
+  for (const ActionSchedule::Action &action : actions)
+    numSlots += profiles[action.function].numSegments + 1;
+  std::vector<int64_t> delta(numSlots, 0);
+  // Per instance, the slot after its open interval's last touch, or -1.
+  std::vector<int64_t> endOf(numInstances, -1);
+  std::vector<std::pair<int64_t, const Crossing *>> opened;
+  int64_t base = 0;
+  for (const ActionSchedule::Action &action : actions) {
+    const Profile &profile = profiles[action.function];
+    for (const Crossing &crossing : crossingsOf(profile)) {
+      int64_t instance =
+          crossing.firstInstance + (crossing.pooled ? action.slot : 0);
+      int64_t &end = endOf[instance];
+      if (end >= 0 && crossing.writesFirst) {
+        delta[end] -= crossing.bytes;
+        end = -1;
+      }
+      if (end < 0) {
+        delta[base + crossing.startSegment] += crossing.bytes;
+        opened.push_back({instance, &crossing});
+      }
+      end = base + crossing.endSegment;
+    }
+    base += profile.numSegments + 1;
+  }
+  // The last intervals end after their last touch; an output's or a
+  // gradient's at the end of the step.
+  for (auto [instance, crossing] : opened) {
+    int64_t &end = endOf[instance];
+    if (end >= 0 && !crossing->isBound)
+      delta[end] -= crossing->bytes;
+    end = -1;
+  }
+  int64_t bytes = 0, peak = 0;
+  size_t slot = 0;
+  for (const ActionSchedule::Action &action : actions) {
+    const Profile &profile = profiles[action.function];
+    for (size_t j = 0; j < profile.numSegments; ++j) {
+      bytes += delta[slot++];
+      peak = std::max(peak, bytes + segmentMax[profile.firstCut + j]);
+    }
+    bytes += delta[slot++];
+  }
+  // At the end only outputs and gradients are live.
+  peak = std::max(peak, bytes);
+  return persistent[stage] + peak;
+}
+
+SmallVector<int64_t>
+mlir::rt::computeActionPeaks(ProgramOp program, const ActionSchedule &schedule,
+                             function_ref<bool(Value)> counts) {
+  ActionPeaks peaks(program, schedule, counts);
+  SmallVector<int64_t> result;
+  for (unsigned stage = 0; stage < schedule.stageActions.size(); ++stage)
+    result.push_back(peaks.stagePeak(stage));
+  return result;
+}
+
 int64_t mlir::rt::computeActionPeak(ProgramOp program,
                                     const ActionSchedule &schedule,
                                     unsigned stage,
                                     function_ref<bool(Value)> counts) {
-  constexpr int64_t kUnwritten = -2;
-  Block &body = program.getBody().front();
-  // The bytes a buffer's instance counts (0 where `counts` declines it)
-  // and its instances: a pooled buffer has one per slot; params, state and
-  // inputs (-1) persist, every slot from load to the end.
-  struct Info {
-    int64_t bytes = 0;
-    int64_t firstInstance = -1;
-    bool pooled = false;
-    bool onStage = false;
-    bool used = false;
-  };
-  DenseMap<Value, unsigned> index;
-  SmallVector<Info> buffers;
-  SmallVector<KernelOp> kernels;
-  std::vector<int64_t> instanceBytes;
-  for (Operation &op : body) {
-    if (auto kernel = dyn_cast<KernelOp>(op)) {
-      kernels.push_back(kernel);
-      for (Value buffer : op.getOperands()) {
-        Info &info = buffers[index.lookup(buffer)];
-        info.used = true;
-        info.onStage |= stageOf(kernel) == stage;
-      }
-      continue;
-    }
-    if (!isa<ParamOp, InputOp, StateOp, AllocOp>(op))
-      continue;
-    Value buffer = op.getResult(0);
-    index[buffer] = buffers.size();
-    Info &info = buffers.emplace_back();
-    if (!counts || counts(buffer))
-      info.bytes = getBufferBytes(cast<MemRefType>(buffer.getType()));
-    if (auto input = dyn_cast<InputOp>(op))
-      if (IntegerAttr microbatches = input.getMicrobatchesAttr())
-        info.bytes *= microbatches.getInt();
-    if (!isa<AllocOp>(op))
-      continue;
-    int64_t pool = poolOf(buffer);
-    info.pooled = pool >= 0;
-    info.firstInstance = instanceBytes.size();
-    instanceBytes.resize(instanceBytes.size() +
-                             (info.pooled ? schedule.poolSlots[pool] : 1),
-                         info.bytes);
-  }
-  // The persistent buffers the stage owns: those its kernels use, and on
-  // stage 0 those no kernel uses.
-  int64_t persistent = 0;
-  for (const Info &info : buffers)
-    if (info.firstInstance < 0 && (info.onStage || (!info.used && stage == 0)))
-      persistent += info.bytes;
-
-  // Time: 0 at load, 1 + r at the r-th kernel run, 1 + runs at the end.
-  const auto &actions = schedule.stageActions[stage];
-  int64_t runs = 0;
-  for (const ActionSchedule::Action &action : actions)
-    runs += schedule.functions[action.function].count;
-  std::vector<int64_t> delta(runs + 3, 0);
-  // Each instance's current interval of runs and the action that last
-  // touched it.
-  size_t numInstances = instanceBytes.size();
-  std::vector<int64_t> first(numInstances, kUnwritten), last(numInstances),
-      touchedBy(numInstances, -1);
-  auto close = [&](int64_t i) {
-    delta[first[i] + 1] += instanceBytes[i];
-    delta[last[i] + 2] -= instanceBytes[i];
-    first[i] = kUnwritten;
-  };
-  int64_t run = 0;
-  for (auto [a, action] : llvm::enumerate(actions)) {
-    auto instanceOf = [&, &action = action](Value buffer) -> int64_t {
-      const Info &info = buffers[index.lookup(buffer)];
-      if (info.firstInstance < 0)
-        return -1;
-      return info.firstInstance + (info.pooled ? action.slot : 0);
-    };
-    const ActionSchedule::Function &function =
-        schedule.functions[action.function];
-    for (KernelOp kernel :
-         ArrayRef(kernels).slice(function.first, function.count)) {
-      for (Value buffer : kernel.getInputs()) {
-        int64_t i = instanceOf(buffer);
-        if (i < 0)
-          continue;
-        if (first[i] == kUnwritten)
-          first[i] = run;
-        last[i] = run;
-        touchedBy[i] = a;
-      }
-      // A write by an action that has not touched the instance yet (not as
-      // an operand of this kernel either) starts a new interval: the value
-      // of an earlier action is dead from here on.
-      for (Value buffer : kernel.getOutputs()) {
-        int64_t i = instanceOf(buffer);
-        if (i < 0)
-          continue;
-        if (first[i] != kUnwritten && touchedBy[i] != static_cast<int64_t>(a))
-          close(i);
-        if (first[i] == kUnwritten)
-          first[i] = run;
-        last[i] = run;
-        touchedBy[i] = a;
-      }
-      ++run;
-    }
-  }
-  // An output's or a gradient's last interval runs to the end (they are
-  // never pooled).
-  for (Operation &op : body) {
-    Value bound = boundBuffer(op);
-    if (!bound)
-      continue;
-    int64_t i = buffers[index.lookup(bound)].firstInstance;
-    if (i >= 0 && first[i] != kUnwritten)
-      last[i] = runs;
-  }
-  for (size_t i = 0; i < numInstances; ++i)
-    if (first[i] != kUnwritten)
-      close(i);
-  int64_t live = 0, peak = 0;
-  for (int64_t d : ArrayRef(delta).drop_back()) {
-    live += d;
-    peak = std::max(peak, live);
-  }
-  return persistent + peak;
+  return ActionPeaks(program, schedule, counts).stagePeak(stage);
 }

@@ -414,12 +414,9 @@ int64_t plannedPeak(const Lifetimes &lifetimes,
 /// Each stage's planned peak: the bytes of its buffers live at its
 /// kernels; with actions, at its kernel runs.
 SmallVector<int64_t> stagePeaks(const Lifetimes &lifetimes) {
+  if (const std::optional<ActionSchedule> &schedule = lifetimes.schedule)
+    return computeActionPeaks(lifetimes.program, *schedule);
   SmallVector<int64_t> peaks;
-  if (const std::optional<ActionSchedule> &schedule = lifetimes.schedule) {
-    for (unsigned stage = 0; stage < schedule->stageActions.size(); ++stage)
-      peaks.push_back(computeActionPeak(lifetimes.program, *schedule, stage));
-    return peaks;
-  }
   for (auto [stage, range] : llvm::enumerate(lifetimes.stageKernels)) {
     int64_t peak = 0;
     std::vector<int64_t> delta(range.second - range.first + 2, 0);
@@ -443,13 +440,18 @@ SmallVector<int64_t> stagePeaks(const Lifetimes &lifetimes) {
   return peaks;
 }
 
-/// rt.planned_peak_bytes: with stages, the largest stage's (each runs on
-/// its own ranks).
-int64_t programPeak(const Lifetimes &lifetimes) {
+/// rt.planned_peak_bytes and, with stages or actions, each stage's peak
+/// (the program's is the largest: each stage runs on its own ranks).
+struct Peaks {
+  int64_t program = 0;
+  SmallVector<int64_t> stages;
+};
+
+Peaks computePeaks(const Lifetimes &lifetimes) {
   if (lifetimes.stageKernels.empty() && !lifetimes.schedule)
-    return plannedPeak(lifetimes);
-  SmallVector<int64_t> peaks = stagePeaks(lifetimes);
-  return *llvm::max_element(peaks);
+    return {plannedPeak(lifetimes), {}};
+  SmallVector<int64_t> stages = stagePeaks(lifetimes);
+  return {*llvm::max_element(stages), std::move(stages)};
 }
 
 void setOffset(Operation *op, int64_t offset) {
@@ -568,23 +570,23 @@ LogicalResult checkExistingPlan(ModuleOp module, Lifetimes &lifetimes) {
   if (failed(readStrides(lifetimes)) ||
       failed(checkPlan(lifetimes, arena.getInt())))
     return failure();
+  Peaks expected = computePeaks(lifetimes);
   auto peak =
       module->getAttrOfType<IntegerAttr>(RtDialect::kPlannedPeakBytesAttrName);
-  if (peak && peak.getInt() != programPeak(lifetimes))
+  if (peak && peak.getInt() != expected.program)
     return module.emitError("rt-plan-memory: '")
            << RtDialect::kPlannedPeakBytesAttrName << "' is " << peak.getInt()
            << " but the buffers live at one kernel add up to at most "
-           << programPeak(lifetimes);
+           << expected.program;
   auto peaks = module->getAttrOfType<DenseI64ArrayAttr>(
       RtDialect::kStagePlannedPeakBytesAttrName);
   if (peaks && !lifetimes.stageKernels.empty()) {
-    SmallVector<int64_t> expected = stagePeaks(lifetimes);
-    if (peaks.asArrayRef() != ArrayRef(expected)) {
+    if (peaks.asArrayRef() != ArrayRef(expected.stages)) {
       InFlightDiagnostic diag = module.emitError("rt-plan-memory: '")
                                 << RtDialect::kStagePlannedPeakBytesAttrName
                                 << "' is " << peaks
                                 << " but the stages' peaks are [";
-      llvm::interleaveComma(expected, diag);
+      llvm::interleaveComma(expected.stages, diag);
       return diag << "]";
     }
   }
@@ -669,19 +671,16 @@ MemoryStats mlir::rt::computeMemoryStats(ProgramOp program,
   if (schedule) {
     // The stage's peaks over its runs, or the largest stage's.
     auto peak = [&](function_ref<bool(Value)> counts) {
-      int64_t peak = 0;
-      for (unsigned s = 0; s < numStages; ++s)
-        if (!stage || s == *stage)
-          peak =
-              std::max(peak, computeActionPeak(program, *schedule, s, counts));
-      return peak;
+      if (stage)
+        return computeActionPeak(program, *schedule, *stage, counts);
+      return *llvm::max_element(computeActionPeaks(program, *schedule, counts));
     };
     stats.peakBytes = peak(nullptr);
     stats.peakActivationBytes = peak(isActivation);
     return stats;
   }
-  stats.peakBytes = stage ? stagePeaks(lifetimes)[*stage]
-                          : programPeak(lifetimes);
+  stats.peakBytes =
+      stage ? stagePeaks(lifetimes)[*stage] : computePeaks(lifetimes).program;
   stats.peakActivationBytes = plannedPeak(lifetimes, [&](const Buffer &buffer) {
     return isActivation(buffer.op->getResult(0));
   });
@@ -731,11 +730,12 @@ struct PlanMemoryPass : public rt::impl::RtPlanMemoryBase<PlanMemoryPass> {
     Builder builder(module);
     module->setAttr(RtDialect::kArenaBytesAttrName,
                     builder.getI64IntegerAttr(arenaBytes));
+    Peaks peaks = computePeaks(lifetimes);
     module->setAttr(RtDialect::kPlannedPeakBytesAttrName,
-                    builder.getI64IntegerAttr(programPeak(lifetimes)));
+                    builder.getI64IntegerAttr(peaks.program));
     if (!lifetimes.stageKernels.empty())
       module->setAttr(RtDialect::kStagePlannedPeakBytesAttrName,
-                      builder.getDenseI64ArrayAttr(stagePeaks(lifetimes)));
+                      builder.getDenseI64ArrayAttr(peaks.stages));
     if (check && failed(checkPlan(lifetimes, arenaBytes)))
       return signalPassFailure();
   }

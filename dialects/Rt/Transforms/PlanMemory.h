@@ -83,10 +83,18 @@ FailureOr<std::optional<ActionSchedule>> readActionSchedule(ProgramOp program);
 /// (runtime/src/Lifetimes.cpp) implemented again from the IR: the largest
 /// sum, over the kernel runs of the stage's actions in order, of the bytes
 /// of the buffer instances live at the run. Only the buffers `counts`
-/// accepts add up (all of them by default).
+/// accepts add up (all of them by default). Costs O(kernels + the stage's
+/// actions and, per action, its function's touches of buffers whose
+/// intervals cross runs): a function's own temporaries are live the same
+/// way in every run, summed up once.
 int64_t computeActionPeak(ProgramOp program, const ActionSchedule &schedule,
                           unsigned stage,
                           function_ref<bool(Value)> counts = nullptr);
+
+/// computeActionPeak of every stage, the program read once.
+SmallVector<int64_t>
+computeActionPeaks(ProgramOp program, const ActionSchedule &schedule,
+                   function_ref<bool(Value)> counts = nullptr);
 
 } // namespace mlir::rt
 
