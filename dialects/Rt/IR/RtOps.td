@@ -279,7 +279,8 @@ def Rt_KernelOp : Rt_Op<"kernel", [AttrSizedOperandSegments]> {
   let assemblyFormat = [{
     `` $opcode `(` $inputs `)` `->` `(` $outputs `)` (`ints` $ints^)?
       (`floats` $floats^)? (`flags` $flags^)? (`splits` $splits^)? attr-dict
-      `:` custom<OperandTypes>(type($inputs)) `->` type($outputs)
+      `:` custom<OperandTypes>(type($inputs)) `->`
+      custom<OperandTypes>(type($outputs))
   }];
   let hasVerifier = 1;
 }
