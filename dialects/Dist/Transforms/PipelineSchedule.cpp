@@ -392,6 +392,13 @@ static std::vector<Action> placeTransfers(Schedule &schedule,
     return next[rank] < orders[rank].size() ? &orders[rank][next[rank]]
                                             : nullptr;
   };
+  // The early receives whose producer has been placed, by index into
+  // `early`: each pass looks at these, not at every early receive of the
+  // step (that made the placement quadratic in the microbatches).
+  ActionMap<std::vector<size_t>> earlyOf(schedule, {});
+  for (size_t i = 0; i < early.size(); ++i)
+    earlyOf[producerOf(early[i])].push_back(i);
+  std::vector<size_t> readyEarly;
   auto remoteInput = [&](const Action &compute) -> std::optional<Action> {
     std::optional<Action> input = inputOf(schedule, compute);
     return input && input->isRecv() ? input : std::nullopt;
@@ -415,9 +422,9 @@ static std::vector<Action> placeTransfers(Schedule &schedule,
     for (bool progress = true; progress;) {
       progress = false;
       std::vector<Action> meeting;
-      for (const Action &recv : early)
-        if (canMeet(recv, false))
-          meeting.push_back(recv);
+      for (size_t i : readyEarly)
+        if (canMeet(early[i], false))
+          meeting.push_back(early[i]);
       for (int rank = 0; rank < ranks; ++rank)
         if (const Action *compute = nextCompute(rank))
           if (std::optional<Action> recv = remoteInput(*compute))
@@ -433,6 +440,11 @@ static std::vector<Action> placeTransfers(Schedule &schedule,
         received[recv] = true;
         progress = true;
       }
+      readyEarly.erase(std::remove_if(readyEarly.begin(), readyEarly.end(),
+                                      [&](size_t i) {
+                                        return received[early[i]];
+                                      }),
+                       readyEarly.end());
       for (int rank = 0; rank < ranks; ++rank) {
         const Action *compute = nextCompute(rank);
         if (!compute || !isFree(rank))
@@ -448,6 +460,8 @@ static std::vector<Action> placeTransfers(Schedule &schedule,
         schedule.actions[rank].push_back(*compute);
         freeAt[rank] = time + costs.of(*compute);
         endOf[*compute] = freeAt[rank];
+        for (size_t i : earlyOf[*compute])
+          readyEarly.push_back(i);
         ++next[rank];
         progress = true;
       }
