@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ActionExecutables.h"
+#include "SeededRun.h"
 #include "tpcrt/Executable.h"
 #include "tpcrt/Inputs.h"
 #include "tpcrt/Interpreter.h"
@@ -51,42 +52,14 @@ void expectRefused(fb::ExecutableT exe,
       << "message: " << s.message() << "\nexpected: " << expected;
 }
 
-/// An interpreter for `exe` with weights from seed 3 and synthetic inputs
-/// from seed 5 (some labels made -100, at the same places of the global
-/// batch in either form).
-struct Runner {
-  std::vector<uint8_t> payload;
-  Interpreter interpreter;
-  HostInputs inputs;
-
-  explicit Runner(const fb::ExecutableT &exe) {
-    payload = pack(exe);
-    const fb::Executable *root = fb::GetExecutable(payload.data());
-    Status s = checkExecutable(*root);
-    if (s)
-      s = Interpreter::create(*root, createCpuDevice(), interpreter);
-    if (s)
-      s = initWeights(3, interpreter);
-    if (s)
-      s = syntheticInputs(5, interpreter.program(), inputs);
-    EXPECT_TRUE(s.isOk()) << s.message();
-    for (HostInputs::Entry &entry : inputs.entries)
-      if (entry.buffer == interpreter.program().findInput("labels")->buffer) {
-        auto *labels = reinterpret_cast<int64_t *>(entry.bytes.data());
-        labels[1] = labels[7] = kIgnoreLabel;
-      }
-  }
-  const Program &program() const { return interpreter.program(); }
+/// A seeded run (labels 1 and 7 ignored) that reads buffers back.
+struct Runner : SeededRun {
+  explicit Runner(const fb::ExecutableT &exe) : SeededRun(exe, {1, 7}) {}
   std::vector<uint8_t> bytes(uint32_t buffer) {
     std::vector<uint8_t> out(program().buffers[buffer].bytes);
     Status s = interpreter.readBuffer(buffer, out.data(), out.size());
     EXPECT_TRUE(s.isOk()) << s.message();
     return out;
-  }
-  Status step() {
-    if (Status s = inputs.copyTo(interpreter); !s)
-      return s;
-    return interpreter.runStep();
   }
 };
 

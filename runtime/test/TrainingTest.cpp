@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "SeededRun.h"
 #include "TestExecutables.h"
 #include "tpcrt/Executable.h"
 #include "tpcrt/Inputs.h"
@@ -29,29 +30,10 @@ long allocationCount();
 
 namespace {
 
-/// An interpreter for `exe` with weights from seed 3 and synthetic inputs
-/// from seed 5 (some labels made -100), copied in.
-struct Trainer {
-  std::vector<uint8_t> payload;
-  Interpreter interpreter;
-  HostInputs inputs;
-
-  explicit Trainer(const fb::ExecutableT &exe) {
-    payload = pack(exe);
-    const fb::Executable *root = fb::GetExecutable(payload.data());
-    Status s = checkExecutable(*root);
-    if (s)
-      s = Interpreter::create(*root, createCpuDevice(), interpreter);
-    if (s)
-      s = initWeights(3, interpreter);
-    if (s)
-      s = syntheticInputs(5, interpreter.program(), inputs);
-    EXPECT_TRUE(s.isOk()) << s.message();
-    for (HostInputs::Entry &entry : inputs.entries)
-      if (entry.buffer == interpreter.program().findInput("labels")->buffer) {
-        auto *labels = reinterpret_cast<int64_t *>(entry.bytes.data());
-        labels[1] = labels[6] = labels[7] = kIgnoreLabel;
-      }
+/// A seeded run (labels 1, 6 and 7 ignored), its inputs copied in, that
+/// reads f32 values back.
+struct Trainer : SeededRun {
+  explicit Trainer(const fb::ExecutableT &exe) : SeededRun(exe, {1, 6, 7}) {
     EXPECT_TRUE(inputs.copyTo(interpreter).isOk());
   }
 
@@ -69,11 +51,6 @@ struct Trainer {
   }
   std::vector<float> param(size_t i) {
     return floats(interpreter.program().params[i].buffer);
-  }
-  Status step() {
-    if (Status s = inputs.copyTo(interpreter); !s)
-      return s;
-    return interpreter.runStep();
   }
 };
 
