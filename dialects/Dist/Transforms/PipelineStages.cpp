@@ -117,6 +117,9 @@ private:
   LogicalResult emit();
   /// Template mode: each rank's functions once and its action list.
   DictionaryAttr emitFunctions(int rank);
+  /// Emits on `rank` the ops of a schedule action for `microbatch` (a
+  /// template's: 0).
+  void emitAction(const pipeline::Action &action, int rank, int microbatch);
   /// Marks an op emitted on `rank` (and, in template mode, its function).
   void mark(Operation *op, int rank);
   void emitOp(Operation *op, int rank);
@@ -503,50 +506,14 @@ LogicalResult StageBuilder::emit() {
     for (Operation *op : ops)
       if (free.contains(op) && (demanded.lookup(op) & bit(rank)))
         emitOp(op, rank);
-    auto emitBlock = [&](Phase phase) {
-      for (Operation *op : blocks[phase])
-        emitOp(op, rank);
-    };
     if (functions)
       rankActions.push_back(emitFunctions(rank));
-    for (const pipeline::Action &action :
-         functions ? ArrayRef<pipeline::Action>()
-                   : ArrayRef<pipeline::Action>(schedule.actions[rank])) {
-      int i = action.microbatch, c = action.chunk;
-      switch (action.kind) {
-      case pipeline::ActionKind::Forward:
-        emitBlock({Phase::F, c, i});
-        break;
-      case pipeline::ActionKind::Backward:
-        emitBlock({Phase::B, c, i});
-        if (action.fusedWeight)
-          emitBlock({Phase::W, c, i});
-        break;
-      case pipeline::ActionKind::Weight:
-        emitBlock({Phase::W, c, i});
-        break;
-      case pipeline::ActionKind::RecvAct:
-        for (const Transfer &t : transfersTo[{Phase::F, c, i}])
-          emitRecv(t);
-        break;
-      case pipeline::ActionKind::SendAct:
-        for (const Transfer &t : transfersTo[{Phase::F, c + 1, i}])
-          if (t.from == rank)
-            emitSend(t);
-        break;
-      case pipeline::ActionKind::RecvGrad:
-        for (const Transfer &t : transfersTo[{Phase::B, c, i}])
-          emitRecv(t);
-        break;
-      case pipeline::ActionKind::SendGrad:
-        for (const Transfer &t : transfersTo[{Phase::B, c - 1, i}])
-          if (t.from == rank)
-            emitSend(t);
-        break;
+    else
+      for (const pipeline::Action &action : schedule.actions[rank]) {
+        emitAction(action, rank, action.microbatch);
+        if (action.isCompute())
+          flush(rank, /*final=*/false);
       }
-      if (action.isCompute())
-        flush(rank, /*final=*/false);
-    }
     if (functions)
       currentFunction = builder.getStringAttr(kEpilogueFunctionName);
     flush(rank, /*final=*/true);
@@ -579,92 +546,111 @@ LogicalResult StageBuilder::emit() {
   return success();
 }
 
-DictionaryAttr StageBuilder::emitFunctions(int rank) {
-  SmallVector<Attribute> names;
-  llvm::StringMap<int64_t> index;
-  // The function of a name, emitted by `emitOps` the first time; -1 when it
-  // has no ops (a transfer list that is empty on this rank).
-  auto function = [&](const Twine &name,
-                      function_ref<void()> emitOps) -> int64_t {
-    std::string key = name.str();
-    if (auto it = index.find(key); it != index.end())
-      return it->second;
-    currentFunction = builder.getStringAttr(key);
-    int64_t before = marked;
-    emitOps();
-    int64_t result = -1;
-    if (marked > before) {
-      result = names.size();
-      names.push_back(currentFunction);
-    }
-    currentFunction = {};
-    index[key] = result;
-    return result;
+/// The function that runs `action` in a template: "F chunk 2", "BW chunk
+/// 2", "send act chunk 2", ...
+static std::string functionName(const pipeline::Action &action) {
+  const char *kind = "";
+  switch (action.kind) {
+  case pipeline::ActionKind::Forward:
+    kind = "F";
+    break;
+  case pipeline::ActionKind::Backward:
+    kind = action.fusedWeight ? "BW" : "B";
+    break;
+  case pipeline::ActionKind::Weight:
+    kind = "W";
+    break;
+  case pipeline::ActionKind::RecvAct:
+    kind = "recv act";
+    break;
+  case pipeline::ActionKind::SendAct:
+    kind = "send act";
+    break;
+  case pipeline::ActionKind::RecvGrad:
+    kind = "recv grad";
+    break;
+  case pipeline::ActionKind::SendGrad:
+    kind = "send grad";
+    break;
+  }
+  return (Twine(kind) + " chunk " + Twine(action.chunk)).str();
+}
+
+void StageBuilder::emitAction(const pipeline::Action &action, int rank,
+                              int microbatch) {
+  int i = microbatch, c = action.chunk;
+  auto emitBlock = [&](Phase phase) {
+    for (Operation *op : blocks[phase])
+      emitOp(op, rank);
   };
-  auto block = [&](Phase::Kind kind, int chunk) {
-    return function(Twine("FBW"[kind]) + " chunk " + Twine(chunk), [&] {
-      for (Operation *op : blocks[{kind, chunk, 0}])
-        emitOp(op, rank);
-    });
-  };
-  // B and W back to back are one function, their ops in the step's order:
-  // tpc-unroll-train-step put each weight gradient right after what it
-  // reads, so a layer's output gradient dies before the next layer's B.
-  auto fused = [&](int chunk) {
-    return function("BW chunk " + Twine(chunk), [&] {
-      SmallVector<Operation *> both(blocks[{Phase::B, chunk, 0}]);
-      llvm::append_range(both, blocks[{Phase::W, chunk, 0}]);
+  switch (action.kind) {
+  case pipeline::ActionKind::Forward:
+    emitBlock({Phase::F, c, i});
+    break;
+  case pipeline::ActionKind::Backward:
+    if (!action.fusedWeight) {
+      emitBlock({Phase::B, c, i});
+    } else if (!functions) {
+      emitBlock({Phase::B, c, i});
+      emitBlock({Phase::W, c, i});
+    } else {
+      // A template's BW is one function, its ops in the step's order:
+      // tpc-unroll-train-step put each weight gradient right after what it
+      // reads, so a layer's output gradient dies before the next layer's B.
+      SmallVector<Operation *> both(blocks[{Phase::B, c, i}]);
+      llvm::append_range(both, blocks[{Phase::W, c, i}]);
       llvm::sort(both, [&](Operation *a, Operation *b) {
         return position[a] < position[b];
       });
       for (Operation *op : both)
         emitOp(op, rank);
-    });
-  };
-  auto receive = [&](StringRef what, Phase to) {
-    return function(Twine("recv ") + what + " chunk " + Twine(to.chunk), [&] {
-      for (const Transfer &t : transfersTo[to])
-        emitRecv(t);
-    });
-  };
-  auto send = [&](StringRef what, int chunk, Phase to) {
-    return function(Twine("send ") + what + " chunk " + Twine(chunk), [&] {
-      for (const Transfer &t : transfersTo[to])
-        if (t.from == rank)
-          emitSend(t);
-    });
-  };
+    }
+    break;
+  case pipeline::ActionKind::Weight:
+    emitBlock({Phase::W, c, i});
+    break;
+  case pipeline::ActionKind::RecvAct:
+    for (const Transfer &t : transfersTo[{Phase::F, c, i}])
+      emitRecv(t);
+    break;
+  case pipeline::ActionKind::SendAct:
+    for (const Transfer &t : transfersTo[{Phase::F, c + 1, i}])
+      if (t.from == rank)
+        emitSend(t);
+    break;
+  case pipeline::ActionKind::RecvGrad:
+    for (const Transfer &t : transfersTo[{Phase::B, c, i}])
+      emitRecv(t);
+    break;
+  case pipeline::ActionKind::SendGrad:
+    for (const Transfer &t : transfersTo[{Phase::B, c - 1, i}])
+      if (t.from == rank)
+        emitSend(t);
+    break;
+  }
+}
+
+DictionaryAttr StageBuilder::emitFunctions(int rank) {
+  // Each function emitted at its first action (microbatch 0's ops); -1 for
+  // one without ops on this rank (a transfer list that is empty here).
+  SmallVector<Attribute> names;
+  llvm::StringMap<int64_t> index;
   // (function, microbatch) per action, then the slots.
   SmallVector<std::pair<int64_t, int>> runs;
-  auto run = [&](int64_t f, int microbatch) {
-    if (f >= 0)
-      runs.push_back({f, microbatch});
-  };
   for (const pipeline::Action &action : schedule.actions[rank]) {
-    int i = action.microbatch, c = action.chunk;
-    switch (action.kind) {
-    case pipeline::ActionKind::Forward:
-      run(block(Phase::F, c), i);
-      break;
-    case pipeline::ActionKind::Backward:
-      run(action.fusedWeight ? fused(c) : block(Phase::B, c), i);
-      break;
-    case pipeline::ActionKind::Weight:
-      run(block(Phase::W, c), i);
-      break;
-    case pipeline::ActionKind::RecvAct:
-      run(receive("act", {Phase::F, c, 0}), i);
-      break;
-    case pipeline::ActionKind::SendAct:
-      run(send("act", c, {Phase::F, c + 1, 0}), i);
-      break;
-    case pipeline::ActionKind::RecvGrad:
-      run(receive("grad", {Phase::B, c, 0}), i);
-      break;
-    case pipeline::ActionKind::SendGrad:
-      run(send("grad", c, {Phase::B, c - 1, 0}), i);
-      break;
+    auto [it, fresh] = index.try_emplace(functionName(action), -1);
+    if (fresh) {
+      currentFunction = builder.getStringAttr(it->first());
+      int64_t before = marked;
+      emitAction(action, rank, /*microbatch=*/0);
+      if (marked > before) {
+        it->second = names.size();
+        names.push_back(currentFunction);
+      }
+      currentFunction = {};
     }
+    if (it->second >= 0)
+      runs.push_back({it->second, action.microbatch});
   }
   // A microbatch holds the lowest free slot from its first action on the
   // rank to its last.
