@@ -474,5 +474,41 @@ LogicalResult RecvOp::verifySymbolUses(SymbolTableCollection &symbols) {
   return verifyPairs(*this, symbols, getMeshAttr(), getAxes(), getPairs());
 }
 
+/// The dist.wait ops on `value`.
+static auto waitsOn(Value value) {
+  return llvm::make_filter_range(value.getUsers(), [](Operation *user) {
+    return isa<WaitOp>(user);
+  });
+}
+
+LogicalResult SendOp::verify() {
+  if (getAsync() && waitsOn(getInput()).empty())
+    return emitOpError() << "is async, but its input has no 'dist.wait'";
+  return success();
+}
+
+LogicalResult RecvOp::verify() {
+  if (!getAsync())
+    return success();
+  auto waits = waitsOn(getResult());
+  int64_t count = std::distance(waits.begin(), waits.end());
+  if (count != 1)
+    return emitOpError() << "is async, so its result needs one 'dist.wait', "
+                            "not "
+                         << count;
+  return success();
+}
+
+LogicalResult WaitOp::verify() {
+  Value value = getValue();
+  if (auto recv = value.getDefiningOp<RecvOp>(); recv && recv.getAsync())
+    return success();
+  for (Operation *user : value.getUsers())
+    if (auto send = dyn_cast<SendOp>(user); send && send.getAsync())
+      return success();
+  return emitOpError() << "waits on a value that no 'dist.send async' sends "
+                          "and no 'dist.recv async' receives";
+}
+
 #define GET_OP_CLASSES
 #include "dialects/Dist/IR/DistOps.cpp.inc"

@@ -252,18 +252,28 @@ def Dist_SendOp : Dist_CollectiveOp<"send", [MemoryEffects<[MemWrite]>]> {
     itself, and each index is a source at most once and a target at most
     once. Devices that are no source send nothing.
 
+    Without `async` the send is blocking. With `async` it only starts: the
+    transfer completes at the `dist.wait` on the same input, which must
+    follow (an async send's input has a `dist.wait` user), and the input
+    must stay unchanged and allocated until then.
+
     ```mlir
     dist.send %x on @mesh axes [pp] pairs [0 -> 1, 1 -> 2] channel 0
         : tensor<8x16x64xf32>
+    dist.send async %x on @mesh axes [pp] pairs [0 -> 1] channel 1
+        : tensor<8x16x64xf32>
+    dist.wait %x : tensor<8x16x64xf32>
     ```
   }];
   let arguments = (ins AnyStaticShapeTensor:$input, FlatSymbolRefAttr:$mesh,
                        StrArrayAttr:$axes, DenseI64ArrayAttr:$pairs,
-                       I64Attr:$channel);
+                       I64Attr:$channel, UnitAttr:$async);
   let assemblyFormat = [{
-    $input `on` $mesh `axes` custom<Axes>($axes) `pairs` custom<Pairs>($pairs)
-      `channel` $channel attr-dict `:` type($input)
+    (`async` $async^)? $input `on` $mesh `axes` custom<Axes>($axes)
+      `pairs` custom<Pairs>($pairs) `channel` $channel attr-dict `:`
+      type($input)
   }];
+  let hasVerifier = 1;
 }
 
 def Dist_RecvOp : Dist_CollectiveOp<"recv", [MemoryEffects<[MemWrite]>]> {
@@ -274,18 +284,51 @@ def Dist_RecvOp : Dist_CollectiveOp<"recv", [MemoryEffects<[MemWrite]>]> {
     device `target` gets the value device `source` sent. The pairs obey the
     rules of `dist.send`; a device that is no target gets zeros.
 
+    With `async` the receive only starts: the result holds the value once
+    the `dist.wait` on it has run (an async receive's result has exactly
+    one `dist.wait` user; nothing may read it before that wait).
+
     ```mlir
     %y = dist.recv on @mesh axes [pp] pairs [0 -> 1, 1 -> 2] channel 0
         : tensor<8x16x64xf32>
+    %z = dist.recv async on @mesh axes [pp] pairs [0 -> 1] channel 1
+        : tensor<8x16x64xf32>
+    dist.wait %z : tensor<8x16x64xf32>
     ```
   }];
   let arguments = (ins FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes,
-                       DenseI64ArrayAttr:$pairs, I64Attr:$channel);
+                       DenseI64ArrayAttr:$pairs, I64Attr:$channel,
+                       UnitAttr:$async);
   let results = (outs AnyStaticShapeTensor:$result);
   let assemblyFormat = [{
-    `on` $mesh `axes` custom<Axes>($axes) `pairs` custom<Pairs>($pairs)
-      `channel` $channel attr-dict `:` type($result)
+    (`async` $async^)? `on` $mesh `axes` custom<Axes>($axes)
+      `pairs` custom<Pairs>($pairs) `channel` $channel attr-dict `:`
+      type($result)
   }];
+  let hasVerifier = 1;
+}
+
+def Dist_WaitOp : Dist_Op<"wait", [MemoryEffects<[MemWrite]>]> {
+  let summary = "Completes an asynchronous send or receive";
+  let description = [{
+    Returns once the transfer started on `value` is complete: `value` is
+    the input of a `dist.send async` or the result of a `dist.recv async`.
+    Until the wait, a sent value stays unchanged and allocated, and a
+    received value is not read: the memory plan keeps `value` live to here,
+    because the wait reads it. Pipeline stages start a send where the
+    schedule sends and wait for it one compute later, and post a receive
+    one compute before the schedule receives (docs/design/pipeline-schedules.md,
+    "Asynchronous transfers").
+
+    ```mlir
+    %y = dist.recv async on @mesh axes [pp] pairs [0 -> 1] channel 0
+        : tensor<8x16x64xf32>
+    dist.wait %y : tensor<8x16x64xf32>
+    ```
+  }];
+  let arguments = (ins AnyStaticShapeTensor:$value);
+  let assemblyFormat = "$value attr-dict `:` type($value)";
+  let hasVerifier = 1;
 }
 
 #endif // DIALECTS_DIST_IR_DISTOPS_TD

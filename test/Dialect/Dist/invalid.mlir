@@ -294,6 +294,36 @@ func.func @f() {
 
 // -----
 
+dist.mesh @m axes [pp = 2]
+func.func @f(%x: tensor<8x16xf32>) {
+  // expected-error @+1 {{is async, but its input has no 'dist.wait'}}
+  dist.send async %x on @m axes [pp] pairs [0 -> 1] channel 0 : tensor<8x16xf32>
+  return
+}
+
+// -----
+
+dist.mesh @m axes [pp = 2]
+func.func @f() {
+  // expected-error @+1 {{is async, so its result needs one 'dist.wait', not 2}}
+  %0 = dist.recv async on @m axes [pp] pairs [0 -> 1] channel 0 : tensor<8x16xf32>
+  dist.wait %0 : tensor<8x16xf32>
+  dist.wait %0 : tensor<8x16xf32>
+  return
+}
+
+// -----
+
+dist.mesh @m axes [pp = 2]
+func.func @f(%x: tensor<8x16xf32>) {
+  dist.send %x on @m axes [pp] pairs [0 -> 1] channel 0 : tensor<8x16xf32>
+  // expected-error @+1 {{waits on a value that no 'dist.send async' sends and no 'dist.recv async' receives}}
+  dist.wait %x : tensor<8x16xf32>
+  return
+}
+
+// -----
+
 dist.mesh @m axes [dp = 2, tp = 4]
 // expected-error @+1 {{dimension 1 of 'tensor<64x6xf32>' (size 6) is not divisible by 4, the product of the sizes of its mesh axes}}
 func.func @f(%w: tensor<64x6xf32> {dist.sharding = #dist.sharding<@m, [[], [tp]]>}) {

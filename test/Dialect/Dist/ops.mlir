@@ -65,3 +65,16 @@ func.func @send_recv(%x: tensor<2x16x64xbf16>) -> tensor<2x16x64xbf16> {
   %y = dist.recv on @pipe axes [pp] pairs [0 -> 1, 1 -> 2, 2 -> 3] channel 0 : tensor<2x16x64xbf16>
   return %y : tensor<2x16x64xbf16>
 }
+
+// CHECK-LABEL: func.func @send_recv_async
+func.func @send_recv_async(%x: tensor<2x16x64xbf16>) -> tensor<2x16x64xbf16> {
+  // CHECK: dist.send async %[[X:.*]] on @pipe axes [pp] pairs [0 -> 1] channel 0 : tensor<2x16x64xbf16>
+  dist.send async %x on @pipe axes [pp] pairs [0 -> 1] channel 0 : tensor<2x16x64xbf16>
+  // CHECK: %[[Y:.*]] = dist.recv async on @pipe axes [pp] pairs [1 -> 0] channel 1 : tensor<2x16x64xbf16>
+  %y = dist.recv async on @pipe axes [pp] pairs [1 -> 0] channel 1 : tensor<2x16x64xbf16>
+  // CHECK: dist.wait %[[X]] : tensor<2x16x64xbf16>
+  dist.wait %x : tensor<2x16x64xbf16>
+  // CHECK: dist.wait %[[Y]] : tensor<2x16x64xbf16>
+  dist.wait %y : tensor<2x16x64xbf16>
+  return %y : tensor<2x16x64xbf16>
+}
