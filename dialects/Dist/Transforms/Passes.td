@@ -307,6 +307,21 @@ def DistPipelineStages : Pass<"dist-pipeline-stages", "ModuleOp"> {
     microbatch in flight) and the values the epilogue reads into sums over
     the microbatches.
 
+    With `async-transfers=true` (templates only; `tpc-compile` sets it
+    unless `--blocking-transfers`) each transfer is started and waited for
+    apart, so that it overlaps computation: a send starts where the schedule
+    sends (`dist.send async`, function `send act chunk 2`) and is waited for
+    after the rank's next compute (`dist.wait`, function `wait send act
+    chunk 2`); a receive is posted before the rank's compute that precedes
+    the schedule's receive (`dist.recv async`, `recv act chunk 2`) and
+    waited for where the schedule receives (`wait recv act chunk 2`); a
+    move that would make more microbatches hold a slot at once than the
+    schedule's list does is not made. Starts
+    move only earlier and waits only later than in the checked synchronous
+    list, and each direction between two ranks keeps its order, so the
+    list cannot deadlock; the waits keep the buffers in flight live (the
+    wait reads them), and their microbatch's slot held.
+
     The step returns each value from the lowest rank that holds it. A value
     that crosses ranks in any other way (a chunk reading a chunk that is not
     its neighbour, or another microbatch's) is refused, naming the op.
@@ -327,7 +342,12 @@ def DistPipelineStages : Pass<"dist-pipeline-stages", "ModuleOp"> {
     Option<"functions", "functions", "bool", /*default=*/"false",
            "The step is a one-microbatch template (tpc-unroll-train-step="
            "first-microbatch-only): emit each chunk's F, B and W and each "
-           "transfer once, as a function, and each rank's action list">
+           "transfer once, as a function, and each rank's action list">,
+    Option<"asyncTransfers", "async-transfers", "bool", /*default=*/"false",
+           "With functions=true: start each transfer (dist.send/dist.recv "
+           "async) and wait for it (dist.wait) apart, as functions of their "
+           "own: a send waited for after the rank's next compute, a receive "
+           "posted before the compute preceding it">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }

@@ -73,6 +73,16 @@ std::optional<std::pair<Phase::Kind, int>> parsePhaseName(StringRef name) {
   return std::make_pair(kind, chunk);
 }
 
+/// How a template runs a schedule action: a compute or blocking transfer
+/// as it is, an asynchronous transfer as its start and, later, its wait.
+enum class TransferStep { Whole, Start, Wait };
+
+/// An action of a template's rank list with its transfer step.
+struct TemplateAction {
+  pipeline::Action action;
+  TransferStep step = TransferStep::Whole;
+};
+
 /// Ranks as bits (rank r: bit r).
 using RankSet = uint64_t;
 constexpr int kMaxRanks = 64;
@@ -93,8 +103,9 @@ class StageBuilder {
 public:
   StageBuilder(ModuleOp module, func::FuncOp step,
                const pipeline::Schedule &schedule, StringRef meshName,
-               bool functions)
+               bool functions, bool asyncTransfers)
       : module(module), step(step), schedule(schedule), functions(functions),
+        asyncTransfers(functions && asyncTransfers),
         ranks(schedule.ranks), all(ranks == kMaxRanks ? ~RankSet(0)
                                                       : bit(ranks) - 1),
         builder(module.getContext()),
@@ -118,13 +129,16 @@ private:
   /// Template mode: each rank's functions once and its action list.
   DictionaryAttr emitFunctions(int rank);
   /// Emits on `rank` the ops of a schedule action for `microbatch` (a
-  /// template's: 0).
-  void emitAction(const pipeline::Action &action, int rank, int microbatch);
+  /// template's: 0); of a transfer, the ops of `step`.
+  void emitAction(const pipeline::Action &action, int rank, int microbatch,
+                  TransferStep step = TransferStep::Whole);
   /// Marks an op emitted on `rank` (and, in template mode, its function).
   void mark(Operation *op, int rank);
   void emitOp(Operation *op, int rank);
-  void emitSend(const Transfer &transfer);
-  void emitRecv(const Transfer &transfer);
+  void emitSend(const Transfer &transfer, bool async = false);
+  void emitRecv(const Transfer &transfer, bool async = false);
+  /// The dist.wait on what `rank` sends or receives in `transfer`.
+  void emitWait(const Transfer &transfer, int rank);
   void emitPartialSumSquares(Operation *op, int rank);
   /// Emits every op placed on `rank` that is not yet emitted and whose
   /// operands all are there; with `final`, the cross-rank ones too.
@@ -143,6 +157,9 @@ private:
   const pipeline::Schedule &schedule;
   /// Template mode (the pass's `functions`).
   bool functions;
+  /// Template mode: transfers are started and waited for apart
+  /// (`async-transfers`).
+  bool asyncTransfers;
   /// Template mode: the function of the ops being emitted (none: the
   /// prologue).
   StringAttr currentFunction;
@@ -395,26 +412,35 @@ void StageBuilder::mark(Operation *op, int rank) {
     op->setAttr(kFunctionAttrName, currentFunction);
 }
 
-void StageBuilder::emitSend(const Transfer &transfer) {
+void StageBuilder::emitSend(const Transfer &transfer, bool async) {
   auto send = SendOp::create(
       builder, transfer.value.getLoc(),
       mapping[transfer.from].lookup(transfer.value), mesh,
       builder.getStrArrayAttr({"pp"}),
       builder.getDenseI64ArrayAttr({transfer.from, transfer.to}),
-      builder.getI64IntegerAttr(transfer.channel));
+      builder.getI64IntegerAttr(transfer.channel),
+      async ? builder.getUnitAttr() : UnitAttr());
   mark(send, transfer.from);
   send->setAttr(kTransferAttrName, builder.getStringAttr(transfer.kind));
 }
 
-void StageBuilder::emitRecv(const Transfer &transfer) {
+void StageBuilder::emitRecv(const Transfer &transfer, bool async) {
   auto recv = RecvOp::create(
       builder, transfer.value.getLoc(), transfer.value.getType(), mesh,
       builder.getStrArrayAttr({"pp"}),
       builder.getDenseI64ArrayAttr({transfer.from, transfer.to}),
-      builder.getI64IntegerAttr(transfer.channel));
+      builder.getI64IntegerAttr(transfer.channel),
+      async ? builder.getUnitAttr() : UnitAttr());
   mark(recv, transfer.to);
   recv->setAttr(kTransferAttrName, builder.getStringAttr(transfer.kind));
   mapping[transfer.to].map(transfer.value, recv.getResult());
+}
+
+void StageBuilder::emitWait(const Transfer &transfer, int rank) {
+  auto wait = WaitOp::create(builder, transfer.value.getLoc(),
+                             mapping[rank].lookup(transfer.value));
+  mark(wait, rank);
+  wait->setAttr(kTransferAttrName, builder.getStringAttr(transfer.kind));
 }
 
 void StageBuilder::emitPartialSumSquares(Operation *op, int rank) {
@@ -547,8 +573,10 @@ LogicalResult StageBuilder::emit() {
 }
 
 /// The function that runs `action` in a template: "F chunk 2", "BW chunk
-/// 2", "send act chunk 2", ...
-static std::string functionName(const pipeline::Action &action) {
+/// 2", "send act chunk 2" (a blocking send or a start), "wait send act chunk
+/// 2", ...
+static std::string functionName(const pipeline::Action &action,
+                                TransferStep step) {
   const char *kind = "";
   switch (action.kind) {
   case pipeline::ActionKind::Forward:
@@ -573,12 +601,29 @@ static std::string functionName(const pipeline::Action &action) {
     kind = "send grad";
     break;
   }
-  return (Twine(kind) + " chunk " + Twine(action.chunk)).str();
+  return (Twine(step == TransferStep::Wait ? "wait " : "") + kind +
+          " chunk " + Twine(action.chunk))
+      .str();
 }
 
 void StageBuilder::emitAction(const pipeline::Action &action, int rank,
-                              int microbatch) {
+                              int microbatch, TransferStep step) {
   int i = microbatch, c = action.chunk;
+  bool async = step == TransferStep::Start;
+  auto receive = [&](const Transfer &t) {
+    if (step == TransferStep::Wait)
+      emitWait(t, rank);
+    else
+      emitRecv(t, async);
+  };
+  auto send = [&](const Transfer &t) {
+    if (t.from != rank)
+      return;
+    if (step == TransferStep::Wait)
+      emitWait(t, rank);
+    else
+      emitSend(t, async);
+  };
   auto emitBlock = [&](Phase phase) {
     for (Operation *op : blocks[phase])
       emitOp(op, rank);
@@ -611,38 +656,144 @@ void StageBuilder::emitAction(const pipeline::Action &action, int rank,
     break;
   case pipeline::ActionKind::RecvAct:
     for (const Transfer &t : transfersTo[{Phase::F, c, i}])
-      emitRecv(t);
+      receive(t);
     break;
   case pipeline::ActionKind::SendAct:
     for (const Transfer &t : transfersTo[{Phase::F, c + 1, i}])
-      if (t.from == rank)
-        emitSend(t);
+      send(t);
     break;
   case pipeline::ActionKind::RecvGrad:
     for (const Transfer &t : transfersTo[{Phase::B, c, i}])
-      emitRecv(t);
+      receive(t);
     break;
   case pipeline::ActionKind::SendGrad:
     for (const Transfer &t : transfersTo[{Phase::B, c - 1, i}])
-      if (t.from == rank)
-        emitSend(t);
+      send(t);
     break;
   }
 }
 
+/// The rank's actions with each transfer started and waited for apart: a
+/// send starts where the schedule sends and is waited for after the rank's
+/// next compute (the transfer overlaps it); a receive is posted before the
+/// rank's compute preceding the schedule's receive and waited for where the
+/// schedule receives. Either stays where the schedule has it when moving it
+/// would make more microbatches hold a slot at once than the synchronous
+/// list does (the pool would grow). Starts move only earlier and waits only
+/// later than in the checked synchronous list, and the transfers of one
+/// direction between two ranks keep their order (they pair first in, first
+/// out): a list the synchronous check accepts cannot deadlock this way
+/// (docs/design/pipeline-schedules.md, "Asynchronous transfers").
+static std::vector<TemplateAction>
+startEarlyWaitLate(ArrayRef<pipeline::Action> actions) {
+  int64_t n = actions.size();
+  // A microbatch holds its slot from its first action to its last; `live`
+  // counts the microbatches holding one at each action.
+  DenseMap<int, std::pair<int64_t, int64_t>> span;
+  for (auto [k, action] : llvm::enumerate(actions)) {
+    auto [it, fresh] = span.try_emplace(action.microbatch, k, k);
+    it->second.second = k;
+  }
+  std::vector<int64_t> live(n + 1, 0);
+  for (const auto &entry : span) {
+    ++live[entry.second.first];
+    --live[entry.second.second + 1];
+  }
+  for (int64_t k = 1; k <= n; ++k)
+    live[k] += live[k - 1];
+  int64_t slots = *std::max_element(live.begin(), live.end());
+  // Holds the microbatch's slot over [from, to] too, if no action there
+  // would then have more than `slots` microbatches holding one.
+  auto extend = [&](int64_t from, int64_t to) {
+    for (int64_t k = from; k <= to; ++k)
+      if (live[k] + 1 > slots)
+        return false;
+    for (int64_t k = from; k <= to; ++k)
+      ++live[k];
+    return true;
+  };
+  // Per compute, the receives posted right before it; the sends waited for
+  // after the rank's next compute.
+  std::vector<std::vector<int64_t>> postedBefore(n);
+  std::vector<bool> waitLate(n, false);
+  // A receive that stays keeps the later ones before the same compute in
+  // place too: receives start in the list's order.
+  int64_t lastCompute = -1, stayedAfter = -1;
+  for (int64_t k = 0; k < n; ++k) {
+    const pipeline::Action &action = actions[k];
+    auto &[first, last] = span[action.microbatch];
+    if (action.isCompute()) {
+      lastCompute = k;
+    } else if (action.isRecv() && lastCompute >= 0) {
+      if (stayedAfter != lastCompute &&
+          (first <= lastCompute || extend(lastCompute, first - 1))) {
+        first = std::min(first, lastCompute);
+        postedBefore[lastCompute].push_back(k);
+      } else {
+        stayedAfter = lastCompute;
+      }
+    } else if (action.isSend()) {
+      int64_t next = k + 1;
+      while (next < n && !actions[next].isCompute())
+        ++next;
+      next = std::min(next, n - 1);
+      if (last >= next || extend(last + 1, next)) {
+        last = std::max(last, next);
+        waitLate[k] = true;
+      }
+    }
+  }
+  std::vector<TemplateAction> list;
+  SmallVector<pipeline::Action> unwaitedSends;
+  std::vector<bool> posted(n, false);
+  for (int64_t k = 0; k < n; ++k) {
+    const pipeline::Action &action = actions[k];
+    if (action.isCompute()) {
+      for (int64_t recv : postedBefore[k]) {
+        list.push_back({actions[recv], TransferStep::Start});
+        posted[recv] = true;
+      }
+      list.push_back({action});
+      for (const pipeline::Action &send : unwaitedSends)
+        list.push_back({send, TransferStep::Wait});
+      unwaitedSends.clear();
+    } else if (action.isSend()) {
+      list.push_back({action, TransferStep::Start});
+      if (waitLate[k])
+        unwaitedSends.push_back(action);
+      else
+        list.push_back({action, TransferStep::Wait});
+    } else {
+      if (!posted[k])
+        list.push_back({action, TransferStep::Start});
+      list.push_back({action, TransferStep::Wait});
+    }
+  }
+  for (const pipeline::Action &send : unwaitedSends)
+    list.push_back({send, TransferStep::Wait});
+  return list;
+}
+
 DictionaryAttr StageBuilder::emitFunctions(int rank) {
+  std::vector<TemplateAction> list;
+  if (asyncTransfers)
+    list = startEarlyWaitLate(schedule.actions[rank]);
+  else
+    for (const pipeline::Action &action : schedule.actions[rank])
+      list.push_back({action});
   // Each function emitted at its first action (microbatch 0's ops); -1 for
   // one without ops on this rank (a transfer list that is empty here).
   SmallVector<Attribute> names;
   llvm::StringMap<int64_t> index;
   // (function, microbatch) per action, then the slots.
   SmallVector<std::pair<int64_t, int>> runs;
-  for (const pipeline::Action &action : schedule.actions[rank]) {
-    auto [it, fresh] = index.try_emplace(functionName(action), -1);
+  for (const auto &[action, transferStep] : list) {
+    auto [it, fresh] =
+        index.try_emplace(functionName(action, transferStep), -1);
     if (fresh) {
       currentFunction = builder.getStringAttr(it->first());
       int64_t before = marked;
-      emitAction(action, rank, /*microbatch=*/0);
+      emitAction(action, rank, /*microbatch=*/0, transferStep);
       if (marked > before) {
         it->second = names.size();
         names.push_back(currentFunction);
@@ -768,7 +919,7 @@ struct DistPipelineStagesPass
       return signalPassFailure();
     }
     StageBuilder stages(module, step, built->schedule, mesh.getSymName(),
-                        functions);
+                        functions, asyncTransfers);
     if (failed(stages.run()))
       return signalPassFailure();
   }
