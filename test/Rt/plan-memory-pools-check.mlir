@@ -10,8 +10,7 @@ module attributes {rt.arena_bytes = 384 : i64, rt.planned_peak_bytes = 128 : i64
       functions = [{name = "F", first = 0, count = 2},
                    {name = "B", first = 2, count = 1}],
       pools = [{slots = 2, stride = 64}],
-      stage_actions = [[array<i64: 0, 0, 0>, array<i64: 0, 1, 1>,
-                        array<i64: 1, 0, 0>, array<i64: 1, 1, 1>]]} {
+      stage_actions = [array<i64: 0, 0, 0, 0, 1, 1, 1, 0, 0, 1, 1, 1>]} {
     %x = rt.input "x" microbatches 2 offset 0 : memref<4xf32>
     %t = rt.alloc offset 128 : memref<8xf32>
     rt.kernel repeat(%x) -> (%t) ints [0, 2] : memref<4xf32> -> memref<8xf32>
@@ -31,8 +30,7 @@ module attributes {rt.arena_bytes = 384 : i64} {
       functions = [{name = "F", first = 0, count = 2},
                    {name = "B", first = 2, count = 1}],
       pools = [{slots = 2, stride = 64}],
-      stage_actions = [[array<i64: 0, 0, 0>, array<i64: 0, 1, 1>,
-                        array<i64: 1, 0, 0>, array<i64: 1, 1, 1>]]} {
+      stage_actions = [array<i64: 0, 0, 0, 0, 1, 1, 1, 0, 0, 1, 1, 1>]} {
     %x = rt.input "x" microbatches 2 offset 0 : memref<4xf32>
     %t = rt.alloc offset 128 : memref<8xf32>
     rt.kernel repeat(%x) -> (%t) ints [0, 2] : memref<4xf32> -> memref<8xf32>
@@ -53,7 +51,7 @@ module attributes {rt.arena_bytes = 512 : i64} {
   rt.program @stride_too_small attributes {
       functions = [{name = "F", first = 0, count = 1}],
       pools = [{slots = 2, stride = 64}],
-      stage_actions = [[array<i64: 0, 0, 0>, array<i64: 0, 1, 1>]]} {
+      stage_actions = [array<i64: 0, 0, 0, 0, 1, 1>]} {
     %x = rt.input "x" offset 0 : memref<32xf32>
     // expected-error @+2 {{rt-plan-memory: bytes [192, 320) overlap bytes [128, 256) of a buffer live at the same time}}
     // expected-note @+1 {{the other buffer}}
@@ -69,7 +67,7 @@ module attributes {rt.arena_bytes = 320 : i64} {
   rt.program @last_slot_outside attributes {
       functions = [{name = "F", first = 0, count = 1}],
       pools = [{slots = 2, stride = 64}],
-      stage_actions = [[array<i64: 0, 0, 0>, array<i64: 0, 1, 1>]]} {
+      stage_actions = [array<i64: 0, 0, 0, 0, 1, 1>]} {
     %x = rt.input "x" offset 0 : memref<8xf32>
     // expected-error @+1 {{rt-plan-memory: buffer at offset 256 (32 bytes in each of 2 slots 64 bytes apart) is misaligned or outside the arena of 320 bytes}}
     %s = rt.alloc pool 0 offset 256 : memref<8xf32>
@@ -84,7 +82,7 @@ module attributes {rt.arena_bytes = 384 : i64} {
   rt.program @no_stride attributes {
       functions = [{name = "F", first = 0, count = 1}],
       pools = [{slots = 2}],
-      stage_actions = [[array<i64: 0, 0, 0>, array<i64: 0, 1, 1>]]} {
+      stage_actions = [array<i64: 0, 0, 0, 0, 1, 1>]} {
     %x = rt.input "x" offset 0 : memref<8xf32>
     %s = rt.alloc pool 0 offset 64 : memref<8xf32>
     rt.kernel silu(%x) -> (%s) : memref<8xf32> -> memref<8xf32>
@@ -101,8 +99,7 @@ module attributes {rt.arena_bytes = 384 : i64, rt.planned_peak_bytes = 96 : i64}
       functions = [{name = "F", first = 0, count = 2},
                    {name = "B", first = 2, count = 1}],
       pools = [{slots = 2, stride = 64}],
-      stage_actions = [[array<i64: 0, 0, 0>, array<i64: 0, 1, 1>,
-                        array<i64: 1, 0, 0>, array<i64: 1, 1, 1>]]} {
+      stage_actions = [array<i64: 0, 0, 0, 0, 1, 1, 1, 0, 0, 1, 1, 1>]} {
     %x = rt.input "x" microbatches 2 offset 0 : memref<4xf32>
     %t = rt.alloc offset 128 : memref<8xf32>
     rt.kernel repeat(%x) -> (%t) ints [0, 2] : memref<4xf32> -> memref<8xf32>
@@ -123,7 +120,7 @@ module attributes {rt.arena_bytes = 256 : i64, rt.planned_peak_bytes = 64 : i64,
   rt.program @stage_peaks mesh [pp = 2] attributes {
       functions = [{name = "F", first = 0, count = 1},
                    {name = "G", first = 1, count = 1}],
-      stage_actions = [[array<i64: 0, 0, 0>], [array<i64: 1, 0, 0>]]} {
+      stage_actions = [array<i64: 0, 0, 0>, array<i64: 1, 0, 0>]} {
     %x = rt.input "x" offset 0 : memref<4xf32>
     %y = rt.input "y" offset 64 : memref<8xf32>
     %a = rt.alloc offset 128 : memref<4xf32>

@@ -8,7 +8,7 @@ rt.program @pool_on_two_stages mesh [pp = 2] attributes {
     functions = [{name = "F", first = 0, count = 1},
                  {name = "G", first = 1, count = 1}],
     pools = [{slots = 2}],
-    stage_actions = [[array<i64: 0, 0, 0>], [array<i64: 1, 0, 0>]]} {
+    stage_actions = [array<i64: 0, 0, 0>, array<i64: 1, 0, 0>]} {
   %x = rt.input "x" : memref<4xf32>
   // expected-note @+1 {{the pooled buffer}}
   %s = rt.alloc pool 0 : memref<4xf32>
@@ -26,7 +26,7 @@ rt.program @pool_on_two_stages mesh [pp = 2] attributes {
 rt.program @no_slots attributes {
     functions = [{name = "F", first = 0, count = 1}],
     pools = [{slots = 2}, {stride = 64}],
-    stage_actions = [[array<i64: 0, 0, 0>]]} {
+    stage_actions = [array<i64: 0, 0, 0>]} {
   %x = rt.input "x" : memref<4xf32>
   %s = rt.alloc pool 1 : memref<4xf32>
   rt.kernel silu(%x) -> (%s) : memref<4xf32> -> memref<4xf32>
@@ -38,7 +38,7 @@ rt.program @no_slots attributes {
 rt.program @zero_slots attributes {
     functions = [{name = "F", first = 0, count = 1}],
     pools = [{slots = 0}],
-    stage_actions = [[array<i64: 0, 0, 0>]]} {
+    stage_actions = [array<i64: 0, 0, 0>]} {
   %x = rt.input "x" : memref<4xf32>
   %s = rt.alloc pool 0 : memref<4xf32>
   rt.kernel silu(%x) -> (%s) : memref<4xf32> -> memref<4xf32>
@@ -60,7 +60,7 @@ rt.program @no_actions attributes {pools = [{slots = 2}]} {
 rt.program @slot_outside attributes {
     functions = [{name = "F", first = 0, count = 1}],
     pools = [{slots = 2}],
-    stage_actions = [[array<i64: 0, 0, 0>, array<i64: 0, 1, 2>]]} {
+    stage_actions = [array<i64: 0, 0, 0, 0, 1, 2>]} {
   %x = rt.input "x" : memref<4xf32>
   %s = rt.alloc pool 0 : memref<4xf32>
   rt.kernel silu(%x) -> (%s) : memref<4xf32> -> memref<4xf32>
@@ -71,8 +71,7 @@ rt.program @slot_outside attributes {
 // expected-error @+1 {{rt-plan-memory: stage 0: action 2 (function 0 ('F'), microbatch 2, slot 0): its kernels read an input pooled by microbatch, which holds 2 microbatches}}
 rt.program @microbatch_outside attributes {
     functions = [{name = "F", first = 0, count = 1}],
-    stage_actions = [[array<i64: 0, 0, 0>, array<i64: 0, 1, 0>,
-                      array<i64: 0, 2, 0>]]} {
+    stage_actions = [array<i64: 0, 0, 0, 0, 1, 0, 0, 2, 0>]} {
   %x = rt.input "x" microbatches 2 : memref<4xf32>
   %s = rt.alloc : memref<4xf32>
   rt.kernel silu(%x) -> (%s) : memref<4xf32> -> memref<4xf32>
@@ -83,7 +82,7 @@ rt.program @microbatch_outside attributes {
 rt.program @pooled_output attributes {
     functions = [{name = "F", first = 0, count = 1}],
     pools = [{slots = 1}],
-    stage_actions = [[array<i64: 0, 0, 0>]]} {
+    stage_actions = [array<i64: 0, 0, 0>]} {
   %x = rt.input "x" : memref<4xf32>
   %s = rt.alloc pool 0 : memref<4xf32>
   rt.kernel silu(%x) -> (%s) : memref<4xf32> -> memref<4xf32>
@@ -95,7 +94,7 @@ rt.program @pooled_output attributes {
 
 rt.program @kernel_in_no_function attributes {
     functions = [{name = "F", first = 0, count = 1}],
-    stage_actions = [[array<i64: 0, 0, 0>]]} {
+    stage_actions = [array<i64: 0, 0, 0>]} {
   %x = rt.input "x" : memref<4xf32>
   %a = rt.alloc : memref<4xf32>
   rt.kernel silu(%x) -> (%a) : memref<4xf32> -> memref<4xf32>
@@ -108,7 +107,7 @@ rt.program @kernel_in_no_function attributes {
 
 rt.program @function_on_two_stages mesh [pp = 2] attributes {
     functions = [{name = "F", first = 0, count = 2}],
-    stage_actions = [[array<i64: 0, 0, 0>], []]} {
+    stage_actions = [array<i64: 0, 0, 0>, array<i64>]} {
   %x = rt.input "x" : memref<4xf32>
   %a = rt.alloc : memref<4xf32>
   rt.kernel silu(%x) -> (%a) {stage = 0 : ui32} : memref<4xf32> -> memref<4xf32>
@@ -123,7 +122,7 @@ rt.program @function_on_two_stages mesh [pp = 2] attributes {
 rt.program @action_on_another_stage mesh [pp = 2] attributes {
     functions = [{name = "F", first = 0, count = 1},
                  {name = "G", first = 1, count = 1}],
-    stage_actions = [[array<i64: 1, 0, 0>], [array<i64: 0, 0, 0>]]} {
+    stage_actions = [array<i64: 1, 0, 0>, array<i64: 0, 0, 0>]} {
   %x = rt.input "x" : memref<4xf32>
   %a = rt.alloc : memref<4xf32>
   rt.kernel silu(%x) -> (%a) {stage = 0 : ui32} : memref<4xf32> -> memref<4xf32>
@@ -136,7 +135,7 @@ rt.program @action_on_another_stage mesh [pp = 2] attributes {
 // expected-error @+1 {{rt-plan-memory: expected one action list per stage in 'stage_actions' (2 stages), found 1}}
 rt.program @one_list_two_stages mesh [pp = 2] attributes {
     functions = [{name = "F", first = 0, count = 1}],
-    stage_actions = [[array<i64: 0, 0, 0>]]} {
+    stage_actions = [array<i64: 0, 0, 0>]} {
   %x = rt.input "x" : memref<4xf32>
   %a = rt.alloc : memref<4xf32>
   rt.kernel silu(%x) -> (%a) {stage = 0 : ui32} : memref<4xf32> -> memref<4xf32>
@@ -144,10 +143,10 @@ rt.program @one_list_two_stages mesh [pp = 2] attributes {
 
 // -----
 
-// expected-error @+1 {{rt-plan-memory: stage 0: action 0 is array<i64: 0, 0>, not an array<i64: function, microbatch, slot>}}
+// expected-error @+1 {{rt-plan-memory: 'stage_actions' entry 0 is array<i64: 0, 0>, not an array<i64: function, microbatch, slot, ...> (three integers per action)}}
 rt.program @short_action attributes {
     functions = [{name = "F", first = 0, count = 1}],
-    stage_actions = [[array<i64: 0, 0>]]} {
+    stage_actions = [array<i64: 0, 0>]} {
   %x = rt.input "x" : memref<4xf32>
   %a = rt.alloc : memref<4xf32>
   rt.kernel silu(%x) -> (%a) : memref<4xf32> -> memref<4xf32>

@@ -25,9 +25,7 @@ rt.program @profiles attributes {
                  {name = "F", first = 1, count = 4},
                  {name = "B", first = 5, count = 4}],
     pools = [{slots = 2}],
-    stage_actions = [[array<i64: 0, 0, 0>, array<i64: 1, 0, 0>,
-                      array<i64: 1, 1, 1>, array<i64: 2, 0, 0>,
-                      array<i64: 2, 1, 1>]]} {
+    stage_actions = [array<i64: 0, 0, 0, 1, 0, 0, 1, 1, 1, 2, 0, 0, 2, 1, 1>]} {
   %x = rt.input "x" microbatches 2 : memref<4xf32>
   // P
   %acc = rt.alloc : memref<4xf32>

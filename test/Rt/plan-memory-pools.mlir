@@ -80,12 +80,8 @@ rt.program @two_stages mesh [pp = 2] attributes {
                  {name = "B1", first = 12, count = 2}],
     pools = [{slots = 2}, {slots = 2}],
     stage_actions = [
-      [array<i64: 0, 0, 0>, array<i64: 1, 0, 0>, array<i64: 2, 0, 0>,
-       array<i64: 1, 1, 1>, array<i64: 2, 1, 1>, array<i64: 3, 0, 0>,
-       array<i64: 1, 2, 0>, array<i64: 2, 2, 0>, array<i64: 3, 1, 1>,
-       array<i64: 3, 2, 0>],
-      [array<i64: 4, 0, 0>, array<i64: 4, 1, 1>, array<i64: 5, 0, 0>,
-       array<i64: 4, 2, 0>, array<i64: 5, 1, 1>, array<i64: 5, 2, 0>]]} {
+      array<i64: 0, 0, 0, 1, 0, 0, 2, 0, 0, 1, 1, 1, 2, 1, 1, 3, 0, 0, 1, 2, 0, 2, 2, 0, 3, 1, 1, 3, 2, 0>,
+      array<i64: 4, 0, 0, 4, 1, 1, 5, 0, 0, 4, 2, 0, 5, 1, 1, 5, 2, 0>]} {
   %x = rt.input "x" microbatches 3 : memref<4xf32>
   %w0 = rt.param "w0" hf_shape [4] init normal : memref<4xf32>
   %w1 = rt.param "w1" hf_shape [4] init normal : memref<4xf32>
@@ -148,8 +144,7 @@ rt.program @one_stage attributes {
     functions = [{name = "F", first = 0, count = 2},
                  {name = "B", first = 2, count = 1}],
     pools = [{slots = 2}],
-    stage_actions = [[array<i64: 0, 0, 0>, array<i64: 0, 1, 1>,
-                      array<i64: 1, 0, 0>, array<i64: 1, 1, 1>]]} {
+    stage_actions = [array<i64: 0, 0, 0, 0, 1, 1, 1, 0, 0, 1, 1, 1>]} {
   %x = rt.input "x" microbatches 2 : memref<4xf32>
   %t = rt.alloc : memref<8xf32>
   rt.kernel repeat(%x) -> (%t) ints [0, 2] : memref<4xf32> -> memref<8xf32>

@@ -23,9 +23,10 @@ def Rt_ProgramOp : Rt_Op<"program", [Symbol, IsolatedFromAbove, SingleBlock,
     blocks.
     A training step run by actions (`tpc-lower-to-rt actions=true`) also
     carries, as attributes: `functions` (each `{name, first, count}`, a
-    range of the program's kernels), the action list (`actions`, one
-    `array<i64: function, microbatch, slot>` per action, without stages;
-    `stage_actions`, one such list per pipeline stage) and `pools` (each
+    range of the program's kernels), the action list (`actions`, an
+    `array<i64: function, microbatch, slot, ...>`, three integers per
+    action, without stages; `stage_actions`, an array of one such list per
+    pipeline stage) and `pools` (each
     `{slots}`, and `stride` once memory is planned) that pooled `rt.alloc`s
     name.
     Parameter, input, output and gradient names are unique, and so is each

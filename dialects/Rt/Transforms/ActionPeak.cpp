@@ -201,18 +201,17 @@ LogicalResult readActions(ProgramOp program, ArrayAttr lists,
     }
   }
   for (auto [stage, listAttr] : llvm::enumerate(lists)) {
-    auto list = dyn_cast<ArrayAttr>(listAttr);
-    if (!list)
+    auto list = dyn_cast<DenseI64ArrayAttr>(listAttr);
+    if (!list || list.size() % 3 != 0)
       return program.emitError("rt-plan-memory: 'stage_actions' entry ")
-             << stage << " is " << listAttr << ", not an array of actions";
+             << stage << " is " << listAttr
+             << ", not an array<i64: function, microbatch, slot, ...> (three "
+                "integers per action)";
     auto &actions = schedule.stageActions.emplace_back();
-    for (auto [a, actionAttr] : llvm::enumerate(list)) {
-      auto triple = dyn_cast<DenseI64ArrayAttr>(actionAttr);
-      if (!triple || triple.size() != 3)
-        return program.emitError("rt-plan-memory: stage ")
-               << stage << ": action " << a << " is " << actionAttr
-               << ", not an array<i64: function, microbatch, slot>";
-      ActionSchedule::Action action{triple[0], triple[1], triple[2]};
+    actions.reserve(list.size() / 3);
+    for (size_t a = 0, e = list.size() / 3; a < e; ++a) {
+      ActionSchedule::Action action{list[3 * a], list[3 * a + 1],
+                                    list[3 * a + 2]};
       // The message's subject, written only for an error: there is an
       // action per function and microbatch.
       auto fail = [&, stage = stage, a = a]() {

@@ -186,9 +186,9 @@ FailureOr<Lifetimes> computeLifetimes(ProgramOp program) {
   // the first run's middle).
   if (auto functions = program->getAttrOfType<ArrayAttr>("functions")) {
     DenseMap<int64_t, int64_t> runs;
-    if (auto actions = program->getAttrOfType<ArrayAttr>("actions"))
-      for (auto action : actions.getAsRange<DenseI64ArrayAttr>())
-        ++runs[action[0]];
+    if (auto actions = program->getAttrOfType<DenseI64ArrayAttr>("actions"))
+      for (int64_t a = 0; a + 2 < actions.size(); a += 3)
+        ++runs[actions[a]];
     for (auto [index, function] :
          llvm::enumerate(functions.getAsRange<DictionaryAttr>())) {
       if (runs.lookup(index) < 2)

@@ -442,7 +442,7 @@ private:
   LogicalResult lowerAsActions(ProgramOp program);
   /// One stage's (or one device's) functions; its action list. `schedule`:
   /// the stage's entry of dist.stage_actions (null: one device).
-  FailureOr<ArrayAttr> lowerStageAsActions(ArrayRef<Operation *> ops,
+  FailureOr<DenseI64ArrayAttr> lowerStageAsActions(ArrayRef<Operation *> ops,
                                            DictionaryAttr schedule);
   /// The slots of each pool (a stage's values handed between functions).
   SmallVector<int64_t> poolSlots;
@@ -1265,7 +1265,7 @@ LogicalResult Lowering::lowerAsActions(ProgramOp program) {
       return function.emitError() << "tpc-lower-to-rt: '"
                                   << dist::kStageActionsAttrName << "' entry "
                                   << s << " is not a dictionary";
-    FailureOr<ArrayAttr> actions = lowerStageAsActions(ops, schedule);
+    FailureOr<DenseI64ArrayAttr> actions = lowerStageAsActions(ops, schedule);
     if (failed(actions))
       return failure();
     lists.push_back(*actions);
@@ -1294,7 +1294,7 @@ LogicalResult Lowering::lowerAsActions(ProgramOp program) {
   return success();
 }
 
-FailureOr<ArrayAttr>
+FailureOr<DenseI64ArrayAttr>
 Lowering::lowerStageAsActions(ArrayRef<Operation *> ops,
                               DictionaryAttr schedule) {
   // Each op's function, in the order they run: the prologue (what the
@@ -1542,11 +1542,9 @@ Lowering::lowerStageAsActions(ArrayRef<Operation *> ops,
     }
   }
   act("epilogue", 0, 0);
-  return builder.getArrayAttr(llvm::map_to_vector(
-      llvm::seq<size_t>(0, triples.size() / 3), [&](size_t a) -> Attribute {
-        return builder.getDenseI64ArrayAttr(
-            ArrayRef(triples).slice(3 * a, 3));
-      }));
+  // One attribute for the list: an action is three integers, not an
+  // attribute to unique (a pipeline has thousands per rank).
+  return builder.getDenseI64ArrayAttr(triples);
 }
 
 namespace {

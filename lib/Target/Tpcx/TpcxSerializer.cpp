@@ -292,17 +292,19 @@ LogicalResult ExecutableBuilder::build(ModuleOp module) {
           function.getAs<IntegerAttr>("count").getInt());
       exe.functions.push_back(std::move(table));
     }
-    SmallVector<ArrayAttr> lists;
+    SmallVector<DenseI64ArrayAttr> lists;
     if (auto staged = program->getAttrOfType<ArrayAttr>("stage_actions"))
-      lists.append(llvm::to_vector(staged.getAsRange<ArrayAttr>()));
-    else if (auto actions = program->getAttrOfType<ArrayAttr>("actions"))
+      lists.append(llvm::to_vector(staged.getAsRange<DenseI64ArrayAttr>()));
+    else if (auto actions =
+                 program->getAttrOfType<DenseI64ArrayAttr>("actions"))
       lists.push_back(actions);
-    for (ArrayAttr actions : lists) {
+    for (DenseI64ArrayAttr actions : lists) {
       auto stage = std::make_unique<fb::StageActionsT>();
-      for (auto action : actions.getAsRange<DenseI64ArrayAttr>())
-        stage->actions.emplace_back(static_cast<uint32_t>(action[0]),
-                                    static_cast<uint32_t>(action[1]),
-                                    static_cast<uint32_t>(action[2]));
+      stage->actions.reserve(actions.size() / 3);
+      for (int64_t a = 0; a + 2 < actions.size(); a += 3)
+        stage->actions.emplace_back(static_cast<uint32_t>(actions[a]),
+                                    static_cast<uint32_t>(actions[a + 1]),
+                                    static_cast<uint32_t>(actions[a + 2]));
       exe.stage_actions.push_back(std::move(stage));
     }
   }

@@ -8,13 +8,13 @@
 // CHECK: rt.program @train_step mesh [pp = 2] attributes {
 // CHECK-SAME: functions = [{count = 1 : i64, first = 0 : i64, name = "send act chunk 0"}, {count = 2 : i64, first = 1 : i64, name = "F chunk 1"}]
 // CHECK-SAME: pools = [{slots = 2 : i64}]
-// CHECK-SAME: stage_actions = {{\[}}[array<i64: 0, 0, 0>, array<i64: 0, 1, 1>], [array<i64: 1, 0, 0>, array<i64: 1, 1, 1>]]
+// CHECK-SAME: stage_actions = [array<i64: 0, 0, 0, 0, 1, 1>, array<i64: 1, 0, 0, 1, 1, 1>]
 rt.program @train_step mesh [pp = 2] attributes {
     functions = [{name = "send act chunk 0", first = 0, count = 1},
                  {name = "F chunk 1", first = 1, count = 2}],
     pools = [{slots = 2}],
-    stage_actions = [[array<i64: 0, 0, 0>, array<i64: 0, 1, 1>],
-                     [array<i64: 1, 0, 0>, array<i64: 1, 1, 1>]]} {
+    stage_actions = [array<i64: 0, 0, 0, 0, 1, 1>,
+                     array<i64: 1, 0, 0, 1, 1, 1>]} {
   // CHECK: %[[X:.*]] = rt.input "x" microbatches 2 : memref<2x4xf32>
   %x = rt.input "x" microbatches 2 : memref<2x4xf32>
   // CHECK-NEXT: %[[R:.*]] = rt.alloc pool 0 : memref<2x4xf32>
