@@ -78,21 +78,7 @@ Status Communicator::startRecv(void *, std::size_t, int, int, Request &) {
                        " communicator does not support it");
 }
 
-Status Communicator::wait(Request &request) {
-  std::unique_ptr<Request::State> state = std::move(request.state_);
-  if (!state)
-    return Status::ok();
-  // The state's destructor does not wait again once wait() has run.
-  return state->wait();
-}
-
-Status Communicator::waitAll(Request *requests, std::size_t count) {
-  Status first = Status::ok();
-  for (std::size_t i = 0; i < count; ++i)
-    if (Status s = wait(requests[i]); !s && first)
-      first = s;
-  return first;
-}
+Status Communicator::prepareRequest(Request &) { return Status::ok(); }
 
 Request::State::~State() = default;
 

@@ -66,15 +66,13 @@ Status checkReceived(const char *what, const MPI_Status &status,
   return Status::ok();
 }
 
-/// An MPI_Isend or MPI_Irecv in flight. It keeps the MPI session alive, so
-/// that MPI is not finalized under it; MPI itself keeps a freed
-/// communicator's pending transfers going.
+/// An MPI_Isend or MPI_Irecv in flight, or idle between two (a Request
+/// reuses it). It keeps the MPI session alive, so that MPI is not finalized
+/// under it; MPI itself keeps a freed communicator's pending transfers going.
 class MpiRequest final : public Request::State {
 public:
-  MpiRequest(std::shared_ptr<MpiSession> session, const char *what,
-             MPI_Request request, bool isRecv, std::size_t bytes, int peer)
-      : session_(std::move(session)), what_(what), request_(request),
-        isRecv_(isRecv), bytes_(bytes), peer_(peer) {}
+  explicit MpiRequest(std::shared_ptr<MpiSession> session)
+      : session_(std::move(session)) {}
   ~MpiRequest() override {
     // A program that initialized MPI may have finalized it already (an
     // error of its own): no MPI call is allowed then.
@@ -84,26 +82,41 @@ public:
       MPI_Wait(&request_, MPI_STATUS_IGNORE);
   }
 
+  /// Takes the transfer `started` (by `what`, of `bytes` bytes from or to
+  /// `peer`).
+  void start(const char *what, MPI_Request started, bool isRecv,
+             std::size_t bytes, int peer) {
+    what_ = what;
+    request_ = started;
+    isRecv_ = isRecv;
+    bytes_ = bytes;
+    peer_ = peer;
+  }
+
   Status wait() override {
     MPI_Status status;
     int code = MPI_Wait(&request_, &status);
     // Whatever the outcome, the transfer is over: never wait for it again.
     request_ = MPI_REQUEST_NULL;
+    int received = 0;
+    if (code == MPI_SUCCESS && isRecv_)
+      MPI_Get_count(&status, MPI_BYTE, &received);
+    if (code == MPI_SUCCESS &&
+        (!isRecv_ || static_cast<std::size_t>(received) == bytes_))
+      return Status::ok(); // (words nothing: a step's waits allocate nothing)
     std::string what = std::string("wait for ") + what_;
     if (Status s = mpiStatus(what.c_str(), code); !s)
       return s;
-    if (isRecv_)
-      return checkReceived(what.c_str(), status, bytes_, peer_);
-    return Status::ok();
+    return checkReceived(what.c_str(), status, bytes_, peer_);
   }
 
 private:
   std::shared_ptr<MpiSession> session_;
-  const char *what_;
-  MPI_Request request_;
-  bool isRecv_;
-  std::size_t bytes_;
-  int peer_;
+  const char *what_ = "";
+  MPI_Request request_ = MPI_REQUEST_NULL;
+  bool isRecv_ = false;
+  std::size_t bytes_ = 0;
+  int peer_ = 0;
 };
 
 class MpiCommunicator final : public Communicator {
@@ -222,14 +235,15 @@ public:
                    Request &request) override {
     if (Status s = checkStart("startSend", bytes, peer, tag, request); !s)
       return s;
+    MpiRequest &state = stateFor(request);
     MPI_Request started;
     if (Status s = mpiStatus("startSend",
                              MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE,
                                        peer, tag, comm_, &started));
         !s)
       return s;
-    request = Request(std::make_unique<MpiRequest>(
-        session_, "startSend", started, false, bytes, peer));
+    state.start("startSend", started, false, bytes, peer);
+    markStarted(request);
     return Status::ok();
   }
 
@@ -237,14 +251,22 @@ public:
                    Request &request) override {
     if (Status s = checkStart("startRecv", bytes, peer, tag, request); !s)
       return s;
+    MpiRequest &state = stateFor(request);
     MPI_Request started;
     if (Status s = mpiStatus("startRecv",
                              MPI_Irecv(data, static_cast<int>(bytes), MPI_BYTE,
                                        peer, tag, comm_, &started));
         !s)
       return s;
-    request = Request(std::make_unique<MpiRequest>(session_, "startRecv",
-                                                   started, true, bytes, peer));
+    state.start("startRecv", started, true, bytes, peer);
+    markStarted(request);
+    return Status::ok();
+  }
+
+  Status prepareRequest(Request &request) override {
+    if (Status s = checkIdle("prepareRequest", request); !s)
+      return s;
+    stateFor(request);
     return Status::ok();
   }
 
@@ -294,6 +316,13 @@ private:
     if (Status s = checkTag(what, tag); !s)
       return s;
     return checkCount(what, bytes, "bytes");
+  }
+
+  /// `request`'s MPI state, made once (the request is idle).
+  MpiRequest &stateFor(Request &request) {
+    if (!stateOf<MpiRequest>(request))
+      setState(request, std::make_unique<MpiRequest>(session_));
+    return *stateOf<MpiRequest>(request);
   }
 
   Status checkStart(const char *what, std::size_t bytes, int peer, int tag,

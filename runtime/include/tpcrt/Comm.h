@@ -38,6 +38,11 @@ namespace tpcrt {
 /// on it returns ok at once; so does a Request already waited for, and one
 /// whose start returned an error.
 ///
+/// A Request keeps its backend's state after the wait, and the next start on
+/// it reuses that state: a Request reused for transfer after transfer (or
+/// prepared once by Communicator::prepareRequest) allocates nothing per
+/// transfer, as a runtime step must not.
+///
 /// A Request that is destroyed, or assigned to, while its transfer is in
 /// flight first waits for the transfer (as wait() would, dropping its
 /// Status), so the transfer's buffer is never used after the Request is gone;
@@ -46,30 +51,42 @@ namespace tpcrt {
 /// Communicator that started it: it keeps what its transfer needs alive.
 class Request {
 public:
-  /// A backend's transfer in flight (for backends; users never see one).
+  /// A backend's transfer (for backends; users never see one), in flight
+  /// from its start to its wait, then idle until the next start on it.
   class State {
   public:
-    /// Waits for the transfer unless wait() did (see Request).
+    /// Waits for a transfer in flight (see Request).
     virtual ~State();
     /// Returns once the transfer is complete (or failed), with its outcome.
-    /// Called at most once.
+    /// Called once per start.
     virtual Status wait() = 0;
   };
 
   Request() = default;
-  explicit Request(std::unique_ptr<State> state) : state_(std::move(state)) {}
-  Request(Request &&) noexcept = default;
-  Request &operator=(Request &&) noexcept = default;
+  /// A transfer in flight with `state`.
+  explicit Request(std::unique_ptr<State> state)
+      : state_(std::move(state)), inFlight_(state_ != nullptr) {}
+  Request(Request &&other) noexcept
+      : state_(std::move(other.state_)),
+        inFlight_(std::exchange(other.inFlight_, false)) {}
+  Request &operator=(Request &&other) noexcept {
+    if (this != &other) {
+      state_ = std::move(other.state_);
+      inFlight_ = std::exchange(other.inFlight_, false);
+    }
+    return *this;
+  }
   Request(const Request &) = delete;
   Request &operator=(const Request &) = delete;
   ~Request() = default;
 
   /// True between a successful start and the wait for it.
-  bool inFlight() const { return state_ != nullptr; }
+  bool inFlight() const { return inFlight_; }
 
 private:
   friend class Communicator;
   std::unique_ptr<State> state_;
+  bool inFlight_ = false;
 };
 
 class Communicator {
@@ -135,15 +152,35 @@ public:
                            int tag, Request &request);
   virtual Status startRecv(void *data, std::size_t bytes, int peer, int tag,
                            Request &request);
+  /// Gives `request` (with nothing in flight) the state this backend's
+  /// starts use, so that starting transfers on it allocates nothing (a device
+  /// prepares the requests of its steps once). A start on a Request without
+  /// it makes it then. Ok and nothing done where the backend's starts
+  /// allocate anyway (the default).
+  virtual Status prepareRequest(Request &request);
   /// Returns once `request`'s transfer is complete, with its outcome (a recv
   /// of another length than asked for is an error where the backend can
   /// tell); `request` then has nothing in flight, even on an error. Ok at
   /// once when nothing is in flight. Any communicator may wait: the Request
-  /// knows its own.
-  Status wait(Request &request);
+  /// knows its own. (Inline, as waitAll: a device that waits links no
+  /// communicator.)
+  Status wait(Request &request) {
+    if (!request.inFlight_)
+      return Status::ok();
+    // Whatever the outcome, the transfer is over; the state stays for the
+    // next start (its destructor does not wait again once wait() has run).
+    request.inFlight_ = false;
+    return request.state_->wait();
+  }
   /// wait() on each of `count` requests, in order; every one is waited for
   /// even after an error, and the first error is returned.
-  Status waitAll(Request *requests, std::size_t count);
+  Status waitAll(Request *requests, std::size_t count) {
+    Status first = Status::ok();
+    for (std::size_t i = 0; i < count; ++i)
+      if (Status s = wait(requests[i]); !s && first)
+        first = s;
+    return first;
+  }
 
   /// Returns once every rank has entered it.
   virtual Status barrier() = 0;
@@ -169,6 +206,18 @@ protected:
                        std::size_t recvBytes, int recvPeer, int tag) const;
   /// A start's check that `request` has nothing in flight.
   Status checkIdle(const char *what, const Request &request) const;
+  /// For a backend's starts: `request`'s state if it is a T (a start or
+  /// prepareRequest of this backend made it), else null.
+  template <typename T> static T *stateOf(Request &request) {
+    return dynamic_cast<T *>(request.state_.get());
+  }
+  /// Makes `state` `request`'s (which has nothing in flight).
+  static void setState(Request &request,
+                       std::unique_ptr<Request::State> state) {
+    request.state_ = std::move(state);
+  }
+  /// Marks `request`'s state started: in flight until its wait.
+  static void markStarted(Request &request) { request.inFlight_ = true; }
 };
 
 /// A group of one rank: collectives are copies, point-to-point is an error
