@@ -89,8 +89,33 @@ bool convertsItself(fb::OpCode op) {
          op == fb::OpCode::Slice || op == fb::OpCode::AllGather ||
          op == fb::OpCode::ShardSlice || op == fb::OpCode::ShardPad ||
          op == fb::OpCode::AllToAll || op == fb::OpCode::Send ||
-         op == fb::OpCode::Recv || op == fb::OpCode::Zeros;
+         op == fb::OpCode::Recv || op == fb::OpCode::Zeros ||
+         op == fb::OpCode::SendStart || op == fb::OpCode::RecvStart ||
+         op == fb::OpCode::Wait;
 }
+
+/// The kernels of a started transfer: its start, and the wait on its buffer.
+bool isStartedTransfer(fb::OpCode op) {
+  return op == fb::OpCode::SendStart || op == fb::OpCode::RecvStart ||
+         op == fb::OpCode::Wait;
+}
+
+/// The buffer a transfer kernel moves: the operand it sends or waits on, or
+/// the result it receives into.
+const TensorRef &transferBuffer(const KernelCall &call) {
+  return call.operands.empty() ? call.results[0] : call.operands[0];
+}
+
+/// A started transfer's requests, one per piece of its buffer, made and
+/// prepared once: a step only restarts and waits on them.
+struct StartedTransfer {
+  static constexpr uint32_t kIdle = UINT32_MAX;
+  std::vector<Request> pieces;
+  /// The kernel that started the transfer in flight (kIdle: none), and
+  /// the communicator that waits for it.
+  uint32_t startKernel = kIdle;
+  Communicator *comm = nullptr;
+};
 
 /// A tensor viewed around `dim` as [outer, shape[dim], inner].
 struct AroundDim {
@@ -209,6 +234,10 @@ struct Resolved {
 
 class CpuDevice final : public Device {
 public:
+  explicit CpuDevice(uint64_t transferPieceBytes)
+      : pieceBytes_(transferPieceBytes ? transferPieceBytes
+                                       : kTransferPieceBytes) {}
+
   const char *name() const override { return "cpu"; }
 
   Status allocateArena(uint64_t bytes) override {
@@ -253,6 +282,23 @@ private:
              const StepContext &context);
   Status runCollective(const KernelCall &call, const Resolved &r);
   Status runTransfer(const KernelCall &call, const Resolved &r);
+  /// send_start and recv_start: the transfer's pieces started; wait: all of
+  /// them waited for. `context` selects the slot of a pooled buffer.
+  Status startTransfer(const KernelCall &call, const Resolved &r,
+                       const StepContext &context);
+  Status waitTransfer(const KernelCall &call, const StepContext &context);
+  /// The pieces of a transfer of `bytes` bytes.
+  size_t piecesOf(uint64_t bytes) const {
+    return static_cast<size_t>((bytes + pieceBytes_ - 1) / pieceBytes_);
+  }
+  /// The table entry of the started transfer on `call`'s buffer at the
+  /// context's slot.
+  StartedTransfer &startedOn(const KernelCall &call,
+                             const StepContext &context) {
+    const TensorRef &t = transferBuffer(call);
+    return started_[startedBase_[t.buffer] +
+                    t.slotOf(context.microbatch, context.slot)];
+  }
   Status runVocabCrossEntropy(const KernelCall &call, const Resolved &r,
                               const float *logits, float *dLogits, float scale);
 
@@ -262,6 +308,16 @@ private:
   /// A pooled kernel's addresses at the running slots (sized at prepare to
   /// the most operands and results of a kernel: execute allocates nothing).
   Resolved atSlots_;
+  /// The most bytes of one message of a transfer between stages.
+  uint64_t pieceBytes_;
+  /// The started transfers: one entry per instance (a buffer, a pooled
+  /// buffer's slot) that a send_start, recv_start or wait of the program
+  /// touches; per buffer its slot 0's entry (kNoEntry: none), slot s at +s.
+  /// The loader checked that one transfer at most is in flight on an
+  /// instance and that its wait names that very instance.
+  static constexpr uint32_t kNoEntry = UINT32_MAX;
+  std::vector<StartedTransfer> started_;
+  std::vector<uint32_t> startedBase_;
 };
 
 Status CpuDevice::prepare(const Program &program,
@@ -344,6 +400,28 @@ Status CpuDevice::prepare(const Program &program,
     r.scratch = staged(scratchAt[call.index]);
     mostOperands = std::max(mostOperands, call.operands.size());
     mostResults = std::max(mostResults, call.results.size());
+  }
+  // The started transfers' table: an entry per instance, its requests made
+  // ready by the communicator of the kernels that start transfers on it.
+  started_.clear();
+  startedBase_.assign(program.buffers.size(), kNoEntry);
+  for (const KernelCall &call : program.calls) {
+    if (!isStartedTransfer(call.op))
+      continue;
+    const TensorRef &t = transferBuffer(call);
+    uint32_t slots = t.pool < 0 ? 1 : program.pools[t.pool].slots;
+    if (startedBase_[t.buffer] == kNoEntry) {
+      startedBase_[t.buffer] = static_cast<uint32_t>(started_.size());
+      started_.resize(started_.size() + slots);
+      for (uint32_t s = 0; s < slots; ++s)
+        started_[startedBase_[t.buffer] + s].pieces.resize(piecesOf(t.bytes));
+    }
+    if (call.op == fb::OpCode::Wait)
+      continue;
+    for (uint32_t s = 0; s < slots; ++s)
+      for (Request &piece : started_[startedBase_[t.buffer] + s].pieces)
+        if (Status st = groups[call.group]->prepareRequest(piece); !st)
+          return st.withContext("kernel " + std::to_string(call.index));
   }
   atSlots_ = Resolved();
   atSlots_.prepared = true;
@@ -637,6 +715,11 @@ Status CpuDevice::run(const KernelCall &call, const Resolved &r,
   case fb::OpCode::Send:
   case fb::OpCode::Recv:
     return runTransfer(call, r);
+  case fb::OpCode::SendStart:
+  case fb::OpCode::RecvStart:
+    return startTransfer(call, r, context);
+  case fb::OpCode::Wait:
+    return waitTransfer(call, context);
   }
   return Status::error("unknown opcode");
 }
@@ -775,22 +858,21 @@ Status CpuDevice::runCollective(const KernelCall &call, const Resolved &r) {
   }
 }
 
+/// The tag of every transfer between stages: the stages' kernel lists order
+/// the transfers between two ranks alike, so per-peer FIFO pairs them.
+constexpr int kTransferTag = 0;
+
 /// send and recv on the group's communicator: the whole buffer to or from
-/// position `peer` (int_attrs[0]), blocking, with one tag (the stages'
-/// kernel lists order the transfers between two ranks alike, so per-peer
-/// FIFO pairs them), in messages of at most kTransferMessageBytes (MPI counts
-/// are ints; both sides cut a buffer alike).
+/// position `peer` (int_attrs[0]), blocking, with one tag, in messages of at
+/// most pieceBytes_ (MPI counts are ints; both sides cut a buffer alike).
 Status CpuDevice::runTransfer(const KernelCall &call, const Resolved &r) {
-  constexpr uint64_t kTransferMessageBytes = uint64_t(1) << 30;
-  constexpr int kTransferTag = 0;
   Communicator &comm = *groups_[call.group];
   int peer = static_cast<int>(call.intAttrs[0]);
   bool send = call.op == fb::OpCode::Send;
   uint64_t bytes = send ? call.operands[0].bytes : call.results[0].bytes;
   uint8_t *data = send ? r.operands[0] : r.results[0];
-  for (uint64_t at = 0; at < bytes; at += kTransferMessageBytes) {
-    auto piece =
-        static_cast<std::size_t>(std::min(kTransferMessageBytes, bytes - at));
+  for (uint64_t at = 0; at < bytes; at += pieceBytes_) {
+    auto piece = static_cast<std::size_t>(std::min(pieceBytes_, bytes - at));
     if (Status s = send ? comm.send(data + at, piece, peer, kTransferTag)
                         : comm.recv(data + at, piece, peer, kTransferTag);
         !s)
@@ -799,8 +881,49 @@ Status CpuDevice::runTransfer(const KernelCall &call, const Resolved &r) {
   return Status::ok();
 }
 
+/// send_start and recv_start: runTransfer's pieces, each started on its
+/// request of the table (the same channel and tag, so started and blocking
+/// transfers pair in the order they were issued).
+Status CpuDevice::startTransfer(const KernelCall &call, const Resolved &r,
+                                const StepContext &context) {
+  StartedTransfer &entry = startedOn(call, context);
+  if (entry.startKernel != StartedTransfer::kIdle)
+    return Status::error("its buffer still has the transfer of kernel " +
+                         std::to_string(entry.startKernel) + " in flight");
+  Communicator &comm = *groups_[call.group];
+  int peer = static_cast<int>(call.intAttrs[0]);
+  bool send = call.op == fb::OpCode::SendStart;
+  uint64_t bytes = transferBuffer(call).bytes;
+  uint8_t *data = send ? r.operands[0] : r.results[0];
+  // In flight from the first piece: a failed start leaves the pieces before
+  // it to the wait.
+  entry.startKernel = call.index;
+  entry.comm = &comm;
+  for (size_t i = 0; i < entry.pieces.size(); ++i) {
+    uint64_t at = i * pieceBytes_;
+    auto piece = static_cast<std::size_t>(std::min(pieceBytes_, bytes - at));
+    if (Status s = send ? comm.startSend(data + at, piece, peer, kTransferTag,
+                                         entry.pieces[i])
+                        : comm.startRecv(data + at, piece, peer, kTransferTag,
+                                         entry.pieces[i]);
+        !s)
+      return s;
+  }
+  return Status::ok();
+}
+
+/// wait: every piece of the transfer started on the operand's instance.
+Status CpuDevice::waitTransfer(const KernelCall &call,
+                               const StepContext &context) {
+  StartedTransfer &entry = startedOn(call, context);
+  if (entry.startKernel == StartedTransfer::kIdle)
+    return Status::error("no transfer started on its buffer is in flight");
+  entry.startKernel = StartedTransfer::kIdle;
+  return entry.comm->waitAll(entry.pieces.data(), entry.pieces.size());
+}
+
 } // namespace
 
-std::unique_ptr<Device> tpcrt::createCpuDevice() {
-  return std::make_unique<CpuDevice>();
+std::unique_ptr<Device> tpcrt::createCpuDevice(uint64_t transferPieceBytes) {
+  return std::make_unique<CpuDevice>(transferPieceBytes);
 }

@@ -1058,8 +1058,17 @@ Status KernelDecoder::transfer() {
                          " (int_attrs[0]) is outside the group of " +
                          std::to_string(call.groupSize) + " ranks, [0, " +
                          std::to_string(call.groupSize) + ")");
-  const TensorRef &t = call.op == fb::OpCode::Send ? in(0) : out(0);
+  // send and send_start move their operand, recv and recv_start fill their
+  // result.
+  const TensorRef &t = call.operands.empty() ? out(0) : in(0);
   call.count = t.elements;
+  return Status::ok();
+}
+
+Status KernelDecoder::transferWait() {
+  if (Status s = attrs(0, 0, 0); !s)
+    return s;
+  call.count = in(0).elements;
   return Status::ok();
 }
 

@@ -24,6 +24,12 @@
 // the replay does, and wherever they find a rule broken the replay runs to
 // say which, with its messages.
 //
+// Started transfers (send_start, recv_start, then a wait on the started
+// buffer) follow the same two paths: an instance is idle, being sent or
+// being received, and each kernel's touches move it from one to the next
+// (TransferState) or break a rule; the replay moves every instance at
+// every run, the summary each function's effect once per action.
+//
 //===----------------------------------------------------------------------===//
 
 #include "ProgramChecks.h"
@@ -83,6 +89,79 @@ Status checkStream(const KernelCall &call, uint32_t microbatch) {
 bool livesClash(const Lifetime &a, const Lifetime &b) {
   return a.first == b.first || (a.first < b.first && b.first < a.last) ||
          (b.first < a.first && a.first < b.last);
+}
+
+/// What a started transfer does to its buffer instance, from its start to
+/// its wait: nothing (idle), sends it (others may read it, nothing writes
+/// it) or receives into it (nothing but the wait touches it).
+enum class TransferState : uint8_t { Idle, Sending, Receiving };
+constexpr int kTransferStates = 3;
+
+/// A kernel's touch of an instance, as started transfers see it.
+enum class TransferTouch : uint8_t { Read, Write, StartSend, StartRecv, Wait };
+
+/// An operand's touch.
+TransferTouch operandTouch(const KernelCall &call) {
+  return call.op == fb::OpCode::Wait        ? TransferTouch::Wait
+         : call.op == fb::OpCode::SendStart ? TransferTouch::StartSend
+                                            : TransferTouch::Read;
+}
+
+/// A result's touch.
+TransferTouch resultTouch(const KernelCall &call) {
+  return call.op == fb::OpCode::RecvStart ? TransferTouch::StartRecv
+                                          : TransferTouch::Write;
+}
+
+/// The state after `touch` in `state`; false where the touch breaks a rule
+/// (a wait with nothing in flight, a start on a transfer in flight, a write
+/// of a buffer being sent, any other touch of one being received).
+bool advance(TransferState &state, TransferTouch touch) {
+  switch (touch) {
+  case TransferTouch::Wait:
+    if (state == TransferState::Idle)
+      return false;
+    state = TransferState::Idle;
+    return true;
+  case TransferTouch::StartSend:
+  case TransferTouch::StartRecv:
+    if (state != TransferState::Idle)
+      return false;
+    state = touch == TransferTouch::StartSend ? TransferState::Sending
+                                              : TransferState::Receiving;
+    return true;
+  case TransferTouch::Read:
+    return state != TransferState::Receiving;
+  case TransferTouch::Write:
+    return state == TransferState::Idle;
+  }
+  return false;
+}
+
+bool isStartedTransfer(fb::OpCode op) {
+  return op == fb::OpCode::SendStart || op == fb::OpCode::RecvStart ||
+         op == fb::OpCode::Wait;
+}
+
+/// The buffers a send_start, recv_start or wait of the stage touches: the
+/// only ones a started transfer's rules concern.
+std::vector<bool> startedBuffers(const Program &program, bool &any) {
+  std::vector<bool> started(program.buffers.size(), false);
+  any = false;
+  for (const KernelCall &call : program.calls)
+    if (isStartedTransfer(call.op)) {
+      const TensorRef &t =
+          call.operands.empty() ? call.results[0] : call.operands[0];
+      started[t.buffer] = true;
+      any = true;
+    }
+  return started;
+}
+
+/// A slot of a pool that is not by microbatch goes from microbatch to
+/// microbatch: a transfer started on it is waited for by its microbatch.
+bool slotChangesHands(const Program &program, const TensorRef &t) {
+  return t.pool >= 0 && !program.pools[t.pool].byMicrobatch;
 }
 
 enum class Role : uint8_t { None, Param, Input, State };
@@ -215,6 +294,18 @@ void collectIntervals(
 /// action that writes it before reading it; without actions exactly one.
 Status replayLifetimes(Program &program, const Roles &roles) {
   std::vector<Lifetime> lives = initialLives(program, roles);
+  // The started transfers in flight: per instance its state and the run
+  // that started it (the action and the position in calls).
+  struct InFlight {
+    TransferState state = TransferState::Idle;
+    uint32_t action = 0, call = 0;
+  };
+  bool anyStarted = false;
+  std::vector<bool> started = startedBuffers(program, anyStarted);
+  std::vector<InFlight> inFlight(anyStarted ? program.numInstances : 0);
+  auto startText = [&](const InFlight &f) {
+    return runText(program, f.action, program.calls[f.call]);
+  };
   // The action that last touched each instance.
   std::vector<uint32_t> touchedBy(program.numInstances, UINT32_MAX);
   // The intervals that a later action's write closed.
@@ -233,6 +324,62 @@ Status replayLifetimes(Program &program, const Roles &roles) {
         checked = checkStream(call, mb);
       if (!checked)
         return checked.withContext(runText(program, a, call));
+      // The started transfers' rules, at each touch of a buffer they
+      // concern (operands first: a kernel reads before it writes).
+      size_t touches = anyStarted ? call.operands.size() + call.results.size()
+                                  : 0;
+      for (size_t j = 0; j < touches; ++j) {
+        bool operand = j < call.operands.size();
+        size_t r = j - call.operands.size();
+        const TensorRef &t = operand ? call.operands[j] : call.results[r];
+        if (!started[t.buffer])
+          continue;
+        uint32_t instanceSlot = t.slotOf(mb, slot);
+        InFlight &f = inFlight[base[t.buffer] + instanceSlot];
+        TransferTouch touch = operand ? operandTouch(call) : resultTouch(call);
+        TransferState before = f.state;
+        bool allowed = advance(f.state, touch);
+        bool mine = touch == TransferTouch::Wait && allowed &&
+                    (!slotChangesHands(program, t) ||
+                     program.actions[f.action].microbatch == mb);
+        if (allowed && (touch != TransferTouch::Wait || mine)) {
+          if (before == TransferState::Idle && f.state != before)
+            f = {f.state, static_cast<uint32_t>(a), p};
+          continue;
+        }
+        std::string what =
+            runText(program, a, call) + ": " +
+            (operand ? operandRole(call.op, j) : resultRole(call.op, r)) +
+            " (" + bufferText(t, instanceSlot) + ")";
+        if (touch == TransferTouch::Wait && allowed)
+          return Status::error(
+              what + " waits for the transfer that " + startText(f) +
+              " started for microbatch " +
+              std::to_string(program.actions[f.action].microbatch) +
+              ", whose slot has gone to microbatch " + std::to_string(mb) +
+              " since (a transfer's wait comes before its slot is reused)");
+        if (touch == TransferTouch::Wait)
+          return Status::error(
+              what + " has no transfer in flight to wait for (a wait "
+                     "follows the send_start or recv_start of the same "
+                     "buffer, the same slot, with no other wait between)");
+        bool starts = touch == TransferTouch::StartSend ||
+                      touch == TransferTouch::StartRecv;
+        if (starts && (before == TransferState::Sending ||
+                       touch == TransferTouch::StartSend))
+          return Status::error(
+              what + " already has a transfer in flight, started by " +
+              startText(f) +
+              " (one transfer at a time per buffer: wait for it first)");
+        return Status::error(
+            what + " is " + (touch == TransferTouch::Read ? "read" : "written") +
+            " while " + startText(f) +
+            (before == TransferState::Sending
+                 ? " sends it (nothing writes a send_start's input before its "
+                   "wait)"
+                 : " receives into it (nothing but its wait touches a "
+                   "recv_start's result before the wait)"));
+      }
       for (size_t j = 0; j < call.operands.size(); ++j) {
         const TensorRef &operand = call.operands[j];
         uint32_t instanceSlot = operand.slotOf(mb, slot);
@@ -292,6 +439,26 @@ Status replayLifetimes(Program &program, const Roles &roles) {
     return s;
   if (Status s = toEnd(program.grads, "grad"); !s)
     return s;
+  // The earliest transfer still in flight at the end.
+  const InFlight *open = nullptr;
+  uint32_t openInstance = 0;
+  for (uint32_t i = 0; i < inFlight.size(); ++i)
+    if (inFlight[i].state != TransferState::Idle &&
+        (!open || std::make_pair(inFlight[i].action, inFlight[i].call) <
+                      std::make_pair(open->action, open->call))) {
+      open = &inFlight[i];
+      openInstance = i;
+    }
+  if (open) {
+    const KernelCall &start = program.calls[open->call];
+    const TensorRef &t =
+        start.operands.empty() ? start.results[0] : start.operands[0];
+    return Status::error(
+        "the step ends with a transfer in flight: " + startText(*open) +
+        " started it on " + bufferText(t, openInstance - base[t.buffer]) +
+        ", and no wait on it follows (every send_start and recv_start has a "
+        "wait later in the step)");
+  }
   collectIntervals(program, closed, lives, {});
   return Status::ok();
 }
@@ -311,6 +478,37 @@ struct Touch {
   bool reads = false;
 };
 
+/// What one run of a function does to the started transfer of an instance
+/// of `buffer`, for each state the run may find it in (TransferState): the
+/// state it leaves or a broken rule (valid false), whether it waits for the
+/// transfer it found, and whether the transfer it leaves in flight is one it
+/// started.
+struct TransferEffect {
+  uint32_t buffer = 0;
+  /// Touched by this function alone (and not pooled, persistent or bound):
+  /// every run must find it idle and leave it so.
+  bool temporary = false;
+  bool valid[kTransferStates] = {true, true, true};
+  TransferState exit[kTransferStates] = {
+      TransferState::Idle, TransferState::Sending, TransferState::Receiving};
+  bool waitsFound[kTransferStates] = {};
+  bool startsLeft[kTransferStates] = {};
+
+  void apply(TransferTouch touch) {
+    for (int e = 0; e < kTransferStates; ++e) {
+      TransferState before = exit[e];
+      if (!valid[e] || !(valid[e] = advance(exit[e], touch)))
+        continue;
+      if (touch == TransferTouch::Wait && before != TransferState::Idle &&
+          !startsLeft[e])
+        waitsFound[e] = true;
+      if (touch == TransferTouch::StartSend ||
+          touch == TransferTouch::StartRecv)
+        startsLeft[e] = true;
+    }
+  }
+};
+
 /// A function as the step's actions run it (count 0: none does).
 struct FunctionRuns {
   /// Its kernels' positions in calls.
@@ -323,6 +521,8 @@ struct FunctionRuns {
   /// The buffers it alone touches and the boundary ones (the persistent
   /// ones, whose touches change nothing, are left out).
   std::vector<Touch> temporaries, boundary;
+  /// Its effect on the started transfers of each buffer they concern.
+  std::vector<TransferEffect> transfers;
 };
 
 /// The step's actions by function: each function's touches once, and where
@@ -396,6 +596,37 @@ StepSummary summarize(const Program &program, const Roles &roles) {
       (temporary ? runs.temporaries : runs.boundary).push_back(touch);
     }
   }
+
+  // Each function's effect on the buffers the started transfers concern,
+  // from its kernels' touches in order.
+  bool anyStarted = false;
+  std::vector<bool> started = startedBuffers(program, anyStarted);
+  for (uint32_t f = 0; anyStarted && f < program.functions.size(); ++f) {
+    FunctionRuns &runs = summary.functions[f];
+    auto effectOf = [&](uint32_t buffer) -> TransferEffect & {
+      if (touchOf[buffer] == SIZE_MAX) {
+        touchOf[buffer] = runs.transfers.size();
+        TransferEffect effect;
+        effect.buffer = buffer;
+        effect.temporary = users[buffer] == 1 &&
+                           program.buffers[buffer].pool < 0 &&
+                           roles.of[buffer] == Role::None && !bound[buffer];
+        runs.transfers.push_back(effect);
+      }
+      return runs.transfers[touchOf[buffer]];
+    };
+    for (uint32_t k = 0; k < runs.count; ++k) {
+      const KernelCall &call = program.calls[runs.begin + k];
+      for (const TensorRef &t : call.operands)
+        if (started[t.buffer])
+          effectOf(t.buffer).apply(operandTouch(call));
+      for (const TensorRef &t : call.results)
+        if (started[t.buffer])
+          effectOf(t.buffer).apply(resultTouch(call));
+    }
+    for (const TransferEffect &effect : runs.transfers)
+      touchOf[effect.buffer] = SIZE_MAX;
+  }
   return summary;
 }
 
@@ -455,7 +686,44 @@ bool summarizedLifetimes(Program &program, const Roles &roles,
     for (const Touch &touch : runs.temporaries)
       if (touch.reads)
         return false;
+    for (const TransferEffect &effect : runs.transfers)
+      if (effect.temporary &&
+          !(effect.valid[0] && effect.exit[0] == TransferState::Idle))
+        return false;
   }
+
+  // The started transfers across the actions: per instance its state and
+  // the microbatch that started the transfer in flight.
+  bool anyStarted = false;
+  for (const FunctionRuns &runs : summary.functions)
+    anyStarted = anyStarted || !runs.transfers.empty();
+  std::vector<TransferState> transferState(
+      anyStarted ? program.numInstances : 0, TransferState::Idle);
+  std::vector<uint32_t> startedFor(transferState.size(), 0);
+  size_t inFlight = 0;
+  for (const ActionRef &action : program.actions) {
+    for (const TransferEffect &effect :
+         summary.functions[action.function].transfers) {
+      if (effect.temporary)
+        continue;
+      const TensorRef &t = program.buffers[effect.buffer];
+      uint32_t instance =
+          base[effect.buffer] + t.slotOf(action.microbatch, action.slot);
+      auto found = static_cast<int>(transferState[instance]);
+      if (!effect.valid[found] ||
+          (effect.waitsFound[found] && slotChangesHands(program, t) &&
+           startedFor[instance] != action.microbatch))
+        return false;
+      TransferState left = effect.exit[found];
+      inFlight += left != TransferState::Idle;
+      inFlight -= transferState[instance] != TransferState::Idle;
+      transferState[instance] = left;
+      if (effect.startsLeft[found] && left != TransferState::Idle)
+        startedFor[instance] = action.microbatch;
+    }
+  }
+  if (inFlight)
+    return false;
 
   std::vector<Lifetime> lives = initialLives(program, roles);
   std::vector<LiveInterval> closed;

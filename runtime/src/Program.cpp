@@ -382,7 +382,10 @@ Status tpcrt::placeProgram(Program &program, int64_t rank) {
     if (call.group >= 0)
       call.groupPosition = program.mesh.positionIn(program.coordinates,
                                                    program.groups[call.group]);
-    bool transfer = call.op == fb::OpCode::Send || call.op == fb::OpCode::Recv;
+    bool transfer = call.op == fb::OpCode::Send ||
+                    call.op == fb::OpCode::Recv ||
+                    call.op == fb::OpCode::SendStart ||
+                    call.op == fb::OpCode::RecvStart;
     if (transfer && call.intAttrs[0] == call.groupPosition)
       return Status::error(kernelText(call) + ": peer " +
                            std::to_string(call.intAttrs[0]) +
@@ -423,8 +426,9 @@ std::vector<KernelRun> Program::runsComputing(uint32_t buffer) const {
   // run reads (or the target, in every slot); its results are then
   // produced, its operands needed from earlier runs. An in-place result is
   // also an operand, so it stays needed. Buffers are per stage (each has
-  // its arena). A needed run that meets others (a recv its send) makes them
-  // needed too: passes repeat until no new one is.
+  // its arena). A needed run that meets others (a recv its send, a started
+  // transfer its wait and the other way round) makes them needed too:
+  // passes repeat until no new one is.
   const std::vector<KernelCall> &all = fileCalls();
   std::vector<uint32_t> stages;
   for (const KernelCall &call : all)

@@ -120,6 +120,7 @@ private:
   Status alongDim();
   Status allToAll();
   Status transfer();
+  Status transferWait();
 
   KernelCall &call;
   const Mesh &mesh;

@@ -1,12 +1,17 @@
 //===- Stages.cpp - the transfers between pipeline stages -----------------===//
 //
 // On a pipeline (a mesh axis named "pp") each rank runs its stage's kernels
-// in file order, and the stages meet only in their transfers (send, recv)
-// and in the collectives whose group spans the "pp" axis. Every such call
-// blocks until its counterparts reach theirs; checkTransfers plays the
-// stages' lists against each other with rendezvous semantics (the worst
-// case: a send returns only once its recv has begun), so that a file whose
-// stages would wait for each other forever is refused at load.
+// in file order (or its actions in order), and the stages meet only in
+// their transfers (send, recv, send_start, recv_start and the waits on
+// those) and in the collectives whose group spans the "pp" axis.
+// checkTransfers plays the stages' lists against each other so that a file
+// whose stages would wait for each other forever is refused at load: a
+// start posts its transfer and goes on; a posted send and a posted recv of
+// one channel (from a stage to another) pair in the order they were posted
+// (per-peer FIFO); a wait returns once its transfer is paired, and a
+// blocking send or recv is a start followed at once by its wait (the worst
+// case a backend may have: MPI_Send is a rendezvous for large messages,
+// NCCL's send always is); a collective proceeds when every stage is at one.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,7 +27,19 @@ using namespace tpcrt;
 
 namespace {
 
+/// A kernel that posts a transfer to or from a peer stage (its int_attrs
+/// [peer, axes...]).
 bool isTransfer(const KernelCall &call) {
+  return call.op == fb::OpCode::Send || call.op == fb::OpCode::Recv ||
+         call.op == fb::OpCode::SendStart || call.op == fb::OpCode::RecvStart;
+}
+
+bool isSendSide(const KernelCall &call) {
+  return call.op == fb::OpCode::Send || call.op == fb::OpCode::SendStart;
+}
+
+/// send and recv wait for their transfer; the starts go on.
+bool isBlocking(const KernelCall &call) {
   return call.op == fb::OpCode::Send || call.op == fb::OpCode::Recv;
 }
 
@@ -48,8 +65,8 @@ std::string meetingText(const Program &program, const KernelCall &call) {
   std::string text =
       "kernel " + std::to_string(call.index) + " (" + kernelInfo(call.op)->name;
   if (isTransfer(call))
-    text += std::string(call.op == fb::OpCode::Send ? " to" : " from") +
-            " stage " + std::to_string(call.intAttrs[0]);
+    text += std::string(isSendSide(call) ? " to" : " from") + " stage " +
+            std::to_string(call.intAttrs[0]);
   else
     text += " over " + axesText(program.mesh, program.groups[call.group]);
   return text + ")";
@@ -75,7 +92,7 @@ Status checkPeer(const Program &program, const KernelCall &call) {
     return Status::error(
         kernelText(call) + ": peer " + std::to_string(call.intAttrs[0]) +
         " is its own stage: a stage cannot " +
-        (call.op == fb::OpCode::Send ? "send to" : "receive from") + " itself");
+        (isSendSide(call) ? "send to" : "receive from") + " itself");
   return Status::ok();
 }
 
@@ -133,25 +150,37 @@ Status tpcrt::checkTransfers(Program &program) {
   }
 
   // Per stage that has any (a map: the "pp" axis may be large and most
-  // stages empty), the runs where it meets others, in the order of its step
-  // (its kernels in file order, or its actions' kernels).
+  // stages empty), the runs where it meets others or waits for a transfer,
+  // in the order of its step (its kernels in file order, or its actions'
+  // kernels).
   struct Meeting {
     KernelCall *call;
     uint64_t run;
     uint32_t action;
+    /// A transfer: its place among the posts of its side of its channel,
+    /// and whether the other side has posted its match. A wait: the
+    /// position in the stage's list of the start it waits for (-1: none
+    /// started; the lifetimes' checks refuse that).
+    uint64_t post = 0;
+    bool paired = false;
+    int64_t start = -1;
   };
   std::map<uint32_t, std::vector<Meeting>> lists;
   auto meets = [&](const KernelCall &call) {
-    return isTransfer(call) ||
+    return isTransfer(call) || call.op == fb::OpCode::Wait ||
            (spansStages(program, call) &&
             kernelInfo(call.op)->kind == KernelKind::Communicates);
   };
   bool actions = program.hasActions();
+  auto add = [&](uint32_t stage, KernelCall &call, uint64_t run,
+                 uint32_t action) {
+    lists[stage].push_back({&call, run, action});
+  };
   if (!actions) {
     forEachRun(program, [&](uint32_t stage, uint64_t run, uint32_t kernel,
                             uint32_t action) {
       if (meets(all[kernel]))
-        lists[stage].push_back({&all[kernel], run, action});
+        add(stage, all[kernel], run, action);
     });
   } else {
     // Each function's meeting kernels, found once: an action adds them at
@@ -170,19 +199,55 @@ Status tpcrt::checkTransfers(Program &program) {
       for (uint32_t a = 0; a < list.size(); ++a) {
         const FunctionRef &function = program.functions[list[a].function];
         for (uint32_t p : meetingsOf[list[a].function])
-          lists[stage].push_back({&all[function.firstKernel + p], run + p, a});
+          add(stage, all[function.firstKernel + p], run + p, a);
         run += function.kernelCount;
       }
     }
   }
-  // "kernel 3 (send to stage 1)", with actions after its action.
+
+  // Each wait's start: the last one on the same buffer instance before it.
+  // A start and its wait meet within the stage (evaluate() runs both).
+  for (auto &[stage, list] : lists) {
+    std::map<uint64_t, int64_t> started; // instance -> position in list
+    for (size_t i = 0; i < list.size(); ++i) {
+      Meeting &m = list[i];
+      if (m.call->op != fb::OpCode::SendStart &&
+          m.call->op != fb::OpCode::RecvStart && m.call->op != fb::OpCode::Wait)
+        continue;
+      ActionRef action = program.stageAction(stage, m.action);
+      const TensorRef &t = m.call->operands.empty() ? m.call->results[0]
+                                                    : m.call->operands[0];
+      uint64_t instance = program.instanceBase[t.buffer] +
+                          t.slotOf(action.microbatch, action.slot);
+      if (m.call->op != fb::OpCode::Wait) {
+        started[instance] = static_cast<int64_t>(i);
+        continue;
+      }
+      auto it = started.find(instance);
+      if (it == started.end())
+        continue;
+      m.start = it->second;
+      started.erase(it);
+      const Meeting &start = list[m.start];
+      program.runMeets[{stage, m.run}].push_back({stage, start.run});
+      program.runMeets[{stage, start.run}].push_back({stage, m.run});
+    }
+  }
+
+  // "kernel 3 (send to stage 1)", "kernel 7 (wait for kernel 3 (send_start
+  // to stage 1))", with actions after its action (and its start's).
   auto text = [&](uint32_t stage, const Meeting &m) {
     std::string where;
     if (actions)
       where = actionText(program, m.action,
                          program.stageActions[stage][m.action]) +
               ": ";
-    return where + meetingText(program, *m.call);
+    if (m.call->op != fb::OpCode::Wait || m.start < 0)
+      return where + meetingText(program, *m.call);
+    const Meeting &start = lists[stage][m.start];
+    return where + "kernel " + std::to_string(m.call->index) + " (wait for " +
+           (actions ? "action " + std::to_string(start.action) + "'s " : "") +
+           meetingText(program, *start.call) + ")";
   };
   auto meet = [&](uint32_t stage, const Meeting &m, uint32_t otherStage,
                   const Meeting &other) {
@@ -191,11 +256,42 @@ Status tpcrt::checkTransfers(Program &program) {
     program.runMeets[{stage, m.run}].push_back({otherStage, other.run});
   };
 
-  // Rendezvous: a stage at a send proceeds with the peer at its recv from
-  // this stage (the next of that pair: both lists hold a pair's transfers in
-  // the same order), a stage at a collective over "pp" with every stage at
-  // one (every stage has a list then).
+  // The channels, from a stage to another: each side's posts in order.
+  struct Channel {
+    std::vector<std::pair<uint32_t, Meeting *>> sends, recvs;
+  };
+  std::map<std::pair<uint32_t, uint32_t>, Channel> channels;
+  // Posts transfer `m` of `stage`, pairing it with the other side's post of
+  // the same place if there is one.
+  auto post = [&](uint32_t stage, Meeting &m) -> Status {
+    auto peer = static_cast<uint32_t>(m.call->intAttrs[0]);
+    bool sends = isSendSide(*m.call);
+    Channel &channel =
+        channels[sends ? std::make_pair(stage, peer) : std::make_pair(peer, stage)];
+    auto &mine = sends ? channel.sends : channel.recvs;
+    auto &theirs = sends ? channel.recvs : channel.sends;
+    m.post = mine.size();
+    mine.emplace_back(stage, &m);
+    if (theirs.size() <= m.post)
+      return Status::ok();
+    Meeting &other = *theirs[m.post].second;
+    KernelCall &send = sends ? *m.call : *other.call;
+    KernelCall &recv = sends ? *other.call : *m.call;
+    if (Status st = checkPair(send, recv); !st)
+      return actions ? st.withContext(
+                           "stage " + std::to_string(stage) + ": " +
+                           actionText(program, m.action,
+                                      program.stageActions[stage][m.action]))
+                     : st;
+    meet(stage, m, peer, other);
+    meet(peer, other, stage, m);
+    m.paired = other.paired = true;
+    return Status::ok();
+  };
+
   std::map<uint32_t, size_t> next;
+  // Blocking transfers posted and not yet paired, by stage.
+  std::map<uint32_t, bool> posted;
   auto at = [&](uint32_t stage) -> Meeting * {
     auto list = lists.find(stage);
     if (list == lists.end() || next[stage] >= list->second.size())
@@ -205,58 +301,51 @@ Status tpcrt::checkTransfers(Program &program) {
   bool everyStage = static_cast<int64_t>(lists.size()) == program.numStages;
   for (bool progress = true; progress;) {
     progress = false;
-    for (const auto &entry : lists) {
+    for (auto &entry : lists) {
       uint32_t stage = entry.first;
-      Meeting *m = at(stage);
-      if (!m)
-        continue;
-      KernelCall *call = m->call;
-      if (isTransfer(*call)) {
-        auto peer = static_cast<uint32_t>(call->intAttrs[0]);
-        Meeting *o = at(peer);
-        KernelCall *other = o ? o->call : nullptr;
-        if (!other || !isTransfer(*other) || other->op == call->op ||
-            other->intAttrs[0] != static_cast<int64_t>(stage))
-          continue;
-        KernelCall &send = call->op == fb::OpCode::Send ? *call : *other;
-        KernelCall &recv = call->op == fb::OpCode::Send ? *other : *call;
-        if (Status st = checkPair(send, recv); !st)
-          return actions ? st.withContext(
-                               "stage " + std::to_string(stage) + ": " +
-                               actionText(program, m->action,
-                                          program.stageActions[stage][m->action]))
-                         : st;
-        meet(stage, *m, peer, *o);
-        meet(peer, *o, stage, *m);
+      // As far as the stage gets on its own.
+      while (Meeting *m = at(stage)) {
+        KernelCall *call = m->call;
+        if (isTransfer(*call)) {
+          if (!posted[stage])
+            if (Status st = post(stage, *m); !st)
+              return st;
+          posted[stage] = isBlocking(*call) && !m->paired;
+          if (posted[stage])
+            break;
+        } else if (call->op == fb::OpCode::Wait) {
+          if (m->start >= 0 && !entry.second[m->start].paired)
+            break;
+        } else {
+          break; // a collective: below, with every stage at one
+        }
         ++next[stage];
-        ++next[peer];
         progress = true;
-        continue;
       }
-      if (!everyStage)
-        continue;
-      std::vector<std::pair<uint32_t, Meeting *>> meeting;
-      for (const auto &other : lists) {
-        Meeting *o = at(other.first);
-        if (!o || isTransfer(*o->call))
-          break;
-        meeting.emplace_back(other.first, o);
-      }
-      if (meeting.size() != lists.size())
-        continue;
-      std::vector<const KernelCall *> calls;
-      for (const auto &one : meeting)
-        calls.push_back(one.second->call);
-      if (Status st = checkMeeting(program, calls); !st)
-        return st;
-      for (const auto &one : meeting) {
-        for (const auto &other : meeting)
-          if (other.second != one.second)
-            meet(one.first, *one.second, other.first, *other.second);
-        ++next[one.first];
-      }
-      progress = true;
     }
+    if (!everyStage)
+      continue;
+    std::vector<std::pair<uint32_t, Meeting *>> meeting;
+    for (const auto &other : lists) {
+      Meeting *o = at(other.first);
+      if (!o || isTransfer(*o->call) || o->call->op == fb::OpCode::Wait)
+        break;
+      meeting.emplace_back(other.first, o);
+    }
+    if (meeting.size() != lists.size())
+      continue;
+    std::vector<const KernelCall *> calls;
+    for (const auto &one : meeting)
+      calls.push_back(one.second->call);
+    if (Status st = checkMeeting(program, calls); !st)
+      return st;
+    for (const auto &one : meeting) {
+      for (const auto &other : meeting)
+        if (other.second != one.second)
+          meet(one.first, *one.second, other.first, *other.second);
+      ++next[one.first];
+    }
+    progress = true;
   }
 
   std::string waits;
@@ -265,9 +354,12 @@ Status tpcrt::checkTransfers(Program &program) {
       waits += (waits.empty() ? "stage " : ", stage ") +
                std::to_string(entry.first) + " waits at " +
                text(entry.first, *m);
-      if (isTransfer(*m->call) &&
-          !at(static_cast<uint32_t>(m->call->intAttrs[0])))
-        waits += " (stage " + std::to_string(m->call->intAttrs[0]) +
+      const KernelCall *transfer =
+          m->call->op == fb::OpCode::Wait ? entry.second[m->start].call
+                                          : m->call;
+      if (isTransfer(*transfer) &&
+          !at(static_cast<uint32_t>(transfer->intAttrs[0])))
+        waits += " (stage " + std::to_string(transfer->intAttrs[0]) +
                  " has none left)";
     }
   if (!waits.empty())
@@ -275,6 +367,9 @@ Status tpcrt::checkTransfers(Program &program) {
         std::string("the pipeline stages' transfers never all complete (each "
                     "stage runs ") +
         (actions ? "its actions in order" : "its kernels in file order") +
-        ", a send returning once its recv has begun): " + waits);
+        "; a send_start or recv_start posts its transfer and goes on, a "
+        "wait returns once the peer has posted the other side of the "
+        "transfer, a send or recv is both): " +
+        waits);
   return Status::ok();
 }

@@ -24,6 +24,13 @@
 // value is the same bit for bit, but for the sign of an exact zero where an
 // accumulator starts at 0 instead of its first term.
 //
+// With started transfers (two stages) the stages exchange in 1F1B's steady
+// state order, which blocking transfers cannot run: stage 0 sends
+// microbatch i + 1's activation before it receives i's gradient, stage 1
+// sends that gradient before it receives the activation. Each transfer is a
+// send_start or recv_start action, and a wait action later; the F and B
+// work of each stage runs in the same order as with blocking transfers.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef TPCRT_TEST_ACTIONEXECUTABLES_H
@@ -50,6 +57,9 @@ struct ActionModelOptions {
   /// Unrolled: every copy draws from first index 0 (a wrong unrolling, for
   /// the tests to show that they see the microbatch's stream).
   bool sameStream = false;
+  /// Two stages: send_start, recv_start and wait in the exchange order
+  /// (see the file comment); else send and recv.
+  bool startedTransfers = false;
   /// Rows of one microbatch, and the model's sizes.
   int64_t rows = 2, seq = 3, hidden = 4, vocab = 8;
 };
@@ -131,7 +141,36 @@ public:
     } else {
       add("start", 0);
     }
-    if (!pp) {
+    if (pp && o.startedTransfers && stage == 0) {
+      // F(i+1) and its activation sent before B(i)'s gradient is received.
+      add("F", 0);
+      add("sendA", 0);
+      for (int64_t i = 0; i < M; ++i) {
+        if (i + 1 < M) {
+          add("F", i + 1);
+          add("sendA", i + 1);
+        }
+        add("recvG", i);
+        add("waitG", i);
+        add("B", i);
+        add("waitA", i);
+      }
+    } else if (pp && o.startedTransfers) {
+      // B(i)'s gradient sent before F(i+1)'s activation is received.
+      add("recvA", 0);
+      add("waitA", 0);
+      add("F", 0);
+      for (int64_t i = 0; i < M; ++i) {
+        add("B", i);
+        add("sendG", i);
+        if (i + 1 < M) {
+          add("recvA", i + 1);
+          add("waitA", i + 1);
+          add("F", i + 1);
+        }
+        add("waitG", i);
+      }
+    } else if (!pp) {
       // F0 F1 B0 F2 B1 ... B(M-1): two microbatches in flight.
       add("F", 0);
       for (int64_t i = 1; i < M; ++i) {
@@ -331,6 +370,8 @@ private:
     int64_t R = o.rows, S = o.seq, H = o.hidden, V = o.vocab;
     bool pp = o.stages > 1;
     uint32_t pp0 = 0;
+    Op send = o.startedTransfers ? Op::SendStart : Op::Send;
+    Op recv = o.startedTransfers ? Op::RecvStart : Op::Recv;
     double rate = o.dropout;
     std::vector<int64_t> act = {R, S, H}, qkvShape = {R, 1, S, H};
     if (function == "start") {
@@ -383,13 +424,17 @@ private:
         accumulate(lossSum, sum);
       }
     } else if (function == "sendA") {
-      k(Op::Send, {stash("h", F32, act)}, {}, {1, pp0});
+      k(send, {stash("h", F32, act)}, {}, {1, pp0});
     } else if (function == "recvA") {
-      k(Op::Recv, {}, {stash("hr", F32, act)}, {0, pp0});
+      k(recv, {}, {stash("hr", F32, act)}, {0, pp0});
     } else if (function == "sendG") {
-      k(Op::Send, {stash("dh", F32, act)}, {}, {0, pp0});
+      k(send, {stash("dh", F32, act)}, {}, {0, pp0});
     } else if (function == "recvG") {
-      k(Op::Recv, {}, {stash("dhr", F32, act)}, {1, pp0});
+      k(recv, {}, {stash("dhr", F32, act)}, {1, pp0});
+    } else if (function == "waitA") {
+      k(Op::Wait, {stash(stage == 0 ? "h" : "hr", F32, act)}, {});
+    } else if (function == "waitG") {
+      k(Op::Wait, {stash(stage == 0 ? "dhr" : "dh", F32, act)}, {});
     } else if (function == "B") {
       uint32_t dh = 0;
       if (!pp || stage == 1) {

@@ -743,6 +743,252 @@ TEST(ActionsLoaderTest, ActionsRunFunctionsOfTheirStageWithSlotsTheyHave) {
       "microbatch)");
 }
 
+//===----------------------------------------------------------------------===//
+// Started transfers (send_start, recv_start, wait) on two stages
+//===----------------------------------------------------------------------===//
+
+/// The two-stage step with started transfers in the exchange order that
+/// blocking transfers cannot run (ActionExecutables.h), 4 microbatches.
+fb::ExecutableT startedModel(bool actions = true) {
+  ActionModelOptions options;
+  options.stages = 2;
+  options.microbatches = 4;
+  options.startedTransfers = true;
+  options.actions = actions;
+  return actionModel(options);
+}
+
+/// The index of the function called `name` ("waitG.1").
+uint32_t functionNamed(const fb::ExecutableT &exe, const std::string &name) {
+  for (uint32_t f = 0; f < exe.functions.size(); ++f)
+    if (exe.functions[f]->name == name)
+      return f;
+  ADD_FAILURE() << "no function " << name;
+  return 0;
+}
+
+/// The position in stage `stage`'s list of the action running function
+/// `name` for microbatch `mb`.
+uint32_t actionOf(const fb::ExecutableT &exe, uint32_t stage,
+                  const std::string &name, uint32_t mb) {
+  uint32_t f = functionNamed(exe, name);
+  const std::vector<fb::Action> &list = exe.stage_actions[stage]->actions;
+  for (uint32_t a = 0; a < list.size(); ++a)
+    if (list[a].function() == f && list[a].microbatch() == mb)
+      return a;
+  ADD_FAILURE() << "no action " << name << " for microbatch " << mb;
+  return 0;
+}
+
+/// "action 5 (function 7 ('sendA.0'), microbatch 1, slot 1): kernel 30
+/// (send_start)": the action of `name` for `mb` on `stage` and its
+/// function's kernel `k`.
+std::string runText(const fb::ExecutableT &exe, uint32_t stage,
+                    const std::string &name, uint32_t mb, uint32_t k = 0) {
+  uint32_t f = functionNamed(exe, name);
+  uint32_t kernel = exe.functions[f]->first_kernel + k;
+  return "action " + std::to_string(actionOf(exe, stage, name, mb)) +
+         " (function " + std::to_string(f) + " ('" + name +
+         "'), microbatch " + std::to_string(mb) + ", slot " +
+         std::to_string(mb % 2) + "): kernel " + std::to_string(kernel) +
+         " (" + opCodeName(exe.kernels[kernel]->op) + ")";
+}
+
+/// The kernel of one-kernel function `name`.
+fb::KernelT &kernelOf(const fb::ExecutableT &exe, const std::string &name) {
+  return *exe.kernels[exe.functions[functionNamed(exe, name)]->first_kernel];
+}
+
+/// Refused after `mutate`, with the message `expected` words from the
+/// mutated executable.
+void expectRefusedStarted(
+    const std::function<void(fb::ExecutableT &)> &mutate,
+    const std::function<std::string(const fb::ExecutableT &)> &expected) {
+  fb::ExecutableT exe = startedModel();
+  mutate(exe);
+  expectRefused(exe, [](fb::ExecutableT &) {}, expected(exe));
+}
+
+/// Moves stage `stage`'s action at `from` to position `to` (of the list
+/// without it).
+void moveAction(fb::ExecutableT &exe, uint32_t stage, uint32_t from,
+                uint32_t to) {
+  std::vector<fb::Action> &list = exe.stage_actions[stage]->actions;
+  fb::Action action = list[from];
+  list.erase(list.begin() + from);
+  list.insert(list.begin() + to, action);
+}
+
+TEST(StartedTransfersTest, BothStagesSendFirst) {
+  Status s = check(startedModel());
+  ASSERT_TRUE(s) << s.message();
+  // The unrolled step: the same kernels in file order.
+  s = check(startedModel(false));
+  ASSERT_TRUE(s) << s.message();
+
+  // Blocking transfers in that order wait for each other: each stage at
+  // its second send.
+  const std::string never =
+      "the pipeline stages' transfers never all complete (each stage runs "
+      "its actions in order; a send_start or recv_start posts its transfer "
+      "and goes on, a wait returns once the peer has posted the other side "
+      "of the transfer, a send or recv is both): ";
+  expectRefusedStarted(
+      [](fb::ExecutableT &e) {
+        for (auto &kernel : e.kernels)
+          if (kernel->op == Op::SendStart)
+            kernel->op = Op::Send;
+          else if (kernel->op == Op::RecvStart)
+            kernel->op = Op::Recv;
+      },
+      [&](const fb::ExecutableT &e) {
+        std::string stage0 = runText(e, 0, "sendA.0", 1),
+                    stage1 = runText(e, 1, "sendG.1", 0);
+        stage0.back() = ' ';
+        stage1.back() = ' ';
+        return never + "stage 0 waits at " + stage0 +
+               "to stage 1), stage 1 waits at " + stage1 + "to stage 0)";
+      });
+
+  // Each stage waits for the other's transfer before it posts its own: the
+  // waits name the starts they wait for.
+  expectRefusedStarted(
+      [](fb::ExecutableT &e) {
+        // Stage 0 sends microbatch 1's activation after it has waited for
+        // microbatch 0's gradient; stage 1 sends that gradient after it has
+        // waited for the activation.
+        moveAction(e, 0, actionOf(e, 0, "sendA.0", 1),
+                   actionOf(e, 0, "waitG.0", 0));
+        moveAction(e, 1, actionOf(e, 1, "sendG.1", 0),
+                   actionOf(e, 1, "waitA.1", 1));
+      },
+      [&](const fb::ExecutableT &e) {
+        auto waitText = [&](uint32_t stage, const std::string &wait,
+                            const std::string &start, uint32_t mb) {
+          std::string text = runText(e, stage, wait, mb);
+          text.erase(text.size() - std::string(" (wait)").size());
+          return text + " (wait for action " +
+                 std::to_string(actionOf(e, stage, start, mb)) +
+                 "'s kernel " +
+                 std::to_string(
+                     e.functions[functionNamed(e, start)]->first_kernel) +
+                 " (recv_start from stage " + std::to_string(1 - stage) +
+                 "))";
+        };
+        return never + "stage 0 waits at " +
+               waitText(0, "waitG.0", "recvG.0", 0) + ", stage 1 waits at " +
+               waitText(1, "waitA.1", "recvA.1", 1);
+      });
+}
+
+TEST(StartedTransfersTest, EveryStartHasOneWaitLaterInTheStep) {
+  // A wait on a buffer nothing started a transfer on: the mask.
+  uint32_t mask = 0;
+  for (const auto &kernel : startedModel().kernels)
+    if (kernel->op == Op::DropoutMask)
+      mask = kernel->results[0];
+  expectRefusedStarted(
+      [&](fb::ExecutableT &e) { kernelOf(e, "waitA.0").operands = {mask}; },
+      [&](const fb::ExecutableT &e) {
+        return "stage 0: " + runText(e, 0, "waitA.0", 0) +
+               ": transfer (buffer " + std::to_string(mask) +
+               ", slot 0) has no transfer in flight to wait for (a wait "
+               "follows the send_start or recv_start of the same buffer, the "
+               "same slot, with no other wait between)";
+      });
+  // The last gradient sent and never waited for.
+  expectRefusedStarted(
+      [](fb::ExecutableT &e) {
+        std::vector<fb::Action> &list = e.stage_actions[1]->actions;
+        list.erase(list.begin() + actionOf(e, 1, "waitG.1", 3));
+      },
+      [](const fb::ExecutableT &e) {
+        return "stage 1: the step ends with a transfer in flight: " +
+               runText(e, 1, "sendG.1", 3) + " started it on buffer " +
+               std::to_string(
+                   kernelOf(e, "sendG.1")
+                       .operands[0]) +
+               ", slot 1, and no wait on it follows (every send_start and "
+               "recv_start has a wait later in the step)";
+      });
+  // A second transfer started on a buffer in flight.
+  expectRefusedStarted(
+      [](fb::ExecutableT &e) {
+        fb::KernelT &wait = kernelOf(e, "waitA.0");
+        wait.op = Op::SendStart;
+        wait.int_attrs = {1, 0};
+      },
+      [](const fb::ExecutableT &e) {
+        return "stage 0: " + runText(e, 0, "waitA.0", 0) + ": input (buffer " +
+               std::to_string(
+                   kernelOf(e, "sendA.0")
+                       .operands[0]) +
+               ", slot 0) already has a transfer in flight, started by " +
+               runText(e, 0, "sendA.0", 0) +
+               " (one transfer at a time per buffer: wait for it first)";
+      });
+}
+
+TEST(StartedTransfersTest, NothingTouchesABufferInFlightButWhatItAllows) {
+  // B reads the gradient before the wait for its receipt.
+  expectRefusedStarted(
+      [](fb::ExecutableT &e) {
+        std::vector<fb::Action> &list = e.stage_actions[0]->actions;
+        std::swap(list[actionOf(e, 0, "waitG.0", 0)],
+                  list[actionOf(e, 0, "B.0", 0)]);
+      },
+      [](const fb::ExecutableT &e) {
+        uint32_t dhr =
+            kernelOf(e, "recvG.0").results[0];
+        uint32_t b = functionNamed(e, "B.0"), k = 0;
+        while (e.kernels[e.functions[b]->first_kernel + k]->operands[0] != dhr)
+          ++k;
+        return "stage 0: " + runText(e, 0, "B.0", 0, k) + ": dY (buffer " +
+               std::to_string(dhr) + ", slot 0) is read while " +
+               runText(e, 0, "recvG.0", 0) +
+               " receives into it (nothing but its wait touches a "
+               "recv_start's result before the wait)";
+      });
+  // The gradient sent is written before the wait.
+  expectRefusedStarted(
+      [](fb::ExecutableT &e) {
+        fb::KernelT &wait = kernelOf(e, "waitG.1");
+        wait.op = Op::Zeros;
+        wait.results = {kernelOf(e, "sendG.1").operands[0]};
+        wait.operands.clear();
+      },
+      [](const fb::ExecutableT &e) {
+        return "stage 1: " + runText(e, 1, "waitG.1", 0) + ": result (buffer " +
+               std::to_string(
+                   kernelOf(e, "sendG.1")
+                       .operands[0]) +
+               ", slot 0) is written while " + runText(e, 1, "sendG.1", 0) +
+               " sends it (nothing writes a send_start's input before its "
+               "wait)";
+      });
+  // Microbatch 0's gradient waited for by an action of microbatch 2, once
+  // slot 0 has gone to it.
+  expectRefusedStarted(
+      [](fb::ExecutableT &e) {
+        std::vector<fb::Action> &list = e.stage_actions[1]->actions;
+        uint32_t wait = functionNamed(e, "waitG.1");
+        list.erase(list.begin() + actionOf(e, 1, "waitG.1", 0));
+        list.insert(list.begin() + actionOf(e, 1, "recvA.1", 2) + 1,
+                    fb::Action(wait, 2, 0));
+      },
+      [](const fb::ExecutableT &e) {
+        return "stage 1: " + runText(e, 1, "waitG.1", 2) +
+               ": transfer (buffer " +
+               std::to_string(
+                   kernelOf(e, "sendG.1")
+                       .operands[0]) +
+               ", slot 0) waits for the transfer that " +
+               runText(e, 1, "sendG.1", 0) +
+               " started for microbatch 0, whose slot has gone to microbatch "
+               "2 since (a transfer's wait comes before its slot is reused)";
+      });
+}
+
 TEST(ActionsLoaderTest, PoolsAndPooledBuffers) {
   expectRefused(model(), [](fb::ExecutableT &e) { e.pools[1]->slots = 0; },
                 "pool 1: 0 slots (a pool has at least one)");

@@ -14,7 +14,9 @@
 // Also: a step allocates nothing, and a rank cannot write a buffer its stage
 // does not own. And the step of ActionExecutables.h on [pp=2] as functions
 // and actions against its unrolled form on [pp=2] (on 4 ranks, on each half
-// of the world), bit for bit. Exit 0 when every rank passed, 1 otherwise, 77 (skipped)
+// of the world), bit for bit; so too with started transfers (send_start,
+// recv_start, wait) in the order blocking ones cannot run, both stages
+// sending first, in whole messages and cut into 64-byte pieces. Exit 0 when every rank passed, 1 otherwise, 77 (skipped)
 // without MPI.
 //
 //===----------------------------------------------------------------------===//
@@ -83,12 +85,15 @@ struct Run {
   std::vector<uint8_t> payload;
   Interpreter interpreter;
 
-  Status create(const fb::ExecutableT &exe, Communicator *world) {
+  /// `pieceBytes`: the CPU device's transfer pieces (0: its default).
+  Status create(const fb::ExecutableT &exe, Communicator *world,
+                uint64_t pieceBytes = 0) {
     payload = pack(exe);
     const fb::Executable *root = fb::GetExecutable(payload.data());
     if (Status s = checkExecutable(*root); !s)
       return s;
-    return Interpreter::create(*root, createCpuDevice(), interpreter, world);
+    return Interpreter::create(*root, createCpuDevice(pieceBytes), interpreter,
+                               world);
   }
   const Program &program() const { return interpreter.program(); }
   Status read(uint32_t buffer, std::vector<uint8_t> &bytes) {
@@ -259,18 +264,28 @@ void checkPipeline(Communicator &world, const PipelineOptions &options,
 /// The training step of ActionExecutables.h on two stages as functions and
 /// actions (4 microbatches in 1F1B order, the activation sent from a pooled
 /// buffer of stage 0 to a pooled buffer of stage 1, its gradient back)
-/// against the same step unrolled on the two stages: every value the rank's
-/// stage owns the same bit for bit after each of three steps, and the
-/// evaluated loss.
-void checkActionStages(Communicator &world, Checker &check) {
-  std::string where = "actions, pp=2: ";
+/// against the same step unrolled on the two stages with blocking
+/// transfers: every value the rank's stage owns the same bit for bit after
+/// each of three steps, and the evaluated loss. With `started`, the actions
+/// start their transfers and wait for them later, both stages sending
+/// first; `pieceBytes` cuts the transfers (0: whole).
+void checkActionStages(Communicator &world, Checker &check,
+                       bool started = false, uint64_t pieceBytes = 0) {
+  std::string where =
+      std::string("actions, pp=2") +
+      (started ? ", started transfers" : "") +
+      (pieceBytes ? " in " + std::to_string(pieceBytes) + "-byte pieces"
+                  : std::string()) +
+      ": ";
   ActionModelOptions options;
   options.stages = 2;
   options.microbatches = 4;
   ActionModelOptions unrolledOptions = options;
   unrolledOptions.actions = false;
+  options.startedTransfers = started;
   Run actions, unrolled;
-  if (!check.ok(where + "create", actions.create(actionModel(options), &world)) ||
+  if (!check.ok(where + "create",
+                actions.create(actionModel(options), &world, pieceBytes)) ||
       !check.ok(where + "create the unrolled step",
                 unrolled.create(actionModel(unrolledOptions), &world)))
     return;
@@ -347,6 +362,8 @@ int run(Communicator &world) {
       checkPipeline(world, options, nullptr, check);
     }
     checkActionStages(world, check);
+    checkActionStages(world, check, true);
+    checkActionStages(world, check, true, 64);
   } else {
     // Ranks are pp-major: rank = stage * 2 + dp position. The twin on
     // [dp=2] runs on the two ranks of each stage.
@@ -361,6 +378,7 @@ int run(Communicator &world) {
       options.dp = 1;
       checkPipeline(*half, options, nullptr, check);
       checkActionStages(*half, check);
+      checkActionStages(*half, check, true, 64);
     }
   }
   // Every rank exits alike.

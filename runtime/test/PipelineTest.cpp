@@ -358,7 +358,9 @@ TEST(PipelineLoaderTest, TransfersPairUpAndComplete) {
         std::swap(e.kernels[send], e.kernels[gradRecv]);
       },
       "the pipeline stages' transfers never all complete (each stage runs "
-      "its kernels in file order, a send returning once its recv has begun): "
+      "its kernels in file order; a send_start or recv_start posts its "
+      "transfer and goes on, a wait returns once the peer has posted the "
+      "other side of the transfer, a send or recv is both): "
       "stage 0 waits at kernel " +
           std::to_string(send) +
           " (recv from stage 1), stage 1 waits at kernel " +

@@ -365,7 +365,9 @@ std::string jsonEscape(const std::string &text) {
   return out;
 }
 
-/// Collectives are "comm" events, other kernels "kernel" ones.
+/// Collectives and transfers (send, recv, their starts and the waits on
+/// them: Kernels.def's Communicates) are "comm" events, other kernels
+/// "kernel" ones.
 bool isCollective(fb::OpCode op) {
   const KernelInfo *info = kernelInfo(op);
   return info && info->kind == KernelKind::Communicates;
@@ -543,8 +545,8 @@ Status printPeaks(Interpreter &interpreter) {
 /// (stdout keeps the step lines of the contract), one line per rank: the
 /// steps' span (first kernel's start to last kernel's end, per step), the
 /// time in computing kernels, in transfers and collectives (waiting for the
-/// peers included: a pipeline's bubble shows there), and the rest (between
-/// kernels).
+/// peers included, in a blocking transfer or the wait on a started one: a
+/// pipeline's bubble shows there), and the rest (between kernels).
 Status printTimes(Interpreter &interpreter,
                   const std::vector<TraceEvent> &events) {
   double mine[4] = {0, 0, 0, 0}; // span, compute, comm, other

@@ -83,10 +83,17 @@ public:
   virtual Status synchronize() = 0;
 };
 
+/// The most bytes one message of a transfer between pipeline stages
+/// carries (MPI counts are ints): a larger buffer moves in pieces, which both
+/// sides cut alike.
+constexpr uint64_t kTransferPieceBytes = uint64_t(1) << 30;
+
 /// The CPU backend: fp32 kernels of CpuKernels.h and CpuTrainingKernels.h;
 /// BF16 and F16 buffers are converted to fp32 in the workspace around each
-/// kernel.
-std::unique_ptr<Device> createCpuDevice();
+/// kernel. `transferPieceBytes` (0: kTransferPieceBytes) is for tests that
+/// cut transfers into small pieces; the ranks of a run must agree on it.
+std::unique_ptr<Device>
+createCpuDevice(uint64_t transferPieceBytes = kTransferPieceBytes);
 
 } // namespace tpcrt
 

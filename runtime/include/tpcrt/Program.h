@@ -107,8 +107,10 @@ struct TensorRef {
 ///   all_reduce     count, groupSize
 ///   all_gather, reduce_scatter, shard_slice, all_to_all
 ///                  groupSize (the rest from the shapes and intAttrs)
-///   send, recv     count (the elements moved), groupSize; the peer is
-///                  intAttrs[0]
+///   send, recv,    count (the elements moved), groupSize; the peer is
+///   send_start,    intAttrs[0]
+///   recv_start
+///   wait           count (the elements of its transfer)
 ///
 /// Attribute values are in intAttrs / floatAttrs / flags, as in the file.
 struct KernelCall {
@@ -367,8 +369,9 @@ struct Program {
   /// The kernel runs of a step on this rank (the sum over `actions`).
   uint64_t numRuns = 0;
   /// On a pipeline, the runs of other stages each run meets: a send's
-  /// recv, a collective's counterparts over "pp". Keys and values are
-  /// (stage, run index in that stage's step).
+  /// recv, a collective's counterparts over "pp"; and on its own stage a
+  /// started transfer's wait, a wait's start. Keys and values are (stage,
+  /// run index in that stage's step).
   std::map<std::pair<uint32_t, uint64_t>,
            std::vector<std::pair<uint32_t, uint64_t>>>
       runMeets;
