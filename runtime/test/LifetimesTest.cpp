@@ -10,8 +10,13 @@
 // then a read too early, a write of a param or input, a kernel whose result
 // overlaps an operand, plans that put live buffers on the same bytes, the
 // acceptance, the measured peak and every instance's intervals and lifetime
-// agree. And the replay's cost: a step of many actions over large functions
-// is checked allocating about what a few actions do.
+// agree. So too with started transfers (send_start, recv_start, wait, and
+// blocking send and recv among them) on stage 0 of two, stage 1 taking
+// them in order: the rules of a transfer in flight (one wait later in the
+// step, nothing touching the buffer in between but what the transfer
+// allows, the wait by the start's microbatch where slots change hands).
+// And the replay's cost: a step of many actions over large functions is
+// checked allocating about what a few actions do.
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,8 +58,14 @@ struct Spec {
     bool byMicrobatch = false;
   };
   struct Kernel {
-    Op op = Op::Copy;
+    Kernel(Op op = Op::Copy, std::vector<uint32_t> operands = {},
+           std::vector<uint32_t> results = {}, std::vector<int64_t> ints = {})
+        : op(op), operands(std::move(operands)), results(std::move(results)),
+          ints(std::move(ints)) {}
+    Op op;
     std::vector<uint32_t> operands, results;
+    /// A transfer's [peer, axes...].
+    std::vector<int64_t> ints;
   };
   struct Action {
     uint32_t function = 0, microbatch = 0, slot = 0;
@@ -67,6 +78,15 @@ struct Spec {
   std::vector<Action> actions;
   std::vector<uint32_t> params, inputs, outputs;
   uint64_t arena = 0;
+  /// Stage 0 of two ("pp" = 2), its transfers to and from stage 1, which
+  /// takes each in the order stage 0 posts them (blocking, so that it
+  /// never waits for a transfer stage 0 has not posted).
+  bool pipeline = false;
+
+  static bool isTransfer(Op op) {
+    return op == Op::Send || op == Op::Recv || op == Op::SendStart ||
+           op == Op::RecvStart;
+  }
 
   uint32_t slotsOf(uint32_t b) const {
     return buffers[b].pool < 0 ? 1 : pools[buffers[b].pool].slots;
@@ -115,9 +135,11 @@ struct Spec {
       exe.inputs.push_back(makeBinding("x" + std::to_string(i), inputs[i]));
     for (size_t i = 0; i < outputs.size(); ++i)
       exe.outputs.push_back(makeBinding("y" + std::to_string(i), outputs[i]));
-    for (const Kernel &kernel : kernels)
+    for (const Kernel &kernel : kernels) {
       exe.kernels.push_back(
           makeKernel(kernel.op, kernel.operands, kernel.results));
+      exe.kernels.back()->int_attrs = kernel.ints;
+    }
     for (uint32_t f = 0; f < functions.size(); ++f) {
       auto function = std::make_unique<fb::FunctionT>();
       function->name = "f" + std::to_string(f);
@@ -131,7 +153,67 @@ struct Spec {
                                                  a.slot);
     exe.arena_bytes = arena;
     exe.planned_peak_bytes = arena;
+    if (pipeline)
+      addStageOne(exe);
     return exe;
+  }
+
+  /// The mesh [pp=2] and stage 1: per buffer shape a param it sends from
+  /// and a buffer it receives into, a one-kernel function for each, and an
+  /// action per transfer stage 0's step posts, in that order.
+  void addStageOne(fb::ExecutableT &exe) const {
+    auto axis = std::make_unique<fb::MeshAxisT>();
+    axis->name = "pp";
+    axis->size = 2;
+    exe.mesh.push_back(std::move(axis));
+    uint32_t firstBuffer = static_cast<uint32_t>(exe.buffers.size());
+    uint32_t firstFunction = static_cast<uint32_t>(exe.functions.size());
+    const std::vector<int64_t> shapes[] = {{16}, {2, 16}, {0, 16}};
+    uint64_t at = 0;
+    for (int shape = 0; shape < 3; ++shape) {
+      // Buffer firstBuffer + 2 * shape sends, the next one receives.
+      for (int receives = 0; receives < 2; ++receives) {
+        exe.buffers.push_back(makeBuffer(at, fb::DType::F32, shapes[shape]));
+        at += 128;
+      }
+      uint32_t from = firstBuffer + 2 * shape;
+      auto p = std::make_unique<fb::ParamT>();
+      p->hf_name = "stage1." + std::to_string(shape);
+      p->view_shape = p->hf_shape = shapes[shape];
+      p->buffer = from;
+      exe.params.push_back(std::move(p));
+      for (int receives = 0; receives < 2; ++receives) {
+        auto function = std::make_unique<fb::FunctionT>();
+        function->name = (receives ? "recv" : "send") + std::to_string(shape);
+        function->first_kernel = static_cast<uint32_t>(exe.kernels.size());
+        function->kernel_count = 1;
+        exe.functions.push_back(std::move(function));
+        exe.kernels.push_back(
+            receives ? makeKernel(Op::Recv, {}, {from + 1})
+                     : makeKernel(Op::Send, {from}, {}));
+        exe.kernels.back()->int_attrs = {0, 0};
+        exe.kernels.back()->stage = 1;
+      }
+    }
+    exe.arena_bytes = std::max<uint64_t>(exe.arena_bytes, at);
+    exe.planned_peak_bytes = exe.arena_bytes;
+    exe.stage_planned_peak_bytes = {exe.arena_bytes, exe.arena_bytes};
+    exe.stage_actions.push_back(std::make_unique<fb::StageActionsT>());
+    for (const Action &a : actions)
+      for (uint32_t k = functions[a.function]; k < functionEnd(a.function);
+           ++k) {
+        const Kernel &kernel = kernels[k];
+        if (!isTransfer(kernel.op))
+          continue;
+        bool stageZeroSends =
+            kernel.op == Op::Send || kernel.op == Op::SendStart;
+        uint32_t buffer =
+            stageZeroSends ? kernel.operands[0] : kernel.results[0];
+        // Stage 1 receives what stage 0 sends, and the other way round.
+        exe.stage_actions[1]->actions.emplace_back(
+            firstFunction + 2 * buffers[buffer].shape + (stageZeroSends ? 1 : 0),
+            0, 0);
+      }
   }
 };
 
@@ -190,6 +272,15 @@ Expected reference(const Spec &spec) {
     for (uint32_t b : *list)
       for (uint32_t s = 0; s < spec.slotsOf(b); ++s)
         current[out.base[b] + s] = {Lifetime::kLoad, numRuns};
+  // Started transfers: per instance nothing, a send or a receive in
+  // flight, and the microbatch that started it.
+  enum { Idle, Sending, Receiving };
+  std::vector<int> transfer(numInstances, Idle);
+  std::vector<uint32_t> startedFor(numInstances, 0);
+  auto slotChangesHands = [&](uint32_t b) {
+    return spec.buffers[b].pool >= 0 &&
+           !spec.pools[spec.buffers[b].pool].byMicrobatch;
+  };
   int64_t t = 0;
   for (size_t a = 0; a < spec.actions.size(); ++a) {
     const Spec::Action &action = spec.actions[a];
@@ -198,6 +289,34 @@ Expected reference(const Spec &spec) {
       const Spec::Kernel &kernel = spec.kernels[k];
       if (!aliasingHolds(kernel, action))
         return out;
+      // A wait ends a transfer started by its microbatch (where slots
+      // change hands); a start needs none in flight; a buffer being sent
+      // is only read, one being received not touched.
+      for (uint32_t b : kernel.operands) {
+        uint32_t i = out.base[b] + spec.slotOf(b, action);
+        if (kernel.op == Op::Wait) {
+          if (transfer[i] == Idle ||
+              (slotChangesHands(b) && startedFor[i] != action.microbatch))
+            return out;
+          transfer[i] = Idle;
+        } else if (kernel.op == Op::SendStart) {
+          if (transfer[i] != Idle)
+            return out;
+          transfer[i] = Sending;
+          startedFor[i] = action.microbatch;
+        } else if (transfer[i] == Receiving) {
+          return out;
+        }
+      }
+      for (uint32_t b : kernel.results) {
+        uint32_t i = out.base[b] + spec.slotOf(b, action);
+        if (transfer[i] != Idle)
+          return out;
+        if (kernel.op == Op::RecvStart) {
+          transfer[i] = Receiving;
+          startedFor[i] = action.microbatch;
+        }
+      }
       for (uint32_t b : kernel.operands) {
         uint32_t i = out.base[b] + spec.slotOf(b, action);
         if (current[i].first == none)
@@ -226,6 +345,9 @@ Expected reference(const Spec &spec) {
       return out; // never written
     current[out.base[b]].last = numRuns;
   }
+  for (int state : transfer)
+    if (state != Idle)
+      return out; // a transfer in flight at the end
   for (uint32_t i = 0; i < numInstances; ++i)
     if (current[i].first != none)
       out.intervals[i].push_back(current[i]);
@@ -272,7 +394,7 @@ Expected reference(const Spec &spec) {
 /// operands but their very bytes; offsets on few lanes, so that plans are
 /// right about half the time; the microbatches interleaved, each slot held
 /// by one microbatch at a time.
-Spec randomSpec(uint32_t seed) {
+Spec randomSpec(uint32_t seed, bool transfers = false) {
   std::mt19937 rng(seed);
   auto uniform = [&](uint32_t lo, uint32_t hi) {
     return std::uniform_int_distribution<uint32_t>(lo, hi)(rng);
@@ -281,6 +403,7 @@ Spec randomSpec(uint32_t seed) {
     return std::uniform_real_distribution<double>(0, 1)(rng) < p;
   };
   Spec spec;
+  spec.pipeline = transfers;
   uint32_t microbatches = uniform(1, 5);
   uint32_t numPools = uniform(0, 2);
   for (uint32_t p = 0; p < numPools; ++p) {
@@ -406,12 +529,54 @@ Spec randomSpec(uint32_t seed) {
     }
     return pick(from, shape);
   };
+  // With transfers: the buffers the function started and has not yet
+  // waited for, which waits mostly pick (a received one is read once it has
+  // been waited for).
+  std::vector<uint32_t> pending;
+  auto waitFor = [&](uint32_t b) {
+    spec.kernels.push_back({Op::Wait, {b}});
+    written.push_back(b);
+  };
   uint32_t numFunctions = uniform(2, 5);
   for (uint32_t f = 0; f < numFunctions; ++f) {
     spec.functions.push_back(static_cast<uint32_t>(spec.kernels.size()));
-    for (uint32_t k = 0, n = uniform(1, 7); k < n; ++k) {
-      Spec::Kernel kernel{Op::Zeros, {}, {}};
-      uint32_t kind = uniform(0, 4);
+    // At least one kernel (a wait with none to wait for adds none).
+    for (uint32_t k = 0, n = uniform(1, 7);
+         k < n || spec.kernels.size() == spec.functions.back(); ++k) {
+      Spec::Kernel kernel{Op::Zeros};
+      uint32_t kind = uniform(0, transfers ? 9 : 4);
+      if (kind >= 5) {
+        // 5, 6: send_start, send of a value; 7, 8: recv_start, recv into
+        // one; 9: a wait, mostly for a pending transfer.
+        if (kind == 9) {
+          int64_t b = -1;
+          if (!pending.empty() && !chance(0.1)) {
+            size_t i = uniform(0, static_cast<uint32_t>(pending.size() - 1));
+            b = pending[i];
+            pending.erase(pending.begin() + i);
+          } else if (chance(0.2)) {
+            b = pick(everything, -1);
+          } else {
+            continue;
+          }
+          waitFor(static_cast<uint32_t>(b));
+          continue;
+        }
+        bool sends = kind <= 6, starts = kind == 5 || kind == 7;
+        int64_t b = sends ? read(-1) : result(-1, f == 0, {});
+        if (b < 0)
+          continue;
+        Op op = sends ? (starts ? Op::SendStart : Op::Send)
+                      : (starts ? Op::RecvStart : Op::Recv);
+        spec.kernels.push_back({op, {}, {}, {1, 0}});
+        (sends ? spec.kernels.back().operands : spec.kernels.back().results)
+            .push_back(static_cast<uint32_t>(b));
+        if (starts)
+          pending.push_back(static_cast<uint32_t>(b));
+        else if (!sends)
+          written.push_back(static_cast<uint32_t>(b));
+        continue;
+      }
       if (kind == 0 || kind == 1) { // gelu, copy: the operand's shape
         int64_t x = read(-1);
         if (x >= 0)
@@ -448,6 +613,12 @@ Spec randomSpec(uint32_t seed) {
         written.push_back(b);
       spec.kernels.push_back(kernel);
     }
+    // Mostly, the function's transfers end with it (a wait in a later
+    // function runs once per run of that one).
+    if (transfers && chance(0.9))
+      for (uint32_t b : pending)
+        waitFor(b);
+    pending.clear();
   }
   for (uint32_t b : values)
     if (spec.buffers[b].pool < 0 && chance(0.3) &&
@@ -528,6 +699,46 @@ TEST(LifetimesTest, TheReplayFollowsTheRulesOnRandomSteps) {
   EXPECT_GT(accepted, 600);
   EXPECT_GT(refused, 600);
   std::printf("random steps: %d accepted, %d refused\n", accepted, refused);
+}
+
+TEST(LifetimesTest, TheStartedTransfersFollowTheRulesOnRandomSteps) {
+  int accepted = 0, refused = 0, transfers = 0;
+  for (uint32_t seed = 1; seed <= 3000; ++seed) {
+    Spec spec = randomSpec(seed, true);
+    Expected expected = reference(spec);
+    std::vector<uint8_t> payload = pack(spec.executable());
+    const fb::Executable &root = *fb::GetExecutable(payload.data());
+    Status checked = checkExecutable(root);
+    ASSERT_EQ(checked.isOk(), expected.accepted)
+        << "seed " << seed << ": " << checked.message();
+    if (!expected.accepted) {
+      ++refused;
+      continue;
+    }
+    ++accepted;
+    for (const Spec::Kernel &kernel : spec.kernels)
+      transfers += kernel.op == Op::SendStart || kernel.op == Op::RecvStart;
+    Program program;
+    ASSERT_TRUE(decodeProgram(root, program));
+    EXPECT_EQ(program.peakBytes, expected.peak) << "seed " << seed;
+    for (uint32_t i = 0; i < expected.intervals.size(); ++i) {
+      const std::vector<Lifetime> &want = expected.intervals[i];
+      std::vector<Lifetime> got = program.intervalsOf(i);
+      ASSERT_EQ(got.size(), want.size())
+          << "seed " << seed << " instance " << i;
+      for (size_t v = 0; v < got.size(); ++v) {
+        EXPECT_EQ(got[v].first, want[v].first) << "seed " << seed;
+        EXPECT_EQ(got[v].last, want[v].last) << "seed " << seed;
+      }
+    }
+  }
+  // Both outcomes are common, and accepted steps start transfers.
+  EXPECT_GT(accepted, 300);
+  EXPECT_GT(refused, 300);
+  EXPECT_GT(transfers, 300);
+  std::printf("random steps with transfers: %d accepted (%d started "
+              "transfers), %d refused\n",
+              accepted, transfers, refused);
 }
 
 //===----------------------------------------------------------------------===//
