@@ -78,7 +78,9 @@ Status Communicator::startRecv(void *, std::size_t, int, int, Request &) {
                        " communicator does not support it");
 }
 
-Status Communicator::prepareRequest(Request &) { return Status::ok(); }
+Status Communicator::prepareRequest(Request &request) {
+  return checkIdle("prepareRequest", request);
+}
 
 Request::State::~State() = default;
 

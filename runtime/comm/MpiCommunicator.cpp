@@ -264,7 +264,7 @@ public:
   }
 
   Status prepareRequest(Request &request) override {
-    if (Status s = checkIdle("prepareRequest", request); !s)
+    if (Status s = Communicator::prepareRequest(request); !s)
       return s;
     stateFor(request);
     return Status::ok();

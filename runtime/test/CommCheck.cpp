@@ -335,6 +335,22 @@ void checkPointToPoint(Communicator &comm, Checker &c, const char *group) {
     c.expectEqual(name("startSend/startRecv exchange"), in,
                   message(partner, big));
     c.expectOk(name("wait for the send again"), comm.wait(sent));
+
+    // The waited requests take the next transfers (their state reused, as
+    // a device's step does), and so does one prepared before its first.
+    std::vector<uint32_t> again = message(r + 7, big), in2(big, 0);
+    Request prepared;
+    c.expectOk(name("prepareRequest"), comm.prepareRequest(prepared));
+    c.expectOk(name("startSend on a waited request"),
+               comm.startSend(again.data(), big * 4, partner, 22, sent));
+    c.expectOk(name("startRecv on a prepared request"),
+               comm.startRecv(in2.data(), big * 4, partner, 22, prepared));
+    c.expectError(name("prepareRequest on a request in flight"),
+                  comm.prepareRequest(prepared));
+    c.expectOk(name("wait for the reused send"), comm.wait(sent));
+    c.expectOk(name("wait for the prepared recv"), comm.wait(prepared));
+    c.expectEqual(name("exchange on reused requests"), in2,
+                  message(partner + 7, big));
   }
 
   // A ring of started transfers (recv first this time), waited by waitAll,

@@ -152,11 +152,11 @@ public:
                            int tag, Request &request);
   virtual Status startRecv(void *data, std::size_t bytes, int peer, int tag,
                            Request &request);
-  /// Gives `request` (with nothing in flight) the state this backend's
-  /// starts use, so that starting transfers on it allocates nothing (a device
-  /// prepares the requests of its steps once). A start on a Request without
-  /// it makes it then. Ok and nothing done where the backend's starts
-  /// allocate anyway (the default).
+  /// Gives `request` the state this backend's starts use, so that starting
+  /// transfers on it allocates nothing (a device prepares the requests of
+  /// its steps once). A start on a Request without it makes it then. An
+  /// error for a request in flight; ok and nothing done where the backend's
+  /// starts allocate anyway (the default, NCCL).
   virtual Status prepareRequest(Request &request);
   /// Returns once `request`'s transfer is complete, with its outcome (a recv
   /// of another length than asked for is an error where the backend can
