@@ -174,6 +174,15 @@ Status writePipeline(const std::string &dir) {
       if (Status s = writeExecutable(name, actionModel(act)); !s)
         return s;
     }
+  // And on two stages with started transfers, both stages sending first.
+  ActionModelOptions started;
+  started.stages = 2;
+  started.microbatches = 4;
+  started.startedTransfers = true;
+  if (Status s = writeExecutable(dir + "/act2-started.tpcx",
+                                 actionModel(started));
+      !s)
+    return s;
   Tensors weights;
   weights.add("e.weight", DType::F32, {8, 4}, values(32, -1.0f, 0.0625f));
   weights.add("w0.weight", DType::F32, {4, 4}, values(16, 0.5f, -0.0625f));

@@ -8,7 +8,9 @@
 # the last stage), the same as the twin's; every file (outputs, gradients,
 # checkpoints) holds every tensor once and is byte for byte the twin's;
 # evaluation, made-up weights and inputs, token data, resuming from a
-# checkpoint and traces work on the stages. Exits 77 (skipped) without
+# checkpoint and traces work on the stages; the action-list step
+# (ActionExecutables.h) against its unrolled twin, with blocking and with
+# started transfers. Exits 77 (skipped) without
 # mpiexec on PATH. Prints one line per failed check; exits 1 if any.
 set -u
 run=$1
@@ -166,6 +168,25 @@ grep -q '"name":"attention","cat":"kernel".*"action":[0-9]*,"microbatch":3}' act
   fail "act1.json: no attention run of microbatch 3"
 grep -q '"name":"send","cat":"comm".*"microbatch":3}' act2.0.json ||
   fail "act2.0.json: no send of microbatch 3"
+
+# Started transfers (send_start, recv_start, wait), both stages sending
+# first, against the same step unrolled with blocking ones; the waits are
+# communication in the trace and in rank 0's times.
+if expect_ok act2-started "$run" act2-started.tpcx $act $(files act2-started) --ranks 2 --trace started.json; then
+  grep -v '^rank' act2-started.txt | cmp -s - act2-u.lines ||
+    fail "started transfers: other lines than unrolled: $(cat act2-started.raw)"
+  for f in out grads ckpt; do
+    expect_same act2-started-$f.safetensors act2-u-$f.safetensors
+  done
+  for r in 0 1; do
+    grep -q '"name":"wait","cat":"comm".*"microbatch":3}' started.$r.json ||
+      fail "started.$r.json: no wait of microbatch 3 as communication"
+    grep -q '"name":"send_start","cat":"comm"' started.$r.json ||
+      fail "started.$r.json: no send_start as communication"
+  done
+  grep -q '^tpc-run: trace: rank 1 steps_s [0-9.]* compute_s [0-9.]* comm_s [0-9.]*' act2-started.err ||
+    fail "started transfers: no times of rank 1: $(cat act2-started.err)"
+fi
 
 echo "tpc_run_pipeline.sh: $checks runs, $failures failed"
 [ "$failures" -eq 0 ]
