@@ -363,10 +363,8 @@ Status replayLifetimes(Program &program, const Roles &roles) {
               what + " has no transfer in flight to wait for (a wait "
                      "follows the send_start or recv_start of the same "
                      "buffer, the same slot, with no other wait between)");
-        bool starts = touch == TransferTouch::StartSend ||
-                      touch == TransferTouch::StartRecv;
-        if (starts && (before == TransferState::Sending ||
-                       touch == TransferTouch::StartSend))
+        if (touch == TransferTouch::StartSend ||
+            touch == TransferTouch::StartRecv)
           return Status::error(
               what + " already has a transfer in flight, started by " +
               startText(f) +
