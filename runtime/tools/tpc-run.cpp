@@ -579,15 +579,11 @@ Status printTimes(Interpreter &interpreter,
   return Status::ok();
 }
 
-/// Runs the executable on this rank; `world` holds every rank of the mesh
-/// (null for one rank).
-Status run(const Options &options, const fb::Executable &exe,
-           const FaultInjection &fault, Communicator *world) {
-  Interpreter interpreter;
-  if (Status s =
-          Interpreter::create(exe, createCpuDevice(), interpreter, world);
-      !s)
-    return s.withContext(options.model);
+void report(const Status &status, int rank, int ranks);
+
+/// The steps, evaluations and files of a run on this rank's interpreter.
+Status runSteps(const Options &options, const FaultInjection &fault,
+                Interpreter &interpreter) {
   const Program &program = interpreter.program();
   bool printer = interpreter.rank() == 0;
   const BindingRef *loss = program.findOutput("loss");
@@ -855,6 +851,26 @@ Status relaunch(int argc, char **argv, uint64_t ranks) {
   ::execv(mpiexec.c_str(), args.data());
   return Status::error("--ranks " + count + ": cannot run " + mpiexec + ": " +
                        std::strerror(errno));
+}
+
+/// Runs the executable on this rank; `world` holds every rank of the mesh
+/// (null for one rank).
+Status run(const Options &options, const fb::Executable &exe,
+           const FaultInjection &fault, Communicator *world) {
+  Interpreter interpreter;
+  if (Status s =
+          Interpreter::create(exe, createCpuDevice(), interpreter, world);
+      !s)
+    return s.withContext(options.model);
+  Status status = runSteps(options, fault, interpreter);
+  // A step that failed may leave started transfers in flight (send_start,
+  // recv_start), whose requests wait for their peers when the interpreter
+  // goes, and the peers may wait for this rank: end every rank first.
+  if (!status && world && world->size() > 1) {
+    report(status, world->rank(), world->size());
+    world->abort(1);
+  }
+  return status;
 }
 
 /// Prints a failure: "error: <message>", or "error: rank k: <message>" when
