@@ -60,6 +60,9 @@ struct ActionModelOptions {
   /// Two stages: send_start, recv_start and wait in the exchange order
   /// (see the file comment); else send and recv.
   bool startedTransfers = false;
+  /// With started transfers: stage 1 receives the activations with a
+  /// blocking recv (started and blocking transfers on one channel).
+  bool blockingActivationRecv = false;
   /// Rows of one microbatch, and the model's sizes.
   int64_t rows = 2, seq = 3, hidden = 4, vocab = 8;
 };
@@ -158,14 +161,16 @@ public:
     } else if (pp && o.startedTransfers) {
       // B(i)'s gradient sent before F(i+1)'s activation is received.
       add("recvA", 0);
-      add("waitA", 0);
+      if (!o.blockingActivationRecv)
+        add("waitA", 0);
       add("F", 0);
       for (int64_t i = 0; i < M; ++i) {
         add("B", i);
         add("sendG", i);
         if (i + 1 < M) {
           add("recvA", i + 1);
-          add("waitA", i + 1);
+          if (!o.blockingActivationRecv)
+            add("waitA", i + 1);
           add("F", i + 1);
         }
         add("waitG", i);
@@ -426,7 +431,8 @@ private:
     } else if (function == "sendA") {
       k(send, {stash("h", F32, act)}, {}, {1, pp0});
     } else if (function == "recvA") {
-      k(recv, {}, {stash("hr", F32, act)}, {0, pp0});
+      k(o.blockingActivationRecv ? Op::Recv : recv, {}, {stash("hr", F32, act)},
+        {0, pp0});
     } else if (function == "sendG") {
       k(send, {stash("dh", F32, act)}, {}, {0, pp0});
     } else if (function == "recvG") {

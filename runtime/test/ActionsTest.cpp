@@ -825,6 +825,14 @@ TEST(StartedTransfersTest, BothStagesSendFirst) {
   // The unrolled step: the same kernels in file order.
   s = check(startedModel(false));
   ASSERT_TRUE(s) << s.message();
+  // Stage 1 taking the started activations by blocking recvs.
+  ActionModelOptions mixed;
+  mixed.stages = 2;
+  mixed.microbatches = 4;
+  mixed.startedTransfers = true;
+  mixed.blockingActivationRecv = true;
+  s = check(actionModel(mixed));
+  ASSERT_TRUE(s) << s.message();
 
   // Blocking transfers in that order wait for each other: each stage at
   // its second send.

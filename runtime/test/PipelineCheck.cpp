@@ -16,7 +16,8 @@
 // and actions against its unrolled form on [pp=2] (on 4 ranks, on each half
 // of the world), bit for bit; so too with started transfers (send_start,
 // recv_start, wait) in the order blocking ones cannot run, both stages
-// sending first, in whole messages and cut into 64-byte pieces. Exit 0 when every rank passed, 1 otherwise, 77 (skipped)
+// sending first, in whole messages and cut into 64-byte pieces, and with
+// stage 1 taking the started activations by blocking recvs. Exit 0 when every rank passed, 1 otherwise, 77 (skipped)
 // without MPI.
 //
 //===----------------------------------------------------------------------===//
@@ -268,12 +269,15 @@ void checkPipeline(Communicator &world, const PipelineOptions &options,
 /// transfers: every value the rank's stage owns the same bit for bit after
 /// each of three steps, and the evaluated loss. With `started`, the actions
 /// start their transfers and wait for them later, both stages sending
-/// first; `pieceBytes` cuts the transfers (0: whole).
+/// first (with `mixed`, stage 1 receives the activations by blocking
+/// recvs); `pieceBytes` cuts the transfers (0: whole).
 void checkActionStages(Communicator &world, Checker &check,
-                       bool started = false, uint64_t pieceBytes = 0) {
+                       bool started = false, uint64_t pieceBytes = 0,
+                       bool mixed = false) {
   std::string where =
       std::string("actions, pp=2") +
       (started ? ", started transfers" : "") +
+      (mixed ? " and blocking recvs" : "") +
       (pieceBytes ? " in " + std::to_string(pieceBytes) + "-byte pieces"
                   : std::string()) +
       ": ";
@@ -283,6 +287,7 @@ void checkActionStages(Communicator &world, Checker &check,
   ActionModelOptions unrolledOptions = options;
   unrolledOptions.actions = false;
   options.startedTransfers = started;
+  options.blockingActivationRecv = mixed;
   Run actions, unrolled;
   if (!check.ok(where + "create",
                 actions.create(actionModel(options), &world, pieceBytes)) ||
@@ -364,6 +369,7 @@ int run(Communicator &world) {
     checkActionStages(world, check);
     checkActionStages(world, check, true);
     checkActionStages(world, check, true, 64);
+    checkActionStages(world, check, true, 64, true);
   } else {
     // Ranks are pp-major: rank = stage * 2 + dp position. The twin on
     // [dp=2] runs on the two ranks of each stage.
