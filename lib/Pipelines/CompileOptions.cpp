@@ -132,7 +132,8 @@ private:
 
 /// The settings that need a pipeline (a mesh with pp > 1).
 constexpr StringRef kPipelineSettings[] = {"schedule", "virtual-stages",
-                                           "stage-layers"};
+                                           "stage-layers",
+                                           "blocking-transfers"};
 
 /// The training settings, in the order their checks run.
 constexpr StringRef kTrainingSettings[] = {
@@ -337,6 +338,9 @@ LogicalResult SettingsReader::readPipeline(CompileOptions &options) {
     return notA("schedule", "1f1b",
                 "one of gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v");
   options.schedule = schedule.str();
+  if (failed(readBool("blocking-transfers", false,
+                      options.blockingTransfers)))
+    return failure();
   // ZB-V runs two chunks per rank down and up a V; interleaved 1F1B at
   // least two, round robin; the others one.
   bool zbv = schedule == "zb-v", interleaved = schedule == "interleaved-1f1b";

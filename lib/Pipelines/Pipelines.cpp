@@ -102,6 +102,7 @@ void mlir::tpc::buildDistribute(OpPassManager &pm,
     dist::DistPipelineStagesOptions stages;
     stages.schedule = options.schedule;
     stages.functions = options.microbatchActions();
+    stages.asyncTransfers = !options.blockingTransfers;
     pm.addPass(dist::createDistPipelineStages(stages));
   }
 }
@@ -280,6 +281,11 @@ struct CompilePipelineOptions
       *this, "unroll-microbatches",
       llvm::cl::desc("Unroll the microbatches into one kernel list instead "
                      "of functions run by actions")};
+  Switch blockingTransfers{
+      *this, "blocking-transfers",
+      llvm::cl::desc("With pp > 1: a template's transfers block where the "
+                     "schedule sends and receives (as tpc-compile "
+                     "--blocking-transfers)")};
   Text shardingPass{
       *this, "sharding-pass",
       llvm::cl::desc("The pass that annotates the layouts in place of "
@@ -323,7 +329,8 @@ struct CompilePipelineOptions
   CompileSettings given() const {
     CompileSettings settings;
     for (const Switch *option :
-         {&train, &sequenceParallel, &vocabParallel, &unrollMicrobatches})
+         {&train, &sequenceParallel, &vocabParallel, &unrollMicrobatches,
+          &blockingTransfers})
       if (option->hasValue())
         settings[option->ArgStr] = option->getValue() ? "true" : "false";
     for (const Text *option :

@@ -207,6 +207,14 @@ static int fail(const llvm::Twine &message) {
   return tpc::reportError(message);
 }
 
+static cl::opt<bool> blockingTransfers(
+    "blocking-transfers",
+    cl::desc("With pp > 1: each transfer between pipeline ranks blocks "
+             "where the schedule sends and receives, instead of starting "
+             "there (a receive one compute earlier) and being waited for "
+             "later (a send after the rank's next compute), which overlaps "
+             "it with computation but holds a microbatch's slot longer"),
+    cl::cat(category));
 /// The flags of the compile's settings that were given, as text by name
 /// (tpc::parseCompileOptions reads and checks them).
 static tpc::CompileSettings givenSettings() {
@@ -215,7 +223,8 @@ static tpc::CompileSettings givenSettings() {
     return flag.getNumOccurrences() > 0;
   };
   for (const cl::opt<bool> *flag :
-       {&train, &sequenceParallel, &vocabParallel, &unrollMicrobatches})
+       {&train, &sequenceParallel, &vocabParallel, &unrollMicrobatches,
+        &blockingTransfers})
     if (given(*flag))
       settings[flag->ArgStr] = *flag ? "true" : "false";
   for (const cl::opt<std::string> *flag : trainFlags)

@@ -57,6 +57,9 @@ struct CompileOptions {
   /// Unroll the microbatches into one kernel list (the form before the
   /// executable contract) instead of functions run by actions.
   bool unrollMicrobatches = false;
+  /// A pipeline template's transfers block where the schedule sends and
+  /// receives instead of starting early and being waited for late.
+  bool blockingTransfers = false;
 
   /// Whether the training step compiles to functions run by actions, one
   /// per microbatch (one device with several microbatches, or a pipeline

@@ -851,6 +851,8 @@ LogicalResult Lowering::lowerOp(Operation *op) {
                               "dist-partition first";
   if (isa<dist::SendOp, dist::RecvOp>(op))
     return lowerTransfer(op);
+  if (isa<dist::WaitOp>(op))
+    return emitKernel(op, KernelSpec{OpCode::Wait}, op->getOperands(), {});
   if (isa<dist::AllReduceOp, dist::AllGatherOp, dist::ReduceScatterOp,
           dist::ShardSliceOp, dist::ShardPadOp, dist::AllToAllOp>(op)) {
     FailureOr<KernelSpec> spec = collectiveKernel(op);
@@ -1042,8 +1044,10 @@ LogicalResult Lowering::lowerTransfer(Operation *op) {
            : meshIndices(op, recv.getMeshAttr(), recv.getAxes());
   if (failed(indices))
     return failure();
-  KernelSpec spec{send ? OpCode::Send : OpCode::Recv,
-                  {send ? pairs[1] : pairs[0]}};
+  bool async = send ? send.getAsync() : recv.getAsync();
+  OpCode opcode = send ? (async ? OpCode::SendStart : OpCode::Send)
+                       : (async ? OpCode::RecvStart : OpCode::Recv);
+  KernelSpec spec{opcode, {send ? pairs[1] : pairs[0]}};
   spec.ints.append(*indices);
   return emitKernel(op, spec, op->getOperands(), op->getResults());
 }
