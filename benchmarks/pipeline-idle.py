@@ -3,14 +3,15 @@
 
 Usage: benchmarks/pipeline-idle.py [--bin build/bin] [--out DIR] [--steps K]
                                    [--microbatches M] [--layers L] [--hidden H]
+                                   [--transfers async|blocking|both]
 
 Compiles one GPT-2 training step for two pipeline ranks (`--mesh pp=2`) under
 each schedule (gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v), runs K steps on
 two CPU ranks with `tpc-run --ranks 2 --trace`, and prints per stage:
 
 - the step time and the measured idle fraction: the time its kernels spend
-  blocked in point-to-point transfers and collectives (send, recv,
-  all_reduce, ...), from the trace, over the step time;
+  blocked in point-to-point transfers and collectives (send, recv, their
+  starts and waits, all_reduce, ...), from the trace, over the step time;
 - T_F, T_B, T_W: the time of one microbatch's forward, input-gradient and
   weight-gradient kernels on one chunk, measured in the same run (the
   kernels' phase comes from `tpc-compile --emit mlir`, which marks each
@@ -23,6 +24,10 @@ two CPU ranks with `tpc-run --ranks 2 --trace`, and prints per stage:
     zb-h1              (p-1)(T_F+T_B-T_W)
     zb-v               (p-1)(T_F+T_B-2T_W) with one chunk's T's, at least 0
                        (Qi et al. 2023: no bubble when T_F = T_B = T_W)
+
+Each schedule runs with asynchronous transfers (tpc-compile's default) and,
+with --transfers both (the default) or blocking, again with
+--blocking-transfers ("1f1b blocking"), side by side.
 
 The first step is a warm-up and is left out. Two ranks on two cores: one core
 each (OPENBLAS_NUM_THREADS=1), so that waiting is waiting, not sharing.
@@ -38,8 +43,8 @@ import sys
 import tempfile
 
 SCHEDULES = ["gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zb-v"]
-BLOCKING = {"send", "recv", "all_reduce", "all_gather", "reduce_scatter",
-            "all_to_all"}
+BLOCKING = {"send", "recv", "send_start", "recv_start", "wait", "all_reduce",
+            "all_gather", "reduce_scatter", "all_to_all"}
 KERNEL = re.compile(r"rt\.kernel (\w+)\(.*?\{([^{}]*stage = (\d+) : ui32[^{}]*)\}")
 PHASE = re.compile(r'tpc\.phase = "train_([FBW])_chunk(\d+)"')
 
@@ -108,6 +113,8 @@ def main():
     # A small vocabulary keeps the LM head (on the last stage) light, so
     # that the stages are equal, as the formulas assume.
     parser.add_argument("--vocab", type=int, default=64)
+    parser.add_argument("--transfers", default="both",
+                        choices=["async", "blocking", "both"])
     args = parser.parse_args()
     out = args.out or tempfile.mkdtemp(prefix="pipeline-idle.")
     os.makedirs(out, exist_ok=True)
@@ -133,15 +140,18 @@ def main():
           "%d steps (the first left out)" % (
               args.layers, args.hidden, args.seq, args.microbatches,
               args.microbatch_size, ranks, args.steps))
-    print("%-17s %5s %9s %10s %9s %8s %8s %8s %9s %6s" % (
+    print("%-25s %5s %9s %10s %9s %8s %8s %8s %9s %6s" % (
         "schedule", "stage", "step ms", "blocked ms", "idle", "T_F ms",
         "T_B ms", "T_W ms", "formula", "ratio"))
-    for schedule in SCHEDULES:
+    modes = {"async": [False], "blocking": [True],
+             "both": [False, True]}[args.transfers]
+    for schedule, blocking in [(s, b) for s in SCHEDULES for b in modes]:
         v = 2 if schedule in ("interleaved-1f1b", "zb-v") else 1
         flags = ["--train", "--optimizer", "sgd", "--mesh", "pp=%d" % ranks,
                  "--microbatches", str(args.microbatches), "--schedule",
-                 schedule]
-        base = os.path.join(out, schedule)
+                 schedule] + (["--blocking-transfers"] if blocking else [])
+        name = schedule + (" blocking" if blocking else "")
+        base = os.path.join(out, schedule + ("-blocking" if blocking else ""))
         rt_mlir = run([os.path.join(args.bin, "tpc-compile"), model,
                        "--emit", "mlir", "-o", "-"] + flags)
         phases = kernel_phases(rt_mlir)
@@ -161,8 +171,8 @@ def main():
             idle = blocked / wall
             formula = bubble / wall
             ratio = "%6.2f" % (idle / formula) if formula > 0 else "   n/a"
-            print("%-17s %5d %9.2f %10.2f %9.3f %8.3f %8.3f %8.3f %9.3f %s" % (
-                schedule, r, wall / 1e3, blocked / 1e3, idle, t["F"] / 1e3,
+            print("%-25s %5d %9.2f %10.2f %9.3f %8.3f %8.3f %8.3f %9.3f %s" % (
+                name, r, wall / 1e3, blocked / 1e3, idle, t["F"] / 1e3,
                 t["B"] / 1e3, t["W"] / 1e3, formula, ratio))
     print("files: %s" % out)
 
