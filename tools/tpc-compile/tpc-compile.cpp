@@ -213,7 +213,8 @@ static cl::opt<bool> blockingTransfers(
              "where the schedule sends and receives, instead of starting "
              "there (a receive one compute earlier) and being waited for "
              "later (a send after the rank's next compute), which overlaps "
-             "it with computation but holds a microbatch's slot longer"),
+             "it with computation but keeps the buffers in flight live "
+             "longer (the pools do not grow)"),
     cl::cat(category));
 /// The flags of the compile's settings that were given, as text by name
 /// (tpc::parseCompileOptions reads and checks them).
