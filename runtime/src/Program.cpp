@@ -420,6 +420,17 @@ ActionRef Program::stageAction(uint32_t stage, uint32_t action) const {
   return stageActions[stage][action];
 }
 
+std::pair<const Program::RunMeet *, const Program::RunMeet *>
+Program::meetsOf(uint32_t stage, uint64_t run) const {
+  auto range = std::equal_range(
+      runMeets.begin(), runMeets.end(), RunMeet{stage, run, 0, 0},
+      [](const RunMeet &x, const RunMeet &y) {
+        return std::make_pair(x.stage, x.run) < std::make_pair(y.stage, y.run);
+      });
+  return {runMeets.data() + (range.first - runMeets.begin()),
+          runMeets.data() + (range.second - runMeets.begin())};
+}
+
 std::vector<KernelRun> Program::runsComputing(uint32_t buffer) const {
   // Per stage, backwards from the end of its step: a run is needed when it
   // writes an instance (a buffer, or a pooled buffer's slot) a later needed
@@ -474,11 +485,10 @@ std::vector<KernelRun> Program::runsComputing(uint32_t buffer) const {
           needed[instance(result)] = false;
         for (const TensorRef &operand : call.operands)
           needed[instance(operand)] = true;
-        auto meets = runMeets.find({stage, r});
-        if (meets == runMeets.end())
-          continue;
-        for (const auto &[other, run] : meets->second) {
-          auto it = forced.find(other);
+        auto [first, last] = meetsOf(stage, r);
+        for (const RunMeet *meet = first; meet != last; ++meet) {
+          auto it = forced.find(meet->otherStage);
+          uint64_t run = meet->otherRun;
           if (it != forced.end() && run < it->second.size() &&
               !it->second[run]) {
             it->second[run] = true;

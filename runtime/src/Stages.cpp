@@ -164,23 +164,34 @@ Status tpcrt::checkTransfers(Program &program) {
     uint64_t post = 0;
     bool paired = false;
     int64_t start = -1;
+    /// Its place among every stage's meetings, the stages in order.
+    size_t id = 0;
   };
-  std::map<uint32_t, std::vector<Meeting>> lists;
+  // The channels, from a stage to another: each side's posts in order.
+  struct Channel {
+    std::vector<std::pair<uint32_t, Meeting *>> sends, recvs;
+  };
+  // A stage's meetings, how far it has got through them (the next one) and
+  // whether it waits for a blocking transfer it posted; the channels it
+  // posts on (to a peer: sends; from one: recvs), found once each.
+  struct Stage {
+    std::vector<Meeting> list;
+    size_t next = 0;
+    bool posted = false;
+    std::vector<std::pair<std::pair<uint32_t, bool>, Channel *>> channels;
+  };
+  std::map<uint32_t, Stage> lists;
   auto meets = [&](const KernelCall &call) {
     return isTransfer(call) || call.op == fb::OpCode::Wait ||
            (spansStages(program, call) &&
             kernelInfo(call.op)->kind == KernelKind::Communicates);
   };
   bool actions = program.hasActions();
-  auto add = [&](uint32_t stage, KernelCall &call, uint64_t run,
-                 uint32_t action) {
-    lists[stage].push_back({&call, run, action});
-  };
   if (!actions) {
     forEachRun(program, [&](uint32_t stage, uint64_t run, uint32_t kernel,
                             uint32_t action) {
       if (meets(all[kernel]))
-        add(stage, all[kernel], run, action);
+        lists[stage].list.push_back({&all[kernel], run, action});
     });
   } else {
     // Each function's meeting kernels, found once: an action adds them at
@@ -196,42 +207,72 @@ Status tpcrt::checkTransfers(Program &program) {
     for (uint32_t stage = 0; stage < program.stageActions.size(); ++stage) {
       uint64_t run = 0;
       const std::vector<ActionRef> &list = program.stageActions[stage];
+      std::vector<Meeting> *mine = nullptr;
       for (uint32_t a = 0; a < list.size(); ++a) {
         const FunctionRef &function = program.functions[list[a].function];
-        for (uint32_t p : meetingsOf[list[a].function])
-          add(stage, all[function.firstKernel + p], run + p, a);
+        for (uint32_t p : meetingsOf[list[a].function]) {
+          if (!mine)
+            mine = &lists[stage].list;
+          mine->push_back({&all[function.firstKernel + p], run + p, a});
+        }
         run += function.kernelCount;
       }
     }
   }
+  size_t numMeetings = 0;
+  for (auto &entry : lists)
+    for (Meeting &m : entry.second.list)
+      m.id = numMeetings++;
+
+  // What each meeting meets (Program::runMeets, once the check passes):
+  // the meeting's id and the other run.
+  struct Found {
+    size_t id;
+    uint32_t otherStage;
+    uint64_t otherRun;
+  };
+  std::vector<Found> found;
 
   // Each wait's start: the last one on the same buffer instance before it.
   // A start and its wait meet within the stage (evaluate() runs both).
-  for (auto &[stage, list] : lists) {
-    std::map<uint64_t, int64_t> started; // instance -> position in list
-    for (size_t i = 0; i < list.size(); ++i) {
-      Meeting &m = list[i];
-      if (m.call->op != fb::OpCode::SendStart &&
-          m.call->op != fb::OpCode::RecvStart && m.call->op != fb::OpCode::Wait)
-        continue;
+  std::vector<int64_t> started; // instance -> position in list, or -1
+  for (auto &[stage, entry] : lists) {
+    std::vector<Meeting> &list = entry.list;
+    auto instanceOf = [&, stage = stage](const Meeting &m) {
       ActionRef action = program.stageAction(stage, m.action);
       const TensorRef &t = m.call->operands.empty() ? m.call->results[0]
                                                     : m.call->operands[0];
-      uint64_t instance = program.instanceBase[t.buffer] +
-                          t.slotOf(action.microbatch, action.slot);
+      return program.instanceBase[t.buffer] +
+             t.slotOf(action.microbatch, action.slot);
+    };
+    auto isStartOrWait = [](const Meeting &m) {
+      return m.call->op == fb::OpCode::SendStart ||
+             m.call->op == fb::OpCode::RecvStart ||
+             m.call->op == fb::OpCode::Wait;
+    };
+    for (size_t i = 0; i < list.size(); ++i) {
+      Meeting &m = list[i];
+      if (!isStartOrWait(m))
+        continue;
+      if (started.empty())
+        started.assign(program.numInstances, -1);
+      int64_t &at = started[instanceOf(m)];
       if (m.call->op != fb::OpCode::Wait) {
-        started[instance] = static_cast<int64_t>(i);
+        at = static_cast<int64_t>(i);
         continue;
       }
-      auto it = started.find(instance);
-      if (it == started.end())
+      if (at < 0)
         continue;
-      m.start = it->second;
-      started.erase(it);
+      m.start = at;
+      at = -1;
       const Meeting &start = list[m.start];
-      program.runMeets[{stage, m.run}].push_back({stage, start.run});
-      program.runMeets[{stage, start.run}].push_back({stage, m.run});
+      found.push_back({m.id, stage, start.run});
+      found.push_back({start.id, stage, m.run});
     }
+    // None started for the next stage.
+    for (const Meeting &m : list)
+      if (isStartOrWait(m))
+        started[instanceOf(m)] = -1;
   }
 
   // "kernel 3 (send to stage 1)", "kernel 7 (wait for kernel 3 (send_start
@@ -244,34 +285,37 @@ Status tpcrt::checkTransfers(Program &program) {
               ": ";
     if (m.call->op != fb::OpCode::Wait || m.start < 0)
       return where + meetingText(program, *m.call);
-    const Meeting &start = lists[stage][m.start];
+    const Meeting &start = lists[stage].list[m.start];
     return where + "kernel " + std::to_string(m.call->index) + " (wait for " +
            (actions ? "action " + std::to_string(start.action) + "'s " : "") +
            meetingText(program, *start.call) + ")";
   };
-  auto meet = [&](uint32_t stage, const Meeting &m, uint32_t otherStage,
+  auto meet = [&](const Meeting &m, uint32_t otherStage,
                   const Meeting &other) {
     if (!actions)
       m.call->meets.push_back(other.call->index);
-    program.runMeets[{stage, m.run}].push_back({otherStage, other.run});
+    found.push_back({m.id, otherStage, other.run});
   };
 
-  // The channels, from a stage to another: each side's posts in order.
-  struct Channel {
-    std::vector<std::pair<uint32_t, Meeting *>> sends, recvs;
-  };
   std::map<std::pair<uint32_t, uint32_t>, Channel> channels;
   // Posts transfer `m` of `stage`, pairing it with the other side's post of
   // the same place if there is one.
-  auto post = [&](uint32_t stage, Meeting &m) -> Status {
+  auto post = [&](uint32_t stage, Stage &mine, Meeting &m) -> Status {
     auto peer = static_cast<uint32_t>(m.call->intAttrs[0]);
     bool sends = isSendSide(*m.call);
-    Channel &channel =
-        channels[sends ? std::make_pair(stage, peer) : std::make_pair(peer, stage)];
-    auto &mine = sends ? channel.sends : channel.recvs;
-    auto &theirs = sends ? channel.recvs : channel.sends;
-    m.post = mine.size();
-    mine.emplace_back(stage, &m);
+    Channel *channel = nullptr;
+    for (const auto &known : mine.channels)
+      if (known.first == std::make_pair(peer, sends))
+        channel = known.second;
+    if (!channel) {
+      channel = &channels[sends ? std::make_pair(stage, peer)
+                                : std::make_pair(peer, stage)];
+      mine.channels.push_back({{peer, sends}, channel});
+    }
+    auto &ours = sends ? channel->sends : channel->recvs;
+    auto &theirs = sends ? channel->recvs : channel->sends;
+    m.post = ours.size();
+    ours.emplace_back(stage, &m);
     if (theirs.size() <= m.post)
       return Status::ok();
     Meeting &other = *theirs[m.post].second;
@@ -283,58 +327,57 @@ Status tpcrt::checkTransfers(Program &program) {
                            actionText(program, m.action,
                                       program.stageActions[stage][m.action]))
                      : st;
-    meet(stage, m, peer, other);
-    meet(peer, other, stage, m);
+    meet(m, peer, other);
+    meet(other, stage, m);
     m.paired = other.paired = true;
     return Status::ok();
   };
 
-  std::map<uint32_t, size_t> next;
-  // Blocking transfers posted and not yet paired, by stage.
-  std::map<uint32_t, bool> posted;
+  auto next = [](Stage &entry) -> Meeting * {
+    return entry.next < entry.list.size() ? &entry.list[entry.next] : nullptr;
+  };
   auto at = [&](uint32_t stage) -> Meeting * {
-    auto list = lists.find(stage);
-    if (list == lists.end() || next[stage] >= list->second.size())
-      return nullptr;
-    return &list->second[next[stage]];
+    auto entry = lists.find(stage);
+    return entry == lists.end() ? nullptr : next(entry->second);
   };
   bool everyStage = static_cast<int64_t>(lists.size()) == program.numStages;
+  std::vector<std::pair<uint32_t, Meeting *>> meeting;
+  std::vector<const KernelCall *> calls;
   for (bool progress = true; progress;) {
     progress = false;
-    for (auto &entry : lists) {
-      uint32_t stage = entry.first;
+    for (auto &[stage, entry] : lists) {
       // As far as the stage gets on its own.
-      while (Meeting *m = at(stage)) {
+      while (Meeting *m = next(entry)) {
         KernelCall *call = m->call;
         if (isTransfer(*call)) {
-          if (!posted[stage])
-            if (Status st = post(stage, *m); !st)
+          if (!entry.posted)
+            if (Status st = post(stage, entry, *m); !st)
               return st;
-          posted[stage] = isBlocking(*call) && !m->paired;
-          if (posted[stage])
+          entry.posted = isBlocking(*call) && !m->paired;
+          if (entry.posted)
             break;
         } else if (call->op == fb::OpCode::Wait) {
-          if (m->start >= 0 && !entry.second[m->start].paired)
+          if (m->start >= 0 && !entry.list[m->start].paired)
             break;
         } else {
           break; // a collective: below, with every stage at one
         }
-        ++next[stage];
+        ++entry.next;
         progress = true;
       }
     }
     if (!everyStage)
       continue;
-    std::vector<std::pair<uint32_t, Meeting *>> meeting;
-    for (const auto &other : lists) {
-      Meeting *o = at(other.first);
+    meeting.clear();
+    for (auto &[stage, entry] : lists) {
+      Meeting *o = next(entry);
       if (!o || isTransfer(*o->call) || o->call->op == fb::OpCode::Wait)
         break;
-      meeting.emplace_back(other.first, o);
+      meeting.emplace_back(stage, o);
     }
     if (meeting.size() != lists.size())
       continue;
-    std::vector<const KernelCall *> calls;
+    calls.clear();
     for (const auto &one : meeting)
       calls.push_back(one.second->call);
     if (Status st = checkMeeting(program, calls); !st)
@@ -342,8 +385,8 @@ Status tpcrt::checkTransfers(Program &program) {
     for (const auto &one : meeting) {
       for (const auto &other : meeting)
         if (other.second != one.second)
-          meet(one.first, *one.second, other.first, *other.second);
-      ++next[one.first];
+          meet(*one.second, other.first, *other.second);
+      ++lists[one.first].next;
     }
     progress = true;
   }
@@ -355,7 +398,7 @@ Status tpcrt::checkTransfers(Program &program) {
                std::to_string(entry.first) + " waits at " +
                text(entry.first, *m);
       const KernelCall *transfer =
-          m->call->op == fb::OpCode::Wait ? entry.second[m->start].call
+          m->call->op == fb::OpCode::Wait ? entry.second.list[m->start].call
                                           : m->call;
       if (isTransfer(*transfer) &&
           !at(static_cast<uint32_t>(transfer->intAttrs[0])))
@@ -371,5 +414,24 @@ Status tpcrt::checkTransfers(Program &program) {
         "wait returns once the peer has posted the other side of the "
         "transfer, a send or recv is both): " +
         waits);
+
+  // Program::runMeets: by meeting (by stage, then run), each one's in the
+  // order found.
+  std::vector<size_t> from(numMeetings + 1, 0);
+  for (const Found &f : found)
+    ++from[f.id + 1];
+  for (size_t i = 0; i < numMeetings; ++i)
+    from[i + 1] += from[i];
+  std::vector<const Meeting *> byId(numMeetings);
+  std::vector<uint32_t> stageOf(numMeetings);
+  for (const auto &[stage, entry] : lists)
+    for (const Meeting &m : entry.list) {
+      byId[m.id] = &m;
+      stageOf[m.id] = stage;
+    }
+  program.runMeets.assign(found.size(), Program::RunMeet());
+  for (const Found &f : found)
+    program.runMeets[from[f.id]++] = {stageOf[f.id], byId[f.id]->run,
+                                      f.otherStage, f.otherRun};
   return Status::ok();
 }

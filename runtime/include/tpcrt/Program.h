@@ -370,11 +370,16 @@ struct Program {
   uint64_t numRuns = 0;
   /// On a pipeline, the runs of other stages each run meets: a send's
   /// recv, a collective's counterparts over "pp"; and on its own stage a
-  /// started transfer's wait, a wait's start. Keys and values are (stage,
-  /// run index in that stage's step).
-  std::map<std::pair<uint32_t, uint64_t>,
-           std::vector<std::pair<uint32_t, uint64_t>>>
-      runMeets;
+  /// started transfer's wait, a wait's start. A run is (stage, run index in
+  /// that stage's step); sorted by run (stage, then index), a run's
+  /// meetings in the order found (meetsOf).
+  struct RunMeet {
+    uint32_t stage = 0;
+    uint64_t run = 0;
+    uint32_t otherStage = 0;
+    uint64_t otherRun = 0;
+  };
+  std::vector<RunMeet> runMeets;
   /// The number of kernels in the file (all stages).
   uint32_t numKernels = 0;
   /// On a pipeline (numStages > 1): every kernel of the file, by index,
@@ -437,6 +442,9 @@ struct Program {
   std::vector<std::pair<uint32_t, uint32_t>> stageRuns(uint32_t stage) const;
   /// The action of stage `stage` numbered `action` (stageRuns' second).
   ActionRef stageAction(uint32_t stage, uint32_t action) const;
+  /// The entries of runMeets for run `run` of stage `stage`: [first, last).
+  std::pair<const RunMeet *, const RunMeet *> meetsOf(uint32_t stage,
+                                                      uint64_t run) const;
 };
 
 /// Inputs the runtime fills itself rather than reading from a batch:
