@@ -1089,6 +1089,56 @@ bool planFunction(const Program &program, const FunctionRuns &runs,
   return true;
 }
 
+/// The instances that summarizedPlan's live set may hold (params, state
+/// and inputs live from load, the slots of the functions' boundary buffers)
+/// that share no byte with another of them. Such an instance clashes with
+/// nothing while it lives (bar a second entry of its own), so the sweep
+/// need not place it among the others by offset. O(n log n) in the
+/// instances: no pairs are listed.
+std::vector<bool> aloneInstances(const Program &program,
+                                 const StepSummary &summary) {
+  std::vector<uint32_t> bufferOf(program.numInstances);
+  for (uint32_t b = 0; b < program.buffers.size(); ++b)
+    for (uint32_t s = 0, n = slotsOf(program, program.buffers[b]); s < n; ++s)
+      bufferOf[program.instanceBase[b] + s] = b;
+  std::vector<bool> candidate(program.buffers.size(), false);
+  for (const LiveInterval &interval : program.instanceIntervals)
+    if (interval.life.first == Lifetime::kLoad)
+      candidate[bufferOf[interval.instance]] = true;
+  for (const FunctionRuns &runs : summary.functions)
+    if (runs.count)
+      for (const Touch &touch : runs.boundary)
+        candidate[touch.buffer] = true;
+  struct Extent {
+    uint64_t offset, end;
+    uint32_t instance;
+  };
+  std::vector<Extent> extents;
+  for (uint32_t b = 0; b < program.buffers.size(); ++b) {
+    const TensorRef &t = program.buffers[b];
+    if (!candidate[b] || t.bytes == 0)
+      continue;
+    for (uint32_t s = 0, n = slotsOf(program, t); s < n; ++s)
+      extents.push_back({t.offset + s * t.poolStride,
+                         t.offset + s * t.poolStride + t.bytes,
+                         program.instanceBase[b] + s});
+  }
+  std::sort(extents.begin(), extents.end(),
+            [](const Extent &x, const Extent &y) { return x.offset < y.offset; });
+  // By offset: one shares a byte with an earlier one if it starts below the
+  // furthest end before it, with a later one if the next starts below its
+  // end.
+  std::vector<bool> alone(program.numInstances, true);
+  uint64_t reach = 0;
+  for (size_t i = 0; i < extents.size(); ++i) {
+    if ((i > 0 && extents[i].offset < reach) ||
+        (i + 1 < extents.size() && extents[i + 1].offset < extents[i].end))
+      alone[extents[i].instance] = false;
+    reach = std::max(reach, extents[i].end);
+  }
+  return alone;
+}
+
 /// checkPlanAndMeasurePeak from the summary and the intervals that
 /// summarizedLifetimes (or the replay) made. Sweeps the actions with the
 /// live params, state, inputs and boundary instances by offset, each action
@@ -1148,12 +1198,24 @@ bool summarizedPlan(Program &program, const StepSummary &summary) {
                           over.begin() + overAt[instance] + 1 +
                               over[overAt[instance]]);
   };
+  // An instance that shares no byte with any other that may be live with
+  // it (alone) cannot clash but with itself: a flag says whether it is
+  // live, and the live set by offset holds only the others (any clash of
+  // theirs is with one of them).
+  std::vector<bool> alone = aloneInstances(program, summary);
+  std::vector<bool> isLive(program.numInstances, false);
   auto enter = [&](uint32_t instance, uint64_t offset, uint64_t bytes) {
     if (bytes == 0)
       return true;
-    if (live.clash(offset, bytes) >= 0)
-      return false;
-    live.insert(offset, bytes, instance);
+    if (alone[instance]) {
+      if (isLive[instance])
+        return false;
+      isLive[instance] = true;
+    } else {
+      if (live.clash(offset, bytes) >= 0)
+        return false;
+      live.insert(offset, bytes, instance);
+    }
     auto [first, last] = functionsOver(instance, offset, bytes);
     for (auto it = first; it != last; ++it)
       ++sharing[*it];
@@ -1162,7 +1224,10 @@ bool summarizedPlan(Program &program, const StepSummary &summary) {
   auto leave = [&](uint32_t instance, uint64_t offset, uint64_t bytes) {
     if (bytes == 0)
       return;
-    live.erase(offset, instance);
+    if (alone[instance])
+      isLive[instance] = false;
+    else
+      live.erase(offset, instance);
     auto [first, last] = functionsOver(instance, offset, bytes);
     for (auto it = first; it != last; ++it)
       --sharing[*it];
