@@ -507,6 +507,26 @@ struct TransferEffect {
   }
 };
 
+/// A buffer's instances: the first (Program::instanceBase), and slot s's
+/// bytes [offset + s * stride, + bytes); the slot of a run as
+/// TensorRef::slotOf.
+struct Place {
+  uint32_t base = 0;
+  bool pooled = false, byMicrobatch = false;
+  uint64_t offset = 0, stride = 0, bytes = 0;
+
+  explicit Place(const Program &program, uint32_t buffer)
+      : base(program.instanceBase[buffer]),
+        pooled(program.buffers[buffer].pool >= 0),
+        byMicrobatch(program.buffers[buffer].byMicrobatch),
+        offset(program.buffers[buffer].offset),
+        stride(program.buffers[buffer].poolStride),
+        bytes(program.buffers[buffer].bytes) {}
+  uint32_t slotOf(uint32_t microbatch, uint32_t slot) const {
+    return !pooled ? 0 : byMicrobatch ? microbatch : slot;
+  }
+};
+
 /// A function as the step's actions run it (count 0: none does).
 struct FunctionRuns {
   /// Its kernels' positions in calls.
@@ -519,6 +539,11 @@ struct FunctionRuns {
   /// The buffers it alone touches and the boundary ones (the persistent
   /// ones, whose touches change nothing, are left out).
   std::vector<Touch> temporaries, boundary;
+  /// Where each boundary buffer's instances lie, copied from the buffer so
+  /// that an action's walk over its boundary reads them in order.
+  std::vector<Place> places;
+  /// How many of its boundary touches write first (start an interval).
+  uint32_t writes = 0;
   /// Its effect on the started transfers of each buffer they concern.
   std::vector<TransferEffect> transfers;
 };
@@ -592,6 +617,10 @@ StepSummary summarize(const Program &program, const Roles &roles) {
       bool temporary = users[b] == 1 && program.buffers[b].pool < 0 &&
                        roles.of[b] == Role::None && !bound[b];
       (temporary ? runs.temporaries : runs.boundary).push_back(touch);
+      if (!temporary) {
+        runs.places.emplace_back(program, b);
+        runs.writes += !touch.reads;
+      }
     }
   }
 
@@ -725,6 +754,13 @@ bool summarizedLifetimes(Program &program, const Roles &roles,
 
   std::vector<Lifetime> lives = initialLives(program, roles);
   std::vector<LiveInterval> closed;
+  // At most one closed per write, and each temporary's.
+  size_t most = 0;
+  for (const ActionRef &action : program.actions)
+    most += summary.functions[action.function].writes;
+  for (const FunctionRuns &runs : summary.functions)
+    most += runs.temporaries.size();
+  closed.reserve(most);
   for (size_t a = 0; a < program.actions.size(); ++a) {
     const ActionRef &action = program.actions[a];
     uint32_t mb = action.microbatch, slot = action.slot;
@@ -732,9 +768,11 @@ bool summarizedLifetimes(Program &program, const Roles &roles,
       if (!checkAliasing(program.calls[p], mb, slot))
         return false;
     int64_t start = summary.starts[a];
-    for (const Touch &touch : summary.functions[action.function].boundary) {
-      uint32_t instance =
-          base[touch.buffer] + program.buffers[touch.buffer].slotOf(mb, slot);
+    const FunctionRuns &runs = summary.functions[action.function];
+    for (size_t j = 0; j < runs.boundary.size(); ++j) {
+      const Touch &touch = runs.boundary[j];
+      const Place &place = runs.places[j];
+      uint32_t instance = place.base + place.slotOf(mb, slot);
       Lifetime &life = lives[instance];
       if (touch.reads && life.first == INT64_MAX)
         return false;
@@ -980,7 +1018,8 @@ struct FunctionPlan {
     bool starts;
   };
   std::vector<Step> steps;
-  /// Per boundary touch, its cells of the clash memo: 2 per slot.
+  /// Per boundary touch, its cells of the clash memo: 2 per slot (SIZE_MAX
+  /// where no slot of it shares a byte with the temporaries: none clashes).
   std::vector<size_t> memo;
 
   /// Whether a temporary shares a byte with [offset, offset + size) and
@@ -1148,7 +1187,10 @@ std::vector<bool> aloneInstances(const Program &program,
 /// live throughout it (counted per function: those sharing bytes with its
 /// temporaries). The peak at a run's position: the boundary bytes then plus
 /// the function's temporaries' most over the cut. False where the plan may
-/// clash: the replay's sweep says where.
+/// clash: the replay's sweep says where. Per action it reads only the
+/// function's boundary touches and what they address; an instance sharing
+/// no byte with another (aloneInstances) is marked live rather than placed
+/// by offset.
 bool summarizedPlan(Program &program, const StepSummary &summary) {
   size_t numFunctions = summary.functions.size();
   LiveSet live;
@@ -1162,10 +1204,18 @@ bool summarizedPlan(Program &program, const StepSummary &summary) {
       continue;
     if (!planFunction(program, runs, plans[f], live, scratch))
       return false;
-    for (const Touch &touch : runs.boundary) {
-      plans[f].memo.push_back(memo.size());
-      memo.resize(memo.size() +
-                  2 * slotsOf(program, program.buffers[touch.buffer]));
+    for (size_t j = 0; j < runs.boundary.size(); ++j) {
+      // Whether any slot of the buffer shares a byte with the function's
+      // temporaries: else none clashes with them.
+      const Place &place = runs.places[j];
+      uint32_t slots =
+          slotsOf(program, program.buffers[runs.boundary[j].buffer]);
+      bool near = place.bytes &&
+                  plans[f].uses(place.offset,
+                                (slots - 1) * place.stride + place.bytes);
+      plans[f].memo.push_back(near ? memo.size() : SIZE_MAX);
+      if (near)
+        memo.resize(memo.size() + 2 * slots);
     }
     widest = std::max(widest, runs.boundary.size());
   }
@@ -1184,11 +1234,26 @@ bool summarizedPlan(Program &program, const StepSummary &summary) {
   std::vector<size_t> overAt(program.numInstances, SIZE_MAX);
   std::vector<uint32_t> over;
   std::vector<int64_t> sharing(numFunctions, 0);
+  // The bytes any function's temporaries use: an instance outside them is
+  // over none (the pooled slots, many, mostly are).
+  FunctionPlan any;
+  for (const FunctionPlan &plan : plans)
+    any.bytes.insert(any.bytes.end(), plan.bytes.begin(), plan.bytes.end());
+  std::sort(any.bytes.begin(), any.bytes.end());
+  size_t merged = 0;
+  for (const auto &range : any.bytes)
+    if (merged && range.first <= any.bytes[merged - 1].second)
+      any.bytes[merged - 1].second =
+          std::max(any.bytes[merged - 1].second, range.second);
+    else
+      any.bytes[merged++] = range;
+  any.bytes.resize(merged);
   auto functionsOver = [&](uint32_t instance, uint64_t offset, uint64_t bytes) {
     if (overAt[instance] == SIZE_MAX) {
       overAt[instance] = over.size();
       over.push_back(0);
-      for (uint32_t f = 0; f < numFunctions; ++f)
+      bool near = any.uses(offset, bytes);
+      for (uint32_t f = 0; near && f < numFunctions; ++f)
         if (plans[f].uses(offset, bytes)) {
           over.push_back(f);
           ++over[overAt[instance]];
@@ -1233,6 +1298,15 @@ bool summarizedPlan(Program &program, const StepSummary &summary) {
       --sharing[*it];
   };
 
+  // The interval before each instance's next, once the sweep has taken it
+  // (at load or at a write): a read's, without looking it up again.
+  std::vector<Lifetime> taken(program.numInstances);
+  std::vector<bool> isTaken(program.numInstances, false);
+  auto take = [&](uint32_t instance, const Lifetime &life) {
+    taken[instance] = life;
+    isTaken[instance] = true;
+  };
+
   // At load: the persistent instances.
   uint64_t liveBytes = 0;
   for (uint32_t b = 0; b < program.buffers.size(); ++b) {
@@ -1243,6 +1317,7 @@ bool summarizedPlan(Program &program, const StepSummary &summary) {
       if (v == SIZE_MAX || intervals[v].life.first != Lifetime::kLoad)
         continue;
       ++next[instance];
+      take(instance, intervals[v].life);
       liveBytes += t.bytes;
       if (!enter(instance, t.offset + s * t.poolStride, t.bytes))
         return false;
@@ -1266,26 +1341,49 @@ bool summarizedPlan(Program &program, const StepSummary &summary) {
     int64_t start = summary.starts[a];
     auto length = static_cast<int64_t>(runs.count);
     int64_t throughout = sharing[action.function];
+    // The intervals this action's writes take, asked for ahead: the step's
+    // intervals are many and an action's lie far apart.
+    for (size_t j = 0; j < runs.boundary.size(); ++j)
+      if (!runs.boundary[j].reads) {
+        const Place &place = runs.places[j];
+        size_t v =
+            next[place.base + place.slotOf(action.microbatch, action.slot)];
+        if (v < intervals.size())
+          __builtin_prefetch(&intervals[v]);
+      }
     for (size_t j = 0; j < runs.boundary.size(); ++j) {
       const Touch &touch = runs.boundary[j];
-      const TensorRef &t = program.buffers[touch.buffer];
+      const Place &place = runs.places[j];
       Current &c = current[j];
-      c.slot = t.slotOf(action.microbatch, action.slot);
-      c.instance = program.instanceBase[touch.buffer] + c.slot;
-      c.offset = t.offset + c.slot * t.poolStride;
-      c.bytes = t.bytes;
-      // The instance's interval: the next one if this run starts it.
+      c.slot = place.slotOf(action.microbatch, action.slot);
+      c.instance = place.base + c.slot;
+      c.offset = place.offset + c.slot * place.stride;
+      c.bytes = place.bytes;
+      // The instance's interval: the next one if this run starts it (the
+      // one before next, if taken, is in `taken`).
       size_t &v = next[c.instance];
-      size_t mine = touch.reads ? v - 1 : v++;
-      if (mine >= intervals.size() || intervals[mine].instance != c.instance ||
-          (touch.reads ? intervals[mine].life.first >= start + touch.first
-                       : intervals[mine].life.first != start + touch.first))
-        return false;
-      c.ends = intervals[mine].life.last == start + touch.last;
+      Lifetime life;
+      if (touch.reads && isTaken[c.instance]) {
+        life = taken[c.instance];
+        if (life.first >= start + touch.first)
+          return false;
+      } else {
+        size_t mine = touch.reads ? v - 1 : v++;
+        if (mine >= intervals.size() || intervals[mine].instance != c.instance ||
+            (touch.reads ? intervals[mine].life.first >= start + touch.first
+                         : intervals[mine].life.first != start + touch.first))
+          return false;
+        life = intervals[mine].life;
+        if (!touch.reads)
+          take(c.instance, life);
+      }
+      c.ends = life.last == start + touch.last;
       // Against the temporaries: the interval within the run.
       Lifetime within{touch.reads ? -1 : int64_t(touch.first),
                       c.ends ? int64_t(touch.last) : length};
       if (touch.reads && !c.ends) // live throughout: counted in `sharing`
+        continue;
+      if (plan.memo[j] == SIZE_MAX) // no slot near the temporaries
         continue;
       if (touch.reads && c.bytes && plan.uses(c.offset, c.bytes))
         --throughout;
