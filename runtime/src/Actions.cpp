@@ -15,7 +15,6 @@
 #include "tpcrt/KernelTable.h"
 
 #include <algorithm>
-#include <map>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -168,6 +167,18 @@ Status tpcrt::readActions(const fb::Executable &exe, Program &program) {
     }
   }
 
+  // The slots of the pools that are not by_microbatch and that kernels
+  // address (at most the buffers' instances), numbered: pool p's slot s is
+  // slotBase[p] + s.
+  std::vector<size_t> slotBase(numPools, SIZE_MAX);
+  size_t numSlots = 0;
+  for (const std::vector<uint32_t> &pools : poolsOf)
+    for (uint32_t p : pools)
+      if (!program.pools[p].byMicrobatch && slotBase[p] == SIZE_MAX) {
+        slotBase[p] = numSlots;
+        numSlots += program.pools[p].slots;
+      }
+
   // Actions: a function of the stage, slots its pools have.
   for (uint32_t stage = 0; stage < numLists; ++stage) {
     const fb::StageActions *list = exe.stage_actions()->Get(stage);
@@ -208,34 +219,67 @@ Status tpcrt::readActions(const fb::Executable &exe, Program &program) {
     }
     // A slot of a pool that is not by_microbatch holds one microbatch's
     // values from its first action to its last: another microbatch may take
-    // it only then.
-    std::map<std::tuple<uint32_t, uint32_t, uint32_t>, size_t> lastUse;
+    // it only then. The slots' holds in turn (a hold: one microbatch's
+    // actions on the slot until another microbatch's), and the switches
+    // from one to the next in action order.
+    struct Hold {
+      size_t slot;
+      uint32_t microbatch;
+      size_t last;
+    };
+    struct Switch {
+      size_t action;
+      uint32_t pool;
+      size_t from;
+    };
+    std::vector<Hold> holds;
+    std::vector<Switch> switches;
+    std::vector<size_t> holding(numSlots, SIZE_MAX);
     for (size_t a = 0; a < actions.size(); ++a)
-      for (uint32_t p : poolsOf[actions[a].function])
-        if (!program.pools[p].byMicrobatch)
-          lastUse[{p, actions[a].slot, actions[a].microbatch}] = a;
-    std::map<std::pair<uint32_t, uint32_t>, uint32_t> holder;
-    for (size_t a = 0; a < actions.size(); ++a) {
-      const ActionRef &action = actions[a];
-      for (uint32_t p : poolsOf[action.function]) {
+      for (uint32_t p : poolsOf[actions[a].function]) {
         if (program.pools[p].byMicrobatch)
           continue;
-        auto [it, fresh] =
-            holder.try_emplace({p, action.slot}, action.microbatch);
-        if (fresh || it->second == action.microbatch)
+        size_t slot = slotBase[p] + actions[a].slot;
+        size_t &h = holding[slot];
+        if (h != SIZE_MAX && holds[h].microbatch == actions[a].microbatch) {
+          holds[h].last = a;
           continue;
-        size_t until = lastUse.at({p, action.slot, it->second});
-        if (until > a)
-          return Status::error(
-              "stage " + std::to_string(stage) + ": " +
-              actionText(program, a, action) + ": slot " +
-              std::to_string(action.slot) + " of pool " + std::to_string(p) +
-              " still holds microbatch " + std::to_string(it->second) +
-              ", whose last action is " +
-              actionText(program, until, actions[until]) +
-              " (a slot is reused only after its microbatch's last action)");
-        it->second = action.microbatch;
+        }
+        if (h != SIZE_MAX)
+          switches.push_back({a, p, h});
+        h = holds.size();
+        holds.push_back({slot, actions[a].microbatch, a});
       }
+    // Each hold's microbatch's last action on its slot: its last hold's.
+    std::vector<size_t> order(holds.size());
+    for (size_t h = 0; h < holds.size(); ++h)
+      order[h] = h;
+    std::sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+      return std::tie(holds[x].slot, holds[x].microbatch, x) <
+             std::tie(holds[y].slot, holds[y].microbatch, y);
+    });
+    std::vector<size_t> lastUse(holds.size());
+    for (size_t i = order.size(); i-- > 0;) {
+      const Hold &h = holds[order[i]];
+      bool final = i + 1 == order.size() ||
+                   holds[order[i + 1]].slot != h.slot ||
+                   holds[order[i + 1]].microbatch != h.microbatch;
+      lastUse[order[i]] = final ? h.last : lastUse[order[i + 1]];
+    }
+    for (const Switch &change : switches) {
+      size_t until = lastUse[change.from];
+      if (until <= change.action)
+        continue;
+      const ActionRef &action = actions[change.action];
+      return Status::error(
+          "stage " + std::to_string(stage) + ": " +
+          actionText(program, change.action, action) + ": slot " +
+          std::to_string(action.slot) + " of pool " +
+          std::to_string(change.pool) + " still holds microbatch " +
+          std::to_string(holds[change.from].microbatch) +
+          ", whose last action is " +
+          actionText(program, until, actions[until]) +
+          " (a slot is reused only after its microbatch's last action)");
     }
     program.stageActions.push_back(std::move(actions));
   }

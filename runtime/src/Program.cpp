@@ -101,13 +101,23 @@ void tpcrt::selectActions(Program &program) {
     program.numRuns = program.calls.size();
     return;
   }
-  // A function's kernels are all of the stage: consecutive in calls.
-  for (ActionRef action : program.stageActions[program.stage]) {
+  // A function's kernels are all of the stage: consecutive in calls, found
+  // once per function.
+  std::vector<uint32_t> beginOf(program.functions.size(), UINT32_MAX);
+  const std::vector<ActionRef> &list = program.stageActions[program.stage];
+  program.actions.reserve(list.size());
+  for (ActionRef action : list) {
     const FunctionRef &function = program.functions[action.function];
-    auto first = std::lower_bound(
-        program.calls.begin(), program.calls.end(), function.firstKernel,
-        [](const KernelCall &call, uint32_t index) { return call.index < index; });
-    action.begin = static_cast<uint32_t>(first - program.calls.begin());
+    uint32_t &begin = beginOf[action.function];
+    if (begin == UINT32_MAX)
+      begin = static_cast<uint32_t>(
+          std::lower_bound(program.calls.begin(), program.calls.end(),
+                           function.firstKernel,
+                           [](const KernelCall &call, uint32_t index) {
+                             return call.index < index;
+                           }) -
+          program.calls.begin());
+    action.begin = begin;
     action.end = action.begin + function.kernelCount;
     runs += function.kernelCount;
     program.actions.push_back(action);
