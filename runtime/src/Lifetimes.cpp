@@ -1221,12 +1221,20 @@ bool summarizedPlan(Program &program, const StepSummary &summary) {
   }
 
   // The intervals in runs of the step (not those of a run of a function),
-  // by instance: the next one of each to start.
+  // by instance: the next one of each to start, and the one before it once
+  // the sweep has taken that (at load or at a write), for the reads to
+  // continue without looking it up again. One entry per instance, so that
+  // a touch reads one place.
   const std::vector<LiveInterval> &intervals = program.instanceIntervals;
-  std::vector<size_t> next(program.numInstances, SIZE_MAX);
+  struct Cursor {
+    size_t next = SIZE_MAX;
+    Lifetime taken;
+    bool isTaken = false;
+  };
+  std::vector<Cursor> cursors(program.numInstances);
   for (size_t v = intervals.size(); v-- > 0;)
     if (intervals[v].function == LiveInterval::kWholeStep)
-      next[intervals[v].instance] = v;
+      cursors[intervals[v].instance].next = v;
 
   // The functions whose temporaries share bytes with each live instance,
   // listed once per instance ([count, functions...] in `over`), and how
@@ -1298,26 +1306,19 @@ bool summarizedPlan(Program &program, const StepSummary &summary) {
       --sharing[*it];
   };
 
-  // The interval before each instance's next, once the sweep has taken it
-  // (at load or at a write): a read's, without looking it up again.
-  std::vector<Lifetime> taken(program.numInstances);
-  std::vector<bool> isTaken(program.numInstances, false);
-  auto take = [&](uint32_t instance, const Lifetime &life) {
-    taken[instance] = life;
-    isTaken[instance] = true;
-  };
-
   // At load: the persistent instances.
   uint64_t liveBytes = 0;
   for (uint32_t b = 0; b < program.buffers.size(); ++b) {
     const TensorRef &t = program.buffers[b];
     for (uint32_t s = 0, n = slotsOf(program, t); s < n; ++s) {
       uint32_t instance = program.instanceBase[b] + s;
-      size_t v = next[instance];
+      Cursor &cursor = cursors[instance];
+      size_t v = cursor.next;
       if (v == SIZE_MAX || intervals[v].life.first != Lifetime::kLoad)
         continue;
-      ++next[instance];
-      take(instance, intervals[v].life);
+      ++cursor.next;
+      cursor.taken = intervals[v].life;
+      cursor.isTaken = true;
       liveBytes += t.bytes;
       if (!enter(instance, t.offset + s * t.poolStride, t.bytes))
         return false;
@@ -1347,7 +1348,8 @@ bool summarizedPlan(Program &program, const StepSummary &summary) {
       if (!runs.boundary[j].reads) {
         const Place &place = runs.places[j];
         size_t v =
-            next[place.base + place.slotOf(action.microbatch, action.slot)];
+            cursors[place.base + place.slotOf(action.microbatch, action.slot)]
+                .next;
         if (v < intervals.size())
           __builtin_prefetch(&intervals[v]);
       }
@@ -1360,22 +1362,24 @@ bool summarizedPlan(Program &program, const StepSummary &summary) {
       c.offset = place.offset + c.slot * place.stride;
       c.bytes = place.bytes;
       // The instance's interval: the next one if this run starts it (the
-      // one before next, if taken, is in `taken`).
-      size_t &v = next[c.instance];
+      // one before next, if taken, is the cursor's).
+      Cursor &cursor = cursors[c.instance];
       Lifetime life;
-      if (touch.reads && isTaken[c.instance]) {
-        life = taken[c.instance];
+      if (touch.reads && cursor.isTaken) {
+        life = cursor.taken;
         if (life.first >= start + touch.first)
           return false;
       } else {
-        size_t mine = touch.reads ? v - 1 : v++;
+        size_t mine = touch.reads ? cursor.next - 1 : cursor.next++;
         if (mine >= intervals.size() || intervals[mine].instance != c.instance ||
             (touch.reads ? intervals[mine].life.first >= start + touch.first
                          : intervals[mine].life.first != start + touch.first))
           return false;
         life = intervals[mine].life;
-        if (!touch.reads)
-          take(c.instance, life);
+        if (!touch.reads) {
+          cursor.taken = life;
+          cursor.isTaken = true;
+        }
       }
       c.ends = life.last == start + touch.last;
       // Against the temporaries: the interval within the run.
