@@ -18,12 +18,16 @@
 #include "tpcrt/Program.h"
 #include "tpcrt/Shape.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <set>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -415,14 +419,25 @@ Status checkGrads(const fb::Executable &exe, const Mesh &mesh,
                                /*contractNames=*/false);
       !s)
     return s;
+  // The params by name (the first of a name first): each grad's is found
+  // by a search, not by comparing it with every param's.
+  auto nameOf = [](const flatbuffers::String *name) {
+    return std::string_view(name->c_str(), name->size());
+  };
+  std::vector<std::pair<std::string_view, uint32_t>> byName;
+  byName.reserve(sizeOf(exe.params()));
+  for (uint32_t p = 0, n = sizeOf(exe.params()); p < n; ++p)
+    byName.emplace_back(nameOf(exe.params()->Get(p)->hf_name()), p);
+  std::sort(byName.begin(), byName.end());
   for (uint32_t i = 0, e = sizeOf(exe.grads()); i < e; ++i) {
     const fb::Binding *grad = exe.grads()->Get(i);
     std::string what =
         "grad " + std::to_string(i) + " (" + quote(grad->name()) + ")";
     const fb::Param *param = nullptr;
-    for (uint32_t p = 0, n = sizeOf(exe.params()); p < n && !param; ++p)
-      if (exe.params()->Get(p)->hf_name()->str() == grad->name()->str())
-        param = exe.params()->Get(p);
+    auto it = std::lower_bound(byName.begin(), byName.end(),
+                               std::make_pair(nameOf(grad->name()), 0u));
+    if (it != byName.end() && it->first == nameOf(grad->name()))
+      param = exe.params()->Get(it->second);
     if (!param)
       return Status::error(what + ": no param has this name");
     if (Status s = checkLikeParam(exe, *param, grad->buffer(), what); !s)
