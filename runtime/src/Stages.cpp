@@ -224,14 +224,14 @@ Status tpcrt::checkTransfers(Program &program) {
     for (Meeting &m : entry.second.list)
       m.id = numMeetings++;
 
-  // What each meeting meets (Program::runMeets, once the check passes):
-  // the meeting's id and the other run.
+  // What each meeting meets (Program::runMeets, once the check passes),
+  // with the meeting's id (most meet once or twice).
   struct Found {
     size_t id;
-    uint32_t otherStage;
-    uint64_t otherRun;
+    Program::RunMeet meet;
   };
   std::vector<Found> found;
+  found.reserve(2 * numMeetings);
 
   // Each wait's start: the last one on the same buffer instance before it.
   // A start and its wait meet within the stage (evaluate() runs both).
@@ -266,8 +266,8 @@ Status tpcrt::checkTransfers(Program &program) {
       m.start = at;
       at = -1;
       const Meeting &start = list[m.start];
-      found.push_back({m.id, stage, start.run});
-      found.push_back({start.id, stage, m.run});
+      found.push_back({m.id, {stage, m.run, stage, start.run}});
+      found.push_back({start.id, {stage, start.run, stage, m.run}});
     }
     // None started for the next stage.
     for (const Meeting &m : list)
@@ -290,11 +290,11 @@ Status tpcrt::checkTransfers(Program &program) {
            (actions ? "action " + std::to_string(start.action) + "'s " : "") +
            meetingText(program, *start.call) + ")";
   };
-  auto meet = [&](const Meeting &m, uint32_t otherStage,
+  auto meet = [&](uint32_t stage, const Meeting &m, uint32_t otherStage,
                   const Meeting &other) {
     if (!actions)
       m.call->meets.push_back(other.call->index);
-    found.push_back({m.id, otherStage, other.run});
+    found.push_back({m.id, {stage, m.run, otherStage, other.run}});
   };
 
   std::map<std::pair<uint32_t, uint32_t>, Channel> channels;
@@ -327,8 +327,8 @@ Status tpcrt::checkTransfers(Program &program) {
                            actionText(program, m.action,
                                       program.stageActions[stage][m.action]))
                      : st;
-    meet(m, peer, other);
-    meet(other, stage, m);
+    meet(stage, m, peer, other);
+    meet(peer, other, stage, m);
     m.paired = other.paired = true;
     return Status::ok();
   };
@@ -385,7 +385,7 @@ Status tpcrt::checkTransfers(Program &program) {
     for (const auto &one : meeting) {
       for (const auto &other : meeting)
         if (other.second != one.second)
-          meet(*one.second, other.first, *other.second);
+          meet(one.first, *one.second, other.first, *other.second);
       ++lists[one.first].next;
     }
     progress = true;
@@ -422,16 +422,8 @@ Status tpcrt::checkTransfers(Program &program) {
     ++from[f.id + 1];
   for (size_t i = 0; i < numMeetings; ++i)
     from[i + 1] += from[i];
-  std::vector<const Meeting *> byId(numMeetings);
-  std::vector<uint32_t> stageOf(numMeetings);
-  for (const auto &[stage, entry] : lists)
-    for (const Meeting &m : entry.list) {
-      byId[m.id] = &m;
-      stageOf[m.id] = stage;
-    }
-  program.runMeets.assign(found.size(), Program::RunMeet());
+  program.runMeets.resize(found.size());
   for (const Found &f : found)
-    program.runMeets[from[f.id]++] = {stageOf[f.id], byId[f.id]->run,
-                                      f.otherStage, f.otherRun};
+    program.runMeets[from[f.id]++] = f.meet;
   return Status::ok();
 }
