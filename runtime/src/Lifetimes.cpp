@@ -1228,8 +1228,9 @@ bool summarizedPlan(Program &program, const StepSummary &summary) {
   const std::vector<LiveInterval> &intervals = program.instanceIntervals;
   struct Cursor {
     size_t next = SIZE_MAX;
-    Lifetime taken;
-    bool isTaken = false;
+    /// first INT64_MIN: none taken (no interval starts there).
+    Lifetime taken{INT64_MIN, INT64_MIN};
+    bool isTaken() const { return taken.first != INT64_MIN; }
   };
   std::vector<Cursor> cursors(program.numInstances);
   for (size_t v = intervals.size(); v-- > 0;)
@@ -1318,7 +1319,6 @@ bool summarizedPlan(Program &program, const StepSummary &summary) {
         continue;
       ++cursor.next;
       cursor.taken = intervals[v].life;
-      cursor.isTaken = true;
       liveBytes += t.bytes;
       if (!enter(instance, t.offset + s * t.poolStride, t.bytes))
         return false;
@@ -1365,7 +1365,7 @@ bool summarizedPlan(Program &program, const StepSummary &summary) {
       // one before next, if taken, is the cursor's).
       Cursor &cursor = cursors[c.instance];
       Lifetime life;
-      if (touch.reads && cursor.isTaken) {
+      if (touch.reads && cursor.isTaken()) {
         life = cursor.taken;
         if (life.first >= start + touch.first)
           return false;
@@ -1376,10 +1376,8 @@ bool summarizedPlan(Program &program, const StepSummary &summary) {
                          : intervals[mine].life.first != start + touch.first))
           return false;
         life = intervals[mine].life;
-        if (!touch.reads) {
+        if (!touch.reads)
           cursor.taken = life;
-          cursor.isTaken = true;
-        }
       }
       c.ends = life.last == start + touch.last;
       // Against the temporaries: the interval within the run.
