@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Idle time of the pipeline schedules on CPU ranks, measured and predicted.
 
-Usage: benchmarks/pipeline-idle.py [--bin build/bin] [--out DIR] [--steps K]
+Usage: benchmarks/pipeline-idle.py [--bin build/bin] [--out DIR] [--steps K (default 11)]
                                    [--microbatches M] [--layers L] [--hidden H]
                                    [--transfers async|blocking|both]
 
@@ -28,6 +28,14 @@ two CPU ranks with `tpc-run --ranks 2 --trace`, and prints per stage:
 Each schedule runs with asynchronous transfers (tpc-compile's default) and,
 with --transfers both (the default) or blocking, again with
 --blocking-transfers ("1f1b blocking"), side by side.
+
+The formulas assume stages of equal speed. Two CPU cores are not (the same
+GEMMs ran ~8% slower on one core than on the other in one run): a faster
+stage also waits, every step, for the time the slowest stage computes longer
+(all stages take the same step time). So each stage is printed again beside
+the formula plus that difference, the busy time (step minus blocked) of the
+slowest stage minus its own: the `+slower` and `ratio'` columns (for the
+slowest stage they are the formula and its ratio).
 
 The first step is a warm-up and is left out. Two ranks on two cores: one core
 each (OPENBLAS_NUM_THREADS=1), so that waiting is waiting, not sharing.
@@ -104,7 +112,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--bin", default="build/bin")
     parser.add_argument("--out", default=None)
-    parser.add_argument("--steps", type=int, default=6)
+    parser.add_argument("--steps", type=int, default=11)
     parser.add_argument("--microbatches", type=int, default=8)
     parser.add_argument("--layers", type=int, default=8)
     parser.add_argument("--hidden", type=int, default=256)
@@ -140,9 +148,9 @@ def main():
           "%d steps (the first left out)" % (
               args.layers, args.hidden, args.seq, args.microbatches,
               args.microbatch_size, ranks, args.steps))
-    print("%-25s %5s %9s %10s %9s %8s %8s %8s %9s %6s" % (
+    print("%-25s %5s %9s %10s %9s %8s %8s %8s %9s %6s %10s %6s" % (
         "schedule", "stage", "step ms", "blocked ms", "idle", "T_F ms",
-        "T_B ms", "T_W ms", "formula", "ratio"))
+        "T_B ms", "T_W ms", "formula", "ratio", "+slower ms", "ratio'"))
     modes = {"async": [False], "blocking": [True],
              "both": [False, True]}[args.transfers]
     for schedule, blocking in [(s, b) for s in SCHEDULES for b in modes]:
@@ -167,13 +175,19 @@ def main():
         # so each is evaluated with the stage whose T's give the larger
         # bubble (the T's printed are each stage's own).
         bubble = max(predicted(schedule, ranks, s[2]) for s in stages)
+        busiest = max(wall - blocked for wall, blocked, _ in stages)
         for r, (wall, blocked, t) in enumerate(stages):
             idle = blocked / wall
             formula = bubble / wall
             ratio = "%6.2f" % (idle / formula) if formula > 0 else "   n/a"
-            print("%-25s %5d %9.2f %10.2f %9.3f %8.3f %8.3f %8.3f %9.3f %s" % (
-                name, r, wall / 1e3, blocked / 1e3, idle, t["F"] / 1e3,
-                t["B"] / 1e3, t["W"] / 1e3, formula, ratio))
+            slower = busiest - (wall - blocked)
+            balanced = (bubble + slower) / wall
+            ratio2 = "%6.2f" % (idle / balanced) if balanced > 0 else "   n/a"
+            print("%-25s %5d %9.2f %10.2f %9.3f %8.3f %8.3f %8.3f %9.3f %s "
+                  "%10.2f %s" % (
+                      name, r, wall / 1e3, blocked / 1e3, idle, t["F"] / 1e3,
+                      t["B"] / 1e3, t["W"] / 1e3, formula, ratio,
+                      slower / 1e3, ratio2))
     print("files: %s" % out)
 
 
