@@ -45,16 +45,25 @@ namespace {
 constexpr size_t kMaxQuotedChars = 200;
 
 /// CRC-64/XZ table for the reflected ECMA-182 polynomial, built once.
+/// CRC-64/XZ (reflected, polynomial 0xC96C5795D7870F42), sliced by eight:
+/// entries[k][b] is the CRC of byte b followed by k zero bytes, so eight
+/// bytes take eight lookups and no loop-carried byte shifts (the executable's
+/// checksum is computed when it is written and when it is read: 3 MB for
+/// GPT-3 175B at 512 microbatches).
 struct Crc64Table {
-  uint64_t entries[256];
+  uint64_t entries[8][256];
   Crc64Table() {
     constexpr uint64_t kPoly = 0xC96C5795D7870F42ull;
     for (uint64_t i = 0; i < 256; ++i) {
       uint64_t crc = i;
       for (int bit = 0; bit < 8; ++bit)
         crc = (crc & 1) ? (crc >> 1) ^ kPoly : crc >> 1;
-      entries[i] = crc;
+      entries[0][i] = crc;
     }
+    for (int k = 1; k < 8; ++k)
+      for (int i = 0; i < 256; ++i)
+        entries[k][i] = (entries[k - 1][i] >> 8) ^
+                        entries[0][entries[k - 1][i] & 0xff];
   }
 };
 
@@ -700,9 +709,20 @@ bool readAll(int fd, uint8_t *data, size_t size) {
 uint64_t tpcrt::crc64(const void *data, size_t size, uint64_t crc) {
   static const Crc64Table table;
   const auto *p = static_cast<const uint8_t *>(data);
+  const auto &t = table.entries;
   crc = ~crc;
-  for (size_t i = 0; i < size; ++i)
-    crc = table.entries[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
+  for (; size >= 8; size -= 8, p += 8) {
+    uint64_t word = 0;
+    for (int b = 7; b >= 0; --b) // little-endian, whatever the host
+      word = (word << 8) | p[b];
+    crc ^= word;
+    crc = t[7][crc & 0xff] ^ t[6][(crc >> 8) & 0xff] ^
+          t[5][(crc >> 16) & 0xff] ^ t[4][(crc >> 24) & 0xff] ^
+          t[3][(crc >> 32) & 0xff] ^ t[2][(crc >> 40) & 0xff] ^
+          t[1][(crc >> 48) & 0xff] ^ t[0][crc >> 56];
+  }
+  for (; size > 0; --size, ++p)
+    crc = t[0][(crc ^ *p) & 0xff] ^ (crc >> 8);
   return ~crc;
 }
 

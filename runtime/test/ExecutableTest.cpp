@@ -129,6 +129,35 @@ TEST(Crc64Test, CheckValue) {
   EXPECT_EQ(crc64("6789", 4, crc64("12345", 5)), 0x995DC9BBDF1939FAull);
 }
 
+// Eight bytes at a time gives what one byte at a time does, for every
+// length, alignment and split.
+TEST(Crc64Test, SlicedEqualsBytewise) {
+  auto bytewise = [](const uint8_t *p, size_t size) {
+    uint64_t crc = ~uint64_t(0);
+    for (size_t i = 0; i < size; ++i) {
+      crc ^= p[i];
+      for (int bit = 0; bit < 8; ++bit)
+        crc = (crc & 1) ? (crc >> 1) ^ 0xC96C5795D7870F42ull : crc >> 1;
+    }
+    return ~crc;
+  };
+  std::vector<uint8_t> data(200);
+  uint64_t state = 12345;
+  for (uint8_t &byte : data) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    byte = static_cast<uint8_t>(state >> 56);
+  }
+  for (size_t offset = 0; offset < 8; ++offset)
+    for (size_t size = 0; offset + size <= data.size(); size += 7) {
+      const uint8_t *p = data.data() + offset;
+      uint64_t expected = bytewise(p, size);
+      EXPECT_EQ(crc64(p, size), expected) << offset << " " << size;
+      EXPECT_EQ(crc64(p + size / 3, size - size / 3, crc64(p, size / 3)),
+                expected)
+          << offset << " " << size;
+    }
+}
+
 TEST(ExecutableNamesTest, OpCodesAndDTypes) {
   EXPECT_STREQ(opCodeName(fb::OpCode::Linear), "linear");
   EXPECT_STREQ(opCodeName(fb::OpCode::Cast), "cast");
