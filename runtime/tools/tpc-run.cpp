@@ -29,6 +29,7 @@
 #include "tpcrt/Weights.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -41,6 +42,10 @@
 #include <thread>
 #include <vector>
 
+#include <dirent.h>
+#include <ftw.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace tpcrt;
@@ -815,6 +820,49 @@ std::string findInPath(const std::string &name) {
   return "";
 }
 
+/// Removes `path` and what it holds (best effort: a leftover only wastes a
+/// directory).
+void removeTree(const std::string &path) {
+  ::nftw(
+      path.c_str(),
+      [](const char *entry, const struct stat *, int, struct FTW *) {
+        ::remove(entry);
+        return 0;
+      },
+      16, FTW_DEPTH | FTW_PHYS);
+}
+
+/// Gives the mpiexec about to start a session directory parent of its own,
+/// `$TMPDIR/tpc-run-ompi-<uid>/<pid>` (the pid is mpiexec's: exec keeps
+/// it), unless the user chose one. Open MPI's jobs share
+/// `/tmp/ompi.<host>.<uid>` by default, and one job's cleanup can remove it
+/// while a concurrent job creates its directory inside ("orte_session_dir
+/// failed": seen with two tpc-run --ranks at once). The parents of launches
+/// whose process is gone are removed here, at the next launch.
+void privateMpiSessionDirectory() {
+  if (std::getenv("OMPI_MCA_orte_tmpdir_base"))
+    return;
+  const char *tmp = std::getenv("TMPDIR");
+  std::string base = std::string(tmp && *tmp ? tmp : "/tmp") +
+                     "/tpc-run-ompi-" + std::to_string(::getuid());
+  if (::mkdir(base.c_str(), 0700) != 0 && errno != EEXIST)
+    return; // Open MPI's default then
+  if (DIR *dir = ::opendir(base.c_str())) {
+    while (struct dirent *entry = ::readdir(dir)) {
+      char *end = nullptr;
+      long pid = std::strtol(entry->d_name, &end, 10);
+      if (end == entry->d_name || *end != '\0' || pid <= 0)
+        continue;
+      if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
+        removeTree(base + "/" + entry->d_name);
+    }
+    ::closedir(dir);
+  }
+  std::string mine = base + "/" + std::to_string(::getpid());
+  if (::mkdir(mine.c_str(), 0700) == 0 || errno == EEXIST)
+    ::setenv("OMPI_MCA_orte_tmpdir_base", mine.c_str(), 1);
+}
+
 /// Replaces this process by `mpiexec ... -n ranks <this program> <args>`:
 /// returns only on failure.
 Status relaunch(int argc, char **argv, uint64_t ranks) {
@@ -838,6 +886,7 @@ Status relaunch(int argc, char **argv, uint64_t ranks) {
     ::setenv("OPENBLAS_NUM_THREADS", threads.c_str(), 1);
   }
   ::setenv(kLaunchedMarker, "1", 1);
+  privateMpiSessionDirectory();
   std::string count = std::to_string(ranks);
   std::vector<std::string> words = {
       mpiexec, "--allow-run-as-root", "--oversubscribe", "-n", count, program};
