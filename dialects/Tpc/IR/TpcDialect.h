@@ -48,6 +48,10 @@ inline constexpr llvm::StringLiteral kUpdateAttrName = "tpc.update";
 inline constexpr llvm::StringLiteral kPhaseAttrName = "tpc.phase";
 inline constexpr llvm::StringLiteral kMicrobatchIndexAttrName =
     "tpc.microbatch_index";
+/// Op attribute of a forward op's copy that tpc-remat put in the backward to
+/// recompute a dropped stash value: the layer (it also keeps the copy apart
+/// from the forward's op for common-subexpression passes).
+inline constexpr llvm::StringLiteral kRecomputeAttrName = "tpc.recompute";
 } // namespace mlir::tpc
 
 #endif // DIALECTS_TPC_IR_TPCDIALECT_H

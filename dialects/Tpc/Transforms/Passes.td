@@ -274,4 +274,35 @@ def TpcUnrollTrainStep : Pass<"tpc-unroll-train-step", "ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def TpcRemat : Pass<"tpc-remat", "ModuleOp"> {
+  let summary = "Recomputes the layers' stash in the backward (activation rematerialization)";
+  let description = [{
+    On the unrolled training step (`tpc-unroll-train-step`; before or after
+    the pipeline split, before `dist-partition`), with `policy=full`: for
+    each transformer layer and microbatch, the values the layer's forward
+    computes that a backward (B or W) op reads and no forward op outside the
+    layer reads (the next layer's input stays kept) are no longer kept from
+    the forward: B recomputes them from the layer's inputs, the parameters
+    and the microbatch index (the dropout masks draw the same stream and
+    block, so they are the forward's bit for bit), right before the first
+    backward op that reads one of them, so that a layer is recomputed when
+    its backward comes. The copies are marked `tpc.recompute = <layer>` and
+    take the phase of the layer's B (`train_B`, `train_B_chunk1`), so a
+    schedule that defers W hands W what it reads like a dY; the forward's
+    `tpc.stash_layer` no longer names what it does not keep.
+    `policy=none` (the default) changes nothing. docs/design/remat.md.
+
+    ```
+    $ tpc-opt model.mlir --tpc-autodiff --tpc-optimizer \
+        --tpc-unroll-train-step=keep-forward=false --tpc-remat=policy=full
+    ```
+  }];
+  let options = [
+    Option<"policy", "policy", "std::string", /*default=*/"\"none\"",
+           "none or full">,
+    Option<"function", "function", "std::string", /*default=*/"\"train_step\"",
+           "The unrolled training step">
+  ];
+}
+
 #endif // DIALECTS_TPC_TRANSFORMS_PASSES_TD

@@ -1,0 +1,194 @@
+//===- Remat.cpp - tpc-remat ----------------------------------------------===//
+//
+// Activation rematerialization on the unrolled training step (issue 14;
+// docs/design/remat.md): a layer's forward values that its backward reads
+// are recomputed in the backward from the layer's inputs instead of being
+// kept from the forward.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/Tpc/IR/TpcDialect.h"
+#include "dialects/Tpc/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/STLExtras.h"
+
+namespace mlir::tpc {
+#define GEN_PASS_DEF_TPCREMAT
+#include "dialects/Tpc/Transforms/Passes.h.inc"
+} // namespace mlir::tpc
+
+using namespace mlir;
+using namespace mlir::tpc;
+
+namespace {
+
+/// The phase an op was inlined from: 'F', 'B', 'W', or 0 (none: the
+/// driver's ops, the optimizer).
+char phaseOf(Operation *op) {
+  auto phase = op->getAttrOfType<StringAttr>(kPhaseAttrName);
+  if (!phase || !phase.getValue().starts_with("train_") ||
+      phase.getValue().size() < 7)
+    return 0;
+  char kind = phase.getValue()[6];
+  return kind == 'F' || kind == 'B' || kind == 'W' ? kind : 0;
+}
+
+/// The layer of a forward op, or -1.
+int64_t layerOf(Operation *op) {
+  auto layer = op->getAttrOfType<IntegerAttr>(kLayerAttrName);
+  return layer ? layer.getInt() : -1;
+}
+
+/// One layer's forward of one microbatch: its ops, in the step's order.
+struct LayerRun {
+  int64_t layer;
+  SmallVector<Operation *> ops;
+  DenseSet<Operation *> members;
+};
+
+struct RematPass : public tpc::impl::TpcRematBase<RematPass> {
+  using TpcRematBase::TpcRematBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (policy == "none")
+      return;
+    if (policy != "full") {
+      module.emitError() << "tpc-remat: policy '" << policy
+                         << "' is not one of none, full";
+      return signalPassFailure();
+    }
+    auto step = module.lookupSymbol<func::FuncOp>(function);
+    if (!step || step.isExternal() || !step.getBody().hasOneBlock()) {
+      module.emitError() << "tpc-remat: no func.func @" << function
+                         << " with a body of one block (run "
+                            "tpc-unroll-train-step first)";
+      return signalPassFailure();
+    }
+    Block &body = step.getBody().front();
+    if (llvm::none_of(body, [](Operation &op) { return phaseOf(&op); })) {
+      step.emitError() << "tpc-remat: @" << function
+                       << " has no ops tagged '" << kPhaseAttrName
+                       << "' (the unrolled training step of tpc-autodiff and "
+                          "tpc-unroll-train-step)";
+      return signalPassFailure();
+    }
+    for (LayerRun &run : collectRuns(body))
+      recompute(run);
+  }
+
+  /// The forward runs of each layer: a layer's forward ops from one
+  /// microbatch's forward to the next backward op (the next microbatch's
+  /// forward of the layer is another run).
+  std::vector<LayerRun> collectRuns(Block &body) {
+    std::vector<LayerRun> runs;
+    DenseMap<int64_t, size_t> open;
+    for (Operation &op : body) {
+      char phase = phaseOf(&op);
+      if (phase == 'B' || phase == 'W') {
+        open.clear();
+        continue;
+      }
+      int64_t layer = layerOf(&op);
+      if (phase != 'F' || layer < 0)
+        continue;
+      auto [it, fresh] = open.try_emplace(layer, runs.size());
+      if (fresh)
+        runs.push_back({layer, {}, {}});
+      runs[it->second].ops.push_back(&op);
+      runs[it->second].members.insert(&op);
+    }
+    return runs;
+  }
+
+  /// Recomputes in the backward what the backward reads of `run`: the
+  /// values the layer computes that a B or W op reads and no forward op
+  /// outside the layer does (those are the next layer's inputs: kept).
+  void recompute(LayerRun &run) {
+    auto readOutside = [&](Value value) {
+      return llvm::any_of(value.getUsers(), [&](Operation *user) {
+        return phaseOf(user) == 'F' && !run.members.contains(user);
+      });
+    };
+    auto readBackward = [](Value value) {
+      return llvm::any_of(value.getUsers(), [](Operation *user) {
+        char phase = phaseOf(user);
+        return phase == 'B' || phase == 'W';
+      });
+    };
+    // The ops to clone: those computing a dropped value, and what they read
+    // of the layer that is not kept.
+    DenseSet<Operation *> cloned;
+    SmallVector<Value> dropped;
+    Operation *firstUser = nullptr;
+    for (Operation *op : run.ops)
+      for (Value result : op->getResults())
+        if (readBackward(result) && !readOutside(result)) {
+          dropped.push_back(result);
+          for (Operation *user : result.getUsers())
+            if (phaseOf(user) == 'B' || phaseOf(user) == 'W')
+              if (!firstUser || user->isBeforeInBlock(firstUser))
+                firstUser = user;
+        }
+    if (dropped.empty())
+      return;
+    SmallVector<Operation *> worklist;
+    for (Value value : dropped)
+      if (cloned.insert(value.getDefiningOp()).second)
+        worklist.push_back(value.getDefiningOp());
+    while (!worklist.empty()) {
+      Operation *op = worklist.pop_back_val();
+      for (Value operand : op->getOperands()) {
+        Operation *def = operand.getDefiningOp();
+        if (def && run.members.contains(def) && !readOutside(operand) &&
+            cloned.insert(def).second)
+          worklist.push_back(def);
+      }
+    }
+    // The clones run in B, right before the first backward op that reads
+    // a dropped value (so the layer is recomputed when its backward comes,
+    // not all layers at once), in the forward's order, marked so that no
+    // common-subexpression pass merges them back into the forward.
+    StringAttr phase = run.ops.front()->getAttrOfType<StringAttr>(kPhaseAttrName);
+    std::string backward = phase.getValue().str();
+    backward[6] = 'B';
+    OpBuilder builder(firstUser);
+    IRMapping mapping;
+    for (Operation *op : run.ops) {
+      if (!cloned.contains(op))
+        continue;
+      Operation *copy = builder.clone(*op, mapping);
+      copy->setAttr(kPhaseAttrName, builder.getStringAttr(backward));
+      copy->setAttr(kRecomputeAttrName,
+                    builder.getI64IntegerAttr(run.layer));
+      copy->removeAttr(kStashLayerAttrName);
+    }
+    for (Value value : dropped) {
+      Value copy = mapping.lookup(value);
+      value.replaceUsesWithIf(copy, [](OpOperand &use) {
+        char phase = phaseOf(use.getOwner());
+        return phase == 'B' || phase == 'W';
+      });
+      // No layer stashes it any more (the stash analysis reads this).
+      Operation *def = value.getDefiningOp();
+      if (auto layers = def->getAttrOfType<DenseI64ArrayAttr>(
+              kStashLayerAttrName)) {
+        SmallVector<int64_t> entries(layers.asArrayRef());
+        unsigned index = cast<OpResult>(value).getResultNumber();
+        if (index < entries.size())
+          entries[index] = -1;
+        if (llvm::all_of(entries, [](int64_t e) { return e < 0; }))
+          def->removeAttr(kStashLayerAttrName);
+        else
+          def->setAttr(kStashLayerAttrName,
+                       DenseI64ArrayAttr::get(def->getContext(), entries));
+      }
+    }
+  }
+};
+
+} // namespace
