@@ -140,7 +140,7 @@ constexpr StringRef kTrainingSettings[] = {
     "optimizer",     "lr",           "beta1",        "beta2",
     "eps",           "weight-decay", "decay-exclude", "momentum",
     "grad-clip",     "lr-schedule",  "warmup-steps", "min-lr",
-    "decay-steps",   "microbatches", "unroll-microbatches"};
+    "decay-steps",   "microbatches", "unroll-microbatches", "remat"};
 
 LogicalResult SettingsReader::readBool(StringRef name, bool initial,
                                        bool &value) {
@@ -188,6 +188,16 @@ LogicalResult SettingsReader::readInteger(StringRef name, StringRef initial,
 }
 
 LogicalResult SettingsReader::readTraining(CompileOptions &options) {
+  StringRef remat = text("remat", "none").trim();
+  if (llvm::is_contained({"selective", "auto"}, remat) ||
+      remat.starts_with("uniform:") || remat.starts_with("block:"))
+    return fail(prefix + "remat " + remat +
+                " is not supported yet (none and full are)");
+  if (remat != "none" && remat != "full")
+    return notA("remat", "none",
+                "one of none, full (selective, uniform:N, block:N and auto "
+                "are not supported yet)");
+  options.remat = remat.str();
   TpcOptimizerOptions &o = options.optimizer;
   StringRef optimizer = text("optimizer", "adamw");
   if (optimizer != "adamw" && optimizer != "sgd")

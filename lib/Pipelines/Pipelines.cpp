@@ -75,6 +75,11 @@ void mlir::tpc::buildUnrollTrainStep(OpPassManager &pm,
   // executable runs once per microbatch.
   unroll.firstMicrobatchOnly = options.microbatchActions();
   pm.addPass(createTpcUnrollTrainStep(unroll));
+  if (options.remat != "none") {
+    TpcRematOptions remat;
+    remat.policy = options.remat;
+    pm.addPass(createTpcRemat(remat));
+  }
 }
 
 void mlir::tpc::buildDistribute(OpPassManager &pm,
@@ -204,6 +209,7 @@ LogicalResult mlir::tpc::runCompileFlow(ModuleOp module,
     report->pipelineParallel = options.axisSize("pp");
     report->tensorParallel = options.axisSize("tp");
     report->sequenceParallel = options.sequenceParallel;
+    report->remat = options.train ? options.remat : "none";
     report->stages.resize(report->pipelineParallel);
     report->stages.front().lastLayer = report->layers - 1;
     if (report->pipelineParallel > 1) {
@@ -324,6 +330,9 @@ struct CompilePipelineOptions
   Text decaySteps{*this, "decay-steps",
                   llvm::cl::desc("Cosine: the step the rate reaches min-lr")};
   Text minLr{*this, "min-lr", llvm::cl::desc("Cosine: the final rate")};
+  Text remat{*this, "remat",
+             llvm::cl::desc("Activation rematerialization: none (default) or "
+                            "full (as tpc-compile --remat)")};
 
   /// The options given, as text by their names.
   CompileSettings given() const {
@@ -337,7 +346,7 @@ struct CompilePipelineOptions
          {&mesh, &shardingPass, &seed, &schedule, &virtualStages,
           &stageLayers, &microbatches, &optimizer, &lr, &beta1,
           &beta2, &eps, &weightDecay, &decayExclude, &momentum, &gradClip,
-          &lrSchedule, &warmupSteps, &decaySteps, &minLr})
+          &lrSchedule, &warmupSteps, &decaySteps, &minLr, &remat})
       if (option->hasValue())
         settings[option->ArgStr] = option->getValue();
     return settings;

@@ -142,6 +142,14 @@ TPC_TRAIN_FLAG(decayExclude, "decay-exclude",
                "these comma-separated strings",
                "bias,norm", "");
 TPC_TRAIN_FLAG(momentum, "momentum", "SGD momentum (default 0)", "X", "0");
+TPC_TRAIN_FLAG(remat, "remat",
+               "Activation rematerialization: none (default), or full: each "
+               "transformer layer keeps only its input from the forward and "
+               "the backward recomputes the rest of what it reads, layer by "
+               "layer (loss and gradients bit for bit as none; "
+               "docs/design/remat.md). selective, uniform:N, block:N and "
+               "auto are not supported yet",
+               "none|full", "none");
 TPC_TRAIN_FLAG(gradClip, "grad-clip",
                "Clip the global gradient norm to X (default 0: no clipping)",
                "X", "0");
@@ -183,8 +191,6 @@ static cl::opt<std::string> stageLayers(
 // The rest of the user contract (INTERFACE.md): parsed, then refused.
 #define TPC_UNSUPPORTED(var, flag, type, help)                                 \
   static cl::opt<type> var(flag, cl::desc(help), cl::cat(unsupportedCategory))
-TPC_UNSUPPORTED(remat, "remat", std::string,
-                "none|selective|full|uniform:N|block:N|auto");
 TPC_UNSUPPORTED(memoryLimit, "memory-limit", std::string,
                 "Per-device memory limit");
 #undef TPC_UNSUPPORTED
@@ -195,13 +201,12 @@ static constexpr llvm::StringLiteral kScope =
     "training step, for CPU devices: one, or a mesh of data-, pipeline- and "
     "tensor-parallel ranks";
 
-static const cl::Option *const unsupportedFlags[] = {
-    &remat, &memoryLimit};
+static const cl::Option *const unsupportedFlags[] = {&memoryLimit};
 
 static const cl::opt<std::string> *const trainFlags[] = {
     &optimizer,   &lr,           &beta1,      &beta2,       &eps,
     &weightDecay, &decayExclude, &momentum,   &gradClip,    &lrSchedule,
-    &warmupSteps, &minLr,        &decaySteps, &microbatches};
+    &warmupSteps, &minLr,        &decaySteps, &microbatches, &remat};
 
 static int fail(const llvm::Twine &message) {
   return tpc::reportError(message);

@@ -65,6 +65,8 @@ struct CompileReport {
   bool sequenceParallel = false;
   /// The pipeline schedule ("none" without one) and chunks per rank.
   std::string schedule = "none";
+  /// tpc-compile --remat.
+  std::string remat = "none";
   int64_t virtualStages = 1;
   /// Stashed for the backward by one transformer layer for one microbatch,
   /// on one device.

@@ -60,6 +60,8 @@ struct CompileOptions {
   /// A pipeline template's transfers block where the schedule sends and
   /// receives instead of starting early and being waited for late.
   bool blockingTransfers = false;
+  /// Activation rematerialization (tpc-remat's policy): none or full.
+  std::string remat = "none";
 
   /// Whether the training step compiles to functions run by actions, one
   /// per microbatch (one device with several microbatches, or a pipeline

@@ -57,7 +57,7 @@ LogicalResult mlir::tpc::writeReport(const CompileReport &report,
       {"schedule", report.schedule},
       {"microbatches", report.microbatches},
       {"virtual_stages", report.virtualStages},
-      {"remat", "none"},
+      {"remat", report.remat},
       {"per_layer",
        json::Object{{"activation_bytes", report.activationBytesPerLayer}}},
       {"stages", std::move(stages)}};

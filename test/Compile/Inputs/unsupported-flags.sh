@@ -5,7 +5,7 @@
 # yet, first alone and then with --train, printing what it said and its exit
 # status.
 for train in "" --train; do
-  for flag in --remat=full --memory-limit=80GB; do
+  for flag in --remat=auto --memory-limit=80GB; do
     "$1" "$2" -o "$3" $train "$flag" 2>&1
     echo "exit status $?"
   done
