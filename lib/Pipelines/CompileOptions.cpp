@@ -189,13 +189,22 @@ LogicalResult SettingsReader::readInteger(StringRef name, StringRef initial,
 
 LogicalResult SettingsReader::readTraining(CompileOptions &options) {
   StringRef remat = text("remat", "none").trim();
-  if (llvm::is_contained({"selective", "auto"}, remat) ||
-      remat.starts_with("uniform:") || remat.starts_with("block:"))
+  if (llvm::is_contained({"selective", "auto"}, remat))
     return fail(prefix + "remat " + remat +
-                " is not supported yet (none and full are)");
-  if (remat != "none" && remat != "full")
+                " is not supported yet (none, full, uniform:N and block:N "
+                "are)");
+  int64_t layersPerGroup = 0;
+  StringRef counted = remat;
+  bool grouped = (counted.consume_front("uniform:") ||
+                  counted.consume_front("block:"));
+  if (grouped &&
+      (counted.getAsInteger(10, layersPerGroup) || layersPerGroup < 1))
     return notA("remat", "none",
-                "one of none, full (selective, uniform:N, block:N and auto "
+                "one of none, full, uniform:N, block:N with N a positive "
+                "integer");
+  if (!grouped && remat != "none" && remat != "full")
+    return notA("remat", "none",
+                "one of none, full, uniform:N, block:N (selective and auto "
                 "are not supported yet)");
   options.remat = remat.str();
   TpcOptimizerOptions &o = options.optimizer;

@@ -331,8 +331,9 @@ struct CompilePipelineOptions
                   llvm::cl::desc("Cosine: the step the rate reaches min-lr")};
   Text minLr{*this, "min-lr", llvm::cl::desc("Cosine: the final rate")};
   Text remat{*this, "remat",
-             llvm::cl::desc("Activation rematerialization: none (default) or "
-                            "full (as tpc-compile --remat)")};
+             llvm::cl::desc("Activation rematerialization: none (default), "
+                            "full, uniform:N or block:N (as tpc-compile "
+                            "--remat)")};
 
   /// The options given, as text by their names.
   CompileSettings given() const {

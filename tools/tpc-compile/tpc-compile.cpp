@@ -147,9 +147,11 @@ TPC_TRAIN_FLAG(remat, "remat",
                "transformer layer keeps only its input from the forward and "
                "the backward recomputes the rest of what it reads, layer by "
                "layer (loss and gradients bit for bit as none; "
-               "docs/design/remat.md). selective, uniform:N, block:N and "
-               "auto are not supported yet",
-               "none|full", "none");
+               "docs/design/remat.md); uniform:N: the same for groups of N "
+               "consecutive layers (a group keeps its input); block:N: full "
+               "for the first N layers of each pipeline chunk, none for the "
+               "others. selective and auto are not supported yet",
+               "none|full|uniform:N|block:N", "none");
 TPC_TRAIN_FLAG(gradClip, "grad-clip",
                "Clip the global gradient norm to X (default 0: no clipping)",
                "X", "0");

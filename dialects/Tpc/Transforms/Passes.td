@@ -290,7 +290,13 @@ def TpcRemat : Pass<"tpc-remat", "ModuleOp"> {
     take the phase of the layer's B (`train_B`, `train_B_chunk1`), so a
     schedule that defers W hands W what it reads like a dY; the forward's
     `tpc.stash_layer` no longer names what it does not keep.
-    `policy=none` (the default) changes nothing. docs/design/remat.md.
+    `policy=uniform:N` does the same for groups of N consecutive layers
+    (layers 0..N-1, N..2N-1, ...: a group keeps its input and is recomputed
+    whole when its backward begins; Megatron's `--recompute-method
+    uniform`), `policy=block:N` for the first N layers of each pipeline
+    chunk (of the model without a pipeline) and none of the others
+    (Megatron's `block`). `policy=none` (the default) changes nothing.
+    docs/design/remat.md.
 
     ```
     $ tpc-opt model.mlir --tpc-autodiff --tpc-optimizer \
@@ -299,7 +305,7 @@ def TpcRemat : Pass<"tpc-remat", "ModuleOp"> {
   }];
   let options = [
     Option<"policy", "policy", "std::string", /*default=*/"\"none\"",
-           "none or full">,
+           "none, full, uniform:N or block:N">,
     Option<"function", "function", "std::string", /*default=*/"\"train_step\"",
            "The unrolled training step">
   ];

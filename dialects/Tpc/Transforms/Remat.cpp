@@ -16,6 +16,8 @@
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <optional>
+
 namespace mlir::tpc {
 #define GEN_PASS_DEF_TPCREMAT
 #include "dialects/Tpc/Transforms/Passes.h.inc"
@@ -43,11 +45,48 @@ int64_t layerOf(Operation *op) {
   return layer ? layer.getInt() : -1;
 }
 
-/// One layer's forward of one microbatch: its ops, in the step's order.
+/// The pipeline chunk of an op's phase ("train_F_chunk2": 2), else 0.
+int64_t chunkOf(Operation *op) {
+  auto phase = op->getAttrOfType<StringAttr>(kPhaseAttrName);
+  int64_t chunk = 0;
+  StringRef name = phase ? phase.getValue() : StringRef();
+  size_t at = name.rfind("_chunk");
+  if (at != StringRef::npos)
+    (void)name.drop_front(at + 6).getAsInteger(10, chunk);
+  return chunk;
+}
+
+/// One group of layers' forward of one microbatch (a layer under `full`
+/// and `block`, N consecutive layers under `uniform`): its ops, in the
+/// step's order. Only its inputs are kept.
 struct LayerRun {
-  int64_t layer;
+  int64_t group;
   SmallVector<Operation *> ops;
   DenseSet<Operation *> members;
+};
+
+/// Which layers a policy recomputes, and in which groups.
+struct Policy {
+  enum Kind { None, Full, Uniform, Block } kind = None;
+  int64_t count = 1;
+
+  /// "none", "full", "uniform:N", "block:N" (N >= 1), else nullopt.
+  static std::optional<Policy> parse(StringRef text) {
+    if (text == "none")
+      return Policy{None};
+    if (text == "full")
+      return Policy{Full};
+    Policy policy;
+    if (text.consume_front("uniform:"))
+      policy.kind = Uniform;
+    else if (text.consume_front("block:"))
+      policy.kind = Block;
+    else
+      return std::nullopt;
+    if (text.getAsInteger(10, policy.count) || policy.count < 1)
+      return std::nullopt;
+    return policy;
+  }
 };
 
 struct RematPass : public tpc::impl::TpcRematBase<RematPass> {
@@ -55,13 +94,16 @@ struct RematPass : public tpc::impl::TpcRematBase<RematPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (policy == "none")
-      return;
-    if (policy != "full") {
+    std::optional<Policy> parsed = Policy::parse(policy);
+    if (!parsed) {
       module.emitError() << "tpc-remat: policy '" << policy
-                         << "' is not one of none, full";
+                         << "' is not one of none, full, uniform:N, block:N "
+                            "(N >= 1)";
       return signalPassFailure();
     }
+    chosen = *parsed;
+    if (chosen.kind == Policy::None)
+      return;
     auto step = module.lookupSymbol<func::FuncOp>(function);
     if (!step || step.isExternal() || !step.getBody().hasOneBlock()) {
       module.emitError() << "tpc-remat: no func.func @" << function
@@ -81,12 +123,37 @@ struct RematPass : public tpc::impl::TpcRematBase<RematPass> {
       recompute(run);
   }
 
+  Policy chosen;
+  /// Per pipeline chunk, its first layer (block:N recomputes the first N).
+  DenseMap<int64_t, int64_t> firstLayerOf;
+
+  /// The group `op`'s layer is recomputed in, or -1 for none.
+  int64_t groupOf(Operation *op, int64_t layer) {
+    switch (chosen.kind) {
+    case Policy::None:
+      return -1;
+    case Policy::Full:
+      return layer;
+    case Policy::Uniform:
+      return layer / chosen.count;
+    case Policy::Block:
+      return layer < firstLayerOf.lookup(chunkOf(op)) + chosen.count ? layer
+                                                                      : -1;
+    }
+    return -1;
+  }
+
   /// The forward runs of each layer: a layer's forward ops from one
   /// microbatch's forward to the next backward op (the next microbatch's
   /// forward of the layer is another run).
   std::vector<LayerRun> collectRuns(Block &body) {
     std::vector<LayerRun> runs;
     DenseMap<int64_t, size_t> open;
+    for (Operation &op : body)
+      if (phaseOf(&op) == 'F' && layerOf(&op) >= 0) {
+        auto [it, fresh] = firstLayerOf.try_emplace(chunkOf(&op), layerOf(&op));
+        it->second = std::min(it->second, layerOf(&op));
+      }
     for (Operation &op : body) {
       char phase = phaseOf(&op);
       if (phase == 'B' || phase == 'W') {
@@ -96,9 +163,12 @@ struct RematPass : public tpc::impl::TpcRematBase<RematPass> {
       int64_t layer = layerOf(&op);
       if (phase != 'F' || layer < 0)
         continue;
-      auto [it, fresh] = open.try_emplace(layer, runs.size());
+      int64_t group = groupOf(&op, layer);
+      if (group < 0)
+        continue;
+      auto [it, fresh] = open.try_emplace(group, runs.size());
       if (fresh)
-        runs.push_back({layer, {}, {}});
+        runs.push_back({group, {}, {}});
       runs[it->second].ops.push_back(&op);
       runs[it->second].members.insert(&op);
     }
@@ -106,8 +176,8 @@ struct RematPass : public tpc::impl::TpcRematBase<RematPass> {
   }
 
   /// Recomputes in the backward what the backward reads of `run`: the
-  /// values the layer computes that a B or W op reads and no forward op
-  /// outside the layer does (those are the next layer's inputs: kept).
+  /// values the group computes that a B or W op reads and no forward op
+  /// outside the group does (those are the next group's inputs: kept).
   void recompute(LayerRun &run) {
     auto readOutside = [&](Value value) {
       return llvm::any_of(value.getUsers(), [&](Operation *user) {
@@ -164,7 +234,7 @@ struct RematPass : public tpc::impl::TpcRematBase<RematPass> {
       Operation *copy = builder.clone(*op, mapping);
       copy->setAttr(kPhaseAttrName, builder.getStringAttr(backward));
       copy->setAttr(kRecomputeAttrName,
-                    builder.getI64IntegerAttr(run.layer));
+                    builder.getI64IntegerAttr(layerOf(op)));
       copy->removeAttr(kStashLayerAttrName);
     }
     for (Value value : dropped) {
