@@ -4,6 +4,7 @@
 
 #include "dialects/Dist/Transforms/Passes.h"
 #include "dialects/Tpc/IR/MatmulFlops.h"
+#include "dialects/Tpc/IR/TpcDialect.h"
 
 using namespace mlir;
 using namespace mlir::tpc;
@@ -13,6 +14,19 @@ int64_t mlir::tpc::countMatmulFlops(ArrayRef<func::FuncOp> functions) {
   for (func::FuncOp function : functions)
     function.walk(
         [&](Operation *op) { total = addFlops(total, getMatmulFlops(op)); });
+  return total;
+}
+
+int64_t mlir::tpc::countRecomputeFlops(func::FuncOp function,
+                                       std::optional<int64_t> stage) {
+  int64_t total = 0;
+  function.walk([&](Operation *op) {
+    if (!op->hasAttr(kRecomputeAttrName))
+      return;
+    auto rank = op->getAttrOfType<IntegerAttr>(dist::kPipelineRankAttrName);
+    if (!stage || (rank && rank.getInt() == *stage))
+      total = addFlops(total, getMatmulFlops(op));
+  });
   return total;
 }
 

@@ -12,6 +12,8 @@
 
 #include "MicrobatchPhases.h"
 
+#include "dialects/Dist/IR/DistOps.h"
+#include "dialects/Dist/Transforms/Passes.h"
 #include "dialects/Tpc/IR/TpcDialect.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -48,4 +50,24 @@ FailureOr<int64_t> mlir::tpc::countLayerStashBytes(func::FuncOp function,
            << " the microbatches repeat (" << repeated
            << ") do not divide by the " << microbatches << " microbatches";
   return repeated / microbatches + shared;
+}
+
+int64_t mlir::tpc::countReceivedStashBytes(func::FuncOp function,
+                                           int64_t microbatches,
+                                           int64_t stage) {
+  auto readByBackward = [](Value value) {
+    return llvm::any_of(value.getUsers(), [](Operation *user) {
+      auto phase = user->getAttrOfType<StringAttr>(kPhaseAttrName);
+      return phase && phase.getValue().starts_with("train_B");
+    });
+  };
+  int64_t bytes = 0;
+  function.walk([&](dist::RecvOp recv) {
+    auto rank = recv->getAttrOfType<IntegerAttr>(dist::kPipelineRankAttrName);
+    auto kind = recv->getAttrOfType<StringAttr>(dist::kTransferAttrName);
+    if (rank && rank.getInt() == stage && kind &&
+        kind.getValue() == "activation" && readByBackward(recv.getResult()))
+      bytes += byteSize(recv.getResult().getType());
+  });
+  return bytes / microbatches;
 }

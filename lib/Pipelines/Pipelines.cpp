@@ -247,6 +247,25 @@ LogicalResult mlir::tpc::runCompileFlow(ModuleOp module,
       figures.flopsPerMicrobatch =
           (staged ? countStageMatmulFlops(step, i) : countMatmulFlops(step)) /
           unrolled;
+      figures.recomputeFlopsPerMicrobatch =
+          countRecomputeFlops(step, staged ? std::optional<int64_t>(i)
+                                           : std::nullopt) /
+          unrolled;
+      // Its chunks' layers (with virtual stages, not one range).
+      SmallVector<std::pair<int64_t, int64_t>> ranges(figures.chunkLayers);
+      if (ranges.empty())
+        ranges.push_back({figures.firstLayer, figures.lastLayer});
+      if (staged)
+        figures.stashBytesPerMicrobatch +=
+            countReceivedStashBytes(step, unrolled, i);
+      for (auto [first, last] : ranges)
+        for (int64_t layer = first; layer <= last; ++layer) {
+          FailureOr<int64_t> bytes =
+              countLayerStashBytes(step, unrolled, layer);
+          if (failed(bytes))
+            return failure();
+          figures.stashBytesPerMicrobatch += *bytes;
+        }
       if (!options.mesh.empty() &&
           failed(countCommBytes(
               step, unrolled, figures.commPerMicrobatch,

@@ -45,8 +45,11 @@ struct StageFigures {
   int64_t paramBytes = 0, gradBytes = 0, optimizerBytes = 0;
   int64_t peakActivationBytes = 0, peakBytes = 0;
   /// Matrix-product FLOPs of one microbatch on one device (local shapes on
-  /// a mesh).
-  int64_t flopsPerMicrobatch = 0;
+  /// a mesh), the recomputation included (hardware FLOPs), and of the
+  /// recomputation alone (the model's are the difference).
+  int64_t flopsPerMicrobatch = 0, recomputeFlopsPerMicrobatch = 0;
+  /// What its transformer layers stash for the backward, one microbatch.
+  int64_t stashBytesPerMicrobatch = 0;
   /// What every microbatch repeats (the total divided by the microbatches),
   /// and what happens once per step (no p2p).
   CommBytes commPerMicrobatch, commPerStep;
@@ -90,6 +93,10 @@ int64_t countMatmulFlops(ArrayRef<func::FuncOp> functions);
 /// The same over the ops of pipeline stage `stage` of `function` (cut by
 /// dist-pipeline-stages: `dist.pipeline_rank`).
 int64_t countStageMatmulFlops(func::FuncOp function, int64_t stage);
+/// The matrix-product FLOPs of the ops tpc-remat added to recompute stashed
+/// values (`tpc.recompute`), of pipeline stage `stage` if given.
+int64_t countRecomputeFlops(func::FuncOp function,
+                            std::optional<int64_t> stage);
 
 /// The bytes transformer layer `layer` stashes for one microbatch on one
 /// device in `function` (an unrolled @train_step, partitioned or not; 0 for
@@ -101,6 +108,13 @@ int64_t countStageMatmulFlops(func::FuncOp function, int64_t stage);
 /// (computed from parameters alone) count once.
 FailureOr<int64_t> countLayerStashBytes(func::FuncOp function,
                                         int64_t microbatches, int64_t layer);
+/// The bytes pipeline stage `stage` of `function` (cut by
+/// dist-pipeline-stages) stashes of what it receives: an activation a
+/// chunk receives is its first layer's input, which that layer's backward
+/// reads, and which no `tpc.stash_layer` marks (the chunk's F takes it as
+/// an argument). One microbatch's (the receives divided by `microbatches`).
+int64_t countReceivedStashBytes(func::FuncOp function, int64_t microbatches,
+                                int64_t stage);
 
 /// Sums the collectives of `function` (an @train_step or @forward after
 /// dist-partition, with `microbatches` microbatches) per kind into what every

@@ -31,6 +31,10 @@ LogicalResult mlir::tpc::writeReport(const CompileReport &report,
         {"peak_activation_bytes", figures.peakActivationBytes},
         {"peak_bytes", figures.peakBytes},
         {"flops_per_microbatch", figures.flopsPerMicrobatch},
+        {"remat", report.remat},
+        {"recompute_flops_per_microbatch",
+         figures.recomputeFlopsPerMicrobatch},
+        {"stash_bytes_per_microbatch", figures.stashBytesPerMicrobatch},
         {"comm_bytes_per_microbatch", std::move(commPerMicrobatch)},
         {"comm_bytes_per_step", comm(figures.commPerStep)}};
     // Virtual stages: "layers" spans the chunks; each chunk's own range.
