@@ -189,10 +189,10 @@ LogicalResult SettingsReader::readInteger(StringRef name, StringRef initial,
 
 LogicalResult SettingsReader::readTraining(CompileOptions &options) {
   StringRef remat = text("remat", "none").trim();
-  if (llvm::is_contained({"selective", "auto"}, remat))
+  if (remat == "auto")
     return fail(prefix + "remat " + remat +
-                " is not supported yet (none, full, uniform:N and block:N "
-                "are)");
+                " is not supported yet (none, selective, full, uniform:N and "
+                "block:N are)");
   int64_t layersPerGroup = 0;
   StringRef counted = remat;
   bool grouped = (counted.consume_front("uniform:") ||
@@ -200,12 +200,12 @@ LogicalResult SettingsReader::readTraining(CompileOptions &options) {
   if (grouped &&
       (counted.getAsInteger(10, layersPerGroup) || layersPerGroup < 1))
     return notA("remat", "none",
-                "one of none, full, uniform:N, block:N with N a positive "
-                "integer");
-  if (!grouped && remat != "none" && remat != "full")
+                "one of none, selective, full, uniform:N, block:N with N a "
+                "positive integer");
+  if (!grouped && !llvm::is_contained({"none", "selective", "full"}, remat))
     return notA("remat", "none",
-                "one of none, full, uniform:N, block:N (selective and auto "
-                "are not supported yet)");
+                "one of none, selective, full, uniform:N, block:N (auto is "
+                "not supported yet)");
   options.remat = remat.str();
   TpcOptimizerOptions &o = options.optimizer;
   StringRef optimizer = text("optimizer", "adamw");

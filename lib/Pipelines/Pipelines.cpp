@@ -242,6 +242,13 @@ LogicalResult mlir::tpc::runCompileFlow(ModuleOp module,
     if (failed(stash))
       return failure();
     report->activationBytesPerLayer = *stash;
+    // Selective recomputes an unfused attention core; the fused attention's
+    // backward recomputes its scores already.
+    if (report->remat == "selective" && !step->walk([](Operation *op) {
+          return op->hasAttr(kRecomputeAttrName) ? WalkResult::interrupt()
+                                                 : WalkResult::advance();
+        }).wasInterrupted())
+      report->remat = "selective (built into fused attention)";
     bool staged = report->stages.size() > 1;
     for (auto [i, figures] : llvm::enumerate(report->stages)) {
       figures.flopsPerMicrobatch =
@@ -351,8 +358,8 @@ struct CompilePipelineOptions
   Text minLr{*this, "min-lr", llvm::cl::desc("Cosine: the final rate")};
   Text remat{*this, "remat",
              llvm::cl::desc("Activation rematerialization: none (default), "
-                            "full, uniform:N or block:N (as tpc-compile "
-                            "--remat)")};
+                            "selective, full, uniform:N or block:N (as "
+                            "tpc-compile --remat)")};
 
   /// The options given, as text by their names.
   CompileSettings given() const {

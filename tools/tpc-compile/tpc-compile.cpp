@@ -150,8 +150,10 @@ TPC_TRAIN_FLAG(remat, "remat",
                "docs/design/remat.md); uniform:N: the same for groups of N "
                "consecutive layers (a group keeps its input); block:N: full "
                "for the first N layers of each pipeline chunk, none for the "
-               "others. selective and auto are not supported yet",
-               "none|full|uniform:N|block:N", "none");
+               "others; selective: only the attention core (scores, softmax, "
+               "dropout) of unfused attention (fused attention recomputes "
+               "it already). auto is not supported yet",
+               "none|selective|full|uniform:N|block:N", "none");
 TPC_TRAIN_FLAG(gradClip, "grad-clip",
                "Clip the global gradient norm to X (default 0: no clipping)",
                "X", "0");

@@ -295,7 +295,12 @@ def TpcRemat : Pass<"tpc-remat", "ModuleOp"> {
     whole when its backward begins; Megatron's `--recompute-method
     uniform`), `policy=block:N` for the first N layers of each pipeline
     chunk (of the model without a pipeline) and none of the others
-    (Megatron's `block`). `policy=none` (the default) changes nothing.
+    (Megatron's `block`). `policy=selective` recomputes each layer's
+    attention core alone (Korthikanti et al. 2022): the scores'
+    `batch_matmul`, the softmax, the dropout and its mask, up to the
+    `batch_matmul` with v, whose output and inputs stay kept; a layer with
+    the fused `tpc.attention` has none (its backward recomputes the scores
+    already). `policy=none` (the default) changes nothing.
     docs/design/remat.md.
 
     ```
@@ -305,7 +310,7 @@ def TpcRemat : Pass<"tpc-remat", "ModuleOp"> {
   }];
   let options = [
     Option<"policy", "policy", "std::string", /*default=*/"\"none\"",
-           "none, full, uniform:N or block:N">,
+           "none, selective, full, uniform:N or block:N">,
     Option<"function", "function", "std::string", /*default=*/"\"train_step\"",
            "The unrolled training step">
   ];

@@ -67,7 +67,7 @@ struct LayerRun {
 
 /// Which layers a policy recomputes, and in which groups.
 struct Policy {
-  enum Kind { None, Full, Uniform, Block } kind = None;
+  enum Kind { None, Full, Uniform, Block, Selective } kind = None;
   int64_t count = 1;
 
   /// "none", "full", "uniform:N", "block:N" (N >= 1), else nullopt.
@@ -76,6 +76,8 @@ struct Policy {
       return Policy{None};
     if (text == "full")
       return Policy{Full};
+    if (text == "selective")
+      return Policy{Selective};
     Policy policy;
     if (text.consume_front("uniform:"))
       policy.kind = Uniform;
@@ -97,8 +99,8 @@ struct RematPass : public tpc::impl::TpcRematBase<RematPass> {
     std::optional<Policy> parsed = Policy::parse(policy);
     if (!parsed) {
       module.emitError() << "tpc-remat: policy '" << policy
-                         << "' is not one of none, full, uniform:N, block:N "
-                            "(N >= 1)";
+                         << "' is not one of none, selective, full, "
+                            "uniform:N, block:N (N >= 1)";
       return signalPassFailure();
     }
     chosen = *parsed;
@@ -119,8 +121,11 @@ struct RematPass : public tpc::impl::TpcRematBase<RematPass> {
                           "tpc-unroll-train-step)";
       return signalPassFailure();
     }
-    for (LayerRun &run : collectRuns(body))
+    for (LayerRun &run : collectRuns(body)) {
+      if (chosen.kind == Policy::Selective && !keepAttentionCore(run))
+        continue;
       recompute(run);
+    }
   }
 
   Policy chosen;
@@ -133,6 +138,7 @@ struct RematPass : public tpc::impl::TpcRematBase<RematPass> {
     case Policy::None:
       return -1;
     case Policy::Full:
+    case Policy::Selective:
       return layer;
     case Policy::Uniform:
       return layer / chosen.count;
@@ -173,6 +179,48 @@ struct RematPass : public tpc::impl::TpcRematBase<RematPass> {
       runs[it->second].members.insert(&op);
     }
     return runs;
+  }
+
+  /// Selective: narrows `run` to its attention core (Korthikanti et al.
+  /// 2022): from the scores' batch_matmul through the softmax and dropout
+  /// to the batch_matmul with v, and the dropout's mask; false when the
+  /// layer has none (fused attention, whose backward recomputes the
+  /// scores already).
+  bool keepAttentionCore(LayerRun &run) {
+    SmallVector<Operation *> matmuls;
+    for (Operation *op : run.ops)
+      if (op->getName().getStringRef() == "tpc.batch_matmul")
+        matmuls.push_back(op);
+    if (matmuls.size() != 2)
+      return false;
+    Operation *scores = matmuls[0], *out = matmuls[1];
+    DenseSet<Operation *> core{scores};
+    for (Operation *op : run.ops) {
+      if (core.contains(op) || op->isBeforeInBlock(scores) ||
+          out->isBeforeInBlock(op))
+        continue;
+      if (llvm::any_of(op->getOperands(), [&](Value v) {
+            return core.contains(v.getDefiningOp());
+          }))
+        core.insert(op);
+    }
+    if (!core.contains(out))
+      return false;
+    // The masks the core's dropout applies (drawn from the stream alone).
+    for (Operation *op : run.ops)
+      if (!core.contains(op) &&
+          llvm::all_of(op->getUsers(),
+                       [&](Operation *user) {
+                         return core.contains(user) || phaseOf(user) == 'B' ||
+                                phaseOf(user) == 'W';
+                       }) &&
+          llvm::any_of(op->getUsers(),
+                       [&](Operation *user) { return core.contains(user); }) &&
+          op->getName().getStringRef() == "tpc.dropout_mask")
+        core.insert(op);
+    llvm::erase_if(run.ops, [&](Operation *op) { return !core.contains(op); });
+    run.members = std::move(core);
+    return true;
   }
 
   /// Recomputes in the backward what the backward reads of `run`: the

@@ -60,8 +60,8 @@ struct CompileOptions {
   /// A pipeline template's transfers block where the schedule sends and
   /// receives instead of starting early and being waited for late.
   bool blockingTransfers = false;
-  /// Activation rematerialization (tpc-remat's policy): none, full,
-  /// uniform:N or block:N.
+  /// Activation rematerialization (tpc-remat's policy): none, selective,
+  /// full, uniform:N or block:N.
   std::string remat = "none";
 
   /// Whether the training step compiles to functions run by actions, one
