@@ -21,11 +21,11 @@
 using namespace mlir;
 using namespace mlir::tpc;
 
-FailureOr<int64_t> mlir::tpc::countLayerStashBytes(func::FuncOp function,
-                                                   int64_t microbatches,
-                                                   int64_t layer) {
+FailureOr<SmallVector<int64_t>>
+mlir::tpc::countStashBytesByLayer(func::FuncOp function, int64_t microbatches,
+                                  int64_t layers) {
   MicrobatchPhases phases(function);
-  int64_t repeated = 0, shared = 0;
+  SmallVector<int64_t> repeated(layers, 0), shared(layers, 0);
   WalkResult walk = function.walk([&](Operation *op) {
     auto marks = op->getAttrOfType<DenseI64ArrayAttr>(kStashLayerAttrName);
     if (!marks)
@@ -37,19 +37,23 @@ FailureOr<int64_t> mlir::tpc::countLayerStashBytes(func::FuncOp function,
       return WalkResult::interrupt();
     }
     for (auto [mark, result] : llvm::zip(marks.asArrayRef(), op->getResults()))
-      if (mark == layer)
-        (phases.of(result) == Phase::Microbatch ? repeated : shared) +=
+      if (mark >= 0 && mark < layers)
+        (phases.of(result) == Phase::Microbatch ? repeated : shared)[mark] +=
             byteSize(result.getType());
     return WalkResult::advance();
   });
   if (walk.wasInterrupted())
     return failure();
-  if (repeated % microbatches != 0)
-    return function.emitError()
-           << "report: the stash bytes of layer " << layer
-           << " the microbatches repeat (" << repeated
-           << ") do not divide by the " << microbatches << " microbatches";
-  return repeated / microbatches + shared;
+  SmallVector<int64_t> bytes(layers, 0);
+  for (int64_t layer = 0; layer < layers; ++layer) {
+    if (repeated[layer] % microbatches != 0)
+      return function.emitError()
+             << "report: the stash bytes of layer " << layer
+             << " the microbatches repeat (" << repeated[layer]
+             << ") do not divide by the " << microbatches << " microbatches";
+    bytes[layer] = repeated[layer] / microbatches + shared[layer];
+  }
+  return bytes;
 }
 
 int64_t mlir::tpc::countReceivedStashBytes(func::FuncOp function,

@@ -237,11 +237,11 @@ LogicalResult mlir::tpc::runCompileFlow(ModuleOp module,
                                 << options.loweredFunction();
     // A template of actions holds one microbatch of the step.
     int64_t unrolled = options.microbatchActions() ? 1 : microbatches;
-    FailureOr<int64_t> stash =
-        countLayerStashBytes(step, unrolled, /*layer=*/0);
+    FailureOr<SmallVector<int64_t>> stash =
+        countStashBytesByLayer(step, unrolled, report->layers);
     if (failed(stash))
       return failure();
-    report->activationBytesPerLayer = *stash;
+    report->activationBytesPerLayer = stash->empty() ? 0 : stash->front();
     // Selective recomputes an unfused attention core; the fused attention's
     // backward recomputes its scores already.
     if (report->remat == "selective" && !step->walk([](Operation *op) {
@@ -266,13 +266,8 @@ LogicalResult mlir::tpc::runCompileFlow(ModuleOp module,
         figures.stashBytesPerMicrobatch +=
             countReceivedStashBytes(step, unrolled, i);
       for (auto [first, last] : ranges)
-        for (int64_t layer = first; layer <= last; ++layer) {
-          FailureOr<int64_t> bytes =
-              countLayerStashBytes(step, unrolled, layer);
-          if (failed(bytes))
-            return failure();
-          figures.stashBytesPerMicrobatch += *bytes;
-        }
+        for (int64_t layer = first; layer <= last; ++layer)
+          figures.stashBytesPerMicrobatch += (*stash)[layer];
       if (!options.mesh.empty() &&
           failed(countCommBytes(
               step, unrolled, figures.commPerMicrobatch,

@@ -98,16 +98,18 @@ int64_t countStageMatmulFlops(func::FuncOp function, int64_t stage);
 int64_t countRecomputeFlops(func::FuncOp function,
                             std::optional<int64_t> stage);
 
-/// The bytes transformer layer `layer` stashes for one microbatch on one
-/// device in `function` (an unrolled @train_step, partitioned or not; 0 for
-/// an @forward, which stashes nothing): the results its `tpc.stash_layer`
-/// ops (copies of @train_F's) mark with `layer`, at the type they are computed with (one device's
-/// shard after dist-partition, before any collective that reads them).
-/// Values of a microbatch's data count once per microbatch (an error if
-/// they do not divide by `microbatches`); those the microbatches share
-/// (computed from parameters alone) count once.
-FailureOr<int64_t> countLayerStashBytes(func::FuncOp function,
-                                        int64_t microbatches, int64_t layer);
+/// The bytes each of transformer layers 0 .. `layers` - 1 stashes for one
+/// microbatch on one device in `function` (an unrolled @train_step,
+/// partitioned or not; 0 for an @forward, which stashes nothing), in one
+/// walk: the results its `tpc.stash_layer` ops (copies of @train_F's) mark
+/// with the layer, at the type they are computed with (one device's shard
+/// after dist-partition, before any collective that reads them). Values of
+/// a microbatch's data count once per microbatch (an error if they do not
+/// divide by `microbatches`); those the microbatches share (computed from
+/// parameters alone) count once.
+FailureOr<SmallVector<int64_t>> countStashBytesByLayer(func::FuncOp function,
+                                                       int64_t microbatches,
+                                                       int64_t layers);
 /// The bytes pipeline stage `stage` of `function` (cut by
 /// dist-pipeline-stages) stashes of what it receives: an activation a
 /// chunk receives is its first layer's input, which that layer's backward
