@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Tpc/IR/TpcDialect.h"
+#include "dialects/Tpc/IR/TpcOps.h"
 #include "dialects/Tpc/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -189,7 +190,7 @@ struct RematPass : public tpc::impl::TpcRematBase<RematPass> {
   bool keepAttentionCore(LayerRun &run) {
     SmallVector<Operation *> matmuls;
     for (Operation *op : run.ops)
-      if (op->getName().getStringRef() == "tpc.batch_matmul")
+      if (isa<BatchMatmulOp>(op))
         matmuls.push_back(op);
     if (matmuls.size() != 2)
       return false;
@@ -206,17 +207,13 @@ struct RematPass : public tpc::impl::TpcRematBase<RematPass> {
     }
     if (!core.contains(out))
       return false;
-    // The masks the core's dropout applies (drawn from the stream alone).
+    // The masks the core's dropout applies (drawn from the stream alone; one
+    // that a forward op outside the core also read would stay kept, as
+    // recompute() keeps what the forward reads outside its run).
     for (Operation *op : run.ops)
-      if (!core.contains(op) &&
-          llvm::all_of(op->getUsers(),
-                       [&](Operation *user) {
-                         return core.contains(user) || phaseOf(user) == 'B' ||
-                                phaseOf(user) == 'W';
-                       }) &&
+      if (isa<DropoutMaskOp>(op) &&
           llvm::any_of(op->getUsers(),
-                       [&](Operation *user) { return core.contains(user); }) &&
-          op->getName().getStringRef() == "tpc.dropout_mask")
+                       [&](Operation *user) { return core.contains(user); }))
         core.insert(op);
     llvm::erase_if(run.ops, [&](Operation *op) { return !core.contains(op); });
     run.members = std::move(core);
