@@ -649,6 +649,17 @@ Spec randomSpec(uint32_t seed, bool transfers = false) {
   return spec;
 }
 
+/// Expects instance `i`'s intervals in `program` to be the reference's.
+void expectIntervals(uint32_t seed, const Program &program, uint32_t i,
+                     const std::vector<Lifetime> &want) {
+  std::vector<Lifetime> got = program.intervalsOf(i);
+  ASSERT_EQ(got.size(), want.size()) << "seed " << seed << " instance " << i;
+  for (size_t v = 0; v < got.size(); ++v) {
+    EXPECT_EQ(got[v].first, want[v].first) << "seed " << seed;
+    EXPECT_EQ(got[v].last, want[v].last) << "seed " << seed;
+  }
+}
+
 TEST(LifetimesTest, TheReplayFollowsTheRulesOnRandomSteps) {
   int accepted = 0, refused = 0;
   for (uint32_t seed = 1; seed <= 5000; ++seed) {
@@ -673,13 +684,7 @@ TEST(LifetimesTest, TheReplayFollowsTheRulesOnRandomSteps) {
       for (uint32_t s = 0; s < spec.slotsOf(b); ++s) {
         uint32_t i = expected.base[b] + s;
         const std::vector<Lifetime> &want = expected.intervals[i];
-        std::vector<Lifetime> got = program.intervalsOf(i);
-        ASSERT_EQ(got.size(), want.size())
-            << "seed " << seed << " instance " << i;
-        for (size_t v = 0; v < got.size(); ++v) {
-          EXPECT_EQ(got[v].first, want[v].first) << "seed " << seed;
-          EXPECT_EQ(got[v].last, want[v].last) << "seed " << seed;
-        }
+        ASSERT_NO_FATAL_FAILURE(expectIntervals(seed, program, i, want));
         Lifetime whole{0, -1};
         if (!want.empty())
           whole = {want.front().first, want.back().last};
@@ -721,16 +726,9 @@ TEST(LifetimesTest, TheStartedTransfersFollowTheRulesOnRandomSteps) {
     Program program;
     ASSERT_TRUE(decodeProgram(root, program));
     EXPECT_EQ(program.peakBytes, expected.peak) << "seed " << seed;
-    for (uint32_t i = 0; i < expected.intervals.size(); ++i) {
-      const std::vector<Lifetime> &want = expected.intervals[i];
-      std::vector<Lifetime> got = program.intervalsOf(i);
-      ASSERT_EQ(got.size(), want.size())
-          << "seed " << seed << " instance " << i;
-      for (size_t v = 0; v < got.size(); ++v) {
-        EXPECT_EQ(got[v].first, want[v].first) << "seed " << seed;
-        EXPECT_EQ(got[v].last, want[v].last) << "seed " << seed;
-      }
-    }
+    for (uint32_t i = 0; i < expected.intervals.size(); ++i)
+      ASSERT_NO_FATAL_FAILURE(
+          expectIntervals(seed, program, i, expected.intervals[i]));
   }
   // Both outcomes are common, and accepted steps start transfers.
   EXPECT_GT(accepted, 300);
