@@ -193,19 +193,13 @@ LogicalResult SettingsReader::readTraining(CompileOptions &options) {
     return fail(prefix + "remat " + remat +
                 " is not supported yet (none, selective, full, uniform:N and "
                 "block:N are)");
-  int64_t layersPerGroup = 0;
-  StringRef counted = remat;
-  bool grouped = (counted.consume_front("uniform:") ||
-                  counted.consume_front("block:"));
-  if (grouped &&
-      (counted.getAsInteger(10, layersPerGroup) || layersPerGroup < 1))
+  if (!isRematPolicy(remat))
     return notA("remat", "none",
-                "one of none, selective, full, uniform:N, block:N with N a "
-                "positive integer");
-  if (!grouped && !llvm::is_contained({"none", "selective", "full"}, remat))
-    return notA("remat", "none",
-                "one of none, selective, full, uniform:N, block:N (auto is "
-                "not supported yet)");
+                remat.starts_with("uniform:") || remat.starts_with("block:")
+                    ? "one of none, selective, full, uniform:N, block:N with "
+                      "N a positive integer"
+                    : "one of none, selective, full, uniform:N, block:N "
+                      "(auto is not supported yet)");
   options.remat = remat.str();
   TpcOptimizerOptions &o = options.optimizer;
   StringRef optimizer = text("optimizer", "adamw");

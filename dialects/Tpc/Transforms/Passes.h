@@ -14,6 +14,10 @@ namespace mlir::tpc {
 #define GEN_PASS_REGISTRATION
 #include "dialects/Tpc/Transforms/Passes.h.inc"
 
+/// Whether `policy` is one tpc-remat takes: none, selective, full,
+/// uniform:N or block:N with N >= 1 (Remat.cpp).
+bool isRematPolicy(llvm::StringRef policy);
+
 } // namespace mlir::tpc
 
 #endif // DIALECTS_TPC_TRANSFORMS_PASSES_H

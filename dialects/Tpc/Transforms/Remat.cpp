@@ -307,3 +307,7 @@ struct RematPass : public tpc::impl::TpcRematBase<RematPass> {
 };
 
 } // namespace
+
+bool mlir::tpc::isRematPolicy(StringRef policy) {
+  return Policy::parse(policy).has_value();
+}
