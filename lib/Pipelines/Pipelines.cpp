@@ -279,7 +279,8 @@ LogicalResult mlir::tpc::runCompileFlow(ModuleOp module,
 
   if (failed(runPhase(buildLowerToExecutable)))
     return failure();
-  return success(!report || succeeded(readMemoryFigures(module, *report)));
+  return success(!report || (succeeded(readMemoryFigures(module, *report)) &&
+                             succeeded(readPoolFigures(module, *report))));
 }
 
 namespace {

@@ -225,11 +225,10 @@ struct Resolved {
   std::vector<float *> stagedOperands, stagedResults;
   float *scratch = nullptr;
   /// Whether a buffer is pooled (KernelCall::pooled); then, per operand and
-  /// result, the pool's stride (0: not pooled) and whether the run's
-  /// microbatch (else its slot) selects the slot.
+  /// result, the pool's stride (0: not pooled); the run's slot is
+  /// TensorRef::slotOf.
   bool pooled = false;
   std::vector<uint64_t> operandStrides, resultStrides;
-  std::vector<uint8_t> operandByMicrobatch, resultByMicrobatch;
 };
 
 class CpuDevice final : public Device {
@@ -388,14 +387,12 @@ Status CpuDevice::prepare(const Program &program,
       r.operands.push_back(arena_.data() + t.offset);
       r.stagedOperands.push_back(staged(operandAt[call.index][j]));
       r.operandStrides.push_back(t.pool >= 0 ? t.poolStride : 0);
-      r.operandByMicrobatch.push_back(t.byMicrobatch);
     }
     for (size_t j = 0; j < call.results.size(); ++j) {
       const TensorRef &t = call.results[j];
       r.results.push_back(arena_.data() + t.offset);
       r.stagedResults.push_back(staged(resultAt[call.index][j]));
       r.resultStrides.push_back(t.pool >= 0 ? t.poolStride : 0);
-      r.resultByMicrobatch.push_back(t.byMicrobatch);
     }
     r.scratch = staged(scratchAt[call.index]);
     mostOperands = std::max(mostOperands, call.operands.size());
@@ -438,21 +435,23 @@ Status CpuDevice::execute(const KernelCall &call, const StepContext &context) {
                          " is not part of the prepared program");
   const Resolved *resolved = &resolved_[call.index];
   if (resolved->pooled) {
-    // The run's slots: a pooled buffer's slot lies `stride` bytes further
-    // per slot (the loader checked every slot a run addresses).
+    // The run's slots: a pooled buffer's slot (TensorRef::slotOf: the
+    // microbatch, or the action's slot mod the pool's slots) lies `stride`
+    // bytes further per slot (the loader checked every microbatch a
+    // by_microbatch pool is addressed with).
     Resolved &at = atSlots_;
     const Resolved &base = *resolved;
-    auto select = [&](bool byMicrobatch) -> uint64_t {
-      return byMicrobatch ? context.microbatch : context.slot;
+    auto select = [&](const TensorRef &t) -> uint64_t {
+      return t.slotOf(context.microbatch, context.slot);
     };
     for (size_t j = 0; j < call.operands.size(); ++j) {
-      at.operands[j] = base.operands[j] + base.operandStrides[j] *
-                                              select(base.operandByMicrobatch[j]);
+      at.operands[j] =
+          base.operands[j] + base.operandStrides[j] * select(call.operands[j]);
       at.stagedOperands[j] = base.stagedOperands[j];
     }
     for (size_t j = 0; j < call.results.size(); ++j) {
-      at.results[j] = base.results[j] +
-                      base.resultStrides[j] * select(base.resultByMicrobatch[j]);
+      at.results[j] =
+          base.results[j] + base.resultStrides[j] * select(call.results[j]);
       at.stagedResults[j] = base.stagedResults[j];
     }
     at.scratch = base.scratch;

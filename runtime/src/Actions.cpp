@@ -4,7 +4,10 @@
 // order but its action list: each action runs a function (a range of the
 // file's kernels, all of one stage) with a microbatch index and a pool
 // slot, so that a function compiled once runs once per microbatch and the
-// executable does not grow with the microbatches. readActions reads and
+// executable does not grow with the microbatches. A by_microbatch pool is
+// addressed at the action's microbatch, any other pool at the action's slot
+// mod its slots (tpc-compile numbers an action's slot by its microbatch, so
+// a pool of S slots holds microbatch i in slot i mod S). readActions reads and
 // checks functions, pools and actions; the buffers' pool index, stride and
 // the arena bounds of their last slot are checked with the buffers
 // (Executable.cpp), the lifetimes over the runs in Lifetimes.cpp.
@@ -169,7 +172,7 @@ Status tpcrt::readActions(const fb::Executable &exe, Program &program) {
 
   // The slots of the pools that are not by_microbatch and that kernels
   // address (at most the buffers' instances), numbered: pool p's slot s is
-  // slotBase[p] + s.
+  // slotBase[p] + s (an action addresses s = action.slot mod the slots).
   std::vector<size_t> slotBase(numPools, SIZE_MAX);
   size_t numSlots = 0;
   for (const std::vector<uint32_t> &pools : poolsOf)
@@ -179,7 +182,8 @@ Status tpcrt::readActions(const fb::Executable &exe, Program &program) {
         numSlots += program.pools[p].slots;
       }
 
-  // Actions: a function of the stage, slots its pools have.
+  // Actions: a function of the stage, microbatches its by_microbatch pools
+  // have (any other pool takes the action's slot mod its slots).
   for (uint32_t stage = 0; stage < numLists; ++stage) {
     const fb::StageActions *list = exe.stage_actions()->Get(stage);
     std::vector<ActionRef> actions;
@@ -204,24 +208,20 @@ Status tpcrt::readActions(const fb::Executable &exe, Program &program) {
                              " (an action runs a function of its own stage)");
       for (uint32_t p : poolsOf[ref.function]) {
         const PoolRef &pool = program.pools[p];
-        uint32_t slot = pool.byMicrobatch ? ref.microbatch : ref.slot;
-        if (slot >= pool.slots)
+        if (pool.byMicrobatch && ref.microbatch >= pool.slots)
           return Status::error(
               what() + ": its kernels address pool " + std::to_string(p) +
-              ", whose " + plural(pool.slots, "slot") + " do not hold " +
-              (pool.byMicrobatch ? "microbatch " : "slot ") +
-              std::to_string(slot) +
-              (pool.byMicrobatch ? " (a by_microbatch pool: the slot is the "
-                                   "microbatch)"
-                                 : ""));
+              ", whose " + plural(pool.slots, "slot") +
+              " do not hold microbatch " + std::to_string(ref.microbatch) +
+              " (a by_microbatch pool: the slot is the microbatch)");
       }
       actions.push_back(ref);
     }
-    // A slot of a pool that is not by_microbatch holds one microbatch's
-    // values from its first action to its last: another microbatch may take
-    // it only then. The slots' holds in turn (a hold: one microbatch's
-    // actions on the slot until another microbatch's), and the switches
-    // from one to the next in action order.
+    // A slot of a pool that is not by_microbatch (action.slot mod the
+    // pool's slots) holds one microbatch's values from its first action to
+    // its last: another microbatch may take it only then. The slots' holds
+    // in turn (a hold: one microbatch's actions on the slot until another
+    // microbatch's), and the switches from one to the next in action order.
     struct Hold {
       size_t slot;
       uint32_t microbatch;
@@ -237,9 +237,10 @@ Status tpcrt::readActions(const fb::Executable &exe, Program &program) {
     std::vector<size_t> holding(numSlots, SIZE_MAX);
     for (size_t a = 0; a < actions.size(); ++a)
       for (uint32_t p : poolsOf[actions[a].function]) {
-        if (program.pools[p].byMicrobatch)
+        const PoolRef &pool = program.pools[p];
+        if (pool.byMicrobatch)
           continue;
-        size_t slot = slotBase[p] + actions[a].slot;
+        size_t slot = slotBase[p] + actions[a].slot % pool.slots;
         size_t &h = holding[slot];
         if (h != SIZE_MAX && holds[h].microbatch == actions[a].microbatch) {
           holds[h].last = a;
@@ -274,8 +275,9 @@ Status tpcrt::readActions(const fb::Executable &exe, Program &program) {
       return Status::error(
           "stage " + std::to_string(stage) + ": " +
           actionText(program, change.action, action) + ": slot " +
-          std::to_string(action.slot) + " of pool " +
-          std::to_string(change.pool) + " still holds microbatch " +
+          std::to_string(action.slot % program.pools[change.pool].slots) +
+          " of pool " + std::to_string(change.pool) +
+          " still holds microbatch " +
           std::to_string(holds[change.from].microbatch) +
           ", whose last action is " +
           actionText(program, until, actions[until]) +

@@ -139,14 +139,20 @@ Status checkCopy(const Program &program, uint32_t buffer, uint64_t bytes,
   }
   return Status::ok();
 }
+
+/// Where slot `slot` of `t` lies (a slot index checkCopy found below the
+/// pool's slots, 0 for a buffer that is not pooled), not an action's slot.
+uint64_t slotOffset(const TensorRef &t, uint32_t slot) {
+  return t.offset + uint64_t(slot) * t.poolStride;
+}
 } // namespace
 
 Status Interpreter::writeBuffer(uint32_t buffer, const void *data,
                                 uint64_t bytes, uint32_t slot) {
   if (Status s = checkCopy(program_, buffer, bytes, slot); !s)
     return s;
-  return device_->copyToArena(program_.buffers[buffer].offsetAt(slot, slot),
-                              data, bytes);
+  return device_->copyToArena(slotOffset(program_.buffers[buffer], slot), data,
+                              bytes);
 }
 
 Status Interpreter::readBuffer(uint32_t buffer, void *data, uint64_t bytes,
@@ -155,7 +161,7 @@ Status Interpreter::readBuffer(uint32_t buffer, void *data, uint64_t bytes,
     return s;
   if (Status s = device_->synchronize(); !s)
     return s;
-  return device_->copyFromArena(program_.buffers[buffer].offsetAt(slot, slot),
+  return device_->copyFromArena(slotOffset(program_.buffers[buffer], slot),
                                 data, bytes);
 }
 

@@ -513,17 +513,19 @@ struct TransferEffect {
 struct Place {
   uint32_t base = 0;
   bool pooled = false, byMicrobatch = false;
+  uint32_t slots = 1;
   uint64_t offset = 0, stride = 0, bytes = 0;
 
   explicit Place(const Program &program, uint32_t buffer)
       : base(program.instanceBase[buffer]),
         pooled(program.buffers[buffer].pool >= 0),
         byMicrobatch(program.buffers[buffer].byMicrobatch),
+        slots(program.buffers[buffer].poolSlots),
         offset(program.buffers[buffer].offset),
         stride(program.buffers[buffer].poolStride),
         bytes(program.buffers[buffer].bytes) {}
   uint32_t slotOf(uint32_t microbatch, uint32_t slot) const {
-    return !pooled ? 0 : byMicrobatch ? microbatch : slot;
+    return !pooled ? 0 : byMicrobatch ? microbatch : slot % slots;
   }
 };
 

@@ -204,6 +204,7 @@ Status tpcrt::decodeProgram(const fb::Executable &exe, Program &out) {
       const fb::Pool *pool = exe.pools()->Get(buffer->pool());
       t.pool = buffer->pool();
       t.poolStride = pool->stride();
+      t.poolSlots = pool->slots();
       t.byMicrobatch = pool->by_microbatch();
       slots = pool->slots();
     }

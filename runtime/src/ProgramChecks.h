@@ -142,7 +142,9 @@ Status checkAliasing(const KernelCall &call, uint32_t microbatch = 0,
 /// stride that is a multiple of 64; none of them without stage_actions;
 /// with them one action list per stage, functions of at least one kernel,
 /// disjoint, covering every kernel, each of one stage; actions running a
-/// function of their stage with slots its pools hold.
+/// function of their stage with microbatches its by_microbatch pools hold
+/// (any other pool is addressed at the action's slot mod its slots), no
+/// microbatch taking a slot before the previous holder's last action on it.
 Status readActions(const fb::Executable &exe, Program &program);
 
 /// Sets program.actions (its stage's, with their positions in calls, or the

@@ -13,8 +13,9 @@
 //     added in place);
 //   - as functions and actions: each function's kernels once (F, B, the
 //     transfers, a prologue and an epilogue), run by one action per
-//     microbatch; the stash in a pool of two slots (slot = microbatch % 2),
-//     the inputs in pools by microbatch, the accumulators zeroed by the
+//     microbatch; the stash in a pool of two slots (the action's slot
+//     microbatch % 2, or the microbatch itself, which the pool takes mod
+//     2), the inputs in pools by microbatch, the accumulators zeroed by the
 //     prologue (`zeros`) and added to in place (`add`, the count in i64).
 //
 // One stage (the 1F1B-like order F0 F1 B0 F2 B1 ...) or two ("pp" = 2: the
@@ -63,6 +64,10 @@ struct ActionModelOptions {
   /// With started transfers: stage 1 receives the activations with a
   /// blocking recv (started and blocking transfers on one channel).
   bool blockingActivationRecv = false;
+  /// Actions: each action's slot is its microbatch (tpc-compile's
+  /// numbering; the stash pools take it mod their 2 slots), else
+  /// microbatch % 2.
+  bool slotsAreMicrobatches = false;
   /// Rows of one microbatch, and the model's sizes.
   int64_t rows = 2, seq = 3, hidden = 4, vocab = 8;
 };
@@ -363,7 +368,8 @@ private:
       while (exe.stage_actions.size() <= static_cast<size_t>(on))
         exe.stage_actions.push_back(std::make_unique<fb::StageActionsT>());
       exe.stage_actions[on]->actions.emplace_back(
-          it->second, static_cast<uint32_t>(i), static_cast<uint32_t>(i % 2));
+          it->second, static_cast<uint32_t>(i),
+          static_cast<uint32_t>(o.slotsAreMicrobatches ? i : i % 2));
       return;
     }
     emit(function);

@@ -146,6 +146,26 @@ TEST(ActionsTest, OneStageStepEqualsItsUnrolledTwin) {
   expectSameSteps(options, 2);
 }
 
+/// tpc-compile numbers an action's slot by its microbatch: the stash pool
+/// of 2 slots takes slots 0, 1, 2, 3 as 0, 1, 0, 1, and the step is the
+/// same as with slots numbered microbatch % 2.
+TEST(ActionsTest, SlotsNumberedByMicrobatchWrapInTheStashPool) {
+  ActionModelOptions options;
+  options.microbatches = 4;
+  options.slotsAreMicrobatches = true;
+  fb::ExecutableT exe = actionModel(options);
+  uint32_t most = 0;
+  for (const fb::Action &a : exe.stage_actions[0]->actions)
+    most = std::max(most, a.slot());
+  EXPECT_EQ(most, 3u);
+  expectSameSteps(options, 2);
+  // Two stages, started transfers: the loader takes the wrapped slots.
+  options.stages = 2;
+  options.startedTransfers = true;
+  Status s = check(actionModel(options));
+  EXPECT_TRUE(s) << s.message();
+}
+
 /// The comparison sees the microbatches' dropout streams: the unrolled twin
 /// whose copies all draw from first index 0 differs, and so does a run
 /// without dropout.
@@ -253,9 +273,11 @@ TEST(ActionsTest, TheExecutableGrowsWithTheMicrobatchesByItsActionsAlone) {
 
 /// A hand-made step: function P writes a 256-byte pooled stash s (2 slots)
 /// from param w, function C reads it into output y (y += s). Actions in
-/// `order` ("P0 P1 C0 C1": both slots live at once).
+/// `order` ("P0 P1 C0 C1": both slots live at once), each with slot
+/// microbatch % 2, or with `wrap` the microbatch itself (slot mb % 2 of s).
 fb::ExecutableT stashSteps(const std::vector<std::pair<uint32_t, uint32_t>>
-                               &actions /* function, microbatch */) {
+                               &actions /* function, microbatch */,
+                           bool wrap = false) {
   ExecutableBuilder b;
   uint32_t w = b.param("w", fb::DType::F32, {64});
   uint32_t y = b.buffer(fb::DType::F32, {64});
@@ -284,7 +306,8 @@ fb::ExecutableT stashSteps(const std::vector<std::pair<uint32_t, uint32_t>>
   exe.stage_actions.push_back(std::make_unique<fb::StageActionsT>());
   exe.stage_actions[0]->actions.emplace_back(0, 0, 0);
   for (auto [function, mb] : actions)
-    exe.stage_actions[0]->actions.emplace_back(function, mb, mb % 2);
+    exe.stage_actions[0]->actions.emplace_back(function, mb,
+                                               wrap ? mb : mb % 2);
   return exe;
 }
 
@@ -309,6 +332,63 @@ TEST(ActionsTest, ThePeakCountsEachSlotWhileItIsLive) {
   Runner runner(stashSteps({{1, 0}, {1, 1}, {2, 0}, {2, 1}}));
   ASSERT_TRUE(runner.step());
   EXPECT_EQ(runner.interpreter.peakBytes(), 1024u);
+}
+
+TEST(ActionsTest, AnActionSlotBeyondThePoolsSlotsWraps) {
+  // Three microbatches through two slots, action slots 0, 1, 2: the same
+  // step as with 0, 1, 0.
+  const std::vector<std::pair<uint32_t, uint32_t>> order = {
+      {1, 0}, {1, 1}, {2, 0}, {1, 2}, {2, 1}, {2, 2}};
+  fb::ExecutableT wrapped = stashSteps(order, true);
+  EXPECT_EQ(wrapped.stage_actions[0]->actions[4].slot(), 2u);
+  Runner wraps(wrapped), plain(stashSteps(order));
+  const Program &program = wraps.program();
+  EXPECT_EQ(program.peakBytes, 1024u);
+  EXPECT_EQ(program.peakBytes, plain.program().peakBytes);
+  // Microbatch 2's P writes slot 0 (buffer 2's instance 0).
+  const TensorRef &stash = program.buffers[2];
+  EXPECT_EQ(stash.poolSlots, 2u);
+  EXPECT_EQ(stash.slotOf(2, 2), 0u);
+  EXPECT_EQ(stash.offsetAt(2, 2), 512u);
+  const Program &other = plain.program();
+  for (uint32_t i = 0; i < 2; ++i) {
+    std::vector<Lifetime> got =
+        program.intervalsOf(program.instanceBase[2] + i);
+    std::vector<Lifetime> want = other.intervalsOf(other.instanceBase[2] + i);
+    ASSERT_EQ(got.size(), want.size()) << "slot " << i;
+    for (size_t v = 0; v < got.size(); ++v) {
+      EXPECT_EQ(got[v].first, want[v].first) << "slot " << i;
+      EXPECT_EQ(got[v].last, want[v].last) << "slot " << i;
+    }
+  }
+  ASSERT_TRUE(wraps.step());
+  ASSERT_TRUE(plain.step());
+  EXPECT_EQ(wraps.interpreter.peakBytes(), 1024u);
+  uint32_t y = program.findOutput("y")->buffer;
+  std::vector<uint8_t> got = wraps.bytes(y), want = plain.bytes(y);
+  EXPECT_EQ(got, want);
+  // y = 3 gelu(w), not zero.
+  EXPECT_NE(got, std::vector<uint8_t>(got.size(), 0));
+}
+
+TEST(ActionsTest, AWrappedSlotStillHeldIsRefused) {
+  // Microbatch 2's slot 2 is slot 0 of the pool, which microbatch 0 still
+  // needs.
+  expectRefused(
+      stashSteps({{1, 0}, {1, 2}, {2, 0}, {2, 2}}, true),
+      [](fb::ExecutableT &) {},
+      "stage 0: action 2 (function 1 ('P'), microbatch 2, slot 2): "
+      "slot 0 of pool 0 still holds microbatch 0, whose last action "
+      "is action 3 (function 2 ('C'), microbatch 0, slot 0) (a slot "
+      "is reused only after its microbatch's last action)");
+  // Slot 3 is slot 1, which microbatch 1 holds until its C.
+  expectRefused(
+      stashSteps({{1, 0}, {1, 1}, {2, 0}, {1, 3}, {2, 1}, {2, 3}}, true),
+      [](fb::ExecutableT &) {},
+      "stage 0: action 4 (function 1 ('P'), microbatch 3, slot 3): "
+      "slot 1 of pool 0 still holds microbatch 1, whose last action "
+      "is action 5 (function 2 ('C'), microbatch 1, slot 1) (a slot "
+      "is reused only after its microbatch's last action)");
 }
 
 TEST(ActionsTest, ASlotReadBeforeItsMicrobatchWroteIt) {
@@ -721,6 +801,9 @@ TEST(ActionsLoaderTest, ActionsRunFunctionsOfTheirStageWithSlotsTheyHave) {
   ActionModel builder{ActionModelOptions()};
   builder.build();
   uint32_t f = builder.functionIndex.at("F.0");
+  // Slot 2 of the stash pool is its slot 0 (the action's slot mod the
+  // pool's slots), which microbatch 0 holds until B0.
+  uint32_t b = builder.functionIndex.at("B.0");
   expectRefused(
       actionModel(ActionModelOptions()),
       [&](fb::ExecutableT &e) {
@@ -729,8 +812,9 @@ TEST(ActionsLoaderTest, ActionsRunFunctionsOfTheirStageWithSlotsTheyHave) {
             a = fb::Action(f, 1, 2);
       },
       "(function " + std::to_string(f) +
-          " ('F.0'), microbatch 1, slot 2): its kernels address pool 2, whose "
-          "2 slots do not hold slot 2");
+          " ('F.0'), microbatch 1, slot 2): slot 0 of pool 2 still holds "
+          "microbatch 0, whose last action is action 7 (function " +
+          std::to_string(b) + " ('B.0'), microbatch 0, slot 0)");
   expectRefused(
       actionModel(ActionModelOptions()),
       [&](fb::ExecutableT &e) {

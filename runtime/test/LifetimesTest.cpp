@@ -91,10 +91,25 @@ struct Spec {
   uint32_t slotsOf(uint32_t b) const {
     return buffers[b].pool < 0 ? 1 : pools[buffers[b].pool].slots;
   }
+  /// The slot action `a` addresses: the microbatch in a by_microbatch pool,
+  /// else the action's slot mod the pool's slots.
   uint32_t slotOf(uint32_t b, const Action &a) const {
     if (buffers[b].pool < 0)
       return 0;
-    return pools[buffers[b].pool].byMicrobatch ? a.microbatch : a.slot;
+    const Pool &pool = pools[buffers[b].pool];
+    return pool.byMicrobatch ? a.microbatch : a.slot % pool.slots;
+  }
+  /// Whether an action addresses a pool that is not by microbatch at a slot
+  /// beyond its slots (which the pool takes mod its slots).
+  bool wraps() const {
+    for (const Action &a : actions)
+      for (uint32_t k = functions[a.function]; k < functionEnd(a.function); ++k)
+        for (const auto *list : {&kernels[k].operands, &kernels[k].results})
+          for (uint32_t b : *list)
+            if (buffers[b].pool >= 0 && !pools[buffers[b].pool].byMicrobatch &&
+                a.slot >= pools[buffers[b].pool].slots)
+              return true;
+    return false;
   }
   uint64_t offsetOf(uint32_t b, uint32_t slot) const {
     const Buffer &buffer = buffers[b];
@@ -393,7 +408,8 @@ Expected reference(const Spec &spec) {
 /// that some read too early); results mostly sharing no byte with their
 /// operands but their very bytes; offsets on few lanes, so that plans are
 /// right about half the time; the microbatches interleaved, each slot held
-/// by one microbatch at a time.
+/// by one microbatch at a time (action slots below every pool's slots, or
+/// the microbatch itself, wrapping in each pool).
 Spec randomSpec(uint32_t seed, bool transfers = false) {
   std::mt19937 rng(seed);
   auto uniform = [&](uint32_t lo, uint32_t hi) {
@@ -626,9 +642,12 @@ Spec randomSpec(uint32_t seed, bool transfers = false) {
          chance(0.1)))
       spec.outputs.push_back(b);
 
-  // The prologue, then each microbatch's functions in order; slots by
-  // microbatch (mb % slots, the smallest pool's), a microbatch starting
-  // once the one before it on its slot is done.
+  // The prologue, then each microbatch's functions in order, a microbatch
+  // starting once the ones before it on its slots are done. Slots by
+  // microbatch: half the time mb % slots (the smallest pool's, below every
+  // pool's slots), else mb itself (tpc-compile's numbering), which each
+  // pool takes mod its own slots.
+  bool wraps = chance(0.5);
   uint32_t slots = 3;
   for (const Spec::Pool &pool : spec.pools)
     if (!pool.byMicrobatch)
@@ -636,15 +655,26 @@ Spec randomSpec(uint32_t seed, bool transfers = false) {
   spec.actions.push_back({0, 0, 0});
   std::vector<uint32_t> done(microbatches, 0);
   uint32_t steps = numFunctions - 1;
+  auto isReady = [&](uint32_t mb) {
+    if (done[mb] == steps)
+      return false;
+    if (!wraps)
+      return mb < slots || done[mb - slots] == steps;
+    for (const Spec::Pool &pool : spec.pools)
+      if (!pool.byMicrobatch && mb >= pool.slots &&
+          done[mb - pool.slots] != steps)
+        return false;
+    return true;
+  };
   for (;;) {
     std::vector<uint32_t> ready;
     for (uint32_t mb = 0; mb < microbatches; ++mb)
-      if (done[mb] < steps && (mb < slots || done[mb - slots] == steps))
+      if (isReady(mb))
         ready.push_back(mb);
     if (ready.empty())
       break;
     uint32_t mb = ready[uniform(0, static_cast<uint32_t>(ready.size() - 1))];
-    spec.actions.push_back({1 + done[mb]++, mb, mb % slots});
+    spec.actions.push_back({1 + done[mb]++, mb, wraps ? mb : mb % slots});
   }
   return spec;
 }
@@ -661,7 +691,7 @@ void expectIntervals(uint32_t seed, const Program &program, uint32_t i,
 }
 
 TEST(LifetimesTest, TheReplayFollowsTheRulesOnRandomSteps) {
-  int accepted = 0, refused = 0;
+  int accepted = 0, refused = 0, wrapped = 0;
   for (uint32_t seed = 1; seed <= 5000; ++seed) {
     Spec spec = randomSpec(seed);
     Expected expected = reference(spec);
@@ -676,6 +706,7 @@ TEST(LifetimesTest, TheReplayFollowsTheRulesOnRandomSteps) {
       continue;
     }
     ++accepted;
+    wrapped += spec.wraps();
     Program program;
     ASSERT_TRUE(decodeProgram(root, program));
     EXPECT_EQ(program.peakBytes, expected.peak) << "seed " << seed;
@@ -700,10 +731,14 @@ TEST(LifetimesTest, TheReplayFollowsTheRulesOnRandomSteps) {
       EXPECT_EQ(program.lifetimes[b].last, span.last) << "seed " << seed;
     }
   }
-  // Both outcomes are common.
+  // Both outcomes are common, and accepted steps address slots beyond
+  // their pools' slots.
   EXPECT_GT(accepted, 600);
   EXPECT_GT(refused, 600);
-  std::printf("random steps: %d accepted, %d refused\n", accepted, refused);
+  EXPECT_GT(wrapped, 100);
+  std::printf("random steps: %d accepted (%d with wrapped slots), %d "
+              "refused\n",
+              accepted, wrapped, refused);
 }
 
 TEST(LifetimesTest, TheStartedTransfersFollowTheRulesOnRandomSteps) {

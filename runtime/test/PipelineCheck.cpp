@@ -270,14 +270,16 @@ void checkPipeline(Communicator &world, const PipelineOptions &options,
 /// each of three steps, and the evaluated loss. With `started`, the actions
 /// start their transfers and wait for them later, both stages sending
 /// first (with `mixed`, stage 1 receives the activations by blocking
-/// recvs); `pieceBytes` cuts the transfers (0: whole).
+/// recvs); `pieceBytes` cuts the transfers (0: whole). With `wrap` each
+/// action's slot is its microbatch, which the stash pools take mod 2.
 void checkActionStages(Communicator &world, Checker &check,
                        bool started = false, uint64_t pieceBytes = 0,
-                       bool mixed = false) {
+                       bool mixed = false, bool wrap = false) {
   std::string where =
       std::string("actions, pp=2") +
       (started ? ", started transfers" : "") +
       (mixed ? " and blocking recvs" : "") +
+      (wrap ? ", slots by microbatch" : "") +
       (pieceBytes ? " in " + std::to_string(pieceBytes) + "-byte pieces"
                   : std::string()) +
       ": ";
@@ -288,6 +290,7 @@ void checkActionStages(Communicator &world, Checker &check,
   unrolledOptions.actions = false;
   options.startedTransfers = started;
   options.blockingActivationRecv = mixed;
+  options.slotsAreMicrobatches = wrap;
   Run actions, unrolled;
   if (!check.ok(where + "create",
                 actions.create(actionModel(options), &world, pieceBytes)) ||
@@ -370,6 +373,7 @@ int run(Communicator &world) {
     checkActionStages(world, check, true);
     checkActionStages(world, check, true, 64);
     checkActionStages(world, check, true, 64, true);
+    checkActionStages(world, check, true, 0, false, true);
   } else {
     // Ranks are pp-major: rank = stage * 2 + dp position. The twin on
     // [dp=2] runs on the two ranks of each stage.

@@ -56,14 +56,19 @@ rt.program @no_actions attributes {pools = [{slots = 2}]} {
 
 // -----
 
-// expected-error @+1 {{rt-plan-memory: stage 0: action 1 (function 0 ('F'), microbatch 1, slot 2): its kernels address pool 0, whose 2 slots do not hold slot 2}}
-rt.program @slot_outside attributes {
-    functions = [{name = "F", first = 0, count = 1}],
+// An action takes slot (its slot mod the pool's slots): slot 2 of a pool
+// of 2 is slot 0, which microbatch 0 holds until its B.
+// expected-error @+1 {{rt-plan-memory: stage 0: action 1 (function 0 ('F'), microbatch 1, slot 2): slot 0 of pool 0 still holds microbatch 0, whose last action on it is action 2 (a slot is reused only after its microbatch's last action)}}
+rt.program @slot_still_held attributes {
+    functions = [{name = "F", first = 0, count = 1},
+                 {name = "B", first = 1, count = 1}],
     pools = [{slots = 2}],
-    stage_actions = [array<i64: 0, 0, 0, 0, 1, 2>]} {
+    stage_actions = [array<i64: 0, 0, 0, 0, 1, 2, 1, 0, 0, 1, 1, 2>]} {
   %x = rt.input "x" : memref<4xf32>
   %s = rt.alloc pool 0 : memref<4xf32>
+  %y = rt.alloc : memref<4xf32>
   rt.kernel silu(%x) -> (%s) : memref<4xf32> -> memref<4xf32>
+  rt.kernel silu(%s) -> (%y) : memref<4xf32> -> memref<4xf32>
 }
 
 // -----

@@ -606,3 +606,104 @@ TEST(PipelineSchedule, TextRefusesWhatItCannotRead) {
           "line 2: 'F mb -1 chunk 0': a microbatch or chunk is not a "
           "non-negative integer");
 }
+
+//===----------------------------------------------------------------------===//
+// Pool slots
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The least S for which microbatches i and j with i mod S = j mod S are
+/// never live together, by trying every S and every pair.
+int64_t bruteForceSlots(const std::vector<PoolSpan> &spans) {
+  auto count = static_cast<int64_t>(spans.size());
+  for (int64_t slots = 1;; ++slots) {
+    bool fits = true;
+    for (int64_t i = 0; i < count && fits; ++i)
+      for (int64_t j = i + slots; j < count && fits; j += slots)
+        if (spans[i].first >= 0 && spans[j].first >= 0)
+          fits = spans[i].last < spans[j].first || spans[j].last < spans[i].first;
+    if (fits)
+      return slots;
+  }
+}
+
+/// Per microbatch, its span in `rank`'s list from the first action of a
+/// kind in `from` to the last of a kind in `to` on `chunk`.
+std::vector<PoolSpan> spansOf(const Schedule &schedule, int rank, int chunk,
+                              ActionKind from, ActionKind to) {
+  std::vector<PoolSpan> spans(schedule.microbatches);
+  const std::vector<Action> &actions = schedule.actions[rank];
+  for (size_t k = 0; k < actions.size(); ++k) {
+    const Action &action = actions[k];
+    if (action.chunk != chunk)
+      continue;
+    PoolSpan &span = spans[action.microbatch];
+    if (action.kind == from && span.first < 0)
+      span.first = static_cast<int64_t>(k);
+    if (action.kind == to)
+      span.last = static_cast<int64_t>(k);
+  }
+  return spans;
+}
+
+} // namespace
+
+TEST(PipelinePoolSlots, OneFOneBStashHoldsMinOfMAndPMinusI) {
+  // 1F1B stage i (0-based) holds min(m, p - i) forward stashes at once.
+  for (int ranks : {2, 4})
+    for (int microbatches : {1, 2, 4, 8}) {
+      Schedule schedule =
+          generate(optionsFor(ScheduleKind::OneFOneB, ranks, microbatches));
+      for (int rank = 0; rank < ranks; ++rank) {
+        std::vector<PoolSpan> spans = spansOf(
+            schedule, rank, rank, ActionKind::Forward, ActionKind::Backward);
+        EXPECT_EQ(cyclicPoolSlots(spans),
+                  std::min(microbatches, ranks - rank))
+            << "p=" << ranks << " m=" << microbatches << " rank " << rank;
+      }
+    }
+}
+
+TEST(PipelinePoolSlots, GeneratedSchedulesNeedNoMoreThanTheMostLive) {
+  // Every function runs its microbatches in order, so the live ones are
+  // consecutive and the cyclic slots are the fewest possible.
+  for (ScheduleKind kind : kAllKinds)
+    for (int ranks : {2, 4})
+      for (int microbatches : {4, 8}) {
+        Schedule schedule = generate(optionsFor(kind, ranks, microbatches));
+        for (int rank = 0; rank < ranks; ++rank)
+          for (const Action &action : schedule.actions[rank]) {
+            if (action.kind != ActionKind::Forward || action.microbatch != 0)
+              continue;
+            for (ActionKind to : {ActionKind::Backward, ActionKind::Weight}) {
+              std::vector<PoolSpan> spans = spansOf(
+                  schedule, rank, action.chunk, ActionKind::Forward, to);
+              EXPECT_EQ(cyclicPoolSlots(spans), bruteForceSlots(spans))
+                  << describe(optionsFor(kind, ranks, microbatches))
+                  << " rank " << rank << " chunk " << action.chunk;
+            }
+          }
+      }
+}
+
+TEST(PipelinePoolSlots, AnySpansGetTheLeastSafePeriod) {
+  // Random spans (live microbatches not consecutive): against every S.
+  unsigned state = 12345;
+  auto next = [&](unsigned bound) {
+    state = state * 1103515245u + 12345u;
+    return (state >> 16) % bound;
+  };
+  for (int trial = 0; trial < 500; ++trial) {
+    std::vector<PoolSpan> spans(1 + next(12));
+    for (PoolSpan &span : spans) {
+      if (next(5) == 0)
+        continue; // untouched
+      span.first = next(40);
+      span.last = span.first + next(10);
+    }
+    EXPECT_EQ(cyclicPoolSlots(spans), bruteForceSlots(spans))
+        << "trial " << trial;
+  }
+  EXPECT_EQ(cyclicPoolSlots({}), 1);
+}

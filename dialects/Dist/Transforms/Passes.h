@@ -30,7 +30,7 @@ inline constexpr llvm::StringLiteral kTransferAttrName = "dist.transfer";
 /// for a rank, the function that runs it ("F chunk 2", "recv act chunk 1",
 /// "epilogue"; none: the rank's prologue), and on the step each rank's
 /// action list (`{functions = [names], actions = array<i64: function,
-/// microbatch, slot, ...>}` per rank).
+/// microbatch, ...>}` per rank).
 inline constexpr llvm::StringLiteral kFunctionAttrName = "dist.function";
 inline constexpr llvm::StringLiteral kStageActionsAttrName =
     "dist.stage_actions";

@@ -209,7 +209,9 @@ def DistPrintSchedule : Pass<"dist-print-schedule", "ModuleOp"> {
     (every transfer meets its peer, no rank waits forever, each
     microbatch's F before its B before its W; the first action that can
     never proceed is named otherwise), and prints a timeline, one row per
-    rank, with the makespan, the bubble and the peak stash per rank under
+    rank, with the makespan, the bubble and the peak stash per rank (and,
+    for zb-h1 and zb-v, `peak-in-flight`: the most microbatches whose F
+    is done and whose W is not, which the W stash holds) under
     the timing model of `forward-cost`, `backward-cost` and `weight-cost`
     (docs/design/pipeline-schedules.md). The IR is not changed. A
     combination the schedule does not take (interleaved-1f1b with
@@ -299,13 +301,11 @@ def DistPipelineStages : Pass<"dist-pipeline-stages", "ModuleOp"> {
     weight gradient right after what it reads), then the epilogue
     (`epilogue`: what reads the microbatches' sums). The step gets each
     rank's action list, `dist.stage_actions`: per rank `{functions = [...],
-    actions = array<i64: function, microbatch, slot, ...>}`, the schedule's
-    actions on the rank's functions, the slot the
-    lowest free one when the microbatch's first action on the rank comes
-    and free again after its last. `tpc-lower-to-rt actions=true` turns the
-    values one function hands to another into pooled buffers (a slot per
-    microbatch in flight) and the values the epilogue reads into sums over
-    the microbatches.
+    actions = array<i64: function, microbatch, ...>}`, the schedule's
+    actions on the rank's functions. `tpc-lower-to-rt actions=true` turns
+    the values one function hands to another into pooled buffers (a pool
+    per kind of value, a slot per microbatch in flight) and the values the
+    epilogue reads into sums over the microbatches.
 
     With `async-transfers=true` (templates only; `tpc-compile` sets it
     unless `--blocking-transfers`) each transfer is started and waited for
@@ -315,12 +315,13 @@ def DistPipelineStages : Pass<"dist-pipeline-stages", "ModuleOp"> {
     chunk 2`); a receive is posted before the rank's compute that precedes
     the schedule's receive (`dist.recv async`, `recv act chunk 2`) and
     waited for where the schedule receives (`wait recv act chunk 2`); a
-    move that would make more microbatches hold a slot at once than the
+    move that would make more microbatches be in flight on the rank at
+    once (from their first action there to their last) than the
     schedule's list does is not made. Starts
     move only earlier and waits only later than in the checked synchronous
     list, and each direction between two ranks keeps its order, so the
     list cannot deadlock; the waits keep the buffers in flight live (the
-    wait reads them), and their microbatch's slot held.
+    wait reads them), and their microbatch's pool slots held.
 
     The step returns each value from the lowest rank that holds it. A value
     that crosses ranks in any other way (a chunk reading a chunk that is not

@@ -907,6 +907,17 @@ std::string mlir::dist::pipeline::printTimeline(const Schedule &schedule,
                      " bubble=" + bubble + " peak-stash=";
   for (size_t rank = 0; rank < stats.ranks.size(); ++rank)
     text += (rank ? "," : "") + std::to_string(stats.ranks[rank].peakStash);
+  // A schedule that defers W holds a microbatch's W stash past its B.
+  bool deferred = false;
+  for (const std::vector<Action> &actions : schedule.actions)
+    for (const Action &action : actions)
+      deferred |= action.kind == ActionKind::Weight;
+  if (deferred) {
+    text += " peak-in-flight=";
+    for (size_t rank = 0; rank < stats.ranks.size(); ++rank)
+      text +=
+          (rank ? "," : "") + std::to_string(stats.ranks[rank].peakInFlight);
+  }
   text += "\n";
 
   std::vector<std::vector<std::string>> cells(
@@ -1120,4 +1131,41 @@ mlir::dist::pipeline::parseSchedule(std::string_view text,
     return std::nullopt;
   }
   return schedule;
+}
+
+int64_t mlir::dist::pipeline::cyclicPoolSlots(
+    const std::vector<PoolSpan> &spans) {
+  auto count = static_cast<int64_t>(spans.size());
+  // The microbatches by their first action; those live when one starts
+  // cannot share its slot: their distances are forbidden periods' multiples.
+  std::vector<int64_t> order;
+  for (int64_t i = 0; i < count; ++i)
+    if (spans[i].first >= 0)
+      order.push_back(i);
+  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return spans[a].first < spans[b].first;
+  });
+  std::vector<bool> clashes(count, false);
+  std::vector<int64_t> live;
+  size_t most = order.empty() ? 0 : 1;
+  for (int64_t i : order) {
+    live.erase(std::remove_if(live.begin(), live.end(),
+                              [&](int64_t j) {
+                                return spans[j].last < spans[i].first;
+                              }),
+               live.end());
+    for (int64_t j : live)
+      clashes[i > j ? i - j : j - i] = true;
+    live.push_back(i);
+    most = std::max(most, live.size());
+  }
+  for (auto slots = static_cast<int64_t>(std::max<size_t>(most, 1));;
+       ++slots) {
+    bool fits = true;
+    for (int64_t distance = slots; distance < count && fits;
+         distance += slots)
+      fits = !clashes[distance];
+    if (fits)
+      return slots;
+  }
 }

@@ -193,7 +193,9 @@ struct ScheduleStats {
 std::optional<ScheduleStats> check(const Schedule &schedule, std::string &error,
                                    const Costs &costs = Costs());
 
-/// A header line (schedule, p, m, v, makespan, bubble, peak stash per rank)
+/// A header line (schedule, p, m, v, makespan, bubble, peak stash per rank
+/// and, where W is deferred, the peak of microbatches whose F is done and
+/// whose W is not)
 /// and one row per rank with one cell per slot: F3, B3, W3 (a fused BW shows
 /// its B slots then its W slots), with the local chunk index when v > 1
 /// (F3.1), and `.` when idle.
@@ -214,6 +216,22 @@ std::string printSchedule(const Schedule &schedule);
 /// the text is checked here, not the schedule (check() does that).
 std::optional<Schedule> parseSchedule(std::string_view text,
                                       std::string &error);
+
+/// A pool's live spans along a rank's action list: per microbatch i, the
+/// positions [first, last] of its first and last action touching the pool
+/// (first < 0: none does).
+struct PoolSpan {
+  int64_t first = -1;
+  int64_t last = -1;
+};
+
+/// The slots of a pool whose microbatch i takes slot i mod S: the least S,
+/// at least the most microbatches live at once, for which no two
+/// microbatches sharing a slot are ever live together (S = that most when
+/// the live microbatches are always consecutive, as every generated
+/// schedule keeps them: each function runs its microbatches in order).
+/// 1 for a pool no microbatch touches.
+int64_t cyclicPoolSlots(const std::vector<PoolSpan> &spans);
 
 } // namespace mlir::dist::pipeline
 

@@ -21,7 +21,6 @@
 #include "llvm/ADT/STLExtras.h"
 
 #include <map>
-#include <set>
 
 namespace mlir::dist {
 #define GEN_PASS_DEF_DISTPIPELINESTAGES
@@ -678,8 +677,9 @@ void StageBuilder::emitAction(const pipeline::Action &action, int rank,
 /// next compute (the transfer overlaps it); a receive is posted before the
 /// rank's compute preceding the schedule's receive and waited for where the
 /// schedule receives. Either stays where the schedule has it when moving it
-/// would make more microbatches hold a slot at once than the synchronous
-/// list does (the pool would grow). Starts move only earlier and waits only
+/// would make more microbatches be in flight on the rank at once (from
+/// their first action there to their last) than the synchronous list does
+/// (the pools would grow). Starts move only earlier and waits only
 /// later than in the checked synchronous list, and the transfers of one
 /// direction between two ranks keep their order (they pair first in, first
 /// out): a list the synchronous check accepts cannot deadlock this way
@@ -687,8 +687,8 @@ void StageBuilder::emitAction(const pipeline::Action &action, int rank,
 static std::vector<TemplateAction>
 startEarlyWaitLate(ArrayRef<pipeline::Action> actions) {
   int64_t n = actions.size();
-  // A microbatch holds its slot from its first action to its last; `live`
-  // counts the microbatches holding one at each action.
+  // A microbatch is in flight from its first action to its last; `live`
+  // counts the microbatches in flight at each action.
   DenseMap<int, std::pair<int64_t, int64_t>> span;
   for (auto [k, action] : llvm::enumerate(actions)) {
     auto [it, fresh] = span.try_emplace(action.microbatch, k, k);
@@ -701,12 +701,12 @@ startEarlyWaitLate(ArrayRef<pipeline::Action> actions) {
   }
   for (int64_t k = 1; k <= n; ++k)
     live[k] += live[k - 1];
-  int64_t slots = *std::max_element(live.begin(), live.end());
-  // Holds the microbatch's slot over [from, to] too, if no action there
-  // would then have more than `slots` microbatches holding one.
+  int64_t most = *std::max_element(live.begin(), live.end());
+  // Keeps the microbatch in flight over [from, to] too, if no action there
+  // would then have more than `most` microbatches in flight.
   auto extend = [&](int64_t from, int64_t to) {
     for (int64_t k = from; k <= to; ++k)
-      if (live[k] + 1 > slots)
+      if (live[k] + 1 > most)
         return false;
     for (int64_t k = from; k <= to; ++k)
       ++live[k];
@@ -785,7 +785,7 @@ DictionaryAttr StageBuilder::emitFunctions(int rank) {
   // one without ops on this rank (a transfer list that is empty here).
   SmallVector<Attribute> names;
   llvm::StringMap<int64_t> index;
-  // (function, microbatch) per action, then the slots.
+  // (function, microbatch) per action.
   SmallVector<std::pair<int64_t, int>> runs;
   for (const auto &[action, transferStep] : list) {
     auto [it, fresh] =
@@ -803,33 +803,14 @@ DictionaryAttr StageBuilder::emitFunctions(int rank) {
     if (it->second >= 0)
       runs.push_back({it->second, action.microbatch});
   }
-  // A microbatch holds the lowest free slot from its first action on the
-  // rank to its last.
-  DenseMap<int, size_t> last;
-  for (auto [a, entry] : llvm::enumerate(runs))
-    last[entry.second] = a;
-  DenseMap<int, int64_t> slotOf;
-  std::set<int64_t> freeSlots;
-  int64_t slots = 0;
-  SmallVector<int64_t> triples;
-  for (auto [a, entry] : llvm::enumerate(runs)) {
-    auto [f, microbatch] = entry;
-    auto [it, fresh] = slotOf.try_emplace(microbatch, 0);
-    if (fresh) {
-      if (freeSlots.empty()) {
-        it->second = slots++;
-      } else {
-        it->second = *freeSlots.begin();
-        freeSlots.erase(freeSlots.begin());
-      }
-    }
-    triples.append({f, microbatch, it->second});
-    if (last.lookup(microbatch) == a)
-      freeSlots.insert(it->second);
-  }
+  // (Which pool slot a microbatch's values take is tpc-lower-to-rt's: it
+  // makes a pool per kind of value and sizes each from these runs.)
+  SmallVector<int64_t> pairs;
+  for (auto [f, microbatch] : runs)
+    pairs.append({f, microbatch});
   return builder.getDictionaryAttr(
       {builder.getNamedAttr("functions", builder.getArrayAttr(names)),
-       builder.getNamedAttr("actions", builder.getDenseI64ArrayAttr(triples))});
+       builder.getNamedAttr("actions", builder.getDenseI64ArrayAttr(pairs))});
 }
 
 /// Whether `op` is in a B (`'B'`) or W (`'W'`) function by its `tpc.phase`.

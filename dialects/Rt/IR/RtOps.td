@@ -28,7 +28,9 @@ def Rt_ProgramOp : Rt_Op<"program", [Symbol, IsolatedFromAbove, SingleBlock,
     action, without stages; `stage_actions`, an array of one such list per
     pipeline stage) and `pools` (each
     `{slots}`, and `stride` once memory is planned) that pooled `rt.alloc`s
-    name.
+    name. An action addresses slot `slot mod slots` of each pool its
+    kernels touch (`tpc-lower-to-rt` makes an action's slot its microbatch:
+    a pool of S slots holds microbatch `i` in slot `i mod S`).
     Parameter, input, output and gradient names are unique, and so is each
     state's (name, parameter) pair. Kernels write only `rt.alloc` buffers
     (inputs are read-only), except that `adamw_update` and `sgd_update`
@@ -154,8 +156,9 @@ def Rt_AllocOp : Rt_Op<"alloc"> {
     With `pool` N the buffer is one microbatch's value in a program of
     actions (the program's `pools`, N-th entry): every slot of the pool
     holds its own copy, at `offset + slot * stride`, the slot given by the
-    action that runs the kernel (a stash that a chunk's F hands to its B, a
-    received activation). `offset` is the copy of slot 0.
+    action that runs the kernel (its slot modulo the pool's slots): a stash
+    that a chunk's F hands to its B, a received activation. `offset` is the
+    copy of slot 0.
 
     ```mlir
     %x = rt.alloc offset 8192 : memref<4x32x64xf32>

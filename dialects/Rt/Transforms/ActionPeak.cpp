@@ -177,8 +177,10 @@ LogicalResult checkPooledBuffers(ProgramOp program, ArrayRef<KernelOp> kernels,
   return success();
 }
 
-/// Reads each stage's action list: functions of its stage, run with slots
-/// (microbatches) that the pools (inputs by microbatch) they address hold.
+/// Reads each stage's action list: functions of its stage, run with
+/// microbatches that the inputs pooled by microbatch they read hold, a
+/// pool slot (the action's slot modulo the pool's) taken only after the
+/// microbatch holding it is done with it.
 LogicalResult readActions(ProgramOp program, ArrayAttr lists,
                           ArrayRef<KernelOp> kernels,
                           ActionSchedule &schedule) {
@@ -235,17 +237,40 @@ LogicalResult readActions(ProgramOp program, ArrayAttr lists,
         return fail() << ": the function's kernels are on stage "
                       << functionStage
                       << " (an action runs a function of its own stage)";
-      for (int64_t pool : poolsOf[action.function])
-        if (action.slot >= schedule.poolSlots[pool])
-          return fail() << ": its kernels address pool " << pool << ", whose "
-                        << schedule.poolSlots[pool]
-                        << " slots do not hold slot " << action.slot;
       if (action.microbatch >= microbatchesOf[action.function])
         return fail() << ": its kernels read an input pooled by microbatch, "
                       << "which holds " << microbatchesOf[action.function]
                       << " microbatches";
       actions.push_back(action);
     }
+    // Pool p's slot (action slot mod its slots) goes to another microbatch
+    // only after its holder's last action on the pool.
+    DenseMap<std::pair<int64_t, int64_t>, std::pair<int64_t, size_t>> holder;
+    DenseMap<std::pair<int64_t, int64_t>, size_t> lastAction;
+    for (auto [a, action] : llvm::enumerate(actions))
+      for (int64_t pool : poolsOf[action.function])
+        lastAction[{pool, action.microbatch}] = a;
+    for (auto [a, action] : llvm::enumerate(actions))
+      for (int64_t pool : poolsOf[action.function]) {
+        int64_t slot = action.slot % schedule.poolSlots[pool];
+        auto [it, fresh] =
+            holder.try_emplace({pool, slot}, action.microbatch, a);
+        int64_t held = it->second.first;
+        if (fresh || held == action.microbatch)
+          continue;
+        size_t until = lastAction.lookup({pool, held});
+        if (until > a)
+          return program.emitError("rt-plan-memory: stage ")
+                 << stage << ": action " << a << " ("
+                 << functionText(schedule, action.function) << ", microbatch "
+                 << action.microbatch << ", slot " << action.slot
+                 << "): slot " << slot << " of pool " << pool
+                 << " still holds microbatch " << held
+                 << ", whose last action on it is action " << until
+                 << " (a slot is reused only after its microbatch's last "
+                    "action)";
+        it->second = {action.microbatch, a};
+      }
   }
   return success();
 }
@@ -328,7 +353,9 @@ struct Touch {
 struct Crossing {
   int64_t bytes = 0;
   int64_t firstInstance = 0;
-  bool pooled = false;
+  /// A pooled buffer's slots (its instance is the action's slot modulo
+  /// them), else 0.
+  int64_t poolSlots = 0;
   bool isBound = false;
   bool writesFirst = false;
   unsigned startSegment = 0;
@@ -511,7 +538,9 @@ ActionPeaks::ActionPeaks(ProgramOp program, const ActionSchedule &schedule,
     for (const Touch &touch : functionTouches) {
       const TimedBuffer &info = buffers[touch.buffer];
       if (info.crossesRuns)
-        crossings.push_back({info.bytes, info.firstInstance, info.pool >= 0,
+        crossings.push_back({info.bytes, info.firstInstance,
+                             info.pool >= 0 ? schedule.poolSlots[info.pool]
+                                            : 0,
                              info.isBound, touch.writesFirst,
                              segmentAt(touch.first),
                              segmentAt(touch.last + 1)});
@@ -538,7 +567,8 @@ int64_t ActionPeaks::stagePeak(unsigned stage) {
     const Profile &profile = profiles[action.function];
     for (const Crossing &crossing : crossingsOf(profile)) {
       int64_t instance =
-          crossing.firstInstance + (crossing.pooled ? action.slot : 0);
+          crossing.firstInstance +
+          (crossing.poolSlots ? action.slot % crossing.poolSlots : 0);
       int64_t &end = endOf[instance];
       if (end >= 0 && crossing.writesFirst) {
         delta[end] -= crossing.bytes;

@@ -43,12 +43,14 @@ def RtPlanMemory : Pass<"rt-plan-memory", "ModuleOp"> {
     stage, each action `[function, microbatch, slot]` running one of the
     `functions`' kernel ranges) a stage runs its kernels in action order,
     some of them once per microbatch, and a pooled `rt.alloc` has one copy
-    per slot of its pool. The pass reads and checks that schedule (ranges
-    that cover every kernel, each on one stage; actions of their own stage
-    whose slot, or microbatch for an input pooled by microbatch, the pools
-    they address hold; `pools` entries with `slots`; a pool's buffers on one
-    stage, none bound by an output or a gradient) and plans with lifetimes
-    that hold in any order:
+    per slot of its pool, an action addressing slot `slot mod slots`. The
+    pass reads and checks that schedule (ranges that cover every kernel,
+    each on one stage; actions of their own stage whose microbatch the
+    inputs pooled by microbatch they read hold, each taking a pool slot
+    only after the microbatch holding it has run its last action on the
+    pool; `pools` entries with `slots`; a pool's buffers on one stage, none
+    bound by an output or a gradient) and plans with lifetimes that hold in
+    any order:
 
     - a pool's slot holds its buffers one after another in program order,
       each 64-byte aligned; the pool's `stride` is their total, written into

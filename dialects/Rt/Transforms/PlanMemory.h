@@ -75,8 +75,10 @@ struct ActionSchedule {
 /// Fails with an error naming the bad value where the attributes break the
 /// contract or where the runtime would refuse a pool: a pooled buffer
 /// without `stage_actions`, used on two stages or bound by an output or a
-/// gradient, an action whose slot (or microbatch, for an input pooled by
-/// microbatch) a pool its kernels address does not hold.
+/// gradient, an action whose microbatch an input pooled by microbatch that
+/// its kernels read does not hold, or that takes a pool slot (its slot
+/// modulo the pool's slots) while another microbatch still has actions on
+/// it.
 FailureOr<std::optional<ActionSchedule>> readActionSchedule(ProgramOp program);
 
 /// The planned peak of `stage` over its action time, the runtime's rule

@@ -53,6 +53,14 @@ struct StageFigures {
   /// What every microbatch repeats (the total divided by the microbatches),
   /// and what happens once per step (no p2p).
   CommBytes commPerMicrobatch, commPerStep;
+  /// A program of actions: the pools of the values its functions hand to
+  /// each other, one per kind (the functions touching it), each with a
+  /// slot per microbatch it holds at once and the bytes of a slot.
+  struct Pool {
+    SmallVector<std::string, 3> functions;
+    int64_t slots = 0, slotBytes = 0;
+  };
+  SmallVector<Pool> pools;
 };
 
 /// The report of one compile (INTERFACE.md, "Report").
@@ -143,6 +151,9 @@ LogicalResult countCommBytes(func::FuncOp function, int64_t microbatches,
 /// `module` (rt-plan-memory ran): a pipeline stage counts the buffers its
 /// kernels use.
 LogicalResult readMemoryFigures(ModuleOp module, CompileReport &report);
+/// Fills each stage's `pools` from the rt program in `module` (planned: each
+/// pool's `stride`); none without actions.
+LogicalResult readPoolFigures(ModuleOp module, CompileReport &report);
 
 } // namespace mlir::tpc
 

@@ -20,6 +20,7 @@
 #include "dialects/Dist/IR/DistOps.h"
 #include "dialects/Dist/Transforms/Layout.h"
 #include "dialects/Dist/Transforms/Passes.h"
+#include "dialects/Dist/Transforms/PipelineSchedule.h"
 #include "dialects/Rt/IR/RtOps.h"
 #include "dialects/Tpc/IR/TpcOps.h"
 #include "tpc/Conversion/TpcToRt.h"
@@ -444,8 +445,13 @@ private:
   /// the stage's entry of dist.stage_actions (null: one device).
   FailureOr<DenseI64ArrayAttr> lowerStageAsActions(ArrayRef<Operation *> ops,
                                            DictionaryAttr schedule);
-  /// The slots of each pool (a stage's values handed between functions).
+  /// The slots of each pool (a stage's values of one kind handed between
+  /// its functions).
   SmallVector<int64_t> poolSlots;
+  /// Sizes the stage's pools (from `firstPool` on) by the runs of its
+  /// action list, (function, microbatch) each.
+  void sizePools(ArrayRef<std::pair<int64_t, int64_t>> runs,
+                 int64_t firstPool);
 
   /// The pipeline stage of the op being lowered (null: no pipeline), and
   /// its phase and microbatch, copied onto its kernels.
@@ -1307,6 +1313,7 @@ Lowering::lowerStageAsActions(ArrayRef<Operation *> ops,
   // marked with its index; a pipeline stage: its chunks' F, B and W and
   // its transfers, as dist-pipeline-stages marked them), the epilogue
   // (what reads the microbatches' sums).
+  int64_t firstPool = poolSlots.size();
   enum Class { Prologue, Count, Invert, Micro, Epilogue };
   DenseMap<Operation *, Class> classOf;
   DenseMap<Operation *, StringRef> functionOf;
@@ -1424,20 +1431,27 @@ Lowering::lowerStageAsActions(ArrayRef<Operation *> ops,
     createKernel(loc, KernelSpec{OpCode::Add}, {acc, *share}, {acc});
     return success();
   };
-  // The stage's pool, when its functions hand values to each other: the
-  // buffers made for them in the microbatch's functions (not a view of a
-  // persistent buffer).
+  // The stage's pools, when its functions hand values to each other: a
+  // pool per kind of value, the functions that define and read it (so that
+  // every buffer of a pool lives alike), for the buffers made for them in
+  // the microbatch's functions (not a view of a persistent buffer).
   DenseSet<Operation *> earlier;
-  int64_t pool = -1;
+  llvm::StringMap<int64_t> poolOfKind;
   auto poolBuffer = [&](Value v) {
     auto alloc = buffers.lookup(v).getDefiningOp<AllocOp>();
     if (!alloc || earlier.contains(alloc) || alloc.getPool())
       return;
-    if (pool < 0) {
-      pool = poolSlots.size();
+    SmallVector<StringRef> kind{functionOf.lookup(v.getDefiningOp())};
+    for (Operation *user : v.getUsers())
+      if (classOf.lookup(user) == Micro)
+        kind.push_back(functionOf.lookup(user));
+    llvm::sort(kind);
+    kind.erase(llvm::unique(kind), kind.end());
+    auto [it, fresh] = poolOfKind.try_emplace(llvm::join(kind, "\n"),
+                                              poolSlots.size());
+    if (fresh)
       poolSlots.push_back(1);
-    }
-    alloc.setPoolAttr(builder.getI64IntegerAttr(pool));
+    alloc.setPoolAttr(builder.getI64IntegerAttr(it->second));
   };
   llvm::StringMap<int64_t> functionIndex;
   auto lowerClass = [&](Class cls, StringRef name, bool perMicrobatch,
@@ -1512,43 +1526,86 @@ Lowering::lowerStageAsActions(ArrayRef<Operation *> ops,
 
   // The stage's actions: the prologue, the counts, their inverse, the
   // microbatches' functions (one device: in turn; a stage: as its
-  // schedule orders them), the epilogue.
-  SmallVector<int64_t> triples;
-  auto act = [&](StringRef name, int64_t microbatch, int64_t slot) {
+  // schedule orders them), the epilogue. An action's slot is its
+  // microbatch: a pool of S slots holds microbatch i in slot i mod S.
+  SmallVector<std::pair<int64_t, int64_t>> runs;
+  auto act = [&](StringRef name, int64_t microbatch) {
     if (auto it = functionIndex.find(name); it != functionIndex.end())
-      triples.append({it->second, microbatch, slot});
+      runs.push_back({it->second, microbatch});
   };
-  act("prologue", 0, 0);
+  act("prologue", 0);
   for (int64_t i = 0; i < actionMicrobatches; ++i)
-    act("count targets", i, 0);
-  act("inverse count", 0, 0);
+    act("count targets", i);
+  act("inverse count", 0);
   if (!schedule) {
     for (int64_t i = 0; i < actionMicrobatches; ++i)
-      act("microbatch", i, 0);
+      act("microbatch", i);
   } else {
     auto names = schedule.getAs<ArrayAttr>("functions");
     auto list = schedule.getAs<DenseI64ArrayAttr>("actions");
-    if (!names || !list || list.size() % 3 != 0)
+    if (!names || !list || list.size() % 2 != 0)
       return function.emitError()
              << "tpc-lower-to-rt: a stage's action list needs 'functions' "
-                "(names) and 'actions' (function, microbatch, slot triples)";
-    for (int64_t a = 0, e = list.size(); a < e; a += 3) {
-      int64_t f = list[a], i = list[a + 1], slot = list[a + 2];
+                "(names) and 'actions' (function, microbatch pairs)";
+    for (int64_t a = 0, e = list.size(); a < e; a += 2) {
+      int64_t f = list[a], i = list[a + 1];
       if (f < 0 || f >= static_cast<int64_t>(names.size()) || i < 0 ||
-          i >= actionMicrobatches || slot < 0 || slot >= actionMicrobatches)
+          i >= actionMicrobatches)
         return function.emitError()
-               << "tpc-lower-to-rt: action " << a / 3 << " ([" << f << ", "
-               << i << ", " << slot << "]) names no function, microbatch or "
-               << "slot of the stage";
-      act(cast<StringAttr>(names[f]).getValue(), i, slot);
-      if (pool >= 0)
-        poolSlots[pool] = std::max(poolSlots[pool], slot + 1);
+               << "tpc-lower-to-rt: action " << a / 2 << " ([" << f << ", "
+               << i << "]) names no function or microbatch of the stage";
+      act(cast<StringAttr>(names[f]).getValue(), i);
     }
   }
-  act("epilogue", 0, 0);
+  act("epilogue", 0);
+  sizePools(runs, firstPool);
   // One attribute for the list: an action is three integers, not an
   // attribute to unique (a pipeline has thousands per rank).
+  SmallVector<int64_t> triples;
+  triples.reserve(3 * runs.size());
+  for (auto [f, microbatch] : runs)
+    triples.append({f, microbatch, microbatch});
   return builder.getDenseI64ArrayAttr(triples);
+}
+
+void Lowering::sizePools(ArrayRef<std::pair<int64_t, int64_t>> runs,
+                         int64_t firstPool) {
+  int64_t numPools = poolSlots.size() - firstPool;
+  if (numPools == 0)
+    return;
+  // The stage's pools each function's kernels address (kernels are made in
+  // program order, so the k-th rt.kernel is kernel k).
+  DenseMap<int64_t, SmallVector<int64_t, 4>> poolsOf;
+  int64_t k = 0;
+  size_t f = 0;
+  for (auto kernel : builder.getInsertionBlock()->getOps<KernelOp>()) {
+    while (f < functions.size() &&
+           k >= functions[f].first + functions[f].count)
+      ++f;
+    if (f < functions.size() && k >= functions[f].first)
+      for (Value buffer : kernel->getOperands())
+        if (auto alloc = buffer.getDefiningOp<AllocOp>())
+          if (std::optional<int64_t> pool = alloc.getPool();
+              pool && *pool >= firstPool &&
+              !llvm::is_contained(poolsOf[f], *pool))
+            poolsOf[f].push_back(*pool);
+    ++k;
+  }
+  // Each pool's microbatches live from their first action touching it to
+  // their last; the slots the fewest that never put two live ones in one.
+  std::vector<std::vector<dist::pipeline::PoolSpan>> spans(
+      numPools,
+      std::vector<dist::pipeline::PoolSpan>(std::max<int64_t>(
+          actionMicrobatches, 1)));
+  for (auto [a, run] : llvm::enumerate(runs))
+    for (int64_t pool : poolsOf.lookup(run.first)) {
+      dist::pipeline::PoolSpan &span = spans[pool - firstPool][run.second];
+      if (span.first < 0)
+        span.first = a;
+      span.last = a;
+    }
+  for (int64_t p = 0; p < numPools; ++p)
+    poolSlots[firstPool + p] = dist::pipeline::cyclicPoolSlots(spans[p]);
 }
 
 namespace {

@@ -37,6 +37,18 @@ LogicalResult mlir::tpc::writeReport(const CompileReport &report,
         {"stash_bytes_per_microbatch", figures.stashBytesPerMicrobatch},
         {"comm_bytes_per_microbatch", std::move(commPerMicrobatch)},
         {"comm_bytes_per_step", comm(figures.commPerStep)}};
+    if (!figures.pools.empty()) {
+      json::Array pools;
+      for (const StageFigures::Pool &pool : figures.pools) {
+        json::Array functions;
+        for (const std::string &name : pool.functions)
+          functions.push_back(name);
+        pools.push_back(json::Object{{"functions", std::move(functions)},
+                                     {"slots", pool.slots},
+                                     {"slot_bytes", pool.slotBytes}});
+      }
+      stage["pools"] = std::move(pools);
+    }
     // Virtual stages: "layers" spans the chunks; each chunk's own range.
     if (figures.chunkLayers.size() > 1) {
       json::Array chunks;

@@ -41,8 +41,8 @@ struct StepContext {
   /// without): its microbatch, from which the dropout kernels draw
   /// (first_index + microbatch * KernelCall::streamElements) and which
   /// selects the slot of a by_microbatch pool, and its slot, which selects
-  /// the slot of any other pool: a pooled operand or result lies at
-  /// TensorRef::offsetAt(microbatch, slot).
+  /// slot `slot mod slots` of any other pool: a pooled operand or result
+  /// lies at TensorRef::offsetAt(microbatch, slot).
   uint32_t microbatch = 0;
   uint32_t slot = 0;
 };

@@ -51,16 +51,20 @@ struct TensorRef {
   std::vector<int64_t> shape;
   int64_t elements = 0;
   /// A pooled buffer (Buffer.pool): its pool (an index into
-  /// Program::pools), the pool's stride and whether a run's microbatch
-  /// selects the slot (else the action's slot). -1: one region.
+  /// Program::pools), the pool's stride and slot count, and whether a run's
+  /// microbatch selects the slot (else the action's slot mod poolSlots).
+  /// -1: one region.
   int32_t pool = -1;
   uint64_t poolStride = 0;
+  uint32_t poolSlots = 1;
   bool byMicrobatch = false;
 
   /// The slot a kernel run with `microbatch` and `slot` addresses (0 for a
-  /// buffer that is not pooled), and where that slot lies.
+  /// buffer that is not pooled): the microbatch in a by_microbatch pool
+  /// (the loader checked it below the slots), else the action's slot mod
+  /// the pool's slots; and where that slot lies.
   uint32_t slotOf(uint32_t microbatch, uint32_t slot) const {
-    return pool < 0 ? 0 : byMicrobatch ? microbatch : slot;
+    return pool < 0 ? 0 : byMicrobatch ? microbatch : slot % poolSlots;
   }
   uint64_t offsetAt(uint32_t microbatch, uint32_t slot) const {
     return offset + slotOf(microbatch, slot) * poolStride;
@@ -230,7 +234,8 @@ struct FunctionRef {
 };
 
 /// Executable.pools: slot s of a pooled buffer lies at its offset + s *
-/// stride.
+/// stride. An action addresses slot `microbatch` of a by_microbatch pool,
+/// slot `slot % slots` of any other (TensorRef::slotOf).
 struct PoolRef {
   uint32_t slots = 1;
   uint64_t stride = 0;
@@ -238,7 +243,8 @@ struct PoolRef {
 };
 
 /// One step of a rank: run `function` with `microbatch` and pool slot
-/// `slot` (Executable.stage_actions).
+/// `slot` (Executable.stage_actions; a pool that is not by_microbatch is
+/// addressed at slot mod its slots).
 struct ActionRef {
   /// The function of the implicit action of a program without
   /// stage_actions: every kernel of Program::calls, microbatch 0, slot 0.
