@@ -189,17 +189,22 @@ LogicalResult SettingsReader::readInteger(StringRef name, StringRef initial,
 
 LogicalResult SettingsReader::readTraining(CompileOptions &options) {
   StringRef remat = text("remat", "none").trim();
-  if (remat == "auto")
-    return fail(prefix + "remat " + remat +
-                " is not supported yet (none, selective, full, uniform:N and "
-                "block:N are)");
-  if (!isRematPolicy(remat))
+  if (remat == "auto") {
+    if (!given("memory-limit"))
+      return fail(prefix + "remat auto needs " + prefix +
+                  "memory-limit: the bytes each rank's planned peak must "
+                  "fit");
+  } else if (!isRematPolicy(remat)) {
     return notA("remat", "none",
                 remat.starts_with("uniform:") || remat.starts_with("block:")
                     ? "one of none, selective, full, uniform:N, block:N with "
                       "N a positive integer"
-                    : "one of none, selective, full, uniform:N, block:N "
-                      "(auto is not supported yet)");
+                : remat.starts_with("layers:")
+                    ? "layers: followed by one entry per layer, each n, s, "
+                      "f or gK (K a group number), separated by commas"
+                    : "one of none, selective, full, uniform:N, block:N, "
+                      "layers:E,..., auto");
+  }
   options.remat = remat.str();
   TpcOptimizerOptions &o = options.optimizer;
   StringRef optimizer = text("optimizer", "adamw");
@@ -325,6 +330,15 @@ LogicalResult SettingsReader::read(CompileOptions &options, StringRef scope) {
   }
   if (text("seed", "0").trim().getAsInteger(10, options.seed))
     return notA("seed", "0", "an integer in [0, 2^64)");
+  if (given("memory-limit")) {
+    std::optional<int64_t> bytes = parseByteCount(text("memory-limit", ""));
+    if (!bytes || *bytes <= 0)
+      return notA("memory-limit", "",
+                  "a positive byte count: an integer, or a number with kB, "
+                  "MB, GB, TB (powers of 1000) or KiB, MiB, GiB, TiB "
+                  "(powers of 1024), e.g. 80GB or 80GiB");
+    options.memoryLimit = *bytes;
+  }
   return readPipeline(options);
 }
 
@@ -395,4 +409,35 @@ LogicalResult mlir::tpc::parseCompileOptions(const CompileSettings &settings,
                                              StringRef scope) {
   options = CompileOptions();
   return SettingsReader(settings, prefix, error).read(options, scope);
+}
+
+std::optional<int64_t> mlir::tpc::parseByteCount(StringRef text) {
+  text = text.trim();
+  // The unit: the longest suffix that matches (KiB before B).
+  static constexpr std::pair<StringLiteral, double> kUnits[] = {
+      {"KiB", 1024.0},
+      {"MiB", 1024.0 * 1024},
+      {"GiB", 1024.0 * 1024 * 1024},
+      {"TiB", 1024.0 * 1024 * 1024 * 1024},
+      {"kB", 1e3},
+      {"KB", 1e3},
+      {"MB", 1e6},
+      {"GB", 1e9},
+      {"TB", 1e12},
+      {"B", 1.0}};
+  double scale = 1;
+  for (const auto &[unit, factor] : kUnits)
+    if (text.consume_back(unit)) {
+      scale = factor;
+      break;
+    }
+  text = text.trim();
+  int64_t whole;
+  if (scale == 1 && !text.getAsInteger(10, whole))
+    return whole;
+  double value;
+  if (text.empty() || text.getAsDouble(value) || !std::isfinite(value) ||
+      value < 0 || value * scale >= 9.2e18)
+    return std::nullopt;
+  return static_cast<int64_t>(value * scale);
 }

@@ -8,13 +8,17 @@
 
 #include "dialects/Dist/IR/DistOps.h"
 #include "dialects/Dist/Transforms/Passes.h"
+#include "dialects/Rt/IR/RtOps.h"
 #include "dialects/Rt/Transforms/Passes.h"
+#include "dialects/Rt/Transforms/PlanMemory.h"
 #include "dialects/Tpc/IR/TpcDialect.h"
 #include "dialects/Tpc/Transforms/Autodiff.h"
 #include "tpc/Conversion/TpcToRt.h"
 
 #include "mlir/Pass/PassRegistry.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
 using namespace mlir::tpc;
@@ -75,7 +79,8 @@ void mlir::tpc::buildUnrollTrainStep(OpPassManager &pm,
   // executable runs once per microbatch.
   unroll.firstMicrobatchOnly = options.microbatchActions();
   pm.addPass(createTpcUnrollTrainStep(unroll));
-  if (options.remat != "none") {
+  // auto compiles candidates (runCompileFlow, chooseRemat).
+  if (options.remat != "none" && options.remat != "auto") {
     TpcRematOptions remat;
     remat.policy = options.remat;
     pm.addPass(createTpcRemat(remat));
@@ -181,6 +186,42 @@ static LogicalResult readStageLayers(ModuleOp module, CompileReport &report) {
   return success();
 }
 
+/// Every stage's planned peak within --memory-limit, and what --remat auto
+/// predicted for it.
+static LogicalResult checkMemoryLimit(ModuleOp module,
+                                      const CompileOptions &options,
+                                      ArrayRef<RematChoice> rematChoices) {
+  if (!options.memoryLimit)
+    return success();
+  auto programs = module.getOps<rt::ProgramOp>();
+  if (programs.empty())
+    return module.emitError("--memory-limit: no rt.program to check");
+  int64_t stages = options.axisSize("pp");
+  SmallVector<std::string> over;
+  for (int64_t stage = 0; stage < stages; ++stage) {
+    int64_t peak = rt::computeMemoryStats(
+                       *programs.begin(),
+                       stages > 1 ? std::optional<unsigned>(stage)
+                                  : std::nullopt)
+                       .peakBytes;
+    if (!rematChoices.empty() && rematChoices[stage].plannedPeak != peak)
+      return module.emitError()
+             << "--remat auto: stage " << stage << " was predicted a planned "
+             << "peak of " << rematChoices[stage].plannedPeak
+             << " bytes, its plan has " << peak << " (a compiler bug)";
+    if (peak > options.memoryLimit)
+      over.push_back(llvm::formatv("stage {0}'s planned peak is {1} bytes, "
+                                   "{2} over",
+                                   stage, peak, peak - options.memoryLimit));
+  }
+  if (!over.empty())
+    return module.emitError()
+           << "--memory-limit " << options.memoryLimit << ": "
+           << llvm::join(over, "; ")
+           << " (--remat auto chooses what to recompute to fit)";
+  return success();
+}
+
 LogicalResult mlir::tpc::runCompileFlow(ModuleOp module,
                                         const CompileOptions &options,
                                         CompileReport *report) {
@@ -224,8 +265,28 @@ LogicalResult mlir::tpc::runCompileFlow(ModuleOp module,
   }
 
   if (failed(runPhase(buildTrainStep)) ||
-      failed(runPhase(buildUnrollTrainStep)) ||
-      failed(runPhase(buildDistribute)))
+      failed(runPhase(buildUnrollTrainStep)))
+    return failure();
+  // --remat auto: the candidates compiled on copies of the unrolled step;
+  // the choice recomputed here.
+  SmallVector<RematChoice> rematChoices;
+  if (options.train && options.remat == "auto") {
+    FailureOr<std::string> policy = chooseRemat(module, options, rematChoices);
+    if (failed(policy))
+      return failure();
+    PassManager pm(context);
+    TpcRematOptions remat;
+    remat.policy = *policy;
+    pm.addPass(createTpcRemat(remat));
+    if (failed(pm.run(module)))
+      return failure();
+  }
+  if (report)
+    for (auto [i, figures] : llvm::enumerate(report->stages))
+      figures.remat = rematChoices.empty()
+                          ? report->remat
+                          : "auto: " + rematChoices[i].description;
+  if (failed(runPhase(buildDistribute)))
     return failure();
 
   // One device's step (local shapes on a mesh), before lowering hides its
@@ -278,6 +339,8 @@ LogicalResult mlir::tpc::runCompileFlow(ModuleOp module,
   }
 
   if (failed(runPhase(buildLowerToExecutable)))
+    return failure();
+  if (failed(checkMemoryLimit(module, options, rematChoices)))
     return failure();
   return success(!report || (succeeded(readMemoryFigures(module, *report)) &&
                              succeeded(readPoolFigures(module, *report))));
@@ -354,8 +417,9 @@ struct CompilePipelineOptions
   Text minLr{*this, "min-lr", llvm::cl::desc("Cosine: the final rate")};
   Text remat{*this, "remat",
              llvm::cl::desc("Activation rematerialization: none (default), "
-                            "selective, full, uniform:N or block:N (as "
-                            "tpc-compile --remat)")};
+                            "selective, full, uniform:N, block:N or "
+                            "layers:E,... (as tpc-compile --remat; auto is "
+                            "tpc-compile's)")};
 
   /// The options given, as text by their names.
   CompileSettings given() const {
@@ -393,6 +457,9 @@ void registerPhase(StringRef name, StringRef description,
         if (failed(parsed.parseFromString(text)))
           return failure();
         CompileSettings settings = parsed.given();
+        if (settings.lookup("remat") == "auto")
+          return error("remat=auto compiles candidates to choose: "
+                       "tpc-compile --remat auto --memory-limit BYTES");
         if (train) {
           if (settings.lookup("train") == "false")
             return error(pipeline + " compiles a training step: train=false "

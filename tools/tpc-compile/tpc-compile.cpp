@@ -39,8 +39,6 @@ namespace cl = llvm::cl;
 static cl::OptionCategory category("tpc-compile options");
 static cl::OptionCategory
     trainCategory("Training (with --train; INTERFACE.md gives the defaults)");
-static cl::OptionCategory unsupportedCategory(
-    "Not supported yet (given, each is refused with an error)");
 
 static cl::opt<std::string>
     mesh("mesh",
@@ -152,8 +150,13 @@ TPC_TRAIN_FLAG(remat, "remat",
                "for the first N layers of each pipeline chunk, none for the "
                "others; selective: only the attention core (scores, softmax, "
                "dropout) of unfused attention (fused attention recomputes "
-               "it already). auto is not supported yet",
-               "none|selective|full|uniform:N|block:N", "none");
+               "it already); layers:E,E,... one entry per layer (n none, s "
+               "selective, f full, gK in checkpointed group K); auto (needs "
+               "--memory-limit): per pipeline stage the least recompute "
+               "FLOPs whose planned peak fits, found by compiling the "
+               "candidates (docs/design/remat.md, \"auto\")",
+               "none|selective|full|uniform:N|block:N|layers:...|auto",
+               "none");
 TPC_TRAIN_FLAG(gradClip, "grad-clip",
                "Clip the global gradient norm to X (default 0: no clipping)",
                "X", "0");
@@ -192,20 +195,21 @@ static cl::opt<std::string> stageLayers(
              "e.g. 5,5,6 (default: balanced by matrix-product FLOPs)"),
     cl::value_desc("N,N,..."), cl::cat(category));
 
-// The rest of the user contract (INTERFACE.md): parsed, then refused.
-#define TPC_UNSUPPORTED(var, flag, type, help)                                 \
-  static cl::opt<type> var(flag, cl::desc(help), cl::cat(unsupportedCategory))
-TPC_UNSUPPORTED(memoryLimit, "memory-limit", std::string,
-                "Per-device memory limit");
-#undef TPC_UNSUPPORTED
+static cl::opt<std::string> memoryLimit(
+    "memory-limit",
+    cl::desc("The bytes each rank's planned peak must fit: an integer, or a "
+             "number with kB, MB, GB, TB (powers of 1000) or KiB, MiB, GiB, "
+             "TiB (powers of 1024), e.g. 80GB or 80GiB. With --remat auto "
+             "the rematerialization is chosen to fit it; otherwise the "
+             "compile fails when a stage's planned peak exceeds it, saying "
+             "by how many bytes"),
+    cl::value_desc("BYTES"), cl::cat(category));
 
 /// What tpc-compile can do today, for the refusals.
 static constexpr llvm::StringLiteral kScope =
     "this tpc-compile compiles the forward pass and loss, or with --train a "
     "training step, for CPU devices: one, or a mesh of data-, pipeline- and "
     "tensor-parallel ranks";
-
-static const cl::Option *const unsupportedFlags[] = {&memoryLimit};
 
 static const cl::opt<std::string> *const trainFlags[] = {
     &optimizer,   &lr,           &beta1,      &beta2,       &eps,
@@ -241,7 +245,8 @@ static tpc::CompileSettings givenSettings() {
     if (given(*flag))
       settings[flag->ArgStr] = *flag;
   for (const cl::opt<std::string> *flag :
-       {&mesh, &shardingPass, &seed, &schedule, &virtualStages, &stageLayers})
+       {&mesh, &shardingPass, &seed, &schedule, &virtualStages, &stageLayers,
+        &memoryLimit})
     if (given(*flag))
       settings[flag->ArgStr] = *flag;
   return settings;
@@ -296,7 +301,7 @@ static void printSummary(ModuleOp module, llvm::raw_ostream &os) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
-  cl::HideUnrelatedOptions({&category, &trainCategory, &unsupportedCategory});
+  cl::HideUnrelatedOptions({&category, &trainCategory});
   if (!tpc::parseToolCommandLine(argc, argv, kOverview))
     return 1;
   // Plugins register their passes before --sharding-pass names one.
@@ -308,9 +313,6 @@ int main(int argc, char **argv) {
     plugin->registerPassRegistryCallbacks();
   }
 
-  for (const cl::Option *flag : unsupportedFlags)
-    if (flag->getNumOccurrences())
-      return fail("--" + flag->ArgStr + " is not supported yet: " + kScope);
   if (target == "cuda")
     return fail("--target cuda is not supported yet: " + kScope);
   if (target != "cpu")

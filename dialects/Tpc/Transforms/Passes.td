@@ -300,7 +300,11 @@ def TpcRemat : Pass<"tpc-remat", "ModuleOp"> {
     `batch_matmul`, the softmax, the dropout and its mask, up to the
     `batch_matmul` with v, whose output and inputs stay kept; a layer with
     the fused `tpc.attention` has none (its backward recomputes the scores
-    already). `policy=none` (the default) changes nothing.
+    already). `policy=layers:E,E,...` chooses per layer, one entry per
+    layer of the model: `n` (none), `s` (selective), `f` (full) or `gK`
+    (recomputed with the other layers of group K as one, as under
+    `uniform`); `tpc-compile --remat auto` writes its choice this way.
+    `policy=none` (the default) changes nothing.
     docs/design/remat.md.
 
     ```
@@ -310,7 +314,8 @@ def TpcRemat : Pass<"tpc-remat", "ModuleOp"> {
   }];
   let options = [
     Option<"policy", "policy", "std::string", /*default=*/"\"none\"",
-           "none, selective, full, uniform:N or block:N">,
+           "none, selective, full, uniform:N, block:N or layers:E,... (E "
+           "one of n, s, f, gK per layer)">,
     Option<"function", "function", "std::string", /*default=*/"\"train_step\"",
            "The unrolled training step">
   ];

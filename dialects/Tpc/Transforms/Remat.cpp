@@ -64,14 +64,24 @@ struct LayerRun {
   int64_t group;
   SmallVector<Operation *> ops;
   DenseSet<Operation *> members;
+  /// Only its attention core is recomputed.
+  bool selective = false;
 };
 
 /// Which layers a policy recomputes, and in which groups.
 struct Policy {
-  enum Kind { None, Full, Uniform, Block, Selective } kind = None;
+  enum Kind { None, Full, Uniform, Block, Selective, Layers } kind = None;
   int64_t count = 1;
+  /// `layers:`: per layer, its kind (None, Selective or Full) or, for a
+  /// layer of a checkpointed group (`gK`), Uniform with the group K.
+  struct Entry {
+    Kind kind = None;
+    int64_t group = 0;
+  };
+  SmallVector<Entry> perLayer;
 
-  /// "none", "full", "uniform:N", "block:N" (N >= 1), else nullopt.
+  /// "none", "full", "uniform:N", "block:N" (N >= 1), "layers:E,E,..."
+  /// (E one of n, s, f, gK), else nullopt.
   static std::optional<Policy> parse(StringRef text) {
     if (text == "none")
       return Policy{None};
@@ -80,6 +90,27 @@ struct Policy {
     if (text == "selective")
       return Policy{Selective};
     Policy policy;
+    if (text.consume_front("layers:")) {
+      policy.kind = Layers;
+      SmallVector<StringRef> entries;
+      text.split(entries, ',');
+      for (StringRef entry : entries) {
+        Entry parsed;
+        if (entry == "n")
+          parsed.kind = None;
+        else if (entry == "s")
+          parsed.kind = Selective;
+        else if (entry == "f")
+          parsed.kind = Full;
+        else if (entry.consume_front("g") &&
+                 !entry.getAsInteger(10, parsed.group) && parsed.group >= 0)
+          parsed.kind = Uniform;
+        else
+          return std::nullopt;
+        policy.perLayer.push_back(parsed);
+      }
+      return policy;
+    }
     if (text.consume_front("uniform:"))
       policy.kind = Uniform;
     else if (text.consume_front("block:"))
@@ -89,6 +120,12 @@ struct Policy {
     if (text.getAsInteger(10, policy.count) || policy.count < 1)
       return std::nullopt;
     return policy;
+  }
+
+  /// What `layer` is recomputed as under `layers:` (None past the list).
+  Entry entryOf(int64_t layer) const {
+    return layer < static_cast<int64_t>(perLayer.size()) ? perLayer[layer]
+                                                         : Entry();
   }
 };
 
@@ -101,7 +138,12 @@ struct RematPass : public tpc::impl::TpcRematBase<RematPass> {
     if (!parsed) {
       module.emitError() << "tpc-remat: policy '" << policy
                          << "' is not one of none, selective, full, "
-                            "uniform:N, block:N (N >= 1)";
+                            "uniform:N, block:N (N >= 1), layers:E,... (E "
+                            "one of n, s, f, gK per layer)"
+                         << (policy == "auto"
+                                 ? " (auto searches over compiles: "
+                                   "tpc-compile --remat auto --memory-limit)"
+                                 : "");
       return signalPassFailure();
     }
     chosen = *parsed;
@@ -122,8 +164,18 @@ struct RematPass : public tpc::impl::TpcRematBase<RematPass> {
                           "tpc-unroll-train-step)";
       return signalPassFailure();
     }
+    if (chosen.kind == Policy::Layers) {
+      int64_t most = -1;
+      body.walk([&](Operation *op) { most = std::max(most, layerOf(op)); });
+      if (most + 1 != static_cast<int64_t>(chosen.perLayer.size())) {
+        step.emitError() << "tpc-remat: policy '" << policy << "' names "
+                         << chosen.perLayer.size() << " layers, the step has "
+                         << most + 1;
+        return signalPassFailure();
+      }
+    }
     for (LayerRun &run : collectRuns(body)) {
-      if (chosen.kind == Policy::Selective && !keepAttentionCore(run))
+      if (run.selective && !keepAttentionCore(run))
         continue;
       recompute(run);
     }
@@ -146,8 +198,25 @@ struct RematPass : public tpc::impl::TpcRematBase<RematPass> {
     case Policy::Block:
       return layer < firstLayerOf.lookup(chunkOf(op)) + chosen.count ? layer
                                                                       : -1;
+    case Policy::Layers: {
+      Policy::Entry entry = chosen.entryOf(layer);
+      if (entry.kind == Policy::None)
+        return -1;
+      // A checkpointed group's number follows the layers' (a group never
+      // shares its number with a layer recomputed alone).
+      return entry.kind == Policy::Uniform
+                 ? static_cast<int64_t>(chosen.perLayer.size()) + entry.group
+                 : layer;
+    }
     }
     return -1;
+  }
+
+  /// Whether `layer` recomputes its attention core alone.
+  bool isSelective(int64_t layer) const {
+    return chosen.kind == Policy::Selective ||
+           (chosen.kind == Policy::Layers &&
+            chosen.entryOf(layer).kind == Policy::Selective);
   }
 
   /// The forward runs of each layer: a layer's forward ops from one
@@ -175,7 +244,7 @@ struct RematPass : public tpc::impl::TpcRematBase<RematPass> {
         continue;
       auto [it, fresh] = open.try_emplace(group, runs.size());
       if (fresh)
-        runs.push_back({group, {}, {}});
+        runs.push_back({group, {}, {}, isSelective(layer)});
       runs[it->second].ops.push_back(&op);
       runs[it->second].members.insert(&op);
     }

@@ -50,6 +50,8 @@ struct StageFigures {
   int64_t flopsPerMicrobatch = 0, recomputeFlopsPerMicrobatch = 0;
   /// What its transformer layers stash for the backward, one microbatch.
   int64_t stashBytesPerMicrobatch = 0;
+  /// Its rematerialization: the compile's --remat, or what auto chose.
+  std::string remat = "none";
   /// What every microbatch repeats (the total divided by the microbatches),
   /// and what happens once per step (no p2p).
   CommBytes commPerMicrobatch, commPerStep;

@@ -60,9 +60,12 @@ struct CompileOptions {
   /// A pipeline template's transfers block where the schedule sends and
   /// receives instead of starting early and being waited for late.
   bool blockingTransfers = false;
-  /// Activation rematerialization (tpc-remat's policy): none, selective,
-  /// full, uniform:N or block:N.
+  /// Activation rematerialization: tpc-remat's policy (none, selective,
+  /// full, uniform:N, block:N, layers:...) or auto (chosen per stage to
+  /// fit memoryLimit: chooseRemat).
   std::string remat = "none";
+  /// The bytes each rank's planned peak must fit (0: no limit).
+  int64_t memoryLimit = 0;
 
   /// Whether the training step compiles to functions run by actions, one
   /// per microbatch (one device with several microbatches, or a pipeline
@@ -74,6 +77,11 @@ struct CompileOptions {
   /// The function that is lowered: @train_step or @forward.
   StringRef loweredFunction() const;
 };
+
+/// Reads a byte count: an integer, or a number with a unit (kB, MB, GB, TB:
+/// powers of 1000; KiB, MiB, GiB, TiB: of 1024; B), rounded down to whole
+/// bytes; nullopt if it is not one (or passes 2^63).
+std::optional<int64_t> parseByteCount(StringRef text);
 
 /// Reads `--mesh`-style text (`dp=2,pp=1,tp=4`) into the axes above size 1,
 /// in the order pp, dp, tp. On a bad value returns failure with `error`
@@ -117,6 +125,25 @@ void buildDistribute(OpPassManager &pm, const CompileOptions &options);
 void buildLowerToExecutable(OpPassManager &pm, const CompileOptions &options);
 /// All of the above, in order.
 void buildCompilePipeline(OpPassManager &pm, const CompileOptions &options);
+
+/// What --remat auto chose for one pipeline stage (the whole model without
+/// a pipeline), as its compile measured it.
+struct RematChoice {
+  /// "full 2, selective 0, none 2 of 4 layers" or "uniform:2".
+  std::string description;
+  int64_t plannedPeak = 0;
+  int64_t recomputeFlopsPerMicrobatch = 0;
+};
+
+/// --remat auto on `module`, the unrolled training step before tpc-remat:
+/// per stage, the candidate with the least recompute FLOPs whose planned
+/// peak fits options.memoryLimit, each candidate compiled on a copy of
+/// the module (lib/Pipelines/RematSearch.cpp; progress on stderr). Returns
+/// tpc-remat's policy for all stages (`layers:...`) and fills `choices`
+/// per stage; fails naming the stage and the bytes missing when none fits.
+FailureOr<std::string> chooseRemat(ModuleOp module,
+                                   const CompileOptions &options,
+                                   SmallVectorImpl<RematChoice> &choices);
 
 /// What `module` must satisfy for `options` that the passes cannot see
 /// whole: on a mesh with dp > 1, every input's batch divides by dp ×
