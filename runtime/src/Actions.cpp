@@ -19,7 +19,7 @@
 
 #include <algorithm>
 #include <string>
-#include <tuple>
+#include <unordered_map>
 #include <vector>
 
 using namespace tpcrt;
@@ -219,70 +219,46 @@ Status tpcrt::readActions(const fb::Executable &exe, Program &program) {
     }
     // A slot of a pool that is not by_microbatch (action.slot mod the
     // pool's slots) holds one microbatch's values from its first action to
-    // its last: another microbatch may take it only then. The slots' holds
-    // in turn (a hold: one microbatch's actions on the slot until another
-    // microbatch's), and the switches from one to the next in action order.
-    struct Hold {
-      size_t slot;
-      uint32_t microbatch;
-      size_t last;
+    // its last: another microbatch may take it only then. First each
+    // (slot, microbatch)'s last action on the slot, then the switches of a
+    // slot from one microbatch to the next in action order.
+    auto key = [](size_t slot, uint32_t microbatch) {
+      return (static_cast<uint64_t>(slot) << 32) | microbatch;
     };
-    struct Switch {
-      size_t action;
-      uint32_t pool;
-      size_t from;
-    };
-    std::vector<Hold> holds;
-    std::vector<Switch> switches;
-    std::vector<size_t> holding(numSlots, SIZE_MAX);
+    std::unordered_map<uint64_t, size_t> lastOn;
+    lastOn.reserve(actions.size());
+    for (size_t a = 0; a < actions.size(); ++a)
+      for (uint32_t p : poolsOf[actions[a].function]) {
+        const PoolRef &pool = program.pools[p];
+        if (!pool.byMicrobatch)
+          lastOn[key(slotBase[p] + actions[a].slot % pool.slots,
+                     actions[a].microbatch)] = a;
+      }
+    std::vector<uint32_t> holder(numSlots, UINT32_MAX);
     for (size_t a = 0; a < actions.size(); ++a)
       for (uint32_t p : poolsOf[actions[a].function]) {
         const PoolRef &pool = program.pools[p];
         if (pool.byMicrobatch)
           continue;
         size_t slot = slotBase[p] + actions[a].slot % pool.slots;
-        size_t &h = holding[slot];
-        if (h != SIZE_MAX && holds[h].microbatch == actions[a].microbatch) {
-          holds[h].last = a;
-          continue;
+        uint32_t &held = holder[slot];
+        if (held != UINT32_MAX && held != actions[a].microbatch) {
+          size_t until = lastOn[key(slot, held)];
+          if (until > a) {
+            const ActionRef &action = actions[a];
+            return Status::error(
+                "stage " + std::to_string(stage) + ": " +
+                actionText(program, a, action) + ": slot " +
+                std::to_string(action.slot % pool.slots) + " of pool " +
+                std::to_string(p) + " still holds microbatch " +
+                std::to_string(held) + ", whose last action is " +
+                actionText(program, until, actions[until]) +
+                " (a slot is reused only after its microbatch's last "
+                "action)");
+          }
         }
-        if (h != SIZE_MAX)
-          switches.push_back({a, p, h});
-        h = holds.size();
-        holds.push_back({slot, actions[a].microbatch, a});
+        held = actions[a].microbatch;
       }
-    // Each hold's microbatch's last action on its slot: its last hold's.
-    std::vector<size_t> order(holds.size());
-    for (size_t h = 0; h < holds.size(); ++h)
-      order[h] = h;
-    std::sort(order.begin(), order.end(), [&](size_t x, size_t y) {
-      return std::tie(holds[x].slot, holds[x].microbatch, x) <
-             std::tie(holds[y].slot, holds[y].microbatch, y);
-    });
-    std::vector<size_t> lastUse(holds.size());
-    for (size_t i = order.size(); i-- > 0;) {
-      const Hold &h = holds[order[i]];
-      bool final = i + 1 == order.size() ||
-                   holds[order[i + 1]].slot != h.slot ||
-                   holds[order[i + 1]].microbatch != h.microbatch;
-      lastUse[order[i]] = final ? h.last : lastUse[order[i + 1]];
-    }
-    for (const Switch &change : switches) {
-      size_t until = lastUse[change.from];
-      if (until <= change.action)
-        continue;
-      const ActionRef &action = actions[change.action];
-      return Status::error(
-          "stage " + std::to_string(stage) + ": " +
-          actionText(program, change.action, action) + ": slot " +
-          std::to_string(action.slot % program.pools[change.pool].slots) +
-          " of pool " + std::to_string(change.pool) +
-          " still holds microbatch " +
-          std::to_string(holds[change.from].microbatch) +
-          ", whose last action is " +
-          actionText(program, until, actions[until]) +
-          " (a slot is reused only after its microbatch's last action)");
-    }
     program.stageActions.push_back(std::move(actions));
   }
   return Status::ok();

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <thread>
 
 using namespace tpcrt;
 
@@ -41,16 +42,17 @@ int32_t tpcrt::stageAxisOf(const Mesh &mesh) {
 
 namespace {
 
-/// Makes `stage` the program's: its kernels in calls (copies of allCalls';
-/// without stages calls is the file already), its actions and its planned
-/// peak.
-void selectStage(Program &program, uint32_t stage) {
+/// Makes `stage` the program's: its kernels in calls (copies of `all`'s,
+/// the file's kernels; without stages `all` is empty and calls is the file
+/// already), its actions and its planned peak.
+void selectStage(Program &program, uint32_t stage,
+                 const std::vector<KernelCall> &all) {
   program.stage = stage;
   if (!program.stagePlannedPeakBytes.empty())
     program.plannedPeakBytes = program.stagePlannedPeakBytes[stage];
-  if (!program.allCalls.empty()) {
+  if (!all.empty()) {
     program.calls.clear();
-    for (const KernelCall &call : program.allCalls)
+    for (const KernelCall &call : all)
       if (call.stage == stage)
         program.calls.push_back(call);
   }
@@ -309,17 +311,46 @@ Status tpcrt::decodeProgram(const fb::Executable &exe, Program &out) {
     return s;
   findBufferStages(program);
   // Each stage is a program of its own (one without kernels owns nothing
-  // but what no kernel touches, stage 0's); stage 0's is kept.
+  // but what no kernel touches, stage 0's); stage 0's is kept. The upper
+  // half of the stages is checked on a second thread, on a copy of the
+  // program (the file's decoded kernels shared, read only), while this one
+  // checks the lower half, stage 0 last: a pipeline's checks cost about as
+  // much per stage, and a long action list makes them the loader's (and
+  // the compile's) largest part. The highest stage that fails is reported,
+  // as checking them in turn from the last would.
   std::vector<uint32_t> stages = {0};
   for (const KernelCall &call : program.allCalls)
     stages.push_back(call.stage);
   std::sort(stages.begin(), stages.end());
   stages.erase(std::unique(stages.begin(), stages.end()), stages.end());
-  for (auto it = stages.rbegin(); it != stages.rend(); ++it) {
-    selectStage(program, *it);
-    if (Status s = checkStage(program); !s)
-      return s;
+  std::vector<KernelCall> all = std::move(program.allCalls);
+  program.allCalls.clear();
+  // Checks stages[from, to) from the last, on `view`.
+  auto checkStages = [&](Program &view, size_t from, size_t to) {
+    for (size_t i = to; i-- > from;) {
+      selectStage(view, stages[i], all);
+      if (Status s = checkStage(view); !s)
+        return s;
+    }
+    return Status::ok();
+  };
+  size_t half = (stages.size() + 1) / 2;
+  Status upper = Status::ok();
+  std::thread worker;
+  Program view;
+  if (half < stages.size()) {
+    view = program;
+    worker = std::thread(
+        [&] { upper = checkStages(view, half, stages.size()); });
   }
+  Status lower = checkStages(program, 0, half);
+  if (worker.joinable())
+    worker.join();
+  program.allCalls = std::move(all);
+  if (!upper)
+    return upper;
+  if (!lower)
+    return lower;
   out = std::move(program);
   return Status::ok();
 }
@@ -375,7 +406,7 @@ Status tpcrt::placeProgram(Program &program, int64_t rank) {
   if (program.stageAxis >= 0) {
     auto stage = static_cast<uint32_t>(program.coordinates[program.stageAxis]);
     bool reselect = !program.allCalls.empty() && stage != program.stage;
-    selectStage(program, stage);
+    selectStage(program, stage, program.allCalls);
     // Checked at decode: this recomputes the stage's lifetimes and peak.
     if (reselect)
       if (Status s = checkStage(program); !s)

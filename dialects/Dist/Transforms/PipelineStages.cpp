@@ -784,14 +784,24 @@ DictionaryAttr StageBuilder::emitFunctions(int rank) {
   // Each function emitted at its first action (microbatch 0's ops); -1 for
   // one without ops on this rank (a transfer list that is empty here).
   SmallVector<Attribute> names;
-  llvm::StringMap<int64_t> index;
-  // (function, microbatch) per action.
-  SmallVector<std::pair<int64_t, int>> runs;
+  // Per function (its kind, fused W, transfer step and chunk: what its name
+  // says, as a number, since a long list has thousands of actions).
+  DenseMap<int64_t, int64_t> index;
+  auto keyOf = [](const pipeline::Action &action, TransferStep step) {
+    return ((static_cast<int64_t>(action.kind) * 2 + action.fusedWeight) * 3 +
+            static_cast<int64_t>(step)) *
+               (int64_t(1) << 32) +
+           action.chunk;
+  };
+  // (Which pool slot a microbatch's values take is tpc-lower-to-rt's: it
+  // makes a pool per kind of value and sizes each from these runs.)
+  SmallVector<int64_t> pairs;
+  pairs.reserve(2 * list.size());
   for (const auto &[action, transferStep] : list) {
-    auto [it, fresh] =
-        index.try_emplace(functionName(action, transferStep), -1);
+    auto [it, fresh] = index.try_emplace(keyOf(action, transferStep), -1);
     if (fresh) {
-      currentFunction = builder.getStringAttr(it->first());
+      currentFunction =
+          builder.getStringAttr(functionName(action, transferStep));
       int64_t before = marked;
       emitAction(action, rank, /*microbatch=*/0, transferStep);
       if (marked > before) {
@@ -801,13 +811,8 @@ DictionaryAttr StageBuilder::emitFunctions(int rank) {
       currentFunction = {};
     }
     if (it->second >= 0)
-      runs.push_back({it->second, action.microbatch});
+      pairs.append({it->second, action.microbatch});
   }
-  // (Which pool slot a microbatch's values take is tpc-lower-to-rt's: it
-  // makes a pool per kind of value and sizes each from these runs.)
-  SmallVector<int64_t> pairs;
-  for (auto [f, microbatch] : runs)
-    pairs.append({f, microbatch});
   return builder.getDictionaryAttr(
       {builder.getNamedAttr("functions", builder.getArrayAttr(names)),
        builder.getNamedAttr("actions", builder.getDenseI64ArrayAttr(pairs))});

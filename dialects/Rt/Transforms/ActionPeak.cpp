@@ -244,32 +244,39 @@ LogicalResult readActions(ProgramOp program, ArrayAttr lists,
       actions.push_back(action);
     }
     // Pool p's slot (action slot mod its slots) goes to another microbatch
-    // only after its holder's last action on the pool.
-    DenseMap<std::pair<int64_t, int64_t>, std::pair<int64_t, size_t>> holder;
-    DenseMap<std::pair<int64_t, int64_t>, size_t> lastAction;
+    // only after its holder's last action on the pool. (Flat tables: a
+    // pipeline has thousands of actions per stage.)
+    int64_t microbatches = 0;
+    for (const ActionSchedule::Action &action : actions)
+      microbatches = std::max(microbatches, action.microbatch + 1);
+    size_t numPools = schedule.poolSlots.size();
+    std::vector<int64_t> slotBase(numPools + 1, 0);
+    for (size_t pool = 0; pool < numPools; ++pool)
+      slotBase[pool + 1] = slotBase[pool] + schedule.poolSlots[pool];
+    std::vector<int64_t> lastAction(numPools * microbatches, -1);
     for (auto [a, action] : llvm::enumerate(actions))
       for (int64_t pool : poolsOf[action.function])
-        lastAction[{pool, action.microbatch}] = a;
+        lastAction[pool * microbatches + action.microbatch] = a;
+    // Per pool slot, the microbatch holding it (-1: none yet).
+    std::vector<int64_t> holder(slotBase[numPools], -1);
     for (auto [a, action] : llvm::enumerate(actions))
       for (int64_t pool : poolsOf[action.function]) {
         int64_t slot = action.slot % schedule.poolSlots[pool];
-        auto [it, fresh] =
-            holder.try_emplace({pool, slot}, action.microbatch, a);
-        int64_t held = it->second.first;
-        if (fresh || held == action.microbatch)
-          continue;
-        size_t until = lastAction.lookup({pool, held});
-        if (until > a)
-          return program.emitError("rt-plan-memory: stage ")
-                 << stage << ": action " << a << " ("
-                 << functionText(schedule, action.function) << ", microbatch "
-                 << action.microbatch << ", slot " << action.slot
-                 << "): slot " << slot << " of pool " << pool
-                 << " still holds microbatch " << held
-                 << ", whose last action on it is action " << until
-                 << " (a slot is reused only after its microbatch's last "
-                    "action)";
-        it->second = {action.microbatch, a};
+        int64_t &held = holder[slotBase[pool] + slot];
+        if (held >= 0 && held != action.microbatch) {
+          int64_t until = lastAction[pool * microbatches + held];
+          if (until > static_cast<int64_t>(a))
+            return program.emitError("rt-plan-memory: stage ")
+                   << stage << ": action " << a << " ("
+                   << functionText(schedule, action.function)
+                   << ", microbatch " << action.microbatch << ", slot "
+                   << action.slot << "): slot " << slot << " of pool " << pool
+                   << " still holds microbatch " << held
+                   << ", whose last action on it is action " << until
+                   << " (a slot is reused only after its microbatch's last "
+                      "action)";
+        }
+        held = action.microbatch;
       }
   }
   return success();
