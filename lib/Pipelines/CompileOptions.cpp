@@ -222,7 +222,7 @@ LogicalResult SettingsReader::readTraining(CompileOptions &options) {
                 "optimizer is adamw");
 
   double value;
-  if (failed(readNumber("lr", "1e-3", Range::Positive, o.lr)) ||
+  if (failed(readNumber("lr", "1e-3", Range::NonNegative, o.lr)) ||
       failed(readNumber("beta1", "0.9", Range::Fraction, o.beta1)) ||
       failed(readNumber("beta2", "0.999", Range::Fraction, o.beta2)) ||
       failed(readNumber("eps", "1e-8", Range::Positive, o.eps)))

@@ -15,8 +15,8 @@
 // ERR-TOTAL: error: tpc-optimizer: lr-schedule cosine needs total-steps (10) greater than warmup-steps (10)
 // RUN: not tpc-opt %s --tpc-autodiff --tpc-optimizer="warmup-steps=5" 2>&1 | FileCheck %s --check-prefix=ERR-WARMUP
 // ERR-WARMUP: error: tpc-optimizer: warmup-steps 5 needs lr-schedule cosine
-// RUN: not tpc-opt %s --tpc-autodiff --tpc-optimizer="lr=0" 2>&1 | FileCheck %s --check-prefix=ERR-LR
-// ERR-LR: error: tpc-optimizer: lr 0 must be positive and finite
+// RUN: not tpc-opt %s --tpc-autodiff --tpc-optimizer="lr=-0.5" 2>&1 | FileCheck %s --check-prefix=ERR-LR
+// ERR-LR: error: tpc-optimizer: lr -0.5 must be non-negative and finite
 // RUN: not tpc-opt %s --tpc-autodiff --tpc-optimizer="beta1=1" 2>&1 | FileCheck %s --check-prefix=ERR-BETA
 // ERR-BETA: error: tpc-optimizer: beta1 1 is outside [0, 1)
 // RUN: not tpc-opt %s --tpc-autodiff --tpc-optimizer="grad-clip=-1" 2>&1 | FileCheck %s --check-prefix=ERR-CLIP

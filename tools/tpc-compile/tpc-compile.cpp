@@ -129,7 +129,7 @@ static cl::opt<bool> train("train",
                                   cl::init(initial), cl::cat(trainCategory))
 TPC_TRAIN_FLAG(optimizer, "optimizer", "adamw (default) or sgd", "adamw|sgd",
                "adamw");
-TPC_TRAIN_FLAG(lr, "lr", "Peak learning rate (default 1e-3)", "X", "1e-3");
+TPC_TRAIN_FLAG(lr, "lr", "Peak learning rate, >= 0 (default 1e-3)", "X", "1e-3");
 TPC_TRAIN_FLAG(beta1, "beta1", "AdamW beta1 (default 0.9)", "X", "0.9");
 TPC_TRAIN_FLAG(beta2, "beta2", "AdamW beta2 (default 0.999)", "X", "0.999");
 TPC_TRAIN_FLAG(eps, "eps", "AdamW epsilon (default 1e-8)", "X", "1e-8");

@@ -46,8 +46,11 @@ LogicalResult ClipCoefficientOp::verify() {
 
 LogicalResult LrScheduleOp::verify() {
   double lr = getLr().convertToDouble();
-  if (!(lr > 0.0 && std::isfinite(lr)))
-    return emitOpError() << "lr must be positive and finite but is " << lr;
+  // torch.optim takes lr >= 0 (0: the update leaves the weights, AdamW's
+  // decay included, as they are).
+  if (!(lr >= 0.0 && std::isfinite(lr)))
+    return emitOpError() << "lr must be non-negative and finite but is "
+                         << lr;
   if (failed(checkRange(*this, "min_lr", getMinLr().convertToDouble(), 0.0, lr,
                         /*closed=*/true)))
     return failure();

@@ -56,8 +56,8 @@ LogicalResult OptimizerPass::checkOptions(ModuleOp module) {
     return fail("optimizer '" + optimizer + "' is not adamw or sgd");
   if (lrSchedule != "constant" && lrSchedule != "cosine")
     return fail("lr-schedule '" + lrSchedule + "' is not constant or cosine");
-  if (!(lr > 0.0 && finite(lr)))
-    return fail("lr " + str(lr) + " must be positive and finite");
+  if (!(lr >= 0.0 && finite(lr)))
+    return fail("lr " + str(lr) + " must be non-negative and finite");
   if (!(beta1 >= 0.0 && beta1 < 1.0))
     return fail("beta1 " + str(beta1) + " is outside [0, 1)");
   if (!(beta2 >= 0.0 && beta2 < 1.0))

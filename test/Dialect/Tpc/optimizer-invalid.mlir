@@ -25,9 +25,9 @@ func.func @clip_max_norm(%n: tensor<f32>) {
 
 // -----
 
-func.func @lr_zero(%s: tensor<i64>) {
-  // expected-error @+1 {{lr must be positive and finite but is 0}}
-  %0 = tpc.lr_schedule %s constant lr 0.0
+func.func @lr_negative(%s: tensor<i64>) {
+  // expected-error @+1 {{lr must be non-negative and finite but is -1}}
+  %0 = tpc.lr_schedule %s constant lr -1.0
   return
 }
 
