@@ -153,7 +153,7 @@ void ModelEmitter::declareLlama() {
       declare(p + "self_attn.v_proj.bias", {kv, d}, {kv * d});
     }
     declare(p + "self_attn.o_proj.weight", {h, a * d});
-    if (config.attentionBias)
+    if (config.outputBias)
       declare(p + "self_attn.o_proj.bias", {h});
     declare(p + "post_attention_layernorm.weight", {h});
     declare(p + "mlp.gate_proj.weight", {f, h});
@@ -277,7 +277,7 @@ Value ModelEmitter::llamaLayer(int64_t i, Value x) {
   o = make<ReshapeOp>(where("self_attn"), tensor({b, s, a * d}), o);
   std::string oBias = p + "self_attn.o_proj.bias";
   o = linear(where("self_attn.o_proj"), o, p + "self_attn.o_proj.weight",
-             bias(oBias, config.attentionBias), WeightLayout::OutIn);
+             bias(oBias, config.outputBias), WeightLayout::OutIn);
   x = make<AddOp>(where("self_attn.residual"), x, o);
 
   norm = make<RmsNormOp>(where("post_attention_layernorm"), x,

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 
 using namespace mlir::tpc;
 using llvm::Error;
@@ -315,7 +316,7 @@ Error parseGpt2(const ConfigFields &f, ModelConfig &c) {
   std::optional<bool> tie;
   TPC_ASSIGN(tie, f.getBool("tie_word_embeddings"));
   c.tieWordEmbeddings = tie.value_or(true);
-  c.attentionBias = c.mlpBias = true;
+  c.attentionBias = c.outputBias = c.mlpBias = true;
 
   TPC_CHECK(f.refuseFlag("scale_attn_weights", false,
                          "unscaled attention is not supported"));
@@ -389,9 +390,39 @@ Error parseLlama(const ConfigFields &f, ModelConfig &c) {
   TPC_ASSIGN(flag, f.getBool("tie_word_embeddings"));
   c.tieWordEmbeddings = flag.value_or(false);
   TPC_ASSIGN(flag, f.getBool("attention_bias"));
-  c.attentionBias = flag.value_or(false);
+  c.attentionBias = c.outputBias = flag.value_or(false);
   TPC_ASSIGN(flag, f.getBool("mlp_bias"));
   c.mlpBias = flag.value_or(false);
+  return Error::success();
+}
+
+/// A sliding window (Mistral, Qwen2) changes nothing when it covers the
+/// sequence; a smaller one is refused (no sliding-window attention yet).
+Error checkSlidingWindow(const ConfigFields &f, bool used, int64_t seq) {
+  // (Any length: a window longer than any sequence covers it; null: none.)
+  Expected<std::optional<int64_t>> window =
+      f.getSize("sliding_window", std::numeric_limits<int64_t>::max());
+  if (!window)
+    return window.takeError();
+  if (!used || !*window || **window >= seq)
+    return Error::success();
+  return fieldError("sliding_window",
+                    llvm::formatv("a window of {0} positions is shorter than "
+                                  "the sequence ({1}): sliding-window "
+                                  "attention is not supported (import with "
+                                  "--seq {0} or less, where it attends to "
+                                  "every earlier position as full causal "
+                                  "attention does)",
+                                  **window, seq));
+}
+
+/// Qwen2: Llama with biases on the q, k and v projections (none on o_proj
+/// or the MLP), whose configs carry a sliding window that
+/// `use_sliding_window: false` turns off.
+Error parseQwen2(const ConfigFields &f, ModelConfig &c) {
+  TPC_CHECK(parseLlama(f, c));
+  c.attentionBias = true;
+  c.outputBias = c.mlpBias = false;
   return Error::success();
 }
 
@@ -441,14 +472,22 @@ Expected<ModelConfig> mlir::tpc::parseModelConfig(StringRef text,
   if (*modelType == "gpt2") {
     config.family = ModelFamily::Gpt2;
     TPC_CHECK(parseGpt2(fields, config));
-  } else if (*modelType == "llama") {
+  } else if (*modelType == "llama" || *modelType == "mistral") {
+    // Mistral is Llama's architecture with a sliding window (checked below).
     config.family = ModelFamily::Llama;
     TPC_CHECK(parseLlama(fields, config));
+  } else if (*modelType == "qwen2") {
+    config.family = ModelFamily::Llama;
+    TPC_CHECK(parseQwen2(fields, config));
   } else {
     return fieldError("model_type", "unsupported model type " +
                                         quote(*modelType) +
-                                        " (supported: gpt2, llama)");
+                                        " (supported: gpt2, llama, mistral, "
+                                        "qwen2)");
   }
+  std::optional<std::string> torchDtype;
+  TPC_ASSIGN(torchDtype, fields.getString("torch_dtype"));
+  config.torchDtype = torchDtype.value_or("");
 
   // Command-line overrides and checks.
   if (options.numLayers) {
@@ -475,6 +514,12 @@ Expected<ModelConfig> mlir::tpc::parseModelConfig(StringRef text,
     return fieldError("--seq", llvm::formatv("{0} exceeds the model's {1} "
                                              "positions",
                                              seq, config.maxPositions));
+  // Mistral's window always applies; Qwen2's only with use_sliding_window.
+  std::optional<bool> useWindow;
+  TPC_ASSIGN(useWindow, fields.getBool("use_sliding_window"));
+  TPC_CHECK(checkSlidingWindow(
+      fields, config.modelType == "mistral" || useWindow.value_or(false),
+      seq));
   TPC_CHECK(ConfigFields::checkSize("--batch", options.batch, kMaxBatch)
                 .takeError());
   // The widest activation per position: logits, the FFN, the fused QKV

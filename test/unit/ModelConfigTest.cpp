@@ -362,10 +362,11 @@ TEST(ModelConfigTest, RefusesBadConfigs) {
       {R"({"model_type": null})", "model_type: missing"},
       {R"({"model_type": 2})", "model_type: expected a string but got a number"},
       {R"({"model_type": "bert"})",
-       "model_type: unsupported model type 'bert' (supported: gpt2, llama)"},
+       "model_type: unsupported model type 'bert' (supported: gpt2, llama, "
+       "mistral, qwen2)"},
       {R"({"model_type": "a'b\\c\u001b"})",
        "model_type: unsupported model type 'a\\x27b\\x5Cc\\x1B' (supported: "
-       "gpt2, llama)"},
+       "gpt2, llama, mistral, qwen2)"},
       // Types and ranges of sizes.
       {R"({"model_type": "gpt2", "vocab_size": 256, "n_positions": 64,
            "n_layer": 2, "n_head": 4})",
@@ -491,7 +492,7 @@ TEST(ModelConfigTest, CutsLongValuesInMessages) {
       errorOf("{\"model_type\": \"" + longType + "\"}");
   EXPECT_EQ(error, "model_type: unsupported model type '" +
                        std::string(64, 'x') +
-                       "'... (supported: gpt2, llama)");
+                       "'... (supported: gpt2, llama, mistral, qwen2)");
 }
 
 TEST(ModelConfigTest, RefusesOversizedText) {

@@ -7,7 +7,9 @@
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
 
 using namespace mlir;
 using namespace mlir::tpc;
@@ -37,7 +39,7 @@ struct ChoiceParser : cl::parser<T> {
 
 static cl::opt<std::string>
     inputPath(cl::Positional, cl::Required,
-              cl::desc("<config.json>"),
+              cl::desc("<config.json | model directory>"),
               cl::cat(category));
 static cl::opt<std::string> outputPath("o", cl::desc("Output file (default: "
                                                      "stdout)"),
@@ -114,14 +116,18 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(category);
   if (!parseToolCommandLine(
           argc, argv,
-          "tpc-import: Hugging Face config.json (gpt2, llama) -> tpc IR\n\n"
+          "tpc-import: Hugging Face config.json (gpt2, llama, mistral, "
+          "qwen2) -> tpc IR\n\n"
           "Emits func.func @forward(params..., %input_ids, %labels) returning "
           "the loss\n(and the logits with --output logits). Parameters carry "
           "their Hugging Face\nnames (tpc.param); ops of transformer layer N "
           "carry tpc.layer = N.\n\n<config.json> is a Hugging Face config.json "
-          "(model_type gpt2 or llama; - reads\nstdin). Keys the importer does "
-          "not use are ignored. Errors are printed as\n`error: <field>: <why>` "
-          "with exit status 1.\n"))
+          "(model_type gpt2, llama, mistral\nor qwen2; - reads stdin), or a "
+          "model directory (save_pretrained's) holding\none. Keys the importer "
+          "does not use are ignored. A config's torch_dtype is\nnoted on "
+          "stderr when it differs from --dtype (the default stays fp32, as\n"
+          "from_pretrained loads). Errors are printed as `error: <field>: "
+          "<why>` with exit\nstatus 1.\n"))
     return 1;
 
   ImportOptions options;
@@ -139,10 +145,32 @@ int main(int argc, char **argv) {
   options.attention = attention;
   options.output = output;
 
-  llvm::Expected<ModelConfig> config =
-      parseModelConfigFile(inputPath, options);
+  // A model directory (save_pretrained's) holds its config.json.
+  std::string path = inputPath;
+  if (path != "-" && llvm::sys::fs::is_directory(path)) {
+    llvm::SmallString<256> file(path);
+    llvm::sys::path::append(file, "config.json");
+    if (!llvm::sys::fs::exists(file))
+      return reportError(path + ": a directory without a config.json");
+    path = file.str().str();
+  }
+  llvm::Expected<ModelConfig> config = parseModelConfigFile(path, options);
   if (!config)
     return reportError(llvm::toString(config.takeError()));
+  // from_pretrained loads fp32 whatever the config says; say so when the
+  // config names another type than the one imported.
+  StringRef wanted = options.dtype == ElementDtype::BF16 ? "bfloat16"
+                                                         : "float32";
+  if (!config->torchDtype.empty() && config->torchDtype != wanted)
+    llvm::errs() << "tpc-import: note: " << path << " has torch_dtype "
+                 << config->torchDtype << "; importing as "
+                 << (options.dtype == ElementDtype::BF16 ? "bf16" : "fp32")
+                 << " (--dtype "
+                 << (options.dtype == ElementDtype::BF16 ? "fp32" : "bf16")
+                 << " for "
+                 << (options.dtype == ElementDtype::BF16 ? "float32"
+                                                         : "bfloat16")
+                 << ")\n";
 
   MLIRContext context;
   OwningOpRef<ModuleOp> module = buildModel(context, *config, options);

@@ -40,8 +40,13 @@ struct ModelConfig {
   bool tieWordEmbeddings = true;
   /// GPT-2: GeLU in its tanh form (`gelu_new`) or exact (`gelu`).
   bool geluTanh = true;
+  /// Biases of the q, k and v projections, and of the attention's output
+  /// projection (Llama's attention_bias sets both; Qwen2 has the first only).
   bool attentionBias = false;
+  bool outputBias = false;
   bool mlpBias = false;
+  /// The config's torch_dtype ("float32", "bfloat16", ...), if it has one.
+  std::string torchDtype;
   double embeddingDropout = 0.0;
   double attentionDropout = 0.0;
   double residualDropout = 0.0;
