@@ -115,3 +115,26 @@ Status tpcrt::openRegularFile(const std::string &path, int &fd,
   size = static_cast<uint64_t>(info.st_size);
   return Status::ok();
 }
+
+Status tpcrt::readFully(int fd, const std::string &path, void *out,
+                        uint64_t size) {
+  auto *bytes = static_cast<uint8_t *>(out);
+  uint64_t done = 0;
+  while (done < size) {
+    // Linux reads at most ~2 GiB per call; ask for 1 GiB at a time.
+    size_t chunk =
+        static_cast<size_t>(std::min<uint64_t>(size - done, 1u << 30));
+    ssize_t n = ::pread(fd, bytes + done, chunk, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return Status::error(path + ": cannot read: " + std::strerror(errno));
+    if (n == 0)
+      return Status::error(path + ": cannot read: the file shrank from " +
+                           std::to_string(size) + " to " +
+                           std::to_string(done) +
+                           " bytes while it was read (changed on disk?)");
+    done += static_cast<uint64_t>(n);
+  }
+  return Status::ok();
+}

@@ -5,6 +5,7 @@
 #include "tpcrt/Random.h"
 #include "tpcrt/Safetensors.h"
 
+#include <algorithm>
 #include <cstring>
 
 using namespace tpcrt;
@@ -132,13 +133,41 @@ Status HostInputs::copyTo(Interpreter &interpreter) const {
   return Status::ok();
 }
 
+Status tpcrt::parseLabelShift(const std::string &text, LabelShift &out) {
+  if (text == "shifted")
+    out = LabelShift::Shifted;
+  else if (text == "unshifted")
+    out = LabelShift::Unshifted;
+  else
+    return Status::error("--labels '" + text +
+                         "': expected shifted or unshifted");
+  return Status::ok();
+}
+
+void tpcrt::shiftLabels(std::vector<int64_t> &values,
+                        const std::vector<int64_t> &shape) {
+  if (shape.empty() || shape.back() <= 0)
+    return;
+  auto length = static_cast<size_t>(shape.back());
+  for (size_t row = 0; row + length <= values.size(); row += length) {
+    std::copy(values.begin() + row + 1, values.begin() + row + length,
+              values.begin() + row);
+    values[row + length - 1] = kIgnoreLabel;
+  }
+}
+
 Status tpcrt::readInputs(const std::string &path, const Program &program,
-                         HostInputs &out) {
+                         HostInputs &out, LabelShift labels,
+                         bool *labelsEqualIds) {
   out = HostInputs();
+  if (labelsEqualIds)
+    *labelsEqualIds = false;
   SafetensorsFile file;
   if (Status s = SafetensorsFile::open(path, file); !s)
     return s;
-  return gatherInputs(
+  // The file's ids and labels as they are, to compare them.
+  std::vector<int64_t> fileIds, fileLabels;
+  Status status = gatherInputs(
       program, out,
       [&](const BindingRef &input, const std::vector<int64_t> &shape,
           std::vector<int64_t> &values) -> Status {
@@ -157,8 +186,18 @@ Status tpcrt::readInputs(const std::string &path, const Program &program,
           return s.withContext(path);
         if (Status s = checkValues(input, values, shape); !s)
           return s.withContext(path);
+        if (input.name == "input_ids")
+          fileIds = values;
+        if (input.name == "labels") {
+          fileLabels = values;
+          if (labels == LabelShift::Unshifted)
+            shiftLabels(values, shape);
+        }
         return Status::ok();
       });
+  if (status && labelsEqualIds)
+    *labelsEqualIds = !fileIds.empty() && fileIds == fileLabels;
+  return status;
 }
 
 Status tpcrt::syntheticInputs(uint64_t seed, const Program &program,

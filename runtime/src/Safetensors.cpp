@@ -20,7 +20,6 @@
 #include <limits>
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -315,21 +314,9 @@ Status readWholeFile(const std::string &path, uint64_t limit,
                          " bytes");
   }
   out.assign(static_cast<size_t>(st.st_size), '\0');
-  size_t done = 0;
-  while (done < out.size()) {
-    ssize_t n = ::pread(fd, &out[done], out.size() - done, done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      int err = n < 0 ? errno : 0;
-      ::close(fd);
-      return Status::error(path + ": cannot read: " +
-                           (err ? errnoText(err) : "file shrank while read"));
-    }
-    done += static_cast<size_t>(n);
-  }
+  Status status = readFully(fd, path, out.data(), out.size());
   ::close(fd);
-  return Status::ok();
+  return status;
 }
 
 } // namespace
@@ -515,24 +502,19 @@ SafetensorsFile &SafetensorsFile::operator=(SafetensorsFile &&other) noexcept {
   path_ = std::move(other.path_);
   base_ = other.base_;
   fileSize_ = other.fileSize_;
-  mapped_ = other.mapped_;
   // Moving a vector keeps its buffer, so views into heap_ stay valid.
   heap_ = std::move(other.heap_);
   tensors_ = std::move(other.tensors_);
   metadata_ = std::move(other.metadata_);
   other.base_ = nullptr;
   other.fileSize_ = 0;
-  other.mapped_ = false;
   other.reset();
   return *this;
 }
 
 void SafetensorsFile::reset() {
-  if (mapped_ && base_)
-    ::munmap(const_cast<uint8_t *>(base_), fileSize_);
   base_ = nullptr;
   fileSize_ = 0;
-  mapped_ = false;
   heap_.clear();
   heap_.shrink_to_fit();
   tensors_.clear();
@@ -548,35 +530,30 @@ Status SafetensorsFile::open(const std::string &path, SafetensorsFile &out) {
     return s;
   SafetensorsFile file;
   file.path_ = path;
-  file.fileSize_ = static_cast<size_t>(fileSize);
-  if (file.fileSize_ > 0) {
-    void *addr =
-        ::mmap(nullptr, file.fileSize_, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (addr != MAP_FAILED) {
-      file.base_ = static_cast<const uint8_t *>(addr);
-      file.mapped_ = true;
+  // Read, not mapped: a mapped file that is truncated or rewritten in place
+  // while it is open faults (SIGBUS) on the next touch of a lost page, and
+  // no check done at open can prevent that. The bytes read are checked
+  // against the header like any other image.
+  Status status = Status::ok();
+  if (fileSize > std::numeric_limits<size_t>::max() / 2) {
+    status = Status::error(path + ": file size " + std::to_string(fileSize) +
+                           " is too large to read");
+  } else {
+    try {
+      file.heap_.resize(static_cast<size_t>(fileSize));
+    } catch (const std::exception &) {
+      status =
+          Status::error(path + ": cannot hold its " + std::to_string(fileSize) +
+                        " bytes in memory (out of memory)");
     }
   }
-  if (!file.mapped_) {
-    // Empty files cannot be mapped, and some file systems refuse mmap.
-    file.heap_.resize(file.fileSize_);
-    size_t done = 0;
-    while (done < file.fileSize_) {
-      ssize_t n = ::pread(fd, file.heap_.data() + done,
-                          file.fileSize_ - done, done);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0) {
-        int err = n < 0 ? errno : 0;
-        ::close(fd);
-        return Status::error(path + ": cannot read: " +
-                             (err ? errnoText(err) : "file shrank while read"));
-      }
-      done += static_cast<size_t>(n);
-    }
-    file.base_ = file.heap_.data();
-  }
+  if (status)
+    status = readFully(fd, path, file.heap_.data(), fileSize);
   ::close(fd);
+  if (!status)
+    return status;
+  file.base_ = file.heap_.data();
+  file.fileSize_ = file.heap_.size();
   if (Status s = file.parse(); !s)
     return s.withContext(path);
   out = std::move(file);
@@ -625,7 +602,7 @@ Status SafetensorsFile::parse() {
 
   struct Range {
     uint64_t begin, end;
-    const std::string *name;
+    TensorView *view;
   };
   std::vector<Range> ranges;
 
@@ -697,33 +674,71 @@ Status SafetensorsFile::parse() {
         "]";
     if (begin > end)
       return fail(offsetsText + ": begin is after end");
-    if (end > dataSize)
-      return fail(offsetsText + " end beyond the data section of " +
-                  std::to_string(dataSize) + " bytes");
     if (end - begin != byteSize)
       return fail(offsetsText + " hold " + std::to_string(end - begin) +
                   " bytes, but shape " + formatShape(view.shape) + " of " +
                   dtypeText + " needs " + std::to_string(byteSize));
-    view.data = data + begin;
     view.numBytes = byteSize;
     auto inserted = tensors_.emplace(name, std::move(view));
-    if (begin != end)
-      ranges.push_back({begin, end, &inserted.first->first});
+    ranges.push_back({begin, end, &inserted.first->second});
   }
 
-  // Two tensors sharing bytes would alias: a write through one (after a copy
-  // to a device) would not be what the other's name promises.
-  std::sort(ranges.begin(), ranges.end(),
-            [](const Range &a, const Range &b) { return a.begin < b.begin; });
-  for (size_t i = 1; i < ranges.size(); ++i) {
-    const Range &prev = ranges[i - 1], &cur = ranges[i];
-    if (cur.begin < prev.end)
-      return Status::error(
-          "tensors " + quote(*prev.name) + " [" + std::to_string(prev.begin) +
-          ", " + std::to_string(prev.end) + ") and " + quote(*cur.name) +
-          " [" + std::to_string(cur.begin) + ", " + std::to_string(cur.end) +
-          ") overlap");
+  // The layout the reference implementation requires: the tensors, in
+  // offset order, cover the data section exactly, each starting where the
+  // one before ends. A gap or trailing bytes hide data no name accounts for;
+  // an overlap would alias two names; a tensor past the end means the file
+  // is shorter than its header says (truncated).
+  std::sort(ranges.begin(), ranges.end(), [](const Range &a, const Range &b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
+  auto rangeText = [](const Range &r) {
+    return quote(r.view->name) + " [" + std::to_string(r.begin) + ", " +
+           std::to_string(r.end) + ")";
+  };
+  const Range *last = nullptr;
+  for (const Range &r : ranges)
+    if (!last || r.end > last->end)
+      last = &r;
+  if (last && last->end > dataSize) {
+    uint64_t promised = 0;
+    std::string promisedText =
+        __builtin_add_overflow(8 + headerLength, last->end, &promised)
+            ? "more than 2^64"
+            : std::to_string(promised);
+    return Status::error(
+        tensorContext(last->view->name) + ": data_offsets [" +
+        std::to_string(last->begin) + ", " + std::to_string(last->end) +
+        "] end beyond the data section of " + std::to_string(dataSize) +
+        " bytes: the file has " + std::to_string(fileSize_) +
+        " bytes, its header describes " + promisedText + " (truncated?)");
   }
+  uint64_t covered = 0;
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    const Range &r = ranges[i];
+    if (r.begin < covered)
+      return Status::error("tensors " + rangeText(ranges[i - 1]) + " and " +
+                           rangeText(r) + " overlap");
+    if (r.begin > covered)
+      return Status::error(
+          (i == 0 ? "tensor " + rangeText(r) + " leaves the gap [0, "
+                  : "tensors " + rangeText(ranges[i - 1]) + " and " +
+                        rangeText(r) + " leave the gap [" +
+                        std::to_string(covered) + ", ") +
+          std::to_string(r.begin) +
+          ") in the data section (safetensors requires the tensors to cover "
+          "it exactly)");
+    covered = r.end;
+  }
+  if (covered != dataSize)
+    return Status::error(
+        std::to_string(dataSize - covered) + " trailing bytes [" +
+        std::to_string(covered) + ", " + std::to_string(dataSize) + ") after " +
+        (ranges.empty() ? std::string("the header, which has no tensors")
+                        : "the last tensor " + rangeText(ranges.back())) +
+        " (safetensors requires the tensors to cover the data section "
+        "exactly)");
+  for (const Range &r : ranges)
+    r.view->data = data + r.begin;
   return Status::ok();
 }
 

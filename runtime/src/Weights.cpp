@@ -16,12 +16,22 @@
 #include <cstring>
 #include <vector>
 
+#include <sys/stat.h>
+
 using namespace tpcrt;
 
 namespace {
 
 constexpr int64_t kChunkElements = 1 << 16;
-const std::string kPrefix = "transformer.";
+
+/// The prefixes a base model's checkpoint lacks: GPT2Model saves
+/// "h.0.attn.c_attn.weight" for GPT2LMHeadModel's "transformer.h.0...",
+/// LlamaModel (and Qwen2Model, MistralModel) "layers.0.self_attn.q_proj.weight"
+/// for LlamaForCausalLM's "model.layers.0...".
+const char *const kPrefixes[] = {"transformer.", "model."};
+
+/// The head a base model is saved without.
+const char kLmHead[] = "lm_head.weight";
 
 cpu::FloatType floatTypeOf(fb::DType dtype) {
   return dtype == fb::DType::BF16  ? cpu::FloatType::BF16
@@ -102,15 +112,22 @@ private:
   std::vector<uint8_t> staged;
 };
 
-/// The checkpoint's tensor for a param name, trying the name as is, then
-/// without or with the "transformer." prefix.
+/// The checkpoint's tensor for a param name: the name as is; else, for a
+/// name with a known prefix, the name without it (a base model's file);
+/// else the name with a prefix added.
 const TensorView *findTensor(const ShardedSafetensors &weights,
                              const std::string &name) {
   if (const TensorView *t = weights.find(name))
     return t;
-  if (name.compare(0, kPrefix.size(), kPrefix) == 0)
-    return weights.find(name.substr(kPrefix.size()));
-  return weights.find(kPrefix + name);
+  for (const char *prefix : kPrefixes) {
+    size_t length = std::strlen(prefix);
+    if (name.compare(0, length, prefix) == 0)
+      return weights.find(name.substr(length));
+  }
+  for (const char *prefix : kPrefixes)
+    if (const TensorView *t = weights.find(prefix + name))
+      return t;
+  return nullptr;
 }
 
 bool sameStorage(DType source, fb::DType target) {
@@ -119,11 +136,69 @@ bool sameStorage(DType source, fb::DType target) {
          (source == DType::F16 && target == fb::DType::F16);
 }
 
-Status loadParam(const std::string &path, const ShardedSafetensors &weights,
+/// Draws `param` as initWeights does: element i of the whole tensor is a
+/// function of the seed, the param's name and i only.
+Status drawParam(uint64_t seed, const ParamRef &param, Interpreter &interpreter,
+                 std::vector<float> &chunk) {
+  if (!interpreter.program().ownsBuffer(param.buffer))
+    return Status::ok();
+  std::string what = "param '" + param.hfName + "'";
+  TensorPlacement placement;
+  if (Status s = paramPlacement(interpreter, param, placement); !s)
+    return s.withContext(what);
+  BlockWriter writer(interpreter, interpreter.program().buffers[param.buffer]);
+  uint64_t key = namedStreamKey(seed, param.hfName);
+  Status status = Status::ok();
+  // Element i of the whole tensor is the same on every rank and layout.
+  placement.forEachRun([&](int64_t, int64_t source, int64_t count) {
+    if (!status)
+      return;
+    if (source < 0) {
+      status = writer.appendZeros(count);
+      return;
+    }
+    for (int64_t first = 0; first < count && status; first += kChunkElements) {
+      int64_t n = std::min(kChunkElements, count - first);
+      chunk.resize(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) {
+        auto index = static_cast<uint64_t>(source + first + i);
+        switch (param.init) {
+        case fb::ParamInit::Normal:
+          chunk[i] =
+              static_cast<float>(param.initStd * standardNormal(key, index));
+          break;
+        case fb::ParamInit::Zeros:
+          chunk[i] = 0.0f;
+          break;
+        case fb::ParamInit::Ones:
+          chunk[i] = 1.0f;
+          break;
+        }
+      }
+      status = writer.appendFloats(chunk.data(), n);
+    }
+  });
+  if (status)
+    status = writer.flush();
+  if (!status)
+    return status.withContext(what);
+  return Status::ok();
+}
+
+/// A param the file lacks: an error that says what to do.
+Status missingTensor(const std::string &path, const std::string &name) {
+  std::string message = path + ": missing tensor '" + name + "'";
+  if (name == kLmHead)
+    message += " (a base model without its LM head, as "
+               "LlamaModel.save_pretrained writes): use the ...ForCausalLM "
+               "checkpoint (LlamaForCausalLM, Qwen2ForCausalLM, "
+               "MistralForCausalLM), or add --init-seed S to draw the "
+               "tensors the file lacks";
+  return Status::error(message);
+}
+
+Status loadParam(const std::string &path, const TensorView *tensor,
                  const ParamRef &param, Interpreter &interpreter) {
-  const TensorView *tensor = findTensor(weights, param.hfName);
-  if (!tensor)
-    return Status::error(path + ": missing tensor '" + param.hfName + "'");
   std::string what = path + ": tensor '" + tensor->name + "'";
   if (tensor->name != param.hfName)
     what += " (param '" + param.hfName + "')";
@@ -251,62 +326,62 @@ Status tpcrt::scatterTensor(Interpreter &interpreter,
 }
 
 Status tpcrt::loadWeights(const std::string &path, Interpreter &interpreter) {
+  return loadWeights(path, interpreter, LoadWeightsOptions());
+}
+
+Status tpcrt::loadWeights(const std::string &path, Interpreter &interpreter,
+                          const LoadWeightsOptions &options,
+                          std::vector<std::string> *drawn) {
+  if (drawn)
+    drawn->clear();
   ShardedSafetensors weights;
   if (Status s = ShardedSafetensors::open(path, weights); !s)
     return s;
-  for (const ParamRef &param : interpreter.program().params)
-    if (Status s = loadParam(path, weights, param, interpreter); !s)
+  std::vector<float> chunk;
+  for (const ParamRef &param : interpreter.program().params) {
+    if (const TensorView *tensor = findTensor(weights, param.hfName)) {
+      if (Status s = loadParam(path, tensor, param, interpreter); !s)
+        return s;
+      continue;
+    }
+    if (!options.initSeed)
+      return missingTensor(path, param.hfName);
+    if (Status s = drawParam(*options.initSeed, param, interpreter, chunk); !s)
       return s;
+    if (drawn)
+      drawn->push_back(param.hfName);
+  }
   return Status::ok();
 }
 
 Status tpcrt::initWeights(uint64_t seed, Interpreter &interpreter) {
   std::vector<float> chunk;
-  for (const ParamRef &param : interpreter.program().params) {
-    if (!interpreter.program().ownsBuffer(param.buffer))
-      continue;
-    std::string what = "param '" + param.hfName + "'";
-    TensorPlacement placement;
-    if (Status s = paramPlacement(interpreter, param, placement); !s)
-      return s.withContext(what);
-    BlockWriter writer(interpreter,
-                       interpreter.program().buffers[param.buffer]);
-    uint64_t key = namedStreamKey(seed, param.hfName);
-    Status status = Status::ok();
-    // Element i of the whole tensor is the same on every rank and layout.
-    placement.forEachRun([&](int64_t, int64_t source, int64_t count) {
-      if (!status)
-        return;
-      if (source < 0) {
-        status = writer.appendZeros(count);
-        return;
-      }
-      for (int64_t first = 0; first < count && status;
-           first += kChunkElements) {
-        int64_t n = std::min(kChunkElements, count - first);
-        chunk.resize(static_cast<size_t>(n));
-        for (int64_t i = 0; i < n; ++i) {
-          auto index = static_cast<uint64_t>(source + first + i);
-          switch (param.init) {
-          case fb::ParamInit::Normal:
-            chunk[i] =
-                static_cast<float>(param.initStd * standardNormal(key, index));
-            break;
-          case fb::ParamInit::Zeros:
-            chunk[i] = 0.0f;
-            break;
-          case fb::ParamInit::Ones:
-            chunk[i] = 1.0f;
-            break;
-          }
-        }
-        status = writer.appendFloats(chunk.data(), n);
-      }
-    });
-    if (status)
-      status = writer.flush();
-    if (!status)
-      return status.withContext(what);
-  }
+  for (const ParamRef &param : interpreter.program().params)
+    if (Status s = drawParam(seed, param, interpreter, chunk); !s)
+      return s;
   return Status::ok();
+}
+
+Status tpcrt::resolveWeightsPath(const std::string &path, std::string &out) {
+  struct stat info;
+  if (::stat(path.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
+    out = path; // A file, or an error opening it says what is wrong.
+    return Status::ok();
+  }
+  std::string directory = path;
+  while (directory.size() > 1 && directory.back() == '/')
+    directory.pop_back();
+  // An index names every shard; a directory that has both is sharded (the
+  // single file may be a leftover of another save).
+  for (const char *name :
+       {"model.safetensors.index.json", "model.safetensors"}) {
+    std::string candidate =
+        (directory == "/" ? directory : directory + "/") + name;
+    if (::stat(candidate.c_str(), &info) == 0) {
+      out = candidate;
+      return Status::ok();
+    }
+  }
+  return Status::error(path + ": no model.safetensors or "
+                              "model.safetensors.index.json in it");
 }

@@ -59,4 +59,28 @@ TEST(FileIOTest, APipeOrDeviceIsWrittenInPlace) {
   ::rmdir(dir.c_str());
 }
 
+// A file cut short between taking its size and reading it is an error that
+// says so, not a short read taken for the whole.
+TEST(FileIOTest, ReadFullyRefusesAFileThatShrank) {
+  std::string dir = makeTempDir();
+  ASSERT_FALSE(dir.empty());
+  std::string path = dir + "/in.bin";
+  ASSERT_TRUE(writeFileAtomically(path, {{"0123456789", 10}}));
+  int fd = -1;
+  uint64_t size = 0;
+  ASSERT_TRUE(openRegularFile(path, fd, size));
+  EXPECT_EQ(size, 10u);
+  char bytes[10] = {};
+  ASSERT_TRUE(readFully(fd, path, bytes, size));
+  EXPECT_EQ(std::string(bytes, 10), "0123456789");
+  ASSERT_EQ(::truncate(path.c_str(), 4), 0);
+  Status s = readFully(fd, path, bytes, size);
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.message(), path + ": cannot read: the file shrank from 10 to 4 "
+                                "bytes while it was read (changed on disk?)");
+  ::close(fd);
+  ::unlink(path.c_str());
+  ::rmdir(dir.c_str());
+}
+
 } // namespace

@@ -11,6 +11,8 @@
 #include <optional>
 #include <random>
 
+#include <unistd.h>
+
 using namespace tpcrt;
 
 namespace {
@@ -514,31 +516,133 @@ TEST_F(SafetensorsTest, RefusesWhatIsNotAFile) {
 
 TEST_F(SafetensorsTest, AcceptsEdgeCases) {
   SafetensorsFile file;
-  // Empty header, space padding, a gap before the data, trailing bytes,
-  // zero-size tensors anywhere, extra fields in an entry.
+  // Space padding, zero-size tensors where the data section is (before,
+  // between and after the others), extra fields in an entry.
   std::string bytes = image(
       R"({"e":{"dtype":"BF16","shape":[0],"data_offsets":[99,99]},)"
-      R"("s":{"dtype":"I64","shape":[],"data_offsets":[8,16],"x":1},)"
+      R"("s":{"dtype":"I64","shape":[],"data_offsets":[0,8],"x":1},)"
+      R"("m":{"dtype":"U8","shape":[0],"data_offsets":[8,8]},)"
+      R"("u":{"dtype":"U32","shape":[3],"data_offsets":[8,20]},)"
       R"("z":{"dtype":"F8_E4M3","shape":[2,0,7],"data_offsets":[0,0]}}   )",
       std::string(20, '\x01'));
-  Status s = SafetensorsFile::fromBytes("edge", bytes.data(), bytes.size(), file);
+  Status s =
+      SafetensorsFile::fromBytes("edge", bytes.data(), bytes.size(), file);
   // [99, 99] is past the 20-byte data section.
-  EXPECT_EQ(s.message(), "edge: tensor 'e': data_offsets [99, 99] end beyond "
-                         "the data section of 20 bytes");
+  EXPECT_EQ(s.message(),
+            "edge: tensor 'e': data_offsets [99, 99] end beyond "
+            "the data section of 20 bytes: the file has " +
+                std::to_string(bytes.size()) + " bytes, its header describes " +
+                std::to_string(bytes.size() + 79) + " (truncated?)");
   std::string fixed = bytes;
   fixed.replace(fixed.find("[99,99]"), 7, "[20,20]");
   s = SafetensorsFile::fromBytes("edge", fixed.data(), fixed.size(), file);
   ASSERT_TRUE(s) << s.message();
-  EXPECT_EQ(file.size(), 3u);
+  EXPECT_EQ(file.size(), 5u);
   std::vector<int64_t> ints;
   ASSERT_TRUE(toInt64(*file.find("s"), ints));
   EXPECT_EQ(ints, (std::vector<int64_t>{0x0101010101010101}));
+  ASSERT_TRUE(toInt64(*file.find("u"), ints));
+  EXPECT_EQ(ints, (std::vector<int64_t>(3, 0x01010101)));
   EXPECT_EQ(file.find("z")->numElements, 0);
 
   std::string empty = image("{}");
-  ASSERT_TRUE(SafetensorsFile::fromBytes("e", empty.data(), empty.size(), file));
+  ASSERT_TRUE(
+      SafetensorsFile::fromBytes("e", empty.data(), empty.size(), file));
   EXPECT_EQ(file.size(), 0u);
   EXPECT_TRUE(file.metadata().empty());
+}
+
+// As the reference implementation: the tensors, in offset order, cover the
+// data section exactly.
+TEST_F(SafetensorsTest, RefusesGapsOverlapsAndTrailingBytes) {
+  auto two = [](const std::string &a, const std::string &b, size_t bytes) {
+    return image(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":)" + a +
+                     R"(},"b":{"dtype":"F32","shape":[2],"data_offsets":)" + b +
+                     "}}",
+                 std::string(bytes, '\0'));
+  };
+  const std::string exactly =
+      " in the data section (safetensors requires the tensors to cover it "
+      "exactly)";
+  expectRefused(two("[0,8]", "[16,24]", 24),
+                "tensors 'a' [0, 8) and 'b' [16, 24) leave the gap [8, 16)" +
+                    exactly);
+  expectRefused(two("[8,16]", "[16,24]", 24),
+                "tensor 'a' [8, 16) leaves the gap [0, 8)" + exactly);
+  expectRefused(two("[0,8]", "[4,12]", 12),
+                "tensors 'a' [0, 8) and 'b' [4, 12) overlap");
+  expectRefused(two("[0,8]", "[8,16]", 20),
+                "4 trailing bytes [16, 20) after the last tensor 'b' [8, 16) "
+                "(safetensors requires the tensors to cover the data section "
+                "exactly)");
+  expectRefused(image("{}", "xyz"),
+                "3 trailing bytes [0, 3) after the header, which has no "
+                "tensors");
+  // A zero-size tensor inside another one is where no tensor starts.
+  expectRefused(
+      image(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+            R"("e":{"dtype":"F32","shape":[0],"data_offsets":[4,4]}})",
+            std::string(8, '\0')),
+      "tensors 'a' [0, 8) and 'e' [4, 4) overlap");
+  // The file is shorter than its header says.
+  expectRefused(two("[0,8]", "[8,16]", 12),
+                "tensor 'b': data_offsets [8, 16] end beyond the data section "
+                "of 12 bytes");
+  std::string good = two("[0,8]", "[8,16]", 16);
+  SafetensorsFile file;
+  EXPECT_TRUE(SafetensorsFile::fromBytes("ok", good.data(), good.size(), file));
+}
+
+// A file whose header promises more bytes than it has (written, then cut
+// short) is refused with the offsets; a file cut short after it was opened
+// does not fault (SIGBUS) the views, which hold what was read.
+TEST_F(SafetensorsTest, TruncatedFilesAreErrorsNotSignals) {
+  std::vector<float> big(1 << 18); // 1 MiB: many pages
+  for (size_t i = 0; i < big.size(); ++i)
+    big[i] = static_cast<float>(i);
+  std::vector<float> small = {1, 2, 3};
+  std::string path = pathOf("t.safetensors");
+  auto writeFile = [&] {
+    return writeSafetensors(path,
+                            {{"a.big", tensorOf(big, DType::F32, {512, 512})},
+                             {"b.small", tensorOf(small, DType::F32, {3})}});
+  };
+  ASSERT_TRUE(writeFile());
+  uint64_t size = std::filesystem::file_size(path);
+  uint64_t dataBytes = big.size() * 4 + small.size() * 4;
+  uint64_t headerEnd = size - dataBytes;
+
+  // Cut right after the header, then inside the first tensor, then by one
+  // byte.
+  for (uint64_t keep : {headerEnd, headerEnd + 4096, size - 1}) {
+    ASSERT_TRUE(writeFile());
+    ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(keep)), 0);
+    SafetensorsFile file;
+    Status s = SafetensorsFile::open(path, file);
+    ASSERT_FALSE(s) << keep;
+    EXPECT_EQ(s.message(), path + ": tensor 'b.small': data_offsets [" +
+                               std::to_string(dataBytes - 12) + ", " +
+                               std::to_string(dataBytes) +
+                               "] end beyond the data section of " +
+                               std::to_string(keep - headerEnd) +
+                               " bytes: the file has " + std::to_string(keep) +
+                               " bytes, its header describes " +
+                               std::to_string(size) + " (truncated?)");
+    ShardedSafetensors sharded;
+    EXPECT_FALSE(ShardedSafetensors::open(path, sharded));
+  }
+
+  // Opened whole, then truncated in place (not replaced by rename): the
+  // views still read every byte, as it was.
+  ASSERT_TRUE(writeFile());
+  SafetensorsFile file;
+  ASSERT_TRUE(SafetensorsFile::open(path, file));
+  ASSERT_EQ(::truncate(path.c_str(), 0), 0);
+  std::vector<float> values;
+  ASSERT_TRUE(toFloat32(*file.find("a.big"), values));
+  EXPECT_EQ(values, big);
+  ASSERT_TRUE(toFloat32(*file.find("b.small"), values));
+  EXPECT_EQ(values, small);
 }
 
 TEST_F(SafetensorsTest, SurvivesTruncationAndCorruption) {

@@ -227,6 +227,98 @@ TEST_F(WeightsTest, MissingWrongShapeAndWrongDType) {
             std::string::npos);
 }
 
+/// A Llama-family executable's params, as the compiler names them: "model."
+/// and an untied head.
+fb::ExecutableT llamaParams() {
+  ExecutableBuilder b;
+  b.param("model.embed_tokens.weight", fb::DType::F32, {16, 4});
+  b.param("model.layers.0.self_attn.q_proj.weight", fb::DType::BF16, {4, 4});
+  b.param("model.norm.weight", fb::DType::F32, {4}, fb::ParamInit::Ones);
+  b.param("lm_head.weight", fb::DType::F32, {16, 4});
+  return b.finish();
+}
+
+// LlamaModel.save_pretrained (and Qwen2Model's, MistralModel's) writes the
+// names without "model." and no lm_head.weight.
+TEST_F(WeightsTest, BaseModelNamesAndAMissingHead) {
+  Interpreter interpreter;
+  create(llamaParams(), interpreter);
+  std::vector<Source> base = {
+      {"embed_tokens.weight", DType::F32, {16, 4}, iota(64, 0.25f)},
+      {"layers.0.self_attn.q_proj.weight", DType::BF16, {4, 4}, iota(16, 1)},
+      {"norm.weight", DType::F32, {4}, iota(4, 2)}};
+  std::vector<Source> withHead = base;
+  withHead.push_back({"lm_head.weight", DType::F32, {16, 4}, iota(64, 3)});
+  Status s = loadWeights(write("head.safetensors", withHead), interpreter);
+  ASSERT_TRUE(s) << s.message();
+  EXPECT_EQ(readFloats(interpreter, 0), iota(64, 0.25f));
+  EXPECT_EQ(readFloats(interpreter, 1), iota(16, 1));
+  EXPECT_EQ(readFloats(interpreter, 2), iota(4, 2));
+  EXPECT_EQ(readFloats(interpreter, 3), iota(64, 3));
+
+  std::string path = write("base.safetensors", base);
+  s = loadWeights(path, interpreter);
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.message(),
+            path + ": missing tensor 'lm_head.weight' (a base model without "
+                   "its LM head, as LlamaModel.save_pretrained writes): use "
+                   "the ...ForCausalLM checkpoint (LlamaForCausalLM, "
+                   "Qwen2ForCausalLM, MistralForCausalLM), or add --init-seed "
+                   "S to draw the tensors the file lacks");
+
+  // With a seed the head is drawn exactly as --init-seed alone draws it.
+  LoadWeightsOptions options;
+  options.initSeed = 9;
+  std::vector<std::string> drawn = {"stale"};
+  s = loadWeights(path, interpreter, options, &drawn);
+  ASSERT_TRUE(s) << s.message();
+  EXPECT_EQ(drawn, std::vector<std::string>{"lm_head.weight"});
+  EXPECT_EQ(readFloats(interpreter, 0), iota(64, 0.25f));
+  Interpreter drawnAlone;
+  create(llamaParams(), drawnAlone);
+  ASSERT_TRUE(initWeights(9, drawnAlone));
+  EXPECT_EQ(readFloats(interpreter, 3), readFloats(drawnAlone, 3));
+  ASSERT_TRUE(loadWeights(write("head.safetensors", withHead), interpreter,
+                          options, &drawn));
+  EXPECT_TRUE(drawn.empty());
+
+  // Other missing tensors keep the plain message, and a seed never hides a
+  // tensor that is there but wrong.
+  std::vector<Source> noNorm = {withHead[0], withHead[1], withHead[3]};
+  path = write("nonorm.safetensors", noNorm);
+  EXPECT_EQ(loadWeights(path, interpreter).message(),
+            path + ": missing tensor 'model.norm.weight'");
+  std::vector<Source> badNorm = withHead;
+  badNorm[2].shape = {2, 2};
+  path = write("badnorm.safetensors", badNorm);
+  EXPECT_EQ(loadWeights(path, interpreter, options).message(),
+            path + ": tensor 'norm.weight' (param 'model.norm.weight') has "
+                   "shape [2, 2], expected [4]");
+}
+
+TEST_F(WeightsTest, ModelDirectories) {
+  std::string out;
+  std::string model = pathOf("model");
+  std::filesystem::create_directory(model);
+  Status s = resolveWeightsPath(model, out);
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.message(), model + ": no model.safetensors or "
+                                 "model.safetensors.index.json in it");
+  write("model/model.safetensors", {{"b", DType::F32, {4}, iota(4, 1)}});
+  ASSERT_TRUE(resolveWeightsPath(model, out));
+  EXPECT_EQ(out, model + "/model.safetensors");
+  ASSERT_TRUE(resolveWeightsPath(model + "/", out));
+  EXPECT_EQ(out, model + "/model.safetensors");
+  std::ofstream(model + "/model.safetensors.index.json") << "{}";
+  ASSERT_TRUE(resolveWeightsPath(model, out));
+  EXPECT_EQ(out, model + "/model.safetensors.index.json");
+  // Files and paths that do not exist are left to the reader.
+  ASSERT_TRUE(resolveWeightsPath(model + "/model.safetensors", out));
+  EXPECT_EQ(out, model + "/model.safetensors");
+  ASSERT_TRUE(resolveWeightsPath(pathOf("absent"), out));
+  EXPECT_EQ(out, pathOf("absent"));
+}
+
 TEST_F(WeightsTest, InitIsDeterministicPerName) {
   Interpreter first, second, reordered;
   create(tinyModel(), first);
@@ -326,6 +418,74 @@ TEST_F(WeightsTest, InputsFromSafetensors) {
            {"labels", DType::I64, {2, 4}, labels}},
           "tensor 'input_ids' is F32, expected I64 or I32");
   refused({{"input_ids", DType::I64, {2, 4}, ids}}, "missing tensor 'labels'");
+}
+
+// Hugging Face's labels (aligned with input_ids, shifted by the model)
+// become the executable's shifted ones on load.
+TEST_F(WeightsTest, UnshiftedLabels) {
+  Interpreter interpreter;
+  create(tinyModel(), interpreter);
+  const Program &program = interpreter.program();
+  std::vector<float> ids{0, 1, 2, 3, 15, 14, 13, 12};
+  std::string same =
+      write("same.safetensors", {{"input_ids", DType::I64, {2, 4}, ids},
+                                 {"labels", DType::I64, {2, 4}, ids}});
+  auto storedLabels = [&](const HostInputs &inputs) {
+    EXPECT_TRUE(inputs.copyTo(interpreter));
+    std::vector<int64_t> stored(8);
+    EXPECT_TRUE(interpreter.readBuffer(program.findInput("labels")->buffer,
+                                       stored.data(), 64));
+    return stored;
+  };
+  HostInputs inputs;
+  bool equal = false;
+  ASSERT_TRUE(readInputs(same, program, inputs, LabelShift::Shifted, &equal));
+  EXPECT_TRUE(equal);
+  EXPECT_EQ(storedLabels(inputs),
+            (std::vector<int64_t>{0, 1, 2, 3, 15, 14, 13, 12}));
+  ASSERT_TRUE(readInputs(same, program, inputs, LabelShift::Unshifted, &equal));
+  EXPECT_TRUE(equal);
+  EXPECT_EQ(storedLabels(inputs),
+            (std::vector<int64_t>{1, 2, 3, -100, 14, 13, 12, -100}));
+  // The ids are not touched.
+  std::vector<int64_t> storedIds(8);
+  ASSERT_TRUE(interpreter.readBuffer(program.findInput("input_ids")->buffer,
+                                     storedIds.data(), 64));
+  EXPECT_EQ(storedIds, (std::vector<int64_t>{0, 1, 2, 3, 15, 14, 13, 12}));
+
+  // The user's -100s (padding) move with their row.
+  std::string padded = write(
+      "padded.safetensors",
+      {{"input_ids", DType::I32, {2, 4}, ids},
+       {"labels", DType::I64, {2, 4}, {0, 1, -100, -100, -100, 14, 13, 12}}});
+  ASSERT_TRUE(
+      readInputs(padded, program, inputs, LabelShift::Unshifted, &equal));
+  EXPECT_FALSE(equal);
+  EXPECT_EQ(storedLabels(inputs),
+            (std::vector<int64_t>{1, -100, -100, -100, 14, 13, 12, -100}));
+  // Values are checked at their place in the file.
+  std::string bad =
+      write("bad.safetensors",
+            {{"input_ids", DType::I64, {2, 4}, ids},
+             {"labels", DType::I64, {2, 4}, {0, 1, 2, 3, 16, 14, 13, 12}}});
+  Status s = readInputs(bad, program, inputs, LabelShift::Unshifted);
+  EXPECT_EQ(s.message(), bad + ": labels[1, 0] is 16, outside [0, 16) and not "
+                               "the ignore index -100");
+
+  LabelShift shift = LabelShift::Shifted;
+  ASSERT_TRUE(parseLabelShift("unshifted", shift));
+  EXPECT_EQ(shift, LabelShift::Unshifted);
+  ASSERT_TRUE(parseLabelShift("shifted", shift));
+  EXPECT_EQ(shift, LabelShift::Shifted);
+  EXPECT_EQ(parseLabelShift("hf", shift).message(),
+            "--labels 'hf': expected shifted or unshifted");
+
+  std::vector<int64_t> rows = {1, 2, 3, 4, 5, 6};
+  shiftLabels(rows, {3, 2});
+  EXPECT_EQ(rows, (std::vector<int64_t>{2, -100, 4, -100, 6, -100}));
+  rows = {7};
+  shiftLabels(rows, {1, 1});
+  EXPECT_EQ(rows, std::vector<int64_t>{-100});
 }
 
 TEST_F(WeightsTest, SyntheticInputs) {

@@ -63,7 +63,7 @@ if expect_ok --help; then
   for flag in --weights --init-seed --inputs --synthetic-seed --steps \
       --device --dump-outputs --trace --ranks --help --data --data-dtype \
       --data-seed --eval-data --eval-every --eval-batches --dump-grads \
-      --save-checkpoint --load-checkpoint; do
+      --save-checkpoint --load-checkpoint --labels; do
     grep -q -- "$flag" out.txt || fail "--help does not explain $flag"
   done
 fi
@@ -75,8 +75,12 @@ expect_error "unknown flag '-x'" tiny.tpcx $weights $inputs -x
 expect_error "more than one executable given ('tiny.tpcx', 'other.tpcx')" tiny.tpcx other.tpcx $weights $inputs
 expect_error "no weights: give --weights W.safetensors, --init-seed S or --load-checkpoint C" tiny.tpcx $inputs
 expect_error "no inputs: give --inputs BATCH.safetensors, --synthetic-seed S or --data TOKENS.bin" tiny.tpcx $weights
-expect_error "--weights, --init-seed and --load-checkpoint exclude each other" tiny.tpcx $weights --init-seed 1 $inputs
-expect_error "--weights, --init-seed and --load-checkpoint exclude each other" tiny.tpcx $weights --load-checkpoint c $inputs
+expect_error "--load-checkpoint and --weights exclude each other (the checkpoint holds every param)" tiny.tpcx $weights --load-checkpoint c $inputs
+expect_error "--load-checkpoint and --init-seed exclude each other" tiny.tpcx --init-seed 1 --load-checkpoint c $inputs
+expect_error "--labels needs --inputs (--synthetic-seed and --data make their labels themselves, shifted)" tiny.tpcx $weights --synthetic-seed 1 --labels unshifted
+expect_error "--labels needs --inputs" tiny-train.tpcx --init-seed 1 --data tokens.bin --labels shifted
+expect_error "--labels 'hf': expected shifted or unshifted" tiny.tpcx $weights $inputs --labels hf
+expect_error "--labels is given twice" tiny.tpcx $weights $inputs --labels shifted --labels unshifted
 expect_error "--inputs, --synthetic-seed and --data exclude each other" tiny.tpcx $weights $inputs --synthetic-seed 1
 expect_error "--inputs, --synthetic-seed and --data exclude each other" tiny.tpcx $weights $inputs --data tokens.bin
 expect_error "--eval-data and --eval-every go together" tiny.tpcx $weights $inputs --eval-data eval.bin
@@ -107,6 +111,10 @@ expect_error "weights-shape.safetensors: tensor 'ln_f.weight' (param 'transforme
 expect_error "inputs-bad.safetensors: input_ids[1, 2] is 16, outside [0, 16)" tiny.tpcx $weights --inputs inputs-bad.safetensors
 expect_error "inputs.safetensors: missing tensor 'transformer.wte.weight'" tiny.tpcx --weights inputs.safetensors $inputs
 expect_error "out/none/x.safetensors" tiny.tpcx $weights $inputs --dump-outputs out/none/x.safetensors
+# The header promises more bytes than the file has: an error, not SIGBUS.
+expect_error "weights-truncated.safetensors: tensor 'wte.weight': data_offsets [2592, 3104] end beyond the data section of 1552 bytes: the file has 2224 bytes, its header describes 3776 (truncated?)" tiny.tpcx --weights weights-truncated.safetensors $inputs
+head -c $(($(wc -c <inputs.safetensors) - 8)) inputs.safetensors >inputs-truncated.safetensors
+expect_error "inputs-truncated.safetensors: tensor 'labels': data_offsets [32, 96] end beyond the data section of 88 bytes" tiny.tpcx $weights --inputs inputs-truncated.safetensors
 
 # A good run: one line per step, the peak line, outputs and a trace.
 if expect_ok tiny.tpcx $weights $inputs --steps 3 --dump-outputs out.safetensors --trace trace.json; then
@@ -144,6 +152,60 @@ if expect_ok tiny-nodrop.tpcx --init-seed 3 --synthetic-seed 4 --steps 2; then
   if expect_ok tiny-nodrop.tpcx --init-seed=3 --synthetic-seed=4 --steps=2 --device cpu --ranks 1; then
     cut -d' ' -f1-4 out.txt | cmp -s - first.txt || fail "--init-seed / --synthetic-seed runs differ"
   fi
+fi
+
+# The Hugging Face round trip (tiny-nodrop: the same loss every run).
+# expect_stderr TEXT: err.txt is TEXT (one line), or empty for "".
+expect_stderr() {
+  if [ -z "$1" ]; then
+    [ ! -s err.txt ] || fail "expected no stderr, got: $(cat err.txt)"
+  else
+    [ "$(cat err.txt)" = "$1" ] || fail "stderr is '$(cat err.txt)', expected '$1'"
+  fi
+}
+loss_of() { sed -n 1p out.txt | cut -d' ' -f1-4; }
+# Labels: Hugging Face's (labels = input_ids) read as shifted get a warning;
+# --labels unshifted shifts them on load, as the same batch shifted by hand.
+if expect_ok tiny-nodrop.tpcx $weights --inputs inputs-hf-shifted.safetensors; then
+  expect_stderr ""
+  shifted=$(loss_of)
+  if expect_ok tiny-nodrop.tpcx $weights --inputs inputs-hf.safetensors --labels unshifted; then
+    expect_stderr ""
+    [ "$(loss_of)" = "$shifted" ] ||
+      fail "--labels unshifted: '$(loss_of)', the batch shifted by hand: '$shifted'"
+  fi
+  if expect_ok tiny-nodrop.tpcx $weights --inputs inputs-hf.safetensors; then
+    expect_stderr "warning: --inputs inputs-hf.safetensors: 'labels' equals 'input_ids' (Hugging Face's convention); tpc-run reads labels pre-shifted: pass --labels unshifted to shift them as Hugging Face does"
+    [ "$(loss_of)" != "$shifted" ] || fail "labels = input_ids read as shifted gave the shifted loss"
+  fi
+  expect_ok tiny-nodrop.tpcx $weights --inputs inputs-hf.safetensors --labels shifted &&
+    expect_stderr "warning: --inputs inputs-hf.safetensors: 'labels' equals 'input_ids' (Hugging Face's convention); tpc-run reads labels pre-shifted: pass --labels unshifted to shift them as Hugging Face does"
+  expect_ok tiny-nodrop.tpcx $weights $inputs --labels=shifted && expect_stderr ""
+fi
+# --weights DIR: a model directory's model.safetensors or its sharded index.
+if expect_ok tiny-nodrop.tpcx $weights $inputs; then
+  file_loss=$(loss_of)
+  for model in hf-model hf-model/ hf-sharded "$PWD/hf-sharded"; do
+    expect_ok tiny-nodrop.tpcx --weights "$model" $inputs &&
+      { [ "$(loss_of)" = "$file_loss" ] || fail "--weights $model: '$(loss_of)', the file's: '$file_loss'"; }
+  done
+fi
+expect_error "--weights hf-empty: no model.safetensors or model.safetensors.index.json in it" tiny-nodrop.tpcx --weights hf-empty $inputs
+# Llama-family names: a LlamaModel.save_pretrained file (no "model.", no
+# lm_head.weight) is refused for its head, or loads with the head drawn.
+if expect_ok tiny-llama.tpcx --weights llama-causal.safetensors $inputs; then
+  causal=$(loss_of)
+  expect_ok tiny-llama.tpcx --weights llama-base-head.safetensors $inputs &&
+    { [ "$(loss_of)" = "$causal" ] || fail "prefix-less Llama names: '$(loss_of)', the full names': '$causal'"; }
+  expect_ok tiny-llama.tpcx --weights llama-causal.safetensors --init-seed 5 $inputs && expect_stderr "" &&
+    { [ "$(loss_of)" = "$causal" ] || fail "--init-seed changed a complete file's weights"; }
+fi
+expect_error "llama-base.safetensors: missing tensor 'lm_head.weight' (a base model without its LM head, as LlamaModel.save_pretrained writes): use the ...ForCausalLM checkpoint (LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM), or add --init-seed S to draw the tensors the file lacks" tiny-llama.tpcx --weights llama-base.safetensors $inputs
+if expect_ok tiny-llama.tpcx --weights llama-base.safetensors --init-seed 5 $inputs; then
+  expect_stderr "warning: --weights llama-base.safetensors: drew 1 tensor the file lacks with --init-seed 5: 'lm_head.weight'"
+  drawn=$(loss_of)
+  expect_ok tiny-llama.tpcx --weights llama-base.safetensors --init-seed 5 $inputs &&
+    { [ "$(loss_of)" = "$drawn" ] || fail "the drawn head is not deterministic"; }
 fi
 
 # bf16 storage runs too.

@@ -1,7 +1,9 @@
 //===- tpc-run.cpp - run a compiled tpc executable ------------------------===//
 //
-// tpc-run model.tpcx (--weights W | --init-seed S | --load-checkpoint C)
-//         (--inputs B | --synthetic-seed S | --data TOKENS.bin) [--steps K]
+// tpc-run model.tpcx (--weights W [--init-seed S] | --init-seed S |
+//                     --load-checkpoint C)
+//         (--inputs B [--labels shifted|unshifted] | --synthetic-seed S |
+//          --data TOKENS.bin) [--steps K]
 //         [--eval-data TOKENS.bin --eval-every N] [--dump-grads G]
 //         [--save-checkpoint C] [--dump-outputs OUT] [--trace TRACE.json]
 //         [--ranks N]
@@ -53,8 +55,10 @@ using namespace tpcrt;
 namespace {
 
 const char kUsage[] =
-    R"(usage: tpc-run model.tpcx (--weights W | --init-seed S | --load-checkpoint C)
-               (--inputs BATCH | --synthetic-seed S | --data TOKENS.bin) [options]
+    R"(usage: tpc-run model.tpcx (--weights W [--init-seed S] | --init-seed S |
+                             --load-checkpoint C)
+               (--inputs BATCH [--labels shifted|unshifted] |
+                --synthetic-seed S | --data TOKENS.bin) [options]
 
 Runs a tpc executable (tpc-compile's .tpcx) on CPU ranks: its forward pass
 and loss, or training steps when it was compiled with --train. Prints
@@ -72,14 +76,19 @@ prints the step and eval lines and writes every file (dumps, checkpoints);
 whole Hugging Face tensors whatever the mesh. On a pipeline (a mesh axis pp)
 each rank runs its stage's kernels; the loss comes to rank 0 from the last.
 
-Weights (exactly one):
-  --weights PATH          a .safetensors file, or a sharded checkpoint's
-                          model.safetensors.index.json; tensors are matched by
-                          Hugging Face name, with or without the
-                          "transformer." prefix; extra tensors are ignored
+Weights (one of):
+  --weights PATH          a .safetensors file, a sharded checkpoint's
+                          model.safetensors.index.json, or a Hugging Face
+                          model directory holding either (the index first);
+                          tensors are matched by Hugging Face name, with or
+                          without the "transformer." / "model." prefix (a base
+                          model's file: GPT2Model, LlamaModel, ...); extra
+                          tensors are ignored
   --init-seed S           made-up weights: each param by its init kind
                           (normal with its init_std, zeros, ones), a function
-                          of S and the param's name
+                          of S and the param's name. With --weights: draws
+                          only the params the file lacks (e.g. the
+                          lm_head.weight of a base model), named on stderr
   --load-checkpoint C     resume from a --save-checkpoint file: params,
                           optimizer state, step, data positions; steps are
                           numbered on from the checkpoint's
@@ -88,6 +97,16 @@ Inputs (exactly one):
   --inputs BATCH          a .safetensors file with input_ids and labels
                           (I64 or I32, the executable's [batch, seq]); the
                           same batch every step
+  --labels shifted|unshifted
+                          how the labels of --inputs line up (default
+                          shifted): shifted, labels[b, i] is the target of
+                          position i (the next token); unshifted, Hugging
+                          Face's convention (labels aligned with input_ids,
+                          often equal to them): each row is shifted left on
+                          load and its last position ignored (-100). Under
+                          shifted, labels equal to input_ids get a warning.
+                          Only for --inputs: --synthetic-seed and --data make
+                          their labels themselves
   --synthetic-seed S      ids and labels drawn uniformly below the
                           vocabulary, a function of S
   --data TOKENS.bin       a flat file of token ids (nanoGPT's train.bin);
@@ -134,7 +153,8 @@ exit with an error within seconds.
 struct Options {
   std::string model;
   std::optional<std::string> weights, inputs, data, evalData, dumpOutputs,
-      dumpGrads, saveCheckpoint, loadCheckpoint, trace, dataDType;
+      dumpGrads, saveCheckpoint, loadCheckpoint, trace, dataDType, labelsText;
+  LabelShift labels = LabelShift::Shifted;
   std::optional<uint64_t> initSeed, syntheticSeed, dataSeed, ranks;
   uint64_t steps = 1, evalEvery = 0, evalBatches = 1;
   std::string device = "cpu";
@@ -196,6 +216,7 @@ Status parseArguments(int argc, char **argv, Options &options) {
     static const char *const kFlags[] = {"--weights",
                                          "--init-seed",
                                          "--inputs",
+                                         "--labels",
                                          "--synthetic-seed",
                                          "--data",
                                          "--data-dtype",
@@ -230,6 +251,7 @@ Status parseArguments(int argc, char **argv, Options &options) {
     std::map<std::string, std::optional<std::string> *> paths = {
         {"--weights", &options.weights},
         {"--inputs", &options.inputs},
+        {"--labels", &options.labelsText},
         {"--data", &options.data},
         {"--data-dtype", &options.dataDType},
         {"--eval-data", &options.evalData},
@@ -271,15 +293,15 @@ Status parseArguments(int argc, char **argv, Options &options) {
   if (options.model.empty())
     return Status::error("no executable given (usage: tpc-run model.tpcx "
                          "...; see --help)");
-  if (Status s = exactlyOne(options.weights.has_value() +
-                                options.initSeed.has_value() +
-                                options.loadCheckpoint.has_value(),
-                            "--weights, --init-seed and --load-checkpoint "
-                            "exclude each other",
-                            "no weights: give --weights W.safetensors, "
-                            "--init-seed S or --load-checkpoint C");
-      !s)
-    return s;
+  // --init-seed with --weights draws what the file lacks.
+  if (options.loadCheckpoint && (options.weights || options.initSeed))
+    return Status::error(std::string("--load-checkpoint and ") +
+                         (options.weights ? "--weights" : "--init-seed") +
+                         " exclude each other (the checkpoint holds every "
+                         "param)");
+  if (!options.weights && !options.initSeed && !options.loadCheckpoint)
+    return Status::error("no weights: give --weights W.safetensors, "
+                         "--init-seed S or --load-checkpoint C");
   if (Status s = exactlyOne(options.inputs.has_value() +
                                 options.syntheticSeed.has_value() +
                                 options.data.has_value(),
@@ -289,6 +311,13 @@ Status parseArguments(int argc, char **argv, Options &options) {
                             "--synthetic-seed S or --data TOKENS.bin");
       !s)
     return s;
+  if (options.labelsText) {
+    if (!options.inputs)
+      return Status::error("--labels needs --inputs (--synthetic-seed and "
+                           "--data make their labels themselves, shifted)");
+    if (Status s = parseLabelShift(*options.labelsText, options.labels); !s)
+      return s;
+  }
   if (options.evalData.has_value() != (options.evalEvery != 0))
     return Status::error("--eval-data and --eval-every go together");
   if (options.evalBatches != 1 && !options.evalData)
@@ -614,8 +643,23 @@ Status runSteps(const Options &options, const FaultInjection &fault,
     if (options.dataSeed)
       counters.dataSeed = *options.dataSeed;
   } else if (options.weights) {
-    if (Status s = loadWeights(*options.weights, interpreter); !s)
+    LoadWeightsOptions load;
+    load.initSeed = options.initSeed;
+    std::vector<std::string> drawn;
+    if (Status s = loadWeights(*options.weights, interpreter, load, &drawn); !s)
       return s;
+    if (printer && !drawn.empty()) {
+      std::string names;
+      for (const std::string &name : drawn)
+        names += (names.empty() ? "'" : ", '") + name + "'";
+      std::fprintf(
+          stderr,
+          "warning: --weights %s: drew %zu tensor%s the file lacks "
+          "with --init-seed %llu: %s\n",
+          options.weights->c_str(), drawn.size(), drawn.size() == 1 ? "" : "s",
+          static_cast<unsigned long long>(*options.initSeed), names.c_str());
+      std::fflush(stderr);
+    }
   } else if (Status s = initWeights(*options.initSeed, interpreter); !s) {
     return s;
   }
@@ -627,8 +671,20 @@ Status runSteps(const Options &options, const FaultInjection &fault,
       return s;
   InputSource train, eval;
   if (options.inputs) {
-    if (Status s = readInputs(*options.inputs, program, train.fixed); !s)
+    bool labelsEqualIds = false;
+    if (Status s = readInputs(*options.inputs, program, train.fixed,
+                              options.labels, &labelsEqualIds);
+        !s)
       return s;
+    if (printer && labelsEqualIds && options.labels == LabelShift::Shifted) {
+      std::fprintf(stderr,
+                   "warning: --inputs %s: 'labels' equals 'input_ids' "
+                   "(Hugging Face's convention); tpc-run reads labels "
+                   "pre-shifted: pass --labels unshifted to shift them as "
+                   "Hugging Face does\n",
+                   options.inputs->c_str());
+      std::fflush(stderr);
+    }
   } else if (options.syntheticSeed) {
     if (Status s =
             syntheticInputs(*options.syntheticSeed, program, train.fixed);
@@ -953,6 +1009,13 @@ Status prepare(int argc, char **argv, Communicator *world, Options &options,
   const fb::Executable &exe = loaded.executable();
   int64_t meshRanks = 1;
   meshText(exe, meshRanks);
+  // A Hugging Face model directory stands for its checkpoint file.
+  if (options.weights) {
+    std::string file;
+    if (Status s = resolveWeightsPath(*options.weights, file); !s)
+      return Status::error("--weights " + s.message());
+    options.weights = file;
+  }
 
   if (world) {
     int64_t size = world->size();

@@ -32,6 +32,13 @@ Status writeFileAtomically(const std::string &path,
 /// `<path>: not a regular file`.
 Status openRegularFile(const std::string &path, int &fd, uint64_t &size);
 
+/// Reads bytes [0, size) of the open file `fd` into `out` (`path` names it
+/// in errors). A file that ends sooner, because it was truncated since its
+/// size was taken, is an error, `<path>: cannot read: the file shrank from
+/// <size> to <n> bytes while it was read (changed on disk?)`, never a short
+/// read taken for the whole.
+Status readFully(int fd, const std::string &path, void *out, uint64_t size);
+
 } // namespace tpcrt
 
 #endif // TPCRT_FILEIO_H

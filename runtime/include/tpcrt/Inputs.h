@@ -65,6 +65,27 @@ struct HostInputs {
   Status copyTo(Interpreter &interpreter) const;
 };
 
+/// How the `labels` of a batch file line up with its `input_ids`.
+enum class LabelShift {
+  /// labels[b, i] is the target of position i (the next token), as the
+  /// executable reads them and as token data (--data) builds them.
+  Shifted,
+  /// Hugging Face's convention: labels are aligned with input_ids (often
+  /// equal to them) and the model shifts them: the target of position i is
+  /// labels[b, i + 1]; the last position has none.
+  Unshifted,
+};
+
+/// "shifted" or "unshifted"; else an error "--labels 'x': expected shifted
+/// or unshifted".
+Status parseLabelShift(const std::string &text, LabelShift &out);
+
+/// Turns Hugging Face labels into shifted ones in place: each row (along
+/// the last dimension of `shape`) moves left by one and its last position
+/// becomes the ignore index -100; -100s already there move with the rest.
+void shiftLabels(std::vector<int64_t> &values,
+                 const std::vector<int64_t> &shape);
+
 /// Reads every input of `program` but the runtime's own (isRuntimeInput:
 /// `step`) from the safetensors file `path`, by name;
 /// other tensors are ignored. Integer inputs are i64 buffers and accept I64
@@ -72,8 +93,14 @@ struct HostInputs {
 /// value must lie in [0, value_bound), or be -100 for `labels`. Errors name
 /// the file, the tensor and, for a value, its position:
 /// "B.safetensors: input_ids[1, 7] is 50257, outside [0, 50257)".
+/// With LabelShift::Unshifted the file's labels (checked as they are in the
+/// file) are converted by shiftLabels. `labelsEqualIds`, when given, is set
+/// to whether the file's labels equal its input_ids element for element
+/// (Hugging Face's labels = input_ids, which read as shifted labels teach
+/// the model to copy its input).
 Status readInputs(const std::string &path, const Program &program,
-                  HostInputs &out);
+                  HostInputs &out, LabelShift labels = LabelShift::Shifted,
+                  bool *labelsEqualIds = nullptr);
 
 /// Draws every input of `program` but the runtime's own uniformly in
 /// [0, value_bound) from the

@@ -86,13 +86,14 @@ Status toFloat32(const TensorView &tensor, std::vector<float> &out);
 /// values above the int64 range, are errors naming the tensor.
 Status toInt64(const TensorView &tensor, std::vector<int64_t> &out);
 
-/// A validated safetensors file, mapped into memory (read into memory where
-/// mmap is not possible). Move-only: the tensor views point into its memory.
+/// A validated safetensors file, read into memory. Move-only: the tensor
+/// views point into its memory.
 ///
-/// The file is mapped, not copied, so a multi-gigabyte checkpoint costs no
-/// more memory than the pages actually read. The writer below replaces files
-/// by rename, which leaves an open mapping intact; truncating a file in place
-/// while it is open is the one thing that can still fault.
+/// The file is read whole with read(), not mapped: a mapping faults (SIGBUS)
+/// when the file is truncated or rewritten in place while it is open, and
+/// no check at open can rule that out. Reading costs the file's size in
+/// memory for as long as the SafetensorsFile lives; a file that shrinks
+/// while it is read, or is shorter than its header says, is an error.
 class SafetensorsFile {
 public:
   SafetensorsFile();
@@ -138,10 +139,9 @@ private:
   void reset();
 
   std::string path_;
-  /// Either a read-only mapping (mapped_ true) or a heap copy.
+  /// The file's bytes: base_ points into heap_.
   const uint8_t *base_ = nullptr;
   size_t fileSize_ = 0;
-  bool mapped_ = false;
   std::vector<uint8_t> heap_;
   std::map<std::string, TensorView> tensors_;
   std::map<std::string, std::string> metadata_;

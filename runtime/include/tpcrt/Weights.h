@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -73,14 +74,36 @@ Status scatterTensor(Interpreter &interpreter, const TensorPlacement &placement,
 
 /// Loads every param of the interpreter's program from `path`, a
 /// .safetensors file or a sharded checkpoint's model.safetensors.index.json.
-/// A param's hf_name is looked up as is, else with the "transformer." prefix
-/// removed or added (the published GPT-2 files have none); tensors no param
-/// asks for (attn.bias, a tied lm_head.weight) are ignored. The tensor must
-/// have the param's hf_shape exactly; F32, BF16, F16 and F64 sources are
-/// converted to the buffer's dtype (rounding to nearest even). Errors name the
-/// file and the tensor, e.g. "W.safetensors: missing tensor
-/// 'transformer.h.0.ln_1.weight'".
+/// A param's hf_name is looked up as is; else, when it starts with
+/// "transformer." or "model.", without that prefix (a base model's file:
+/// GPT2Model, LlamaModel, Qwen2Model and MistralModel save their tensors
+/// without it); else with either prefix added. Tensors no param asks for
+/// (attn.bias, a tied lm_head.weight) are ignored. The tensor must have the
+/// param's hf_shape exactly; F32, BF16, F16 and F64 sources are converted to
+/// the buffer's dtype (rounding to nearest even). Errors name the file and
+/// the tensor, e.g. "W.safetensors: missing tensor
+/// 'transformer.h.0.ln_1.weight'"; a missing untied 'lm_head.weight' says
+/// that the file is a base model and what to use instead.
 Status loadWeights(const std::string &path, Interpreter &interpreter);
+
+struct LoadWeightsOptions {
+  /// Draws each param the file lacks as initWeights(*initSeed) would,
+  /// instead of refusing the file (a base model without its LM head).
+  std::optional<uint64_t> initSeed;
+};
+
+/// loadWeights with options; `drawn`, when given, receives the names of the
+/// params drawn because the file lacks them, in the program's order.
+Status loadWeights(const std::string &path, Interpreter &interpreter,
+                   const LoadWeightsOptions &options,
+                   std::vector<std::string> *drawn = nullptr);
+
+/// The weights file `path` stands for: a Hugging Face model directory's
+/// model.safetensors.index.json (sharded) when it exists, else its
+/// model.safetensors; any other path as it is. A directory with neither is
+/// an error "DIR: no model.safetensors or model.safetensors.index.json in
+/// it".
+Status resolveWeightsPath(const std::string &path, std::string &out);
 
 /// Initializes every param by its init kind: Normal draws element i of the
 /// Hugging Face tensor as init_std * standardNormal(key, i) with key =
