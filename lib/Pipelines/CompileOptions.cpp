@@ -304,6 +304,11 @@ LogicalResult SettingsReader::read(CompileOptions &options, StringRef scope) {
   } else if (failed(readTraining(options))) {
     return failure();
   }
+  if (failed(readBool("keep-dropout", false, options.keepDropout)))
+    return failure();
+  if (options.train && given("keep-dropout"))
+    return fail(prefix + "keep-dropout is for a forward-only compile (a "
+                "training step keeps its dropout)");
   if (StringRef mesh = text("mesh", ""); !mesh.empty()) {
     std::string why;
     if (failed(parseMesh(mesh, options.mesh, why, scope)))

@@ -25,6 +25,9 @@ using namespace mlir::tpc;
 
 void mlir::tpc::buildPrepareForward(OpPassManager &pm,
                                     const CompileOptions &options) {
+  // Evaluation, as Hugging Face's model.eval(): without dropout.
+  if (!options.train && !options.keepDropout)
+    pm.addPass(createTpcStripDropout());
   buildPadForTensorParallel(pm, options);
   // Pipeline parallelism: the layers go to chunks, each chunk a function
   // that tpc-autodiff differentiates on its own.
@@ -372,6 +375,10 @@ struct CompilePipelineOptions
       *this, "unroll-microbatches",
       llvm::cl::desc("Unroll the microbatches into one kernel list instead "
                      "of functions run by actions")};
+  Switch keepDropout{
+      *this, "keep-dropout",
+      llvm::cl::desc("Without train: keep the model's dropout (as "
+                     "tpc-compile --keep-dropout)")};
   Switch blockingTransfers{
       *this, "blocking-transfers",
       llvm::cl::desc("With pp > 1: a template's transfers block where the "
@@ -426,7 +433,7 @@ struct CompilePipelineOptions
     CompileSettings settings;
     for (const Switch *option :
          {&train, &sequenceParallel, &vocabParallel, &unrollMicrobatches,
-          &blockingTransfers})
+          &blockingTransfers, &keepDropout})
       if (option->hasValue())
         settings[option->ArgStr] = option->getValue() ? "true" : "false";
     for (const Text *option :
@@ -494,9 +501,10 @@ void mlir::tpc::registerTpcPipelines() {
                  buildDistribute, buildLowerToExecutable},
                 /*train=*/true);
   registerPhase("tpc-prepare-forward",
-                "Phase 1: dist-pad-vocab and dist-replicate-kv-heads on "
-                "@forward with a mesh of tp > 1; dist-pipeline-split and "
-                "dist-pipeline-outline with pp > 1",
+                "Phase 1: without train (and keep-dropout), "
+                "tpc-strip-dropout (evaluation); dist-pad-vocab and "
+                "dist-replicate-kv-heads on @forward with a mesh of tp > 1; "
+                "dist-pipeline-split and dist-pipeline-outline with pp > 1",
                 {buildPrepareForward});
   registerPhase("tpc-build-train-step",
                 "Phase 2 (train=true): tpc-autodiff, tpc-optimizer and "

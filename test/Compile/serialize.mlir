@@ -5,7 +5,7 @@
 // kernels in order with the attribute encoding of the kernel table, the
 // arena, the planned peak and the seed.
 //
-// RUN: tpc-compile %s -o %t.tpcx --seed 18446744073709551615 2>&1 \
+// RUN: tpc-compile %s -o %t.tpcx --seed 18446744073709551615 --keep-dropout 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=SUMMARY --match-full-lines
 // RUN: head -c 4 %t.tpcx | FileCheck %s --check-prefix=MAGIC
 // RUN: sh %S/Inputs/tpcx-json.sh %tpc_src_root/runtime/schema/tpcx.fbs \

@@ -63,6 +63,13 @@ static cl::opt<bool> sequenceParallel(
              "sequence shards (all-gather / reduce-scatter instead of "
              "all-reduce)"),
     cl::cat(category));
+static cl::opt<bool> keepDropout(
+    "keep-dropout",
+    cl::desc("Without --train: keep the model's dropout in the forward "
+             "pass. By default a forward-only executable evaluates without "
+             "dropout, as Hugging Face's model.eval() does (a training step "
+             "always keeps it)"),
+    cl::cat(category));
 static cl::opt<bool> unrollMicrobatches(
     "unroll-microbatches",
     cl::desc("With --train: unroll the microbatches into one kernel list "
@@ -238,7 +245,7 @@ static tpc::CompileSettings givenSettings() {
   };
   for (const cl::opt<bool> *flag :
        {&train, &sequenceParallel, &vocabParallel, &unrollMicrobatches,
-        &blockingTransfers})
+        &blockingTransfers, &keepDropout})
     if (given(*flag))
       settings[flag->ArgStr] = *flag ? "true" : "false";
   for (const cl::opt<std::string> *flag : trainFlags)
@@ -405,5 +412,12 @@ int main(int argc, char **argv) {
     return 1;
   }
   printSummary(*module, llvm::errs());
+  if (!options.train)
+    llvm::errs() << (options.keepDropout
+                         ? "tpc-compile: the forward pass keeps the model's "
+                           "dropout (--keep-dropout)\n"
+                         : "tpc-compile: the forward pass evaluates without "
+                           "dropout, as Hugging Face's model.eval() "
+                           "(--keep-dropout keeps it)\n");
   return 0;
 }

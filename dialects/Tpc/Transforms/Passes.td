@@ -274,6 +274,25 @@ def TpcUnrollTrainStep : Pass<"tpc-unroll-train-step", "ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def TpcStripDropout : Pass<"tpc-strip-dropout", "ModuleOp"> {
+  let summary = "Removes dropout from a forward pass (evaluation)";
+  let description = [{
+    Evaluation as Hugging Face's `model.eval()` runs it: every `tpc.dropout`
+    of `function` becomes its input and every fused `tpc.attention` loses
+    its dropout (rate 0, no stream). `tpc-compile` runs it on a forward-only
+    compile (without `--train`) unless `--keep-dropout`; a training step
+    keeps its dropout.
+
+    ```
+    $ tpc-opt model.mlir --tpc-strip-dropout
+    ```
+  }];
+  let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"forward\"",
+           "The function to evaluate">
+  ];
+}
+
 def TpcRemat : Pass<"tpc-remat", "ModuleOp"> {
   let summary = "Recomputes the layers' stash in the backward (activation rematerialization)";
   let description = [{

@@ -57,6 +57,9 @@ struct CompileOptions {
   /// Unroll the microbatches into one kernel list (the form before the
   /// executable contract) instead of functions run by actions.
   bool unrollMicrobatches = false;
+  /// A forward-only compile keeps the model's dropout (else it evaluates
+  /// without, as Hugging Face's model.eval()).
+  bool keepDropout = false;
   /// A pipeline template's transfers block where the schedule sends and
   /// receives instead of starting early and being waited for late.
   bool blockingTransfers = false;
@@ -111,7 +114,8 @@ LogicalResult parseCompileOptions(const CompileSettings &settings,
 /// loaded); if not, `error` says why in one line.
 LogicalResult checkShardingPipeline(StringRef text, std::string &error);
 
-/// Phase 1: the padding tensor parallelism needs
+/// Phase 1: without train (and keepDropout) tpc-strip-dropout, evaluation
+/// as Hugging Face's model.eval(); the padding tensor parallelism needs
 /// (buildPadForTensorParallel), then, with pp > 1, dist-pipeline-split and
 /// dist-pipeline-outline.
 void buildPrepareForward(OpPassManager &pm, const CompileOptions &options);
