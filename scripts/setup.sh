@@ -35,3 +35,23 @@ if [ ! -f build/build.ninja ]; then
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
 fi
 cmake --build build -j2
+
+# ---------------------------------------------------------------------------
+# Hugging Face tests (test/hf): a Python venv with transformers at
+# build/hf-venv, over Debian's python3-torch (--system-site-packages, so
+# /usr/bin/python3's torch is used, not a second one from PyPI). Idempotent:
+# nothing is done when transformers already imports from it. Needs PyPI; if
+# that fails, the setup goes on and the Hugging Face tests report themselves
+# skipped.
+HF_VENV=build/hf-venv
+HF_TRANSFORMERS="transformers==4.45.*"
+if "$HF_VENV/bin/python" -c "import transformers" >/dev/null 2>&1; then
+  :
+elif { [ -x "$HF_VENV/bin/python" ] || /usr/bin/python3 -m venv --system-site-packages "$HF_VENV"; } &&
+     "$HF_VENV/bin/pip" install -q --disable-pip-version-check --retries 2 --timeout 30 \
+       "$HF_TRANSFORMERS"; then
+  echo "setup: installed $HF_TRANSFORMERS into $HF_VENV"
+else
+  echo "setup: could not install $HF_TRANSFORMERS into $HF_VENV (no network?):" \
+    "the Hugging Face tests (ctest -R '^hf\.') will be reported skipped"
+fi
