@@ -615,6 +615,20 @@ Status printTimes(Interpreter &interpreter,
 
 void report(const Status &status, int rank, int ranks);
 
+/// Whether a forward executable applies dropout: a dropout kernel, or an
+/// attention whose dropout rate is not 0.
+static bool appliesDropout(const Program &program) {
+  for (const KernelCall &call : program.fileCalls()) {
+    if (call.op == fb::OpCode::Dropout && !call.floatAttrs.empty() &&
+        call.floatAttrs[0] > 0)
+      return true;
+    if (call.op == fb::OpCode::Attention && call.floatAttrs.size() > 1 &&
+        call.floatAttrs[1] > 0)
+      return true;
+  }
+  return false;
+}
+
 /// The steps, evaluations and files of a run on this rank's interpreter.
 Status runSteps(const Options &options, const FaultInjection &fault,
                 Interpreter &interpreter) {
@@ -700,6 +714,16 @@ Status runSteps(const Options &options, const FaultInjection &fault,
                               "eval", program, eval);
         !s)
       return s;
+
+  // A forward pass says whether it evaluates (no dropout, as Hugging
+  // Face's model.eval(); tpc-compile's default) or keeps the model's.
+  if (!training && printer)
+    std::fprintf(stderr, "%s\n",
+                 appliesDropout(program)
+                     ? "tpc-run: the forward pass applies the model's dropout "
+                       "(compiled with --keep-dropout)"
+                     : "tpc-run: the forward pass evaluates without dropout, "
+                       "as Hugging Face's model.eval()");
 
   std::vector<TraceEvent> events;
   if (options.trace) {
