@@ -317,6 +317,8 @@ OwningOpRef<ModuleOp> ModelEmitter::build() {
 
   auto unknown = builder.getUnknownLoc();
   OwningOpRef<ModuleOp> module = ModuleOp::create(unknown);
+  module->getOperation()->setAttr("tpc.model_config",
+                                  builder.getStringAttr(config.json));
   module->getOperation()->setAttr(
       "tpc.model",
       builder.getDictionaryAttr({

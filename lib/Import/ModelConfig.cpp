@@ -505,6 +505,23 @@ Expected<ModelConfig> mlir::tpc::parseModelConfig(StringRef text,
     config.embeddingDropout = config.residualDropout = rate;
     config.attentionDropout = rate;
   }
+  // The config as imported, the overrides in the family's own keys.
+  json::Object imported = *object;
+  bool gpt2 = config.family == ModelFamily::Gpt2;
+  if (options.numLayers)
+    imported[gpt2 ? "n_layer" : "num_hidden_layers"] = config.numLayers;
+  if (options.dropout) {
+    static constexpr llvm::StringLiteral kGpt2Rates[] = {"embd_pdrop", "attn_pdrop",
+                                                   "resid_pdrop"};
+    static constexpr llvm::StringLiteral kLlamaRates[] = {"attention_dropout"};
+    llvm::ArrayRef<llvm::StringLiteral> keys = gpt2 ? llvm::ArrayRef(kGpt2Rates)
+                                        : llvm::ArrayRef(kLlamaRates);
+    for (llvm::StringLiteral key : keys)
+      imported[key] = config.attentionDropout;
+  }
+  llvm::raw_string_ostream jsonText(config.json);
+  jsonText << json::Value(std::move(imported));
+
   if (!options.seq)
     options.seq = config.maxPositions;
   TPC_CHECK(ConfigFields::checkSize("--seq", *options.seq, kMaxSeq)

@@ -12,7 +12,7 @@
 // RUN: tpc-import %S/Inputs/gpt2-tiny.json --seq 32 --batch 4 --attention unfused --dropout 0.2 \
 // RUN:   | FileCheck %s --check-prefix=RATE --implicit-check-not=tpc.dropout
 // RUN: tpc-import %S/Inputs/gpt2-tiny.json --seq 32 --batch 4 --dropout 0.2 \
-// RUN:   | FileCheck %s --check-prefix=FUSED-RATE --implicit-check-not=dropout
+// RUN:   | FileCheck %s --check-prefix=FUSED-RATE --implicit-check-not=tpc.dropout --implicit-check-not=' dropout '
 
 // CHECK-LABEL: func.func @forward(
 // CHECK: %[[X:.*]] = tpc.dropout %{{.*}} rate 5.000000e-02 stream 0 : tensor<4x32x64xf32>

@@ -26,7 +26,7 @@
 // RUN:       --implicit-check-not="tpc.layer = 1"
 
 // The config's sizes, --seq and --batch are recorded on the module.
-// CHECK-LABEL: module attributes {tpc.model = {batch = 4 : i64, ffn = 256 : i64, head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64, kv_heads = 4 : i64, layers = 2 : i64, model_type = "gpt2", seq = 32 : i64, tie_word_embeddings = true, vocab = 256 : i64}}
+// CHECK-LABEL: module attributes {tpc.model = {batch = 4 : i64, ffn = 256 : i64, head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64, kv_heads = 4 : i64, layers = 2 : i64, model_type = "gpt2", seq = 32 : i64, tie_word_embeddings = true, vocab = 256 : i64}, tpc.model_config = "{{.*}}"}
 
 // Parameters, in Hugging Face order. c_attn is viewed as [in, 3, heads,
 // head_dim]; n_inner null means an FFN of 4 * 64 = 256.
@@ -149,7 +149,7 @@
 // DEFAULTS: tpc.cross_entropy {{.*}} : tensor<1x64x256xf32>, tensor<1x64xi64>
 
 // --num-layers 1 keeps the first layer only.
-// ONE-LAYER-LABEL: module attributes {tpc.model = {{{.*}}layers = 1 : i64
+// ONE-LAYER-LABEL: module attributes {tpc.model = {{{.*}}layers = 1 : i64{{.*}}tpc.model_config = "{{.*}}\22n_layer\22:1,
 // ONE-LAYER: {tpc.param = "transformer.h.0.mlp.c_proj.bias"}, %{{.*}}: tensor<64xf32> {tpc.param = "transformer.ln_f.weight"}
 // ONE-LAYER: tpc.dropout {{.*}} stream 3 {tpc.layer = 0 : i64}
 // ONE-LAYER: return

@@ -16,7 +16,7 @@
 // RUN: tpc-import %S/Inputs/llama-bias.json --seq 32 --batch 4 --num-layers 1 \
 // RUN:   | FileCheck %s --check-prefix=BIAS
 
-// CHECK-LABEL: module attributes {tpc.model = {batch = 4 : i64, ffn = 176 : i64, head_dim = 16 : i64, heads = 8 : i64, hidden = 64 : i64, kv_heads = 4 : i64, layers = 2 : i64, model_type = "llama", seq = 32 : i64, tie_word_embeddings = false, vocab = 256 : i64}}
+// CHECK-LABEL: module attributes {tpc.model = {batch = 4 : i64, ffn = 176 : i64, head_dim = 16 : i64, heads = 8 : i64, hidden = 64 : i64, kv_heads = 4 : i64, layers = 2 : i64, model_type = "llama", seq = 32 : i64, tie_word_embeddings = false, vocab = 256 : i64}, tpc.model_config = "{{.*}}"}
 // CHECK-LABEL: func.func @forward(
 // CHECK-SAME: %[[EMB:arg[0-9]+]]: tensor<256x64xf32> {tpc.param = "model.embed_tokens.weight"}
 // CHECK-SAME: %[[NORM1:arg[0-9]+]]: tensor<64xf32> {tpc.param = "model.layers.0.input_layernorm.weight"}

@@ -47,6 +47,10 @@ struct ModelConfig {
   bool mlpBias = false;
   /// The config's torch_dtype ("float32", "bfloat16", ...), if it has one.
   std::string torchDtype;
+  /// The config.json as imported: the user's, with --num-layers and
+  /// --dropout written into its own keys (what a checkpoint directory's
+  /// config.json holds, so that from_pretrained builds the model compiled).
+  std::string json;
   double embeddingDropout = 0.0;
   double attentionDropout = 0.0;
   double residualDropout = 0.0;

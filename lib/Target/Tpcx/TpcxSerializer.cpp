@@ -169,6 +169,9 @@ LogicalResult ExecutableBuilder::build(ModuleOp module) {
   // The seed's 64 bits, stored as an i64; no seed means 0.
   if (auto seed = module->getAttrOfType<IntegerAttr>(RtDialect::kSeedAttrName))
     exe.seed = static_cast<uint64_t>(seed.getInt());
+  // The Hugging Face config as imported (tpc-import), for checkpoints.
+  if (auto config = module->getAttrOfType<StringAttr>("tpc.model_config"))
+    exe.hf_config = config.getValue().str();
   if ((mesh = program.getMeshAttr()))
     for (unsigned axis = 0, e = mesh.getNumAxes(); axis < e; ++axis) {
       auto table = std::make_unique<fb::MeshAxisT>();
