@@ -264,9 +264,13 @@ Value ModelEmitter::llamaLayer(int64_t i, Value x) {
                      bias(bName, config.attentionBias), WeightLayout::OutIn);
     y = swapSeqAndHeads(where("self_attn"), y);
     if (rotate)
-      y = make<RotaryOp>(where("self_attn.rotary_emb"), y,
-                         builder.getF64FloatAttr(config.ropeTheta),
-                         builder.getI64IntegerAttr(0));
+      y = make<RotaryOp>(
+          where("self_attn.rotary_emb"), y,
+          builder.getF64FloatAttr(config.ropeTheta),
+          builder.getI64IntegerAttr(0),
+          config.ropeScaling.empty()
+              ? DenseF64ArrayAttr()
+              : builder.getDenseF64ArrayAttr(config.ropeScaling));
     return y;
   };
   Value q = project("q_proj", true);

@@ -327,6 +327,63 @@ Error parseGpt2(const ConfigFields &f, ModelConfig &c) {
   return Error::success();
 }
 
+/// rope_scaling as Hugging Face reads it (its type under `rope_type`, or
+/// the older `type`): `default` scales nothing, `linear` divides every
+/// frequency by `factor`, `llama3` (Llama 3.1/3.2) scales the low
+/// frequencies by `factor` and blends toward the high ones; the other types
+/// are refused by name.
+Error parseRopeScaling(const ConfigFields &f, ModelConfig &c) {
+  const json::Value *value = f.object.get("rope_scaling");
+  if (!value || value->kind() == json::Value::Null)
+    return Error::success();
+  const json::Object *object = value->getAsObject();
+  if (!object)
+    return fieldError("rope_scaling",
+                      "expected an object but got " + kindName(*value));
+  ConfigFields scaling(*object);
+  auto named = [](StringRef key) { return ("rope_scaling." + key).str(); };
+  std::optional<std::string> type;
+  TPC_ASSIGN(type, scaling.getString("rope_type"));
+  if (!type)
+    TPC_ASSIGN(type, scaling.getString("type"));
+  if (!type)
+    return fieldError("rope_scaling", "has no rope_type (or type)");
+  if (*type == "default")
+    return Error::success();
+  if (*type != "linear" && *type != "llama3")
+    return fieldError(named("rope_type"),
+                      "unsupported RoPE scaling " + quote(*type) +
+                          " (supported: default, linear, llama3)");
+  // Each number of the object, positive and finite.
+  auto number = [&](StringRef key) -> Expected<double> {
+    Expected<std::optional<double>> v = scaling.getNumber(key);
+    if (!v)
+      return v.takeError();
+    if (!*v)
+      return fieldError(named(key), "missing (" + *type + " needs it)");
+    if (!(**v > 0.0) || !std::isfinite(**v))
+      return fieldError(named(key),
+                        "must be positive and finite but is " +
+                            formatNumber(**v));
+    return **v;
+  };
+  double factor;
+  TPC_ASSIGN(factor, number("factor"));
+  c.ropeScaling = {factor};
+  if (*type == "linear")
+    return Error::success();
+  double low, high, original;
+  TPC_ASSIGN(low, number("low_freq_factor"));
+  TPC_ASSIGN(high, number("high_freq_factor"));
+  TPC_ASSIGN(original, number("original_max_position_embeddings"));
+  if (!(high > low))
+    return fieldError(named("high_freq_factor"),
+                      formatNumber(high) + " must exceed low_freq_factor " +
+                          formatNumber(low));
+  c.ropeScaling = {factor, low, high, original};
+  return Error::success();
+}
+
 Error parseLlama(const ConfigFields &f, ModelConfig &c) {
   TPC_ASSIGN(c.vocabSize, f.requireSize("vocab_size", kMaxVocab));
   TPC_ASSIGN(c.hiddenSize, f.requireSize("hidden_size", kMaxHidden));
@@ -371,9 +428,7 @@ Error parseLlama(const ConfigFields &f, ModelConfig &c) {
                                         quote(*activation) +
                                         " (supported: silu)");
 
-  const json::Value *scaling = f.object.get("rope_scaling");
-  if (scaling && scaling->kind() != json::Value::Null)
-    return fieldError("rope_scaling", "RoPE scaling is not supported");
+  TPC_CHECK(parseRopeScaling(f, c));
   Expected<std::optional<double>> partial =
       f.getNumber("partial_rotary_factor");
   if (!partial)

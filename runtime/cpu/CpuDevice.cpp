@@ -587,6 +587,11 @@ Status CpuDevice::run(const KernelCall &call, const Resolved &r,
   case fb::OpCode::Rotary:
     return cpu::rotary(in(0), call.outer, call.seqQ, call.headDim, fa[0], ia[0],
                        out(0), flag0);
+  case fb::OpCode::RotaryScaled: {
+    cpu::RopeScaling scaling{fa[1], fa[2], fa[3], fa[4]};
+    return cpu::rotary(in(0), call.outer, call.seqQ, call.headDim, fa[0], ia[0],
+                       out(0), flag0, &scaling);
+  }
   case fb::OpCode::CrossEntropy:
     if (splitVocabulary(call))
       return runVocabCrossEntropy(call, r, in(0), nullptr, 0.0f);

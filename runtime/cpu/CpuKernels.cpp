@@ -604,8 +604,33 @@ Status attention(const float *q, const float *k, const float *v, int64_t batch,
   return Status::ok();
 }
 
+/// inv_freq[i] scaled as Hugging Face's _compute_linear_scaling_rope_
+/// parameters and _compute_llama3_parameters do: float32 tensors with
+/// Python scalars, which torch rounds to float32; `scalar / tensor` is
+/// torch's reciprocal(tensor) * scalar, and scalar-only arithmetic is
+/// Python's, in double.
+static float scaledInvFreq(float invFreq, const RopeScaling &scaling) {
+  auto factor = static_cast<float>(scaling.factor);
+  if (scaling.lowFreqFactor == 0.0)
+    return invFreq / factor;
+  double low = scaling.lowFreqFactor, high = scaling.highFreqFactor;
+  double old = scaling.originalMaxPositions;
+  auto lowFreqWavelen = static_cast<float>(old / low);
+  auto highFreqWavelen = static_cast<float>(old / high);
+  float wavelen = (1.0f / invFreq) * static_cast<float>(2.0 * M_PI);
+  float llama = wavelen > lowFreqWavelen ? invFreq / factor : invFreq;
+  bool medium = !(wavelen < highFreqWavelen) && !(wavelen > lowFreqWavelen);
+  if (!medium)
+    return llama;
+  float smooth = ((1.0f / wavelen) * static_cast<float>(old) -
+                  static_cast<float>(low)) /
+                 static_cast<float>(high - low);
+  return (1.0f - smooth) * llama / factor + smooth * llama;
+}
+
 Status rotary(const float *x, int64_t outer, int64_t seq, int64_t dim,
-              double theta, int64_t offset, float *out, bool inverse) {
+              double theta, int64_t offset, float *out, bool inverse,
+              const RopeScaling *scaling) {
   if (Status s = checkNonNegative("rotary", {outer, seq, dim}); !s)
     return s;
   if (dim % 2 != 0)
@@ -617,9 +642,12 @@ Status rotary(const float *x, int64_t outer, int64_t seq, int64_t dim,
     for (int64_t i = 0; i < half; ++i) {
       double invFreq = std::pow(theta, -2.0 * static_cast<double>(i) /
                                            static_cast<double>(dim));
+      auto freq = static_cast<float>(invFreq);
+      if (scaling)
+        freq = scaledInvFreq(freq, *scaling);
       // The angle is rounded to fp32 before cos/sin, as Hugging Face computes
       // it (an fp32 product of fp32 position and fp32 inv_freq).
-      float angle = static_cast<float>(position) * static_cast<float>(invFreq);
+      float angle = static_cast<float>(position) * freq;
       // The inverse rotates by -angle (rotary's backward: R^T = R^-1).
       float c = std::cos(angle),
             sn = inverse ? -std::sin(angle) : std::sin(angle);

@@ -444,8 +444,31 @@ Status KernelDecoder::attention() {
                {call.batch, call.heads, call.seqQ, call.valueDim});
 }
 
-Status KernelDecoder::rotary() {
-  if (Status s = attrs(1, 1, 1); !s)
+Status KernelDecoder::rotaryScaled() {
+  if (Status s = attrs(1, 5, 1); !s)
+    return s;
+  if (Status s = finite(1, "factor", 0.0, false); !s)
+    return s;
+  const std::vector<double> &f = call.floatAttrs;
+  bool linear = f[2] == 0.0 && f[3] == 0.0 && f[4] == 0.0;
+  bool llama3 = std::isfinite(f[2]) && std::isfinite(f[3]) &&
+                std::isfinite(f[4]) && f[2] > 0.0 && f[3] > f[2] &&
+                f[4] > 0.0;
+  if (!linear && !llama3)
+    return Status::error(
+        "float_attrs [2..4] (low_freq_factor, high_freq_factor, "
+        "original_max_positions) are " +
+        std::to_string(f[2]) + ", " + std::to_string(f[3]) + ", " +
+        std::to_string(f[4]) +
+        ": expected all 0 (linear) or high > low > 0 and original > 0 "
+        "(llama3)");
+  return rotaryShape(5);
+}
+
+Status KernelDecoder::rotary() { return rotaryShape(1); }
+
+Status KernelDecoder::rotaryShape(size_t floats) {
+  if (Status s = attrs(1, floats, 1); !s)
     return s;
   if (call.intAttrs[0] < 0)
     return Status::error("position offset (int_attrs[0]) is " +

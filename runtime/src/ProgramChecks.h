@@ -86,6 +86,9 @@ private:
   Status softmax();
   Status attention();
   Status rotary();
+  Status rotaryScaled();
+  /// rotary's and rotary_scaled's checks and sizes (`floats` float_attrs).
+  Status rotaryShape(size_t floats);
   Status crossEntropy();
   Status lossMean();
   Status copy();

@@ -42,7 +42,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hf_support as hf  # noqa: E402  (exits 77 without torch/transformers)
 from hf_support import e2e_support, tpc_torch  # noqa: E402
 
-SEEDS = {"gpt2": 11, "llama": 12, "qwen2": 13, "mistral": 14}
+SEEDS = {"gpt2": 11, "llama": 12, "qwen2": 13, "mistral": 14,
+         "llama-rope-linear": 15, "llama-rope-llama3": 16}
 
 
 def main():

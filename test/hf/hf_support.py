@@ -97,6 +97,25 @@ def _families():
         # above the sequence, as in the published configs).
         "mistral": (transformers.MistralConfig, transformers.MistralForCausalLM,
                     dict(COMMON, head_dim=10)),
+        # rope_scaling (Llama 3.1/3.2 configs carry llama3): linear divides
+        # every frequency; llama3's thresholds (original 128 positions, low
+        # 1, high 8: wavelengths 16 and 128) put head_dim 10's five
+        # frequencies (theta 5e5: wavelengths 6.3, 87, 1185, ...) in all
+        # three bands: kept, blended, divided.
+        "llama-rope-linear": (transformers.LlamaConfig,
+                              transformers.LlamaForCausalLM,
+                              dict(COMMON, head_dim=10, rope_theta=5e5,
+                                   rope_scaling={"type": "linear",
+                                                 "factor": 2.5})),
+        "llama-rope-llama3": (transformers.LlamaConfig,
+                              transformers.LlamaForCausalLM,
+                              dict(COMMON, head_dim=10, rope_theta=5e5,
+                                   max_position_embeddings=128,
+                                   rope_scaling={
+                                       "rope_type": "llama3", "factor": 8.0,
+                                       "low_freq_factor": 1.0,
+                                       "high_freq_factor": 8.0,
+                                       "original_max_position_embeddings": 128})),
     }
 
 
@@ -356,8 +375,12 @@ def _patch_float64(model):
     """RMSNorm and the rotary embedding of a float64 copy computed in
     float64 (HF 4.45 computes both in float32 and casts back)."""
     theta = getattr(model.config, "rope_theta", None)
-    if getattr(model.config, "rope_scaling", None):
-        raise ValueError("the float64 reference supports the default rotary only")
+    # With rope_scaling the frequencies are HF's own (its float32 init, kept
+    # in the module's buffer, exact in float64); the angles from them on are
+    # float64.
+    scaling_type = (getattr(model.config, "rope_scaling", None) or {})
+    scaled = scaling_type.get("rope_type", scaling_type.get("type", "default")) \
+        != "default"
     for module in model.modules():
         kind = type(module).__name__
         if kind.endswith("RMSNorm"):
@@ -367,7 +390,8 @@ def _patch_float64(model):
             module.forward = norm
         elif kind.endswith("RotaryEmbedding"):
             dim = 2 * module.inv_freq.numel()
-            inv_freq = 1.0 / (theta ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
+            inv_freq = module.inv_freq.double().clone() if scaled else \
+                1.0 / (theta ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
             scaling = getattr(module, "attention_scaling", 1.0)
             original = module.forward
 

@@ -426,7 +426,7 @@ TEST(ModelConfigTest, RefusesBadConfigs) {
            "intermediate_size": 176, "num_hidden_layers": 2,
            "num_attention_heads": 8,
            "rope_scaling": {"rope_type": "llama3", "factor": 8.0}})",
-       "rope_scaling: RoPE scaling is not supported"},
+       "rope_scaling.low_freq_factor: missing (llama3 needs it)"},
       {R"({"model_type": "llama", "vocab_size": 256, "hidden_size": 64,
            "intermediate_size": 176, "num_hidden_layers": 2,
            "num_attention_heads": 8, "partial_rotary_factor": 0.5})",

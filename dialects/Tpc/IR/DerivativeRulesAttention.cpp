@@ -45,7 +45,8 @@ LogicalResult RotaryOp::buildGradients(OpBuilder &builder,
   if (Value dy = firstOperandRule(*this, args, grads))
     grads[0] = castTo(builder, getLoc(),
                       RotaryGradOp::create(builder, getLoc(), dy,
-                                           getThetaAttr(), getOffsetAttr()),
+                                           getThetaAttr(), getOffsetAttr(),
+                                           getScalingAttr()),
                       gradElementType);
   return success();
 }

@@ -227,7 +227,7 @@ LogicalResult AttentionGradOp::verify() {
 
 LogicalResult RotaryGradOp::verify() {
   return verifyRotary(*this, getGrad().getType(), getTheta().convertToDouble(),
-                      getOffsetAttr().getInt());
+                      getScaling(), getOffsetAttr().getInt());
 }
 
 //===----------------------------------------------------------------------===//

@@ -356,7 +356,7 @@ def Tpc_RotaryGradOp : Tpc_Op<"rotary_grad",
   let description = [{
     The rotation is orthogonal, so the gradient rotates `grad` by the
     negated angles: `grad * cos - rotate_half(grad) * sin` with the forward
-    op's `theta` and `offset`. A separate op (not an attribute on
+    op's `theta`, `offset` and `scaling`. A separate op (not an attribute on
     `tpc.rotary`) so that a backend without the kernel refuses it rather
     than rotating the wrong way.
 
@@ -365,10 +365,12 @@ def Tpc_RotaryGradOp : Tpc_Op<"rotary_grad",
     ```
   }];
   let arguments = (ins Tpc_FloatTensor:$grad, F64Attr:$theta,
-                       DefaultValuedAttr<I64Attr, "0">:$offset);
+                       DefaultValuedAttr<I64Attr, "0">:$offset,
+                       OptionalAttr<DenseF64ArrayAttr>:$scaling);
   let results = (outs Tpc_FloatTensor:$result);
   let assemblyFormat = [{
-    $grad `theta` $theta (`offset` $offset^)? attr-dict `:` type($grad)
+    $grad `theta` $theta (`offset` $offset^)? (`scaling` $scaling^)?
+      attr-dict `:` type($grad)
   }];
   let hasVerifier = 1;
 }

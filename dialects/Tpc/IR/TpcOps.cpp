@@ -430,7 +430,9 @@ LogicalResult AttentionOp::verify() {
 }
 
 LogicalResult checks::verifyRotary(Operation *op, RankedTensorType type,
-                                   double theta, int64_t offset) {
+                                   double theta,
+                                   std::optional<ArrayRef<double>> scaling,
+                                   int64_t offset) {
   if (type.getRank() != 4)
     return op->emitOpError() << "input must be [batch, heads, seq, head_dim] "
                                 "but has shape "
@@ -444,12 +446,32 @@ LogicalResult checks::verifyRotary(Operation *op, RankedTensorType type,
   if (offset < 0)
     return op->emitOpError() << "position offset " << offset
                              << " is negative";
+  if (!scaling)
+    return success();
+  ArrayRef<double> s = *scaling;
+  auto positive = [](double x) { return x > 0.0 && std::isfinite(x); };
+  if (s.size() != 1 && s.size() != 4)
+    return op->emitOpError()
+           << "scaling has " << s.size()
+           << " values, expected [factor] (linear) or [factor, "
+              "low_freq_factor, high_freq_factor, original_max_positions] "
+              "(llama3)";
+  if (!positive(s[0]))
+    return op->emitOpError() << "scaling factor " << s[0]
+                             << " must be positive and finite";
+  if (s.size() == 4 && !(positive(s[1]) && positive(s[3]) &&
+                         std::isfinite(s[2]) && s[2] > s[1]))
+    return op->emitOpError()
+           << "llama3 scaling needs high_freq_factor (" << s[2]
+           << ") > low_freq_factor (" << s[1]
+           << ") > 0 and original_max_positions (" << s[3] << ") > 0";
   return success();
 }
 
 LogicalResult RotaryOp::verify() {
   return verifyRotary(*this, getInput().getType(),
-                      getTheta().convertToDouble(), getOffsetAttr().getInt());
+                      getTheta().convertToDouble(), getScaling(),
+                      getOffsetAttr().getInt());
 }
 
 //===----------------------------------------------------------------------===//

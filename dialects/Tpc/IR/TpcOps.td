@@ -343,15 +343,25 @@ def Tpc_RotaryOp : Tpc_Op<"rotary",
     `rotate_half([x1, x2]) = [-x2, x1]` (Hugging Face convention). Angles are
     computed, never stored as a table.
 
+    With `scaling`, the frequencies are scaled as Hugging Face's
+    `rope_scaling` does: `[factor]` (`linear`: each `inv_freq / factor`) or
+    `[factor, low_freq_factor, high_freq_factor,
+    original_max_position_embeddings]` (`llama3`: the low frequencies
+    divided by `factor`, the high ones kept, a smooth blend between).
+
     ```mlir
     %qr = tpc.rotary %q theta 1.000000e+04 : tensor<4x8x32x16xf32>
+    %qs = tpc.rotary %q theta 5.000000e+05 scaling [8.0, 1.0, 4.0, 8192.0]
+        : tensor<4x8x32x16xf32>
     ```
   }];
   let arguments = (ins Tpc_FloatTensor:$input, F64Attr:$theta,
-                       DefaultValuedAttr<I64Attr, "0">:$offset);
+                       DefaultValuedAttr<I64Attr, "0">:$offset,
+                       OptionalAttr<DenseF64ArrayAttr>:$scaling);
   let results = (outs Tpc_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `theta` $theta (`offset` $offset^)? attr-dict `:` type($input)
+    $input `theta` $theta (`offset` $offset^)? (`scaling` $scaling^)?
+      attr-dict `:` type($input)
   }];
   let hasVerifier = 1;
 }

@@ -110,8 +110,11 @@ FailureOr<RankedTensorType> inferAttentionType(std::optional<Location> loc,
 LogicalResult verifyDropoutRate(Operation *op, double rate);
 LogicalResult verifyDropoutStream(Operation *op, int64_t stream);
 
-/// A rotary embedding (or its gradient) over `type` [b, heads, s, d].
+/// A rotary embedding (or its gradient) over `type` [b, heads, s, d], with
+/// its frequencies' `scaling` if any ([factor] or [factor, low_freq_factor,
+/// high_freq_factor, original_max_positions]).
 LogicalResult verifyRotary(Operation *op, RankedTensorType type, double theta,
+                           std::optional<ArrayRef<double>> scaling,
                            int64_t offset);
 
 /// `labels` is `logits` without its last (vocabulary) dimension.

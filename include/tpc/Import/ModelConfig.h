@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace mlir::tpc {
 
@@ -37,6 +38,10 @@ struct ModelConfig {
   int64_t maxPositions = 0;
   double normEpsilon = 1e-5;
   double ropeTheta = 10000.0;
+  /// rope_scaling: empty (none, or `default`), [factor] (`linear`) or
+  /// [factor, low_freq_factor, high_freq_factor,
+  /// original_max_position_embeddings] (`llama3`).
+  std::vector<double> ropeScaling;
   bool tieWordEmbeddings = true;
   /// GPT-2: GeLU in its tanh form (`gelu_new`) or exact (`gelu`).
   bool geluTanh = true;

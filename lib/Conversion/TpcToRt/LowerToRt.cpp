@@ -59,6 +59,19 @@ struct KernelSpec {
   SplitsAttr splits = {};
 };
 
+/// rotary, or rotary_scaled with the frequencies' scaling ([factor]:
+/// linear, its other three attributes 0; [factor, low, high, original]:
+/// llama3).
+KernelSpec rotarySpec(double theta, int64_t offset,
+                      std::optional<ArrayRef<double>> scaling, bool inverse) {
+  if (!scaling)
+    return KernelSpec{OpCode::Rotary, {offset}, {theta}, inverse ? 1u : 0u};
+  SmallVector<double> floats = {theta, 0.0, 0.0, 0.0, 0.0};
+  for (auto [i, value] : llvm::enumerate(*scaling))
+    floats[1 + i] = value;
+  return KernelSpec{OpCode::RotaryScaled, {offset}, floats, inverse ? 1u : 0u};
+}
+
 /// The kernel of a tpc op, or nullopt when it has none. Operands and results
 /// keep the op's order: the tpc op definitions list them as the kernel table
 /// does (a dropout block, the last operand, is folded into the ints by the
@@ -115,9 +128,9 @@ std::optional<KernelSpec> kernelFor(Operation *op) {
                           flag(op.getCausal(), 1)};
       })
       .Case([](RotaryOp op) {
-        return KernelSpec{OpCode::Rotary,
-                          {op.getOffsetAttr().getInt()},
-                          {op.getTheta().convertToDouble()}};
+        return rotarySpec(op.getTheta().convertToDouble(),
+                          op.getOffsetAttr().getInt(), op.getScaling(),
+                          /*inverse=*/false);
       })
       .Case([](CrossEntropyOp op) {
         return KernelSpec{OpCode::CrossEntropy,
@@ -201,10 +214,9 @@ std::optional<KernelSpec> kernelFor(Operation *op) {
                           flag(op.getCausal(), 1)};
       })
       .Case([](RotaryGradOp op) {
-        return KernelSpec{OpCode::Rotary,
-                          {op.getOffsetAttr().getInt()},
-                          {op.getTheta().convertToDouble()},
-                          /*inverse=*/1};
+        return rotarySpec(op.getTheta().convertToDouble(),
+                          op.getOffsetAttr().getInt(), op.getScaling(),
+                          /*inverse=*/true);
       })
       .Case([](CrossEntropyGradOp op) {
         return KernelSpec{OpCode::CrossEntropyGrad,

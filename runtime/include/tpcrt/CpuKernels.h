@@ -196,8 +196,20 @@ Status attention(const float *q, const float *k, const float *v, int64_t batch,
 /// theta^(-2i/d). d must be even. Angles are computed in double and rounded,
 /// not read from a table. out may equal x. With inverse, rotates by the
 /// opposite angles (the transpose, i.e. rotary's backward).
+///
+/// With `scaling` (rotary_scaled), the frequencies are scaled as Hugging
+/// Face's rope_scaling does, in float32: linear divides each by `factor`;
+/// llama3 (lowFreqFactor > 0) divides the low frequencies (wavelength
+/// above originalMaxPositions / lowFreqFactor) by `factor`, keeps the high
+/// ones (below originalMaxPositions / highFreqFactor) and blends between.
+struct RopeScaling {
+  double factor = 1.0;
+  double lowFreqFactor = 0.0, highFreqFactor = 0.0;
+  double originalMaxPositions = 0.0;
+};
 Status rotary(const float *x, int64_t outer, int64_t seq, int64_t dim,
-              double theta, int64_t offset, float *out, bool inverse = false);
+              double theta, int64_t offset, float *out, bool inverse = false,
+              const RopeScaling *scaling = nullptr);
 
 /// Sum over positions whose label is not ignoreIndex of logsumexp(logits) -
 /// logits[label], and the count of those positions. logits is [positions,

@@ -769,6 +769,22 @@ func.func @rotary_theta(%q: tensor<2x8x8x16xf32>) {
 
 // -----
 
+func.func @rotary_scaling_length(%q: tensor<2x8x8x16xf32>) {
+  // expected-error @+1 {{'tpc.rotary' op scaling has 2 values, expected [factor] (linear) or [factor, low_freq_factor, high_freq_factor, original_max_positions] (llama3)}}
+  %0 = tpc.rotary %q theta 1.0e+04 scaling [2.0, 1.0] : tensor<2x8x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @rotary_scaling_bands(%q: tensor<2x8x8x16xf32>) {
+  // expected-error @+1 {{'tpc.rotary_grad' op llama3 scaling needs high_freq_factor (1.000000e+00) > low_freq_factor (4.000000e+00) > 0 and original_max_positions (8.192000e+03) > 0}}
+  %0 = tpc.rotary_grad %q theta 1.0e+04 scaling [8.0, 4.0, 1.0, 8192.0] : tensor<2x8x8x16xf32>
+  return
+}
+
+// -----
+
 func.func @rotary_offset(%q: tensor<2x8x8x16xf32>) {
   // expected-error @+1 {{'tpc.rotary' op position offset -1 is negative}}
   %0 = tpc.rotary %q theta 1.0e+04 offset -1 : tensor<2x8x8x16xf32>
