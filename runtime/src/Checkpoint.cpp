@@ -2,16 +2,26 @@
 
 #include "tpcrt/Checkpoint.h"
 #include "tpcrt/Executable.h"
+#include "tpcrt/FileIO.h"
 #include "tpcrt/Safetensors.h"
 #include "tpcrt/Weights.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <list>
 #include <map>
 #include <vector>
 
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
 using namespace tpcrt;
+using Json = nlohmann::json;
 
 namespace {
 
@@ -94,16 +104,22 @@ public:
     if (interpreter.rank() != 0)
       return Status::ok();
     std::vector<uint8_t> &bytes = storage_.emplace_back(std::move(whole));
-    tensors_[name] = {floatDTypeOf(t.dtype), param.hfShape, bytes.data(),
-                      bytes.size()};
+    add(name, {floatDTypeOf(t.dtype), param.hfShape, bytes.data(),
+               bytes.size()});
     return Status::ok();
   }
 
   void addScalar(const std::string &name, DType dtype, uint64_t bits) {
     std::vector<uint8_t> &bytes = storage_.emplace_back(sizeof(bits));
     std::memcpy(bytes.data(), &bits, sizeof(bits));
-    tensors_[name] = {dtype, {}, bytes.data(), bytes.size()};
+    add(name, {dtype, {}, bytes.data(), bytes.size()});
   }
+
+  /// The tensors by name, and their names in the order they were added.
+  const std::map<std::string, TensorToWrite> &tensors() const {
+    return tensors_;
+  }
+  const std::vector<std::string> &order() const { return order_; }
 
   /// Rank 0 writes; the others have nothing to.
   Status write(const Interpreter &interpreter, const std::string &path,
@@ -114,8 +130,14 @@ public:
   }
 
 private:
+  void add(const std::string &name, TensorToWrite tensor) {
+    if (tensors_.insert_or_assign(name, std::move(tensor)).second)
+      order_.push_back(name);
+  }
+
   std::list<std::vector<uint8_t>> storage_;
   std::map<std::string, TensorToWrite> tensors_;
+  std::vector<std::string> order_;
 };
 
 std::string stateName(const Program &program, const StateRef &state) {
@@ -235,36 +257,181 @@ Status tpcrt::readOnRankZero(Interpreter &interpreter, uint32_t buffer,
   return Status::ok();
 }
 
-Status tpcrt::saveCheckpoint(const std::string &path, Interpreter &interpreter,
-                             const RunCounters &counters) {
-  const Program &program = interpreter.program();
-  TensorSet set;
-  for (const ParamRef &param : program.params)
-    if (Status s =
-            set.addGathered(interpreter, param.hfName, param, param.buffer);
-        !s)
-      return s;
-  for (const StateRef &state : program.state)
-    if (Status s = set.addGathered(interpreter, stateName(program, state),
-                                   program.params[state.param], state.buffer);
-        !s)
-      return s;
-  set.addScalar("step", DType::I64, interpreter.step());
-  set.addScalar("random.seed", DType::U64, program.seed);
-  set.addScalar("data.seed", DType::U64, counters.dataSeed);
-  set.addScalar("data.position", DType::I64, counters.dataPosition);
-  set.addScalar("eval.position", DType::I64, counters.evalPosition);
-  return set.write(interpreter, path,
-                   {{"format", "tpc-checkpoint"}, {"version", "1"}});
+namespace {
+
+constexpr char kTrainingStateKind[] = "tpc-training-state";
+
+/// `name` inside `directory`.
+std::string joinPath(std::string directory, const std::string &name) {
+  while (directory.size() > 1 && directory.back() == '/')
+    directory.pop_back();
+  return directory == "/" ? directory + name : directory + "/" + name;
 }
 
-Status tpcrt::loadCheckpoint(const std::string &path, Interpreter &interpreter,
-                             RunCounters &counters) {
-  if (Status s = loadWeights(path, interpreter); !s)
+bool isDirectory(const std::string &path) {
+  struct stat info;
+  return ::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
+}
+
+bool exists(const std::string &path) {
+  struct stat info;
+  return ::stat(path.c_str(), &info) == 0;
+}
+
+/// A shard's name as save_pretrained writes it: model-00001-of-00003.safetensors.
+std::string shardFileName(size_t index, size_t count) {
+  char name[64];
+  std::snprintf(name, sizeof(name), "model-%05zu-of-%05zu.safetensors",
+                index + 1, count);
+  return name;
+}
+
+/// Whether `name` is a shard of some save (model-NNNNN-of-NNNNN.safetensors).
+bool isShardFileName(const std::string &name) {
+  const std::string prefix = "model-", middle = "-of-",
+                    suffix = ".safetensors";
+  if (name.size() != prefix.size() + 5 + middle.size() + 5 + suffix.size())
+    return false;
+  auto digits = [&](size_t at) {
+    for (size_t i = at; i < at + 5; ++i)
+      if (name[i] < '0' || name[i] > '9')
+        return false;
+    return true;
+  };
+  return name.compare(0, prefix.size(), prefix) == 0 && digits(6) &&
+         name.compare(11, middle.size(), middle) == 0 && digits(15) &&
+         name.compare(20, suffix.size(), suffix) == 0;
+}
+
+/// Removes `path` if it exists.
+Status removeIfPresent(const std::string &path) {
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT)
+    return Status::error(path + ": cannot remove: " + std::strerror(errno));
+  return Status::ok();
+}
+
+/// Creates `path` (one level) unless it is a directory already.
+Status makeDirectory(const std::string &path) {
+  if (::mkdir(path.c_str(), 0777) == 0)
+    return Status::ok();
+  int err = errno;
+  if (err == EEXIST && isDirectory(path))
+    return Status::ok();
+  if (err == EEXIST)
+    return Status::error(path + ": exists and is not a directory (a "
+                                "checkpoint directory; a single-file "
+                                "checkpoint takes a path ending in "
+                                ".safetensors)");
+  return Status::error(path + ": cannot create the checkpoint directory: " +
+                       std::strerror(err));
+}
+
+/// The executable's hf_config as a JSON object, or an error saying why a
+/// directory cannot be written without it.
+Status parseHfConfig(const std::string &path, const std::string &hfConfig,
+                     Json &config) {
+  if (hfConfig.empty())
+    return Status::error(
+        path + ": the executable records no Hugging Face config (it was "
+               "compiled before executables carried one): recompile it "
+               "(tpc-import, tpc-compile) to save a checkpoint directory, or "
+               "save a single file with a path ending in .safetensors");
+  config = Json::parse(hfConfig, nullptr, /*allow_exceptions=*/false);
+  if (!config.is_object())
+    return Status::error(path + ": the executable's Hugging Face config is "
+                                "not a JSON object");
+  return Status::ok();
+}
+
+/// Writes `text` to `path` atomically.
+Status writeText(const std::string &path, const std::string &text) {
+  return writeFileAtomically(path, {{text.data(), text.size()}});
+}
+
+/// Writes a checkpoint directory (rank 0, after gathering): the params,
+/// sharded as save_pretrained shards them, the config, then the training
+/// state. The training state goes first and comes back last: a directory
+/// that has one was written completely.
+Status writeCheckpointDirectory(const std::string &path,
+                                const Program &program, const TensorSet &params,
+                                const TensorSet &state,
+                                const std::map<std::string, std::string> &seeds,
+                                const CheckpointOptions &options) {
+  Json config;
+  if (Status s = parseHfConfig(path, program.hfConfig, config); !s)
     return s;
-  SafetensorsFile file;
-  if (Status s = SafetensorsFile::open(path, file); !s)
+  if (Status s = makeDirectory(path); !s)
     return s;
+  std::string statePath = joinPath(path, kCheckpointStateFile);
+  if (Status s = removeIfPresent(statePath); !s)
+    return s;
+
+  std::vector<uint64_t> sizes;
+  uint64_t totalSize = 0;
+  for (const std::string &name : params.order()) {
+    sizes.push_back(params.tensors().at(name).numBytes);
+    totalSize += sizes.back();
+  }
+  std::vector<std::string> files =
+      shardCheckpointFiles(sizes, options.maxShardBytes);
+  std::map<std::string, std::map<std::string, TensorToWrite>> byFile;
+  Json weightMap = Json::object();
+  for (size_t i = 0; i < files.size(); ++i) {
+    const std::string &name = params.order()[i];
+    byFile[files[i]][name] = params.tensors().at(name);
+    weightMap[name] = files[i];
+  }
+  // An executable without params still has a (empty) model.safetensors.
+  if (byFile.empty())
+    byFile[kCheckpointWeightsFile];
+  bool sharded = byFile.size() > 1;
+  for (const auto &[file, tensors] : byFile)
+    if (Status s = writeSafetensors(joinPath(path, file), tensors,
+                                    {{"format", "pt"}});
+        !s)
+      return s;
+  if (sharded) {
+    Json index = {{"metadata", {{"total_size", totalSize}}},
+                  {"weight_map", weightMap}};
+    if (Status s = writeText(joinPath(path, kCheckpointIndexFile),
+                             index.dump(2) + "\n");
+        !s)
+      return s;
+  }
+  // What an earlier save left that this one does not replace: its shards,
+  // and the single file or the index (tpc-run reads the index first,
+  // from_pretrained the single file).
+  std::vector<std::string> stale = {sharded ? kCheckpointWeightsFile
+                                            : kCheckpointIndexFile};
+  if (DIR *dir = ::opendir(path.c_str())) {
+    while (const dirent *entry = ::readdir(dir)) {
+      std::string name = entry->d_name;
+      if (isShardFileName(name) && !byFile.count(name))
+        stale.push_back(name);
+    }
+    ::closedir(dir);
+  } else {
+    return Status::error(path + ": cannot list: " + std::strerror(errno));
+  }
+  for (const std::string &name : stale)
+    if (Status s = removeIfPresent(joinPath(path, name)); !s)
+      return s;
+
+  if (Status s = writeText(joinPath(path, kCheckpointConfigFile),
+                           config.dump(2) + "\n");
+      !s)
+    return s;
+  std::map<std::string, std::string> metadata = seeds;
+  metadata["format"] = "pt";
+  metadata["tpc.format"] = kTrainingStateKind;
+  metadata["tpc.version"] = "1";
+  return writeSafetensors(statePath, state.tensors(), metadata);
+}
+
+/// Reads the optimizer state of the executable from `file` (a single-file
+/// checkpoint or a directory's training state) into the interpreter.
+Status loadState(const SafetensorsFile &file, Interpreter &interpreter) {
+  const std::string &path = file.path();
   const Program &program = interpreter.program();
   for (const StateRef &state : program.state) {
     std::string name = stateName(program, state);
@@ -289,32 +456,228 @@ Status tpcrt::loadCheckpoint(const std::string &path, Interpreter &interpreter,
     if (!s)
       return s.withContext(path + ": tensor '" + name + "'");
   }
-  uint64_t step, seed;
-  RunCounters loaded;
-  if (Status s = readCounter(file, "step", DType::I64, step); !s)
-    return s;
-  if (Status s = readCounter(file, "random.seed", DType::U64, seed); !s)
-    return s;
+  return Status::ok();
+}
+
+/// A 64-bit unsigned value of the training state's metadata (a decimal
+/// string: safetensors has no U64 that torch reads).
+Status readMetadataCounter(const SafetensorsFile &file, const std::string &key,
+                           uint64_t &value) {
+  auto found = file.metadata().find(key);
+  if (found == file.metadata().end())
+    return Status::error(file.path() + ": no '" + key + "' in its metadata");
+  const std::string &text = found->second;
+  bool good = !text.empty() && text.size() <= 20;
+  value = 0;
+  for (char c : text)
+    good = good && c >= '0' && c <= '9' &&
+           !__builtin_mul_overflow(value, 10, &value) &&
+           !__builtin_add_overflow(value, static_cast<uint64_t>(c - '0'),
+                                   &value);
+  if (!good)
+    return Status::error(file.path() + ": metadata '" + key + "' is '" + text +
+                         "', expected a decimal integer below 2^64");
+  return Status::ok();
+}
+
+Status checkSeed(const std::string &path, uint64_t seed,
+                 const Program &program) {
   if (seed != program.seed)
     return Status::error(path + ": the checkpoint's dropout seed " +
                          std::to_string(seed) + " is not the executable's " +
                          std::to_string(program.seed) +
                          " (tpc-compile --seed): resuming would not continue "
                          "the same run");
-  if (Status s = readCounter(file, "data.seed", DType::U64, loaded.dataSeed);
-      !s)
+  return Status::ok();
+}
+
+/// The I64 counters that both formats hold as scalars.
+Status readPositions(const SafetensorsFile &file, uint64_t &step,
+                     RunCounters &loaded) {
+  if (Status s = readCounter(file, "step", DType::I64, step); !s)
     return s;
   if (Status s =
           readCounter(file, "data.position", DType::I64, loaded.dataPosition);
       !s)
     return s;
-  if (Status s =
-          readCounter(file, "eval.position", DType::I64, loaded.evalPosition);
+  return readCounter(file, "eval.position", DType::I64, loaded.evalPosition);
+}
+
+Status loadCheckpointFile(const std::string &path, Interpreter &interpreter,
+                          RunCounters &counters) {
+  if (Status s = loadWeights(path, interpreter); !s)
+    return s;
+  SafetensorsFile file;
+  if (Status s = SafetensorsFile::open(path, file); !s)
+    return s;
+  const Program &program = interpreter.program();
+  if (Status s = loadState(file, interpreter); !s)
+    return s;
+  uint64_t step, seed;
+  RunCounters loaded;
+  if (Status s = readCounter(file, "random.seed", DType::U64, seed); !s)
+    return s;
+  if (Status s = checkSeed(path, seed, program); !s)
+    return s;
+  if (Status s = readCounter(file, "data.seed", DType::U64, loaded.dataSeed);
       !s)
+    return s;
+  if (Status s = readPositions(file, step, loaded); !s)
     return s;
   interpreter.setStep(step);
   counters = loaded;
   return Status::ok();
+}
+
+Status loadCheckpointDirectory(const std::string &path,
+                               Interpreter &interpreter,
+                               RunCounters &counters) {
+  std::string statePath = joinPath(path, kCheckpointStateFile);
+  if (!exists(statePath))
+    return Status::error(
+        path + ": no " + kCheckpointStateFile +
+        " in it (tpc's training state: optimizer state, step, seeds, data "
+        "positions; a save that did not finish, or a Hugging Face model "
+        "directory: --weights " + path + " loads its weights alone)");
+  std::string weightsPath;
+  if (Status s = resolveWeightsPath(path, weightsPath); !s)
+    return s;
+  SafetensorsFile file;
+  if (Status s = SafetensorsFile::open(statePath, file); !s)
+    return s;
+  auto kind = file.metadata().find("tpc.format");
+  if (kind == file.metadata().end() || kind->second != kTrainingStateKind)
+    return Status::error(statePath + ": not a tpc training state (its "
+                                     "metadata has no \"tpc.format\": \"" +
+                         std::string(kTrainingStateKind) + "\")");
+  const Program &program = interpreter.program();
+  uint64_t step, seed;
+  RunCounters loaded;
+  if (Status s = readMetadataCounter(file, "random.seed", seed); !s)
+    return s;
+  if (Status s = checkSeed(statePath, seed, program); !s)
+    return s;
+  if (Status s = readMetadataCounter(file, "data.seed", loaded.dataSeed); !s)
+    return s;
+  if (Status s = readPositions(file, step, loaded); !s)
+    return s;
+  if (Status s = loadWeights(weightsPath, interpreter); !s)
+    return s;
+  if (Status s = loadState(file, interpreter); !s)
+    return s;
+  interpreter.setStep(step);
+  counters = loaded;
+  return Status::ok();
+}
+
+} // namespace
+
+CheckpointFormat tpcrt::checkpointFormatOf(const std::string &path) {
+  const std::string suffix = ".safetensors";
+  bool file = path.size() >= suffix.size() &&
+              path.compare(path.size() - suffix.size(), suffix.size(),
+                           suffix) == 0;
+  return file ? CheckpointFormat::File : CheckpointFormat::Directory;
+}
+
+std::vector<std::string>
+tpcrt::shardCheckpointFiles(const std::vector<uint64_t> &tensorBytes,
+                            uint64_t maxShardBytes) {
+  // huggingface_hub's split_state_dict_into_shards_factory, which
+  // save_pretrained calls: in order, a tensor above the limit alone in a
+  // shard (appended when met), else a new shard when the current one would
+  // go above the limit.
+  std::vector<size_t> shardOf(tensorBytes.size());
+  size_t shards = 0;
+  std::vector<size_t> current;
+  uint64_t currentBytes = 0;
+  for (size_t i = 0; i < tensorBytes.size(); ++i) {
+    uint64_t bytes = tensorBytes[i];
+    if (bytes > maxShardBytes) {
+      shardOf[i] = shards++;
+      continue;
+    }
+    if (currentBytes + bytes > maxShardBytes) {
+      for (size_t t : current)
+        shardOf[t] = shards;
+      ++shards;
+      current.clear();
+      currentBytes = 0;
+    }
+    current.push_back(i);
+    currentBytes += bytes;
+  }
+  if (!current.empty()) {
+    for (size_t t : current)
+      shardOf[t] = shards;
+    ++shards;
+  }
+  std::vector<std::string> files(tensorBytes.size());
+  for (size_t i = 0; i < files.size(); ++i)
+    files[i] = shards == 1 ? std::string(kCheckpointWeightsFile)
+                           : shardFileName(shardOf[i], shards);
+  return files;
+}
+
+Status tpcrt::checkCheckpointTarget(const std::string &path,
+                                    const std::string &hfConfig) {
+  if (checkpointFormatOf(path) == CheckpointFormat::File)
+    return Status::ok();
+  Json config;
+  if (Status s = parseHfConfig(path, hfConfig, config); !s)
+    return s;
+  if (exists(path) && !isDirectory(path))
+    return Status::error(path + ": exists and is not a directory (a "
+                                "checkpoint directory; a single-file "
+                                "checkpoint takes a path ending in "
+                                ".safetensors)");
+  return Status::ok();
+}
+
+Status tpcrt::saveCheckpoint(const std::string &path, Interpreter &interpreter,
+                             const RunCounters &counters,
+                             const CheckpointOptions &options) {
+  const Program &program = interpreter.program();
+  bool directory = checkpointFormatOf(path) == CheckpointFormat::Directory;
+  // A directory keeps the params apart from the training state.
+  TensorSet params, stateSet;
+  TensorSet &state = directory ? stateSet : params;
+  for (const ParamRef &param : program.params)
+    if (Status s =
+            params.addGathered(interpreter, param.hfName, param, param.buffer);
+        !s)
+      return s;
+  for (const StateRef &ref : program.state)
+    if (Status s = state.addGathered(interpreter, stateName(program, ref),
+                                     program.params[ref.param], ref.buffer);
+        !s)
+      return s;
+  state.addScalar("step", DType::I64, interpreter.step());
+  if (!directory) {
+    state.addScalar("random.seed", DType::U64, program.seed);
+    state.addScalar("data.seed", DType::U64, counters.dataSeed);
+  }
+  state.addScalar("data.position", DType::I64, counters.dataPosition);
+  state.addScalar("eval.position", DType::I64, counters.evalPosition);
+  if (!directory)
+    return params.write(interpreter, path,
+                        {{"format", "tpc-checkpoint"}, {"version", "1"}});
+  if (interpreter.rank() != 0)
+    return Status::ok();
+  return writeCheckpointDirectory(
+      path, program, params, stateSet,
+      {{"random.seed", std::to_string(program.seed)},
+       {"data.seed", std::to_string(counters.dataSeed)}},
+      options);
+}
+
+Status tpcrt::loadCheckpoint(const std::string &path, Interpreter &interpreter,
+                             RunCounters &counters) {
+  if (isDirectory(path))
+    return loadCheckpointDirectory(path, interpreter, counters);
+  if (!exists(path) && checkpointFormatOf(path) == CheckpointFormat::Directory)
+    return Status::error(path + ": no such checkpoint directory");
+  return loadCheckpointFile(path, interpreter, counters);
 }
 
 Status tpcrt::writeGrads(const std::string &path, Interpreter &interpreter) {

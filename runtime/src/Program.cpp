@@ -174,6 +174,8 @@ Status tpcrt::decodeProgram(const fb::Executable &exe, Program &out) {
     program.numStages = program.mesh.sizes[program.stageAxis];
   program.arenaBytes = exe.arena_bytes();
   program.seed = exe.seed();
+  if (exe.hf_config())
+    program.hfConfig = exe.hf_config()->str();
   program.plannedPeakBytes = exe.planned_peak_bytes();
   if (exe.stage_planned_peak_bytes())
     program.stagePlannedPeakBytes.assign(

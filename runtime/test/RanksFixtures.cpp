@@ -60,7 +60,11 @@ struct Tensors {
   }
 };
 
-Status writeExecutable(const std::string &path, const fb::ExecutableT &exe) {
+/// Every executable records a Hugging Face config, so that tpc-run saves
+/// checkpoint directories of it (the runtime only copies it there).
+Status writeExecutable(const std::string &path, fb::ExecutableT exe) {
+  if (exe.hf_config.empty())
+    exe.hf_config = R"({"model_type":"tpc-test","vocab_size":8})";
   std::vector<uint8_t> payload = pack(exe);
   return writeExecutableFile(path, payload.data(), payload.size());
 }

@@ -85,6 +85,16 @@ Status writeTraining(const std::string &dir) {
   adamw.maxNorm = 1.0;
   adamw.cosine = true;
   fb::ExecutableT train = tinyTrainingModel(adamw);
+  // An executable compiled before executables recorded their Hugging Face
+  // config: no checkpoint directory.
+  if (Status s = writeExecutable(dir + "/tiny-train-nohf.tpcx", train); !s)
+    return s;
+  // What a checkpoint directory's config.json holds (the runtime copies it).
+  const char *config =
+      R"({"architectures":["GPT2LMHeadModel"],"model_type":"gpt2",)"
+      R"("n_embd":8,"n_inner":32,"n_layer":1,"vocab_size":16,)"
+      R"("embd_pdrop":0.1,"layer_norm_epsilon":1e-05})";
+  train.hf_config = config;
   if (Status s = writeExecutable(dir + "/tiny-train.tpcx", train); !s)
     return s;
   TrainingOptions sgd = adamw;
@@ -92,9 +102,9 @@ Status writeTraining(const std::string &dir) {
   sgd.cosine = false;
   sgd.maxNorm = 0.0;
   sgd.lr = 0.1;
-  if (Status s =
-          writeExecutable(dir + "/tiny-train-sgd.tpcx", tinyTrainingModel(sgd));
-      !s)
+  fb::ExecutableT sgdModel = tinyTrainingModel(sgd);
+  sgdModel.hf_config = config;
+  if (Status s = writeExecutable(dir + "/tiny-train-sgd.tpcx", sgdModel); !s)
     return s;
   fb::ExecutableT reseeded = train;
   reseeded.seed = 78;

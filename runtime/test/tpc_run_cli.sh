@@ -20,6 +20,16 @@ fail() {
   failures=$((failures + 1))
 }
 
+# A forward run notes on stderr whether it applies dropout ("tpc-run: the
+# forward pass evaluates without dropout, ..." or "... applies the model's
+# dropout ..."): kept in note.txt and left out of err.txt, which the checks
+# below read.
+split_note() {
+  grep '^tpc-run: the forward pass ' err.txt >note.txt
+  grep -v '^tpc-run: the forward pass ' err.txt >err.rest
+  mv err.rest err.txt
+}
+
 # expect_error TEXT ARGS...: exit status 1, and stderr is one "error: " line
 # that contains TEXT.
 expect_error() {
@@ -28,6 +38,7 @@ expect_error() {
   checks=$((checks + 1))
   "$run" "$@" >out.txt 2>err.txt
   rc=$?
+  split_note
   if [ "$rc" -ne 1 ]; then
     fail "tpc-run $*: exit status $rc, expected 1 ($(cat err.txt))"
   elif [ "$(wc -l <err.txt)" -ne 1 ] || ! grep -q '^error: ' err.txt; then
@@ -42,6 +53,7 @@ expect_ok() {
   checks=$((checks + 1))
   "$run" "$@" >out.txt 2>err.txt
   rc=$?
+  split_note
   if [ "$rc" -ne 0 ]; then
     fail "tpc-run $*: exit status $rc: $(cat err.txt)"
     return 1
@@ -119,6 +131,8 @@ expect_error "inputs-truncated.safetensors: tensor 'labels': data_offsets [32, 9
 # A good run: one line per step, the peak line, outputs and a trace.
 if expect_ok tiny.tpcx $weights $inputs --steps 3 --dump-outputs out.safetensors --trace trace.json; then
   expect_lines '^step [1-3] loss [0-9]+\.[0-9]{6} tokens_per_s [0-9]+\.[0-9]$' 3
+  [ "$(cat note.txt)" = "tpc-run: the forward pass applies the model's dropout (compiled with --keep-dropout)" ] ||
+    fail "the forward run with dropout noted '$(cat note.txt)'"
   expect_lines '^rank 0 peak_bytes [0-9]+ planned_peak_bytes [0-9]+$' 1
   [ "$(wc -l <out.txt)" -eq 4 ] || fail "expected 4 lines of output: $(cat out.txt)"
   # The tiny model has dropout: each step draws another mask.
@@ -146,6 +160,8 @@ fi
 # Made-up weights and inputs are deterministic; without dropout every step
 # computes the same loss.
 if expect_ok tiny-nodrop.tpcx --init-seed 3 --synthetic-seed 4 --steps 2; then
+  [ "$(cat note.txt)" = "tpc-run: the forward pass evaluates without dropout, as Hugging Face's model.eval()" ] ||
+    fail "the forward run without dropout noted '$(cat note.txt)'"
   cut -d' ' -f1-4 out.txt >first.txt
   [ "$(sed -n 1p first.txt | cut -d' ' -f4)" = "$(sed -n 2p first.txt | cut -d' ' -f4)" ] ||
     fail "without dropout the steps differ: $(cat out.txt)"
@@ -259,6 +275,116 @@ if expect_ok $train --steps 6 $evaluation --save-checkpoint full.safetensors --d
   expect_error "full.safetensors: the checkpoint's dropout seed 77 is not the executable's 78" tiny-train-seed78.tpcx --load-checkpoint full.safetensors --data tokens.bin
   expect_error "--data-seed 5: the checkpoint drew its batches with seed 0" tiny-train.tpcx --load-checkpoint full.safetensors --data tokens.bin --data-seed 5
 fi
+
+# Checkpoint directories: what Hugging Face's from_pretrained reads
+# (config.json, the params in model.safetensors with {"format": "pt"},
+# sharded with an index above TPCRT_CHECKPOINT_SHARD_BYTES) and tpc's
+# training state (training_state.safetensors: the optimizer state, I64
+# counters, the 64-bit seeds as metadata strings; no U64). The same runs as
+# above: full.txt and the single files are the reference.
+if [ -s full.txt ] && expect_ok $train --steps 6 $evaluation --save-checkpoint full-dir; then
+  grep -v '^rank' out.txt | sed 's/ tokens_per_s.*//' | cmp -s - full.txt ||
+    fail "saving a directory changed the run: $(cat out.txt)"
+  [ "$(ls full-dir | tr '\n' ' ')" = "config.json model.safetensors training_state.safetensors " ] ||
+    fail "full-dir holds $(ls full-dir | tr '\n' ' ')"
+  grep -q '"__metadata__":{"format":"pt"}' full-dir/model.safetensors ||
+    fail "model.safetensors lacks the metadata {\"format\": \"pt\"}"
+  grep -q '"transformer.h.0.mlp.c_fc.weight":{"dtype":"F32","shape":\[8,32\]' full-dir/model.safetensors ||
+    fail "model.safetensors does not hold c_fc.weight in its Hugging Face shape"
+  grep -q 'exp_avg' full-dir/model.safetensors && fail "model.safetensors holds optimizer state"
+  grep -q '"transformer.wte.weight.exp_avg_sq":{"dtype":"F32","shape":\[16,8\]' full-dir/training_state.safetensors ||
+    fail "training_state.safetensors lacks wte's exp_avg_sq"
+  for name in step data.position eval.position; do
+    grep -q "\"$name\":{\"dtype\":\"I64\",\"shape\":\[\]" full-dir/training_state.safetensors ||
+      fail "training_state.safetensors: $name is not an I64 scalar"
+  done
+  grep -q '"U64"' full-dir/training_state.safetensors && fail "training_state.safetensors has a U64 tensor"
+  for entry in '"data.seed":"0"' '"format":"pt"' '"random.seed":"77"' '"tpc.format":"tpc-training-state"'; do
+    grep -qF "$entry" full-dir/training_state.safetensors || fail "training_state.safetensors' metadata lacks $entry"
+  done
+  [ "$(sed -n 1,3p full-dir/config.json | tr -d '\n')" = '{  "architectures": [    "GPT2LMHeadModel"' ] &&
+    grep -q '^  "model_type": "gpt2",$' full-dir/config.json && grep -q '^  "vocab_size": 16$' full-dir/config.json ||
+    fail "config.json is not the executable's config, pretty-printed: $(cat full-dir/config.json)"
+  ls . full-dir | grep -q '\.tmp\.' && fail "a temporary file was left behind"
+
+  # Stopped after step 3 in a directory and resumed from it: the same lines,
+  # the same files byte for byte; into a single file, the single file's
+  # bytes. The single file of step 3 (the format before directories) resumes
+  # into the same directory.
+  if expect_ok $train --steps 3 $evaluation --save-checkpoint half-dir; then
+    resume="tiny-train.tpcx --data tokens.bin --steps 3 $evaluation"
+    if expect_ok $resume --load-checkpoint half-dir --save-checkpoint resumed-dir; then
+      grep -v '^rank' out.txt | sed 's/ tokens_per_s.*//' >resumed-dir.txt
+      grep '^step 4 ' resumed-dir.txt >/dev/null || fail "the resumed run does not go on from step 4: $(cat out.txt)"
+      sed '1,/^step 3 /d' full.txt | cmp -s - resumed-dir.txt ||
+        fail "resumed from a directory, the run printed other lines: $(cat out.txt)"
+      diff -r resumed-dir full-dir >/dev/null || fail "the directory resumed from a directory differs from the uninterrupted run's"
+    fi
+    expect_ok $resume --load-checkpoint half-dir --save-checkpoint dir-to-file.safetensors &&
+      { cmp -s dir-to-file.safetensors full.safetensors || fail "resumed from a directory into a file: other bytes than full.safetensors"; }
+    expect_ok $resume --load-checkpoint half.safetensors --save-checkpoint file-to-dir &&
+      { diff -r file-to-dir full-dir >/dev/null || fail "resumed from a single file into a directory: other files than full-dir"; }
+
+    # Sharded as save_pretrained shards (a tiny limit): wte 512 bytes,
+    # ln_f 32 + 32, c_fc.weight 1024, c_fc.bias 128, down.weight 1024,
+    # down.bias 32 into 4 shards, the two above 600 alone.
+    export TPCRT_CHECKPOINT_SHARD_BYTES=600
+    if expect_ok $resume --load-checkpoint half-dir --save-checkpoint sharded; then
+      [ "$(ls sharded | tr '\n' ' ')" = "config.json model-00001-of-00004.safetensors model-00002-of-00004.safetensors model-00003-of-00004.safetensors model-00004-of-00004.safetensors model.safetensors.index.json training_state.safetensors " ] ||
+        fail "sharded holds $(ls sharded | tr '\n' ' ')"
+      grep -q '^    "total_size": 2784$' sharded/model.safetensors.index.json &&
+        grep -q '^    "transformer.h.0.mlp.c_fc.weight": "model-00001-of-00004.safetensors",$' sharded/model.safetensors.index.json &&
+        grep -q '^    "transformer.wte.weight": "model-00002-of-00004.safetensors"$' sharded/model.safetensors.index.json ||
+        fail "model.safetensors.index.json: $(cat sharded/model.safetensors.index.json)"
+      for f in sharded/model-0000*; do
+        grep -q '"__metadata__":{"format":"pt"}' "$f" || fail "$f lacks {\"format\": \"pt\"}"
+      done
+      cmp -s sharded/training_state.safetensors full-dir/training_state.safetensors ||
+        fail "the sharded directory's training state differs"
+    fi
+    unset TPCRT_CHECKPOINT_SHARD_BYTES
+    # Resuming from the sharded directory and re-saving unsharded into it:
+    # the shards and the index go, the same files as an unsharded save.
+    if expect_ok tiny-train.tpcx --data tokens.bin --steps 1 --load-checkpoint sharded --save-checkpoint sharded; then
+      grep -q '^step 7 ' out.txt || fail "resumed from the sharded directory: $(cat out.txt)"
+      [ "$(ls sharded | tr '\n' ' ')" = "config.json model.safetensors training_state.safetensors " ] ||
+        fail "an unsharded save left $(ls sharded | tr '\n' ' ')"
+      expect_ok tiny-train.tpcx --data tokens.bin --steps 1 --load-checkpoint full-dir --save-checkpoint full-dir-7 &&
+        { diff -r sharded full-dir-7 >/dev/null || fail "resumed from the sharded directory: other files"; }
+    fi
+    export TPCRT_CHECKPOINT_SHARD_BYTES=lots
+    expect_error "TPCRT_CHECKPOINT_SHARD_BYTES: 'lots' is not a non-negative integer" $resume --load-checkpoint half-dir --save-checkpoint x
+    unset TPCRT_CHECKPOINT_SHARD_BYTES
+  fi
+  # A checkpoint directory is a model directory: --weights takes it.
+  expect_ok tiny-train.tpcx --weights full-dir --data tokens.bin --steps 1 ||
+    fail "--weights on a checkpoint directory"
+
+  # What a directory must hold, and what must match.
+  mkdir -p no-state no-weights no-shard
+  cp full-dir/* no-state/ && rm no-state/training_state.safetensors
+  cp full-dir/* no-weights/ && rm no-weights/model.safetensors
+  expect_error "no-state: no training_state.safetensors in it (tpc's training state: optimizer state, step, seeds, data positions; a save that did not finish, or a Hugging Face model directory: --weights no-state loads its weights alone)" tiny-train.tpcx --load-checkpoint no-state --data tokens.bin
+  expect_error "no-weights: no model.safetensors or model.safetensors.index.json in it" tiny-train.tpcx --load-checkpoint no-weights --data tokens.bin
+  if TPCRT_CHECKPOINT_SHARD_BYTES=600 "$run" tiny-train.tpcx --load-checkpoint full-dir --data tokens.bin --steps 1 --save-checkpoint no-shard >/dev/null 2>&1; then
+    rm no-shard/model-00003-of-00004.safetensors
+    expect_error "no-shard/model-00003-of-00004.safetensors: cannot open" tiny-train.tpcx --load-checkpoint no-shard --data tokens.bin
+  else
+    fail "a sharded save failed"
+  fi
+  expect_error "absent-dir: no such checkpoint directory" tiny-train.tpcx --load-checkpoint absent-dir --data tokens.bin
+  expect_error "full-dir/training_state.safetensors: no optimizer state 'transformer.wte.weight.momentum'" tiny-train-sgd.tpcx --load-checkpoint full-dir --data tokens.bin
+  expect_error "full-dir/training_state.safetensors: the checkpoint's dropout seed 77 is not the executable's 78" tiny-train-seed78.tpcx --load-checkpoint full-dir --data tokens.bin
+  expect_error "--data-seed 5: the checkpoint drew its batches with seed 0" tiny-train.tpcx --load-checkpoint full-dir --data tokens.bin --data-seed 5
+fi
+# An executable compiled before executables recorded their Hugging Face
+# config saves single files only, and says so before running.
+expect_error "--save-checkpoint old-dir: the executable records no Hugging Face config (it was compiled before executables carried one): recompile it (tpc-import, tpc-compile) to save a checkpoint directory, or save a single file with a path ending in .safetensors" tiny-train-nohf.tpcx --init-seed 1 --data tokens.bin --save-checkpoint old-dir
+[ -s out.txt ] && fail "the refused save ran steps first: $(cat out.txt)"
+[ -e old-dir ] && fail "the refused save created old-dir"
+expect_ok tiny-train-nohf.tpcx --init-seed 1 --data tokens.bin --save-checkpoint old.safetensors
+echo x >plain-file
+expect_error "--save-checkpoint plain-file: exists and is not a directory (a checkpoint directory; a single-file checkpoint takes a path ending in .safetensors)" tiny-train.tpcx --init-seed 1 --data tokens.bin --save-checkpoint plain-file
 
 # The loss falls when training for a while (SGD, lr 0.1).
 if expect_ok tiny-train-sgd.tpcx --weights train-weights.safetensors --data tokens.bin --steps 40; then

@@ -144,6 +144,21 @@ if expect_ok twin-c "$run" pipe-twin.tpcx --load-checkpoint twin-ckpt.safetensor
   done
 fi
 
+# Checkpoint directories: saved on the stages (each param from the lowest
+# stage holding it, the tied embedding once), the twin's files byte for
+# byte; a directory of the stages resumes on one stage, and the other way.
+if expect_ok twin-cd "$run" pipe-twin.tpcx --load-checkpoint twin-ckpt.safetensors $batch --steps 2 --save-checkpoint twin-cd &&
+   expect_ok p2-cd "$run" pipe2.tpcx --load-checkpoint twin-ckpt.safetensors $batch --steps 2 --save-checkpoint p2-cd --ranks 2; then
+  diff -r p2-cd twin-cd >/dev/null || fail "the directory of 2 stages differs from the twin's"
+  if expect_ok twin-cd2 "$run" pipe-twin.tpcx --load-checkpoint p2-cd $batch --save-checkpoint twin-cd2 &&
+     expect_ok p2-cd2 "$run" pipe2.tpcx --load-checkpoint twin-cd $batch --save-checkpoint p2-cd2 --ranks 2; then
+    grep '^step' twin-cd2.txt >twin-cd2.steps
+    grep '^step 6 ' twin-cd2.steps >/dev/null || fail "resumed from p2-cd: $(cat twin-cd2.raw)"
+    grep '^step' p2-cd2.txt | cmp -s - twin-cd2.steps || fail "resumed on 2 stages: other lines: $(cat p2-cd2.raw)"
+    diff -r p2-cd2 twin-cd2 >/dev/null || fail "resumed from directories: other files on 2 stages than on one"
+  fi
+fi
+
 # Functions and actions (ActionExecutables.h): the step as actions on one
 # stage and on two against the same step unrolled, byte for byte, with
 # token data (every slot of the inputs' pools filled with its microbatch)

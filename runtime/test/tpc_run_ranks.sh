@@ -178,5 +178,32 @@ if expect_ok twin-c "$run" twin.tpcx $resume --save-checkpoint twin-c.safetensor
     fail "the checkpoint saved on 2 ranks lost what it loaded"
 fi
 
+# Checkpoint directories are gathered the same way: from the same single
+# file (the format before directories), the directories of 2 and 4 ranks
+# are the twin's byte for byte (the padded a.weight without its padding)
+# and hold what the single file does; a directory saved on 2 ranks resumes
+# on 4 and on one alike.
+if expect_ok twin-cd "$run" twin.tpcx $resume --save-checkpoint twin-cd &&
+   expect_ok r2-cd "$run" ranks2.tpcx $resume --save-checkpoint r2-cd --ranks 2 &&
+   expect_ok r4-cd "$run" ranks4.tpcx $resume --save-checkpoint r4-cd --ranks 4; then
+  grep '^step' r2-cd.txt >r2-cd.steps
+  grep '^step 4 ' r2-cd.steps >/dev/null || fail "resumed on 2 ranks: $(cat r2-cd.raw)"
+  grep '^step' twin-cd.txt | cmp -s - r2-cd.steps || fail "2 ranks printed other lines: $(cat r2-cd.raw)"
+  diff -r r2-cd twin-cd >/dev/null || fail "the directory of 2 ranks differs from the twin's"
+  diff -r r4-cd twin-cd >/dev/null || fail "the directory of 4 ranks differs from the twin's"
+  [ -s twin-c.safetensors ] && { "$fixtures" same twin-cd/model.safetensors twin-c.safetensors \
+    a.weight b.weight c.bias d.weight e.table &&
+    "$fixtures" same twin-cd/training_state.safetensors twin-c.safetensors \
+    a.weight.exp_avg b.weight.exp_avg step data.position eval.position; } ||
+    fail "the directory does not hold what the single file does"
+  if expect_ok r4-cd2 "$run" ranks4.tpcx --load-checkpoint r2-cd $batch --save-checkpoint r4-cd2 --ranks 4 &&
+     expect_ok twin-cd2 "$run" twin.tpcx --load-checkpoint r2-cd $batch --save-checkpoint twin-cd2; then
+    grep '^step' twin-cd2.txt >twin-cd2.steps
+    grep '^step 5 ' twin-cd2.steps >/dev/null || fail "resumed from r2-cd: $(cat twin-cd2.raw)"
+    grep '^step' r4-cd2.txt | cmp -s - twin-cd2.steps || fail "resumed on 4 ranks: other lines: $(cat r4-cd2.raw)"
+    diff -r r4-cd2 twin-cd2 >/dev/null || fail "resumed from a directory on 4 ranks: other files than on one"
+  fi
+fi
+
 echo "tpc_run_ranks.sh: $checks runs, $failures failed"
 [ "$failures" -eq 0 ]

@@ -6,6 +6,8 @@
 //          --data TOKENS.bin) [--steps K]
 //         [--eval-data TOKENS.bin --eval-every N] [--dump-grads G]
 //         [--save-checkpoint C] [--dump-outputs OUT] [--trace TRACE.json]
+//         (a checkpoint is a Hugging Face model directory plus tpc's
+//         training state, or one file for a path ending in .safetensors)
 //         [--ranks N]
 //
 // Runs an executable on CPU ranks: the forward pass and loss, or, for an
@@ -89,9 +91,11 @@ Weights (one of):
                           of S and the param's name. With --weights: draws
                           only the params the file lacks (e.g. the
                           lm_head.weight of a base model), named on stderr
-  --load-checkpoint C     resume from a --save-checkpoint file: params,
-                          optimizer state, step, data positions; steps are
-                          numbered on from the checkpoint's
+  --load-checkpoint C     resume from what --save-checkpoint wrote (a
+                          checkpoint directory, or a single .safetensors
+                          file): params, optimizer state, step, seeds, data
+                          positions; steps are numbered on from the
+                          checkpoint's
 
 Inputs (exactly one):
   --inputs BATCH          a .safetensors file with input_ids and labels
@@ -127,7 +131,16 @@ Options:
                           without dropout
   --dump-grads G          write the gradients of the first step under the
                           params' Hugging Face names and shapes (safetensors)
-  --save-checkpoint C     write a checkpoint after the last step, atomically
+  --save-checkpoint C     write a checkpoint after the last step: to a
+                          directory that Hugging Face's from_pretrained
+                          loads (config.json, model.safetensors, sharded
+                          above 5 GB as save_pretrained does, with
+                          model.safetensors.index.json), with tpc's
+                          training state (optimizer state, step, seeds,
+                          data positions) in training_state.safetensors;
+                          a path ending in .safetensors writes all of it to
+                          that one file instead. Each file is written
+                          atomically
   --device cpu|cuda       where to run (default cpu; cuda is not available
                           yet)
   --dump-outputs OUT      write the outputs of the last step (loss, and
@@ -148,6 +161,10 @@ Testing aid (fault injection): TPCRT_FAIL_RANK=r TPCRT_FAIL_STEP=k in the
 environment make rank r fail at the start of step k with an error
 (TPCRT_FAIL_KIND=crash: abort with SIGABRT instead); every rank must then
 exit with an error within seconds.
+
+Testing aid (sharding): TPCRT_CHECKPOINT_SHARD_BYTES=B in the environment
+shards a checkpoint directory's params above B bytes instead of 5 GB
+(save_pretrained's max_shard_size).
 )";
 
 struct Options {
@@ -157,6 +174,8 @@ struct Options {
   LabelShift labels = LabelShift::Shifted;
   std::optional<uint64_t> initSeed, syntheticSeed, dataSeed, ranks;
   uint64_t steps = 1, evalEvery = 0, evalBatches = 1;
+  /// A checkpoint directory's shard size (TPCRT_CHECKPOINT_SHARD_BYTES).
+  CheckpointOptions checkpoint;
   std::string device = "cpu";
   bool help = false;
 };
@@ -809,8 +828,8 @@ Status runSteps(const Options &options, const FaultInjection &fault,
   }
 
   if (options.saveCheckpoint)
-    if (Status s =
-            saveCheckpoint(*options.saveCheckpoint, interpreter, counters);
+    if (Status s = saveCheckpoint(*options.saveCheckpoint, interpreter,
+                                  counters, options.checkpoint);
         !s)
       return s;
   if (options.trace) {
@@ -1033,6 +1052,21 @@ Status prepare(int argc, char **argv, Communicator *world, Options &options,
   const fb::Executable &exe = loaded.executable();
   int64_t meshRanks = 1;
   meshText(exe, meshRanks);
+  // A checkpoint directory needs the executable's Hugging Face config:
+  // refused now rather than after the steps.
+  if (options.saveCheckpoint) {
+    std::string hfConfig = exe.hf_config() ? exe.hf_config()->str() : "";
+    if (Status s = checkCheckpointTarget(*options.saveCheckpoint, hfConfig);
+        !s)
+      return Status::error("--save-checkpoint " + s.message());
+  }
+  const char *shard = std::getenv("TPCRT_CHECKPOINT_SHARD_BYTES");
+  if (options.saveCheckpoint && shard) {
+    if (Status s = parseUnsigned("TPCRT_CHECKPOINT_SHARD_BYTES", shard,
+                                 options.checkpoint.maxShardBytes);
+        !s)
+      return s;
+  }
   // A Hugging Face model directory stands for its checkpoint file.
   if (options.weights) {
     std::string file;

@@ -142,7 +142,7 @@ def main():
         prefix = os.path.join(work, "%s.%d" % (label, step))
         stdout = run([tool("tpc-run"), tpcx, "--inputs", inputs_path, "--steps", "1",
                       "--dump-grads", prefix + ".grads", "--dump-outputs", prefix + ".out",
-                      "--save-checkpoint", prefix + ".ckpt"] + start + extra)
+                      "--save-checkpoint", prefix + ".ckpt.safetensors"] + start + extra)
         printed = STEP_LINE.findall(stdout)
         if len(printed) != 1 or int(printed[0][0]) != step:
             fail("%s: tpc-run printed %s, expected one line 'step %d loss ..'"
@@ -159,7 +159,7 @@ def main():
     first_loss = first_exact_loss = None
     for step in range(1, STEPS + 1):
         start = (["--weights", weights_path] if step == 1 else
-                 ["--load-checkpoint", os.path.join(work, "dist.%d.ckpt" % (step - 1))])
+                 ["--load-checkpoint", os.path.join(work, "dist.%d.ckpt.safetensors" % (step - 1))])
         dist_out, dist_outputs, dist_grads = one_step(dist_tpcx, "dist", step, start,
                                                       ["--ranks", str(ranks)])
         single_out, single_outputs, single_grads = one_step(single_tpcx, "single", step,
@@ -195,7 +195,7 @@ def main():
             report(error <= loss_tolerance, "step %d loss vs PyTorch: %.9g expected %.9g "
                    "(relative error %.2e, tolerance %.2e)"
                    % (step, float(dist_outputs["loss"]), loss, error, loss_tolerance))
-        after = tpc_torch.read_safetensors(os.path.join(work, "dist.%d.ckpt" % step))
+        after = tpc_torch.read_safetensors(os.path.join(work, "dist.%d.ckpt.safetensors" % step))
         step_check.check_update(names, before, dist_grads, after, step, optimizer, 1e-3,
                                 report)
         before = after

@@ -4,7 +4,8 @@
 # too), two microbatches, AdamW, batches drawn from a token file (so the data
 # position must resume too). Six steps in one run against three + three; the
 # step lines (without tokens_per_s, a timing) and the final checkpoints must be
-# identical.
+# identical: checkpoint directories (Hugging Face's files and tpc's training
+# state) file for file, and the same through single .safetensors files.
 #
 #   check_resume.sh BIN_DIR SRC_ROOT WORK_DIR
 set -eu
@@ -30,7 +31,16 @@ fi
 if ! cmp -s "$work/full.txt" "$work/split.txt"; then
   echo "FAIL: the resumed run's steps differ:"; diff "$work/full.txt" "$work/split.txt"; exit 1
 fi
-if ! cmp -s "$work/full.ckpt" "$work/resumed.ckpt"; then
+if ! diff -r "$work/full.ckpt" "$work/resumed.ckpt" >/dev/null; then
   echo "FAIL: the resumed run's final checkpoint differs from the uninterrupted run's"; exit 1
+fi
+run --init-seed 3 --steps 3 --save-checkpoint "$work/half.safetensors" > /dev/null
+run --load-checkpoint "$work/half.safetensors" --steps 3 \
+  --save-checkpoint "$work/resumed.safetensors" > "$work/second-file.txt"
+if ! cmp -s "$work/second.txt" "$work/second-file.txt" ||
+   ! run --load-checkpoint "$work/half.ckpt" --steps 3 \
+       --save-checkpoint "$work/full.safetensors" > /dev/null ||
+   ! cmp -s "$work/resumed.safetensors" "$work/full.safetensors"; then
+  echo "FAIL: resumed through single files, the run differs"; exit 1
 fi
 echo "ok: steps 4-6 and the final checkpoint are identical after resuming"

@@ -164,10 +164,10 @@ def main():
     losses, worst = [], dict(loss=0.0, grad=0.0, update=0.0)
     for step in range(1, STEPS + 1):
         grads_path = os.path.join(work, "grads.%d.safetensors" % step)
-        checkpoint = os.path.join(work, "step%d.ckpt" % step)
+        checkpoint = os.path.join(work, "step%d.ckpt.safetensors" % step)
         outputs_path = os.path.join(work, "outputs.%d.safetensors" % step)
         start = (["--weights", weights_path] if step == 1 else
-                 ["--load-checkpoint", os.path.join(work, "step%d.ckpt" % (step - 1))])
+                 ["--load-checkpoint", os.path.join(work, "step%d.ckpt.safetensors" % (step - 1))])
         stdout = run([tool("tpc-run"), model_tpcx, "--inputs", inputs_path, "--steps", "1",
                       "--dump-grads", grads_path, "--save-checkpoint", checkpoint,
                       "--dump-outputs", outputs_path] + start)

@@ -72,7 +72,7 @@ def main():
         prefix = os.path.join(work, "%s.%d" % (label, step))
         stdout = tools.run(["tpc-run", tpcx, "--inputs", batch_path, "--steps", "1",
                             "--dump-grads", prefix + ".grads", "--dump-outputs",
-                            prefix + ".out", "--save-checkpoint", prefix + ".ckpt"]
+                            prefix + ".out", "--save-checkpoint", prefix + ".ckpt.safetensors"]
                            + start + extra + hf.label_args(unshifted))
         if "step %d loss" % step not in stdout:
             report(False, "%s: tpc-run printed no 'step %d loss ..' line" % (label, step))
@@ -84,7 +84,7 @@ def main():
     losses = []
     for step in range(1, STEPS + 1):
         start = (tools.weights_args(model_dir) if step == 1 else
-                 ["--load-checkpoint", os.path.join(work, "mesh.%d.ckpt" % (step - 1))])
+                 ["--load-checkpoint", os.path.join(work, "mesh.%d.ckpt.safetensors" % (step - 1))])
         mesh_out, mesh, mesh_grads = one_step(mesh_tpcx, "mesh", step, start,
                                               ["--ranks", str(TP)])
         single_out, single, single_grads = one_step(single_tpcx, "single", step, start, [])
@@ -95,7 +95,7 @@ def main():
 
         # The HF model at the mesh's parameters p(step - 1).
         if step > 1:
-            load_checkpoint_params(model, os.path.join(work, "mesh.%d.ckpt" % (step - 1)))
+            load_checkpoint_params(model, os.path.join(work, "mesh.%d.ckpt.safetensors" % (step - 1)))
         ref = hf.references(model, ids, labels, True, report)
         print("step %d: loss %.7f (mesh) %.7f (one device)"
               % (step, float(mesh["loss"]), float(single["loss"])))
@@ -112,7 +112,7 @@ def main():
                                  "loss", report, worst)
         hf.compare_gradients(mesh_grads, ref, report, worst, " (step %d, tp=%d)" % (step, TP))
 
-    load_checkpoint_params(model, os.path.join(work, "mesh.%d.ckpt" % STEPS))
+    load_checkpoint_params(model, os.path.join(work, "mesh.%d.ckpt.safetensors" % STEPS))
     with torch.no_grad():
         final = float(model(input_ids=ids, labels=labels).loss)
     losses.append(final)

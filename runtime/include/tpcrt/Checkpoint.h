@@ -1,14 +1,30 @@
 //===- Checkpoint.h - training checkpoints and gradient dumps ---*- C++ -*-===//
 //
-// A checkpoint is one safetensors file holding everything a run needs to
-// continue bit-identically: every param under its Hugging Face name and
-// shape (in its buffer's dtype), every optimizer state as
-// "<hf_name>.<state name>" (f32, the Hugging Face shape), and the run's
-// counters as scalars: `step` (optimizer steps done, which is also the
-// dropout step counter), `random.seed` (the executable's dropout seed, U64),
-// `data.seed` (U64), `data.position` and `eval.position` (batches drawn from
-// --data and --eval-data). Dropout masks and data batches are pure functions
-// of these counters, so nothing else is saved. Written atomically.
+// A checkpoint holds everything a run needs to continue bit-identically:
+// every param under its Hugging Face name and shape (in its buffer's dtype),
+// every optimizer state as "<hf_name>.<state name>" (f32, the Hugging Face
+// shape), and the run's counters: `step` (optimizer steps done, which is
+// also the dropout step counter), the executable's dropout seed, the data
+// seed, and `data.position` and `eval.position` (batches drawn from --data
+// and --eval-data). Dropout masks and data batches are pure functions of
+// these counters, so nothing else is saved. It comes in two formats, by the
+// path (checkpointFormatOf):
+//
+// - A directory (any path not ending in ".safetensors"): a Hugging Face
+//   model directory that `from_pretrained` loads: `config.json` (the
+//   executable's hf_config), the params in `model.safetensors` (metadata
+//   {"format": "pt"}), sharded above CheckpointOptions::maxShardBytes as
+//   save_pretrained shards (`model-0000i-of-0000N.safetensors` and
+//   `model.safetensors.index.json`); and tpc's training state in
+//   `training_state.safetensors`: the optimizer state, `step`,
+//   `data.position` and `eval.position` (I64 scalars) and the two 64-bit
+//   seeds as decimal strings in its metadata (`random.seed`, `data.seed`),
+//   so that torch and safetensors read it (no U64). Each file is written
+//   atomically; the training state is removed first and written last, so a
+//   directory with one is complete.
+// - One safetensors file (a path ending in ".safetensors"): the params, the
+//   state and the counters as scalars, the seeds U64 (the format before
+//   directories; such files still load).
 //
 // On a mesh the files are the same as a one-rank run's: loading scatters
 // each whole tensor to the ranks' blocks (Weights.h), saving gathers the
@@ -41,17 +57,60 @@ struct RunCounters {
   uint64_t evalPosition = 0;
 };
 
-/// Writes the interpreter's params, state and step and `counters` to `path`
-/// (atomically; rank 0 writes).
+/// The two checkpoint formats (see the file comment).
+enum class CheckpointFormat { File, Directory };
+
+/// File for a path ending in ".safetensors", else Directory.
+CheckpointFormat checkpointFormatOf(const std::string &path);
+
+/// What a checkpoint directory's files are called.
+constexpr char kCheckpointConfigFile[] = "config.json";
+constexpr char kCheckpointWeightsFile[] = "model.safetensors";
+constexpr char kCheckpointIndexFile[] = "model.safetensors.index.json";
+constexpr char kCheckpointStateFile[] = "training_state.safetensors";
+
+/// save_pretrained's default max_shard_size, "5GB": 5 * 10^9 bytes.
+constexpr uint64_t kDefaultMaxShardBytes = 5000000000ull;
+
+struct CheckpointOptions {
+  /// A directory's params go to one model.safetensors while their bytes sum
+  /// to at most this; above it, into shards as save_pretrained splits them:
+  /// in the program's param order, a new shard when the next tensor would
+  /// take the current one above the limit, a tensor larger than the limit
+  /// in a shard of its own.
+  uint64_t maxShardBytes = kDefaultMaxShardBytes;
+};
+
+/// Whether `path` can take a checkpoint of an executable whose hf_config is
+/// `hfConfig` (Program::hfConfig), checked before anything runs: a
+/// directory needs a config (an executable compiled before executables
+/// carried one is refused, saying to recompile it or to save a single file)
+/// and must not be an existing file. Errors start with `path`.
+Status checkCheckpointTarget(const std::string &path,
+                             const std::string &hfConfig);
+
+/// Writes the interpreter's params, state and step and `counters` to `path`,
+/// a directory or a file by checkpointFormatOf (rank 0 writes).
 Status saveCheckpoint(const std::string &path, Interpreter &interpreter,
-                      const RunCounters &counters);
+                      const RunCounters &counters,
+                      const CheckpointOptions &options = {});
 
 /// Reads what saveCheckpoint wrote into the interpreter (params, state, the
-/// step counter) and `counters`. Every param and state of the executable
-/// must be there with its shape; the dropout seed must be the executable's.
-/// Errors name the file and the tensor.
+/// step counter) and `counters`: from a directory when `path` is one, else
+/// from a single file. Every param and state of the executable must be
+/// there with its shape; the dropout seed must be the executable's. Errors
+/// name the file and the tensor; a directory without its weights or its
+/// training state says which file is missing.
 Status loadCheckpoint(const std::string &path, Interpreter &interpreter,
                       RunCounters &counters);
+
+/// The files save_pretrained would shard tensors of `tensorBytes` bytes (in
+/// this order) into with max_shard_size `maxShardBytes`, one per tensor:
+/// model.safetensors when they make one shard, else
+/// model-0000i-of-0000N.safetensors (see CheckpointOptions).
+std::vector<std::string>
+shardCheckpointFiles(const std::vector<uint64_t> &tensorBytes,
+                     uint64_t maxShardBytes);
 
 /// Writes the executable's grads (after the last step) under their params'
 /// Hugging Face names and shapes, f32 (atomically; rank 0 writes). An

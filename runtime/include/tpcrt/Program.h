@@ -329,6 +329,10 @@ struct Program {
 
   uint64_t arenaBytes = 0;
   uint64_t seed = 0;
+  /// Executable.hf_config: the Hugging Face config.json of the model as
+  /// compiled (compact JSON), what a checkpoint directory's config.json
+  /// holds. Empty in executables compiled before it existed.
+  std::string hfConfig;
   /// This rank's planned peak: its stage's entry of
   /// stage_planned_peak_bytes where the file has them, else
   /// planned_peak_bytes.
