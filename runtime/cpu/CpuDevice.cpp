@@ -684,6 +684,9 @@ Status CpuDevice::run(const KernelCall &call, const Resolved &r,
   case fb::OpCode::SgdUpdate:
     return cpu::sgdUpdate(out(0), in(1), out(1), call.count, scalarIn(3), fa[0],
                           fa[1], call.operands.size() > 4 ? scalarIn(4) : 1.0f);
+  case fb::OpCode::SgdUpdatePlain:
+    return cpu::sgdUpdate(out(0), in(1), nullptr, call.count, scalarIn(2), 0.0,
+                          fa[0], call.operands.size() > 3 ? scalarIn(3) : 1.0f);
   case fb::OpCode::SumSquares: {
     double sum = 0.0;
     for (size_t j = 0; j < call.operands.size(); ++j)

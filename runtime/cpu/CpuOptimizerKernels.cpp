@@ -93,6 +93,10 @@ Status sgdUpdate(float *param, const float *grad, float *momentumBuffer,
     float d = grad[i] * gradScale;
     if (weightDecay != 0.0)
       d = d + decay * param[i];
+    if (!momentumBuffer) {
+      param[i] = param[i] + negLr * d;
+      continue;
+    }
     float buf = momentumBuffer[i] * mu + d;
     momentumBuffer[i] = buf;
     param[i] = param[i] + negLr * buf;

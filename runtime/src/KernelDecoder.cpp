@@ -852,7 +852,8 @@ Status KernelDecoder::inverseCount() {
 /// are the param and state operands themselves (checkAliasing).
 Status KernelDecoder::optimizerUpdate() {
   bool adamw = call.op == fb::OpCode::AdamWUpdate;
-  if (Status s = attrs(0, adamw ? 4 : 2, 0); !s)
+  bool plain = call.op == fb::OpCode::SgdUpdatePlain;
+  if (Status s = attrs(0, adamw ? 4 : plain ? 1 : 2, 0); !s)
     return s;
   if (adamw) {
     for (size_t j = 0; j < 2; ++j)
@@ -864,13 +865,16 @@ Status KernelDecoder::optimizerUpdate() {
       return s;
     if (Status s = finite(3, "weight_decay", 0.0, true); !s)
       return s;
+  } else if (plain) {
+    if (Status s = finite(0, "weight_decay", 0.0, true); !s)
+      return s;
   } else {
     if (Status s = finite(0, "momentum", 0.0, true); !s)
       return s;
     if (Status s = finite(1, "weight_decay", 0.0, true); !s)
       return s;
   }
-  size_t tensors = adamw ? 4 : 3;
+  size_t tensors = adamw ? 4 : plain ? 2 : 3;
   const TensorRef &param = in(0);
   for (size_t j = 0; j < tensors; ++j) {
     if (Status s = dtype(in(j), inRole(j), fb::DType::F32); !s)

@@ -260,6 +260,11 @@ std::optional<KernelSpec> kernelFor(Operation *op) {
                            op.getWeightDecay().convertToDouble()}};
       })
       .Case([](SgdUpdateOp op) {
+        // Without momentum torch keeps no buffer: neither does the kernel.
+        if (!op.getMomentumBuffer())
+          return KernelSpec{OpCode::SgdUpdatePlain,
+                            {},
+                            {op.getWeightDecay().convertToDouble()}};
         return KernelSpec{OpCode::SgdUpdate,
                           {},
                           {op.getMomentum().convertToDouble(),
@@ -507,10 +512,6 @@ private:
   /// An optimizer state lives in its parameter's layout.
   LogicalResult checkStateLayouts();
   LogicalResult lowerUpdate(Operation *op, const KernelSpec &spec);
-  /// An f32 state buffer of `param`, for an SGD step without momentum (the
-  /// kernel always keeps its buffer).
-  Value createMomentumState(Value param, Location loc);
-  DenseMap<Value, Value> momentumStates;
   /// The buffer of operand `value` of `op`; an error when it has none (a
   /// constant that no op folded).
   FailureOr<Value> bufferOf(Operation *op, Value value);
@@ -785,24 +786,6 @@ LogicalResult Lowering::lowerExtractSlice(tensor::ExtractSliceOp op) {
       op.getSource(), op.getResult());
 }
 
-Value Lowering::createMomentumState(Value param, Location loc) {
-  // One per parameter: the stages that each update their copy of a tied
-  // parameter each keep their copy of its state in the same buffer.
-  Value &state = momentumStates[param];
-  if (state)
-    return state;
-  OpBuilder::InsertionGuard guard(builder);
-  builder.setInsertionPointAfter(lastArgumentBuffer);
-  auto paramOp = buffers.lookup(param).getDefiningOp<ParamOp>();
-  auto type = MemRefType::get(paramOp.getBuffer().getType().getShape(),
-                              builder.getF32Type());
-  state = StateOp::create(builder, loc, type, builder.getStringAttr("momentum"),
-                          paramOp.getHfNameAttr(),
-                          /*offset=*/IntegerAttr());
-  lastArgumentBuffer = state.getDefiningOp();
-  return state;
-}
-
 /// The optimizer updates its parameter and state arguments in place: their
 /// new values are the argument buffers, so nothing after the update may
 /// read the old values.
@@ -837,23 +820,7 @@ LogicalResult Lowering::lowerUpdate(Operation *op, const KernelSpec &spec) {
       }
     buffers[result] = buffers.lookup(old);
   }
-  auto sgd = dyn_cast<tpc::SgdUpdateOp>(op);
-  if (!sgd || sgd.getMomentumBuffer())
-    return emitKernel(op, spec, op->getOperands(), op->getResults());
-  // Without momentum torch keeps no buffer, but the kernel always has one
-  // (it then holds the last step's update direction): a state of its own.
-  SmallVector<Value> operands;
-  for (Value operand : op->getOperands()) {
-    FailureOr<Value> buffer = bufferOf(op, operand);
-    if (failed(buffer))
-      return failure();
-    operands.push_back(*buffer);
-  }
-  Value param = buffers.lookup(sgd.getParam());
-  Value momentum = createMomentumState(sgd.getParam(), op->getLoc());
-  operands.insert(operands.begin() + 2, momentum);
-  createKernel(op->getLoc(), spec, operands, {param, momentum});
-  return success();
+  return emitKernel(op, spec, op->getOperands(), op->getResults());
 }
 
 LogicalResult Lowering::lowerOp(Operation *op) {

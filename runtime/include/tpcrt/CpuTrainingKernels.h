@@ -174,6 +174,8 @@ Status adamwUpdate(float *param, const float *grad, float *expAvg,
 ///   d = g * gradScale + weight_decay * param
 ///   buf = momentum * buf + d     (buf starts at 0, so step 1 gives d)
 ///   param -= lr * buf
+/// Without a momentumBuffer (sgd_update_plain, momentum 0, as torch keeps no
+/// buffer then): param -= lr * d, the same numbers as momentum 0 with one.
 Status sgdUpdate(float *param, const float *grad, float *momentumBuffer,
                  int64_t count, float lr, double momentum, double weightDecay,
                  float gradScale);
