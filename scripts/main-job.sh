@@ -38,6 +38,9 @@ echo "== tpc-run on the CPU (weights from --init-seed, a synthetic batch)"
 echo "kernel trace: $OUT/gpt2-tiny.trace.json (chrome://tracing or ui.perfetto.dev)"
 
 echo "== train it: tpc-compile --train (AdamW, 2 microbatches), 40 steps on examples/data"
+# The checkpoints are Hugging Face model directories (from_pretrained loads
+# them); an earlier run's single-file checkpoint at these paths goes first.
+rm -rf "$OUT/gpt2-tiny-train.ckpt" "$OUT/gpt2-tiny-mesh.ckpt"
 "$BIN/tpc-import" examples/configs/gpt2-tiny.json --batch 8 --seq 64 \
   -o "$OUT/gpt2-tiny-train.mlir"
 "$BIN/tpc-compile" "$OUT/gpt2-tiny-train.mlir" -o "$OUT/gpt2-tiny-train.tpcx" --train \
@@ -46,7 +49,7 @@ echo "== train it: tpc-compile --train (AdamW, 2 microbatches), 40 steps on exam
 "$BIN/tpc-run" "$OUT/gpt2-tiny-train.tpcx" --init-seed 1 \
   --data examples/data/train.bin --eval-data examples/data/val.bin --eval-every 20 \
   --steps 40 --save-checkpoint "$OUT/gpt2-tiny-train.ckpt" | tee "$OUT/train.log"
-echo "report: $OUT/gpt2-tiny-train.report.json; checkpoint: $OUT/gpt2-tiny-train.ckpt"
+echo "report: $OUT/gpt2-tiny-train.report.json; checkpoint (a Hugging Face model directory): $OUT/gpt2-tiny-train.ckpt"
 
 echo "== the same training on 4 CPU ranks: --mesh dp=2,tp=2 --sequence-parallel, tpc-run --ranks 4"
 "$BIN/tpc-compile" "$OUT/gpt2-tiny-train.mlir" -o "$OUT/gpt2-tiny-mesh.tpcx" --train \
