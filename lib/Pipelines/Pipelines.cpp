@@ -196,17 +196,12 @@ static LogicalResult checkMemoryLimit(ModuleOp module,
                                       ArrayRef<RematChoice> rematChoices) {
   if (!options.memoryLimit)
     return success();
-  auto programs = module.getOps<rt::ProgramOp>();
-  if (programs.empty())
-    return module.emitError("--memory-limit: no rt.program to check");
-  int64_t stages = options.axisSize("pp");
+  FailureOr<SmallVector<int64_t>> peaks =
+      rt::readPlannedPeaks(module, options.axisSize("pp"));
+  if (failed(peaks))
+    return failure();
   SmallVector<std::string> over;
-  for (int64_t stage = 0; stage < stages; ++stage) {
-    int64_t peak = rt::computeMemoryStats(
-                       *programs.begin(),
-                       stages > 1 ? std::optional<unsigned>(stage)
-                                  : std::nullopt)
-                       .peakBytes;
+  for (auto [stage, peak] : llvm::enumerate(*peaks)) {
     if (!rematChoices.empty() && rematChoices[stage].plannedPeak != peak)
       return module.emitError()
              << "--remat auto: stage " << stage << " was predicted a planned "

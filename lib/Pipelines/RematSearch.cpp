@@ -294,14 +294,13 @@ FailureOr<SmallVector<Probe>> compileCandidate(ModuleOp module,
   buildLowerToExecutable(lower, options);
   if (failed(lower.run(*copy)))
     return failure();
-  auto programs = copy->getOps<rt::ProgramOp>();
-  if (programs.empty())
-    return module.emitError("--remat auto: the lowering made no rt.program");
-  for (auto [stage, probe] : llvm::enumerate(probes))
-    probe.peak = rt::computeMemoryStats(*programs.begin(),
-                                        staged ? std::optional<unsigned>(stage)
-                                               : std::nullopt)
-                     .peakBytes;
+  // The peaks rt-plan-memory wrote (the executable's planned peaks).
+  FailureOr<SmallVector<int64_t>> peaks =
+      rt::readPlannedPeaks(*copy, numStages);
+  if (failed(peaks))
+    return failure();
+  for (auto [probe, peak] : llvm::zip(probes, *peaks))
+    probe.peak = peak;
   return probes;
 }
 

@@ -687,6 +687,23 @@ MemoryStats mlir::rt::computeMemoryStats(ProgramOp program,
   return stats;
 }
 
+FailureOr<SmallVector<int64_t>> mlir::rt::readPlannedPeaks(ModuleOp module,
+                                                         unsigned numStages) {
+  if (auto stages = module->getAttrOfType<DenseI64ArrayAttr>(
+          RtDialect::kStagePlannedPeakBytesAttrName)) {
+    if (stages.size() != numStages)
+      return module.emitError("'")
+             << RtDialect::kStagePlannedPeakBytesAttrName << "' has "
+             << stages.size() << " entries, expected " << numStages;
+    return SmallVector<int64_t>(stages.asArrayRef());
+  }
+  auto peak =
+      module->getAttrOfType<IntegerAttr>(RtDialect::kPlannedPeakBytesAttrName);
+  if (!peak || numStages != 1)
+    return module.emitError("no planned peak per stage (run rt-plan-memory)");
+  return SmallVector<int64_t>{peak.getInt()};
+}
+
 namespace {
 
 struct PlanMemoryPass : public rt::impl::RtPlanMemoryBase<PlanMemoryPass> {

@@ -9,6 +9,7 @@
 #define DIALECTS_RT_TRANSFORMS_PLANMEMORY_H
 
 #include "dialects/Rt/IR/RtOps.h"
+#include "mlir/IR/BuiltinOps.h"
 
 #include <optional>
 #include <vector>
@@ -40,6 +41,12 @@ struct MemoryStats {
 /// (the buffers its kernels use; its planned peak). With `stage_actions` the
 /// peaks are over the stage's action time (computeActionPeak), and without
 /// `stage` the largest stage's.
+/// The planned peak of each of `numStages` stages as rt-plan-memory wrote it
+/// on `module` (`rt.stage_planned_peak_bytes`, or `rt.planned_peak_bytes`
+/// for a program of one stage); an error when the plan is missing.
+FailureOr<SmallVector<int64_t>> readPlannedPeaks(ModuleOp module,
+                                                 unsigned numStages);
+
 MemoryStats computeMemoryStats(ProgramOp program,
                                std::optional<unsigned> stage = std::nullopt);
 
