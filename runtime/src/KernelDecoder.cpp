@@ -136,8 +136,10 @@ Status KernelDecoder::finite(size_t index, const char *name, double lowest,
 
 Status KernelDecoder::dropoutRate(size_t index) {
   double rate = call.floatAttrs[index];
-  if (rate >= 0.0 && rate < 1.0)
+  if (rate >= 0.0 && rate < 1.0) {
+    call.dropoutRate = rate;
     return Status::ok();
+  }
   return Status::error("dropout rate (float_attrs[" + std::to_string(index) +
                        "]) is " + number(rate) + ", expected [0, 1)");
 }

@@ -634,18 +634,11 @@ Status printTimes(Interpreter &interpreter,
 
 void report(const Status &status, int rank, int ranks);
 
-/// Whether a forward executable applies dropout: a dropout kernel, or an
-/// attention whose dropout rate is not 0.
+/// Whether an executable applies dropout: a kernel with a rate above 0.
 static bool appliesDropout(const Program &program) {
-  for (const KernelCall &call : program.fileCalls()) {
-    if (call.op == fb::OpCode::Dropout && !call.floatAttrs.empty() &&
-        call.floatAttrs[0] > 0)
-      return true;
-    if (call.op == fb::OpCode::Attention && call.floatAttrs.size() > 1 &&
-        call.floatAttrs[1] > 0)
-      return true;
-  }
-  return false;
+  return std::any_of(
+      program.fileCalls().begin(), program.fileCalls().end(),
+      [](const KernelCall &call) { return call.dropoutRate > 0.0; });
 }
 
 /// The steps, evaluations and files of a run on this rank's interpreter.

@@ -164,6 +164,9 @@ struct KernelCall {
   /// run with microbatch i draws from first_index + i * N (INT64_MAX if N
   /// does not fit). 0 for other kernels.
   int64_t streamElements = 0;
+  /// Its dropout rate (the float_attr the decoder checked), 0 for a kernel
+  /// that drops nothing.
+  double dropoutRate = 0.0;
   /// Whether an operand or result is a pooled buffer (its address depends
   /// on the run's action).
   bool pooled = false;
