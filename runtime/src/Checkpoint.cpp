@@ -261,18 +261,6 @@ namespace {
 
 constexpr char kTrainingStateKind[] = "tpc-training-state";
 
-/// `name` inside `directory`.
-std::string joinPath(std::string directory, const std::string &name) {
-  while (directory.size() > 1 && directory.back() == '/')
-    directory.pop_back();
-  return directory == "/" ? directory + name : directory + "/" + name;
-}
-
-bool isDirectory(const std::string &path) {
-  struct stat info;
-  return ::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
-}
-
 bool exists(const std::string &path) {
   struct stat info;
   return ::stat(path.c_str(), &info) == 0;

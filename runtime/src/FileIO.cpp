@@ -138,3 +138,14 @@ Status tpcrt::readFully(int fd, const std::string &path, void *out,
   }
   return Status::ok();
 }
+
+std::string tpcrt::joinPath(std::string directory, const std::string &name) {
+  while (directory.size() > 1 && directory.back() == '/')
+    directory.pop_back();
+  return directory == "/" ? directory + name : directory + "/" + name;
+}
+
+bool tpcrt::isDirectory(const std::string &path) {
+  struct stat info;
+  return ::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
+}

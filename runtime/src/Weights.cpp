@@ -9,6 +9,7 @@
 #include "tpcrt/Weights.h"
 #include "tpcrt/CpuKernels.h"
 #include "tpcrt/Executable.h"
+#include "tpcrt/FileIO.h"
 #include "tpcrt/Random.h"
 #include "tpcrt/Safetensors.h"
 
@@ -363,20 +364,16 @@ Status tpcrt::initWeights(uint64_t seed, Interpreter &interpreter) {
 }
 
 Status tpcrt::resolveWeightsPath(const std::string &path, std::string &out) {
-  struct stat info;
-  if (::stat(path.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
+  if (!isDirectory(path)) {
     out = path; // A file, or an error opening it says what is wrong.
     return Status::ok();
   }
-  std::string directory = path;
-  while (directory.size() > 1 && directory.back() == '/')
-    directory.pop_back();
   // An index names every shard; a directory that has both is sharded (the
   // single file may be a leftover of another save).
+  struct stat info;
   for (const char *name :
        {"model.safetensors.index.json", "model.safetensors"}) {
-    std::string candidate =
-        (directory == "/" ? directory : directory + "/") + name;
+    std::string candidate = joinPath(path, name);
     if (::stat(candidate.c_str(), &info) == 0) {
       out = candidate;
       return Status::ok();

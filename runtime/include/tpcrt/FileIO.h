@@ -39,6 +39,12 @@ Status openRegularFile(const std::string &path, int &fd, uint64_t &size);
 /// read taken for the whole.
 Status readFully(int fd, const std::string &path, void *out, uint64_t size);
 
+/// `name` inside `directory` (its trailing slashes dropped).
+std::string joinPath(std::string directory, const std::string &name);
+
+/// Whether `path` names a directory (following links).
+bool isDirectory(const std::string &path);
+
 } // namespace tpcrt
 
 #endif // TPCRT_FILEIO_H
