@@ -332,20 +332,9 @@ Status writeAll(const std::string &dir) {
     return s;
 
   // Weights: random, norm scales near 1, under the published GPT-2 names.
-  std::mt19937 gen(2024);
-  std::normal_distribution<float> normal(0.0f, 0.3f);
   Tensors weights;
-  for (const auto &param : tiny.params) {
-    std::vector<float> values;
-    int64_t n = 1;
-    for (int64_t d : param->hf_shape)
-      n *= d;
-    for (int64_t i = 0; i < n; ++i)
-      values.push_back(normal(gen) +
-                       (param->init == fb::ParamInit::Ones ? 1.0f : 0.0f));
-    weights[param->hf_name.substr(std::strlen("transformer."))] =
-        tensorOf(DType::F32, param->hf_shape, values);
-  }
+  for (auto &[name, tensor] : randomWeights(tiny, 2024))
+    weights[name.substr(std::strlen("transformer."))] = std::move(tensor);
   weights["h.0.attn.bias"] =
       tensorOf(DType::F32, {1, 1, 4, 4}, std::vector<float>(16, 1.0f));
   if (Status s = writeTensors(dir + "/weights.safetensors", weights); !s)
