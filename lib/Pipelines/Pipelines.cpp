@@ -8,7 +8,6 @@
 
 #include "dialects/Dist/IR/DistOps.h"
 #include "dialects/Dist/Transforms/Passes.h"
-#include "dialects/Rt/IR/RtOps.h"
 #include "dialects/Rt/Transforms/Passes.h"
 #include "dialects/Rt/Transforms/PlanMemory.h"
 #include "dialects/Tpc/IR/TpcDialect.h"

@@ -24,7 +24,6 @@
 #include "tpc/Pipelines/Pipelines.h"
 
 #include "dialects/Dist/Transforms/Passes.h"
-#include "dialects/Rt/IR/RtOps.h"
 #include "dialects/Rt/Transforms/PlanMemory.h"
 #include "dialects/Tpc/IR/TpcDialect.h"
 #include "dialects/Tpc/IR/TpcOps.h"
