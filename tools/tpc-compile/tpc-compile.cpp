@@ -12,6 +12,7 @@
 #include "dialects/Rt/IR/RtOps.h"
 #include "dialects/Tpc/IR/TpcDialect.h"
 #include "dialects/Tpc/Transforms/Passes.h"
+#include "tpc/Analysis/Hardware.h"
 #include "tpc/Pipelines/Pipelines.h"
 #include "tpc/Target/Report.h"
 #include "tpc/Target/Tpcx.h"
@@ -26,6 +27,7 @@
 #include "mlir/Tools/Plugins/PassPlugin.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
@@ -123,6 +125,16 @@ static cl::opt<std::string>
                     "Without --train nothing is stashed: its activation "
                     "bytes per layer are 0"),
            cl::value_desc("report.json"), cl::cat(category));
+static cl::opt<std::string> hardware(
+    "hardware",
+    cl::desc("With --report: replay the plan's per-rank action lists on this "
+             "hardware and add the report's \"predicted\" section (step "
+             "time, bubble, MFU, HFU, TFLOP/s per device, each stage's busy "
+             "and idle time and peak bytes). a100, h100, h200 (the tree's "
+             "hardware/*.json), cpu (this machine, measured by "
+             "tpc-measure-hardware) or a JSON file "
+             "(docs/design/hardware-format.md)"),
+    cl::value_desc("a100|h100|h200|cpu|FILE.json"), cl::cat(category));
 
 // Training. Numbers are read as text so that a bad one is reported with the
 // flag's name.
@@ -350,6 +362,19 @@ int main(int argc, char **argv) {
     outputPath = "-";
   if (!report.empty() && report == outputPath && writeOutput)
     return fail("--report: '" + report + "' is also the output (-o)");
+  // The description is read before the compile: a typo fails at once.
+  std::optional<tpc::Hardware> hardwareDescription;
+  if (!hardware.empty()) {
+    if (report.empty())
+      return fail("--hardware needs --report: the prediction is a section "
+                  "of the report");
+    llvm::Expected<tpc::Hardware> loaded = tpc::loadHardware(
+        hardware, llvm::sys::fs::getMainExecutable(
+                      argv[0], reinterpret_cast<void *>(&printSummary)));
+    if (!loaded)
+      return fail(llvm::toString(loaded.takeError()));
+    hardwareDescription = std::move(*loaded);
+  }
 
   std::string error;
   std::unique_ptr<llvm::MemoryBuffer> input = openInputFile(inputPath, &error);
@@ -398,6 +423,9 @@ int main(int argc, char **argv) {
   tpc::CompileReport reportData;
   if (failed(tpc::runCompileFlow(*module, options,
                                  report.empty() ? nullptr : &reportData)))
+    return 1;
+  if (hardwareDescription &&
+      failed(tpc::predictStep(*module, *hardwareDescription, reportData)))
     return 1;
   if (!report.empty() &&
       failed(tpc::writeReport(reportData, report, UnknownLoc::get(&context))))

@@ -65,6 +65,31 @@ struct StageFigures {
   SmallVector<Pool> pools;
 };
 
+/// tpc-compile --hardware: the plan's action lists replayed with the cost
+/// of each kernel on a hardware description (PlanSimulation.cpp).
+struct StepPrediction {
+  /// The description's name and file.
+  std::string hardware, hardwarePath;
+  double stepSeconds = 0;
+  /// Idle time (waiting for another stage) over the step, the mean over
+  /// the stages.
+  double bubbleFraction = 0;
+  /// Model FLOPs (without recomputation) and hardware FLOPs (with it) per
+  /// device and second, over the peak of the model's type.
+  double mfu = 0, hfu = 0;
+  /// Hardware FLOP/s per device (Narayanan et al. eq. 3 counts the
+  /// recomputation).
+  double tflopsPerDevice = 0;
+  /// One rank of each stage: busy seconds (kernels, recomputation,
+  /// collectives on the compute stream), idle seconds, the plan's peak.
+  struct Stage {
+    double computeSeconds = 0, recomputeSeconds = 0,
+           communicationSeconds = 0, idleSeconds = 0;
+    int64_t peakBytes = 0;
+  };
+  SmallVector<Stage, 1> stages;
+};
+
 /// The report of one compile (INTERFACE.md, "Report").
 struct CompileReport {
   // "model"
@@ -86,6 +111,8 @@ struct CompileReport {
   int64_t activationBytesPerLayer = 0;
   /// One per pipeline stage (one without a pipeline).
   SmallVector<StageFigures, 1> stages;
+  /// With --hardware.
+  std::optional<StepPrediction> predicted;
 };
 
 /// Fills the "model" fields from the `tpc.model` attribute of `module` (as
@@ -156,6 +183,19 @@ LogicalResult readMemoryFigures(ModuleOp module, CompileReport &report);
 /// Fills each stage's `pools` from the rt program in `module` (planned: each
 /// pool's `stride`); none without actions.
 LogicalResult readPoolFigures(ModuleOp module, CompileReport &report);
+
+struct Hardware;
+
+/// Fills `report.predicted` (the stages' FLOPs and peaks read before) by
+/// replaying the lowered rt program of `module` on `hardware`: one rank per
+/// pipeline stage runs its action list (or the program's kernels in order),
+/// each kernel costing its roofline time, each collective inside a stage its
+/// alpha-beta time on the link its group crosses (ranks placed pp-major,
+/// then dp, then tp, `devices_per_node` to a node), each point-to-point
+/// transfer its message time between the stages it joins. An error names a
+/// kernel the description has no peak for.
+LogicalResult predictStep(ModuleOp module, const Hardware &hardware,
+                          CompileReport &report);
 
 } // namespace mlir::tpc
 

@@ -482,7 +482,7 @@ private:
   /// `results` (those without a buffer yet).
   LogicalResult emitKernel(Operation *op, const KernelSpec &spec,
                            ValueRange operands, ValueRange results);
-  void createKernel(Location loc, const KernelSpec &spec,
+  KernelOp createKernel(Location loc, const KernelSpec &spec,
                     ArrayRef<Value> operandBuffers,
                     ArrayRef<Value> resultBuffers);
   /// A fresh rt.alloc for `result` of `op`.
@@ -692,7 +692,7 @@ FailureOr<Value> Lowering::allocFor(Operation *op, Value result) {
   return buffer;
 }
 
-void Lowering::createKernel(Location loc, const KernelSpec &spec,
+KernelOp Lowering::createKernel(Location loc, const KernelSpec &spec,
                             ArrayRef<Value> operandBuffers,
                             ArrayRef<Value> resultBuffers) {
   ++kernelCount;
@@ -705,6 +705,7 @@ void Lowering::createKernel(Location loc, const KernelSpec &spec,
     kernel->setAttr(tpc::kPhaseAttrName, phase);
   if (microbatch)
     kernel->setAttr(tpc::kMicrobatchIndexAttrName, microbatch);
+  return kernel;
 }
 
 LogicalResult Lowering::emitKernel(Operation *op, const KernelSpec &spec,
@@ -726,7 +727,11 @@ LogicalResult Lowering::emitKernel(Operation *op, const KernelSpec &spec,
     }
     resultBuffers.push_back(buffer);
   }
-  createKernel(op->getLoc(), spec, operandBuffers, resultBuffers);
+  KernelOp kernel =
+      createKernel(op->getLoc(), spec, operandBuffers, resultBuffers);
+  // The cost model counts recomputation apart (tpc-remat marks it).
+  if (op->hasAttr(tpc::kRecomputeAttrName))
+    kernel->setAttr(tpc::kRecomputeAttrName, builder.getUnitAttr());
   return success();
 }
 

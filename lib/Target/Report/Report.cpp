@@ -77,6 +77,26 @@ LogicalResult mlir::tpc::writeReport(const CompileReport &report,
       {"per_layer",
        json::Object{{"activation_bytes", report.activationBytesPerLayer}}},
       {"stages", std::move(stages)}};
+  if (const std::optional<StepPrediction> &p = report.predicted) {
+    json::Array perStage;
+    for (auto [i, stage] : llvm::enumerate(p->stages))
+      perStage.push_back(json::Object{
+          {"stage", static_cast<int64_t>(i)},
+          {"compute_s", stage.computeSeconds},
+          {"recompute_s", stage.recomputeSeconds},
+          {"communication_s", stage.communicationSeconds},
+          {"idle_s", stage.idleSeconds},
+          {"peak_bytes", stage.peakBytes}});
+    root["predicted"] = json::Object{
+        {"hardware", p->hardware},
+        {"hardware_file", p->hardwarePath},
+        {"step_time_s", p->stepSeconds},
+        {"bubble_fraction", p->bubbleFraction},
+        {"mfu", p->mfu},
+        {"hfu", p->hfu},
+        {"tflops_per_gpu", p->tflopsPerDevice},
+        {"stages", std::move(perStage)}};
+  }
 
   std::string error;
   std::unique_ptr<llvm::ToolOutputFile> file = openOutputFile(path, &error);

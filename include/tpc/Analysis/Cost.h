@@ -1,0 +1,60 @@
+//===- Cost.h - the time of a kernel or a collective on a device -*- C++ -*-===//
+//
+// The cost model (docs/design/cost-model.md): a roofline per kernel with the
+// hardware description's achievable fractions, and an alpha-beta model per
+// collective with B the per-direction bus bandwidth of the link its group
+// crosses. Read-only and MLIR-free: the compile's prediction (PlanSimulation)
+// and tpc-plan's closed forms call the same functions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TPC_ANALYSIS_COST_H
+#define TPC_ANALYSIS_COST_H
+
+#include "tpc/Analysis/Hardware.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace mlir::tpc {
+
+enum class CollectiveKind {
+  AllReduce,
+  AllGather,
+  ReduceScatter,
+  AllToAll,
+  /// One message between two devices.
+  PointToPoint,
+};
+
+/// One matrix product of `flops` (2·m·n·k) reading and writing `bytes`:
+/// the slower of flops / (peak · gemm efficiency(flops)) and the bytes at
+/// the memory-bound rate, plus the launch overhead. 0 peak for `dtype` is the
+/// caller's error (checked by requirePeak).
+double matmulSeconds(const Hardware &hw, double flops, double bytes,
+                     double peak);
+/// A fused attention kernel (or its gradient) of `flops` matrix FLOPs.
+double attentionSeconds(const Hardware &hw, double flops, double bytes,
+                        double peak);
+/// A memory-bound kernel reading and writing `bytes`.
+double memoryBoundSeconds(const Hardware &hw, double bytes);
+
+/// A collective of `bytes` (the full logical tensor: an all_reduce's tensor,
+/// an all_gather's result, a reduce_scatter's input, an all_to_all's input,
+/// a message) over `groupSize` devices, on the links between nodes if
+/// `interNode`: latency + factor · bytes / (bus fraction(bytes) · B), factor
+/// 2(n−1)/n for all_reduce, (n−1)/n for the others, 1 for a message.
+/// 0 for a group of one.
+double collectiveSeconds(const Hardware &hw, CollectiveKind kind,
+                         double bytes, int64_t groupSize, bool interNode);
+
+/// Whether some group over `groupAxes` (indices into `meshSizes`, sizes
+/// major first; ranks numbered row-major over the mesh) holds devices of two
+/// nodes (`devicesPerNode` consecutive ranks each).
+bool groupSpansNodes(const std::vector<int64_t> &meshSizes,
+                     const std::vector<unsigned> &groupAxes,
+                     int64_t devicesPerNode);
+
+} // namespace mlir::tpc
+
+#endif // TPC_ANALYSIS_COST_H

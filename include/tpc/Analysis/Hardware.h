@@ -1,0 +1,75 @@
+//===- Hardware.h - a device and its links, for the cost model --*- C++ -*-===//
+//
+// What the cost model (tpc/Analysis/Cost.h) knows of a machine: peak
+// matrix-multiply FLOP/s per element type, memory bandwidth, the links inside
+// and between nodes, and the achievable fractions of each, read from a JSON
+// file a user edits (docs/design/hardware-format.md). The standard library
+// and LLVM's JSON reader only, so that tpc-plan evaluates thousands of plans
+// without touching MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TPC_ANALYSIS_HARDWARE_H
+#define TPC_ANALYSIS_HARDWARE_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mlir::tpc {
+
+/// A fraction as a function of a size: `[size, fraction]` points, sizes
+/// ascending, interpolated linearly in log(size) and clamped at the ends.
+struct EfficiencyCurve {
+  std::vector<std::pair<double, double>> points;
+
+  double at(double size) const;
+};
+
+/// One kind of link of a device: NVLink inside a node, its NIC between
+/// nodes. Bandwidth per direction.
+struct Link {
+  double bytesPerSecond = 0;
+  double latencySeconds = 0;
+  /// The bus bandwidth a collective of a given size achieves, as a fraction
+  /// of bytesPerSecond.
+  EfficiencyCurve busBandwidth;
+};
+
+struct Hardware {
+  std::string name, description;
+  /// Where it was read from (for messages and the report).
+  std::string path;
+  int64_t memoryBytes = 0;
+  int64_t devicesPerNode = 1;
+  /// Dense matrix-multiply FLOP/s per element type; 0 where the file has
+  /// none.
+  double peakBf16 = 0, peakFp16 = 0, peakFp32 = 0;
+  double memoryBytesPerSecond = 0;
+  Link intraNode, interNode;
+  EfficiencyCurve gemm;
+  double attentionEfficiency = 0, elementwiseEfficiency = 0;
+  double kernelLaunchSeconds = 0;
+
+  /// peak FLOP/s for "bf16", "fp16" or "fp32"; 0 if unknown.
+  double peakFlops(llvm::StringRef dtype) const;
+};
+
+/// Reads a description from JSON text; errors name `path` and the key.
+llvm::Expected<Hardware> parseHardware(llvm::StringRef text,
+                                       llvm::StringRef path);
+
+/// `a100`, `h100`, `h200`, `cpu` or a path to a JSON file: a name is looked
+/// up in $TPC_HARDWARE_PATH, then in `<dir of toolPath>/../share/tpc/
+/// hardware/` (where the build puts the tree's files and the tests a
+/// measured cpu.json). The error for a missing `cpu` says how to make one.
+llvm::Expected<Hardware> loadHardware(llvm::StringRef nameOrPath,
+                                      llvm::StringRef toolPath);
+
+} // namespace mlir::tpc
+
+#endif // TPC_ANALYSIS_HARDWARE_H

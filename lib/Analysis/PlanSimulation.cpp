@@ -1,0 +1,382 @@
+//===- PlanSimulation.cpp - the predicted step of a lowered plan ----------===//
+//
+// Prices every rt.kernel of the program (Cost.h), folds each function into
+// a short list of simulator ops (busy time, transfers, barriers), expands
+// each stage's action list into them, and replays the stages together
+// (Simulator.h). Ranks of one stage run the same program on their blocks,
+// so one simulated rank stands for each stage; collectives inside a stage
+// (tp, dp) are busy time on the compute stream, those over `pp` barriers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tpc/Analysis/Cost.h"
+#include "tpc/Analysis/Report.h"
+#include "tpc/Analysis/Simulator.h"
+
+#include "dialects/Rt/IR/RtOps.h"
+#include "dialects/Tpc/IR/TpcDialect.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+using namespace mlir;
+using namespace mlir::tpc;
+
+namespace {
+
+int64_t bytesOf(Value buffer) {
+  auto type = cast<MemRefType>(buffer.getType());
+  return type.getNumElements() *
+         std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+}
+
+int64_t elementsOf(Value buffer) {
+  return cast<MemRefType>(buffer.getType()).getNumElements();
+}
+
+int64_t dimOf(Value buffer, int64_t dim) {
+  auto type = cast<MemRefType>(buffer.getType());
+  return type.getDimSize(dim < 0 ? type.getRank() + dim : dim);
+}
+
+StringRef dtypeOf(Value buffer) {
+  Type element = cast<MemRefType>(buffer.getType()).getElementType();
+  return element.isBF16() ? "bf16" : element.isF16() ? "fp16" : "fp32";
+}
+
+/// One step of a function as the simulator sees it.
+struct Piece {
+  sim::Op::Kind kind = sim::Op::Busy;
+  sim::Category category = sim::Compute;
+  double seconds = 0;
+  /// Transfers: the peer stage; waits: the buffer whose start it waits.
+  int peer = -1;
+  Value buffer;
+};
+
+class Pricer {
+public:
+  Pricer(const Hardware &hw, rt::ProgramOp program) : hw(hw) {
+    if (auto mesh = program.getMeshAttr()) {
+      for (unsigned axis = 0; axis < mesh.getNumAxes(); ++axis)
+        meshSizes.push_back(mesh.getSizes()[axis]);
+      ppAxis = mesh.getAxisIndex("pp");
+    }
+  }
+
+  /// The piece of one kernel, or failure (an error emitted on it).
+  FailureOr<Piece> price(rt::KernelOp kernel);
+
+private:
+  FailureOr<double> peakFor(rt::KernelOp kernel, Value operand) {
+    StringRef dtype = dtypeOf(operand);
+    double peak = hw.peakFlops(dtype);
+    // A description without 16-bit peaks (a CPU's) computes them in fp32.
+    if (peak == 0 && dtype != "fp32" && !hw.peakBf16 && !hw.peakFp16)
+      peak = hw.peakFp32;
+    if (peak == 0) {
+      kernel.emitError() << "--hardware " << hw.name << " ('" << hw.path
+                         << "') has no " << dtype
+                         << " peak for this kernel";
+      return failure();
+    }
+    return peak;
+  }
+
+  /// The axes a collective's ints end with, from `first`.
+  std::vector<unsigned> axesOf(rt::KernelOp kernel, size_t first) {
+    std::vector<unsigned> axes;
+    ArrayRef<int64_t> ints = kernel.getInts();
+    for (size_t i = first; i < ints.size(); ++i)
+      axes.push_back(static_cast<unsigned>(ints[i]));
+    return axes;
+  }
+
+  int64_t groupSize(const std::vector<unsigned> &axes) {
+    int64_t size = 1;
+    for (unsigned axis : axes)
+      size *= meshSizes[axis];
+    return size;
+  }
+
+  bool crossesPipeline(const std::vector<unsigned> &axes) {
+    return ppAxis && llvm::is_contained(axes, *ppAxis);
+  }
+
+  /// Whether ranks of stages `from` and `to` with equal other coordinates
+  /// sit on different nodes.
+  bool pairSpansNodes(int64_t from, int64_t to) {
+    if (!ppAxis)
+      return false;
+    int64_t world = 1;
+    for (int64_t size : meshSizes)
+      world *= size;
+    int64_t stride = 1;
+    for (size_t axis = meshSizes.size(); axis-- > *ppAxis + 1;)
+      stride *= meshSizes[axis];
+    for (int64_t rank = 0; rank < world; ++rank) {
+      int64_t stage = (rank / stride) % meshSizes[*ppAxis];
+      if (stage != from)
+        continue;
+      int64_t peer = rank + (to - from) * stride;
+      if (rank / hw.devicesPerNode != peer / hw.devicesPerNode)
+        return true;
+    }
+    return false;
+  }
+
+  const Hardware &hw;
+  std::vector<int64_t> meshSizes;
+  std::optional<unsigned> ppAxis;
+};
+
+FailureOr<Piece> Pricer::price(rt::KernelOp kernel) {
+  using rt::OpCode;
+  Piece piece;
+  int64_t bytes = 0;
+  for (Value buffer : kernel.getInputs())
+    bytes += bytesOf(buffer);
+  for (Value buffer : kernel.getOutputs())
+    bytes += bytesOf(buffer);
+  auto inputs = kernel.getInputs();
+  auto outputs = kernel.getOutputs();
+  auto matmul = [&](double flops) -> FailureOr<Piece> {
+    FailureOr<double> peak = peakFor(kernel, inputs[0]);
+    if (failed(peak))
+      return failure();
+    piece.seconds = matmulSeconds(hw, flops, bytes, *peak);
+    return piece;
+  };
+  auto attention = [&](double flops) -> FailureOr<Piece> {
+    FailureOr<double> peak = peakFor(kernel, inputs[0]);
+    if (failed(peak))
+      return failure();
+    piece.seconds = attentionSeconds(hw, flops, bytes, *peak);
+    return piece;
+  };
+  auto collective = [&](CollectiveKind kind, int64_t size,
+                        size_t firstAxis) -> FailureOr<Piece> {
+    std::vector<unsigned> axes = axesOf(kernel, firstAxis);
+    piece.category = sim::Communication;
+    piece.seconds = collectiveSeconds(
+        hw, kind, static_cast<double>(size), groupSize(axes),
+        groupSpansNodes(meshSizes, axes, hw.devicesPerNode));
+    if (crossesPipeline(axes))
+      piece.kind = sim::Op::Barrier;
+    return piece;
+  };
+  auto transfer = [&](sim::Op::Kind kind, Value buffer) -> FailureOr<Piece> {
+    piece.kind = kind;
+    piece.category = sim::Communication;
+    piece.peer = static_cast<int>(kernel.getInts()[0]);
+    piece.buffer = buffer;
+    int64_t stage = kernel.getStage() ? *kernel.getStage() : 0;
+    piece.seconds = collectiveSeconds(hw, CollectiveKind::PointToPoint,
+                                      static_cast<double>(bytesOf(buffer)), 2,
+                                      pairSpansNodes(stage, piece.peer));
+    return piece;
+  };
+
+  switch (kernel.getOpcode()) {
+  case OpCode::Linear:
+    return matmul(2.0 * elementsOf(outputs[0]) * dimOf(inputs[0], -1));
+  case OpCode::LinearInputGrad:
+    return matmul(2.0 * elementsOf(inputs[0]) * dimOf(outputs[0], -1));
+  case OpCode::LinearWeightGrad:
+    return matmul(2.0 * elementsOf(inputs[1]) * dimOf(inputs[0], -1));
+  case OpCode::BatchMatmul: {
+    bool transposeLhs = kernel.getFlags() & 1;
+    return matmul(2.0 * elementsOf(outputs[0]) *
+                  dimOf(inputs[0], transposeLhs ? -2 : -1));
+  }
+  case OpCode::Attention: {
+    double scores = 1.0 * dimOf(inputs[0], 0) * dimOf(inputs[0], 1) *
+                    dimOf(inputs[0], 2) * dimOf(inputs[1], 2);
+    return attention(2 * scores * (dimOf(inputs[0], 3) + dimOf(inputs[2], 3)));
+  }
+  case OpCode::AttentionGrad: {
+    // Operands dO, q, k, v.
+    double scores = 1.0 * dimOf(inputs[1], 0) * dimOf(inputs[1], 1) *
+                    dimOf(inputs[1], 2) * dimOf(inputs[2], 2);
+    return attention(2 * scores *
+                     (3 * dimOf(inputs[1], 3) + 2 * dimOf(inputs[3], 3)));
+  }
+  case OpCode::AllReduce:
+    return collective(CollectiveKind::AllReduce, bytesOf(inputs[0]), 0);
+  case OpCode::AllGather:
+    return collective(CollectiveKind::AllGather, bytesOf(outputs[0]), 1);
+  case OpCode::ReduceScatter:
+    return collective(CollectiveKind::ReduceScatter, bytesOf(inputs[0]), 1);
+  case OpCode::AllToAll:
+    return collective(CollectiveKind::AllToAll, bytesOf(inputs[0]), 2);
+  case OpCode::Send:
+    return transfer(sim::Op::Send, inputs[0]);
+  case OpCode::SendStart:
+    return transfer(sim::Op::SendStart, inputs[0]);
+  case OpCode::Recv:
+    return transfer(sim::Op::Recv, outputs[0]);
+  case OpCode::RecvStart:
+    return transfer(sim::Op::RecvStart, outputs[0]);
+  case OpCode::Wait:
+    piece.kind = sim::Op::Wait;
+    piece.category = sim::Communication;
+    piece.buffer = inputs[0];
+    return piece;
+  default:
+    piece.seconds = memoryBoundSeconds(hw, static_cast<double>(bytes));
+    return piece;
+  }
+}
+
+/// A range of kernels, folded: consecutive busy pieces of one category
+/// summed.
+struct Function {
+  int64_t first = 0, count = 0;
+  SmallVector<Piece, 4> pieces;
+};
+
+struct ActionRef {
+  int64_t function, slot;
+};
+
+} // namespace
+
+LogicalResult mlir::tpc::predictStep(ModuleOp module, const Hardware &hw,
+                                     CompileReport &report) {
+  auto programs = module.getOps<rt::ProgramOp>();
+  if (programs.empty())
+    return module.emitError("--hardware: no rt.program to predict");
+  rt::ProgramOp program = *programs.begin();
+  SmallVector<rt::KernelOp> kernels(program.getOps<rt::KernelOp>());
+
+  // The functions (one over every kernel without them) and the lists.
+  SmallVector<Function> functions;
+  if (auto attr = program->getAttrOfType<ArrayAttr>("functions")) {
+    for (auto entry : attr.getAsRange<DictionaryAttr>()) {
+      Function function;
+      function.first = entry.getAs<IntegerAttr>("first").getInt();
+      function.count = entry.getAs<IntegerAttr>("count").getInt();
+      functions.push_back(function);
+    }
+  } else {
+    functions.push_back({0, static_cast<int64_t>(kernels.size()), {}});
+  }
+  SmallVector<SmallVector<ActionRef, 0>> lists;
+  auto readList = [&](DenseI64ArrayAttr list) {
+    SmallVector<ActionRef, 0> actions;
+    for (int64_t a = 0; a + 2 < list.size(); a += 3)
+      actions.push_back({list[a], list[a + 2]});
+    lists.push_back(std::move(actions));
+  };
+  if (auto attr = program->getAttrOfType<ArrayAttr>("stage_actions")) {
+    for (Attribute list : attr)
+      readList(cast<DenseI64ArrayAttr>(list));
+  } else if (auto list =
+                 program->getAttrOfType<DenseI64ArrayAttr>("actions")) {
+    readList(list);
+  } else {
+    lists.push_back({{0, 0}});
+  }
+
+  Pricer pricer(hw, program);
+  for (Function &function : functions) {
+    for (int64_t k = function.first; k < function.first + function.count;
+         ++k) {
+      if (k >= static_cast<int64_t>(kernels.size()))
+        return program.emitError("--hardware: function ends past the last "
+                                 "kernel");
+      FailureOr<Piece> piece = pricer.price(kernels[k]);
+      if (failed(piece))
+        return failure();
+      if (kernels[k]->hasAttr(kRecomputeAttrName) &&
+          piece->category == sim::Compute)
+        piece->category = sim::Recompute;
+      if (piece->kind == sim::Op::Busy && !function.pieces.empty() &&
+          function.pieces.back().kind == sim::Op::Busy &&
+          function.pieces.back().category == piece->category) {
+        function.pieces.back().seconds += piece->seconds;
+        continue;
+      }
+      function.pieces.push_back(*piece);
+    }
+  }
+
+  // Expand each stage's actions.
+  std::vector<std::vector<sim::Op>> ranks(lists.size());
+  for (auto [stage, actions] : llvm::enumerate(lists)) {
+    std::vector<sim::Op> &ops = ranks[stage];
+    // The position of the start of each (buffer, slot) transfer.
+    DenseMap<std::pair<Value, int64_t>, int64_t> starts;
+    for (const ActionRef &action : actions) {
+      if (action.function < 0 ||
+          action.function >= static_cast<int64_t>(functions.size()))
+        return program.emitError("--hardware: an action of stage ")
+               << stage << " runs function " << action.function
+               << ", which does not exist";
+      for (const Piece &piece : functions[action.function].pieces) {
+        sim::Op op;
+        op.kind = piece.kind;
+        op.category = piece.category;
+        op.seconds = piece.seconds;
+        op.peer = piece.peer;
+        if (piece.kind == sim::Op::SendStart ||
+            piece.kind == sim::Op::RecvStart)
+          starts[{piece.buffer, action.slot}] = ops.size();
+        if (piece.kind == sim::Op::Wait) {
+          auto it = starts.find({piece.buffer, action.slot});
+          if (it == starts.end())
+            return program.emitError("--hardware: stage ")
+                   << stage << " waits on a transfer it never started";
+          op.transfer = it->second;
+        }
+        ops.push_back(op);
+      }
+    }
+  }
+
+  std::string error;
+  std::optional<sim::Result> result = sim::simulate(ranks, error);
+  if (!result)
+    return program.emitError("--hardware: the plan cannot be replayed: ")
+           << error;
+
+  StepPrediction prediction;
+  prediction.hardware = hw.name;
+  prediction.hardwarePath = hw.path;
+  prediction.stepSeconds = result->makespan;
+  double idle = 0;
+  for (auto [stage, rank] : llvm::enumerate(result->ranks)) {
+    StepPrediction::Stage figures;
+    figures.computeSeconds = rank.busy[sim::Compute];
+    figures.recomputeSeconds = rank.busy[sim::Recompute];
+    figures.communicationSeconds = rank.busy[sim::Communication];
+    figures.idleSeconds = result->makespan - rank.busyTotal();
+    idle += figures.idleSeconds;
+    if (stage < report.stages.size())
+      figures.peakBytes = report.stages[stage].peakBytes;
+    prediction.stages.push_back(figures);
+  }
+  if (result->makespan > 0) {
+    prediction.bubbleFraction =
+        idle / (result->makespan * static_cast<double>(result->ranks.size()));
+    // FLOPs per device: every stage's devices do their stage's work.
+    double hardwareFlops = 0, modelFlops = 0;
+    for (const StageFigures &stage : report.stages) {
+      double all = static_cast<double>(stage.flopsPerMicrobatch) *
+                   static_cast<double>(report.microbatches);
+      hardwareFlops += all;
+      modelFlops += all - static_cast<double>(stage.recomputeFlopsPerMicrobatch) *
+                              static_cast<double>(report.microbatches);
+    }
+    double stages = static_cast<double>(std::max<size_t>(1, report.stages.size()));
+    hardwareFlops /= stages;
+    modelFlops /= stages;
+    double peak = hw.peakFlops(report.dtype);
+    if (peak == 0)
+      peak = hw.peakFp32;
+    prediction.tflopsPerDevice = hardwareFlops / result->makespan / 1e12;
+    prediction.hfu = hardwareFlops / result->makespan / peak;
+    prediction.mfu = modelFlops / result->makespan / peak;
+  }
+  report.predicted = std::move(prediction);
+  return success();
+}
