@@ -32,9 +32,10 @@ LogicalResult mlir::tpc::readModelInfo(ModuleOp module, func::FuncOp forward,
     return failure();
   report.microbatches = microbatches;
   report.microbatchSize = microbatches > 0 ? batch / microbatches : batch;
-  // The activations' type: that of the embedding's result.
+  // The activations' type: that of the embedding's result (in the first
+  // chunk's function once a pipeline split outlined the forward).
   report.dtype = "fp32";
-  forward.walk([&](EmbeddingOp embedding) {
+  module.walk([&](EmbeddingOp embedding) {
     Type element = embedding.getType().getElementType();
     report.dtype = element.isBF16()  ? "bf16"
                    : element.isF16() ? "fp16"

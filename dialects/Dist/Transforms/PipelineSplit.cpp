@@ -26,10 +26,11 @@ using namespace mlir::dist;
 namespace {
 
 /// The FLOPs of each layer, and of what comes before the first layer and
-/// after the last.
+/// after the last. Doubles: a large model's sums pass INT64_MAX (a 1T GPT
+/// at batch 3072 has ~1e17 FLOPs per layer), and saturated sums would tie.
 struct LayerCosts {
-  SmallVector<int64_t> layers;
-  int64_t before = 0, after = 0;
+  SmallVector<double> layers;
+  double before = 0, after = 0;
 };
 
 /// Layer counts per chunk (each >= 1, adding up to the layers) that
@@ -37,21 +38,21 @@ struct LayerCosts {
 /// the last `after`: the classic linear partition, by dynamic programming.
 SmallVector<int64_t> balance(const LayerCosts &costs, int64_t chunks) {
   int64_t n = costs.layers.size();
-  SmallVector<int64_t> prefix(n + 1, 0);
+  SmallVector<double> prefix(n + 1, 0);
   for (int64_t i = 0; i < n; ++i)
-    prefix[i + 1] = tpc::addFlops(prefix[i], costs.layers[i]);
+    prefix[i + 1] = prefix[i] + costs.layers[i];
   auto cost = [&](int64_t chunk, int64_t from, int64_t to) {
-    int64_t c = prefix[to] - prefix[from];
+    double c = prefix[to] - prefix[from];
     if (chunk == 0)
-      c = tpc::addFlops(c, costs.before);
+      c += costs.before;
     if (chunk == chunks - 1)
-      c = tpc::addFlops(c, costs.after);
+      c += costs.after;
     return c;
   };
-  constexpr int64_t kInf = std::numeric_limits<int64_t>::max();
+  constexpr double kInf = std::numeric_limits<double>::infinity();
   // best[c][i]: the smallest largest cost of chunks 0..c over layers [0, i).
-  SmallVector<SmallVector<int64_t>> best(chunks,
-                                         SmallVector<int64_t>(n + 1, kInf));
+  SmallVector<SmallVector<double>> best(chunks,
+                                        SmallVector<double>(n + 1, kInf));
   SmallVector<SmallVector<int64_t>> cut(chunks, SmallVector<int64_t>(n + 1));
   for (int64_t i = 1; i <= n; ++i)
     best[0][i] = cost(0, 0, i);
@@ -60,7 +61,7 @@ SmallVector<int64_t> balance(const LayerCosts &costs, int64_t chunks) {
       for (int64_t j = c; j < i; ++j) {
         if (best[c - 1][j] == kInf)
           continue;
-        int64_t worst = std::max(best[c - 1][j], cost(c, j, i));
+        double worst = std::max(best[c - 1][j], cost(c, j, i));
         if (worst < best[c][i]) {
           best[c][i] = worst;
           cut[c][i] = j;
@@ -112,10 +113,10 @@ struct DistPipelineSplitPass
     int64_t lastSeen = -1;
     for (Operation &op : body.without_terminator()) {
       auto layer = op.getAttrOfType<IntegerAttr>(tpc::kLayerAttrName);
-      int64_t flops = tpc::getMatmulFlops(&op);
+      double flops = static_cast<double>(tpc::getMatmulFlops(&op));
       if (!layer) {
-        int64_t &side = costs.layers.empty() ? costs.before : costs.after;
-        side = tpc::addFlops(side, flops);
+        double &side = costs.layers.empty() ? costs.before : costs.after;
+        side += flops;
         continue;
       }
       int64_t index = layer.getInt();
@@ -130,7 +131,7 @@ struct DistPipelineSplitPass
         costs.after = 0;
       }
       lastSeen = index;
-      costs.layers.back() = tpc::addFlops(costs.layers.back(), flops);
+      costs.layers.back() += flops;
     }
     int64_t numLayers = costs.layers.size();
     if (numLayers == 0)
