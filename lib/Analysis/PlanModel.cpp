@@ -1,0 +1,489 @@
+//===- PlanModel.cpp - closed forms of a parallel plan --------------------===//
+
+#include "tpc/Analysis/PlanModel.h"
+
+#include "tpc/Analysis/Cost.h"
+#include "tpc/Analysis/Simulator.h"
+
+#include "dialects/Dist/Transforms/PipelineSchedule.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace mlir::tpc;
+namespace pipeline = mlir::dist::pipeline;
+
+int64_t mlir::tpc::countParameters(const TransformerShape &m) {
+  int64_t h = m.hidden, q = m.heads * m.headDim, kv = m.kvHeads * m.headDim;
+  int64_t layer, rest;
+  if (m.llama) {
+    layer = 2 * h + h * q + 2 * h * kv + q * h + 3 * h * m.ffn;
+    rest = m.vocab * h + h + (m.tiedEmbeddings ? 0 : m.vocab * h);
+  } else {
+    // Two layer norms; qkv, projection and the MLP's two matrices with
+    // their biases.
+    layer = 2 * h + (h * (q + 2 * kv) + q + 2 * kv) + (q * h + h) + 2 * h +
+            (h * m.ffn + m.ffn) + (m.ffn * h + h);
+    rest = m.vocab * h + m.seq * h + 2 * h +
+           (m.tiedEmbeddings ? 0 : m.vocab * h);
+  }
+  return m.layers * layer + rest;
+}
+
+double mlir::tpc::narayananParameters(double l, double h, double V,
+                                      double s) {
+  return 12 * l * h * h * (1 + 13 / (12 * h) + (V + s) / (12 * l * h));
+}
+
+double mlir::tpc::korthikantiModelFlops(double B, double l, double s,
+                                        double h, double V) {
+  return 72 * B * l * s * h * h * (1 + s / (6 * h) + V / (12 * h * l));
+}
+
+double mlir::tpc::narayananRecomputeFlops(double B, double l, double s,
+                                          double h, double V) {
+  return 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
+}
+
+int64_t mlir::tpc::stashBytesPerLayer(const TransformerShape &m,
+                                      const PlanChoice &plan) {
+  // Korthikanti Table 2 in 16-bit units of s·b·h: the compiler's stash
+  // (test/Plan/closed-forms.test compares it with the report).
+  double t = static_cast<double>(plan.tp);
+  double sbh = static_cast<double>(m.seq) * plan.microbatchSize * m.hidden;
+  double scale = static_cast<double>(m.elementBytes) / 2;
+  double attention =
+      m.fusedAttention ? 0 : 5.0 * m.heads * m.seq / m.hidden;
+  double units;
+  if (plan.remat == "full")
+    units = plan.sequenceParallel ? 2 / t : 2;
+  else if (plan.remat == "selective" || m.fusedAttention)
+    units = plan.sequenceParallel ? 34 / t : 10 + 24 / t;
+  else
+    units = plan.sequenceParallel ? (34 + attention) / t
+                                  : 10 + 24 / t + attention / t;
+  return static_cast<int64_t>(std::llround(units * sbh * scale));
+}
+
+namespace {
+
+/// Busy time by category.
+struct Busy {
+  double compute = 0, recompute = 0, communication = 0;
+  double total() const { return compute + recompute + communication; }
+  Busy &operator+=(const Busy &o) {
+    compute += o.compute, recompute += o.recompute,
+        communication += o.communication;
+    return *this;
+  }
+  Busy scaled(double k) const {
+    return {compute * k, recompute * k, communication * k};
+  }
+};
+
+/// One microbatch's work of one layer, the embedding and the head, on one
+/// device: forward, input-gradient backward (with the recomputation), and
+/// weight-gradient backward.
+struct PhaseCosts {
+  Busy forward, backward, weight;
+};
+
+class CostBuilder {
+public:
+  CostBuilder(const TransformerShape &m, const PlanChoice &plan,
+              const Hardware &hw, bool tpSpansNodes)
+      : m(m), plan(plan), hw(hw), tpInter(tpSpansNodes) {
+    peak = hw.peakFlops(m.elementBytes == 2 ? "bf16" : "fp32");
+    if (peak == 0)
+      peak = hw.peakFp32;
+    tokens = static_cast<double>(plan.microbatchSize) * m.seq;
+    t = static_cast<double>(plan.tp);
+  }
+
+  double gemm(double rows, double cols, double inner) const {
+    double bytes = (rows * inner + inner * cols + rows * cols) * m.elementBytes;
+    return matmulSeconds(hw, 2 * rows * cols * inner, bytes, peak);
+  }
+  double memory(double bytes) const { return memoryBoundSeconds(hw, bytes); }
+  double tpCollective(CollectiveKind kind, double bytes) const {
+    return collectiveSeconds(hw, kind, bytes, plan.tp, tpInter);
+  }
+
+  /// The two tensor-parallel collectives of a layer's half (attention or
+  /// MLP) in one direction: an all-reduce, or with sequence parallelism an
+  /// all-gather and a reduce-scatter.
+  double layerCollectives() const {
+    if (plan.tp == 1)
+      return 0;
+    double bytes = tokens * m.hidden * m.elementBytes;
+    if (plan.sequenceParallel)
+      return 2 * (tpCollective(CollectiveKind::AllGather, bytes) +
+                  tpCollective(CollectiveKind::ReduceScatter, bytes));
+    return 2 * tpCollective(CollectiveKind::AllReduce, bytes);
+  }
+
+  PhaseCosts layer() const {
+    double h = m.hidden, d = m.headDim, s = m.seq;
+    double heads = m.heads / t;
+    double kvHeads = std::max(1.0, m.kvHeads / t);
+    double ffn = m.ffn / t;
+    double b = plan.microbatchSize;
+    // The matrices.
+    double qkv = gemm(tokens, (heads + 2 * kvHeads) * d, h);
+    double out = gemm(tokens, h, heads * d);
+    double mlp = gemm(tokens, ffn, h) * (m.llama ? 2 : 1) + gemm(tokens, h, ffn);
+    double linears = qkv + out + mlp;
+    // Attention's core.
+    double scores = b * heads * s * s;
+    double attentionForward, attentionBackward;
+    if (m.fusedAttention) {
+      double io = 4 * tokens * heads * d * m.elementBytes;
+      attentionForward = attentionSeconds(hw, 4 * scores * d, io, peak);
+      attentionBackward = attentionSeconds(hw, 10 * scores * d, 2 * io, peak);
+    } else {
+      double bmm = matmulSeconds(hw, 2 * scores * d,
+                                 (scores + 2 * tokens * heads * d) *
+                                     m.elementBytes,
+                                 peak);
+      // Scale, mask, softmax, dropout (its mask a byte an element).
+      double chain = memory(scores * (4 * m.elementBytes + 1));
+      attentionForward = 2 * bmm + chain;
+      attentionBackward = 4 * bmm + 2 * chain;
+    }
+    // Norms, dropouts, residual adds, the activation: replicated over tp
+    // without sequence parallelism, except the MLP's inner activation.
+    double elementwise =
+        (plan.sequenceParallel ? 26 * tokens * h / t
+                               : 18 * tokens * h + 8 * tokens * h / t) *
+        m.elementBytes;
+    double comm = layerCollectives();
+
+    PhaseCosts costs;
+    costs.forward.compute = linears + attentionForward + memory(elementwise);
+    costs.forward.communication = comm;
+    costs.backward.compute = linears + attentionBackward + memory(2 * elementwise);
+    costs.backward.communication = comm;
+    costs.weight.compute = linears;
+    if (plan.remat == "full") {
+      costs.backward.recompute = costs.forward.compute;
+      costs.backward.communication += comm;
+    } else if (plan.remat == "selective" && !m.fusedAttention) {
+      costs.backward.recompute = attentionForward;
+    }
+    return costs;
+  }
+
+  PhaseCosts embedding() const {
+    PhaseCosts costs;
+    double bytes = tokens * m.hidden * m.elementBytes;
+    costs.forward.compute = memory(3 * bytes);
+    costs.backward.compute = memory(3 * bytes);
+    return costs;
+  }
+
+  PhaseCosts head() const {
+    PhaseCosts costs;
+    double vocab = m.vocab / t;
+    double logits = tokens * vocab * 4;
+    double norm = memory(3 * tokens * m.hidden * m.elementBytes);
+    double small = plan.tp > 1
+                       ? 3 * tpCollective(CollectiveKind::AllReduce, tokens * 4)
+                       : 0;
+    costs.forward.compute = norm + gemm(tokens, vocab, m.hidden) + memory(3 * logits);
+    costs.forward.communication = small;
+    costs.backward.compute = norm + gemm(tokens, m.hidden, vocab) + memory(3 * logits);
+    costs.weight.compute = gemm(tokens, vocab, m.hidden);
+    return costs;
+  }
+
+  double p2pSeconds(bool inter) const {
+    double bytes = tokens * m.hidden * m.elementBytes /
+                   (plan.sequenceParallel ? t : 1);
+    return collectiveSeconds(hw, CollectiveKind::PointToPoint, bytes, 2, inter);
+  }
+
+private:
+  const TransformerShape &m;
+  const PlanChoice &plan;
+  const Hardware &hw;
+  bool tpInter;
+  double peak = 0, tokens = 0, t = 1;
+};
+
+} // namespace
+
+std::optional<PlanEstimate>
+mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
+                        const Hardware &hw, bool simulate,
+                        std::string &error) {
+  int64_t chunks = plan.pp * plan.virtualStages;
+  if (m.heads % plan.tp != 0 || (m.kvHeads % plan.tp != 0 && plan.tp % m.kvHeads != 0)) {
+    error = "heads " + std::to_string(m.heads) + " / kv-heads " +
+            std::to_string(m.kvHeads) + " do not divide by tp " +
+            std::to_string(plan.tp);
+    return std::nullopt;
+  }
+  if (m.layers % chunks != 0) {
+    error = "layers " + std::to_string(m.layers) + " do not divide by pp·v " +
+            std::to_string(chunks);
+    return std::nullopt;
+  }
+  if (m.ffn % plan.tp != 0) {
+    error = "the MLP size does not divide by tp";
+    return std::nullopt;
+  }
+
+  // Ranks pp-major, then dp, then tp.
+  std::vector<int64_t> mesh = {plan.pp, plan.dp, plan.tp};
+  bool tpInter = groupSpansNodes(mesh, {2}, hw.devicesPerNode);
+  bool dpInter = groupSpansNodes(mesh, {1}, hw.devicesPerNode);
+  bool ppInter = plan.pp > 1 && plan.dp * plan.tp * 1 > 0 &&
+                 groupSpansNodes(mesh, {0}, hw.devicesPerNode);
+  CostBuilder costs(m, plan, hw, tpInter);
+  PhaseCosts layer = costs.layer(), embedding = costs.embedding(),
+             head = costs.head();
+  int64_t layersPerChunk = m.layers / chunks;
+
+  // The schedule: its real action lists, and what each rank holds.
+  pipeline::ScheduleOptions options;
+  std::optional<pipeline::ScheduleKind> kind =
+      plan.pp > 1 ? pipeline::parseScheduleKind(plan.schedule)
+                  : std::optional(pipeline::ScheduleKind::OneFOneB);
+  if (!kind) {
+    error = "unknown schedule '" + plan.schedule + "'";
+    return std::nullopt;
+  }
+  options.kind = *kind;
+  options.ranks = static_cast<int>(plan.pp);
+  options.microbatches = static_cast<int>(plan.microbatches);
+  options.chunksPerRank = static_cast<int>(plan.virtualStages);
+  std::optional<pipeline::Schedule> schedule =
+      pipeline::generateSchedule(options, error);
+  if (!schedule)
+    return std::nullopt;
+  std::optional<pipeline::ScheduleStats> stats =
+      pipeline::check(*schedule, error);
+  if (!stats)
+    return std::nullopt;
+
+  // Per chunk: its work per microbatch.
+  std::vector<PhaseCosts> chunkCosts(chunks);
+  for (int64_t c = 0; c < chunks; ++c) {
+    PhaseCosts &cost = chunkCosts[c];
+    cost.forward = layer.forward.scaled(layersPerChunk);
+    cost.backward = layer.backward.scaled(layersPerChunk);
+    cost.weight = layer.weight.scaled(layersPerChunk);
+    if (c == 0) {
+      cost.forward += embedding.forward;
+      cost.backward += embedding.backward;
+    }
+    if (c == chunks - 1) {
+      cost.forward += head.forward;
+      cost.backward += head.backward;
+      cost.weight += head.weight;
+    }
+  }
+
+  // Per rank: parameters and the step's end (gradient reduction over dp,
+  // the optimizer, the tied embedding's gradient exchange).
+  double h = m.hidden, t = plan.tp;
+  double layerParams =
+      static_cast<double>(countParameters({1, m.hidden, m.heads, m.kvHeads,
+                                           m.headDim, m.ffn, 0, 0, m.llama,
+                                           true, m.elementBytes,
+                                           m.fusedAttention}) -
+                          (m.llama ? m.hidden : 2 * m.hidden)) /
+      t;
+  bool mixed = m.elementBytes == 2;
+  double paramBytesEach = mixed ? 6 : 4;
+  std::vector<double> rankParams(plan.pp, 0);
+  for (int64_t c = 0; c < chunks; ++c) {
+    int64_t rank = schedule->rankOf(static_cast<int>(c));
+    rankParams[rank] += layerParams * layersPerChunk;
+    if (c == 0)
+      rankParams[rank] +=
+          m.vocab * h / t + (m.llama ? 0 : static_cast<double>(m.seq) * h);
+    if (c == chunks - 1)
+      rankParams[rank] += ((m.tiedEmbeddings && chunks > 1) ||
+                                   !m.tiedEmbeddings
+                               ? m.vocab * h / t
+                               : 0) +
+                          h;
+  }
+  std::vector<double> epilogue(plan.pp, 0);
+  for (int64_t r = 0; r < plan.pp; ++r) {
+    double gradBytes = rankParams[r] * 4;
+    epilogue[r] = collectiveSeconds(hw, CollectiveKind::AllReduce, gradBytes,
+                                    plan.dp, dpInter) +
+                  memoryBoundSeconds(hw, rankParams[r] * (mixed ? 34 : 28));
+    if (plan.pp > 1 && m.tiedEmbeddings &&
+        (r == 0 || r == plan.pp - 1))
+      epilogue[r] += collectiveSeconds(hw, CollectiveKind::PointToPoint,
+                                       m.vocab * h / t * 4, 2, ppInter);
+  }
+  double p2p = plan.pp > 1 ? costs.p2pSeconds(ppInter) : 0;
+
+  PlanEstimate estimate;
+  // Memory: the rank with the largest peak.
+  int64_t stash = stashBytesPerLayer(m, plan);
+  PlanChoice none = plan;
+  none.remat = "none";
+  int64_t workspace = stashBytesPerLayer(m, none);
+  double logitsBytes = static_cast<double>(plan.microbatchSize) * m.seq *
+                       (m.vocab / t) * 4 * 2;
+  for (int64_t r = 0; r < plan.pp; ++r) {
+    const pipeline::RankStats &rank = stats->ranks[r];
+    bool deferredW = *kind == pipeline::ScheduleKind::ZBH1 ||
+                     *kind == pipeline::ScheduleKind::ZBV;
+    int64_t inFlight = deferredW ? rank.peakInFlight : rank.peakStash;
+    int64_t params = static_cast<int64_t>(rankParams[r] * paramBytesEach);
+    int64_t grads = static_cast<int64_t>(rankParams[r] * 4);
+    int64_t optimizer = static_cast<int64_t>(rankParams[r] * 8);
+    bool last = schedule->rankOf(static_cast<int>(chunks - 1)) == r;
+    int64_t activations =
+        inFlight * layersPerChunk * stash + workspace +
+        (last ? static_cast<int64_t>(logitsBytes) : 0);
+    int64_t peak = params + grads + optimizer + activations;
+    if (peak > estimate.peakBytes) {
+      estimate.peakBytes = peak;
+      estimate.peakStage = r;
+      estimate.paramBytes = params;
+      estimate.gradBytes = grads;
+      estimate.optimizerBytes = optimizer;
+      estimate.activationBytes = activations;
+    }
+  }
+
+  // Time.
+  int64_t slowest = 0;
+  std::vector<Busy> rankBusy(plan.pp);
+  for (int64_t c = 0; c < chunks; ++c) {
+    Busy &busy = rankBusy[schedule->rankOf(static_cast<int>(c))];
+    busy += chunkCosts[c].forward;
+    busy += chunkCosts[c].backward;
+    busy += chunkCosts[c].weight;
+  }
+  if (!simulate || plan.pp == 1) {
+    double worst = 0, forward = 0, backward = 0, weight = 0;
+    for (int64_t r = 0; r < plan.pp; ++r) {
+      double c = rankBusy[r].total();
+      if (c + epilogue[r] / plan.microbatches > worst) {
+        worst = c + epilogue[r] / plan.microbatches;
+        slowest = r;
+      }
+    }
+    for (int64_t c = 0; c < chunks; ++c) {
+      forward = std::max(forward, chunkCosts[c].forward.total());
+      backward = std::max(backward, chunkCosts[c].backward.total());
+      weight = std::max(weight, chunkCosts[c].weight.total());
+    }
+    double perMicrobatch = rankBusy[slowest].total() + 2 * p2p;
+    double m_ = static_cast<double>(plan.microbatches), p = plan.pp,
+           v = plan.virtualStages;
+    double step;
+    switch (*kind) {
+    case pipeline::ScheduleKind::Interleaved1F1B:
+      step = (m_ + (p - 1) / v) * perMicrobatch;
+      break;
+    case pipeline::ScheduleKind::ZBH1:
+    case pipeline::ScheduleKind::ZBV:
+      step = m_ * perMicrobatch +
+             (p - 1) * std::max(0.0, forward + backward - weight + 2 * p2p);
+      break;
+    default:
+      step = (m_ + p - 1) * perMicrobatch;
+      break;
+    }
+    estimate.stepSeconds = step + epilogue[slowest];
+  } else {
+    std::vector<std::vector<sim::Op>> ranks(plan.pp);
+    for (int64_t r = 0; r < plan.pp; ++r) {
+      std::vector<sim::Op> &ops = ranks[r];
+      auto addBusy = [&](const Busy &busy) {
+        if (busy.recompute > 0)
+          ops.push_back(sim::Op::busy(busy.recompute, sim::Recompute));
+        if (busy.compute > 0)
+          ops.push_back(sim::Op::busy(busy.compute, sim::Compute));
+        if (busy.communication > 0)
+          ops.push_back(sim::Op::busy(busy.communication, sim::Communication));
+      };
+      for (const pipeline::Action &action : schedule->actions[r]) {
+        const PhaseCosts &cost = chunkCosts[action.chunk];
+        switch (action.kind) {
+        case pipeline::ActionKind::Forward:
+          addBusy(cost.forward);
+          break;
+        case pipeline::ActionKind::Backward:
+          addBusy(cost.backward);
+          if (action.fusedWeight)
+            addBusy(cost.weight);
+          break;
+        case pipeline::ActionKind::Weight:
+          addBusy(cost.weight);
+          break;
+        case pipeline::ActionKind::SendAct:
+        case pipeline::ActionKind::SendGrad: {
+          sim::Op op;
+          op.kind = sim::Op::SendStart;
+          op.category = sim::Communication;
+          op.peer = schedule->rankOf(action.peerChunk());
+          op.seconds = p2p;
+          ops.push_back(op);
+          break;
+        }
+        case pipeline::ActionKind::RecvAct:
+        case pipeline::ActionKind::RecvGrad: {
+          sim::Op op;
+          op.kind = sim::Op::Recv;
+          op.category = sim::Communication;
+          op.peer = schedule->rankOf(action.peerChunk());
+          op.seconds = p2p;
+          ops.push_back(op);
+          break;
+        }
+        }
+      }
+      ops.push_back(sim::Op::busy(epilogue[r], sim::Communication));
+    }
+    std::optional<sim::Result> result = sim::simulate(ranks, error);
+    if (!result)
+      return std::nullopt;
+    estimate.stepSeconds = result->makespan;
+    for (int64_t r = 0; r < plan.pp; ++r)
+      if (result->ranks[r].busyTotal() > result->ranks[slowest].busyTotal())
+        slowest = r;
+  }
+  double microbatches = static_cast<double>(plan.microbatches);
+  estimate.computeSeconds = rankBusy[slowest].compute * microbatches;
+  estimate.recomputeSeconds = rankBusy[slowest].recompute * microbatches;
+  estimate.communicationSeconds =
+      rankBusy[slowest].communication * microbatches + epilogue[slowest];
+  estimate.bubbleSeconds =
+      std::max(0.0, estimate.stepSeconds - estimate.computeSeconds -
+                        estimate.recomputeSeconds -
+                        estimate.communicationSeconds);
+
+  // FLOPs per device: the model's matrix products over all devices.
+  double d = m.headDim, s = m.seq;
+  double perToken =
+      2 * (h * (m.heads + 2 * m.kvHeads) * d + m.heads * d * h +
+           (m.llama ? 3 : 2) * h * m.ffn) +
+      4 * s * m.heads * d;
+  double tokens = static_cast<double>(plan.microbatchSize) * s * microbatches *
+                  plan.dp;
+  double forward = tokens * (m.layers * perToken + 2 * h * m.vocab);
+  double recompute = 0;
+  if (plan.remat == "full")
+    recompute = tokens * m.layers * perToken;
+  else if (plan.remat == "selective" && !m.fusedAttention)
+    recompute = tokens * m.layers * 4 * s * m.heads * d;
+  double devices = static_cast<double>(plan.tp * plan.pp * plan.dp);
+  estimate.modelFlops = 3 * forward / devices;
+  estimate.hardwareFlops = (3 * forward + recompute) / devices;
+  double peak = hw.peakFlops(m.elementBytes == 2 ? "bf16" : "fp32");
+  if (peak == 0)
+    peak = hw.peakFp32;
+  estimate.mfu = estimate.modelFlops / estimate.stepSeconds / peak;
+  estimate.hfu = estimate.hardwareFlops / estimate.stepSeconds / peak;
+  return estimate;
+}
