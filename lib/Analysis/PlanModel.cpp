@@ -244,7 +244,9 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
              head = costs.head();
   int64_t layersPerChunk = m.layers / chunks;
 
-  // The schedule: its real action lists, and what each rank holds.
+  // The schedule: with `simulate` its real action lists and what each rank
+  // holds by them; else the closed forms of what each rank holds (chunk c on
+  // rank c mod p).
   pipeline::ScheduleOptions options;
   std::optional<pipeline::ScheduleKind> kind =
       plan.pp > 1 ? pipeline::parseScheduleKind(plan.schedule)
@@ -257,14 +259,38 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
   options.ranks = static_cast<int>(plan.pp);
   options.microbatches = static_cast<int>(plan.microbatches);
   options.chunksPerRank = static_cast<int>(plan.virtualStages);
-  std::optional<pipeline::Schedule> schedule =
-      pipeline::generateSchedule(options, error);
-  if (!schedule)
-    return std::nullopt;
-  std::optional<pipeline::ScheduleStats> stats =
-      pipeline::check(*schedule, error);
-  if (!stats)
-    return std::nullopt;
+  std::optional<pipeline::Schedule> schedule;
+  std::optional<pipeline::ScheduleStats> stats;
+  if (simulate) {
+    schedule = pipeline::generateSchedule(options, error);
+    if (!schedule)
+      return std::nullopt;
+    stats = pipeline::check(*schedule, error);
+    if (!stats)
+      return std::nullopt;
+  }
+  auto rankOf = [&](int64_t chunk) { return chunk % plan.pp; };
+  bool deferredW = *kind == pipeline::ScheduleKind::ZBH1 ||
+                   *kind == pipeline::ScheduleKind::ZBV;
+  // Microbatch-chunks whose activations rank r holds at once.
+  auto inFlight = [&](int64_t r) -> int64_t {
+    if (stats)
+      return deferredW ? stats->ranks[r].peakInFlight
+                       : stats->ranks[r].peakStash;
+    int64_t m = plan.microbatches, p = plan.pp, v = plan.virtualStages;
+    switch (*kind) {
+    case pipeline::ScheduleKind::GPipe:
+      return m;
+    case pipeline::ScheduleKind::Interleaved1F1B:
+      // Megatron's warm-up: 2(p - r - 1) + (v - 1)p, plus the one in 1F1B.
+      return std::min(m * v, 2 * (p - r - 1) + (v - 1) * p + 1);
+    case pipeline::ScheduleKind::ZBH1:
+    case pipeline::ScheduleKind::ZBV:
+      return std::min(m, p) * v;
+    default:
+      return std::min(m, p - r);
+    }
+  };
 
   // Per chunk: its work per microbatch.
   std::vector<PhaseCosts> chunkCosts(chunks);
@@ -298,7 +324,7 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
   double paramBytesEach = mixed ? 6 : 4;
   std::vector<double> rankParams(plan.pp, 0);
   for (int64_t c = 0; c < chunks; ++c) {
-    int64_t rank = schedule->rankOf(static_cast<int>(c));
+    int64_t rank = rankOf(c);
     rankParams[rank] += layerParams * layersPerChunk;
     if (c == 0)
       rankParams[rank] +=
@@ -332,16 +358,12 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
   double logitsBytes = static_cast<double>(plan.microbatchSize) * m.seq *
                        (m.vocab / t) * 4 * 2;
   for (int64_t r = 0; r < plan.pp; ++r) {
-    const pipeline::RankStats &rank = stats->ranks[r];
-    bool deferredW = *kind == pipeline::ScheduleKind::ZBH1 ||
-                     *kind == pipeline::ScheduleKind::ZBV;
-    int64_t inFlight = deferredW ? rank.peakInFlight : rank.peakStash;
     int64_t params = static_cast<int64_t>(rankParams[r] * paramBytesEach);
     int64_t grads = static_cast<int64_t>(rankParams[r] * 4);
     int64_t optimizer = static_cast<int64_t>(rankParams[r] * 8);
-    bool last = schedule->rankOf(static_cast<int>(chunks - 1)) == r;
+    bool last = rankOf(chunks - 1) == r;
     int64_t activations =
-        inFlight * layersPerChunk * stash + workspace +
+        inFlight(r) * layersPerChunk * stash + workspace +
         (last ? static_cast<int64_t>(logitsBytes) : 0);
     int64_t peak = params + grads + optimizer + activations;
     if (peak > estimate.peakBytes) {
@@ -358,7 +380,7 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
   int64_t slowest = 0;
   std::vector<Busy> rankBusy(plan.pp);
   for (int64_t c = 0; c < chunks; ++c) {
-    Busy &busy = rankBusy[schedule->rankOf(static_cast<int>(c))];
+    Busy &busy = rankBusy[rankOf(c)];
     busy += chunkCosts[c].forward;
     busy += chunkCosts[c].backward;
     busy += chunkCosts[c].weight;

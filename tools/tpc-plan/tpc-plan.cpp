@@ -402,6 +402,48 @@ int main(int argc, char **argv) {
         describe(compared->plan), comparedRank, fits.size(),
         compared->estimate.peakBytes > limit ? " (does not fit)" : "",
         compared->estimate.stepSeconds / best.front().estimate.stepSeconds);
+    // Where the gain comes from: the compared plan moved to the best one
+    // choice at a time, each replayed.
+    const PlanChoice &to = best.front().plan;
+    PlanChoice step = compared->plan;
+    double before = compared->estimate.stepSeconds;
+    auto move = [&](StringRef what, auto change) {
+      PlanChoice next = step;
+      change(next);
+      if (samePlan(next, step))
+        return;
+      std::string error;
+      std::optional<PlanEstimate> e =
+          estimatePlan(shape, next, *hw, true, error);
+      if (!e) {
+        llvm::outs() << "  + " << what << ": not a plan alone (" << error
+                     << ")\n";
+        return;
+      }
+      llvm::outs() << llvm::formatv(
+          "  + {0,-28} step {1,9:F3} s ({2:+0.0;-0.0}%){3}\n", what,
+          e->stepSeconds, 100 * (e->stepSeconds / before - 1),
+          e->peakBytes > limit ? ", does not fit alone" : "");
+      before = e->stepSeconds;
+      step = next;
+    };
+    llvm::outs() << "gain, one choice at a time from the compared plan:\n";
+    move("sequence parallelism", [&](PlanChoice &p) {
+      p.sequenceParallel = to.sequenceParallel && p.tp > 1;
+    });
+    move("recomputation " + to.remat,
+         [&](PlanChoice &p) { p.remat = to.remat; });
+    move("schedule " + to.schedule + " v=" + std::to_string(to.virtualStages),
+         [&](PlanChoice &p) {
+           p.schedule = to.schedule;
+           p.virtualStages = to.virtualStages;
+         });
+    move("sizes tp/pp/dp/b", [&](PlanChoice &p) {
+      p.tp = to.tp, p.pp = to.pp, p.dp = to.dp;
+      p.microbatchSize = to.microbatchSize;
+      p.microbatches = to.microbatches;
+      p.sequenceParallel = to.sequenceParallel;
+    });
   }
   const Candidate &winner = best.front();
   llvm::outs() << "best: tpc-import " << configPath << " --batch "
