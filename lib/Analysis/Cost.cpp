@@ -25,50 +25,74 @@ double mlir::tpc::attentionSeconds(const Hardware &hw, double flops,
   return hw.kernelLaunchSeconds + std::max(compute, memory);
 }
 
-double mlir::tpc::collectiveSeconds(const Hardware &hw, CollectiveKind kind,
-                                    double bytes, int64_t groupSize,
-                                    bool interNode) {
-  if (groupSize <= 1 && kind != CollectiveKind::PointToPoint)
-    return 0;
-  const Link &link = interNode ? hw.interNode : hw.intraNode;
-  double n = static_cast<double>(groupSize);
-  double factor = 1;
+namespace {
+
+double factorOf(CollectiveKind kind, double n) {
   switch (kind) {
   case CollectiveKind::AllReduce:
-    factor = 2 * (n - 1) / n;
-    break;
+    return 2 * (n - 1) / n;
   case CollectiveKind::AllGather:
   case CollectiveKind::ReduceScatter:
   case CollectiveKind::AllToAll:
-    factor = (n - 1) / n;
-    break;
+    return (n - 1) / n;
   case CollectiveKind::PointToPoint:
-    factor = 1;
     break;
   }
+  return 1;
+}
+
+double linkSeconds(const Link &link, double factor, double bytes) {
   return link.latencySeconds +
          factor * bytes / (link.busBandwidth.at(bytes) * link.bytesPerSecond);
 }
 
-bool mlir::tpc::groupSpansNodes(const std::vector<int64_t> &meshSizes,
-                                const std::vector<unsigned> &groupAxes,
-                                int64_t devicesPerNode) {
-  int64_t ranks = 1;
+} // namespace
+
+double mlir::tpc::collectiveSeconds(const Hardware &hw, CollectiveKind kind,
+                                    double bytes, int64_t groupSize,
+                                    int64_t perNode) {
+  if (kind == CollectiveKind::PointToPoint)
+    return linkSeconds(perNode >= 2 ? hw.intraNode : hw.interNode, 1, bytes);
+  if (groupSize <= 1)
+    return 0;
+  perNode = std::max<int64_t>(1, std::min(perNode, groupSize));
+  if (perNode == groupSize)
+    return linkSeconds(hw.intraNode,
+                       factorOf(kind, static_cast<double>(groupSize)), bytes);
+  double nodes = static_cast<double>(groupSize / perNode);
+  double inside =
+      perNode > 1 ? linkSeconds(hw.intraNode,
+                                factorOf(kind, static_cast<double>(perNode)),
+                                bytes)
+                  : 0;
+  return inside + linkSeconds(hw.interNode, factorOf(kind, nodes),
+                              bytes / static_cast<double>(perNode));
+}
+
+int64_t mlir::tpc::groupMembersPerNode(const std::vector<int64_t> &meshSizes,
+                                       const std::vector<unsigned> &groupAxes,
+                                       int64_t devicesPerNode) {
+  int64_t ranks = 1, group = 1;
   for (int64_t size : meshSizes)
     ranks *= size;
-  if (ranks <= devicesPerNode)
-    return false;
+  for (unsigned axis : groupAxes)
+    group *= meshSizes[axis];
   // Row-major strides; a rank's group leader has zero coordinates on the
-  // group's axes. Every rank is in a node with its leader iff no group spans.
+  // group's axes. Count, per leader, the members in the leader's node.
   std::vector<int64_t> strides(meshSizes.size(), 1);
   for (size_t i = meshSizes.size(); i-- > 1;)
     strides[i - 1] = strides[i] * meshSizes[i];
+  std::vector<int64_t> together(ranks, 0);
   for (int64_t rank = 0; rank < ranks; ++rank) {
     int64_t leader = rank;
     for (unsigned axis : groupAxes)
       leader -= ((rank / strides[axis]) % meshSizes[axis]) * strides[axis];
-    if (rank / devicesPerNode != leader / devicesPerNode)
-      return true;
+    if (rank / devicesPerNode == leader / devicesPerNode)
+      ++together[leader];
   }
-  return false;
+  int64_t fewest = group;
+  for (int64_t rank = 0; rank < ranks; ++rank)
+    if (together[rank] > 0)
+      fewest = std::min(fewest, together[rank]);
+  return fewest;
 }

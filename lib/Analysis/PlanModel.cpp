@@ -91,8 +91,8 @@ struct PhaseCosts {
 class CostBuilder {
 public:
   CostBuilder(const TransformerShape &m, const PlanChoice &plan,
-              const Hardware &hw, bool tpSpansNodes)
-      : m(m), plan(plan), hw(hw), tpInter(tpSpansNodes) {
+              const Hardware &hw, int64_t tpPerNode)
+      : m(m), plan(plan), hw(hw), tpPerNode(tpPerNode) {
     peak = hw.peakFlops(m.elementBytes == 2 ? "bf16" : "fp32");
     if (peak == 0)
       peak = hw.peakFp32;
@@ -106,7 +106,7 @@ public:
   }
   double memory(double bytes) const { return memoryBoundSeconds(hw, bytes); }
   double tpCollective(CollectiveKind kind, double bytes) const {
-    return collectiveSeconds(hw, kind, bytes, plan.tp, tpInter);
+    return collectiveSeconds(hw, kind, bytes, plan.tp, tpPerNode);
   }
 
   /// The two tensor-parallel collectives of a layer's half (attention or
@@ -199,14 +199,15 @@ public:
   double p2pSeconds(bool inter) const {
     double bytes = tokens * m.hidden * m.elementBytes /
                    (plan.sequenceParallel ? t : 1);
-    return collectiveSeconds(hw, CollectiveKind::PointToPoint, bytes, 2, inter);
+    return collectiveSeconds(hw, CollectiveKind::PointToPoint, bytes, 2,
+                             inter ? 1 : 2);
   }
 
 private:
   const TransformerShape &m;
   const PlanChoice &plan;
   const Hardware &hw;
-  bool tpInter;
+  int64_t tpPerNode;
   double peak = 0, tokens = 0, t = 1;
 };
 
@@ -235,11 +236,12 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
 
   // Ranks pp-major, then dp, then tp.
   std::vector<int64_t> mesh = {plan.pp, plan.dp, plan.tp};
-  bool tpInter = groupSpansNodes(mesh, {2}, hw.devicesPerNode);
-  bool dpInter = groupSpansNodes(mesh, {1}, hw.devicesPerNode);
-  bool ppInter = plan.pp > 1 && plan.dp * plan.tp * 1 > 0 &&
-                 groupSpansNodes(mesh, {0}, hw.devicesPerNode);
-  CostBuilder costs(m, plan, hw, tpInter);
+  int64_t tpPerNode = groupMembersPerNode(mesh, {2}, hw.devicesPerNode);
+  int64_t dpPerNode = groupMembersPerNode(mesh, {1}, hw.devicesPerNode);
+  // Neighbouring stages are dp·tp ranks apart.
+  bool ppInter =
+      plan.pp > 1 && plan.dp * plan.tp % hw.devicesPerNode == 0;
+  CostBuilder costs(m, plan, hw, tpPerNode);
   PhaseCosts layer = costs.layer(), embedding = costs.embedding(),
              head = costs.head();
   int64_t layersPerChunk = m.layers / chunks;
@@ -340,12 +342,13 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
   for (int64_t r = 0; r < plan.pp; ++r) {
     double gradBytes = rankParams[r] * 4;
     epilogue[r] = collectiveSeconds(hw, CollectiveKind::AllReduce, gradBytes,
-                                    plan.dp, dpInter) +
+                                    plan.dp, dpPerNode) +
                   memoryBoundSeconds(hw, rankParams[r] * (mixed ? 34 : 28));
     if (plan.pp > 1 && m.tiedEmbeddings &&
         (r == 0 || r == plan.pp - 1))
       epilogue[r] += collectiveSeconds(hw, CollectiveKind::PointToPoint,
-                                       m.vocab * h / t * 4, 2, ppInter);
+                                       m.vocab * h / t * 4, 2,
+                                       ppInter ? 1 : 2);
   }
   double p2p = plan.pp > 1 ? costs.p2pSeconds(ppInter) : 0;
 

@@ -159,7 +159,7 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel) {
     piece.category = sim::Communication;
     piece.seconds = collectiveSeconds(
         hw, kind, static_cast<double>(size), groupSize(axes),
-        groupSpansNodes(meshSizes, axes, hw.devicesPerNode));
+        groupMembersPerNode(meshSizes, axes, hw.devicesPerNode));
     if (crossesPipeline(axes))
       piece.kind = sim::Op::Barrier;
     return piece;
@@ -172,7 +172,8 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel) {
     int64_t stage = kernel.getStage() ? *kernel.getStage() : 0;
     piece.seconds = collectiveSeconds(hw, CollectiveKind::PointToPoint,
                                       static_cast<double>(bytesOf(buffer)), 2,
-                                      pairSpansNodes(stage, piece.peer));
+                                      pairSpansNodes(stage, piece.peer) ? 1
+                                                                        : 2);
     return piece;
   };
 

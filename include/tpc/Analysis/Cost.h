@@ -41,19 +41,22 @@ double memoryBoundSeconds(const Hardware &hw, double bytes);
 
 /// A collective of `bytes` (the full logical tensor: an all_reduce's tensor,
 /// an all_gather's result, a reduce_scatter's input, an all_to_all's input,
-/// a message) over `groupSize` devices, on the links between nodes if
-/// `interNode`: latency + factor · bytes / (bus fraction(bytes) · B), factor
-/// 2(n−1)/n for all_reduce, (n−1)/n for the others, 1 for a message.
-/// 0 for a group of one.
+/// a message) over `groupSize` devices, `perNode` of them on each node:
+/// latency + factor · bytes / (bus fraction(bytes) · B), factor 2(n−1)/n
+/// for all_reduce, (n−1)/n for the others, 1 for a message. Inside one node
+/// (perNode ≥ groupSize) on NVLink; across nodes hierarchically, as NCCL
+/// runs it: the node's part over NVLink, then the nodes' over their NICs,
+/// each device's NIC carrying 1/perNode of the bytes. 0 for a group of one.
 double collectiveSeconds(const Hardware &hw, CollectiveKind kind,
-                         double bytes, int64_t groupSize, bool interNode);
+                         double bytes, int64_t groupSize, int64_t perNode);
 
-/// Whether some group over `groupAxes` (indices into `meshSizes`, sizes
-/// major first; ranks numbered row-major over the mesh) holds devices of two
-/// nodes (`devicesPerNode` consecutive ranks each).
-bool groupSpansNodes(const std::vector<int64_t> &meshSizes,
-                     const std::vector<unsigned> &groupAxes,
-                     int64_t devicesPerNode);
+/// The fewest members of one group over `groupAxes` (indices into
+/// `meshSizes`, sizes major first; ranks numbered row-major over the mesh)
+/// that share a node (`devicesPerNode` consecutive ranks each): the group
+/// size when every group fits in a node, 1 when no two members share one.
+int64_t groupMembersPerNode(const std::vector<int64_t> &meshSizes,
+                            const std::vector<unsigned> &groupAxes,
+                            int64_t devicesPerNode);
 
 } // namespace mlir::tpc
 
