@@ -24,7 +24,7 @@ config.substitutions.append(("%tpc_bin", config.tpc_tools_dir))
 llvm_config.with_system_environment(["HOME", "PATH"])
 llvm_config.use_default_substitutions()
 llvm_config.add_tool_substitutions(
-    ["tpc-opt", "tpc-import", "tpc-compile", "tpc-run"], [config.tpc_tools_dir])
+    ["tpc-opt", "tpc-import", "tpc-compile", "tpc-run", "tpc-plan"], [config.tpc_tools_dir])
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 # Optional components are lit features, so a test that needs one is reported

@@ -350,7 +350,8 @@ LogicalResult mlir::tpc::predictStep(ModuleOp module, const Hardware &hw,
     figures.computeSeconds = rank.busy[sim::Compute];
     figures.recomputeSeconds = rank.busy[sim::Recompute];
     figures.communicationSeconds = rank.busy[sim::Communication];
-    figures.idleSeconds = result->makespan - rank.busyTotal();
+    // Rounding may leave a busy rank -1e-16 s idle.
+    figures.idleSeconds = std::max(0.0, result->makespan - rank.busyTotal());
     idle += figures.idleSeconds;
     if (stage < report.stages.size())
       figures.peakBytes = report.stages[stage].peakBytes;
