@@ -1,0 +1,353 @@
+//===- CostModelTest.cpp - hardware, costs, simulator, closed forms -------===//
+//
+// Every expected number is derived here from the formula stated next to it
+// (or from the schedule checker, an independent implementation of the same
+// timing), never copied from the library's output.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/Dist/Transforms/PipelineSchedule.h"
+#include "tpc/Analysis/Cost.h"
+#include "tpc/Analysis/Hardware.h"
+#include "tpc/Analysis/PlanModel.h"
+#include "tpc/Analysis/Simulator.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+using namespace mlir::tpc;
+namespace pipeline = mlir::dist::pipeline;
+
+namespace {
+
+const char *kHardware = R"({
+  "name": "test", "description": "round numbers", "memory_bytes": 80e9,
+  "memory_source": "x", "devices_per_node": 8,
+  "peak_flops": {"bf16": 100e12, "fp32": 10e12, "source": "x"},
+  "memory_bandwidth": {"bytes_per_s": 1e12, "source": "x"},
+  "intra_node": {"bytes_per_s": 200e9, "latency_s": 1e-5, "source": "x"},
+  "inter_node": {"bytes_per_s": 20e9, "latency_s": 3e-5, "source": "x"},
+  "efficiency": {
+    "gemm": {"points": [[1e9, 0.25], [1e11, 0.75]], "source": "x"},
+    "attention": {"value": 0.5, "source": "x"},
+    "elementwise_bandwidth": {"value": 0.5, "source": "x"},
+    "collective_bus_bandwidth": {
+      "intra_node": {"points": [[1e6, 0.5]], "source": "x"},
+      "inter_node": {"points": [[1e6, 0.8]], "source": "x"}},
+    "kernel_launch_s": {"value": 2e-6, "source": "x"}}})";
+
+Hardware testHardware() {
+  llvm::Expected<Hardware> hw = parseHardware(kHardware, "test.json");
+  EXPECT_TRUE(static_cast<bool>(hw)) << llvm::toString(hw.takeError());
+  return *hw;
+}
+
+std::string parseError(const std::string &text) {
+  llvm::Expected<Hardware> hw = parseHardware(text, "h.json");
+  if (hw)
+    return "";
+  return llvm::toString(hw.takeError());
+}
+
+std::string replace(std::string text, const std::string &from,
+                    const std::string &to) {
+  size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return text.replace(at, from.size(), to);
+}
+
+TEST(Hardware, ReadsEveryField) {
+  Hardware hw = testHardware();
+  EXPECT_EQ(hw.devicesPerNode, 8);
+  EXPECT_EQ(hw.peakBf16, 100e12);
+  EXPECT_EQ(hw.peakFp16, 0);
+  EXPECT_EQ(hw.intraNode.bytesPerSecond, 200e9);
+  EXPECT_EQ(hw.interNode.latencySeconds, 3e-5);
+  EXPECT_EQ(hw.kernelLaunchSeconds, 2e-6);
+}
+
+TEST(Hardware, RefusesWhatItDoesNotKnow) {
+  EXPECT_NE(parseError(replace(kHardware, "\"memory_source\"", "\"memory_sauce\""))
+                .find("h.json: missing key 'memory_source'"),
+            std::string::npos);
+  EXPECT_NE(parseError(replace(kHardware, "\"devices_per_node\": 8",
+                               "\"devices_per_node\": 8, \"nvlink\": 4"))
+                .find("unknown key 'nvlink'"),
+            std::string::npos);
+  EXPECT_NE(parseError(replace(kHardware, "\"value\": 0.5, \"source\": \"x\"},\n    \"elementwise",
+                               "\"value\": 1.5, \"source\": \"x\"},\n    \"elementwise"))
+                .find("efficiency.attention: 'value' must be a fraction"),
+            std::string::npos);
+  EXPECT_NE(parseError(replace(kHardware, "[[1e9, 0.25], [1e11, 0.75]]",
+                               "[[1e11, 0.25], [1e9, 0.75]]"))
+                .find("points[1]: sizes must ascend"),
+            std::string::npos);
+  EXPECT_NE(parseError("[1, 2]").find("must be a JSON object"),
+            std::string::npos);
+  EXPECT_NE(parseError("{").find("not JSON"), std::string::npos);
+}
+
+TEST(Cost, CurveInterpolatesInLogSize) {
+  Hardware hw = testHardware();
+  // Halfway in log between 1e9 and 1e11 is 1e10: halfway between fractions.
+  EXPECT_DOUBLE_EQ(hw.gemm.at(1e10), 0.5);
+  EXPECT_DOUBLE_EQ(hw.gemm.at(1e3), 0.25);
+  EXPECT_DOUBLE_EQ(hw.gemm.at(1e15), 0.75);
+}
+
+TEST(Cost, Roofline) {
+  Hardware hw = testHardware();
+  // 1e11 FLOPs at 0.75 · 100e12 vs 1e6 bytes at 0.5 · 1e12: compute-bound.
+  EXPECT_DOUBLE_EQ(matmulSeconds(hw, 1e11, 1e6, 100e12),
+                   2e-6 + 1e11 / 75e12);
+  // A skinny product: 1e9 bytes take 2 ms, more than the FLOPs.
+  EXPECT_DOUBLE_EQ(matmulSeconds(hw, 1e9, 1e9, 100e12), 2e-6 + 1e9 / 0.5e12);
+  EXPECT_DOUBLE_EQ(memoryBoundSeconds(hw, 1e9), 2e-6 + 2e-3);
+}
+
+TEST(Cost, Collectives) {
+  Hardware hw = testHardware();
+  double s = 1e8;
+  // Inside a node: all-reduce 2(n-1)/n·S/(0.5·200e9), all-gather (n-1)/n.
+  EXPECT_DOUBLE_EQ(collectiveSeconds(hw, CollectiveKind::AllReduce, s, 8, 8),
+                   1e-5 + 2.0 * 7 / 8 * s / 100e9);
+  EXPECT_DOUBLE_EQ(collectiveSeconds(hw, CollectiveKind::AllGather, s, 4, 8),
+                   1e-5 + 3.0 / 4 * s / 100e9);
+  // One member per node: the NICs carry everything.
+  EXPECT_DOUBLE_EQ(collectiveSeconds(hw, CollectiveKind::AllReduce, s, 4, 1),
+                   3e-5 + 2.0 * 3 / 4 * s / 16e9);
+  // Hierarchical: 8 per node on 4 nodes: NVLink over 8, then each NIC 1/8.
+  EXPECT_DOUBLE_EQ(
+      collectiveSeconds(hw, CollectiveKind::AllReduce, s, 32, 8),
+      (1e-5 + 2.0 * 7 / 8 * s / 100e9) + (3e-5 + 2.0 * 3 / 4 * s / 8 / 16e9));
+  EXPECT_DOUBLE_EQ(collectiveSeconds(hw, CollectiveKind::AllReduce, s, 1, 1),
+                   0);
+  EXPECT_DOUBLE_EQ(
+      collectiveSeconds(hw, CollectiveKind::PointToPoint, s, 2, 1),
+      3e-5 + s / 16e9);
+}
+
+TEST(Cost, GroupsOnNodes) {
+  // Mesh pp=2, dp=4, tp=8 on nodes of 8: tp inside a node, dp one a node.
+  std::vector<int64_t> mesh = {2, 4, 8};
+  EXPECT_EQ(groupMembersPerNode(mesh, {2}, 8), 8);
+  EXPECT_EQ(groupMembersPerNode(mesh, {1}, 8), 1);
+  EXPECT_EQ(groupMembersPerNode(mesh, {1, 2}, 8), 8);
+  // dp=32 alone: 8 of the group per node.
+  EXPECT_EQ(groupMembersPerNode({32}, {0}, 8), 8);
+  // tp=4 on nodes of 8: two groups per node, each whole.
+  EXPECT_EQ(groupMembersPerNode({4, 4}, {1}, 8), 4);
+  // Nodes of 6 and tp=4: some group straddles two nodes (ranks 4..7).
+  EXPECT_EQ(groupMembersPerNode({3, 4}, {1}, 6), 2);
+}
+
+/// The schedule's actions as simulator ops: computes of F, B, W slots, each
+/// transfer blocking and free, as the checker's synchronous sends.
+std::vector<std::vector<sim::Op>> toOps(const pipeline::Schedule &schedule,
+                                        const pipeline::Costs &costs) {
+  std::vector<std::vector<sim::Op>> ranks(schedule.actions.size());
+  for (size_t r = 0; r < schedule.actions.size(); ++r)
+    for (const pipeline::Action &action : schedule.actions[r]) {
+      if (action.isCompute()) {
+        ranks[r].push_back(sim::Op::busy(costs.of(action)));
+        continue;
+      }
+      sim::Op op;
+      op.kind = action.isSend() ? sim::Op::Send : sim::Op::Recv;
+      op.peer = schedule.rankOf(action.peerChunk());
+      ranks[r].push_back(op);
+    }
+  return ranks;
+}
+
+TEST(Simulator, EqualsTheScheduleChecker) {
+  // Two independent implementations of one timing model: the schedule
+  // checker and the simulator replaying its actions with free, synchronous
+  // transfers must give the same makespan and busy time.
+  pipeline::Costs costs{2, 3, 1};
+  int compared = 0;
+  for (auto kind : {pipeline::ScheduleKind::GPipe,
+                    pipeline::ScheduleKind::OneFOneB,
+                    pipeline::ScheduleKind::Interleaved1F1B,
+                    pipeline::ScheduleKind::ZBH1, pipeline::ScheduleKind::ZBV})
+    for (int p : {2, 3, 4})
+      for (int m : {1, 2, 4, 5, 8}) {
+        pipeline::ScheduleOptions options;
+        options.kind = kind;
+        options.ranks = p;
+        options.microbatches = m;
+        options.costs = costs;
+        bool twoChunks = kind == pipeline::ScheduleKind::Interleaved1F1B ||
+                         kind == pipeline::ScheduleKind::ZBV;
+        options.chunksPerRank = twoChunks ? 2 : 1;
+        options.placement = kind == pipeline::ScheduleKind::ZBV
+                                ? pipeline::Placement::V
+                                : pipeline::Placement::RoundRobin;
+        std::string error;
+        std::optional<pipeline::Schedule> schedule =
+            pipeline::generateSchedule(options, error);
+        if (!schedule)
+          continue; // a shape the kind refuses
+        std::optional<pipeline::ScheduleStats> stats =
+            pipeline::check(*schedule, error, costs);
+        ASSERT_TRUE(stats) << error;
+        std::optional<sim::Result> result =
+            sim::simulate(toOps(*schedule, costs), error);
+        ASSERT_TRUE(result) << error;
+        SCOPED_TRACE(std::string(pipeline::getScheduleName(kind)) + " p=" +
+                     std::to_string(p) + " m=" + std::to_string(m));
+        EXPECT_EQ(result->makespan, stats->makespan);
+        for (int r = 0; r < p; ++r)
+          EXPECT_EQ(result->ranks[r].busyTotal(), stats->ranks[r].busy);
+        ++compared;
+      }
+  // Every kind takes most shapes (interleaved and ZB-V refuse a few).
+  EXPECT_GE(compared, 60);
+}
+
+TEST(Simulator, OneFOneBClosedForm) {
+  // Uniform stages with F = 1, BW = 2: (m + p - 1) · 3.
+  pipeline::ScheduleOptions options;
+  options.ranks = 4;
+  options.microbatches = 8;
+  std::string error;
+  auto schedule = pipeline::generateSchedule(options, error);
+  ASSERT_TRUE(schedule) << error;
+  auto result = sim::simulate(toOps(*schedule, {1, 1, 1}), error);
+  ASSERT_TRUE(result) << error;
+  EXPECT_EQ(result->makespan, (8 + 4 - 1) * 3);
+}
+
+TEST(Simulator, StartedTransfersOverlap) {
+  // Rank 0 starts a 5 s send at 0 and works 10 s; rank 1 works 3 s, then
+  // receives: the transfer runs from 3 to 8; rank 0's wait returns at 10.
+  std::vector<std::vector<sim::Op>> ranks(2);
+  sim::Op send;
+  send.kind = sim::Op::SendStart;
+  send.peer = 1;
+  send.seconds = 5;
+  ranks[0] = {send, sim::Op::busy(10), sim::Op()};
+  ranks[0][2].kind = sim::Op::Wait;
+  ranks[0][2].transfer = 0;
+  ranks[0][2].seconds = 0;
+  sim::Op recv;
+  recv.kind = sim::Op::Recv;
+  recv.peer = 0;
+  ranks[1] = {sim::Op::busy(3), recv};
+  std::string error;
+  auto result = sim::simulate(ranks, error);
+  ASSERT_TRUE(result) << error;
+  EXPECT_EQ(result->ranks[0].finish, 10);
+  EXPECT_EQ(result->ranks[1].finish, 8);
+  // FIFO: a second message on the channel waits for the first.
+  sim::Op second = send;
+  ranks[0] = {send, second};
+  ranks[1] = {recv, recv};
+  result = sim::simulate(ranks, error);
+  ASSERT_TRUE(result) << error;
+  EXPECT_EQ(result->ranks[1].finish, 10);
+}
+
+TEST(Simulator, BarriersAndDeadlocks) {
+  std::vector<std::vector<sim::Op>> ranks(2);
+  sim::Op barrier;
+  barrier.kind = sim::Op::Barrier;
+  barrier.seconds = 1;
+  ranks[0] = {sim::Op::busy(2), barrier};
+  ranks[1] = {sim::Op::busy(5), barrier};
+  std::string error;
+  auto result = sim::simulate(ranks, error);
+  ASSERT_TRUE(result) << error;
+  EXPECT_EQ(result->makespan, 6);
+  // Both receive first: neither can proceed, and the error says where.
+  sim::Op recv;
+  recv.kind = sim::Op::Recv;
+  recv.peer = 1;
+  ranks[0] = {recv};
+  recv.peer = 0;
+  ranks[1] = {recv};
+  EXPECT_FALSE(sim::simulate(ranks, error));
+  EXPECT_NE(error.find("rank 0 at op 0 (recv peer 1)"), std::string::npos)
+      << error;
+  EXPECT_NE(error.find("rank 1 at op 0 (recv peer 0)"), std::string::npos)
+      << error;
+}
+
+TEST(PlanModel, NarayananTable1Parameters) {
+  // Eq. 2 against Table 1's parameter column (billions, rounded to 0.1).
+  struct Row {
+    double l, h, billions;
+  } rows[] = {{24, 2304, 1.7},    {30, 3072, 3.6},    {36, 4096, 7.5},
+              {40, 6144, 18.4},   {48, 8192, 39.1},   {60, 10240, 76.1},
+              {80, 12288, 145.6}, {96, 16384, 310.1}, {105, 20480, 529.6},
+              {128, 25600, 1008.0}};
+  for (const Row &row : rows) {
+    double p = narayananParameters(row.l, row.h, 51200, 2048);
+    EXPECT_NEAR(p / 1e9, row.billions, 0.05 + 1e-9) << row.h;
+    // tpc's own count adds the final layer norm (2h).
+    TransformerShape shape;
+    shape.layers = row.l;
+    shape.hidden = row.h;
+    shape.heads = 16;
+    shape.kvHeads = 16;
+    shape.headDim = row.h / 16;
+    shape.ffn = 4 * row.h;
+    shape.vocab = 51200;
+    shape.seq = 2048;
+    EXPECT_NEAR(static_cast<double>(countParameters(shape)), p + 2 * row.h,
+                1e-9 * p);
+  }
+}
+
+TEST(PlanModel, StashIsKorthikantiTable2) {
+  TransformerShape shape{4, 2048, 16, 16, 128, 8192, 51200, 2048};
+  PlanChoice plan;
+  double sbh = 2048.0 * 2048;
+  // No parallelism: 34 + 5as/h; tp: 10 + 24/t + 5as/(ht); sp: /t; selective
+  // drops 5as/h; full keeps 2 (2/t with sp).
+  EXPECT_EQ(stashBytesPerLayer(shape, plan), (34 + 5 * 16 * 2048 / 2048) * sbh);
+  plan.tp = 2;
+  EXPECT_EQ(stashBytesPerLayer(shape, plan), (10 + 12 + 40) * sbh);
+  plan.sequenceParallel = true;
+  EXPECT_EQ(stashBytesPerLayer(shape, plan), (34 + 80) / 2 * sbh);
+  plan.remat = "selective";
+  EXPECT_EQ(stashBytesPerLayer(shape, plan), 17 * sbh);
+  plan.remat = "full";
+  EXPECT_EQ(stashBytesPerLayer(shape, plan), 1 * sbh);
+}
+
+TEST(PlanModel, RefusesImpossiblePlans) {
+  Hardware hw = testHardware();
+  TransformerShape shape{6, 1024, 12, 12, 64, 4096, 50304, 1024};
+  PlanChoice plan;
+  plan.tp = 8;
+  std::string error;
+  EXPECT_FALSE(estimatePlan(shape, plan, hw, false, error));
+  EXPECT_NE(error.find("heads 12"), std::string::npos) << error;
+  plan.tp = 1;
+  plan.pp = 4;
+  EXPECT_FALSE(estimatePlan(shape, plan, hw, false, error));
+  EXPECT_NE(error.find("layers 6"), std::string::npos) << error;
+}
+
+TEST(PlanModel, ReplayAgreesWithTheClosedFormOn1F1B) {
+  // One schedule the closed form is exact for: 1F1B, uniform stages, free
+  // transfers barely matter; the replay and (m + p - 1)·c within 2%.
+  Hardware hw = testHardware();
+  TransformerShape shape{8, 2048, 16, 16, 128, 8192, 51200, 2048};
+  PlanChoice plan;
+  plan.pp = 2;
+  plan.microbatches = 16;
+  std::string error;
+  auto closed = estimatePlan(shape, plan, hw, false, error);
+  ASSERT_TRUE(closed) << error;
+  auto replayed = estimatePlan(shape, plan, hw, true, error);
+  ASSERT_TRUE(replayed) << error;
+  EXPECT_NEAR(replayed->stepSeconds / closed->stepSeconds, 1, 0.02);
+  EXPECT_EQ(replayed->peakBytes >= closed->peakBytes * 0.99, true);
+}
+
+} // namespace
