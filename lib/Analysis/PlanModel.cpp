@@ -447,25 +447,14 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
           addBusy(cost.weight);
           break;
         case pipeline::ActionKind::SendAct:
-        case pipeline::ActionKind::SendGrad: {
-          sim::Op op;
-          op.kind = sim::Op::SendStart;
-          op.category = sim::Communication;
-          op.peer = schedule->rankOf(action.peerChunk());
-          op.seconds = p2p;
-          ops.push_back(op);
-          break;
-        }
+        case pipeline::ActionKind::SendGrad:
         case pipeline::ActionKind::RecvAct:
-        case pipeline::ActionKind::RecvGrad: {
-          sim::Op op;
-          op.kind = sim::Op::Recv;
-          op.category = sim::Communication;
-          op.peer = schedule->rankOf(action.peerChunk());
-          op.seconds = p2p;
-          ops.push_back(op);
+        case pipeline::ActionKind::RecvGrad:
+          // Sends start and run behind the compute; a receive waits.
+          ops.push_back(sim::Op::transferWith(
+              action.isSend() ? sim::Op::SendStart : sim::Op::Recv,
+              schedule->rankOf(action.peerChunk()), p2p));
           break;
-        }
         }
       }
       ops.push_back(sim::Op::busy(epilogue[r], sim::Communication));

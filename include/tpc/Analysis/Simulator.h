@@ -49,6 +49,17 @@ struct Op {
   int64_t transfer = -1;
   double seconds = 0;
 
+  /// A transfer (Send, Recv, SendStart, RecvStart) with `peer`, taking
+  /// `seconds` on the wire (the sender's counts).
+  static Op transferWith(Kind kind, int peer, double seconds) {
+    Op op;
+    op.kind = kind;
+    op.category = Communication;
+    op.peer = peer;
+    op.seconds = seconds;
+    return op;
+  }
+
   static Op busy(double seconds, Category category = Compute) {
     Op op;
     op.seconds = seconds;
