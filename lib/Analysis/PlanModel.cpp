@@ -122,7 +122,14 @@ public:
     return 2 * tpCollective(CollectiveKind::AllReduce, bytes);
   }
 
-  PhaseCosts layer() const {
+  /// Each microbatch's W adds its fp32 weight gradients into the step's
+  /// sums (partial read, sum read and written): what the compiler does when
+  /// there are several microbatches.
+  double accumulateSeconds(double params) const {
+    return plan.microbatches > 1 ? memory(12 * params) : 0;
+  }
+
+  PhaseCosts layer(double layerParams) const {
     double h = m.hidden, d = m.headDim, s = m.seq;
     double heads = m.heads / t;
     double kvHeads = std::max(1.0, m.kvHeads / t);
@@ -163,7 +170,7 @@ public:
     costs.forward.communication = comm;
     costs.backward.compute = linears + attentionBackward + memory(2 * elementwise);
     costs.backward.communication = comm;
-    costs.weight.compute = linears;
+    costs.weight.compute = linears + accumulateSeconds(layerParams);
     if (plan.remat == "full") {
       costs.backward.recompute = costs.forward.compute;
       costs.backward.communication += comm;
@@ -192,7 +199,8 @@ public:
     costs.forward.compute = norm + gemm(tokens, vocab, m.hidden) + memory(3 * logits);
     costs.forward.communication = small;
     costs.backward.compute = norm + gemm(tokens, m.hidden, vocab) + memory(3 * logits);
-    costs.weight.compute = gemm(tokens, vocab, m.hidden);
+    costs.weight.compute =
+        gemm(tokens, vocab, m.hidden) + accumulateSeconds(vocab * m.hidden);
     return costs;
   }
 
@@ -241,8 +249,16 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
   // Neighbouring stages are dp·tp ranks apart.
   bool ppInter =
       plan.pp > 1 && plan.dp * plan.tp % hw.devicesPerNode == 0;
+  double h = m.hidden, t = plan.tp;
+  double layerParams =
+      static_cast<double>(countParameters({1, m.hidden, m.heads, m.kvHeads,
+                                           m.headDim, m.ffn, 0, 0, m.llama,
+                                           true, m.elementBytes,
+                                           m.fusedAttention}) -
+                          (m.llama ? m.hidden : 2 * m.hidden)) /
+      t;
   CostBuilder costs(m, plan, hw, tpPerNode);
-  PhaseCosts layer = costs.layer(), embedding = costs.embedding(),
+  PhaseCosts layer = costs.layer(layerParams), embedding = costs.embedding(),
              head = costs.head();
   int64_t layersPerChunk = m.layers / chunks;
 
@@ -314,14 +330,6 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
 
   // Per rank: parameters and the step's end (gradient reduction over dp,
   // the optimizer, the tied embedding's gradient exchange).
-  double h = m.hidden, t = plan.tp;
-  double layerParams =
-      static_cast<double>(countParameters({1, m.hidden, m.heads, m.kvHeads,
-                                           m.headDim, m.ffn, 0, 0, m.llama,
-                                           true, m.elementBytes,
-                                           m.fusedAttention}) -
-                          (m.llama ? m.hidden : 2 * m.hidden)) /
-      t;
   bool mixed = m.elementBytes == 2;
   double paramBytesEach = mixed ? 6 : 4;
   std::vector<double> rankParams(plan.pp, 0);
@@ -357,7 +365,13 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
   int64_t stash = stashBytesPerLayer(m, plan);
   PlanChoice none = plan;
   none.remat = "none";
-  int64_t workspace = stashBytesPerLayer(m, none);
+  // One layer's working set, and W's fp32 weight-gradient partials of a
+  // chunk before they are added into the sums (several microbatches).
+  int64_t workspace = stashBytesPerLayer(m, none) +
+                      (plan.microbatches > 1
+                           ? static_cast<int64_t>(layersPerChunk *
+                                                  layerParams * 4)
+                           : 0);
   double logitsBytes = static_cast<double>(plan.microbatchSize) * m.seq *
                        (m.vocab / t) * 4 * 2;
   for (int64_t r = 0; r < plan.pp; ++r) {

@@ -29,6 +29,7 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
 #include "mlir/Support/FileUtilities.h"
 
 #include <algorithm>
@@ -514,6 +515,10 @@ int main(int argc, char **argv) {
         "form {2:F2}), replayed step {3:F4} s (closed form {4:F4} s)\n",
         check, gb(compiledPeak), closed ? gb(closed->peakBytes) : 0.0,
         report.predicted->stepSeconds, closed ? closed->stepSeconds : 0.0);
+    if (compiledPeak > limit)
+      llvm::WithColor::warning(llvm::errs(), "tpc-plan")
+          << "the check compile's planned peak passes --memory-limit: the "
+             "closed form under-estimated this plan; take the next one\n";
     checkJson = llvm::json::Object{
         {"layers", check},
         {"compiled_peak_bytes", compiledPeak},
