@@ -22,6 +22,7 @@ five largest are reported apart as the issue asks.
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -100,6 +101,40 @@ def main():
             errors = [abs(e) for _, e in part]
             print(f"{label}: mean |error| {100 * sum(errors) / len(errors):.1f}%"
                   f", largest {100 * max(errors):.1f}%")
+
+    # tpc-plan on the same models and GPU counts, within 80 GB: the published
+    # plan's rank and closed-form prediction beside the best's, and where
+    # the gain comes from.
+    print()
+    print("tpc-plan, within 80 GB (closed forms, the best replayed on its "
+          "action lists; the published plan as --compare):")
+    for params, heads, h, l, tp, pp, gpus, B, published in TABLE1:
+        name = os.path.join(work, f"gpt{params}")
+        start = time.time()
+        done = subprocess.run(
+            [f"{BIN}/tpc-plan", name + ".json", "--gpus", str(gpus),
+             "--hardware", HW, "--global-batch", str(B), "--seq", str(S),
+             "--attention", "unfused", "--memory-limit", "80GB", "--top", "1",
+             "--check-layers", "0", "--compare",
+             f"tp={tp},pp={pp},b=1,v=1,schedule=1f1b,remat=full"],
+            capture_output=True, text=True)
+        took = time.time() - start
+        if done.returncode != 0:
+            print(f"{params:>7}B tpc-plan failed: {done.stderr.strip()}")
+            continue
+        lines = done.stdout.splitlines()
+        best = next(x for x in lines if x.startswith("1 "))
+        cmp_line = next(x for x in lines if x.startswith("compared plan"))
+        rank = re.search(r"rank (\d+) of (\d+)", cmp_line)
+        ratio = re.search(r"throughput ([0-9.]+)", cmp_line).group(1)
+        fits = "does not fit" not in cmp_line
+        gains = [re.sub(r"\s+", " ", x.strip()) for x in lines
+                 if x.startswith("  + ")]
+        print(f"{params:>7}B on {gpus}: published plan rank {rank.group(1)} of "
+              f"{rank.group(2)}{'' if fits else ' (over 80 GB)'}; best/published "
+              f"{ratio}x; best: {' '.join(best.split()[1:10])}; {took:.1f} s")
+        for gain in gains:
+            print(f"          {gain}")
 
 
 if __name__ == "__main__":
