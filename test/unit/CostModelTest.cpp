@@ -302,6 +302,37 @@ TEST(PlanModel, NarayananTable1Parameters) {
   }
 }
 
+TEST(PlanModel, FlopsAreKorthikantiAndNarayanan) {
+  // The closed form's FLOPs per device times the devices: the model's are
+  // Korthikanti's 72·B·l·s·h²·(1 + s/(6h) + V/(12hl)); with full
+  // recomputation (the whole forward of every layer again) Narayanan's eq. 3,
+  // 96·B·s·l·h²·(1 + s/(6h) + V/(16lh)).
+  Hardware hw = testHardware();
+  TransformerShape shape{24, 2304, 24, 24, 96, 4 * 2304, 51200, 2048};
+  PlanChoice plan;
+  plan.dp = 32;
+  plan.microbatches = 16;
+  plan.remat = "full";
+  std::string error;
+  auto estimate = estimatePlan(shape, plan, hw, false, error);
+  ASSERT_TRUE(estimate) << error;
+  double B = 512, l = 24, s = 2048, h = 2304, V = 51200;
+  EXPECT_NEAR(estimate->modelFlops * 32 /
+                  (72 * B * l * s * h * h * (1 + s / (6 * h) + V / (12 * h * l))),
+              1, 1e-12);
+  EXPECT_NEAR(estimate->hardwareFlops * 32 /
+                  (96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))),
+              1, 1e-12);
+  EXPECT_NEAR(korthikantiModelFlops(B, l, s, h, V),
+              72 * B * l * s * h * h * (1 + s / (6 * h) + V / (12 * h * l)),
+              1);
+  EXPECT_NEAR(narayananRecomputeFlops(B, l, s, h, V) /
+                  korthikantiModelFlops(B, l, s, h, V),
+              (96 * (1 + s / (6 * h) + V / (16 * l * h))) /
+                  (72 * (1 + s / (6 * h) + V / (12 * h * l))),
+              1e-12);
+}
+
 TEST(PlanModel, StashIsKorthikantiTable2) {
   TransformerShape shape{4, 2048, 16, 16, 128, 8192, 51200, 2048};
   PlanChoice plan;
