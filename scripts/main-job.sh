@@ -115,3 +115,29 @@ awk '/^step / { loss[$2] = $4; n = $2 }
      END { for (i = 1; i <= 5; i++) { a += loss[i]; b += loss[n - 5 + i] }
            printf "mean loss of steps 1-5: %.4f, of steps %d-%d: %.4f\n", a / 5, n - 4, n, b / 5
            if (b >= a) { print "error: the loss did not fall"; exit 1 } }' "$OUT/train.log"
+
+echo "== the cost model: this machine measured (tpc-measure-hardware), the 2-rank step predicted and measured"
+mkdir -p build/share/tpc/hardware
+"$BIN/tpc-measure-hardware" --quick -o build/share/tpc/hardware/cpu.json 2> "$OUT/measure-hardware.log"
+tail -1 "$OUT/measure-hardware.log"
+"$BIN/tpc-compile" "$OUT/gpt2-tiny-train.mlir" -o "$OUT/gpt2-tiny-tp2.tpcx" --train \
+  --microbatches 2 --mesh tp=2 --report "$OUT/gpt2-tiny-tp2.report.json" --hardware cpu
+# A device of the CPU description is one core: one BLAS thread a rank.
+OPENBLAS_NUM_THREADS=1 "$BIN/tpc-run" "$OUT/gpt2-tiny-tp2.tpcx" --ranks 2 --init-seed 1 \
+  --data examples/data/train.bin --steps 6 > "$OUT/tp2.log"
+python3 - "$OUT/gpt2-tiny-tp2.report.json" "$OUT/tp2.log" <<'PY'
+import json, re, sys
+report = json.load(open(sys.argv[1]))
+log = open(sys.argv[2]).read()
+rates = [float(x) for x in re.findall(r"^step \d+ .*tokens_per_s (\S+)", log, re.M)]
+tokens = 8 * 64
+measured = sorted(tokens / r for r in rates[1:])[len(rates[1:]) // 2]
+p = report["predicted"]
+print(f"predicted step {p['step_time_s'] * 1e3:.2f} ms, measured {measured * 1e3:.2f} ms "
+      f"(median of steps 2-6); predicted peak {p['stages'][0]['peak_bytes']} bytes per rank")
+PY
+grep '^rank' "$OUT/tp2.log"
+
+echo "== tpc-plan: GPT-3 175B on 1024 A100s, global batch 1536"
+"$BIN/tpc-plan" test/Compile/Inputs/gpt3-175b.json --gpus 1024 --hardware a100 \
+  --global-batch 1536 --seq 2048 --top 3 --check-layers 0
