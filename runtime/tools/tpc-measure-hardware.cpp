@@ -20,6 +20,7 @@
 #include "tpcrt/CpuTrainingKernels.h"
 #include "tpcrt/Device.h"
 #include "tpcrt/FileIO.h"
+#include "tpcrt/Launch.h"
 #include "tpcrt/Program.h"
 
 #include <nlohmann/json.hpp>
@@ -39,14 +40,9 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include <dirent.h>
-#include <ftw.h>
 #include <sched.h>
-#include <signal.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace tpcrt;
@@ -216,135 +212,10 @@ Status checkOutput(const std::string &path) {
 // Ranks and launchers (as tpc-run starts its ranks)
 //===----------------------------------------------------------------------===//
 
-/// Set in the environment of the ranks this program starts, so that they do
-/// not start ranks again.
-const char kLaunchedMarker[] = "TPCRT_MEASURE_LAUNCHED";
-
-bool underLauncher() {
-  for (const char *name : {kLaunchedMarker, "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
-                           "PMIX_RANK", "SLURM_PROCID"})
-    if (std::getenv(name))
-      return true;
-  return false;
-}
-
-/// The rank the launcher gave this process, or -1 where it does not say.
-int64_t launcherRank() {
-  for (const char *name :
-       {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"}) {
-    uint64_t rank = 0;
-    if (const char *text = std::getenv(name))
-      if (parseUnsigned(name, text, rank))
-        return static_cast<int64_t>(rank);
-  }
-  return -1;
-}
-
-std::string findInPath(const std::string &name) {
-  const char *path = std::getenv("PATH");
-  std::string dirs = path ? path : "";
-  for (size_t begin = 0; begin <= dirs.size();) {
-    size_t end = dirs.find(':', begin);
-    if (end == std::string::npos)
-      end = dirs.size();
-    std::string dir = dirs.substr(begin, end - begin);
-    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
-    if (::access(candidate.c_str(), X_OK) == 0)
-      return candidate;
-    begin = end + 1;
-  }
-  return "";
-}
-
-void removeTree(const std::string &path) {
-  ::nftw(
-      path.c_str(),
-      [](const char *entry, const struct stat *, int, struct FTW *) {
-        ::remove(entry);
-        return 0;
-      },
-      16, FTW_DEPTH | FTW_PHYS);
-}
-
-/// A session directory parent of mpiexec's own (see tpc-run's
-/// privateMpiSessionDirectory: concurrent Open MPI jobs sharing
-/// /tmp/ompi.<host>.<uid> can remove each other's session directories).
-void privateMpiSessionDirectory() {
-  if (std::getenv("OMPI_MCA_orte_tmpdir_base"))
-    return;
-  const char *tmp = std::getenv("TMPDIR");
-  std::string base = std::string(tmp && *tmp ? tmp : "/tmp") +
-                     "/tpc-run-ompi-" + std::to_string(::getuid());
-  if (::mkdir(base.c_str(), 0700) != 0 && errno != EEXIST)
-    return;
-  if (DIR *dir = ::opendir(base.c_str())) {
-    while (struct dirent *entry = ::readdir(dir)) {
-      char *end = nullptr;
-      long pid = std::strtol(entry->d_name, &end, 10);
-      if (end == entry->d_name || *end != '\0' || pid <= 0)
-        continue;
-      if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
-        removeTree(base + "/" + entry->d_name);
-    }
-    ::closedir(dir);
-  }
-  std::string mine = base + "/" + std::to_string(::getpid());
-  if (::mkdir(mine.c_str(), 0700) == 0 || errno == EEXIST)
-    ::setenv("OMPI_MCA_orte_tmpdir_base", mine.c_str(), 1);
-}
-
-unsigned coreCount() {
-  return std::max(1u, std::thread::hardware_concurrency());
-}
-
-/// Replaces this process by `mpiexec ... -n ranks <this program> <args>`
-/// with tpc-run's thread setting: returns only on failure.
-Status relaunch(int argc, char **argv, uint64_t ranks) {
-  if (!hasMpiBackend())
-    return Status::error("this tpc-measure-hardware was built without MPI "
-                         "(the runtime found no MPI at configure time): the "
-                         "collectives cannot be measured");
-  std::string mpiexec = findInPath("mpiexec");
-  if (mpiexec.empty())
-    return Status::error("--ranks " + std::to_string(ranks) +
-                         ": no mpiexec on PATH (install Open MPI, or start "
-                         "tpc-measure-hardware under mpirun/srun)");
-  char self[4096];
-  ssize_t length = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
-  std::string program =
-      length > 0 ? std::string(self, static_cast<size_t>(length)) : argv[0];
-  if (!std::getenv("OPENBLAS_NUM_THREADS")) {
-    std::string threads =
-        std::to_string(std::max<uint64_t>(1, coreCount() / ranks));
-    ::setenv("OPENBLAS_NUM_THREADS", threads.c_str(), 1);
-  }
-  ::setenv(kLaunchedMarker, "1", 1);
-  privateMpiSessionDirectory();
-  std::string count = std::to_string(ranks);
-  std::vector<std::string> words = {
-      mpiexec, "--allow-run-as-root", "--oversubscribe", "-n", count, program};
-  for (int i = 1; i < argc; ++i)
-    words.push_back(argv[i]);
-  std::vector<char *> args;
-  for (std::string &word : words)
-    args.push_back(word.data());
-  args.push_back(nullptr);
-  std::fflush(stdout);
-  std::fflush(stderr);
-  ::execv(mpiexec.c_str(), args.data());
-  return Status::error("--ranks " + count + ": cannot run " + mpiexec + ": " +
-                       std::strerror(errno));
-}
-
-void report(const Status &status, int rank, int ranks) {
-  std::fflush(stdout);
-  if (ranks > 1)
-    std::fprintf(stderr, "error: rank %d: %s\n", rank,
-                 status.message().c_str());
-  else
-    std::fprintf(stderr, "error: %s\n", status.message().c_str());
-  std::fflush(stderr);
-}
+/// This program's ranks (Launch.h): the ranks it starts carry
+/// TPCRT_MEASURE_LAUNCHED=1, so that they do not start ranks again.
+const RankLauncher kLauncher = {"tpc-measure-hardware",
+                                "TPCRT_MEASURE_LAUNCHED"};
 
 //===----------------------------------------------------------------------===//
 // The machine
@@ -1215,18 +1086,8 @@ template <typename BodyFn> Status guarded(BodyFn body) {
 
 int main(int argc, char **argv) {
   std::unique_ptr<Communicator> world;
-  if (underLauncher()) {
-    Status s = hasMpiBackend()
-                   ? createMpiWorldCommunicator(world)
-                   : Status::error("started by a launcher (mpirun, srun), "
-                                   "but this tpc-measure-hardware was built "
-                                   "without MPI");
-    if (!s) {
-      if (launcherRank() <= 0)
-        report(s, 0, 1);
-      return 1;
-    }
-  }
+  if (!joinLauncherWorld(kLauncher, world))
+    return 1;
   int rank = world ? world->rank() : 0;
   int ranks = world ? world->size() : 1;
 
@@ -1249,7 +1110,7 @@ int main(int argc, char **argv) {
   }
   if (!status) {
     if (rank == 0)
-      report(status, 0, 1);
+      reportError(status, 0, 1);
     return 1;
   }
   if (options.help) {
@@ -1258,8 +1119,11 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (!world) {
-    status = relaunch(argc, argv, options.ranks.value_or(2));
-    report(status, 0, 1);
+    status = relaunch(kLauncher, argc, argv, options.ranks.value_or(2),
+                      "this tpc-measure-hardware was built without MPI (the "
+                      "runtime found no MPI at configure time): the "
+                      "collectives cannot be measured");
+    reportError(status, 0, 1);
     return 1;
   }
 
@@ -1295,7 +1159,7 @@ int main(int argc, char **argv) {
   Measurer measurer(*world, options);
   status = guarded([&] { return measurer.run(measurements); });
   if (!status) {
-    report(status, rank, ranks);
+    reportError(status, rank, ranks);
     world->abort(1);
   }
   if (rank == 0) {
@@ -1311,12 +1175,12 @@ int main(int argc, char **argv) {
   // Rank 0's outcome decides every rank's exit status.
   float failed = status ? 0.0f : 1.0f;
   if (Status s = world->allReduceMax(&failed, 1); !s) {
-    report(s, rank, ranks);
+    reportError(s, rank, ranks);
     world->abort(1);
   }
   if (failed != 0.0f) {
     if (rank == 0)
-      report(status, rank, 1);
+      reportError(status, rank, 1);
     return 1;
   }
   return 0;

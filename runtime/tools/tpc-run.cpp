@@ -28,12 +28,12 @@
 #include "tpcrt/Inputs.h"
 #include "tpcrt/Interpreter.h"
 #include "tpcrt/KernelTable.h"
+#include "tpcrt/Launch.h"
 #include "tpcrt/Safetensors.h"
 #include "tpcrt/TokenData.h"
 #include "tpcrt/Weights.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -43,14 +43,7 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
-
-#include <dirent.h>
-#include <ftw.h>
-#include <signal.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 using namespace tpcrt;
 
@@ -632,8 +625,6 @@ Status printTimes(Interpreter &interpreter,
   return Status::ok();
 }
 
-void report(const Status &status, int rank, int ranks);
-
 /// Whether an executable applies dropout: a kernel with a rate above 0.
 static bool appliesDropout(const Program &program) {
   return std::any_of(
@@ -841,33 +832,9 @@ Status runSteps(const Options &options, const FaultInjection &fault,
 // Ranks and launchers
 //===----------------------------------------------------------------------===//
 
-/// Set in the environment of the ranks `--ranks N` starts, so that they do
-/// not start ranks again.
-const char kLaunchedMarker[] = "TPCRT_RUN_LAUNCHED";
-
-/// True when a launcher (mpirun/mpiexec, srun, a PMI server) or `--ranks`
-/// started this process as one of several ranks.
-bool underLauncher() {
-  for (const char *name : {kLaunchedMarker, "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
-                           "PMIX_RANK", "SLURM_PROCID"})
-    if (std::getenv(name))
-      return true;
-  return false;
-}
-
-/// The rank the launcher gave this process, from its environment, or -1
-/// where it does not say (before MPI is initialized, to pick the one rank
-/// that reports an error every rank finds alike).
-int64_t launcherRank() {
-  for (const char *name :
-       {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"}) {
-    uint64_t rank = 0;
-    if (const char *text = std::getenv(name))
-      if (parseUnsigned(name, text, rank))
-        return static_cast<int64_t>(rank);
-  }
-  return -1;
-}
+/// tpc-run's ranks (Launch.h): the ranks `--ranks N` starts carry
+/// TPCRT_RUN_LAUNCHED=1, so that they do not start ranks again.
+const RankLauncher kLauncher = {"tpc-run", "TPCRT_RUN_LAUNCHED"};
 
 /// The mesh of the executable as tpc-compile's --mesh spells it
 /// ("dp=2,tp=2"), and its number of ranks.
@@ -895,105 +862,6 @@ std::string compiledFor(const Options &options, const fb::Executable &exe) {
          std::to_string(ranks) + (ranks == 1 ? " rank)" : " ranks)");
 }
 
-/// The program called `name` in a directory of PATH, or "".
-std::string findInPath(const std::string &name) {
-  const char *path = std::getenv("PATH");
-  std::string dirs = path ? path : "";
-  for (size_t begin = 0; begin <= dirs.size();) {
-    size_t end = dirs.find(':', begin);
-    if (end == std::string::npos)
-      end = dirs.size();
-    std::string dir = dirs.substr(begin, end - begin);
-    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
-    if (::access(candidate.c_str(), X_OK) == 0)
-      return candidate;
-    begin = end + 1;
-  }
-  return "";
-}
-
-/// Removes `path` and what it holds (best effort: a leftover only wastes a
-/// directory).
-void removeTree(const std::string &path) {
-  ::nftw(
-      path.c_str(),
-      [](const char *entry, const struct stat *, int, struct FTW *) {
-        ::remove(entry);
-        return 0;
-      },
-      16, FTW_DEPTH | FTW_PHYS);
-}
-
-/// Gives the mpiexec about to start a session directory parent of its own,
-/// `$TMPDIR/tpc-run-ompi-<uid>/<pid>` (the pid is mpiexec's: exec keeps
-/// it), unless the user chose one. Open MPI's jobs share
-/// `/tmp/ompi.<host>.<uid>` by default, and one job's cleanup can remove it
-/// while a concurrent job creates its directory inside ("orte_session_dir
-/// failed": seen with two tpc-run --ranks at once). The parents of launches
-/// whose process is gone are removed here, at the next launch.
-void privateMpiSessionDirectory() {
-  if (std::getenv("OMPI_MCA_orte_tmpdir_base"))
-    return;
-  const char *tmp = std::getenv("TMPDIR");
-  std::string base = std::string(tmp && *tmp ? tmp : "/tmp") +
-                     "/tpc-run-ompi-" + std::to_string(::getuid());
-  if (::mkdir(base.c_str(), 0700) != 0 && errno != EEXIST)
-    return; // Open MPI's default then
-  if (DIR *dir = ::opendir(base.c_str())) {
-    while (struct dirent *entry = ::readdir(dir)) {
-      char *end = nullptr;
-      long pid = std::strtol(entry->d_name, &end, 10);
-      if (end == entry->d_name || *end != '\0' || pid <= 0)
-        continue;
-      if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
-        removeTree(base + "/" + entry->d_name);
-    }
-    ::closedir(dir);
-  }
-  std::string mine = base + "/" + std::to_string(::getpid());
-  if (::mkdir(mine.c_str(), 0700) == 0 || errno == EEXIST)
-    ::setenv("OMPI_MCA_orte_tmpdir_base", mine.c_str(), 1);
-}
-
-/// Replaces this process by `mpiexec ... -n ranks <this program> <args>`:
-/// returns only on failure.
-Status relaunch(int argc, char **argv, uint64_t ranks) {
-  if (!hasMpiBackend())
-    return Status::error("--ranks " + std::to_string(ranks) +
-                         ": this tpc-run was built without MPI (the runtime "
-                         "found no MPI at configure time)");
-  std::string mpiexec = findInPath("mpiexec");
-  if (mpiexec.empty())
-    return Status::error("--ranks " + std::to_string(ranks) +
-                         ": no mpiexec on PATH (install Open MPI, or start "
-                         "tpc-run under mpirun/srun)");
-  char self[4096];
-  ssize_t length = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
-  std::string program =
-      length > 0 ? std::string(self, static_cast<size_t>(length)) : argv[0];
-  // The ranks share the cores: one BLAS thread each unless told otherwise.
-  if (!std::getenv("OPENBLAS_NUM_THREADS")) {
-    unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-    std::string threads = std::to_string(std::max<uint64_t>(1, cores / ranks));
-    ::setenv("OPENBLAS_NUM_THREADS", threads.c_str(), 1);
-  }
-  ::setenv(kLaunchedMarker, "1", 1);
-  privateMpiSessionDirectory();
-  std::string count = std::to_string(ranks);
-  std::vector<std::string> words = {
-      mpiexec, "--allow-run-as-root", "--oversubscribe", "-n", count, program};
-  for (int i = 1; i < argc; ++i)
-    words.push_back(argv[i]);
-  std::vector<char *> args;
-  for (std::string &word : words)
-    args.push_back(word.data());
-  args.push_back(nullptr);
-  std::fflush(stdout);
-  ::execv(mpiexec.c_str(), args.data());
-  return Status::error("--ranks " + count + ": cannot run " + mpiexec + ": " +
-                       std::strerror(errno));
-}
-
 /// Runs the executable on this rank; `world` holds every rank of the mesh
 /// (null for one rank).
 Status run(const Options &options, const fb::Executable &exe,
@@ -1008,22 +876,10 @@ Status run(const Options &options, const fb::Executable &exe,
   // recv_start), whose requests wait for their peers when the interpreter
   // goes, and the peers may wait for this rank: end every rank first.
   if (!status && world && world->size() > 1) {
-    report(status, world->rank(), world->size());
+    reportError(status, world->rank(), world->size());
     world->abort(1);
   }
   return status;
-}
-
-/// Prints a failure: "error: <message>", or "error: rank k: <message>" when
-/// the run has several ranks.
-void report(const Status &status, int rank, int ranks) {
-  std::fflush(stdout);
-  if (ranks > 1)
-    std::fprintf(stderr, "error: rank %d: %s\n", rank,
-                 status.message().c_str());
-  else
-    std::fprintf(stderr, "error: %s\n", status.message().c_str());
-  std::fflush(stderr);
 }
 
 /// Everything before the run: the flags, the fault injection, the
@@ -1092,7 +948,10 @@ Status prepare(int argc, char **argv, Communicator *world, Options &options,
   runOnWorld = false;
   if (ranks == 1)
     return Status::ok();
-  return relaunch(argc, argv, ranks);
+  return relaunch(kLauncher, argc, argv, ranks,
+                  "--ranks " + std::to_string(ranks) +
+                      ": this tpc-run was built without MPI (the runtime "
+                      "found no MPI at configure time)");
 }
 
 /// Calls `body` and turns what it throws into an error.
@@ -1126,17 +985,8 @@ Status firstFailure(Communicator &world, bool failed, int &first) {
 
 int main(int argc, char **argv) {
   std::unique_ptr<Communicator> world;
-  if (underLauncher()) {
-    Status s = hasMpiBackend()
-                   ? createMpiWorldCommunicator(world)
-                   : Status::error("started by a launcher (mpirun, srun), "
-                                   "but this tpc-run was built without MPI");
-    if (!s) {
-      if (launcherRank() <= 0)
-        report(s, 0, 1);
-      return 1;
-    }
-  }
+  if (!joinLauncherWorld(kLauncher, world))
+    return 1;
   int rank = world ? world->rank() : 0;
   int ranks = world ? world->size() : 1;
 
@@ -1150,16 +1000,16 @@ int main(int argc, char **argv) {
   if (ranks > 1) {
     int first = -1;
     if (Status s = firstFailure(*world, !status, first); !s) {
-      report(s, rank, ranks);
+      reportError(s, rank, ranks);
       world->abort(1);
     }
     if (first >= 0) {
       if (first == rank)
-        report(status, rank, 1);
+        reportError(status, rank, 1);
       return 1;
     }
   } else if (!status) {
-    report(status, rank, 1);
+    reportError(status, rank, 1);
     return 1;
   }
   if (options.help) {
@@ -1174,7 +1024,7 @@ int main(int argc, char **argv) {
   });
   if (status)
     return 0;
-  report(status, rank, ranks);
+  reportError(status, rank, ranks);
   // The others may be waiting for this rank in a collective: end them all.
   if (ranks > 1)
     world->abort(1);
