@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tpcrt/Comm.h"
+#include "tpcrt/Watchdog.h"
 
 #include <mpi.h>
 
@@ -85,8 +86,9 @@ public:
   /// Takes the transfer `started` (by `what`, of `bytes` bytes from or to
   /// `peer`).
   void start(const char *what, MPI_Request started, bool isRecv,
-             std::size_t bytes, int peer) {
+             std::size_t bytes, int peer, const std::string *group) {
     what_ = what;
+    group_ = group;
     request_ = started;
     isRecv_ = isRecv;
     bytes_ = bytes;
@@ -95,7 +97,12 @@ public:
 
   Status wait() override {
     MPI_Status status;
-    int code = MPI_Wait(&request_, &status);
+    int code;
+    {
+      WaitGuard guard(isRecv_ ? "wait for a recv" : "wait for a send",
+                      group_);
+      code = MPI_Wait(&request_, &status);
+    }
     // Whatever the outcome, the transfer is over: never wait for it again.
     request_ = MPI_REQUEST_NULL;
     int received = 0;
@@ -113,6 +120,7 @@ public:
 private:
   std::shared_ptr<MpiSession> session_;
   const char *what_ = "";
+  const std::string *group_ = nullptr;
   MPI_Request request_ = MPI_REQUEST_NULL;
   bool isRecv_ = false;
   std::size_t bytes_ = 0;
@@ -152,6 +160,7 @@ public:
     if (Status s = checkCount("allToAll", bytes, "bytes"); !s)
       return s;
     int n = static_cast<int>(bytes);
+    WaitGuard guard("all_to_all", &label());
     return mpiStatus("allToAll", MPI_Alltoall(send, n, MPI_BYTE, recv, n,
                                               MPI_BYTE, comm_));
   }
@@ -160,6 +169,7 @@ public:
     if (Status s = checkCount("allGather", bytes, "bytes"); !s)
       return s;
     int n = static_cast<int>(bytes);
+    WaitGuard guard("all_gather", &label());
     return mpiStatus("allGather", MPI_Allgather(send, n, MPI_BYTE, recv, n,
                                                 MPI_BYTE, comm_));
   }
@@ -168,6 +178,7 @@ public:
                           std::size_t count) override {
     if (Status s = checkCount("reduceScatterSum", count, "elements"); !s)
       return s;
+    WaitGuard guard("reduce_scatter", &label());
     return mpiStatus("reduceScatterSum",
                      MPI_Reduce_scatter_block(send, recv,
                                               static_cast<int>(count),
@@ -180,6 +191,7 @@ public:
                            " is outside [0, " + std::to_string(size_) + ")");
     if (Status s = checkCount("broadcast", bytes, "bytes"); !s)
       return s;
+    WaitGuard guard("broadcast", &label());
     return mpiStatus("broadcast", MPI_Bcast(data, static_cast<int>(bytes),
                                             MPI_BYTE, root, comm_));
   }
@@ -188,6 +200,7 @@ public:
               int tag) override {
     if (Status s = checkArgs("send", bytes, peer, tag); !s)
       return s;
+    WaitGuard guard("send", &label());
     return mpiStatus("send", MPI_Send(data, static_cast<int>(bytes), MPI_BYTE,
                                       peer, tag, comm_));
   }
@@ -196,6 +209,7 @@ public:
     if (Status s = checkArgs("recv", bytes, peer, tag); !s)
       return s;
     MPI_Status status;
+    WaitGuard guard("recv", &label());
     if (Status s = mpiStatus("recv", MPI_Recv(data, static_cast<int>(bytes),
                                               MPI_BYTE, peer, tag, comm_,
                                               &status));
@@ -221,6 +235,7 @@ public:
       return Status::ok();
     }
     MPI_Status status;
+    WaitGuard guard("send_recv", &label());
     if (Status s = mpiStatus("sendRecv",
                              MPI_Sendrecv(sendData, static_cast<int>(sendBytes),
                                           MPI_BYTE, sendPeer, tag, recvData,
@@ -242,7 +257,7 @@ public:
                                        peer, tag, comm_, &started));
         !s)
       return s;
-    state.start("startSend", started, false, bytes, peer);
+    state.start("startSend", started, false, bytes, peer, &label());
     markStarted(request);
     return Status::ok();
   }
@@ -258,7 +273,7 @@ public:
                                        peer, tag, comm_, &started));
         !s)
       return s;
-    state.start("startRecv", started, true, bytes, peer);
+    state.start("startRecv", started, true, bytes, peer, &label());
     markStarted(request);
     return Status::ok();
   }
@@ -278,6 +293,7 @@ public:
   }
 
   Status barrier() override {
+    WaitGuard guard("barrier", &label());
     return mpiStatus("barrier", MPI_Barrier(comm_));
   }
 
@@ -305,6 +321,7 @@ private:
                    MPI_Datatype type, MPI_Op op) {
     if (Status s = checkCount(what, count, "elements"); !s)
       return s;
+    WaitGuard guard("all_reduce", &label());
     return mpiStatus(what, MPI_Allreduce(MPI_IN_PLACE, data,
                                          static_cast<int>(count), type, op,
                                          comm_));

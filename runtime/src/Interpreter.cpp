@@ -1,6 +1,7 @@
 //===- Interpreter.cpp - runs a verified executable on a device -----------===//
 
 #include "tpcrt/Interpreter.h"
+#include "tpcrt/Watchdog.h"
 #include "ProgramChecks.h"
 #include "tpcrt/Executable.h"
 
@@ -53,6 +54,7 @@ Status Interpreter::makeGroups() {
                            std::to_string(group->rank()) + ", expected " +
                            std::to_string(mesh.groupSize(axes)) + " and " +
                            std::to_string(position));
+    group->setLabel(axesText(axes));
     groups_.push_back(std::move(group));
   }
   return Status::ok();
@@ -171,6 +173,8 @@ Status Interpreter::runOne(uint32_t position, uint32_t action,
   const ActionRef &a = program_.actions[action];
   context.microbatch = a.microbatch;
   context.slot = a.slot;
+  // What the watchdog names if this kernel waits too long (steps from 1).
+  setWatchdogPosition(step_ + 1, call.index, opCodeName(call.op));
   std::chrono::steady_clock::time_point start;
   if (timing_)
     start = std::chrono::steady_clock::now();

@@ -31,10 +31,12 @@
 #include "tpcrt/Launch.h"
 #include "tpcrt/Safetensors.h"
 #include "tpcrt/TokenData.h"
+#include "tpcrt/Watchdog.h"
 #include "tpcrt/Weights.h"
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -148,6 +150,14 @@ Options:
                           to stderr
   --ranks N               ranks to run: the executable's mesh size (default
                           1; see Ranks above)
+  --timeout SECONDS       bound every wait for other ranks (each collective,
+                          send, receive and transfer wait) to SECONDS
+                          (default 600, decimals allowed; 0: no bound). A
+                          rank whose wait makes no progress that long ends
+                          with `error: rank R: step S, kernel K (NAME)
+                          OPERATION over [AXES]: no progress for T s` and
+                          exit status 1, and the launcher ends the others: a
+                          stopped or stuck rank never hangs the run
   --help                  show this text
 
 Testing aid (fault injection): TPCRT_FAIL_RANK=r TPCRT_FAIL_STEP=k in the
@@ -160,6 +170,9 @@ shards a checkpoint directory's params above B bytes instead of 5 GB
 (save_pretrained's max_shard_size).
 )";
 
+/// As PyTorch's NCCL watchdog: generous, so that only a stall trips it.
+constexpr double kDefaultTimeoutSeconds = 600;
+
 struct Options {
   std::string model;
   std::optional<std::string> weights, inputs, data, evalData, dumpOutputs,
@@ -167,6 +180,8 @@ struct Options {
   LabelShift labels = LabelShift::Shifted;
   std::optional<uint64_t> initSeed, syntheticSeed, dataSeed, ranks;
   uint64_t steps = 1, evalEvery = 0, evalBatches = 1;
+  /// --timeout: seconds a wait for other ranks may last (0: unbounded).
+  double timeout = kDefaultTimeoutSeconds;
   /// A checkpoint directory's shard size (TPCRT_CHECKPOINT_SHARD_BYTES).
   CheckpointOptions checkpoint;
   std::string device = "cpu";
@@ -243,7 +258,8 @@ Status parseArguments(int argc, char **argv, Options &options) {
                                          "--load-checkpoint",
                                          "--trace",
                                          "--device",
-                                         "--ranks"};
+                                         "--ranks",
+                                         "--timeout"};
     bool known = false;
     for (const char *name : kFlags)
       known |= flag == name;
@@ -276,7 +292,16 @@ Status parseArguments(int argc, char **argv, Options &options) {
       *it->second = value;
     else if (flag == "--device")
       options.device = value;
-    else {
+    else if (flag == "--timeout") {
+      char *end = nullptr;
+      double seconds = std::strtod(value.c_str(), &end);
+      if (end != value.c_str() + value.size() || !std::isfinite(seconds) ||
+          seconds < 0 || seconds > 1e9)
+        return Status::error("--timeout: '" + value +
+                             "' is not a number of seconds in [0, 1e9] "
+                             "(0: no timeout)");
+      options.timeout = seconds;
+    } else {
       uint64_t number = 0;
       if (Status s = parseUnsigned(flag, value, number); !s)
         return s;
@@ -989,6 +1014,10 @@ int main(int argc, char **argv) {
     return 1;
   int rank = world ? world->rank() : 0;
   int ranks = world ? world->size() : 1;
+  // Bounded from the start (loading waits for the others too); --timeout,
+  // once read, replaces the default.
+  if (ranks > 1)
+    startWatchdog(kDefaultTimeoutSeconds, rank);
 
   Options options;
   FaultInjection fault;
@@ -1017,6 +1046,8 @@ int main(int argc, char **argv) {
       std::fputs(kUsage, stdout);
     return 0;
   }
+  if (ranks > 1)
+    startWatchdog(options.timeout, rank);
 
   status = guarded([&] {
     return run(options, loaded.executable(), fault,

@@ -99,6 +99,10 @@ public:
   virtual int size() const = 0;
   /// The backend's name ("local", "mpi"), for messages.
   virtual std::string backendName() const = 0;
+  /// What the group is, for messages (the interpreter names a mesh group by
+  /// its axes: "[tp]"); empty by default.
+  const std::string &label() const { return label_; }
+  void setLabel(std::string label) { label_ = std::move(label); }
 
   /// data[i] = sum over ranks of data[i], on every rank.
   virtual Status allReduceSum(float *data, std::size_t count) = 0;
@@ -218,6 +222,9 @@ protected:
   }
   /// Marks `request`'s state started: in flight until its wait.
   static void markStarted(Request &request) { request.inFlight_ = true; }
+
+private:
+  std::string label_;
 };
 
 /// A group of one rank: collectives are copies, point-to-point is an error
