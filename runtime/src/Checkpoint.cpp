@@ -15,6 +15,9 @@
 #include <vector>
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -336,24 +339,79 @@ Status writeText(const std::string &path, const std::string &text) {
   return writeFileAtomically(path, {{text.data(), text.size()}});
 }
 
-/// Writes a checkpoint directory (rank 0, after gathering): the params,
-/// sharded as save_pretrained shards them, the config, then the training
-/// state. The training state goes first and comes back last: a directory
-/// that has one was written completely.
-Status writeCheckpointDirectory(const std::string &path,
-                                const Program &program, const TensorSet &params,
-                                const TensorSet &state,
-                                const std::map<std::string, std::string> &seeds,
-                                const CheckpointOptions &options) {
-  Json config;
-  if (Status s = parseHfConfig(path, program.hfConfig, config); !s)
-    return s;
-  if (Status s = makeDirectory(path); !s)
-    return s;
-  std::string statePath = joinPath(path, kCheckpointStateFile);
-  if (Status s = removeIfPresent(statePath); !s)
-    return s;
+/// Whether `name` is a file a checkpoint directory's save writes (and so
+/// replaces): the config, the weights (one file, or shards and their
+/// index), the training state.
+bool isCheckpointFileName(const std::string &name) {
+  return name == kCheckpointConfigFile || name == kCheckpointWeightsFile ||
+         name == kCheckpointIndexFile || name == kCheckpointStateFile ||
+         isShardFileName(name);
+}
 
+/// Removes directory `path` and what it holds (one level of files, and
+/// empty directories below it: what a save makes).
+Status removeDirectory(const std::string &path) {
+  DIR *dir = ::opendir(path.c_str());
+  if (!dir)
+    return errno == ENOENT ? Status::ok()
+                           : Status::error(path + ": cannot list: " +
+                                           std::strerror(errno));
+  std::vector<std::string> names;
+  while (const dirent *entry = ::readdir(dir)) {
+    std::string name = entry->d_name;
+    if (name != "." && name != "..")
+      names.push_back(name);
+  }
+  ::closedir(dir);
+  for (const std::string &name : names) {
+    std::string child = joinPath(path, name);
+    if (isDirectory(child)) {
+      if (Status s = removeDirectory(child); !s)
+        return s;
+    } else if (Status s = removeIfPresent(child); !s) {
+      return s;
+    }
+  }
+  if (::rmdir(path.c_str()) != 0 && errno != ENOENT)
+    return Status::error(path + ": cannot remove: " + std::strerror(errno));
+  return Status::ok();
+}
+
+/// Removes what saves to `path` left behind when they were killed:
+/// `path.saving.<pid>` directories of processes that no longer run.
+void removeAbandonedSaves(const std::string &path) {
+  std::string parent = ".", base = path;
+  if (size_t slash = path.find_last_of('/'); slash != std::string::npos) {
+    parent = slash == 0 ? "/" : path.substr(0, slash);
+    base = path.substr(slash + 1);
+  }
+  std::string prefix = base + ".saving.";
+  DIR *dir = ::opendir(parent.c_str());
+  if (!dir)
+    return;
+  std::vector<std::string> abandoned;
+  while (const dirent *entry = ::readdir(dir)) {
+    std::string name = entry->d_name;
+    if (name.compare(0, prefix.size(), prefix) != 0)
+      continue;
+    std::string pid = name.substr(prefix.size());
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    if (::kill(static_cast<pid_t>(std::stol(pid)), 0) != 0 && errno == ESRCH)
+      abandoned.push_back(joinPath(parent, name));
+  }
+  ::closedir(dir);
+  for (const std::string &name : abandoned)
+    (void)removeDirectory(name);
+}
+
+/// Writes the files of a checkpoint directory into `dir` (new and empty):
+/// the params, sharded as save_pretrained shards them, the config, the
+/// training state.
+Status writeCheckpointFiles(const std::string &dir, const Json &config,
+                            const TensorSet &params, const TensorSet &state,
+                            const std::map<std::string, std::string> &seeds,
+                            const CheckpointOptions &options) {
   std::vector<uint64_t> sizes;
   uint64_t totalSize = 0;
   for (const std::string &name : params.order()) {
@@ -372,40 +430,20 @@ Status writeCheckpointDirectory(const std::string &path,
   // An executable without params still has a (empty) model.safetensors.
   if (byFile.empty())
     byFile[kCheckpointWeightsFile];
-  bool sharded = byFile.size() > 1;
   for (const auto &[file, tensors] : byFile)
-    if (Status s = writeSafetensors(joinPath(path, file), tensors,
+    if (Status s = writeSafetensors(joinPath(dir, file), tensors,
                                     {{"format", "pt"}});
         !s)
       return s;
-  if (sharded) {
+  if (byFile.size() > 1) {
     Json index = {{"metadata", {{"total_size", totalSize}}},
                   {"weight_map", weightMap}};
-    if (Status s = writeText(joinPath(path, kCheckpointIndexFile),
+    if (Status s = writeText(joinPath(dir, kCheckpointIndexFile),
                              index.dump(2) + "\n");
         !s)
       return s;
   }
-  // What an earlier save left that this one does not replace: its shards,
-  // and the single file or the index (tpc-run reads the index first,
-  // from_pretrained the single file).
-  std::vector<std::string> stale = {sharded ? kCheckpointWeightsFile
-                                            : kCheckpointIndexFile};
-  if (DIR *dir = ::opendir(path.c_str())) {
-    while (const dirent *entry = ::readdir(dir)) {
-      std::string name = entry->d_name;
-      if (isShardFileName(name) && !byFile.count(name))
-        stale.push_back(name);
-    }
-    ::closedir(dir);
-  } else {
-    return Status::error(path + ": cannot list: " + std::strerror(errno));
-  }
-  for (const std::string &name : stale)
-    if (Status s = removeIfPresent(joinPath(path, name)); !s)
-      return s;
-
-  if (Status s = writeText(joinPath(path, kCheckpointConfigFile),
+  if (Status s = writeText(joinPath(dir, kCheckpointConfigFile),
                            config.dump(2) + "\n");
       !s)
     return s;
@@ -413,7 +451,86 @@ Status writeCheckpointDirectory(const std::string &path,
   metadata["format"] = "pt";
   metadata["tpc.format"] = kTrainingStateKind;
   metadata["tpc.version"] = "1";
-  return writeSafetensors(statePath, state.tensors(), metadata);
+  return writeSafetensors(joinPath(dir, kCheckpointStateFile), state.tensors(),
+                          metadata);
+}
+
+/// Writes a checkpoint directory (rank 0, after gathering) so that `path`
+/// is at every moment either the previous checkpoint, whole, or the new
+/// one, whole (issue 18: an interrupted or failed save, a full disk, never
+/// leaves half of one): the new one is written into `path.saving.<pid>`
+/// beside it, the files of `path` a save does not write (a tokenizer, a
+/// README) are linked into it, and the two directories are exchanged in
+/// one rename (renameat2 RENAME_EXCHANGE); the previous one is removed
+/// after. On an error the new directory is removed and `path` is untouched.
+Status writeCheckpointDirectory(const std::string &path,
+                                const Program &program, const TensorSet &params,
+                                const TensorSet &state,
+                                const std::map<std::string, std::string> &seeds,
+                                const CheckpointOptions &options) {
+  Json config;
+  if (Status s = parseHfConfig(path, program.hfConfig, config); !s)
+    return s;
+  bool previous = false;
+  if (struct stat info; ::stat(path.c_str(), &info) == 0) {
+    if (!S_ISDIR(info.st_mode))
+      return Status::error(path + ": exists and is not a directory (a "
+                                  "checkpoint directory; a single-file "
+                                  "checkpoint takes a path ending in "
+                                  ".safetensors)");
+    previous = true;
+  }
+  removeAbandonedSaves(path);
+  std::string saving = path + ".saving." + std::to_string(::getpid());
+  if (Status s = removeDirectory(saving); !s)
+    return s;
+  if (Status s = makeDirectory(saving); !s)
+    return s;
+  auto abandon = [&](Status status) {
+    (void)removeDirectory(saving);
+    return status;
+  };
+  if (Status s = writeCheckpointFiles(saving, config, params, state, seeds,
+                                      options);
+      !s)
+    return abandon(s);
+  if (!previous) {
+    if (::rename(saving.c_str(), path.c_str()) != 0)
+      return abandon(Status::error(path + ": cannot rename " + saving +
+                                   " to it: " + std::strerror(errno)));
+  } else {
+    // Keep what the user put beside the previous checkpoint.
+    if (DIR *dir = ::opendir(path.c_str())) {
+      std::vector<std::string> kept;
+      while (const dirent *entry = ::readdir(dir)) {
+        std::string name = entry->d_name;
+        if (name != "." && name != ".." && !isCheckpointFileName(name))
+          kept.push_back(name);
+      }
+      ::closedir(dir);
+      for (const std::string &name : kept) {
+        std::string from = joinPath(path, name), to = joinPath(saving, name);
+        if (!isDirectory(from) && ::link(from.c_str(), to.c_str()) != 0)
+          return abandon(Status::error(from + ": cannot keep it in the new "
+                                              "checkpoint: " +
+                                       std::strerror(errno)));
+      }
+    } else {
+      return abandon(Status::error(path + ": cannot list: " +
+                                   std::strerror(errno)));
+    }
+    if (::renameat2(AT_FDCWD, saving.c_str(), AT_FDCWD, path.c_str(),
+                    RENAME_EXCHANGE) != 0)
+      return abandon(Status::error(path + ": cannot exchange it with " +
+                                   saving + ": " + std::strerror(errno)));
+    // `saving` now holds the previous checkpoint.
+    if (Status s = removeDirectory(saving); !s)
+      std::fprintf(stderr, "tpc-run: warning: the previous checkpoint stays "
+                           "at %s: %s\n",
+                   saving.c_str(), s.message().c_str());
+  }
+  syncParentDirectory(path);
+  return Status::ok();
 }
 
 /// Reads the optimizer state of the executable from `file` (a single-file

@@ -81,8 +81,13 @@ Status tpcrt::writeFileAtomically(const std::string &path,
   if (::rename(tmpPath.c_str(), path.c_str()) != 0)
     return fail("cannot rename to " + path);
 
-  // Make the rename itself durable. Some file systems refuse to sync a
-  // directory; the file is complete either way, so that is not an error.
+  syncParentDirectory(path);
+  return Status::ok();
+}
+
+void tpcrt::syncParentDirectory(const std::string &path) {
+  // Some file systems refuse to sync a directory; what was renamed is
+  // complete either way, so that is not an error.
   size_t slash = path.rfind('/');
   std::string directory = slash == std::string::npos
                               ? "."
@@ -92,7 +97,6 @@ Status tpcrt::writeFileAtomically(const std::string &path,
     (void)::fsync(dirFd);
     ::close(dirFd);
   }
-  return Status::ok();
 }
 
 Status tpcrt::openRegularFile(const std::string &path, int &fd,

@@ -88,6 +88,10 @@ void tpcrt::setWatchdogPosition(uint64_t step, uint32_t kernel,
   s.kernelName.store(name, std::memory_order_relaxed);
 }
 
+uint64_t tpcrt::watchdogStep() {
+  return state().step.load(std::memory_order_relaxed);
+}
+
 std::string tpcrt::watchdogMessage(int rank, const char *operation,
                                    const std::string *group, double seconds) {
   State &s = state();

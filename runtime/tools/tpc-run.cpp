@@ -47,6 +47,9 @@
 #include <string>
 #include <vector>
 
+#include <signal.h>
+#include <unistd.h>
+
 using namespace tpcrt;
 
 namespace {
@@ -1006,6 +1009,69 @@ Status firstFailure(Communicator &world, bool failed, int &first) {
   return Status::ok();
 }
 
+/// This process's rank for the interruption message (-1: alone).
+int interruptedRank = -1;
+/// Set once this rank has failed and is on its way out: a signal then (the
+/// launcher ending the ranks of a failed run) ends it without a second
+/// message.
+volatile sig_atomic_t failing = 0;
+
+/// Appends `text` to `out` (async-signal-safe: no allocation).
+void appendText(char *out, size_t &length, size_t size, const char *text) {
+  while (*text && length + 1 < size)
+    out[length++] = *text++;
+}
+
+void appendNumber(char *out, size_t &length, size_t size, uint64_t value) {
+  char digits[24];
+  int n = 0;
+  do {
+    digits[n++] = static_cast<char>('0' + value % 10);
+    value /= 10;
+  } while (value);
+  while (n && length + 1 < size)
+    out[length++] = digits[--n];
+}
+
+/// SIGINT and SIGTERM: one line and exit status 1, never death by the
+/// signal. A checkpoint being written is left out of place (its directory
+/// is exchanged with the previous one only once whole, a file renamed only
+/// once complete), so the previous one stays whole; the launcher ends the
+/// other ranks, as when one fails.
+extern "C" void onInterrupt(int signal) {
+  if (failing)
+    ::_exit(1);
+  char text[256];
+  size_t length = 0;
+  appendText(text, length, sizeof(text), "error: ");
+  if (interruptedRank >= 0) {
+    appendText(text, length, sizeof(text), "rank ");
+    appendNumber(text, length, sizeof(text),
+                 static_cast<uint64_t>(interruptedRank));
+    appendText(text, length, sizeof(text), ": ");
+  }
+  appendText(text, length, sizeof(text),
+             signal == SIGINT ? "interrupted (SIGINT)" : "terminated (SIGTERM)");
+  if (uint64_t step = watchdogStep()) {
+    appendText(text, length, sizeof(text), " in step ");
+    appendNumber(text, length, sizeof(text), step);
+  }
+  appendText(text, length, sizeof(text),
+             ": stopped; a checkpoint not yet complete was not written (the "
+             "previous one is whole)\n");
+  (void)!::write(2, text, length);
+  ::_exit(1);
+}
+
+void handleInterrupts(int rank) {
+  interruptedRank = rank;
+  struct sigaction action = {};
+  action.sa_handler = onInterrupt;
+  sigemptyset(&action.sa_mask);
+  ::sigaction(SIGINT, &action, nullptr);
+  ::sigaction(SIGTERM, &action, nullptr);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -1018,6 +1084,7 @@ int main(int argc, char **argv) {
   // once read, replaces the default.
   if (ranks > 1)
     startWatchdog(kDefaultTimeoutSeconds, rank);
+  handleInterrupts(ranks > 1 ? rank : -1);
 
   Options options;
   FaultInjection fault;
@@ -1033,6 +1100,7 @@ int main(int argc, char **argv) {
       world->abort(1);
     }
     if (first >= 0) {
+      failing = 1;
       if (first == rank)
         reportError(status, rank, 1);
       return 1;
@@ -1055,6 +1123,7 @@ int main(int argc, char **argv) {
   });
   if (status)
     return 0;
+  failing = 1;
   reportError(status, rank, ranks);
   // The others may be waiting for this rank in a collective: end them all.
   if (ranks > 1)

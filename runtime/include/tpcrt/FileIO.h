@@ -32,6 +32,10 @@ Status writeFileAtomically(const std::string &path,
 /// `<path>: not a regular file`.
 Status openRegularFile(const std::string &path, int &fd, uint64_t &size);
 
+/// Makes a rename in `path`'s directory durable (fsync of the directory;
+/// where the file system refuses, nothing).
+void syncParentDirectory(const std::string &path);
+
 /// Reads bytes [0, size) of the open file `fd` into `out` (`path` names it
 /// in errors). A file that ends sooner, because it was truncated since its
 /// size was taken, is an error, `<path>: cannot read: the file shrank from

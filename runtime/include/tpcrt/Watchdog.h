@@ -37,6 +37,10 @@ void startWatchdog(double seconds, int rank);
 /// three relaxed stores.
 void setWatchdogPosition(uint64_t step, uint32_t kernel, const char *name);
 
+/// The step last published by setWatchdogPosition (0 before the first
+/// kernel); async-signal-safe.
+uint64_t watchdogStep();
+
 /// The text after "error: " the watchdog prints for a wait of `operation`
 /// over `group` at the published position, stalled for `seconds`.
 std::string watchdogMessage(int rank, const char *operation,

@@ -1,0 +1,128 @@
+#!/bin/sh
+# interrupt.sh BIN_DIR SRC_ROOT WORK_DIR
+#
+# Issue 18: interrupted runs end cleanly and never half-write a checkpoint.
+# 1. SIGINT to the launcher of a 2-rank run (`tpc-run --ranks 2`, which
+#    became mpiexec): every rank ends within seconds with an
+#    `interrupted`/`terminated` line, a non-zero status, none left behind.
+# 2. SIGTERM to one rank: the same.
+# 3. SIGINT to a one-rank run while it saves checkpoints, at many moments:
+#    exit status 1 with a message, never death by the signal; the checkpoint
+#    directory is each time a whole checkpoint (the previous or the new
+#    one: a run resumes from it).
+# Exits 77 (skipped) without mpiexec for parts 1 and 2.
+set -u
+bin=$1
+src=$2
+work=$3
+rm -rf "$work" && mkdir -p "$work" || exit 1
+cd "$work" || exit 1
+failures=0
+fail() {
+  echo "FAIL: $*"
+  failures=$((failures + 1))
+}
+now_ms() {
+  echo $(($(date +%s%N) / 1000000))
+}
+"$bin/tpc-import" "$src/examples/configs/gpt2-tiny.json" --batch 4 --seq 32 \
+  -o m.mlir || exit 1
+"$bin/tpc-compile" m.mlir --train --mesh tp=2 -o two.tpcx 2>/dev/null || exit 1
+# Part 3's model: large enough (17M parameters, a 200 MB checkpoint with the
+# optimizer state) that a save takes a good part of a second.
+cat > big.json <<'JSON'
+{"model_type": "gpt2", "vocab_size": 8192, "n_positions": 64, "n_embd": 512,
+ "n_layer": 4, "n_head": 8, "resid_pdrop": 0.0, "embd_pdrop": 0.0,
+ "attn_pdrop": 0.0}
+JSON
+"$bin/tpc-import" big.json --batch 2 --seq 64 -o big.mlir || exit 1
+"$bin/tpc-compile" big.mlir --train -o one.tpcx 2>/dev/null || exit 1
+
+ranks() {
+  ps -eo pid=,comm=,args= | grep -F "$work/two.tpcx" | grep -v grep |
+    awk '$2 == "tpc-run" { print $1 }'
+}
+wait_for_step() {
+  i=0
+  while ! grep -q "^step $1 " out.txt 2>/dev/null; do
+    i=$((i + 1))
+    [ "$i" -lt 300 ] || return 1
+    sleep 0.1
+  done
+}
+# interrupt_two WHAT SIGNAL TARGET: TARGET is "launcher" or "rank".
+interrupt_two() {
+  "$bin/tpc-run" "$work/two.tpcx" --ranks 2 --init-seed 1 --synthetic-seed 1 \
+    --steps 100000000 >out.txt 2>err.txt &
+  job=$!
+  if ! wait_for_step 3; then
+    fail "$1: the run did not start: $(cat err.txt)"
+    kill -KILL "$job" 2>/dev/null
+    return
+  fi
+  if [ "$3" = launcher ]; then target=$job; else target=$(ranks | tail -1); fi
+  start=$(now_ms)
+  kill "-$2" "$target"
+  i=0
+  while kill -0 "$job" 2>/dev/null && [ "$i" -lt 150 ]; do
+    sleep 0.1
+    i=$((i + 1))
+  done
+  elapsed=$(($(now_ms) - start))
+  if kill -0 "$job" 2>/dev/null; then
+    fail "$1: still running $elapsed ms after SIG$2"
+    kill -KILL "$job" 2>/dev/null
+  else
+    wait "$job"
+    rc=$?
+    [ "$rc" -ne 0 ] || fail "$1: exit status 0"
+    grep -q '^error: rank [01]: \(interrupted (SIGINT)\|terminated (SIGTERM)\)' err.txt ||
+      fail "$1: no interruption message: $(cat err.txt)"
+    echo "$1: exit status $rc after $elapsed ms: $(grep -m1 '^error: rank' err.txt)"
+  fi
+  sleep 1
+  [ -z "$(ranks)" ] || fail "$1: ranks left running: $(ranks)"
+  for pid in $(ranks); do kill -KILL "$pid" 2>/dev/null; done
+}
+if command -v mpiexec >/dev/null 2>&1; then
+  interrupt_two "SIGINT to the launcher" INT launcher
+  interrupt_two "SIGTERM to one rank" TERM rank
+else
+  echo "no mpiexec on PATH: parts 1 and 2 skipped"
+fi
+
+# 3. A checkpoint is whole at every moment: interrupt saves at many delays.
+"$bin/tpc-run" one.tpcx --init-seed 1 --synthetic-seed 1 --steps 1 \
+  --save-checkpoint ckpt >/dev/null 2>&1 || fail "the first checkpoint"
+trials=0
+finished=0
+interrupted=0
+midsave=0
+for delay in 0.1 0.2 0.3 0.4 0.5 0.6 0.7 0.8 0.9 1.0 1.2 1.4; do
+  "$bin/tpc-run" one.tpcx --load-checkpoint ckpt --synthetic-seed 1 \
+    --steps 1 --save-checkpoint ckpt >save.out 2>save.err &
+  job=$!
+  sleep "$delay"
+  kill -INT "$job" 2>/dev/null
+  wait "$job"
+  rc=$?
+  trials=$((trials + 1))
+  case $rc in
+  0) finished=$((finished + 1)) ;; # done before the signal
+  1) interrupted=$((interrupted + 1))
+     grep -q '^error: interrupted (SIGINT)' save.err ||
+       fail "delay $delay: status 1 without the interruption message: $(cat save.err)"
+     # A save cut short leaves its new directory beside the checkpoint (the
+     # next save removes it).
+     ls -d ckpt.saving.* >/dev/null 2>&1 && midsave=$((midsave + 1)) ;;
+  *) fail "delay $delay: exit status $rc (a signal?)" ;;
+  esac
+  [ -f ckpt/training_state.safetensors ] && [ -f ckpt/config.json ] ||
+    fail "delay $delay: the checkpoint directory is not whole: $(ls ckpt)"
+  "$bin/tpc-run" one.tpcx --load-checkpoint ckpt --synthetic-seed 1 \
+    --steps 1 >resume.out 2>resume.err ||
+    fail "delay $delay: no run resumes from the checkpoint: $(cat resume.err)"
+done
+echo "checkpoint saves interrupted at $trials moments ($finished finished first, $interrupted interrupted, $midsave of them while writing the checkpoint): the checkpoint whole every time"
+echo "interrupt.sh: $failures failures"
+[ "$failures" -eq 0 ]
