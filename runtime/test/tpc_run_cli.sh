@@ -9,16 +9,11 @@ set -u
 run=$1
 fixtures=$2
 dir=$3
+. "$(dirname "$0")/run_helpers.sh"
 rm -rf "$dir" && mkdir -p "$dir" || exit 1
 "$fixtures" "$dir" || exit 1
 cd "$dir" || exit 1
-failures=0
 checks=0
-
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
 
 # A forward run notes on stderr whether it applies dropout ("tpc-run: the
 # forward pass evaluates without dropout, ..." or "... applies the model's

@@ -16,20 +16,13 @@ set -u
 run=$1
 fixtures=$2
 dir=$3
-if ! command -v mpiexec >/dev/null 2>&1; then
-  echo "no mpiexec on PATH: skipped"
-  exit 77
-fi
+. "$(dirname "$0")/run_helpers.sh"
+require_mpiexec
 rm -rf "$dir" && mkdir -p "$dir" || exit 1
 "$fixtures" pipeline "$dir" || exit 1
 cd "$dir" || exit 1
-failures=0
 checks=0
 
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
 
 # expect_ok NAME ARGS...: exit status 0, output in NAME.txt without the
 # tokens_per_s figures (they vary).

@@ -12,21 +12,14 @@ set -u
 run=$1
 fixtures=$2
 dir=$3
-if ! command -v mpiexec >/dev/null 2>&1; then
-  echo "no mpiexec on PATH: skipped"
-  exit 77
-fi
+. "$(dirname "$0")/run_helpers.sh"
+require_mpiexec
 rm -rf "$dir" && mkdir -p "$dir" || exit 1
 "$fixtures" write "$dir" || exit 1
 cd "$dir" || exit 1
 mpiexec="mpiexec --allow-run-as-root --oversubscribe"
-failures=0
 checks=0
 
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
 
 # expect_error TEXT ARGS...: exit status 1, and stderr is one "error: " line
 # that contains TEXT.

@@ -11,24 +11,14 @@ set -u
 run=$1
 fixtures=$2
 dir=$3
-if ! command -v mpiexec >/dev/null 2>&1; then
-  echo "no mpiexec on PATH: skipped"
-  exit 77
-fi
+. "$(dirname "$0")/run_helpers.sh"
+require_mpiexec
 rm -rf "$dir" && mkdir -p "$dir" || exit 1
 "$fixtures" write "$dir" || exit 1
 cd "$dir" || exit 1
-failures=0
 checks=0
 
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
 
-now_ms() {
-  echo $(($(date +%s%N) / 1000000))
-}
 
 # The ranks' command lines name this directory; none may outlive a run.
 survivors() {

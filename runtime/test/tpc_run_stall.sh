@@ -13,39 +13,13 @@ set -u
 run=$1
 fixtures=$2
 dir=$3
-if ! command -v mpiexec >/dev/null 2>&1; then
-  echo "no mpiexec on PATH: skipped"
-  exit 77
-fi
-rm -rf "$dir" && mkdir -p "$dir" || exit 1
+. "$(dirname "$0")/run_helpers.sh"
+require_mpiexec
+fresh_dir "$dir"
 "$fixtures" write "$dir" || exit 1
-cd "$dir" || exit 1
-failures=0
 
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
-
-now_ms() {
-  echo $(($(date +%s%N) / 1000000))
-}
-
-# The ranks: tpc-run processes whose command line names this directory (the
-# launcher became mpiexec).
 ranks() {
-  ps -eo pid=,comm=,args= | grep -F "$dir/ranks2.tpcx" | grep -v grep |
-    awk '$2 == "tpc-run" { print $1 }'
-}
-
-# Waits up to 30 s for a line `step N` of out.txt.
-wait_for_step() {
-  i=0
-  while ! grep -q "^step $1 " out.txt 2>/dev/null; do
-    i=$((i + 1))
-    [ "$i" -lt 300 ] || return 1
-    sleep 0.1
-  done
+  rank_pids "$dir/ranks2.tpcx"
 }
 
 cleanup() {
@@ -64,11 +38,7 @@ if wait_for_step 3; then
   start=$(now_ms)
   kill -STOP "$victim"
   # At most timeout (3 s) + 10 s.
-  i=0
-  while kill -0 "$job" 2>/dev/null && [ "$i" -lt 130 ]; do
-    sleep 0.1
-    i=$((i + 1))
-  done
+  wait_gone "$job" 130
   elapsed=$(($(now_ms) - start))
   if kill -0 "$job" 2>/dev/null; then
     fail "stopped rank: the run still hangs $elapsed ms after SIGSTOP"

@@ -8,20 +8,15 @@
 # `error: ... No space left on device`, the previous checkpoint is intact
 # (byte for byte, and a run resumes from it), and nothing of the failed save
 # is left. Needs root to mount the tmpfs: exits 77 (skipped) where mounting
-# is not allowed, or without mpiexec... (one rank: no MPI needed).
+# is not allowed (one rank: no MPI needed).
 set -u
 bin=$1
 src=$2
 work=$3
-rm -rf "$work" && mkdir -p "$work" || exit 1
-cd "$work" || exit 1
+. "$src/runtime/test/run_helpers.sh"
+fresh_dir "$work"
 mnt="$work/disk"
 mkdir -p "$mnt"
-failures=0
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
 "$bin/tpc-import" "$src/examples/configs/gpt2-tiny.json" --batch 4 --seq 32 \
   -o m.mlir || exit 1
 "$bin/tpc-compile" m.mlir --train -o m.tpcx 2>/dev/null || exit 1

@@ -15,16 +15,8 @@ set -u
 bin=$1
 src=$2
 work=$3
-rm -rf "$work" && mkdir -p "$work" || exit 1
-cd "$work" || exit 1
-failures=0
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
-now_ms() {
-  echo $(($(date +%s%N) / 1000000))
-}
+. "$src/runtime/test/run_helpers.sh"
+fresh_dir "$work"
 "$bin/tpc-import" "$src/examples/configs/gpt2-tiny.json" --batch 4 --seq 32 \
   -o m.mlir || exit 1
 "$bin/tpc-compile" m.mlir --train --mesh tp=2 -o two.tpcx 2>/dev/null || exit 1
@@ -39,16 +31,7 @@ JSON
 "$bin/tpc-compile" big.mlir --train -o one.tpcx 2>/dev/null || exit 1
 
 ranks() {
-  ps -eo pid=,comm=,args= | grep -F "$work/two.tpcx" | grep -v grep |
-    awk '$2 == "tpc-run" { print $1 }'
-}
-wait_for_step() {
-  i=0
-  while ! grep -q "^step $1 " out.txt 2>/dev/null; do
-    i=$((i + 1))
-    [ "$i" -lt 300 ] || return 1
-    sleep 0.1
-  done
+  rank_pids "$work/two.tpcx"
 }
 # interrupt_two WHAT SIGNAL TARGET: TARGET is "launcher" or "rank".
 interrupt_two() {
@@ -63,11 +46,7 @@ interrupt_two() {
   if [ "$3" = launcher ]; then target=$job; else target=$(ranks | tail -1); fi
   start=$(now_ms)
   kill "-$2" "$target"
-  i=0
-  while kill -0 "$job" 2>/dev/null && [ "$i" -lt 150 ]; do
-    sleep 0.1
-    i=$((i + 1))
-  done
+  wait_gone "$job" 150
   elapsed=$(($(now_ms) - start))
   if kill -0 "$job" 2>/dev/null; then
     fail "$1: still running $elapsed ms after SIG$2"
