@@ -2,6 +2,8 @@
 
 #include "tpcrt/Launch.h"
 
+#include "tpcrt/CommandLine.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -19,21 +21,6 @@
 using namespace tpcrt;
 
 namespace {
-
-/// `text` as a rank: 1 to 20 decimal digits, below 2^64 (as the programs
-/// read their unsigned flags); false for anything else.
-bool parseRank(const char *text, uint64_t &rank) {
-  size_t length = std::strlen(text);
-  if (length == 0 || length > 20 ||
-      std::strspn(text, "0123456789") != length)
-    return false;
-  errno = 0;
-  unsigned long long value = std::strtoull(text, nullptr, 10);
-  if (errno == ERANGE)
-    return false;
-  rank = value;
-  return true;
-}
 
 /// The program called `name` in a directory of PATH, or "".
 std::string findInPath(const std::string &name) {
@@ -112,7 +99,7 @@ int64_t tpcrt::launcherRank() {
        {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"}) {
     uint64_t rank = 0;
     if (const char *text = std::getenv(name))
-      if (parseRank(text, rank))
+      if (parseDecimal(text, rank))
         return static_cast<int64_t>(rank);
   }
   return -1;

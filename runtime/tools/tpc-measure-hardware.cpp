@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tpcrt/Comm.h"
+#include "tpcrt/CommandLine.h"
 #include "tpcrt/CpuKernels.h"
 #include "tpcrt/CpuTrainingKernels.h"
 #include "tpcrt/Device.h"
@@ -109,25 +110,6 @@ struct Options {
   bool quick = false;
   bool help = false;
 };
-
-Status parseUnsigned(const std::string &flag, const std::string &text,
-                     uint64_t &value) {
-  auto bad = [&] {
-    return Status::error(flag + ": '" + text +
-                         "' is not a non-negative integer below 2^64");
-  };
-  if (text.empty() || text.size() > 20)
-    return bad();
-  value = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9')
-      return bad();
-    if (__builtin_mul_overflow(value, 10, &value) ||
-        __builtin_add_overflow(value, static_cast<uint64_t>(c - '0'), &value))
-      return bad();
-  }
-  return Status::ok();
-}
 
 Status parseArguments(int argc, char **argv, Options &options) {
   std::map<std::string, bool> seen;
@@ -1072,16 +1054,6 @@ void describe(const Options &options, const Measurements &m, int ranks,
 }
 
 /// Calls `body` and turns what it throws into an error.
-template <typename BodyFn> Status guarded(BodyFn body) {
-  try {
-    return body();
-  } catch (const std::bad_alloc &) {
-    return Status::error("out of memory");
-  } catch (const std::exception &e) {
-    return Status::error(e.what());
-  }
-}
-
 } // namespace
 
 int main(int argc, char **argv) {

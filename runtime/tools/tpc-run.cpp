@@ -22,6 +22,7 @@
 
 #include "tpcrt/Checkpoint.h"
 #include "tpcrt/Comm.h"
+#include "tpcrt/CommandLine.h"
 #include "tpcrt/Device.h"
 #include "tpcrt/Executable.h"
 #include "tpcrt/FileIO.h"
@@ -190,25 +191,6 @@ struct Options {
   std::string device = "cpu";
   bool help = false;
 };
-
-Status parseUnsigned(const std::string &flag, const std::string &text,
-                     uint64_t &value) {
-  auto bad = [&] {
-    return Status::error(flag + ": '" + text +
-                         "' is not a non-negative integer below 2^64");
-  };
-  if (text.empty() || text.size() > 20)
-    return bad();
-  value = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9')
-      return bad();
-    if (__builtin_mul_overflow(value, 10, &value) ||
-        __builtin_add_overflow(value, static_cast<uint64_t>(c - '0'), &value))
-      return bad();
-  }
-  return Status::ok();
-}
 
 /// Of `given` alternative flags, exactly one must be set.
 Status exactlyOne(int given, const char *exclusive, const char *missing) {
@@ -983,16 +965,6 @@ Status prepare(int argc, char **argv, Communicator *world, Options &options,
 }
 
 /// Calls `body` and turns what it throws into an error.
-template <typename BodyFn> Status guarded(BodyFn body) {
-  try {
-    return body();
-  } catch (const std::bad_alloc &) {
-    return Status::error("out of memory");
-  } catch (const std::exception &e) {
-    return Status::error(e.what());
-  }
-}
-
 /// After prepare() on every rank of `world`: which rank reports a failure.
 /// A failure there is alike on every rank (the same flags and files), so
 /// only the lowest failing rank prints it and every rank exits with status 1,
