@@ -86,9 +86,9 @@ static cl::opt<std::string> reportPath(
     cl::value_desc("plan.json"), cl::cat(category));
 static cl::opt<int64_t> checkLayers(
     "check-layers",
-    cl::desc("Layers of the check compile (default: the model's, or p*v "
-             "per pipeline-chunk multiple when the model has more than 24); "
-             "0 skips the check compile"),
+    cl::desc("Layers of the best plan's check compile, a multiple of pp*v "
+             "(default: the model's when it has at most 24, else the largest "
+             "multiple of pp*v up to 24, at least pp*v); 0 skips it"),
     cl::value_desc("N"), cl::init(-1), cl::cat(category));
 
 static int fail(const llvm::Twine &message) { return reportError(message); }
