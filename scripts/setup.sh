@@ -15,6 +15,8 @@ PACKAGES=(
   # LLVMConfig.cmake links LLVMSupport against these.
   libzstd-dev libedit-dev libcurl4-openssl-dev zlib1g-dev libxml2-dev libffi-dev
   python3-torch python3-numpy
+  # The fuzz targets (issue 18): clang with libFuzzer and the sanitizers.
+  clang-14 libclang-rt-14-dev
 )
 
 missing=()
