@@ -62,7 +62,11 @@ LogicalResult DistDialect::verifyRegionArgAttribute(Operation *op,
                            << " must be a #dist.sharding but is "
                            << attr.getValue();
   Region &region = op->getRegion(regionIndex);
-  if (region.empty())
+  // Argument attributes are checked before the function's body is: an entry
+  // block without this argument is left to the function's own verifier
+  // (it was read past the block's arguments: test/fuzz/corpus/mlir/
+  // finding-dist-sharding-arg-beyond-entry-block.mlir).
+  if (region.empty() || argIndex >= region.front().getNumArguments())
     return success();
   auto type = dyn_cast<RankedTensorType>(
       region.front().getArgument(argIndex).getType());

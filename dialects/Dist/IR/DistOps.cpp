@@ -17,6 +17,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallSet.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace mlir::dist;
@@ -215,6 +216,9 @@ LogicalResult MeshOp::verify() {
     return emitOpError() << "has " << names.size() << " axis names but "
                          << sizes.size() << " sizes";
   llvm::StringSet<> seen;
+  // The number of devices: every group of its axes (a product of some of
+  // their sizes) is then an int64 too.
+  int64_t devices = 1;
   for (auto [nameAttr, size] : llvm::zip(names, sizes)) {
     StringRef name = cast<StringAttr>(nameAttr).getValue();
     if (!seen.insert(name).second)
@@ -223,6 +227,10 @@ LogicalResult MeshOp::verify() {
     if (size < 1)
       return emitOpError() << "mesh @" << getSymName() << " axis '" << name
                            << "' has size " << size << ", must be positive";
+    if (llvm::MulOverflow(devices, size, devices))
+      return emitOpError() << "mesh @" << getSymName() << " axis '" << name
+                           << "' has size " << size
+                           << ": the mesh would have 2^63 devices or more";
   }
   return success();
 }
@@ -258,7 +266,11 @@ static FailureOr<int64_t> getAxesProduct(Operation *op, MeshOp mesh,
                                << " has no axis '" << name << "'";
     if (!seen.insert(name).second)
       return op->emitOpError() << "mesh axis '" << name << "' is named twice";
-    product *= *size;
+    // Distinct axes of a verified mesh do not overflow (MeshOp::verify);
+    // checked again for a mesh not verified yet.
+    if (llvm::MulOverflow(product, *size, product))
+      return op->emitOpError() << "mesh @" << mesh.getSymName()
+                               << " has 2^63 devices or more";
   }
   return product;
 }
@@ -335,6 +347,20 @@ verifyResultShape(Operation *op, ShapedType input, ShapedType result,
   return success();
 }
 
+/// Checks that dimension `dim` of `type` times the group size `pieces` is an
+/// int64 (an all_gather of a dimension near 2^63 overflowed:
+/// test/fuzz/corpus/mlir/finding-dist-all-gather-dim-overflow.mlir).
+static LogicalResult verifyGrowable(Operation *op, ShapedType type,
+                                    int64_t dim, int64_t pieces) {
+  int64_t grown;
+  if (llvm::MulOverflow(type.getDimSize(dim), pieces, grown))
+    return op->emitOpError()
+           << "dimension " << dim << " of " << type << " (size "
+           << type.getDimSize(dim) << ") times the group size " << pieces
+           << " is not an int64";
+  return success();
+}
+
 /// Checks that dimension `dim` of `type` can be cut into `pieces`.
 static LogicalResult verifyDivisible(Operation *op, ShapedType type,
                                      int64_t dim, int64_t pieces) {
@@ -358,7 +384,8 @@ static LogicalResult verifyGrowingDim(OpTy op, SymbolTableCollection &symbols) {
       verifyGroup(op, symbols, op.getMeshAttr(), op.getAxes());
   auto input = op.getInput().getType();
   int64_t grownDim = op.getDimAttr().getInt();
-  if (failed(group) || failed(verifyDim(op, "dim", grownDim, input)))
+  if (failed(group) || failed(verifyDim(op, "dim", grownDim, input)) ||
+      failed(verifyGrowable(op, input, grownDim, *group)))
     return failure();
   return verifyResultShape(op, input, op.getResult().getType(),
                            [&](int64_t dim, int64_t size) {
@@ -412,7 +439,9 @@ LogicalResult AllToAllOp::verifySymbolUses(SymbolTableCollection &symbols) {
   if (failed(group) ||
       failed(verifyDim(*this, "split dim", splitDim, input)) ||
       failed(verifyDim(*this, "concat dim", concatDim, input)) ||
-      failed(verifyDivisible(*this, input, splitDim, *group)))
+      failed(verifyDivisible(*this, input, splitDim, *group)) ||
+      (splitDim != concatDim &&
+       failed(verifyGrowable(*this, input, concatDim, *group))))
     return failure();
   return verifyResultShape(*this, input, getResult().getType(),
                            [&](int64_t dim, int64_t size) {

@@ -217,6 +217,21 @@ LogicalResult ProgramOp::verify() {
   Block &body = getBody().front();
   if (body.getNumArguments() != 0)
     return emitOpError("body must have no arguments");
+  for (Operation &op : body) {
+    if (op.getDialect() != (*this)->getDialect())
+      return op.emitOpError("is not an rt op; an rt.program holds only rt "
+                            "ops");
+    if (isa<ProgramOp>(op))
+      return op.emitOpError("cannot be nested in another rt.program");
+  }
+  return success();
+}
+
+// A region verifier: MLIR runs an op's verify() before the ops it holds are
+// verified, and the checks below read those ops' attributes (an rt.kernel
+// without its opcode crashed the verifier; found by test/fuzz).
+LogicalResult ProgramOp::verifyRegions() {
+  Block &body = getBody().front();
   // States and gradients name parameters wherever they are defined.
   llvm::StringMap<ParamOp> params;
   for (auto param : body.getOps<ParamOp>())
@@ -230,9 +245,6 @@ LogicalResult ProgramOp::verify() {
     return v.getDefiningOp<AllocOp>() && !written.contains(v);
   };
   for (Operation &op : body) {
-    if (op.getDialect() != (*this)->getDialect())
-      return op.emitOpError("is not an rt op; an rt.program holds only rt "
-                            "ops");
     if (auto input = dyn_cast<InputOp>(op)) {
       if (!inputs.insert(input.getName()).second)
         return input.emitOpError("duplicate input '") << input.getName() << "'";
@@ -300,8 +312,6 @@ LogicalResult ProgramOp::verify() {
                     "in-place updates";
         written.insert(result);
       }
-    } else if (isa<ProgramOp>(op)) {
-      return op.emitOpError("cannot be nested in another rt.program");
     }
   }
   return success();

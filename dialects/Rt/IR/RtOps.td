@@ -56,7 +56,11 @@ def Rt_ProgramOp : Rt_Op<"program", [Symbol, IsolatedFromAbove, SingleBlock,
   let assemblyFormat = [{
     $sym_name (`mesh` $mesh^)? attr-dict-with-keyword $body
   }];
+  // verify(): what the body holds (rt ops, no nested program);
+  // verifyRegions(): the checks that read its ops' attributes, which run
+  // after those ops' own verifiers, never on an op that lacks one.
   let hasVerifier = 1;
+  let hasRegionVerifier = 1;
   let skipDefaultBuilders = 1;
   let builders = [OpBuilder<(ins "::llvm::StringRef":$name)>];
 }

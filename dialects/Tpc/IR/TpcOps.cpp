@@ -502,9 +502,12 @@ LogicalResult checks::verifyVocab(Operation *op, Value logits,
   int64_t columns = tensorType(logits).getShape().back();
   if (*vocab < 1)
     return op->emitOpError() << "vocab " << *vocab << " must be positive";
-  // The logits may hold one block of the vocabulary; vocab counts all.
-  int64_t whole = columns * blocks.value_or(1);
-  if (*vocab > whole)
+  // The logits may hold one block of the vocabulary; vocab counts all
+  // (blocks near 2^63 overflowed the product: found by test/fuzz; beyond
+  // int64 it holds any vocab).
+  int64_t whole;
+  if (!llvm::MulOverflow(columns, blocks.value_or(1), whole) &&
+      *vocab > whole)
     return op->emitOpError()
            << "vocab " << *vocab << " exceeds the logits' " << columns
            << " columns" << (blocks ? " x " + std::to_string(*blocks) + " blocks" : "");

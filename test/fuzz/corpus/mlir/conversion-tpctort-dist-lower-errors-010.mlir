@@ -1,0 +1,6 @@
+dist.mesh @mesh axes [dp = 2, tp = 2]
+func.func @forward(%x: tensor<2x4xf32> {tpc.input = "x"})
+    -> (tensor<2x4xf32> {tpc.output = "y"}) attributes {dist.partitioned} {
+  %y = dist.all_reduce %x on @mesh axes [tp] reduce min : tensor<2x4xf32>
+  return %y : tensor<2x4xf32>
+}

@@ -1,0 +1,1 @@
+func.func private @forward(tensor<2xf32>)

@@ -1,0 +1,3 @@
+func.func @forward(%w: tensor<2xf64> {tpc.param = "w"}) {
+  return
+}

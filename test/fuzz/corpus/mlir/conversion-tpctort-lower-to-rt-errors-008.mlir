@@ -1,0 +1,4 @@
+func.func @forward(%x: tensor<2xf32> {tpc.input = "x"}) -> tensor<2xf32> {
+  %y = tpc.silu %x : tensor<2xf32>
+  return %y : tensor<2xf32>
+}

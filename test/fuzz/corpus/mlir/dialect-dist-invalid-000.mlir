@@ -1,0 +1,1 @@
+dist.mesh @m axes [tp = 2, tp = 4]

@@ -1,0 +1,1 @@
+dist.mesh @m axes []

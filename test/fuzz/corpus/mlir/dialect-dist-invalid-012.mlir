@@ -1,0 +1,5 @@
+dist.mesh @m axes [dp = 2, tp = 4]
+func.func @f(%x: tensor<8x16xf32>) {
+  %0 = dist.all_reduce %x on @m axes [tp, dp, tp] : tensor<8x16xf32>
+  return
+}

@@ -1,0 +1,5 @@
+dist.mesh @m axes [dp = 2, tp = 4]
+func.func @f(%x: tensor<8x6xf32>) {
+  %0 = dist.reduce_scatter %x on @m axes [tp] dim 1 : tensor<8x6xf32> -> tensor<8x1xf32>
+  return
+}

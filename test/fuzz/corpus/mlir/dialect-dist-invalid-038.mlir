@@ -1,0 +1,4 @@
+dist.mesh @m axes [dp = 2, tp = 4]
+func.func @f(%w: tensor<64x8xf32> {dist.sharding = #dist.sharding<@m, [[pp], []]>}) {
+  return
+}

@@ -1,0 +1,2 @@
+rt.program @p mesh [dp = 2, dp = 2] {
+}

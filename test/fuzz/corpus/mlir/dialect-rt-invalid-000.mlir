@@ -1,0 +1,3 @@
+rt.program @p {
+  %a = rt.alloc : memref<?x4xf32>
+}

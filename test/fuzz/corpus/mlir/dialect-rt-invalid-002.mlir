@@ -1,0 +1,3 @@
+rt.program @p {
+  %a = rt.alloc : memref<2x4xf64>
+}

@@ -1,0 +1,3 @@
+rt.program @p {
+  %x = rt.input "x" offset 4 : memref<2xi64>
+}

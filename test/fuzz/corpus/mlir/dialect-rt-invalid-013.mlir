@@ -1,0 +1,3 @@
+rt.program @p {
+  %x = rt.input "" : memref<2x4xi64>
+}

@@ -1,0 +1,3 @@
+rt.program @p {
+  %c = arith.constant 0 : index
+}

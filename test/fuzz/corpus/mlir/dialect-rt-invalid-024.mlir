@@ -1,0 +1,4 @@
+rt.program @p {
+  rt.program @q {
+  }
+}

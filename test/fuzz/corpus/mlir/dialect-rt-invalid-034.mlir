@@ -1,0 +1,6 @@
+rt.program @p {
+  %x = rt.input "x" : memref<2x4xf32>
+  %y = rt.alloc : memref<2x4xf32>
+  rt.kernel silu(%x) -> (%y) : memref<2x4xf32> -> memref<2x4xf32>
+  rt.kernel silu(%y) -> (%y) : memref<2x4xf32> -> memref<2x4xf32>
+}

@@ -1,0 +1,2 @@
+module attributes {rt.arena = 1 : i64} {
+}

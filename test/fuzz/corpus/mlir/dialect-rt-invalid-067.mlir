@@ -1,0 +1,2 @@
+module attributes {rt.arena_bytes = 1 : i32} {
+}

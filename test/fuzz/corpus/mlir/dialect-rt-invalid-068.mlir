@@ -1,0 +1,2 @@
+module attributes {rt.planned_peak_bytes = -5 : i64} {
+}

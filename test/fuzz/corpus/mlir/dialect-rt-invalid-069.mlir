@@ -1,0 +1,2 @@
+rt.program @p attributes {rt.seed = 1 : i64} {
+}

@@ -1,0 +1,4 @@
+rt.program @p {
+  %w = rt.param "w" hf_shape [8] init normal : memref<8xbf16>
+  %m = rt.state "exp_avg" of "w" : memref<8xbf16>
+}

@@ -1,0 +1,6 @@
+rt.program @p {
+  %x = rt.input "x" : memref<2x4xf32>
+  %y = rt.alloc : memref<9xf32>
+  rt.kernel test_copy(%x) -> (%y) : memref<2x4xf32> -> memref<9xf32>
+  rt.output "y" %y : memref<9xf32>
+}

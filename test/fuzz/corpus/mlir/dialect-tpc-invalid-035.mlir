@@ -1,0 +1,4 @@
+func.func @rms_norm_negative_epsilon(%x: tensor<4x64xf32>, %g: tensor<64xf32>) {
+  %0 = tpc.rms_norm %x, %g eps -1.0e-05 : tensor<4x64xf32>, tensor<64xf32>
+  return
+}

@@ -1,0 +1,7 @@
+func.func @attention_kv_heads_differ(%q: tensor<2x8x8x16xf32>,
+                                     %k: tensor<2x4x8x16xf32>,
+                                     %v: tensor<2x2x8x16xf32>) {
+  %0 = tpc.attention %q, %k, %v scale 2.500000e-01
+      : tensor<2x8x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x2x8x16xf32>
+  return
+}

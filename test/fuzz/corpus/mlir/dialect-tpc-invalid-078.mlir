@@ -1,0 +1,4 @@
+func.func @rotary_theta(%q: tensor<2x8x8x16xf32>) {
+  %0 = tpc.rotary %q theta -1.0e+04 : tensor<2x8x8x16xf32>
+  return
+}

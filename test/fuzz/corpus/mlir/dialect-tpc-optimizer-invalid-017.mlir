@@ -1,0 +1,4 @@
+func.func @sgd_buffer_type(%p: tensor<4xf32>, %b: tensor<8xf32>, %lr: tensor<f32>) {
+  %0:2 = tpc.sgd_update %p, %p momentum_buffer %b lr %lr momentum 0.9 weight_decay 0.0 : tensor<4xf32>, tensor<4xf32>, tensor<8xf32>
+  return
+}

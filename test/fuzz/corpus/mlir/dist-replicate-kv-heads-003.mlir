@@ -1,0 +1,8 @@
+func.func @enough(%x: tensor<4x16x128xf32>, %wk: tensor<4x16x128xf32> {tpc.param = "k"},
+                  %q: tensor<4x8x16x16xf32>) -> tensor<4x8x16x16xf32> {
+  %k = tpc.linear %x, %wk layout out_in : tensor<4x16x128xf32>, tensor<4x16x128xf32>
+  %kt = tpc.transpose %k [0, 2, 1, 3] : tensor<4x16x4x16xf32>
+  %kr = tpc.repeat %kt dim 1 times 2 : tensor<4x4x16x16xf32>
+  %s = tpc.batch_matmul %q, %kr transpose_rhs : tensor<4x8x16x16xf32>, tensor<4x8x16x16xf32>
+  return %s : tensor<4x8x16x16xf32>
+}

@@ -1,0 +1,5 @@
+module {
+  rt.program @no_arena {
+    %x = rt.input "x" offset 0 : memref<16xf32>
+  }
+}

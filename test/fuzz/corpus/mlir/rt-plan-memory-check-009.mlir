@@ -1,0 +1,6 @@
+module {
+  rt.program @one {
+  }
+  rt.program @two {
+  }
+}
