@@ -550,6 +550,25 @@ Status checkPools(const fb::Executable &exe) {
   return Status::ok();
 }
 
+/// The global shape of every input (its buffer's shape times the ranks
+/// splitting each dimension and, in a by_microbatch pool, dimension 0 times
+/// the slots) fits int64: the host fills inputs globally (Inputs.cpp,
+/// TokenData.cpp). After checkBindings and checkPools.
+Status checkInputShapes(const fb::Executable &exe, const Mesh &mesh) {
+  for (uint32_t i = 0, e = sizeOf(exe.inputs()); i < e; ++i) {
+    const fb::Binding *input = exe.inputs()->Get(i);
+    const fb::Buffer *buffer = exe.buffers()->Get(input->buffer());
+    uint32_t microbatches =
+        buffer->pool() >= 0 ? exe.pools()->Get(buffer->pool())->slots() : 1;
+    if (Status s = checkGlobalShape(mesh, shapeOf(buffer->shape()),
+                                    splitsOf(input->splits()), microbatches);
+        !s)
+      return s.withContext("input " + std::to_string(i) + " (" +
+                           quote(input->name()) + ")");
+  }
+  return Status::ok();
+}
+
 Status checkKernels(const fb::Executable &exe, const Mesh &mesh,
                     size_t numBuffers) {
   int32_t stageAxis = stageAxisOf(mesh);
@@ -785,6 +804,8 @@ Status tpcrt::checkExecutable(const fb::Executable &exe) {
   if (Status s = checkGrads(exe, mesh, bufferElements.size()); !s)
     return s;
   if (Status s = checkPools(exe); !s)
+    return s;
+  if (Status s = checkInputShapes(exe, mesh); !s)
     return s;
   if (Status s = checkKernels(exe, mesh, bufferElements.size()); !s)
     return s;

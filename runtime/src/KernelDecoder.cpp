@@ -1121,6 +1121,8 @@ Status KernelDecoder::dropoutSplits() {
     return Status::error("causal attention with its query dimension split "
                          "is not supported (splits of " +
                          describe(outRole(0), first) + ")");
+  if (Status s = checkGlobalShape(mesh, first.shape, call.splits); !s)
+    return s.withContext("splits of " + describe(outRole(0), first));
   call.globalShape = globalShape(mesh, first.shape, call.splits);
   call.globalOffset.assign(first.shape.size(), 0);
   return Status::ok();

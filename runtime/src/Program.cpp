@@ -165,6 +165,35 @@ std::vector<int64_t> tpcrt::globalShape(const Mesh &mesh,
   return global;
 }
 
+Status tpcrt::checkGlobalShape(const Mesh &mesh,
+                               const std::vector<int64_t> &shape,
+                               const Splits &splits, uint32_t microbatches) {
+  std::vector<int64_t> global = shape;
+  for (size_t d = 0; d < global.size(); ++d) {
+    // A group has at most INT_MAX ranks (checkMesh): no overflow here.
+    int64_t split = d < splits.size() ? mesh.groupSize(splits[d]) : 1;
+    int64_t times = d == 0 ? split * microbatches : split;
+    if (__builtin_mul_overflow(shape[d], times, &global[d])) {
+      std::string by =
+          split > 1 ? "the " + std::to_string(split) + " ranks splitting it"
+                    : "";
+      if (d == 0 && microbatches > 1)
+        by += (by.empty() ? "the " : " and the ") +
+              std::to_string(microbatches) + " microbatches";
+      return Status::error("the global shape of " + formatShape(shape) +
+                           " overflows: dimension " + std::to_string(d) + " (" +
+                           std::to_string(shape[d]) + ") times " + by +
+                           " exceeds 2^63 - 1");
+    }
+  }
+  int64_t elements;
+  if (!numElementsOf(global, elements))
+    return Status::error("the global shape " + formatShape(global) + " of " +
+                         formatShape(shape) +
+                         " has more than 2^63 - 1 elements");
+  return Status::ok();
+}
+
 Status tpcrt::decodeProgram(const fb::Executable &exe, Program &out) {
   Program program;
   program.mesh = meshOf(exe);

@@ -292,6 +292,54 @@ TEST(DistLoaderTest, KernelSplits) {
   }
 }
 
+// A global shape (a rank's block times the ranks splitting it) must fit
+// int64 in every dimension and in elements: the host fills inputs and the
+// dropout kernels draw at global indices (found by test/fuzz).
+TEST(DistLoaderTest, GlobalShapesFitInt64) {
+  const int64_t ranks = int64_t(1) << 30;
+  auto inputOn = [&](std::vector<int64_t> shape) {
+    ExecutableBuilder b;
+    setMesh(b.exe, {{"dp", ranks}});
+    uint32_t x = b.buffer(I64, shape);
+    b.exe.inputs.push_back(makeBinding("x", x));
+    b.exe.inputs.back()->splits =
+        makeSplits(TestSplits(shape.size(), std::vector<uint32_t>()));
+    b.exe.inputs.back()->splits[0]->axes = {0};
+    uint32_t y = b.buffer(I64, shape);
+    b.kernel(Op::Copy, {x}, {y});
+    b.output("y", y);
+    return b.finish();
+  };
+  // 2^32 rows a rank, 2^62 in all: fits.
+  Status s = check(inputOn({int64_t(1) << 32, 1}));
+  EXPECT_TRUE(s) << s.message();
+  s = check(inputOn({int64_t(1) << 40, 1}));
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.message(),
+            "input 0 ('x'): the global shape of [1099511627776, 1] "
+            "overflows: dimension 0 (1099511627776) times the 1073741824 "
+            "ranks splitting it exceeds 2^63 - 1");
+  s = check(inputOn({int64_t(1) << 32, 2}));
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.message(),
+            "input 0 ('x'): the global shape [4611686018427387904, 2] of "
+            "[4294967296, 2] has more than 2^63 - 1 elements");
+
+  ExecutableBuilder b;
+  setMesh(b.exe, {{"dp", ranks}});
+  uint32_t mask = b.buffer(fb::DType::U8, {int64_t(1) << 40});
+  b.kernel(Op::DropoutMask, {}, {mask}, {0}, {0.1});
+  b.exe.kernels.back()->splits = makeSplits({{0}});
+  b.output("mask", mask);
+  s = check(b.finish());
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.message(),
+            "kernel 0 (dropout_mask): splits of mask [1099511627776]: the "
+            "global shape of [1099511627776] overflows: dimension 0 "
+            "(1099511627776) times the 1073741824 ranks splitting it exceeds "
+            "2^63 - 1");
+}
+
 TEST(DistLoaderTest, CollectiveAttributes) {
   expectRefused([](fb::ExecutableT &e) { e.kernels[1]->int_attrs = {2}; },
                 "kernel 1 (all_gather): has 1 int_attrs, expected 1 and at "

@@ -478,10 +478,20 @@ splitsOf(const flatbuffers::Vector<flatbuffers::Offset<fb::DimSplit>> *list);
 /// are mesh axes, none used twice within the tensor.
 Status checkSplits(const Mesh &mesh, const Splits &splits, size_t rank);
 
-/// `shape` times the group size of each dimension's axes (splits checked).
+/// `shape` times the group size of each dimension's axes (splits checked,
+/// and the result checked by checkGlobalShape).
 std::vector<int64_t> globalShape(const Mesh &mesh,
                                  const std::vector<int64_t> &shape,
                                  const Splits &splits);
+
+/// An error unless the global shape of a tensor whose rank holds `shape`
+/// (non-negative; `splits` checked) fits int64, dimension by dimension and
+/// in elements: globalShape(mesh, shape, splits) with dimension 0 further
+/// multiplied by `microbatches` (a by_microbatch input's slots). The loader
+/// refuses what does not fit, so that globalShape and Program::globalShapeOf
+/// never overflow on a loaded program.
+Status checkGlobalShape(const Mesh &mesh, const std::vector<int64_t> &shape,
+                        const Splits &splits, uint32_t microbatches = 1);
 
 /// Pool `index` of an executable: at least one slot, a stride that is a
 /// multiple of 64 (the loader's check and the decoder's, one rule).
