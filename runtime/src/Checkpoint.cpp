@@ -294,29 +294,6 @@ bool isShardFileName(const std::string &name) {
          name.compare(20, suffix.size(), suffix) == 0;
 }
 
-/// Removes `path` if it exists.
-Status removeIfPresent(const std::string &path) {
-  if (::unlink(path.c_str()) != 0 && errno != ENOENT)
-    return Status::error(path + ": cannot remove: " + std::strerror(errno));
-  return Status::ok();
-}
-
-/// Creates `path` (one level) unless it is a directory already.
-Status makeDirectory(const std::string &path) {
-  if (::mkdir(path.c_str(), 0777) == 0)
-    return Status::ok();
-  int err = errno;
-  if (err == EEXIST && isDirectory(path))
-    return Status::ok();
-  if (err == EEXIST)
-    return Status::error(path + ": exists and is not a directory (a "
-                                "checkpoint directory; a single-file "
-                                "checkpoint takes a path ending in "
-                                ".safetensors)");
-  return Status::error(path + ": cannot create the checkpoint directory: " +
-                       std::strerror(err));
-}
-
 /// The executable's hf_config as a JSON object, or an error saying why a
 /// directory cannot be written without it.
 Status parseHfConfig(const std::string &path, const std::string &hfConfig,
@@ -348,35 +325,6 @@ bool isCheckpointFileName(const std::string &name) {
          isShardFileName(name);
 }
 
-/// Removes directory `path` and what it holds (one level of files, and
-/// empty directories below it: what a save makes).
-Status removeDirectory(const std::string &path) {
-  DIR *dir = ::opendir(path.c_str());
-  if (!dir)
-    return errno == ENOENT ? Status::ok()
-                           : Status::error(path + ": cannot list: " +
-                                           std::strerror(errno));
-  std::vector<std::string> names;
-  while (const dirent *entry = ::readdir(dir)) {
-    std::string name = entry->d_name;
-    if (name != "." && name != "..")
-      names.push_back(name);
-  }
-  ::closedir(dir);
-  for (const std::string &name : names) {
-    std::string child = joinPath(path, name);
-    if (isDirectory(child)) {
-      if (Status s = removeDirectory(child); !s)
-        return s;
-    } else if (Status s = removeIfPresent(child); !s) {
-      return s;
-    }
-  }
-  if (::rmdir(path.c_str()) != 0 && errno != ENOENT)
-    return Status::error(path + ": cannot remove: " + std::strerror(errno));
-  return Status::ok();
-}
-
 /// Removes what saves to `path` left behind when they were killed:
 /// `path.saving.<pid>` directories of processes that no longer run.
 void removeAbandonedSaves(const std::string &path) {
@@ -402,7 +350,7 @@ void removeAbandonedSaves(const std::string &path) {
   }
   ::closedir(dir);
   for (const std::string &name : abandoned)
-    (void)removeDirectory(name);
+    (void)removeTree(name);
 }
 
 /// Writes the files of a checkpoint directory into `dir` (new and empty):
@@ -482,12 +430,14 @@ Status writeCheckpointDirectory(const std::string &path,
   }
   removeAbandonedSaves(path);
   std::string saving = path + ".saving." + std::to_string(::getpid());
-  if (Status s = removeDirectory(saving); !s)
+  if (Status s = removeTree(saving); !s)
     return s;
-  if (Status s = makeDirectory(saving); !s)
-    return s;
+  if (::mkdir(saving.c_str(), 0777) != 0)
+    return Status::error(saving + ": cannot create the checkpoint's "
+                                  "directory: " +
+                         std::strerror(errno));
   auto abandon = [&](Status status) {
-    (void)removeDirectory(saving);
+    (void)removeTree(saving);
     return status;
   };
   if (Status s = writeCheckpointFiles(saving, config, params, state, seeds,
@@ -524,7 +474,7 @@ Status writeCheckpointDirectory(const std::string &path,
       return abandon(Status::error(path + ": cannot exchange it with " +
                                    saving + ": " + std::strerror(errno)));
     // `saving` now holds the previous checkpoint.
-    if (Status s = removeDirectory(saving); !s)
+    if (Status s = removeTree(saving); !s)
       std::fprintf(stderr, "tpc-run: warning: the previous checkpoint stays "
                            "at %s: %s\n",
                    saving.c_str(), s.message().c_str());

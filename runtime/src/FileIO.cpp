@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -152,4 +153,25 @@ std::string tpcrt::joinPath(std::string directory, const std::string &name) {
 bool tpcrt::isDirectory(const std::string &path) {
   struct stat info;
   return ::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
+}
+
+Status tpcrt::removeTree(const std::string &path) {
+  // nftw's callback takes no context: the first failure goes through a
+  // thread-local.
+  static thread_local std::string firstError;
+  firstError.clear();
+  int result = ::nftw(
+      path.c_str(),
+      [](const char *entry, const struct stat *, int, struct FTW *) {
+        if (::remove(entry) != 0 && errno != ENOENT && firstError.empty())
+          firstError =
+              std::string(entry) + ": cannot remove: " + std::strerror(errno);
+        return 0;
+      },
+      16, FTW_DEPTH | FTW_PHYS);
+  if (result != 0 && errno != ENOENT && firstError.empty())
+    firstError = path + ": cannot remove: " + std::strerror(errno);
+  if (!firstError.empty())
+    return Status::error(firstError);
+  return Status::ok();
 }

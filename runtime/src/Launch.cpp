@@ -3,6 +3,7 @@
 #include "tpcrt/Launch.h"
 
 #include "tpcrt/CommandLine.h"
+#include "tpcrt/FileIO.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -13,7 +14,6 @@
 #include <vector>
 
 #include <dirent.h>
-#include <ftw.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -37,18 +37,6 @@ std::string findInPath(const std::string &name) {
     begin = end + 1;
   }
   return "";
-}
-
-/// Removes `path` and what it holds (best effort: a leftover only wastes a
-/// directory).
-void removeTree(const std::string &path) {
-  ::nftw(
-      path.c_str(),
-      [](const char *entry, const struct stat *, int, struct FTW *) {
-        ::remove(entry);
-        return 0;
-      },
-      16, FTW_DEPTH | FTW_PHYS);
 }
 
 /// Gives the mpiexec about to start a session directory parent of its own,
@@ -75,7 +63,8 @@ void privateMpiSessionDirectory() {
       if (end == entry->d_name || *end != '\0' || pid <= 0)
         continue;
       if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
-        removeTree(base + "/" + entry->d_name);
+        // Best effort: a leftover only wastes a directory.
+        (void)removeTree(base + "/" + entry->d_name);
     }
     ::closedir(dir);
   }

@@ -1053,7 +1053,6 @@ void describe(const Options &options, const Measurements &m, int ranks,
   json += "\n";
 }
 
-/// Calls `body` and turns what it throws into an error.
 } // namespace
 
 int main(int argc, char **argv) {

@@ -964,7 +964,6 @@ Status prepare(int argc, char **argv, Communicator *world, Options &options,
                       "found no MPI at configure time)");
 }
 
-/// Calls `body` and turns what it throws into an error.
 /// After prepare() on every rank of `world`: which rank reports a failure.
 /// A failure there is alike on every rank (the same flags and files), so
 /// only the lowest failing rank prints it and every rank exits with status 1,

@@ -49,6 +49,11 @@ std::string joinPath(std::string directory, const std::string &name);
 /// Whether `path` names a directory (following links).
 bool isDirectory(const std::string &path);
 
+/// Removes `path` and everything below it (links not followed); ok when it
+/// does not exist. Tries every entry; the error names the first it could
+/// not remove.
+Status removeTree(const std::string &path);
+
 } // namespace tpcrt
 
 #endif // TPCRT_FILEIO_H
