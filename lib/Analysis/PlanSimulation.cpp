@@ -24,9 +24,7 @@ using namespace mlir::tpc;
 namespace {
 
 int64_t bytesOf(Value buffer) {
-  auto type = cast<MemRefType>(buffer.getType());
-  return type.getNumElements() *
-         std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+  return rt::getBufferBytes(cast<MemRefType>(buffer.getType()));
 }
 
 int64_t elementsOf(Value buffer) {
