@@ -13,21 +13,23 @@
 using namespace mlir::tpc;
 namespace pipeline = mlir::dist::pipeline;
 
-int64_t mlir::tpc::countParameters(const TransformerShape &m) {
+int64_t mlir::tpc::countLayerParameters(const TransformerShape &m) {
   int64_t h = m.hidden, q = m.heads * m.headDim, kv = m.kvHeads * m.headDim;
-  int64_t layer, rest;
-  if (m.llama) {
-    layer = 2 * h + h * q + 2 * h * kv + q * h + 3 * h * m.ffn;
-    rest = m.vocab * h + h + (m.tiedEmbeddings ? 0 : m.vocab * h);
-  } else {
-    // Two layer norms; qkv, projection and the MLP's two matrices with
-    // their biases.
-    layer = 2 * h + (h * (q + 2 * kv) + q + 2 * kv) + (q * h + h) + 2 * h +
-            (h * m.ffn + m.ffn) + (m.ffn * h + h);
-    rest = m.vocab * h + m.seq * h + 2 * h +
-           (m.tiedEmbeddings ? 0 : m.vocab * h);
-  }
-  return m.layers * layer + rest;
+  if (m.llama)
+    return 2 * h + h * q + 2 * h * kv + q * h + 3 * h * m.ffn;
+  // Two layer norms; qkv, projection and the MLP's two matrices with their
+  // biases.
+  return 2 * h + (h * (q + 2 * kv) + q + 2 * kv) + (q * h + h) + 2 * h +
+         (h * m.ffn + m.ffn) + (m.ffn * h + h);
+}
+
+int64_t mlir::tpc::countParameters(const TransformerShape &m) {
+  int64_t h = m.hidden;
+  // The embedding (and learned positions), the final norm, an untied head.
+  int64_t rest = m.llama ? m.vocab * h + h : m.vocab * h + m.seq * h + 2 * h;
+  if (!m.tiedEmbeddings)
+    rest += m.vocab * h;
+  return m.layers * countLayerParameters(m) + rest;
 }
 
 double mlir::tpc::narayananParameters(double l, double h, double V,
@@ -246,17 +248,12 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
   std::vector<int64_t> mesh = {plan.pp, plan.dp, plan.tp};
   int64_t tpPerNode = groupMembersPerNode(mesh, {2}, hw.devicesPerNode);
   int64_t dpPerNode = groupMembersPerNode(mesh, {1}, hw.devicesPerNode);
-  // Neighbouring stages are dp·tp ranks apart.
+  // Some neighbouring stages sit on two nodes unless every pipeline group
+  // fits in one; the pipeline runs at its slowest link.
   bool ppInter =
-      plan.pp > 1 && plan.dp * plan.tp % hw.devicesPerNode == 0;
+      groupMembersPerNode(mesh, {0}, hw.devicesPerNode) < plan.pp;
   double h = m.hidden, t = plan.tp;
-  double layerParams =
-      static_cast<double>(countParameters({1, m.hidden, m.heads, m.kvHeads,
-                                           m.headDim, m.ffn, 0, 0, m.llama,
-                                           true, m.elementBytes,
-                                           m.fusedAttention}) -
-                          (m.llama ? m.hidden : 2 * m.hidden)) /
-      t;
+  double layerParams = static_cast<double>(countLayerParameters(m)) / t;
   CostBuilder costs(m, plan, hw, tpPerNode);
   PhaseCosts layer = costs.layer(layerParams), embedding = costs.embedding(),
              head = costs.head();

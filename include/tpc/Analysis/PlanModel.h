@@ -66,6 +66,8 @@ struct PlanEstimate {
 /// layer norms per layer and a final one, learned positions; Llama: RMS
 /// norms, no biases); the LM head counts once when tied.
 int64_t countParameters(const TransformerShape &shape);
+/// The parameters of one transformer layer (countParameters' per layer).
+int64_t countLayerParameters(const TransformerShape &shape);
 
 /// Narayanan et al. 2021 (Megatron-LM), eq. 2 and eq. 3, and Korthikanti et
 /// al. 2022's model FLOPs: P = 12·l·h²·(1 + 13/(12h) + (V + s)/(12·l·h));
