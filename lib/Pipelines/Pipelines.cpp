@@ -126,6 +126,7 @@ void mlir::tpc::buildLowerToExecutable(OpPassManager &pm,
   lower.seed = options.seed;
   lower.actions = options.microbatchActions();
   pm.addPass(createTpcLowerToRt(lower));
+  pm.addPass(rt::createRtIssueReductionsEarly());
   rt::RtPlanMemoryOptions plan;
   plan.check = true;
   pm.addPass(rt::createRtPlanMemory(plan));

@@ -9,9 +9,12 @@
 // list until the first wait on one of them or the communicator's next call,
 // then go out together as one NCCL group (NCCL point-to-point operations that
 // must progress together complete only in one group) followed by an event
-// that wait() polls. The library tpcrt_nccl compiles the backend only
-// where CUDA and NCCL >= 2.18 (ncclCommSplit) are found; elsewhere this file
-// holds the stubs that say so.
+// that wait() polls. NCCL is not linked: the library is opened at run time
+// (cuda/NcclLibrary.h: $TPCRT_NCCL_LIBRARY, the loader's path, the CUDA
+// toolkit, the Python wheels) and called through its table. The library
+// tpcrt_nccl compiles the backend only where CUDA and an nccl.h of NCCL >=
+// 2.18 (ncclCommSplit) are found; elsewhere this file holds the stubs that
+// say so.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +23,8 @@
 #ifdef TPCRT_HAVE_NCCL
 
 #include "tpcrt/Devices.h"
+
+#include "../cuda/NcclLibrary.h"
 
 #include <cuda_runtime.h>
 #include <nccl.h>
@@ -38,6 +43,14 @@ using namespace tpcrt;
 
 namespace {
 
+/// NCCL's functions. createNcclCommunicator opens the library before
+/// anything else here runs, so this only returns the table it opened.
+const NcclLibrary &nccl() {
+  const NcclLibrary *library = nullptr;
+  loadNcclLibrary(library, nullptr);
+  return *library;
+}
+
 Status cudaStatus(const std::string &what, cudaError_t err) {
   if (err == cudaSuccess)
     return Status::ok();
@@ -47,9 +60,9 @@ Status cudaStatus(const std::string &what, cudaError_t err) {
 Status ncclStatus(const std::string &what, ncclResult_t result) {
   if (result == ncclSuccess)
     return Status::ok();
-  std::string message = what + ": NCCL: " + ncclGetErrorString(result);
+  std::string message = what + ": NCCL: " + nccl().getErrorString(result);
   // This process's last NCCL error names the failing step, e.g. the peer.
-  if (const char *detail = ncclGetLastError(nullptr); detail && *detail)
+  if (const char *detail = nccl().getLastError(nullptr); detail && *detail)
     message += std::string(" (") + detail + ")";
   return Status::error(message);
 }
@@ -185,7 +198,7 @@ struct NcclShared {
     if (!comm)
       return;
     DeviceScope scope(resources->device);
-    ncclCommDestroy(comm);
+    nccl().commDestroy(comm);
   }
 
   cudaStream_t stream() const { return resources->stream; }
@@ -213,18 +226,18 @@ struct NcclShared {
     };
     if (Status s = checkAlive(what); !s)
       return fail(s);
-    ncclResult_t result = ncclGroupStart();
+    ncclResult_t result = nccl().groupStart();
     if (result != ncclSuccess)
       return fail(ncclStatus(what, result));
     for (const std::shared_ptr<NcclTransfer> &t : group) {
-      result =
-          t->isSend
-              ? ncclSend(t->data, t->bytes, ncclUint8, t->peer, comm, stream())
-              : ncclRecv(t->data, t->bytes, ncclUint8, t->peer, comm, stream());
+      result = t->isSend ? nccl().send(t->data, t->bytes, ncclUint8, t->peer,
+                                       comm, stream())
+                         : nccl().recv(t->data, t->bytes, ncclUint8, t->peer,
+                                       comm, stream());
       if (result != ncclSuccess)
         break;
     }
-    ncclResult_t ended = ncclGroupEnd();
+    ncclResult_t ended = nccl().groupEnd();
     if (result == ncclSuccess)
       result = ended;
     if (result != ncclSuccess)
@@ -298,7 +311,8 @@ struct NcclShared {
       if (Status s = checkAlive(what); !s)
         return s;
       ncclResult_t async = ncclSuccess;
-      if (Status s = ncclStatus(what, ncclCommGetAsyncError(comm, &async)); !s)
+      if (Status s = ncclStatus(what, nccl().commGetAsyncError(comm, &async));
+          !s)
         return s;
       if (async != ncclSuccess && async != ncclInProgress) {
         Status s = ncclStatus(what, async);
@@ -325,7 +339,7 @@ struct NcclShared {
     for (const std::shared_ptr<NcclTransfer> &t : pending)
       t->failure = failure;
     pending.clear();
-    ncclCommAbort(comm);
+    nccl().commAbort(comm);
     comm = nullptr;
   }
 };
@@ -362,8 +376,8 @@ public:
       : bootstrap_(bootstrap), shared_(std::make_shared<NcclShared>()) {
     shared_->comm = comm;
     shared_->resources = std::move(resources);
-    ncclCommUserRank(comm, &rank_);
-    ncclCommCount(comm, &size_);
+    nccl().commUserRank(comm, &rank_);
+    nccl().commCount(comm, &size_);
   }
 
   int rank() const override { return rank_; }
@@ -384,15 +398,15 @@ public:
 
   Status allGather(const void *send, void *recv, std::size_t bytes) override {
     return run("allGather", bytes, [&] {
-      return ncclAllGather(send, recv, bytes, ncclUint8, comm(), stream());
+      return nccl().allGather(send, recv, bytes, ncclUint8, comm(), stream());
     });
   }
 
   Status reduceScatterSum(const float *send, float *recv,
                           std::size_t count) override {
     return run("reduceScatterSum", count, [&] {
-      return ncclReduceScatter(send, recv, count, ncclFloat32, ncclSum, comm(),
-                               stream());
+      return nccl().reduceScatter(send, recv, count, ncclFloat32, ncclSum,
+                                  comm(), stream());
     });
   }
 
@@ -402,17 +416,17 @@ public:
       // chunk a rank keeps goes through NCCL too (send to self is allowed).
       const auto *in = static_cast<const unsigned char *>(send);
       auto *out = static_cast<unsigned char *>(recv);
-      ncclResult_t result = ncclGroupStart();
+      ncclResult_t result = nccl().groupStart();
       if (result != ncclSuccess)
         return result;
       for (int q = 0; q < size_ && result == ncclSuccess; ++q) {
         result =
-            ncclSend(in + q * bytes, bytes, ncclUint8, q, comm(), stream());
+            nccl().send(in + q * bytes, bytes, ncclUint8, q, comm(), stream());
         if (result == ncclSuccess)
-          result =
-              ncclRecv(out + q * bytes, bytes, ncclUint8, q, comm(), stream());
+          result = nccl().recv(out + q * bytes, bytes, ncclUint8, q, comm(),
+                               stream());
       }
-      ncclResult_t ended = ncclGroupEnd();
+      ncclResult_t ended = nccl().groupEnd();
       return result != ncclSuccess ? result : ended;
     });
   }
@@ -422,8 +436,8 @@ public:
       return Status::error("broadcast: root rank " + std::to_string(root) +
                            " is outside [0, " + std::to_string(size_) + ")");
     return run("broadcast", bytes, [&] {
-      return ncclBroadcast(data, data, bytes, ncclUint8, root, comm(),
-                           stream());
+      return nccl().broadcast(data, data, bytes, ncclUint8, root, comm(),
+                              stream());
     });
   }
 
@@ -467,8 +481,8 @@ public:
 
   Status barrier() override {
     return run("barrier", 1, [&] {
-      return ncclAllReduce(resources().scratch, resources().scratch, 1,
-                           ncclFloat32, ncclSum, comm(), stream());
+      return nccl().allReduce(resources().scratch, resources().scratch, 1,
+                              ncclFloat32, ncclSum, comm(), stream());
     });
   }
 
@@ -477,7 +491,7 @@ public:
     std::fflush(stderr);
     if (comm()) {
       DeviceScope scope(resources().device);
-      ncclCommAbort(comm());
+      nccl().commAbort(comm());
       shared_->comm = nullptr;
     }
     // NCCL ends only this rank's communicator; the bootstrap ends the job.
@@ -499,8 +513,8 @@ public:
       return s;
     ncclComm_t sub = nullptr;
     // A null config: the group inherits this communicator's.
-    if (Status s = ncclStatus("split",
-                              ncclCommSplit(comm(), color, key, &sub, nullptr));
+    if (Status s = ncclStatus(
+            "split", nccl().commSplit(comm(), color, key, &sub, nullptr));
         !s)
       return s;
     result =
@@ -522,7 +536,7 @@ private:
   Status allReduce(const char *what, void *data, std::size_t count,
                    ncclDataType_t type, ncclRedOp_t op) {
     return run(what, count, [&] {
-      return ncclAllReduce(data, data, count, type, op, comm(), stream());
+      return nccl().allReduce(data, data, count, type, op, comm(), stream());
     });
   }
 
@@ -605,6 +619,9 @@ Status tpcrt::createNcclCommunicator(Communicator &bootstrap, int device,
   // ncclCommInitRank, where the others would wait for a missing rank.
   std::shared_ptr<DeviceResources> resources;
   Status local = DeviceResources::create(device, resources);
+  const NcclLibrary *library = nullptr;
+  if (local)
+    local = loadNcclLibrary(library, nullptr);
   int64_t failed = local ? 0 : 1;
   if (Status s = bootstrap.allReduceSum(&failed, 1); !s)
     return s.withContext(what);
@@ -614,7 +631,8 @@ Status tpcrt::createNcclCommunicator(Communicator &bootstrap, int device,
   if (failed)
     return Status::error(what + ": " + std::to_string(failed) + " of " +
                          std::to_string(bootstrap.size()) +
-                         " ranks cannot use their CUDA device");
+                         " ranks cannot use their CUDA device or "
+                         "load NCCL");
 
   // Rank 0's result travels with the id, so that its failure ends every
   // rank's call alike.
@@ -623,20 +641,21 @@ Status tpcrt::createNcclCommunicator(Communicator &bootstrap, int device,
     ncclUniqueId id;
   } root = {};
   if (bootstrap.rank() == 0)
-    root.result = ncclGetUniqueId(&root.id);
+    root.result = nccl().getUniqueId(&root.id);
   if (Status s = bootstrap.broadcast(&root, sizeof(root), 0); !s)
     return s.withContext(what);
   if (root.result != ncclSuccess)
     return Status::error(
         what + ": ncclGetUniqueId failed on rank 0: NCCL: " +
-        ncclGetErrorString(static_cast<ncclResult_t>(root.result)));
+        nccl().getErrorString(static_cast<ncclResult_t>(root.result)));
 
   DeviceScope scope(device);
   if (Status s = scope.status(what); !s)
     return s;
   ncclComm_t comm = nullptr;
-  if (Status s = ncclStatus(what, ncclCommInitRank(&comm, bootstrap.size(),
-                                                   root.id, bootstrap.rank()));
+  if (Status s =
+          ncclStatus(what, nccl().commInitRank(&comm, bootstrap.size(), root.id,
+                                               bootstrap.rank()));
       !s)
     return s;
   result =

@@ -27,8 +27,6 @@
 
 using namespace tpcrt;
 
-Device::~Device() = default;
-
 namespace {
 
 /// Zero-filled, page-aligned memory from mmap.

@@ -2,11 +2,12 @@
 
 #include "tpcrt/Devices.h"
 
-#ifdef TPCRT_HAVE_CUDA
-namespace tpcrt::cuda {
-int deviceCount(std::string *reason);
-} // namespace tpcrt::cuda
-#endif
+#include "tpcrt/CudaBackend.h"
+#include "tpcrt/CudaBackendAbi.h"
+
+#include <dlfcn.h>
+
+using namespace tpcrt;
 
 bool tpcrt::hasCudaBackend() {
 #ifdef TPCRT_HAVE_CUDA
@@ -16,12 +17,19 @@ bool tpcrt::hasCudaBackend() {
 #endif
 }
 
+namespace tpcrt {
+/// The library's device count function, or null with the reason (in
+/// CudaBackend.cpp).
+TpcrtCudaDeviceCountFn cudaBackendDeviceCount(std::string *reason);
+} // namespace tpcrt
+
 int tpcrt::cudaDeviceCount(std::string *reason) {
-#ifdef TPCRT_HAVE_CUDA
-  return cuda::deviceCount(reason);
-#else
-  if (reason)
-    *reason = "the runtime was built without CUDA";
-  return 0;
-#endif
+  TpcrtCudaDeviceCountFn count = cudaBackendDeviceCount(reason);
+  if (!count)
+    return 0;
+  char text[512] = {};
+  int n = count(text, sizeof(text));
+  if (n <= 0 && reason)
+    *reason = text[0] ? text : "no CUDA device";
+  return n > 0 ? n : 0;
 }

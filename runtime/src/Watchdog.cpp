@@ -113,12 +113,18 @@ std::string tpcrt::watchdogMessage(int rank, const char *operation,
 }
 
 WaitGuard::WaitGuard(const char *operation, const std::string *group) {
+  beginWatchdogWait(operation, group);
+}
+
+WaitGuard::~WaitGuard() { endWatchdogWait(); }
+
+void tpcrt::beginWatchdogWait(const char *operation, const std::string *group) {
   State &s = state();
   s.operation.store(operation, std::memory_order_relaxed);
   s.group.store(group, std::memory_order_relaxed);
   s.waitSinceNs.store(nowNs(), std::memory_order_release);
 }
 
-WaitGuard::~WaitGuard() {
+void tpcrt::endWatchdogWait() {
   state().waitSinceNs.store(0, std::memory_order_release);
 }

@@ -102,7 +102,6 @@ expect_error "--init-seed: '-3' is not a non-negative integer" tiny.tpcx --init-
 expect_error "--init-seed: '18446744073709551616' is not a non-negative integer" tiny.tpcx --init-seed 18446744073709551616 $inputs
 expect_error "--steps needs a value" tiny.tpcx $weights $inputs --steps
 expect_error "--steps is given twice" tiny.tpcx $weights $inputs --steps 1 --steps 2
-expect_error "--device cuda: the CUDA backend is not available yet" tiny.tpcx $weights $inputs --device cuda
 expect_error "--device 'tpu': expected cpu or cuda" tiny.tpcx $weights $inputs --device tpu
 expect_error "tiny.tpcx was compiled for one rank (no mesh); --ranks is 2" tiny.tpcx $weights $inputs --ranks 2
 expect_error "--ranks: must be at least 1" tiny.tpcx $weights $inputs --ranks 0

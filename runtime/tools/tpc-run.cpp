@@ -23,6 +23,7 @@
 #include "tpcrt/Checkpoint.h"
 #include "tpcrt/Comm.h"
 #include "tpcrt/CommandLine.h"
+#include "tpcrt/CudaBackend.h"
 #include "tpcrt/Device.h"
 #include "tpcrt/Executable.h"
 #include "tpcrt/FileIO.h"
@@ -140,8 +141,13 @@ Options:
                           a path ending in .safetensors writes all of it to
                           that one file instead. Each file is written
                           atomically
-  --device cpu|cuda       where to run (default cpu; cuda is not available
-                          yet)
+  --device cpu|cuda       where to run (default cpu). cuda: the CUDA backend
+                          (libtpcrt-cuda.so, opened at run time), one GPU
+                          per rank, chosen by the rank's local rank among
+                          the visible devices (CUDA_VISIBLE_DEVICES); NCCL
+                          between ranks (found at run time, or
+                          TPCRT_NCCL_LIBRARY). Fails with the reason where
+                          there is no backend, driver or GPU
   --dump-outputs OUT      write the outputs of the last step (loss, and
                           logits when the executable returns them) to the
                           safetensors file OUT, atomically
@@ -348,10 +354,7 @@ Status parseArguments(int argc, char **argv, Options &options) {
     return Status::error("--data-dtype needs --data or --eval-data");
   if (options.dataSeed && !options.data && !options.evalData)
     return Status::error("--data-seed needs --data or --eval-data");
-  if (options.device == "cuda")
-    return Status::error("--device cuda: the CUDA backend is not available "
-                         "yet; use --device cpu");
-  if (options.device != "cpu")
+  if (options.device != "cpu" && options.device != "cuda")
     return Status::error("--device '" + options.device +
                          "': expected cpu or cuda");
   return Status::ok();
@@ -877,8 +880,17 @@ std::string compiledFor(const Options &options, const fb::Executable &exe) {
 Status run(const Options &options, const fb::Executable &exe,
            const FaultInjection &fault, Communicator *world) {
   Interpreter interpreter;
+  std::unique_ptr<Device> device;
+  if (options.device == "cuda") {
+    CudaDeviceOptions cuda;
+    localRankFromEnvironment(cuda.localRank, cuda.localRanks);
+    if (Status s = createCudaDevice(cuda, device); !s)
+      return s.withContext("--device cuda");
+  } else {
+    device = createCpuDevice();
+  }
   if (Status s =
-          Interpreter::create(exe, createCpuDevice(), interpreter, world);
+          Interpreter::create(exe, std::move(device), interpreter, world);
       !s)
     return s.withContext(options.model);
   Status status = runSteps(options, fault, interpreter);

@@ -115,9 +115,10 @@ static cl::opt<std::string>
          cl::value_desc("S"), cl::init("0"), cl::cat(category));
 static cl::opt<std::string>
     target("target",
-           cl::desc("Device the executable is compiled for: cpu (default); "
-                    "cuda is not supported yet"),
-           cl::value_desc("cpu"), cl::init("cpu"), cl::cat(category));
+           cl::desc("Device the executable is for: cpu (default) or cuda. "
+                    "One .tpcx runs on both (tpc-run --device cpu|cuda): "
+                    "the two give the same executable"),
+           cl::value_desc("cpu|cuda"), cl::init("cpu"), cl::cat(category));
 static cl::opt<std::string>
     report("report",
            cl::desc("Write the memory and compute report (JSON, from shapes "
@@ -227,8 +228,8 @@ static cl::opt<std::string> memoryLimit(
 /// What tpc-compile can do today, for the refusals.
 static constexpr llvm::StringLiteral kScope =
     "this tpc-compile compiles the forward pass and loss, or with --train a "
-    "training step, for CPU devices: one, or a mesh of data-, pipeline- and "
-    "tensor-parallel ranks";
+    "training step, for CPU or CUDA devices: one, or a mesh of data-, "
+    "pipeline- and tensor-parallel ranks";
 
 static const cl::opt<std::string> *const trainFlags[] = {
     &optimizer,   &lr,           &beta1,      &beta2,       &eps,
@@ -332,9 +333,7 @@ int main(int argc, char **argv) {
     plugin->registerPassRegistryCallbacks();
   }
 
-  if (target == "cuda")
-    return fail("--target cuda is not supported yet: " + kScope);
-  if (target != "cpu")
+  if (target != "cpu" && target != "cuda")
     return fail("--target: '" + target + "' is not one of cpu, cuda");
   // Flags -> options, read and checked as the pipelines' options are.
   tpc::CompileOptions options;

@@ -5,6 +5,26 @@
 
 include "mlir/Pass/PassBase.td"
 
+def RtIssueReductionsEarly : Pass<"rt-issue-reductions-early", "ModuleOp"> {
+  let summary = "Moves each all_reduce to just after its operand's last writer";
+  let description = [{
+    Moves every `all_reduce` kernel whose result is not its operand up to
+    just after the last op before it that writes its operand (or defines
+    it), taking the result's `rt.alloc` along when that comes later. The
+    data-parallel reduction of a gradient, which the sharding passes place
+    after the whole backward, is then issued right after the gradient's last
+    kernel (its layer's last weight-gradient kernel), and a device that runs
+    collectives on a stream of their own (the CUDA device) overlaps it with
+    the rest of the backward. Every rank runs the same program, so the
+    collectives keep one order on all ranks; the values are unchanged.
+
+    Programs run by actions (`functions`, `actions`, `stage_actions`) and
+    kernels with a pipeline `stage` are left as they are: moving a kernel
+    would cross their kernel ranges. Runs before `rt-plan-memory`, whose
+    lifetimes then follow the new order.
+  }];
+}
+
 def RtPlanMemory : Pass<"rt-plan-memory", "ModuleOp"> {
   let summary = "Static, liveness-based memory plan in one arena";
   let description = [{

@@ -49,7 +49,8 @@ struct StepContext {
 
 class Device {
 public:
-  virtual ~Device();
+  // Inline: the CUDA backend library (a module of its own) derives from it.
+  virtual ~Device() = default;
 
   /// "cpu", "cuda".
   virtual const char *name() const = 0;

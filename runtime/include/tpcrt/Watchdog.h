@@ -46,6 +46,11 @@ uint64_t watchdogStep();
 std::string watchdogMessage(int rank, const char *operation,
                             const std::string *group, double seconds);
 
+/// WaitGuard's two halves, for code that cannot hold a guard (the CUDA
+/// backend, a library of its own, marks its waits through these).
+void beginWatchdogWait(const char *operation, const std::string *group);
+void endWatchdogWait();
+
 /// Marks a blocking wait for other ranks, from construction to destruction.
 /// `operation` ("all_reduce", "recv", ...) must outlive the guard (a string
 /// literal); `group` (the communicator's label, e.g. "[tp]") may be null.

@@ -1,0 +1,917 @@
+//===- AttentionKernels.cu - attention(_grad) and softmax(_grad) ----------===//
+//
+// The attention family (CudaKernels.h). Semantics are the CPU device's
+// (cpu/CpuKernels.cpp attention and softmax, cpu/CpuGradKernels.cpp
+// attentionGrad and softmaxGrad, the dropout CpuDevice.cpp builds):
+//
+//   P = softmax(scale * q k^T [causal: key j > i + (s_k - s_q) masked]),
+//   Pd = P * keep * float(1 / (1 - rate)), O = Pd v,
+//
+// query head h reading kv head h / (heads / kv_heads), probability
+// (b, h, i, j) drawing element firstIndex + ((b * H + h) * Q + i) * s_k + j
+// of the stream (b, h, i, H, Q global on a split).
+//
+// attention is flash-style (never the s x s matrix): a block per (head,
+// query tile) walks the key tiles with an online softmax. attention_grad
+// gets only dO, q, k, v, so it runs three kernels:
+//   1. the forward again, keeping per row the max m, 1 / sum and
+//      D = rowsum(dO * O) (O = Pd v recomputed in fp32, not stored), in the
+//      call's scratch: D equals the CPU's rowsum(dPd * P);
+//   2. dK, dV: a block per (kv head, key tile) loops over the query tiles of
+//      every query head of its group: dV += Pd^T dO, dK += dS^T q, with
+//      dS = P * (dPd - D) and dPd = (dO v^T) * keep * dropScale;
+//   3. dQ: a block per (head, query tile) loops over key tiles: dQ += dS k.
+// Every output element is summed by one thread in a fixed order (no
+// atomics), so results repeat bit for bit.
+//
+// Two implementations: q, k, v (and dO) all bf16 or all f16 with head_dim ==
+// value_dim in {64, 128} and 16-byte aligned tensors run on tensor cores
+// (FlashAttention.cuh: mma.sync, fp32 accumulators, P and dS rounded to the
+// 16-bit type for their products, as FlashAttention does); everything else
+// (fp32, mixed storage, other dims up to 256) runs the fp32 FMA kernels
+// below. TPCRT_CUDA_ATTENTION=generic forces the latter (for tests).
+//
+// softmax(_grad): a block per row, fixed-order block reductions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaCommon.cuh"
+#include "FlashAttention.cuh"
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+using namespace tpcrt;
+using namespace tpcrt::cuda;
+using namespace tpcrt::cuda::attn;
+
+namespace {
+
+//===- Softmax ------------------------------------------------------------===//
+
+/// Rows of `cols` in blocks of q rows: row r is row r % q of its block and,
+/// causal, sees its columns j <= r % q + (cols - q) (CpuKernels.cpp).
+__device__ __forceinline__ int64_t validColumns(int64_t row, int64_t q,
+                                                int64_t cols, bool causal) {
+  return causal ? row % q + (cols - q) + 1 : cols;
+}
+
+/// One block per row (grid-stride over rows): max, sum of exp, then
+/// exp * (1 / sum) on the valid columns and 0 past them.
+__global__ void softmaxKernel(const void *x, Storage xType, void *y,
+                              Storage yType, int64_t rows, int64_t q,
+                              int64_t cols, bool causal) {
+  __shared__ float shared[32];
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const int64_t valid = validColumns(row, q, cols, causal);
+    const int64_t base = row * cols;
+    float mx = -INFINITY;
+    for (int64_t j = threadIdx.x; j < valid; j += blockDim.x)
+      mx = fmaxf(mx, loadFloat(x, xType, base + j));
+    mx = blockMax(mx, shared);
+    float sum = 0.0f;
+    for (int64_t j = threadIdx.x; j < valid; j += blockDim.x)
+      sum += expf(loadFloat(x, xType, base + j) - mx);
+    sum = blockSum(sum, shared);
+    const float inv = 1.0f / sum;
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
+      storeFloat(y, yType, base + j,
+                 j < valid ? expf(loadFloat(x, xType, base + j) - mx) * inv
+                           : 0.0f);
+  }
+}
+
+/// dX = y * (dY - sum_j dY_j y_j) on the valid columns, 0 past them.
+__global__ void softmaxGradKernel(const void *dY, Storage dYType, const void *y,
+                                  Storage yType, void *dX, Storage dXType,
+                                  int64_t rows, int64_t q, int64_t cols,
+                                  bool causal) {
+  __shared__ float shared[32];
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const int64_t valid = validColumns(row, q, cols, causal);
+    const int64_t base = row * cols;
+    float dot = 0.0f;
+    for (int64_t j = threadIdx.x; j < valid; j += blockDim.x)
+      dot += loadFloat(dY, dYType, base + j) * loadFloat(y, yType, base + j);
+    dot = blockSum(dot, shared);
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+      float out = 0.0f;
+      if (j < valid) {
+        float pj = loadFloat(y, yType, base + j);
+        out = pj * (loadFloat(dY, dYType, base + j) - dot);
+      }
+      storeFloat(dX, dXType, base + j, out);
+    }
+  }
+}
+
+//===- Attention in fp32 FMA ----------------------------------------------===//
+//
+// A block of 256 threads holds kRows query rows (or, for dK/dV, keys) in
+// shared memory, fp32, rows padded to an odd stride (d | 1) so that column
+// walks of eight rows hit distinct banks. Thread t owns row t / 8 and the
+// columns t % 8 + 8 u (u < Cap / 8) of its accumulators: the 8 threads of a
+// row are consecutive lanes of one warp, so its reductions are shuffles and
+// its score row in shared memory needs only __syncwarp.
+
+constexpr int kThreadsGeneric = 256;
+constexpr int kRows = 32;
+constexpr int kKeys = 32;
+
+__device__ __forceinline__ float rowMax8(float v) {
+  v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
+  v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
+  return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 4));
+}
+__device__ __forceinline__ float rowSum8(float v) {
+  v += __shfl_xor_sync(0xffffffffu, v, 1);
+  v += __shfl_xor_sync(0xffffffffu, v, 2);
+  return v + __shfl_xor_sync(0xffffffffu, v, 4);
+}
+
+/// Rows [row0, row0 + n) of a row-major [rows, cols] tensor into `tile`
+/// (stride ld), zeros past `rows`.
+__device__ __forceinline__ void loadRows(float *tile, int ld, const void *src,
+                                         Storage type, int64_t row0,
+                                         int64_t rows, int n, int cols) {
+  for (int index = threadIdx.x; index < n * cols; index += kThreadsGeneric) {
+    int r = index / cols, c = index % cols;
+    int64_t row = row0 + r;
+    tile[r * ld + c] = row < rows ? loadFloat(src, type, row * cols + c) : 0.0f;
+  }
+}
+
+__device__ __forceinline__ float dotRows(const float *a, const float *b,
+                                         int n) {
+  float acc = 0.0f;
+  for (int x = 0; x < n; ++x)
+    acc = fmaf(a[x], b[x], acc);
+  return acc;
+}
+
+/// Forward or statistics (p.o null), as flash::forwardKernel, in fp32 and
+/// natural units. Invariant after key tile t, per row: mx = max of its
+/// scores so far, sum = sum of e^(score - mx), o = sum of e^(score - mx) *
+/// keep * dropScale * v_j (columns of this thread).
+template <int Cap>
+__global__ void __launch_bounds__(kThreadsGeneric, 1)
+    genericForwardKernel(const ForwardParams p) {
+  extern __shared__ float shm[];
+  const Shape &s = p.shape;
+  const int d = s.headDim, dv = s.valueDim;
+  const int ldq = d | 1, ldv = dv | 1;
+  float *qs = shm;              // [kRows][ldq]
+  float *ks = qs + kRows * ldq; // [kKeys][ldq]
+  float *vs = ks + kKeys * ldq; // [kKeys][ldv]
+  float *ps = vs + kKeys * ldv; // [kRows][kKeys + 1]
+
+  const int64_t bh = gridHead(), b = bh / s.heads, h = bh % s.heads;
+  if (b >= s.batch)
+    return; // the grid's last z row is partial
+  const int64_t kvh = b * s.kvHeads + h / s.group;
+  const int64_t q0 = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * kRows;
+  const int64_t keyEnd =
+      s.causal ? min64(s.seqK, q0 + kRows + s.causalOffset) : s.seqK;
+  const int r = threadIdx.x >> 3, c8 = threadIdx.x & 7;
+  const int64_t row = q0 + r;
+
+  loadRows(qs, ldq, p.q, p.qType, bh * s.seqQ + q0, bh * s.seqQ + s.seqQ, kRows,
+           d);
+  float o[Cap / 8];
+#pragma unroll
+  for (int u = 0; u < Cap / 8; ++u)
+    o[u] = 0.0f;
+  float mx = -INFINITY, sum = 0.0f;
+  const uint64_t dropRow =
+      p.dropout.enabled ? p.dropout.rowIndex(b, h, row, s.seqK) : 0;
+
+  for (int64_t j0 = 0; j0 < keyEnd; j0 += kKeys) {
+    __syncthreads(); // the previous tile's readers are done
+    loadRows(ks, ldq, p.k, p.kType, kvh * s.seqK + j0, kvh * s.seqK + s.seqK,
+             kKeys, d);
+    loadRows(vs, ldv, p.v, p.vType, kvh * s.seqK + j0, kvh * s.seqK + s.seqK,
+             kKeys, dv);
+    __syncthreads();
+    float sc[4];
+    float tileMax = -INFINITY;
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const int c = c8 + 8 * u;
+      const int64_t j = j0 + c;
+      const bool valid = j < s.seqK && (!s.causal || j <= row + s.causalOffset);
+      sc[u] =
+          valid ? s.scale * dotRows(qs + r * ldq, ks + c * ldq, d) : -INFINITY;
+      tileMax = fmaxf(tileMax, sc[u]);
+    }
+    tileMax = rowMax8(tileMax);
+    const float newMax = fmaxf(mx, tileMax);
+    const float base = newMax == -INFINITY ? 0.0f : newMax;
+    const float alpha = expf(mx - base);
+    mx = newMax;
+    float tileSum = 0.0f;
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const int c = c8 + 8 * u;
+      float e = expf(sc[u] - base);
+      tileSum += e;
+      if (p.dropout.enabled)
+        e = p.dropout.keep(dropRow + static_cast<uint64_t>(j0 + c))
+                ? e * p.dropout.scale
+                : 0.0f;
+      ps[r * (kKeys + 1) + c] = e;
+    }
+    sum = sum * alpha + rowSum8(tileSum);
+    __syncwarp(); // row r's scores are written by its own 8 lanes
+    const int keys = static_cast<int>(min64(kKeys, s.seqK - j0));
+#pragma unroll
+    for (int u = 0; u < Cap / 8; ++u)
+      o[u] *= alpha;
+    for (int jj = 0; jj < keys; ++jj) {
+      const float pj = ps[r * (kKeys + 1) + jj];
+      const float *vRow = vs + jj * ldv;
+#pragma unroll
+      for (int u = 0; u < Cap / 8; ++u) {
+        const int c = c8 + 8 * u;
+        if (c < dv)
+          o[u] = fmaf(pj, vRow[c], o[u]);
+      }
+    }
+  }
+
+  // Every row sees key 0: sum >= 1.
+  const float inv = 1.0f / sum;
+  const int64_t outBase = (bh * s.seqQ + row) * dv;
+  if (p.o) {
+    if (row < s.seqQ)
+#pragma unroll
+      for (int u = 0; u < Cap / 8; ++u) {
+        const int c = c8 + 8 * u;
+        if (c < dv)
+          storeFloat(p.o, p.oType, outBase + c, o[u] * inv);
+      }
+    return;
+  }
+  float dot = 0.0f;
+  if (row < s.seqQ)
+#pragma unroll
+    for (int u = 0; u < Cap / 8; ++u) {
+      const int c = c8 + 8 * u;
+      if (c < dv)
+        dot += o[u] * inv * loadFloat(p.dO, p.dOType, outBase + c);
+    }
+  dot = rowSum8(dot);
+  if (row < s.seqQ && c8 == 0) {
+    p.stats.max[bh * s.seqQ + row] = mx;
+    p.stats.invSum[bh * s.seqQ + row] = inv;
+    p.stats.dot[bh * s.seqQ + row] = dot;
+  }
+}
+
+/// dK, dV as flash::backwardKeyValueKernel: a block per (b * kvHeads + kvh,
+/// key tile), thread row = key. Invariant after a step (a query head of the
+/// group and a query tile), per key j: dv = sum of Pd_ij dO_i and dk = sum
+/// of dS_ij q_i over the steps so far.
+template <int Cap>
+__global__ void __launch_bounds__(kThreadsGeneric, 1)
+    genericKeyValueKernel(const BackwardParams p) {
+  extern __shared__ float shm[];
+  const Shape &s = p.shape;
+  const int d = s.headDim, dv = s.valueDim;
+  const int ldq = d | 1, ldv = dv | 1;
+  float *ks = shm;                      // [kKeys][ldq]
+  float *vs = ks + kKeys * ldq;         // [kKeys][ldv]
+  float *qs = vs + kKeys * ldv;         // [kRows][ldq]
+  float *dos = qs + kRows * ldq;        // [kRows][ldv]
+  float *pd = dos + kRows * ldv;        // [kKeys][kRows + 1]: Pd^T
+  float *ds = pd + kKeys * (kRows + 1); // [kKeys][kRows + 1]: dS^T
+  float *st = ds + kKeys * (kRows + 1); // max, invSum, dot of kRows rows
+
+  const int64_t bkv = gridHead(), b = bkv / s.kvHeads, kvh = bkv % s.kvHeads;
+  if (b >= s.batch)
+    return;
+  const int64_t k0 = static_cast<int64_t>(blockIdx.x) * kKeys;
+  const int r = threadIdx.x >> 3, c8 = threadIdx.x & 7;
+  const int64_t j = k0 + r;
+
+  loadRows(ks, ldq, p.k, p.kType, bkv * s.seqK + k0, bkv * s.seqK + s.seqK,
+           kKeys, d);
+  loadRows(vs, ldv, p.v, p.vType, bkv * s.seqK + k0, bkv * s.seqK + s.seqK,
+           kKeys, dv);
+  float dk[Cap / 8], dvAcc[Cap / 8];
+#pragma unroll
+  for (int u = 0; u < Cap / 8; ++u) {
+    dk[u] = 0.0f;
+    dvAcc[u] = 0.0f;
+  }
+  // Query i sees key k0 iff i >= k0 - offset (causal).
+  const int64_t firstTile =
+      (s.causal ? max64(0, k0 - s.causalOffset) : 0) / kRows;
+  for (int64_t hg = 0; hg < s.group; ++hg) {
+    const int64_t hq = kvh * s.group + hg, bhq = b * s.heads + hq;
+    for (int64_t i0 = firstTile * kRows; i0 < s.seqQ; i0 += kRows) {
+      __syncthreads(); // the previous step's readers are done
+      loadRows(qs, ldq, p.q, p.qType, bhq * s.seqQ + i0, bhq * s.seqQ + s.seqQ,
+               kRows, d);
+      loadRows(dos, ldv, p.dO, p.dOType, bhq * s.seqQ + i0,
+               bhq * s.seqQ + s.seqQ, kRows, dv);
+      for (int i = threadIdx.x; i < kRows; i += kThreadsGeneric) {
+        bool valid = i0 + i < s.seqQ;
+        int64_t at = bhq * s.seqQ + i0 + i;
+        st[i] = valid ? p.stats.max[at] : 0.0f;
+        st[kRows + i] = valid ? p.stats.invSum[at] : 0.0f;
+        st[2 * kRows + i] = valid ? p.stats.dot[at] : 0.0f;
+      }
+      __syncthreads();
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const int c = c8 + 8 * u;
+        const int64_t i = i0 + c;
+        const bool valid =
+            i < s.seqQ && j < s.seqK && (!s.causal || j <= i + s.causalOffset);
+        float pv = 0.0f, dsv = 0.0f, pdv = 0.0f;
+        if (valid) {
+          pv = expf(s.scale * dotRows(ks + r * ldq, qs + c * ldq, d) - st[c]) *
+               st[kRows + c];
+          float dpv = dotRows(vs + r * ldv, dos + c * ldv, dv);
+          pdv = pv;
+          if (p.dropout.enabled) {
+            bool kept = p.dropout.keep(p.dropout.rowIndex(b, hq, i, s.seqK) +
+                                       static_cast<uint64_t>(j));
+            pdv = kept ? pv * p.dropout.scale : 0.0f;
+            dpv = kept ? dpv * p.dropout.scale : 0.0f;
+          }
+          dsv = pv * (dpv - st[2 * kRows + c]);
+        }
+        pd[r * (kRows + 1) + c] = pdv;
+        ds[r * (kRows + 1) + c] = dsv;
+      }
+      __syncwarp(); // key r's row is written by its own 8 lanes
+      const int queries = static_cast<int>(min64(kRows, s.seqQ - i0));
+      for (int ii = 0; ii < queries; ++ii) {
+        const float pdv = pd[r * (kRows + 1) + ii];
+        const float dsv = ds[r * (kRows + 1) + ii];
+        const float *qRow = qs + ii * ldq, *dORow = dos + ii * ldv;
+#pragma unroll
+        for (int u = 0; u < Cap / 8; ++u) {
+          const int c = c8 + 8 * u;
+          if (c < dv)
+            dvAcc[u] = fmaf(pdv, dORow[c], dvAcc[u]);
+          if (c < d)
+            dk[u] = fmaf(dsv, qRow[c], dk[u]);
+        }
+      }
+    }
+  }
+
+  // Keys no query sees (or no queries at all) get zeros.
+  if (j >= s.seqK)
+    return;
+#pragma unroll
+  for (int u = 0; u < Cap / 8; ++u) {
+    const int c = c8 + 8 * u;
+    if (c < d)
+      storeFloat(p.dk, p.dkType, (bkv * s.seqK + j) * d + c, dk[u] * s.scale);
+    if (c < dv)
+      storeFloat(p.dv, p.dvType, (bkv * s.seqK + j) * dv + c, dvAcc[u]);
+  }
+}
+
+/// dQ as flash::backwardQueryKernel: a block per (bh, query tile), from
+/// the last tile down. Invariant after key tile t, per row i: dq = sum of
+/// dS_ij k_j over the tiles so far.
+template <int Cap>
+__global__ void __launch_bounds__(kThreadsGeneric, 1)
+    genericQueryKernel(const BackwardParams p) {
+  extern __shared__ float shm[];
+  const Shape &s = p.shape;
+  const int d = s.headDim, dv = s.valueDim;
+  const int ldq = d | 1, ldv = dv | 1;
+  float *qs = shm;               // [kRows][ldq]
+  float *dos = qs + kRows * ldq; // [kRows][ldv]
+  float *ks = dos + kRows * ldv; // [kKeys][ldq]
+  float *vs = ks + kKeys * ldq;  // [kKeys][ldv]
+  float *ds = vs + kKeys * ldv;  // [kRows][kKeys + 1]
+
+  const int64_t bh = gridHead(), b = bh / s.heads, h = bh % s.heads;
+  if (b >= s.batch)
+    return; // the grid's last z row is partial
+  const int64_t kvh = b * s.kvHeads + h / s.group;
+  const int64_t q0 = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * kRows;
+  const int64_t keyEnd =
+      s.causal ? min64(s.seqK, q0 + kRows + s.causalOffset) : s.seqK;
+  const int r = threadIdx.x >> 3, c8 = threadIdx.x & 7;
+  const int64_t row = q0 + r;
+
+  loadRows(qs, ldq, p.q, p.qType, bh * s.seqQ + q0, bh * s.seqQ + s.seqQ, kRows,
+           d);
+  loadRows(dos, ldv, p.dO, p.dOType, bh * s.seqQ + q0, bh * s.seqQ + s.seqQ,
+           kRows, dv);
+  const bool rowValid = row < s.seqQ;
+  const int64_t at = bh * s.seqQ + row;
+  const float rowMax = rowValid ? p.stats.max[at] : 0.0f;
+  const float rowInv = rowValid ? p.stats.invSum[at] : 0.0f;
+  const float rowDot = rowValid ? p.stats.dot[at] : 0.0f;
+  const uint64_t dropRow =
+      p.dropout.enabled ? p.dropout.rowIndex(b, h, row, s.seqK) : 0;
+  float dq[Cap / 8];
+#pragma unroll
+  for (int u = 0; u < Cap / 8; ++u)
+    dq[u] = 0.0f;
+
+  for (int64_t j0 = 0; j0 < keyEnd; j0 += kKeys) {
+    __syncthreads();
+    loadRows(ks, ldq, p.k, p.kType, kvh * s.seqK + j0, kvh * s.seqK + s.seqK,
+             kKeys, d);
+    loadRows(vs, ldv, p.v, p.vType, kvh * s.seqK + j0, kvh * s.seqK + s.seqK,
+             kKeys, dv);
+    __syncthreads();
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const int c = c8 + 8 * u;
+      const int64_t j = j0 + c;
+      const bool valid =
+          rowValid && j < s.seqK && (!s.causal || j <= row + s.causalOffset);
+      float dsv = 0.0f;
+      if (valid) {
+        float pv =
+            expf(s.scale * dotRows(qs + r * ldq, ks + c * ldq, d) - rowMax) *
+            rowInv;
+        float dpv = dotRows(dos + r * ldv, vs + c * ldv, dv);
+        if (p.dropout.enabled)
+          dpv = p.dropout.keep(dropRow + static_cast<uint64_t>(j))
+                    ? dpv * p.dropout.scale
+                    : 0.0f;
+        dsv = pv * (dpv - rowDot);
+      }
+      ds[r * (kKeys + 1) + c] = dsv;
+    }
+    __syncwarp();
+    const int keys = static_cast<int>(min64(kKeys, s.seqK - j0));
+    for (int jj = 0; jj < keys; ++jj) {
+      const float dsv = ds[r * (kKeys + 1) + jj];
+      const float *kRow = ks + jj * ldq;
+#pragma unroll
+      for (int u = 0; u < Cap / 8; ++u) {
+        const int c = c8 + 8 * u;
+        if (c < d)
+          dq[u] = fmaf(dsv, kRow[c], dq[u]);
+      }
+    }
+  }
+
+  if (!rowValid)
+    return;
+#pragma unroll
+  for (int u = 0; u < Cap / 8; ++u) {
+    const int c = c8 + 8 * u;
+    if (c < d)
+      storeFloat(p.dq, p.dqType, (bh * s.seqQ + row) * d + c, dq[u] * s.scale);
+  }
+}
+
+//===- Host side ----------------------------------------------------------===//
+
+constexpr int64_t kMaxDim = 256;
+constexpr int64_t kMaxGridY = 65535;
+constexpr int64_t kMaxGridX = 2147483647;
+
+/// Dynamic shared memory above the 48 KiB default needs an opt-in per
+/// kernel (and device); cheap, so done before every launch.
+template <typename Kernel>
+Status allowSharedMemory(Kernel *kernel, size_t bytes, const char *name) {
+  if (bytes <= 48 * 1024)
+    return Status::ok();
+  cudaError_t err =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           static_cast<int>(bytes));
+  if (err == cudaSuccess)
+    return Status::ok();
+  cudaGetLastError(); // not sticky: clear it for the next launch's check
+  return Status::error(std::string(name) + ": " + std::to_string(bytes) +
+                       " bytes of shared memory: " + cudaGetErrorString(err));
+}
+
+bool forceGeneric() {
+  static const bool force = [] {
+    const char *v = std::getenv("TPCRT_CUDA_ATTENTION");
+    return v && std::strcmp(v, "generic") == 0;
+  }();
+  return force;
+}
+
+bool aligned16(const void *p) {
+  return (reinterpret_cast<uintptr_t>(p) & 15) == 0;
+}
+
+/// The generic kernels' accumulator columns: 64, 128 or 256.
+int capacityFor(int64_t d, int64_t dv) {
+  int64_t most = d > dv ? d : dv;
+  return most <= 64 ? 64 : most <= 128 ? 128 : 256;
+}
+
+size_t genericForwardSmem(int d, int dv) {
+  size_t ldq = d | 1, ldv = dv | 1;
+  return sizeof(float) *
+         (kRows * ldq + kKeys * ldq + kKeys * ldv + kRows * (kKeys + 1));
+}
+size_t genericKeyValueSmem(int d, int dv) {
+  size_t ldq = d | 1, ldv = dv | 1;
+  return sizeof(float) * (kKeys * ldq + kKeys * ldv + kRows * ldq +
+                          kRows * ldv + 2 * kKeys * (kRows + 1) + 3 * kRows);
+}
+size_t genericQuerySmem(int d, int dv) {
+  size_t ldq = d | 1, ldv = dv | 1;
+  return sizeof(float) * (kRows * ldq + kRows * ldv + kKeys * ldq +
+                          kKeys * ldv + kRows * (kKeys + 1));
+}
+
+/// The call's sizes and dropout (CpuDevice.cpp's attentionDropout), and its
+/// checks (CpuKernels.cpp's checkAttention, plus the dims this family
+/// supports).
+Status attentionSetup(const KernelCall &call, const KernelArgs &args,
+                      const char *name, Shape &shape, Dropout &dropout) {
+  if (call.batch < 0 || call.heads < 0 || call.kvHeads < 0 || call.seqQ < 0 ||
+      call.seqK < 0 || call.headDim < 0 || call.valueDim < 0)
+    return Status::error(std::string(name) + ": negative size");
+  if (call.kvHeads == 0 || call.heads % call.kvHeads != 0)
+    return Status::error(std::string(name) + ": " + std::to_string(call.heads) +
+                         " heads are not a multiple of " +
+                         std::to_string(call.kvHeads) + " kv heads");
+  bool causal = call.flags & 1;
+  if (causal && call.seqK < call.seqQ)
+    return Status::error(std::string(name) + ": causal needs s_k >= s_q");
+  if (!causal && call.seqK == 0 && call.seqQ > 0)
+    return Status::error(std::string(name) + ": no keys");
+  if (call.headDim > kMaxDim || call.valueDim > kMaxDim)
+    return Status::error(std::string(name) + ": head_dim " +
+                         std::to_string(call.headDim) + " and value_dim " +
+                         std::to_string(call.valueDim) + " must be at most " +
+                         std::to_string(kMaxDim) + " on CUDA");
+  if (call.floatAttrs.size() < 2 || call.intAttrs.empty())
+    return Status::error(std::string(name) + ": missing attributes");
+
+  shape.batch = call.batch;
+  shape.heads = call.heads;
+  shape.kvHeads = call.kvHeads;
+  shape.seqQ = call.seqQ;
+  shape.seqK = call.seqK;
+  shape.headDim = static_cast<int>(call.headDim);
+  shape.valueDim = static_cast<int>(call.valueDim);
+  shape.group = call.heads / call.kvHeads;
+  shape.causal = causal;
+  shape.causalOffset = call.seqK - call.seqQ;
+  shape.scale = static_cast<float>(call.floatAttrs[0]);
+
+  StepContext none;
+  const StepContext &context = args.context ? *args.context : none;
+  double rate = context.evaluation ? 0.0 : call.floatAttrs[1];
+  if (!(rate >= 0.0 && rate < 1.0))
+    return Status::error(std::string(name) + ": dropout rate " +
+                         std::to_string(rate) + " is outside [0, 1)");
+  dropout = Dropout();
+  if (rate > 0.0) {
+    dropout.enabled = true;
+    dropout.key = dropoutKey(
+        context.seed, static_cast<uint64_t>(call.intAttrs[0]), context.step);
+    dropout.threshold = dropoutThreshold(rate);
+    dropout.scale = dropoutScale(rate);
+    // int_attrs[1] (where this piece starts) + microbatch * N, modulo 2^64.
+    dropout.firstIndex = static_cast<uint64_t>(
+                             call.intAttrs.size() == 2 ? call.intAttrs[1] : 0) +
+                         static_cast<uint64_t>(context.microbatch) *
+                             static_cast<uint64_t>(call.streamElements);
+    dropout.globalHeads = call.heads;
+    dropout.globalSeqQ = call.seqQ;
+    if (!call.splits.empty()) {
+      if (call.globalOffset.size() < 3 || call.globalShape.size() < 3)
+        return Status::error(std::string(name) + ": split without a block");
+      dropout.batchOffset = call.globalOffset[0];
+      dropout.headOffset = call.globalOffset[1];
+      dropout.queryOffset = call.globalOffset[2];
+      dropout.globalHeads = call.globalShape[1];
+      dropout.globalSeqQ = call.globalShape[2];
+    }
+  }
+  return Status::ok();
+}
+
+/// Whether a call runs on tensor cores: one 16-bit storage for every
+/// operand, head_dim == value_dim in {64, 128}, every tensor 16-byte
+/// aligned (16-byte async copies, paired stores).
+bool useTensorCores(const KernelCall &call, const KernelArgs &args) {
+  if (forceGeneric())
+    return false;
+  if (call.headDim != call.valueDim ||
+      (call.headDim != 64 && call.headDim != 128))
+    return false;
+  Storage type = storageOf(call.operands[0].dtype);
+  if (type != Storage::BF16 && type != Storage::F16)
+    return false;
+  for (size_t i = 0; i < call.operands.size(); ++i)
+    if (storageOf(call.operands[i].dtype) != type ||
+        !aligned16(args.operands[i]))
+      return false;
+  for (size_t i = 0; i < call.results.size(); ++i)
+    if (!aligned16(args.results[i]))
+      return false;
+  return true;
+}
+
+template <typename T, int D>
+Status launchTensorForward(const ForwardParams &p, dim3 grid,
+                           cudaStream_t stream) {
+  constexpr int bytes = flash::ForwardConfig<D>::kSmemBytes;
+  auto *kernel = p.dropout.enabled ? flash::forwardKernel<T, D, true>
+                                   : flash::forwardKernel<T, D, false>;
+  if (Status st = allowSharedMemory(kernel, bytes, "attention"); !st)
+    return st;
+  kernel<<<grid, flash::kThreads, bytes, stream>>>(p);
+  return launchStatus("attention (tensor cores)");
+}
+
+template <typename T, int D>
+Status launchTensorBackward(const BackwardParams &p, cudaStream_t stream) {
+  using Cfg = flash::BackwardConfig<D>;
+  const Shape &s = p.shape;
+  if (s.seqK > 0) {
+    dim3 grid =
+        tileGrid((s.seqK + Cfg::kKeys - 1) / Cfg::kKeys, s.batch * s.kvHeads);
+    auto *kernel = flash::backwardKeyValueKernel<T, D>;
+    if (Status st = allowSharedMemory(kernel, Cfg::kKeyValueSmemBytes,
+                                      "attention_grad");
+        !st)
+      return st;
+    kernel<<<grid, flash::kThreads, Cfg::kKeyValueSmemBytes, stream>>>(p);
+    if (Status st = launchStatus("attention_grad dK/dV (tensor cores)"); !st)
+      return st;
+  }
+  if (s.seqQ > 0) {
+    dim3 grid =
+        tileGrid((s.seqQ + Cfg::kRows - 1) / Cfg::kRows, s.batch * s.heads);
+    auto *kernel = flash::backwardQueryKernel<T, D>;
+    if (Status st =
+            allowSharedMemory(kernel, Cfg::kQuerySmemBytes, "attention_grad");
+        !st)
+      return st;
+    kernel<<<grid, flash::kThreads, Cfg::kQuerySmemBytes, stream>>>(p);
+    if (Status st = launchStatus("attention_grad dQ (tensor cores)"); !st)
+      return st;
+  }
+  return Status::ok();
+}
+
+template <int Cap>
+Status launchGenericForward(const ForwardParams &p, dim3 grid,
+                            cudaStream_t stream) {
+  size_t bytes = genericForwardSmem(p.shape.headDim, p.shape.valueDim);
+  auto *kernel = genericForwardKernel<Cap>;
+  if (Status st = allowSharedMemory(kernel, bytes, "attention"); !st)
+    return st;
+  kernel<<<grid, kThreadsGeneric, bytes, stream>>>(p);
+  return launchStatus("attention");
+}
+
+template <int Cap>
+Status launchGenericBackward(const BackwardParams &p, cudaStream_t stream) {
+  const Shape &s = p.shape;
+  if (s.seqK > 0) {
+    dim3 grid = tileGrid((s.seqK + kKeys - 1) / kKeys, s.batch * s.kvHeads);
+    size_t bytes = genericKeyValueSmem(s.headDim, s.valueDim);
+    auto *kernel = genericKeyValueKernel<Cap>;
+    if (Status st = allowSharedMemory(kernel, bytes, "attention_grad"); !st)
+      return st;
+    kernel<<<grid, kThreadsGeneric, bytes, stream>>>(p);
+    if (Status st = launchStatus("attention_grad dK/dV"); !st)
+      return st;
+  }
+  if (s.seqQ > 0) {
+    dim3 grid = tileGrid((s.seqQ + kRows - 1) / kRows, s.batch * s.heads);
+    size_t bytes = genericQuerySmem(s.headDim, s.valueDim);
+    auto *kernel = genericQueryKernel<Cap>;
+    if (Status st = allowSharedMemory(kernel, bytes, "attention_grad"); !st)
+      return st;
+    kernel<<<grid, kThreadsGeneric, bytes, stream>>>(p);
+    if (Status st = launchStatus("attention_grad dQ"); !st)
+      return st;
+  }
+  return Status::ok();
+}
+
+/// The forward (p.o set) or attention_grad's statistics (p.o null).
+Status runForward(const ForwardParams &p, bool tensor, cudaStream_t stream) {
+  const Shape &s = p.shape;
+  int64_t rowsPerBlock =
+      tensor ? (s.headDim == 64 ? flash::ForwardConfig<64>::kBlockM
+                                : flash::ForwardConfig<128>::kBlockM)
+             : kRows;
+  int64_t tiles = (s.seqQ + rowsPerBlock - 1) / rowsPerBlock;
+  if (s.batch * s.heads == 0 || tiles == 0)
+    return Status::ok();
+  dim3 grid = tileGrid(tiles, s.batch * s.heads);
+  if (tensor) {
+    bool bf16 = p.qType == Storage::BF16;
+    if (s.headDim == 64)
+      return bf16 ? launchTensorForward<__nv_bfloat16, 64>(p, grid, stream)
+                  : launchTensorForward<__half, 64>(p, grid, stream);
+    return bf16 ? launchTensorForward<__nv_bfloat16, 128>(p, grid, stream)
+                : launchTensorForward<__half, 128>(p, grid, stream);
+  }
+  switch (capacityFor(s.headDim, s.valueDim)) {
+  case 64:
+    return launchGenericForward<64>(p, grid, stream);
+  case 128:
+    return launchGenericForward<128>(p, grid, stream);
+  default:
+    return launchGenericForward<256>(p, grid, stream);
+  }
+}
+
+/// Grid limits (tileGrid): tiles of 32 or more rows in x, heads in y, z.
+Status checkGrid(const KernelCall &call, const char *name) {
+  if (call.batch * call.heads > kMaxGridY * kMaxGridY ||
+      (call.seqQ + kRows - 1) / kRows > kMaxGridX ||
+      (call.seqK + kKeys - 1) / kKeys > kMaxGridX)
+    return Status::error(std::string(name) +
+                         ": too many heads or positions for one launch");
+  return Status::ok();
+}
+
+Status runAttention(const KernelCall &call, const KernelArgs &args) {
+  ForwardParams p;
+  if (Status s = attentionSetup(call, args, "attention", p.shape, p.dropout);
+      !s)
+    return s;
+  if (Status s = checkGrid(call, "attention"); !s)
+    return s;
+  p.q = args.operands[0];
+  p.k = args.operands[1];
+  p.v = args.operands[2];
+  p.qType = storageOf(call.operands[0].dtype);
+  p.kType = storageOf(call.operands[1].dtype);
+  p.vType = storageOf(call.operands[2].dtype);
+  p.o = args.results[0];
+  p.oType = storageOf(call.results[0].dtype);
+  if (p.shape.valueDim == 0 || call.results[0].elements == 0)
+    return Status::ok(); // nothing to write
+  return runForward(p, useTensorCores(call, args), args.stream);
+}
+
+/// Scratch of attention_grad: three arrays of b * heads * s_q floats.
+uint64_t rowStatsBytes(const KernelCall &call) {
+  return alignScratch(
+      static_cast<uint64_t>(call.batch * call.heads * call.seqQ) *
+      sizeof(float));
+}
+
+Status runAttentionGrad(const KernelCall &call, const KernelArgs &args) {
+  BackwardParams p;
+  if (Status s =
+          attentionSetup(call, args, "attention_grad", p.shape, p.dropout);
+      !s)
+    return s;
+  if (Status s = checkGrid(call, "attention_grad"); !s)
+    return s;
+  const Shape &s = p.shape;
+  if (s.batch * s.heads == 0)
+    return Status::ok();
+  uint64_t statsBytes = rowStatsBytes(call);
+  if (args.scratchBytes < 3 * statsBytes || (statsBytes && !args.scratch))
+    return Status::error("attention_grad: scratch of " +
+                         std::to_string(args.scratchBytes) + " bytes, needs " +
+                         std::to_string(3 * statsBytes));
+  char *scratch = static_cast<char *>(args.scratch);
+  RowStats stats;
+  stats.max = reinterpret_cast<float *>(scratch);
+  stats.invSum = reinterpret_cast<float *>(scratch + statsBytes);
+  stats.dot = reinterpret_cast<float *>(scratch + 2 * statsBytes);
+
+  p.dO = args.operands[0];
+  p.q = args.operands[1];
+  p.k = args.operands[2];
+  p.v = args.operands[3];
+  p.dOType = storageOf(call.operands[0].dtype);
+  p.qType = storageOf(call.operands[1].dtype);
+  p.kType = storageOf(call.operands[2].dtype);
+  p.vType = storageOf(call.operands[3].dtype);
+  p.dq = args.results[0];
+  p.dk = args.results[1];
+  p.dv = args.results[2];
+  p.dqType = storageOf(call.results[0].dtype);
+  p.dkType = storageOf(call.results[1].dtype);
+  p.dvType = storageOf(call.results[2].dtype);
+  p.stats = stats;
+  bool tensor = useTensorCores(call, args);
+
+  // 1. Per-row statistics (the forward, keeping max, 1 / sum and D).
+  ForwardParams f;
+  f.q = p.q;
+  f.k = p.k;
+  f.v = p.v;
+  f.qType = p.qType;
+  f.kType = p.kType;
+  f.vType = p.vType;
+  f.dO = p.dO;
+  f.dOType = p.dOType;
+  f.stats = stats;
+  f.shape = p.shape;
+  f.dropout = p.dropout;
+  if (Status st = runForward(f, tensor, args.stream); !st)
+    return st.withContext("attention_grad");
+
+  // 2. dK, dV and 3. dQ.
+  if (tensor) {
+    bool bf16 = p.qType == Storage::BF16;
+    if (s.headDim == 64)
+      return bf16 ? launchTensorBackward<__nv_bfloat16, 64>(p, args.stream)
+                  : launchTensorBackward<__half, 64>(p, args.stream);
+    return bf16 ? launchTensorBackward<__nv_bfloat16, 128>(p, args.stream)
+                : launchTensorBackward<__half, 128>(p, args.stream);
+  }
+  switch (capacityFor(s.headDim, s.valueDim)) {
+  case 64:
+    return launchGenericBackward<64>(p, args.stream);
+  case 128:
+    return launchGenericBackward<128>(p, args.stream);
+  default:
+    return launchGenericBackward<256>(p, args.stream);
+  }
+}
+
+/// Threads per softmax row: a multiple of 32 (blockSum), about k / 4.
+unsigned softmaxThreads(int64_t cols) {
+  return cols <= 128 ? 32 : cols <= 512 ? 128 : 256;
+}
+
+unsigned softmaxBlocks(int64_t rows) {
+  return static_cast<unsigned>(rows < (1 << 20) ? rows : (1 << 20));
+}
+
+Status runSoftmax(const KernelCall &call, const KernelArgs &args) {
+  bool causal = call.flags & 1;
+  if (causal && call.seqK < call.seqQ)
+    return Status::error("softmax: causal needs k >= q, got q " +
+                         std::to_string(call.seqQ) + " k " +
+                         std::to_string(call.seqK));
+  int64_t rows = call.outer * call.seqQ;
+  if (rows <= 0 || call.seqK <= 0)
+    return Status::ok();
+  softmaxKernel<<<softmaxBlocks(rows), softmaxThreads(call.seqK), 0,
+                  args.stream>>>(
+      args.operands[0], storageOf(call.operands[0].dtype), args.results[0],
+      storageOf(call.results[0].dtype), rows, call.seqQ, call.seqK, causal);
+  return launchStatus("softmax");
+}
+
+Status runSoftmaxGrad(const KernelCall &call, const KernelArgs &args) {
+  bool causal = call.flags & 1;
+  if (causal && call.seqK < call.seqQ)
+    return Status::error("softmax_grad: causal needs k >= q, got q " +
+                         std::to_string(call.seqQ) + " k " +
+                         std::to_string(call.seqK));
+  int64_t rows = call.outer * call.seqQ;
+  if (rows <= 0 || call.seqK <= 0)
+    return Status::ok();
+  softmaxGradKernel<<<softmaxBlocks(rows), softmaxThreads(call.seqK), 0,
+                      args.stream>>>(
+      args.operands[0], storageOf(call.operands[0].dtype), args.operands[1],
+      storageOf(call.operands[1].dtype), args.results[0],
+      storageOf(call.results[0].dtype), rows, call.seqQ, call.seqK, causal);
+  return launchStatus("softmax_grad");
+}
+
+} // namespace
+
+bool cuda::isAttentionKernel(fb::OpCode op) {
+  switch (op) {
+  case fb::OpCode::Attention:
+  case fb::OpCode::AttentionGrad:
+  case fb::OpCode::Softmax:
+  case fb::OpCode::SoftmaxGrad:
+    return true;
+  default:
+    return false;
+  }
+}
+
+uint64_t cuda::attentionScratchBytes(const KernelCall &call) {
+  if (call.op != fb::OpCode::AttentionGrad)
+    return 0;
+  return 3 * rowStatsBytes(call);
+}
+
+Status cuda::runAttentionKernel(const KernelCall &call,
+                                const KernelArgs &args) {
+  switch (call.op) {
+  case fb::OpCode::Attention:
+    return runAttention(call, args);
+  case fb::OpCode::AttentionGrad:
+    return runAttentionGrad(call, args);
+  case fb::OpCode::Softmax:
+    return runSoftmax(call, args);
+  case fb::OpCode::SoftmaxGrad:
+    return runSoftmaxGrad(call, args);
+  default:
+    return Status::error("the attention family does not run this kernel");
+  }
+}

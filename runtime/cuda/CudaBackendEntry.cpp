@@ -1,0 +1,63 @@
+//===- CudaBackendEntry.cpp - libtpcrt-cuda.so's C entry points -----------===//
+//
+// What the loader (src/CudaBackend.cpp) resolves: the ABI number, the device
+// count and the device factory (tpcrt/CudaBackendAbi.h). Everything else in
+// the library is hidden.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaDevice.h"
+
+#include "tpcrt/CudaBackendAbi.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cstring>
+#include <string>
+
+using namespace tpcrt;
+
+namespace {
+
+void copyMessage(const std::string &message, char *out, size_t bytes) {
+  if (!out || bytes == 0)
+    return;
+  size_t n = std::min(message.size(), bytes - 1);
+  std::memcpy(out, message.data(), n);
+  out[n] = 0;
+}
+
+} // namespace
+
+#define TPCRT_EXPORT extern "C" __attribute__((visibility("default")))
+
+TPCRT_EXPORT int tpcrt_cuda_abi() { return kCudaBackendAbi; }
+
+TPCRT_EXPORT int tpcrt_cuda_device_count(char *reason, size_t reasonBytes) {
+  int count = 0;
+  cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    copyMessage(std::string("CUDA: ") + cudaGetErrorString(err), reason,
+                reasonBytes);
+    cudaGetLastError(); // not sticky: clear it
+    return 0;
+  }
+  if (count == 0)
+    copyMessage("no CUDA device", reason, reasonBytes);
+  return count;
+}
+
+TPCRT_EXPORT int tpcrt_cuda_create_device(const CudaDeviceOptions *options,
+                                          const CudaHostServices *host,
+                                          Device **device, char *error,
+                                          size_t errorBytes) {
+  *device = nullptr;
+  std::unique_ptr<Device> created;
+  Status s = cuda::createDevice(*options, *host, created);
+  if (!s) {
+    copyMessage(s.message(), error, errorBytes);
+    return 1;
+  }
+  *device = created.release();
+  return 0;
+}

@@ -1,0 +1,159 @@
+//===- CudaCommon.cuh - what the CUDA kernel families share -----*- C++ -*-===//
+//
+// Loads and stores in any float storage (computing in fp32, rounding to
+// nearest even on store, as the CPU device's casts do), the dropout stream
+// of tpcrt/Random.h on the device (the same draws as the CPU device: the
+// runtime builds with --expt-relaxed-constexpr, so Random.h's constexpr
+// functions run on the device), a split tensor's global index, block
+// reductions and launch sizes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TPCRT_CUDA_CUDACOMMON_CUH
+#define TPCRT_CUDA_CUDACOMMON_CUH
+
+#include "CudaKernels.h"
+#include "tpcrt/Random.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+namespace tpcrt::cuda {
+
+__device__ __forceinline__ float loadFloat(const void *p, Storage type,
+                                           int64_t i) {
+  switch (type) {
+  case Storage::BF16:
+    return __bfloat162float(static_cast<const __nv_bfloat16 *>(p)[i]);
+  case Storage::F16:
+    return __half2float(static_cast<const __half *>(p)[i]);
+  default:
+    return static_cast<const float *>(p)[i];
+  }
+}
+
+__device__ __forceinline__ void storeFloat(void *p, Storage type, int64_t i,
+                                           float value) {
+  switch (type) {
+  case Storage::BF16:
+    static_cast<__nv_bfloat16 *>(p)[i] = __float2bfloat16_rn(value);
+    break;
+  case Storage::F16:
+    static_cast<__half *>(p)[i] = __float2half_rn(value);
+    break;
+  default:
+    static_cast<float *>(p)[i] = value;
+  }
+}
+
+/// Bytes of one element.
+__host__ __device__ __forceinline__ int storageBytes(Storage type) {
+  switch (type) {
+  case Storage::BF16:
+  case Storage::F16:
+    return 2;
+  case Storage::I64:
+    return 8;
+  case Storage::U8:
+    return 1;
+  default:
+    return 4;
+  }
+}
+
+/// The most dimensions a split dropout tensor has (Layout.h's blocks).
+constexpr int kMaxBlockRank = 8;
+
+/// Where element i (row-major in a rank's block) of a split tensor lies in
+/// the whole tensor (CpuKernels.h's GlobalBlock), by value for a kernel's
+/// parameters. rank 0: not split, the index is i.
+struct GlobalIndex {
+  int rank = 0;
+  int64_t shape[kMaxBlockRank] = {};
+  int64_t globalShape[kMaxBlockRank] = {};
+  int64_t offset[kMaxBlockRank] = {};
+
+  __host__ __device__ int64_t operator()(int64_t i) const {
+    if (rank == 0)
+      return i;
+    int64_t global = 0, stride = 1;
+    for (int d = rank - 1; d >= 0; --d) {
+      int64_t coordinate = i % shape[d];
+      i /= shape[d];
+      global += (coordinate + offset[d]) * stride;
+      stride *= globalShape[d];
+    }
+    return global;
+  }
+};
+
+/// A dropout stream as a kernel draws it: element i is kept iff
+/// dropoutKeep(key, firstIndex + index(i), threshold); kept elements are
+/// multiplied by `scale`. threshold 0 keeps every element.
+struct DropoutDraw {
+  uint64_t key = 0;
+  uint64_t threshold = 0;
+  float scale = 1.0f;
+  int64_t firstIndex = 0;
+  GlobalIndex index;
+
+  __device__ __forceinline__ bool keep(int64_t i) const {
+    return threshold == 0 ||
+           dropoutKeep(key, static_cast<uint64_t>(firstIndex + index(i)),
+                       threshold);
+  }
+};
+
+__device__ __forceinline__ float warpSum(float v) {
+  for (int offset = 16; offset > 0; offset >>= 1)
+    v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+__device__ __forceinline__ float warpMax(float v) {
+  for (int offset = 16; offset > 0; offset >>= 1)
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
+}
+
+/// The sum over the block (blockDim.x a multiple of 32, at most 1024), on
+/// every thread; `shared` holds 32 floats. The order of additions is fixed
+/// by the launch shape, so results repeat bit for bit.
+__device__ __forceinline__ float blockSum(float v, float *shared) {
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  v = warpSum(v);
+  __syncthreads();
+  if (lane == 0)
+    shared[warp] = v;
+  __syncthreads();
+  int warps = (blockDim.x + 31) >> 5;
+  v = lane < warps ? shared[lane] : 0.0f;
+  return warpSum(v);
+}
+
+__device__ __forceinline__ float blockMax(float v, float *shared) {
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  v = warpMax(v);
+  __syncthreads();
+  if (lane == 0)
+    shared[warp] = v;
+  __syncthreads();
+  int warps = (blockDim.x + 31) >> 5;
+  v = lane < warps ? shared[lane] : -INFINITY;
+  return warpMax(v);
+}
+
+/// Blocks of `threads` for `count` elements in a grid-stride loop, capped
+/// so that a huge tensor does not ask for more blocks than a grid holds.
+inline unsigned gridFor(int64_t count, unsigned threads = 256) {
+  int64_t blocks = (count + threads - 1) / threads;
+  if (blocks < 1)
+    blocks = 1;
+  return static_cast<unsigned>(blocks > 65535 * 16 ? 65535 * 16 : blocks);
+}
+
+} // namespace tpcrt::cuda
+
+#endif // TPCRT_CUDA_CUDACOMMON_CUH

@@ -1,0 +1,1093 @@
+//===- CudaDevice.cpp - the CUDA backend of the interpreter ---------------===//
+//
+// One CUDA device per rank. prepare() makes everything a step needs and
+// allocates it in one cudaMalloc: the arena, cuBLASLt's workspace, the
+// kernels' scratch (one region: the compute stream runs one kernel at a
+// time), the collectives' staging (their own region: they run on the
+// communication stream, beside the kernels), and the optimizer's tensor
+// lists. It plans every GEMM (cached by shape), opens an NCCL communicator
+// per group that communicates, and creates the events; execute() then only
+// resolves a run's addresses and enqueues. See docs/runtime/cuda.md.
+//
+// Two streams: kernels on the compute stream; collectives and transfers on
+// the communication stream, ordered after the kernels before them by an
+// event, and the kernels after them ordered by the bytes they touch
+// (HazardTracker.h): the data-parallel reduction of a layer's gradients runs
+// while the backward goes on. Started transfers (send_start, recv_start)
+// wait in a list and go out as one NCCL group at the next other kernel, so
+// that two stages that both send first do not deadlock. Runs of adamw_update
+// over the parameters with the same scalars become one launch.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaDevice.h"
+
+#include "CudaKernels.h"
+#include "Gemm.h"
+#include "HazardTracker.h"
+#include "HostServices.h"
+#include "Nccl.h"
+
+#include "tpcrt/Comm.h"
+#include "tpcrt/Executable.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+using namespace tpcrt;
+using namespace tpcrt::cuda;
+
+namespace {
+
+Status cudaStatus(const std::string &what, cudaError_t err) {
+  if (err == cudaSuccess)
+    return Status::ok();
+  return Status::error(what + ": CUDA: " + cudaGetErrorString(err));
+}
+
+std::string kernelName(const KernelCall &call) {
+  return "kernel " + std::to_string(call.index) + " (" + opCodeName(call.op) +
+         ")";
+}
+
+/// What runs a kernel.
+enum class Family : uint8_t {
+  Gemm,
+  Pointwise,
+  Reduction,
+  Attention,
+  /// cross_entropy(_grad) over a padded or split vocabulary: phases with
+  /// all-reduces between them, on the compute stream.
+  VocabCrossEntropy,
+  /// shard_slice, shard_pad: this rank's block, a strided copy.
+  Local,
+  /// all_reduce, all_gather, reduce_scatter, all_to_all.
+  Collective,
+  /// send, recv (blocking in the executable's terms: enqueued at once).
+  Transfer,
+  /// send_start, recv_start: listed, sent as one group at the next kernel.
+  TransferStart,
+  Wait,
+};
+
+/// A tensor viewed around `dim` as [outer, shape[dim], inner].
+struct AroundDim {
+  int64_t outer = 1, extent = 0, inner = 1;
+};
+AroundDim aroundDim(const std::vector<int64_t> &shape, int64_t dim) {
+  AroundDim v;
+  v.extent = shape[dim];
+  for (int64_t d = 0; d < dim; ++d)
+    v.outer *= shape[d];
+  for (size_t d = dim + 1; d < shape.size(); ++d)
+    v.inner *= shape[d];
+  return v;
+}
+
+bool isCollective(fb::OpCode op) {
+  return op == fb::OpCode::AllReduce || op == fb::OpCode::AllGather ||
+         op == fb::OpCode::ReduceScatter || op == fb::OpCode::AllToAll;
+}
+
+/// Staging bytes a collective needs on the communication stream (the
+/// pieces along a non-leading dimension made contiguous).
+uint64_t collectiveStagingBytes(const KernelCall &call) {
+  if (call.operands.empty() || call.groupSize <= 1)
+    return 0;
+  const TensorRef &x = call.operands[0];
+  switch (call.op) {
+  case fb::OpCode::AllGather:
+    return aroundDim(x.shape, call.intAttrs[0]).outer > 1
+               ? alignScratch(call.results[0].bytes)
+               : 0;
+  case fb::OpCode::ReduceScatter:
+    return aroundDim(x.shape, call.intAttrs[0]).outer > 1
+               ? alignScratch(x.bytes)
+               : 0;
+  case fb::OpCode::AllToAll:
+    return 2 * alignScratch(x.bytes);
+  default:
+    return 0;
+  }
+}
+
+/// x as [outer, pieces, row] -> out as [pieces, outer, row], on `stream`.
+cudaError_t splitPieces(const uint8_t *x, int64_t outer, int64_t pieces,
+                        uint64_t rowBytes, uint8_t *out, cudaStream_t stream) {
+  for (int64_t p = 0; p < pieces; ++p)
+    if (cudaError_t err = cudaMemcpy2DAsync(
+            out + p * outer * rowBytes, rowBytes, x + p * rowBytes,
+            pieces * rowBytes, rowBytes, outer, cudaMemcpyDeviceToDevice,
+            stream))
+      return err;
+  return cudaSuccess;
+}
+
+/// x as [pieces, outer, row] -> out as [outer, pieces, row].
+cudaError_t joinPieces(const uint8_t *x, int64_t outer, int64_t pieces,
+                       uint64_t rowBytes, uint8_t *out, cudaStream_t stream) {
+  for (int64_t p = 0; p < pieces; ++p)
+    if (cudaError_t err = cudaMemcpy2DAsync(
+            out + p * rowBytes, pieces * rowBytes, x + p * outer * rowBytes,
+            rowBytes, rowBytes, outer, cudaMemcpyDeviceToDevice, stream))
+      return err;
+  return cudaSuccess;
+}
+
+/// One kernel with its addresses resolved (a pooled buffer's slot 0, and
+/// per buffer its pool's stride: 0 when not pooled).
+struct Resolved {
+  bool prepared = false;
+  Family family = Family::Pointwise;
+  std::vector<uint8_t *> operands, results;
+  std::vector<uint64_t> operandStrides, resultStrides;
+  /// An optimizer batch (-1: none) and this kernel's place in it.
+  int32_t batch = -1;
+  uint32_t member = 0;
+};
+
+/// Consecutive adamw_update kernels with the same scalars and attributes:
+/// one launch over their tensor list (in device memory).
+struct OptimizerBatch {
+  std::vector<uint32_t> members; // kernel indices, in order
+  OptimizerTensor *list = nullptr;
+  int64_t mostElements = 0;
+  /// The shared scalars (lr, step, grad_scale: null when absent) and
+  /// attributes (beta1, beta2, eps, weight_decay).
+  const float *lr = nullptr;
+  const int64_t *step = nullptr;
+  const float *gradScale = nullptr;
+  std::vector<double> attrs;
+};
+
+/// A started transfer waiting for the next group launch.
+struct PendingTransfer {
+  bool send = false;
+  uint8_t *data = nullptr;
+  uint64_t bytes = 0;
+  int peer = 0;
+  NcclGroup *group = nullptr;
+};
+
+class CudaDevice final : public Device {
+public:
+  CudaDevice(int device, const CudaDeviceOptions &options)
+      : device_(device), options_(options), tracker_(kEventSlots) {}
+  ~CudaDevice() override;
+
+  Status start();
+
+  const char *name() const override { return "cuda"; }
+
+  Status allocateArena(uint64_t bytes) override {
+    if (memory_)
+      return Status::error("the arena is allocated already");
+    // The one allocation is made at prepare, when the workspace is known
+    // (prepare follows at once; nothing is copied in between).
+    arenaBytes_ = bytes;
+    return Status::ok();
+  }
+  uint64_t arenaBytes() const override { return arenaBytes_; }
+
+  Status copyToArena(uint64_t offset, const void *source,
+                     uint64_t bytes) override;
+  Status copyFromArena(uint64_t offset, void *destination,
+                       uint64_t bytes) override;
+  Status prepare(const Program &program,
+                 const std::vector<Communicator *> &groups) override;
+  uint64_t workspaceBytes() const override { return workspaceBytes_; }
+  Status execute(const KernelCall &call, const StepContext &context) override;
+  Status synchronize() override;
+
+private:
+  /// Event slots: collectives and transfers in flight at once.
+  static constexpr size_t kEventSlots = 64;
+
+  Status checkRange(uint64_t offset, uint64_t bytes) const;
+  Status openGroups(const Program &program,
+                    const std::vector<Communicator *> &groups);
+  Status planOptimizerBatches(const Program &program);
+  /// Resolves `call`'s addresses for the run into runOperands_ /
+  /// runResults_ and its byte ranges into reads_ / writes_.
+  void resolveRun(const KernelCall &call, const Resolved &r,
+                  const StepContext &context);
+  /// Makes the compute stream wait for the operations in flight that the
+  /// run's ranges meet.
+  Status waitForHazards(const KernelCall &call);
+  /// Enqueues a communication-stream operation's start: after every kernel
+  /// so far.
+  Status orderAfterCompute();
+  /// Records the operation just enqueued on the communication stream.
+  Status track(const ByteRange *reads, size_t numReads,
+               const ByteRange *writes, size_t numWrites);
+  Status runCompute(const KernelCall &call, const Resolved &r,
+                    const StepContext &context);
+  Status runCollective(const KernelCall &call);
+  Status runLocal(const KernelCall &call);
+  Status runVocabCrossEntropy(const KernelCall &call);
+  Status runTransfer(const KernelCall &call);
+  Status startTransfer(const KernelCall &call);
+  Status waitTransfer(const KernelCall &call);
+  Status flushTransfers();
+  /// The optimizer batch's members deferred so far, launched.
+  Status flushOptimizer();
+  Status launchOptimizer(const OptimizerBatch &batch, uint32_t first,
+                         uint32_t count);
+  NcclGroup *groupOf(const KernelCall &call) const {
+    return call.group >= 0 && static_cast<size_t>(call.group) < nccl_.size()
+               ? nccl_[call.group].get()
+               : nullptr;
+  }
+
+  int device_;
+  CudaDeviceOptions options_;
+  cudaStream_t compute_ = nullptr, comm_ = nullptr;
+  /// Recorded on the compute stream before a communication-stream
+  /// operation; and at synchronize.
+  cudaEvent_t computeMark_ = nullptr, done_ = nullptr;
+  std::vector<cudaEvent_t> events_;
+  HazardTracker tracker_;
+  std::vector<uint32_t> waits_;
+
+  uint64_t arenaBytes_ = 0, workspaceBytes_ = 0;
+  uint8_t *memory_ = nullptr, *arena_ = nullptr;
+  uint8_t *scratch_ = nullptr, *staging_ = nullptr;
+  uint64_t scratchBytes_ = 0, stagingBytes_ = 0;
+
+  GemmEngine gemm_;
+  std::vector<Resolved> resolved_;
+  std::vector<std::unique_ptr<NcclGroup>> nccl_;
+  std::vector<NcclGroup *> liveGroups_;
+  std::vector<OptimizerBatch> batches_;
+  /// The batch whose first `pendingCount_` members are deferred (-1: none).
+  int32_t pendingBatch_ = -1;
+  uint32_t pendingCount_ = 0;
+
+  std::vector<PendingTransfer> pending_;
+  /// A run's addresses and ranges (sized at prepare: nothing allocated per
+  /// step).
+  std::vector<void *> runOperands_, runResults_;
+  std::vector<ByteRange> reads_, writes_;
+};
+
+CudaDevice::~CudaDevice() {
+  cudaSetDevice(device_);
+  if (compute_)
+    cudaStreamSynchronize(compute_);
+  if (comm_)
+    cudaStreamSynchronize(comm_);
+  nccl_.clear();
+  for (cudaEvent_t e : events_)
+    cudaEventDestroy(e);
+  if (computeMark_)
+    cudaEventDestroy(computeMark_);
+  if (done_)
+    cudaEventDestroy(done_);
+  if (compute_)
+    cudaStreamDestroy(compute_);
+  if (comm_)
+    cudaStreamDestroy(comm_);
+  if (memory_)
+    cudaFree(memory_);
+}
+
+Status CudaDevice::start() {
+  if (Status s = cudaStatus("cudaSetDevice(" + std::to_string(device_) + ")",
+                            cudaSetDevice(device_));
+      !s)
+    return s;
+  cudaDeviceProp prop;
+  if (Status s = cudaStatus("cudaGetDeviceProperties",
+                            cudaGetDeviceProperties(&prop, device_));
+      !s)
+    return s;
+  if (prop.major < 8)
+    return Status::error(
+        std::string("CUDA device ") + std::to_string(device_) + " (" +
+        prop.name + ") has compute capability " + std::to_string(prop.major) +
+        "." + std::to_string(prop.minor) +
+        ": the backend is built for sm_80 and sm_90");
+  // Non-blocking: the legacy default stream (cudaMemcpy) does not order
+  // them; copies to and from the arena synchronize first.
+  if (Status s = cudaStatus(
+          "cudaStreamCreate",
+          cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking));
+      !s)
+    return s;
+  if (Status s = cudaStatus(
+          "cudaStreamCreate",
+          cudaStreamCreateWithFlags(&comm_, cudaStreamNonBlocking));
+      !s)
+    return s;
+  for (cudaEvent_t *e : {&computeMark_, &done_})
+    if (Status s = cudaStatus(
+            "cudaEventCreate",
+            cudaEventCreateWithFlags(e, cudaEventDisableTiming));
+        !s)
+      return s;
+  events_.assign(kEventSlots, nullptr);
+  for (cudaEvent_t &e : events_)
+    if (Status s = cudaStatus(
+            "cudaEventCreate",
+            cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+        !s)
+      return s;
+  waits_.reserve(kEventSlots);
+  return gemm_.init(options_.allowTf32);
+}
+
+Status CudaDevice::checkRange(uint64_t offset, uint64_t bytes) const {
+  if (!memory_)
+    return Status::error("the arena is not allocated yet (prepare first)");
+  if (bytes > arenaBytes_ || offset > arenaBytes_ - bytes)
+    return Status::error("bytes [" + std::to_string(offset) + ", +" +
+                         std::to_string(bytes) +
+                         ") lie outside the arena of " +
+                         std::to_string(arenaBytes_) + " bytes");
+  return Status::ok();
+}
+
+Status CudaDevice::copyToArena(uint64_t offset, const void *source,
+                               uint64_t bytes) {
+  if (Status s = checkRange(offset, bytes); !s)
+    return s;
+  // The step before may still read these bytes.
+  if (Status s = synchronize(); !s)
+    return s;
+  return cudaStatus("copy to the arena", cudaMemcpy(arena_ + offset, source,
+                                                    bytes,
+                                                    cudaMemcpyHostToDevice));
+}
+
+Status CudaDevice::copyFromArena(uint64_t offset, void *destination,
+                                 uint64_t bytes) {
+  if (Status s = checkRange(offset, bytes); !s)
+    return s;
+  if (Status s = synchronize(); !s)
+    return s;
+  return cudaStatus("copy from the arena",
+                    cudaMemcpy(destination, arena_ + offset, bytes,
+                               cudaMemcpyDeviceToHost));
+}
+
+Family familyOf(const KernelCall &call) {
+  fb::OpCode op = call.op;
+  if (isGemmKernel(op))
+    return Family::Gemm;
+  if ((op == fb::OpCode::CrossEntropy || op == fb::OpCode::CrossEntropyGrad) &&
+      call.intAttrs.size() >= 2)
+    return Family::VocabCrossEntropy;
+  if (op == fb::OpCode::ShardSlice || op == fb::OpCode::ShardPad)
+    return Family::Local;
+  if (isCollective(op))
+    return Family::Collective;
+  if (op == fb::OpCode::Send || op == fb::OpCode::Recv)
+    return Family::Transfer;
+  if (op == fb::OpCode::SendStart || op == fb::OpCode::RecvStart)
+    return Family::TransferStart;
+  if (op == fb::OpCode::Wait)
+    return Family::Wait;
+  if (isAttentionKernel(op))
+    return Family::Attention;
+  if (isReductionKernel(op))
+    return Family::Reduction;
+  return Family::Pointwise;
+}
+
+Status CudaDevice::prepare(const Program &program,
+                           const std::vector<Communicator *> &groups) {
+  if (memory_)
+    return Status::error("the device is prepared already");
+  if (program.arenaBytes > arenaBytes_)
+    return Status::error(
+        "the program needs an arena of " + std::to_string(program.arenaBytes) +
+        " bytes, the device has " + std::to_string(arenaBytes_));
+  size_t slots = 0;
+  for (const KernelCall &call : program.calls)
+    slots = std::max<size_t>(slots, call.index + size_t(1));
+  resolved_.assign(slots, Resolved());
+
+  // Scratch: the largest any one kernel needs (they run one at a time on
+  // the compute stream); staging: the largest collective's.
+  for (const KernelCall &call : program.calls) {
+    Family family = familyOf(call);
+    if (family == Family::Pointwise && !isPointwiseKernel(call.op))
+      return Status::error(kernelName(call) +
+                           ": the CUDA device has no kernel for it");
+    resolved_[call.index].family = family;
+    uint64_t bytes = 0;
+    switch (family) {
+    case Family::Gemm:
+      if (Status s = gemm_.plan(call, bytes); !s)
+        return s.withContext(kernelName(call));
+      break;
+    case Family::Pointwise:
+      bytes = pointwiseScratchBytes(call);
+      break;
+    case Family::Reduction:
+      bytes = reductionScratchBytes(call);
+      break;
+    case Family::Attention:
+      bytes = attentionScratchBytes(call);
+      break;
+    case Family::VocabCrossEntropy:
+      // Per position the max, the sum of exponentials and the target's
+      // logit (the last two adjacent: one all-reduce).
+      bytes = 3 * static_cast<uint64_t>(call.rows) * sizeof(float);
+      break;
+    default:
+      stagingBytes_ = std::max(stagingBytes_, collectiveStagingBytes(call));
+      break;
+    }
+    scratchBytes_ = std::max(scratchBytes_, alignScratch(bytes));
+  }
+  if (Status s = planOptimizerBatches(program); !s)
+    return s;
+
+  // The one allocation.
+  uint64_t gemmBytes = alignScratch(gemm_.workspaceBytes());
+  uint64_t listBytes = 0;
+  for (const OptimizerBatch &b : batches_)
+    listBytes += alignScratch(b.members.size() * sizeof(OptimizerTensor));
+  uint64_t arenaPart = alignScratch(arenaBytes_);
+  workspaceBytes_ = gemmBytes + scratchBytes_ + stagingBytes_ + listBytes;
+  uint64_t total = arenaPart + workspaceBytes_;
+  size_t freeBytes = 0, totalBytes = 0;
+  if (Status s = cudaStatus("cudaMemGetInfo",
+                            cudaMemGetInfo(&freeBytes, &totalBytes));
+      !s)
+    return s;
+  if (total > freeBytes)
+    return Status::error(
+        "the program needs " + std::to_string(total) + " bytes of device " +
+        "memory (arena " + std::to_string(arenaBytes_) + ", workspace " +
+        std::to_string(workspaceBytes_) + "); CUDA device " +
+        std::to_string(device_) + " has " + std::to_string(freeBytes) +
+        " free of " + std::to_string(totalBytes));
+  void *memory = nullptr;
+  if (Status s = cudaStatus("cudaMalloc of " + std::to_string(total) +
+                                " bytes",
+                            cudaMalloc(&memory, total ? total : 1));
+      !s)
+    return s;
+  memory_ = static_cast<uint8_t *>(memory);
+  arena_ = memory_;
+  if (Status s = cudaStatus("zeroing the arena",
+                            cudaMemset(arena_, 0, arenaPart));
+      !s)
+    return s;
+  uint8_t *at = memory_ + arenaPart;
+  gemm_.setWorkspace(gemmBytes ? at : nullptr);
+  at += gemmBytes;
+  scratch_ = scratchBytes_ ? at : nullptr;
+  at += scratchBytes_;
+  staging_ = stagingBytes_ ? at : nullptr;
+  at += stagingBytes_;
+
+  // Addresses.
+  size_t mostOperands = 0, mostResults = 0;
+  for (const KernelCall &call : program.calls) {
+    Resolved &r = resolved_[call.index];
+    r.prepared = true;
+    for (const TensorRef &t : call.operands) {
+      r.operands.push_back(arena_ + t.offset);
+      r.operandStrides.push_back(t.pool >= 0 ? t.poolStride : 0);
+    }
+    for (const TensorRef &t : call.results) {
+      r.results.push_back(arena_ + t.offset);
+      r.resultStrides.push_back(t.pool >= 0 ? t.poolStride : 0);
+    }
+    mostOperands = std::max(mostOperands, call.operands.size());
+    mostResults = std::max(mostResults, call.results.size());
+  }
+  runOperands_.assign(mostOperands, nullptr);
+  runResults_.assign(mostResults, nullptr);
+  reads_.assign(mostOperands, ByteRange());
+  writes_.assign(mostResults, ByteRange());
+
+  // The optimizer batches' tensor lists, written once.
+  for (OptimizerBatch &b : batches_) {
+    std::vector<OptimizerTensor> list;
+    for (uint32_t index : b.members) {
+      const Resolved &r = resolved_[index];
+      OptimizerTensor t;
+      t.param = reinterpret_cast<float *>(r.operands[0]);
+      t.grad = reinterpret_cast<const float *>(r.operands[1]);
+      t.state0 = reinterpret_cast<float *>(r.operands[2]);
+      t.state1 = reinterpret_cast<float *>(r.operands[3]);
+      const KernelCall *call = nullptr;
+      for (const KernelCall &c : program.calls)
+        if (c.index == index)
+          call = &c;
+      t.count = call ? call->count : 0;
+      if (index == b.members.front()) {
+        b.lr = reinterpret_cast<const float *>(r.operands[4]);
+        b.step = reinterpret_cast<const int64_t *>(r.operands[5]);
+        if (r.operands.size() > 6)
+          b.gradScale = reinterpret_cast<const float *>(r.operands[6]);
+      }
+      b.mostElements = std::max(b.mostElements, t.count);
+      list.push_back(t);
+    }
+    b.list = reinterpret_cast<OptimizerTensor *>(at);
+    at += alignScratch(list.size() * sizeof(OptimizerTensor));
+    if (Status s = cudaStatus(
+            "writing the optimizer's tensor list",
+            cudaMemcpy(b.list, list.data(),
+                       list.size() * sizeof(OptimizerTensor),
+                       cudaMemcpyHostToDevice));
+        !s)
+      return s;
+  }
+  return openGroups(program, groups);
+}
+
+/// Consecutive adamw_update kernels (in the program's order) that read the
+/// same lr, step and grad_scale and have the same attributes, none pooled.
+Status CudaDevice::planOptimizerBatches(const Program &program) {
+  batches_.clear();
+  auto sameScalars = [](const KernelCall &a, const KernelCall &b) {
+    if (a.operands.size() != b.operands.size() ||
+        a.floatAttrs != b.floatAttrs)
+      return false;
+    for (size_t j = 4; j < a.operands.size(); ++j)
+      if (a.operands[j].buffer != b.operands[j].buffer)
+        return false;
+    return true;
+  };
+  const KernelCall *first = nullptr;
+  std::vector<uint32_t> run;
+  auto close = [&] {
+    if (run.size() >= 2) {
+      int32_t id = static_cast<int32_t>(batches_.size());
+      OptimizerBatch b;
+      b.members = run;
+      b.attrs = first->floatAttrs;
+      for (uint32_t m = 0; m < run.size(); ++m) {
+        resolved_[run[m]].batch = id;
+        resolved_[run[m]].member = m;
+      }
+      batches_.push_back(std::move(b));
+    }
+    run.clear();
+    first = nullptr;
+  };
+  for (const KernelCall &call : program.calls) {
+    bool candidate = call.op == fb::OpCode::AdamWUpdate && !call.pooled;
+    if (candidate && first && sameScalars(*first, call) &&
+        run.back() + 1 == call.index) {
+      run.push_back(call.index);
+      continue;
+    }
+    close();
+    if (candidate) {
+      first = &call;
+      run.push_back(call.index);
+    }
+  }
+  close();
+  return Status::ok();
+}
+
+Status CudaDevice::openGroups(const Program &program,
+                              const std::vector<Communicator *> &groups) {
+  // A group needs NCCL when a kernel communicates over it with others.
+  std::vector<bool> needed(groups.size(), false);
+  for (const KernelCall &call : program.calls) {
+    if (call.group < 0)
+      continue;
+    if (static_cast<size_t>(call.group) >= groups.size() ||
+        !groups[call.group])
+      return Status::error(kernelName(call) +
+                           " has no communicator for its group");
+    if (groups[call.group]->size() != call.groupSize)
+      return Status::error(kernelName(call) + ": its group has " +
+                           std::to_string(call.groupSize) +
+                           " ranks, the communicator " +
+                           std::to_string(groups[call.group]->size()));
+    Family f = resolved_[call.index].family;
+    if (call.groupSize > 1 &&
+        (f == Family::Collective || f == Family::Transfer ||
+         f == Family::TransferStart || f == Family::VocabCrossEntropy))
+      needed[call.group] = true;
+  }
+  nccl_.clear();
+  nccl_.resize(groups.size());
+  liveGroups_.clear();
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (!needed[g])
+      continue;
+    std::string path;
+    if (Status s = loadNccl(&path); !s)
+      return s;
+    if (Status s = NcclGroup::create(*groups[g], device_, groups[g]->label(),
+                                     nccl_[g]);
+        !s)
+      return s;
+    liveGroups_.push_back(nccl_[g].get());
+  }
+  pending_.reserve(program.calls.size());
+  return Status::ok();
+}
+
+void CudaDevice::resolveRun(const KernelCall &call, const Resolved &r,
+                            const StepContext &context) {
+  for (size_t j = 0; j < call.operands.size(); ++j) {
+    const TensorRef &t = call.operands[j];
+    uint8_t *p = r.operands[j] +
+                 r.operandStrides[j] * t.slotOf(context.microbatch,
+                                                context.slot);
+    runOperands_[j] = p;
+    reads_[j] = {reinterpret_cast<uint64_t>(p),
+                 reinterpret_cast<uint64_t>(p) + t.bytes};
+  }
+  for (size_t j = 0; j < call.results.size(); ++j) {
+    const TensorRef &t = call.results[j];
+    uint8_t *p = r.results[j] +
+                 r.resultStrides[j] * t.slotOf(context.microbatch,
+                                               context.slot);
+    runResults_[j] = p;
+    writes_[j] = {reinterpret_cast<uint64_t>(p),
+                  reinterpret_cast<uint64_t>(p) + t.bytes};
+  }
+}
+
+Status CudaDevice::waitForHazards(const KernelCall &call) {
+  tracker_.conflicts(reads_.data(), call.operands.size(), writes_.data(),
+                     call.results.size(), waits_);
+  for (uint32_t slot : waits_)
+    if (Status s = cudaStatus("cudaStreamWaitEvent",
+                              cudaStreamWaitEvent(compute_, events_[slot], 0));
+        !s)
+      return s;
+  return Status::ok();
+}
+
+Status CudaDevice::orderAfterCompute() {
+  if (Status s = cudaStatus("cudaEventRecord",
+                            cudaEventRecord(computeMark_, compute_));
+      !s)
+    return s;
+  return cudaStatus("cudaStreamWaitEvent",
+                    cudaStreamWaitEvent(comm_, computeMark_, 0));
+}
+
+Status CudaDevice::track(const ByteRange *reads, size_t numReads,
+                         const ByteRange *writes, size_t numWrites) {
+  int64_t retired = -1;
+  uint32_t slot = tracker_.begin(reads, numReads, writes, numWrites, retired);
+  if (retired >= 0)
+    if (Status s = cudaStatus(
+            "cudaStreamWaitEvent",
+            cudaStreamWaitEvent(compute_, events_[retired], 0));
+        !s)
+      return s;
+  return cudaStatus("cudaEventRecord", cudaEventRecord(events_[slot], comm_));
+}
+
+Status CudaDevice::execute(const KernelCall &call,
+                           const StepContext &context) {
+  if (call.index >= resolved_.size() || !resolved_[call.index].prepared)
+    return Status::error(kernelName(call) +
+                         " is not part of the prepared program");
+  const Resolved &r = resolved_[call.index];
+  resolveRun(call, r, context);
+  // Deferred work that must go out before anything else runs.
+  if (r.family != Family::TransferStart)
+    if (Status s = flushTransfers(); !s)
+      return s.withContext(kernelName(call));
+  bool continuesBatch =
+      r.batch >= 0 && r.batch == pendingBatch_ && r.member == pendingCount_;
+  if (!continuesBatch)
+    if (Status s = flushOptimizer(); !s)
+      return s.withContext(kernelName(call));
+
+  Status s = Status::ok();
+  switch (r.family) {
+  case Family::Collective:
+    s = runCollective(call);
+    break;
+  case Family::Transfer:
+    s = runTransfer(call);
+    break;
+  case Family::TransferStart:
+    s = startTransfer(call);
+    break;
+  case Family::Wait:
+    s = waitTransfer(call);
+    break;
+  default:
+    s = waitForHazards(call);
+    if (!s)
+      break;
+    if (r.batch >= 0) {
+      // Deferred: the batch goes out at its last member, or when anything
+      // else runs first.
+      if (r.member == 0) {
+        pendingBatch_ = r.batch;
+        pendingCount_ = 0;
+      }
+      if (r.batch == pendingBatch_ && r.member == pendingCount_) {
+        ++pendingCount_;
+        if (pendingCount_ == batches_[r.batch].members.size())
+          s = flushOptimizer();
+        break;
+      }
+      // A member run alone (its batch's earlier members did not just run).
+      s = launchOptimizer(batches_[r.batch], r.member, 1);
+      break;
+    }
+    s = runCompute(call, r, context);
+    break;
+  }
+  if (!s)
+    return s.withContext(kernelName(call));
+  return Status::ok();
+}
+
+Status CudaDevice::runCompute(const KernelCall &call, const Resolved &r,
+                              const StepContext &context) {
+  KernelArgs args;
+  args.operands = runOperands_.data();
+  args.results = runResults_.data();
+  args.scratch = scratch_;
+  args.scratchBytes = scratchBytes_;
+  args.context = &context;
+  args.stream = compute_;
+  switch (r.family) {
+  case Family::Gemm:
+    return gemm_.run(call, args);
+  case Family::Pointwise:
+    return runPointwiseKernel(call, args);
+  case Family::Reduction:
+    return runReductionKernel(call, args);
+  case Family::Attention:
+    return runAttentionKernel(call, args);
+  case Family::VocabCrossEntropy:
+    return runVocabCrossEntropy(call);
+  case Family::Local:
+    return runLocal(call);
+  default:
+    return Status::error("not a compute kernel");
+  }
+}
+
+Status CudaDevice::launchOptimizer(const OptimizerBatch &batch,
+                                   uint32_t first, uint32_t count) {
+  const std::vector<double> &a = batch.attrs;
+  return adamwUpdateMany(batch.list + first, static_cast<int>(count),
+                         batch.mostElements, batch.lr, batch.step,
+                         batch.gradScale, a[0], a[1], a[2], a[3], compute_);
+}
+
+Status CudaDevice::flushOptimizer() {
+  if (pendingBatch_ < 0)
+    return Status::ok();
+  const OptimizerBatch &batch = batches_[pendingBatch_];
+  uint32_t count = pendingCount_;
+  pendingBatch_ = -1;
+  pendingCount_ = 0;
+  return count ? launchOptimizer(batch, 0, count) : Status::ok();
+}
+
+/// all_reduce, all_gather, reduce_scatter, all_to_all on the communication
+/// stream (a group of one: a copy on the compute stream). 16-bit buffers
+/// are reduced by NCCL in their own type (the executable chose the
+/// reduction's dtype: fp32 or bf16 gradients).
+Status CudaDevice::runCollective(const KernelCall &call) {
+  const TensorRef &x = call.operands[0];
+  const TensorRef &y = call.results[0];
+  auto *in = static_cast<uint8_t *>(runOperands_[0]);
+  auto *out = static_cast<uint8_t *>(runResults_[0]);
+  NcclGroup *group = groupOf(call);
+  if (!group) {
+    // One rank: every collective is its operand, as is.
+    if (Status s = waitForHazards(call); !s)
+      return s;
+    if (out == in)
+      return Status::ok();
+    return cudaStatus("copy", cudaMemcpyAsync(out, in, y.bytes,
+                                              cudaMemcpyDeviceToDevice,
+                                              compute_));
+  }
+  if (Status s = orderAfterCompute(); !s)
+    return s;
+  int64_t g = call.groupSize;
+  uint64_t elementBytes = executableDTypeSize(x.dtype);
+  Storage type = storageOf(x.dtype);
+  Status s = Status::ok();
+  switch (call.op) {
+  case fb::OpCode::AllReduce:
+    s = cudaStatus("copy", out == in ? cudaSuccess
+                                     : cudaMemcpyAsync(out, in, x.bytes,
+                                                       cudaMemcpyDeviceToDevice,
+                                                       comm_));
+    if (s)
+      s = group->allReduce(out, out, static_cast<size_t>(call.count), type,
+                           (call.flags & 1) != 0, comm_);
+    break;
+  case fb::OpCode::AllGather: {
+    AroundDim v = aroundDim(x.shape, call.intAttrs[0]);
+    if (v.outer == 1) {
+      s = group->allGather(in, out, x.bytes, comm_);
+      break;
+    }
+    s = group->allGather(in, staging_, x.bytes, comm_);
+    if (s)
+      s = cudaStatus("join", joinPieces(staging_, v.outer, g,
+                                        v.extent * v.inner * elementBytes, out,
+                                        comm_));
+    break;
+  }
+  case fb::OpCode::ReduceScatter: {
+    AroundDim v = aroundDim(x.shape, call.intAttrs[0]);
+    const uint8_t *send = in;
+    if (v.outer > 1) {
+      s = cudaStatus("split",
+                     splitPieces(in, v.outer, g,
+                                 v.extent / g * v.inner * elementBytes,
+                                 staging_, comm_));
+      send = staging_;
+    }
+    if (s)
+      s = group->reduceScatter(send, out, static_cast<size_t>(x.elements / g),
+                               type, comm_);
+    break;
+  }
+  case fb::OpCode::AllToAll: {
+    AroundDim split = aroundDim(x.shape, call.intAttrs[0]);
+    AroundDim concat = aroundDim(y.shape, call.intAttrs[1]);
+    concat.extent /= g;
+    uint8_t *send = staging_, *recv = staging_ + alignScratch(x.bytes);
+    s = cudaStatus("split", splitPieces(in, split.outer, g,
+                                        split.extent / g * split.inner *
+                                            elementBytes,
+                                        send, comm_));
+    if (s)
+      s = group->allToAll(send, recv, x.bytes / g, comm_);
+    if (s)
+      s = cudaStatus("join", joinPieces(recv, concat.outer, g,
+                                        concat.extent * concat.inner *
+                                            elementBytes,
+                                        out, comm_));
+    break;
+  }
+  default:
+    return Status::error("not a collective");
+  }
+  if (!s)
+    return s;
+  return track(reads_.data(), call.operands.size(), writes_.data(),
+               call.results.size());
+}
+
+/// shard_slice and shard_pad: this rank's block along a dimension, as a
+/// strided copy on the compute stream.
+Status CudaDevice::runLocal(const KernelCall &call) {
+  const TensorRef &x = call.operands[0];
+  auto *in = static_cast<uint8_t *>(runOperands_[0]);
+  auto *out = static_cast<uint8_t *>(runResults_[0]);
+  int64_t g = call.groupSize, position = call.groupPosition;
+  uint64_t elementBytes = executableDTypeSize(x.dtype);
+  AroundDim v = aroundDim(x.shape, call.intAttrs[0]);
+  if (call.op == fb::OpCode::ShardSlice) {
+    uint64_t row = v.extent / g * v.inner * elementBytes;
+    return cudaStatus("shard_slice",
+                      cudaMemcpy2DAsync(out, row, in + position * row, g * row,
+                                        row, v.outer, cudaMemcpyDeviceToDevice,
+                                        compute_));
+  }
+  uint64_t row = v.extent * v.inner * elementBytes;
+  if (Status s = cudaStatus("shard_pad", cudaMemsetAsync(
+                                             out, 0, call.results[0].bytes,
+                                             compute_));
+      !s)
+    return s;
+  return cudaStatus("shard_pad",
+                    cudaMemcpy2DAsync(out + position * row, g * row, in, row,
+                                      row, v.outer, cudaMemcpyDeviceToDevice,
+                                      compute_));
+}
+
+/// cross_entropy(_grad) over a padded or split vocabulary (CpuDevice's
+/// runVocabCrossEntropy): per position the max over the group, then the
+/// sums of exponentials and the target's logit summed over it, the
+/// all-reduces in stream order on the compute stream.
+Status CudaDevice::runVocabCrossEntropy(const KernelCall &call) {
+  NcclGroup *group = groupOf(call);
+  bool grad = call.op == fb::OpCode::CrossEntropyGrad;
+  const void *logits = runOperands_[0];
+  Storage logitsType = storageOf(call.operands[0].dtype);
+  auto *labels = static_cast<const int64_t *>(runOperands_[1]);
+  int64_t rows = call.rows, ignore = call.intAttrs[0];
+  int64_t blockStart = call.groupPosition * call.cols;
+  auto *max = reinterpret_cast<float *>(scratch_);
+  float *sumExp = max + rows, *target = sumExp + rows;
+  auto count = static_cast<size_t>(rows);
+  if (Status s = crossEntropyBlockMax(logits, logitsType, labels, rows,
+                                      call.cols, blockStart, call.k, ignore,
+                                      max, compute_);
+      !s)
+    return s;
+  if (group)
+    if (Status s = group->allReduce(max, max, count, Storage::F32, true,
+                                    compute_);
+        !s)
+      return s;
+  if (Status s = crossEntropyBlockSums(logits, logitsType, labels, rows,
+                                       call.cols, blockStart, call.k, ignore,
+                                       max, sumExp, grad ? nullptr : target,
+                                       compute_);
+      !s)
+    return s;
+  if (group)
+    if (Status s = group->allReduce(sumExp, sumExp, grad ? count : 2 * count,
+                                    Storage::F32, false, compute_);
+        !s)
+      return s;
+  if (grad)
+    return crossEntropyBlockGrad(
+        logits, logitsType, labels, rows, call.cols, blockStart, call.k,
+        ignore, max, sumExp, static_cast<const float *>(runOperands_[2]),
+        runResults_[0], storageOf(call.results[0].dtype), compute_);
+  return crossEntropyCombine(labels, rows, ignore, max, sumExp, target,
+                             static_cast<float *>(runResults_[0]),
+                             static_cast<int64_t *>(runResults_[1]), compute_);
+}
+
+/// send and recv: enqueued on the communication stream at once (NCCL pairs
+/// them with the peer's in issue order, as MPI's per-peer FIFO does).
+Status CudaDevice::runTransfer(const KernelCall &call) {
+  NcclGroup *group = groupOf(call);
+  if (!group)
+    return Status::error("a transfer needs a group of two or more ranks");
+  if (Status s = orderAfterCompute(); !s)
+    return s;
+  bool send = call.op == fb::OpCode::Send;
+  int peer = static_cast<int>(call.intAttrs[0]);
+  Status s = send ? group->send(runOperands_[0], call.operands[0].bytes, peer,
+                                comm_)
+                  : group->recv(runResults_[0], call.results[0].bytes, peer,
+                                comm_);
+  if (!s)
+    return s;
+  return send ? track(reads_.data(), 1, nullptr, 0)
+              : track(nullptr, 0, writes_.data(), 1);
+}
+
+/// send_start, recv_start: listed; flushTransfers sends the list as one
+/// NCCL group at the next kernel that is not a start.
+Status CudaDevice::startTransfer(const KernelCall &call) {
+  NcclGroup *group = groupOf(call);
+  if (!group)
+    return Status::error("a transfer needs a group of two or more ranks");
+  PendingTransfer t;
+  t.send = call.op == fb::OpCode::SendStart;
+  t.data = static_cast<uint8_t *>(t.send ? runOperands_[0] : runResults_[0]);
+  t.bytes = t.send ? call.operands[0].bytes : call.results[0].bytes;
+  t.peer = static_cast<int>(call.intAttrs[0]);
+  t.group = group;
+  if (pending_.size() == pending_.capacity())
+    if (Status s = flushTransfers(); !s)
+      return s;
+  pending_.push_back(t);
+  return Status::ok();
+}
+
+Status CudaDevice::flushTransfers() {
+  if (pending_.empty())
+    return Status::ok();
+  if (Status s = orderAfterCompute(); !s)
+    return s;
+  Status s = NcclGroup::groupStart();
+  for (const PendingTransfer &t : pending_) {
+    if (!s)
+      break;
+    s = t.send ? t.group->send(t.data, t.bytes, t.peer, comm_)
+               : t.group->recv(t.data, t.bytes, t.peer, comm_);
+  }
+  // The group is closed whatever happened inside it.
+  Status end = NcclGroup::groupEnd();
+  if (s && !end)
+    s = end;
+  for (const PendingTransfer &t : pending_) {
+    if (!s)
+      break;
+    ByteRange range{reinterpret_cast<uint64_t>(t.data),
+                    reinterpret_cast<uint64_t>(t.data) + t.bytes};
+    s = t.send ? track(&range, 1, nullptr, 0) : track(nullptr, 0, &range, 1);
+  }
+  pending_.clear();
+  return s;
+}
+
+/// wait: the compute stream waits for the transfer on its buffer (the
+/// kernels after it then see the received bytes, or may overwrite the sent
+/// ones).
+Status CudaDevice::waitTransfer(const KernelCall &call) {
+  // The transfer's buffer, read or written: any operation on it meets a
+  // write range.
+  ByteRange range = reads_[0];
+  tracker_.conflicts(nullptr, 0, &range, 1, waits_);
+  for (uint32_t slot : waits_)
+    if (Status s = cudaStatus("cudaStreamWaitEvent",
+                              cudaStreamWaitEvent(compute_, events_[slot], 0));
+        !s)
+      return s;
+  (void)call;
+  return Status::ok();
+}
+
+Status CudaDevice::synchronize() {
+  if (!compute_)
+    return Status::ok();
+  if (Status s = flushTransfers(); !s)
+    return s;
+  if (Status s = flushOptimizer(); !s)
+    return s;
+  tracker_.retireAll(waits_);
+  for (uint32_t slot : waits_)
+    if (Status s = cudaStatus("cudaStreamWaitEvent",
+                              cudaStreamWaitEvent(compute_, events_[slot], 0));
+        !s)
+      return s;
+  if (Status s = cudaStatus("cudaEventRecord", cudaEventRecord(done_, compute_));
+      !s)
+    return s;
+  static const std::string label = "[device]";
+  if (Status s = waitEvent(done_, liveGroups_.data(), liveGroups_.size(),
+                           "synchronize", &label);
+      !s)
+    return s;
+  // A kernel's asynchronous failure (an illegal address) surfaces here.
+  return cudaStatus("a kernel of the step failed", cudaGetLastError());
+}
+
+} // namespace
+
+Status cuda::createDevice(const CudaDeviceOptions &options,
+                          const CudaHostServices &host,
+                          std::unique_ptr<Device> &device) {
+  setHostServices(host);
+  int count = 0;
+  cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    return Status::error(std::string("no CUDA device: CUDA: ") +
+                         cudaGetErrorString(err));
+  }
+  // The loader chose the device (selectCudaDevice).
+  int chosen = options.device;
+  if (chosen < 0 || chosen >= count)
+    return Status::error("CUDA device " + std::to_string(chosen) +
+                         " does not exist (" + std::to_string(count) +
+                         " visible)");
+  auto created = std::make_unique<CudaDevice>(chosen, options);
+  if (Status s = created->start(); !s)
+    return s.withContext("CUDA device " + std::to_string(chosen));
+  device = std::move(created);
+  return Status::ok();
+}

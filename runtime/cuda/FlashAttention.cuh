@@ -1,0 +1,911 @@
+//===- FlashAttention.cuh - attention on tensor cores -----------*- C++ -*-===//
+//
+// The parameters every attention kernel takes, and FlashAttention-2 on
+// mma.sync (m16n8k16, bf16 or f16 operands, fp32 accumulators) for q, k, v
+// (and dO) of one 16-bit storage with head_dim == value_dim in {64, 128}:
+//   forwardKernel          O, or for attention_grad the per-row statistics
+//                          (max, 1 / sum, D = rowsum(dO * O)) instead of O;
+//   backwardKeyValueKernel dK, dV: a block per key tile, looping over the
+//                          query tiles of every query head of its kv group;
+//   backwardQueryKernel    dQ: a block per query tile, looping over keys.
+// No float atomics: every output element is summed by one thread in a fixed
+// order. Scores live in registers; the s x s matrix is never stored.
+//
+// Fragment layouts (PTX ISA, mma.m16n8k16 with .bf16/.f16): lane = 4 g + t;
+//   A (16 x 16, row): a0 (g, 2t..2t+1), a1 (g+8, 2t..), a2 (g, 2t+8..),
+//                     a3 (g+8, 2t+8..)
+//   B (16 x 8, col):  b0 (k 2t..2t+1, n g), b1 (k 2t+8.., n g)
+//   C (16 x 8, f32):  c0 c1 (g, 2t, 2t+1), c2 c3 (g+8, 2t, 2t+1)
+// so the C fragments of two adjacent n-tiles are, packed in pairs, the A
+// fragment of the next product (P V, dS K, ...) without leaving registers.
+// Tiles are [rows][D] in shared memory with each 16-byte chunk c of row r
+// stored at chunk c ^ (r & 7): ldmatrix's eight row reads hit distinct banks.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TPCRT_CUDA_FLASHATTENTION_CUH
+#define TPCRT_CUDA_FLASHATTENTION_CUH
+
+#include "CudaCommon.cuh"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+namespace tpcrt::cuda::attn {
+
+/// The sizes of one attention(_grad) call.
+struct Shape {
+  int64_t batch = 0, heads = 0, kvHeads = 1, seqQ = 0, seqK = 0;
+  int headDim = 0, valueDim = 0;
+  /// heads / kvHeads: query head h reads kv head h / group.
+  int64_t group = 1;
+  bool causal = false;
+  /// seqK - seqQ: with causal, query i sees the keys j <= i + causalOffset
+  /// (CpuKernels.cpp's `valid = i + (s_k - s_q) + 1`).
+  int64_t causalOffset = 0;
+  float scale = 1.0f;
+};
+
+/// Dropout on the probabilities (CpuKernels.h's AttentionDropout, as
+/// CpuDevice.cpp builds it).
+struct Dropout {
+  bool enabled = false;
+  uint64_t key = 0, threshold = 0;
+  float scale = 1.0f;
+  uint64_t firstIndex = 0;
+  int64_t batchOffset = 0, headOffset = 0, queryOffset = 0;
+  int64_t globalHeads = 0, globalSeqQ = 0;
+
+  /// The stream index of probability (b, h, i, 0) of this rank's block:
+  /// firstIndex + ((b' * H + h') * Q + i') * s_k with b', h', i' and H, Q
+  /// global (CpuKernels.cpp's dropoutRow, modulo 2^64 as there).
+  __device__ __forceinline__ uint64_t rowIndex(int64_t b, int64_t h, int64_t i,
+                                               int64_t seqK) const {
+    int64_t row =
+        ((batchOffset + b) * globalHeads + headOffset + h) * globalSeqQ +
+        queryOffset + i;
+    return firstIndex +
+           static_cast<uint64_t>(row) * static_cast<uint64_t>(seqK);
+  }
+  __device__ __forceinline__ bool keep(uint64_t index) const {
+    return dropoutKeep(key, index, threshold);
+  }
+};
+
+/// Per query row (b, h, i) at (b * heads + h) * s_q + i, for
+/// attention_grad: the softmax's max (of the scores, in log2 units on the
+/// tensor-core path), 1 / its sum, and D = rowsum(dO * O).
+struct RowStats {
+  float *max = nullptr;
+  float *invSum = nullptr;
+  float *dot = nullptr;
+};
+
+struct ForwardParams {
+  const void *q = nullptr, *k = nullptr, *v = nullptr;
+  Storage qType = Storage::F32, kType = Storage::F32, vType = Storage::F32;
+  /// The result; null: statistics mode (stats and dO below).
+  void *o = nullptr;
+  Storage oType = Storage::F32;
+  const void *dO = nullptr;
+  Storage dOType = Storage::F32;
+  RowStats stats;
+  Shape shape;
+  Dropout dropout;
+};
+
+struct BackwardParams {
+  const void *q = nullptr, *k = nullptr, *v = nullptr, *dO = nullptr;
+  Storage qType = Storage::F32, kType = Storage::F32, vType = Storage::F32,
+          dOType = Storage::F32;
+  void *dq = nullptr, *dk = nullptr, *dv = nullptr;
+  Storage dqType = Storage::F32, dkType = Storage::F32, dvType = Storage::F32;
+  RowStats stats;
+  Shape shape;
+  Dropout dropout;
+};
+
+__host__ __device__ __forceinline__ int64_t min64(int64_t a, int64_t b) {
+  return a < b ? a : b;
+}
+__host__ __device__ __forceinline__ int64_t max64(int64_t a, int64_t b) {
+  return a > b ? a : b;
+}
+
+/// The grid of the attention kernels: x a tile of queries or keys (tiles of
+/// one head run side by side and share its K, V in L2), (y, z) the head:
+/// b * heads + h, or b * kvHeads + kvh for dK/dV (y at most 65535).
+inline dim3 tileGrid(int64_t tiles, int64_t heads) {
+  int64_t y = heads < 65535 ? heads : 65535;
+  return dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(y),
+              static_cast<unsigned>((heads + y - 1) / y));
+}
+__device__ __forceinline__ int64_t gridHead() {
+  return static_cast<int64_t>(blockIdx.z) * gridDim.y + blockIdx.y;
+}
+
+/// Two adjacent elements (index even) in any float storage; the pointer is
+/// 16-byte aligned on the tensor-core path, so the pair is aligned.
+__device__ __forceinline__ void storePair(void *p, Storage type, int64_t i,
+                                          float lo, float hi) {
+  switch (type) {
+  case Storage::BF16:
+    reinterpret_cast<__nv_bfloat162 *>(static_cast<__nv_bfloat16 *>(p) + i)[0] =
+        __floats2bfloat162_rn(lo, hi);
+    break;
+  case Storage::F16:
+    reinterpret_cast<__half2 *>(static_cast<__half *>(p) + i)[0] =
+        __floats2half2_rn(lo, hi);
+    break;
+  default:
+    reinterpret_cast<float2 *>(static_cast<float *>(p) + i)[0] =
+        make_float2(lo, hi);
+  }
+}
+
+namespace flash {
+
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr int kThreads = 128;
+
+__device__ __forceinline__ unsigned smemAddress(const void *p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+/// 16 bytes global -> shared, asynchronously; zeros when !valid.
+__device__ __forceinline__ void cpAsync16(void *dst, const void *src,
+                                          bool valid) {
+  asm volatile(
+      "cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smemAddress(dst)),
+      "l"(src), "r"(valid ? 16 : 0)
+      : "memory");
+}
+__device__ __forceinline__ void cpAsyncCommit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+/// Waits until at most N of this thread's committed groups are in flight.
+template <int N> __device__ __forceinline__ void cpAsyncWait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+__device__ __forceinline__ void ldmatrix(unsigned (&r)[4], unsigned p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, "
+               "[%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(p));
+}
+__device__ __forceinline__ void ldmatrixTrans(unsigned (&r)[4], unsigned p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, "
+               "%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(p));
+}
+
+/// c += a b on one m16n8k16 tile, and fp32 pairs packed as A fragments.
+template <typename T> struct Mma;
+template <> struct Mma<__nv_bfloat16> {
+  static __device__ __forceinline__ void
+  run(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, "
+        "%3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+  static __device__ __forceinline__ unsigned pack(float lo, float hi) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<unsigned *>(&v);
+  }
+};
+template <> struct Mma<__half> {
+  static __device__ __forceinline__ void
+  run(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, "
+        "%3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+  static __device__ __forceinline__ unsigned pack(float lo, float hi) {
+    __half2 v = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<unsigned *>(&v);
+  }
+};
+
+/// Element offset of (row, col) in a swizzled [rows][D] tile; col a
+/// multiple of 8 (a 16-byte chunk).
+template <int D> __device__ __forceinline__ int swizzle(int row, int col) {
+  return row * D + ((((col >> 3) ^ (row & 7))) << 3);
+}
+
+/// Rows [row0, row0 + Rows) of a row-major [rows, D] tensor into a tile,
+/// zeros past `rows`; asynchronous (the caller commits and waits). Thread
+/// t copies chunk t % (D / 8) of rows t / (D / 8) + k * kStep: kStep is a
+/// multiple of 8, so every copy has the same swizzle and the addresses
+/// advance by a constant stride.
+template <typename T, int D, int Rows>
+__device__ __forceinline__ void loadTile(T *tile, const T *src, int64_t row0,
+                                         int64_t rows) {
+  constexpr int kChunks = D / 8;
+  constexpr int kStep = kThreads / kChunks;
+  static_assert(kStep % 8 == 0 && Rows % kStep == 0, "tile shape");
+  const int c = threadIdx.x % kChunks, r = threadIdx.x / kChunks;
+  T *to = tile + swizzle<D>(r, c * 8);
+  const int64_t left = rows - row0 - r; // rows from this thread's first
+  const T *from = src + (left > 0 ? (row0 + r) * D + c * 8 : 0);
+#pragma unroll
+  for (int k = 0; k < Rows / kStep; ++k) {
+    bool valid = k * kStep < left;
+    cpAsync16(to + k * kStep * D, valid ? from + k * kStep * D : src, valid);
+  }
+}
+
+/// One lane's part of an ldmatrix.x4 on a swizzled [rows][D] tile: it
+/// names row `row` (mod 16) and the 8-column half `half` of a 16 x 16
+/// block. The swizzle depends on the row mod 8 and repeats every 4 blocks
+/// of 16 columns, so at[i] is the element offset for blocks kk with
+/// kk % 4 == i, and the rest is a compile-time offset.
+struct Lane {
+  int at[4];
+};
+template <int D> __device__ __forceinline__ Lane laneFor(int row, int half) {
+  Lane lane;
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+    lane.at[i] = row * D + (((2 * i + half) ^ (row & 7)) << 3);
+  return lane;
+}
+/// The shared address this lane gives ldmatrix for the 16 x 16 block at
+/// rows row0.. (a multiple of 8), columns 16 kk.. of the tile at `tile`.
+template <int D>
+__device__ __forceinline__ unsigned fragment(unsigned tile, int row0, int kk,
+                                             const Lane &lane) {
+  return tile + 2 * (row0 * D + (kk >> 2) * 64 + lane.at[kk & 3]);
+}
+
+/// Lanes of A fragments from an [m][k] tile: matrices 0..3 are (rows 0-7,
+/// k 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15): a0..a3.
+template <int D> __device__ __forceinline__ Lane laneA(int lane) {
+  return laneFor<D>(lane & 15, lane >> 4);
+}
+/// Lanes of B fragments of two n-tiles from an [n][k] tile (k contiguous:
+/// K for Q K^T): matrices (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7),
+/// (n 8-15, k 8-15): b0, b1 of n-tile 0, then of n-tile 1.
+template <int D> __device__ __forceinline__ Lane laneB(int lane) {
+  int m = lane >> 3;
+  return laneFor<D>((lane & 7) + ((m >> 1) << 3), m & 1);
+}
+/// Lanes of B fragments of two n-tiles from a [k][n] tile (n contiguous:
+/// V for P V), transposed by ldmatrix: matrices (k 0-7, n 0-7), (k 8-15,
+/// n 0-7), (k 0-7, n 8-15), (k 8-15, n 8-15): b0, b1 of n-tile 0 (n
+/// columns 16 kk..+7), then of n-tile 1.
+template <int D> __device__ __forceinline__ Lane laneT(int lane) {
+  int m = lane >> 3;
+  return laneFor<D>((lane & 7) + ((m & 1) << 3), m >> 1);
+}
+
+/// The A fragment (16 x 16, k = 16 columns 16 kc..) of the fp32 C tiles
+/// c[2 kc] and c[2 kc + 1].
+template <typename T, int N>
+__device__ __forceinline__ void packA(unsigned (&a)[4], const float (&c)[N][4],
+                                      int kc) {
+  a[0] = Mma<T>::pack(c[2 * kc][0], c[2 * kc][1]);
+  a[1] = Mma<T>::pack(c[2 * kc][2], c[2 * kc][3]);
+  a[2] = Mma<T>::pack(c[2 * kc + 1][0], c[2 * kc + 1][1]);
+  a[3] = Mma<T>::pack(c[2 * kc + 1][2], c[2 * kc + 1][3]);
+}
+
+/// How many of the keys [j0, j0 + N) query `row` sees: those below s_k
+/// and, causal, those <= row + offset; in [0, N].
+template <int N>
+__device__ __forceinline__ int visibleKeys(const Shape &s, int64_t row,
+                                           int64_t j0) {
+  int64_t end = s.seqK;
+  if (s.causal)
+    end = min64(end, row + s.causalOffset + 1);
+  return static_cast<int>(max64(0, min64(N, end - j0)));
+}
+
+//===- Forward ------------------------------------------------------------===//
+
+/// 4 warps of kRowTiles x 16 query rows; key tiles of kBlockN keys, double
+/// buffered (cp.async) while the previous one is computed.
+template <int D> struct ForwardConfig {
+  static constexpr int kRowTiles = 2;
+  static constexpr int kBlockM = 4 * 16 * kRowTiles;
+  static constexpr int kBlockN = 64;
+  static constexpr int kSmemBytes = (kBlockM + 4 * kBlockN) * D * 2;
+};
+
+/// Block (bh, y): query rows [q0, q0 + kBlockM) of head bh = b * heads + h,
+/// q0 from the last tile down (causal blocks with more keys start first);
+/// Drop: p.dropout.enabled.
+/// Invariant after key tile t, per row: mx = max of its (log2-scaled)
+/// scores so far, sum = sum of 2^(score - mx) (before dropout), and o =
+/// sum of 2^(score - mx) * keep * dropScale * v_j; the result is o / sum.
+template <typename T, int D, bool Drop>
+__global__ void __launch_bounds__(kThreads, 1)
+    forwardKernel(const ForwardParams p) {
+  using Cfg = ForwardConfig<D>;
+  constexpr int MT = Cfg::kRowTiles, BM = Cfg::kBlockM, BN = Cfg::kBlockN;
+  constexpr int NT = BN / 8, DT = D / 8;
+  extern __shared__ __align__(128) unsigned char smem[];
+  T *qs = reinterpret_cast<T *>(smem);
+  T *ks = qs + BM * D; // 2 stages of [BN][D]
+  T *vs = ks + 2 * BN * D;
+
+  const Shape &s = p.shape;
+  const int64_t bh = gridHead(), b = bh / s.heads, h = bh % s.heads;
+  if (b >= s.batch)
+    return; // the grid's last z row is partial
+  const int64_t kvh = b * s.kvHeads + h / s.group;
+  const int64_t q0 = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * BM;
+  const T *qg = static_cast<const T *>(p.q) + bh * s.seqQ * D;
+  const T *kg = static_cast<const T *>(p.k) + kvh * s.seqK * D;
+  const T *vg = static_cast<const T *>(p.v) + kvh * s.seqK * D;
+  // The block's last row sees keys < q0 + BM + offset.
+  const int64_t keyEnd =
+      s.causal ? min64(s.seqK, q0 + BM + s.causalOffset) : s.seqK;
+  const int tiles = static_cast<int>((keyEnd + BN - 1) / BN);
+
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int g = lane >> 2, tig = lane & 3;
+  const Lane la = laneA<D>(lane), lb = laneB<D>(lane), lt = laneT<D>(lane);
+  const unsigned qsAddr = smemAddress(qs), ksAddr = smemAddress(ks),
+                 vsAddr = smemAddress(vs);
+  const int64_t warpRow0 = q0 + warp * 16 * MT;
+  const float sl2 = s.scale * kLog2e;
+
+  loadTile<T, D, BM>(qs, qg, q0, s.seqQ);
+  loadTile<T, D, BN>(ks, kg, 0, s.seqK);
+  loadTile<T, D, BN>(vs, vg, 0, s.seqK);
+  cpAsyncCommit();
+
+  float o[MT][DT][4];
+  float mx[MT][2], sum[MT][2];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+    for (int dt = 0; dt < DT; ++dt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        o[mt][dt][e] = 0.0f;
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      mx[mt][half] = -INFINITY;
+      sum[mt][half] = 0.0f;
+    }
+  }
+
+  for (int t = 0; t < tiles; ++t) {
+    const int stage = t & 1;
+    // Stage ^ 1 was last read in tile t - 1, which ended with a barrier.
+    if (t + 1 < tiles) {
+      loadTile<T, D, BN>(ks + (stage ^ 1) * BN * D, kg,
+                         static_cast<int64_t>(t + 1) * BN, s.seqK);
+      loadTile<T, D, BN>(vs + (stage ^ 1) * BN * D, vg,
+                         static_cast<int64_t>(t + 1) * BN, s.seqK);
+    }
+    cpAsyncCommit();
+    cpAsyncWait<1>(); // tile t (and Q) landed
+    __syncthreads();
+    const unsigned ktAddr = ksAddr + stage * BN * D * 2,
+                   vtAddr = vsAddr + stage * BN * D * 2;
+    const int64_t j0 = static_cast<int64_t>(t) * BN;
+    // A causal warp whose last row sees no key of the tile skips it.
+    bool active = !s.causal || j0 <= warpRow0 + 16 * MT - 1 + s.causalOffset;
+    if (active) {
+      // S = Q K^T.
+      float sc[MT][NT][4];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            sc[mt][nt][e] = 0.0f;
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk) {
+        unsigned a[MT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+          ldmatrix(a[mt],
+                   fragment<D>(qsAddr, warp * 16 * MT + mt * 16, kk, la));
+#pragma unroll
+        for (int np = 0; np < BN / 16; ++np) {
+          unsigned bb[4];
+          ldmatrix(bb, fragment<D>(ktAddr, np * 16, kk, lb));
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt) {
+            Mma<T>::run(sc[mt][2 * np], a[mt], bb[0], bb[1]);
+            Mma<T>::run(sc[mt][2 * np + 1], a[mt], bb[2], bb[3]);
+          }
+        }
+      }
+      // Masks (keys past s_k; causal), online softmax, dropout.
+      const bool mask = j0 + BN > s.seqK ||
+                        (s.causal && j0 + BN - 1 > warpRow0 + s.causalOffset);
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const int64_t row = warpRow0 + mt * 16 + g + 8 * half;
+          // The row sees the tile's columns < keys.
+          const int keys = visibleKeys<BN>(s, row, j0);
+          float tileMax = -INFINITY;
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              float x = sc[mt][nt][2 * half + e] * sl2;
+              if (mask && nt * 8 + tig * 2 + e >= keys)
+                x = -INFINITY;
+              sc[mt][nt][2 * half + e] = x;
+              tileMax = fmaxf(tileMax, x);
+            }
+          // The four lanes of a quad hold one row.
+          tileMax = fmaxf(tileMax, __shfl_xor_sync(0xffffffffu, tileMax, 1));
+          tileMax = fmaxf(tileMax, __shfl_xor_sync(0xffffffffu, tileMax, 2));
+          const float newMax = fmaxf(mx[mt][half], tileMax);
+          const float base = newMax == -INFINITY ? 0.0f : newMax;
+          const float alpha = exp2f(mx[mt][half] - base);
+          mx[mt][half] = newMax;
+          float tileSum = 0.0f;
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              float pv = exp2f(sc[mt][nt][2 * half + e] - base);
+              tileSum += pv;
+              sc[mt][nt][2 * half + e] = pv;
+            }
+          sum[mt][half] = sum[mt][half] * alpha + tileSum;
+          // (A template flag: the dropout's registers would make the
+          // kernel without it spill.)
+          if (Drop) {
+            const uint64_t first =
+                p.dropout.rowIndex(b, h, row, s.seqK) + j0 + tig * 2;
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+              for (int e = 0; e < 2; ++e)
+                if (!p.dropout.keep(first + nt * 8 + e))
+                  sc[mt][nt][2 * half + e] = 0.0f;
+                else
+                  sc[mt][nt][2 * half + e] *= p.dropout.scale;
+          }
+#pragma unroll
+          for (int dt = 0; dt < DT; ++dt) {
+            o[mt][dt][2 * half] *= alpha;
+            o[mt][dt][2 * half + 1] *= alpha;
+          }
+        }
+      }
+      // O += P V.
+#pragma unroll
+      for (int kc = 0; kc < BN / 16; ++kc) {
+        unsigned a[MT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+          packA<T>(a[mt], sc[mt], kc);
+#pragma unroll
+        for (int dp = 0; dp < D / 16; ++dp) {
+          unsigned bb[4];
+          ldmatrixTrans(bb, fragment<D>(vtAddr, kc * 16, dp, lt));
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt) {
+            Mma<T>::run(o[mt][2 * dp], a[mt], bb[0], bb[1]);
+            Mma<T>::run(o[mt][2 * dp + 1], a[mt], bb[2], bb[3]);
+          }
+        }
+      }
+    }
+    __syncthreads(); // everyone is done with this stage
+  }
+  cpAsyncWait<0>();
+
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      float l = sum[mt][half];
+      l += __shfl_xor_sync(0xffffffffu, l, 1);
+      l += __shfl_xor_sync(0xffffffffu, l, 2);
+      // Every row sees key 0 (causal or not): l >= 1.
+      const float inv = 1.0f / l;
+      const int64_t row = warpRow0 + mt * 16 + g + 8 * half;
+      const int64_t base = (bh * s.seqQ + row) * D;
+      if (p.o) {
+        if (row < s.seqQ)
+#pragma unroll
+          for (int dt = 0; dt < DT; ++dt)
+            storePair(p.o, p.oType, base + dt * 8 + tig * 2,
+                      o[mt][dt][2 * half] * inv, o[mt][dt][2 * half + 1] * inv);
+      } else {
+        float dot = 0.0f;
+        if (row < s.seqQ)
+#pragma unroll
+          for (int dt = 0; dt < DT; ++dt) {
+            int64_t i = base + dt * 8 + tig * 2;
+            dot += o[mt][dt][2 * half] * inv * loadFloat(p.dO, p.dOType, i);
+            dot += o[mt][dt][2 * half + 1] * inv *
+                   loadFloat(p.dO, p.dOType, i + 1);
+          }
+        dot += __shfl_xor_sync(0xffffffffu, dot, 1);
+        dot += __shfl_xor_sync(0xffffffffu, dot, 2);
+        if (row < s.seqQ && tig == 0) {
+          int64_t r = bh * s.seqQ + row;
+          p.stats.max[r] = mx[mt][half];
+          p.stats.invSum[r] = inv;
+          p.stats.dot[r] = dot;
+        }
+      }
+    }
+}
+
+//===- Backward -----------------------------------------------------------===//
+
+/// dK/dV: kKeys keys per block (16 per warp), kQueries queries per step;
+/// dQ: kRows queries per block (16 per warp), kKeyStep keys per step.
+template <int D> struct BackwardConfig {
+  static constexpr int kKeys = 64;
+  static constexpr int kQueries = D > 64 ? 32 : 64;
+  static constexpr int kKeyValueSmemBytes =
+      (2 * kKeys + 4 * kQueries) * D * 2 + 2 * 3 * kQueries * 4;
+  static constexpr int kRows = 64;
+  static constexpr int kKeyStep = 64;
+  static constexpr int kQuerySmemBytes = (2 * kRows + 4 * kKeyStep) * D * 2;
+};
+
+/// Block (b * kvHeads + kvh, y): keys [k0, k0 + kKeys) of kv head kvh. Its
+/// steps run over every query head of the group, then every query tile
+/// that sees one of its keys, in that fixed order. Invariant after a step,
+/// per key j: dv = sum over the steps' (h, i) of Pd_ij dO_i and dk = sum of
+/// dS_ij q_i, where P = 2^(score - max_i) / sum_i (the statistics),
+/// Pd = P * keep * dropScale, dP = (dO_i . v_j) * keep * dropScale and
+/// dS = P * (dP - D_i) (CpuGradKernels.cpp's formulas); dK = scale * dk.
+template <typename T, int D>
+__global__ void __launch_bounds__(kThreads, 1)
+    backwardKeyValueKernel(const BackwardParams p) {
+  using Cfg = BackwardConfig<D>;
+  constexpr int BK = Cfg::kKeys, BQ = Cfg::kQueries;
+  constexpr int QT = BQ / 8, DT = D / 8;
+  extern __shared__ __align__(128) unsigned char smem[];
+  T *ks = reinterpret_cast<T *>(smem);
+  T *vs = ks + BK * D;
+  T *qs = vs + BK * D;      // 2 stages of [BQ][D]
+  T *dos = qs + 2 * BQ * D; // 2 stages of [BQ][D]
+  float *rowStats = reinterpret_cast<float *>(dos + 2 * BQ * D); // 2 x 3 x BQ
+
+  const Shape &s = p.shape;
+  const int64_t bkv = gridHead(), b = bkv / s.kvHeads, kvh = bkv % s.kvHeads;
+  if (b >= s.batch)
+    return;
+  const int64_t k0 = static_cast<int64_t>(blockIdx.x) * BK;
+  const T *qg = static_cast<const T *>(p.q);
+  const T *dOg = static_cast<const T *>(p.dO);
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int g = lane >> 2, tig = lane & 3;
+  const Lane la = laneA<D>(lane), lb = laneB<D>(lane), lt = laneT<D>(lane);
+  const unsigned ksAddr = smemAddress(ks), vsAddr = smemAddress(vs);
+  const float sl2 = s.scale * kLog2e;
+
+  loadTile<T, D, BK>(ks, static_cast<const T *>(p.k) + bkv * s.seqK * D, k0,
+                     s.seqK);
+  loadTile<T, D, BK>(vs, static_cast<const T *>(p.v) + bkv * s.seqK * D, k0,
+                     s.seqK);
+
+  // Query i sees key k0 iff i >= k0 - offset (causal).
+  const int64_t firstQuery = s.causal ? max64(0, k0 - s.causalOffset) : 0;
+  const int64_t queryTiles = (s.seqQ + BQ - 1) / BQ;
+  const int64_t perHead = max64(0, queryTiles - firstQuery / BQ);
+  const int64_t steps = perHead * s.group;
+
+  // Loads step `step`'s Q, dO and statistics into `stage`.
+  auto issue = [&](int64_t step, int stage) {
+    int64_t hq = kvh * s.group + step / perHead;
+    int64_t i0 = (firstQuery / BQ + step % perHead) * BQ;
+    int64_t bhq = b * s.heads + hq;
+    loadTile<T, D, BQ>(qs + stage * BQ * D, qg + bhq * s.seqQ * D, i0, s.seqQ);
+    loadTile<T, D, BQ>(dos + stage * BQ * D, dOg + bhq * s.seqQ * D, i0,
+                       s.seqQ);
+    float *st = rowStats + stage * 3 * BQ;
+    for (int i = threadIdx.x; i < BQ; i += kThreads) {
+      int64_t row = i0 + i;
+      bool valid = row < s.seqQ;
+      int64_t r = bhq * s.seqQ + row;
+      st[i] = valid ? p.stats.max[r] : 0.0f;
+      st[BQ + i] = valid ? p.stats.invSum[r] : 0.0f;
+      st[2 * BQ + i] = valid ? p.stats.dot[r] : 0.0f;
+    }
+  };
+
+  if (steps > 0)
+    issue(0, 0);
+  cpAsyncCommit();
+
+  float dk[DT][4], dv[DT][4];
+#pragma unroll
+  for (int dt = 0; dt < DT; ++dt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      dk[dt][e] = 0.0f;
+      dv[dt][e] = 0.0f;
+    }
+
+  const int64_t warpKey0 = k0 + warp * 16;
+  for (int64_t t = 0; t < steps; ++t) {
+    const int stage = static_cast<int>(t & 1);
+    // Stage ^ 1 was last read in step t - 1, which ended with a barrier.
+    if (t + 1 < steps)
+      issue(t + 1, stage ^ 1);
+    cpAsyncCommit();
+    cpAsyncWait<1>();
+    __syncthreads();
+    const int64_t hq = kvh * s.group + t / perHead;
+    const int64_t i0 = (firstQuery / BQ + t % perHead) * BQ;
+    const unsigned qtAddr = smemAddress(qs) + stage * BQ * D * 2,
+                   dotAddr = smemAddress(dos) + stage * BQ * D * 2;
+    const float *st = rowStats + stage * 3 * BQ;
+    // Some query of the step sees the warp's first key.
+    bool active = !s.causal || warpKey0 <= i0 + BQ - 1 + s.causalOffset;
+    if (active) {
+      // S^T = K Q^T and dP^T = V dO^T: rows keys, columns queries.
+      float sT[QT][4], dpT[QT][4];
+#pragma unroll
+      for (int nt = 0; nt < QT; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          sT[nt][e] = 0.0f;
+          dpT[nt][e] = 0.0f;
+        }
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk) {
+        unsigned a[4], av[4];
+        ldmatrix(a, fragment<D>(ksAddr, warp * 16, kk, la));
+        ldmatrix(av, fragment<D>(vsAddr, warp * 16, kk, la));
+#pragma unroll
+        for (int np = 0; np < BQ / 16; ++np) {
+          unsigned bb[4];
+          ldmatrix(bb, fragment<D>(qtAddr, np * 16, kk, lb));
+          Mma<T>::run(sT[2 * np], a, bb[0], bb[1]);
+          Mma<T>::run(sT[2 * np + 1], a, bb[2], bb[3]);
+          ldmatrix(bb, fragment<D>(dotAddr, np * 16, kk, lb));
+          Mma<T>::run(dpT[2 * np], av, bb[0], bb[1]);
+          Mma<T>::run(dpT[2 * np + 1], av, bb[2], bb[3]);
+        }
+      }
+      // sT <- Pd^T, dpT <- dS^T.
+      const int64_t dropBase =
+          p.dropout.enabled
+              ? ((p.dropout.batchOffset + b) * p.dropout.globalHeads +
+                 p.dropout.headOffset + hq) *
+                        p.dropout.globalSeqQ +
+                    p.dropout.queryOffset
+              : 0;
+#pragma unroll
+      for (int nt = 0; nt < QT; ++nt) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int qi = nt * 8 + tig * 2 + (e & 1);
+          const int64_t i = i0 + qi;
+          const int64_t j = warpKey0 + g + 8 * (e >> 1);
+          const bool valid = i < s.seqQ && j < s.seqK &&
+                             (!s.causal || j <= i + s.causalOffset);
+          float pv =
+              valid ? exp2f(sT[nt][e] * sl2 - st[qi]) * st[BQ + qi] : 0.0f;
+          float dpv = dpT[nt][e];
+          float pd = pv;
+          if (p.dropout.enabled) {
+            bool kept = p.dropout.keep(p.dropout.firstIndex +
+                                       static_cast<uint64_t>(dropBase + i) *
+                                           static_cast<uint64_t>(s.seqK) +
+                                       static_cast<uint64_t>(j));
+            pd = kept ? pv * p.dropout.scale : 0.0f;
+            dpv = kept ? dpv * p.dropout.scale : 0.0f;
+          }
+          sT[nt][e] = pd;
+          dpT[nt][e] = valid ? pv * (dpv - st[2 * BQ + qi]) : 0.0f;
+        }
+      }
+      // dV += Pd^T dO, dK += dS^T Q (k = queries).
+#pragma unroll
+      for (int kc = 0; kc < BQ / 16; ++kc) {
+        unsigned ap[4], ad[4];
+        packA<T>(ap, sT, kc);
+        packA<T>(ad, dpT, kc);
+#pragma unroll
+        for (int dp = 0; dp < D / 16; ++dp) {
+          unsigned bb[4];
+          ldmatrixTrans(bb, fragment<D>(dotAddr, kc * 16, dp, lt));
+          Mma<T>::run(dv[2 * dp], ap, bb[0], bb[1]);
+          Mma<T>::run(dv[2 * dp + 1], ap, bb[2], bb[3]);
+          ldmatrixTrans(bb, fragment<D>(qtAddr, kc * 16, dp, lt));
+          Mma<T>::run(dk[2 * dp], ad, bb[0], bb[1]);
+          Mma<T>::run(dk[2 * dp + 1], ad, bb[2], bb[3]);
+        }
+      }
+    }
+    __syncthreads();
+  }
+  cpAsyncWait<0>();
+
+  // Keys no query sees (or no queries at all) get zeros.
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int64_t j = warpKey0 + g + 8 * half;
+    if (j >= s.seqK)
+      continue;
+    const int64_t base = (bkv * s.seqK + j) * D;
+#pragma unroll
+    for (int dt = 0; dt < DT; ++dt) {
+      storePair(p.dk, p.dkType, base + dt * 8 + tig * 2,
+                dk[dt][2 * half] * s.scale, dk[dt][2 * half + 1] * s.scale);
+      storePair(p.dv, p.dvType, base + dt * 8 + tig * 2, dv[dt][2 * half],
+                dv[dt][2 * half + 1]);
+    }
+  }
+}
+
+/// Block (bh, y): query rows [q0, q0 + kRows) of head bh, from the last
+/// tile down. Invariant after key tile t, per row i: dq = sum over the
+/// tiles' keys j of dS_ij k_j (dS as in backwardKeyValueKernel); dQ =
+/// scale * dq.
+template <typename T, int D>
+__global__ void __launch_bounds__(kThreads, 1)
+    backwardQueryKernel(const BackwardParams p) {
+  using Cfg = BackwardConfig<D>;
+  constexpr int BM = Cfg::kRows, BN = Cfg::kKeyStep;
+  constexpr int NT = BN / 8, DT = D / 8;
+  extern __shared__ __align__(128) unsigned char smem[];
+  T *qs = reinterpret_cast<T *>(smem);
+  T *dos = qs + BM * D;
+  T *ks = dos + BM * D; // 2 stages of [BN][D]
+  T *vs = ks + 2 * BN * D;
+
+  const Shape &s = p.shape;
+  const int64_t bh = gridHead(), b = bh / s.heads, h = bh % s.heads;
+  if (b >= s.batch)
+    return; // the grid's last z row is partial
+  const int64_t kvh = b * s.kvHeads + h / s.group;
+  const int64_t q0 = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * BM;
+  const T *kg = static_cast<const T *>(p.k) + kvh * s.seqK * D;
+  const T *vg = static_cast<const T *>(p.v) + kvh * s.seqK * D;
+  const int64_t keyEnd =
+      s.causal ? min64(s.seqK, q0 + BM + s.causalOffset) : s.seqK;
+  const int tiles = static_cast<int>((keyEnd + BN - 1) / BN);
+
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int g = lane >> 2, tig = lane & 3;
+  const Lane la = laneA<D>(lane), lb = laneB<D>(lane), lt = laneT<D>(lane);
+  const unsigned qsAddr = smemAddress(qs), dosAddr = smemAddress(dos),
+                 ksAddr = smemAddress(ks), vsAddr = smemAddress(vs);
+  const int64_t warpRow0 = q0 + warp * 16;
+  const float sl2 = s.scale * kLog2e;
+
+  loadTile<T, D, BM>(qs, static_cast<const T *>(p.q) + bh * s.seqQ * D, q0,
+                     s.seqQ);
+  loadTile<T, D, BM>(dos, static_cast<const T *>(p.dO) + bh * s.seqQ * D, q0,
+                     s.seqQ);
+  loadTile<T, D, BN>(ks, kg, 0, s.seqK);
+  loadTile<T, D, BN>(vs, vg, 0, s.seqK);
+  cpAsyncCommit();
+
+  int64_t row[2];
+  float rowMax[2], rowInv[2], rowDot[2];
+  uint64_t dropRow[2];
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    row[half] = warpRow0 + g + 8 * half;
+    bool valid = row[half] < s.seqQ;
+    int64_t r = bh * s.seqQ + row[half];
+    rowMax[half] = valid ? p.stats.max[r] : 0.0f;
+    rowInv[half] = valid ? p.stats.invSum[r] : 0.0f;
+    rowDot[half] = valid ? p.stats.dot[r] : 0.0f;
+    dropRow[half] =
+        p.dropout.enabled ? p.dropout.rowIndex(b, h, row[half], s.seqK) : 0;
+  }
+
+  float dq[DT][4];
+#pragma unroll
+  for (int dt = 0; dt < DT; ++dt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      dq[dt][e] = 0.0f;
+
+  for (int t = 0; t < tiles; ++t) {
+    const int stage = t & 1;
+    if (t + 1 < tiles) {
+      loadTile<T, D, BN>(ks + (stage ^ 1) * BN * D, kg,
+                         static_cast<int64_t>(t + 1) * BN, s.seqK);
+      loadTile<T, D, BN>(vs + (stage ^ 1) * BN * D, vg,
+                         static_cast<int64_t>(t + 1) * BN, s.seqK);
+    }
+    cpAsyncCommit();
+    cpAsyncWait<1>();
+    __syncthreads();
+    const unsigned ktAddr = ksAddr + stage * BN * D * 2,
+                   vtAddr = vsAddr + stage * BN * D * 2;
+    const int64_t j0 = static_cast<int64_t>(t) * BN;
+    bool active = !s.causal || j0 <= warpRow0 + 15 + s.causalOffset;
+    if (active) {
+      // S = Q K^T, dP = dO V^T.
+      float sc[NT][4], dp[NT][4];
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          sc[nt][e] = 0.0f;
+          dp[nt][e] = 0.0f;
+        }
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk) {
+        unsigned a[4], ad[4];
+        ldmatrix(a, fragment<D>(qsAddr, warp * 16, kk, la));
+        ldmatrix(ad, fragment<D>(dosAddr, warp * 16, kk, la));
+#pragma unroll
+        for (int np = 0; np < BN / 16; ++np) {
+          unsigned bb[4];
+          ldmatrix(bb, fragment<D>(ktAddr, np * 16, kk, lb));
+          Mma<T>::run(sc[2 * np], a, bb[0], bb[1]);
+          Mma<T>::run(sc[2 * np + 1], a, bb[2], bb[3]);
+          ldmatrix(bb, fragment<D>(vtAddr, np * 16, kk, lb));
+          Mma<T>::run(dp[2 * np], ad, bb[0], bb[1]);
+          Mma<T>::run(dp[2 * np + 1], ad, bb[2], bb[3]);
+        }
+      }
+      // sc <- dS.
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int half = e >> 1;
+          const int64_t i = row[half];
+          const int64_t j = j0 + nt * 8 + tig * 2 + (e & 1);
+          const bool valid = i < s.seqQ && j < s.seqK &&
+                             (!s.causal || j <= i + s.causalOffset);
+          float pv = valid
+                         ? exp2f(sc[nt][e] * sl2 - rowMax[half]) * rowInv[half]
+                         : 0.0f;
+          float dpv = dp[nt][e];
+          if (p.dropout.enabled)
+            dpv = p.dropout.keep(dropRow[half] + static_cast<uint64_t>(j))
+                      ? dpv * p.dropout.scale
+                      : 0.0f;
+          sc[nt][e] = valid ? pv * (dpv - rowDot[half]) : 0.0f;
+        }
+      }
+      // dq += dS K (k = keys).
+#pragma unroll
+      for (int kc = 0; kc < BN / 16; ++kc) {
+        unsigned a[4];
+        packA<T>(a, sc, kc);
+#pragma unroll
+        for (int dt2 = 0; dt2 < D / 16; ++dt2) {
+          unsigned bb[4];
+          ldmatrixTrans(bb, fragment<D>(ktAddr, kc * 16, dt2, lt));
+          Mma<T>::run(dq[2 * dt2], a, bb[0], bb[1]);
+          Mma<T>::run(dq[2 * dt2 + 1], a, bb[2], bb[3]);
+        }
+      }
+    }
+    __syncthreads();
+  }
+  cpAsyncWait<0>();
+
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    if (row[half] >= s.seqQ)
+      continue;
+    const int64_t base = (bh * s.seqQ + row[half]) * D;
+#pragma unroll
+    for (int dt = 0; dt < DT; ++dt)
+      storePair(p.dq, p.dqType, base + dt * 8 + tig * 2,
+                dq[dt][2 * half] * s.scale, dq[dt][2 * half + 1] * s.scale);
+  }
+}
+
+} // namespace flash
+} // namespace tpcrt::cuda::attn
+
+#endif // TPCRT_CUDA_FLASHATTENTION_CUH

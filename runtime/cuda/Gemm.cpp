@@ -1,0 +1,394 @@
+//===- Gemm.cpp - linear and batch_matmul through cuBLASLt ----------------===//
+//
+// A GEMM call's GemmSpec (GemmSpec.h) says which of its tensors are
+// cuBLASLt's A, B and bias, the column-major problem and what goes through
+// fp32 scratch. At prepare each call gets its spec and, by the spec's key,
+// a shared plan: the matmul descriptor (fp32 compute, TF32 only for fp32
+// inputs when allowed; the bias epilogue), the matrix layouts and the
+// algorithm the heuristic picks for the fixed workspace and the tensors'
+// alignment. A run enqueues the staging casts, the matmul and the output
+// cast on the call's stream, with nothing to look up but its kernel index.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Gemm.h"
+#include "GemmSpec.h"
+#include "GemmStaging.h"
+
+#include "tpcrt/Executable.h"
+
+#include <cublasLt.h>
+
+#include <climits>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+using namespace tpcrt;
+using namespace tpcrt::cuda;
+
+namespace {
+
+/// The cuBLASLt workspace every plan is chosen for (the device places it in
+/// its one allocation).
+constexpr uint64_t kWorkspaceBytes = uint64_t(32) << 20;
+
+std::string cublasText(cublasStatus_t status) {
+  return std::string(cublasLtGetStatusName(status)) + " (" +
+         cublasLtGetStatusString(status) + ")";
+}
+
+Status checkLt(cublasStatus_t status, const char *what) {
+  if (status == CUBLAS_STATUS_SUCCESS)
+    return Status::ok();
+  return Status::error(std::string(what) + " failed: " + cublasText(status));
+}
+
+cudaDataType_t cudaTypeOf(GemmType type) {
+  switch (type) {
+  case GemmType::BF16:
+    return CUDA_R_16BF;
+  case GemmType::F16:
+    return CUDA_R_16F;
+  default:
+    return CUDA_R_32F;
+  }
+}
+
+Storage gemmStorage(GemmType type) {
+  switch (type) {
+  case GemmType::BF16:
+    return Storage::BF16;
+  case GemmType::F16:
+    return Storage::F16;
+  default:
+    return Storage::F32;
+  }
+}
+
+bool isAligned(const void *p, uint32_t alignment) {
+  return reinterpret_cast<uintptr_t>(p) % alignment == 0;
+}
+
+/// One cuBLASLt problem, shared by the calls of its key.
+struct LtPlan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+  cublasLtMatmulAlgo_t algo = {};
+
+  LtPlan() = default;
+  LtPlan(const LtPlan &) = delete;
+  LtPlan &operator=(const LtPlan &) = delete;
+  ~LtPlan() {
+    for (cublasLtMatrixLayout_t layout : {a, b, d})
+      if (layout)
+        cublasLtMatrixLayoutDestroy(layout);
+    if (desc)
+      cublasLtMatmulDescDestroy(desc);
+  }
+};
+
+struct PreferenceDeleter {
+  void operator()(cublasLtMatmulPreferenceOpaque_t *p) const {
+    cublasLtMatmulPreferenceDestroy(p);
+  }
+};
+
+/// A column-major [rows, cols] matrix with leading dimension ld, `batch`
+/// of them `stride` elements apart.
+Status makeLayout(cublasLtMatrixLayout_t &layout, GemmType type, int64_t rows,
+                  int64_t cols, int64_t ld, int64_t batch, int64_t stride) {
+  if (Status s =
+          checkLt(cublasLtMatrixLayoutCreate(&layout, cudaTypeOf(type),
+                                             static_cast<uint64_t>(rows),
+                                             static_cast<uint64_t>(cols), ld),
+                  "cublasLtMatrixLayoutCreate");
+      !s)
+    return s;
+  if (batch <= 1)
+    return Status::ok();
+  int32_t count = static_cast<int32_t>(batch);
+  if (Status s = checkLt(
+          cublasLtMatrixLayoutSetAttribute(
+              layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count),
+          "cublasLtMatrixLayoutSetAttribute(BATCH_COUNT)");
+      !s)
+    return s;
+  return checkLt(cublasLtMatrixLayoutSetAttribute(
+                     layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                     &stride, sizeof stride),
+                 "cublasLtMatrixLayoutSetAttribute(STRIDED_BATCH_OFFSET)");
+}
+
+/// A planned call: its spec and its shared plan (null when there is
+/// nothing to multiply).
+struct CallPlan {
+  bool planned = false;
+  GemmSpec spec;
+  GemmKey key;
+  const LtPlan *plan = nullptr;
+};
+
+std::string kernelText(const KernelCall &call) {
+  return "kernel " + std::to_string(call.index) + " (" + opCodeName(call.op) +
+         ")";
+}
+
+} // namespace
+
+struct GemmEngine::Impl {
+  cublasLtHandle_t handle = nullptr;
+  bool allowTf32 = false;
+  void *workspace = nullptr;
+  PlanCache<LtPlan> cache;
+  /// By KernelCall::index.
+  std::vector<CallPlan> calls;
+
+  ~Impl() {
+    cache.clear();
+    if (handle)
+      cublasLtDestroy(handle);
+  }
+
+  Status build(const GemmKey &key, LtPlan &plan) const;
+  Status setDesc(LtPlan &plan, cublasLtMatmulDescAttributes_t attribute,
+                 const void *value, size_t bytes, const char *name) const {
+    return checkLt(
+        cublasLtMatmulDescSetAttribute(plan.desc, attribute, value, bytes),
+        name);
+  }
+};
+
+Status GemmEngine::Impl::build(const GemmKey &key, LtPlan &plan) const {
+  if (key.batch > INT32_MAX)
+    return Status::error("cuBLASLt batches at most " +
+                         std::to_string(INT32_MAX) + " matrices, not " +
+                         std::to_string(key.batch));
+  // fp32 inputs use TF32 only when allowed: the device check compares fp32
+  // GEMMs with the CPU's within 1e-5.
+  bool tf32 = allowTf32 && key.inputType == GemmType::F32;
+  cublasComputeType_t compute =
+      tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  if (Status s =
+          checkLt(cublasLtMatmulDescCreate(&plan.desc, compute, CUDA_R_32F),
+                  "cublasLtMatmulDescCreate");
+      !s)
+    return s;
+  cublasOperation_t transA = key.transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t transB = key.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+  if (Status s = setDesc(plan, CUBLASLT_MATMUL_DESC_TRANSA, &transA,
+                         sizeof transA, "set TRANSA");
+      !s)
+    return s;
+  if (Status s = setDesc(plan, CUBLASLT_MATMUL_DESC_TRANSB, &transB,
+                         sizeof transB, "set TRANSB");
+      !s)
+    return s;
+  if (key.bias) {
+    cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    if (Status s = setDesc(plan, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                           sizeof epilogue, "set EPILOGUE");
+        !s)
+      return s;
+    // The heuristic reads only the bias pointer's alignment: give it an
+    // address exactly as aligned as the runs' biases. Runs set the real one.
+    const void *probe =
+        reinterpret_cast<const void *>(static_cast<uintptr_t>(key.alignBias));
+    if (Status s = setDesc(plan, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &probe,
+                           sizeof probe, "set BIAS_POINTER");
+        !s)
+      return s;
+  }
+  if (Status s = makeLayout(plan.a, key.inputType, key.transA ? key.k : key.m,
+                            key.transA ? key.m : key.k, key.lda, key.batch,
+                            key.strideA);
+      !s)
+    return s;
+  if (Status s = makeLayout(plan.b, key.inputType, key.transB ? key.n : key.k,
+                            key.transB ? key.k : key.n, key.ldb, key.batch,
+                            key.strideB);
+      !s)
+    return s;
+  if (Status s = makeLayout(plan.d, key.outputType, key.m, key.n, key.ldc,
+                            key.batch, key.strideC);
+      !s)
+    return s;
+
+  cublasLtMatmulPreference_t rawPreference = nullptr;
+  if (Status s = checkLt(cublasLtMatmulPreferenceCreate(&rawPreference),
+                         "cublasLtMatmulPreferenceCreate");
+      !s)
+    return s;
+  std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, PreferenceDeleter>
+      preference(rawPreference);
+  uint64_t workspaceBytes = kWorkspaceBytes;
+  struct {
+    cublasLtMatmulPreferenceAttributes_t attribute;
+    uint32_t value;
+  } alignments[] = {{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.alignA},
+                    {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.alignB},
+                    {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.alignD},
+                    {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.alignD}};
+  cublasStatus_t status = cublasLtMatmulPreferenceSetAttribute(
+      rawPreference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspaceBytes,
+      sizeof workspaceBytes);
+  for (const auto &alignment : alignments)
+    if (status == CUBLAS_STATUS_SUCCESS)
+      status = cublasLtMatmulPreferenceSetAttribute(
+          rawPreference, alignment.attribute, &alignment.value,
+          sizeof alignment.value);
+  if (Status s = checkLt(status, "cublasLtMatmulPreferenceSetAttribute"); !s)
+    return s;
+
+  cublasLtMatmulHeuristicResult_t result = {};
+  int found = 0;
+  status =
+      cublasLtMatmulAlgoGetHeuristic(handle, plan.desc, plan.a, plan.b, plan.d,
+                                     plan.d, rawPreference, 1, &result, &found);
+  if (status != CUBLAS_STATUS_SUCCESS || found < 1 ||
+      result.state != CUBLAS_STATUS_SUCCESS)
+    return Status::error(
+        "cuBLASLt has no algorithm for " + describeGemmKey(key) +
+        (tf32 ? ", TF32" : "") + " within " + std::to_string(kWorkspaceBytes) +
+        " bytes of workspace" +
+        (status != CUBLAS_STATUS_SUCCESS ? ": " + cublasText(status)
+         : found > 0 && result.state != CUBLAS_STATUS_SUCCESS
+             ? ": " + cublasText(result.state)
+             : ""));
+  plan.algo = result.algo;
+  return Status::ok();
+}
+
+bool cuda::isGemmKernel(fb::OpCode op) {
+  return op == fb::OpCode::Linear || op == fb::OpCode::LinearInputGrad ||
+         op == fb::OpCode::LinearWeightGrad || op == fb::OpCode::BatchMatmul;
+}
+
+GemmEngine::GemmEngine() : impl_(std::make_unique<Impl>()) {}
+GemmEngine::~GemmEngine() = default;
+
+Status GemmEngine::init(bool allowTf32) {
+  impl_->allowTf32 = allowTf32;
+  if (impl_->handle)
+    return Status::ok();
+  return checkLt(cublasLtCreate(&impl_->handle), "cublasLtCreate");
+}
+
+Status GemmEngine::plan(const KernelCall &call, uint64_t &scratchBytes) {
+  scratchBytes = 0;
+  if (!impl_->handle)
+    return Status::error(kernelText(call) +
+                         ": the GEMM engine is not initialized");
+  CallPlan entry;
+  entry.spec = gemmSpecOf(call);
+  if (!entry.spec.valid)
+    return Status::error(kernelText(call) + ": not a GEMM kernel");
+  entry.key = gemmKeyOf(entry.spec);
+  if (!entry.spec.empty() && !entry.spec.fillOnly()) {
+    LtPlan *plan = nullptr;
+    Status s = impl_->cache.get(
+        entry.key,
+        [&](const GemmKey &key, LtPlan &made) {
+          return impl_->build(key, made);
+        },
+        plan);
+    if (!s)
+      return s.withContext(kernelText(call) + " (" + describeGemm(entry.spec) +
+                           ")");
+    entry.plan = plan;
+  }
+  entry.planned = true;
+  if (impl_->calls.size() <= call.index)
+    impl_->calls.resize(static_cast<size_t>(call.index) + 1);
+  impl_->calls[call.index] = entry;
+  scratchBytes = entry.spec.scratchBytes;
+  return Status::ok();
+}
+
+uint64_t GemmEngine::workspaceBytes() const { return kWorkspaceBytes; }
+
+void GemmEngine::setWorkspace(void *workspace) { impl_->workspace = workspace; }
+
+size_t GemmEngine::planCount() const { return impl_->cache.size(); }
+
+Status GemmEngine::run(const KernelCall &call, const KernelArgs &args) {
+  if (call.index >= impl_->calls.size() || !impl_->calls[call.index].planned)
+    return Status::error(kernelText(call) + ": not planned");
+  const CallPlan &entry = impl_->calls[call.index];
+  const GemmSpec &s = entry.spec;
+  if (s.empty())
+    return Status::ok();
+  void *result = args.results[0];
+  if (s.fillOnly()) {
+    Status st =
+        gemmFill(s.hasBias() ? args.operands[s.biasOperand] : nullptr,
+                 gemmStorage(s.biasType), s.m, result,
+                 gemmStorage(s.resultType), s.elementsResult, args.stream);
+    return st ? st : st.withContext(kernelText(call));
+  }
+  if (!impl_->workspace)
+    return Status::error(kernelText(call) + ": no cuBLASLt workspace set");
+  if (args.scratchBytes < s.scratchBytes || (s.scratchBytes && !args.scratch))
+    return Status::error(
+        kernelText(call) + ": " + std::to_string(args.scratchBytes) +
+        " bytes of scratch, needs " + std::to_string(s.scratchBytes));
+
+  auto *scratch = static_cast<char *>(args.scratch);
+  auto stage = [&](bool staged, const void *&p, GemmType from, GemmType to,
+                   int64_t elements, uint64_t offset) {
+    if (!staged)
+      return Status::ok();
+    void *copy = scratch + offset;
+    Status st = gemmCast(p, gemmStorage(from), copy, gemmStorage(to), elements,
+                         args.stream);
+    p = copy;
+    return st;
+  };
+  const void *a = args.operands[s.aOperand];
+  const void *b = args.operands[s.bOperand];
+  const void *bias = s.hasBias() ? args.operands[s.biasOperand] : nullptr;
+  Status st = stage(s.stageA, a, s.aType, s.inputType, s.elementsA, s.scratchA);
+  if (st)
+    st = stage(s.stageB, b, s.bType, s.inputType, s.elementsB, s.scratchB);
+  if (st)
+    st = stage(s.stageBias, bias, s.biasType, s.outputType, s.elementsBias,
+               s.scratchBias);
+  if (!st)
+    return st.withContext(kernelText(call));
+  void *d = s.stageOutput ? scratch + s.scratchOutput : result;
+
+  // The plan's algorithm assumed these alignments (from the tensors'
+  // offsets and a 256-byte aligned arena).
+  const GemmKey &key = entry.key;
+  if (!isAligned(a, key.alignA) || !isAligned(b, key.alignB) ||
+      !isAligned(d, key.alignD) || (bias && !isAligned(bias, key.alignBias)))
+    return Status::error(kernelText(call) +
+                         ": a GEMM operand is less aligned than its offset "
+                         "(is the arena 256-byte aligned?)");
+
+  const LtPlan &plan = *entry.plan;
+  // Runs are serialized on the device's host thread: setting the shared
+  // descriptor's bias pointer just before the matmul is safe.
+  if (bias) {
+    cublasStatus_t status = cublasLtMatmulDescSetAttribute(
+        plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
+    if (status != CUBLAS_STATUS_SUCCESS)
+      return Status::error(
+          kernelText(call) +
+          ": setting the bias pointer failed: " + cublasText(status));
+  }
+  float alpha = s.alpha, beta = 0.0f;
+  cublasStatus_t status = cublasLtMatmul(
+      impl_->handle, plan.desc, &alpha, a, plan.a, b, plan.b, &beta, d, plan.d,
+      d, plan.d, &plan.algo, impl_->workspace, kWorkspaceBytes, args.stream);
+  if (status != CUBLAS_STATUS_SUCCESS)
+    return Status::error(kernelText(call) + ": cublasLtMatmul failed: " +
+                         cublasText(status) + " (" + describeGemm(s) + ")");
+  if (s.stageOutput) {
+    st = gemmCast(d, gemmStorage(s.outputType), result,
+                  gemmStorage(s.resultType), s.elementsResult, args.stream);
+    if (!st)
+      return st.withContext(kernelText(call));
+  }
+  return Status::ok();
+}

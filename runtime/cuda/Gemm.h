@@ -1,0 +1,58 @@
+//===- Gemm.h - linear and batch_matmul through cuBLASLt --------*- C++ -*-===//
+//
+// The GEMM family of the CUDA device: linear, linear_input_grad,
+// linear_weight_grad and batch_matmul as cuBLASLt matmuls. Every GEMM call
+// of the program gets its plan at prepare (matrix layouts, the operation
+// descriptor, the algorithm cuBLASLt's heuristic picks for the workspace),
+// cached by its shape key so that calls of the same shape share one; a run
+// looks its plan up by kernel index and launches, allocating nothing.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TPCRT_CUDA_GEMM_H
+#define TPCRT_CUDA_GEMM_H
+
+#include "CudaKernels.h"
+
+#include <cstdint>
+#include <memory>
+
+namespace tpcrt::cuda {
+
+bool isGemmKernel(fb::OpCode op);
+
+class GemmEngine {
+public:
+  GemmEngine();
+  ~GemmEngine();
+  GemmEngine(const GemmEngine &) = delete;
+  GemmEngine &operator=(const GemmEngine &) = delete;
+
+  /// Creates the cuBLASLt handle. allowTf32: fp32 GEMMs may use TF32.
+  Status init(bool allowTf32);
+
+  /// The plan of `call` (a GEMM kernel), made or found in the cache, and
+  /// the scratch its runs need (fp32 or 16-bit staging where cuBLASLt has
+  /// no matmul for the operands' mix of types; 0 mostly). At prepare.
+  Status plan(const KernelCall &call, uint64_t &scratchBytes);
+
+  /// The bytes of cuBLASLt workspace every plan was chosen for; the device
+  /// places that much inside its one allocation and passes it here before
+  /// the first run.
+  uint64_t workspaceBytes() const;
+  void setWorkspace(void *workspace);
+
+  /// Distinct plans made (calls of one shape key share one).
+  size_t planCount() const;
+
+  /// Enqueues `call` (planned) on args.stream.
+  Status run(const KernelCall &call, const KernelArgs &args);
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace tpcrt::cuda
+
+#endif // TPCRT_CUDA_GEMM_H

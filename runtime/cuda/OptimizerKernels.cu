@@ -1,0 +1,483 @@
+//===- OptimizerKernels.cu - the training driver and optimizers on the GPU ===//
+//
+// loss_mean, count_targets, inverse_count, adamw_update, sgd_update(_plain),
+// sum_squares, clip_coefficient and lr_schedule, and adamwUpdateMany
+// (CudaKernels.h): the reduction family's share that mirrors
+// runtime/cpu/CpuOptimizerKernels.cpp (ReductionKernels.cu dispatches here).
+//
+// As there, the optimizers compute in float with their scalars in double,
+// in torch's order of operations; every float operation is written with
+// __f*_rn so that nvcc fuses nothing into an FMA the CPU does not have, and
+// an element's update is the CPU's bit for bit (bias corrections use the
+// device's pow and the schedule its cos: within an ulp of glibc's in
+// double). Scalars that live in device memory (lr, step, grad_scale, sums,
+// counts) are read on the device.
+//
+// The CPU kernels return an error for a step below 1, a negative count or
+// sum of squares; the GPU cannot report one synchronously: an optimizer
+// step below 1 leaves its tensors unchanged, a negative count gives 0, a
+// negative (or NaN) sum of squares a NaN norm and coefficient 1, and
+// lr_schedule computes its formula for any step.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaCommon.cuh"
+#include "CudaKernels.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+namespace tpcrt::cuda {
+
+bool isOptimizerKernel(fb::OpCode op);
+uint64_t optimizerScratchBytes(const KernelCall &call);
+Status runOptimizerKernel(const KernelCall &call, const KernelArgs &args);
+
+namespace {
+
+constexpr unsigned kThreads = 256;
+/// The most blocks of an optimizer launch: each block computes the step's
+/// scalars once, then strides over its elements.
+constexpr int64_t kMaxUpdateBlocks = 2048;
+
+unsigned updateGrid(int64_t count) {
+  int64_t blocks = (count + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(
+      std::min(std::max<int64_t>(blocks, 1), kMaxUpdateBlocks));
+}
+
+__device__ __forceinline__ double warpSumDouble(double v) {
+  for (int offset = 16; offset > 0; offset >>= 1)
+    v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+/// The sum over the block, on every thread (CudaCommon.cuh's blockSum in
+/// double); `shared` holds 32 doubles.
+__device__ __forceinline__ double blockSumDouble(double v, double *shared) {
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  v = warpSumDouble(v);
+  __syncthreads();
+  if (lane == 0)
+    shared[warp] = v;
+  __syncthreads();
+  int warps = (blockDim.x + 31) >> 5;
+  v = lane < warps ? shared[lane] : 0.0;
+  return warpSumDouble(v);
+}
+
+//===----------------------------------------------------------------------===//
+// Training driver scalars.
+//===----------------------------------------------------------------------===//
+
+__global__ void lossMeanKernel(const float *sum, const int64_t *count,
+                               float *out) {
+  int64_t n = *count;
+  *out = n <= 0 ? 0.0f
+                : static_cast<float>(static_cast<double>(*sum) /
+                                     static_cast<double>(n));
+}
+
+__global__ void inverseCountKernel(const int64_t *count, float *out) {
+  int64_t n = *count;
+  *out = n <= 0 ? 0.0f : static_cast<float>(1.0 / static_cast<double>(n));
+}
+
+/// Labels that are not ignoreIndex (one block; integer sums are exact).
+__global__ void countTargetsKernel(const int64_t *labels, int64_t count,
+                                   int64_t ignoreIndex, int64_t *out) {
+  __shared__ long long shared[32];
+  long long n = 0;
+  for (int64_t i = threadIdx.x; i < count; i += blockDim.x)
+    n += labels[i] != ignoreIndex;
+  for (int offset = 16; offset > 0; offset >>= 1)
+    n += __shfl_xor_sync(0xffffffffu, n, offset);
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane == 0)
+    shared[warp] = n;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    long long total = 0;
+    for (int w = 0; w < static_cast<int>((blockDim.x + 31) >> 5); ++w)
+      total += shared[w];
+    *out = total;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizers (cpu::adamwUpdate, cpu::sgdUpdate).
+//===----------------------------------------------------------------------===//
+
+/// What the float attributes give, as the CPU rounds them.
+struct UpdateConstants {
+  // AdamW.
+  float beta1, beta2, oneMinusBeta1, oneMinusBeta2, eps;
+  double beta1Exact, beta2Exact, weightDecay;
+  // SGD.
+  float momentum, decay;
+  bool hasDecay;
+};
+
+UpdateConstants adamwConstants(double beta1, double beta2, double eps,
+                               double weightDecay) {
+  UpdateConstants k{};
+  k.beta1 = static_cast<float>(beta1);
+  k.beta2 = static_cast<float>(beta2);
+  k.oneMinusBeta1 = static_cast<float>(1.0 - beta1);
+  k.oneMinusBeta2 = static_cast<float>(1.0 - beta2);
+  k.eps = static_cast<float>(eps);
+  k.beta1Exact = beta1;
+  k.beta2Exact = beta2;
+  k.weightDecay = weightDecay;
+  return k;
+}
+
+UpdateConstants sgdConstants(double momentum, double weightDecay) {
+  UpdateConstants k{};
+  k.momentum = static_cast<float>(momentum);
+  k.decay = static_cast<float>(weightDecay);
+  k.hasDecay = weightDecay != 0.0;
+  return k;
+}
+
+/// A step's scalars, from lr, step and grad_scale in device memory.
+struct StepScalars {
+  float decay, negStepSize, biasCorrection2Sqrt, negLr, gradScale;
+  bool skip;
+};
+
+__device__ StepScalars adamwScalars(const UpdateConstants &k, const float *lr,
+                                    const int64_t *step,
+                                    const float *gradScale) {
+  StepScalars s{};
+  s.gradScale = gradScale ? *gradScale : 1.0f;
+  s.negLr = -*lr;
+  int64_t t = *step;
+  s.skip = t < 1;
+  double lrValue = *lr;
+  s.decay =
+      static_cast<float>(__dsub_rn(1.0, __dmul_rn(lrValue, k.weightDecay)));
+  auto stepValue = static_cast<double>(t);
+  double biasCorrection1 = __dsub_rn(1.0, pow(k.beta1Exact, stepValue));
+  double biasCorrection2 = __dsub_rn(1.0, pow(k.beta2Exact, stepValue));
+  s.negStepSize = static_cast<float>(-__ddiv_rn(lrValue, biasCorrection1));
+  s.biasCorrection2Sqrt = static_cast<float>(__dsqrt_rn(biasCorrection2));
+  return s;
+}
+
+__device__ StepScalars sgdScalars(const float *lr, const float *gradScale) {
+  StepScalars s{};
+  s.gradScale = gradScale ? *gradScale : 1.0f;
+  s.negLr = -*lr;
+  return s;
+}
+
+__device__ __forceinline__ void
+adamwElement(float *param, const float *grad, float *expAvg, float *expAvgSq,
+             int64_t i, const UpdateConstants &k, const StepScalars &s) {
+  float g = __fmul_rn(grad[i], s.gradScale);
+  float p = __fmul_rn(param[i], s.decay);
+  float m =
+      __fadd_rn(__fmul_rn(expAvg[i], k.beta1), __fmul_rn(k.oneMinusBeta1, g));
+  float v = __fadd_rn(__fmul_rn(expAvgSq[i], k.beta2),
+                      __fmul_rn(__fmul_rn(k.oneMinusBeta2, g), g));
+  float denom =
+      __fadd_rn(__fdiv_rn(__fsqrt_rn(v), s.biasCorrection2Sqrt), k.eps);
+  expAvg[i] = m;
+  expAvgSq[i] = v;
+  param[i] = __fadd_rn(p, __fdiv_rn(__fmul_rn(s.negStepSize, m), denom));
+}
+
+/// buffer null: sgd_update_plain (param -= lr * d).
+__device__ __forceinline__ void sgdElement(float *param, const float *grad,
+                                           float *buffer, int64_t i,
+                                           const UpdateConstants &k,
+                                           const StepScalars &s) {
+  float d = __fmul_rn(grad[i], s.gradScale);
+  if (k.hasDecay)
+    d = __fadd_rn(d, __fmul_rn(k.decay, param[i]));
+  if (!buffer) {
+    param[i] = __fadd_rn(param[i], __fmul_rn(s.negLr, d));
+    return;
+  }
+  float b = __fadd_rn(__fmul_rn(buffer[i], k.momentum), d);
+  buffer[i] = b;
+  param[i] = __fadd_rn(param[i], __fmul_rn(s.negLr, b));
+}
+
+__global__ void adamwKernel(float *param, const float *grad, float *expAvg,
+                            float *expAvgSq, int64_t count, UpdateConstants k,
+                            const float *lr, const int64_t *step,
+                            const float *gradScale) {
+  __shared__ StepScalars shared;
+  if (threadIdx.x == 0)
+    shared = adamwScalars(k, lr, step, gradScale);
+  __syncthreads();
+  StepScalars s = shared;
+  if (s.skip)
+    return;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       i < count; i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    adamwElement(param, grad, expAvg, expAvgSq, i, k, s);
+}
+
+__global__ void sgdKernel(float *param, const float *grad, float *buffer,
+                          int64_t count, UpdateConstants k, const float *lr,
+                          const float *gradScale) {
+  StepScalars s = sgdScalars(lr, gradScale);
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       i < count; i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    sgdElement(param, grad, buffer, i, k, s);
+}
+
+/// adamwUpdateMany: blockIdx.y strides over the tensors, blockIdx.x over
+/// each one's elements. state1 null: SGD (state0 its buffer, or null).
+__global__ void updateManyKernel(const OptimizerTensor *tensors, int numTensors,
+                                 UpdateConstants k, const float *lr,
+                                 const int64_t *step, const float *gradScale) {
+  __shared__ StepScalars shared;
+  if (threadIdx.x == 0)
+    shared =
+        step ? adamwScalars(k, lr, step, gradScale) : sgdScalars(lr, gradScale);
+  __syncthreads();
+  StepScalars s = shared;
+  for (int t = blockIdx.y; t < numTensors; t += gridDim.y) {
+    OptimizerTensor tensor = tensors[t];
+    bool adamw = tensor.state1 != nullptr;
+    if (adamw && (!step || s.skip))
+      continue;
+    for (int64_t i =
+             static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+         i < tensor.count; i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+      if (adamw)
+        adamwElement(tensor.param, tensor.grad, tensor.state0, tensor.state1, i,
+                     k, s);
+      else
+        sgdElement(tensor.param, tensor.grad, tensor.state0, i, k, s);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// sum_squares: per operand kSquaresBlocks double partials (a block-stride
+// loop, then a block sum), then one block adds each operand's partials and
+// the operands' sums in operand order, as the CPU adds its totals.
+//===----------------------------------------------------------------------===//
+
+constexpr unsigned kSquaresBlocks = 128;
+/// Operands per partials launch (their pointers go as kernel parameters).
+constexpr int kSquaresBatch = 64;
+
+struct SquaresBatch {
+  const void *data[kSquaresBatch];
+  int64_t count[kSquaresBatch];
+  Storage type[kSquaresBatch];
+};
+
+__global__ void squaresPartialsKernel(SquaresBatch batch, double *partials) {
+  __shared__ double shared[32];
+  int j = blockIdx.y;
+  const void *x = batch.data[j];
+  Storage type = batch.type[j];
+  int64_t count = batch.count[j];
+  double sum = 0.0;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       i < count; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    double v = loadFloat(x, type, i);
+    sum += v * v;
+  }
+  sum = blockSumDouble(sum, shared);
+  if (threadIdx.x == 0)
+    partials[static_cast<int64_t>(j) * kSquaresBlocks + blockIdx.x] = sum;
+}
+
+/// One block of kSquaresBlocks threads.
+__global__ void squaresTotalKernel(const double *partials, int64_t operands,
+                                   float *out) {
+  __shared__ double shared[32];
+  double total = 0.0;
+  for (int64_t j = 0; j < operands; ++j)
+    total += blockSumDouble(partials[j * kSquaresBlocks + threadIdx.x], shared);
+  if (threadIdx.x == 0)
+    *out = static_cast<float>(total);
+}
+
+Status runSumSquares(const KernelCall &call, const KernelArgs &args) {
+  const char *name = "sum_squares";
+  auto operands = static_cast<int64_t>(call.operands.size());
+  if (args.scratchBytes < optimizerScratchBytes(call))
+    return Status::error(std::string(name) + ": scratch too small");
+  auto *partials = static_cast<double *>(args.scratch);
+  for (int64_t first = 0; first < operands; first += kSquaresBatch) {
+    int n =
+        static_cast<int>(std::min<int64_t>(kSquaresBatch, operands - first));
+    SquaresBatch batch{};
+    for (int j = 0; j < n; ++j) {
+      batch.data[j] = args.operands[first + j];
+      batch.count[j] = call.operands[first + j].elements;
+      batch.type[j] = storageOf(call.operands[first + j].dtype);
+    }
+    squaresPartialsKernel<<<dim3(kSquaresBlocks, n), kThreads, 0,
+                            args.stream>>>(batch,
+                                           partials + first * kSquaresBlocks);
+    if (Status s = launchStatus(name); !s)
+      return s;
+  }
+  squaresTotalKernel<<<1, kSquaresBlocks, 0, args.stream>>>(
+      partials, operands, static_cast<float *>(args.results[0]));
+  return launchStatus(name);
+}
+
+//===----------------------------------------------------------------------===//
+// clip_coefficient and lr_schedule: one thread each.
+//===----------------------------------------------------------------------===//
+
+__global__ void clipCoefficientKernel(const float *sumSquares, bool clips,
+                                      float maxNorm, float *norm,
+                                      float *coefficient) {
+  float n = __fsqrt_rn(*sumSquares);
+  *norm = n;
+  float c = 1.0f;
+  if (clips) {
+    float q = __fdiv_rn(maxNorm, __fadd_rn(n, 1e-6f));
+    c = q < 1.0f ? q : 1.0f; // std::min(1.0f, q)
+  }
+  *coefficient = c;
+}
+
+struct LrConstants {
+  double lr, minLr;
+  int64_t warmup, decay;
+  bool cosine;
+};
+
+__global__ void lrScheduleKernel(const int64_t *step, LrConstants k,
+                                 float *out) {
+  constexpr double kPi = 3.14159265358979323846;
+  double value = k.lr;
+  if (k.cosine) {
+    int64_t s = *step;
+    auto t = static_cast<double>(s);
+    auto warmup = static_cast<double>(k.warmup);
+    auto decay = static_cast<double>(k.decay);
+    if (s <= k.warmup) {
+      value = __ddiv_rn(__dmul_rn(k.lr, t), warmup);
+    } else {
+      double progress =
+          fmin(1.0, __ddiv_rn(__dsub_rn(t, warmup), __dsub_rn(decay, warmup)));
+      value = __dadd_rn(
+          k.minLr, __dmul_rn(__dmul_rn(__dsub_rn(k.lr, k.minLr), 0.5),
+                             __dadd_rn(1.0, cos(__dmul_rn(kPi, progress)))));
+    }
+  }
+  *out = static_cast<float>(value);
+}
+
+} // namespace
+
+bool isOptimizerKernel(fb::OpCode op) {
+  switch (op) {
+  case fb::OpCode::LossMean:
+  case fb::OpCode::CountTargets:
+  case fb::OpCode::InverseCount:
+  case fb::OpCode::AdamWUpdate:
+  case fb::OpCode::SgdUpdate:
+  case fb::OpCode::SgdUpdatePlain:
+  case fb::OpCode::SumSquares:
+  case fb::OpCode::ClipCoefficient:
+  case fb::OpCode::LrSchedule:
+    return true;
+  default:
+    return false;
+  }
+}
+
+uint64_t optimizerScratchBytes(const KernelCall &call) {
+  if (call.op != fb::OpCode::SumSquares)
+    return 0;
+  return alignScratch(call.operands.size() * kSquaresBlocks * sizeof(double));
+}
+
+Status runOptimizerKernel(const KernelCall &call, const KernelArgs &args) {
+  auto operand = [&](size_t j) { return args.operands[j]; };
+  auto result = [&](size_t j) { return args.results[j]; };
+  auto floats = [](void *p) { return static_cast<float *>(p); };
+  auto ints = [](void *p) { return static_cast<int64_t *>(p); };
+  // The optional grad_scale operand at `j`.
+  auto scale = [&](size_t j) {
+    return call.operands.size() > j ? floats(operand(j)) : nullptr;
+  };
+  const std::vector<double> &fa = call.floatAttrs;
+  cudaStream_t stream = args.stream;
+  switch (call.op) {
+  case fb::OpCode::LossMean:
+    lossMeanKernel<<<1, 1, 0, stream>>>(floats(operand(0)), ints(operand(1)),
+                                        floats(result(0)));
+    return launchStatus("loss_mean");
+  case fb::OpCode::InverseCount:
+    inverseCountKernel<<<1, 1, 0, stream>>>(ints(operand(0)),
+                                            floats(result(0)));
+    return launchStatus("inverse_count");
+  case fb::OpCode::CountTargets:
+    countTargetsKernel<<<1, 1024, 0, stream>>>(
+        ints(operand(0)), call.count, call.intAttrs[0], ints(result(0)));
+    return launchStatus("count_targets");
+  case fb::OpCode::AdamWUpdate:
+    // The results are the param and state operands themselves.
+    adamwKernel<<<updateGrid(call.count), kThreads, 0, stream>>>(
+        floats(result(0)), floats(operand(1)), floats(result(1)),
+        floats(result(2)), call.count,
+        adamwConstants(fa[0], fa[1], fa[2], fa[3]), floats(operand(4)),
+        ints(operand(5)), scale(6));
+    return launchStatus("adamw_update");
+  case fb::OpCode::SgdUpdate:
+    sgdKernel<<<updateGrid(call.count), kThreads, 0, stream>>>(
+        floats(result(0)), floats(operand(1)), floats(result(1)), call.count,
+        sgdConstants(fa[0], fa[1]), floats(operand(3)), scale(4));
+    return launchStatus("sgd_update");
+  case fb::OpCode::SgdUpdatePlain:
+    sgdKernel<<<updateGrid(call.count), kThreads, 0, stream>>>(
+        floats(result(0)), floats(operand(1)), nullptr, call.count,
+        sgdConstants(0.0, fa[0]), floats(operand(2)), scale(3));
+    return launchStatus("sgd_update_plain");
+  case fb::OpCode::SumSquares:
+    return runSumSquares(call, args);
+  case fb::OpCode::ClipCoefficient:
+    clipCoefficientKernel<<<1, 1, 0, stream>>>(
+        floats(operand(0)), fa[0] > 0.0, static_cast<float>(fa[0]),
+        floats(result(0)), floats(result(1)));
+    return launchStatus("clip_coefficient");
+  case fb::OpCode::LrSchedule: {
+    LrConstants k{fa[0], fa[1], call.intAttrs[0], call.intAttrs[1],
+                  (call.flags & 1) != 0};
+    lrScheduleKernel<<<1, 1, 0, stream>>>(ints(operand(0)), k,
+                                          floats(result(0)));
+    return launchStatus("lr_schedule");
+  }
+  default:
+    return Status::error("not an optimizer kernel");
+  }
+}
+
+Status adamwUpdateMany(const OptimizerTensor *tensors, int numTensors,
+                       int64_t mostElements, const float *lr,
+                       const int64_t *step, const float *gradScale,
+                       double beta1, double beta2, double eps,
+                       double weightDecay, cudaStream_t stream) {
+  if (numTensors <= 0 || mostElements <= 0)
+    return Status::ok();
+  // SGD lists (state1 null) take beta1 as the momentum.
+  UpdateConstants k = adamwConstants(beta1, beta2, eps, weightDecay);
+  UpdateConstants sgd = sgdConstants(beta1, weightDecay);
+  k.momentum = sgd.momentum;
+  k.decay = sgd.decay;
+  k.hasDecay = sgd.hasDecay;
+  auto y = static_cast<unsigned>(std::min(numTensors, 65535));
+  int64_t x = std::min<int64_t>(updateGrid(mostElements),
+                                std::max<int64_t>(1, (int64_t(1) << 17) / y));
+  updateManyKernel<<<dim3(static_cast<unsigned>(x), y), kThreads, 0, stream>>>(
+      tensors, numTensors, k, lr, step, gradScale);
+  return launchStatus("adamw_update (many)");
+}
+
+} // namespace tpcrt::cuda

@@ -1,0 +1,673 @@
+//===- PointwiseKernels.cu - elementwise maps, dropout, rotary, copies ----===//
+//
+// The pointwise family (CudaKernels.h): elementwise maps and their grads,
+// broadcast add and mul, dropout and its masks, rotary, casts, copies and
+// zeros; its layout kernels (transpose, slice, repeat, pad, sum_groups,
+// sum_to) are LayoutKernels.cu's. Each matches the CPU device's kernel
+// (runtime/cpu) in fp32: add, mul, dropout, masks, casts and copies bit for
+// bit, rotary to the rounding of its double angles, the transcendental maps
+// within fp32 rounding (CUDA's erff, tanhf, expf where the CPU uses
+// FastMath.h); dropout draws the very same stream.
+//
+// Every map reads any float storage with loadFloat and stores with
+// storeFloat, in grid-stride loops, 8 elements at a time (16-byte loads of
+// 16-bit storage) when every pointer is 16-byte aligned. A result may be the
+// very bytes of an operand (Kernels.def's SameBytes): each thread reads its
+// elements before it writes them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaCommon.cuh"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+using namespace tpcrt;
+using namespace tpcrt::cuda;
+
+// LayoutKernels.cu's entry points (the layout kernels of this family).
+namespace tpcrt::cuda {
+bool isLayoutKernel(fb::OpCode op);
+uint64_t layoutScratchBytes(const KernelCall &call);
+Status runLayoutKernel(const KernelCall &call, const KernelArgs &args);
+} // namespace tpcrt::cuda
+
+namespace {
+
+constexpr unsigned kThreads = 256;
+/// Elements a vectorized map takes at once.
+constexpr int kVec = 8;
+/// Threads that fill the device: rotary splits its rows to get this many.
+constexpr int64_t kFillThreads = int64_t(1) << 18;
+
+Status cudaStatus(cudaError_t err, const char *what) {
+  if (err == cudaSuccess)
+    return Status::ok();
+  return Status::error(std::string(what) + ": " + cudaGetErrorString(err));
+}
+
+bool aligned16(const void *p) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Device helpers
+//===----------------------------------------------------------------------===//
+
+/// q = a / b, r = a % b for a >= 0, b > 0: 32-bit division when both fit.
+__device__ __forceinline__ void divMod(int64_t a, int64_t b, int64_t &q,
+                                       int64_t &r) {
+  if (((static_cast<uint64_t>(a) | static_cast<uint64_t>(b)) >> 32) == 0) {
+    uint32_t q32 = static_cast<uint32_t>(a) / static_cast<uint32_t>(b);
+    q = q32;
+    r = static_cast<uint32_t>(a) - q32 * static_cast<uint32_t>(b);
+  } else {
+    q = a / b;
+    r = a - q * b;
+  }
+}
+
+__device__ __forceinline__ int64_t modFast(int64_t a, int64_t b) {
+  int64_t q, r;
+  divMod(a, b, q, r);
+  return r;
+}
+
+__device__ __forceinline__ int64_t firstThread() {
+  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+
+__device__ __forceinline__ int64_t threadStride() {
+  return static_cast<int64_t>(gridDim.x) * blockDim.x;
+}
+
+/// Elements [i, i + kVec) (i a multiple of kVec, p 16-byte aligned) as
+/// floats; U8 (a mask) reads 0 or the byte's value.
+__device__ __forceinline__ void loadVec(const void *p, Storage type, int64_t i,
+                                        float (&v)[kVec]) {
+  switch (type) {
+  case Storage::BF16: {
+    uint4 raw = *reinterpret_cast<const uint4 *>(
+        static_cast<const __nv_bfloat16 *>(p) + i);
+    __nv_bfloat162 h[4];
+    memcpy(h, &raw, sizeof(raw));
+    for (int k = 0; k < 4; ++k) {
+      float2 f = __bfloat1622float2(h[k]);
+      v[2 * k] = f.x;
+      v[2 * k + 1] = f.y;
+    }
+    break;
+  }
+  case Storage::F16: {
+    uint4 raw =
+        *reinterpret_cast<const uint4 *>(static_cast<const __half *>(p) + i);
+    __half2 h[4];
+    memcpy(h, &raw, sizeof(raw));
+    for (int k = 0; k < 4; ++k) {
+      float2 f = __half22float2(h[k]);
+      v[2 * k] = f.x;
+      v[2 * k + 1] = f.y;
+    }
+    break;
+  }
+  case Storage::U8: {
+    uint2 raw =
+        *reinterpret_cast<const uint2 *>(static_cast<const uint8_t *>(p) + i);
+    uint8_t b[8];
+    memcpy(b, &raw, sizeof(raw));
+    for (int k = 0; k < kVec; ++k)
+      v[k] = static_cast<float>(b[k]);
+    break;
+  }
+  default: {
+    const float4 *q =
+        reinterpret_cast<const float4 *>(static_cast<const float *>(p) + i);
+    float4 a = q[0], b = q[1];
+    v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w;
+    v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+  }
+  }
+}
+
+/// Stores elements [i, i + kVec) in float storage, rounding to nearest even.
+__device__ __forceinline__ void storeVec(void *p, Storage type, int64_t i,
+                                         const float (&v)[kVec]) {
+  switch (type) {
+  case Storage::BF16: {
+    __nv_bfloat162 h[4];
+    for (int k = 0; k < 4; ++k)
+      h[k] = __floats2bfloat162_rn(v[2 * k], v[2 * k + 1]);
+    uint4 raw;
+    memcpy(&raw, h, sizeof(raw));
+    *reinterpret_cast<uint4 *>(static_cast<__nv_bfloat16 *>(p) + i) = raw;
+    break;
+  }
+  case Storage::F16: {
+    __half2 h[4];
+    for (int k = 0; k < 4; ++k)
+      h[k] = __floats2half2_rn(v[2 * k], v[2 * k + 1]);
+    uint4 raw;
+    memcpy(&raw, h, sizeof(raw));
+    *reinterpret_cast<uint4 *>(static_cast<__half *>(p) + i) = raw;
+    break;
+  }
+  default: {
+    float4 *q = reinterpret_cast<float4 *>(static_cast<float *>(p) + i);
+    q[0] = make_float4(v[0], v[1], v[2], v[3]);
+    q[1] = make_float4(v[4], v[5], v[6], v[7]);
+  }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise maps
+//===----------------------------------------------------------------------===//
+
+// The functions of the maps, as the CPU kernels (CpuKernels.cpp,
+// CpuGradKernels.cpp) write them, with CUDA's full-accuracy erff, tanhf and
+// expf in place of FastMath.h's.
+
+constexpr float kInvSqrt2 = 0.70710678118654752f;
+constexpr float kInvSqrt2Pi = 0.39894228040143268f;
+constexpr float kSqrt2OverPi = 0.79788456080286536f;
+constexpr float kGeluCubic = 0.044715f;
+
+struct GeluErf {
+  __device__ float operator()(float x, int64_t) const {
+    return 0.5f * x * (1.0f + erff(x * kInvSqrt2));
+  }
+};
+
+struct GeluTanh {
+  __device__ float operator()(float x, int64_t) const {
+    return 0.5f * x *
+           (1.0f + tanhf(kSqrt2OverPi * (x + kGeluCubic * x * x * x)));
+  }
+};
+
+struct Silu {
+  __device__ float operator()(float x, int64_t) const {
+    return x * (1.0f / (1.0f + expf(-x)));
+  }
+};
+
+/// Cast: the load and the store do the conversion.
+struct Identity {
+  __device__ float operator()(float x, int64_t) const { return x; }
+};
+
+struct Dropout {
+  DropoutDraw draw;
+  __device__ float operator()(float x, int64_t i) const {
+    return draw.keep(i) ? x * draw.scale : 0.0f;
+  }
+};
+
+struct Add {
+  __device__ float operator()(float a, float b, int64_t) const { return a + b; }
+};
+
+struct Mul {
+  __device__ float operator()(float a, float b, int64_t) const { return a * b; }
+};
+
+/// (dY, x) -> dX.
+struct GeluErfGrad {
+  __device__ float operator()(float dy, float x, int64_t) const {
+    float cdf = 0.5f * (1.0f + erff(x * kInvSqrt2));
+    float pdf = kInvSqrt2Pi * expf(-0.5f * x * x);
+    return dy * (cdf + x * pdf);
+  }
+};
+
+struct GeluTanhGrad {
+  __device__ float operator()(float dy, float x, int64_t) const {
+    float t = tanhf(kSqrt2OverPi * (x + kGeluCubic * x * x * x));
+    float du = kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * x * x);
+    return dy * (0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du);
+  }
+};
+
+struct SiluGrad {
+  __device__ float operator()(float dy, float x, int64_t) const {
+    float s = 1.0f / (1.0f + expf(-x));
+    return dy * (s * (1.0f + x * (1.0f - s)));
+  }
+};
+
+/// (input, mask) -> input * mask * scale.
+struct ApplyMask {
+  float scale;
+  __device__ float operator()(float x, float mask, int64_t) const {
+    return mask != 0.0f ? x * scale : 0.0f;
+  }
+};
+
+/// y[i] = op(x[i], i); kVec elements at a time when `vectorized`.
+template <typename Op>
+__global__ void __launch_bounds__(kThreads)
+    unaryKernel(const void *x, Storage xType, void *y, Storage yType,
+                int64_t count, bool vectorized, Op op) {
+  int64_t first = firstThread(), stride = threadStride();
+  int64_t vectorEnd = vectorized ? count / kVec * kVec : 0;
+  for (int64_t base = first * kVec; base < vectorEnd; base += stride * kVec) {
+    float v[kVec];
+    loadVec(x, xType, base, v);
+#pragma unroll
+    for (int k = 0; k < kVec; ++k)
+      v[k] = op(v[k], base + k);
+    storeVec(y, yType, base, v);
+  }
+  for (int64_t i = vectorEnd + first; i < count; i += stride)
+    storeFloat(y, yType, i, op(loadFloat(x, xType, i), i));
+}
+
+/// y[i] = op(a[i], b[i mod bCount], i): b's shape a suffix of a's.
+template <typename Op>
+__global__ void __launch_bounds__(kThreads)
+    binaryKernel(const void *a, Storage aType, const void *b, Storage bType,
+                 int64_t bCount, void *y, Storage yType, int64_t count,
+                 bool vectorized, Op op) {
+  int64_t first = firstThread(), stride = threadStride();
+  int64_t vectorEnd = vectorized ? count / kVec * kVec : 0;
+  for (int64_t base = first * kVec; base < vectorEnd; base += stride * kVec) {
+    // bCount is count or a multiple of kVec: b's kVec elements are one run.
+    int64_t j = base < bCount ? base : modFast(base, bCount);
+    float va[kVec], vb[kVec];
+    loadVec(a, aType, base, va);
+    loadVec(b, bType, j, vb);
+#pragma unroll
+    for (int k = 0; k < kVec; ++k)
+      va[k] = op(va[k], vb[k], base + k);
+    storeVec(y, yType, base, va);
+  }
+  for (int64_t i = vectorEnd + first; i < count; i += stride) {
+    int64_t j = i < bCount ? i : modFast(i, bCount);
+    float vb = bType == Storage::U8 ? static_cast<const uint8_t *>(b)[j]
+                                    : loadFloat(b, bType, j);
+    storeFloat(y, yType, i, op(loadFloat(a, aType, i), vb, i));
+  }
+}
+
+/// add on i64 counts, wrapping.
+__global__ void __launch_bounds__(kThreads)
+    addInt64Kernel(const int64_t *a, const int64_t *b, int64_t bCount,
+                   int64_t *y, int64_t count) {
+  for (int64_t i = firstThread(); i < count; i += threadStride()) {
+    int64_t j = i < bCount ? i : modFast(i, bCount);
+    y[i] = static_cast<int64_t>(static_cast<uint64_t>(a[i]) +
+                                static_cast<uint64_t>(b[j]));
+  }
+}
+
+/// mask[i] = 1 where dropout keeps element i, else 0.
+__global__ void __launch_bounds__(kThreads)
+    dropoutMaskKernel(uint8_t *mask, int64_t count, DropoutDraw draw) {
+  for (int64_t i = firstThread(); i < count; i += threadStride())
+    mask[i] = draw.keep(i) ? 1 : 0;
+}
+
+template <typename Op>
+Status launchUnary(const void *x, Storage xType, void *y, Storage yType,
+                   int64_t count, Op op, cudaStream_t stream,
+                   const char *name) {
+  if (count <= 0)
+    return Status::ok();
+  bool vectorized = aligned16(x) && aligned16(y) && count >= kVec;
+  int64_t work = vectorized ? (count + kVec - 1) / kVec : count;
+  unaryKernel<<<gridFor(work, kThreads), kThreads, 0, stream>>>(
+      x, xType, y, yType, count, vectorized, op);
+  return launchStatus(name);
+}
+
+template <typename Op>
+Status launchBinary(const void *a, Storage aType, const void *b, Storage bType,
+                    int64_t bCount, void *y, Storage yType, int64_t count,
+                    Op op, cudaStream_t stream, const char *name) {
+  if (count <= 0)
+    return Status::ok();
+  if (bCount <= 0 || count % bCount != 0)
+    return Status::error(
+        std::string(name) + ": rhs of " + std::to_string(bCount) +
+        " elements does not tile lhs of " + std::to_string(count));
+  bool vectorized = aligned16(a) && aligned16(b) && aligned16(y) &&
+                    count >= kVec && (bCount == count || bCount % kVec == 0);
+  int64_t work = vectorized ? (count + kVec - 1) / kVec : count;
+  binaryKernel<<<gridFor(work, kThreads), kThreads, 0, stream>>>(
+      a, aType, b, bType, bCount, y, yType, count, vectorized, op);
+  return launchStatus(name);
+}
+
+//===----------------------------------------------------------------------===//
+// Rotary
+//===----------------------------------------------------------------------===//
+
+/// rotary(_scaled) of x [outer, seq, dim] (CpuKernels.cpp's rotary). The
+/// float arithmetic of the frequencies and of the rotation is written with
+/// _rn intrinsics so that nothing is contracted into an FMA: the CPU's
+/// scalar code has none, and then both compute the same fp32 values.
+struct RotaryParams {
+  const void *x = nullptr;
+  Storage xType = Storage::F32;
+  void *y = nullptr;
+  Storage yType = Storage::F32;
+  int64_t outer = 0, seq = 0, dim = 0, offset = 0;
+  /// Rows of `outer` each blockIdx.y handles.
+  int64_t rowsPerSlice = 1;
+  double theta = 0.0;
+  bool inverse = false;
+  /// 0: none (rotary); 1: linear; 2: llama3 (rotary_scaled).
+  int scaling = 0;
+  // The scaling's constants as CpuKernels.cpp's scaledInvFreq rounds them.
+  float factor = 1.0f, lowWavelen = 0.0f, highWavelen = 0.0f;
+  float oldMax = 0.0f, low = 0.0f, highMinusLow = 0.0f, twoPi = 0.0f;
+};
+
+/// scaledInvFreq of CpuKernels.cpp, operation for operation.
+__device__ float scaledInvFreq(float invFreq, const RotaryParams &p) {
+  if (p.scaling == 1)
+    return __fdiv_rn(invFreq, p.factor);
+  float wavelen = __fmul_rn(__fdiv_rn(1.0f, invFreq), p.twoPi);
+  float llama = wavelen > p.lowWavelen ? __fdiv_rn(invFreq, p.factor) : invFreq;
+  bool medium = !(wavelen < p.highWavelen) && !(wavelen > p.lowWavelen);
+  if (!medium)
+    return llama;
+  float smooth =
+      __fdiv_rn(__fsub_rn(__fmul_rn(__fdiv_rn(1.0f, wavelen), p.oldMax), p.low),
+                p.highMinusLow);
+  return __fadd_rn(
+      __fdiv_rn(__fmul_rn(__fsub_rn(1.0f, smooth), llama), p.factor),
+      __fmul_rn(smooth, llama));
+}
+
+/// A thread per (position, frequency) pair computes its angle once and
+/// rotates that pair in blockIdx.y's rows of `outer`. pow, cos and sin run
+/// in double and round to fp32: the CPU's double pow and glibc's cosf and
+/// sinf give the same fp32 values but where a value lies within an ulp or
+/// two of a rounding boundary (rare: a one-ulp difference).
+__global__ void __launch_bounds__(kThreads) rotaryKernel(RotaryParams p) {
+  int64_t half = p.dim / 2, pairs = p.seq * half;
+  int64_t rowBegin = static_cast<int64_t>(blockIdx.y) * p.rowsPerSlice;
+  int64_t rowEnd = min(p.outer, rowBegin + p.rowsPerSlice);
+  for (int64_t t = firstThread(); t < pairs; t += threadStride()) {
+    int64_t s, i;
+    divMod(t, half, s, i);
+    double invFreq = pow(p.theta, -2.0 * static_cast<double>(i) /
+                                      static_cast<double>(p.dim));
+    auto freq = static_cast<float>(invFreq);
+    if (p.scaling)
+      freq = scaledInvFreq(freq, p);
+    float position = static_cast<float>(static_cast<double>(p.offset + s));
+    float angle = __fmul_rn(position, freq);
+    double sinAngle, cosAngle;
+    sincos(static_cast<double>(angle), &sinAngle, &cosAngle);
+    auto c = static_cast<float>(cosAngle);
+    auto sn = static_cast<float>(sinAngle);
+    if (p.inverse)
+      sn = -sn;
+    for (int64_t o = rowBegin; o < rowEnd; ++o) {
+      int64_t row = (o * p.seq + s) * p.dim;
+      float x1 = loadFloat(p.x, p.xType, row + i);
+      float x2 = loadFloat(p.x, p.xType, row + i + half);
+      storeFloat(p.y, p.yType, row + i,
+                 __fsub_rn(__fmul_rn(x1, c), __fmul_rn(x2, sn)));
+      storeFloat(p.y, p.yType, row + i + half,
+                 __fadd_rn(__fmul_rn(x2, c), __fmul_rn(x1, sn)));
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Host side
+//===----------------------------------------------------------------------===//
+
+/// What a run reads of its call: addresses, storages.
+struct Run {
+  const KernelCall &call;
+  const KernelArgs &args;
+  const StepContext &context;
+
+  const void *in(size_t j) const { return args.operands[j]; }
+  void *out(size_t j) const { return args.results[j]; }
+  Storage inType(size_t j) const { return storageOf(call.operands[j].dtype); }
+  Storage outType(size_t j) const { return storageOf(call.results[j].dtype); }
+  /// A dropout rate, 0 in evaluation (every element kept).
+  double rate(size_t j) const {
+    return context.evaluation ? 0.0 : call.floatAttrs[j];
+  }
+};
+
+Status checkRate(const char *kernel, double rate) {
+  if (!(rate >= 0.0 && rate < 1.0))
+    return Status::error(std::string(kernel) + ": dropout rate " +
+                         std::to_string(rate) + " is outside [0, 1)");
+  return Status::ok();
+}
+
+/// The draw of a dropout kernel as CpuDevice.cpp computes it: key from the
+/// seed, the stream (int_attrs[0]) and the step; the first index from
+/// int_attrs[1] and the microbatch; a split tensor's elements at their
+/// global indices in the first result.
+Status dropoutDraw(const Run &r, const char *kernel, double rate,
+                   DropoutDraw &draw) {
+  const KernelCall &call = r.call;
+  const std::vector<int64_t> &ia = call.intAttrs;
+  if (Status s = checkRate(kernel, rate); !s)
+    return s;
+  draw.key =
+      dropoutKey(r.context.seed, static_cast<uint64_t>(ia[0]), r.context.step);
+  draw.threshold = dropoutThreshold(rate);
+  draw.scale = dropoutScale(rate);
+  draw.firstIndex =
+      (ia.size() == 2 ? ia[1] : 0) +
+      static_cast<int64_t>(r.context.microbatch) * call.streamElements;
+  if (draw.firstIndex < 0)
+    return Status::error(std::string(kernel) + ": negative first index " +
+                         std::to_string(draw.firstIndex));
+  if (call.splits.empty())
+    return Status::ok();
+  size_t rank = call.globalShape.size();
+  const std::vector<int64_t> &shape = call.results[0].shape;
+  if (rank > static_cast<size_t>(kMaxBlockRank) || shape.size() != rank ||
+      call.globalOffset.size() != rank)
+    return Status::error(std::string(kernel) + ": a block of rank " +
+                         std::to_string(rank) + " in a result of rank " +
+                         std::to_string(shape.size()));
+  GlobalIndex &index = draw.index;
+  index.rank = static_cast<int>(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    index.shape[d] = shape[d];
+    index.globalShape[d] = call.globalShape[d];
+    index.offset[d] = call.globalOffset[d];
+  }
+  return Status::ok();
+}
+
+Status runRotary(const Run &r) {
+  const KernelCall &call = r.call;
+  RotaryParams p;
+  p.x = r.in(0);
+  p.xType = r.inType(0);
+  p.y = r.out(0);
+  p.yType = r.outType(0);
+  p.outer = call.outer;
+  p.seq = call.seqQ;
+  p.dim = call.headDim;
+  p.offset = call.intAttrs[0];
+  p.theta = call.floatAttrs[0];
+  p.inverse = call.flags & 1;
+  if (p.dim % 2 != 0)
+    return Status::error("rotary: head dimension " + std::to_string(p.dim) +
+                         " is odd");
+  if (call.op == fb::OpCode::RotaryScaled) {
+    const std::vector<double> &fa = call.floatAttrs;
+    double low = fa[2], high = fa[3], old = fa[4];
+    p.factor = static_cast<float>(fa[1]);
+    if (low == 0.0) {
+      p.scaling = 1;
+    } else {
+      p.scaling = 2;
+      p.lowWavelen = static_cast<float>(old / low);
+      p.highWavelen = static_cast<float>(old / high);
+      p.oldMax = static_cast<float>(old);
+      p.low = static_cast<float>(low);
+      p.highMinusLow = static_cast<float>(high - low);
+      p.twoPi = static_cast<float>(6.283185307179586476925);
+    }
+  }
+  int64_t pairs = p.seq * (p.dim / 2);
+  if (pairs <= 0 || p.outer <= 0)
+    return Status::ok();
+  // Enough slices of `outer` to fill the device when the pairs alone do
+  // not; each slice recomputes its pairs' angles.
+  int64_t slices = std::min<int64_t>(
+      p.outer, std::max<int64_t>(1, (kFillThreads + pairs - 1) / pairs));
+  slices = std::min<int64_t>(slices, 65535);
+  p.rowsPerSlice = (p.outer + slices - 1) / slices;
+  slices = (p.outer + p.rowsPerSlice - 1) / p.rowsPerSlice;
+  dim3 grid(gridFor(pairs, kThreads), static_cast<unsigned>(slices));
+  rotaryKernel<<<grid, kThreads, 0, r.args.stream>>>(p);
+  return launchStatus("rotary");
+}
+
+Status runCopy(const Run &r, const char *name) {
+  uint64_t bytes = r.call.operands[0].bytes;
+  if (bytes == 0 || r.in(0) == r.out(0))
+    return Status::ok();
+  return cudaStatus(cudaMemcpyAsync(r.out(0), r.in(0), bytes,
+                                    cudaMemcpyDeviceToDevice, r.args.stream),
+                    name);
+}
+
+Status run(const Run &r) {
+  const KernelCall &call = r.call;
+  cudaStream_t stream = r.args.stream;
+  bool flag0 = call.flags & 1;
+  switch (call.op) {
+  case fb::OpCode::Gelu:
+    if (flag0)
+      return launchUnary(r.in(0), r.inType(0), r.out(0), r.outType(0),
+                         call.count, GeluTanh{}, stream, "gelu");
+    return launchUnary(r.in(0), r.inType(0), r.out(0), r.outType(0), call.count,
+                       GeluErf{}, stream, "gelu");
+  case fb::OpCode::Silu:
+    return launchUnary(r.in(0), r.inType(0), r.out(0), r.outType(0), call.count,
+                       Silu{}, stream, "silu");
+  case fb::OpCode::Add:
+    if (call.operands[0].dtype == fb::DType::I64) {
+      if (call.count <= 0)
+        return Status::ok();
+      if (call.rhsCount <= 0 || call.count % call.rhsCount != 0)
+        return Status::error("add: rhs of " + std::to_string(call.rhsCount) +
+                             " elements does not tile lhs of " +
+                             std::to_string(call.count));
+      addInt64Kernel<<<gridFor(call.count, kThreads), kThreads, 0, stream>>>(
+          static_cast<const int64_t *>(r.in(0)),
+          static_cast<const int64_t *>(r.in(1)), call.rhsCount,
+          static_cast<int64_t *>(r.out(0)), call.count);
+      return launchStatus("add");
+    }
+    return launchBinary(r.in(0), r.inType(0), r.in(1), r.inType(1),
+                        call.rhsCount, r.out(0), r.outType(0), call.count,
+                        Add{}, stream, "add");
+  case fb::OpCode::Mul:
+    return launchBinary(r.in(0), r.inType(0), r.in(1), r.inType(1),
+                        call.rhsCount, r.out(0), r.outType(0), call.count,
+                        Mul{}, stream, "mul");
+  case fb::OpCode::Dropout: {
+    Dropout op;
+    if (Status s = dropoutDraw(r, "dropout", r.rate(0), op.draw); !s)
+      return s;
+    return launchUnary(r.in(0), r.inType(0), r.out(0), r.outType(0), call.count,
+                       op, stream, "dropout");
+  }
+  case fb::OpCode::DropoutMask: {
+    DropoutDraw draw;
+    if (Status s = dropoutDraw(r, "dropout_mask", r.rate(0), draw); !s)
+      return s;
+    if (call.count <= 0)
+      return Status::ok();
+    dropoutMaskKernel<<<gridFor(call.count, kThreads), kThreads, 0, stream>>>(
+        static_cast<uint8_t *>(r.out(0)), call.count, draw);
+    return launchStatus("dropout_mask");
+  }
+  case fb::OpCode::ApplyMask: {
+    double rate = r.rate(0);
+    if (Status s = checkRate("apply_mask", rate); !s)
+      return s;
+    return launchBinary(r.in(0), r.inType(0), r.in(1), Storage::U8, call.count,
+                        r.out(0), r.outType(0), call.count,
+                        ApplyMask{dropoutScale(rate)}, stream, "apply_mask");
+  }
+  case fb::OpCode::Rotary:
+  case fb::OpCode::RotaryScaled:
+    return runRotary(r);
+  case fb::OpCode::GeluGrad:
+    if (flag0)
+      return launchBinary(r.in(0), r.inType(0), r.in(1), r.inType(1),
+                          call.count, r.out(0), r.outType(0), call.count,
+                          GeluTanhGrad{}, stream, "gelu_grad");
+    return launchBinary(r.in(0), r.inType(0), r.in(1), r.inType(1), call.count,
+                        r.out(0), r.outType(0), call.count, GeluErfGrad{},
+                        stream, "gelu_grad");
+  case fb::OpCode::SiluGrad:
+    return launchBinary(r.in(0), r.inType(0), r.in(1), r.inType(1), call.count,
+                        r.out(0), r.outType(0), call.count, SiluGrad{}, stream,
+                        "silu_grad");
+  case fb::OpCode::Copy:
+    return runCopy(r, "copy");
+  case fb::OpCode::TestCopy:
+    return runCopy(r, "test_copy");
+  case fb::OpCode::Cast:
+    if (call.operands[0].dtype == call.results[0].dtype)
+      return runCopy(r, "cast");
+    return launchUnary(r.in(0), r.inType(0), r.out(0), r.outType(0), call.count,
+                       Identity{}, stream, "cast");
+  case fb::OpCode::Zeros:
+    if (call.results[0].bytes == 0)
+      return Status::ok();
+    return cudaStatus(
+        cudaMemsetAsync(r.out(0), 0, call.results[0].bytes, stream), "zeros");
+  default:
+    return Status::error("not a pointwise kernel");
+  }
+}
+
+} // namespace
+
+bool cuda::isPointwiseKernel(fb::OpCode op) {
+  switch (op) {
+  case fb::OpCode::Gelu:
+  case fb::OpCode::Silu:
+  case fb::OpCode::Add:
+  case fb::OpCode::Mul:
+  case fb::OpCode::Dropout:
+  case fb::OpCode::DropoutMask:
+  case fb::OpCode::ApplyMask:
+  case fb::OpCode::Rotary:
+  case fb::OpCode::RotaryScaled:
+  case fb::OpCode::GeluGrad:
+  case fb::OpCode::SiluGrad:
+  case fb::OpCode::Copy:
+  case fb::OpCode::TestCopy:
+  case fb::OpCode::Cast:
+  case fb::OpCode::Zeros:
+    return true;
+  default:
+    return isLayoutKernel(op);
+  }
+}
+
+uint64_t cuda::pointwiseScratchBytes(const KernelCall &call) {
+  return isLayoutKernel(call.op) ? layoutScratchBytes(call) : 0;
+}
+
+Status cuda::runPointwiseKernel(const KernelCall &call,
+                                const KernelArgs &args) {
+  if (isLayoutKernel(call.op))
+    return runLayoutKernel(call, args);
+  static const StepContext kNoContext;
+  Run r{call, args, args.context ? *args.context : kNoContext};
+  return run(r);
+}

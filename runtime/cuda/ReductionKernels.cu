@@ -1,0 +1,955 @@
+//===- ReductionKernels.cu - norms, embeddings and losses on the GPU ------===//
+//
+// The reduction family (CudaKernels.h): layer_norm and rms_norm with their
+// gradients, embedding(_grad), cross_entropy(_grad) over a whole vocabulary
+// and the phases of a padded or split one; the optimizer and training-driver
+// opcodes are OptimizerKernels.cu's, dispatched from here.
+//
+// Every result equals the CPU device's (runtime/cpu) up to fp32 rounding:
+// the same formulas, statistics in double where the CPU keeps them in double,
+// and float products and sums written with __f*_rn where the CPU rounds each
+// operation (nvcc would otherwise fuse them into FMAs). Every reduction has a
+// fixed shape and order (block sums of CudaCommon.cuh, ordered loops), so a
+// run repeats bit for bit; nothing adds floats with atomics.
+//
+// The CPU kernels return an error for an id or a label outside the
+// vocabulary; here no such check is made (a GPU has no cheap synchronous
+// error): an embedding id outside the table's rows reads a zero row (as
+// another rank's row does), embedding_grad adds it nowhere, and an
+// unsplit cross_entropy(_grad) treats an out-of-range label as ignored (no
+// loss, not counted, a zero gradient row); in the split phases such a
+// label has no target logit (0) and no one-hot term but is counted, which
+// is the CPU's formula. Memory is never read out of bounds.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaCommon.cuh"
+#include "CudaKernels.h"
+
+#include <cub/device/device_radix_sort.cuh>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+namespace tpcrt::cuda {
+
+// OptimizerKernels.cu: loss_mean, count_targets, inverse_count, the
+// optimizers, sum_squares, clip_coefficient and lr_schedule.
+bool isOptimizerKernel(fb::OpCode op);
+uint64_t optimizerScratchBytes(const KernelCall &call);
+Status runOptimizerKernel(const KernelCall &call, const KernelArgs &args);
+
+namespace {
+
+/// Threads of a block that reduces one row.
+constexpr unsigned kRowThreads = 256;
+/// Threads of a block that reduces a whole (small) tensor alone.
+constexpr unsigned kTotalThreads = 1024;
+/// The most blocks a row loop launches (each then loops over rows).
+constexpr int64_t kMaxRowBlocks = int64_t(1) << 20;
+
+unsigned rowGrid(int64_t rows) {
+  return static_cast<unsigned>(
+      std::min<int64_t>(std::max<int64_t>(rows, 1), kMaxRowBlocks));
+}
+
+Storage operandType(const KernelCall &call, size_t j) {
+  return storageOf(call.operands[j].dtype);
+}
+Storage resultType(const KernelCall &call, size_t j) {
+  return storageOf(call.results[j].dtype);
+}
+
+//===----------------------------------------------------------------------===//
+// Block reductions in double and int64 (CudaCommon.cuh's blockSum pattern:
+// the order is fixed by the launch shape).
+//===----------------------------------------------------------------------===//
+
+__device__ __forceinline__ double warpSumDouble(double v) {
+  for (int offset = 16; offset > 0; offset >>= 1)
+    v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+/// The sum over the block, on every thread; `shared` holds 32 doubles.
+__device__ __forceinline__ double blockSumDouble(double v, double *shared) {
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  v = warpSumDouble(v);
+  __syncthreads();
+  if (lane == 0)
+    shared[warp] = v;
+  __syncthreads();
+  int warps = (blockDim.x + 31) >> 5;
+  v = lane < warps ? shared[lane] : 0.0;
+  return warpSumDouble(v);
+}
+
+__device__ __forceinline__ long long blockSumInt(long long v,
+                                                 long long *shared) {
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  for (int offset = 16; offset > 0; offset >>= 1)
+    v += __shfl_xor_sync(0xffffffffu, v, offset);
+  __syncthreads();
+  if (lane == 0)
+    shared[warp] = v;
+  __syncthreads();
+  int warps = (blockDim.x + 31) >> 5;
+  v = lane < warps ? shared[lane] : 0;
+  for (int offset = 16; offset > 0; offset >>= 1)
+    v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+/// Max of row[0, n) (-inf when n is 0), on every thread. fmaxf skips NaN
+/// as the CPU's std::max from -inf does.
+__device__ float blockRowMax(const void *x, Storage type, int64_t base,
+                             int64_t n, float *shared) {
+  float m = -INFINITY;
+  for (int64_t c = threadIdx.x; c < n; c += blockDim.x)
+    m = fmaxf(m, loadFloat(x, type, base + c));
+  return blockMax(m, shared);
+}
+
+/// Sum of e^(row[j] - shift) over [0, n) in double (the CPU's expSum), on
+/// every thread.
+__device__ double blockExpSum(const void *x, Storage type, int64_t base,
+                              int64_t n, float shift, double *shared) {
+  double s = 0.0;
+  for (int64_t c = threadIdx.x; c < n; c += blockDim.x)
+    s += static_cast<double>(expf(loadFloat(x, type, base + c) - shift));
+  return blockSumDouble(s, shared);
+}
+
+//===----------------------------------------------------------------------===//
+// Norms: one block per row (rows in a block-stride loop), statistics in
+// double as runtime/cpu computes them (rowMoments, rowInverseRms).
+//===----------------------------------------------------------------------===//
+
+struct Moments {
+  double mean, rstd;
+};
+
+/// Mean and 1 / sqrt(biased var + eps) of a row (layerNorm's).
+__device__ Moments rowMoments(const void *x, Storage type, int64_t base,
+                              int64_t cols, float epsilon, double *shared) {
+  double sum = 0.0;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
+    sum += loadFloat(x, type, base + c);
+  double mean = blockSumDouble(sum, shared) / static_cast<double>(cols);
+  double sq = 0.0;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+    double d = loadFloat(x, type, base + c) - mean;
+    sq += d * d;
+  }
+  sq = blockSumDouble(sq, shared);
+  return {mean, 1.0 / sqrt(sq / static_cast<double>(cols) +
+                           static_cast<double>(epsilon))};
+}
+
+/// 1 / sqrt(mean(x^2) + eps) of a row (rmsNorm's).
+__device__ double rowInverseRms(const void *x, Storage type, int64_t base,
+                                int64_t cols, float epsilon, double *shared) {
+  double sq = 0.0;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+    double v = loadFloat(x, type, base + c);
+    sq += v * v;
+  }
+  sq = blockSumDouble(sq, shared);
+  return 1.0 /
+         sqrt(sq / static_cast<double>(cols) + static_cast<double>(epsilon));
+}
+
+/// A float tensor operand as a kernel reads it.
+struct In {
+  const void *data;
+  Storage type;
+  __device__ float operator[](int64_t i) const {
+    return loadFloat(data, type, i);
+  }
+};
+
+/// A float tensor result.
+struct Out {
+  void *data;
+  Storage type;
+  __device__ void store(int64_t i, float v) const {
+    storeFloat(data, type, i, v);
+  }
+};
+
+In inOperand(const KernelCall &call, const KernelArgs &args, size_t j) {
+  return {args.operands[j], operandType(call, j)};
+}
+Out outResult(const KernelCall &call, const KernelArgs &args, size_t j) {
+  return {args.results[j], resultType(call, j)};
+}
+
+/// layer_norm (bias.data non-null) or rms_norm: y = float(xhat) * w (+ b).
+__global__ void normKernel(In x, In weight, In bias, int64_t rows, int64_t cols,
+                           float epsilon, Out y) {
+  __shared__ double shared[32];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    int64_t base = r * cols;
+    if (bias.data) {
+      Moments m = rowMoments(x.data, x.type, base, cols, epsilon, shared);
+      for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+        auto xhat = static_cast<float>((x[base + c] - m.mean) * m.rstd);
+        y.store(base + c, __fadd_rn(__fmul_rn(xhat, weight[c]), bias[c]));
+      }
+    } else {
+      double inv = rowInverseRms(x.data, x.type, base, cols, epsilon, shared);
+      for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+        auto xhat = static_cast<float>(x[base + c] * inv);
+        y.store(base + c, __fmul_rn(xhat, weight[c]));
+      }
+    }
+  }
+}
+
+/// layer_norm_input_grad: dX = rstd (g - mean(g) - xhat mean(g xhat)), g =
+/// dY * weight, in double as the CPU's.
+__global__ void layerNormInputGradKernel(In dY, In x, In weight, int64_t rows,
+                                         int64_t cols, float epsilon, Out dX) {
+  __shared__ double shared[32];
+  double n = static_cast<double>(cols);
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    int64_t base = r * cols;
+    Moments m = rowMoments(x.data, x.type, base, cols, epsilon, shared);
+    double sumG = 0.0, sumGX = 0.0;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      double g = static_cast<double>(dY[base + c]) * weight[c];
+      sumG += g;
+      sumGX += g * (x[base + c] - m.mean) * m.rstd;
+    }
+    double meanG = blockSumDouble(sumG, shared) / n;
+    double meanGX = blockSumDouble(sumGX, shared) / n;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      double xhat = (x[base + c] - m.mean) * m.rstd;
+      double g = static_cast<double>(dY[base + c]) * weight[c];
+      dX.store(base + c,
+               static_cast<float>(m.rstd * (g - meanG - xhat * meanGX)));
+    }
+  }
+}
+
+/// rms_norm_input_grad: dX = inv (g - x inv mean(g x inv)), g = dY * weight.
+__global__ void rmsNormInputGradKernel(In dY, In x, In weight, int64_t rows,
+                                       int64_t cols, float epsilon, Out dX) {
+  __shared__ double shared[32];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    int64_t base = r * cols;
+    double inv = rowInverseRms(x.data, x.type, base, cols, epsilon, shared);
+    double sumGX = 0.0;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
+      sumGX +=
+          static_cast<double>(dY[base + c]) * weight[c] * x[base + c] * inv;
+    double meanGX = blockSumDouble(sumGX, shared) / static_cast<double>(cols);
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      double g = static_cast<double>(dY[base + c]) * weight[c];
+      dX.store(base + c,
+               static_cast<float>(inv * (g - x[base + c] * inv * meanGX)));
+    }
+  }
+}
+
+/// Per row the statistics the parameter gradients need: layer_norm's mean
+/// and rstd (stats[2r], stats[2r + 1]) or rms_norm's inverse rms (stats[r]).
+__global__ void normStatsKernel(In x, int64_t rows, int64_t cols, float epsilon,
+                                bool layer, double *stats) {
+  __shared__ double shared[32];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    int64_t base = r * cols;
+    if (layer) {
+      Moments m = rowMoments(x.data, x.type, base, cols, epsilon, shared);
+      if (threadIdx.x == 0) {
+        stats[2 * r] = m.mean;
+        stats[2 * r + 1] = m.rstd;
+      }
+    } else {
+      double inv = rowInverseRms(x.data, x.type, base, cols, epsilon, shared);
+      if (threadIdx.x == 0)
+        stats[r] = inv;
+    }
+  }
+}
+
+/// How a parameter gradient's sum over rows is cut: blockIdx.y is a chunk
+/// of rowsPerChunk rows, summed in row order per column; the chunks' sums
+/// are then added in chunk order. Both depend on the sizes alone.
+struct RowChunks {
+  int64_t chunks = 1, rowsPerChunk = 0;
+};
+
+RowChunks paramGradChunks(int64_t rows, int64_t cols) {
+  int64_t tiles = std::max<int64_t>(1, (cols + kRowThreads - 1) / kRowThreads);
+  // About 256 blocks in all, at most 64 chunks, at most one per row.
+  int64_t chunks = std::min<int64_t>(64, (256 + tiles - 1) / tiles);
+  chunks = std::max<int64_t>(1, std::min(chunks, rows));
+  RowChunks c;
+  c.rowsPerChunk = (rows + chunks - 1) / chunks;
+  c.chunks = c.rowsPerChunk ? (rows + c.rowsPerChunk - 1) / c.rowsPerChunk : 1;
+  return c;
+}
+
+/// Column c of chunk blockIdx.y: sum over its rows of dY * float(xhat) (and
+/// of dY for layer_norm's bias) in double, as the CPU's param grads.
+__global__ void normParamPartialsKernel(In dY, In x, int64_t rows, int64_t cols,
+                                        int64_t rowsPerChunk,
+                                        const double *stats, bool layer,
+                                        double *partialW, double *partialB) {
+  int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= cols)
+    return;
+  int64_t chunk = blockIdx.y;
+  int64_t begin = chunk * rowsPerChunk;
+  int64_t end = min(rows, begin + rowsPerChunk);
+  double sumW = 0.0, sumB = 0.0;
+  for (int64_t r = begin; r < end; ++r) {
+    float g = dY[r * cols + c];
+    float xv = x[r * cols + c];
+    if (layer) {
+      auto xhat = static_cast<float>((xv - stats[2 * r]) * stats[2 * r + 1]);
+      sumW += static_cast<double>(g) * xhat;
+      sumB += g;
+    } else {
+      sumW += static_cast<double>(g) * static_cast<float>(xv * stats[r]);
+    }
+  }
+  partialW[chunk * cols + c] = sumW;
+  if (layer)
+    partialB[chunk * cols + c] = sumB;
+}
+
+__global__ void normParamSumKernel(const double *partialW,
+                                   const double *partialB, int64_t chunks,
+                                   int64_t cols, Out dWeight, Out dBias) {
+  for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       c < cols; c += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    double w = 0.0, b = 0.0;
+    for (int64_t k = 0; k < chunks; ++k) {
+      w += partialW[k * cols + c];
+      if (dBias.data)
+        b += partialB[k * cols + c];
+    }
+    dWeight.store(c, static_cast<float>(w));
+    if (dBias.data)
+      dBias.store(c, static_cast<float>(b));
+  }
+}
+
+/// Scratch of a norm parameter gradient: the row statistics, then the
+/// chunks' partial sums (weight, then bias).
+struct ParamGradScratch {
+  uint64_t statsBytes = 0, partialBytes = 0;
+  RowChunks chunks;
+  uint64_t total() const { return statsBytes + partialBytes; }
+};
+
+ParamGradScratch paramGradScratch(const KernelCall &call) {
+  ParamGradScratch s;
+  bool layer = call.op == fb::OpCode::LayerNormParamGrad;
+  uint64_t perRow = layer ? 2 : 1;
+  s.chunks = paramGradChunks(call.rows, call.cols);
+  s.statsBytes = alignScratch(perRow * call.rows * sizeof(double));
+  s.partialBytes =
+      alignScratch(perRow * s.chunks.chunks * call.cols * sizeof(double));
+  return s;
+}
+
+Status runNorm(const KernelCall &call, const KernelArgs &args) {
+  if (call.rows == 0 || call.cols == 0)
+    return Status::ok();
+  auto epsilon = static_cast<float>(call.floatAttrs[0]);
+  In none{nullptr, Storage::F32};
+  unsigned grid = rowGrid(call.rows);
+  switch (call.op) {
+  case fb::OpCode::LayerNorm:
+  case fb::OpCode::RmsNorm: {
+    bool layer = call.op == fb::OpCode::LayerNorm;
+    normKernel<<<grid, kRowThreads, 0, args.stream>>>(
+        inOperand(call, args, 0), inOperand(call, args, 1),
+        layer ? inOperand(call, args, 2) : none, call.rows, call.cols, epsilon,
+        outResult(call, args, 0));
+    return launchStatus(layer ? "layer_norm" : "rms_norm");
+  }
+  case fb::OpCode::LayerNormInputGrad:
+    layerNormInputGradKernel<<<grid, kRowThreads, 0, args.stream>>>(
+        inOperand(call, args, 0), inOperand(call, args, 1),
+        inOperand(call, args, 2), call.rows, call.cols, epsilon,
+        outResult(call, args, 0));
+    return launchStatus("layer_norm_input_grad");
+  default:
+    rmsNormInputGradKernel<<<grid, kRowThreads, 0, args.stream>>>(
+        inOperand(call, args, 0), inOperand(call, args, 1),
+        inOperand(call, args, 2), call.rows, call.cols, epsilon,
+        outResult(call, args, 0));
+    return launchStatus("rms_norm_input_grad");
+  }
+}
+
+Status runNormParamGrad(const KernelCall &call, const KernelArgs &args) {
+  bool layer = call.op == fb::OpCode::LayerNormParamGrad;
+  const char *name = layer ? "layer_norm_param_grad" : "rms_norm_param_grad";
+  if (call.cols == 0)
+    return Status::ok();
+  ParamGradScratch s = paramGradScratch(call);
+  if (args.scratchBytes < s.total())
+    return Status::error(std::string(name) + ": scratch too small");
+  auto *bytes = static_cast<uint8_t *>(args.scratch);
+  auto *stats = reinterpret_cast<double *>(bytes);
+  auto *partialW = reinterpret_cast<double *>(bytes + s.statsBytes);
+  double *partialB = partialW + s.chunks.chunks * call.cols;
+  In dY = inOperand(call, args, 0), x = inOperand(call, args, 1);
+  auto epsilon = static_cast<float>(call.floatAttrs[0]);
+  if (call.rows > 0) {
+    normStatsKernel<<<rowGrid(call.rows), kRowThreads, 0, args.stream>>>(
+        x, call.rows, call.cols, epsilon, layer, stats);
+    if (Status st = launchStatus(name); !st)
+      return st;
+  }
+  dim3 grid(static_cast<unsigned>((call.cols + kRowThreads - 1) / kRowThreads),
+            static_cast<unsigned>(s.chunks.chunks));
+  normParamPartialsKernel<<<grid, kRowThreads, 0, args.stream>>>(
+      dY, x, call.rows, call.cols, s.chunks.rowsPerChunk, stats, layer,
+      partialW, partialB);
+  if (Status st = launchStatus(name); !st)
+    return st;
+  Out none{nullptr, Storage::F32};
+  normParamSumKernel<<<gridFor(call.cols), 256, 0, args.stream>>>(
+      partialW, partialB, s.chunks.chunks, call.cols, outResult(call, args, 0),
+      layer ? outResult(call, args, 1) : none);
+  return launchStatus(name);
+}
+
+//===----------------------------------------------------------------------===//
+// Embedding: a table that is block `position` of the vocabulary (with a
+// group) holds rows [offset, offset + rows); other ids read zeros.
+//===----------------------------------------------------------------------===//
+
+int64_t vocabOffset(const KernelCall &call) {
+  return call.group >= 0 ? call.groupPosition * call.k : 0;
+}
+
+/// The table row of an id, or -1 (another rank's row, or not an id).
+__device__ __forceinline__ int64_t tableRow(int64_t id, int64_t offset,
+                                            int64_t rows) {
+  return id >= offset && id - offset < rows ? id - offset : -1;
+}
+
+__global__ void embeddingKernel(In table, int64_t rows, int64_t hidden,
+                                const int64_t *ids, int64_t numIds,
+                                int64_t offset, Out out) {
+  int64_t total = numIds * hidden;
+  bool same = table.type == out.type;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       i < total; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    int64_t p = i / hidden, c = i - p * hidden;
+    int64_t row = tableRow(ids[p], offset, rows);
+    if (row < 0) {
+      out.store(i, 0.0f); // zero bits in every float storage
+      continue;
+    }
+    int64_t at = row * hidden + c;
+    // The same storage is copied bit for bit (as the CPU's cast does).
+    if (same && storageBytes(out.type) == 2)
+      static_cast<uint16_t *>(out.data)[i] =
+          static_cast<const uint16_t *>(table.data)[at];
+    else if (same)
+      static_cast<uint32_t *>(out.data)[i] =
+          static_cast<const uint32_t *>(table.data)[at];
+    else
+      out.store(i, table[at]);
+  }
+}
+
+Status runEmbedding(const KernelCall &call, const KernelArgs &args) {
+  int64_t total = call.m * call.n;
+  if (total == 0)
+    return Status::ok();
+  embeddingKernel<<<gridFor(total), 256, 0, args.stream>>>(
+      inOperand(call, args, 0), call.k, call.n,
+      static_cast<const int64_t *>(args.operands[1]), call.m, vocabOffset(call),
+      outResult(call, args, 0));
+  return launchStatus("embedding");
+}
+
+// embedding_grad: the (row, position) pairs sorted by row with CUB's radix
+// sort (stable, so each row's positions stay ascending), then one block per
+// table row adds its positions' dY rows in position order, in float from
+// 0 as the CPU does (the same sums, bit for bit). A row no id hits gets 0.
+// Ids outside the table's rows get the key `rows`, past every row.
+
+/// Keys and positions are 32-bit unless rows or ids need 64.
+bool wideEmbeddingGrad(const KernelCall &call) {
+  return call.k >= INT32_MAX || call.m >= INT32_MAX;
+}
+
+/// Bits of the keys: enough for `rows` itself.
+int keyBits(int64_t rows) {
+  int bits = 1;
+  while (bits < 63 && (uint64_t(1) << bits) <= static_cast<uint64_t>(rows))
+    ++bits;
+  return bits;
+}
+
+template <typename T>
+using CountOf = std::conditional_t<sizeof(T) == 4, int, int64_t>;
+
+/// The radix sort's temporary bytes (a host-only query; 0 if it fails, and
+/// the run then reports CUB's error).
+template <typename T> uint64_t sortTempBytes(int64_t items, int endBit) {
+  size_t bytes = 0;
+  cub::DoubleBuffer<T> keys(nullptr, nullptr), values(nullptr, nullptr);
+  if (cub::DeviceRadixSort::SortPairs(nullptr, bytes, keys, values,
+                                      static_cast<CountOf<T>>(items), 0,
+                                      endBit) != cudaSuccess)
+    return 0;
+  return bytes;
+}
+
+/// Scratch: keys, alternate keys, positions, alternate positions (m each),
+/// then CUB's temporary storage.
+uint64_t embeddingGradScratchBytes(const KernelCall &call) {
+  if (call.m == 0 || call.k == 0 || call.n == 0)
+    return 0;
+  bool wide = wideEmbeddingGrad(call);
+  uint64_t size = wide ? 8 : 4;
+  int bits = keyBits(call.k);
+  uint64_t temp = wide ? sortTempBytes<uint64_t>(call.m, bits)
+                       : sortTempBytes<uint32_t>(call.m, bits);
+  return 4 * alignScratch(size * call.m) + alignScratch(temp);
+}
+
+template <typename T>
+__global__ void embeddingGradKeysKernel(const int64_t *ids, int64_t numIds,
+                                        int64_t offset, int64_t rows, T *keys,
+                                        T *positions) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       i < numIds; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    int64_t row = tableRow(ids[i], offset, rows);
+    keys[i] = static_cast<T>(row < 0 ? rows : row);
+    positions[i] = static_cast<T>(i);
+  }
+}
+
+/// The first index of sorted keys[0, n) whose key is not below `key`.
+template <typename T>
+__device__ int64_t lowerBound(const T *keys, int64_t n, uint64_t key) {
+  int64_t low = 0, high = n;
+  while (low < high) {
+    int64_t mid = low + (high - low) / 2;
+    if (static_cast<uint64_t>(keys[mid]) < key)
+      low = mid + 1;
+    else
+      high = mid;
+  }
+  return low;
+}
+
+template <typename T>
+__global__ void embeddingGradRowsKernel(In dY, const T *keys,
+                                        const T *positions, int64_t numIds,
+                                        int64_t rows, int64_t hidden,
+                                        Out dTable) {
+  __shared__ int64_t run[2];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    __syncthreads(); // the previous row's run is read
+    if (threadIdx.x == 0) {
+      run[0] = lowerBound(keys, numIds, static_cast<uint64_t>(r));
+      run[1] = run[0] + lowerBound(keys + run[0], numIds - run[0],
+                                   static_cast<uint64_t>(r) + 1);
+    }
+    __syncthreads();
+    int64_t begin = run[0], end = run[1];
+    for (int64_t c = threadIdx.x; c < hidden; c += blockDim.x) {
+      float sum = 0.0f;
+      for (int64_t j = begin; j < end; ++j)
+        sum += dY[static_cast<int64_t>(positions[j]) * hidden + c];
+      dTable.store(r * hidden + c, sum);
+    }
+  }
+}
+
+template <typename T>
+Status embeddingGradSorted(const KernelCall &call, const KernelArgs &args) {
+  const char *name = "embedding_grad";
+  uint64_t arrayBytes = alignScratch(sizeof(T) * call.m);
+  if (args.scratchBytes < 4 * arrayBytes)
+    return Status::error(std::string(name) + ": scratch too small");
+  auto *bytes = static_cast<uint8_t *>(args.scratch);
+  auto *keys0 = reinterpret_cast<T *>(bytes);
+  auto *keys1 = reinterpret_cast<T *>(bytes + arrayBytes);
+  auto *positions0 = reinterpret_cast<T *>(bytes + 2 * arrayBytes);
+  auto *positions1 = reinterpret_cast<T *>(bytes + 3 * arrayBytes);
+  embeddingGradKeysKernel<T><<<gridFor(call.m), 256, 0, args.stream>>>(
+      static_cast<const int64_t *>(args.operands[1]), call.m, vocabOffset(call),
+      call.k, keys0, positions0);
+  if (Status s = launchStatus(name); !s)
+    return s;
+  cub::DoubleBuffer<T> keys(keys0, keys1), positions(positions0, positions1);
+  size_t tempBytes = args.scratchBytes - 4 * arrayBytes;
+  cudaError_t err = cub::DeviceRadixSort::SortPairs(
+      bytes + 4 * arrayBytes, tempBytes, keys, positions,
+      static_cast<CountOf<T>>(call.m), 0, keyBits(call.k), args.stream);
+  if (err != cudaSuccess)
+    return Status::error(std::string(name) +
+                         ": radix sort failed: " + cudaGetErrorString(err));
+  embeddingGradRowsKernel<T><<<rowGrid(call.k), kRowThreads, 0, args.stream>>>(
+      inOperand(call, args, 0), keys.Current(), positions.Current(), call.m,
+      call.k, call.n, outResult(call, args, 0));
+  return launchStatus(name);
+}
+
+Status runEmbeddingGrad(const KernelCall &call, const KernelArgs &args) {
+  if (call.k == 0 || call.n == 0)
+    return Status::ok();
+  if (call.m == 0) {
+    // Nothing to add: the table is zeros.
+    const uint64_t *none = nullptr;
+    embeddingGradRowsKernel<uint64_t>
+        <<<rowGrid(call.k), kRowThreads, 0, args.stream>>>(
+            inOperand(call, args, 0), none, none, 0, call.k, call.n,
+            outResult(call, args, 0));
+    return launchStatus("embedding_grad");
+  }
+  return wideEmbeddingGrad(call) ? embeddingGradSorted<uint64_t>(call, args)
+                                 : embeddingGradSorted<uint32_t>(call, args);
+}
+
+//===----------------------------------------------------------------------===//
+// Cross-entropy over a whole vocabulary: one block per position writes its
+// loss (double) to scratch, then one block adds them in a fixed order.
+//===----------------------------------------------------------------------===//
+
+__device__ __forceinline__ bool targetLabel(int64_t label, int64_t ignore,
+                                            int64_t vocab) {
+  return label != ignore && label >= 0 && label < vocab;
+}
+
+/// rowLoss[p] = max + log(sum e^(x - max)) - x[label], 0 where ignored.
+__global__ void crossEntropyRowsKernel(In logits, const int64_t *labels,
+                                       int64_t rows, int64_t cols,
+                                       int64_t ignore, double *rowLoss) {
+  __shared__ float sharedF[32];
+  __shared__ double sharedD[32];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    int64_t label = labels[r];
+    if (!targetLabel(label, ignore, cols)) {
+      if (threadIdx.x == 0)
+        rowLoss[r] = 0.0;
+      continue;
+    }
+    int64_t base = r * cols;
+    float max = blockRowMax(logits.data, logits.type, base, cols, sharedF);
+    double sum =
+        blockExpSum(logits.data, logits.type, base, cols, max, sharedD);
+    if (threadIdx.x == 0)
+      rowLoss[r] = static_cast<double>(max) + log(sum) -
+                   static_cast<double>(logits[base + label]);
+  }
+}
+
+/// The loss sum and the count of positions that have a target (one block).
+__global__ void crossEntropyTotalKernel(const double *rowLoss,
+                                        const int64_t *labels, int64_t rows,
+                                        int64_t cols, int64_t ignore,
+                                        float *lossSum, int64_t *count) {
+  __shared__ double sharedD[32];
+  __shared__ long long sharedI[32];
+  double total = 0.0;
+  long long n = 0;
+  for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) {
+    total += rowLoss[r];
+    n += targetLabel(labels[r], ignore, cols);
+  }
+  total = blockSumDouble(total, sharedD);
+  n = blockSumInt(n, sharedI);
+  if (threadIdx.x == 0) {
+    *lossSum = static_cast<float>(total);
+    *count = n;
+  }
+}
+
+/// dLogits = scale (softmax - onehot), zero rows where ignored.
+__global__ void crossEntropyGradKernel(In logits, const int64_t *labels,
+                                       int64_t rows, int64_t cols,
+                                       int64_t ignore, const float *lossSumGrad,
+                                       Out dLogits) {
+  __shared__ float sharedF[32];
+  __shared__ double sharedD[32];
+  float scale = *lossSumGrad;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    int64_t label = labels[r], base = r * cols;
+    if (!targetLabel(label, ignore, cols)) {
+      for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
+        dLogits.store(base + c, 0.0f);
+      continue;
+    }
+    float max = blockRowMax(logits.data, logits.type, base, cols, sharedF);
+    double sum =
+        blockExpSum(logits.data, logits.type, base, cols, max, sharedD);
+    auto factor = static_cast<float>(static_cast<double>(scale) / sum);
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      float g = __fmul_rn(expf(logits[base + c] - max), factor);
+      dLogits.store(base + c, c == label ? __fsub_rn(g, scale) : g);
+    }
+  }
+}
+
+bool splitVocabulary(const KernelCall &call) {
+  return call.intAttrs.size() >= 2;
+}
+
+Status runCrossEntropy(const KernelCall &call, const KernelArgs &args) {
+  const char *name = call.op == fb::OpCode::CrossEntropy ? "cross_entropy"
+                                                         : "cross_entropy_grad";
+  if (splitVocabulary(call))
+    return Status::error(std::string(name) +
+                         ": a padded or split vocabulary runs in the "
+                         "device's phases");
+  In logits = inOperand(call, args, 0);
+  auto *labels = static_cast<const int64_t *>(args.operands[1]);
+  int64_t ignore = call.intAttrs[0];
+  if (call.op == fb::OpCode::CrossEntropyGrad) {
+    if (call.rows == 0 || call.cols == 0)
+      return Status::ok();
+    crossEntropyGradKernel<<<rowGrid(call.rows), kRowThreads, 0, args.stream>>>(
+        logits, labels, call.rows, call.cols, ignore,
+        static_cast<const float *>(args.operands[2]), outResult(call, args, 0));
+    return launchStatus(name);
+  }
+  if (args.scratchBytes < call.rows * sizeof(double))
+    return Status::error(std::string(name) + ": scratch too small");
+  auto *rowLoss = static_cast<double *>(args.scratch);
+  if (call.rows > 0) {
+    crossEntropyRowsKernel<<<rowGrid(call.rows), kRowThreads, 0, args.stream>>>(
+        logits, labels, call.rows, call.cols, ignore, rowLoss);
+    if (Status s = launchStatus(name); !s)
+      return s;
+  }
+  crossEntropyTotalKernel<<<1, kTotalThreads, 0, args.stream>>>(
+      rowLoss, labels, call.rows, call.cols, ignore,
+      static_cast<float *>(args.results[0]),
+      static_cast<int64_t *>(args.results[1]));
+  return launchStatus(name);
+}
+
+//===----------------------------------------------------------------------===//
+// The phases of a padded or split vocabulary (CpuKernels.h's
+// crossEntropyBlock*): the logits' columns are the classes [blockStart,
+// blockStart + cols); those at or past `classes` are padding.
+//===----------------------------------------------------------------------===//
+
+/// The block's columns that are classes (KernelSupport.h's realColumns).
+int64_t realColumns(int64_t cols, int64_t blockStart, int64_t classes) {
+  int64_t real = classes - blockStart;
+  return real < 0 ? 0 : real > cols ? cols : real;
+}
+
+__global__ void blockMaxKernel(In logits, int64_t rows, int64_t cols,
+                               int64_t real, float *max) {
+  __shared__ float shared[32];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    float m = blockRowMax(logits.data, logits.type, r * cols, real, shared);
+    if (threadIdx.x == 0)
+      max[r] = m;
+  }
+}
+
+__global__ void blockSumsKernel(In logits, const int64_t *labels, int64_t rows,
+                                int64_t cols, int64_t real, int64_t blockStart,
+                                int64_t ignore, const float *max, float *sumExp,
+                                float *target) {
+  __shared__ double shared[32];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    int64_t base = r * cols;
+    double sum =
+        blockExpSum(logits.data, logits.type, base, real, max[r], shared);
+    if (threadIdx.x == 0) {
+      sumExp[r] = static_cast<float>(sum);
+      int64_t label = labels[r];
+      bool held =
+          label != ignore && label >= blockStart && label - blockStart < real;
+      if (target)
+        target[r] = held ? logits[base + label - blockStart] : 0.0f;
+    }
+  }
+}
+
+__global__ void combineKernel(const int64_t *labels, int64_t rows,
+                              int64_t ignore, const float *max,
+                              const float *sumExp, const float *target,
+                              float *lossSum, int64_t *count) {
+  __shared__ double sharedD[32];
+  __shared__ long long sharedI[32];
+  double total = 0.0;
+  long long n = 0;
+  for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) {
+    if (labels[r] == ignore)
+      continue;
+    total += static_cast<double>(max[r]) + log(static_cast<double>(sumExp[r])) -
+             static_cast<double>(target[r]);
+    ++n;
+  }
+  total = blockSumDouble(total, sharedD);
+  n = blockSumInt(n, sharedI);
+  if (threadIdx.x == 0) {
+    *lossSum = static_cast<float>(total);
+    *count = n;
+  }
+}
+
+__global__ void blockGradKernel(In logits, const int64_t *labels, int64_t rows,
+                                int64_t cols, int64_t real, int64_t blockStart,
+                                int64_t ignore, const float *max,
+                                const float *sumExp, const float *lossSumGrad,
+                                Out dLogits) {
+  float scale = *lossSumGrad;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    int64_t label = labels[r], base = r * cols;
+    if (label == ignore) {
+      for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
+        dLogits.store(base + c, 0.0f);
+      continue;
+    }
+    auto factor = static_cast<float>(static_cast<double>(scale) /
+                                     static_cast<double>(sumExp[r]));
+    int64_t local = label >= blockStart && label - blockStart < real
+                        ? label - blockStart
+                        : -1;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      float g = 0.0f;
+      if (c < real)
+        g = __fmul_rn(expf(logits[base + c] - max[r]), factor);
+      dLogits.store(base + c, c == local ? __fsub_rn(g, scale) : g);
+    }
+  }
+}
+
+} // namespace
+
+Status crossEntropyBlockMax(const void *logits, Storage logitsType,
+                            const int64_t *, int64_t rows, int64_t cols,
+                            int64_t blockStart, int64_t classes, int64_t,
+                            float *max, cudaStream_t stream) {
+  // The CPU checks the labels here; the GPU does not (see the file header).
+  if (rows == 0)
+    return Status::ok();
+  blockMaxKernel<<<rowGrid(rows), kRowThreads, 0, stream>>>(
+      In{logits, logitsType}, rows, cols,
+      realColumns(cols, blockStart, classes), max);
+  return launchStatus("cross_entropy block max");
+}
+
+Status crossEntropyBlockSums(const void *logits, Storage logitsType,
+                             const int64_t *labels, int64_t rows, int64_t cols,
+                             int64_t blockStart, int64_t classes,
+                             int64_t ignoreIndex, const float *max,
+                             float *sumExp, float *target,
+                             cudaStream_t stream) {
+  if (rows == 0)
+    return Status::ok();
+  blockSumsKernel<<<rowGrid(rows), kRowThreads, 0, stream>>>(
+      In{logits, logitsType}, labels, rows, cols,
+      realColumns(cols, blockStart, classes), blockStart, ignoreIndex, max,
+      sumExp, target);
+  return launchStatus("cross_entropy block sums");
+}
+
+Status crossEntropyCombine(const int64_t *labels, int64_t rows,
+                           int64_t ignoreIndex, const float *max,
+                           const float *sumExp, const float *target,
+                           float *lossSum, int64_t *count,
+                           cudaStream_t stream) {
+  combineKernel<<<1, kTotalThreads, 0, stream>>>(
+      labels, rows, ignoreIndex, max, sumExp, target, lossSum, count);
+  return launchStatus("cross_entropy combine");
+}
+
+Status crossEntropyBlockGrad(const void *logits, Storage logitsType,
+                             const int64_t *labels, int64_t rows, int64_t cols,
+                             int64_t blockStart, int64_t classes,
+                             int64_t ignoreIndex, const float *max,
+                             const float *sumExp, const float *lossSumGrad,
+                             void *dLogits, Storage dLogitsType,
+                             cudaStream_t stream) {
+  if (rows == 0 || cols == 0)
+    return Status::ok();
+  blockGradKernel<<<rowGrid(rows), kRowThreads, 0, stream>>>(
+      In{logits, logitsType}, labels, rows, cols,
+      realColumns(cols, blockStart, classes), blockStart, ignoreIndex, max,
+      sumExp, lossSumGrad, Out{dLogits, dLogitsType});
+  return launchStatus("cross_entropy block grad");
+}
+
+//===----------------------------------------------------------------------===//
+// The family.
+//===----------------------------------------------------------------------===//
+
+bool isReductionKernel(fb::OpCode op) {
+  switch (op) {
+  case fb::OpCode::LayerNorm:
+  case fb::OpCode::RmsNorm:
+  case fb::OpCode::LayerNormInputGrad:
+  case fb::OpCode::RmsNormInputGrad:
+  case fb::OpCode::LayerNormParamGrad:
+  case fb::OpCode::RmsNormParamGrad:
+  case fb::OpCode::Embedding:
+  case fb::OpCode::EmbeddingGrad:
+  case fb::OpCode::CrossEntropy:
+  case fb::OpCode::CrossEntropyGrad:
+    return true;
+  default:
+    return isOptimizerKernel(op);
+  }
+}
+
+uint64_t reductionScratchBytes(const KernelCall &call) {
+  switch (call.op) {
+  case fb::OpCode::LayerNormParamGrad:
+  case fb::OpCode::RmsNormParamGrad:
+    return call.cols ? paramGradScratch(call).total() : 0;
+  case fb::OpCode::EmbeddingGrad:
+    return embeddingGradScratchBytes(call);
+  case fb::OpCode::CrossEntropy:
+  case fb::OpCode::CrossEntropyGrad:
+    // Split: the device's phases' max, sumExp and target per position (the
+    // last two adjacent, as the CPU device lays them out). Else the loss's
+    // per-position sums.
+    if (splitVocabulary(call))
+      return alignScratch(3 * sizeof(float) * call.rows);
+    return call.op == fb::OpCode::CrossEntropy
+               ? alignScratch(sizeof(double) * call.rows)
+               : 0;
+  default:
+    return isOptimizerKernel(call.op) ? optimizerScratchBytes(call) : 0;
+  }
+}
+
+Status runReductionKernel(const KernelCall &call, const KernelArgs &args) {
+  switch (call.op) {
+  case fb::OpCode::LayerNorm:
+  case fb::OpCode::RmsNorm:
+  case fb::OpCode::LayerNormInputGrad:
+  case fb::OpCode::RmsNormInputGrad:
+    return runNorm(call, args);
+  case fb::OpCode::LayerNormParamGrad:
+  case fb::OpCode::RmsNormParamGrad:
+    return runNormParamGrad(call, args);
+  case fb::OpCode::Embedding:
+    return runEmbedding(call, args);
+  case fb::OpCode::EmbeddingGrad:
+    return runEmbeddingGrad(call, args);
+  case fb::OpCode::CrossEntropy:
+  case fb::OpCode::CrossEntropyGrad:
+    return runCrossEntropy(call, args);
+  default:
+    if (isOptimizerKernel(call.op))
+      return runOptimizerKernel(call, args);
+    return Status::error("not a reduction kernel");
+  }
+}
+
+} // namespace tpcrt::cuda

@@ -1,0 +1,493 @@
+//===- GemmSpecTest.cpp - the CUDA GEMMs' cuBLAS problems, checked on CPU -===//
+//
+// Each GEMM kernel's GemmSpec (cuda/GemmSpec.h), evaluated with a naive
+// implementation of column-major cublasGemmStridedBatched semantics plus
+// cuBLASLt's bias epilogue, must give what the CPU kernel gives; the staging
+// choices and the plan cache are checked without a GPU as well.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GemmSpec.h"
+
+#include "tpcrt/CpuKernels.h"
+#include "tpcrt/CpuTrainingKernels.h"
+#include "tpcrt/Program.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace tpcrt;
+using namespace tpcrt::cuda;
+
+namespace {
+
+TensorRef tensor(fb::DType dtype, std::vector<int64_t> shape,
+                 uint64_t offset = 0) {
+  TensorRef t;
+  t.dtype = dtype;
+  t.shape = std::move(shape);
+  t.elements = 1;
+  for (int64_t d : t.shape)
+    t.elements *= d;
+  t.bytes =
+      static_cast<uint64_t>(t.elements) * (dtype == fb::DType::F32 ? 4 : 2);
+  t.offset = offset;
+  return t;
+}
+
+TensorRef f32(std::vector<int64_t> shape) {
+  return tensor(fb::DType::F32, std::move(shape));
+}
+
+/// A kernel call with its sizes filled in by the loader's decoder.
+KernelCall decoded(fb::OpCode op, std::vector<TensorRef> operands,
+                   std::vector<TensorRef> results, uint32_t flags = 0,
+                   std::vector<double> floats = {}) {
+  KernelCall call;
+  call.op = op;
+  call.operands = std::move(operands);
+  call.results = std::move(results);
+  call.flags = flags;
+  call.floatAttrs = std::move(floats);
+  Status s = decodeKernel(call, Mesh{});
+  EXPECT_TRUE(s.isOk()) << s.message();
+  return call;
+}
+
+/// Column-major cublasGemmStridedBatched with beta 0, then the bias added
+/// to every column (CUBLASLT_EPILOGUE_BIAS), reading the call's operands.
+std::vector<float> evaluate(const GemmSpec &s,
+                            const std::vector<std::vector<float>> &operands) {
+  std::vector<float> d(static_cast<size_t>(s.batch * s.ldc * s.n), 0.0f);
+  const float *a = operands[s.aOperand].data();
+  const float *b = operands[s.bOperand].data();
+  const float *bias = s.hasBias() ? operands[s.biasOperand].data() : nullptr;
+  for (int64_t p = 0; p < s.batch; ++p) {
+    const float *ap = a + p * s.strideA, *bp = b + p * s.strideB;
+    float *dp = d.data() + p * s.strideC;
+    for (int64_t j = 0; j < s.n; ++j)
+      for (int64_t i = 0; i < s.m; ++i) {
+        double sum = 0.0;
+        for (int64_t l = 0; l < s.k; ++l) {
+          double av = s.transA ? ap[l + i * s.lda] : ap[i + l * s.lda];
+          double bv = s.transB ? bp[j + l * s.ldb] : bp[l + j * s.ldb];
+          sum += av * bv;
+        }
+        float v = s.alpha * static_cast<float>(sum);
+        if (bias)
+          v += bias[i];
+        dp[i + j * s.ldc] = v;
+      }
+  }
+  return d;
+}
+
+std::vector<std::vector<float>> randomOperands(const KernelCall &call,
+                                               uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<std::vector<float>> data;
+  for (const TensorRef &t : call.operands) {
+    data.emplace_back(static_cast<size_t>(t.elements));
+    for (float &v : data.back())
+      v = dist(rng);
+  }
+  return data;
+}
+
+/// What the CPU device computes for `call` (CpuDevice.cpp's dispatch).
+std::vector<float> runCpu(const KernelCall &call,
+                          const std::vector<std::vector<float>> &in) {
+  std::vector<float> out(static_cast<size_t>(call.results[0].elements));
+  auto layout =
+      call.flags & 1 ? cpu::WeightLayout::OutIn : cpu::WeightLayout::InOut;
+  Status s;
+  switch (call.op) {
+  case fb::OpCode::Linear:
+    s = cpu::linear(in[0].data(), in[1].data(),
+                    in.size() == 3 ? in[2].data() : nullptr, call.m, call.k,
+                    call.n, layout, out.data());
+    break;
+  case fb::OpCode::LinearInputGrad:
+    s = cpu::linearInputGrad(in[0].data(), in[1].data(), call.m, call.k, call.n,
+                             layout, out.data());
+    break;
+  case fb::OpCode::LinearWeightGrad:
+    s = cpu::linearWeightGrad(in[0].data(), in[1].data(), call.m, call.k,
+                              call.n, layout, out.data());
+    break;
+  case fb::OpCode::BatchMatmul:
+    s = cpu::batchMatmul(in[0].data(), in[1].data(), call.batch, call.m, call.k,
+                         call.n, call.flags & 1, call.flags & 2,
+                         static_cast<float>(call.floatAttrs[0]), out.data());
+    break;
+  default:
+    ADD_FAILURE() << "not a GEMM";
+  }
+  EXPECT_TRUE(s.isOk()) << s.message();
+  return out;
+}
+
+/// The spec of `call` evaluated equals the CPU kernel within 1e-5.
+void expectMatchesCpu(const KernelCall &call, uint32_t seed = 1) {
+  GemmSpec spec = gemmSpecOf(call);
+  ASSERT_TRUE(spec.valid);
+  SCOPED_TRACE(describeGemm(spec));
+  // What cuBLAS requires of the stored matrices' leading dimensions.
+  EXPECT_GE(spec.lda, std::max<int64_t>(1, spec.transA ? spec.k : spec.m));
+  EXPECT_GE(spec.ldb, std::max<int64_t>(1, spec.transB ? spec.n : spec.k));
+  // D is packed: the result's elements in cuBLAS's column-major order.
+  EXPECT_EQ(spec.ldc, std::max<int64_t>(1, spec.m));
+  EXPECT_EQ(spec.batch * spec.m * spec.n, call.results[0].elements);
+  if (spec.batch > 1) {
+    EXPECT_EQ(spec.strideC, spec.m * spec.n);
+  }
+  auto in = randomOperands(call, seed);
+  std::vector<float> want = runCpu(call, in);
+  std::vector<float> got = evaluate(spec, in);
+  ASSERT_GE(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i)
+    ASSERT_LE(std::fabs(got[i] - want[i]),
+              1e-5f * std::max(1.0f, std::fabs(want[i])))
+        << "element " << i << ": spec " << got[i] << ", cpu " << want[i];
+}
+
+// m 5, k 7, n 3 (and batch 2): every size differs, so a swapped size or
+// leading dimension shows.
+constexpr int64_t M = 5, K = 7, N = 3;
+
+KernelCall linearCall(bool outIn, bool bias) {
+  std::vector<TensorRef> operands = {f32({M, K}),
+                                     outIn ? f32({N, K}) : f32({K, N})};
+  if (bias)
+    operands.push_back(f32({N}));
+  return decoded(fb::OpCode::Linear, operands, {f32({M, N})}, outIn);
+}
+
+} // namespace
+
+TEST(GemmSpec, LinearMatchesCpu) {
+  for (bool outIn : {false, true})
+    for (bool bias : {false, true}) {
+      SCOPED_TRACE(std::string(outIn ? "out_in" : "in_out") +
+                   (bias ? " with bias" : ""));
+      KernelCall call = linearCall(outIn, bias);
+      EXPECT_EQ(call.m, M);
+      EXPECT_EQ(call.k, K);
+      EXPECT_EQ(call.n, N);
+      expectMatchesCpu(call);
+      GemmSpec spec = gemmSpecOf(call);
+      EXPECT_EQ(spec.hasBias(), bias);
+      EXPECT_EQ(spec.m, N); // the bias runs along cuBLAS's rows
+      EXPECT_EQ(spec.alpha, 1.0f);
+    }
+}
+
+TEST(GemmSpec, LinearWithLeadingDimsMatchesCpu) {
+  // x [2, 3, k] flattens to m = 6; an out_in weight [n1, n2, k] to n = 4.
+  KernelCall call =
+      decoded(fb::OpCode::Linear, {f32({2, 3, K}), f32({2, 2, K}), f32({4})},
+              {f32({2, 3, 4})}, 1);
+  EXPECT_EQ(call.m, 6);
+  EXPECT_EQ(call.n, 4);
+  expectMatchesCpu(call, 7);
+}
+
+TEST(GemmSpec, LinearInputGradMatchesCpu) {
+  for (bool outIn : {false, true}) {
+    SCOPED_TRACE(outIn ? "out_in" : "in_out");
+    KernelCall call = decoded(fb::OpCode::LinearInputGrad,
+                              {f32({M, N}), outIn ? f32({N, K}) : f32({K, N})},
+                              {f32({M, K})}, outIn);
+    EXPECT_EQ(call.m, M);
+    EXPECT_EQ(call.k, K);
+    EXPECT_EQ(call.n, N);
+    expectMatchesCpu(call, 2);
+  }
+}
+
+TEST(GemmSpec, LinearWeightGradMatchesCpu) {
+  for (bool outIn : {false, true}) {
+    SCOPED_TRACE(outIn ? "out_in" : "in_out");
+    KernelCall call =
+        decoded(fb::OpCode::LinearWeightGrad, {f32({M, K}), f32({M, N})},
+                {outIn ? f32({N, K}) : f32({K, N})}, outIn);
+    EXPECT_EQ(call.m, M);
+    EXPECT_EQ(call.k, K);
+    EXPECT_EQ(call.n, N);
+    expectMatchesCpu(call, 3);
+  }
+}
+
+TEST(GemmSpec, BatchMatmulMatchesCpu) {
+  constexpr int64_t B = 2;
+  for (uint32_t flags = 0; flags < 4; ++flags) {
+    SCOPED_TRACE("flags " + std::to_string(flags));
+    bool tl = flags & 1, tr = flags & 2;
+    KernelCall call = decoded(fb::OpCode::BatchMatmul,
+                              {tl ? f32({B, K, M}) : f32({B, M, K}),
+                               tr ? f32({B, N, K}) : f32({B, K, N})},
+                              {f32({B, M, N})}, flags, {0.37});
+    EXPECT_EQ(call.batch, B);
+    EXPECT_EQ(call.m, M);
+    EXPECT_EQ(call.k, K);
+    EXPECT_EQ(call.n, N);
+    GemmSpec spec = gemmSpecOf(call);
+    EXPECT_EQ(spec.batch, B);
+    EXPECT_FLOAT_EQ(spec.alpha, 0.37f);
+    expectMatchesCpu(call, 4 + flags);
+  }
+}
+
+TEST(GemmSpec, BatchMatmulSeveralBatchDimsMatchesCpu) {
+  // [2, 3] batch dims: batch 6.
+  KernelCall call =
+      decoded(fb::OpCode::BatchMatmul, {f32({2, 3, K, M}), f32({2, 3, N, K})},
+              {f32({2, 3, M, N})}, 3, {-1.5});
+  EXPECT_EQ(call.batch, 6);
+  expectMatchesCpu(call, 9);
+}
+
+TEST(GemmSpec, DegenerateSizes) {
+  // k = 0: the bias broadcast (zeros without one), no matmul.
+  KernelCall call = decoded(
+      fb::OpCode::Linear, {f32({M, 0}), f32({0, N}), f32({N})}, {f32({M, N})});
+  GemmSpec spec = gemmSpecOf(call);
+  EXPECT_TRUE(spec.fillOnly());
+  EXPECT_FALSE(spec.empty());
+  EXPECT_EQ(spec.scratchBytes, 0u);
+  expectMatchesCpu(call, 10);
+  // m = 0: nothing at all.
+  call = decoded(fb::OpCode::Linear, {f32({0, K}), f32({K, N})}, {f32({0, N})});
+  spec = gemmSpecOf(call);
+  EXPECT_TRUE(spec.empty());
+  EXPECT_FALSE(spec.fillOnly());
+  // Leading dimensions stay >= 1 (cuBLAS refuses 0).
+  EXPECT_GE(spec.lda, 1);
+  EXPECT_GE(spec.ldb, 1);
+  EXPECT_GE(spec.ldc, 1);
+}
+
+TEST(GemmSpec, NotAGemm) {
+  KernelCall call;
+  call.op = fb::OpCode::Copy;
+  EXPECT_FALSE(gemmSpecOf(call).valid);
+}
+
+namespace {
+
+/// linear with the given storage for x, W, the bias (F32 and no bias when
+/// `bias` is false) and the result.
+GemmSpec linearSpec(fb::DType x, fb::DType w, fb::DType result,
+                    bool bias = false, fb::DType biasType = fb::DType::F32) {
+  std::vector<TensorRef> operands = {tensor(x, {M, K}), tensor(w, {K, N})};
+  if (bias)
+    operands.push_back(tensor(biasType, {N}));
+  return gemmSpecOf(
+      decoded(fb::OpCode::Linear, operands, {tensor(result, {M, N})}));
+}
+
+constexpr fb::DType F32 = fb::DType::F32, BF16 = fb::DType::BF16,
+                    F16 = fb::DType::F16;
+
+} // namespace
+
+TEST(GemmSpec, NoStagingWhereCublasLtHasTheMix) {
+  for (fb::DType t : {F32, BF16, F16}) {
+    GemmSpec spec = linearSpec(t, t, t, true, t);
+    EXPECT_EQ(spec.inputType, gemmTypeOf(t));
+    EXPECT_EQ(spec.outputType, gemmTypeOf(t));
+    EXPECT_FALSE(spec.stageA || spec.stageB || spec.stageBias ||
+                 spec.stageOutput);
+    EXPECT_EQ(spec.scratchBytes, 0u);
+  }
+  // 16-bit inputs into f32, with an f32 bias.
+  for (fb::DType t : {BF16, F16}) {
+    GemmSpec spec = linearSpec(t, t, F32, true, F32);
+    EXPECT_EQ(spec.inputType, gemmTypeOf(t));
+    EXPECT_EQ(spec.outputType, GemmType::F32);
+    EXPECT_EQ(spec.scratchBytes, 0u);
+  }
+}
+
+TEST(GemmSpec, StagesMixedInputsInF32) {
+  // bf16 activation times an f32 weight: x (B) goes to f32 scratch.
+  GemmSpec spec = linearSpec(BF16, F32, BF16);
+  EXPECT_EQ(spec.inputType, GemmType::F32);
+  EXPECT_FALSE(spec.stageA);
+  EXPECT_TRUE(spec.stageB);
+  EXPECT_EQ(spec.scratchB, 0u);
+  // f32 inputs cannot give bf16: D goes through f32 scratch.
+  EXPECT_EQ(spec.outputType, GemmType::F32);
+  EXPECT_TRUE(spec.stageOutput);
+  EXPECT_EQ(spec.scratchOutput, 256u); // M * K * 4 = 140 bytes, aligned
+  EXPECT_EQ(spec.scratchBytes, 512u);
+  // f32 activation times a bf16 weight: W (A) staged; D is f32.
+  spec = linearSpec(F32, BF16, F32);
+  EXPECT_TRUE(spec.stageA);
+  EXPECT_FALSE(spec.stageB || spec.stageOutput);
+  EXPECT_EQ(spec.scratchBytes, 256u);
+  // bf16 times f16: both staged.
+  spec = linearSpec(BF16, F16, F32);
+  EXPECT_TRUE(spec.stageA && spec.stageB);
+  EXPECT_EQ(spec.scratchBytes, 512u);
+}
+
+TEST(GemmSpec, StagesBiasAndOutput) {
+  // A bf16 bias with an f32 D: the bias is cast (exactly) to f32.
+  GemmSpec spec = linearSpec(BF16, BF16, F32, true, BF16);
+  EXPECT_EQ(spec.outputType, GemmType::F32);
+  EXPECT_TRUE(spec.stageBias);
+  EXPECT_FALSE(spec.stageOutput);
+  EXPECT_EQ(spec.scratchBytes, 256u);
+  // An f32 bias with a bf16 result would round if cast: D in f32 instead,
+  // cast to bf16 once after the bias is added.
+  spec = linearSpec(BF16, BF16, BF16, true, F32);
+  EXPECT_EQ(spec.inputType, GemmType::BF16);
+  EXPECT_EQ(spec.outputType, GemmType::F32);
+  EXPECT_FALSE(spec.stageBias);
+  EXPECT_TRUE(spec.stageOutput);
+  // bf16 inputs with an f16 result: D in f32, then cast.
+  spec = linearSpec(BF16, BF16, F16);
+  EXPECT_EQ(spec.outputType, GemmType::F32);
+  EXPECT_TRUE(spec.stageOutput);
+  // Staged operands are aligned for cuBLASLt whatever the tensor's offset.
+  EXPECT_EQ(gemmKeyOf(spec).alignD, 256u);
+}
+
+TEST(GemmSpec, Alignment) {
+  EXPECT_EQ(gemmAlignmentOf(tensor(F32, {4}, 0)), 256u);
+  EXPECT_EQ(gemmAlignmentOf(tensor(F32, {4}, 4096 + 64)), 64u);
+  EXPECT_EQ(gemmAlignmentOf(tensor(BF16, {4}, 1026)), 2u);
+  TensorRef pooled = tensor(F32, {4}, 512);
+  pooled.pool = 0;
+  pooled.poolSlots = 2;
+  pooled.poolStride = 192;
+  EXPECT_EQ(gemmAlignmentOf(pooled), 64u);
+  pooled.poolSlots = 1; // one slot: the stride is never added
+  EXPECT_EQ(gemmAlignmentOf(pooled), 256u);
+
+  // The key carries the tensors' alignment.
+  KernelCall call = linearCall(false, true);
+  GemmKey aligned = gemmKeyOf(gemmSpecOf(call));
+  call.operands[1].offset = 4;
+  GemmKey key = gemmKeyOf(gemmSpecOf(call));
+  EXPECT_EQ(key.alignA, 4u);
+  EXPECT_NE(key, aligned);
+}
+
+namespace {
+
+struct FakePlan {
+  int id = -1;
+};
+
+} // namespace
+
+TEST(GemmSpec, PlanCacheBuildsOncePerKey) {
+  PlanCache<FakePlan> cache;
+  int built = 0;
+  auto build = [&](const GemmKey &, FakePlan &plan) {
+    plan.id = built++;
+    return Status::ok();
+  };
+  std::vector<KernelCall> calls = {
+      linearCall(false, false), linearCall(true, false),
+      linearCall(false, true), linearCall(false, false), // again
+      linearCall(true, false)};                          // again
+  std::vector<FakePlan *> plans;
+  for (const KernelCall &call : calls) {
+    FakePlan *plan = nullptr;
+    ASSERT_TRUE(cache.get(gemmKeyOf(gemmSpecOf(call)), build, plan).isOk());
+    ASSERT_NE(plan, nullptr);
+    plans.push_back(plan);
+  }
+  EXPECT_EQ(built, 3);
+  EXPECT_EQ(cache.builds(), 3u);
+  EXPECT_EQ(cache.size(), 3u);
+  EXPECT_EQ(plans[3], plans[0]);
+  EXPECT_EQ(plans[4], plans[1]);
+  EXPECT_NE(plans[0], plans[1]);
+  EXPECT_NE(plans[0], plans[2]);
+  EXPECT_EQ(plans[2]->id, 2);
+
+  // Alpha is no part of the key: batch_matmuls differing in scale share.
+  auto bmm = [](double scale) {
+    return decoded(fb::OpCode::BatchMatmul, {f32({2, M, K}), f32({2, K, N})},
+                   {f32({2, M, N})}, 0, {scale});
+  };
+  EXPECT_EQ(gemmKeyOf(gemmSpecOf(bmm(0.5))), gemmKeyOf(gemmSpecOf(bmm(2.0))));
+
+  // A batch_matmul of one matrix is a linear (x [m, k], W [k, n]).
+  KernelCall one =
+      decoded(fb::OpCode::BatchMatmul, {f32({1, M, K}), f32({1, K, N})},
+              {f32({1, M, N})}, 0, {1.0});
+  EXPECT_EQ(gemmKeyOf(gemmSpecOf(one)),
+            gemmKeyOf(gemmSpecOf(linearCall(false, false))));
+}
+
+TEST(GemmSpec, PlanCacheKeepsNoFailedPlan) {
+  PlanCache<FakePlan> cache;
+  GemmKey key = gemmKeyOf(gemmSpecOf(linearCall(false, false)));
+  FakePlan *plan = nullptr;
+  auto fail = [](const GemmKey &, FakePlan &) {
+    return Status::error("no algorithm");
+  };
+  EXPECT_FALSE(cache.get(key, fail, plan).isOk());
+  EXPECT_EQ(cache.size(), 0u);
+  auto build = [](const GemmKey &, FakePlan &p) {
+    p.id = 7;
+    return Status::ok();
+  };
+  ASSERT_TRUE(cache.get(key, build, plan).isOk());
+  EXPECT_EQ(plan->id, 7);
+  EXPECT_EQ(cache.builds(), 2u);
+  EXPECT_EQ(cache.size(), 1u);
+}
+
+TEST(GemmSpec, KeysDifferingInAnyFieldDiffer) {
+  GemmKey base = gemmKeyOf(gemmSpecOf(linearCall(false, true)));
+  std::vector<std::function<void(GemmKey &)>> changes = {
+      [](GemmKey &k) { k.inputType = GemmType::BF16; },
+      [](GemmKey &k) { k.outputType = GemmType::F16; },
+      [](GemmKey &k) { k.transA = !k.transA; },
+      [](GemmKey &k) { k.transB = !k.transB; },
+      [](GemmKey &k) { k.bias = !k.bias; },
+      [](GemmKey &k) { ++k.m; },
+      [](GemmKey &k) { ++k.n; },
+      [](GemmKey &k) { ++k.k; },
+      [](GemmKey &k) { ++k.lda; },
+      [](GemmKey &k) { ++k.ldb; },
+      [](GemmKey &k) { ++k.ldc; },
+      [](GemmKey &k) { ++k.batch; },
+      [](GemmKey &k) { ++k.strideA; },
+      [](GemmKey &k) { ++k.strideB; },
+      [](GemmKey &k) { ++k.strideC; },
+      [](GemmKey &k) { k.alignA = 16; },
+      [](GemmKey &k) { k.alignB = 16; },
+      [](GemmKey &k) { k.alignBias = 16; },
+      [](GemmKey &k) { k.alignD = 16; },
+  };
+  PlanCache<FakePlan> cache;
+  auto build = [](const GemmKey &, FakePlan &) { return Status::ok(); };
+  FakePlan *plan = nullptr;
+  ASSERT_TRUE(cache.get(base, build, plan).isOk());
+  GemmKeyHash hash;
+  for (size_t i = 0; i < changes.size(); ++i) {
+    GemmKey changed = base;
+    changes[i](changed);
+    EXPECT_NE(changed, base) << "field " << i;
+    EXPECT_NE(hash(changed), hash(base)) << "field " << i;
+    ASSERT_TRUE(cache.get(changed, build, plan).isOk());
+  }
+  EXPECT_EQ(cache.size(), changes.size() + 1);
+  GemmKey copy = base;
+  EXPECT_EQ(copy, base);
+  EXPECT_EQ(hash(copy), hash(base));
+}

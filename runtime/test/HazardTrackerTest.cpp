@@ -1,0 +1,173 @@
+//===- HazardTrackerTest.cpp - two streams ordered by bytes, on the CPU ---===//
+//
+// The CUDA device's ordering of its compute and communication streams
+// (cuda/HazardTracker.h), driven here without a GPU: the cases by hand, then
+// random programs replayed on a fake pair of streams whose collectives finish
+// whenever they like unless the compute stream waited for them; every kernel
+// must see every earlier collective whose bytes it touches finished.
+//
+//===----------------------------------------------------------------------===//
+
+#include "HazardTracker.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <set>
+#include <vector>
+
+using tpcrt::cuda::ByteRange;
+using tpcrt::cuda::HazardTracker;
+
+namespace {
+
+std::vector<uint32_t> conflictsOf(HazardTracker &t, std::vector<ByteRange> r,
+                                  std::vector<ByteRange> w) {
+  std::vector<uint32_t> waits;
+  t.conflicts(r.data(), r.size(), w.data(), w.size(), waits);
+  return waits;
+}
+
+uint32_t begin(HazardTracker &t, std::vector<ByteRange> r,
+               std::vector<ByteRange> w, int64_t *retired = nullptr) {
+  int64_t dropped = -1;
+  uint32_t slot = t.begin(r.data(), r.size(), w.data(), w.size(), dropped);
+  if (retired)
+    *retired = dropped;
+  return slot;
+}
+
+TEST(HazardTrackerTest, ReadAfterWriteWaits) {
+  HazardTracker t(4);
+  uint32_t slot = begin(t, {{0, 100}}, {{0, 100}}); // in-place all_reduce
+  EXPECT_EQ(conflictsOf(t, {{50, 60}}, {{200, 300}}),
+            std::vector<uint32_t>{slot});
+  EXPECT_EQ(t.inFlight(), 0u);
+}
+
+TEST(HazardTrackerTest, WriteAfterReadWaits) {
+  HazardTracker t(4);
+  uint32_t slot = begin(t, {{0, 100}}, {{100, 200}}); // reads 0..100
+  EXPECT_EQ(conflictsOf(t, {}, {{99, 101}}), std::vector<uint32_t>{slot});
+}
+
+TEST(HazardTrackerTest, WriteAfterWriteWaits) {
+  HazardTracker t(4);
+  uint32_t slot = begin(t, {}, {{100, 200}});
+  EXPECT_EQ(conflictsOf(t, {}, {{150, 160}}), std::vector<uint32_t>{slot});
+}
+
+TEST(HazardTrackerTest, ReadAfterReadAndDisjointBytesDoNotWait) {
+  HazardTracker t(4);
+  begin(t, {{0, 100}}, {{100, 200}});
+  // Reads what it reads; touches neither end's neighbours.
+  EXPECT_TRUE(conflictsOf(t, {{0, 100}, {200, 300}}, {{300, 400}}).empty());
+  // Adjacent ranges share no byte.
+  EXPECT_TRUE(conflictsOf(t, {{200, 201}}, {{250, 260}}).empty());
+  // An empty range meets nothing.
+  EXPECT_TRUE(conflictsOf(t, {{150, 150}}, {{150, 150}}).empty());
+  EXPECT_EQ(t.inFlight(), 1u);
+}
+
+TEST(HazardTrackerTest, OnlyTheMeetingOperationsRetire) {
+  HazardTracker t(4);
+  uint32_t a = begin(t, {{0, 10}}, {{0, 10}});
+  uint32_t b = begin(t, {{20, 30}}, {{20, 30}});
+  uint32_t c = begin(t, {{40, 50}}, {{40, 50}});
+  EXPECT_EQ(conflictsOf(t, {{5, 6}, {45, 46}}, {}),
+            (std::vector<uint32_t>{a, c}));
+  EXPECT_EQ(t.inFlight(), 1u);
+  EXPECT_EQ(conflictsOf(t, {}, {{25, 26}}), std::vector<uint32_t>{b});
+  // Retired: the slot is free again and nothing waits twice.
+  EXPECT_TRUE(conflictsOf(t, {{0, 100}}, {{0, 100}}).empty());
+}
+
+TEST(HazardTrackerTest, FullRetiresTheOldestFirst) {
+  HazardTracker t(2);
+  int64_t retired = 0;
+  uint32_t a = begin(t, {}, {{0, 10}}, &retired);
+  EXPECT_EQ(retired, -1);
+  begin(t, {}, {{10, 20}}, &retired);
+  EXPECT_EQ(retired, -1);
+  uint32_t c = begin(t, {}, {{20, 30}}, &retired);
+  EXPECT_EQ(retired, static_cast<int64_t>(a));
+  EXPECT_EQ(c, a); // the oldest's slot, reused
+  EXPECT_EQ(t.inFlight(), 2u);
+  // The retired one no longer asks for a wait: the compute stream waited.
+  EXPECT_TRUE(conflictsOf(t, {{0, 10}}, {}).empty());
+}
+
+TEST(HazardTrackerTest, RetireAllEmptiesIt) {
+  HazardTracker t(3);
+  begin(t, {}, {{0, 10}});
+  begin(t, {}, {{10, 20}});
+  std::vector<uint32_t> waits;
+  t.retireAll(waits);
+  EXPECT_EQ(waits.size(), 2u);
+  EXPECT_EQ(t.inFlight(), 0u);
+  t.retireAll(waits);
+  EXPECT_TRUE(waits.empty());
+}
+
+/// A fake pair of streams: collectives are ordered among themselves (one
+/// communication stream) and after every kernel issued before them; a kernel
+/// is ordered after a collective only through an event wait (directly, or
+/// through an earlier wait on a later collective). The check: when a kernel
+/// runs, every earlier collective whose bytes it touches is ordered before
+/// it.
+TEST(HazardTrackerTest, RandomProgramsNeverRace) {
+  std::mt19937_64 random(20261202);
+  for (int program = 0; program < 300; ++program) {
+    size_t capacity = 1 + random() % 6;
+    HazardTracker t(capacity);
+    struct Collective {
+      ByteRange read, write;
+    };
+    std::vector<Collective> collectives;
+    // The event of each slot: the collective last recorded on it.
+    std::vector<int64_t> slotCollective(capacity, -1);
+    // Collectives 0 .. orderedUpTo - 1 are ordered before the compute
+    // stream's next kernel (the communication stream is FIFO: waiting for
+    // collective c orders every earlier one too).
+    int64_t orderedUpTo = 0;
+    auto waitFor = [&](uint32_t slot) {
+      ASSERT_GE(slotCollective[slot], 0);
+      orderedUpTo = std::max(orderedUpTo, slotCollective[slot] + 1);
+    };
+    auto range = [&] {
+      uint64_t begin = random() % 64;
+      return ByteRange{begin, begin + 1 + random() % 16};
+    };
+    std::vector<uint32_t> waits;
+    for (int step = 0; step < 200; ++step) {
+      if (random() % 3 == 0) {
+        Collective c{range(), range()};
+        int64_t retired = -1;
+        uint32_t slot = t.begin(&c.read, 1, &c.write, 1, retired);
+        if (retired >= 0)
+          waitFor(static_cast<uint32_t>(retired));
+        slotCollective[slot] = static_cast<int64_t>(collectives.size());
+        collectives.push_back(c);
+        continue;
+      }
+      ByteRange reads[2] = {range(), range()};
+      ByteRange writes[1] = {range()};
+      t.conflicts(reads, 2, writes, 1, waits);
+      for (uint32_t slot : waits)
+        waitFor(slot);
+      for (size_t i = static_cast<size_t>(orderedUpTo); i < collectives.size();
+           ++i) {
+        const Collective &c = collectives[i];
+        bool meets = c.write.meets(reads[0]) || c.write.meets(reads[1]) ||
+                     c.write.meets(writes[0]) || c.read.meets(writes[0]);
+        ASSERT_FALSE(meets) << "program " << program << ", step " << step
+                            << ": a kernel races collective " << i;
+      }
+      ASSERT_LE(t.inFlight(), capacity);
+    }
+  }
+}
+
+} // namespace
