@@ -622,17 +622,8 @@ Status tpcrt::createNcclCommunicator(Communicator &bootstrap, int device,
   const NcclLibrary *library = nullptr;
   if (local)
     local = loadNcclLibrary(library, nullptr);
-  int64_t failed = local ? 0 : 1;
-  if (Status s = bootstrap.allReduceSum(&failed, 1); !s)
-    return s.withContext(what);
-  if (!local)
-    return Status::error(what + ": rank " + std::to_string(bootstrap.rank()) +
-                         ": " + local.message());
-  if (failed)
-    return Status::error(what + ": " + std::to_string(failed) + " of " +
-                         std::to_string(bootstrap.size()) +
-                         " ranks cannot use their CUDA device or "
-                         "load NCCL");
+  if (Status s = agreeAllReady(bootstrap, local, what); !s)
+    return s;
 
   // Rank 0's result travels with the id, so that its failure ends every
   // rank's call alike.

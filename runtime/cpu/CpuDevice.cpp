@@ -15,6 +15,7 @@
 #include "tpcrt/CpuTrainingKernels.h"
 #include "tpcrt/Device.h"
 #include "tpcrt/Executable.h"
+#include "tpcrt/Shape.h"
 #include "tpcrt/Random.h"
 
 #include <algorithm>
@@ -115,19 +116,6 @@ struct StartedTransfer {
   Communicator *comm = nullptr;
 };
 
-/// A tensor viewed around `dim` as [outer, shape[dim], inner].
-struct AroundDim {
-  int64_t outer = 1, extent = 0, inner = 1;
-};
-AroundDim aroundDim(const std::vector<int64_t> &shape, int64_t dim) {
-  AroundDim v;
-  v.extent = shape[dim];
-  for (int64_t d = 0; d < dim; ++d)
-    v.outer *= shape[d];
-  for (size_t d = dim + 1; d < shape.size(); ++d)
-    v.inner *= shape[d];
-  return v;
-}
 
 /// x as [outer, pieces, row] (row bytes each) -> out as [pieces, outer, row]:
 /// the pieces of a split along a dimension, each contiguous.

@@ -106,11 +106,14 @@ struct DropoutDraw {
   }
 };
 
-__device__ __forceinline__ float warpSum(float v) {
+/// The sum over a warp, on every lane (float, double or long long).
+template <typename T> __device__ __forceinline__ T warpSumOf(T v) {
   for (int offset = 16; offset > 0; offset >>= 1)
     v += __shfl_xor_sync(0xffffffffu, v, offset);
   return v;
 }
+
+__device__ __forceinline__ float warpSum(float v) { return warpSumOf(v); }
 
 __device__ __forceinline__ float warpMax(float v) {
   for (int offset = 16; offset > 0; offset >>= 1)
@@ -119,18 +122,23 @@ __device__ __forceinline__ float warpMax(float v) {
 }
 
 /// The sum over the block (blockDim.x a multiple of 32, at most 1024), on
-/// every thread; `shared` holds 32 floats. The order of additions is fixed
+/// every thread; `shared` holds 32 values. The order of additions is fixed
 /// by the launch shape, so results repeat bit for bit.
-__device__ __forceinline__ float blockSum(float v, float *shared) {
+template <typename T>
+__device__ __forceinline__ T blockSumOf(T v, T *shared) {
   int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  v = warpSum(v);
+  v = warpSumOf(v);
   __syncthreads();
   if (lane == 0)
     shared[warp] = v;
   __syncthreads();
   int warps = (blockDim.x + 31) >> 5;
-  v = lane < warps ? shared[lane] : 0.0f;
-  return warpSum(v);
+  v = lane < warps ? shared[lane] : T(0);
+  return warpSumOf(v);
+}
+
+__device__ __forceinline__ float blockSum(float v, float *shared) {
+  return blockSumOf(v, shared);
 }
 
 __device__ __forceinline__ float blockMax(float v, float *shared) {
@@ -143,6 +151,27 @@ __device__ __forceinline__ float blockMax(float v, float *shared) {
   int warps = (blockDim.x + 31) >> 5;
   v = lane < warps ? shared[lane] : -INFINITY;
   return warpMax(v);
+}
+
+/// q = a / b, r = a % b for a >= 0, b > 0: 32-bit division when both fit.
+__device__ __forceinline__ void divMod(int64_t a, int64_t b, int64_t &q,
+                                       int64_t &r) {
+  if (((static_cast<uint64_t>(a) | static_cast<uint64_t>(b)) >> 32) == 0) {
+    uint32_t q32 = static_cast<uint32_t>(a) / static_cast<uint32_t>(b);
+    q = q32;
+    r = static_cast<uint32_t>(a) - q32 * static_cast<uint32_t>(b);
+  } else {
+    q = a / b;
+    r = a - q * b;
+  }
+}
+
+/// A grid-stride loop's first index and stride.
+__device__ __forceinline__ int64_t firstThread() {
+  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ __forceinline__ int64_t threadStride() {
+  return static_cast<int64_t>(gridDim.x) * blockDim.x;
 }
 
 /// Blocks of `threads` for `count` elements in a grid-stride loop, capped

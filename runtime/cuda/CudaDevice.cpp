@@ -30,6 +30,7 @@
 
 #include "tpcrt/Comm.h"
 #include "tpcrt/Executable.h"
+#include "tpcrt/Shape.h"
 
 #include <cuda_runtime.h>
 
@@ -73,19 +74,6 @@ enum class Family : uint8_t {
   Wait,
 };
 
-/// A tensor viewed around `dim` as [outer, shape[dim], inner].
-struct AroundDim {
-  int64_t outer = 1, extent = 0, inner = 1;
-};
-AroundDim aroundDim(const std::vector<int64_t> &shape, int64_t dim) {
-  AroundDim v;
-  v.extent = shape[dim];
-  for (int64_t d = 0; d < dim; ++d)
-    v.outer *= shape[d];
-  for (size_t d = dim + 1; d < shape.size(); ++d)
-    v.inner *= shape[d];
-  return v;
-}
 
 bool isCollective(fb::OpCode op) {
   return op == fb::OpCode::AllReduce || op == fb::OpCode::AllGather ||

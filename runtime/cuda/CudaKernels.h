@@ -90,10 +90,22 @@ bool isPointwiseKernel(fb::OpCode op);
 uint64_t pointwiseScratchBytes(const KernelCall &call);
 Status runPointwiseKernel(const KernelCall &call, const KernelArgs &args);
 
+// Layout (LayoutKernels.cu): transpose, slice, repeat, pad, sum_groups,
+// sum_to; run through the pointwise family.
+bool isLayoutKernel(fb::OpCode op);
+uint64_t layoutScratchBytes(const KernelCall &call);
+Status runLayoutKernel(const KernelCall &call, const KernelArgs &args);
+
 // Reductions (ReductionKernels.cu).
 bool isReductionKernel(fb::OpCode op);
 uint64_t reductionScratchBytes(const KernelCall &call);
 Status runReductionKernel(const KernelCall &call, const KernelArgs &args);
+
+// Losses' scalars, optimizers, sum_squares, clip_coefficient, lr_schedule
+// (OptimizerKernels.cu); run through the reduction family.
+bool isOptimizerKernel(fb::OpCode op);
+uint64_t optimizerScratchBytes(const KernelCall &call);
+Status runOptimizerKernel(const KernelCall &call, const KernelArgs &args);
 
 // Attention and softmax (AttentionKernels.cu).
 bool isAttentionKernel(fb::OpCode op);

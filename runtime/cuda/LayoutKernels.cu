@@ -13,19 +13,14 @@
 
 #include "CudaCommon.cuh"
 
+#include "tpcrt/ExecutableDType.h"
+#include "tpcrt/Shape.h"
+
 #include <algorithm>
 #include <string>
 
 using namespace tpcrt;
 using namespace tpcrt::cuda;
-
-// The layout part of the pointwise family: PointwiseKernels.cu's
-// runPointwiseKernel hands these calls here.
-namespace tpcrt::cuda {
-bool isLayoutKernel(fb::OpCode op);
-uint64_t layoutScratchBytes(const KernelCall &call);
-Status runLayoutKernel(const KernelCall &call, const KernelArgs &args);
-} // namespace tpcrt::cuda
 
 namespace {
 
@@ -35,56 +30,11 @@ constexpr int kMaxLayoutRank = 8;
 /// Threads that fill the device: sum_to aims for this many.
 constexpr int64_t kFillThreads = int64_t(1) << 18;
 
-/// Bytes of one element of any dtype (the runtime's executableDTypeSize is
-/// not part of this library).
+/// Bytes of one element of any dtype.
 int64_t elementBytes(fb::DType dtype) {
-  switch (dtype) {
-  case fb::DType::BF16:
-  case fb::DType::F16:
-    return 2;
-  case fb::DType::I64:
-    return 8;
-  case fb::DType::U8:
-    return 1;
-  default:
-    return 4;
-  }
+  return static_cast<int64_t>(executableDTypeSize(dtype));
 }
 
-/// A tensor's shape around `dim` as [outer, extent, inner].
-struct AroundDim {
-  int64_t outer = 1, extent = 1, inner = 1;
-};
-AroundDim aroundDim(const std::vector<int64_t> &shape, int64_t dim) {
-  AroundDim v;
-  v.extent = shape[dim];
-  for (int64_t d = 0; d < dim; ++d)
-    v.outer *= shape[d];
-  for (size_t d = dim + 1; d < shape.size(); ++d)
-    v.inner *= shape[d];
-  return v;
-}
-
-/// q = a / b, r = a % b for a >= 0, b > 0: 32-bit division when both fit.
-__device__ __forceinline__ void divMod(int64_t a, int64_t b, int64_t &q,
-                                       int64_t &r) {
-  if (((static_cast<uint64_t>(a) | static_cast<uint64_t>(b)) >> 32) == 0) {
-    uint32_t q32 = static_cast<uint32_t>(a) / static_cast<uint32_t>(b);
-    q = q32;
-    r = static_cast<uint32_t>(a) - q32 * static_cast<uint32_t>(b);
-  } else {
-    q = a / b;
-    r = a - q * b;
-  }
-}
-
-__device__ __forceinline__ int64_t firstThread() {
-  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-
-__device__ __forceinline__ int64_t threadStride() {
-  return static_cast<int64_t>(gridDim.x) * blockDim.x;
-}
 
 //===----------------------------------------------------------------------===//
 // Kernels

@@ -229,16 +229,8 @@ Status NcclGroup::create(Communicator &bootstrap, int device,
                             ": CUDA: " + cudaGetErrorString(err));
   // Every rank learns whether all can take part before any waits in the
   // NCCL init for one that cannot.
-  int64_t failed = local ? 0 : 1;
-  if (Status s = bootstrap.allReduceSum(&failed, 1); !s)
-    return s.withContext(what);
-  if (!local)
-    return Status::error(what + ": rank " + std::to_string(bootstrap.rank()) +
-                         ": " + local.message());
-  if (failed)
-    return Status::error(what + ": " + std::to_string(failed) + " of " +
-                         std::to_string(bootstrap.size()) +
-                         " ranks cannot load NCCL or use their CUDA device");
+  if (Status s = agreeAllReady(bootstrap, local, what); !s)
+    return s;
 
   // Rank 0's result travels with the id, so that its failure ends every
   // rank's call alike.

@@ -2,6 +2,8 @@
 
 #include "NcclLibrary.h"
 
+#include "tpcrt/Comm.h"
+
 #include <dlfcn.h>
 #include <glob.h>
 #include <unistd.h>
@@ -253,4 +255,19 @@ Status tpcrt::loadNcclLibrary(const NcclLibrary *&library, std::string *path) {
     *path = loaded.where;
   library = loaded.status ? &loaded.library : nullptr;
   return loaded.status;
+}
+
+Status tpcrt::agreeAllReady(Communicator &bootstrap, const Status &local,
+                            const std::string &what) {
+  int64_t failed = local ? 0 : 1;
+  if (Status s = bootstrap.allReduceSum(&failed, 1); !s)
+    return s.withContext(what);
+  if (!local)
+    return Status::error(what + ": rank " + std::to_string(bootstrap.rank()) +
+                         ": " + local.message());
+  if (failed)
+    return Status::error(what + ": " + std::to_string(failed) + " of " +
+                         std::to_string(bootstrap.size()) +
+                         " ranks cannot load NCCL or use their CUDA device");
+  return Status::ok();
 }

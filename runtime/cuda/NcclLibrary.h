@@ -121,6 +121,15 @@ Status findNcclLibrary(const NcclSearch &search, NcclLibrary &out);
 /// tried.
 Status loadNcclLibrary(const NcclLibrary *&library, std::string *path);
 
+class Communicator;
+
+/// Before an NCCL init, where ranks wait for each other: every rank of
+/// `bootstrap` learns whether all are ready (`local`: this rank's own
+/// outcome of loading NCCL and taking its device). An error names `what`
+/// and this rank's reason, or how many ranks cannot take part.
+Status agreeAllReady(Communicator &bootstrap, const Status &local,
+                     const std::string &what);
+
 } // namespace tpcrt
 
 #endif // TPCRT_CUDA_NCCLLIBRARY_H

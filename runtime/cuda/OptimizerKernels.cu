@@ -30,10 +30,6 @@
 
 namespace tpcrt::cuda {
 
-bool isOptimizerKernel(fb::OpCode op);
-uint64_t optimizerScratchBytes(const KernelCall &call);
-Status runOptimizerKernel(const KernelCall &call, const KernelArgs &args);
-
 namespace {
 
 constexpr unsigned kThreads = 256;
@@ -47,25 +43,6 @@ unsigned updateGrid(int64_t count) {
       std::min(std::max<int64_t>(blocks, 1), kMaxUpdateBlocks));
 }
 
-__device__ __forceinline__ double warpSumDouble(double v) {
-  for (int offset = 16; offset > 0; offset >>= 1)
-    v += __shfl_xor_sync(0xffffffffu, v, offset);
-  return v;
-}
-
-/// The sum over the block, on every thread (CudaCommon.cuh's blockSum in
-/// double); `shared` holds 32 doubles.
-__device__ __forceinline__ double blockSumDouble(double v, double *shared) {
-  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  v = warpSumDouble(v);
-  __syncthreads();
-  if (lane == 0)
-    shared[warp] = v;
-  __syncthreads();
-  int warps = (blockDim.x + 31) >> 5;
-  v = lane < warps ? shared[lane] : 0.0;
-  return warpSumDouble(v);
-}
 
 //===----------------------------------------------------------------------===//
 // Training driver scalars.
@@ -286,7 +263,7 @@ __global__ void squaresPartialsKernel(SquaresBatch batch, double *partials) {
     double v = loadFloat(x, type, i);
     sum += v * v;
   }
-  sum = blockSumDouble(sum, shared);
+  sum = blockSumOf<double>(sum, shared);
   if (threadIdx.x == 0)
     partials[static_cast<int64_t>(j) * kSquaresBlocks + blockIdx.x] = sum;
 }
@@ -297,7 +274,7 @@ __global__ void squaresTotalKernel(const double *partials, int64_t operands,
   __shared__ double shared[32];
   double total = 0.0;
   for (int64_t j = 0; j < operands; ++j)
-    total += blockSumDouble(partials[j * kSquaresBlocks + threadIdx.x], shared);
+    total += blockSumOf<double>(partials[j * kSquaresBlocks + threadIdx.x], shared);
   if (threadIdx.x == 0)
     *out = static_cast<float>(total);
 }

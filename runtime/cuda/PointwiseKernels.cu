@@ -26,13 +26,6 @@
 using namespace tpcrt;
 using namespace tpcrt::cuda;
 
-// LayoutKernels.cu's entry points (the layout kernels of this family).
-namespace tpcrt::cuda {
-bool isLayoutKernel(fb::OpCode op);
-uint64_t layoutScratchBytes(const KernelCall &call);
-Status runLayoutKernel(const KernelCall &call, const KernelArgs &args);
-} // namespace tpcrt::cuda
-
 namespace {
 
 constexpr unsigned kThreads = 256;
@@ -55,31 +48,10 @@ bool aligned16(const void *p) {
 // Device helpers
 //===----------------------------------------------------------------------===//
 
-/// q = a / b, r = a % b for a >= 0, b > 0: 32-bit division when both fit.
-__device__ __forceinline__ void divMod(int64_t a, int64_t b, int64_t &q,
-                                       int64_t &r) {
-  if (((static_cast<uint64_t>(a) | static_cast<uint64_t>(b)) >> 32) == 0) {
-    uint32_t q32 = static_cast<uint32_t>(a) / static_cast<uint32_t>(b);
-    q = q32;
-    r = static_cast<uint32_t>(a) - q32 * static_cast<uint32_t>(b);
-  } else {
-    q = a / b;
-    r = a - q * b;
-  }
-}
-
 __device__ __forceinline__ int64_t modFast(int64_t a, int64_t b) {
   int64_t q, r;
   divMod(a, b, q, r);
   return r;
-}
-
-__device__ __forceinline__ int64_t firstThread() {
-  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-
-__device__ __forceinline__ int64_t threadStride() {
-  return static_cast<int64_t>(gridDim.x) * blockDim.x;
 }
 
 /// Elements [i, i + kVec) (i a multiple of kVec, p 16-byte aligned) as

@@ -35,12 +35,6 @@
 
 namespace tpcrt::cuda {
 
-// OptimizerKernels.cu: loss_mean, count_targets, inverse_count, the
-// optimizers, sum_squares, clip_coefficient and lr_schedule.
-bool isOptimizerKernel(fb::OpCode op);
-uint64_t optimizerScratchBytes(const KernelCall &call);
-Status runOptimizerKernel(const KernelCall &call, const KernelArgs &args);
-
 namespace {
 
 /// Threads of a block that reduces one row.
@@ -62,46 +56,6 @@ Storage resultType(const KernelCall &call, size_t j) {
   return storageOf(call.results[j].dtype);
 }
 
-//===----------------------------------------------------------------------===//
-// Block reductions in double and int64 (CudaCommon.cuh's blockSum pattern:
-// the order is fixed by the launch shape).
-//===----------------------------------------------------------------------===//
-
-__device__ __forceinline__ double warpSumDouble(double v) {
-  for (int offset = 16; offset > 0; offset >>= 1)
-    v += __shfl_xor_sync(0xffffffffu, v, offset);
-  return v;
-}
-
-/// The sum over the block, on every thread; `shared` holds 32 doubles.
-__device__ __forceinline__ double blockSumDouble(double v, double *shared) {
-  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  v = warpSumDouble(v);
-  __syncthreads();
-  if (lane == 0)
-    shared[warp] = v;
-  __syncthreads();
-  int warps = (blockDim.x + 31) >> 5;
-  v = lane < warps ? shared[lane] : 0.0;
-  return warpSumDouble(v);
-}
-
-__device__ __forceinline__ long long blockSumInt(long long v,
-                                                 long long *shared) {
-  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  for (int offset = 16; offset > 0; offset >>= 1)
-    v += __shfl_xor_sync(0xffffffffu, v, offset);
-  __syncthreads();
-  if (lane == 0)
-    shared[warp] = v;
-  __syncthreads();
-  int warps = (blockDim.x + 31) >> 5;
-  v = lane < warps ? shared[lane] : 0;
-  for (int offset = 16; offset > 0; offset >>= 1)
-    v += __shfl_xor_sync(0xffffffffu, v, offset);
-  return v;
-}
-
 /// Max of row[0, n) (-inf when n is 0), on every thread. fmaxf skips NaN
 /// as the CPU's std::max from -inf does.
 __device__ float blockRowMax(const void *x, Storage type, int64_t base,
@@ -119,7 +73,7 @@ __device__ double blockExpSum(const void *x, Storage type, int64_t base,
   double s = 0.0;
   for (int64_t c = threadIdx.x; c < n; c += blockDim.x)
     s += static_cast<double>(expf(loadFloat(x, type, base + c) - shift));
-  return blockSumDouble(s, shared);
+  return blockSumOf<double>(s, shared);
 }
 
 //===----------------------------------------------------------------------===//
@@ -137,13 +91,13 @@ __device__ Moments rowMoments(const void *x, Storage type, int64_t base,
   double sum = 0.0;
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
     sum += loadFloat(x, type, base + c);
-  double mean = blockSumDouble(sum, shared) / static_cast<double>(cols);
+  double mean = blockSumOf<double>(sum, shared) / static_cast<double>(cols);
   double sq = 0.0;
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
     double d = loadFloat(x, type, base + c) - mean;
     sq += d * d;
   }
-  sq = blockSumDouble(sq, shared);
+  sq = blockSumOf<double>(sq, shared);
   return {mean, 1.0 / sqrt(sq / static_cast<double>(cols) +
                            static_cast<double>(epsilon))};
 }
@@ -156,7 +110,7 @@ __device__ double rowInverseRms(const void *x, Storage type, int64_t base,
     double v = loadFloat(x, type, base + c);
     sq += v * v;
   }
-  sq = blockSumDouble(sq, shared);
+  sq = blockSumOf<double>(sq, shared);
   return 1.0 /
          sqrt(sq / static_cast<double>(cols) + static_cast<double>(epsilon));
 }
@@ -223,8 +177,8 @@ __global__ void layerNormInputGradKernel(In dY, In x, In weight, int64_t rows,
       sumG += g;
       sumGX += g * (x[base + c] - m.mean) * m.rstd;
     }
-    double meanG = blockSumDouble(sumG, shared) / n;
-    double meanGX = blockSumDouble(sumGX, shared) / n;
+    double meanG = blockSumOf<double>(sumG, shared) / n;
+    double meanGX = blockSumOf<double>(sumGX, shared) / n;
     for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
       double xhat = (x[base + c] - m.mean) * m.rstd;
       double g = static_cast<double>(dY[base + c]) * weight[c];
@@ -245,7 +199,7 @@ __global__ void rmsNormInputGradKernel(In dY, In x, In weight, int64_t rows,
     for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
       sumGX +=
           static_cast<double>(dY[base + c]) * weight[c] * x[base + c] * inv;
-    double meanGX = blockSumDouble(sumGX, shared) / static_cast<double>(cols);
+    double meanGX = blockSumOf<double>(sumGX, shared) / static_cast<double>(cols);
     for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
       double g = static_cast<double>(dY[base + c]) * weight[c];
       dX.store(base + c,
@@ -664,8 +618,8 @@ __global__ void crossEntropyTotalKernel(const double *rowLoss,
     total += rowLoss[r];
     n += targetLabel(labels[r], ignore, cols);
   }
-  total = blockSumDouble(total, sharedD);
-  n = blockSumInt(n, sharedI);
+  total = blockSumOf<double>(total, sharedD);
+  n = blockSumOf<long long>(n, sharedI);
   if (threadIdx.x == 0) {
     *lossSum = static_cast<float>(total);
     *count = n;
@@ -793,8 +747,8 @@ __global__ void combineKernel(const int64_t *labels, int64_t rows,
              static_cast<double>(target[r]);
     ++n;
   }
-  total = blockSumDouble(total, sharedD);
-  n = blockSumInt(n, sharedI);
+  total = blockSumOf<double>(total, sharedD);
+  n = blockSumOf<long long>(n, sharedI);
   if (threadIdx.x == 0) {
     *lossSum = static_cast<float>(total);
     *count = n;

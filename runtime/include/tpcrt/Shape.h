@@ -25,6 +25,21 @@ constexpr int kMaxRank = 8;
 /// product does not fit an int64 (a scalar, shape [], has one element).
 bool numElementsOf(const std::vector<int64_t> &shape, int64_t &count);
 
+/// A tensor viewed around dimension `dim` as [outer, extent, inner]: the
+/// collectives along a dimension and the layout kernels cut it so.
+struct AroundDim {
+  int64_t outer = 1, extent = 1, inner = 1;
+};
+inline AroundDim aroundDim(const std::vector<int64_t> &shape, int64_t dim) {
+  AroundDim v;
+  v.extent = shape[dim];
+  for (int64_t d = 0; d < dim; ++d)
+    v.outer *= shape[d];
+  for (size_t d = dim + 1; d < shape.size(); ++d)
+    v.inner *= shape[d];
+  return v;
+}
+
 /// A shape as text, e.g. "[2, 3]" ("[]" for a scalar), for messages.
 std::string formatShape(const std::vector<int64_t> &shape);
 
