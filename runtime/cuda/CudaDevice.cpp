@@ -22,6 +22,7 @@
 
 #include "CudaDevice.h"
 
+#include "BatchDeferral.h"
 #include "CudaKernels.h"
 #include "Gemm.h"
 #include "HazardTracker.h"
@@ -216,14 +217,15 @@ private:
   Status runCollective(const KernelCall &call);
   Status runLocal(const KernelCall &call);
   Status runVocabCrossEntropy(const KernelCall &call);
+  Status allReduceInStreamOrder(NcclGroup &group, float *data, size_t count,
+                                bool max);
   Status runTransfer(const KernelCall &call);
   Status startTransfer(const KernelCall &call);
   Status waitTransfer(const KernelCall &call);
   Status flushTransfers();
   /// The optimizer batch's members deferred so far, launched.
   Status flushOptimizer();
-  Status launchOptimizer(const OptimizerBatch &batch, uint32_t first,
-                         uint32_t count);
+  Status launchOptimizer(const BatchLaunch *launches, size_t count);
   NcclGroup *groupOf(const KernelCall &call) const {
     return call.group >= 0 && static_cast<size_t>(call.group) < nccl_.size()
                ? nccl_[call.group].get()
@@ -236,6 +238,8 @@ private:
   /// Recorded on the compute stream before a communication-stream
   /// operation; and at synchronize.
   cudaEvent_t computeMark_ = nullptr, done_ = nullptr;
+  /// Recorded on the communication stream for the compute stream to wait.
+  cudaEvent_t commMark_ = nullptr;
   std::vector<cudaEvent_t> events_;
   HazardTracker tracker_;
   std::vector<uint32_t> waits_;
@@ -250,9 +254,7 @@ private:
   std::vector<std::unique_ptr<NcclGroup>> nccl_;
   std::vector<NcclGroup *> liveGroups_;
   std::vector<OptimizerBatch> batches_;
-  /// The batch whose first `pendingCount_` members are deferred (-1: none).
-  int32_t pendingBatch_ = -1;
-  uint32_t pendingCount_ = 0;
+  BatchDeferral deferral_;
 
   std::vector<PendingTransfer> pending_;
   /// A run's addresses and ranges (sized at prepare: nothing allocated per
@@ -274,6 +276,8 @@ CudaDevice::~CudaDevice() {
     cudaEventDestroy(computeMark_);
   if (done_)
     cudaEventDestroy(done_);
+  if (commMark_)
+    cudaEventDestroy(commMark_);
   if (compute_)
     cudaStreamDestroy(compute_);
   if (comm_)
@@ -310,7 +314,7 @@ Status CudaDevice::start() {
           cudaStreamCreateWithFlags(&comm_, cudaStreamNonBlocking));
       !s)
     return s;
-  for (cudaEvent_t *e : {&computeMark_, &done_})
+  for (cudaEvent_t *e : {&computeMark_, &done_, &commMark_})
     if (Status s = cudaStatus(
             "cudaEventCreate",
             cudaEventCreateWithFlags(e, cudaEventDisableTiming));
@@ -577,6 +581,10 @@ Status CudaDevice::planOptimizerBatches(const Program &program) {
     }
   }
   close();
+  std::vector<uint32_t> sizes;
+  for (const OptimizerBatch &b : batches_)
+    sizes.push_back(static_cast<uint32_t>(b.members.size()));
+  deferral_ = BatchDeferral(std::move(sizes));
   return Status::ok();
 }
 
@@ -687,11 +695,19 @@ Status CudaDevice::execute(const KernelCall &call,
   if (r.family != Family::TransferStart)
     if (Status s = flushTransfers(); !s)
       return s.withContext(kernelName(call));
-  bool continuesBatch =
-      r.batch >= 0 && r.batch == pendingBatch_ && r.member == pendingCount_;
-  if (!continuesBatch)
-    if (Status s = flushOptimizer(); !s)
+  // An optimizer batch's members are deferred, launched together.
+  BatchLaunch launches[BatchDeferral::kMostLaunches];
+  size_t launchCount = 0;
+  bool absorbed = deferral_.call(r.batch, r.member, launches, launchCount);
+  if (absorbed || launchCount) {
+    // The members' own reads and writes wait for what is in flight first.
+    if (Status s = waitForHazards(call); !s)
       return s.withContext(kernelName(call));
+    if (Status s = launchOptimizer(launches, launchCount); !s)
+      return s.withContext(kernelName(call));
+    if (absorbed)
+      return Status::ok();
+  }
 
   Status s = Status::ok();
   switch (r.family) {
@@ -709,26 +725,8 @@ Status CudaDevice::execute(const KernelCall &call,
     break;
   default:
     s = waitForHazards(call);
-    if (!s)
-      break;
-    if (r.batch >= 0) {
-      // Deferred: the batch goes out at its last member, or when anything
-      // else runs first.
-      if (r.member == 0) {
-        pendingBatch_ = r.batch;
-        pendingCount_ = 0;
-      }
-      if (r.batch == pendingBatch_ && r.member == pendingCount_) {
-        ++pendingCount_;
-        if (pendingCount_ == batches_[r.batch].members.size())
-          s = flushOptimizer();
-        break;
-      }
-      // A member run alone (its batch's earlier members did not just run).
-      s = launchOptimizer(batches_[r.batch], r.member, 1);
-      break;
-    }
-    s = runCompute(call, r, context);
+    if (s)
+      s = runCompute(call, r, context);
     break;
   }
   if (!s)
@@ -763,22 +761,26 @@ Status CudaDevice::runCompute(const KernelCall &call, const Resolved &r,
   }
 }
 
-Status CudaDevice::launchOptimizer(const OptimizerBatch &batch,
-                                   uint32_t first, uint32_t count) {
-  const std::vector<double> &a = batch.attrs;
-  return adamwUpdateMany(batch.list + first, static_cast<int>(count),
-                         batch.mostElements, batch.lr, batch.step,
-                         batch.gradScale, a[0], a[1], a[2], a[3], compute_);
+Status CudaDevice::launchOptimizer(const BatchLaunch *launches,
+                                   size_t count) {
+  for (size_t i = 0; i < count; ++i) {
+    const OptimizerBatch &batch = batches_[launches[i].batch];
+    const std::vector<double> &a = batch.attrs;
+    if (Status s = adamwUpdateMany(
+            batch.list + launches[i].first,
+            static_cast<int>(launches[i].count), batch.mostElements, batch.lr,
+            batch.step, batch.gradScale, a[0], a[1], a[2], a[3], compute_);
+        !s)
+      return s;
+  }
+  return Status::ok();
 }
 
 Status CudaDevice::flushOptimizer() {
-  if (pendingBatch_ < 0)
-    return Status::ok();
-  const OptimizerBatch &batch = batches_[pendingBatch_];
-  uint32_t count = pendingCount_;
-  pendingBatch_ = -1;
-  pendingCount_ = 0;
-  return count ? launchOptimizer(batch, 0, count) : Status::ok();
+  BatchLaunch launches[BatchDeferral::kMostLaunches];
+  size_t count = 0;
+  deferral_.flush(launches, count);
+  return launchOptimizer(launches, count);
 }
 
 /// all_reduce, all_gather, reduce_scatter, all_to_all on the communication
@@ -903,7 +905,7 @@ Status CudaDevice::runLocal(const KernelCall &call) {
 /// cross_entropy(_grad) over a padded or split vocabulary (CpuDevice's
 /// runVocabCrossEntropy): per position the max over the group, then the
 /// sums of exponentials and the target's logit summed over it, the
-/// all-reduces in stream order on the compute stream.
+/// all-reduces between the phases in stream order.
 Status CudaDevice::runVocabCrossEntropy(const KernelCall &call) {
   NcclGroup *group = groupOf(call);
   bool grad = call.op == fb::OpCode::CrossEntropyGrad;
@@ -921,9 +923,7 @@ Status CudaDevice::runVocabCrossEntropy(const KernelCall &call) {
       !s)
     return s;
   if (group)
-    if (Status s = group->allReduce(max, max, count, Storage::F32, true,
-                                    compute_);
-        !s)
+    if (Status s = allReduceInStreamOrder(*group, max, count, true); !s)
       return s;
   if (Status s = crossEntropyBlockSums(logits, logitsType, labels, rows,
                                        call.cols, blockStart, call.k, ignore,
@@ -932,8 +932,8 @@ Status CudaDevice::runVocabCrossEntropy(const KernelCall &call) {
       !s)
     return s;
   if (group)
-    if (Status s = group->allReduce(sumExp, sumExp, grad ? count : 2 * count,
-                                    Storage::F32, false, compute_);
+    if (Status s = allReduceInStreamOrder(*group, sumExp,
+                                          grad ? count : 2 * count, false);
         !s)
       return s;
   if (grad)
@@ -944,6 +944,25 @@ Status CudaDevice::runVocabCrossEntropy(const KernelCall &call) {
   return crossEntropyCombine(labels, rows, ignore, max, sumExp, target,
                              static_cast<float *>(runResults_[0]),
                              static_cast<int64_t *>(runResults_[1]), compute_);
+}
+
+/// An f32 all-reduce between two kernels of the compute stream: on the
+/// communication stream like every NCCL call of the device (NCCL matches a
+/// communicator's operations by the order they run in, so they all go
+/// through one stream), the compute stream waiting for it.
+Status CudaDevice::allReduceInStreamOrder(NcclGroup &group, float *data,
+                                          size_t count, bool max) {
+  if (Status s = orderAfterCompute(); !s)
+    return s;
+  if (Status s = group.allReduce(data, data, count, Storage::F32, max, comm_);
+      !s)
+    return s;
+  if (Status s = cudaStatus("cudaEventRecord",
+                            cudaEventRecord(commMark_, comm_));
+      !s)
+    return s;
+  return cudaStatus("cudaStreamWaitEvent",
+                    cudaStreamWaitEvent(compute_, commMark_, 0));
 }
 
 /// send and recv: enqueued on the communication stream at once (NCCL pairs

@@ -242,17 +242,18 @@ __device__ __forceinline__ void loadTile(T *tile, const T *src, int64_t row0,
 
 /// One lane's part of an ldmatrix.x4 on a swizzled [rows][D] tile: it
 /// names row `row` (mod 16) and the 8-column half `half` of a 16 x 16
-/// block. The swizzle depends on the row mod 8 and repeats every 4 blocks
-/// of 16 columns, so at[i] is the element offset for blocks kk with
-/// kk % 4 == i, and the rest is a compile-time offset.
+/// block. The block at columns 16 kk.. holds that half in chunk
+/// (2 kk + half) ^ (row & 7) = 8 (kk / 4) + 2 ((kk % 4) ^ y) + hb with
+/// y = (row & 7) / 2 and hb = half ^ (row & 1): the lane keeps the byte
+/// offset of row and hb, and y (times 32 bytes) to flip by kk % 4.
 struct Lane {
-  int at[4];
+  unsigned offset;
+  unsigned flip;
 };
 template <int D> __device__ __forceinline__ Lane laneFor(int row, int half) {
   Lane lane;
-#pragma unroll
-  for (int i = 0; i < 4; ++i)
-    lane.at[i] = row * D + (((2 * i + half) ^ (row & 7)) << 3);
+  lane.offset = 2 * row * D + ((half ^ (row & 1)) << 4);
+  lane.flip = ((row & 7) >> 1) << 5;
   return lane;
 }
 /// The shared address this lane gives ldmatrix for the 16 x 16 block at
@@ -260,7 +261,8 @@ template <int D> __device__ __forceinline__ Lane laneFor(int row, int half) {
 template <int D>
 __device__ __forceinline__ unsigned fragment(unsigned tile, int row0, int kk,
                                              const Lane &lane) {
-  return tile + 2 * (row0 * D + (kk >> 2) * 64 + lane.at[kk & 3]);
+  return tile + lane.offset + 2 * (row0 * D + (kk >> 2) * 64) +
+         (((kk & 3) << 5) ^ lane.flip);
 }
 
 /// Lanes of A fragments from an [m][k] tile: matrices 0..3 are (rows 0-7,
@@ -392,111 +394,116 @@ __global__ void __launch_bounds__(kThreads, 1)
     const unsigned ktAddr = ksAddr + stage * BN * D * 2,
                    vtAddr = vsAddr + stage * BN * D * 2;
     const int64_t j0 = static_cast<int64_t>(t) * BN;
-    // A causal warp whose last row sees no key of the tile skips it.
-    bool active = !s.causal || j0 <= warpRow0 + 16 * MT - 1 + s.causalOffset;
-    if (active) {
-      // S = Q K^T.
-      float sc[MT][NT][4];
+    // S = Q K^T, in every warp, even one whose rows see no key of the tile
+    // (causal): the block waits for its slowest warp at each tile anyway,
+    // and skipping costs registers.
+    float sc[MT][NT][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          sc[mt][nt][e] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      unsigned a[MT][4];
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt)
+        ldmatrix(a[mt], fragment<D>(qsAddr, warp * 16 * MT + mt * 16, kk, la));
+#pragma unroll
+      for (int np = 0; np < BN / 16; ++np) {
+        unsigned bb[4];
+        ldmatrix(bb, fragment<D>(ktAddr, np * 16, kk, lb));
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          Mma<T>::run(sc[mt][2 * np], a[mt], bb[0], bb[1]);
+          Mma<T>::run(sc[mt][2 * np + 1], a[mt], bb[2], bb[3]);
+        }
+      }
+    }
+    // Masks (keys past s_k; causal), online softmax, dropout.
+    const bool mask = j0 + BN > s.seqK ||
+                      (s.causal && j0 + BN - 1 > warpRow0 + s.causalOffset);
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int64_t row = warpRow0 + mt * 16 + g + 8 * half;
+        // The row sees the tile's columns < keys.
+        const int keys = visibleKeys<BN>(s, row, j0);
+        float tileMax = -INFINITY;
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
-          for (int e = 0; e < 4; ++e)
-            sc[mt][nt][e] = 0.0f;
-#pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-        unsigned a[MT][4];
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt)
-          ldmatrix(a[mt],
-                   fragment<D>(qsAddr, warp * 16 * MT + mt * 16, kk, la));
-#pragma unroll
-        for (int np = 0; np < BN / 16; ++np) {
-          unsigned bb[4];
-          ldmatrix(bb, fragment<D>(ktAddr, np * 16, kk, lb));
-#pragma unroll
-          for (int mt = 0; mt < MT; ++mt) {
-            Mma<T>::run(sc[mt][2 * np], a[mt], bb[0], bb[1]);
-            Mma<T>::run(sc[mt][2 * np + 1], a[mt], bb[2], bb[3]);
+          for (int e = 0; e < 2; ++e) {
+            float x = sc[mt][nt][2 * half + e] * sl2;
+            if (mask && nt * 8 + tig * 2 + e >= keys)
+              x = -INFINITY;
+            sc[mt][nt][2 * half + e] = x;
+            tileMax = fmaxf(tileMax, x);
           }
-        }
-      }
-      // Masks (keys past s_k; causal), online softmax, dropout.
-      const bool mask = j0 + BN > s.seqK ||
-                        (s.causal && j0 + BN - 1 > warpRow0 + s.causalOffset);
+        // The four lanes of a quad hold one row.
+        tileMax = fmaxf(tileMax, __shfl_xor_sync(0xffffffffu, tileMax, 1));
+        tileMax = fmaxf(tileMax, __shfl_xor_sync(0xffffffffu, tileMax, 2));
+        const float newMax = fmaxf(mx[mt][half], tileMax);
+        const float base = newMax == -INFINITY ? 0.0f : newMax;
+        const float alpha = exp2f(mx[mt][half] - base);
+        mx[mt][half] = newMax;
+        float tileSum = 0.0f;
 #pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
+        for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          const int64_t row = warpRow0 + mt * 16 + g + 8 * half;
-          // The row sees the tile's columns < keys.
-          const int keys = visibleKeys<BN>(s, row, j0);
-          float tileMax = -INFINITY;
+          for (int e = 0; e < 2; ++e) {
+            float pv = exp2f(sc[mt][nt][2 * half + e] - base);
+            tileSum += pv;
+            sc[mt][nt][2 * half + e] = pv;
+          }
+        sum[mt][half] = sum[mt][half] * alpha + tileSum;
+        // (A template flag: the dropout's registers would make the
+        // kernel without it spill.)
+        if (Drop) {
+          // Bit 2 nt + e: column nt * 8 + 2 tig + e kept. A rolled loop
+          // keeps the hashes' registers few.
+          const uint64_t first =
+              p.dropout.rowIndex(b, h, row, s.seqK) + j0 + tig * 2;
+          unsigned kept = 0;
+#pragma unroll 1
+          for (int k = 0; k < 2 * NT; ++k)
+            kept |= static_cast<unsigned>(
+                        p.dropout.keep(first + (k >> 1) * 8 + (k & 1)))
+                    << k;
 #pragma unroll
           for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
-            for (int e = 0; e < 2; ++e) {
-              float x = sc[mt][nt][2 * half + e] * sl2;
-              if (mask && nt * 8 + tig * 2 + e >= keys)
-                x = -INFINITY;
-              sc[mt][nt][2 * half + e] = x;
-              tileMax = fmaxf(tileMax, x);
-            }
-          // The four lanes of a quad hold one row.
-          tileMax = fmaxf(tileMax, __shfl_xor_sync(0xffffffffu, tileMax, 1));
-          tileMax = fmaxf(tileMax, __shfl_xor_sync(0xffffffffu, tileMax, 2));
-          const float newMax = fmaxf(mx[mt][half], tileMax);
-          const float base = newMax == -INFINITY ? 0.0f : newMax;
-          const float alpha = exp2f(mx[mt][half] - base);
-          mx[mt][half] = newMax;
-          float tileSum = 0.0f;
+            for (int e = 0; e < 2; ++e)
+              sc[mt][nt][2 * half + e] =
+                  (kept >> (2 * nt + e)) & 1
+                      ? sc[mt][nt][2 * half + e] * p.dropout.scale
+                      : 0.0f;
+        }
 #pragma unroll
-          for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-              float pv = exp2f(sc[mt][nt][2 * half + e] - base);
-              tileSum += pv;
-              sc[mt][nt][2 * half + e] = pv;
-            }
-          sum[mt][half] = sum[mt][half] * alpha + tileSum;
-          // (A template flag: the dropout's registers would make the
-          // kernel without it spill.)
-          if (Drop) {
-            const uint64_t first =
-                p.dropout.rowIndex(b, h, row, s.seqK) + j0 + tig * 2;
-#pragma unroll
-            for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-              for (int e = 0; e < 2; ++e)
-                if (!p.dropout.keep(first + nt * 8 + e))
-                  sc[mt][nt][2 * half + e] = 0.0f;
-                else
-                  sc[mt][nt][2 * half + e] *= p.dropout.scale;
-          }
-#pragma unroll
-          for (int dt = 0; dt < DT; ++dt) {
-            o[mt][dt][2 * half] *= alpha;
-            o[mt][dt][2 * half + 1] *= alpha;
-          }
+        for (int dt = 0; dt < DT; ++dt) {
+          o[mt][dt][2 * half] *= alpha;
+          o[mt][dt][2 * half + 1] *= alpha;
         }
       }
-      // O += P V.
+    }
+    // O += P V.
 #pragma unroll
-      for (int kc = 0; kc < BN / 16; ++kc) {
-        unsigned a[MT][4];
+    for (int kc = 0; kc < BN / 16; ++kc) {
+      unsigned a[MT][4];
 #pragma unroll
-        for (int mt = 0; mt < MT; ++mt)
-          packA<T>(a[mt], sc[mt], kc);
+      for (int mt = 0; mt < MT; ++mt)
+        packA<T>(a[mt], sc[mt], kc);
 #pragma unroll
-        for (int dp = 0; dp < D / 16; ++dp) {
-          unsigned bb[4];
-          ldmatrixTrans(bb, fragment<D>(vtAddr, kc * 16, dp, lt));
+      for (int dp = 0; dp < D / 16; ++dp) {
+        unsigned bb[4];
+        ldmatrixTrans(bb, fragment<D>(vtAddr, kc * 16, dp, lt));
 #pragma unroll
-          for (int mt = 0; mt < MT; ++mt) {
-            Mma<T>::run(o[mt][2 * dp], a[mt], bb[0], bb[1]);
-            Mma<T>::run(o[mt][2 * dp + 1], a[mt], bb[2], bb[3]);
-          }
+        for (int mt = 0; mt < MT; ++mt) {
+          Mma<T>::run(o[mt][2 * dp], a[mt], bb[0], bb[1]);
+          Mma<T>::run(o[mt][2 * dp + 1], a[mt], bb[2], bb[3]);
         }
       }
     }
