@@ -140,7 +140,8 @@ constexpr StringRef kTrainingSettings[] = {
     "optimizer",     "lr",           "beta1",        "beta2",
     "eps",           "weight-decay", "decay-exclude", "momentum",
     "grad-clip",     "lr-schedule",  "warmup-steps", "min-lr",
-    "decay-steps",   "microbatches", "unroll-microbatches", "remat"};
+    "decay-steps",   "microbatches", "unroll-microbatches", "remat",
+    "grad-reduce-dtype"};
 
 LogicalResult SettingsReader::readBool(StringRef name, bool initial,
                                        bool &value) {
@@ -250,6 +251,11 @@ LogicalResult SettingsReader::readTraining(CompileOptions &options) {
                         std::numeric_limits<double>::infinity(),
                         "a non-negative number (0: no clipping)")))
     return failure();
+
+  StringRef reduceDType = text("grad-reduce-dtype", "fp32").trim();
+  if (reduceDType != "fp32" && reduceDType != "bf16")
+    return notA("grad-reduce-dtype", "fp32", "one of fp32, bf16");
+  options.gradReduceDType = reduceDType.str();
 
   StringRef schedule = text("lr-schedule", "constant");
   if (schedule != "constant" && schedule != "cosine")

@@ -127,6 +127,8 @@ void mlir::tpc::buildLowerToExecutable(OpPassManager &pm,
   lower.actions = options.microbatchActions();
   pm.addPass(createTpcLowerToRt(lower));
   pm.addPass(rt::createRtIssueReductionsEarly());
+  if (options.gradReduceDType == "bf16")
+    pm.addPass(rt::createRtReduceGradientsInBf16());
   rt::RtPlanMemoryOptions plan;
   plan.check = true;
   pm.addPass(rt::createRtPlanMemory(plan));
@@ -417,6 +419,10 @@ struct CompilePipelineOptions
   Text decaySteps{*this, "decay-steps",
                   llvm::cl::desc("Cosine: the step the rate reaches min-lr")};
   Text minLr{*this, "min-lr", llvm::cl::desc("Cosine: the final rate")};
+  Text gradReduceDType{
+      *this, "grad-reduce-dtype",
+      llvm::cl::desc("Element type of the gradients' reductions over the "
+                     "ranks: fp32 (default) or bf16")};
   Text remat{*this, "remat",
              llvm::cl::desc("Activation rematerialization: none (default), "
                             "selective, full, uniform:N, block:N or "
@@ -435,7 +441,8 @@ struct CompilePipelineOptions
          {&mesh, &shardingPass, &seed, &schedule, &virtualStages,
           &stageLayers, &microbatches, &optimizer, &lr, &beta1,
           &beta2, &eps, &weightDecay, &decayExclude, &momentum, &gradClip,
-          &lrSchedule, &warmupSteps, &decaySteps, &minLr, &remat})
+          &lrSchedule, &warmupSteps, &decaySteps, &minLr, &remat,
+          &gradReduceDType})
       if (option->hasValue())
         settings[option->ArgStr] = option->getValue();
     return settings;

@@ -78,7 +78,24 @@ def make_cases():
                                              microbatches=1, vocab=250)
     cases["llama-vocab250-dp2-tp4"] = dict(model="llama", dp=2, tp=4, sp=False, dropout=0.0,
                                            microbatches=1, vocab=250)
+    # Gradients reduced in bf16 (--grad-reduce-dtype bf16): one microbatch
+    # (the reductions issued right after each gradient's last kernel) and
+    # two (functions run by actions: the casts join the epilogue).
+    cases["gpt2-dp2-tp1-bf16-reduce"] = dict(model="gpt2", dp=2, tp=1, sp=False,
+                                             dropout=0.0, microbatches=1,
+                                             grad_reduce="bf16")
+    cases["llama-dp2-tp2-mb2-bf16-reduce"] = dict(model="llama", dp=2, tp=2, sp=False,
+                                                  dropout=0.0, microbatches=2,
+                                                  grad_reduce="bf16")
     return cases
+
+
+# A gradient a + b reduced in bf16: each rank's partial is rounded to bf16
+# (relative 2^-9) and so is the sum, so the error is at most
+# 2^-9 (|a| + |b| + |a + b|) element by element, norm-wise 2^-9 (c + 1) with
+# c = || |a| + |b| || / ||a + b||, which the halves of one batch keep below 3:
+# 2^-7. (The run measures about 1.5 * 2^-9.)
+BF16_REDUCTION_TOLERANCE = 2.0 ** -7
 
 
 CASES = make_cases()
@@ -111,6 +128,8 @@ def main():
     train = ["--train", "--optimizer", "adamw", "--lr", "1e-3",
              "--microbatches", str(spec["microbatches"])]
     mesh = ["--mesh", "dp=%d,tp=%d" % (spec["dp"], spec["tp"])]
+    if "grad_reduce" in spec:
+        mesh += ["--grad-reduce-dtype", spec["grad_reduce"]]
     if spec["sp"]:
         mesh.append("--sequence-parallel")
     single_tpcx = os.path.join(work, "single.tpcx")
@@ -177,6 +196,8 @@ def main():
             first_exact_loss = float(exact["loss"])  # dropout 0, the weights
         loss_tolerance = tolerances.tolerance(float32_errors["loss"])
         grad_tolerance = tolerances.tolerance(float32_errors["grads"])
+        if spec.get("grad_reduce") == "bf16":
+            grad_tolerance = max(grad_tolerance, BF16_REDUCTION_TOLERANCE)
         for what in ("loss", "grad_norm"):
             a, b = float(dist_outputs[what]), float(single_outputs[what])
             error = abs(a - b) / abs(b)
@@ -184,9 +205,12 @@ def main():
             report(error <= tolerance, "step %d %s: mesh %.9g single %.9g from the same state "
                    "(relative error %.2e, tolerance %.2e)" % (step, what, a, b, error,
                                                              tolerance))
-        e2e_support.compare_gradients(dist_grads, single_grads,
-                                      "the single-device run (step %d)" % step,
-                                      2 * grad_tolerance, report)
+        worst = e2e_support.compare_gradients(dist_grads, single_grads,
+                                              "the single-device run (step %d)" % step,
+                                              2 * grad_tolerance, report)
+        if spec.get("grad_reduce") == "bf16" and worst < 1e-4:
+            fail("step %d: the gradients equal the fp32 reduction's (worst relative "
+                 "error %.2e): nothing was reduced in bf16" % (step, worst))
         if spec["dropout"] == 0:
             e2e_support.compare_gradients(dist_grads, exact["grads"],
                                           "PyTorch (step %d)" % step, grad_tolerance, report)

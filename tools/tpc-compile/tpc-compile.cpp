@@ -192,6 +192,13 @@ TPC_TRAIN_FLAG(decaySteps, "decay-steps",
                "Cosine: the step at which the rate reaches --min-lr, counted "
                "from the first step (warm-up included); required",
                "N", "0");
+TPC_TRAIN_FLAG(gradReduceDType, "grad-reduce-dtype",
+               "Element type of the gradients' reductions over the ranks "
+               "(data parallelism, and tensor parallelism's replicated "
+               "parameters): fp32 (default: the gradients' own) or bf16 "
+               "(half the bytes: each reduced gradient is cast to bf16 and "
+               "back, losing its low mantissa bits)",
+               "fp32|bf16", "fp32");
 TPC_TRAIN_FLAG(microbatches, "microbatches",
                "Microbatches the global batch is split into (default 1)", "M",
                "1");
@@ -233,7 +240,7 @@ static constexpr llvm::StringLiteral kScope =
 
 static const cl::opt<std::string> *const trainFlags[] = {
     &optimizer,   &lr,           &beta1,      &beta2,       &eps,
-    &weightDecay, &decayExclude, &momentum,   &gradClip,    &lrSchedule,
+    &weightDecay, &decayExclude, &momentum,   &gradClip,    &lrSchedule, &gradReduceDType,
     &warmupSteps, &minLr,        &decaySteps, &microbatches, &remat};
 
 static int fail(const llvm::Twine &message) {

@@ -25,6 +25,20 @@ def RtIssueReductionsEarly : Pass<"rt-issue-reductions-early", "ModuleOp"> {
   }];
 }
 
+def RtReduceGradientsInBf16 : Pass<"rt-reduce-gradients-in-bf16", "ModuleOp"> {
+  let summary = "Reduces f32 gradients over the ranks in bf16";
+  let description = [{
+    `tpc-compile --grad-reduce-dtype bf16`. Every `all_reduce` of an f32
+    gradient (its result bound by an `rt.grad`, or the gradient operand of
+    an optimizer update, directly or through `add`s) becomes a `cast` to
+    bf16, the `all_reduce` in bf16 and a `cast` back to f32: half the bytes
+    cross the wire, and each reduced gradient keeps 8 bits of mantissa. The
+    loss sum, the target count and the tensor-parallel activations' reductions
+    stay f32. In a program of functions (actions) the casts join their
+    reduction's function and the ranges are renumbered.
+  }];
+}
+
 def RtPlanMemory : Pass<"rt-plan-memory", "ModuleOp"> {
   let summary = "Static, liveness-based memory plan in one arena";
   let description = [{

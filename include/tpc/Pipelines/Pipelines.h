@@ -67,6 +67,10 @@ struct CompileOptions {
   /// full, uniform:N, block:N, layers:...) or auto (chosen per stage to
   /// fit memoryLimit: chooseRemat).
   std::string remat = "none";
+  /// The element type of the gradients' reductions over the ranks: fp32
+  /// (the gradients' own), or bf16 (half the bytes on the wire; cast
+  /// around each reduction: rt-reduce-gradients-in-bf16).
+  std::string gradReduceDType = "fp32";
   /// The bytes each rank's planned peak must fit (0: no limit).
   int64_t memoryLimit = 0;
 

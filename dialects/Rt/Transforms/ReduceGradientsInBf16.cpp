@@ -1,0 +1,163 @@
+//===- ReduceGradientsInBf16.cpp - gradients reduced in bf16 --------------===//
+//
+// tpc-compile --grad-reduce-dtype bf16: every all_reduce of an f32 gradient
+// (its result bound by an rt.grad, or the gradient operand of an optimizer
+// update, directly or through adds) is cast to bf16 before and back to f32
+// after, so half the bytes cross the wire. In a program of functions the
+// new kernels join the all_reduce's function and the ranges are renumbered.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/Rt/IR/RtOps.h"
+#include "dialects/Rt/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+
+namespace mlir::rt {
+#define GEN_PASS_DEF_RTREDUCEGRADIENTSINBF16
+#include "dialects/Rt/Transforms/Passes.h.inc"
+} // namespace mlir::rt
+
+using namespace mlir;
+using namespace mlir::rt;
+
+namespace {
+
+bool isUpdate(OpCode op) {
+  return op == OpCode::AdamWUpdate || op == OpCode::SgdUpdate ||
+         op == OpCode::SgdUpdatePlain;
+}
+
+/// Whether `buffer` holds a gradient: bound by an rt.grad, the gradient
+/// operand (1) of an optimizer update, or summed by an add into one.
+bool isGradient(Value buffer, unsigned depth = 0) {
+  if (depth > 8)
+    return false;
+  for (OpOperand &use : buffer.getUses()) {
+    Operation *user = use.getOwner();
+    if (isa<GradOp>(user))
+      return true;
+    auto kernel = dyn_cast<KernelOp>(user);
+    if (!kernel || use.getOperandNumber() >= kernel.getInputs().size())
+      continue;
+    if (isUpdate(kernel.getOpcode()) && use.getOperandNumber() == 1)
+      return true;
+    if (kernel.getOpcode() == OpCode::Add &&
+        isGradient(kernel.getOutputs()[0], depth + 1))
+      return true;
+  }
+  return false;
+}
+
+/// A copy of `alloc` holding `type`, just before `before`.
+Value allocLike(AllocOp alloc, MemRefType type, OpBuilder &b) {
+  Operation *copy = b.clone(*alloc);
+  copy->getResult(0).setType(type);
+  return copy->getResult(0);
+}
+
+/// `reduction` as a copy of itself with opcode `op`, operand `in` and
+/// result `out` and no ints (a cast), at the builder's point.
+KernelOp castLike(KernelOp reduction, Value in, Value out, OpBuilder &b) {
+  auto cast = cast_if_present<KernelOp>(b.clone(*reduction));
+  cast.setOpcode(OpCode::Cast);
+  cast->setOperands({in, out});
+  cast.setInts(ArrayRef<int64_t>{});
+  return cast;
+}
+
+struct ReduceGradientsInBf16
+    : public mlir::rt::impl::RtReduceGradientsInBf16Base<
+          ReduceGradientsInBf16> {
+  void runOnOperation() override {
+    getOperation().walk([&](ProgramOp program) {
+      if (failed(runOn(program)))
+        signalPassFailure();
+    });
+  }
+
+  LogicalResult runOn(ProgramOp program) {
+    Block &body = program.getBody().front();
+    // The function of each kernel (programs run by actions).
+    auto functions = program->getAttrOfType<ArrayAttr>("functions");
+    DenseMap<Operation *, int64_t> functionOf;
+    SmallVector<KernelOp> reductions;
+    int64_t index = 0;
+    for (Operation &op : body) {
+      auto kernel = dyn_cast<KernelOp>(op);
+      if (!kernel)
+        continue;
+      if (functions)
+        for (auto [f, attr] : llvm::enumerate(functions)) {
+          auto range = cast<DictionaryAttr>(attr);
+          int64_t first = cast<IntegerAttr>(range.get("first")).getInt();
+          int64_t count = cast<IntegerAttr>(range.get("count")).getInt();
+          if (index >= first && index < first + count)
+            functionOf[kernel] = static_cast<int64_t>(f);
+        }
+      ++index;
+      if (kernel.getOpcode() != OpCode::AllReduce)
+        continue;
+      auto type = cast<MemRefType>(kernel.getInputs()[0].getType());
+      Value result = kernel.getOutputs()[0];
+      if (type.getElementType().isF32() && type.getNumElements() > 1 &&
+          result.getDefiningOp<AllocOp>() &&
+          kernel.getInputs()[0].getDefiningOp<AllocOp>() && isGradient(result))
+        reductions.push_back(kernel);
+    }
+    if (reductions.empty())
+      return success();
+
+    OpBuilder b(program.getContext());
+    for (KernelOp reduction : reductions) {
+      Value grad = reduction.getInputs()[0], result = reduction.getOutputs()[0];
+      auto type = cast<MemRefType>(grad.getType());
+      MemRefType narrow =
+          MemRefType::get(type.getShape(), b.getBF16Type());
+      b.setInsertionPoint(reduction);
+      Value gradBf16 = allocLike(grad.getDefiningOp<AllocOp>(), narrow, b);
+      KernelOp down = castLike(reduction, grad, gradBf16, b);
+      Value sumBf16 = allocLike(result.getDefiningOp<AllocOp>(), narrow, b);
+      reduction->setOperands({gradBf16, sumBf16});
+      b.setInsertionPointAfter(reduction);
+      KernelOp up = castLike(reduction, sumBf16, result, b);
+      if (functions) {
+        int64_t f = functionOf.lookup(reduction);
+        functionOf[down] = f;
+        functionOf[up] = f;
+      }
+    }
+    if (!functions)
+      return success();
+    // The ranges again: each function's kernels are still contiguous.
+    SmallVector<int64_t> first(functions.size(), -1), count(functions.size());
+    index = 0;
+    for (Operation &op : body) {
+      if (!isa<KernelOp>(op))
+        continue;
+      int64_t f = functionOf.lookup(&op);
+      if (first[f] < 0)
+        first[f] = index;
+      ++count[f];
+      ++index;
+    }
+    SmallVector<Attribute> ranges;
+    for (auto [f, attr] : llvm::enumerate(functions)) {
+      auto range = cast<DictionaryAttr>(attr);
+      if (first[f] + count[f] != (f + 1 < functions.size() && first[f + 1] >= 0
+                                      ? first[f + 1]
+                                      : first[f] + count[f]))
+        return program.emitError("rt-reduce-gradients-in-bf16: function ")
+               << f << " is no longer contiguous";
+      ranges.push_back(b.getDictionaryAttr(
+          {b.getNamedAttr("name", range.get("name")),
+           b.getNamedAttr("first", b.getI64IntegerAttr(first[f])),
+           b.getNamedAttr("count", b.getI64IntegerAttr(count[f]))}));
+    }
+    program->setAttr("functions", b.getArrayAttr(ranges));
+    return success();
+  }
+};
+
+} // namespace
