@@ -16,7 +16,9 @@
 // while the backward goes on. Started transfers (send_start, recv_start)
 // wait in a list and go out as one NCCL group at the next other kernel, so
 // that two stages that both send first do not deadlock. Runs of adamw_update
-// over the parameters with the same scalars become one launch.
+// over the parameters with the same scalars become one launch, and so does
+// an apply_mask with the add right after it that alone reads its result
+// (FusionPlan.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +26,7 @@
 
 #include "BatchDeferral.h"
 #include "CudaKernels.h"
+#include "FusionPlan.h"
 #include "Gemm.h"
 #include "HazardTracker.h"
 #include "HostServices.h"
@@ -225,6 +228,11 @@ private:
   Status flushTransfers();
   /// The optimizer batch's members deferred so far, launched.
   Status flushOptimizer();
+  /// The apply_mask deferred for its add, run alone (its add did not come
+  /// next: a subset run, a synchronize in between).
+  Status flushMask();
+  /// The add of a fused pair, with the deferred apply_mask: one kernel.
+  Status runFused(const KernelCall &add, const StepContext &context);
   Status launchOptimizer(const BatchLaunch *launches, size_t count);
   NcclGroup *groupOf(const KernelCall &call) const {
     return call.group >= 0 && static_cast<size_t>(call.group) < nccl_.size()
@@ -255,6 +263,17 @@ private:
   std::vector<NcclGroup *> liveGroups_;
   std::vector<OptimizerBatch> batches_;
   BatchDeferral deferral_;
+  /// Per kernel index, its part in a fused pair (planFusions).
+  std::vector<FusionStep> fusion_;
+  /// The head of a fused pair, deferred until its add: its call, and its
+  /// run's addresses and context (copied: the add's run overwrites
+  /// runOperands_). call is null when none is deferred.
+  struct DeferredMask {
+    const KernelCall *call = nullptr;
+    void *operands[2] = {};
+    void *results[1] = {};
+    StepContext context;
+  } mask_;
 
   std::vector<PendingTransfer> pending_;
   /// A run's addresses and ranges (sized at prepare: nothing allocated per
@@ -438,6 +457,8 @@ Status CudaDevice::prepare(const Program &program,
   }
   if (Status s = planOptimizerBatches(program); !s)
     return s;
+  fusion_ = planFusions(program);
+  mask_ = DeferredMask();
 
   // The one allocation.
   uint64_t gemmBytes = alignScratch(gemm_.workspaceBytes());
@@ -690,6 +711,16 @@ Status CudaDevice::execute(const KernelCall &call,
     return Status::error(kernelName(call) +
                          " is not part of the prepared program");
   const Resolved &r = resolved_[call.index];
+  const FusionStep &fusion = fusion_[call.index];
+  // A deferred apply_mask runs alone unless its own add comes now, in the
+  // same action.
+  if (mask_.call &&
+      !(fusion.role == FusionRole::Tail &&
+        fusion.partner == mask_.call->index &&
+        context.microbatch == mask_.context.microbatch &&
+        context.slot == mask_.context.slot))
+    if (Status s = flushMask(); !s)
+      return s;
   resolveRun(call, r, context);
   // Deferred work that must go out before anything else runs.
   if (r.family != Family::TransferStart)
@@ -724,13 +755,62 @@ Status CudaDevice::execute(const KernelCall &call,
     s = waitTransfer(call);
     break;
   default:
+    // A fused pair's apply_mask and add each wait for what their own
+    // ranges meet (the apply_mask's, y included, at its call): both waits
+    // are enqueued before the fused kernel.
     s = waitForHazards(call);
-    if (s)
+    if (!s)
+      break;
+    if (fusion.role == FusionRole::Head) {
+      mask_.call = &call;
+      mask_.operands[0] = runOperands_[0];
+      mask_.operands[1] = runOperands_[1];
+      mask_.results[0] = runResults_[0];
+      mask_.context = context;
+    } else if (fusion.role == FusionRole::Tail && mask_.call) {
+      s = runFused(call, context);
+    } else {
       s = runCompute(call, r, context);
+    }
     break;
   }
   if (!s)
     return s.withContext(kernelName(call));
+  return Status::ok();
+}
+
+Status CudaDevice::flushMask() {
+  if (!mask_.call)
+    return Status::ok();
+  const KernelCall &call = *mask_.call;
+  mask_.call = nullptr;
+  KernelArgs args;
+  args.operands = mask_.operands;
+  args.results = mask_.results;
+  args.scratch = scratch_;
+  args.scratchBytes = scratchBytes_;
+  args.context = &mask_.context;
+  args.stream = compute_;
+  if (Status s = runPointwiseKernel(call, args); !s)
+    return s.withContext(kernelName(call));
+  return Status::ok();
+}
+
+Status CudaDevice::runFused(const KernelCall &add, const StepContext &context) {
+  const KernelCall &applyMask = *mask_.call;
+  mask_.call = nullptr;
+  KernelArgs maskArgs;
+  maskArgs.operands = mask_.operands;
+  maskArgs.results = mask_.results;
+  maskArgs.context = &mask_.context;
+  maskArgs.stream = compute_;
+  KernelArgs addArgs;
+  addArgs.operands = runOperands_.data();
+  addArgs.results = runResults_.data();
+  addArgs.context = &context;
+  addArgs.stream = compute_;
+  if (Status s = runApplyMaskAdd(applyMask, add, maskArgs, addArgs); !s)
+    return s.withContext(kernelName(applyMask));
   return Status::ok();
 }
 
@@ -1051,6 +1131,8 @@ Status CudaDevice::waitTransfer(const KernelCall &call) {
 Status CudaDevice::synchronize() {
   if (!compute_)
     return Status::ok();
+  if (Status s = flushMask(); !s)
+    return s;
   if (Status s = flushTransfers(); !s)
     return s;
   if (Status s = flushOptimizer(); !s)

@@ -1,0 +1,220 @@
+//===- FusionPlan.h - kernel pairs the CUDA device runs as one -*- C++ -*-===//
+//
+// The forward and the backward of a GPT-2 or Llama training step apply a
+// dropout mask and add the residual at once: `apply_mask(x, m) -> (y)`
+// followed by `add(y, r) -> (z)` (or `add(r, y)`). When nothing else reads
+// y, the CUDA device runs the pair as one kernel (FusedKernels.cu) that
+// reads x, m and r and writes z, never writing y nor reading it back. The
+// executable is unchanged: this is the device's plan, made at prepare from
+// the decoded program. The fused result equals the pair's bit for bit (y is
+// rounded to its own storage before the add).
+//
+// A pair is fused when every run of the apply_mask is followed at once by
+// its add, and y is the add's own business: the add is the next kernel of
+// the rank's list (with actions, of the same function: both then run in
+// every action that runs one, with the same microbatch and slot); y is
+// written by the apply_mask alone and read by that add alone (once, over
+// every kernel of the file); y is no binding (input, output, gradient),
+// param or state, and not pooled; the add does not broadcast (rhsCount ==
+// count == the apply_mask's count); and z shares no bytes with x or the
+// mask, unless it is the very bytes of x (each element read before it is
+// written, as the unfused add does in place).
+//
+// Plain C++ (runtime/test/FusionPlanTest.cpp checks the plan without a GPU).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TPCRT_CUDA_FUSIONPLAN_H
+#define TPCRT_CUDA_FUSIONPLAN_H
+
+#include "tpcrt/Program.h"
+#include "tpcrt/Status.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tpcrt::cuda {
+
+/// A kernel's part in a fused pair.
+enum class FusionRole : uint8_t {
+  None,
+  /// The apply_mask: runs nothing; its partner runs both.
+  Head,
+  /// The add: runs the fused kernel with its head's addresses.
+  Tail,
+};
+
+struct FusionStep {
+  FusionRole role = FusionRole::None;
+  /// The other kernel of the pair (its index in the file).
+  uint32_t partner = 0;
+};
+
+namespace fusion {
+
+/// Bytes [begin, end) of the arena a buffer's instances cover (a pooled
+/// buffer's slots one after the other).
+struct Span {
+  uint64_t begin = 0, end = 0;
+};
+
+inline Span spanOf(const TensorRef &t) {
+  uint64_t slots = t.pool >= 0 && t.poolSlots > 0 ? t.poolSlots - 1 : 0;
+  return {t.offset, t.offset + slots * t.poolStride + t.bytes};
+}
+
+inline bool spansMeet(const TensorRef &a, const TensorRef &b) {
+  Span x = spanOf(a), y = spanOf(b);
+  return x.begin < y.end && y.begin < x.end && x.begin < x.end &&
+         y.begin < y.end;
+}
+
+/// Element i of `a` lies exactly where element i of `b` does, in every
+/// run (same offset, bytes, element size and pool).
+inline bool sameBytes(const TensorRef &a, const TensorRef &b) {
+  return a.offset == b.offset && a.bytes == b.bytes && a.pool == b.pool &&
+         executableDTypeSize(a.dtype) == executableDTypeSize(b.dtype);
+}
+
+inline bool isFloat(fb::DType dtype) {
+  return dtype == fb::DType::F32 || dtype == fb::DType::BF16 ||
+         dtype == fb::DType::F16;
+}
+
+/// Why calls[p] (an apply_mask) and calls[p + 1] are not fused, or null.
+/// `reads` and `writes` count each buffer's uses over the file's kernels;
+/// `hostBound` marks bindings, params and state.
+inline const char *refusal(const Program &program, size_t p,
+                           const std::vector<uint32_t> &reads,
+                           const std::vector<uint32_t> &writes,
+                           const std::vector<bool> &hostBound) {
+  const KernelCall &a = program.calls[p];
+  if (p + 1 >= program.calls.size())
+    return "no kernel follows it";
+  const KernelCall &b = program.calls[p + 1];
+  if (b.op != fb::OpCode::Add)
+    return "the next kernel is not an add";
+  if (a.operands.size() != 2 || a.results.size() != 1 ||
+      b.operands.size() != 2 || b.results.size() != 1 || a.floatAttrs.empty())
+    return "unexpected operands";
+  if (program.hasActions()) {
+    bool together = false;
+    for (const FunctionRef &f : program.functions)
+      if (f.stage == a.stage && f.firstKernel <= a.index &&
+          a.index - f.firstKernel < f.kernelCount) {
+        together = b.index > a.index && b.index - f.firstKernel < f.kernelCount;
+        break;
+      }
+    if (!together)
+      return "the add is in another function";
+  }
+  const TensorRef &y = a.results[0];
+  if (y.buffer >= reads.size())
+    return "unexpected operands";
+  if (y.pool >= 0)
+    return "its result is pooled";
+  if (hostBound[y.buffer])
+    return "its result is a binding, param or state";
+  if (writes[y.buffer] != 1)
+    return "its result is written by another kernel";
+  int masked = b.operands[0].buffer == y.buffer   ? 0
+               : b.operands[1].buffer == y.buffer ? 1
+                                                  : -1;
+  if (masked < 0)
+    return "the add does not read its result";
+  if (reads[y.buffer] != 1)
+    return "its result is read by another kernel, or twice";
+  if (b.rhsCount != b.count)
+    return "the add broadcasts";
+  if (b.count != a.count || y.elements != a.count)
+    return "the element counts differ";
+  const TensorRef &z = b.results[0];
+  if (!isFloat(y.dtype) || !isFloat(z.dtype) ||
+      !isFloat(b.operands[1 - masked].dtype) || !isFloat(a.operands[0].dtype) ||
+      a.operands[1].dtype != fb::DType::U8)
+    return "unexpected dtypes";
+  // The fused kernel writes z while other threads still read x and the
+  // mask: only the very bytes of x may be written.
+  const TensorRef &x = a.operands[0], &mask = a.operands[1];
+  if (spansMeet(z, x) && !sameBytes(z, x))
+    return "the add's result overlaps the masked input";
+  if (spansMeet(z, mask))
+    return "the add's result overlaps the mask";
+  return nullptr;
+}
+
+} // namespace fusion
+
+/// The device's fusions over `program` (decoded and placed: its calls are
+/// the rank's), indexed by kernel index (KernelCall::index; sized to the
+/// largest plus one, like the device's per-kernel tables). Each refused
+/// apply_mask + next kernel, with the reason, is appended to `refusals`
+/// when given (tests, traces).
+inline std::vector<FusionStep>
+planFusions(const Program &program,
+            std::vector<std::string> *refusals = nullptr) {
+  size_t slots = 0;
+  for (const KernelCall &call : program.calls)
+    slots = std::max<size_t>(slots, call.index + size_t(1));
+  std::vector<FusionStep> plan(slots);
+
+  size_t numBuffers = program.buffers.size();
+  std::vector<uint32_t> reads(numBuffers, 0), writes(numBuffers, 0);
+  for (const KernelCall &call : program.fileCalls()) {
+    for (const TensorRef &t : call.operands)
+      if (t.buffer < numBuffers)
+        ++reads[t.buffer];
+    for (const TensorRef &t : call.results)
+      if (t.buffer < numBuffers)
+        ++writes[t.buffer];
+  }
+  std::vector<bool> hostBound(numBuffers, false);
+  auto bind = [&](uint32_t buffer) {
+    if (buffer < numBuffers)
+      hostBound[buffer] = true;
+  };
+  for (const BindingRef &b : program.inputs)
+    bind(b.buffer);
+  for (const BindingRef &b : program.outputs)
+    bind(b.buffer);
+  for (const BindingRef &b : program.grads)
+    bind(b.buffer);
+  for (const ParamRef &param : program.params)
+    bind(param.buffer);
+  for (const StateRef &state : program.state)
+    bind(state.buffer);
+
+  for (size_t p = 0; p < program.calls.size(); ++p) {
+    const KernelCall &a = program.calls[p];
+    if (a.op != fb::OpCode::ApplyMask)
+      continue;
+    if (const char *why =
+            fusion::refusal(program, p, reads, writes, hostBound)) {
+      if (refusals)
+        refusals->push_back("kernel " + std::to_string(a.index) +
+                            " (apply_mask): " + why);
+      continue;
+    }
+    const KernelCall &b = program.calls[p + 1];
+    plan[a.index] = {FusionRole::Head, b.index};
+    plan[b.index] = {FusionRole::Tail, a.index};
+  }
+  return plan;
+}
+
+struct KernelArgs;
+
+/// Runs a fused pair (FusedKernels.cu): z = add's lhs + rhs where the
+/// operand that is the apply_mask's result takes the value
+/// round_y(x * mask * scale) instead (scale 1 in evaluation), y's rounding
+/// to its storage kept, so that z equals the pair's bit for bit. `maskArgs`
+/// holds the apply_mask's addresses and context for its run, `addArgs` the
+/// add's and the stream. y is neither written nor read.
+Status runApplyMaskAdd(const KernelCall &applyMask, const KernelCall &add,
+                       const KernelArgs &maskArgs, const KernelArgs &addArgs);
+
+} // namespace tpcrt::cuda
+
+#endif // TPCRT_CUDA_FUSIONPLAN_H

@@ -1,0 +1,366 @@
+//===- FusionPlanTest.cpp - the CUDA device's fused pairs, on the CPU -----===//
+//
+// cuda/FusionPlan.h without a GPU: executables built with
+// TestExecutables.h, checked and decoded as the loader does, and the pairs
+// the CUDA device would run as one kernel. A mask applied and added at
+// once (either operand, any float storage, forward and backward forms, in
+// one function of an action list) is fused; a mask whose result is read
+// twice, is an output or a gradient, is pooled, is not added by the very
+// next kernel (or not by the next kernel at all, or by one in another
+// function), is added with a broadcast, or whose add writes bytes of its
+// input or mask other than the very bytes of its input, is not.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FusionPlan.h"
+#include "TestExecutables.h"
+
+#include "tpcrt/Executable.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+using namespace tpcrt;
+using namespace tpcrt::cuda;
+using namespace tpcrt::test;
+
+namespace {
+
+using Op = fb::OpCode;
+using DT = fb::DType;
+
+struct Planned {
+  Program program;
+  std::vector<FusionStep> plan;
+  std::vector<std::string> refusals;
+};
+
+/// Checks and decodes `exe` as the loader does, and plans its fusions.
+void planOf(const fb::ExecutableT &exe, Planned &out) {
+  std::vector<uint8_t> payload = pack(exe);
+  const fb::Executable &root = *fb::GetExecutable(payload.data());
+  Status s = checkExecutable(root);
+  ASSERT_TRUE(s) << s.message();
+  s = decodeProgram(root, out.program);
+  ASSERT_TRUE(s) << s.message();
+  out.plan = planFusions(out.program, &out.refusals);
+}
+
+/// The kernels of the pair builder, by index.
+constexpr uint32_t kGelu = 0, kMask = 1, kApply = 2;
+
+/// One mask applied and added: gelu(p) -> x; dropout_mask -> m;
+/// apply_mask(x, m) -> y; add(y, r) -> z (or add(r, y)); z an output. The
+/// options break one rule at a time.
+struct Pair {
+  DT xType = DT::F32, yType = DT::F32, rType = DT::F32, zType = DT::F32;
+  bool maskedRhs = false;
+  bool yOutput = false, yGrad = false;
+  /// mul(y, z) -> w after the add.
+  bool readTwice = false;
+  /// gelu(r) -> g between the apply_mask and the add, which adds g.
+  bool between = false;
+  /// r of [8]: broadcast over x's [4, 8].
+  bool broadcast = false;
+  /// The next kernel adds two other values; gelu(y) -> w reads y later.
+  bool addsOthers = false;
+  /// add(y, r) -> y.
+  bool inPlace = false;
+
+  uint32_t x = 0, m = 0, y = 0, r = 0, z = 0;
+  /// The add's kernel index.
+  uint32_t add = 0;
+
+  fb::ExecutableT build() {
+    ExecutableBuilder b;
+    uint32_t p = b.param("p", DT::F32, {4, 8});
+    r = b.param("r", rType,
+                broadcast ? std::vector<int64_t>{8}
+                          : std::vector<int64_t>{4, 8});
+    uint32_t q = b.param("q", DT::F32, {4, 8});
+    x = b.buffer(xType, {4, 8});
+    m = b.buffer(DT::U8, {4, 8});
+    y = b.buffer(yType, {4, 8});
+    z = inPlace ? y : b.buffer(zType, {4, 8});
+    b.kernel(Op::Gelu, {p}, {x});
+    b.kernel(Op::DropoutMask, {}, {m}, {1}, {0.1});
+    b.kernel(Op::ApplyMask, {x, m}, {y}, {}, {0.1});
+    uint32_t rhs = r;
+    if (between) {
+      rhs = b.buffer(rType, {4, 8});
+      b.kernel(Op::Gelu, {r}, {rhs});
+    }
+    add = static_cast<uint32_t>(b.exe.kernels.size());
+    if (addsOthers) {
+      b.kernel(Op::Add, {q, r}, {z});
+      uint32_t w = b.buffer(DT::F32, {4, 8});
+      b.kernel(Op::Gelu, {y}, {w});
+      b.output("w", w);
+    } else if (maskedRhs) {
+      b.kernel(Op::Add, {rhs, y}, {z});
+    } else {
+      b.kernel(Op::Add, {y, rhs}, {z});
+    }
+    if (readTwice) {
+      uint32_t w = b.buffer(DT::F32, {4, 8});
+      b.kernel(Op::Mul, {y, z}, {w});
+      b.output("w", w);
+    }
+    if (inPlace) {
+      uint32_t w = b.buffer(DT::F32, {4, 8});
+      b.kernel(Op::Gelu, {z}, {w});
+      b.output("w", w);
+    } else {
+      b.output("z", z);
+    }
+    if (yOutput)
+      b.output("y", y);
+    if (yGrad)
+      b.grad("q", y);
+    b.exe.seed = 7;
+    return b.finish();
+  }
+};
+
+/// Moves `buffers` to a region of `bytes` past the end of the arena, each
+/// at its given offset in it.
+void relocate(fb::ExecutableT &exe,
+              const std::vector<std::pair<uint32_t, uint64_t>> &buffers,
+              uint64_t bytes) {
+  uint64_t region = exe.arena_bytes;
+  for (auto [buffer, offset] : buffers)
+    exe.buffers[buffer]->offset = region + offset;
+  exe.arena_bytes += bytes;
+  exe.planned_peak_bytes = exe.arena_bytes;
+}
+
+void expectFused(const Planned &p, uint32_t head, uint32_t tail) {
+  ASSERT_GT(p.plan.size(), std::max(head, tail));
+  EXPECT_EQ(p.plan[head].role, FusionRole::Head);
+  EXPECT_EQ(p.plan[head].partner, tail);
+  EXPECT_EQ(p.plan[tail].role, FusionRole::Tail);
+  EXPECT_EQ(p.plan[tail].partner, head);
+  for (uint32_t i = 0; i < p.plan.size(); ++i) {
+    if (i != head && i != tail) {
+      EXPECT_EQ(p.plan[i].role, FusionRole::None) << "kernel " << i;
+    }
+  }
+  EXPECT_TRUE(p.refusals.empty()) << p.refusals.front();
+}
+
+void expectRefused(const Planned &p, const std::string &why) {
+  for (const FusionStep &step : p.plan)
+    EXPECT_EQ(step.role, FusionRole::None);
+  ASSERT_EQ(p.refusals.size(), 1u);
+  EXPECT_NE(p.refusals[0].find(why), std::string::npos)
+      << "refusal: " << p.refusals[0] << "\nexpected: " << why;
+}
+
+void expectRefused(Pair pair, const std::string &why) {
+  Planned p;
+  planOf(pair.build(), p);
+  expectRefused(p, why);
+}
+
+TEST(FusionPlanTest, MaskAppliedAndAddedIsFused) {
+  Pair pair;
+  Planned p;
+  planOf(pair.build(), p);
+  ASSERT_EQ(p.plan.size(), 4u);
+  expectFused(p, kApply, pair.add);
+}
+
+TEST(FusionPlanTest, EitherOperandAndAnyFloatStorage) {
+  // The backward form: a bf16 gradient masked, added to an f32 one.
+  Pair pair;
+  pair.maskedRhs = true;
+  pair.xType = DT::BF16;
+  pair.yType = DT::BF16;
+  pair.zType = DT::F32;
+  Planned p;
+  planOf(pair.build(), p);
+  expectFused(p, kApply, pair.add);
+
+  Pair halves;
+  halves.xType = halves.yType = halves.rType = halves.zType = DT::F16;
+  Planned h;
+  planOf(halves.build(), h);
+  expectFused(h, kApply, halves.add);
+}
+
+TEST(FusionPlanTest, ResultReadTwiceIsNotFused) {
+  Pair pair;
+  pair.readTwice = true;
+  expectRefused(pair, "read by another kernel, or twice");
+}
+
+TEST(FusionPlanTest, ResultAddedToItselfIsNotFused) {
+  // add(y, y): one kernel reading y twice.
+  ExecutableBuilder b;
+  uint32_t p = b.param("p", DT::F32, {4, 8});
+  uint32_t x = b.buffer(DT::F32, {4, 8}), m = b.buffer(DT::U8, {4, 8});
+  uint32_t y = b.buffer(DT::F32, {4, 8}), z = b.buffer(DT::F32, {4, 8});
+  b.kernel(Op::Gelu, {p}, {x});
+  b.kernel(Op::DropoutMask, {}, {m}, {1}, {0.1});
+  b.kernel(Op::ApplyMask, {x, m}, {y}, {}, {0.1});
+  b.kernel(Op::Add, {y, y}, {z});
+  b.output("z", z);
+  Planned planned;
+  planOf(b.finish(), planned);
+  expectRefused(planned, "read by another kernel, or twice");
+}
+
+TEST(FusionPlanTest, OutputOrGradientIsNotFused) {
+  Pair output;
+  output.yOutput = true;
+  expectRefused(output, "binding, param or state");
+  Pair grad;
+  grad.yGrad = true;
+  expectRefused(grad, "binding, param or state");
+}
+
+TEST(FusionPlanTest, AddNotNextIsNotFused) {
+  Pair pair;
+  pair.between = true;
+  expectRefused(pair, "the next kernel is not an add");
+  Pair others;
+  others.addsOthers = true;
+  expectRefused(others, "the add does not read its result");
+}
+
+TEST(FusionPlanTest, BroadcastAddIsNotFused) {
+  Pair pair;
+  pair.broadcast = true;
+  pair.maskedRhs = false;
+  expectRefused(pair, "the add broadcasts");
+}
+
+TEST(FusionPlanTest, AddInPlaceIsNotFused) {
+  Pair pair;
+  pair.inPlace = true;
+  expectRefused(pair, "written by another kernel");
+}
+
+TEST(FusionPlanTest, AddWritingTheInputsBytes) {
+  // z in the very bytes of x (x dead after the apply_mask): fused, each
+  // element read before it is written.
+  {
+    Pair pair;
+    fb::ExecutableT exe = pair.build();
+    relocate(exe, {{pair.x, 0}, {pair.z, 0}}, 256);
+    Planned p;
+    planOf(exe, p);
+    expectFused(p, kApply, pair.add);
+  }
+  // Half a row on: an element of z lands on another element of x.
+  {
+    Pair pair;
+    fb::ExecutableT exe = pair.build();
+    relocate(exe, {{pair.x, 0}, {pair.z, 64}}, 256);
+    Planned p;
+    planOf(exe, p);
+    expectRefused(p, "overlaps the masked input");
+  }
+  // The same first byte, but bf16 x under f32 z: elements misaligned.
+  {
+    Pair pair;
+    pair.xType = DT::BF16;
+    fb::ExecutableT exe = pair.build();
+    relocate(exe, {{pair.x, 0}, {pair.z, 0}}, 256);
+    Planned p;
+    planOf(exe, p);
+    expectRefused(p, "overlaps the masked input");
+  }
+  // z over the mask (dead after the apply_mask).
+  {
+    Pair pair;
+    fb::ExecutableT exe = pair.build();
+    relocate(exe, {{pair.m, 0}, {pair.z, 0}}, 256);
+    Planned p;
+    planOf(exe, p);
+    expectRefused(p, "overlaps the mask");
+  }
+}
+
+/// The pair as functions run by actions: [gelu] [dropout_mask, apply_mask,
+/// add], or with `split` [gelu] [dropout_mask, apply_mask] [add]; with
+/// `pooledY`, y in a pool of one slot.
+fb::ExecutableT actionPair(bool split, bool pooledY) {
+  Pair pair;
+  fb::ExecutableT exe = pair.build();
+  auto function = [&](const char *name, uint32_t first, uint32_t count) {
+    auto f = std::make_unique<fb::FunctionT>();
+    f->name = name;
+    f->first_kernel = first;
+    f->kernel_count = count;
+    exe.functions.push_back(std::move(f));
+  };
+  function("prologue", 0, 1);
+  if (split) {
+    function("mask", 1, 2);
+    function("add", 3, 1);
+  } else {
+    function("mask and add", 1, 3);
+  }
+  exe.stage_actions.push_back(std::make_unique<fb::StageActionsT>());
+  for (uint32_t f = 0; f < exe.functions.size(); ++f)
+    exe.stage_actions[0]->actions.emplace_back(f, 0, 0);
+  if (pooledY) {
+    auto pool = std::make_unique<fb::PoolT>();
+    pool->slots = 1;
+    pool->stride = (exe.buffers[pair.y]->size + 63) / 64 * 64;
+    exe.pools.push_back(std::move(pool));
+    exe.buffers[pair.y]->pool = 0;
+  }
+  return exe;
+}
+
+TEST(FusionPlanTest, ActionsFuseWithinOneFunction) {
+  Planned p;
+  planOf(actionPair(false, false), p);
+  ASSERT_TRUE(p.program.hasActions());
+  expectFused(p, kApply, 3);
+
+  Planned split;
+  planOf(actionPair(true, false), split);
+  expectRefused(split, "the add is in another function");
+
+  Planned pooled;
+  planOf(actionPair(false, true), pooled);
+  expectRefused(pooled, "its result is pooled");
+}
+
+TEST(FusionPlanTest, SeveralPairsInOneProgram) {
+  // A block's two residual adds, the second reading the first's sum.
+  ExecutableBuilder b;
+  uint32_t p = b.param("p", DT::F32, {4, 8});
+  uint32_t r = b.param("r", DT::F32, {4, 8});
+  uint32_t m = b.buffer(DT::U8, {4, 8});
+  uint32_t x0 = b.buffer(DT::F32, {4, 8}), y0 = b.buffer(DT::F32, {4, 8});
+  uint32_t z0 = b.buffer(DT::F32, {4, 8}), x1 = b.buffer(DT::F32, {4, 8});
+  uint32_t y1 = b.buffer(DT::F32, {4, 8}), z1 = b.buffer(DT::F32, {4, 8});
+  b.kernel(Op::DropoutMask, {}, {m}, {1}, {0.1});    // 0
+  b.kernel(Op::Gelu, {p}, {x0});                     // 1
+  b.kernel(Op::ApplyMask, {x0, m}, {y0}, {}, {0.1}); // 2
+  b.kernel(Op::Add, {r, y0}, {z0});                  // 3
+  b.kernel(Op::Gelu, {z0}, {x1});                    // 4
+  b.kernel(Op::ApplyMask, {x1, m}, {y1}, {}, {0.1}); // 5
+  b.kernel(Op::Add, {y1, z0}, {z1});                 // 6
+  b.output("z", z1);
+  Planned planned;
+  planOf(b.finish(), planned);
+  ASSERT_EQ(planned.plan.size(), 7u);
+  EXPECT_TRUE(planned.refusals.empty());
+  std::vector<FusionRole> roles;
+  for (const FusionStep &step : planned.plan)
+    roles.push_back(step.role);
+  using R = FusionRole;
+  EXPECT_EQ(roles, (std::vector<R>{R::None, R::None, R::Head, R::Tail, R::None,
+                                   R::Head, R::Tail}));
+  EXPECT_EQ(planned.plan[2].partner, 3u);
+  EXPECT_EQ(planned.plan[6].partner, 5u);
+}
+
+} // namespace
