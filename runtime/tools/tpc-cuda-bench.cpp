@@ -1,0 +1,352 @@
+//===- tpc-cuda-bench.cpp - time one-kernel executables on the GPU --------===//
+//
+// tpc-cuda-bench [--iters N] [--warmup W] [--device cuda|cpu] CASE...
+//
+// Each CASE is a one-kernel executable built in memory and run through the
+// interpreter (Interpreter::runStep, which ends with the device's
+// synchronize), its operands filled with random bf16 values once:
+//
+//   gemm:M,K,N[,in_out|out_in]   a bf16 `linear` [M, K] x weight -> [M, N]
+//                                (in_out: weight [K, N], torch.matmul's
+//                                A @ B, the default; out_in: [N, K],
+//                                F.linear's A @ W^T); 2·M·N·K FLOPs
+//   attn:B,H,S,D[,KV][,causal|full]
+//                                a bf16 `attention` forward, q [B, H, S, D],
+//                                k and v [B, KV, S, D] (KV = H unless
+//                                given), scale 1/sqrt(D), no dropout;
+//                                FlashAttention's count 4·B·H·S²·D, halved
+//                                when causal (the default)
+//
+// After W warm-up steps (default 3) it times N steps (default 20) with a
+// steady clock and prints one JSON line per case: the mean and the fastest
+// step in milliseconds and TFLOP/s from the mean
+// (benchmarks/cuda/gemm_attention_torch.py prints the same keys for torch).
+// Each timed step includes the interpreter's per-step synchronize.
+//
+// Without a CUDA device (no backend library, driver or GPU) it prints why and
+// exits 77, as the tests' skip status. --device cpu runs the same cases on
+// the CPU device (a check of the executables on small shapes). Errors are
+// "error: ..." on stderr and exit status 1; a case that fails does not stop
+// the next.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestExecutables.h"
+
+#include "tpcrt/CommandLine.h"
+#include "tpcrt/CudaBackend.h"
+#include "tpcrt/Device.h"
+#include "tpcrt/Devices.h"
+#include "tpcrt/Executable.h"
+#include "tpcrt/Interpreter.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+using namespace tpcrt;
+
+namespace {
+
+constexpr int kSkipped = 77;
+
+const char kUsage[] =
+    "usage: tpc-cuda-bench [--iters N] [--warmup W] [--device cuda|cpu] "
+    "CASE...\n"
+    "  gemm:M,K,N[,in_out|out_in]\n"
+    "  attn:B,H,S,D[,KV][,causal|full]\n";
+
+struct Case {
+  std::string text;
+  bool gemm = true;
+  // gemm
+  int64_t m = 0, k = 0, n = 0;
+  bool outIn = false;
+  // attention
+  int64_t batch = 0, heads = 0, seq = 0, dim = 0, kvHeads = 0;
+  bool causal = true;
+};
+
+/// Splits "a,b,c" at commas.
+std::vector<std::string> splitCommas(const std::string &text) {
+  std::vector<std::string> parts;
+  size_t begin = 0;
+  while (true) {
+    size_t comma = text.find(',', begin);
+    parts.push_back(text.substr(begin, comma - begin));
+    if (comma == std::string::npos)
+      return parts;
+    begin = comma + 1;
+  }
+}
+
+Status parseSize(const std::string &what, const std::string &text,
+                 int64_t &out) {
+  uint64_t value = 0;
+  if (!parseDecimal(text, value) || value == 0 || value > (1ull << 31))
+    return Status::error(what + ": '" + text +
+                         "' is not a size in [1, 2^31]");
+  out = static_cast<int64_t>(value);
+  return Status::ok();
+}
+
+Status parseCase(const std::string &text, Case &c) {
+  c.text = text;
+  size_t colon = text.find(':');
+  if (colon == std::string::npos)
+    return Status::error("case '" + text + "': expected gemm:... or attn:...");
+  std::string kind = text.substr(0, colon);
+  std::vector<std::string> parts = splitCommas(text.substr(colon + 1));
+  if (kind == "gemm") {
+    c.gemm = true;
+    if (parts.size() < 3 || parts.size() > 4)
+      return Status::error("case '" + text + "': gemm:M,K,N[,layout]");
+    for (auto [i, field] :
+         {std::pair<int, int64_t *>{0, &c.m}, {1, &c.k}, {2, &c.n}})
+      if (Status s = parseSize("case '" + text + "'", parts[i], *field); !s)
+        return s;
+    if (parts.size() == 4) {
+      if (parts[3] != "in_out" && parts[3] != "out_in")
+        return Status::error("case '" + text +
+                             "': layout is in_out or out_in");
+      c.outIn = parts[3] == "out_in";
+    }
+    return Status::ok();
+  }
+  if (kind != "attn")
+    return Status::error("case '" + text + "': expected gemm:... or attn:...");
+  c.gemm = false;
+  if (!parts.empty() && (parts.back() == "causal" || parts.back() == "full")) {
+    c.causal = parts.back() == "causal";
+    parts.pop_back();
+  }
+  if (parts.size() < 4 || parts.size() > 5)
+    return Status::error("case '" + text +
+                         "': attn:B,H,S,D[,KV][,causal|full]");
+  for (auto [i, field] : {std::pair<int, int64_t *>{0, &c.batch},
+                          {1, &c.heads},
+                          {2, &c.seq},
+                          {3, &c.dim}})
+    if (Status s = parseSize("case '" + text + "'", parts[i], *field); !s)
+      return s;
+  c.kvHeads = c.heads;
+  if (parts.size() == 5)
+    if (Status s = parseSize("case '" + text + "'", parts[4], c.kvHeads); !s)
+      return s;
+  if (c.heads % c.kvHeads != 0)
+    return Status::error("case '" + text + "': H must be a multiple of KV");
+  return Status::ok();
+}
+
+double flopsOf(const Case &c) {
+  if (c.gemm)
+    return 2.0 * c.m * c.n * c.k;
+  double full = 4.0 * c.batch * c.heads * double(c.seq) * c.seq * c.dim;
+  return c.causal ? full / 2 : full;
+}
+
+/// The one-kernel executable of `c`; its operands in `operands`.
+fb::ExecutableT buildCase(const Case &c, std::vector<uint32_t> &operands) {
+  test::ExecutableBuilder b;
+  using fb::DType;
+  auto input = [&](const std::string &name, std::vector<int64_t> shape) {
+    uint32_t id = b.buffer(DType::BF16, std::move(shape));
+    b.exe.inputs.push_back(test::makeBinding(name, id));
+    operands.push_back(id);
+    return id;
+  };
+  if (c.gemm) {
+    uint32_t x = input("x", {c.m, c.k});
+    uint32_t w = c.outIn ? input("w", {c.n, c.k}) : input("w", {c.k, c.n});
+    uint32_t y = b.buffer(DType::BF16, {c.m, c.n});
+    b.kernel(fb::OpCode::Linear, {x, w}, {y}, {}, {}, c.outIn ? 1 : 0);
+    b.output("y", y);
+  } else {
+    uint32_t q = input("q", {c.batch, c.heads, c.seq, c.dim});
+    uint32_t k = input("k", {c.batch, c.kvHeads, c.seq, c.dim});
+    uint32_t v = input("v", {c.batch, c.kvHeads, c.seq, c.dim});
+    uint32_t o = b.buffer(DType::BF16, {c.batch, c.heads, c.seq, c.dim});
+    // int_attrs [dropout stream]; float_attrs [scale, dropout rate].
+    b.kernel(fb::OpCode::Attention, {q, k, v}, {o}, {0},
+             {1.0 / std::sqrt(double(c.dim)), 0.0}, c.causal ? 1 : 0);
+    b.output("o", o);
+  }
+  return b.finish();
+}
+
+/// Round to nearest even, as the kernels store bf16.
+uint16_t toBf16(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+/// Uniform values in [-1, 1) from a xorshift stream: random data, not zeros
+/// (a GPU multiplies zeros faster: less power, higher clocks).
+void fillRandom(std::vector<uint16_t> &data, uint64_t seed) {
+  uint64_t state = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (uint16_t &x : data) {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    float u = static_cast<float>(state >> 40) / float(1u << 24);
+    x = toBf16(2.0f * u - 1.0f);
+  }
+}
+
+struct Timing {
+  double meanMs = 0, minMs = 0;
+};
+
+Status runCase(const Case &c, const std::string &deviceName, int warmup,
+               int iters, Timing &timing) {
+  std::vector<uint32_t> operands;
+  fb::ExecutableT exe = buildCase(c, operands);
+  std::vector<uint8_t> image = test::fileImage(exe);
+  LoadedExecutable loaded;
+  if (Status s =
+          loadExecutableFromBytes(c.text, image.data(), image.size(), loaded);
+      !s)
+    return s;
+  std::unique_ptr<Device> device;
+  if (deviceName == "cpu") {
+    device = createCpuDevice();
+  } else if (Status s = createCudaDevice(CudaDeviceOptions{}, device); !s) {
+    return s;
+  }
+  Interpreter interpreter;
+  if (Status s = Interpreter::create(loaded.executable(), std::move(device),
+                                     interpreter);
+      !s)
+    return s.withContext(c.text);
+  const Program &program = interpreter.program();
+  uint64_t seed = 1;
+  for (uint32_t id : operands) {
+    std::vector<uint16_t> data(program.buffers[id].bytes / 2);
+    fillRandom(data, seed++);
+    if (Status s = interpreter.writeBuffer(id, data.data(), data.size() * 2);
+        !s)
+      return s.withContext(c.text);
+  }
+  for (int i = 0; i < warmup; ++i)
+    if (Status s = interpreter.runStep(); !s)
+      return s.withContext(c.text + ", warm-up");
+  double total = 0, fastest = 1e300;
+  for (int i = 0; i < iters; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    if (Status s = interpreter.runStep(); !s)
+      return s.withContext(c.text);
+    double ms = std::chrono::duration<double, std::milli>(
+                    std::chrono::steady_clock::now() - start)
+                    .count();
+    total += ms;
+    fastest = std::min(fastest, ms);
+  }
+  timing.meanMs = total / iters;
+  timing.minMs = fastest;
+  return Status::ok();
+}
+
+void printJson(const Case &c, const std::string &device, int warmup, int iters,
+               const Timing &t) {
+  double tflops = flopsOf(c) / (t.meanMs * 1e-3) / 1e12;
+  if (c.gemm)
+    std::printf("{\"tool\": \"tpc\", \"kind\": \"gemm\", \"case\": \"%s\", "
+                "\"m\": %lld, \"k\": %lld, \"n\": %lld, \"layout\": \"%s\", ",
+                c.text.c_str(), static_cast<long long>(c.m),
+                static_cast<long long>(c.k), static_cast<long long>(c.n),
+                c.outIn ? "out_in" : "in_out");
+  else
+    std::printf("{\"tool\": \"tpc\", \"kind\": \"attn\", \"case\": \"%s\", "
+                "\"b\": %lld, \"h\": %lld, \"kv\": %lld, \"s\": %lld, "
+                "\"d\": %lld, \"causal\": %s, ",
+                c.text.c_str(), static_cast<long long>(c.batch),
+                static_cast<long long>(c.heads),
+                static_cast<long long>(c.kvHeads),
+                static_cast<long long>(c.seq), static_cast<long long>(c.dim),
+                c.causal ? "true" : "false");
+  std::printf("\"dtype\": \"bf16\", \"device\": \"%s\", \"warmup\": %d, "
+              "\"iters\": %d, \"flop\": %.6g, \"ms\": %.6g, \"ms_min\": %.6g, "
+              "\"tflops\": %.6g}\n",
+              device.c_str(), warmup, iters, flopsOf(c), t.meanMs, t.minMs,
+              tflops);
+  std::fflush(stdout);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  uint64_t iters = 20, warmup = 3;
+  std::string device = "cuda";
+  std::vector<Case> cases;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (arg == "--iters" || arg == "--warmup" || arg == "--device") {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "error: %s needs a value\n", arg.c_str());
+        return 1;
+      }
+      std::string value = argv[++i];
+      if (arg == "--device") {
+        if (value != "cuda" && value != "cpu") {
+          std::fprintf(stderr, "error: --device is cuda or cpu\n");
+          return 1;
+        }
+        device = value;
+        continue;
+      }
+      uint64_t &field = arg == "--iters" ? iters : warmup;
+      if (Status s = parseUnsigned(arg, value, field);
+          !s || (arg == "--iters" && field == 0) || field > 100000) {
+        std::fprintf(stderr, "error: %s: '%s' is not a count in [%d, 1e5]\n",
+                     arg.c_str(), value.c_str(), arg == "--iters" ? 1 : 0);
+        return 1;
+      }
+      continue;
+    }
+    Case c;
+    if (Status s = parseCase(arg, c); !s) {
+      std::fprintf(stderr, "error: %s\n%s", s.message().c_str(), kUsage);
+      return 1;
+    }
+    cases.push_back(c);
+  }
+  if (cases.empty()) {
+    std::fprintf(stderr, "error: no case given\n%s", kUsage);
+    return 1;
+  }
+  if (device == "cuda") {
+    std::string reason;
+    if (cudaDeviceCount(&reason) == 0) {
+      std::printf("no CUDA device (%s): skipped\n",
+                  reason.empty() ? "none visible" : reason.c_str());
+      return kSkipped;
+    }
+  }
+  // A failing case is reported and the others still run.
+  int status = 0;
+  for (const Case &c : cases) {
+    Timing timing;
+    if (Status s = runCase(c, device, static_cast<int>(warmup),
+                           static_cast<int>(iters), timing);
+        !s) {
+      std::fprintf(stderr, "error: %s\n", s.message().c_str());
+      status = 1;
+      continue;
+    }
+    printJson(c, device, static_cast<int>(warmup), static_cast<int>(iters),
+              timing);
+  }
+  return status;
+}

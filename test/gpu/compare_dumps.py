@@ -1,0 +1,256 @@
+#!/usr/bin/env python3
+"""Compares tpc-run dumps of two devices, tensor by tensor.
+
+    compare_dumps.py [--tol T] [--label NAME] [--json OUT] [--skip REGEX]
+                     [--logs LOG_A LOG_B] A B [A2 B2 ...]
+
+Each pair A, B is two safetensors files (--dump-grads, --dump-outputs or a
+single-file --save-checkpoint) of the same executable run on two devices
+(test/gpu/device-check.sh: --device cpu and --device cuda from the same
+weights and batch). Every tensor of A must be in B with the same dtype and
+shape; each is compared norm-wise:
+
+    rel = ||a - b||_2 / max(||a||_2, ||b||_2)      (0 when both are zero)
+
+and must be <= T (default 1e-4); a NaN or infinity fails. Integer tensors
+(counts, steps, seeds) must be equal. Tensors whose name matches --skip
+(re.search) are left out, and counted. --logs compares the `step <k> loss
+... grad_norm ...` lines tpc-run printed on the two devices (every step's
+loss and grad_norm, relative, within T plus the printed digits). Prints one
+line per pair (its worst tensor) and a line per failing tensor; exit status
+0 when all pass, 1 otherwise, 2 on a usage or file error.
+
+Why norm-wise 1e-4 in float32: what is compared is a whole training step's
+chain (embedding, every layer's forward and backward, the loss, clipping,
+AdamW), where the two devices sum in other orders (cuBLAS against OpenBLAS
+or the CPU fallback GEMM, other reduction trees). Each sum's rounding is
+~sqrt(n)*u (u = 6e-8), and the chain amplifies it: on the tiny GPT-2 the
+first layer's gradients of any float32 implementation are 3-8e-6 away from
+float64, and two float32 implementations up to twice that apart
+(docs/testing/tolerances.md, where the mesh-vs-one-device check of the same
+model's gradients uses 6e-5). 1e-4 leaves that headroom while a wrong
+kernel (a wrong index, a missing scale, another dropout draw) is off by
+1e-2 or more. Norm-wise, not element-wise: an element near zero that
+cancels has a large relative error in any float32 implementation. For bf16
+models (--tol 2e-2): every kernel rounds its result to bf16 (u = 4e-3), and a
+float32 sum that lands on the other side of a bf16 rounding boundary moves
+that element by one bf16 unit on one device only.
+
+Params and optimizer state after AdamW's update (a --save-checkpoint) hold
+one exception, left out with --skip: an element whose exact gradient is zero
+gets float32 noise (~1e-10) as its gradient, which AdamW's g / (sqrt(v) +
+eps) turns into an update of up to lr of either sign, different in every
+implementation. GPT-2's attention key bias (the middle third of
+attn.c_attn.bias) is such: q·(k + b) shifts every score of a query alike,
+and softmax ignores that. Measured between two CPU builds (OpenBLAS and the
+fallback GEMM) after two steps of the tiny models: c_attn.bias 4e-4 apart
+(bf16: 4e-2), every other param and state within 9e-6 (bf16: 7e-4), the
+first step's gradients within 7e-7 (bf16: 1.5e-5), the losses within 1e-7.
+
+Reads safetensors itself (8-byte little-endian header length, JSON header,
+raw little-endian data): no `safetensors` package needed; numpy is used when
+importable, else plain Python.
+"""
+
+import argparse
+import json
+import math
+import re
+import struct
+import sys
+
+try:
+    import numpy as np
+except ImportError:  # plain Python below
+    np = None
+
+_FORMATS = {"F32": ("f", 4), "F64": ("d", 8), "F16": ("e", 2),
+            "I64": ("q", 8), "I32": ("i", 4), "I16": ("h", 2),
+            "I8": ("b", 1), "U64": ("Q", 8), "U32": ("I", 4),
+            "U16": ("H", 2), "U8": ("B", 1), "BOOL": ("?", 1),
+            "BF16": ("H", 2)}
+
+
+def read_safetensors(path):
+    """{name: (dtype, shape, values)}; values a float64 numpy array, or a
+    list of Python floats/ints without numpy."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if len(data) < 8:
+        raise ValueError(f"{path}: shorter than a safetensors header")
+    (n,) = struct.unpack("<Q", data[:8])
+    if 8 + n > len(data):
+        raise ValueError(f"{path}: header length {n} past the file's end")
+    header = json.loads(data[8:8 + n])
+    body = data[8 + n:]
+    tensors = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        dtype, shape = info["dtype"], info["shape"]
+        begin, end = info["data_offsets"]
+        if dtype not in _FORMATS:
+            raise ValueError(f"{path}: {name}: dtype {dtype} not handled")
+        code, size = _FORMATS[dtype]
+        raw = body[begin:end]
+        count = (end - begin) // size
+        if np is not None:
+            if dtype == "BF16":
+                bits = np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16
+                values = bits.view(np.float32).astype(np.float64)
+            else:
+                values = np.frombuffer(raw, dtype="<" + code)
+                if dtype[0] == "F":
+                    values = values.astype(np.float64)
+        else:
+            values = list(struct.unpack(f"<{count}{code}", raw))
+            if dtype == "BF16":
+                values = [struct.unpack("<f", struct.pack("<I", v << 16))[0]
+                          for v in values]
+        tensors[name] = (dtype, shape, values)
+    return tensors
+
+
+def compare(a, b):
+    """(relative norm-wise difference, finite)."""
+    if np is not None:
+        if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+            return math.inf, False
+        na, nb = np.linalg.norm(a), np.linalg.norm(b)
+        diff = np.linalg.norm(a - b)
+    else:
+        if not all(map(math.isfinite, a)) or not all(map(math.isfinite, b)):
+            return math.inf, False
+        na = math.sqrt(sum(x * x for x in a))
+        nb = math.sqrt(sum(x * x for x in b))
+        diff = math.sqrt(sum((x - y) ** 2 for x, y in zip(a, b)))
+    scale = max(na, nb)
+    return (0.0 if scale == 0 else float(diff / scale)), True
+
+
+def compare_pair(path_a, path_b, tol, skip=None):
+    """(passed, worst (rel, name), failure lines, per-tensor results,
+    skipped names)."""
+    a, b = read_safetensors(path_a), read_safetensors(path_b)
+    failures, results = [], {}
+    worst = (0.0, "")
+    skipped = sorted(n for n in set(a) | set(b) if skip and skip.search(n))
+    for name in sorted(set(a) - set(skipped)):
+        if name not in b:
+            failures.append(f"  {name}: missing from {path_b}")
+            continue
+        (da, sa, va), (db, sb, vb) = a[name], b[name]
+        if da != db or sa != sb:
+            failures.append(f"  {name}: {da}{sa} vs {db}{sb}")
+            continue
+        if da[0] in "IUB":
+            same = (list(va) == list(vb))
+            results[name] = 0.0 if same else math.inf
+            if not same:
+                failures.append(f"  {name}: integers differ")
+            continue
+        rel, finite = compare(va, vb)
+        results[name] = rel
+        if rel > worst[0] or not worst[1]:
+            worst = (rel, name)
+        if not finite:
+            failures.append(f"  {name}: NaN or infinity")
+        elif rel > tol:
+            failures.append(f"  {name}: relative difference {rel:.3e} > {tol:g}")
+    for name in sorted(set(b) - set(a) - set(skipped)):
+        failures.append(f"  {name}: only in {path_b}")
+    return not failures, worst, failures, results, skipped
+
+
+def step_lines(path):
+    """{step: {"loss": x, "grad_norm": y, ...}} from tpc-run's output."""
+    steps = {}
+    with open(path) as f:
+        for line in f:
+            words = line.split()
+            if len(words) >= 3 and words[0] == "step":
+                values = {}
+                for key, value in zip(words[2::2], words[3::2]):
+                    try:
+                        values[key] = float(value)
+                    except ValueError:
+                        pass
+                steps[int(words[1])] = values
+    return steps
+
+
+def compare_logs(path_a, path_b, tol):
+    """(passed, lines) for the loss and grad_norm of every step."""
+    a, b = step_lines(path_a), step_lines(path_b)
+    lines, passed = [], bool(a) and sorted(a) == sorted(b)
+    if not passed:
+        lines.append(f"  steps {sorted(a)} in {path_a}, {sorted(b)} in {path_b}")
+    for step in sorted(set(a) & set(b)):
+        for key in ("loss", "grad_norm"):
+            if key not in a[step] and key not in b[step]:
+                continue
+            x, y = a[step].get(key, math.nan), b[step].get(key, math.nan)
+            scale = max(abs(x), abs(y))
+            rel = abs(x - y) / scale if scale else 0.0
+            # Printed with 6 decimals (loss) or 7 digits (grad_norm).
+            ok = math.isfinite(rel) and rel <= tol + 1e-6 / max(scale, 1e-30)
+            passed &= ok
+            lines.append(f"  step {step} {key}: {x:.7g} vs {y:.7g} "
+                         f"(relative {rel:.2e}){'' if ok else '  FAIL'}")
+    return passed, lines
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tol", type=float, default=1e-4)
+    parser.add_argument("--label", default="")
+    parser.add_argument("--json", help="append the results as one JSON line")
+    parser.add_argument("--skip", type=re.compile,
+                        help="leave out the tensors whose name matches")
+    parser.add_argument("--logs", nargs=2, metavar=("LOG_A", "LOG_B"),
+                        help="tpc-run outputs whose step lines to compare")
+    parser.add_argument("files", nargs="+")
+    args = parser.parse_args(argv)
+    if len(args.files) % 2:
+        parser.error("files come in pairs (A B)")
+    ok, report = True, {"label": args.label, "tol": args.tol, "pairs": []}
+    prefix = args.label + ": " if args.label else ""
+    if args.logs:
+        try:
+            passed, lines = compare_logs(args.logs[0], args.logs[1], args.tol)
+        except (OSError, ValueError) as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+        ok &= passed
+        print(f"{prefix}{'ok  ' if passed else 'FAIL'} step lines of "
+              f"{args.logs[0]} vs {args.logs[1]}")
+        for line in lines:
+            print(line)
+        report["logs_passed"] = passed
+    for i in range(0, len(args.files), 2):
+        path_a, path_b = args.files[i], args.files[i + 1]
+        try:
+            passed, worst, failures, results, skipped = compare_pair(
+                path_a, path_b, args.tol, args.skip)
+        except (OSError, ValueError, KeyError) as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+        ok &= passed
+        print(f"{prefix}{'ok  ' if passed else 'FAIL'} {path_a} vs {path_b}: "
+              f"{len(results)} tensors, worst {worst[0]:.3e} ({worst[1]}), "
+              f"tolerance {args.tol:g}"
+              + (f", {len(skipped)} left out (--skip)" if skipped else ""))
+        for line in failures:
+            print(line)
+        report["pairs"].append({"a": path_a, "b": path_b, "passed": passed,
+                                "worst": worst[0], "worst_tensor": worst[1],
+                                "tensors": results, "skipped": skipped})
+    report["passed"] = ok
+    if args.json:
+        with open(args.json, "a") as f:
+            f.write(json.dumps(report) + "\n")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,381 @@
+#!/usr/bin/env bash
+# test/gpu/device-check.sh: the CUDA backend on a GPU machine, in stages
+# (README.md beside this). Run from anywhere in the repository, after
+# test/gpu/prepare.sh filled gpu-carry/ on a machine with the compiler:
+#
+#   OUT=/some/folder test/gpu/device-check.sh
+#
+#   1 build     runtime/ alone (cmake + ninja) into build-gpu/, with the
+#               carried FlatBuffers/json headers and schema header, no MPI,
+#               no OpenBLAS, CUDA for $TPC_CUDA_ARCHS (default 90: the
+#               H200; no kernel uses sm_90a-only instructions yet), NCCL
+#               from the Python wheel
+#   2 gpu       nvidia-smi and the CUDA device count; none: "no GPU:
+#               skipped", exit 77 (1 when the build failed too)
+#   3 kernels   tpcrt-device-check --device cuda --results $OUT/kernels.txt
+#   4 models    two training steps of the tiny GPT-2 (fp32 and bf16) and
+#               Llama on --device cpu and cuda from the same weights and
+#               batch (--init-seed, --synthetic-seed): loss, first-step
+#               gradients, params and AdamW state after the steps compared by
+#               compare_dumps.py (fp32 1e-4, bf16 2e-2 relative, norm-wise)
+#   5 nccl      tpcrt-nccl-check --local (one rank)
+#   6 bench     tpc-cuda-bench vs torch (GEMM, attention), then a training
+#               step of the GPT-2 MFU model, tpc-run vs Hugging Face:
+#               $OUT/bench.json and lines in the summary
+#
+# Each stage runs under `timeout` (its own budget, cut to what is left of
+# the whole script's $TPC_GPU_DEADLINE seconds, default 285), writes its log
+# when it ends and appends "stage N name: PASS|FAIL|SKIP (seconds) detail"
+# to $OUT/summary.txt; a failing stage does not stop the next. At most 8
+# files are written under $OUT (what the device tool brings back):
+# summary.txt build.log device-check.log kernels.txt models.log nccl.log
+# bench.log bench.json; the dumps go to $TPC_GPU_WORK (/tmp/tpc-gpu-work).
+# Exit status: 0 all ran stages passed, 1 a stage failed, 77 no GPU.
+#
+# Environment: OUT (default /tmp/tpc-gpu-out), TPC_GPU_CARRY (gpu-carry),
+# TPC_GPU_BUILD (build-gpu), TPC_CUDA_ARCHS (90), TPC_GPU_DEADLINE (285),
+# TPC_GPU_JOBS (ninja -j, default nproc), TPC_GPU_CMAKE_ARGS (extra cmake
+# arguments), TPC_GPU_BUDGET_<STAGE> (a stage's budget in seconds, e.g.
+# TPC_GPU_BUDGET_BUILD=1200 on a slow machine), TPC_GPU_PYTHON (python3).
+set -uo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+self=$root/test/gpu/device-check.sh
+cd "$root"
+
+export OUT=${OUT:-/tmp/tpc-gpu-out}
+export CARRY=$(cd "${TPC_GPU_CARRY:-gpu-carry}" 2>/dev/null && pwd || echo "${TPC_GPU_CARRY:-gpu-carry}")
+export BUILD=${TPC_GPU_BUILD:-$root/build-gpu}
+export WORK=${TPC_GPU_WORK:-/tmp/tpc-gpu-work}
+export ARCHS=${TPC_CUDA_ARCHS:-90}
+export PY=${TPC_GPU_PYTHON:-python3}
+export JOBS=${TPC_GPU_JOBS:-$(nproc 2>/dev/null || echo 8)}
+export PYTHONUNBUFFERED=1
+# The device under test of stage 4: cuda; cpu only to try the stage's
+# machinery here (`TPC_GPU_DUT=cpu device-check.sh --stage models`).
+export DUT=${TPC_GPU_DUT:-cuda}
+# The backend library for every program, wherever the build put it (the
+# loader looks beside the program otherwise: tests in the build's root would
+# not find <build>/lib).
+export TPCRT_CUDA_BACKEND=${TPCRT_CUDA_BACKEND:-$BUILD/lib/libtpcrt-cuda.so}
+DEADLINE=${TPC_GPU_DEADLINE:-285}
+
+# The path of a built program (tools land in bin/, tests in the build root).
+findbin() {
+  local dir
+  for dir in "$BUILD/bin" "$BUILD"; do
+    [ -x "$dir/$1" ] && [ -f "$dir/$1" ] && { echo "$dir/$1"; return 0; }
+  done
+  find "$BUILD" -maxdepth 3 -type f -name "$1" -perm -u+x 2>/dev/null | head -n 1
+}
+
+#===-----------------------------------------------------------------------===#
+# The stages, each run as `device-check.sh --stage NAME` under timeout.
+#===-----------------------------------------------------------------------===#
+
+stage_build() {
+  set -x
+  command -v cmake && cmake --version | head -n 1
+  command -v ninja || { echo "no ninja"; return 1; }
+  local nvcc=${CUDACXX:-}
+  [ -z "$nvcc" ] && nvcc=$(command -v nvcc || true)
+  [ -z "$nvcc" ] && [ -x /usr/local/cuda/bin/nvcc ] && nvcc=/usr/local/cuda/bin/nvcc
+  [ -n "$nvcc" ] && "$nvcc" --version | tail -n 2
+  for f in include/flatbuffers/flatbuffers.h include/nlohmann/json.hpp \
+           generated/tpcx_generated.h; do
+    [ -f "$CARRY/$f" ] || { echo "no $CARRY/$f: run test/gpu/prepare.sh"; return 1; }
+  done
+  local args=(-S runtime -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release
+    -DTPCRT_CUDA_ARCHITECTURES="$ARCHS"
+    -DTPCRT_FLATBUFFERS_INCLUDE_DIR="$CARRY/include"
+    -DTPCRT_NLOHMANN_JSON_INCLUDE_DIR="$CARRY/include"
+    -DTPCRT_GENERATED_SCHEMA_DIR="$CARRY/generated"
+    -DTPCRT_FLATC= -DCMAKE_DISABLE_FIND_PACKAGE_nlohmann_json=ON
+    -DCMAKE_DISABLE_FIND_PACKAGE_GTest=ON
+    -DTPCRT_ENABLE_MPI=OFF -DTPCRT_ENABLE_OPENBLAS=OFF -DTPCRT_FUZZERS=OFF)
+  [ -n "$nvcc" ] && args+=(-DCMAKE_CUDA_COMPILER="$nvcc")
+  # The toolkit's libraries; where it has no cuBLASLt, the Python wheel's
+  # (nvidia-cublas) for FindCUDAToolkit's CUDA::cublasLt.
+  local cudalib cublaslt
+  cudalib=$(dirname "$(dirname "${nvcc:-/usr/local/cuda/bin/nvcc}")")
+  ls "$cudalib"/lib64/ "$cudalib"/targets/x86_64-linux/lib/ 2>/dev/null \
+    | grep -E '^lib(cudart|cublas|nccl)' | sort -u | tr '\n' ' '; echo
+  if ! ls "$cudalib"/lib64/libcublasLt.so* "$cudalib"/targets/x86_64-linux/lib/libcublasLt.so* \
+       >/dev/null 2>&1; then
+    cublaslt=$("$PY" -c 'import glob, nvidia, os; print(next(iter(sorted(p for r in nvidia.__path__ for p in glob.glob(os.path.join(r, "**", "libcublasLt.so*"), recursive=True))), ""))' 2>/dev/null)
+    [ -n "$cublaslt" ] && args+=(-DCUDA_cublasLt_LIBRARY="$cublaslt")
+  fi
+  if [ -n "${NCCL_DIR:-}" ]; then
+    args+=(-DTPCRT_NCCL_INCLUDE_DIR="$NCCL_DIR/include"
+           -DTPCRT_NCCL_LIBRARY="$NCCL_DIR/lib/libnccl.so.2")
+  fi
+  # shellcheck disable=SC2206
+  args+=(${TPC_GPU_CMAKE_ARGS:-})
+  cmake "${args[@]}" || return 1
+  # Only what the stages run (tests that need GTest or MPI are not built).
+  { set +x; } 2>/dev/null # the target list is long
+  local all want=() t
+  all=$(ninja -C "$BUILD" -t targets all 2>/dev/null | cut -d: -f1)
+  for t in tpc-run tpcrt-cuda tpcrt-device-check tpcrt-nccl-check \
+           tpc-cuda-bench; do
+    if grep -qx "$t" <<<"$all"; then want+=("$t"); else echo "note: no target $t in this build"; fi
+  done
+  set -x
+  ninja -C "$BUILD" -j "$JOBS" "${want[@]}" || return 1
+  # Until runtime/CMakeLists.txt has its target: tpc-cuda-bench by hand,
+  # against the libraries just built.
+  if ! grep -qx tpc-cuda-bench <<<"$all"; then
+    mkdir -p "$BUILD/bin"
+    c++ -O2 -std=c++17 -Wall -Wextra -Iruntime/include -Iruntime/test \
+      -I"$CARRY/generated" -I"$CARRY/include" \
+      runtime/tools/tpc-cuda-bench.cpp "$BUILD/libtpcrt.a" \
+      "$BUILD/libtpcrt_schema.a" -ldl -pthread \
+      -o "$BUILD/bin/tpc-cuda-bench" || return 1
+  fi
+  ls -l "$BUILD/bin" "$BUILD/lib" 2>/dev/null
+  return 0
+}
+
+stage_kernels() {
+  local check
+  check=$(findbin tpcrt-device-check)
+  [ -n "$check" ] || { echo "tpcrt-device-check was not built (no target yet?)"; return 1; }
+  "$check" --device cuda --results "$OUT/kernels.txt"
+}
+
+# Two training steps of $1 on the CPU (ref) and on $DUT (dut, cuda); $2 the
+# tolerance.
+model_pair() {
+  local name=$1 tol=$2 run side dev rc=0
+  run=$(findbin tpc-run)
+  for side in ref dut; do
+    dev=cpu
+    [ $side = dut ] && dev=$DUT
+    echo "== $name on $dev ($side)"
+    "$run" "$CARRY/models/$name.tpcx" --device "$dev" --init-seed 7 \
+      --synthetic-seed 7 --steps 2 \
+      --dump-grads "$WORK/$name-$side-grads.safetensors" \
+      --dump-outputs "$WORK/$name-$side-out.safetensors" \
+      --save-checkpoint "$WORK/$name-$side-ckpt.safetensors" \
+      >"$WORK/$name-$side.txt" 2>&1
+    rc=$?
+    cat "$WORK/$name-$side.txt"
+    [ $rc -eq 0 ] || { echo "$name: tpc-run --device $dev failed ($rc)"; return 1; }
+  done
+  # The loss of both steps (the second after the first update), grad_norm
+  # and the first step's gradients; then the params and AdamW state after
+  # the steps, less GPT-2's attention bias, whose key third has an exact
+  # zero gradient that AdamW turns into noise (compare_dumps.py).
+  "$PY" test/gpu/compare_dumps.py --tol "$tol" --label "$name" \
+    --json "$WORK/compare.jsonl" \
+    --logs "$WORK/$name-ref.txt" "$WORK/$name-dut.txt" \
+    "$WORK/$name-ref-out.safetensors" "$WORK/$name-dut-out.safetensors" \
+    "$WORK/$name-ref-grads.safetensors" "$WORK/$name-dut-grads.safetensors" \
+    || rc=1
+  "$PY" test/gpu/compare_dumps.py --tol "$tol" --label "$name" \
+    --json "$WORK/compare.jsonl" --skip 'attn\.c_attn\.bias' \
+    "$WORK/$name-ref-ckpt.safetensors" "$WORK/$name-dut-ckpt.safetensors" \
+    || rc=1
+  return $rc
+}
+
+stage_models() {
+  local failed=0
+  model_pair gpt2-tiny 1e-4 || failed=1
+  model_pair llama-tiny 1e-4 || failed=1
+  model_pair gpt2-tiny-bf16 2e-2 || failed=1
+  return $failed
+}
+
+stage_nccl() {
+  local check
+  check=$(findbin tpcrt-nccl-check)
+  [ -n "$check" ] || { echo "tpcrt-nccl-check was not built (no NCCL at configure time?)"; return 1; }
+  echo "TPCRT_NCCL_LIBRARY=${TPCRT_NCCL_LIBRARY:-}"
+  "$check" --local
+}
+
+# The cases tpc-cuda-bench and gemm_attention_torch.py both run: square and
+# long-K GEMMs in both weight layouts, the MFU model's MLP and LM head (tied,
+# out_in, N = 50257: no multiple of 8); attention at the issue's shape (seq
+# 4096, head dim 128), the MFU model's, and non-causal.
+BENCH_CASES="gemm:8192,8192,8192 gemm:8192,8192,8192,out_in \
+gemm:4096,16384,4096 gemm:16384,2048,8192 gemm:16384,8192,2048 \
+gemm:16384,2048,50257,out_in \
+attn:4,32,4096,128,causal attn:8,16,2048,128,causal attn:4,32,4096,128,full"
+
+stage_bench_kernels_tpc() {
+  # shellcheck disable=SC2086
+  "$(findbin tpc-cuda-bench)" --warmup 3 --iters 20 $BENCH_CASES \
+    | tee "$WORK/bench-tpc.jsonl"
+  return "${PIPESTATUS[0]}"
+}
+
+stage_bench_kernels_torch() {
+  # shellcheck disable=SC2086
+  "$PY" benchmarks/cuda/gemm_attention_torch.py --warmup 3 --iters 20 \
+    $BENCH_CASES | tee "$WORK/bench-torch.jsonl"
+  return "${PIPESTATUS[0]}"
+}
+
+# The MFU model: 4 steps (the first warms up); the step time is read from
+# tpc-run's tokens_per_s of steps 2-4 (the time of runStep and the reading of
+# the loss, grad_norm and lr; not the start, the weight init or the first
+# step).
+stage_bench_gpt_tpc() {
+  local start end rc
+  start=$(date +%s.%N)
+  "$(findbin tpc-run)" "$CARRY/models/gpt2-mfu.tpcx" --device cuda \
+    --init-seed 1 --synthetic-seed 1 --steps 4 | tee "$WORK/gpt-tpc.txt"
+  rc=${PIPESTATUS[0]}
+  end=$(date +%s.%N)
+  awk -v a="$start" -v b="$end" 'BEGIN { printf "wall %.1f s (start, weight init, 4 steps)\n", b - a }'
+  [ "$rc" -eq 0 ] || return "$rc"
+  "$PY" benchmarks/cuda/report.py tpc-step --log "$WORK/gpt-tpc.txt" \
+    --batch 8 --seq 2048 --hidden 2048 --layers 8 --vocab 50257 \
+    | tee "$WORK/gpt-tpc.jsonl"
+}
+
+stage_bench_gpt_torch() {
+  "$PY" benchmarks/cuda/gpt_step_torch.py --batch 8 --seq 2048 --hidden 2048 \
+    --heads 16 --layers 8 --vocab 50257 --dropout 0.1 --warmup 3 --steps 5 \
+    | tee "$WORK/gpt-torch.jsonl"
+  return "${PIPESTATUS[0]}"
+}
+
+stage_gpu() {
+  local n=0 count
+  if command -v nvidia-smi >/dev/null; then
+    nvidia-smi -L
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm \
+      --format=csv,noheader
+    n=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+  else
+    echo "no nvidia-smi"
+  fi
+  count=$(findbin tpcrt-nccl-check)
+  if [ -n "$count" ]; then
+    echo "tpcrt cudaDeviceCount: $("$count" --count-devices)"
+  fi
+  echo "devices $n"
+  [ "$n" -gt 0 ] || return 77
+}
+
+if [ "${1:-}" = --stage ]; then
+  "stage_${2//-/_}"
+  exit $?
+fi
+
+#===-----------------------------------------------------------------------===#
+# The driver.
+#===-----------------------------------------------------------------------===#
+
+mkdir -p "$OUT" "$WORK"
+rm -f "$WORK"/*.safetensors "$WORK"/*.txt "$WORK"/*.jsonl
+summary=$OUT/summary.txt
+: >"$summary"
+t0=$(date +%s)
+failures=0
+
+note() { echo "$*" | tee -a "$summary"; }
+
+# run_stage N NAME BUDGET LOG: the stage under timeout, its output appended
+# to $OUT/LOG (several stages may share one log: 8 files at most come back).
+run_stage() {
+  local n=$1 name=$2 budget=$3 log=$OUT/$4 var left limit s rc status
+  var=TPC_GPU_BUDGET_$(echo "$name" | tr 'a-z-' 'A-Z_')
+  budget=${!var:-$budget}
+  left=$((DEADLINE - ($(date +%s) - t0)))
+  limit=$((budget < left ? budget : left))
+  if [ "$left" -lt 5 ]; then
+    note "stage $n $name: SKIP (no time left of the ${DEADLINE}s deadline)"
+    failures=$((failures + 1))
+    return 1
+  fi
+  s=$(date +%s)
+  {
+    echo "===== stage $n $name (limit ${limit}s) $(date -u +%H:%M:%S)"
+    timeout -k 5 "$limit" "$self" --stage "$name"
+  } >>"$log" 2>&1
+  rc=$?
+  # timeout's status is the block's: the last command's.
+  case $rc in
+    0) status=PASS ;;
+    77) status=SKIP ;;
+    124|137) status="FAIL (timeout after ${limit}s)" ;;
+    *) status="FAIL (exit $rc)" ;;
+  esac
+  echo "===== stage $n $name: $status" >>"$log"
+  note "stage $n $name: $status ($(( $(date +%s) - s ))s, log $4)"
+  [ $rc -eq 0 ] || [ $rc -eq 77 ] || failures=$((failures + 1))
+  return $rc
+}
+
+note "device-check $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD 2>/dev/null || echo ' (+ uncommitted changes)')"
+
+# NCCL from the Python wheel (nvidia-nccl-cu13): its folder for the build
+# (tpcrt_nccl links it) and TPCRT_NCCL_LIBRARY for the backend's dlopen.
+# Looked for anywhere under the nvidia namespace package (the CUDA 13 wheels
+# moved some libraries to nvidia/cu13/), beside an include/nccl.h.
+NCCL_DIR=$(timeout 30 "$PY" - 2>/dev/null <<'EOF'
+import glob, os
+import nvidia
+for root in nvidia.__path__:
+    for lib in sorted(glob.glob(os.path.join(root, "**", "libnccl.so.2"),
+                                recursive=True)):
+        top = os.path.dirname(os.path.dirname(lib))
+        if os.path.exists(os.path.join(top, "include", "nccl.h")):
+            print(top)
+            raise SystemExit
+EOF
+)
+if [ -n "$NCCL_DIR" ] && [ -f "$NCCL_DIR/lib/libnccl.so.2" ]; then
+  export NCCL_DIR
+  export TPCRT_NCCL_LIBRARY=$NCCL_DIR/lib/libnccl.so.2
+  export LD_LIBRARY_PATH=$NCCL_DIR/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  note "NCCL from the wheel: $TPCRT_NCCL_LIBRARY"
+else
+  NCCL_DIR=
+  note "no NCCL wheel (libnccl.so.2 and include/nccl.h under python3's nvidia package): the toolkit's, if any"
+fi
+
+run_stage 1 build 170 build.log
+built=$?
+run_stage 2 gpu 20 device-check.log
+gpu=$?
+# What stage 2 saw (nvidia-smi, the device counts), into the summary.
+sed -n '/===== stage 2 gpu (/,/===== stage 2 gpu:/p' "$OUT/device-check.log" \
+  | grep -v '^=====' | sed 's/^/  /' | tee -a "$summary"
+if [ "$gpu" -ne 0 ]; then
+  note "no GPU: skipped"
+  if [ "$built" -ne 0 ]; then
+    note "result: FAIL (the build failed)"
+    exit 1
+  fi
+  note "result: SKIP (the build passed; no GPU for the rest)"
+  exit 77
+fi
+if [ "$built" -ne 0 ]; then
+  note "the build failed: the GPU stages are skipped"
+  note "result: FAIL"
+  exit 1
+fi
+run_stage 3 kernels 45 device-check.log
+run_stage 4 models 40 models.log
+run_stage 5 nccl 25 nccl.log
+run_stage 6a bench-kernels-tpc 25 bench.log
+run_stage 6b bench-kernels-torch 35 bench.log
+run_stage 6c bench-gpt-tpc 60 bench.log
+run_stage 6d bench-gpt-torch 60 bench.log
+# The comparison lines and bench.json, from whatever the stages left.
+cat "$WORK"/bench-tpc.jsonl "$WORK"/bench-torch.jsonl "$WORK"/gpt-tpc.jsonl \
+  "$WORK"/gpt-torch.jsonl 2>/dev/null \
+  | timeout 30 "$PY" benchmarks/cuda/report.py merge --json "$OUT/bench.json" \
+  | tee -a "$summary"
+note "total $(( $(date +%s) - t0 ))s"
+if [ "$failures" -gt 0 ]; then
+  note "result: FAIL ($failures stage(s))"
+  exit 1
+fi
+note "result: PASS"
+exit 0
