@@ -141,3 +141,17 @@ grep '^rank' "$OUT/tp2.log"
 echo "== tpc-plan: GPT-3 175B on 1024 A100s, global batch 1536"
 "$BIN/tpc-plan" test/Compile/Inputs/gpt3-175b.json --gpus 1024 --hardware a100 \
   --global-batch 1536 --seq 2048 --top 3 --check-layers 0
+
+echo "== the CUDA device: the same training step on a GPU, where there is one"
+# tpc-run --device cuda opens the CUDA backend library; without a GPU it says
+# why and nothing runs (docs/runtime/cuda.md: the backend has not yet run on
+# a GPU; test/gpu/device-check.sh is the check for a machine with one).
+if "$BIN/tpc-run" "$OUT/gpt2-tiny-train.tpcx" --init-seed 1 --data examples/data/train.bin \
+     --steps 3 --device cuda > "$OUT/cuda.log" 2> "$OUT/cuda.err"; then
+  "$BIN/tpc-run" "$OUT/gpt2-tiny-train.tpcx" --init-seed 1 --data examples/data/train.bin \
+    --steps 3 > "$OUT/cpu3.log"
+  paste -d '\n' <(grep '^step' "$OUT/cpu3.log" | sed 's/^/cpu:  /') \
+                <(grep '^step' "$OUT/cuda.log" | sed 's/^/cuda: /')
+else
+  echo "not run here: $(head -n 1 "$OUT/cuda.err")"
+fi
