@@ -116,7 +116,7 @@ Status runAttentionKernel(const KernelCall &call, const KernelArgs &args);
 /// (CpuKernels.h's crossEntropyBlock*; the device all-reduces between
 /// them over the call's group). `block` is the logits' columns' first
 /// vocabulary index and the vocabulary size (classes). Per position:
-/// max[r] over the block's columns (-inf for ignored rows), then with the
+/// max[r] over the block's real columns (every row), then with the
 /// group's max, sumExp[r] and (when `target` is not null) the target's
 /// logit if it lies in the block (0 else); then either the loss sum and
 /// count (combine) or the logits' gradient.
