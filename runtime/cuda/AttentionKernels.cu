@@ -500,10 +500,6 @@ bool forceGeneric() {
   return force;
 }
 
-bool aligned16(const void *p) {
-  return (reinterpret_cast<uintptr_t>(p) & 15) == 0;
-}
-
 /// The generic kernels' accumulator columns: 64, 128 or 256.
 int capacityFor(int64_t d, int64_t dv) {
   int64_t most = d > dv ? d : dv;

@@ -19,6 +19,7 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <cstring>
 
 namespace tpcrt::cuda {
 
@@ -172,6 +173,91 @@ __device__ __forceinline__ int64_t firstThread() {
 }
 __device__ __forceinline__ int64_t threadStride() {
   return static_cast<int64_t>(gridDim.x) * blockDim.x;
+}
+
+/// Elements a vectorized map takes at once (16 bytes of 16-bit storage).
+constexpr int kVec = 8;
+
+inline bool aligned16(const void *p) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+}
+
+/// Elements [i, i + kVec) (i a multiple of kVec, p 16-byte aligned) as
+/// floats; U8 (a mask) reads 0 or the byte's value.
+__device__ __forceinline__ void loadVec(const void *p, Storage type, int64_t i,
+                                        float (&v)[kVec]) {
+  switch (type) {
+  case Storage::BF16: {
+    uint4 raw = *reinterpret_cast<const uint4 *>(
+        static_cast<const __nv_bfloat16 *>(p) + i);
+    __nv_bfloat162 h[4];
+    memcpy(h, &raw, sizeof(raw));
+    for (int k = 0; k < 4; ++k) {
+      float2 f = __bfloat1622float2(h[k]);
+      v[2 * k] = f.x;
+      v[2 * k + 1] = f.y;
+    }
+    break;
+  }
+  case Storage::F16: {
+    uint4 raw =
+        *reinterpret_cast<const uint4 *>(static_cast<const __half *>(p) + i);
+    __half2 h[4];
+    memcpy(h, &raw, sizeof(raw));
+    for (int k = 0; k < 4; ++k) {
+      float2 f = __half22float2(h[k]);
+      v[2 * k] = f.x;
+      v[2 * k + 1] = f.y;
+    }
+    break;
+  }
+  case Storage::U8: {
+    uint2 raw =
+        *reinterpret_cast<const uint2 *>(static_cast<const uint8_t *>(p) + i);
+    uint8_t b[8];
+    memcpy(b, &raw, sizeof(raw));
+    for (int k = 0; k < kVec; ++k)
+      v[k] = static_cast<float>(b[k]);
+    break;
+  }
+  default: {
+    const float4 *q =
+        reinterpret_cast<const float4 *>(static_cast<const float *>(p) + i);
+    float4 a = q[0], b = q[1];
+    v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w;
+    v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+  }
+  }
+}
+
+/// Stores elements [i, i + kVec) in float storage, rounding to nearest even.
+__device__ __forceinline__ void storeVec(void *p, Storage type, int64_t i,
+                                         const float (&v)[kVec]) {
+  switch (type) {
+  case Storage::BF16: {
+    __nv_bfloat162 h[4];
+    for (int k = 0; k < 4; ++k)
+      h[k] = __floats2bfloat162_rn(v[2 * k], v[2 * k + 1]);
+    uint4 raw;
+    memcpy(&raw, h, sizeof(raw));
+    *reinterpret_cast<uint4 *>(static_cast<__nv_bfloat16 *>(p) + i) = raw;
+    break;
+  }
+  case Storage::F16: {
+    __half2 h[4];
+    for (int k = 0; k < 4; ++k)
+      h[k] = __floats2half2_rn(v[2 * k], v[2 * k + 1]);
+    uint4 raw;
+    memcpy(&raw, h, sizeof(raw));
+    *reinterpret_cast<uint4 *>(static_cast<__half *>(p) + i) = raw;
+    break;
+  }
+  default: {
+    float4 *q = reinterpret_cast<float4 *>(static_cast<float *>(p) + i);
+    q[0] = make_float4(v[0], v[1], v[2], v[3]);
+    q[1] = make_float4(v[4], v[5], v[6], v[7]);
+  }
+  }
 }
 
 /// Blocks of `threads` for `count` elements in a grid-stride loop, capped
