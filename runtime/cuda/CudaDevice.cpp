@@ -106,14 +106,40 @@ uint64_t collectiveStagingBytes(const KernelCall &call) {
   }
 }
 
+/// The largest pitch cudaMemcpy2DAsync takes (cudaDevAttrMaxPitch: 2^31 - 1
+/// bytes on current GPUs; a larger one is cudaErrorInvalidPitchValue).
+constexpr uint64_t kMaxPitch = (uint64_t(1) << 31) - 1;
+
+/// `height` rows of `width` bytes, `spitch` bytes apart in src and `dpitch`
+/// in dst, on `stream`: one copy when contiguous (or one row), a 2D copy
+/// within the pitch limit, else row by row (rows that far apart are few).
+cudaError_t copyRows(uint8_t *dst, uint64_t dpitch, const uint8_t *src,
+                     uint64_t spitch, uint64_t width, int64_t height,
+                     cudaStream_t stream) {
+  if (height <= 0 || width == 0)
+    return cudaSuccess;
+  if (height == 1 || (dpitch == width && spitch == width))
+    return cudaMemcpyAsync(dst, src, width * static_cast<uint64_t>(height),
+                           cudaMemcpyDeviceToDevice, stream);
+  if (dpitch <= kMaxPitch && spitch <= kMaxPitch)
+    return cudaMemcpy2DAsync(dst, dpitch, src, spitch, width,
+                             static_cast<size_t>(height),
+                             cudaMemcpyDeviceToDevice, stream);
+  for (int64_t r = 0; r < height; ++r)
+    if (cudaError_t err = cudaMemcpyAsync(dst + r * dpitch, src + r * spitch,
+                                          width, cudaMemcpyDeviceToDevice,
+                                          stream))
+      return err;
+  return cudaSuccess;
+}
+
 /// x as [outer, pieces, row] -> out as [pieces, outer, row], on `stream`.
 cudaError_t splitPieces(const uint8_t *x, int64_t outer, int64_t pieces,
                         uint64_t rowBytes, uint8_t *out, cudaStream_t stream) {
   for (int64_t p = 0; p < pieces; ++p)
-    if (cudaError_t err = cudaMemcpy2DAsync(
-            out + p * outer * rowBytes, rowBytes, x + p * rowBytes,
-            pieces * rowBytes, rowBytes, outer, cudaMemcpyDeviceToDevice,
-            stream))
+    if (cudaError_t err = copyRows(out + p * outer * rowBytes, rowBytes,
+                                   x + p * rowBytes, pieces * rowBytes,
+                                   rowBytes, outer, stream))
       return err;
   return cudaSuccess;
 }
@@ -122,9 +148,9 @@ cudaError_t splitPieces(const uint8_t *x, int64_t outer, int64_t pieces,
 cudaError_t joinPieces(const uint8_t *x, int64_t outer, int64_t pieces,
                        uint64_t rowBytes, uint8_t *out, cudaStream_t stream) {
   for (int64_t p = 0; p < pieces; ++p)
-    if (cudaError_t err = cudaMemcpy2DAsync(
-            out + p * rowBytes, pieces * rowBytes, x + p * outer * rowBytes,
-            rowBytes, rowBytes, outer, cudaMemcpyDeviceToDevice, stream))
+    if (cudaError_t err = copyRows(out + p * rowBytes, pieces * rowBytes,
+                                   x + p * outer * rowBytes, rowBytes,
+                                   rowBytes, outer, stream))
       return err;
   return cudaSuccess;
 }
@@ -368,9 +394,15 @@ Status CudaDevice::copyToArena(uint64_t offset, const void *source,
   // The step before may still read these bytes.
   if (Status s = synchronize(); !s)
     return s;
-  return cudaStatus("copy to the arena", cudaMemcpy(arena_ + offset, source,
-                                                    bytes,
-                                                    cudaMemcpyHostToDevice));
+  // On the compute stream: cudaMemcpy from pageable memory may return before
+  // its DMA is done, and the legacy default stream does not order the
+  // non-blocking streams' kernels after it.
+  if (Status s = cudaStatus("copy to the arena",
+                            cudaMemcpyAsync(arena_ + offset, source, bytes,
+                                            cudaMemcpyHostToDevice, compute_));
+      !s)
+    return s;
+  return cudaStatus("copy to the arena", cudaStreamSynchronize(compute_));
 }
 
 Status CudaDevice::copyFromArena(uint64_t offset, void *destination,
@@ -555,6 +587,11 @@ Status CudaDevice::prepare(const Program &program,
         !s)
       return s;
   }
+  // The zeros and the lists went on the legacy default stream, which the
+  // non-blocking streams do not wait for.
+  if (Status s = cudaStatus("cudaDeviceSynchronize", cudaDeviceSynchronize());
+      !s)
+    return s;
   return openGroups(program, groups);
 }
 
@@ -637,9 +674,8 @@ Status CudaDevice::openGroups(const Program &program,
   for (size_t g = 0; g < groups.size(); ++g) {
     if (!needed[g])
       continue;
-    std::string path;
-    if (Status s = loadNccl(&path); !s)
-      return s;
+    // create loads NCCL and agrees with the group's ranks first, so that a
+    // rank without it fails them all instead of leaving them waiting.
     if (Status s = NcclGroup::create(*groups[g], device_, groups[g]->label(),
                                      nccl_[g]);
         !s)
@@ -965,10 +1001,9 @@ Status CudaDevice::runLocal(const KernelCall &call) {
   AroundDim v = aroundDim(x.shape, call.intAttrs[0]);
   if (call.op == fb::OpCode::ShardSlice) {
     uint64_t row = v.extent / g * v.inner * elementBytes;
-    return cudaStatus("shard_slice",
-                      cudaMemcpy2DAsync(out, row, in + position * row, g * row,
-                                        row, v.outer, cudaMemcpyDeviceToDevice,
-                                        compute_));
+    return cudaStatus("shard_slice", copyRows(out, row, in + position * row,
+                                              g * row, row, v.outer,
+                                              compute_));
   }
   uint64_t row = v.extent * v.inner * elementBytes;
   if (Status s = cudaStatus("shard_pad", cudaMemsetAsync(
@@ -976,10 +1011,8 @@ Status CudaDevice::runLocal(const KernelCall &call) {
                                              compute_));
       !s)
     return s;
-  return cudaStatus("shard_pad",
-                    cudaMemcpy2DAsync(out + position * row, g * row, in, row,
-                                      row, v.outer, cudaMemcpyDeviceToDevice,
-                                      compute_));
+  return cudaStatus("shard_pad", copyRows(out + position * row, g * row, in,
+                                          row, row, v.outer, compute_));
 }
 
 /// cross_entropy(_grad) over a padded or split vocabulary (CpuDevice's
