@@ -188,6 +188,20 @@ struct PendingTransfer {
   uint64_t bytes = 0;
   int peer = 0;
   NcclGroup *group = nullptr;
+  cudaStream_t stream = nullptr;
+};
+
+/// The communicators and streams of a group's transfers between pipeline
+/// stages, one per direction: data moving to a higher position in the
+/// group ("up": the forward's activations) and to a lower one ("down": the
+/// backward's gradients). NCCL runs a communicator's operations in issue
+/// order, so one communicator for both would make a stage's receive of a
+/// gradient, posted early, hold back its later send of an activation that
+/// the peer's own early receive waits for: a deadlock that MPI's started
+/// transfers do not have. Per direction the order is the schedule's on
+/// both sides.
+struct TransferLanes {
+  std::unique_ptr<NcclGroup> up, down;
 };
 
 class CudaDevice final : public Device {
@@ -237,10 +251,21 @@ private:
   Status waitForHazards(const KernelCall &call);
   /// Enqueues a communication-stream operation's start: after every kernel
   /// so far.
-  Status orderAfterCompute();
-  /// Records the operation just enqueued on the communication stream.
+  Status orderAfterCompute(cudaStream_t stream);
+  /// Makes `stream` wait for the operations in flight (on any stream) that
+  /// the ranges meet.
+  Status orderAfterOthers(const ByteRange *reads, size_t numReads,
+                          const ByteRange *writes, size_t numWrites,
+                          cudaStream_t stream);
+  /// Records the operation just enqueued on `stream` (a communication
+  /// stream).
   Status track(const ByteRange *reads, size_t numReads,
-               const ByteRange *writes, size_t numWrites);
+               const ByteRange *writes, size_t numWrites,
+               cudaStream_t stream);
+  /// The communicator and stream of a transfer of `call`'s group to or
+  /// from `peer`.
+  void laneOf(const KernelCall &call, bool send, int peer, NcclGroup *&group,
+              cudaStream_t &stream) const;
   Status runCompute(const KernelCall &call, const Resolved &r,
                     const StepContext &context);
   Status runCollective(const KernelCall &call);
@@ -269,6 +294,8 @@ private:
   int device_;
   CudaDeviceOptions options_;
   cudaStream_t compute_ = nullptr, comm_ = nullptr;
+  /// Transfers between stages, by direction (TransferLanes).
+  cudaStream_t up_ = nullptr, down_ = nullptr;
   /// Recorded on the compute stream before a communication-stream
   /// operation; and at synchronize.
   cudaEvent_t computeMark_ = nullptr, done_ = nullptr;
@@ -286,6 +313,7 @@ private:
   GemmEngine gemm_;
   std::vector<Resolved> resolved_;
   std::vector<std::unique_ptr<NcclGroup>> nccl_;
+  std::vector<TransferLanes> lanes_;
   std::vector<NcclGroup *> liveGroups_;
   std::vector<OptimizerBatch> batches_;
   BatchDeferral deferral_;
@@ -310,10 +338,11 @@ private:
 
 CudaDevice::~CudaDevice() {
   cudaSetDevice(device_);
-  if (compute_)
-    cudaStreamSynchronize(compute_);
-  if (comm_)
-    cudaStreamSynchronize(comm_);
+  // Everything in flight, its NCCL errors polled (an error aborts the
+  // communicators, whose kernels then end) and a stall the watchdog's.
+  if (memory_)
+    (void)synchronize();
+  lanes_.clear();
   nccl_.clear();
   for (cudaEvent_t e : events_)
     cudaEventDestroy(e);
@@ -325,8 +354,9 @@ CudaDevice::~CudaDevice() {
     cudaEventDestroy(commMark_);
   if (compute_)
     cudaStreamDestroy(compute_);
-  if (comm_)
-    cudaStreamDestroy(comm_);
+  for (cudaStream_t stream : {comm_, up_, down_})
+    if (stream)
+      cudaStreamDestroy(stream);
   if (memory_)
     cudaFree(memory_);
 }
@@ -354,11 +384,12 @@ Status CudaDevice::start() {
           cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking));
       !s)
     return s;
-  if (Status s = cudaStatus(
-          "cudaStreamCreate",
-          cudaStreamCreateWithFlags(&comm_, cudaStreamNonBlocking));
-      !s)
-    return s;
+  for (cudaStream_t *stream : {&comm_, &up_, &down_})
+    if (Status s = cudaStatus(
+            "cudaStreamCreate",
+            cudaStreamCreateWithFlags(stream, cudaStreamNonBlocking));
+        !s)
+      return s;
   for (cudaEvent_t *e : {&computeMark_, &done_, &commMark_})
     if (Status s = cudaStatus(
             "cudaEventCreate",
@@ -444,6 +475,9 @@ Status CudaDevice::prepare(const Program &program,
                            const std::vector<Communicator *> &groups) {
   if (memory_)
     return Status::error("the device is prepared already");
+  // The calls that follow act on the current device.
+  if (Status s = cudaStatus("cudaSetDevice", cudaSetDevice(device_)); !s)
+    return s;
   if (program.arenaBytes > arenaBytes_)
     return Status::error(
         "the program needs an arena of " + std::to_string(program.arenaBytes) +
@@ -648,8 +682,10 @@ Status CudaDevice::planOptimizerBatches(const Program &program) {
 
 Status CudaDevice::openGroups(const Program &program,
                               const std::vector<Communicator *> &groups) {
-  // A group needs NCCL when a kernel communicates over it with others.
+  // A group needs NCCL when a kernel communicates over it with others; one
+  // whose ranks move buffers between stages, two more for the directions.
   std::vector<bool> needed(groups.size(), false);
+  std::vector<bool> transfers(groups.size(), false);
   for (const KernelCall &call : program.calls) {
     if (call.group < 0)
       continue;
@@ -667,9 +703,13 @@ Status CudaDevice::openGroups(const Program &program,
         (f == Family::Collective || f == Family::Transfer ||
          f == Family::TransferStart || f == Family::VocabCrossEntropy))
       needed[call.group] = true;
+    if (call.groupSize > 1 &&
+        (f == Family::Transfer || f == Family::TransferStart))
+      transfers[call.group] = true;
   }
   nccl_.clear();
   nccl_.resize(groups.size());
+  lanes_.clear();
   liveGroups_.clear();
   for (size_t g = 0; g < groups.size(); ++g) {
     if (!needed[g])
@@ -681,6 +721,19 @@ Status CudaDevice::openGroups(const Program &program,
         !s)
       return s;
     liveGroups_.push_back(nccl_[g].get());
+    if (!transfers[g])
+      continue;
+    if (lanes_.size() < groups.size())
+      lanes_.resize(groups.size());
+    TransferLanes &lanes = lanes_[g];
+    for (auto [lane, name] : {std::make_pair(&lanes.up, " up"),
+                              std::make_pair(&lanes.down, " down")}) {
+      if (Status s = NcclGroup::create(*groups[g], device_,
+                                       groups[g]->label() + name, *lane);
+          !s)
+        return s;
+      liveGroups_.push_back(lane->get());
+    }
   }
   pending_.reserve(program.calls.size());
   return Status::ok();
@@ -719,17 +772,42 @@ Status CudaDevice::waitForHazards(const KernelCall &call) {
   return Status::ok();
 }
 
-Status CudaDevice::orderAfterCompute() {
+Status CudaDevice::orderAfterCompute(cudaStream_t stream) {
   if (Status s = cudaStatus("cudaEventRecord",
                             cudaEventRecord(computeMark_, compute_));
       !s)
     return s;
   return cudaStatus("cudaStreamWaitEvent",
-                    cudaStreamWaitEvent(comm_, computeMark_, 0));
+                    cudaStreamWaitEvent(stream, computeMark_, 0));
+}
+
+Status CudaDevice::orderAfterOthers(const ByteRange *reads, size_t numReads,
+                                    const ByteRange *writes, size_t numWrites,
+                                    cudaStream_t stream) {
+  // The communication streams do not order each other: an operation waits
+  // for those in flight on any of them whose bytes it meets (a collective
+  // on a buffer a transfer receives, two transfers on one buffer).
+  tracker_.overlapping(reads, numReads, writes, numWrites, waits_);
+  for (uint32_t slot : waits_)
+    if (Status s = cudaStatus("cudaStreamWaitEvent",
+                              cudaStreamWaitEvent(stream, events_[slot], 0));
+        !s)
+      return s;
+  return Status::ok();
+}
+
+void CudaDevice::laneOf(const KernelCall &call, bool send, int peer,
+                        NcclGroup *&group, cudaStream_t &stream) const {
+  const TransferLanes &lanes = lanes_[call.group];
+  int self = lanes.up->rank();
+  bool up = send ? peer > self : peer < self;
+  group = up ? lanes.up.get() : lanes.down.get();
+  stream = up ? up_ : down_;
 }
 
 Status CudaDevice::track(const ByteRange *reads, size_t numReads,
-                         const ByteRange *writes, size_t numWrites) {
+                         const ByteRange *writes, size_t numWrites,
+                         cudaStream_t stream) {
   int64_t retired = -1;
   uint32_t slot = tracker_.begin(reads, numReads, writes, numWrites, retired);
   if (retired >= 0)
@@ -738,7 +816,7 @@ Status CudaDevice::track(const ByteRange *reads, size_t numReads,
             cudaStreamWaitEvent(compute_, events_[retired], 0));
         !s)
       return s;
-  return cudaStatus("cudaEventRecord", cudaEventRecord(events_[slot], comm_));
+  return cudaStatus("cudaEventRecord", cudaEventRecord(events_[slot], stream));
 }
 
 Status CudaDevice::execute(const KernelCall &call,
@@ -919,7 +997,11 @@ Status CudaDevice::runCollective(const KernelCall &call) {
                                               cudaMemcpyDeviceToDevice,
                                               compute_));
   }
-  if (Status s = orderAfterCompute(); !s)
+  if (Status s = orderAfterCompute(comm_); !s)
+    return s;
+  if (Status s = orderAfterOthers(reads_.data(), call.operands.size(),
+                                  writes_.data(), call.results.size(), comm_);
+      !s)
     return s;
   int64_t g = call.groupSize;
   uint64_t elementBytes = executableDTypeSize(x.dtype);
@@ -987,7 +1069,7 @@ Status CudaDevice::runCollective(const KernelCall &call) {
   if (!s)
     return s;
   return track(reads_.data(), call.operands.size(), writes_.data(),
-               call.results.size());
+               call.results.size(), comm_);
 }
 
 /// shard_slice and shard_pad: this rank's block along a dimension, as a
@@ -1065,7 +1147,7 @@ Status CudaDevice::runVocabCrossEntropy(const KernelCall &call) {
 /// through one stream), the compute stream waiting for it.
 Status CudaDevice::allReduceInStreamOrder(NcclGroup &group, float *data,
                                           size_t count, bool max) {
-  if (Status s = orderAfterCompute(); !s)
+  if (Status s = orderAfterCompute(comm_); !s)
     return s;
   if (Status s = group.allReduce(data, data, count, Storage::F32, max, comm_);
       !s)
@@ -1081,35 +1163,40 @@ Status CudaDevice::allReduceInStreamOrder(NcclGroup &group, float *data,
 /// send and recv: enqueued on the communication stream at once (NCCL pairs
 /// them with the peer's in issue order, as MPI's per-peer FIFO does).
 Status CudaDevice::runTransfer(const KernelCall &call) {
-  NcclGroup *group = groupOf(call);
-  if (!group)
+  if (!groupOf(call))
     return Status::error("a transfer needs a group of two or more ranks");
-  if (Status s = orderAfterCompute(); !s)
-    return s;
   bool send = call.op == fb::OpCode::Send;
   int peer = static_cast<int>(call.intAttrs[0]);
+  NcclGroup *group = nullptr;
+  cudaStream_t stream = nullptr;
+  laneOf(call, send, peer, group, stream);
+  if (Status s = orderAfterCompute(stream); !s)
+    return s;
+  if (Status s = send ? orderAfterOthers(reads_.data(), 1, nullptr, 0, stream)
+                      : orderAfterOthers(nullptr, 0, writes_.data(), 1, stream);
+      !s)
+    return s;
   Status s = send ? group->send(runOperands_[0], call.operands[0].bytes, peer,
-                                comm_)
+                                stream)
                   : group->recv(runResults_[0], call.results[0].bytes, peer,
-                                comm_);
+                                stream);
   if (!s)
     return s;
-  return send ? track(reads_.data(), 1, nullptr, 0)
-              : track(nullptr, 0, writes_.data(), 1);
+  return send ? track(reads_.data(), 1, nullptr, 0, stream)
+              : track(nullptr, 0, writes_.data(), 1, stream);
 }
 
 /// send_start, recv_start: listed; flushTransfers sends the list as one
 /// NCCL group at the next kernel that is not a start.
 Status CudaDevice::startTransfer(const KernelCall &call) {
-  NcclGroup *group = groupOf(call);
-  if (!group)
+  if (!groupOf(call))
     return Status::error("a transfer needs a group of two or more ranks");
   PendingTransfer t;
   t.send = call.op == fb::OpCode::SendStart;
   t.data = static_cast<uint8_t *>(t.send ? runOperands_[0] : runResults_[0]);
   t.bytes = t.send ? call.operands[0].bytes : call.results[0].bytes;
   t.peer = static_cast<int>(call.intAttrs[0]);
-  t.group = group;
+  laneOf(call, t.send, t.peer, t.group, t.stream);
   if (pending_.size() == pending_.capacity())
     if (Status s = flushTransfers(); !s)
       return s;
@@ -1120,14 +1207,23 @@ Status CudaDevice::startTransfer(const KernelCall &call) {
 Status CudaDevice::flushTransfers() {
   if (pending_.empty())
     return Status::ok();
-  if (Status s = orderAfterCompute(); !s)
-    return s;
+  for (cudaStream_t stream : {up_, down_})
+    if (Status s = orderAfterCompute(stream); !s)
+      return s;
+  for (const PendingTransfer &t : pending_) {
+    ByteRange range{reinterpret_cast<uint64_t>(t.data),
+                    reinterpret_cast<uint64_t>(t.data) + t.bytes};
+    if (Status s = t.send ? orderAfterOthers(&range, 1, nullptr, 0, t.stream)
+                          : orderAfterOthers(nullptr, 0, &range, 1, t.stream);
+        !s)
+      return s;
+  }
   Status s = NcclGroup::groupStart();
   for (const PendingTransfer &t : pending_) {
     if (!s)
       break;
-    s = t.send ? t.group->send(t.data, t.bytes, t.peer, comm_)
-               : t.group->recv(t.data, t.bytes, t.peer, comm_);
+    s = t.send ? t.group->send(t.data, t.bytes, t.peer, t.stream)
+               : t.group->recv(t.data, t.bytes, t.peer, t.stream);
   }
   // The group is closed whatever happened inside it.
   Status end = NcclGroup::groupEnd();
@@ -1138,7 +1234,8 @@ Status CudaDevice::flushTransfers() {
       break;
     ByteRange range{reinterpret_cast<uint64_t>(t.data),
                     reinterpret_cast<uint64_t>(t.data) + t.bytes};
-    s = t.send ? track(&range, 1, nullptr, 0) : track(nullptr, 0, &range, 1);
+    s = t.send ? track(&range, 1, nullptr, 0, t.stream)
+               : track(nullptr, 0, &range, 1, t.stream);
   }
   pending_.clear();
   return s;

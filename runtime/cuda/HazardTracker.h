@@ -1,7 +1,8 @@
 //===- HazardTracker.h - ordering two streams by the bytes they touch -*- C++ -*-===//
 //
 // The CUDA device runs kernels on a compute stream and collectives and
-// transfers on a communication stream, so that a reduction overlaps the
+// transfers on communication streams (collectives on one, transfers between
+// stages on one per direction), so that a reduction overlaps the
 // kernels after it. A collective is ordered after every kernel before it
 // (its stream waits for an event recorded on the compute stream: cheap and
 // always right). The other direction is by bytes: the tracker keeps the
@@ -63,6 +64,14 @@ public:
   void conflicts(const ByteRange *reads, size_t numReads,
                  const ByteRange *writes, size_t numWrites,
                  std::vector<uint32_t> &waits);
+
+  /// For an operation about to go on another side stream (a transfer beside
+  /// the collectives): the slots of the operations in flight its ranges
+  /// meet, which it must wait for. Nothing retires: the compute stream has
+  /// not waited for them.
+  void overlapping(const ByteRange *reads, size_t numReads,
+                   const ByteRange *writes, size_t numWrites,
+                   std::vector<uint32_t> &waits) const;
 
   /// Every operation in flight (the compute stream waits for them all, e.g.
   /// before the host reads the arena or the step ends).
@@ -139,6 +148,21 @@ inline void HazardTracker::conflicts(const ByteRange *reads, size_t numReads,
       e.live = false;
       --live_;
     }
+  }
+}
+
+inline void HazardTracker::overlapping(const ByteRange *reads,
+                                       size_t numReads,
+                                       const ByteRange *writes,
+                                       size_t numWrites,
+                                       std::vector<uint32_t> &waits) const {
+  waits.clear();
+  for (size_t i = 0; i < entries_.size() && live_ > 0; ++i) {
+    const Entry &e = entries_[i];
+    if (e.live && (anyMeets(e.writes, e.numWrites, reads, numReads) ||
+                   anyMeets(e.writes, e.numWrites, writes, numWrites) ||
+                   anyMeets(e.reads, e.numReads, writes, numWrites)))
+      waits.push_back(static_cast<uint32_t>(i));
   }
 }
 

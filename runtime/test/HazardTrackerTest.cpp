@@ -99,6 +99,25 @@ TEST(HazardTrackerTest, FullRetiresTheOldestFirst) {
   EXPECT_TRUE(conflictsOf(t, {{0, 10}}, {}).empty());
 }
 
+// A side stream's operation waits for what its bytes meet; the compute
+// stream has not waited, so nothing retires.
+TEST(HazardTrackerTest, OverlappingRetiresNothing) {
+  HazardTracker t(4);
+  uint32_t recv = begin(t, {}, {{0, 100}});
+  uint32_t other = begin(t, {{200, 300}}, {{300, 400}});
+  std::vector<uint32_t> waits;
+  ByteRange read{50, 60};
+  t.overlapping(&read, 1, nullptr, 0, waits);
+  EXPECT_EQ(waits, std::vector<uint32_t>{recv});
+  ByteRange write{250, 260};
+  t.overlapping(nullptr, 0, &write, 1, waits);
+  EXPECT_EQ(waits, std::vector<uint32_t>{other});
+  EXPECT_EQ(t.inFlight(), 2u);
+  // The compute stream still waits for both when it touches them.
+  EXPECT_EQ(conflictsOf(t, {{0, 100}}, {}), (std::vector<uint32_t>{recv}));
+  EXPECT_EQ(conflictsOf(t, {}, {{200, 260}}), (std::vector<uint32_t>{other}));
+}
+
 TEST(HazardTrackerTest, RetireAllEmptiesIt) {
   HazardTracker t(3);
   begin(t, {}, {{0, 10}});
