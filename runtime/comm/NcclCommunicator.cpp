@@ -625,27 +625,16 @@ Status tpcrt::createNcclCommunicator(Communicator &bootstrap, int device,
   if (Status s = agreeAllReady(bootstrap, local, what); !s)
     return s;
 
-  // Rank 0's result travels with the id, so that its failure ends every
-  // rank's call alike.
-  struct {
-    int32_t result;
-    ncclUniqueId id;
-  } root = {};
-  if (bootstrap.rank() == 0)
-    root.result = nccl().getUniqueId(&root.id);
-  if (Status s = bootstrap.broadcast(&root, sizeof(root), 0); !s)
-    return s.withContext(what);
-  if (root.result != ncclSuccess)
-    return Status::error(
-        what + ": ncclGetUniqueId failed on rank 0: NCCL: " +
-        nccl().getErrorString(static_cast<ncclResult_t>(root.result)));
+  ncclUniqueId id;
+  if (Status s = shareUniqueId(bootstrap, nccl(), what, id); !s)
+    return s;
 
   DeviceScope scope(device);
   if (Status s = scope.status(what); !s)
     return s;
   ncclComm_t comm = nullptr;
   if (Status s =
-          ncclStatus(what, nccl().commInitRank(&comm, bootstrap.size(), root.id,
+          ncclStatus(what, nccl().commInitRank(&comm, bootstrap.size(), id,
                                                bootstrap.rank()));
       !s)
     return s;

@@ -232,20 +232,9 @@ Status NcclGroup::create(Communicator &bootstrap, int device,
   if (Status s = agreeAllReady(bootstrap, local, what); !s)
     return s;
 
-  // Rank 0's result travels with the id, so that its failure ends every
-  // rank's call alike.
-  struct {
-    int32_t result;
-    ncclUniqueId id;
-  } root = {};
-  if (bootstrap.rank() == 0)
-    root.result = nccl->getUniqueId(&root.id);
-  if (Status s = bootstrap.broadcast(&root, sizeof(root), 0); !s)
-    return s.withContext(what);
-  if (root.result != ncclSuccess)
-    return Status::error(
-        what + ": ncclGetUniqueId failed on rank 0: NCCL: " +
-        nccl->getErrorString(static_cast<ncclResult_t>(root.result)));
+  ncclUniqueId id;
+  if (Status s = shareUniqueId(bootstrap, *nccl, what, id); !s)
+    return s;
 
   std::unique_ptr<NcclGroup> created(new NcclGroup());
   Impl &g = *created->impl_;
@@ -258,7 +247,7 @@ Status NcclGroup::create(Communicator &bootstrap, int device,
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
   ncclResult_t r =
-      nccl->commInitRankConfig(&g.comm, g.size, root.id, g.rank, &config);
+      nccl->commInitRankConfig(&g.comm, g.size, id, g.rank, &config);
   if (r != ncclSuccess && r != ncclInProgress) {
     Status s = g.failure("nccl_init", r);
     g.abort();

@@ -271,3 +271,21 @@ Status tpcrt::agreeAllReady(Communicator &bootstrap, const Status &local,
                          " ranks cannot load NCCL or use their CUDA device");
   return Status::ok();
 }
+
+Status tpcrt::shareUniqueId(Communicator &bootstrap, const NcclLibrary &nccl,
+                            const std::string &what, ncclUniqueId &id) {
+  struct {
+    int32_t result;
+    ncclUniqueId id;
+  } root = {};
+  if (bootstrap.rank() == 0)
+    root.result = nccl.getUniqueId(&root.id);
+  if (Status s = bootstrap.broadcast(&root, sizeof(root), 0); !s)
+    return s.withContext(what);
+  if (root.result != ncclSuccess)
+    return Status::error(
+        what + ": ncclGetUniqueId failed on rank 0: NCCL: " +
+        nccl.getErrorString(static_cast<ncclResult_t>(root.result)));
+  id = root.id;
+  return Status::ok();
+}

@@ -130,6 +130,12 @@ class Communicator;
 Status agreeAllReady(Communicator &bootstrap, const Status &local,
                      const std::string &what);
 
+/// Rank 0 of `bootstrap` makes an NCCL unique id and every rank gets it in
+/// `id` (collective). Rank 0's result travels with the id, so that its
+/// failure ends every rank's call alike.
+Status shareUniqueId(Communicator &bootstrap, const NcclLibrary &nccl,
+                     const std::string &what, ncclUniqueId &id);
+
 } // namespace tpcrt
 
 #endif // TPCRT_CUDA_NCCLLIBRARY_H
