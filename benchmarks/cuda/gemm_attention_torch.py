@@ -25,7 +25,11 @@ One JSON line per case on stdout. Without a CUDA device: exit 77.
 import argparse
 import json
 import math
+import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from report import cuda_torch  # noqa: E402
 
 
 def parse_case(text):
@@ -136,15 +140,9 @@ def main(argv):
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    try:
-        import torch
-    except ImportError:
-        print("no torch: skipped")
+    torch = cuda_torch()
+    if torch is None:
         return 77
-    if not torch.cuda.is_available():
-        print("no CUDA device for torch: skipped")
-        return 77
-    torch.backends.cuda.matmul.allow_tf32 = False
     for c in cases:
         print(json.dumps(run_case(torch, c, args.warmup, args.iters)),
               flush=True)

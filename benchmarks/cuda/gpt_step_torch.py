@@ -24,7 +24,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from report import mfu  # noqa: E402
+from report import cuda_torch, mfu  # noqa: E402
 
 
 def hf_model(torch, a):
@@ -106,15 +106,9 @@ def main(argv):
     p.add_argument("--lr", type=float, default=1e-4)
     p.add_argument("--impl", choices=("auto", "hf", "plain"), default="auto")
     a = p.parse_args(argv)
-    try:
-        import torch
-    except ImportError:
-        print("no torch: skipped")
+    torch = cuda_torch()
+    if torch is None:
         return 77
-    if not torch.cuda.is_available():
-        print("no CUDA device for torch: skipped")
-        return 77
-    torch.backends.cuda.matmul.allow_tf32 = False
     torch.manual_seed(0)
     why = ""
     if a.impl in ("auto", "hf"):

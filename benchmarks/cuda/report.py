@@ -32,6 +32,21 @@ GEMM_TARGET_RATIO = 0.95
 ATTENTION_TARGET_TFLOPS = 400.0
 
 
+def cuda_torch():
+    """torch with a CUDA device and TF32 off (the comparisons are fp32-exact
+    and bf16), or None after saying why it is skipped."""
+    try:
+        import torch
+    except ImportError:
+        print("no torch: skipped")
+        return None
+    if not torch.cuda.is_available():
+        print("no CUDA device for torch: skipped")
+        return None
+    torch.backends.cuda.matmul.allow_tf32 = False
+    return torch
+
+
 def step_flops(batch, seq, hidden, layers, vocab):
     return (72.0 * batch * layers * seq * hidden ** 2
             * (1 + seq / (6.0 * hidden) + vocab / (12.0 * hidden * layers)))
