@@ -682,10 +682,10 @@ Status CudaDevice::planOptimizerBatches(const Program &program) {
 
 Status CudaDevice::openGroups(const Program &program,
                               const std::vector<Communicator *> &groups) {
-  // A group needs NCCL when a kernel communicates over it with others; one
-  // whose ranks move buffers between stages, two more for the directions.
-  std::vector<bool> needed(groups.size(), false);
-  std::vector<bool> transfers(groups.size(), false);
+  // Every rank makes the same communicators (Program::groups lists every
+  // stage's groups; a rank's own kernels would not tell it all of them): an
+  // NCCL communicator per group of two or more ranks, and for a group over
+  // the pipeline axis alone two more, one per direction of its transfers.
   for (const KernelCall &call : program.calls) {
     if (call.group < 0)
       continue;
@@ -698,21 +698,19 @@ Status CudaDevice::openGroups(const Program &program,
                            std::to_string(call.groupSize) +
                            " ranks, the communicator " +
                            std::to_string(groups[call.group]->size()));
-    Family f = resolved_[call.index].family;
-    if (call.groupSize > 1 &&
-        (f == Family::Collective || f == Family::Transfer ||
-         f == Family::TransferStart || f == Family::VocabCrossEntropy))
-      needed[call.group] = true;
-    if (call.groupSize > 1 &&
-        (f == Family::Transfer || f == Family::TransferStart))
-      transfers[call.group] = true;
   }
+  // Transfers run over the pipeline axis alone (Kernels.def).
+  auto overStages = [&](size_t g) {
+    return g < program.groups.size() && program.groups[g].size() == 1 &&
+           program.groups[g][0] < program.mesh.names.size() &&
+           program.mesh.names[program.groups[g][0]] == kStageAxisName;
+  };
   nccl_.clear();
   nccl_.resize(groups.size());
   lanes_.clear();
   liveGroups_.clear();
   for (size_t g = 0; g < groups.size(); ++g) {
-    if (!needed[g])
+    if (!groups[g] || groups[g]->size() < 2)
       continue;
     // create loads NCCL and agrees with the group's ranks first, so that a
     // rank without it fails them all instead of leaving them waiting.
@@ -721,7 +719,7 @@ Status CudaDevice::openGroups(const Program &program,
         !s)
       return s;
     liveGroups_.push_back(nccl_[g].get());
-    if (!transfers[g])
+    if (!overStages(g))
       continue;
     if (lanes_.size() < groups.size())
       lanes_.resize(groups.size());
@@ -1163,8 +1161,10 @@ Status CudaDevice::allReduceInStreamOrder(NcclGroup &group, float *data,
 /// send and recv: enqueued on the communication stream at once (NCCL pairs
 /// them with the peer's in issue order, as MPI's per-peer FIFO does).
 Status CudaDevice::runTransfer(const KernelCall &call) {
-  if (!groupOf(call))
-    return Status::error("a transfer needs a group of two or more ranks");
+  if (!groupOf(call) || static_cast<size_t>(call.group) >= lanes_.size() ||
+      !lanes_[call.group].up)
+    return Status::error("a transfer needs a group of two or more ranks over "
+                         "the pipeline axis");
   bool send = call.op == fb::OpCode::Send;
   int peer = static_cast<int>(call.intAttrs[0]);
   NcclGroup *group = nullptr;
@@ -1189,8 +1189,10 @@ Status CudaDevice::runTransfer(const KernelCall &call) {
 /// send_start, recv_start: listed; flushTransfers sends the list as one
 /// NCCL group at the next kernel that is not a start.
 Status CudaDevice::startTransfer(const KernelCall &call) {
-  if (!groupOf(call))
-    return Status::error("a transfer needs a group of two or more ranks");
+  if (!groupOf(call) || static_cast<size_t>(call.group) >= lanes_.size() ||
+      !lanes_[call.group].up)
+    return Status::error("a transfer needs a group of two or more ranks over "
+                         "the pipeline axis");
   PendingTransfer t;
   t.send = call.op == fb::OpCode::SendStart;
   t.data = static_cast<uint8_t *>(t.send ? runOperands_[0] : runResults_[0]);
