@@ -150,6 +150,22 @@ __device__ __forceinline__ float dotRows(const float *a, const float *b,
   return acc;
 }
 
+/// Key tile j0 (K and V rows kvh * s_k + j0..) into ks, vs (strides ldq,
+/// ldv) once the previous tile's readers are done.
+template <typename Params>
+__device__ __forceinline__ void loadKeyRows(float *ks, float *vs, int ldq,
+                                            int ldv, const Params &p,
+                                            int64_t kvh, int64_t j0, int d,
+                                            int dv) {
+  const Shape &s = p.shape;
+  __syncthreads();
+  loadRows(ks, ldq, p.k, p.kType, kvh * s.seqK + j0, kvh * s.seqK + s.seqK,
+           kKeys, d);
+  loadRows(vs, ldv, p.v, p.vType, kvh * s.seqK + j0, kvh * s.seqK + s.seqK,
+           kKeys, dv);
+  __syncthreads();
+}
+
 /// Forward or statistics (p.o null), as flash::forwardKernel, in fp32 and
 /// natural units. Invariant after key tile t, per row: mx = max of its
 /// scores so far, sum = sum of e^(score - mx), o = sum of e^(score - mx) *
@@ -187,12 +203,7 @@ __global__ void __launch_bounds__(kThreadsGeneric, 1)
       p.dropout.enabled ? p.dropout.rowIndex(b, h, row, s.seqK) : 0;
 
   for (int64_t j0 = 0; j0 < keyEnd; j0 += kKeys) {
-    __syncthreads(); // the previous tile's readers are done
-    loadRows(ks, ldq, p.k, p.kType, kvh * s.seqK + j0, kvh * s.seqK + s.seqK,
-             kKeys, d);
-    loadRows(vs, ldv, p.v, p.vType, kvh * s.seqK + j0, kvh * s.seqK + s.seqK,
-             kKeys, dv);
-    __syncthreads();
+    loadKeyRows(ks, vs, ldq, ldv, p, kvh, j0, d, dv);
     float sc[4];
     float tileMax = -INFINITY;
 #pragma unroll
@@ -299,11 +310,8 @@ __global__ void __launch_bounds__(kThreadsGeneric, 1)
   loadRows(vs, ldv, p.v, p.vType, bkv * s.seqK + k0, bkv * s.seqK + s.seqK,
            kKeys, dv);
   float dk[Cap / 8], dvAcc[Cap / 8];
-#pragma unroll
-  for (int u = 0; u < Cap / 8; ++u) {
-    dk[u] = 0.0f;
-    dvAcc[u] = 0.0f;
-  }
+  zero(dk);
+  zero(dvAcc);
   // Query i sees key k0 iff i >= k0 - offset (causal).
   const int64_t firstTile =
       (s.causal ? max64(0, k0 - s.causalOffset) : 0) / kRows;
@@ -408,24 +416,15 @@ __global__ void __launch_bounds__(kThreadsGeneric, 1)
   loadRows(dos, ldv, p.dO, p.dOType, bh * s.seqQ + q0, bh * s.seqQ + s.seqQ,
            kRows, dv);
   const bool rowValid = row < s.seqQ;
-  const int64_t at = bh * s.seqQ + row;
-  const float rowMax = rowValid ? p.stats.max[at] : 0.0f;
-  const float rowInv = rowValid ? p.stats.invSum[at] : 0.0f;
-  const float rowDot = rowValid ? p.stats.dot[at] : 0.0f;
+  float rowMax, rowInv, rowDot;
+  p.stats.load(bh * s.seqQ + row, rowValid, rowMax, rowInv, rowDot);
   const uint64_t dropRow =
       p.dropout.enabled ? p.dropout.rowIndex(b, h, row, s.seqK) : 0;
   float dq[Cap / 8];
-#pragma unroll
-  for (int u = 0; u < Cap / 8; ++u)
-    dq[u] = 0.0f;
+  zero(dq);
 
   for (int64_t j0 = 0; j0 < keyEnd; j0 += kKeys) {
-    __syncthreads();
-    loadRows(ks, ldq, p.k, p.kType, kvh * s.seqK + j0, kvh * s.seqK + s.seqK,
-             kKeys, d);
-    loadRows(vs, ldv, p.v, p.vType, kvh * s.seqK + j0, kvh * s.seqK + s.seqK,
-             kKeys, dv);
-    __syncthreads();
+    loadKeyRows(ks, vs, ldq, ldv, p, kvh, j0, d, dv);
 #pragma unroll
     for (int u = 0; u < 4; ++u) {
       const int c = c8 + 8 * u;

@@ -81,6 +81,14 @@ struct RowStats {
   float *max = nullptr;
   float *invSum = nullptr;
   float *dot = nullptr;
+
+  /// Row r's statistics; zeros when !valid (a row past s_q).
+  __device__ __forceinline__ void load(int64_t r, bool valid, float &m,
+                                       float &inv, float &d) const {
+    m = valid ? max[r] : 0.0f;
+    inv = valid ? invSum[r] : 0.0f;
+    d = valid ? dot[r] : 0.0f;
+  }
 };
 
 struct ForwardParams {
@@ -124,6 +132,15 @@ inline dim3 tileGrid(int64_t tiles, int64_t heads) {
 }
 __device__ __forceinline__ int64_t gridHead() {
   return static_cast<int64_t>(blockIdx.z) * gridDim.y + blockIdx.y;
+}
+
+/// Zeros an accumulator array of any rank (fully unrolled: it stays in
+/// registers).
+__device__ __forceinline__ void zero(float &a) { a = 0.0f; }
+template <typename A, int N> __device__ __forceinline__ void zero(A (&a)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+    zero(a[i]);
 }
 
 /// Two adjacent elements (index even) in any float storage; the pointer is
@@ -295,6 +312,54 @@ __device__ __forceinline__ void packA(unsigned (&a)[4], const float (&c)[N][4],
   a[1] = Mma<T>::pack(c[2 * kc][2], c[2 * kc][3]);
   a[2] = Mma<T>::pack(c[2 * kc + 1][0], c[2 * kc + 1][1]);
   a[3] = Mma<T>::pack(c[2 * kc + 1][2], c[2 * kc + 1][3]);
+}
+
+/// c0 += a b0 and c1 += a b1 with b the B fragments of two n-tiles (b0 its
+/// first two registers, b1 its last two).
+template <typename T>
+__device__ __forceinline__ void mma2(float (&c0)[4], float (&c1)[4],
+                                     const unsigned (&a)[4],
+                                     const unsigned (&b)[4]) {
+  Mma<T>::run(c0, a, b[0], b[1]);
+  Mma<T>::run(c1, a, b[2], b[3]);
+}
+
+/// x = A Bx^T and y = A' By^T for the warp's 16 rows row0..: A, A' of the
+/// [rows][D] tiles at ax, ay, Bx, By the first NT * 8 rows of the [n][D]
+/// tiles at bx, by (k = D, contiguous).
+template <typename T, int D, int NT>
+__device__ __forceinline__ void twoProducts(float (&x)[NT][4],
+                                            float (&y)[NT][4], unsigned ax,
+                                            unsigned ay, int row0, unsigned bx,
+                                            unsigned by, const Lane &la,
+                                            const Lane &lb) {
+  zero(x);
+  zero(y);
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) {
+    unsigned a[4], a2[4];
+    ldmatrix(a, fragment<D>(ax, row0, kk, la));
+    ldmatrix(a2, fragment<D>(ay, row0, kk, la));
+#pragma unroll
+    for (int np = 0; np < NT / 2; ++np) {
+      unsigned bb[4];
+      ldmatrix(bb, fragment<D>(bx, np * 16, kk, lb));
+      mma2<T>(x[2 * np], x[2 * np + 1], a, bb);
+      ldmatrix(bb, fragment<D>(by, np * 16, kk, lb));
+      mma2<T>(y[2 * np], y[2 * np + 1], a2, bb);
+    }
+  }
+}
+
+/// c[2 dp], c[2 dp + 1] += a B, B the 16 x 16 block at rows 16 kc..,
+/// columns 16 dp.. of the [k][D] tile at `tile` (transposed by ldmatrix).
+template <typename T, int D, int N>
+__device__ __forceinline__ void mmaTrans(float (&c)[N][4],
+                                         const unsigned (&a)[4], unsigned tile,
+                                         int kc, int dp, const Lane &lt) {
+  unsigned bb[4];
+  ldmatrixTrans(bb, fragment<D>(tile, kc * 16, dp, lt));
+  mma2<T>(c[2 * dp], c[2 * dp + 1], a, bb);
 }
 
 /// How many of the keys [j0, j0 + N) query `row` sees: those below s_k
@@ -659,29 +724,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (active) {
       // S^T = K Q^T and dP^T = V dO^T: rows keys, columns queries.
       float sT[QT][4], dpT[QT][4];
-#pragma unroll
-      for (int nt = 0; nt < QT; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          sT[nt][e] = 0.0f;
-          dpT[nt][e] = 0.0f;
-        }
-#pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-        unsigned a[4], av[4];
-        ldmatrix(a, fragment<D>(ksAddr, warp * 16, kk, la));
-        ldmatrix(av, fragment<D>(vsAddr, warp * 16, kk, la));
-#pragma unroll
-        for (int np = 0; np < BQ / 16; ++np) {
-          unsigned bb[4];
-          ldmatrix(bb, fragment<D>(qtAddr, np * 16, kk, lb));
-          Mma<T>::run(sT[2 * np], a, bb[0], bb[1]);
-          Mma<T>::run(sT[2 * np + 1], a, bb[2], bb[3]);
-          ldmatrix(bb, fragment<D>(dotAddr, np * 16, kk, lb));
-          Mma<T>::run(dpT[2 * np], av, bb[0], bb[1]);
-          Mma<T>::run(dpT[2 * np + 1], av, bb[2], bb[3]);
-        }
-      }
+      twoProducts<T, D>(sT, dpT, ksAddr, vsAddr, warp * 16, qtAddr, dotAddr,
+                        la, lb);
       // sT <- Pd^T, dpT <- dS^T.
       const int64_t dropBase =
           p.dropout.enabled
@@ -723,13 +767,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         packA<T>(ad, dpT, kc);
 #pragma unroll
         for (int dp = 0; dp < D / 16; ++dp) {
-          unsigned bb[4];
-          ldmatrixTrans(bb, fragment<D>(dotAddr, kc * 16, dp, lt));
-          Mma<T>::run(dv[2 * dp], ap, bb[0], bb[1]);
-          Mma<T>::run(dv[2 * dp + 1], ap, bb[2], bb[3]);
-          ldmatrixTrans(bb, fragment<D>(qtAddr, kc * 16, dp, lt));
-          Mma<T>::run(dk[2 * dp], ad, bb[0], bb[1]);
-          Mma<T>::run(dk[2 * dp + 1], ad, bb[2], bb[3]);
+          mmaTrans<T, D>(dv, ap, dotAddr, kc, dp, lt);
+          mmaTrans<T, D>(dk, ad, qtAddr, kc, dp, lt);
         }
       }
     }
@@ -838,29 +877,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (active) {
       // S = Q K^T, dP = dO V^T.
       float sc[NT][4], dp[NT][4];
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          sc[nt][e] = 0.0f;
-          dp[nt][e] = 0.0f;
-        }
-#pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-        unsigned a[4], ad[4];
-        ldmatrix(a, fragment<D>(qsAddr, warp * 16, kk, la));
-        ldmatrix(ad, fragment<D>(dosAddr, warp * 16, kk, la));
-#pragma unroll
-        for (int np = 0; np < BN / 16; ++np) {
-          unsigned bb[4];
-          ldmatrix(bb, fragment<D>(ktAddr, np * 16, kk, lb));
-          Mma<T>::run(sc[2 * np], a, bb[0], bb[1]);
-          Mma<T>::run(sc[2 * np + 1], a, bb[2], bb[3]);
-          ldmatrix(bb, fragment<D>(vtAddr, np * 16, kk, lb));
-          Mma<T>::run(dp[2 * np], ad, bb[0], bb[1]);
-          Mma<T>::run(dp[2 * np + 1], ad, bb[2], bb[3]);
-        }
-      }
+      twoProducts<T, D>(sc, dp, qsAddr, dosAddr, warp * 16, ktAddr, vtAddr, la,
+                        lb);
       // sc <- dS.
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
@@ -888,12 +906,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         unsigned a[4];
         packA<T>(a, sc, kc);
 #pragma unroll
-        for (int dt2 = 0; dt2 < D / 16; ++dt2) {
-          unsigned bb[4];
-          ldmatrixTrans(bb, fragment<D>(ktAddr, kc * 16, dt2, lt));
-          Mma<T>::run(dq[2 * dt2], a, bb[0], bb[1]);
-          Mma<T>::run(dq[2 * dt2 + 1], a, bb[2], bb[3]);
-        }
+        for (int dt2 = 0; dt2 < D / 16; ++dt2)
+          mmaTrans<T, D>(dq, a, ktAddr, kc, dt2, lt);
       }
     }
     __syncthreads();
