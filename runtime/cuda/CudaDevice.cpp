@@ -268,6 +268,10 @@ private:
               cudaStream_t &stream) const;
   Status runCompute(const KernelCall &call, const Resolved &r,
                     const StepContext &context);
+  /// Launches the check of an embedding's ids or a cross-entropy's labels.
+  Status checkData(const KernelCall &call);
+  /// The first bad id or label of the step's checks, as the CPU's message.
+  Status dataError();
   Status runCollective(const KernelCall &call);
   Status runLocal(const KernelCall &call);
   Status runVocabCrossEntropy(const KernelCall &call);
@@ -330,6 +334,16 @@ private:
   } mask_;
 
   std::vector<PendingTransfer> pending_;
+  /// The ids and labels checked this step (DataChecks.cu), in order, and
+  /// the key their first bad value lowers (device memory; all ones: none).
+  struct DataCheck {
+    const KernelCall *call;
+    const int64_t *ids;
+    int64_t bound;
+  };
+  static constexpr size_t kMostChecks = 4096;
+  std::vector<DataCheck> checks_;
+  unsigned long long *firstBad_ = nullptr;
   /// A run's addresses and ranges (sized at prepare: nothing allocated per
   /// step).
   std::vector<void *> runOperands_, runResults_;
@@ -532,7 +546,8 @@ Status CudaDevice::prepare(const Program &program,
   for (const OptimizerBatch &b : batches_)
     listBytes += alignScratch(b.members.size() * sizeof(OptimizerTensor));
   uint64_t arenaPart = alignScratch(arenaBytes_);
-  workspaceBytes_ = gemmBytes + scratchBytes_ + stagingBytes_ + listBytes;
+  workspaceBytes_ = gemmBytes + scratchBytes_ + stagingBytes_ + listBytes +
+                    kScratchAlignment; // the data checks' key
   uint64_t total = arenaPart + workspaceBytes_;
   size_t freeBytes = 0, totalBytes = 0;
   if (Status s = cudaStatus("cudaMemGetInfo",
@@ -621,6 +636,14 @@ Status CudaDevice::prepare(const Program &program,
         !s)
       return s;
   }
+  firstBad_ = reinterpret_cast<unsigned long long *>(at);
+  at += kScratchAlignment;
+  if (Status s = cudaStatus("cudaMemset", cudaMemset(firstBad_, 0xFF,
+                                                     sizeof(*firstBad_)));
+      !s)
+    return s;
+  checks_.clear();
+  checks_.reserve(kMostChecks);
   // The zeros and the lists went on the legacy default stream, which the
   // non-blocking streams do not wait for.
   if (Status s = cudaStatus("cudaDeviceSynchronize", cudaDeviceSynchronize());
@@ -882,7 +905,9 @@ Status CudaDevice::execute(const KernelCall &call,
     } else if (fusion.role == FusionRole::Tail && mask_.call) {
       s = runFused(call, context);
     } else {
-      s = runCompute(call, r, context);
+      s = checkData(call);
+      if (s)
+        s = runCompute(call, r, context);
     }
     break;
   }
@@ -1284,7 +1309,72 @@ Status CudaDevice::synchronize() {
       !s)
     return s;
   // A kernel's asynchronous failure (an illegal address) surfaces here.
-  return cudaStatus("a kernel of the step failed", cudaGetLastError());
+  if (Status s = cudaStatus("a kernel of the step failed", cudaGetLastError());
+      !s)
+    return s;
+  return dataError();
+}
+
+Status CudaDevice::checkData(const KernelCall &call) {
+  fb::OpCode op = call.op;
+  bool embedding =
+      op == fb::OpCode::Embedding || op == fb::OpCode::EmbeddingGrad;
+  bool labels =
+      op == fb::OpCode::CrossEntropy || op == fb::OpCode::CrossEntropyGrad;
+  if ((!embedding && !labels) || checks_.size() == kMostChecks)
+    return Status::ok();
+  const auto *ids = static_cast<const int64_t *>(runOperands_[1]);
+  int64_t count = call.operands[1].elements;
+  // CpuDevice's bounds: a table block's whole vocabulary; the classes of a
+  // padded or split vocabulary, else the logits' columns.
+  int64_t bound = embedding ? (call.group >= 0 ? call.k * call.groupSize
+                                               : call.k)
+                  : call.intAttrs.size() >= 2 ? call.k
+                                              : call.cols;
+  const int64_t *ignore = labels ? &call.intAttrs[0] : nullptr;
+  if (Status s = checkIdsInRange(ids, count, bound, ignore, checks_.size(),
+                                 firstBad_, compute_);
+      !s)
+    return s;
+  checks_.push_back({&call, ids, bound});
+  return Status::ok();
+}
+
+Status CudaDevice::dataError() {
+  if (checks_.empty())
+    return Status::ok();
+  unsigned long long key = ~0ull;
+  if (Status s = cudaStatus("reading the data checks",
+                            cudaMemcpy(&key, firstBad_, sizeof(key),
+                                       cudaMemcpyDeviceToHost));
+      !s)
+    return s;
+  if (key == ~0ull) {
+    checks_.clear();
+    return Status::ok();
+  }
+  uint64_t order = key >> kDataCheckOrderShift;
+  uint64_t position = key & ((uint64_t(1) << kDataCheckOrderShift) - 1);
+  std::string text = "a data check failed";
+  if (order < checks_.size()) {
+    const DataCheck &check = checks_[order];
+    int64_t value = 0;
+    if (Status s = cudaStatus("reading the bad value",
+                              cudaMemcpy(&value, check.ids + position,
+                                         sizeof(value),
+                                         cudaMemcpyDeviceToHost));
+        !s)
+      return s;
+    bool label = check.call->op == fb::OpCode::CrossEntropy ||
+                 check.call->op == fb::OpCode::CrossEntropyGrad;
+    text = kernelName(*check.call) + ": " + opCodeName(check.call->op) +
+           (label ? ": label " : ": id ") + std::to_string(value) +
+           " at position " + std::to_string(position) + " is outside [0, " +
+           std::to_string(check.bound) + ")";
+  }
+  checks_.clear();
+  cudaMemset(firstBad_, 0xFF, sizeof(*firstBad_));
+  return Status::error(text);
 }
 
 } // namespace

@@ -13,8 +13,10 @@
 // run repeats bit for bit; nothing adds floats with atomics.
 //
 // The CPU kernels return an error for an id or a label outside the
-// vocabulary; here no such check is made (a GPU has no cheap synchronous
-// error): an embedding id outside the table's rows reads a zero row (as
+// vocabulary; here the kernels themselves make no such check (a GPU has no
+// cheap synchronous error: the device checks the ids and labels beside them,
+// DataChecks.cu, and reports the first bad one when the step synchronizes),
+// and compute on: an embedding id outside the table's rows reads a zero row (as
 // another rank's row does), embedding_grad adds it nowhere, and an
 // unsplit cross_entropy(_grad) treats an out-of-range label as ignored (no
 // loss, not counted, a zero gradient row); in the split phases such a

@@ -405,6 +405,54 @@ Verdict checkCase(const Case &c, const Options &o) {
   return v;
 }
 
+/// Bad data: `c` (an embedding or cross-entropy case) with its ids or labels
+/// element 3 set outside the vocabulary must fail on the device as on the
+/// CPU, naming the value and the position ("... 999999 at position 3 is
+/// outside [0, "). Empty when it did, else why not.
+std::string checkRefusal(const Case &c, const Options &o) {
+  std::vector<uint8_t> image = test::fileImage(c.exe);
+  LoadedExecutable exe;
+  if (Status s =
+          loadExecutableFromBytes(c.title(), image.data(), image.size(), exe);
+      !s)
+    return "invalid case: " + s.message();
+  Bytes sources(c.sources.size());
+  bool corrupted = false;
+  for (size_t i = 0; i < c.sources.size(); ++i) {
+    const fb::BufferT &buffer = *c.exe.buffers[c.sources[i].first];
+    uint64_t key = namedStreamKey(o.seed, c.title() + "#" +
+                                              std::to_string(
+                                                  c.sources[i].first));
+    if (Status s = fillBytes(buffer, c.sources[i].second, key, sources[i]); !s)
+      return "invalid case: " + s.message();
+    if (buffer.dtype == DT::I64 && !corrupted &&
+        sources[i].size() >= 4 * sizeof(int64_t)) {
+      int64_t bad = 999999;
+      std::memcpy(sources[i].data() + 3 * sizeof(int64_t), &bad, sizeof(bad));
+      corrupted = true;
+    }
+  }
+  if (!corrupted)
+    return "the case has no ids";
+  const std::string want = " 999999 at position 3 is outside [0, ";
+  Bytes results;
+  Status cpu = runOnce(c, exe, createCpuDevice(), sources, results);
+  if (cpu || cpu.message().find(want) == std::string::npos)
+    return "the CPU did not refuse it as expected: " +
+           (cpu ? std::string("no error") : cpu.message());
+  std::unique_ptr<Device> device;
+  Status s = makeDevice(o, device);
+  if (s)
+    s = runOnce(c, exe, std::move(device), sources, results);
+  if (s)
+    return "the device ran it without an error (the CPU: " + cpu.message() +
+           ")";
+  if (s.message().find(want) == std::string::npos)
+    return "the device's error does not name the value and position: " +
+           s.message();
+  return {};
+}
+
 /// Writes a line to stdout and, with --results, to the file (flushed).
 struct Output {
   FILE *file = nullptr;
@@ -592,6 +640,20 @@ int runChecks(const Options &o, Output &out) {
       perturbCaught += !v.pass;
     }
   }
+  // Bad ids and labels are refused with the CPU's words (not in the
+  // self-test: the broken device is the CPU's, which refuses them anyway).
+  if (!o.selfTest)
+    for (const Case &c : cases) {
+      bool refuses = c.op == Op::Embedding || c.op == Op::EmbeddingGrad ||
+                     c.op == Op::CrossEntropy || c.op == Op::CrossEntropyGrad;
+      if (!refuses || c.storage != DT::F32 || !selected(c, o))
+        continue;
+      std::string why = checkRefusal(c, o);
+      out.line((why.empty() ? "PASS refusal " : "FAIL refusal ") + c.title() +
+               (why.empty() ? ": id 999999 at position 3 refused"
+                            : ": " + why));
+      (why.empty() ? passed : failed)++;
+    }
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
