@@ -6,14 +6,15 @@
 // time), the collectives' staging (their own region: they run on the
 // communication stream, beside the kernels), and the optimizer's tensor
 // lists. It plans every GEMM (cached by shape), opens an NCCL communicator
-// per group that communicates, and creates the events; execute() then only
-// resolves a run's addresses and enqueues. See docs/runtime/cuda.md.
+// per group of two or more ranks, and creates the events; execute() then
+// only resolves a run's addresses and enqueues. See docs/runtime/cuda.md.
 //
-// Two streams: kernels on the compute stream; collectives and transfers on
-// the communication stream, ordered after the kernels before them by an
-// event, and the kernels after them ordered by the bytes they touch
-// (HazardTracker.h): the data-parallel reduction of a layer's gradients runs
-// while the backward goes on. Started transfers (send_start, recv_start)
+// Streams: kernels on the compute stream; collectives on a communication
+// stream, transfers between stages on one per direction (TransferLanes),
+// each operation ordered after the kernels before it by an event, and the
+// kernels after it ordered by the bytes they touch (HazardTracker.h): the
+// data-parallel reduction of a layer's gradients runs while the backward
+// goes on. Started transfers (send_start, recv_start)
 // wait in a list and go out as one NCCL group at the next other kernel, so
 // that two stages that both send first do not deadlock. Runs of adamw_update
 // over the parameters with the same scalars become one launch, and so does
@@ -64,8 +65,8 @@ enum class Family : uint8_t {
   Pointwise,
   Reduction,
   Attention,
-  /// cross_entropy(_grad) over a padded or split vocabulary: phases with
-  /// all-reduces between them, on the compute stream.
+  /// cross_entropy(_grad) over a padded or split vocabulary: phases on the
+  /// compute stream with all-reduces between them.
   VocabCrossEntropy,
   /// shard_slice, shard_pad: this rank's block, a strided copy.
   Local,
@@ -77,7 +78,6 @@ enum class Family : uint8_t {
   TransferStart,
   Wait,
 };
-
 
 bool isCollective(fb::OpCode op) {
   return op == fb::OpCode::AllReduce || op == fb::OpCode::AllGather ||
@@ -171,6 +171,7 @@ struct Resolved {
 /// one launch over their tensor list (in device memory).
 struct OptimizerBatch {
   std::vector<uint32_t> members; // kernel indices, in order
+  std::vector<int64_t> counts;   // their elements
   OptimizerTensor *list = nullptr;
   int64_t mostElements = 0;
   /// The shared scalars (lr, step, grad_scale: null when absent) and
@@ -249,6 +250,8 @@ private:
   /// Makes the compute stream wait for the operations in flight that the
   /// run's ranges meet.
   Status waitForHazards(const KernelCall &call);
+  /// Makes `stream` wait for the events of the slots in waits_.
+  Status waitForSlots(cudaStream_t stream);
   /// Enqueues a communication-stream operation's start: after every kernel
   /// so far.
   Status orderAfterCompute(cudaStream_t stream);
@@ -264,10 +267,13 @@ private:
                cudaStream_t stream);
   /// The communicator and stream of a transfer of `call`'s group to or
   /// from `peer`.
-  void laneOf(const KernelCall &call, bool send, int peer, NcclGroup *&group,
-              cudaStream_t &stream) const;
+  Status laneOf(const KernelCall &call, bool send, int peer,
+                NcclGroup *&group, cudaStream_t &stream) const;
   Status runCompute(const KernelCall &call, const Resolved &r,
                     const StepContext &context);
+  /// A compute-stream run's arguments: its addresses, the scratch.
+  KernelArgs computeArgs(void *const *operands, void *const *results,
+                         const StepContext &context) const;
   /// Launches the check of an embedding's ids or a cross-entropy's labels.
   Status checkData(const KernelCall &call);
   /// The first bad id or label of the step's checks, as the CPU's message.
@@ -277,9 +283,10 @@ private:
   Status runVocabCrossEntropy(const KernelCall &call);
   Status allReduceInStreamOrder(NcclGroup &group, float *data, size_t count,
                                 bool max);
+  /// send and recv (started and flushed at once); send_start, recv_start.
   Status runTransfer(const KernelCall &call);
   Status startTransfer(const KernelCall &call);
-  Status waitTransfer(const KernelCall &call);
+  Status waitTransfer();
   Status flushTransfers();
   /// The optimizer batch's members deferred so far, launched.
   Status flushOptimizer();
@@ -612,11 +619,7 @@ Status CudaDevice::prepare(const Program &program,
       t.grad = reinterpret_cast<const float *>(r.operands[1]);
       t.state0 = reinterpret_cast<float *>(r.operands[2]);
       t.state1 = reinterpret_cast<float *>(r.operands[3]);
-      const KernelCall *call = nullptr;
-      for (const KernelCall &c : program.calls)
-        if (c.index == index)
-          call = &c;
-      t.count = call ? call->count : 0;
+      t.count = b.counts[list.size()];
       if (index == b.members.front()) {
         b.lr = reinterpret_cast<const float *>(r.operands[4]);
         b.step = reinterpret_cast<const int64_t *>(r.operands[5]);
@@ -667,11 +670,13 @@ Status CudaDevice::planOptimizerBatches(const Program &program) {
   };
   const KernelCall *first = nullptr;
   std::vector<uint32_t> run;
+  std::vector<int64_t> counts;
   auto close = [&] {
     if (run.size() >= 2) {
       int32_t id = static_cast<int32_t>(batches_.size());
       OptimizerBatch b;
       b.members = run;
+      b.counts = counts;
       b.attrs = first->floatAttrs;
       for (uint32_t m = 0; m < run.size(); ++m) {
         resolved_[run[m]].batch = id;
@@ -680,6 +685,7 @@ Status CudaDevice::planOptimizerBatches(const Program &program) {
       batches_.push_back(std::move(b));
     }
     run.clear();
+    counts.clear();
     first = nullptr;
   };
   for (const KernelCall &call : program.calls) {
@@ -687,12 +693,14 @@ Status CudaDevice::planOptimizerBatches(const Program &program) {
     if (candidate && first && sameScalars(*first, call) &&
         run.back() + 1 == call.index) {
       run.push_back(call.index);
+      counts.push_back(call.count);
       continue;
     }
     close();
     if (candidate) {
       first = &call;
       run.push_back(call.index);
+      counts.push_back(call.count);
     }
   }
   close();
@@ -785,9 +793,13 @@ void CudaDevice::resolveRun(const KernelCall &call, const Resolved &r,
 Status CudaDevice::waitForHazards(const KernelCall &call) {
   tracker_.conflicts(reads_.data(), call.operands.size(), writes_.data(),
                      call.results.size(), waits_);
+  return waitForSlots(compute_);
+}
+
+Status CudaDevice::waitForSlots(cudaStream_t stream) {
   for (uint32_t slot : waits_)
     if (Status s = cudaStatus("cudaStreamWaitEvent",
-                              cudaStreamWaitEvent(compute_, events_[slot], 0));
+                              cudaStreamWaitEvent(stream, events_[slot], 0));
         !s)
       return s;
   return Status::ok();
@@ -809,21 +821,21 @@ Status CudaDevice::orderAfterOthers(const ByteRange *reads, size_t numReads,
   // for those in flight on any of them whose bytes it meets (a collective
   // on a buffer a transfer receives, two transfers on one buffer).
   tracker_.overlapping(reads, numReads, writes, numWrites, waits_);
-  for (uint32_t slot : waits_)
-    if (Status s = cudaStatus("cudaStreamWaitEvent",
-                              cudaStreamWaitEvent(stream, events_[slot], 0));
-        !s)
-      return s;
-  return Status::ok();
+  return waitForSlots(stream);
 }
 
-void CudaDevice::laneOf(const KernelCall &call, bool send, int peer,
-                        NcclGroup *&group, cudaStream_t &stream) const {
+Status CudaDevice::laneOf(const KernelCall &call, bool send, int peer,
+                          NcclGroup *&group, cudaStream_t &stream) const {
+  if (call.group < 0 || static_cast<size_t>(call.group) >= lanes_.size() ||
+      !lanes_[call.group].up)
+    return Status::error("a transfer needs a group of two or more ranks over "
+                         "the pipeline axis");
   const TransferLanes &lanes = lanes_[call.group];
   int self = lanes.up->rank();
   bool up = send ? peer > self : peer < self;
   group = up ? lanes.up.get() : lanes.down.get();
   stream = up ? up_ : down_;
+  return Status::ok();
 }
 
 Status CudaDevice::track(const ByteRange *reads, size_t numReads,
@@ -887,7 +899,7 @@ Status CudaDevice::execute(const KernelCall &call,
     s = startTransfer(call);
     break;
   case Family::Wait:
-    s = waitTransfer(call);
+    s = waitTransfer();
     break;
   default:
     // A fused pair's apply_mask and add each wait for what their own
@@ -916,18 +928,25 @@ Status CudaDevice::execute(const KernelCall &call,
   return Status::ok();
 }
 
+KernelArgs CudaDevice::computeArgs(void *const *operands, void *const *results,
+                                   const StepContext &context) const {
+  KernelArgs args;
+  args.operands = operands;
+  args.results = results;
+  args.scratch = scratch_;
+  args.scratchBytes = scratchBytes_;
+  args.context = &context;
+  args.stream = compute_;
+  return args;
+}
+
 Status CudaDevice::flushMask() {
   if (!mask_.call)
     return Status::ok();
   const KernelCall &call = *mask_.call;
   mask_.call = nullptr;
-  KernelArgs args;
-  args.operands = mask_.operands;
-  args.results = mask_.results;
-  args.scratch = scratch_;
-  args.scratchBytes = scratchBytes_;
-  args.context = &mask_.context;
-  args.stream = compute_;
+  KernelArgs args =
+      computeArgs(mask_.operands, mask_.results, mask_.context);
   if (Status s = runPointwiseKernel(call, args); !s)
     return s.withContext(kernelName(call));
   return Status::ok();
@@ -936,16 +955,10 @@ Status CudaDevice::flushMask() {
 Status CudaDevice::runFused(const KernelCall &add, const StepContext &context) {
   const KernelCall &applyMask = *mask_.call;
   mask_.call = nullptr;
-  KernelArgs maskArgs;
-  maskArgs.operands = mask_.operands;
-  maskArgs.results = mask_.results;
-  maskArgs.context = &mask_.context;
-  maskArgs.stream = compute_;
-  KernelArgs addArgs;
-  addArgs.operands = runOperands_.data();
-  addArgs.results = runResults_.data();
-  addArgs.context = &context;
-  addArgs.stream = compute_;
+  KernelArgs maskArgs =
+      computeArgs(mask_.operands, mask_.results, mask_.context);
+  KernelArgs addArgs =
+      computeArgs(runOperands_.data(), runResults_.data(), context);
   if (Status s = runApplyMaskAdd(applyMask, add, maskArgs, addArgs); !s)
     return s.withContext(kernelName(applyMask));
   return Status::ok();
@@ -953,13 +966,8 @@ Status CudaDevice::runFused(const KernelCall &add, const StepContext &context) {
 
 Status CudaDevice::runCompute(const KernelCall &call, const Resolved &r,
                               const StepContext &context) {
-  KernelArgs args;
-  args.operands = runOperands_.data();
-  args.results = runResults_.data();
-  args.scratch = scratch_;
-  args.scratchBytes = scratchBytes_;
-  args.context = &context;
-  args.stream = compute_;
+  KernelArgs args =
+      computeArgs(runOperands_.data(), runResults_.data(), context);
   switch (r.family) {
   case Family::Gemm:
     return gemm_.run(call, args);
@@ -1183,47 +1191,24 @@ Status CudaDevice::allReduceInStreamOrder(NcclGroup &group, float *data,
                     cudaStreamWaitEvent(compute_, commMark_, 0));
 }
 
-/// send and recv: enqueued on the communication stream at once (NCCL pairs
-/// them with the peer's in issue order, as MPI's per-peer FIFO does).
+/// send and recv: a started transfer sent at once (NCCL pairs it with the
+/// peer's in issue order, as MPI's per-peer FIFO does).
 Status CudaDevice::runTransfer(const KernelCall &call) {
-  if (!groupOf(call) || static_cast<size_t>(call.group) >= lanes_.size() ||
-      !lanes_[call.group].up)
-    return Status::error("a transfer needs a group of two or more ranks over "
-                         "the pipeline axis");
-  bool send = call.op == fb::OpCode::Send;
-  int peer = static_cast<int>(call.intAttrs[0]);
-  NcclGroup *group = nullptr;
-  cudaStream_t stream = nullptr;
-  laneOf(call, send, peer, group, stream);
-  if (Status s = orderAfterCompute(stream); !s)
+  if (Status s = startTransfer(call); !s)
     return s;
-  if (Status s = send ? orderAfterOthers(reads_.data(), 1, nullptr, 0, stream)
-                      : orderAfterOthers(nullptr, 0, writes_.data(), 1, stream);
-      !s)
-    return s;
-  Status s = send ? group->send(runOperands_[0], call.operands[0].bytes, peer,
-                                stream)
-                  : group->recv(runResults_[0], call.results[0].bytes, peer,
-                                stream);
-  if (!s)
-    return s;
-  return send ? track(reads_.data(), 1, nullptr, 0, stream)
-              : track(nullptr, 0, writes_.data(), 1, stream);
+  return flushTransfers();
 }
 
 /// send_start, recv_start: listed; flushTransfers sends the list as one
 /// NCCL group at the next kernel that is not a start.
 Status CudaDevice::startTransfer(const KernelCall &call) {
-  if (!groupOf(call) || static_cast<size_t>(call.group) >= lanes_.size() ||
-      !lanes_[call.group].up)
-    return Status::error("a transfer needs a group of two or more ranks over "
-                         "the pipeline axis");
   PendingTransfer t;
-  t.send = call.op == fb::OpCode::SendStart;
+  t.send = call.op == fb::OpCode::SendStart || call.op == fb::OpCode::Send;
   t.data = static_cast<uint8_t *>(t.send ? runOperands_[0] : runResults_[0]);
   t.bytes = t.send ? call.operands[0].bytes : call.results[0].bytes;
   t.peer = static_cast<int>(call.intAttrs[0]);
-  laneOf(call, t.send, t.peer, t.group, t.stream);
+  if (Status s = laneOf(call, t.send, t.peer, t.group, t.stream); !s)
+    return s;
   if (pending_.size() == pending_.capacity())
     if (Status s = flushTransfers(); !s)
       return s;
@@ -1271,18 +1256,11 @@ Status CudaDevice::flushTransfers() {
 /// wait: the compute stream waits for the transfer on its buffer (the
 /// kernels after it then see the received bytes, or may overwrite the sent
 /// ones).
-Status CudaDevice::waitTransfer(const KernelCall &call) {
+Status CudaDevice::waitTransfer() {
   // The transfer's buffer, read or written: any operation on it meets a
   // write range.
-  ByteRange range = reads_[0];
-  tracker_.conflicts(nullptr, 0, &range, 1, waits_);
-  for (uint32_t slot : waits_)
-    if (Status s = cudaStatus("cudaStreamWaitEvent",
-                              cudaStreamWaitEvent(compute_, events_[slot], 0));
-        !s)
-      return s;
-  (void)call;
-  return Status::ok();
+  tracker_.conflicts(nullptr, 0, &reads_[0], 1, waits_);
+  return waitForSlots(compute_);
 }
 
 Status CudaDevice::synchronize() {
@@ -1295,11 +1273,8 @@ Status CudaDevice::synchronize() {
   if (Status s = flushOptimizer(); !s)
     return s;
   tracker_.retireAll(waits_);
-  for (uint32_t slot : waits_)
-    if (Status s = cudaStatus("cudaStreamWaitEvent",
-                              cudaStreamWaitEvent(compute_, events_[slot], 0));
-        !s)
-      return s;
+  if (Status s = waitForSlots(compute_); !s)
+    return s;
   if (Status s = cudaStatus("cudaEventRecord", cudaEventRecord(done_, compute_));
       !s)
     return s;
