@@ -1,6 +1,7 @@
 //===- CudaBackend.cpp - opening libtpcrt-cuda.so -------------------------===//
 //
-// dlopen of the CUDA backend library (tpcrt/CudaBackend.h): found at
+// dlopen of the CUDA backend library (tpcrt/CudaBackend.h, and
+// tpcrt/Devices.h's queries): found at
 // $TPCRT_CUDA_BACKEND, beside the program, or on the loader's path; its ABI
 // number checked against this build's; its three entry points resolved. The
 // outcome is kept: a process opens the library once.
@@ -11,6 +12,7 @@
 
 #include "tpcrt/CommandLine.h"
 #include "tpcrt/CudaBackendAbi.h"
+#include "tpcrt/Devices.h"
 #include "tpcrt/Watchdog.h"
 
 #include <cstdlib>
@@ -139,17 +141,27 @@ void endWait() { endWatchdogWait(); }
 
 } // namespace
 
-namespace tpcrt {
-TpcrtCudaDeviceCountFn cudaBackendDeviceCount(std::string *reason) {
+bool tpcrt::hasCudaBackend() {
+#ifdef TPCRT_HAVE_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+int tpcrt::cudaDeviceCount(std::string *reason) {
   Backend &b = backend();
   if (!b.status) {
     if (reason)
       *reason = b.status.message();
-    return nullptr;
+    return 0;
   }
-  return b.deviceCount;
+  char text[512] = {};
+  int n = b.deviceCount(text, sizeof(text));
+  if (n <= 0 && reason)
+    *reason = text[0] ? text : "no CUDA device";
+  return n > 0 ? n : 0;
 }
-} // namespace tpcrt
 
 std::string tpcrt::cudaBackendPath() { return backend().path; }
 
