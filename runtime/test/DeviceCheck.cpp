@@ -357,26 +357,33 @@ void compareBuffer(const Case &c, size_t index, const fb::BufferT &buffer,
 }
 
 /// Runs one case: the CPU reference, the device under test twice.
-Verdict checkCase(const Case &c, const Options &o) {
-  Verdict v;
+/// `c` loaded (the loader checks it) and its sources filled from the seed.
+Status loadCase(const Case &c, const Options &o, LoadedExecutable &exe,
+                Bytes &sources) {
   std::vector<uint8_t> image = test::fileImage(c.exe);
-  LoadedExecutable exe;
   if (Status s =
           loadExecutableFromBytes(c.title(), image.data(), image.size(), exe);
-      !s) {
-    v.fail("invalid case: " + s.message());
-    return v;
-  }
-  Bytes sources(c.sources.size());
+      !s)
+    return s;
+  sources.assign(c.sources.size(), {});
   for (size_t i = 0; i < c.sources.size(); ++i) {
     uint32_t id = c.sources[i].first;
     uint64_t key = namedStreamKey(o.seed, c.title() + "#" + std::to_string(id));
     if (Status s =
             fillBytes(*c.exe.buffers[id], c.sources[i].second, key, sources[i]);
-        !s) {
-      v.fail("invalid case: buffer " + std::to_string(id) + ": " + s.message());
-      return v;
-    }
+        !s)
+      return s.withContext("buffer " + std::to_string(id));
+  }
+  return Status::ok();
+}
+
+Verdict checkCase(const Case &c, const Options &o) {
+  Verdict v;
+  LoadedExecutable exe;
+  Bytes sources;
+  if (Status s = loadCase(c, o, exe, sources); !s) {
+    v.fail("invalid case: " + s.message());
+    return v;
   }
   Bytes want, got, again;
   if (Status s = runOnce(c, exe, createCpuDevice(), sources, want); !s) {
@@ -410,21 +417,13 @@ Verdict checkCase(const Case &c, const Options &o) {
 /// CPU, naming the value and the position ("... 999999 at position 3 is
 /// outside [0, "). Empty when it did, else why not.
 std::string checkRefusal(const Case &c, const Options &o) {
-  std::vector<uint8_t> image = test::fileImage(c.exe);
   LoadedExecutable exe;
-  if (Status s =
-          loadExecutableFromBytes(c.title(), image.data(), image.size(), exe);
-      !s)
+  Bytes sources;
+  if (Status s = loadCase(c, o, exe, sources); !s)
     return "invalid case: " + s.message();
-  Bytes sources(c.sources.size());
   bool corrupted = false;
   for (size_t i = 0; i < c.sources.size(); ++i) {
     const fb::BufferT &buffer = *c.exe.buffers[c.sources[i].first];
-    uint64_t key = namedStreamKey(o.seed, c.title() + "#" +
-                                              std::to_string(
-                                                  c.sources[i].first));
-    if (Status s = fillBytes(buffer, c.sources[i].second, key, sources[i]); !s)
-      return "invalid case: " + s.message();
     if (buffer.dtype == DT::I64 && !corrupted &&
         sources[i].size() >= 4 * sizeof(int64_t)) {
       int64_t bad = 999999;
