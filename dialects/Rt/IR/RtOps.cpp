@@ -570,11 +570,15 @@ LogicalResult KernelChecker::check() {
       continue;
     }
     // An accumulator adds into itself: add's result may be its lhs (a sum
-    // over the microbatches of a program of actions).
+    // over the microbatches of a program of actions); such a sum may then
+    // be reduced over the ranks where it is (rt-issue-reductions-early).
     bool accumulates = op.getOpcode() == OpCode::Add && i == 0 &&
                        result == op.getInputs()[0] &&
                        op.getInputs()[1] != result;
-    if (llvm::is_contained(op.getInputs(), result) && !accumulates)
+    bool reducesInPlace =
+        op.getOpcode() == OpCode::AllReduce && result == op.getInputs()[0];
+    if (llvm::is_contained(op.getInputs(), result) && !accumulates &&
+        !reducesInPlace)
       return error() << "result " << i
                      << " is also an operand; kernels do not run in place";
     if (llvm::is_contained(op.getOutputs().take_front(i), result))

@@ -259,7 +259,10 @@ def Rt_KernelOp : Rt_Op<"kernel", [AttrSizedOperandSegments]> {
     and flag bits, and the shapes and element types the kernel relies on. A
     kernel does not run in place (no result is also an operand), except the
     optimizer updates: the results of `adamw_update` are exactly its
-    operands 0, 2 and 3, those of `sgd_update` its operands 0 and 2.
+    operands 0, 2 and 3, those of `sgd_update` its operands 0 and 2; and
+    two that may: an `add` whose result is its lhs (a sum over the
+    microbatches), and an `all_reduce` whose result is its operand (such a
+    sum reduced where it is, `rt-issue-reductions-early`).
 
     ```mlir
     rt.kernel all_reduce(%p) -> (%r) ints [1]

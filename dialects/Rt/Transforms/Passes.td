@@ -18,10 +18,24 @@ def RtIssueReductionsEarly : Pass<"rt-issue-reductions-early", "ModuleOp"> {
     the rest of the backward. Every rank runs the same program, so the
     collectives keep one order on all ranks; the values are unchanged.
 
-    Programs run by actions (`functions`, `actions`, `stage_actions`) and
-    kernels with a pipeline `stage` are left as they are: moving a kernel
-    would cross their kernel ranges. Runs before `rt-plan-memory`, whose
-    lifetimes then follow the new order.
+    In a program run by actions (`functions` with `actions` or
+    `stage_actions`), the gradients are sums over the microbatches and the
+    epilogue (a function run once) reduces them. Each such `all_reduce`
+    moves into the run of the action that last touches its sum, just after
+    that touch, and reduces the sum in place (its result is its operand;
+    the result buffer goes). When other actions run that function too, the
+    moving action runs a copy of it, `<name> + reductions`, placed after
+    it, whose temporaries (buffers only that function uses) are copies too;
+    the function ranges and action lists are renumbered. A reduction stays
+    where the epilogue touches its sum before it or after it, where an
+    output or a gradient binds the sum, where the sum or result is pooled,
+    where its group includes the `pp` axis (other stages run other action
+    lists: issued elsewhere in one, the collective would wait for the
+    other's transfers), or where the result is written again.
+
+    A program without functions whose kernels carry a pipeline `stage` is
+    left as it is. Runs before `rt-plan-memory`, whose lifetimes then
+    follow the new order.
   }];
 }
 

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Rt/IR/RtOps.h"
+#include "dialects/Rt/Transforms/KernelFunctions.h"
 #include "dialects/Rt/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -80,23 +81,9 @@ struct ReduceGradientsInBf16
   LogicalResult runOn(ProgramOp program) {
     Block &body = program.getBody().front();
     // The function of each kernel (programs run by actions).
-    auto functions = program->getAttrOfType<ArrayAttr>("functions");
-    DenseMap<Operation *, int64_t> functionOf;
+    std::optional<KernelFunctions> functions = KernelFunctions::read(program);
     SmallVector<KernelOp> reductions;
-    int64_t index = 0;
-    for (Operation &op : body) {
-      auto kernel = dyn_cast<KernelOp>(op);
-      if (!kernel)
-        continue;
-      if (functions)
-        for (auto [f, attr] : llvm::enumerate(functions)) {
-          auto range = cast<DictionaryAttr>(attr);
-          int64_t first = cast<IntegerAttr>(range.get("first")).getInt();
-          int64_t count = cast<IntegerAttr>(range.get("count")).getInt();
-          if (index >= first && index < first + count)
-            functionOf[kernel] = static_cast<int64_t>(f);
-        }
-      ++index;
+    for (auto kernel : body.getOps<KernelOp>()) {
       if (kernel.getOpcode() != OpCode::AllReduce)
         continue;
       auto type = cast<MemRefType>(kernel.getInputs()[0].getType());
@@ -122,40 +109,19 @@ struct ReduceGradientsInBf16
       reduction->setOperands({gradBf16, sumBf16});
       b.setInsertionPointAfter(reduction);
       KernelOp up = castLike(reduction, sumBf16, result, b);
-      if (functions) {
-        int64_t f = functionOf.lookup(reduction);
-        functionOf[down] = f;
-        functionOf[up] = f;
-      }
+      if (functions)
+        if (auto it = functions->functionOf.find(reduction);
+            it != functions->functionOf.end()) {
+          int64_t f = it->second;
+          functions->functionOf[down] = f;
+          functions->functionOf[up] = f;
+        }
     }
-    if (!functions)
-      return success();
-    // The ranges again: each function's kernels are still contiguous.
-    SmallVector<int64_t> first(functions.size(), -1), count(functions.size());
-    index = 0;
-    for (Operation &op : body) {
-      if (!isa<KernelOp>(op))
-        continue;
-      int64_t f = functionOf.lookup(&op);
-      if (first[f] < 0)
-        first[f] = index;
-      ++count[f];
-      ++index;
-    }
-    SmallVector<Attribute> ranges;
-    for (auto [f, attr] : llvm::enumerate(functions)) {
-      auto range = cast<DictionaryAttr>(attr);
-      if (first[f] + count[f] != (f + 1 < functions.size() && first[f + 1] >= 0
-                                      ? first[f + 1]
-                                      : first[f] + count[f]))
-        return program.emitError("rt-reduce-gradients-in-bf16: function ")
-               << f << " is no longer contiguous";
-      ranges.push_back(b.getDictionaryAttr(
-          {b.getNamedAttr("name", range.get("name")),
-           b.getNamedAttr("first", b.getI64IntegerAttr(first[f])),
-           b.getNamedAttr("count", b.getI64IntegerAttr(count[f]))}));
-    }
-    program->setAttr("functions", b.getArrayAttr(ranges));
+    // The ranges again: each function's kernels are still contiguous, in
+    // the same order.
+    if (functions &&
+        failed(functions->write(program, "rt-reduce-gradients-in-bf16")))
+      return failure();
     return success();
   }
 };

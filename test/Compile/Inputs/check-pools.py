@@ -21,6 +21,7 @@ most one slot more where one does (a transfer in flight while the next
 microbatch's is made). Prints one `ok` line per stage."""
 
 import json
+import re
 import sys
 
 
@@ -69,7 +70,9 @@ def main(argv):
             # A pool per kind: one chunk's values (interleaved stages keep
             # each chunk's apart), or a chunk's output handed to the next
             # chunk on the same rank (ZB-V's middle rank).
-            chunks = sorted({int(name.rsplit(" ", 1)[-1])
+            # (The last microbatch's copy of a function that also reduces
+            # the gradients is "BW chunk 1 + reductions".)
+            chunks = sorted({int(re.search(r"chunk (\d+)", name).group(1))
                              for name in pool["functions"]})
             if len(chunks) > 2 or chunks[-1] - chunks[0] > 1:
                 fail("stage %d: pool %s mixes chunks" % (i, pool["functions"]))
