@@ -18,8 +18,9 @@
 // wait in a list and go out as one NCCL group at the next other kernel, so
 // that two stages that both send first do not deadlock. Runs of adamw_update
 // over the parameters with the same scalars become one launch, and so does
-// an apply_mask with the add right after it that alone reads its result
-// (FusionPlan.h).
+// an apply_mask with the add right after it that alone reads its result,
+// and a linear with the tanh gelu right after it (one cuBLASLt matmul with
+// a bias + GeLU epilogue; FusionPlan.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,6 +41,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -290,11 +293,12 @@ private:
   Status flushTransfers();
   /// The optimizer batch's members deferred so far, launched.
   Status flushOptimizer();
-  /// The apply_mask deferred for its add, run alone (its add did not come
-  /// next: a subset run, a synchronize in between).
-  Status flushMask();
-  /// The add of a fused pair, with the deferred apply_mask: one kernel.
-  Status runFused(const KernelCall &add, const StepContext &context);
+  /// The head of a fused pair deferred for its tail, run alone (the tail
+  /// did not come next: a subset run, a synchronize in between).
+  Status flushHead();
+  /// The tail of a fused pair (an add, a gelu), with the deferred head (an
+  /// apply_mask, a linear): one kernel.
+  Status runFused(const KernelCall &tail, const StepContext &context);
   Status launchOptimizer(const BatchLaunch *launches, size_t count);
   NcclGroup *groupOf(const KernelCall &call) const {
     return call.group >= 0 && static_cast<size_t>(call.group) < nccl_.size()
@@ -330,15 +334,15 @@ private:
   BatchDeferral deferral_;
   /// Per kernel index, its part in a fused pair (planFusions).
   std::vector<FusionStep> fusion_;
-  /// The head of a fused pair, deferred until its add: its call, and its
-  /// run's addresses and context (copied: the add's run overwrites
+  /// The head of a fused pair, deferred until its tail: its call, and its
+  /// run's addresses and context (copied: the tail's run overwrites
   /// runOperands_). call is null when none is deferred.
-  struct DeferredMask {
+  struct DeferredHead {
     const KernelCall *call = nullptr;
-    void *operands[2] = {};
+    void *operands[3] = {};
     void *results[1] = {};
     StepContext context;
-  } mask_;
+  } head_;
 
   std::vector<PendingTransfer> pending_;
   /// The ids and labels checked this step (DataChecks.cu), in order, and
@@ -544,8 +548,24 @@ Status CudaDevice::prepare(const Program &program,
   }
   if (Status s = planOptimizerBatches(program); !s)
     return s;
+  // TPCRT_CUDA_FUSIONS=none runs every kernel as it is (to tell a fused
+  // pair's difference from the rest on a GPU).
+  const char *fusions = std::getenv("TPCRT_CUDA_FUSIONS");
   fusion_ = planFusions(program);
-  mask_ = DeferredMask();
+  if (fusions && std::strcmp(fusions, "none") == 0)
+    std::fill(fusion_.begin(), fusion_.end(), FusionStep());
+  head_ = DeferredHead();
+  // A linear + gelu pair runs fused only with a plan for the GeLU
+  // epilogue; without one (cuBLASLt's choice) the two run as they are.
+  for (size_t p = 0; p + 1 < program.calls.size(); ++p) {
+    const KernelCall &linear = program.calls[p];
+    FusionStep &step = fusion_[linear.index];
+    if (linear.op != fb::OpCode::Linear || step.role != FusionRole::Head)
+      continue;
+    const KernelCall &gelu = program.calls[p + 1];
+    if (!gemm_.planGelu(linear, gelu, step.writesHead))
+      step = fusion_[gelu.index] = FusionStep();
+  }
 
   // The one allocation.
   uint64_t gemmBytes = alignScratch(gemm_.workspaceBytes());
@@ -859,14 +879,14 @@ Status CudaDevice::execute(const KernelCall &call,
                          " is not part of the prepared program");
   const Resolved &r = resolved_[call.index];
   const FusionStep &fusion = fusion_[call.index];
-  // A deferred apply_mask runs alone unless its own add comes now, in the
-  // same action.
-  if (mask_.call &&
+  // A deferred head runs alone unless its own tail comes now, in the same
+  // action.
+  if (head_.call &&
       !(fusion.role == FusionRole::Tail &&
-        fusion.partner == mask_.call->index &&
-        context.microbatch == mask_.context.microbatch &&
-        context.slot == mask_.context.slot))
-    if (Status s = flushMask(); !s)
+        fusion.partner == head_.call->index &&
+        context.microbatch == head_.context.microbatch &&
+        context.slot == head_.context.slot))
+    if (Status s = flushHead(); !s)
       return s;
   resolveRun(call, r, context);
   // Deferred work that must go out before anything else runs.
@@ -902,19 +922,19 @@ Status CudaDevice::execute(const KernelCall &call,
     s = waitTransfer();
     break;
   default:
-    // A fused pair's apply_mask and add each wait for what their own
-    // ranges meet (the apply_mask's, y included, at its call): both waits
-    // are enqueued before the fused kernel.
+    // A fused pair's head and tail each wait for what their own ranges
+    // meet (the head's, its result included, at its call): both waits are
+    // enqueued before the fused kernel.
     s = waitForHazards(call);
     if (!s)
       break;
     if (fusion.role == FusionRole::Head) {
-      mask_.call = &call;
-      mask_.operands[0] = runOperands_[0];
-      mask_.operands[1] = runOperands_[1];
-      mask_.results[0] = runResults_[0];
-      mask_.context = context;
-    } else if (fusion.role == FusionRole::Tail && mask_.call) {
+      head_.call = &call;
+      for (size_t i = 0; i < call.operands.size() && i < 3; ++i)
+        head_.operands[i] = runOperands_[i];
+      head_.results[0] = runResults_[0];
+      head_.context = context;
+    } else if (fusion.role == FusionRole::Tail && head_.call) {
       s = runFused(call, context);
     } else {
       s = checkData(call);
@@ -940,28 +960,33 @@ KernelArgs CudaDevice::computeArgs(void *const *operands, void *const *results,
   return args;
 }
 
-Status CudaDevice::flushMask() {
-  if (!mask_.call)
+Status CudaDevice::flushHead() {
+  if (!head_.call)
     return Status::ok();
-  const KernelCall &call = *mask_.call;
-  mask_.call = nullptr;
+  const KernelCall &call = *head_.call;
+  head_.call = nullptr;
   KernelArgs args =
-      computeArgs(mask_.operands, mask_.results, mask_.context);
-  if (Status s = runPointwiseKernel(call, args); !s)
-    return s.withContext(kernelName(call));
-  return Status::ok();
+      computeArgs(head_.operands, head_.results, head_.context);
+  Status s = call.op == fb::OpCode::Linear ? gemm_.run(call, args)
+                                           : runPointwiseKernel(call, args);
+  return s ? s : s.withContext(kernelName(call));
 }
 
-Status CudaDevice::runFused(const KernelCall &add, const StepContext &context) {
-  const KernelCall &applyMask = *mask_.call;
-  mask_.call = nullptr;
-  KernelArgs maskArgs =
-      computeArgs(mask_.operands, mask_.results, mask_.context);
-  KernelArgs addArgs =
-      computeArgs(runOperands_.data(), runResults_.data(), context);
-  if (Status s = runApplyMaskAdd(applyMask, add, maskArgs, addArgs); !s)
-    return s.withContext(kernelName(applyMask));
-  return Status::ok();
+Status CudaDevice::runFused(const KernelCall &tail,
+                            const StepContext &context) {
+  const KernelCall &head = *head_.call;
+  head_.call = nullptr;
+  KernelArgs headArgs =
+      computeArgs(head_.operands, head_.results, head_.context);
+  Status s = Status::ok();
+  if (head.op == fb::OpCode::Linear) {
+    s = gemm_.run(head, headArgs, runResults_[0]);
+  } else {
+    KernelArgs tailArgs =
+        computeArgs(runOperands_.data(), runResults_.data(), context);
+    s = runApplyMaskAdd(head, tail, headArgs, tailArgs);
+  }
+  return s ? s : s.withContext(kernelName(head));
 }
 
 Status CudaDevice::runCompute(const KernelCall &call, const Resolved &r,
@@ -1266,7 +1291,7 @@ Status CudaDevice::waitTransfer() {
 Status CudaDevice::synchronize() {
   if (!compute_)
     return Status::ok();
-  if (Status s = flushMask(); !s)
+  if (Status s = flushHead(); !s)
     return s;
   if (Status s = flushTransfers(); !s)
     return s;

@@ -1,6 +1,7 @@
 //===- FusionPlan.h - kernel pairs the CUDA device runs as one -*- C++ -*-===//
 //
-// The forward and the backward of a GPT-2 or Llama training step apply a
+// Two kinds of pairs. Dropout + residual add: the forward and the backward
+// of a GPT-2 or Llama training step apply a
 // dropout mask and add the residual at once: `apply_mask(x, m) -> (y)`
 // followed by `add(y, r) -> (z)` (or `add(r, y)`). When nothing else reads
 // y, the CUDA device runs the pair as one kernel (FusedKernels.cu) that
@@ -19,6 +20,21 @@
 // count == the apply_mask's count); and z shares no bytes with x or the
 // mask, unless it is the very bytes of x (each element read before it is
 // written, as the unfused add does in place).
+//
+// Bias + GeLU: GPT-2's MLP runs `linear(x, w[, b]) -> (h)` and at once
+// `gelu(h) -> (g)` (tanh form). The CUDA device runs the pair as one
+// cuBLASLt matmul whose epilogue adds the bias, writes h (the GeLU's input,
+// which the backward reads: the "aux" output) and g = gelu(h) (Gemm.cpp).
+// A pair is fused when the gelu is the next kernel (with actions, of the
+// same function), reads the linear's result whole and is the tanh form,
+// g has h's storage type, and g shares no bytes with x, w, the bias or h,
+// unless g is the very bytes of h (h then dies at the gelu: the epilogue
+// writes g alone). cuBLASLt computes g from the fp32 sum before h is
+// rounded to its storage: with 16-bit storage g may differ from the pair's
+// by an ulp of g's storage (and in fp32 by cuBLASLt's own tanh). The GEMM
+// engine can still refuse the fused plan at prepare (no algorithm, a
+// leading dimension not a multiple of 8, staging); the pair then runs
+// unfused.
 //
 // Plain C++ (runtime/test/FusionPlanTest.cpp checks the plan without a GPU).
 //
@@ -40,9 +56,9 @@ namespace tpcrt::cuda {
 /// A kernel's part in a fused pair.
 enum class FusionRole : uint8_t {
   None,
-  /// The apply_mask: runs nothing; its partner runs both.
+  /// The apply_mask (or linear): runs nothing; its partner runs both.
   Head,
-  /// The add: runs the fused kernel with its head's addresses.
+  /// The add (or gelu): runs the fused kernel with its head's addresses.
   Tail,
 };
 
@@ -50,6 +66,9 @@ struct FusionStep {
   FusionRole role = FusionRole::None;
   /// The other kernel of the pair (its index in the file).
   uint32_t partner = 0;
+  /// A linear + gelu pair whose epilogue writes the linear's result too
+  /// (false: g is the very bytes of h, and only g is written).
+  bool writesHead = false;
 };
 
 namespace fusion {
@@ -83,6 +102,19 @@ inline bool isFloat(fb::DType dtype) {
          dtype == fb::DType::F16;
 }
 
+/// Whether kernel b runs right after kernel a in every run: with actions,
+/// both in one function.
+inline bool inOneFunction(const Program &program, const KernelCall &a,
+                          const KernelCall &b) {
+  if (!program.hasActions())
+    return true;
+  for (const FunctionRef &f : program.functions)
+    if (f.stage == a.stage && f.firstKernel <= a.index &&
+        a.index - f.firstKernel < f.kernelCount)
+      return b.index > a.index && b.index - f.firstKernel < f.kernelCount;
+  return false;
+}
+
 /// Why calls[p] (an apply_mask) and calls[p + 1] are not fused, or null.
 /// `reads` and `writes` count each buffer's uses over the file's kernels;
 /// `hostBound` marks bindings, params and state.
@@ -99,17 +131,8 @@ inline const char *refusal(const Program &program, size_t p,
   if (a.operands.size() != 2 || a.results.size() != 1 ||
       b.operands.size() != 2 || b.results.size() != 1 || a.floatAttrs.empty())
     return "unexpected operands";
-  if (program.hasActions()) {
-    bool together = false;
-    for (const FunctionRef &f : program.functions)
-      if (f.stage == a.stage && f.firstKernel <= a.index &&
-          a.index - f.firstKernel < f.kernelCount) {
-        together = b.index > a.index && b.index - f.firstKernel < f.kernelCount;
-        break;
-      }
-    if (!together)
-      return "the add is in another function";
-  }
+  if (!inOneFunction(program, a, b))
+    return "the add is in another function";
   const TensorRef &y = a.results[0];
   if (y.buffer >= reads.size())
     return "unexpected operands";
@@ -142,6 +165,44 @@ inline const char *refusal(const Program &program, size_t p,
     return "the add's result overlaps the masked input";
   if (spansMeet(z, mask))
     return "the add's result overlaps the mask";
+  return nullptr;
+}
+
+/// Whether calls[p] (a linear) is followed by a gelu of its whole result:
+/// the pairs linearGeluRefusal decides on.
+inline bool isLinearGeluCandidate(const Program &program, size_t p) {
+  const KernelCall &a = program.calls[p];
+  if (a.op != fb::OpCode::Linear || p + 1 >= program.calls.size() ||
+      a.results.size() != 1)
+    return false;
+  const KernelCall &b = program.calls[p + 1];
+  return b.op == fb::OpCode::Gelu && b.operands.size() == 1 &&
+         b.results.size() == 1 &&
+         b.operands[0].buffer == a.results[0].buffer;
+}
+
+/// Why the candidate calls[p] (a linear) and calls[p + 1] (its gelu) are
+/// not fused, or null; `writesHead` says whether the epilogue must write h.
+inline const char *linearGeluRefusal(const Program &program, size_t p,
+                                     bool &writesHead) {
+  const KernelCall &a = program.calls[p];
+  const KernelCall &b = program.calls[p + 1];
+  if (!inOneFunction(program, a, b))
+    return "the gelu is in another function";
+  if (!(b.flags & 1))
+    return "the gelu is the erf form (cuBLASLt's epilogue is the tanh form)";
+  const TensorRef &h = a.results[0], &g = b.results[0], &in = b.operands[0];
+  if (in.offset != h.offset || in.elements != h.elements ||
+      in.dtype != h.dtype || b.count != h.elements)
+    return "the gelu does not read the linear's whole result";
+  if (g.dtype != h.dtype)
+    return "the gelu's result has another storage type";
+  for (const TensorRef &operand : a.operands)
+    if (spansMeet(g, operand))
+      return "the gelu's result overlaps an operand of the linear";
+  writesHead = !sameBytes(g, h);
+  if (writesHead && spansMeet(g, h))
+    return "the gelu's result overlaps its input";
   return nullptr;
 }
 
@@ -188,6 +249,20 @@ planFusions(const Program &program,
 
   for (size_t p = 0; p < program.calls.size(); ++p) {
     const KernelCall &a = program.calls[p];
+    if (fusion::isLinearGeluCandidate(program, p)) {
+      bool writesHead = false;
+      if (const char *why =
+              fusion::linearGeluRefusal(program, p, writesHead)) {
+        if (refusals)
+          refusals->push_back("kernel " + std::to_string(a.index) +
+                              " (linear): " + why);
+        continue;
+      }
+      const KernelCall &b = program.calls[p + 1];
+      plan[a.index] = {FusionRole::Head, b.index, writesHead};
+      plan[b.index] = {FusionRole::Tail, a.index, writesHead};
+      continue;
+    }
     if (a.op != fb::OpCode::ApplyMask)
       continue;
     if (const char *why =

@@ -4,7 +4,8 @@
 // cuBLASLt's A, B and bias, the column-major problem and what goes through
 // fp32 scratch. At prepare each call gets its spec and, by the spec's key,
 // a shared plan: the matmul descriptor (fp32 compute, TF32 only for fp32
-// inputs when allowed; the bias epilogue), the matrix layouts and the
+// inputs when allowed; the bias epilogue, or bias and GeLU for a linear
+// fused with its gelu), the matrix layouts and the
 // algorithm the heuristic picks for the fixed workspace and the tensors'
 // alignment. A run enqueues the staging casts, the matmul and the output
 // cast on the call's stream, with nothing to look up but its kernel index.
@@ -121,12 +122,15 @@ Status makeLayout(cublasLtMatrixLayout_t &layout, GemmType type, int64_t rows,
 }
 
 /// A planned call: its spec and its shared plan (null when there is
-/// nothing to multiply).
+/// nothing to multiply); for a linear fused with its gelu, the plan with
+/// the GeLU epilogue too.
 struct CallPlan {
   bool planned = false;
   GemmSpec spec;
   GemmKey key;
   const LtPlan *plan = nullptr;
+  GemmKey geluKey;
+  const LtPlan *geluPlan = nullptr;
 };
 
 std::string kernelText(const KernelCall &call) {
@@ -184,18 +188,52 @@ Status GemmEngine::Impl::build(const GemmKey &key, LtPlan &plan) const {
                          sizeof transB, "set TRANSB");
       !s)
     return s;
-  if (key.bias) {
-    cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+  cublasLtEpilogue_t epilogue =
+      key.gelu == GemmGelu::GeluAux
+          ? (key.bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
+                      : CUBLASLT_EPILOGUE_GELU_AUX)
+      : key.gelu == GemmGelu::Gelu
+          ? (key.bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU)
+      : key.bias ? CUBLASLT_EPILOGUE_BIAS
+                 : CUBLASLT_EPILOGUE_DEFAULT;
+  if (epilogue != CUBLASLT_EPILOGUE_DEFAULT)
     if (Status s = setDesc(plan, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
                            sizeof epilogue, "set EPILOGUE");
         !s)
       return s;
-    // The heuristic reads only the bias pointer's alignment: give it an
-    // address exactly as aligned as the runs' biases. Runs set the real one.
+  // The heuristic reads only the bias and aux pointers' alignment: give it
+  // addresses exactly as aligned as the runs'. Runs set the real ones.
+  auto setProbe = [&](cublasLtMatmulDescAttributes_t attribute,
+                      uint32_t alignment, const char *name) {
     const void *probe =
-        reinterpret_cast<const void *>(static_cast<uintptr_t>(key.alignBias));
-    if (Status s = setDesc(plan, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &probe,
-                           sizeof probe, "set BIAS_POINTER");
+        reinterpret_cast<const void *>(static_cast<uintptr_t>(alignment));
+    return setDesc(plan, attribute, &probe, sizeof probe, name);
+  };
+  if (key.bias)
+    if (Status s = setProbe(CUBLASLT_MATMUL_DESC_BIAS_POINTER, key.alignBias,
+                            "set BIAS_POINTER");
+        !s)
+      return s;
+  if (key.gelu == GemmGelu::GeluAux) {
+    // The aux matrix is laid out as D, in D's type.
+    int64_t ld = key.ldc, stride = key.strideC;
+    int32_t type = cudaTypeOf(key.outputType);
+    if (Status s = setProbe(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                            key.alignAux, "set EPILOGUE_AUX_POINTER");
+        !s)
+      return s;
+    if (Status s = setDesc(plan, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld,
+                           sizeof ld, "set EPILOGUE_AUX_LD");
+        !s)
+      return s;
+    if (key.batch > 1)
+      if (Status s =
+              setDesc(plan, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE,
+                      &stride, sizeof stride, "set EPILOGUE_AUX_BATCH_STRIDE");
+          !s)
+        return s;
+    if (Status s = setDesc(plan, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE,
+                           &type, sizeof type, "set EPILOGUE_AUX_DATA_TYPE");
         !s)
       return s;
   }
@@ -305,16 +343,44 @@ Status GemmEngine::plan(const KernelCall &call, uint64_t &scratchBytes) {
   return Status::ok();
 }
 
+Status GemmEngine::planGelu(const KernelCall &linear, const KernelCall &gelu,
+                            bool aux) {
+  if (linear.index >= impl_->calls.size() ||
+      !impl_->calls[linear.index].planned)
+    return Status::error(kernelText(linear) + ": not planned");
+  CallPlan &entry = impl_->calls[linear.index];
+  if (linear.op != fb::OpCode::Linear || gelu.results.size() != 1)
+    return Status::error(kernelText(linear) + " and " + kernelText(gelu) +
+                         ": not a linear and its gelu");
+  if (const char *why = geluEpilogueRefusal(entry.spec, aux))
+    return Status::error(kernelText(linear) + ": no GeLU epilogue: " + why);
+  GemmKey key =
+      geluKeyOf(entry.spec, aux, gemmAlignmentOf(gelu.results[0]));
+  LtPlan *plan = nullptr;
+  Status s = impl_->cache.get(
+      key, [&](const GemmKey &k, LtPlan &made) { return impl_->build(k, made); },
+      plan);
+  if (!s)
+    return s.withContext(kernelText(linear) + " (" +
+                         describeGemm(entry.spec) + ")");
+  entry.geluKey = key;
+  entry.geluPlan = plan;
+  return Status::ok();
+}
+
 uint64_t GemmEngine::workspaceBytes() const { return kWorkspaceBytes; }
 
 void GemmEngine::setWorkspace(void *workspace) { impl_->workspace = workspace; }
 
 size_t GemmEngine::planCount() const { return impl_->cache.size(); }
 
-Status GemmEngine::run(const KernelCall &call, const KernelArgs &args) {
+Status GemmEngine::run(const KernelCall &call, const KernelArgs &args,
+                       void *geluResult) {
   if (call.index >= impl_->calls.size() || !impl_->calls[call.index].planned)
     return Status::error(kernelText(call) + ": not planned");
   const CallPlan &entry = impl_->calls[call.index];
+  if (geluResult && !entry.geluPlan)
+    return Status::error(kernelText(call) + ": no GeLU epilogue planned");
   const GemmSpec &s = entry.spec;
   if (s.empty())
     return Status::ok();
@@ -356,17 +422,34 @@ Status GemmEngine::run(const KernelCall &call, const KernelArgs &args) {
   if (!st)
     return st.withContext(kernelText(call));
   void *d = s.stageOutput ? scratch + s.scratchOutput : result;
+  // With the GeLU epilogue D is the gelu's result and the linear's result
+  // the aux matrix (unless the gelu writes over it: then it is not kept).
+  void *aux = nullptr;
+  if (geluResult) {
+    aux = entry.geluKey.gelu == GemmGelu::GeluAux ? result : nullptr;
+    d = geluResult;
+  }
 
   // The plan's algorithm assumed these alignments (from the tensors'
   // offsets and a 256-byte aligned arena).
-  const GemmKey &key = entry.key;
+  const GemmKey &key = geluResult ? entry.geluKey : entry.key;
   if (!isAligned(a, key.alignA) || !isAligned(b, key.alignB) ||
-      !isAligned(d, key.alignD) || (bias && !isAligned(bias, key.alignBias)))
+      !isAligned(d, key.alignD) || (bias && !isAligned(bias, key.alignBias)) ||
+      (aux && !isAligned(aux, key.alignAux)))
     return Status::error(kernelText(call) +
                          ": a GEMM operand is less aligned than its offset "
                          "(is the arena 256-byte aligned?)");
 
-  const LtPlan &plan = *entry.plan;
+  const LtPlan &plan = geluResult ? *entry.geluPlan : *entry.plan;
+  if (aux) {
+    cublasStatus_t status = cublasLtMatmulDescSetAttribute(
+        plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux,
+        sizeof aux);
+    if (status != CUBLAS_STATUS_SUCCESS)
+      return Status::error(
+          kernelText(call) +
+          ": setting the aux pointer failed: " + cublasText(status));
+  }
   // Runs are serialized on the device's host thread: setting the shared
   // descriptor's bias pointer just before the matmul is safe.
   if (bias) {

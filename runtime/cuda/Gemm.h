@@ -36,6 +36,13 @@ public:
   /// no matmul for the operands' mix of types; 0 mostly). At prepare.
   Status plan(const KernelCall &call, uint64_t &scratchBytes);
 
+  /// The plan of `linear` (planned) run with its next kernel `gelu` as one
+  /// matmul whose epilogue adds the bias and applies the tanh GeLU, writing
+  /// the gelu's result and, with `aux`, the linear's (FusionPlan.h). An
+  /// error (no algorithm, a layout cuBLASLt's epilogue refuses) leaves the
+  /// pair to run unfused.
+  Status planGelu(const KernelCall &linear, const KernelCall &gelu, bool aux);
+
   /// The bytes of cuBLASLt workspace every plan was chosen for; the device
   /// places that much inside its one allocation and passes it here before
   /// the first run.
@@ -45,8 +52,10 @@ public:
   /// Distinct plans made (calls of one shape key share one).
   size_t planCount() const;
 
-  /// Enqueues `call` (planned) on args.stream.
-  Status run(const KernelCall &call, const KernelArgs &args);
+  /// Enqueues `call` (planned) on args.stream; with `geluResult`, the
+  /// linear with its gelu (planGelu), writing the gelu's result there.
+  Status run(const KernelCall &call, const KernelArgs &args,
+             void *geluResult = nullptr);
 
 private:
   struct Impl;

@@ -266,13 +266,38 @@ std::string cuda::describeGemmKey(const GemmKey &key) {
   if (key.bias)
     text += std::string(", bias ") + gemmTypeName(key.outputType) +
             " (aligned " + std::to_string(key.alignBias) + ")";
+  if (key.gelu == GemmGelu::Gelu)
+    text += ", GeLU epilogue";
+  else if (key.gelu == GemmGelu::GeluAux)
+    text += ", GeLU epilogue with aux (aligned " +
+            std::to_string(key.alignAux) + ")";
   return text;
+}
+
+const char *cuda::geluEpilogueRefusal(const GemmSpec &spec, bool aux) {
+  if (!spec.valid || spec.empty() || spec.fillOnly())
+    return "no matmul";
+  if (spec.stageOutput)
+    return "its output is staged";
+  if (aux && (spec.ldc % 8 != 0 || (spec.batch > 1 && spec.strideC % 8 != 0)))
+    return "the aux matrix's leading dimension or batch stride is not a "
+           "multiple of 8";
+  return nullptr;
+}
+
+GemmKey cuda::geluKeyOf(const GemmSpec &spec, bool aux, uint32_t alignGelu) {
+  GemmKey key = gemmKeyOf(spec);
+  key.gelu = aux ? GemmGelu::GeluAux : GemmGelu::Gelu;
+  key.alignAux = aux ? key.alignD : 256;
+  key.alignD = alignGelu;
+  return key;
 }
 
 static auto tieKey(const GemmKey &k) {
   return std::tie(k.inputType, k.outputType, k.transA, k.transB, k.bias, k.m,
                   k.n, k.k, k.lda, k.ldb, k.ldc, k.batch, k.strideA, k.strideB,
-                  k.strideC, k.alignA, k.alignB, k.alignBias, k.alignD);
+                  k.strideC, k.alignA, k.alignB, k.alignBias, k.alignD,
+                  k.gelu, k.alignAux);
 }
 
 bool GemmKey::operator==(const GemmKey &other) const {
@@ -294,7 +319,8 @@ size_t GemmKeyHash::operator()(const GemmKey &key) const {
       static_cast<uint64_t>(key.outputType) << 8 |
       static_cast<uint64_t>(key.transA) << 16 |
       static_cast<uint64_t>(key.transB) << 17 |
-      static_cast<uint64_t>(key.bias) << 18);
+      static_cast<uint64_t>(key.bias) << 18 |
+      static_cast<uint64_t>(key.gelu) << 19);
   for (int64_t v : {key.m, key.n, key.k, key.lda, key.ldb, key.ldc, key.batch,
                     key.strideA, key.strideB, key.strideC})
     mix(static_cast<uint64_t>(v));
@@ -302,5 +328,6 @@ size_t GemmKeyHash::operator()(const GemmKey &key) const {
       static_cast<uint64_t>(key.alignB) << 16 |
       static_cast<uint64_t>(key.alignBias) << 32 |
       static_cast<uint64_t>(key.alignD) << 48);
+  mix(key.alignAux);
   return static_cast<size_t>(h);
 }

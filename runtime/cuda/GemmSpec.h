@@ -102,24 +102,42 @@ GemmSpec gemmSpecOf(const KernelCall &call);
 /// "m 5, n 3, k 7, batch 2, A bf16 [k, m] lda 7, ..." for messages.
 std::string describeGemm(const GemmSpec &spec);
 
+/// A GeLU (tanh form) in the matmul's epilogue, after the bias: a linear
+/// and the gelu of its result as one (FusionPlan.h). GeluAux also writes the
+/// GeLU's input (the linear's result, which the backward reads) to an aux
+/// matrix laid out as D.
+enum class GemmGelu : uint8_t { None, Gelu, GeluAux };
+
 /// Everything a cuBLASLt plan (matmul descriptor, matrix layouts, the
 /// heuristic's algorithm) depends on, as cuBLASLt sees the operands (after
 /// staging). Not alpha: runs pass it.
 struct GemmKey {
   GemmType inputType = GemmType::F32, outputType = GemmType::F32;
   bool transA = false, transB = false, bias = false;
+  GemmGelu gelu = GemmGelu::None;
   int64_t m = 0, n = 0, k = 0;
   int64_t lda = 0, ldb = 0, ldc = 0;
   int64_t batch = 1;
   int64_t strideA = 0, strideB = 0, strideC = 0;
   /// The alignment of the addresses cuBLASLt gets (256 for staged scratch).
   uint32_t alignA = 256, alignB = 256, alignBias = 256, alignD = 256;
+  uint32_t alignAux = 256;
 
   bool operator==(const GemmKey &other) const;
   bool operator!=(const GemmKey &other) const { return !(*this == other); }
 };
 
 GemmKey gemmKeyOf(const GemmSpec &spec);
+
+/// Why `spec` (a linear) cannot take a GeLU epilogue (`aux`: writing its
+/// result as the aux matrix too), or null: its output is staged, or the
+/// aux matrix's leading dimension or batch stride is not a multiple of 8
+/// elements (cuBLASLt's rule).
+const char *geluEpilogueRefusal(const GemmSpec &spec, bool aux);
+
+/// The key of `spec` with a GeLU epilogue: D is the gelu's result, aligned
+/// to `alignGelu` bytes; with `aux` the linear's result is the aux matrix.
+GemmKey geluKeyOf(const GemmSpec &spec, bool aux, uint32_t alignGelu);
 std::string describeGemmKey(const GemmKey &key);
 
 struct GemmKeyHash {

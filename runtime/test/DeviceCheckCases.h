@@ -342,6 +342,23 @@ inline void addCases(DT F, std::vector<Case> &out) {
     add(b.gemm());
   }
 
+  // linear + tanh gelu of its result: the CUDA device runs the pair as one
+  // matmul with a bias + GeLU epilogue writing both (FusionPlan.h); h and g
+  // are both compared.
+  for (int bias = 0; bias < 2; ++bias) {
+    CaseBuilder b(Op::Linear, F, dt,
+                  actText + " w[120,96] out_in" + (bias ? " bias" : "") +
+                      ", then gelu tanh (fused)");
+    std::vector<uint32_t> ops = {b.in(F, act), b.in(F, {120, kHidden},
+                                                    normal(0.1))};
+    if (bias)
+      ops.push_back(b.in(F, {120}));
+    uint32_t h = b.out(F, {kBatch, kSeqQ, 120});
+    b.kernel(Op::Linear, ops, {h}, {}, {}, 1);
+    b.kernel(Op::Gelu, {h}, {b.out(F, {kBatch, kSeqQ, 120})}, {}, {}, 1);
+    add(b.gemm());
+  }
+
   // batch_matmul: all four transposes with a scale; one large case.
   for (uint32_t flags = 0; flags < 4; ++flags) {
     bool tl = flags & 1, tr = flags & 2;

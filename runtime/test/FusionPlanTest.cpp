@@ -8,7 +8,11 @@
 // twice, is an output or a gradient, is pooled, is not added by the very
 // next kernel (or not by the next kernel at all, or by one in another
 // function), is added with a broadcast, or whose add writes bytes of its
-// input or mask other than the very bytes of its input, is not.
+// input or mask other than the very bytes of its input, is not. A linear
+// and the tanh gelu right after it are fused (the epilogue writing the
+// linear's result too, unless the gelu writes over it); the erf form, a
+// gelu of another storage type, in another function, or writing over the
+// linear's operands are not.
 //
 //===----------------------------------------------------------------------===//
 
@@ -284,29 +288,36 @@ TEST(FusionPlanTest, AddWritingTheInputsBytes) {
   }
 }
 
+struct FunctionRange {
+  const char *name;
+  uint32_t first, count;
+};
+
+/// `exe` cut into `functions`, one action running each in turn.
+void runByActions(fb::ExecutableT &exe,
+                  const std::vector<FunctionRange> &functions) {
+  for (const FunctionRange &range : functions) {
+    auto f = std::make_unique<fb::FunctionT>();
+    f->name = range.name;
+    f->first_kernel = range.first;
+    f->kernel_count = range.count;
+    exe.functions.push_back(std::move(f));
+  }
+  exe.stage_actions.push_back(std::make_unique<fb::StageActionsT>());
+  for (uint32_t f = 0; f < exe.functions.size(); ++f)
+    exe.stage_actions[0]->actions.emplace_back(f, 0, 0);
+}
+
 /// The pair as functions run by actions: [gelu] [dropout_mask, apply_mask,
 /// add], or with `split` [gelu] [dropout_mask, apply_mask] [add]; with
 /// `pooledY`, y in a pool of one slot.
 fb::ExecutableT actionPair(bool split, bool pooledY) {
   Pair pair;
   fb::ExecutableT exe = pair.build();
-  auto function = [&](const char *name, uint32_t first, uint32_t count) {
-    auto f = std::make_unique<fb::FunctionT>();
-    f->name = name;
-    f->first_kernel = first;
-    f->kernel_count = count;
-    exe.functions.push_back(std::move(f));
-  };
-  function("prologue", 0, 1);
-  if (split) {
-    function("mask", 1, 2);
-    function("add", 3, 1);
-  } else {
-    function("mask and add", 1, 3);
-  }
-  exe.stage_actions.push_back(std::make_unique<fb::StageActionsT>());
-  for (uint32_t f = 0; f < exe.functions.size(); ++f)
-    exe.stage_actions[0]->actions.emplace_back(f, 0, 0);
+  if (split)
+    runByActions(exe, {{"prologue", 0, 1}, {"mask", 1, 2}, {"add", 3, 1}});
+  else
+    runByActions(exe, {{"prologue", 0, 1}, {"mask and add", 1, 3}});
   if (pooledY) {
     auto pool = std::make_unique<fb::PoolT>();
     pool->slots = 1;
@@ -361,6 +372,104 @@ TEST(FusionPlanTest, SeveralPairsInOneProgram) {
                                    R::Head, R::Tail}));
   EXPECT_EQ(planned.plan[2].partner, 3u);
   EXPECT_EQ(planned.plan[6].partner, 5u);
+}
+
+/// A linear and the gelu of its result: silu(p) -> x; linear(x, w, b) -> h;
+/// gelu(h) -> g (tanh form); mul(h, g) -> o (h read again, as the
+/// backward's stash is). The options break one rule at a time.
+struct GeluPair {
+  bool bias = true, erf = false, gBf16 = false, geluOfOther = false;
+  bool hReadAgain = true;
+  uint32_t x = 0, h = 0, g = 0;
+
+  fb::ExecutableT build() {
+    ExecutableBuilder b;
+    uint32_t p = b.param("p", DT::F32, {6, 16});
+    x = b.buffer(DT::F32, {6, 16});
+    b.kernel(Op::Silu, {p}, {x});
+    uint32_t w = b.param("w", DT::F32, {24, 16});
+    std::vector<uint32_t> operands = {x, w};
+    if (bias)
+      operands.push_back(b.param("b", DT::F32, {24}));
+    h = b.buffer(DT::F32, {6, 24});
+    g = b.buffer(gBf16 ? DT::BF16 : DT::F32, {6, 24});
+    uint32_t other = b.param("other", DT::F32, {6, 24});
+    b.kernel(Op::Linear, operands, {h}, {}, {}, 1); // w as [out, in]
+    b.kernel(Op::Gelu, {geluOfOther ? other : h}, {g}, {}, {}, erf ? 0 : 1);
+    if (hReadAgain) {
+      uint32_t o = b.buffer(DT::F32, {6, 24});
+      b.kernel(Op::Mul, {h, gBf16 ? h : g}, {o});
+      b.output("o", o);
+    }
+    b.output("g", g);
+    return b.finish();
+  }
+};
+
+TEST(FusionPlanTest, LinearAndGeluAreFused) {
+  for (bool bias : {true, false}) {
+    GeluPair pair;
+    pair.bias = bias;
+    Planned p;
+    planOf(pair.build(), p);
+    expectFused(p, 1, 2);
+    EXPECT_TRUE(p.plan[1].writesHead); // h is read again: the aux matrix
+    EXPECT_TRUE(p.plan[2].writesHead);
+  }
+}
+
+TEST(FusionPlanTest, GeluOverTheLinearsResultWritesOnlyIt) {
+  // g in the very bytes of h (h dead after the gelu): the epilogue writes
+  // g alone.
+  GeluPair pair;
+  pair.hReadAgain = false;
+  fb::ExecutableT exe = pair.build();
+  relocate(exe, {{pair.h, 0}, {pair.g, 0}}, 1024);
+  Planned p;
+  planOf(exe, p);
+  expectFused(p, 1, 2);
+  EXPECT_FALSE(p.plan[1].writesHead);
+  // (g partly over h the loader refuses: a gelu's result overlapping its
+  // input is the very bytes or none.)
+}
+
+TEST(FusionPlanTest, LinearAndGeluRefusals) {
+  auto refused = [](GeluPair pair, const std::string &why) {
+    Planned p;
+    planOf(pair.build(), p);
+    expectRefused(p, why);
+  };
+  GeluPair erf;
+  erf.erf = true;
+  refused(erf, "the erf form");
+  GeluPair bf16;
+  bf16.gBf16 = true;
+  refused(bf16, "another storage type");
+  // Not a candidate at all: the gelu reads something else.
+  GeluPair other;
+  other.geluOfOther = true;
+  Planned p;
+  planOf(other.build(), p);
+  for (const FusionStep &step : p.plan)
+    EXPECT_EQ(step.role, FusionRole::None);
+  EXPECT_TRUE(p.refusals.empty());
+  // g over x (dead after the linear, but read by the fused matmul while it
+  // writes g).
+  GeluPair overX;
+  fb::ExecutableT exe = overX.build();
+  relocate(exe, {{overX.x, 0}, {overX.g, 0}}, 1024);
+  Planned q;
+  planOf(exe, q);
+  expectRefused(q, "overlaps an operand of the linear");
+}
+
+TEST(FusionPlanTest, LinearAndGeluInTwoFunctionsAreNot) {
+  GeluPair pair;
+  fb::ExecutableT exe = pair.build();
+  runByActions(exe, {{"linear", 0, 2}, {"gelu", 2, 2}});
+  Planned p;
+  planOf(exe, p);
+  expectRefused(p, "the gelu is in another function");
 }
 
 } // namespace

@@ -3,7 +3,8 @@
 // Each GEMM kernel's GemmSpec (cuda/GemmSpec.h), evaluated with a naive
 // implementation of column-major cublasGemmStridedBatched semantics plus
 // cuBLASLt's bias epilogue, must give what the CPU kernel gives; the staging
-// choices and the plan cache are checked without a GPU as well.
+// choices, the GeLU epilogue's conditions and key, and the plan cache are
+// checked without a GPU as well.
 //
 //===----------------------------------------------------------------------===//
 
@@ -473,6 +474,8 @@ TEST(GemmSpec, KeysDifferingInAnyFieldDiffer) {
       [](GemmKey &k) { k.alignB = 16; },
       [](GemmKey &k) { k.alignBias = 16; },
       [](GemmKey &k) { k.alignD = 16; },
+      [](GemmKey &k) { k.gelu = GemmGelu::Gelu; },
+      [](GemmKey &k) { k.alignAux = 16; },
   };
   PlanCache<FakePlan> cache;
   auto build = [](const GemmKey &, FakePlan &) { return Status::ok(); };
@@ -490,4 +493,49 @@ TEST(GemmSpec, KeysDifferingInAnyFieldDiffer) {
   GemmKey copy = base;
   EXPECT_EQ(copy, base);
   EXPECT_EQ(hash(copy), hash(base));
+}
+
+TEST(GemmSpec, GeluEpilogue) {
+  // A linear of 24 output features ([rows, 24] row-major: D's leading
+  // dimension 24, a multiple of 8) takes the epilogue with or without the
+  // aux matrix; its key is the linear's with D the gelu's result.
+  KernelCall call =
+      decoded(fb::OpCode::Linear, {f32({M, K}), f32({K, 24}), f32({24})},
+              {tensor(F32, {M, 24}, 1024)});
+  GemmSpec spec = gemmSpecOf(call);
+  ASSERT_EQ(spec.ldc, 24);
+  EXPECT_EQ(geluEpilogueRefusal(spec, true), nullptr);
+  EXPECT_EQ(geluEpilogueRefusal(spec, false), nullptr);
+  GemmKey plain = gemmKeyOf(spec);
+  GemmKey fused = geluKeyOf(spec, true, 64);
+  EXPECT_EQ(plain.gelu, GemmGelu::None);
+  EXPECT_EQ(fused.gelu, GemmGelu::GeluAux);
+  EXPECT_EQ(fused.alignD, 64u);             // the gelu's result
+  EXPECT_EQ(fused.alignAux, plain.alignD);  // the linear's result
+  EXPECT_NE(fused, plain);
+  GemmKey inPlace = geluKeyOf(spec, false, 256);
+  EXPECT_EQ(inPlace.gelu, GemmGelu::Gelu);
+  EXPECT_NE(inPlace, fused);
+  GemmKey back = inPlace;
+  back.gelu = GemmGelu::None;
+  back.alignD = plain.alignD;
+  EXPECT_EQ(back, plain); // nothing else differs
+  EXPECT_NE(describeGemmKey(fused).find("GeLU epilogue with aux"),
+            std::string::npos);
+
+  // N = 3 output features: no aux matrix (cuBLASLt wants its leading
+  // dimension a multiple of 8), but the epilogue alone is possible.
+  spec = gemmSpecOf(linearCall(false, true));
+  ASSERT_EQ(spec.ldc, N);
+  EXPECT_NE(geluEpilogueRefusal(spec, true), nullptr);
+  EXPECT_EQ(geluEpilogueRefusal(spec, false), nullptr);
+
+  // A staged output (bf16 inputs, f32 bias, bf16 result: D in f32 scratch)
+  // cannot; nor can a GEMM with nothing to sum.
+  spec = linearSpec(BF16, BF16, BF16, true, F32);
+  ASSERT_TRUE(spec.stageOutput);
+  EXPECT_STREQ(geluEpilogueRefusal(spec, false), "its output is staged");
+  spec = gemmSpecOf(decoded(fb::OpCode::Linear, {f32({M, 0}), f32({0, 24})},
+                            {f32({M, 24})}));
+  EXPECT_STREQ(geluEpilogueRefusal(spec, false), "no matmul");
 }

@@ -181,7 +181,13 @@ model_pair() {
 
 stage_models() {
   local failed=0
-  model_pair gpt2-tiny 1e-4 || failed=1
+  if ! model_pair gpt2-tiny 1e-4; then
+    failed=1
+    # Fused pairs (bias + GeLU in cuBLASLt's epilogue, dropout + add) off:
+    # does the difference come from them?
+    echo "== gpt2-tiny again with TPCRT_CUDA_FUSIONS=none"
+    TPCRT_CUDA_FUSIONS=none model_pair gpt2-tiny 1e-4 || true
+  fi
   model_pair llama-tiny 1e-4 || failed=1
   model_pair gpt2-tiny-bf16 2e-2 || failed=1
   return $failed
