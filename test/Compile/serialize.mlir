@@ -11,18 +11,19 @@
 // RUN: sh %S/Inputs/tpcx-json.sh %tpc_src_root/runtime/schema/tpcx.fbs \
 // RUN:   %t.tpcx %t.json | FileCheck %s
 
-// SUMMARY: tpc-compile: 8 kernels, 14 buffers (3 params, 2 inputs, 2 outputs), arena 1536 bytes, planned peak 1472 bytes
+// SUMMARY: tpc-compile: 8 kernels, 14 buffers (3 params, 2 inputs, 2 outputs), arena 1728 bytes, planned peak 1472 bytes
 // MAGIC: TPCX
 
 // The plan, by hand: params and inputs at 0, 512, 576, 832, 896 (64-byte
 // aligned), the arena top at 960. x (192 bytes) at 960, n at 1152; h reuses
-// x's bytes, r n's, d h's; logits (384) extends the free range at the top,
-// [1152, 1344), to 1536; sum, count and loss (64 each once aligned) share
-// d's old range. Peak at the second linear: the params and inputs (896) plus
+// x's bytes; r, the reshape's copy of h (h dies there), takes h's very
+// bytes; d reuses n's; logits (384) fits no free range and grows the arena
+// from 1344 to 1728; sum, count and loss (64 each once aligned) share r's
+// old range. Peak at the second linear: the params and inputs (896) plus
 // d (192) and the logits (384).
 
 // CHECK: "schema_version": 1,
-// CHECK: "arena_bytes": 1536,
+// CHECK: "arena_bytes": 1728,
 // CHECK: "buffers": [
 // wte, g, w, input_ids, labels:
 // CHECK: "offset": 0,
@@ -59,11 +60,11 @@
 // CHECK-NEXT: 3,
 // CHECK-NEXT: 2,
 // CHECK-NEXT: 4
-// CHECK: "offset": 1152,
-// CHECK-NEXT: "size": 192,
 // CHECK: "offset": 960,
 // CHECK-NEXT: "size": 192,
 // CHECK: "offset": 1152,
+// CHECK-NEXT: "size": 192,
+// CHECK: "offset": 1344,
 // CHECK-NEXT: "size": 384,
 // A scalar has no shape vector (the object API writes an empty one as
 // absent, which reads as []).

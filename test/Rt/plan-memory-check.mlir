@@ -127,3 +127,27 @@ module {
   rt.program @two {
   }
 }
+
+// -----
+
+// A copy may write the very bytes of its operand when the operand dies at
+// it (b on a), not while the operand is read later (d on c).
+module attributes {rt.arena_bytes = 256 : i64, rt.planned_peak_bytes = 256 : i64} {
+  rt.program @copy_on_its_operand {
+    %x = rt.input "x" offset 0 : memref<16xf32>
+    %a = rt.alloc offset 64 : memref<16xf32>
+    rt.kernel silu(%x) -> (%a) : memref<16xf32> -> memref<16xf32>
+    %b = rt.alloc offset 64 : memref<4x4xf32>
+    rt.kernel copy(%a) -> (%b) : memref<16xf32> -> memref<4x4xf32>
+    // expected-note @below {{the other buffer}}
+    %c = rt.alloc offset 128 : memref<4x4xf32>
+    rt.kernel silu(%b) -> (%c) : memref<4x4xf32> -> memref<4x4xf32>
+    // expected-error @below {{rt-plan-memory: bytes [128, 192) overlap bytes [128, 192) of a buffer live at the same time}}
+    %d = rt.alloc offset 128 : memref<16xf32>
+    rt.kernel copy(%c) -> (%d) : memref<4x4xf32> -> memref<16xf32>
+    %e = rt.alloc offset 192 : memref<4x4xf32>
+    rt.kernel add(%c, %c) -> (%e) : memref<4x4xf32>, memref<4x4xf32> -> memref<4x4xf32>
+    rt.output "d" %d : memref<16xf32>
+    rt.output "e" %e : memref<4x4xf32>
+  }
+}

@@ -169,3 +169,36 @@ rt.program @train_step {
   rt.kernel sgd_update(%w, %g, %m, %lr) -> (%w, %m) floats [0.9, 0.0] : memref<8xf32>, memref<8xf32>, memref<8xf32>, memref<f32> -> memref<8xf32>, memref<8xf32>
   rt.grad "w" %g : memref<8xf32>
 }
+
+// -----
+
+// A reshape's copy takes its operand's very bytes when the operand dies at
+// it (the devices then skip the copy): b on a's bytes, and c (a reshape of
+// b, which the silu reads again) on bytes of its own.
+// CHECK-LABEL: module attributes {rt.arena_bytes = 320 : i64, rt.planned_peak_bytes = 320 : i64}
+// CHECK: rt.input "x" offset 0 :
+// CHECK-NEXT: rt.alloc offset 64 : memref<4x4xf32>
+// CHECK-NEXT: rt.kernel silu
+// CHECK-NEXT: rt.alloc offset 64 : memref<16xf32>
+// CHECK-NEXT: rt.kernel copy
+// CHECK-NEXT: rt.alloc offset 128 : memref<2x8xf32>
+// CHECK-NEXT: rt.kernel copy
+// CHECK-NEXT: rt.alloc offset 192 : memref<16xf32>
+// CHECK-NEXT: rt.kernel silu
+// CHECK-NEXT: rt.alloc offset 256 : memref<16xf32>
+// CHECK-NEXT: rt.kernel add
+rt.program @forward {
+  %x = rt.input "x" : memref<4x4xf32>
+  %a = rt.alloc : memref<4x4xf32>
+  rt.kernel silu(%x) -> (%a) : memref<4x4xf32> -> memref<4x4xf32>
+  %b = rt.alloc : memref<16xf32>
+  rt.kernel copy(%a) -> (%b) : memref<4x4xf32> -> memref<16xf32>
+  %c = rt.alloc : memref<2x8xf32>
+  rt.kernel copy(%b) -> (%c) : memref<16xf32> -> memref<2x8xf32>
+  %d = rt.alloc : memref<16xf32>
+  rt.kernel silu(%b) -> (%d) : memref<16xf32> -> memref<16xf32>
+  %e = rt.alloc : memref<16xf32>
+  rt.kernel add(%d, %b) -> (%e) : memref<16xf32>, memref<16xf32> -> memref<16xf32>
+  rt.output "e" %e : memref<16xf32>
+  rt.output "c" %c : memref<2x8xf32>
+}

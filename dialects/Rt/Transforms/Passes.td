@@ -80,6 +80,14 @@ def RtPlanMemory : Pass<"rt-plan-memory", "ModuleOp"> {
     zero bytes gets offset 0. Planning is `O(n log n)` in the number of
     buffers.
 
+    One exception to "disjoint while live": the result of a `copy` (a
+    reshape: same dtype and bytes), born at that copy, takes the very bytes
+    of its operand when the operand (an unpooled `rt.alloc`) dies there,
+    and keeps them to its own end (freed then). Both devices skip a copy
+    onto its own bytes, so a reshape costs neither time nor a second
+    buffer; the check below accepts exactly that sharing, and the runtime's
+    lifetimes allow it (`copy` may run on the very bytes of its input).
+
     `rt.arena_bytes` is the top of the arena. `rt.planned_peak_bytes` is the
     maximum over kernels `k` of the summed sizes (elements × element bytes,
     without alignment padding) of the buffers live at `k`, i.e. whose
@@ -129,7 +137,8 @@ def RtPlanMemory : Pass<"rt-plan-memory", "ModuleOp"> {
 
     With `check`, the pass then verifies the plan independently: a sweep
     over the kernels with the live buffers ordered by offset reports any two
-    buffers that are live at the same kernel and share an arena byte, and any
+    buffers that are live at the same kernel and share an arena byte (but a
+    copy's operand and result on the same bytes, as above), and any
     buffer that is misaligned or outside the arena; a pooled buffer is
     checked as one buffer per slot, at `offset + slot * stride`. With
     `check-only` it plans nothing and runs that check on the offsets,

@@ -93,6 +93,13 @@ struct Lifetimes {
   ProgramOp program;
   std::optional<ActionSchedule> schedule;
   SmallVector<PoolLayout> pools;
+  /// Each `copy` kernel (a reshape): its kernel index and its result's and
+  /// operand's buffer indices.
+  struct Copy {
+    int64_t kernel;
+    size_t result, operand;
+  };
+  SmallVector<Copy> copies;
 };
 
 constexpr unsigned kMaxStages = 64;
@@ -165,6 +172,9 @@ FailureOr<Lifetimes> computeLifetimes(ProgramOp program) {
                << "rt-plan-memory: a kernel without a stage in a pipeline "
                   "program";
       }
+      if (kernel.getOpcode() == OpCode::Copy)
+        result.copies.push_back({k, index.lookup(kernel.getOutputs()[0]),
+                                 index.lookup(kernel.getInputs()[0])});
       int64_t function = result.schedule ? result.schedule->functionOf[k] : -1;
       for (Value buffer : op.getOperands()) {
         Buffer &info = result.buffers[index.lookup(buffer)];
@@ -373,12 +383,33 @@ int64_t assignOffsets(Lifetimes &lifetimes) {
         diedAt[buffer.last].push_back(i);
     }
   }
+  // A copy (a reshape) whose operand dies at it and whose result is born
+  // there takes the operand's bytes: the devices then skip it (a copy onto
+  // its own bytes), and the arena holds the value once. The result keeps
+  // the bytes to its own end.
+  DenseMap<size_t, size_t> bytesOf; // result -> operand
+  DenseSet<size_t> handedOver;
+  for (const Lifetimes::Copy &copy : lifetimes.copies) {
+    const Buffer &result = buffers[copy.result];
+    const Buffer &operand = buffers[copy.operand];
+    if (copy.result != copy.operand && isa<AllocOp>(operand.op) &&
+        result.first == copy.kernel && operand.last == copy.kernel &&
+        operand.first >= 0 && operand.pool < 0 && result.pool < 0 &&
+        operand.span() == result.span() && !handedOver.contains(copy.operand))
+      if (bytesOf.try_emplace(copy.result, copy.operand).second)
+        handedOver.insert(copy.operand);
+  }
   for (int64_t k = 0; k < numKernels; ++k) {
     if (k > 0)
       for (size_t i : diedAt[k - 1])
-        arena.release(buffers[i].offset, alignUp(buffers[i].span()));
-    for (size_t i : bornAt[k])
-      buffers[i].offset = arena.allocate(alignUp(buffers[i].span()));
+        if (!handedOver.contains(i))
+          arena.release(buffers[i].offset, alignUp(buffers[i].span()));
+    for (size_t i : bornAt[k]) {
+      auto it = bytesOf.find(i);
+      buffers[i].offset = it != bytesOf.end()
+                              ? buffers[it->second].offset
+                              : arena.allocate(alignUp(buffers[i].span()));
+    }
   }
   return std::max(arena.getTop(), unusedBytes);
 }
@@ -464,10 +495,13 @@ void setOffset(Operation *op, int64_t offset) {
 /// before the first kernel to after the last with the live buffers ordered
 /// by offset, a buffer becoming live must not share a byte with its
 /// neighbours, and every buffer must be aligned and inside the arena. A
-/// pooled buffer is a buffer per slot there, each at its own offset.
+/// pooled buffer is a buffer per slot there, each at its own offset. The
+/// one sharing allowed: a copy's result born on the very bytes of its
+/// operand, which dies at that copy.
 LogicalResult checkPlan(const Lifetimes &lifetimes, int64_t arenaBytes) {
   std::vector<Buffer> buffers;
-  for (const Buffer &buffer : lifetimes.buffers) {
+  std::vector<size_t> origin; // each entry's index in lifetimes.buffers
+  for (auto [index, buffer] : llvm::enumerate(lifetimes.buffers)) {
     PoolLayout pool =
         buffer.pool >= 0 ? lifetimes.pools[buffer.pool] : PoolLayout();
     if (buffer.offset % kAlignment != 0 || buffer.offset < 0 ||
@@ -487,8 +521,19 @@ LogicalResult checkPlan(const Lifetimes &lifetimes, int64_t arenaBytes) {
     for (int64_t slot = 0; slot < pool.slots; ++slot) {
       buffers.push_back(buffer);
       buffers.back().offset += slot * pool.stride;
+      origin.push_back(index);
     }
   }
+  auto handsOver = [&](size_t operand, size_t result) {
+    const Buffer &a = buffers[operand], &b = buffers[result];
+    return a.offset == b.offset && a.span() == b.span() && a.pool < 0 &&
+           b.pool < 0 &&
+           llvm::any_of(lifetimes.copies, [&](const Lifetimes::Copy &copy) {
+             return copy.operand == origin[operand] &&
+                    copy.result == origin[result] && copy.kernel == a.last &&
+                    copy.kernel == b.first;
+           });
+  };
   int64_t numKernels = lifetimes.numKernels;
   // Time t is stored at slot t + 1 (t = -1 is before the first kernel).
   std::vector<SmallVector<size_t, 2>> born(numKernels + 2),
@@ -503,11 +548,18 @@ LogicalResult checkPlan(const Lifetimes &lifetimes, int64_t arenaBytes) {
   for (int64_t slot = 0; slot < numKernels + 2; ++slot) {
     if (slot > 0)
       for (size_t i : died[slot - 1])
-        live.erase(buffers[i].offset);
+        if (auto it = live.find(buffers[i].offset);
+            it != live.end() && it->second == i)
+          live.erase(it);
     for (size_t i : born[slot]) {
       const Buffer &buffer = buffers[i];
       auto next = live.lower_bound(buffer.offset);
       const Buffer *clash = nullptr;
+      if (next != live.end() && next->first == buffer.offset &&
+          handsOver(next->second, i)) {
+        next->second = i;
+        continue;
+      }
       if (next != live.end() && next->first < buffer.offset + buffer.span())
         clash = &buffers[next->second];
       else if (next != live.begin()) {
