@@ -42,15 +42,18 @@ rt.program @train_step mesh [dp = 2] {
 // -----
 
 // A reduction whose operand's writer is just before it stays; one of an
-// input (written by nothing) goes right after the input.
+// input (written by nothing) goes right after the input. A reduction that
+// is its operand's last use reduces it in place (the result's buffer goes);
+// one of an input, or of a buffer read later, does not.
 // CHECK-LABEL: rt.program @train_step mesh [dp = 2]
 // CHECK-NEXT: %[[X:.*]] = rt.input "x"
 // CHECK-NEXT: %[[RX:.*]] = rt.alloc : memref<16xf32>
 // CHECK-NEXT: rt.kernel all_reduce(%[[X]]) -> (%[[RX]])
 // CHECK-NEXT: %[[A:.*]] = rt.alloc
 // CHECK-NEXT: rt.kernel silu(%[[X]]) -> (%[[A]])
-// CHECK-NEXT: %[[B:.*]] = rt.alloc
-// CHECK-NEXT: rt.kernel all_reduce(%[[A]]) -> (%[[B]])
+// CHECK-NEXT: rt.kernel all_reduce(%[[A]]) -> (%[[A]])
+// CHECK-NEXT: %[[C:.*]] = rt.alloc
+// CHECK-NEXT: rt.kernel add(%[[A]], %[[RX]]) -> (%[[C]])
 rt.program @train_step mesh [dp = 2] {
   %x = rt.input "x" : memref<16xf32>
   %a = rt.alloc : memref<16xf32>

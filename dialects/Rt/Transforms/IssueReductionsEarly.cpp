@@ -80,6 +80,32 @@ bool issueEarly(KernelOp reduction) {
   return true;
 }
 
+/// Makes `reduction` reduce its operand in place when nothing after it uses
+/// the operand (a gradient's last reader is its reduction): the operand
+/// then holds the sum to the result's last reader, and the result's buffer
+/// goes. Otherwise the plan would hand the operand's bytes to a later
+/// kernel of the backward, which a device reducing on a stream of its own
+/// must hold back until the reduction is done. Returns whether it did.
+bool reduceInPlace(KernelOp reduction) {
+  Value operand = reduction.getInputs()[0];
+  Value result = reduction.getOutputs()[0];
+  auto operandAlloc = operand.getDefiningOp<AllocOp>();
+  auto resultAlloc = result.getDefiningOp<AllocOp>();
+  if (operand == result || !operandAlloc || !resultAlloc ||
+      operandAlloc.getPool() || resultAlloc.getPool())
+    return false;
+  for (Operation *op = reduction->getNextNode(); op; op = op->getNextNode())
+    if (uses(*op, operand))
+      return false;
+  for (Operation *user : result.getUsers())
+    if (auto kernel = dyn_cast<KernelOp>(user);
+        kernel && kernel != reduction && writes(kernel, result))
+      return false;
+  result.replaceAllUsesWith(operand);
+  resultAlloc->erase();
+  return true;
+}
+
 //===----------------------------------------------------------------------===//
 // Programs run by actions
 //===----------------------------------------------------------------------===//
@@ -339,6 +365,8 @@ struct IssueReductionsEarly
             reductions.push_back(kernel);
       for (KernelOp reduction : reductions)
         issueEarly(reduction);
+      for (KernelOp reduction : reductions)
+        reduceInPlace(reduction);
     });
   }
 };

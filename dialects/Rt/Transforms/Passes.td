@@ -17,6 +17,12 @@ def RtIssueReductionsEarly : Pass<"rt-issue-reductions-early", "ModuleOp"> {
     collectives on a stream of their own (the CUDA device) overlaps it with
     the rest of the backward. Every rank runs the same program, so the
     collectives keep one order on all ranks; the values are unchanged.
+    Then each `all_reduce` that is its operand's last use (an `rt.alloc`)
+    reduces the operand in place, the result's buffer going: the memory plan
+    would otherwise hand the operand's bytes to a later kernel of the
+    backward, which a device reducing on a stream of its own must hold back
+    until the reduction is done (the buffer stays live until the sum is
+    read, as for an asynchronous collective's wait).
 
     In a program run by actions (`functions` with `actions` or
     `stage_actions`), the gradients are sums over the microbatches and the
