@@ -4,7 +4,9 @@
 // implementation of column-major cublasGemmStridedBatched semantics plus
 // cuBLASLt's bias epilogue, must give what the CPU kernel gives; the staging
 // choices, the GeLU epilogue's conditions and key, and the plan cache are
-// checked without a GPU as well.
+// checked without a GPU as well. ModelGemmsMatchCpu does the same for every
+// GEMM of compiled models (ctest runtime.GemmSpecModels gives it their
+// executables).
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,12 +14,14 @@
 
 #include "tpcrt/CpuKernels.h"
 #include "tpcrt/CpuTrainingKernels.h"
+#include "tpcrt/Executable.h"
 #include "tpcrt/Program.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <random>
 #include <string>
@@ -538,4 +542,83 @@ TEST(GemmSpec, GeluEpilogue) {
   spec = gemmSpecOf(decoded(fb::OpCode::Linear, {f32({M, 0}), f32({0, 24})},
                             {f32({M, 24})}));
   EXPECT_STREQ(geluEpilogueRefusal(spec, false), "no matmul");
+}
+
+namespace {
+
+/// Loads and decodes the executable at `path` as the loader does.
+void loadProgram(const std::string &path, LoadedExecutable &file,
+                 Program &program) {
+  Status s = loadExecutable(path, file);
+  ASSERT_TRUE(s.isOk()) << s.message();
+  s = decodeProgram(file.executable(), program);
+  ASSERT_TRUE(s.isOk()) << path << ": " << s.message();
+}
+
+/// The spec of a model's GEMM call against the CPU kernel, within what
+/// float32 promises for a k-term dot product: the CPU's sum in float32
+/// (any order) and the reference's in double differ by at most
+/// (k + 1) u sum_l |a_l b_l| (+ u |bias|), u = 2^-24; twice that is allowed.
+void expectModelGemmMatchesCpu(const KernelCall &call, uint32_t seed) {
+  GemmSpec spec = gemmSpecOf(call);
+  ASSERT_TRUE(spec.valid);
+  SCOPED_TRACE("kernel " + std::to_string(call.index) + ": " +
+               describeGemm(spec));
+  EXPECT_GE(spec.lda, std::max<int64_t>(1, spec.transA ? spec.k : spec.m));
+  EXPECT_GE(spec.ldb, std::max<int64_t>(1, spec.transB ? spec.n : spec.k));
+  EXPECT_EQ(spec.batch * spec.m * spec.n, call.results[0].elements);
+  auto in = randomOperands(call, seed);
+  std::vector<float> want = runCpu(call, in);
+  std::vector<float> got = evaluate(spec, in);
+  auto magnitudes = in;
+  for (auto &operand : magnitudes)
+    for (float &v : operand)
+      v = std::fabs(v);
+  GemmSpec positive = spec;
+  positive.alpha = std::fabs(spec.alpha);
+  std::vector<float> bound = evaluate(positive, magnitudes);
+  const double u = std::ldexp(1.0, -24);
+  ASSERT_GE(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i)
+    ASSERT_LE(std::fabs(static_cast<double>(got[i]) - want[i]),
+              2.0 * (spec.k + 2) * u * bound[i] + 1e-30)
+        << "element " << i << ": spec " << got[i] << ", cpu " << want[i];
+}
+
+} // namespace
+
+// Disabled unless runtime.GemmSpecModels runs it with
+// TPCRT_GEMM_SPEC_MODELS (executables compiled by tpc-compile, ':'-separated).
+TEST(GemmSpec, DISABLED_ModelGemmsMatchCpu) {
+  const char *models = std::getenv("TPCRT_GEMM_SPEC_MODELS");
+  ASSERT_NE(models, nullptr) << "TPCRT_GEMM_SPEC_MODELS is not set";
+  std::string list = models;
+  size_t checked = 0;
+  for (size_t start = 0; start <= list.size();) {
+    size_t end = std::min(list.find(':', start), list.size());
+    std::string path = list.substr(start, end - start);
+    start = end + 1;
+    if (path.empty())
+      continue;
+    SCOPED_TRACE(path);
+    LoadedExecutable file;
+    Program program;
+    loadProgram(path, file, program);
+    if (HasFatalFailure())
+      return;
+    size_t gemms = 0;
+    for (const KernelCall &call : program.calls) {
+      if (!gemmSpecOf(call).valid)
+        continue;
+      ++gemms;
+      expectModelGemmMatchesCpu(call, static_cast<uint32_t>(call.index + 1));
+      if (HasFatalFailure())
+        return;
+    }
+    EXPECT_GT(gemms, 0u) << "no GEMM kernel";
+    std::printf("%s: %zu GEMM calls match the CPU kernels\n", path.c_str(),
+                gemms);
+    checked += gemms;
+  }
+  EXPECT_GT(checked, 0u);
 }
