@@ -5,11 +5,13 @@
 // cuBLASLt's bias epilogue, must give what the CPU kernel gives; the staging
 // choices, the GeLU epilogue's conditions and key, and the plan cache are
 // checked without a GPU as well. ModelGemmsMatchCpu does the same for every
-// GEMM of compiled models (ctest runtime.GemmSpecModels gives it their
-// executables).
+// GEMM of compiled models, and ModelGeluPairsTakeTheEpilogue checks that
+// their linear + gelu pairs would run fused (ctest runtime.GemmSpecModels
+// gives both the executables).
 //
 //===----------------------------------------------------------------------===//
 
+#include "FusionPlan.h"
 #include "GemmSpec.h"
 
 #include "tpcrt/CpuKernels.h"
@@ -585,21 +587,29 @@ void expectModelGemmMatchesCpu(const KernelCall &call, uint32_t seed) {
         << "element " << i << ": spec " << got[i] << ", cpu " << want[i];
 }
 
+/// The executables named by TPCRT_GEMM_SPEC_MODELS (':'-separated).
+std::vector<std::string> modelPaths() {
+  std::vector<std::string> paths;
+  const char *models = std::getenv("TPCRT_GEMM_SPEC_MODELS");
+  std::string list = models ? models : "";
+  for (size_t start = 0; start < list.size();) {
+    size_t end = std::min(list.find(':', start), list.size());
+    if (end > start)
+      paths.push_back(list.substr(start, end - start));
+    start = end + 1;
+  }
+  return paths;
+}
+
 } // namespace
 
 // Disabled unless runtime.GemmSpecModels runs it with
-// TPCRT_GEMM_SPEC_MODELS (executables compiled by tpc-compile, ':'-separated).
+// TPCRT_GEMM_SPEC_MODELS (executables compiled by tpc-compile).
 TEST(GemmSpec, DISABLED_ModelGemmsMatchCpu) {
-  const char *models = std::getenv("TPCRT_GEMM_SPEC_MODELS");
-  ASSERT_NE(models, nullptr) << "TPCRT_GEMM_SPEC_MODELS is not set";
-  std::string list = models;
+  std::vector<std::string> paths = modelPaths();
+  ASSERT_FALSE(paths.empty()) << "TPCRT_GEMM_SPEC_MODELS is not set";
   size_t checked = 0;
-  for (size_t start = 0; start <= list.size();) {
-    size_t end = std::min(list.find(':', start), list.size());
-    std::string path = list.substr(start, end - start);
-    start = end + 1;
-    if (path.empty())
-      continue;
+  for (const std::string &path : paths) {
     SCOPED_TRACE(path);
     LoadedExecutable file;
     Program program;
@@ -621,4 +631,40 @@ TEST(GemmSpec, DISABLED_ModelGemmsMatchCpu) {
     checked += gemms;
   }
   EXPECT_GT(checked, 0u);
+}
+
+// Each linear + gelu pair the CUDA device would fuse (FusionPlan.h) takes
+// the GeLU epilogue as far as its spec goes (only cuBLASLt's heuristic can
+// still refuse it on a GPU). Run by runtime.GemmSpecModels.
+TEST(GemmSpec, DISABLED_ModelGeluPairsTakeTheEpilogue) {
+  std::vector<std::string> paths = modelPaths();
+  ASSERT_FALSE(paths.empty()) << "TPCRT_GEMM_SPEC_MODELS is not set";
+  for (const std::string &path : paths) {
+    SCOPED_TRACE(path);
+    LoadedExecutable file;
+    Program program;
+    loadProgram(path, file, program);
+    if (HasFatalFailure())
+      return;
+    std::vector<FusionStep> plan = planFusions(program);
+    size_t geluPairs = 0, maskPairs = 0;
+    for (const KernelCall &call : program.calls) {
+      if (plan[call.index].role != FusionRole::Head)
+        continue;
+      if (call.op != fb::OpCode::Linear) {
+        ++maskPairs;
+        continue;
+      }
+      ++geluPairs;
+      bool aux = plan[call.index].writesHead;
+      const char *why = geluEpilogueRefusal(gemmSpecOf(call), aux);
+      EXPECT_EQ(why, nullptr) << "kernel " << call.index << ": " << why;
+    }
+    std::printf("%s: %zu linear + gelu pairs, %zu apply_mask + add pairs\n",
+                path.c_str(), geluPairs, maskPairs);
+    // GPT-2's MLP: one pair per layer in the forward (the models here have
+    // two layers); Llama's SiLU has none.
+    bool gpt2 = path.find("gpt2") != std::string::npos;
+    EXPECT_EQ(geluPairs, gpt2 ? 2u : 0u);
+  }
 }

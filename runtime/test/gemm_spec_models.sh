@@ -21,4 +21,4 @@ configs=$src/test/Import/Inputs
 "$bin/tpc-compile" "$work/gpt2.mlir" --train --mesh tp=2 -o "$work/gpt2-tp2.tpcx"
 TPCRT_GEMM_SPEC_MODELS="$work/gpt2.tpcx:$work/gpt2-bf16.tpcx:$work/llama.tpcx:$work/gpt2-tp2.tpcx" \
   "$tests" --gtest_also_run_disabled_tests \
-  --gtest_filter='GemmSpec.DISABLED_ModelGemmsMatchCpu'
+  --gtest_filter='GemmSpec.DISABLED_Model*'
