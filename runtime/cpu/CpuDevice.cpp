@@ -85,7 +85,8 @@ uint64_t lineBytes(uint64_t bytes) { return (bytes + 63) / 64 * 64; }
 bool convertsItself(fb::OpCode op) {
   return op == fb::OpCode::Embedding || op == fb::OpCode::Copy ||
          op == fb::OpCode::TestCopy || op == fb::OpCode::Cast ||
-         op == fb::OpCode::Slice || op == fb::OpCode::AllGather ||
+         op == fb::OpCode::Slice || op == fb::OpCode::Concat ||
+         op == fb::OpCode::AllGather ||
          op == fb::OpCode::ShardSlice || op == fb::OpCode::ShardPad ||
          op == fb::OpCode::AllToAll || op == fb::OpCode::Send ||
          op == fb::OpCode::Recv || op == fb::OpCode::Zeros ||
@@ -289,6 +290,8 @@ private:
 
   MappedMemory arena_, workspace_;
   std::vector<Resolved> resolved_;
+  /// A concat's row bytes per input (grows to the widest concat once).
+  std::vector<int64_t> concatRowBytes_;
   std::vector<Communicator *> groups_;
   /// A pooled kernel's addresses at the running slots (sized at prepare to
   /// the most operands and results of a kernel: execute allocates nothing).
@@ -597,6 +600,21 @@ Status CpuDevice::run(const KernelCall &call, const Resolved &r,
         r.operands[0], shape, rank, ia[0], ia[1], ia[2],
         static_cast<int64_t>(executableDTypeSize(call.operands[0].dtype)),
         r.results[0]);
+  case fb::OpCode::Concat: {
+    // Rows around the dimension: each input's piece of a row, in order.
+    int64_t dim = ia[0];
+    int64_t elementSize =
+        static_cast<int64_t>(executableDTypeSize(call.results[0].dtype));
+    AroundDim v = aroundDim(call.results[0].shape, dim);
+    concatRowBytes_.resize(call.operands.size());
+    for (size_t j = 0; j < call.operands.size(); ++j)
+      concatRowBytes_[j] =
+          call.operands[j].shape[static_cast<size_t>(dim)] * v.inner *
+          elementSize;
+    return cpu::concatRows(r.operands.data(), concatRowBytes_.data(),
+                           static_cast<int64_t>(call.operands.size()), v.outer,
+                           r.results[0]);
+  }
   case fb::OpCode::Repeat:
     return cpu::repeatInterleave(in(0), shape, rank, ia[0], ia[1], out(0));
   case fb::OpCode::Cast:

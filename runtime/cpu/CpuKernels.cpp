@@ -872,6 +872,28 @@ Status slice(const float *x, const int64_t *shape, int rank, int64_t dim,
   return sliceBytes(x, shape, rank, dim, offset, size, sizeof(float), out);
 }
 
+Status concatRows(const uint8_t *const *inputs, const int64_t *rowBytes,
+                  int64_t count, int64_t outer, void *out) {
+  int64_t outRow = 0;
+  for (int64_t j = 0; j < count; ++j) {
+    if (rowBytes[j] < 0)
+      return Status::error("concat: input " + std::to_string(j) + " has " +
+                           std::to_string(rowBytes[j]) + "-byte rows");
+    outRow += rowBytes[j];
+  }
+  auto *o = static_cast<uint8_t *>(out);
+  for (int64_t a = 0; a < outer; ++a) {
+    uint8_t *row = o + a * outRow;
+    for (int64_t j = 0; j < count; ++j) {
+      if (rowBytes[j] > 0)
+        std::memcpy(row, inputs[j] + a * rowBytes[j],
+                    static_cast<size_t>(rowBytes[j]));
+      row += rowBytes[j];
+    }
+  }
+  return Status::ok();
+}
+
 Status sliceBytes(const void *x, const int64_t *shape, int rank, int64_t dim,
                   int64_t offset, int64_t size, int64_t elementSize,
                   void *out) {

@@ -119,17 +119,20 @@ __global__ void __launch_bounds__(kTileThreads)
   }
 }
 
-/// Slice as rows of units (1 to 16 bytes, whatever divides every size and
-/// address): out row a is in row a's units [offset, offset + rowUnits).
+/// Rows of units (1 to 16 bytes, whatever divides every size and address)
+/// copied between strided places: units [xOffset, xOffset + rowUnits) of x's
+/// row a (rows xPitch units apart) to units [yOffset, ...) of y's row a.
+/// A slice reads part of each row; a concat's piece writes part of each.
 template <typename Unit>
 __global__ void __launch_bounds__(kThreads)
-    sliceKernel(const Unit *x, Unit *y, int64_t rows, int64_t rowUnits,
-                int64_t pitchUnits, int64_t offsetUnits) {
+    copyRowsKernel(const Unit *x, Unit *y, int64_t rows, int64_t rowUnits,
+                   int64_t xPitch, int64_t xOffset, int64_t yPitch,
+                   int64_t yOffset) {
   int64_t count = rows * rowUnits;
   for (int64_t c = firstThread(); c < count; c += threadStride()) {
     int64_t a, k;
     divMod(c, rowUnits, a, k);
-    y[c] = x[a * pitchUnits + offsetUnits + k];
+    y[a * yPitch + yOffset + k] = x[a * xPitch + xOffset + k];
   }
 }
 
@@ -316,16 +319,45 @@ Status runTranspose(const Run &r) {
   return launchStatus("transpose");
 }
 
+/// Where a row copy reads and writes, in bytes.
+struct RowCopy {
+  const void *x;
+  void *y;
+  int64_t rows, rowBytes, xPitch, xOffset, yPitch, yOffset;
+};
+
 template <typename Unit>
-Status launchSlice(const Run &r, int64_t rows, int64_t rowBytes,
-                   int64_t pitchBytes, int64_t offsetBytes) {
+Status launchRowCopy(const RowCopy &c, cudaStream_t stream, const char *name) {
   auto unit = static_cast<int64_t>(sizeof(Unit));
-  int64_t rowUnits = rowBytes / unit;
-  sliceKernel<Unit>
-      <<<gridFor(rows * rowUnits, kThreads), kThreads, 0, r.args.stream>>>(
-          static_cast<const Unit *>(r.in(0)), static_cast<Unit *>(r.out(0)),
-          rows, rowUnits, pitchBytes / unit, offsetBytes / unit);
-  return launchStatus("slice");
+  int64_t rowUnits = c.rowBytes / unit;
+  copyRowsKernel<Unit><<<gridFor(c.rows * rowUnits, kThreads), kThreads, 0,
+                         stream>>>(
+      static_cast<const Unit *>(c.x), static_cast<Unit *>(c.y), c.rows,
+      rowUnits, c.xPitch / unit, c.xOffset / unit, c.yPitch / unit,
+      c.yOffset / unit);
+  return launchStatus(name);
+}
+
+/// Launches `c` in the widest unit dividing every size and both addresses.
+Status runRowCopy(const RowCopy &c, cudaStream_t stream, const char *name) {
+  if (c.rowBytes <= 0 || c.rows <= 0)
+    return Status::ok();
+  uint64_t bits = static_cast<uint64_t>(c.rowBytes) |
+                  static_cast<uint64_t>(c.xPitch) |
+                  static_cast<uint64_t>(c.xOffset) |
+                  static_cast<uint64_t>(c.yPitch) |
+                  static_cast<uint64_t>(c.yOffset) |
+                  reinterpret_cast<uintptr_t>(c.x) |
+                  reinterpret_cast<uintptr_t>(c.y);
+  if (bits % 16 == 0)
+    return launchRowCopy<uint4>(c, stream, name);
+  if (bits % 8 == 0)
+    return launchRowCopy<uint2>(c, stream, name);
+  if (bits % 4 == 0)
+    return launchRowCopy<uint32_t>(c, stream, name);
+  if (bits % 2 == 0)
+    return launchRowCopy<uint16_t>(c, stream, name);
+  return launchRowCopy<uint8_t>(c, stream, name);
 }
 
 Status runSlice(const Run &r) {
@@ -334,25 +366,30 @@ Status runSlice(const Run &r) {
   AroundDim v = aroundDim(call.operands[0].shape, ia[0]);
   int64_t es = elementBytes(call.operands[0].dtype);
   int64_t rowBytes = ia[2] * v.inner * es;
-  int64_t pitchBytes = v.extent * v.inner * es;
-  int64_t offsetBytes = ia[1] * v.inner * es;
-  if (rowBytes <= 0 || v.outer <= 0)
-    return Status::ok();
-  // The widest unit dividing every size and both addresses.
-  uint64_t bits = static_cast<uint64_t>(rowBytes) |
-                  static_cast<uint64_t>(pitchBytes) |
-                  static_cast<uint64_t>(offsetBytes) |
-                  reinterpret_cast<uintptr_t>(r.in(0)) |
-                  reinterpret_cast<uintptr_t>(r.out(0));
-  if (bits % 16 == 0)
-    return launchSlice<uint4>(r, v.outer, rowBytes, pitchBytes, offsetBytes);
-  if (bits % 8 == 0)
-    return launchSlice<uint2>(r, v.outer, rowBytes, pitchBytes, offsetBytes);
-  if (bits % 4 == 0)
-    return launchSlice<uint32_t>(r, v.outer, rowBytes, pitchBytes, offsetBytes);
-  if (bits % 2 == 0)
-    return launchSlice<uint16_t>(r, v.outer, rowBytes, pitchBytes, offsetBytes);
-  return launchSlice<uint8_t>(r, v.outer, rowBytes, pitchBytes, offsetBytes);
+  return runRowCopy({r.in(0), r.out(0), v.outer, rowBytes,
+                     v.extent * v.inner * es, ia[1] * v.inner * es, rowBytes,
+                     0},
+                    r.args.stream, "slice");
+}
+
+/// concat: each input's rows into their place in the result's rows.
+Status runConcat(const Run &r) {
+  const KernelCall &call = r.call;
+  int64_t dim = call.intAttrs[0];
+  int64_t es = elementBytes(call.results[0].dtype);
+  AroundDim v = aroundDim(call.results[0].shape, dim);
+  int64_t pitch = v.extent * v.inner * es, offset = 0;
+  for (size_t j = 0; j < call.operands.size(); ++j) {
+    int64_t rowBytes =
+        call.operands[j].shape[static_cast<size_t>(dim)] * v.inner * es;
+    if (Status s = runRowCopy({r.in(j), r.out(0), v.outer, rowBytes, rowBytes,
+                               0, pitch, offset},
+                              r.args.stream, "concat");
+        !s)
+      return s;
+    offset += rowBytes;
+  }
+  return Status::ok();
 }
 
 Status runSumTo(const Run &r) {
@@ -391,6 +428,7 @@ bool cuda::isLayoutKernel(fb::OpCode op) {
   switch (op) {
   case fb::OpCode::Transpose:
   case fb::OpCode::Slice:
+  case fb::OpCode::Concat:
   case fb::OpCode::Repeat:
   case fb::OpCode::Pad:
   case fb::OpCode::SumGroups:
@@ -414,6 +452,8 @@ Status cuda::runLayoutKernel(const KernelCall &call, const KernelArgs &args) {
     return runTranspose(r);
   case fb::OpCode::Slice:
     return runSlice(r);
+  case fb::OpCode::Concat:
+    return runConcat(r);
   case fb::OpCode::Repeat: {
     AroundDim v = aroundDim(call.operands[0].shape, ia[0]);
     int64_t count = call.results[0].elements;

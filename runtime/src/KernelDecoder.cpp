@@ -805,6 +805,37 @@ Status KernelDecoder::pad() {
   return shape(x, "input", expected);
 }
 
+Status KernelDecoder::concat() {
+  if (Status s = attrs(1, 0, 0); !s)
+    return s;
+  if (Status s = floatOperands(); !s)
+    return s;
+  int64_t dim;
+  if (Status s = dimAttr(out(0), "result", dim); !s)
+    return s;
+  std::vector<int64_t> expected = out(0).shape;
+  int64_t total = 0;
+  for (size_t j = 0; j < call.operands.size(); ++j) {
+    const TensorRef &x = in(j);
+    if (Status s = dtype(x, inRole(j), out(0).dtype); !s)
+      return s;
+    if (x.shape.size() != expected.size())
+      return Status::error(describe(inRole(j), x) + " and " +
+                           describe("result", out(0)) +
+                           " should have the same rank");
+    expected[dim] = x.shape[dim];
+    if (Status s = shape(x, inRole(j), expected); !s)
+      return s;
+    total += x.shape[dim];
+  }
+  if (total != out(0).shape[dim])
+    return Status::error("the inputs' dimension " + std::to_string(dim) +
+                         " sums to " + std::to_string(total) + ", but " +
+                         describe("result", out(0)) + " has " +
+                         std::to_string(out(0).shape[dim]));
+  return Status::ok();
+}
+
 Status KernelDecoder::sumGroups() {
   if (Status s = attrs(2, 0, 0); !s)
     return s;

@@ -108,6 +108,7 @@ private:
   Status attentionGrad();
   Status crossEntropyGrad();
   Status pad();
+  Status concat();
   Status sumGroups();
   Status countTargets();
   Status zeros();

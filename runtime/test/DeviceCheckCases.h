@@ -699,6 +699,30 @@ inline void addCases(DT F, std::vector<Case> &out) {
              {1, 5});
     add(b.exact());
   }
+  // concat: pieces of unequal sizes along a middle dim (GPT-2's q, k, v
+  // gradient as rt-fold-pad-sums makes it), the first and the last dim.
+  {
+    CaseBuilder b(Op::Concat, F, dt, "[2,37,3,5] [2,37,1,5] [2,37,2,5] dim 2");
+    uint32_t x = b.in(F, {kBatch, kSeqQ, 3, 5});
+    uint32_t y = b.in(F, {kBatch, kSeqQ, 1, 5});
+    uint32_t z = b.in(F, {kBatch, kSeqQ, 2, 5});
+    b.kernel(Op::Concat, {x, y, z}, {b.out(F, {kBatch, kSeqQ, 6, 5})}, {2});
+    add(b.exact());
+  }
+  {
+    CaseBuilder b(Op::Concat, F, dt, "[3,96] [20,96] dim 0");
+    b.kernel(Op::Concat, {b.in(F, {3, kHidden}), b.in(F, {20, kHidden})},
+             {b.out(F, {23, kHidden})}, {0});
+    add(b.exact());
+  }
+  {
+    CaseBuilder b(Op::Concat, F, dt, "[74,7] [74,96] [74,1] dim 1");
+    b.kernel(Op::Concat,
+             {b.in(F, {kRows, 7}), b.in(F, {kRows, kHidden}),
+              b.in(F, {kRows, 1})},
+             {b.out(F, {kRows, 104})}, {1});
+    add(b.exact());
+  }
   {
     CaseBuilder b(Op::SumGroups, F, dt, headsText + " dim 1 groups of 3");
     b.kernel(Op::SumGroups, {b.in(F, heads)},

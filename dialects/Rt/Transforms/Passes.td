@@ -45,6 +45,25 @@ def RtIssueReductionsEarly : Pass<"rt-issue-reductions-early", "ModuleOp"> {
   }];
 }
 
+def RtFoldPadSums : Pass<"rt-fold-pad-sums", "ModuleOp"> {
+  let summary = "Pads that tile a dimension, added up, become one concat";
+  let description = [{
+    The backward of slices that cover a dimension (GPT-2's fused q, k and v
+    projection cut in three; Llama's fused gate and up) pads each piece's
+    gradient with zeros to the whole tensor and adds the pads up. Where a
+    tree of `add` kernels has `pad` kernels for leaves that tile one
+    dimension of the sum exactly (offsets 0, then each piece's end; the
+    pads' and adds' results written and read for the sum alone, no binding;
+    each piece written once before its pad; all of one function and stage),
+    the tree and its pads are replaced by a `concat` of the pieces in
+    offset order, writing the sum where the root add did: the tensor is
+    written once instead of once per pad and per add. The values are the
+    same (x + 0 = x), but for the sign of a zero: a -0 piece element stays
+    -0 where the adds made it +0. In a program of functions the ranges and
+    action lists are renumbered.
+  }];
+}
+
 def RtReduceGradientsInBf16 : Pass<"rt-reduce-gradients-in-bf16", "ModuleOp"> {
   let summary = "Reduces f32 gradients over the ranks in bf16";
   let description = [{

@@ -273,6 +273,11 @@ Status transpose(const float *x, const int64_t *shape, int rank,
 Status slice(const float *x, const int64_t *shape, int rank, int64_t dim,
              int64_t offset, int64_t size, float *out);
 
+/// concat as rows of bytes: `outer` rows, input j's row `rowBytes[j]` long;
+/// each output row holds the inputs' rows one after another (any type).
+Status concatRows(const uint8_t *const *inputs, const int64_t *rowBytes,
+                  int64_t count, int64_t outer, void *out);
+
 /// slice on elements of any type, `elementSize` bytes each (token ids,
 /// masks, 16-bit floats without conversion).
 Status sliceBytes(const void *x, const int64_t *shape, int rank, int64_t dim,

@@ -382,6 +382,26 @@ rt.program @p {
 // -----
 
 rt.program @p {
+  %a = rt.input "a" : memref<2x1x8xf32>
+  %b = rt.input "b" : memref<2x1x8xf32>
+  %y = rt.alloc : memref<2x3x8xf32>
+  // expected-error @+1 {{concat: the inputs' dimension 1 sums to 2, but result [2, 3, 8] has 3}}
+  rt.kernel concat(%a, %b) -> (%y) ints [1] : memref<2x1x8xf32>, memref<2x1x8xf32> -> memref<2x3x8xf32>
+}
+
+// -----
+
+rt.program @p {
+  %a = rt.input "a" : memref<2x1x8xf32>
+  %b = rt.input "b" : memref<2x2x4xf32>
+  %y = rt.alloc : memref<2x3x8xf32>
+  // expected-error @+1 {{concat: operand 1 [2, 2, 4] should be [2, 2, 8]}}
+  rt.kernel concat(%a, %b) -> (%y) ints [1] : memref<2x1x8xf32>, memref<2x2x4xf32> -> memref<2x3x8xf32>
+}
+
+// -----
+
+rt.program @p {
   %x = rt.input "x" : memref<2x6x8xf32>
   %y = rt.alloc : memref<2x3x8xf32>
   // expected-error @+1 {{sum_groups: repeats (int_attrs[1]) is 4, expected a positive divisor of input [2, 6, 8]'s dimension 1}}
