@@ -601,21 +601,32 @@ std::vector<std::string> modelPaths() {
   return paths;
 }
 
-} // namespace
-
-// Disabled unless runtime.GemmSpecModels runs it with
-// TPCRT_GEMM_SPEC_MODELS (executables compiled by tpc-compile).
-TEST(GemmSpec, DISABLED_ModelGemmsMatchCpu) {
+/// Runs `check` on each model's decoded program, stopping at a fatal
+/// failure.
+void forEachModel(
+    const std::function<void(const std::string &, const Program &)> &check) {
   std::vector<std::string> paths = modelPaths();
   ASSERT_FALSE(paths.empty()) << "TPCRT_GEMM_SPEC_MODELS is not set";
-  size_t checked = 0;
   for (const std::string &path : paths) {
     SCOPED_TRACE(path);
     LoadedExecutable file;
     Program program;
     loadProgram(path, file, program);
-    if (HasFatalFailure())
+    if (::testing::Test::HasFatalFailure())
       return;
+    check(path, program);
+    if (::testing::Test::HasFatalFailure())
+      return;
+  }
+}
+
+} // namespace
+
+// Disabled unless runtime.GemmSpecModels runs it with
+// TPCRT_GEMM_SPEC_MODELS (executables compiled by tpc-compile).
+TEST(GemmSpec, DISABLED_ModelGemmsMatchCpu) {
+  size_t checked = 0;
+  forEachModel([&](const std::string &path, const Program &program) {
     size_t gemms = 0;
     for (const KernelCall &call : program.calls) {
       if (!gemmSpecOf(call).valid)
@@ -629,7 +640,7 @@ TEST(GemmSpec, DISABLED_ModelGemmsMatchCpu) {
     std::printf("%s: %zu GEMM calls match the CPU kernels\n", path.c_str(),
                 gemms);
     checked += gemms;
-  }
+  });
   EXPECT_GT(checked, 0u);
 }
 
@@ -637,15 +648,7 @@ TEST(GemmSpec, DISABLED_ModelGemmsMatchCpu) {
 // the GeLU epilogue as far as its spec goes (only cuBLASLt's heuristic can
 // still refuse it on a GPU). Run by runtime.GemmSpecModels.
 TEST(GemmSpec, DISABLED_ModelGeluPairsTakeTheEpilogue) {
-  std::vector<std::string> paths = modelPaths();
-  ASSERT_FALSE(paths.empty()) << "TPCRT_GEMM_SPEC_MODELS is not set";
-  for (const std::string &path : paths) {
-    SCOPED_TRACE(path);
-    LoadedExecutable file;
-    Program program;
-    loadProgram(path, file, program);
-    if (HasFatalFailure())
-      return;
+  forEachModel([](const std::string &path, const Program &program) {
     std::vector<FusionStep> plan = planFusions(program);
     size_t geluPairs = 0, maskPairs = 0;
     for (const KernelCall &call : program.calls) {
@@ -666,5 +669,5 @@ TEST(GemmSpec, DISABLED_ModelGeluPairsTakeTheEpilogue) {
     // two layers); Llama's SiLU has none.
     bool gpt2 = path.find("gpt2") != std::string::npos;
     EXPECT_EQ(geluPairs, gpt2 ? 2u : 0u);
-  }
+  });
 }
