@@ -511,13 +511,19 @@ Status CpuDevice::run(const KernelCall &call, const Resolved &r,
     cpu::AttentionDropout dropout{key(0), rate(1),
                                   static_cast<uint64_t>(firstIndex)};
     if (block) {
+      int headsDim = call.attentionHeadsDim();
+      int queryDim = call.attentionQueryDim();
       dropout.batchOffset = call.globalOffset[0];
-      dropout.headOffset = call.globalOffset[1];
-      dropout.queryOffset = call.globalOffset[2];
-      dropout.globalHeads = call.globalShape[1];
-      dropout.globalSeqQ = call.globalShape[2];
+      dropout.headOffset = call.globalOffset[headsDim];
+      dropout.queryOffset = call.globalOffset[queryDim];
+      dropout.globalHeads = call.globalShape[headsDim];
+      dropout.globalSeqQ = call.globalShape[queryDim];
     }
     return dropout;
+  };
+  auto attentionLayout = [&] {
+    return call.attentionSeqMajor() ? AttentionLayout::SeqMajor
+                                    : AttentionLayout::HeadMajor;
   };
   auto layout = [&] {
     return flag0 ? cpu::WeightLayout::OutIn : cpu::WeightLayout::InOut;
@@ -571,7 +577,8 @@ Status CpuDevice::run(const KernelCall &call, const Resolved &r,
                           call.kvHeads, call.seqQ, call.seqK, call.headDim,
                           call.valueDim, flag0, static_cast<float>(fa[0]),
                           r.scratch, out(0),
-                          dropout.rate > 0.0 ? &dropout : nullptr);
+                          dropout.rate > 0.0 ? &dropout : nullptr,
+                          attentionLayout());
   }
   case fb::OpCode::Rotary:
     return cpu::rotary(in(0), call.outer, call.seqQ, call.headDim, fa[0], ia[0],
@@ -663,7 +670,7 @@ Status CpuDevice::run(const KernelCall &call, const Resolved &r,
         in(0), in(1), in(2), in(3), call.batch, call.heads, call.kvHeads,
         call.seqQ, call.seqK, call.headDim, call.valueDim, flag0,
         static_cast<float>(fa[0]), r.scratch, out(0), out(1), out(2),
-        dropout.rate > 0.0 ? &dropout : nullptr);
+        dropout.rate > 0.0 ? &dropout : nullptr, attentionLayout());
   }
   case fb::OpCode::CrossEntropyGrad:
     if (splitVocabulary(call))

@@ -323,7 +323,8 @@ Status attentionGrad(const float *dO, const float *q, const float *k,
                      int64_t kvHeads, int64_t seqQ, int64_t seqK,
                      int64_t headDim, int64_t valueDim, bool causal,
                      float scale, float *scratch, float *dq, float *dk,
-                     float *dv, const AttentionDropout *dropout) {
+                     float *dv, const AttentionDropout *dropout,
+                     AttentionLayout layout) {
   if (Status s = checkAttention(batch, heads, kvHeads, seqQ, seqK, headDim,
                                 valueDim, causal, dropout);
       !s)
@@ -332,8 +333,11 @@ Status attentionGrad(const float *dO, const float *q, const float *k,
   uint64_t threshold = drop ? dropoutThreshold(dropout->rate) : 0;
   float dropScale = drop ? dropoutScale(dropout->rate) : 1.0f;
   int64_t group = heads / kvHeads;
-  int64_t ldq = std::max<int64_t>(1, headDim);
-  int64_t ldv = std::max<int64_t>(1, valueDim);
+  // dq and dk lie as q and k, dO as the output, dv as v.
+  HeadRows qRows = headRows(layout, heads, seqQ, headDim),
+           kRows = headRows(layout, kvHeads, seqK, headDim),
+           vRows = headRows(layout, kvHeads, seqK, valueDim),
+           oRows = headRows(layout, heads, seqQ, valueDim);
   float *p = scratch;
   float *dp = scratch + attentionScratchSize(seqQ, seqK);
   std::fill(dk, dk + batch * kvHeads * seqK * headDim, 0.0f);
@@ -343,24 +347,23 @@ Status attentionGrad(const float *dO, const float *q, const float *k,
   //   dS = P (dP - rowsum(dP P)); dQ = scale dS K; dK = scale dS^T Q.
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t h = 0; h < heads; ++h) {
-      int64_t qh = b * heads + h, kvh = b * kvHeads + h / group;
-      const float *qHead = q + qh * seqQ * headDim;
-      const float *kHead = k + kvh * seqK * headDim;
-      const float *vHead = v + kvh * seqK * valueDim;
-      const float *dOHead = dO + qh * seqQ * valueDim;
-      float *dqHead = dq + qh * seqQ * headDim;
-      float *dkHead = dk + kvh * seqK * headDim;
-      float *dvHead = dv + kvh * seqK * valueDim;
+      int64_t qh = qRows.head(b, h), kh = kRows.head(b, h / group),
+              vh = vRows.head(b, h / group);
+      const float *qHead = q + qh, *kHead = k + kh, *vHead = v + vh;
+      const float *dOHead = dO + oRows.head(b, h);
+      float *dqHead = dq + qh, *dkHead = dk + kh, *dvHead = dv + vh;
       for (int64_t i0 = 0; i0 < seqQ; i0 += kAttentionBlock) {
         AttentionBlock block = attentionBlock(i0, seqQ, seqK, causal);
         int64_t ld = block.ld;
         uint64_t firstRow =
             drop ? dropoutRow(*dropout, b, h, i0, heads, seqQ, seqK) : 0;
-        Status s = attentionProbabilities(qHead, kHead, headDim, i0, block,
-                                          seqQ, seqK, causal, scale, p);
+        Status s =
+            attentionProbabilities(qHead, qRows.ld, kHead, kRows.ld, headDim,
+                                   i0, block, seqQ, seqK, causal, scale, p);
         if (s)
           s = gemm(false, true, block.rows, block.keys, valueDim, 1.0f,
-                   dOHead + i0 * valueDim, ldv, vHead, ldv, 0.0f, dp, ld);
+                   dOHead + i0 * oRows.ld, oRows.ld, vHead, vRows.ld, 0.0f, dp,
+                   ld);
         if (!s)
           return s.withContext("attention_grad");
         for (int64_t i = 0; i < block.rows; ++i) {
@@ -382,15 +385,15 @@ Status attentionGrad(const float *dO, const float *q, const float *k,
         }
         // dp now holds dS.
         s = gemm(false, false, block.rows, headDim, block.keys, scale, dp, ld,
-                 kHead, ldq, 0.0f, dqHead + i0 * headDim, ldq);
+                 kHead, kRows.ld, 0.0f, dqHead + i0 * qRows.ld, qRows.ld);
         if (s)
           s = gemm(true, false, block.keys, headDim, block.rows, scale, dp, ld,
-                   qHead + i0 * headDim, ldq, 1.0f, dkHead, ldq);
+                   qHead + i0 * qRows.ld, qRows.ld, 1.0f, dkHead, kRows.ld);
         if (s && drop)
           dropProbabilities(p, block, firstRow, seqK, *dropout);
         if (s)
           s = gemm(true, false, block.keys, valueDim, block.rows, 1.0f, p, ld,
-                   dOHead + i0 * valueDim, ldv, 1.0f, dvHead, ldv);
+                   dOHead + i0 * oRows.ld, oRows.ld, 1.0f, dvHead, vRows.ld);
         if (!s)
           return s.withContext("attention_grad");
       }

@@ -533,14 +533,14 @@ AttentionBlock detail::attentionBlock(int64_t i0, int64_t seqQ, int64_t seqK,
   return block;
 }
 
-Status detail::attentionProbabilities(const float *q, const float *k,
+Status detail::attentionProbabilities(const float *q, int64_t ldq,
+                                      const float *k, int64_t ldk,
                                       int64_t headDim, int64_t i0,
                                       const AttentionBlock &block, int64_t seqQ,
                                       int64_t seqK, bool causal, float scale,
                                       float *p) {
-  int64_t ldq = std::max<int64_t>(1, headDim);
   if (Status s = gemm(false, true, block.rows, block.keys, headDim, scale,
-                      q + i0 * headDim, ldq, k, ldq, 0.0f, p, block.ld);
+                      q + i0 * ldq, ldq, k, ldk, 0.0f, p, block.ld);
       !s)
     return s;
   for (int64_t i = 0; i < block.rows; ++i) {
@@ -569,34 +569,39 @@ void detail::dropProbabilities(float *p, const AttentionBlock &block,
 Status attention(const float *q, const float *k, const float *v, int64_t batch,
                  int64_t heads, int64_t kvHeads, int64_t seqQ, int64_t seqK,
                  int64_t headDim, int64_t valueDim, bool causal, float scale,
-                 float *scratch, float *out, const AttentionDropout *dropout) {
+                 float *scratch, float *out, const AttentionDropout *dropout,
+                 AttentionLayout layout) {
   if (Status s = checkAttention(batch, heads, kvHeads, seqQ, seqK, headDim,
                                 valueDim, causal, dropout);
       !s)
     return s;
   bool drop = dropout && dropout->rate > 0.0;
   int64_t group = heads / kvHeads;
-  int64_t ldv = std::max<int64_t>(1, valueDim);
+  HeadRows qRows = headRows(layout, heads, seqQ, headDim),
+           kRows = headRows(layout, kvHeads, seqK, headDim),
+           vRows = headRows(layout, kvHeads, seqK, valueDim),
+           oRows = headRows(layout, heads, seqQ, valueDim);
   // Per (batch, head) and block of query rows: S = scale * Q K^T and
   // O = P V are GEMMs through the scratch block.
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t h = 0; h < heads; ++h) {
-      const float *qh = q + (b * heads + h) * seqQ * headDim;
-      int64_t kvh = b * kvHeads + h / group;
-      const float *kh = k + kvh * seqK * headDim;
-      const float *vh = v + kvh * seqK * valueDim;
-      float *oh = out + (b * heads + h) * seqQ * valueDim;
+      const float *qh = q + qRows.head(b, h);
+      const float *kh = k + kRows.head(b, h / group);
+      const float *vh = v + vRows.head(b, h / group);
+      float *oh = out + oRows.head(b, h);
       for (int64_t i0 = 0; i0 < seqQ; i0 += kAttentionBlock) {
         AttentionBlock block = attentionBlock(i0, seqQ, seqK, causal);
-        Status s = attentionProbabilities(qh, kh, headDim, i0, block, seqQ,
-                                          seqK, causal, scale, scratch);
+        Status s =
+            attentionProbabilities(qh, qRows.ld, kh, kRows.ld, headDim, i0,
+                                   block, seqQ, seqK, causal, scale, scratch);
         if (s && drop)
           dropProbabilities(scratch, block,
                             dropoutRow(*dropout, b, h, i0, heads, seqQ, seqK),
                             seqK, *dropout);
         if (s)
           s = gemm(false, false, block.rows, valueDim, block.keys, 1.0f,
-                   scratch, block.ld, vh, ldv, 0.0f, oh + i0 * valueDim, ldv);
+                   scratch, block.ld, vh, vRows.ld, 0.0f, oh + i0 * oRows.ld,
+                   oRows.ld);
         if (!s)
           return s.withContext("attention");
       }

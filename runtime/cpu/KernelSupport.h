@@ -113,9 +113,11 @@ AttentionBlock attentionBlock(int64_t i0, int64_t seqQ, int64_t seqK,
                               bool causal);
 
 /// p[i, j] = softmax_j(scale * q[i0 + i] . k[j]) for the block, causal rows
-/// masked to exactly 0; q and k are one head's [s_q, d] and [s_k, d].
-Status attentionProbabilities(const float *q, const float *k, int64_t headDim,
-                              int64_t i0, const AttentionBlock &block,
+/// masked to exactly 0; q and k are one head's [s_q, d] and [s_k, d] rows,
+/// with row strides ldq and ldk.
+Status attentionProbabilities(const float *q, int64_t ldq, const float *k,
+                              int64_t ldk, int64_t headDim, int64_t i0,
+                              const AttentionBlock &block,
                               int64_t seqQ, int64_t seqK, bool causal,
                               float scale, float *p);
 

@@ -130,15 +130,17 @@ __device__ __forceinline__ float rowSum8(float v) {
   return v + __shfl_xor_sync(0xffffffffu, v, 4);
 }
 
-/// Rows [row0, row0 + n) of a row-major [rows, cols] tensor into `tile`
-/// (stride ld), zeros past `rows`.
+/// Rows [row0, row0 + n) of one head's [rows, cols] matrix (element
+/// base + row * srcLd + c of src) into `tile` (stride ld), zeros past `rows`.
 __device__ __forceinline__ void loadRows(float *tile, int ld, const void *src,
-                                         Storage type, int64_t row0,
+                                         Storage type, int64_t base,
+                                         int64_t srcLd, int64_t row0,
                                          int64_t rows, int n, int cols) {
   for (int index = threadIdx.x; index < n * cols; index += kThreadsGeneric) {
     int r = index / cols, c = index % cols;
     int64_t row = row0 + r;
-    tile[r * ld + c] = row < rows ? loadFloat(src, type, row * cols + c) : 0.0f;
+    tile[r * ld + c] =
+        row < rows ? loadFloat(src, type, base + row * srcLd + c) : 0.0f;
   }
 }
 
@@ -150,18 +152,18 @@ __device__ __forceinline__ float dotRows(const float *a, const float *b,
   return acc;
 }
 
-/// Key tile j0 (K and V rows kvh * s_k + j0..) into ks, vs (strides ldq,
-/// ldv) once the previous tile's readers are done.
+/// Key tile j0 (rows j0.. of kv head kvh of batch b) into ks, vs (strides
+/// ldq, ldv) once the previous tile's readers are done.
 template <typename Params>
 __device__ __forceinline__ void loadKeyRows(float *ks, float *vs, int ldq,
-                                            int ldv, const Params &p,
+                                            int ldv, const Params &p, int64_t b,
                                             int64_t kvh, int64_t j0, int d,
                                             int dv) {
   const Shape &s = p.shape;
   __syncthreads();
-  loadRows(ks, ldq, p.k, p.kType, kvh * s.seqK + j0, kvh * s.seqK + s.seqK,
+  loadRows(ks, ldq, p.k, p.kType, s.kRows.head(b, kvh), s.kRows.ld, j0, s.seqK,
            kKeys, d);
-  loadRows(vs, ldv, p.v, p.vType, kvh * s.seqK + j0, kvh * s.seqK + s.seqK,
+  loadRows(vs, ldv, p.v, p.vType, s.vRows.head(b, kvh), s.vRows.ld, j0, s.seqK,
            kKeys, dv);
   __syncthreads();
 }
@@ -185,15 +187,15 @@ __global__ void __launch_bounds__(kThreadsGeneric, 1)
   const int64_t bh = gridHead(), b = bh / s.heads, h = bh % s.heads;
   if (b >= s.batch)
     return; // the grid's last z row is partial
-  const int64_t kvh = b * s.kvHeads + h / s.group;
+  const int64_t kvh = h / s.group;
   const int64_t q0 = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * kRows;
   const int64_t keyEnd =
       s.causal ? min64(s.seqK, q0 + kRows + s.causalOffset) : s.seqK;
   const int r = threadIdx.x >> 3, c8 = threadIdx.x & 7;
   const int64_t row = q0 + r;
 
-  loadRows(qs, ldq, p.q, p.qType, bh * s.seqQ + q0, bh * s.seqQ + s.seqQ, kRows,
-           d);
+  loadRows(qs, ldq, p.q, p.qType, s.qRows.head(b, h), s.qRows.ld, q0, s.seqQ,
+           kRows, d);
   float o[Cap / 8];
 #pragma unroll
   for (int u = 0; u < Cap / 8; ++u)
@@ -203,7 +205,7 @@ __global__ void __launch_bounds__(kThreadsGeneric, 1)
       p.dropout.enabled ? p.dropout.rowIndex(b, h, row, s.seqK) : 0;
 
   for (int64_t j0 = 0; j0 < keyEnd; j0 += kKeys) {
-    loadKeyRows(ks, vs, ldq, ldv, p, kvh, j0, d, dv);
+    loadKeyRows(ks, vs, ldq, ldv, p, b, kvh, j0, d, dv);
     float sc[4];
     float tileMax = -INFINITY;
 #pragma unroll
@@ -252,7 +254,8 @@ __global__ void __launch_bounds__(kThreadsGeneric, 1)
 
   // Every row sees key 0: sum >= 1.
   const float inv = 1.0f / sum;
-  const int64_t outBase = (bh * s.seqQ + row) * dv;
+  // The result and dO share the output's layout.
+  const int64_t outBase = s.oRows.at(b, h, row);
   if (p.o) {
     if (row < s.seqQ)
 #pragma unroll
@@ -305,9 +308,9 @@ __global__ void __launch_bounds__(kThreadsGeneric, 1)
   const int r = threadIdx.x >> 3, c8 = threadIdx.x & 7;
   const int64_t j = k0 + r;
 
-  loadRows(ks, ldq, p.k, p.kType, bkv * s.seqK + k0, bkv * s.seqK + s.seqK,
+  loadRows(ks, ldq, p.k, p.kType, s.kRows.head(b, kvh), s.kRows.ld, k0, s.seqK,
            kKeys, d);
-  loadRows(vs, ldv, p.v, p.vType, bkv * s.seqK + k0, bkv * s.seqK + s.seqK,
+  loadRows(vs, ldv, p.v, p.vType, s.vRows.head(b, kvh), s.vRows.ld, k0, s.seqK,
            kKeys, dv);
   float dk[Cap / 8], dvAcc[Cap / 8];
   zero(dk);
@@ -319,10 +322,10 @@ __global__ void __launch_bounds__(kThreadsGeneric, 1)
     const int64_t hq = kvh * s.group + hg, bhq = b * s.heads + hq;
     for (int64_t i0 = firstTile * kRows; i0 < s.seqQ; i0 += kRows) {
       __syncthreads(); // the previous step's readers are done
-      loadRows(qs, ldq, p.q, p.qType, bhq * s.seqQ + i0, bhq * s.seqQ + s.seqQ,
-               kRows, d);
-      loadRows(dos, ldv, p.dO, p.dOType, bhq * s.seqQ + i0,
-               bhq * s.seqQ + s.seqQ, kRows, dv);
+      loadRows(qs, ldq, p.q, p.qType, s.qRows.head(b, hq), s.qRows.ld, i0,
+               s.seqQ, kRows, d);
+      loadRows(dos, ldv, p.dO, p.dOType, s.oRows.head(b, hq), s.oRows.ld, i0,
+               s.seqQ, kRows, dv);
       for (int i = threadIdx.x; i < kRows; i += kThreadsGeneric) {
         bool valid = i0 + i < s.seqQ;
         int64_t at = bhq * s.seqQ + i0 + i;
@@ -379,9 +382,9 @@ __global__ void __launch_bounds__(kThreadsGeneric, 1)
   for (int u = 0; u < Cap / 8; ++u) {
     const int c = c8 + 8 * u;
     if (c < d)
-      storeFloat(p.dk, p.dkType, (bkv * s.seqK + j) * d + c, dk[u] * s.scale);
+      storeFloat(p.dk, p.dkType, s.kRows.at(b, kvh, j) + c, dk[u] * s.scale);
     if (c < dv)
-      storeFloat(p.dv, p.dvType, (bkv * s.seqK + j) * dv + c, dvAcc[u]);
+      storeFloat(p.dv, p.dvType, s.vRows.at(b, kvh, j) + c, dvAcc[u]);
   }
 }
 
@@ -404,17 +407,17 @@ __global__ void __launch_bounds__(kThreadsGeneric, 1)
   const int64_t bh = gridHead(), b = bh / s.heads, h = bh % s.heads;
   if (b >= s.batch)
     return; // the grid's last z row is partial
-  const int64_t kvh = b * s.kvHeads + h / s.group;
+  const int64_t kvh = h / s.group;
   const int64_t q0 = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * kRows;
   const int64_t keyEnd =
       s.causal ? min64(s.seqK, q0 + kRows + s.causalOffset) : s.seqK;
   const int r = threadIdx.x >> 3, c8 = threadIdx.x & 7;
   const int64_t row = q0 + r;
 
-  loadRows(qs, ldq, p.q, p.qType, bh * s.seqQ + q0, bh * s.seqQ + s.seqQ, kRows,
-           d);
-  loadRows(dos, ldv, p.dO, p.dOType, bh * s.seqQ + q0, bh * s.seqQ + s.seqQ,
-           kRows, dv);
+  loadRows(qs, ldq, p.q, p.qType, s.qRows.head(b, h), s.qRows.ld, q0, s.seqQ,
+           kRows, d);
+  loadRows(dos, ldv, p.dO, p.dOType, s.oRows.head(b, h), s.oRows.ld, q0,
+           s.seqQ, kRows, dv);
   const bool rowValid = row < s.seqQ;
   float rowMax, rowInv, rowDot;
   p.stats.load(bh * s.seqQ + row, rowValid, rowMax, rowInv, rowDot);
@@ -424,7 +427,7 @@ __global__ void __launch_bounds__(kThreadsGeneric, 1)
   zero(dq);
 
   for (int64_t j0 = 0; j0 < keyEnd; j0 += kKeys) {
-    loadKeyRows(ks, vs, ldq, ldv, p, kvh, j0, d, dv);
+    loadKeyRows(ks, vs, ldq, ldv, p, b, kvh, j0, d, dv);
 #pragma unroll
     for (int u = 0; u < 4; ++u) {
       const int c = c8 + 8 * u;
@@ -465,7 +468,7 @@ __global__ void __launch_bounds__(kThreadsGeneric, 1)
   for (int u = 0; u < Cap / 8; ++u) {
     const int c = c8 + 8 * u;
     if (c < d)
-      storeFloat(p.dq, p.dqType, (bh * s.seqQ + row) * d + c, dq[u] * s.scale);
+      storeFloat(p.dq, p.dqType, s.qRows.at(b, h, row) + c, dq[u] * s.scale);
   }
 }
 
@@ -557,6 +560,12 @@ Status attentionSetup(const KernelCall &call, const KernelArgs &args,
   shape.causal = causal;
   shape.causalOffset = call.seqK - call.seqQ;
   shape.scale = static_cast<float>(call.floatAttrs[0]);
+  AttentionLayout layout = call.attentionSeqMajor() ? AttentionLayout::SeqMajor
+                                                    : AttentionLayout::HeadMajor;
+  shape.qRows = headRows(layout, call.heads, call.seqQ, call.headDim);
+  shape.kRows = headRows(layout, call.kvHeads, call.seqK, call.headDim);
+  shape.vRows = headRows(layout, call.kvHeads, call.seqK, call.valueDim);
+  shape.oRows = headRows(layout, call.heads, call.seqQ, call.valueDim);
 
   StepContext none;
   const StepContext &context = args.context ? *args.context : none;
@@ -581,11 +590,13 @@ Status attentionSetup(const KernelCall &call, const KernelArgs &args,
     if (!call.splits.empty()) {
       if (call.globalOffset.size() < 3 || call.globalShape.size() < 3)
         return Status::error(std::string(name) + ": split without a block");
+      int headsDim = call.attentionHeadsDim();
+      int queryDim = call.attentionQueryDim();
       dropout.batchOffset = call.globalOffset[0];
-      dropout.headOffset = call.globalOffset[1];
-      dropout.queryOffset = call.globalOffset[2];
-      dropout.globalHeads = call.globalShape[1];
-      dropout.globalSeqQ = call.globalShape[2];
+      dropout.headOffset = call.globalOffset[headsDim];
+      dropout.queryOffset = call.globalOffset[queryDim];
+      dropout.globalHeads = call.globalShape[headsDim];
+      dropout.globalSeqQ = call.globalShape[queryDim];
     }
   }
   return Status::ok();

@@ -27,6 +27,7 @@
 #define TPCRT_CUDA_FLASHATTENTION_CUH
 
 #include "CudaCommon.cuh"
+#include "tpcrt/AttentionRows.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -46,6 +47,9 @@ struct Shape {
   /// (CpuKernels.cpp's `valid = i + (s_k - s_q) + 1`).
   int64_t causalOffset = 0;
   float scale = 1.0f;
+  /// Where the heads lie (tpcrt/AttentionRows.h): q and dq; k and dk; v
+  /// and dv; the result and dO.
+  HeadRows qRows, kRows, vRows, oRows;
 };
 
 /// Dropout on the probabilities (CpuKernels.h's AttentionDropout, as
@@ -235,25 +239,25 @@ template <int D> __device__ __forceinline__ int swizzle(int row, int col) {
   return row * D + ((((col >> 3) ^ (row & 7))) << 3);
 }
 
-/// Rows [row0, row0 + Rows) of a row-major [rows, D] tensor into a tile,
-/// zeros past `rows`; asynchronous (the caller commits and waits). Thread
+/// Rows [row0, row0 + Rows) of a [rows, D] matrix with row stride ld into a
+/// tile, zeros past `rows`; asynchronous (the caller commits and waits). Thread
 /// t copies chunk t % (D / 8) of rows t / (D / 8) + k * kStep: kStep is a
 /// multiple of 8, so every copy has the same swizzle and the addresses
 /// advance by a constant stride.
 template <typename T, int D, int Rows>
-__device__ __forceinline__ void loadTile(T *tile, const T *src, int64_t row0,
-                                         int64_t rows) {
+__device__ __forceinline__ void loadTile(T *tile, const T *src, int64_t ld,
+                                         int64_t row0, int64_t rows) {
   constexpr int kChunks = D / 8;
   constexpr int kStep = kThreads / kChunks;
   static_assert(kStep % 8 == 0 && Rows % kStep == 0, "tile shape");
   const int c = threadIdx.x % kChunks, r = threadIdx.x / kChunks;
   T *to = tile + swizzle<D>(r, c * 8);
   const int64_t left = rows - row0 - r; // rows from this thread's first
-  const T *from = src + (left > 0 ? (row0 + r) * D + c * 8 : 0);
+  const T *from = src + (left > 0 ? (row0 + r) * ld + c * 8 : 0);
 #pragma unroll
   for (int k = 0; k < Rows / kStep; ++k) {
     bool valid = k * kStep < left;
-    cpAsync16(to + k * kStep * D, valid ? from + k * kStep * D : src, valid);
+    cpAsync16(to + k * kStep * D, valid ? from + k * kStep * ld : src, valid);
   }
 }
 
@@ -405,11 +409,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int64_t bh = gridHead(), b = bh / s.heads, h = bh % s.heads;
   if (b >= s.batch)
     return; // the grid's last z row is partial
-  const int64_t kvh = b * s.kvHeads + h / s.group;
+  const int64_t kvh = h / s.group;
   const int64_t q0 = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * BM;
-  const T *qg = static_cast<const T *>(p.q) + bh * s.seqQ * D;
-  const T *kg = static_cast<const T *>(p.k) + kvh * s.seqK * D;
-  const T *vg = static_cast<const T *>(p.v) + kvh * s.seqK * D;
+  const T *qg = static_cast<const T *>(p.q) + s.qRows.head(b, h);
+  const T *kg = static_cast<const T *>(p.k) + s.kRows.head(b, kvh);
+  const T *vg = static_cast<const T *>(p.v) + s.vRows.head(b, kvh);
   // The block's last row sees keys < q0 + BM + offset.
   const int64_t keyEnd =
       s.causal ? min64(s.seqK, q0 + BM + s.causalOffset) : s.seqK;
@@ -423,9 +427,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int64_t warpRow0 = q0 + warp * 16 * MT;
   const float sl2 = s.scale * kLog2e;
 
-  loadTile<T, D, BM>(qs, qg, q0, s.seqQ);
-  loadTile<T, D, BN>(ks, kg, 0, s.seqK);
-  loadTile<T, D, BN>(vs, vg, 0, s.seqK);
+  loadTile<T, D, BM>(qs, qg, s.qRows.ld, q0, s.seqQ);
+  loadTile<T, D, BN>(ks, kg, s.kRows.ld, 0, s.seqK);
+  loadTile<T, D, BN>(vs, vg, s.vRows.ld, 0, s.seqK);
   cpAsyncCommit();
 
   float o[MT][DT][4];
@@ -448,9 +452,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int stage = t & 1;
     // Stage ^ 1 was last read in tile t - 1, which ended with a barrier.
     if (t + 1 < tiles) {
-      loadTile<T, D, BN>(ks + (stage ^ 1) * BN * D, kg,
+      loadTile<T, D, BN>(ks + (stage ^ 1) * BN * D, kg, s.kRows.ld,
                          static_cast<int64_t>(t + 1) * BN, s.seqK);
-      loadTile<T, D, BN>(vs + (stage ^ 1) * BN * D, vg,
+      loadTile<T, D, BN>(vs + (stage ^ 1) * BN * D, vg, s.vRows.ld,
                          static_cast<int64_t>(t + 1) * BN, s.seqK);
     }
     cpAsyncCommit();
@@ -586,7 +590,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       // Every row sees key 0 (causal or not): l >= 1.
       const float inv = 1.0f / l;
       const int64_t row = warpRow0 + mt * 16 + g + 8 * half;
-      const int64_t base = (bh * s.seqQ + row) * D;
+      // The result and dO share the output's layout.
+      const int64_t base = s.oRows.at(b, h, row);
       if (p.o) {
         if (row < s.seqQ)
 #pragma unroll
@@ -662,10 +667,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   const unsigned ksAddr = smemAddress(ks), vsAddr = smemAddress(vs);
   const float sl2 = s.scale * kLog2e;
 
-  loadTile<T, D, BK>(ks, static_cast<const T *>(p.k) + bkv * s.seqK * D, k0,
-                     s.seqK);
-  loadTile<T, D, BK>(vs, static_cast<const T *>(p.v) + bkv * s.seqK * D, k0,
-                     s.seqK);
+  loadTile<T, D, BK>(ks, static_cast<const T *>(p.k) + s.kRows.head(b, kvh),
+                     s.kRows.ld, k0, s.seqK);
+  loadTile<T, D, BK>(vs, static_cast<const T *>(p.v) + s.vRows.head(b, kvh),
+                     s.vRows.ld, k0, s.seqK);
 
   // Query i sees key k0 iff i >= k0 - offset (causal).
   const int64_t firstQuery = s.causal ? max64(0, k0 - s.causalOffset) : 0;
@@ -678,9 +683,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     int64_t hq = kvh * s.group + step / perHead;
     int64_t i0 = (firstQuery / BQ + step % perHead) * BQ;
     int64_t bhq = b * s.heads + hq;
-    loadTile<T, D, BQ>(qs + stage * BQ * D, qg + bhq * s.seqQ * D, i0, s.seqQ);
-    loadTile<T, D, BQ>(dos + stage * BQ * D, dOg + bhq * s.seqQ * D, i0,
-                       s.seqQ);
+    loadTile<T, D, BQ>(qs + stage * BQ * D, qg + s.qRows.head(b, hq),
+                       s.qRows.ld, i0, s.seqQ);
+    loadTile<T, D, BQ>(dos + stage * BQ * D, dOg + s.oRows.head(b, hq),
+                       s.oRows.ld, i0, s.seqQ);
     float *st = rowStats + stage * 3 * BQ;
     for (int i = threadIdx.x; i < BQ; i += kThreads) {
       int64_t row = i0 + i;
@@ -782,12 +788,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int64_t j = warpKey0 + g + 8 * half;
     if (j >= s.seqK)
       continue;
-    const int64_t base = (bkv * s.seqK + j) * D;
+    const int64_t kBase = s.kRows.at(b, kvh, j), vBase = s.vRows.at(b, kvh, j);
 #pragma unroll
     for (int dt = 0; dt < DT; ++dt) {
-      storePair(p.dk, p.dkType, base + dt * 8 + tig * 2,
+      storePair(p.dk, p.dkType, kBase + dt * 8 + tig * 2,
                 dk[dt][2 * half] * s.scale, dk[dt][2 * half + 1] * s.scale);
-      storePair(p.dv, p.dvType, base + dt * 8 + tig * 2, dv[dt][2 * half],
+      storePair(p.dv, p.dvType, vBase + dt * 8 + tig * 2, dv[dt][2 * half],
                 dv[dt][2 * half + 1]);
     }
   }
@@ -813,10 +819,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int64_t bh = gridHead(), b = bh / s.heads, h = bh % s.heads;
   if (b >= s.batch)
     return; // the grid's last z row is partial
-  const int64_t kvh = b * s.kvHeads + h / s.group;
+  const int64_t kvh = h / s.group;
   const int64_t q0 = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * BM;
-  const T *kg = static_cast<const T *>(p.k) + kvh * s.seqK * D;
-  const T *vg = static_cast<const T *>(p.v) + kvh * s.seqK * D;
+  const T *kg = static_cast<const T *>(p.k) + s.kRows.head(b, kvh);
+  const T *vg = static_cast<const T *>(p.v) + s.vRows.head(b, kvh);
   const int64_t keyEnd =
       s.causal ? min64(s.seqK, q0 + BM + s.causalOffset) : s.seqK;
   const int tiles = static_cast<int>((keyEnd + BN - 1) / BN);
@@ -829,12 +835,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int64_t warpRow0 = q0 + warp * 16;
   const float sl2 = s.scale * kLog2e;
 
-  loadTile<T, D, BM>(qs, static_cast<const T *>(p.q) + bh * s.seqQ * D, q0,
-                     s.seqQ);
-  loadTile<T, D, BM>(dos, static_cast<const T *>(p.dO) + bh * s.seqQ * D, q0,
-                     s.seqQ);
-  loadTile<T, D, BN>(ks, kg, 0, s.seqK);
-  loadTile<T, D, BN>(vs, vg, 0, s.seqK);
+  loadTile<T, D, BM>(qs, static_cast<const T *>(p.q) + s.qRows.head(b, h),
+                     s.qRows.ld, q0, s.seqQ);
+  loadTile<T, D, BM>(dos, static_cast<const T *>(p.dO) + s.oRows.head(b, h),
+                     s.oRows.ld, q0, s.seqQ);
+  loadTile<T, D, BN>(ks, kg, s.kRows.ld, 0, s.seqK);
+  loadTile<T, D, BN>(vs, vg, s.vRows.ld, 0, s.seqK);
   cpAsyncCommit();
 
   int64_t row[2];
@@ -862,9 +868,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   for (int t = 0; t < tiles; ++t) {
     const int stage = t & 1;
     if (t + 1 < tiles) {
-      loadTile<T, D, BN>(ks + (stage ^ 1) * BN * D, kg,
+      loadTile<T, D, BN>(ks + (stage ^ 1) * BN * D, kg, s.kRows.ld,
                          static_cast<int64_t>(t + 1) * BN, s.seqK);
-      loadTile<T, D, BN>(vs + (stage ^ 1) * BN * D, vg,
+      loadTile<T, D, BN>(vs + (stage ^ 1) * BN * D, vg, s.vRows.ld,
                          static_cast<int64_t>(t + 1) * BN, s.seqK);
     }
     cpAsyncCommit();
@@ -918,7 +924,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   for (int half = 0; half < 2; ++half) {
     if (row[half] >= s.seqQ)
       continue;
-    const int64_t base = (bh * s.seqQ + row[half]) * D;
+    const int64_t base = s.qRows.at(b, h, row[half]);
 #pragma unroll
     for (int dt = 0; dt < DT; ++dt)
       storePair(p.dq, p.dqType, base + dt * 8 + tig * 2,

@@ -397,7 +397,7 @@ Status KernelDecoder::softmax() {
 /// Attention's attributes and sizes from query, key and value, operands
 /// first .. first + 2.
 Status KernelDecoder::attentionSizes(size_t first) {
-  if (Status s = streamAttrs(2, 1); !s)
+  if (Status s = streamAttrs(2, rowFlagMask()); !s)
     return s;
   if (Status s = finite(0, "scale", -INFINITY, false); !s)
     return s;
@@ -410,19 +410,20 @@ Status KernelDecoder::attentionSizes(size_t first) {
       return Status::error(describe(inRole(j), in(j)) + " should have rank 4");
   const std::vector<int64_t> &q = in(first).shape, &k = in(first + 1).shape,
                              &v = in(first + 2).shape;
+  int headsDim = call.attentionHeadsDim(), seqDim = call.attentionQueryDim();
   call.batch = q[0];
-  call.heads = q[1];
-  call.seqQ = q[2];
+  call.heads = q[headsDim];
+  call.seqQ = q[seqDim];
   call.headDim = q[3];
-  call.kvHeads = k[1];
-  call.seqK = k[2];
+  call.kvHeads = k[headsDim];
+  call.seqK = k[seqDim];
   call.valueDim = v[3];
   if (Status s = shape(in(first + 1), "key",
-                       {call.batch, call.kvHeads, call.seqK, call.headDim});
+                       attentionShape(call.kvHeads, call.seqK, call.headDim));
       !s)
     return s;
   if (Status s = shape(in(first + 2), "value",
-                       {call.batch, call.kvHeads, call.seqK, call.valueDim});
+                       attentionShape(call.kvHeads, call.seqK, call.valueDim));
       !s)
     return s;
   if (call.kvHeads == 0 || call.heads % call.kvHeads != 0)
@@ -443,7 +444,14 @@ Status KernelDecoder::attention() {
   if (Status s = attentionSizes(0); !s)
     return s;
   return shape(out(0), "result",
-               {call.batch, call.heads, call.seqQ, call.valueDim});
+               attentionShape(call.heads, call.seqQ, call.valueDim));
+}
+
+std::vector<int64_t> KernelDecoder::attentionShape(int64_t heads, int64_t seq,
+                                                   int64_t dim) const {
+  if (call.attentionSeqMajor())
+    return {call.batch, seq, heads, dim};
+  return {call.batch, heads, seq, dim};
 }
 
 Status KernelDecoder::rotaryScaled() {
@@ -761,7 +769,7 @@ Status KernelDecoder::attentionGrad() {
   if (Status s = attentionSizes(1); !s)
     return s;
   if (Status s = shape(in(0), "dO",
-                       {call.batch, call.heads, call.seqQ, call.valueDim});
+                       attentionShape(call.heads, call.seqQ, call.valueDim));
       !s)
     return s;
   for (size_t j = 0; j < 3; ++j)
@@ -1148,7 +1156,8 @@ Status KernelDecoder::dropoutSplits() {
   // The causal mask compares local query and key positions.
   bool attention =
       call.op == fb::OpCode::Attention || call.op == fb::OpCode::AttentionGrad;
-  if (attention && (call.flags & 1) && !call.splits[2].empty())
+  if (attention && (call.flags & 1) &&
+      !call.splits[call.attentionQueryDim()].empty())
     return Status::error("causal attention with its query dimension split "
                          "is not supported (splits of " +
                          describe(outRole(0), first) + ")");
@@ -1243,7 +1252,7 @@ Status tpcrt::decodeKernel(KernelCall &call, const Mesh &mesh,
 }
 
 /// N of a kernel drawing a dropout stream: the global elements it draws
-/// (attention: [b, heads, s_q] of its first result, global, times s_k),
+/// (attention: b, heads, s_q of its first result, global, times s_k),
 /// INT64_MAX where that does not fit.
 void KernelDecoder::streamElements() {
   call.streamElements = 0;

@@ -65,6 +65,9 @@ private:
                      const TensorRef &y, const std::string &yRole);
   Status softmaxSizes(const TensorRef &x, const std::string &role);
   Status attentionSizes(size_t first);
+  /// An attention tensor's shape in the call's layout (batch from the call).
+  std::vector<int64_t> attentionShape(int64_t heads, int64_t seq,
+                                      int64_t dim) const;
   Status normSizes(const TensorRef &x, const std::string &role);
   /// A norm gradient's epsilon, float operands, input sizes and dY (its
   /// operand 0, the input's shape).

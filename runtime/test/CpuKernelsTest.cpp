@@ -408,3 +408,57 @@ TEST(CpuKernelsTest, AttentionDropoutOfAPieceAtItsFirstIndex) {
   EXPECT_EQ(pdq, std::vector<float>(dq.begin() + per, dq.end()));
   EXPECT_EQ(pdv, std::vector<float>(dv.begin() + per, dv.end()));
 }
+
+namespace {
+
+/// [b, x, y, d] -> [b, y, x, d].
+std::vector<float> swapMiddle(const std::vector<float> &t, int64_t b,
+                              int64_t x, int64_t y, int64_t d) {
+  std::vector<float> out(t.size());
+  for (int64_t i = 0; i < b; ++i)
+    for (int64_t j = 0; j < x; ++j)
+      for (int64_t l = 0; l < y; ++l)
+        for (int64_t c = 0; c < d; ++c)
+          out[((i * y + l) * x + j) * d + c] = t[((i * x + j) * y + l) * d + c];
+  return out;
+}
+
+} // namespace
+
+// The sequence-major layout is the head-major one with every tensor's middle
+// dimensions swapped: the same values bit for bit (the same products in the
+// same order, only strided), forward and backward, with grouped kv heads,
+// causal, dropout, and no two sizes alike.
+TEST(CpuKernelsTest, SeqMajorAttentionIsTheTransposedHeadMajor) {
+  const int64_t b = 2, h = 6, kv = 2, sq = 7, sk = 9, d = 4, dv = 3;
+  auto q = randomVector(b * h * sq * d, 1), k = randomVector(b * kv * sk * d, 2),
+       v = randomVector(b * kv * sk * dv, 3),
+       dO = randomVector(b * h * sq * dv, 4);
+  auto qS = swapMiddle(q, b, h, sq, d), kS = swapMiddle(k, b, kv, sk, d),
+       vS = swapMiddle(v, b, kv, sk, dv), dOS = swapMiddle(dO, b, h, sq, dv);
+  std::vector<float> scratch(attentionGradScratchSize(sq, sk));
+  AttentionDropout dropout{dropoutKey(4, 5, 6), 0.25};
+  for (bool causal : {false, true}) {
+    SCOPED_TRACE(causal ? "causal" : "not causal");
+    std::vector<float> out(b * h * sq * dv), outS(out.size());
+    ASSERT_TRUE(attention(q.data(), k.data(), v.data(), b, h, kv, sq, sk, d, dv,
+                          causal, 0.4f, scratch.data(), out.data(), &dropout));
+    ASSERT_TRUE(attention(qS.data(), kS.data(), vS.data(), b, h, kv, sq, sk, d,
+                          dv, causal, 0.4f, scratch.data(), outS.data(),
+                          &dropout, AttentionLayout::SeqMajor));
+    EXPECT_EQ(outS, swapMiddle(out, b, h, sq, dv));
+    std::vector<float> dq(q.size()), dk(k.size()), dvv(v.size()),
+        dqS(q.size()), dkS(k.size()), dvS(v.size());
+    ASSERT_TRUE(attentionGrad(dO.data(), q.data(), k.data(), v.data(), b, h,
+                              kv, sq, sk, d, dv, causal, 0.4f, scratch.data(),
+                              dq.data(), dk.data(), dvv.data(), &dropout));
+    ASSERT_TRUE(attentionGrad(dOS.data(), qS.data(), kS.data(), vS.data(), b,
+                              h, kv, sq, sk, d, dv, causal, 0.4f,
+                              scratch.data(), dqS.data(), dkS.data(),
+                              dvS.data(), &dropout,
+                              AttentionLayout::SeqMajor));
+    EXPECT_EQ(dqS, swapMiddle(dq, b, h, sq, d));
+    EXPECT_EQ(dkS, swapMiddle(dk, b, kv, sk, d));
+    EXPECT_EQ(dvS, swapMiddle(dvv, b, kv, sk, dv));
+  }
+}

@@ -240,6 +240,8 @@ struct AttentionSpec {
   double rate;
   /// -1: int_attrs [stream] alone; else [stream, firstIndex].
   int64_t firstIndex;
+  /// Flag bit 1: every tensor [b, s, heads, d].
+  bool seqMajor = false;
 
   std::string text() const {
     std::string t = "b" + std::to_string(b) + " h" + std::to_string(h) + " kv" +
@@ -253,7 +255,15 @@ struct AttentionSpec {
     }
     if (firstIndex >= 0)
       t += " first" + std::to_string(firstIndex);
+    if (seqMajor)
+      t += " seq-major";
     return t;
+  }
+  uint32_t flags() const { return (causal ? 1u : 0u) | (seqMajor ? 2u : 0u); }
+  /// A tensor of `heads` heads, `seq` rows and `dim` columns.
+  std::vector<int64_t> shape(int64_t heads, int64_t seq, int64_t dim) const {
+    return seqMajor ? std::vector<int64_t>{b, seq, heads, dim}
+                    : std::vector<int64_t>{b, heads, seq, dim};
   }
   std::vector<int64_t> ints() const {
     return firstIndex >= 0 ? std::vector<int64_t>{11, firstIndex}
@@ -274,6 +284,12 @@ inline std::vector<AttentionSpec> attentionSpecs() {
       {kBatch, kHeads, 2, kSeqQ, kSeqQ, kHeadDim, kValueDim, true, 0.0, 0},
       // Large: the tiled paths at a real head dim.
       {1, 4, 2, 300, 300, 128, 128, true, 0.0, -1},
+      // Sequence-major (strided heads): the generic and the tensor-core
+      // paths, with dropout and grouped kv heads.
+      {kBatch, kHeads, 3, kSeqQ, kSeqK, kHeadDim, kValueDim, true, 0.1, -1,
+       true},
+      {2, 4, 2, 300, 300, 128, 128, true, 0.1, -1, true},
+      {1, 6, 3, 200, 260, 64, 64, false, 0.0, -1, true},
   };
 }
 
@@ -551,12 +567,12 @@ inline void addCases(DT F, std::vector<Case> &out) {
 
   // Attention and its gradient: GQA, causal or not, dropout, d != dv.
   for (const AttentionSpec &s : attentionSpecs()) {
-    Shape q = {s.b, s.h, s.sq, s.d}, k = {s.b, s.kv, s.sk, s.d},
-          v = {s.b, s.kv, s.sk, s.dv}, o = {s.b, s.h, s.sq, s.dv};
+    Shape q = s.shape(s.h, s.sq, s.d), k = s.shape(s.kv, s.sk, s.d),
+          v = s.shape(s.kv, s.sk, s.dv), o = s.shape(s.h, s.sq, s.dv);
     {
       CaseBuilder b(Op::Attention, F, dt, s.text());
       b.kernel(Op::Attention, {b.in(F, q), b.in(F, k), b.in(F, v)},
-               {b.out(F, o)}, s.ints(), s.floats(), s.causal);
+               {b.out(F, o)}, s.ints(), s.floats(), s.flags());
       add(b.gemm());
     }
     {
@@ -564,7 +580,7 @@ inline void addCases(DT F, std::vector<Case> &out) {
       b.kernel(Op::AttentionGrad,
                {b.in(F, o), b.in(F, q), b.in(F, k), b.in(F, v)},
                {b.out(F, q), b.out(F, k), b.out(F, v)}, s.ints(), s.floats(),
-               s.causal);
+               s.flags());
       add(b.gemm());
     }
   }

@@ -1073,6 +1073,28 @@ TEST_F(KernelMeaningTest, BackwardKernels) {
                             attentionGrads, {5}, {0.35, 0.1}, 1),
                "kernel 0 (attention_grad): key grad [1, 4, 6, 8] should be "
                "[1, 2, 6, 8]");
+  // Sequence-major (flag bit 1): [b, s, heads, d], 4 heads and 2 kv heads
+  // over 6 positions; the head-major shapes are then wrong.
+  std::vector<Tensor> seqMajor = {{F32, {1, 6, 4, 8}},
+                                  {F32, {1, 6, 4, 8}},
+                                  {F32, {1, 6, 2, 8}},
+                                  {F32, {1, 6, 2, 8}}};
+  expectValid(singleKernel(Op::AttentionGrad, seqMajor,
+                           {seqMajor[1], seqMajor[2], seqMajor[3]}, {5, 0},
+                           {0.35, 0.1}, 3));
+  expectValid(singleKernel(Op::Attention,
+                           {seqMajor[1], seqMajor[2], seqMajor[3]},
+                           {seqMajor[0]}, {5}, {0.35, 0.1}, 2));
+  expectKernel(singleKernel(Op::Attention,
+                            {seqMajor[1], seqMajor[2], seqMajor[3]},
+                            {{F32, {1, 4, 6, 8}}}, {5}, {0.35, 0.1}, 2),
+               "kernel 0 (attention): result [1, 4, 6, 8] should be "
+               "[1, 6, 4, 8]");
+  expectKernel(singleKernel(Op::Attention,
+                            {seqMajor[1], attentionOperands[2], seqMajor[3]},
+                            {seqMajor[0]}, {5}, {0.35, 0.1}, 2),
+               "kernel 0 (attention): value [1, 6, 2, 8] should be "
+               "[1, 2, 6, 8]");
   expectValid(singleKernel(Op::CrossEntropyGrad,
                            {{BF16, {2, 3, 10}}, {I64, {2, 3}}, {F32, {}}},
                            {{F32, {2, 3, 10}}}, {-100}));

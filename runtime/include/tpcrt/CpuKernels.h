@@ -15,6 +15,7 @@
 #ifndef TPCRT_CPUKERNELS_H
 #define TPCRT_CPUKERNELS_H
 
+#include "tpcrt/AttentionRows.h"
 #include "tpcrt/Shape.h"
 #include "tpcrt/Status.h"
 
@@ -179,7 +180,9 @@ inline int64_t attentionScratchSize(int64_t seqQ, int64_t seqK) {
 
 /// softmax(scale * q k^T [+ causal mask]) v per head with grouped KV heads:
 /// q [b, heads, sq, d], k [b, kvHeads, sk, d], v [b, kvHeads, sk, dv], out
-/// [b, heads, sq, dv]; query head h reads kv head h / (heads / kvHeads).
+/// [b, heads, sq, dv] (SeqMajor: every tensor's second and third dims
+/// swapped, the same values otherwise); query head h reads kv head
+/// h / (heads / kvHeads).
 /// scratch holds attentionScratchSize(sq, sk) floats. With `dropout` (may be
 /// null), the probabilities are masked after the softmax and before the
 /// product with v, probability (b, h, i, j) being element
@@ -189,7 +192,8 @@ Status attention(const float *q, const float *k, const float *v, int64_t batch,
                  int64_t heads, int64_t kvHeads, int64_t seqQ, int64_t seqK,
                  int64_t headDim, int64_t valueDim, bool causal, float scale,
                  float *scratch, float *out,
-                 const AttentionDropout *dropout = nullptr);
+                 const AttentionDropout *dropout = nullptr,
+                 AttentionLayout layout = AttentionLayout::HeadMajor);
 
 /// Rotary embedding of x [outer, s, d] (outer = b * heads), rotate-half
 /// (Hugging Face) convention, position offset + s_index, inv_freq[i] =

@@ -102,7 +102,8 @@ inline int64_t attentionGradScratchSize(int64_t seqQ, int64_t seqK) {
 }
 
 /// The gradients of attention (same arguments as attention()) from dO [b,
-/// heads, sq, dv]: dq like q, dk like k, dv like v. The probabilities and
+/// heads, sq, dv] (or SeqMajor, as all the others): dq like q, dk like k,
+/// dv like v. The probabilities and
 /// their dropout mask are recomputed from q, k and the stream; dk and dv of
 /// a kv head sum the contributions of its group of query heads.
 Status attentionGrad(const float *dO, const float *q, const float *k,
@@ -110,7 +111,8 @@ Status attentionGrad(const float *dO, const float *q, const float *k,
                      int64_t kvHeads, int64_t seqQ, int64_t seqK,
                      int64_t headDim, int64_t valueDim, bool causal,
                      float scale, float *scratch, float *dq, float *dk,
-                     float *dv, const AttentionDropout *dropout = nullptr);
+                     float *dv, const AttentionDropout *dropout = nullptr,
+                     AttentionLayout layout = AttentionLayout::HeadMajor);
 
 /// dLogits = scale * (softmax(logits) - onehot(label)) per position, 0 for
 /// positions whose label is ignoreIndex; scale is d(loss sum) (1 / count for

@@ -85,6 +85,7 @@ struct TensorRef {
 ///   add, mul       count (lhs), rhsCount
 ///   softmax        outer, seqQ (rows of a [q, k] block), seqK
 ///   attention      batch, heads, kvHeads, seqQ, seqK, headDim, valueDim
+///                  (flags bit 1: sequence-major, attentionSeqMajor())
 ///   rotary         outer, seqQ (positions), headDim
 ///   cross_entropy  rows (positions), cols (the logits' columns: with a
 ///                  group, block groupPosition of the vocabulary), k (the
@@ -135,6 +136,14 @@ struct KernelCall {
   int64_t rows = 0, cols = 0;
   int64_t outer = 0, heads = 0, kvHeads = 0, seqQ = 0, seqK = 0;
   int64_t headDim = 0, valueDim = 0;
+
+  /// attention, attention_grad: flags bit 1, every tensor [b, s, heads, d]
+  /// instead of [b, heads, s, d].
+  bool attentionSeqMajor() const { return flags & 2; }
+  /// attention, attention_grad: the dimensions of the heads and of the query
+  /// positions in the (first) result.
+  int attentionHeadsDim() const { return attentionSeqMajor() ? 2 : 1; }
+  int attentionQueryDim() const { return attentionSeqMajor() ? 1 : 2; }
 
   /// Dropout kernels (dropout, dropout_mask, attention, attention_grad):
   /// how the first result's global tensor is split (empty: not split), that
