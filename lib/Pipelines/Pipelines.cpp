@@ -24,6 +24,8 @@ using namespace mlir::tpc;
 
 void mlir::tpc::buildPrepareForward(OpPassManager &pm,
                                     const CompileOptions &options) {
+  // Attention in the projections' layout: no transposes around it.
+  pm.addPass(createTpcFoldAttentionTransposes());
   // Evaluation, as Hugging Face's model.eval(): without dropout.
   if (!options.train && !options.keepDropout)
     pm.addPass(createTpcStripDropout());

@@ -134,6 +134,13 @@ func.func @attention_grad_gqa_causal(%do: tensor<4x8x32x16xf32>, %q: tensor<4x8x
   return
 }
 
+// Sequence-major: the same factors, sequences before heads.
+// CHECK-NEXT: tpc.attention_grad: ([i, l, j*k, o], [i, l, j*k, n], [i, m, j, n], [i, m, j, o]) -> ([i, l, j*k, n], [i, m, j, n], [i, m, j, o]) {i=4, j=4, k=2 whole, l=32 whole, m=32 whole, n=16 whole, o=16 whole} linearity multilinear in 0
+func.func @attention_grad_seq_major(%do: tensor<4x32x8x16xf32>, %q: tensor<4x32x8x16xf32>, %k: tensor<4x32x4x16xf32>, %v: tensor<4x32x4x16xf32>) {
+  %0:3 = tpc.attention_grad %do, %q, %k, %v causal seq_major scale 2.500000e-01 : tensor<4x32x8x16xf32>, tensor<4x32x8x16xf32>, tensor<4x32x4x16xf32>, tensor<4x32x4x16xf32>
+  return
+}
+
 // Like rotary: the angles depend on the global position.
 // CHECK-NEXT: tpc.rotary_grad: ([i, j, k, l]) -> ([i, j, k, l]) {i=4, j=8, k=32 whole, l=16 whole} linearity multilinear
 func.func @rotary_grad(%dq: tensor<4x8x32x16xf32>) {

@@ -33,6 +33,8 @@
 // A single index repeated (multi-query attention's kv-head; a replicated
 // K/V weight's copies): the result dim is the repeats alone, splittable.
 // CHECK-NEXT: tpc.repeat: ([i, j, k, l]) -> ([i, m, k, l]) {i=4, j=1, k=32, l=16, m=8} linearity multilinear
+// Sequence-major attention: the same factors, sequences before heads.
+// CHECK-NEXT: tpc.attention: ([i, l, j*k, n], [i, m, j, n], [i, m, j, o]) -> ([i, l, j*k, o]) {i=4, j=4, k=2, l=32 whole, m=32 whole, n=16 whole, o=8} linearity none
 
 // The pass leaves the IR unchanged.
 // IR-LABEL: func.func @f
@@ -64,12 +66,13 @@ func.func @f(%wte: tensor<256x64xf32>, %ids: tensor<4x32xi64>, %w: tensor<64x3x4
   %ca = tpc.cast %x : tensor<4x32x64xf32> to tensor<4x32x64xbf16>
   return
 }
-func.func @g(%s: tensor<4x8x32x32xf32>, %q: tensor<4x8x32x16xf32>, %v: tensor<4x8x32x8xf32>, %a: tensor<6x4xf32>, %b: tensor<2x1x12xf32>, %l: tensor<64x4xf32>, %w: tensor<64x128xf32>, %k1: tensor<4x1x32x16xf32>) {
+func.func @g(%s: tensor<4x8x32x32xf32>, %q: tensor<4x8x32x16xf32>, %v: tensor<4x8x32x8xf32>, %a: tensor<6x4xf32>, %b: tensor<2x1x12xf32>, %l: tensor<64x4xf32>, %w: tensor<64x128xf32>, %k1: tensor<4x1x32x16xf32>, %qs: tensor<4x32x8x16xf32>, %ks: tensor<4x32x4x16xf32>, %vs: tensor<4x32x4x8xf32>) {
   %sm = tpc.softmax %s : tensor<4x8x32x32xf32>
   %at = tpc.attention %q, %q, %v scale 2.500000e-01 : tensor<4x8x32x16xf32>, tensor<4x8x32x16xf32>, tensor<4x8x32x8xf32>
   %r1 = tpc.reshape %a : tensor<6x4xf32> -> tensor<4x6xf32>
   %r2 = tpc.reshape %b : tensor<2x1x12xf32> -> tensor<24xf32>
   %bm = tpc.batch_matmul %l, %w transpose_lhs : tensor<64x4xf32>, tensor<64x128xf32>
   %mq = tpc.repeat %k1 dim 1 times 8 : tensor<4x1x32x16xf32>
+  %sq = tpc.attention %qs, %ks, %vs causal seq_major scale 2.500000e-01 : tensor<4x32x8x16xf32>, tensor<4x32x4x16xf32>, tensor<4x32x4x8xf32>
   return
 }

@@ -27,6 +27,15 @@ namespace {
 bool isAttention(Operation *op) {
   return isa<tpc::AttentionOp, tpc::BatchMatmulOp>(op);
 }
+
+/// The heads dimension of an attention reader's 4-d operands: that of
+/// tpc.attention's layout; 1 for the batch matmuls of unfused attention
+/// ([b, heads, s, d]).
+unsigned headsDimOf(Operation *reader) {
+  if (auto attention = dyn_cast<tpc::AttentionOp>(reader))
+    return attention.getHeadsDim();
+  return 1;
+}
 bool isActivation(Operation *op) {
   return isa<tpc::GeluOp, tpc::SiluOp, tpc::MulOp>(op);
 }
@@ -170,7 +179,8 @@ FailureOr<int64_t> Annotator::headsDim(tpc::LinearOp linear,
                                        const ViewReader &reader) {
   auto operand = cast<RankedTensorType>(reader.use->get().getType());
   bool query = reader.use->getOperandNumber() == 0;
-  int64_t heads = operand.getDimSize(1) / reader.group;
+  const unsigned headsDim = headsDimOf(reader.use->getOwner());
+  int64_t heads = operand.getDimSize(headsDim) / reader.group;
   int64_t headDim = operand.getDimSize(3);
   if (auto model =
           func->getParentOfType<ModuleOp>()->getAttrOfType<DictionaryAttr>(
@@ -208,7 +218,8 @@ FailureOr<int64_t> Annotator::headsDim(tpc::LinearOp linear,
   // Grouped-query attention: K and V have fewer heads than Q.
   auto first =
       cast<RankedTensorType>(reader.use->getOwner()->getOperand(0).getType());
-  bool kvHeads = !query && first.getRank() == 4 && first.getDimSize(1) != heads;
+  bool kvHeads =
+      !query && first.getRank() == 4 && first.getDimSize(headsDim) != heads;
   if (failed(divisible(linear, heads, tpSize,
                        kvHeads ? "number of kv-heads" : "number of heads", tp)))
     return failure();

@@ -47,22 +47,24 @@ int64_t headsOf(Value value) {
 /// (unfused attention).
 SmallVector<KeyValue> keysAndValues(func::FuncOp func) {
   SmallVector<KeyValue> found;
-  auto add = [&](Operation *reader, Value kv, int64_t heads,
+  auto add = [&](Operation *reader, Value kv, int64_t heads, int64_t kvHeads,
                  tpc::RepeatOp toHeads) {
     found.push_back({reader,
                      dyn_cast_or_null<tpc::LinearOp>(producerThroughViews(kv)),
-                     heads, headsOf(kv), toHeads});
+                     heads, kvHeads, toHeads});
   };
   func.walk([&](Operation *op) {
     if (auto attention = dyn_cast<tpc::AttentionOp>(op)) {
-      int64_t heads = headsOf(attention.getQuery());
-      if (headsOf(attention.getKey()) != heads) {
-        add(op, attention.getKey(), heads, nullptr);
-        add(op, attention.getValue(), heads, nullptr);
+      int64_t heads = attention.getNumHeads();
+      int64_t kvHeads = attention.getNumKvHeads();
+      if (kvHeads != heads) {
+        add(op, attention.getKey(), heads, kvHeads, nullptr);
+        add(op, attention.getValue(), heads, kvHeads, nullptr);
       }
     } else if (auto repeat = dyn_cast<tpc::RepeatOp>(op)) {
       if (repeat.getDim() == 1 && repeat.getType().getRank() == 4)
-        add(op, repeat.getInput(), headsOf(repeat.getResult()), repeat);
+        add(op, repeat.getInput(), headsOf(repeat.getResult()),
+            headsOf(repeat.getInput()), repeat);
     }
   });
   return found;

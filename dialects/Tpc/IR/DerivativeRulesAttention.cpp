@@ -31,7 +31,8 @@ LogicalResult AttentionOp::buildGradients(OpBuilder &builder,
       builder, loc, args.operands[0].getType(), args.operands[1].getType(),
       args.operands[2].getType(), dy, args.operands[0], args.operands[1],
       args.operands[2], getCausalAttr(), getScaleAttr(), getDropoutRateAttr(),
-      getDropoutStreamAttr(), getBlock() ? args.operands[3] : Value());
+      getDropoutStreamAttr(), getBlock() ? args.operands[3] : Value(),
+      getSeqMajorAttr());
   for (unsigned i = 0; i < 3; ++i)
     if (args.wanted[i])
       grads[i] = castTo(builder, loc, grad->getResult(i), gradElementType);

@@ -20,11 +20,17 @@ DropoutDraw maskOf(Value result, Value block) {
 }
 
 /// Attention's probabilities [b, h, sq, sk]: the first three are the
-/// output's (the query's), the keys' length is whole.
-DropoutDraw probabilitiesOf(Value query, Value key, Value block) {
+/// output's (the query's: dims 0, 2, 1 when sequence-major), the keys'
+/// length is whole.
+DropoutDraw probabilitiesOf(Value query, Value key, Value block,
+                            bool seqMajor) {
   ArrayRef<int64_t> q = cast<RankedTensorType>(query.getType()).getShape();
-  int64_t keys = cast<RankedTensorType>(key.getType()).getDimSize(2);
-  return DropoutDraw{block, {q[0], q[1], q[2], keys}, 3};
+  const unsigned headsDim = seqMajor ? 2 : 1, seqDim = seqMajor ? 1 : 2;
+  int64_t keys = cast<RankedTensorType>(key.getType()).getDimSize(seqDim);
+  DropoutDraw draw{block, {q[0], q[headsDim], q[seqDim], keys}, 3};
+  if (seqMajor)
+    draw.resultDims = {0, headsDim, seqDim};
+  return draw;
 }
 
 } // namespace
@@ -38,9 +44,9 @@ DropoutDraw DropoutMaskOp::getDropoutDraw() {
 }
 
 DropoutDraw AttentionOp::getDropoutDraw() {
-  return probabilitiesOf(getQuery(), getKey(), getBlock());
+  return probabilitiesOf(getQuery(), getKey(), getBlock(), getSeqMajor());
 }
 
 DropoutDraw AttentionGradOp::getDropoutDraw() {
-  return probabilitiesOf(getQuery(), getKey(), getBlock());
+  return probabilitiesOf(getQuery(), getKey(), getBlock(), getSeqMajor());
 }

@@ -38,11 +38,13 @@ int64_t linearFlops(Value input, Value output) {
 }
 
 /// Scores of an attention: b·h·sq·sk.
-int64_t scores(Value query, Value key) {
+/// [b, heads, s_q, s_k] (either layout: b * heads * s_q is q's elements
+/// over d).
+int64_t scores(Value query, Value key, unsigned seqDim) {
   auto q = cast<RankedTensorType>(query.getType());
   auto k = cast<RankedTensorType>(key.getType());
-  return product(
-      {q.getDimSize(0), q.getDimSize(1), q.getDimSize(2), k.getDimSize(2)});
+  return product({q.getDimSize(0), q.getDimSize(1), q.getDimSize(2),
+                  k.getDimSize(seqDim)});
 }
 
 int64_t dimOf(Value value, int64_t dim) {
@@ -68,13 +70,13 @@ int64_t flopsOfOp(Operation *op) {
       })
       .Case([](AttentionOp op) {
         // q·kᵀ over d, p·v over dv.
-        return product({2, scores(op.getQuery(), op.getKey()),
+        return product({2, scores(op.getQuery(), op.getKey(), op.getSeqDim()),
                         dimOf(op.getQuery(), 3) + dimOf(op.getValue(), 3)});
       })
       .Case([](AttentionGradOp op) {
         // The scores again, dq and dk over d; dv and dp over dv.
         return product(
-            {2, scores(op.getQuery(), op.getKey()),
+            {2, scores(op.getQuery(), op.getKey(), op.getSeqDim()),
              3 * dimOf(op.getQuery(), 3) + 2 * dimOf(op.getValue(), 3)});
       })
       .Default([](Operation *) { return int64_t(0); });

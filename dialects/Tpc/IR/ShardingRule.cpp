@@ -67,15 +67,17 @@ AttentionFactors mlir::tpc::addAttentionFactors(ShardingRule &rule,
                                                 ArrayRef<int64_t> query,
                                                 ArrayRef<int64_t> key,
                                                 ArrayRef<int64_t> value,
-                                                bool causal) {
+                                                bool causal, bool seqMajor) {
+  const unsigned headsDim = seqMajor ? 2 : 1, seqDim = seqMajor ? 1 : 2;
   AttentionFactors attention;
+  attention.seqMajor = seqMajor;
   attention.batch = rule.addFactor(query[0]);
-  attention.kvHeads = rule.addFactor(key[1]);
-  if (query[1] != key[1])
-    attention.group = rule.addFactor(query[1] / key[1]);
-  attention.seqQ = rule.addFactor(query[2], causal ? FactorKind::Whole
-                                                   : FactorKind::Parallel);
-  attention.seqK = rule.addFactor(key[2], FactorKind::Whole);
+  attention.kvHeads = rule.addFactor(key[headsDim]);
+  if (query[headsDim] != key[headsDim])
+    attention.group = rule.addFactor(query[headsDim] / key[headsDim]);
+  attention.seqQ = rule.addFactor(query[seqDim], causal ? FactorKind::Whole
+                                                        : FactorKind::Parallel);
+  attention.seqK = rule.addFactor(key[seqDim], FactorKind::Whole);
   attention.dim = rule.addFactor(query[3], FactorKind::Whole);
   attention.dimV = rule.addFactor(value[3]);
   return attention;

@@ -140,24 +140,36 @@ struct AttentionFactors {
   /// Absent when every kv head has one query head.
   std::optional<unsigned> group;
   unsigned seqQ, seqK, dim, dimV;
+  /// Tensors [b, s, heads, d] rather than [b, heads, s, d].
+  bool seqMajor = false;
 
   DimFactors heads() const {
     return group ? DimFactors{kvHeads, *group} : DimFactors{kvHeads};
   }
-  TensorFactors query() const { return {{batch}, heads(), {seqQ}, {dim}}; }
-  TensorFactors key() const { return {{batch}, {kvHeads}, {seqK}, {dim}}; }
-  TensorFactors value() const { return {{batch}, {kvHeads}, {seqK}, {dimV}}; }
-  TensorFactors output() const { return {{batch}, heads(), {seqQ}, {dimV}}; }
+  TensorFactors query() const { return tensor(heads(), seqQ, dim); }
+  TensorFactors key() const { return tensor({kvHeads}, seqK, dim); }
+  TensorFactors value() const { return tensor({kvHeads}, seqK, dimV); }
+  TensorFactors output() const { return tensor(heads(), seqQ, dimV); }
+
+private:
+  TensorFactors tensor(DimFactors headFactors, unsigned seq,
+                       unsigned last) const {
+    if (seqMajor)
+      return {{batch}, {seq}, std::move(headFactors), {last}};
+    return {{batch}, std::move(headFactors), {seq}, {last}};
+  }
 };
 
 /// Adds the factors of the forward attention: batch, heads and the value
 /// head dim parallel; the key sequence and the head dim whole (the softmax
 /// over keys, the scores over d); the query sequence whole when `causal`
-/// (the mask compares global positions).
+/// (the mask compares global positions). Shapes [b, heads, s, d], or
+/// [b, s, heads, d] with `seqMajor`.
 AttentionFactors addAttentionFactors(ShardingRule &rule,
                                      ArrayRef<int64_t> query,
                                      ArrayRef<int64_t> key,
-                                     ArrayRef<int64_t> value, bool causal);
+                                     ArrayRef<int64_t> value, bool causal,
+                                     bool seqMajor);
 
 /// The rule of `rotary` and its gradient on `[b, heads, s, d]`: batch and
 /// heads parallel; the sequence whole (the angles depend on the global

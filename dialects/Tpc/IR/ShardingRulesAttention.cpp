@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/Tpc/IR/ShardingRule.h"
 #include "dialects/Tpc/IR/TpcOps.h"
 
 using namespace mlir;
@@ -19,26 +20,13 @@ static ArrayRef<int64_t> shapeOf(Value value) {
 
 ShardingRule AttentionOp::getShardingRule() {
   ShardingRule rule;
-  ArrayRef<int64_t> q = shapeOf(getQuery());
-  ArrayRef<int64_t> k = shapeOf(getKey());
-  ArrayRef<int64_t> v = shapeOf(getValue());
-  unsigned batch = rule.addFactor(q[0]);
-  unsigned kvHeads = rule.addFactor(k[1]);
-  DimFactors heads = {kvHeads};
-  if (q[1] != k[1])
-    heads.push_back(rule.addFactor(q[1] / k[1]));
-  // The causal mask compares global positions.
-  unsigned seqQ = rule.addFactor(q[2], getCausal() ? FactorKind::Whole
-                                                   : FactorKind::Parallel);
-  unsigned seqK = rule.addFactor(k[2], FactorKind::Whole);
-  unsigned dim = rule.addFactor(q[3], FactorKind::Whole);
-  unsigned dimV = rule.addFactor(v[3]);
-  rule.operands = {{{batch}, heads, {seqQ}, {dim}},
-                   {{batch}, {kvHeads}, {seqK}, {dim}},
-                   {{batch}, {kvHeads}, {seqK}, {dimV}}};
+  AttentionFactors attention = addAttentionFactors(
+      rule, shapeOf(getQuery()), shapeOf(getKey()), shapeOf(getValue()),
+      getCausal(), getSeqMajor());
+  rule.operands = {attention.query(), attention.key(), attention.value()};
   if (getBlock())
     rule.operands.push_back({});
-  rule.results = {{{batch}, heads, {seqQ}, {dimV}}};
+  rule.results = {attention.output()};
   return rule;
 }
 

@@ -22,7 +22,7 @@ ShardingRule AttentionGradOp::getShardingRule() {
   rule.setLinearOnlyIn(0, getNumOperands());
   AttentionFactors attention = addAttentionFactors(
       rule, getQuery().getType().getShape(), getKey().getType().getShape(),
-      getValue().getType().getShape(), getCausal());
+      getValue().getType().getShape(), getCausal(), getSeqMajor());
   rule.factors[attention.seqQ].kind = FactorKind::Whole;
   if (attention.group)
     rule.factors[*attention.group].kind = FactorKind::Whole;

@@ -212,7 +212,8 @@ LogicalResult ApplyMaskOp::verify() {
 
 LogicalResult AttentionGradOp::verify() {
   FailureOr<RankedTensorType> output =
-      inferAttentionType(getLoc(), getQuery(), getKey(), getValue());
+      inferAttentionType(getLoc(), getQuery(), getKey(), getValue(),
+                         getSeqMajor());
   if (failed(output))
     return failure();
   if (getGrad().getType() != *output)
@@ -222,7 +223,8 @@ LogicalResult AttentionGradOp::verify() {
   return verifyAttentionAttrs(
       *this, getScale().convertToDouble(), getDropoutRate().convertToDouble(),
       getDropoutStreamAttr().getInt(), getCausal(), !!getBlock(),
-      getQuery().getType().getDimSize(2), getKey().getType().getDimSize(2));
+      getQuery().getType().getDimSize(getSeqDim()),
+      getKey().getType().getDimSize(getSeqDim()));
 }
 
 LogicalResult RotaryGradOp::verify() {

@@ -324,7 +324,8 @@ def Tpc_AttentionGradOp : Tpc_Op<"attention_grad",
     mask, dropout stream and `block` as the forward op, so the same dropout
     mask) and returns the gradients of `query`, `key` and `value` for `grad`
     (`[b, heads, s_q, d_v]`). With grouped kv heads, a kv head's gradient
-    sums over the query heads that read it.
+    sums over the query heads that read it. `seq_major` as in
+    `tpc.attention`: every tensor `[b, s, heads, d]`.
 
     ```mlir
     %dq, %dk, %dv = tpc.attention_grad %do, %q, %k, %v causal
@@ -338,11 +339,17 @@ def Tpc_AttentionGradOp : Tpc_Op<"attention_grad",
                        UnitAttr:$causal, F64Attr:$scale,
                        DefaultValuedAttr<F64Attr, "0.0">:$dropout_rate,
                        DefaultValuedAttr<I64Attr, "0">:$dropout_stream,
-                       Optional<Tpc_ScalarI64>:$block);
+                       Optional<Tpc_ScalarI64>:$block, UnitAttr:$seq_major);
   let results = (outs Tpc_FloatTensor:$query_grad, Tpc_FloatTensor:$key_grad,
                       Tpc_FloatTensor:$value_grad);
+  let extraClassDeclaration = [{
+    /// As tpc.attention's.
+    unsigned getHeadsDim() { return getSeqMajor() ? 2 : 1; }
+    unsigned getSeqDim() { return getSeqMajor() ? 1 : 2; }
+  }];
   let assemblyFormat = [{
-    $grad `,` $query `,` $key `,` $value (`causal` $causal^)? `scale` $scale
+    $grad `,` $query `,` $key `,` $value (`causal` $causal^)?
+      (`seq_major` $seq_major^)? `scale` $scale
       (`dropout` $dropout_rate^ `stream` $dropout_stream)?
       (`block` $block^)? attr-dict
       `:` type($grad) `,` type($query) `,` type($key) `,` type($value)

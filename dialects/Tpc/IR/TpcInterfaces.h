@@ -23,13 +23,20 @@ struct DerivativeArgs {
 };
 
 /// What an op draws from the dropout stream (TpcDropoutDrawOpInterface):
-/// the drawn shape, whose leading `shared` dimensions are those of the op's
-/// first result (and split like them), the others whole; and the block
+/// the drawn shape, whose leading `shared` dimensions are dimensions of the
+/// op's first result (and split like them), the others whole; and the block
 /// (microbatch) operand, when the draw is one block of a larger tensor.
 struct DropoutDraw {
   Value block;
   SmallVector<int64_t> shape;
   unsigned shared = 0;
+  /// The first result's dimension behind each shared one; empty: the same
+  /// (shared dimension d is the result's dimension d).
+  SmallVector<unsigned> resultDims;
+
+  unsigned resultDim(unsigned d) const {
+    return resultDims.empty() ? d : resultDims[d];
+  }
 };
 
 } // namespace mlir::tpc

@@ -343,7 +343,7 @@ LogicalResult MulOp::verify() {
 
 FailureOr<RankedTensorType>
  checks::inferAttentionType(std::optional<Location> loc, Value query, Value key,
-                           Value value) {
+                           Value value, bool seqMajor) {
   if (failed(checkOperandType(loc, query, "query")) ||
       failed(checkOperandType(loc, key, "key")) ||
       failed(checkOperandType(loc, value, "value")))
@@ -355,10 +355,11 @@ FailureOr<RankedTensorType>
                             {"key", k},
                             {"value", v}})
     if (type.getRank() != 4)
-      return emitOptionalError(loc, name,
-                               " must be [batch, heads, seq, head_dim] but has "
-                               "shape ",
-                               ShapeStr{type.getShape()});
+      return emitOptionalError(loc, name, " must be ",
+                               seqMajor ? "[batch, seq, heads, head_dim]"
+                                        : "[batch, heads, seq, head_dim]",
+                               " but has shape ", ShapeStr{type.getShape()});
+  const unsigned headsDim = seqMajor ? 2 : 1, seqDim = seqMajor ? 1 : 2;
   if (failed(checkSameElementType(loc, query, "query", key, "key")) ||
       failed(checkSameElementType(loc, query, "query", value, "value")))
     return failure();
@@ -366,25 +367,28 @@ FailureOr<RankedTensorType>
     return emitOptionalError(loc, "batch sizes differ: query ",
                              q.getDimSize(0), ", key ", k.getDimSize(0),
                              ", value ", v.getDimSize(0));
-  if (k.getDimSize(1) != v.getDimSize(1))
-    return emitOptionalError(loc, "key has ", k.getDimSize(1),
-                             " heads but value has ", v.getDimSize(1));
-  int64_t heads = q.getDimSize(1), kvHeads = k.getDimSize(1);
+  if (k.getDimSize(headsDim) != v.getDimSize(headsDim))
+    return emitOptionalError(loc, "key has ", k.getDimSize(headsDim),
+                             " heads but value has ", v.getDimSize(headsDim));
+  int64_t heads = q.getDimSize(headsDim), kvHeads = k.getDimSize(headsDim);
   if (kvHeads == 0)
     return emitOptionalError(loc, "key and value have 0 heads");
   if (heads % kvHeads != 0)
     return emitOptionalError(loc, "query heads ", heads,
                              " is not divisible by ", kvHeads,
                              " key/value heads");
-  if (k.getDimSize(2) != v.getDimSize(2))
-    return emitOptionalError(loc, "key length ", k.getDimSize(2),
-                             " differs from value length ", v.getDimSize(2));
+  if (k.getDimSize(seqDim) != v.getDimSize(seqDim))
+    return emitOptionalError(loc, "key length ", k.getDimSize(seqDim),
+                             " differs from value length ",
+                             v.getDimSize(seqDim));
   if (k.getDimSize(3) != q.getDimSize(3))
     return emitOptionalError(loc, "key head_dim ", k.getDimSize(3),
                              " differs from query head_dim ", q.getDimSize(3));
-  return RankedTensorType::get(
-      {q.getDimSize(0), heads, q.getDimSize(2), v.getDimSize(3)},
-      q.getElementType());
+  SmallVector<int64_t> shape = {q.getDimSize(0), heads, q.getDimSize(seqDim),
+                                v.getDimSize(3)};
+  if (seqMajor)
+    std::swap(shape[1], shape[2]);
+  return RankedTensorType::get(shape, q.getElementType());
 }
 
 LogicalResult AttentionOp::inferReturnTypes(
@@ -392,8 +396,9 @@ LogicalResult AttentionOp::inferReturnTypes(
     SmallVectorImpl<Type> &inferred) {
   // Attributes are checked by the verifier: while parsing, the default-valued
   // ones are still unset here.
-  FailureOr<RankedTensorType> type = inferAttentionType(
-      loc, adaptor.getQuery(), adaptor.getKey(), adaptor.getValue());
+  FailureOr<RankedTensorType> type =
+      inferAttentionType(loc, adaptor.getQuery(), adaptor.getKey(),
+                         adaptor.getValue(), adaptor.getSeqMajor());
   if (failed(type))
     return failure();
   inferred.push_back(*type);
@@ -426,7 +431,8 @@ LogicalResult AttentionOp::verify() {
   return verifyAttentionAttrs(
       *this, getScale().convertToDouble(), getDropoutRate().convertToDouble(),
       getDropoutStreamAttr().getInt(), getCausal(), !!getBlock(),
-      getQuery().getType().getDimSize(2), getKey().getType().getDimSize(2));
+      getQuery().getType().getDimSize(getSeqDim()),
+      getKey().getType().getDimSize(getSeqDim()));
 }
 
 LogicalResult checks::verifyRotary(Operation *op, RankedTensorType type,

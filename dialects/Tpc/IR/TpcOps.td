@@ -299,35 +299,51 @@ def Tpc_AttentionOp : Tpc_Op<"attention", [Pure, InferTypeOpAdaptor,
     microbatch draws the mask the whole batch would (see
     `tpc.dropout_mask`). It needs dropout.
 
+    With `seq_major`, every tensor (operands and result) is laid out
+    `[b, s, heads, d]` instead: the same values, the middle dimensions
+    swapped (tpc-fold-attention-transposes makes it out of the transposes
+    around a head-major attention). The dropout still draws probability
+    `(b, h, i, j)` of the `[b, heads, s_q, s_k]` tensor.
+
     ```mlir
     %o = tpc.attention %q, %k, %v causal scale 2.500000e-01
         : tensor<4x8x32x16xf32>, tensor<4x4x32x16xf32>, tensor<4x4x32x16xf32>
+    %p = tpc.attention %qs, %ks, %vs causal seq_major scale 2.500000e-01
+        : tensor<4x32x8x16xf32>, tensor<4x32x4x16xf32>, tensor<4x32x4x16xf32>
     ```
   }];
   let arguments = (ins Tpc_FloatTensor:$query, Tpc_FloatTensor:$key,
                        Tpc_FloatTensor:$value, UnitAttr:$causal, F64Attr:$scale,
                        DefaultValuedAttr<F64Attr, "0.0">:$dropout_rate,
                        DefaultValuedAttr<I64Attr, "0">:$dropout_stream,
-                       Optional<Tpc_ScalarI64>:$block);
+                       Optional<Tpc_ScalarI64>:$block, UnitAttr:$seq_major);
   let results = (outs Tpc_FloatTensor:$result);
   let assemblyFormat = [{
-    $query `,` $key `,` $value (`causal` $causal^)? `scale` $scale
+    $query `,` $key `,` $value (`causal` $causal^)? (`seq_major` $seq_major^)?
+      `scale` $scale
       (`dropout` $dropout_rate^ `stream` $dropout_stream)?
       (`block` $block^)? attr-dict
       `:` type($query) `,` type($key) `,` type($value)
   }];
-  // The form without a dropout block, as before the block existed.
+  // The head-major form without a dropout block, as before either existed.
   let builders = [
     OpBuilder<(ins "Value":$query, "Value":$key, "Value":$value,
                    "UnitAttr":$causal, "FloatAttr":$scale,
                    "FloatAttr":$dropout_rate, "IntegerAttr":$dropout_stream), [{
       build($_builder, $_state, query, key, value, causal, scale, dropout_rate,
-            dropout_stream, /*block=*/Value());
+            dropout_stream, /*block=*/Value(), /*seq_major=*/UnitAttr());
     }]>
   ];
   let extraClassDeclaration = [{
-    int64_t getNumHeads() { return getQuery().getType().getDimSize(1); }
-    int64_t getNumKvHeads() { return getKey().getType().getDimSize(1); }
+    /// The dimensions of the heads and of the sequence in every tensor.
+    unsigned getHeadsDim() { return getSeqMajor() ? 2 : 1; }
+    unsigned getSeqDim() { return getSeqMajor() ? 1 : 2; }
+    int64_t getNumHeads() {
+      return getQuery().getType().getDimSize(getHeadsDim());
+    }
+    int64_t getNumKvHeads() {
+      return getKey().getType().getDimSize(getHeadsDim());
+    }
   }];
   let hasVerifier = 1;
 }

@@ -102,10 +102,10 @@ LogicalResult verifyAttentionAttrs(Operation *op, double scale, double rate,
                                    int64_t stream, bool causal, bool hasBlock,
                                    int64_t queries, int64_t keys);
 /// The result type of an attention over `query`, `key`, `value`, checking
-/// their shapes.
+/// their shapes: [b, heads, s, d], or [b, s, heads, d] with `seqMajor`.
 FailureOr<RankedTensorType> inferAttentionType(std::optional<Location> loc,
                                                Value query, Value key,
-                                               Value value);
+                                               Value value, bool seqMajor);
 
 LogicalResult verifyDropoutRate(Operation *op, double rate);
 LogicalResult verifyDropoutStream(Operation *op, int64_t stream);

@@ -392,7 +392,7 @@ LogicalResult TrainingBuilder::buildForward() {
           map.lookup(attention.getKey()), map.lookup(attention.getValue()),
           attention.getCausalAttr(), attention.getScaleAttr(),
           attention.getDropoutRateAttr(), attention.getDropoutStreamAttr(),
-          block);
+          block, attention.getSeqMajorAttr());
       clone->setDiscardableAttrs(op.getDiscardableAttrDictionary());
     } else {
       clone = builder.clone(op, map);

@@ -274,6 +274,26 @@ def TpcUnrollTrainStep : Pass<"tpc-unroll-train-step", "ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def TpcFoldAttentionTransposes
+    : Pass<"tpc-fold-attention-transposes", "ModuleOp"> {
+  let summary = "Lets attention read and write the projections' [b, s, heads, d] layout";
+  let description = [{
+    A `tpc.attention` whose query, key and value are each a `tpc.transpose`
+    swapping dimensions 1 and 2 (`[b, s, heads, d]` to `[b, heads, s, d]`, as
+    GPT-2 writes it) becomes a `seq_major` attention of the transposes'
+    inputs; readers of its result that swap it back read the new result
+    directly, any other reader a transpose of it. Transposes left without
+    readers are erased. The values are unchanged (the dropout draws the same
+    probabilities); the copies go: four per layer in the forward, and, since
+    `tpc-autodiff` then differentiates the sequence-major attention, four
+    more in the backward. `tpc-compile` runs it first, on every function.
+
+    ```
+    $ tpc-opt model.mlir --tpc-fold-attention-transposes
+    ```
+  }];
+}
+
 def TpcStripDropout : Pass<"tpc-strip-dropout", "ModuleOp"> {
   let summary = "Removes dropout from a forward pass (evaluation)";
   let description = [{

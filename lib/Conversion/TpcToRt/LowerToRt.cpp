@@ -125,7 +125,7 @@ std::optional<KernelSpec> kernelFor(Operation *op) {
                           {op.getDropoutStreamAttr().getInt()},
                           {op.getScale().convertToDouble(),
                            op.getDropoutRate().convertToDouble()},
-                          flag(op.getCausal(), 1)};
+                          flag(op.getCausal(), 1) | flag(op.getSeqMajor(), 2)};
       })
       .Case([](RotaryOp op) {
         return rotarySpec(op.getTheta().convertToDouble(),
@@ -211,7 +211,7 @@ std::optional<KernelSpec> kernelFor(Operation *op) {
                           {op.getDropoutStreamAttr().getInt()},
                           {op.getScale().convertToDouble(),
                            op.getDropoutRate().convertToDouble()},
-                          flag(op.getCausal(), 1)};
+                          flag(op.getCausal(), 1) | flag(op.getSeqMajor(), 2)};
       })
       .Case([](RotaryGradOp op) {
         return rotarySpec(op.getTheta().convertToDouble(),
@@ -898,7 +898,7 @@ LogicalResult Lowering::lowerDropoutLayout(Operation *op,
     if (failed(firstGlobal))
       return failure();
     for (unsigned d = 0; d < draw.shared; ++d)
-      global[d] = (*firstGlobal)[d];
+      global[d] = (*firstGlobal)[draw.resultDim(d)];
   }
   if (!draw.block)
     return success();

@@ -555,6 +555,40 @@ func.func @attention_heads(%q: tensor<2x12x8x16xf32>, %k: tensor<2x5x8x16xf32>,
 
 // -----
 
+// Sequence-major: heads are dim 2 (a head-major key then has 8 "heads").
+func.func @attention_seq_major_heads(%q: tensor<2x8x12x16xf32>,
+                                     %k: tensor<2x5x8x16xf32>,
+                                     %v: tensor<2x5x8x16xf32>) {
+  // expected-error @+1 {{query heads 12 is not divisible by 8 key/value heads}}
+  %0 = tpc.attention %q, %k, %v seq_major scale 2.500000e-01
+      : tensor<2x8x12x16xf32>, tensor<2x5x8x16xf32>, tensor<2x5x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_seq_major_causal(%q: tensor<2x8x4x16xf32>,
+                                      %k: tensor<2x6x4x16xf32>,
+                                      %v: tensor<2x6x4x16xf32>) {
+  // expected-error @+1 {{causal mask needs at least as many keys as queries but has 8 queries and 6 keys}}
+  %0 = tpc.attention %q, %k, %v causal seq_major scale 2.500000e-01
+      : tensor<2x8x4x16xf32>, tensor<2x6x4x16xf32>, tensor<2x6x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_seq_major_rank(%q: tensor<2x8x16xf32>,
+                                    %k: tensor<2x8x4x16xf32>,
+                                    %v: tensor<2x8x4x16xf32>) {
+  // expected-error @+1 {{query must be [batch, seq, heads, head_dim] but has shape 2x8x16}}
+  %0 = tpc.attention %q, %k, %v seq_major scale 2.500000e-01
+      : tensor<2x8x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>
+  return
+}
+
+// -----
+
 func.func @attention_zero_kv_heads(%q: tensor<2x8x8x16xf32>,
                                    %k: tensor<2x0x8x16xf32>,
                                    %v: tensor<2x0x8x16xf32>) {
