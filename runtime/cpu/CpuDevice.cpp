@@ -582,11 +582,11 @@ Status CpuDevice::run(const KernelCall &call, const Resolved &r,
   }
   case fb::OpCode::Rotary:
     return cpu::rotary(in(0), call.outer, call.seqQ, call.headDim, fa[0], ia[0],
-                       out(0), flag0);
+                       out(0), flag0, nullptr, call.heads);
   case fb::OpCode::RotaryScaled: {
     cpu::RopeScaling scaling{fa[1], fa[2], fa[3], fa[4]};
     return cpu::rotary(in(0), call.outer, call.seqQ, call.headDim, fa[0], ia[0],
-                       out(0), flag0, &scaling);
+                       out(0), flag0, &scaling, call.heads);
   }
   case fb::OpCode::CrossEntropy:
     if (splitVocabulary(call))

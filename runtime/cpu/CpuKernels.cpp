@@ -635,8 +635,8 @@ static float scaledInvFreq(float invFreq, const RopeScaling &scaling) {
 
 Status rotary(const float *x, int64_t outer, int64_t seq, int64_t dim,
               double theta, int64_t offset, float *out, bool inverse,
-              const RopeScaling *scaling) {
-  if (Status s = checkNonNegative("rotary", {outer, seq, dim}); !s)
+              const RopeScaling *scaling, int64_t heads) {
+  if (Status s = checkNonNegative("rotary", {outer, seq, dim, heads}); !s)
     return s;
   if (dim % 2 != 0)
     return Status::error("rotary: head dimension " + std::to_string(dim) +
@@ -656,13 +656,13 @@ Status rotary(const float *x, int64_t outer, int64_t seq, int64_t dim,
       // The inverse rotates by -angle (rotary's backward: R^T = R^-1).
       float c = std::cos(angle),
             sn = inverse ? -std::sin(angle) : std::sin(angle);
-      for (int64_t o = 0; o < outer; ++o) {
-        const float *row = x + (o * seq + s) * dim;
-        float *orow = out + (o * seq + s) * dim;
-        float x1 = row[i], x2 = row[i + half];
-        orow[i] = x1 * c - x2 * sn;
-        orow[i + half] = x2 * c + x1 * sn;
-      }
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t h = 0; h < heads; ++h) {
+          int64_t at = ((o * seq + s) * heads + h) * dim;
+          float x1 = x[at + i], x2 = x[at + i + half];
+          out[at + i] = x1 * c - x2 * sn;
+          out[at + i + half] = x2 * c + x1 * sn;
+        }
     }
   }
   return Status::ok();

@@ -232,7 +232,8 @@ Status launchBinary(const void *a, Storage aType, const void *b, Storage bType,
 // Rotary
 //===----------------------------------------------------------------------===//
 
-/// rotary(_scaled) of x [outer, seq, dim] (CpuKernels.cpp's rotary). The
+/// rotary(_scaled) of x [outer, seq, heads, dim] (CpuKernels.cpp's rotary;
+/// heads = 1 head-major). The
 /// float arithmetic of the frequencies and of the rotation is written with
 /// _rn intrinsics so that nothing is contracted into an FMA: the CPU's
 /// scalar code has none, and then both compute the same fp32 values.
@@ -242,6 +243,8 @@ struct RotaryParams {
   void *y = nullptr;
   Storage yType = Storage::F32;
   int64_t outer = 0, seq = 0, dim = 0, offset = 0;
+  /// The rows of each position in an outer block (sequence-major: heads).
+  int64_t heads = 1;
   /// Rows of `outer` each blockIdx.y handles.
   int64_t rowsPerSlice = 1;
   double theta = 0.0;
@@ -295,8 +298,10 @@ __global__ void __launch_bounds__(kThreads) rotaryKernel(RotaryParams p) {
     auto sn = static_cast<float>(sinAngle);
     if (p.inverse)
       sn = -sn;
-    for (int64_t o = rowBegin; o < rowEnd; ++o) {
-      int64_t row = (o * p.seq + s) * p.dim;
+    for (int64_t r = rowBegin * p.heads; r < rowEnd * p.heads; ++r) {
+      int64_t o, h;
+      divMod(r, p.heads, o, h);
+      int64_t row = ((o * p.seq + s) * p.heads + h) * p.dim;
       float x1 = loadFloat(p.x, p.xType, row + i);
       float x2 = loadFloat(p.x, p.xType, row + i + half);
       storeFloat(p.y, p.yType, row + i,
@@ -382,6 +387,7 @@ Status runRotary(const Run &r) {
   p.yType = r.outType(0);
   p.outer = call.outer;
   p.seq = call.seqQ;
+  p.heads = call.heads;
   p.dim = call.headDim;
   p.offset = call.intAttrs[0];
   p.theta = call.floatAttrs[0];

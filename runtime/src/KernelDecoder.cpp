@@ -455,7 +455,7 @@ std::vector<int64_t> KernelDecoder::attentionShape(int64_t heads, int64_t seq,
 }
 
 Status KernelDecoder::rotaryScaled() {
-  if (Status s = attrs(1, 5, 1); !s)
+  if (Status s = attrs(1, 5, rowFlagMask()); !s)
     return s;
   if (Status s = finite(1, "factor", 0.0, false); !s)
     return s;
@@ -478,7 +478,7 @@ Status KernelDecoder::rotaryScaled() {
 Status KernelDecoder::rotary() { return rotaryShape(1); }
 
 Status KernelDecoder::rotaryShape(size_t floats) {
-  if (Status s = attrs(1, floats, 1); !s)
+  if (Status s = attrs(1, floats, rowFlagMask()); !s)
     return s;
   if (call.intAttrs[0] < 0)
     return Status::error("position offset (int_attrs[0]) is " +
@@ -488,15 +488,18 @@ Status KernelDecoder::rotaryShape(size_t floats) {
   if (Status s = floatOperands(); !s)
     return s;
   const TensorRef &x = in(0);
-  if (Status s = rankAtLeast(x, "input", 2); !s)
+  // Sequence-major: [..., s, heads, d], each position's heads in a row.
+  bool seqMajor = call.flags & 2;
+  if (Status s = rankAtLeast(x, "input", seqMajor ? 3 : 2); !s)
     return s;
-  size_t rank = x.shape.size();
+  size_t rank = x.shape.size(), seqDim = rank - (seqMajor ? 3 : 2);
   call.headDim = x.shape[rank - 1];
-  call.seqQ = x.shape[rank - 2];
+  call.seqQ = x.shape[seqDim];
+  call.heads = seqMajor ? x.shape[rank - 2] : 1;
   if (call.headDim % 2 != 0)
     return Status::error(describe("input", x) + " has an odd head dimension " +
                          std::to_string(call.headDim));
-  if (Status s = product(x, "input", 0, rank - 2, call.outer); !s)
+  if (Status s = product(x, "input", 0, seqDim, call.outer); !s)
     return s;
   return shape(out(0), "result", x.shape);
 }

@@ -462,3 +462,23 @@ TEST(CpuKernelsTest, SeqMajorAttentionIsTheTransposedHeadMajor) {
     EXPECT_EQ(dvS, swapMiddle(dvv, b, kv, sk, dv));
   }
 }
+
+// Sequence-major rotary (positions along dim 1 of [b, s, heads, d]) is the
+// head-major one on the transposed tensor, bit for bit, scaled or not.
+TEST(CpuKernelsTest, SeqMajorRotaryIsTheTransposedHeadMajor) {
+  const int64_t b = 2, h = 3, s = 5, d = 6;
+  auto x = randomVector(b * h * s * d, 7);
+  auto xS = swapMiddle(x, b, h, s, d);
+  RopeScaling llama3{8.0, 1.0, 4.0, 8192.0};
+  for (const RopeScaling *scaling : {(const RopeScaling *)nullptr,
+                                     (const RopeScaling *)&llama3})
+    for (bool inverse : {false, true}) {
+      std::vector<float> out(x.size()), outS(x.size());
+      ASSERT_TRUE(rotary(x.data(), b * h, s, d, 10000.0, 11, out.data(),
+                         inverse, scaling));
+      ASSERT_TRUE(rotary(xS.data(), b, s, d, 10000.0, 11, outS.data(), inverse,
+                         scaling, h));
+      EXPECT_EQ(outS, swapMiddle(out, b, h, s, d));
+      EXPECT_NE(out, x);
+    }
+}

@@ -601,7 +601,24 @@ inline void addCases(DT F, std::vector<Case> &out) {
              1);
     add(b);
   }
+  // Sequence-major (flag bit 1): positions along dim 1 of [b, s, heads, d].
+  Shape seqHeads = {kBatch, kSeqQ, kHeads, kHeadDim};
+  std::string seqHeadsText = "x" + shapeText(seqHeads);
+  {
+    CaseBuilder b(Op::Rotary, F, dt,
+                  seqHeadsText + " theta 1e4 offset 5 inverse seq-major");
+    b.kernel(Op::Rotary, {b.in(F, seqHeads)}, {b.out(F, seqHeads)}, {5},
+             {10000.0}, 3);
+    add(b);
+  }
   const std::vector<double> llama3 = {500000.0, 8.0, 1.0, 4.0, 8192.0};
+  {
+    CaseBuilder b(Op::RotaryScaled, F, dt,
+                  seqHeadsText + " llama3 offset 9 seq-major");
+    b.kernel(Op::RotaryScaled, {b.in(F, seqHeads)}, {b.out(F, seqHeads)}, {9},
+             llama3, 2);
+    add(b);
+  }
   {
     CaseBuilder b(Op::RotaryScaled, F, dt, headsText + " llama3 offset 7");
     b.kernel(Op::RotaryScaled, {b.in(F, heads)}, {b.out(F, heads)}, {7},

@@ -195,7 +195,8 @@ Status attention(const float *q, const float *k, const float *v, int64_t batch,
                  const AttentionDropout *dropout = nullptr,
                  AttentionLayout layout = AttentionLayout::HeadMajor);
 
-/// Rotary embedding of x [outer, s, d] (outer = b * heads), rotate-half
+/// Rotary embedding of x [outer, s, heads, d] (head-major: outer = b *
+/// heads and heads = 1; sequence-major: outer = b), rotate-half
 /// (Hugging Face) convention, position offset + s_index, inv_freq[i] =
 /// theta^(-2i/d). d must be even. Angles are computed in double and rounded,
 /// not read from a table. out may equal x. With inverse, rotates by the
@@ -213,7 +214,7 @@ struct RopeScaling {
 };
 Status rotary(const float *x, int64_t outer, int64_t seq, int64_t dim,
               double theta, int64_t offset, float *out, bool inverse = false,
-              const RopeScaling *scaling = nullptr);
+              const RopeScaling *scaling = nullptr, int64_t heads = 1);
 
 /// Sum over positions whose label is not ignoreIndex of logsumexp(logits) -
 /// logits[label], and the count of those positions. logits is [positions,

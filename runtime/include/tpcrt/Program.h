@@ -86,7 +86,8 @@ struct TensorRef {
 ///   softmax        outer, seqQ (rows of a [q, k] block), seqK
 ///   attention      batch, heads, kvHeads, seqQ, seqK, headDim, valueDim
 ///                  (flags bit 1: sequence-major, attentionSeqMajor())
-///   rotary         outer, seqQ (positions), headDim
+///   rotary         outer, seqQ (positions), heads (1; sequence-major, flags
+///                  bit 1: the heads of a position), headDim
 ///   cross_entropy  rows (positions), cols (the logits' columns: with a
 ///                  group, block groupPosition of the vocabulary), k (the
 ///                  classes: int_attrs[1], else cols)
