@@ -63,3 +63,43 @@ func.func @not_all_swapped(%q: tensor<1x3x5x4xf32>, %k: tensor<1x5x3x4xf32>, %v:
   %pt = tpc.transpose %p [0, 2, 1, 3] : tensor<1x3x5x4xf32>
   return %ot, %pt : tensor<1x5x3x4xf32>, tensor<1x5x3x4xf32>
 }
+
+// -----
+
+// Llama's pattern: q and k rotated after their transposes (each rotary read
+// by the attention alone), v only transposed. The rotaries become
+// sequence-major rotaries of the projections (same theta, offset, scaling)
+// and no transpose is left.
+// CHECK-LABEL: func.func @llama
+// CHECK-SAME: (%[[Q:.*]]: tensor<2x5x6x4xf32>, %[[K:.*]]: tensor<2x5x2x4xf32>, %[[V:.*]]: tensor<2x5x2x4xf32>)
+// CHECK-NOT: tpc.transpose
+// CHECK-DAG: %[[QR:.*]] = tpc.rotary %[[Q]] seq_major theta 5.000000e+05 offset 3 scaling [8.000000e+00, 1.000000e+00, 4.000000e+00, 8.192000e+03] {tpc.layer = 1 : i64} : tensor<2x5x6x4xf32>
+// CHECK-DAG: %[[KR:.*]] = tpc.rotary %[[K]] seq_major theta 5.000000e+05 offset 3 scaling [8.000000e+00, 1.000000e+00, 4.000000e+00, 8.192000e+03] : tensor<2x5x2x4xf32>
+// CHECK: %[[O:.*]] = tpc.attention %[[QR]], %[[KR]], %[[V]] causal seq_major scale 5.000000e-01
+// CHECK-NOT: tpc.transpose
+// CHECK: return %[[O]]
+func.func @llama(%q: tensor<2x5x6x4xf32>, %k: tensor<2x5x2x4xf32>, %v: tensor<2x5x2x4xf32>) -> tensor<2x5x6x4xf32> {
+  %qt = tpc.transpose %q [0, 2, 1, 3] : tensor<2x5x6x4xf32>
+  %qr = tpc.rotary %qt theta 5.000000e+05 offset 3 scaling [8.0, 1.0, 4.0, 8192.0] {tpc.layer = 1 : i64} : tensor<2x6x5x4xf32>
+  %kt = tpc.transpose %k [0, 2, 1, 3] : tensor<2x5x2x4xf32>
+  %kr = tpc.rotary %kt theta 5.000000e+05 offset 3 scaling [8.0, 1.0, 4.0, 8192.0] : tensor<2x2x5x4xf32>
+  %vt = tpc.transpose %v [0, 2, 1, 3] : tensor<2x5x2x4xf32>
+  %o = tpc.attention %qr, %kr, %vt causal scale 5.000000e-01 : tensor<2x6x5x4xf32>, tensor<2x2x5x4xf32>, tensor<2x2x5x4xf32>
+  %ot = tpc.transpose %o [0, 2, 1, 3] : tensor<2x6x5x4xf32>
+  return %ot : tensor<2x5x6x4xf32>
+}
+
+// -----
+
+// A rotary that something else reads too stays head-major, and so does
+// its attention (folding would rotate twice).
+// CHECK-LABEL: func.func @rotary_read_twice
+// CHECK-NOT: seq_major
+func.func @rotary_read_twice(%q: tensor<2x5x6x4xf32>, %k: tensor<2x5x2x4xf32>, %v: tensor<2x5x2x4xf32>) -> (tensor<2x6x5x4xf32>, tensor<2x6x5x4xf32>) {
+  %qt = tpc.transpose %q [0, 2, 1, 3] : tensor<2x5x6x4xf32>
+  %qr = tpc.rotary %qt theta 1.000000e+04 : tensor<2x6x5x4xf32>
+  %kt = tpc.transpose %k [0, 2, 1, 3] : tensor<2x5x2x4xf32>
+  %vt = tpc.transpose %v [0, 2, 1, 3] : tensor<2x5x2x4xf32>
+  %o = tpc.attention %qr, %kt, %vt scale 5.000000e-01 : tensor<2x6x5x4xf32>, tensor<2x2x5x4xf32>, tensor<2x2x5x4xf32>
+  return %o, %qr : tensor<2x6x5x4xf32>, tensor<2x6x5x4xf32>
+}

@@ -35,6 +35,7 @@
 // CHECK-NEXT: tpc.repeat: ([i, j, k, l]) -> ([i, m, k, l]) {i=4, j=1, k=32, l=16, m=8} linearity multilinear
 // Sequence-major attention: the same factors, sequences before heads.
 // CHECK-NEXT: tpc.attention: ([i, l, j*k, n], [i, m, j, n], [i, m, j, o]) -> ([i, l, j*k, o]) {i=4, j=4, k=2, l=32 whole, m=32 whole, n=16 whole, o=8} linearity none
+// CHECK-NEXT: tpc.rotary: ([i, j, k, l]) -> ([i, j, k, l]) {i=4, j=32 whole, k=8, l=16 whole} linearity multilinear
 
 // The pass leaves the IR unchanged.
 // IR-LABEL: func.func @f
@@ -74,5 +75,6 @@ func.func @g(%s: tensor<4x8x32x32xf32>, %q: tensor<4x8x32x16xf32>, %v: tensor<4x
   %bm = tpc.batch_matmul %l, %w transpose_lhs : tensor<64x4xf32>, tensor<64x128xf32>
   %mq = tpc.repeat %k1 dim 1 times 8 : tensor<4x1x32x16xf32>
   %sq = tpc.attention %qs, %ks, %vs causal seq_major scale 2.500000e-01 : tensor<4x32x8x16xf32>, tensor<4x32x4x16xf32>, tensor<4x32x4x8xf32>
+  %sr = tpc.rotary %qs seq_major theta 1.000000e+04 : tensor<4x32x8x16xf32>
   return
 }

@@ -47,7 +47,7 @@ LogicalResult RotaryOp::buildGradients(OpBuilder &builder,
     grads[0] = castTo(builder, getLoc(),
                       RotaryGradOp::create(builder, getLoc(), dy,
                                            getThetaAttr(), getOffsetAttr(),
-                                           getScalingAttr()),
+                                           getScalingAttr(), getSeqMajorAttr()),
                       gradElementType);
   return success();
 }

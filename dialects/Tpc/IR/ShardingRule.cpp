@@ -83,14 +83,19 @@ AttentionFactors mlir::tpc::addAttentionFactors(ShardingRule &rule,
   return attention;
 }
 
-ShardingRule mlir::tpc::rotaryShardingRule(Operation *op) {
+ShardingRule mlir::tpc::rotaryShardingRule(Operation *op, bool seqMajor) {
   ShardingRule rule;
   rule.linearity = Linearity::Multilinear;
   ArrayRef<int64_t> shape =
       cast<RankedTensorType>(op->getResult(0).getType()).getShape();
-  TensorFactors dims = rule.addFactors(shape.take_front(2));
-  llvm::append_range(dims,
-                     rule.addFactors(shape.drop_front(2), FactorKind::Whole));
+  // The angles depend on the global position; rotate_half pairs the two
+  // halves of the head dim.
+  TensorFactors dims;
+  for (auto [dim, size] : llvm::enumerate(shape)) {
+    bool whole = dim == 3 || dim == (seqMajor ? 1u : 2u);
+    dims.push_back(
+        {rule.addFactor(size, whole ? FactorKind::Whole : FactorKind::Parallel)});
+  }
   rule.operands = {dims};
   rule.results = {dims};
   return rule;

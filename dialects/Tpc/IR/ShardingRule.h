@@ -171,11 +171,12 @@ AttentionFactors addAttentionFactors(ShardingRule &rule,
                                      ArrayRef<int64_t> value, bool causal,
                                      bool seqMajor);
 
-/// The rule of `rotary` and its gradient on `[b, heads, s, d]`: batch and
-/// heads parallel; the sequence whole (the angles depend on the global
-/// position) and the head dim whole (rotate_half pairs its two halves).
-/// Linear in the rotated tensor.
-ShardingRule rotaryShardingRule(Operation *op);
+/// The rule of `rotary` and its gradient on `[b, heads, s, d]` (or
+/// `[b, s, heads, d]` with `seqMajor`): batch and heads parallel; the
+/// sequence whole (the angles depend on the global position) and the head
+/// dim whole (rotate_half pairs its two halves). Linear in the rotated
+/// tensor.
+ShardingRule rotaryShardingRule(Operation *op, bool seqMajor);
 
 /// The rule of an op whose result is its operand with dim `dim` cut or
 /// padded to `size` (slice, pad): that dim whole on both sides (a window of

@@ -31,16 +31,5 @@ ShardingRule AttentionOp::getShardingRule() {
 }
 
 ShardingRule RotaryOp::getShardingRule() {
-  ShardingRule rule;
-  // Linear in x: the angles depend on positions only.
-  rule.linearity = Linearity::Multilinear;
-  ArrayRef<int64_t> x = shapeOf(getInput());
-  // Angles depend on the global position; rotate_half pairs the two halves.
-  TensorFactors dims = {{rule.addFactor(x[0])},
-                        {rule.addFactor(x[1])},
-                        {rule.addFactor(x[2], FactorKind::Whole)},
-                        {rule.addFactor(x[3], FactorKind::Whole)}};
-  rule.operands = {dims};
-  rule.results = {dims};
-  return rule;
+  return rotaryShardingRule(*this, getSeqMajor());
 }

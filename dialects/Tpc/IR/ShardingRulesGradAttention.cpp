@@ -36,5 +36,5 @@ ShardingRule AttentionGradOp::getShardingRule() {
 }
 
 ShardingRule RotaryGradOp::getShardingRule() {
-  return rotaryShardingRule(*this);
+  return rotaryShardingRule(*this, getSeqMajor());
 }

@@ -229,7 +229,7 @@ LogicalResult AttentionGradOp::verify() {
 
 LogicalResult RotaryGradOp::verify() {
   return verifyRotary(*this, getGrad().getType(), getTheta().convertToDouble(),
-                      getScaling(), getOffsetAttr().getInt());
+                      getScaling(), getOffsetAttr().getInt(), getSeqMajor());
 }
 
 //===----------------------------------------------------------------------===//

@@ -373,11 +373,12 @@ def Tpc_RotaryGradOp : Tpc_Op<"rotary_grad",
   }];
   let arguments = (ins Tpc_FloatTensor:$grad, F64Attr:$theta,
                        DefaultValuedAttr<I64Attr, "0">:$offset,
-                       OptionalAttr<DenseF64ArrayAttr>:$scaling);
+                       OptionalAttr<DenseF64ArrayAttr>:$scaling,
+                       UnitAttr:$seq_major);
   let results = (outs Tpc_FloatTensor:$result);
   let assemblyFormat = [{
-    $grad `theta` $theta (`offset` $offset^)? (`scaling` $scaling^)?
-      attr-dict `:` type($grad)
+    $grad (`seq_major` $seq_major^)? `theta` $theta (`offset` $offset^)?
+      (`scaling` $scaling^)? attr-dict `:` type($grad)
   }];
   let hasVerifier = 1;
 }

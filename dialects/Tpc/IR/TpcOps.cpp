@@ -438,11 +438,13 @@ LogicalResult AttentionOp::verify() {
 LogicalResult checks::verifyRotary(Operation *op, RankedTensorType type,
                                    double theta,
                                    std::optional<ArrayRef<double>> scaling,
-                                   int64_t offset) {
+                                   int64_t offset, bool seqMajor) {
   if (type.getRank() != 4)
-    return op->emitOpError() << "input must be [batch, heads, seq, head_dim] "
-                                "but has shape "
-                             << ShapeStr{type.getShape()};
+    return op->emitOpError()
+           << "input must be "
+           << (seqMajor ? "[batch, seq, heads, head_dim]"
+                        : "[batch, heads, seq, head_dim]")
+           << " but has shape " << ShapeStr{type.getShape()};
   if (type.getDimSize(3) % 2 != 0)
     return op->emitOpError() << "head_dim " << type.getDimSize(3)
                              << " must be even for rotate-half";
@@ -477,7 +479,7 @@ LogicalResult checks::verifyRotary(Operation *op, RankedTensorType type,
 LogicalResult RotaryOp::verify() {
   return verifyRotary(*this, getInput().getType(),
                       getTheta().convertToDouble(), getScaling(),
-                      getOffsetAttr().getInt());
+                      getOffsetAttr().getInt(), getSeqMajor());
 }
 
 //===----------------------------------------------------------------------===//

@@ -365,19 +365,24 @@ def Tpc_RotaryOp : Tpc_Op<"rotary",
     original_max_position_embeddings]` (`llama3`: the low frequencies
     divided by `factor`, the high ones kept, a smooth blend between).
 
+    With `seq_major`, `x` is `[b, s, heads, d]` (the position is the index
+    of dim 1), as `tpc.attention`'s `seq_major`.
+
     ```mlir
     %qr = tpc.rotary %q theta 1.000000e+04 : tensor<4x8x32x16xf32>
+    %qm = tpc.rotary %q seq_major theta 1.000000e+04 : tensor<4x32x8x16xf32>
     %qs = tpc.rotary %q theta 5.000000e+05 scaling [8.0, 1.0, 4.0, 8192.0]
         : tensor<4x8x32x16xf32>
     ```
   }];
   let arguments = (ins Tpc_FloatTensor:$input, F64Attr:$theta,
                        DefaultValuedAttr<I64Attr, "0">:$offset,
-                       OptionalAttr<DenseF64ArrayAttr>:$scaling);
+                       OptionalAttr<DenseF64ArrayAttr>:$scaling,
+                       UnitAttr:$seq_major);
   let results = (outs Tpc_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `theta` $theta (`offset` $offset^)? (`scaling` $scaling^)?
-      attr-dict `:` type($input)
+    $input (`seq_major` $seq_major^)? `theta` $theta (`offset` $offset^)?
+      (`scaling` $scaling^)? attr-dict `:` type($input)
   }];
   let hasVerifier = 1;
 }

@@ -115,7 +115,7 @@ LogicalResult verifyDropoutStream(Operation *op, int64_t stream);
 /// high_freq_factor, original_max_positions]).
 LogicalResult verifyRotary(Operation *op, RankedTensorType type, double theta,
                            std::optional<ArrayRef<double>> scaling,
-                           int64_t offset);
+                           int64_t offset, bool seqMajor);
 
 /// `labels` is `logits` without its last (vocabulary) dimension.
 LogicalResult verifyLogitsLabels(Operation *op, Value logits, Value labels);

@@ -280,13 +280,15 @@ def TpcFoldAttentionTransposes
   let description = [{
     A `tpc.attention` whose query, key and value are each a `tpc.transpose`
     swapping dimensions 1 and 2 (`[b, s, heads, d]` to `[b, heads, s, d]`, as
-    GPT-2 writes it) becomes a `seq_major` attention of the transposes'
-    inputs; readers of its result that swap it back read the new result
-    directly, any other reader a transpose of it. Transposes left without
-    readers are erased. The values are unchanged (the dropout draws the same
-    probabilities); the copies go: four per layer in the forward, and, since
-    `tpc-autodiff` then differentiates the sequence-major attention, four
-    more in the backward. `tpc-compile` runs it first, on every function.
+    GPT-2 writes it), or a `tpc.rotary` of one that only the attention reads
+    (Llama's q and k), becomes a `seq_major` attention of the transposes'
+    inputs, rotated by `seq_major` rotaries where they were; readers of its
+    result that swap it back read the new result directly, any other reader
+    a transpose of it. Ops left without readers are erased. The values are
+    unchanged (the dropout draws the same probabilities); the copies go:
+    four per layer in the forward, and, since `tpc-autodiff` then
+    differentiates the sequence-major ops, four more in the backward.
+    `tpc-compile` runs it first, on every function.
 
     ```
     $ tpc-opt model.mlir --tpc-fold-attention-transposes

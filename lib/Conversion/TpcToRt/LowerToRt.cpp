@@ -63,13 +63,15 @@ struct KernelSpec {
 /// linear, its other three attributes 0; [factor, low, high, original]:
 /// llama3).
 KernelSpec rotarySpec(double theta, int64_t offset,
-                      std::optional<ArrayRef<double>> scaling, bool inverse) {
+                      std::optional<ArrayRef<double>> scaling, bool inverse,
+                      bool seqMajor) {
+  uint32_t flags = (inverse ? 1u : 0u) | (seqMajor ? 2u : 0u);
   if (!scaling)
-    return KernelSpec{OpCode::Rotary, {offset}, {theta}, inverse ? 1u : 0u};
+    return KernelSpec{OpCode::Rotary, {offset}, {theta}, flags};
   SmallVector<double> floats = {theta, 0.0, 0.0, 0.0, 0.0};
   for (auto [i, value] : llvm::enumerate(*scaling))
     floats[1 + i] = value;
-  return KernelSpec{OpCode::RotaryScaled, {offset}, floats, inverse ? 1u : 0u};
+  return KernelSpec{OpCode::RotaryScaled, {offset}, floats, flags};
 }
 
 /// The kernel of a tpc op, or nullopt when it has none. Operands and results
@@ -130,7 +132,7 @@ std::optional<KernelSpec> kernelFor(Operation *op) {
       .Case([](RotaryOp op) {
         return rotarySpec(op.getTheta().convertToDouble(),
                           op.getOffsetAttr().getInt(), op.getScaling(),
-                          /*inverse=*/false);
+                          /*inverse=*/false, op.getSeqMajor());
       })
       .Case([](CrossEntropyOp op) {
         return KernelSpec{OpCode::CrossEntropy,
@@ -216,7 +218,7 @@ std::optional<KernelSpec> kernelFor(Operation *op) {
       .Case([](RotaryGradOp op) {
         return rotarySpec(op.getTheta().convertToDouble(),
                           op.getOffsetAttr().getInt(), op.getScaling(),
-                          /*inverse=*/true);
+                          /*inverse=*/true, op.getSeqMajor());
       })
       .Case([](CrossEntropyGradOp op) {
         return KernelSpec{OpCode::CrossEntropyGrad,
