@@ -150,8 +150,15 @@ public:
     const json::Value *v = object.get(key);
     if (!v || v->kind() == json::Value::Null)
       return std::nullopt;
-    if (std::optional<int64_t> i = v->getAsInteger())
-      return checkSize(key, *i, max);
+    // llvm::json's getAsInteger converts a double of 2^63 (what
+    // 9223372036854775807. rounds to) to int64_t, which is undefined: a
+    // number that large is never asked for as an integer (it is out of
+    // range either way, below).
+    std::optional<double> magnitude = v->getAsNumber();
+    bool fitsInt64 = magnitude && *magnitude < 0x1p63 && *magnitude >= -0x1p63;
+    if (fitsInt64)
+      if (std::optional<int64_t> i = v->getAsInteger())
+        return checkSize(key, *i, max);
     if (v->kind() != json::Value::Number)
       return fieldError(key, "expected an integer but got " + kindName(*v));
     // A number that is not an int64: a fraction, an integer beyond int64
