@@ -175,6 +175,7 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel) {
     return piece;
   };
 
+  const int keyLengthDim = kernel.getFlags() & 2 ? 1 : 2;
   switch (kernel.getOpcode()) {
   case OpCode::Linear:
     return matmul(2.0 * elementsOf(outputs[0]) * dimOf(inputs[0], -1));
@@ -188,14 +189,16 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel) {
                   dimOf(inputs[0], transposeLhs ? -2 : -1));
   }
   case OpCode::Attention: {
+    // b * heads * s_q * s_k; the keys' length is dim 1 of k when
+    // sequence-major (flag bit 1), else dim 2.
     double scores = 1.0 * dimOf(inputs[0], 0) * dimOf(inputs[0], 1) *
-                    dimOf(inputs[0], 2) * dimOf(inputs[1], 2);
+                    dimOf(inputs[0], 2) * dimOf(inputs[1], keyLengthDim);
     return attention(2 * scores * (dimOf(inputs[0], 3) + dimOf(inputs[2], 3)));
   }
   case OpCode::AttentionGrad: {
     // Operands dO, q, k, v.
     double scores = 1.0 * dimOf(inputs[1], 0) * dimOf(inputs[1], 1) *
-                    dimOf(inputs[1], 2) * dimOf(inputs[2], 2);
+                    dimOf(inputs[1], 2) * dimOf(inputs[2], keyLengthDim);
     return attention(2 * scores *
                      (3 * dimOf(inputs[1], 3) + 2 * dimOf(inputs[3], 3)));
   }
