@@ -25,7 +25,8 @@ DropoutDraw maskOf(Value result, Value block) {
 DropoutDraw probabilitiesOf(Value query, Value key, Value block,
                             bool seqMajor) {
   ArrayRef<int64_t> q = cast<RankedTensorType>(query.getType()).getShape();
-  const unsigned headsDim = seqMajor ? 2 : 1, seqDim = seqMajor ? 1 : 2;
+  const unsigned headsDim = attentionHeadsDim(seqMajor),
+                 seqDim = attentionSeqDim(seqMajor);
   int64_t keys = cast<RankedTensorType>(key.getType()).getDimSize(seqDim);
   DropoutDraw draw{block, {q[0], q[headsDim], q[seqDim], keys}, 3};
   if (seqMajor)

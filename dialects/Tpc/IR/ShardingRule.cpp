@@ -1,6 +1,7 @@
 //===- ShardingRule.cpp - per-op sharding rules ---------------------------===//
 
 #include "dialects/Tpc/IR/ShardingRule.h"
+#include "dialects/Tpc/IR/TpcInterfaces.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 
@@ -68,7 +69,8 @@ AttentionFactors mlir::tpc::addAttentionFactors(ShardingRule &rule,
                                                 ArrayRef<int64_t> key,
                                                 ArrayRef<int64_t> value,
                                                 bool causal, bool seqMajor) {
-  const unsigned headsDim = seqMajor ? 2 : 1, seqDim = seqMajor ? 1 : 2;
+  const unsigned headsDim = attentionHeadsDim(seqMajor),
+                 seqDim = attentionSeqDim(seqMajor);
   AttentionFactors attention;
   attention.seqMajor = seqMajor;
   attention.batch = rule.addFactor(query[0]);
@@ -92,7 +94,7 @@ ShardingRule mlir::tpc::rotaryShardingRule(Operation *op, bool seqMajor) {
   // halves of the head dim.
   TensorFactors dims;
   for (auto [dim, size] : llvm::enumerate(shape)) {
-    bool whole = dim == 3 || dim == (seqMajor ? 1u : 2u);
+    bool whole = dim == 3 || dim == attentionSeqDim(seqMajor);
     dims.push_back(
         {rule.addFactor(size, whole ? FactorKind::Whole : FactorKind::Parallel)});
   }

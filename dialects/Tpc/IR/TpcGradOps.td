@@ -344,8 +344,8 @@ def Tpc_AttentionGradOp : Tpc_Op<"attention_grad",
                       Tpc_FloatTensor:$value_grad);
   let extraClassDeclaration = [{
     /// As tpc.attention's.
-    unsigned getHeadsDim() { return getSeqMajor() ? 2 : 1; }
-    unsigned getSeqDim() { return getSeqMajor() ? 1 : 2; }
+    unsigned getHeadsDim() { return attentionHeadsDim(getSeqMajor()); }
+    unsigned getSeqDim() { return attentionSeqDim(getSeqMajor()); }
   }];
   let assemblyFormat = [{
     $grad `,` $query `,` $key `,` $value (`causal` $causal^)?

@@ -22,6 +22,17 @@ struct DerivativeArgs {
   ArrayRef<bool> wanted;
 };
 
+/// The dimensions of the heads and of the sequence in the 4-d tensors of
+/// tpc.attention and tpc.rotary (and their gradients): [b, heads, s, d], or
+/// [b, s, heads, d] with `seq_major`.
+inline unsigned attentionHeadsDim(bool seqMajor) { return seqMajor ? 2 : 1; }
+inline unsigned attentionSeqDim(bool seqMajor) { return seqMajor ? 1 : 2; }
+/// That layout as the verifiers' messages name it.
+inline StringRef attentionLayoutText(bool seqMajor) {
+  return seqMajor ? "[batch, seq, heads, head_dim]"
+                  : "[batch, heads, seq, head_dim]";
+}
+
 /// What an op draws from the dropout stream (TpcDropoutDrawOpInterface):
 /// the drawn shape, whose leading `shared` dimensions are dimensions of the
 /// op's first result (and split like them), the others whole; and the block

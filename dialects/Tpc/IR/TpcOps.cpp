@@ -356,10 +356,10 @@ FailureOr<RankedTensorType>
                             {"value", v}})
     if (type.getRank() != 4)
       return emitOptionalError(loc, name, " must be ",
-                               seqMajor ? "[batch, seq, heads, head_dim]"
-                                        : "[batch, heads, seq, head_dim]",
+                               attentionLayoutText(seqMajor),
                                " but has shape ", ShapeStr{type.getShape()});
-  const unsigned headsDim = seqMajor ? 2 : 1, seqDim = seqMajor ? 1 : 2;
+  const unsigned headsDim = attentionHeadsDim(seqMajor),
+                 seqDim = attentionSeqDim(seqMajor);
   if (failed(checkSameElementType(loc, query, "query", key, "key")) ||
       failed(checkSameElementType(loc, query, "query", value, "value")))
     return failure();
@@ -441,9 +441,7 @@ LogicalResult checks::verifyRotary(Operation *op, RankedTensorType type,
                                    int64_t offset, bool seqMajor) {
   if (type.getRank() != 4)
     return op->emitOpError()
-           << "input must be "
-           << (seqMajor ? "[batch, seq, heads, head_dim]"
-                        : "[batch, heads, seq, head_dim]")
+           << "input must be " << attentionLayoutText(seqMajor)
            << " but has shape " << ShapeStr{type.getShape()};
   if (type.getDimSize(3) % 2 != 0)
     return op->emitOpError() << "head_dim " << type.getDimSize(3)

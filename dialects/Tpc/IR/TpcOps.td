@@ -336,8 +336,8 @@ def Tpc_AttentionOp : Tpc_Op<"attention", [Pure, InferTypeOpAdaptor,
   ];
   let extraClassDeclaration = [{
     /// The dimensions of the heads and of the sequence in every tensor.
-    unsigned getHeadsDim() { return getSeqMajor() ? 2 : 1; }
-    unsigned getSeqDim() { return getSeqMajor() ? 1 : 2; }
+    unsigned getHeadsDim() { return attentionHeadsDim(getSeqMajor()); }
+    unsigned getSeqDim() { return attentionSeqDim(getSeqMajor()); }
     int64_t getNumHeads() {
       return getQuery().getType().getDimSize(getHeadsDim());
     }
