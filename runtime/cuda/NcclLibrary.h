@@ -9,22 +9,16 @@
 // communicator (comm/NcclCommunicator.cpp); depends on nothing else of
 // either.
 //
-// Where it is looked for, in order (the first that opens, resolves every
-// function and is NCCL >= 2.18 wins):
-//   1. $TPCRT_NCCL_LIBRARY: when set, the only place tried;
-//   2. "libnccl.so.2" through the dynamic loader's path (LD_LIBRARY_PATH,
-//      the cache; a copy the process has loaded already);
-//   3. the CUDA toolkit's /usr/local/cuda/lib64/libnccl.so.2;
-//   4. nvidia/nccl/lib/libnccl.so.2 in every Python site-packages (or
-//      dist-packages) folder of the system, the user, $VIRTUAL_ENV and
-//      $CONDA_PREFIX;
-//   5. where `python3` on PATH imports nvidia.nccl from.
+// Where it is looked for: WheelLibrary.h's search (TPCRT_NCCL_LIBRARY, the
+// loader's path, the toolkit, the wheels, python3); the first copy that
+// opens, resolves every function and is NCCL >= 2.18 wins.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef TPCRT_CUDA_NCCLLIBRARY_H
 #define TPCRT_CUDA_NCCLLIBRARY_H
 
+#include "WheelLibrary.h"
 #include "tpcrt/Status.h"
 
 #include <nccl.h>
@@ -85,37 +79,16 @@ std::string ncclVersionString(int version);
 /// loader counts references to the same file).
 Status openNcclLibraryAt(const std::string &path, NcclLibrary &out);
 
-/// Where to look, so that tests can point the search elsewhere.
-struct NcclSearch {
-  /// $TPCRT_NCCL_LIBRARY: when not empty, the only place tried.
-  std::string library;
-  /// Names or files tried first, in order ("libnccl.so.2", the toolkit's).
-  std::vector<std::string> fixed;
-  /// glob(3) patterns of Python site-packages folders: the
-  /// nvidia/nccl/lib/libnccl.so.2 of each match is tried, in order.
-  std::vector<std::string> sitePackages;
-  /// Last, ask `python3` on PATH where it imports nvidia.nccl from.
-  bool askPython = true;
-
-  /// The search the runtime does (see the file comment), from the
-  /// environment.
-  static NcclSearch fromEnvironment();
-};
-
-/// The places `search` tries before asking Python, in order, without
-/// duplicates (site-packages entries only where the file exists).
-std::vector<std::string> ncclCandidates(const NcclSearch &search);
-
-/// The nvidia/nccl/lib/libnccl.so.2 that `python3` on PATH would import
-/// (nvidia.nccl's folders: it may be a namespace package), where it exists.
-std::vector<std::string> askPythonForNccl();
+/// NCCL as WheelLibrary.h looks for it (TPCRT_NCCL_LIBRARY, libnccl.so.2,
+/// nvidia/nccl/lib in the wheels).
+const WheelLibrary &ncclWheelLibrary();
 
 /// Tries `search`'s places in order; the first usable one fills `out`.
 /// Otherwise an error that lists what was tried and why each failed, and
 /// says to set TPCRT_NCCL_LIBRARY.
-Status findNcclLibrary(const NcclSearch &search, NcclLibrary &out);
+Status findNcclLibrary(const LibrarySearch &search, NcclLibrary &out);
 
-/// NcclSearch::fromEnvironment's search, done once per process (later
+/// LibrarySearch::fromEnvironment(ncclWheelLibrary())'s search, done once per process (later
 /// calls return the first outcome). On success `library` is the table.
 /// `path` (when given) is where it was found or, on an error, what was
 /// tried.

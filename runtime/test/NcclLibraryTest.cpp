@@ -109,13 +109,13 @@ TEST(NcclLibrary, NotALibraryIsAnErrorNamingIt) {
 TEST(NcclLibrary, OverrideIsTheOnlyPlaceTried) {
   TempDir dir;
   const std::string path = dir.path() + "/missing/libnccl.so.2";
-  NcclSearch search;
+  LibrarySearch search;
   {
     ScopedEnv library("TPCRT_NCCL_LIBRARY", path);
-    search = NcclSearch::fromEnvironment();
+    search = LibrarySearch::fromEnvironment(ncclWheelLibrary());
   }
   EXPECT_EQ(search.library, path);
-  EXPECT_EQ(ncclCandidates(search), std::vector<std::string>{path});
+  EXPECT_EQ(libraryCandidates(ncclWheelLibrary(), search), std::vector<std::string>{path});
   NcclLibrary library;
   Status s = findNcclLibrary(search, library);
   ASSERT_FALSE(s);
@@ -130,7 +130,7 @@ TEST(NcclLibrary, EnvironmentSearchOrder) {
   ScopedEnv conda("CONDA_PREFIX", "/some/conda");
   ScopedEnv home("HOME", "/some/home");
   ScopedEnv library("TPCRT_NCCL_LIBRARY", nullptr);
-  NcclSearch search = NcclSearch::fromEnvironment();
+  LibrarySearch search = LibrarySearch::fromEnvironment(ncclWheelLibrary());
   EXPECT_TRUE(search.library.empty());
   ASSERT_EQ(search.fixed.size(), 2u);
   EXPECT_EQ(search.fixed[0], "libnccl.so.2");
@@ -183,11 +183,11 @@ TEST(NcclLibrary, SearchFindsAWheelInSitePackages) {
       dir.path() + "/venv/lib/python3.99/site-packages/nvidia/nccl/lib/"
                    "libnccl.so.2";
   writeFile(wheel, "a stand-in\n");
-  NcclSearch search;
+  LibrarySearch search;
   search.sitePackages = {dir.path() + "/venv/lib/python3*/site-packages",
                          dir.path() + "/none/lib/python3*/dist-packages"};
   search.askPython = false;
-  EXPECT_EQ(ncclCandidates(search), std::vector<std::string>{wheel});
+  EXPECT_EQ(libraryCandidates(ncclWheelLibrary(), search), std::vector<std::string>{wheel});
 
   // The stand-in does not load: the error names it and the way out.
   NcclLibrary library;
@@ -209,7 +209,7 @@ TEST(NcclLibrary, SearchFindsAWheelInSitePackages) {
 
 TEST(NcclLibrary, NothingFoundSaysWhatWasTried) {
   TempDir dir;
-  NcclSearch search;
+  LibrarySearch search;
   search.fixed = {dir.path() + "/cuda/lib64/libnccl.so.2"};
   search.sitePackages = {dir.path() + "/lib/python3*/site-packages"};
   search.askPython = false;
@@ -234,7 +234,7 @@ TEST(NcclLibrary, PythonFindsANamespacePackage) {
   ScopedEnv pythonPath("PYTHONPATH", dir.path() + "/site");
   // (A namespace package also spans any installed nvidia.nccl.)
   bool seen = false;
-  for (const std::string &path : askPythonForNccl())
+  for (const std::string &path : askPythonForLibrary(ncclWheelLibrary()))
     seen |= fs::equivalent(path, wheel);
   EXPECT_TRUE(seen);
 }

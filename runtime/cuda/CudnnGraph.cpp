@@ -1,0 +1,420 @@
+//===- CudnnGraph.cpp - cuDNN's fused attention as backend graphs ---------===//
+
+#include "CudnnGraph.h"
+
+using namespace tpcrt;
+using namespace tpcrt::cudnn;
+
+//===- Builder ------------------------------------------------------------===//
+
+Builder::~Builder() {
+  // Dependents first: a descriptor may refer to those made before it.
+  for (size_t i = owned_.size(); i-- > 0;)
+    library_.destroyDescriptor(owned_[i]);
+}
+
+Builder::Builder(Builder &&other) noexcept
+    : library_(other.library_), owned_(std::move(other.owned_)),
+      names_(std::move(other.names_)), status_(other.status_),
+      nextVirtual_(other.nextVirtual_) {
+  other.owned_.clear();
+}
+
+void Builder::fail(cudnnStatus_t status, const std::string &doing) {
+  if (status_)
+    status_ = Status::error("cuDNN: " + doing + ": " +
+                            library_.describe(status));
+}
+
+cudnnBackendDescriptor_t Builder::make(cudnnBackendDescriptorType_t type,
+                                       const std::string &what) {
+  if (!status_)
+    return nullptr;
+  cudnnBackendDescriptor_t d = nullptr;
+  if (cudnnStatus_t st = library_.createDescriptor(type, &d);
+      st != CUDNN_STATUS_SUCCESS) {
+    fail(st, "creating the descriptor of " + what);
+    return nullptr;
+  }
+  owned_.push_back(d);
+  names_.push_back(what);
+  return d;
+}
+
+namespace {
+/// The name `make` gave `d`.
+std::string nameOf(const std::vector<cudnnBackendDescriptor_t> &owned,
+                   const std::vector<std::string> &names,
+                   cudnnBackendDescriptor_t d) {
+  for (size_t i = owned.size(); i-- > 0;)
+    if (owned[i] == d)
+      return names[i];
+  return "a descriptor";
+}
+} // namespace
+
+void Builder::set(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name,
+                  cudnnBackendAttributeType_t type, int64_t count,
+                  const void *values, const char *nameText) {
+  if (!status_ || !d)
+    return;
+  if (cudnnStatus_t st = library_.setAttribute(d, name, type, count, values);
+      st != CUDNN_STATUS_SUCCESS)
+    fail(st, "setting " + std::string(nameText) + " of " +
+                 nameOf(owned_, names_, d));
+}
+
+void Builder::finalize(cudnnBackendDescriptor_t d) {
+  if (!status_ || !d)
+    return;
+  if (cudnnStatus_t st = library_.finalize(d); st != CUDNN_STATUS_SUCCESS)
+    fail(st, "finalizing " + nameOf(owned_, names_, d));
+}
+
+cudnnBackendDescriptor_t Builder::tensor(int64_t uid,
+                                         const std::vector<int64_t> &dims,
+                                         const std::vector<int64_t> &strides,
+                                         cudnnDataType_t type, bool isVirtual,
+                                         bool byValue) {
+  cudnnBackendDescriptor_t t = make(CUDNN_BACKEND_TENSOR_DESCRIPTOR,
+                                    "tensor " + std::to_string(uid));
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  const int64_t alignment = 16;
+  TPCRT_CUDNN_SET(*this, t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE,
+                  1, &type);
+  TPCRT_CUDNN_SET(*this, t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64,
+                  rank, dims.data());
+  TPCRT_CUDNN_SET(*this, t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, rank,
+                  strides.data());
+  TPCRT_CUDNN_SET(*this, t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1,
+                  &uid);
+  TPCRT_CUDNN_SET(*this, t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT,
+                  CUDNN_TYPE_INT64, 1, &alignment);
+  if (isVirtual) {
+    bool yes = true;
+    TPCRT_CUDNN_SET(*this, t, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN,
+                    1, &yes);
+  }
+  if (byValue) {
+    bool yes = true;
+    TPCRT_CUDNN_SET(*this, t, CUDNN_ATTR_TENSOR_IS_BY_VALUE,
+                    CUDNN_TYPE_BOOLEAN, 1, &yes);
+  }
+  finalize(t);
+  return t;
+}
+
+namespace {
+/// Dense row-major strides of `dims`.
+std::vector<int64_t> packedStrides(const std::vector<int64_t> &dims) {
+  std::vector<int64_t> strides(dims.size(), 1);
+  for (size_t i = dims.size(); i-- > 1;)
+    strides[i - 1] = strides[i] * dims[i];
+  return strides;
+}
+} // namespace
+
+cudnnBackendDescriptor_t
+Builder::virtualTensor(const std::vector<int64_t> &dims,
+                       const std::vector<int64_t> &strides,
+                       cudnnDataType_t type) {
+  return tensor(nextVirtual_++, dims,
+                strides.empty() ? packedStrides(dims) : strides, type, true);
+}
+
+//===- Operations ---------------------------------------------------------===//
+
+namespace {
+
+using Desc = cudnnBackendDescriptor_t;
+using Dims = std::vector<int64_t>;
+
+/// dims and strides with the last two swapped: the transposed view of the
+/// same memory.
+void swapLastTwo(Dims &dims, Dims &strides) {
+  std::swap(dims[2], dims[3]);
+  std::swap(strides[2], strides[3]);
+}
+
+/// The graph under construction: the builder, the operations made so far
+/// and the shapes every SDPA graph uses.
+struct Graph {
+  Builder &b;
+  const SdpaShape &s;
+  std::vector<Desc> ops;
+
+  /// [b, h, s_q, s_k]: the scores; [b, h, s_q, 1]: a row's statistic.
+  Dims scores() const { return {s.batch, s.heads, s.seqQ, s.seqK}; }
+  Dims rows() const { return {s.batch, s.heads, s.seqQ, 1}; }
+
+  Desc fp32(const Dims &dims) { return b.virtualTensor(dims); }
+  Desc virtualOf(const Dims &dims, const Dims &strides, cudnnDataType_t t) {
+    return b.virtualTensor(dims, strides, t);
+  }
+
+  /// A by-value fp32 scalar [1, 1, 1, 1] (its value is passed at run time).
+  Desc scalar(int64_t id) {
+    return b.tensor(id, {1, 1, 1, 1}, {1, 1, 1, 1}, CUDNN_DATA_FLOAT, false,
+                    true);
+  }
+
+  void add(Desc op) {
+    b.finalize(op);
+    ops.push_back(op);
+  }
+
+  /// y = mode(x[, other[, select]]), in fp32 (booleans for comparisons).
+  Desc pointwise(cudnnPointwiseMode_t mode, Desc x, Desc y,
+                 Desc other = nullptr, Desc select = nullptr,
+                 cudnnDataType_t precision = CUDNN_DATA_FLOAT,
+                 int64_t axis = -1) {
+    Desc pw = b.make(CUDNN_BACKEND_POINTWISE_DESCRIPTOR, "a pointwise mode");
+    TPCRT_CUDNN_SET(b, pw, CUDNN_ATTR_POINTWISE_MODE,
+                    CUDNN_TYPE_POINTWISE_MODE, 1, &mode);
+    TPCRT_CUDNN_SET(b, pw, CUDNN_ATTR_POINTWISE_MATH_PREC,
+                    CUDNN_TYPE_DATA_TYPE, 1, &precision);
+    if (axis >= 0)
+      TPCRT_CUDNN_SET(b, pw, CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, 1,
+                      &axis);
+    b.finalize(pw);
+    Desc op = b.make(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR,
+                     "a pointwise operation");
+    TPCRT_CUDNN_SET(b, op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR,
+                    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &pw);
+    TPCRT_CUDNN_SET(b, op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC,
+                    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
+    if (other)
+      TPCRT_CUDNN_SET(b, op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC,
+                      CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &other);
+    if (select)
+      TPCRT_CUDNN_SET(b, op, CUDNN_ATTR_OPERATION_POINTWISE_TDESC,
+                      CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &select);
+    TPCRT_CUDNN_SET(b, op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC,
+                    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
+    float one = 1.0f;
+    TPCRT_CUDNN_SET(b, op, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA1,
+                    CUDNN_TYPE_FLOAT, 1, &one);
+    TPCRT_CUDNN_SET(b, op, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA2,
+                    CUDNN_TYPE_FLOAT, 1, &one);
+    add(op);
+    return y;
+  }
+
+  /// c = a b (batched over the leading dims; b's heads broadcast).
+  Desc matmul(Desc a, Desc bT, Desc c) {
+    Desc mm = b.make(CUDNN_BACKEND_MATMUL_DESCRIPTOR, "a matmul");
+    cudnnDataType_t compute = CUDNN_DATA_FLOAT;
+    TPCRT_CUDNN_SET(b, mm, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1,
+                    &compute);
+    b.finalize(mm);
+    Desc op = b.make(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR,
+                     "a matmul operation");
+    TPCRT_CUDNN_SET(b, op, CUDNN_ATTR_OPERATION_MATMUL_ADESC,
+                    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &a);
+    TPCRT_CUDNN_SET(b, op, CUDNN_ATTR_OPERATION_MATMUL_BDESC,
+                    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &bT);
+    TPCRT_CUDNN_SET(b, op, CUDNN_ATTR_OPERATION_MATMUL_CDESC,
+                    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &c);
+    TPCRT_CUDNN_SET(b, op, CUDNN_ATTR_OPERATION_MATMUL_DESC,
+                    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &mm);
+    add(op);
+    return c;
+  }
+
+  /// y = reduce(x) over the dims where y has size 1.
+  Desc reduce(cudnnReduceTensorOp_t mode, Desc x, Desc y) {
+    Desc red = b.make(CUDNN_BACKEND_REDUCTION_DESCRIPTOR, "a reduction");
+    cudnnDataType_t compute = CUDNN_DATA_FLOAT;
+    TPCRT_CUDNN_SET(b, red, CUDNN_ATTR_REDUCTION_COMP_TYPE,
+                    CUDNN_TYPE_DATA_TYPE, 1, &compute);
+    TPCRT_CUDNN_SET(b, red, CUDNN_ATTR_REDUCTION_OPERATOR,
+                    CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &mode);
+    b.finalize(red);
+    Desc op = b.make(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR,
+                     "a reduction operation");
+    TPCRT_CUDNN_SET(b, op, CUDNN_ATTR_OPERATION_REDUCTION_DESC,
+                    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &red);
+    TPCRT_CUDNN_SET(b, op, CUDNN_ATTR_OPERATION_REDUCTION_XDESC,
+                    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
+    TPCRT_CUDNN_SET(b, op, CUDNN_ATTR_OPERATION_REDUCTION_YDESC,
+                    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
+    add(op);
+    return y;
+  }
+
+  /// y: x's values seen through y's dims, strides and type.
+  Desc reshape(Desc x, Desc y) {
+    Desc op = b.make(CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR,
+                     "a reshape operation");
+    TPCRT_CUDNN_SET(b, op, CUDNN_ATTR_OPERATION_RESHAPE_XDESC,
+                    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
+    TPCRT_CUDNN_SET(b, op, CUDNN_ATTR_OPERATION_RESHAPE_YDESC,
+                    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
+    add(op);
+    return y;
+  }
+
+  /// The causal mask on `scores` (keys after the query set to the
+  /// by-value -inf `ninf`): top-left, which is the kernels' bottom-right
+  /// alignment when s_q == s_k (the only causal case planned).
+  Desc causalMask(Desc scores, Desc ninf) {
+    Desc col = virtualOf(this->scores(), packedStrides(this->scores()),
+                         CUDNN_DATA_INT32);
+    pointwise(CUDNN_POINTWISE_GEN_INDEX, scores, col, nullptr, nullptr,
+              CUDNN_DATA_FLOAT, 3);
+    Desc row = virtualOf(this->scores(), packedStrides(this->scores()),
+                         CUDNN_DATA_INT32);
+    pointwise(CUDNN_POINTWISE_GEN_INDEX, scores, row, nullptr, nullptr,
+              CUDNN_DATA_FLOAT, 2);
+    Desc keep = virtualOf(this->scores(), packedStrides(this->scores()),
+                          CUDNN_DATA_BOOLEAN);
+    pointwise(CUDNN_POINTWISE_CMP_GE, row, keep, col, nullptr,
+              CUDNN_DATA_BOOLEAN);
+    return pointwise(CUDNN_POINTWISE_BINARY_SELECT, scores,
+                     fp32(this->scores()), ninf, keep);
+  }
+
+  /// The user tensors: Q-like (heads, s_q) or K-like (kvHeads, s_k), as
+  /// given or transposed in their last two dims.
+  Desc io(int64_t id, bool keys, bool transposed = false) {
+    Dims dims, strides;
+    sdpaDims(s, keys, dims, strides);
+    if (transposed)
+      swapLastTwo(dims, strides);
+    return b.tensor(id, dims, strides, s.dataType, false);
+  }
+  Desc stats() {
+    return b.tensor(kStats, rows(), packedStrides(rows()), CUDNN_DATA_FLOAT,
+                    false);
+  }
+};
+
+} // namespace
+
+void cudnn::sdpaDims(const SdpaShape &shape, bool keys, Dims &dims,
+                     Dims &strides) {
+  const int64_t heads = keys ? shape.kvHeads : shape.heads;
+  const int64_t seq = keys ? shape.seqK : shape.seqQ;
+  const int64_t d = shape.headDim;
+  dims = {shape.batch, heads, seq, d};
+  if (shape.seqMajor)
+    strides = {seq * heads * d, d, heads * d, 1};
+  else
+    strides = {heads * seq * d, seq * d, d, 1};
+}
+
+std::vector<Desc> cudnn::buildSdpaForward(Builder &b, const SdpaShape &s) {
+  Graph g{b, s, {}};
+  Desc q = g.io(kQ, false), kT = g.io(kK, true, true), v = g.io(kV, true);
+  Desc o = g.io(kO, false);
+  Desc scale = g.scalar(kScale);
+  Desc scores = g.matmul(q, kT, g.fp32(g.scores()));
+  scores = g.pointwise(CUDNN_POINTWISE_MUL, scores, g.fp32(g.scores()), scale);
+  if (s.causal)
+    scores = g.causalMask(scores, g.scalar(kNegativeInfinity));
+  Desc max = g.reduce(CUDNN_REDUCE_TENSOR_MAX, scores, g.fp32(g.rows()));
+  Desc shifted =
+      g.pointwise(CUDNN_POINTWISE_SUB, scores, g.fp32(g.scores()), max);
+  Desc exps = g.pointwise(CUDNN_POINTWISE_EXP, shifted, g.fp32(g.scores()));
+  Desc sum = g.reduce(CUDNN_REDUCE_TENSOR_ADD, exps, g.fp32(g.rows()));
+  Desc logSum = g.pointwise(CUDNN_POINTWISE_LOG, sum, g.fp32(g.rows()));
+  g.pointwise(CUDNN_POINTWISE_ADD, max, g.stats(), logSum);
+  // P in the 16-bit type: the second matmul's operand.
+  Desc p = g.virtualOf(g.scores(), packedStrides(g.scores()), s.dataType);
+  g.pointwise(CUDNN_POINTWISE_DIV, exps, p, sum);
+  g.matmul(p, v, o);
+  return g.ops;
+}
+
+std::vector<Desc> cudnn::buildSdpaBackward(Builder &b, const SdpaShape &s) {
+  Graph g{b, s, {}};
+  Desc q = g.io(kQ, false), kT = g.io(kK, true, true);
+  Desc vT = g.io(kV, true, true), o = g.io(kO, false), dO = g.io(kDO, false);
+  Desc dQ = g.io(kDQ, false), dK = g.io(kDK, true), dV = g.io(kDV, true);
+  Desc stats = g.stats();
+  Desc scale = g.scalar(kScale), one = g.scalar(kOne);
+  const bool grouped = s.kvHeads != s.heads;
+  const Dims full = {s.batch, s.heads, s.seqK, s.headDim};
+  const Dims transposedScores = {s.batch, s.heads, s.seqK, s.seqQ};
+  Dims transposedStrides = packedStrides(g.scores());
+  std::swap(transposedStrides[2], transposedStrides[3]);
+
+  // softmax_sum = rowsum(dO * O), kept in the workspace. The product's
+  // strides are the ones cudnn-frontend gives it (dO's row stride), so
+  // that the graph is the one cuDNN's engines are made to recognize.
+  Dims rowsDims, rowsStrides;
+  sdpaDims(s, false, rowsDims, rowsStrides);
+  Desc dOO = g.pointwise(
+      CUDNN_POINTWISE_MUL, dO,
+      g.virtualOf(rowsDims,
+                  {s.heads * s.seqQ * s.headDim, s.seqQ * s.headDim,
+                   rowsStrides[2], 1},
+                  CUDNN_DATA_FLOAT),
+      o);
+  Desc dot = g.reduce(CUDNN_REDUCE_TENSOR_ADD, dOO, g.fp32(g.rows()));
+  Desc softmaxSum = b.tensor(kSoftmaxSum, g.rows(), packedStrides(g.rows()),
+                             CUDNN_DATA_FLOAT, false);
+  g.pointwise(CUDNN_POINTWISE_MUL, dot, softmaxSum, one);
+
+  // P = exp(scale * Q K^T - Stats), masked.
+  Desc scores = g.matmul(q, kT, g.fp32(g.scores()));
+  scores = g.pointwise(CUDNN_POINTWISE_MUL, scores, g.fp32(g.scores()), scale);
+  scores =
+      g.pointwise(CUDNN_POINTWISE_SUB, scores, g.fp32(g.scores()), stats);
+  if (s.causal)
+    scores = g.causalMask(scores, g.scalar(kNegativeInfinity));
+  Desc p = g.pointwise(CUDNN_POINTWISE_EXP, scores, g.fp32(g.scores()));
+
+  // dV = P^T dO (summed over a group's query heads).
+  Desc pT = g.reshape(p, g.virtualOf(transposedScores, transposedStrides,
+                                     s.dataType));
+  if (grouped) {
+    Desc dVFull = g.matmul(pT, dO, g.virtualOf(full, packedStrides(full),
+                                               s.dataType));
+    g.reduce(CUDNN_REDUCE_TENSOR_ADD, dVFull, dV);
+  } else {
+    g.matmul(pT, dO, dV);
+  }
+
+  // dS = P * (dO V^T - softmax_sum) * scale.
+  Desc dP = g.matmul(dO, vT, g.fp32(g.scores()));
+  Desc centered =
+      g.pointwise(CUDNN_POINTWISE_SUB, dP, g.fp32(g.scores()), softmaxSum);
+  Desc weighted =
+      g.pointwise(CUDNN_POINTWISE_MUL, centered, g.fp32(g.scores()), p);
+  Desc dS =
+      g.pointwise(CUDNN_POINTWISE_MUL, weighted, g.fp32(g.scores()), scale);
+
+  // dK = dS^T Q (summed over a group's query heads).
+  Desc dST = g.reshape(dS, g.virtualOf(transposedScores, transposedStrides,
+                                       s.dataType));
+  if (grouped) {
+    Desc dKFull = g.matmul(dST, q, g.virtualOf(full, packedStrides(full),
+                                               s.dataType));
+    g.reduce(CUDNN_REDUCE_TENSOR_ADD, dKFull, dK);
+  } else {
+    g.matmul(dST, q, dK);
+  }
+
+  // dQ = dS K, straight into dQ: the deterministic form (no fp32
+  // accumulator that blocks add into in any order).
+  Dims kDims, kStrides;
+  sdpaDims(s, true, kDims, kStrides);
+  Desc kRows = g.reshape(kT, g.virtualOf(kDims, kStrides, CUDNN_DATA_FLOAT));
+  g.matmul(dS, kRows, dQ);
+  return g.ops;
+}
+
+Desc cudnn::operationGraph(Builder &b, const std::vector<Desc> &ops,
+                           cudnnHandle_t handle) {
+  Desc graph = b.make(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR,
+                      "the operation graph");
+  if (handle)
+    TPCRT_CUDNN_SET(b, graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE,
+                    CUDNN_TYPE_HANDLE, 1, &handle);
+  TPCRT_CUDNN_SET(b, graph, CUDNN_ATTR_OPERATIONGRAPH_OPS,
+                  CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                  static_cast<int64_t>(ops.size()), ops.data());
+  b.finalize(graph);
+  return graph;
+}

@@ -1,0 +1,253 @@
+//===- CudnnTest.cpp - cuDNN opened at run time, its graphs built ---------===//
+//
+// Without a GPU: cuda/CudnnLibrary.cpp finds and opens cuDNN (the toolkit's
+// copy, a wheel's place, the override), and cuda/CudnnGraph.cpp builds the
+// fused attention's operation graphs for the shapes the CUDA device plans,
+// every descriptor finalized by cuDNN itself (which checks each tensor and
+// operation as it is finalized). What needs a GPU (the engine heuristics,
+// execution plans, runs) is checked by test/gpu/device-check.sh.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudnnGraph.h"
+#include "CudnnLibrary.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
+
+using namespace tpcrt;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char *kToolkitCudnn = "/usr/local/cuda/lib64/libcudnn.so.9";
+
+bool exists(const std::string &path) { return access(path.c_str(), F_OK) == 0; }
+
+bool contains(const std::string &text, const std::string &part) {
+  return text.find(part) != std::string::npos;
+}
+
+/// A fresh folder, removed with what it holds.
+struct TempDir {
+  TempDir() {
+    std::string pattern =
+        (fs::temp_directory_path() / "tpcrt-cudnn-XXXXXX").string();
+    if (char *made = mkdtemp(pattern.data()))
+      path = made;
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    if (!path.empty())
+      fs::remove_all(path, ignored);
+  }
+  std::string path;
+};
+
+} // namespace
+
+TEST(CudnnLibrary, VersionStrings) {
+  EXPECT_EQ(cudnnVersionString(91900), "9.19.0");
+  EXPECT_EQ(cudnnVersionString(90100), "9.1.0");
+}
+
+TEST(CudnnLibrary, MissingFileIsAnErrorNamingIt) {
+  TempDir dir;
+  const std::string path = dir.path + "/nowhere/libcudnn.so.9";
+  CudnnLibrary library;
+  Status s = openCudnnLibraryAt(path, library);
+  ASSERT_FALSE(s);
+  EXPECT_TRUE(contains(s.message(), path)) << s.message();
+  EXPECT_EQ(library.handle, nullptr);
+}
+
+TEST(CudnnLibrary, OverrideIsTheOnlyPlaceTried) {
+  TempDir dir;
+  LibrarySearch search;
+  search.library = dir.path + "/missing/libcudnn.so.9";
+  search.fixed = {kToolkitCudnn};
+  EXPECT_EQ(libraryCandidates(cudnnWheelLibrary(), search),
+            std::vector<std::string>{search.library});
+  CudnnLibrary library;
+  Status s = findCudnnLibrary(search, library);
+  ASSERT_FALSE(s);
+  EXPECT_TRUE(contains(s.message(), "TPCRT_CUDNN_LIBRARY=" + search.library))
+      << s.message();
+  EXPECT_FALSE(contains(s.message(), kToolkitCudnn)) << s.message();
+}
+
+TEST(CudnnLibrary, NothingFoundSaysWhatWasTried) {
+  TempDir dir;
+  LibrarySearch search;
+  search.fixed = {dir.path + "/cuda/lib64/libcudnn.so.9"};
+  search.sitePackages = {dir.path + "/lib/python3*/site-packages"};
+  search.askPython = false;
+  CudnnLibrary library;
+  Status s = findCudnnLibrary(search, library);
+  ASSERT_FALSE(s);
+  EXPECT_TRUE(contains(s.message(), search.fixed[0])) << s.message();
+  EXPECT_TRUE(contains(s.message(), "no nvidia/cudnn/lib/libcudnn.so.9 in " +
+                                        search.sitePackages[0]))
+      << s.message();
+  EXPECT_TRUE(contains(s.message(), "Set TPCRT_CUDNN_LIBRARY")) << s.message();
+  EXPECT_TRUE(contains(s.message(), "nvidia-cudnn-cu13")) << s.message();
+}
+
+TEST(CudnnLibrary, EnvironmentSearchOrder) {
+  unsetenv("TPCRT_CUDNN_LIBRARY");
+  LibrarySearch search = LibrarySearch::fromEnvironment(cudnnWheelLibrary());
+  ASSERT_EQ(search.fixed.size(), 2u);
+  EXPECT_EQ(search.fixed[0], "libcudnn.so.9");
+  EXPECT_EQ(search.fixed[1], kToolkitCudnn);
+  EXPECT_FALSE(search.sitePackages.empty());
+  setenv("TPCRT_CUDNN_LIBRARY", "/some/libcudnn.so.9", 1);
+  EXPECT_EQ(LibrarySearch::fromEnvironment(cudnnWheelLibrary()).library,
+            "/some/libcudnn.so.9");
+  unsetenv("TPCRT_CUDNN_LIBRARY");
+}
+
+TEST(CudnnLibrary, ToolkitCopyResolvesEveryFunction) {
+  if (!exists(kToolkitCudnn))
+    GTEST_SKIP() << "no " << kToolkitCudnn;
+  CudnnLibrary library;
+  Status s = openCudnnLibraryAt(kToolkitCudnn, library);
+  ASSERT_TRUE(s) << s.message();
+#define TPCRT_CUDNN_CHECK(field, name) EXPECT_NE(library.field, nullptr) << #name;
+  TPCRT_CUDNN_FUNCTIONS(TPCRT_CUDNN_CHECK)
+#undef TPCRT_CUDNN_CHECK
+  EXPECT_GE(library.version, kCudnnMinimumVersion);
+  EXPECT_EQ(library.getVersion(), library.version);
+  EXPECT_STRNE(library.getErrorString(CUDNN_STATUS_BAD_PARAM), "");
+}
+
+TEST(CudnnLibrary, SearchFindsAWheelInSitePackages) {
+  if (!exists(kToolkitCudnn))
+    GTEST_SKIP() << "no " << kToolkitCudnn << " to put in the wheel";
+  TempDir dir;
+  const std::string lib =
+      dir.path + "/venv/lib/python3.99/site-packages/nvidia/cudnn/lib";
+  fs::create_directories(lib);
+  fs::create_symlink(kToolkitCudnn, lib + "/libcudnn.so.9");
+  LibrarySearch search;
+  search.sitePackages = {dir.path + "/venv/lib/python3*/site-packages"};
+  search.askPython = false;
+  CudnnLibrary library;
+  Status s = findCudnnLibrary(search, library);
+  ASSERT_TRUE(s) << s.message();
+  EXPECT_EQ(library.path, lib + "/libcudnn.so.9");
+}
+
+namespace {
+
+/// The toolkit's cuDNN, or a skip.
+const CudnnLibrary *toolkitCudnn() {
+  static CudnnLibrary library;
+  static Status opened = exists(kToolkitCudnn)
+                             ? openCudnnLibraryAt(kToolkitCudnn, library)
+                             : Status::error("no toolkit cuDNN");
+  return opened ? &library : nullptr;
+}
+
+/// Operation graphs build without a device from cuDNN 9.8 on (the handle
+/// attribute is deprecated there).
+constexpr size_t kGraphWithoutHandle = 90800;
+
+struct GraphCase {
+  const char *name;
+  cudnn::SdpaShape shape;
+  size_t forwardOps, backwardOps;
+};
+
+cudnn::SdpaShape shape(int64_t b, int64_t h, int64_t kv, int64_t sq,
+                       int64_t sk, int64_t d, bool seqMajor, bool causal,
+                       cudnnDataType_t type = CUDNN_DATA_BFLOAT16) {
+  cudnn::SdpaShape s;
+  s.batch = b;
+  s.heads = h;
+  s.kvHeads = kv;
+  s.seqQ = sq;
+  s.seqK = sk;
+  s.headDim = d;
+  s.seqMajor = seqMajor;
+  s.causal = causal;
+  s.dataType = type;
+  s.scale = 0.125f;
+  return s;
+}
+
+} // namespace
+
+TEST(CudnnGraph, AttentionGraphsFinalize) {
+  const CudnnLibrary *library = toolkitCudnn();
+  if (!library)
+    GTEST_SKIP() << "no " << kToolkitCudnn;
+  // Forward: 10 operations, 4 more for the causal mask. Backward: 17, the
+  // mask's 4 more, and 2 reductions of dK and dV over a group's heads.
+  const GraphCase cases[] = {
+      {"gqa seq-major causal", shape(2, 8, 2, 256, 256, 128, true, true), 14,
+       23},
+      {"mha head-major", shape(3, 4, 4, 200, 200, 64, false, false), 10, 17},
+      {"gqa head-major f16 cross", shape(1, 6, 3, 48, 80, 64, false, false,
+                                         CUDNN_DATA_HALF),
+       10, 19},
+      {"mha seq-major causal", shape(2, 16, 16, 2048, 2048, 128, true, true),
+       14, 21},
+  };
+  for (const GraphCase &c : cases) {
+    SCOPED_TRACE(c.name);
+    {
+      cudnn::Builder b(*library);
+      auto ops = cudnn::buildSdpaForward(b, c.shape);
+      ASSERT_TRUE(b.ok()) << b.status().message();
+      EXPECT_EQ(ops.size(), c.forwardOps);
+      if (library->version >= kGraphWithoutHandle) {
+        cudnn::operationGraph(b, ops, nullptr);
+        EXPECT_TRUE(b.ok()) << b.status().message();
+      }
+    }
+    {
+      cudnn::Builder b(*library);
+      auto ops = cudnn::buildSdpaBackward(b, c.shape);
+      ASSERT_TRUE(b.ok()) << b.status().message();
+      EXPECT_EQ(ops.size(), c.backwardOps);
+      if (library->version >= kGraphWithoutHandle) {
+        cudnn::operationGraph(b, ops, nullptr);
+        EXPECT_TRUE(b.ok()) << b.status().message();
+      }
+    }
+  }
+}
+
+TEST(CudnnGraph, AFailureNamesTheDescriptorAndCall) {
+  const CudnnLibrary *library = toolkitCudnn();
+  if (!library)
+    GTEST_SKIP() << "no " << kToolkitCudnn;
+  cudnn::Builder b(*library);
+  // A negative size: cuDNN refuses the tensor.
+  b.tensor(cudnn::kQ, {1, 2, 3, -4}, {24, 12, 4, 1}, CUDNN_DATA_BFLOAT16,
+           false);
+  ASSERT_FALSE(b.ok());
+  EXPECT_TRUE(contains(b.status().message(), "tensor 1")) << b.status().message();
+  EXPECT_TRUE(contains(b.status().message(), "CUDNN_STATUS_"))
+      << b.status().message();
+  // Later calls keep the first failure.
+  std::string first = b.status().message();
+  b.virtualTensor({1, 1, 1, 1});
+  EXPECT_EQ(b.status().message(), first);
+}
+
+TEST(CudnnGraph, DimsFollowTheLayout) {
+  std::vector<int64_t> dims, strides;
+  cudnn::sdpaDims(shape(2, 8, 2, 5, 7, 16, true, false), true, dims, strides);
+  EXPECT_EQ(dims, (std::vector<int64_t>{2, 2, 7, 16}));
+  EXPECT_EQ(strides, (std::vector<int64_t>{7 * 2 * 16, 16, 2 * 16, 1}));
+  cudnn::sdpaDims(shape(2, 8, 2, 5, 7, 16, false, false), false, dims,
+                  strides);
+  EXPECT_EQ(dims, (std::vector<int64_t>{2, 8, 5, 16}));
+  EXPECT_EQ(strides, (std::vector<int64_t>{8 * 5 * 16, 5 * 16, 16, 1}));
+}
