@@ -117,13 +117,23 @@ def merge(args):
     for key in order:
         pair = kernels[key]
         tpc, torch = pair.get("tpc"), pair.get("torch")
-        some = tpc or torch
+        # TPCRT_CUDA_ATTENTION=cudnn's run of the same case (tpc-cuda-bench
+        # labels it tpc-cudnn): reported beside, the faster one compared.
+        cudnn = pair.get("tpc-cudnn")
+        some = tpc or torch or cudnn
         row = {"case": key, "what": describe(some),
                "tpc_tflops": tpc and tpc["tflops"],
                "torch_tflops": torch and torch["tflops"]}
         text = (f"{row['what']}: tpc "
-                + (f"{tpc['tflops']:.1f}" if tpc else "-") + " TFLOP/s vs torch "
-                + (f"{torch['tflops']:.1f}" if torch else "-") + " TFLOP/s")
+                + (f"{tpc['tflops']:.1f}" if tpc else "-") + " TFLOP/s")
+        if cudnn:
+            row["tpc_cudnn_tflops"] = cudnn["tflops"]
+            text += f", with cuDNN {cudnn['tflops']:.1f}"
+            if not tpc or cudnn["tflops"] > tpc["tflops"]:
+                tpc = cudnn
+                row["tpc_best"] = "cudnn"
+        text += " vs torch " + (f"{torch['tflops']:.1f}" if torch else "-") + \
+            " TFLOP/s"
         if tpc and torch and torch["tflops"] > 0:
             row["ratio"] = tpc["tflops"] / torch["tflops"]
             text += f" ({row['ratio']:.2f})"

@@ -28,6 +28,9 @@
 
 #include "BatchDeferral.h"
 #include "CudaKernels.h"
+#if TPCRT_HAVE_CUDNN
+#include "CudnnAttention.h"
+#endif
 #include "FusionPlan.h"
 #include "Gemm.h"
 #include "HazardTracker.h"
@@ -41,6 +44,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -246,6 +250,11 @@ private:
   Status openGroups(const Program &program,
                     const std::vector<Communicator *> &groups);
   Status planOptimizerBatches(const Program &program);
+  /// With TPCRT_CUDA_ATTENTION=cudnn: plans the attention calls cuDNN can
+  /// take, raising the scratch to what they need; says on stderr how many
+  /// it took, or why none.
+  void planCudnnAttention(const Program &program);
+  Status runAttention(const KernelCall &call, const KernelArgs &args);
   /// Resolves `call`'s addresses for the run into runOperands_ /
   /// runResults_ and its byte ranges into reads_ / writes_.
   void resolveRun(const KernelCall &call, const Resolved &r,
@@ -326,6 +335,9 @@ private:
   uint64_t scratchBytes_ = 0, stagingBytes_ = 0;
 
   GemmEngine gemm_;
+#if TPCRT_HAVE_CUDNN
+  CudnnAttention cudnn_;
+#endif
   std::vector<Resolved> resolved_;
   std::vector<std::unique_ptr<NcclGroup>> nccl_;
   std::vector<TransferLanes> lanes_;
@@ -546,6 +558,7 @@ Status CudaDevice::prepare(const Program &program,
     }
     scratchBytes_ = std::max(scratchBytes_, alignScratch(bytes));
   }
+  planCudnnAttention(program);
   if (Status s = planOptimizerBatches(program); !s)
     return s;
   // TPCRT_CUDA_FUSIONS=none runs every kernel as it is (to tell a fused
@@ -673,6 +686,69 @@ Status CudaDevice::prepare(const Program &program,
       !s)
     return s;
   return openGroups(program, groups);
+}
+
+void CudaDevice::planCudnnAttention(const Program &program) {
+#if TPCRT_HAVE_CUDNN
+  if (!cudnnAttentionRequested())
+    return;
+  size_t attention = 0, taken = 0;
+  std::string refusal, failure;
+  Status ready = Status::ok();
+  for (const KernelCall &call : program.calls) {
+    if (call.op != fb::OpCode::Attention &&
+        call.op != fb::OpCode::AttentionGrad)
+      continue;
+    ++attention;
+    if (std::string why = cudnnAttentionRefusal(call); !why.empty()) {
+      if (refusal.empty())
+        refusal = kernelName(call) + ": " + why;
+      continue;
+    }
+    if (ready)
+      ready = cudnn_.init(compute_); // once: later calls find the handle
+    if (!ready)
+      break;
+    uint64_t bytes = 0;
+    if (Status s = cudnn_.plan(call, bytes); !s) {
+      if (failure.empty())
+        failure = kernelName(call) + ": " + s.message();
+      continue;
+    }
+    ++taken;
+    scratchBytes_ = std::max(scratchBytes_, alignScratch(bytes));
+  }
+  std::string line = "tpcrt: TPCRT_CUDA_ATTENTION=cudnn: cuDNN runs " +
+                     std::to_string(taken) + " of " +
+                     std::to_string(attention) + " attention kernels (" +
+                     std::to_string(cudnn_.planCount()) + " plans)";
+  if (!ready)
+    line += "; cuDNN is not usable: " + ready.message();
+  if (!refusal.empty())
+    line += "; not taken, e.g. " + refusal;
+  if (!failure.empty())
+    line += "; no plan for " + failure;
+  std::fprintf(stderr, "%s\n", line.c_str());
+#else
+  (void)program;
+  if (const char *v = std::getenv("TPCRT_CUDA_ATTENTION");
+      v && std::strcmp(v, "cudnn") == 0)
+    std::fprintf(stderr, "tpcrt: TPCRT_CUDA_ATTENTION=cudnn: this build has "
+                         "no cuDNN (no cudnn_graph.h at configure time); the "
+                         "own attention kernels run\n");
+#endif
+}
+
+Status CudaDevice::runAttention(const KernelCall &call,
+                                const KernelArgs &args) {
+#if TPCRT_HAVE_CUDNN
+  if (cudnn_.planned(call)) {
+    bool taken = false;
+    if (Status s = cudnn_.run(call, args, taken); !s || taken)
+      return s;
+  }
+#endif
+  return runAttentionKernel(call, args);
 }
 
 /// Consecutive adamw_update kernels (in the program's order) that read the
@@ -1001,7 +1077,7 @@ Status CudaDevice::runCompute(const KernelCall &call, const Resolved &r,
   case Family::Reduction:
     return runReductionKernel(call, args);
   case Family::Attention:
-    return runAttentionKernel(call, args);
+    return runAttention(call, args);
   case Family::VocabCrossEntropy:
     return runVocabCrossEntropy(call);
   case Family::Local:

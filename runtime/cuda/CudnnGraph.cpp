@@ -26,6 +26,11 @@ void Builder::fail(cudnnStatus_t status, const std::string &doing) {
                             library_.describe(status));
 }
 
+void Builder::failWith(const std::string &message) {
+  if (status_)
+    status_ = Status::error("cuDNN: " + message);
+}
+
 cudnnBackendDescriptor_t Builder::make(cudnnBackendDescriptorType_t type,
                                        const std::string &what) {
   if (!status_)
@@ -69,6 +74,27 @@ void Builder::finalize(cudnnBackendDescriptor_t d) {
     return;
   if (cudnnStatus_t st = library_.finalize(d); st != CUDNN_STATUS_SUCCESS)
     fail(st, "finalizing " + nameOf(owned_, names_, d));
+}
+
+Status Builder::tryFinalize(cudnnBackendDescriptor_t d) {
+  if (!status_)
+    return status_;
+  if (cudnnStatus_t st = library_.finalize(d); st != CUDNN_STATUS_SUCCESS)
+    return Status::error("finalizing " + nameOf(owned_, names_, d) + ": " +
+                         library_.describe(st));
+  return Status::ok();
+}
+
+void Builder::get(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name,
+                  cudnnBackendAttributeType_t type, int64_t requested,
+                  int64_t *count, void *values, const char *nameText) {
+  if (!status_ || !d)
+    return;
+  if (cudnnStatus_t st =
+          library_.getAttribute(d, name, type, requested, count, values);
+      st != CUDNN_STATUS_SUCCESS)
+    fail(st, "reading " + std::string(nameText) + " of " +
+                 nameOf(owned_, names_, d));
 }
 
 cudnnBackendDescriptor_t Builder::tensor(int64_t uid,
@@ -417,4 +443,73 @@ Desc cudnn::operationGraph(Builder &b, const std::vector<Desc> &ops,
                   static_cast<int64_t>(ops.size()), ops.data());
   b.finalize(graph);
   return graph;
+}
+
+Desc cudnn::executionPlan(Builder &b, Desc graph, cudnnHandle_t handle,
+                          int64_t &workspace) {
+  Desc heuristics =
+      b.make(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, "the engine heuristics");
+  cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
+  TPCRT_CUDNN_SET(b, heuristics, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH,
+                  CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph);
+  TPCRT_CUDNN_SET(b, heuristics, CUDNN_ATTR_ENGINEHEUR_MODE,
+                  CUDNN_TYPE_HEUR_MODE, 1, &mode);
+  b.finalize(heuristics);
+  int64_t count = 0;
+  TPCRT_CUDNN_GET(b, heuristics, CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                  CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr);
+  if (!b.ok())
+    return nullptr;
+  if (count <= 0) {
+    b.failWith("cuDNN has no engine for this attention graph");
+    return nullptr;
+  }
+  std::vector<Desc> configs;
+  for (int64_t i = 0; i < count; ++i)
+    configs.push_back(b.make(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR,
+                             "engine configuration " + std::to_string(i)));
+  int64_t got = 0;
+  TPCRT_CUDNN_GET(b, heuristics, CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                  CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got, configs.data());
+  if (!b.ok())
+    return nullptr;
+  std::string refusals;
+  for (int64_t i = 0; i < got && i < count; ++i) {
+    Desc plan = b.make(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR,
+                       "the execution plan of configuration " +
+                           std::to_string(i));
+    // Required before cuDNN 9.8, ignored after (deprecated).
+    TPCRT_CUDNN_SET(b, plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE,
+                    CUDNN_TYPE_HANDLE, 1, &handle);
+    TPCRT_CUDNN_SET(b, plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
+                    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &configs[i]);
+    if (!b.ok())
+      return nullptr;
+    Status s = b.tryFinalize(plan);
+    if (!s) {
+      refusals += (refusals.empty() ? "" : "; ") + s.message();
+      continue;
+    }
+    TPCRT_CUDNN_GET(b, plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                    CUDNN_TYPE_INT64, 1, &count, &workspace);
+    return b.ok() ? plan : nullptr;
+  }
+  b.failWith("no engine configuration of " + std::to_string(got) +
+             " builds a plan: " + refusals);
+  return nullptr;
+}
+
+Desc cudnn::variantPack(Builder &b, const std::vector<int64_t> &uids,
+                        const std::vector<void *> &pointers, void *workspace) {
+  Desc pack = b.make(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, "a variant pack");
+  TPCRT_CUDNN_SET(b, pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS,
+                  CUDNN_TYPE_INT64, static_cast<int64_t>(uids.size()),
+                  uids.data());
+  TPCRT_CUDNN_SET(b, pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS,
+                  CUDNN_TYPE_VOID_PTR, static_cast<int64_t>(pointers.size()),
+                  pointers.data());
+  TPCRT_CUDNN_SET(b, pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE,
+                  CUDNN_TYPE_VOID_PTR, 1, &workspace);
+  b.finalize(pack);
+  return pack;
 }

@@ -85,6 +85,14 @@ public:
            cudnnBackendAttributeType_t type, int64_t count,
            const void *values, const char *nameText);
   void finalize(cudnnBackendDescriptor_t d);
+  /// Finalizes `d`, returning cuDNN's refusal instead of keeping it (for
+  /// trying alternatives: the engine configurations).
+  Status tryFinalize(cudnnBackendDescriptor_t d);
+  /// Reads attribute `name` of `d`: up to `requested` values, `count` set
+  /// to how many there are.
+  void get(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name,
+           cudnnBackendAttributeType_t type, int64_t requested,
+           int64_t *count, void *values, const char *nameText);
 
   /// A finalized tensor descriptor.
   cudnnBackendDescriptor_t tensor(int64_t uid, const std::vector<int64_t> &dims,
@@ -97,6 +105,9 @@ public:
   virtualTensor(const std::vector<int64_t> &dims,
                 const std::vector<int64_t> &strides = {},
                 cudnnDataType_t type = CUDNN_DATA_FLOAT);
+
+  /// Records a failure of the caller's own (kept if it is the first).
+  void failWith(const std::string &message);
 
   /// The first failure (which descriptor, which call, cuDNN's message), or
   /// ok.
@@ -116,6 +127,8 @@ private:
 
 #define TPCRT_CUDNN_SET(builder, d, name, type, count, values)                 \
   (builder).set((d), (name), (type), (count), (values), #name)
+#define TPCRT_CUDNN_GET(builder, d, name, type, requested, count, values)      \
+  (builder).get((d), (name), (type), (requested), (count), (values), #name)
 
 /// The operations of the forward graph, finalized, in order (O and Stats
 /// are outputs). Operation graph, heuristics and plan: CudnnAttention.cpp.
@@ -136,6 +149,22 @@ void sdpaDims(const SdpaShape &shape, bool keys, std::vector<int64_t> &dims,
 cudnnBackendDescriptor_t operationGraph(
     Builder &b, const std::vector<cudnnBackendDescriptor_t> &ops,
     cudnnHandle_t handle);
+
+/// An execution plan of `graph` (finalized): the engine heuristics' (mode
+/// A) configurations in order, the first whose plan finalizes; `workspace`
+/// its bytes of workspace. Needs a GPU. An error lists each refusal.
+cudnnBackendDescriptor_t executionPlan(Builder &b,
+                                       cudnnBackendDescriptor_t graph,
+                                       cudnnHandle_t handle,
+                                       int64_t &workspace);
+
+/// A variant pack (finalized): `uids[i]` at `pointers[i]` (device memory;
+/// a by-value scalar's is the address of a host float that lives as long
+/// as the pack), and the workspace.
+cudnnBackendDescriptor_t variantPack(Builder &b,
+                                     const std::vector<int64_t> &uids,
+                                     const std::vector<void *> &pointers,
+                                     void *workspace);
 
 } // namespace tpcrt::cudnn
 

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CudnnAttention.h"
 #include "CudnnGraph.h"
 #include "CudnnLibrary.h"
 
@@ -250,4 +251,90 @@ TEST(CudnnGraph, DimsFollowTheLayout) {
                   strides);
   EXPECT_EQ(dims, (std::vector<int64_t>{2, 8, 5, 16}));
   EXPECT_EQ(strides, (std::vector<int64_t>{8 * 5 * 16, 5 * 16, 16, 1}));
+}
+
+namespace {
+
+/// An attention call as the decoder makes it: q, k, v (attention_grad: dO
+/// first) and the result(s), all of `type`.
+KernelCall attentionCall(fb::OpCode op, fb::DType type, int64_t d,
+                         bool causal, int64_t sq, int64_t sk) {
+  KernelCall call;
+  call.op = op;
+  call.batch = 2;
+  call.heads = 8;
+  call.kvHeads = 2;
+  call.seqQ = sq;
+  call.seqK = sk;
+  call.headDim = d;
+  call.valueDim = d;
+  call.flags = (causal ? 1 : 0) | 2;
+  call.floatAttrs = {0.125};
+  TensorRef t;
+  t.dtype = type;
+  const bool grad = op == fb::OpCode::AttentionGrad;
+  call.operands.assign(grad ? 4 : 3, t);
+  call.results.assign(grad ? 3 : 1, t);
+  return call;
+}
+
+} // namespace
+
+TEST(CudnnAttention, RefusesWhatItsGraphsDoNotCover) {
+  using fb::DType;
+  using fb::OpCode;
+  EXPECT_EQ(cuda::cudnnAttentionRefusal(
+                attentionCall(OpCode::Attention, DType::BF16, 128, true,
+                              256, 256)),
+            "");
+  EXPECT_EQ(cuda::cudnnAttentionRefusal(attentionCall(
+                OpCode::AttentionGrad, DType::F16, 64, false, 48, 80)),
+            "");
+  auto refusal = [](KernelCall call) {
+    return cuda::cudnnAttentionRefusal(call);
+  };
+  EXPECT_TRUE(contains(refusal(attentionCall(OpCode::Attention, DType::F32,
+                                             64, false, 8, 8)),
+                       "fp32"));
+  KernelCall dropped =
+      attentionCall(OpCode::Attention, DType::BF16, 64, false, 8, 8);
+  dropped.dropoutRate = 0.1;
+  EXPECT_TRUE(contains(refusal(dropped), "dropout"));
+  EXPECT_TRUE(contains(refusal(attentionCall(OpCode::Attention, DType::BF16,
+                                             60, false, 8, 8)),
+                       "head_dim 60"));
+  EXPECT_TRUE(contains(refusal(attentionCall(OpCode::Attention, DType::BF16,
+                                             256, false, 8, 8)),
+                       "head_dim 256"));
+  EXPECT_TRUE(contains(refusal(attentionCall(OpCode::AttentionGrad,
+                                             DType::BF16, 64, true, 8, 12)),
+                       "s_q 8 != s_k 12"));
+  KernelCall mixed =
+      attentionCall(OpCode::AttentionGrad, DType::BF16, 64, false, 8, 8);
+  mixed.results[0].dtype = DType::F32;
+  EXPECT_TRUE(contains(refusal(mixed), "results"));
+  KernelCall otherDim =
+      attentionCall(OpCode::Attention, DType::BF16, 64, false, 8, 8);
+  otherDim.valueDim = 32;
+  EXPECT_TRUE(contains(refusal(otherDim), "value_dim 32"));
+  EXPECT_TRUE(contains(refusal(attentionCall(OpCode::Softmax, DType::BF16, 64,
+                                             false, 8, 8)),
+                       "not an attention kernel"));
+}
+
+TEST(CudnnAttention, WithoutADeviceInitSaysWhy) {
+  if (!toolkitCudnn())
+    GTEST_SKIP() << "no " << kToolkitCudnn;
+  cuda::CudnnAttention attention;
+  Status s = attention.init(nullptr);
+  if (s)
+    GTEST_SKIP() << "a CUDA device is present: cuDNN made a handle";
+  EXPECT_TRUE(contains(s.message(), "cudnnCreate")) << s.message();
+  EXPECT_TRUE(contains(s.message(), "CUDNN_STATUS_")) << s.message();
+  // Nothing is planned without a handle.
+  uint64_t bytes = 0;
+  EXPECT_FALSE(attention.plan(attentionCall(fb::OpCode::Attention,
+                                            fb::DType::BF16, 64, false, 8, 8),
+                              bytes));
+  EXPECT_EQ(attention.planCount(), 0u);
 }

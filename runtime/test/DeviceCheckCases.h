@@ -290,6 +290,11 @@ inline std::vector<AttentionSpec> attentionSpecs() {
        true},
       {2, 4, 2, 300, 300, 128, 128, true, 0.1, -1, true},
       {1, 6, 3, 200, 260, 64, 64, false, 0.0, -1, true},
+      // What TPCRT_CUDA_ATTENTION=cudnn also runs (bf16, no dropout,
+      // d = dv a multiple of 8): causal multi-head sequence-major, and an
+      // odd length with grouped heads.
+      {2, 4, 4, 256, 256, 64, 64, true, 0.0, -1, true},
+      {2, 6, 2, 77, 77, 128, 128, true, 0.0, -1},
   };
 }
 

@@ -21,6 +21,9 @@
 // steady clock and prints one JSON line per case: the mean and the fastest
 // step in milliseconds and TFLOP/s from the mean
 // (benchmarks/cuda/gemm_attention_torch.py prints the same keys for torch).
+// With TPCRT_CUDA_ATTENTION=cudnn in the environment the device runs
+// attention through cuDNN's fused attention, and its lines say "tool":
+// "tpc-cudnn".
 // Each timed step includes the interpreter's per-step synchronize.
 //
 // Without a CUDA device (no backend library, driver or GPU) it prints why and
@@ -45,6 +48,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -254,6 +258,13 @@ Status runCase(const Case &c, const std::string &deviceName, int warmup,
   return Status::ok();
 }
 
+/// "tpc-cudnn" when TPCRT_CUDA_ATTENTION=cudnn has the CUDA device run
+/// attention through cuDNN, else "tpc".
+const char *attentionTool() {
+  const char *v = std::getenv("TPCRT_CUDA_ATTENTION");
+  return v && std::strcmp(v, "cudnn") == 0 ? "tpc-cudnn" : "tpc";
+}
+
 void printJson(const Case &c, const std::string &device, int warmup, int iters,
                const Timing &t) {
   double tflops = flopsOf(c) / (t.meanMs * 1e-3) / 1e12;
@@ -264,10 +275,10 @@ void printJson(const Case &c, const std::string &device, int warmup, int iters,
                 static_cast<long long>(c.k), static_cast<long long>(c.n),
                 c.outIn ? "out_in" : "in_out");
   else
-    std::printf("{\"tool\": \"tpc\", \"kind\": \"attn\", \"case\": \"%s\", "
+    std::printf("{\"tool\": \"%s\", \"kind\": \"attn\", \"case\": \"%s\", "
                 "\"b\": %lld, \"h\": %lld, \"kv\": %lld, \"s\": %lld, "
                 "\"d\": %lld, \"causal\": %s, ",
-                c.text.c_str(), static_cast<long long>(c.batch),
+                attentionTool(), c.text.c_str(), static_cast<long long>(c.batch),
                 static_cast<long long>(c.heads),
                 static_cast<long long>(c.kvHeads),
                 static_cast<long long>(c.seq), static_cast<long long>(c.dim),

@@ -13,13 +13,16 @@
 #   2 gpu       nvidia-smi and the CUDA device count; none: "no GPU:
 #               skipped", exit 77 (1 when the build failed too)
 #   3 kernels   tpcrt-device-check --device cuda --results $OUT/kernels.txt
+#   3b kernels-cudnn  the attention cases again with TPCRT_CUDA_ATTENTION=cudnn
+#               (cuDNN's fused attention from the wheel, header carried)
 #   4 models    two training steps of the tiny GPT-2 (fp32 and bf16) and
 #               Llama on --device cpu and cuda from the same weights and
 #               batch (--init-seed, --synthetic-seed): loss, first-step
 #               gradients, params and AdamW state after the steps compared by
 #               compare_dumps.py (fp32 1e-4, bf16 2e-2 relative, norm-wise)
 #   5 nccl      tpcrt-nccl-check --local (one rank)
-#   6 bench     tpc-cuda-bench vs torch (GEMM, attention), then a training
+#   6 bench     tpc-cuda-bench vs torch (GEMM, attention; attention also
+#               with TPCRT_CUDA_ATTENTION=cudnn), then a training
 #               step of the GPT-2 MFU model, tpc-run vs Hugging Face:
 #               $OUT/bench.json and lines in the summary
 #
@@ -105,6 +108,11 @@ stage_build() {
     cublaslt=$("$PY" -c 'import glob, nvidia, os; print(next(iter(sorted(p for r in nvidia.__path__ for p in glob.glob(os.path.join(r, "**", "libcublasLt.so*"), recursive=True))), ""))' 2>/dev/null)
     [ -n "$cublaslt" ] && args+=(-DCUDA_cublasLt_LIBRARY="$cublaslt")
   fi
+  # cuDNN's graph API header, carried (the wheels may have none); the
+  # library is opened at run time (TPCRT_CUDNN_LIBRARY, below).
+  if [ -f "$CARRY/cudnn/include/cudnn_graph.h" ]; then
+    args+=(-DTPCRT_CUDNN_INCLUDE_DIR="$CARRY/cudnn/include")
+  fi
   if [ -n "${NCCL_DIR:-}" ]; then
     args+=(-DTPCRT_NCCL_INCLUDE_DIR="$NCCL_DIR/include"
            -DTPCRT_NCCL_LIBRARY="$NCCL_DIR/lib/libnccl.so.2")
@@ -141,6 +149,22 @@ stage_kernels() {
   check=$(findbin tpcrt-device-check)
   [ -n "$check" ] || { echo "tpcrt-device-check was not built (no target yet?)"; return 1; }
   "$check" --device cuda --results "$OUT/kernels.txt"
+}
+
+# The attention kernels again with TPCRT_CUDA_ATTENTION=cudnn: the bf16
+# cases without dropout (d = dv a multiple of 8) run on cuDNN's fused
+# attention (the device says how many on stderr), the others on the own
+# kernels; all against the CPU device.
+stage_kernels_cudnn() {
+  local check op rc=0
+  check=$(findbin tpcrt-device-check)
+  [ -n "$check" ] || { echo "tpcrt-device-check was not built"; return 1; }
+  echo "TPCRT_CUDNN_LIBRARY=${TPCRT_CUDNN_LIBRARY:-}"
+  for op in attention attention_grad; do
+    TPCRT_CUDA_ATTENTION=cudnn "$check" --device cuda --op $op --dtype bf16 \
+      || rc=1
+  done
+  return $rc
 }
 
 # Two training steps of $1 on the CPU (ref) and on $DUT (dut, cuda); $2 the
@@ -214,6 +238,17 @@ stage_bench_kernels_tpc() {
   # shellcheck disable=SC2086
   "$(findbin tpc-cuda-bench)" --warmup 3 --iters 20 $BENCH_CASES \
     | tee "$WORK/bench-tpc.jsonl"
+  return "${PIPESTATUS[0]}"
+}
+
+# The attention cases through cuDNN (tpc-cuda-bench labels them tpc-cudnn).
+stage_bench_attention_cudnn() {
+  local cases=() c
+  for c in $BENCH_CASES; do
+    case $c in attn:*) cases+=("$c") ;; esac
+  done
+  TPCRT_CUDA_ATTENTION=cudnn "$(findbin tpc-cuda-bench)" --warmup 3 \
+    --iters 20 "${cases[@]}" | tee "$WORK/bench-tpc-cudnn.jsonl"
   return "${PIPESTATUS[0]}"
 }
 
@@ -345,6 +380,24 @@ else
   note "no NCCL wheel (libnccl.so.2 and include/nccl.h under python3's nvidia package): the toolkit's, if any"
 fi
 
+# cuDNN from the Python wheel (nvidia-cudnn-cu*), for TPCRT_CUDA_ATTENTION=cudnn.
+CUDNN_LIB=$(timeout 30 "$PY" - 2>/dev/null <<'EOF'
+import glob, os
+import nvidia
+for root in nvidia.__path__:
+    for lib in sorted(glob.glob(os.path.join(root, "**", "libcudnn.so.9"),
+                                recursive=True)):
+        print(lib)
+        raise SystemExit
+EOF
+)
+if [ -n "$CUDNN_LIB" ] && [ -f "$CUDNN_LIB" ]; then
+  export TPCRT_CUDNN_LIBRARY=$CUDNN_LIB
+  note "cuDNN from the wheel: $TPCRT_CUDNN_LIBRARY"
+else
+  note "no cuDNN wheel (libcudnn.so.9 under python3's nvidia package): the search's"
+fi
+
 run_stage 1 build 170 build.log
 built=$?
 run_stage 2 gpu 20 device-check.log
@@ -367,14 +420,16 @@ if [ "$built" -ne 0 ]; then
   exit 1
 fi
 run_stage 3 kernels 45 device-check.log
+run_stage 3b kernels-cudnn 30 device-check.log
 run_stage 4 models 40 models.log
 run_stage 5 nccl 25 nccl.log
 run_stage 6a bench-kernels-tpc 25 bench.log
+run_stage 6a2 bench-attention-cudnn 20 bench.log
 run_stage 6b bench-kernels-torch 35 bench.log
 run_stage 6c bench-gpt-tpc 60 bench.log
 run_stage 6d bench-gpt-torch 60 bench.log
 # The comparison lines and bench.json, from whatever the stages left.
-cat "$WORK"/bench-tpc.jsonl "$WORK"/bench-torch.jsonl "$WORK"/gpt-tpc.jsonl \
+cat "$WORK"/bench-tpc.jsonl "$WORK"/bench-tpc-cudnn.jsonl "$WORK"/bench-torch.jsonl "$WORK"/gpt-tpc.jsonl \
   "$WORK"/gpt-torch.jsonl 2>/dev/null \
   | timeout 30 "$PY" benchmarks/cuda/report.py merge --json "$OUT/bench.json" \
   | tee -a "$summary"

@@ -4,6 +4,7 @@
 #
 #   include/      the FlatBuffers and nlohmann::json headers (the GPU machine
 #                 has none of the Debian libraries)
+#   cudnn/include/ cuDNN's headers (the toolkit's), for the fused attention
 #   generated/    tpcx_generated.h, made by this machine's flatc from
 #                 runtime/schema/tpcx.fbs (it insists on the FlatBuffers
 #                 version of the headers beside it)
@@ -26,7 +27,7 @@ while [ $# -gt 0 ]; do
   case $1 in
     --bin) bin=$(cd "$2" && pwd); shift 2 ;;
     --out) mkdir -p "$2"; out=$(cd "$2" && pwd); shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "prepare.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -34,7 +35,7 @@ for tool in tpc-import tpc-compile; do
   [ -x "$bin/$tool" ] || { echo "prepare.sh: no $bin/$tool (build tpc first)" >&2; exit 1; }
 done
 
-rm -rf "$out/include" "$out/generated" "$out/models"
+rm -rf "$out/include" "$out/generated" "$out/models" "$out/cudnn"
 mkdir -p "$out/include" "$out/generated" "$out/models"
 
 # --- headers -----------------------------------------------------------------
@@ -42,6 +43,13 @@ for dir in flatbuffers nlohmann; do
   [ -d /usr/include/$dir ] || { echo "prepare.sh: no /usr/include/$dir" >&2; exit 1; }
   cp -r /usr/include/$dir "$out/include/"
 done
+
+# cuDNN's headers (the graph API's: the CUDA backend's fused attention), where
+# the toolkit has them; the GPU machine has cuDNN's library in a wheel.
+if [ -f /usr/local/cuda/include/cudnn_graph.h ]; then
+  mkdir -p "$out/cudnn/include"
+  cp /usr/local/cuda/include/cudnn*.h "$out/cudnn/include/"
+fi
 
 # --- the schema header ---------------------------------------------------------
 # From the working tree's schema with the runtime's own flatc flags

@@ -1,0 +1,341 @@
+//===- CudnnAttention.cpp - attention through cuDNN's fused SDPA ----------===//
+
+#include "CudnnAttention.h"
+
+#include "CudnnGraph.h"
+
+#include <cfloat>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <tuple>
+#include <vector>
+
+using namespace tpcrt;
+using namespace tpcrt::cuda;
+
+namespace {
+
+/// cuDNN fills masked scores with -inf from 9.10 on; before, cudnn-frontend
+/// uses the lowest float (its engines then did not take -inf).
+constexpr size_t kInfinityMask = 91000;
+
+bool sixteenBit(fb::DType t) {
+  return t == fb::DType::BF16 || t == fb::DType::F16;
+}
+
+cudnn::SdpaShape shapeOf(const KernelCall &call) {
+  cudnn::SdpaShape s;
+  s.batch = call.batch;
+  s.heads = call.heads;
+  s.kvHeads = call.kvHeads;
+  s.seqQ = call.seqQ;
+  s.seqK = call.seqK;
+  s.headDim = call.headDim;
+  s.seqMajor = call.attentionSeqMajor();
+  s.causal = call.flags & 1;
+  s.dataType = call.operands[0].dtype == fb::DType::BF16 ? CUDNN_DATA_BFLOAT16
+                                                         : CUDNN_DATA_HALF;
+  s.scale = static_cast<float>(call.floatAttrs.empty() ? 1.0
+                                                       : call.floatAttrs[0]);
+  return s;
+}
+
+/// Calls of one key share a plan (the scale is a run-time value).
+using ShapeKey = std::tuple<bool, int64_t, int64_t, int64_t, int64_t, int64_t,
+                            int64_t, bool, bool, int>;
+
+ShapeKey keyOf(const KernelCall &call) {
+  cudnn::SdpaShape s = shapeOf(call);
+  return {call.op == fb::OpCode::AttentionGrad,
+          s.batch,
+          s.heads,
+          s.kvHeads,
+          s.seqQ,
+          s.seqK,
+          s.headDim,
+          s.seqMajor,
+          s.causal,
+          static_cast<int>(s.dataType)};
+}
+
+bool aligned16(const void *p) {
+  return (reinterpret_cast<uintptr_t>(p) & 15) == 0;
+}
+
+} // namespace
+
+std::string cuda::cudnnAttentionRefusal(const KernelCall &call) {
+  const bool grad = call.op == fb::OpCode::AttentionGrad;
+  if (call.op != fb::OpCode::Attention && !grad)
+    return "not an attention kernel";
+  if (call.dropoutRate != 0.0)
+    return "attention dropout (cuDNN's dropout cannot draw the runtime's "
+           "stream)";
+  const fb::DType type = call.operands.empty() ? fb::DType::F32
+                                               : call.operands[0].dtype;
+  if (!sixteenBit(type))
+    return "fp32 tensors (cuDNN's fused attention is bf16 and f16)";
+  for (const TensorRef &t : call.operands)
+    if (t.dtype != type)
+      return "operands of different types";
+  for (const TensorRef &t : call.results)
+    if (t.dtype != type)
+      return "results of another type than the operands";
+  if (call.headDim != call.valueDim)
+    return "head_dim " + std::to_string(call.headDim) + " != value_dim " +
+           std::to_string(call.valueDim);
+  if (call.headDim % 8 != 0 || call.headDim > 128)
+    return "head_dim " + std::to_string(call.headDim) +
+           " (a multiple of 8 up to 128 is planned)";
+  if (call.kvHeads <= 0 || call.heads % call.kvHeads != 0)
+    return "heads not a multiple of kv heads";
+  if ((call.flags & 1) && call.seqQ != call.seqK)
+    return "causal with s_q " + std::to_string(call.seqQ) + " != s_k " +
+           std::to_string(call.seqK) +
+           " (cuDNN's mask is aligned top-left, the kernels' bottom-right)";
+  if (call.batch * call.heads * call.seqQ * call.seqK == 0)
+    return "an empty attention";
+  if (grad && call.seqQ == 1 && call.seqK == 1)
+    return "s_q = s_k = 1 (cuDNN's backward refuses it)";
+  return "";
+}
+
+bool cuda::cudnnAttentionRequested() {
+  static const bool requested = [] {
+    const char *v = std::getenv("TPCRT_CUDA_ATTENTION");
+    return v && std::strcmp(v, "cudnn") == 0;
+  }();
+  return requested;
+}
+
+//===- Plans --------------------------------------------------------------===//
+
+namespace {
+
+/// One graph made executable: its descriptors and plan.
+struct GraphPlan {
+  explicit GraphPlan(const CudnnLibrary &library) : builder(library) {}
+  cudnn::Builder builder;
+  cudnnBackendDescriptor_t plan = nullptr;
+  int64_t workspace = 0;
+};
+
+/// The plans of one shape key and where its scratch pieces lie.
+struct ShapePlan {
+  cudnn::SdpaShape shape;
+  bool grad = false;
+  std::unique_ptr<GraphPlan> forward, backward;
+  uint64_t outputBytes = 0, statsOffset = 0, sumOffset = 0;
+  uint64_t workspaceOffset = 0, scratchBytes = 0;
+};
+
+/// A call's variant packs, kept while its addresses stay the same.
+struct CallRun {
+  ShapePlan *plan = nullptr;
+  float scale = 1.0f, one = 1.0f, negativeInfinity = -INFINITY;
+  std::vector<void *> forwardPointers, backwardPointers;
+  std::unique_ptr<cudnn::Builder> packs;
+  cudnnBackendDescriptor_t forwardPack = nullptr, backwardPack = nullptr;
+};
+
+} // namespace
+
+struct CudnnAttention::Impl {
+  const CudnnLibrary *library = nullptr;
+  cudnnHandle_t handle = nullptr;
+  std::map<ShapeKey, std::unique_ptr<ShapePlan>> plans;
+  std::map<uint32_t, CallRun> calls;
+
+  ~Impl() {
+    calls.clear();
+    plans.clear();
+    if (handle)
+      library->destroy(handle);
+  }
+
+  Status makeGraphPlan(const cudnn::SdpaShape &shape, bool backward,
+                       std::unique_ptr<GraphPlan> &out) {
+    auto g = std::make_unique<GraphPlan>(*library);
+    std::vector<cudnnBackendDescriptor_t> ops =
+        backward ? cudnn::buildSdpaBackward(g->builder, shape)
+                 : cudnn::buildSdpaForward(g->builder, shape);
+    cudnnBackendDescriptor_t graph =
+        cudnn::operationGraph(g->builder, ops, handle);
+    g->plan = cudnn::executionPlan(g->builder, graph, handle, g->workspace);
+    if (!g->builder.ok())
+      return g->builder.status().withContext(
+          backward ? "the backward graph" : "the forward graph");
+    out = std::move(g);
+    return Status::ok();
+  }
+};
+
+CudnnAttention::CudnnAttention() : impl_(std::make_unique<Impl>()) {}
+CudnnAttention::~CudnnAttention() = default;
+
+Status CudnnAttention::init(cudaStream_t stream) {
+  if (impl_->handle)
+    return Status::ok();
+  std::string where;
+  if (Status s = loadCudnnLibrary(impl_->library, &where); !s)
+    return s;
+  const CudnnLibrary &lib = *impl_->library;
+  if (cudnnStatus_t st = lib.create(&impl_->handle);
+      st != CUDNN_STATUS_SUCCESS) {
+    impl_->handle = nullptr;
+    return Status::error("cudnnCreate (" + where + "): " + lib.describe(st));
+  }
+  if (cudnnStatus_t st = lib.setStream(impl_->handle, stream);
+      st != CUDNN_STATUS_SUCCESS)
+    return Status::error("cudnnSetStream: " + lib.describe(st));
+  return Status::ok();
+}
+
+Status CudnnAttention::plan(const KernelCall &call, uint64_t &scratchBytes) {
+  if (!impl_->handle)
+    return Status::error("cuDNN is not initialized");
+  if (std::string why = cudnnAttentionRefusal(call); !why.empty())
+    return Status::error("cuDNN's attention does not take it: " + why);
+  std::unique_ptr<ShapePlan> &slot = impl_->plans[keyOf(call)];
+  if (!slot) {
+    auto p = std::make_unique<ShapePlan>();
+    p->shape = shapeOf(call);
+    p->grad = call.op == fb::OpCode::AttentionGrad;
+    if (Status s = impl_->makeGraphPlan(p->shape, false, p->forward); !s) {
+      impl_->plans.erase(keyOf(call));
+      return s;
+    }
+    if (p->grad) {
+      if (Status s = impl_->makeGraphPlan(p->shape, true, p->backward); !s) {
+        impl_->plans.erase(keyOf(call));
+        return s;
+      }
+    }
+    const cudnn::SdpaShape &s = p->shape;
+    const uint64_t rows =
+        static_cast<uint64_t>(s.batch * s.heads * s.seqQ) * sizeof(float);
+    // attention_grad's O, in q's layout (the graphs describe it so).
+    p->outputBytes =
+        p->grad ? alignScratch(static_cast<uint64_t>(s.batch * s.heads *
+                                                     s.seqQ * s.headDim) *
+                               2)
+                : 0;
+    p->statsOffset = p->outputBytes;
+    p->sumOffset = p->statsOffset + alignScratch(rows);
+    p->workspaceOffset = p->sumOffset + (p->grad ? alignScratch(rows) : 0);
+    int64_t workspace = p->forward->workspace;
+    if (p->backward)
+      workspace = std::max(workspace, p->backward->workspace);
+    p->scratchBytes =
+        p->workspaceOffset + alignScratch(static_cast<uint64_t>(workspace));
+    slot = std::move(p);
+  }
+  CallRun &run = impl_->calls[call.index];
+  run = CallRun();
+  run.plan = slot.get();
+  run.scale = slot->shape.scale;
+  run.negativeInfinity =
+      impl_->library->version < kInfinityMask ? -FLT_MAX : -INFINITY;
+  scratchBytes = slot->scratchBytes;
+  return Status::ok();
+}
+
+bool CudnnAttention::planned(const KernelCall &call) const {
+  return impl_->calls.count(call.index) != 0;
+}
+
+size_t CudnnAttention::planCount() const { return impl_->plans.size(); }
+
+Status CudnnAttention::run(const KernelCall &call, const KernelArgs &args,
+                           bool &taken) {
+  taken = false;
+  auto found = impl_->calls.find(call.index);
+  if (found == impl_->calls.end())
+    return Status::ok();
+  CallRun &run = found->second;
+  const ShapePlan &p = *run.plan;
+  for (size_t i = 0; i < call.operands.size(); ++i)
+    if (!aligned16(args.operands[i]))
+      return Status::ok();
+  for (size_t i = 0; i < call.results.size(); ++i)
+    if (!aligned16(args.results[i]))
+      return Status::ok();
+  if (args.scratchBytes < p.scratchBytes || !args.scratch)
+    return Status::error(std::string(p.grad ? "attention_grad" : "attention") +
+                         ": cuDNN's plan needs " +
+                         std::to_string(p.scratchBytes) +
+                         " bytes of scratch, the call has " +
+                         std::to_string(args.scratchBytes));
+  taken = true;
+  char *scratch = static_cast<char *>(args.scratch);
+  void *stats = scratch + p.statsOffset;
+  void *workspace = scratch + p.workspaceOffset;
+
+  // The forward: attention's q, k, v -> its result; attention_grad's
+  // (operands 1-3) -> O in scratch.
+  const size_t first = p.grad ? 1 : 0;
+  void *output = p.grad ? static_cast<void *>(scratch) : args.results[0];
+  std::vector<void *> forward = {args.operands[first],
+                                 args.operands[first + 1],
+                                 args.operands[first + 2],
+                                 output,
+                                 stats,
+                                 &run.scale};
+  std::vector<int64_t> forwardUids = {cudnn::kQ, cudnn::kK,     cudnn::kV,
+                                      cudnn::kO, cudnn::kStats, cudnn::kScale};
+  std::vector<void *> backward;
+  std::vector<int64_t> backwardUids;
+  if (p.grad) {
+    backward = {args.operands[1], args.operands[2], args.operands[3],
+                output,           args.operands[0], stats,
+                args.results[0],  args.results[1],  args.results[2],
+                scratch + p.sumOffset, &run.scale, &run.one};
+    backwardUids = {cudnn::kQ,  cudnn::kK,     cudnn::kV,  cudnn::kO,
+                    cudnn::kDO, cudnn::kStats, cudnn::kDQ, cudnn::kDK,
+                    cudnn::kDV, cudnn::kSoftmaxSum, cudnn::kScale,
+                    cudnn::kOne};
+  }
+  if (p.shape.causal) {
+    forward.push_back(&run.negativeInfinity);
+    forwardUids.push_back(cudnn::kNegativeInfinity);
+    if (p.grad) {
+      backward.push_back(&run.negativeInfinity);
+      backwardUids.push_back(cudnn::kNegativeInfinity);
+    }
+  }
+  // The workspace lies in the scratch, as stats: comparing the pointers
+  // compares it too.
+  if (!run.packs || forward != run.forwardPointers ||
+      backward != run.backwardPointers) {
+    // New addresses (the first run, or a pooled buffer's other slot).
+    run.packs = std::make_unique<cudnn::Builder>(*impl_->library);
+    run.forwardPointers = forward;
+    run.backwardPointers = backward;
+    run.forwardPack =
+        cudnn::variantPack(*run.packs, forwardUids, forward, workspace);
+    if (p.grad) {
+      run.backwardPack =
+          cudnn::variantPack(*run.packs, backwardUids, backward, workspace);
+    }
+    if (!run.packs->ok()) {
+      Status s = run.packs->status();
+      run.packs.reset();
+      return s;
+    }
+  }
+  const CudnnLibrary &lib = *impl_->library;
+  if (cudnnStatus_t st =
+          lib.execute(impl_->handle, p.forward->plan, run.forwardPack);
+      st != CUDNN_STATUS_SUCCESS)
+    return Status::error(std::string(p.grad ? "attention_grad" : "attention") +
+                         ": cuDNN's forward: " + lib.describe(st));
+  if (p.grad)
+    if (cudnnStatus_t st =
+            lib.execute(impl_->handle, p.backward->plan, run.backwardPack);
+        st != CUDNN_STATUS_SUCCESS)
+      return Status::error("attention_grad: cuDNN's backward: " +
+                           lib.describe(st));
+  return Status::ok();
+}

@@ -1,0 +1,75 @@
+//===- CudnnAttention.h - attention through cuDNN's fused SDPA --*- C++ -*-===//
+//
+// With TPCRT_CUDA_ATTENTION=cudnn, the CUDA device runs the attention and
+// attention_grad kernels that cuDNN's fused flash attention can take
+// (cudnnAttentionRefusal: bf16 or f16, no attention dropout — cuDNN's
+// dropout cannot draw the runtime's counter-based stream —, head_dim ==
+// value_dim, a multiple of 8 up to 128, causal only with s_q == s_k) through
+// the graphs of CudnnGraph.h; every other call runs the device's own
+// kernels. Off by default until a GPU run has measured it faster
+// (docs/runtime/cuda.md).
+//
+// At prepare each such call gets its plan (cached by shape: the graph, the
+// engine heuristics' first configuration that builds, its workspace), and
+// the scratch it needs from the device's scratch region:
+//   attention:      Stats (the forward's logsumexp, unused) | workspace
+//   attention_grad: O | Stats | rowsum(dO * O) | workspace
+// attention_grad gets only dO, q, k and v, so it runs the forward first
+// (O and Stats into its scratch) and then the backward (the deterministic
+// form: dQ is not accumulated across blocks). A run builds a variant pack
+// only when its addresses differ from the call's last run (a pooled
+// buffer's slot): nothing is allocated in the steady state.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TPCRT_CUDA_CUDNNATTENTION_H
+#define TPCRT_CUDA_CUDNNATTENTION_H
+
+#include "CudaKernels.h"
+
+#include <memory>
+#include <string>
+
+namespace tpcrt::cuda {
+
+/// Why cuDNN's fused attention cannot run `call` (empty when it can): not
+/// an attention kernel, a dropout, types, dims.
+std::string cudnnAttentionRefusal(const KernelCall &call);
+
+/// Whether TPCRT_CUDA_ATTENTION=cudnn asks for cuDNN's attention.
+bool cudnnAttentionRequested();
+
+class CudnnAttention {
+public:
+  CudnnAttention();
+  ~CudnnAttention();
+  CudnnAttention(const CudnnAttention &) = delete;
+  CudnnAttention &operator=(const CudnnAttention &) = delete;
+
+  /// Loads cuDNN (CudnnLibrary.h) and makes a handle for the current
+  /// device on `stream`. An error says why (no library, no device).
+  Status init(cudaStream_t stream);
+
+  /// Plans `call` (cudnnAttentionRefusal empty): its plans, made or found
+  /// in the cache, and the scratch its runs need. An error (no engine for
+  /// the graph) leaves the call to the device's own kernels.
+  Status plan(const KernelCall &call, uint64_t &scratchBytes);
+
+  /// Whether plan() took `call`.
+  bool planned(const KernelCall &call) const;
+
+  /// Enqueues `call` (planned) on the handle's stream. `taken` is false
+  /// when an address is not 16-byte aligned (the own kernels run it then).
+  Status run(const KernelCall &call, const KernelArgs &args, bool &taken);
+
+  /// Distinct plans made (calls of one shape share one).
+  size_t planCount() const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace tpcrt::cuda
+
+#endif // TPCRT_CUDA_CUDNNATTENTION_H
