@@ -338,3 +338,17 @@ TEST(CudnnAttention, WithoutADeviceInitSaysWhy) {
                               bytes));
   EXPECT_EQ(attention.planCount(), 0u);
 }
+
+TEST(CudnnGraph, VariantPacksFinalize) {
+  const CudnnLibrary *library = toolkitCudnn();
+  if (!library)
+    GTEST_SKIP() << "no " << kToolkitCudnn;
+  cudnn::Builder b(*library);
+  float scale = 0.125f;
+  // Addresses are only recorded (never read) until a plan executes.
+  std::vector<void *> pointers = {reinterpret_cast<void *>(0x10000),
+                                  reinterpret_cast<void *>(0x20000), &scale};
+  cudnn::variantPack(b, {cudnn::kQ, cudnn::kK, cudnn::kScale}, pointers,
+                     reinterpret_cast<void *>(0x30000));
+  EXPECT_TRUE(b.ok()) << b.status().message();
+}

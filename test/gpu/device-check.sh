@@ -16,7 +16,9 @@
 #   3b kernels-cudnn  the attention cases again with TPCRT_CUDA_ATTENTION=cudnn
 #               (cuDNN's fused attention from the wheel, header carried)
 #   4 models    two training steps of the tiny GPT-2 (fp32 and bf16) and
-#               Llama on --device cpu and cuda from the same weights and
+#               Llama (fp32 and bf16, the bf16 once more with
+#               TPCRT_CUDA_ATTENTION=cudnn) on --device cpu and cuda from the
+#               same weights and
 #               batch (--init-seed, --synthetic-seed): loss, first-step
 #               gradients, params and AdamW state after the steps compared by
 #               compare_dumps.py (fp32 1e-4, bf16 2e-2 relative, norm-wise)
@@ -168,9 +170,9 @@ stage_kernels_cudnn() {
 }
 
 # Two training steps of $1 on the CPU (ref) and on $DUT (dut, cuda); $2 the
-# tolerance.
+# tolerance; $3 the label of the comparison (default $1).
 model_pair() {
-  local name=$1 tol=$2 run side dev rc=0
+  local name=$1 tol=$2 label=${3:-$1} run side dev rc=0
   run=$(findbin tpc-run)
   for side in ref dut; do
     dev=cpu
@@ -190,13 +192,13 @@ model_pair() {
   # and the first step's gradients; then the params and AdamW state after
   # the steps, less GPT-2's attention bias, whose key third has an exact
   # zero gradient that AdamW turns into noise (compare_dumps.py).
-  "$PY" test/gpu/compare_dumps.py --tol "$tol" --label "$name" \
+  "$PY" test/gpu/compare_dumps.py --tol "$tol" --label "$label" \
     --json "$WORK/compare.jsonl" \
     --logs "$WORK/$name-ref.txt" "$WORK/$name-dut.txt" \
     "$WORK/$name-ref-out.safetensors" "$WORK/$name-dut-out.safetensors" \
     "$WORK/$name-ref-grads.safetensors" "$WORK/$name-dut-grads.safetensors" \
     || rc=1
-  "$PY" test/gpu/compare_dumps.py --tol "$tol" --label "$name" \
+  "$PY" test/gpu/compare_dumps.py --tol "$tol" --label "$label" \
     --json "$WORK/compare.jsonl" --skip 'attn\.c_attn\.bias' \
     "$WORK/$name-ref-ckpt.safetensors" "$WORK/$name-dut-ckpt.safetensors" \
     || rc=1
@@ -214,6 +216,11 @@ stage_models() {
   fi
   model_pair llama-tiny 1e-4 || failed=1
   model_pair gpt2-tiny-bf16 2e-2 || failed=1
+  # Llama in bf16 with its attention (and gradient) on the own kernels, then
+  # through cuDNN's fused attention.
+  model_pair llama-tiny-bf16 2e-2 || failed=1
+  TPCRT_CUDA_ATTENTION=cudnn model_pair llama-tiny-bf16 2e-2 \
+    llama-tiny-bf16-cudnn || failed=1
   return $failed
 }
 

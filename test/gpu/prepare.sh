@@ -9,7 +9,7 @@
 #                 runtime/schema/tpcx.fbs (it insists on the FlatBuffers
 #                 version of the headers beside it)
 #   models/       executables compiled here by tpc-import / tpc-compile (no
-#                 MLIR there): three tiny training steps for the CPU-vs-CUDA
+#                 MLIR there): four tiny training steps for the CPU-vs-CUDA
 #                 comparison and the MFU model (GPT-2 2048x16x8, seq 2048,
 #                 bf16 with f32 master weights, AdamW, dropout 0.1). No
 #                 weights: tpc-run draws them there (--init-seed), and the
@@ -129,6 +129,11 @@ compile gpt2-tiny-bf16 "$m/gpt2-tiny.json" --batch 4 --seq 32 --dtype bf16 -- \
 # in Llama).
 compile llama-tiny "$m/llama-tiny.json" --batch 4 --seq 32 -- \
   --optimizer adamw --lr 1e-3 --seed 5
+# llama-tiny-bf16: the same in bf16; its attention (no dropout, head_dim 16,
+# grouped kv heads, causal) is what TPCRT_CUDA_ATTENTION=cudnn runs through
+# cuDNN.
+compile llama-tiny-bf16 "$m/llama-tiny.json" --batch 4 --seq 32 --dtype bf16 -- \
+  --optimizer adamw --lr 1e-3 --seed 5
 # The MFU model: batch 8 x 2048 tokens.
 compile gpt2-mfu "$m/gpt2-mfu.json" --batch 8 --seq 2048 --dtype bf16 -- \
   --optimizer adamw --lr 1e-4 --seed 5
@@ -136,7 +141,9 @@ echo "models compiled in $(( $(date +%s) - t0 )) s"
 
 # --- sizes ---------------------------------------------------------------------
 echo "== gpu-carry sizes"
-for d in include generated models; do du -sh "$out/$d"; done
+for d in include generated models cudnn; do
+  [ -d "$out/$d" ] && du -sh "$out/$d"
+done
 ls -l "$m"/*.tpcx
 total=$(du -sk "$out" | cut -f1)
 if [ "$total" -gt $((60 * 1024)) ]; then
