@@ -102,6 +102,19 @@ std::string cuda::cudnnAttentionRefusal(const KernelCall &call) {
   return "";
 }
 
+std::string cuda::cudnnVersionRefusal(const KernelCall &call,
+                                      size_t version) {
+  if (version == 91000 || version == 91001)
+    return "cuDNN " + cudnnVersionString(version) +
+           " (its fused attention has known bugs)";
+  if (call.op == fb::OpCode::AttentionGrad && version < 91501 &&
+      call.seqK % 128 != 0)
+    return "attention_grad with s_k " + std::to_string(call.seqK) +
+           " (not a multiple of 128) on cuDNN " + cudnnVersionString(version) +
+           " (before 9.15.1 its backward reads out of bounds there)";
+  return "";
+}
+
 bool cuda::cudnnAttentionRequested() {
   static const bool requested = [] {
     const char *v = std::getenv("TPCRT_CUDA_ATTENTION");
@@ -197,6 +210,9 @@ Status CudnnAttention::plan(const KernelCall &call, uint64_t &scratchBytes) {
   if (!impl_->handle)
     return Status::error("cuDNN is not initialized");
   if (std::string why = cudnnAttentionRefusal(call); !why.empty())
+    return Status::error("cuDNN's attention does not take it: " + why);
+  if (std::string why = cudnnVersionRefusal(call, impl_->library->version);
+      !why.empty())
     return Status::error("cuDNN's attention does not take it: " + why);
   std::unique_ptr<ShapePlan> &slot = impl_->plans[keyOf(call)];
   if (!slot) {

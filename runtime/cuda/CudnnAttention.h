@@ -36,6 +36,14 @@ namespace tpcrt::cuda {
 /// an attention kernel, a dropout, types, dims.
 std::string cudnnAttentionRefusal(const KernelCall &call);
 
+/// Why cuDNN `version` (cudnnGetVersion's code) cannot run `call` (taken by
+/// cudnnAttentionRefusal) correctly, as cudnn-frontend knows: 9.10.0 and
+/// 9.10.1 (bugs in the fused attention), and the backward before 9.15.1
+/// with s_k not a multiple of 128 (out-of-bounds accesses; cudnn-frontend
+/// adds a padding mask there, this device runs its own kernels). Empty when
+/// it can.
+std::string cudnnVersionRefusal(const KernelCall &call, size_t version);
+
 /// Whether TPCRT_CUDA_ATTENTION=cudnn asks for cuDNN's attention.
 bool cudnnAttentionRequested();
 

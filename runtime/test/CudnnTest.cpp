@@ -352,3 +352,22 @@ TEST(CudnnGraph, VariantPacksFinalize) {
                      reinterpret_cast<void *>(0x30000));
   EXPECT_TRUE(b.ok()) << b.status().message();
 }
+
+TEST(CudnnAttention, VersionsWithKnownBugsAreRefused) {
+  using fb::DType;
+  using fb::OpCode;
+  KernelCall forward =
+      attentionCall(OpCode::Attention, DType::BF16, 64, true, 32, 32);
+  KernelCall backward =
+      attentionCall(OpCode::AttentionGrad, DType::BF16, 64, true, 32, 32);
+  KernelCall backward256 =
+      attentionCall(OpCode::AttentionGrad, DType::BF16, 64, true, 256, 256);
+  EXPECT_TRUE(contains(cuda::cudnnVersionRefusal(forward, 91000), "9.10.0"));
+  EXPECT_TRUE(contains(cuda::cudnnVersionRefusal(backward, 91001), "9.10.1"));
+  EXPECT_EQ(cuda::cudnnVersionRefusal(forward, 91400), "");
+  EXPECT_TRUE(contains(cuda::cudnnVersionRefusal(backward, 91500),
+                       "s_k 32 (not a multiple of 128) on cuDNN 9.15.0"));
+  EXPECT_EQ(cuda::cudnnVersionRefusal(backward256, 91500), "");
+  EXPECT_EQ(cuda::cudnnVersionRefusal(backward, 91501), "");
+  EXPECT_EQ(cuda::cudnnVersionRefusal(backward, 91900), "");
+}
