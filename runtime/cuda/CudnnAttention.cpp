@@ -37,8 +37,8 @@ cudnn::SdpaShape shapeOf(const KernelCall &call) {
   s.causal = call.flags & 1;
   s.dataType = call.operands[0].dtype == fb::DType::BF16 ? CUDNN_DATA_BFLOAT16
                                                          : CUDNN_DATA_HALF;
-  s.scale = static_cast<float>(call.floatAttrs.empty() ? 1.0
-                                                       : call.floatAttrs[0]);
+  s.scale =
+      static_cast<float>(call.floatAttrs.empty() ? 1.0 : call.floatAttrs[0]);
   return s;
 }
 
@@ -73,8 +73,8 @@ std::string cuda::cudnnAttentionRefusal(const KernelCall &call) {
   if (call.dropoutRate != 0.0)
     return "attention dropout (cuDNN's dropout cannot draw the runtime's "
            "stream)";
-  const fb::DType type = call.operands.empty() ? fb::DType::F32
-                                               : call.operands[0].dtype;
+  const fb::DType type =
+      call.operands.empty() ? fb::DType::F32 : call.operands[0].dtype;
   if (!sixteenBit(type))
     return "fp32 tensors (cuDNN's fused attention is bf16 and f16)";
   for (const TensorRef &t : call.operands)
@@ -102,8 +102,7 @@ std::string cuda::cudnnAttentionRefusal(const KernelCall &call) {
   return "";
 }
 
-std::string cuda::cudnnVersionRefusal(const KernelCall &call,
-                                      size_t version) {
+std::string cuda::cudnnVersionRefusal(const KernelCall &call, size_t version) {
   if (version == 91000 || version == 91001)
     return "cuDNN " + cudnnVersionString(version) +
            " (its fused attention has known bugs)";
@@ -178,8 +177,8 @@ struct CudnnAttention::Impl {
         cudnn::operationGraph(g->builder, ops, handle);
     g->plan = cudnn::executionPlan(g->builder, graph, handle, g->workspace);
     if (!g->builder.ok())
-      return g->builder.status().withContext(
-          backward ? "the backward graph" : "the forward graph");
+      return g->builder.status().withContext(backward ? "the backward graph"
+                                                      : "the forward graph");
     out = std::move(g);
     return Status::ok();
   }
@@ -279,11 +278,10 @@ Status CudnnAttention::run(const KernelCall &call, const KernelArgs &args,
     if (!aligned16(args.results[i]))
       return Status::ok();
   if (args.scratchBytes < p.scratchBytes || !args.scratch)
-    return Status::error(std::string(p.grad ? "attention_grad" : "attention") +
-                         ": cuDNN's plan needs " +
-                         std::to_string(p.scratchBytes) +
-                         " bytes of scratch, the call has " +
-                         std::to_string(args.scratchBytes));
+    return Status::error(
+        std::string(p.grad ? "attention_grad" : "attention") +
+        ": cuDNN's plan needs " + std::to_string(p.scratchBytes) +
+        " bytes of scratch, the call has " + std::to_string(args.scratchBytes));
   taken = true;
   char *scratch = static_cast<char *>(args.scratch);
   void *stats = scratch + p.statsOffset;
@@ -304,14 +302,15 @@ Status CudnnAttention::run(const KernelCall &call, const KernelArgs &args,
   std::vector<void *> backward;
   std::vector<int64_t> backwardUids;
   if (p.grad) {
-    backward = {args.operands[1], args.operands[2], args.operands[3],
-                output,           args.operands[0], stats,
-                args.results[0],  args.results[1],  args.results[2],
-                scratch + p.sumOffset, &run.scale, &run.one};
-    backwardUids = {cudnn::kQ,  cudnn::kK,     cudnn::kV,  cudnn::kO,
-                    cudnn::kDO, cudnn::kStats, cudnn::kDQ, cudnn::kDK,
-                    cudnn::kDV, cudnn::kSoftmaxSum, cudnn::kScale,
-                    cudnn::kOne};
+    backward = {args.operands[1], args.operands[2],
+                args.operands[3], output,
+                args.operands[0], stats,
+                args.results[0],  args.results[1],
+                args.results[2],  scratch + p.sumOffset,
+                &run.scale,       &run.one};
+    backwardUids = {cudnn::kQ,  cudnn::kK,          cudnn::kV,     cudnn::kO,
+                    cudnn::kDO, cudnn::kStats,      cudnn::kDQ,    cudnn::kDK,
+                    cudnn::kDV, cudnn::kSoftmaxSum, cudnn::kScale, cudnn::kOne};
   }
   if (p.shape.causal) {
     forward.push_back(&run.negativeInfinity);

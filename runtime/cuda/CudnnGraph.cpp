@@ -22,8 +22,8 @@ Builder::Builder(Builder &&other) noexcept
 
 void Builder::fail(cudnnStatus_t status, const std::string &doing) {
   if (status_)
-    status_ = Status::error("cuDNN: " + doing + ": " +
-                            library_.describe(status));
+    status_ =
+        Status::error("cuDNN: " + doing + ": " + library_.describe(status));
 }
 
 void Builder::failWith(const std::string &message) {
@@ -102,8 +102,8 @@ cudnnBackendDescriptor_t Builder::tensor(int64_t uid,
                                          const std::vector<int64_t> &strides,
                                          cudnnDataType_t type, bool isVirtual,
                                          bool byValue) {
-  cudnnBackendDescriptor_t t = make(CUDNN_BACKEND_TENSOR_DESCRIPTOR,
-                                    "tensor " + std::to_string(uid));
+  cudnnBackendDescriptor_t t =
+      make(CUDNN_BACKEND_TENSOR_DESCRIPTOR, "tensor " + std::to_string(uid));
   const int64_t rank = static_cast<int64_t>(dims.size());
   const int64_t alignment = 16;
   TPCRT_CUDNN_SET(*this, t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE,
@@ -114,8 +114,8 @@ cudnnBackendDescriptor_t Builder::tensor(int64_t uid,
                   strides.data());
   TPCRT_CUDNN_SET(*this, t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1,
                   &uid);
-  TPCRT_CUDNN_SET(*this, t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT,
-                  CUDNN_TYPE_INT64, 1, &alignment);
+  TPCRT_CUDNN_SET(*this, t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64,
+                  1, &alignment);
   if (isVirtual) {
     bool yes = true;
     TPCRT_CUDNN_SET(*this, t, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN,
@@ -123,8 +123,8 @@ cudnnBackendDescriptor_t Builder::tensor(int64_t uid,
   }
   if (byValue) {
     bool yes = true;
-    TPCRT_CUDNN_SET(*this, t, CUDNN_ATTR_TENSOR_IS_BY_VALUE,
-                    CUDNN_TYPE_BOOLEAN, 1, &yes);
+    TPCRT_CUDNN_SET(*this, t, CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN,
+                    1, &yes);
   }
   finalize(t);
   return t;
@@ -195,28 +195,23 @@ struct Graph {
                  cudnnDataType_t precision = CUDNN_DATA_FLOAT,
                  int64_t axis = -1) {
     Desc pw = b.make(CUDNN_BACKEND_POINTWISE_DESCRIPTOR, "a pointwise mode");
-    TPCRT_CUDNN_SET(b, pw, CUDNN_ATTR_POINTWISE_MODE,
-                    CUDNN_TYPE_POINTWISE_MODE, 1, &mode);
-    TPCRT_CUDNN_SET(b, pw, CUDNN_ATTR_POINTWISE_MATH_PREC,
-                    CUDNN_TYPE_DATA_TYPE, 1, &precision);
+    TPCRT_CUDNN_SET(b, pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE,
+                    1, &mode);
+    TPCRT_CUDNN_SET(b, pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE,
+                    1, &precision);
     if (axis >= 0)
       TPCRT_CUDNN_SET(b, pw, CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, 1,
                       &axis);
     b.finalize(pw);
     Desc op = b.make(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR,
                      "a pointwise operation");
-    TPCRT_CUDNN_SET(b, op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR,
-                    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &pw);
-    TPCRT_CUDNN_SET(b, op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC,
-                    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
+    TPCRT_CUDNN_LINK(b, op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, pw);
+    TPCRT_CUDNN_LINK(b, op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x);
     if (other)
-      TPCRT_CUDNN_SET(b, op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC,
-                      CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &other);
+      TPCRT_CUDNN_LINK(b, op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, other);
     if (select)
-      TPCRT_CUDNN_SET(b, op, CUDNN_ATTR_OPERATION_POINTWISE_TDESC,
-                      CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &select);
-    TPCRT_CUDNN_SET(b, op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC,
-                    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
+      TPCRT_CUDNN_LINK(b, op, CUDNN_ATTR_OPERATION_POINTWISE_TDESC, select);
+    TPCRT_CUDNN_LINK(b, op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y);
     float one = 1.0f;
     TPCRT_CUDNN_SET(b, op, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA1,
                     CUDNN_TYPE_FLOAT, 1, &one);
@@ -233,16 +228,12 @@ struct Graph {
     TPCRT_CUDNN_SET(b, mm, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1,
                     &compute);
     b.finalize(mm);
-    Desc op = b.make(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR,
-                     "a matmul operation");
-    TPCRT_CUDNN_SET(b, op, CUDNN_ATTR_OPERATION_MATMUL_ADESC,
-                    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &a);
-    TPCRT_CUDNN_SET(b, op, CUDNN_ATTR_OPERATION_MATMUL_BDESC,
-                    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &bT);
-    TPCRT_CUDNN_SET(b, op, CUDNN_ATTR_OPERATION_MATMUL_CDESC,
-                    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &c);
-    TPCRT_CUDNN_SET(b, op, CUDNN_ATTR_OPERATION_MATMUL_DESC,
-                    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &mm);
+    Desc op =
+        b.make(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, "a matmul operation");
+    TPCRT_CUDNN_LINK(b, op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, a);
+    TPCRT_CUDNN_LINK(b, op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, bT);
+    TPCRT_CUDNN_LINK(b, op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, c);
+    TPCRT_CUDNN_LINK(b, op, CUDNN_ATTR_OPERATION_MATMUL_DESC, mm);
     add(op);
     return c;
   }
@@ -258,12 +249,9 @@ struct Graph {
     b.finalize(red);
     Desc op = b.make(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR,
                      "a reduction operation");
-    TPCRT_CUDNN_SET(b, op, CUDNN_ATTR_OPERATION_REDUCTION_DESC,
-                    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &red);
-    TPCRT_CUDNN_SET(b, op, CUDNN_ATTR_OPERATION_REDUCTION_XDESC,
-                    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
-    TPCRT_CUDNN_SET(b, op, CUDNN_ATTR_OPERATION_REDUCTION_YDESC,
-                    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
+    TPCRT_CUDNN_LINK(b, op, CUDNN_ATTR_OPERATION_REDUCTION_DESC, red);
+    TPCRT_CUDNN_LINK(b, op, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, x);
+    TPCRT_CUDNN_LINK(b, op, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, y);
     add(op);
     return y;
   }
@@ -272,10 +260,8 @@ struct Graph {
   Desc reshape(Desc x, Desc y) {
     Desc op = b.make(CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR,
                      "a reshape operation");
-    TPCRT_CUDNN_SET(b, op, CUDNN_ATTR_OPERATION_RESHAPE_XDESC,
-                    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
-    TPCRT_CUDNN_SET(b, op, CUDNN_ATTR_OPERATION_RESHAPE_YDESC,
-                    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
+    TPCRT_CUDNN_LINK(b, op, CUDNN_ATTR_OPERATION_RESHAPE_XDESC, x);
+    TPCRT_CUDNN_LINK(b, op, CUDNN_ATTR_OPERATION_RESHAPE_YDESC, y);
     add(op);
     return y;
   }
@@ -370,13 +356,12 @@ std::vector<Desc> cudnn::buildSdpaBackward(Builder &b, const SdpaShape &s) {
   // that the graph is the one cuDNN's engines are made to recognize.
   Dims rowsDims, rowsStrides;
   sdpaDims(s, false, rowsDims, rowsStrides);
-  Desc dOO = g.pointwise(
-      CUDNN_POINTWISE_MUL, dO,
-      g.virtualOf(rowsDims,
-                  {s.heads * s.seqQ * s.headDim, s.seqQ * s.headDim,
-                   rowsStrides[2], 1},
-                  CUDNN_DATA_FLOAT),
-      o);
+  Desc dOO = g.pointwise(CUDNN_POINTWISE_MUL, dO,
+                         g.virtualOf(rowsDims,
+                                     {s.heads * s.seqQ * s.headDim,
+                                      s.seqQ * s.headDim, rowsStrides[2], 1},
+                                     CUDNN_DATA_FLOAT),
+                         o);
   Desc dot = g.reduce(CUDNN_REDUCE_TENSOR_ADD, dOO, g.fp32(g.rows()));
   Desc softmaxSum = b.tensor(kSoftmaxSum, g.rows(), packedStrides(g.rows()),
                              CUDNN_DATA_FLOAT, false);
@@ -385,18 +370,17 @@ std::vector<Desc> cudnn::buildSdpaBackward(Builder &b, const SdpaShape &s) {
   // P = exp(scale * Q K^T - Stats), masked.
   Desc scores = g.matmul(q, kT, g.fp32(g.scores()));
   scores = g.pointwise(CUDNN_POINTWISE_MUL, scores, g.fp32(g.scores()), scale);
-  scores =
-      g.pointwise(CUDNN_POINTWISE_SUB, scores, g.fp32(g.scores()), stats);
+  scores = g.pointwise(CUDNN_POINTWISE_SUB, scores, g.fp32(g.scores()), stats);
   if (s.causal)
     scores = g.causalMask(scores, g.scalar(kNegativeInfinity));
   Desc p = g.pointwise(CUDNN_POINTWISE_EXP, scores, g.fp32(g.scores()));
 
   // dV = P^T dO (summed over a group's query heads).
-  Desc pT = g.reshape(p, g.virtualOf(transposedScores, transposedStrides,
-                                     s.dataType));
+  Desc pT = g.reshape(
+      p, g.virtualOf(transposedScores, transposedStrides, s.dataType));
   if (grouped) {
-    Desc dVFull = g.matmul(pT, dO, g.virtualOf(full, packedStrides(full),
-                                               s.dataType));
+    Desc dVFull =
+        g.matmul(pT, dO, g.virtualOf(full, packedStrides(full), s.dataType));
     g.reduce(CUDNN_REDUCE_TENSOR_ADD, dVFull, dV);
   } else {
     g.matmul(pT, dO, dV);
@@ -412,11 +396,11 @@ std::vector<Desc> cudnn::buildSdpaBackward(Builder &b, const SdpaShape &s) {
       g.pointwise(CUDNN_POINTWISE_MUL, weighted, g.fp32(g.scores()), scale);
 
   // dK = dS^T Q (summed over a group's query heads).
-  Desc dST = g.reshape(dS, g.virtualOf(transposedScores, transposedStrides,
-                                       s.dataType));
+  Desc dST = g.reshape(
+      dS, g.virtualOf(transposedScores, transposedStrides, s.dataType));
   if (grouped) {
-    Desc dKFull = g.matmul(dST, q, g.virtualOf(full, packedStrides(full),
-                                               s.dataType));
+    Desc dKFull =
+        g.matmul(dST, q, g.virtualOf(full, packedStrides(full), s.dataType));
     g.reduce(CUDNN_REDUCE_TENSOR_ADD, dKFull, dK);
   } else {
     g.matmul(dST, q, dK);
@@ -433,8 +417,8 @@ std::vector<Desc> cudnn::buildSdpaBackward(Builder &b, const SdpaShape &s) {
 
 Desc cudnn::operationGraph(Builder &b, const std::vector<Desc> &ops,
                            cudnnHandle_t handle) {
-  Desc graph = b.make(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR,
-                      "the operation graph");
+  Desc graph =
+      b.make(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, "the operation graph");
   if (handle)
     TPCRT_CUDNN_SET(b, graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE,
                     CUDNN_TYPE_HANDLE, 1, &handle);
@@ -450,8 +434,7 @@ Desc cudnn::executionPlan(Builder &b, Desc graph, cudnnHandle_t handle,
   Desc heuristics =
       b.make(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, "the engine heuristics");
   cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
-  TPCRT_CUDNN_SET(b, heuristics, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH,
-                  CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph);
+  TPCRT_CUDNN_LINK(b, heuristics, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph);
   TPCRT_CUDNN_SET(b, heuristics, CUDNN_ATTR_ENGINEHEUR_MODE,
                   CUDNN_TYPE_HEUR_MODE, 1, &mode);
   b.finalize(heuristics);
@@ -475,14 +458,14 @@ Desc cudnn::executionPlan(Builder &b, Desc graph, cudnnHandle_t handle,
     return nullptr;
   std::string refusals;
   for (int64_t i = 0; i < got && i < count; ++i) {
-    Desc plan = b.make(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR,
-                       "the execution plan of configuration " +
-                           std::to_string(i));
+    Desc plan =
+        b.make(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR,
+               "the execution plan of configuration " + std::to_string(i));
     // Required before cuDNN 9.8, ignored after (deprecated).
     TPCRT_CUDNN_SET(b, plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE,
                     CUDNN_TYPE_HANDLE, 1, &handle);
-    TPCRT_CUDNN_SET(b, plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
-                    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &configs[i]);
+    TPCRT_CUDNN_LINK(b, plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
+                     configs[i]);
     if (!b.ok())
       return nullptr;
     Status s = b.tryFinalize(plan);
@@ -502,9 +485,8 @@ Desc cudnn::executionPlan(Builder &b, Desc graph, cudnnHandle_t handle,
 Desc cudnn::variantPack(Builder &b, const std::vector<int64_t> &uids,
                         const std::vector<void *> &pointers, void *workspace) {
   Desc pack = b.make(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, "a variant pack");
-  TPCRT_CUDNN_SET(b, pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS,
-                  CUDNN_TYPE_INT64, static_cast<int64_t>(uids.size()),
-                  uids.data());
+  TPCRT_CUDNN_SET(b, pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64,
+                  static_cast<int64_t>(uids.size()), uids.data());
   TPCRT_CUDNN_SET(b, pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS,
                   CUDNN_TYPE_VOID_PTR, static_cast<int64_t>(pointers.size()),
                   pointers.data());

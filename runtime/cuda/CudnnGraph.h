@@ -82,8 +82,8 @@ public:
                                 const std::string &what);
   /// Sets attribute `name` of `d` (`nameText` in errors).
   void set(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name,
-           cudnnBackendAttributeType_t type, int64_t count,
-           const void *values, const char *nameText);
+           cudnnBackendAttributeType_t type, int64_t count, const void *values,
+           const char *nameText);
   void finalize(cudnnBackendDescriptor_t d);
   /// Finalizes `d`, returning cuDNN's refusal instead of keeping it (for
   /// trying alternatives: the engine configurations).
@@ -91,8 +91,8 @@ public:
   /// Reads attribute `name` of `d`: up to `requested` values, `count` set
   /// to how many there are.
   void get(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name,
-           cudnnBackendAttributeType_t type, int64_t requested,
-           int64_t *count, void *values, const char *nameText);
+           cudnnBackendAttributeType_t type, int64_t requested, int64_t *count,
+           void *values, const char *nameText);
 
   /// A finalized tensor descriptor.
   cudnnBackendDescriptor_t tensor(int64_t uid, const std::vector<int64_t> &dims,
@@ -127,6 +127,13 @@ private:
 
 #define TPCRT_CUDNN_SET(builder, d, name, type, count, values)                 \
   (builder).set((d), (name), (type), (count), (values), #name)
+/// Sets a descriptor-valued attribute (`value` another descriptor).
+#define TPCRT_CUDNN_LINK(builder, d, name, value)                              \
+  do {                                                                         \
+    cudnnBackendDescriptor_t linked = (value);                                 \
+    (builder).set((d), (name), CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &linked,      \
+                  #name);                                                      \
+  } while (false)
 #define TPCRT_CUDNN_GET(builder, d, name, type, requested, count, values)      \
   (builder).get((d), (name), (type), (requested), (count), (values), #name)
 
@@ -146,9 +153,9 @@ void sdpaDims(const SdpaShape &shape, bool keys, std::vector<int64_t> &dims,
 
 /// An operation graph of `ops`; with a handle when given (cuDNN before
 /// 9.? requires one; newer ones build it without a device).
-cudnnBackendDescriptor_t operationGraph(
-    Builder &b, const std::vector<cudnnBackendDescriptor_t> &ops,
-    cudnnHandle_t handle);
+cudnnBackendDescriptor_t
+operationGraph(Builder &b, const std::vector<cudnnBackendDescriptor_t> &ops,
+               cudnnHandle_t handle);
 
 /// An execution plan of `graph` (finalized): the engine heuristics' (mode
 /// A) configurations in order, the first whose plan finalizes; `workspace`

@@ -59,8 +59,7 @@ Status tpcrt::openCudnnLibraryAt(const std::string &path, CudnnLibrary &out) {
   return Status::ok();
 }
 
-Status tpcrt::findCudnnLibrary(const LibrarySearch &search,
-                               CudnnLibrary &out) {
+Status tpcrt::findCudnnLibrary(const LibrarySearch &search, CudnnLibrary &out) {
   std::vector<std::string> tried;
   return findLibrary(
       cudnnWheelLibrary(), search,
@@ -70,5 +69,6 @@ Status tpcrt::findCudnnLibrary(const LibrarySearch &search,
 
 Status tpcrt::loadCudnnLibrary(const CudnnLibrary *&library,
                                std::string *path) {
-  return loadLibraryOnce(cudnnWheelLibrary(), openCudnnLibraryAt, library, path);
+  return loadLibraryOnce(cudnnWheelLibrary(), openCudnnLibraryAt, library,
+                         path);
 }

@@ -88,9 +88,9 @@ const WheelLibrary &ncclWheelLibrary();
 /// says to set TPCRT_NCCL_LIBRARY.
 Status findNcclLibrary(const LibrarySearch &search, NcclLibrary &out);
 
-/// LibrarySearch::fromEnvironment(ncclWheelLibrary())'s search, done once per process (later
-/// calls return the first outcome). On success `library` is the table.
-/// `path` (when given) is where it was found or, on an error, what was
+/// LibrarySearch::fromEnvironment(ncclWheelLibrary())'s search, done once per
+/// process (later calls return the first outcome). On success `library` is the
+/// table. `path` (when given) is where it was found or, on an error, what was
 /// tried.
 Status loadNcclLibrary(const NcclLibrary *&library, std::string *path);
 

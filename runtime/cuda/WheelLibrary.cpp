@@ -81,9 +81,8 @@ LibrarySearch LibrarySearch::fromEnvironment(const WheelLibrary &library) {
   return search;
 }
 
-std::vector<std::string>
-tpcrt::libraryCandidates(const WheelLibrary &library,
-                         const LibrarySearch &search) {
+std::vector<std::string> tpcrt::libraryCandidates(const WheelLibrary &library,
+                                                  const LibrarySearch &search) {
   if (!search.library.empty())
     return {search.library};
   std::vector<std::string> candidates;
@@ -111,10 +110,10 @@ tpcrt::askPythonForLibrary(const WheelLibrary &library) {
   // __path__, not __file__: nvidia.<package> may be a namespace package.
   // The shell's and Python's complaints (no python3, no such module) are
   // not ours to print.
-  const std::string command =
-      "exec 2>/dev/null; python3 -c "
-      "'import nvidia." +
-      library.package + " as m; print(\"\\n\".join(m.__path__))'";
+  const std::string command = "exec 2>/dev/null; python3 -c "
+                              "'import nvidia." +
+                              library.package +
+                              " as m; print(\"\\n\".join(m.__path__))'";
   std::vector<std::string> found;
   FILE *pipe = popen(command.c_str(), "r");
   if (!pipe)
@@ -149,8 +148,8 @@ Status tpcrt::findLibrary(const WheelLibrary &library,
     Status s = open(search.library);
     if (s)
       return s;
-    return Status::error(library.what.substr(0, library.what.find(' ')) +
-                         ": " + library.variable + "=" + search.library +
+    return Status::error(library.what.substr(0, library.what.find(' ')) + ": " +
+                         library.variable + "=" + search.library +
                          " is not usable: " + s.message() + " (set it to a " +
                          library.soname + " of " + library.what +
                          ", or unset it to search the usual places)");
@@ -186,9 +185,8 @@ Status tpcrt::findLibrary(const WheelLibrary &library,
                          " with a lib/" + library.soname);
   }
   return Status::error(library.what + " (" + library.soname +
-                       ") was not found; tried: " +
-                       joinPaths(failures, "; ") + ". Set " +
-                       library.variable + " to the path of " +
+                       ") was not found; tried: " + joinPaths(failures, "; ") +
+                       ". Set " + library.variable + " to the path of " +
                        library.soname + " (e.g. <site-packages>" + wheel +
                        " of the Python package " + library.wheel + ")");
 }

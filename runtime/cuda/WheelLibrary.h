@@ -1,4 +1,5 @@
-//===- WheelLibrary.h - a CUDA library found at run time ---------*- C++ -*-===//
+//===- WheelLibrary.h - a CUDA library found at run time ---------*- C++
+//-*-===//
 //
 // NCCL and cuDNN are never linked: on the GPU machines they exist only
 // inside Python wheels (site-packages/nvidia/<package>/lib/<soname>), so each
@@ -120,8 +121,7 @@ Status loadLibraryOnce(const WheelLibrary &info,
         info, LibrarySearch::fromEnvironment(info),
         [&](const std::string &file) { return openAt(file, loaded.library); },
         tried);
-    loaded.where =
-        loaded.status ? loaded.library.path : joinPaths(tried, ", ");
+    loaded.where = loaded.status ? loaded.library.path : joinPaths(tried, ", ");
   });
   if (path)
     *path = loaded.where;

@@ -118,7 +118,8 @@ TEST(CudnnLibrary, ToolkitCopyResolvesEveryFunction) {
   CudnnLibrary library;
   Status s = openCudnnLibraryAt(kToolkitCudnn, library);
   ASSERT_TRUE(s) << s.message();
-#define TPCRT_CUDNN_CHECK(field, name) EXPECT_NE(library.field, nullptr) << #name;
+#define TPCRT_CUDNN_CHECK(field, name)                                         \
+  EXPECT_NE(library.field, nullptr) << #name;
   TPCRT_CUDNN_FUNCTIONS(TPCRT_CUDNN_CHECK)
 #undef TPCRT_CUDNN_CHECK
   EXPECT_GE(library.version, kCudnnMinimumVersion);
@@ -164,8 +165,8 @@ struct GraphCase {
   size_t forwardOps, backwardOps;
 };
 
-cudnn::SdpaShape shape(int64_t b, int64_t h, int64_t kv, int64_t sq,
-                       int64_t sk, int64_t d, bool seqMajor, bool causal,
+cudnn::SdpaShape shape(int64_t b, int64_t h, int64_t kv, int64_t sq, int64_t sk,
+                       int64_t d, bool seqMajor, bool causal,
                        cudnnDataType_t type = CUDNN_DATA_BFLOAT16) {
   cudnn::SdpaShape s;
   s.batch = b;
@@ -193,9 +194,8 @@ TEST(CudnnGraph, AttentionGraphsFinalize) {
       {"gqa seq-major causal", shape(2, 8, 2, 256, 256, 128, true, true), 14,
        23},
       {"mha head-major", shape(3, 4, 4, 200, 200, 64, false, false), 10, 17},
-      {"gqa head-major f16 cross", shape(1, 6, 3, 48, 80, 64, false, false,
-                                         CUDNN_DATA_HALF),
-       10, 19},
+      {"gqa head-major f16 cross",
+       shape(1, 6, 3, 48, 80, 64, false, false, CUDNN_DATA_HALF), 10, 19},
       {"mha seq-major causal", shape(2, 16, 16, 2048, 2048, 128, true, true),
        14, 21},
   };
@@ -233,7 +233,8 @@ TEST(CudnnGraph, AFailureNamesTheDescriptorAndCall) {
   b.tensor(cudnn::kQ, {1, 2, 3, -4}, {24, 12, 4, 1}, CUDNN_DATA_BFLOAT16,
            false);
   ASSERT_FALSE(b.ok());
-  EXPECT_TRUE(contains(b.status().message(), "tensor 1")) << b.status().message();
+  EXPECT_TRUE(contains(b.status().message(), "tensor 1"))
+      << b.status().message();
   EXPECT_TRUE(contains(b.status().message(), "CUDNN_STATUS_"))
       << b.status().message();
   // Later calls keep the first failure.
@@ -247,8 +248,7 @@ TEST(CudnnGraph, DimsFollowTheLayout) {
   cudnn::sdpaDims(shape(2, 8, 2, 5, 7, 16, true, false), true, dims, strides);
   EXPECT_EQ(dims, (std::vector<int64_t>{2, 2, 7, 16}));
   EXPECT_EQ(strides, (std::vector<int64_t>{7 * 2 * 16, 16, 2 * 16, 1}));
-  cudnn::sdpaDims(shape(2, 8, 2, 5, 7, 16, false, false), false, dims,
-                  strides);
+  cudnn::sdpaDims(shape(2, 8, 2, 5, 7, 16, false, false), false, dims, strides);
   EXPECT_EQ(dims, (std::vector<int64_t>{2, 8, 5, 16}));
   EXPECT_EQ(strides, (std::vector<int64_t>{8 * 5 * 16, 5 * 16, 16, 1}));
 }
@@ -257,8 +257,8 @@ namespace {
 
 /// An attention call as the decoder makes it: q, k, v (attention_grad: dO
 /// first) and the result(s), all of `type`.
-KernelCall attentionCall(fb::OpCode op, fb::DType type, int64_t d,
-                         bool causal, int64_t sq, int64_t sk) {
+KernelCall attentionCall(fb::OpCode op, fb::DType type, int64_t d, bool causal,
+                         int64_t sq, int64_t sk) {
   KernelCall call;
   call.op = op;
   call.batch = 2;
@@ -283,9 +283,8 @@ KernelCall attentionCall(fb::OpCode op, fb::DType type, int64_t d,
 TEST(CudnnAttention, RefusesWhatItsGraphsDoNotCover) {
   using fb::DType;
   using fb::OpCode;
-  EXPECT_EQ(cuda::cudnnAttentionRefusal(
-                attentionCall(OpCode::Attention, DType::BF16, 128, true,
-                              256, 256)),
+  EXPECT_EQ(cuda::cudnnAttentionRefusal(attentionCall(
+                OpCode::Attention, DType::BF16, 128, true, 256, 256)),
             "");
   EXPECT_EQ(cuda::cudnnAttentionRefusal(attentionCall(
                 OpCode::AttentionGrad, DType::F16, 64, false, 48, 80)),
@@ -293,21 +292,21 @@ TEST(CudnnAttention, RefusesWhatItsGraphsDoNotCover) {
   auto refusal = [](KernelCall call) {
     return cuda::cudnnAttentionRefusal(call);
   };
-  EXPECT_TRUE(contains(refusal(attentionCall(OpCode::Attention, DType::F32,
-                                             64, false, 8, 8)),
-                       "fp32"));
+  EXPECT_TRUE(contains(
+      refusal(attentionCall(OpCode::Attention, DType::F32, 64, false, 8, 8)),
+      "fp32"));
   KernelCall dropped =
       attentionCall(OpCode::Attention, DType::BF16, 64, false, 8, 8);
   dropped.dropoutRate = 0.1;
   EXPECT_TRUE(contains(refusal(dropped), "dropout"));
-  EXPECT_TRUE(contains(refusal(attentionCall(OpCode::Attention, DType::BF16,
-                                             60, false, 8, 8)),
-                       "head_dim 60"));
-  EXPECT_TRUE(contains(refusal(attentionCall(OpCode::Attention, DType::BF16,
-                                             256, false, 8, 8)),
-                       "head_dim 256"));
-  EXPECT_TRUE(contains(refusal(attentionCall(OpCode::AttentionGrad,
-                                             DType::BF16, 64, true, 8, 12)),
+  EXPECT_TRUE(contains(
+      refusal(attentionCall(OpCode::Attention, DType::BF16, 60, false, 8, 8)),
+      "head_dim 60"));
+  EXPECT_TRUE(contains(
+      refusal(attentionCall(OpCode::Attention, DType::BF16, 256, false, 8, 8)),
+      "head_dim 256"));
+  EXPECT_TRUE(contains(refusal(attentionCall(OpCode::AttentionGrad, DType::BF16,
+                                             64, true, 8, 12)),
                        "s_q 8 != s_k 12"));
   KernelCall mixed =
       attentionCall(OpCode::AttentionGrad, DType::BF16, 64, false, 8, 8);
@@ -317,9 +316,9 @@ TEST(CudnnAttention, RefusesWhatItsGraphsDoNotCover) {
       attentionCall(OpCode::Attention, DType::BF16, 64, false, 8, 8);
   otherDim.valueDim = 32;
   EXPECT_TRUE(contains(refusal(otherDim), "value_dim 32"));
-  EXPECT_TRUE(contains(refusal(attentionCall(OpCode::Softmax, DType::BF16, 64,
-                                             false, 8, 8)),
-                       "not an attention kernel"));
+  EXPECT_TRUE(contains(
+      refusal(attentionCall(OpCode::Softmax, DType::BF16, 64, false, 8, 8)),
+      "not an attention kernel"));
 }
 
 TEST(CudnnAttention, WithoutADeviceInitSaysWhy) {
@@ -333,9 +332,9 @@ TEST(CudnnAttention, WithoutADeviceInitSaysWhy) {
   EXPECT_TRUE(contains(s.message(), "CUDNN_STATUS_")) << s.message();
   // Nothing is planned without a handle.
   uint64_t bytes = 0;
-  EXPECT_FALSE(attention.plan(attentionCall(fb::OpCode::Attention,
-                                            fb::DType::BF16, 64, false, 8, 8),
-                              bytes));
+  EXPECT_FALSE(attention.plan(
+      attentionCall(fb::OpCode::Attention, fb::DType::BF16, 64, false, 8, 8),
+      bytes));
   EXPECT_EQ(attention.planCount(), 0u);
 }
 
