@@ -25,29 +25,13 @@ bool sixteenBit(fb::DType t) {
   return t == fb::DType::BF16 || t == fb::DType::F16;
 }
 
-cudnn::SdpaShape shapeOf(const KernelCall &call) {
-  cudnn::SdpaShape s;
-  s.batch = call.batch;
-  s.heads = call.heads;
-  s.kvHeads = call.kvHeads;
-  s.seqQ = call.seqQ;
-  s.seqK = call.seqK;
-  s.headDim = call.headDim;
-  s.seqMajor = call.attentionSeqMajor();
-  s.causal = call.flags & 1;
-  s.dataType = call.operands[0].dtype == fb::DType::BF16 ? CUDNN_DATA_BFLOAT16
-                                                         : CUDNN_DATA_HALF;
-  s.scale =
-      static_cast<float>(call.floatAttrs.empty() ? 1.0 : call.floatAttrs[0]);
-  return s;
-}
 
 /// Calls of one key share a plan (the scale is a run-time value).
 using ShapeKey = std::tuple<bool, int64_t, int64_t, int64_t, int64_t, int64_t,
                             int64_t, bool, bool, int>;
 
 ShapeKey keyOf(const KernelCall &call) {
-  cudnn::SdpaShape s = shapeOf(call);
+  cudnn::SdpaShape s = sdpaShapeOf(call);
   return {call.op == fb::OpCode::AttentionGrad,
           s.batch,
           s.heads,
@@ -65,6 +49,23 @@ bool aligned16(const void *p) {
 }
 
 } // namespace
+
+cudnn::SdpaShape cuda::sdpaShapeOf(const KernelCall &call) {
+  cudnn::SdpaShape s;
+  s.batch = call.batch;
+  s.heads = call.heads;
+  s.kvHeads = call.kvHeads;
+  s.seqQ = call.seqQ;
+  s.seqK = call.seqK;
+  s.headDim = call.headDim;
+  s.seqMajor = call.attentionSeqMajor();
+  s.causal = call.flags & 1;
+  s.dataType = call.operands[0].dtype == fb::DType::BF16 ? CUDNN_DATA_BFLOAT16
+                                                         : CUDNN_DATA_HALF;
+  s.scale =
+      static_cast<float>(call.floatAttrs.empty() ? 1.0 : call.floatAttrs[0]);
+  return s;
+}
 
 std::string cuda::cudnnAttentionRefusal(const KernelCall &call) {
   const bool grad = call.op == fb::OpCode::AttentionGrad;
@@ -216,7 +217,7 @@ Status CudnnAttention::plan(const KernelCall &call, uint64_t &scratchBytes) {
   std::unique_ptr<ShapePlan> &slot = impl_->plans[keyOf(call)];
   if (!slot) {
     auto p = std::make_unique<ShapePlan>();
-    p->shape = shapeOf(call);
+    p->shape = sdpaShapeOf(call);
     p->grad = call.op == fb::OpCode::AttentionGrad;
     if (Status s = impl_->makeGraphPlan(p->shape, false, p->forward); !s) {
       impl_->plans.erase(keyOf(call));

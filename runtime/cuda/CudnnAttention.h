@@ -26,6 +26,7 @@
 #define TPCRT_CUDA_CUDNNATTENTION_H
 
 #include "CudaKernels.h"
+#include "CudnnGraph.h"
 
 #include <memory>
 #include <string>
@@ -35,6 +36,9 @@ namespace tpcrt::cuda {
 /// Why cuDNN's fused attention cannot run `call` (empty when it can): not
 /// an attention kernel, a dropout, types, dims.
 std::string cudnnAttentionRefusal(const KernelCall &call);
+
+/// The graphs' description of `call` (an attention kernel cuDNN takes).
+cudnn::SdpaShape sdpaShapeOf(const KernelCall &call);
 
 /// Why cuDNN `version` (cudnnGetVersion's code) cannot run `call` (taken by
 /// cudnnAttentionRefusal) correctly, as cudnn-frontend knows: 9.10.0 and

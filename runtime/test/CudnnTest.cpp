@@ -12,9 +12,11 @@
 #include "CudnnAttention.h"
 #include "CudnnGraph.h"
 #include "CudnnLibrary.h"
+#include "ModelPrograms.h"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -369,4 +371,63 @@ TEST(CudnnAttention, VersionsWithKnownBugsAreRefused) {
   EXPECT_EQ(cuda::cudnnVersionRefusal(backward256, 91500), "");
   EXPECT_EQ(cuda::cudnnVersionRefusal(backward, 91501), "");
   EXPECT_EQ(cuda::cudnnVersionRefusal(backward, 91900), "");
+}
+
+// Disabled unless runtime.CudnnModels runs it with TPCRT_GEMM_SPEC_MODELS
+// (runtime/test/gemm_spec_models.sh): in compiled models, which attention
+// kernels cuDNN's fused attention takes (bf16 without dropout: all; with
+// dropout or in fp32: none, saying why), and the graphs of each taken
+// call's shape, built and finalized as far as cuDNN goes without a GPU.
+TEST(CudnnAttention, DISABLED_ModelAttentionGraphs) {
+  const CudnnLibrary *library = toolkitCudnn();
+  if (!library)
+    GTEST_SKIP() << "no " << kToolkitCudnn;
+  size_t models = 0;
+  test::forEachModel([&](const std::string &path, const Program &program) {
+    const bool bf16 = contains(path, "bf16");
+    const bool dropout = !contains(path, "nodrop") && contains(path, "gpt2");
+    size_t attention = 0, taken = 0, graphs = 0;
+    for (const KernelCall &call : program.calls) {
+      if (call.op != fb::OpCode::Attention &&
+          call.op != fb::OpCode::AttentionGrad)
+        continue;
+      ++attention;
+      SCOPED_TRACE("kernel " + std::to_string(call.index));
+      std::string why = cuda::cudnnAttentionRefusal(call);
+      if (dropout) {
+        EXPECT_TRUE(contains(why, "dropout")) << why;
+      } else if (!bf16) {
+        EXPECT_TRUE(contains(why, "fp32")) << why;
+      } else {
+        EXPECT_EQ(why, "");
+      }
+      if (!why.empty())
+        continue;
+      ++taken;
+      cudnn::SdpaShape shape = cuda::sdpaShapeOf(call);
+      EXPECT_EQ(shape.dataType, CUDNN_DATA_BFLOAT16);
+      EXPECT_FLOAT_EQ(shape.scale,
+                      static_cast<float>(1.0 / std::sqrt(shape.headDim)));
+      // The projections' layout (tpc-fold-attention-transposes).
+      EXPECT_TRUE(shape.seqMajor);
+      EXPECT_TRUE(shape.causal);
+      cudnn::Builder b(*library);
+      auto ops = call.op == fb::OpCode::Attention
+                     ? cudnn::buildSdpaForward(b, shape)
+                     : cudnn::buildSdpaBackward(b, shape);
+      if (library->version >= kGraphWithoutHandle)
+        cudnn::operationGraph(b, ops, nullptr);
+      EXPECT_TRUE(b.ok()) << b.status().message();
+      graphs += b.ok();
+    }
+    std::printf("%s: cuDNN takes %zu of %zu attention kernels, %zu graphs "
+                "built\n",
+                path.c_str(), taken, attention, graphs);
+    // Llama's unfused import has no attention kernel.
+    if (!contains(path, "llama.tpcx")) {
+      EXPECT_GT(attention, 0u);
+    }
+    ++models;
+  });
+  EXPECT_GT(models, 0u);
 }

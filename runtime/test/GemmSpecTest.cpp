@@ -13,6 +13,7 @@
 
 #include "FusionPlan.h"
 #include "GemmSpec.h"
+#include "ModelPrograms.h"
 
 #include "tpcrt/CpuKernels.h"
 #include "tpcrt/CpuTrainingKernels.h"
@@ -548,15 +549,6 @@ TEST(GemmSpec, GeluEpilogue) {
 
 namespace {
 
-/// Loads and decodes the executable at `path` as the loader does.
-void loadProgram(const std::string &path, LoadedExecutable &file,
-                 Program &program) {
-  Status s = loadExecutable(path, file);
-  ASSERT_TRUE(s.isOk()) << s.message();
-  s = decodeProgram(file.executable(), program);
-  ASSERT_TRUE(s.isOk()) << path << ": " << s.message();
-}
-
 /// The spec of a model's GEMM call against the CPU kernel, within what
 /// float32 promises for a k-term dot product: the CPU's sum in float32
 /// (any order) and the reference's in double differ by at most
@@ -587,46 +579,13 @@ void expectModelGemmMatchesCpu(const KernelCall &call, uint32_t seed) {
         << "element " << i << ": spec " << got[i] << ", cpu " << want[i];
 }
 
-/// The executables named by TPCRT_GEMM_SPEC_MODELS (':'-separated).
-std::vector<std::string> modelPaths() {
-  std::vector<std::string> paths;
-  const char *models = std::getenv("TPCRT_GEMM_SPEC_MODELS");
-  std::string list = models ? models : "";
-  for (size_t start = 0; start < list.size();) {
-    size_t end = std::min(list.find(':', start), list.size());
-    if (end > start)
-      paths.push_back(list.substr(start, end - start));
-    start = end + 1;
-  }
-  return paths;
-}
-
-/// Runs `check` on each model's decoded program, stopping at a fatal
-/// failure.
-void forEachModel(
-    const std::function<void(const std::string &, const Program &)> &check) {
-  std::vector<std::string> paths = modelPaths();
-  ASSERT_FALSE(paths.empty()) << "TPCRT_GEMM_SPEC_MODELS is not set";
-  for (const std::string &path : paths) {
-    SCOPED_TRACE(path);
-    LoadedExecutable file;
-    Program program;
-    loadProgram(path, file, program);
-    if (::testing::Test::HasFatalFailure())
-      return;
-    check(path, program);
-    if (::testing::Test::HasFatalFailure())
-      return;
-  }
-}
-
 } // namespace
 
 // Disabled unless runtime.GemmSpecModels runs it with
 // TPCRT_GEMM_SPEC_MODELS (executables compiled by tpc-compile).
 TEST(GemmSpec, DISABLED_ModelGemmsMatchCpu) {
   size_t checked = 0;
-  forEachModel([&](const std::string &path, const Program &program) {
+  test::forEachModel([&](const std::string &path, const Program &program) {
     size_t gemms = 0;
     for (const KernelCall &call : program.calls) {
       if (!gemmSpecOf(call).valid)
@@ -648,7 +607,7 @@ TEST(GemmSpec, DISABLED_ModelGemmsMatchCpu) {
 // the GeLU epilogue as far as its spec goes (only cuBLASLt's heuristic can
 // still refuse it on a GPU). Run by runtime.GemmSpecModels.
 TEST(GemmSpec, DISABLED_ModelGeluPairsTakeTheEpilogue) {
-  forEachModel([](const std::string &path, const Program &program) {
+  test::forEachModel([](const std::string &path, const Program &program) {
     std::vector<FusionStep> plan = planFusions(program);
     size_t geluPairs = 0, maskPairs = 0;
     for (const KernelCall &call : program.calls) {
