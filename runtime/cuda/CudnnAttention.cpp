@@ -4,6 +4,7 @@
 
 #include "CudnnGraph.h"
 
+#include <array>
 #include <cfloat>
 #include <cmath>
 #include <cstdlib>
@@ -24,7 +25,6 @@ constexpr size_t kInfinityMask = 91000;
 bool sixteenBit(fb::DType t) {
   return t == fb::DType::BF16 || t == fb::DType::F16;
 }
-
 
 /// Calls of one key share a plan (the scale is a run-time value).
 using ShapeKey = std::tuple<bool, int64_t, int64_t, int64_t, int64_t, int64_t,
@@ -144,13 +144,35 @@ struct ShapePlan {
   uint64_t workspaceOffset = 0, scratchBytes = 0;
 };
 
-/// A call's variant packs, kept while its addresses stay the same.
+/// A run's addresses: the operands and results in the call's order, and
+/// the scratch (which holds O, Stats, the row sums and the workspace).
+struct RunAddresses {
+  std::array<void *, 7> buffers{};
+  void *scratch = nullptr;
+  bool operator==(const RunAddresses &other) const {
+    return buffers == other.buffers && scratch == other.scratch;
+  }
+};
+
+/// The variant packs of one set of addresses.
+struct PackSet {
+  RunAddresses at;
+  std::unique_ptr<cudnn::Builder> builder;
+  cudnnBackendDescriptor_t forward = nullptr, backward = nullptr;
+};
+
+/// Pack sets a call keeps: one per distinct set of addresses it runs with
+/// (one, or one per pool slot its buffers meet); past that many, the
+/// oldest is rebuilt.
+constexpr size_t kMostPackSets = 16;
+
+/// A call's plan, its by-value scalars (their addresses are in the packs)
+/// and its pack sets.
 struct CallRun {
   ShapePlan *plan = nullptr;
   float scale = 1.0f, one = 1.0f, negativeInfinity = -INFINITY;
-  std::vector<void *> forwardPointers, backwardPointers;
-  std::unique_ptr<cudnn::Builder> packs;
-  cudnnBackendDescriptor_t forwardPack = nullptr, backwardPack = nullptr;
+  std::vector<PackSet> packs;
+  size_t nextReplaced = 0;
 };
 
 } // namespace
@@ -264,30 +286,16 @@ bool CudnnAttention::planned(const KernelCall &call) const {
 
 size_t CudnnAttention::planCount() const { return impl_->plans.size(); }
 
-Status CudnnAttention::run(const KernelCall &call, const KernelArgs &args,
-                           bool &taken) {
-  taken = false;
-  auto found = impl_->calls.find(call.index);
-  if (found == impl_->calls.end())
-    return Status::ok();
-  CallRun &run = found->second;
+namespace {
+
+/// Builds `set`'s variant packs for a run at `at` (`args`' addresses): the
+/// graphs' tensors by unique id, the scalars by their host addresses in `run`.
+Status buildPacks(const CudnnLibrary &library, const KernelArgs &args,
+                  CallRun &run, const RunAddresses &at, PackSet &set) {
   const ShapePlan &p = *run.plan;
-  for (size_t i = 0; i < call.operands.size(); ++i)
-    if (!aligned16(args.operands[i]))
-      return Status::ok();
-  for (size_t i = 0; i < call.results.size(); ++i)
-    if (!aligned16(args.results[i]))
-      return Status::ok();
-  if (args.scratchBytes < p.scratchBytes || !args.scratch)
-    return Status::error(
-        std::string(p.grad ? "attention_grad" : "attention") +
-        ": cuDNN's plan needs " + std::to_string(p.scratchBytes) +
-        " bytes of scratch, the call has " + std::to_string(args.scratchBytes));
-  taken = true;
   char *scratch = static_cast<char *>(args.scratch);
   void *stats = scratch + p.statsOffset;
   void *workspace = scratch + p.workspaceOffset;
-
   // The forward: attention's q, k, v -> its result; attention_grad's
   // (operands 1-3) -> O in scratch.
   const size_t first = p.grad ? 1 : 0;
@@ -321,35 +329,71 @@ Status CudnnAttention::run(const KernelCall &call, const KernelArgs &args,
       backwardUids.push_back(cudnn::kNegativeInfinity);
     }
   }
-  // The workspace lies in the scratch, as stats: comparing the pointers
-  // compares it too.
-  if (!run.packs || forward != run.forwardPointers ||
-      backward != run.backwardPointers) {
-    // New addresses (the first run, or a pooled buffer's other slot).
-    run.packs = std::make_unique<cudnn::Builder>(*impl_->library);
-    run.forwardPointers = forward;
-    run.backwardPointers = backward;
-    run.forwardPack =
-        cudnn::variantPack(*run.packs, forwardUids, forward, workspace);
-    if (p.grad) {
-      run.backwardPack =
-          cudnn::variantPack(*run.packs, backwardUids, backward, workspace);
+  set.builder = std::make_unique<cudnn::Builder>(library);
+  set.at = at;
+  set.forward =
+      cudnn::variantPack(*set.builder, forwardUids, forward, workspace);
+  if (p.grad)
+    set.backward =
+        cudnn::variantPack(*set.builder, backwardUids, backward, workspace);
+  return set.builder->status();
+}
+
+} // namespace
+
+Status CudnnAttention::run(const KernelCall &call, const KernelArgs &args,
+                           bool &taken) {
+  taken = false;
+  auto found = impl_->calls.find(call.index);
+  if (found == impl_->calls.end())
+    return Status::ok();
+  CallRun &run = found->second;
+  const ShapePlan &p = *run.plan;
+  for (size_t i = 0; i < call.operands.size(); ++i)
+    if (!aligned16(args.operands[i]))
+      return Status::ok();
+  for (size_t i = 0; i < call.results.size(); ++i)
+    if (!aligned16(args.results[i]))
+      return Status::ok();
+  if (args.scratchBytes < p.scratchBytes || !args.scratch)
+    return Status::error(
+        std::string(p.grad ? "attention_grad" : "attention") +
+        ": cuDNN's plan needs " + std::to_string(p.scratchBytes) +
+        " bytes of scratch, the call has " + std::to_string(args.scratchBytes));
+  taken = true;
+  RunAddresses at;
+  for (size_t i = 0; i < call.operands.size(); ++i)
+    at.buffers[i] = args.operands[i];
+  for (size_t i = 0; i < call.results.size(); ++i)
+    at.buffers[call.operands.size() + i] = args.results[i];
+  at.scratch = args.scratch;
+  PackSet *packs = nullptr;
+  for (PackSet &set : run.packs)
+    if (set.at == at)
+      packs = &set;
+  if (!packs) {
+    // New addresses: the first run, or a pooled buffer's other slot.
+    if (run.packs.size() < kMostPackSets) {
+      run.packs.emplace_back();
+      packs = &run.packs.back();
+    } else {
+      packs = &run.packs[run.nextReplaced++ % kMostPackSets];
     }
-    if (!run.packs->ok()) {
-      Status s = run.packs->status();
-      run.packs.reset();
+    if (Status s = buildPacks(*impl_->library, args, run, at, *packs); !s) {
+      packs->builder.reset();
+      packs->at = RunAddresses();
       return s;
     }
   }
   const CudnnLibrary &lib = *impl_->library;
   if (cudnnStatus_t st =
-          lib.execute(impl_->handle, p.forward->plan, run.forwardPack);
+          lib.execute(impl_->handle, p.forward->plan, packs->forward);
       st != CUDNN_STATUS_SUCCESS)
     return Status::error(std::string(p.grad ? "attention_grad" : "attention") +
                          ": cuDNN's forward: " + lib.describe(st));
   if (p.grad)
     if (cudnnStatus_t st =
-            lib.execute(impl_->handle, p.backward->plan, run.backwardPack);
+            lib.execute(impl_->handle, p.backward->plan, packs->backward);
         st != CUDNN_STATUS_SUCCESS)
       return Status::error("attention_grad: cuDNN's backward: " +
                            lib.describe(st));
