@@ -147,7 +147,12 @@ Options:
                           the visible devices (CUDA_VISIBLE_DEVICES); NCCL
                           between ranks (found at run time, or
                           TPCRT_NCCL_LIBRARY). Fails with the reason where
-                          there is no backend, driver or GPU
+                          there is no backend, driver or GPU. With
+                          TPCRT_CUDA_ATTENTION=cudnn in the environment,
+                          attention runs through cuDNN's fused attention
+                          where it covers the kernel (bf16/f16, no
+                          dropout; cuDNN found at run time, or
+                          TPCRT_CUDNN_LIBRARY; docs/runtime/cuda.md)
   --dump-outputs OUT      write the outputs of the last step (loss, and
                           logits when the executable returns them) to the
                           safetensors file OUT, atomically
