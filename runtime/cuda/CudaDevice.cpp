@@ -379,6 +379,10 @@ CudaDevice::~CudaDevice() {
   // communicators, whose kernels then end) and a stall the watchdog's.
   if (memory_)
     (void)synchronize();
+#if TPCRT_HAVE_CUDNN
+  // cuDNN's handle goes before the compute stream it runs on.
+  cudnn_.shutdown();
+#endif
   lanes_.clear();
   nccl_.clear();
   for (cudaEvent_t e : events_)

@@ -183,11 +183,14 @@ struct CudnnAttention::Impl {
   std::map<ShapeKey, std::unique_ptr<ShapePlan>> plans;
   std::map<uint32_t, CallRun> calls;
 
-  ~Impl() {
+  ~Impl() { shutdown(); }
+
+  void shutdown() {
     calls.clear();
     plans.clear();
     if (handle)
       library->destroy(handle);
+    handle = nullptr;
   }
 
   Status makeGraphPlan(const cudnn::SdpaShape &shape, bool backward,
@@ -285,6 +288,8 @@ bool CudnnAttention::planned(const KernelCall &call) const {
 }
 
 size_t CudnnAttention::planCount() const { return impl_->plans.size(); }
+
+void CudnnAttention::shutdown() { impl_->shutdown(); }
 
 namespace {
 

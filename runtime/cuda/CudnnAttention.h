@@ -77,6 +77,11 @@ public:
   /// Distinct plans made (calls of one shape share one).
   size_t planCount() const;
 
+  /// Drops every plan and pack and destroys the handle, while the stream
+  /// it was given still exists (the device calls it before destroying its
+  /// streams). Nothing is planned afterwards.
+  void shutdown();
+
 private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
