@@ -401,6 +401,30 @@ EOF
 if [ -n "$CUDNN_LIB" ] && [ -f "$CUDNN_LIB" ]; then
   export TPCRT_CUDNN_LIBRARY=$CUDNN_LIB
   note "cuDNN from the wheel: $TPCRT_CUDNN_LIBRARY"
+  # cuDNN's sub-libraries load cuBLAS(Lt) and NVRTC, which torch preloads
+  # from their own wheels; outside Python the loader must find them: the
+  # wheels' folders go last on the path (the toolkit's copies stay first).
+  wheel_libs=$(timeout 30 "$PY" - 2>/dev/null <<'EOF'
+import glob, os
+import nvidia
+dirs = []
+for root in nvidia.__path__:
+    for pattern in ("libcublasLt.so.*", "libcublas.so.*", "libnvrtc.so.*",
+                    "libnvrtc-builtins.so.*"):
+        for lib in glob.glob(os.path.join(root, "**", pattern), recursive=True):
+            d = os.path.dirname(lib)
+            if d not in dirs:
+                dirs.append(d)
+print(":".join(dirs))
+EOF
+)
+  if [ -n "$wheel_libs" ]; then
+    # The toolkit's folder before them: LD_LIBRARY_PATH outranks the
+    # backend's RUNPATH, and its cuBLASLt is the one it was built with.
+    [ -d /usr/local/cuda/lib64 ] && wheel_libs=/usr/local/cuda/lib64:$wheel_libs
+    export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$wheel_libs
+    note "cuDNN's dependencies from the wheels: $wheel_libs"
+  fi
 else
   note "no cuDNN wheel (libcudnn.so.9 under python3's nvidia package): the search's"
 fi
