@@ -37,10 +37,7 @@ Status tpcrt::openCudnnLibraryAt(const std::string &path, CudnnLibrary &out) {
   library.path = path;
   std::vector<std::string> missing;
 #define TPCRT_CUDNN_RESOLVE(field, name)                                       \
-  library.field =                                                              \
-      reinterpret_cast<decltype(library.field)>(dlsym(handle, #name));         \
-  if (!library.field)                                                          \
-    missing.push_back(#name);
+  resolveFunction(handle, #name, library.field, missing);
   TPCRT_CUDNN_FUNCTIONS(TPCRT_CUDNN_RESOLVE)
 #undef TPCRT_CUDNN_RESOLVE
   if (!missing.empty()) {

@@ -27,10 +27,7 @@ Status tpcrt::openNcclLibraryAt(const std::string &path, NcclLibrary &out) {
   library.path = path;
   std::vector<std::string> missing;
 #define TPCRT_NCCL_RESOLVE(field, name)                                        \
-  library.field =                                                              \
-      reinterpret_cast<decltype(library.field)>(dlsym(handle, #name));         \
-  if (!library.field)                                                          \
-    missing.push_back(#name);
+  resolveFunction(handle, #name, library.field, missing);
   TPCRT_NCCL_FUNCTIONS(TPCRT_NCCL_RESOLVE)
 #undef TPCRT_NCCL_RESOLVE
   if (!missing.empty()) {

@@ -26,6 +26,8 @@
 
 #include "tpcrt/Status.h"
 
+#include <dlfcn.h>
+
 #include <functional>
 #include <mutex>
 #include <string>
@@ -80,6 +82,16 @@ std::vector<std::string> askPythonForLibrary(const WheelLibrary &library);
 /// dlopen(path, RTLD_NOW | RTLD_LOCAL); an error naming `path` (once) with
 /// dlerror's reason.
 Status openSharedLibrary(const std::string &path, void *&handle);
+
+/// Sets `field` (a function pointer) to `name` in the opened library
+/// `handle`, or adds `name` to `missing`.
+template <class Function>
+void resolveFunction(void *handle, const char *name, Function &field,
+                     std::vector<std::string> &missing) {
+  field = reinterpret_cast<Function>(dlsym(handle, name));
+  if (!field)
+    missing.push_back(name);
+}
 
 /// Opens one candidate: ok when usable, else an error naming it.
 using LibraryOpener = std::function<Status(const std::string &path)>;
