@@ -182,6 +182,7 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel) {
   case OpCode::LinearInputGrad:
     return matmul(2.0 * elementsOf(inputs[0]) * dimOf(outputs[0], -1));
   case OpCode::LinearWeightGrad:
+  case OpCode::LinearWeightGradAccumulate:
     return matmul(2.0 * elementsOf(inputs[1]) * dimOf(inputs[0], -1));
   case OpCode::BatchMatmul: {
     bool transposeLhs = kernel.getFlags() & 1;

@@ -635,8 +635,10 @@ Status CpuDevice::run(const KernelCall &call, const Resolved &r,
     return cpu::linearInputGrad(in(0), in(1), call.m, call.k, call.n, layout(),
                                 out(0));
   case fb::OpCode::LinearWeightGrad:
-    return cpu::linearWeightGrad(in(0), in(1), call.m, call.k, call.n, layout(),
-                                 out(0));
+  case fb::OpCode::LinearWeightGradAccumulate:
+    return cpu::linearWeightGrad(
+        in(0), in(1), call.m, call.k, call.n, layout(), out(0),
+        call.op == fb::OpCode::LinearWeightGradAccumulate);
   case fb::OpCode::SumTo:
     return cpu::sumTo(in(0), call.count, call.rhsCount, doubles, out(0));
   case fb::OpCode::LayerNormInputGrad:

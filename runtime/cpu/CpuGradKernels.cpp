@@ -58,14 +58,16 @@ Status linearInputGrad(const float *dY, const float *weight, int64_t m,
 }
 
 Status linearWeightGrad(const float *x, const float *dY, int64_t m, int64_t k,
-                        int64_t n, WeightLayout layout, float *dW) {
+                        int64_t n, WeightLayout layout, float *dW,
+                        bool accumulate) {
   if (Status s = checkNonNegative("linear_weight_grad", {m, k, n}); !s)
     return s;
   int64_t ldx = std::max<int64_t>(1, k), ldy = std::max<int64_t>(1, n);
+  const float beta = accumulate ? 1.0f : 0.0f;
   Status s =
       layout == WeightLayout::InOut
-          ? gemm(true, false, k, n, m, 1.0f, x, ldx, dY, ldy, 0.0f, dW, ldy)
-          : gemm(true, false, n, k, m, 1.0f, dY, ldy, x, ldx, 0.0f, dW, ldx);
+          ? gemm(true, false, k, n, m, 1.0f, x, ldx, dY, ldy, beta, dW, ldy)
+          : gemm(true, false, n, k, m, 1.0f, dY, ldy, x, ldx, beta, dW, ldx);
   return s ? s : s.withContext("linear_weight_grad");
 }
 

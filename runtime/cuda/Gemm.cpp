@@ -299,7 +299,9 @@ Status GemmEngine::Impl::build(const GemmKey &key, LtPlan &plan) const {
 
 bool cuda::isGemmKernel(fb::OpCode op) {
   return op == fb::OpCode::Linear || op == fb::OpCode::LinearInputGrad ||
-         op == fb::OpCode::LinearWeightGrad || op == fb::OpCode::BatchMatmul;
+         op == fb::OpCode::LinearWeightGrad ||
+         op == fb::OpCode::LinearWeightGradAccumulate ||
+         op == fb::OpCode::BatchMatmul;
 }
 
 GemmEngine::GemmEngine() : impl_(std::make_unique<Impl>()) {}
@@ -321,6 +323,12 @@ Status GemmEngine::plan(const KernelCall &call, uint64_t &scratchBytes) {
   entry.spec = gemmSpecOf(call);
   if (!entry.spec.valid)
     return Status::error(kernelText(call) + ": not a GEMM kernel");
+  // An accumulating call reads D as C: a staged D would not hold the sum.
+  if (entry.spec.accumulate && entry.spec.stageOutput)
+    return Status::error(kernelText(call) +
+                         ": accumulates into a result cuBLASLt cannot write "
+                         "directly (" +
+                         describeGemm(entry.spec) + ")");
   entry.key = gemmKeyOf(entry.spec);
   if (!entry.spec.empty() && !entry.spec.fillOnly()) {
     LtPlan *plan = nullptr;
@@ -385,6 +393,8 @@ Status GemmEngine::run(const KernelCall &call, const KernelArgs &args,
   if (s.empty())
     return Status::ok();
   void *result = args.results[0];
+  if (s.fillOnly() && s.accumulate)
+    return Status::ok(); // nothing to add
   if (s.fillOnly()) {
     Status st =
         gemmFill(s.hasBias() ? args.operands[s.biasOperand] : nullptr,
@@ -460,7 +470,8 @@ Status GemmEngine::run(const KernelCall &call, const KernelArgs &args,
           kernelText(call) +
           ": setting the bias pointer failed: " + cublasText(status));
   }
-  float alpha = s.alpha, beta = 0.0f;
+  // beta = 1 adds to D in place (C is D).
+  float alpha = s.alpha, beta = s.accumulate ? 1.0f : 0.0f;
   cublasStatus_t status = cublasLtMatmul(
       impl_->handle, plan.desc, &alpha, a, plan.a, b, plan.b, &beta, d, plan.d,
       d, plan.d, &plan.algo, impl_->workspace, kWorkspaceBytes, args.stream);

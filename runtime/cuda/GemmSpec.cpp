@@ -141,6 +141,9 @@ GemmSpec cuda::gemmSpecOf(const KernelCall &call) {
     s.ldb = call.n;
     s.ldc = call.k;
     break;
+  case fb::OpCode::LinearWeightGradAccumulate:
+    s.accumulate = true;
+    [[fallthrough]];
   case fb::OpCode::LinearWeightGrad:
     // in_out: dW [k, n] = x^T dY: A = dY, B = x transposed.
     // out_in: dW [n, k] = dY^T x: A = x, B = dY transposed.
@@ -222,6 +225,8 @@ std::string cuda::describeGemm(const GemmSpec &s) {
       gemmTypeName(s.resultType);
   if (s.hasBias())
     text += std::string(", bias ") + gemmTypeName(s.biasType);
+  if (s.accumulate)
+    text += ", accumulating (beta 1)";
   return text;
 }
 

@@ -53,7 +53,8 @@ uint32_t gemmAlignmentOf(const TensorRef &tensor);
 /// stored A is [m, k] with lda >= m, or [k, m] with lda >= k when
 /// transposed (likewise B); D is packed (ldc = m, strideC = m * n). The bias
 /// is added to every column of D (cuBLASLt's CUBLASLT_EPILOGUE_BIAS), after
-/// alpha. beta is 0.
+/// alpha. beta is 0, or 1 when the call accumulates (D += ..., D read as C:
+/// linear_weight_grad_accumulate).
 struct GemmSpec {
   /// Whether the call was a GEMM kernel (gemmSpecOf).
   bool valid = false;
@@ -66,6 +67,8 @@ struct GemmSpec {
   int64_t batch = 1;
   int64_t strideA = 0, strideB = 0, strideC = 0;
   float alpha = 1.0f;
+  /// D's values are added to (beta = 1): the call updates its result.
+  bool accumulate = false;
 
   /// The storage of the call's tensors (biasType: f32 without a bias).
   GemmType aType = GemmType::F32, bType = GemmType::F32;
@@ -88,8 +91,8 @@ struct GemmSpec {
   bool hasBias() const { return biasOperand >= 0; }
   /// Nothing to compute: D has no element.
   bool empty() const { return m == 0 || n == 0 || batch == 0; }
-  /// Nothing to sum (k = 0): the result is the bias broadcast, or zeros;
-  /// no matmul and no staging.
+  /// Nothing to sum (k = 0): the result is the bias broadcast, or zeros
+  /// (unchanged when accumulating); no matmul and no staging.
   bool fillOnly() const { return !empty() && k == 0; }
 };
 

@@ -679,6 +679,13 @@ Status KernelDecoder::linearGrad() {
     return s;
   if (call.op == fb::OpCode::LinearInputGrad)
     return linearSizes(out(0), outRole(0), in(1), "weight", in(0), "dY");
+  if (call.op == fb::OpCode::LinearWeightGradAccumulate) {
+    // The sum it adds into: f32, the result's very buffer (in place).
+    if (Status s = dtype(out(0), outRole(0), fb::DType::F32); !s)
+      return s;
+    if (Status s = shape(in(2), "weight grad", out(0).shape); !s)
+      return s;
+  }
   return linearSizes(in(0), "input", out(0), outRole(0), in(1), "dY");
 }
 

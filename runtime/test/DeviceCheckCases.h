@@ -822,6 +822,18 @@ inline void addCases(DT F, std::vector<Case> &out) {
                {}, layout);
       add(b.gemm());
     }
+    {
+      // An f32 sum (filled, not zeros) added to in place, two steps: the
+      // second adds to the first's result.
+      CaseBuilder b(Op::LinearWeightGradAccumulate, F, dt,
+                    actText + " dY[2,37,120] += f32" + shapeText(w) + lt +
+                        " 2 steps");
+      uint32_t sum = b.param(w);
+      b.kernel(Op::LinearWeightGradAccumulate,
+               {b.in(F, act), b.in(F, {kBatch, kSeqQ, 120}), sum}, {sum}, {},
+               {}, layout);
+      add(b.gemm().steps(2));
+    }
   }
   {
     CaseBuilder b(Op::LinearInputGrad, F, dt, "dY[300,700] w[700,512] out_in");

@@ -1014,6 +1014,25 @@ TEST_F(KernelMeaningTest, BackwardKernels) {
                             {{F32, {6, 8}}}, {}, {}, 1),
                "kernel 0 (linear_weight_grad): dY [2, 4, 6] has 48 elements, "
                "expected m 10 x n 6");
+  // linear_weight_grad_accumulate: the sum f32, of the result's shape, and
+  // the result's very buffer.
+  expectKernel(singleKernel(Op::LinearWeightGradAccumulate,
+                            {{F32, {2, 5, 8}}, {F32, {2, 5, 6}}, {F32, {6, 8}}},
+                            {{F32, {6, 8}}}, {}, {}, 1),
+               "kernel 0 (linear_weight_grad_accumulate): weight grad is "
+               "buffer 3 but weight grad is buffer 2: this kernel updates it "
+               "in place");
+  expectKernel(
+      singleKernel(Op::LinearWeightGradAccumulate,
+                   {{BF16, {2, 5, 8}}, {BF16, {2, 5, 6}}, {BF16, {6, 8}}},
+                   {{BF16, {6, 8}}}, {}, {}, 1),
+      "kernel 0 (linear_weight_grad_accumulate): weight grad is bf16, "
+      "expected f32");
+  expectKernel(singleKernel(Op::LinearWeightGradAccumulate,
+                            {{F32, {2, 5, 8}}, {F32, {2, 5, 6}}, {F32, {8, 6}}},
+                            {{F32, {6, 8}}}, {}, {}, 1),
+               "kernel 0 (linear_weight_grad_accumulate): weight grad [8, 6] "
+               "should be [6, 8]");
   expectValid(singleKernel(Op::SumTo, {{F32, {4, 6, 8}}}, {{F32, {6, 8}}}));
   expectKernel(singleKernel(Op::SumTo, {{F32, {4, 6, 8}}}, {{F32, {4, 8}}}),
                "kernel 0 (sum_to): result [4, 8] is not a suffix of input "

@@ -68,11 +68,15 @@ KernelCall decoded(fb::OpCode op, std::vector<TensorRef> operands,
   return call;
 }
 
-/// Column-major cublasGemmStridedBatched with beta 0, then the bias added
-/// to every column (CUBLASLT_EPILOGUE_BIAS), reading the call's operands.
+/// Column-major cublasGemmStridedBatched with beta 0 (1 when the call
+/// accumulates: D starts as its accumulator operand, the last), then the
+/// bias added to every column (CUBLASLT_EPILOGUE_BIAS), reading the call's
+/// operands.
 std::vector<float> evaluate(const GemmSpec &s,
                             const std::vector<std::vector<float>> &operands) {
   std::vector<float> d(static_cast<size_t>(s.batch * s.ldc * s.n), 0.0f);
+  if (s.accumulate)
+    std::copy(operands.back().begin(), operands.back().end(), d.begin());
   const float *a = operands[s.aOperand].data();
   const float *b = operands[s.bOperand].data();
   const float *bias = s.hasBias() ? operands[s.biasOperand].data() : nullptr;
@@ -90,7 +94,7 @@ std::vector<float> evaluate(const GemmSpec &s,
         float v = s.alpha * static_cast<float>(sum);
         if (bias)
           v += bias[i];
-        dp[i + j * s.ldc] = v;
+        dp[i + j * s.ldc] = s.accumulate ? dp[i + j * s.ldc] + v : v;
       }
   }
   return d;
@@ -127,9 +131,15 @@ std::vector<float> runCpu(const KernelCall &call,
                              layout, out.data());
     break;
   case fb::OpCode::LinearWeightGrad:
+  case fb::OpCode::LinearWeightGradAccumulate: {
+    // Accumulating: the result is the sum operand, updated in place.
+    bool accumulate = call.op == fb::OpCode::LinearWeightGradAccumulate;
+    if (accumulate)
+      out = in[2];
     s = cpu::linearWeightGrad(in[0].data(), in[1].data(), call.m, call.k,
-                              call.n, layout, out.data());
+                              call.n, layout, out.data(), accumulate);
     break;
+  }
   case fb::OpCode::BatchMatmul:
     s = cpu::batchMatmul(in[0].data(), in[1].data(), call.batch, call.m, call.k,
                          call.n, call.flags & 1, call.flags & 2,
@@ -230,6 +240,25 @@ TEST(GemmSpec, LinearWeightGradMatchesCpu) {
     EXPECT_EQ(call.k, K);
     EXPECT_EQ(call.n, N);
     expectMatchesCpu(call, 3);
+  }
+}
+
+TEST(GemmSpec, LinearWeightGradAccumulateMatchesCpu) {
+  for (bool outIn : {false, true}) {
+    SCOPED_TRACE(outIn ? "out_in" : "in_out");
+    TensorRef sum = outIn ? f32({N, K}) : f32({K, N});
+    KernelCall call = decoded(fb::OpCode::LinearWeightGradAccumulate,
+                              {f32({M, K}), f32({M, N}), sum}, {sum}, outIn);
+    EXPECT_EQ(call.m, M);
+    EXPECT_EQ(call.k, K);
+    EXPECT_EQ(call.n, N);
+    GemmSpec spec = gemmSpecOf(call);
+    EXPECT_TRUE(spec.accumulate);
+    EXPECT_FALSE(gemmSpecOf(decoded(fb::OpCode::LinearWeightGrad,
+                                    {f32({M, K}), f32({M, N})}, {sum}, outIn))
+                     .accumulate);
+    // The sum's values (random, not zeros) are added to.
+    expectMatchesCpu(call, 4);
   }
 }
 

@@ -15,6 +15,7 @@
 
 #include "dialects/Rt/IR/RtOps.h"
 #include "dialects/Rt/Transforms/KernelFunctions.h"
+#include "dialects/Rt/Transforms/KernelUses.h"
 #include "dialects/Rt/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -30,30 +31,6 @@ using namespace mlir::rt;
 
 namespace {
 
-/// How a program's kernels use each buffer.
-struct Uses {
-  DenseMap<Value, SmallVector<KernelOp, 2>> writers, readers;
-  DenseSet<Value> bound;
-};
-
-/// The one kernel writing `buffer`, an rt.alloc that no binding holds, or
-/// null.
-KernelOp soleWriter(const Uses &uses, Value buffer) {
-  if (!buffer.getDefiningOp<AllocOp>() || uses.bound.contains(buffer))
-    return nullptr;
-  auto it = uses.writers.find(buffer);
-  return it != uses.writers.end() && it->second.size() == 1 ? it->second[0]
-                                                            : nullptr;
-}
-
-/// Whether `buffer` is read by `reader` alone, once.
-bool readOnlyBy(const Uses &uses, Value buffer, KernelOp reader) {
-  auto it = uses.readers.find(buffer);
-  return it != uses.readers.end() && it->second.size() == 1 &&
-         it->second[0] == reader &&
-         llvm::count(reader.getInputs(), buffer) == 1;
-}
-
 /// A sum to fold: its adds (root last) and its pads.
 struct PadSum {
   SmallVector<KernelOp> adds, pads;
@@ -61,10 +38,10 @@ struct PadSum {
 
 /// Collects the tree of adds under `add` whose leaves are pads; false when
 /// some leaf is not a pad written for this sum alone.
-bool collect(const Uses &uses, KernelOp add, PadSum &sum) {
+bool collect(const KernelUses &uses, KernelOp add, PadSum &sum) {
   for (Value operand : add.getInputs()) {
-    KernelOp writer = soleWriter(uses, operand);
-    if (!writer || !readOnlyBy(uses, operand, add) ||
+    KernelOp writer = uses.soleWriter(operand);
+    if (!writer || !uses.readOnlyBy(operand, add) ||
         writer->getBlock() != add->getBlock())
       return false;
     if (writer.getOpcode() == OpCode::Pad) {
@@ -83,7 +60,8 @@ bool collect(const Uses &uses, KernelOp add, PadSum &sum) {
 /// The pieces of `sum` (the pads' inputs) in offset order when the pads,
 /// all along one dimension, tile the result's dimension exactly, and each
 /// piece is written once before its pad; else empty.
-SmallVector<Value> piecesOf(const Uses &uses, const PadSum &sum, Value result,
+SmallVector<Value> piecesOf(const KernelUses &uses, const PadSum &sum,
+                            Value result,
                             int64_t &dim) {
   auto type = cast<MemRefType>(result.getType());
   SmallVector<std::pair<int64_t, KernelOp>> byOffset;
@@ -97,7 +75,7 @@ SmallVector<Value> piecesOf(const Uses &uses, const PadSum &sum, Value result,
       return {};
     dim = ints[0];
     Value piece = pad.getInputs()[0];
-    KernelOp writer = soleWriter(uses, piece);
+    KernelOp writer = uses.soleWriter(piece);
     if (!writer || !writer->isBeforeInBlock(pad))
       return {};
     byOffset.push_back({ints[1], pad});
@@ -129,23 +107,11 @@ struct FoldPadSums
   }
 
   LogicalResult runOn(ProgramOp program) {
-    Block &body = program.getBody().front();
-    Uses uses;
+    KernelUses uses = KernelUses::of(program);
     SmallVector<KernelOp> adds;
-    for (Operation &op : body) {
-      if (isa<OutputOp, GradOp>(op))
-        uses.bound.insert(op.getOperand(0));
-      auto kernel = dyn_cast<KernelOp>(op);
-      if (!kernel)
-        continue;
-      for (Value v : kernel.getInputs())
-        if (!llvm::is_contained(uses.readers[v], kernel))
-          uses.readers[v].push_back(kernel);
-      for (Value v : kernel.getOutputs())
-        uses.writers[v].push_back(kernel);
+    for (auto kernel : program.getBody().front().getOps<KernelOp>())
       if (kernel.getOpcode() == OpCode::Add)
         adds.push_back(kernel);
-    }
     std::optional<KernelFunctions> functions = KernelFunctions::read(program);
     DenseSet<Operation *> folded;
     OpBuilder b(program.getContext());

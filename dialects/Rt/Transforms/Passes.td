@@ -64,6 +64,25 @@ def RtFoldPadSums : Pass<"rt-fold-pad-sums", "ModuleOp"> {
   }];
 }
 
+def RtAccumulateWeightGrads : Pass<"rt-accumulate-weight-grads", "ModuleOp"> {
+  let summary = "Each microbatch's weight gradient added into its sum by the GEMM";
+  let description = [{
+    With microbatches, `tpc-lower-to-rt` adds each microbatch's share of a
+    gradient into the gradient's sum right after the share is computed.
+    Where the share is a `linear_weight_grad` result written into an
+    `rt.alloc` of its own and read by that `add` alone (`sum = sum +
+    share`, both f32 of one type; no binding, split or other reader; the
+    two kernels in one block, stage and function, the sum untouched between
+    them), the pair becomes one `linear_weight_grad_accumulate` where the
+    GEMM was, whose result is the sum it adds to (cuBLASLt's and BLAS's
+    beta = 1): the share is neither written nor read, its buffer goes, one
+    kernel less per microbatch and weight. The sum differs by one rounding
+    (the share is not rounded to f32 before it is added). In a program of
+    functions the ranges and action lists are renumbered. Runs before
+    `rt-plan-memory`.
+  }];
+}
+
 def RtReduceGradientsInBf16 : Pass<"rt-reduce-gradients-in-bf16", "ModuleOp"> {
   let summary = "Reduces f32 gradients over the ranks in bf16";
   let description = [{

@@ -42,9 +42,11 @@ Status linearInputGrad(const float *dY, const float *weight, int64_t m,
                        int64_t k, int64_t n, WeightLayout layout, float *dX);
 
 /// dW of linear in the weight's layout: x^T dY [k, n] (in_out) or dY^T x
-/// [n, k] (out_in); x is [m, k], dY [m, n].
+/// [n, k] (out_in); x is [m, k], dY [m, n]. With `accumulate`, added to
+/// dW's values (linear_weight_grad_accumulate: the GEMM's beta = 1).
 Status linearWeightGrad(const float *x, const float *dY, int64_t m, int64_t k,
-                        int64_t n, WeightLayout layout, float *dW);
+                        int64_t n, WeightLayout layout, float *dW,
+                        bool accumulate = false);
 
 /// out[j] = sum over the leading dims of x[.., j]: x has `count` elements,
 /// out `outCount`, which must divide it (the reverse of add's broadcast: a

@@ -1,0 +1,82 @@
+// rt-accumulate-weight-grads: a linear_weight_grad whose share only an
+// accumulating add reads becomes a linear_weight_grad_accumulate into the
+// sum, where the GEMM was; the share's buffer and the add go. Shares read
+// elsewhere, bound, of another type, or whose sum is touched in between
+// stay as they are.
+// RUN: tpc-opt %s --split-input-file --rt-accumulate-weight-grads | FileCheck %s
+
+// Two microbatches' shares (bf16 activations, f32 sums; the second with an
+// out_in weight) summed by adds: each pair becomes one accumulating GEMM.
+// CHECK-LABEL: rt.program @train_step
+// CHECK: %[[SUM:.*]] = rt.alloc : memref<8x16xf32>
+// CHECK-NEXT: rt.kernel zeros() -> (%[[SUM]])
+// CHECK-NEXT: %[[SUM2:.*]] = rt.alloc : memref<16x8xf32>
+// CHECK-NEXT: rt.kernel zeros() -> (%[[SUM2]])
+// CHECK-NEXT: rt.kernel linear_weight_grad_accumulate(%[[X:.*]], %[[DY:.*]], %[[SUM]]) -> (%[[SUM]]) : memref<2x4x8xbf16>, memref<2x4x16xbf16>, memref<8x16xf32> -> memref<8x16xf32>
+// CHECK-NEXT: rt.kernel linear_weight_grad_accumulate(%[[X]], %[[DY]], %[[SUM2]]) -> (%[[SUM2]]) flags 1 {phase = "W"} : memref<2x4x8xbf16>, memref<2x4x16xbf16>, memref<16x8xf32> -> memref<16x8xf32>
+// CHECK-NEXT: rt.kernel linear_weight_grad_accumulate(%[[X]], %[[DY]], %[[SUM]]) -> (%[[SUM]])
+// CHECK-NOT: rt.kernel add
+// CHECK-NOT: rt.kernel linear_weight_grad(
+// CHECK: rt.output "w" %[[SUM]]
+rt.program @train_step {
+  %x = rt.input "x" : memref<2x4x8xbf16>
+  %dy = rt.input "dy" : memref<2x4x16xbf16>
+  %sum = rt.alloc : memref<8x16xf32>
+  rt.kernel zeros() -> (%sum) : -> memref<8x16xf32>
+  %sum2 = rt.alloc : memref<16x8xf32>
+  rt.kernel zeros() -> (%sum2) : -> memref<16x8xf32>
+  %s0 = rt.alloc : memref<8x16xf32>
+  rt.kernel linear_weight_grad(%x, %dy) -> (%s0) : memref<2x4x8xbf16>, memref<2x4x16xbf16> -> memref<8x16xf32>
+  rt.kernel add(%sum, %s0) -> (%sum) : memref<8x16xf32>, memref<8x16xf32> -> memref<8x16xf32>
+  %t0 = rt.alloc : memref<16x8xf32>
+  rt.kernel linear_weight_grad(%x, %dy) -> (%t0) flags 1 {phase = "W"} : memref<2x4x8xbf16>, memref<2x4x16xbf16> -> memref<16x8xf32>
+  rt.kernel add(%sum2, %t0) -> (%sum2) : memref<16x8xf32>, memref<16x8xf32> -> memref<16x8xf32>
+  %s1 = rt.alloc : memref<8x16xf32>
+  rt.kernel linear_weight_grad(%x, %dy) -> (%s1) : memref<2x4x8xbf16>, memref<2x4x16xbf16> -> memref<8x16xf32>
+  rt.kernel add(%sum, %s1) -> (%sum) : memref<8x16xf32>, memref<8x16xf32> -> memref<8x16xf32>
+  rt.output "w" %sum : memref<8x16xf32>
+  rt.output "w2" %sum2 : memref<16x8xf32>
+}
+
+// -----
+
+// Not folded: a share also read by another kernel; a share bound as an
+// output; a bf16 sum; a sum read between the GEMM and the add; an add that
+// is no accumulator.
+// CHECK-LABEL: rt.program @train_step
+// CHECK-NOT: linear_weight_grad_accumulate
+rt.program @train_step {
+  %x = rt.input "x" : memref<4x8xf32>
+  %dy = rt.input "dy" : memref<4x16xf32>
+  %sum = rt.alloc : memref<8x16xf32>
+  rt.kernel zeros() -> (%sum) : -> memref<8x16xf32>
+  %read = rt.alloc : memref<8x16xf32>
+  rt.kernel linear_weight_grad(%x, %dy) -> (%read) : memref<4x8xf32>, memref<4x16xf32> -> memref<8x16xf32>
+  rt.kernel add(%sum, %read) -> (%sum) : memref<8x16xf32>, memref<8x16xf32> -> memref<8x16xf32>
+  %copy = rt.alloc : memref<8x16xf32>
+  rt.kernel copy(%read) -> (%copy) : memref<8x16xf32> -> memref<8x16xf32>
+  %bound = rt.alloc : memref<8x16xf32>
+  rt.kernel linear_weight_grad(%x, %dy) -> (%bound) : memref<4x8xf32>, memref<4x16xf32> -> memref<8x16xf32>
+  rt.kernel add(%sum, %bound) -> (%sum) : memref<8x16xf32>, memref<8x16xf32> -> memref<8x16xf32>
+  %x16 = rt.input "x16" : memref<4x8xbf16>
+  %dy16 = rt.input "dy16" : memref<4x16xbf16>
+  %sum16 = rt.alloc : memref<8x16xbf16>
+  rt.kernel zeros() -> (%sum16) : -> memref<8x16xbf16>
+  %s16 = rt.alloc : memref<8x16xbf16>
+  rt.kernel linear_weight_grad(%x16, %dy16) -> (%s16) : memref<4x8xbf16>, memref<4x16xbf16> -> memref<8x16xbf16>
+  rt.kernel add(%sum16, %s16) -> (%sum16) : memref<8x16xbf16>, memref<8x16xbf16> -> memref<8x16xbf16>
+  %between = rt.alloc : memref<8x16xf32>
+  rt.kernel linear_weight_grad(%x, %dy) -> (%between) : memref<4x8xf32>, memref<4x16xf32> -> memref<8x16xf32>
+  %peek = rt.alloc : memref<8x16xf32>
+  rt.kernel copy(%sum) -> (%peek) : memref<8x16xf32> -> memref<8x16xf32>
+  rt.kernel add(%sum, %between) -> (%sum) : memref<8x16xf32>, memref<8x16xf32> -> memref<8x16xf32>
+  %fresh = rt.alloc : memref<8x16xf32>
+  %plain = rt.alloc : memref<8x16xf32>
+  rt.kernel linear_weight_grad(%x, %dy) -> (%plain) : memref<4x8xf32>, memref<4x16xf32> -> memref<8x16xf32>
+  rt.kernel add(%peek, %plain) -> (%fresh) : memref<8x16xf32>, memref<8x16xf32> -> memref<8x16xf32>
+  rt.output "w" %sum : memref<8x16xf32>
+  rt.output "copy" %copy : memref<8x16xf32>
+  rt.output "bound" %bound : memref<8x16xf32>
+  rt.output "w16" %sum16 : memref<8x16xbf16>
+  rt.output "fresh" %fresh : memref<8x16xf32>
+}
