@@ -9,9 +9,11 @@
 // microbatch and weight, one weight-sized write and two reads less, one
 // kernel less, and the largest share's bytes off the memory plan.
 //
-// The values: the add computed sum + round(share); the GEMM adds its
-// unrounded dot products to the sum in its own order, one rounding fewer.
-// Both are the sum's float32 within what float32 promises for the sum.
+// The values: the add computed round(sum + round(share)); BLAS and
+// cuBLASLt compute round(alpha * round(x^T dY) + beta * sum), the same with
+// alpha = beta = 1 (on the CPU bit for bit: test/Compile/train-actions.test
+// compares the actions' gradients with the unrolled step's, which has no
+// accumulating GEMM).
 //
 //===----------------------------------------------------------------------===//
 

@@ -76,10 +76,12 @@ def RtAccumulateWeightGrads : Pass<"rt-accumulate-weight-grads", "ModuleOp"> {
     them), the pair becomes one `linear_weight_grad_accumulate` where the
     GEMM was, whose result is the sum it adds to (cuBLASLt's and BLAS's
     beta = 1): the share is neither written nor read, its buffer goes, one
-    kernel less per microbatch and weight. The sum differs by one rounding
-    (the share is not rounded to f32 before it is added). In a program of
-    functions the ranges and action lists are renumbered. Runs before
-    `rt-plan-memory`.
+    kernel less per microbatch and weight. BLAS and cuBLASLt round the
+    product to f32 and then add beta times the sum, as the add did: on the
+    CPU the sums are the unfolded ones bit for bit (the actions' gradients
+    equal the unrolled step's, which has no accumulating GEMM:
+    test/Compile/train-actions.test). In a program of functions the ranges
+    and action lists are renumbered. Runs before `rt-plan-memory`.
   }];
 }
 
