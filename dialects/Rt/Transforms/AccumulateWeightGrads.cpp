@@ -120,13 +120,7 @@ struct AccumulateWeightGrads
     }
     if (!functions)
       return success();
-    FailureOr<SmallVector<int64_t>> newIndex =
-        functions->write(program, "rt-accumulate-weight-grads");
-    if (failed(newIndex))
-      return failure();
-    if (std::optional<ActionLists> lists = ActionLists::read(program))
-      lists->write(program, *newIndex);
-    return success();
+    return functions->writeWithActions(program, "rt-accumulate-weight-grads");
   }
 };
 

@@ -166,13 +166,7 @@ struct FoldPadSums
     }
     if (!changed || !functions)
       return success();
-    FailureOr<SmallVector<int64_t>> newIndex =
-        functions->write(program, "rt-fold-pad-sums");
-    if (failed(newIndex))
-      return failure();
-    if (std::optional<ActionLists> lists = ActionLists::read(program))
-      lists->write(program, *newIndex);
-    return success();
+    return functions->writeWithActions(program, "rt-fold-pad-sums");
   }
 };
 

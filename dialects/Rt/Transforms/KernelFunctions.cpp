@@ -105,3 +105,13 @@ void ActionLists::write(ProgramOp program, ArrayRef<int64_t> newIndex) const {
   else
     program->setAttr("actions", written.front());
 }
+
+LogicalResult KernelFunctions::writeWithActions(ProgramOp program,
+                                                StringRef pass) const {
+  FailureOr<SmallVector<int64_t>> newIndex = write(program, pass);
+  if (failed(newIndex))
+    return failure();
+  if (std::optional<ActionLists> lists = ActionLists::read(program))
+    lists->write(program, *newIndex);
+  return success();
+}

@@ -41,6 +41,10 @@ struct KernelFunctions {
   /// no longer contiguous.
   FailureOr<SmallVector<int64_t>> write(ProgramOp program,
                                         StringRef pass) const;
+
+  /// write(), then the action lists renumbered to the new indices (for a
+  /// pass that only removed or merged kernels).
+  LogicalResult writeWithActions(ProgramOp program, StringRef pass) const;
 };
 
 /// A program's action lists: `stage_actions`' (one per pipeline stage), or
