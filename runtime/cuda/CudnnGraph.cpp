@@ -375,16 +375,23 @@ std::vector<Desc> cudnn::buildSdpaBackward(Builder &b, const SdpaShape &s) {
     scores = g.causalMask(scores, g.scalar(kNegativeInfinity));
   Desc p = g.pointwise(CUDNN_POINTWISE_EXP, scores, g.fp32(g.scores()));
 
-  // dV = P^T dO (summed over a group's query heads).
-  Desc pT = g.reshape(
-      p, g.virtualOf(transposedScores, transposedStrides, s.dataType));
-  if (grouped) {
-    Desc dVFull =
-        g.matmul(pT, dO, g.virtualOf(full, packedStrides(full), s.dataType));
-    g.reduce(CUDNN_REDUCE_TENSOR_ADD, dVFull, dV);
-  } else {
-    g.matmul(pT, dO, dV);
-  }
+  // A key-side gradient: `scoresLike` transposed (in the 16-bit type)
+  // times `rows`, summed over a group's query heads into `out`.
+  auto keyGradient = [&](Desc scoresLike, Desc rows, Desc out) {
+    Desc transposed =
+        g.reshape(scoresLike,
+                  g.virtualOf(transposedScores, transposedStrides, s.dataType));
+    if (!grouped) {
+      g.matmul(transposed, rows, out);
+      return;
+    }
+    Desc perHead = g.matmul(transposed, rows,
+                            g.virtualOf(full, packedStrides(full), s.dataType));
+    g.reduce(CUDNN_REDUCE_TENSOR_ADD, perHead, out);
+  };
+
+  // dV = P^T dO.
+  keyGradient(p, dO, dV);
 
   // dS = P * (dO V^T - softmax_sum) * scale.
   Desc dP = g.matmul(dO, vT, g.fp32(g.scores()));
@@ -395,16 +402,8 @@ std::vector<Desc> cudnn::buildSdpaBackward(Builder &b, const SdpaShape &s) {
   Desc dS =
       g.pointwise(CUDNN_POINTWISE_MUL, weighted, g.fp32(g.scores()), scale);
 
-  // dK = dS^T Q (summed over a group's query heads).
-  Desc dST = g.reshape(
-      dS, g.virtualOf(transposedScores, transposedStrides, s.dataType));
-  if (grouped) {
-    Desc dKFull =
-        g.matmul(dST, q, g.virtualOf(full, packedStrides(full), s.dataType));
-    g.reduce(CUDNN_REDUCE_TENSOR_ADD, dKFull, dK);
-  } else {
-    g.matmul(dST, q, dK);
-  }
+  // dK = dS^T Q.
+  keyGradient(dS, q, dK);
 
   // dQ = dS K, straight into dQ: the deterministic form (no fp32
   // accumulator that blocks add into in any order).
