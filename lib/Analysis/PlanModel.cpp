@@ -106,6 +106,14 @@ public:
     double bytes = (rows * inner + inner * cols + rows * cols) * m.elementBytes;
     return matmulSeconds(hw, 2 * rows * cols * inner, bytes, peak);
   }
+  /// A weight gradient's GEMM: with several microbatches it adds into the
+  /// f32 sum in place (rt-accumulate-weight-grads), reading the sum besides.
+  double weightGemm(double rows, double cols, double inner) const {
+    double bytes = (rows * inner + inner * cols + rows * cols) * m.elementBytes;
+    if (plan.microbatches > 1)
+      bytes += 4 * inner * cols;
+    return matmulSeconds(hw, 2 * rows * cols * inner, bytes, peak);
+  }
   double memory(double bytes) const { return memoryBoundSeconds(hw, bytes); }
   double tpCollective(CollectiveKind kind, double bytes) const {
     return collectiveSeconds(hw, kind, bytes, plan.tp, tpPerNode);
@@ -124,24 +132,32 @@ public:
     return 2 * tpCollective(CollectiveKind::AllReduce, bytes);
   }
 
-  /// Each microbatch's W adds its fp32 weight gradients into the step's
-  /// sums (partial read, sum read and written): what the compiler does when
-  /// there are several microbatches.
+  /// Each microbatch's W adds a fp32 gradient share into the step's sum
+  /// (share written and read, sum read and written) where its GEMM cannot:
+  /// the tied embedding's, summed with the embedding's gradient first.
   double accumulateSeconds(double params) const {
     return plan.microbatches > 1 ? memory(12 * params) : 0;
   }
 
-  PhaseCosts layer(double layerParams) const {
+  PhaseCosts layer() const {
     double h = m.hidden, d = m.headDim, s = m.seq;
     double heads = m.heads / t;
     double kvHeads = std::max(1.0, m.kvHeads / t);
     double ffn = m.ffn / t;
     double b = plan.microbatchSize;
-    // The matrices.
-    double qkv = gemm(tokens, (heads + 2 * kvHeads) * d, h);
-    double out = gemm(tokens, h, heads * d);
-    double mlp = gemm(tokens, ffn, h) * (m.llama ? 2 : 1) + gemm(tokens, h, ffn);
-    double linears = qkv + out + mlp;
+    // The matrices; their weight gradients' GEMMs (weightGemm).
+    auto matrices = [&](bool weightGrads) {
+      auto product = [&](double rows, double cols, double inner) {
+        return weightGrads ? weightGemm(rows, cols, inner)
+                           : gemm(rows, cols, inner);
+      };
+      double qkv = product(tokens, (heads + 2 * kvHeads) * d, h);
+      double out = product(tokens, h, heads * d);
+      double mlp = product(tokens, ffn, h) * (m.llama ? 2 : 1) +
+                   product(tokens, h, ffn);
+      return qkv + out + mlp;
+    };
+    double linears = matrices(false);
     // Attention's core.
     double scores = b * heads * s * s;
     double attentionForward, attentionBackward;
@@ -172,7 +188,7 @@ public:
     costs.forward.communication = comm;
     costs.backward.compute = linears + attentionBackward + memory(2 * elementwise);
     costs.backward.communication = comm;
-    costs.weight.compute = linears + accumulateSeconds(layerParams);
+    costs.weight.compute = matrices(true);
     if (plan.remat == "full") {
       costs.backward.recompute = costs.forward.compute;
       costs.backward.communication += comm;
@@ -201,8 +217,10 @@ public:
     costs.forward.compute = norm + gemm(tokens, vocab, m.hidden) + memory(3 * logits);
     costs.forward.communication = small;
     costs.backward.compute = norm + gemm(tokens, m.hidden, vocab) + memory(3 * logits);
-    costs.weight.compute =
-        gemm(tokens, vocab, m.hidden) + accumulateSeconds(vocab * m.hidden);
+    costs.weight.compute = m.tiedEmbeddings
+                               ? gemm(tokens, vocab, m.hidden) +
+                                     accumulateSeconds(vocab * m.hidden)
+                               : weightGemm(tokens, vocab, m.hidden);
     return costs;
   }
 
@@ -255,7 +273,7 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
   double h = m.hidden, t = plan.tp;
   double layerParams = static_cast<double>(countLayerParameters(m)) / t;
   CostBuilder costs(m, plan, hw, tpPerNode);
-  PhaseCosts layer = costs.layer(layerParams), embedding = costs.embedding(),
+  PhaseCosts layer = costs.layer(), embedding = costs.embedding(),
              head = costs.head();
   int64_t layersPerChunk = m.layers / chunks;
 
