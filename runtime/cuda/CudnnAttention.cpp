@@ -137,6 +137,7 @@ struct GraphPlan {
 
 /// The plans of one shape key and where its scratch pieces lie.
 struct ShapePlan {
+  /// The first call's (its scale aside: each call passes its own).
   cudnn::SdpaShape shape;
   bool grad = false;
   std::unique_ptr<GraphPlan> forward, backward;
@@ -239,30 +240,30 @@ Status CudnnAttention::plan(const KernelCall &call, uint64_t &scratchBytes) {
   if (std::string why = cudnnVersionRefusal(call, impl_->library->version);
       !why.empty())
     return Status::error("cuDNN's attention does not take it: " + why);
+  const cudnn::SdpaShape shape = sdpaShapeOf(call);
   std::unique_ptr<ShapePlan> &slot = impl_->plans[keyOf(call)];
   if (!slot) {
+    // Made aside and kept only when both graphs have a plan.
     auto p = std::make_unique<ShapePlan>();
-    p->shape = sdpaShapeOf(call);
+    p->shape = shape;
     p->grad = call.op == fb::OpCode::AttentionGrad;
-    if (Status s = impl_->makeGraphPlan(p->shape, false, p->forward); !s) {
+    Status made = impl_->makeGraphPlan(shape, false, p->forward);
+    if (made && p->grad)
+      made = impl_->makeGraphPlan(shape, true, p->backward);
+    if (!made) {
       impl_->plans.erase(keyOf(call));
-      return s;
+      return made;
     }
-    if (p->grad) {
-      if (Status s = impl_->makeGraphPlan(p->shape, true, p->backward); !s) {
-        impl_->plans.erase(keyOf(call));
-        return s;
-      }
-    }
-    const cudnn::SdpaShape &s = p->shape;
     const uint64_t rows =
-        static_cast<uint64_t>(s.batch * s.heads * s.seqQ) * sizeof(float);
+        static_cast<uint64_t>(shape.batch * shape.heads * shape.seqQ) *
+        sizeof(float);
     // attention_grad's O, in q's layout (the graphs describe it so).
     p->outputBytes =
-        p->grad ? alignScratch(static_cast<uint64_t>(s.batch * s.heads *
-                                                     s.seqQ * s.headDim) *
-                               2)
-                : 0;
+        p->grad
+            ? alignScratch(static_cast<uint64_t>(shape.batch * shape.heads *
+                                                 shape.seqQ * shape.headDim) *
+                           2)
+            : 0;
     p->statsOffset = p->outputBytes;
     p->sumOffset = p->statsOffset + alignScratch(rows);
     p->workspaceOffset = p->sumOffset + (p->grad ? alignScratch(rows) : 0);
@@ -276,7 +277,9 @@ Status CudnnAttention::plan(const KernelCall &call, uint64_t &scratchBytes) {
   CallRun &run = impl_->calls[call.index];
   run = CallRun();
   run.plan = slot.get();
-  run.scale = slot->shape.scale;
+  // This call's scale: calls of one shape share the plan, not the scale
+  // (GPT-2's scale_attn_by_inverse_layer_idx gives each layer its own).
+  run.scale = shape.scale;
   run.negativeInfinity =
       impl_->library->version < kInfinityMask ? -FLT_MAX : -INFINITY;
   scratchBytes = slot->scratchBytes;
