@@ -184,6 +184,20 @@ cudnn::SdpaShape shape(int64_t b, int64_t h, int64_t kv, int64_t sq, int64_t sk,
   return s;
 }
 
+/// The forward or backward graph of `shape` built and, where cuDNN builds
+/// it without a device, its operation graph finalized: the operation count;
+/// `status` the first failure, or ok.
+size_t buildGraph(const CudnnLibrary &library, const cudnn::SdpaShape &shape,
+                  bool backward, Status &status) {
+  cudnn::Builder b(library);
+  auto ops = backward ? cudnn::buildSdpaBackward(b, shape)
+                      : cudnn::buildSdpaForward(b, shape);
+  if (b.ok() && library.version >= kGraphWithoutHandle)
+    cudnn::operationGraph(b, ops, nullptr);
+  status = b.status();
+  return ops.size();
+}
+
 } // namespace
 
 TEST(CudnnGraph, AttentionGraphsFinalize) {
@@ -203,26 +217,11 @@ TEST(CudnnGraph, AttentionGraphsFinalize) {
   };
   for (const GraphCase &c : cases) {
     SCOPED_TRACE(c.name);
-    {
-      cudnn::Builder b(*library);
-      auto ops = cudnn::buildSdpaForward(b, c.shape);
-      ASSERT_TRUE(b.ok()) << b.status().message();
-      EXPECT_EQ(ops.size(), c.forwardOps);
-      if (library->version >= kGraphWithoutHandle) {
-        cudnn::operationGraph(b, ops, nullptr);
-        EXPECT_TRUE(b.ok()) << b.status().message();
-      }
-    }
-    {
-      cudnn::Builder b(*library);
-      auto ops = cudnn::buildSdpaBackward(b, c.shape);
-      ASSERT_TRUE(b.ok()) << b.status().message();
-      EXPECT_EQ(ops.size(), c.backwardOps);
-      if (library->version >= kGraphWithoutHandle) {
-        cudnn::operationGraph(b, ops, nullptr);
-        EXPECT_TRUE(b.ok()) << b.status().message();
-      }
-    }
+    Status s = Status::ok();
+    EXPECT_EQ(buildGraph(*library, c.shape, false, s), c.forwardOps);
+    EXPECT_TRUE(s) << s.message();
+    EXPECT_EQ(buildGraph(*library, c.shape, true, s), c.backwardOps);
+    EXPECT_TRUE(s) << s.message();
   }
 }
 
@@ -411,14 +410,10 @@ TEST(CudnnAttention, DISABLED_ModelAttentionGraphs) {
       // The projections' layout (tpc-fold-attention-transposes).
       EXPECT_TRUE(shape.seqMajor);
       EXPECT_TRUE(shape.causal);
-      cudnn::Builder b(*library);
-      auto ops = call.op == fb::OpCode::Attention
-                     ? cudnn::buildSdpaForward(b, shape)
-                     : cudnn::buildSdpaBackward(b, shape);
-      if (library->version >= kGraphWithoutHandle)
-        cudnn::operationGraph(b, ops, nullptr);
-      EXPECT_TRUE(b.ok()) << b.status().message();
-      graphs += b.ok();
+      Status built = Status::ok();
+      buildGraph(*library, shape, call.op == fb::OpCode::AttentionGrad, built);
+      EXPECT_TRUE(built) << built.message();
+      graphs += bool(built);
     }
     std::printf("%s: cuDNN takes %zu of %zu attention kernels, %zu graphs "
                 "built\n",
