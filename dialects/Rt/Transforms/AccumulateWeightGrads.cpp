@@ -9,11 +9,15 @@
 // microbatch and weight, one weight-sized write and two reads less, one
 // kernel less, and the largest share's bytes off the memory plan.
 //
-// The values: the add computed round(sum + round(share)); BLAS and
-// cuBLASLt compute round(alpha * round(x^T dY) + beta * sum), the same with
-// alpha = beta = 1 (on the CPU bit for bit: test/Compile/train-actions.test
-// compares the actions' gradients with the unrolled step's, which has no
-// accumulating GEMM).
+// The values: the add computed round(sum + round(share)). A GEMM that sums
+// the microbatch's tokens in one block computes the same, bit for bit
+// (test/Compile/train-actions.test: the actions' gradients equal the
+// unrolled step's, which has no accumulating GEMM); one that sums them in
+// blocks (OpenBLAS past a few hundred tokens, cuBLASLt's split-K) adds each
+// block's partial product into the sum in turn: the same float32 additions
+// in another order, within float32's bound for them (OpenBLAS's sgemm of a
+// [96, 120] sum over 2000 rows: about half its elements differ in the last
+// bits from the add's).
 //
 //===----------------------------------------------------------------------===//
 

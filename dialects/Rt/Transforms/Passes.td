@@ -76,12 +76,15 @@ def RtAccumulateWeightGrads : Pass<"rt-accumulate-weight-grads", "ModuleOp"> {
     them), the pair becomes one `linear_weight_grad_accumulate` where the
     GEMM was, whose result is the sum it adds to (cuBLASLt's and BLAS's
     beta = 1): the share is neither written nor read, its buffer goes, one
-    kernel less per microbatch and weight. BLAS and cuBLASLt round the
-    product to f32 and then add beta times the sum, as the add did: on the
-    CPU the sums are the unfolded ones bit for bit (the actions' gradients
-    equal the unrolled step's, which has no accumulating GEMM:
-    test/Compile/train-actions.test). In a program of functions the ranges
-    and action lists are renumbered. Runs before `rt-plan-memory`.
+    kernel less per microbatch and weight. The values: where the GEMM sums
+    a microbatch's tokens in one block it rounds the product and then adds
+    the sum, as the add did, bit for bit (OpenBLAS up to a few hundred
+    tokens: test/Compile/train-actions.test's actions equal the unrolled
+    step, which has no accumulating GEMM); a longer sum adds its blocks'
+    partial products into the sum one at a time, another order of the
+    same float32 additions, within float32's bound for them. In a program
+    of functions the ranges and action lists are renumbered. Runs before
+    `rt-plan-memory`.
   }];
 }
 
