@@ -746,11 +746,9 @@ void CudaDevice::planCudnnAttention(const Program &program) {
 Status CudaDevice::runAttention(const KernelCall &call,
                                 const KernelArgs &args) {
 #if TPCRT_HAVE_CUDNN
-  if (cudnn_.planned(call)) {
-    bool taken = false;
-    if (Status s = cudnn_.run(call, args, taken); !s || taken)
-      return s;
-  }
+  bool taken = false;
+  if (Status s = cudnn_.run(call, args, taken); !s || taken)
+    return s;
 #endif
   return runAttentionKernel(call, args);
 }

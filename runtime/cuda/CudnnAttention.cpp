@@ -286,10 +286,6 @@ Status CudnnAttention::plan(const KernelCall &call, uint64_t &scratchBytes) {
   return Status::ok();
 }
 
-bool CudnnAttention::planned(const KernelCall &call) const {
-  return impl_->calls.count(call.index) != 0;
-}
-
 size_t CudnnAttention::planCount() const { return impl_->plans.size(); }
 
 void CudnnAttention::shutdown() { impl_->shutdown(); }

@@ -67,11 +67,9 @@ public:
   /// the graph) leaves the call to the device's own kernels.
   Status plan(const KernelCall &call, uint64_t &scratchBytes);
 
-  /// Whether plan() took `call`.
-  bool planned(const KernelCall &call) const;
-
-  /// Enqueues `call` (planned) on the handle's stream. `taken` is false
-  /// when an address is not 16-byte aligned (the own kernels run it then).
+  /// Enqueues `call` on the handle's stream. `taken` is false when plan()
+  /// did not take it or an address is not 16-byte aligned (the own kernels
+  /// run it then).
   Status run(const KernelCall &call, const KernelArgs &args, bool &taken);
 
   /// Distinct plans made (calls of one shape share one).
