@@ -181,8 +181,10 @@ bool splitVocabulary(const KernelCall &call) {
 int64_t scratchFloats(const KernelCall &call) {
   switch (call.op) {
   case fb::OpCode::Attention:
+  case fb::OpCode::AttentionQkv:
     return cpu::attentionScratchSize(call.seqQ, call.seqK);
   case fb::OpCode::AttentionGrad:
+  case fb::OpCode::AttentionQkvGrad:
     return cpu::attentionGradScratchSize(call.seqQ, call.seqK);
   case fb::OpCode::SumTo:
     return 2 * call.rhsCount;
@@ -521,9 +523,10 @@ Status CpuDevice::run(const KernelCall &call, const Resolved &r,
     }
     return dropout;
   };
-  auto attentionLayout = [&] {
-    return call.attentionSeqMajor() ? AttentionLayout::SeqMajor
-                                    : AttentionLayout::HeadMajor;
+  // attention_qkv(_grad): q, k and v (and their gradients) are the parts
+  // of operand (result) j.
+  auto part = [&](float *qkv, int64_t p) {
+    return qkv + qkvPartOffset(p, call.heads, call.headDim);
   };
   auto layout = [&] {
     return flag0 ? cpu::WeightLayout::OutIn : cpu::WeightLayout::InOut;
@@ -571,14 +574,16 @@ Status CpuDevice::run(const KernelCall &call, const Resolved &r,
                         block);
   case fb::OpCode::Softmax:
     return cpu::softmax(in(0), call.outer, call.seqQ, call.seqK, flag0, out(0));
-  case fb::OpCode::Attention: {
+  case fb::OpCode::Attention:
+  case fb::OpCode::AttentionQkv: {
     cpu::AttentionDropout dropout = attentionDropout();
-    return cpu::attention(in(0), in(1), in(2), call.batch, call.heads,
-                          call.kvHeads, call.seqQ, call.seqK, call.headDim,
-                          call.valueDim, flag0, static_cast<float>(fa[0]),
-                          r.scratch, out(0),
-                          dropout.rate > 0.0 ? &dropout : nullptr,
-                          attentionLayout());
+    bool packed = call.attentionPackedQkv();
+    return cpu::attention(
+        in(0), packed ? part(in(0), 1) : in(1), packed ? part(in(0), 2) : in(2),
+        call.batch, call.heads, call.kvHeads, call.seqQ, call.seqK,
+        call.headDim, call.valueDim, flag0, static_cast<float>(fa[0]),
+        r.scratch, out(0), dropout.rate > 0.0 ? &dropout : nullptr,
+        call.attentionLayout());
   }
   case fb::OpCode::Rotary:
     return cpu::rotary(in(0), call.outer, call.seqQ, call.headDim, fa[0], ia[0],
@@ -672,7 +677,16 @@ Status CpuDevice::run(const KernelCall &call, const Resolved &r,
         in(0), in(1), in(2), in(3), call.batch, call.heads, call.kvHeads,
         call.seqQ, call.seqK, call.headDim, call.valueDim, flag0,
         static_cast<float>(fa[0]), r.scratch, out(0), out(1), out(2),
-        dropout.rate > 0.0 ? &dropout : nullptr, attentionLayout());
+        dropout.rate > 0.0 ? &dropout : nullptr, call.attentionLayout());
+  }
+  case fb::OpCode::AttentionQkvGrad: {
+    cpu::AttentionDropout dropout = attentionDropout();
+    return cpu::attentionGrad(
+        in(0), in(1), part(in(1), 1), part(in(1), 2), call.batch, call.heads,
+        call.kvHeads, call.seqQ, call.seqK, call.headDim, call.valueDim, flag0,
+        static_cast<float>(fa[0]), r.scratch, out(0), part(out(0), 1),
+        part(out(0), 2), dropout.rate > 0.0 ? &dropout : nullptr,
+        call.attentionLayout());
   }
   case fb::OpCode::CrossEntropyGrad:
     if (splitVocabulary(call))

@@ -328,7 +328,7 @@ Status attentionGrad(const float *dO, const float *q, const float *k,
                      float *dv, const AttentionDropout *dropout,
                      AttentionLayout layout) {
   if (Status s = checkAttention(batch, heads, kvHeads, seqQ, seqK, headDim,
-                                valueDim, causal, dropout);
+                                valueDim, causal, dropout, layout);
       !s)
     return s.withContext("grad");
   bool drop = dropout && dropout->rate > 0.0;
@@ -339,11 +339,16 @@ Status attentionGrad(const float *dO, const float *q, const float *k,
   HeadRows qRows = headRows(layout, heads, seqQ, headDim),
            kRows = headRows(layout, kvHeads, seqK, headDim),
            vRows = headRows(layout, kvHeads, seqK, valueDim),
-           oRows = headRows(layout, heads, seqQ, valueDim);
+           oRows = resultRows(layout, heads, seqQ, valueDim);
   float *p = scratch;
   float *dp = scratch + attentionScratchSize(seqQ, seqK);
-  std::fill(dk, dk + batch * kvHeads * seqK * headDim, 0.0f);
-  std::fill(dv, dv + batch * kvHeads * seqK * valueDim, 0.0f);
+  // dk and dv sum into their rows (packed: between dq's parts).
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < kvHeads; ++h)
+      for (int64_t i = 0; i < seqK; ++i) {
+        std::fill_n(dk + kRows.at(b, h, i), headDim, 0.0f);
+        std::fill_n(dv + vRows.at(b, h, i), valueDim, 0.0f);
+      }
   // With P = softmax(S), Pd = P * mask / (1 - rate), O = Pd V:
   //   dV = Pd^T dO; dP = (dO V^T) * mask / (1 - rate);
   //   dS = P (dP - rowsum(dP P)); dQ = scale dS K; dK = scale dS^T Q.

@@ -505,11 +505,21 @@ Status dropout(const float *x, int64_t count, uint64_t key, double rate,
 Status detail::checkAttention(int64_t batch, int64_t heads, int64_t kvHeads,
                               int64_t seqQ, int64_t seqK, int64_t headDim,
                               int64_t valueDim, bool causal,
-                              const AttentionDropout *dropout) {
+                              const AttentionDropout *dropout,
+                              AttentionLayout layout) {
   if (Status s = checkNonNegative(
           "attention", {batch, heads, kvHeads, seqQ, seqK, headDim, valueDim});
       !s)
     return s;
+  // q, k and v are parts of one tensor: of one shape.
+  if (layout == AttentionLayout::PackedQkv &&
+      (kvHeads != heads || valueDim != headDim || seqK != seqQ))
+    return Status::error(
+        "attention: packed q, k and v need kv heads = heads, d_v = d and "
+        "s_k = s_q, not " +
+        std::to_string(kvHeads) + " / " + std::to_string(heads) + ", " +
+        std::to_string(valueDim) + " / " + std::to_string(headDim) + ", " +
+        std::to_string(seqK) + " / " + std::to_string(seqQ));
   if (kvHeads == 0 || heads % kvHeads != 0)
     return Status::error("attention: " + std::to_string(heads) +
                          " heads are not a multiple of " +
@@ -572,7 +582,7 @@ Status attention(const float *q, const float *k, const float *v, int64_t batch,
                  float *scratch, float *out, const AttentionDropout *dropout,
                  AttentionLayout layout) {
   if (Status s = checkAttention(batch, heads, kvHeads, seqQ, seqK, headDim,
-                                valueDim, causal, dropout);
+                                valueDim, causal, dropout, layout);
       !s)
     return s;
   bool drop = dropout && dropout->rate > 0.0;
@@ -580,7 +590,7 @@ Status attention(const float *q, const float *k, const float *v, int64_t batch,
   HeadRows qRows = headRows(layout, heads, seqQ, headDim),
            kRows = headRows(layout, kvHeads, seqK, headDim),
            vRows = headRows(layout, kvHeads, seqK, valueDim),
-           oRows = headRows(layout, heads, seqQ, valueDim);
+           oRows = resultRows(layout, heads, seqQ, valueDim);
   // Per (batch, head) and block of query rows: S = scale * Q K^T and
   // O = P V are GEMMs through the scratch block.
   for (int64_t b = 0; b < batch; ++b)

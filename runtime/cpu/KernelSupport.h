@@ -102,7 +102,7 @@ void softmaxRow(const float *row, int64_t valid, int64_t len, float *out);
 Status checkAttention(int64_t batch, int64_t heads, int64_t kvHeads,
                       int64_t seqQ, int64_t seqK, int64_t headDim,
                       int64_t valueDim, bool causal,
-                      const AttentionDropout *dropout);
+                      const AttentionDropout *dropout, AttentionLayout layout);
 
 /// Query rows [i0, i0 + rows) of one head and the keys [0, keys) they see;
 /// a scratch block holds them with row stride ld.

@@ -37,6 +37,7 @@
 
 #include "CudaCommon.cuh"
 #include "FlashAttention.cuh"
+#include "AttentionTensors.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -548,6 +549,11 @@ Status attentionSetup(const KernelCall &call, const KernelArgs &args,
                          std::to_string(kMaxDim) + " on CUDA");
   if (call.floatAttrs.size() < 2 || call.intAttrs.empty())
     return Status::error(std::string(name) + ": missing attributes");
+  if (call.attentionPackedQkv() &&
+      (call.kvHeads != call.heads || call.valueDim != call.headDim ||
+       call.seqK != call.seqQ))
+    return Status::error(std::string(name) +
+                         ": packed q, k and v of different shapes");
 
   shape.batch = call.batch;
   shape.heads = call.heads;
@@ -560,12 +566,11 @@ Status attentionSetup(const KernelCall &call, const KernelArgs &args,
   shape.causal = causal;
   shape.causalOffset = call.seqK - call.seqQ;
   shape.scale = static_cast<float>(call.floatAttrs[0]);
-  AttentionLayout layout = call.attentionSeqMajor() ? AttentionLayout::SeqMajor
-                                                    : AttentionLayout::HeadMajor;
+  AttentionLayout layout = call.attentionLayout();
   shape.qRows = headRows(layout, call.heads, call.seqQ, call.headDim);
   shape.kRows = headRows(layout, call.kvHeads, call.seqK, call.headDim);
   shape.vRows = headRows(layout, call.kvHeads, call.seqK, call.valueDim);
-  shape.oRows = headRows(layout, call.heads, call.seqQ, call.valueDim);
+  shape.oRows = resultRows(layout, call.heads, call.seqQ, call.valueDim);
 
   StepContext none;
   const StepContext &context = args.context ? *args.context : none;
@@ -605,7 +610,8 @@ Status attentionSetup(const KernelCall &call, const KernelArgs &args,
 /// Whether a call runs on tensor cores: one 16-bit storage for every
 /// operand, head_dim == value_dim in {64, 128}, every tensor 16-byte
 /// aligned (16-byte async copies, paired stores).
-bool useTensorCores(const KernelCall &call, const KernelArgs &args) {
+bool useTensorCores(const KernelCall &call, const KernelArgs &args,
+                    const AttentionTensors &t) {
   if (forceGeneric())
     return false;
   if (call.headDim != call.valueDim ||
@@ -615,11 +621,11 @@ bool useTensorCores(const KernelCall &call, const KernelArgs &args) {
   if (type != Storage::BF16 && type != Storage::F16)
     return false;
   for (size_t i = 0; i < call.operands.size(); ++i)
-    if (storageOf(call.operands[i].dtype) != type ||
-        !aligned16(args.operands[i]))
+    if (storageOf(call.operands[i].dtype) != type)
       return false;
-  for (size_t i = 0; i < call.results.size(); ++i)
-    if (!aligned16(args.results[i]))
+  // Every tensor where it starts (a packed part's too).
+  for (const void *p : {t.dO, t.q, t.k, t.v, t.o, t.dq, t.dk, t.dv})
+    if (p && !aligned16(p))
       return false;
   return true;
 }
@@ -652,7 +658,7 @@ Status launchTensorBackward(const BackwardParams &p, cudaStream_t stream) {
     if (Status st = launchStatus("attention_grad dK/dV (tensor cores)"); !st)
       return st;
   }
-  if (s.seqQ > 0) {
+  if (s.seqQ > 0 && s.batch * s.heads > 0) {
     dim3 grid =
         tileGrid((s.seqQ + Cfg::kRows - 1) / Cfg::kRows, s.batch * s.heads);
     auto *kernel = flash::backwardQueryKernel<T, D>;
@@ -691,7 +697,7 @@ Status launchGenericBackward(const BackwardParams &p, cudaStream_t stream) {
     if (Status st = launchStatus("attention_grad dK/dV"); !st)
       return st;
   }
-  if (s.seqQ > 0) {
+  if (s.seqQ > 0 && s.batch * s.heads > 0) {
     dim3 grid = tileGrid((s.seqQ + kRows - 1) / kRows, s.batch * s.heads);
     size_t bytes = genericQuerySmem(s.headDim, s.valueDim);
     auto *kernel = genericQueryKernel<Cap>;
@@ -750,17 +756,19 @@ Status runAttention(const KernelCall &call, const KernelArgs &args) {
     return s;
   if (Status s = checkGrid(call, "attention"); !s)
     return s;
-  p.q = args.operands[0];
-  p.k = args.operands[1];
-  p.v = args.operands[2];
+  AttentionTensors t = attentionTensors(call, args);
+  const size_t kOperand = call.attentionPackedQkv() ? 0 : 1;
+  p.q = t.q;
+  p.k = t.k;
+  p.v = t.v;
   p.qType = storageOf(call.operands[0].dtype);
-  p.kType = storageOf(call.operands[1].dtype);
-  p.vType = storageOf(call.operands[2].dtype);
-  p.o = args.results[0];
+  p.kType = storageOf(call.operands[kOperand].dtype);
+  p.vType = storageOf(call.operands[2 * kOperand].dtype);
+  p.o = t.o;
   p.oType = storageOf(call.results[0].dtype);
   if (p.shape.valueDim == 0 || call.results[0].elements == 0)
     return Status::ok(); // nothing to write
-  return runForward(p, useTensorCores(call, args), args.stream);
+  return runForward(p, useTensorCores(call, args, t), args.stream);
 }
 
 /// Scratch of attention_grad: three arrays of b * heads * s_q floats.
@@ -779,7 +787,8 @@ Status runAttentionGrad(const KernelCall &call, const KernelArgs &args) {
   if (Status s = checkGrid(call, "attention_grad"); !s)
     return s;
   const Shape &s = p.shape;
-  if (s.batch * s.heads == 0)
+  // No query heads: dk and dv are still written (zeros), as on the CPU.
+  if (s.batch * s.kvHeads * s.seqK == 0 && s.batch * s.heads == 0)
     return Status::ok();
   uint64_t statsBytes = rowStatsBytes(call);
   if (args.scratchBytes < 3 * statsBytes || (statsBytes && !args.scratch))
@@ -792,22 +801,25 @@ Status runAttentionGrad(const KernelCall &call, const KernelArgs &args) {
   stats.invSum = reinterpret_cast<float *>(scratch + statsBytes);
   stats.dot = reinterpret_cast<float *>(scratch + 2 * statsBytes);
 
-  p.dO = args.operands[0];
-  p.q = args.operands[1];
-  p.k = args.operands[2];
-  p.v = args.operands[3];
+  // Packed: q, k, v in operand 1, their gradients in result 0.
+  AttentionTensors t = attentionTensors(call, args);
+  const size_t packed = call.attentionPackedQkv() ? 1 : 0;
+  p.dO = t.dO;
+  p.q = t.q;
+  p.k = t.k;
+  p.v = t.v;
   p.dOType = storageOf(call.operands[0].dtype);
   p.qType = storageOf(call.operands[1].dtype);
-  p.kType = storageOf(call.operands[2].dtype);
-  p.vType = storageOf(call.operands[3].dtype);
-  p.dq = args.results[0];
-  p.dk = args.results[1];
-  p.dv = args.results[2];
+  p.kType = storageOf(call.operands[packed ? 1 : 2].dtype);
+  p.vType = storageOf(call.operands[packed ? 1 : 3].dtype);
+  p.dq = t.dq;
+  p.dk = t.dk;
+  p.dv = t.dv;
   p.dqType = storageOf(call.results[0].dtype);
-  p.dkType = storageOf(call.results[1].dtype);
-  p.dvType = storageOf(call.results[2].dtype);
+  p.dkType = storageOf(call.results[packed ? 0 : 1].dtype);
+  p.dvType = storageOf(call.results[packed ? 0 : 2].dtype);
   p.stats = stats;
-  bool tensor = useTensorCores(call, args);
+  bool tensor = useTensorCores(call, args, t);
 
   // 1. Per-row statistics (the forward, keeping max, 1 / sum and D).
   ForwardParams f;
@@ -892,6 +904,8 @@ bool cuda::isAttentionKernel(fb::OpCode op) {
   switch (op) {
   case fb::OpCode::Attention:
   case fb::OpCode::AttentionGrad:
+  case fb::OpCode::AttentionQkv:
+  case fb::OpCode::AttentionQkvGrad:
   case fb::OpCode::Softmax:
   case fb::OpCode::SoftmaxGrad:
     return true;
@@ -901,7 +915,7 @@ bool cuda::isAttentionKernel(fb::OpCode op) {
 }
 
 uint64_t cuda::attentionScratchBytes(const KernelCall &call) {
-  if (call.op != fb::OpCode::AttentionGrad)
+  if (!call.attentionBackward())
     return 0;
   return 3 * rowStatsBytes(call);
 }
@@ -910,8 +924,10 @@ Status cuda::runAttentionKernel(const KernelCall &call,
                                 const KernelArgs &args) {
   switch (call.op) {
   case fb::OpCode::Attention:
+  case fb::OpCode::AttentionQkv:
     return runAttention(call, args);
   case fb::OpCode::AttentionGrad:
+  case fb::OpCode::AttentionQkvGrad:
     return runAttentionGrad(call, args);
   case fb::OpCode::Softmax:
     return runSoftmax(call, args);

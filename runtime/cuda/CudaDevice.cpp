@@ -700,8 +700,7 @@ void CudaDevice::planCudnnAttention(const Program &program) {
   std::string refusal, failure;
   Status ready = Status::ok();
   for (const KernelCall &call : program.calls) {
-    if (call.op != fb::OpCode::Attention &&
-        call.op != fb::OpCode::AttentionGrad)
+    if (!call.attentionForward() && !call.attentionBackward())
       continue;
     ++attention;
     if (std::string why = cudnnAttentionRefusal(call); !why.empty()) {

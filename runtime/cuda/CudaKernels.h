@@ -20,8 +20,8 @@
 //               without a vocabulary split, loss_mean, counts, optimizers,
 //               sum_squares, clip_coefficient, lr_schedule
 //                                                    (ReductionKernels.cu)
-//   attention   attention(_grad) (flash-style: never the s x s matrix),
-//               softmax(_grad)                       (AttentionKernels.cu)
+//   attention   attention(_grad), attention_qkv(_grad) (flash-style: never
+//               the s x s matrix), softmax(_grad)    (AttentionKernels.cu)
 //   gemm        linear, linear_input_grad, linear_weight_grad,
 //               batch_matmul through cuBLASLt        (Gemm.h, Gemm.cpp)
 // The device itself runs the collectives, the transfers and the
@@ -109,6 +109,7 @@ Status runOptimizerKernel(const KernelCall &call, const KernelArgs &args);
 
 // Attention and softmax (AttentionKernels.cu).
 bool isAttentionKernel(fb::OpCode op);
+
 uint64_t attentionScratchBytes(const KernelCall &call);
 Status runAttentionKernel(const KernelCall &call, const KernelArgs &args);
 

@@ -2,6 +2,7 @@
 
 #include "CudnnAttention.h"
 
+#include "AttentionTensors.h"
 #include "CudnnGraph.h"
 
 #include <array>
@@ -28,11 +29,11 @@ bool sixteenBit(fb::DType t) {
 
 /// Calls of one key share a plan (the scale is a run-time value).
 using ShapeKey = std::tuple<bool, int64_t, int64_t, int64_t, int64_t, int64_t,
-                            int64_t, bool, bool, int>;
+                            int64_t, bool, bool, bool, int>;
 
 ShapeKey keyOf(const KernelCall &call) {
   cudnn::SdpaShape s = sdpaShapeOf(call);
-  return {call.op == fb::OpCode::AttentionGrad,
+  return {call.attentionBackward(),
           s.batch,
           s.heads,
           s.kvHeads,
@@ -40,6 +41,7 @@ ShapeKey keyOf(const KernelCall &call) {
           s.seqK,
           s.headDim,
           s.seqMajor,
+          s.packedQkv,
           s.causal,
           static_cast<int>(s.dataType)};
 }
@@ -59,6 +61,7 @@ cudnn::SdpaShape cuda::sdpaShapeOf(const KernelCall &call) {
   s.seqK = call.seqK;
   s.headDim = call.headDim;
   s.seqMajor = call.attentionSeqMajor();
+  s.packedQkv = call.attentionPackedQkv();
   s.causal = call.flags & 1;
   s.dataType = call.operands[0].dtype == fb::DType::BF16 ? CUDNN_DATA_BFLOAT16
                                                          : CUDNN_DATA_HALF;
@@ -68,8 +71,8 @@ cudnn::SdpaShape cuda::sdpaShapeOf(const KernelCall &call) {
 }
 
 std::string cuda::cudnnAttentionRefusal(const KernelCall &call) {
-  const bool grad = call.op == fb::OpCode::AttentionGrad;
-  if (call.op != fb::OpCode::Attention && !grad)
+  const bool grad = call.attentionBackward();
+  if (!call.attentionForward() && !grad)
     return "not an attention kernel";
   if (call.dropoutRate != 0.0)
     return "attention dropout (cuDNN's dropout cannot draw the runtime's "
@@ -107,8 +110,7 @@ std::string cuda::cudnnVersionRefusal(const KernelCall &call, size_t version) {
   if (version == 91000 || version == 91001)
     return "cuDNN " + cudnnVersionString(version) +
            " (its fused attention has known bugs)";
-  if (call.op == fb::OpCode::AttentionGrad && version < 91501 &&
-      call.seqK % 128 != 0)
+  if (call.attentionBackward() && version < 91501 && call.seqK % 128 != 0)
     return "attention_grad with s_k " + std::to_string(call.seqK) +
            " (not a multiple of 128) on cuDNN " + cudnnVersionString(version) +
            " (before 9.15.1 its backward reads out of bounds there)";
@@ -246,7 +248,7 @@ Status CudnnAttention::plan(const KernelCall &call, uint64_t &scratchBytes) {
     // Made aside and kept only when both graphs have a plan.
     auto p = std::make_unique<ShapePlan>();
     p->shape = shape;
-    p->grad = call.op == fb::OpCode::AttentionGrad;
+    p->grad = call.attentionBackward();
     Status made = impl_->makeGraphPlan(shape, false, p->forward);
     if (made && p->grad)
       made = impl_->makeGraphPlan(shape, true, p->backward);
@@ -294,33 +296,26 @@ namespace {
 
 /// Builds `set`'s variant packs for a run at `at` (`args`' addresses): the
 /// graphs' tensors by unique id, the scalars by their host addresses in `run`.
-Status buildPacks(const CudnnLibrary &library, const KernelArgs &args,
-                  CallRun &run, const RunAddresses &at, PackSet &set) {
+Status buildPacks(const CudnnLibrary &library, const KernelCall &call,
+                  const KernelArgs &args, CallRun &run, const RunAddresses &at,
+                  PackSet &set) {
   const ShapePlan &p = *run.plan;
   char *scratch = static_cast<char *>(args.scratch);
   void *stats = scratch + p.statsOffset;
   void *workspace = scratch + p.workspaceOffset;
-  // The forward: attention's q, k, v -> its result; attention_grad's
-  // (operands 1-3) -> O in scratch.
-  const size_t first = p.grad ? 1 : 0;
-  void *output = p.grad ? static_cast<void *>(scratch) : args.results[0];
-  std::vector<void *> forward = {args.operands[first],
-                                 args.operands[first + 1],
-                                 args.operands[first + 2],
-                                 output,
-                                 stats,
-                                 &run.scale};
+  // The forward: attention's q, k, v -> its result; attention_grad's -> O
+  // in scratch.
+  const AttentionTensors t = attentionTensors(call, args);
+  void *output = p.grad ? static_cast<void *>(scratch) : t.o;
+  std::vector<void *> forward = {t.q, t.k, t.v, output, stats, &run.scale};
   std::vector<int64_t> forwardUids = {cudnn::kQ, cudnn::kK,     cudnn::kV,
                                       cudnn::kO, cudnn::kStats, cudnn::kScale};
   std::vector<void *> backward;
   std::vector<int64_t> backwardUids;
   if (p.grad) {
-    backward = {args.operands[1], args.operands[2],
-                args.operands[3], output,
-                args.operands[0], stats,
-                args.results[0],  args.results[1],
-                args.results[2],  scratch + p.sumOffset,
-                &run.scale,       &run.one};
+    backward = {t.q,        t.k,     t.v,  output, t.dO,
+                stats,      t.dq,    t.dk, t.dv,   scratch + p.sumOffset,
+                &run.scale, &run.one};
     backwardUids = {cudnn::kQ,  cudnn::kK,          cudnn::kV,     cudnn::kO,
                     cudnn::kDO, cudnn::kStats,      cudnn::kDQ,    cudnn::kDK,
                     cudnn::kDV, cudnn::kSoftmaxSum, cudnn::kScale, cudnn::kOne};
@@ -353,11 +348,10 @@ Status CudnnAttention::run(const KernelCall &call, const KernelArgs &args,
     return Status::ok();
   CallRun &run = found->second;
   const ShapePlan &p = *run.plan;
-  for (size_t i = 0; i < call.operands.size(); ++i)
-    if (!aligned16(args.operands[i]))
-      return Status::ok();
-  for (size_t i = 0; i < call.results.size(); ++i)
-    if (!aligned16(args.results[i]))
+  // Every tensor where it starts (a packed part's too).
+  const AttentionTensors t = attentionTensors(call, args);
+  for (const void *tensor : {t.dO, t.q, t.k, t.v, t.o, t.dq, t.dk, t.dv})
+    if (tensor && !aligned16(tensor))
       return Status::ok();
   if (args.scratchBytes < p.scratchBytes || !args.scratch)
     return Status::error(
@@ -383,7 +377,8 @@ Status CudnnAttention::run(const KernelCall &call, const KernelArgs &args,
     } else {
       packs = &run.packs[run.nextReplaced++ % kMostPackSets];
     }
-    if (Status s = buildPacks(*impl_->library, args, run, at, *packs); !s) {
+    if (Status s = buildPacks(*impl_->library, call, args, run, at, *packs);
+        !s) {
       packs->builder.reset();
       packs->at = RunAddresses();
       return s;

@@ -290,7 +290,7 @@ struct Graph {
   /// given or transposed in their last two dims.
   Desc io(int64_t id, bool keys, bool transposed = false) {
     Dims dims, strides;
-    sdpaDims(s, keys, dims, strides);
+    sdpaDims(s, keys, dims, strides, id != kO && id != kDO);
     if (transposed)
       swapLastTwo(dims, strides);
     return b.tensor(id, dims, strides, s.dataType, false);
@@ -304,13 +304,14 @@ struct Graph {
 } // namespace
 
 void cudnn::sdpaDims(const SdpaShape &shape, bool keys, Dims &dims,
-                     Dims &strides) {
+                     Dims &strides, bool part) {
   const int64_t heads = keys ? shape.kvHeads : shape.heads;
   const int64_t seq = keys ? shape.seqK : shape.seqQ;
   const int64_t d = shape.headDim;
   dims = {shape.batch, heads, seq, d};
-  if (shape.seqMajor)
-    strides = {seq * heads * d, d, heads * d, 1};
+  const int64_t row = (shape.packedQkv && part ? 3 : 1) * heads * d;
+  if (shape.seqMajor || shape.packedQkv)
+    strides = {seq * row, d, row, 1};
   else
     strides = {heads * seq * d, seq * d, d, 1};
 }

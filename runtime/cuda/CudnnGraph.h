@@ -37,6 +37,9 @@ struct SdpaShape {
   int64_t batch = 0, heads = 0, kvHeads = 0, seqQ = 0, seqK = 0, headDim = 0;
   /// [b, s, heads, d] memory instead of [b, heads, s, d].
   bool seqMajor = false;
+  /// Q, K, V, dQ, dK and dV the parts of [b, s, 3, heads, d] (seqMajor
+  /// too; O and dO [b, s, heads, d]).
+  bool packedQkv = false;
   bool causal = false;
   /// CUDNN_DATA_BFLOAT16 or CUDNN_DATA_HALF: Q, K, V, O (and dO, dQ, dK, dV).
   cudnnDataType_t dataType = CUDNN_DATA_BFLOAT16;
@@ -147,9 +150,10 @@ std::vector<cudnnBackendDescriptor_t> buildSdpaBackward(Builder &b,
                                                         const SdpaShape &s);
 
 /// Q's (and O's, dO's, dQ's) or K's (V's, dK's, dV's) dims [b, h, s, d] and
-/// strides for `shape`'s layout.
+/// strides for `shape`'s layout; `part`: a tensor of q, k, v or their
+/// gradients (packedQkv: every row 3 * heads * d from the next).
 void sdpaDims(const SdpaShape &shape, bool keys, std::vector<int64_t> &dims,
-              std::vector<int64_t> &strides);
+              std::vector<int64_t> &strides, bool part = true);
 
 /// An operation graph of `ops`; with a handle when given (cuDNN before
 /// 9.? requires one; newer ones build it without a device).

@@ -396,14 +396,19 @@ Status KernelDecoder::softmax() {
 
 /// Attention's attributes and sizes from query, key and value, operands
 /// first .. first + 2.
-Status KernelDecoder::attentionSizes(size_t first) {
+/// The attention kernels' attributes (as attention's) and float operands.
+Status KernelDecoder::attentionAttrs() {
   if (Status s = streamAttrs(2, rowFlagMask()); !s)
     return s;
   if (Status s = finite(0, "scale", -INFINITY, false); !s)
     return s;
   if (Status s = dropoutRate(1); !s)
     return s;
-  if (Status s = floatOperands(); !s)
+  return floatOperands();
+}
+
+Status KernelDecoder::attentionSizes(size_t first) {
+  if (Status s = attentionAttrs(); !s)
     return s;
   for (size_t j = first; j < first + 3; ++j)
     if (in(j).shape.size() != 4)
@@ -445,6 +450,39 @@ Status KernelDecoder::attention() {
     return s;
   return shape(out(0), "result",
                attentionShape(call.heads, call.seqQ, call.valueDim));
+}
+
+/// attention_qkv's and attention_qkv_grad's attributes and sizes from qkv,
+/// operand `index`: [b, s, 3, heads, d], q, k and v its parts.
+Status KernelDecoder::attentionQkvSizes(size_t index) {
+  if (Status s = attentionAttrs(); !s)
+    return s;
+  const TensorRef &qkv = in(index);
+  if (qkv.shape.size() != 5 || qkv.shape[2] != kQkvParts)
+    return Status::error(describe(inRole(index), qkv) +
+                         " should be [b, s, 3, heads, d]");
+  call.batch = qkv.shape[0];
+  call.seqQ = call.seqK = qkv.shape[1];
+  call.heads = call.kvHeads = qkv.shape[3];
+  call.headDim = call.valueDim = qkv.shape[4];
+  return Status::ok();
+}
+
+Status KernelDecoder::attentionQkv() {
+  if (Status s = attentionQkvSizes(0); !s)
+    return s;
+  return shape(out(0), "result",
+               attentionShape(call.heads, call.seqQ, call.valueDim));
+}
+
+Status KernelDecoder::attentionQkvGrad() {
+  if (Status s = attentionQkvSizes(1); !s)
+    return s;
+  if (Status s = shape(in(0), "dO",
+                       attentionShape(call.heads, call.seqQ, call.valueDim));
+      !s)
+    return s;
+  return shape(out(0), outRole(0), in(1).shape);
 }
 
 std::vector<int64_t> KernelDecoder::attentionShape(int64_t heads, int64_t seq,
@@ -1164,8 +1202,7 @@ Status KernelDecoder::dropoutSplits() {
   if (Status s = checkSplits(mesh, call.splits, first.shape.size()); !s)
     return s.withContext("splits of " + describe(outRole(0), first));
   // The causal mask compares local query and key positions.
-  bool attention =
-      call.op == fb::OpCode::Attention || call.op == fb::OpCode::AttentionGrad;
+  bool attention = call.attentionForward() || call.attentionBackward();
   if (attention && (call.flags & 1) &&
       !call.splits[call.attentionQueryDim()].empty())
     return Status::error("causal attention with its query dimension split "
@@ -1262,7 +1299,8 @@ Status tpcrt::decodeKernel(KernelCall &call, const Mesh &mesh,
 }
 
 /// N of a kernel drawing a dropout stream: the global elements it draws
-/// (attention: b, heads, s_q of its first result, global, times s_k),
+/// (the attention kernels: b, heads, s_q of their first result, global,
+/// times s_k),
 /// INT64_MAX where that does not fit.
 void KernelDecoder::streamElements() {
   call.streamElements = 0;
@@ -1270,11 +1308,11 @@ void KernelDecoder::streamElements() {
     return;
   const std::vector<int64_t> &global =
       call.splits.empty() ? out(0).shape : call.globalShape;
-  bool attention =
-      call.op == fb::OpCode::Attention || call.op == fb::OpCode::AttentionGrad;
   std::vector<int64_t> drawn = global;
-  if (attention && drawn.size() == 4)
-    drawn[3] = call.seqK;
+  // The probabilities [b, heads, s_q, s_k].
+  if (call.attentionForward() || call.attentionBackward())
+    drawn = {global[0], global[call.attentionHeadsDim()],
+             global[call.attentionQueryDim()], call.seqK};
   int64_t n = 1;
   for (int64_t d : drawn)
     if (__builtin_mul_overflow(n, d, &n)) {

@@ -64,7 +64,9 @@ private:
                      const TensorRef &w, const std::string &wRole,
                      const TensorRef &y, const std::string &yRole);
   Status softmaxSizes(const TensorRef &x, const std::string &role);
+  Status attentionAttrs();
   Status attentionSizes(size_t first);
+  Status attentionQkvSizes(size_t index);
   /// An attention tensor's shape in the call's layout (batch from the call).
   std::vector<int64_t> attentionShape(int64_t heads, int64_t seq,
                                       int64_t dim) const;
@@ -88,6 +90,8 @@ private:
                       const TensorRef &part, const char *partRole);
   Status softmax();
   Status attention();
+  Status attentionQkv();
+  Status attentionQkvGrad();
   Status rotary();
   Status rotaryScaled();
   /// rotary's and rotary_scaled's checks and sizes (`floats` float_attrs).

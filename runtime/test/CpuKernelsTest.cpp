@@ -463,6 +463,63 @@ TEST(CpuKernelsTest, SeqMajorAttentionIsTheTransposedHeadMajor) {
   }
 }
 
+// attention_qkv's layout: q, k and v the parts of one [b, s, 3, heads, d]
+// tensor, their gradients written into the parts of another (poisoned
+// first: every element is written), bit for bit the sequence-major kernels
+// on the parts copied out.
+TEST(CpuKernelsTest, PackedQkvAttentionIsTheSeqMajorOfItsParts) {
+  const int64_t b = 2, h = 3, s = 7, d = 5, row = 3 * h * d;
+  auto x = randomVector(b * s * row, 8), dO = randomVector(b * s * h * d, 9);
+  // Part p of x as a [b, s, h, d] tensor.
+  auto partOf = [&](const std::vector<float> &t, int64_t p) {
+    std::vector<float> out;
+    for (int64_t r = 0; r < b * s; ++r)
+      out.insert(out.end(), t.begin() + r * row + p * h * d,
+                 t.begin() + r * row + (p + 1) * h * d);
+    return out;
+  };
+  auto q = partOf(x, 0), k = partOf(x, 1), v = partOf(x, 2);
+  std::vector<float> scratch(attentionGradScratchSize(s, s));
+  AttentionDropout dropout{dropoutKey(4, 5, 6), 0.25};
+  const float *X = x.data();
+  for (bool causal : {false, true}) {
+    SCOPED_TRACE(causal ? "causal" : "not causal");
+    std::vector<float> out(b * s * h * d), outP(out.size(), NAN);
+    ASSERT_TRUE(attention(q.data(), k.data(), v.data(), b, h, h, s, s, d, d,
+                          causal, 0.4f, scratch.data(), out.data(), &dropout,
+                          AttentionLayout::SeqMajor));
+    ASSERT_TRUE(attention(X, X + qkvPartOffset(1, h, d),
+                          X + qkvPartOffset(2, h, d), b, h, h, s, s, d, d,
+                          causal, 0.4f, scratch.data(), outP.data(), &dropout,
+                          AttentionLayout::PackedQkv));
+    EXPECT_EQ(outP, out);
+    std::vector<float> dq(q.size()), dk(k.size()), dv(v.size()),
+        dx(x.size(), NAN);
+    ASSERT_TRUE(attentionGrad(dO.data(), q.data(), k.data(), v.data(), b, h,
+                              h, s, s, d, d, causal, 0.4f, scratch.data(),
+                              dq.data(), dk.data(), dv.data(), &dropout,
+                              AttentionLayout::SeqMajor));
+    float *dX = dx.data();
+    ASSERT_TRUE(attentionGrad(dO.data(), X, X + qkvPartOffset(1, h, d),
+                              X + qkvPartOffset(2, h, d), b, h, h, s, s, d, d,
+                              causal, 0.4f, scratch.data(), dX,
+                              dX + qkvPartOffset(1, h, d),
+                              dX + qkvPartOffset(2, h, d), &dropout,
+                              AttentionLayout::PackedQkv));
+    EXPECT_EQ(partOf(dx, 0), dq);
+    EXPECT_EQ(partOf(dx, 1), dk);
+    EXPECT_EQ(partOf(dx, 2), dv);
+  }
+  // Parts of one tensor have one shape.
+  std::vector<float> out(b * s * h * d);
+  Status refused = attention(X, X, X, b, h, 1, s, s, d, d, true, 0.4f,
+                             scratch.data(), out.data(), nullptr,
+                             AttentionLayout::PackedQkv);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.message().find("packed q, k and v"), std::string::npos)
+      << refused.message();
+}
+
 // Sequence-major rotary (positions along dim 1 of [b, s, heads, d]) is the
 // head-major one on the transposed tensor, bit for bit, scaled or not.
 TEST(CpuKernelsTest, SeqMajorRotaryIsTheTransposedHeadMajor) {

@@ -867,6 +867,33 @@ TEST_F(KernelMeaningTest, AttentionAndRotary) {
           {{F32, {2, 8, 5, 16}}, {F32, {2, 4, 5, 16}}, {F32, {2, 4, 5, 16}}},
           {{F32, {2, 8, 5, 16}}}, {0}, {0.25, -0.5}),
       "dropout rate (float_attrs[1]) is -0.5, expected [0, 1)");
+  // attention_qkv(_grad): q, k, v the parts of [b, s, 3, heads, d].
+  expectValid(singleKernel(fb::OpCode::AttentionQkv, {{BF16, {2, 5, 3, 4, 8}}},
+                           {{BF16, {2, 5, 4, 8}}}, {3, 0}, {0.25, 0.1}, 1));
+  expectValid(singleKernel(fb::OpCode::AttentionQkvGrad,
+                           {{F32, {2, 5, 4, 8}}, {F32, {2, 5, 3, 4, 8}}},
+                           {{F32, {2, 5, 3, 4, 8}}}, {3}, {0.25, 0.0}, 1));
+  expectKernel(singleKernel(fb::OpCode::AttentionQkv, {{F32, {2, 5, 2, 4, 8}}},
+                            {{F32, {2, 5, 4, 8}}}, {0}, {0.25, 0.0}),
+               "kernel 0 (attention_qkv): qkv [2, 5, 2, 4, 8] should be [b, "
+               "s, 3, heads, d]");
+  expectKernel(singleKernel(fb::OpCode::AttentionQkv, {{F32, {2, 5, 3, 4, 8}}},
+                            {{F32, {2, 4, 5, 8}}}, {0}, {0.25, 0.0}),
+               "kernel 0 (attention_qkv): result [2, 4, 5, 8] should be [2, "
+               "5, 4, 8]");
+  expectKernel(singleKernel(fb::OpCode::AttentionQkv, {{F32, {2, 5, 3, 4, 8}}},
+                            {{F32, {2, 5, 4, 8}}}, {0}, {0.25, 0.0}, 2),
+               "kernel 0 (attention_qkv): flags 2 set bits");
+  expectKernel(singleKernel(fb::OpCode::AttentionQkvGrad,
+                            {{F32, {2, 5, 4, 8}}, {F32, {2, 5, 3, 4, 8}}},
+                            {{F32, {2, 5, 4, 8}}}, {0}, {0.25, 0.0}),
+               "kernel 0 (attention_qkv_grad): qkv grad [2, 5, 4, 8] should "
+               "be [2, 5, 3, 4, 8]");
+  expectKernel(singleKernel(fb::OpCode::AttentionQkvGrad,
+                            {{F32, {2, 5, 4, 4}}, {F32, {2, 5, 3, 4, 8}}},
+                            {{F32, {2, 5, 3, 4, 8}}}, {0}, {0.25, 0.0}),
+               "kernel 0 (attention_qkv_grad): dO [2, 5, 4, 4] should be [2, "
+               "5, 4, 8]");
   expectValid(singleKernel(fb::OpCode::Rotary, {{F32, {2, 4, 9, 16}}},
                            {{F32, {2, 4, 9, 16}}}, {5}, {10000.0}));
   expectKernel(singleKernel(fb::OpCode::Rotary, {{F32, {2, 4, 9, 15}}},

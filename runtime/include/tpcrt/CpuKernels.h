@@ -181,8 +181,9 @@ inline int64_t attentionScratchSize(int64_t seqQ, int64_t seqK) {
 /// softmax(scale * q k^T [+ causal mask]) v per head with grouped KV heads:
 /// q [b, heads, sq, d], k [b, kvHeads, sk, d], v [b, kvHeads, sk, dv], out
 /// [b, heads, sq, dv] (SeqMajor: every tensor's second and third dims
-/// swapped, the same values otherwise); query head h reads kv head
-/// h / (heads / kvHeads).
+/// swapped, the same values otherwise; PackedQkv: q, k and v point at their
+/// parts of one [b, s, 3, heads, d] tensor, qkvPartOffset, and out is
+/// sequence-major); query head h reads kv head h / (heads / kvHeads).
 /// scratch holds attentionScratchSize(sq, sk) floats. With `dropout` (may be
 /// null), the probabilities are masked after the softmax and before the
 /// product with v, probability (b, h, i, j) being element

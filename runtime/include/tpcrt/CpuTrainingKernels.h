@@ -105,7 +105,8 @@ inline int64_t attentionGradScratchSize(int64_t seqQ, int64_t seqK) {
 
 /// The gradients of attention (same arguments as attention()) from dO [b,
 /// heads, sq, dv] (or SeqMajor, as all the others): dq like q, dk like k,
-/// dv like v. The probabilities and
+/// dv like v (PackedQkv: dq, dk and dv point at their parts of one tensor,
+/// as q, k and v do). The probabilities and
 /// their dropout mask are recomputed from q, k and the stream; dk and dv of
 /// a kv head sum the contributions of its group of query heads.
 Status attentionGrad(const float *dO, const float *q, const float *k,

@@ -28,6 +28,7 @@
 #ifndef TPCRT_PROGRAM_H
 #define TPCRT_PROGRAM_H
 
+#include "tpcrt/AttentionRows.h"
 #include "tpcrt/ExecutableDType.h"
 #include "tpcrt/Layout.h"
 #include "tpcrt/Status.h"
@@ -108,6 +109,8 @@ struct TensorRef {
 ///   sgd_update
 ///   softmax_grad   outer, seqQ, seqK
 ///   attention_grad as attention
+///   attention_qkv, as attention (kvHeads = heads, valueDim = headDim,
+///   attention_qkv_grad  seqK = seqQ; attentionLayout() PackedQkv)
 ///   cross_entropy_grad  as cross_entropy
 ///   sum_squares    each operand's elements
 ///   all_reduce     count, groupSize
@@ -138,12 +141,33 @@ struct KernelCall {
   int64_t outer = 0, heads = 0, kvHeads = 0, seqQ = 0, seqK = 0;
   int64_t headDim = 0, valueDim = 0;
 
+  /// attention_qkv, attention_qkv_grad: q, k and v are the parts of one
+  /// [b, s, 3, heads, d] tensor.
+  bool attentionPackedQkv() const {
+    return op == fb::OpCode::AttentionQkv || op == fb::OpCode::AttentionQkvGrad;
+  }
+  /// Any attention forward (attention, attention_qkv) or backward.
+  bool attentionForward() const {
+    return op == fb::OpCode::Attention || op == fb::OpCode::AttentionQkv;
+  }
+  bool attentionBackward() const {
+    return op == fb::OpCode::AttentionGrad ||
+           op == fb::OpCode::AttentionQkvGrad;
+  }
   /// attention, attention_grad: flags bit 1, every tensor [b, s, heads, d]
-  /// instead of [b, heads, s, d].
-  bool attentionSeqMajor() const { return flags & 2; }
-  /// attention, attention_grad: the dimensions of the heads and of the query
-  /// positions in the (first) result.
-  int attentionHeadsDim() const { return attentionSeqMajor() ? 2 : 1; }
+  /// instead of [b, heads, s, d]; the packed forms' result and dO too.
+  bool attentionSeqMajor() const { return attentionPackedQkv() || (flags & 2); }
+  AttentionLayout attentionLayout() const {
+    return attentionPackedQkv()  ? AttentionLayout::PackedQkv
+           : attentionSeqMajor() ? AttentionLayout::SeqMajor
+                                 : AttentionLayout::HeadMajor;
+  }
+  /// The attention kernels: the dimensions of the heads and of the query
+  /// positions in the (first) result (attention_qkv_grad's [b, s, 3, heads,
+  /// d]).
+  int attentionHeadsDim() const {
+    return op == fb::OpCode::AttentionQkvGrad ? 3 : attentionSeqMajor() ? 2 : 1;
+  }
   int attentionQueryDim() const { return attentionSeqMajor() ? 1 : 2; }
 
   /// Dropout kernels (dropout, dropout_mask, attention, attention_grad):
