@@ -590,6 +590,31 @@ inline void addCases(DT F, std::vector<Case> &out) {
     }
   }
 
+  // attention_qkv(_grad): q, k, v the parts of one [b, s, 3, heads, d]
+  // tensor (the generic path with dropout; the tensor-core path; what cuDNN
+  // also runs: bf16, no dropout).
+  for (const AttentionSpec &s : std::vector<AttentionSpec>{
+           {kBatch, 4, 4, kSeqQ, kSeqQ, kHeadDim, kHeadDim, true, 0.1, 5},
+           {2, 4, 4, 300, 300, 128, 128, true, 0.1, -1},
+           {2, 4, 4, 256, 256, 64, 64, true, 0.0, -1},
+           {1, 6, 6, 77, 77, 128, 128, false, 0.0, -1}}) {
+    Shape qkv = {s.b, s.sq, 3, s.h, s.d}, o = {s.b, s.sq, s.h, s.d};
+    const std::string text = s.text() + " qkv";
+    const uint32_t causal = s.causal ? 1 : 0;
+    {
+      CaseBuilder b(Op::AttentionQkv, F, dt, text);
+      b.kernel(Op::AttentionQkv, {b.in(F, qkv)}, {b.out(F, o)}, s.ints(),
+               s.floats(), causal);
+      add(b.gemm());
+    }
+    {
+      CaseBuilder b(Op::AttentionQkvGrad, F, dt, text);
+      b.kernel(Op::AttentionQkvGrad, {b.in(F, o), b.in(F, qkv)},
+               {b.out(F, qkv)}, s.ints(), s.floats(), causal);
+      add(b.gemm());
+    }
+  }
+
   // Rotary: offsets (a large one: the angle's precision), inverse;
   // rotary_scaled with llama3's and linear scaling.
   Shape heads = {kBatch, kHeads, kSeqQ, kHeadDim};
