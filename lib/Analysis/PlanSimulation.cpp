@@ -203,6 +203,16 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel) {
     return attention(2 * scores *
                      (3 * dimOf(inputs[1], 3) + 2 * dimOf(inputs[3], 3)));
   }
+  case OpCode::AttentionQkv:
+  case OpCode::AttentionQkvGrad: {
+    // qkv [b, s, 3, heads, d] (the gradient's operand 1): b * heads * s * s
+    // scores; d = d_v.
+    Value qkv = inputs[kernel.getOpcode() == OpCode::AttentionQkv ? 0 : 1];
+    double seq = dimOf(qkv, 1), headDim = dimOf(qkv, 4);
+    double scores = 1.0 * dimOf(qkv, 0) * dimOf(qkv, 3) * seq * seq;
+    bool grad = kernel.getOpcode() == OpCode::AttentionQkvGrad;
+    return attention(2 * scores * (grad ? 5 : 2) * headDim);
+  }
   case OpCode::AllReduce:
     return collective(CollectiveKind::AllReduce, bytesOf(inputs[0]), 0);
   case OpCode::AllGather:

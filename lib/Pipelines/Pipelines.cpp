@@ -129,6 +129,7 @@ void mlir::tpc::buildLowerToExecutable(OpPassManager &pm,
   lower.actions = options.microbatchActions();
   pm.addPass(createTpcLowerToRt(lower));
   pm.addPass(rt::createRtFoldPadSums());
+  pm.addPass(rt::createRtPackAttentionQkv());
   pm.addPass(rt::createRtAccumulateWeightGrads());
   pm.addPass(rt::createRtIssueReductionsEarly());
   if (options.gradReduceDType == "bf16")

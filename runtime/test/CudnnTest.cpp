@@ -200,6 +200,12 @@ size_t buildGraph(const CudnnLibrary &library, const cudnn::SdpaShape &shape,
 
 } // namespace
 
+/// `s` with q, k and v the parts of one [b, s, 3, heads, d] tensor.
+cudnn::SdpaShape packed(cudnn::SdpaShape s) {
+  s.packedQkv = true;
+  return s;
+}
+
 TEST(CudnnGraph, AttentionGraphsFinalize) {
   const CudnnLibrary *library = toolkitCudnn();
   if (!library)
@@ -213,6 +219,9 @@ TEST(CudnnGraph, AttentionGraphsFinalize) {
       {"gqa head-major f16 cross",
        shape(1, 6, 3, 48, 80, 64, false, false, CUDNN_DATA_HALF), 10, 19},
       {"mha seq-major causal", shape(2, 16, 16, 2048, 2048, 128, true, true),
+       14, 21},
+      {"mha packed q, k, v causal", packed(shape(2, 4, 4, 96, 96, 64, true,
+                                                 true)),
        14, 21},
   };
   for (const GraphCase &c : cases) {
@@ -252,6 +261,13 @@ TEST(CudnnGraph, DimsFollowTheLayout) {
   cudnn::sdpaDims(shape(2, 8, 2, 5, 7, 16, false, false), false, dims, strides);
   EXPECT_EQ(dims, (std::vector<int64_t>{2, 8, 5, 16}));
   EXPECT_EQ(strides, (std::vector<int64_t>{8 * 5 * 16, 5 * 16, 16, 1}));
+  // Packed: q, k, v rows 3 * heads * d apart; O and dO sequence-major.
+  cudnn::SdpaShape p = packed(shape(2, 4, 4, 5, 5, 16, true, false));
+  cudnn::sdpaDims(p, true, dims, strides);
+  EXPECT_EQ(dims, (std::vector<int64_t>{2, 4, 5, 16}));
+  EXPECT_EQ(strides, (std::vector<int64_t>{5 * 3 * 4 * 16, 16, 3 * 4 * 16, 1}));
+  cudnn::sdpaDims(p, false, dims, strides, /*part=*/false);
+  EXPECT_EQ(strides, (std::vector<int64_t>{5 * 4 * 16, 16, 4 * 16, 1}));
 }
 
 namespace {
@@ -387,8 +403,7 @@ TEST(CudnnAttention, DISABLED_ModelAttentionGraphs) {
     const bool dropout = !contains(path, "nodrop") && contains(path, "gpt2");
     size_t attention = 0, taken = 0, graphs = 0;
     for (const KernelCall &call : program.calls) {
-      if (call.op != fb::OpCode::Attention &&
-          call.op != fb::OpCode::AttentionGrad)
+      if (!call.attentionForward() && !call.attentionBackward())
         continue;
       ++attention;
       SCOPED_TRACE("kernel " + std::to_string(call.index));
@@ -407,11 +422,13 @@ TEST(CudnnAttention, DISABLED_ModelAttentionGraphs) {
       EXPECT_EQ(shape.dataType, CUDNN_DATA_BFLOAT16);
       EXPECT_FLOAT_EQ(shape.scale,
                       static_cast<float>(1.0 / std::sqrt(shape.headDim)));
-      // The projections' layout (tpc-fold-attention-transposes).
+      // The projections' layout (tpc-fold-attention-transposes); GPT-2's
+      // q, k and v where c_attn wrote them (rt-pack-attention-qkv).
       EXPECT_TRUE(shape.seqMajor);
+      EXPECT_EQ(shape.packedQkv, contains(path, "gpt2"));
       EXPECT_TRUE(shape.causal);
       Status built = Status::ok();
-      buildGraph(*library, shape, call.op == fb::OpCode::AttentionGrad, built);
+      buildGraph(*library, shape, call.attentionBackward(), built);
       EXPECT_TRUE(built) << built.message();
       graphs += bool(built);
     }

@@ -64,6 +64,34 @@ def RtFoldPadSums : Pass<"rt-fold-pad-sums", "ModuleOp"> {
   }];
 }
 
+def RtPackAttentionQkv : Pass<"rt-pack-attention-qkv", "ModuleOp"> {
+  let summary = "Attention reads q, k and v where the fused projection wrote them";
+  let description = [{
+    GPT-2's fused projection (`c_attn`) writes q, k and v as the parts of
+    one `[b, s, 3, heads, d]` tensor; `tpc-lower-to-rt` cuts each out (a
+    `slice` of dimension 2 and a reshaping `copy`) for the sequence-major
+    `attention`, and the backward puts their gradients together again (a
+    reshaping `copy` each and `rt-fold-pad-sums`' `concat`). Where q, k and
+    v are cut out of one tensor that way and every kernel reading them is a
+    sequence-major `attention` or `attention_grad` of exactly these q, k, v
+    whose three gradients end in such a `concat` (each buffer written once
+    and read by the next alone, in the gradient kernel's function and
+    stage), the forwards become `attention_qkv` of the tensor and the
+    gradients `attention_qkv_grad` writing the concat's result; the slices,
+    copies and concats and their buffers go. Per layer, three slices and a
+    concat that each read and write the whole tensor are gone, and the
+    memory plan holds the tensor instead of q, k and v (the same bytes) from
+    the forward to the backward. In a program of actions the tensor takes
+    the pool of q, k and v (the stash) when the slices were its only
+    readers and ran in its writer's function; a tensor already in another
+    pool is left alone. The values are the same, bit for bit: the kernels
+    compute `attention` and `attention_grad` on the parts. The dropout
+    stream is unchanged (the probabilities are indexed as before); splits of
+    a gradient kernel gain the whole parts' dimension. Runs after
+    `rt-fold-pad-sums` and before `rt-plan-memory`.
+  }];
+}
+
 def RtAccumulateWeightGrads : Pass<"rt-accumulate-weight-grads", "ModuleOp"> {
   let summary = "Each microbatch's weight gradient added into its sum by the GEMM";
   let description = [{
