@@ -1450,7 +1450,12 @@ Status CudaDevice::dataError() {
            std::to_string(check.bound) + ")";
   }
   checks_.clear();
-  cudaMemset(firstBad_, 0xFF, sizeof(*firstBad_));
+  // Reset on the compute stream, before the next step's checks write it.
+  if (Status s = cudaStatus("cudaMemsetAsync",
+                            cudaMemsetAsync(firstBad_, 0xFF, sizeof(*firstBad_),
+                                            compute_));
+      !s)
+    return s.withContext(text);
   return Status::error(text);
 }
 

@@ -215,9 +215,10 @@ Status GemmEngine::Impl::build(const GemmKey &key, LtPlan &plan) const {
         !s)
       return s;
   if (key.gelu == GemmGelu::GeluAux) {
-    // The aux matrix is laid out as D, in D's type.
+    // The aux matrix is laid out as D, in D's type: cuBLASLt's default
+    // when EPILOGUE_AUX_DATA_TYPE is unset (set, a combination it does not
+    // support fails only at cublasLtMatmul, after the heuristic took it).
     int64_t ld = key.ldc, stride = key.strideC;
-    int32_t type = cudaTypeOf(key.outputType);
     if (Status s = setProbe(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
                             key.alignAux, "set EPILOGUE_AUX_POINTER");
         !s)
@@ -232,10 +233,6 @@ Status GemmEngine::Impl::build(const GemmKey &key, LtPlan &plan) const {
                       &stride, sizeof stride, "set EPILOGUE_AUX_BATCH_STRIDE");
           !s)
         return s;
-    if (Status s = setDesc(plan, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE,
-                           &type, sizeof type, "set EPILOGUE_AUX_DATA_TYPE");
-        !s)
-      return s;
   }
   if (Status s = makeLayout(plan.a, key.inputType, key.transA ? key.k : key.m,
                             key.transA ? key.m : key.k, key.lda, key.batch,

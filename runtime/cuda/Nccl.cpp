@@ -443,7 +443,18 @@ void NcclGroup::abort() { impl_->abort(); }
 Status cuda::waitEvent(cudaEvent_t event, NcclGroup *const *groups,
                        size_t count, const char *operation,
                        const std::string *label) {
-  cudaError_t err = cudaEventQuery(event);
+  // A query that finds the event not yet reached may leave
+  // cudaErrorNotReady as the thread's last error, which a later
+  // cudaGetLastError (synchronize's, a launch's check) would report as a
+  // failure; it is cleared. Nothing else is lost: every launch is checked
+  // when it is made, and a kernel's fault is sticky (the query returns it).
+  auto query = [&] {
+    cudaError_t result = cudaEventQuery(event);
+    if (result == cudaErrorNotReady)
+      (void)cudaGetLastError();
+    return result;
+  };
+  cudaError_t err = query();
   if (err == cudaSuccess)
     return Status::ok();
   const std::string none;
@@ -472,6 +483,6 @@ Status cuda::waitEvent(cudaEvent_t event, NcclGroup *const *groups,
           return s.withContext(where(operation, group));
         }
     backoff.pause();
-    err = cudaEventQuery(event);
+    err = query();
   }
 }
