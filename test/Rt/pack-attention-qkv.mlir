@@ -176,3 +176,95 @@ rt.program @train_step {
   rt.output "dy" %dy : memref<2x5x3x4x8xf32>
   rt.output "oe" %oe : memref<2x4x5x8xf32>
 }
+
+// -----
+
+// A program of actions: q, k and v are the stash (pool 0) from F to B; the
+// tensor takes their pool, and the functions shrink to the kernels left.
+// CHECK-LABEL: rt.program @stash
+// CHECK-SAME: functions = [{count = 2 : i64, first = 0 : i64, name = "F"}, {count = 1 : i64, first = 2 : i64, name = "B"}]
+// CHECK: %[[X:.*]] = rt.alloc pool 0 : memref<2x5x3x4x8xf32>
+// CHECK: rt.kernel attention_qkv(%[[X]])
+// CHECK: rt.kernel attention_qkv_grad(%{{.*}}, %[[X]])
+rt.program @stash attributes {
+    functions = [{name = "F", first = 0, count = 8}, {name = "B", first = 8, count = 5}],
+    pools = [{slots = 2}, {slots = 2}],
+    actions = array<i64: 0, 0, 0, 0, 1, 1, 1, 0, 0, 1, 1, 1>} {
+  %in = rt.input "in" microbatches 2 : memref<2x5x16xf32>
+  %w = rt.param "w" hf_shape [16, 96] init normal : memref<16x3x4x8xf32>
+  %dO = rt.input "dO" microbatches 2 : memref<2x5x4x8xf32>
+  %x = rt.alloc : memref<2x5x3x4x8xf32>
+  rt.kernel linear(%in, %w) -> (%x) : memref<2x5x16xf32>, memref<16x3x4x8xf32> -> memref<2x5x3x4x8xf32>
+  %q1 = rt.alloc : memref<2x5x1x4x8xf32>
+  rt.kernel slice(%x) -> (%q1) ints [2, 0, 1] : memref<2x5x3x4x8xf32> -> memref<2x5x1x4x8xf32>
+  %q = rt.alloc pool 0 : memref<2x5x4x8xf32>
+  rt.kernel copy(%q1) -> (%q) : memref<2x5x1x4x8xf32> -> memref<2x5x4x8xf32>
+  %k1 = rt.alloc : memref<2x5x1x4x8xf32>
+  rt.kernel slice(%x) -> (%k1) ints [2, 1, 1] : memref<2x5x3x4x8xf32> -> memref<2x5x1x4x8xf32>
+  %k = rt.alloc pool 0 : memref<2x5x4x8xf32>
+  rt.kernel copy(%k1) -> (%k) : memref<2x5x1x4x8xf32> -> memref<2x5x4x8xf32>
+  %v1 = rt.alloc : memref<2x5x1x4x8xf32>
+  rt.kernel slice(%x) -> (%v1) ints [2, 2, 1] : memref<2x5x3x4x8xf32> -> memref<2x5x1x4x8xf32>
+  %v = rt.alloc pool 0 : memref<2x5x4x8xf32>
+  rt.kernel copy(%v1) -> (%v) : memref<2x5x1x4x8xf32> -> memref<2x5x4x8xf32>
+  %o = rt.alloc : memref<2x5x4x8xf32>
+  rt.kernel attention(%q, %k, %v) -> (%o) ints [7, 0] floats [0.25, 0.1] flags 3 : memref<2x5x4x8xf32>, memref<2x5x4x8xf32>, memref<2x5x4x8xf32> -> memref<2x5x4x8xf32>
+  %dq = rt.alloc : memref<2x5x4x8xf32>
+  %dk = rt.alloc : memref<2x5x4x8xf32>
+  %dv = rt.alloc : memref<2x5x4x8xf32>
+  rt.kernel attention_grad(%dO, %q, %k, %v) -> (%dq, %dk, %dv) ints [7, 0] floats [0.25, 0.1] flags 3 : memref<2x5x4x8xf32>, memref<2x5x4x8xf32>, memref<2x5x4x8xf32>, memref<2x5x4x8xf32> -> memref<2x5x4x8xf32>, memref<2x5x4x8xf32>, memref<2x5x4x8xf32>
+  %dq1 = rt.alloc : memref<2x5x1x4x8xf32>
+  rt.kernel copy(%dq) -> (%dq1) : memref<2x5x4x8xf32> -> memref<2x5x1x4x8xf32>
+  %dk1 = rt.alloc : memref<2x5x1x4x8xf32>
+  rt.kernel copy(%dk) -> (%dk1) : memref<2x5x4x8xf32> -> memref<2x5x1x4x8xf32>
+  %dv1 = rt.alloc : memref<2x5x1x4x8xf32>
+  rt.kernel copy(%dv) -> (%dv1) : memref<2x5x4x8xf32> -> memref<2x5x1x4x8xf32>
+  %dx = rt.alloc : memref<2x5x3x4x8xf32>
+  rt.kernel concat(%dq1, %dk1, %dv1) -> (%dx) ints [2] : memref<2x5x1x4x8xf32>, memref<2x5x1x4x8xf32>, memref<2x5x1x4x8xf32> -> memref<2x5x3x4x8xf32>
+  rt.output "dx" %dx : memref<2x5x3x4x8xf32>
+  rt.output "o" %o : memref<2x5x4x8xf32>
+}
+
+// -----
+
+// The tensor already in another pool than q, k and v: left alone.
+// CHECK-LABEL: rt.program @other_pool
+// CHECK-NOT: attention_qkv
+rt.program @other_pool attributes {
+    functions = [{name = "F", first = 0, count = 8}, {name = "B", first = 8, count = 5}],
+    pools = [{slots = 2}, {slots = 2}],
+    actions = array<i64: 0, 0, 0, 0, 1, 1, 1, 0, 0, 1, 1, 1>} {
+  %in = rt.input "in" microbatches 2 : memref<2x5x16xf32>
+  %w = rt.param "w" hf_shape [16, 96] init normal : memref<16x3x4x8xf32>
+  %dO = rt.input "dO" microbatches 2 : memref<2x5x4x8xf32>
+  %x = rt.alloc pool 1 : memref<2x5x3x4x8xf32>
+  rt.kernel linear(%in, %w) -> (%x) : memref<2x5x16xf32>, memref<16x3x4x8xf32> -> memref<2x5x3x4x8xf32>
+  %q1 = rt.alloc : memref<2x5x1x4x8xf32>
+  rt.kernel slice(%x) -> (%q1) ints [2, 0, 1] : memref<2x5x3x4x8xf32> -> memref<2x5x1x4x8xf32>
+  %q = rt.alloc pool 0 : memref<2x5x4x8xf32>
+  rt.kernel copy(%q1) -> (%q) : memref<2x5x1x4x8xf32> -> memref<2x5x4x8xf32>
+  %k1 = rt.alloc : memref<2x5x1x4x8xf32>
+  rt.kernel slice(%x) -> (%k1) ints [2, 1, 1] : memref<2x5x3x4x8xf32> -> memref<2x5x1x4x8xf32>
+  %k = rt.alloc pool 0 : memref<2x5x4x8xf32>
+  rt.kernel copy(%k1) -> (%k) : memref<2x5x1x4x8xf32> -> memref<2x5x4x8xf32>
+  %v1 = rt.alloc : memref<2x5x1x4x8xf32>
+  rt.kernel slice(%x) -> (%v1) ints [2, 2, 1] : memref<2x5x3x4x8xf32> -> memref<2x5x1x4x8xf32>
+  %v = rt.alloc pool 0 : memref<2x5x4x8xf32>
+  rt.kernel copy(%v1) -> (%v) : memref<2x5x1x4x8xf32> -> memref<2x5x4x8xf32>
+  %o = rt.alloc : memref<2x5x4x8xf32>
+  rt.kernel attention(%q, %k, %v) -> (%o) ints [7, 0] floats [0.25, 0.1] flags 3 : memref<2x5x4x8xf32>, memref<2x5x4x8xf32>, memref<2x5x4x8xf32> -> memref<2x5x4x8xf32>
+  %dq = rt.alloc : memref<2x5x4x8xf32>
+  %dk = rt.alloc : memref<2x5x4x8xf32>
+  %dv = rt.alloc : memref<2x5x4x8xf32>
+  rt.kernel attention_grad(%dO, %q, %k, %v) -> (%dq, %dk, %dv) ints [7, 0] floats [0.25, 0.1] flags 3 : memref<2x5x4x8xf32>, memref<2x5x4x8xf32>, memref<2x5x4x8xf32>, memref<2x5x4x8xf32> -> memref<2x5x4x8xf32>, memref<2x5x4x8xf32>, memref<2x5x4x8xf32>
+  %dq1 = rt.alloc : memref<2x5x1x4x8xf32>
+  rt.kernel copy(%dq) -> (%dq1) : memref<2x5x4x8xf32> -> memref<2x5x1x4x8xf32>
+  %dk1 = rt.alloc : memref<2x5x1x4x8xf32>
+  rt.kernel copy(%dk) -> (%dk1) : memref<2x5x4x8xf32> -> memref<2x5x1x4x8xf32>
+  %dv1 = rt.alloc : memref<2x5x1x4x8xf32>
+  rt.kernel copy(%dv) -> (%dv1) : memref<2x5x4x8xf32> -> memref<2x5x1x4x8xf32>
+  %dx = rt.alloc : memref<2x5x3x4x8xf32>
+  rt.kernel concat(%dq1, %dk1, %dv1) -> (%dx) ints [2] : memref<2x5x1x4x8xf32>, memref<2x5x1x4x8xf32>, memref<2x5x1x4x8xf32> -> memref<2x5x3x4x8xf32>
+  rt.output "dx" %dx : memref<2x5x3x4x8xf32>
+  rt.output "o" %o : memref<2x5x4x8xf32>
+}
