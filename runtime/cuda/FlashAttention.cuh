@@ -26,11 +26,19 @@
 #ifndef TPCRT_CUDA_FLASHATTENTION_CUH
 #define TPCRT_CUDA_FLASHATTENTION_CUH
 
+// TPCRT_CUDA_EMULATION: the kernels compiled for the host, to be tested on
+// the CPU (runtime/test/FlashEmulationTest.cpp): CudaEmulation.h emulates
+// the CUDA types and built-ins, and the PTX wrappers below call its
+// emulation instead of their asm. Without it nothing changes.
+#ifdef TPCRT_CUDA_EMULATION
+#include "CudaEmulation.h"
+#else
 #include "CudaCommon.cuh"
-#include "tpcrt/AttentionRows.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#endif
+#include "tpcrt/AttentionRows.h"
 
 #include <cstdint>
 
@@ -178,30 +186,50 @@ __device__ __forceinline__ unsigned smemAddress(const void *p) {
 /// 16 bytes global -> shared, asynchronously; zeros when !valid.
 __device__ __forceinline__ void cpAsync16(void *dst, const void *src,
                                           bool valid) {
+#ifdef TPCRT_CUDA_EMULATION
+  emu::cpAsync16(dst, src, valid);
+#else
   asm volatile(
       "cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smemAddress(dst)),
       "l"(src), "r"(valid ? 16 : 0)
       : "memory");
+#endif
 }
 __device__ __forceinline__ void cpAsyncCommit() {
+#ifdef TPCRT_CUDA_EMULATION
+  emu::cpAsyncCommit();
+#else
   asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
 }
 /// Waits until at most N of this thread's committed groups are in flight.
 template <int N> __device__ __forceinline__ void cpAsyncWait() {
+#ifdef TPCRT_CUDA_EMULATION
+  emu::cpAsyncWait(N);
+#else
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
 }
 
 __device__ __forceinline__ void ldmatrix(unsigned (&r)[4], unsigned p) {
+#ifdef TPCRT_CUDA_EMULATION
+  emu::ldmatrix(r, p, false);
+#else
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, "
                "[%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(p));
+#endif
 }
 __device__ __forceinline__ void ldmatrixTrans(unsigned (&r)[4], unsigned p) {
+#ifdef TPCRT_CUDA_EMULATION
+  emu::ldmatrix(r, p, true);
+#else
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, "
                "%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(p));
+#endif
 }
 
 /// c += a b on one m16n8k16 tile, and fp32 pairs packed as A fragments.
@@ -209,10 +237,14 @@ template <typename T> struct Mma;
 template <> struct Mma<__nv_bfloat16> {
   static __device__ __forceinline__ void
   run(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+#ifdef TPCRT_CUDA_EMULATION
+    emu::mma(c, a, b0, b1, /*bf16=*/true);
+#else
     asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, "
         "%3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
   }
   static __device__ __forceinline__ unsigned pack(float lo, float hi) {
     __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
@@ -222,10 +254,14 @@ template <> struct Mma<__nv_bfloat16> {
 template <> struct Mma<__half> {
   static __device__ __forceinline__ void
   run(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+#ifdef TPCRT_CUDA_EMULATION
+    emu::mma(c, a, b0, b1, /*bf16=*/false);
+#else
     asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, "
         "%3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
   }
   static __device__ __forceinline__ unsigned pack(float lo, float hi) {
     __half2 v = __floats2half2_rn(lo, hi);
@@ -400,7 +436,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   using Cfg = ForwardConfig<D>;
   constexpr int MT = Cfg::kRowTiles, BM = Cfg::kBlockM, BN = Cfg::kBlockN;
   constexpr int NT = BN / 8, DT = D / 8;
+#ifdef TPCRT_CUDA_EMULATION
+  unsigned char *smem = emu::sharedMemory();
+#else
   extern __shared__ __align__(128) unsigned char smem[];
+#endif
   T *qs = reinterpret_cast<T *>(smem);
   T *ks = qs + BM * D; // 2 stages of [BN][D]
   T *vs = ks + 2 * BN * D;
@@ -647,7 +687,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   using Cfg = BackwardConfig<D>;
   constexpr int BK = Cfg::kKeys, BQ = Cfg::kQueries;
   constexpr int QT = BQ / 8, DT = D / 8;
+#ifdef TPCRT_CUDA_EMULATION
+  unsigned char *smem = emu::sharedMemory();
+#else
   extern __shared__ __align__(128) unsigned char smem[];
+#endif
   T *ks = reinterpret_cast<T *>(smem);
   T *vs = ks + BK * D;
   T *qs = vs + BK * D;      // 2 stages of [BQ][D]
@@ -809,7 +853,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   using Cfg = BackwardConfig<D>;
   constexpr int BM = Cfg::kRows, BN = Cfg::kKeyStep;
   constexpr int NT = BN / 8, DT = D / 8;
+#ifdef TPCRT_CUDA_EMULATION
+  unsigned char *smem = emu::sharedMemory();
+#else
   extern __shared__ __align__(128) unsigned char smem[];
+#endif
   T *qs = reinterpret_cast<T *>(smem);
   T *dos = qs + BM * D;
   T *ks = dos + BM * D; // 2 stages of [BN][D]

@@ -1,0 +1,571 @@
+//===- CudaEmulation.h - CUDA kernels on the host, for tests ----*- C++ -*-===//
+//
+// Just enough of CUDA to run cuda/FlashAttention.cuh's kernels on the CPU
+// (FlashEmulationTest.cpp): that header, compiled with TPCRT_CUDA_EMULATION,
+// includes this one instead of the CUDA headers and calls the functions
+// below instead of its inline PTX. Nothing here is a GPU run; it tests the
+// kernels' indexing, masking, dropout and layouts, not the hardware.
+//
+// A block's threads are fibers (ucontext) of one host thread, run round
+// robin: a thread runs until it waits at a barrier (__syncthreads, or a warp
+// collective: shuffle, ldmatrix, mma), so a block runs the same way every
+// time. Blocks of a launch are shared among a few host threads. Shared
+// memory starts as 0xff bytes (a NaN in bf16 and f16), so a tile read
+// before its copy landed shows. Misaligned or out-of-bounds shared memory
+// accesses, copies in flight at a thread's exit and collectives the warp
+// never completes are reported by launch() instead of being performed.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TPCRT_TEST_CUDAEMULATION_H
+#define TPCRT_TEST_CUDAEMULATION_H
+
+#include "tpcrt/Random.h"
+
+#include <ucontext.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <math.h>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+//===- Language -----------------------------------------------------------===//
+
+#define __device__
+#define __host__
+#define __global__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+
+struct dim3 {
+  unsigned x = 1, y = 1, z = 1;
+  constexpr dim3(unsigned x = 1, unsigned y = 1, unsigned z = 1)
+      : x(x), y(y), z(z) {}
+};
+
+struct float2 {
+  float x, y;
+};
+inline float2 make_float2(float x, float y) { return {x, y}; }
+
+//===- 16-bit floats ------------------------------------------------------===//
+
+namespace tpcrt::emu {
+
+inline uint32_t floatBits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof(u));
+  return u;
+}
+inline float bitsFloat(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof(f));
+  return f;
+}
+
+/// float -> bf16, rounding to nearest even (as __float2bfloat16_rn).
+inline uint16_t toBf16(float f) {
+  uint32_t u = floatBits(f);
+  if (std::isnan(f))
+    return static_cast<uint16_t>((u >> 16) | 0x40); // a quiet NaN
+  u += 0x7fff + ((u >> 16) & 1);
+  return static_cast<uint16_t>(u >> 16);
+}
+inline float fromBf16(uint16_t b) { return bitsFloat(uint32_t(b) << 16); }
+
+/// float -> IEEE half, rounding to nearest even (as __float2half_rn).
+inline uint16_t toHalf(float f) {
+  uint32_t x = floatBits(f);
+  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000);
+  x &= 0x7fffffffu;
+  if (x > 0x7f800000u)
+    return sign | 0x7e00; // NaN
+  if (x >= 0x477ff000u)
+    return sign | 0x7c00; // >= 65520 rounds to infinity (or is one)
+  if (x < 0x38800000u) {
+    // Below 2^-14: a subnormal half, a multiple of 2^-24 (the scaling is
+    // exact; nearbyint rounds to even).
+    return sign | static_cast<uint16_t>(std::nearbyint(bitsFloat(x) * 0x1p24f));
+  }
+  // Rebias the exponent (127 -> 15) and round 23 mantissa bits to 10.
+  uint32_t r = x - (112u << 23);
+  r += 0xfff + ((r >> 13) & 1);
+  return sign | static_cast<uint16_t>(r >> 13);
+}
+inline float fromHalf(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000) << 16;
+  const uint32_t e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  if (e == 0) { // zero or subnormal: m 2^-24
+    float v = std::ldexp(static_cast<float>(m), -24);
+    return sign ? -v : v;
+  }
+  if (e == 31)
+    return bitsFloat(sign | 0x7f800000u | (m << 13));
+  return bitsFloat(sign | ((e + 112) << 23) | (m << 13));
+}
+
+} // namespace tpcrt::emu
+
+/// The 16-bit types: their bits (cuda_bf16.h, cuda_fp16.h).
+struct __nv_bfloat16 {
+  uint16_t bits;
+};
+struct __nv_bfloat162 {
+  __nv_bfloat16 x, y;
+};
+struct __half {
+  uint16_t bits;
+};
+struct __half2 {
+  __half x, y;
+};
+
+inline float __bfloat162float(__nv_bfloat16 b) {
+  return tpcrt::emu::fromBf16(b.bits);
+}
+inline float __half2float(__half h) { return tpcrt::emu::fromHalf(h.bits); }
+inline __nv_bfloat162 __floats2bfloat162_rn(float lo, float hi) {
+  return {{tpcrt::emu::toBf16(lo)}, {tpcrt::emu::toBf16(hi)}};
+}
+inline __half2 __floats2half2_rn(float lo, float hi) {
+  return {{tpcrt::emu::toHalf(lo)}, {tpcrt::emu::toHalf(hi)}};
+}
+
+//===- CudaCommon.cuh's part that the attention kernels use ---------------===//
+
+namespace tpcrt::cuda {
+
+/// As CudaKernels.h's (which needs the CUDA toolkit's headers).
+enum class Storage : uint8_t { F32, BF16, F16, I64, U8 };
+
+/// As CudaCommon.cuh's.
+inline float loadFloat(const void *p, Storage type, int64_t i) {
+  switch (type) {
+  case Storage::BF16:
+    return __bfloat162float(static_cast<const __nv_bfloat16 *>(p)[i]);
+  case Storage::F16:
+    return __half2float(static_cast<const __half *>(p)[i]);
+  default:
+    return static_cast<const float *>(p)[i];
+  }
+}
+
+} // namespace tpcrt::cuda
+
+//===- Execution ----------------------------------------------------------===//
+
+namespace tpcrt::emu {
+
+constexpr int kWarpSize = 32;
+constexpr int kMaxThreads = 1024;
+/// Bytes of each thread's stack (the kernels keep their tiles' fragments
+/// in local arrays of a few KiB).
+constexpr size_t kStackBytes = 256 * 1024;
+
+/// A barrier among `count` threads: the last to arrive goes on, the others
+/// yield until it has.
+struct Barrier {
+  int arrived = 0;
+  uint64_t generation = 0;
+};
+
+/// What one lane puts where its warp's collectives read it.
+struct LaneSlot {
+  float value = 0.0f; // a shuffle's
+  unsigned row = 0;   // ldmatrix: the shared address of one row
+  unsigned a[4] = {}; // mma: the A fragment
+  unsigned b[2] = {}; // mma: the B fragment
+};
+
+/// One 16-byte cp.async.
+struct Copy {
+  unsigned char *dst;
+  const unsigned char *src;
+  bool valid;
+};
+
+/// When a cp.async's bytes reach shared memory: at the instruction (a later
+/// write over a tile others still read shows), or at the wait_group that
+/// covers it (a read before the wait shows).
+enum class CopyTiming { AtIssue, AtWait };
+
+struct Block;
+
+struct Thread {
+  dim3 threadIdx, blockIdx;
+  Block *block = nullptr;
+  bool done = false;
+  ucontext_t context;
+  std::unique_ptr<char[]> stack;
+  std::vector<Copy> open;               // issued, not committed
+  std::deque<std::vector<Copy>> groups; // committed, not waited for
+};
+
+/// The block one host thread runs: its threads and shared memory.
+struct Block {
+  dim3 gridDim, blockDim, blockIdx;
+  CopyTiming timing = CopyTiming::AtWait;
+  const std::function<void()> *kernel = nullptr;
+  std::vector<unsigned char> smem;
+  std::vector<Thread> threads;
+  Barrier all;
+  std::vector<Barrier> warps;
+  std::vector<LaneSlot> slots;
+  ucontext_t scheduler;
+  int current = 0;
+  /// Yields since a barrier opened or a thread ended: past a few rounds of
+  /// every thread, the block waits for a collective no one will complete.
+  int64_t idle = 0;
+  bool deadlock = false;
+  std::string error;
+
+  void fault(const std::string &what) {
+    if (error.empty())
+      error = what;
+  }
+};
+
+/// The thread running on this host thread.
+inline thread_local Thread *running = nullptr;
+
+inline Thread &self() { return *running; }
+inline Block &block() { return *running->block; }
+inline int linearThread() {
+  const Thread &t = self();
+  const Block &b = block();
+  return static_cast<int>(t.threadIdx.x +
+                          b.blockDim.x *
+                              (t.threadIdx.y + b.blockDim.y * t.threadIdx.z));
+}
+inline int lane() { return linearThread() % kWarpSize; }
+inline int warp() { return linearThread() / kWarpSize; }
+
+/// Switches to the next thread that has not ended (or back to the
+/// scheduler when none has, or the block deadlocked).
+inline void switchFrom(Thread &from) {
+  Block &b = *from.block;
+  const int n = static_cast<int>(b.threads.size());
+  if (!b.deadlock && ++b.idle > 4 * int64_t(n)) {
+    b.deadlock = true;
+    b.fault("a barrier or warp collective that not every thread reaches");
+  }
+  int next = -1;
+  if (!b.deadlock)
+    for (int k = 1; k <= n; ++k) {
+      int i = (b.current + k) % n;
+      if (!b.threads[i].done) {
+        next = i;
+        break;
+      }
+    }
+  if (next < 0) {
+    swapcontext(&from.context, &b.scheduler); // never resumed on deadlock
+    return;
+  }
+  if (next == b.current)
+    return; // the only thread left
+  b.current = next;
+  running = &b.threads[next];
+  swapcontext(&from.context, &b.threads[next].context);
+  running = &from; // resumed (on the same host thread)
+}
+
+inline void arrive(Barrier &barrier, int count) {
+  Thread &t = self();
+  uint64_t generation = barrier.generation;
+  if (++barrier.arrived == count) {
+    barrier.arrived = 0;
+    ++barrier.generation;
+    t.block->idle = 0;
+    return;
+  }
+  while (barrier.generation == generation)
+    switchFrom(t);
+}
+
+/// bar.sync 0: every thread of the block.
+inline void syncThreads() {
+  Block &b = block();
+  arrive(b.all, static_cast<int>(b.threads.size()));
+}
+/// The implicit convergence of a .sync.aligned warp instruction: all 32
+/// lanes execute it together.
+inline void syncWarp() { arrive(block().warps[warp()], kWarpSize); }
+inline LaneSlot &slot(int laneOfWarp) {
+  return block().slots[warp() * kWarpSize + laneOfWarp];
+}
+
+/// The shared-memory window an address names (cvta.to.shared: its offset
+/// from the block's shared memory).
+inline unsigned char *sharedMemory() { return block().smem.data(); }
+inline unsigned sharedAddress(const void *p) {
+  return static_cast<unsigned>(static_cast<const unsigned char *>(p) -
+                               sharedMemory());
+}
+/// Whether [address, address + bytes) lies in shared memory, aligned to
+/// `bytes`; a fault otherwise.
+inline bool sharedOk(unsigned address, unsigned bytes, const char *what) {
+  if (address % bytes == 0 && address + bytes <= block().smem.size())
+    return true;
+  block().fault(std::string(what) + ": shared address " +
+                std::to_string(address) + " misaligned or out of bounds");
+  return false;
+}
+
+/// shfl.sync.bfly with a full mask: lane l gets lane (l ^ mask)'s value.
+template <typename T> T shuffleXor(T value, int laneMask) {
+  static_assert(sizeof(T) == sizeof(float), "32-bit values only");
+  float bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  slot(lane()).value = bits;
+  syncWarp();
+  bits = slot(lane() ^ laneMask).value;
+  syncWarp();
+  std::memcpy(&value, &bits, sizeof(bits));
+  return value;
+}
+
+//===- PTX ----------------------------------------------------------------===//
+
+inline void land(const Copy &c) {
+  if (c.valid)
+    std::memcpy(c.dst, c.src, 16);
+  else
+    std::memset(c.dst, 0, 16);
+}
+
+/// cp.async.cg.shared.global [dst], [src], 16, valid ? 16 : 0: 16 bytes, or
+/// (src-size 0) 16 zeros; both addresses 16-byte aligned.
+inline void cpAsync16(void *dst, const void *src, bool valid) {
+  unsigned address = sharedAddress(dst);
+  if (!sharedOk(address, 16, "cp.async"))
+    return;
+  if (valid && reinterpret_cast<uintptr_t>(src) % 16 != 0) {
+    block().fault("cp.async: misaligned global address");
+    return;
+  }
+  Copy c{static_cast<unsigned char *>(dst),
+         static_cast<const unsigned char *>(src), valid};
+  if (block().timing == CopyTiming::AtIssue)
+    land(c);
+  else
+    self().open.push_back(c);
+}
+/// cp.async.commit_group: this thread's copies since the last commit become
+/// a group (possibly empty).
+inline void cpAsyncCommit() {
+  Thread &t = self();
+  t.groups.push_back(std::move(t.open));
+  t.open.clear();
+}
+/// cp.async.wait_group n: all but the newest n of this thread's groups have
+/// landed. (Other threads' copies are seen only after a barrier.)
+inline void cpAsyncWait(int n) {
+  Thread &t = self();
+  while (static_cast<int>(t.groups.size()) > n) {
+    for (const Copy &c : t.groups.front())
+      land(c);
+    t.groups.pop_front();
+  }
+}
+
+inline uint16_t sharedHalf(unsigned address) {
+  uint16_t v;
+  std::memcpy(&v, sharedMemory() + address, sizeof(v));
+  return v;
+}
+
+/// ldmatrix.sync.aligned.m8n8.x4(.trans).shared.b16: lanes 8 i .. 8 i + 7
+/// give the (16-byte aligned) addresses of rows 0..7 of matrix i; lane l
+/// gets, in r[i], elements (l / 4, 2 (l % 4)) and (l / 4, 2 (l % 4) + 1) of
+/// matrix i, or with .trans elements (2 (l % 4), l / 4) and
+/// (2 (l % 4) + 1, l / 4).
+inline void ldmatrix(unsigned (&r)[4], unsigned address, bool trans) {
+  const bool ok = sharedOk(address, 16, "ldmatrix");
+  slot(lane()).row = address;
+  syncWarp();
+  const int l = lane();
+  for (int i = 0; i < 4; ++i) {
+    uint16_t e[2] = {0xffff, 0xffff};
+    for (int k = 0; k < 2; ++k) {
+      const int row = trans ? 2 * (l % 4) + k : l / 4;
+      const int col = trans ? l / 4 : 2 * (l % 4) + k;
+      const unsigned rowAddress = slot(8 * i + row).row;
+      if (ok && rowAddress % 16 == 0 && rowAddress + 16 <= block().smem.size())
+        e[k] = sharedHalf(rowAddress + 2 * col);
+    }
+    r[i] = unsigned(e[0]) | (unsigned(e[1]) << 16);
+  }
+  syncWarp();
+}
+
+inline float halfOf(unsigned pair, int high, bool bf16) {
+  uint16_t v = static_cast<uint16_t>(high ? pair >> 16 : pair & 0xffff);
+  return bf16 ? fromBf16(v) : fromHalf(v);
+}
+
+/// mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}.{bf16,f16}.f32: c += a
+/// b on the warp's 16 x 8 tile. With lane = 4 g + t, lane holds A (g,
+/// 2t..2t+1) in a0, (g+8, ..) in a1, (g, 2t+8..) in a2, (g+8, 2t+8..) in
+/// a3, B (k 2t..2t+1, n g) in b0, (k 2t+8.., n g) in b1 and C (g, 2t..2t+1)
+/// in c0 c1, (g+8, ..) in c2 c3. The 16 products of a sum are exact in
+/// double; it is rounded to fp32 once (the tensor cores are no more
+/// precise).
+inline void mma(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1,
+                bool bf16) {
+  LaneSlot &mine = slot(lane());
+  std::copy(a, a + 4, mine.a);
+  mine.b[0] = b0;
+  mine.b[1] = b1;
+  syncWarp();
+  const int g = lane() / 4, t = lane() % 4;
+  float rows[2][16], cols[2][16]; // A rows g, g + 8; B columns 2t, 2t + 1
+  for (int q = 0; q < 4; ++q) {   // the lanes 4 g + q hold row g of A
+    const LaneSlot &s = slot(4 * g + q);
+    for (int k = 0; k < 2; ++k) {
+      rows[0][2 * q + k] = halfOf(s.a[0], k, bf16);
+      rows[1][2 * q + k] = halfOf(s.a[1], k, bf16);
+      rows[0][2 * q + 8 + k] = halfOf(s.a[2], k, bf16);
+      rows[1][2 * q + 8 + k] = halfOf(s.a[3], k, bf16);
+    }
+  }
+  for (int n = 0; n < 2; ++n) // the lanes 4 (2t + n) + q hold column 2t + n
+    for (int q = 0; q < 4; ++q) {
+      const LaneSlot &s = slot(4 * (2 * t + n) + q);
+      for (int k = 0; k < 2; ++k) {
+        cols[n][2 * q + k] = halfOf(s.b[0], k, bf16);
+        cols[n][2 * q + 8 + k] = halfOf(s.b[1], k, bf16);
+      }
+    }
+  syncWarp();
+  for (int e = 0; e < 4; ++e) {
+    double sum = c[e];
+    for (int k = 0; k < 16; ++k)
+      sum += double(rows[e >> 1][k]) * cols[e & 1][k];
+    c[e] = static_cast<float>(sum);
+  }
+}
+
+//===- Launch -------------------------------------------------------------===//
+
+inline void threadEntry() {
+  Thread &t = self();
+  (*t.block->kernel)();
+  if (!t.open.empty() || !t.groups.empty())
+    t.block->fault("a thread exits with cp.async copies not waited for");
+  t.done = true;
+  t.block->idle = 0;
+  switchFrom(t); // never returns: the thread is done
+}
+
+/// Runs one block to its end (or its first deadlock).
+inline void runBlock(Block &b) {
+  const int n = static_cast<int>(b.threads.size());
+  for (int i = 0; i < n; ++i) {
+    Thread &t = b.threads[i];
+    t.done = false;
+    t.open.clear();
+    t.groups.clear();
+    t.blockIdx = b.blockIdx;
+    getcontext(&t.context);
+    t.context.uc_stack.ss_sp = t.stack.get();
+    t.context.uc_stack.ss_size = kStackBytes;
+    t.context.uc_link = nullptr;
+    makecontext(&t.context, threadEntry, 0);
+  }
+  b.all = Barrier();
+  std::fill(b.warps.begin(), b.warps.end(), Barrier());
+  b.idle = 0;
+  b.deadlock = false;
+  b.current = 0;
+  running = &b.threads[0];
+  swapcontext(&b.scheduler, &b.threads[0].context);
+  running = nullptr;
+}
+
+/// kernel<<<grid, threads, smemBytes>>>(): every block of the grid, shared
+/// among up to `hostThreads` host threads. Returns the first fault of any
+/// block (empty: none).
+inline std::string launch(dim3 grid, dim3 threads, size_t smemBytes,
+                          const std::function<void()> &kernel,
+                          CopyTiming timing = CopyTiming::AtWait,
+                          unsigned hostThreads = 0) {
+  const int64_t blocks = int64_t(grid.x) * grid.y * grid.z;
+  const int count = static_cast<int>(threads.x * threads.y * threads.z);
+  if (count <= 0 || count > kMaxThreads || count % kWarpSize != 0)
+    return "launch: the block's threads must be a multiple of 32, at most " +
+           std::to_string(kMaxThreads);
+  if (hostThreads == 0)
+    hostThreads = std::max(1u, std::thread::hardware_concurrency());
+  const int64_t workers = std::min<int64_t>(hostThreads, blocks);
+  std::mutex mutex;
+  std::string error;
+  auto work = [&](int64_t first) {
+    Block b;
+    b.gridDim = grid;
+    b.blockDim = threads;
+    b.timing = timing;
+    b.kernel = &kernel;
+    b.threads.resize(count);
+    b.warps.resize(count / kWarpSize);
+    b.slots.resize(count);
+    for (int i = 0; i < count; ++i) {
+      Thread &t = b.threads[i];
+      t.block = &b;
+      t.stack.reset(new char[kStackBytes]);
+      t.threadIdx = dim3(i % threads.x, i / threads.x % threads.y,
+                         i / (threads.x * threads.y));
+    }
+    for (int64_t i = first; i < blocks; i += workers) {
+      b.blockIdx = dim3(static_cast<unsigned>(i % grid.x),
+                        static_cast<unsigned>(i / grid.x % grid.y),
+                        static_cast<unsigned>(i / (int64_t(grid.x) * grid.y)));
+      b.smem.assign(smemBytes, 0xff);
+      runBlock(b);
+      if (!b.error.empty()) {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (error.empty())
+          error = "block (" + std::to_string(b.blockIdx.x) + ", " +
+                  std::to_string(b.blockIdx.y) + ", " +
+                  std::to_string(b.blockIdx.z) + "): " + b.error;
+        return;
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int64_t w = 1; w < workers; ++w)
+    pool.emplace_back(work, w);
+  if (workers > 0)
+    work(0);
+  for (std::thread &t : pool)
+    t.join();
+  return error;
+}
+
+} // namespace tpcrt::emu
+
+//===- Built-in variables and functions -----------------------------------===//
+
+#define threadIdx (::tpcrt::emu::self().threadIdx)
+#define blockIdx (::tpcrt::emu::self().blockIdx)
+#define blockDim (::tpcrt::emu::block().blockDim)
+#define gridDim (::tpcrt::emu::block().gridDim)
+
+inline void __syncthreads() { tpcrt::emu::syncThreads(); }
+template <typename T>
+inline T __shfl_xor_sync(unsigned /*mask*/, T value, int laneMask) {
+  return tpcrt::emu::shuffleXor(value, laneMask);
+}
+inline size_t __cvta_generic_to_shared(const void *p) {
+  return tpcrt::emu::sharedAddress(p);
+}
+
+#endif // TPCRT_TEST_CUDAEMULATION_H
