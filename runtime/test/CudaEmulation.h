@@ -1,19 +1,24 @@
 //===- CudaEmulation.h - CUDA kernels on the host, for tests ----*- C++ -*-===//
 //
-// Just enough of CUDA to run cuda/FlashAttention.cuh's kernels on the CPU
-// (FlashEmulationTest.cpp): that header, compiled with TPCRT_CUDA_EMULATION,
-// includes this one instead of the CUDA headers and calls the functions
-// below instead of its inline PTX. Nothing here is a GPU run; it tests the
-// kernels' indexing, masking, dropout and layouts, not the hardware.
+// Just enough of CUDA to run cuda/FlashAttention.cuh's and
+// cuda/GenericAttention.cuh's kernels on the CPU (FlashEmulationTest.cpp,
+// GenericAttentionEmulationTest.cpp): those headers, compiled with
+// TPCRT_CUDA_EMULATION, include this one instead of the CUDA headers and
+// call the functions below instead of their inline PTX. Nothing here is a
+// GPU run; it tests the kernels' indexing, masking, dropout and layouts, not
+// the hardware.
 //
 // A block's threads are fibers (ucontext) of one host thread, run round
-// robin: a thread runs until it waits at a barrier (__syncthreads, or a warp
-// collective: shuffle, ldmatrix, mma), so a block runs the same way every
-// time. Blocks of a launch are shared among a few host threads. Shared
-// memory starts as 0xff bytes (a NaN in bf16 and f16), so a tile read
-// before its copy landed shows. Misaligned or out-of-bounds shared memory
-// accesses, copies in flight at a thread's exit and collectives the warp
-// never completes are reported by launch() instead of being performed.
+// robin: a thread runs until it waits at a barrier (__syncthreads,
+// __syncwarp, or a warp collective: shuffle, ldmatrix, mma), so a block runs
+// the same way every time. Blocks of a launch are shared among a few host
+// threads. Shared memory starts as 0xff bytes (a NaN in bf16, f16 and f32),
+// so a tile read before its copy landed (or before it was written) shows.
+// Misaligned or out-of-bounds shared memory accesses of the PTX, copies in
+// flight at a thread's exit and collectives the warp never completes are
+// reported by launch() instead of being performed; plain stores past the
+// dynamic shared memory land in a guard after it, which launch() checks
+// (plain loads there read NaNs).
 //
 //===----------------------------------------------------------------------===//
 
@@ -138,6 +143,10 @@ inline __nv_bfloat162 __floats2bfloat162_rn(float lo, float hi) {
 inline __half2 __floats2half2_rn(float lo, float hi) {
   return {{tpcrt::emu::toHalf(lo)}, {tpcrt::emu::toHalf(hi)}};
 }
+inline __nv_bfloat16 __float2bfloat16_rn(float f) {
+  return {tpcrt::emu::toBf16(f)};
+}
+inline __half __float2half_rn(float f) { return {tpcrt::emu::toHalf(f)}; }
 
 //===- CudaCommon.cuh's part that the attention kernels use ---------------===//
 
@@ -158,6 +167,20 @@ inline float loadFloat(const void *p, Storage type, int64_t i) {
   }
 }
 
+/// As CudaCommon.cuh's.
+inline void storeFloat(void *p, Storage type, int64_t i, float value) {
+  switch (type) {
+  case Storage::BF16:
+    static_cast<__nv_bfloat16 *>(p)[i] = __float2bfloat16_rn(value);
+    break;
+  case Storage::F16:
+    static_cast<__half *>(p)[i] = __float2half_rn(value);
+    break;
+  default:
+    static_cast<float *>(p)[i] = value;
+  }
+}
+
 } // namespace tpcrt::cuda
 
 //===- Execution ----------------------------------------------------------===//
@@ -169,6 +192,8 @@ constexpr int kMaxThreads = 1024;
 /// Bytes of each thread's stack (the kernels keep their tiles' fragments
 /// in local arrays of a few KiB).
 constexpr size_t kStackBytes = 256 * 1024;
+/// Bytes after the dynamic shared memory that no store may change.
+constexpr size_t kSharedGuardBytes = 4096;
 
 /// A barrier among `count` threads: the last to arrive goes on, the others
 /// yield until it has.
@@ -214,7 +239,9 @@ struct Block {
   dim3 gridDim, blockDim, blockIdx;
   CopyTiming timing = CopyTiming::AtWait;
   const std::function<void()> *kernel = nullptr;
+  /// The dynamic shared memory: smemBytes, then the guard.
   std::vector<unsigned char> smem;
+  size_t smemBytes = 0;
   std::vector<Thread> threads;
   Barrier all;
   std::vector<Barrier> warps;
@@ -313,11 +340,20 @@ inline unsigned sharedAddress(const void *p) {
 /// Whether [address, address + bytes) lies in shared memory, aligned to
 /// `bytes`; a fault otherwise.
 inline bool sharedOk(unsigned address, unsigned bytes, const char *what) {
-  if (address % bytes == 0 && address + bytes <= block().smem.size())
+  if (address % bytes == 0 && address + bytes <= block().smemBytes)
     return true;
   block().fault(std::string(what) + ": shared address " +
                 std::to_string(address) + " misaligned or out of bounds");
   return false;
+}
+
+/// bar.warp.sync with a full mask (__syncwarp()): the warp's 32 lanes.
+inline void syncWarpMask(unsigned mask) {
+  if (mask != 0xffffffffu) {
+    block().fault("__syncwarp: only the full mask is emulated");
+    return;
+  }
+  syncWarp();
 }
 
 /// shfl.sync.bfly with a full mask: lane l gets lane (l ^ mask)'s value.
@@ -399,7 +435,7 @@ inline void ldmatrix(unsigned (&r)[4], unsigned address, bool trans) {
       const int row = trans ? 2 * (l % 4) + k : l / 4;
       const int col = trans ? l / 4 : 2 * (l % 4) + k;
       const unsigned rowAddress = slot(8 * i + row).row;
-      if (ok && rowAddress % 16 == 0 && rowAddress + 16 <= block().smem.size())
+      if (ok && rowAddress % 16 == 0 && rowAddress + 16 <= block().smemBytes)
         e[k] = sharedHalf(rowAddress + 2 * col);
     }
     r[i] = unsigned(e[0]) | (unsigned(e[1]) << 16);
@@ -528,8 +564,14 @@ inline std::string launch(dim3 grid, dim3 threads, size_t smemBytes,
       b.blockIdx = dim3(static_cast<unsigned>(i % grid.x),
                         static_cast<unsigned>(i / grid.x % grid.y),
                         static_cast<unsigned>(i / (int64_t(grid.x) * grid.y)));
-      b.smem.assign(smemBytes, 0xff);
+      b.smemBytes = smemBytes;
+      b.smem.assign(smemBytes + kSharedGuardBytes, 0xff);
       runBlock(b);
+      if (b.error.empty() &&
+          std::any_of(b.smem.begin() + smemBytes, b.smem.end(),
+                      [](unsigned char c) { return c != 0xff; }))
+        b.fault("a store past the dynamic shared memory's " +
+                std::to_string(smemBytes) + " bytes");
       if (!b.error.empty()) {
         std::lock_guard<std::mutex> lock(mutex);
         if (error.empty())
@@ -560,6 +602,9 @@ inline std::string launch(dim3 grid, dim3 threads, size_t smemBytes,
 #define gridDim (::tpcrt::emu::block().gridDim)
 
 inline void __syncthreads() { tpcrt::emu::syncThreads(); }
+inline void __syncwarp(unsigned mask = 0xffffffffu) {
+  tpcrt::emu::syncWarpMask(mask);
+}
 template <typename T>
 inline T __shfl_xor_sync(unsigned /*mask*/, T value, int laneMask) {
   return tpcrt::emu::shuffleXor(value, laneMask);
