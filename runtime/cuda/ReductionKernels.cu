@@ -27,6 +27,7 @@
 
 #include "CudaCommon.cuh"
 #include "CudaKernels.h"
+#include "NormLossKernels.cuh"
 
 #include <cub/device/device_radix_sort.cuh>
 
@@ -37,19 +38,10 @@
 
 namespace tpcrt::cuda {
 
+// The norm and cross-entropy kernels, their helpers and launch sizes.
+using namespace normloss;
+
 namespace {
-
-/// Threads of a block that reduces one row.
-constexpr unsigned kRowThreads = 256;
-/// Threads of a block that reduces a whole (small) tensor alone.
-constexpr unsigned kTotalThreads = 1024;
-/// The most blocks a row loop launches (each then loops over rows).
-constexpr int64_t kMaxRowBlocks = int64_t(1) << 20;
-
-unsigned rowGrid(int64_t rows) {
-  return static_cast<unsigned>(
-      std::min<int64_t>(std::max<int64_t>(rows, 1), kMaxRowBlocks));
-}
 
 Storage operandType(const KernelCall &call, size_t j) {
   return storageOf(call.operands[j].dtype);
@@ -58,241 +50,11 @@ Storage resultType(const KernelCall &call, size_t j) {
   return storageOf(call.results[j].dtype);
 }
 
-/// Max of row[0, n) (-inf when n is 0), on every thread. fmaxf skips NaN
-/// as the CPU's std::max from -inf does.
-__device__ float blockRowMax(const void *x, Storage type, int64_t base,
-                             int64_t n, float *shared) {
-  float m = -INFINITY;
-  for (int64_t c = threadIdx.x; c < n; c += blockDim.x)
-    m = fmaxf(m, loadFloat(x, type, base + c));
-  return blockMax(m, shared);
-}
-
-/// Sum of e^(row[j] - shift) over [0, n) in double (the CPU's expSum), on
-/// every thread.
-__device__ double blockExpSum(const void *x, Storage type, int64_t base,
-                              int64_t n, float shift, double *shared) {
-  double s = 0.0;
-  for (int64_t c = threadIdx.x; c < n; c += blockDim.x)
-    s += static_cast<double>(expf(loadFloat(x, type, base + c) - shift));
-  return blockSumOf<double>(s, shared);
-}
-
-//===----------------------------------------------------------------------===//
-// Norms: one block per row (rows in a block-stride loop), statistics in
-// double as runtime/cpu computes them (rowMoments, rowInverseRms).
-//===----------------------------------------------------------------------===//
-
-struct Moments {
-  double mean, rstd;
-};
-
-/// Mean and 1 / sqrt(biased var + eps) of a row (layerNorm's).
-__device__ Moments rowMoments(const void *x, Storage type, int64_t base,
-                              int64_t cols, float epsilon, double *shared) {
-  double sum = 0.0;
-  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
-    sum += loadFloat(x, type, base + c);
-  double mean = blockSumOf<double>(sum, shared) / static_cast<double>(cols);
-  double sq = 0.0;
-  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    double d = loadFloat(x, type, base + c) - mean;
-    sq += d * d;
-  }
-  sq = blockSumOf<double>(sq, shared);
-  return {mean, 1.0 / sqrt(sq / static_cast<double>(cols) +
-                           static_cast<double>(epsilon))};
-}
-
-/// 1 / sqrt(mean(x^2) + eps) of a row (rmsNorm's).
-__device__ double rowInverseRms(const void *x, Storage type, int64_t base,
-                                int64_t cols, float epsilon, double *shared) {
-  double sq = 0.0;
-  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    double v = loadFloat(x, type, base + c);
-    sq += v * v;
-  }
-  sq = blockSumOf<double>(sq, shared);
-  return 1.0 /
-         sqrt(sq / static_cast<double>(cols) + static_cast<double>(epsilon));
-}
-
-/// A float tensor operand as a kernel reads it.
-struct In {
-  const void *data;
-  Storage type;
-  __device__ float operator[](int64_t i) const {
-    return loadFloat(data, type, i);
-  }
-};
-
-/// A float tensor result.
-struct Out {
-  void *data;
-  Storage type;
-  __device__ void store(int64_t i, float v) const {
-    storeFloat(data, type, i, v);
-  }
-};
-
 In inOperand(const KernelCall &call, const KernelArgs &args, size_t j) {
   return {args.operands[j], operandType(call, j)};
 }
 Out outResult(const KernelCall &call, const KernelArgs &args, size_t j) {
   return {args.results[j], resultType(call, j)};
-}
-
-/// layer_norm (bias.data non-null) or rms_norm: y = float(xhat) * w (+ b).
-__global__ void normKernel(In x, In weight, In bias, int64_t rows, int64_t cols,
-                           float epsilon, Out y) {
-  __shared__ double shared[32];
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    int64_t base = r * cols;
-    if (bias.data) {
-      Moments m = rowMoments(x.data, x.type, base, cols, epsilon, shared);
-      for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-        auto xhat = static_cast<float>((x[base + c] - m.mean) * m.rstd);
-        y.store(base + c, __fadd_rn(__fmul_rn(xhat, weight[c]), bias[c]));
-      }
-    } else {
-      double inv = rowInverseRms(x.data, x.type, base, cols, epsilon, shared);
-      for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-        auto xhat = static_cast<float>(x[base + c] * inv);
-        y.store(base + c, __fmul_rn(xhat, weight[c]));
-      }
-    }
-  }
-}
-
-/// layer_norm_input_grad: dX = rstd (g - mean(g) - xhat mean(g xhat)), g =
-/// dY * weight, in double as the CPU's.
-__global__ void layerNormInputGradKernel(In dY, In x, In weight, int64_t rows,
-                                         int64_t cols, float epsilon, Out dX) {
-  __shared__ double shared[32];
-  double n = static_cast<double>(cols);
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    int64_t base = r * cols;
-    Moments m = rowMoments(x.data, x.type, base, cols, epsilon, shared);
-    double sumG = 0.0, sumGX = 0.0;
-    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-      double g = static_cast<double>(dY[base + c]) * weight[c];
-      sumG += g;
-      sumGX += g * (x[base + c] - m.mean) * m.rstd;
-    }
-    double meanG = blockSumOf<double>(sumG, shared) / n;
-    double meanGX = blockSumOf<double>(sumGX, shared) / n;
-    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-      double xhat = (x[base + c] - m.mean) * m.rstd;
-      double g = static_cast<double>(dY[base + c]) * weight[c];
-      dX.store(base + c,
-               static_cast<float>(m.rstd * (g - meanG - xhat * meanGX)));
-    }
-  }
-}
-
-/// rms_norm_input_grad: dX = inv (g - x inv mean(g x inv)), g = dY * weight.
-__global__ void rmsNormInputGradKernel(In dY, In x, In weight, int64_t rows,
-                                       int64_t cols, float epsilon, Out dX) {
-  __shared__ double shared[32];
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    int64_t base = r * cols;
-    double inv = rowInverseRms(x.data, x.type, base, cols, epsilon, shared);
-    double sumGX = 0.0;
-    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
-      sumGX +=
-          static_cast<double>(dY[base + c]) * weight[c] * x[base + c] * inv;
-    double meanGX = blockSumOf<double>(sumGX, shared) / static_cast<double>(cols);
-    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-      double g = static_cast<double>(dY[base + c]) * weight[c];
-      dX.store(base + c,
-               static_cast<float>(inv * (g - x[base + c] * inv * meanGX)));
-    }
-  }
-}
-
-/// Per row the statistics the parameter gradients need: layer_norm's mean
-/// and rstd (stats[2r], stats[2r + 1]) or rms_norm's inverse rms (stats[r]).
-__global__ void normStatsKernel(In x, int64_t rows, int64_t cols, float epsilon,
-                                bool layer, double *stats) {
-  __shared__ double shared[32];
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    int64_t base = r * cols;
-    if (layer) {
-      Moments m = rowMoments(x.data, x.type, base, cols, epsilon, shared);
-      if (threadIdx.x == 0) {
-        stats[2 * r] = m.mean;
-        stats[2 * r + 1] = m.rstd;
-      }
-    } else {
-      double inv = rowInverseRms(x.data, x.type, base, cols, epsilon, shared);
-      if (threadIdx.x == 0)
-        stats[r] = inv;
-    }
-  }
-}
-
-/// How a parameter gradient's sum over rows is cut: blockIdx.y is a chunk
-/// of rowsPerChunk rows, summed in row order per column; the chunks' sums
-/// are then added in chunk order. Both depend on the sizes alone.
-struct RowChunks {
-  int64_t chunks = 1, rowsPerChunk = 0;
-};
-
-RowChunks paramGradChunks(int64_t rows, int64_t cols) {
-  int64_t tiles = std::max<int64_t>(1, (cols + kRowThreads - 1) / kRowThreads);
-  // About 256 blocks in all, at most 64 chunks, at most one per row.
-  int64_t chunks = std::min<int64_t>(64, (256 + tiles - 1) / tiles);
-  chunks = std::max<int64_t>(1, std::min(chunks, rows));
-  RowChunks c;
-  c.rowsPerChunk = (rows + chunks - 1) / chunks;
-  c.chunks = c.rowsPerChunk ? (rows + c.rowsPerChunk - 1) / c.rowsPerChunk : 1;
-  return c;
-}
-
-/// Column c of chunk blockIdx.y: sum over its rows of dY * float(xhat) (and
-/// of dY for layer_norm's bias) in double, as the CPU's param grads.
-__global__ void normParamPartialsKernel(In dY, In x, int64_t rows, int64_t cols,
-                                        int64_t rowsPerChunk,
-                                        const double *stats, bool layer,
-                                        double *partialW, double *partialB) {
-  int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (c >= cols)
-    return;
-  int64_t chunk = blockIdx.y;
-  int64_t begin = chunk * rowsPerChunk;
-  int64_t end = min(rows, begin + rowsPerChunk);
-  double sumW = 0.0, sumB = 0.0;
-  for (int64_t r = begin; r < end; ++r) {
-    float g = dY[r * cols + c];
-    float xv = x[r * cols + c];
-    if (layer) {
-      auto xhat = static_cast<float>((xv - stats[2 * r]) * stats[2 * r + 1]);
-      sumW += static_cast<double>(g) * xhat;
-      sumB += g;
-    } else {
-      sumW += static_cast<double>(g) * static_cast<float>(xv * stats[r]);
-    }
-  }
-  partialW[chunk * cols + c] = sumW;
-  if (layer)
-    partialB[chunk * cols + c] = sumB;
-}
-
-__global__ void normParamSumKernel(const double *partialW,
-                                   const double *partialB, int64_t chunks,
-                                   int64_t cols, Out dWeight, Out dBias) {
-  for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-       c < cols; c += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    double w = 0.0, b = 0.0;
-    for (int64_t k = 0; k < chunks; ++k) {
-      w += partialW[k * cols + c];
-      if (dBias.data)
-        b += partialB[k * cols + c];
-    }
-    dWeight.store(c, static_cast<float>(w));
-    if (dBias.data)
-      dBias.store(c, static_cast<float>(b));
-  }
 }
 
 /// Scratch of a norm parameter gradient: the row statistics, then the
@@ -572,86 +334,6 @@ Status runEmbeddingGrad(const KernelCall &call, const KernelArgs &args) {
   }
   return wideEmbeddingGrad(call) ? embeddingGradSorted<uint64_t>(call, args)
                                  : embeddingGradSorted<uint32_t>(call, args);
-}
-
-//===----------------------------------------------------------------------===//
-// Cross-entropy over a whole vocabulary: one block per position writes its
-// loss (double) to scratch, then one block adds them in a fixed order.
-//===----------------------------------------------------------------------===//
-
-__device__ __forceinline__ bool targetLabel(int64_t label, int64_t ignore,
-                                            int64_t vocab) {
-  return label != ignore && label >= 0 && label < vocab;
-}
-
-/// rowLoss[p] = max + log(sum e^(x - max)) - x[label], 0 where ignored.
-__global__ void crossEntropyRowsKernel(In logits, const int64_t *labels,
-                                       int64_t rows, int64_t cols,
-                                       int64_t ignore, double *rowLoss) {
-  __shared__ float sharedF[32];
-  __shared__ double sharedD[32];
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    int64_t label = labels[r];
-    if (!targetLabel(label, ignore, cols)) {
-      if (threadIdx.x == 0)
-        rowLoss[r] = 0.0;
-      continue;
-    }
-    int64_t base = r * cols;
-    float max = blockRowMax(logits.data, logits.type, base, cols, sharedF);
-    double sum =
-        blockExpSum(logits.data, logits.type, base, cols, max, sharedD);
-    if (threadIdx.x == 0)
-      rowLoss[r] = static_cast<double>(max) + log(sum) -
-                   static_cast<double>(logits[base + label]);
-  }
-}
-
-/// The loss sum and the count of positions that have a target (one block).
-__global__ void crossEntropyTotalKernel(const double *rowLoss,
-                                        const int64_t *labels, int64_t rows,
-                                        int64_t cols, int64_t ignore,
-                                        float *lossSum, int64_t *count) {
-  __shared__ double sharedD[32];
-  __shared__ long long sharedI[32];
-  double total = 0.0;
-  long long n = 0;
-  for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) {
-    total += rowLoss[r];
-    n += targetLabel(labels[r], ignore, cols);
-  }
-  total = blockSumOf<double>(total, sharedD);
-  n = blockSumOf<long long>(n, sharedI);
-  if (threadIdx.x == 0) {
-    *lossSum = static_cast<float>(total);
-    *count = n;
-  }
-}
-
-/// dLogits = scale (softmax - onehot), zero rows where ignored.
-__global__ void crossEntropyGradKernel(In logits, const int64_t *labels,
-                                       int64_t rows, int64_t cols,
-                                       int64_t ignore, const float *lossSumGrad,
-                                       Out dLogits) {
-  __shared__ float sharedF[32];
-  __shared__ double sharedD[32];
-  float scale = *lossSumGrad;
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    int64_t label = labels[r], base = r * cols;
-    if (!targetLabel(label, ignore, cols)) {
-      for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
-        dLogits.store(base + c, 0.0f);
-      continue;
-    }
-    float max = blockRowMax(logits.data, logits.type, base, cols, sharedF);
-    double sum =
-        blockExpSum(logits.data, logits.type, base, cols, max, sharedD);
-    auto factor = static_cast<float>(static_cast<double>(scale) / sum);
-    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-      float g = __fmul_rn(expf(logits[base + c] - max), factor);
-      dLogits.store(base + c, c == label ? __fsub_rn(g, scale) : g);
-    }
-  }
 }
 
 bool splitVocabulary(const KernelCall &call) {

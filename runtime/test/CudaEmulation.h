@@ -1,8 +1,9 @@
 //===- CudaEmulation.h - CUDA kernels on the host, for tests ----*- C++ -*-===//
 //
-// Just enough of CUDA to run cuda/FlashAttention.cuh's and
-// cuda/GenericAttention.cuh's kernels on the CPU (FlashEmulationTest.cpp,
-// GenericAttentionEmulationTest.cpp): those headers, compiled with
+// Just enough of CUDA to run cuda/FlashAttention.cuh's,
+// cuda/GenericAttention.cuh's and cuda/NormLossKernels.cuh's kernels on the
+// CPU (FlashEmulationTest.cpp, GenericAttentionEmulationTest.cpp,
+// NormLossEmulationTest.cpp): those headers, compiled with
 // TPCRT_CUDA_EMULATION, include this one instead of the CUDA headers and
 // call the functions below instead of their inline PTX. Nothing here is a
 // GPU run; it tests the kernels' indexing, masking, dropout and layouts, not
@@ -204,7 +205,7 @@ struct Barrier {
 
 /// What one lane puts where its warp's collectives read it.
 struct LaneSlot {
-  float value = 0.0f; // a shuffle's
+  uint64_t value = 0; // a shuffle's (bits of a 32- or 64-bit value)
   unsigned row = 0;   // ldmatrix: the shared address of one row
   unsigned a[4] = {}; // mma: the A fragment
   unsigned b[2] = {}; // mma: the B fragment
@@ -358,14 +359,14 @@ inline void syncWarpMask(unsigned mask) {
 
 /// shfl.sync.bfly with a full mask: lane l gets lane (l ^ mask)'s value.
 template <typename T> T shuffleXor(T value, int laneMask) {
-  static_assert(sizeof(T) == sizeof(float), "32-bit values only");
-  float bits;
-  std::memcpy(&bits, &value, sizeof(bits));
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "32- or 64-bit values");
+  uint64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof(T));
   slot(lane()).value = bits;
   syncWarp();
   bits = slot(lane() ^ laneMask).value;
   syncWarp();
-  std::memcpy(&value, &bits, sizeof(bits));
+  std::memcpy(&value, &bits, sizeof(T));
   return value;
 }
 
@@ -612,5 +613,76 @@ inline T __shfl_xor_sync(unsigned /*mask*/, T value, int laneMask) {
 inline size_t __cvta_generic_to_shared(const void *p) {
   return tpcrt::emu::sharedAddress(p);
 }
+
+/// A kernel's static __shared__ arrays: one per host thread, shared by the
+/// fibers of the block it runs (blocks on other host threads have theirs).
+/// Unlike the dynamic shared memory they are neither poisoned nor bounds
+/// checked, and they keep their values from one block to the next.
+#define __shared__ static thread_local
+
+/// fp32 operations rounded once, never fused into an FMA (the host build
+/// targets no FMA unit anyway).
+inline float __fadd_rn(float a, float b) { return a + b; }
+inline float __fsub_rn(float a, float b) { return a - b; }
+inline float __fmul_rn(float a, float b) { return a * b; }
+
+/// CUDA's integer min of device code.
+inline int min(int a, int b) { return a < b ? a : b; }
+inline long min(long a, long b) { return a < b ? a : b; }
+inline long long min(long long a, long long b) { return a < b ? a : b; }
+
+//===- CudaCommon.cuh's reductions and launch sizes -----------------------===//
+
+namespace tpcrt::cuda {
+
+/// As CudaCommon.cuh's.
+template <typename T> inline T warpSumOf(T v) {
+  for (int offset = 16; offset > 0; offset >>= 1)
+    v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+/// As CudaCommon.cuh's.
+inline float warpMax(float v) {
+  for (int offset = 16; offset > 0; offset >>= 1)
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
+}
+
+/// As CudaCommon.cuh's.
+template <typename T> inline T blockSumOf(T v, T *shared) {
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  v = warpSumOf(v);
+  __syncthreads();
+  if (lane == 0)
+    shared[warp] = v;
+  __syncthreads();
+  int warps = (blockDim.x + 31) >> 5;
+  v = lane < warps ? shared[lane] : T(0);
+  return warpSumOf(v);
+}
+
+/// As CudaCommon.cuh's.
+inline float blockMax(float v, float *shared) {
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  v = warpMax(v);
+  __syncthreads();
+  if (lane == 0)
+    shared[warp] = v;
+  __syncthreads();
+  int warps = (blockDim.x + 31) >> 5;
+  v = lane < warps ? shared[lane] : -INFINITY;
+  return warpMax(v);
+}
+
+/// As CudaCommon.cuh's.
+inline unsigned gridFor(int64_t count, unsigned threads = 256) {
+  int64_t blocks = (count + threads - 1) / threads;
+  if (blocks < 1)
+    blocks = 1;
+  return static_cast<unsigned>(blocks > 65535 * 16 ? 65535 * 16 : blocks);
+}
+
+} // namespace tpcrt::cuda
 
 #endif // TPCRT_TEST_CUDAEMULATION_H
