@@ -31,9 +31,12 @@
 #define TPCRT_CUDA_EMULATION
 #include "FlashAttention.cuh"
 
+#include "AttentionEmulation.h"
+
 using namespace tpcrt;
 using namespace tpcrt::cuda;
 using namespace tpcrt::cuda::attn;
+using namespace tpcrt::cuda::attn::test;
 
 namespace {
 
@@ -80,36 +83,6 @@ struct Tensors {
   // Results (dqkv: PackedQkv's dq, dk, dv), NaN to start with.
   std::vector<uint16_t> o, dq, dk, dv, dqkv;
 };
-
-/// ||x - ref|| / ||ref|| (NaN when x holds a NaN), and the largest |x -
-/// ref| over the largest |ref|.
-struct Error {
-  double normwise = 0.0, maxwise = 0.0;
-  int64_t nans = 0;
-};
-
-Error compare(const std::vector<uint16_t> &x, bool bf16,
-              const std::vector<float> &ref) {
-  Error e;
-  double diff = 0.0, norm = 0.0, maxDiff = 0.0, maxRef = 0.0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    double got = fromStorage(bf16, x[i]);
-    if (std::isnan(got)) {
-      ++e.nans;
-      continue;
-    }
-    double d = got - ref[i];
-    diff += d * d;
-    norm += double(ref[i]) * ref[i];
-    maxDiff = std::max(maxDiff, std::abs(d));
-    maxRef = std::max(maxRef, std::abs(double(ref[i])));
-  }
-  e.normwise = norm > 0.0 ? std::sqrt(diff / norm) : std::sqrt(diff);
-  e.maxwise = maxRef > 0.0 ? maxDiff / maxRef : maxDiff;
-  if (e.nans)
-    e.normwise = e.maxwise = NAN;
-  return e;
-}
 
 /// forwardKernel's launch (AttentionKernels.cu's runForward, tensor path).
 template <typename T, int D>
@@ -163,7 +136,6 @@ template <typename T, int D> void runCase(const Case &c) {
   ASSERT_TRUE(!packed || (kv == h && sq == sk));
   const Storage storage = c.bf16 ? Storage::BF16 : Storage::F16;
   const uint16_t nan = toStorage(c.bf16, NAN);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
 
   // Inputs: normal values (q and k with a wider spread: peaked softmaxes),
   // rounded to 16 bits.
@@ -209,157 +181,54 @@ template <typename T, int D> void runCase(const Case &c) {
 
   // The shape and dropout as AttentionKernels.cu's attentionSetup builds
   // them, and the CPU's dropout of the same stream.
+  Problem problem;
+  problem.layout = c.layout;
+  problem.batch = b, problem.heads = h, problem.kvHeads = kv;
+  problem.seqQ = sq, problem.seqK = sk;
+  problem.headDim = problem.valueDim = D;
+  problem.causal = c.causal, problem.dropout = c.dropout;
+  problem.splitDropout = c.splitDropout;
   Shape shape;
-  shape.batch = b;
-  shape.heads = h;
-  shape.kvHeads = kv;
-  shape.seqQ = sq;
-  shape.seqK = sk;
-  shape.headDim = shape.valueDim = D;
-  shape.group = h / kv;
-  shape.causal = c.causal;
-  shape.causalOffset = sk - sq;
-  shape.scale = scale;
-  shape.qRows = headRows(c.layout, h, sq, D);
-  shape.kRows = headRows(c.layout, kv, sk, D);
-  shape.vRows = headRows(c.layout, kv, sk, D);
-  shape.oRows = resultRows(c.layout, h, sq, D);
-  const double rate = 0.25;
-  cpu::AttentionDropout cpuDropout;
   Dropout dropout;
-  if (c.dropout) {
-    cpuDropout.key = dropoutKey(1234, 7, 3);
-    cpuDropout.rate = rate;
-    cpuDropout.firstIndex = 987654321;
-    if (c.splitDropout) {
-      cpuDropout.batchOffset = 1;
-      cpuDropout.headOffset = 2;
-      cpuDropout.queryOffset = 5;
-      cpuDropout.globalHeads = h + 3;
-      cpuDropout.globalSeqQ = sq + 11;
-    }
-    dropout.enabled = true;
-    dropout.key = cpuDropout.key;
-    dropout.threshold = dropoutThreshold(rate);
-    dropout.scale = dropoutScale(rate);
-    dropout.firstIndex = cpuDropout.firstIndex;
-    dropout.batchOffset = cpuDropout.batchOffset;
-    dropout.headOffset = cpuDropout.headOffset;
-    dropout.queryOffset = cpuDropout.queryOffset;
-    dropout.globalHeads = c.splitDropout ? cpuDropout.globalHeads : h;
-    dropout.globalSeqQ = c.splitDropout ? cpuDropout.globalSeqQ : sq;
-  }
+  cpu::AttentionDropout cpuDropout;
+  setUp(problem, shape, dropout, cpuDropout);
 
   // The kernels: the forward, then attention_grad's sequence
   // (AttentionKernels.cu's runAttentionGrad): the statistics pass, dK/dV,
   // dQ.
-  ForwardParams f;
-  f.q = q;
-  f.k = k;
-  f.v = v;
-  f.qType = f.kType = f.vType = storage;
-  f.o = t.o.data();
-  f.oType = storage;
-  f.shape = shape;
-  f.dropout = dropout;
-  std::string error = runForward<T, D>(f, c.timing);
-  ASSERT_EQ(error, "") << "forward";
-
-  std::vector<float> rowMax(b * h * sq, NAN), rowInv(b * h * sq, NAN),
-      rowDot(b * h * sq, NAN);
-  RowStats stats;
-  stats.max = rowMax.data();
-  stats.invSum = rowInv.data();
-  stats.dot = rowDot.data();
-  ForwardParams statsPass = f;
-  statsPass.o = nullptr;
-  statsPass.dO = t.dO.data();
-  statsPass.dOType = storage;
-  statsPass.stats = stats;
-  error = runForward<T, D>(statsPass, c.timing);
-  ASSERT_EQ(error, "") << "statistics";
-
-  BackwardParams p;
-  p.q = q;
-  p.k = k;
-  p.v = v;
-  p.dO = t.dO.data();
-  p.qType = p.kType = p.vType = p.dOType = storage;
+  DeviceTensors tensors;
+  tensors.q = q, tensors.k = k, tensors.v = v, tensors.dO = t.dO.data();
+  tensors.o = t.o.data();
   if (packed) {
-    p.dq = t.dqkv.data() + qkvPartOffset(0, h, D);
-    p.dk = t.dqkv.data() + qkvPartOffset(1, h, D);
-    p.dv = t.dqkv.data() + qkvPartOffset(2, h, D);
+    tensors.dq = t.dqkv.data() + problem.part(0);
+    tensors.dk = t.dqkv.data() + problem.part(1);
+    tensors.dv = t.dqkv.data() + problem.part(2);
   } else {
-    p.dq = t.dq.data();
-    p.dk = t.dk.data();
-    p.dv = t.dv.data();
+    tensors.dq = t.dq.data(), tensors.dk = t.dk.data();
+    tensors.dv = t.dv.data();
   }
-  p.dqType = p.dkType = p.dvType = storage;
-  p.stats = stats;
-  p.shape = shape;
-  p.dropout = dropout;
-  error = runBackward<T, D>(p, c.timing);
-  ASSERT_EQ(error, "") << "backward";
+  tensors.storage = storage;
+  Statistics statistics(problem);
+  Launches launches = launchesFor(tensors, shape, dropout, statistics.rows());
+  ASSERT_EQ((runForward<T, D>(launches.forward, c.timing)), "") << "forward";
+  ASSERT_EQ((runForward<T, D>(launches.statisticsPass, c.timing)), "")
+      << "statistics";
+  ASSERT_EQ((runBackward<T, D>(launches.backward, c.timing)), "") << "backward";
 
   // The CPU device's kernels on the same values.
-  std::vector<float> qkvF, qF, kF, vF;
-  const float *cq, *ck, *cv;
-  if (packed) {
-    qkvF = toFloat(t.qkv);
-    cq = qkvF.data() + qkvPartOffset(0, h, D);
-    ck = qkvF.data() + qkvPartOffset(1, h, D);
-    cv = qkvF.data() + qkvPartOffset(2, h, D);
-  } else {
-    qF = toFloat(t.q);
-    kF = toFloat(t.k);
-    vF = toFloat(t.v);
-    cq = qF.data();
-    ck = kF.data();
-    cv = vF.data();
-  }
-  std::vector<float> dOF = toFloat(t.dO);
-  std::vector<float> scratch(cpu::attentionGradScratchSize(sq, sk));
-  std::vector<float> o(qSize);
-  const cpu::AttentionDropout *drop = c.dropout ? &cpuDropout : nullptr;
-  Status st = cpu::attention(cq, ck, cv, b, h, kv, sq, sk, D, D, c.causal,
-                             scale, scratch.data(), o.data(), drop, c.layout);
-  ASSERT_TRUE(st) << st.message();
-  std::vector<float> dqkv, dq, dk, dv;
-  float *gq, *gk, *gv;
-  if (packed) {
-    dqkv.assign(kQkvParts * qSize, NAN);
-    gq = dqkv.data() + qkvPartOffset(0, h, D);
-    gk = dqkv.data() + qkvPartOffset(1, h, D);
-    gv = dqkv.data() + qkvPartOffset(2, h, D);
-  } else {
-    dq.assign(qSize, NAN);
-    dk.assign(kvSize, NAN);
-    dv.assign(kvSize, NAN);
-    gq = dq.data();
-    gk = dk.data();
-    gv = dv.data();
-  }
-  st = cpu::attentionGrad(dOF.data(), cq, ck, cv, b, h, kv, sq, sk, D, D,
-                          c.causal, scale, scratch.data(), gq, gk, gv, drop,
-                          c.layout);
-  ASSERT_TRUE(st) << st.message();
-
+  Reference ref;
+  runCpu(problem, toFloat(packed ? t.qkv : t.q), toFloat(t.k), toFloat(t.v),
+         toFloat(t.dO), cpuDropout, ref);
+  if (::testing::Test::HasFatalFailure())
+    return;
   const double tolerance = c.bf16 ? kBf16Tolerance : kF16Tolerance;
-  auto check = [&](const char *name, const std::vector<uint16_t> &got,
-                   const std::vector<float> &want) {
-    Error e = compare(got, c.bf16, want);
-    std::printf("  %-4s normwise %.2e maxwise %.2e\n", name, e.normwise,
-                e.maxwise);
-    EXPECT_EQ(e.nans, 0) << name << ": elements not written";
-    EXPECT_LE(e.normwise, tolerance) << name;
-  };
-  check("O", t.o, o);
+  expectClose("O", toFloat(t.o), ref.o, tolerance);
   if (packed) {
-    check("dQKV", t.dqkv, dqkv);
+    expectClose("dQKV", toFloat(t.dqkv), ref.dqkv, tolerance);
   } else {
-    check("dQ", t.dq, dq);
-    check("dK", t.dk, dk);
-    check("dV", t.dv, dv);
+    expectClose("dQ", toFloat(t.dq), ref.dq, tolerance);
+    expectClose("dK", toFloat(t.dk), ref.dk, tolerance);
+    expectClose("dV", toFloat(t.dv), ref.dv, tolerance);
   }
 }
 

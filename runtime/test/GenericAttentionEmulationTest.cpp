@@ -34,10 +34,13 @@
 #define TPCRT_CUDA_EMULATION
 #include "GenericAttention.cuh"
 
+#include "AttentionEmulation.h"
+
 using namespace tpcrt;
 using namespace tpcrt::cuda;
 using namespace tpcrt::cuda::attn;
 using namespace tpcrt::cuda::attn::generic;
+using namespace tpcrt::cuda::attn::test;
 
 namespace {
 
@@ -101,35 +104,6 @@ struct Buffer {
   }
 };
 
-/// ||x - ref|| / ||ref|| (NaN when x holds a NaN), and the largest |x -
-/// ref| over the largest |ref|.
-struct Error {
-  double normwise = 0.0, maxwise = 0.0;
-  int64_t nans = 0;
-};
-
-Error compare(const Buffer &x, const std::vector<float> &ref) {
-  Error e;
-  double diff = 0.0, norm = 0.0, maxDiff = 0.0, maxRef = 0.0;
-  for (int64_t i = 0; i < x.size(); ++i) {
-    double got = x.get(i);
-    if (std::isnan(got)) {
-      ++e.nans;
-      continue;
-    }
-    double d = got - ref[i];
-    diff += d * d;
-    norm += double(ref[i]) * ref[i];
-    maxDiff = std::max(maxDiff, std::abs(d));
-    maxRef = std::max(maxRef, std::abs(double(ref[i])));
-  }
-  e.normwise = norm > 0.0 ? std::sqrt(diff / norm) : std::sqrt(diff);
-  e.maxwise = maxRef > 0.0 ? maxDiff / maxRef : maxDiff;
-  if (e.nans)
-    e.normwise = e.maxwise = NAN;
-  return e;
-}
-
 /// genericForwardKernel's launch (AttentionKernels.cu's runForward and
 /// launchGenericForward).
 template <int Cap> std::string runForward(const ForwardParams &p) {
@@ -171,7 +145,6 @@ template <int Cap> void runCase(const Case &c) {
   ASSERT_TRUE(!packed || (kv == h && sq == sk && d == dv));
   ASSERT_EQ(capacityFor(d, dv), Cap);
   const Storage storage = c.storage;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
 
   // Inputs: normal values (q and k with a wider spread: peaked softmaxes),
   // rounded to the storage.
@@ -213,160 +186,55 @@ template <int Cap> void runCase(const Case &c) {
 
   // The shape and dropout as AttentionKernels.cu's attentionSetup builds
   // them, and the CPU's dropout of the same stream.
+  Problem problem;
+  problem.layout = c.layout;
+  problem.batch = b, problem.heads = h, problem.kvHeads = kv;
+  problem.seqQ = sq, problem.seqK = sk;
+  problem.headDim = d, problem.valueDim = dv;
+  problem.causal = c.causal, problem.dropout = c.dropout;
+  problem.splitDropout = c.splitDropout;
   Shape shape;
-  shape.batch = b;
-  shape.heads = h;
-  shape.kvHeads = kv;
-  shape.seqQ = sq;
-  shape.seqK = sk;
-  shape.headDim = static_cast<int>(d);
-  shape.valueDim = static_cast<int>(dv);
-  shape.group = h / kv;
-  shape.causal = c.causal;
-  shape.causalOffset = sk - sq;
-  shape.scale = scale;
-  shape.qRows = headRows(c.layout, h, sq, d);
-  shape.kRows = headRows(c.layout, kv, sk, d);
-  shape.vRows = headRows(c.layout, kv, sk, dv);
-  shape.oRows = resultRows(c.layout, h, sq, dv);
-  const double rate = 0.25;
-  cpu::AttentionDropout cpuDropout;
   Dropout dropout;
-  if (c.dropout) {
-    cpuDropout.key = dropoutKey(1234, 7, 3);
-    cpuDropout.rate = rate;
-    cpuDropout.firstIndex = 987654321;
-    if (c.splitDropout) {
-      cpuDropout.batchOffset = 1;
-      cpuDropout.headOffset = 2;
-      cpuDropout.queryOffset = 5;
-      cpuDropout.globalHeads = h + 3;
-      cpuDropout.globalSeqQ = sq + 11;
-    }
-    dropout.enabled = true;
-    dropout.key = cpuDropout.key;
-    dropout.threshold = dropoutThreshold(rate);
-    dropout.scale = dropoutScale(rate);
-    dropout.firstIndex = cpuDropout.firstIndex;
-    dropout.batchOffset = cpuDropout.batchOffset;
-    dropout.headOffset = cpuDropout.headOffset;
-    dropout.queryOffset = cpuDropout.queryOffset;
-    dropout.globalHeads = c.splitDropout ? cpuDropout.globalHeads : h;
-    dropout.globalSeqQ = c.splitDropout ? cpuDropout.globalSeqQ : sq;
-  }
+  cpu::AttentionDropout cpuDropout;
+  setUp(problem, shape, dropout, cpuDropout);
 
   // The kernels: the forward, then attention_grad's sequence
   // (AttentionKernels.cu's runAttentionGrad): the statistics pass (the
   // forward with o null), dK/dV, dQ.
-  ForwardParams f;
-  f.q = qp;
-  f.k = kp;
-  f.v = vp;
-  f.qType = f.kType = f.vType = storage;
-  f.o = o.bytes.data();
-  f.oType = storage;
-  f.shape = shape;
-  f.dropout = dropout;
-  std::string error = runForward<Cap>(f);
-  ASSERT_EQ(error, "") << "forward";
-
-  std::vector<float> rowMax(b * h * sq, NAN), rowInv(b * h * sq, NAN),
-      rowDot(b * h * sq, NAN);
-  RowStats stats;
-  stats.max = rowMax.data();
-  stats.invSum = rowInv.data();
-  stats.dot = rowDot.data();
-  ForwardParams statsPass = f;
-  statsPass.o = nullptr;
-  statsPass.dO = dO.bytes.data();
-  statsPass.dOType = storage;
-  statsPass.stats = stats;
-  error = runForward<Cap>(statsPass);
-  ASSERT_EQ(error, "") << "statistics";
-
-  BackwardParams p;
-  p.q = qp;
-  p.k = kp;
-  p.v = vp;
-  p.dO = dO.bytes.data();
-  p.qType = p.kType = p.vType = p.dOType = storage;
+  DeviceTensors tensors;
+  tensors.q = qp, tensors.k = kp, tensors.v = vp;
+  tensors.dO = dO.bytes.data();
+  tensors.o = o.bytes.data();
   if (packed) {
-    p.dq = dqkv.at(qkvPartOffset(0, h, d));
-    p.dk = dqkv.at(qkvPartOffset(1, h, d));
-    p.dv = dqkv.at(qkvPartOffset(2, h, d));
+    tensors.dq = dqkv.at(problem.part(0));
+    tensors.dk = dqkv.at(problem.part(1));
+    tensors.dv = dqkv.at(problem.part(2));
   } else {
-    p.dq = dq.bytes.data();
-    p.dk = dk.bytes.data();
-    p.dv = dvBuf.bytes.data();
+    tensors.dq = dq.bytes.data(), tensors.dk = dk.bytes.data();
+    tensors.dv = dvBuf.bytes.data();
   }
-  p.dqType = p.dkType = p.dvType = storage;
-  p.stats = stats;
-  p.shape = shape;
-  p.dropout = dropout;
-  error = runBackward<Cap>(p);
-  ASSERT_EQ(error, "") << "backward";
+  tensors.storage = storage;
+  Statistics statistics(problem);
+  Launches launches = launchesFor(tensors, shape, dropout, statistics.rows());
+  ASSERT_EQ(runForward<Cap>(launches.forward), "") << "forward";
+  ASSERT_EQ(runForward<Cap>(launches.statisticsPass), "") << "statistics";
+  ASSERT_EQ(runBackward<Cap>(launches.backward), "") << "backward";
 
   // The CPU device's kernels on the same values.
-  std::vector<float> qkvF, qF, kF, vF;
-  const float *cq, *ck, *cv;
-  if (packed) {
-    qkvF = qkv.toFloat();
-    cq = qkvF.data() + qkvPartOffset(0, h, d);
-    ck = qkvF.data() + qkvPartOffset(1, h, d);
-    cv = qkvF.data() + qkvPartOffset(2, h, d);
-  } else {
-    qF = q.toFloat();
-    kF = k.toFloat();
-    vF = v.toFloat();
-    cq = qF.data();
-    ck = kF.data();
-    cv = vF.data();
-  }
-  std::vector<float> dOF = dO.toFloat();
-  std::vector<float> scratch(cpu::attentionGradScratchSize(sq, sk));
-  std::vector<float> cpuO(oSize);
-  const cpu::AttentionDropout *drop = c.dropout ? &cpuDropout : nullptr;
-  Status st =
-      cpu::attention(cq, ck, cv, b, h, kv, sq, sk, d, dv, c.causal, scale,
-                     scratch.data(), cpuO.data(), drop, c.layout);
-  ASSERT_TRUE(st) << st.message();
-  std::vector<float> cpuDqkv, cpuDq, cpuDk, cpuDv;
-  float *gq, *gk, *gv;
-  if (packed) {
-    cpuDqkv.assign(kQkvParts * qSize, NAN);
-    gq = cpuDqkv.data() + qkvPartOffset(0, h, d);
-    gk = cpuDqkv.data() + qkvPartOffset(1, h, d);
-    gv = cpuDqkv.data() + qkvPartOffset(2, h, d);
-  } else {
-    cpuDq.assign(qSize, NAN);
-    cpuDk.assign(kSize, NAN);
-    cpuDv.assign(vSize, NAN);
-    gq = cpuDq.data();
-    gk = cpuDk.data();
-    gv = cpuDv.data();
-  }
-  st = cpu::attentionGrad(dOF.data(), cq, ck, cv, b, h, kv, sq, sk, d, dv,
-                          c.causal, scale, scratch.data(), gq, gk, gv, drop,
-                          c.layout);
-  ASSERT_TRUE(st) << st.message();
-
+  Reference ref;
+  runCpu(problem, (packed ? qkv : q).toFloat(), k.toFloat(), v.toFloat(),
+         dO.toFloat(), cpuDropout, ref);
+  if (::testing::Test::HasFatalFailure())
+    return;
   const double tolerance =
       storage == Storage::F32 ? kF32Tolerance : kBf16Tolerance;
-  auto check = [&](const char *name, const Buffer &got,
-                   const std::vector<float> &want) {
-    Error e = compare(got, want);
-    std::printf("  %-4s normwise %.2e maxwise %.2e\n", name, e.normwise,
-                e.maxwise);
-    EXPECT_EQ(e.nans, 0) << name << ": elements not written";
-    EXPECT_LE(e.normwise, tolerance) << name;
-  };
-  check("O", o, cpuO);
+  expectClose("O", o.toFloat(), ref.o, tolerance);
   if (packed) {
-    check("dQKV", dqkv, cpuDqkv);
+    expectClose("dQKV", dqkv.toFloat(), ref.dqkv, tolerance);
   } else {
-    check("dQ", dq, cpuDq);
-    check("dK", dk, cpuDk);
-    check("dV", dvBuf, cpuDv);
+    expectClose("dQ", dq.toFloat(), ref.dq, tolerance);
+    expectClose("dK", dk.toFloat(), ref.dk, tolerance);
+    expectClose("dV", dvBuf.toFloat(), ref.dv, tolerance);
   }
 }
 
