@@ -238,11 +238,7 @@ bool useTensorCores(const KernelCall &call, const KernelArgs &args,
   for (size_t i = 0; i < call.operands.size(); ++i)
     if (storageOf(call.operands[i].dtype) != type)
       return false;
-  // Every tensor where it starts (a packed part's too).
-  for (const void *p : {t.dO, t.q, t.k, t.v, t.o, t.dq, t.dk, t.dv})
-    if (p && !aligned16(p))
-      return false;
-  return true;
+  return t.aligned16();
 }
 
 template <typename T, int D>
@@ -372,15 +368,14 @@ Status runAttention(const KernelCall &call, const KernelArgs &args) {
   if (Status s = checkGrid(call, "attention"); !s)
     return s;
   AttentionTensors t = attentionTensors(call, args);
-  const size_t kOperand = call.attentionPackedQkv() ? 0 : 1;
-  p.q = t.q;
-  p.k = t.k;
-  p.v = t.v;
-  p.qType = storageOf(call.operands[0].dtype);
-  p.kType = storageOf(call.operands[kOperand].dtype);
-  p.vType = storageOf(call.operands[2 * kOperand].dtype);
-  p.o = t.o;
-  p.oType = storageOf(call.results[0].dtype);
+  p.q = t.q.at;
+  p.k = t.k.at;
+  p.v = t.v.at;
+  p.qType = storageOf(t.q.dtype);
+  p.kType = storageOf(t.k.dtype);
+  p.vType = storageOf(t.v.dtype);
+  p.o = t.o.at;
+  p.oType = storageOf(t.o.dtype);
   if (p.shape.valueDim == 0 || call.results[0].elements == 0)
     return Status::ok(); // nothing to write
   return runForward(p, useTensorCores(call, args, t), args.stream);
@@ -416,23 +411,21 @@ Status runAttentionGrad(const KernelCall &call, const KernelArgs &args) {
   stats.invSum = reinterpret_cast<float *>(scratch + statsBytes);
   stats.dot = reinterpret_cast<float *>(scratch + 2 * statsBytes);
 
-  // Packed: q, k, v in operand 1, their gradients in result 0.
   AttentionTensors t = attentionTensors(call, args);
-  const size_t packed = call.attentionPackedQkv() ? 1 : 0;
-  p.dO = t.dO;
-  p.q = t.q;
-  p.k = t.k;
-  p.v = t.v;
-  p.dOType = storageOf(call.operands[0].dtype);
-  p.qType = storageOf(call.operands[1].dtype);
-  p.kType = storageOf(call.operands[packed ? 1 : 2].dtype);
-  p.vType = storageOf(call.operands[packed ? 1 : 3].dtype);
-  p.dq = t.dq;
-  p.dk = t.dk;
-  p.dv = t.dv;
-  p.dqType = storageOf(call.results[0].dtype);
-  p.dkType = storageOf(call.results[packed ? 0 : 1].dtype);
-  p.dvType = storageOf(call.results[packed ? 0 : 2].dtype);
+  p.dO = t.dO.at;
+  p.q = t.q.at;
+  p.k = t.k.at;
+  p.v = t.v.at;
+  p.dOType = storageOf(t.dO.dtype);
+  p.qType = storageOf(t.q.dtype);
+  p.kType = storageOf(t.k.dtype);
+  p.vType = storageOf(t.v.dtype);
+  p.dq = t.dq.at;
+  p.dk = t.dk.at;
+  p.dv = t.dv.at;
+  p.dqType = storageOf(t.dq.dtype);
+  p.dkType = storageOf(t.dk.dtype);
+  p.dvType = storageOf(t.dv.dtype);
   p.stats = stats;
   bool tensor = useTensorCores(call, args, t);
 

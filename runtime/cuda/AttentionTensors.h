@@ -15,54 +15,75 @@
 #include "CudaKernels.h"
 #include "tpcrt/AttentionRows.h"
 
+#include <cstdint>
+
 namespace tpcrt::cuda {
+
+/// One tensor: its address (null: the kernel has none) and storage type.
+struct AttentionTensor {
+  void *at = nullptr;
+  fb::DType dtype = fb::DType::F32;
+};
 
 /// attention's leave the gradients null, the forwards leave dO null.
 struct AttentionTensors {
-  void *dO = nullptr, *q = nullptr, *k = nullptr, *v = nullptr;
-  void *o = nullptr, *dq = nullptr, *dk = nullptr, *dv = nullptr;
+  AttentionTensor dO, q, k, v, o, dq, dk, dv;
+
+  /// Whether every tensor starts 16-byte aligned (a packed part's too), as
+  /// the tensor-core kernels' and cuDNN's vector accesses need.
+  bool aligned16() const {
+    for (const AttentionTensor &x : {dO, q, k, v, o, dq, dk, dv})
+      if (reinterpret_cast<uintptr_t>(x.at) % 16 != 0)
+        return false;
+    return true;
+  }
 };
 
 inline AttentionTensors attentionTensors(const KernelCall &call,
                                          const KernelArgs &args) {
+  auto operand = [&](size_t j) {
+    return AttentionTensor{args.operands[j], call.operands[j].dtype};
+  };
+  auto result = [&](size_t j) {
+    return AttentionTensor{args.results[j], call.results[j].dtype};
+  };
+  // Part p of a packed tensor: heads * d elements of its own type (float:
+  // f32, bf16, f16) after part p - 1.
+  auto part = [&](AttentionTensor whole, int64_t p) {
+    const uint64_t elementBytes = whole.dtype == fb::DType::F32 ? 4 : 2;
+    whole.at =
+        static_cast<char *>(whole.at) +
+        static_cast<uint64_t>(qkvPartOffset(p, call.heads, call.headDim)) *
+            elementBytes;
+    return whole;
+  };
   AttentionTensors t;
   const bool grad = call.attentionBackward();
   const size_t first = grad ? 1 : 0;
   if (grad)
-    t.dO = args.operands[0];
-  if (!call.attentionPackedQkv()) {
-    t.q = args.operands[first];
-    t.k = args.operands[first + 1];
-    t.v = args.operands[first + 2];
+    t.dO = operand(0);
+  if (call.attentionPackedQkv()) {
+    t.q = operand(first);
+    t.k = part(t.q, 1);
+    t.v = part(t.q, 2);
     if (grad) {
-      t.dq = args.results[0];
-      t.dk = args.results[1];
-      t.dv = args.results[2];
+      t.dq = result(0);
+      t.dk = part(t.dq, 1);
+      t.dv = part(t.dq, 2);
     } else {
-      t.o = args.results[0];
+      t.o = result(0);
     }
     return t;
   }
-  // k and v heads * d elements after q, in the tensor's own dtype (float:
-  // f32, bf16, f16; a gradient's may differ from the operand's).
-  auto at = [&](void *base, fb::DType dtype, int64_t p) {
-    const uint64_t elementBytes = dtype == fb::DType::F32 ? 4 : 2;
-    return static_cast<void *>(
-        static_cast<char *>(base) +
-        static_cast<uint64_t>(qkvPartOffset(p, call.heads, call.headDim)) *
-            elementBytes);
-  };
-  const fb::DType qkv = call.operands[first].dtype;
-  t.q = args.operands[first];
-  t.k = at(args.operands[first], qkv, 1);
-  t.v = at(args.operands[first], qkv, 2);
+  t.q = operand(first);
+  t.k = operand(first + 1);
+  t.v = operand(first + 2);
   if (grad) {
-    const fb::DType dqkv = call.results[0].dtype;
-    t.dq = args.results[0];
-    t.dk = at(args.results[0], dqkv, 1);
-    t.dv = at(args.results[0], dqkv, 2);
+    t.dq = result(0);
+    t.dk = result(1);
+    t.dv = result(2);
   } else {
-    t.o = args.results[0];
+    t.o = result(0);
   }
   return t;
 }

@@ -46,10 +46,6 @@ ShapeKey keyOf(const KernelCall &call) {
           static_cast<int>(s.dataType)};
 }
 
-bool aligned16(const void *p) {
-  return (reinterpret_cast<uintptr_t>(p) & 15) == 0;
-}
-
 } // namespace
 
 cudnn::SdpaShape cuda::sdpaShapeOf(const KernelCall &call) {
@@ -306,15 +302,16 @@ Status buildPacks(const CudnnLibrary &library, const KernelCall &call,
   // The forward: attention's q, k, v -> its result; attention_grad's -> O
   // in scratch.
   const AttentionTensors t = attentionTensors(call, args);
-  void *output = p.grad ? static_cast<void *>(scratch) : t.o;
-  std::vector<void *> forward = {t.q, t.k, t.v, output, stats, &run.scale};
+  void *output = p.grad ? static_cast<void *>(scratch) : t.o.at;
+  std::vector<void *> forward = {t.q.at, t.k.at, t.v.at,
+                                 output, stats,  &run.scale};
   std::vector<int64_t> forwardUids = {cudnn::kQ, cudnn::kK,     cudnn::kV,
                                       cudnn::kO, cudnn::kStats, cudnn::kScale};
   std::vector<void *> backward;
   std::vector<int64_t> backwardUids;
   if (p.grad) {
-    backward = {t.q,        t.k,     t.v,  output, t.dO,
-                stats,      t.dq,    t.dk, t.dv,   scratch + p.sumOffset,
+    backward = {t.q.at,     t.k.at,  t.v.at,  output,  t.dO.at,
+                stats,      t.dq.at, t.dk.at, t.dv.at, scratch + p.sumOffset,
                 &run.scale, &run.one};
     backwardUids = {cudnn::kQ,  cudnn::kK,          cudnn::kV,     cudnn::kO,
                     cudnn::kDO, cudnn::kStats,      cudnn::kDQ,    cudnn::kDK,
@@ -348,11 +345,8 @@ Status CudnnAttention::run(const KernelCall &call, const KernelArgs &args,
     return Status::ok();
   CallRun &run = found->second;
   const ShapePlan &p = *run.plan;
-  // Every tensor where it starts (a packed part's too).
-  const AttentionTensors t = attentionTensors(call, args);
-  for (const void *tensor : {t.dO, t.q, t.k, t.v, t.o, t.dq, t.dk, t.dv})
-    if (tensor && !aligned16(tensor))
-      return Status::ok();
+  if (!attentionTensors(call, args).aligned16())
+    return Status::ok();
   if (args.scratchBytes < p.scratchBytes || !args.scratch)
     return Status::error(
         std::string(p.grad ? "attention_grad" : "attention") +
