@@ -1,9 +1,9 @@
 //===- KernelUses.h - which kernels write and read each buffer --*- C++ -*-===//
 //
 // For passes that fold kernels together (rt-fold-pad-sums,
-// rt-accumulate-weight-grads): a program's kernels by the buffers they write
-// and read, and the buffers an output or gradient binding holds (which no
-// fold may remove).
+// rt-accumulate-weight-grads, rt-pack-attention-qkv): a program's kernels
+// by the buffers they write and read, and the buffers an output or gradient
+// binding holds (which no fold may remove).
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,6 +47,14 @@ struct KernelUses {
     auto it = writers.find(buffer);
     return it != writers.end() && it->second.size() == 1 ? it->second[0]
                                                          : nullptr;
+  }
+
+  /// The one kernel reading `buffer` (once), or null.
+  KernelOp soleReader(Value buffer) const {
+    auto it = readers.find(buffer);
+    if (it == readers.end() || it->second.size() != 1)
+      return nullptr;
+    return readOnlyBy(buffer, it->second[0]) ? it->second[0] : nullptr;
   }
 
   /// Whether `buffer` is read by `reader` alone, once.

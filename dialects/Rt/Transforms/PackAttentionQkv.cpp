@@ -74,14 +74,6 @@ struct Matcher {
     return a.getStage() == b.getStage() && functionOf(a) == functionOf(b);
   }
 
-  /// The one kernel reading `buffer` (once), or null.
-  KernelOp soleReader(Value buffer) const {
-    auto it = uses.readers.find(buffer);
-    if (it == uses.readers.end() || it->second.size() != 1)
-      return nullptr;
-    return uses.readOnlyBy(buffer, it->second[0]) ? it->second[0] : nullptr;
-  }
-
   /// Part `part` of the forward's operand `operand`: a copy (the reshape)
   /// of a slice of the tensor's parts' dimension, each written once and
   /// read by the next alone. Adds the two kernels to `p.dead`.
@@ -92,7 +84,7 @@ struct Matcher {
     Value piece = reshape.getInputs()[0];
     KernelOp slice = uses.soleWriter(piece);
     if (!slice || slice.getOpcode() != OpCode::Slice ||
-        soleReader(piece) != reshape ||
+        uses.soleReader(piece) != reshape ||
         slice.getInts() != ArrayRef<int64_t>{kPartDim, part, 1})
       return false;
     Value qkv = slice.getInputs()[0];
@@ -111,12 +103,12 @@ struct Matcher {
     KernelOp concat;
     SmallVector<KernelOp> dead;
     for (auto [part, result] : llvm::enumerate(grad.getOutputs())) {
-      KernelOp reshape = soleReader(result);
+      KernelOp reshape = uses.soleReader(result);
       if (uses.soleWriter(result) != grad || !reshape ||
           reshape.getOpcode() != OpCode::Copy || !sameRange(reshape, grad))
         return nullptr;
       Value piece = reshape.getOutputs()[0];
-      KernelOp reader = soleReader(piece);
+      KernelOp reader = uses.soleReader(piece);
       if (uses.soleWriter(piece) != reshape || !reader ||
           reader.getOpcode() != OpCode::Concat || (concat && reader != concat))
         return nullptr;
@@ -179,9 +171,10 @@ struct Matcher {
       p.grads.push_back(reader);
       p.concats.push_back(concat);
     }
-    // The projection's result: written once, before its slices, and read
-    // by them alone (their readers now read it); in the stash's pool, or
-    // taking it when all of its uses are in one function.
+    // The projection's result: written once, so it holds its value for
+    // the kernels that now read it. In the stash's pool already, or taking
+    // it when the slices were its only readers, in its writer's function
+    // and stage; a tensor in another pool is left alone.
     KernelOp writer = uses.soleWriter(p.qkv);
     if (!writer)
       return std::nullopt;
