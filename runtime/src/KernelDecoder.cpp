@@ -394,8 +394,6 @@ Status KernelDecoder::softmax() {
   return shape(out(0), "result", in(0).shape);
 }
 
-/// Attention's attributes and sizes from query, key and value, operands
-/// first .. first + 2.
 /// The attention kernels' attributes (as attention's) and float operands.
 Status KernelDecoder::attentionAttrs() {
   if (Status s = streamAttrs(2, rowFlagMask()); !s)
@@ -407,6 +405,8 @@ Status KernelDecoder::attentionAttrs() {
   return floatOperands();
 }
 
+/// Attention's attributes and sizes from query, key and value, operands
+/// first .. first + 2.
 Status KernelDecoder::attentionSizes(size_t first) {
   if (Status s = attentionAttrs(); !s)
     return s;
@@ -1194,8 +1194,8 @@ Status KernelDecoder::dropoutSplits() {
   if (call.splits.empty())
     return Status::ok();
   if (kernelInfo(call.op)->kind != KernelKind::Draws)
-    return Status::error("has splits, which only dropout, dropout_mask, "
-                         "attention and attention_grad take");
+    return Status::error("has splits, which only dropout, dropout_mask "
+                         "and the attention kernels take");
   const TensorRef &first = out(0);
   if (Status s = rankAtMost(first, outRole(0), kMaxRank); !s)
     return s;
@@ -1300,8 +1300,7 @@ Status tpcrt::decodeKernel(KernelCall &call, const Mesh &mesh,
 
 /// N of a kernel drawing a dropout stream: the global elements it draws
 /// (the attention kernels: b, heads, s_q of their first result, global,
-/// times s_k),
-/// INT64_MAX where that does not fit.
+/// times s_k), INT64_MAX where that does not fit.
 void KernelDecoder::streamElements() {
   call.streamElements = 0;
   if (kernelInfo(call.op)->kind != KernelKind::Draws)

@@ -251,8 +251,8 @@ TEST(DistLoaderTest, KernelSplits) {
       [](fb::ExecutableT &e) {
         e.kernels[0]->splits = makeSplits({{0}, {}, {}});
       },
-      "kernel 0 (linear): has splits, which only dropout, dropout_mask, "
-      "attention and attention_grad take");
+      "kernel 0 (linear): has splits, which only dropout, dropout_mask and "
+      "the attention kernels take");
   expectRefused(
       [](fb::ExecutableT &e) {
         e.kernels[2]->splits = makeSplits({{0}, {}});

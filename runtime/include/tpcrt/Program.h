@@ -170,7 +170,7 @@ struct KernelCall {
   }
   int attentionQueryDim() const { return attentionSeqMajor() ? 1 : 2; }
 
-  /// Dropout kernels (dropout, dropout_mask, attention, attention_grad):
+  /// Dropout kernels (dropout, dropout_mask, the attention kernels):
   /// how the first result's global tensor is split (empty: not split), that
   /// global shape (the local shape times the split sizes), and where this
   /// rank's block starts in it (placeProgram; zeros when not split).

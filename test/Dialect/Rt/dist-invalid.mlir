@@ -128,7 +128,7 @@ rt.program @p mesh [dp = 2, tp = 2] {
 rt.program @p mesh [dp = 2, tp = 2] {
   %x = rt.input "x" : memref<2x4xf32>
   %y = rt.alloc : memref<2x4xf32>
-  // expected-error @+1 {{gelu: has splits, which only dropout, dropout_mask, attention and attention_grad take}}
+  // expected-error @+1 {{gelu: has splits, which only dropout, dropout_mask and the attention kernels take}}
   rt.kernel gelu(%x) -> (%y) splits [[dp], []] : memref<2x4xf32> -> memref<2x4xf32>
 }
 
