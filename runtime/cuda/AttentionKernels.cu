@@ -249,7 +249,7 @@ Status launchTensorForward(const ForwardParams &p, dim3 grid,
                                    : flash::forwardKernel<T, D, false>;
   if (Status st = allowSharedMemory(kernel, bytes, "attention"); !st)
     return st;
-  kernel<<<grid, flash::kThreads, bytes, stream>>>(p);
+  TPCRT_LAUNCH(kernel, grid, flash::kThreads, bytes, stream, p);
   return launchStatus("attention (tensor cores)");
 }
 
@@ -265,7 +265,8 @@ Status launchTensorBackward(const BackwardParams &p, cudaStream_t stream) {
                                       "attention_grad");
         !st)
       return st;
-    kernel<<<grid, flash::kThreads, Cfg::kKeyValueSmemBytes, stream>>>(p);
+    TPCRT_LAUNCH(kernel, grid, flash::kThreads, Cfg::kKeyValueSmemBytes, stream,
+                 p);
     if (Status st = launchStatus("attention_grad dK/dV (tensor cores)"); !st)
       return st;
   }
@@ -277,7 +278,8 @@ Status launchTensorBackward(const BackwardParams &p, cudaStream_t stream) {
             allowSharedMemory(kernel, Cfg::kQuerySmemBytes, "attention_grad");
         !st)
       return st;
-    kernel<<<grid, flash::kThreads, Cfg::kQuerySmemBytes, stream>>>(p);
+    TPCRT_LAUNCH(kernel, grid, flash::kThreads, Cfg::kQuerySmemBytes, stream,
+                 p);
     if (Status st = launchStatus("attention_grad dQ (tensor cores)"); !st)
       return st;
   }
@@ -291,7 +293,7 @@ Status launchGenericForward(const ForwardParams &p, dim3 grid,
   auto *kernel = genericForwardKernel<Cap>;
   if (Status st = allowSharedMemory(kernel, bytes, "attention"); !st)
     return st;
-  kernel<<<grid, kThreadsGeneric, bytes, stream>>>(p);
+  TPCRT_LAUNCH(kernel, grid, kThreadsGeneric, bytes, stream, p);
   return launchStatus("attention");
 }
 
@@ -304,7 +306,7 @@ Status launchGenericBackward(const BackwardParams &p, cudaStream_t stream) {
     auto *kernel = genericKeyValueKernel<Cap>;
     if (Status st = allowSharedMemory(kernel, bytes, "attention_grad"); !st)
       return st;
-    kernel<<<grid, kThreadsGeneric, bytes, stream>>>(p);
+    TPCRT_LAUNCH(kernel, grid, kThreadsGeneric, bytes, stream, p);
     if (Status st = launchStatus("attention_grad dK/dV"); !st)
       return st;
   }
@@ -314,7 +316,7 @@ Status launchGenericBackward(const BackwardParams &p, cudaStream_t stream) {
     auto *kernel = genericQueryKernel<Cap>;
     if (Status st = allowSharedMemory(kernel, bytes, "attention_grad"); !st)
       return st;
-    kernel<<<grid, kThreadsGeneric, bytes, stream>>>(p);
+    TPCRT_LAUNCH(kernel, grid, kThreadsGeneric, bytes, stream, p);
     if (Status st = launchStatus("attention_grad dQ"); !st)
       return st;
   }
@@ -482,10 +484,10 @@ Status runSoftmax(const KernelCall &call, const KernelArgs &args) {
   int64_t rows = call.outer * call.seqQ;
   if (rows <= 0 || call.seqK <= 0)
     return Status::ok();
-  softmaxKernel<<<softmaxBlocks(rows), softmaxThreads(call.seqK), 0,
-                  args.stream>>>(
-      args.operands[0], storageOf(call.operands[0].dtype), args.results[0],
-      storageOf(call.results[0].dtype), rows, call.seqQ, call.seqK, causal);
+  TPCRT_LAUNCH(softmaxKernel, softmaxBlocks(rows), softmaxThreads(call.seqK), 0,
+               args.stream, args.operands[0], storageOf(call.operands[0].dtype),
+               args.results[0], storageOf(call.results[0].dtype), rows,
+               call.seqQ, call.seqK, causal);
   return launchStatus("softmax");
 }
 
@@ -498,10 +500,10 @@ Status runSoftmaxGrad(const KernelCall &call, const KernelArgs &args) {
   int64_t rows = call.outer * call.seqQ;
   if (rows <= 0 || call.seqK <= 0)
     return Status::ok();
-  softmaxGradKernel<<<softmaxBlocks(rows), softmaxThreads(call.seqK), 0,
-                      args.stream>>>(
-      args.operands[0], storageOf(call.operands[0].dtype), args.operands[1],
-      storageOf(call.operands[1].dtype), args.results[0],
+  TPCRT_LAUNCH(
+      softmaxGradKernel, softmaxBlocks(rows), softmaxThreads(call.seqK), 0,
+      args.stream, args.operands[0], storageOf(call.operands[0].dtype),
+      args.operands[1], storageOf(call.operands[1].dtype), args.results[0],
       storageOf(call.results[0].dtype), rows, call.seqQ, call.seqK, causal);
   return launchStatus("softmax_grad");
 }

@@ -21,6 +21,18 @@
 #include <cstdint>
 #include <cstring>
 
+/// kernel<<<grid, block, sharedBytes, stream>>>(args...), spelled so that
+/// the host emulation (runtime/test/emulation) runs the same launch: there
+/// the launch runs the kernel's blocks on the CPU before it returns.
+#ifdef TPCRT_CUDA_EMULATION
+#define TPCRT_LAUNCH(kernel, grid, block, sharedBytes, stream, ...)            \
+  ::tpcrt::emu::launchKernel(kernel, grid, block, sharedBytes, stream,         \
+                             ##__VA_ARGS__)
+#else
+#define TPCRT_LAUNCH(kernel, grid, block, sharedBytes, stream, ...)            \
+  kernel<<<grid, block, sharedBytes, stream>>>(__VA_ARGS__)
+#endif
+
 namespace tpcrt::cuda {
 
 __device__ __forceinline__ float loadFloat(const void *p, Storage type,

@@ -40,8 +40,8 @@ Status cuda::checkIdsInRange(const int64_t *ids, int64_t count, int64_t bound,
   if (count <= 0)
     return Status::ok();
   constexpr unsigned kThreads = 256;
-  checkIdsKernel<<<gridFor(count, kThreads), kThreads, 0, stream>>>(
-      ids, count, bound, ignore ? *ignore : 0, ignore != nullptr, order,
-      firstBad);
+  TPCRT_LAUNCH(checkIdsKernel, gridFor(count, kThreads), kThreads, 0, stream,
+               ids, count, bound, ignore ? *ignore : 0, ignore != nullptr,
+               order, firstBad);
   return launchStatus("check ids");
 }

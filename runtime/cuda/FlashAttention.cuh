@@ -27,16 +27,16 @@
 #define TPCRT_CUDA_FLASHATTENTION_CUH
 
 // TPCRT_CUDA_EMULATION: the kernels compiled for the host, to be tested on
-// the CPU (runtime/test/FlashEmulationTest.cpp): CudaEmulation.h emulates
-// the CUDA types and built-ins, and the PTX wrappers below call its
-// emulation instead of their asm. Without it nothing changes.
-#ifdef TPCRT_CUDA_EMULATION
-#include "CudaEmulation.h"
-#else
+// the CPU (runtime/test/FlashEmulationTest.cpp, the emulated backend):
+// runtime/test/CudaEmulation.h emulates the CUDA types and built-ins, and
+// the PTX wrappers below call its emulation instead of their asm. Without
+// it nothing changes.
 #include "CudaCommon.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#ifdef TPCRT_CUDA_EMULATION
+#include "CudaEmulation.h"
 #endif
 #include "tpcrt/AttentionRows.h"
 

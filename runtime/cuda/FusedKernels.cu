@@ -138,7 +138,7 @@ Status cuda::runApplyMaskAdd(const KernelCall &applyMask, const KernelCall &add,
   bool vectorized = aligned16(p.x) && aligned16(p.mask) && aligned16(p.r) &&
                     aligned16(p.z) && p.count >= kVec;
   int64_t work = vectorized ? (p.count + kVec - 1) / kVec : p.count;
-  applyMaskAddKernel<<<gridFor(work, kThreads), kThreads, 0, addArgs.stream>>>(
-      p, vectorized);
+  TPCRT_LAUNCH(applyMaskAddKernel, gridFor(work, kThreads), kThreads, 0,
+               addArgs.stream, p, vectorized);
   return launchStatus(kName);
 }

@@ -33,8 +33,8 @@ Status cuda::gemmCast(const void *in, Storage inType, void *out,
                       Storage outType, int64_t count, cudaStream_t stream) {
   if (count <= 0)
     return Status::ok();
-  castKernel<<<gridFor(count), 256, 0, stream>>>(in, inType, out, outType,
-                                                 count);
+  TPCRT_LAUNCH(castKernel, gridFor(count), 256, 0, stream, in, inType, out,
+               outType, count);
   return launchStatus("gemm staging cast");
 }
 
@@ -46,7 +46,7 @@ Status cuda::gemmFill(const void *bias, Storage biasType, int64_t rows,
   if (bias && rows <= 0)
     return Status::error("gemm fill: a bias of " + std::to_string(rows) +
                          " rows");
-  fillKernel<<<gridFor(count), 256, 0, stream>>>(bias, biasType, rows, out,
-                                                 outType, count);
+  TPCRT_LAUNCH(fillKernel, gridFor(count), 256, 0, stream, bias, biasType, rows,
+               out, outType, count);
   return launchStatus("gemm fill");
 }

@@ -304,8 +304,9 @@ Status runTranspose(const Run &r) {
                     ((t.cols + kTile - 1) / kTile) * t.planes;
     auto blocks =
         static_cast<unsigned>(std::min<int64_t>(tiles, int64_t(65535) * 16));
-    transposeTiledKernel<<<blocks, dim3(kTile, kTileRows), 0, r.args.stream>>>(
-        r.in(0), r.inType(0), r.out(0), r.outType(0), t);
+    TPCRT_LAUNCH(transposeTiledKernel, blocks, dim3(kTile, kTileRows), 0,
+                 r.args.stream, r.in(0), r.inType(0), r.out(0), r.outType(0),
+                 t);
     return launchStatus("transpose");
   }
   TransposeIndex t;
@@ -314,8 +315,9 @@ Status runTranspose(const Run &r) {
     t.outShape[d] = shape[perm[d]];
     t.srcStride[d] = inStride[perm[d]];
   }
-  transposeKernel<<<gridFor(count, kThreads), kThreads, 0, r.args.stream>>>(
-      r.in(0), r.inType(0), r.out(0), r.outType(0), count, t);
+  TPCRT_LAUNCH(transposeKernel, gridFor(count, kThreads), kThreads, 0,
+               r.args.stream, r.in(0), r.inType(0), r.out(0), r.outType(0),
+               count, t);
   return launchStatus("transpose");
 }
 
@@ -330,11 +332,10 @@ template <typename Unit>
 Status launchRowCopy(const RowCopy &c, cudaStream_t stream, const char *name) {
   auto unit = static_cast<int64_t>(sizeof(Unit));
   int64_t rowUnits = c.rowBytes / unit;
-  copyRowsKernel<Unit><<<gridFor(c.rows * rowUnits, kThreads), kThreads, 0,
-                         stream>>>(
-      static_cast<const Unit *>(c.x), static_cast<Unit *>(c.y), c.rows,
-      rowUnits, c.xPitch / unit, c.xOffset / unit, c.yPitch / unit,
-      c.yOffset / unit);
+  TPCRT_LAUNCH(copyRowsKernel<Unit>, gridFor(c.rows * rowUnits, kThreads),
+               kThreads, 0, stream, static_cast<const Unit *>(c.x),
+               static_cast<Unit *>(c.y), c.rows, rowUnits, c.xPitch / unit,
+               c.xOffset / unit, c.yPitch / unit, c.yOffset / unit);
   return launchStatus(name);
 }
 
@@ -411,14 +412,13 @@ Status runSumTo(const Run &r) {
                            std::to_string(sumToScratchBytes(call)));
     partial = static_cast<double *>(r.args.scratch);
   }
-  sumToRowsKernel<<<gridFor(chunks * cols, kThreads), kThreads, 0,
-                    r.args.stream>>>(r.in(0), r.inType(0), rows, cols, chunks,
-                                     rowsPerChunk, partial, r.out(0),
-                                     r.outType(0));
+  TPCRT_LAUNCH(sumToRowsKernel, gridFor(chunks * cols, kThreads), kThreads, 0,
+               r.args.stream, r.in(0), r.inType(0), rows, cols, chunks,
+               rowsPerChunk, partial, r.out(0), r.outType(0));
   if (Status s = launchStatus("sum_to"); !s || !partial)
     return s;
-  sumToChunksKernel<<<gridFor(cols, kThreads), kThreads, 0, r.args.stream>>>(
-      partial, chunks, cols, r.out(0), r.outType(0));
+  TPCRT_LAUNCH(sumToChunksKernel, gridFor(cols, kThreads), kThreads, 0,
+               r.args.stream, partial, chunks, cols, r.out(0), r.outType(0));
   return launchStatus("sum_to");
 }
 
@@ -459,9 +459,9 @@ Status cuda::runLayoutKernel(const KernelCall &call, const KernelArgs &args) {
     int64_t count = call.results[0].elements;
     if (count <= 0)
       return Status::ok();
-    repeatKernel<<<gridFor(count, kThreads), kThreads, 0, stream>>>(
-        r.in(0), r.inType(0), r.out(0), r.outType(0), count, v.extent, ia[1],
-        v.inner);
+    TPCRT_LAUNCH(repeatKernel, gridFor(count, kThreads), kThreads, 0, stream,
+                 r.in(0), r.inType(0), r.out(0), r.outType(0), count, v.extent,
+                 ia[1], v.inner);
     return launchStatus("repeat");
   }
   case fb::OpCode::Pad: {
@@ -470,9 +470,9 @@ Status cuda::runLayoutKernel(const KernelCall &call, const KernelArgs &args) {
     int64_t count = call.results[0].elements;
     if (count <= 0)
       return Status::ok();
-    padKernel<<<gridFor(count, kThreads), kThreads, 0, stream>>>(
-        r.in(0), r.inType(0), r.out(0), r.outType(0), count, extent, ia[1],
-        v.extent, v.inner);
+    TPCRT_LAUNCH(padKernel, gridFor(count, kThreads), kThreads, 0, stream,
+                 r.in(0), r.inType(0), r.out(0), r.outType(0), count, extent,
+                 ia[1], v.extent, v.inner);
     return launchStatus("pad");
   }
   case fb::OpCode::SumGroups: {
@@ -486,9 +486,9 @@ Status cuda::runLayoutKernel(const KernelCall &call, const KernelArgs &args) {
     int64_t count = call.results[0].elements;
     if (count <= 0)
       return Status::ok();
-    sumGroupsKernel<<<gridFor(count, kThreads), kThreads, 0, stream>>>(
-        r.in(0), r.inType(0), r.out(0), r.outType(0), count, v.extent / repeats,
-        repeats, v.inner);
+    TPCRT_LAUNCH(sumGroupsKernel, gridFor(count, kThreads), kThreads, 0, stream,
+                 r.in(0), r.inType(0), r.out(0), r.outType(0), count,
+                 v.extent / repeats, repeats, v.inner);
     return launchStatus("sum_groups");
   }
   case fb::OpCode::SumTo:

@@ -8,20 +8,18 @@
 // phases there use the same helpers.
 //
 // TPCRT_CUDA_EMULATION: compiled for the host, to be tested on the CPU
-// (runtime/test/NormLossEmulationTest.cpp); the CUDA types and built-ins
-// (threads, barriers, shuffles, __shared__, __f*_rn) and CudaCommon.cuh's
-// loads, stores and block reductions come from test/CudaEmulation.h
-// instead. Without it nothing changes.
+// (runtime/test/NormLossEmulationTest.cpp, the emulated backend); the CUDA
+// types and built-ins (threads, barriers, shuffles, __shared__, __f*_rn)
+// come from runtime/test/CudaEmulation.h. Without it nothing changes.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef TPCRT_CUDA_NORMLOSSKERNELS_CUH
 #define TPCRT_CUDA_NORMLOSSKERNELS_CUH
 
+#include "CudaCommon.cuh"
 #ifdef TPCRT_CUDA_EMULATION
 #include "CudaEmulation.h"
-#else
-#include "CudaCommon.cuh"
 #endif
 
 #include <algorithm>

@@ -294,14 +294,13 @@ Status runSumSquares(const KernelCall &call, const KernelArgs &args) {
       batch.count[j] = call.operands[first + j].elements;
       batch.type[j] = storageOf(call.operands[first + j].dtype);
     }
-    squaresPartialsKernel<<<dim3(kSquaresBlocks, n), kThreads, 0,
-                            args.stream>>>(batch,
-                                           partials + first * kSquaresBlocks);
+    TPCRT_LAUNCH(squaresPartialsKernel, dim3(kSquaresBlocks, n), kThreads, 0,
+                 args.stream, batch, partials + first * kSquaresBlocks);
     if (Status s = launchStatus(name); !s)
       return s;
   }
-  squaresTotalKernel<<<1, kSquaresBlocks, 0, args.stream>>>(
-      partials, operands, static_cast<float *>(args.results[0]));
+  TPCRT_LAUNCH(squaresTotalKernel, 1, kSquaresBlocks, 0, args.stream, partials,
+               operands, static_cast<float *>(args.results[0]));
   return launchStatus(name);
 }
 
@@ -388,47 +387,48 @@ Status runOptimizerKernel(const KernelCall &call, const KernelArgs &args) {
   cudaStream_t stream = args.stream;
   switch (call.op) {
   case fb::OpCode::LossMean:
-    lossMeanKernel<<<1, 1, 0, stream>>>(floats(operand(0)), ints(operand(1)),
-                                        floats(result(0)));
+    TPCRT_LAUNCH(lossMeanKernel, 1, 1, 0, stream, floats(operand(0)),
+                 ints(operand(1)), floats(result(0)));
     return launchStatus("loss_mean");
   case fb::OpCode::InverseCount:
-    inverseCountKernel<<<1, 1, 0, stream>>>(ints(operand(0)),
-                                            floats(result(0)));
+    TPCRT_LAUNCH(inverseCountKernel, 1, 1, 0, stream, ints(operand(0)),
+                 floats(result(0)));
     return launchStatus("inverse_count");
   case fb::OpCode::CountTargets:
-    countTargetsKernel<<<1, 1024, 0, stream>>>(
-        ints(operand(0)), call.count, call.intAttrs[0], ints(result(0)));
+    TPCRT_LAUNCH(countTargetsKernel, 1, 1024, 0, stream, ints(operand(0)),
+                 call.count, call.intAttrs[0], ints(result(0)));
     return launchStatus("count_targets");
   case fb::OpCode::AdamWUpdate:
     // The results are the param and state operands themselves.
-    adamwKernel<<<updateGrid(call.count), kThreads, 0, stream>>>(
-        floats(result(0)), floats(operand(1)), floats(result(1)),
-        floats(result(2)), call.count,
-        adamwConstants(fa[0], fa[1], fa[2], fa[3]), floats(operand(4)),
-        ints(operand(5)), scale(6));
+    TPCRT_LAUNCH(adamwKernel, updateGrid(call.count), kThreads, 0, stream,
+                 floats(result(0)), floats(operand(1)), floats(result(1)),
+                 floats(result(2)), call.count,
+                 adamwConstants(fa[0], fa[1], fa[2], fa[3]), floats(operand(4)),
+                 ints(operand(5)), scale(6));
     return launchStatus("adamw_update");
   case fb::OpCode::SgdUpdate:
-    sgdKernel<<<updateGrid(call.count), kThreads, 0, stream>>>(
-        floats(result(0)), floats(operand(1)), floats(result(1)), call.count,
-        sgdConstants(fa[0], fa[1]), floats(operand(3)), scale(4));
+    TPCRT_LAUNCH(sgdKernel, updateGrid(call.count), kThreads, 0, stream,
+                 floats(result(0)), floats(operand(1)), floats(result(1)),
+                 call.count, sgdConstants(fa[0], fa[1]), floats(operand(3)),
+                 scale(4));
     return launchStatus("sgd_update");
   case fb::OpCode::SgdUpdatePlain:
-    sgdKernel<<<updateGrid(call.count), kThreads, 0, stream>>>(
-        floats(result(0)), floats(operand(1)), nullptr, call.count,
-        sgdConstants(0.0, fa[0]), floats(operand(2)), scale(3));
+    TPCRT_LAUNCH(sgdKernel, updateGrid(call.count), kThreads, 0, stream,
+                 floats(result(0)), floats(operand(1)), nullptr, call.count,
+                 sgdConstants(0.0, fa[0]), floats(operand(2)), scale(3));
     return launchStatus("sgd_update_plain");
   case fb::OpCode::SumSquares:
     return runSumSquares(call, args);
   case fb::OpCode::ClipCoefficient:
-    clipCoefficientKernel<<<1, 1, 0, stream>>>(
-        floats(operand(0)), fa[0] > 0.0, static_cast<float>(fa[0]),
-        floats(result(0)), floats(result(1)));
+    TPCRT_LAUNCH(clipCoefficientKernel, 1, 1, 0, stream, floats(operand(0)),
+                 fa[0] > 0.0, static_cast<float>(fa[0]), floats(result(0)),
+                 floats(result(1)));
     return launchStatus("clip_coefficient");
   case fb::OpCode::LrSchedule: {
     LrConstants k{fa[0], fa[1], call.intAttrs[0], call.intAttrs[1],
                   (call.flags & 1) != 0};
-    lrScheduleKernel<<<1, 1, 0, stream>>>(ints(operand(0)), k,
-                                          floats(result(0)));
+    TPCRT_LAUNCH(lrScheduleKernel, 1, 1, 0, stream, ints(operand(0)), k,
+                 floats(result(0)));
     return launchStatus("lr_schedule");
   }
   default:
@@ -452,8 +452,8 @@ Status adamwUpdateMany(const OptimizerTensor *tensors, int numTensors,
   auto y = static_cast<unsigned>(std::min(numTensors, 65535));
   int64_t x = std::min<int64_t>(updateGrid(mostElements),
                                 std::max<int64_t>(1, (int64_t(1) << 17) / y));
-  updateManyKernel<<<dim3(static_cast<unsigned>(x), y), kThreads, 0, stream>>>(
-      tensors, numTensors, k, lr, step, gradScale);
+  TPCRT_LAUNCH(updateManyKernel, dim3(static_cast<unsigned>(x), y), kThreads, 0,
+               stream, tensors, numTensors, k, lr, step, gradScale);
   return launchStatus("adamw_update (many)");
 }
 

@@ -205,8 +205,8 @@ Status launchUnary(const void *x, Storage xType, void *y, Storage yType,
     return Status::ok();
   bool vectorized = aligned16(x) && aligned16(y) && count >= kVec;
   int64_t work = vectorized ? (count + kVec - 1) / kVec : count;
-  unaryKernel<<<gridFor(work, kThreads), kThreads, 0, stream>>>(
-      x, xType, y, yType, count, vectorized, op);
+  TPCRT_LAUNCH(unaryKernel<Op>, gridFor(work, kThreads), kThreads, 0, stream, x,
+               xType, y, yType, count, vectorized, op);
   return launchStatus(name);
 }
 
@@ -223,8 +223,8 @@ Status launchBinary(const void *a, Storage aType, const void *b, Storage bType,
   bool vectorized = aligned16(a) && aligned16(b) && aligned16(y) &&
                     count >= kVec && (bCount == count || bCount % kVec == 0);
   int64_t work = vectorized ? (count + kVec - 1) / kVec : count;
-  binaryKernel<<<gridFor(work, kThreads), kThreads, 0, stream>>>(
-      a, aType, b, bType, bCount, y, yType, count, vectorized, op);
+  TPCRT_LAUNCH(binaryKernel<Op>, gridFor(work, kThreads), kThreads, 0, stream, a,
+               aType, b, bType, bCount, y, yType, count, vectorized, op);
   return launchStatus(name);
 }
 
@@ -422,7 +422,7 @@ Status runRotary(const Run &r) {
   p.rowsPerSlice = (p.outer + slices - 1) / slices;
   slices = (p.outer + p.rowsPerSlice - 1) / p.rowsPerSlice;
   dim3 grid(gridFor(pairs, kThreads), static_cast<unsigned>(slices));
-  rotaryKernel<<<grid, kThreads, 0, r.args.stream>>>(p);
+  TPCRT_LAUNCH(rotaryKernel, grid, kThreads, 0, r.args.stream, p);
   return launchStatus("rotary");
 }
 
@@ -457,10 +457,10 @@ Status run(const Run &r) {
         return Status::error("add: rhs of " + std::to_string(call.rhsCount) +
                              " elements does not tile lhs of " +
                              std::to_string(call.count));
-      addInt64Kernel<<<gridFor(call.count, kThreads), kThreads, 0, stream>>>(
-          static_cast<const int64_t *>(r.in(0)),
-          static_cast<const int64_t *>(r.in(1)), call.rhsCount,
-          static_cast<int64_t *>(r.out(0)), call.count);
+      TPCRT_LAUNCH(addInt64Kernel, gridFor(call.count, kThreads), kThreads, 0,
+                   stream, static_cast<const int64_t *>(r.in(0)),
+                   static_cast<const int64_t *>(r.in(1)), call.rhsCount,
+                   static_cast<int64_t *>(r.out(0)), call.count);
       return launchStatus("add");
     }
     return launchBinary(r.in(0), r.inType(0), r.in(1), r.inType(1),
@@ -483,8 +483,8 @@ Status run(const Run &r) {
       return s;
     if (call.count <= 0)
       return Status::ok();
-    dropoutMaskKernel<<<gridFor(call.count, kThreads), kThreads, 0, stream>>>(
-        static_cast<uint8_t *>(r.out(0)), call.count, draw);
+    TPCRT_LAUNCH(dropoutMaskKernel, gridFor(call.count, kThreads), kThreads, 0,
+                 stream, static_cast<uint8_t *>(r.out(0)), call.count, draw);
     return launchStatus("dropout_mask");
   }
   case fb::OpCode::ApplyMask: {

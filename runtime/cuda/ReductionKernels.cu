@@ -86,23 +86,23 @@ Status runNorm(const KernelCall &call, const KernelArgs &args) {
   case fb::OpCode::LayerNorm:
   case fb::OpCode::RmsNorm: {
     bool layer = call.op == fb::OpCode::LayerNorm;
-    normKernel<<<grid, kRowThreads, 0, args.stream>>>(
-        inOperand(call, args, 0), inOperand(call, args, 1),
-        layer ? inOperand(call, args, 2) : none, call.rows, call.cols, epsilon,
-        outResult(call, args, 0));
+    TPCRT_LAUNCH(normKernel, grid, kRowThreads, 0, args.stream,
+                 inOperand(call, args, 0), inOperand(call, args, 1),
+                 layer ? inOperand(call, args, 2) : none, call.rows, call.cols,
+                 epsilon, outResult(call, args, 0));
     return launchStatus(layer ? "layer_norm" : "rms_norm");
   }
   case fb::OpCode::LayerNormInputGrad:
-    layerNormInputGradKernel<<<grid, kRowThreads, 0, args.stream>>>(
-        inOperand(call, args, 0), inOperand(call, args, 1),
-        inOperand(call, args, 2), call.rows, call.cols, epsilon,
-        outResult(call, args, 0));
+    TPCRT_LAUNCH(layerNormInputGradKernel, grid, kRowThreads, 0, args.stream,
+                 inOperand(call, args, 0), inOperand(call, args, 1),
+                 inOperand(call, args, 2), call.rows, call.cols, epsilon,
+                 outResult(call, args, 0));
     return launchStatus("layer_norm_input_grad");
   default:
-    rmsNormInputGradKernel<<<grid, kRowThreads, 0, args.stream>>>(
-        inOperand(call, args, 0), inOperand(call, args, 1),
-        inOperand(call, args, 2), call.rows, call.cols, epsilon,
-        outResult(call, args, 0));
+    TPCRT_LAUNCH(rmsNormInputGradKernel, grid, kRowThreads, 0, args.stream,
+                 inOperand(call, args, 0), inOperand(call, args, 1),
+                 inOperand(call, args, 2), call.rows, call.cols, epsilon,
+                 outResult(call, args, 0));
     return launchStatus("rms_norm_input_grad");
   }
 }
@@ -122,22 +122,23 @@ Status runNormParamGrad(const KernelCall &call, const KernelArgs &args) {
   In dY = inOperand(call, args, 0), x = inOperand(call, args, 1);
   auto epsilon = static_cast<float>(call.floatAttrs[0]);
   if (call.rows > 0) {
-    normStatsKernel<<<rowGrid(call.rows), kRowThreads, 0, args.stream>>>(
-        x, call.rows, call.cols, epsilon, layer, stats);
+    TPCRT_LAUNCH(normStatsKernel, rowGrid(call.rows), kRowThreads, 0,
+                 args.stream, x, call.rows, call.cols, epsilon, layer, stats);
     if (Status st = launchStatus(name); !st)
       return st;
   }
   dim3 grid(static_cast<unsigned>((call.cols + kRowThreads - 1) / kRowThreads),
             static_cast<unsigned>(s.chunks.chunks));
-  normParamPartialsKernel<<<grid, kRowThreads, 0, args.stream>>>(
-      dY, x, call.rows, call.cols, s.chunks.rowsPerChunk, stats, layer,
-      partialW, partialB);
+  TPCRT_LAUNCH(normParamPartialsKernel, grid, kRowThreads, 0, args.stream, dY,
+               x, call.rows, call.cols, s.chunks.rowsPerChunk, stats, layer,
+               partialW, partialB);
   if (Status st = launchStatus(name); !st)
     return st;
   Out none{nullptr, Storage::F32};
-  normParamSumKernel<<<gridFor(call.cols), 256, 0, args.stream>>>(
-      partialW, partialB, s.chunks.chunks, call.cols, outResult(call, args, 0),
-      layer ? outResult(call, args, 1) : none);
+  TPCRT_LAUNCH(normParamSumKernel, gridFor(call.cols), 256, 0, args.stream,
+               partialW, partialB, s.chunks.chunks, call.cols,
+               outResult(call, args, 0),
+               layer ? outResult(call, args, 1) : none);
   return launchStatus(name);
 }
 
@@ -186,10 +187,10 @@ Status runEmbedding(const KernelCall &call, const KernelArgs &args) {
   int64_t total = call.m * call.n;
   if (total == 0)
     return Status::ok();
-  embeddingKernel<<<gridFor(total), 256, 0, args.stream>>>(
-      inOperand(call, args, 0), call.k, call.n,
-      static_cast<const int64_t *>(args.operands[1]), call.m, vocabOffset(call),
-      outResult(call, args, 0));
+  TPCRT_LAUNCH(embeddingKernel, gridFor(total), 256, 0, args.stream,
+               inOperand(call, args, 0), call.k, call.n,
+               static_cast<const int64_t *>(args.operands[1]), call.m,
+               vocabOffset(call), outResult(call, args, 0));
   return launchStatus("embedding");
 }
 
@@ -301,9 +302,9 @@ Status embeddingGradSorted(const KernelCall &call, const KernelArgs &args) {
   auto *keys1 = reinterpret_cast<T *>(bytes + arrayBytes);
   auto *positions0 = reinterpret_cast<T *>(bytes + 2 * arrayBytes);
   auto *positions1 = reinterpret_cast<T *>(bytes + 3 * arrayBytes);
-  embeddingGradKeysKernel<T><<<gridFor(call.m), 256, 0, args.stream>>>(
-      static_cast<const int64_t *>(args.operands[1]), call.m, vocabOffset(call),
-      call.k, keys0, positions0);
+  TPCRT_LAUNCH(embeddingGradKeysKernel<T>, gridFor(call.m), 256, 0, args.stream,
+               static_cast<const int64_t *>(args.operands[1]), call.m,
+               vocabOffset(call), call.k, keys0, positions0);
   if (Status s = launchStatus(name); !s)
     return s;
   cub::DoubleBuffer<T> keys(keys0, keys1), positions(positions0, positions1);
@@ -314,9 +315,10 @@ Status embeddingGradSorted(const KernelCall &call, const KernelArgs &args) {
   if (err != cudaSuccess)
     return Status::error(std::string(name) +
                          ": radix sort failed: " + cudaGetErrorString(err));
-  embeddingGradRowsKernel<T><<<rowGrid(call.k), kRowThreads, 0, args.stream>>>(
-      inOperand(call, args, 0), keys.Current(), positions.Current(), call.m,
-      call.k, call.n, outResult(call, args, 0));
+  TPCRT_LAUNCH(embeddingGradRowsKernel<T>, rowGrid(call.k), kRowThreads, 0,
+               args.stream, inOperand(call, args, 0), keys.Current(),
+               positions.Current(), call.m, call.k, call.n,
+               outResult(call, args, 0));
   return launchStatus(name);
 }
 
@@ -326,10 +328,9 @@ Status runEmbeddingGrad(const KernelCall &call, const KernelArgs &args) {
   if (call.m == 0) {
     // Nothing to add: the table is zeros.
     const uint64_t *none = nullptr;
-    embeddingGradRowsKernel<uint64_t>
-        <<<rowGrid(call.k), kRowThreads, 0, args.stream>>>(
-            inOperand(call, args, 0), none, none, 0, call.k, call.n,
-            outResult(call, args, 0));
+    TPCRT_LAUNCH(embeddingGradRowsKernel<uint64_t>, rowGrid(call.k),
+                 kRowThreads, 0, args.stream, inOperand(call, args, 0), none,
+                 none, 0, call.k, call.n, outResult(call, args, 0));
     return launchStatus("embedding_grad");
   }
   return wideEmbeddingGrad(call) ? embeddingGradSorted<uint64_t>(call, args)
@@ -353,24 +354,26 @@ Status runCrossEntropy(const KernelCall &call, const KernelArgs &args) {
   if (call.op == fb::OpCode::CrossEntropyGrad) {
     if (call.rows == 0 || call.cols == 0)
       return Status::ok();
-    crossEntropyGradKernel<<<rowGrid(call.rows), kRowThreads, 0, args.stream>>>(
-        logits, labels, call.rows, call.cols, ignore,
-        static_cast<const float *>(args.operands[2]), outResult(call, args, 0));
+    TPCRT_LAUNCH(crossEntropyGradKernel, rowGrid(call.rows), kRowThreads, 0,
+                 args.stream, logits, labels, call.rows, call.cols, ignore,
+                 static_cast<const float *>(args.operands[2]),
+                 outResult(call, args, 0));
     return launchStatus(name);
   }
   if (args.scratchBytes < call.rows * sizeof(double))
     return Status::error(std::string(name) + ": scratch too small");
   auto *rowLoss = static_cast<double *>(args.scratch);
   if (call.rows > 0) {
-    crossEntropyRowsKernel<<<rowGrid(call.rows), kRowThreads, 0, args.stream>>>(
-        logits, labels, call.rows, call.cols, ignore, rowLoss);
+    TPCRT_LAUNCH(crossEntropyRowsKernel, rowGrid(call.rows), kRowThreads, 0,
+                 args.stream, logits, labels, call.rows, call.cols, ignore,
+                 rowLoss);
     if (Status s = launchStatus(name); !s)
       return s;
   }
-  crossEntropyTotalKernel<<<1, kTotalThreads, 0, args.stream>>>(
-      rowLoss, labels, call.rows, call.cols, ignore,
-      static_cast<float *>(args.results[0]),
-      static_cast<int64_t *>(args.results[1]));
+  TPCRT_LAUNCH(crossEntropyTotalKernel, 1, kTotalThreads, 0, args.stream,
+               rowLoss, labels, call.rows, call.cols, ignore,
+               static_cast<float *>(args.results[0]),
+               static_cast<int64_t *>(args.results[1]));
   return launchStatus(name);
 }
 
@@ -475,9 +478,9 @@ Status crossEntropyBlockMax(const void *logits, Storage logitsType,
   // The CPU checks the labels here; the GPU does not (see the file header).
   if (rows == 0)
     return Status::ok();
-  blockMaxKernel<<<rowGrid(rows), kRowThreads, 0, stream>>>(
-      In{logits, logitsType}, rows, cols,
-      realColumns(cols, blockStart, classes), max);
+  TPCRT_LAUNCH(blockMaxKernel, rowGrid(rows), kRowThreads, 0, stream,
+               In{logits, logitsType}, rows, cols,
+               realColumns(cols, blockStart, classes), max);
   return launchStatus("cross_entropy block max");
 }
 
@@ -489,10 +492,10 @@ Status crossEntropyBlockSums(const void *logits, Storage logitsType,
                              cudaStream_t stream) {
   if (rows == 0)
     return Status::ok();
-  blockSumsKernel<<<rowGrid(rows), kRowThreads, 0, stream>>>(
-      In{logits, logitsType}, labels, rows, cols,
-      realColumns(cols, blockStart, classes), blockStart, ignoreIndex, max,
-      sumExp, target);
+  TPCRT_LAUNCH(blockSumsKernel, rowGrid(rows), kRowThreads, 0, stream,
+               In{logits, logitsType}, labels, rows, cols,
+               realColumns(cols, blockStart, classes), blockStart, ignoreIndex,
+               max, sumExp, target);
   return launchStatus("cross_entropy block sums");
 }
 
@@ -501,8 +504,8 @@ Status crossEntropyCombine(const int64_t *labels, int64_t rows,
                            const float *sumExp, const float *target,
                            float *lossSum, int64_t *count,
                            cudaStream_t stream) {
-  combineKernel<<<1, kTotalThreads, 0, stream>>>(
-      labels, rows, ignoreIndex, max, sumExp, target, lossSum, count);
+  TPCRT_LAUNCH(combineKernel, 1, kTotalThreads, 0, stream, labels, rows,
+               ignoreIndex, max, sumExp, target, lossSum, count);
   return launchStatus("cross_entropy combine");
 }
 
@@ -515,10 +518,10 @@ Status crossEntropyBlockGrad(const void *logits, Storage logitsType,
                              cudaStream_t stream) {
   if (rows == 0 || cols == 0)
     return Status::ok();
-  blockGradKernel<<<rowGrid(rows), kRowThreads, 0, stream>>>(
-      In{logits, logitsType}, labels, rows, cols,
-      realColumns(cols, blockStart, classes), blockStart, ignoreIndex, max,
-      sumExp, lossSumGrad, Out{dLogits, dLogitsType});
+  TPCRT_LAUNCH(blockGradKernel, rowGrid(rows), kRowThreads, 0, stream,
+               In{logits, logitsType}, labels, rows, cols,
+               realColumns(cols, blockStart, classes), blockStart, ignoreIndex,
+               max, sumExp, lossSumGrad, Out{dLogits, dLogitsType});
   return launchStatus("cross_entropy block grad");
 }
 

@@ -1,13 +1,15 @@
 //===- CudaEmulation.h - CUDA kernels on the host, for tests ----*- C++ -*-===//
 //
-// Just enough of CUDA to run cuda/FlashAttention.cuh's,
-// cuda/GenericAttention.cuh's and cuda/NormLossKernels.cuh's kernels on the
-// CPU (FlashEmulationTest.cpp, GenericAttentionEmulationTest.cpp,
-// NormLossEmulationTest.cpp): those headers, compiled with
-// TPCRT_CUDA_EMULATION, include this one instead of the CUDA headers and
-// call the functions below instead of their inline PTX. Nothing here is a
-// GPU run; it tests the kernels' indexing, masking, dropout and layouts, not
-// the hardware.
+// Just enough of CUDA's kernel language to run the CUDA backend's kernels
+// (runtime/cuda/*.cu, *.cuh) on the CPU: the emulation tests
+// (FlashEmulationTest.cpp, ...) and the emulated backend
+// (libtpcrt-cuda-emulated.so, emulation/README.md) compile them with
+// TPCRT_CUDA_EMULATION and emulation/ ahead on the include path, whose
+// cuda_runtime_api.h, cuda_bf16.h, ... stand in for the toolkit's; the
+// kernels' PTX wrappers call the functions below instead of their inline
+// asm, and TPCRT_LAUNCH runs a launch's blocks here before it returns.
+// Nothing here is a GPU run; it tests the kernels' indexing, masking,
+// dropout and layouts, not the hardware.
 //
 // A block's threads are fibers (ucontext) of one host thread, run round
 // robin: a thread runs until it waits at a barrier (__syncthreads,
@@ -31,6 +33,7 @@
 #include <ucontext.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -57,10 +60,24 @@ struct dim3 {
       : x(x), y(y), z(z) {}
 };
 
-struct float2 {
+// CUDA's vector types: their alignment is what makes a vectorized access
+// of a misaligned address fail (the emulation checks it at the access).
+struct alignas(8) float2 {
   float x, y;
 };
 inline float2 make_float2(float x, float y) { return {x, y}; }
+struct alignas(16) float4 {
+  float x, y, z, w;
+};
+inline float4 make_float4(float x, float y, float z, float w) {
+  return {x, y, z, w};
+}
+struct alignas(8) uint2 {
+  unsigned x, y;
+};
+struct alignas(16) uint4 {
+  unsigned x, y, z, w;
+};
 
 //===- 16-bit floats ------------------------------------------------------===//
 
@@ -124,13 +141,13 @@ inline float fromHalf(uint16_t h) {
 struct __nv_bfloat16 {
   uint16_t bits;
 };
-struct __nv_bfloat162 {
+struct alignas(4) __nv_bfloat162 {
   __nv_bfloat16 x, y;
 };
 struct __half {
   uint16_t bits;
 };
-struct __half2 {
+struct alignas(4) __half2 {
   __half x, y;
 };
 
@@ -138,6 +155,12 @@ inline float __bfloat162float(__nv_bfloat16 b) {
   return tpcrt::emu::fromBf16(b.bits);
 }
 inline float __half2float(__half h) { return tpcrt::emu::fromHalf(h.bits); }
+inline float2 __bfloat1622float2(__nv_bfloat162 h) {
+  return {__bfloat162float(h.x), __bfloat162float(h.y)};
+}
+inline float2 __half22float2(__half2 h) {
+  return {__half2float(h.x), __half2float(h.y)};
+}
 inline __nv_bfloat162 __floats2bfloat162_rn(float lo, float hi) {
   return {{tpcrt::emu::toBf16(lo)}, {tpcrt::emu::toBf16(hi)}};
 }
@@ -148,41 +171,6 @@ inline __nv_bfloat16 __float2bfloat16_rn(float f) {
   return {tpcrt::emu::toBf16(f)};
 }
 inline __half __float2half_rn(float f) { return {tpcrt::emu::toHalf(f)}; }
-
-//===- CudaCommon.cuh's part that the attention kernels use ---------------===//
-
-namespace tpcrt::cuda {
-
-/// As CudaKernels.h's (which needs the CUDA toolkit's headers).
-enum class Storage : uint8_t { F32, BF16, F16, I64, U8 };
-
-/// As CudaCommon.cuh's.
-inline float loadFloat(const void *p, Storage type, int64_t i) {
-  switch (type) {
-  case Storage::BF16:
-    return __bfloat162float(static_cast<const __nv_bfloat16 *>(p)[i]);
-  case Storage::F16:
-    return __half2float(static_cast<const __half *>(p)[i]);
-  default:
-    return static_cast<const float *>(p)[i];
-  }
-}
-
-/// As CudaCommon.cuh's.
-inline void storeFloat(void *p, Storage type, int64_t i, float value) {
-  switch (type) {
-  case Storage::BF16:
-    static_cast<__nv_bfloat16 *>(p)[i] = __float2bfloat16_rn(value);
-    break;
-  case Storage::F16:
-    static_cast<__half *>(p)[i] = __float2half_rn(value);
-    break;
-  default:
-    static_cast<float *>(p)[i] = value;
-  }
-}
-
-} // namespace tpcrt::cuda
 
 //===- Execution ----------------------------------------------------------===//
 
@@ -326,7 +314,11 @@ inline void syncThreads() {
 }
 /// The implicit convergence of a .sync.aligned warp instruction: all 32
 /// lanes execute it together.
-inline void syncWarp() { arrive(block().warps[warp()], kWarpSize); }
+inline void syncWarp() {
+  const int threads = static_cast<int>(block().threads.size());
+  arrive(block().warps[warp()],
+         std::min(kWarpSize, threads - warp() * kWarpSize));
+}
 inline LaneSlot &slot(int laneOfWarp) {
   return block().slots[warp() * kWarpSize + laneOfWarp];
 }
@@ -537,9 +529,9 @@ inline std::string launch(dim3 grid, dim3 threads, size_t smemBytes,
                           unsigned hostThreads = 0) {
   const int64_t blocks = int64_t(grid.x) * grid.y * grid.z;
   const int count = static_cast<int>(threads.x * threads.y * threads.z);
-  if (count <= 0 || count > kMaxThreads || count % kWarpSize != 0)
-    return "launch: the block's threads must be a multiple of 32, at most " +
-           std::to_string(kMaxThreads);
+  if (count <= 0 || count > kMaxThreads)
+    return "launch: a block of " + std::to_string(count) +
+           " threads (1 to " + std::to_string(kMaxThreads) + ")";
   if (hostThreads == 0)
     hostThreads = std::max(1u, std::thread::hardware_concurrency());
   const int64_t workers = std::min<int64_t>(hostThreads, blocks);
@@ -552,8 +544,8 @@ inline std::string launch(dim3 grid, dim3 threads, size_t smemBytes,
     b.timing = timing;
     b.kernel = &kernel;
     b.threads.resize(count);
-    b.warps.resize(count / kWarpSize);
-    b.slots.resize(count);
+    b.warps.resize((count + kWarpSize - 1) / kWarpSize);
+    b.slots.resize(b.warps.size() * kWarpSize);
     for (int i = 0; i < count; ++i) {
       Thread &t = b.threads[i];
       t.block = &b;
@@ -631,58 +623,119 @@ inline int min(int a, int b) { return a < b ? a : b; }
 inline long min(long a, long b) { return a < b ? a : b; }
 inline long long min(long long a, long long b) { return a < b ? a : b; }
 
-//===- CudaCommon.cuh's reductions and launch sizes -----------------------===//
+//===- Arithmetic ---------------------------------------------------------===//
 
-namespace tpcrt::cuda {
+inline float __fdiv_rn(float a, float b) { return a / b; }
+inline float __fsqrt_rn(float a) { return std::sqrt(a); }
+inline double __dadd_rn(double a, double b) { return a + b; }
+inline double __dsub_rn(double a, double b) { return a - b; }
+inline double __dmul_rn(double a, double b) { return a * b; }
+inline double __ddiv_rn(double a, double b) { return a / b; }
+inline double __dsqrt_rn(double a) { return std::sqrt(a); }
 
-/// As CudaCommon.cuh's.
-template <typename T> inline T warpSumOf(T v) {
-  for (int offset = 16; offset > 0; offset >>= 1)
-    v += __shfl_xor_sync(0xffffffffu, v, offset);
-  return v;
+/// atomicMin on a 64-bit word of global memory (blocks run on several host
+/// threads).
+inline unsigned long long atomicMin(unsigned long long *address,
+                                    unsigned long long value) {
+  unsigned long long old = __atomic_load_n(address, __ATOMIC_RELAXED);
+  while (value < old &&
+         !__atomic_compare_exchange_n(address, &old, value, true,
+                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+  return old;
 }
 
-/// As CudaCommon.cuh's.
-inline float warpMax(float v) {
-  for (int offset = 16; offset > 0; offset >>= 1)
-    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
-  return v;
+//===- Launches -----------------------------------------------------------===//
+
+namespace tpcrt::emu {
+
+/// Dynamic shared memory a block may have without cudaFuncSetAttribute, and
+/// at most with it (sm_90: 227 KiB).
+constexpr size_t kDefaultDynamicShared = 48 * 1024;
+constexpr size_t kMostDynamicShared = 227 * 1024;
+
+/// cudaFuncAttributeMaxDynamicSharedMemorySize as set per kernel.
+inline std::mutex &attributeMutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+inline std::vector<std::pair<const void *, size_t>> &sharedLimits() {
+  static std::vector<std::pair<const void *, size_t>> limits;
+  return limits;
+}
+inline void setSharedLimit(const void *kernel, size_t bytes) {
+  std::lock_guard<std::mutex> lock(attributeMutex());
+  for (auto &[k, limit] : sharedLimits())
+    if (k == kernel) {
+      limit = bytes;
+      return;
+    }
+  sharedLimits().push_back({kernel, bytes});
+}
+inline size_t sharedLimit(const void *kernel) {
+  std::lock_guard<std::mutex> lock(attributeMutex());
+  for (const auto &[k, limit] : sharedLimits())
+    if (k == kernel)
+      return std::max(limit, kDefaultDynamicShared);
+  return kDefaultDynamicShared;
 }
 
-/// As CudaCommon.cuh's.
-template <typename T> inline T blockSumOf(T v, T *shared) {
-  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  v = warpSumOf(v);
-  __syncthreads();
-  if (lane == 0)
-    shared[warp] = v;
-  __syncthreads();
-  int warps = (blockDim.x + 31) >> 5;
-  v = lane < warps ? shared[lane] : T(0);
-  return warpSumOf(v);
+/// What went wrong in the last launches, for cudaGetLastError
+/// (emulation/cuda_runtime_api.h): a configuration the hardware refuses,
+/// or a fault the emulation saw. `sticky` stays set, as a kernel fault
+/// spoils a CUDA context: every later synchronization fails.
+struct LaunchErrors {
+  std::string last;   // cleared by cudaGetLastError
+  std::string sticky; // never cleared
+  bool configuration = false;
+};
+inline LaunchErrors &launchErrors() {
+  static LaunchErrors errors;
+  return errors;
 }
 
-/// As CudaCommon.cuh's.
-inline float blockMax(float v, float *shared) {
-  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  v = warpMax(v);
-  __syncthreads();
-  if (lane == 0)
-    shared[warp] = v;
-  __syncthreads();
-  int warps = (blockDim.x + 31) >> 5;
-  v = lane < warps ? shared[lane] : -INFINITY;
-  return warpMax(v);
+/// TPCRT_LAUNCH's kernel<<<grid, threads, sharedBytes, stream>>>(args...):
+/// checks the configuration as the hardware does, then runs every block
+/// before it returns (the stream is ignored: everything is in issue order).
+template <typename Kernel, typename Stream, typename... Args>
+void launchKernel(Kernel kernel, dim3 grid, dim3 threads, size_t sharedBytes,
+                  Stream, Args... args) {
+  const void *key = reinterpret_cast<const void *>(kernel);
+  std::string refusal;
+  if (grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.y > 65535 ||
+      grid.z > 65535 || grid.x > 0x7fffffffu)
+    refusal = "grid (" + std::to_string(grid.x) + ", " +
+              std::to_string(grid.y) + ", " + std::to_string(grid.z) + ")";
+  else if (int64_t(threads.x) * threads.y * threads.z > kMaxThreads ||
+           threads.z > 64)
+    refusal = "block (" + std::to_string(threads.x) + ", " +
+              std::to_string(threads.y) + ", " + std::to_string(threads.z) +
+              ")";
+  else if (sharedBytes > sharedLimit(key))
+    refusal = std::to_string(sharedBytes) +
+              " bytes of dynamic shared memory, the kernel's limit is " +
+              std::to_string(sharedLimit(key));
+  LaunchErrors &errors = launchErrors();
+  if (!refusal.empty()) {
+    if (errors.last.empty())
+      errors.last = "invalid configuration: " + refusal;
+    errors.configuration = true;
+    std::fprintf(stderr, "emulated launch refused: %s\n", refusal.c_str());
+    return;
+  }
+  std::string fault =
+      launch(grid, threads, sharedBytes, [&] { kernel(args...); });
+  if (fault.empty())
+    return;
+  std::fprintf(stderr, "emulated kernel fault: %s\n", fault.c_str());
+  if (errors.last.empty()) {
+    errors.last = fault;
+    errors.configuration = false;
+  }
+  if (errors.sticky.empty())
+    errors.sticky = fault;
 }
 
-/// As CudaCommon.cuh's.
-inline unsigned gridFor(int64_t count, unsigned threads = 256) {
-  int64_t blocks = (count + threads - 1) / threads;
-  if (blocks < 1)
-    blocks = 1;
-  return static_cast<unsigned>(blocks > 65535 * 16 ? 65535 * 16 : blocks);
-}
-
-} // namespace tpcrt::cuda
+} // namespace tpcrt::emu
 
 #endif // TPCRT_TEST_CUDAEMULATION_H

@@ -27,8 +27,8 @@
 #include <string>
 #include <vector>
 
-// Last: it defines CUDA's keywords and built-in variables as macros.
-#define TPCRT_CUDA_EMULATION
+// Last: it defines CUDA's keywords and built-in variables as macros
+// (TPCRT_CUDA_EMULATION, defined by the build, makes it the host's).
 #include "FlashAttention.cuh"
 
 #include "AttentionEmulation.h"

@@ -1,0 +1,474 @@
+//===- cublasLt.h - cuBLASLt's matmul, emulated on the host ---------------===//
+//
+// The part of cuBLASLt the CUDA backend calls (cuda/Gemm.cpp), for the
+// emulated backend (cuda_runtime_api.h here): descriptors and layouts hold
+// what is set on them; the heuristic offers one algorithm; cublasLtMatmul
+// computes, column-major as cuBLASLt defines it,
+//
+//   aux = alpha op(A) op(B) + beta C + bias (bias[i] added to row i)
+//   D   = epilogue(aux)  (GELU: the tanh form; aux kept when GELU_AUX)
+//
+// summing each dot product in double and rounding once to D's type. What
+// cuBLASLt would refuse is refused with CUBLAS_STATUS_INVALID_VALUE and a
+// line on stderr: layouts whose shapes do not make an m x k by k x n
+// product, a leading dimension below the rows, batch counts that differ,
+// C's layout not D's when C is D, operands that do not lie inside one
+// device allocation, a bias or aux pointer missing for its epilogue. This
+// checks how the backend drives cuBLASLt, against the reading of cuBLASLt's
+// documentation this file encodes; it is not cuBLASLt.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TPCRT_TEST_EMULATION_CUBLASLT_H
+#define TPCRT_TEST_EMULATION_CUBLASLT_H
+
+#include "cuda_runtime_api.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+enum cudaDataType_t {
+  CUDA_R_32F = 0,
+  CUDA_R_16F = 2,
+  CUDA_R_16BF = 14,
+};
+
+enum cublasStatus_t {
+  CUBLAS_STATUS_SUCCESS = 0,
+  CUBLAS_STATUS_NOT_INITIALIZED = 1,
+  CUBLAS_STATUS_ALLOC_FAILED = 3,
+  CUBLAS_STATUS_INVALID_VALUE = 7,
+  CUBLAS_STATUS_NOT_SUPPORTED = 15,
+};
+
+enum cublasOperation_t { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1 };
+
+enum cublasComputeType_t {
+  CUBLAS_COMPUTE_32F = 68,
+  CUBLAS_COMPUTE_32F_FAST_TF32 = 77,
+};
+
+enum cublasLtEpilogue_t {
+  CUBLASLT_EPILOGUE_DEFAULT = 1,
+  CUBLASLT_EPILOGUE_BIAS = 4,
+  CUBLASLT_EPILOGUE_GELU = 32,
+  CUBLASLT_EPILOGUE_GELU_AUX = 32 | 128,
+  CUBLASLT_EPILOGUE_GELU_BIAS = 32 | 4,
+  CUBLASLT_EPILOGUE_GELU_AUX_BIAS = 32 | 128 | 4,
+};
+
+enum cublasLtMatmulDescAttributes_t {
+  CUBLASLT_MATMUL_DESC_TRANSA = 3,
+  CUBLASLT_MATMUL_DESC_TRANSB = 4,
+  CUBLASLT_MATMUL_DESC_EPILOGUE = 7,
+  CUBLASLT_MATMUL_DESC_BIAS_POINTER = 8,
+  CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER = 10,
+  CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD = 11,
+  CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE = 12,
+};
+
+enum cublasLtMatrixLayoutAttribute_t {
+  CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT = 5,
+  CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET = 6,
+};
+
+enum cublasLtMatmulPreferenceAttributes_t {
+  CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES = 1,
+  CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES = 5,
+  CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES = 6,
+  CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES = 7,
+  CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES = 8,
+};
+
+struct cublasLtContext {
+  int unused = 0;
+};
+typedef cublasLtContext *cublasLtHandle_t;
+
+struct cublasLtMatmulDescOpaque_t {
+  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
+  cudaDataType_t scale = CUDA_R_32F;
+  cublasOperation_t transA = CUBLAS_OP_N, transB = CUBLAS_OP_N;
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  const void *bias = nullptr;
+  void *aux = nullptr;
+  int64_t auxLd = 0;
+  int64_t auxStride = 0;
+};
+typedef cublasLtMatmulDescOpaque_t *cublasLtMatmulDesc_t;
+
+struct cublasLtMatrixLayoutOpaque_t {
+  cudaDataType_t type = CUDA_R_32F;
+  uint64_t rows = 0, cols = 0;
+  int64_t ld = 0;
+  int32_t batch = 1;
+  int64_t stride = 0;
+};
+typedef cublasLtMatrixLayoutOpaque_t *cublasLtMatrixLayout_t;
+
+struct cublasLtMatmulPreferenceOpaque_t {
+  uint64_t workspaceBytes = 0;
+  uint32_t alignment[4] = {256, 256, 256, 256};
+};
+typedef cublasLtMatmulPreferenceOpaque_t *cublasLtMatmulPreference_t;
+
+struct cublasLtMatmulAlgo_t {
+  uint64_t data[8];
+};
+
+struct cublasLtMatmulHeuristicResult_t {
+  cublasLtMatmulAlgo_t algo;
+  size_t workspaceSize;
+  cublasStatus_t state;
+  float wavesCount;
+  int reserved[4];
+};
+
+namespace tpcrt::emu::lt {
+
+inline cublasStatus_t refuse(const std::string &what) {
+  std::fprintf(stderr, "emulated cuBLASLt: %s\n", what.c_str());
+  return CUBLAS_STATUS_INVALID_VALUE;
+}
+
+inline size_t typeBytes(cudaDataType_t type) {
+  return type == CUDA_R_32F ? 4 : 2;
+}
+
+inline float load(const void *p, cudaDataType_t type, int64_t i) {
+  switch (type) {
+  case CUDA_R_16BF:
+    return fromBf16(static_cast<const uint16_t *>(p)[i]);
+  case CUDA_R_16F:
+    return fromHalf(static_cast<const uint16_t *>(p)[i]);
+  default:
+    return static_cast<const float *>(p)[i];
+  }
+}
+
+inline void store(void *p, cudaDataType_t type, int64_t i, float v) {
+  switch (type) {
+  case CUDA_R_16BF:
+    static_cast<uint16_t *>(p)[i] = toBf16(v);
+    break;
+  case CUDA_R_16F:
+    static_cast<uint16_t *>(p)[i] = toHalf(v);
+    break;
+  default:
+    static_cast<float *>(p)[i] = v;
+  }
+}
+
+/// Bytes a layout's matrices span from their first element.
+inline size_t spanBytes(const cublasLtMatrixLayoutOpaque_t &l) {
+  if (l.rows == 0 || l.cols == 0)
+    return 0;
+  uint64_t elements = (l.cols - 1) * uint64_t(l.ld) + l.rows +
+                      uint64_t(l.batch - 1) * uint64_t(l.stride);
+  return elements * typeBytes(l.type);
+}
+
+inline bool hasBias(cublasLtEpilogue_t e) { return (e & 4) != 0; }
+inline bool hasGelu(cublasLtEpilogue_t e) { return (e & 32) != 0; }
+inline bool hasAux(cublasLtEpilogue_t e) { return (e & 128) != 0; }
+
+inline float geluTanh(float x) {
+  return 0.5f * x *
+         (1.0f + std::tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+}
+
+} // namespace tpcrt::emu::lt
+
+inline const char *cublasLtGetStatusName(cublasStatus_t status) {
+  switch (status) {
+  case CUBLAS_STATUS_SUCCESS:
+    return "CUBLAS_STATUS_SUCCESS";
+  case CUBLAS_STATUS_NOT_INITIALIZED:
+    return "CUBLAS_STATUS_NOT_INITIALIZED";
+  case CUBLAS_STATUS_ALLOC_FAILED:
+    return "CUBLAS_STATUS_ALLOC_FAILED";
+  case CUBLAS_STATUS_INVALID_VALUE:
+    return "CUBLAS_STATUS_INVALID_VALUE";
+  case CUBLAS_STATUS_NOT_SUPPORTED:
+    return "CUBLAS_STATUS_NOT_SUPPORTED";
+  }
+  return "CUBLAS_STATUS_UNKNOWN";
+}
+inline const char *cublasLtGetStatusString(cublasStatus_t status) {
+  return status == CUBLAS_STATUS_SUCCESS ? "success"
+                                         : "emulated cuBLASLt refused it";
+}
+
+inline cublasStatus_t cublasLtCreate(cublasLtHandle_t *handle) {
+  *handle = new cublasLtContext;
+  return CUBLAS_STATUS_SUCCESS;
+}
+inline cublasStatus_t cublasLtDestroy(cublasLtHandle_t handle) {
+  delete handle;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+inline cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *desc,
+                                               cublasComputeType_t compute,
+                                               cudaDataType_t scale) {
+  if (scale != CUDA_R_32F)
+    return tpcrt::emu::lt::refuse("scale type other than CUDA_R_32F");
+  *desc = new cublasLtMatmulDescOpaque_t;
+  (*desc)->compute = compute;
+  (*desc)->scale = scale;
+  return CUBLAS_STATUS_SUCCESS;
+}
+inline cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t desc) {
+  delete desc;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+inline cublasStatus_t
+cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
+                               cublasLtMatmulDescAttributes_t attribute,
+                               const void *value, size_t bytes) {
+  auto set = [&](auto &field) {
+    if (bytes != sizeof field)
+      return tpcrt::emu::lt::refuse("descriptor attribute " +
+                                    std::to_string(attribute) + " of " +
+                                    std::to_string(bytes) + " bytes");
+    std::memcpy(&field, value, bytes);
+    return CUBLAS_STATUS_SUCCESS;
+  };
+  switch (attribute) {
+  case CUBLASLT_MATMUL_DESC_TRANSA:
+    return set(desc->transA);
+  case CUBLASLT_MATMUL_DESC_TRANSB:
+    return set(desc->transB);
+  case CUBLASLT_MATMUL_DESC_EPILOGUE:
+    return set(desc->epilogue);
+  case CUBLASLT_MATMUL_DESC_BIAS_POINTER:
+    return set(desc->bias);
+  case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER:
+    return set(desc->aux);
+  case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD:
+    return set(desc->auxLd);
+  case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE:
+    return set(desc->auxStride);
+  }
+  return tpcrt::emu::lt::refuse("descriptor attribute " +
+                                std::to_string(attribute));
+}
+
+inline cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *layout,
+                                                 cudaDataType_t type,
+                                                 uint64_t rows, uint64_t cols,
+                                                 int64_t ld) {
+  if (ld < 1 || uint64_t(ld) < rows)
+    return tpcrt::emu::lt::refuse(
+        "layout of " + std::to_string(rows) + " rows with leading dimension " +
+        std::to_string(ld));
+  *layout = new cublasLtMatrixLayoutOpaque_t;
+  (*layout)->type = type;
+  (*layout)->rows = rows;
+  (*layout)->cols = cols;
+  (*layout)->ld = ld;
+  return CUBLAS_STATUS_SUCCESS;
+}
+inline cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t l) {
+  delete l;
+  return CUBLAS_STATUS_SUCCESS;
+}
+inline cublasStatus_t
+cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t layout,
+                                 cublasLtMatrixLayoutAttribute_t attribute,
+                                 const void *value, size_t bytes) {
+  if (attribute == CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT &&
+      bytes == sizeof(int32_t)) {
+    std::memcpy(&layout->batch, value, bytes);
+    return layout->batch >= 1
+               ? CUBLAS_STATUS_SUCCESS
+               : tpcrt::emu::lt::refuse("batch count below 1");
+  }
+  if (attribute == CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET &&
+      bytes == sizeof(int64_t)) {
+    std::memcpy(&layout->stride, value, bytes);
+    return CUBLAS_STATUS_SUCCESS;
+  }
+  return tpcrt::emu::lt::refuse("layout attribute " +
+                                std::to_string(attribute) + " of " +
+                                std::to_string(bytes) + " bytes");
+}
+
+inline cublasStatus_t
+cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t *preference) {
+  *preference = new cublasLtMatmulPreferenceOpaque_t;
+  return CUBLAS_STATUS_SUCCESS;
+}
+inline cublasStatus_t
+cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t preference) {
+  delete preference;
+  return CUBLAS_STATUS_SUCCESS;
+}
+inline cublasStatus_t cublasLtMatmulPreferenceSetAttribute(
+    cublasLtMatmulPreference_t preference,
+    cublasLtMatmulPreferenceAttributes_t attribute, const void *value,
+    size_t bytes) {
+  if (attribute == CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES &&
+      bytes == sizeof(uint64_t)) {
+    std::memcpy(&preference->workspaceBytes, value, bytes);
+    return CUBLAS_STATUS_SUCCESS;
+  }
+  if (attribute >= CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES &&
+      attribute <= CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES &&
+      bytes == sizeof(uint32_t)) {
+    std::memcpy(&preference->alignment[attribute -
+                                       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES],
+                value, bytes);
+    return CUBLAS_STATUS_SUCCESS;
+  }
+  return tpcrt::emu::lt::refuse("preference attribute " +
+                                std::to_string(attribute));
+}
+
+namespace tpcrt::emu::lt {
+
+/// Whether the four layouts make one problem with the descriptor's
+/// transposes; its sizes when they do.
+inline cublasStatus_t problemOf(const cublasLtMatmulDescOpaque_t &desc,
+                                const cublasLtMatrixLayoutOpaque_t &a,
+                                const cublasLtMatrixLayoutOpaque_t &b,
+                                const cublasLtMatrixLayoutOpaque_t &c,
+                                const cublasLtMatrixLayoutOpaque_t &d,
+                                uint64_t &m, uint64_t &n, uint64_t &k) {
+  m = d.rows;
+  n = d.cols;
+  k = desc.transA == CUBLAS_OP_T ? a.rows : a.cols;
+  uint64_t aRows = desc.transA == CUBLAS_OP_T ? a.cols : a.rows;
+  uint64_t bRows = desc.transB == CUBLAS_OP_T ? b.cols : b.rows;
+  uint64_t bCols = desc.transB == CUBLAS_OP_T ? b.rows : b.cols;
+  auto shape = [](const char *name, const cublasLtMatrixLayoutOpaque_t &l) {
+    return std::string(name) + " " + std::to_string(l.rows) + "x" +
+           std::to_string(l.cols);
+  };
+  if (aRows != m || bRows != k || bCols != n || c.rows != m || c.cols != n)
+    return refuse("layouts make no product: " + shape("A", a) +
+                  (desc.transA == CUBLAS_OP_T ? "^T, " : ", ") +
+                  shape("B", b) + (desc.transB == CUBLAS_OP_T ? "^T, " : ", ") +
+                  shape("C", c) + ", " + shape("D", d));
+  if (a.batch != d.batch || b.batch != d.batch || c.batch != d.batch)
+    return refuse("batch counts differ");
+  if (a.type != b.type)
+    return refuse("A and B of different types");
+  if (c.type != d.type)
+    return refuse("C and D of different types");
+  if (a.type == CUDA_R_32F && d.type != CUDA_R_32F)
+    return refuse("fp32 inputs with a 16-bit output");
+  if (hasAux(desc.epilogue) && desc.auxLd < int64_t(m))
+    return refuse("aux leading dimension " + std::to_string(desc.auxLd) +
+                  " below the rows " + std::to_string(m));
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+} // namespace tpcrt::emu::lt
+
+inline cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
+    cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
+    cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+    cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d,
+    cublasLtMatmulPreference_t preference, int requested,
+    cublasLtMatmulHeuristicResult_t *results, int *found) {
+  *found = 0;
+  if (!handle || !desc || !a || !b || !c || !d || !preference || requested < 1)
+    return tpcrt::emu::lt::refuse("heuristic: a missing argument");
+  uint64_t m, n, k;
+  if (cublasStatus_t s =
+          tpcrt::emu::lt::problemOf(*desc, *a, *b, *c, *d, m, n, k))
+    return s;
+  results[0] = {};
+  results[0].algo.data[0] = 1;
+  results[0].state = CUBLAS_STATUS_SUCCESS;
+  results[0].wavesCount = 1.0f;
+  *found = 1;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+inline cublasStatus_t
+cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
+               const void *alpha, const void *A, cublasLtMatrixLayout_t a,
+               const void *B, cublasLtMatrixLayout_t b, const void *beta,
+               const void *C, cublasLtMatrixLayout_t c, void *D,
+               cublasLtMatrixLayout_t d, const cublasLtMatmulAlgo_t *algo,
+               void *workspace, size_t workspaceBytes, cudaStream_t) {
+  using namespace tpcrt::emu;
+  using namespace tpcrt::emu::lt;
+  if (!handle || !desc || !a || !b || !c || !d || !algo || algo->data[0] != 1)
+    return refuse("matmul: a missing argument or an algorithm the heuristic "
+                  "did not give");
+  uint64_t m, n, k;
+  if (cublasStatus_t s = problemOf(*desc, *a, *b, *c, *d, m, n, k))
+    return s;
+  if (workspaceBytes && !isDeviceRange(workspace, workspaceBytes))
+    return refuse("matmul: the workspace is not inside one allocation");
+  struct Operand {
+    const char *name;
+    const void *p;
+    const cublasLtMatrixLayoutOpaque_t *layout;
+  } operands[] = {{"A", A, a}, {"B", B, b}, {"C", C, c}, {"D", D, d}};
+  const float alphaValue = *static_cast<const float *>(alpha);
+  const float betaValue = *static_cast<const float *>(beta);
+  for (const Operand &o : operands) {
+    if (o.name[0] == 'C' && betaValue == 0.0f)
+      continue;
+    size_t bytes = spanBytes(*o.layout);
+    if (bytes && !isDeviceRange(o.p, bytes))
+      return refuse(std::string("matmul: ") + o.name + "'s " +
+                    std::to_string(bytes) +
+                    " bytes are not inside one allocation");
+  }
+  if (C == D && (c->ld != d->ld || c->stride != d->stride))
+    return refuse("matmul: C is D with another layout");
+  const bool bias = hasBias(desc->epilogue), gelu = hasGelu(desc->epilogue),
+             aux = hasAux(desc->epilogue);
+  if (bias && !isDeviceRange(desc->bias, m * typeBytes(d->type)))
+    return refuse("matmul: the bias epilogue's vector is not inside one "
+                  "allocation");
+  if (aux) {
+    cublasLtMatrixLayoutOpaque_t auxLayout = *d;
+    auxLayout.ld = desc->auxLd;
+    auxLayout.stride = desc->auxStride;
+    if (d->batch > 1 && desc->auxStride == 0)
+      return refuse("matmul: a batched aux matrix without a batch stride");
+    if (!isDeviceRange(desc->aux, spanBytes(auxLayout)))
+      return refuse("matmul: the aux matrix is not inside one allocation");
+  }
+  // op(A)(i, l) and op(B)(l, j) in column-major storage.
+  const bool ta = desc->transA == CUBLAS_OP_T, tb = desc->transB == CUBLAS_OP_T;
+  for (int64_t batch = 0; batch < d->batch; ++batch) {
+    const int64_t aBase = batch * a->stride, bBase = batch * b->stride,
+                  cBase = batch * c->stride, dBase = batch * d->stride,
+                  auxBase = batch * desc->auxStride;
+    for (uint64_t j = 0; j < n; ++j)
+      for (uint64_t i = 0; i < m; ++i) {
+        double sum = 0.0;
+        for (uint64_t l = 0; l < k; ++l) {
+          int64_t ai = ta ? aBase + int64_t(l + i * a->ld)
+                          : aBase + int64_t(i + l * a->ld);
+          int64_t bi = tb ? bBase + int64_t(j + l * b->ld)
+                          : bBase + int64_t(l + j * b->ld);
+          sum += double(load(A, a->type, ai)) * load(B, b->type, bi);
+        }
+        float v = static_cast<float>(alphaValue * sum);
+        if (betaValue != 0.0f)
+          v += betaValue * load(C, c->type, cBase + int64_t(i + j * c->ld));
+        if (bias)
+          v += load(desc->bias, d->type, int64_t(i));
+        if (aux)
+          store(desc->aux, d->type, auxBase + int64_t(i + j * desc->auxLd), v);
+        if (gelu)
+          v = geluTanh(v);
+        store(D, d->type, dBase + int64_t(i + j * d->ld), v);
+      }
+  }
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+#endif // TPCRT_TEST_EMULATION_CUBLASLT_H

@@ -1,0 +1,2 @@
+// bf16 on the host (../CudaEmulation.h): see cuda_runtime_api.h.
+#include "../CudaEmulation.h"

@@ -1,0 +1,2 @@
+// IEEE half on the host (../CudaEmulation.h): see cuda_runtime_api.h.
+#include "../CudaEmulation.h"

@@ -1,0 +1,403 @@
+//===- cuda_runtime_api.h - the CUDA runtime, emulated on the host --------===//
+//
+// Stands in for the toolkit's header when the CUDA backend is compiled for
+// the host (TPCRT_CUDA_EMULATION, emulation/ ahead on the include path: the
+// emulated backend libtpcrt-cuda-emulated.so and the emulation tests; see
+// README.md here). One emulated device whose memory is host memory: every
+// call completes before it returns (streams and events order nothing that
+// is not already in order), kernels run through ../CudaEmulation.h. The
+// calls check what the driver would refuse: copies and memsets must lie
+// inside one allocation (or be host memory for the host side), freed
+// pointers must be allocations, a kernel fault fails every later
+// synchronization.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TPCRT_TEST_EMULATION_CUDA_RUNTIME_API_H
+#define TPCRT_TEST_EMULATION_CUDA_RUNTIME_API_H
+
+#include "../CudaEmulation.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+
+enum cudaError_t {
+  cudaSuccess = 0,
+  cudaErrorInvalidValue = 1,
+  cudaErrorMemoryAllocation = 2,
+  cudaErrorInvalidConfiguration = 9,
+  cudaErrorInvalidPitchValue = 12,
+  cudaErrorInvalidDevicePointer = 17,
+  cudaErrorInvalidMemcpyDirection = 21,
+  cudaErrorInvalidDevice = 101,
+  cudaErrorInvalidResourceHandle = 400,
+  cudaErrorNotReady = 600,
+  cudaErrorLaunchFailure = 719,
+};
+
+enum cudaMemcpyKind {
+  cudaMemcpyHostToHost = 0,
+  cudaMemcpyHostToDevice = 1,
+  cudaMemcpyDeviceToHost = 2,
+  cudaMemcpyDeviceToDevice = 3,
+  cudaMemcpyDefault = 4,
+};
+
+enum cudaFuncAttribute {
+  cudaFuncAttributeMaxDynamicSharedMemorySize = 8,
+};
+
+enum cudaDeviceAttr {
+  cudaDevAttrMaxPitch = 11,
+};
+
+constexpr unsigned cudaStreamNonBlocking = 0x01;
+constexpr unsigned cudaEventDisableTiming = 0x02;
+
+struct CUstream_st {
+  unsigned flags = 0;
+};
+struct CUevent_st {
+  unsigned flags = 0;
+};
+typedef CUstream_st *cudaStream_t;
+typedef CUevent_st *cudaEvent_t;
+
+/// The fields the backend reads.
+struct cudaDeviceProp {
+  char name[256];
+  size_t totalGlobalMem;
+  int major;
+  int minor;
+  int multiProcessorCount;
+  size_t sharedMemPerBlockOptin;
+};
+
+namespace tpcrt::emu {
+
+/// The emulated device's memory: 8 GiB that are promised, host memory
+/// allocated as asked.
+constexpr size_t kDeviceBytes = size_t(8) << 30;
+
+struct Runtime {
+  std::mutex mutex;
+  std::map<uintptr_t, size_t> allocations; // start -> bytes
+  size_t allocated = 0;
+  int device = 0;
+  std::string message; // cudaGetErrorString's of a launch failure
+};
+inline Runtime &runtime() {
+  static Runtime r;
+  return r;
+}
+
+inline cudaError_t refuse(cudaError_t err, const std::string &what) {
+  std::fprintf(stderr, "emulated CUDA runtime: %s\n", what.c_str());
+  return err;
+}
+
+/// Whether [p, p + bytes) lies inside one allocation.
+inline bool isDeviceRange(const void *p, size_t bytes) {
+  Runtime &r = runtime();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  auto address = reinterpret_cast<uintptr_t>(p);
+  auto it = r.allocations.upper_bound(address);
+  if (it == r.allocations.begin())
+    return false;
+  --it;
+  return address >= it->first && address - it->first + bytes <= it->second;
+}
+
+/// Copies and memsets check their device side (kind says which sides are
+/// device memory; cudaMemcpyDefault: whichever is).
+inline cudaError_t checkSides(const void *dst, const void *src, size_t bytes,
+                              cudaMemcpyKind kind, const char *call) {
+  if (bytes == 0)
+    return cudaSuccess;
+  bool dstDevice = kind == cudaMemcpyHostToDevice ||
+                   kind == cudaMemcpyDeviceToDevice;
+  bool srcDevice = kind == cudaMemcpyDeviceToHost ||
+                   kind == cudaMemcpyDeviceToDevice;
+  if (kind == cudaMemcpyDefault)
+    return cudaSuccess;
+  if (dstDevice && !isDeviceRange(dst, bytes))
+    return refuse(cudaErrorInvalidValue,
+                  std::string(call) + ": destination range of " +
+                      std::to_string(bytes) +
+                      " bytes is not inside one allocation");
+  if (srcDevice && !isDeviceRange(src, bytes))
+    return refuse(cudaErrorInvalidValue,
+                  std::string(call) + ": source range of " +
+                      std::to_string(bytes) +
+                      " bytes is not inside one allocation");
+  return cudaSuccess;
+}
+
+/// What a synchronizing call returns: a kernel fault spoils the context.
+inline cudaError_t synchronized() {
+  return launchErrors().sticky.empty() ? cudaSuccess : cudaErrorLaunchFailure;
+}
+
+} // namespace tpcrt::emu
+
+inline cudaError_t cudaGetLastError() {
+  tpcrt::emu::LaunchErrors &errors = tpcrt::emu::launchErrors();
+  if (errors.last.empty())
+    return cudaSuccess;
+  tpcrt::emu::runtime().message = errors.last;
+  errors.last.clear();
+  return errors.configuration ? cudaErrorInvalidConfiguration
+                              : cudaErrorLaunchFailure;
+}
+inline cudaError_t cudaPeekAtLastError() {
+  tpcrt::emu::LaunchErrors &errors = tpcrt::emu::launchErrors();
+  if (errors.last.empty())
+    return cudaSuccess;
+  return errors.configuration ? cudaErrorInvalidConfiguration
+                              : cudaErrorLaunchFailure;
+}
+
+inline const char *cudaGetErrorString(cudaError_t err) {
+  switch (err) {
+  case cudaSuccess:
+    return "no error";
+  case cudaErrorInvalidValue:
+    return "invalid argument";
+  case cudaErrorMemoryAllocation:
+    return "out of memory";
+  case cudaErrorInvalidConfiguration: {
+    static thread_local std::string text;
+    text = "invalid configuration argument (emulated: " +
+           tpcrt::emu::runtime().message + ")";
+    return text.c_str();
+  }
+  case cudaErrorInvalidPitchValue:
+    return "invalid pitch argument";
+  case cudaErrorInvalidDevicePointer:
+    return "invalid device pointer";
+  case cudaErrorInvalidMemcpyDirection:
+    return "invalid copy direction for memcpy";
+  case cudaErrorInvalidDevice:
+    return "invalid device ordinal";
+  case cudaErrorInvalidResourceHandle:
+    return "invalid resource handle";
+  case cudaErrorNotReady:
+    return "device not ready";
+  case cudaErrorLaunchFailure: {
+    static thread_local std::string text;
+    const std::string &fault = tpcrt::emu::launchErrors().sticky.empty()
+                                   ? tpcrt::emu::runtime().message
+                                   : tpcrt::emu::launchErrors().sticky;
+    text = "unspecified launch failure (emulated: " + fault + ")";
+    return text.c_str();
+  }
+  }
+  return "unknown error";
+}
+
+//===- Devices ------------------------------------------------------------===//
+
+inline cudaError_t cudaGetDeviceCount(int *count) {
+  *count = 1;
+  return cudaSuccess;
+}
+inline cudaError_t cudaSetDevice(int device) {
+  if (device != 0)
+    return cudaErrorInvalidDevice;
+  tpcrt::emu::runtime().device = device;
+  return cudaSuccess;
+}
+inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device) {
+  if (device != 0)
+    return cudaErrorInvalidDevice;
+  *prop = {};
+  std::snprintf(prop->name, sizeof prop->name, "emulated CUDA device (host)");
+  prop->totalGlobalMem = tpcrt::emu::kDeviceBytes;
+  prop->major = 9;
+  prop->minor = 0;
+  prop->multiProcessorCount = 132;
+  prop->sharedMemPerBlockOptin = tpcrt::emu::kMostDynamicShared;
+  return cudaSuccess;
+}
+inline cudaError_t cudaDeviceSynchronize() { return tpcrt::emu::synchronized(); }
+
+//===- Memory -------------------------------------------------------------===//
+
+inline cudaError_t cudaMemGetInfo(size_t *freeBytes, size_t *totalBytes) {
+  tpcrt::emu::Runtime &r = tpcrt::emu::runtime();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  *totalBytes = tpcrt::emu::kDeviceBytes;
+  *freeBytes = r.allocated < tpcrt::emu::kDeviceBytes
+                   ? tpcrt::emu::kDeviceBytes - r.allocated
+                   : 0;
+  return cudaSuccess;
+}
+
+/// 256-byte aligned, as cudaMalloc's; the bytes start as garbage (0xa5),
+/// not zeros.
+inline cudaError_t cudaMalloc(void **p, size_t bytes) {
+  tpcrt::emu::Runtime &r = tpcrt::emu::runtime();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  if (bytes == 0 || r.allocated + bytes > tpcrt::emu::kDeviceBytes)
+    return cudaErrorMemoryAllocation;
+  size_t rounded = (bytes + 255) / 256 * 256;
+  void *memory = std::aligned_alloc(256, rounded);
+  if (!memory)
+    return cudaErrorMemoryAllocation;
+  std::memset(memory, 0xa5, rounded);
+  r.allocations[reinterpret_cast<uintptr_t>(memory)] = bytes;
+  r.allocated += bytes;
+  *p = memory;
+  return cudaSuccess;
+}
+template <typename T> cudaError_t cudaMalloc(T **p, size_t bytes) {
+  return cudaMalloc(reinterpret_cast<void **>(p), bytes);
+}
+
+inline cudaError_t cudaFree(void *p) {
+  if (!p)
+    return cudaSuccess;
+  tpcrt::emu::Runtime &r = tpcrt::emu::runtime();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  auto it = r.allocations.find(reinterpret_cast<uintptr_t>(p));
+  if (it == r.allocations.end())
+    return tpcrt::emu::refuse(cudaErrorInvalidDevicePointer,
+                              "cudaFree of a pointer it did not allocate");
+  r.allocated -= it->second;
+  r.allocations.erase(it);
+  std::free(p);
+  return cudaSuccess;
+}
+
+inline cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes,
+                                   cudaMemcpyKind kind,
+                                   cudaStream_t = nullptr) {
+  if (cudaError_t err =
+          tpcrt::emu::checkSides(dst, src, bytes, kind, "cudaMemcpy"))
+    return err;
+  if (bytes)
+    std::memmove(dst, src, bytes);
+  return cudaSuccess;
+}
+inline cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes,
+                              cudaMemcpyKind kind) {
+  if (cudaError_t err = tpcrt::emu::synchronized())
+    return err;
+  return cudaMemcpyAsync(dst, src, bytes, kind);
+}
+
+inline cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src,
+                                     size_t spitch, size_t width,
+                                     size_t height, cudaMemcpyKind kind,
+                                     cudaStream_t = nullptr) {
+  constexpr size_t kMaxPitch = (size_t(1) << 31) - 1;
+  if (width > dpitch || width > spitch)
+    return tpcrt::emu::refuse(cudaErrorInvalidValue,
+                              "cudaMemcpy2D: width above a pitch");
+  if (dpitch > kMaxPitch || spitch > kMaxPitch)
+    return cudaErrorInvalidPitchValue;
+  if (height == 0 || width == 0)
+    return cudaSuccess;
+  size_t dstSpan = dpitch * (height - 1) + width;
+  size_t srcSpan = spitch * (height - 1) + width;
+  if (kind != cudaMemcpyDefault) {
+    bool dstDevice = kind == cudaMemcpyHostToDevice ||
+                     kind == cudaMemcpyDeviceToDevice;
+    bool srcDevice = kind == cudaMemcpyDeviceToHost ||
+                     kind == cudaMemcpyDeviceToDevice;
+    if (dstDevice && !tpcrt::emu::isDeviceRange(dst, dstSpan))
+      return tpcrt::emu::refuse(cudaErrorInvalidValue,
+                                "cudaMemcpy2D: destination rows not inside "
+                                "one allocation");
+    if (srcDevice && !tpcrt::emu::isDeviceRange(src, srcSpan))
+      return tpcrt::emu::refuse(cudaErrorInvalidValue,
+                                "cudaMemcpy2D: source rows not inside one "
+                                "allocation");
+  }
+  for (size_t r = 0; r < height; ++r)
+    std::memmove(static_cast<char *>(dst) + r * dpitch,
+                 static_cast<const char *>(src) + r * spitch, width);
+  return cudaSuccess;
+}
+
+inline cudaError_t cudaMemsetAsync(void *p, int value, size_t bytes,
+                                   cudaStream_t = nullptr) {
+  if (bytes && !tpcrt::emu::isDeviceRange(p, bytes))
+    return tpcrt::emu::refuse(cudaErrorInvalidValue,
+                              "cudaMemset: range not inside one allocation");
+  if (bytes)
+    std::memset(p, value, bytes);
+  return cudaSuccess;
+}
+inline cudaError_t cudaMemset(void *p, int value, size_t bytes) {
+  if (cudaError_t err = tpcrt::emu::synchronized())
+    return err;
+  return cudaMemsetAsync(p, value, bytes);
+}
+
+//===- Streams and events -------------------------------------------------===//
+
+inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream,
+                                             unsigned flags) {
+  *stream = new CUstream_st{flags};
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamCreate(cudaStream_t *stream) {
+  return cudaStreamCreateWithFlags(stream, 0);
+}
+inline cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  delete stream;
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamSynchronize(cudaStream_t) {
+  return tpcrt::emu::synchronized();
+}
+inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event,
+                                            unsigned flags) {
+  *event = new CUevent_st{flags};
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventCreate(cudaEvent_t *event) {
+  return cudaEventCreateWithFlags(event, 0);
+}
+inline cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  delete event;
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t = nullptr) {
+  return event ? cudaSuccess : cudaErrorInvalidResourceHandle;
+}
+inline cudaError_t cudaEventQuery(cudaEvent_t event) {
+  if (!event)
+    return cudaErrorInvalidResourceHandle;
+  return tpcrt::emu::synchronized();
+}
+inline cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  return cudaEventQuery(event);
+}
+inline cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t event,
+                                       unsigned = 0) {
+  return event ? cudaSuccess : cudaErrorInvalidResourceHandle;
+}
+
+//===- Kernels ------------------------------------------------------------===//
+
+template <typename Kernel>
+cudaError_t cudaFuncSetAttribute(Kernel kernel, cudaFuncAttribute attribute,
+                                 int value) {
+  if (attribute != cudaFuncAttributeMaxDynamicSharedMemorySize)
+    return cudaErrorInvalidValue;
+  if (value < 0 || size_t(value) > tpcrt::emu::kMostDynamicShared)
+    return cudaErrorInvalidValue;
+  tpcrt::emu::setSharedLimit(reinterpret_cast<const void *>(kernel),
+                             static_cast<size_t>(value));
+  return cudaSuccess;
+}
+
+#endif // TPCRT_TEST_EMULATION_CUDA_RUNTIME_API_H
