@@ -225,8 +225,7 @@ Status attentionSetup(const KernelCall &call, const KernelArgs &args,
 /// Whether a call runs on tensor cores: one 16-bit storage for every
 /// operand, head_dim == value_dim in {64, 128}, every tensor 16-byte
 /// aligned (16-byte async copies, paired stores).
-bool useTensorCores(const KernelCall &call, const KernelArgs &args,
-                    const AttentionTensors &t) {
+bool useTensorCores(const KernelCall &call, const AttentionTensors &t) {
   if (forceGeneric())
     return false;
   if (call.headDim != call.valueDim ||
@@ -380,7 +379,7 @@ Status runAttention(const KernelCall &call, const KernelArgs &args) {
   p.oType = storageOf(t.o.dtype);
   if (p.shape.valueDim == 0 || call.results[0].elements == 0)
     return Status::ok(); // nothing to write
-  return runForward(p, useTensorCores(call, args, t), args.stream);
+  return runForward(p, useTensorCores(call, t), args.stream);
 }
 
 /// Scratch of attention_grad: three arrays of b * heads * s_q floats.
@@ -429,7 +428,7 @@ Status runAttentionGrad(const KernelCall &call, const KernelArgs &args) {
   p.dkType = storageOf(t.dk.dtype);
   p.dvType = storageOf(t.dv.dtype);
   p.stats = stats;
-  bool tensor = useTensorCores(call, args, t);
+  bool tensor = useTensorCores(call, t);
 
   // 1. Per-row statistics (the forward, keeping max, 1 / sum and D).
   ForwardParams f;

@@ -11,7 +11,7 @@
 // Nothing here is a GPU run; it tests the kernels' indexing, masking,
 // dropout and layouts, not the hardware.
 //
-// A block's threads are fibers (ucontext) of one host thread, run round
+// A block's threads are fibers of one host thread, run round
 // robin: a thread runs until it waits at a barrier (__syncthreads,
 // __syncwarp, or a warp collective: shuffle, ldmatrix, mma), so a block runs
 // the same way every time. Blocks of a launch are shared among a few host
@@ -30,7 +30,9 @@
 
 #include "tpcrt/Random.h"
 
+#if !defined(__x86_64__)
 #include <ucontext.h>
+#endif
 
 #include <algorithm>
 #include <cstdio>
@@ -211,14 +213,26 @@ struct Copy {
 /// covers it (a read before the wait shows).
 enum class CopyTiming { AtIssue, AtWait };
 
+/// Where a fiber stopped. On x86-64 a switch saves the callee-saved
+/// registers, the SSE and x87 control words and the stack pointer
+/// (emuSwitch below): no system call, unlike swapcontext, which saves the
+/// signal mask; elsewhere ucontext.
+struct Context {
+#if defined(__x86_64__)
+  void *sp = nullptr;
+#else
+  ucontext_t uc;
+#endif
+};
+
 struct Block;
 
 struct Thread {
   dim3 threadIdx, blockIdx;
   Block *block = nullptr;
   bool done = false;
-  ucontext_t context;
-  std::unique_ptr<char[]> stack;
+  Context context;
+  char *stack = nullptr; // kStackBytes, from the pool
   std::vector<Copy> open;               // issued, not committed
   std::deque<std::vector<Copy>> groups; // committed, not waited for
 };
@@ -235,7 +249,7 @@ struct Block {
   Barrier all;
   std::vector<Barrier> warps;
   std::vector<LaneSlot> slots;
-  ucontext_t scheduler;
+  Context scheduler;
   int current = 0;
   /// Yields since a barrier opened or a thread ended: past a few rounds of
   /// every thread, the block waits for a collective no one will complete.
@@ -243,11 +257,124 @@ struct Block {
   bool deadlock = false;
   std::string error;
 
+  Block() = default;
+  Block(const Block &) = delete;
+  Block &operator=(const Block &) = delete;
+  ~Block(); // returns the threads' stacks to the pool
+
   void fault(const std::string &what) {
     if (error.empty())
       error = what;
   }
 };
+
+#if defined(__x86_64__)
+// emuSwitch(&from, to): pushes the callee-saved registers and the MXCSR /
+// x87 control words, stores the stack pointer in *from, loads `to` and pops
+// the same from there; `ret` goes on where `to` stopped (or, for a fiber
+// never run, into its entry: startContext). Weak and hidden: every
+// translation unit that includes this header defines it.
+extern "C" void tpcrt_emu_switch(void **from, void *to);
+asm(R"(
+  .text
+  .weak tpcrt_emu_switch
+  .hidden tpcrt_emu_switch
+  .type tpcrt_emu_switch, @function
+tpcrt_emu_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  subq $8, %rsp
+  stmxcsr (%rsp)
+  fnstcw 4(%rsp)
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  ldmxcsr (%rsp)
+  fldcw 4(%rsp)
+  addq $8, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size tpcrt_emu_switch, .-tpcrt_emu_switch
+)");
+
+inline void switchContext(Context &from, Context &to) {
+  tpcrt_emu_switch(&from.sp, to.sp);
+}
+
+/// A context that starts `entry` (which never returns) on the stack
+/// [stack, stack + bytes): the frame emuSwitch pops, whose `ret` enters
+/// `entry` as if called (the stack 16-byte aligned before the call).
+inline void startContext(Context &c, char *stack, size_t bytes,
+                         void (*entry)()) {
+  auto top = reinterpret_cast<uintptr_t>(stack + bytes) & ~uintptr_t(15);
+  auto *sp = reinterpret_cast<uint64_t *>(top);
+  *--sp = 0;                                    // entry's return address
+  *--sp = reinterpret_cast<uintptr_t>(entry);   // emuSwitch's ret
+  for (int r = 0; r < 6; ++r)                   // rbp rbx r12 r13 r14 r15
+    *--sp = 0;
+  --sp;
+  uint32_t mxcsr;
+  uint16_t fpucw;
+  asm volatile("stmxcsr %0" : "=m"(mxcsr));
+  asm volatile("fnstcw %0" : "=m"(fpucw));
+  std::memcpy(sp, &mxcsr, sizeof mxcsr);
+  std::memcpy(reinterpret_cast<char *>(sp) + 4, &fpucw, sizeof fpucw);
+  c.sp = sp;
+}
+#else
+inline void switchContext(Context &from, Context &to) {
+  swapcontext(&from.uc, &to.uc);
+}
+inline void startContext(Context &c, char *stack, size_t bytes,
+                         void (*entry)()) {
+  getcontext(&c.uc);
+  c.uc.uc_stack.ss_sp = stack;
+  c.uc.uc_stack.ss_size = bytes;
+  c.uc.uc_link = nullptr;
+  makecontext(&c.uc, entry, 0);
+}
+#endif
+
+/// Fiber stacks, reused from launch to launch (their pages stay mapped).
+struct StackPool {
+  std::mutex mutex;
+  std::vector<std::unique_ptr<char[]>> all;
+  std::vector<char *> free;
+};
+inline StackPool &stackPool() {
+  static StackPool pool;
+  return pool;
+}
+inline char *acquireStack() {
+  StackPool &pool = stackPool();
+  std::lock_guard<std::mutex> lock(pool.mutex);
+  if (pool.free.empty()) {
+    pool.all.emplace_back(new char[kStackBytes]);
+    return pool.all.back().get();
+  }
+  char *stack = pool.free.back();
+  pool.free.pop_back();
+  return stack;
+}
+inline void releaseStack(char *stack) {
+  StackPool &pool = stackPool();
+  std::lock_guard<std::mutex> lock(pool.mutex);
+  pool.free.push_back(stack);
+}
+
+inline Block::~Block() {
+  for (Thread &t : threads)
+    if (t.stack)
+      releaseStack(t.stack);
+}
 
 /// The thread running on this host thread.
 inline thread_local Thread *running = nullptr;
@@ -283,14 +410,14 @@ inline void switchFrom(Thread &from) {
       }
     }
   if (next < 0) {
-    swapcontext(&from.context, &b.scheduler); // never resumed on deadlock
+    switchContext(from.context, b.scheduler); // never resumed on deadlock
     return;
   }
   if (next == b.current)
     return; // the only thread left
   b.current = next;
   running = &b.threads[next];
-  swapcontext(&from.context, &b.threads[next].context);
+  switchContext(from.context, b.threads[next].context);
   running = &from; // resumed (on the same host thread)
 }
 
@@ -504,11 +631,7 @@ inline void runBlock(Block &b) {
     t.open.clear();
     t.groups.clear();
     t.blockIdx = b.blockIdx;
-    getcontext(&t.context);
-    t.context.uc_stack.ss_sp = t.stack.get();
-    t.context.uc_stack.ss_size = kStackBytes;
-    t.context.uc_link = nullptr;
-    makecontext(&t.context, threadEntry, 0);
+    startContext(t.context, t.stack, kStackBytes, threadEntry);
   }
   b.all = Barrier();
   std::fill(b.warps.begin(), b.warps.end(), Barrier());
@@ -516,7 +639,7 @@ inline void runBlock(Block &b) {
   b.deadlock = false;
   b.current = 0;
   running = &b.threads[0];
-  swapcontext(&b.scheduler, &b.threads[0].context);
+  switchContext(b.scheduler, b.threads[0].context);
   running = nullptr;
 }
 
@@ -549,7 +672,7 @@ inline std::string launch(dim3 grid, dim3 threads, size_t smemBytes,
     for (int i = 0; i < count; ++i) {
       Thread &t = b.threads[i];
       t.block = &b;
-      t.stack.reset(new char[kStackBytes]);
+      t.stack = acquireStack();
       t.threadIdx = dim3(i % threads.x, i / threads.x % threads.y,
                          i / (threads.x * threads.y));
     }
