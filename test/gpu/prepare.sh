@@ -66,78 +66,7 @@ fi
 
 # --- models --------------------------------------------------------------------
 m=$out/models
-t0=$(date +%s)
-compile() { # name config import-flags... -- compile-flags...
-  local name=$1 config=$2; shift 2
-  local imp=() comp=()
-  while [ $# -gt 0 ] && [ "$1" != -- ]; do imp+=("$1"); shift; done
-  shift
-  comp=("$@")
-  local s=$(date +%s)
-  "$bin/tpc-import" "$config" "${imp[@]}" -o "$m/$name.mlir"
-  "$bin/tpc-compile" "$m/$name.mlir" -o "$m/$name.tpcx" --train \
-    --report "$m/$name.report.json" "${comp[@]}" 2>"$m/$name.compile.txt"
-  rm -f "$m/$name.mlir"
-  echo "compiled $name in $(( $(date +%s) - s )) s: $(cat "$m/$name.compile.txt")"
-}
-
-# Tiny configs: GPT-2 with every dropout on; Llama with heads (6), head_dim
-# (16) and kv heads (2) all different, so that a mix-up of any two shows.
-cat >"$m/gpt2-tiny.json" <<'EOF'
-{
-  "architectures": ["GPT2LMHeadModel"], "model_type": "gpt2",
-  "vocab_size": 256, "n_positions": 64, "n_embd": 64, "n_layer": 2,
-  "n_head": 4, "n_inner": null, "activation_function": "gelu_new",
-  "resid_pdrop": 0.1, "embd_pdrop": 0.1, "attn_pdrop": 0.1,
-  "layer_norm_epsilon": 1e-05, "initializer_range": 0.02,
-  "bos_token_id": 0, "eos_token_id": 0, "torch_dtype": "float32"
-}
-EOF
-cat >"$m/llama-tiny.json" <<'EOF'
-{
-  "architectures": ["LlamaForCausalLM"], "model_type": "llama",
-  "vocab_size": 256, "hidden_size": 96, "intermediate_size": 256,
-  "num_hidden_layers": 2, "num_attention_heads": 6,
-  "num_key_value_heads": 2, "max_position_embeddings": 64,
-  "hidden_act": "silu", "rms_norm_eps": 1e-06, "rope_theta": 10000.0,
-  "rope_scaling": null, "attention_bias": false, "attention_dropout": 0.0,
-  "mlp_bias": false, "tie_word_embeddings": false,
-  "bos_token_id": 1, "eos_token_id": 2, "torch_dtype": "float32"
-}
-EOF
-# The MFU model (benchmarks/cuda/gpt_step_torch.py has the same config).
-cat >"$m/gpt2-mfu.json" <<'EOF'
-{
-  "architectures": ["GPT2LMHeadModel"], "model_type": "gpt2",
-  "vocab_size": 50257, "n_positions": 2048, "n_embd": 2048, "n_layer": 8,
-  "n_head": 16, "n_inner": null, "activation_function": "gelu_new",
-  "resid_pdrop": 0.1, "embd_pdrop": 0.1, "attn_pdrop": 0.1,
-  "layer_norm_epsilon": 1e-05, "initializer_range": 0.02,
-  "bos_token_id": 50256, "eos_token_id": 50256, "torch_dtype": "bfloat16"
-}
-EOF
-
-# gpt2-tiny: AdamW with clipping and the cosine schedule, 2 microbatches
-# (the actions and the gradient accumulation).
-compile gpt2-tiny "$m/gpt2-tiny.json" --batch 4 --seq 32 -- \
-  --optimizer adamw --lr 1e-3 --grad-clip 1.0 --lr-schedule cosine \
-  --warmup-steps 1 --decay-steps 10 --microbatches 2 --seed 5
-# gpt2-tiny-bf16: the same step in bf16 with f32 master weights.
-compile gpt2-tiny-bf16 "$m/gpt2-tiny.json" --batch 4 --seq 32 --dtype bf16 -- \
-  --optimizer adamw --lr 1e-3 --seed 5
-# llama-tiny: rotary, RMS norm, SwiGLU, grouped-query attention (no dropout
-# in Llama).
-compile llama-tiny "$m/llama-tiny.json" --batch 4 --seq 32 -- \
-  --optimizer adamw --lr 1e-3 --seed 5
-# llama-tiny-bf16: the same in bf16; its attention (no dropout, head_dim 16,
-# grouped kv heads, causal) is what TPCRT_CUDA_ATTENTION=cudnn runs through
-# cuDNN.
-compile llama-tiny-bf16 "$m/llama-tiny.json" --batch 4 --seq 32 --dtype bf16 -- \
-  --optimizer adamw --lr 1e-3 --seed 5
-# The MFU model: batch 8 x 2048 tokens.
-compile gpt2-mfu "$m/gpt2-mfu.json" --batch 8 --seq 2048 --dtype bf16 -- \
-  --optimizer adamw --lr 1e-4 --seed 5
-echo "models compiled in $(( $(date +%s) - t0 )) s"
+bash "$root/test/gpu/models.sh" "$bin" "$m" --mfu
 
 # --- sizes ---------------------------------------------------------------------
 echo "== gpu-carry sizes"
