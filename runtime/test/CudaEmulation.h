@@ -817,48 +817,6 @@ inline LaunchErrors &launchErrors() {
   return errors;
 }
 
-/// TPCRT_LAUNCH's kernel<<<grid, threads, sharedBytes, stream>>>(args...):
-/// checks the configuration as the hardware does, then runs every block
-/// before it returns (the stream is ignored: everything is in issue order).
-template <typename Kernel, typename Stream, typename... Args>
-void launchKernel(Kernel kernel, dim3 grid, dim3 threads, size_t sharedBytes,
-                  Stream, Args... args) {
-  const void *key = reinterpret_cast<const void *>(kernel);
-  std::string refusal;
-  if (grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.y > 65535 ||
-      grid.z > 65535 || grid.x > 0x7fffffffu)
-    refusal = "grid (" + std::to_string(grid.x) + ", " +
-              std::to_string(grid.y) + ", " + std::to_string(grid.z) + ")";
-  else if (int64_t(threads.x) * threads.y * threads.z > kMaxThreads ||
-           threads.z > 64)
-    refusal = "block (" + std::to_string(threads.x) + ", " +
-              std::to_string(threads.y) + ", " + std::to_string(threads.z) +
-              ")";
-  else if (sharedBytes > sharedLimit(key))
-    refusal = std::to_string(sharedBytes) +
-              " bytes of dynamic shared memory, the kernel's limit is " +
-              std::to_string(sharedLimit(key));
-  LaunchErrors &errors = launchErrors();
-  if (!refusal.empty()) {
-    if (errors.last.empty())
-      errors.last = "invalid configuration: " + refusal;
-    errors.configuration = true;
-    std::fprintf(stderr, "emulated launch refused: %s\n", refusal.c_str());
-    return;
-  }
-  std::string fault =
-      launch(grid, threads, sharedBytes, [&] { kernel(args...); });
-  if (fault.empty())
-    return;
-  std::fprintf(stderr, "emulated kernel fault: %s\n", fault.c_str());
-  if (errors.last.empty()) {
-    errors.last = fault;
-    errors.configuration = false;
-  }
-  if (errors.sticky.empty())
-    errors.sticky = fault;
-}
-
 } // namespace tpcrt::emu
 
 #endif // TPCRT_TEST_CUDAEMULATION_H

@@ -3,13 +3,18 @@
 // Stands in for the toolkit's header when the CUDA backend is compiled for
 // the host (TPCRT_CUDA_EMULATION, emulation/ ahead on the include path: the
 // emulated backend libtpcrt-cuda-emulated.so and the emulation tests; see
-// README.md here). One emulated device whose memory is host memory: every
-// call completes before it returns (streams and events order nothing that
-// is not already in order), kernels run through ../CudaEmulation.h. The
-// calls check what the driver would refuse: copies and memsets must lie
-// inside one allocation (or be host memory for the host side), freed
-// pointers must be allocations, a kernel fault fails every later
-// synchronization.
+// README.md here). Emulated devices whose memory is host memory; kernels
+// run through ../CudaEmulation.h. A stream is a queue of operations run in
+// order on the calling host thread: each runs as soon as those before it
+// on its stream are done, at the call that enqueues it or at any later
+// runtime call (progress()). Kernels, copies and memsets are done when
+// they run; a wait for an event, and NCCL's operations (NcclEmulation.cpp:
+// a receive waits for its peer's send), may have to wait, and the
+// operations behind them on their stream wait too, as on a GPU. Events mark
+// a stream's position. The calls check what the driver would refuse:
+// copies and memsets must lie inside one allocation (or be host memory for
+// the host side), freed pointers must be allocations, a kernel fault fails
+// every later synchronization.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,10 +27,17 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <deque>
+#include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 enum cudaError_t {
   cudaSuccess = 0,
@@ -60,11 +72,23 @@ enum cudaDeviceAttr {
 constexpr unsigned cudaStreamNonBlocking = 0x01;
 constexpr unsigned cudaEventDisableTiming = 0x02;
 
+/// One operation of a stream: run() does what it can and says whether it
+/// is done (it is called again until it is).
+struct CUstreamOp {
+  virtual ~CUstreamOp() = default;
+  virtual bool run() = 0;
+};
 struct CUstream_st {
   unsigned flags = 0;
+  std::deque<std::unique_ptr<CUstreamOp>> pending;
+  uint64_t enqueued = 0, completed = 0;
 };
+/// A stream's position: reached when `completed` gets to `target`.
 struct CUevent_st {
   unsigned flags = 0;
+  CUstream_st *stream = nullptr;
+  uint64_t target = 0;
+  bool reached() const { return !stream || stream->completed >= target; }
 };
 typedef CUstream_st *cudaStream_t;
 typedef CUevent_st *cudaEvent_t;
@@ -91,10 +115,77 @@ struct Runtime {
   size_t allocated = 0;
   int device = 0;
   std::string message; // cudaGetErrorString's of a launch failure
+  /// Every stream alive, the legacy default stream (null) first.
+  std::vector<CUstream_st *> streams;
+  CUstream_st legacy;
+  bool progressing = false;
+  Runtime() { streams.push_back(&legacy); }
 };
 inline Runtime &runtime() {
   static Runtime r;
   return r;
+}
+
+/// The stream a handle names (null: the legacy default stream).
+inline CUstream_st &streamOf(cudaStream_t stream) {
+  return stream ? *stream : runtime().legacy;
+}
+
+/// Runs what can run on every stream, in order per stream, until nothing
+/// more can. Returns whether anything ran.
+inline bool progress() {
+  Runtime &r = runtime();
+  if (r.progressing) // an operation that calls the runtime
+    return false;
+  r.progressing = true;
+  bool any = false;
+  for (bool again = true; again;) {
+    again = false;
+    for (size_t i = 0; i < r.streams.size(); ++i) {
+      CUstream_st &s = *r.streams[i];
+      while (!s.pending.empty() && s.pending.front()->run()) {
+        s.pending.pop_front();
+        ++s.completed;
+        again = any = true;
+      }
+    }
+  }
+  r.progressing = false;
+  return any;
+}
+
+/// Puts `op` at the end of `stream` and runs what can run.
+inline void enqueue(cudaStream_t stream, std::unique_ptr<CUstreamOp> op) {
+  CUstream_st &s = streamOf(stream);
+  s.pending.push_back(std::move(op));
+  ++s.enqueued;
+  progress();
+}
+
+template <typename F> struct FunctionOp : CUstreamOp {
+  F f;
+  explicit FunctionOp(F f) : f(std::move(f)) {}
+  bool run() override {
+    f();
+    return true;
+  }
+};
+/// Enqueues work that is done when it runs (a kernel, a copy).
+template <typename F> void enqueueWork(cudaStream_t stream, F f) {
+  enqueue(stream, std::make_unique<FunctionOp<F>>(std::move(f)));
+}
+
+/// Blocks until `done()` (a synchronizing call), running what can run.
+template <typename Done> void waitUntil(Done done) {
+  while (!done())
+    if (!progress())
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+}
+inline bool allDone() {
+  for (CUstream_st *s : runtime().streams)
+    if (!s->pending.empty())
+      return false;
+  return true;
 }
 
 inline cudaError_t refuse(cudaError_t err, const std::string &what) {
@@ -140,8 +231,13 @@ inline cudaError_t checkSides(const void *dst, const void *src, size_t bytes,
 }
 
 /// What a synchronizing call returns: a kernel fault spoils the context.
-inline cudaError_t synchronized() {
+inline cudaError_t faultState() {
   return launchErrors().sticky.empty() ? cudaSuccess : cudaErrorLaunchFailure;
+}
+/// cudaDeviceSynchronize: every stream's work done.
+inline cudaError_t synchronized() {
+  waitUntil(allDone);
+  return faultState();
 }
 
 } // namespace tpcrt::emu
@@ -203,18 +299,25 @@ inline const char *cudaGetErrorString(cudaError_t err) {
 
 //===- Devices ------------------------------------------------------------===//
 
+/// TPCRT_EMULATED_DEVICES devices (default 8: one per rank of a test's
+/// launch on one machine).
+inline int emulatedDevices() {
+  const char *env = std::getenv("TPCRT_EMULATED_DEVICES");
+  int n = env ? std::atoi(env) : 8;
+  return n > 0 ? n : 0;
+}
 inline cudaError_t cudaGetDeviceCount(int *count) {
-  *count = 1;
+  *count = emulatedDevices();
   return cudaSuccess;
 }
 inline cudaError_t cudaSetDevice(int device) {
-  if (device != 0)
+  if (device < 0 || device >= emulatedDevices())
     return cudaErrorInvalidDevice;
   tpcrt::emu::runtime().device = device;
   return cudaSuccess;
 }
 inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device) {
-  if (device != 0)
+  if (device < 0 || device >= emulatedDevices())
     return cudaErrorInvalidDevice;
   *prop = {};
   std::snprintf(prop->name, sizeof prop->name, "emulated CUDA device (host)");
@@ -277,25 +380,30 @@ inline cudaError_t cudaFree(void *p) {
 
 inline cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes,
                                    cudaMemcpyKind kind,
-                                   cudaStream_t = nullptr) {
+                                   cudaStream_t stream = nullptr) {
   if (cudaError_t err =
           tpcrt::emu::checkSides(dst, src, bytes, kind, "cudaMemcpy"))
     return err;
   if (bytes)
-    std::memmove(dst, src, bytes);
+    tpcrt::emu::enqueueWork(stream,
+                            [=] { std::memmove(dst, src, bytes); });
   return cudaSuccess;
 }
+/// On the legacy stream, after everything before it (the device's streams
+/// are non-blocking; it synchronizes them itself before such copies).
 inline cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes,
                               cudaMemcpyKind kind) {
   if (cudaError_t err = tpcrt::emu::synchronized())
     return err;
-  return cudaMemcpyAsync(dst, src, bytes, kind);
+  cudaError_t err = cudaMemcpyAsync(dst, src, bytes, kind);
+  tpcrt::emu::waitUntil(tpcrt::emu::allDone);
+  return err;
 }
 
 inline cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src,
                                      size_t spitch, size_t width,
                                      size_t height, cudaMemcpyKind kind,
-                                     cudaStream_t = nullptr) {
+                                     cudaStream_t stream = nullptr) {
   constexpr size_t kMaxPitch = (size_t(1) << 31) - 1;
   if (width > dpitch || width > spitch)
     return tpcrt::emu::refuse(cudaErrorInvalidValue,
@@ -320,47 +428,63 @@ inline cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src,
                                 "cudaMemcpy2D: source rows not inside one "
                                 "allocation");
   }
-  for (size_t r = 0; r < height; ++r)
-    std::memmove(static_cast<char *>(dst) + r * dpitch,
-                 static_cast<const char *>(src) + r * spitch, width);
+  tpcrt::emu::enqueueWork(stream, [=] {
+    for (size_t r = 0; r < height; ++r)
+      std::memmove(static_cast<char *>(dst) + r * dpitch,
+                   static_cast<const char *>(src) + r * spitch, width);
+  });
   return cudaSuccess;
 }
 
 inline cudaError_t cudaMemsetAsync(void *p, int value, size_t bytes,
-                                   cudaStream_t = nullptr) {
+                                   cudaStream_t stream = nullptr) {
   if (bytes && !tpcrt::emu::isDeviceRange(p, bytes))
     return tpcrt::emu::refuse(cudaErrorInvalidValue,
                               "cudaMemset: range not inside one allocation");
   if (bytes)
-    std::memset(p, value, bytes);
+    tpcrt::emu::enqueueWork(stream, [=] { std::memset(p, value, bytes); });
   return cudaSuccess;
 }
 inline cudaError_t cudaMemset(void *p, int value, size_t bytes) {
   if (cudaError_t err = tpcrt::emu::synchronized())
     return err;
-  return cudaMemsetAsync(p, value, bytes);
+  cudaError_t err = cudaMemsetAsync(p, value, bytes);
+  tpcrt::emu::waitUntil(tpcrt::emu::allDone);
+  return err;
 }
 
 //===- Streams and events -------------------------------------------------===//
 
 inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream,
                                              unsigned flags) {
-  *stream = new CUstream_st{flags};
+  *stream = new CUstream_st;
+  (*stream)->flags = flags;
+  tpcrt::emu::runtime().streams.push_back(*stream);
   return cudaSuccess;
 }
 inline cudaError_t cudaStreamCreate(cudaStream_t *stream) {
   return cudaStreamCreateWithFlags(stream, 0);
 }
+/// Its work is done first (CUDA lets it finish after the call).
 inline cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  if (!stream)
+    return cudaErrorInvalidResourceHandle;
+  tpcrt::emu::waitUntil([&] { return stream->pending.empty(); });
+  auto &streams = tpcrt::emu::runtime().streams;
+  streams.erase(std::remove(streams.begin(), streams.end(), stream),
+                streams.end());
   delete stream;
   return cudaSuccess;
 }
-inline cudaError_t cudaStreamSynchronize(cudaStream_t) {
-  return tpcrt::emu::synchronized();
+inline cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  CUstream_st &s = tpcrt::emu::streamOf(stream);
+  tpcrt::emu::waitUntil([&] { return s.pending.empty(); });
+  return tpcrt::emu::faultState();
 }
 inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event,
                                             unsigned flags) {
-  *event = new CUevent_st{flags};
+  *event = new CUevent_st;
+  (*event)->flags = flags;
   return cudaSuccess;
 }
 inline cudaError_t cudaEventCreate(cudaEvent_t *event) {
@@ -370,20 +494,46 @@ inline cudaError_t cudaEventDestroy(cudaEvent_t event) {
   delete event;
   return cudaSuccess;
 }
-inline cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t = nullptr) {
-  return event ? cudaSuccess : cudaErrorInvalidResourceHandle;
+inline cudaError_t cudaEventRecord(cudaEvent_t event,
+                                   cudaStream_t stream = nullptr) {
+  if (!event)
+    return cudaErrorInvalidResourceHandle;
+  CUstream_st &s = tpcrt::emu::streamOf(stream);
+  event->stream = &s;
+  event->target = s.enqueued;
+  return cudaSuccess;
 }
 inline cudaError_t cudaEventQuery(cudaEvent_t event) {
   if (!event)
     return cudaErrorInvalidResourceHandle;
-  return tpcrt::emu::synchronized();
+  tpcrt::emu::progress();
+  if (cudaError_t err = tpcrt::emu::faultState())
+    return err;
+  return event->reached() ? cudaSuccess : cudaErrorNotReady;
 }
 inline cudaError_t cudaEventSynchronize(cudaEvent_t event) {
-  return cudaEventQuery(event);
+  if (!event)
+    return cudaErrorInvalidResourceHandle;
+  tpcrt::emu::waitUntil([&] { return event->reached(); });
+  return tpcrt::emu::faultState();
 }
-inline cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t event,
+
+namespace tpcrt::emu {
+/// A stream's wait for an event as it was recorded when the wait was
+/// enqueued.
+struct WaitOp : CUstreamOp {
+  CUevent_st mark;
+  explicit WaitOp(const CUevent_st &mark) : mark(mark) {}
+  bool run() override { return mark.reached(); }
+};
+} // namespace tpcrt::emu
+
+inline cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event,
                                        unsigned = 0) {
-  return event ? cudaSuccess : cudaErrorInvalidResourceHandle;
+  if (!event)
+    return cudaErrorInvalidResourceHandle;
+  tpcrt::emu::enqueue(stream, std::make_unique<tpcrt::emu::WaitOp>(*event));
+  return cudaSuccess;
 }
 
 //===- Kernels ------------------------------------------------------------===//
@@ -399,5 +549,56 @@ cudaError_t cudaFuncSetAttribute(Kernel kernel, cudaFuncAttribute attribute,
                              static_cast<size_t>(value));
   return cudaSuccess;
 }
+
+//===- Launches -----------------------------------------------------------===//
+
+namespace tpcrt::emu {
+
+/// TPCRT_LAUNCH's kernel<<<grid, threads, sharedBytes, stream>>>(args...):
+/// checks the configuration as the hardware does, then enqueues the
+/// kernel's blocks on the stream (run at once when nothing is before them).
+template <typename Kernel, typename... Args>
+void launchKernel(Kernel kernel, dim3 grid, dim3 threads, size_t sharedBytes,
+                  cudaStream_t stream, Args... args) {
+  const void *key = reinterpret_cast<const void *>(kernel);
+  std::string refusal;
+  if (grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.y > 65535 ||
+      grid.z > 65535 || grid.x > 0x7fffffffu)
+    refusal = "grid (" + std::to_string(grid.x) + ", " +
+              std::to_string(grid.y) + ", " + std::to_string(grid.z) + ")";
+  else if (int64_t(threads.x) * threads.y * threads.z > kMaxThreads ||
+           threads.z > 64)
+    refusal = "block (" + std::to_string(threads.x) + ", " +
+              std::to_string(threads.y) + ", " + std::to_string(threads.z) +
+              ")";
+  else if (sharedBytes > sharedLimit(key))
+    refusal = std::to_string(sharedBytes) +
+              " bytes of dynamic shared memory, the kernel's limit is " +
+              std::to_string(sharedLimit(key));
+  LaunchErrors &errors = launchErrors();
+  if (!refusal.empty()) {
+    if (errors.last.empty())
+      errors.last = "invalid configuration: " + refusal;
+    errors.configuration = true;
+    std::fprintf(stderr, "emulated launch refused: %s\n", refusal.c_str());
+    return;
+  }
+  enqueueWork(stream, [=] {
+    std::string fault =
+        launch(grid, threads, sharedBytes, [&] { kernel(args...); });
+    if (fault.empty())
+      return;
+    std::fprintf(stderr, "emulated kernel fault: %s\n", fault.c_str());
+    LaunchErrors &errors = launchErrors();
+    if (errors.last.empty()) {
+      errors.last = fault;
+      errors.configuration = false;
+    }
+    if (errors.sticky.empty())
+      errors.sticky = fault;
+  });
+}
+
+} // namespace tpcrt::emu
 
 #endif // TPCRT_TEST_EMULATION_CUDA_RUNTIME_API_H
