@@ -391,18 +391,31 @@ inline cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
   return CUBLAS_STATUS_SUCCESS;
 }
 
+/// Checks the call as cuBLASLt would, then enqueues the product on
+/// `stream` with the descriptor's and layouts' values as they are now (a
+/// later change of the shared descriptor's bias pointer does not reach a
+/// matmul already enqueued, as on a GPU).
 inline cublasStatus_t
-cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
-               const void *alpha, const void *A, cublasLtMatrixLayout_t a,
-               const void *B, cublasLtMatrixLayout_t b, const void *beta,
-               const void *C, cublasLtMatrixLayout_t c, void *D,
-               cublasLtMatrixLayout_t d, const cublasLtMatmulAlgo_t *algo,
-               void *workspace, size_t workspaceBytes, cudaStream_t) {
+cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t descHandle,
+               const void *alpha, const void *A,
+               cublasLtMatrixLayout_t aHandle, const void *B,
+               cublasLtMatrixLayout_t bHandle, const void *beta,
+               const void *C, cublasLtMatrixLayout_t cHandle, void *D,
+               cublasLtMatrixLayout_t dHandle,
+               const cublasLtMatmulAlgo_t *algo, void *workspace,
+               size_t workspaceBytes, cudaStream_t stream) {
   using namespace tpcrt::emu;
   using namespace tpcrt::emu::lt;
-  if (!handle || !desc || !a || !b || !c || !d || !algo || algo->data[0] != 1)
+  if (!handle || !descHandle || !aHandle || !bHandle || !cHandle ||
+      !dHandle || !algo || algo->data[0] != 1)
     return refuse("matmul: a missing argument or an algorithm the heuristic "
                   "did not give");
+  const cublasLtMatmulDescOpaque_t descValue = *descHandle;
+  const cublasLtMatrixLayoutOpaque_t aValue = *aHandle, bValue = *bHandle,
+                                     cValue = *cHandle, dValue = *dHandle;
+  const cublasLtMatmulDescOpaque_t *desc = &descValue;
+  const cublasLtMatrixLayoutOpaque_t *a = &aValue, *b = &bValue, *c = &cValue,
+                                     *d = &dValue;
   uint64_t m, n, k;
   if (cublasStatus_t s = problemOf(*desc, *a, *b, *c, *d, m, n, k))
     return s;
@@ -441,6 +454,10 @@ cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
       return refuse("matmul: the aux matrix is not inside one allocation");
   }
   // op(A)(i, l) and op(B)(l, j) in column-major storage.
+  enqueueWork(stream, [=] {
+  const cublasLtMatmulDescOpaque_t *desc = &descValue;
+  const cublasLtMatrixLayoutOpaque_t *a = &aValue, *b = &bValue, *c = &cValue,
+                                     *d = &dValue;
   const bool ta = desc->transA == CUBLAS_OP_T, tb = desc->transB == CUBLAS_OP_T;
   for (int64_t batch = 0; batch < d->batch; ++batch) {
     const int64_t aBase = batch * a->stride, bBase = batch * b->stride,
@@ -468,6 +485,7 @@ cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
         store(D, d->type, dBase + int64_t(i + j * d->ld), v);
       }
   }
+  });
   return CUBLAS_STATUS_SUCCESS;
 }
 

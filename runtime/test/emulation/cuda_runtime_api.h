@@ -384,9 +384,28 @@ inline cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes,
   if (cudaError_t err =
           tpcrt::emu::checkSides(dst, src, bytes, kind, "cudaMemcpy"))
     return err;
-  if (bytes)
+  if (bytes == 0)
+    return cudaSuccess;
+  const bool hostSource =
+      kind == cudaMemcpyHostToDevice || kind == cudaMemcpyHostToHost ||
+      (kind == cudaMemcpyDefault && !tpcrt::emu::isDeviceRange(src, bytes));
+  if (hostSource) {
+    // From pageable host memory the copy is staged at the call: the caller
+    // may reuse its buffer as soon as the call returns.
+    auto staged = std::make_shared<std::vector<char>>(
+        static_cast<const char *>(src), static_cast<const char *>(src) + bytes);
+    tpcrt::emu::enqueueWork(stream, [=] {
+      std::memcpy(dst, staged->data(), bytes);
+    });
+  } else {
     tpcrt::emu::enqueueWork(stream,
                             [=] { std::memmove(dst, src, bytes); });
+  }
+  if (kind == cudaMemcpyDeviceToHost) {
+    // Into pageable host memory it returns when the bytes are there.
+    CUstream_st &s = tpcrt::emu::streamOf(stream);
+    tpcrt::emu::waitUntil([&] { return s.pending.empty(); });
+  }
   return cudaSuccess;
 }
 /// On the legacy stream, after everything before it (the device's streams

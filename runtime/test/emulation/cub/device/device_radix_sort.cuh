@@ -41,7 +41,7 @@ struct DeviceRadixSort {
                                DoubleBuffer<Value> &values, Count count,
                                int beginBit = 0,
                                int endBit = sizeof(Key) * 8,
-                               cudaStream_t = nullptr) {
+                               cudaStream_t stream = nullptr) {
     if (!temp) {
       tempBytes = kTempBytes;
       return cudaSuccess;
@@ -65,22 +65,25 @@ struct DeviceRadixSort {
     const int bits = endBit - beginBit;
     const uint64_t mask =
         bits >= 64 ? ~uint64_t(0) : (uint64_t(1) << bits) - 1;
-    auto digit = [&](Key k) {
-      return (static_cast<uint64_t>(k) >> beginBit) & mask;
-    };
     const Key *inKeys = keys.Current();
     const Value *inValues = values.Current();
-    std::vector<size_t> order(n);
-    std::iota(order.begin(), order.end(), size_t(0));
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      return digit(inKeys[a]) < digit(inKeys[b]);
-    });
     Key *outKeys = keys.Alternate();
     Value *outValues = values.Alternate();
-    for (size_t i = 0; i < n; ++i) {
-      outKeys[i] = inKeys[order[i]];
-      outValues[i] = inValues[order[i]];
-    }
+    // In stream order (the keys are written by a kernel before it).
+    tpcrt::emu::enqueueWork(stream, [=] {
+      auto digit = [&](Key k) {
+        return (static_cast<uint64_t>(k) >> beginBit) & mask;
+      };
+      std::vector<size_t> order(n);
+      std::iota(order.begin(), order.end(), size_t(0));
+      std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+        return digit(inKeys[a]) < digit(inKeys[b]);
+      });
+      for (size_t i = 0; i < n; ++i) {
+        outKeys[i] = inKeys[order[i]];
+        outValues[i] = inValues[order[i]];
+      }
+    });
     keys.selector ^= 1;
     values.selector ^= 1;
     return cudaSuccess;
