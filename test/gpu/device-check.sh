@@ -22,6 +22,9 @@
 #               batch (--init-seed, --synthetic-seed): loss, first-step
 #               gradients, params and AdamW state after the steps compared by
 #               compare_dumps.py (fp32 1e-4, bf16 2e-2 relative, norm-wise)
+#   4b ranks    the same on several ranks (dp, tp with sequence parallelism,
+#               a pipeline, 4 ranks dp x tp), one GPU per rank through NCCL,
+#               where there are enough GPUs (TPC_GPU_RANKS; else SKIP)
 #   5 nccl      tpcrt-nccl-check --local (one rank)
 #   6 bench     tpc-cuda-bench vs torch (GEMM, attention; attention also
 #               with TPCRT_CUDA_ATTENTION=cudnn), then a training
@@ -39,7 +42,9 @@
 #
 # Environment: OUT (default /tmp/tpc-gpu-out), TPC_GPU_CARRY (gpu-carry),
 # TPC_GPU_BUILD (build-gpu), TPC_CUDA_ARCHS (90), TPC_GPU_DEADLINE (285),
-# TPC_GPU_JOBS (ninja -j, default nproc), TPC_GPU_CMAKE_ARGS (extra cmake
+# TPC_GPU_JOBS (ninja -j, default nproc), TPC_GPU_RANKS (devices for the
+# ranks stage, default nvidia-smi's count), TPC_GPU_RUN_TIMEOUT (tpc-run
+# --timeout of the model stages), TPC_GPU_CMAKE_ARGS (extra cmake
 # arguments), TPC_GPU_BUDGET_<STAGE> (a stage's budget in seconds, e.g.
 # TPC_GPU_BUDGET_BUILD=1200 on a slow machine), TPC_GPU_PYTHON (python3).
 set -uo pipefail
@@ -170,15 +175,20 @@ stage_kernels_cudnn() {
 }
 
 # Two training steps of $1 on the CPU (ref) and on $DUT (dut, cuda); $2 the
-# tolerance; $3 the label of the comparison (default $1).
+# tolerance; $3 the label of the comparison (default $1); $4 the ranks (the
+# executable's mesh size; default 1).
 model_pair() {
-  local name=$1 tol=$2 label=${3:-$1} run side dev rc=0
+  local name=$1 tol=$2 label=${3:-$1} ranks=${4:-1} run side dev rc=0
+  local launch=()
+  [ "$ranks" -gt 1 ] && launch=(--ranks "$ranks")
+  # A hang ends sooner than tpc-run's default 600 s where asked.
+  [ -n "${TPC_GPU_RUN_TIMEOUT:-}" ] && launch+=(--timeout "$TPC_GPU_RUN_TIMEOUT")
   run=$(findbin tpc-run)
   for side in ref dut; do
     dev=cpu
     [ $side = dut ] && dev=$DUT
-    echo "== $name on $dev ($side)"
-    "$run" "$CARRY/models/$name.tpcx" --device "$dev" --init-seed 7 \
+    echo "== $name on $dev ($side)${launch[*]:+, ${launch[*]}}"
+    "$run" "$CARRY/models/$name.tpcx" "${launch[@]}" --device "$dev" --init-seed 7 \
       --synthetic-seed 7 --steps 2 \
       --dump-grads "$WORK/$name-$side-grads.safetensors" \
       --dump-outputs "$WORK/$name-$side-out.safetensors" \
@@ -221,6 +231,34 @@ stage_models() {
   model_pair llama-tiny-bf16 2e-2 || failed=1
   TPCRT_CUDA_ATTENTION=cudnn model_pair llama-tiny-bf16 2e-2 \
     llama-tiny-bf16-cudnn || failed=1
+  return $failed
+}
+
+# The multi-rank models (models.sh) on the CPU ranks and on one CUDA device
+# per rank talking through NCCL, where there are enough devices
+# (TPC_GPU_RANKS, default: nvidia-smi's count; the emulated backend's test
+# sets it). Skipped (77) when none fits: the lent machine has one GPU.
+stage_ranks() {
+  local gpus=${TPC_GPU_RANKS:-$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')}
+  local failed=0 ran=0 name ranks tol
+  echo "devices for ranks: $gpus"
+  while read -r name ranks tol; do
+    if [ "$ranks" -gt "$gpus" ]; then
+      echo "== $name: $ranks ranks, $gpus devices: not run"
+      continue
+    fi
+    ran=$((ran + 1))
+    # Not the list's stdin: mpiexec reads its own.
+    model_pair "$name" "$tol" "$name" "$ranks" </dev/null || failed=1
+  done <<'EOF'
+gpt2-tiny-dp2 2 1e-4
+gpt2-tiny-tp2-sp 2 1e-4
+gpt2-tiny-pp2 2 1e-4
+llama-tiny-tp2-bf16 2 2e-2
+gpt2-tiny-dp2-tp2 4 1e-4
+EOF
+  echo "ranks: $ran of 5 run"
+  [ "$ran" -gt 0 ] || return 77
   return $failed
 }
 
@@ -453,6 +491,7 @@ fi
 run_stage 3 kernels 45 device-check.log
 run_stage 3b kernels-cudnn 30 device-check.log
 run_stage 4 models 40 models.log
+run_stage 4b ranks 60 models.log
 run_stage 5 nccl 25 nccl.log
 run_stage 6a bench-kernels-tpc 25 bench.log
 run_stage 6a2 bench-attention-cudnn 20 bench.log

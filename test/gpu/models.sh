@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test/gpu/models.sh BIN OUT [--mfu]: the four tiny training steps that
 # test/gpu/device-check.sh's models stage runs on the CPU and the CUDA
-# device (runtime.CudaEmulatedModels: through the emulated backend), and
+# device (runtime.CudaEmulatedModels: through the emulated backend), the
+# multi-rank ones of its ranks stage, and
 # with --mfu the MFU model of its benchmark, compiled by BIN/tpc-import and
 # BIN/tpc-compile into OUT/NAME.tpcx (NAME.json, NAME.report.json and
 # NAME.compile.txt beside). No weights: tpc-run draws them (--init-seed),
@@ -67,6 +68,28 @@ compile llama-tiny "$m/llama-tiny.json" --batch 4 --seq 32 -- \
 # cuDNN.
 compile llama-tiny-bf16 "$m/llama-tiny.json" --batch 4 --seq 32 --dtype bf16 -- \
   --optimizer adamw --lr 1e-3 --seed 5
+# The same steps split over ranks (device-check.sh's ranks stage): the
+# collectives, sequence parallelism, the vocabulary-split loss and the
+# pipeline transfers on the CUDA device and NCCL.
+# gpt2-tiny-dp2: data parallel, 2 microbatches (gradients summed over them,
+# each reduced in the last one's backward).
+compile gpt2-tiny-dp2 "$m/gpt2-tiny.json" --batch 4 --seq 32 -- \
+  --optimizer adamw --lr 1e-3 --seed 5 --mesh dp=2 --microbatches 2
+# gpt2-tiny-tp2-sp: Megatron tensor parallelism with sequence parallelism
+# (all-gather / reduce-scatter), the vocabulary split.
+compile gpt2-tiny-tp2-sp "$m/gpt2-tiny.json" --batch 4 --seq 32 -- \
+  --optimizer adamw --lr 1e-3 --seed 5 --mesh tp=2 --sequence-parallel
+# gpt2-tiny-pp2: two pipeline stages, 1F1B over 4 microbatches (started
+# transfers on the up and down communicators).
+compile gpt2-tiny-pp2 "$m/gpt2-tiny.json" --batch 4 --seq 32 -- \
+  --optimizer adamw --lr 1e-3 --seed 5 --mesh pp=2 --microbatches 4
+# llama-tiny-tp2-bf16: grouped kv heads split over tp, bf16 collectives.
+compile llama-tiny-tp2-bf16 "$m/llama-tiny.json" --batch 4 --seq 32 --dtype bf16 -- \
+  --optimizer adamw --lr 1e-3 --seed 5 --mesh tp=2
+# gpt2-tiny-dp2-tp2: four ranks, both axes.
+compile gpt2-tiny-dp2-tp2 "$m/gpt2-tiny.json" --batch 4 --seq 32 -- \
+  --optimizer adamw --lr 1e-3 --seed 5 --mesh dp=2,tp=2
+
 if [ "$mfu" = --mfu ]; then
   # The MFU model (benchmarks/cuda/gpt_step_torch.py has the same config):
   # batch 8 x 2048 tokens.

@@ -13,18 +13,21 @@
 //                          (NCCL pairs a peer's sends and receives in order)
 //   coll-<n>-<rank>        a rank's part of the communicator's n-th
 //                          collective
-//   fin-<rank>             ncclCommFinalize: the rank is done with the
-//                          folder (its files are removed when all are)
+//   fin-<rank>             ncclCommFinalize: the rank's operations are done
+//                          (its messages are removed when every rank's are)
+//   gone-<rank>            the rank saw every fin (the last to leave one
+//                          removes the markers and the folder)
 //
 // An operation is an operation of its CUDA stream (cuda_runtime_api.h's
 // queues): it posts its data when it reaches the front of the stream (a
 // send, a rank's part of a collective), then is done when what it waits for
 // is there (a receive: its peer's message; a collective: every rank's part,
 // which it then reduces or gathers in rank order, rounding to the element
-// type after each addition as NCCL does). The operations between
-// ncclGroupStart and ncclGroupEnd are one: it starts when it reaches the
-// front of each stream it uses, posts all its sends, and is done when all
-// its receives are. A peer that never sends leaves the stream waiting, as
+// type after each addition as NCCL does). The operations of one
+// communicator between ncclGroupStart and ncclGroupEnd are one, as NCCL
+// launches them: it starts when it reaches the front of each stream they
+// use, posts all its sends, and is done when all its receives are (those of
+// other communicators in the group go on their own). A peer that never sends leaves the stream waiting, as
 // on a GPU: the device's polled waits and tpc-run's --timeout end it.
 //
 //===----------------------------------------------------------------------===//
@@ -179,9 +182,12 @@ void combine(void *acc, const void *value, size_t i, ncclDataType_t type,
 /// done() until it says so.
 struct Item {
   virtual ~Item() = default;
+  /// "send 1024 bytes to 1 (#3)", for TPCRT_NCCL_EMULATION_TRACE.
+  virtual std::string describe() const = 0;
   virtual bool post(ncclComm &comm) = 0;
   virtual bool done(ncclComm &comm) = 0;
   ncclComm *comm = nullptr;
+  cudaStream_t stream = nullptr;
   bool failed = false;
   void fail(const std::string &what) {
     failed = true;
@@ -198,6 +204,10 @@ struct Send : Item {
   uint64_t n;
   Send(const void *data, size_t bytes, int peer, uint64_t n)
       : data(data), bytes(bytes), peer(peer), n(n) {}
+  std::string describe() const override {
+    return "send " + std::to_string(bytes) + " bytes to " +
+           std::to_string(peer) + " (#" + std::to_string(n) + ")";
+  }
   bool post(ncclComm &c) override {
     std::string path = c.dir + "/p2p-" + std::to_string(c.rank) + "-" +
                        std::to_string(peer) + "-" + std::to_string(n);
@@ -218,6 +228,10 @@ struct Recv : Item {
   uint64_t n;
   Recv(void *data, size_t bytes, int peer, uint64_t n)
       : data(data), bytes(bytes), peer(peer), n(n) {}
+  std::string describe() const override {
+    return "recv " + std::to_string(bytes) + " bytes from " +
+           std::to_string(peer) + " (#" + std::to_string(n) + ")";
+  }
   bool post(ncclComm &) override { return true; }
   bool done(ncclComm &c) override {
     std::string path = c.dir + "/p2p-" + std::to_string(peer) + "-" +
@@ -250,6 +264,12 @@ struct Collective : Item {
              ncclDataType_t type, ncclRedOp_t op, int root, uint64_t n)
       : kind(kind), send(send), recv(recv), count(count), type(type), op(op),
         root(root), n(n) {}
+  std::string describe() const override {
+    static const char *names[] = {"all_reduce", "all_gather",
+                                  "reduce_scatter", "broadcast"};
+    return std::string(names[int(kind)]) + " of " + std::to_string(count) +
+           " (#" + std::to_string(n) + ")";
+  }
 
   std::string part(const ncclComm &c, int rank) const {
     return c.dir + "/coll-" + std::to_string(n) + "-" + std::to_string(rank);
@@ -307,6 +327,11 @@ struct Collective : Item {
   }
 };
 
+bool tracing() {
+  static const bool on = std::getenv("TPCRT_NCCL_EMULATION_TRACE") != nullptr;
+  return on;
+}
+
 /// What ncclGroupStart..End gathered, or one operation alone: it starts
 /// when every stream it uses has reached it.
 struct Operation {
@@ -314,6 +339,11 @@ struct Operation {
   std::vector<cudaStream_t> streams;
   int arrived = 0;
   bool posted = false, finished = false;
+
+  void addStream(cudaStream_t stream) {
+    if (std::find(streams.begin(), streams.end(), stream) == streams.end())
+      streams.push_back(stream);
+  }
 
   bool run() {
     if (finished)
@@ -330,8 +360,13 @@ struct Operation {
       if (!item->failed && !item->comm->aborted && !item->done(*item->comm))
         return false;
     finished = true;
-    for (auto &item : items)
+    for (auto &item : items) {
       --item->comm->outstanding;
+      if (tracing())
+        std::fprintf(stderr, "emulated NCCL: rank %d of %s: done %s\n",
+                     item->comm->rank, item->comm->dir.c_str(),
+                     item->describe().c_str());
+    }
     return true;
   }
 };
@@ -364,15 +399,20 @@ ncclResult_t issue(ncclComm_t comm, std::unique_ptr<Item> item,
     return ncclInvalidUsage;
   }
   item->comm = comm;
+  item->stream = stream;
   ++comm->outstanding;
-  std::shared_ptr<Operation> operation =
-      groupDepth > 0 ? group : std::make_shared<Operation>();
+  if (tracing())
+    std::fprintf(stderr, "emulated NCCL: rank %d of %s: issue %s on %p%s\n",
+                 comm->rank, comm->dir.c_str(), item->describe().c_str(),
+                 static_cast<void *>(stream), groupDepth > 0 ? " (group)" : "");
+  if (groupDepth > 0) {
+    group->items.push_back(std::move(item));
+    return ncclSuccess;
+  }
+  auto operation = std::make_shared<Operation>();
   operation->items.push_back(std::move(item));
-  if (std::find(operation->streams.begin(), operation->streams.end(),
-                stream) == operation->streams.end())
-    operation->streams.push_back(stream);
-  if (groupDepth == 0)
-    tpcrt::emu::enqueue(stream, std::make_unique<StreamPart>(operation));
+  operation->addStream(stream);
+  tpcrt::emu::enqueue(stream, std::make_unique<StreamPart>(operation));
   return ncclSuccess;
 }
 
@@ -380,13 +420,34 @@ bool checkPeer(ncclComm_t comm, int peer) {
   return comm && peer >= 0 && peer < comm->size;
 }
 
-/// Removes this rank's files (and the folder, when it is the last).
+std::string marker(const ncclComm &c, const char *what, int rank) {
+  return c.dir + "/" + what + "-" + std::to_string(rank);
+}
+
+bool allMarked(const ncclComm &c, const char *what) {
+  for (int r = 0; r < c.size; ++r)
+    if (!exists(marker(c, what, r)))
+      return false;
+  return true;
+}
+
+/// Removes this rank's messages. The fin-<rank> markers stay until every
+/// rank has seen them all (each then leaves gone-<rank>); the rank that
+/// finds every gone-<rank> removes the markers and the folder.
 void cleanUp(ncclComm &c) {
   for (const std::string &path : c.written)
     std::remove(path.c_str());
   c.written.clear();
-  std::remove((c.dir + "/fin-" + std::to_string(c.rank)).c_str());
-  rmdir(c.dir.c_str()); // fails while another rank's files are there
+  if (!c.finished)
+    return; // aborted: the folder stays (the peers may still look)
+  writeFile(marker(c, "gone", c.rank), "", 0);
+  if (!allMarked(c, "gone"))
+    return;
+  for (int r = 0; r < c.size; ++r)
+    std::remove(marker(c, "fin", r).c_str());
+  for (int r = 0; r < c.size; ++r)
+    std::remove(marker(c, "gone", r).c_str());
+  rmdir(c.dir.c_str());
 }
 
 } // namespace
@@ -513,12 +574,11 @@ TPCRT_NCCL_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm,
     *state = ncclInProgress;
     if (comm->outstanding > 0)
       return ncclSuccess;
-    std::string mine = comm->dir + "/fin-" + std::to_string(comm->rank);
+    std::string mine = marker(*comm, "fin", comm->rank);
     if (!exists(mine))
       writeFile(mine, "", 0);
-    for (int r = 0; r < comm->size; ++r)
-      if (!exists(comm->dir + "/fin-" + std::to_string(r)))
-        return ncclSuccess;
+    if (!allMarked(*comm, "fin"))
+      return ncclSuccess;
     comm->finished = true;
     *state = ncclSuccess;
   }
@@ -630,10 +690,28 @@ TPCRT_NCCL_EXPORT ncclResult_t ncclGroupEnd() {
     return ncclInvalidUsage;
   if (--groupDepth > 0)
     return ncclSuccess;
-  std::shared_ptr<Operation> operation = std::move(group);
+  std::shared_ptr<Operation> gathered = std::move(group);
   group.reset();
-  if (!operation->items.empty())
+  // One operation per communicator: NCCL joins the streams a communicator
+  // uses in a group (its kernel starts when all reach it, and they go on
+  // when it is done), not those of different communicators.
+  std::vector<std::shared_ptr<Operation>> operations;
+  for (auto &item : gathered->items) {
+    auto it = std::find_if(operations.begin(), operations.end(),
+                           [&](const std::shared_ptr<Operation> &o) {
+                             return o->items.front()->comm == item->comm;
+                           });
+    if (it == operations.end()) {
+      operations.push_back(std::make_shared<Operation>());
+      it = operations.end() - 1;
+    }
+    (*it)->items.push_back(std::move(item));
+  }
+  for (auto &operation : operations) {
+    for (auto &item : operation->items)
+      operation->addStream(item->stream);
     for (cudaStream_t stream : operation->streams)
       tpcrt::emu::enqueue(stream, std::make_unique<StreamPart>(operation));
+  }
   return ncclSuccess;
 }
