@@ -969,7 +969,7 @@ Status CudaDevice::execute(const KernelCall &call,
   // Deferred work that must go out before anything else runs.
   if (r.family != Family::TransferStart)
     if (Status s = flushTransfers(); !s)
-      return s.withContext(kernelName(call));
+      return s;
   // An optimizer batch's members are deferred, launched together.
   BatchLaunch launches[BatchDeferral::kMostLaunches];
   size_t launchCount = 0;
@@ -977,9 +977,9 @@ Status CudaDevice::execute(const KernelCall &call,
   if (absorbed || launchCount) {
     // The members' own reads and writes wait for what is in flight first.
     if (Status s = waitForHazards(call); !s)
-      return s.withContext(kernelName(call));
+      return s;
     if (Status s = launchOptimizer(launches, launchCount); !s)
-      return s.withContext(kernelName(call));
+      return s;
     if (absorbed)
       return Status::ok();
   }
@@ -1020,9 +1020,8 @@ Status CudaDevice::execute(const KernelCall &call,
     }
     break;
   }
-  if (!s)
-    return s.withContext(kernelName(call));
-  return Status::ok();
+  // The interpreter names the kernel of a failure (not named here too).
+  return s;
 }
 
 KernelArgs CudaDevice::computeArgs(void *const *operands, void *const *results,
@@ -1332,17 +1331,32 @@ Status CudaDevice::flushTransfers() {
         !s)
       return s;
   }
-  Status s = NcclGroup::groupStart();
-  for (const PendingTransfer &t : pending_) {
-    if (!s)
-      break;
-    s = t.send ? t.group->send(t.data, t.bytes, t.peer, t.stream)
-               : t.group->recv(t.data, t.bytes, t.peer, t.stream);
+  // One NCCL group per communicator, never one over several: NCCL makes
+  // every stream of a group wait for the whole group ("Mixing multiple
+  // streams within the same group"), which would tie the up direction's
+  // transfers to the down direction's and bring back the deadlock the two
+  // communicators avoid. A communicator's sends and receives of the batch
+  // still go out together.
+  Status s = Status::ok();
+  for (size_t first = 0; first < pending_.size() && s; ++first) {
+    NcclGroup *communicator = pending_[first].group;
+    bool seen = false;
+    for (size_t i = 0; i < first && !seen; ++i)
+      seen = pending_[i].group == communicator;
+    if (seen)
+      continue;
+    s = NcclGroup::groupStart();
+    for (size_t i = first; i < pending_.size() && s; ++i) {
+      const PendingTransfer &t = pending_[i];
+      if (t.group == communicator)
+        s = t.send ? t.group->send(t.data, t.bytes, t.peer, t.stream)
+                   : t.group->recv(t.data, t.bytes, t.peer, t.stream);
+    }
+    // The group is closed whatever happened inside it.
+    Status end = NcclGroup::groupEnd();
+    if (s && !end)
+      s = end;
   }
-  // The group is closed whatever happened inside it.
-  Status end = NcclGroup::groupEnd();
-  if (s && !end)
-    s = end;
   for (const PendingTransfer &t : pending_) {
     if (!s)
       break;

@@ -23,11 +23,11 @@
 // send, a rank's part of a collective), then is done when what it waits for
 // is there (a receive: its peer's message; a collective: every rank's part,
 // which it then reduces or gathers in rank order, rounding to the element
-// type after each addition as NCCL does). The operations of one
-// communicator between ncclGroupStart and ncclGroupEnd are one, as NCCL
-// launches them: it starts when it reaches the front of each stream they
-// use, posts all its sends, and is done when all its receives are (those of
-// other communicators in the group go on their own). A peer that never sends leaves the stream waiting, as
+// type after each addition as NCCL does). The operations between
+// ncclGroupStart and ncclGroupEnd are one, as NCCL's guide describes a
+// group over several streams: it starts when it reaches the front of every
+// stream they use, posts all its sends, and is done (every stream goes on)
+// when all its receives are. A peer that never sends leaves the stream waiting, as
 // on a GPU: the device's polled waits and tpc-run's --timeout end it.
 //
 //===----------------------------------------------------------------------===//
@@ -690,28 +690,15 @@ TPCRT_NCCL_EXPORT ncclResult_t ncclGroupEnd() {
     return ncclInvalidUsage;
   if (--groupDepth > 0)
     return ncclSuccess;
-  std::shared_ptr<Operation> gathered = std::move(group);
+  std::shared_ptr<Operation> operation = std::move(group);
   group.reset();
-  // One operation per communicator: NCCL joins the streams a communicator
-  // uses in a group (its kernel starts when all reach it, and they go on
-  // when it is done), not those of different communicators.
-  std::vector<std::shared_ptr<Operation>> operations;
-  for (auto &item : gathered->items) {
-    auto it = std::find_if(operations.begin(), operations.end(),
-                           [&](const std::shared_ptr<Operation> &o) {
-                             return o->items.front()->comm == item->comm;
-                           });
-    if (it == operations.end()) {
-      operations.push_back(std::make_shared<Operation>());
-      it = operations.end() - 1;
-    }
-    (*it)->items.push_back(std::move(item));
-  }
-  for (auto &operation : operations) {
-    for (auto &item : operation->items)
-      operation->addStream(item->stream);
-    for (cudaStream_t stream : operation->streams)
-      tpcrt::emu::enqueue(stream, std::make_unique<StreamPart>(operation));
-  }
+  // Every stream of the group waits for all of it ("Mixing multiple
+  // streams within the same ncclGroupStart/End() group" in NCCL's guide:
+  // as if the group were posted on every stream), whatever communicators
+  // its operations use.
+  for (auto &item : operation->items)
+    operation->addStream(item->stream);
+  for (cudaStream_t stream : operation->streams)
+    tpcrt::emu::enqueue(stream, std::make_unique<StreamPart>(operation));
   return ncclSuccess;
 }
