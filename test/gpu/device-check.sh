@@ -23,7 +23,8 @@
 #               gradients, params and AdamW state after the steps compared by
 #               compare_dumps.py (fp32 1e-4, bf16 2e-2 relative, norm-wise)
 #   4b ranks    the same on several ranks (dp, tp with sequence parallelism,
-#               a pipeline, 4 ranks dp x tp), one GPU per rank through NCCL,
+#               pipelines (1F1B, ZB-H1), 4 ranks dp x tp and dp x pp), one
+#               GPU per rank through NCCL,
 #               where there are enough GPUs (TPC_GPU_RANKS; else SKIP)
 #   5 nccl      tpcrt-nccl-check --local (one rank)
 #   6 bench     tpc-cuda-bench vs torch (GEMM, attention; attention also
@@ -254,10 +255,12 @@ stage_ranks() {
 gpt2-tiny-dp2 2 1e-4
 gpt2-tiny-tp2-sp 2 1e-4
 gpt2-tiny-pp2 2 1e-4
+gpt2-tiny-pp2-zbh1 2 1e-4
 llama-tiny-tp2-bf16 2 2e-2
 gpt2-tiny-dp2-tp2 4 1e-4
+gpt2-tiny-dp2-pp2 4 1e-4
 EOF
-  echo "ranks: $ran of 5 run"
+  echo "ranks: $ran of 7 run"
   [ "$ran" -gt 0 ] || return 77
   return $failed
 }

@@ -83,6 +83,13 @@ compile gpt2-tiny-tp2-sp "$m/gpt2-tiny.json" --batch 4 --seq 32 -- \
 # transfers on the up and down communicators).
 compile gpt2-tiny-pp2 "$m/gpt2-tiny.json" --batch 4 --seq 32 -- \
   --optimizer adamw --lr 1e-3 --seed 5 --mesh pp=2 --microbatches 4
+# gpt2-tiny-pp2-zbh1: the zero-bubble schedule (W split from B).
+compile gpt2-tiny-pp2-zbh1 "$m/gpt2-tiny.json" --batch 4 --seq 32 -- \
+  --optimizer adamw --lr 1e-3 --seed 5 --mesh pp=2 --microbatches 4 \
+  --schedule zb-h1
+# gpt2-tiny-dp2-pp2: four ranks, the data-parallel reduction of a pipeline.
+compile gpt2-tiny-dp2-pp2 "$m/gpt2-tiny.json" --batch 4 --seq 32 -- \
+  --optimizer adamw --lr 1e-3 --seed 5 --mesh dp=2,pp=2 --microbatches 2
 # llama-tiny-tp2-bf16: grouped kv heads split over tp, bf16 collectives.
 compile llama-tiny-tp2-bf16 "$m/llama-tiny.json" --batch 4 --seq 32 --dtype bf16 -- \
   --optimizer adamw --lr 1e-3 --seed 5 --mesh tp=2
