@@ -223,8 +223,8 @@ Status launchBinary(const void *a, Storage aType, const void *b, Storage bType,
   bool vectorized = aligned16(a) && aligned16(b) && aligned16(y) &&
                     count >= kVec && (bCount == count || bCount % kVec == 0);
   int64_t work = vectorized ? (count + kVec - 1) / kVec : count;
-  TPCRT_LAUNCH(binaryKernel<Op>, gridFor(work, kThreads), kThreads, 0, stream, a,
-               aType, b, bType, bCount, y, yType, count, vectorized, op);
+  TPCRT_LAUNCH(binaryKernel<Op>, gridFor(work, kThreads), kThreads, 0, stream,
+               a, aType, b, bType, bCount, y, yType, count, vectorized, op);
   return launchStatus(name);
 }
 

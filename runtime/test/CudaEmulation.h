@@ -35,9 +35,9 @@
 #endif
 
 #include <algorithm>
-#include <cstdio>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <functional>
@@ -232,7 +232,7 @@ struct Thread {
   Block *block = nullptr;
   bool done = false;
   Context context;
-  char *stack = nullptr; // kStackBytes, from the pool
+  char *stack = nullptr;                // kStackBytes, from the pool
   std::vector<Copy> open;               // issued, not committed
   std::deque<std::vector<Copy>> groups; // committed, not waited for
 };
@@ -316,9 +316,9 @@ inline void startContext(Context &c, char *stack, size_t bytes,
                          void (*entry)()) {
   auto top = reinterpret_cast<uintptr_t>(stack + bytes) & ~uintptr_t(15);
   auto *sp = reinterpret_cast<uint64_t *>(top);
-  *--sp = 0;                                    // entry's return address
-  *--sp = reinterpret_cast<uintptr_t>(entry);   // emuSwitch's ret
-  for (int r = 0; r < 6; ++r)                   // rbp rbx r12 r13 r14 r15
+  *--sp = 0;                                  // entry's return address
+  *--sp = reinterpret_cast<uintptr_t>(entry); // emuSwitch's ret
+  for (int r = 0; r < 6; ++r)                 // rbp rbx r12 r13 r14 r15
     *--sp = 0;
   --sp;
   uint32_t mxcsr;
@@ -653,8 +653,8 @@ inline std::string launch(dim3 grid, dim3 threads, size_t smemBytes,
   const int64_t blocks = int64_t(grid.x) * grid.y * grid.z;
   const int count = static_cast<int>(threads.x * threads.y * threads.z);
   if (count <= 0 || count > kMaxThreads)
-    return "launch: a block of " + std::to_string(count) +
-           " threads (1 to " + std::to_string(kMaxThreads) + ")";
+    return "launch: a block of " + std::to_string(count) + " threads (1 to " +
+           std::to_string(kMaxThreads) + ")";
   if (hostThreads == 0)
     hostThreads = std::max(1u, std::thread::hardware_concurrency());
   const int64_t workers = std::min<int64_t>(hostThreads, blocks);

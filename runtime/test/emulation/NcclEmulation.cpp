@@ -27,8 +27,8 @@
 // ncclGroupStart and ncclGroupEnd are one, as NCCL's guide describes a
 // group over several streams: it starts when it reaches the front of every
 // stream they use, posts all its sends, and is done (every stream goes on)
-// when all its receives are. A peer that never sends leaves the stream waiting, as
-// on a GPU: the device's polled waits and tpc-run's --timeout end it.
+// when all its receives are. A peer that never sends leaves the stream waiting,
+// as on a GPU: the device's polled waits and tpc-run's --timeout end it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -58,7 +58,7 @@ struct ncclComm {
   std::vector<uint64_t> sent, received; // per peer
   uint64_t collectives = 0;
   bool aborted = false, finalizing = false, finished = false;
-  int64_t outstanding = 0; // operations issued, not done
+  int64_t outstanding = 0;          // operations issued, not done
   std::vector<std::string> written; // this rank's files
   std::string lastError;
 };
@@ -136,7 +136,9 @@ size_t typeBytes(ncclDataType_t type) {
 /// reductions in bf16 and f16 are).
 void combine(void *acc, const void *value, size_t i, ncclDataType_t type,
              ncclRedOp_t op) {
-  auto pick = [&](auto a, auto b) { return op == ncclMax ? (a > b ? a : b) : a + b; };
+  auto pick = [&](auto a, auto b) {
+    return op == ncclMax ? (a > b ? a : b) : a + b;
+  };
   switch (type) {
   case ncclFloat32: {
     auto *a = static_cast<float *>(acc);
@@ -265,8 +267,8 @@ struct Collective : Item {
       : kind(kind), send(send), recv(recv), count(count), type(type), op(op),
         root(root), n(n) {}
   std::string describe() const override {
-    static const char *names[] = {"all_reduce", "all_gather",
-                                  "reduce_scatter", "broadcast"};
+    static const char *names[] = {"all_reduce", "all_gather", "reduce_scatter",
+                                  "broadcast"};
     return std::string(names[int(kind)]) + " of " + std::to_string(count) +
            " (#" + std::to_string(n) + ")";
   }
@@ -315,8 +317,7 @@ struct Collective : Item {
     if (kind == Kind::AllReduce)
       std::memcpy(recv, acc.data(), bytes);
     else
-      std::memcpy(recv, acc.data() + c.rank * count * element,
-                  count * element);
+      std::memcpy(recv, acc.data() + c.rank * count * element, count * element);
     return true;
   }
   bool read(ncclComm &c, int rank, void *into) {
@@ -460,8 +461,8 @@ TPCRT_NCCL_EXPORT ncclResult_t ncclGetVersion(int *version) {
 TPCRT_NCCL_EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId *id) {
   static std::atomic<uint64_t> counter{0};
   std::random_device device;
-  std::string token = "tpcrt-nccl-emulation-" + std::to_string(getpid()) +
-                      "-" + std::to_string(counter++) + "-" +
+  std::string token = "tpcrt-nccl-emulation-" + std::to_string(getpid()) + "-" +
+                      std::to_string(counter++) + "-" +
                       std::to_string(device());
   std::memset(id->internal, 0, sizeof id->internal);
   std::memcpy(id->internal, token.data(),
@@ -471,8 +472,7 @@ TPCRT_NCCL_EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId *id) {
 
 TPCRT_NCCL_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm,
                                                       int nranks,
-                                                      ncclUniqueId id,
-                                                      int rank,
+                                                      ncclUniqueId id, int rank,
                                                       ncclConfig_t *) {
   *comm = nullptr;
   if (nranks < 1 || rank < 0 || rank >= nranks || id.internal[0] == 0)
@@ -602,8 +602,7 @@ TPCRT_NCCL_EXPORT ncclResult_t ncclCommUserRank(const ncclComm_t comm,
 }
 
 TPCRT_NCCL_EXPORT ncclResult_t ncclAllReduce(const void *send, void *recv,
-                                             size_t count,
-                                             ncclDataType_t type,
+                                             size_t count, ncclDataType_t type,
                                              ncclRedOp_t op, ncclComm_t comm,
                                              cudaStream_t stream) {
   if (!comm)
@@ -615,8 +614,7 @@ TPCRT_NCCL_EXPORT ncclResult_t ncclAllReduce(const void *send, void *recv,
 }
 
 TPCRT_NCCL_EXPORT ncclResult_t ncclAllGather(const void *send, void *recv,
-                                             size_t count,
-                                             ncclDataType_t type,
+                                             size_t count, ncclDataType_t type,
                                              ncclComm_t comm,
                                              cudaStream_t stream) {
   if (!comm)
@@ -628,12 +626,9 @@ TPCRT_NCCL_EXPORT ncclResult_t ncclAllGather(const void *send, void *recv,
                stream);
 }
 
-TPCRT_NCCL_EXPORT ncclResult_t ncclReduceScatter(const void *send, void *recv,
-                                                 size_t count,
-                                                 ncclDataType_t type,
-                                                 ncclRedOp_t op,
-                                                 ncclComm_t comm,
-                                                 cudaStream_t stream) {
+TPCRT_NCCL_EXPORT ncclResult_t ncclReduceScatter(
+    const void *send, void *recv, size_t count, ncclDataType_t type,
+    ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   if (!comm)
     return ncclInvalidArgument;
   return issue(comm,
@@ -644,9 +639,8 @@ TPCRT_NCCL_EXPORT ncclResult_t ncclReduceScatter(const void *send, void *recv,
 }
 
 TPCRT_NCCL_EXPORT ncclResult_t ncclBroadcast(const void *send, void *recv,
-                                             size_t count,
-                                             ncclDataType_t type, int root,
-                                             ncclComm_t comm,
+                                             size_t count, ncclDataType_t type,
+                                             int root, ncclComm_t comm,
                                              cudaStream_t stream) {
   if (!checkPeer(comm, root))
     return ncclInvalidArgument;

@@ -263,9 +263,9 @@ inline cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *layout,
                                                  uint64_t rows, uint64_t cols,
                                                  int64_t ld) {
   if (ld < 1 || uint64_t(ld) < rows)
-    return tpcrt::emu::lt::refuse(
-        "layout of " + std::to_string(rows) + " rows with leading dimension " +
-        std::to_string(ld));
+    return tpcrt::emu::lt::refuse("layout of " + std::to_string(rows) +
+                                  " rows with leading dimension " +
+                                  std::to_string(ld));
   *layout = new cublasLtMatrixLayoutOpaque_t;
   (*layout)->type = type;
   (*layout)->rows = rows;
@@ -284,9 +284,8 @@ cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t layout,
   if (attribute == CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT &&
       bytes == sizeof(int32_t)) {
     std::memcpy(&layout->batch, value, bytes);
-    return layout->batch >= 1
-               ? CUBLAS_STATUS_SUCCESS
-               : tpcrt::emu::lt::refuse("batch count below 1");
+    return layout->batch >= 1 ? CUBLAS_STATUS_SUCCESS
+                              : tpcrt::emu::lt::refuse("batch count below 1");
   }
   if (attribute == CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET &&
       bytes == sizeof(int64_t)) {
@@ -320,9 +319,10 @@ inline cublasStatus_t cublasLtMatmulPreferenceSetAttribute(
   if (attribute >= CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES &&
       attribute <= CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES &&
       bytes == sizeof(uint32_t)) {
-    std::memcpy(&preference->alignment[attribute -
-                                       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES],
-                value, bytes);
+    std::memcpy(
+        &preference->alignment[attribute -
+                               CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES],
+        value, bytes);
     return CUBLAS_STATUS_SUCCESS;
   }
   return tpcrt::emu::lt::refuse("preference attribute " +
@@ -351,9 +351,9 @@ inline cublasStatus_t problemOf(const cublasLtMatmulDescOpaque_t &desc,
   };
   if (aRows != m || bRows != k || bCols != n || c.rows != m || c.cols != n)
     return refuse("layouts make no product: " + shape("A", a) +
-                  (desc.transA == CUBLAS_OP_T ? "^T, " : ", ") +
-                  shape("B", b) + (desc.transB == CUBLAS_OP_T ? "^T, " : ", ") +
-                  shape("C", c) + ", " + shape("D", d));
+                  (desc.transA == CUBLAS_OP_T ? "^T, " : ", ") + shape("B", b) +
+                  (desc.transB == CUBLAS_OP_T ? "^T, " : ", ") + shape("C", c) +
+                  ", " + shape("D", d));
   if (a.batch != d.batch || b.batch != d.batch || c.batch != d.batch)
     return refuse("batch counts differ");
   if (a.type != b.type)
@@ -397,17 +397,15 @@ inline cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
 /// matmul already enqueued, as on a GPU).
 inline cublasStatus_t
 cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t descHandle,
-               const void *alpha, const void *A,
-               cublasLtMatrixLayout_t aHandle, const void *B,
-               cublasLtMatrixLayout_t bHandle, const void *beta,
+               const void *alpha, const void *A, cublasLtMatrixLayout_t aHandle,
+               const void *B, cublasLtMatrixLayout_t bHandle, const void *beta,
                const void *C, cublasLtMatrixLayout_t cHandle, void *D,
-               cublasLtMatrixLayout_t dHandle,
-               const cublasLtMatmulAlgo_t *algo, void *workspace,
-               size_t workspaceBytes, cudaStream_t stream) {
+               cublasLtMatrixLayout_t dHandle, const cublasLtMatmulAlgo_t *algo,
+               void *workspace, size_t workspaceBytes, cudaStream_t stream) {
   using namespace tpcrt::emu;
   using namespace tpcrt::emu::lt;
-  if (!handle || !descHandle || !aHandle || !bHandle || !cHandle ||
-      !dHandle || !algo || algo->data[0] != 1)
+  if (!handle || !descHandle || !aHandle || !bHandle || !cHandle || !dHandle ||
+      !algo || algo->data[0] != 1)
     return refuse("matmul: a missing argument or an algorithm the heuristic "
                   "did not give");
   const cublasLtMatmulDescOpaque_t descValue = *descHandle;
@@ -455,36 +453,38 @@ cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t descHandle,
   }
   // op(A)(i, l) and op(B)(l, j) in column-major storage.
   enqueueWork(stream, [=] {
-  const cublasLtMatmulDescOpaque_t *desc = &descValue;
-  const cublasLtMatrixLayoutOpaque_t *a = &aValue, *b = &bValue, *c = &cValue,
-                                     *d = &dValue;
-  const bool ta = desc->transA == CUBLAS_OP_T, tb = desc->transB == CUBLAS_OP_T;
-  for (int64_t batch = 0; batch < d->batch; ++batch) {
-    const int64_t aBase = batch * a->stride, bBase = batch * b->stride,
-                  cBase = batch * c->stride, dBase = batch * d->stride,
-                  auxBase = batch * desc->auxStride;
-    for (uint64_t j = 0; j < n; ++j)
-      for (uint64_t i = 0; i < m; ++i) {
-        double sum = 0.0;
-        for (uint64_t l = 0; l < k; ++l) {
-          int64_t ai = ta ? aBase + int64_t(l + i * a->ld)
-                          : aBase + int64_t(i + l * a->ld);
-          int64_t bi = tb ? bBase + int64_t(j + l * b->ld)
-                          : bBase + int64_t(l + j * b->ld);
-          sum += double(load(A, a->type, ai)) * load(B, b->type, bi);
+    const cublasLtMatmulDescOpaque_t *desc = &descValue;
+    const cublasLtMatrixLayoutOpaque_t *a = &aValue, *b = &bValue, *c = &cValue,
+                                       *d = &dValue;
+    const bool ta = desc->transA == CUBLAS_OP_T,
+               tb = desc->transB == CUBLAS_OP_T;
+    for (int64_t batch = 0; batch < d->batch; ++batch) {
+      const int64_t aBase = batch * a->stride, bBase = batch * b->stride,
+                    cBase = batch * c->stride, dBase = batch * d->stride,
+                    auxBase = batch * desc->auxStride;
+      for (uint64_t j = 0; j < n; ++j)
+        for (uint64_t i = 0; i < m; ++i) {
+          double sum = 0.0;
+          for (uint64_t l = 0; l < k; ++l) {
+            int64_t ai = ta ? aBase + int64_t(l + i * a->ld)
+                            : aBase + int64_t(i + l * a->ld);
+            int64_t bi = tb ? bBase + int64_t(j + l * b->ld)
+                            : bBase + int64_t(l + j * b->ld);
+            sum += double(load(A, a->type, ai)) * load(B, b->type, bi);
+          }
+          float v = static_cast<float>(alphaValue * sum);
+          if (betaValue != 0.0f)
+            v += betaValue * load(C, c->type, cBase + int64_t(i + j * c->ld));
+          if (bias)
+            v += load(desc->bias, d->type, int64_t(i));
+          if (aux)
+            store(desc->aux, d->type, auxBase + int64_t(i + j * desc->auxLd),
+                  v);
+          if (gelu)
+            v = geluTanh(v);
+          store(D, d->type, dBase + int64_t(i + j * d->ld), v);
         }
-        float v = static_cast<float>(alphaValue * sum);
-        if (betaValue != 0.0f)
-          v += betaValue * load(C, c->type, cBase + int64_t(i + j * c->ld));
-        if (bias)
-          v += load(desc->bias, d->type, int64_t(i));
-        if (aux)
-          store(desc->aux, d->type, auxBase + int64_t(i + j * desc->auxLd), v);
-        if (gelu)
-          v = geluTanh(v);
-        store(D, d->type, dBase + int64_t(i + j * d->ld), v);
-      }
-  }
+    }
   });
   return CUBLAS_STATUS_SUCCESS;
 }

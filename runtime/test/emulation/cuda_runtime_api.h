@@ -23,12 +23,12 @@
 
 #include "../CudaEmulation.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <deque>
 #include <functional>
@@ -211,10 +211,10 @@ inline cudaError_t checkSides(const void *dst, const void *src, size_t bytes,
                               cudaMemcpyKind kind, const char *call) {
   if (bytes == 0)
     return cudaSuccess;
-  bool dstDevice = kind == cudaMemcpyHostToDevice ||
-                   kind == cudaMemcpyDeviceToDevice;
-  bool srcDevice = kind == cudaMemcpyDeviceToHost ||
-                   kind == cudaMemcpyDeviceToDevice;
+  bool dstDevice =
+      kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
+  bool srcDevice =
+      kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
   if (kind == cudaMemcpyDefault)
     return cudaSuccess;
   if (dstDevice && !isDeviceRange(dst, bytes))
@@ -328,7 +328,9 @@ inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device) {
   prop->sharedMemPerBlockOptin = tpcrt::emu::kMostDynamicShared;
   return cudaSuccess;
 }
-inline cudaError_t cudaDeviceSynchronize() { return tpcrt::emu::synchronized(); }
+inline cudaError_t cudaDeviceSynchronize() {
+  return tpcrt::emu::synchronized();
+}
 
 //===- Memory -------------------------------------------------------------===//
 
@@ -394,12 +396,10 @@ inline cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes,
     // may reuse its buffer as soon as the call returns.
     auto staged = std::make_shared<std::vector<char>>(
         static_cast<const char *>(src), static_cast<const char *>(src) + bytes);
-    tpcrt::emu::enqueueWork(stream, [=] {
-      std::memcpy(dst, staged->data(), bytes);
-    });
-  } else {
     tpcrt::emu::enqueueWork(stream,
-                            [=] { std::memmove(dst, src, bytes); });
+                            [=] { std::memcpy(dst, staged->data(), bytes); });
+  } else {
+    tpcrt::emu::enqueueWork(stream, [=] { std::memmove(dst, src, bytes); });
   }
   if (kind == cudaMemcpyDeviceToHost) {
     // Into pageable host memory it returns when the bytes are there.
@@ -420,8 +420,8 @@ inline cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes,
 }
 
 inline cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src,
-                                     size_t spitch, size_t width,
-                                     size_t height, cudaMemcpyKind kind,
+                                     size_t spitch, size_t width, size_t height,
+                                     cudaMemcpyKind kind,
                                      cudaStream_t stream = nullptr) {
   constexpr size_t kMaxPitch = (size_t(1) << 31) - 1;
   if (width > dpitch || width > spitch)
@@ -434,10 +434,10 @@ inline cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src,
   size_t dstSpan = dpitch * (height - 1) + width;
   size_t srcSpan = spitch * (height - 1) + width;
   if (kind != cudaMemcpyDefault) {
-    bool dstDevice = kind == cudaMemcpyHostToDevice ||
-                     kind == cudaMemcpyDeviceToDevice;
-    bool srcDevice = kind == cudaMemcpyDeviceToHost ||
-                     kind == cudaMemcpyDeviceToDevice;
+    bool dstDevice =
+        kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
+    bool srcDevice =
+        kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
     if (dstDevice && !tpcrt::emu::isDeviceRange(dst, dstSpan))
       return tpcrt::emu::refuse(cudaErrorInvalidValue,
                                 "cudaMemcpy2D: destination rows not inside "

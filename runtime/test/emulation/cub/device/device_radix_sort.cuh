@@ -36,12 +36,10 @@ struct DeviceRadixSort {
   static constexpr size_t kTempBytes = 512;
 
   template <typename Key, typename Value, typename Count>
-  static cudaError_t SortPairs(void *temp, size_t &tempBytes,
-                               DoubleBuffer<Key> &keys,
-                               DoubleBuffer<Value> &values, Count count,
-                               int beginBit = 0,
-                               int endBit = sizeof(Key) * 8,
-                               cudaStream_t stream = nullptr) {
+  static cudaError_t
+  SortPairs(void *temp, size_t &tempBytes, DoubleBuffer<Key> &keys,
+            DoubleBuffer<Value> &values, Count count, int beginBit = 0,
+            int endBit = sizeof(Key) * 8, cudaStream_t stream = nullptr) {
     if (!temp) {
       tempBytes = kTempBytes;
       return cudaSuccess;
@@ -63,8 +61,7 @@ struct DeviceRadixSort {
       if (!tpcrt::emu::isDeviceRange(p, n * sizeof(Value)))
         return cudaErrorInvalidValue;
     const int bits = endBit - beginBit;
-    const uint64_t mask =
-        bits >= 64 ? ~uint64_t(0) : (uint64_t(1) << bits) - 1;
+    const uint64_t mask = bits >= 64 ? ~uint64_t(0) : (uint64_t(1) << bits) - 1;
     const Key *inKeys = keys.Current();
     const Value *inValues = values.Current();
     Key *outKeys = keys.Alternate();
