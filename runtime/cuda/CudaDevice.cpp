@@ -361,12 +361,16 @@ private:
   /// the key their first bad value lowers (device memory; all ones: none).
   struct DataCheck {
     const KernelCall *call;
-    const int64_t *ids;
     int64_t bound;
   };
   static constexpr size_t kMostChecks = 4096;
   std::vector<DataCheck> checks_;
+  /// The data checks' key, then (the next 8 bytes of its 256) the first
+  /// failure's value.
   unsigned long long *firstBad_ = nullptr;
+  int64_t *badValue() const {
+    return reinterpret_cast<int64_t *>(firstBad_ + 1);
+  }
   /// A run's addresses and ranges (sized at prepare: nothing allocated per
   /// step).
   std::vector<void *> runOperands_, runResults_;
@@ -1424,10 +1428,10 @@ Status CudaDevice::checkData(const KernelCall &call) {
                                               : call.cols;
   const int64_t *ignore = labels ? &call.intAttrs[0] : nullptr;
   if (Status s = checkIdsInRange(ids, count, bound, ignore, checks_.size(),
-                                 firstBad_, compute_);
+                                 firstBad_, badValue(), compute_);
       !s)
     return s;
-  checks_.push_back({&call, ids, bound});
+  checks_.push_back({&call, bound});
   return Status::ok();
 }
 
@@ -1449,10 +1453,11 @@ Status CudaDevice::dataError() {
   std::string text = "a data check failed";
   if (order < checks_.size()) {
     const DataCheck &check = checks_[order];
+    // Copied by the check's own follow-up kernel: the ids' bytes may hold
+    // something else by now.
     int64_t value = 0;
     if (Status s = cudaStatus("reading the bad value",
-                              cudaMemcpy(&value, check.ids + position,
-                                         sizeof(value),
+                              cudaMemcpy(&value, badValue(), sizeof(value),
                                          cudaMemcpyDeviceToHost));
         !s)
       return s;

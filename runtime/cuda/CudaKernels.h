@@ -148,11 +148,14 @@ Status crossEntropyBlockGrad(const void *logits, Storage logitsType,
 /// The device's check of ids and labels (DataChecks.cu): every element of
 /// `ids` (but those equal to `*ignore` when `ignore` is not null) must lie
 /// in [0, bound); a bad one at position i lowers `*firstBad` (device
-/// memory) to (order << kDataCheckOrderShift) | i. Positions below 2^40.
+/// memory) to (order << kDataCheckOrderShift) | i, and when `*firstBad` is
+/// then this check's, `*badValue` (device memory) gets the id at its
+/// position. Positions below 2^40.
 constexpr int kDataCheckOrderShift = 40;
 Status checkIdsInRange(const int64_t *ids, int64_t count, int64_t bound,
                        const int64_t *ignore, uint64_t order,
-                       unsigned long long *firstBad, cudaStream_t stream);
+                       unsigned long long *firstBad, int64_t *badValue,
+                       cudaStream_t stream);
 
 /// Several adamw_update (or sgd_update) calls with the same lr, step and
 /// grad_scale operands and the same float attributes, in one launch: the

@@ -6,7 +6,10 @@
 // a bad value lowers one 64-bit key (atomicMin) to (order << 40 | position),
 // order being the check's place in the step, and the device reads the key
 // when the step synchronizes: the first failing kernel in program order and
-// its first bad position, whatever order the threads ran in.
+// its first bad position, whatever order the threads ran in. A one-thread
+// kernel after each check copies the bad value itself while the ids are
+// still there (a later kernel may reuse their bytes before the step ends),
+// when the key is that check's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,11 +34,21 @@ __global__ void checkIdsKernel(const int64_t *ids, int64_t count,
   }
 }
 
+/// *value = the ids' bad value, when the first failure is check `order`'s.
+__global__ void recordBadValueKernel(const int64_t *ids,
+                                     unsigned long long order,
+                                     const unsigned long long *firstBad,
+                                     int64_t *value) {
+  unsigned long long key = *firstBad;
+  if (key != ~0ull && (key >> cuda::kDataCheckOrderShift) == order)
+    *value = ids[key & ((1ull << cuda::kDataCheckOrderShift) - 1)];
+}
+
 } // namespace
 
 Status cuda::checkIdsInRange(const int64_t *ids, int64_t count, int64_t bound,
                              const int64_t *ignore, uint64_t order,
-                             unsigned long long *firstBad,
+                             unsigned long long *firstBad, int64_t *badValue,
                              cudaStream_t stream) {
   if (count <= 0)
     return Status::ok();
@@ -43,5 +56,9 @@ Status cuda::checkIdsInRange(const int64_t *ids, int64_t count, int64_t bound,
   TPCRT_LAUNCH(checkIdsKernel, gridFor(count, kThreads), kThreads, 0, stream,
                ids, count, bound, ignore ? *ignore : 0, ignore != nullptr,
                order, firstBad);
-  return launchStatus("check ids");
+  if (Status s = launchStatus("check ids"); !s)
+    return s;
+  TPCRT_LAUNCH(recordBadValueKernel, 1, 1, 0, stream, ids, order, firstBad,
+               badValue);
+  return launchStatus("check ids (the bad value)");
 }
