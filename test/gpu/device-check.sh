@@ -253,6 +253,7 @@ stage_ranks() {
     model_pair "$name" "$tol" "$name" "$ranks" </dev/null || failed=1
   done <<'EOF'
 gpt2-tiny-dp2 2 1e-4
+gpt2-tiny-dp2-bf16-reduce 2 2e-2
 gpt2-tiny-tp2-sp 2 1e-4
 gpt2-tiny-pp2 2 1e-4
 gpt2-tiny-pp2-zbh1 2 1e-4
@@ -260,7 +261,7 @@ llama-tiny-tp2-bf16 2 2e-2
 gpt2-tiny-dp2-tp2 4 1e-4
 gpt2-tiny-dp2-pp2 4 1e-4
 EOF
-  echo "ranks: $ran of 7 run"
+  echo "ranks: $ran of 8 run"
   [ "$ran" -gt 0 ] || return 77
   return $failed
 }

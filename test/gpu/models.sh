@@ -75,6 +75,10 @@ compile llama-tiny-bf16 "$m/llama-tiny.json" --batch 4 --seq 32 --dtype bf16 -- 
 # each reduced in the last one's backward).
 compile gpt2-tiny-dp2 "$m/gpt2-tiny.json" --batch 4 --seq 32 -- \
   --optimizer adamw --lr 1e-3 --seed 5 --mesh dp=2 --microbatches 2
+# gpt2-tiny-dp2-bf16-reduce: the gradients reduced in bf16 (cast, NCCL's
+# bf16 sum, cast back).
+compile gpt2-tiny-dp2-bf16-reduce "$m/gpt2-tiny.json" --batch 4 --seq 32 -- \
+  --optimizer adamw --lr 1e-3 --seed 5 --mesh dp=2 --grad-reduce-dtype bf16
 # gpt2-tiny-tp2-sp: Megatron tensor parallelism with sequence parallelism
 # (all-gather / reduce-scatter), the vocabulary split.
 compile gpt2-tiny-tp2-sp "$m/gpt2-tiny.json" --batch 4 --seq 32 -- \
