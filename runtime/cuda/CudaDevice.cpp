@@ -1449,7 +1449,7 @@ Status CudaDevice::dataError() {
     return Status::ok();
   }
   uint64_t order = key >> kDataCheckOrderShift;
-  uint64_t position = key & ((uint64_t(1) << kDataCheckOrderShift) - 1);
+  uint64_t position = key & kDataCheckPositionMask;
   std::string text = "a data check failed";
   if (order < checks_.size()) {
     const DataCheck &check = checks_[order];

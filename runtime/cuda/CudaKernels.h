@@ -152,6 +152,8 @@ Status crossEntropyBlockGrad(const void *logits, Storage logitsType,
 /// then this check's, `*badValue` (device memory) gets the id at its
 /// position. Positions below 2^40.
 constexpr int kDataCheckOrderShift = 40;
+constexpr unsigned long long kDataCheckPositionMask =
+    (1ull << kDataCheckOrderShift) - 1;
 Status checkIdsInRange(const int64_t *ids, int64_t count, int64_t bound,
                        const int64_t *ignore, uint64_t order,
                        unsigned long long *firstBad, int64_t *badValue,

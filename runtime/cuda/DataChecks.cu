@@ -41,7 +41,7 @@ __global__ void recordBadValueKernel(const int64_t *ids,
                                      int64_t *value) {
   unsigned long long key = *firstBad;
   if (key != ~0ull && (key >> cuda::kDataCheckOrderShift) == order)
-    *value = ids[key & ((1ull << cuda::kDataCheckOrderShift) - 1)];
+    *value = ids[key & cuda::kDataCheckPositionMask];
 }
 
 } // namespace

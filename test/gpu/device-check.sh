@@ -241,9 +241,10 @@ stage_models() {
 # sets it). Skipped (77) when none fits: the lent machine has one GPU.
 stage_ranks() {
   local gpus=${TPC_GPU_RANKS:-$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')}
-  local failed=0 ran=0 name ranks tol
+  local failed=0 ran=0 listed=0 name ranks tol
   echo "devices for ranks: $gpus"
   while read -r name ranks tol; do
+    listed=$((listed + 1))
     if [ "$ranks" -gt "$gpus" ]; then
       echo "== $name: $ranks ranks, $gpus devices: not run"
       continue
@@ -261,7 +262,7 @@ llama-tiny-tp2-bf16 2 2e-2
 gpt2-tiny-dp2-tp2 4 1e-4
 gpt2-tiny-dp2-pp2 4 1e-4
 EOF
-  echo "ranks: $ran of 8 run"
+  echo "ranks: $ran of $listed run"
   [ "$ran" -gt 0 ] || return 77
   return $failed
 }

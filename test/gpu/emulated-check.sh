@@ -7,9 +7,9 @@
 # files under WORK. Not a GPU run. STAGE:
 #   models  two training steps of the tiny GPT-2 and Llama, fp32 and bf16,
 #           CPU against the emulated device (ctest runtime.CudaEmulatedModels)
-#   ranks   the same on 2 and 4 ranks (dp, tp with sequence parallelism, a
-#           pipeline, Llama tp in bf16, dp x tp), one emulated device per
-#           rank (ctest runtime.CudaEmulatedRanks)
+#   ranks   the same on 2 and 4 ranks (the list in device-check.sh's
+#           stage_ranks), one emulated device per rank (ctest
+#           runtime.CudaEmulatedRanks)
 # The models are compiled by BUILD/bin's tpc-import/tpc-compile into
 # WORK/models (test/gpu/models.sh).
 set -euo pipefail

@@ -186,7 +186,7 @@ struct Item {
   virtual ~Item() = default;
   /// "send 1024 bytes to 1 (#3)", for TPCRT_NCCL_EMULATION_TRACE.
   virtual std::string describe() const = 0;
-  virtual bool post(ncclComm &comm) = 0;
+  virtual void post(ncclComm &comm) = 0;
   virtual bool done(ncclComm &comm) = 0;
   ncclComm *comm = nullptr;
   cudaStream_t stream = nullptr;
@@ -196,6 +196,15 @@ struct Item {
     if (comm && comm->lastError.empty())
       comm->lastError = what;
     std::fprintf(stderr, "emulated NCCL: %s\n", what.c_str());
+  }
+  /// Writes this rank's message (removed at the communicator's end).
+  void publish(ncclComm &c, const std::string &path, const void *data,
+               size_t bytes) {
+    if (!writeFile(path, data, bytes)) {
+      fail("cannot write " + path);
+      return;
+    }
+    c.written.push_back(path);
   }
 };
 
@@ -210,15 +219,11 @@ struct Send : Item {
     return "send " + std::to_string(bytes) + " bytes to " +
            std::to_string(peer) + " (#" + std::to_string(n) + ")";
   }
-  bool post(ncclComm &c) override {
-    std::string path = c.dir + "/p2p-" + std::to_string(c.rank) + "-" +
-                       std::to_string(peer) + "-" + std::to_string(n);
-    if (!writeFile(path, data, bytes)) {
-      fail("cannot write " + path);
-      return false;
-    }
-    c.written.push_back(path);
-    return true;
+  void post(ncclComm &c) override {
+    publish(c,
+            c.dir + "/p2p-" + std::to_string(c.rank) + "-" +
+                std::to_string(peer) + "-" + std::to_string(n),
+            data, bytes);
   }
   bool done(ncclComm &) override { return true; }
 };
@@ -234,7 +239,7 @@ struct Recv : Item {
     return "recv " + std::to_string(bytes) + " bytes from " +
            std::to_string(peer) + " (#" + std::to_string(n) + ")";
   }
-  bool post(ncclComm &) override { return true; }
+  void post(ncclComm &) override {}
   bool done(ncclComm &c) override {
     std::string path = c.dir + "/p2p-" + std::to_string(peer) + "-" +
                        std::to_string(c.rank) + "-" + std::to_string(n);
@@ -280,16 +285,9 @@ struct Collective : Item {
     size_t elements = kind == Kind::ReduceScatter ? count * c.size : count;
     return elements * typeBytes(type);
   }
-  bool post(ncclComm &c) override {
-    if (kind == Kind::Broadcast && c.rank != root)
-      return true;
-    std::string path = part(c, c.rank);
-    if (!writeFile(path, send, partBytes(c))) {
-      fail("cannot write " + path);
-      return false;
-    }
-    c.written.push_back(path);
-    return true;
+  void post(ncclComm &c) override {
+    if (kind != Kind::Broadcast || c.rank == root)
+      publish(c, part(c, c.rank), send, partBytes(c));
   }
   bool done(ncclComm &c) override {
     if (kind == Kind::Broadcast)

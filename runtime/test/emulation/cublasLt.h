@@ -408,14 +408,12 @@ cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t descHandle,
       !algo || algo->data[0] != 1)
     return refuse("matmul: a missing argument or an algorithm the heuristic "
                   "did not give");
-  const cublasLtMatmulDescOpaque_t descValue = *descHandle;
-  const cublasLtMatrixLayoutOpaque_t aValue = *aHandle, bValue = *bHandle,
-                                     cValue = *cHandle, dValue = *dHandle;
-  const cublasLtMatmulDescOpaque_t *desc = &descValue;
-  const cublasLtMatrixLayoutOpaque_t *a = &aValue, *b = &bValue, *c = &cValue,
-                                     *d = &dValue;
+  // Values, not the handles: the enqueued product keeps them.
+  const cublasLtMatmulDescOpaque_t desc = *descHandle;
+  const cublasLtMatrixLayoutOpaque_t a = *aHandle, b = *bHandle, c = *cHandle,
+                                     d = *dHandle;
   uint64_t m, n, k;
-  if (cublasStatus_t s = problemOf(*desc, *a, *b, *c, *d, m, n, k))
+  if (cublasStatus_t s = problemOf(desc, a, b, c, d, m, n, k))
     return s;
   if (workspaceBytes && !isDeviceRange(workspace, workspaceBytes))
     return refuse("matmul: the workspace is not inside one allocation");
@@ -423,7 +421,7 @@ cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t descHandle,
     const char *name;
     const void *p;
     const cublasLtMatrixLayoutOpaque_t *layout;
-  } operands[] = {{"A", A, a}, {"B", B, b}, {"C", C, c}, {"D", D, d}};
+  } operands[] = {{"A", A, &a}, {"B", B, &b}, {"C", C, &c}, {"D", D, &d}};
   const float alphaValue = *static_cast<const float *>(alpha);
   const float betaValue = *static_cast<const float *>(beta);
   for (const Operand &o : operands) {
@@ -435,54 +433,49 @@ cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t descHandle,
                     std::to_string(bytes) +
                     " bytes are not inside one allocation");
   }
-  if (C == D && (c->ld != d->ld || c->stride != d->stride))
+  if (C == D && (c.ld != d.ld || c.stride != d.stride))
     return refuse("matmul: C is D with another layout");
-  const bool bias = hasBias(desc->epilogue), gelu = hasGelu(desc->epilogue),
-             aux = hasAux(desc->epilogue);
-  if (bias && !isDeviceRange(desc->bias, m * typeBytes(d->type)))
+  const bool bias = hasBias(desc.epilogue), gelu = hasGelu(desc.epilogue),
+             aux = hasAux(desc.epilogue);
+  if (bias && !isDeviceRange(desc.bias, m * typeBytes(d.type)))
     return refuse("matmul: the bias epilogue's vector is not inside one "
                   "allocation");
   if (aux) {
-    cublasLtMatrixLayoutOpaque_t auxLayout = *d;
-    auxLayout.ld = desc->auxLd;
-    auxLayout.stride = desc->auxStride;
-    if (d->batch > 1 && desc->auxStride == 0)
+    cublasLtMatrixLayoutOpaque_t auxLayout = d;
+    auxLayout.ld = desc.auxLd;
+    auxLayout.stride = desc.auxStride;
+    if (d.batch > 1 && desc.auxStride == 0)
       return refuse("matmul: a batched aux matrix without a batch stride");
-    if (!isDeviceRange(desc->aux, spanBytes(auxLayout)))
+    if (!isDeviceRange(desc.aux, spanBytes(auxLayout)))
       return refuse("matmul: the aux matrix is not inside one allocation");
   }
   // op(A)(i, l) and op(B)(l, j) in column-major storage.
   enqueueWork(stream, [=] {
-    const cublasLtMatmulDescOpaque_t *desc = &descValue;
-    const cublasLtMatrixLayoutOpaque_t *a = &aValue, *b = &bValue, *c = &cValue,
-                                       *d = &dValue;
-    const bool ta = desc->transA == CUBLAS_OP_T,
-               tb = desc->transB == CUBLAS_OP_T;
-    for (int64_t batch = 0; batch < d->batch; ++batch) {
-      const int64_t aBase = batch * a->stride, bBase = batch * b->stride,
-                    cBase = batch * c->stride, dBase = batch * d->stride,
-                    auxBase = batch * desc->auxStride;
+    const bool ta = desc.transA == CUBLAS_OP_T, tb = desc.transB == CUBLAS_OP_T;
+    for (int64_t batch = 0; batch < d.batch; ++batch) {
+      const int64_t aBase = batch * a.stride, bBase = batch * b.stride,
+                    cBase = batch * c.stride, dBase = batch * d.stride,
+                    auxBase = batch * desc.auxStride;
       for (uint64_t j = 0; j < n; ++j)
         for (uint64_t i = 0; i < m; ++i) {
           double sum = 0.0;
           for (uint64_t l = 0; l < k; ++l) {
-            int64_t ai = ta ? aBase + int64_t(l + i * a->ld)
-                            : aBase + int64_t(i + l * a->ld);
-            int64_t bi = tb ? bBase + int64_t(j + l * b->ld)
-                            : bBase + int64_t(l + j * b->ld);
-            sum += double(load(A, a->type, ai)) * load(B, b->type, bi);
+            int64_t ai = ta ? aBase + int64_t(l + i * a.ld)
+                            : aBase + int64_t(i + l * a.ld);
+            int64_t bi = tb ? bBase + int64_t(j + l * b.ld)
+                            : bBase + int64_t(l + j * b.ld);
+            sum += double(load(A, a.type, ai)) * load(B, b.type, bi);
           }
           float v = static_cast<float>(alphaValue * sum);
           if (betaValue != 0.0f)
-            v += betaValue * load(C, c->type, cBase + int64_t(i + j * c->ld));
+            v += betaValue * load(C, c.type, cBase + int64_t(i + j * c.ld));
           if (bias)
-            v += load(desc->bias, d->type, int64_t(i));
+            v += load(desc.bias, d.type, int64_t(i));
           if (aux)
-            store(desc->aux, d->type, auxBase + int64_t(i + j * desc->auxLd),
-                  v);
+            store(desc.aux, d.type, auxBase + int64_t(i + j * desc.auxLd), v);
           if (gelu)
             v = geluTanh(v);
-          store(D, d->type, dBase + int64_t(i + j * d->ld), v);
+          store(D, d.type, dBase + int64_t(i + j * d.ld), v);
         }
     }
   });

@@ -113,7 +113,6 @@ struct Runtime {
   std::mutex mutex;
   std::map<uintptr_t, size_t> allocations; // start -> bytes
   size_t allocated = 0;
-  int device = 0;
   std::string message; // cudaGetErrorString's of a launch failure
   /// Every stream alive, the legacy default stream (null) first.
   std::vector<CUstream_st *> streams;
@@ -207,25 +206,26 @@ inline bool isDeviceRange(const void *p, size_t bytes) {
 
 /// Copies and memsets check their device side (kind says which sides are
 /// device memory; cudaMemcpyDefault: whichever is).
-inline cudaError_t checkSides(const void *dst, const void *src, size_t bytes,
-                              cudaMemcpyKind kind, const char *call) {
-  if (bytes == 0)
+/// dstBytes from dst and srcBytes from src (a 2D copy's rows span more
+/// than they copy).
+inline cudaError_t checkSides(const void *dst, size_t dstBytes, const void *src,
+                              size_t srcBytes, cudaMemcpyKind kind,
+                              const char *call) {
+  if (kind == cudaMemcpyDefault || dstBytes == 0)
     return cudaSuccess;
   bool dstDevice =
       kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
   bool srcDevice =
       kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
-  if (kind == cudaMemcpyDefault)
-    return cudaSuccess;
-  if (dstDevice && !isDeviceRange(dst, bytes))
+  if (dstDevice && !isDeviceRange(dst, dstBytes))
     return refuse(cudaErrorInvalidValue,
                   std::string(call) + ": destination range of " +
-                      std::to_string(bytes) +
+                      std::to_string(dstBytes) +
                       " bytes is not inside one allocation");
-  if (srcDevice && !isDeviceRange(src, bytes))
+  if (srcDevice && !isDeviceRange(src, srcBytes))
     return refuse(cudaErrorInvalidValue,
                   std::string(call) + ": source range of " +
-                      std::to_string(bytes) +
+                      std::to_string(srcBytes) +
                       " bytes is not inside one allocation");
   return cudaSuccess;
 }
@@ -313,7 +313,6 @@ inline cudaError_t cudaGetDeviceCount(int *count) {
 inline cudaError_t cudaSetDevice(int device) {
   if (device < 0 || device >= emulatedDevices())
     return cudaErrorInvalidDevice;
-  tpcrt::emu::runtime().device = device;
   return cudaSuccess;
 }
 inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device) {
@@ -384,7 +383,7 @@ inline cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes,
                                    cudaMemcpyKind kind,
                                    cudaStream_t stream = nullptr) {
   if (cudaError_t err =
-          tpcrt::emu::checkSides(dst, src, bytes, kind, "cudaMemcpy"))
+          tpcrt::emu::checkSides(dst, bytes, src, bytes, kind, "cudaMemcpy"))
     return err;
   if (bytes == 0)
     return cudaSuccess;
@@ -431,22 +430,10 @@ inline cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src,
     return cudaErrorInvalidPitchValue;
   if (height == 0 || width == 0)
     return cudaSuccess;
-  size_t dstSpan = dpitch * (height - 1) + width;
-  size_t srcSpan = spitch * (height - 1) + width;
-  if (kind != cudaMemcpyDefault) {
-    bool dstDevice =
-        kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
-    bool srcDevice =
-        kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
-    if (dstDevice && !tpcrt::emu::isDeviceRange(dst, dstSpan))
-      return tpcrt::emu::refuse(cudaErrorInvalidValue,
-                                "cudaMemcpy2D: destination rows not inside "
-                                "one allocation");
-    if (srcDevice && !tpcrt::emu::isDeviceRange(src, srcSpan))
-      return tpcrt::emu::refuse(cudaErrorInvalidValue,
-                                "cudaMemcpy2D: source rows not inside one "
-                                "allocation");
-  }
+  if (cudaError_t err = tpcrt::emu::checkSides(
+          dst, dpitch * (height - 1) + width, src,
+          spitch * (height - 1) + width, kind, "cudaMemcpy2D"))
+    return err;
   tpcrt::emu::enqueueWork(stream, [=] {
     for (size_t r = 0; r < height; ++r)
       std::memmove(static_cast<char *>(dst) + r * dpitch,
