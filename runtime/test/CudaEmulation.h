@@ -11,12 +11,16 @@
 // Nothing here is a GPU run; it tests the kernels' indexing, masking,
 // dropout and layouts, not the hardware.
 //
-// A block's threads are fibers of one host thread, run round
-// robin: a thread runs until it waits at a barrier (__syncthreads,
-// __syncwarp, or a warp collective: shuffle, ldmatrix, mma), so a block runs
-// the same way every time. Blocks of a launch are shared among a few host
-// threads. Shared memory starts as 0xff bytes (a NaN in bf16, f16 and f32),
-// so a tile read before its copy landed (or before it was written) shows.
+// A block's threads are fibers of one host thread, run round robin: a
+// thread runs until it waits at a barrier (__syncthreads, __syncwarp, or a
+// warp collective: shuffle, ldmatrix, mma), so a block runs the same way
+// every time. TPCRT_EMULATION_SCHEDULE picks another order (schedule()
+// below): the last thread first, one warp as far as it goes before the
+// next, or that with random turns; a kernel whose result changes with it
+// lacks a barrier (on a GPU: a race). Blocks of a launch are shared among a
+// few host threads. Shared memory starts as 0xff bytes (a NaN in bf16, f16
+// and f32), so a tile read before its copy landed (or before it was
+// written) shows.
 // Misaligned or out-of-bounds shared memory accesses of the PTX, copies in
 // flight at a thread's exit and collectives the warp never completes are
 // reported by launch() instead of being performed; plain stores past the
@@ -38,6 +42,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <functional>
@@ -225,12 +230,75 @@ struct Context {
 #endif
 };
 
+/// Which thread of a block runs next when one waits
+/// (TPCRT_EMULATION_SCHEDULE):
+///   forward         round robin from thread 0 (the default): every thread
+///                   reaches its next wait before any goes past it
+///   reverse         round robin from the last thread; the blocks of a
+///                   launch last first too
+///   warps           one warp runs until all its threads wait at
+///                   __syncthreads (or end), then the warp before it: a
+///                   warp runs ahead of the others as far as a GPU lets it
+///                   (a shared-memory write another warp has not yet read
+///                   shows)
+///   shuffle[:SEED]  as warps, but the running warp's lanes take random
+///                   turns and the next warp is a random one (seeded by
+///                   SEED, default 0, and the block's index)
+/// Any other value is refused at the first launch.
+struct Schedule {
+  enum Kind { Forward, Reverse, Warps, Shuffle } kind = Forward;
+  uint64_t seed = 0;
+  std::string error; // the bad value, if any
+};
+inline Schedule parseSchedule(const char *text) {
+  Schedule s;
+  std::string v = text ? text : "";
+  if (v.empty() || v == "forward")
+    return s;
+  if (v == "reverse" || v == "warps") {
+    s.kind = v == "reverse" ? Schedule::Reverse : Schedule::Warps;
+    return s;
+  }
+  if (v.rfind("shuffle", 0) == 0) {
+    s.kind = Schedule::Shuffle;
+    const std::string seed = v.substr(7);
+    if (seed.empty())
+      return s;
+    if (seed[0] == ':' && seed.size() > 1 && seed.size() <= 20 &&
+        seed.find_first_not_of("0123456789", 1) == std::string::npos) {
+      s.seed = std::stoull(seed.substr(1));
+      return s;
+    }
+  }
+  s.error = "TPCRT_EMULATION_SCHEDULE=" + v +
+            ": expected forward, reverse, warps, shuffle or shuffle:SEED";
+  return s;
+}
+/// The process's schedule, from the environment at the first use (tests
+/// may assign another between launches).
+inline Schedule &schedule() {
+  static Schedule s = parseSchedule(std::getenv("TPCRT_EMULATION_SCHEDULE"));
+  return s;
+}
+
+/// splitmix64: the shuffled schedule's draws.
+inline uint64_t mixBits(uint64_t &state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
 struct Block;
 
 struct Thread {
   dim3 threadIdx, blockIdx;
   Block *block = nullptr;
   bool done = false;
+  /// The barrier this thread waits at (none: null) while it stays at
+  /// generation `waitsFor`.
+  const Barrier *waitsAt = nullptr;
+  uint64_t waitsFor = 0;
   Context context;
   char *stack = nullptr;                // kStackBytes, from the pool
   std::vector<Copy> open;               // issued, not committed
@@ -250,11 +318,8 @@ struct Block {
   std::vector<Barrier> warps;
   std::vector<LaneSlot> slots;
   Context scheduler;
-  int current = 0;
-  /// Yields since a barrier opened or a thread ended: past a few rounds of
-  /// every thread, the block waits for a collective no one will complete.
-  int64_t idle = 0;
-  bool deadlock = false;
+  int current = 0;    // the running thread
+  uint64_t draws = 0; // the shuffled schedule's state
   std::string error;
 
   Block() = default;
@@ -391,31 +456,83 @@ inline int linearThread() {
 inline int lane() { return linearThread() % kWarpSize; }
 inline int warp() { return linearThread() / kWarpSize; }
 
-/// Switches to the next thread that has not ended (or back to the
-/// scheduler when none has, or the block deadlocked).
+/// Whether thread i has not ended and waits at no barrier that is still
+/// closed.
+inline bool canGoOn(const Block &b, int i) {
+  const Thread &t = b.threads[i];
+  return !t.done && (!t.waitsAt || t.waitsAt->generation != t.waitsFor);
+}
+
+/// The thread to run after b.current under schedule(), or -1 when none
+/// can go on (all ended, or a deadlock).
+inline int pickNext(Block &b) {
+  const int n = static_cast<int>(b.threads.size());
+  auto firstOf = [&](auto &&place, auto &&ok) {
+    for (int k = 1; k <= n; ++k) {
+      int i = place(k);
+      if (ok(i))
+        return i;
+    }
+    return -1;
+  };
+  auto goesOn = [&](int i) { return canGoOn(b, i); };
+  switch (schedule().kind) {
+  case Schedule::Forward:
+    return firstOf([&](int k) { return (b.current + k) % n; }, goesOn);
+  case Schedule::Reverse:
+    return firstOf([&](int k) { return (b.current - k + n) % n; }, goesOn);
+  case Schedule::Warps:
+  case Schedule::Shuffle: {
+    // One warp goes on while any of its lanes can: under Warps its next
+    // lane, then the warps below it, each from its first lane; under
+    // Shuffle a random lane, then a random warp's random lane.
+    const bool random = schedule().kind == Schedule::Shuffle;
+    const int warps = (n + kWarpSize - 1) / kWarpSize;
+    auto inWarp = [&](int w, int after) {
+      const int base = w * kWarpSize, lanes = std::min(kWarpSize, n - base);
+      const int start =
+          random ? static_cast<int>(mixBits(b.draws) % uint64_t(lanes))
+                 : after - base;
+      for (int k = 1; k <= lanes; ++k) {
+        int i = base + (start + k) % lanes;
+        if (canGoOn(b, i))
+          return i;
+      }
+      return -1;
+    };
+    const int running = b.current / kWarpSize;
+    if (int i = inWarp(running, b.current); i >= 0)
+      return i;
+    const int first =
+        random ? static_cast<int>(mixBits(b.draws) % uint64_t(warps)) : 0;
+    for (int d = 1; d <= warps; ++d) {
+      int w = random ? (first + d) % warps : (running - d + warps) % warps;
+      if (int i = inWarp(w, w * kWarpSize - 1); i >= 0)
+        return i;
+    }
+    return -1;
+  }
+  }
+  return -1;
+}
+
+/// Switches to the thread pickNext names, or back to the scheduler when
+/// none can go on: every thread has ended, or (a fault) the others wait at
+/// a barrier or warp collective that not every thread reaches.
 inline void switchFrom(Thread &from) {
   Block &b = *from.block;
-  const int n = static_cast<int>(b.threads.size());
-  if (!b.deadlock && ++b.idle > 4 * int64_t(n)) {
-    b.deadlock = true;
-    b.fault("a barrier or warp collective that not every thread reaches");
-  }
-  int next = -1;
-  if (!b.deadlock)
-    for (int k = 1; k <= n; ++k) {
-      int i = (b.current + k) % n;
-      if (!b.threads[i].done) {
-        next = i;
-        break;
-      }
-    }
+  const int next = pickNext(b);
   if (next < 0) {
+    if (std::any_of(b.threads.begin(), b.threads.end(),
+                    [](const Thread &t) { return !t.done; })) {
+      b.fault("a barrier or warp collective that not every thread reaches");
+    }
     switchContext(from.context, b.scheduler); // never resumed on deadlock
     return;
   }
-  if (next == b.current)
-    return; // the only thread left
   b.current = next;
+  if (&b.threads[next] == &from)
+    return; // it goes on
   running = &b.threads[next];
   switchContext(from.context, b.threads[next].context);
   running = &from; // resumed (on the same host thread)
@@ -427,11 +544,13 @@ inline void arrive(Barrier &barrier, int count) {
   if (++barrier.arrived == count) {
     barrier.arrived = 0;
     ++barrier.generation;
-    t.block->idle = 0;
     return;
   }
+  t.waitsAt = &barrier;
+  t.waitsFor = generation;
   while (barrier.generation == generation)
     switchFrom(t);
+  t.waitsAt = nullptr;
 }
 
 /// bar.sync 0: every thread of the block.
@@ -618,7 +737,6 @@ inline void threadEntry() {
   if (!t.open.empty() || !t.groups.empty())
     t.block->fault("a thread exits with cp.async copies not waited for");
   t.done = true;
-  t.block->idle = 0;
   switchFrom(t); // never returns: the thread is done
 }
 
@@ -628,6 +746,7 @@ inline void runBlock(Block &b) {
   for (int i = 0; i < n; ++i) {
     Thread &t = b.threads[i];
     t.done = false;
+    t.waitsAt = nullptr;
     t.open.clear();
     t.groups.clear();
     t.blockIdx = b.blockIdx;
@@ -635,11 +754,18 @@ inline void runBlock(Block &b) {
   }
   b.all = Barrier();
   std::fill(b.warps.begin(), b.warps.end(), Barrier());
-  b.idle = 0;
-  b.deadlock = false;
-  b.current = 0;
-  running = &b.threads[0];
-  switchContext(b.scheduler, b.threads[0].context);
+  b.draws = schedule().seed ^
+            (uint64_t(b.blockIdx.x) |
+             (uint64_t(b.blockIdx.y) << 24 | uint64_t(b.blockIdx.z) << 48));
+  // Reverse and Warps start from the last thread / warp, Shuffle anywhere.
+  b.current = schedule().kind == Schedule::Forward ? 0 : n - 1;
+  if (schedule().kind == Schedule::Shuffle)
+    b.current = static_cast<int>(mixBits(b.draws) % uint64_t(n));
+  else if (schedule().kind == Schedule::Warps)
+    b.current = (n - 1) / kWarpSize * kWarpSize;
+  Thread &first = b.threads[b.current];
+  running = &first;
+  switchContext(b.scheduler, first.context);
   running = nullptr;
 }
 
@@ -652,6 +778,8 @@ inline std::string launch(dim3 grid, dim3 threads, size_t smemBytes,
                           unsigned hostThreads = 0) {
   const int64_t blocks = int64_t(grid.x) * grid.y * grid.z;
   const int count = static_cast<int>(threads.x * threads.y * threads.z);
+  if (!schedule().error.empty())
+    return schedule().error;
   if (count <= 0 || count > kMaxThreads)
     return "launch: a block of " + std::to_string(count) + " threads (1 to " +
            std::to_string(kMaxThreads) + ")";
@@ -676,7 +804,9 @@ inline std::string launch(dim3 grid, dim3 threads, size_t smemBytes,
       t.threadIdx = dim3(i % threads.x, i / threads.x % threads.y,
                          i / (threads.x * threads.y));
     }
-    for (int64_t i = first; i < blocks; i += workers) {
+    for (int64_t turn = first; turn < blocks; turn += workers) {
+      const int64_t i =
+          schedule().kind == Schedule::Reverse ? blocks - 1 - turn : turn;
       b.blockIdx = dim3(static_cast<unsigned>(i % grid.x),
                         static_cast<unsigned>(i / grid.x % grid.y),
                         static_cast<unsigned>(i / (int64_t(grid.x) * grid.y)));

@@ -1,0 +1,151 @@
+//===- CudaEmulationTest.cpp - the kernel emulation's own checks ----------===//
+//
+// test/CudaEmulation.h runs the CUDA backend's kernels on the host for the
+// emulation tests and the emulated backend. These tests hold it to what
+// those rely on: its schedules (TPCRT_EMULATION_SCHEDULE) find a missing
+// barrier that the default order hides, a barrier or warp collective that
+// not every thread reaches is reported instead of hanging, and a bad
+// schedule is refused with its value.
+//
+//===----------------------------------------------------------------------===//
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+// Last: it defines CUDA's keywords and built-in variables as macros.
+#include "CudaCommon.cuh"
+
+using namespace tpcrt;
+using namespace tpcrt::cuda;
+namespace emu = tpcrt::emu;
+
+namespace {
+
+constexpr int kThreads = 256;
+
+/// blockSumOf (CudaCommon.cuh) without its first barrier: a second call's
+/// lane 0 may overwrite shared[warp] while another warp still reads the
+/// first call's value. Between the two, every thread only meets warp
+/// shuffles.
+float blockSumMissingBarrier(float v, float *shared) {
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  v = warpSumOf(v);
+  if (lane == 0)
+    shared[warp] = v;
+  __syncthreads();
+  int warps = (blockDim.x + 31) >> 5;
+  v = lane < warps ? shared[lane] : 0.0f;
+  return warpSumOf(v);
+}
+
+/// Two block sums in a row, of t + 1 and of 2 (t + 1), into out[t] and
+/// out[blockDim.x + t].
+template <bool Broken> void twoSumsKernel(float *out) {
+  __shared__ float shared[32];
+  const int t = threadIdx.x, n = blockDim.x;
+  float first = Broken ? blockSumMissingBarrier(float(t + 1), shared)
+                       : blockSumOf(float(t + 1), shared);
+  float second = Broken ? blockSumMissingBarrier(float(2 * (t + 1)), shared)
+                        : blockSumOf(float(2 * (t + 1)), shared);
+  out[t] = first;
+  out[n + t] = second;
+}
+
+/// Whether every thread got both sums right.
+template <bool Broken> bool twoSumsRight(const char *scheduleText) {
+  emu::Schedule saved = emu::schedule();
+  emu::schedule() = emu::parseSchedule(scheduleText);
+  std::vector<float> out(2 * kThreads, -1.0f);
+  std::string error = emu::launch(dim3(3), dim3(kThreads), 0,
+                                  [&] { twoSumsKernel<Broken>(out.data()); });
+  emu::schedule() = saved;
+  EXPECT_EQ(error, "") << scheduleText;
+  const float sum = kThreads * (kThreads + 1) / 2.0f;
+  for (int t = 0; t < kThreads; ++t)
+    if (out[t] != sum || out[kThreads + t] != 2 * sum)
+      return false;
+  return true;
+}
+
+const char *const kSchedules[] = {"forward", "reverse", "warps", "shuffle",
+                                  "shuffle:7"};
+
+TEST(CudaEmulation, EverySchedulePassesAKernelWithItsBarriers) {
+  for (const char *s : kSchedules)
+    EXPECT_TRUE(twoSumsRight<false>(s)) << s;
+}
+
+// The race above is what the default round robin cannot see (every thread
+// reaches its next shuffle before any goes on), and why the other
+// schedules exist: one warp running ahead, or random turns, expose it.
+TEST(CudaEmulation, WarpsAndShuffleFindAMissingBarrier) {
+  EXPECT_TRUE(twoSumsRight<true>("forward"))
+      << "the default order found the race: this test's premise changed";
+  EXPECT_FALSE(twoSumsRight<true>("warps"));
+  EXPECT_FALSE(twoSumsRight<true>("shuffle"));
+  EXPECT_FALSE(twoSumsRight<true>("shuffle:7"));
+}
+
+TEST(CudaEmulation, BarrierNotEveryThreadReachesIsReported) {
+  for (const char *s : kSchedules) {
+    emu::Schedule saved = emu::schedule();
+    emu::schedule() = emu::parseSchedule(s);
+    std::string error = emu::launch(dim3(2), dim3(64), 0, [] {
+      if (threadIdx.x < 40)
+        __syncthreads();
+    });
+    emu::schedule() = saved;
+    EXPECT_NE(error.find("not every thread reaches"), std::string::npos)
+        << s << ": " << error;
+  }
+}
+
+TEST(CudaEmulation, ShuffleWithLanesGoneIsReported) {
+  std::string error = emu::launch(dim3(1), dim3(32), 0, [] {
+    if (threadIdx.x >= 16)
+      return;
+    (void)__shfl_xor_sync(0xffffffffu, 1.0f, 1);
+  });
+  EXPECT_NE(error.find("not every thread reaches"), std::string::npos) << error;
+}
+
+TEST(CudaEmulation, SchedulesParse) {
+  struct Case {
+    const char *text;
+    emu::Schedule::Kind kind;
+    uint64_t seed;
+  } cases[] = {{"", emu::Schedule::Forward, 0},
+               {"forward", emu::Schedule::Forward, 0},
+               {"reverse", emu::Schedule::Reverse, 0},
+               {"warps", emu::Schedule::Warps, 0},
+               {"shuffle", emu::Schedule::Shuffle, 0},
+               {"shuffle:42", emu::Schedule::Shuffle, 42}};
+  for (const Case &c : cases) {
+    emu::Schedule s = emu::parseSchedule(c.text);
+    EXPECT_EQ(s.error, "") << c.text;
+    EXPECT_EQ(s.kind, c.kind) << c.text;
+    EXPECT_EQ(s.seed, c.seed) << c.text;
+  }
+  for (const char *bad : {"backward", "shuffle:", "shuffle:x", "shuffle:-1",
+                          "shuffle:99999999999999999999", "shuffle7"}) {
+    emu::Schedule s = emu::parseSchedule(bad);
+    EXPECT_NE(s.error.find(std::string("=") + bad + ": expected"),
+              std::string::npos)
+        << bad << ": " << s.error;
+  }
+}
+
+TEST(CudaEmulation, BadScheduleRefusesLaunches) {
+  emu::Schedule saved = emu::schedule();
+  emu::schedule() = emu::parseSchedule("sideways");
+  bool ran = false;
+  std::string error = emu::launch(dim3(1), dim3(32), 0, [&] { ran = true; });
+  emu::schedule() = saved;
+  EXPECT_FALSE(ran);
+  EXPECT_EQ(error, "TPCRT_EMULATION_SCHEDULE=sideways: expected forward, "
+                   "reverse, warps, shuffle or shuffle:SEED");
+}
+
+} // namespace

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# test/gpu/emulated-schedules.sh BUILD WORK: the four single-rank training
+# steps of device-check.sh's models stage (test/gpu/models.sh) on the CUDA
+# backend compiled for the host (BUILD/lib/libtpcrt-cuda-emulated.so), once
+# per thread schedule of the kernel emulation (TPCRT_EMULATION_SCHEDULE,
+# runtime/test/CudaEmulation.h): forward (the default), reverse (also the
+# blocks last first), warps (one warp runs ahead of the others) and
+# shuffle:1 (random turns). The gradients, outputs and checkpoint of every
+# schedule must be the same bytes as forward's: a kernel that lacks a
+# barrier, or whose sums depend on the order threads or blocks run in,
+# changes them. The device's kernels promise results that repeat bit for
+# bit (no atomics whose order changes a sum); this is where that is held.
+# Not a GPU run. (runtime.CudaEmulatedSchedules)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=$(cd "$1" && pwd)
+work=$2
+backend=$build/lib/libtpcrt-cuda-emulated.so
+[ -f "$backend" ] || { echo "no $backend (a build without nvcc has none)"; exit 1; }
+rm -rf "$work"
+mkdir -p "$work/dumps"
+bash "$root/test/gpu/models.sh" "$build/bin" "$work/models" >"$work/models.txt"
+export TPCRT_CUDA_BACKEND=$backend
+failed=0
+for model in gpt2-tiny llama-tiny gpt2-tiny-bf16 llama-tiny-bf16; do
+  for schedule in forward reverse warps shuffle:1; do
+    tag=$work/dumps/$model-${schedule/:/}
+    if ! TPCRT_EMULATION_SCHEDULE=$schedule "$build/bin/tpc-run" \
+        "$work/models/$model.tpcx" --device cuda --init-seed 7 \
+        --synthetic-seed 7 --steps 2 --dump-grads "$tag-grads.safetensors" \
+        --dump-outputs "$tag-out.safetensors" \
+        --save-checkpoint "$tag-ckpt.safetensors" >"$tag.txt" 2>&1; then
+      cat "$tag.txt"
+      echo "FAIL $model, schedule $schedule: tpc-run failed"
+      failed=1
+      continue
+    fi
+    [ "$schedule" = forward ] && { echo "$model: ran (forward)"; continue; }
+    same=1
+    for kind in grads out ckpt; do
+      if ! cmp -s "$work/dumps/$model-forward-$kind.safetensors" \
+          "$tag-$kind.safetensors"; then
+        same=0
+        # Which tensors differ, and by how much.
+        python3 "$root/test/gpu/compare_dumps.py" --tol 0 \
+          "$work/dumps/$model-forward-$kind.safetensors" \
+          "$tag-$kind.safetensors" || true
+      fi
+    done
+    if [ $same = 1 ]; then
+      echo "$model, schedule $schedule: the same bytes as forward"
+    else
+      echo "FAIL $model, schedule $schedule: results differ from forward's"
+      failed=1
+    fi
+  done
+done
+exit $failed
