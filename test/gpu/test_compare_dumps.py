@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""Tests of compare_dumps.py (ctest gpu.CompareDumps): the verdicts the GPU
+machine's device check rests on, on safetensors files written here."""
+
+import json
+import os
+import struct
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import compare_dumps  # noqa: E402
+
+
+def write_safetensors(path, tensors):
+    """tensors: {name: (dtype, values)}; F32, BF16 (given as floats,
+    truncated) or I64."""
+    header, body = {}, b""
+    for name, (dtype, values) in tensors.items():
+        if dtype == "F32":
+            raw = struct.pack(f"<{len(values)}f", *values)
+        elif dtype == "BF16":
+            raw = b"".join(
+                struct.pack("<H", struct.unpack("<I", struct.pack("<f", v))[0]
+                            >> 16) for v in values)
+        else:
+            raw = struct.pack(f"<{len(values)}q", *values)
+        header[name] = {"dtype": dtype, "shape": [len(values)],
+                        "data_offsets": [len(body), len(body) + len(raw)]}
+        body += raw
+    text = json.dumps(header).encode()
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + body)
+
+
+class CompareDumps(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def pair(self, a, b):
+        pa = os.path.join(self.dir.name, "a.safetensors")
+        pb = os.path.join(self.dir.name, "b.safetensors")
+        write_safetensors(pa, a)
+        write_safetensors(pb, b)
+        return pa, pb
+
+    def verdict(self, a, b, tol, **kwargs):
+        return compare_dumps.compare_pair(*self.pair(a, b), tol, **kwargs)
+
+    def test_same_tensors_pass(self):
+        t = {"w": ("F32", [1.0, -2.0, 3.0]), "step": ("I64", [2])}
+        passed, worst, failures, _, _ = self.verdict(t, t, 1e-4)
+        self.assertTrue(passed, failures)
+        self.assertEqual(worst[0], 0.0)
+
+    def test_normwise_difference_over_tolerance_fails(self):
+        # ||(0, 0, 3e-3)|| / ||(1, 0, 0)|| = 3e-3.
+        a = {"w": ("F32", [1.0, 0.0, 0.0])}
+        b = {"w": ("F32", [1.0, 0.0, 3e-3])}
+        self.assertTrue(self.verdict(a, b, 4e-3)[0])
+        passed, _, failures, _, _ = self.verdict(a, b, 2e-3)
+        self.assertFalse(passed)
+        self.assertIn("w: relative difference", failures[0])
+
+    def test_after_adamw_doubles_the_tolerance(self):
+        a = {"w": ("F32", [1.0]), "w.exp_avg": ("F32", [1.0]),
+             "w.exp_avg_sq": ("F32", [1.0]), "step": ("I64", [2])}
+        # Each 1.5e-2 apart, T = 1e-2.
+        b = {name: ("F32", [1.015]) for name in ("w", "w.exp_avg",
+                                                 "w.exp_avg_sq")}
+        b["step"] = ("I64", [2])
+        passed, _, failures, _, _ = self.verdict(a, b, 1e-2)
+        self.assertFalse(passed)
+        self.assertEqual(len(failures), 3, failures)
+        passed, _, failures, _, _ = self.verdict(a, b, 1e-2, after_adamw=True)
+        self.assertTrue(passed, failures)
+        b["w.exp_avg_sq"] = ("F32", [1.025])
+        passed, worst, failures, _, _ = self.verdict(a, b, 1e-2,
+                                                     after_adamw=True)
+        self.assertFalse(passed)
+        self.assertEqual(worst[1], "w.exp_avg_sq")
+        self.assertEqual(len(failures), 1, failures)
+        self.assertIn("w.exp_avg_sq: relative difference", failures[0])
+        self.assertIn("> 0.02", failures[0])
+        b["step"] = ("I64", [3])  # integers stay exact
+        self.assertIn("step: integers differ", "\n".join(
+            self.verdict(a, b, 1e-2, after_adamw=True)[2]))
+
+    def test_nan_integers_missing_and_shapes_fail(self):
+        a = {"w": ("F32", [1.0, 2.0]), "n": ("I64", [3]),
+             "gone": ("F32", [1.0]), "s": ("F32", [1.0, 2.0])}
+        b = {"w": ("F32", [1.0, float("nan")]), "n": ("I64", [4]),
+             "s": ("F32", [1.0])}
+        passed, _, failures, _, _ = self.verdict(a, b, 1.0)
+        self.assertFalse(passed)
+        text = "\n".join(failures)
+        for want in ("w: NaN or infinity", "n: integers differ",
+                     "gone: missing from", "s: F32[2] vs F32[1]"):
+            self.assertIn(want, text)
+
+    def test_tolerance_zero_means_the_same_values(self):
+        a = {"w": ("F32", [1.0, 2.0])}
+        self.assertTrue(self.verdict(a, a, 0.0, after_adamw=True)[0])
+        b = {"w": ("F32", [1.0, 2.0000002])}
+        self.assertFalse(self.verdict(a, b, 0.0, after_adamw=True)[0])
+
+    def test_bf16_is_read(self):
+        a = {"w": ("BF16", [1.0, -2.5])}
+        b = {"w": ("BF16", [1.0, -2.515625])}  # one bf16 unit apart
+        _, worst, _, _, _ = self.verdict(a, b, 1.0)
+        self.assertAlmostEqual(worst[0], 0.015625 / (1 + 2.515625 ** 2)
+                               ** 0.5, places=9)
+
+    def test_skip_leaves_out_and_counts(self):
+        a = {"attn.c_attn.bias": ("F32", [1.0]), "w": ("F32", [1.0])}
+        b = {"attn.c_attn.bias": ("F32", [5.0]), "w": ("F32", [1.0])}
+        import re
+        passed, _, _, _, skipped = self.verdict(
+            a, b, 1e-4, skip=re.compile(r"attn\.c_attn\.bias"))
+        self.assertTrue(passed)
+        self.assertEqual(skipped, ["attn.c_attn.bias"])
+
+    def test_main_exit_status(self):
+        pa, pb = self.pair({"w": ("F32", [1.0])}, {"w": ("F32", [1.1])})
+        self.assertEqual(compare_dumps.main(["--tol", "0.2", pa, pb]), 0)
+        self.assertEqual(compare_dumps.main(["--tol", "0.01", pa, pb]), 1)
+        self.assertEqual(compare_dumps.main(["--tol", "0.06",
+                                             "--after-adamw", pa, pb]), 0)
+        self.assertEqual(compare_dumps.main(["--tol", "0.04",
+                                             "--after-adamw", pa, pb]), 1)
+        self.assertEqual(compare_dumps.main([pa, pa + ".missing"]), 2)
+
+
+if __name__ == "__main__":
+    unittest.main()
