@@ -5,7 +5,8 @@
 // those rely on: its schedules (TPCRT_EMULATION_SCHEDULE) find a missing
 // barrier that the default order hides, a barrier or warp collective that
 // not every thread reaches is reported instead of hanging, and a bad
-// schedule is refused with its value.
+// schedule is refused with its value. And emulation/cuda_runtime_api.h's
+// device memory: the device's operations reach it, host code does not.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +17,8 @@
 
 // Last: it defines CUDA's keywords and built-in variables as macros.
 #include "CudaCommon.cuh"
+
+#include <cuda_runtime_api.h>
 
 using namespace tpcrt;
 using namespace tpcrt::cuda;
@@ -146,6 +149,48 @@ TEST(CudaEmulation, BadScheduleRefusesLaunches) {
   EXPECT_FALSE(ran);
   EXPECT_EQ(error, "TPCRT_EMULATION_SCHEDULE=sideways: expected forward, "
                    "reverse, warps, shuffle or shuffle:SEED");
+}
+
+/// Doubles n floats in place.
+__global__ void doubleKernel(float *x, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n)
+    x[i] *= 2.0f;
+}
+
+TEST(CudaEmulationMemory, OperationsReachDeviceMemory) {
+  constexpr int n = 1000;
+  std::vector<float> host(n), back(n, 0.0f);
+  for (int i = 0; i < n; ++i)
+    host[i] = float(i);
+  float *device = nullptr;
+  ASSERT_EQ(cudaMalloc(&device, n * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(device, host.data(), n * sizeof(float),
+                       cudaMemcpyHostToDevice),
+            cudaSuccess);
+  TPCRT_LAUNCH(doubleKernel, dim3(4), dim3(256), 0, nullptr, device, n);
+  ASSERT_EQ(cudaMemcpy(back.data(), device, n * sizeof(float),
+                       cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  for (int i = 0; i < n; ++i)
+    ASSERT_EQ(back[i], 2.0f * i) << i;
+  EXPECT_EQ(cudaFree(device), cudaSuccess);
+}
+
+// What a GPU would not allow (an illegal address, or garbage): the host
+// dereferencing a device pointer. Here it stops, naming the allocation.
+TEST(CudaEmulationMemoryDeathTest, HostTouchingDeviceMemoryStops) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        float *device = nullptr;
+        if (cudaMalloc(&device, 4096 + 64) != cudaSuccess)
+          std::abort();
+        volatile float *p = device + 1030;
+        *p = 1.0f;
+      },
+      "the host touched device memory at 0x[0-9a-f]+ \\(byte 4120 of a "
+      "4160-byte cudaMalloc\\): a GPU's memory does not allow that");
 }
 
 } // namespace

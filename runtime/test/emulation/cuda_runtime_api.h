@@ -14,7 +14,10 @@
 // a stream's position. The calls check what the driver would refuse:
 // copies and memsets must lie inside one allocation (or be host memory for
 // the host side), freed pointers must be allocations, a kernel fault fails
-// every later synchronization.
+// every later synchronization. Device memory is mapped inaccessible except
+// while an operation runs (DeviceAccess): host code that reads or writes it
+// directly, which a GPU's memory would not allow, stops with a message that
+// names the allocation (TPCRT_EMULATION_HOST_ACCESS=allow lifts that).
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +28,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -38,6 +42,9 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 enum cudaError_t {
   cudaSuccess = 0,
@@ -113,6 +120,8 @@ struct Runtime {
   std::mutex mutex;
   std::map<uintptr_t, size_t> allocations; // start -> bytes
   size_t allocated = 0;
+  /// DeviceAccess scopes open (the allocations are accessible while > 0).
+  int deviceAccess = 0;
   std::string message; // cudaGetErrorString's of a launch failure
   /// Every stream alive, the legacy default stream (null) first.
   std::vector<CUstream_st *> streams;
@@ -123,6 +132,88 @@ struct Runtime {
 inline Runtime &runtime() {
   static Runtime r;
   return r;
+}
+
+/// Whether device memory is kept from the host outside operations (not
+/// with TPCRT_EMULATION_HOST_ACCESS=allow).
+inline bool guardsDeviceMemory() {
+  static const bool guards = [] {
+    const char *v = std::getenv("TPCRT_EMULATION_HOST_ACCESS");
+    return !(v && std::strcmp(v, "allow") == 0);
+  }();
+  return guards;
+}
+/// An allocation's mapped bytes (whole pages).
+inline size_t mappedBytes(size_t bytes) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return (bytes + page - 1) / page * page;
+}
+/// Makes every allocation accessible or not (r.mutex held).
+inline void setAccess(Runtime &r, bool accessible) {
+  for (const auto &[start, bytes] : r.allocations)
+    mprotect(reinterpret_cast<void *>(start), mappedBytes(bytes),
+             accessible ? PROT_READ | PROT_WRITE : PROT_NONE);
+}
+/// While one lives, operations may touch device memory (the emulated
+/// device at work: kernels, copies, cuBLASLt, CUB, NCCL's messages).
+struct DeviceAccess {
+  DeviceAccess() {
+    if (!guardsDeviceMemory())
+      return;
+    Runtime &r = runtime();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    if (r.deviceAccess++ == 0)
+      setAccess(r, true);
+  }
+  ~DeviceAccess() {
+    if (!guardsDeviceMemory())
+      return;
+    Runtime &r = runtime();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    if (--r.deviceAccess == 0)
+      setAccess(r, false);
+  }
+  DeviceAccess(const DeviceAccess &) = delete;
+  DeviceAccess &operator=(const DeviceAccess &) = delete;
+};
+
+/// A fault in device memory outside a DeviceAccess: host code touched it.
+/// Says which allocation, then lets the fault take its course (the
+/// handler before, or the default: the process ends on SIGSEGV).
+inline struct sigaction previousSegv;
+inline void onSegv(int signal, siginfo_t *info, void *context) {
+  const Runtime &r = runtime(); // no lock: the process is failing anyway
+  const auto address = reinterpret_cast<uintptr_t>(info->si_addr);
+  auto it = r.allocations.upper_bound(address);
+  if (it != r.allocations.begin() && r.deviceAccess == 0) {
+    --it;
+    if (address - it->first < mappedBytes(it->second)) {
+      char text[256];
+      int n = std::snprintf(
+          text, sizeof text,
+          "emulated CUDA runtime: the host touched device memory at %p "
+          "(byte %zu of a %zu-byte cudaMalloc): a GPU's memory does not "
+          "allow that\n",
+          info->si_addr, static_cast<size_t>(address - it->first), it->second);
+      if (n > 0 && write(2, text, static_cast<size_t>(n)) < 0)
+        n = 0;
+    }
+  }
+  sigaction(SIGSEGV, &previousSegv, nullptr);
+  if (previousSegv.sa_flags & SA_SIGINFO && previousSegv.sa_sigaction)
+    previousSegv.sa_sigaction(signal, info, context);
+  // Otherwise the faulting access runs again under the previous handler.
+}
+inline void installSegvHandler() {
+  static const bool installed = [] {
+    struct sigaction action {};
+    action.sa_sigaction = onSegv;
+    action.sa_flags = SA_SIGINFO;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGSEGV, &action, &previousSegv);
+    return true;
+  }();
+  (void)installed;
 }
 
 /// The stream a handle names (null: the legacy default stream).
@@ -136,7 +227,11 @@ inline bool progress() {
   Runtime &r = runtime();
   if (r.progressing) // an operation that calls the runtime
     return false;
+  if (std::all_of(r.streams.begin(), r.streams.end(),
+                  [](const CUstream_st *s) { return s->pending.empty(); }))
+    return false;
   r.progressing = true;
+  DeviceAccess access;
   bool any = false;
   for (bool again = true; again;) {
     again = false;
@@ -350,11 +445,19 @@ inline cudaError_t cudaMalloc(void **p, size_t bytes) {
   std::lock_guard<std::mutex> lock(r.mutex);
   if (bytes == 0 || r.allocated + bytes > tpcrt::emu::kDeviceBytes)
     return cudaErrorMemoryAllocation;
-  size_t rounded = (bytes + 255) / 256 * 256;
-  void *memory = std::aligned_alloc(256, rounded);
-  if (!memory)
+  // Whole pages (so 256-byte aligned), inaccessible to the host outside
+  // operations (DeviceAccess).
+  const size_t mapped = tpcrt::emu::mappedBytes(bytes);
+  void *memory = mmap(nullptr, mapped, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (memory == MAP_FAILED)
     return cudaErrorMemoryAllocation;
-  std::memset(memory, 0xa5, rounded);
+  std::memset(memory, 0xa5, mapped);
+  if (tpcrt::emu::guardsDeviceMemory()) {
+    tpcrt::emu::installSegvHandler();
+    if (r.deviceAccess == 0)
+      mprotect(memory, mapped, PROT_NONE);
+  }
   r.allocations[reinterpret_cast<uintptr_t>(memory)] = bytes;
   r.allocated += bytes;
   *p = memory;
@@ -374,8 +477,8 @@ inline cudaError_t cudaFree(void *p) {
     return tpcrt::emu::refuse(cudaErrorInvalidDevicePointer,
                               "cudaFree of a pointer it did not allocate");
   r.allocated -= it->second;
+  munmap(p, tpcrt::emu::mappedBytes(it->second));
   r.allocations.erase(it);
-  std::free(p);
   return cudaSuccess;
 }
 
