@@ -193,4 +193,21 @@ TEST(CudaEmulationMemoryDeathTest, HostTouchingDeviceMemoryStops) {
       "4160-byte cudaMalloc\\): a GPU's memory does not allow that");
 }
 
+// A kernel given a host pointer (an illegal address on a GPU) faults
+// without running, and the device's next synchronization fails.
+TEST(CudaEmulationMemoryDeathTest, KernelGivenAHostPointerFaults) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        std::vector<float> host(8, 1.0f);
+        TPCRT_LAUNCH(doubleKernel, dim3(1), dim3(32), 0, nullptr, host.data(),
+                     8);
+        cudaError_t error = cudaDeviceSynchronize();
+        std::exit(error != cudaSuccess && host[0] == 1.0f ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0),
+      "emulated kernel fault: argument 0 is 0x[0-9a-f]+, not device memory "
+      "\\(a host pointer: an illegal address on a GPU\\)");
+}
+
 } // namespace

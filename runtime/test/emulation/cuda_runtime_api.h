@@ -41,6 +41,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include <sys/mman.h>
@@ -663,9 +664,31 @@ cudaError_t cudaFuncSetAttribute(Kernel kernel, cudaFuncAttribute attribute,
 
 namespace tpcrt::emu {
 
+/// Why argument `index` (a pointer) could not be read by a kernel on a GPU:
+/// it is not null and not inside (or just past) a device allocation. Empty
+/// when it could; other arguments (values, structs) are not looked into.
+template <typename T>
+std::string hostPointerArgument(int index, const T &argument) {
+  if constexpr (std::is_pointer_v<T>) {
+    if (argument && !isDeviceRange(argument, 0)) {
+      char text[160];
+      std::snprintf(text, sizeof text,
+                    "argument %d is %p, not device memory (a host pointer: "
+                    "an illegal address on a GPU)",
+                    index, static_cast<const void *>(argument));
+      return text;
+    }
+  }
+  (void)index;
+  (void)argument;
+  return {};
+}
+
 /// TPCRT_LAUNCH's kernel<<<grid, threads, sharedBytes, stream>>>(args...):
 /// checks the configuration as the hardware does, then enqueues the
 /// kernel's blocks on the stream (run at once when nothing is before them).
+/// A pointer argument that is no device memory makes it fault as it would
+/// on a GPU (every later synchronization fails), without running.
 template <typename Kernel, typename... Args>
 void launchKernel(Kernel kernel, dim3 grid, dim3 threads, size_t sharedBytes,
                   cudaStream_t stream, Args... args) {
@@ -692,9 +715,16 @@ void launchKernel(Kernel kernel, dim3 grid, dim3 threads, size_t sharedBytes,
     std::fprintf(stderr, "emulated launch refused: %s\n", refusal.c_str());
     return;
   }
+  std::string badArgument;
+  int index = 0;
+  ((badArgument.empty() ? (void)(badArgument = hostPointerArgument(index, args))
+                        : (void)0,
+    ++index),
+   ...);
   enqueueWork(stream, [=] {
-    std::string fault =
-        launch(grid, threads, sharedBytes, [&] { kernel(args...); });
+    std::string fault = badArgument.empty() ? launch(grid, threads, sharedBytes,
+                                                     [&] { kernel(args...); })
+                                            : badArgument;
     if (fault.empty())
       return;
     std::fprintf(stderr, "emulated kernel fault: %s\n", fault.c_str());
