@@ -19,9 +19,11 @@
 // when the device under test cannot be created. `--device cpu` compares the
 // CPU with itself: every case is a valid executable and the harness runs.
 // `--self-test` runs the harness against a broken device (the CPU device
-// that skips softmax and perturbs sum_squares' result by 1e-3) and exits 0
-// iff exactly those cases fail. The collectives and transfers need ranks:
-// runtime.Nccl and the ranks tests check them.
+// that skips softmax, perturbs sum_squares' result by 1e-3 and stores a
+// byte past gelu_grad's) and exits 0 iff exactly those cases fail. Arena bytes
+// no kernel writes must be unchanged after the steps (runOnce): a store out
+// of its result's bounds fails the case. The collectives and transfers need
+// ranks: runtime.Nccl and the ranks tests check them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -62,10 +64,12 @@ constexpr double kHalfTolerance = 1e-2;
 constexpr double kTf32Tolerance = 1e-2;
 
 /// The broken device of --self-test: skips one opcode's kernel (its results
-/// keep their poison) and scales another's first result by 1 + 1e-3.
+/// keep their poison), scales another's first result by 1 + 1e-3 and has a
+/// third store one byte past its first result.
 constexpr Op kSkippedOp = Op::Softmax;
 constexpr Op kPerturbedOp = Op::SumSquares;
 constexpr double kPerturbation = 1e-3;
+constexpr Op kOverrunOp = Op::GeluGrad;
 
 struct Options {
   std::string device = "cuda";
@@ -86,8 +90,8 @@ cpu::FloatType floatTypeOf(DT dtype) {
 }
 
 /// A CPU device that runs every kernel but kSkippedOp (with `skipAll`:
-/// none) and perturbs kPerturbedOp's first result: what the harness must
-/// catch.
+/// none), perturbs kPerturbedOp's first result and changes the byte after
+/// kOverrunOp's: what the harness must catch.
 class BrokenDevice final : public Device {
 public:
   BrokenDevice(std::unique_ptr<Device> inner, bool skipAll)
@@ -118,10 +122,24 @@ public:
       return Status::ok();
     if (Status s = inner_->execute(call, context); !s)
       return s;
+    if (call.op == kOverrunOp)
+      return overrun(call.results[0]);
     return call.op == kPerturbedOp ? perturb(call.results[0]) : Status::ok();
   }
 
 private:
+  /// Flips the byte just past `t` (where there is one).
+  Status overrun(const TensorRef &t) {
+    uint64_t at = t.offset + t.bytes;
+    if (at >= inner_->arenaBytes())
+      return Status::ok();
+    uint8_t byte = 0;
+    if (Status s = inner_->copyFromArena(at, &byte, 1); !s)
+      return s;
+    byte ^= 0x5a;
+    return inner_->copyToArena(at, &byte, 1);
+  }
+
   Status perturb(const TensorRef &t) {
     if (!isFloatDType(t.dtype))
       return Status::error("perturb: not a float result");
@@ -236,8 +254,43 @@ Status fillBytes(const fb::BufferT &buffer, const Fill &fill, uint64_t key,
 
 using Bytes = std::vector<std::vector<uint8_t>>;
 
+/// The first arena byte that differs between `before` and `after` and that
+/// no kernel of `program` writes (results, pooled slots and all), nor the
+/// interpreter (the inputs it fills itself, isRuntimeInput: the step): a
+/// store out of its result's bounds. Empty when none.
+std::string strayStore(const Program &program,
+                       const std::vector<uint8_t> &before,
+                       const std::vector<uint8_t> &after) {
+  std::vector<bool> written(before.size(), false);
+  auto mark = [&](const TensorRef &r) {
+    uint64_t span = r.bytes + uint64_t(r.poolSlots - 1) * r.poolStride;
+    for (uint64_t b = r.offset; b < r.offset + span && b < written.size(); ++b)
+      written[b] = true;
+  };
+  for (const KernelCall &call : program.calls)
+    for (const TensorRef &r : call.results)
+      mark(r);
+  for (const BindingRef &input : program.inputs)
+    if (isRuntimeInput(input.name))
+      mark(program.buffers[input.buffer]);
+  for (size_t b = 0; b < before.size(); ++b) {
+    if (written[b] || before[b] == after[b])
+      continue;
+    std::string where = "between buffers";
+    for (size_t i = 0; i < program.buffers.size(); ++i) {
+      const TensorRef &t = program.buffers[i];
+      if (b >= t.offset && b < t.offset + t.bytes)
+        where = "in buffer " + std::to_string(i) + ", which no kernel writes";
+    }
+    return "arena byte " + std::to_string(b) + " (" + where +
+           ") changed: a store out of its result's bounds";
+  }
+  return {};
+}
+
 /// One run of `c` on `device`: sources written, results poisoned, the
-/// steps run, the compared buffers read back.
+/// steps run, the compared buffers read back. Arena bytes that no kernel
+/// writes must come out as they went in.
 Status runOnce(const Case &c, const LoadedExecutable &exe,
                std::unique_ptr<Device> device, const Bytes &sources,
                Bytes &results) {
@@ -261,9 +314,21 @@ Status runOnce(const Case &c, const LoadedExecutable &exe,
           !s)
         return s;
   }
+  const Program &program = interpreter.program();
+  std::vector<uint8_t> before(program.arenaBytes), after(program.arenaBytes);
+  if (Status s =
+          interpreter.device().copyFromArena(0, before.data(), before.size());
+      !s)
+    return s;
   for (int step = 0; step < c.steps; ++step)
     if (Status s = interpreter.runStep(); !s)
       return s;
+  if (Status s =
+          interpreter.device().copyFromArena(0, after.data(), after.size());
+      !s)
+    return s;
+  if (std::string stray = strayStore(program, before, after); !stray.empty())
+    return Status::error(stray);
   for (size_t i = 0; i < c.compared.size(); ++i)
     if (Status s = interpreter.readBuffer(c.compared[i], results[i].data(),
                                           results[i].size());
@@ -571,7 +636,8 @@ int runChecks(const Options &o, Output &out) {
            (o.tf32 ? ", tf32" : "") +
            (o.selfTest
                 ? std::string(" (self-test: skips ") + opCodeName(kSkippedOp) +
-                      ", perturbs " + opCodeName(kPerturbedOp) + " by 1e-3)"
+                      ", perturbs " + opCodeName(kPerturbedOp) +
+                      " by 1e-3, stores past " + opCodeName(kOverrunOp) + ")"
                 : ""));
 
   // A device that cannot be made skips the whole check.
@@ -614,13 +680,14 @@ int runChecks(const Options &o, Output &out) {
 
   auto start = std::chrono::steady_clock::now();
   int passed = 0, failed = 0, unexpected = 0, skipCaught = 0, skipCases = 0,
-      perturbCaught = 0, perturbCases = 0;
+      perturbCaught = 0, perturbCases = 0, overrunCaught = 0, overrunCases = 0;
   for (const Case &c : cases) {
     if (!selected(c, o))
       continue;
     Verdict v = checkCase(c, o);
     bool expectFail =
-        o.selfTest && (c.op == kSkippedOp || c.op == kPerturbedOp);
+        o.selfTest &&
+        (c.op == kSkippedOp || c.op == kPerturbedOp || c.op == kOverrunOp);
     const char *note = "";
     if (o.selfTest && expectFail)
       note = v.pass ? "  <- NOT caught" : "  (expected: broken device)";
@@ -637,6 +704,10 @@ int runChecks(const Options &o, Output &out) {
     if (c.op == kPerturbedOp) {
       ++perturbCases;
       perturbCaught += !v.pass;
+    }
+    if (c.op == kOverrunOp) {
+      ++overrunCases;
+      overrunCaught += !v.pass;
     }
   }
   // Bad ids and labels are refused with the CPU's words (not in the
@@ -672,14 +743,15 @@ int runChecks(const Options &o, Output &out) {
     code = 1;
   } else if (o.selfTest) {
     int uncaught = uncaughtWhenSkipped(cases, o, out);
-    bool ok =
-        unexpected == 0 && skipCases > 0 && perturbCases > 0 && uncaught == 0;
+    bool ok = unexpected == 0 && skipCases > 0 && perturbCases > 0 &&
+              overrunCases > 0 && uncaught == 0;
     std::snprintf(text, sizeof(text),
                   "self-test: caught %d/%d skipped %s, %d/%d perturbed %s, "
-                  "%d unexpected verdicts; with every kernel skipped %d/%d "
-                  "cases fail: %s",
+                  "%d/%d overrunning %s, %d unexpected verdicts; with every "
+                  "kernel skipped %d/%d cases fail: %s",
                   skipCaught, skipCases, opCodeName(kSkippedOp), perturbCaught,
-                  perturbCases, opCodeName(kPerturbedOp), unexpected,
+                  perturbCases, opCodeName(kPerturbedOp), overrunCaught,
+                  overrunCases, opCodeName(kOverrunOp), unexpected,
                   total - uncaught, total, ok ? "OK" : "FAILED");
     out.line(text);
     code = ok && missing.empty() ? 0 : 1;
