@@ -35,6 +35,23 @@
 
 namespace tpcrt::cuda {
 
+/// `p` as a pointer to the vector type V (uint4, float2, ...): a GPU
+/// faults on a V access that is not sizeof(V)-byte aligned ("misaligned
+/// address"), which the host emulation checks here.
+template <typename V>
+__device__ __forceinline__ const V *vectorAt(const void *p) {
+#ifdef TPCRT_CUDA_EMULATION
+  ::tpcrt::emu::checkAligned(p, sizeof(V));
+#endif
+  return static_cast<const V *>(p);
+}
+template <typename V> __device__ __forceinline__ V *vectorAt(void *p) {
+#ifdef TPCRT_CUDA_EMULATION
+  ::tpcrt::emu::checkAligned(p, sizeof(V));
+#endif
+  return static_cast<V *>(p);
+}
+
 __device__ __forceinline__ float loadFloat(const void *p, Storage type,
                                            int64_t i) {
   switch (type) {
@@ -200,8 +217,7 @@ __device__ __forceinline__ void loadVec(const void *p, Storage type, int64_t i,
                                         float (&v)[kVec]) {
   switch (type) {
   case Storage::BF16: {
-    uint4 raw = *reinterpret_cast<const uint4 *>(
-        static_cast<const __nv_bfloat16 *>(p) + i);
+    uint4 raw = *vectorAt<uint4>(static_cast<const __nv_bfloat16 *>(p) + i);
     __nv_bfloat162 h[4];
     memcpy(h, &raw, sizeof(raw));
     for (int k = 0; k < 4; ++k) {
@@ -212,8 +228,7 @@ __device__ __forceinline__ void loadVec(const void *p, Storage type, int64_t i,
     break;
   }
   case Storage::F16: {
-    uint4 raw =
-        *reinterpret_cast<const uint4 *>(static_cast<const __half *>(p) + i);
+    uint4 raw = *vectorAt<uint4>(static_cast<const __half *>(p) + i);
     __half2 h[4];
     memcpy(h, &raw, sizeof(raw));
     for (int k = 0; k < 4; ++k) {
@@ -224,8 +239,7 @@ __device__ __forceinline__ void loadVec(const void *p, Storage type, int64_t i,
     break;
   }
   case Storage::U8: {
-    uint2 raw =
-        *reinterpret_cast<const uint2 *>(static_cast<const uint8_t *>(p) + i);
+    uint2 raw = *vectorAt<uint2>(static_cast<const uint8_t *>(p) + i);
     uint8_t b[8];
     memcpy(b, &raw, sizeof(raw));
     for (int k = 0; k < kVec; ++k)
@@ -233,8 +247,7 @@ __device__ __forceinline__ void loadVec(const void *p, Storage type, int64_t i,
     break;
   }
   default: {
-    const float4 *q =
-        reinterpret_cast<const float4 *>(static_cast<const float *>(p) + i);
+    const float4 *q = vectorAt<float4>(static_cast<const float *>(p) + i);
     float4 a = q[0], b = q[1];
     v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w;
     v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
@@ -252,7 +265,7 @@ __device__ __forceinline__ void storeVec(void *p, Storage type, int64_t i,
       h[k] = __floats2bfloat162_rn(v[2 * k], v[2 * k + 1]);
     uint4 raw;
     memcpy(&raw, h, sizeof(raw));
-    *reinterpret_cast<uint4 *>(static_cast<__nv_bfloat16 *>(p) + i) = raw;
+    *vectorAt<uint4>(static_cast<__nv_bfloat16 *>(p) + i) = raw;
     break;
   }
   case Storage::F16: {
@@ -261,11 +274,11 @@ __device__ __forceinline__ void storeVec(void *p, Storage type, int64_t i,
       h[k] = __floats2half2_rn(v[2 * k], v[2 * k + 1]);
     uint4 raw;
     memcpy(&raw, h, sizeof(raw));
-    *reinterpret_cast<uint4 *>(static_cast<__half *>(p) + i) = raw;
+    *vectorAt<uint4>(static_cast<__half *>(p) + i) = raw;
     break;
   }
   default: {
-    float4 *q = reinterpret_cast<float4 *>(static_cast<float *>(p) + i);
+    float4 *q = vectorAt<float4>(static_cast<float *>(p) + i);
     q[0] = make_float4(v[0], v[1], v[2], v[3]);
     q[1] = make_float4(v[4], v[5], v[6], v[7]);
   }

@@ -161,16 +161,15 @@ __device__ __forceinline__ void storePair(void *p, Storage type, int64_t i,
                                           float lo, float hi) {
   switch (type) {
   case Storage::BF16:
-    reinterpret_cast<__nv_bfloat162 *>(static_cast<__nv_bfloat16 *>(p) + i)[0] =
+    *vectorAt<__nv_bfloat162>(static_cast<__nv_bfloat16 *>(p) + i) =
         __floats2bfloat162_rn(lo, hi);
     break;
   case Storage::F16:
-    reinterpret_cast<__half2 *>(static_cast<__half *>(p) + i)[0] =
+    *vectorAt<__half2>(static_cast<__half *>(p) + i) =
         __floats2half2_rn(lo, hi);
     break;
   default:
-    reinterpret_cast<float2 *>(static_cast<float *>(p) + i)[0] =
-        make_float2(lo, hi);
+    *vectorAt<float2>(static_cast<float *>(p) + i) = make_float2(lo, hi);
   }
 }
 

@@ -71,7 +71,7 @@ __global__ void __launch_bounds__(kThreads)
     float x[kVec], r[kVec];
     loadVec(p.x, p.xType, base, x);
     loadVec(p.r, p.rType, base, r);
-    uint2 raw = *reinterpret_cast<const uint2 *>(p.mask + base);
+    uint2 raw = *vectorAt<uint2>(p.mask + base);
     uint8_t m[kVec];
     memcpy(m, &raw, sizeof(raw));
 #pragma unroll

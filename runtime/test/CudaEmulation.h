@@ -586,6 +586,17 @@ inline bool sharedOk(unsigned address, unsigned bytes, const char *what) {
   return false;
 }
 
+/// A `bytes`-wide vector access at `p` (CudaCommon.cuh's vectorAt): a
+/// fault unless `p` is `bytes`-byte aligned, as on a GPU.
+inline void checkAligned(const void *p, size_t bytes) {
+  if (reinterpret_cast<uintptr_t>(p) % bytes == 0)
+    return;
+  char text[96];
+  std::snprintf(text, sizeof text,
+                "misaligned address %p for a %zu-byte access", p, bytes);
+  block().fault(text);
+}
+
 /// bar.warp.sync with a full mask (__syncwarp()): the warp's 32 lanes.
 inline void syncWarpMask(unsigned mask) {
   if (mask != 0xffffffffu) {

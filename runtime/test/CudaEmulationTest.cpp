@@ -210,4 +210,21 @@ TEST(CudaEmulationMemoryDeathTest, KernelGivenAHostPointerFaults) {
       "\\(a host pointer: an illegal address on a GPU\\)");
 }
 
+// CudaCommon.cuh's vectorAt: a vector access that is not aligned to its
+// width faults, as on a GPU ("misaligned address").
+TEST(CudaEmulation, MisalignedVectorAccessFaults) {
+  alignas(16) float data[12] = {};
+  std::string aligned = emu::launch(dim3(1), dim3(32), 0, [&] {
+    (void)*vectorAt<float4>(data + 4);
+    *vectorAt<float2>(data + 2) = make_float2(1.0f, 2.0f);
+  });
+  EXPECT_EQ(aligned, "");
+  std::string misaligned = emu::launch(
+      dim3(1), dim3(32), 0, [&] { (void)*vectorAt<float4>(data + 2); });
+  EXPECT_NE(misaligned.find("misaligned address 0x"), std::string::npos)
+      << misaligned;
+  EXPECT_NE(misaligned.find("for a 16-byte access"), std::string::npos)
+      << misaligned;
+}
+
 } // namespace
