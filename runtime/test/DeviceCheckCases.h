@@ -198,6 +198,16 @@ public:
     c.poisoned.push_back(false);
     return id;
   }
+  /// A buffer between kernels: neither filled, poisoned nor compared.
+  uint32_t temp(DT dt, Shape shape) { return b.buffer(dt, std::move(shape)); }
+  /// A buffer over `of`'s bytes, for a kernel to write after `of`'s last
+  /// read (as the memory planner reuses dead bytes): neither poisoned nor
+  /// compared.
+  uint32_t alias(uint32_t of, DT dt, Shape shape) {
+    b.exe.buffers.push_back(
+        test::makeBuffer(b.exe.buffers[of]->offset, dt, std::move(shape)));
+    return static_cast<uint32_t>(b.exe.buffers.size() - 1);
+  }
   void kernel(Op op, std::vector<uint32_t> operands,
               std::vector<uint32_t> results, std::vector<int64_t> ints = {},
               std::vector<double> floats = {}, uint32_t flags = 0) {
@@ -314,6 +324,23 @@ inline void addCases(DT F, std::vector<Case> &out) {
     uint32_t table = b.in(F, {kVocab, kHidden});
     uint32_t ids = b.in(DT::I64, {kBatch, kSeqQ}, idsBelow(kVocab));
     b.kernel(Op::Embedding, {table, ids}, {b.out(F, act)});
+    add(b.exact());
+  }
+  if (f32) {
+    // Ids in a temporary (as a slice or a received tensor is) whose bytes
+    // the next kernel of the step reuses: a device that learns of a bad id
+    // only after the step must still name the id it refused (the refusal
+    // check), not what the bytes hold by then.
+    CaseBuilder b(Op::Embedding, F, dt,
+                  "table[203,96] ids[2,37] copied, then their bytes reused");
+    uint32_t table = b.in(F, {kVocab, kHidden});
+    Shape idsShape = {kBatch, kSeqQ};
+    uint32_t ids = b.in(DT::I64, idsShape, idsBelow(kVocab));
+    uint32_t copied = b.temp(DT::I64, idsShape);
+    b.kernel(Op::Copy, {ids}, {copied});
+    b.kernel(Op::Embedding, {table, copied}, {b.out(F, act)});
+    uint32_t other = b.in(DT::I64, idsShape, idsBelow(kVocab));
+    b.kernel(Op::Copy, {other}, {b.alias(copied, DT::I64, idsShape)});
     add(b.exact());
   }
   if (!f32) {
