@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# benchmarks/cuda/resource-usage.sh [BUILD] [ARCH]: what ptxas gives each
+# CUDA kernel of runtime/cuda/*.cu for ARCH (default sm_90): registers per
+# thread, spill stores/loads, stack and static shared memory, one line per
+# kernel (demangled, sorted by registers), then the kernels that spill.
+# Compiles each .cu file once more with nvcc --resource-usage (the flags of
+# BUILD's libtpcrt-cuda.so, default build/); no GPU needed. A kernel's
+# registers times its block size must stay within the SM's 65536 (else the
+# launch fails: "too many resources requested"); spills cost local-memory
+# traffic.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=${1:-$root/build}
+arch=${2:-sm_90}
+nvcc=${CUDACXX:-/usr/local/cuda/bin/nvcc}
+[ -x "$nvcc" ] || { echo "no nvcc at $nvcc (set CUDACXX)"; exit 77; }
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+cat >"$out/report.py" <<'PY'
+import re, subprocess, sys
+rows, fn, spill = [], None, (0, 0)
+for line in sys.stdin:
+    m = re.search(r"Function properties for (\S+)", line)
+    if m:
+        fn, spill = m.group(1), (0, 0)
+    m = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", line)
+    if m and fn:
+        spill = (int(m.group(1)), int(m.group(2)))
+    m = re.search(r"Used (\d+) registers.*?(?:, (\d+) bytes smem)?", line)
+    if m and fn and not fn.startswith("__internal"):
+        smem = re.search(r"(\d+) bytes smem", line)
+        rows.append((int(m.group(1)), spill, int(smem.group(1)) if smem else 0, fn))
+        fn = None
+names = subprocess.run(["c++filt"], input="\n".join(r[3] for r in rows),
+                       capture_output=True, text=True).stdout.split("\n")
+print(f"{len(rows)} kernels")
+print("regs spill st/ld   smem  kernel")
+for (regs, (st, ld), smem, _), name in sorted(zip(rows, names)):
+    print(f"{regs:>4} {st:>5}/{ld:<5} {smem:>6}  {name[:150]}")
+spilling = [(r, n) for r, n in zip(rows, names) if r[1] != (0, 0)]
+print(f"spilling: {len(spilling)}")
+for (regs, (st, ld), _, _), name in spilling:
+    print(f"  {name[:150]}: {st} bytes stored, {ld} loaded")
+
+PY
+for cu in "$root"/runtime/cuda/*.cu; do
+  "$nvcc" -DTPCRT_HAVE_CUDNN=1 -I"$root/runtime/cuda" \
+    -I"$root/runtime/include" -isystem="$build/runtime/generated" -O3 \
+    -DNDEBUG "--generate-code=arch=compute_${arch#sm_},code=[$arch]" \
+    -Xcompiler=-fPIC --expt-relaxed-constexpr -std=c++17 --resource-usage \
+    -x cu -c "$cu" -o "$out/$(basename "$cu").o" 2>&1
+done | python3 "$out/report.py"
