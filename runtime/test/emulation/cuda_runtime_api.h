@@ -145,9 +145,36 @@ inline bool guardsDeviceMemory() {
   return guards;
 }
 /// An allocation's mapped bytes (whole pages).
+/// Huge pages for an allocation of at least a MiB: opening and closing it
+/// to the host (mprotect, every operation) then changes a few page-table
+/// entries, not thousands.
+constexpr size_t kHugePage = size_t(2) << 20;
 inline size_t mappedBytes(size_t bytes) {
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  return (bytes + page - 1) / page * page;
+  const size_t unit = bytes >= kHugePage / 2
+                          ? kHugePage
+                          : static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return (bytes + unit - 1) / unit * unit;
+}
+/// `bytes` of fresh memory at a multiple of its unit (MAP_FAILED: none).
+inline void *mapDeviceMemory(size_t bytes) {
+  const size_t mapped = mappedBytes(bytes);
+  if (mapped % kHugePage != 0)
+    return mmap(nullptr, mapped, PROT_READ | PROT_WRITE,
+                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  // Over-map, then trim to a 2 MiB boundary.
+  void *raw = mmap(nullptr, mapped + kHugePage, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED)
+    return raw;
+  const uintptr_t start = reinterpret_cast<uintptr_t>(raw);
+  const uintptr_t aligned = (start + kHugePage - 1) / kHugePage * kHugePage;
+  if (aligned > start)
+    munmap(raw, aligned - start);
+  if (aligned + mapped < start + mapped + kHugePage)
+    munmap(reinterpret_cast<void *>(aligned + mapped),
+           start + mapped + kHugePage - (aligned + mapped));
+  madvise(reinterpret_cast<void *>(aligned), mapped, MADV_HUGEPAGE);
+  return reinterpret_cast<void *>(aligned);
 }
 /// Makes every allocation accessible or not (r.mutex held).
 inline void setAccess(Runtime &r, bool accessible) {
@@ -449,8 +476,7 @@ inline cudaError_t cudaMalloc(void **p, size_t bytes) {
   // Whole pages (so 256-byte aligned), inaccessible to the host outside
   // operations (DeviceAccess).
   const size_t mapped = tpcrt::emu::mappedBytes(bytes);
-  void *memory = mmap(nullptr, mapped, PROT_READ | PROT_WRITE,
-                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void *memory = tpcrt::emu::mapDeviceMemory(bytes);
   if (memory == MAP_FAILED)
     return cudaErrorMemoryAllocation;
   std::memset(memory, 0xa5, mapped);
