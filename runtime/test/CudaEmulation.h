@@ -768,12 +768,22 @@ inline void runBlock(Block &b) {
   b.draws = schedule().seed ^
             (uint64_t(b.blockIdx.x) |
              (uint64_t(b.blockIdx.y) << 24 | uint64_t(b.blockIdx.z) << 48));
-  // Reverse and Warps start from the last thread / warp, Shuffle anywhere.
-  b.current = schedule().kind == Schedule::Forward ? 0 : n - 1;
-  if (schedule().kind == Schedule::Shuffle)
-    b.current = static_cast<int>(mixBits(b.draws) % uint64_t(n));
-  else if (schedule().kind == Schedule::Warps)
+  // The first turn: thread 0, the last thread, the last warp's first lane,
+  // or anyone.
+  switch (schedule().kind) {
+  case Schedule::Forward:
+    b.current = 0;
+    break;
+  case Schedule::Reverse:
+    b.current = n - 1;
+    break;
+  case Schedule::Warps:
     b.current = (n - 1) / kWarpSize * kWarpSize;
+    break;
+  case Schedule::Shuffle:
+    b.current = static_cast<int>(mixBits(b.draws) % uint64_t(n));
+    break;
+  }
   Thread &first = b.threads[b.current];
   running = &first;
   switchContext(b.scheduler, first.context);

@@ -144,11 +144,10 @@ inline bool guardsDeviceMemory() {
   }();
   return guards;
 }
-/// An allocation's mapped bytes (whole pages).
-/// Huge pages for an allocation of at least a MiB: opening and closing it
-/// to the host (mprotect, every operation) then changes a few page-table
-/// entries, not thousands.
 constexpr size_t kHugePage = size_t(2) << 20;
+/// An allocation's mapped bytes: whole pages, huge ones from a MiB up, so
+/// that opening and closing it to the host (mprotect, every operation)
+/// changes a few page-table entries, not thousands.
 inline size_t mappedBytes(size_t bytes) {
   const size_t unit = bytes >= kHugePage / 2
                           ? kHugePage
@@ -161,7 +160,8 @@ inline void *mapDeviceMemory(size_t bytes) {
   if (mapped % kHugePage != 0)
     return mmap(nullptr, mapped, PROT_READ | PROT_WRITE,
                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  // Over-map, then trim to a 2 MiB boundary.
+  // Over-map by a huge page, then trim both ends to a 2 MiB boundary (the
+  // head may be empty, the tail never is).
   void *raw = mmap(nullptr, mapped + kHugePage, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (raw == MAP_FAILED)
@@ -170,9 +170,8 @@ inline void *mapDeviceMemory(size_t bytes) {
   const uintptr_t aligned = (start + kHugePage - 1) / kHugePage * kHugePage;
   if (aligned > start)
     munmap(raw, aligned - start);
-  if (aligned + mapped < start + mapped + kHugePage)
-    munmap(reinterpret_cast<void *>(aligned + mapped),
-           start + mapped + kHugePage - (aligned + mapped));
+  munmap(reinterpret_cast<void *>(aligned + mapped),
+         start + kHugePage - aligned);
   madvise(reinterpret_cast<void *>(aligned), mapped, MADV_HUGEPAGE);
   return reinterpret_cast<void *>(aligned);
 }
@@ -473,8 +472,8 @@ inline cudaError_t cudaMalloc(void **p, size_t bytes) {
   std::lock_guard<std::mutex> lock(r.mutex);
   if (bytes == 0 || r.allocated + bytes > tpcrt::emu::kDeviceBytes)
     return cudaErrorMemoryAllocation;
-  // Whole pages (so 256-byte aligned), inaccessible to the host outside
-  // operations (DeviceAccess).
+  // Whole pages (mappedBytes; so 256-byte aligned), inaccessible to the
+  // host outside operations (DeviceAccess).
   const size_t mapped = tpcrt::emu::mappedBytes(bytes);
   void *memory = tpcrt::emu::mapDeviceMemory(bytes);
   if (memory == MAP_FAILED)
