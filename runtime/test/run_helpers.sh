@@ -8,7 +8,11 @@
 #                              holds PATTERN (a launcher that became mpiexec
 #                              is not one)
 #   wait_for_step K [FILE]     waits up to 30 s for `step K ` in FILE
-#                              (default out.txt); status 1 if it never comes
+#                              (default out.txt); status 1 if it never comes.
+#                              Remove FILE before starting the run: a job
+#                              started with `>FILE &` truncates it only when
+#                              its shell gets to run, so an earlier run's
+#                              FILE can answer first
 #   wait_gone PID TENTHS       waits up to TENTHS/10 s for PID to end;
 #                              status 1 if it still runs
 

@@ -30,6 +30,7 @@ cleanup() {
 }
 
 # 1. A stopped rank: the run ends within the timeout plus a few seconds.
+rm -f out.txt err.txt # not the previous run's step lines
 "$run" "$dir/ranks2.tpcx" --ranks 2 --init-seed 1 --synthetic-seed 1 \
   --steps 100000000 --timeout 3 >out.txt 2>err.txt &
 job=$!
@@ -65,6 +66,7 @@ fi
 
 # 2. A slow rank (stopped 1.5 s, under the 5 s timeout, then continued) is
 # not killed: the run finishes.
+rm -f out.txt err.txt # not the previous run's step lines
 "$run" "$dir/ranks2.tpcx" --ranks 2 --init-seed 1 --synthetic-seed 1 \
   --steps 3000 --timeout 5 >out.txt 2>err.txt &
 job=$!

@@ -35,6 +35,7 @@ ranks() {
 }
 # interrupt_two WHAT SIGNAL TARGET: TARGET is "launcher" or "rank".
 interrupt_two() {
+  rm -f out.txt err.txt # not the previous run's step lines
   "$bin/tpc-run" "$work/two.tpcx" --ranks 2 --init-seed 1 --synthetic-seed 1 \
     --steps 100000000 >out.txt 2>err.txt &
   job=$!
