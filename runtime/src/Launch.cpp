@@ -98,11 +98,22 @@ bool tpcrt::joinLauncherWorld(const RankLauncher &launcher,
                               std::unique_ptr<Communicator> &world) {
   if (!underLauncher(launcher))
     return true;
+  // A rank that ends while MPI starts (its connection to the launcher half
+  // made) can leave Open MPI's mpiexec waiting forever (seen with SIGTERM
+  // to a starting rank: every rank gone, mpiexec still there). So SIGINT
+  // and SIGTERM wait until MPI has started; the previous mask then delivers
+  // one that came meanwhile to the caller's handler.
+  sigset_t interrupts, previous;
+  sigemptyset(&interrupts);
+  sigaddset(&interrupts, SIGINT);
+  sigaddset(&interrupts, SIGTERM);
+  ::pthread_sigmask(SIG_BLOCK, &interrupts, &previous);
   Status s = hasMpiBackend()
                  ? createMpiWorldCommunicator(world)
                  : Status::error(std::string("started by a launcher (mpirun, "
                                              "srun), but this ") +
                                  launcher.program + " was built without MPI");
+  ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   if (s)
     return true;
   if (launcherRank() <= 0)

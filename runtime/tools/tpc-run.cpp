@@ -998,7 +998,7 @@ Status firstFailure(Communicator &world, bool failed, int &first) {
 }
 
 /// This process's rank for the interruption message (-1: alone).
-int interruptedRank = -1;
+volatile sig_atomic_t interruptedRank = -1;
 /// Set once this rank has failed and is on its way out: a signal then (the
 /// launcher ending the ranks of a failed run) ends it without a second
 /// message.
@@ -1063,6 +1063,9 @@ void handleInterrupts(int rank) {
 } // namespace
 
 int main(int argc, char **argv) {
+  // Before MPI starts: a signal while it does is delivered once it has.
+  handleInterrupts(underLauncher(kLauncher) ? static_cast<int>(launcherRank())
+                                            : -1);
   std::unique_ptr<Communicator> world;
   if (!joinLauncherWorld(kLauncher, world))
     return 1;
@@ -1072,7 +1075,7 @@ int main(int argc, char **argv) {
   // once read, replaces the default.
   if (ranks > 1)
     startWatchdog(kDefaultTimeoutSeconds, rank);
-  handleInterrupts(ranks > 1 ? rank : -1);
+  interruptedRank = ranks > 1 ? rank : -1;
 
   Options options;
   FaultInjection fault;

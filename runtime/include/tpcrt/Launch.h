@@ -45,7 +45,9 @@ int64_t launcherRank();
 /// leaves it null. Returns false when that fails (a runtime built without
 /// MPI, MPI failing to start), after printing the error as reportError does
 /// from the launcher's rank 0 alone: every rank finds it alike. The program
-/// then exits with status 1.
+/// then exits with status 1. SIGINT and SIGTERM are held back while MPI
+/// starts and delivered once it has (a rank ending halfway through can hang
+/// mpiexec): install their handlers before calling this.
 bool joinLauncherWorld(const RankLauncher &launcher,
                        std::unique_ptr<Communicator> &world);
 
