@@ -7,15 +7,21 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <map>
 #include <thread>
 #include <vector>
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 using namespace tpcrt;
@@ -40,8 +46,8 @@ std::string findInPath(const std::string &name) {
 }
 
 /// Gives the mpiexec about to start a session directory parent of its own,
-/// `$TMPDIR/tpc-run-ompi-<uid>/<pid>` (the pid is mpiexec's: exec keeps
-/// it), unless the user chose one. Open MPI's jobs share
+/// `$TMPDIR/tpc-run-ompi-<uid>/<pid>` (the pid is the launcher's, which
+/// lives as long as mpiexec), unless the user chose one. Open MPI's jobs share
 /// `/tmp/ompi.<host>.<uid>` by default, and one job's cleanup can remove it
 /// while a concurrent job creates its directory inside ("orte_session_dir
 /// failed": seen with two tpc-run --ranks at once). The parents of launches
@@ -71,6 +77,145 @@ void privateMpiSessionDirectory() {
   std::string mine = base + "/" + std::to_string(::getpid());
   if (::mkdir(mine.c_str(), 0700) == 0 || errno == EEXIST)
     ::setenv("OMPI_MCA_orte_tmpdir_base", mine.c_str(), 1);
+}
+
+/// mpiexec's pid, for the signal forwarder.
+volatile sig_atomic_t supervisedPid = 0;
+
+/// SIGINT, SIGTERM and SIGHUP sent to the launcher go on to mpiexec, which
+/// passes them to the ranks. One from the terminal (Ctrl-C) reached mpiexec
+/// too (the same process group): not a second time, which Open MPI takes
+/// for "abort at once".
+extern "C" void forwardSignal(int signal, siginfo_t *info, void *) {
+  bool fromAProcess = info && info->si_code <= 0; // SI_USER, SI_QUEUE, ...
+  if (fromAProcess && supervisedPid > 0)
+    ::kill(static_cast<pid_t>(supervisedPid), signal);
+}
+
+/// A process's name (comm), state letter and parent from /proc/<pid>/stat.
+bool readProcState(pid_t pid, std::string &name, char &state, pid_t &parent) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  if (!std::getline(in, text))
+    return false;
+  // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+  size_t close = text.rfind(')');
+  size_t open = text.find('(');
+  if (open == std::string::npos || close == std::string::npos || close < open ||
+      close + 4 > text.size())
+    return false;
+  name = text.substr(open + 1, close - open - 1);
+  state = text[close + 2];
+  parent = static_cast<pid_t>(std::atol(text.c_str() + close + 4));
+  return true;
+}
+
+/// The processes below `root` that run `program`: the ranks.
+struct Ranks {
+  bool any = false;   ///< one is there, if only as a zombie
+  bool alive = false; ///< one has not ended (a zombie has)
+};
+
+Ranks findRanks(pid_t root, const std::string &program) {
+  Ranks ranks;
+  std::map<pid_t, pid_t> parents;
+  std::map<pid_t, std::pair<std::string, char>> states;
+  DIR *dir = ::opendir("/proc");
+  if (!dir)
+    return {true, true}; // cannot tell: never stop mpiexec for that
+  while (struct dirent *entry = ::readdir(dir)) {
+    char *end = nullptr;
+    long pid = std::strtol(entry->d_name, &end, 10);
+    std::string name;
+    char state;
+    pid_t parent;
+    if (end != entry->d_name && *end == '\0' && pid > 0 &&
+        readProcState(static_cast<pid_t>(pid), name, state, parent)) {
+      parents[static_cast<pid_t>(pid)] = parent;
+      states[static_cast<pid_t>(pid)] = {name, state};
+    }
+  }
+  ::closedir(dir);
+  // The kernel keeps 15 bytes of a name.
+  std::string shortName = program.substr(program.rfind('/') + 1, 15);
+  for (const auto &[pid, nameAndState] : states) {
+    const auto &[name, state] = nameAndState;
+    bool below = false;
+    for (pid_t up = parents[pid], hops = 0; up > 1 && hops < 64; ++hops) {
+      if (up == root) {
+        below = true;
+        break;
+      }
+      auto it = parents.find(up);
+      up = it == parents.end() ? 0 : it->second;
+    }
+    if (!below)
+      continue;
+    char exe[4096];
+    std::string link = "/proc/" + std::to_string(pid) + "/exe";
+    ssize_t length = ::readlink(link.c_str(), exe, sizeof(exe) - 1);
+    // A zombie's exe link is gone: its name tells then.
+    bool ended = state == 'Z' || state == 'X';
+    bool runsProgram =
+        length > 0 ? std::string(exe, static_cast<size_t>(length)) == program
+                   : ended && name == shortName;
+    if (runsProgram) {
+      ranks.any = true;
+      ranks.alive = ranks.alive || !ended;
+    }
+  }
+  return ranks;
+}
+
+/// How long mpiexec may go on after its last rank has ended. It ends within
+/// about a second when it works; Open MPI's can wait forever when a rank
+/// ended while MPI started in it (seen with SIGKILL to a starting rank).
+constexpr auto kMpiexecGrace = std::chrono::seconds(10);
+
+/// Waits for mpiexec (`child`), passing signals on, and exits as it did. A
+/// mpiexec that outlives its ranks by kMpiexecGrace is stopped (SIGTERM,
+/// then SIGKILL), with a message and status 1.
+[[noreturn]] void superviseMpiexec(pid_t child, const std::string &program) {
+  supervisedPid = child;
+  struct sigaction action = {};
+  action.sa_sigaction = forwardSignal;
+  action.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&action.sa_mask);
+  for (int signal : {SIGINT, SIGTERM, SIGHUP})
+    ::sigaction(signal, &action, nullptr);
+  using Clock = std::chrono::steady_clock;
+  bool sawRank = false;
+  Clock::time_point lastRank = Clock::now();
+  int status = 0;
+  for (;;) {
+    pid_t done = ::waitpid(child, &status, WNOHANG);
+    if (done == child || (done < 0 && errno != EINTR))
+      break;
+    Ranks ranks = findRanks(child, program);
+    sawRank = sawRank || ranks.any;
+    if (ranks.alive || !sawRank) {
+      lastRank = Clock::now();
+    } else if (Clock::now() - lastRank > kMpiexecGrace) {
+      std::fprintf(stderr,
+                   "error: mpiexec did not end %lld s after its last rank "
+                   "did: stopped it\n",
+                   static_cast<long long>(kMpiexecGrace.count()));
+      ::kill(child, SIGTERM);
+      for (int i = 0; i < 30 && ::waitpid(child, &status, WNOHANG) == 0; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      ::kill(child, SIGKILL);
+      ::waitpid(child, &status, 0);
+      std::exit(1);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  if (WIFSIGNALED(status)) {
+    // As the shell would have seen mpiexec end.
+    ::signal(WTERMSIG(status), SIG_DFL);
+    ::kill(::getpid(), WTERMSIG(status));
+    std::exit(128 + WTERMSIG(status));
+  }
+  std::exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
 }
 
 } // namespace
@@ -155,12 +300,39 @@ Status tpcrt::relaunch(const RankLauncher &launcher, int argc, char **argv,
   for (std::string &word : words)
     args.push_back(word.data());
   args.push_back(nullptr);
-  // What either stream holds would otherwise be lost with this process.
+  // Written once, not once by each process.
   std::fflush(stdout);
   std::fflush(stderr);
-  ::execv(mpiexec.c_str(), args.data());
-  return Status::error("--ranks " + count + ": cannot run " + mpiexec + ": " +
-                       std::strerror(errno));
+  // mpiexec runs as a child, not in this process's place: this process
+  // stays to end a mpiexec that outlives its ranks (superviseMpiexec).
+  int failed[2];
+  if (::pipe2(failed, O_CLOEXEC) != 0)
+    return Status::error("--ranks " + count + ": " + std::strerror(errno));
+  pid_t child = ::fork();
+  if (child < 0)
+    return Status::error("--ranks " + count + ": cannot start " + mpiexec +
+                         ": " + std::strerror(errno));
+  if (child == 0) {
+    ::close(failed[0]);
+    ::execv(mpiexec.c_str(), args.data());
+    int error = errno;
+    (void)!::write(failed[1], &error, sizeof error);
+    ::_exit(127);
+  }
+  ::close(failed[1]);
+  int error = 0;
+  ssize_t got;
+  while ((got = ::read(failed[0], &error, sizeof error)) < 0 && errno == EINTR)
+    ;
+  ::close(failed[0]);
+  if (got == static_cast<ssize_t>(sizeof error)) {
+    ::waitpid(child, nullptr, 0);
+    return Status::error("--ranks " + count + ": cannot run " + mpiexec + ": " +
+                         std::strerror(error));
+  }
+  // `ps` tells the launcher from its ranks (the same program).
+  ::prctl(PR_SET_NAME, "tpc-launcher");
+  superviseMpiexec(child, program);
 }
 
 void tpcrt::reportError(const Status &status, int rank, int ranks) {

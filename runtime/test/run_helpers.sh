@@ -5,8 +5,9 @@
 #   fail WHAT...               prints FAIL: WHAT, counts it in $failures
 #   now_ms                     milliseconds since the epoch
 #   rank_pids PATTERN          pids of the tpc-run ranks whose command line
-#                              holds PATTERN (a launcher that became mpiexec
-#                              is not one)
+#                              holds PATTERN (the launcher, named
+#                              tpc-launcher once it has started mpiexec, is
+#                              not one)
 #   wait_for_step K [FILE]     waits up to 30 s for `step K ` in FILE
 #                              (default out.txt); status 1 if it never comes.
 #                              Remove FILE before starting the run: a job

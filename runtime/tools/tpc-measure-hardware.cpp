@@ -60,7 +60,7 @@ docs/design/hardware-format.md). It takes about 10 s with --quick and about
 a minute without. Progress lines go to stderr.
 
 The N ranks start as `tpc-run --ranks N` starts them: this program
-re-executes itself under `mpiexec --allow-run-as-root --oversubscribe -n N`
+runs itself under `mpiexec --allow-run-as-root --oversubscribe -n N`
 (mpiexec from PATH) with OPENBLAS_NUM_THREADS = cores / N (at least 1)
 unless it is set; under mpirun/mpiexec or srun it uses the launcher's ranks.
 Every rank runs every measurement at the same time as the others, so that

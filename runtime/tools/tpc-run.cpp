@@ -14,7 +14,7 @@
 // executable compiled with --train, training steps. Prints one line per step
 // and the measured peak of every rank. An executable compiled for a mesh runs
 // on as many ranks: under mpirun/mpiexec or srun on the launcher's, else
-// `--ranks N` starts them by re-executing itself under mpiexec. Every failure
+// `--ranks N` starts them by running itself under mpiexec. Every failure
 // is an "error: ..." line on stderr and exit status 1; on several ranks, a
 // failing rank takes the others down (MPI_Abort). See docs/runtime/tpc-run.md.
 //
@@ -71,8 +71,10 @@ the loss of step k computed before update k) and, at the end, one line
 
 Ranks: an executable compiled for a mesh (tpc-compile --mesh) runs on exactly
 its number of ranks. Under mpirun/mpiexec or srun, tpc-run uses the
-launcher's ranks; otherwise --ranks N re-executes it under
-`mpiexec --allow-run-as-root --oversubscribe -n N` (mpiexec from PATH). Rank 0
+launcher's ranks; otherwise --ranks N runs it under
+`mpiexec --allow-run-as-root --oversubscribe -n N` (mpiexec from PATH) and
+waits as `tpc-launcher`: signals sent to it go on to mpiexec, and a mpiexec
+still there 10 s after its last rank ended is stopped (status 1). Rank 0
 prints the step and eval lines and writes every file (dumps, checkpoints);
 --trace writes one file per rank. Weights, inputs, dumps and checkpoints are
 whole Hugging Face tensors whatever the mesh. On a pipeline (a mesh axis pp)
@@ -911,7 +913,7 @@ Status run(const Options &options, const fb::Executable &exe,
 
 /// Everything before the run: the flags, the fault injection, the
 /// executable, and the ranks against its mesh. Outside a launcher, --ranks N >
-/// 1 re-executes tpc-run under mpiexec here (returning only on failure). Under
+/// 1 runs tpc-run under mpiexec here (returning only on failure). Under
 /// a launcher `world` is the launcher's world; `runOnWorld` says whether the
 /// run needs it.
 Status prepare(int argc, char **argv, Communicator *world, Options &options,

@@ -3,10 +3,11 @@
 #
 # Issue 18: interrupted runs end cleanly and never half-write a checkpoint.
 # 1. SIGINT to the launcher of a 2-rank run (`tpc-run --ranks 2`, which
-#    became mpiexec): every rank ends within seconds with an
+#    runs mpiexec): every rank ends within seconds with an
 #    `interrupted`/`terminated` line, a non-zero status, none left behind.
 # 2. SIGTERM to one rank: the same; also to a rank still starting (MPI
 #    starting in it), at several moments: the run ends all the same.
+#    A mpiexec that outlives its ranks is stopped 10 s after the last.
 # 3. SIGINT to a one-rank run while it saves checkpoints, at many moments:
 #    exit status 1 with a message, never death by the signal; the checkpoint
 #    directory is each time a whole checkpoint (the previous or the new
@@ -76,7 +77,7 @@ early_term() {
   job=$!
   target=
   looked=0
-  # The launcher (pid $job) is tpc-run too until it becomes mpiexec.
+  # The launcher (pid $job) is tpc-run too until it has started mpiexec.
   while [ -z "$target" ] && [ "$looked" -lt 2000 ]; do
     target=$(ranks | grep -vx "$job" | head -1)
     looked=$((looked + 1))
@@ -111,6 +112,42 @@ if command -v mpiexec >/dev/null 2>&1; then
   echo "SIGTERM to a rank as it starts: $early_ended of 8 runs ended"
 else
   echo "no mpiexec on PATH: parts 1 and 2 skipped"
+fi
+
+# 2c. A mpiexec that outlives its ranks (Open MPI's did when a rank ended
+# while MPI started in it) is stopped by the launcher 10 s after the last
+# rank ended, with a message and status 1. A stand-in mpiexec runs the
+# program once (--help: it ends at once, a zombie never reaped, as the rank
+# Open MPI's left) and then waits forever.
+if command -v mpiexec >/dev/null 2>&1; then
+  mkdir -p stuck
+  cat >stuck/mpiexec <<'SH'
+#!/bin/sh
+while [ "$1" != -n ]; do shift; done
+shift 2
+env -u TPCRT_RUN_LAUNCHED "$@" --help >/dev/null &
+exec sleep 987
+SH
+  chmod +x stuck/mpiexec
+  start=$(now_ms)
+  PATH=$work/stuck:$PATH "$bin/tpc-run" "$work/two.tpcx" --ranks 2 --init-seed 1 --synthetic-seed 1 \
+    >stuck.out 2>stuck.err &
+  job=$!
+  if ! wait_gone "$job" 300; then
+    fail "a mpiexec outliving its ranks: still running after 30 s"
+    kill -KILL "$job" 2>/dev/null
+  else
+    wait "$job"
+    rc=$?
+    elapsed=$(($(now_ms) - start))
+    [ "$rc" -eq 1 ] && grep -q '^error: mpiexec did not end 10 s after its last rank did: stopped it$' stuck.err ||
+      fail "a mpiexec outliving its ranks: status $rc, $(cat stuck.err)"
+    [ "$elapsed" -ge 10000 ] || fail "a mpiexec outliving its ranks: stopped after $elapsed ms, before 10 s"
+    echo "a mpiexec outliving its ranks: stopped after $elapsed ms, status $rc: $(cat stuck.err)"
+  fi
+  sleep 0.2
+  ps -eo args= | grep -q '^sleep 987$' &&
+    fail "a mpiexec outliving its ranks: it is left behind"
 fi
 
 # 3. A checkpoint is whole at every moment: interrupt saves at many delays.
