@@ -116,41 +116,78 @@ struct Ranks {
   bool alive = false; ///< one has not ended (a zombie has)
 };
 
-Ranks findRanks(pid_t root, const std::string &program) {
-  Ranks ranks;
+/// Appends the pids of the processes `/proc` lists (names that are numbers
+/// in `dir`'s listing) to `out`.
+void listPids(const std::string &dir, std::vector<pid_t> &out) {
+  if (DIR *d = ::opendir(dir.c_str())) {
+    while (struct dirent *entry = ::readdir(d)) {
+      char *end = nullptr;
+      long pid = std::strtol(entry->d_name, &end, 10);
+      if (end != entry->d_name && *end == '\0' && pid > 0)
+        out.push_back(static_cast<pid_t>(pid));
+    }
+    ::closedir(d);
+  }
+}
+
+/// The processes below `root`. Through /proc/<pid>/task/<tid>/children (a
+/// child is listed under the thread that started it) where the kernel has
+/// them: a scan of every process costs too much on a busy node every few
+/// tenths of a second. Else from every process's parent.
+std::vector<pid_t> processesBelow(pid_t root) {
+  static const bool childrenFiles =
+      ::access(("/proc/self/task/" + std::to_string(::getpid()) + "/children")
+                   .c_str(),
+               R_OK) == 0;
+  std::vector<pid_t> below;
+  if (childrenFiles) {
+    std::vector<pid_t> pending = {root};
+    while (!pending.empty() && below.size() < 4096) {
+      std::string tasks = "/proc/" + std::to_string(pending.back()) + "/task";
+      pending.pop_back();
+      std::vector<pid_t> threads;
+      listPids(tasks, threads);
+      for (pid_t thread : threads) {
+        std::ifstream in(tasks + "/" + std::to_string(thread) + "/children");
+        for (pid_t child; in >> child;) {
+          below.push_back(child);
+          pending.push_back(child);
+        }
+      }
+    }
+    return below;
+  }
+  std::vector<pid_t> all;
+  listPids("/proc", all);
   std::map<pid_t, pid_t> parents;
-  std::map<pid_t, std::pair<std::string, char>> states;
-  DIR *dir = ::opendir("/proc");
-  if (!dir)
-    return {true, true}; // cannot tell: never stop mpiexec for that
-  while (struct dirent *entry = ::readdir(dir)) {
-    char *end = nullptr;
-    long pid = std::strtol(entry->d_name, &end, 10);
+  for (pid_t pid : all) {
     std::string name;
     char state;
-    pid_t parent;
-    if (end != entry->d_name && *end == '\0' && pid > 0 &&
-        readProcState(static_cast<pid_t>(pid), name, state, parent)) {
-      parents[static_cast<pid_t>(pid)] = parent;
-      states[static_cast<pid_t>(pid)] = {name, state};
-    }
+    if (pid_t parent; readProcState(pid, name, state, parent))
+      parents[pid] = parent;
   }
-  ::closedir(dir);
-  // The kernel keeps 15 bytes of a name.
-  std::string shortName = program.substr(program.rfind('/') + 1, 15);
-  for (const auto &[pid, nameAndState] : states) {
-    const auto &[name, state] = nameAndState;
-    bool below = false;
-    for (pid_t up = parents[pid], hops = 0; up > 1 && hops < 64; ++hops) {
-      if (up == root) {
-        below = true;
-        break;
-      }
+  for (const auto &[pid, parent] : parents) {
+    pid_t up = parent;
+    for (int hops = 0; up > 1 && up != root && hops < 64; ++hops) {
       auto it = parents.find(up);
       up = it == parents.end() ? 0 : it->second;
     }
-    if (!below)
-      continue;
+    if (up == root)
+      below.push_back(pid);
+  }
+  return below;
+}
+
+Ranks findRanks(pid_t root, const std::string &program) {
+  Ranks ranks;
+  // The kernel keeps 15 bytes of a name.
+  std::string shortName = program.substr(program.rfind('/') + 1, 15);
+  for (pid_t pid : processesBelow(root)) {
+    std::string name;
+    char state;
+    pid_t parent;
+    if (!readProcState(pid, name, state, parent))
+      continue; // gone and reaped meanwhile
     char exe[4096];
     std::string link = "/proc/" + std::to_string(pid) + "/exe";
     ssize_t length = ::readlink(link.c_str(), exe, sizeof(exe) - 1);
