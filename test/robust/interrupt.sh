@@ -35,6 +35,16 @@ JSON
 ranks() {
   rank_pids "$work/two.tpcx"
 }
+# finish JOB TENTHS: waits up to TENTHS/10 s for the background JOB to end
+# and sets rc to its status; status 1 (JOB killed) if it still runs.
+finish() {
+  if ! wait_gone "$1" "$2"; then
+    kill -KILL "$1" 2>/dev/null
+    return 1
+  fi
+  wait "$1"
+  rc=$?
+}
 # interrupt_two WHAT SIGNAL TARGET: TARGET is "launcher" or "rank".
 interrupt_two() {
   rm -f out.txt err.txt # not the previous run's step lines
@@ -49,14 +59,10 @@ interrupt_two() {
   if [ "$3" = launcher ]; then target=$job; else target=$(ranks | tail -1); fi
   start=$(now_ms)
   kill "-$2" "$target"
-  wait_gone "$job" 150
-  elapsed=$(($(now_ms) - start))
-  if kill -0 "$job" 2>/dev/null; then
-    fail "$1: still running $elapsed ms after SIG$2"
-    kill -KILL "$job" 2>/dev/null
+  if ! finish "$job" 150; then
+    fail "$1: still running $(($(now_ms) - start)) ms after SIG$2"
   else
-    wait "$job"
-    rc=$?
+    elapsed=$(($(now_ms) - start))
     [ "$rc" -ne 0 ] || fail "$1: exit status 0"
     grep -q '^error: rank [01]: \(interrupted (SIGINT)\|terminated (SIGTERM)\)' err.txt ||
       fail "$1: no interruption message: $(cat err.txt)"
@@ -89,12 +95,9 @@ early_term() {
   fi
   sleep "$1"
   kill -TERM "$target" 2>/dev/null
-  if ! wait_gone "$job" 150; then
+  if ! finish "$job" 150; then
     fail "SIGTERM to a rank $1 s after it started: the run still goes on 15 s later"
-    kill -KILL "$job" 2>/dev/null
   else
-    wait "$job"
-    rc=$?
     [ "$rc" -ne 0 ] || fail "SIGTERM to a rank $1 s after it started: exit status 0"
     early_ended=$((early_ended + 1))
   fi
@@ -133,12 +136,9 @@ SH
   PATH=$work/stuck:$PATH "$bin/tpc-run" "$work/two.tpcx" --ranks 2 --init-seed 1 --synthetic-seed 1 \
     >stuck.out 2>stuck.err &
   job=$!
-  if ! wait_gone "$job" 300; then
+  if ! finish "$job" 300; then
     fail "a mpiexec outliving its ranks: still running after 30 s"
-    kill -KILL "$job" 2>/dev/null
   else
-    wait "$job"
-    rc=$?
     elapsed=$(($(now_ms) - start))
     [ "$rc" -eq 1 ] && grep -q '^error: mpiexec did not end 10 s after its last rank did: stopped it$' stuck.err ||
       fail "a mpiexec outliving its ranks: status $rc, $(cat stuck.err)"
