@@ -209,17 +209,32 @@ Ranks findRanks(pid_t root, const std::string &program) {
 /// ended while MPI started in it (seen with SIGKILL to a starting rank).
 constexpr auto kMpiexecGrace = std::chrono::seconds(10);
 
+/// The signals the launcher passes on to mpiexec.
+constexpr int kForwardedSignals[] = {SIGINT, SIGTERM, SIGHUP};
+
+sigset_t forwardedSignals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  for (int signal : kForwardedSignals)
+    sigaddset(&signals, signal);
+  return signals;
+}
+
 /// Waits for mpiexec (`child`), passing signals on, and exits as it did. A
 /// mpiexec that outlives its ranks by kMpiexecGrace is stopped (SIGTERM,
-/// then SIGKILL), with a message and status 1.
-[[noreturn]] void superviseMpiexec(pid_t child, const std::string &program) {
+/// then SIGKILL), with a message and status 1. The forwarded signals are
+/// blocked on entry (since before mpiexec started: none is lost); `mask` is
+/// the mask to restore once they are passed on.
+[[noreturn]] void superviseMpiexec(pid_t child, const std::string &program,
+                                   const sigset_t &mask) {
   supervisedPid = child;
   struct sigaction action = {};
   action.sa_sigaction = forwardSignal;
   action.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&action.sa_mask);
-  for (int signal : {SIGINT, SIGTERM, SIGHUP})
+  for (int signal : kForwardedSignals)
     ::sigaction(signal, &action, nullptr);
+  ::pthread_sigmask(SIG_SETMASK, &mask, nullptr);
   using Clock = std::chrono::steady_clock;
   bool sawRank = false;
   Clock::time_point lastRank = Clock::now();
@@ -345,12 +360,19 @@ Status tpcrt::relaunch(const RankLauncher &launcher, int argc, char **argv,
   int failed[2];
   if (::pipe2(failed, O_CLOEXEC) != 0)
     return Status::error("--ranks " + count + ": " + std::strerror(errno));
+  // Held back until the forwarder is in place (superviseMpiexec).
+  sigset_t forwarded = forwardedSignals(), mask;
+  ::pthread_sigmask(SIG_BLOCK, &forwarded, &mask);
   pid_t child = ::fork();
-  if (child < 0)
+  if (child < 0) {
+    int error = errno;
+    ::pthread_sigmask(SIG_SETMASK, &mask, nullptr);
     return Status::error("--ranks " + count + ": cannot start " + mpiexec +
-                         ": " + std::strerror(errno));
+                         ": " + std::strerror(error));
+  }
   if (child == 0) {
     ::close(failed[0]);
+    ::pthread_sigmask(SIG_SETMASK, &mask, nullptr);
     ::execv(mpiexec.c_str(), args.data());
     int error = errno;
     (void)!::write(failed[1], &error, sizeof error);
@@ -364,12 +386,13 @@ Status tpcrt::relaunch(const RankLauncher &launcher, int argc, char **argv,
   ::close(failed[0]);
   if (got == static_cast<ssize_t>(sizeof error)) {
     ::waitpid(child, nullptr, 0);
+    ::pthread_sigmask(SIG_SETMASK, &mask, nullptr);
     return Status::error("--ranks " + count + ": cannot run " + mpiexec + ": " +
                          std::strerror(error));
   }
   // `ps` tells the launcher from its ranks (the same program).
   ::prctl(PR_SET_NAME, "tpc-launcher");
-  superviseMpiexec(child, program);
+  superviseMpiexec(child, program, mask);
 }
 
 void tpcrt::reportError(const Status &status, int rank, int ranks) {
