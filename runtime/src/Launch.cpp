@@ -79,17 +79,16 @@ void privateMpiSessionDirectory() {
     ::setenv("OMPI_MCA_orte_tmpdir_base", mine.c_str(), 1);
 }
 
-/// mpiexec's pid, for the signal forwarder.
-volatile sig_atomic_t supervisedPid = 0;
+/// A signal sent to the launcher, for superviseMpiexec to pass on (0:
+/// none).
+volatile sig_atomic_t signalToPass = 0;
 
-/// SIGINT, SIGTERM and SIGHUP sent to the launcher go on to mpiexec, which
-/// passes them to the ranks. One from the terminal (Ctrl-C) reached mpiexec
-/// too (the same process group): not a second time, which Open MPI takes
-/// for "abort at once".
-extern "C" void forwardSignal(int signal, siginfo_t *info, void *) {
-  bool fromAProcess = info && info->si_code <= 0; // SI_USER, SI_QUEUE, ...
-  if (fromAProcess && supervisedPid > 0)
-    ::kill(static_cast<pid_t>(supervisedPid), signal);
+/// SIGINT, SIGTERM and SIGHUP that a process sent to the launcher go on to
+/// the ranks (superviseMpiexec). One from the terminal (Ctrl-C) reached
+/// mpiexec too (the same process group), which passes it on itself.
+extern "C" void noteSignal(int signal, siginfo_t *info, void *) {
+  if (info && info->si_code <= 0) // SI_USER, SI_QUEUE, ...: from a process
+    signalToPass = signal;
 }
 
 /// A process's name (comm), state letter and parent from /proc/<pid>/stat.
@@ -112,8 +111,8 @@ bool readProcState(pid_t pid, std::string &name, char &state, pid_t &parent) {
 
 /// The processes below `root` that run `program`: the ranks.
 struct Ranks {
-  bool any = false;   ///< one is there, if only as a zombie
-  bool alive = false; ///< one has not ended (a zombie has)
+  bool any = false;        ///< one is there, if only as a zombie
+  std::vector<pid_t> live; ///< those that have not ended (a zombie has)
 };
 
 /// Appends the pids of the processes `/proc` lists (names that are numbers
@@ -198,7 +197,8 @@ Ranks findRanks(pid_t root, const std::string &program) {
                    : ended && name == shortName;
     if (runsProgram) {
       ranks.any = true;
-      ranks.alive = ranks.alive || !ended;
+      if (!ended)
+        ranks.live.push_back(pid);
     }
   }
   return ranks;
@@ -209,7 +209,7 @@ Ranks findRanks(pid_t root, const std::string &program) {
 /// ended while MPI started in it (seen with SIGKILL to a starting rank).
 constexpr auto kMpiexecGrace = std::chrono::seconds(10);
 
-/// The signals the launcher passes on to mpiexec.
+/// The signals the launcher passes on.
 constexpr int kForwardedSignals[] = {SIGINT, SIGTERM, SIGHUP};
 
 sigset_t forwardedSignals() {
@@ -227,9 +227,8 @@ sigset_t forwardedSignals() {
 /// the mask to restore once they are passed on.
 [[noreturn]] void superviseMpiexec(pid_t child, const std::string &program,
                                    const sigset_t &mask) {
-  supervisedPid = child;
   struct sigaction action = {};
-  action.sa_sigaction = forwardSignal;
+  action.sa_sigaction = noteSignal;
   action.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&action.sa_mask);
   for (int signal : kForwardedSignals)
@@ -245,7 +244,18 @@ sigset_t forwardedSignals() {
       break;
     Ranks ranks = findRanks(child, program);
     sawRank = sawRank || ranks.any;
-    if (ranks.alive || !sawRank) {
+    // To the ranks themselves: each ends with its message and mpiexec ends
+    // the job as when a rank fails. Open MPI's mpiexec, given a signal more
+    // than once (timeout(1) sends one to the process and one to its group),
+    // kills the ranks at once, without their messages.
+    if (int signal = signalToPass) {
+      signalToPass = 0;
+      if (ranks.live.empty())
+        ::kill(child, signal);
+      for (pid_t rank : ranks.live)
+        ::kill(rank, signal);
+    }
+    if (!ranks.live.empty() || !sawRank) {
       lastRank = Clock::now();
     } else if (Clock::now() - lastRank > kMpiexecGrace) {
       std::fprintf(stderr,

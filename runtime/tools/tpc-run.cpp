@@ -73,7 +73,7 @@ Ranks: an executable compiled for a mesh (tpc-compile --mesh) runs on exactly
 its number of ranks. Under mpirun/mpiexec or srun, tpc-run uses the
 launcher's ranks; otherwise --ranks N runs it under
 `mpiexec --allow-run-as-root --oversubscribe -n N` (mpiexec from PATH) and
-waits as `tpc-launcher`: signals sent to it go on to mpiexec, and a mpiexec
+waits as `tpc-launcher`: signals sent to it go on to the ranks, and a mpiexec
 still there 10 s after its last rank ended is stopped (status 1). Rank 0
 prints the step and eval lines and writes every file (dumps, checkpoints);
 --trace writes one file per rank. Weights, inputs, dumps and checkpoints are

@@ -5,6 +5,7 @@
 # 1. SIGINT to the launcher of a 2-rank run (`tpc-run --ranks 2`, which
 #    runs mpiexec): every rank ends within seconds with an
 #    `interrupted`/`terminated` line, a non-zero status, none left behind.
+#    Under timeout(1) (the signal to the launcher and its group): the same.
 # 2. SIGTERM to one rank: the same; also to a rank still starting (MPI
 #    starting in it), at several moments: the run ends all the same.
 #    A mpiexec that outlives its ranks is stopped 10 s after the last.
@@ -108,6 +109,20 @@ early_term() {
 if command -v mpiexec >/dev/null 2>&1; then
   interrupt_two "SIGINT to the launcher" INT launcher
   interrupt_two "SIGTERM to one rank" TERM rank
+  # timeout(1) signals the launcher, then its whole process group, mpiexec
+  # too: the ranks must still end with their message (Open MPI's mpiexec,
+  # given the signal twice, kills them without).
+  rm -f out.txt err.txt
+  timeout 5 "$bin/tpc-run" "$work/two.tpcx" --ranks 2 --init-seed 1 \
+    --synthetic-seed 1 --steps 100000000 >out.txt 2>err.txt
+  rc=$?
+  [ "$rc" -eq 124 ] || fail "timeout 5: status $rc: $(cat err.txt)"
+  grep -q '^step 3 ' out.txt || fail "timeout 5: the run did not reach step 3"
+  grep -q '^error: rank [01]: terminated (SIGTERM)' err.txt ||
+    fail "timeout 5: no rank's message: $(cat err.txt)"
+  echo "timeout 5: status $rc, $(grep -c '^error: rank' err.txt) rank messages"
+  sleep 1
+  [ -z "$(ranks)" ] || fail "timeout 5: ranks left running: $(ranks)"
   early_ended=0
   for delay in 0 0.01 0.01 0.02 0.02 0.03 0.04 0.05; do
     early_term "$delay"

@@ -60,7 +60,8 @@ unsigned coreCount();
 /// set, OPENBLAS_NUM_THREADS = coreCount() / ranks (at least 1: the ranks
 /// share the cores) and a private Open MPI session directory, then exits
 /// with mpiexec's status. Meanwhile this process (renamed `tpc-launcher`)
-/// passes SIGINT/SIGTERM/SIGHUP sent to it on to mpiexec, and stops a
+/// passes SIGINT/SIGTERM/SIGHUP sent to it on to the ranks (to mpiexec
+/// before they have started), and stops a
 /// mpiexec still there 10 s after its last rank ended (Open MPI's can wait
 /// forever when a rank ends while MPI starts in it), with a message and
 /// status 1. Returns only on failure: `withoutMpi` where the runtime was
