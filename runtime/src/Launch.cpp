@@ -82,6 +82,8 @@ void privateMpiSessionDirectory() {
 /// A signal sent to the launcher, for superviseMpiexec to pass on (0:
 /// none).
 volatile sig_atomic_t signalToPass = 0;
+/// The last of those signals the launcher got, from anywhere (0: none).
+volatile sig_atomic_t signalGot = 0;
 
 /// SIGINT, SIGTERM and SIGHUP that a process sent to the launcher go on to
 /// the ranks (superviseMpiexec). One from the terminal (Ctrl-C) reached
@@ -89,6 +91,7 @@ volatile sig_atomic_t signalToPass = 0;
 extern "C" void noteSignal(int signal, siginfo_t *info, void *) {
   if (info && info->si_code <= 0) // SI_USER, SI_QUEUE, ...: from a process
     signalToPass = signal;
+  signalGot = signal;
 }
 
 /// A process's name (comm), state letter and parent from /proc/<pid>/stat.
@@ -270,6 +273,15 @@ sigset_t forwardedSignals() {
       std::exit(1);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  if (int signal = signalGot; signal && !sawRank && !ok) {
+    // mpiexec, signalled before it had started the ranks, may say nothing.
+    std::fprintf(stderr, "error: %s while the ranks started\n",
+                 signal == SIGINT    ? "interrupted (SIGINT)"
+                 : signal == SIGTERM ? "terminated (SIGTERM)"
+                                     : "hung up (SIGHUP)");
+    std::exit(1);
   }
   if (WIFSIGNALED(status)) {
     // As the shell would have seen mpiexec end.

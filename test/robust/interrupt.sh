@@ -123,6 +123,26 @@ if command -v mpiexec >/dev/null 2>&1; then
   echo "timeout 5: status $rc, $(grep -c '^error: rank' err.txt) rank messages"
   sleep 1
   [ -z "$(ranks)" ] || fail "timeout 5: ranks left running: $(ranks)"
+  # SIGTERM to the launcher as it starts the ranks: status 1 and an error
+  # line, whoever prints it (tpc-run, a rank, or the launcher when mpiexec
+  # had started none).
+  for delay in 0.02 0.05 0.1 0.2; do
+    rm -f out.txt err.txt
+    "$bin/tpc-run" "$work/two.tpcx" --ranks 2 --init-seed 1 \
+      --synthetic-seed 1 --steps 100000000 >out.txt 2>err.txt &
+    job=$!
+    sleep "$delay"
+    kill -TERM "$job"
+    if ! finish "$job" 150; then
+      fail "SIGTERM to the launcher after $delay s: still running 15 s later"
+    else
+      [ "$rc" -eq 1 ] && grep -q '^error: ' err.txt ||
+        fail "SIGTERM to the launcher after $delay s: status $rc, $(cat err.txt)"
+      echo "SIGTERM to the launcher after $delay s: status $rc, $(grep -m1 '^error: ' err.txt | cut -c1-60)"
+    fi
+  done
+  sleep 0.5
+  [ -z "$(ranks)" ] || fail "SIGTERM to a starting launcher: ranks left running: $(ranks)"
   early_ended=0
   for delay in 0 0.01 0.01 0.02 0.02 0.03 0.04 0.05; do
     early_term "$delay"
