@@ -8,7 +8,8 @@
 #    Under timeout(1) (the signal to the launcher and its group): the same.
 # 2. SIGTERM to one rank: the same; also to a rank still starting (MPI
 #    starting in it), at several moments: the run ends all the same.
-#    A mpiexec that outlives its ranks is stopped 10 s after the last.
+#    A mpiexec that outlives its ranks is stopped 10 s after the last; one
+#    signalled before it started any rank: the launcher says so.
 # 3. SIGINT to a one-rank run while it saves checkpoints, at many moments:
 #    exit status 1 with a message, never death by the signal; the checkpoint
 #    directory is each time a whole checkpoint (the previous or the new
@@ -183,6 +184,21 @@ SH
   sleep 0.2
   ps -eo args= | grep -q '^sleep 987$' &&
     fail "a mpiexec outliving its ranks: it is left behind"
+  # A stand-in that starts no rank and ends by the SIGTERM the launcher
+  # passes it: the launcher says what ended the run.
+  printf '#!/bin/sh\nexec sleep 986\n' >stuck/mpiexec
+  PATH=$work/stuck:$PATH "$bin/tpc-run" "$work/two.tpcx" --ranks 2 --init-seed 1 --synthetic-seed 1 \
+    >stuck.out 2>stuck.err &
+  job=$!
+  sleep 1
+  kill -TERM "$job"
+  if ! finish "$job" 100; then
+    fail "SIGTERM before any rank: still running 10 s later"
+  else
+    [ "$rc" -eq 1 ] && [ "$(cat stuck.err)" = "error: terminated (SIGTERM) while the ranks started" ] ||
+      fail "SIGTERM before any rank: status $rc, $(cat stuck.err)"
+    echo "SIGTERM before any rank: status $rc: $(cat stuck.err)"
+  fi
 fi
 
 # 3. A checkpoint is whole at every moment: interrupt saves at many delays.
