@@ -61,12 +61,12 @@ unsigned coreCount();
 /// share the cores) and a private Open MPI session directory, then exits
 /// with mpiexec's status. Meanwhile this process (renamed `tpc-launcher`)
 /// passes SIGINT/SIGTERM/SIGHUP sent to it on to the ranks (to mpiexec
-/// before they have started), and stops a
-/// mpiexec still there 10 s after its last rank ended (Open MPI's can wait
-/// forever when a rank ends while MPI starts in it), with a message and
-/// status 1. Returns only on failure: `withoutMpi` where the runtime was
-/// built without MPI (each program says what that costs it), else no
-/// mpiexec on PATH or it failing to start, "--ranks <N>: ...".
+/// before they have started), and stops a mpiexec still there 10 s after
+/// its last rank ended (Open MPI's can wait forever when a rank ends while
+/// MPI starts in it), with a message and status 1. Returns only on
+/// failure: `withoutMpi` where the runtime was built without MPI (each
+/// program says what that costs it), else no mpiexec on PATH or it failing
+/// to start, "--ranks <N>: ...".
 Status relaunch(const RankLauncher &launcher, int argc, char **argv,
                 uint64_t ranks, const std::string &withoutMpi);
 
