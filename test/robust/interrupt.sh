@@ -37,6 +37,17 @@ JSON
 ranks() {
   rank_pids "$work/two.tpcx"
 }
+# started JOB: waits up to 30 s for the launcher JOB to have started
+# mpiexec (it is then named tpc-launcher; a signal before its main would
+# end it by the signal, as any program); status 1 if it never does.
+started() {
+  tries=0
+  until [ "$(ps -o comm= -p "$1" 2>/dev/null)" = tpc-launcher ]; do
+    tries=$((tries + 1))
+    [ "$tries" -lt 3000 ] || return 1
+    sleep 0.01
+  done
+}
 # finish JOB TENTHS: waits up to TENTHS/10 s for the background JOB to end
 # and sets rc to its status; status 1 (JOB killed) if it still runs.
 finish() {
@@ -114,24 +125,26 @@ if command -v mpiexec >/dev/null 2>&1; then
   # too: the ranks must still end with their message (Open MPI's mpiexec,
   # given the signal twice, kills them without).
   rm -f out.txt err.txt
-  timeout 5 "$bin/tpc-run" "$work/two.tpcx" --ranks 2 --init-seed 1 \
+  timeout 8 "$bin/tpc-run" "$work/two.tpcx" --ranks 2 --init-seed 1 \
     --synthetic-seed 1 --steps 100000000 >out.txt 2>err.txt
   rc=$?
-  [ "$rc" -eq 124 ] || fail "timeout 5: status $rc: $(cat err.txt)"
-  grep -q '^step 3 ' out.txt || fail "timeout 5: the run did not reach step 3"
+  [ "$rc" -eq 124 ] || fail "timeout 8: status $rc: $(cat err.txt)"
+  grep -q '^step 3 ' out.txt || fail "timeout 8: the run did not reach step 3"
   grep -q '^error: rank [01]: terminated (SIGTERM)' err.txt ||
-    fail "timeout 5: no rank's message: $(cat err.txt)"
-  echo "timeout 5: status $rc, $(grep -c '^error: rank' err.txt) rank messages"
+    fail "timeout 8: no rank's message: $(cat err.txt)"
+  echo "timeout 8: status $rc, $(grep -c '^error: rank' err.txt) rank messages"
   sleep 1
-  [ -z "$(ranks)" ] || fail "timeout 5: ranks left running: $(ranks)"
-  # SIGTERM to the launcher as it starts the ranks: status 1 and an error
-  # line, whoever prints it (tpc-run, a rank, or the launcher when mpiexec
-  # had started none).
-  for delay in 0.02 0.05 0.1 0.2; do
+  [ -z "$(ranks)" ] || fail "timeout 8: ranks left running: $(ranks)"
+
+  # SIGTERM to the launcher once it has started mpiexec, before or as the
+  # ranks start: status 1 and an error line (a rank's, or the launcher's
+  # when mpiexec had started none).
+  for delay in 0 0.02 0.05 0.1; do
     rm -f out.txt err.txt
     "$bin/tpc-run" "$work/two.tpcx" --ranks 2 --init-seed 1 \
       --synthetic-seed 1 --steps 100000000 >out.txt 2>err.txt &
     job=$!
+    started "$job" || fail "the launcher did not start mpiexec: $(cat err.txt)"
     sleep "$delay"
     kill -TERM "$job"
     if ! finish "$job" 150; then
@@ -190,7 +203,7 @@ SH
   PATH=$work/stuck:$PATH "$bin/tpc-run" "$work/two.tpcx" --ranks 2 --init-seed 1 --synthetic-seed 1 \
     >stuck.out 2>stuck.err &
   job=$!
-  sleep 1
+  started "$job" || fail "the launcher did not start the stand-in: $(cat stuck.err)"
   kill -TERM "$job"
   if ! finish "$job" 100; then
     fail "SIGTERM before any rank: still running 10 s later"
