@@ -414,6 +414,116 @@ __device__ __forceinline__ int visibleKeys(const Shape &s, int64_t row,
 
 //===- Forward ------------------------------------------------------------===//
 
+/// One query row's part of key tile j0.. in the online softmax. The four
+/// lanes of a quad hold the row (row g + 8 half of an m16 tile): lane tig
+/// its columns nt * 8 + 2 tig + e (e < 2) in sc[nt][2 half + e], which
+/// come in as q . k and leave as 2^(score - max), times keep * dropScale
+/// with dropout; scores are scaled by sl2 (log2 units) and, where `mask`,
+/// keys the row does not see are -inf. Updates the row's max and sum (of
+/// the undropped 2^(score - max)) and returns the factor by which its
+/// output so far shrinks.
+template <int NT, bool Drop>
+__device__ __forceinline__ float
+softmaxTile(const ForwardParams &p, float (&sc)[NT][4], int half, int64_t row,
+            int64_t j0, bool mask, float sl2, int tig, int64_t b, int64_t h,
+            float &mx, float &sum) {
+  const Shape &s = p.shape;
+  // The row sees the tile's columns < keys.
+  const int keys = visibleKeys<NT * 8>(s, row, j0);
+  float tileMax = -INFINITY;
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      float x = sc[nt][2 * half + e] * sl2;
+      if (mask && nt * 8 + tig * 2 + e >= keys)
+        x = -INFINITY;
+      sc[nt][2 * half + e] = x;
+      tileMax = fmaxf(tileMax, x);
+    }
+  // The four lanes of a quad hold one row.
+  tileMax = fmaxf(tileMax, __shfl_xor_sync(0xffffffffu, tileMax, 1));
+  tileMax = fmaxf(tileMax, __shfl_xor_sync(0xffffffffu, tileMax, 2));
+  const float newMax = fmaxf(mx, tileMax);
+  const float base = newMax == -INFINITY ? 0.0f : newMax;
+  const float alpha = exp2f(mx - base);
+  mx = newMax;
+  float tileSum = 0.0f;
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      float pv = exp2f(sc[nt][2 * half + e] - base);
+      tileSum += pv;
+      sc[nt][2 * half + e] = pv;
+    }
+  sum = sum * alpha + tileSum;
+  // (A template flag: the dropout's registers would make the kernel
+  // without it spill.)
+  if (Drop) {
+    static_assert(2 * NT <= 32, "one bit per column in `kept`");
+    // Bit 2 nt + e: column nt * 8 + 2 tig + e kept. A rolled loop keeps the
+    // hashes' registers few.
+    const uint64_t first = p.dropout.rowIndex(b, h, row, s.seqK) + j0 + tig * 2;
+    unsigned kept = 0;
+#pragma unroll 1
+    for (int k = 0; k < 2 * NT; ++k)
+      kept |=
+          static_cast<unsigned>(p.dropout.keep(first + (k >> 1) * 8 + (k & 1)))
+          << k;
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int e = 0; e < 2; ++e)
+        sc[nt][2 * half + e] = (kept >> (2 * nt + e)) & 1
+                                   ? sc[nt][2 * half + e] * p.dropout.scale
+                                   : 0.0f;
+  }
+  return alpha;
+}
+
+/// The end of one query row (laid out as in softmaxTile, o[dt][2 half + e]
+/// its output columns dt * 8 + 2 tig + e): O = o / sum, or in statistics
+/// mode (p.o null) the row's max, 1 / sum and D = rowsum(dO * O). Every
+/// lane of the quad takes part (shuffles), rows past s_q store nothing.
+template <int DT>
+__device__ __forceinline__ void
+finishRow(const ForwardParams &p, int64_t b, int64_t h, int64_t bh, int64_t row,
+          int half, int tig, float mx, float sum, const float (&o)[DT][4]) {
+  const Shape &s = p.shape;
+  float l = sum;
+  l += __shfl_xor_sync(0xffffffffu, l, 1);
+  l += __shfl_xor_sync(0xffffffffu, l, 2);
+  // Every row sees key 0 (causal or not): l >= 1.
+  const float inv = 1.0f / l;
+  // The result and dO share the output's layout.
+  const int64_t base = s.oRows.at(b, h, row);
+  if (p.o) {
+    if (row < s.seqQ)
+#pragma unroll
+      for (int dt = 0; dt < DT; ++dt)
+        storePair(p.o, p.oType, base + dt * 8 + tig * 2, o[dt][2 * half] * inv,
+                  o[dt][2 * half + 1] * inv);
+    return;
+  }
+  float dot = 0.0f;
+  if (row < s.seqQ)
+#pragma unroll
+    for (int dt = 0; dt < DT; ++dt) {
+      int64_t i = base + dt * 8 + tig * 2;
+      dot += o[dt][2 * half] * inv * loadFloat(p.dO, p.dOType, i);
+      dot += o[dt][2 * half + 1] * inv * loadFloat(p.dO, p.dOType, i + 1);
+    }
+  dot += __shfl_xor_sync(0xffffffffu, dot, 1);
+  dot += __shfl_xor_sync(0xffffffffu, dot, 2);
+  if (row < s.seqQ && tig == 0) {
+    int64_t r = bh * s.seqQ + row;
+    p.stats.max[r] = mx;
+    p.stats.invSum[r] = inv;
+    p.stats.dot[r] = dot;
+  }
+}
+
 /// 4 warps of kRowTiles x 16 query rows; key tiles of kBlockN keys, double
 /// buffered (cp.async) while the previous one is computed.
 template <int D> struct ForwardConfig {
@@ -538,58 +648,9 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         const int64_t row = warpRow0 + mt * 16 + g + 8 * half;
-        // The row sees the tile's columns < keys.
-        const int keys = visibleKeys<BN>(s, row, j0);
-        float tileMax = -INFINITY;
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            float x = sc[mt][nt][2 * half + e] * sl2;
-            if (mask && nt * 8 + tig * 2 + e >= keys)
-              x = -INFINITY;
-            sc[mt][nt][2 * half + e] = x;
-            tileMax = fmaxf(tileMax, x);
-          }
-        // The four lanes of a quad hold one row.
-        tileMax = fmaxf(tileMax, __shfl_xor_sync(0xffffffffu, tileMax, 1));
-        tileMax = fmaxf(tileMax, __shfl_xor_sync(0xffffffffu, tileMax, 2));
-        const float newMax = fmaxf(mx[mt][half], tileMax);
-        const float base = newMax == -INFINITY ? 0.0f : newMax;
-        const float alpha = exp2f(mx[mt][half] - base);
-        mx[mt][half] = newMax;
-        float tileSum = 0.0f;
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            float pv = exp2f(sc[mt][nt][2 * half + e] - base);
-            tileSum += pv;
-            sc[mt][nt][2 * half + e] = pv;
-          }
-        sum[mt][half] = sum[mt][half] * alpha + tileSum;
-        // (A template flag: the dropout's registers would make the
-        // kernel without it spill.)
-        if (Drop) {
-          // Bit 2 nt + e: column nt * 8 + 2 tig + e kept. A rolled loop
-          // keeps the hashes' registers few.
-          const uint64_t first =
-              p.dropout.rowIndex(b, h, row, s.seqK) + j0 + tig * 2;
-          unsigned kept = 0;
-#pragma unroll 1
-          for (int k = 0; k < 2 * NT; ++k)
-            kept |= static_cast<unsigned>(
-                        p.dropout.keep(first + (k >> 1) * 8 + (k & 1)))
-                    << k;
-#pragma unroll
-          for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-            for (int e = 0; e < 2; ++e)
-              sc[mt][nt][2 * half + e] =
-                  (kept >> (2 * nt + e)) & 1
-                      ? sc[mt][nt][2 * half + e] * p.dropout.scale
-                      : 0.0f;
-        }
+        const float alpha =
+            softmaxTile<NT, Drop>(p, sc[mt], half, row, j0, mask, sl2, tig, b,
+                                  h, mx[mt][half], sum[mt][half]);
 #pragma unroll
         for (int dt = 0; dt < DT; ++dt) {
           o[mt][dt][2 * half] *= alpha;
@@ -622,41 +683,9 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      float l = sum[mt][half];
-      l += __shfl_xor_sync(0xffffffffu, l, 1);
-      l += __shfl_xor_sync(0xffffffffu, l, 2);
-      // Every row sees key 0 (causal or not): l >= 1.
-      const float inv = 1.0f / l;
-      const int64_t row = warpRow0 + mt * 16 + g + 8 * half;
-      // The result and dO share the output's layout.
-      const int64_t base = s.oRows.at(b, h, row);
-      if (p.o) {
-        if (row < s.seqQ)
-#pragma unroll
-          for (int dt = 0; dt < DT; ++dt)
-            storePair(p.o, p.oType, base + dt * 8 + tig * 2,
-                      o[mt][dt][2 * half] * inv, o[mt][dt][2 * half + 1] * inv);
-      } else {
-        float dot = 0.0f;
-        if (row < s.seqQ)
-#pragma unroll
-          for (int dt = 0; dt < DT; ++dt) {
-            int64_t i = base + dt * 8 + tig * 2;
-            dot += o[mt][dt][2 * half] * inv * loadFloat(p.dO, p.dOType, i);
-            dot += o[mt][dt][2 * half + 1] * inv *
-                   loadFloat(p.dO, p.dOType, i + 1);
-          }
-        dot += __shfl_xor_sync(0xffffffffu, dot, 1);
-        dot += __shfl_xor_sync(0xffffffffu, dot, 2);
-        if (row < s.seqQ && tig == 0) {
-          int64_t r = bh * s.seqQ + row;
-          p.stats.max[r] = mx[mt][half];
-          p.stats.invSum[r] = inv;
-          p.stats.dot[r] = dot;
-        }
-      }
-    }
+    for (int half = 0; half < 2; ++half)
+      finishRow<DT>(p, b, h, bh, warpRow0 + mt * 16 + g + 8 * half, half, tig,
+                    mx[mt][half], sum[mt][half], o[mt]);
 }
 
 //===- Backward -----------------------------------------------------------===//
