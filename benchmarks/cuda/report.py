@@ -120,12 +120,18 @@ def merge(args):
         # TPCRT_CUDA_ATTENTION=cudnn's run of the same case (tpc-cuda-bench
         # labels it tpc-cudnn): reported beside, the faster one compared.
         cudnn = pair.get("tpc-cudnn")
-        some = tpc or torch or cudnn
+        some = tpc or torch or cudnn or pair.get("tpc-mma")
         row = {"case": key, "what": describe(some),
                "tpc_tflops": tpc and tpc["tflops"],
                "torch_tflops": torch and torch["tflops"]}
         text = (f"{row['what']}: tpc "
                 + (f"{tpc['tflops']:.1f}" if tpc else "-") + " TFLOP/s")
+        # TPCRT_CUDA_ATTENTION=mma's (tpc-mma): on Hopper the mma.sync
+        # forward the wgmma one replaced, reported beside, never compared.
+        mma = pair.get("tpc-mma")
+        if mma:
+            row["tpc_mma_tflops"] = mma["tflops"]
+            text += f" (mma.sync {mma['tflops']:.1f})"
         if cudnn:
             row["tpc_cudnn_tflops"] = cudnn["tflops"]
             text += f", with cuDNN {cudnn['tflops']:.1f}"

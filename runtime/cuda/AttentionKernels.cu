@@ -29,8 +29,11 @@
 // (FlashAttention.cuh: mma.sync, fp32 accumulators, P and dS rounded to the
 // 16-bit type for their products, as FlashAttention does); everything else
 // (fp32, mixed storage, other dims up to 256) runs the fp32 FMA kernels
-// (GenericAttention.cuh). TPCRT_CUDA_ATTENTION=generic forces the latter
-// (for tests).
+// (GenericAttention.cuh). On a device of compute capability 9.0 the
+// tensor-core forward (and the statistics pass) runs on wgmma instead
+// (HopperAttention.cuh, built for sm_90a); the backward stays on mma.sync.
+// TPCRT_CUDA_ATTENTION=generic forces the FMA kernels, =mma the mma.sync
+// forward on Hopper too (for tests, and to compare them).
 //
 // softmax(_grad): a block per row, fixed-order block reductions.
 //
@@ -40,7 +43,11 @@
 #include "FlashAttention.cuh"
 #include "GenericAttention.cuh"
 #include "AttentionTensors.h"
+#if TPCRT_HAVE_SM90A
+#include "HopperAttention.h"
+#endif
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -116,28 +123,51 @@ constexpr int64_t kMaxDim = 256;
 constexpr int64_t kMaxGridY = 65535;
 constexpr int64_t kMaxGridX = 2147483647;
 
-/// Dynamic shared memory above the 48 KiB default needs an opt-in per
-/// kernel (and device); cheap, so done before every launch.
-template <typename Kernel>
-Status allowSharedMemory(Kernel *kernel, size_t bytes, const char *name) {
-  if (bytes <= 48 * 1024)
-    return Status::ok();
-  cudaError_t err =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           static_cast<int>(bytes));
-  if (err == cudaSuccess)
-    return Status::ok();
-  cudaGetLastError(); // not sticky: clear it for the next launch's check
-  return Status::error(std::string(name) + ": " + std::to_string(bytes) +
-                       " bytes of shared memory: " + cudaGetErrorString(err));
+/// TPCRT_CUDA_ATTENTION names the kernels to run: "generic" the fp32 FMA
+/// kernels for every case, "mma" the mma.sync forward on Hopper too
+/// (tests, and comparing the two on a GPU).
+bool attentionChoiceIs(const char *name) {
+  const char *v = std::getenv("TPCRT_CUDA_ATTENTION");
+  return v && std::strcmp(v, name) == 0;
+}
+bool forceGeneric() {
+  static const bool force = attentionChoiceIs("generic");
+  return force;
 }
 
-bool forceGeneric() {
-  static const bool force = [] {
-    const char *v = std::getenv("TPCRT_CUDA_ATTENTION");
-    return v && std::strcmp(v, "generic") == 0;
-  }();
-  return force;
+/// Whether the forward's tensor-core cases run HopperAttention.cu's wgmma
+/// kernel: built (sm_90a), the current device of compute capability 9.0
+/// (asked once per device) and not TPCRT_CUDA_ATTENTION=mma.
+bool useWgmma() {
+#if TPCRT_HAVE_SM90A
+  static const bool forceMma = attentionChoiceIs("mma");
+  if (forceMma)
+    return false;
+  constexpr int kDevices = 64;
+  static std::atomic<int> capability[kDevices]; // major * 10 + minor + 1
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0) {
+    cudaGetLastError();
+    return false;
+  }
+  int known = device < kDevices ? capability[device].load() : 0;
+  if (known == 0) {
+    int major = 0, minor = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
+                               device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor,
+                               device) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    known = major * 10 + minor + 1;
+    if (device < kDevices)
+      capability[device].store(known);
+  }
+  return known == 90 + 1;
+#else
+  return false;
+#endif
 }
 
 /// The call's sizes and dropout (CpuDevice.cpp's attentionDropout), and its
@@ -246,7 +276,9 @@ Status launchTensorForward(const ForwardParams &p, dim3 grid,
   constexpr int bytes = flash::ForwardConfig<D>::kSmemBytes;
   auto *kernel = p.dropout.enabled ? flash::forwardKernel<T, D, true>
                                    : flash::forwardKernel<T, D, false>;
-  if (Status st = allowSharedMemory(kernel, bytes, "attention"); !st)
+  if (Status st = allowSharedMemory(reinterpret_cast<const void *>(kernel),
+                                    bytes, "attention");
+      !st)
     return st;
   TPCRT_LAUNCH(kernel, grid, flash::kThreads, bytes, stream, p);
   return launchStatus("attention (tensor cores)");
@@ -260,8 +292,9 @@ Status launchTensorBackward(const BackwardParams &p, cudaStream_t stream) {
     dim3 grid =
         tileGrid((s.seqK + Cfg::kKeys - 1) / Cfg::kKeys, s.batch * s.kvHeads);
     auto *kernel = flash::backwardKeyValueKernel<T, D>;
-    if (Status st = allowSharedMemory(kernel, Cfg::kKeyValueSmemBytes,
-                                      "attention_grad");
+    if (Status st =
+            allowSharedMemory(reinterpret_cast<const void *>(kernel),
+                              Cfg::kKeyValueSmemBytes, "attention_grad");
         !st)
       return st;
     TPCRT_LAUNCH(kernel, grid, flash::kThreads, Cfg::kKeyValueSmemBytes, stream,
@@ -273,8 +306,8 @@ Status launchTensorBackward(const BackwardParams &p, cudaStream_t stream) {
     dim3 grid =
         tileGrid((s.seqQ + Cfg::kRows - 1) / Cfg::kRows, s.batch * s.heads);
     auto *kernel = flash::backwardQueryKernel<T, D>;
-    if (Status st =
-            allowSharedMemory(kernel, Cfg::kQuerySmemBytes, "attention_grad");
+    if (Status st = allowSharedMemory(reinterpret_cast<const void *>(kernel),
+                                      Cfg::kQuerySmemBytes, "attention_grad");
         !st)
       return st;
     TPCRT_LAUNCH(kernel, grid, flash::kThreads, Cfg::kQuerySmemBytes, stream,
@@ -290,7 +323,9 @@ Status launchGenericForward(const ForwardParams &p, dim3 grid,
                             cudaStream_t stream) {
   size_t bytes = genericForwardSmem(p.shape.headDim, p.shape.valueDim);
   auto *kernel = genericForwardKernel<Cap>;
-  if (Status st = allowSharedMemory(kernel, bytes, "attention"); !st)
+  if (Status st = allowSharedMemory(reinterpret_cast<const void *>(kernel),
+                                    bytes, "attention");
+      !st)
     return st;
   TPCRT_LAUNCH(kernel, grid, kThreadsGeneric, bytes, stream, p);
   return launchStatus("attention");
@@ -303,7 +338,9 @@ Status launchGenericBackward(const BackwardParams &p, cudaStream_t stream) {
     dim3 grid = tileGrid((s.seqK + kKeys - 1) / kKeys, s.batch * s.kvHeads);
     size_t bytes = genericKeyValueSmem(s.headDim, s.valueDim);
     auto *kernel = genericKeyValueKernel<Cap>;
-    if (Status st = allowSharedMemory(kernel, bytes, "attention_grad"); !st)
+    if (Status st = allowSharedMemory(reinterpret_cast<const void *>(kernel),
+                                      bytes, "attention_grad");
+        !st)
       return st;
     TPCRT_LAUNCH(kernel, grid, kThreadsGeneric, bytes, stream, p);
     if (Status st = launchStatus("attention_grad dK/dV"); !st)
@@ -313,7 +350,9 @@ Status launchGenericBackward(const BackwardParams &p, cudaStream_t stream) {
     dim3 grid = tileGrid((s.seqQ + kRows - 1) / kRows, s.batch * s.heads);
     size_t bytes = genericQuerySmem(s.headDim, s.valueDim);
     auto *kernel = genericQueryKernel<Cap>;
-    if (Status st = allowSharedMemory(kernel, bytes, "attention_grad"); !st)
+    if (Status st = allowSharedMemory(reinterpret_cast<const void *>(kernel),
+                                      bytes, "attention_grad");
+        !st)
       return st;
     TPCRT_LAUNCH(kernel, grid, kThreadsGeneric, bytes, stream, p);
     if (Status st = launchStatus("attention_grad dQ"); !st)
@@ -324,6 +363,10 @@ Status launchGenericBackward(const BackwardParams &p, cudaStream_t stream) {
 
 /// The forward (p.o set) or attention_grad's statistics (p.o null).
 Status runForward(const ForwardParams &p, bool tensor, cudaStream_t stream) {
+#if TPCRT_HAVE_SM90A
+  if (tensor && useWgmma())
+    return launchHopperForward(p, stream);
+#endif
   const Shape &s = p.shape;
   int64_t rowsPerBlock =
       tensor ? (s.headDim == 64 ? flash::ForwardConfig<64>::kBlockM

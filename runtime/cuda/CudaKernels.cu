@@ -15,3 +15,17 @@ Status cuda::launchStatus(const char *kernel) {
   return Status::error(std::string(kernel) +
                        ": CUDA launch failed: " + cudaGetErrorString(err));
 }
+
+Status cuda::allowSharedMemory(const void *kernel, size_t bytes,
+                               const char *name) {
+  if (bytes <= 48 * 1024)
+    return Status::ok();
+  cudaError_t err =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           static_cast<int>(bytes));
+  if (err == cudaSuccess)
+    return Status::ok();
+  cudaGetLastError(); // not sticky: clear it for the next launch's check
+  return Status::error(std::string(name) + ": " + std::to_string(bytes) +
+                       " bytes of shared memory: " + cudaGetErrorString(err));
+}

@@ -85,6 +85,11 @@ struct KernelArgs {
 /// A Status for the last launch: cudaGetLastError, named.
 Status launchStatus(const char *kernel);
 
+/// Dynamic shared memory above the 48 KiB default needs an opt-in per
+/// kernel (and device); cheap, so done before every launch. `name` names
+/// the kernel in the error.
+Status allowSharedMemory(const void *kernel, size_t bytes, const char *name);
+
 // Pointwise (PointwiseKernels.cu).
 bool isPointwiseKernel(fb::OpCode op);
 uint64_t pointwiseScratchBytes(const KernelCall &call);

@@ -13,14 +13,14 @@
 //
 // A block's threads are fibers of one host thread, run round robin: a
 // thread runs until it waits at a barrier (__syncthreads, __syncwarp, or a
-// warp collective: shuffle, ldmatrix, mma), so a block runs the same way
-// every time. TPCRT_EMULATION_SCHEDULE picks another order (schedule()
-// below): the last thread first, one warp as far as it goes before the
-// next, or that with random turns; a kernel whose result changes with it
-// lacks a barrier (on a GPU: a race). Blocks of a launch are shared among a
-// few host threads. Shared memory starts as 0xff bytes (a NaN in bf16, f16
-// and f32), so a tile read before its copy landed (or before it was
-// written) shows.
+// warp collective: shuffle, ldmatrix, mma; or a warpgroup's wgmma), so a
+// block runs the same way every time. TPCRT_EMULATION_SCHEDULE picks
+// another order (schedule() below): the last thread first, one warp as
+// far as it goes before the next, or that with random turns; a kernel
+// whose result changes with it lacks a barrier (on a GPU: a race). Blocks
+// of a launch are shared among a few host threads. Shared memory starts as
+// 0xff bytes (a NaN in bf16, f16 and f32), so a tile read before its copy
+// landed (or before it was written) shows.
 // Misaligned or out-of-bounds shared memory accesses of the PTX, copies in
 // flight at a thread's exit and collectives the warp never completes are
 // reported by launch() instead of being performed; plain stores past the
@@ -303,6 +303,10 @@ struct Thread {
   char *stack = nullptr;                // kStackBytes, from the pool
   std::vector<Copy> open;               // issued, not committed
   std::deque<std::vector<Copy>> groups; // committed, not waited for
+  /// wgmma.mma_async: issued since the last commit_group, and committed
+  /// groups not waited for.
+  int wgmmaOpen = 0;
+  int wgmmaGroups = 0;
 };
 
 /// The block one host thread runs: its threads and shared memory.
@@ -316,6 +320,7 @@ struct Block {
   std::vector<Thread> threads;
   Barrier all;
   std::vector<Barrier> warps;
+  std::vector<Barrier> warpgroups; // of 4 warps (wgmma)
   std::vector<LaneSlot> slots;
   Context scheduler;
   int current = 0;    // the running thread
@@ -565,6 +570,14 @@ inline void syncWarp() {
   arrive(block().warps[warp()],
          std::min(kWarpSize, threads - warp() * kWarpSize));
 }
+/// The implicit convergence of a warpgroup instruction (wgmma): the 128
+/// threads of warps 4 w .. 4 w + 3 execute it together.
+inline void syncWarpgroup() {
+  const int threads = static_cast<int>(block().threads.size());
+  const int group = linearThread() / (4 * kWarpSize);
+  arrive(block().warpgroups[group],
+         std::min(4 * kWarpSize, threads - group * 4 * kWarpSize));
+}
 inline LaneSlot &slot(int laneOfWarp) {
   return block().slots[warp() * kWarpSize + laneOfWarp];
 }
@@ -740,6 +753,97 @@ inline void mma(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1,
   }
 }
 
+/// One 16-bit element of a wgmma operand in shared memory: element (mn, k)
+/// (mn < M or N, k < 16) of the matrix its descriptor names. Descriptor
+/// (PTX ISA, "Matrix Descriptor"): bits 0-13 the start address, 16-29 the
+/// leading and 32-45 the stride byte offset (LBO, SBO), each >> 4; 49-51
+/// the base offset; 62-63 the swizzle. Only the 128-byte swizzle (1) with
+/// base offset 0 is emulated, in CUTLASS's canonical layouts (element
+/// offsets, T = 8 elements = 16 bytes):
+///   K-major  ((8, m), (T, 2)) : ((8T, SBO), (1, T))      (LBO unused)
+///   MN-major ((T, 8, m), (8, k)) : ((1, T, LBO), (8T, SBO))
+/// then bits 4-6 of the byte address XORed with bits 7-9.
+inline bool wgmmaElement(uint64_t desc, int mn, int k, bool kMajor,
+                         uint16_t &value) {
+  const unsigned start = unsigned(desc & 0x3fff) << 4;
+  const unsigned lbo = unsigned((desc >> 16) & 0x3fff) << 4;
+  const unsigned sbo = unsigned((desc >> 32) & 0x3fff) << 4;
+  if ((desc >> 62) != 1 || ((desc >> 49) & 7) != 0) {
+    block().fault("wgmma: only the 128-byte swizzle with base offset 0 is "
+                  "emulated");
+    return false;
+  }
+  unsigned address = kMajor ? start + (mn % 8) * 128 + (mn / 8) * sbo + k * 2
+                            : start + (mn % 64) * 2 + (mn / 64) * lbo +
+                                  (k % 8) * 128 + (k / 8) * sbo;
+  address ^= ((address >> 7) & 7) << 4;
+  if (!sharedOk(address, 2, "wgmma"))
+    return false;
+  value = sharedHalf(address);
+  return true;
+}
+
+/// wgmma.mma_async.sync.aligned.m64nNk16.f32.{bf16,f16} with the
+/// warpgroup's 128 threads: d = A B (+ d when scaleD), A 64 x 16 from
+/// shared memory (descA, K-major) or, when `a` is given, from registers (as
+/// mma.sync's A fragment, warp w of the group holding rows 16 w ..), B
+/// 16 x N from shared memory (descB: K-major, or MN-major with transB).
+/// Lane 4 g + t of warp w holds d rows 16 w + g (d[4 j], d[4 j + 1]: columns
+/// 8 j + 2 t, + 1) and 16 w + g + 8 (d[4 j + 2], d[4 j + 3]). Performed at
+/// the instruction (sums exact in double, rounded once); commit_group and
+/// wait_group only keep count.
+inline void wgmma(float *d, int n, const unsigned *a, uint64_t descA,
+                  uint64_t descB, bool scaleD, bool transB, bool bf16) {
+  const int me = linearThread();
+  const int group = me / (4 * kWarpSize), w = me / kWarpSize % 4;
+  const int g = lane() / 4, t = lane() % 4;
+  LaneSlot *slots = block().slots.data() + group * 4 * kWarpSize;
+  if (a)
+    std::copy(a, a + 4, slots[me % (4 * kWarpSize)].a);
+  syncWarpgroup();
+  float rows[2][16]; // A rows 16 w + g and + 8
+  for (int half = 0; half < 2; ++half)
+    for (int k = 0; k < 16; ++k) {
+      if (a) { // lanes 4 g + q of warp w hold row g's pairs (mma's A)
+        const LaneSlot &s = slots[w * kWarpSize + 4 * g + (k % 8) / 2];
+        rows[half][k] = halfOf(s.a[half + 2 * (k / 8)], k % 2, bf16);
+        continue;
+      }
+      uint16_t v = 0xffff;
+      wgmmaElement(descA, 16 * w + g + 8 * half, k, true, v);
+      rows[half][k] = bf16 ? fromBf16(v) : fromHalf(v);
+    }
+  for (int j = 0; j < n / 8; ++j)
+    for (int e = 0; e < 2; ++e) {
+      float col[16];
+      for (int k = 0; k < 16; ++k) {
+        uint16_t v = 0xffff;
+        wgmmaElement(descB, 8 * j + 2 * t + e, k, !transB, v);
+        col[k] = bf16 ? fromBf16(v) : fromHalf(v);
+      }
+      for (int half = 0; half < 2; ++half) {
+        double sum = scaleD ? d[4 * j + 2 * half + e] : 0.0;
+        for (int k = 0; k < 16; ++k)
+          sum += double(rows[half][k]) * col[k];
+        d[4 * j + 2 * half + e] = static_cast<float>(sum);
+      }
+    }
+  syncWarpgroup();
+  ++self().wgmmaOpen;
+}
+/// wgmma.commit_group: the wgmmas since the last commit become a group.
+inline void wgmmaCommit() {
+  Thread &t = self();
+  if (t.wgmmaOpen)
+    ++t.wgmmaGroups;
+  t.wgmmaOpen = 0;
+}
+/// wgmma.wait_group n: at most n groups still pending.
+inline void wgmmaWait(int n) {
+  Thread &t = self();
+  t.wgmmaGroups = std::min(t.wgmmaGroups, n);
+}
+
 //===- Launch -------------------------------------------------------------===//
 
 inline void threadEntry() {
@@ -747,6 +851,8 @@ inline void threadEntry() {
   (*t.block->kernel)();
   if (!t.open.empty() || !t.groups.empty())
     t.block->fault("a thread exits with cp.async copies not waited for");
+  if (t.wgmmaOpen || t.wgmmaGroups)
+    t.block->fault("a thread exits with wgmma operations not waited for");
   t.done = true;
   switchFrom(t); // never returns: the thread is done
 }
@@ -760,11 +866,13 @@ inline void runBlock(Block &b) {
     t.waitsAt = nullptr;
     t.open.clear();
     t.groups.clear();
+    t.wgmmaOpen = t.wgmmaGroups = 0;
     t.blockIdx = b.blockIdx;
     startContext(t.context, t.stack, kStackBytes, threadEntry);
   }
   b.all = Barrier();
   std::fill(b.warps.begin(), b.warps.end(), Barrier());
+  std::fill(b.warpgroups.begin(), b.warpgroups.end(), Barrier());
   b.draws = schedule().seed ^
             (uint64_t(b.blockIdx.x) |
              (uint64_t(b.blockIdx.y) << 24 | uint64_t(b.blockIdx.z) << 48));
@@ -817,6 +925,7 @@ inline std::string launch(dim3 grid, dim3 threads, size_t smemBytes,
     b.kernel = &kernel;
     b.threads.resize(count);
     b.warps.resize((count + kWarpSize - 1) / kWarpSize);
+    b.warpgroups.resize((count + 4 * kWarpSize - 1) / (4 * kWarpSize));
     b.slots.resize(b.warps.size() * kWarpSize);
     for (int i = 0; i < count; ++i) {
       Thread &t = b.threads[i];

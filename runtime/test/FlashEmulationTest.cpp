@@ -1,8 +1,9 @@
 //===- FlashEmulationTest.cpp - the tensor-core attention, emulated -------===//
 //
-// cuda/FlashAttention.cuh's kernels, the real header compiled for the host
-// with TPCRT_CUDA_EMULATION (CudaEmulation.h: CUDA's threads, barriers,
-// shuffles and the PTX of cp.async, ldmatrix and mma.sync, emulated), run
+// cuda/FlashAttention.cuh's kernels and HopperAttention.cuh's wgmma forward,
+// the real headers compiled for the host with TPCRT_CUDA_EMULATION
+// (CudaEmulation.h: CUDA's threads, barriers, shuffles and the PTX of
+// cp.async, ldmatrix, mma.sync and wgmma, emulated), run
 // as AttentionKernels.cu launches them and compared with the CPU device's
 // attention and attentionGrad on the same inputs. An emulation, not a GPU
 // run: it tests the kernels' indexing, fragment layouts, masks (keys past
@@ -29,7 +30,7 @@
 
 // Last: it defines CUDA's keywords and built-in variables as macros
 // (TPCRT_CUDA_EMULATION, defined by the build, makes it the host's).
-#include "FlashAttention.cuh"
+#include "HopperAttention.cuh"
 
 #include "AttentionEmulation.h"
 
@@ -66,6 +67,9 @@ struct Case {
   bool splitDropout = false;
   /// When the emulated cp.async copies land (both orders of hazards).
   emu::CopyTiming timing = emu::CopyTiming::AtWait;
+  /// The forward and the statistics pass on HopperAttention.cuh's wgmma
+  /// kernel instead of mma.sync (the backward reads its statistics).
+  bool wgmma = false;
 };
 
 uint16_t toStorage(bool bf16, float f) {
@@ -84,9 +88,30 @@ struct Tensors {
   std::vector<uint16_t> o, dq, dk, dv, dqkv;
 };
 
+/// hopper::forwardKernel's launch (HopperAttention.cu's).
+template <typename T, int D>
+std::string runWgmmaForward(const ForwardParams &p, emu::CopyTiming timing) {
+  using Cfg = hopper::Config<D>;
+  const Shape &s = p.shape;
+  int64_t tiles = (s.seqQ + hopper::kBlockM - 1) / hopper::kBlockM;
+  if (s.batch * s.heads == 0 || tiles == 0)
+    return "";
+  dim3 grid = tileGrid(tiles, s.batch * s.heads);
+  if (p.dropout.enabled)
+    return emu::launch(
+        grid, dim3(hopper::kThreads), Cfg::kSmemBytes,
+        [&] { hopper::forwardKernel<T, D, true>(p); }, timing);
+  return emu::launch(
+      grid, dim3(hopper::kThreads), Cfg::kSmemBytes,
+      [&] { hopper::forwardKernel<T, D, false>(p); }, timing);
+}
+
 /// forwardKernel's launch (AttentionKernels.cu's runForward, tensor path).
 template <typename T, int D>
-std::string runForward(const ForwardParams &p, emu::CopyTiming timing) {
+std::string runForward(const ForwardParams &p, emu::CopyTiming timing,
+                       bool wgmma) {
+  if (wgmma)
+    return runWgmmaForward<T, D>(p, timing);
   using Cfg = flash::ForwardConfig<D>;
   const Shape &s = p.shape;
   int64_t tiles = (s.seqQ + Cfg::kBlockM - 1) / Cfg::kBlockM;
@@ -210,8 +235,9 @@ template <typename T, int D> void runCase(const Case &c) {
   tensors.storage = storage;
   Statistics statistics(problem);
   Launches launches = launchesFor(tensors, shape, dropout, statistics.rows());
-  ASSERT_EQ((runForward<T, D>(launches.forward, c.timing)), "") << "forward";
-  ASSERT_EQ((runForward<T, D>(launches.statisticsPass, c.timing)), "")
+  ASSERT_EQ((runForward<T, D>(launches.forward, c.timing, c.wgmma)), "")
+      << "forward";
+  ASSERT_EQ((runForward<T, D>(launches.statisticsPass, c.timing, c.wgmma)), "")
       << "statistics";
   ASSERT_EQ((runBackward<T, D>(launches.backward, c.timing)), "") << "backward";
 
@@ -319,6 +345,61 @@ TEST(FlashEmulation, Bf16D64OneQueryCausalDropout) {
   Case c;
   c.layout = Layout::HeadMajor;
   c.seqQ = 1, c.seqK = 65, c.causal = true, c.dropout = true;
+  run(c);
+}
+
+// The wgmma forward (HopperAttention.cuh): two warpgroups of 64 rows, key
+// tiles of 128; lengths across several query and key tiles and not
+// multiples of them, each layout, causal and not, dropout, grouped heads.
+
+TEST(FlashEmulation, WgmmaBf16D64HeadMajorCausalGrouped) {
+  Case c;
+  c.wgmma = true;
+  c.heads = 4, c.kvHeads = 2, c.seqQ = 77, c.seqK = 260, c.causal = true;
+  run(c);
+}
+
+TEST(FlashEmulation, WgmmaF16D128SeqMajorDropoutGrouped) {
+  Case c;
+  c.wgmma = true;
+  c.bf16 = false, c.dim = 128;
+  c.layout = Layout::SeqMajor;
+  c.batch = 2, c.heads = 3, c.kvHeads = 1, c.seqQ = 133, c.seqK = 150;
+  c.dropout = true, c.timing = Timing::AtIssue;
+  run(c);
+}
+
+TEST(FlashEmulation, WgmmaBf16D128PackedCausalDropout) {
+  Case c;
+  c.wgmma = true;
+  c.dim = 128;
+  c.layout = Layout::PackedQkv;
+  c.seqQ = c.seqK = 200, c.causal = true, c.dropout = true;
+  run(c);
+}
+
+TEST(FlashEmulation, WgmmaF16D64HeadMajorMoreQueries) {
+  Case c;
+  c.wgmma = true;
+  c.bf16 = false;
+  c.heads = 2, c.kvHeads = 2, c.seqQ = 140, c.seqK = 37;
+  run(c);
+}
+
+TEST(FlashEmulation, WgmmaBf16D128SeqMajorCausalSplitDropoutGrouped) {
+  Case c;
+  c.wgmma = true;
+  c.dim = 128;
+  c.layout = Layout::SeqMajor;
+  c.heads = 4, c.kvHeads = 1, c.seqQ = 37, c.seqK = 170, c.causal = true;
+  c.dropout = true, c.splitDropout = true, c.timing = Timing::AtIssue;
+  run(c);
+}
+
+TEST(FlashEmulation, WgmmaBf16D64OneQueryCausalDropout) {
+  Case c;
+  c.wgmma = true;
+  c.seqQ = 1, c.seqK = 129, c.causal = true, c.dropout = true;
   run(c);
 }
 

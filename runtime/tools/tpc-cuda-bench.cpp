@@ -23,7 +23,8 @@
 // (benchmarks/cuda/gemm_attention_torch.py prints the same keys for torch).
 // With TPCRT_CUDA_ATTENTION=cudnn in the environment the device runs
 // attention through cuDNN's fused attention, and its lines say "tool":
-// "tpc-cudnn".
+// "tpc-cudnn"; with =mma a Hopper device runs the mma.sync forward instead
+// of the wgmma one ("tpc-mma").
 // Each timed step includes the interpreter's per-step synchronize.
 //
 // Without a CUDA device (no backend library, driver or GPU) it prints why and
@@ -259,10 +260,13 @@ Status runCase(const Case &c, const std::string &deviceName, int warmup,
 }
 
 /// "tpc-cudnn" when TPCRT_CUDA_ATTENTION=cudnn has the CUDA device run
-/// attention through cuDNN, else "tpc".
+/// attention through cuDNN, "tpc-mma" when =mma keeps a Hopper device's
+/// forward on mma.sync (not wgmma), else "tpc".
 const char *attentionTool() {
   const char *v = std::getenv("TPCRT_CUDA_ATTENTION");
-  return v && std::strcmp(v, "cudnn") == 0 ? "tpc-cudnn" : "tpc";
+  if (v && std::strcmp(v, "cudnn") == 0)
+    return "tpc-cudnn";
+  return v && std::strcmp(v, "mma") == 0 ? "tpc-mma" : "tpc";
 }
 
 void printJson(const Case &c, const std::string &device, int warmup, int iters,

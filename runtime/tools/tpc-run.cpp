@@ -154,7 +154,10 @@ Options:
                           attention runs through cuDNN's fused attention
                           where it covers the kernel (bf16/f16, no
                           dropout; cuDNN found at run time, or
-                          TPCRT_CUDNN_LIBRARY; docs/runtime/cuda.md)
+                          TPCRT_CUDNN_LIBRARY; docs/runtime/cuda.md); on
+                          Hopper (compute capability 9.0) the attention
+                          forward runs on wgmma, =mma keeps it on mma.sync,
+                          =generic runs the fp32 FMA kernels
   --dump-outputs OUT      write the outputs of the last step (loss, and
                           logits when the executable returns them) to the
                           safetensors file OUT, atomically

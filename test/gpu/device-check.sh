@@ -8,13 +8,14 @@
 #   1 build     runtime/ alone (cmake + ninja) into build-gpu/, with the
 #               carried FlatBuffers/json headers and schema header, no MPI,
 #               no OpenBLAS, CUDA for $TPC_CUDA_ARCHS (default 90: the
-#               H200; no kernel uses sm_90a-only instructions yet), NCCL
-#               from the Python wheel
+#               H200; the wgmma attention forward is built for sm_90a
+#               alone), NCCL from the Python wheel
 #   2 gpu       nvidia-smi and the CUDA device count; none: "no GPU:
 #               skipped", exit 77 (1 when the build failed too)
 #   3 kernels   tpcrt-device-check --device cuda --results $OUT/kernels.txt
 #   3b kernels-cudnn  the attention cases again with TPCRT_CUDA_ATTENTION=cudnn
 #               (cuDNN's fused attention from the wheel, header carried)
+#               (on the H200 stage 3's attention forward runs on wgmma)
 #   4 models    two training steps of the tiny GPT-2 (fp32 and bf16) and
 #               Llama (fp32 and bf16, the bf16 once more with
 #               TPCRT_CUDA_ATTENTION=cudnn) on --device cpu and cuda from the
@@ -28,10 +29,13 @@
 #               GPU per rank through NCCL,
 #               where there are enough GPUs (TPC_GPU_RANKS; else SKIP)
 #   5 nccl      tpcrt-nccl-check --local (one rank)
+#   5b kernels-mma  the attention cases again with TPCRT_CUDA_ATTENTION=mma:
+#               the mma.sync forward that wgmma replaces on Hopper
 #   6 bench     tpc-cuda-bench vs torch (GEMM, attention; attention also
 #               with TPCRT_CUDA_ATTENTION=cudnn), then a training
-#               step of the GPT-2 MFU model, tpc-run vs Hugging Face:
-#               $OUT/bench.json and lines in the summary
+#               step of the GPT-2 MFU model, tpc-run vs Hugging Face;
+#               last (6e) the attention cases on mma.sync (=mma) beside
+#               wgmma: $OUT/bench.json and lines in the summary
 #
 # Each stage runs under `timeout` (its own budget, cut to what is left of
 # the whole script's $TPC_GPU_DEADLINE seconds, default 285), writes its log
@@ -176,6 +180,20 @@ stage_kernels_cudnn() {
   return $rc
 }
 
+# The attention kernels again with TPCRT_CUDA_ATTENTION=mma: on a Hopper
+# device the forward (and attention_grad's statistics pass) on mma.sync
+# instead of wgmma; all against the CPU device.
+stage_kernels_mma() {
+  local check op dtype rc=0
+  check=$(findbin tpcrt-device-check)
+  [ -n "$check" ] || { echo "tpcrt-device-check was not built"; return 1; }
+  for op in attention attention_grad; do
+    TPCRT_CUDA_ATTENTION=mma "$check" --device cuda --op $op --dtype bf16 \
+      || rc=1
+  done
+  return $rc
+}
+
 # Two training steps of $1 on the CPU (ref) and on $DUT (dut, cuda); $2 the
 # tolerance; $3 the label of the comparison (default $1); $4 the ranks (the
 # executable's mesh size; default 1).
@@ -302,6 +320,17 @@ stage_bench_attention_cudnn() {
   done
   TPCRT_CUDA_ATTENTION=cudnn "$(findbin tpc-cuda-bench)" --warmup 3 \
     --iters 20 "${cases[@]}" | tee "$WORK/bench-tpc-cudnn.jsonl"
+  return "${PIPESTATUS[0]}"
+}
+
+# The attention cases on mma.sync (tpc-cuda-bench labels them tpc-mma).
+stage_bench_attention_mma() {
+  local cases=() c
+  for c in $BENCH_CASES; do
+    case $c in attn:*) cases+=("$c") ;; esac
+  done
+  TPCRT_CUDA_ATTENTION=mma "$(findbin tpc-cuda-bench)" --warmup 3 \
+    --iters 20 "${cases[@]}" | tee "$WORK/bench-tpc-mma.jsonl"
   return "${PIPESTATUS[0]}"
 }
 
@@ -501,13 +530,16 @@ run_stage 3b kernels-cudnn 30 device-check.log
 run_stage 4 models 40 models.log
 run_stage 4b ranks 60 models.log
 run_stage 5 nccl 25 nccl.log
+run_stage 5b kernels-mma 20 device-check.log
 run_stage 6a bench-kernels-tpc 25 bench.log
 run_stage 6a2 bench-attention-cudnn 20 bench.log
 run_stage 6b bench-kernels-torch 35 bench.log
 run_stage 6c bench-gpt-tpc 60 bench.log
 run_stage 6d bench-gpt-torch 60 bench.log
+run_stage 6e bench-attention-mma 15 bench.log
 # The comparison lines and bench.json, from whatever the stages left.
-cat "$WORK"/bench-tpc.jsonl "$WORK"/bench-tpc-cudnn.jsonl "$WORK"/bench-torch.jsonl "$WORK"/gpt-tpc.jsonl \
+cat "$WORK"/bench-tpc.jsonl "$WORK"/bench-tpc-cudnn.jsonl "$WORK"/bench-tpc-mma.jsonl \
+  "$WORK"/bench-torch.jsonl "$WORK"/gpt-tpc.jsonl \
   "$WORK"/gpt-torch.jsonl 2>/dev/null \
   | timeout 30 "$PY" benchmarks/cuda/report.py merge --json "$OUT/bench.json" \
   | tee -a "$summary"

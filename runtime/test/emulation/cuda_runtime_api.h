@@ -75,6 +75,8 @@ enum cudaFuncAttribute {
 
 enum cudaDeviceAttr {
   cudaDevAttrMaxPitch = 11,
+  cudaDevAttrComputeCapabilityMajor = 75,
+  cudaDevAttrComputeCapabilityMinor = 76,
 };
 
 constexpr unsigned cudaStreamNonBlocking = 0x01;
@@ -432,10 +434,37 @@ inline cudaError_t cudaGetDeviceCount(int *count) {
   *count = emulatedDevices();
   return cudaSuccess;
 }
+/// The host thread's current device (cudaSetDevice's).
+inline int &currentDevice() {
+  static thread_local int device = 0;
+  return device;
+}
 inline cudaError_t cudaSetDevice(int device) {
   if (device < 0 || device >= emulatedDevices())
     return cudaErrorInvalidDevice;
+  currentDevice() = device;
   return cudaSuccess;
+}
+inline cudaError_t cudaGetDevice(int *device) {
+  *device = currentDevice();
+  return cudaSuccess;
+}
+/// The attributes the backend asks for: every device is of compute
+/// capability 9.0, as cudaGetDeviceProperties says.
+inline cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attribute,
+                                          int device) {
+  if (device < 0 || device >= emulatedDevices())
+    return cudaErrorInvalidDevice;
+  switch (attribute) {
+  case cudaDevAttrComputeCapabilityMajor:
+    *value = 9;
+    return cudaSuccess;
+  case cudaDevAttrComputeCapabilityMinor:
+    *value = 0;
+    return cudaSuccess;
+  default:
+    return cudaErrorInvalidValue;
+  }
 }
 inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device) {
   if (device < 0 || device >= emulatedDevices())

@@ -1,0 +1,352 @@
+//===- HopperAttention.cuh - the attention forward on wgmma -----*- C++ -*-===//
+//
+// The attention forward (and attention_grad's statistics pass) for Hopper:
+// the same online softmax as FlashAttention.cuh's forwardKernel
+// (softmaxTile, finishRow: same masks, dropout stream and statistics), with
+// both products on wgmma (sm_90a only: `wgmma.mma_async`, asynchronous
+// warpgroup MMA reading its B operand, and S's A, straight from shared
+// memory):
+//   S = Q K^T   m64n128k16 per 16 of head_dim, A (Q) and B (K) K-major in
+//               shared memory;
+//   O += P V    m64nDk16 per 16 keys, A = P from registers (S's
+//               accumulators packed to 16 bits: the layouts match), B = V
+//               MN-major in shared memory (transposed by the instruction).
+// A block is two warpgroups (256 threads), 64 query rows each; key tiles of
+// 128 keys are copied by cp.async (double buffered) while the previous one
+// is computed. Tiles are [D / 64][rows][64] with the 128-byte swizzle that
+// wgmma's descriptors name: 16-byte chunk c of a 128-byte row r stored at
+// chunk c ^ (r % 8), each [rows][64] part 1024-byte aligned.
+//
+// Only bf16 / f16 with head_dim == value_dim in {64, 128}, as the mma.sync
+// kernel; AttentionKernels.cu runs it on devices of compute capability 9.0
+// (HopperAttention.cu is compiled for sm_90a alone). The emulation
+// (TPCRT_CUDA_EMULATION, test/CudaEmulation.h's wgmma) runs it on the host
+// as the PTX ISA describes the instruction: that, not a GPU, is what tests
+// it here.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TPCRT_CUDA_HOPPERATTENTION_CUH
+#define TPCRT_CUDA_HOPPERATTENTION_CUH
+
+#include "FlashAttention.cuh"
+
+#include <type_traits>
+
+#if defined(__CUDA_ARCH__) && !defined(TPCRT_CUDA_EMULATION) &&                \
+    !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#error "HopperAttention.cuh's kernel needs sm_90a (wgmma)"
+#endif
+
+namespace tpcrt::cuda::attn::hopper {
+
+constexpr int kWarpgroups = 2;
+constexpr int kThreads = 128 * kWarpgroups;
+/// Query rows per block (64 per warpgroup) and keys per tile.
+constexpr int kBlockM = 64 * kWarpgroups;
+constexpr int kBlockN = 128;
+
+template <int D> struct Config {
+  static_assert(D == 64 || D == 128, "head_dim 64 or 128");
+  static constexpr int kQBytes = kBlockM * D * 2;
+  static constexpr int kKeyTileBytes = kBlockN * D * 2;
+  /// Q, two stages of K and of V, and up to 1 KiB to align the start.
+  static constexpr int kSmemBytes = kQBytes + 4 * kKeyTileBytes + 1024;
+};
+
+//===- PTX ----------------------------------------------------------------===//
+
+/// A shared-memory matrix descriptor with the 128-byte swizzle (PTX ISA,
+/// "Matrix Descriptor"): start address, leading and stride byte offsets
+/// (each >> 4 in 14 bits), swizzle mode 1 in bits 62-63, base offset 0
+/// (every [rows][64] part starts 1024-byte aligned).
+__device__ __forceinline__ uint64_t descriptor(unsigned address,
+                                               unsigned leadingBytes,
+                                               unsigned strideBytes) {
+  return static_cast<uint64_t>((address & 0x3ffff) >> 4) |
+         static_cast<uint64_t>(leadingBytes >> 4) << 16 |
+         static_cast<uint64_t>(strideBytes >> 4) << 32 | uint64_t(1) << 62;
+}
+
+__device__ __forceinline__ void fenceProxyAsync() {
+#ifndef TPCRT_CUDA_EMULATION
+  // cp.async wrote the tiles through the generic proxy; wgmma reads them
+  // through the async proxy.
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+/// Orders this warpgroup's register accesses before the next wgmma.
+__device__ __forceinline__ void wgmmaFence() {
+#ifndef TPCRT_CUDA_EMULATION
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void wgmmaCommit() {
+#ifdef TPCRT_CUDA_EMULATION
+  emu::wgmmaCommit();
+#else
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+#endif
+}
+template <int N> __device__ __forceinline__ void wgmmaWait() {
+#ifdef TPCRT_CUDA_EMULATION
+  emu::wgmmaWait(N);
+#else
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+#endif
+}
+/// Keeps the compiler from moving accesses of an accumulator across the
+/// volatile wgmma statements around it (the registers change behind its
+/// back until wait_group).
+template <int N>
+__device__ __forceinline__ void
+fenceAccumulators([[maybe_unused]] float (&d)[N][4]) {
+#ifndef TPCRT_CUDA_EMULATION
+#pragma unroll
+  for (int j = 0; j < N; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      asm volatile("" : "+f"(d[j][e])::"memory");
+#endif
+}
+
+#define TPCRT_WGMMA_D4(j)                                                      \
+  "+f"(d[j][0]), "+f"(d[j][1]), "+f"(d[j][2]), "+f"(d[j][3])
+#define TPCRT_WGMMA_D32                                                        \
+  TPCRT_WGMMA_D4(0), TPCRT_WGMMA_D4(1), TPCRT_WGMMA_D4(2), TPCRT_WGMMA_D4(3),  \
+      TPCRT_WGMMA_D4(4), TPCRT_WGMMA_D4(5), TPCRT_WGMMA_D4(6),                 \
+      TPCRT_WGMMA_D4(7)
+#define TPCRT_WGMMA_D64                                                        \
+  TPCRT_WGMMA_D32, TPCRT_WGMMA_D4(8), TPCRT_WGMMA_D4(9), TPCRT_WGMMA_D4(10),   \
+      TPCRT_WGMMA_D4(11), TPCRT_WGMMA_D4(12), TPCRT_WGMMA_D4(13),              \
+      TPCRT_WGMMA_D4(14), TPCRT_WGMMA_D4(15)
+#define TPCRT_WGMMA_REGS32                                                     \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "    \
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, "     \
+  "%30, %31}"
+#define TPCRT_WGMMA_REGS64                                                     \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "    \
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, "     \
+  "%30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, "     \
+  "%44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, "     \
+  "%58, %59, %60, %61, %62, %63}"
+
+/// The two products' wgmma forms for one 16-bit type ("bf16" or "f16"):
+///   scores: d (64 x 128) = A B (+ d when scaleD), A and B K-major in
+///           shared memory;
+///   values: d (64 x N, N = 64 or 128) += a B, a in registers, B MN-major
+///           in shared memory (imm-trans-b 1).
+/// (PTX ISA, wgmma.mma_async: scale-d is a predicate, then imm-scale-a,
+/// imm-scale-b, imm-trans-a (not with a in registers), imm-trans-b.)
+#define TPCRT_WGMMA_TYPE(T, NAME)                                              \
+  template <> struct Wgmma<T> {                                                \
+    static __device__ __forceinline__ void                                     \
+    scores(float (&d)[16][4], uint64_t a, uint64_t b, int scaleD) {            \
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                \
+                   "wgmma.mma_async.sync.aligned.m64n128k16.f32." NAME         \
+                   "." NAME " " TPCRT_WGMMA_REGS64                             \
+                   ", %64, %65, p, 1, 1, 0, 0;\n}\n"                           \
+                   : TPCRT_WGMMA_D64                                           \
+                   : "l"(a), "l"(b), "r"(scaleD));                             \
+    }                                                                          \
+    static __device__ __forceinline__ void                                     \
+    values(float (&d)[8][4], const unsigned (&a)[4], uint64_t b) {             \
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"                \
+                   "wgmma.mma_async.sync.aligned.m64n64k16.f32." NAME "." NAME \
+                   " " TPCRT_WGMMA_REGS32                                      \
+                   ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"             \
+                   : TPCRT_WGMMA_D32                                           \
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b),       \
+                     "r"(1));                                                  \
+    }                                                                          \
+    static __device__ __forceinline__ void                                     \
+    values(float (&d)[16][4], const unsigned (&a)[4], uint64_t b) {            \
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"                \
+                   "wgmma.mma_async.sync.aligned.m64n128k16.f32." NAME         \
+                   "." NAME " " TPCRT_WGMMA_REGS64                             \
+                   ", {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"             \
+                   : TPCRT_WGMMA_D64                                           \
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b),       \
+                     "r"(1));                                                  \
+    }                                                                          \
+  };
+
+template <typename T> struct Wgmma;
+#ifdef TPCRT_CUDA_EMULATION
+template <typename T> struct Wgmma {
+  static constexpr bool kBf16 = std::is_same<T, __nv_bfloat16>::value;
+  static void scores(float (&d)[16][4], uint64_t a, uint64_t b, int scaleD) {
+    emu::wgmma(&d[0][0], 128, nullptr, a, b, scaleD != 0, false, kBf16);
+  }
+  template <int N>
+  static void values(float (&d)[N][4], const unsigned (&a)[4], uint64_t b) {
+    emu::wgmma(&d[0][0], 8 * N, a, 0, b, true, true, kBf16);
+  }
+};
+#else
+TPCRT_WGMMA_TYPE(__nv_bfloat16, "bf16")
+TPCRT_WGMMA_TYPE(__half, "f16")
+#endif
+
+#undef TPCRT_WGMMA_TYPE
+#undef TPCRT_WGMMA_REGS64
+#undef TPCRT_WGMMA_REGS32
+#undef TPCRT_WGMMA_D64
+#undef TPCRT_WGMMA_D32
+#undef TPCRT_WGMMA_D4
+
+//===- Tiles --------------------------------------------------------------===//
+
+/// Rows [row0, row0 + Rows) of a [rows, D] matrix with row stride ld into a
+/// swizzled [D / 64][Rows][64] tile, zeros past `rows`; asynchronous (the
+/// caller commits and waits). Thread t copies chunk t % (D / 8) of rows
+/// t / (D / 8) + k * kStep; kStep is a multiple of 8, so each of its
+/// copies has the same swizzle.
+template <typename T, int D, int Rows>
+__device__ __forceinline__ void loadTile(unsigned char *tile, const T *src,
+                                         int64_t ld, int64_t row0,
+                                         int64_t rows) {
+  constexpr int kChunks = D / 8;
+  constexpr int kStep = kThreads / kChunks;
+  static_assert(kStep % 8 == 0 && Rows % kStep == 0, "tile shape");
+  const int c = threadIdx.x % kChunks, r = threadIdx.x / kChunks;
+  unsigned char *to =
+      tile + (c >> 3) * Rows * 128 + r * 128 + (((c & 7) ^ (r & 7)) << 4);
+  const int64_t left = rows - row0 - r; // rows from this thread's first
+  const T *from = src + (left > 0 ? (row0 + r) * ld + c * 8 : 0);
+#pragma unroll
+  for (int k = 0; k < Rows / kStep; ++k) {
+    bool valid = k * kStep < left;
+    flash::cpAsync16(to + k * kStep * 128, valid ? from + k * kStep * ld : src,
+                     valid);
+  }
+}
+
+//===- Kernel -------------------------------------------------------------===//
+
+/// Block (bh, y): query rows [q0, q0 + kBlockM) of head bh = b * heads + h,
+/// q0 from the last tile down (causal blocks with more keys start first);
+/// warpgroup w takes rows q0 + 64 w .., its warp v rows + 16 v ..
+/// Invariant after key tile t as in flash::forwardKernel.
+template <typename T, int D, bool Drop>
+__global__ void __launch_bounds__(kThreads, 1)
+    forwardKernel(const ForwardParams p) {
+  using Cfg = Config<D>;
+  constexpr int BM = kBlockM, BN = kBlockN;
+  constexpr int NT = BN / 8, DT = D / 8;
+#ifdef TPCRT_CUDA_EMULATION
+  unsigned char *smem = emu::sharedMemory();
+#else
+  extern __shared__ __align__(1024) unsigned char smem[];
+#endif
+  // The swizzle works on shared addresses: start the tiles 1024-aligned.
+  unsigned char *qs = smem + (1024 - flash::smemAddress(smem) % 1024) % 1024;
+  unsigned char *ks = qs + Cfg::kQBytes; // 2 stages
+  unsigned char *vs = ks + 2 * Cfg::kKeyTileBytes;
+
+  const Shape &s = p.shape;
+  const int64_t bh = gridHead(), b = bh / s.heads, h = bh % s.heads;
+  if (b >= s.batch)
+    return; // the grid's last z row is partial
+  const int64_t kvh = h / s.group;
+  const int64_t q0 = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * BM;
+  const T *qg = static_cast<const T *>(p.q) + s.qRows.head(b, h);
+  const T *kg = static_cast<const T *>(p.k) + s.kRows.head(b, kvh);
+  const T *vg = static_cast<const T *>(p.v) + s.vRows.head(b, kvh);
+  // The block's last row sees keys < q0 + BM + offset.
+  const int64_t keyEnd =
+      s.causal ? min64(s.seqK, q0 + BM + s.causalOffset) : s.seqK;
+  const int tiles = static_cast<int>((keyEnd + BN - 1) / BN);
+
+  const int group = threadIdx.x / 128, warp = threadIdx.x / 32 % 4;
+  const int lane = threadIdx.x & 31, g = lane >> 2, tig = lane & 3;
+  const int64_t warpRow0 = q0 + group * 64 + warp * 16;
+  const float sl2 = s.scale * flash::kLog2e;
+  const unsigned qAddr = flash::smemAddress(qs) + group * 64 * 128,
+                 kAddr = flash::smemAddress(ks), vAddr = flash::smemAddress(vs);
+
+  loadTile<T, D, BM>(qs, qg, s.qRows.ld, q0, s.seqQ);
+  loadTile<T, D, BN>(ks, kg, s.kRows.ld, 0, s.seqK);
+  loadTile<T, D, BN>(vs, vg, s.vRows.ld, 0, s.seqK);
+  flash::cpAsyncCommit();
+
+  float o[DT][4];
+  zero(o);
+  float mx[2] = {-INFINITY, -INFINITY}, sum[2] = {0.0f, 0.0f};
+
+  for (int t = 0; t < tiles; ++t) {
+    const int stage = t & 1;
+    // Stage ^ 1 was last read in tile t - 1, which ended with a barrier
+    // after its wgmmas completed.
+    if (t + 1 < tiles) {
+      loadTile<T, D, BN>(ks + (stage ^ 1) * Cfg::kKeyTileBytes, kg, s.kRows.ld,
+                         static_cast<int64_t>(t + 1) * BN, s.seqK);
+      loadTile<T, D, BN>(vs + (stage ^ 1) * Cfg::kKeyTileBytes, vg, s.vRows.ld,
+                         static_cast<int64_t>(t + 1) * BN, s.seqK);
+    }
+    flash::cpAsyncCommit();
+    flash::cpAsyncWait<1>(); // tile t (and Q) landed
+    fenceProxyAsync();
+    __syncthreads();
+    const unsigned kt = kAddr + stage * Cfg::kKeyTileBytes,
+                   vt = vAddr + stage * Cfg::kKeyTileBytes;
+    const int64_t j0 = static_cast<int64_t>(t) * BN;
+
+    // S = Q K^T: k-step kk reads columns 16 kk.. of Q's and K's rows, 32
+    // bytes into part kk / 4; 8-row groups 1024 bytes apart.
+    float sc[NT][4];
+    wgmmaFence();
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk)
+      Wgmma<T>::scores(
+          sc,
+          descriptor(qAddr + (kk >> 2) * BM * 128 + (kk & 3) * 32, 16, 1024),
+          descriptor(kt + (kk >> 2) * BN * 128 + (kk & 3) * 32, 16, 1024),
+          kk > 0);
+    wgmmaCommit();
+    wgmmaWait<0>();
+    fenceAccumulators(sc);
+
+    // Masks (keys past s_k; causal), online softmax, dropout.
+    const bool mask = j0 + BN > s.seqK ||
+                      (s.causal && j0 + BN - 1 > warpRow0 + s.causalOffset);
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const float alpha = flash::softmaxTile<NT, Drop>(
+          p, sc, half, warpRow0 + g + 8 * half, j0, mask, sl2, tig, b, h,
+          mx[half], sum[half]);
+#pragma unroll
+      for (int dt = 0; dt < DT; ++dt) {
+        o[dt][2 * half] *= alpha;
+        o[dt][2 * half + 1] *= alpha;
+      }
+    }
+
+    // O += P V: k-step kc reads keys 16 kc.. of V (rows 128 bytes apart,
+    // 8-row groups 1024), its 64-column parts BN * 128 bytes apart.
+    unsigned pa[BN / 16][4];
+#pragma unroll
+    for (int kc = 0; kc < BN / 16; ++kc)
+      flash::packA<T>(pa[kc], sc, kc);
+    fenceAccumulators(o);
+    wgmmaFence();
+#pragma unroll
+    for (int kc = 0; kc < BN / 16; ++kc)
+      Wgmma<T>::values(o, pa[kc],
+                       descriptor(vt + kc * 16 * 128, BN * 128, 1024));
+    wgmmaCommit();
+    wgmmaWait<0>();
+    fenceAccumulators(o);
+    __syncthreads(); // both warpgroups are done with this stage
+  }
+  flash::cpAsyncWait<0>();
+
+#pragma unroll
+  for (int half = 0; half < 2; ++half)
+    flash::finishRow<DT>(p, b, h, bh, warpRow0 + g + 8 * half, half, tig,
+                         mx[half], sum[half], o);
+}
+
+} // namespace tpcrt::cuda::attn::hopper
+
+#endif // TPCRT_CUDA_HOPPERATTENTION_CUH
