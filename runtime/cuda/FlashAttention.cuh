@@ -414,6 +414,40 @@ __device__ __forceinline__ int visibleKeys(const Shape &s, int64_t row,
 
 //===- Forward ------------------------------------------------------------===//
 
+/// What forward block (bh, y) of BM query rows works on: head bh = b *
+/// heads + h, its first row q0 (from the last tile down: causal blocks with
+/// more keys start first), the rows of its head's q and of its kv head's k
+/// and v, and its key tiles of BN keys. Not valid: the grid's partial last
+/// z row.
+template <typename T> struct ForwardBlock {
+  bool valid = false;
+  int64_t bh = 0, b = 0, h = 0, q0 = 0;
+  const T *q = nullptr, *k = nullptr, *v = nullptr;
+  int tiles = 0;
+};
+template <typename T, int BM, int BN>
+__device__ __forceinline__ ForwardBlock<T>
+forwardBlock(const ForwardParams &p) {
+  const Shape &s = p.shape;
+  ForwardBlock<T> f;
+  f.bh = gridHead();
+  f.b = f.bh / s.heads;
+  f.h = f.bh % s.heads;
+  f.valid = f.b < s.batch;
+  if (!f.valid)
+    return f;
+  const int64_t kvh = f.h / s.group;
+  f.q0 = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * BM;
+  f.q = static_cast<const T *>(p.q) + s.qRows.head(f.b, f.h);
+  f.k = static_cast<const T *>(p.k) + s.kRows.head(f.b, kvh);
+  f.v = static_cast<const T *>(p.v) + s.vRows.head(f.b, kvh);
+  // The block's last row sees keys < q0 + BM + offset.
+  const int64_t keyEnd =
+      s.causal ? min64(s.seqK, f.q0 + BM + s.causalOffset) : s.seqK;
+  f.tiles = static_cast<int>((keyEnd + BN - 1) / BN);
+  return f;
+}
+
 /// One query row's part of key tile j0.. in the online softmax. The four
 /// lanes of a quad hold the row (row g + 8 half of an m16 tile): lane tig
 /// its columns nt * 8 + 2 tig + e (e < 2) in sc[nt][2 half + e], which
@@ -555,18 +589,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   T *vs = ks + 2 * BN * D;
 
   const Shape &s = p.shape;
-  const int64_t bh = gridHead(), b = bh / s.heads, h = bh % s.heads;
-  if (b >= s.batch)
+  const ForwardBlock<T> blk = forwardBlock<T, BM, BN>(p);
+  if (!blk.valid)
     return; // the grid's last z row is partial
-  const int64_t kvh = h / s.group;
-  const int64_t q0 = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * BM;
-  const T *qg = static_cast<const T *>(p.q) + s.qRows.head(b, h);
-  const T *kg = static_cast<const T *>(p.k) + s.kRows.head(b, kvh);
-  const T *vg = static_cast<const T *>(p.v) + s.vRows.head(b, kvh);
-  // The block's last row sees keys < q0 + BM + offset.
-  const int64_t keyEnd =
-      s.causal ? min64(s.seqK, q0 + BM + s.causalOffset) : s.seqK;
-  const int tiles = static_cast<int>((keyEnd + BN - 1) / BN);
+  const int64_t bh = blk.bh, b = blk.b, h = blk.h, q0 = blk.q0;
+  const T *qg = blk.q, *kg = blk.k, *vg = blk.v;
+  const int tiles = blk.tiles;
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int g = lane >> 2, tig = lane & 3;

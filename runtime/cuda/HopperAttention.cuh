@@ -245,18 +245,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   unsigned char *vs = ks + 2 * Cfg::kKeyTileBytes;
 
   const Shape &s = p.shape;
-  const int64_t bh = gridHead(), b = bh / s.heads, h = bh % s.heads;
-  if (b >= s.batch)
+  const flash::ForwardBlock<T> blk = flash::forwardBlock<T, BM, BN>(p);
+  if (!blk.valid)
     return; // the grid's last z row is partial
-  const int64_t kvh = h / s.group;
-  const int64_t q0 = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * BM;
-  const T *qg = static_cast<const T *>(p.q) + s.qRows.head(b, h);
-  const T *kg = static_cast<const T *>(p.k) + s.kRows.head(b, kvh);
-  const T *vg = static_cast<const T *>(p.v) + s.vRows.head(b, kvh);
-  // The block's last row sees keys < q0 + BM + offset.
-  const int64_t keyEnd =
-      s.causal ? min64(s.seqK, q0 + BM + s.causalOffset) : s.seqK;
-  const int tiles = static_cast<int>((keyEnd + BN - 1) / BN);
+  const int64_t bh = blk.bh, b = blk.b, h = blk.h, q0 = blk.q0;
+  const T *qg = blk.q, *kg = blk.k, *vg = blk.v;
+  const int tiles = blk.tiles;
 
   const int group = threadIdx.x / 128, warp = threadIdx.x / 32 % 4;
   const int lane = threadIdx.x & 31, g = lane >> 2, tig = lane & 3;

@@ -88,22 +88,20 @@ struct Tensors {
   std::vector<uint16_t> o, dq, dk, dv, dqkv;
 };
 
-/// hopper::forwardKernel's launch (HopperAttention.cu's).
-template <typename T, int D>
-std::string runWgmmaForward(const ForwardParams &p, emu::CopyTiming timing) {
-  using Cfg = hopper::Config<D>;
+/// A forward kernel's launch (AttentionKernels.cu's runForward, tensor
+/// path; HopperAttention.cu's): blocks of `rows` query rows.
+using ForwardKernel = void (*)(ForwardParams);
+std::string launchForward(const ForwardParams &p, int64_t rows, int threads,
+                          size_t smemBytes, ForwardKernel withDropout,
+                          ForwardKernel without, emu::CopyTiming timing) {
   const Shape &s = p.shape;
-  int64_t tiles = (s.seqQ + hopper::kBlockM - 1) / hopper::kBlockM;
+  int64_t tiles = (s.seqQ + rows - 1) / rows;
   if (s.batch * s.heads == 0 || tiles == 0)
     return "";
-  dim3 grid = tileGrid(tiles, s.batch * s.heads);
-  if (p.dropout.enabled)
-    return emu::launch(
-        grid, dim3(hopper::kThreads), Cfg::kSmemBytes,
-        [&] { hopper::forwardKernel<T, D, true>(p); }, timing);
+  ForwardKernel kernel = p.dropout.enabled ? withDropout : without;
   return emu::launch(
-      grid, dim3(hopper::kThreads), Cfg::kSmemBytes,
-      [&] { hopper::forwardKernel<T, D, false>(p); }, timing);
+      tileGrid(tiles, s.batch * s.heads), dim3(threads), smemBytes,
+      [&] { kernel(p); }, timing);
 }
 
 /// forwardKernel's launch (AttentionKernels.cu's runForward, tensor path).
@@ -111,20 +109,14 @@ template <typename T, int D>
 std::string runForward(const ForwardParams &p, emu::CopyTiming timing,
                        bool wgmma) {
   if (wgmma)
-    return runWgmmaForward<T, D>(p, timing);
+    return launchForward(p, hopper::kBlockM, hopper::kThreads,
+                         hopper::Config<D>::kSmemBytes,
+                         hopper::forwardKernel<T, D, true>,
+                         hopper::forwardKernel<T, D, false>, timing);
   using Cfg = flash::ForwardConfig<D>;
-  const Shape &s = p.shape;
-  int64_t tiles = (s.seqQ + Cfg::kBlockM - 1) / Cfg::kBlockM;
-  if (s.batch * s.heads == 0 || tiles == 0)
-    return "";
-  dim3 grid = tileGrid(tiles, s.batch * s.heads);
-  if (p.dropout.enabled)
-    return emu::launch(
-        grid, dim3(flash::kThreads), Cfg::kSmemBytes,
-        [&] { flash::forwardKernel<T, D, true>(p); }, timing);
-  return emu::launch(
-      grid, dim3(flash::kThreads), Cfg::kSmemBytes,
-      [&] { flash::forwardKernel<T, D, false>(p); }, timing);
+  return launchForward(p, Cfg::kBlockM, flash::kThreads, Cfg::kSmemBytes,
+                       flash::forwardKernel<T, D, true>,
+                       flash::forwardKernel<T, D, false>, timing);
 }
 
 /// The two backward kernels' launches (AttentionKernels.cu's

@@ -312,27 +312,24 @@ stage_bench_kernels_tpc() {
   return "${PIPESTATUS[0]}"
 }
 
-# The attention cases through cuDNN (tpc-cuda-bench labels them tpc-cudnn).
-stage_bench_attention_cudnn() {
+# bench_attention CHOICE: the attention cases of BENCH_CASES with
+# TPCRT_CUDA_ATTENTION=CHOICE (tpc-cuda-bench labels them tpc-CHOICE), into
+# $WORK/bench-tpc-CHOICE.jsonl.
+bench_attention() {
   local cases=() c
   for c in $BENCH_CASES; do
     case $c in attn:*) cases+=("$c") ;; esac
   done
-  TPCRT_CUDA_ATTENTION=cudnn "$(findbin tpc-cuda-bench)" --warmup 3 \
-    --iters 20 "${cases[@]}" | tee "$WORK/bench-tpc-cudnn.jsonl"
+  TPCRT_CUDA_ATTENTION=$1 "$(findbin tpc-cuda-bench)" --warmup 3 \
+    --iters 20 "${cases[@]}" | tee "$WORK/bench-tpc-$1.jsonl"
   return "${PIPESTATUS[0]}"
 }
 
-# The attention cases on mma.sync (tpc-cuda-bench labels them tpc-mma).
-stage_bench_attention_mma() {
-  local cases=() c
-  for c in $BENCH_CASES; do
-    case $c in attn:*) cases+=("$c") ;; esac
-  done
-  TPCRT_CUDA_ATTENTION=mma "$(findbin tpc-cuda-bench)" --warmup 3 \
-    --iters 20 "${cases[@]}" | tee "$WORK/bench-tpc-mma.jsonl"
-  return "${PIPESTATUS[0]}"
-}
+# The attention cases through cuDNN.
+stage_bench_attention_cudnn() { bench_attention cudnn; }
+
+# The attention cases on mma.sync (not wgmma) on Hopper.
+stage_bench_attention_mma() { bench_attention mma; }
 
 stage_bench_kernels_torch() {
   # shellcheck disable=SC2086
