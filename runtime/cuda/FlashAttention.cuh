@@ -414,22 +414,21 @@ __device__ __forceinline__ int visibleKeys(const Shape &s, int64_t row,
 
 //===- Forward ------------------------------------------------------------===//
 
-/// What forward block (bh, y) of BM query rows works on: head bh = b *
-/// heads + h, its first row q0 (from the last tile down: causal blocks with
-/// more keys start first), the rows of its head's q and of its kv head's k
-/// and v, and its key tiles of BN keys. Not valid: the grid's partial last
-/// z row.
-template <typename T> struct ForwardBlock {
+/// What block (bh, y) of BM query rows (the forward, dQ) works on: head
+/// bh = b * heads + h, its first row q0 (from the last tile down: causal
+/// blocks with more keys start first), the rows of its head's q and of its
+/// kv head's k and v, and its key tiles of BN keys. Not valid: the grid's
+/// partial last z row. Params: ForwardParams or BackwardParams.
+template <typename T> struct QueryBlock {
   bool valid = false;
   int64_t bh = 0, b = 0, h = 0, q0 = 0;
   const T *q = nullptr, *k = nullptr, *v = nullptr;
   int tiles = 0;
 };
-template <typename T, int BM, int BN>
-__device__ __forceinline__ ForwardBlock<T>
-forwardBlock(const ForwardParams &p) {
+template <typename T, int BM, int BN, typename Params>
+__device__ __forceinline__ QueryBlock<T> queryBlock(const Params &p) {
   const Shape &s = p.shape;
-  ForwardBlock<T> f;
+  QueryBlock<T> f;
   f.bh = gridHead();
   f.b = f.bh / s.heads;
   f.h = f.bh % s.heads;
@@ -589,7 +588,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   T *vs = ks + 2 * BN * D;
 
   const Shape &s = p.shape;
-  const ForwardBlock<T> blk = forwardBlock<T, BM, BN>(p);
+  const QueryBlock<T> blk = queryBlock<T, BM, BN>(p);
   if (!blk.valid)
     return; // the grid's last z row is partial
   const int64_t bh = blk.bh, b = blk.b, h = blk.h, q0 = blk.q0;
@@ -899,6 +898,75 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
+/// What the backward knows of one query row: its index, its statistics
+/// (the forward's max in log2 units, 1 / sum, D) and where its dropout
+/// stream starts; zeros past s_q.
+struct QueryRow {
+  int64_t row = 0;
+  float max = 0.0f, inv = 0.0f, dot = 0.0f;
+  uint64_t drop = 0;
+};
+__device__ __forceinline__ QueryRow queryRow(const BackwardParams &p,
+                                             int64_t bh, int64_t b, int64_t h,
+                                             int64_t row) {
+  const Shape &s = p.shape;
+  QueryRow q;
+  q.row = row;
+  p.stats.load(bh * s.seqQ + row, row < s.seqQ, q.max, q.inv, q.dot);
+  q.drop = p.dropout.enabled ? p.dropout.rowIndex(b, h, row, s.seqK) : 0;
+  return q;
+}
+
+/// sc <- dS = P * (dPd - D) for key tile j0.. of a quad's two rows (as
+/// softmaxTile lays them out: rows[half] in sc[nt][2 half + e], column
+/// j0 + nt * 8 + 2 tig + e): sc comes in as q . k, dp as dO . v; P =
+/// 2^(score - max) / sum from the statistics, dPd = dp * keep * dropScale;
+/// zero where the row does not see the key.
+template <int NT>
+__device__ __forceinline__ void
+scoreGradients(const BackwardParams &p, float (&sc)[NT][4],
+               const float (&dp)[NT][4], const QueryRow (&rows)[2], int64_t j0,
+               int tig, float sl2) {
+  const Shape &s = p.shape;
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const QueryRow &r = rows[e >> 1];
+      const int64_t j = j0 + nt * 8 + tig * 2 + (e & 1);
+      const bool valid = r.row < s.seqQ && j < s.seqK &&
+                         (!s.causal || j <= r.row + s.causalOffset);
+      float pv = valid ? exp2f(sc[nt][e] * sl2 - r.max) * r.inv : 0.0f;
+      float dpv = dp[nt][e];
+      if (p.dropout.enabled)
+        dpv = p.dropout.keep(r.drop + static_cast<uint64_t>(j))
+                  ? dpv * p.dropout.scale
+                  : 0.0f;
+      sc[nt][e] = valid ? pv * (dpv - r.dot) : 0.0f;
+    }
+  }
+}
+
+/// dQ = scale * dq for a quad's two rows (dq[dt][2 half + e]: column
+/// dt * 8 + 2 tig + e of rows[half]); nothing past s_q.
+template <int DT>
+__device__ __forceinline__ void
+storeQueryGradients(const BackwardParams &p, int64_t b, int64_t h,
+                    const QueryRow (&rows)[2], const float (&dq)[DT][4],
+                    int tig) {
+  const Shape &s = p.shape;
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    if (rows[half].row >= s.seqQ)
+      continue;
+    const int64_t base = s.qRows.at(b, h, rows[half].row);
+#pragma unroll
+    for (int dt = 0; dt < DT; ++dt)
+      storePair(p.dq, p.dqType, base + dt * 8 + tig * 2,
+                dq[dt][2 * half] * s.scale, dq[dt][2 * half + 1] * s.scale);
+  }
+}
+
 /// Block (bh, y): query rows [q0, q0 + kRows) of head bh, from the last
 /// tile down. Invariant after key tile t, per row i: dq = sum over the
 /// tiles' keys j of dS_ij k_j (dS as in backwardKeyValueKernel); dQ =
@@ -920,16 +988,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   T *vs = ks + 2 * BN * D;
 
   const Shape &s = p.shape;
-  const int64_t bh = gridHead(), b = bh / s.heads, h = bh % s.heads;
-  if (b >= s.batch)
+  const QueryBlock<T> blk = queryBlock<T, BM, BN>(p);
+  if (!blk.valid)
     return; // the grid's last z row is partial
-  const int64_t kvh = h / s.group;
-  const int64_t q0 = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * BM;
-  const T *kg = static_cast<const T *>(p.k) + s.kRows.head(b, kvh);
-  const T *vg = static_cast<const T *>(p.v) + s.vRows.head(b, kvh);
-  const int64_t keyEnd =
-      s.causal ? min64(s.seqK, q0 + BM + s.causalOffset) : s.seqK;
-  const int tiles = static_cast<int>((keyEnd + BN - 1) / BN);
+  const int64_t bh = blk.bh, b = blk.b, h = blk.h, q0 = blk.q0;
+  const T *kg = blk.k, *vg = blk.v;
+  const int tiles = blk.tiles;
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int g = lane >> 2, tig = lane & 3;
@@ -939,28 +1003,17 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int64_t warpRow0 = q0 + warp * 16;
   const float sl2 = s.scale * kLog2e;
 
-  loadTile<T, D, BM>(qs, static_cast<const T *>(p.q) + s.qRows.head(b, h),
-                     s.qRows.ld, q0, s.seqQ);
+  loadTile<T, D, BM>(qs, blk.q, s.qRows.ld, q0, s.seqQ);
   loadTile<T, D, BM>(dos, static_cast<const T *>(p.dO) + s.oRows.head(b, h),
                      s.oRows.ld, q0, s.seqQ);
   loadTile<T, D, BN>(ks, kg, s.kRows.ld, 0, s.seqK);
   loadTile<T, D, BN>(vs, vg, s.vRows.ld, 0, s.seqK);
   cpAsyncCommit();
 
-  int64_t row[2];
-  float rowMax[2], rowInv[2], rowDot[2];
-  uint64_t dropRow[2];
+  QueryRow rows[2];
 #pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    row[half] = warpRow0 + g + 8 * half;
-    bool valid = row[half] < s.seqQ;
-    int64_t r = bh * s.seqQ + row[half];
-    rowMax[half] = valid ? p.stats.max[r] : 0.0f;
-    rowInv[half] = valid ? p.stats.invSum[r] : 0.0f;
-    rowDot[half] = valid ? p.stats.dot[r] : 0.0f;
-    dropRow[half] =
-        p.dropout.enabled ? p.dropout.rowIndex(b, h, row[half], s.seqK) : 0;
-  }
+  for (int half = 0; half < 2; ++half)
+    rows[half] = queryRow(p, bh, b, h, warpRow0 + g + 8 * half);
 
   float dq[DT][4];
 #pragma unroll
@@ -989,27 +1042,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       float sc[NT][4], dp[NT][4];
       twoProducts<T, D>(sc, dp, qsAddr, dosAddr, warp * 16, ktAddr, vtAddr, la,
                         lb);
-      // sc <- dS.
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int half = e >> 1;
-          const int64_t i = row[half];
-          const int64_t j = j0 + nt * 8 + tig * 2 + (e & 1);
-          const bool valid = i < s.seqQ && j < s.seqK &&
-                             (!s.causal || j <= i + s.causalOffset);
-          float pv = valid
-                         ? exp2f(sc[nt][e] * sl2 - rowMax[half]) * rowInv[half]
-                         : 0.0f;
-          float dpv = dp[nt][e];
-          if (p.dropout.enabled)
-            dpv = p.dropout.keep(dropRow[half] + static_cast<uint64_t>(j))
-                      ? dpv * p.dropout.scale
-                      : 0.0f;
-          sc[nt][e] = valid ? pv * (dpv - rowDot[half]) : 0.0f;
-        }
-      }
+      scoreGradients<NT>(p, sc, dp, rows, j0, tig, sl2);
       // dq += dS K (k = keys).
 #pragma unroll
       for (int kc = 0; kc < BN / 16; ++kc) {
@@ -1024,16 +1057,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   cpAsyncWait<0>();
 
-#pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    if (row[half] >= s.seqQ)
-      continue;
-    const int64_t base = s.qRows.at(b, h, row[half]);
-#pragma unroll
-    for (int dt = 0; dt < DT; ++dt)
-      storePair(p.dq, p.dqType, base + dt * 8 + tig * 2,
-                dq[dt][2 * half] * s.scale, dq[dt][2 * half + 1] * s.scale);
-  }
+  storeQueryGradients<DT>(p, b, h, rows, dq, tig);
 }
 
 } // namespace flash

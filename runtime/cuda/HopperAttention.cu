@@ -27,16 +27,49 @@ Status launch(const ForwardParams &p, dim3 grid, cudaStream_t stream) {
   return launchStatus("attention (wgmma)");
 }
 
-} // namespace
+template <typename T, int D>
+Status launchQueryGrad(const BackwardParams &p, dim3 grid,
+                       cudaStream_t stream) {
+  constexpr int bytes = hopper::QueryGradConfig<D>::kSmemBytes;
+  auto *kernel = hopper::backwardQueryKernel<T, D>;
+  if (Status st = allowSharedMemory(reinterpret_cast<const void *>(kernel),
+                                    bytes, "attention_grad");
+      !st)
+    return st;
+  TPCRT_LAUNCH(kernel, grid, hopper::kThreads, bytes, stream, p);
+  return launchStatus("attention_grad dQ (wgmma)");
+}
 
-Status attn::launchHopperForward(const ForwardParams &p, cudaStream_t stream) {
-  const Shape &s = p.shape;
+/// The grid of kBlockM-row blocks over s_q (tileGrid); none when empty.
+bool rowGrid(const Shape &s, dim3 &grid) {
   const int64_t tiles = (s.seqQ + hopper::kBlockM - 1) / hopper::kBlockM;
   if (s.batch * s.heads == 0 || tiles == 0)
+    return false;
+  grid = tileGrid(tiles, s.batch * s.heads);
+  return true;
+}
+
+} // namespace
+
+Status attn::launchHopperQueryGrad(const BackwardParams &p,
+                                   cudaStream_t stream) {
+  dim3 grid;
+  if (!rowGrid(p.shape, grid))
     return Status::ok();
-  dim3 grid = tileGrid(tiles, s.batch * s.heads);
   const bool bf16 = p.qType == Storage::BF16;
-  if (s.headDim == 64)
+  if (p.shape.headDim == 64)
+    return bf16 ? launchQueryGrad<__nv_bfloat16, 64>(p, grid, stream)
+                : launchQueryGrad<__half, 64>(p, grid, stream);
+  return bf16 ? launchQueryGrad<__nv_bfloat16, 128>(p, grid, stream)
+              : launchQueryGrad<__half, 128>(p, grid, stream);
+}
+
+Status attn::launchHopperForward(const ForwardParams &p, cudaStream_t stream) {
+  dim3 grid;
+  if (!rowGrid(p.shape, grid))
+    return Status::ok();
+  const bool bf16 = p.qType == Storage::BF16;
+  if (p.shape.headDim == 64)
     return bf16 ? launch<__nv_bfloat16, 64>(p, grid, stream)
                 : launch<__half, 64>(p, grid, stream);
   return bf16 ? launch<__nv_bfloat16, 128>(p, grid, stream)

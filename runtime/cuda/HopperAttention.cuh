@@ -1,28 +1,35 @@
-//===- HopperAttention.cuh - the attention forward on wgmma -----*- C++ -*-===//
+//===- HopperAttention.cuh - attention on wgmma (sm_90a) --------*- C++ -*-===//
 //
-// The attention forward (and attention_grad's statistics pass) for Hopper:
-// the same online softmax as FlashAttention.cuh's forwardKernel
-// (softmaxTile, finishRow: same masks, dropout stream and statistics), with
-// both products on wgmma (sm_90a only: `wgmma.mma_async`, asynchronous
-// warpgroup MMA reading its B operand, and S's A, straight from shared
-// memory):
-//   S = Q K^T   m64n128k16 per 16 of head_dim, A (Q) and B (K) K-major in
-//               shared memory;
-//   O += P V    m64nDk16 per 16 keys, A = P from registers (S's
-//               accumulators packed to 16 bits: the layouts match), B = V
-//               MN-major in shared memory (transposed by the instruction).
-// A block is two warpgroups (256 threads), 64 query rows each; key tiles of
-// 128 keys are copied by cp.async (double buffered) while the previous one
-// is computed. Tiles are [D / 64][rows][64] with the 128-byte swizzle that
+// Attention on Hopper's wgmma (sm_90a only: `wgmma.mma_async`, the
+// asynchronous warpgroup MMA that reads its B operand, and A unless it is
+// in registers, straight from shared memory through descriptors):
+//   forwardKernel        attention's forward, or attention_grad's
+//                        statistics pass: FlashAttention.cuh's online
+//                        softmax (softmaxTile, finishRow: same masks,
+//                        dropout stream and statistics) with
+//     S = Q K^T   m64n128k16 per 16 of head_dim, A (Q) and B (K) K-major
+//                 in shared memory;
+//     O += P V    m64nDk16 per 16 keys, A = P from registers (S's
+//                 accumulators packed to 16 bits: the layouts match), B = V
+//                 MN-major in shared memory (transposed by the
+//                 instruction);
+//   backwardQueryKernel  dQ: S = Q K^T and dP = dO V^T (m64n64k16, shared
+//                        memory), dS from the statistics
+//                        (flash::scoreGradients), dq += dS K (dS from
+//                        registers, K transposed).
+// dK and dV stay on FlashAttention.cuh's mma.sync kernel. A block is two
+// warpgroups (256 threads), 64 query rows each; key tiles (128 keys, 64 for
+// dQ) are copied by cp.async (double buffered) while the previous one is
+// computed. Tiles are [D / 64][rows][64] with the 128-byte swizzle that
 // wgmma's descriptors name: 16-byte chunk c of a 128-byte row r stored at
 // chunk c ^ (r % 8), each [rows][64] part 1024-byte aligned.
 //
 // Only bf16 / f16 with head_dim == value_dim in {64, 128}, as the mma.sync
-// kernel; AttentionKernels.cu runs it on devices of compute capability 9.0
+// kernels; AttentionKernels.cu runs them on devices of compute capability 9.0
 // (HopperAttention.cu is compiled for sm_90a alone). The emulation
-// (TPCRT_CUDA_EMULATION, test/CudaEmulation.h's wgmma) runs it on the host
-// as the PTX ISA describes the instruction: that, not a GPU, is what tests
-// it here.
+// (TPCRT_CUDA_EMULATION, test/CudaEmulation.h's wgmma) runs them on the
+// host as the PTX ISA describes the instruction: that, not a GPU, is what
+// tests them here.
 //
 //===----------------------------------------------------------------------===//
 
@@ -131,9 +138,9 @@ fenceAccumulators([[maybe_unused]] float (&d)[N][4]) {
   "%44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, "     \
   "%58, %59, %60, %61, %62, %63}"
 
-/// The two products' wgmma forms for one 16-bit type ("bf16" or "f16"):
-///   scores: d (64 x 128) = A B (+ d when scaleD), A and B K-major in
-///           shared memory;
+/// The products' wgmma forms for one 16-bit type ("bf16" or "f16"):
+///   scores: d (64 x N, N = 64 or 128) = A B (+ d when scaleD), A and B
+///           K-major in shared memory;
 ///   values: d (64 x N, N = 64 or 128) += a B, a in registers, B MN-major
 ///           in shared memory (imm-trans-b 1).
 /// (PTX ISA, wgmma.mma_async: scale-d is a predicate, then imm-scale-a,
@@ -147,6 +154,14 @@ fenceAccumulators([[maybe_unused]] float (&d)[N][4]) {
                    "." NAME " " TPCRT_WGMMA_REGS64                             \
                    ", %64, %65, p, 1, 1, 0, 0;\n}\n"                           \
                    : TPCRT_WGMMA_D64                                           \
+                   : "l"(a), "l"(b), "r"(scaleD));                             \
+    }                                                                          \
+    static __device__ __forceinline__ void                                     \
+    scores(float (&d)[8][4], uint64_t a, uint64_t b, int scaleD) {             \
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                \
+                   "wgmma.mma_async.sync.aligned.m64n64k16.f32." NAME "." NAME \
+                   " " TPCRT_WGMMA_REGS32 ", %32, %33, p, 1, 1, 0, 0;\n}\n"    \
+                   : TPCRT_WGMMA_D32                                           \
                    : "l"(a), "l"(b), "r"(scaleD));                             \
     }                                                                          \
     static __device__ __forceinline__ void                                     \
@@ -175,8 +190,9 @@ template <typename T> struct Wgmma;
 #ifdef TPCRT_CUDA_EMULATION
 template <typename T> struct Wgmma {
   static constexpr bool kBf16 = std::is_same<T, __nv_bfloat16>::value;
-  static void scores(float (&d)[16][4], uint64_t a, uint64_t b, int scaleD) {
-    emu::wgmma(&d[0][0], 128, nullptr, a, b, scaleD != 0, false, kBf16);
+  template <int N>
+  static void scores(float (&d)[N][4], uint64_t a, uint64_t b, int scaleD) {
+    emu::wgmma(&d[0][0], 8 * N, nullptr, a, b, scaleD != 0, false, kBf16);
   }
   template <int N>
   static void values(float (&d)[N][4], const unsigned (&a)[4], uint64_t b) {
@@ -245,7 +261,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   unsigned char *vs = ks + 2 * Cfg::kKeyTileBytes;
 
   const Shape &s = p.shape;
-  const flash::ForwardBlock<T> blk = flash::forwardBlock<T, BM, BN>(p);
+  const flash::QueryBlock<T> blk = flash::queryBlock<T, BM, BN>(p);
   if (!blk.valid)
     return; // the grid's last z row is partial
   const int64_t bh = blk.bh, b = blk.b, h = blk.h, q0 = blk.q0;
@@ -339,6 +355,125 @@ __global__ void __launch_bounds__(kThreads, 1)
   for (int half = 0; half < 2; ++half)
     flash::finishRow<DT>(p, b, h, bh, warpRow0 + g + 8 * half, half, tig,
                          mx[half], sum[half], o);
+}
+
+//===- dQ -----------------------------------------------------------------===//
+
+/// dQ: key tiles of 64 keys (S, dP and dq's accumulators, 64 + 64 + D / 2
+/// registers a thread, leave room for the fragments).
+template <int D> struct QueryGradConfig {
+  static_assert(D == 64 || D == 128, "head_dim 64 or 128");
+  static constexpr int kBlockN = 64;
+  static constexpr int kRowBytes = kBlockM * D * 2; // Q, dO
+  static constexpr int kKeyTileBytes = kBlockN * D * 2;
+  /// Q, dO, two stages of K and of V, and up to 1 KiB to align the start.
+  static constexpr int kSmemBytes = 2 * kRowBytes + 4 * kKeyTileBytes + 1024;
+};
+
+/// Block (bh, y): query rows [q0, q0 + kBlockM) of head bh as in
+/// forwardKernel; per key tile S = Q K^T and dP = dO V^T (wgmma, shared
+/// memory operands), dS from the statistics (flash::scoreGradients), then
+/// dq += dS K (dS from registers, K transposed by the instruction). The
+/// invariant and result of flash::backwardQueryKernel.
+template <typename T, int D>
+__global__ void __launch_bounds__(kThreads, 1)
+    backwardQueryKernel(const BackwardParams p) {
+  using Cfg = QueryGradConfig<D>;
+  constexpr int BM = kBlockM, BN = Cfg::kBlockN;
+  constexpr int NT = BN / 8, DT = D / 8;
+#ifdef TPCRT_CUDA_EMULATION
+  unsigned char *smem = emu::sharedMemory();
+#else
+  extern __shared__ __align__(1024) unsigned char smem[];
+#endif
+  unsigned char *qs = smem + (1024 - flash::smemAddress(smem) % 1024) % 1024;
+  unsigned char *dos = qs + Cfg::kRowBytes;
+  unsigned char *ks = dos + Cfg::kRowBytes; // 2 stages
+  unsigned char *vs = ks + 2 * Cfg::kKeyTileBytes;
+
+  const Shape &s = p.shape;
+  const flash::QueryBlock<T> blk = flash::queryBlock<T, BM, BN>(p);
+  if (!blk.valid)
+    return; // the grid's last z row is partial
+  const int64_t bh = blk.bh, b = blk.b, h = blk.h, q0 = blk.q0;
+  const int tiles = blk.tiles;
+
+  const int group = threadIdx.x / 128, warp = threadIdx.x / 32 % 4;
+  const int lane = threadIdx.x & 31, g = lane >> 2, tig = lane & 3;
+  const int64_t groupRow0 = q0 + group * 64, warpRow0 = groupRow0 + warp * 16;
+  const float sl2 = s.scale * flash::kLog2e;
+  const unsigned qAddr = flash::smemAddress(qs) + group * 64 * 128,
+                 doAddr = flash::smemAddress(dos) + group * 64 * 128,
+                 kAddr = flash::smemAddress(ks), vAddr = flash::smemAddress(vs);
+
+  loadTile<T, D, BM>(qs, blk.q, s.qRows.ld, q0, s.seqQ);
+  loadTile<T, D, BM>(dos, static_cast<const T *>(p.dO) + s.oRows.head(b, h),
+                     s.oRows.ld, q0, s.seqQ);
+  loadTile<T, D, BN>(ks, blk.k, s.kRows.ld, 0, s.seqK);
+  loadTile<T, D, BN>(vs, blk.v, s.vRows.ld, 0, s.seqK);
+  flash::cpAsyncCommit();
+
+  flash::QueryRow rows[2];
+#pragma unroll
+  for (int half = 0; half < 2; ++half)
+    rows[half] = flash::queryRow(p, bh, b, h, warpRow0 + g + 8 * half);
+  float dq[DT][4];
+  zero(dq);
+
+  for (int t = 0; t < tiles; ++t) {
+    const int stage = t & 1;
+    if (t + 1 < tiles) {
+      loadTile<T, D, BN>(ks + (stage ^ 1) * Cfg::kKeyTileBytes, blk.k,
+                         s.kRows.ld, static_cast<int64_t>(t + 1) * BN, s.seqK);
+      loadTile<T, D, BN>(vs + (stage ^ 1) * Cfg::kKeyTileBytes, blk.v,
+                         s.vRows.ld, static_cast<int64_t>(t + 1) * BN, s.seqK);
+    }
+    flash::cpAsyncCommit();
+    flash::cpAsyncWait<1>(); // tile t (and Q, dO) landed
+    fenceProxyAsync();
+    __syncthreads();
+    const unsigned kt = kAddr + stage * Cfg::kKeyTileBytes,
+                   vt = vAddr + stage * Cfg::kKeyTileBytes;
+    const int64_t j0 = static_cast<int64_t>(t) * BN;
+    // Causal: a warpgroup whose 64 rows see none of the tile's keys skips
+    // it (wgmma is the whole warpgroup's).
+    if (!s.causal || j0 <= groupRow0 + 63 + s.causalOffset) {
+      float sc[NT][4], dp[NT][4];
+      wgmmaFence();
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk) {
+        const unsigned a = (kk >> 2) * BM * 128 + (kk & 3) * 32,
+                       bo = (kk >> 2) * BN * 128 + (kk & 3) * 32;
+        Wgmma<T>::scores(sc, descriptor(qAddr + a, 16, 1024),
+                         descriptor(kt + bo, 16, 1024), kk > 0);
+        Wgmma<T>::scores(dp, descriptor(doAddr + a, 16, 1024),
+                         descriptor(vt + bo, 16, 1024), kk > 0);
+      }
+      wgmmaCommit();
+      wgmmaWait<0>();
+      fenceAccumulators(sc);
+      fenceAccumulators(dp);
+      flash::scoreGradients<NT>(p, sc, dp, rows, j0, tig, sl2);
+      // dq += dS K: k-step kc reads keys 16 kc.. of K, its 64-column parts
+      // BN * 128 bytes apart.
+      unsigned a[BN / 16][4];
+#pragma unroll
+      for (int kc = 0; kc < BN / 16; ++kc)
+        flash::packA<T>(a[kc], sc, kc);
+      fenceAccumulators(dq);
+      wgmmaFence();
+#pragma unroll
+      for (int kc = 0; kc < BN / 16; ++kc)
+        Wgmma<T>::values(dq, a[kc],
+                         descriptor(kt + kc * 16 * 128, BN * 128, 1024));
+      wgmmaCommit();
+      wgmmaWait<0>();
+      fenceAccumulators(dq);
+    }
+    __syncthreads(); // both warpgroups are done with this stage
+  }
+  flash::cpAsyncWait<0>();
+  flash::storeQueryGradients<DT>(p, b, h, rows, dq, tig);
 }
 
 } // namespace tpcrt::cuda::attn::hopper

@@ -15,11 +15,16 @@
 namespace tpcrt::cuda::attn {
 
 struct ForwardParams;
+struct BackwardParams;
 
 /// attention's forward, or attention_grad's statistics pass (p.o null), on
 /// wgmma: q, k, v of one 16-bit storage (p.qType), head_dim == value_dim
 /// in {64, 128}, 16-byte aligned. A device of compute capability 9.0 only.
 Status launchHopperForward(const ForwardParams &p, cudaStream_t stream);
+
+/// attention_grad's dQ on wgmma, from the statistics pass's p.stats; the
+/// same conditions.
+Status launchHopperQueryGrad(const BackwardParams &p, cudaStream_t stream);
 
 } // namespace tpcrt::cuda::attn
 

@@ -67,8 +67,8 @@ struct Case {
   bool splitDropout = false;
   /// When the emulated cp.async copies land (both orders of hazards).
   emu::CopyTiming timing = emu::CopyTiming::AtWait;
-  /// The forward and the statistics pass on HopperAttention.cuh's wgmma
-  /// kernel instead of mma.sync (the backward reads its statistics).
+  /// The forward, the statistics pass and dQ on HopperAttention.cuh's
+  /// wgmma kernels instead of mma.sync (dK/dV read the statistics).
   bool wgmma = false;
 };
 
@@ -122,7 +122,8 @@ std::string runForward(const ForwardParams &p, emu::CopyTiming timing,
 /// The two backward kernels' launches (AttentionKernels.cu's
 /// launchTensorBackward).
 template <typename T, int D>
-std::string runBackward(const BackwardParams &p, emu::CopyTiming timing) {
+std::string runBackward(const BackwardParams &p, emu::CopyTiming timing,
+                        bool wgmma) {
   using Cfg = flash::BackwardConfig<D>;
   const Shape &s = p.shape;
   if (s.seqK > 0) {
@@ -134,7 +135,15 @@ std::string runBackward(const BackwardParams &p, emu::CopyTiming timing) {
     if (!error.empty())
       return "dK/dV: " + error;
   }
-  if (s.seqQ > 0 && s.batch * s.heads > 0) {
+  if (s.seqQ > 0 && s.batch * s.heads > 0 && wgmma) {
+    dim3 grid = tileGrid((s.seqQ + hopper::kBlockM - 1) / hopper::kBlockM,
+                         s.batch * s.heads);
+    std::string error = emu::launch(
+        grid, dim3(hopper::kThreads), hopper::QueryGradConfig<D>::kSmemBytes,
+        [&] { hopper::backwardQueryKernel<T, D>(p); }, timing);
+    if (!error.empty())
+      return "dQ (wgmma): " + error;
+  } else if (s.seqQ > 0 && s.batch * s.heads > 0) {
     dim3 grid =
         tileGrid((s.seqQ + Cfg::kRows - 1) / Cfg::kRows, s.batch * s.heads);
     std::string error = emu::launch(
@@ -231,7 +240,8 @@ template <typename T, int D> void runCase(const Case &c) {
       << "forward";
   ASSERT_EQ((runForward<T, D>(launches.statisticsPass, c.timing, c.wgmma)), "")
       << "statistics";
-  ASSERT_EQ((runBackward<T, D>(launches.backward, c.timing)), "") << "backward";
+  ASSERT_EQ((runBackward<T, D>(launches.backward, c.timing, c.wgmma)), "")
+      << "backward";
 
   // The CPU device's kernels on the same values.
   Reference ref;

@@ -156,7 +156,8 @@ Options:
                           dropout; cuDNN found at run time, or
                           TPCRT_CUDNN_LIBRARY; docs/runtime/cuda.md); on
                           Hopper (compute capability 9.0) the attention
-                          forward runs on wgmma, =mma keeps it on mma.sync,
+                          forward and dQ run on wgmma, =mma keeps them on
+                          mma.sync,
                           =generic runs the fp32 FMA kernels
   --dump-outputs OUT      write the outputs of the last step (loss, and
                           logits when the executable returns them) to the

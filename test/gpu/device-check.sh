@@ -30,7 +30,7 @@
 #               where there are enough GPUs (TPC_GPU_RANKS; else SKIP)
 #   5 nccl      tpcrt-nccl-check --local (one rank)
 #   5b kernels-mma  the attention cases again with TPCRT_CUDA_ATTENTION=mma:
-#               the mma.sync forward that wgmma replaces on Hopper
+#               the mma.sync kernels that wgmma replaces on Hopper
 #   6 bench     tpc-cuda-bench vs torch (GEMM, attention; attention also
 #               with TPCRT_CUDA_ATTENTION=cudnn), then a training
 #               step of the GPT-2 MFU model, tpc-run vs Hugging Face;
@@ -181,7 +181,7 @@ stage_kernels_cudnn() {
 }
 
 # The attention kernels again with TPCRT_CUDA_ATTENTION=mma: on a Hopper
-# device the forward (and attention_grad's statistics pass) on mma.sync
+# device the forward, attention_grad's statistics pass and dQ on mma.sync
 # instead of wgmma; all against the CPU device.
 stage_kernels_mma() {
   local check op dtype rc=0
