@@ -30,8 +30,8 @@
 // 16-bit type for their products, as FlashAttention does); everything else
 // (fp32, mixed storage, other dims up to 256) runs the fp32 FMA kernels
 // (GenericAttention.cuh). On a device of compute capability 9.0 the
-// tensor-core forward (and the statistics pass) and dQ run on wgmma instead
-// (HopperAttention.cuh, built for sm_90a); dK/dV stay on mma.sync.
+// tensor-core forward, the statistics pass, dK/dV and dQ run on wgmma
+// instead (HopperAttention.cuh, built for sm_90a).
 // TPCRT_CUDA_ATTENTION=generic forces the FMA kernels, =mma the mma.sync
 // forward on Hopper too (for tests, and to compare them).
 //
@@ -286,6 +286,10 @@ Status launchTensorForward(const ForwardParams &p, dim3 grid,
 
 template <typename T, int D>
 Status launchTensorBackward(const BackwardParams &p, cudaStream_t stream) {
+#if TPCRT_HAVE_SM90A
+  if (useWgmma())
+    return launchHopperBackward(p, stream);
+#endif
   using Cfg = flash::BackwardConfig<D>;
   const Shape &s = p.shape;
   if (s.seqK > 0) {
@@ -302,10 +306,6 @@ Status launchTensorBackward(const BackwardParams &p, cudaStream_t stream) {
     if (Status st = launchStatus("attention_grad dK/dV (tensor cores)"); !st)
       return st;
   }
-#if TPCRT_HAVE_SM90A
-  if (useWgmma())
-    return launchHopperQueryGrad(p, stream);
-#endif
   if (s.seqQ > 0 && s.batch * s.heads > 0) {
     dim3 grid =
         tileGrid((s.seqQ + Cfg::kRows - 1) / Cfg::kRows, s.batch * s.heads);

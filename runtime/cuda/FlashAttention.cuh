@@ -729,6 +729,88 @@ template <int D> struct BackwardConfig {
   static constexpr int kQuerySmemBytes = (2 * kRows + 4 * kKeyStep) * D * 2;
 };
 
+/// A dK/dV step's per-query statistics (max, 1 / sum, D of queries
+/// i0 .. i0 + BQ of head bhq, zeros past s_q) into st[0, 3 BQ), by
+/// `threads` threads.
+template <int BQ>
+__device__ __forceinline__ void loadStepStats(const BackwardParams &p,
+                                              float *st, int64_t bhq,
+                                              int64_t i0, int threads) {
+  const Shape &s = p.shape;
+  for (int i = threadIdx.x; i < BQ; i += threads)
+    p.stats.load(bhq * s.seqQ + i0 + i, i0 + i < s.seqQ, st[i], st[BQ + i],
+                 st[2 * BQ + i]);
+}
+
+/// sT <- Pd^T and dpT <- dS^T for the two keys key0, key0 + 8 of a quad
+/// (rows of the transposed tiles: sT[nt][2 half + e] holds key key0 + 8
+/// half and query i0 + nt * 8 + 2 tig + e of query head hq) from sT = k .
+/// q and dpT = v . dO, the step's statistics st (loadStepStats) and the
+/// dropout stream: Pd = P * keep * dropScale, dS = P * (dP * keep *
+/// dropScale - D); zeros where the query does not see the key.
+template <int QT, int BQ>
+__device__ __forceinline__ void
+keyGradients(const BackwardParams &p, float (&sT)[QT][4], float (&dpT)[QT][4],
+             const float *st, int64_t b, int64_t hq, int64_t i0, int64_t key0,
+             int tig, float sl2) {
+  const Shape &s = p.shape;
+  const int64_t dropBase =
+      p.dropout.enabled ? ((p.dropout.batchOffset + b) * p.dropout.globalHeads +
+                           p.dropout.headOffset + hq) *
+                                  p.dropout.globalSeqQ +
+                              p.dropout.queryOffset
+                        : 0;
+#pragma unroll
+  for (int nt = 0; nt < QT; ++nt) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int qi = nt * 8 + tig * 2 + (e & 1);
+      const int64_t i = i0 + qi;
+      const int64_t j = key0 + 8 * (e >> 1);
+      const bool valid =
+          i < s.seqQ && j < s.seqK && (!s.causal || j <= i + s.causalOffset);
+      float pv = valid ? exp2f(sT[nt][e] * sl2 - st[qi]) * st[BQ + qi] : 0.0f;
+      float dpv = dpT[nt][e];
+      float pd = pv;
+      if (p.dropout.enabled) {
+        bool kept = p.dropout.keep(p.dropout.firstIndex +
+                                   static_cast<uint64_t>(dropBase + i) *
+                                       static_cast<uint64_t>(s.seqK) +
+                                   static_cast<uint64_t>(j));
+        pd = kept ? pv * p.dropout.scale : 0.0f;
+        dpv = kept ? dpv * p.dropout.scale : 0.0f;
+      }
+      sT[nt][e] = pd;
+      dpT[nt][e] = valid ? pv * (dpv - st[2 * BQ + qi]) : 0.0f;
+    }
+  }
+}
+
+/// dK = scale * dk and dV = dv for a quad's keys key0 and key0 + 8 of kv
+/// head kvh (dk[dt][2 half + e]: column dt * 8 + 2 tig + e of key key0 + 8
+/// half); nothing past s_k.
+template <int DT>
+__device__ __forceinline__ void
+storeKeyValueGradients(const BackwardParams &p, int64_t b, int64_t kvh,
+                       int64_t key0, const float (&dk)[DT][4],
+                       const float (&dv)[DT][4], int tig) {
+  const Shape &s = p.shape;
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int64_t j = key0 + 8 * half;
+    if (j >= s.seqK)
+      continue;
+    const int64_t kBase = s.kRows.at(b, kvh, j), vBase = s.vRows.at(b, kvh, j);
+#pragma unroll
+    for (int dt = 0; dt < DT; ++dt) {
+      storePair(p.dk, p.dkType, kBase + dt * 8 + tig * 2,
+                dk[dt][2 * half] * s.scale, dk[dt][2 * half + 1] * s.scale);
+      storePair(p.dv, p.dvType, vBase + dt * 8 + tig * 2, dv[dt][2 * half],
+                dv[dt][2 * half + 1]);
+    }
+  }
+}
+
 /// Block (b * kvHeads + kvh, y): keys [k0, k0 + kKeys) of kv head kvh. Its
 /// steps run over every query head of the group, then every query tile
 /// that sees one of its keys, in that fixed order. Invariant after a step,
@@ -786,15 +868,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                        s.qRows.ld, i0, s.seqQ);
     loadTile<T, D, BQ>(dos + stage * BQ * D, dOg + s.oRows.head(b, hq),
                        s.oRows.ld, i0, s.seqQ);
-    float *st = rowStats + stage * 3 * BQ;
-    for (int i = threadIdx.x; i < BQ; i += kThreads) {
-      int64_t row = i0 + i;
-      bool valid = row < s.seqQ;
-      int64_t r = bhq * s.seqQ + row;
-      st[i] = valid ? p.stats.max[r] : 0.0f;
-      st[BQ + i] = valid ? p.stats.invSum[r] : 0.0f;
-      st[2 * BQ + i] = valid ? p.stats.dot[r] : 0.0f;
-    }
+    loadStepStats<BQ>(p, rowStats + stage * 3 * BQ, bhq, i0, kThreads);
   };
 
   if (steps > 0)
@@ -831,39 +905,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       float sT[QT][4], dpT[QT][4];
       twoProducts<T, D>(sT, dpT, ksAddr, vsAddr, warp * 16, qtAddr, dotAddr,
                         la, lb);
-      // sT <- Pd^T, dpT <- dS^T.
-      const int64_t dropBase =
-          p.dropout.enabled
-              ? ((p.dropout.batchOffset + b) * p.dropout.globalHeads +
-                 p.dropout.headOffset + hq) *
-                        p.dropout.globalSeqQ +
-                    p.dropout.queryOffset
-              : 0;
-#pragma unroll
-      for (int nt = 0; nt < QT; ++nt) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int qi = nt * 8 + tig * 2 + (e & 1);
-          const int64_t i = i0 + qi;
-          const int64_t j = warpKey0 + g + 8 * (e >> 1);
-          const bool valid = i < s.seqQ && j < s.seqK &&
-                             (!s.causal || j <= i + s.causalOffset);
-          float pv =
-              valid ? exp2f(sT[nt][e] * sl2 - st[qi]) * st[BQ + qi] : 0.0f;
-          float dpv = dpT[nt][e];
-          float pd = pv;
-          if (p.dropout.enabled) {
-            bool kept = p.dropout.keep(p.dropout.firstIndex +
-                                       static_cast<uint64_t>(dropBase + i) *
-                                           static_cast<uint64_t>(s.seqK) +
-                                       static_cast<uint64_t>(j));
-            pd = kept ? pv * p.dropout.scale : 0.0f;
-            dpv = kept ? dpv * p.dropout.scale : 0.0f;
-          }
-          sT[nt][e] = pd;
-          dpT[nt][e] = valid ? pv * (dpv - st[2 * BQ + qi]) : 0.0f;
-        }
-      }
+      keyGradients<QT, BQ>(p, sT, dpT, st, b, hq, i0, warpKey0 + g, tig, sl2);
       // dV += Pd^T dO, dK += dS^T Q (k = queries).
 #pragma unroll
       for (int kc = 0; kc < BQ / 16; ++kc) {
@@ -882,20 +924,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   cpAsyncWait<0>();
 
   // Keys no query sees (or no queries at all) get zeros.
-#pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const int64_t j = warpKey0 + g + 8 * half;
-    if (j >= s.seqK)
-      continue;
-    const int64_t kBase = s.kRows.at(b, kvh, j), vBase = s.vRows.at(b, kvh, j);
-#pragma unroll
-    for (int dt = 0; dt < DT; ++dt) {
-      storePair(p.dk, p.dkType, kBase + dt * 8 + tig * 2,
-                dk[dt][2 * half] * s.scale, dk[dt][2 * half + 1] * s.scale);
-      storePair(p.dv, p.dvType, vBase + dt * 8 + tig * 2, dv[dt][2 * half],
-                dv[dt][2 * half + 1]);
-    }
-  }
+  storeKeyValueGradients<DT>(p, b, kvh, warpKey0 + g, dk, dv, tig);
 }
 
 /// What the backward knows of one query row: its index, its statistics

@@ -27,17 +27,15 @@ Status launch(const ForwardParams &p, dim3 grid, cudaStream_t stream) {
   return launchStatus("attention (wgmma)");
 }
 
-template <typename T, int D>
-Status launchQueryGrad(const BackwardParams &p, dim3 grid,
-                       cudaStream_t stream) {
-  constexpr int bytes = hopper::QueryGradConfig<D>::kSmemBytes;
-  auto *kernel = hopper::backwardQueryKernel<T, D>;
+template <typename Kernel>
+Status launchGrad(Kernel *kernel, const BackwardParams &p, dim3 grid, int bytes,
+                  const char *name, cudaStream_t stream) {
   if (Status st = allowSharedMemory(reinterpret_cast<const void *>(kernel),
                                     bytes, "attention_grad");
       !st)
     return st;
   TPCRT_LAUNCH(kernel, grid, hopper::kThreads, bytes, stream, p);
-  return launchStatus("attention_grad dQ (wgmma)");
+  return launchStatus(name);
 }
 
 /// The grid of kBlockM-row blocks over s_q (tileGrid); none when empty.
@@ -49,19 +47,38 @@ bool rowGrid(const Shape &s, dim3 &grid) {
   return true;
 }
 
+/// dK/dV (blocks of 128 keys per kv head), then dQ.
+template <typename T, int D>
+Status launchBackward(const BackwardParams &p, cudaStream_t stream) {
+  const Shape &s = p.shape;
+  if (s.seqK > 0) {
+    using Cfg = hopper::KeyValueGradConfig<D>;
+    dim3 grid = tileGrid((s.seqK + Cfg::kBlockKeys - 1) / Cfg::kBlockKeys,
+                         s.batch * s.kvHeads);
+    if (Status st =
+            launchGrad(hopper::backwardKeyValueKernel<T, D>, p, grid,
+                       Cfg::kSmemBytes, "attention_grad dK/dV (wgmma)", stream);
+        !st)
+      return st;
+  }
+  dim3 grid;
+  if (!rowGrid(s, grid))
+    return Status::ok();
+  return launchGrad(hopper::backwardQueryKernel<T, D>, p, grid,
+                    hopper::QueryGradConfig<D>::kSmemBytes,
+                    "attention_grad dQ (wgmma)", stream);
+}
+
 } // namespace
 
-Status attn::launchHopperQueryGrad(const BackwardParams &p,
-                                   cudaStream_t stream) {
-  dim3 grid;
-  if (!rowGrid(p.shape, grid))
-    return Status::ok();
+Status attn::launchHopperBackward(const BackwardParams &p,
+                                  cudaStream_t stream) {
   const bool bf16 = p.qType == Storage::BF16;
   if (p.shape.headDim == 64)
-    return bf16 ? launchQueryGrad<__nv_bfloat16, 64>(p, grid, stream)
-                : launchQueryGrad<__half, 64>(p, grid, stream);
-  return bf16 ? launchQueryGrad<__nv_bfloat16, 128>(p, grid, stream)
-              : launchQueryGrad<__half, 128>(p, grid, stream);
+    return bf16 ? launchBackward<__nv_bfloat16, 64>(p, stream)
+                : launchBackward<__half, 64>(p, stream);
+  return bf16 ? launchBackward<__nv_bfloat16, 128>(p, stream)
+              : launchBackward<__half, 128>(p, stream);
 }
 
 Status attn::launchHopperForward(const ForwardParams &p, cudaStream_t stream) {

@@ -17,10 +17,15 @@
 //                        memory), dS from the statistics
 //                        (flash::scoreGradients), dq += dS K (dS from
 //                        registers, K transposed).
-// dK and dV stay on FlashAttention.cuh's mma.sync kernel. A block is two
-// warpgroups (256 threads), 64 query rows each; key tiles (128 keys, 64 for
-// dQ) are copied by cp.async (double buffered) while the previous one is
-// computed. Tiles are [D / 64][rows][64] with the 128-byte swizzle that
+//   backwardKeyValueKernel  dK, dV: S^T = K Q^T and dP^T = V dO^T
+//                        (m64n{32,64}k16), Pd^T and dS^T from the
+//                        statistics (flash::keyGradients), dv += Pd^T dO
+//                        and dk += dS^T Q (registers times dO, Q
+//                        transposed).
+// A block is two warpgroups (256 threads), 64 query rows (keys for dK/dV)
+// each; the tiles it loops over (128 keys, 64 for dQ, 32 or 64 queries
+// for dK/dV) are copied by cp.async (double buffered) while the previous
+// one is computed. Tiles are [D / 64][rows][64] with the 128-byte swizzle that
 // wgmma's descriptors name: 16-byte chunk c of a 128-byte row r stored at
 // chunk c ^ (r % 8), each [rows][64] part 1024-byte aligned.
 //
@@ -119,14 +124,17 @@ fenceAccumulators([[maybe_unused]] float (&d)[N][4]) {
 
 #define TPCRT_WGMMA_D4(j)                                                      \
   "+f"(d[j][0]), "+f"(d[j][1]), "+f"(d[j][2]), "+f"(d[j][3])
+#define TPCRT_WGMMA_D16                                                        \
+  TPCRT_WGMMA_D4(0), TPCRT_WGMMA_D4(1), TPCRT_WGMMA_D4(2), TPCRT_WGMMA_D4(3)
 #define TPCRT_WGMMA_D32                                                        \
-  TPCRT_WGMMA_D4(0), TPCRT_WGMMA_D4(1), TPCRT_WGMMA_D4(2), TPCRT_WGMMA_D4(3),  \
-      TPCRT_WGMMA_D4(4), TPCRT_WGMMA_D4(5), TPCRT_WGMMA_D4(6),                 \
+  TPCRT_WGMMA_D16, TPCRT_WGMMA_D4(4), TPCRT_WGMMA_D4(5), TPCRT_WGMMA_D4(6),    \
       TPCRT_WGMMA_D4(7)
 #define TPCRT_WGMMA_D64                                                        \
   TPCRT_WGMMA_D32, TPCRT_WGMMA_D4(8), TPCRT_WGMMA_D4(9), TPCRT_WGMMA_D4(10),   \
       TPCRT_WGMMA_D4(11), TPCRT_WGMMA_D4(12), TPCRT_WGMMA_D4(13),              \
       TPCRT_WGMMA_D4(14), TPCRT_WGMMA_D4(15)
+#define TPCRT_WGMMA_REGS16                                                     \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
 #define TPCRT_WGMMA_REGS32                                                     \
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "    \
   "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, "     \
@@ -139,8 +147,8 @@ fenceAccumulators([[maybe_unused]] float (&d)[N][4]) {
   "%58, %59, %60, %61, %62, %63}"
 
 /// The products' wgmma forms for one 16-bit type ("bf16" or "f16"):
-///   scores: d (64 x N, N = 64 or 128) = A B (+ d when scaleD), A and B
-///           K-major in shared memory;
+///   scores: d (64 x N, N = 32, 64 or 128) = A B (+ d when scaleD), A and
+///           B K-major in shared memory;
 ///   values: d (64 x N, N = 64 or 128) += a B, a in registers, B MN-major
 ///           in shared memory (imm-trans-b 1).
 /// (PTX ISA, wgmma.mma_async: scale-d is a predicate, then imm-scale-a,
@@ -154,6 +162,14 @@ fenceAccumulators([[maybe_unused]] float (&d)[N][4]) {
                    "." NAME " " TPCRT_WGMMA_REGS64                             \
                    ", %64, %65, p, 1, 1, 0, 0;\n}\n"                           \
                    : TPCRT_WGMMA_D64                                           \
+                   : "l"(a), "l"(b), "r"(scaleD));                             \
+    }                                                                          \
+    static __device__ __forceinline__ void                                     \
+    scores(float (&d)[4][4], uint64_t a, uint64_t b, int scaleD) {             \
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"                \
+                   "wgmma.mma_async.sync.aligned.m64n32k16.f32." NAME "." NAME \
+                   " " TPCRT_WGMMA_REGS16 ", %16, %17, p, 1, 1, 0, 0;\n}\n"    \
+                   : TPCRT_WGMMA_D16                                           \
                    : "l"(a), "l"(b), "r"(scaleD));                             \
     }                                                                          \
     static __device__ __forceinline__ void                                     \
@@ -207,8 +223,10 @@ TPCRT_WGMMA_TYPE(__half, "f16")
 #undef TPCRT_WGMMA_TYPE
 #undef TPCRT_WGMMA_REGS64
 #undef TPCRT_WGMMA_REGS32
+#undef TPCRT_WGMMA_REGS16
 #undef TPCRT_WGMMA_D64
 #undef TPCRT_WGMMA_D32
+#undef TPCRT_WGMMA_D16
 #undef TPCRT_WGMMA_D4
 
 //===- Tiles --------------------------------------------------------------===//
@@ -474,6 +492,156 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   flash::cpAsyncWait<0>();
   flash::storeQueryGradients<DT>(p, b, h, rows, dq, tig);
+}
+
+//===- dK, dV -------------------------------------------------------------===//
+
+/// dK/dV: 128 keys a block (64 per warpgroup), kQueries queries a step
+/// (S^T, dP^T, dk and dv's accumulators: 2 kQueries / 2 + D registers a
+/// thread).
+template <int D> struct KeyValueGradConfig {
+  static_assert(D == 64 || D == 128, "head_dim 64 or 128");
+  static constexpr int kBlockKeys = 128;
+  static constexpr int kQueries = D > 64 ? 32 : 64;
+  static constexpr int kKeyBytes = kBlockKeys * D * 2;     // K, V
+  static constexpr int kStepBytes = kQueries * D * 2;      // Q, dO, per stage
+  static constexpr int kStatsBytes = 2 * 3 * kQueries * 4; // 2 stages
+  /// K, V, two stages of Q and of dO, the statistics, and up to 1 KiB to
+  /// align the start.
+  static constexpr int kSmemBytes =
+      2 * kKeyBytes + 4 * kStepBytes + kStatsBytes + 1024;
+};
+
+/// Block (b * kvHeads + kvh, y): keys [k0, k0 + 128) of kv head kvh,
+/// warpgroup w keys k0 + 64 w ..; the steps, invariant and results of
+/// flash::backwardKeyValueKernel, with S^T = K Q^T and dP^T = V dO^T from
+/// shared memory, Pd^T and dS^T from the statistics (flash::keyGradients),
+/// then dv += Pd^T dO and dk += dS^T Q (Pd^T, dS^T from registers, dO and
+/// Q transposed by the instruction).
+template <typename T, int D>
+__global__ void __launch_bounds__(kThreads, 1)
+    backwardKeyValueKernel(const BackwardParams p) {
+  using Cfg = KeyValueGradConfig<D>;
+  constexpr int BK = Cfg::kBlockKeys, BQ = Cfg::kQueries;
+  constexpr int QT = BQ / 8, DT = D / 8;
+#ifdef TPCRT_CUDA_EMULATION
+  unsigned char *smem = emu::sharedMemory();
+#else
+  extern __shared__ __align__(1024) unsigned char smem[];
+#endif
+  unsigned char *ks = smem + (1024 - flash::smemAddress(smem) % 1024) % 1024;
+  unsigned char *vs = ks + Cfg::kKeyBytes;
+  unsigned char *qs = vs + Cfg::kKeyBytes;       // 2 stages
+  unsigned char *dos = qs + 2 * Cfg::kStepBytes; // 2 stages
+  float *rowStats = reinterpret_cast<float *>(dos + 2 * Cfg::kStepBytes);
+
+  const Shape &s = p.shape;
+  const int64_t bkv = gridHead(), b = bkv / s.kvHeads, kvh = bkv % s.kvHeads;
+  if (b >= s.batch)
+    return; // the grid's last z row is partial
+  const int64_t k0 = static_cast<int64_t>(blockIdx.x) * BK;
+  const int group = threadIdx.x / 128, warp = threadIdx.x / 32 % 4;
+  const int lane = threadIdx.x & 31, g = lane >> 2, tig = lane & 3;
+  const int64_t groupKey0 = k0 + group * 64, warpKey0 = groupKey0 + warp * 16;
+  const float sl2 = s.scale * flash::kLog2e;
+  const unsigned kAddr = flash::smemAddress(ks) + group * 64 * 128,
+                 vAddr = flash::smemAddress(vs) + group * 64 * 128;
+
+  loadTile<T, D, BK>(ks, static_cast<const T *>(p.k) + s.kRows.head(b, kvh),
+                     s.kRows.ld, k0, s.seqK);
+  loadTile<T, D, BK>(vs, static_cast<const T *>(p.v) + s.vRows.head(b, kvh),
+                     s.vRows.ld, k0, s.seqK);
+
+  // Query i sees key k0 iff i >= k0 - offset (causal).
+  const int64_t firstQuery = s.causal ? max64(0, k0 - s.causalOffset) : 0;
+  const int64_t queryTiles = (s.seqQ + BQ - 1) / BQ;
+  const int64_t perHead = max64(0, queryTiles - firstQuery / BQ);
+  const int64_t steps = perHead * s.group;
+
+  // Loads step `step`'s Q, dO and statistics into `stage`.
+  auto issue = [&](int64_t step, int stage) {
+    int64_t hq = kvh * s.group + step / perHead;
+    int64_t i0 = (firstQuery / BQ + step % perHead) * BQ;
+    loadTile<T, D, BQ>(qs + stage * Cfg::kStepBytes,
+                       static_cast<const T *>(p.q) + s.qRows.head(b, hq),
+                       s.qRows.ld, i0, s.seqQ);
+    loadTile<T, D, BQ>(dos + stage * Cfg::kStepBytes,
+                       static_cast<const T *>(p.dO) + s.oRows.head(b, hq),
+                       s.oRows.ld, i0, s.seqQ);
+    flash::loadStepStats<BQ>(p, rowStats + stage * 3 * BQ, b * s.heads + hq, i0,
+                             kThreads);
+  };
+  if (steps > 0)
+    issue(0, 0);
+  flash::cpAsyncCommit();
+
+  float dk[DT][4], dv[DT][4];
+  zero(dk);
+  zero(dv);
+  for (int64_t t = 0; t < steps; ++t) {
+    const int stage = static_cast<int>(t & 1);
+    // Stage ^ 1 was last read in step t - 1, which ended with a barrier
+    // after its wgmmas completed.
+    if (t + 1 < steps)
+      issue(t + 1, stage ^ 1);
+    flash::cpAsyncCommit();
+    flash::cpAsyncWait<1>(); // step t (and K, V) landed
+    fenceProxyAsync();
+    __syncthreads();
+    const int64_t hq = kvh * s.group + t / perHead;
+    const int64_t i0 = (firstQuery / BQ + t % perHead) * BQ;
+    const unsigned qt = flash::smemAddress(qs) + stage * Cfg::kStepBytes,
+                   dot = flash::smemAddress(dos) + stage * Cfg::kStepBytes;
+    const float *st = rowStats + stage * 3 * BQ;
+    // Causal: a warpgroup none of whose keys the step's queries see skips
+    // it (wgmma is the whole warpgroup's).
+    if (!s.causal || groupKey0 <= i0 + BQ - 1 + s.causalOffset) {
+      // S^T = K Q^T, dP^T = V dO^T: rows keys, columns queries.
+      float sT[QT][4], dpT[QT][4];
+      wgmmaFence();
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk) {
+        const unsigned a = (kk >> 2) * BK * 128 + (kk & 3) * 32,
+                       bo = (kk >> 2) * BQ * 128 + (kk & 3) * 32;
+        Wgmma<T>::scores(sT, descriptor(kAddr + a, 16, 1024),
+                         descriptor(qt + bo, 16, 1024), kk > 0);
+        Wgmma<T>::scores(dpT, descriptor(vAddr + a, 16, 1024),
+                         descriptor(dot + bo, 16, 1024), kk > 0);
+      }
+      wgmmaCommit();
+      wgmmaWait<0>();
+      fenceAccumulators(sT);
+      fenceAccumulators(dpT);
+      flash::keyGradients<QT, BQ>(p, sT, dpT, st, b, hq, i0, warpKey0 + g, tig,
+                                  sl2);
+      // dv += Pd^T dO, dk += dS^T Q: k-step kc reads queries 16 kc.. of dO
+      // and Q, their 64-column parts BQ * 128 bytes apart.
+      unsigned ap[BQ / 16][4], ad[BQ / 16][4];
+#pragma unroll
+      for (int kc = 0; kc < BQ / 16; ++kc) {
+        flash::packA<T>(ap[kc], sT, kc);
+        flash::packA<T>(ad[kc], dpT, kc);
+      }
+      fenceAccumulators(dv);
+      fenceAccumulators(dk);
+      wgmmaFence();
+#pragma unroll
+      for (int kc = 0; kc < BQ / 16; ++kc) {
+        Wgmma<T>::values(dv, ap[kc],
+                         descriptor(dot + kc * 16 * 128, BQ * 128, 1024));
+        Wgmma<T>::values(dk, ad[kc],
+                         descriptor(qt + kc * 16 * 128, BQ * 128, 1024));
+      }
+      wgmmaCommit();
+      wgmmaWait<0>();
+      fenceAccumulators(dv);
+      fenceAccumulators(dk);
+    }
+    __syncthreads(); // both warpgroups are done with this stage
+  }
+  flash::cpAsyncWait<0>();
+  // Keys no query sees (or no queries at all) get zeros.
+  flash::storeKeyValueGradients<DT>(p, b, kvh, warpKey0 + g, dk, dv, tig);
 }
 
 } // namespace tpcrt::cuda::attn::hopper

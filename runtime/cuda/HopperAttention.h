@@ -22,9 +22,9 @@ struct BackwardParams;
 /// in {64, 128}, 16-byte aligned. A device of compute capability 9.0 only.
 Status launchHopperForward(const ForwardParams &p, cudaStream_t stream);
 
-/// attention_grad's dQ on wgmma, from the statistics pass's p.stats; the
-/// same conditions.
-Status launchHopperQueryGrad(const BackwardParams &p, cudaStream_t stream);
+/// attention_grad's dK/dV and dQ on wgmma, from the statistics pass's
+/// p.stats; the same conditions.
+Status launchHopperBackward(const BackwardParams &p, cudaStream_t stream);
 
 } // namespace tpcrt::cuda::attn
 

@@ -67,8 +67,7 @@ struct Case {
   bool splitDropout = false;
   /// When the emulated cp.async copies land (both orders of hazards).
   emu::CopyTiming timing = emu::CopyTiming::AtWait;
-  /// The forward, the statistics pass and dQ on HopperAttention.cuh's
-  /// wgmma kernels instead of mma.sync (dK/dV read the statistics).
+  /// Every kernel on HopperAttention.cuh's wgmma instead of mma.sync.
   bool wgmma = false;
 };
 
@@ -126,7 +125,16 @@ std::string runBackward(const BackwardParams &p, emu::CopyTiming timing,
                         bool wgmma) {
   using Cfg = flash::BackwardConfig<D>;
   const Shape &s = p.shape;
-  if (s.seqK > 0) {
+  if (s.seqK > 0 && wgmma) {
+    using HCfg = hopper::KeyValueGradConfig<D>;
+    dim3 grid = tileGrid((s.seqK + HCfg::kBlockKeys - 1) / HCfg::kBlockKeys,
+                         s.batch * s.kvHeads);
+    std::string error = emu::launch(
+        grid, dim3(hopper::kThreads), HCfg::kSmemBytes,
+        [&] { hopper::backwardKeyValueKernel<T, D>(p); }, timing);
+    if (!error.empty())
+      return "dK/dV (wgmma): " + error;
+  } else if (s.seqK > 0) {
     dim3 grid =
         tileGrid((s.seqK + Cfg::kKeys - 1) / Cfg::kKeys, s.batch * s.kvHeads);
     std::string error = emu::launch(

@@ -155,8 +155,8 @@ Options:
                           where it covers the kernel (bf16/f16, no
                           dropout; cuDNN found at run time, or
                           TPCRT_CUDNN_LIBRARY; docs/runtime/cuda.md); on
-                          Hopper (compute capability 9.0) the attention
-                          forward and dQ run on wgmma, =mma keeps them on
+                          Hopper (compute capability 9.0) attention and
+                          its gradient run on wgmma, =mma keeps them on
                           mma.sync,
                           =generic runs the fp32 FMA kernels
   --dump-outputs OUT      write the outputs of the last step (loss, and

@@ -181,8 +181,8 @@ stage_kernels_cudnn() {
 }
 
 # The attention kernels again with TPCRT_CUDA_ATTENTION=mma: on a Hopper
-# device the forward, attention_grad's statistics pass and dQ on mma.sync
-# instead of wgmma; all against the CPU device.
+# device the forward and backward on mma.sync instead of wgmma; all against
+# the CPU device.
 stage_kernels_mma() {
   local check op dtype rc=0
   check=$(findbin tpcrt-device-check)
