@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # benchmarks/cuda/resource-usage.sh [BUILD] [ARCH]: what ptxas gives each
-# CUDA kernel of runtime/cuda/*.cu for ARCH (default sm_90): registers per
-# thread, spill stores/loads, stack and static shared memory, one line per
+# CUDA kernel of runtime/cuda/*.cu for ARCH (default sm_90; HopperAttention.cu
+# for sm_90a, its only architecture): registers per thread, spill
+# stores/loads, stack and static shared memory, one line per
 # kernel (demangled, sorted by registers), then the kernels that spill.
 # Compiles each .cu file once more with nvcc --resource-usage (the flags of
 # BUILD's libtpcrt-cuda.so, default build/); no GPU needed. A kernel's
@@ -44,9 +45,12 @@ for (regs, (st, ld), _, _), name in spilling:
 
 PY
 for cu in "$root"/runtime/cuda/*.cu; do
+  # The wgmma kernels exist for sm_90a alone (runtime/CMakeLists.txt).
+  a=$arch
+  [ "$(basename "$cu")" = HopperAttention.cu ] && a=sm_90a
   "$nvcc" -DTPCRT_HAVE_CUDNN=1 -I"$root/runtime/cuda" \
     -I"$root/runtime/include" -isystem="$build/runtime/generated" -O3 \
-    -DNDEBUG "--generate-code=arch=compute_${arch#sm_},code=[$arch]" \
+    -DNDEBUG "--generate-code=arch=compute_${a#sm_},code=[$a]" \
     -Xcompiler=-fPIC --expt-relaxed-constexpr -std=c++17 --resource-usage \
     -x cu -c "$cu" -o "$out/$(basename "$cu").o" 2>&1
 done | python3 "$out/report.py"
