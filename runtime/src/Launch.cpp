@@ -45,6 +45,22 @@ std::string findInPath(const std::string &name) {
   return "";
 }
 
+/// Appends to `out` the numbers that name entries of `dir` (a pid's
+/// canonical decimal form only: /proc's processes, the session folders
+/// below).
+void listPids(const std::string &dir, std::vector<pid_t> &out) {
+  if (DIR *d = ::opendir(dir.c_str())) {
+    while (struct dirent *entry = ::readdir(d)) {
+      char *end = nullptr;
+      long pid = std::strtol(entry->d_name, &end, 10);
+      if (end != entry->d_name && *end == '\0' && pid > 0 &&
+          std::to_string(pid) == entry->d_name)
+        out.push_back(static_cast<pid_t>(pid));
+    }
+    ::closedir(d);
+  }
+}
+
 /// Gives the mpiexec about to start a session directory parent of its own,
 /// `$TMPDIR/tpc-run-ompi-<uid>/<pid>` (the pid is the launcher's, which
 /// lives as long as mpiexec), unless the user chose one. Open MPI's jobs share
@@ -62,18 +78,12 @@ void privateMpiSessionDirectory() {
                      "/tpc-run-ompi-" + std::to_string(::getuid());
   if (::mkdir(base.c_str(), 0700) != 0 && errno != EEXIST)
     return; // Open MPI's default then
-  if (DIR *dir = ::opendir(base.c_str())) {
-    while (struct dirent *entry = ::readdir(dir)) {
-      char *end = nullptr;
-      long pid = std::strtol(entry->d_name, &end, 10);
-      if (end == entry->d_name || *end != '\0' || pid <= 0)
-        continue;
-      if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
-        // Best effort: a leftover only wastes a directory.
-        (void)removeTree(base + "/" + entry->d_name);
-    }
-    ::closedir(dir);
-  }
+  std::vector<pid_t> launches;
+  listPids(base, launches);
+  for (pid_t pid : launches)
+    if (::kill(pid, 0) != 0 && errno == ESRCH)
+      // Best effort: a leftover only wastes a directory.
+      (void)removeTree(base + "/" + std::to_string(pid));
   std::string mine = base + "/" + std::to_string(::getpid());
   if (::mkdir(mine.c_str(), 0700) == 0 || errno == EEXIST)
     ::setenv("OMPI_MCA_orte_tmpdir_base", mine.c_str(), 1);
@@ -117,20 +127,6 @@ struct Ranks {
   bool any = false;        ///< one is there, if only as a zombie
   std::vector<pid_t> live; ///< those that have not ended (a zombie has)
 };
-
-/// Appends the pids of the processes `/proc` lists (names that are numbers
-/// in `dir`'s listing) to `out`.
-void listPids(const std::string &dir, std::vector<pid_t> &out) {
-  if (DIR *d = ::opendir(dir.c_str())) {
-    while (struct dirent *entry = ::readdir(d)) {
-      char *end = nullptr;
-      long pid = std::strtol(entry->d_name, &end, 10);
-      if (end != entry->d_name && *end == '\0' && pid > 0)
-        out.push_back(static_cast<pid_t>(pid));
-    }
-    ::closedir(d);
-  }
-}
 
 /// The processes below `root`. Through /proc/<pid>/task/<tid>/children (a
 /// child is listed under the thread that started it) where the kernel has
