@@ -295,34 +295,49 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   loadTile<T, D, BM>(qs, qg, s.qRows.ld, q0, s.seqQ);
   loadTile<T, D, BN>(ks, kg, s.kRows.ld, 0, s.seqK);
-  loadTile<T, D, BN>(vs, vg, s.vRows.ld, 0, s.seqK);
   flash::cpAsyncCommit();
 
   float o[DT][4];
   zero(o);
   float mx[2] = {-INFINITY, -INFINITY}, sum[2] = {0.0f, 0.0f};
+  // P of the tile before, packed as wgmma's A (its O += P V is issued one
+  // tile late, so that it runs while this tile's softmax does).
+  unsigned pa[BN / 16][4];
+  // O += P V of the tile whose V is in stage `vStage`: k-step kc reads keys
+  // 16 kc.. of V (rows 128 bytes apart, 8-row groups 1024), its 64-column
+  // parts BN * 128 bytes apart.
+  auto issueValues = [&](int vStage) {
+    const unsigned vt = vAddr + vStage * Cfg::kKeyTileBytes;
+#pragma unroll
+    for (int kc = 0; kc < BN / 16; ++kc)
+      Wgmma<T>::values(o, pa[kc],
+                       descriptor(vt + kc * 16 * 128, BN * 128, 1024));
+    wgmmaCommit();
+  };
 
+  // Tile t: K_t and V_{t-1} in shared memory (stages t % 2 and (t - 1) %
+  // 2); S_t = Q K_t^T and then O += P_{t-1} V_{t-1} issued, the softmax of
+  // S_t while the latter runs, then O rescaled. One barrier a tile: after
+  // it every thread is past tile t - 1, whose wgmmas completed there, so
+  // K_{t+1} and V_t may go into the stages K_{t-1} and V_{t-2} held.
   for (int t = 0; t < tiles; ++t) {
     const int stage = t & 1;
-    // Stage ^ 1 was last read in tile t - 1, which ended with a barrier
-    // after its wgmmas completed.
-    if (t + 1 < tiles) {
-      loadTile<T, D, BN>(ks + (stage ^ 1) * Cfg::kKeyTileBytes, kg, s.kRows.ld,
-                         static_cast<int64_t>(t + 1) * BN, s.seqK);
-      loadTile<T, D, BN>(vs + (stage ^ 1) * Cfg::kKeyTileBytes, vg, s.vRows.ld,
-                         static_cast<int64_t>(t + 1) * BN, s.seqK);
-    }
-    flash::cpAsyncCommit();
-    flash::cpAsyncWait<1>(); // tile t (and Q) landed
+    flash::cpAsyncWait<0>(); // K_t, V_{t-1} (and Q) landed
     fenceProxyAsync();
     __syncthreads();
-    const unsigned kt = kAddr + stage * Cfg::kKeyTileBytes,
-                   vt = vAddr + stage * Cfg::kKeyTileBytes;
+    if (t + 1 < tiles)
+      loadTile<T, D, BN>(ks + (stage ^ 1) * Cfg::kKeyTileBytes, kg, s.kRows.ld,
+                         static_cast<int64_t>(t + 1) * BN, s.seqK);
+    loadTile<T, D, BN>(vs + stage * Cfg::kKeyTileBytes, vg, s.vRows.ld,
+                       static_cast<int64_t>(t) * BN, s.seqK);
+    flash::cpAsyncCommit();
+    const unsigned kt = kAddr + stage * Cfg::kKeyTileBytes;
     const int64_t j0 = static_cast<int64_t>(t) * BN;
 
     // S = Q K^T: k-step kk reads columns 16 kk.. of Q's and K's rows, 32
     // bytes into part kk / 4; 8-row groups 1024 bytes apart.
     float sc[NT][4];
+    fenceAccumulators(o);
     wgmmaFence();
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk)
@@ -332,42 +347,47 @@ __global__ void __launch_bounds__(kThreads, 1)
           descriptor(kt + (kk >> 2) * BN * 128 + (kk & 3) * 32, 16, 1024),
           kk > 0);
     wgmmaCommit();
-    wgmmaWait<0>();
+    if (t > 0) {
+      issueValues(stage ^ 1);
+      wgmmaWait<1>(); // S (the older group) is done
+    } else {
+      wgmmaWait<0>();
+    }
     fenceAccumulators(sc);
 
     // Masks (keys past s_k; causal), online softmax, dropout.
     const bool mask = j0 + BN > s.seqK ||
                       (s.causal && j0 + BN - 1 > warpRow0 + s.causalOffset);
+    float alpha[2];
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const float alpha = flash::softmaxTile<NT, Drop>(
+    for (int half = 0; half < 2; ++half)
+      alpha[half] = flash::softmaxTile<NT, Drop>(
           p, sc, half, warpRow0 + g + 8 * half, j0, mask, sl2, tig, b, h,
           mx[half], sum[half]);
+    wgmmaWait<0>(); // the previous tile's O += P V, and its reads of pa
+    fenceAccumulators(o);
+#pragma unroll
+    for (int half = 0; half < 2; ++half)
 #pragma unroll
       for (int dt = 0; dt < DT; ++dt) {
-        o[dt][2 * half] *= alpha;
-        o[dt][2 * half + 1] *= alpha;
+        o[dt][2 * half] *= alpha[half];
+        o[dt][2 * half + 1] *= alpha[half];
       }
-    }
-
-    // O += P V: k-step kc reads keys 16 kc.. of V (rows 128 bytes apart,
-    // 8-row groups 1024), its 64-column parts BN * 128 bytes apart.
-    unsigned pa[BN / 16][4];
 #pragma unroll
     for (int kc = 0; kc < BN / 16; ++kc)
       flash::packA<T>(pa[kc], sc, kc);
+  }
+  // The last tile's O += P V.
+  flash::cpAsyncWait<0>();
+  fenceProxyAsync();
+  __syncthreads();
+  if (tiles > 0) {
     fenceAccumulators(o);
     wgmmaFence();
-#pragma unroll
-    for (int kc = 0; kc < BN / 16; ++kc)
-      Wgmma<T>::values(o, pa[kc],
-                       descriptor(vt + kc * 16 * 128, BN * 128, 1024));
-    wgmmaCommit();
+    issueValues((tiles - 1) & 1);
     wgmmaWait<0>();
     fenceAccumulators(o);
-    __syncthreads(); // both warpgroups are done with this stage
   }
-  flash::cpAsyncWait<0>();
 
 #pragma unroll
   for (int half = 0; half < 2; ++half)
