@@ -303,10 +303,15 @@ struct Thread {
   char *stack = nullptr;                // kStackBytes, from the pool
   std::vector<Copy> open;               // issued, not committed
   std::deque<std::vector<Copy>> groups; // committed, not waited for
-  /// wgmma.mma_async: issued since the last commit_group, and committed
-  /// groups not waited for.
-  int wgmmaOpen = 0;
-  int wgmmaGroups = 0;
+  /// wgmma.mma_async results not yet in their accumulators: `group` -1
+  /// until commit_group, then the group's number (wgmmaCommits).
+  struct PendingWgmma {
+    float *d;
+    std::vector<float> result;
+    int64_t group;
+  };
+  std::vector<PendingWgmma> wgmmaPending;
+  int64_t wgmmaCommits = 0;
 };
 
 /// The block one host thread runs: its threads and shared memory.
@@ -789,9 +794,12 @@ inline bool wgmmaElement(uint64_t desc, int mn, int k, bool kMajor,
 /// mma.sync's A fragment, warp w of the group holding rows 16 w ..), B
 /// 16 x N from shared memory (descB: K-major, or MN-major with transB).
 /// Lane 4 g + t of warp w holds d rows 16 w + g (d[4 j], d[4 j + 1]: columns
-/// 8 j + 2 t, + 1) and 16 w + g + 8 (d[4 j + 2], d[4 j + 3]). Performed at
-/// the instruction (sums exact in double, rounded once); commit_group and
-/// wait_group only keep count.
+/// 8 j + 2 t, + 1) and 16 w + g + 8 (d[4 j + 2], d[4 j + 3]). The operands
+/// are read at the instruction (sums exact in double, rounded once; d's
+/// value then is the last pending result into it, if any), but the result
+/// reaches d only at the wait_group that covers it: a kernel that reads or
+/// changes its accumulators before that wait sees (or loses) the
+/// difference, as on a GPU it would race.
 inline void wgmma(float *d, int n, const unsigned *a, uint64_t descA,
                   uint64_t descB, bool scaleD, bool transB, bool bf16) {
   const int me = linearThread();
@@ -813,6 +821,15 @@ inline void wgmma(float *d, int n, const unsigned *a, uint64_t descA,
       wgmmaElement(descA, 16 * w + g + 8 * half, k, true, v);
       rows[half][k] = bf16 ? fromBf16(v) : fromHalf(v);
     }
+  Thread &thread = self();
+  const float *in = d; // d as the instruction reads it
+  for (auto p = thread.wgmmaPending.rbegin(); p != thread.wgmmaPending.rend();
+       ++p)
+    if (p->d == d) {
+      in = p->result.data();
+      break;
+    }
+  std::vector<float> result(static_cast<size_t>(n / 2));
   for (int j = 0; j < n / 8; ++j)
     for (int e = 0; e < 2; ++e) {
       float col[16];
@@ -822,26 +839,39 @@ inline void wgmma(float *d, int n, const unsigned *a, uint64_t descA,
         col[k] = bf16 ? fromBf16(v) : fromHalf(v);
       }
       for (int half = 0; half < 2; ++half) {
-        double sum = scaleD ? d[4 * j + 2 * half + e] : 0.0;
+        double sum = scaleD ? in[4 * j + 2 * half + e] : 0.0;
         for (int k = 0; k < 16; ++k)
           sum += double(rows[half][k]) * col[k];
-        d[4 * j + 2 * half + e] = static_cast<float>(sum);
+        result[4 * j + 2 * half + e] = static_cast<float>(sum);
       }
     }
   syncWarpgroup();
-  ++self().wgmmaOpen;
+  thread.wgmmaPending.push_back({d, std::move(result), -1});
 }
 /// wgmma.commit_group: the wgmmas since the last commit become a group.
 inline void wgmmaCommit() {
   Thread &t = self();
-  if (t.wgmmaOpen)
-    ++t.wgmmaGroups;
-  t.wgmmaOpen = 0;
+  bool any = false;
+  for (Thread::PendingWgmma &p : t.wgmmaPending)
+    if (p.group < 0) {
+      p.group = t.wgmmaCommits;
+      any = true;
+    }
+  t.wgmmaCommits += any;
 }
-/// wgmma.wait_group n: at most n groups still pending.
+/// wgmma.wait_group n: every committed group but the newest n is done: its
+/// results reach their accumulators, in issue order.
 inline void wgmmaWait(int n) {
   Thread &t = self();
-  t.wgmmaGroups = std::min(t.wgmmaGroups, n);
+  const int64_t done = t.wgmmaCommits - n; // groups below this one
+  std::vector<Thread::PendingWgmma> left;
+  for (Thread::PendingWgmma &p : t.wgmmaPending) {
+    if (p.group >= 0 && p.group < done)
+      std::copy(p.result.begin(), p.result.end(), p.d);
+    else
+      left.push_back(std::move(p));
+  }
+  t.wgmmaPending = std::move(left);
 }
 
 //===- Launch -------------------------------------------------------------===//
@@ -851,7 +881,7 @@ inline void threadEntry() {
   (*t.block->kernel)();
   if (!t.open.empty() || !t.groups.empty())
     t.block->fault("a thread exits with cp.async copies not waited for");
-  if (t.wgmmaOpen || t.wgmmaGroups)
+  if (!t.wgmmaPending.empty())
     t.block->fault("a thread exits with wgmma operations not waited for");
   t.done = true;
   switchFrom(t); // never returns: the thread is done
@@ -866,7 +896,8 @@ inline void runBlock(Block &b) {
     t.waitsAt = nullptr;
     t.open.clear();
     t.groups.clear();
-    t.wgmmaOpen = t.wgmmaGroups = 0;
+    t.wgmmaPending.clear();
+    t.wgmmaCommits = 0;
     t.blockIdx = b.blockIdx;
     startContext(t.context, t.stack, kStackBytes, threadEntry);
   }
