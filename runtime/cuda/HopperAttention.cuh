@@ -81,7 +81,9 @@ __device__ __forceinline__ uint64_t descriptor(unsigned address,
 }
 
 __device__ __forceinline__ void fenceProxyAsync() {
-#ifndef TPCRT_CUDA_EMULATION
+#ifdef TPCRT_CUDA_EMULATION
+  emu::fenceProxyAsync();
+#else
   // cp.async wrote the tiles through the generic proxy; wgmma reads them
   // through the async proxy.
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");

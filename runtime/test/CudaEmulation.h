@@ -312,6 +312,9 @@ struct Thread {
   };
   std::vector<PendingWgmma> wgmmaPending;
   int64_t wgmmaCommits = 0;
+  /// cp.async copies of this thread landed since its last
+  /// fence.proxy.async (wgmma reads shared memory through the async proxy).
+  bool unfencedCopies = false;
 };
 
 /// The block one host thread runs: its threads and shared memory.
@@ -326,6 +329,10 @@ struct Block {
   Barrier all;
   std::vector<Barrier> warps;
   std::vector<Barrier> warpgroups; // of 4 warps (wgmma)
+  /// Whether a thread arrived at the last __syncthreads with cp.async
+  /// copies landed and no fence.proxy.async after them (`unfenced`), and
+  /// the same for the barrier being gathered.
+  bool unfenced = false, gatheringUnfenced = false;
   std::vector<LaneSlot> slots;
   Context scheduler;
   int current = 0;    // the running thread
@@ -566,7 +573,13 @@ inline void arrive(Barrier &barrier, int count) {
 /// bar.sync 0: every thread of the block.
 inline void syncThreads() {
   Block &b = block();
-  arrive(b.all, static_cast<int>(b.threads.size()));
+  const int count = static_cast<int>(b.threads.size());
+  b.gatheringUnfenced |= self().unfencedCopies;
+  if (b.all.arrived + 1 == count) { // the barrier opens with this thread
+    b.unfenced = b.gatheringUnfenced;
+    b.gatheringUnfenced = false;
+  }
+  arrive(b.all, count);
 }
 /// The implicit convergence of a .sync.aligned warp instruction: all 32
 /// lanes execute it together.
@@ -658,9 +671,10 @@ inline void cpAsync16(void *dst, const void *src, bool valid) {
   }
   Copy c{static_cast<unsigned char *>(dst),
          static_cast<const unsigned char *>(src), valid};
-  if (block().timing == CopyTiming::AtIssue)
+  if (block().timing == CopyTiming::AtIssue) {
     land(c);
-  else
+    self().unfencedCopies = true;
+  } else
     self().open.push_back(c);
 }
 /// cp.async.commit_group: this thread's copies since the last commit become
@@ -677,6 +691,7 @@ inline void cpAsyncWait(int n) {
   while (static_cast<int>(t.groups.size()) > n) {
     for (const Copy &c : t.groups.front())
       land(c);
+    t.unfencedCopies |= !t.groups.front().empty();
     t.groups.pop_front();
   }
 }
@@ -802,6 +817,9 @@ inline bool wgmmaElement(uint64_t desc, int mn, int k, bool kMajor,
 /// difference, as on a GPU it would race.
 inline void wgmma(float *d, int n, const unsigned *a, uint64_t descA,
                   uint64_t descB, bool scaleD, bool transB, bool bf16) {
+  if (block().unfenced)
+    block().fault("wgmma: shared memory that cp.async wrote is read without a "
+                  "fence.proxy.async before the last __syncthreads");
   const int me = linearThread();
   const int group = me / (4 * kWarpSize), w = me / kWarpSize % 4;
   const int g = lane() / 4, t = lane() % 4;
@@ -848,6 +866,9 @@ inline void wgmma(float *d, int n, const unsigned *a, uint64_t descA,
   syncWarpgroup();
   thread.wgmmaPending.push_back({d, std::move(result), -1});
 }
+/// fence.proxy.async.shared::cta: this thread's landed copies are visible
+/// to wgmma (once a barrier has passed).
+inline void fenceProxyAsync() { self().unfencedCopies = false; }
 /// wgmma.commit_group: the wgmmas since the last commit become a group.
 inline void wgmmaCommit() {
   Thread &t = self();
@@ -898,10 +919,12 @@ inline void runBlock(Block &b) {
     t.groups.clear();
     t.wgmmaPending.clear();
     t.wgmmaCommits = 0;
+    t.unfencedCopies = false;
     t.blockIdx = b.blockIdx;
     startContext(t.context, t.stack, kStackBytes, threadEntry);
   }
   b.all = Barrier();
+  b.unfenced = b.gatheringUnfenced = false;
   std::fill(b.warps.begin(), b.warps.end(), Barrier());
   std::fill(b.warpgroups.begin(), b.warpgroups.end(), Barrier());
   b.draws = schedule().seed ^
