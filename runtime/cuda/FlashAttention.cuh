@@ -729,6 +729,28 @@ template <int D> struct BackwardConfig {
   static constexpr int kQuerySmemBytes = (2 * kRows + 4 * kKeyStep) * D * 2;
 };
 
+/// The steps of a dK/dV block of keys k0..: every query head of kv head
+/// kvh's group in turn, each over its tiles of BQ queries from the first
+/// that sees key k0 (causal: queries i >= k0 - offset) to s_q.
+template <int BQ> struct KeySteps {
+  int64_t firstTile = 0, perHead = 0, count = 0, firstHead = 0;
+
+  __device__ __forceinline__ KeySteps(const Shape &s, int64_t kvh, int64_t k0) {
+    const int64_t firstQuery = s.causal ? max64(0, k0 - s.causalOffset) : 0;
+    firstTile = firstQuery / BQ;
+    perHead = max64(0, (s.seqQ + BQ - 1) / BQ - firstTile);
+    count = perHead * s.group;
+    firstHead = kvh * s.group;
+  }
+  /// Step t's query head and first query.
+  __device__ __forceinline__ int64_t head(int64_t t) const {
+    return firstHead + t / perHead;
+  }
+  __device__ __forceinline__ int64_t query0(int64_t t) const {
+    return (firstTile + t % perHead) * BQ;
+  }
+};
+
 /// A dK/dV step's per-query statistics (max, 1 / sum, D of queries
 /// i0 .. i0 + BQ of head bhq, zeros past s_q) into st[0, 3 BQ), by
 /// `threads` threads.
@@ -853,16 +875,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   loadTile<T, D, BK>(vs, static_cast<const T *>(p.v) + s.vRows.head(b, kvh),
                      s.vRows.ld, k0, s.seqK);
 
-  // Query i sees key k0 iff i >= k0 - offset (causal).
-  const int64_t firstQuery = s.causal ? max64(0, k0 - s.causalOffset) : 0;
-  const int64_t queryTiles = (s.seqQ + BQ - 1) / BQ;
-  const int64_t perHead = max64(0, queryTiles - firstQuery / BQ);
-  const int64_t steps = perHead * s.group;
+  const KeySteps<BQ> stepPlan(s, kvh, k0);
+  const int64_t steps = stepPlan.count;
 
   // Loads step `step`'s Q, dO and statistics into `stage`.
   auto issue = [&](int64_t step, int stage) {
-    int64_t hq = kvh * s.group + step / perHead;
-    int64_t i0 = (firstQuery / BQ + step % perHead) * BQ;
+    int64_t hq = stepPlan.head(step), i0 = stepPlan.query0(step);
     int64_t bhq = b * s.heads + hq;
     loadTile<T, D, BQ>(qs + stage * BQ * D, qg + s.qRows.head(b, hq),
                        s.qRows.ld, i0, s.seqQ);
@@ -893,8 +911,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     cpAsyncCommit();
     cpAsyncWait<1>();
     __syncthreads();
-    const int64_t hq = kvh * s.group + t / perHead;
-    const int64_t i0 = (firstQuery / BQ + t % perHead) * BQ;
+    const int64_t hq = stepPlan.head(t), i0 = stepPlan.query0(t);
     const unsigned qtAddr = smemAddress(qs) + stage * BQ * D * 2,
                    dotAddr = smemAddress(dos) + stage * BQ * D * 2;
     const float *st = rowStats + stage * 3 * BQ;

@@ -397,6 +397,31 @@ __global__ void __launch_bounds__(kThreads, 1)
                          mx[half], sum[half], o);
 }
 
+/// x = A B^T and y = A' B'^T (64 x N each) over k = D, read from shared
+/// memory: A, A' this warpgroup's 64 rows of the [D / 64][ARows][64] tiles
+/// at ax, ay (the warpgroup's offset included), B, B' the N rows of the
+/// [D / 64][N][64] tiles at bx, by. k-step kk reads columns 16 kk.., 32
+/// bytes into part kk / 4; 8-row groups 1024 bytes apart. Waits for both.
+template <typename T, int D, int ARows, int N>
+__device__ __forceinline__ void
+twoScores(float (&x)[N / 8][4], float (&y)[N / 8][4], unsigned ax, unsigned ay,
+          unsigned bx, unsigned by) {
+  wgmmaFence();
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) {
+    const unsigned a = (kk >> 2) * ARows * 128 + (kk & 3) * 32,
+                   b = (kk >> 2) * N * 128 + (kk & 3) * 32;
+    Wgmma<T>::scores(x, descriptor(ax + a, 16, 1024),
+                     descriptor(bx + b, 16, 1024), kk > 0);
+    Wgmma<T>::scores(y, descriptor(ay + a, 16, 1024),
+                     descriptor(by + b, 16, 1024), kk > 0);
+  }
+  wgmmaCommit();
+  wgmmaWait<0>();
+  fenceAccumulators(x);
+  fenceAccumulators(y);
+}
+
 //===- dQ -----------------------------------------------------------------===//
 
 /// dQ: key tiles of 64 keys (S, dP and dq's accumulators, 64 + 64 + D / 2
@@ -478,21 +503,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     // Causal: a warpgroup whose 64 rows see none of the tile's keys skips
     // it (wgmma is the whole warpgroup's).
     if (!s.causal || j0 <= groupRow0 + 63 + s.causalOffset) {
+      // S = Q K^T, dP = dO V^T.
       float sc[NT][4], dp[NT][4];
-      wgmmaFence();
-#pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-        const unsigned a = (kk >> 2) * BM * 128 + (kk & 3) * 32,
-                       bo = (kk >> 2) * BN * 128 + (kk & 3) * 32;
-        Wgmma<T>::scores(sc, descriptor(qAddr + a, 16, 1024),
-                         descriptor(kt + bo, 16, 1024), kk > 0);
-        Wgmma<T>::scores(dp, descriptor(doAddr + a, 16, 1024),
-                         descriptor(vt + bo, 16, 1024), kk > 0);
-      }
-      wgmmaCommit();
-      wgmmaWait<0>();
-      fenceAccumulators(sc);
-      fenceAccumulators(dp);
+      twoScores<T, D, BM, BN>(sc, dp, qAddr, doAddr, kt, vt);
       flash::scoreGradients<NT>(p, sc, dp, rows, j0, tig, sl2);
       // dq += dS K: k-step kc reads keys 16 kc.. of K, its 64-column parts
       // BN * 128 bytes apart.
@@ -574,16 +587,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   loadTile<T, D, BK>(vs, static_cast<const T *>(p.v) + s.vRows.head(b, kvh),
                      s.vRows.ld, k0, s.seqK);
 
-  // Query i sees key k0 iff i >= k0 - offset (causal).
-  const int64_t firstQuery = s.causal ? max64(0, k0 - s.causalOffset) : 0;
-  const int64_t queryTiles = (s.seqQ + BQ - 1) / BQ;
-  const int64_t perHead = max64(0, queryTiles - firstQuery / BQ);
-  const int64_t steps = perHead * s.group;
+  const flash::KeySteps<BQ> stepPlan(s, kvh, k0);
+  const int64_t steps = stepPlan.count;
 
   // Loads step `step`'s Q, dO and statistics into `stage`.
   auto issue = [&](int64_t step, int stage) {
-    int64_t hq = kvh * s.group + step / perHead;
-    int64_t i0 = (firstQuery / BQ + step % perHead) * BQ;
+    int64_t hq = stepPlan.head(step), i0 = stepPlan.query0(step);
     loadTile<T, D, BQ>(qs + stage * Cfg::kStepBytes,
                        static_cast<const T *>(p.q) + s.qRows.head(b, hq),
                        s.qRows.ld, i0, s.seqQ);
@@ -610,8 +619,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     flash::cpAsyncWait<1>(); // step t (and K, V) landed
     fenceProxyAsync();
     __syncthreads();
-    const int64_t hq = kvh * s.group + t / perHead;
-    const int64_t i0 = (firstQuery / BQ + t % perHead) * BQ;
+    const int64_t hq = stepPlan.head(t), i0 = stepPlan.query0(t);
     const unsigned qt = flash::smemAddress(qs) + stage * Cfg::kStepBytes,
                    dot = flash::smemAddress(dos) + stage * Cfg::kStepBytes;
     const float *st = rowStats + stage * 3 * BQ;
@@ -620,20 +628,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (!s.causal || groupKey0 <= i0 + BQ - 1 + s.causalOffset) {
       // S^T = K Q^T, dP^T = V dO^T: rows keys, columns queries.
       float sT[QT][4], dpT[QT][4];
-      wgmmaFence();
-#pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-        const unsigned a = (kk >> 2) * BK * 128 + (kk & 3) * 32,
-                       bo = (kk >> 2) * BQ * 128 + (kk & 3) * 32;
-        Wgmma<T>::scores(sT, descriptor(kAddr + a, 16, 1024),
-                         descriptor(qt + bo, 16, 1024), kk > 0);
-        Wgmma<T>::scores(dpT, descriptor(vAddr + a, 16, 1024),
-                         descriptor(dot + bo, 16, 1024), kk > 0);
-      }
-      wgmmaCommit();
-      wgmmaWait<0>();
-      fenceAccumulators(sT);
-      fenceAccumulators(dpT);
+      twoScores<T, D, BK, BQ>(sT, dpT, kAddr, vAddr, qt, dot);
       flash::keyGradients<QT, BQ>(p, sT, dpT, st, b, hq, i0, warpKey0 + g, tig,
                                   sl2);
       // dv += Pd^T dO, dk += dS^T Q: k-step kc reads queries 16 kc.. of dO
