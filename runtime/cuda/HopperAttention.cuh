@@ -16,7 +16,8 @@
 //   backwardQueryKernel  dQ: S = Q K^T and dP = dO V^T (m64n64k16, shared
 //                        memory), dS from the statistics
 //                        (flash::scoreGradients), dq += dS K (dS from
-//                        registers, K transposed).
+//                        registers, K transposed) one tile late, beside
+//                        the next tile's dS.
 //   backwardKeyValueKernel  dK, dV: S^T = K Q^T and dP^T = V dO^T
 //                        (m64n{32,64}k16), Pd^T and dS^T from the
 //                        statistics (flash::keyGradients), dv += Pd^T dO
@@ -401,7 +402,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 /// memory: A, A' this warpgroup's 64 rows of the [D / 64][ARows][64] tiles
 /// at ax, ay (the warpgroup's offset included), B, B' the N rows of the
 /// [D / 64][N][64] tiles at bx, by. k-step kk reads columns 16 kk.., 32
-/// bytes into part kk / 4; 8-row groups 1024 bytes apart. Waits for both.
+/// bytes into part kk / 4; 8-row groups 1024 bytes apart. One wgmma group,
+/// committed: the caller waits for it.
 template <typename T, int D, int ARows, int N>
 __device__ __forceinline__ void
 twoScores(float (&x)[N / 8][4], float (&y)[N / 8][4], unsigned ax, unsigned ay,
@@ -417,28 +419,29 @@ twoScores(float (&x)[N / 8][4], float (&y)[N / 8][4], unsigned ax, unsigned ay,
                      descriptor(by + b, 16, 1024), kk > 0);
   }
   wgmmaCommit();
-  wgmmaWait<0>();
-  fenceAccumulators(x);
-  fenceAccumulators(y);
 }
 
 //===- dQ -----------------------------------------------------------------===//
 
-/// dQ: key tiles of 64 keys (S, dP and dq's accumulators, 64 + 64 + D / 2
-/// registers a thread, leave room for the fragments).
+/// dQ: key tiles of 64 keys (S, dP and dq's accumulators, 32 + 32 + D / 2
+/// registers a thread, leave room for the fragments); K in three stages
+/// (the tile whose dq += dS K runs, the current one, the next), V in two.
 template <int D> struct QueryGradConfig {
   static_assert(D == 64 || D == 128, "head_dim 64 or 128");
   static constexpr int kBlockN = 64;
   static constexpr int kRowBytes = kBlockM * D * 2; // Q, dO
   static constexpr int kKeyTileBytes = kBlockN * D * 2;
-  /// Q, dO, two stages of K and of V, and up to 1 KiB to align the start.
-  static constexpr int kSmemBytes = 2 * kRowBytes + 4 * kKeyTileBytes + 1024;
+  static constexpr int kKeyStages = 3, kValueStages = 2;
+  /// Q, dO, the stages of K and V, and up to 1 KiB to align the start.
+  static constexpr int kSmemBytes =
+      2 * kRowBytes + (kKeyStages + kValueStages) * kKeyTileBytes + 1024;
 };
 
 /// Block (bh, y): query rows [q0, q0 + kBlockM) of head bh as in
 /// forwardKernel; per key tile S = Q K^T and dP = dO V^T (wgmma, shared
 /// memory operands), dS from the statistics (flash::scoreGradients), then
-/// dq += dS K (dS from registers, K transposed by the instruction). The
+/// dq += dS K (dS from registers, K transposed by the instruction), issued
+/// one tile late so that it runs while the next tile's dS is computed. The
 /// invariant and result of flash::backwardQueryKernel.
 template <typename T, int D>
 __global__ void __launch_bounds__(kThreads, 1)
@@ -453,8 +456,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
   unsigned char *qs = smem + (1024 - flash::smemAddress(smem) % 1024) % 1024;
   unsigned char *dos = qs + Cfg::kRowBytes;
-  unsigned char *ks = dos + Cfg::kRowBytes; // 2 stages
-  unsigned char *vs = ks + 2 * Cfg::kKeyTileBytes;
+  unsigned char *ks = dos + Cfg::kRowBytes; // kKeyStages
+  unsigned char *vs = ks + Cfg::kKeyStages * Cfg::kKeyTileBytes;
 
   const Shape &s = p.shape;
   const flash::QueryBlock<T> blk = flash::queryBlock<T, BM, BN>(p);
@@ -484,46 +487,81 @@ __global__ void __launch_bounds__(kThreads, 1)
     rows[half] = flash::queryRow(p, bh, b, h, warpRow0 + g + 8 * half);
   float dq[DT][4];
   zero(dq);
+  // dS of the last tile this warpgroup computed, packed as wgmma's A, while
+  // its dq += dS K is not yet issued (pending), and the K stage it reads.
+  unsigned a[BN / 16][4];
+  bool pending = false;
+  int pendingStage = 0;
+  // dq += dS K: k-step kc reads keys 16 kc.. of K, its 64-column parts BN
+  // * 128 bytes apart.
+  auto issueQueryGrad = [&]() {
+    const unsigned kt = kAddr + pendingStage * Cfg::kKeyTileBytes;
+#pragma unroll
+    for (int kc = 0; kc < BN / 16; ++kc)
+      Wgmma<T>::values(dq, a[kc],
+                       descriptor(kt + kc * 16 * 128, BN * 128, 1024));
+    wgmmaCommit();
+  };
 
+  // One barrier a tile: after it every thread is past tile t - 1, whose
+  // wgmmas completed there, so K_{t+1} and V_{t+1} may go into the stages
+  // K_{t-2} and V_{t-1} held.
   for (int t = 0; t < tiles; ++t) {
-    const int stage = t & 1;
-    if (t + 1 < tiles) {
-      loadTile<T, D, BN>(ks + (stage ^ 1) * Cfg::kKeyTileBytes, blk.k,
-                         s.kRows.ld, static_cast<int64_t>(t + 1) * BN, s.seqK);
-      loadTile<T, D, BN>(vs + (stage ^ 1) * Cfg::kKeyTileBytes, blk.v,
-                         s.vRows.ld, static_cast<int64_t>(t + 1) * BN, s.seqK);
-    }
-    flash::cpAsyncCommit();
-    flash::cpAsyncWait<1>(); // tile t (and Q, dO) landed
+    const int kStage = t % Cfg::kKeyStages, vStage = t % Cfg::kValueStages;
+    flash::cpAsyncWait<0>(); // K_t, V_t (and Q, dO) landed
     fenceProxyAsync();
     __syncthreads();
-    const unsigned kt = kAddr + stage * Cfg::kKeyTileBytes,
-                   vt = vAddr + stage * Cfg::kKeyTileBytes;
+    if (t + 1 < tiles) {
+      loadTile<T, D, BN>(ks + (t + 1) % Cfg::kKeyStages * Cfg::kKeyTileBytes,
+                         blk.k, s.kRows.ld, static_cast<int64_t>(t + 1) * BN,
+                         s.seqK);
+      loadTile<T, D, BN>(vs + (t + 1) % Cfg::kValueStages * Cfg::kKeyTileBytes,
+                         blk.v, s.vRows.ld, static_cast<int64_t>(t + 1) * BN,
+                         s.seqK);
+    }
+    flash::cpAsyncCommit();
     const int64_t j0 = static_cast<int64_t>(t) * BN;
     // Causal: a warpgroup whose 64 rows see none of the tile's keys skips
-    // it (wgmma is the whole warpgroup's).
-    if (!s.causal || j0 <= groupRow0 + 63 + s.causalOffset) {
-      // S = Q K^T, dP = dO V^T.
-      float sc[NT][4], dp[NT][4];
-      twoScores<T, D, BM, BN>(sc, dp, qAddr, doAddr, kt, vt);
+    // it (wgmma is the whole warpgroup's); the tiles it sees come first.
+    const bool active = !s.causal || j0 <= groupRow0 + 63 + s.causalOffset;
+    float sc[NT][4], dp[NT][4];
+    fenceAccumulators(dq);
+    wgmmaFence();
+    if (active) // S = Q K^T, dP = dO V^T
+      twoScores<T, D, BM, BN>(sc, dp, qAddr, doAddr,
+                              kAddr + kStage * Cfg::kKeyTileBytes,
+                              vAddr + vStage * Cfg::kKeyTileBytes);
+    if (pending)
+      issueQueryGrad(); // the previous tile's
+    if (active) {
+      if (pending)
+        wgmmaWait<1>(); // S and dP (the older group) are done
+      else
+        wgmmaWait<0>();
+      fenceAccumulators(sc);
+      fenceAccumulators(dp);
       flash::scoreGradients<NT>(p, sc, dp, rows, j0, tig, sl2);
-      // dq += dS K: k-step kc reads keys 16 kc.. of K, its 64-column parts
-      // BN * 128 bytes apart.
-      unsigned a[BN / 16][4];
+    }
+    if (pending) {
+      wgmmaWait<0>(); // dq += dS K, and its reads of `a`
+      fenceAccumulators(dq);
+      pending = false;
+    }
+    if (active) {
 #pragma unroll
       for (int kc = 0; kc < BN / 16; ++kc)
         flash::packA<T>(a[kc], sc, kc);
-      fenceAccumulators(dq);
-      wgmmaFence();
-#pragma unroll
-      for (int kc = 0; kc < BN / 16; ++kc)
-        Wgmma<T>::values(dq, a[kc],
-                         descriptor(kt + kc * 16 * 128, BN * 128, 1024));
-      wgmmaCommit();
-      wgmmaWait<0>();
-      fenceAccumulators(dq);
+      pending = true;
+      pendingStage = kStage;
     }
-    __syncthreads(); // both warpgroups are done with this stage
+  }
+  // The last tile's dq += dS K (its K stays: nothing was loaded after it).
+  if (pending) {
+    fenceAccumulators(dq);
+    wgmmaFence();
+    issueQueryGrad();
+    wgmmaWait<0>();
+    fenceAccumulators(dq);
   }
   flash::cpAsyncWait<0>();
   flash::storeQueryGradients<DT>(p, b, h, rows, dq, tig);
@@ -629,6 +667,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       // S^T = K Q^T, dP^T = V dO^T: rows keys, columns queries.
       float sT[QT][4], dpT[QT][4];
       twoScores<T, D, BK, BQ>(sT, dpT, kAddr, vAddr, qt, dot);
+      wgmmaWait<0>();
+      fenceAccumulators(sT);
+      fenceAccumulators(dpT);
       flash::keyGradients<QT, BQ>(p, sT, dpT, st, b, hq, i0, warpKey0 + g, tig,
                                   sl2);
       // dv += Pd^T dO, dk += dS^T Q: k-step kc reads queries 16 kc.. of dO
