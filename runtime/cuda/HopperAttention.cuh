@@ -22,7 +22,8 @@
 //                        (m64n{32,64}k16), Pd^T and dS^T from the
 //                        statistics (flash::keyGradients), dv += Pd^T dO
 //                        and dk += dS^T Q (registers times dO, Q
-//                        transposed).
+//                        transposed) one step late, beside the next
+//                        step's Pd^T and dS^T.
 // A block is two warpgroups (256 threads), 64 query rows (keys for dK/dV)
 // each; the tiles it loops over (128 keys, 64 for dQ, 32 or 64 queries
 // for dK/dV) are copied by cp.async (double buffered) while the previous
@@ -578,11 +579,14 @@ template <int D> struct KeyValueGradConfig {
   static constexpr int kQueries = D > 64 ? 32 : 64;
   static constexpr int kKeyBytes = kBlockKeys * D * 2;     // K, V
   static constexpr int kStepBytes = kQueries * D * 2;      // Q, dO, per stage
-  static constexpr int kStatsBytes = 2 * 3 * kQueries * 4; // 2 stages
-  /// K, V, two stages of Q and of dO, the statistics, and up to 1 KiB to
+  /// Stages of Q, dO and the statistics: the step whose dv, dk products
+  /// run, the current one, the next.
+  static constexpr int kStages = 3;
+  static constexpr int kStatsBytes = kStages * 3 * kQueries * 4;
+  /// K, V, the stages of Q and of dO, the statistics, and up to 1 KiB to
   /// align the start.
   static constexpr int kSmemBytes =
-      2 * kKeyBytes + 4 * kStepBytes + kStatsBytes + 1024;
+      2 * kKeyBytes + 2 * kStages * kStepBytes + kStatsBytes + 1024;
 };
 
 /// Block (b * kvHeads + kvh, y): keys [k0, k0 + 128) of kv head kvh,
@@ -590,7 +594,8 @@ template <int D> struct KeyValueGradConfig {
 /// flash::backwardKeyValueKernel, with S^T = K Q^T and dP^T = V dO^T from
 /// shared memory, Pd^T and dS^T from the statistics (flash::keyGradients),
 /// then dv += Pd^T dO and dk += dS^T Q (Pd^T, dS^T from registers, dO and
-/// Q transposed by the instruction).
+/// Q transposed by the instruction), issued one step late so that they run
+/// while the next step's Pd^T and dS^T are computed.
 template <typename T, int D>
 __global__ void __launch_bounds__(kThreads, 1)
     backwardKeyValueKernel(const BackwardParams p) {
@@ -604,9 +609,10 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
   unsigned char *ks = smem + (1024 - flash::smemAddress(smem) % 1024) % 1024;
   unsigned char *vs = ks + Cfg::kKeyBytes;
-  unsigned char *qs = vs + Cfg::kKeyBytes;       // 2 stages
-  unsigned char *dos = qs + 2 * Cfg::kStepBytes; // 2 stages
-  float *rowStats = reinterpret_cast<float *>(dos + 2 * Cfg::kStepBytes);
+  unsigned char *qs = vs + Cfg::kKeyBytes;                  // kStages
+  unsigned char *dos = qs + Cfg::kStages * Cfg::kStepBytes; // kStages
+  float *rowStats =
+      reinterpret_cast<float *>(dos + Cfg::kStages * Cfg::kStepBytes);
 
   const Shape &s = p.shape;
   const int64_t bkv = gridHead(), b = bkv / s.kvHeads, kvh = bkv % s.kvHeads;
@@ -647,55 +653,90 @@ __global__ void __launch_bounds__(kThreads, 1)
   float dk[DT][4], dv[DT][4];
   zero(dk);
   zero(dv);
+  // Pd^T and dS^T of the last step this warpgroup computed, packed as
+  // wgmma's A, while their products are not yet issued (pending), and the
+  // stage of Q and dO they read.
+  unsigned ap[BQ / 16][4], ad[BQ / 16][4];
+  bool pending = false;
+  int pendingStage = 0;
+  // dv += Pd^T dO, dk += dS^T Q: k-step kc reads queries 16 kc.. of dO and
+  // Q, their 64-column parts BQ * 128 bytes apart.
+  auto issueKeyValueGrads = [&]() {
+    const unsigned qt = flash::smemAddress(qs) + pendingStage * Cfg::kStepBytes,
+                   dot =
+                       flash::smemAddress(dos) + pendingStage * Cfg::kStepBytes;
+#pragma unroll
+    for (int kc = 0; kc < BQ / 16; ++kc) {
+      Wgmma<T>::values(dv, ap[kc],
+                       descriptor(dot + kc * 16 * 128, BQ * 128, 1024));
+      Wgmma<T>::values(dk, ad[kc],
+                       descriptor(qt + kc * 16 * 128, BQ * 128, 1024));
+    }
+    wgmmaCommit();
+  };
+
+  // One barrier a step: after it every thread is past step t - 1, whose
+  // wgmmas completed there, so step t + 1 may go into the stage step t - 2
+  // held.
   for (int64_t t = 0; t < steps; ++t) {
-    const int stage = static_cast<int>(t & 1);
-    // Stage ^ 1 was last read in step t - 1, which ended with a barrier
-    // after its wgmmas completed.
-    if (t + 1 < steps)
-      issue(t + 1, stage ^ 1);
-    flash::cpAsyncCommit();
-    flash::cpAsyncWait<1>(); // step t (and K, V) landed
+    const int stage = static_cast<int>(t % Cfg::kStages);
+    flash::cpAsyncWait<0>(); // step t (and K, V) landed
     fenceProxyAsync();
     __syncthreads();
+    if (t + 1 < steps)
+      issue(t + 1, static_cast<int>((t + 1) % Cfg::kStages));
+    flash::cpAsyncCommit();
     const int64_t hq = stepPlan.head(t), i0 = stepPlan.query0(t);
     const unsigned qt = flash::smemAddress(qs) + stage * Cfg::kStepBytes,
                    dot = flash::smemAddress(dos) + stage * Cfg::kStepBytes;
     const float *st = rowStats + stage * 3 * BQ;
     // Causal: a warpgroup none of whose keys the step's queries see skips
     // it (wgmma is the whole warpgroup's).
-    if (!s.causal || groupKey0 <= i0 + BQ - 1 + s.causalOffset) {
-      // S^T = K Q^T, dP^T = V dO^T: rows keys, columns queries.
-      float sT[QT][4], dpT[QT][4];
+    const bool active = !s.causal || groupKey0 <= i0 + BQ - 1 + s.causalOffset;
+    // S^T = K Q^T, dP^T = V dO^T: rows keys, columns queries.
+    float sT[QT][4], dpT[QT][4];
+    fenceAccumulators(dv);
+    fenceAccumulators(dk);
+    wgmmaFence();
+    if (active)
       twoScores<T, D, BK, BQ>(sT, dpT, kAddr, vAddr, qt, dot);
-      wgmmaWait<0>();
+    if (pending)
+      issueKeyValueGrads(); // the previous step's
+    if (active) {
+      if (pending)
+        wgmmaWait<1>(); // S^T and dP^T (the older group) are done
+      else
+        wgmmaWait<0>();
       fenceAccumulators(sT);
       fenceAccumulators(dpT);
       flash::keyGradients<QT, BQ>(p, sT, dpT, st, b, hq, i0, warpKey0 + g, tig,
                                   sl2);
-      // dv += Pd^T dO, dk += dS^T Q: k-step kc reads queries 16 kc.. of dO
-      // and Q, their 64-column parts BQ * 128 bytes apart.
-      unsigned ap[BQ / 16][4], ad[BQ / 16][4];
+    }
+    if (pending) {
+      wgmmaWait<0>(); // dv, dk, and their reads of ap, ad
+      fenceAccumulators(dv);
+      fenceAccumulators(dk);
+      pending = false;
+    }
+    if (active) {
 #pragma unroll
       for (int kc = 0; kc < BQ / 16; ++kc) {
         flash::packA<T>(ap[kc], sT, kc);
         flash::packA<T>(ad[kc], dpT, kc);
       }
-      fenceAccumulators(dv);
-      fenceAccumulators(dk);
-      wgmmaFence();
-#pragma unroll
-      for (int kc = 0; kc < BQ / 16; ++kc) {
-        Wgmma<T>::values(dv, ap[kc],
-                         descriptor(dot + kc * 16 * 128, BQ * 128, 1024));
-        Wgmma<T>::values(dk, ad[kc],
-                         descriptor(qt + kc * 16 * 128, BQ * 128, 1024));
-      }
-      wgmmaCommit();
-      wgmmaWait<0>();
-      fenceAccumulators(dv);
-      fenceAccumulators(dk);
+      pending = true;
+      pendingStage = stage;
     }
-    __syncthreads(); // both warpgroups are done with this stage
+  }
+  // The last step's products (its Q and dO stay: nothing was loaded after).
+  if (pending) {
+    fenceAccumulators(dv);
+    fenceAccumulators(dk);
+    wgmmaFence();
+    issueKeyValueGrads();
+    wgmmaWait<0>();
+    fenceAccumulators(dv);
+    fenceAccumulators(dk);
   }
   flash::cpAsyncWait<0>();
   // Keys no query sees (or no queries at all) get zeros.
