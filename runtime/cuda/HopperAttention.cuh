@@ -260,6 +260,20 @@ __device__ __forceinline__ void loadTile(unsigned char *tile, const T *src,
   }
 }
 
+/// d += A B with k = 16 KSteps: A from registers (a[kc] for k-step kc),
+/// B the MN-major [N / 64][Rows][64] tile at `tile` whose rows are k:
+/// k-step kc reads rows 16 kc.. (128 bytes apart, 8-row groups 1024), its
+/// 64-column parts Rows * 128 bytes apart. Issued, not committed.
+template <typename T, int Rows, int KSteps, int N>
+__device__ __forceinline__ void
+accumulateFromRegisters(float (&d)[N][4], const unsigned (&a)[KSteps][4],
+                        unsigned tile) {
+#pragma unroll
+  for (int kc = 0; kc < KSteps; ++kc)
+    Wgmma<T>::values(d, a[kc],
+                     descriptor(tile + kc * 16 * 128, Rows * 128, 1024));
+}
+
 //===- Kernel -------------------------------------------------------------===//
 
 /// Block (bh, y): query rows [q0, q0 + kBlockM) of head bh = b * heads + h,
@@ -307,15 +321,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   // P of the tile before, packed as wgmma's A (its O += P V is issued one
   // tile late, so that it runs while this tile's softmax does).
   unsigned pa[BN / 16][4];
-  // O += P V of the tile whose V is in stage `vStage`: k-step kc reads keys
-  // 16 kc.. of V (rows 128 bytes apart, 8-row groups 1024), its 64-column
-  // parts BN * 128 bytes apart.
+  // O += P V of the tile whose V is in stage `vStage`.
   auto issueValues = [&](int vStage) {
-    const unsigned vt = vAddr + vStage * Cfg::kKeyTileBytes;
-#pragma unroll
-    for (int kc = 0; kc < BN / 16; ++kc)
-      Wgmma<T>::values(o, pa[kc],
-                       descriptor(vt + kc * 16 * 128, BN * 128, 1024));
+    accumulateFromRegisters<T, BN>(o, pa, vAddr + vStage * Cfg::kKeyTileBytes);
     wgmmaCommit();
   };
 
@@ -493,14 +501,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   unsigned a[BN / 16][4];
   bool pending = false;
   int pendingStage = 0;
-  // dq += dS K: k-step kc reads keys 16 kc.. of K, its 64-column parts BN
-  // * 128 bytes apart.
+  // dq += dS K (K's rows are k).
   auto issueQueryGrad = [&]() {
-    const unsigned kt = kAddr + pendingStage * Cfg::kKeyTileBytes;
-#pragma unroll
-    for (int kc = 0; kc < BN / 16; ++kc)
-      Wgmma<T>::values(dq, a[kc],
-                       descriptor(kt + kc * 16 * 128, BN * 128, 1024));
+    accumulateFromRegisters<T, BN>(dq, a,
+                                   kAddr + pendingStage * Cfg::kKeyTileBytes);
     wgmmaCommit();
   };
 
@@ -659,19 +663,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   unsigned ap[BQ / 16][4], ad[BQ / 16][4];
   bool pending = false;
   int pendingStage = 0;
-  // dv += Pd^T dO, dk += dS^T Q: k-step kc reads queries 16 kc.. of dO and
-  // Q, their 64-column parts BQ * 128 bytes apart.
+  // dv += Pd^T dO, dk += dS^T Q (dO's and Q's rows are k).
   auto issueKeyValueGrads = [&]() {
-    const unsigned qt = flash::smemAddress(qs) + pendingStage * Cfg::kStepBytes,
-                   dot =
-                       flash::smemAddress(dos) + pendingStage * Cfg::kStepBytes;
-#pragma unroll
-    for (int kc = 0; kc < BQ / 16; ++kc) {
-      Wgmma<T>::values(dv, ap[kc],
-                       descriptor(dot + kc * 16 * 128, BQ * 128, 1024));
-      Wgmma<T>::values(dk, ad[kc],
-                       descriptor(qt + kc * 16 * 128, BQ * 128, 1024));
-    }
+    const unsigned offset = pendingStage * Cfg::kStepBytes;
+    accumulateFromRegisters<T, BQ>(dv, ap, flash::smemAddress(dos) + offset);
+    accumulateFromRegisters<T, BQ>(dk, ad, flash::smemAddress(qs) + offset);
     wgmmaCommit();
   };
 

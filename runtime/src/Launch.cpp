@@ -274,9 +274,7 @@ sigset_t forwardedSignals() {
   if (int signal = signalGot; signal && !sawRank && !ok) {
     // mpiexec, signalled before it had started the ranks, may say nothing.
     std::fprintf(stderr, "error: %s while the ranks started\n",
-                 signal == SIGINT    ? "interrupted (SIGINT)"
-                 : signal == SIGTERM ? "terminated (SIGTERM)"
-                                     : "hung up (SIGHUP)");
+                 signalPhrase(signal));
     std::exit(1);
   }
   if (WIFSIGNALED(status)) {
@@ -411,6 +409,12 @@ Status tpcrt::relaunch(const RankLauncher &launcher, int argc, char **argv,
   // `ps` tells the launcher from its ranks (the same program).
   ::prctl(PR_SET_NAME, "tpc-launcher");
   superviseMpiexec(child, program, mask);
+}
+
+const char *tpcrt::signalPhrase(int signal) {
+  if (signal == SIGINT)
+    return "interrupted (SIGINT)";
+  return signal == SIGHUP ? "hung up (SIGHUP)" : "terminated (SIGTERM)";
 }
 
 void tpcrt::reportError(const Status &status, int rank, int ranks) {

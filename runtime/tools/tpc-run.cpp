@@ -1044,8 +1044,7 @@ extern "C" void onInterrupt(int signal) {
                  static_cast<uint64_t>(interruptedRank));
     appendText(text, length, sizeof(text), ": ");
   }
-  appendText(text, length, sizeof(text),
-             signal == SIGINT ? "interrupted (SIGINT)" : "terminated (SIGTERM)");
+  appendText(text, length, sizeof(text), signalPhrase(signal));
   if (uint64_t step = watchdogStep()) {
     appendText(text, length, sizeof(text), " in step ");
     appendNumber(text, length, sizeof(text), step);

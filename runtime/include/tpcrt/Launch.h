@@ -70,6 +70,11 @@ unsigned coreCount();
 Status relaunch(const RankLauncher &launcher, int argc, char **argv,
                 uint64_t ranks, const std::string &withoutMpi);
 
+/// How an error line names the signal that ended a run: "interrupted
+/// (SIGINT)", "hung up (SIGHUP)", else "terminated (SIGTERM)". A constant
+/// string: safe in a signal handler.
+const char *signalPhrase(int signal);
+
 /// Prints a failure to stderr after what stdout holds: "error: <message>",
 /// or "error: rank <rank>: <message>" when `ranks` > 1.
 void reportError(const Status &status, int rank, int ranks);
