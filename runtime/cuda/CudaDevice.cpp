@@ -697,14 +697,20 @@ Status CudaDevice::prepare(const Program &program,
 }
 
 void CudaDevice::planCudnnAttention(const Program &program) {
-  // An unknown value would otherwise pass unnoticed (the default runs).
-  if (const char *v = std::getenv("TPCRT_CUDA_ATTENTION");
-      v && std::strcmp(v, "cudnn") != 0 && std::strcmp(v, "mma") != 0 &&
-      std::strcmp(v, "generic") != 0)
+  // An unknown value would otherwise pass unnoticed (the default runs);
+  // said once per process, not at every prepare.
+  static const bool warned = [] {
+    const char *v = std::getenv("TPCRT_CUDA_ATTENTION");
+    if (!v || std::strcmp(v, "cudnn") == 0 || std::strcmp(v, "mma") == 0 ||
+        std::strcmp(v, "generic") == 0)
+      return false;
     std::fprintf(stderr,
                  "tpcrt: TPCRT_CUDA_ATTENTION=%s is not cudnn, mma or "
                  "generic: ignored\n",
                  v);
+    return true;
+  }();
+  (void)warned;
 #if TPCRT_HAVE_CUDNN
   if (!cudnnAttentionRequested())
     return;
