@@ -13,6 +13,10 @@
 #   2 gpu       nvidia-smi and the CUDA device count; none: "no GPU:
 #               skipped", exit 77 (1 when the build failed too)
 #   3 kernels   tpcrt-device-check --device cuda --results $OUT/kernels.txt
+#   3a kernels-attention  only where stage 3 failed: the four attention
+#               opcodes' bf16 cases again (wgmma on Hopper); where they fail
+#               and pass on mma.sync (stage 5b, run at once), the stages
+#               after run with TPCRT_CUDA_ATTENTION=mma, said in the summary
 #   3b kernels-cudnn  the attention cases again with TPCRT_CUDA_ATTENTION=cudnn
 #               (cuDNN's fused attention from the wheel, header carried)
 #               (on the H200 stage 3's attention forward runs on wgmma)
@@ -29,8 +33,9 @@
 #               GPU per rank through NCCL,
 #               where there are enough GPUs (TPC_GPU_RANKS; else SKIP)
 #   5 nccl      tpcrt-nccl-check --local (one rank)
-#   5b kernels-mma  the attention cases again with TPCRT_CUDA_ATTENTION=mma:
-#               the mma.sync kernels that wgmma replaces on Hopper
+#   5b kernels-mma  the four attention opcodes' bf16 cases again with
+#               TPCRT_CUDA_ATTENTION=mma: the mma.sync kernels that wgmma
+#               replaces on Hopper (right after 3a where that failed)
 #   6 bench     tpc-cuda-bench vs torch (GEMM, attention; attention also
 #               with TPCRT_CUDA_ATTENTION=cudnn), then a training
 #               step of the GPT-2 MFU model, tpc-run vs Hugging Face;
@@ -180,19 +185,27 @@ stage_kernels_cudnn() {
   return $rc
 }
 
-# The attention kernels again with TPCRT_CUDA_ATTENTION=mma: on a Hopper
-# device the forward and backward on mma.sync instead of wgmma; all against
-# the CPU device.
-stage_kernels_mma() {
-  local check op dtype rc=0
+# attention_cases [CHOICE]: the bf16 cases of the four attention opcodes
+# against the CPU device, with TPCRT_CUDA_ATTENTION=CHOICE (none: the
+# default kernels), each opcode in a fresh process.
+attention_cases() {
+  local check op rc=0
   check=$(findbin tpcrt-device-check)
   [ -n "$check" ] || { echo "tpcrt-device-check was not built"; return 1; }
-  for op in attention attention_grad; do
-    TPCRT_CUDA_ATTENTION=mma "$check" --device cuda --op $op --dtype bf16 \
-      || rc=1
+  for op in attention attention_qkv attention_grad attention_qkv_grad; do
+    env ${1:+TPCRT_CUDA_ATTENTION=$1} "$check" --device cuda --op $op \
+      --dtype bf16 || rc=1
   done
   return $rc
 }
+
+# Where stage 3 failed: the attention cases again with the default kernels
+# (wgmma on Hopper), to tell an attention failure from the others.
+stage_kernels_attention() { attention_cases; }
+
+# The attention kernels again with TPCRT_CUDA_ATTENTION=mma: on a Hopper
+# device the forward and backward on mma.sync instead of wgmma.
+stage_kernels_mma() { attention_cases mma; }
 
 # Two training steps of $1 on the CPU (ref) and on $DUT (dut, cuda); $2 the
 # tolerance; $3 the label of the comparison (default $1); $4 the ranks (the
@@ -523,11 +536,26 @@ if [ "$built" -ne 0 ]; then
   exit 1
 fi
 run_stage 3 kernels 45 device-check.log
+kernels=$?
+# Where stage 3 failed on the attention cases that wgmma serves and
+# mma.sync passes them, the later stages run on mma.sync
+# (TPCRT_CUDA_ATTENTION=mma), so that the models, their gradients and the
+# MFU step are still checked and timed on kernels that are right.
+mma_checked=0
+if [ "$kernels" -ne 0 ] && [ "$kernels" -ne 77 ]; then
+  if ! run_stage 3a kernels-attention 25 device-check.log; then
+    mma_checked=1
+    if run_stage 5b kernels-mma 20 device-check.log; then
+      export TPCRT_CUDA_ATTENTION=mma
+      note "the attention cases fail with the default kernels and pass on mma.sync: the stages below run with TPCRT_CUDA_ATTENTION=mma (but for those that set cudnn)"
+    fi
+  fi
+fi
 run_stage 3b kernels-cudnn 30 device-check.log
 run_stage 4 models 40 models.log
 run_stage 4b ranks 60 models.log
 run_stage 5 nccl 25 nccl.log
-run_stage 5b kernels-mma 20 device-check.log
+[ "$mma_checked" -eq 1 ] || run_stage 5b kernels-mma 20 device-check.log
 run_stage 6a bench-kernels-tpc 25 bench.log
 run_stage 6a2 bench-attention-cudnn 20 bench.log
 run_stage 6b bench-kernels-torch 35 bench.log
