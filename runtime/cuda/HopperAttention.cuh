@@ -93,7 +93,9 @@ __device__ __forceinline__ void fenceProxyAsync() {
 }
 /// Orders this warpgroup's register accesses before the next wgmma.
 __device__ __forceinline__ void wgmmaFence() {
-#ifndef TPCRT_CUDA_EMULATION
+#ifdef TPCRT_CUDA_EMULATION
+  emu::wgmmaFence();
+#else
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #endif
 }

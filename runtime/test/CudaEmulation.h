@@ -305,13 +305,23 @@ struct Thread {
   std::deque<std::vector<Copy>> groups; // committed, not waited for
   /// wgmma.mma_async results not yet in their accumulators: `group` -1
   /// until commit_group, then the group's number (wgmmaCommits).
+  /// `before` is d as it was at the instruction and `a`, `aRegisters` the
+  /// A fragment's registers and their values then: none may change before
+  /// the wait (the hardware reads and writes them meanwhile).
   struct PendingWgmma {
     float *d;
     std::vector<float> result;
     int64_t group;
+    std::vector<float> before;
+    const unsigned *a;
+    unsigned aRegisters[4];
   };
   std::vector<PendingWgmma> wgmmaPending;
   int64_t wgmmaCommits = 0;
+  /// A wgmma.fence since this thread's last wgmma.wait_group (or its
+  /// start): required before a wgmma (conservatively: the PTX ISA asks for
+  /// it where the registers it reads were written since).
+  bool wgmmaFenced = false;
   /// cp.async copies of this thread landed since its last
   /// fence.proxy.async (wgmma reads shared memory through the async proxy).
   bool unfencedCopies = false;
@@ -820,6 +830,10 @@ inline void wgmma(float *d, int n, const unsigned *a, uint64_t descA,
   if (block().unfenced)
     block().fault("wgmma: shared memory that cp.async wrote is read without a "
                   "fence.proxy.async before the last __syncthreads");
+  if (!self().wgmmaFenced)
+    block().fault("wgmma: no wgmma.fence since this thread's last "
+                  "wgmma.wait_group (or its start): registers written before "
+                  "it are not ordered before its reads");
   const int me = linearThread();
   const int group = me / (4 * kWarpSize), w = me / kWarpSize % 4;
   const int g = lane() / 4, t = lane() % 4;
@@ -864,8 +878,16 @@ inline void wgmma(float *d, int n, const unsigned *a, uint64_t descA,
       }
     }
   syncWarpgroup();
-  thread.wgmmaPending.push_back({d, std::move(result), -1});
+  Thread::PendingWgmma pending{
+      d, std::move(result), -1, std::vector<float>(n / 2), a, {}};
+  std::memcpy(pending.before.data(), d, pending.before.size() * sizeof(float));
+  if (a)
+    std::copy(a, a + 4, pending.aRegisters);
+  thread.wgmmaPending.push_back(std::move(pending));
 }
+/// wgmma.fence.sync.aligned: this thread's register writes are ordered
+/// before the wgmmas after it.
+inline void wgmmaFence() { self().wgmmaFenced = true; }
 /// fence.proxy.async.shared::cta: this thread's landed copies are visible
 /// to wgmma (once a barrier has passed).
 inline void fenceProxyAsync() { self().unfencedCopies = false; }
@@ -884,7 +906,23 @@ inline void wgmmaCommit() {
 /// results reach their accumulators, in issue order.
 inline void wgmmaWait(int n) {
   Thread &t = self();
+  t.wgmmaFenced = false;
   const int64_t done = t.wgmmaCommits - n; // groups below this one
+  // What the kernel changed while the hardware owned it (checked before
+  // any result lands: results into one d follow each other).
+  for (const Thread::PendingWgmma &p : t.wgmmaPending) {
+    if (p.group < 0 || p.group >= done)
+      continue;
+    // Bytes, not floats: d may be uninitialized (or NaN) until its first
+    // result.
+    if (std::memcmp(p.before.data(), p.d, p.before.size() * sizeof(float)))
+      t.block->fault("wgmma: its accumulator registers were written between "
+                     "the instruction and the wgmma.wait_group that "
+                     "completes it");
+    if (p.a && std::memcmp(p.aRegisters, p.a, sizeof(p.aRegisters)))
+      t.block->fault("wgmma: its A registers were written between the "
+                     "instruction and the wgmma.wait_group that completes it");
+  }
   std::vector<Thread::PendingWgmma> left;
   for (Thread::PendingWgmma &p : t.wgmmaPending) {
     if (p.group >= 0 && p.group < done)
@@ -919,6 +957,7 @@ inline void runBlock(Block &b) {
     t.groups.clear();
     t.wgmmaPending.clear();
     t.wgmmaCommits = 0;
+    t.wgmmaFenced = false;
     t.unfencedCopies = false;
     t.blockIdx = b.blockIdx;
     startContext(t.context, t.stack, kStackBytes, threadEntry);

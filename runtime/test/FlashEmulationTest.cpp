@@ -406,6 +406,16 @@ TEST(FlashEmulation, WgmmaBf16D128SeqMajorCausalSplitDropoutGrouped) {
   run(c);
 }
 
+// Five key tiles, the running max changing along them: the accumulators are
+// rescaled between wgmmas many times (a rescale while a wgmma into them is
+// pending is a fault, not only a wrong value).
+TEST(FlashEmulation, WgmmaBf16D64HeadMajorManyKeyTiles) {
+  Case c;
+  c.wgmma = true;
+  c.heads = 1, c.kvHeads = 1, c.seqQ = 70, c.seqK = 600;
+  run(c);
+}
+
 TEST(FlashEmulation, WgmmaBf16D64OneQueryCausalDropout) {
   Case c;
   c.wgmma = true;
