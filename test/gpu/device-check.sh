@@ -42,6 +42,9 @@
 #               last (6e) the attention cases on mma.sync (=mma) beside
 #               wgmma: $OUT/bench.json and lines in the summary
 #
+# The stages run in the order 1 2 3 (3a) 4 4b 5 6a 6b 6c 6d 3b 6a2 5b 6e:
+# the checks and the targets' measurements first, cuDNN's and mma.sync's
+# alternatives last, where the deadline cuts first.
 # Each stage runs under `timeout` (its own budget, cut to what is left of
 # the whole script's $TPC_GPU_DEADLINE seconds, default 285), writes its log
 # when it ends and appends "stage N name: PASS|FAIL|SKIP (seconds) detail"
@@ -551,16 +554,18 @@ if [ "$kernels" -ne 0 ] && [ "$kernels" -ne 77 ]; then
     fi
   fi
 fi
-run_stage 3b kernels-cudnn 30 device-check.log
 run_stage 4 models 40 models.log
 run_stage 4b ranks 60 models.log
 run_stage 5 nccl 25 nccl.log
-[ "$mma_checked" -eq 1 ] || run_stage 5b kernels-mma 20 device-check.log
 run_stage 6a bench-kernels-tpc 25 bench.log
-run_stage 6a2 bench-attention-cudnn 20 bench.log
 run_stage 6b bench-kernels-torch 35 bench.log
 run_stage 6c bench-gpt-tpc 60 bench.log
 run_stage 6d bench-gpt-torch 60 bench.log
+# What the targets do not need comes last, so that the deadline cuts it
+# first: cuDNN's attention (checked, then timed) and the mma.sync kernels.
+run_stage 3b kernels-cudnn 30 device-check.log
+run_stage 6a2 bench-attention-cudnn 20 bench.log
+[ "$mma_checked" -eq 1 ] || run_stage 5b kernels-mma 20 device-check.log
 run_stage 6e bench-attention-mma 15 bench.log
 # The comparison lines and bench.json, from whatever the stages left.
 cat "$WORK"/bench-tpc.jsonl "$WORK"/bench-tpc-cudnn.jsonl "$WORK"/bench-tpc-mma.jsonl \
