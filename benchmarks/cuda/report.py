@@ -2,10 +2,20 @@
 """The CUDA benchmarks' arithmetic and summary (test/gpu/device-check.sh).
 
     report.py tpc-step --log TPC_RUN_OUTPUT --batch B --seq S --hidden H
-                       --layers L --vocab V
+                       --layers L --vocab V [--report REPORT.json]
         reads tpc-run's `step <k> ... tokens_per_s <r>` lines of a training
         run and prints one JSON line: the step time (batch * seq / r,
-        averaged over the steps after the first, which warms up) and its MFU.
+        averaged over the steps after the first, which warms up) and its MFU;
+        rank 0's peak and planned peak and, from stderr where the log has
+        it, the device's whole allocation (`device_bytes`); with --report,
+        tpc-compile's prediction for the same executable (its "predicted"
+        section: step time, MFU, peak bytes on --hardware).
+
+    report.py trace-ops --trace TRACE.json [--step K] [--top N]
+        tpc-run --trace's events of step K (default the last): time per
+        opcode (calls, ms, share) and the N slowest kernels; one summary line
+        first. Each kernel is timed to its end (the device synchronized
+        after it), so the sum is a little more than the step.
 
     report.py merge --json OUT.json < JSON lines
         reads the JSON lines of tpc-cuda-bench, gemm_attention_torch.py,
@@ -70,7 +80,7 @@ def tpc_step(args):
     timed = rates[1:] or rates
     tokens = args.batch * args.seq
     seconds = sum(tokens / r for r in timed) / len(timed)
-    print(json.dumps({
+    result = {
         "tool": "tpc", "kind": "gpt_step", "impl": "tpc-run --device cuda",
         "batch": args.batch, "seq": args.seq, "hidden": args.hidden,
         "layers": args.layers, "vocab": args.vocab,
@@ -79,7 +89,71 @@ def tpc_step(args):
         "step_ms": seconds * 1e3, "tokens_per_s": tokens / seconds,
         "mfu": mfu(seconds, args.batch, args.seq, args.hidden, args.layers,
                    args.vocab),
-        "losses": losses}))
+        "losses": losses}
+    result.update(memory_lines(args.log))
+    if args.report:
+        with open(args.report) as f:
+            predicted = json.load(f).get("predicted")
+        if not predicted:
+            print(f"error: {args.report} has no \"predicted\" section "
+                  "(tpc-compile --report without --hardware)", file=sys.stderr)
+            return 1
+        result["predicted_hardware"] = predicted.get("hardware")
+        result["predicted_step_ms"] = predicted["step_time_s"] * 1e3
+        result["predicted_mfu"] = predicted.get("mfu")
+        stages = predicted.get("stages") or []
+        if stages:
+            result["predicted_peak_bytes"] = stages[0].get("peak_bytes")
+    print(json.dumps(result))
+    return 0
+
+
+def memory_lines(path):
+    """Rank 0's `rank 0 peak_bytes P planned_peak_bytes Q` (stdout) and
+    `tpc-run: rank 0 device_bytes D ...` (stderr) lines, where present."""
+    found = {}
+    with open(path) as f:
+        for line in f:
+            words = line.split()
+            if words[:3] == ["rank", "0", "peak_bytes"] and len(words) >= 6:
+                found["peak_bytes"] = int(words[3])
+                found["planned_peak_bytes"] = int(words[5])
+            elif words[:4] == ["tpc-run:", "rank", "0", "device_bytes"]:
+                found["device_bytes"] = int(words[4])
+    return found
+
+
+def trace_ops(args):
+    with open(args.trace) as f:
+        events = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
+    steps = sorted({e["args"]["step"] for e in events})
+    if not steps:
+        print(f"error: no kernel events in {args.trace}", file=sys.stderr)
+        return 1
+    step = args.step if args.step is not None else steps[-1]
+    events = [e for e in events if e["args"]["step"] == step]
+    if not events:
+        print(f"error: no events of step {step} in {args.trace} (steps "
+              f"{steps[0]}..{steps[-1]})", file=sys.stderr)
+        return 1
+    total = sum(e["dur"] for e in events)
+    ops = {}
+    for e in events:
+        calls, us = ops.get(e["name"], (0, 0.0))
+        ops[e["name"]] = (calls + 1, us + e["dur"])
+    ranked = sorted(ops.items(), key=lambda kv: -kv[1][1])
+    print(f"step {step} by opcode ({len(events)} kernels, "
+          f"{total / 1e3:.1f} ms synchronized per kernel): "
+          + ", ".join(f"{name} {100 * us / total:.1f}%"
+                      for name, (_, us) in ranked[:6]))
+    print(f"{'opcode':<24} {'calls':>6} {'ms':>10} {'share':>7}")
+    for name, (calls, us) in ranked:
+        print(f"{name:<24} {calls:>6} {us / 1e3:>10.3f} "
+              f"{100 * us / total:>6.1f}%")
+    print(f"the {args.top} slowest kernels of step {step}:")
+    for e in sorted(events, key=lambda e: -e["dur"])[:args.top]:
+        print(f"  kernel {e['args']['kernel']:>5} {e['name']:<24} "
+              f"{e['dur'] / 1e3:>9.3f} ms")
     return 0
 
 
@@ -180,6 +254,26 @@ def merge(args):
             result["gpt_step"]["speedup"] = torch["step_ms"] / tpc["step_ms"]
             text += f" (tpc/torch speed {result['gpt_step']['speedup']:.2f})"
         lines.append(text)
+        memory = []
+        if tpc and "device_bytes" in tpc:
+            memory.append(f"tpc device memory {tpc['device_bytes'] / 2**30:.2f}"
+                          " GiB in one allocation (planned peak "
+                          f"{tpc.get('planned_peak_bytes', 0) / 2**30:.2f}, "
+                          f"peak {tpc.get('peak_bytes', 0) / 2**30:.2f})")
+        if torch and "peak_memory_gib" in torch:
+            memory.append(f"torch max_memory_allocated "
+                          f"{torch['peak_memory_gib']:.2f} GiB")
+        if memory:
+            lines.append("GPT-2 step memory: " + " vs ".join(memory))
+        if tpc and tpc.get("predicted_step_ms"):
+            ratio = tpc["step_ms"] / tpc["predicted_step_ms"]
+            result["gpt_step"]["measured_over_predicted"] = ratio
+            lines.append(
+                f"GPT-2 step predicted by tpc-compile --hardware "
+                f"{tpc.get('predicted_hardware')}: "
+                f"{tpc['predicted_step_ms']:.1f} ms MFU "
+                f"{100 * (tpc.get('predicted_mfu') or 0):.1f}%, measured "
+                f"{tpc['step_ms']:.1f} ms (measured/predicted {ratio:.2f})")
     if not lines:
         lines.append("benchmarks: no results")
     for text in lines:
@@ -198,10 +292,16 @@ def main(argv):
     step.add_argument("--log", required=True)
     for name in ("batch", "seq", "hidden", "layers", "vocab"):
         step.add_argument("--" + name, type=int, required=True)
+    step.add_argument("--report")
+    trace = sub.add_parser("trace-ops")
+    trace.add_argument("--trace", required=True)
+    trace.add_argument("--step", type=int)
+    trace.add_argument("--top", type=int, default=12)
     merged = sub.add_parser("merge")
     merged.add_argument("--json")
     args = parser.parse_args(argv)
-    return tpc_step(args) if args.command == "tpc-step" else merge(args)
+    return {"tpc-step": tpc_step, "trace-ops": trace_ops,
+            "merge": merge}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -231,6 +231,9 @@ public:
     return Status::ok();
   }
   uint64_t arenaBytes() const override { return arenaBytes_; }
+  uint64_t allocatedBytes() const override {
+    return alignScratch(arenaBytes_) + workspaceBytes_;
+  }
 
   Status copyToArena(uint64_t offset, const void *source,
                      uint64_t bytes) override;

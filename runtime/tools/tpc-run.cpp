@@ -67,7 +67,9 @@ and loss, or training steps when it was compiled with --train. Prints
 `step <k> loss <float> tokens_per_s <float>` per step (training:
 `step <k> loss <float> grad_norm <float> lr <float> tokens_per_s <float>`,
 the loss of step k computed before update k) and, at the end, one line
-`rank <r> peak_bytes <int> planned_peak_bytes <int>` per rank.
+`rank <r> peak_bytes <int> planned_peak_bytes <int>` per rank (and on
+stderr `tpc-run: rank <r> device_bytes <int> (arena .., workspace ..)` where
+the device allocated more than the arena: --device cuda).
 
 Ranks: an executable compiled for a mesh (tpc-compile --mesh) runs on exactly
 its number of ranks. Under mpirun/mpiexec or srun, tpc-run uses the
@@ -594,19 +596,29 @@ Status gatherRanks(Interpreter &interpreter, const T (&mine)[N],
 }
 
 /// Rank 0 prints every rank's peak line, in rank order (each rank's numbers
-/// gathered over the world).
+/// gathered over the world); where a device allocated more than the arena
+/// (the CUDA device's workspace), its whole allocation too, on stderr.
 Status printPeaks(Interpreter &interpreter) {
-  uint64_t mine[2] = {interpreter.peakBytes(),
-                      interpreter.program().plannedPeakBytes};
+  const Device &device = interpreter.device();
+  uint64_t mine[4] = {interpreter.peakBytes(),
+                      interpreter.program().plannedPeakBytes,
+                      device.allocatedBytes(), device.arenaBytes()};
   std::vector<uint64_t> all;
   if (Status s = gatherRanks(interpreter, mine, all, "peaks"); !s)
     return s;
   if (interpreter.rank() != 0)
     return Status::ok();
-  for (size_t r = 0; r < all.size() / 2; ++r)
+  auto u = [](uint64_t v) { return static_cast<unsigned long long>(v); };
+  for (size_t r = 0; r < all.size() / 4; ++r) {
+    const uint64_t *rank = &all[4 * r];
     std::printf("rank %zu peak_bytes %llu planned_peak_bytes %llu\n", r,
-                static_cast<unsigned long long>(all[2 * r]),
-                static_cast<unsigned long long>(all[2 * r + 1]));
+                u(rank[0]), u(rank[1]));
+    if (rank[2] > rank[3])
+      std::fprintf(stderr,
+                   "tpc-run: rank %zu device_bytes %llu (arena %llu, "
+                   "workspace %llu)\n",
+                   r, u(rank[2]), u(rank[3]), u(rank[2] - rank[3]));
+  }
   std::fflush(stdout);
   return Status::ok();
 }

@@ -38,11 +38,13 @@
 #               replaces on Hopper (right after 3a where that failed)
 #   6 bench     tpc-cuda-bench vs torch (GEMM, attention; attention also
 #               with TPCRT_CUDA_ATTENTION=cudnn), then a training
-#               step of the GPT-2 MFU model, tpc-run vs Hugging Face;
+#               step of the GPT-2 MFU model, tpc-run vs Hugging Face (and
+#               vs tpc-compile's prediction), then (6f) that step's time
+#               per opcode from tpc-run --trace;
 #               last (6e) the attention cases on mma.sync (=mma) beside
 #               wgmma: $OUT/bench.json and lines in the summary
 #
-# The stages run in the order 1 2 3 (3a) 4 4b 5 6a 6b 6c 6d 3b 6a2 5b 6e:
+# The stages run in the order 1 2 3 (3a) 4 4b 5 6a 6b 6c 6d 6f 3b 6a2 5b 6e:
 # the checks and the targets' measurements first, cuDNN's and mma.sync's
 # alternatives last, where the deadline cuts first.
 # Each stage runs under `timeout` (its own budget, cut to what is left of
@@ -354,22 +356,43 @@ stage_bench_kernels_torch() {
   return "${PIPESTATUS[0]}"
 }
 
+# The MFU model (models.sh --mfu) and its dimensions, report.py's
+# arguments; through the emulated backend a tiny one instead
+# (emulated-check.sh bench).
+STEP_MODEL=${TPC_GPU_STEP_MODEL:-gpt2-mfu}
+STEP_DIMS=${TPC_GPU_STEP_DIMS:---batch 8 --seq 2048 --hidden 2048 --layers 8 --vocab 50257}
+
 # The MFU model: 4 steps (the first warms up); the step time is read from
 # tpc-run's tokens_per_s of steps 2-4 (the time of runStep and the reading of
 # the loss, grad_norm and lr; not the start, the weight init or the first
-# step).
+# step); beside it tpc-compile's prediction for the same executable (its
+# report's "predicted" section, --hardware h200) and the device's memory.
 stage_bench_gpt_tpc() {
-  local start end rc
+  local start end rc report=()
   start=$(date +%s.%N)
-  "$(findbin tpc-run)" "$CARRY/models/gpt2-mfu.tpcx" --device cuda \
-    --init-seed 1 --synthetic-seed 1 --steps 4 | tee "$WORK/gpt-tpc.txt"
+  "$(findbin tpc-run)" "$CARRY/models/$STEP_MODEL.tpcx" --device cuda \
+    --init-seed 1 --synthetic-seed 1 --steps 4 2>&1 | tee "$WORK/gpt-tpc.txt"
   rc=${PIPESTATUS[0]}
   end=$(date +%s.%N)
   awk -v a="$start" -v b="$end" 'BEGIN { printf "wall %.1f s (start, weight init, 4 steps)\n", b - a }'
   [ "$rc" -eq 0 ] || return "$rc"
+  grep -qs '"predicted"' "$CARRY/models/$STEP_MODEL.report.json" &&
+    report=(--report "$CARRY/models/$STEP_MODEL.report.json")
+  # shellcheck disable=SC2086
   "$PY" benchmarks/cuda/report.py tpc-step --log "$WORK/gpt-tpc.txt" \
-    --batch 8 --seq 2048 --hidden 2048 --layers 8 --vocab 50257 \
-    | tee "$WORK/gpt-tpc.jsonl"
+    $STEP_DIMS "${report[@]}" | tee "$WORK/gpt-tpc.jsonl"
+  return "${PIPESTATUS[0]}"
+}
+
+# Where the MFU model's step goes: 2 steps with tpc-run --trace (each kernel
+# timed to its end), the second's time per opcode and slowest kernels.
+stage_profile_gpt_tpc() {
+  "$(findbin tpc-run)" "$CARRY/models/$STEP_MODEL.tpcx" --device cuda \
+    --init-seed 1 --synthetic-seed 1 --steps 2 \
+    --trace "$WORK/gpt-trace.json" || return 1
+  "$PY" benchmarks/cuda/report.py trace-ops --trace "$WORK/gpt-trace.json" \
+    | tee "$WORK/gpt-profile.txt"
+  return "${PIPESTATUS[0]}"
 }
 
 stage_bench_gpt_torch() {
@@ -561,6 +584,7 @@ run_stage 6a bench-kernels-tpc 25 bench.log
 run_stage 6b bench-kernels-torch 35 bench.log
 run_stage 6c bench-gpt-tpc 60 bench.log
 run_stage 6d bench-gpt-torch 60 bench.log
+run_stage 6f profile-gpt-tpc 30 bench.log
 # What the targets do not need comes last, so that the deadline cuts it
 # first: cuDNN's attention (checked, then timed) and the mma.sync kernels.
 run_stage 3b kernels-cudnn 30 device-check.log
@@ -573,6 +597,7 @@ cat "$WORK"/bench-tpc.jsonl "$WORK"/bench-tpc-cudnn.jsonl "$WORK"/bench-tpc-mma.
   "$WORK"/gpt-torch.jsonl 2>/dev/null \
   | timeout 30 "$PY" benchmarks/cuda/report.py merge --json "$OUT/bench.json" \
   | tee -a "$summary"
+head -n 1 "$WORK/gpt-profile.txt" 2>/dev/null | tee -a "$summary"
 note "total $(( $(date +%s) - t0 ))s"
 if [ "$failures" -gt 0 ]; then
   note "result: FAIL ($failures stage(s))"

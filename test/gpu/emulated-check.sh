@@ -10,6 +10,10 @@
 #   ranks   the same on 2 and 4 ranks (the list in device-check.sh's
 #           stage_ranks), one emulated device per rank (ctest
 #           runtime.CudaEmulatedRanks)
+#   bench   the bench stage's training step and its profile (6c, 6f) on
+#           the tiny bf16 GPT-2 instead of the MFU model, then report.py
+#           merge: every line and field they make (ctest
+#           runtime.CudaEmulatedBenchStep); the times mean nothing here
 # The models are compiled by BUILD/bin's tpc-import/tpc-compile into
 # WORK/models (test/gpu/models.sh).
 set -euo pipefail
@@ -22,7 +26,41 @@ backend=$build/lib/libtpcrt-cuda-emulated.so
 rm -rf "$work"
 mkdir -p "$work/dumps" "$work/nccl"
 bash "$root/test/gpu/models.sh" "$build/bin" "$work/models"
-TPCRT_CUDA_BACKEND=$backend TPCRT_NCCL_LIBRARY=$backend \
+export TPCRT_CUDA_BACKEND=$backend TPCRT_NCCL_LIBRARY=$backend \
   TPCRT_NCCL_EMULATION_DIR=$work/nccl TPC_GPU_RANKS=4 TPC_GPU_RUN_TIMEOUT=120 \
   TPC_GPU_CARRY=$work TPC_GPU_BUILD=$build TPC_GPU_WORK=$work/dumps \
-  TPC_GPU_DUT=cuda bash "$root/test/gpu/device-check.sh" --stage "$stage"
+  TPC_GPU_DUT=cuda
+check=$root/test/gpu/device-check.sh
+if [ "$stage" != bench ]; then
+  exec bash "$check" --stage "$stage"
+fi
+export TPC_GPU_STEP_MODEL=gpt2-tiny-bf16 \
+  TPC_GPU_STEP_DIMS="--batch 4 --seq 32 --hidden 64 --layers 2 --vocab 256"
+bash "$check" --stage bench-gpt-tpc
+bash "$check" --stage profile-gpt-tpc
+merged=$(python3 "$root/benchmarks/cuda/report.py" merge \
+  --json "$work/bench.json" <"$work/dumps/gpt-tpc.jsonl")
+echo "$merged"
+python3 - "$work/dumps/gpt-tpc.jsonl" "$work/dumps/gpt-profile.txt" \
+  "$merged" <<'EOF'
+import json, sys
+step = json.loads(open(sys.argv[1]).read())
+want = ["step_ms", "mfu", "peak_bytes", "planned_peak_bytes", "device_bytes",
+        "predicted_step_ms", "predicted_mfu", "predicted_peak_bytes"]
+missing = [k for k in want if k not in step]
+assert not missing, f"gpt-tpc.jsonl lacks {missing}: {step}"
+# The plan's numbers: the interpreter's peak is the plan's and the report's.
+assert step["peak_bytes"] == step["planned_peak_bytes"] == \
+    step["predicted_peak_bytes"], step
+assert step["device_bytes"] > step["planned_peak_bytes"], step
+profile = open(sys.argv[2]).read().splitlines()
+assert profile[0].startswith("step 2 by opcode"), profile[0]
+shares = [float(line.split()[-1].rstrip("%")) for line in profile[2:]
+          if line.split() and line.split()[-1].endswith("%")]
+assert abs(sum(shares) - 100) < 0.5 + 0.05 * len(shares), shares
+merged = sys.argv[3]
+for text in ("GPT-2 step (h 64", "GPT-2 step memory: tpc device memory",
+             "GPT-2 step predicted by tpc-compile --hardware h200-141gb-sxm"):
+    assert text in merged, f"no '{text}' in the merged report"
+print("bench stage lines and fields: ok")
+EOF

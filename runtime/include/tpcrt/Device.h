@@ -58,6 +58,10 @@ public:
   /// Allocates the arena: `bytes`, 64-byte aligned, zero-filled. Once.
   virtual Status allocateArena(uint64_t bytes) = 0;
   virtual uint64_t arenaBytes() const = 0;
+  /// Every byte the device allocated for the program: the arena and any
+  /// workspace beside it (the CUDA device's GEMM workspace, scratch,
+  /// staging); known after prepare.
+  virtual uint64_t allocatedBytes() const { return arenaBytes(); }
 
   /// Host <-> arena copies; a range outside the arena is an error.
   virtual Status copyToArena(uint64_t offset, const void *source,
