@@ -31,7 +31,10 @@
 // (fp32, mixed storage, other dims up to 256) runs the fp32 FMA kernels
 // (GenericAttention.cuh). On a device of compute capability 9.0 the
 // tensor-core forward, the statistics pass, dK/dV and dQ run on wgmma
-// instead (HopperAttention.cuh, built for sm_90a).
+// instead (HopperAttention.cuh, built for sm_90a). Each family's kernels are
+// instantiated in a file of their own (FlashAttention.cu,
+// GenericAttention.cu, HopperAttention.cu: AttentionLaunch.h); this file
+// checks the calls, sets their parameters up and picks one.
 // TPCRT_CUDA_ATTENTION=generic forces the FMA kernels, =mma the mma.sync
 // forward on Hopper too (for tests, and to compare them).
 //
@@ -39,10 +42,11 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "AttentionLaunch.h"
+#include "AttentionTensors.h"
 #include "CudaCommon.cuh"
 #include "FlashAttention.cuh"
 #include "GenericAttention.cuh"
-#include "AttentionTensors.h"
 #if TPCRT_HAVE_SM90A
 #include "HopperAttention.h"
 #endif
@@ -270,101 +274,6 @@ bool useTensorCores(const KernelCall &call, const AttentionTensors &t) {
   return t.aligned16();
 }
 
-template <typename T, int D>
-Status launchTensorForward(const ForwardParams &p, dim3 grid,
-                           cudaStream_t stream) {
-  constexpr int bytes = flash::ForwardConfig<D>::kSmemBytes;
-  auto *kernel = p.dropout.enabled ? flash::forwardKernel<T, D, true>
-                                   : flash::forwardKernel<T, D, false>;
-  if (Status st = allowSharedMemory(reinterpret_cast<const void *>(kernel),
-                                    bytes, "attention");
-      !st)
-    return st;
-  TPCRT_LAUNCH(kernel, grid, flash::kThreads, bytes, stream, p);
-  return launchStatus("attention (tensor cores)");
-}
-
-template <typename T, int D>
-Status launchTensorBackward(const BackwardParams &p, cudaStream_t stream) {
-#if TPCRT_HAVE_SM90A
-  if (useWgmma())
-    return launchHopperBackward(p, stream);
-#endif
-  using Cfg = flash::BackwardConfig<D>;
-  const Shape &s = p.shape;
-  if (s.seqK > 0) {
-    dim3 grid =
-        tileGrid((s.seqK + Cfg::kKeys - 1) / Cfg::kKeys, s.batch * s.kvHeads);
-    auto *kernel = flash::backwardKeyValueKernel<T, D>;
-    if (Status st =
-            allowSharedMemory(reinterpret_cast<const void *>(kernel),
-                              Cfg::kKeyValueSmemBytes, "attention_grad");
-        !st)
-      return st;
-    TPCRT_LAUNCH(kernel, grid, flash::kThreads, Cfg::kKeyValueSmemBytes, stream,
-                 p);
-    if (Status st = launchStatus("attention_grad dK/dV (tensor cores)"); !st)
-      return st;
-  }
-  if (s.seqQ > 0 && s.batch * s.heads > 0) {
-    dim3 grid =
-        tileGrid((s.seqQ + Cfg::kRows - 1) / Cfg::kRows, s.batch * s.heads);
-    auto *kernel = flash::backwardQueryKernel<T, D>;
-    if (Status st = allowSharedMemory(reinterpret_cast<const void *>(kernel),
-                                      Cfg::kQuerySmemBytes, "attention_grad");
-        !st)
-      return st;
-    TPCRT_LAUNCH(kernel, grid, flash::kThreads, Cfg::kQuerySmemBytes, stream,
-                 p);
-    if (Status st = launchStatus("attention_grad dQ (tensor cores)"); !st)
-      return st;
-  }
-  return Status::ok();
-}
-
-template <int Cap>
-Status launchGenericForward(const ForwardParams &p, dim3 grid,
-                            cudaStream_t stream) {
-  size_t bytes = genericForwardSmem(p.shape.headDim, p.shape.valueDim);
-  auto *kernel = genericForwardKernel<Cap>;
-  if (Status st = allowSharedMemory(reinterpret_cast<const void *>(kernel),
-                                    bytes, "attention");
-      !st)
-    return st;
-  TPCRT_LAUNCH(kernel, grid, kThreadsGeneric, bytes, stream, p);
-  return launchStatus("attention");
-}
-
-template <int Cap>
-Status launchGenericBackward(const BackwardParams &p, cudaStream_t stream) {
-  const Shape &s = p.shape;
-  if (s.seqK > 0) {
-    dim3 grid = tileGrid((s.seqK + kKeys - 1) / kKeys, s.batch * s.kvHeads);
-    size_t bytes = genericKeyValueSmem(s.headDim, s.valueDim);
-    auto *kernel = genericKeyValueKernel<Cap>;
-    if (Status st = allowSharedMemory(reinterpret_cast<const void *>(kernel),
-                                      bytes, "attention_grad");
-        !st)
-      return st;
-    TPCRT_LAUNCH(kernel, grid, kThreadsGeneric, bytes, stream, p);
-    if (Status st = launchStatus("attention_grad dK/dV"); !st)
-      return st;
-  }
-  if (s.seqQ > 0 && s.batch * s.heads > 0) {
-    dim3 grid = tileGrid((s.seqQ + kRows - 1) / kRows, s.batch * s.heads);
-    size_t bytes = genericQuerySmem(s.headDim, s.valueDim);
-    auto *kernel = genericQueryKernel<Cap>;
-    if (Status st = allowSharedMemory(reinterpret_cast<const void *>(kernel),
-                                      bytes, "attention_grad");
-        !st)
-      return st;
-    TPCRT_LAUNCH(kernel, grid, kThreadsGeneric, bytes, stream, p);
-    if (Status st = launchStatus("attention_grad dQ"); !st)
-      return st;
-  }
-  return Status::ok();
-}
-
 /// The forward (p.o set) or attention_grad's statistics (p.o null).
 Status runForward(const ForwardParams &p, bool tensor, cudaStream_t stream) {
 #if TPCRT_HAVE_SM90A
@@ -380,22 +289,8 @@ Status runForward(const ForwardParams &p, bool tensor, cudaStream_t stream) {
   if (s.batch * s.heads == 0 || tiles == 0)
     return Status::ok();
   dim3 grid = tileGrid(tiles, s.batch * s.heads);
-  if (tensor) {
-    bool bf16 = p.qType == Storage::BF16;
-    if (s.headDim == 64)
-      return bf16 ? launchTensorForward<__nv_bfloat16, 64>(p, grid, stream)
-                  : launchTensorForward<__half, 64>(p, grid, stream);
-    return bf16 ? launchTensorForward<__nv_bfloat16, 128>(p, grid, stream)
-                : launchTensorForward<__half, 128>(p, grid, stream);
-  }
-  switch (capacityFor(s.headDim, s.valueDim)) {
-  case 64:
-    return launchGenericForward<64>(p, grid, stream);
-  case 128:
-    return launchGenericForward<128>(p, grid, stream);
-  default:
-    return launchGenericForward<256>(p, grid, stream);
-  }
+  return tensor ? launchFlashForward(p, grid, stream)
+                : launchGenericForward(p, grid, stream);
 }
 
 /// Grid limits (tileGrid): tiles of 32 or more rows in x, heads in y, z.
@@ -494,22 +389,13 @@ Status runAttentionGrad(const KernelCall &call, const KernelArgs &args) {
     return st.withContext("attention_grad");
 
   // 2. dK, dV and 3. dQ.
-  if (tensor) {
-    bool bf16 = p.qType == Storage::BF16;
-    if (s.headDim == 64)
-      return bf16 ? launchTensorBackward<__nv_bfloat16, 64>(p, args.stream)
-                  : launchTensorBackward<__half, 64>(p, args.stream);
-    return bf16 ? launchTensorBackward<__nv_bfloat16, 128>(p, args.stream)
-                : launchTensorBackward<__half, 128>(p, args.stream);
-  }
-  switch (capacityFor(s.headDim, s.valueDim)) {
-  case 64:
-    return launchGenericBackward<64>(p, args.stream);
-  case 128:
-    return launchGenericBackward<128>(p, args.stream);
-  default:
-    return launchGenericBackward<256>(p, args.stream);
-  }
+  if (!tensor)
+    return launchGenericBackward(p, args.stream);
+#if TPCRT_HAVE_SM90A
+  if (useWgmma())
+    return launchHopperBackward(p, args.stream);
+#endif
+  return launchFlashBackward(p, args.stream);
 }
 
 /// Threads per softmax row: a multiple of 32 (blockSum), about k / 4.
