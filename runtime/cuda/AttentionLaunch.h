@@ -2,9 +2,10 @@
 //
 // The attention kernels are compiled in translation units of their own, so
 // that the build compiles them side by side (each family's instantiations
-// take nvcc most of a minute): FlashAttention.cu the mma.sync kernels
-// (FlashAttention.cuh), GenericAttention.cu the fp32 FMA ones
-// (GenericAttention.cuh); HopperAttention.h declares the wgmma ones.
+// take nvcc most of a minute): FlashAttention.cu and FlashAttentionGrad.cu
+// the mma.sync kernels (FlashAttention.cuh), GenericAttention.cu the fp32
+// FMA ones (GenericAttention.cuh); HopperAttention.h declares the wgmma
+// ones.
 // AttentionKernels.cu checks a call, sets up its parameters and picks one.
 //
 //===----------------------------------------------------------------------===//

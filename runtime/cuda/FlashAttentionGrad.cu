@@ -1,0 +1,60 @@
+//===- FlashAttentionGrad.cu - the mma.sync attention backward's launch ---===//
+//
+// FlashAttention.cuh's dK/dV and dQ kernels for bf16 and f16 at head dims 64
+// and 128 (AttentionLaunch.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "AttentionLaunch.h"
+#include "FlashAttention.cuh"
+
+using namespace tpcrt;
+using namespace tpcrt::cuda;
+using namespace tpcrt::cuda::attn;
+
+namespace {
+
+template <typename T, int D>
+Status launchBackward(const BackwardParams &p, cudaStream_t stream) {
+  using Cfg = flash::BackwardConfig<D>;
+  const Shape &s = p.shape;
+  if (s.seqK > 0) {
+    dim3 grid =
+        tileGrid((s.seqK + Cfg::kKeys - 1) / Cfg::kKeys, s.batch * s.kvHeads);
+    auto *kernel = flash::backwardKeyValueKernel<T, D>;
+    if (Status st =
+            allowSharedMemory(reinterpret_cast<const void *>(kernel),
+                              Cfg::kKeyValueSmemBytes, "attention_grad");
+        !st)
+      return st;
+    TPCRT_LAUNCH(kernel, grid, flash::kThreads, Cfg::kKeyValueSmemBytes, stream,
+                 p);
+    if (Status st = launchStatus("attention_grad dK/dV (tensor cores)"); !st)
+      return st;
+  }
+  if (s.seqQ > 0 && s.batch * s.heads > 0) {
+    dim3 grid =
+        tileGrid((s.seqQ + Cfg::kRows - 1) / Cfg::kRows, s.batch * s.heads);
+    auto *kernel = flash::backwardQueryKernel<T, D>;
+    if (Status st = allowSharedMemory(reinterpret_cast<const void *>(kernel),
+                                      Cfg::kQuerySmemBytes, "attention_grad");
+        !st)
+      return st;
+    TPCRT_LAUNCH(kernel, grid, flash::kThreads, Cfg::kQuerySmemBytes, stream,
+                 p);
+    if (Status st = launchStatus("attention_grad dQ (tensor cores)"); !st)
+      return st;
+  }
+  return Status::ok();
+}
+
+} // namespace
+
+Status attn::launchFlashBackward(const BackwardParams &p, cudaStream_t stream) {
+  bool bf16 = p.qType == Storage::BF16;
+  if (p.shape.headDim == 64)
+    return bf16 ? launchBackward<__nv_bfloat16, 64>(p, stream)
+                : launchBackward<__half, 64>(p, stream);
+  return bf16 ? launchBackward<__nv_bfloat16, 128>(p, stream)
+              : launchBackward<__half, 128>(p, stream);
+}
