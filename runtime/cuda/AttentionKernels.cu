@@ -31,10 +31,11 @@
 // (fp32, mixed storage, other dims up to 256) runs the fp32 FMA kernels
 // (GenericAttention.cuh). On a device of compute capability 9.0 the
 // tensor-core forward, the statistics pass, dK/dV and dQ run on wgmma
-// instead (HopperAttention.cuh, built for sm_90a). Each family's kernels are
-// instantiated in a file of their own (FlashAttention.cu,
-// GenericAttention.cu, HopperAttention.cu: AttentionLaunch.h); this file
-// checks the calls, sets their parameters up and picks one.
+// instead (HopperAttention.cuh, built for sm_90a). The kernels are
+// instantiated in files of their own (FlashAttention.cu,
+// FlashAttentionGrad.cu, GenericAttention.cu, HopperAttention.cu:
+// AttentionLaunch.h); this file checks the calls, sets their parameters up
+// and picks one.
 // TPCRT_CUDA_ATTENTION=generic forces the FMA kernels, =mma the mma.sync
 // forward on Hopper too (for tests, and to compare them).
 //
