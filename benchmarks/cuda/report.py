@@ -195,15 +195,23 @@ def merge(args):
         # labels it tpc-cudnn): reported beside, the faster one compared.
         cudnn = pair.get("tpc-cudnn")
         some = tpc or torch or cudnn or pair.get("tpc-mma")
+        # TPCRT_CUDA_ATTENTION=mma's (tpc-mma): on Hopper the mma.sync
+        # kernels the wgmma ones replaced, reported beside, never compared;
+        # alone (device-check.sh's fallback: =mma for every stage) they are
+        # what tpc runs.
+        mma = pair.get("tpc-mma")
+        on_mma = not tpc and mma is not None
+        if on_mma:
+            tpc = mma
         row = {"case": key, "what": describe(some),
                "tpc_tflops": tpc and tpc["tflops"],
                "torch_tflops": torch and torch["tflops"]}
         text = (f"{row['what']}: tpc "
                 + (f"{tpc['tflops']:.1f}" if tpc else "-") + " TFLOP/s")
-        # TPCRT_CUDA_ATTENTION=mma's (tpc-mma): on Hopper the mma.sync
-        # forward the wgmma one replaced, reported beside, never compared.
-        mma = pair.get("tpc-mma")
-        if mma:
+        if on_mma:
+            row["tpc_best"] = "mma"
+            text += " on mma.sync"
+        elif mma:
             row["tpc_mma_tflops"] = mma["tflops"]
             text += f" (mma.sync {mma['tflops']:.1f})"
         if cudnn:
