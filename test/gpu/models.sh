@@ -70,6 +70,38 @@ compile llama-tiny "$m/llama-tiny.json" --batch 4 --seq 32 -- \
 # cuDNN.
 compile llama-tiny-bf16 "$m/llama-tiny.json" --batch 4 --seq 32 --dtype bf16 -- \
   --optimizer adamw --lr 1e-3 --seed 5
+# The tiny models' heads (16) take the fp32 FMA attention kernels; these
+# two take the tensor-core ones (bf16, head_dim 64 and 128: wgmma on a
+# Hopper GPU), as the MFU model does. gpt2-d64-bf16: GPT-2's packed q, k, v
+# (attention_qkv) with dropout everywhere, 4 heads of 64 over 128
+# positions (two 64-row tiles). llama-d128-bf16: 4 heads of 128, 2 kv heads
+# (heads, head_dim and kv heads all different), no attention dropout.
+cat >"$m/gpt2-d64.json" <<'JSON'
+{
+  "architectures": ["GPT2LMHeadModel"], "model_type": "gpt2",
+  "vocab_size": 512, "n_positions": 128, "n_embd": 256, "n_layer": 2,
+  "n_head": 4, "n_inner": null, "activation_function": "gelu_new",
+  "resid_pdrop": 0.1, "embd_pdrop": 0.1, "attn_pdrop": 0.1,
+  "layer_norm_epsilon": 1e-05, "initializer_range": 0.02,
+  "bos_token_id": 0, "eos_token_id": 0, "torch_dtype": "bfloat16"
+}
+JSON
+cat >"$m/llama-d128.json" <<'JSON'
+{
+  "architectures": ["LlamaForCausalLM"], "model_type": "llama",
+  "vocab_size": 512, "hidden_size": 512, "intermediate_size": 768,
+  "num_hidden_layers": 2, "num_attention_heads": 4,
+  "num_key_value_heads": 2, "max_position_embeddings": 128,
+  "hidden_act": "silu", "rms_norm_eps": 1e-06, "rope_theta": 10000.0,
+  "rope_scaling": null, "attention_bias": false, "attention_dropout": 0.0,
+  "mlp_bias": false, "tie_word_embeddings": false,
+  "bos_token_id": 1, "eos_token_id": 2, "torch_dtype": "bfloat16"
+}
+JSON
+compile gpt2-d64-bf16 "$m/gpt2-d64.json" --batch 2 --seq 128 --dtype bf16 -- \
+  --optimizer adamw --lr 1e-3 --seed 5
+compile llama-d128-bf16 "$m/llama-d128.json" --batch 2 --seq 128 --dtype bf16 -- \
+  --optimizer adamw --lr 1e-3 --seed 5
 # The same steps split over ranks (device-check.sh's ranks stage): the
 # collectives, sequence parallelism, the vocabulary-split loss and the
 # pipeline transfers on the CUDA device and NCCL.
