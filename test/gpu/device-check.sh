@@ -284,6 +284,12 @@ stage_models() {
   # compared; GPT-2 tiny's biases are, too).
   model_pair gpt2-d64-bf16 2e-2 gpt2-d64-bf16 1 '\.bias$' || failed=1
   model_pair llama-d128-bf16 2e-2 || failed=1
+  # The same step on mma.sync (what an sm_80 device runs, and Hopper with
+  # =mma), and through cuDNN's fused attention (no dropout, d 128).
+  TPCRT_CUDA_ATTENTION=mma model_pair llama-d128-bf16 2e-2 \
+    llama-d128-bf16-mma || failed=1
+  TPCRT_CUDA_ATTENTION=cudnn model_pair llama-d128-bf16 2e-2 \
+    llama-d128-bf16-cudnn || failed=1
   return $failed
 }
 
