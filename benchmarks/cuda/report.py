@@ -12,10 +12,15 @@
         section: step time, MFU, peak bytes on --hardware).
 
     report.py trace-ops --trace TRACE.json [--step K] [--top N]
+                        [--batch B --seq S --hidden H --layers L --vocab V]
         tpc-run --trace's events of step K (default the last): time per
         opcode (calls, ms, share) and the N slowest kernels; one summary line
         first. Each kernel is timed to its end (the device synchronized
-        after it), so the sum is a little more than the step.
+        after it), so the sum is a little more than the step. With a GPT's
+        dimensions, a second line: the TFLOP/s of its GEMMs (linear,
+        linear_input_grad, linear_weight_grad: 2·B·S·(12·L·H² + H·V) FLOPs
+        each) and of its causal attention (forward 2·B·L·S²·H, the causal
+        half of FlashAttention's count; backward 2.5 times that).
 
     report.py merge --json OUT.json < JSON lines
         reads the JSON lines of tpc-cuda-bench, gemm_attention_torch.py,
@@ -123,6 +128,23 @@ def memory_lines(path):
     return found
 
 
+def gpt_throughput(args, ops):
+    """The TFLOP/s of a GPT step's GEMM and attention opcodes, their FLOPs
+    from the model's dimensions (trace-ops's --batch ... --vocab)."""
+    tokens = args.batch * args.seq
+    gemm = 2.0 * tokens * (12.0 * args.layers * args.hidden ** 2
+                           + args.hidden * args.vocab)
+    attention = 2.0 * args.batch * args.layers * args.seq ** 2 * args.hidden
+    flops = {"linear": gemm, "linear_input_grad": gemm,
+             "linear_weight_grad": gemm, "attention": attention,
+             "attention_qkv": attention, "attention_grad": 2.5 * attention,
+             "attention_qkv_grad": 2.5 * attention}
+    parts = [f"{name} {flops[name] / (us * 1e-6) / 1e12:.1f}"
+             for name, (_, us) in ops.items() if name in flops and us > 0]
+    return ("TFLOP/s from the model's dimensions: " + ", ".join(parts)
+            if parts else "TFLOP/s: no GEMM or attention opcode in the step")
+
+
 def trace_ops(args):
     with open(args.trace) as f:
         events = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
@@ -146,6 +168,8 @@ def trace_ops(args):
           f"{total / 1e3:.1f} ms synchronized per kernel): "
           + ", ".join(f"{name} {100 * us / total:.1f}%"
                       for name, (_, us) in ranked[:6]))
+    if args.batch:
+        print(gpt_throughput(args, ops))
     print(f"{'opcode':<24} {'calls':>6} {'ms':>10} {'share':>7}")
     for name, (calls, us) in ranked:
         print(f"{name:<24} {calls:>6} {us / 1e3:>10.3f} "
@@ -305,6 +329,8 @@ def main(argv):
     trace.add_argument("--trace", required=True)
     trace.add_argument("--step", type=int)
     trace.add_argument("--top", type=int, default=12)
+    for name in ("batch", "seq", "hidden", "layers", "vocab"):
+        trace.add_argument("--" + name, type=int)
     merged = sub.add_parser("merge")
     merged.add_argument("--json")
     args = parser.parse_args(argv)

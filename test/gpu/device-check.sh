@@ -409,8 +409,9 @@ stage_profile_gpt_tpc() {
   "$(findbin tpc-run)" "$CARRY/models/$STEP_MODEL.tpcx" --device cuda \
     --init-seed 1 --synthetic-seed 1 --steps 2 \
     --trace "$WORK/gpt-trace.json" || return 1
+  # shellcheck disable=SC2086
   "$PY" benchmarks/cuda/report.py trace-ops --trace "$WORK/gpt-trace.json" \
-    | tee "$WORK/gpt-profile.txt"
+    $STEP_DIMS | tee "$WORK/gpt-profile.txt"
   return "${PIPESTATUS[0]}"
 }
 
@@ -616,7 +617,7 @@ cat "$WORK"/bench-tpc.jsonl "$WORK"/bench-tpc-cudnn.jsonl "$WORK"/bench-tpc-mma.
   "$WORK"/gpt-torch.jsonl 2>/dev/null \
   | timeout 30 "$PY" benchmarks/cuda/report.py merge --json "$OUT/bench.json" \
   | tee -a "$summary"
-head -n 1 "$WORK/gpt-profile.txt" 2>/dev/null | tee -a "$summary"
+head -n 2 "$WORK/gpt-profile.txt" 2>/dev/null | tee -a "$summary"
 note "total $(( $(date +%s) - t0 ))s"
 if [ "$failures" -gt 0 ]; then
   note "result: FAIL ($failures stage(s))"

@@ -55,7 +55,9 @@ assert step["peak_bytes"] == step["planned_peak_bytes"] == \
 assert step["device_bytes"] > step["planned_peak_bytes"], step
 profile = open(sys.argv[2]).read().splitlines()
 assert profile[0].startswith("step 2 by opcode"), profile[0]
-shares = [float(line.split()[-1].rstrip("%")) for line in profile[2:]
+assert profile[1].startswith("TFLOP/s from the model's dimensions: linear"), \
+    profile[1]
+shares = [float(line.split()[-1].rstrip("%")) for line in profile[3:]
           if line.split() and line.split()[-1].endswith("%")]
 assert abs(sum(shares) - 100) < 0.5 + 0.05 * len(shares), shares
 merged = sys.argv[3]
