@@ -294,6 +294,22 @@ inline unsigned gridFor(int64_t count, unsigned threads = 256) {
   return static_cast<unsigned>(blocks > 65535 * 16 ? 65535 * 16 : blocks);
 }
 
+/// Launches `kernel` over `grid` with `bytes` of dynamic shared memory,
+/// first allowing it that much (allowSharedMemory, its errors naming
+/// `family`); returns launchStatus(name).
+template <typename Kernel, typename... Args>
+Status launchWithSharedMemory(Kernel *kernel, dim3 grid, dim3 block,
+                              size_t bytes, cudaStream_t stream,
+                              const char *family, const char *name,
+                              const Args &...args) {
+  if (Status st = allowSharedMemory(reinterpret_cast<const void *>(kernel),
+                                    bytes, family);
+      !st)
+    return st;
+  TPCRT_LAUNCH(kernel, grid, block, bytes, stream, args...);
+  return launchStatus(name);
+}
+
 } // namespace tpcrt::cuda
 
 #endif // TPCRT_CUDA_CUDACOMMON_CUH

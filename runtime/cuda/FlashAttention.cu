@@ -17,15 +17,11 @@ namespace {
 
 template <typename T, int D>
 Status launchForward(const ForwardParams &p, dim3 grid, cudaStream_t stream) {
-  constexpr int bytes = flash::ForwardConfig<D>::kSmemBytes;
   auto *kernel = p.dropout.enabled ? flash::forwardKernel<T, D, true>
                                    : flash::forwardKernel<T, D, false>;
-  if (Status st = allowSharedMemory(reinterpret_cast<const void *>(kernel),
-                                    bytes, "attention");
-      !st)
-    return st;
-  TPCRT_LAUNCH(kernel, grid, flash::kThreads, bytes, stream, p);
-  return launchStatus("attention (tensor cores)");
+  return launchWithSharedMemory(kernel, grid, flash::kThreads,
+                                flash::ForwardConfig<D>::kSmemBytes, stream,
+                                "attention", "attention (tensor cores)", p);
 }
 
 } // namespace

@@ -21,28 +21,21 @@ Status launchBackward(const BackwardParams &p, cudaStream_t stream) {
   if (s.seqK > 0) {
     dim3 grid =
         tileGrid((s.seqK + Cfg::kKeys - 1) / Cfg::kKeys, s.batch * s.kvHeads);
-    auto *kernel = flash::backwardKeyValueKernel<T, D>;
-    if (Status st =
-            allowSharedMemory(reinterpret_cast<const void *>(kernel),
-                              Cfg::kKeyValueSmemBytes, "attention_grad");
+    if (Status st = launchWithSharedMemory(
+            flash::backwardKeyValueKernel<T, D>, grid, flash::kThreads,
+            Cfg::kKeyValueSmemBytes, stream, "attention_grad",
+            "attention_grad dK/dV (tensor cores)", p);
         !st)
-      return st;
-    TPCRT_LAUNCH(kernel, grid, flash::kThreads, Cfg::kKeyValueSmemBytes, stream,
-                 p);
-    if (Status st = launchStatus("attention_grad dK/dV (tensor cores)"); !st)
       return st;
   }
   if (s.seqQ > 0 && s.batch * s.heads > 0) {
     dim3 grid =
         tileGrid((s.seqQ + Cfg::kRows - 1) / Cfg::kRows, s.batch * s.heads);
-    auto *kernel = flash::backwardQueryKernel<T, D>;
-    if (Status st = allowSharedMemory(reinterpret_cast<const void *>(kernel),
-                                      Cfg::kQuerySmemBytes, "attention_grad");
+    if (Status st = launchWithSharedMemory(
+            flash::backwardQueryKernel<T, D>, grid, flash::kThreads,
+            Cfg::kQuerySmemBytes, stream, "attention_grad",
+            "attention_grad dQ (tensor cores)", p);
         !st)
-      return st;
-    TPCRT_LAUNCH(kernel, grid, flash::kThreads, Cfg::kQuerySmemBytes, stream,
-                 p);
-    if (Status st = launchStatus("attention_grad dQ (tensor cores)"); !st)
       return st;
   }
   return Status::ok();

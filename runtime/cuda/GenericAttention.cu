@@ -17,14 +17,10 @@ namespace {
 
 template <int Cap>
 Status launchForward(const ForwardParams &p, dim3 grid, cudaStream_t stream) {
-  size_t bytes = genericForwardSmem(p.shape.headDim, p.shape.valueDim);
-  auto *kernel = genericForwardKernel<Cap>;
-  if (Status st = allowSharedMemory(reinterpret_cast<const void *>(kernel),
-                                    bytes, "attention");
-      !st)
-    return st;
-  TPCRT_LAUNCH(kernel, grid, kThreadsGeneric, bytes, stream, p);
-  return launchStatus("attention");
+  return launchWithSharedMemory(
+      genericForwardKernel<Cap>, grid, kThreadsGeneric,
+      genericForwardSmem(p.shape.headDim, p.shape.valueDim), stream,
+      "attention", "attention", p);
 }
 
 template <int Cap>
@@ -32,26 +28,20 @@ Status launchBackward(const BackwardParams &p, cudaStream_t stream) {
   const Shape &s = p.shape;
   if (s.seqK > 0) {
     dim3 grid = tileGrid((s.seqK + kKeys - 1) / kKeys, s.batch * s.kvHeads);
-    size_t bytes = genericKeyValueSmem(s.headDim, s.valueDim);
-    auto *kernel = genericKeyValueKernel<Cap>;
-    if (Status st = allowSharedMemory(reinterpret_cast<const void *>(kernel),
-                                      bytes, "attention_grad");
+    if (Status st = launchWithSharedMemory(
+            genericKeyValueKernel<Cap>, grid, kThreadsGeneric,
+            genericKeyValueSmem(s.headDim, s.valueDim), stream,
+            "attention_grad", "attention_grad dK/dV", p);
         !st)
-      return st;
-    TPCRT_LAUNCH(kernel, grid, kThreadsGeneric, bytes, stream, p);
-    if (Status st = launchStatus("attention_grad dK/dV"); !st)
       return st;
   }
   if (s.seqQ > 0 && s.batch * s.heads > 0) {
     dim3 grid = tileGrid((s.seqQ + kRows - 1) / kRows, s.batch * s.heads);
-    size_t bytes = genericQuerySmem(s.headDim, s.valueDim);
-    auto *kernel = genericQueryKernel<Cap>;
-    if (Status st = allowSharedMemory(reinterpret_cast<const void *>(kernel),
-                                      bytes, "attention_grad");
+    if (Status st = launchWithSharedMemory(
+            genericQueryKernel<Cap>, grid, kThreadsGeneric,
+            genericQuerySmem(s.headDim, s.valueDim), stream, "attention_grad",
+            "attention_grad dQ", p);
         !st)
-      return st;
-    TPCRT_LAUNCH(kernel, grid, kThreadsGeneric, bytes, stream, p);
-    if (Status st = launchStatus("attention_grad dQ"); !st)
       return st;
   }
   return Status::ok();

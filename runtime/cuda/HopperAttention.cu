@@ -16,26 +16,18 @@ namespace {
 
 template <typename T, int D>
 Status launch(const ForwardParams &p, dim3 grid, cudaStream_t stream) {
-  constexpr int bytes = hopper::Config<D>::kSmemBytes;
   auto *kernel = p.dropout.enabled ? hopper::forwardKernel<T, D, true>
                                    : hopper::forwardKernel<T, D, false>;
-  if (Status st = allowSharedMemory(reinterpret_cast<const void *>(kernel),
-                                    bytes, "attention");
-      !st)
-    return st;
-  TPCRT_LAUNCH(kernel, grid, hopper::kThreads, bytes, stream, p);
-  return launchStatus("attention (wgmma)");
+  return launchWithSharedMemory(kernel, grid, hopper::kThreads,
+                                hopper::Config<D>::kSmemBytes, stream,
+                                "attention", "attention (wgmma)", p);
 }
 
 template <typename Kernel>
 Status launchGrad(Kernel *kernel, const BackwardParams &p, dim3 grid, int bytes,
                   const char *name, cudaStream_t stream) {
-  if (Status st = allowSharedMemory(reinterpret_cast<const void *>(kernel),
-                                    bytes, "attention_grad");
-      !st)
-    return st;
-  TPCRT_LAUNCH(kernel, grid, hopper::kThreads, bytes, stream, p);
-  return launchStatus(name);
+  return launchWithSharedMemory(kernel, grid, hopper::kThreads, bytes, stream,
+                                "attention_grad", name, p);
 }
 
 /// The grid of kBlockM-row blocks over s_q (tileGrid); none when empty.
