@@ -176,39 +176,36 @@ stage_kernels() {
   "$check" --device cuda --results "$OUT/kernels.txt"
 }
 
+# attention_cases CHOICE [OP...]: the bf16 cases of the OPs (default the
+# four attention opcodes) against the CPU device, with
+# TPCRT_CUDA_ATTENTION=CHOICE ("": the default kernels), each opcode in a
+# fresh process.
+attention_cases() {
+  local choice=$1 check op rc=0 ops=(attention attention_qkv attention_grad
+    attention_qkv_grad)
+  shift
+  [ $# -gt 0 ] && ops=("$@")
+  check=$(findbin tpcrt-device-check)
+  [ -n "$check" ] || { echo "tpcrt-device-check was not built"; return 1; }
+  for op in "${ops[@]}"; do
+    env ${choice:+TPCRT_CUDA_ATTENTION=$choice} "$check" --device cuda \
+      --op "$op" --dtype bf16 || rc=1
+  done
+  return $rc
+}
+
 # The attention kernels again with TPCRT_CUDA_ATTENTION=cudnn: the bf16
 # cases without dropout (d = dv a multiple of 8) run on cuDNN's fused
 # attention (the device says how many on stderr), the others on the own
 # kernels; all against the CPU device.
 stage_kernels_cudnn() {
-  local check op rc=0
-  check=$(findbin tpcrt-device-check)
-  [ -n "$check" ] || { echo "tpcrt-device-check was not built"; return 1; }
   echo "TPCRT_CUDNN_LIBRARY=${TPCRT_CUDNN_LIBRARY:-}"
-  for op in attention attention_grad; do
-    TPCRT_CUDA_ATTENTION=cudnn "$check" --device cuda --op $op --dtype bf16 \
-      || rc=1
-  done
-  return $rc
-}
-
-# attention_cases [CHOICE]: the bf16 cases of the four attention opcodes
-# against the CPU device, with TPCRT_CUDA_ATTENTION=CHOICE (none: the
-# default kernels), each opcode in a fresh process.
-attention_cases() {
-  local check op rc=0
-  check=$(findbin tpcrt-device-check)
-  [ -n "$check" ] || { echo "tpcrt-device-check was not built"; return 1; }
-  for op in attention attention_qkv attention_grad attention_qkv_grad; do
-    env ${1:+TPCRT_CUDA_ATTENTION=$1} "$check" --device cuda --op $op \
-      --dtype bf16 || rc=1
-  done
-  return $rc
+  attention_cases cudnn attention attention_grad
 }
 
 # Where stage 3 failed: the attention cases again with the default kernels
 # (wgmma on Hopper), to tell an attention failure from the others.
-stage_kernels_attention() { attention_cases; }
+stage_kernels_attention() { attention_cases ""; }
 
 # The attention kernels again with TPCRT_CUDA_ATTENTION=mma: on a Hopper
 # device the forward and backward on mma.sync instead of wgmma.
