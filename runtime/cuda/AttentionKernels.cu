@@ -37,12 +37,13 @@
 // AttentionLaunch.h); this file checks the calls, sets their parameters up
 // and picks one.
 // TPCRT_CUDA_ATTENTION=generic forces the FMA kernels, =mma the mma.sync
-// forward on Hopper too (for tests, and to compare them).
+// kernels on Hopper too (AttentionChoice.h).
 //
 // softmax(_grad): a block per row, fixed-order block reductions.
 //
 //===----------------------------------------------------------------------===//
 
+#include "AttentionChoice.h"
 #include "AttentionLaunch.h"
 #include "AttentionTensors.h"
 #include "CudaCommon.cuh"
@@ -53,8 +54,6 @@
 #endif
 
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 
 using namespace tpcrt;
@@ -128,25 +127,14 @@ constexpr int64_t kMaxDim = 256;
 constexpr int64_t kMaxGridY = 65535;
 constexpr int64_t kMaxGridX = 2147483647;
 
-/// TPCRT_CUDA_ATTENTION names the kernels to run: "generic" the fp32 FMA
-/// kernels for every case, "mma" the mma.sync forward on Hopper too
-/// (tests, and comparing the two on a GPU).
-bool attentionChoiceIs(const char *name) {
-  const char *v = std::getenv("TPCRT_CUDA_ATTENTION");
-  return v && std::strcmp(v, name) == 0;
-}
-bool forceGeneric() {
-  static const bool force = attentionChoiceIs("generic");
-  return force;
-}
+bool forceGeneric() { return attentionChoice() == AttentionChoice::Generic; }
 
 /// Whether the forward's tensor-core cases run HopperAttention.cu's wgmma
 /// kernel: built (sm_90a), the current device of compute capability 9.0
 /// (asked once per device) and not TPCRT_CUDA_ATTENTION=mma.
 bool useWgmma() {
 #if TPCRT_HAVE_SM90A
-  static const bool forceMma = attentionChoiceIs("mma");
-  if (forceMma)
+  if (attentionChoice() == AttentionChoice::Mma)
     return false;
   constexpr int kDevices = 64;
   static std::atomic<int> capability[kDevices]; // major * 10 + minor + 1

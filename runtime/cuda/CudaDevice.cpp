@@ -26,6 +26,7 @@
 
 #include "CudaDevice.h"
 
+#include "AttentionChoice.h"
 #include "BatchDeferral.h"
 #include "CudaKernels.h"
 #if TPCRT_HAVE_CUDNN
@@ -700,22 +701,11 @@ Status CudaDevice::prepare(const Program &program,
 }
 
 void CudaDevice::planCudnnAttention(const Program &program) {
-  // An unknown value would otherwise pass unnoticed (the default runs);
-  // said once per process, not at every prepare.
-  static const bool warned = [] {
-    const char *v = std::getenv("TPCRT_CUDA_ATTENTION");
-    if (!v || std::strcmp(v, "cudnn") == 0 || std::strcmp(v, "mma") == 0 ||
-        std::strcmp(v, "generic") == 0)
-      return false;
-    std::fprintf(stderr,
-                 "tpcrt: TPCRT_CUDA_ATTENTION=%s is not cudnn, mma or "
-                 "generic: ignored\n",
-                 v);
-    return true;
-  }();
-  (void)warned;
+  // Read here, at every prepare, so that an unknown value is reported (once)
+  // even by a program without attention.
+  const bool requested = attentionChoice() == AttentionChoice::Cudnn;
 #if TPCRT_HAVE_CUDNN
-  if (!cudnnAttentionRequested())
+  if (!requested)
     return;
   size_t attention = 0, taken = 0;
   std::string refusal, failure;
@@ -755,8 +745,7 @@ void CudaDevice::planCudnnAttention(const Program &program) {
   std::fprintf(stderr, "%s\n", line.c_str());
 #else
   (void)program;
-  if (const char *v = std::getenv("TPCRT_CUDA_ATTENTION");
-      v && std::strcmp(v, "cudnn") == 0)
+  if (requested)
     std::fprintf(stderr, "tpcrt: TPCRT_CUDA_ATTENTION=cudnn: this build has "
                          "no cuDNN (no cudnn_graph.h at configure time); the "
                          "own attention kernels run\n");

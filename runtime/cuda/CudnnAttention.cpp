@@ -8,8 +8,6 @@
 #include <array>
 #include <cfloat>
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
 #include <map>
 #include <tuple>
 #include <vector>
@@ -111,14 +109,6 @@ std::string cuda::cudnnVersionRefusal(const KernelCall &call, size_t version) {
            " (not a multiple of 128) on cuDNN " + cudnnVersionString(version) +
            " (before 9.15.1 its backward reads out of bounds there)";
   return "";
-}
-
-bool cuda::cudnnAttentionRequested() {
-  static const bool requested = [] {
-    const char *v = std::getenv("TPCRT_CUDA_ATTENTION");
-    return v && std::strcmp(v, "cudnn") == 0;
-  }();
-  return requested;
 }
 
 //===- Plans --------------------------------------------------------------===//

@@ -48,9 +48,6 @@ cudnn::SdpaShape sdpaShapeOf(const KernelCall &call);
 /// it can.
 std::string cudnnVersionRefusal(const KernelCall &call, size_t version);
 
-/// Whether TPCRT_CUDA_ATTENTION=cudnn asks for cuDNN's attention.
-bool cudnnAttentionRequested();
-
 class CudnnAttention {
 public:
   CudnnAttention();
