@@ -28,10 +28,8 @@ Status launchForward(const ForwardParams &p, dim3 grid, cudaStream_t stream) {
 
 Status attn::launchFlashForward(const ForwardParams &p, dim3 grid,
                                 cudaStream_t stream) {
-  bool bf16 = p.qType == Storage::BF16;
-  if (p.shape.headDim == 64)
-    return bf16 ? launchForward<__nv_bfloat16, 64>(p, grid, stream)
-                : launchForward<__half, 64>(p, grid, stream);
-  return bf16 ? launchForward<__nv_bfloat16, 128>(p, grid, stream)
-              : launchForward<__half, 128>(p, grid, stream);
+  return flash::forTensorCoreCase(p.qType, p.shape.headDim, [&](auto c) {
+    using C = decltype(c);
+    return launchForward<typename C::Type, C::kHeadDim>(p, grid, stream);
+  });
 }

@@ -175,6 +175,27 @@ __device__ __forceinline__ void storePair(void *p, Storage type, int64_t i,
 
 namespace flash {
 
+/// One instantiation of the tensor-core kernels: 16-bit element type T and
+/// head_dim == value_dim D.
+template <typename T, int D> struct TensorCoreCase {
+  using Type = T;
+  static constexpr int kHeadDim = D;
+};
+
+/// Calls launch(TensorCoreCase<T, D>{}) for `type` (bf16, else f16) and
+/// `headDim` (64, else 128): the cases every tensor-core launcher
+/// (mma.sync and wgmma, forward and backward) is instantiated for, which
+/// AttentionKernels.cu's useTensorCores() admits.
+template <typename Launch>
+Status forTensorCoreCase(Storage type, int64_t headDim, Launch &&launch) {
+  const bool bf16 = type == Storage::BF16;
+  if (headDim == 64)
+    return bf16 ? launch(TensorCoreCase<__nv_bfloat16, 64>{})
+                : launch(TensorCoreCase<__half, 64>{});
+  return bf16 ? launch(TensorCoreCase<__nv_bfloat16, 128>{})
+              : launch(TensorCoreCase<__half, 128>{});
+}
+
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr int kThreads = 128;
 

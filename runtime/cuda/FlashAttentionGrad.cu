@@ -44,10 +44,8 @@ Status launchBackward(const BackwardParams &p, cudaStream_t stream) {
 } // namespace
 
 Status attn::launchFlashBackward(const BackwardParams &p, cudaStream_t stream) {
-  bool bf16 = p.qType == Storage::BF16;
-  if (p.shape.headDim == 64)
-    return bf16 ? launchBackward<__nv_bfloat16, 64>(p, stream)
-                : launchBackward<__half, 64>(p, stream);
-  return bf16 ? launchBackward<__nv_bfloat16, 128>(p, stream)
-              : launchBackward<__half, 128>(p, stream);
+  return flash::forTensorCoreCase(p.qType, p.shape.headDim, [&](auto c) {
+    using C = decltype(c);
+    return launchBackward<typename C::Type, C::kHeadDim>(p, stream);
+  });
 }

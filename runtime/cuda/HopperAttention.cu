@@ -65,22 +65,18 @@ Status launchBackward(const BackwardParams &p, cudaStream_t stream) {
 
 Status attn::launchHopperBackward(const BackwardParams &p,
                                   cudaStream_t stream) {
-  const bool bf16 = p.qType == Storage::BF16;
-  if (p.shape.headDim == 64)
-    return bf16 ? launchBackward<__nv_bfloat16, 64>(p, stream)
-                : launchBackward<__half, 64>(p, stream);
-  return bf16 ? launchBackward<__nv_bfloat16, 128>(p, stream)
-              : launchBackward<__half, 128>(p, stream);
+  return flash::forTensorCoreCase(p.qType, p.shape.headDim, [&](auto c) {
+    using C = decltype(c);
+    return launchBackward<typename C::Type, C::kHeadDim>(p, stream);
+  });
 }
 
 Status attn::launchHopperForward(const ForwardParams &p, cudaStream_t stream) {
   dim3 grid;
   if (!rowGrid(p.shape, grid))
     return Status::ok();
-  const bool bf16 = p.qType == Storage::BF16;
-  if (p.shape.headDim == 64)
-    return bf16 ? launch<__nv_bfloat16, 64>(p, grid, stream)
-                : launch<__half, 64>(p, grid, stream);
-  return bf16 ? launch<__nv_bfloat16, 128>(p, grid, stream)
-              : launch<__half, 128>(p, grid, stream);
+  return flash::forTensorCoreCase(p.qType, p.shape.headDim, [&](auto c) {
+    using C = decltype(c);
+    return launch<typename C::Type, C::kHeadDim>(p, grid, stream);
+  });
 }
