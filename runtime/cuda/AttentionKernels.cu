@@ -77,7 +77,7 @@ __device__ __forceinline__ int64_t validColumns(int64_t row, int64_t q,
 __global__ void softmaxKernel(const void *x, Storage xType, void *y,
                               Storage yType, int64_t rows, int64_t q,
                               int64_t cols, bool causal) {
-  __shared__ float shared[32];
+  TPCRT_SHARED(float, shared, [32]);
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const int64_t valid = validColumns(row, q, cols, causal);
     const int64_t base = row * cols;
@@ -102,7 +102,7 @@ __global__ void softmaxGradKernel(const void *dY, Storage dYType, const void *y,
                                   Storage yType, void *dX, Storage dXType,
                                   int64_t rows, int64_t q, int64_t cols,
                                   bool causal) {
-  __shared__ float shared[32];
+  TPCRT_SHARED(float, shared, [32]);
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const int64_t valid = validColumns(row, q, cols, causal);
     const int64_t base = row * cols;

@@ -33,6 +33,15 @@
   kernel<<<grid, block, sharedBytes, stream>>>(__VA_ARGS__)
 #endif
 
+/// A kernel's statically sized shared variable, `TPCRT_SHARED(float,
+/// partial, [32]);` for `__shared__ float partial[32];`. The host emulation
+/// (CudaEmulation.h's definition) poisons it at every block's start, as it
+/// does the dynamic shared memory: a read of a slot the block never wrote
+/// shows there.
+#ifndef TPCRT_CUDA_EMULATION
+#define TPCRT_SHARED(type, name, ...) __shared__ type name __VA_ARGS__
+#endif
+
 namespace tpcrt::cuda {
 
 /// `p` as a pointer to the vector type V (uint4, float2, ...): a GPU

@@ -86,7 +86,7 @@ struct TiledTranspose {
 __global__ void __launch_bounds__(kTileThreads)
     transposeTiledKernel(const void *x, Storage xType, void *y, Storage yType,
                          TiledTranspose t) {
-  __shared__ float tile[kTile][kTile + 1];
+  TPCRT_SHARED(float, tile, [kTile][kTile + 1]);
   int64_t colTiles = (t.cols + kTile - 1) / kTile;
   int64_t rowTiles = (t.rows + kTile - 1) / kTile;
   int64_t tiles = colTiles * rowTiles * t.planes;

@@ -119,7 +119,7 @@ struct Out {
 /// layer_norm (bias.data non-null) or rms_norm: y = float(xhat) * w (+ b).
 __global__ void normKernel(In x, In weight, In bias, int64_t rows, int64_t cols,
                            float epsilon, Out y) {
-  __shared__ double shared[32];
+  TPCRT_SHARED(double, shared, [32]);
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     int64_t base = r * cols;
     if (bias.data) {
@@ -142,7 +142,7 @@ __global__ void normKernel(In x, In weight, In bias, int64_t rows, int64_t cols,
 /// dY * weight, in double as the CPU's.
 __global__ void layerNormInputGradKernel(In dY, In x, In weight, int64_t rows,
                                          int64_t cols, float epsilon, Out dX) {
-  __shared__ double shared[32];
+  TPCRT_SHARED(double, shared, [32]);
   double n = static_cast<double>(cols);
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     int64_t base = r * cols;
@@ -167,7 +167,7 @@ __global__ void layerNormInputGradKernel(In dY, In x, In weight, int64_t rows,
 /// rms_norm_input_grad: dX = inv (g - x inv mean(g x inv)), g = dY * weight.
 __global__ void rmsNormInputGradKernel(In dY, In x, In weight, int64_t rows,
                                        int64_t cols, float epsilon, Out dX) {
-  __shared__ double shared[32];
+  TPCRT_SHARED(double, shared, [32]);
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     int64_t base = r * cols;
     double inv = rowInverseRms(x.data, x.type, base, cols, epsilon, shared);
@@ -189,7 +189,7 @@ __global__ void rmsNormInputGradKernel(In dY, In x, In weight, int64_t rows,
 /// and rstd (stats[2r], stats[2r + 1]) or rms_norm's inverse rms (stats[r]).
 __global__ void normStatsKernel(In x, int64_t rows, int64_t cols, float epsilon,
                                 bool layer, double *stats) {
-  __shared__ double shared[32];
+  TPCRT_SHARED(double, shared, [32]);
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     int64_t base = r * cols;
     if (layer) {
@@ -284,8 +284,8 @@ __device__ __forceinline__ bool targetLabel(int64_t label, int64_t ignore,
 __global__ void crossEntropyRowsKernel(In logits, const int64_t *labels,
                                        int64_t rows, int64_t cols,
                                        int64_t ignore, double *rowLoss) {
-  __shared__ float sharedF[32];
-  __shared__ double sharedD[32];
+  TPCRT_SHARED(float, sharedF, [32]);
+  TPCRT_SHARED(double, sharedD, [32]);
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     int64_t label = labels[r];
     if (!targetLabel(label, ignore, cols)) {
@@ -308,8 +308,8 @@ __global__ void crossEntropyTotalKernel(const double *rowLoss,
                                         const int64_t *labels, int64_t rows,
                                         int64_t cols, int64_t ignore,
                                         float *lossSum, int64_t *count) {
-  __shared__ double sharedD[32];
-  __shared__ long long sharedI[32];
+  TPCRT_SHARED(double, sharedD, [32]);
+  TPCRT_SHARED(long long, sharedI, [32]);
   double total = 0.0;
   long long n = 0;
   for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) {
@@ -329,8 +329,8 @@ __global__ void crossEntropyGradKernel(In logits, const int64_t *labels,
                                        int64_t rows, int64_t cols,
                                        int64_t ignore, const float *lossSumGrad,
                                        Out dLogits) {
-  __shared__ float sharedF[32];
-  __shared__ double sharedD[32];
+  TPCRT_SHARED(float, sharedF, [32]);
+  TPCRT_SHARED(double, sharedD, [32]);
   float scale = *lossSumGrad;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     int64_t label = labels[r], base = r * cols;

@@ -64,7 +64,7 @@ __global__ void inverseCountKernel(const int64_t *count, float *out) {
 /// Labels that are not ignoreIndex (one block; integer sums are exact).
 __global__ void countTargetsKernel(const int64_t *labels, int64_t count,
                                    int64_t ignoreIndex, int64_t *out) {
-  __shared__ long long shared[32];
+  TPCRT_SHARED(long long, shared, [32]);
   long long n = 0;
   for (int64_t i = threadIdx.x; i < count; i += blockDim.x)
     n += labels[i] != ignoreIndex;
@@ -187,7 +187,7 @@ __global__ void adamwKernel(float *param, const float *grad, float *expAvg,
                             float *expAvgSq, int64_t count, UpdateConstants k,
                             const float *lr, const int64_t *step,
                             const float *gradScale) {
-  __shared__ StepScalars shared;
+  TPCRT_SHARED(StepScalars, shared);
   if (threadIdx.x == 0)
     shared = adamwScalars(k, lr, step, gradScale);
   __syncthreads();
@@ -213,7 +213,7 @@ __global__ void sgdKernel(float *param, const float *grad, float *buffer,
 __global__ void updateManyKernel(const OptimizerTensor *tensors, int numTensors,
                                  UpdateConstants k, const float *lr,
                                  const int64_t *step, const float *gradScale) {
-  __shared__ StepScalars shared;
+  TPCRT_SHARED(StepScalars, shared);
   if (threadIdx.x == 0)
     shared =
         step ? adamwScalars(k, lr, step, gradScale) : sgdScalars(lr, gradScale);
@@ -252,7 +252,7 @@ struct SquaresBatch {
 };
 
 __global__ void squaresPartialsKernel(SquaresBatch batch, double *partials) {
-  __shared__ double shared[32];
+  TPCRT_SHARED(double, shared, [32]);
   int j = blockIdx.y;
   const void *x = batch.data[j];
   Storage type = batch.type[j];
@@ -271,7 +271,7 @@ __global__ void squaresPartialsKernel(SquaresBatch batch, double *partials) {
 /// One block of kSquaresBlocks threads.
 __global__ void squaresTotalKernel(const double *partials, int64_t operands,
                                    float *out) {
-  __shared__ double shared[32];
+  TPCRT_SHARED(double, shared, [32]);
   double total = 0.0;
   for (int64_t j = 0; j < operands; ++j)
     total += blockSumOf<double>(partials[j * kSquaresBlocks + threadIdx.x], shared);

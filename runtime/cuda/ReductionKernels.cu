@@ -272,7 +272,7 @@ __global__ void embeddingGradRowsKernel(In dY, const T *keys,
                                         const T *positions, int64_t numIds,
                                         int64_t rows, int64_t hidden,
                                         Out dTable) {
-  __shared__ int64_t run[2];
+  TPCRT_SHARED(int64_t, run, [2]);
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     __syncthreads(); // the previous row's run is read
     if (threadIdx.x == 0) {
@@ -391,7 +391,7 @@ int64_t realColumns(int64_t cols, int64_t blockStart, int64_t classes) {
 
 __global__ void blockMaxKernel(In logits, int64_t rows, int64_t cols,
                                int64_t real, float *max) {
-  __shared__ float shared[32];
+  TPCRT_SHARED(float, shared, [32]);
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     float m = blockRowMax(logits.data, logits.type, r * cols, real, shared);
     if (threadIdx.x == 0)
@@ -403,7 +403,7 @@ __global__ void blockSumsKernel(In logits, const int64_t *labels, int64_t rows,
                                 int64_t cols, int64_t real, int64_t blockStart,
                                 int64_t ignore, const float *max, float *sumExp,
                                 float *target) {
-  __shared__ double shared[32];
+  TPCRT_SHARED(double, shared, [32]);
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     int64_t base = r * cols;
     double sum =
@@ -423,8 +423,8 @@ __global__ void combineKernel(const int64_t *labels, int64_t rows,
                               int64_t ignore, const float *max,
                               const float *sumExp, const float *target,
                               float *lossSum, int64_t *count) {
-  __shared__ double sharedD[32];
-  __shared__ long long sharedI[32];
+  TPCRT_SHARED(double, sharedD, [32]);
+  TPCRT_SHARED(long long, sharedI, [32]);
   double total = 0.0;
   long long n = 0;
   for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) {

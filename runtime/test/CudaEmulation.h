@@ -613,6 +613,26 @@ inline LaneSlot &slot(int laneOfWarp) {
 /// The shared-memory window an address names (cvta.to.shared: its offset
 /// from the block's shared memory).
 inline unsigned char *sharedMemory() { return block().smem.data(); }
+
+/// The static shared variables (TPCRT_SHARED) this host thread's blocks
+/// have declared: poisoned (0xff bytes) at every block's start, as the
+/// dynamic shared memory is, so that a read of what the block never wrote
+/// finds NaNs and garbage, not the last block's values (or zeros).
+inline thread_local std::vector<std::pair<void *, size_t>> staticSharedRegions;
+/// A TPCRT_SHARED declaration run by one of the block's threads: its first
+/// run on this host thread poisons it (no thread can have written it
+/// before); later blocks find it poisoned by poisonStaticShared.
+inline void staticShared(void *address, size_t bytes) {
+  for (const auto &region : staticSharedRegions)
+    if (region.first == address)
+      return;
+  staticSharedRegions.emplace_back(address, bytes);
+  std::memset(address, 0xff, bytes);
+}
+inline void poisonStaticShared() {
+  for (const auto &[address, bytes] : staticSharedRegions)
+    std::memset(address, 0xff, bytes);
+}
 inline unsigned sharedAddress(const void *p) {
   return static_cast<unsigned>(static_cast<const unsigned char *>(p) -
                                sharedMemory());
@@ -1035,6 +1055,7 @@ inline std::string launch(dim3 grid, dim3 threads, size_t smemBytes,
                         static_cast<unsigned>(i / (int64_t(grid.x) * grid.y)));
       b.smemBytes = smemBytes;
       b.smem.assign(smemBytes + kSharedGuardBytes, 0xff);
+      poisonStaticShared();
       runBlock(b);
       if (b.error.empty() &&
           std::any_of(b.smem.begin() + smemBytes, b.smem.end(),
@@ -1082,11 +1103,16 @@ inline size_t __cvta_generic_to_shared(const void *p) {
   return tpcrt::emu::sharedAddress(p);
 }
 
-/// A kernel's static __shared__ arrays: one per host thread, shared by the
-/// fibers of the block it runs (blocks on other host threads have theirs).
-/// Unlike the dynamic shared memory they are neither poisoned nor bounds
-/// checked, and they keep their values from one block to the next.
-#define __shared__ static thread_local
+/// A kernel's static shared variables are declared with TPCRT_SHARED
+/// (CudaCommon.cuh): one per host thread, shared by the fibers of the block
+/// it runs (blocks on other host threads have theirs), poisoned at every
+/// block's start (staticShared); unlike the dynamic shared memory, accesses
+/// are not bounds checked. A plain __shared__ would be neither poisoned
+/// nor per block, so it does not compile here.
+#define __shared__ __shared__is_TPCRT_SHARED_in_emulated_kernels
+#define TPCRT_SHARED(type, name, ...)                                          \
+  static thread_local type name __VA_ARGS__;                                   \
+  ::tpcrt::emu::staticShared(&name, sizeof(name))
 
 /// fp32 operations rounded once, never fused into an FMA (the host build
 /// targets no FMA unit anyway).

@@ -6,12 +6,14 @@
 // barrier that the default order hides, a barrier or warp collective that
 // not every thread reaches is reported instead of hanging, and a bad
 // schedule is refused with its value. And emulation/cuda_runtime_api.h's
-// device memory: the device's operations reach it, host code does not.
+// device memory: the device's operations reach it, host code does not; and
+// static shared memory is poisoned in every block.
 //
 //===----------------------------------------------------------------------===//
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -46,7 +48,7 @@ float blockSumMissingBarrier(float v, float *shared) {
 /// Two block sums in a row, of t + 1 and of 2 (t + 1), into out[t] and
 /// out[blockDim.x + t].
 template <bool Broken> void twoSumsKernel(float *out) {
-  __shared__ float shared[32];
+  TPCRT_SHARED(float, shared, [32]);
   const int t = threadIdx.x, n = blockDim.x;
   float first = Broken ? blockSumMissingBarrier(float(t + 1), shared)
                        : blockSumOf(float(t + 1), shared);
@@ -89,6 +91,46 @@ TEST(CudaEmulation, WarpsAndShuffleFindAMissingBarrier) {
   EXPECT_FALSE(twoSumsRight<true>("warps"));
   EXPECT_FALSE(twoSumsRight<true>("shuffle"));
   EXPECT_FALSE(twoSumsRight<true>("shuffle:7"));
+}
+
+/// A block sum of 1 per thread into out[block]; `Broken` reads all 32
+/// partial slots, not only the block's warps' (a block of 64 threads writes
+/// two).
+template <bool Broken> void slotSumKernel(float *out) {
+  TPCRT_SHARED(float, partial, [32]);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane == 0)
+    partial[warp] = 32.0f;
+  __syncthreads();
+  if (warp == 0) {
+    const int warps = (blockDim.x + 31) >> 5;
+    float v = Broken || lane < warps ? partial[lane] : 0.0f;
+    v = warpSumOf(v);
+    if (lane == 0)
+      out[blockIdx.x] = v;
+  }
+}
+
+// Static shared memory holds no zeros (or the last block's values) for a
+// kernel to lean on: every block starts with it poisoned, the first on a
+// host thread too, so the unwritten slots read as NaN.
+TEST(CudaEmulation, StaticSharedIsPoisonedInEveryBlock) {
+  for (bool broken : {false, true}) {
+    std::vector<float> out(5, -1.0f);
+    std::string error = emu::launch(
+        dim3(5), dim3(64), 0,
+        [&] {
+          broken ? slotSumKernel<true>(out.data())
+                 : slotSumKernel<false>(out.data());
+        },
+        emu::CopyTiming::AtWait, 2);
+    EXPECT_EQ(error, "");
+    for (size_t b = 0; b < out.size(); ++b)
+      if (broken)
+        EXPECT_TRUE(std::isnan(out[b])) << "block " << b << ": " << out[b];
+      else
+        EXPECT_EQ(out[b], 64.0f) << "block " << b;
+  }
 }
 
 TEST(CudaEmulation, BarrierNotEveryThreadReachesIsReported) {
