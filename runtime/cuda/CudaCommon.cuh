@@ -38,8 +38,14 @@
 /// (CudaEmulation.h's definition) poisons it at every block's start, as it
 /// does the dynamic shared memory: a read of a slot the block never wrote
 /// shows there.
+/// The kernel's dynamic shared memory (the launch's sharedBytes) as
+/// `type *name`, aligned to `align` bytes: the emulation's block memory,
+/// poisoned and bounds-checked, there.
 #ifndef TPCRT_CUDA_EMULATION
 #define TPCRT_SHARED(type, name, ...) __shared__ type name __VA_ARGS__
+#define TPCRT_DYNAMIC_SHARED(type, name, align)                                \
+  extern __shared__ __align__(align)                                           \
+  type name[]
 #endif
 
 namespace tpcrt::cuda {

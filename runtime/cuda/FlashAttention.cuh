@@ -599,11 +599,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   using Cfg = ForwardConfig<D>;
   constexpr int MT = Cfg::kRowTiles, BM = Cfg::kBlockM, BN = Cfg::kBlockN;
   constexpr int NT = BN / 8, DT = D / 8;
-#ifdef TPCRT_CUDA_EMULATION
-  unsigned char *smem = emu::sharedMemory();
-#else
-  extern __shared__ __align__(128) unsigned char smem[];
-#endif
+  TPCRT_DYNAMIC_SHARED(unsigned char, smem, 128);
   T *qs = reinterpret_cast<T *>(smem);
   T *ks = qs + BM * D; // 2 stages of [BN][D]
   T *vs = ks + 2 * BN * D;
@@ -867,11 +863,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   using Cfg = BackwardConfig<D>;
   constexpr int BK = Cfg::kKeys, BQ = Cfg::kQueries;
   constexpr int QT = BQ / 8, DT = D / 8;
-#ifdef TPCRT_CUDA_EMULATION
-  unsigned char *smem = emu::sharedMemory();
-#else
-  extern __shared__ __align__(128) unsigned char smem[];
-#endif
+  TPCRT_DYNAMIC_SHARED(unsigned char, smem, 128);
   T *ks = reinterpret_cast<T *>(smem);
   T *vs = ks + BK * D;
   T *qs = vs + BK * D;      // 2 stages of [BQ][D]
@@ -1044,11 +1036,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   using Cfg = BackwardConfig<D>;
   constexpr int BM = Cfg::kRows, BN = Cfg::kKeyStep;
   constexpr int NT = BN / 8, DT = D / 8;
-#ifdef TPCRT_CUDA_EMULATION
-  unsigned char *smem = emu::sharedMemory();
-#else
-  extern __shared__ __align__(128) unsigned char smem[];
-#endif
+  TPCRT_DYNAMIC_SHARED(unsigned char, smem, 128);
   T *qs = reinterpret_cast<T *>(smem);
   T *dos = qs + BM * D;
   T *ks = dos + BM * D; // 2 stages of [BN][D]

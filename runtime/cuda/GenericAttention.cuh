@@ -100,11 +100,7 @@ loadKeyRows(float *ks, float *vs, int ldq, int ldv, const Params &p, int64_t b,
 template <int Cap>
 __global__ void __launch_bounds__(kThreadsGeneric, 1)
     genericForwardKernel(const ForwardParams p) {
-#ifdef TPCRT_CUDA_EMULATION
-  float *shm = reinterpret_cast<float *>(emu::sharedMemory());
-#else
-  extern __shared__ float shm[];
-#endif
+  TPCRT_DYNAMIC_SHARED(float, shm, 16);
   const Shape &s = p.shape;
   const int d = s.headDim, dv = s.valueDim;
   const int ldq = d | 1, ldv = dv | 1;
@@ -218,11 +214,7 @@ __global__ void __launch_bounds__(kThreadsGeneric, 1)
 template <int Cap>
 __global__ void __launch_bounds__(kThreadsGeneric, 1)
     genericKeyValueKernel(const BackwardParams p) {
-#ifdef TPCRT_CUDA_EMULATION
-  float *shm = reinterpret_cast<float *>(emu::sharedMemory());
-#else
-  extern __shared__ float shm[];
-#endif
+  TPCRT_DYNAMIC_SHARED(float, shm, 16);
   const Shape &s = p.shape;
   const int d = s.headDim, dv = s.valueDim;
   const int ldq = d | 1, ldv = dv | 1;
@@ -327,11 +319,7 @@ __global__ void __launch_bounds__(kThreadsGeneric, 1)
 template <int Cap>
 __global__ void __launch_bounds__(kThreadsGeneric, 1)
     genericQueryKernel(const BackwardParams p) {
-#ifdef TPCRT_CUDA_EMULATION
-  float *shm = reinterpret_cast<float *>(emu::sharedMemory());
-#else
-  extern __shared__ float shm[];
-#endif
+  TPCRT_DYNAMIC_SHARED(float, shm, 16);
   const Shape &s = p.shape;
   const int d = s.headDim, dv = s.valueDim;
   const int ldq = d | 1, ldv = dv | 1;

@@ -288,11 +288,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   using Cfg = Config<D>;
   constexpr int BM = kBlockM, BN = kBlockN;
   constexpr int NT = BN / 8, DT = D / 8;
-#ifdef TPCRT_CUDA_EMULATION
-  unsigned char *smem = emu::sharedMemory();
-#else
-  extern __shared__ __align__(1024) unsigned char smem[];
-#endif
+  TPCRT_DYNAMIC_SHARED(unsigned char, smem, 1024);
   // The swizzle works on shared addresses: start the tiles 1024-aligned.
   unsigned char *qs = smem + (1024 - flash::smemAddress(smem) % 1024) % 1024;
   unsigned char *ks = qs + Cfg::kQBytes; // 2 stages
@@ -460,11 +456,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   using Cfg = QueryGradConfig<D>;
   constexpr int BM = kBlockM, BN = Cfg::kBlockN;
   constexpr int NT = BN / 8, DT = D / 8;
-#ifdef TPCRT_CUDA_EMULATION
-  unsigned char *smem = emu::sharedMemory();
-#else
-  extern __shared__ __align__(1024) unsigned char smem[];
-#endif
+  TPCRT_DYNAMIC_SHARED(unsigned char, smem, 1024);
   unsigned char *qs = smem + (1024 - flash::smemAddress(smem) % 1024) % 1024;
   unsigned char *dos = qs + Cfg::kRowBytes;
   unsigned char *ks = dos + Cfg::kRowBytes; // kKeyStages
@@ -608,11 +600,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   using Cfg = KeyValueGradConfig<D>;
   constexpr int BK = Cfg::kBlockKeys, BQ = Cfg::kQueries;
   constexpr int QT = BQ / 8, DT = D / 8;
-#ifdef TPCRT_CUDA_EMULATION
-  unsigned char *smem = emu::sharedMemory();
-#else
-  extern __shared__ __align__(1024) unsigned char smem[];
-#endif
+  TPCRT_DYNAMIC_SHARED(unsigned char, smem, 1024);
   unsigned char *ks = smem + (1024 - flash::smemAddress(smem) % 1024) % 1024;
   unsigned char *vs = ks + Cfg::kKeyBytes;
   unsigned char *qs = vs + Cfg::kKeyBytes;                  // kStages

@@ -1113,6 +1113,8 @@ inline size_t __cvta_generic_to_shared(const void *p) {
 #define TPCRT_SHARED(type, name, ...)                                          \
   static thread_local type name __VA_ARGS__;                                   \
   ::tpcrt::emu::staticShared(&name, sizeof(name))
+#define TPCRT_DYNAMIC_SHARED(type, name, align)                                \
+  type *const name = reinterpret_cast<type *>(::tpcrt::emu::sharedMemory())
 
 /// fp32 operations rounded once, never fused into an FMA (the host build
 /// targets no FMA unit anyway).
