@@ -46,9 +46,15 @@
 #               last (6e) the attention cases on mma.sync (=mma) beside
 #               wgmma: $OUT/bench.json and lines in the summary
 #
-# The stages run in the order 1 2 3 (3a) 4 4b 5 6a 6b 6c 6d 6f 3b 6a2 5b 6e:
-# the checks and the targets' measurements first, cuDNN's and mma.sync's
-# alternatives last, where the deadline cuts first.
+#   7 sanitize  compute-sanitizer's memcheck on the opcodes stage 3 failed
+#               (else the attention opcodes' bf16 cases), racecheck and
+#               synccheck on attention and attention_grad (bf16); each run's
+#               error count in the summary
+#
+# The stages run in the order 1 2 3 (7 3a) 4 4b 5 6a 6b 6c 6d 6f (7) 3b 6a2
+# 5b 6e: the checks and the targets' measurements first (the sanitizer at
+# once where stage 3 failed, to tell why while those kernels still run),
+# cuDNN's and mma.sync's alternatives last, where the deadline cuts first.
 # Each stage runs under `timeout` (its own budget, cut to what is left of
 # the whole script's $TPC_GPU_DEADLINE seconds, default 285), writes its log
 # when it ends and appends "stage N name: PASS|FAIL|SKIP (seconds) detail"
@@ -210,6 +216,52 @@ stage_kernels_attention() { attention_cases ""; }
 # The attention kernels again with TPCRT_CUDA_ATTENTION=mma: on a Hopper
 # device the forward and backward on mma.sync instead of wgmma.
 stage_kernels_mma() { attention_cases mma; }
+
+# compute-sanitizer (the toolkit's) over the device check: memcheck on the
+# opcodes that stage 3 failed (kernels.txt's FAIL lines, both dtypes), else
+# on the four attention opcodes' bf16 cases (wgmma, cp.async, the most
+# shared memory); then racecheck and synccheck on attention's and
+# attention_grad's bf16 cases. Each run prints "sanitize: TOOL OP (DTYPE):
+# N errors" (the driver copies those lines into the summary); a sanitizer
+# error fails the stage, a device check that fails on its values does not
+# (stage 3 reports those).
+stage_sanitize() {
+  local sanitizer check op tool dtype=bf16 rc=0 status errors ops=()
+  sanitizer=$(command -v compute-sanitizer || true)
+  if [ -z "$sanitizer" ] && [ -x /usr/local/cuda/bin/compute-sanitizer ]; then
+    sanitizer=/usr/local/cuda/bin/compute-sanitizer
+  fi
+  [ -n "$sanitizer" ] || { echo "no compute-sanitizer"; return 77; }
+  check=$(findbin tpcrt-device-check)
+  [ -n "$check" ] || { echo "tpcrt-device-check was not built"; return 1; }
+  if [ -f "$OUT/kernels.txt" ]; then
+    mapfile -t ops < <(awk '$1 == "FAIL" { print $2 }' "$OUT/kernels.txt" |
+      sort -u | head -n 6)
+    [ ${#ops[@]} -eq 0 ] || dtype=all
+  fi
+  [ ${#ops[@]} -gt 0 ] ||
+    ops=(attention attention_qkv attention_grad attention_qkv_grad)
+  # sanitize TOOL OP DTYPE
+  sanitize() {
+    "$sanitizer" --tool "$1" --error-exitcode 9 --print-limit 10 \
+      "$check" --device cuda --op "$2" --dtype "$3" >"$WORK/sanitize.txt" 2>&1
+    status=$?
+    head -n 60 "$WORK/sanitize.txt"
+    errors=$(grep -o 'ERROR SUMMARY: [0-9]* error' "$WORK/sanitize.txt" |
+      grep -o '[0-9][0-9]*' | tail -n 1)
+    echo "sanitize: $1 $2 ($3): ${errors:-no} errors (exit $status)"
+    [ "$status" -ne 9 ] && [ -n "$errors" ] && [ "$errors" -eq 0 ] || rc=1
+  }
+  for op in "${ops[@]}"; do
+    sanitize memcheck "$op" "$dtype"
+  done
+  for tool in racecheck synccheck; do
+    for op in attention attention_grad; do
+      sanitize "$tool" "$op" bf16
+    done
+  done
+  return $rc
+}
 
 # Two training steps of $1 on the CPU (ref) and on $DUT (dut, cuda); $2 the
 # tolerance; $3 the label of the comparison (default $1); $4 the ranks (the
@@ -494,6 +546,13 @@ run_stage() {
   return $rc
 }
 
+# The sanitize stage's result lines, from its log, into the summary.
+copy_sanitize_lines() {
+  sed -n '/===== stage 7 sanitize (/,/===== stage 7 sanitize:/p' \
+    "$OUT/device-check.log" | grep '^sanitize: ' | sed 's/^/  /' |
+    tee -a "$summary"
+}
+
 note "device-check $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD 2>/dev/null || echo ' (+ uncommitted changes)')"
 
 # NCCL from the Python wheel (nvidia-nccl-cu13): its folder for the build
@@ -592,7 +651,12 @@ kernels=$?
 # (TPCRT_CUDA_ATTENTION=mma), so that the models, their gradients and the
 # MFU step are still checked and timed on kernels that are right.
 mma_checked=0
+sanitized=0
 if [ "$kernels" -ne 0 ] && [ "$kernels" -ne 77 ]; then
+  # What went wrong, while the failing kernels are the ones that run.
+  sanitized=1
+  run_stage 7 sanitize 40 device-check.log
+  copy_sanitize_lines
   if ! run_stage 3a kernels-attention 25 device-check.log; then
     mma_checked=1
     if run_stage 5b kernels-mma 20 device-check.log; then
@@ -609,6 +673,10 @@ run_stage 6b bench-kernels-torch 35 bench.log
 run_stage 6c bench-gpt-tpc 60 bench.log
 run_stage 6d bench-gpt-torch 60 bench.log
 run_stage 6f profile-gpt-tpc 30 bench.log
+if [ "$sanitized" -eq 0 ]; then
+  run_stage 7 sanitize 40 device-check.log
+  copy_sanitize_lines
+fi
 # What the targets do not need comes last, so that the deadline cuts it
 # first: cuDNN's attention (checked, then timed) and the mma.sync kernels.
 run_stage 3b kernels-cudnn 30 device-check.log
