@@ -11,6 +11,11 @@
                                  q [B, H, S, D], k, v [B, KV, S, D], scale
                                  1/sqrt(D); 4·B·H·S²·D FLOPs, half when
                                  causal (FlashAttention's count)
+    attn_grad:B,H,S,D[,KV][,causal|full]
+                                 the same SDPA's backward: dq, dk, dv of
+                                 a random dO (torch.autograd.grad on a
+                                 forward kept for it); FlashAttention's
+                                 count, 2.5 times the forward's
 
 Random data in [-1, 1) (zeros run faster: less power). After W warm-up
 calls (default 3), N calls (default 20) are timed with a CUDA event pair
@@ -44,16 +49,17 @@ def parse_case(text):
             raise ValueError(f"case '{text}': layout is in_out or out_in")
         return {"kind": "gemm", "case": text, "m": m, "k": k, "n": n,
                 "layout": layout}
-    if kind != "attn":
-        raise ValueError(f"case '{text}': expected gemm:... or attn:...")
+    if kind not in ("attn", "attn_grad"):
+        raise ValueError(
+            f"case '{text}': expected gemm:..., attn:... or attn_grad:...")
     causal = True
     if parts and parts[-1] in ("causal", "full"):
         causal = parts.pop() == "causal"
     if not 4 <= len(parts) <= 5:
-        raise ValueError(f"case '{text}': attn:B,H,S,D[,KV][,causal|full]")
+        raise ValueError(f"case '{text}': {kind}:B,H,S,D[,KV][,causal|full]")
     b, h, s, d = (int(p) for p in parts[:4])
     kv = int(parts[4]) if len(parts) == 5 else h
-    return {"kind": "attn", "case": text, "b": b, "h": h, "kv": kv, "s": s,
+    return {"kind": kind, "case": text, "b": b, "h": h, "kv": kv, "s": s,
             "d": d, "causal": causal}
 
 
@@ -61,7 +67,8 @@ def flops(c):
     if c["kind"] == "gemm":
         return 2.0 * c["m"] * c["n"] * c["k"]
     full = 4.0 * c["b"] * c["h"] * c["s"] ** 2 * c["d"]
-    return full / 2 if c["causal"] else full
+    forward = full / 2 if c["causal"] else full
+    return 2.5 * forward if c["kind"] == "attn_grad" else forward
 
 
 def time_calls(torch, fn, warmup, iters):
@@ -100,13 +107,30 @@ def run_case(torch, c, warmup, iters):
             fn = lambda: F.linear(a, w)  # noqa: E731
         ms, ms_min = time_calls(torch, fn, warmup, iters)
     else:
-        q = rand(c["b"], c["h"], c["s"], c["d"])
-        k = rand(c["b"], c["kv"], c["s"], c["d"])
-        v = rand(c["b"], c["kv"], c["s"], c["d"])
+        grad = c["kind"] == "attn_grad"
+        q = rand(c["b"], c["h"], c["s"], c["d"]).requires_grad_(grad)
+        k = rand(c["b"], c["kv"], c["s"], c["d"]).requires_grad_(grad)
+        v = rand(c["b"], c["kv"], c["s"], c["d"]).requires_grad_(grad)
         kwargs = {"is_causal": c["causal"], "scale": 1 / math.sqrt(c["d"])}
         if c["kv"] != c["h"]:
             kwargs["enable_gqa"] = True
-        fn = lambda: F.scaled_dot_product_attention(q, k, v, **kwargs)  # noqa: E731
+
+        def forward():
+            return F.scaled_dot_product_attention(q, k, v, **kwargs)
+
+        if grad:
+            d_out = rand(c["b"], c["h"], c["s"], c["d"])
+
+            def make_fn():
+                # One forward (under the backend chosen by the caller's
+                # context), then only its backward is timed.
+                out = forward()
+                return lambda: torch.autograd.grad(  # noqa: E731
+                    out, (q, k, v), d_out, retain_graph=True)
+        else:
+            def make_fn():
+                return forward
+        fn = make_fn()
         ms, ms_min = time_calls(torch, fn, warmup, iters)
         backends = {}
         try:
@@ -118,7 +142,7 @@ def run_case(torch, c, warmup, iters):
                     continue
                 try:
                     with sdpa_kernel(backend):
-                        b_ms, _ = time_calls(torch, fn, warmup, iters)
+                        b_ms, _ = time_calls(torch, make_fn(), warmup, iters)
                     backends[name] = flops(c) / (b_ms * 1e-3) / 1e12
                 except RuntimeError as error:  # the backend refused the case
                     backends[name] = f"refused: {str(error).splitlines()[0][:120]}"

@@ -186,7 +186,9 @@ def describe(entry):
         return (f"gemm {entry['m']}x{entry['k']}x{entry['n']} "
                 f"({entry.get('layout', 'in_out')})")
     kv = f", kv {entry['kv']}" if entry.get("kv", entry["h"]) != entry["h"] else ""
-    return (f"attention b {entry['b']} h {entry['h']}{kv} s {entry['s']} "
+    what = ("attention backward" if entry["kind"] == "attn_grad"
+            else "attention")
+    return (f"{what} b {entry['b']} h {entry['h']}{kv} s {entry['s']} "
             f"d {entry['d']} {'causal' if entry['causal'] else 'full'}")
 
 
@@ -202,7 +204,7 @@ def merge(args):
     kernels, order = {}, []
     steps = {}
     for e in entries:
-        if e.get("kind") in ("gemm", "attn"):
+        if e.get("kind") in ("gemm", "attn", "attn_grad"):
             key = e["case"]
             if key not in kernels:
                 kernels[key] = {}

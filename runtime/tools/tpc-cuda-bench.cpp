@@ -16,6 +16,12 @@
 //                                given), scale 1/sqrt(D), no dropout;
 //                                FlashAttention's count 4·B·H·S²·D, halved
 //                                when causal (the default)
+//   attn_grad:B,H,S,D[,KV][,causal|full]
+//                                the same shapes' bf16 `attention_grad`
+//                                (dO, q, k, v -> dq, dk, dv; it recomputes
+//                                the forward's statistics itself);
+//                                FlashAttention's count for the backward,
+//                                2.5 times the forward's
 //
 // After W warm-up steps (default 3) it times N steps (default 20) with a
 // steady clock and prints one JSON line per case: the mean and the fastest
@@ -35,6 +41,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "AttentionChoice.h"
 #include "TestExecutables.h"
 
 #include "tpcrt/CommandLine.h"
@@ -65,11 +72,14 @@ const char kUsage[] =
     "usage: tpc-cuda-bench [--iters N] [--warmup W] [--device cuda|cpu] "
     "CASE...\n"
     "  gemm:M,K,N[,in_out|out_in]\n"
-    "  attn:B,H,S,D[,KV][,causal|full]\n";
+    "  attn:B,H,S,D[,KV][,causal|full]\n"
+    "  attn_grad:B,H,S,D[,KV][,causal|full]\n";
 
 struct Case {
   std::string text;
   bool gemm = true;
+  // attention: attention_grad instead of the forward
+  bool grad = false;
   // gemm
   int64_t m = 0, k = 0, n = 0;
   bool outIn = false;
@@ -105,7 +115,8 @@ Status parseCase(const std::string &text, Case &c) {
   c.text = text;
   size_t colon = text.find(':');
   if (colon == std::string::npos)
-    return Status::error("case '" + text + "': expected gemm:... or attn:...");
+    return Status::error("case '" + text +
+                         "': expected gemm:..., attn:... or attn_grad:...");
   std::string kind = text.substr(0, colon);
   std::vector<std::string> parts = splitCommas(text.substr(colon + 1));
   if (kind == "gemm") {
@@ -124,16 +135,18 @@ Status parseCase(const std::string &text, Case &c) {
     }
     return Status::ok();
   }
-  if (kind != "attn")
-    return Status::error("case '" + text + "': expected gemm:... or attn:...");
+  if (kind != "attn" && kind != "attn_grad")
+    return Status::error("case '" + text +
+                         "': expected gemm:..., attn:... or attn_grad:...");
   c.gemm = false;
+  c.grad = kind == "attn_grad";
   if (!parts.empty() && (parts.back() == "causal" || parts.back() == "full")) {
     c.causal = parts.back() == "causal";
     parts.pop_back();
   }
   if (parts.size() < 4 || parts.size() > 5)
-    return Status::error("case '" + text +
-                         "': attn:B,H,S,D[,KV][,causal|full]");
+    return Status::error("case '" + text + "': " + kind +
+                         ":B,H,S,D[,KV][,causal|full]");
   for (auto [i, field] : {std::pair<int, int64_t *>{0, &c.batch},
                           {1, &c.heads},
                           {2, &c.seq},
@@ -153,7 +166,8 @@ double flopsOf(const Case &c) {
   if (c.gemm)
     return 2.0 * c.m * c.n * c.k;
   double full = 4.0 * c.batch * c.heads * double(c.seq) * c.seq * c.dim;
-  return c.causal ? full / 2 : full;
+  double forward = c.causal ? full / 2 : full;
+  return c.grad ? 2.5 * forward : forward;
 }
 
 /// The one-kernel executable of `c`; its operands in `operands`.
@@ -176,11 +190,25 @@ fb::ExecutableT buildCase(const Case &c, std::vector<uint32_t> &operands) {
     uint32_t q = input("q", {c.batch, c.heads, c.seq, c.dim});
     uint32_t k = input("k", {c.batch, c.kvHeads, c.seq, c.dim});
     uint32_t v = input("v", {c.batch, c.kvHeads, c.seq, c.dim});
-    uint32_t o = b.buffer(DType::BF16, {c.batch, c.heads, c.seq, c.dim});
     // int_attrs [dropout stream]; float_attrs [scale, dropout rate].
-    b.kernel(fb::OpCode::Attention, {q, k, v}, {o}, {0},
-             {1.0 / std::sqrt(double(c.dim)), 0.0}, c.causal ? 1 : 0);
-    b.output("o", o);
+    const std::vector<int64_t> ints = {0};
+    const std::vector<double> floats = {1.0 / std::sqrt(double(c.dim)), 0.0};
+    if (c.grad) {
+      uint32_t dO = input("dO", {c.batch, c.heads, c.seq, c.dim});
+      uint32_t dq = b.buffer(DType::BF16, {c.batch, c.heads, c.seq, c.dim});
+      uint32_t dk = b.buffer(DType::BF16, {c.batch, c.kvHeads, c.seq, c.dim});
+      uint32_t dv = b.buffer(DType::BF16, {c.batch, c.kvHeads, c.seq, c.dim});
+      b.kernel(fb::OpCode::AttentionGrad, {dO, q, k, v}, {dq, dk, dv}, ints,
+               floats, c.causal ? 1 : 0);
+      b.output("dq", dq);
+      b.output("dk", dk);
+      b.output("dv", dv);
+    } else {
+      uint32_t o = b.buffer(DType::BF16, {c.batch, c.heads, c.seq, c.dim});
+      b.kernel(fb::OpCode::Attention, {q, k, v}, {o}, ints, floats,
+               c.causal ? 1 : 0);
+      b.output("o", o);
+    }
   }
   return b.finish();
 }
@@ -261,12 +289,16 @@ Status runCase(const Case &c, const std::string &deviceName, int warmup,
 
 /// "tpc-cudnn" when TPCRT_CUDA_ATTENTION=cudnn has the CUDA device run
 /// attention through cuDNN, "tpc-mma" when =mma keeps a Hopper device's
-/// forward on mma.sync (not wgmma), else "tpc".
+/// attention on mma.sync (not wgmma), else "tpc".
 const char *attentionTool() {
-  const char *v = std::getenv("TPCRT_CUDA_ATTENTION");
-  if (v && std::strcmp(v, "cudnn") == 0)
+  switch (cuda::attentionChoice()) {
+  case cuda::AttentionChoice::Cudnn:
     return "tpc-cudnn";
-  return v && std::strcmp(v, "mma") == 0 ? "tpc-mma" : "tpc";
+  case cuda::AttentionChoice::Mma:
+    return "tpc-mma";
+  default:
+    return "tpc";
+  }
 }
 
 void printJson(const Case &c, const std::string &device, int warmup, int iters,
@@ -279,14 +311,14 @@ void printJson(const Case &c, const std::string &device, int warmup, int iters,
                 static_cast<long long>(c.k), static_cast<long long>(c.n),
                 c.outIn ? "out_in" : "in_out");
   else
-    std::printf("{\"tool\": \"%s\", \"kind\": \"attn\", \"case\": \"%s\", "
-                "\"b\": %lld, \"h\": %lld, \"kv\": %lld, \"s\": %lld, "
-                "\"d\": %lld, \"causal\": %s, ",
-                attentionTool(), c.text.c_str(), static_cast<long long>(c.batch),
-                static_cast<long long>(c.heads),
-                static_cast<long long>(c.kvHeads),
-                static_cast<long long>(c.seq), static_cast<long long>(c.dim),
-                c.causal ? "true" : "false");
+    std::printf(
+        "{\"tool\": \"%s\", \"kind\": \"%s\", \"case\": \"%s\", "
+        "\"b\": %lld, \"h\": %lld, \"kv\": %lld, \"s\": %lld, "
+        "\"d\": %lld, \"causal\": %s, ",
+        attentionTool(), c.grad ? "attn_grad" : "attn", c.text.c_str(),
+        static_cast<long long>(c.batch), static_cast<long long>(c.heads),
+        static_cast<long long>(c.kvHeads), static_cast<long long>(c.seq),
+        static_cast<long long>(c.dim), c.causal ? "true" : "false");
   std::printf("\"dtype\": \"bf16\", \"device\": \"%s\", \"warmup\": %d, "
               "\"iters\": %d, \"flop\": %.6g, \"ms\": %.6g, \"ms_min\": %.6g, "
               "\"tflops\": %.6g}\n",

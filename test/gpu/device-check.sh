@@ -165,7 +165,7 @@ stage_build() {
   # against the libraries just built.
   if ! grep -qx tpc-cuda-bench <<<"$all"; then
     mkdir -p "$BUILD/bin"
-    c++ -O2 -std=c++17 -Wall -Wextra -Iruntime/include -Iruntime/test \
+    c++ -O2 -std=c++17 -Wall -Wextra -Iruntime/include -Iruntime/test -Iruntime/cuda \
       -I"$CARRY/generated" -I"$CARRY/include" \
       runtime/tools/tpc-cuda-bench.cpp "$BUILD/libtpcrt.a" \
       "$BUILD/libtpcrt_schema.a" -ldl -pthread \
@@ -392,11 +392,13 @@ stage_nccl() {
 # The cases tpc-cuda-bench and gemm_attention_torch.py both run: square and
 # long-K GEMMs in both weight layouts, the MFU model's MLP and LM head (tied,
 # out_in, N = 50257: no multiple of 8); attention at the issue's shape (seq
-# 4096, head dim 128), the MFU model's, and non-causal.
+# 4096, head dim 128), the MFU model's, and non-causal; the backward
+# (attention_grad) at the first two.
 BENCH_CASES="gemm:8192,8192,8192 gemm:8192,8192,8192,out_in \
 gemm:4096,16384,4096 gemm:16384,2048,8192 gemm:16384,8192,2048 \
 gemm:16384,2048,50257,out_in \
-attn:4,32,4096,128,causal attn:8,16,2048,128,causal attn:4,32,4096,128,full"
+attn:4,32,4096,128,causal attn:8,16,2048,128,causal attn:4,32,4096,128,full \
+attn_grad:4,32,4096,128,causal attn_grad:8,16,2048,128,causal"
 
 stage_bench_kernels_tpc() {
   # shellcheck disable=SC2086
@@ -405,13 +407,14 @@ stage_bench_kernels_tpc() {
   return "${PIPESTATUS[0]}"
 }
 
-# bench_attention CHOICE: the attention cases of BENCH_CASES with
+# bench_attention CHOICE: the attention cases (forward and backward) of
+# BENCH_CASES with
 # TPCRT_CUDA_ATTENTION=CHOICE (tpc-cuda-bench labels them tpc-CHOICE), into
 # $WORK/bench-tpc-CHOICE.jsonl.
 bench_attention() {
   local cases=() c
   for c in $BENCH_CASES; do
-    case $c in attn:*) cases+=("$c") ;; esac
+    case $c in attn:* | attn_grad:*) cases+=("$c") ;; esac
   done
   TPCRT_CUDA_ATTENTION=$1 "$(findbin tpc-cuda-bench)" --warmup 3 \
     --iters 20 "${cases[@]}" | tee "$WORK/bench-tpc-$1.jsonl"
