@@ -33,19 +33,22 @@
   kernel<<<grid, block, sharedBytes, stream>>>(__VA_ARGS__)
 #endif
 
-/// A kernel's statically sized shared variable, `TPCRT_SHARED(float,
-/// partial, [32]);` for `__shared__ float partial[32];`. The host emulation
-/// (CudaEmulation.h's definition) poisons it at every block's start, as it
-/// does the dynamic shared memory: a read of a slot the block never wrote
-/// shows there.
-/// The kernel's dynamic shared memory (the launch's sharedBytes) as
-/// `type *name`, aligned to `align` bytes: the emulation's block memory,
-/// poisoned and bounds-checked, there.
+// A kernel's shared memory, declared so that the host emulation
+// (CudaEmulation.h defines both there) can poison it (and check the dynamic
+// memory's bounds):
+//   TPCRT_SHARED(float, partial, [32]);  a statically sized variable,
+//       `__shared__ float partial[32];` here; poisoned at every block's start
+//       there, as the dynamic shared memory is (a read of a slot the block
+//       never wrote shows);
+//   TPCRT_DYNAMIC_SHARED(unsigned char, smem, 128);  the launch's dynamic
+//       shared memory as `smem`, aligned to 128 bytes; the block's
+//       poisoned, bounds-checked memory there.
 #ifndef TPCRT_CUDA_EMULATION
 #define TPCRT_SHARED(type, name, ...) __shared__ type name __VA_ARGS__
-#define TPCRT_DYNAMIC_SHARED(type, name, align)                                \
-  extern __shared__ __align__(align)                                           \
-  type name[]
+// clang-format off
+#define TPCRT_DYNAMIC_SHARED(type, name, align) \
+  extern __shared__ __align__(align) type name[]
+// clang-format on
 #endif
 
 namespace tpcrt::cuda {
