@@ -246,7 +246,8 @@ stage_sanitize() {
     "$sanitizer" --tool "$1" --error-exitcode 9 --print-limit 10 \
       "$check" --device cuda --op "$2" --dtype "$3" >"$WORK/sanitize.txt" 2>&1
     status=$?
-    head -n 60 "$WORK/sanitize.txt"
+    # The sanitizer's reports and the check's failures, not its PASS lines.
+    grep -E '^=========|^FAIL|^error' "$WORK/sanitize.txt" | head -n 80
     errors=$(grep -o 'ERROR SUMMARY: [0-9]* error' "$WORK/sanitize.txt" |
       grep -o '[0-9][0-9]*' | tail -n 1)
     echo "sanitize: $1 $2 ($3): ${errors:-no} errors (exit $status)"
