@@ -94,6 +94,14 @@ export DUT=${TPC_GPU_DUT:-cuda}
 export TPCRT_CUDA_BACKEND=${TPCRT_CUDA_BACKEND:-$BUILD/lib/libtpcrt-cuda.so}
 DEADLINE=${TPC_GPU_DEADLINE:-285}
 
+# cuda_tool NAME: the CUDA toolkit's program NAME, from PATH or else
+# /usr/local/cuda/bin; nothing when neither has it.
+cuda_tool() {
+  command -v "$1" 2>/dev/null ||
+    { [ -x "/usr/local/cuda/bin/$1" ] && echo "/usr/local/cuda/bin/$1"; } ||
+    true
+}
+
 # The path of a built program (tools land in bin/, tests in the build root).
 findbin() {
   local dir
@@ -112,8 +120,7 @@ stage_build() {
   command -v cmake && cmake --version | head -n 1
   command -v ninja || { echo "no ninja"; return 1; }
   local nvcc=${CUDACXX:-}
-  [ -z "$nvcc" ] && nvcc=$(command -v nvcc || true)
-  [ -z "$nvcc" ] && [ -x /usr/local/cuda/bin/nvcc ] && nvcc=/usr/local/cuda/bin/nvcc
+  [ -z "$nvcc" ] && nvcc=$(cuda_tool nvcc)
   [ -n "$nvcc" ] && "$nvcc" --version | tail -n 2
   for f in include/flatbuffers/flatbuffers.h include/nlohmann/json.hpp \
            generated/tpcx_generated.h; do
@@ -227,10 +234,7 @@ stage_kernels_mma() { attention_cases mma; }
 # (stage 3 reports those).
 stage_sanitize() {
   local sanitizer check op tool dtype=bf16 rc=0 status errors ops=()
-  sanitizer=$(command -v compute-sanitizer || true)
-  if [ -z "$sanitizer" ] && [ -x /usr/local/cuda/bin/compute-sanitizer ]; then
-    sanitizer=/usr/local/cuda/bin/compute-sanitizer
-  fi
+  sanitizer=$(cuda_tool compute-sanitizer)
   [ -n "$sanitizer" ] || { echo "no compute-sanitizer"; return 77; }
   check=$(findbin tpcrt-device-check)
   [ -n "$check" ] || { echo "tpcrt-device-check was not built"; return 1; }
@@ -550,10 +554,19 @@ run_stage() {
   return $rc
 }
 
-# The sanitize stage's result lines, from its log, into the summary.
-copy_sanitize_lines() {
-  sed -n '/===== stage 7 sanitize (/,/===== stage 7 sanitize:/p' \
-    "$OUT/device-check.log" | grep '^sanitize: ' | sed 's/^/  /' |
+# stage_lines N NAME: what stage N printed into device-check.log, without
+# the run's ===== lines.
+stage_lines() {
+  sed -n "/===== stage $1 $2 (/,/===== stage $1 $2:/p" "$OUT/device-check.log" |
+    grep -v '^====='
+}
+
+# Stage 7 and its result lines into the summary; once (`sanitized`).
+sanitized=0
+run_sanitize() {
+  sanitized=1
+  run_stage 7 sanitize 40 device-check.log
+  stage_lines 7 sanitize | grep '^sanitize: ' | sed 's/^/  /' |
     tee -a "$summary"
 }
 
@@ -632,8 +645,7 @@ built=$?
 run_stage 2 gpu 20 device-check.log
 gpu=$?
 # What stage 2 saw (nvidia-smi, the device counts), into the summary.
-sed -n '/===== stage 2 gpu (/,/===== stage 2 gpu:/p' "$OUT/device-check.log" \
-  | grep -v '^=====' | sed 's/^/  /' | tee -a "$summary"
+stage_lines 2 gpu | sed 's/^/  /' | tee -a "$summary"
 if [ "$gpu" -ne 0 ]; then
   note "no GPU: skipped"
   if [ "$built" -ne 0 ]; then
@@ -655,12 +667,9 @@ kernels=$?
 # (TPCRT_CUDA_ATTENTION=mma), so that the models, their gradients and the
 # MFU step are still checked and timed on kernels that are right.
 mma_checked=0
-sanitized=0
 if [ "$kernels" -ne 0 ] && [ "$kernels" -ne 77 ]; then
   # What went wrong, while the failing kernels are the ones that run.
-  sanitized=1
-  run_stage 7 sanitize 40 device-check.log
-  copy_sanitize_lines
+  run_sanitize
   if ! run_stage 3a kernels-attention 25 device-check.log; then
     mma_checked=1
     if run_stage 5b kernels-mma 20 device-check.log; then
@@ -677,10 +686,7 @@ run_stage 6b bench-kernels-torch 35 bench.log
 run_stage 6c bench-gpt-tpc 60 bench.log
 run_stage 6d bench-gpt-torch 60 bench.log
 run_stage 6f profile-gpt-tpc 30 bench.log
-if [ "$sanitized" -eq 0 ]; then
-  run_stage 7 sanitize 40 device-check.log
-  copy_sanitize_lines
-fi
+[ "$sanitized" -eq 1 ] || run_sanitize
 # What the targets do not need comes last, so that the deadline cuts it
 # first: cuDNN's attention (checked, then timed) and the mma.sync kernels.
 run_stage 3b kernels-cudnn 30 device-check.log
