@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# benchmarks/cuda/resource-usage.sh [BUILD] [ARCH]: what ptxas gives each
-# CUDA kernel of runtime/cuda/*.cu for ARCH (default sm_90; HopperAttention.cu
-# for sm_90a, its only architecture): registers per thread, spill
-# stores/loads, stack and static shared memory, one line per
-# kernel (demangled, sorted by registers), then the kernels that spill.
+# benchmarks/cuda/resource-usage.sh [BUILD] [ARCH] [FILE.cu ...]: what ptxas
+# gives each CUDA kernel of runtime/cuda/*.cu (or of the FILEs named there)
+# for ARCH (default sm_90; HopperAttention.cu for sm_90a, its only
+# architecture): registers per thread, spill stores/loads, stack and static
+# shared memory, one line per kernel (demangled, sorted by registers), then
+# the kernels that spill, then those whose wgmma ptxas serializes (C7520:
+# a wgmma under a branch ptxas cannot prove the same for the whole
+# warpgroup, so it waits for every wgmma before it; the tensor cores then
+# never overlap the warpgroup's other work). Exits 1 when a kernel is
+# serialized, 77 without nvcc.
 # Compiles each .cu file once more with nvcc --resource-usage (the flags of
 # BUILD's libtpcrt-cuda.so, default build/); no GPU needed. A kernel's
 # registers times its block size must stay within the SM's 65536 (else the
@@ -19,8 +24,11 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 cat >"$out/report.py" <<'PY'
 import re, subprocess, sys
-rows, fn, spill = [], None, (0, 0)
+rows, fn, spill, serialized = [], None, (0, 0), []
 for line in sys.stdin:
+    m = re.search(r"\(C7520\).*in the function '(\S+)'", line)
+    if m:
+        serialized.append(m.group(1))
     m = re.search(r"Function properties for (\S+)", line)
     if m:
         fn, spill = m.group(1), (0, 0)
@@ -32,8 +40,10 @@ for line in sys.stdin:
         smem = re.search(r"(\d+) bytes smem", line)
         rows.append((int(m.group(1)), spill, int(smem.group(1)) if smem else 0, fn))
         fn = None
-names = subprocess.run(["c++filt"], input="\n".join(r[3] for r in rows),
-                       capture_output=True, text=True).stdout.split("\n")
+def demangle(symbols):
+    return subprocess.run(["c++filt"], input="\n".join(symbols),
+                          capture_output=True, text=True).stdout.split("\n")
+names = demangle(r[3] for r in rows)
 print(f"{len(rows)} kernels")
 print("regs spill st/ld   smem  kernel")
 for (regs, (st, ld), smem, _), name in sorted(zip(rows, names)):
@@ -42,9 +52,15 @@ spilling = [(r, n) for r, n in zip(rows, names) if r[1] != (0, 0)]
 print(f"spilling: {len(spilling)}")
 for (regs, (st, ld), _, _), name in spilling:
     print(f"  {name[:150]}: {st} bytes stored, {ld} loaded")
-
+print(f"serialized wgmma: {len(serialized)}")
+for name in demangle(serialized)[:len(serialized)]:
+    print(f"  {name[:150]}")
+sys.exit(1 if serialized else 0)
 PY
-for cu in "$root"/runtime/cuda/*.cu; do
+files=("${@:3}")
+[ ${#files[@]} -gt 0 ] || files=("$root"/runtime/cuda/*.cu)
+for cu in "${files[@]}"; do
+  [ -f "$cu" ] || cu=$root/runtime/cuda/$cu
   # The wgmma kernels exist for sm_90a alone (runtime/CMakeLists.txt).
   a=$arch
   [ "$(basename "$cu")" = HopperAttention.cu ] && a=sm_90a

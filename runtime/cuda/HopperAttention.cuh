@@ -490,21 +490,21 @@ __global__ void __launch_bounds__(kThreads, 1)
     rows[half] = flash::queryRow(p, bh, b, h, warpRow0 + g + 8 * half);
   float dq[DT][4];
   zero(dq);
-  // dS of the last tile this warpgroup computed, packed as wgmma's A, while
-  // its dq += dS K is not yet issued (pending), and the K stage it reads.
+  // dS of tile t - 1, packed as wgmma's A, while its dq += dS K is not yet
+  // issued; its K is in stage (t - 1) % kKeyStages.
   unsigned a[BN / 16][4];
-  bool pending = false;
-  int pendingStage = 0;
   // dq += dS K (K's rows are k).
-  auto issueQueryGrad = [&]() {
-    accumulateFromRegisters<T, BN>(dq, a,
-                                   kAddr + pendingStage * Cfg::kKeyTileBytes);
+  auto issueQueryGrad = [&](int kStage) {
+    accumulateFromRegisters<T, BN>(dq, a, kAddr + kStage * Cfg::kKeyTileBytes);
     wgmmaCommit();
   };
 
   // One barrier a tile: after it every thread is past tile t - 1, whose
   // wgmmas completed there, so K_{t+1} and V_{t+1} may go into the stages
-  // K_{t-2} and V_{t-1} held.
+  // K_{t-2} and V_{t-1} held. Every warpgroup computes every tile of the
+  // block, also a causal tile none of its rows sees (masked: dS = 0): a
+  // wgmma under a condition that differs between the warpgroups is one
+  // ptxas serializes (C7520), which costs more than that tile.
   for (int t = 0; t < tiles; ++t) {
     const int kStage = t % Cfg::kKeyStages, vStage = t % Cfg::kValueStages;
     flash::cpAsyncWait<0>(); // K_t, V_t (and Q, dO) landed
@@ -520,45 +520,33 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     flash::cpAsyncCommit();
     const int64_t j0 = static_cast<int64_t>(t) * BN;
-    // Causal: a warpgroup whose 64 rows see none of the tile's keys skips
-    // it (wgmma is the whole warpgroup's); the tiles it sees come first.
-    const bool active = !s.causal || j0 <= groupRow0 + 63 + s.causalOffset;
     float sc[NT][4], dp[NT][4];
     fenceAccumulators(dq);
     wgmmaFence();
-    if (active) // S = Q K^T, dP = dO V^T
-      twoScores<T, D, BM, BN>(sc, dp, qAddr, doAddr,
-                              kAddr + kStage * Cfg::kKeyTileBytes,
-                              vAddr + vStage * Cfg::kKeyTileBytes);
-    if (pending)
-      issueQueryGrad(); // the previous tile's
-    if (active) {
-      if (pending)
-        wgmmaWait<1>(); // S and dP (the older group) are done
-      else
-        wgmmaWait<0>();
-      fenceAccumulators(sc);
-      fenceAccumulators(dp);
-      flash::scoreGradients<NT>(p, sc, dp, rows, j0, tig, sl2);
+    // S = Q K^T, dP = dO V^T
+    twoScores<T, D, BM, BN>(sc, dp, qAddr, doAddr,
+                            kAddr + kStage * Cfg::kKeyTileBytes,
+                            vAddr + vStage * Cfg::kKeyTileBytes);
+    if (t > 0) {
+      issueQueryGrad((t - 1) % Cfg::kKeyStages); // the previous tile's
+      wgmmaWait<1>(); // S and dP (the older group) are done
+    } else {
+      wgmmaWait<0>();
     }
-    if (pending) {
-      wgmmaWait<0>(); // dq += dS K, and its reads of `a`
-      fenceAccumulators(dq);
-      pending = false;
-    }
-    if (active) {
+    fenceAccumulators(sc);
+    fenceAccumulators(dp);
+    flash::scoreGradients<NT>(p, sc, dp, rows, j0, tig, sl2);
+    wgmmaWait<0>(); // dq += dS K, and its reads of `a`
+    fenceAccumulators(dq);
 #pragma unroll
-      for (int kc = 0; kc < BN / 16; ++kc)
-        flash::packA<T>(a[kc], sc, kc);
-      pending = true;
-      pendingStage = kStage;
-    }
+    for (int kc = 0; kc < BN / 16; ++kc)
+      flash::packA<T>(a[kc], sc, kc);
   }
   // The last tile's dq += dS K (its K stays: nothing was loaded after it).
-  if (pending) {
+  if (tiles > 0) {
     fenceAccumulators(dq);
     wgmmaFence();
-    issueQueryGrad();
+    issueQueryGrad((tiles - 1) % Cfg::kKeyStages);
     wgmmaWait<0>();
     fenceAccumulators(dq);
   }
@@ -647,15 +635,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   float dk[DT][4], dv[DT][4];
   zero(dk);
   zero(dv);
-  // Pd^T and dS^T of the last step this warpgroup computed, packed as
-  // wgmma's A, while their products are not yet issued (pending), and the
-  // stage of Q and dO they read.
+  // Pd^T and dS^T of step t - 1, packed as wgmma's A, while their products
+  // are not yet issued; its Q and dO are in stage (t - 1) % kStages.
   unsigned ap[BQ / 16][4], ad[BQ / 16][4];
-  bool pending = false;
-  int pendingStage = 0;
   // dv += Pd^T dO, dk += dS^T Q (dO's and Q's rows are k).
-  auto issueKeyValueGrads = [&]() {
-    const unsigned offset = pendingStage * Cfg::kStepBytes;
+  auto issueKeyValueGrads = [&](int stage) {
+    const unsigned offset = stage * Cfg::kStepBytes;
     accumulateFromRegisters<T, BQ>(dv, ap, flash::smemAddress(dos) + offset);
     accumulateFromRegisters<T, BQ>(dk, ad, flash::smemAddress(qs) + offset);
     wgmmaCommit();
@@ -663,7 +648,10 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   // One barrier a step: after it every thread is past step t - 1, whose
   // wgmmas completed there, so step t + 1 may go into the stage step t - 2
-  // held.
+  // held. Both warpgroups compute every step, also a causal step none of
+  // whose queries sees the warpgroup's keys (masked: Pd^T = dS^T = 0), as
+  // the dQ kernel does its tiles (a warpgroup-dependent wgmma is
+  // serialized).
   for (int64_t t = 0; t < steps; ++t) {
     const int stage = static_cast<int>(t % Cfg::kStages);
     flash::cpAsyncWait<0>(); // step t (and K, V) landed
@@ -676,50 +664,37 @@ __global__ void __launch_bounds__(kThreads, 1)
     const unsigned qt = flash::smemAddress(qs) + stage * Cfg::kStepBytes,
                    dot = flash::smemAddress(dos) + stage * Cfg::kStepBytes;
     const float *st = rowStats + stage * 3 * BQ;
-    // Causal: a warpgroup none of whose keys the step's queries see skips
-    // it (wgmma is the whole warpgroup's).
-    const bool active = !s.causal || groupKey0 <= i0 + BQ - 1 + s.causalOffset;
     // S^T = K Q^T, dP^T = V dO^T: rows keys, columns queries.
     float sT[QT][4], dpT[QT][4];
     fenceAccumulators(dv);
     fenceAccumulators(dk);
     wgmmaFence();
-    if (active)
-      twoScores<T, D, BK, BQ>(sT, dpT, kAddr, vAddr, qt, dot);
-    if (pending)
-      issueKeyValueGrads(); // the previous step's
-    if (active) {
-      if (pending)
-        wgmmaWait<1>(); // S^T and dP^T (the older group) are done
-      else
-        wgmmaWait<0>();
-      fenceAccumulators(sT);
-      fenceAccumulators(dpT);
-      flash::keyGradients<QT, BQ>(p, sT, dpT, st, b, hq, i0, warpKey0 + g, tig,
-                                  sl2);
+    twoScores<T, D, BK, BQ>(sT, dpT, kAddr, vAddr, qt, dot);
+    if (t > 0) {
+      issueKeyValueGrads(static_cast<int>((t - 1) % Cfg::kStages));
+      wgmmaWait<1>(); // S^T and dP^T (the older group) are done
+    } else {
+      wgmmaWait<0>();
     }
-    if (pending) {
-      wgmmaWait<0>(); // dv, dk, and their reads of ap, ad
-      fenceAccumulators(dv);
-      fenceAccumulators(dk);
-      pending = false;
-    }
-    if (active) {
+    fenceAccumulators(sT);
+    fenceAccumulators(dpT);
+    flash::keyGradients<QT, BQ>(p, sT, dpT, st, b, hq, i0, warpKey0 + g, tig,
+                                sl2);
+    wgmmaWait<0>(); // dv, dk, and their reads of ap, ad
+    fenceAccumulators(dv);
+    fenceAccumulators(dk);
 #pragma unroll
-      for (int kc = 0; kc < BQ / 16; ++kc) {
-        flash::packA<T>(ap[kc], sT, kc);
-        flash::packA<T>(ad[kc], dpT, kc);
-      }
-      pending = true;
-      pendingStage = stage;
+    for (int kc = 0; kc < BQ / 16; ++kc) {
+      flash::packA<T>(ap[kc], sT, kc);
+      flash::packA<T>(ad[kc], dpT, kc);
     }
   }
   // The last step's products (its Q and dO stay: nothing was loaded after).
-  if (pending) {
+  if (steps > 0) {
     fenceAccumulators(dv);
     fenceAccumulators(dk);
     wgmmaFence();
-    issueKeyValueGrads();
+    issueKeyValueGrads(static_cast<int>((steps - 1) % Cfg::kStages));
     wgmmaWait<0>();
     fenceAccumulators(dv);
     fenceAccumulators(dk);
