@@ -182,6 +182,8 @@ int64_t scratchFloats(const KernelCall &call) {
   switch (call.op) {
   case fb::OpCode::Attention:
   case fb::OpCode::AttentionQkv:
+  case fb::OpCode::AttentionLse:
+  case fb::OpCode::AttentionQkvLse:
     return cpu::attentionScratchSize(call.seqQ, call.seqK);
   case fb::OpCode::AttentionGrad:
   case fb::OpCode::AttentionQkvGrad:
@@ -575,7 +577,9 @@ Status CpuDevice::run(const KernelCall &call, const Resolved &r,
   case fb::OpCode::Softmax:
     return cpu::softmax(in(0), call.outer, call.seqQ, call.seqK, flag0, out(0));
   case fb::OpCode::Attention:
-  case fb::OpCode::AttentionQkv: {
+  case fb::OpCode::AttentionQkv:
+  case fb::OpCode::AttentionLse:
+  case fb::OpCode::AttentionQkvLse: {
     cpu::AttentionDropout dropout = attentionDropout();
     bool packed = call.attentionPackedQkv();
     return cpu::attention(
@@ -583,7 +587,7 @@ Status CpuDevice::run(const KernelCall &call, const Resolved &r,
         call.batch, call.heads, call.kvHeads, call.seqQ, call.seqK,
         call.headDim, call.valueDim, flag0, static_cast<float>(fa[0]),
         r.scratch, out(0), dropout.rate > 0.0 ? &dropout : nullptr,
-        call.attentionLayout());
+        call.attentionLayout(), call.attentionWritesLse() ? out(1) : nullptr);
   }
   case fb::OpCode::Rotary:
     return cpu::rotary(in(0), call.outer, call.seqQ, call.headDim, fa[0], ia[0],
@@ -673,20 +677,24 @@ Status CpuDevice::run(const KernelCall &call, const Resolved &r,
                             flag0, out(0));
   case fb::OpCode::AttentionGrad: {
     cpu::AttentionDropout dropout = attentionDropout();
+    bool saved = call.attentionReadsLse();
     return cpu::attentionGrad(
         in(0), in(1), in(2), in(3), call.batch, call.heads, call.kvHeads,
         call.seqQ, call.seqK, call.headDim, call.valueDim, flag0,
         static_cast<float>(fa[0]), r.scratch, out(0), out(1), out(2),
-        dropout.rate > 0.0 ? &dropout : nullptr, call.attentionLayout());
+        dropout.rate > 0.0 ? &dropout : nullptr, call.attentionLayout(),
+        saved ? in(4) : nullptr, saved ? in(5) : nullptr);
   }
   case fb::OpCode::AttentionQkvGrad: {
     cpu::AttentionDropout dropout = attentionDropout();
+    bool saved = call.attentionReadsLse();
     return cpu::attentionGrad(
         in(0), in(1), part(in(1), 1), part(in(1), 2), call.batch, call.heads,
         call.kvHeads, call.seqQ, call.seqK, call.headDim, call.valueDim, flag0,
         static_cast<float>(fa[0]), r.scratch, out(0), part(out(0), 1),
         part(out(0), 2), dropout.rate > 0.0 ? &dropout : nullptr,
-        call.attentionLayout());
+        call.attentionLayout(), saved ? in(2) : nullptr,
+        saved ? in(3) : nullptr);
   }
   case fb::OpCode::CrossEntropyGrad:
     if (splitVocabulary(call))

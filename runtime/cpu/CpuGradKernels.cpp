@@ -326,7 +326,11 @@ Status attentionGrad(const float *dO, const float *q, const float *k,
                      int64_t headDim, int64_t valueDim, bool causal,
                      float scale, float *scratch, float *dq, float *dk,
                      float *dv, const AttentionDropout *dropout,
-                     AttentionLayout layout) {
+                     AttentionLayout layout, const float *out,
+                     const float *lse) {
+  if ((out == nullptr) != (lse == nullptr))
+    return Status::error("attention_grad: the forward's output and lse are "
+                         "given both or neither");
   if (Status s = checkAttention(batch, heads, kvHeads, seqQ, seqK, headDim,
                                 valueDim, causal, dropout, layout);
       !s)
@@ -358,15 +362,17 @@ Status attentionGrad(const float *dO, const float *q, const float *k,
               vh = vRows.head(b, h / group);
       const float *qHead = q + qh, *kHead = k + kh, *vHead = v + vh;
       const float *dOHead = dO + oRows.head(b, h);
+      const float *outHead = out ? out + oRows.head(b, h) : nullptr;
+      const float *lseHead = lse ? lse + (b * heads + h) * seqQ : nullptr;
       float *dqHead = dq + qh, *dkHead = dk + kh, *dvHead = dv + vh;
       for (int64_t i0 = 0; i0 < seqQ; i0 += kAttentionBlock) {
         AttentionBlock block = attentionBlock(i0, seqQ, seqK, causal);
         int64_t ld = block.ld;
         uint64_t firstRow =
             drop ? dropoutRow(*dropout, b, h, i0, heads, seqQ, seqK) : 0;
-        Status s =
-            attentionProbabilities(qHead, qRows.ld, kHead, kRows.ld, headDim,
-                                   i0, block, seqQ, seqK, causal, scale, p);
+        Status s = attentionProbabilities(
+            qHead, qRows.ld, kHead, kRows.ld, headDim, i0, block, seqQ, seqK,
+            causal, scale, p, nullptr, lseHead ? lseHead + i0 : nullptr);
         if (s)
           s = gemm(false, true, block.rows, block.keys, valueDim, 1.0f,
                    dOHead + i0 * oRows.ld, oRows.ld, vHead, vRows.ld, 0.0f, dp,
@@ -384,7 +390,16 @@ Status attentionGrad(const float *dO, const float *q, const float *k,
                               threshold)
                       ? dpRow[j] * dropScale
                       : 0.0f;
-            dot += static_cast<double>(dpRow[j]) * pRow[j];
+            if (!outHead)
+              dot += static_cast<double>(dpRow[j]) * pRow[j];
+          }
+          // The same D from the forward's output: rowsum(dO * O).
+          if (outHead) {
+            const float *dORow = dOHead + (i0 + i) * oRows.ld,
+                        *oRow = outHead + (i0 + i) * oRows.ld;
+            dot = 0.0;
+            for (int64_t c = 0; c < valueDim; ++c)
+              dot += static_cast<double>(dORow[c]) * oRow[c];
           }
           float d = static_cast<float>(dot);
           for (int64_t j = 0; j < block.keys; ++j)

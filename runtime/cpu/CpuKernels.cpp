@@ -409,13 +409,15 @@ double detail::expInto(const float *row, int64_t n, float shift, float *out) {
   return sum;
 }
 
-void detail::softmaxRow(const float *row, int64_t valid, int64_t len,
-                        float *out) {
+float detail::softmaxRow(const float *row, int64_t valid, int64_t len,
+                         float *out) {
   float maxValue = rowMax(row, valid);
-  float inv = static_cast<float>(1.0 / expInto(row, valid, maxValue, out));
+  double sum = expInto(row, valid, maxValue, out);
+  float inv = static_cast<float>(1.0 / sum);
   for (int64_t j = 0; j < valid; ++j)
     out[j] *= inv;
   std::fill(out + valid, out + len, 0.0f);
+  return static_cast<float>(maxValue + std::log(sum));
 }
 
 Status softmax(const float *x, int64_t outer, int64_t q, int64_t k, bool causal,
@@ -543,19 +545,25 @@ AttentionBlock detail::attentionBlock(int64_t i0, int64_t seqQ, int64_t seqK,
   return block;
 }
 
-Status detail::attentionProbabilities(const float *q, int64_t ldq,
-                                      const float *k, int64_t ldk,
-                                      int64_t headDim, int64_t i0,
-                                      const AttentionBlock &block, int64_t seqQ,
-                                      int64_t seqK, bool causal, float scale,
-                                      float *p) {
+Status detail::attentionProbabilities(
+    const float *q, int64_t ldq, const float *k, int64_t ldk, int64_t headDim,
+    int64_t i0, const AttentionBlock &block, int64_t seqQ, int64_t seqK,
+    bool causal, float scale, float *p, float *lse, const float *givenLse) {
   if (Status s = gemm(false, true, block.rows, block.keys, headDim, scale,
                       q + i0 * ldq, ldq, k, ldk, 0.0f, p, block.ld);
       !s)
     return s;
   for (int64_t i = 0; i < block.rows; ++i) {
     int64_t valid = causal ? i0 + i + (seqK - seqQ) + 1 : seqK;
-    softmaxRow(p + i * block.ld, valid, block.keys, p + i * block.ld);
+    float *row = p + i * block.ld;
+    if (givenLse) {
+      expInto(row, valid, givenLse[i], row);
+      std::fill(row + valid, row + block.keys, 0.0f);
+      continue;
+    }
+    float rowLse = softmaxRow(row, valid, block.keys, row);
+    if (lse)
+      lse[i] = rowLse;
   }
   return Status::ok();
 }
@@ -580,7 +588,7 @@ Status attention(const float *q, const float *k, const float *v, int64_t batch,
                  int64_t heads, int64_t kvHeads, int64_t seqQ, int64_t seqK,
                  int64_t headDim, int64_t valueDim, bool causal, float scale,
                  float *scratch, float *out, const AttentionDropout *dropout,
-                 AttentionLayout layout) {
+                 AttentionLayout layout, float *lse) {
   if (Status s = checkAttention(batch, heads, kvHeads, seqQ, seqK, headDim,
                                 valueDim, causal, dropout, layout);
       !s)
@@ -599,11 +607,12 @@ Status attention(const float *q, const float *k, const float *v, int64_t batch,
       const float *kh = k + kRows.head(b, h / group);
       const float *vh = v + vRows.head(b, h / group);
       float *oh = out + oRows.head(b, h);
+      float *lseHead = lse ? lse + (b * heads + h) * seqQ : nullptr;
       for (int64_t i0 = 0; i0 < seqQ; i0 += kAttentionBlock) {
         AttentionBlock block = attentionBlock(i0, seqQ, seqK, causal);
-        Status s =
-            attentionProbabilities(qh, qRows.ld, kh, kRows.ld, headDim, i0,
-                                   block, seqQ, seqK, causal, scale, scratch);
+        Status s = attentionProbabilities(
+            qh, qRows.ld, kh, kRows.ld, headDim, i0, block, seqQ, seqK, causal,
+            scale, scratch, lseHead ? lseHead + i0 : nullptr);
         if (s && drop)
           dropProbabilities(scratch, block,
                             dropoutRow(*dropout, b, h, i0, heads, seqQ, seqK),

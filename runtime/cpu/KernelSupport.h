@@ -95,8 +95,8 @@ double expSum(const float *row, int64_t n, float shift);
 double expInto(const float *row, int64_t n, float shift, float *out);
 
 /// Softmax of row[0, valid) into out[0, valid), zeros in out[valid, len).
-/// out may equal row.
-void softmaxRow(const float *row, int64_t valid, int64_t len, float *out);
+/// out may equal row. Returns the row's log-sum-exp, log(sum_j e^row[j]).
+float softmaxRow(const float *row, int64_t valid, int64_t len, float *out);
 
 /// The sizes attention's arguments must have (see attention()).
 Status checkAttention(int64_t batch, int64_t heads, int64_t kvHeads,
@@ -114,12 +114,15 @@ AttentionBlock attentionBlock(int64_t i0, int64_t seqQ, int64_t seqK,
 
 /// p[i, j] = softmax_j(scale * q[i0 + i] . k[j]) for the block, causal rows
 /// masked to exactly 0; q and k are one head's [s_q, d] and [s_k, d] rows,
-/// with row strides ldq and ldk.
+/// with row strides ldq and ldk. The block's rows' log-sum-exps: with
+/// `givenLse` (row i's at givenLse[i]) p[i, j] = e^(scale q . k - lse)
+/// instead of the softmax; else written to `lse` where not null.
 Status attentionProbabilities(const float *q, int64_t ldq, const float *k,
                               int64_t ldk, int64_t headDim, int64_t i0,
-                              const AttentionBlock &block,
-                              int64_t seqQ, int64_t seqK, bool causal,
-                              float scale, float *p);
+                              const AttentionBlock &block, int64_t seqQ,
+                              int64_t seqK, bool causal, float scale, float *p,
+                              float *lse = nullptr,
+                              const float *givenLse = nullptr);
 
 /// Dropout on a block of probabilities: element (i, j) is element
 /// firstRow + i * seqK + j of the stream.

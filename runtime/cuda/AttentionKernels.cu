@@ -12,11 +12,14 @@
 // of the stream (b, h, i, H, Q global on a split).
 //
 // attention is flash-style (never the s x s matrix): a block per (head,
-// query tile) walks the key tiles with an online softmax. attention_grad
-// gets only dO, q, k, v, so it runs three kernels:
-//   1. the forward again, keeping per row the max m, 1 / sum and
-//      D = rowsum(dO * O) (O = Pd v recomputed in fp32, not stored), in the
-//      call's scratch: D equals the CPU's rowsum(dPd * P);
+// query tile) walks the key tiles with an online softmax; attention_lse
+// also writes each row's log-sum-exp, (max + log sum). attention_grad runs
+// three kernels:
+//   1. per row the max m, 1 / sum and D = rowsum(dO * O), in the call's
+//      scratch: given only dO, q, k, v, by the forward again (O = Pd v
+//      recomputed in fp32, not stored; D equals the CPU's rowsum(dPd * P));
+//      given the forward's O and lse too (attention_lse's), by one read of
+//      dO and O: m = lse, 1 / sum = 1 (two s x s x d products fewer);
 //   2. dK, dV: a block per (kv head, key tile) loops over the query tiles of
 //      every query head of its group: dV += Pd^T dO, dK += dS^T q, with
 //      dS = P * (dPd - D) and dPd = (dO v^T) * keep * dropScale;
@@ -117,6 +120,39 @@ __global__ void softmaxGradKernel(const void *dY, Storage dYType, const void *y,
         out = pj * (loadFloat(dY, dYType, base + j) - dot);
       }
       storeFloat(dX, dXType, base + j, out);
+    }
+  }
+}
+
+//===- attention_grad's statistics from attention_lse's results
+//------------===//
+
+constexpr int kStatsWarps = 8;
+
+/// Row r = bh * s_q + i of the saved forward: max = lse (times log2 e for
+/// the tensor-core kernels, whose scores are log2-scaled), 1 / sum = 1 and
+/// D = rowsum(dO * O), a warp per row (lanes over the columns, then a
+/// fixed-order butterfly: the same bits every run).
+__global__ void savedStatsKernel(const void *dO, Storage dOType, const void *o,
+                                 Storage oType, const float *lse,
+                                 RowStats stats, Shape s, float lseScale) {
+  const int64_t rows = s.batch * s.heads * s.seqQ;
+  const int lane = threadIdx.x & 31;
+  for (int64_t r =
+           static_cast<int64_t>(blockIdx.x) * kStatsWarps + threadIdx.x / 32;
+       r < rows; r += static_cast<int64_t>(gridDim.x) * kStatsWarps) {
+    const int64_t bh = r / s.seqQ, i = r % s.seqQ;
+    const int64_t base = s.oRows.at(bh / s.heads, bh % s.heads, i);
+    float dot = 0.0f;
+    for (int c = lane; c < s.valueDim; c += 32)
+      dot += loadFloat(dO, dOType, base + c) * loadFloat(o, oType, base + c);
+#pragma unroll
+    for (int width = 16; width > 0; width /= 2)
+      dot += __shfl_xor_sync(0xffffffffu, dot, width);
+    if (lane == 0) {
+      stats.max[r] = lse[r] * lseScale;
+      stats.invSum[r] = 1.0f;
+      stats.dot[r] = dot;
     }
   }
 }
@@ -246,8 +282,8 @@ Status attentionSetup(const KernelCall &call, const KernelArgs &args,
 }
 
 /// Whether a call runs on tensor cores: one 16-bit storage for every
-/// operand, head_dim == value_dim in {64, 128}, every tensor 16-byte
-/// aligned (16-byte async copies, paired stores).
+/// operand (a saved lse aside), head_dim == value_dim in {64, 128}, every
+/// tensor 16-byte aligned (16-byte async copies, paired stores).
 bool useTensorCores(const KernelCall &call, const AttentionTensors &t) {
   if (forceGeneric())
     return false;
@@ -257,7 +293,10 @@ bool useTensorCores(const KernelCall &call, const AttentionTensors &t) {
   Storage type = storageOf(call.operands[0].dtype);
   if (type != Storage::BF16 && type != Storage::F16)
     return false;
-  for (size_t i = 0; i < call.operands.size(); ++i)
+  // Every operand but a saved lse (f32 whatever the others are).
+  const size_t typed =
+      call.operands.size() - (call.attentionReadsLse() ? 1 : 0);
+  for (size_t i = 0; i < typed; ++i)
     if (storageOf(call.operands[i].dtype) != type)
       return false;
   return t.aligned16();
@@ -308,8 +347,10 @@ Status runAttention(const KernelCall &call, const KernelArgs &args) {
   p.vType = storageOf(t.v.dtype);
   p.o = t.o.at;
   p.oType = storageOf(t.o.dtype);
-  if (p.shape.valueDim == 0 || call.results[0].elements == 0)
-    return Status::ok(); // nothing to write
+  p.lse = static_cast<float *>(t.lse.at);
+  // Nothing to write (value_dim 0 still has each row's lse).
+  if (call.results[0].elements == 0 && !(p.lse && call.results[1].elements))
+    return Status::ok();
   return runForward(p, useTensorCores(call, t), args.stream);
 }
 
@@ -361,21 +402,37 @@ Status runAttentionGrad(const KernelCall &call, const KernelArgs &args) {
   p.stats = stats;
   bool tensor = useTensorCores(call, t);
 
-  // 1. Per-row statistics (the forward, keeping max, 1 / sum and D).
-  ForwardParams f;
-  f.q = p.q;
-  f.k = p.k;
-  f.v = p.v;
-  f.qType = p.qType;
-  f.kType = p.kType;
-  f.vType = p.vType;
-  f.dO = p.dO;
-  f.dOType = p.dOType;
-  f.stats = stats;
-  f.shape = p.shape;
-  f.dropout = p.dropout;
-  if (Status st = runForward(f, tensor, args.stream); !st)
-    return st.withContext("attention_grad");
+  // 1. Per-row statistics: from the forward's O and lse where given.
+  if (t.lse.at) {
+    const int64_t rows = s.batch * s.heads * s.seqQ;
+    if (rows > 0) {
+      const int64_t blocks = (rows + kStatsWarps - 1) / kStatsWarps;
+      TPCRT_LAUNCH(savedStatsKernel,
+                   static_cast<unsigned>(std::min<int64_t>(blocks, 1 << 20)),
+                   32 * kStatsWarps, 0, args.stream, t.dO.at, p.dOType, t.o.at,
+                   storageOf(t.o.dtype), static_cast<const float *>(t.lse.at),
+                   stats, s, tensor ? flash::kLog2e : 1.0f);
+      if (Status st = launchStatus("attention_grad statistics"); !st)
+        return st;
+    }
+  }
+  // Else the forward again, keeping max, 1 / sum and D.
+  if (!t.lse.at) {
+    ForwardParams f;
+    f.q = p.q;
+    f.k = p.k;
+    f.v = p.v;
+    f.qType = p.qType;
+    f.kType = p.kType;
+    f.vType = p.vType;
+    f.dO = p.dO;
+    f.dOType = p.dOType;
+    f.stats = stats;
+    f.shape = p.shape;
+    f.dropout = p.dropout;
+    if (Status st = runForward(f, tensor, args.stream); !st)
+      return st.withContext("attention_grad");
+  }
 
   // 2. dK, dV and 3. dQ.
   if (!tensor)
@@ -437,6 +494,8 @@ bool cuda::isAttentionKernel(fb::OpCode op) {
   case fb::OpCode::AttentionGrad:
   case fb::OpCode::AttentionQkv:
   case fb::OpCode::AttentionQkvGrad:
+  case fb::OpCode::AttentionLse:
+  case fb::OpCode::AttentionQkvLse:
   case fb::OpCode::Softmax:
   case fb::OpCode::SoftmaxGrad:
     return true;
@@ -456,6 +515,8 @@ Status cuda::runAttentionKernel(const KernelCall &call,
   switch (call.op) {
   case fb::OpCode::Attention:
   case fb::OpCode::AttentionQkv:
+  case fb::OpCode::AttentionLse:
+  case fb::OpCode::AttentionQkvLse:
     return runAttention(call, args);
   case fb::OpCode::AttentionGrad:
   case fb::OpCode::AttentionQkvGrad:

@@ -25,9 +25,13 @@ struct AttentionTensor {
   fb::DType dtype = fb::DType::F32;
 };
 
-/// attention's leave the gradients null, the forwards leave dO null.
+/// attention's leave the gradients null, the forwards leave dO null. `o` is
+/// a forward's result, or the forward's result a backward reads
+/// (attention_grad's output operand); `lse` the rows' log-sum-exps a
+/// forward writes (attention_lse) or a backward reads, f32, null where the
+/// kernel has none.
 struct AttentionTensors {
-  AttentionTensor dO, q, k, v, o, dq, dk, dv;
+  AttentionTensor dO, q, k, v, o, dq, dk, dv, lse;
 
   /// Whether every tensor starts 16-byte aligned (a packed part's too), as
   /// the tensor-core kernels' and cuDNN's vector accesses need.
@@ -62,6 +66,12 @@ inline AttentionTensors attentionTensors(const KernelCall &call,
   const size_t first = grad ? 1 : 0;
   if (grad)
     t.dO = operand(0);
+  if (call.attentionReadsLse()) {
+    t.o = operand(call.operands.size() - 2);
+    t.lse = operand(call.operands.size() - 1);
+  }
+  if (call.attentionWritesLse())
+    t.lse = result(1);
   if (call.attentionPackedQkv()) {
     t.q = operand(first);
     t.k = part(t.q, 1);

@@ -71,6 +71,9 @@ std::string cuda::cudnnAttentionRefusal(const KernelCall &call) {
   if (call.dropoutRate != 0.0)
     return "attention dropout (cuDNN's dropout cannot draw the runtime's "
            "stream)";
+  if (call.attentionWritesLse() || call.attentionReadsLse())
+    return "the forward's log-sum-exp (attention_lse, and the attention_grad "
+           "that reads it, are not wired to cuDNN's Stats yet)";
   const fb::DType type =
       call.operands.empty() ? fb::DType::F32 : call.operands[0].dtype;
   if (!sixteenBit(type))

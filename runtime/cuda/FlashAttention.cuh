@@ -109,6 +109,10 @@ struct ForwardParams {
   /// The result; null: statistics mode (stats and dO below).
   void *o = nullptr;
   Storage oType = Storage::F32;
+  /// With the result: each row's log-sum-exp (natural log, of the scaled
+  /// scores before dropout), row i of head bh at lse[bh * s_q + i]; null:
+  /// not written (attention_lse's second result).
+  float *lse = nullptr;
   const void *dO = nullptr;
   Storage dOType = Storage::F32;
   RowStats stats;
@@ -197,6 +201,7 @@ Status forTensorCoreCase(Storage type, int64_t headDim, Launch &&launch) {
 }
 
 constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
 constexpr int kThreads = 128;
 
 __device__ __forceinline__ unsigned smemAddress(const void *p) {
@@ -558,6 +563,9 @@ finishRow(const ForwardParams &p, int64_t b, int64_t h, int64_t bh, int64_t row,
       for (int dt = 0; dt < DT; ++dt)
         storePair(p.o, p.oType, base + dt * 8 + tig * 2, o[dt][2 * half] * inv,
                   o[dt][2 * half + 1] * inv);
+    // mx and l are of log2-scaled scores: lse = (mx + log2 l) ln 2.
+    if (p.lse && row < s.seqQ && tig == 0)
+      p.lse[bh * s.seqQ + row] = (mx + log2f(l)) * kLn2;
     return;
   }
   float dot = 0.0f;

@@ -189,6 +189,8 @@ __global__ void __launch_bounds__(kThreadsGeneric, 1)
         if (c < dv)
           storeFloat(p.o, p.oType, outBase + c, o[u] * inv);
       }
+    if (p.lse && row < s.seqQ && c8 == 0)
+      p.lse[bh * s.seqQ + row] = mx + logf(sum);
     return;
   }
   float dot = 0.0f;

@@ -475,12 +475,48 @@ Status KernelDecoder::attentionQkv() {
                attentionShape(call.heads, call.seqQ, call.valueDim));
 }
 
+Status KernelDecoder::attentionLseResult() {
+  if (Status s = dtype(out(1), outRole(1), fb::DType::F32); !s)
+    return s;
+  return shape(out(1), outRole(1), {call.batch, call.heads, call.seqQ});
+}
+
+Status KernelDecoder::attentionLse() {
+  if (Status s = attention(); !s)
+    return s;
+  return attentionLseResult();
+}
+
+Status KernelDecoder::attentionQkvLse() {
+  if (Status s = attentionQkv(); !s)
+    return s;
+  return attentionLseResult();
+}
+
+Status KernelDecoder::attentionSavedOperands(size_t first) {
+  size_t n = call.operands.size();
+  if (n == first)
+    return Status::ok();
+  if (n != first + 2)
+    return Status::error("takes the forward's output and lse both or neither, "
+                         "got " +
+                         std::to_string(n) + " operands");
+  if (Status s = shape(in(first), inRole(first), in(0).shape); !s)
+    return s;
+  if (Status s = dtype(in(first + 1), inRole(first + 1), fb::DType::F32); !s)
+    return s;
+  return shape(in(first + 1), inRole(first + 1),
+               {call.batch, call.heads, call.seqQ});
+}
+
 Status KernelDecoder::attentionQkvGrad() {
   if (Status s = attentionQkvSizes(1); !s)
     return s;
   if (Status s = shape(in(0), "dO",
                        attentionShape(call.heads, call.seqQ, call.valueDim));
       !s)
+    return s;
+  if (Status s = attentionSavedOperands(2); !s)
     return s;
   return shape(out(0), outRole(0), in(1).shape);
 }
@@ -823,7 +859,7 @@ Status KernelDecoder::attentionGrad() {
   for (size_t j = 0; j < 3; ++j)
     if (Status s = shape(out(j), outRole(j), in(j + 1).shape); !s)
       return s;
-  return Status::ok();
+  return attentionSavedOperands(4);
 }
 
 Status KernelDecoder::crossEntropyGrad() {

@@ -67,6 +67,12 @@ private:
   Status attentionAttrs();
   Status attentionSizes(size_t first);
   Status attentionQkvSizes(size_t index);
+  /// attention_lse's and attention_qkv_lse's lse (result 1), f32 [b, heads,
+  /// s_q].
+  Status attentionLseResult();
+  /// A backward's output and lse (operands `first`, `first` + 1), where given:
+  /// the forward's result's shape (dO's) and an lse's.
+  Status attentionSavedOperands(size_t first);
   /// An attention tensor's shape in the call's layout (batch from the call).
   std::vector<int64_t> attentionShape(int64_t heads, int64_t seq,
                                       int64_t dim) const;
@@ -91,6 +97,8 @@ private:
   Status softmax();
   Status attention();
   Status attentionQkv();
+  Status attentionLse();
+  Status attentionQkvLse();
   Status attentionQkvGrad();
   Status rotary();
   Status rotaryScaled();

@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -109,6 +110,13 @@ inline Fill realValue(double value) {
   f.kind = Fill::Kind::Real;
   f.real = value;
   return f;
+}
+
+/// A saved forward's log-sum-exps for `keys` keys: about log(keys) + 1
+/// (scores of about unit spread), so e^(score - lse) stays near a
+/// probability's size.
+inline Fill savedLse(int64_t keys) {
+  return positive(std::log(static_cast<double>(keys)) + 1.0);
 }
 
 /// One executable to run on both devices, and what to compare.
@@ -598,7 +606,13 @@ inline void addCases(DT F, std::vector<Case> &out) {
   }
 
   // Attention and its gradient: GQA, causal or not, dropout, d != dv.
-  for (const AttentionSpec &s : attentionSpecs()) {
+  // attention_lse, and the attention_grad given its output and lse, at the
+  // specs `withLse` names (the generic and tensor-core paths, dropout,
+  // sequence-major).
+  const std::vector<AttentionSpec> specs = attentionSpecs();
+  const std::set<size_t> withLse = {1, 2, 5, 7, 8};
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const AttentionSpec &s = specs[i];
     Shape q = s.shape(s.h, s.sq, s.d), k = s.shape(s.kv, s.sk, s.d),
           v = s.shape(s.kv, s.sk, s.dv), o = s.shape(s.h, s.sq, s.dv);
     {
@@ -611,6 +625,25 @@ inline void addCases(DT F, std::vector<Case> &out) {
       CaseBuilder b(Op::AttentionGrad, F, dt, s.text());
       b.kernel(Op::AttentionGrad,
                {b.in(F, o), b.in(F, q), b.in(F, k), b.in(F, v)},
+               {b.out(F, q), b.out(F, k), b.out(F, v)}, s.ints(), s.floats(),
+               s.flags());
+      add(b.gemm());
+    }
+    if (!withLse.count(i))
+      continue;
+    const Shape rows = {s.b, s.h, s.sq};
+    {
+      CaseBuilder b(Op::AttentionLse, F, dt, s.text());
+      b.kernel(Op::AttentionLse, {b.in(F, q), b.in(F, k), b.in(F, v)},
+               {b.out(F, o), b.out(DT::F32, rows)}, s.ints(), s.floats(),
+               s.flags());
+      add(b.gemm());
+    }
+    {
+      CaseBuilder b(Op::AttentionGrad, F, dt, s.text() + " saved");
+      b.kernel(Op::AttentionGrad,
+               {b.in(F, o), b.in(F, q), b.in(F, k), b.in(F, v), b.in(F, o),
+                b.in(DT::F32, rows, savedLse(s.sk))},
                {b.out(F, q), b.out(F, k), b.out(F, v)}, s.ints(), s.floats(),
                s.flags());
       add(b.gemm());
@@ -637,6 +670,24 @@ inline void addCases(DT F, std::vector<Case> &out) {
     {
       CaseBuilder b(Op::AttentionQkvGrad, F, dt, text);
       b.kernel(Op::AttentionQkvGrad, {b.in(F, o), b.in(F, qkv)},
+               {b.out(F, qkv)}, s.ints(), s.floats(), causal);
+      add(b.gemm());
+    }
+    if (s.h != 4 || s.d == 64)
+      continue; // the _lse forms: the generic and the tensor-core path
+    const Shape rows = {s.b, s.h, s.sq};
+    {
+      CaseBuilder b(Op::AttentionQkvLse, F, dt, text);
+      b.kernel(Op::AttentionQkvLse, {b.in(F, qkv)},
+               {b.out(F, o), b.out(DT::F32, rows)}, s.ints(), s.floats(),
+               causal);
+      add(b.gemm());
+    }
+    {
+      CaseBuilder b(Op::AttentionQkvGrad, F, dt, text + " saved");
+      b.kernel(Op::AttentionQkvGrad,
+               {b.in(F, o), b.in(F, qkv), b.in(F, o),
+                b.in(DT::F32, rows, savedLse(s.sk))},
                {b.out(F, qkv)}, s.ints(), s.floats(), causal);
       add(b.gemm());
     }

@@ -894,6 +894,58 @@ TEST_F(KernelMeaningTest, AttentionAndRotary) {
                             {{F32, {2, 5, 3, 4, 8}}}, {0}, {0.25, 0.0}),
                "kernel 0 (attention_qkv_grad): dO [2, 5, 4, 4] should be [2, "
                "5, 4, 8]");
+  // attention_lse's second result, and the attention_grad that reads it
+  // with the forward's output: f32 [b, heads, s_q] in either layout.
+  expectValid(singleKernel(
+      fb::OpCode::AttentionLse,
+      {{BF16, {2, 5, 8, 16}}, {BF16, {2, 5, 4, 16}}, {BF16, {2, 5, 4, 8}}},
+      {{BF16, {2, 5, 8, 8}}, {F32, {2, 8, 5}}}, {3}, {0.25, 0.1}, 3));
+  expectKernel(
+      singleKernel(
+          fb::OpCode::AttentionLse,
+          {{F32, {2, 8, 5, 16}}, {F32, {2, 4, 5, 16}}, {F32, {2, 4, 5, 8}}},
+          {{F32, {2, 8, 5, 8}}, {BF16, {2, 8, 5}}}, {3}, {0.25, 0.0}),
+      "kernel 0 (attention_lse): lse is bf16, expected f32");
+  expectKernel(
+      singleKernel(fb::OpCode::AttentionQkvLse, {{F32, {2, 5, 3, 4, 8}}},
+                   {{F32, {2, 5, 4, 8}}, {F32, {2, 5, 4}}}, {0}, {0.25, 0.0}),
+      "kernel 0 (attention_qkv_lse): lse [2, 5, 4] should be [2, 4, "
+      "5]");
+  const std::vector<Tensor> q = {
+      {BF16, {2, 8, 5, 16}}, {BF16, {2, 4, 5, 16}}, {BF16, {2, 4, 5, 8}}};
+  expectValid(singleKernel(fb::OpCode::AttentionGrad,
+                           {{BF16, {2, 8, 5, 8}},
+                            q[0],
+                            q[1],
+                            q[2],
+                            {BF16, {2, 8, 5, 8}},
+                            {F32, {2, 8, 5}}},
+                           {q[0], q[1], q[2]}, {3}, {0.25, 0.1}, 1));
+  expectKernel(
+      singleKernel(
+          fb::OpCode::AttentionGrad,
+          {{BF16, {2, 8, 5, 8}}, q[0], q[1], q[2], {BF16, {2, 8, 5, 8}}},
+          {q[0], q[1], q[2]}, {3}, {0.25, 0.1}, 1),
+      "kernel 0 (attention_grad): takes the forward's output and lse "
+      "both or neither, got 5 operands");
+  expectKernel(singleKernel(fb::OpCode::AttentionGrad,
+                            {{BF16, {2, 8, 5, 8}},
+                             q[0],
+                             q[1],
+                             q[2],
+                             {BF16, {2, 8, 5, 16}},
+                             {F32, {2, 8, 5}}},
+                            {q[0], q[1], q[2]}, {3}, {0.25, 0.1}, 1),
+               "kernel 0 (attention_grad): output [2, 8, 5, 16] should be [2, "
+               "8, 5, 8]");
+  expectKernel(singleKernel(fb::OpCode::AttentionQkvGrad,
+                            {{F32, {2, 5, 4, 8}},
+                             {F32, {2, 5, 3, 4, 8}},
+                             {F32, {2, 5, 4, 8}},
+                             {F32, {2, 4, 6}}},
+                            {{F32, {2, 5, 3, 4, 8}}}, {3}, {0.25, 0.0}, 1),
+               "kernel 0 (attention_qkv_grad): lse [2, 4, 6] should be [2, 4, "
+               "5]");
   expectValid(singleKernel(fb::OpCode::Rotary, {{F32, {2, 4, 9, 16}}},
                            {{F32, {2, 4, 9, 16}}}, {5}, {10000.0}));
   expectKernel(singleKernel(fb::OpCode::Rotary, {{F32, {2, 4, 9, 15}}},

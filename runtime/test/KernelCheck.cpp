@@ -426,6 +426,12 @@ Status runTrainingCase(const Case &c, FloatOutputs &actual, IntOutputs &ints,
         !(s = needRank(xs, 4)) || !(s = needRank(ws, 4)) ||
         !(s = needRank(vs, 4)))
       return s;
+    // Given the forward's output and log-sum-exps (attention_lse's), the
+    // kernel reads them instead of its softmax and rowsum(dP * P).
+    std::vector<float> saved, lse;
+    if (c.has("in.out") &&
+        (!(s = c.floats("in.out", saved)) || !(s = c.floats("in.lse", lse))))
+      return s;
     std::vector<float> scratch(cpu::attentionGradScratchSize(xs[2], ws[2]));
     std::vector<float> dk(w.size(), NAN), dv(v.size(), NAN);
     out.assign(x.size(), NAN);
@@ -434,7 +440,9 @@ Status runTrainingCase(const Case &c, FloatOutputs &actual, IntOutputs &ints,
         dy.data(), x.data(), w.data(), v.data(), xs[0], xs[1], ws[1], xs[2],
         ws[2], xs[3], vs[3], c.intAttr("causal"),
         static_cast<float>(c.floatAttr("scale")), scratch.data(), out.data(),
-        dk.data(), dv.data(), &dropout);
+        dk.data(), dv.data(), &dropout, AttentionLayout::HeadMajor,
+        saved.empty() ? nullptr : saved.data(),
+        lse.empty() ? nullptr : lse.data());
     actual["out.dq"] = out;
     actual["out.dk"] = dk;
     actual["out.dv"] = dv;
@@ -583,10 +591,14 @@ Status runCase(const Case &c, FloatOutputs &actual, IntOutputs &ints,
     bool hasDropout = !c.attr("rate").empty();
     if (hasDropout)
       dropout = {caseDropoutKey(c), c.floatAttr("rate")};
+    // Each row's log-sum-exp too (attention_lse).
+    std::vector<float> lse(static_cast<size_t>(xs[0] * xs[1] * xs[2]), NAN);
     s = cpu::attention(x.data(), w.data(), v.data(), xs[0], xs[1], ws[1], xs[2],
                        ws[2], xs[3], vs[3], c.intAttr("causal"),
                        static_cast<float>(c.floatAttr("scale")), scratch.data(),
-                       out.data(), hasDropout ? &dropout : nullptr);
+                       out.data(), hasDropout ? &dropout : nullptr,
+                       AttentionLayout::HeadMajor, lse.data());
+    actual["out.lse"] = lse;
   } else if (k == "dropout") {
     if (!(s = c.floats("in.x", x)))
       return s;

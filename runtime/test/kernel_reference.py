@@ -191,7 +191,7 @@ def cases():
         out = torch.softmax(s, dim=-1) @ v8
         yield name, {"kernel": "attention", "causal": causal,
                      "scale": repr(scale)}, {"q": q, "k": k, "v": v}, \
-            {"out": out}
+            {"out": out, "lse": torch.logsumexp(s, dim=-1)}
 
     # attention with dropout on the probabilities, after the softmax and
     # before P.V, indexed in [b, h, sq, sk]
@@ -216,7 +216,8 @@ def cases():
         yield name, {"kernel": "attention", "causal": causal,
                      "scale": repr(scale), "seed": seed, "stream": stream,
                      "step": step, "rate": repr(rate)}, \
-            {"q": q, "k": k, "v": v}, {"out": out}
+            {"q": q, "k": k, "v": v}, \
+            {"out": out, "lse": torch.logsumexp(s, dim=-1)}
 
     # dropout: the whole tensor, and a piece of it at its global offset
     for name, shape, rate, first in (("dropout", (4, 8, 33), 0.1, 0),
@@ -406,13 +407,19 @@ def training_cases():
         yield name, {"kernel": "softmax_grad", "causal": causal}, \
             {"y": fn(x.double()).float(), "dy": dy}, {"dx": g["x"]}
 
-    # attention_grad: GQA, causal, rectangular, several query blocks, dropout
+    # attention_grad: GQA, causal, rectangular, several query blocks,
+    # dropout; "saved": given the forward's output and log-sum-exps
+    # (attention_lse's, here torch's in double), the same gradients
     for name, h, kv, sq, sk, d, dv, causal, rate in (
             ("attention_grad_gqa_causal", 8, 4, 7, 7, 16, 16, 1, 0.0),
             ("attention_grad_gqa_rect", 8, 2, 5, 9, 16, 8, 0, 0.0),
             ("attention_grad_blocks_causal_rect", 4, 2, 150, 170, 16, 8, 1,
              0.0),
-            ("attention_grad_dropout_causal", 4, 2, 70, 70, 8, 8, 1, 0.25)):
+            ("attention_grad_dropout_causal", 4, 2, 70, 70, 8, 8, 1, 0.25),
+            ("attention_grad_saved_blocks_causal_rect", 4, 2, 150, 170, 16, 8,
+             1, 0.0),
+            ("attention_grad_saved_dropout_causal", 4, 2, 70, 70, 8, 8, 1,
+             0.25)):
         b = 2
         q, k, v = randn(b, h, sq, d), randn(b, kv, sk, d), randn(b, kv, sk, dv)
         dy = randn(b, h, sq, dv)
@@ -425,10 +432,19 @@ def training_cases():
         g = grads(lambda q, k, v: attention_ref(q, k, v, scale, causal, keep,
                                                 rate),
                   {"q": q, "k": k, "v": v}, dy, ["q", "k", "v"])
+        inputs = {"q": q, "k": k, "v": v, "dy": dy}
+        if "saved" in name:
+            qd, kd, vd = q.double(), k.double(), v.double()
+            inputs["out"] = attention_ref(qd, kd, vd, scale, causal, keep,
+                                          rate).float()
+            s = (qd @ kd.repeat_interleave(h // kv, dim=1)
+                 .transpose(-1, -2)) * scale
+            if causal:
+                s = s.masked_fill(causal_mask(sq, sk), float("-inf"))
+            inputs["lse"] = torch.logsumexp(s, dim=-1).float()
         yield name, {"kernel": "attention_grad", "causal": causal,
                      "scale": repr(scale), "seed": seed, "stream": stream,
-                     "step": step, "rate": repr(rate)}, \
-            {"q": q, "k": k, "v": v, "dy": dy}, \
+                     "step": step, "rate": repr(rate)}, inputs, \
             {"dq": g["q"], "dk": g["k"], "dv": g["v"]}
 
     # rotary's backward is the inverse rotation

@@ -189,12 +189,15 @@ inline int64_t attentionScratchSize(int64_t seqQ, int64_t seqK) {
 /// product with v, probability (b, h, i, j) being element
 /// firstIndex + ((b * heads + h) * sq + i) * sk + j of the dropout stream
 /// (b, h, i, heads and sq global ones where `dropout` places the block).
+/// With `lse`, row i of head h also writes its log-sum-exp (of the scaled,
+/// masked scores, before dropout) to lse[(b * heads + h) * sq + i].
 Status attention(const float *q, const float *k, const float *v, int64_t batch,
                  int64_t heads, int64_t kvHeads, int64_t seqQ, int64_t seqK,
                  int64_t headDim, int64_t valueDim, bool causal, float scale,
                  float *scratch, float *out,
                  const AttentionDropout *dropout = nullptr,
-                 AttentionLayout layout = AttentionLayout::HeadMajor);
+                 AttentionLayout layout = AttentionLayout::HeadMajor,
+                 float *lse = nullptr);
 
 /// Rotary embedding of x [outer, s, heads, d] (head-major: outer = b *
 /// heads and heads = 1; sequence-major: outer = b), rotate-half

@@ -108,14 +108,18 @@ inline int64_t attentionGradScratchSize(int64_t seqQ, int64_t seqK) {
 /// dv like v (PackedQkv: dq, dk and dv point at their parts of one tensor,
 /// as q, k and v do). The probabilities and
 /// their dropout mask are recomputed from q, k and the stream; dk and dv of
-/// a kv head sum the contributions of its group of query heads.
+/// a kv head sum the contributions of its group of query heads. With the
+/// forward's `out` (dO's layout) and `lse` (attention()'s), P = e^(scale q
+/// k^T - lse) and D = rowsum(dO * out) instead of a softmax and
+/// rowsum(dPd * P): what a device that keeps no whole rows of P does.
 Status attentionGrad(const float *dO, const float *q, const float *k,
                      const float *v, int64_t batch, int64_t heads,
                      int64_t kvHeads, int64_t seqQ, int64_t seqK,
                      int64_t headDim, int64_t valueDim, bool causal,
                      float scale, float *scratch, float *dq, float *dk,
                      float *dv, const AttentionDropout *dropout = nullptr,
-                     AttentionLayout layout = AttentionLayout::HeadMajor);
+                     AttentionLayout layout = AttentionLayout::HeadMajor,
+                     const float *out = nullptr, const float *lse = nullptr);
 
 /// dLogits = scale * (softmax(logits) - onehot(label)) per position, 0 for
 /// positions whose label is ignoreIndex; scale is d(loss sum) (1 / count for

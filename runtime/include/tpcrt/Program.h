@@ -85,8 +85,8 @@ struct TensorRef {
 ///   cast
 ///   add, mul       count (lhs), rhsCount
 ///   softmax        outer, seqQ (rows of a [q, k] block), seqK
-///   attention      batch, heads, kvHeads, seqQ, seqK, headDim, valueDim
-///                  (flags bit 1: sequence-major, attentionSeqMajor())
+///   attention,     batch, heads, kvHeads, seqQ, seqK, headDim, valueDim
+///   attention_lse  (flags bit 1: sequence-major, attentionSeqMajor())
 ///   rotary         outer, seqQ (positions), heads (1; sequence-major, flags
 ///                  bit 1: the heads of a position), headDim
 ///   cross_entropy  rows (positions), cols (the logits' columns: with a
@@ -110,7 +110,8 @@ struct TensorRef {
 ///   softmax_grad   outer, seqQ, seqK
 ///   attention_grad as attention
 ///   attention_qkv, as attention (kvHeads = heads, valueDim = headDim,
-///   attention_qkv_grad  seqK = seqQ; attentionLayout() PackedQkv)
+///   attention_qkv_lse,  seqK = seqQ; attentionLayout() PackedQkv)
+///   attention_qkv_grad
 ///   cross_entropy_grad  as cross_entropy
 ///   sum_squares    each operand's elements
 ///   all_reduce     count, groupSize
@@ -141,18 +142,33 @@ struct KernelCall {
   int64_t outer = 0, heads = 0, kvHeads = 0, seqQ = 0, seqK = 0;
   int64_t headDim = 0, valueDim = 0;
 
-  /// attention_qkv, attention_qkv_grad: q, k and v are the parts of one
-  /// [b, s, 3, heads, d] tensor.
+  /// attention_qkv(_lse), attention_qkv_grad: q, k and v are the parts of
+  /// one [b, s, 3, heads, d] tensor.
   bool attentionPackedQkv() const {
-    return op == fb::OpCode::AttentionQkv || op == fb::OpCode::AttentionQkvGrad;
+    return op == fb::OpCode::AttentionQkv ||
+           op == fb::OpCode::AttentionQkvLse ||
+           op == fb::OpCode::AttentionQkvGrad;
   }
-  /// Any attention forward (attention, attention_qkv) or backward.
+  /// Any attention forward (attention, attention_qkv, their _lse forms) or
+  /// backward.
   bool attentionForward() const {
-    return op == fb::OpCode::Attention || op == fb::OpCode::AttentionQkv;
+    return op == fb::OpCode::Attention || op == fb::OpCode::AttentionQkv ||
+           attentionWritesLse();
   }
   bool attentionBackward() const {
     return op == fb::OpCode::AttentionGrad ||
            op == fb::OpCode::AttentionQkvGrad;
+  }
+  /// attention_lse, attention_qkv_lse: result 1 is each query row's
+  /// log-sum-exp, f32 [b, heads, s_q].
+  bool attentionWritesLse() const {
+    return op == fb::OpCode::AttentionLse || op == fb::OpCode::AttentionQkvLse;
+  }
+  /// A backward given the forward's result and log-sum-exp (its last two
+  /// operands) instead of recomputing them.
+  bool attentionReadsLse() const {
+    return attentionBackward() &&
+           operands.size() == (op == fb::OpCode::AttentionGrad ? 6u : 4u);
   }
   /// attention, attention_grad: flags bit 1, every tensor [b, s, heads, d]
   /// instead of [b, heads, s, d]; the packed forms' result and dO too.
