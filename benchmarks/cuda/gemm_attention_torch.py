@@ -11,11 +11,14 @@
                                  q [B, H, S, D], k, v [B, KV, S, D], scale
                                  1/sqrt(D); 4·B·H·S²·D FLOPs, half when
                                  causal (FlashAttention's count)
-    attn_grad:B,H,S,D[,KV][,causal|full]
+    attn_grad:B,H,S,D[,KV][,causal|full][,recompute]
                                  the same SDPA's backward: dq, dk, dv of
                                  a random dO (torch.autograd.grad on a
                                  forward kept for it); FlashAttention's
                                  count, 2.5 times the forward's
+                                 (`recompute` names tpc-cuda-bench's
+                                 other form of the case; torch's is the
+                                 same)
 
 Random data in [-1, 1) (zeros run faster: less power). After W warm-up
 calls (default 3), N calls (default 20) are timed with a CUDA event pair
@@ -53,6 +56,8 @@ def parse_case(text):
         raise ValueError(
             f"case '{text}': expected gemm:..., attn:... or attn_grad:...")
     causal = True
+    if kind == "attn_grad" and parts and parts[-1] == "recompute":
+        parts.pop()
     if parts and parts[-1] in ("causal", "full"):
         causal = parts.pop() == "causal"
     if not 4 <= len(parts) <= 5:

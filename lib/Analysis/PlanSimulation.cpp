@@ -189,7 +189,8 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel) {
     return matmul(2.0 * elementsOf(outputs[0]) *
                   dimOf(inputs[0], transposeLhs ? -2 : -1));
   }
-  case OpCode::Attention: {
+  case OpCode::Attention:
+  case OpCode::AttentionLse: {
     // b * heads * s_q * s_k; the keys' length is dim 1 of k when
     // sequence-major (flag bit 1), else dim 2.
     double scores = 1.0 * dimOf(inputs[0], 0) * dimOf(inputs[0], 1) *
@@ -197,20 +198,21 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel) {
     return attention(2 * scores * (dimOf(inputs[0], 3) + dimOf(inputs[2], 3)));
   }
   case OpCode::AttentionGrad: {
-    // Operands dO, q, k, v.
+    // Operands dO, q, k, v (then the forward's output and lse, if given).
     double scores = 1.0 * dimOf(inputs[1], 0) * dimOf(inputs[1], 1) *
                     dimOf(inputs[1], 2) * dimOf(inputs[2], keyLengthDim);
     return attention(2 * scores *
                      (3 * dimOf(inputs[1], 3) + 2 * dimOf(inputs[3], 3)));
   }
   case OpCode::AttentionQkv:
+  case OpCode::AttentionQkvLse:
   case OpCode::AttentionQkvGrad: {
     // qkv [b, s, 3, heads, d] (the gradient's operand 1): b * heads * s * s
     // scores; d = d_v.
-    Value qkv = inputs[kernel.getOpcode() == OpCode::AttentionQkv ? 0 : 1];
+    bool grad = kernel.getOpcode() == OpCode::AttentionQkvGrad;
+    Value qkv = inputs[grad ? 1 : 0];
     double seq = dimOf(qkv, 1), headDim = dimOf(qkv, 4);
     double scores = 1.0 * dimOf(qkv, 0) * dimOf(qkv, 3) * seq * seq;
-    bool grad = kernel.getOpcode() == OpCode::AttentionQkvGrad;
     return attention(2 * scores * (grad ? 5 : 2) * headDim);
   }
   case OpCode::AllReduce:

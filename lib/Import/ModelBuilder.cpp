@@ -181,7 +181,7 @@ Value ModelEmitter::attention(StringRef where, Value q, Value k, Value v) {
                                     rate > 0.0 ? nextStream : 0));
     if (rate > 0.0)
       ++nextStream;
-    return op;
+    return op.getResult();
   }
   // Megatron-style chain: the scale is folded into QK^T and the causal mask
   // lives inside the softmax, so no [b, a, s, s] tensor is stashed for a

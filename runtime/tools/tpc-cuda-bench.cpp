@@ -16,12 +16,14 @@
 //                                given), scale 1/sqrt(D), no dropout;
 //                                FlashAttention's count 4·B·H·S²·D, halved
 //                                when causal (the default)
-//   attn_grad:B,H,S,D[,KV][,causal|full]
+//   attn_grad:B,H,S,D[,KV][,causal|full][,recompute]
 //                                the same shapes' bf16 `attention_grad`
-//                                (dO, q, k, v -> dq, dk, dv; it recomputes
-//                                the forward's statistics itself);
-//                                FlashAttention's count for the backward,
-//                                2.5 times the forward's
+//                                as tpc-autodiff emits it (dO, q, k, v and
+//                                the forward's output and f32 log-sum-exps
+//                                -> dq, dk, dv); with `recompute` without
+//                                the last two (it reruns the forward for
+//                                the statistics); FlashAttention's count
+//                                for the backward, 2.5 times the forward's
 //
 // After W warm-up steps (default 3) it times N steps (default 20) with a
 // steady clock and prints one JSON line per case: the mean and the fastest
@@ -73,13 +75,14 @@ const char kUsage[] =
     "CASE...\n"
     "  gemm:M,K,N[,in_out|out_in]\n"
     "  attn:B,H,S,D[,KV][,causal|full]\n"
-    "  attn_grad:B,H,S,D[,KV][,causal|full]\n";
+    "  attn_grad:B,H,S,D[,KV][,causal|full][,recompute]\n";
 
 struct Case {
   std::string text;
   bool gemm = true;
-  // attention: attention_grad instead of the forward
-  bool grad = false;
+  // attention: attention_grad instead of the forward; without the
+  // forward's output and log-sum-exps
+  bool grad = false, recompute = false;
   // gemm
   int64_t m = 0, k = 0, n = 0;
   bool outIn = false;
@@ -140,13 +143,18 @@ Status parseCase(const std::string &text, Case &c) {
                          "': expected gemm:..., attn:... or attn_grad:...");
   c.gemm = false;
   c.grad = kind == "attn_grad";
+  if (c.grad && !parts.empty() && parts.back() == "recompute") {
+    c.recompute = true;
+    parts.pop_back();
+  }
   if (!parts.empty() && (parts.back() == "causal" || parts.back() == "full")) {
     c.causal = parts.back() == "causal";
     parts.pop_back();
   }
   if (parts.size() < 4 || parts.size() > 5)
     return Status::error("case '" + text + "': " + kind +
-                         ":B,H,S,D[,KV][,causal|full]");
+                         ":B,H,S,D[,KV][,causal|full]" +
+                         (c.grad ? "[,recompute]" : ""));
   for (auto [i, field] : {std::pair<int, int64_t *>{0, &c.batch},
                           {1, &c.heads},
                           {2, &c.seq},
@@ -170,8 +178,10 @@ double flopsOf(const Case &c) {
   return c.grad ? 2.5 * forward : forward;
 }
 
-/// The one-kernel executable of `c`; its operands in `operands`.
-fb::ExecutableT buildCase(const Case &c, std::vector<uint32_t> &operands) {
+/// The one-kernel executable of `c`; its bf16 operands in `operands`, an
+/// attention_grad's log-sum-exps (f32) in `lse`.
+fb::ExecutableT buildCase(const Case &c, std::vector<uint32_t> &operands,
+                          uint32_t &lse) {
   test::ExecutableBuilder b;
   using fb::DType;
   auto input = [&](const std::string &name, std::vector<int64_t> shape) {
@@ -198,8 +208,15 @@ fb::ExecutableT buildCase(const Case &c, std::vector<uint32_t> &operands) {
       uint32_t dq = b.buffer(DType::BF16, {c.batch, c.heads, c.seq, c.dim});
       uint32_t dk = b.buffer(DType::BF16, {c.batch, c.kvHeads, c.seq, c.dim});
       uint32_t dv = b.buffer(DType::BF16, {c.batch, c.kvHeads, c.seq, c.dim});
-      b.kernel(fb::OpCode::AttentionGrad, {dO, q, k, v}, {dq, dk, dv}, ints,
-               floats, c.causal ? 1 : 0);
+      std::vector<uint32_t> in = {dO, q, k, v};
+      if (!c.recompute) {
+        in.push_back(input("o", {c.batch, c.heads, c.seq, c.dim}));
+        lse = b.buffer(DType::F32, {c.batch, c.heads, c.seq});
+        b.exe.inputs.push_back(test::makeBinding("lse", lse));
+        in.push_back(lse);
+      }
+      b.kernel(fb::OpCode::AttentionGrad, in, {dq, dk, dv}, ints, floats,
+               c.causal ? 1 : 0);
       b.output("dq", dq);
       b.output("dk", dk);
       b.output("dv", dv);
@@ -241,7 +258,8 @@ struct Timing {
 Status runCase(const Case &c, const std::string &deviceName, int warmup,
                int iters, Timing &timing) {
   std::vector<uint32_t> operands;
-  fb::ExecutableT exe = buildCase(c, operands);
+  uint32_t lse = UINT32_MAX;
+  fb::ExecutableT exe = buildCase(c, operands, lse);
   std::vector<uint8_t> image = test::fileImage(exe);
   LoadedExecutable loaded;
   if (Status s =
@@ -265,6 +283,15 @@ Status runCase(const Case &c, const std::string &deviceName, int warmup,
     std::vector<uint16_t> data(program.buffers[id].bytes / 2);
     fillRandom(data, seed++);
     if (Status s = interpreter.writeBuffer(id, data.data(), data.size() * 2);
+        !s)
+      return s.withContext(c.text);
+  }
+  // About what scores of unit spread over S keys give: e^(s - lse) is a
+  // probability's size.
+  if (lse != UINT32_MAX) {
+    std::vector<float> rows(program.buffers[lse].bytes / 4,
+                            std::log(static_cast<float>(c.seq)) + 1.0f);
+    if (Status s = interpreter.writeBuffer(lse, rows.data(), rows.size() * 4);
         !s)
       return s.withContext(c.text);
   }

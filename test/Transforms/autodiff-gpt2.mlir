@@ -17,12 +17,14 @@
 // CHECK-SAME: %[[LABELS:arg17]]: tensor<2x8xi64> {tpc.input = "labels"}
 // CHECK-SAME: %[[MB:arg18]]: tensor<i64> {tpc.microbatch})
 // The stash: embedding dropout mask (outside layers), then the layer's
-// values (ln_1 input and output, q, k, v, attention-projection input and
-// its mask, ln_2 input and output, fc output (GeLU input), GeLU output,
-// MLP mask), then the final norm's input and output and the logits.
+// values (ln_1 input and output, q, k, v, the attention's result and its
+// rows' log-sum-exps, attention-projection input and its mask, ln_2 input
+// and output, fc output (GeLU input), GeLU output, MLP mask), then the
+// final norm's input and output and the logits.
 // CHECK-SAME: -> (tensor<f32>, tensor<i64>, tensor<2x8x64xi8> {tpc.stash = "B"},
 // CHECK-SAME: tensor<2x8x64xf32> {tpc.layer = 0 : i64, tpc.stash = "BW"}, tensor<2x8x64xf32> {tpc.layer = 0 : i64, tpc.stash = "W"},
 // CHECK-SAME: tensor<2x4x8x16xf32> {tpc.layer = 0 : i64, tpc.stash = "B"}, tensor<2x4x8x16xf32> {tpc.layer = 0 : i64, tpc.stash = "B"}, tensor<2x4x8x16xf32> {tpc.layer = 0 : i64, tpc.stash = "B"},
+// CHECK-SAME: tensor<2x4x8x16xf32> {tpc.layer = 0 : i64, tpc.stash = "B"}, tensor<2x4x8xf32> {tpc.layer = 0 : i64, tpc.stash = "B"},
 // CHECK-SAME: tensor<2x8x64xf32> {tpc.layer = 0 : i64, tpc.stash = "W"}, tensor<2x8x64xi8> {tpc.layer = 0 : i64, tpc.stash = "B"},
 // CHECK-SAME: tensor<2x8x64xf32> {tpc.layer = 0 : i64, tpc.stash = "BW"}, tensor<2x8x64xf32> {tpc.layer = 0 : i64, tpc.stash = "W"},
 // CHECK-SAME: tensor<2x8x256xf32> {tpc.layer = 0 : i64, tpc.stash = "B"}, tensor<2x8x256xf32> {tpc.layer = 0 : i64, tpc.stash = "W"},
@@ -32,7 +34,7 @@
 // CHECK: %[[EMB:.*]] = tpc.embedding %[[WTE]][%[[IDS]]] : tensor<256x64xf32>, tensor<2x8xi64>
 // CHECK: %[[M0:.*]] = tpc.dropout_mask rate 5.000000e-02 stream 0 block %[[MB]] : tensor<2x8x64xi8>
 // CHECK: %[[X0:.*]] = tpc.apply_mask %{{.*}}, %[[M0]] rate 5.000000e-02
-// CHECK: tpc.attention {{.*}} causal scale 2.500000e-01 dropout 1.000000e-01 stream 1 block %[[MB]] {tpc.layer = 0 : i64}
+// CHECK: %[[O:.*]], %[[LSE:.*]] = tpc.attention {{.*}} causal lse scale 2.500000e-01 dropout 1.000000e-01 stream 1 block %[[MB]] {tpc.layer = 0 : i64
 // CHECK: %[[LOGITS:.*]] = tpc.linear %{{.*}}, %[[WTE]] layout out_in
 // CHECK: %[[SUM:.*]], %[[COUNT:.*]] = tpc.cross_entropy %[[LOGITS]], %[[LABELS]]
 // CHECK-NOT: tpc.loss_mean
@@ -44,7 +46,8 @@
 // CHECK-SAME: %[[BLABELS:arg17]]: tensor<2x8xi64> {tpc.input = "labels"}
 // CHECK-SAME: %[[BMB:arg18]]: tensor<i64> {tpc.microbatch}, %[[DSUM:arg19]]: tensor<f32>,
 // CHECK-SAME: %[[BM0:arg20]]: tensor<2x8x64xi8>
-// CHECK-SAME: %[[BLOGITS:arg30]]: tensor<2x8x256xf32>)
+// CHECK-SAME: %[[BO:arg25]]: tensor<2x4x8x16xf32>, %[[BLSE:arg26]]: tensor<2x4x8xf32>
+// CHECK-SAME: %[[BLOGITS:arg32]]: tensor<2x8x256xf32>)
 // CHECK-NOT: linear_weight_grad
 // CHECK-NOT: param_grad
 // CHECK-NOT: embedding_grad
@@ -52,7 +55,7 @@
 // CHECK: %[[DXF:.*]] = tpc.linear_input_grad %[[DLOGITS]], %[[BWTE]] layout out_in
 // CHECK: tpc.layer_norm_input_grad %[[DXF]]
 // CHECK: tpc.gelu_grad {{.*}} tanh {tpc.layer = 0 : i64} : tensor<2x8x256xf32>
-// CHECK: %{{.*}}, %[[DK:.*]], %[[DV:.*]] = tpc.attention_grad {{.*}} causal scale 2.500000e-01 dropout 1.000000e-01 stream 1 block %[[BMB]] {tpc.layer = 0 : i64}
+// CHECK: %{{.*}}, %[[DK:.*]], %[[DV:.*]] = tpc.attention_grad {{.*}} saved(%[[BO]], %[[BLSE]] : tensor<2x4x8x16xf32>, tensor<2x4x8xf32>) causal scale 2.500000e-01 dropout 1.000000e-01 stream 1 block %[[BMB]] {tpc.layer = 0 : i64}
 // The q, k and v gradients meet in the fused projection's [.., 3, heads, d]
 // gradient, each padded into its slot.
 // CHECK: tpc.pad {{.*}} dim 2 offset 2 to 3 {tpc.layer = 0 : i64} : tensor<2x8x1x4x16xf32>
@@ -102,7 +105,7 @@
 // CHECK: %[[CM:.*]] = arith.constant 1 : index
 // CHECK: %[[LOOP:.*]]:17 = scf.for %[[I:.*]] = %[[C0]] to %[[CM]] step
 // CHECK: tensor.extract_slice %[[SIDS]][%{{.*}}, 0] [2, 8] [1, 1] : tensor<2x8xi64> to tensor<2x8xi64>
-// CHECK: %[[F:.*]]:18 = func.call @train_F(
+// CHECK: %[[F:.*]]:20 = func.call @train_F(
 // CHECK: %[[B:.*]]:9 = func.call @train_B({{.*}}, %[[DS]], %[[F]]#2,
 // CHECK: %[[W:.*]]:16 = func.call @train_W(
 // CHECK: tpc.add %{{.*}}, %[[F]]#0 : tensor<f32>, tensor<f32>

@@ -403,7 +403,8 @@ BENCH_CASES="gemm:8192,8192,8192 gemm:8192,8192,8192,out_in \
 gemm:4096,16384,4096 gemm:16384,2048,8192 gemm:16384,8192,2048 \
 gemm:16384,2048,50257,out_in \
 attn:4,32,4096,128,causal attn:8,16,2048,128,causal attn:4,32,4096,128,full \
-attn_grad:4,32,4096,128,causal attn_grad:8,16,2048,128,causal"
+attn_grad:4,32,4096,128,causal attn_grad:8,16,2048,128,causal \
+attn_grad:4,32,4096,128,causal,recompute"
 
 stage_bench_kernels_tpc() {
   # shellcheck disable=SC2086

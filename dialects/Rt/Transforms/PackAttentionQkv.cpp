@@ -7,10 +7,12 @@
 // rt-fold-pad-sums' concat). This pass makes the attention kernels read and
 // write the parts in place: `attention_qkv` of the projection's result and
 // `attention_qkv_grad` into the concat's result, so that per layer three
-// slices and a concat, each reading and writing the tensor once, go. The
-// values are the same: the kernels compute what `attention` and
-// `attention_grad` compute on the parts (test/Rt/pack-attention-qkv.mlir,
-// CpuKernelsTest's PackedQkvAttentionIsTheSeqMajorOfItsParts: bit for bit).
+// slices and a concat, each reading and writing the tensor once, go
+// (attention_lse becomes attention_qkv_lse; a gradient that reads the
+// forward's output and lse keeps reading them). The values are the same: the
+// kernels compute what `attention` and `attention_grad` compute on the parts
+// (test/Rt/pack-attention-qkv.mlir, CpuKernelsTest's
+// PackedQkvAttentionIsTheSeqMajorOfItsParts: bit for bit).
 //
 //===----------------------------------------------------------------------===//
 
@@ -134,8 +136,13 @@ struct Matcher {
   /// that reads them is an attention kernel of these q, k, v (the forward,
   /// a recomputation, the gradients) whose gradients end in a concat, and
   /// the projection's result holds its value until the last of them.
+  static bool isForward(KernelOp k) {
+    return k.getOpcode() == OpCode::Attention ||
+           k.getOpcode() == OpCode::AttentionLse;
+  }
+
   std::optional<Packing> match(KernelOp forward) const {
-    if (forward.getOpcode() != OpCode::Attention || !(forward.getFlags() & 2))
+    if (!isForward(forward) || !(forward.getFlags() & 2))
       return std::nullopt;
     ValueRange qkvParts = forward.getInputs();
     Packing p;
@@ -156,10 +163,15 @@ struct Matcher {
     for (Operation *op : readers) {
       auto reader = cast<KernelOp>(op);
       bool isGrad = reader.getOpcode() == OpCode::AttentionGrad;
-      if ((!isGrad && reader.getOpcode() != OpCode::Attention) ||
-          !(reader.getFlags() & 2) ||
-          reader.getInputs().drop_front(isGrad ? 1 : 0) != qkvParts ||
-          (isGrad && llvm::is_contained(qkvParts, reader.getInputs()[0])))
+      // A gradient's dO, q, k, v (and the forward's output and lse).
+      ValueRange inputs = reader.getInputs();
+      if ((!isGrad && !isForward(reader)) || !(reader.getFlags() & 2) ||
+          inputs.size() < (isGrad ? 4u : 3u) ||
+          inputs.slice(isGrad ? 1 : 0, kParts) != qkvParts ||
+          (isGrad && (llvm::is_contained(qkvParts, inputs[0]) ||
+                      llvm::any_of(inputs.drop_front(4), [&](Value v) {
+                        return llvm::is_contained(qkvParts, v);
+                      }))))
         return std::nullopt;
       if (!isGrad) {
         p.forwards.push_back(reader);
@@ -214,12 +226,12 @@ struct PackAttentionQkv
   /// `kernel` replaced by one of `opcode` with `inputs` and `outputs`, its
   /// attributes (the causal flag alone) and its place in the functions.
   KernelOp replace(OpBuilder &b, KernelOp kernel, OpCode opcode,
-                   ValueRange inputs, Value output, SplitsAttr splits,
+                   ValueRange inputs, ValueRange outputs, SplitsAttr splits,
                    std::optional<KernelFunctions> &functions) {
     b.setInsertionPoint(kernel);
     auto packed = KernelOp::create(
         b, kernel.getLoc(), OpCodeAttr::get(b.getContext(), opcode), inputs,
-        ValueRange{output}, kernel.getIntsAttr(), kernel.getFloatsAttr(),
+        outputs, kernel.getIntsAttr(), kernel.getFloatsAttr(),
         b.getUI32IntegerAttr(kernel.getFlags() & 1), splits,
         kernel.getStageAttr());
     for (const NamedAttribute &attr : kernel->getDiscardableAttrs())
@@ -261,8 +273,12 @@ struct PackAttentionQkv
       };
       for (KernelOp forward : p.forwards) {
         mayGo(forward.getInputs());
-        replace(b, forward, OpCode::AttentionQkv, {p.qkv},
-                forward.getOutputs()[0], forward.getSplitsAttr(), functions);
+        replace(b, forward,
+                forward.getOpcode() == OpCode::AttentionLse
+                    ? OpCode::AttentionQkvLse
+                    : OpCode::AttentionQkv,
+                {p.qkv}, forward.getOutputs(), forward.getSplitsAttr(),
+                functions);
         forward->erase();
       }
       for (auto [grad, concat] : llvm::zip_equal(p.grads, p.concats)) {
@@ -272,8 +288,10 @@ struct PackAttentionQkv
         if (grad->isBeforeInBlock(alloc))
           alloc->moveBefore(grad);
         mayGo(grad.getOutputs());
-        replace(b, grad, OpCode::AttentionQkvGrad, {grad.getInputs()[0], p.qkv},
-                whole, packedSplits(grad.getSplitsAttr()), functions);
+        SmallVector<Value> inputs = {grad.getInputs()[0], p.qkv};
+        llvm::append_range(inputs, grad.getInputs().drop_front(4));
+        replace(b, grad, OpCode::AttentionQkvGrad, inputs, whole,
+                packedSplits(grad.getSplitsAttr()), functions);
         grad->erase();
       }
       for (KernelOp kernel : p.dead) {

@@ -6,9 +6,13 @@ using namespace mlir;
 using namespace mlir::tpc;
 using namespace mlir::tpc::rules;
 
-// The fused attention stashes q, k and v only: attention_grad recomputes the
+// The fused attention stashes q, k and v: attention_grad recomputes the
 // probabilities (and their dropout mask, from the same stream and block),
-// which is what makes it cheaper in memory than the unfused chain.
+// which is what makes it cheaper in memory than the unfused chain. With
+// `lse` (tpc-autodiff asks for it) also its result and log-sum-exp, a
+// [b, heads, s_q] f32 row each: the backward reads their statistics instead
+// of rerunning the forward (the result is mostly stashed anyway, as the
+// output projection's input).
 SmallVector<unsigned> AttentionOp::getStashedOperands(ArrayRef<bool> wanted) {
   if (!llvm::is_contained(wanted.take_front(3), true))
     return {};
@@ -16,6 +20,12 @@ SmallVector<unsigned> AttentionOp::getStashedOperands(ArrayRef<bool> wanted) {
   if (getBlock())
     read.push_back(3);
   return read;
+}
+
+SmallVector<unsigned> AttentionOp::getStashedResults(ArrayRef<bool> wanted) {
+  if (!getLse() || !llvm::is_contained(wanted.take_front(3), true))
+    return {};
+  return {0, 1};
 }
 
 LogicalResult AttentionOp::buildGradients(OpBuilder &builder,
@@ -27,12 +37,14 @@ LogicalResult AttentionOp::buildGradients(OpBuilder &builder,
   if (!dy || !llvm::is_contained(args.wanted.take_front(3), true))
     return success();
   Location loc = getLoc();
+  bool saved = !!getLse();
   auto grad = AttentionGradOp::create(
       builder, loc, args.operands[0].getType(), args.operands[1].getType(),
       args.operands[2].getType(), dy, args.operands[0], args.operands[1],
-      args.operands[2], getCausalAttr(), getScaleAttr(), getDropoutRateAttr(),
-      getDropoutStreamAttr(), getBlock() ? args.operands[3] : Value(),
-      getSeqMajorAttr());
+      args.operands[2], saved ? args.results[0] : Value(),
+      saved ? args.results[1] : Value(), getCausalAttr(), getScaleAttr(),
+      getDropoutRateAttr(), getDropoutStreamAttr(),
+      getBlock() ? args.operands[3] : Value(), getSeqMajorAttr());
   for (unsigned i = 0; i < 3; ++i)
     if (args.wanted[i])
       grads[i] = castTo(builder, loc, grad->getResult(i), gradElementType);

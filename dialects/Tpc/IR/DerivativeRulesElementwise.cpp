@@ -87,7 +87,11 @@ LogicalResult ApplyMaskOp::buildGradients(OpBuilder &builder,
 // Softmax: from its output
 //===----------------------------------------------------------------------===//
 
-bool SoftmaxOp::stashesResult(ArrayRef<bool> wanted) { return wanted[0]; }
+SmallVector<unsigned> SoftmaxOp::getStashedResults(ArrayRef<bool> wanted) {
+  if (wanted[0])
+    return {0};
+  return {};
+}
 
 LogicalResult SoftmaxOp::buildGradients(OpBuilder &builder,
                                         const DerivativeArgs &args,

@@ -150,6 +150,8 @@ struct AttentionFactors {
   TensorFactors key() const { return tensor({kvHeads}, seqK, dim); }
   TensorFactors value() const { return tensor({kvHeads}, seqK, dimV); }
   TensorFactors output() const { return tensor(heads(), seqQ, dimV); }
+  /// The rows' log-sum-exps, [b, heads, s_q] in either layout.
+  TensorFactors lse() const { return {{batch}, heads(), {seqQ}}; }
 
 private:
   TensorFactors tensor(DimFactors headFactors, unsigned seq,

@@ -27,6 +27,8 @@ ShardingRule AttentionOp::getShardingRule() {
   if (getBlock())
     rule.operands.push_back({});
   rule.results = {attention.output()};
+  if (getLse())
+    rule.results.push_back(attention.lse());
   return rule;
 }
 

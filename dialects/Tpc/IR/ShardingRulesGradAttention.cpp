@@ -29,6 +29,8 @@ ShardingRule AttentionGradOp::getShardingRule() {
   rule.factors[attention.dimV].kind = FactorKind::Whole;
   rule.operands = {attention.output(), attention.query(), attention.key(),
                    attention.value()};
+  if (getOutput()) // the forward's result and log-sum-exps
+    rule.operands.append({attention.output(), attention.lse()});
   if (getBlock())
     rule.operands.push_back({});
   rule.results = {attention.query(), attention.key(), attention.value()};

@@ -220,6 +220,18 @@ LogicalResult AttentionGradOp::verify() {
     return emitOpError() << "grad type " << getGrad().getType()
                          << " differs from the attention output type "
                          << *output;
+  if (!getOutput() != !getLse())
+    return emitOpError() << "takes the forward's output and lse both or "
+                            "neither";
+  if (getOutput() && getOutput().getType() != *output)
+    return emitOpError() << "saved output type " << getOutput().getType()
+                         << " differs from the attention output type "
+                         << *output;
+  RankedTensorType lse = attentionLseType(*output, getSeqMajor());
+  if (getLse() && getLse().getType() != lse)
+    return emitOpError() << "saved lse type " << getLse().getType()
+                         << " differs from the attention's log-sum-exp type "
+                         << lse;
   return verifyAttentionAttrs(
       *this, getScale().convertToDouble(), getDropoutRate().convertToDouble(),
       getDropoutStreamAttr().getInt(), getCausal(), !!getBlock(),

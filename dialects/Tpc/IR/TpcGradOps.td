@@ -314,7 +314,7 @@ def Tpc_ApplyMaskOp : Tpc_Op<"apply_mask",
 //===----------------------------------------------------------------------===//
 
 def Tpc_AttentionGradOp : Tpc_Op<"attention_grad",
-    [Pure, AllTypesMatch<["query", "query_grad"]>,
+    [Pure, AttrSizedOperandSegments, AllTypesMatch<["query", "query_grad"]>,
      AllTypesMatch<["key", "key_grad"]>,
      AllTypesMatch<["value", "value_grad"]>, Tpc_Sharding,
      Tpc_DrawsDropout]> {
@@ -327,8 +327,19 @@ def Tpc_AttentionGradOp : Tpc_Op<"attention_grad",
     sums over the query heads that read it. `seq_major` as in
     `tpc.attention`: every tensor `[b, s, heads, d]`.
 
+    With `saved(%output, %lse)`, the forward's result and log-sum-exp (a
+    `tpc.attention ... lse`'s two results), the probabilities are
+    `exp(scale * q k^T - lse)` and their row sums `rowsum(grad * output)`:
+    a device need not rerun the forward for them (two `s_q x s_k x d`
+    products fewer on a GPU).
+
     ```mlir
     %dq, %dk, %dv = tpc.attention_grad %do, %q, %k, %v causal
+        scale 2.500000e-01
+        : tensor<4x8x32x16xf32>, tensor<4x8x32x16xf32>,
+          tensor<4x4x32x16xf32>, tensor<4x4x32x16xf32>
+    %dq2, %dk2, %dv2 = tpc.attention_grad %do, %q, %k, %v
+        saved(%o, %lse : tensor<4x8x32x16xf32>, tensor<4x8x32xf32>) causal
         scale 2.500000e-01
         : tensor<4x8x32x16xf32>, tensor<4x8x32x16xf32>,
           tensor<4x4x32x16xf32>, tensor<4x4x32x16xf32>
@@ -336,6 +347,8 @@ def Tpc_AttentionGradOp : Tpc_Op<"attention_grad",
   }];
   let arguments = (ins Tpc_FloatTensor:$grad, Tpc_FloatTensor:$query,
                        Tpc_FloatTensor:$key, Tpc_FloatTensor:$value,
+                       Optional<Tpc_FloatTensor>:$output,
+                       Optional<Tpc_FloatTensor>:$lse,
                        UnitAttr:$causal, F64Attr:$scale,
                        DefaultValuedAttr<F64Attr, "0.0">:$dropout_rate,
                        DefaultValuedAttr<I64Attr, "0">:$dropout_stream,
@@ -348,8 +361,9 @@ def Tpc_AttentionGradOp : Tpc_Op<"attention_grad",
     unsigned getSeqDim() { return attentionSeqDim(getSeqMajor()); }
   }];
   let assemblyFormat = [{
-    $grad `,` $query `,` $key `,` $value (`causal` $causal^)?
-      (`seq_major` $seq_major^)? `scale` $scale
+    $grad `,` $query `,` $key `,` $value
+      (`saved` `(` $output^ `,` $lse `:` type($output) `,` type($lse) `)`)?
+      (`causal` $causal^)? (`seq_major` $seq_major^)? `scale` $scale
       (`dropout` $dropout_rate^ `stream` $dropout_stream)?
       (`block` $block^)? attr-dict
       `:` type($grad) `,` type($query) `,` type($key) `,` type($value)

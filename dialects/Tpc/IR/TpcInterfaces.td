@@ -36,11 +36,11 @@ def Tpc_DerivativeOpInterface : OpInterface<"TpcDerivativeOpInterface"> {
       "::llvm::SmallVector<unsigned>", "getStashedOperands",
       (ins "::llvm::ArrayRef<bool>":$wanted), [{}], [{ return {}; }]>,
     InterfaceMethod<[{
-        Whether the gradients of the `wanted` operands read the op's (first)
-        result.
+        The results whose forward values the gradients of the `wanted`
+        operands read (indices into the op's results).
       }],
-      "bool", "stashesResult", (ins "::llvm::ArrayRef<bool>":$wanted), [{}],
-      [{ return false; }]>,
+      "::llvm::SmallVector<unsigned>", "getStashedResults",
+      (ins "::llvm::ArrayRef<bool>":$wanted), [{}], [{ return {}; }]>,
     InterfaceMethod<[{
         Builds the gradients of `args.wanted` operands into `operandGrads`
         (resized to the number of operands; unwanted entries stay null).

@@ -402,7 +402,19 @@ LogicalResult AttentionOp::inferReturnTypes(
   if (failed(type))
     return failure();
   inferred.push_back(*type);
+  if (adaptor.getWithLse())
+    inferred.push_back(attentionLseType(*type, adaptor.getSeqMajor()));
   return success();
+}
+
+RankedTensorType checks::attentionLseType(RankedTensorType result,
+                                          bool seqMajor) {
+  int64_t seqDim = attentionSeqDim(seqMajor),
+          headsDim = attentionHeadsDim(seqMajor);
+  return RankedTensorType::get({result.getDimSize(0),
+                                result.getDimSize(headsDim),
+                                result.getDimSize(seqDim)},
+                               Float32Type::get(result.getContext()));
 }
 
 LogicalResult checks::verifyAttentionAttrs(Operation *op, double scale,

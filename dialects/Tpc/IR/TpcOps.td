@@ -14,7 +14,9 @@ def Tpc_Derivative : DeclareOpInterfaceMethods<Tpc_DerivativeOpInterface>;
 def Tpc_StashingDerivative : DeclareOpInterfaceMethods<
     Tpc_DerivativeOpInterface, ["getStashedOperands"]>;
 def Tpc_ResultStashingDerivative : DeclareOpInterfaceMethods<
-    Tpc_DerivativeOpInterface, ["stashesResult"]>;
+    Tpc_DerivativeOpInterface, ["getStashedResults"]>;
+def Tpc_BothStashingDerivative : DeclareOpInterfaceMethods<
+    Tpc_DerivativeOpInterface, ["getStashedOperands", "getStashedResults"]>;
 // Every forward op has a sharding rule (ShardingRules*.cpp).
 def Tpc_Sharding : DeclareOpInterfaceMethods<Tpc_ShardingOpInterface>;
 // ... whose attributes count something of the whole tensors.
@@ -281,7 +283,7 @@ def Tpc_MulOp : Tpc_BinaryOp<"mul", [Tpc_StashingDerivative, Tpc_Sharding]> {
 //===----------------------------------------------------------------------===//
 
 def Tpc_AttentionOp : Tpc_Op<"attention", [Pure, InferTypeOpAdaptor,
-    Tpc_StashingDerivative, Tpc_Sharding, Tpc_DrawsDropout]> {
+    Tpc_BothStashingDerivative, Tpc_Sharding, Tpc_DrawsDropout]> {
   let summary = "Fused scaled-dot-product attention with grouped KV heads";
   let description = [{
     `softmax(scale * q k^T [+ causal mask]) v` per head, with optional dropout
@@ -305,22 +307,32 @@ def Tpc_AttentionOp : Tpc_Op<"attention", [Pure, InferTypeOpAdaptor,
     around a head-major attention). The dropout still draws probability
     `(b, h, i, j)` of the `[b, heads, s_q, s_k]` tensor.
 
+    With `lse`, a second result holds each query row's log-sum-exp,
+    `log(sum_j exp(scale * q_i . k_j))` over the keys the row sees (before
+    dropout), f32 `[b, heads, s_q]` in either layout: what
+    `tpc.attention_grad` reads (with the result) instead of recomputing the
+    probabilities' statistics. `tpc-autodiff` asks for it.
+
     ```mlir
     %o = tpc.attention %q, %k, %v causal scale 2.500000e-01
         : tensor<4x8x32x16xf32>, tensor<4x4x32x16xf32>, tensor<4x4x32x16xf32>
     %p = tpc.attention %qs, %ks, %vs causal seq_major scale 2.500000e-01
         : tensor<4x32x8x16xf32>, tensor<4x32x4x16xf32>, tensor<4x32x4x16xf32>
+    %r, %lse = tpc.attention %q, %k, %v causal lse scale 2.500000e-01
+        : tensor<4x8x32x16xf32>, tensor<4x4x32x16xf32>, tensor<4x4x32x16xf32>
     ```
   }];
   let arguments = (ins Tpc_FloatTensor:$query, Tpc_FloatTensor:$key,
                        Tpc_FloatTensor:$value, UnitAttr:$causal, F64Attr:$scale,
                        DefaultValuedAttr<F64Attr, "0.0">:$dropout_rate,
                        DefaultValuedAttr<I64Attr, "0">:$dropout_stream,
-                       Optional<Tpc_ScalarI64>:$block, UnitAttr:$seq_major);
-  let results = (outs Tpc_FloatTensor:$result);
+                       Optional<Tpc_ScalarI64>:$block, UnitAttr:$seq_major,
+                       UnitAttr:$with_lse);
+  let results = (outs Tpc_FloatTensor:$result,
+                      Optional<Tpc_FloatTensor>:$lse);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`causal` $causal^)? (`seq_major` $seq_major^)?
-      `scale` $scale
+      (`lse` $with_lse^)? `scale` $scale
       (`dropout` $dropout_rate^ `stream` $dropout_stream)?
       (`block` $block^)? attr-dict
       `:` type($query) `,` type($key) `,` type($value)
@@ -331,7 +343,8 @@ def Tpc_AttentionOp : Tpc_Op<"attention", [Pure, InferTypeOpAdaptor,
                    "UnitAttr":$causal, "FloatAttr":$scale,
                    "FloatAttr":$dropout_rate, "IntegerAttr":$dropout_stream), [{
       build($_builder, $_state, query, key, value, causal, scale, dropout_rate,
-            dropout_stream, /*block=*/Value(), /*seq_major=*/UnitAttr());
+            dropout_stream, /*block=*/Value(), /*seq_major=*/UnitAttr(),
+            /*with_lse=*/UnitAttr());
     }]>
   ];
   let extraClassDeclaration = [{

@@ -106,6 +106,9 @@ LogicalResult verifyAttentionAttrs(Operation *op, double scale, double rate,
 FailureOr<RankedTensorType> inferAttentionType(std::optional<Location> loc,
                                                Value query, Value key,
                                                Value value, bool seqMajor);
+/// The log-sum-exps of an attention whose result is `result`: f32 [b, heads,
+/// s_q] in either layout.
+RankedTensorType attentionLseType(RankedTensorType result, bool seqMajor);
 
 LogicalResult verifyDropoutRate(Operation *op, double rate);
 LogicalResult verifyDropoutStream(Operation *op, int64_t stream);

@@ -392,7 +392,7 @@ LogicalResult TrainingBuilder::buildForward() {
           map.lookup(attention.getKey()), map.lookup(attention.getValue()),
           attention.getCausalAttr(), attention.getScaleAttr(),
           attention.getDropoutRateAttr(), attention.getDropoutStreamAttr(),
-          block, attention.getSeqMajorAttr());
+          block, attention.getSeqMajorAttr(), attention.getWithLseAttr());
       clone->setDiscardableAttrs(op.getDiscardableAttrDictionary());
     } else {
       clone = builder.clone(op, map);
@@ -446,6 +446,39 @@ LogicalResult TrainingBuilder::buildForward() {
 // Planning: activity, parameter views, stash
 //===----------------------------------------------------------------------===//
 
+/// Every attention the backward differentiates (an active q, k or v and
+/// result) also writes its rows' log-sum-exp (`lse`), so that its
+/// attention_grad reads that and the result instead of rerunning the
+/// forward. Its replacement keeps the old result's place in `onParams` and
+/// `toLoss`.
+static void writeAttentionLse(Block &body, DenseSet<Value> &onParams,
+                              DenseSet<Value> &toLoss) {
+  auto active = [&](Value v) {
+    return onParams.contains(v) && toLoss.contains(v);
+  };
+  for (Operation &op : llvm::make_early_inc_range(body.without_terminator())) {
+    auto attention = dyn_cast<AttentionOp>(op);
+    if (!attention || attention.getLse() || !active(attention.getResult()) ||
+        !llvm::any_of(op.getOperands().take_front(3), active))
+      continue;
+    OpBuilder builder(attention);
+    auto withLse = AttentionOp::create(
+        builder, attention.getLoc(), attention.getQuery(), attention.getKey(),
+        attention.getValue(), attention.getCausalAttr(),
+        attention.getScaleAttr(), attention.getDropoutRateAttr(),
+        attention.getDropoutStreamAttr(), attention.getBlock(),
+        attention.getSeqMajorAttr(), builder.getUnitAttr());
+    withLse->setDiscardableAttrs(attention->getDiscardableAttrDictionary());
+    Value old = attention.getResult(), now = withLse.getResult();
+    onParams.insert(now);
+    toLoss.insert(now);
+    old.replaceAllUsesWith(now);
+    onParams.erase(old);
+    toLoss.erase(old);
+    attention.erase();
+  }
+}
+
 LogicalResult TrainingBuilder::planBackward() {
   Block &body = fwd.getBody().front();
   DenseSet<Value> onParams; // float values computed from a parameter
@@ -473,6 +506,7 @@ LogicalResult TrainingBuilder::planBackward() {
   auto active = [&](Value v) {
     return onParams.contains(v) && toLoss.contains(v);
   };
+  writeAttentionLse(body, onParams, toLoss);
 
   // What a phase reads: an F argument, a parameter view (recomputed from
   // its parameter) or a stash value.
@@ -512,8 +546,8 @@ LogicalResult TrainingBuilder::planBackward() {
         return;
       for (unsigned i : rule.getStashedOperands(wanted))
         out.push_back(op.getOperand(i));
-      if (rule.stashesResult(wanted))
-        out.push_back(op.getResult(0));
+      for (unsigned i : rule.getStashedResults(wanted))
+        out.push_back(op.getResult(i));
     };
     reads(plan.wantedB, plan.readsB);
     reads(plan.wantedW, plan.readsW);

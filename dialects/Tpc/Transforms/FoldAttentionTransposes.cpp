@@ -91,11 +91,14 @@ bool fold(AttentionOp attention) {
   Value value = toSeqMajor(attention.getValue(), dead);
   OpBuilder builder(attention);
   auto folded = AttentionOp::create(
-      builder, attention.getLoc(), query, key, value,
-      attention.getCausalAttr(), attention.getScaleAttr(),
-      attention.getDropoutRateAttr(), attention.getDropoutStreamAttr(),
-      attention.getBlock(), builder.getUnitAttr());
+      builder, attention.getLoc(), query, key, value, attention.getCausalAttr(),
+      attention.getScaleAttr(), attention.getDropoutRateAttr(),
+      attention.getDropoutStreamAttr(), attention.getBlock(),
+      builder.getUnitAttr(), attention.getWithLseAttr());
   folded->setDiscardableAttrs(attention->getDiscardableAttrDictionary());
+  // The log-sum-exps are [b, heads, s_q] in either layout.
+  if (Value lse = attention.getLse())
+    lse.replaceAllUsesWith(folded.getLse());
 
   // Readers that swap the result back read the folded result; any other
   // reader gets one transpose of it (the head-major result).
@@ -108,8 +111,9 @@ bool fold(AttentionOp attention) {
       continue;
     }
     if (!headMajor) {
-      headMajor = TransposeOp::create(builder, attention.getLoc(), folded,
-                                      builder.getDenseI64ArrayAttr({0, 2, 1, 3}));
+      headMajor =
+          TransposeOp::create(builder, attention.getLoc(), folded.getResult(),
+                              builder.getDenseI64ArrayAttr({0, 2, 1, 3}));
       headMajor->setDiscardableAttrs(attention->getDiscardableAttrDictionary());
     }
     use.set(headMajor.getResult());

@@ -123,7 +123,8 @@ std::optional<KernelSpec> kernelFor(Operation *op) {
         return KernelSpec{OpCode::Softmax, {}, {}, flag(op.getCausal(), 1)};
       })
       .Case([&](AttentionOp op) {
-        return KernelSpec{OpCode::Attention,
+        return KernelSpec{op.getLse() ? OpCode::AttentionLse
+                                      : OpCode::Attention,
                           {op.getDropoutStreamAttr().getInt()},
                           {op.getScale().convertToDouble(),
                            op.getDropoutRate().convertToDouble()},

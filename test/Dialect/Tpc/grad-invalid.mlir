@@ -193,6 +193,30 @@ func.func @attention_grad_output(%do: tensor<2x4x8x16xf32>, %q: tensor<2x4x8x16x
 
 // -----
 
+func.func @attention_grad_saved_lse(%do: tensor<2x4x8x16xf32>, %q: tensor<2x4x8x16xf32>, %lse: tensor<2x8x4xf32>) {
+  // expected-error @+1 {{saved lse type 'tensor<2x8x4xf32>' differs from the attention's log-sum-exp type 'tensor<2x4x8xf32>'}}
+  %0:3 = tpc.attention_grad %do, %q, %q, %q saved(%do, %lse : tensor<2x4x8x16xf32>, tensor<2x8x4xf32>) scale 0.25 : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_grad_saved_output(%do: tensor<2x4x8x16xf32>, %q: tensor<2x4x8x16xf32>, %o: tensor<2x4x8x8xf32>, %lse: tensor<2x4x8xf32>) {
+  // expected-error @+1 {{saved output type 'tensor<2x4x8x8xf32>' differs from the attention output type 'tensor<2x4x8x16xf32>'}}
+  %0:3 = tpc.attention_grad %do, %q, %q, %q saved(%o, %lse : tensor<2x4x8x8xf32>, tensor<2x4x8xf32>) scale 0.25 : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_grad_saved_half(%do: tensor<2x4x8x16xf32>, %q: tensor<2x4x8x16xf32>) {
+  // expected-error @+1 {{takes the forward's output and lse both or neither}}
+  %0:3 = "tpc.attention_grad"(%do, %q, %q, %q, %do) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0>, scale = 2.500000e-01 : f64}> : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) -> (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>)
+  return
+}
+
+// -----
+
 func.func @attention_grad_heads(%do: tensor<2x4x8x16xf32>, %q: tensor<2x4x8x16xf32>, %k: tensor<2x3x8x16xf32>) {
   // expected-error @+1 {{query heads 4 is not divisible by 3 key/value heads}}
   %0:3 = tpc.attention_grad %do, %q, %k, %k scale 0.25 : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x3x8x16xf32>, tensor<2x3x8x16xf32>

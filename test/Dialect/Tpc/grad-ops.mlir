@@ -124,6 +124,28 @@ func.func @attention_grad(%do: tensor<4x8x32x16xf32>, %q: tensor<4x8x32x16xf32>,
         tensor<4x4x32x16xf32>, tensor<2x2x8x4xf32>
 }
 
+// The forward's log-sum-exps ([b, heads, s_q] f32 in either layout) and
+// the gradient that reads them with the forward's result.
+// CHECK-LABEL: func.func @attention_grad_saved(
+// CHECK: %[[O:.*]], %[[LSE:.*]] = tpc.attention %{{.*}}, %{{.*}}, %{{.*}} causal seq_major lse scale 2.500000e-01 dropout 1.000000e-01 stream 2 : tensor<4x32x8x16xf32>, tensor<4x32x4x16xf32>, tensor<4x32x4x8xf32>
+// CHECK: tpc.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} saved(%[[O]], %[[LSE]] : tensor<4x32x8x8xf32>, tensor<4x8x32xf32>) causal seq_major scale 2.500000e-01 dropout 1.000000e-01 stream 2 : tensor<4x32x8x8xf32>, tensor<4x32x8x16xf32>, tensor<4x32x4x16xf32>, tensor<4x32x4x8xf32>
+func.func @attention_grad_saved(%do: tensor<4x32x8x8xf32>,
+                                %q: tensor<4x32x8x16xf32>,
+                                %k: tensor<4x32x4x16xf32>,
+                                %v: tensor<4x32x4x8xf32>)
+    -> (tensor<4x32x8x16xf32>, tensor<4x32x4x16xf32>, tensor<4x32x4x8xf32>) {
+  %o, %lse = tpc.attention %q, %k, %v causal seq_major lse scale 0.25
+      dropout 0.1 stream 2
+      : tensor<4x32x8x16xf32>, tensor<4x32x4x16xf32>, tensor<4x32x4x8xf32>
+  %dq, %dk, %dv = tpc.attention_grad %do, %q, %k, %v
+      saved(%o, %lse : tensor<4x32x8x8xf32>, tensor<4x8x32xf32>) causal
+      seq_major scale 0.25 dropout 0.1 stream 2
+      : tensor<4x32x8x8xf32>, tensor<4x32x8x16xf32>, tensor<4x32x4x16xf32>,
+        tensor<4x32x4x8xf32>
+  return %dq, %dk, %dv
+      : tensor<4x32x8x16xf32>, tensor<4x32x4x16xf32>, tensor<4x32x4x8xf32>
+}
+
 // CHECK-LABEL: func.func @rotary_grad(
 // CHECK: tpc.rotary_grad %{{.*}} theta 1.000000e+04 : tensor<4x8x32x16xf32>
 // CHECK: tpc.rotary_grad %{{.*}} theta 5.000000e+05 offset 7 : tensor<4x8x32x16xf32>

@@ -380,14 +380,14 @@ class Interpreter:
     def op_tpc_mul(self, op, l, r):
         return l * r
 
-    def _attention(self, op, q, k, v, block):
-        groups = q.shape[1] // k.shape[1]
-        k = k.repeat_interleave(groups, 1)
-        v = v.repeat_interleave(groups, 1)
+    def _scores(self, op, q, k):
+        k = k.repeat_interleave(q.shape[1] // k.shape[1], 1)
         s = (q @ k.transpose(-1, -2)) * op.float("scale")
-        if op.unit("causal"):
-            s = self._causal(s)
-        p = torch.softmax(s, -1)
+        return self._causal(s) if op.unit("causal") else s
+
+    def _attention(self, op, q, k, v, block):
+        v = v.repeat_interleave(q.shape[1] // k.shape[1], 1)
+        p = torch.softmax(self._scores(op, q, k), -1)
         rate = op.float("dropout_rate") or 0.0
         if rate:
             mask = self.mask(op, p.shape, rate, op.int("dropout_stream", 0),
@@ -396,7 +396,10 @@ class Interpreter:
         return p @ v
 
     def op_tpc_attention(self, op, q, k, v, block=None):
-        return self._attention(op, q, k, v, block)
+        out = self._attention(op, q, k, v, block)
+        if op.unit("with_lse"):  # and each row's log-sum-exp
+            return [out, torch.logsumexp(self._scores(op, q, k), -1)]
+        return out
 
     @staticmethod
     def _rotary_tables(op, x):
@@ -519,7 +522,13 @@ class Interpreter:
     def op_tpc_apply_mask(self, op, x, mask):
         return x * mask * dropout_scale(op.float("rate"))
 
-    def op_tpc_attention_grad(self, op, do, q, k, v, block=None):
+    def op_tpc_attention_grad(self, op, do, q, k, v, *rest):
+        # Operands: [output, lse] (the forward's: autograd does not need
+        # them), [block] (segment sizes).
+        sizes = [int(s) for s in re.search(
+            r"operandSegmentSizes = array<i32: ([\d, ]*)>", op.props
+        ).group(1).split(",")]
+        block = rest[-1] if sizes[6] else None
         q, k, v = (t.detach().requires_grad_(True) for t in (q, k, v))
         with torch.enable_grad():
             out = self._attention(op, q, k, v, block)
