@@ -25,13 +25,15 @@ bool sixteenBit(fb::DType t) {
   return t == fb::DType::BF16 || t == fb::DType::F16;
 }
 
-/// Calls of one key share a plan (the scale is a run-time value).
-using ShapeKey = std::tuple<bool, int64_t, int64_t, int64_t, int64_t, int64_t,
-                            int64_t, bool, bool, bool, int>;
+/// Calls of one key share a plan (the scale is a run-time value). The
+/// first two: a backward, one given the forward's O and Stats.
+using ShapeKey = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t,
+                            int64_t, int64_t, bool, bool, bool, int>;
 
 ShapeKey keyOf(const KernelCall &call) {
   cudnn::SdpaShape s = sdpaShapeOf(call);
   return {call.attentionBackward(),
+          call.attentionReadsLse(),
           s.batch,
           s.heads,
           s.kvHeads,
@@ -71,18 +73,20 @@ std::string cuda::cudnnAttentionRefusal(const KernelCall &call) {
   if (call.dropoutRate != 0.0)
     return "attention dropout (cuDNN's dropout cannot draw the runtime's "
            "stream)";
-  if (call.attentionWritesLse() || call.attentionReadsLse())
-    return "the forward's log-sum-exp (attention_lse, and the attention_grad "
-           "that reads it, are not wired to cuDNN's Stats yet)";
   const fb::DType type =
       call.operands.empty() ? fb::DType::F32 : call.operands[0].dtype;
   if (!sixteenBit(type))
     return "fp32 tensors (cuDNN's fused attention is bf16 and f16)";
-  for (const TensorRef &t : call.operands)
-    if (t.dtype != type)
+  // The log-sum-exps (attention_lse's result 1, a backward's last operand)
+  // are f32: cuDNN's Stats.
+  const size_t operands =
+      call.operands.size() - (call.attentionReadsLse() ? 1 : 0);
+  const size_t results = call.attentionWritesLse() ? 1 : call.results.size();
+  for (size_t i = 0; i < operands; ++i)
+    if (call.operands[i].dtype != type)
       return "operands of different types";
-  for (const TensorRef &t : call.results)
-    if (t.dtype != type)
+  for (size_t i = 0; i < results; ++i)
+    if (call.results[i].dtype != type)
       return "results of another type than the operands";
   if (call.headDim != call.valueDim)
     return "head_dim " + std::to_string(call.headDim) + " != value_dim " +
@@ -130,7 +134,9 @@ struct GraphPlan {
 struct ShapePlan {
   /// The first call's (its scale aside: each call passes its own).
   cudnn::SdpaShape shape;
-  bool grad = false;
+  /// A backward; one given the forward's O and Stats (no forward plan, none
+  /// of them in scratch).
+  bool grad = false, saved = false;
   std::unique_ptr<GraphPlan> forward, backward;
   uint64_t outputBytes = 0, statsOffset = 0, sumOffset = 0;
   uint64_t workspaceOffset = 0, scratchBytes = 0;
@@ -139,7 +145,9 @@ struct ShapePlan {
 /// A run's addresses: the operands and results in the call's order, and
 /// the scratch (which holds O, Stats, the row sums and the workspace).
 struct RunAddresses {
-  std::array<void *, 7> buffers{};
+  /// At most attention_grad's six operands (given O and lse) and three
+  /// results.
+  std::array<void *, 9> buffers{};
   void *scratch = nullptr;
   bool operator==(const RunAddresses &other) const {
     return buffers == other.buffers && scratch == other.scratch;
@@ -238,7 +246,10 @@ Status CudnnAttention::plan(const KernelCall &call, uint64_t &scratchBytes) {
     auto p = std::make_unique<ShapePlan>();
     p->shape = shape;
     p->grad = call.attentionBackward();
-    Status made = impl_->makeGraphPlan(shape, false, p->forward);
+    p->saved = call.attentionReadsLse();
+    Status made = Status::ok();
+    if (!p->saved)
+      made = impl_->makeGraphPlan(shape, false, p->forward);
     if (made && p->grad)
       made = impl_->makeGraphPlan(shape, true, p->backward);
     if (!made) {
@@ -248,17 +259,21 @@ Status CudnnAttention::plan(const KernelCall &call, uint64_t &scratchBytes) {
     const uint64_t rows =
         static_cast<uint64_t>(shape.batch * shape.heads * shape.seqQ) *
         sizeof(float);
-    // attention_grad's O, in q's layout (the graphs describe it so).
+    // attention_grad's O (the result's layout, as the graphs describe it)
+    // and Stats, unless given.
+    const bool recomputed = p->grad && !p->saved;
     p->outputBytes =
-        p->grad
+        recomputed
             ? alignScratch(static_cast<uint64_t>(shape.batch * shape.heads *
                                                  shape.seqQ * shape.headDim) *
                            2)
             : 0;
     p->statsOffset = p->outputBytes;
-    p->sumOffset = p->statsOffset + alignScratch(rows);
+    p->sumOffset =
+        p->statsOffset +
+        (call.attentionWritesLse() || p->saved ? 0 : alignScratch(rows));
     p->workspaceOffset = p->sumOffset + (p->grad ? alignScratch(rows) : 0);
-    int64_t workspace = p->forward->workspace;
+    int64_t workspace = p->forward ? p->forward->workspace : 0;
     if (p->backward)
       workspace = std::max(workspace, p->backward->workspace);
     p->scratchBytes =
@@ -290,12 +305,13 @@ Status buildPacks(const CudnnLibrary &library, const KernelCall &call,
                   PackSet &set) {
   const ShapePlan &p = *run.plan;
   char *scratch = static_cast<char *>(args.scratch);
-  void *stats = scratch + p.statsOffset;
   void *workspace = scratch + p.workspaceOffset;
-  // The forward: attention's q, k, v -> its result; attention_grad's -> O
-  // in scratch.
+  // The forward: attention's q, k, v -> its result and Stats (attention_lse's
+  // log-sum-exps, else scratch); attention_grad's -> O and Stats in scratch,
+  // unless it is given them (its last two operands).
   const AttentionTensors t = attentionTensors(call, args);
-  void *output = p.grad ? static_cast<void *>(scratch) : t.o.at;
+  void *stats = t.lse.at ? t.lse.at : scratch + p.statsOffset;
+  void *output = p.grad && !p.saved ? static_cast<void *>(scratch) : t.o.at;
   std::vector<void *> forward = {t.q.at, t.k.at, t.v.at,
                                  output, stats,  &run.scale};
   std::vector<int64_t> forwardUids = {cudnn::kQ, cudnn::kK,     cudnn::kV,
@@ -320,8 +336,9 @@ Status buildPacks(const CudnnLibrary &library, const KernelCall &call,
   }
   set.builder = std::make_unique<cudnn::Builder>(library);
   set.at = at;
-  set.forward =
-      cudnn::variantPack(*set.builder, forwardUids, forward, workspace);
+  if (p.forward)
+    set.forward =
+        cudnn::variantPack(*set.builder, forwardUids, forward, workspace);
   if (p.grad)
     set.backward =
         cudnn::variantPack(*set.builder, backwardUids, backward, workspace);
@@ -372,8 +389,9 @@ Status CudnnAttention::run(const KernelCall &call, const KernelArgs &args,
     }
   }
   const CudnnLibrary &lib = *impl_->library;
-  if (cudnnStatus_t st =
-          lib.execute(impl_->handle, p.forward->plan, packs->forward);
+  if (cudnnStatus_t st = p.forward ? lib.execute(impl_->handle, p.forward->plan,
+                                                 packs->forward)
+                                   : CUDNN_STATUS_SUCCESS;
       st != CUDNN_STATUS_SUCCESS)
     return Status::error(std::string(p.grad ? "attention_grad" : "attention") +
                          ": cuDNN's forward: " + lib.describe(st));

@@ -338,6 +338,30 @@ TEST(CudnnAttention, RefusesWhatItsGraphsDoNotCover) {
       "not an attention kernel"));
 }
 
+TEST(CudnnAttention, TakesTheLogSumExpForms) {
+  using fb::DType;
+  using fb::OpCode;
+  TensorRef rows; // the log-sum-exps: f32, cuDNN's Stats
+  rows.dtype = DType::F32;
+  KernelCall forward =
+      attentionCall(OpCode::Attention, DType::BF16, 64, true, 8, 8);
+  forward.op = OpCode::AttentionLse;
+  forward.results.push_back(rows);
+  EXPECT_EQ(cuda::cudnnAttentionRefusal(forward), "");
+  KernelCall saved =
+      attentionCall(OpCode::AttentionGrad, DType::BF16, 64, true, 8, 8);
+  saved.operands.push_back(saved.operands[0]); // the forward's output
+  saved.operands.push_back(rows);
+  EXPECT_TRUE(saved.attentionReadsLse());
+  EXPECT_EQ(cuda::cudnnAttentionRefusal(saved), "");
+  // The other operands are still one 16-bit type.
+  saved.operands[4].dtype = DType::F32;
+  EXPECT_TRUE(contains(cuda::cudnnAttentionRefusal(saved), "operands"));
+  // A forward's other result is.
+  forward.results[0].dtype = DType::F32;
+  EXPECT_TRUE(contains(cuda::cudnnAttentionRefusal(forward), "results"));
+}
+
 TEST(CudnnAttention, WithoutADeviceInitSaysWhy) {
   if (!toolkitCudnn())
     GTEST_SKIP() << "no " << kToolkitCudnn;
