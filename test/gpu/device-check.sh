@@ -13,7 +13,7 @@
 #   2 gpu       nvidia-smi and the CUDA device count; none: "no GPU:
 #               skipped", exit 77 (1 when the build failed too)
 #   3 kernels   tpcrt-device-check --device cuda --results $OUT/kernels.txt
-#   3a kernels-attention  only where stage 3 failed: the four attention
+#   3a kernels-attention  only where stage 3 failed: the six attention
 #               opcodes' bf16 cases again (wgmma on Hopper); where they fail
 #               and pass on mma.sync (stage 5b, run at once), the stages
 #               after run with TPCRT_CUDA_ATTENTION=mma, said in the summary
@@ -35,7 +35,7 @@
 #               GPU per rank through NCCL,
 #               where there are enough GPUs (TPC_GPU_RANKS; else SKIP)
 #   5 nccl      tpcrt-nccl-check --local (one rank)
-#   5b kernels-mma  the four attention opcodes' bf16 cases again with
+#   5b kernels-mma  the six attention opcodes' bf16 cases again with
 #               TPCRT_CUDA_ATTENTION=mma: the mma.sync kernels that wgmma
 #               replaces on Hopper (right after 3a where that failed)
 #   6 bench     tpc-cuda-bench vs torch (GEMM, attention; attention also
@@ -190,12 +190,12 @@ stage_kernels() {
 }
 
 # attention_cases CHOICE [OP...]: the bf16 cases of the OPs (default the
-# four attention opcodes) against the CPU device, with
+# six attention opcodes) against the CPU device, with
 # TPCRT_CUDA_ATTENTION=CHOICE ("": the default kernels), each opcode in a
 # fresh process.
 attention_cases() {
-  local choice=$1 check op rc=0 ops=(attention attention_qkv attention_grad
-    attention_qkv_grad)
+  local choice=$1 check op rc=0 ops=(attention attention_qkv attention_lse
+    attention_qkv_lse attention_grad attention_qkv_grad)
   shift
   [ $# -gt 0 ] && ops=("$@")
   check=$(findbin tpcrt-device-check)
@@ -226,8 +226,8 @@ stage_kernels_mma() { attention_cases mma; }
 
 # compute-sanitizer (the toolkit's) over the device check: memcheck on the
 # opcodes that stage 3 failed (kernels.txt's FAIL lines, both dtypes), else
-# on the four attention opcodes' bf16 cases (wgmma, cp.async, the most
-# shared memory); then racecheck and synccheck on attention's and
+# on five attention opcodes' bf16 cases (all but attention_qkv_lse: wgmma,
+# cp.async, the most shared memory); then racecheck and synccheck on attention's and
 # attention_grad's bf16 cases. Each run prints "sanitize: TOOL OP (DTYPE):
 # N errors" (the driver copies those lines into the summary); a sanitizer
 # error fails the stage, a device check that fails on its values does not
@@ -244,7 +244,7 @@ stage_sanitize() {
     [ ${#ops[@]} -eq 0 ] || dtype=all
   fi
   [ ${#ops[@]} -gt 0 ] ||
-    ops=(attention attention_qkv attention_grad attention_qkv_grad)
+    ops=(attention attention_qkv attention_lse attention_grad attention_qkv_grad)
   # sanitize TOOL OP DTYPE
   sanitize() {
     "$sanitizer" --tool "$1" --error-exitcode 9 --print-limit 10 \

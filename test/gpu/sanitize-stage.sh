@@ -56,11 +56,12 @@ expect_calls() {
 # Stage 3 passed (no kernels.txt): the attention opcodes.
 stage 0
 expect_calls "memcheck attention bf16" "memcheck attention_qkv bf16" \
-  "memcheck attention_grad bf16" "memcheck attention_qkv_grad bf16" \
+  "memcheck attention_lse bf16" "memcheck attention_grad bf16" \
+  "memcheck attention_qkv_grad bf16" \
   "racecheck attention bf16" "racecheck attention_grad bf16" \
   "synccheck attention bf16" "synccheck attention_grad bf16"
-[ "$(grep -c '^sanitize: .*: 0 errors (exit 0)$' "$work/log.txt")" = 8 ] ||
-  fail "not 8 clean lines: $(cat "$work/log.txt")"
+[ "$(grep -c '^sanitize: .*: 0 errors (exit 0)$' "$work/log.txt")" = 9 ] ||
+  fail "not 9 clean lines: $(cat "$work/log.txt")"
 
 # Stage 3 failed two opcodes: memcheck on those, both dtypes.
 cat >"$OUT/kernels.txt" <<'EOF'
