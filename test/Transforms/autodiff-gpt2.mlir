@@ -2,6 +2,19 @@
 // layer, one microbatch): the four functions and what crosses between them.
 // RUN: tpc-import %S/../Import/Inputs/gpt2-tiny.json --seq 8 --batch 2 --num-layers 1 \
 // RUN:   | tpc-opt --tpc-autodiff | FileCheck %s
+// Sequence-major (as tpc-compile folds it): the output projection's input
+// is the attention result's reshape, stashed for W; B reshapes it back for
+// attention_grad instead of a second copy of the result in the stash.
+// RUN: tpc-import %S/../Import/Inputs/gpt2-tiny.json --seq 8 --batch 2 --num-layers 1 \
+// RUN:   | tpc-opt --tpc-fold-attention-transposes --tpc-autodiff \
+// RUN:   | FileCheck %s --check-prefix=FOLD
+// FOLD-LABEL: func.func @train_F(
+// FOLD: %[[O:.*]], %[[LSE:.*]] = tpc.attention {{.*}} seq_major lse {{.*}}tpc.stash_layer = array<i64: -1, 0>
+// FOLD: %[[R:.*]] = tpc.reshape %[[O]] {{.*}} -> tensor<2x8x64xf32>
+// FOLD: return {{.*}}, %[[LSE]], %[[R]], {{.*}} :
+// FOLD-LABEL: func.func @train_B(
+// FOLD: %[[BACK:.*]] = tpc.reshape %arg{{[0-9]+}} {tpc.layer = 0 : i64} : tensor<2x8x64xf32> -> tensor<2x8x4x16xf32>
+// FOLD-NEXT: tpc.attention_grad {{.*}} saved(%[[BACK]], %{{.*}} : tensor<2x8x4x16xf32>, tensor<2x4x8xf32>)
 
 // @forward stays as it was.
 // CHECK-LABEL: func.func @forward(

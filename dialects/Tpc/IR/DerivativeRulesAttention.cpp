@@ -9,10 +9,11 @@ using namespace mlir::tpc::rules;
 // The fused attention stashes q, k and v: attention_grad recomputes the
 // probabilities (and their dropout mask, from the same stream and block),
 // which is what makes it cheaper in memory than the unfused chain. With
-// `lse` (tpc-autodiff asks for it) also its result and log-sum-exp, a
-// [b, heads, s_q] f32 row each: the backward reads their statistics instead
-// of rerunning the forward (the result is mostly stashed anyway, as the
-// output projection's input).
+// `lse` (tpc-autodiff asks for it) also its result and its rows'
+// log-sum-exps ([b, heads, s_q] f32): the backward reads the softmax's
+// statistics from them instead of rerunning the forward. Where the output
+// projection's input is the result's reshape (sequence-major attention),
+// tpc-autodiff stashes that once and B reshapes it back.
 SmallVector<unsigned> AttentionOp::getStashedOperands(ArrayRef<bool> wanted) {
   if (!llvm::is_contained(wanted.take_front(3), true))
     return {};

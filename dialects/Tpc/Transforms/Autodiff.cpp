@@ -107,6 +107,10 @@ private:
   LogicalResult findOutputs();
   LogicalResult buildForward();
   LogicalResult planBackward();
+  /// An attention result that only B reads, where the output projection's
+  /// input (its reshape) is stashed anyway: B reads that instead
+  /// (reshapedStash), so the stash holds those bytes once.
+  void shareAttentionResults();
   LogicalResult buildInputGrads();
   LogicalResult buildWeightGrads();
   void finishForward();
@@ -115,7 +119,8 @@ private:
   void buildDriver();
 
   /// The value of F's `v` in a backward function mapped by `map`: an
-  /// argument or stash value, or a parameter view recomputed there.
+  /// argument or stash value, or a parameter view or reshaped stash value
+  /// recomputed there.
   Value lookupIn(IRMapping &map, Value v);
   /// Adds gradient `g` of F's value `v` into `grads`.
   void accumulate(DenseMap<Value, Value> &grads, Value v, Value g);
@@ -158,6 +163,9 @@ private:
   llvm::SetVector<Value> stash;
   DenseSet<Value> stashB, stashW;
   DenseMap<Value, IntegerAttr> stashLayer;
+  /// Values B reads as the reshape back of another stash value (an
+  /// attention's result, from the output projection's input): stashed once.
+  DenseMap<Value, Value> reshapedStash;
   /// F arguments W reads (directly or to recompute a view), in order.
   llvm::SmallSetVector<unsigned, 4> weightArgs;
 
@@ -450,12 +458,10 @@ LogicalResult TrainingBuilder::buildForward() {
 /// result) also writes its rows' log-sum-exp (`lse`), so that its
 /// attention_grad reads that and the result instead of rerunning the
 /// forward. Its replacement keeps the old result's place in `onParams` and
-/// `toLoss`.
-static void writeAttentionLse(Block &body, DenseSet<Value> &onParams,
+/// `toLoss` (whose intersection `active` is).
+static void writeAttentionLse(Block &body, function_ref<bool(Value)> active,
+                              DenseSet<Value> &onParams,
                               DenseSet<Value> &toLoss) {
-  auto active = [&](Value v) {
-    return onParams.contains(v) && toLoss.contains(v);
-  };
   for (Operation &op : llvm::make_early_inc_range(body.without_terminator())) {
     auto attention = dyn_cast<AttentionOp>(op);
     if (!attention || attention.getLse() || !active(attention.getResult()) ||
@@ -506,7 +512,7 @@ LogicalResult TrainingBuilder::planBackward() {
   auto active = [&](Value v) {
     return onParams.contains(v) && toLoss.contains(v);
   };
-  writeAttentionLse(body, onParams, toLoss);
+  writeAttentionLse(body, active, onParams, toLoss);
 
   // What a phase reads: an F argument, a parameter view (recomputed from
   // its parameter) or a stash value.
@@ -559,12 +565,34 @@ LogicalResult TrainingBuilder::planBackward() {
     plans.push_back(std::move(plan));
   }
 
+  shareAttentionResults();
   // Each value once, in the order F computes them.
   for (Operation &op : body.without_terminator())
     for (Value result : op.getResults())
       if (stashB.contains(result) || stashW.contains(result))
         stash.insert(result);
   return success();
+}
+
+void TrainingBuilder::shareAttentionResults() {
+  for (const OpPlan &plan : plans) {
+    auto attention = dyn_cast<AttentionOp>(plan.op);
+    if (!attention || !attention.getLse())
+      continue;
+    Value result = attention.getResult();
+    if (!stashB.contains(result) || stashW.contains(result))
+      continue;
+    for (Operation *user : result.getUsers()) {
+      auto reshape = dyn_cast<ReshapeOp>(user);
+      if (!reshape || !(stashB.contains(reshape.getResult()) ||
+                        stashW.contains(reshape.getResult())))
+        continue;
+      stashB.erase(result);
+      stashB.insert(reshape.getResult());
+      reshapedStash[result] = reshape.getResult();
+      break;
+    }
+  }
 }
 
 //===----------------------------------------------------------------------===//
@@ -574,6 +602,14 @@ LogicalResult TrainingBuilder::planBackward() {
 Value TrainingBuilder::lookupIn(IRMapping &map, Value v) {
   if (Value mapped = map.lookupOrNull(v))
     return mapped;
+  // An attention's result: the reshape back of what the output projection
+  // stashed, right where the attention_grad reads it.
+  if (Value stashed = reshapedStash.lookup(v)) {
+    Value back = ReshapeOp::create(builder, v.getLoc(), v.getType(),
+                                   lookupIn(map, stashed));
+    map.map(v, back);
+    return back;
+  }
   // A parameter view: recompute it from the parameter (no stash).
   Operation *view = v.getDefiningOp();
   assert(view && paramViews.contains(v) && "backward read an unplanned value");
