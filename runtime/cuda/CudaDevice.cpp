@@ -27,6 +27,7 @@
 #include "CudaDevice.h"
 
 #include "AttentionChoice.h"
+#include "AttentionRace.h"
 #include "BatchDeferral.h"
 #include "CudaKernels.h"
 #if TPCRT_HAVE_CUDNN
@@ -254,10 +255,15 @@ private:
   Status openGroups(const Program &program,
                     const std::vector<Communicator *> &groups);
   Status planOptimizerBatches(const Program &program);
-  /// With TPCRT_CUDA_ATTENTION=cudnn: plans the attention calls cuDNN can
-  /// take, raising the scratch to what they need; says on stderr how many
-  /// it took, or why none.
+  /// Unless TPCRT_CUDA_ATTENTION names the own kernels: plans the
+  /// attention calls cuDNN can take, raising the scratch to what they need.
+  /// With =cudnn, says on stderr how many it took, or why none.
   void planCudnnAttention(const Program &program);
+  /// TPCRT_CUDA_ATTENTION unset or =auto: times each shape that cuDNN took
+  /// both ways on its first call's buffers (slot 0, before the first step:
+  /// they hold nothing yet) and leaves to the own kernels those where cuDNN
+  /// did not measure faster (AttentionRace.h); says so on stderr.
+  Status raceAttention(const Program &program);
   Status runAttention(const KernelCall &call, const KernelArgs &args);
   /// Resolves `call`'s addresses for the run into runOperands_ /
   /// runResults_ and its byte ranges into reads_ / writes_.
@@ -697,15 +703,18 @@ Status CudaDevice::prepare(const Program &program,
   if (Status s = cudaStatus("cudaDeviceSynchronize", cudaDeviceSynchronize());
       !s)
     return s;
+  if (Status s = raceAttention(program); !s)
+    return s;
   return openGroups(program, groups);
 }
 
 void CudaDevice::planCudnnAttention(const Program &program) {
   // Read here, at every prepare, so that an unknown value is reported (once)
   // even by a program without attention.
-  const bool requested = attentionChoice() == AttentionChoice::Cudnn;
+  const AttentionChoice choice = attentionChoice();
+  const bool requested = choice == AttentionChoice::Cudnn;
 #if TPCRT_HAVE_CUDNN
-  if (!requested)
+  if (!requested && choice != AttentionChoice::Auto)
     return;
   size_t attention = 0, taken = 0;
   std::string refusal, failure;
@@ -732,17 +741,26 @@ void CudaDevice::planCudnnAttention(const Program &program) {
     ++taken;
     scratchBytes_ = std::max(scratchBytes_, alignScratch(bytes));
   }
-  std::string line = "tpcrt: TPCRT_CUDA_ATTENTION=cudnn: cuDNN runs " +
-                     std::to_string(taken) + " of " +
-                     std::to_string(attention) + " attention kernels (" +
-                     std::to_string(cudnn_.planCount()) + " plans)";
+  // Auto: the race says what runs where; a cuDNN that is not there (no
+  // library: the own kernels' machine) is said once, where it mattered.
+  std::string line;
+  if (requested)
+    line = "tpcrt: TPCRT_CUDA_ATTENTION=cudnn: cuDNN runs " +
+           std::to_string(taken) + " of " + std::to_string(attention) +
+           " attention kernels (" + std::to_string(cudnn_.planCount()) +
+           " plans)";
+  else if (!ready)
+    line = "tpcrt: attention: the own kernels";
   if (!ready)
     line += "; cuDNN is not usable: " + ready.message();
-  if (!refusal.empty())
+  if (requested && !refusal.empty())
     line += "; not taken, e.g. " + refusal;
   if (!failure.empty())
-    line += "; no plan for " + failure;
-  std::fprintf(stderr, "%s\n", line.c_str());
+    line += (line.empty() ? "tpcrt: attention: no cuDNN plan for "
+                          : "; no plan for ") +
+            failure;
+  if (!line.empty())
+    std::fprintf(stderr, "%s\n", line.c_str());
 #else
   (void)program;
   if (requested)
@@ -750,6 +768,90 @@ void CudaDevice::planCudnnAttention(const Program &program) {
                          "no cuDNN (no cudnn_graph.h at configure time); the "
                          "own attention kernels run\n");
 #endif
+}
+
+Status CudaDevice::raceAttention(const Program &program) {
+#if TPCRT_HAVE_CUDNN
+  if (attentionChoice() != AttentionChoice::Auto)
+    return Status::ok();
+  AttentionRace race;
+  std::vector<const KernelCall *> calls(resolved_.size(), nullptr);
+  for (const KernelCall &call : program.calls)
+    if (const void *plan = cudnn_.planOf(call)) {
+      calls[call.index] = &call;
+      race.add(plan, call.index,
+               std::string(opCodeName(call.op)) + " [b " +
+                   std::to_string(call.batch) + ", heads " +
+                   std::to_string(call.heads) + "/" +
+                   std::to_string(call.kvHeads) + ", s " +
+                   std::to_string(call.seqQ) + ", d " +
+                   std::to_string(call.headDim) + "]");
+    }
+  if (race.shapes().empty())
+    return Status::ok();
+  cudaEvent_t start = nullptr, stop = nullptr;
+  if (Status s = cudaStatus("cudaEventCreate", cudaEventCreate(&start)); !s)
+    return s;
+  if (Status s = cudaStatus("cudaEventCreate", cudaEventCreate(&stop)); !s) {
+    cudaEventDestroy(start);
+    return s;
+  }
+  const StepContext context;
+  std::vector<void *> operands, results;
+  auto time = [&](uint32_t index, bool useCudnn, double &seconds) -> Status {
+    const KernelCall &call = *calls[index];
+    const Resolved &r = resolved_[index];
+    operands.assign(r.operands.begin(), r.operands.end());
+    results.assign(r.results.begin(), r.results.end());
+    KernelArgs args = computeArgs(operands.data(), results.data(), context);
+    if (Status s =
+            cudaStatus("cudaEventRecord", cudaEventRecord(start, compute_));
+        !s)
+      return s;
+    Status ran = Status::ok();
+    if (useCudnn) {
+      bool taken = false;
+      ran = cudnn_.run(call, args, taken);
+      if (ran && !taken)
+        ran = Status::error("cuDNN did not take it (an address not 16-byte "
+                            "aligned)");
+    } else {
+      ran = runAttentionKernel(call, args);
+    }
+    if (!ran) {
+      cudaGetLastError(); // a failed launch's error, not the next call's
+      return ran;
+    }
+    float ms = 0;
+    if (Status s = cudaStatus("timing an attention kernel",
+                              cudaEventRecord(stop, compute_));
+        !s)
+      return s;
+    if (Status s = cudaStatus("timing an attention kernel",
+                              cudaEventSynchronize(stop));
+        !s)
+      return s;
+    if (Status s = cudaStatus("timing an attention kernel",
+                              cudaEventElapsedTime(&ms, start, stop));
+        !s)
+      return s;
+    seconds = ms * 1e-3;
+    return Status::ok();
+  };
+  Status raced = race.run(time);
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  if (!raced)
+    return raced;
+  for (const AttentionRace::Shape &shape : race.shapes())
+    if (!shape.cudnnWins)
+      for (uint32_t index : shape.calls)
+        cudnn_.release(*calls[index]);
+  std::fprintf(stderr, "tpcrt: attention: %s\n", race.summary().c_str());
+#else
+  (void)program;
+#endif
+  return Status::ok();
 }
 
 Status CudaDevice::runAttention(const KernelCall &call,

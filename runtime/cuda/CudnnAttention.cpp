@@ -294,6 +294,15 @@ Status CudnnAttention::plan(const KernelCall &call, uint64_t &scratchBytes) {
 
 size_t CudnnAttention::planCount() const { return impl_->plans.size(); }
 
+const void *CudnnAttention::planOf(const KernelCall &call) const {
+  auto found = impl_->calls.find(call.index);
+  return found == impl_->calls.end() ? nullptr : found->second.plan;
+}
+
+void CudnnAttention::release(const KernelCall &call) {
+  impl_->calls.erase(call.index);
+}
+
 void CudnnAttention::shutdown() { impl_->shutdown(); }
 
 namespace {

@@ -1,22 +1,25 @@
 //===- CudnnAttention.h - attention through cuDNN's fused SDPA --*- C++ -*-===//
 //
-// With TPCRT_CUDA_ATTENTION=cudnn, the CUDA device runs the attention and
-// attention_grad kernels that cuDNN's fused flash attention can take
+// The CUDA device runs the attention and attention_grad kernels that
+// cuDNN's fused flash attention can take
 // (cudnnAttentionRefusal: bf16 or f16, no attention dropout — cuDNN's
 // dropout cannot draw the runtime's counter-based stream —, head_dim ==
 // value_dim, a multiple of 8 up to 128, causal only with s_q == s_k) through
-// the graphs of CudnnGraph.h; every other call runs the device's own
-// kernels. Off by default until a GPU run has measured it faster
-// (docs/runtime/cuda.md).
+// the graphs of CudnnGraph.h, where it measured faster than the own
+// kernels (AttentionRace.h) or TPCRT_CUDA_ATTENTION=cudnn asks; every other
+// call runs the device's own kernels (docs/runtime/cuda.md).
 //
 // At prepare each such call gets its plan (cached by shape: the graph, the
 // engine heuristics' first configuration that builds, its workspace), and
 // the scratch it needs from the device's scratch region:
-//   attention:      Stats (the forward's logsumexp, unused) | workspace
-//   attention_grad: O | Stats | rowsum(dO * O) | workspace
-// attention_grad gets only dO, q, k and v, so it runs the forward first
-// (O and Stats into its scratch) and then the backward (the deterministic
-// form: dQ is not accumulated across blocks). A run builds a variant pack
+//   attention:      Stats (unless attention_lse's result holds them) |
+//                   workspace
+//   attention_grad: O and Stats (unless given) | rowsum(dO * O) | workspace
+// An attention_grad given the forward's O and log-sum-exps (what
+// tpc-autodiff emits) runs the backward on them; one given only dO, q, k
+// and v runs the forward first (O and Stats into its scratch). The backward
+// is the deterministic form (dQ is not accumulated across blocks). A run
+// builds a variant pack
 // only when its addresses differ from the call's last run (a pooled
 // buffer's slot): nothing is allocated in the steady state.
 //
@@ -71,6 +74,13 @@ public:
 
   /// Distinct plans made (calls of one shape share one).
   size_t planCount() const;
+
+  /// The plan that `call` runs with (calls of one shape share it), null
+  /// where plan() did not take it.
+  const void *planOf(const KernelCall &call) const;
+
+  /// Leaves `call` to the own kernels from now on (run() does not take it).
+  void release(const KernelCall &call);
 
   /// Drops every plan and pack and destroys the handle, while the stream
   /// it was given still exists (the device calls it before destroying its

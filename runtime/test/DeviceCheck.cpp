@@ -23,7 +23,9 @@
 // byte past gelu_grad's) and exits 0 iff exactly those cases fail. Arena bytes
 // no kernel writes must be unchanged after the steps (runOnce): a store out
 // of its result's bounds fails the case. The collectives and transfers need
-// ranks: runtime.Nccl and the ranks tests check them.
+// ranks: runtime.Nccl and the ranks tests check them. Attention runs on the
+// CUDA device's own kernels unless TPCRT_CUDA_ATTENTION says otherwise
+// (=cudnn: cuDNN where it takes the case).
 //
 //===----------------------------------------------------------------------===//
 
@@ -797,6 +799,10 @@ int run(const Options &o) {
 } // namespace
 
 int main(int argc, char **argv) {
+  // The own attention kernels unless the environment names others: the
+  // CUDA device's default (auto) races cuDNN against them at every prepare,
+  // and the two runs of a case could then run different kernels.
+  setenv("TPCRT_CUDA_ATTENTION", "own", /*overwrite=*/0);
   Options o;
   if (Status s = parseOptions(argc, argv, o); !s) {
     std::fprintf(stderr, "error: %s\n", s.message().c_str());

@@ -29,10 +29,12 @@
 // steady clock and prints one JSON line per case: the mean and the fastest
 // step in milliseconds and TFLOP/s from the mean
 // (benchmarks/cuda/gemm_attention_torch.py prints the same keys for torch).
-// With TPCRT_CUDA_ATTENTION=cudnn in the environment the device runs
-// attention through cuDNN's fused attention, and its lines say "tool":
-// "tpc-cudnn"; with =mma a Hopper device runs the mma.sync forward instead
-// of the wgmma one ("tpc-mma").
+// Attention runs on the device's own kernels ("tool": "tpc"; the bench sets
+// TPCRT_CUDA_ATTENTION=own where it is unset). With =cudnn in the
+// environment the device runs it through cuDNN's fused attention ("tpc-cudnn");
+// with =auto through the faster of the two as measured at prepare
+// ("tpc-auto", the device says which on stderr); with =mma a Hopper device
+// runs the mma.sync kernels instead of the wgmma ones ("tpc-mma").
 // Each timed step includes the interpreter's per-step synchronize.
 //
 // Without a CUDA device (no backend library, driver or GPU) it prints why and
@@ -75,7 +77,9 @@ const char kUsage[] =
     "CASE...\n"
     "  gemm:M,K,N[,in_out|out_in]\n"
     "  attn:B,H,S,D[,KV][,causal|full]\n"
-    "  attn_grad:B,H,S,D[,KV][,causal|full][,recompute]\n";
+    "  attn_grad:B,H,S,D[,KV][,causal|full][,recompute]\n"
+    "TPCRT_CUDA_ATTENTION=own (unset: own here)|auto|cudnn|mma|generic picks "
+    "the attention kernels\n";
 
 struct Case {
   std::string text;
@@ -315,17 +319,23 @@ Status runCase(const Case &c, const std::string &deviceName, int warmup,
 }
 
 /// "tpc-cudnn" when TPCRT_CUDA_ATTENTION=cudnn has the CUDA device run
-/// attention through cuDNN, "tpc-mma" when =mma keeps a Hopper device's
-/// attention on mma.sync (not wgmma), else "tpc".
+/// attention through cuDNN, "tpc-auto" when =auto lets it measure which,
+/// "tpc-mma" when =mma keeps a Hopper device's attention on mma.sync (not
+/// wgmma), "tpc-generic" for the fp32 FMA kernels, else "tpc".
 const char *attentionTool() {
   switch (cuda::attentionChoice()) {
   case cuda::AttentionChoice::Cudnn:
     return "tpc-cudnn";
+  case cuda::AttentionChoice::Auto:
+    return "tpc-auto";
   case cuda::AttentionChoice::Mma:
     return "tpc-mma";
-  default:
-    return "tpc";
+  case cuda::AttentionChoice::Generic:
+    return "tpc-generic";
+  case cuda::AttentionChoice::Own:
+    break;
   }
+  return "tpc";
 }
 
 void printJson(const Case &c, const std::string &device, int warmup, int iters,
@@ -357,6 +367,9 @@ void printJson(const Case &c, const std::string &device, int warmup, int iters,
 } // namespace
 
 int main(int argc, char **argv) {
+  // The own kernels unless the environment says otherwise: the device's
+  // default (auto) would time whichever won its race under the label "tpc".
+  setenv("TPCRT_CUDA_ATTENTION", "own", /*overwrite=*/0);
   uint64_t iters = 20, warmup = 3;
   std::string device = "cuda";
   std::vector<Case> cases;

@@ -151,16 +151,18 @@ Options:
                           the visible devices (CUDA_VISIBLE_DEVICES); NCCL
                           between ranks (found at run time, or
                           TPCRT_NCCL_LIBRARY). Fails with the reason where
-                          there is no backend, driver or GPU. With
-                          TPCRT_CUDA_ATTENTION=cudnn in the environment,
-                          attention runs through cuDNN's fused attention
-                          where it covers the kernel (bf16/f16, no
-                          dropout; cuDNN found at run time, or
-                          TPCRT_CUDNN_LIBRARY; docs/runtime/cuda.md); on
-                          Hopper (compute capability 9.0) attention and
-                          its gradient run on wgmma, =mma keeps them on
-                          mma.sync,
-                          =generic runs the fp32 FMA kernels
+                          there is no backend, driver or GPU. Attention
+                          runs through cuDNN's fused attention where it
+                          covers the kernel (bf16/f16, no dropout; cuDNN
+                          found at run time, or TPCRT_CUDNN_LIBRARY) and
+                          measured faster at prepare than the own kernels
+                          (said on stderr), else on them: on Hopper
+                          (compute capability 9.0) wgmma, else mma.sync
+                          or fp32 FMA. TPCRT_CUDA_ATTENTION in the
+                          environment pins it: =own the own kernels,
+                          =cudnn cuDNN wherever it covers the kernel,
+                          =mma mma.sync on Hopper too, =generic the fp32
+                          FMA kernels (docs/runtime/cuda.md)
   --dump-outputs OUT      write the outputs of the last step (loss, and
                           logits when the executable returns them) to the
                           safetensors file OUT, atomically

@@ -322,6 +322,9 @@ model_pair() {
 
 stage_models() {
   local failed=0
+  # The own attention kernels (mma.sync where stage 3a chose it), but for
+  # the runs that name cuDNN or the device's default (auto) below.
+  export TPCRT_CUDA_ATTENTION=${TPCRT_CUDA_ATTENTION:-own}
   if ! model_pair gpt2-tiny 1e-4; then
     failed=1
     # Fused pairs (bias + GeLU in cuBLASLt's epilogue, dropout + add) off:
@@ -351,6 +354,10 @@ stage_models() {
     llama-d128-bf16-mma || failed=1
   TPCRT_CUDA_ATTENTION=cudnn model_pair llama-d128-bf16 2e-2 \
     llama-d128-bf16-cudnn || failed=1
+  # The device's default: cuDNN where it measured faster at prepare (the
+  # run's log says which, "tpcrt: attention: cuDNN measured faster for").
+  TPCRT_CUDA_ATTENTION=auto model_pair llama-d128-bf16 2e-2 \
+    llama-d128-bf16-auto || failed=1
   return $failed
 }
 
