@@ -25,6 +25,14 @@ double mlir::tpc::attentionSeconds(const Hardware &hw, double flops,
   return hw.kernelLaunchSeconds + std::max(compute, memory);
 }
 
+double mlir::tpc::attentionScores(double rows, double seqQ, double seqK,
+                                  bool causal) {
+  double scores = rows * seqK;
+  if (causal && seqQ > 0)
+    scores -= rows / seqQ * seqQ * (seqQ - 1) / 2;
+  return scores;
+}
+
 namespace {
 
 double factorOf(CollectiveKind kind, double n) {

@@ -162,9 +162,11 @@ public:
     double scores = b * heads * s * s;
     double attentionForward, attentionBackward;
     if (m.fusedAttention) {
+      // The decoders' causal attention: the kernels skip the masked scores.
+      double computed = attentionScores(b * heads * s, s, s, /*causal=*/true);
       double io = 4 * tokens * heads * d * m.elementBytes;
-      attentionForward = attentionSeconds(hw, 4 * scores * d, io, peak);
-      attentionBackward = attentionSeconds(hw, 10 * scores * d, 2 * io, peak);
+      attentionForward = attentionSeconds(hw, 4 * computed * d, io, peak);
+      attentionBackward = attentionSeconds(hw, 10 * computed * d, 2 * io, peak);
     } else {
       double bmm = matmulSeconds(hw, 2 * scores * d,
                                  (scores + 2 * tokens * heads * d) *

@@ -175,7 +175,11 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel) {
     return piece;
   };
 
+  // Flag bit 0: causal (the kernels skip the masked scores); bit 1:
+  // sequence-major, where the keys' length is dim 1 of k, else dim 2.
+  const bool causal = kernel.getFlags() & 1;
   const int keyLengthDim = kernel.getFlags() & 2 ? 1 : 2;
+  const int queryLengthDim = keyLengthDim;
   switch (kernel.getOpcode()) {
   case OpCode::Linear:
     return matmul(2.0 * elementsOf(outputs[0]) * dimOf(inputs[0], -1));
@@ -190,29 +194,29 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel) {
                   dimOf(inputs[0], transposeLhs ? -2 : -1));
   }
   case OpCode::Attention:
-  case OpCode::AttentionLse: {
-    // b * heads * s_q * s_k; the keys' length is dim 1 of k when
-    // sequence-major (flag bit 1), else dim 2.
-    double scores = 1.0 * dimOf(inputs[0], 0) * dimOf(inputs[0], 1) *
-                    dimOf(inputs[0], 2) * dimOf(inputs[1], keyLengthDim);
-    return attention(2 * scores * (dimOf(inputs[0], 3) + dimOf(inputs[2], 3)));
-  }
+  case OpCode::AttentionLse:
   case OpCode::AttentionGrad: {
-    // Operands dO, q, k, v (then the forward's output and lse, if given).
-    double scores = 1.0 * dimOf(inputs[1], 0) * dimOf(inputs[1], 1) *
-                    dimOf(inputs[1], 2) * dimOf(inputs[2], keyLengthDim);
-    return attention(2 * scores *
-                     (3 * dimOf(inputs[1], 3) + 2 * dimOf(inputs[3], 3)));
+    // The gradient's operands are dO, q, k, v (then the forward's output
+    // and lse, if given); b * heads * s_q query rows.
+    bool grad = kernel.getOpcode() == OpCode::AttentionGrad;
+    Value query = inputs[grad ? 1 : 0], key = inputs[grad ? 2 : 1],
+          value = inputs[grad ? 3 : 2];
+    double scores = attentionScores(
+        1.0 * dimOf(query, 0) * dimOf(query, 1) * dimOf(query, 2),
+        dimOf(query, queryLengthDim), dimOf(key, keyLengthDim), causal);
+    double d = dimOf(query, 3), dv = dimOf(value, 3);
+    return attention(2 * scores * (grad ? 3 * d + 2 * dv : d + dv));
   }
   case OpCode::AttentionQkv:
   case OpCode::AttentionQkvLse:
   case OpCode::AttentionQkvGrad: {
-    // qkv [b, s, 3, heads, d] (the gradient's operand 1): b * heads * s * s
-    // scores; d = d_v.
+    // qkv [b, s, 3, heads, d] (the gradient's operand 1): b * heads * s
+    // query rows of s keys; d = d_v.
     bool grad = kernel.getOpcode() == OpCode::AttentionQkvGrad;
     Value qkv = inputs[grad ? 1 : 0];
     double seq = dimOf(qkv, 1), headDim = dimOf(qkv, 4);
-    double scores = 1.0 * dimOf(qkv, 0) * dimOf(qkv, 3) * seq * seq;
+    double scores = attentionScores(1.0 * dimOf(qkv, 0) * dimOf(qkv, 3) * seq,
+                                    seq, seq, causal);
     return attention(2 * scores * (grad ? 5 : 2) * headDim);
   }
   case OpCode::AllReduce:

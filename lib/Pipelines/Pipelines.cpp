@@ -320,10 +320,12 @@ LogicalResult mlir::tpc::runCompileFlow(ModuleOp module,
       figures.flopsPerMicrobatch =
           (staged ? countStageMatmulFlops(step, i) : countMatmulFlops(step)) /
           unrolled;
+      std::optional<int64_t> stage =
+          staged ? std::optional<int64_t>(i) : std::nullopt;
       figures.recomputeFlopsPerMicrobatch =
-          countRecomputeFlops(step, staged ? std::optional<int64_t>(i)
-                                           : std::nullopt) /
-          unrolled;
+          countRecomputeFlops(step, stage) / unrolled;
+      figures.maskedFlopsPerMicrobatch =
+          countMaskedFlops(step, stage) / unrolled;
       // Its chunks' layers (with virtual stages, not one range).
       SmallVector<std::pair<int64_t, int64_t>> ranges(figures.chunkLayers);
       if (ranges.empty())

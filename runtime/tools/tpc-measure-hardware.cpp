@@ -652,7 +652,7 @@ private:
     const float scale = 1.0f / std::sqrt(float(dim));
     size_t tensor = size_t(batch * heads * seq * dim);
     std::vector<float> q(tensor), k(tensor), v(tensor), out(tensor), dO(tensor),
-        dq(tensor), dk(tensor), dv(tensor),
+        dq(tensor), dk(tensor), dv(tensor), lse(size_t(batch * heads * seq)),
         scratch(size_t(cpu::attentionGradScratchSize(seq, seq)));
     fill(q, 6);
     fill(k, 7);
@@ -663,14 +663,18 @@ private:
         {[&] {
            return cpu::attention(q.data(), k.data(), v.data(), batch, heads,
                                  heads, seq, seq, dim, dim, /*causal=*/true,
-                                 scale, scratch.data(), out.data());
+                                 scale, scratch.data(), out.data(), nullptr,
+                                 AttentionLayout::HeadMajor, lse.data());
          },
          &forward},
         {[&] {
-           return cpu::attentionGrad(dO.data(), q.data(), k.data(), v.data(),
-                                     batch, heads, heads, seq, seq, dim, dim,
-                                     /*causal=*/true, scale, scratch.data(),
-                                     dq.data(), dk.data(), dv.data());
+           // As tpc-autodiff emits it: given the forward's output and
+           // log-sum-exps.
+           return cpu::attentionGrad(
+               dO.data(), q.data(), k.data(), v.data(), batch, heads, heads,
+               seq, seq, dim, dim, /*causal=*/true, scale, scratch.data(),
+               dq.data(), dk.data(), dv.data(), nullptr,
+               AttentionLayout::HeadMajor, out.data(), lse.data());
          },
          &backward}};
     if (Status s = bench_.rounds(tasks, effort_.kernelSamples,
@@ -678,15 +682,17 @@ private:
         !s)
       return s;
     m.attentionSamples = forward.samples();
-    // The matrix products of attention without a mask are Q K^T and P V:
-    // 2*b*heads*s*s*(d + dv) = 4*b*heads*s^2*d FLOPs. Causal, the model
-    // counts half (the kernel skips the masked blocks of 64 query rows, so
-    // at s = 256 it computes 5/8 of the full products: the rest is kernel
-    // inefficiency). The gradient counts twice the forward's.
-    double flops = 2.0 * batch * heads * double(seq) * seq * (dim + dim) / 2;
+    // Counted as the time model charges attention (lib/Analysis:
+    // attentionScores): Q K^T and P V over the scores the causal mask
+    // leaves, s*(s+1)/2 per head, 2*b*heads*s*(s+1)/2*(d + dv) FLOPs (the
+    // kernel skips the masked blocks of 64 query rows, so at s = 256 it
+    // computes 5/8 of the full products: the rest is kernel inefficiency);
+    // the gradient 2.5 times that (FlashAttention's five products).
+    double flops =
+        2.0 * batch * heads * double(seq) * (seq + 1) / 2 * (dim + dim);
     m.attentionForward = flops / forward.best;
-    m.attentionBackward = 2.0 * flops / backward.best;
-    m.attention = 3.0 * flops / (forward.best + backward.best);
+    m.attentionBackward = 2.5 * flops / backward.best;
+    m.attention = 3.5 * flops / (forward.best + backward.best);
     progress(format("attention (causal, b=1 heads=4 s=256 d=64): forward "
                     "%.2f, gradient %.2f, both %.2f GFLOP/s (%.2f of peak)",
                     m.attentionForward / 1e9, m.attentionBackward / 1e9,
@@ -1001,12 +1007,14 @@ void describe(const Options &options, const Measurements &m, int ranks,
        prefix +
            format("the runtime's fused causal `attention` and "
                   "`attention_grad` kernels at b=1, heads=4, s=256, d=64 "
-                  "(best of %d samples each%s): matrix-product FLOPs "
-                  "counted as 4*b*heads*s^2*d / 2 (causal: half; the kernel "
-                  "skips masked blocks of 64 query rows, 5/8 of the full "
-                  "products computed here) forward and twice that for the "
-                  "gradient: forward %.4g, gradient %.4g, together %.4g "
-                  "GFLOP/s, / peak_flops.fp32; ",
+                  "(best of %d samples each%s; the gradient given the "
+                  "forward's output and log-sum-exps): matrix-product FLOPs "
+                  "over the scores the causal mask leaves, "
+                  "4*b*heads*s*(s+1)/2*d (the kernel skips masked blocks of "
+                  "64 query rows, 5/8 of the full products computed here) "
+                  "forward and 2.5 times that for the gradient, as the time "
+                  "model charges them: forward %.4g, gradient %.4g, together "
+                  "%.4g GFLOP/s, / peak_flops.fp32; ",
                   m.attentionSamples, quick.c_str(), m.attentionForward / 1e9,
                   m.attentionBackward / 1e9, m.attention / 1e9) +
            setting}};

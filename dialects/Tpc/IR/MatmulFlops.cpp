@@ -14,7 +14,6 @@ using namespace mlir::tpc;
 
 namespace {
 
-
 constexpr int64_t kSaturated = std::numeric_limits<int64_t>::max();
 
 /// The product of `factors`, saturating at INT64_MAX.
@@ -51,6 +50,30 @@ int64_t dimOf(Value value, int64_t dim) {
   return cast<RankedTensorType>(value.getType()).getDimSize(dim);
 }
 
+/// Scores that a causal mask hides: b·h·s_q·(s_q − 1)/2 (the mask aligned
+/// bottom-right, query row i sees s_k − s_q + i + 1 keys); 0 without one.
+int64_t maskedScores(Value query, unsigned seqDim, bool causal) {
+  if (!causal)
+    return 0;
+  int64_t seqQ = dimOf(query, seqDim);
+  if (seqQ < 2)
+    return 0;
+  // b·h·s_q is q's elements over d, whichever layout.
+  int64_t rows = elements(query) / dimOf(query, 3);
+  int64_t masked = product({rows, seqQ - 1});
+  return masked == kSaturated ? kSaturated : masked / 2;
+}
+
+/// The factor that turns an attention's scores into its products' FLOPs:
+/// 2·(d + d_v) for the forward (q·kᵀ, p·v), 2·(3d + 2d_v) for the gradient
+/// (the scores again, dq and dk over d; dv and dp over d_v).
+int64_t attentionFactor(AttentionOp op) {
+  return 2 * (dimOf(op.getQuery(), 3) + dimOf(op.getValue(), 3));
+}
+int64_t attentionFactor(AttentionGradOp op) {
+  return 2 * (3 * dimOf(op.getQuery(), 3) + 2 * dimOf(op.getValue(), 3));
+}
+
 int64_t flopsOfOp(Operation *op) {
   return llvm::TypeSwitch<Operation *, int64_t>(op)
       .Case([](LinearOp op) {
@@ -68,16 +91,9 @@ int64_t flopsOfOp(Operation *op) {
             lhs.getDimSize(lhs.getRank() - (op.getTransposeLhs() ? 2 : 1));
         return product({2, elements(op.getResult()), k});
       })
-      .Case([](AttentionOp op) {
-        // q·kᵀ over d, p·v over dv.
-        return product({2, scores(op.getQuery(), op.getKey(), op.getSeqDim()),
-                        dimOf(op.getQuery(), 3) + dimOf(op.getValue(), 3)});
-      })
-      .Case([](AttentionGradOp op) {
-        // The scores again, dq and dk over d; dv and dp over dv.
-        return product(
-            {2, scores(op.getQuery(), op.getKey(), op.getSeqDim()),
-             3 * dimOf(op.getQuery(), 3) + 2 * dimOf(op.getValue(), 3)});
+      .Case<AttentionOp, AttentionGradOp>([](auto op) {
+        return product({scores(op.getQuery(), op.getKey(), op.getSeqDim()),
+                        attentionFactor(op)});
       })
       .Default([](Operation *) { return int64_t(0); });
 }
@@ -85,6 +101,16 @@ int64_t flopsOfOp(Operation *op) {
 } // namespace
 
 int64_t mlir::tpc::getMatmulFlops(Operation *op) { return flopsOfOp(op); }
+
+int64_t mlir::tpc::getMaskedMatmulFlops(Operation *op) {
+  return llvm::TypeSwitch<Operation *, int64_t>(op)
+      .Case<AttentionOp, AttentionGradOp>([](auto op) {
+        return product(
+            {maskedScores(op.getQuery(), op.getSeqDim(), op.getCausal()),
+             attentionFactor(op)});
+      })
+      .Default([](Operation *) { return int64_t(0); });
+}
 
 int64_t mlir::tpc::addFlops(int64_t a, int64_t b) {
   int64_t sum;

@@ -15,11 +15,18 @@
 
 namespace mlir::tpc {
 
-/// The FLOPs of `op`'s matrix products as its kernel computes them: linear
-/// and its input and weight gradients, batch_matmul, attention (scores and
-/// the product with v) and its gradient (which recomputes the scores); 0
-/// for every other op. Saturates at INT64_MAX.
+/// The FLOPs of `op`'s matrix products: linear and its input and weight
+/// gradients, batch_matmul, attention (scores and the product with v, over
+/// every score, masked or not) and its gradient (FlashAttention's count:
+/// the scores again, dq, dk, dv, dp); 0 for every other op. Saturates at
+/// INT64_MAX.
 int64_t getMatmulFlops(Operation *op);
+
+/// Of getMatmulFlops(op), those over the scores that a causal attention's
+/// mask hides (b·h·s_q·(s_q − 1)/2 of them): the model counts them, as
+/// MFU's formulas do, and the kernels skip them (the time model charges
+/// the rest). 0 for every other op. Saturates at INT64_MAX.
+int64_t getMaskedMatmulFlops(Operation *op);
 
 /// `a + b`, saturating at INT64_MAX.
 int64_t addFlops(int64_t a, int64_t b);

@@ -33,9 +33,17 @@ enum class CollectiveKind {
 /// caller's error (checked by requirePeak).
 double matmulSeconds(const Hardware &hw, double flops, double bytes,
                      double peak);
-/// A fused attention kernel (or its gradient) of `flops` matrix FLOPs.
+/// A fused attention kernel (or its gradient) of `flops` matrix FLOPs:
+/// those over the scores it computes (attentionScores), as the attention
+/// efficiency of the hardware descriptions is measured (FlashAttention's
+/// count: causal about half).
 double attentionSeconds(const Hardware &hw, double flops, double bytes,
                         double peak);
+/// The scores a fused attention computes over `rows` = b·heads·s_q query
+/// rows of `seqQ` and `seqK` keys: all of them, or with a causal mask
+/// (aligned bottom-right, s_k ≥ s_q) all less the s_q·(s_q − 1)/2 per head
+/// it hides (getMaskedMatmulFlops counts those in the IR).
+double attentionScores(double rows, double seqQ, double seqK, bool causal);
 /// A memory-bound kernel reading and writing `bytes`.
 double memoryBoundSeconds(const Hardware &hw, double bytes);
 

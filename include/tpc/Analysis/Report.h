@@ -48,6 +48,10 @@ struct StageFigures {
   /// a mesh), the recomputation included (hardware FLOPs), and of the
   /// recomputation alone (the model's are the difference).
   int64_t flopsPerMicrobatch = 0, recomputeFlopsPerMicrobatch = 0;
+  /// Of flopsPerMicrobatch, those over the scores that causal attentions
+  /// mask: the model counts them (MFU), the kernels skip them, the time
+  /// model does not charge them.
+  int64_t maskedFlopsPerMicrobatch = 0;
   /// What its transformer layers stash for the backward, one microbatch.
   int64_t stashBytesPerMicrobatch = 0;
   /// Its rematerialization: the compile's --remat, or what auto chose.
@@ -121,11 +125,11 @@ struct CompileReport {
 LogicalResult readModelInfo(ModuleOp module, func::FuncOp forward,
                             int64_t microbatches, CompileReport &report);
 
-/// The FLOPs of the matrix products in `functions`, 2·m·n·k each, as the
-/// kernels compute them: linear and its input and weight gradients,
-/// batch_matmul, attention (scores and the product with v) and its
-/// gradient (which recomputes the scores). Elementwise work is not counted.
-/// Saturates at INT64_MAX.
+/// The FLOPs of the matrix products in `functions`, 2·m·n·k each: linear
+/// and its input and weight gradients, batch_matmul, attention (scores and
+/// the product with v, over every score: the model's count) and its
+/// gradient (FlashAttention's count, which recomputes the scores).
+/// Elementwise work is not counted. Saturates at INT64_MAX.
 int64_t countMatmulFlops(ArrayRef<func::FuncOp> functions);
 /// The same over the ops of pipeline stage `stage` of `function` (cut by
 /// dist-pipeline-stages: `dist.pipeline_rank`).
@@ -134,6 +138,10 @@ int64_t countStageMatmulFlops(func::FuncOp function, int64_t stage);
 /// values (`tpc.recompute`), of pipeline stage `stage` if given.
 int64_t countRecomputeFlops(func::FuncOp function,
                             std::optional<int64_t> stage);
+/// Of those FLOPs (of pipeline stage `stage` if given), the ones over the
+/// scores that causal attentions mask (getMaskedMatmulFlops): counted in
+/// the model's FLOPs, skipped by the kernels.
+int64_t countMaskedFlops(func::FuncOp function, std::optional<int64_t> stage);
 
 /// The bytes each of transformer layers 0 .. `layers` - 1 stashes for one
 /// microbatch on one device in `function` (an unrolled @train_step,
