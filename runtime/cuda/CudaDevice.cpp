@@ -19,8 +19,9 @@
 // that two stages that both send first do not deadlock. Runs of adamw_update
 // over the parameters with the same scalars become one launch, and so does
 // an apply_mask with the add right after it that alone reads its result,
-// and a linear with the tanh gelu right after it (one cuBLASLt matmul with
-// a bias + GeLU epilogue; FusionPlan.h).
+// a linear with the tanh gelu right after it (one cuBLASLt matmul with
+// a bias + GeLU epilogue), and a weight gradient with the sum_to of its dY
+// right after it (the bias gradient in the matmul's epilogue; FusionPlan.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -587,15 +588,24 @@ Status CudaDevice::prepare(const Program &program,
     std::fill(fusion_.begin(), fusion_.end(), FusionStep());
   head_ = DeferredHead();
   // A linear + gelu pair runs fused only with a plan for the GeLU
-  // epilogue; without one (cuBLASLt's choice) the two run as they are.
+  // epilogue, a weight gradient + sum_to pair only with one for the bias
+  // gradient epilogue; without one (cuBLASLt's choice) the two run as they
+  // are.
   for (size_t p = 0; p + 1 < program.calls.size(); ++p) {
-    const KernelCall &linear = program.calls[p];
-    FusionStep &step = fusion_[linear.index];
-    if (linear.op != fb::OpCode::Linear || step.role != FusionRole::Head)
+    const KernelCall &head = program.calls[p];
+    FusionStep &step = fusion_[head.index];
+    if (!isGemmKernel(head.op) || step.role != FusionRole::Head)
       continue;
-    const KernelCall &gelu = program.calls[p + 1];
-    if (!gemm_.planGelu(linear, gelu, step.writesHead))
-      step = fusion_[gelu.index] = FusionStep();
+    const KernelCall &tail = program.calls[p + 1];
+    uint64_t bytes = 0;
+    Status planned =
+        head.op == fb::OpCode::Linear
+            ? gemm_.planGelu(head, tail, step.writesHead)
+            : gemm_.planBiasGrad(head, tail, step.stagesSum, bytes);
+    if (!planned)
+      step = fusion_[tail.index] = FusionStep();
+    else
+      scratchBytes_ = std::max(scratchBytes_, alignScratch(bytes));
   }
 
   // The one allocation.
@@ -1155,8 +1165,8 @@ Status CudaDevice::flushHead() {
   head_.call = nullptr;
   KernelArgs args =
       computeArgs(head_.operands, head_.results, head_.context);
-  Status s = call.op == fb::OpCode::Linear ? gemm_.run(call, args)
-                                           : runPointwiseKernel(call, args);
+  Status s = isGemmKernel(call.op) ? gemm_.run(call, args)
+                                   : runPointwiseKernel(call, args);
   return s ? s : s.withContext(kernelName(call));
 }
 
@@ -1169,6 +1179,8 @@ Status CudaDevice::runFused(const KernelCall &tail,
   Status s = Status::ok();
   if (head.op == fb::OpCode::Linear) {
     s = gemm_.run(head, headArgs, runResults_[0]);
+  } else if (isGemmKernel(head.op)) {
+    s = gemm_.run(head, headArgs, nullptr, runResults_[0]);
   } else {
     KernelArgs tailArgs =
         computeArgs(runOperands_.data(), runResults_.data(), context);

@@ -36,6 +36,20 @@
 // leading dimension not a multiple of 8, staging); the pair then runs
 // unfused.
 //
+// Weight gradient + bias gradient: a linear's backward runs
+// `linear_weight_grad(x, dY) -> (dW)` and at once `sum_to(dY) -> (db)` (the
+// bias gradient, dY summed over its tokens). The CUDA device runs the pair
+// as one cuBLASLt matmul whose epilogue also writes db (BGRADA or BGRADB,
+// whichever side of the column-major product dY is on: Gemm.cpp), so that
+// dY is read once. A pair is fused when the sum_to is the next kernel (with
+// actions, of the same function), reads the weight gradient's dY whole and
+// sums it over its tokens; where db shares bytes with x, dY or dW (the
+// memory plan may give it the bytes of x, which dies at the weight
+// gradient) the epilogue writes it to scratch and a copy follows. cuBLASLt sums
+// in fp32 in its own order: db may differ from the sum_to's by fp32 rounding.
+// The GEMM engine can refuse it at prepare (db not of dW's type, no algorithm);
+// the pair then runs unfused.
+//
 // Plain C++ (runtime/test/FusionPlanTest.cpp checks the plan without a GPU).
 //
 //===----------------------------------------------------------------------===//
@@ -43,6 +57,7 @@
 #ifndef TPCRT_CUDA_FUSIONPLAN_H
 #define TPCRT_CUDA_FUSIONPLAN_H
 
+#include "tpcrt/Executable.h"
 #include "tpcrt/Program.h"
 #include "tpcrt/Status.h"
 
@@ -56,9 +71,11 @@ namespace tpcrt::cuda {
 /// A kernel's part in a fused pair.
 enum class FusionRole : uint8_t {
   None,
-  /// The apply_mask (or linear): runs nothing; its partner runs both.
+  /// The apply_mask (or linear, or linear_weight_grad): runs nothing; its
+  /// partner runs both.
   Head,
-  /// The add (or gelu): runs the fused kernel with its head's addresses.
+  /// The add (or gelu, or sum_to): runs the fused kernel with its head's
+  /// addresses.
   Tail,
 };
 
@@ -69,6 +86,10 @@ struct FusionStep {
   /// A linear + gelu pair whose epilogue writes the linear's result too
   /// (false: g is the very bytes of h, and only g is written).
   bool writesHead = false;
+  /// A weight gradient + sum_to pair whose sum shares bytes with x, dY or
+  /// dW (the memory plan gave it the bytes of x, which dies at the weight
+  /// gradient): the epilogue writes the sum to scratch, copied after.
+  bool stagesSum = false;
 };
 
 namespace fusion {
@@ -206,13 +227,50 @@ inline const char *linearGeluRefusal(const Program &program, size_t p,
   return nullptr;
 }
 
+/// Whether calls[p] (a linear_weight_grad) is followed by a sum_to of its
+/// dY: the pairs weightGradSumRefusal decides on.
+inline bool isWeightGradSumCandidate(const Program &program, size_t p) {
+  const KernelCall &a = program.calls[p];
+  if ((a.op != fb::OpCode::LinearWeightGrad &&
+       a.op != fb::OpCode::LinearWeightGradAccumulate) ||
+      p + 1 >= program.calls.size() || a.operands.size() < 2 ||
+      a.results.size() != 1)
+    return false;
+  const KernelCall &b = program.calls[p + 1];
+  return b.op == fb::OpCode::SumTo && b.operands.size() == 1 &&
+         b.results.size() == 1 && b.operands[0].buffer == a.operands[1].buffer;
+}
+
+/// Why the candidate calls[p] (a linear_weight_grad) and calls[p + 1] (the
+/// sum_to of its dY) are not fused, or null; `stagesSum` says whether the
+/// sum must go through scratch (it shares bytes with x, dY or dW).
+inline const char *weightGradSumRefusal(const Program &program, size_t p,
+                                        bool &stagesSum) {
+  const KernelCall &a = program.calls[p];
+  const KernelCall &b = program.calls[p + 1];
+  if (!inOneFunction(program, a, b))
+    return "the sum_to is in another function";
+  const TensorRef &dY = a.operands[1], &in = b.operands[0], &db = b.results[0];
+  if (!sameBytes(in, dY) || in.dtype != dY.dtype)
+    return "the sum_to does not read the whole dY";
+  // dY is [m, n] flattened (decodeKernel's m tokens, n features) and the
+  // sum_to's result a suffix of its shape: n elements sum over the tokens.
+  if (db.elements != a.n)
+    return "the sum_to does not sum dY over its tokens";
+  stagesSum = spansMeet(db, a.results[0]);
+  for (const TensorRef &operand : a.operands)
+    stagesSum = stagesSum || spansMeet(db, operand);
+  return nullptr;
+}
+
 } // namespace fusion
 
 /// The device's fusions over `program` (decoded and placed: its calls are
 /// the rank's), indexed by kernel index (KernelCall::index; sized to the
 /// largest plus one, like the device's per-kernel tables). Each refused
 /// apply_mask + next kernel, with the reason, is appended to `refusals`
-/// when given (tests, traces).
+/// when given (tests, traces); so is each refused linear + gelu and
+/// weight gradient + sum_to candidate.
 inline std::vector<FusionStep>
 planFusions(const Program &program,
             std::vector<std::string> *refusals = nullptr) {
@@ -249,6 +307,20 @@ planFusions(const Program &program,
 
   for (size_t p = 0; p < program.calls.size(); ++p) {
     const KernelCall &a = program.calls[p];
+    if (fusion::isWeightGradSumCandidate(program, p)) {
+      bool stagesSum = false;
+      if (const char *why =
+              fusion::weightGradSumRefusal(program, p, stagesSum)) {
+        if (refusals)
+          refusals->push_back("kernel " + std::to_string(a.index) + " (" +
+                              opCodeName(a.op) + "): " + why);
+        continue;
+      }
+      const KernelCall &b = program.calls[p + 1];
+      plan[a.index] = {FusionRole::Head, b.index, false, stagesSum};
+      plan[b.index] = {FusionRole::Tail, a.index, false, stagesSum};
+      continue;
+    }
     if (fusion::isLinearGeluCandidate(program, p)) {
       bool writesHead = false;
       if (const char *why =

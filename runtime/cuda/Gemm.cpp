@@ -19,6 +19,7 @@
 #include "tpcrt/Executable.h"
 
 #include <cublasLt.h>
+#include <cuda_runtime.h>
 
 #include <climits>
 #include <cstdint>
@@ -123,7 +124,8 @@ Status makeLayout(cublasLtMatrixLayout_t &layout, GemmType type, int64_t rows,
 
 /// A planned call: its spec and its shared plan (null when there is
 /// nothing to multiply); for a linear fused with its gelu, the plan with
-/// the GeLU epilogue too.
+/// the GeLU epilogue too; for a weight gradient fused with its bias
+/// gradient, the plan with the bias gradient epilogue.
 struct CallPlan {
   bool planned = false;
   GemmSpec spec;
@@ -131,6 +133,12 @@ struct CallPlan {
   const LtPlan *plan = nullptr;
   GemmKey geluKey;
   const LtPlan *geluPlan = nullptr;
+  GemmKey biasGradKey;
+  const LtPlan *biasGradPlan = nullptr;
+  /// The bias gradient's vector in scratch at this offset (copied into
+  /// place after the matmul), and its bytes; none when not staged.
+  bool biasGradStaged = false;
+  uint64_t biasGradScratch = 0, biasGradBytes = 0;
 };
 
 std::string kernelText(const KernelCall &call) {
@@ -155,6 +163,17 @@ struct GemmEngine::Impl {
   }
 
   Status build(const GemmKey &key, LtPlan &plan) const;
+  /// The plan of `key` (a fused form of `call`'s, planned as `entry`),
+  /// made or found in the cache; an error names the call.
+  Status fusedPlan(const KernelCall &call, const CallPlan &entry,
+                   const GemmKey &key, LtPlan *&plan) {
+    Status s = cache.get(
+        key, [&](const GemmKey &k, LtPlan &made) { return build(k, made); },
+        plan);
+    return s ? s
+             : s.withContext(kernelText(call) + " (" +
+                             describeGemm(entry.spec) + ")");
+  }
   Status setDesc(LtPlan &plan, cublasLtMatmulDescAttributes_t attribute,
                  const void *value, size_t bytes, const char *name) const {
     return checkLt(
@@ -194,8 +213,10 @@ Status GemmEngine::Impl::build(const GemmKey &key, LtPlan &plan) const {
                       : CUBLASLT_EPILOGUE_GELU_AUX)
       : key.gelu == GemmGelu::Gelu
           ? (key.bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU)
-      : key.bias ? CUBLASLT_EPILOGUE_BIAS
-                 : CUBLASLT_EPILOGUE_DEFAULT;
+      : key.bias                        ? CUBLASLT_EPILOGUE_BIAS
+      : key.biasGrad == GemmBiasGrad::A ? CUBLASLT_EPILOGUE_BGRADA
+      : key.biasGrad == GemmBiasGrad::B ? CUBLASLT_EPILOGUE_BGRADB
+                                        : CUBLASLT_EPILOGUE_DEFAULT;
   if (epilogue != CUBLASLT_EPILOGUE_DEFAULT)
     if (Status s = setDesc(plan, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
                            sizeof epilogue, "set EPILOGUE");
@@ -209,7 +230,9 @@ Status GemmEngine::Impl::build(const GemmKey &key, LtPlan &plan) const {
         reinterpret_cast<const void *>(static_cast<uintptr_t>(alignment));
     return setDesc(plan, attribute, &probe, sizeof probe, name);
   };
-  if (key.bias)
+  // The bias gradient's vector is the bias pointer too (written), of D's
+  // type: cuBLASLt's default when BIAS_DATA_TYPE is unset.
+  if (key.bias || key.biasGrad != GemmBiasGrad::None)
     if (Status s = setProbe(CUBLASLT_MATMUL_DESC_BIAS_POINTER, key.alignBias,
                             "set BIAS_POINTER");
         !s)
@@ -362,14 +385,48 @@ Status GemmEngine::planGelu(const KernelCall &linear, const KernelCall &gelu,
   GemmKey key =
       geluKeyOf(entry.spec, aux, gemmAlignmentOf(gelu.results[0]));
   LtPlan *plan = nullptr;
-  Status s = impl_->cache.get(
-      key, [&](const GemmKey &k, LtPlan &made) { return impl_->build(k, made); },
-      plan);
-  if (!s)
-    return s.withContext(kernelText(linear) + " (" +
-                         describeGemm(entry.spec) + ")");
+  if (Status s = impl_->fusedPlan(linear, entry, key, plan); !s)
+    return s;
   entry.geluKey = key;
   entry.geluPlan = plan;
+  return Status::ok();
+}
+
+Status GemmEngine::planBiasGrad(const KernelCall &weightGrad,
+                                const KernelCall &sum, bool staged,
+                                uint64_t &scratchBytes) {
+  scratchBytes = 0;
+  if (weightGrad.index >= impl_->calls.size() ||
+      !impl_->calls[weightGrad.index].planned)
+    return Status::error(kernelText(weightGrad) + ": not planned");
+  CallPlan &entry = impl_->calls[weightGrad.index];
+  if ((weightGrad.op != fb::OpCode::LinearWeightGrad &&
+       weightGrad.op != fb::OpCode::LinearWeightGradAccumulate) ||
+      sum.op != fb::OpCode::SumTo || sum.operands.size() != 1 ||
+      sum.results.size() != 1 || weightGrad.operands.size() < 2 ||
+      sum.operands[0].buffer != weightGrad.operands[1].buffer)
+    return Status::error(kernelText(weightGrad) + " and " + kernelText(sum) +
+                         ": not a weight gradient and the sum of its dY");
+  GemmBiasGrad which = GemmBiasGrad::None;
+  const TensorRef &vector = sum.results[0];
+  if (const char *why = biasGradEpilogueRefusal(entry.spec, /*summed=*/1,
+                                                gemmTypeOf(vector.dtype),
+                                                vector.elements, which))
+    return Status::error(kernelText(weightGrad) +
+                         ": no bias gradient epilogue: " + why);
+  GemmKey key =
+      biasGradKeyOf(entry.spec, which, staged ? 256 : gemmAlignmentOf(vector));
+  LtPlan *plan = nullptr;
+  if (Status s = impl_->fusedPlan(weightGrad, entry, key, plan); !s)
+    return s;
+  entry.biasGradKey = key;
+  entry.biasGradPlan = plan;
+  entry.biasGradStaged = staged;
+  entry.biasGradBytes = vector.bytes;
+  // After the call's own staging, on a 256-byte boundary.
+  entry.biasGradScratch = (entry.spec.scratchBytes + 255) / 256 * 256;
+  scratchBytes =
+      staged ? entry.biasGradScratch + vector.bytes : entry.spec.scratchBytes;
   return Status::ok();
 }
 
@@ -380,12 +437,15 @@ void GemmEngine::setWorkspace(void *workspace) { impl_->workspace = workspace; }
 size_t GemmEngine::planCount() const { return impl_->cache.size(); }
 
 Status GemmEngine::run(const KernelCall &call, const KernelArgs &args,
-                       void *geluResult) {
+                       void *geluResult, void *biasGradResult) {
   if (call.index >= impl_->calls.size() || !impl_->calls[call.index].planned)
     return Status::error(kernelText(call) + ": not planned");
   const CallPlan &entry = impl_->calls[call.index];
   if (geluResult && !entry.geluPlan)
     return Status::error(kernelText(call) + ": no GeLU epilogue planned");
+  if (biasGradResult && !entry.biasGradPlan)
+    return Status::error(kernelText(call) +
+                         ": no bias gradient epilogue planned");
   const GemmSpec &s = entry.spec;
   if (s.empty())
     return Status::ok();
@@ -401,10 +461,13 @@ Status GemmEngine::run(const KernelCall &call, const KernelArgs &args,
   }
   if (!impl_->workspace)
     return Status::error(kernelText(call) + ": no cuBLASLt workspace set");
-  if (args.scratchBytes < s.scratchBytes || (s.scratchBytes && !args.scratch))
-    return Status::error(
-        kernelText(call) + ": " + std::to_string(args.scratchBytes) +
-        " bytes of scratch, needs " + std::to_string(s.scratchBytes));
+  const uint64_t needs = biasGradResult && entry.biasGradStaged
+                             ? entry.biasGradScratch + entry.biasGradBytes
+                             : s.scratchBytes;
+  if (args.scratchBytes < needs || (needs && !args.scratch))
+    return Status::error(kernelText(call) + ": " +
+                         std::to_string(args.scratchBytes) +
+                         " bytes of scratch, needs " + std::to_string(needs));
 
   auto *scratch = static_cast<char *>(args.scratch);
   auto stage = [&](bool staged, const void *&p, GemmType from, GemmType to,
@@ -419,7 +482,12 @@ Status GemmEngine::run(const KernelCall &call, const KernelArgs &args,
   };
   const void *a = args.operands[s.aOperand];
   const void *b = args.operands[s.bOperand];
-  const void *bias = s.hasBias() ? args.operands[s.biasOperand] : nullptr;
+  // The bias, or the bias gradient's vector (written by the epilogue; in
+  // scratch when staged).
+  void *vector = biasGradResult && entry.biasGradStaged
+                     ? static_cast<char *>(args.scratch) + entry.biasGradScratch
+                     : biasGradResult;
+  const void *bias = s.hasBias() ? args.operands[s.biasOperand] : vector;
   Status st = stage(s.stageA, a, s.aType, s.inputType, s.elementsA, s.scratchA);
   if (st)
     st = stage(s.stageB, b, s.bType, s.inputType, s.elementsB, s.scratchB);
@@ -439,7 +507,9 @@ Status GemmEngine::run(const KernelCall &call, const KernelArgs &args,
 
   // The plan's algorithm assumed these alignments (from the tensors'
   // offsets and a 256-byte aligned arena).
-  const GemmKey &key = geluResult ? entry.geluKey : entry.key;
+  const GemmKey &key = geluResult       ? entry.geluKey
+                       : biasGradResult ? entry.biasGradKey
+                                        : entry.key;
   if (!isAligned(a, key.alignA) || !isAligned(b, key.alignB) ||
       !isAligned(d, key.alignD) || (bias && !isAligned(bias, key.alignBias)) ||
       (aux && !isAligned(aux, key.alignAux)))
@@ -447,7 +517,9 @@ Status GemmEngine::run(const KernelCall &call, const KernelArgs &args,
                          ": a GEMM operand is less aligned than its offset "
                          "(is the arena 256-byte aligned?)");
 
-  const LtPlan &plan = geluResult ? *entry.geluPlan : *entry.plan;
+  const LtPlan &plan = geluResult       ? *entry.geluPlan
+                       : biasGradResult ? *entry.biasGradPlan
+                                        : *entry.plan;
   if (aux) {
     cublasStatus_t status = cublasLtMatmulDescSetAttribute(
         plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux,
@@ -481,5 +553,12 @@ Status GemmEngine::run(const KernelCall &call, const KernelArgs &args,
     if (!st)
       return st.withContext(kernelText(call));
   }
+  if (vector != biasGradResult)
+    if (cudaError_t err =
+            cudaMemcpyAsync(biasGradResult, vector, entry.biasGradBytes,
+                            cudaMemcpyDeviceToDevice, args.stream))
+      return Status::error(kernelText(call) +
+                           ": copying the bias gradient out of scratch: " +
+                           cudaGetErrorString(err));
   return Status::ok();
 }

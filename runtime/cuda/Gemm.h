@@ -43,6 +43,16 @@ public:
   /// pair to run unfused.
   Status planGelu(const KernelCall &linear, const KernelCall &gelu, bool aux);
 
+  /// The plan of `weightGrad` (a linear_weight_grad, planned) run with its
+  /// next kernel `sum` (the sum_to of its dY, the bias gradient) as one
+  /// matmul whose epilogue also writes the sum (cuBLASLt's BGRADA or
+  /// BGRADB; FusionPlan.h); with `staged` the epilogue writes the sum to
+  /// scratch and the run copies it into place after the matmul.
+  /// `scratchBytes`: what the fused runs need. An error (a refusal of
+  /// biasGradEpilogueRefusal, no algorithm) leaves the pair to run unfused.
+  Status planBiasGrad(const KernelCall &weightGrad, const KernelCall &sum,
+                      bool staged, uint64_t &scratchBytes);
+
   /// The bytes of cuBLASLt workspace every plan was chosen for; the device
   /// places that much inside its one allocation and passes it here before
   /// the first run.
@@ -53,9 +63,11 @@ public:
   size_t planCount() const;
 
   /// Enqueues `call` (planned) on args.stream; with `geluResult`, the
-  /// linear with its gelu (planGelu), writing the gelu's result there.
+  /// linear with its gelu (planGelu), writing the gelu's result there; with
+  /// `biasGradResult`, the weight gradient with the sum of its dY
+  /// (planBiasGrad), writing the sum there.
   Status run(const KernelCall &call, const KernelArgs &args,
-             void *geluResult = nullptr);
+             void *geluResult = nullptr, void *biasGradResult = nullptr);
 
 private:
   struct Impl;

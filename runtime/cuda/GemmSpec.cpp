@@ -276,7 +276,45 @@ std::string cuda::describeGemmKey(const GemmKey &key) {
   else if (key.gelu == GemmGelu::GeluAux)
     text += ", GeLU epilogue with aux (aligned " +
             std::to_string(key.alignAux) + ")";
+  if (key.biasGrad != GemmBiasGrad::None)
+    text += std::string(", bias gradient of ") +
+            (key.biasGrad == GemmBiasGrad::A ? "A" : "B") + " " +
+            gemmTypeName(key.outputType) + " (aligned " +
+            std::to_string(key.alignBias) + ")";
   return text;
+}
+
+const char *cuda::biasGradEpilogueRefusal(const GemmSpec &spec, int summed,
+                                          GemmType vectorType,
+                                          int64_t vectorElements,
+                                          GemmBiasGrad &which) {
+  which = GemmBiasGrad::None;
+  if (!spec.valid || spec.empty() || spec.fillOnly())
+    return "no matmul";
+  if (spec.batch > 1)
+    return "the product is batched";
+  if (spec.alpha != 1.0f || spec.hasBias())
+    return "the product is scaled or has a bias";
+  GemmBiasGrad side = summed == spec.aOperand   ? GemmBiasGrad::A
+                      : summed == spec.bOperand ? GemmBiasGrad::B
+                                                : GemmBiasGrad::None;
+  if (side == GemmBiasGrad::None)
+    return "the summed tensor is not an operand of the product";
+  if (vectorType != spec.outputType)
+    return "the sum is not of the product's output type";
+  if (vectorElements != (side == GemmBiasGrad::A ? spec.m : spec.n))
+    return "the sum does not have one element per row of op(A) or column of "
+           "op(B)";
+  which = side;
+  return nullptr;
+}
+
+GemmKey cuda::biasGradKeyOf(const GemmSpec &spec, GemmBiasGrad which,
+                            uint32_t alignVector) {
+  GemmKey key = gemmKeyOf(spec);
+  key.biasGrad = which;
+  key.alignBias = alignVector;
+  return key;
 }
 
 const char *cuda::geluEpilogueRefusal(const GemmSpec &spec, bool aux) {
@@ -301,8 +339,8 @@ GemmKey cuda::geluKeyOf(const GemmSpec &spec, bool aux, uint32_t alignGelu) {
 static auto tieKey(const GemmKey &k) {
   return std::tie(k.inputType, k.outputType, k.transA, k.transB, k.bias, k.m,
                   k.n, k.k, k.lda, k.ldb, k.ldc, k.batch, k.strideA, k.strideB,
-                  k.strideC, k.alignA, k.alignB, k.alignBias, k.alignD,
-                  k.gelu, k.alignAux);
+                  k.strideC, k.alignA, k.alignB, k.alignBias, k.alignD, k.gelu,
+                  k.biasGrad, k.alignAux);
 }
 
 bool GemmKey::operator==(const GemmKey &other) const {
@@ -325,7 +363,8 @@ size_t GemmKeyHash::operator()(const GemmKey &key) const {
       static_cast<uint64_t>(key.transA) << 16 |
       static_cast<uint64_t>(key.transB) << 17 |
       static_cast<uint64_t>(key.bias) << 18 |
-      static_cast<uint64_t>(key.gelu) << 19);
+      static_cast<uint64_t>(key.gelu) << 19 |
+      static_cast<uint64_t>(key.biasGrad) << 21);
   for (int64_t v : {key.m, key.n, key.k, key.lda, key.ldb, key.ldc, key.batch,
                     key.strideA, key.strideB, key.strideC})
     mix(static_cast<uint64_t>(v));

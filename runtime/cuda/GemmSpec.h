@@ -111,6 +111,12 @@ std::string describeGemm(const GemmSpec &spec);
 /// matrix laid out as D.
 enum class GemmGelu : uint8_t { None, Gelu, GeluAux };
 
+/// The bias gradient in the matmul's epilogue: the sum over k of op(A)'s
+/// rows (A: cuBLASLt's BGRADA, m sums) or of op(B)'s columns (B: BGRADB, n
+/// sums) written to a vector of D's type: a linear_weight_grad and the
+/// sum_to of its dY as one (FusionPlan.h).
+enum class GemmBiasGrad : uint8_t { None, A, B };
+
 /// Everything a cuBLASLt plan (matmul descriptor, matrix layouts, the
 /// heuristic's algorithm) depends on, as cuBLASLt sees the operands (after
 /// staging). Not alpha: runs pass it.
@@ -118,11 +124,13 @@ struct GemmKey {
   GemmType inputType = GemmType::F32, outputType = GemmType::F32;
   bool transA = false, transB = false, bias = false;
   GemmGelu gelu = GemmGelu::None;
+  GemmBiasGrad biasGrad = GemmBiasGrad::None;
   int64_t m = 0, n = 0, k = 0;
   int64_t lda = 0, ldb = 0, ldc = 0;
   int64_t batch = 1;
   int64_t strideA = 0, strideB = 0, strideC = 0;
-  /// The alignment of the addresses cuBLASLt gets (256 for staged scratch).
+  /// The alignment of the addresses cuBLASLt gets (256 for staged scratch;
+  /// alignBias: the bias, or the bias gradient's vector).
   uint32_t alignA = 256, alignB = 256, alignBias = 256, alignD = 256;
   uint32_t alignAux = 256;
 
@@ -141,6 +149,21 @@ const char *geluEpilogueRefusal(const GemmSpec &spec, bool aux);
 /// The key of `spec` with a GeLU epilogue: D is the gelu's result, aligned
 /// to `alignGelu` bytes; with `aux` the linear's result is the aux matrix.
 GemmKey geluKeyOf(const GemmSpec &spec, bool aux, uint32_t alignGelu);
+
+/// Why `spec` (a linear_weight_grad) cannot write the sum over its k (the
+/// tokens) of its operand `summed` (dY) into a vector of `vectorType` with
+/// `vectorElements` elements in its epilogue, or null, with `which` set:
+/// the operand is neither A nor B, the product is batched or scaled, the
+/// vector is not of D's type (cuBLASLt writes it in D's type) or not one
+/// element per row of op(A) (BGRADA) or column of op(B) (BGRADB).
+const char *biasGradEpilogueRefusal(const GemmSpec &spec, int summed,
+                                    GemmType vectorType, int64_t vectorElements,
+                                    GemmBiasGrad &which);
+
+/// The key of `spec` with the bias gradient epilogue `which`, its vector
+/// aligned to `alignVector` bytes.
+GemmKey biasGradKeyOf(const GemmSpec &spec, GemmBiasGrad which,
+                      uint32_t alignVector);
 std::string describeGemmKey(const GemmKey &key);
 
 struct GemmKeyHash {

@@ -12,7 +12,10 @@
 // and the tanh gelu right after it are fused (the epilogue writing the
 // linear's result too, unless the gelu writes over it); the erf form, a
 // gelu of another storage type, in another function, or writing over the
-// linear's operands are not.
+// linear's operands are not. A weight gradient and the sum_to of its dY
+// right after it are fused (in either weight layout, accumulating or not;
+// the sum staged where it shares bytes with x); a sum over fewer than the
+// tokens, of another tensor or in another function is not.
 //
 //===----------------------------------------------------------------------===//
 
@@ -470,6 +473,109 @@ TEST(FusionPlanTest, LinearAndGeluInTwoFunctionsAreNot) {
   Planned p;
   planOf(exe, p);
   expectRefused(p, "the gelu is in another function");
+}
+
+/// A weight gradient and the bias gradient of one linear: silu(p) -> dY
+/// [2, 3, 24]; silu(q) -> x [2, 3, 16]; linear_weight_grad(x, dY) -> dW
+/// (w as [out, in], or [in, out]; accumulating: first a plain one into dW,
+/// then the pair adds to it); sum_to(dY or another tensor) -> db; dW and db
+/// the gradients of params w and b. The options break one rule at a time.
+struct BiasGradPair {
+  bool outIn = true, accumulate = false;
+  /// The sum_to sums another tensor of dY's shape.
+  bool sumsOther = false;
+  /// The sum_to keeps dY's last two dimensions ([3, 24]).
+  bool keepsTwo = false;
+  uint32_t x = 0, dY = 0, dW = 0, db = 0;
+  /// The pair's kernels.
+  uint32_t head = 0;
+
+  fb::ExecutableT build() {
+    ExecutableBuilder b;
+    uint32_t p = b.param("p", DT::F32, {2, 3, 24});
+    uint32_t q = b.param("q", DT::F32, {2, 3, 16});
+    uint32_t other = b.param("other", DT::F32, {2, 3, 24});
+    std::vector<int64_t> wShape =
+        outIn ? std::vector<int64_t>{24, 16} : std::vector<int64_t>{16, 24};
+    b.param("w", DT::F32, wShape);
+    b.param("b", DT::F32,
+            keepsTwo ? std::vector<int64_t>{3, 24} : std::vector<int64_t>{24});
+    dY = b.buffer(DT::F32, {2, 3, 24});
+    x = b.buffer(DT::F32, {2, 3, 16});
+    dW = b.buffer(DT::F32, wShape);
+    b.kernel(Op::Silu, {p}, {dY});
+    b.kernel(Op::Silu, {q}, {x});
+    if (accumulate)
+      b.kernel(Op::LinearWeightGrad, {x, dY}, {dW}, {}, {}, outIn);
+    head = static_cast<uint32_t>(b.exe.kernels.size());
+    if (accumulate)
+      b.kernel(Op::LinearWeightGradAccumulate, {x, dY, dW}, {dW}, {}, {},
+               outIn);
+    else
+      b.kernel(Op::LinearWeightGrad, {x, dY}, {dW}, {}, {}, outIn);
+    db = b.buffer(DT::F32, keepsTwo ? std::vector<int64_t>{3, 24}
+                                    : std::vector<int64_t>{24});
+    b.kernel(Op::SumTo, {sumsOther ? other : dY}, {db});
+    b.grad("w", dW);
+    b.grad("b", db);
+    return b.finish();
+  }
+};
+
+TEST(FusionPlanTest, WeightGradientAndItsBiasGradientAreFused) {
+  for (bool outIn : {true, false})
+    for (bool accumulate : {false, true}) {
+      SCOPED_TRACE(std::string(outIn ? "out_in" : "in_out") +
+                   (accumulate ? ", accumulating" : ""));
+      BiasGradPair pair;
+      pair.outIn = outIn;
+      pair.accumulate = accumulate;
+      Planned p;
+      planOf(pair.build(), p);
+      if (HasFatalFailure())
+        return;
+      expectFused(p, pair.head, pair.head + 1);
+      EXPECT_FALSE(p.plan[pair.head].stagesSum);
+    }
+}
+
+TEST(FusionPlanTest, BiasGradientOverTheInputGoesThroughScratch) {
+  // db in bytes of x (dead after the weight gradient, so the memory plan
+  // may hand them over): fused, the sum staged.
+  BiasGradPair pair;
+  fb::ExecutableT exe = pair.build();
+  relocate(exe, {{pair.x, 0}, {pair.db, 64}}, 1024);
+  Planned p;
+  planOf(exe, p);
+  if (HasFatalFailure())
+    return;
+  expectFused(p, pair.head, pair.head + 1);
+  EXPECT_TRUE(p.plan[pair.head].stagesSum);
+  EXPECT_TRUE(p.plan[pair.head + 1].stagesSum);
+}
+
+TEST(FusionPlanTest, WeightGradientAndBiasGradientRefusals) {
+  // Not a candidate: the sum_to sums another tensor.
+  BiasGradPair other;
+  other.sumsOther = true;
+  Planned p;
+  planOf(other.build(), p);
+  for (const FusionStep &step : p.plan)
+    EXPECT_EQ(step.role, FusionRole::None);
+  EXPECT_TRUE(p.refusals.empty());
+  // A sum over the batch only ([2, 3, 24] -> [3, 24]).
+  BiasGradPair two;
+  two.keepsTwo = true;
+  Planned q;
+  planOf(two.build(), q);
+  expectRefused(q, "does not sum dY over its tokens");
+  // In two functions of an action list.
+  BiasGradPair split;
+  fb::ExecutableT exe = split.build();
+  runByActions(exe, {{"dY and x", 0, 2}, {"W", 2, 1}, {"sum", 3, 1}});
+  Planned r;
+  planOf(exe, r);
+  expectRefused(r, "the sum_to is in another function");
 }
 
 } // namespace

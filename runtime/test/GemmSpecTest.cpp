@@ -3,7 +3,8 @@
 // Each GEMM kernel's GemmSpec (cuda/GemmSpec.h), evaluated with a naive
 // implementation of column-major cublasGemmStridedBatched semantics plus
 // cuBLASLt's bias epilogue, must give what the CPU kernel gives; the staging
-// choices, the GeLU epilogue's conditions and key, and the plan cache are
+// choices, the GeLU and bias gradient epilogues' conditions and keys, and
+// the plan cache are
 // checked without a GPU as well. ModelGemmsMatchCpu does the same for every
 // GEMM of compiled models, and ModelGeluPairsTakeTheEpilogue checks that
 // their linear + gelu pairs would run fused (ctest runtime.GemmSpecModels
@@ -511,6 +512,7 @@ TEST(GemmSpec, KeysDifferingInAnyFieldDiffer) {
       [](GemmKey &k) { k.alignBias = 16; },
       [](GemmKey &k) { k.alignD = 16; },
       [](GemmKey &k) { k.gelu = GemmGelu::Gelu; },
+      [](GemmKey &k) { k.biasGrad = GemmBiasGrad::B; },
       [](GemmKey &k) { k.alignAux = 16; },
   };
   PlanCache<FakePlan> cache;
@@ -576,6 +578,73 @@ TEST(GemmSpec, GeluEpilogue) {
   EXPECT_STREQ(geluEpilogueRefusal(spec, false), "no matmul");
 }
 
+TEST(GemmSpec, BiasGradientEpilogue) {
+  // A weight gradient's dY [M, N] summed over its M tokens: the bias
+  // gradient. dY is A (in_out: BGRADA, m = N sums) or B (out_in: BGRADB,
+  // n = N sums); the sums over k of op(A)'s rows or op(B)'s columns, read
+  // from the spec as cuBLASLt reads its operands, are dY's column sums.
+  for (bool outIn : {false, true}) {
+    SCOPED_TRACE(outIn ? "out_in" : "in_out");
+    KernelCall call =
+        decoded(fb::OpCode::LinearWeightGrad, {f32({M, K}), f32({M, N})},
+                {outIn ? f32({N, K}) : f32({K, N})}, outIn);
+    GemmSpec spec = gemmSpecOf(call);
+    GemmBiasGrad which = GemmBiasGrad::None;
+    EXPECT_EQ(biasGradEpilogueRefusal(spec, 1, GemmType::F32, N, which),
+              nullptr);
+    ASSERT_EQ(which, outIn ? GemmBiasGrad::B : GemmBiasGrad::A);
+    auto in = randomOperands(call, 5);
+    const bool a = which == GemmBiasGrad::A;
+    const std::vector<float> &stored = in[a ? spec.aOperand : spec.bOperand];
+    bool trans = a ? spec.transA : spec.transB;
+    int64_t ld = a ? spec.lda : spec.ldb;
+    for (int64_t i = 0; i < N; ++i) {
+      double sum = 0.0, want = 0.0;
+      for (int64_t l = 0; l < spec.k; ++l)
+        sum += a ? (trans ? stored[l + i * ld] : stored[i + l * ld])
+                 : (trans ? stored[i + l * ld] : stored[l + i * ld]);
+      for (int64_t row = 0; row < M; ++row)
+        want += in[1][row * N + i];
+      EXPECT_NEAR(sum, want, 1e-9) << "feature " << i;
+    }
+    GemmKey fused = biasGradKeyOf(spec, which, 64);
+    EXPECT_EQ(fused.biasGrad, which);
+    EXPECT_EQ(fused.alignBias, 64u);
+    GemmKey back = fused;
+    back.biasGrad = GemmBiasGrad::None;
+    back.alignBias = 256;
+    EXPECT_EQ(back, gemmKeyOf(spec)); // nothing else differs
+    EXPECT_NE(describeGemmKey(fused).find(outIn ? "bias gradient of B"
+                                                : "bias gradient of A"),
+              std::string::npos);
+
+    // The vector in another type than D's, of another length, or the sum
+    // of a tensor that is not an operand.
+    EXPECT_STREQ(biasGradEpilogueRefusal(spec, 1, GemmType::BF16, N, which),
+                 "the sum is not of the product's output type");
+    EXPECT_EQ(which, GemmBiasGrad::None);
+    EXPECT_NE(biasGradEpilogueRefusal(spec, 1, GemmType::F32, N + 1, which),
+              nullptr);
+    EXPECT_STREQ(biasGradEpilogueRefusal(spec, 2, GemmType::F32, N, which),
+                 "the summed tensor is not an operand of the product");
+  }
+  GemmBiasGrad which = GemmBiasGrad::None;
+  // A batched product, a scaled one, one with a bias.
+  GemmSpec batched = gemmSpecOf(decoded(fb::OpCode::BatchMatmul,
+                                        {f32({2, M, K}), f32({2, K, N})},
+                                        {f32({2, M, N})}, 0, {1.0}));
+  EXPECT_STREQ(biasGradEpilogueRefusal(batched, 0, GemmType::F32, N, which),
+               "the product is batched");
+  GemmSpec scaled = gemmSpecOf(decoded(fb::OpCode::BatchMatmul,
+                                       {f32({1, M, K}), f32({1, K, N})},
+                                       {f32({1, M, N})}, 0, {0.5}));
+  EXPECT_STREQ(biasGradEpilogueRefusal(scaled, 0, GemmType::F32, N, which),
+               "the product is scaled or has a bias");
+  EXPECT_STREQ(biasGradEpilogueRefusal(gemmSpecOf(linearCall(false, true)), 0,
+                                       GemmType::F32, N, which),
+               "the product is scaled or has a bias");
+}
+
 namespace {
 
 /// The spec of a model's GEMM call against the CPU kernel, within what
@@ -633,17 +702,29 @@ TEST(GemmSpec, DISABLED_ModelGemmsMatchCpu) {
 }
 
 // Each linear + gelu pair the CUDA device would fuse (FusionPlan.h) takes
-// the GeLU epilogue as far as its spec goes (only cuBLASLt's heuristic can
-// still refuse it on a GPU). Run by runtime.GemmSpecModels.
+// the GeLU epilogue, and each weight gradient + sum_to pair the bias
+// gradient epilogue, as far as their specs go (only cuBLASLt's heuristic
+// can still refuse them on a GPU). Run by runtime.GemmSpecModels.
 TEST(GemmSpec, DISABLED_ModelGeluPairsTakeTheEpilogue) {
   test::forEachModel([](const std::string &path, const Program &program) {
     std::vector<FusionStep> plan = planFusions(program);
-    size_t geluPairs = 0, maskPairs = 0;
-    for (const KernelCall &call : program.calls) {
+    size_t geluPairs = 0, maskPairs = 0, biasGradPairs = 0;
+    for (size_t p = 0; p < program.calls.size(); ++p) {
+      const KernelCall &call = program.calls[p];
       if (plan[call.index].role != FusionRole::Head)
         continue;
-      if (call.op != fb::OpCode::Linear) {
+      if (call.op == fb::OpCode::ApplyMask) {
         ++maskPairs;
+        continue;
+      }
+      if (call.op != fb::OpCode::Linear) {
+        // A weight gradient and the sum_to of its dY.
+        ++biasGradPairs;
+        const TensorRef &db = program.calls[p + 1].results[0];
+        GemmBiasGrad which = GemmBiasGrad::None;
+        const char *why = biasGradEpilogueRefusal(
+            gemmSpecOf(call), 1, gemmTypeOf(db.dtype), db.elements, which);
+        EXPECT_EQ(why, nullptr) << "kernel " << call.index << ": " << why;
         continue;
       }
       ++geluPairs;
@@ -651,11 +732,18 @@ TEST(GemmSpec, DISABLED_ModelGeluPairsTakeTheEpilogue) {
       const char *why = geluEpilogueRefusal(gemmSpecOf(call), aux);
       EXPECT_EQ(why, nullptr) << "kernel " << call.index << ": " << why;
     }
-    std::printf("%s: %zu linear + gelu pairs, %zu apply_mask + add pairs\n",
-                path.c_str(), geluPairs, maskPairs);
+    std::printf("%s: %zu linear + gelu pairs, %zu apply_mask + add pairs, "
+                "%zu weight gradient + bias gradient pairs\n",
+                path.c_str(), geluPairs, maskPairs, biasGradPairs);
     // GPT-2's MLP: one pair per layer in the forward (the models here have
-    // two layers); Llama's SiLU has none.
+    // two layers); Llama's SiLU has none. GPT-2's four linears with a bias
+    // per layer each give a bias gradient pair (its tied head has no bias),
+    // but on a tensor-parallel mesh the row-parallel ones (the two c_proj)
+    // sum dY before its all_reduce and their weight gradients read it after;
+    // Llama's linears have no bias.
     bool gpt2 = path.find("gpt2") != std::string::npos;
+    bool tp = path.find("tp2") != std::string::npos;
     EXPECT_EQ(geluPairs, gpt2 ? 2u : 0u);
+    EXPECT_EQ(biasGradPairs, gpt2 ? (tp ? 4u : 8u) : 0u);
   });
 }

@@ -58,6 +58,8 @@ enum cublasLtEpilogue_t {
   CUBLASLT_EPILOGUE_GELU_AUX = 32 | 128,
   CUBLASLT_EPILOGUE_GELU_BIAS = 32 | 4,
   CUBLASLT_EPILOGUE_GELU_AUX_BIAS = 32 | 128 | 4,
+  CUBLASLT_EPILOGUE_BGRADA = 256,
+  CUBLASLT_EPILOGUE_BGRADB = 512,
 };
 
 enum cublasLtMatmulDescAttributes_t {
@@ -174,6 +176,9 @@ inline size_t spanBytes(const cublasLtMatrixLayoutOpaque_t &l) {
 inline bool hasBias(cublasLtEpilogue_t e) { return (e & 4) != 0; }
 inline bool hasGelu(cublasLtEpilogue_t e) { return (e & 32) != 0; }
 inline bool hasAux(cublasLtEpilogue_t e) { return (e & 128) != 0; }
+/// BGRADA / BGRADB: the sums over k of op(A)'s rows / op(B)'s columns into
+/// the bias pointer's vector (D's type), besides D.
+inline bool hasBiasGrad(cublasLtEpilogue_t e) { return (e & 768) != 0; }
 
 inline float geluTanh(float x) {
   return 0.5f * x *
@@ -362,6 +367,8 @@ inline cublasStatus_t problemOf(const cublasLtMatmulDescOpaque_t &desc,
     return refuse("C and D of different types");
   if (a.type == CUDA_R_32F && d.type != CUDA_R_32F)
     return refuse("fp32 inputs with a 16-bit output");
+  if (hasBiasGrad(desc.epilogue) && d.batch > 1)
+    return refuse("a bias gradient epilogue on a batched product");
   if (hasAux(desc.epilogue) && desc.auxLd < int64_t(m))
     return refuse("aux leading dimension " + std::to_string(desc.auxLd) +
                   " below the rows " + std::to_string(m));
@@ -440,6 +447,12 @@ cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t descHandle,
   if (bias && !isDeviceRange(desc.bias, m * typeBytes(d.type)))
     return refuse("matmul: the bias epilogue's vector is not inside one "
                   "allocation");
+  const bool gradA = desc.epilogue == CUBLASLT_EPILOGUE_BGRADA,
+             gradB = desc.epilogue == CUBLASLT_EPILOGUE_BGRADB;
+  if ((gradA || gradB) &&
+      !isDeviceRange(desc.bias, (gradA ? m : n) * typeBytes(d.type)))
+    return refuse("matmul: the bias gradient's vector is not inside one "
+                  "allocation");
   if (aux) {
     cublasLtMatrixLayoutOpaque_t auxLayout = d;
     auxLayout.ld = desc.auxLd;
@@ -477,6 +490,26 @@ cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t descHandle,
             v = geluTanh(v);
           store(D, d.type, dBase + int64_t(i + j * d.ld), v);
         }
+    }
+    // The bias gradient (unbatched): each row of op(A), or column of
+    // op(B), summed over k, rounded once to D's type. Row i of op(A) is
+    // A's row i (N) or column i (T); column j of op(B) is B's column j (N)
+    // or row j (T).
+    if (gradA || gradB) {
+      const void *x = gradA ? A : B;
+      const cublasLtMatrixLayoutOpaque_t &layout = gradA ? a : b;
+      // The summed line's elements lie ld apart when it runs along a
+      // stored column, 1 apart along a stored row; lines the other way.
+      const bool alongColumn = gradA ? !ta : tb;
+      const int64_t along = alongColumn ? layout.ld : 1,
+                    across = alongColumn ? 1 : layout.ld;
+      void *vector = const_cast<void *>(desc.bias);
+      for (uint64_t i = 0; i < (gradA ? m : n); ++i) {
+        double sum = 0.0;
+        for (uint64_t l = 0; l < k; ++l)
+          sum += load(x, layout.type, int64_t(i) * across + int64_t(l) * along);
+        store(vector, d.type, int64_t(i), static_cast<float>(sum));
+      }
     }
   });
   return CUBLAS_STATUS_SUCCESS;
