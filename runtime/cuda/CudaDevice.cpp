@@ -590,7 +590,9 @@ Status CudaDevice::prepare(const Program &program,
   // A linear + gelu pair runs fused only with a plan for the GeLU
   // epilogue, a weight gradient + sum_to pair only with one for the bias
   // gradient epilogue; without one (cuBLASLt's choice) the two run as they
-  // are.
+  // are, and one line on stderr says so.
+  size_t epiloguePairs = 0, unplanned = 0;
+  std::string firstRefusal;
   for (size_t p = 0; p + 1 < program.calls.size(); ++p) {
     const KernelCall &head = program.calls[p];
     FusionStep &step = fusion_[head.index];
@@ -602,11 +604,20 @@ Status CudaDevice::prepare(const Program &program,
         head.op == fb::OpCode::Linear
             ? gemm_.planGelu(head, tail, step.writesHead)
             : gemm_.planBiasGrad(head, tail, step.stagesSum, bytes);
-    if (!planned)
-      step = fusion_[tail.index] = FusionStep();
-    else
+    ++epiloguePairs;
+    if (planned) {
       scratchBytes_ = std::max(scratchBytes_, alignScratch(bytes));
+      continue;
+    }
+    step = fusion_[tail.index] = FusionStep();
+    if (unplanned++ == 0)
+      firstRefusal = planned.message();
   }
+  if (unplanned)
+    std::fprintf(stderr,
+                 "tpcrt: %zu of %zu GEMM + epilogue pairs run unfused (no "
+                 "fused plan), e.g. %s\n",
+                 unplanned, epiloguePairs, firstRefusal.c_str());
 
   // The one allocation.
   uint64_t gemmBytes = alignScratch(gemm_.workspaceBytes());
