@@ -603,6 +603,8 @@ Status CudaDevice::prepare(const Program &program,
     Status planned =
         head.op == fb::OpCode::Linear
             ? gemm_.planGelu(head, tail, step.writesHead)
+        : head.op == fb::OpCode::LinearInputGrad
+            ? gemm_.planGeluGrad(head, tail)
             : gemm_.planBiasGrad(head, tail, step.stagesSum, bytes);
     ++epiloguePairs;
     if (planned) {
@@ -1188,10 +1190,17 @@ Status CudaDevice::runFused(const KernelCall &tail,
   KernelArgs headArgs =
       computeArgs(head_.operands, head_.results, head_.context);
   Status s = Status::ok();
+  GemmEpilogue epilogue;
   if (head.op == fb::OpCode::Linear) {
-    s = gemm_.run(head, headArgs, runResults_[0]);
+    epilogue.geluResult = runResults_[0];
+    s = gemm_.run(head, headArgs, epilogue);
+  } else if (head.op == fb::OpCode::LinearInputGrad) {
+    epilogue.geluResult = runResults_[0];
+    epilogue.geluInput = runOperands_[1];
+    s = gemm_.run(head, headArgs, epilogue);
   } else if (isGemmKernel(head.op)) {
-    s = gemm_.run(head, headArgs, nullptr, runResults_[0]);
+    epilogue.biasGrad = runResults_[0];
+    s = gemm_.run(head, headArgs, epilogue);
   } else {
     KernelArgs tailArgs =
         computeArgs(runOperands_.data(), runResults_.data(), context);

@@ -36,6 +36,21 @@
 // leading dimension not a multiple of 8, staging); the pair then runs
 // unfused.
 //
+// Input gradient + GeLU gradient: GPT-2's MLP backward runs
+// `linear_input_grad(dY, w) -> (dH)` and at once `gelu_grad(dH, x) -> (dA)`
+// (tanh form; x the GeLU's input). The CUDA device runs the pair as one
+// cuBLASLt matmul whose epilogue multiplies the product by the GeLU's
+// derivative at x (DGELU, x the aux matrix) and writes dA: dH is never
+// written nor read back. A pair is fused when the gelu_grad is the next
+// kernel (with actions, of the same function), reads dH whole, dH is read
+// by nothing else (no binding, not pooled), x, dA and dH have one storage
+// type, and dA shares no bytes with dY, w or x (but for the very bytes of
+// x: each element of x is read by the thread that writes it). The product
+// is multiplied before it is rounded to dH's storage: with 16-bit storage
+// dA may differ from the pair's by an ulp. The GEMM engine can refuse it
+// (a staged output, D's leading dimension not a multiple of 8, no
+// algorithm); the pair then runs unfused.
+//
 // Weight gradient + bias gradient: a linear's backward runs
 // `linear_weight_grad(x, dY) -> (dW)` and at once `sum_to(dY) -> (db)` (the
 // bias gradient, dY summed over its tokens). The CUDA device runs the pair
@@ -227,6 +242,53 @@ inline const char *linearGeluRefusal(const Program &program, size_t p,
   return nullptr;
 }
 
+/// Whether calls[p] (a linear_input_grad) is followed by a gelu_grad of
+/// its result: the pairs inputGradGeluRefusal decides on.
+inline bool isInputGradGeluCandidate(const Program &program, size_t p) {
+  const KernelCall &a = program.calls[p];
+  if (a.op != fb::OpCode::LinearInputGrad || p + 1 >= program.calls.size() ||
+      a.results.size() != 1)
+    return false;
+  const KernelCall &b = program.calls[p + 1];
+  return b.op == fb::OpCode::GeluGrad && b.operands.size() == 2 &&
+         b.results.size() == 1 && b.operands[0].buffer == a.results[0].buffer;
+}
+
+/// Why the candidate calls[p] (a linear_input_grad) and calls[p + 1] (the
+/// gelu_grad of its result dH) are not fused, or null. The fused matmul
+/// never writes dH, so nothing else may read it. `reads`, `writes` and
+/// `hostBound` as for refusal().
+inline const char *inputGradGeluRefusal(const Program &program, size_t p,
+                                        const std::vector<uint32_t> &reads,
+                                        const std::vector<uint32_t> &writes,
+                                        const std::vector<bool> &hostBound) {
+  const KernelCall &a = program.calls[p];
+  const KernelCall &b = program.calls[p + 1];
+  if (!inOneFunction(program, a, b))
+    return "the gelu_grad is in another function";
+  if (!(b.flags & 1))
+    return "the gelu_grad is the erf form (cuBLASLt's epilogue is the tanh "
+           "form)";
+  const TensorRef &dH = a.results[0], &in = b.operands[0], &x = b.operands[1],
+                  &dA = b.results[0];
+  if (!sameBytes(in, dH) || in.dtype != dH.dtype || b.count != dH.elements)
+    return "the gelu_grad does not read the input gradient whole";
+  if (dH.buffer >= reads.size() || reads[dH.buffer] != 1 ||
+      writes[dH.buffer] != 1 || hostBound[dH.buffer] || dH.pool >= 0)
+    return "the input gradient is read by another kernel, bound or pooled";
+  if (x.dtype != dA.dtype || dA.dtype != dH.dtype)
+    return "the gelu_grad's tensors differ in storage type";
+  if (spansMeet(x, dH))
+    return "the gelu_grad's input overlaps the input gradient";
+  for (const TensorRef &operand : a.operands)
+    if (spansMeet(dA, operand))
+      return "the gelu_grad's result overlaps an operand of the input "
+             "gradient";
+  if (spansMeet(dA, x) && !sameBytes(dA, x))
+    return "the gelu_grad's result overlaps its input";
+  return nullptr;
+}
+
 /// Whether calls[p] (a linear_weight_grad) is followed by a sum_to of its
 /// dY: the pairs weightGradSumRefusal decides on.
 inline bool isWeightGradSumCandidate(const Program &program, size_t p) {
@@ -307,6 +369,19 @@ planFusions(const Program &program,
 
   for (size_t p = 0; p < program.calls.size(); ++p) {
     const KernelCall &a = program.calls[p];
+    if (fusion::isInputGradGeluCandidate(program, p)) {
+      if (const char *why = fusion::inputGradGeluRefusal(program, p, reads,
+                                                         writes, hostBound)) {
+        if (refusals)
+          refusals->push_back("kernel " + std::to_string(a.index) +
+                              " (linear_input_grad): " + why);
+        continue;
+      }
+      const KernelCall &b = program.calls[p + 1];
+      plan[a.index] = {FusionRole::Head, b.index};
+      plan[b.index] = {FusionRole::Tail, a.index};
+      continue;
+    }
     if (fusion::isWeightGradSumCandidate(program, p)) {
       bool stagesSum = false;
       if (const char *why =

@@ -208,7 +208,8 @@ Status GemmEngine::Impl::build(const GemmKey &key, LtPlan &plan) const {
       !s)
     return s;
   cublasLtEpilogue_t epilogue =
-      key.gelu == GemmGelu::GeluAux
+      key.gelu == GemmGelu::GeluGrad ? CUBLASLT_EPILOGUE_DGELU
+      : key.gelu == GemmGelu::GeluAux
           ? (key.bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
                       : CUBLASLT_EPILOGUE_GELU_AUX)
       : key.gelu == GemmGelu::Gelu
@@ -237,10 +238,11 @@ Status GemmEngine::Impl::build(const GemmKey &key, LtPlan &plan) const {
                             "set BIAS_POINTER");
         !s)
       return s;
-  if (key.gelu == GemmGelu::GeluAux) {
-    // The aux matrix is laid out as D, in D's type: cuBLASLt's default
-    // when EPILOGUE_AUX_DATA_TYPE is unset (set, a combination it does not
-    // support fails only at cublasLtMatmul, after the heuristic took it).
+  if (key.gelu == GemmGelu::GeluAux || key.gelu == GemmGelu::GeluGrad) {
+    // The aux matrix (written by GELU_AUX, read by DGELU) is laid out as D,
+    // in D's type: cuBLASLt's default when EPILOGUE_AUX_DATA_TYPE is unset
+    // (set, a combination it does not support fails only at
+    // cublasLtMatmul, after the heuristic took it).
     int64_t ld = key.ldc, stride = key.strideC;
     if (Status s = setProbe(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
                             key.alignAux, "set EPILOGUE_AUX_POINTER");
@@ -392,6 +394,31 @@ Status GemmEngine::planGelu(const KernelCall &linear, const KernelCall &gelu,
   return Status::ok();
 }
 
+Status GemmEngine::planGeluGrad(const KernelCall &inputGrad,
+                                const KernelCall &geluGrad) {
+  if (inputGrad.index >= impl_->calls.size() ||
+      !impl_->calls[inputGrad.index].planned)
+    return Status::error(kernelText(inputGrad) + ": not planned");
+  CallPlan &entry = impl_->calls[inputGrad.index];
+  if (inputGrad.op != fb::OpCode::LinearInputGrad ||
+      geluGrad.op != fb::OpCode::GeluGrad || geluGrad.operands.size() != 2 ||
+      geluGrad.results.size() != 1)
+    return Status::error(kernelText(inputGrad) + " and " +
+                         kernelText(geluGrad) +
+                         ": not an input gradient and its gelu_grad");
+  if (const char *why = geluGradEpilogueRefusal(entry.spec))
+    return Status::error(kernelText(inputGrad) +
+                         ": no GeLU gradient epilogue: " + why);
+  GemmKey key = geluGradKeyOf(entry.spec, gemmAlignmentOf(geluGrad.results[0]),
+                              gemmAlignmentOf(geluGrad.operands[1]));
+  LtPlan *plan = nullptr;
+  if (Status s = impl_->fusedPlan(inputGrad, entry, key, plan); !s)
+    return s;
+  entry.geluKey = key;
+  entry.geluPlan = plan;
+  return Status::ok();
+}
+
 Status GemmEngine::planBiasGrad(const KernelCall &weightGrad,
                                 const KernelCall &sum, bool staged,
                                 uint64_t &scratchBytes) {
@@ -437,7 +464,9 @@ void GemmEngine::setWorkspace(void *workspace) { impl_->workspace = workspace; }
 size_t GemmEngine::planCount() const { return impl_->cache.size(); }
 
 Status GemmEngine::run(const KernelCall &call, const KernelArgs &args,
-                       void *geluResult, void *biasGradResult) {
+                       const GemmEpilogue &epilogue) {
+  void *geluResult = epilogue.geluResult;
+  void *biasGradResult = epilogue.biasGrad;
   if (call.index >= impl_->calls.size() || !impl_->calls[call.index].planned)
     return Status::error(kernelText(call) + ": not planned");
   const CallPlan &entry = impl_->calls[call.index];
@@ -498,10 +527,14 @@ Status GemmEngine::run(const KernelCall &call, const KernelArgs &args,
     return st.withContext(kernelText(call));
   void *d = s.stageOutput ? scratch + s.scratchOutput : result;
   // With the GeLU epilogue D is the gelu's result and the linear's result
-  // the aux matrix (unless the gelu writes over it: then it is not kept).
-  void *aux = nullptr;
+  // the aux matrix (unless the gelu writes over it: then it is not kept);
+  // with the GeLU gradient epilogue D is the gelu_grad's result and the aux
+  // matrix the GeLU's input (read).
+  const void *aux = nullptr;
   if (geluResult) {
-    aux = entry.geluKey.gelu == GemmGelu::GeluAux ? result : nullptr;
+    aux = entry.geluKey.gelu == GemmGelu::GeluAux    ? result
+          : entry.geluKey.gelu == GemmGelu::GeluGrad ? epilogue.geluInput
+                                                     : nullptr;
     d = geluResult;
   }
 

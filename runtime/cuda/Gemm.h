@@ -21,6 +21,19 @@ namespace tpcrt::cuda {
 
 bool isGemmKernel(fb::OpCode op);
 
+/// A fused partner's addresses for GemmEngine::run (none: the call alone).
+struct GemmEpilogue {
+  /// A linear with its gelu (planGelu), or an input gradient with its
+  /// gelu_grad (planGeluGrad): the partner's result, written instead of the
+  /// call's.
+  void *geluResult = nullptr;
+  /// With a gelu_grad: its input (the GeLU's input, the aux matrix).
+  const void *geluInput = nullptr;
+  /// A weight gradient with the sum of its dY (planBiasGrad): the sum's
+  /// result.
+  void *biasGrad = nullptr;
+};
+
 class GemmEngine {
 public:
   GemmEngine();
@@ -43,6 +56,14 @@ public:
   /// pair to run unfused.
   Status planGelu(const KernelCall &linear, const KernelCall &gelu, bool aux);
 
+  /// The plan of `inputGrad` (a linear_input_grad, planned) run with its
+  /// next kernel `geluGrad` (the tanh gelu_grad of its result) as one matmul
+  /// whose epilogue multiplies the product by the GeLU's derivative at the
+  /// gelu_grad's input (cuBLASLt's DGELU, the input as the aux matrix),
+  /// writing the gelu_grad's result; the linear's is never written
+  /// (FusionPlan.h). An error leaves the pair to run unfused.
+  Status planGeluGrad(const KernelCall &inputGrad, const KernelCall &geluGrad);
+
   /// The plan of `weightGrad` (a linear_weight_grad, planned) run with its
   /// next kernel `sum` (the sum_to of its dY, the bias gradient) as one
   /// matmul whose epilogue also writes the sum (cuBLASLt's BGRADA or
@@ -62,12 +83,10 @@ public:
   /// Distinct plans made (calls of one shape key share one).
   size_t planCount() const;
 
-  /// Enqueues `call` (planned) on args.stream; with `geluResult`, the
-  /// linear with its gelu (planGelu), writing the gelu's result there; with
-  /// `biasGradResult`, the weight gradient with the sum of its dY
-  /// (planBiasGrad), writing the sum there.
+  /// Enqueues `call` (planned) on args.stream, with a fused partner's
+  /// addresses when `epilogue` has them (GemmEpilogue).
   Status run(const KernelCall &call, const KernelArgs &args,
-             void *geluResult = nullptr, void *biasGradResult = nullptr);
+             const GemmEpilogue &epilogue = {});
 
 private:
   struct Impl;

@@ -276,6 +276,9 @@ std::string cuda::describeGemmKey(const GemmKey &key) {
   else if (key.gelu == GemmGelu::GeluAux)
     text += ", GeLU epilogue with aux (aligned " +
             std::to_string(key.alignAux) + ")";
+  else if (key.gelu == GemmGelu::GeluGrad)
+    text += ", GeLU gradient epilogue, aux (aligned " +
+            std::to_string(key.alignAux) + ")";
   if (key.biasGrad != GemmBiasGrad::None)
     text += std::string(", bias gradient of ") +
             (key.biasGrad == GemmBiasGrad::A ? "A" : "B") + " " +
@@ -333,6 +336,27 @@ GemmKey cuda::geluKeyOf(const GemmSpec &spec, bool aux, uint32_t alignGelu) {
   key.gelu = aux ? GemmGelu::GeluAux : GemmGelu::Gelu;
   key.alignAux = aux ? key.alignD : 256;
   key.alignD = alignGelu;
+  return key;
+}
+
+const char *cuda::geluGradEpilogueRefusal(const GemmSpec &spec) {
+  if (!spec.valid || spec.empty() || spec.fillOnly())
+    return "no matmul";
+  if (spec.batch > 1 || spec.accumulate || spec.hasBias())
+    return "the product is batched, accumulates or has a bias";
+  if (spec.stageOutput)
+    return "its output is staged";
+  if (spec.ldc % 8 != 0)
+    return "the aux matrix's leading dimension is not a multiple of 8";
+  return nullptr;
+}
+
+GemmKey cuda::geluGradKeyOf(const GemmSpec &spec, uint32_t alignResult,
+                            uint32_t alignInput) {
+  GemmKey key = gemmKeyOf(spec);
+  key.gelu = GemmGelu::GeluGrad;
+  key.alignD = alignResult;
+  key.alignAux = alignInput;
   return key;
 }
 

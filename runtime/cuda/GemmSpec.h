@@ -108,8 +108,11 @@ std::string describeGemm(const GemmSpec &spec);
 /// A GeLU (tanh form) in the matmul's epilogue, after the bias: a linear
 /// and the gelu of its result as one (FusionPlan.h). GeluAux also writes the
 /// GeLU's input (the linear's result, which the backward reads) to an aux
-/// matrix laid out as D.
-enum class GemmGelu : uint8_t { None, Gelu, GeluAux };
+/// matrix laid out as D. GeluGrad is the backward's: D is the product times
+/// the GeLU's derivative at the aux matrix (the GeLU's input, read; laid
+/// out as D): a linear_input_grad and the gelu_grad of its result as one
+/// (cuBLASLt's DGELU).
+enum class GemmGelu : uint8_t { None, Gelu, GeluAux, GeluGrad };
 
 /// The bias gradient in the matmul's epilogue: the sum over k of op(A)'s
 /// rows (A: cuBLASLt's BGRADA, m sums) or of op(B)'s columns (B: BGRADB, n
@@ -149,6 +152,18 @@ const char *geluEpilogueRefusal(const GemmSpec &spec, bool aux);
 /// The key of `spec` with a GeLU epilogue: D is the gelu's result, aligned
 /// to `alignGelu` bytes; with `aux` the linear's result is the aux matrix.
 GemmKey geluKeyOf(const GemmSpec &spec, bool aux, uint32_t alignGelu);
+
+/// Why `spec` (a linear_input_grad) cannot take the GeLU gradient epilogue,
+/// or null: no matmul, a batched, accumulating or biased product, a staged
+/// output, or a leading dimension of D (and so of the aux matrix) that is
+/// not a multiple of 8 (cuBLASLt's rule for the aux matrix).
+const char *geluGradEpilogueRefusal(const GemmSpec &spec);
+
+/// The key of `spec` with the GeLU gradient epilogue: D is the gelu_grad's
+/// result, aligned to `alignResult` bytes, the aux matrix (the GeLU's
+/// input) to `alignInput`.
+GemmKey geluGradKeyOf(const GemmSpec &spec, uint32_t alignResult,
+                      uint32_t alignInput);
 
 /// Why `spec` (a linear_weight_grad) cannot write the sum over its k (the
 /// tokens) of its operand `summed` (dY) into a vector of `vectorType` with

@@ -14,6 +14,8 @@
 // gelu of another storage type, in another function, or writing over the
 // linear's operands are not. A weight gradient and the sum_to of its dY
 // right after it are fused (in either weight layout, accumulating or not;
+// and so are an input gradient and the tanh gelu_grad of its result, but
+// for the erf form, a result read again, mixed types, two functions);
 // the sum staged where it shares bytes with x); a sum over fewer than the
 // tokens, of another tensor or in another function is not.
 //
@@ -473,6 +475,88 @@ TEST(FusionPlanTest, LinearAndGeluInTwoFunctionsAreNot) {
   Planned p;
   planOf(exe, p);
   expectRefused(p, "the gelu is in another function");
+}
+
+/// An input gradient and the GeLU gradient of its result: silu(p) -> dY
+/// [6, 24]; silu(q) -> x [6, 16]; linear_input_grad(dY, w) -> dH [6, 16]
+/// (w as [out, in]); gelu_grad(dH, x) -> dA (tanh form); dA an output. The
+/// options break one rule at a time.
+struct GeluGradPair {
+  bool erf = false, dARawBf16 = false, dHReadAgain = false;
+  uint32_t dY = 0, x = 0, dH = 0, dA = 0;
+  /// The pair's first kernel.
+  uint32_t head = 2;
+
+  fb::ExecutableT build() {
+    ExecutableBuilder b;
+    uint32_t p = b.param("p", DT::F32, {6, 24});
+    uint32_t q = b.param("q", DT::F32, {6, 16});
+    uint32_t w = b.param("w", DT::F32, {24, 16});
+    dY = b.buffer(DT::F32, {6, 24});
+    x = b.buffer(DT::F32, {6, 16});
+    dH = b.buffer(DT::F32, {6, 16});
+    dA = b.buffer(dARawBf16 ? DT::BF16 : DT::F32, {6, 16});
+    b.kernel(Op::Silu, {p}, {dY});
+    b.kernel(Op::Silu, {q}, {x});
+    b.kernel(Op::LinearInputGrad, {dY, w}, {dH}, {}, {}, 1);
+    b.kernel(Op::GeluGrad, {dH, x}, {dA}, {}, {}, erf ? 0 : 1);
+    if (dHReadAgain) {
+      uint32_t o = b.buffer(DT::F32, {6, 16});
+      b.kernel(Op::Silu, {dH}, {o});
+      b.output("o", o);
+    }
+    b.output("dA", dA);
+    return b.finish();
+  }
+};
+
+TEST(FusionPlanTest, InputGradientAndGeluGradientAreFused) {
+  GeluGradPair pair;
+  Planned p;
+  planOf(pair.build(), p);
+  if (HasFatalFailure())
+    return;
+  expectFused(p, pair.head, pair.head + 1);
+  // dA in the very bytes of x (x dead after the gelu_grad): still fused.
+  GeluGradPair overX;
+  fb::ExecutableT exe = overX.build();
+  relocate(exe, {{overX.x, 0}, {overX.dA, 0}}, 1024);
+  Planned q;
+  planOf(exe, q);
+  if (HasFatalFailure())
+    return;
+  expectFused(q, overX.head, overX.head + 1);
+}
+
+TEST(FusionPlanTest, InputGradientAndGeluGradientRefusals) {
+  auto refused = [](GeluGradPair pair, const std::string &why) {
+    Planned p;
+    planOf(pair.build(), p);
+    expectRefused(p, why);
+  };
+  GeluGradPair erf;
+  erf.erf = true;
+  refused(erf, "the erf form");
+  GeluGradPair again;
+  again.dHReadAgain = true;
+  refused(again, "read by another kernel");
+  GeluGradPair bf16;
+  bf16.dARawBf16 = true;
+  refused(bf16, "differ in storage type");
+  GeluGradPair split;
+  fb::ExecutableT exe = split.build();
+  runByActions(exe, {{"dY and x", 0, 2}, {"dX", 2, 1}, {"gelu", 3, 1}});
+  Planned p;
+  planOf(exe, p);
+  expectRefused(p, "the gelu_grad is in another function");
+  // dA over dY (dead after the input gradient, but read by the fused
+  // matmul while its epilogue writes dA).
+  GeluGradPair overDY;
+  fb::ExecutableT over = overDY.build();
+  relocate(over, {{overDY.dY, 0}, {overDY.dA, 0}}, 1024);
+  Planned q;
+  planOf(over, q);
+  expectRefused(q, "overlaps an operand of the input gradient");
 }
 
 /// A weight gradient and the bias gradient of one linear: silu(p) -> dY

@@ -578,6 +578,37 @@ TEST(GemmSpec, GeluEpilogue) {
   EXPECT_STREQ(geluEpilogueRefusal(spec, false), "no matmul");
 }
 
+TEST(GemmSpec, GeluGradientEpilogue) {
+  // An input gradient of 24 input features: D [24, M] column-major, its
+  // (and the aux matrix's) leading dimension 24, a multiple of 8.
+  KernelCall call =
+      decoded(fb::OpCode::LinearInputGrad, {f32({M, N}), f32({N, 24})},
+              {tensor(F32, {M, 24}, 1024)}, 1);
+  GemmSpec spec = gemmSpecOf(call);
+  ASSERT_EQ(spec.ldc, 24);
+  EXPECT_EQ(geluGradEpilogueRefusal(spec), nullptr);
+  GemmKey fused = geluGradKeyOf(spec, 64, 32);
+  EXPECT_EQ(fused.gelu, GemmGelu::GeluGrad);
+  EXPECT_EQ(fused.alignD, 64u);   // the gelu_grad's result
+  EXPECT_EQ(fused.alignAux, 32u); // the GeLU's input
+  GemmKey back = fused;
+  back.gelu = GemmGelu::None;
+  back.alignD = gemmKeyOf(spec).alignD;
+  back.alignAux = 256;
+  EXPECT_EQ(back, gemmKeyOf(spec)); // nothing else differs
+  EXPECT_NE(describeGemmKey(fused).find("GeLU gradient epilogue"),
+            std::string::npos);
+  // K = 7 input features: the aux matrix's leading dimension is not a
+  // multiple of 8.
+  spec = gemmSpecOf(decoded(fb::OpCode::LinearInputGrad,
+                            {f32({M, N}), f32({N, K})}, {f32({M, K})}, 1));
+  EXPECT_STREQ(geluGradEpilogueRefusal(spec),
+               "the aux matrix's leading dimension is not a multiple of 8");
+  spec = gemmSpecOf(decoded(fb::OpCode::LinearInputGrad,
+                            {f32({M, 0}), f32({0, 24})}, {f32({M, 24})}, 1));
+  EXPECT_STREQ(geluGradEpilogueRefusal(spec), "no matmul");
+}
+
 TEST(GemmSpec, BiasGradientEpilogue) {
   // A weight gradient's dY [M, N] summed over its M tokens: the bias
   // gradient. dY is A (in_out: BGRADA, m = N sums) or B (out_in: BGRADB,
@@ -702,19 +733,39 @@ TEST(GemmSpec, DISABLED_ModelGemmsMatchCpu) {
 }
 
 // Each linear + gelu pair the CUDA device would fuse (FusionPlan.h) takes
-// the GeLU epilogue, and each weight gradient + sum_to pair the bias
+// the GeLU epilogue, each input gradient + gelu_grad pair the GeLU gradient
+// epilogue, and each weight gradient + sum_to pair the bias
 // gradient epilogue, as far as their specs go (only cuBLASLt's heuristic
 // can still refuse them on a GPU). Run by runtime.GemmSpecModels.
 TEST(GemmSpec, DISABLED_ModelGeluPairsTakeTheEpilogue) {
   test::forEachModel([](const std::string &path, const Program &program) {
-    std::vector<FusionStep> plan = planFusions(program);
-    size_t geluPairs = 0, maskPairs = 0, biasGradPairs = 0;
+    std::vector<std::string> refusals;
+    std::vector<FusionStep> plan = planFusions(program, &refusals);
+    size_t geluGradCandidates = 0;
+    for (size_t p = 0; p < program.calls.size(); ++p)
+      geluGradCandidates += fusion::isInputGradGeluCandidate(program, p);
+    // An input gradient + gelu_grad pair is refused only where the memory
+    // plan gives the gelu_grad's result the bytes of the input gradient's
+    // dY, which the fused matmul still reads.
+    for (const std::string &why : refusals)
+      if (why.find("(linear_input_grad)") != std::string::npos) {
+        EXPECT_NE(why.find("overlaps an operand of the input gradient"),
+                  std::string::npos)
+            << why;
+      }
+    size_t geluPairs = 0, maskPairs = 0, biasGradPairs = 0, geluGradPairs = 0;
     for (size_t p = 0; p < program.calls.size(); ++p) {
       const KernelCall &call = program.calls[p];
       if (plan[call.index].role != FusionRole::Head)
         continue;
       if (call.op == fb::OpCode::ApplyMask) {
         ++maskPairs;
+        continue;
+      }
+      if (call.op == fb::OpCode::LinearInputGrad) {
+        ++geluGradPairs;
+        const char *why = geluGradEpilogueRefusal(gemmSpecOf(call));
+        EXPECT_EQ(why, nullptr) << "kernel " << call.index << ": " << why;
         continue;
       }
       if (call.op != fb::OpCode::Linear) {
@@ -732,9 +783,11 @@ TEST(GemmSpec, DISABLED_ModelGeluPairsTakeTheEpilogue) {
       const char *why = geluEpilogueRefusal(gemmSpecOf(call), aux);
       EXPECT_EQ(why, nullptr) << "kernel " << call.index << ": " << why;
     }
-    std::printf("%s: %zu linear + gelu pairs, %zu apply_mask + add pairs, "
-                "%zu weight gradient + bias gradient pairs\n",
-                path.c_str(), geluPairs, maskPairs, biasGradPairs);
+    std::printf("%s: %zu linear + gelu pairs, %zu input gradient + "
+                "gelu_grad pairs, %zu apply_mask + add pairs, %zu weight "
+                "gradient + bias gradient pairs\n",
+                path.c_str(), geluPairs, geluGradPairs, maskPairs,
+                biasGradPairs);
     // GPT-2's MLP: one pair per layer in the forward (the models here have
     // two layers); Llama's SiLU has none. GPT-2's four linears with a bias
     // per layer each give a bias gradient pair (its tied head has no bias),
@@ -744,6 +797,10 @@ TEST(GemmSpec, DISABLED_ModelGeluPairsTakeTheEpilogue) {
     bool gpt2 = path.find("gpt2") != std::string::npos;
     bool tp = path.find("tp2") != std::string::npos;
     EXPECT_EQ(geluPairs, gpt2 ? 2u : 0u);
+    // The backward's input gradient + gelu_grad: a candidate per layer,
+    // fused unless refused as above.
+    EXPECT_EQ(geluGradCandidates, gpt2 ? 2u : 0u);
+    EXPECT_LE(geluGradPairs, geluGradCandidates);
     EXPECT_EQ(biasGradPairs, gpt2 ? (tp ? 4u : 8u) : 0u);
   });
 }

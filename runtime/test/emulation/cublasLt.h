@@ -58,6 +58,7 @@ enum cublasLtEpilogue_t {
   CUBLASLT_EPILOGUE_GELU_AUX = 32 | 128,
   CUBLASLT_EPILOGUE_GELU_BIAS = 32 | 4,
   CUBLASLT_EPILOGUE_GELU_AUX_BIAS = 32 | 128 | 4,
+  CUBLASLT_EPILOGUE_DGELU = 64 | 128,
   CUBLASLT_EPILOGUE_BGRADA = 256,
   CUBLASLT_EPILOGUE_BGRADB = 512,
 };
@@ -176,6 +177,9 @@ inline size_t spanBytes(const cublasLtMatrixLayoutOpaque_t &l) {
 inline bool hasBias(cublasLtEpilogue_t e) { return (e & 4) != 0; }
 inline bool hasGelu(cublasLtEpilogue_t e) { return (e & 32) != 0; }
 inline bool hasAux(cublasLtEpilogue_t e) { return (e & 128) != 0; }
+/// DGELU: D is the product times GeLU'(aux), the aux matrix read (the
+/// forward's GELU_AUX writes it).
+inline bool hasGeluGrad(cublasLtEpilogue_t e) { return (e & 64) != 0; }
 /// BGRADA / BGRADB: the sums over k of op(A)'s rows / op(B)'s columns into
 /// the bias pointer's vector (D's type), besides D.
 inline bool hasBiasGrad(cublasLtEpilogue_t e) { return (e & 768) != 0; }
@@ -183,6 +187,14 @@ inline bool hasBiasGrad(cublasLtEpilogue_t e) { return (e & 768) != 0; }
 inline float geluTanh(float x) {
   return 0.5f * x *
          (1.0f + std::tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+}
+
+/// The tanh GeLU's derivative at x.
+inline float geluTanhDerivative(float x) {
+  const float k = 0.7978845608028654f, c = 0.044715f;
+  float t = std::tanh(k * (x + c * x * x * x));
+  return 0.5f * (1.0f + t) +
+         0.5f * x * (1.0f - t * t) * k * (1.0f + 3.0f * c * x * x);
 }
 
 } // namespace tpcrt::emu::lt
@@ -443,7 +455,16 @@ cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t descHandle,
   if (C == D && (c.ld != d.ld || c.stride != d.stride))
     return refuse("matmul: C is D with another layout");
   const bool bias = hasBias(desc.epilogue), gelu = hasGelu(desc.epilogue),
-             aux = hasAux(desc.epilogue);
+             geluGrad = hasGeluGrad(desc.epilogue),
+             aux = hasAux(desc.epilogue) && !geluGrad;
+  if (geluGrad) {
+    cublasLtMatrixLayoutOpaque_t auxLayout = d;
+    auxLayout.ld = desc.auxLd;
+    auxLayout.stride = desc.auxStride;
+    if (!isDeviceRange(desc.aux, spanBytes(auxLayout)))
+      return refuse("matmul: the GeLU gradient's aux matrix is not inside "
+                    "one allocation");
+  }
   if (bias && !isDeviceRange(desc.bias, m * typeBytes(d.type)))
     return refuse("matmul: the bias epilogue's vector is not inside one "
                   "allocation");
@@ -488,6 +509,9 @@ cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t descHandle,
             store(desc.aux, d.type, auxBase + int64_t(i + j * desc.auxLd), v);
           if (gelu)
             v = geluTanh(v);
+          if (geluGrad)
+            v *= geluTanhDerivative(
+                load(desc.aux, d.type, auxBase + int64_t(i + j * desc.auxLd)));
           store(D, d.type, dBase + int64_t(i + j * d.ld), v);
         }
     }
