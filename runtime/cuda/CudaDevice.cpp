@@ -1190,16 +1190,16 @@ Status CudaDevice::runFused(const KernelCall &tail,
   KernelArgs headArgs =
       computeArgs(head_.operands, head_.results, head_.context);
   Status s = Status::ok();
-  GemmEpilogue epilogue;
-  if (head.op == fb::OpCode::Linear) {
-    epilogue.geluResult = runResults_[0];
-    s = gemm_.run(head, headArgs, epilogue);
-  } else if (head.op == fb::OpCode::LinearInputGrad) {
-    epilogue.geluResult = runResults_[0];
-    epilogue.geluInput = runOperands_[1];
-    s = gemm_.run(head, headArgs, epilogue);
-  } else if (isGemmKernel(head.op)) {
-    epilogue.biasGrad = runResults_[0];
+  if (isGemmKernel(head.op)) {
+    // The tail's result is the epilogue's: a gelu's or gelu_grad's (whose
+    // input is the aux matrix), or a weight gradient's bias gradient.
+    GemmEpilogue epilogue;
+    if (head.op == fb::OpCode::Linear || head.op == fb::OpCode::LinearInputGrad)
+      epilogue.geluResult = runResults_[0];
+    else
+      epilogue.biasGrad = runResults_[0];
+    if (head.op == fb::OpCode::LinearInputGrad)
+      epilogue.geluInput = runOperands_[1];
     s = gemm_.run(head, headArgs, epilogue);
   } else {
     KernelArgs tailArgs =

@@ -204,17 +204,31 @@ inline const char *refusal(const Program &program, size_t p,
   return nullptr;
 }
 
+/// Whether the kernel after calls[p] is a `tail` of `operands` operands and
+/// one result whose first operand is buffer `buffer` (a tensor of calls[p]).
+inline bool nextReads(const Program &program, size_t p, fb::OpCode tail,
+                      size_t operands, uint32_t buffer) {
+  if (p + 1 >= program.calls.size())
+    return false;
+  const KernelCall &b = program.calls[p + 1];
+  return b.op == tail && b.operands.size() == operands &&
+         b.results.size() == 1 && b.operands[0].buffer == buffer;
+}
+
+/// Whether `t` shares bytes with an operand of `call`.
+inline bool meetsAnOperand(const TensorRef &t, const KernelCall &call) {
+  for (const TensorRef &operand : call.operands)
+    if (spansMeet(t, operand))
+      return true;
+  return false;
+}
+
 /// Whether calls[p] (a linear) is followed by a gelu of its whole result:
 /// the pairs linearGeluRefusal decides on.
 inline bool isLinearGeluCandidate(const Program &program, size_t p) {
   const KernelCall &a = program.calls[p];
-  if (a.op != fb::OpCode::Linear || p + 1 >= program.calls.size() ||
-      a.results.size() != 1)
-    return false;
-  const KernelCall &b = program.calls[p + 1];
-  return b.op == fb::OpCode::Gelu && b.operands.size() == 1 &&
-         b.results.size() == 1 &&
-         b.operands[0].buffer == a.results[0].buffer;
+  return a.op == fb::OpCode::Linear && a.results.size() == 1 &&
+         nextReads(program, p, fb::OpCode::Gelu, 1, a.results[0].buffer);
 }
 
 /// Why the candidate calls[p] (a linear) and calls[p + 1] (its gelu) are
@@ -233,9 +247,8 @@ inline const char *linearGeluRefusal(const Program &program, size_t p,
     return "the gelu does not read the linear's whole result";
   if (g.dtype != h.dtype)
     return "the gelu's result has another storage type";
-  for (const TensorRef &operand : a.operands)
-    if (spansMeet(g, operand))
-      return "the gelu's result overlaps an operand of the linear";
+  if (meetsAnOperand(g, a))
+    return "the gelu's result overlaps an operand of the linear";
   writesHead = !sameBytes(g, h);
   if (writesHead && spansMeet(g, h))
     return "the gelu's result overlaps its input";
@@ -246,12 +259,8 @@ inline const char *linearGeluRefusal(const Program &program, size_t p,
 /// its result: the pairs inputGradGeluRefusal decides on.
 inline bool isInputGradGeluCandidate(const Program &program, size_t p) {
   const KernelCall &a = program.calls[p];
-  if (a.op != fb::OpCode::LinearInputGrad || p + 1 >= program.calls.size() ||
-      a.results.size() != 1)
-    return false;
-  const KernelCall &b = program.calls[p + 1];
-  return b.op == fb::OpCode::GeluGrad && b.operands.size() == 2 &&
-         b.results.size() == 1 && b.operands[0].buffer == a.results[0].buffer;
+  return a.op == fb::OpCode::LinearInputGrad && a.results.size() == 1 &&
+         nextReads(program, p, fb::OpCode::GeluGrad, 2, a.results[0].buffer);
 }
 
 /// Why the candidate calls[p] (a linear_input_grad) and calls[p + 1] (the
@@ -280,10 +289,9 @@ inline const char *inputGradGeluRefusal(const Program &program, size_t p,
     return "the gelu_grad's tensors differ in storage type";
   if (spansMeet(x, dH))
     return "the gelu_grad's input overlaps the input gradient";
-  for (const TensorRef &operand : a.operands)
-    if (spansMeet(dA, operand))
-      return "the gelu_grad's result overlaps an operand of the input "
-             "gradient";
+  if (meetsAnOperand(dA, a))
+    return "the gelu_grad's result overlaps an operand of the input "
+           "gradient";
   if (spansMeet(dA, x) && !sameBytes(dA, x))
     return "the gelu_grad's result overlaps its input";
   return nullptr;
@@ -293,14 +301,10 @@ inline const char *inputGradGeluRefusal(const Program &program, size_t p,
 /// dY: the pairs weightGradSumRefusal decides on.
 inline bool isWeightGradSumCandidate(const Program &program, size_t p) {
   const KernelCall &a = program.calls[p];
-  if ((a.op != fb::OpCode::LinearWeightGrad &&
-       a.op != fb::OpCode::LinearWeightGradAccumulate) ||
-      p + 1 >= program.calls.size() || a.operands.size() < 2 ||
-      a.results.size() != 1)
-    return false;
-  const KernelCall &b = program.calls[p + 1];
-  return b.op == fb::OpCode::SumTo && b.operands.size() == 1 &&
-         b.results.size() == 1 && b.operands[0].buffer == a.operands[1].buffer;
+  return (a.op == fb::OpCode::LinearWeightGrad ||
+          a.op == fb::OpCode::LinearWeightGradAccumulate) &&
+         a.operands.size() >= 2 && a.results.size() == 1 &&
+         nextReads(program, p, fb::OpCode::SumTo, 1, a.operands[1].buffer);
 }
 
 /// Why the candidate calls[p] (a linear_weight_grad) and calls[p + 1] (the
@@ -319,9 +323,7 @@ inline const char *weightGradSumRefusal(const Program &program, size_t p,
   // sum_to's result a suffix of its shape: n elements sum over the tokens.
   if (db.elements != a.n)
     return "the sum_to does not sum dY over its tokens";
-  stagesSum = spansMeet(db, a.results[0]);
-  for (const TensorRef &operand : a.operands)
-    stagesSum = stagesSum || spansMeet(db, operand);
+  stagesSum = spansMeet(db, a.results[0]) || meetsAnOperand(db, a);
   return nullptr;
 }
 

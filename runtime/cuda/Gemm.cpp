@@ -123,18 +123,16 @@ Status makeLayout(cublasLtMatrixLayout_t &layout, GemmType type, int64_t rows,
 }
 
 /// A planned call: its spec and its shared plan (null when there is
-/// nothing to multiply); for a linear fused with its gelu, the plan with
-/// the GeLU epilogue too; for a weight gradient fused with its bias
-/// gradient, the plan with the bias gradient epilogue.
+/// nothing to multiply); for a call fused with its next kernel, the plan
+/// with the fused epilogue too (a call has at most one: a linear's GeLU,
+/// an input gradient's GeLU gradient, a weight gradient's bias gradient).
 struct CallPlan {
   bool planned = false;
   GemmSpec spec;
   GemmKey key;
   const LtPlan *plan = nullptr;
-  GemmKey geluKey;
-  const LtPlan *geluPlan = nullptr;
-  GemmKey biasGradKey;
-  const LtPlan *biasGradPlan = nullptr;
+  GemmKey fusedKey;
+  const LtPlan *fusedPlan = nullptr;
   /// The bias gradient's vector in scratch at this offset (copied into
   /// place after the matmul), and its bytes; none when not staged.
   bool biasGradStaged = false;
@@ -163,16 +161,27 @@ struct GemmEngine::Impl {
   }
 
   Status build(const GemmKey &key, LtPlan &plan) const;
-  /// The plan of `key` (a fused form of `call`'s, planned as `entry`),
-  /// made or found in the cache; an error names the call.
-  Status fusedPlan(const KernelCall &call, const CallPlan &entry,
-                   const GemmKey &key, LtPlan *&plan) {
+  /// The plan() of `call`, or an error.
+  Status plannedEntry(const KernelCall &call, CallPlan *&entry) {
+    if (call.index >= calls.size() || !calls[call.index].planned)
+      return Status::error(kernelText(call) + ": not planned");
+    entry = &calls[call.index];
+    return Status::ok();
+  }
+  /// Makes or finds the plan of `key`, a fused form of `entry`'s call, and
+  /// keeps it as the entry's fused plan; an error names the call.
+  Status planFused(const KernelCall &call, CallPlan &entry,
+                   const GemmKey &key) {
+    LtPlan *plan = nullptr;
     Status s = cache.get(
         key, [&](const GemmKey &k, LtPlan &made) { return build(k, made); },
         plan);
-    return s ? s
-             : s.withContext(kernelText(call) + " (" +
-                             describeGemm(entry.spec) + ")");
+    if (!s)
+      return s.withContext(kernelText(call) + " (" + describeGemm(entry.spec) +
+                           ")");
+    entry.fusedKey = key;
+    entry.fusedPlan = plan;
+    return Status::ok();
   }
   Status setDesc(LtPlan &plan, cublasLtMatmulDescAttributes_t attribute,
                  const void *value, size_t bytes, const char *name) const {
@@ -375,31 +384,26 @@ Status GemmEngine::plan(const KernelCall &call, uint64_t &scratchBytes) {
 
 Status GemmEngine::planGelu(const KernelCall &linear, const KernelCall &gelu,
                             bool aux) {
-  if (linear.index >= impl_->calls.size() ||
-      !impl_->calls[linear.index].planned)
-    return Status::error(kernelText(linear) + ": not planned");
-  CallPlan &entry = impl_->calls[linear.index];
+  CallPlan *planned = nullptr;
+  if (Status s = impl_->plannedEntry(linear, planned); !s)
+    return s;
+  CallPlan &entry = *planned;
   if (linear.op != fb::OpCode::Linear || gelu.results.size() != 1)
     return Status::error(kernelText(linear) + " and " + kernelText(gelu) +
                          ": not a linear and its gelu");
   if (const char *why = geluEpilogueRefusal(entry.spec, aux))
     return Status::error(kernelText(linear) + ": no GeLU epilogue: " + why);
-  GemmKey key =
-      geluKeyOf(entry.spec, aux, gemmAlignmentOf(gelu.results[0]));
-  LtPlan *plan = nullptr;
-  if (Status s = impl_->fusedPlan(linear, entry, key, plan); !s)
-    return s;
-  entry.geluKey = key;
-  entry.geluPlan = plan;
-  return Status::ok();
+  return impl_->planFused(
+      linear, entry,
+      geluKeyOf(entry.spec, aux, gemmAlignmentOf(gelu.results[0])));
 }
 
 Status GemmEngine::planGeluGrad(const KernelCall &inputGrad,
                                 const KernelCall &geluGrad) {
-  if (inputGrad.index >= impl_->calls.size() ||
-      !impl_->calls[inputGrad.index].planned)
-    return Status::error(kernelText(inputGrad) + ": not planned");
-  CallPlan &entry = impl_->calls[inputGrad.index];
+  CallPlan *planned = nullptr;
+  if (Status s = impl_->plannedEntry(inputGrad, planned); !s)
+    return s;
+  CallPlan &entry = *planned;
   if (inputGrad.op != fb::OpCode::LinearInputGrad ||
       geluGrad.op != fb::OpCode::GeluGrad || geluGrad.operands.size() != 2 ||
       geluGrad.results.size() != 1)
@@ -409,24 +413,20 @@ Status GemmEngine::planGeluGrad(const KernelCall &inputGrad,
   if (const char *why = geluGradEpilogueRefusal(entry.spec))
     return Status::error(kernelText(inputGrad) +
                          ": no GeLU gradient epilogue: " + why);
-  GemmKey key = geluGradKeyOf(entry.spec, gemmAlignmentOf(geluGrad.results[0]),
-                              gemmAlignmentOf(geluGrad.operands[1]));
-  LtPlan *plan = nullptr;
-  if (Status s = impl_->fusedPlan(inputGrad, entry, key, plan); !s)
-    return s;
-  entry.geluKey = key;
-  entry.geluPlan = plan;
-  return Status::ok();
+  return impl_->planFused(inputGrad, entry,
+                          geluGradKeyOf(entry.spec,
+                                        gemmAlignmentOf(geluGrad.results[0]),
+                                        gemmAlignmentOf(geluGrad.operands[1])));
 }
 
 Status GemmEngine::planBiasGrad(const KernelCall &weightGrad,
                                 const KernelCall &sum, bool staged,
                                 uint64_t &scratchBytes) {
   scratchBytes = 0;
-  if (weightGrad.index >= impl_->calls.size() ||
-      !impl_->calls[weightGrad.index].planned)
-    return Status::error(kernelText(weightGrad) + ": not planned");
-  CallPlan &entry = impl_->calls[weightGrad.index];
+  CallPlan *planned = nullptr;
+  if (Status s = impl_->plannedEntry(weightGrad, planned); !s)
+    return s;
+  CallPlan &entry = *planned;
   if ((weightGrad.op != fb::OpCode::LinearWeightGrad &&
        weightGrad.op != fb::OpCode::LinearWeightGradAccumulate) ||
       sum.op != fb::OpCode::SumTo || sum.operands.size() != 1 ||
@@ -441,13 +441,12 @@ Status GemmEngine::planBiasGrad(const KernelCall &weightGrad,
                                                 vector.elements, which))
     return Status::error(kernelText(weightGrad) +
                          ": no bias gradient epilogue: " + why);
-  GemmKey key =
-      biasGradKeyOf(entry.spec, which, staged ? 256 : gemmAlignmentOf(vector));
-  LtPlan *plan = nullptr;
-  if (Status s = impl_->fusedPlan(weightGrad, entry, key, plan); !s)
+  if (Status s = impl_->planFused(
+          weightGrad, entry,
+          biasGradKeyOf(entry.spec, which,
+                        staged ? 256 : gemmAlignmentOf(vector)));
+      !s)
     return s;
-  entry.biasGradKey = key;
-  entry.biasGradPlan = plan;
   entry.biasGradStaged = staged;
   entry.biasGradBytes = vector.bytes;
   // After the call's own staging, on a 256-byte boundary.
@@ -467,14 +466,13 @@ Status GemmEngine::run(const KernelCall &call, const KernelArgs &args,
                        const GemmEpilogue &epilogue) {
   void *geluResult = epilogue.geluResult;
   void *biasGradResult = epilogue.biasGrad;
-  if (call.index >= impl_->calls.size() || !impl_->calls[call.index].planned)
-    return Status::error(kernelText(call) + ": not planned");
-  const CallPlan &entry = impl_->calls[call.index];
-  if (geluResult && !entry.geluPlan)
-    return Status::error(kernelText(call) + ": no GeLU epilogue planned");
-  if (biasGradResult && !entry.biasGradPlan)
-    return Status::error(kernelText(call) +
-                         ": no bias gradient epilogue planned");
+  CallPlan *planned = nullptr;
+  if (Status st = impl_->plannedEntry(call, planned); !st)
+    return st;
+  const CallPlan &entry = *planned;
+  const bool fused = geluResult || biasGradResult;
+  if (fused && !entry.fusedPlan)
+    return Status::error(kernelText(call) + ": no fused epilogue planned");
   const GemmSpec &s = entry.spec;
   if (s.empty())
     return Status::ok();
@@ -514,7 +512,7 @@ Status GemmEngine::run(const KernelCall &call, const KernelArgs &args,
   // The bias, or the bias gradient's vector (written by the epilogue; in
   // scratch when staged).
   void *vector = biasGradResult && entry.biasGradStaged
-                     ? static_cast<char *>(args.scratch) + entry.biasGradScratch
+                     ? scratch + entry.biasGradScratch
                      : biasGradResult;
   const void *bias = s.hasBias() ? args.operands[s.biasOperand] : vector;
   Status st = stage(s.stageA, a, s.aType, s.inputType, s.elementsA, s.scratchA);
@@ -532,17 +530,15 @@ Status GemmEngine::run(const KernelCall &call, const KernelArgs &args,
   // matrix the GeLU's input (read).
   const void *aux = nullptr;
   if (geluResult) {
-    aux = entry.geluKey.gelu == GemmGelu::GeluAux    ? result
-          : entry.geluKey.gelu == GemmGelu::GeluGrad ? epilogue.geluInput
-                                                     : nullptr;
+    aux = entry.fusedKey.gelu == GemmGelu::GeluAux    ? result
+          : entry.fusedKey.gelu == GemmGelu::GeluGrad ? epilogue.geluInput
+                                                      : nullptr;
     d = geluResult;
   }
 
   // The plan's algorithm assumed these alignments (from the tensors'
   // offsets and a 256-byte aligned arena).
-  const GemmKey &key = geluResult       ? entry.geluKey
-                       : biasGradResult ? entry.biasGradKey
-                                        : entry.key;
+  const GemmKey &key = fused ? entry.fusedKey : entry.key;
   if (!isAligned(a, key.alignA) || !isAligned(b, key.alignB) ||
       !isAligned(d, key.alignD) || (bias && !isAligned(bias, key.alignBias)) ||
       (aux && !isAligned(aux, key.alignAux)))
@@ -550,9 +546,7 @@ Status GemmEngine::run(const KernelCall &call, const KernelArgs &args,
                          ": a GEMM operand is less aligned than its offset "
                          "(is the arena 256-byte aligned?)");
 
-  const LtPlan &plan = geluResult       ? *entry.geluPlan
-                       : biasGradResult ? *entry.biasGradPlan
-                                        : *entry.plan;
+  const LtPlan &plan = fused ? *entry.fusedPlan : *entry.plan;
   if (aux) {
     cublasStatus_t status = cublasLtMatmulDescSetAttribute(
         plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux,
