@@ -96,6 +96,19 @@ __device__ __forceinline__ void storeFloat(void *p, Storage type, int64_t i,
   }
 }
 
+/// `v` as storeFloat would store it in `type`, read back (a fused kernel
+/// keeps the rounding of the intermediate it never stores).
+__device__ __forceinline__ float roundTo(float v, Storage type) {
+  switch (type) {
+  case Storage::BF16:
+    return __bfloat162float(__float2bfloat16_rn(v));
+  case Storage::F16:
+    return __half2float(__float2half_rn(v));
+  default:
+    return v;
+  }
+}
+
 /// Bytes of one element.
 __host__ __device__ __forceinline__ int storageBytes(Storage type) {
   switch (type) {

@@ -313,12 +313,14 @@ private:
   Status flushTransfers();
   /// The optimizer batch's members deferred so far, launched.
   Status flushOptimizer();
-  /// The head of a fused pair deferred for its tail, run alone (the tail
-  /// did not come next: a subset run, a synchronize in between).
+  /// The members of a fused group deferred for its tail, each run alone
+  /// (the tail did not come next: a subset run, a synchronize in between).
   Status flushHead();
-  /// The tail of a fused pair (an add, a gelu), with the deferred head (an
-  /// apply_mask, a linear): one kernel.
+  /// The tail of a fused group (an add, a gelu, ...), with the deferred
+  /// head (an apply_mask, a linear, ...) and link: one kernel.
   Status runFused(const KernelCall &tail, const StepContext &context);
+  /// `call` (a head or link) deferred with its run's addresses.
+  void defer(const KernelCall &call, const StepContext &context);
   Status launchOptimizer(const BatchLaunch *launches, size_t count);
   NcclGroup *groupOf(const KernelCall &call) const {
     return call.group >= 0 && static_cast<size_t>(call.group) < nccl_.size()
@@ -355,17 +357,20 @@ private:
   std::vector<NcclGroup *> liveGroups_;
   std::vector<OptimizerBatch> batches_;
   BatchDeferral deferral_;
-  /// Per kernel index, its part in a fused pair (planFusions).
+  /// Per kernel index, its part in a fused group (planFusions).
   std::vector<FusionStep> fusion_;
-  /// The head of a fused pair, deferred until its tail: its call, and its
-  /// run's addresses and context (copied: the tail's run overwrites
-  /// runOperands_). call is null when none is deferred.
-  struct DeferredHead {
+  /// The head (and link) of a fused group, deferred until its tail: the
+  /// call, and its run's addresses and context (copied: the next run
+  /// overwrites runOperands_).
+  struct Deferred {
     const KernelCall *call = nullptr;
     void *operands[3] = {};
-    void *results[1] = {};
+    void *results[2] = {};
     StepContext context;
-  } head_;
+  };
+  Deferred deferred_[2];
+  /// How many of deferred_ hold a call (0: none is deferred).
+  size_t deferredCount_ = 0;
 
   std::vector<PendingTransfer> pending_;
   /// The ids and labels checked this step (DataChecks.cu), in order, and
@@ -586,7 +591,7 @@ Status CudaDevice::prepare(const Program &program,
   fusion_ = planFusions(program);
   if (fusions && std::strcmp(fusions, "none") == 0)
     std::fill(fusion_.begin(), fusion_.end(), FusionStep());
-  head_ = DeferredHead();
+  deferredCount_ = 0;
   // A linear + gelu pair runs fused only with a plan for the GeLU
   // epilogue, a weight gradient + sum_to pair only with one for the bias
   // gradient epilogue; without one (cuBLASLt's choice) the two run as they
@@ -596,6 +601,9 @@ Status CudaDevice::prepare(const Program &program,
   for (size_t p = 0; p + 1 < program.calls.size(); ++p) {
     const KernelCall &head = program.calls[p];
     FusionStep &step = fusion_[head.index];
+    if (step.role == FusionRole::Head && isReductionKernel(head.op))
+      scratchBytes_ =
+          std::max(scratchBytes_, alignScratch(normBackwardScratchBytes(head)));
     if (!isGemmKernel(head.op) || step.role != FusionRole::Head)
       continue;
     const KernelCall &tail = program.calls[p + 1];
@@ -1091,15 +1099,18 @@ Status CudaDevice::execute(const KernelCall &call,
                          " is not part of the prepared program");
   const Resolved &r = resolved_[call.index];
   const FusionStep &fusion = fusion_[call.index];
-  // A deferred head runs alone unless its own tail comes now, in the same
-  // action.
-  if (head_.call &&
-      !(fusion.role == FusionRole::Tail &&
-        fusion.partner == head_.call->index &&
-        context.microbatch == head_.context.microbatch &&
-        context.slot == head_.context.slot))
-    if (Status s = flushHead(); !s)
-      return s;
+  // Deferred members run alone unless the group's next member comes now,
+  // in the same action.
+  if (deferredCount_) {
+    const Deferred &last = deferred_[deferredCount_ - 1];
+    if (!((fusion.role == FusionRole::Tail ||
+           fusion.role == FusionRole::Link) &&
+          fusion.partner == last.call->index &&
+          context.microbatch == last.context.microbatch &&
+          context.slot == last.context.slot))
+      if (Status s = flushHead(); !s)
+        return s;
+  }
   resolveRun(call, r, context);
   // Deferred work that must go out before anything else runs.
   if (r.family != Family::TransferStart)
@@ -1140,13 +1151,10 @@ Status CudaDevice::execute(const KernelCall &call,
     s = waitForHazards(call);
     if (!s)
       break;
-    if (fusion.role == FusionRole::Head) {
-      head_.call = &call;
-      for (size_t i = 0; i < call.operands.size() && i < 3; ++i)
-        head_.operands[i] = runOperands_[i];
-      head_.results[0] = runResults_[0];
-      head_.context = context;
-    } else if (fusion.role == FusionRole::Tail && head_.call) {
+    if (fusion.role == FusionRole::Head ||
+        (fusion.role == FusionRole::Link && deferredCount_)) {
+      defer(call, context);
+    } else if (fusion.role == FusionRole::Tail && deferredCount_) {
       s = runFused(call, context);
     } else {
       s = checkData(call);
@@ -1171,24 +1179,41 @@ KernelArgs CudaDevice::computeArgs(void *const *operands, void *const *results,
   return args;
 }
 
+void CudaDevice::defer(const KernelCall &call, const StepContext &context) {
+  Deferred &d = deferred_[deferredCount_++];
+  d.call = &call;
+  for (size_t i = 0; i < call.operands.size() && i < 3; ++i)
+    d.operands[i] = runOperands_[i];
+  for (size_t i = 0; i < call.results.size() && i < 2; ++i)
+    d.results[i] = runResults_[i];
+  d.context = context;
+}
+
 Status CudaDevice::flushHead() {
-  if (!head_.call)
-    return Status::ok();
-  const KernelCall &call = *head_.call;
-  head_.call = nullptr;
-  KernelArgs args =
-      computeArgs(head_.operands, head_.results, head_.context);
-  Status s = isGemmKernel(call.op) ? gemm_.run(call, args)
-                                   : runPointwiseKernel(call, args);
-  return s ? s : s.withContext(kernelName(call));
+  size_t count = deferredCount_;
+  deferredCount_ = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const Deferred &d = deferred_[i];
+    const KernelCall &call = *d.call;
+    KernelArgs args = computeArgs(d.operands, d.results, d.context);
+    Status s = isGemmKernel(call.op)        ? gemm_.run(call, args)
+               : isReductionKernel(call.op) ? runReductionKernel(call, args)
+                                            : runPointwiseKernel(call, args);
+    if (!s)
+      return s.withContext(kernelName(call));
+  }
+  return Status::ok();
 }
 
 Status CudaDevice::runFused(const KernelCall &tail,
                             const StepContext &context) {
-  const KernelCall &head = *head_.call;
-  head_.call = nullptr;
-  KernelArgs headArgs =
-      computeArgs(head_.operands, head_.results, head_.context);
+  size_t count = deferredCount_;
+  deferredCount_ = 0;
+  const Deferred &h = deferred_[0];
+  const KernelCall &head = *h.call;
+  KernelArgs headArgs = computeArgs(h.operands, h.results, h.context);
+  KernelArgs tailArgs =
+      computeArgs(runOperands_.data(), runResults_.data(), context);
   Status s = Status::ok();
   if (isGemmKernel(head.op)) {
     // The tail's result is the epilogue's: a gelu's or gelu_grad's (whose
@@ -1201,9 +1226,17 @@ Status CudaDevice::runFused(const KernelCall &tail,
     if (head.op == fb::OpCode::LinearInputGrad)
       epilogue.geluInput = runOperands_[1];
     s = gemm_.run(head, headArgs, epilogue);
+  } else if (isReductionKernel(head.op)) {
+    // A norm's parameter gradient, its input gradient (the link, or the
+    // tail) and the residual add (the tail after a link).
+    if (count == 2) {
+      const Deferred &l = deferred_[1];
+      KernelArgs linkArgs = computeArgs(l.operands, l.results, l.context);
+      s = runNormBackward(head, *l.call, &tail, headArgs, linkArgs, &tailArgs);
+    } else {
+      s = runNormBackward(head, tail, nullptr, headArgs, tailArgs, nullptr);
+    }
   } else {
-    KernelArgs tailArgs =
-        computeArgs(runOperands_.data(), runResults_.data(), context);
     s = runApplyMaskAdd(head, tail, headArgs, tailArgs);
   }
   return s ? s : s.withContext(kernelName(head));

@@ -105,6 +105,15 @@ Status runLayoutKernel(const KernelCall &call, const KernelArgs &args);
 bool isReductionKernel(fb::OpCode op);
 uint64_t reductionScratchBytes(const KernelCall &call);
 Status runReductionKernel(const KernelCall &call, const KernelArgs &args);
+/// Scratch of the fused norm backward headed by `paramGrad` (a
+/// layer_norm_param_grad or rms_norm_param_grad; FusionPlan.h).
+uint64_t normBackwardScratchBytes(const KernelCall &paramGrad);
+/// The fused norm backward: `paramGrad` and `inputGrad` (the same dY and
+/// x) in one pass, and `add` (null: none) the residual add of the input
+/// gradient, dX then never written; each with its run's addresses.
+Status runNormBackward(const KernelCall &paramGrad, const KernelCall &inputGrad,
+                       const KernelCall *add, const KernelArgs &paramArgs,
+                       const KernelArgs &inputArgs, const KernelArgs *addArgs);
 
 // Losses' scalars, optimizers, sum_squares, clip_coefficient, lr_schedule
 // (OptimizerKernels.cu); run through the reduction family.

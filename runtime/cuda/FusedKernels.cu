@@ -27,18 +27,6 @@ namespace {
 
 constexpr unsigned kThreads = 256;
 
-/// `v` as storeFloat would store it in `type`, read back.
-__device__ __forceinline__ float roundTo(float v, Storage type) {
-  switch (type) {
-  case Storage::BF16:
-    return __bfloat162float(__float2bfloat16_rn(v));
-  case Storage::F16:
-    return __half2float(__float2half_rn(v));
-  default:
-    return v;
-  }
-}
-
 struct MaskAdd {
   const void *x = nullptr;
   Storage xType = Storage::F32;

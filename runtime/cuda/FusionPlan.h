@@ -65,6 +65,27 @@
 // The GEMM engine can refuse it at prepare (db not of dW's type, no algorithm);
 // the pair then runs unfused.
 //
+// Norm backward: a layer's backward runs `layer_norm_param_grad(dY, x) ->
+// (dW, dB)` and at once `layer_norm_input_grad(dY, x, w) -> (dX)` (or the
+// rms_norm pair), and often then `add(r, dX) -> (z)` (the residual
+// stream's gradient). The CUDA device runs them as one kernel
+// (NormLossKernels.cuh) that reads dY and x once: each block takes a chunk
+// of rows, writes their dX (or z = r + dX, dX never written) and keeps
+// the chunk's parameter sums in shared memory; a small kernel adds the
+// chunks. The two gradients are fused when the input gradient is the next
+// kernel (with actions, of the same function), reads the same dY and x,
+// has the same rows, columns and epsilon, the rows have at most
+// kNormBackwardMostColumns columns (the block's sums in shared memory),
+// every tensor is float, the parameter gradients share no bytes with any
+// other tensor of the two, and dX none with its operands. The add joins them
+// when it is the next kernel after (same function), adds dX (read by it alone,
+// once, written once, no binding, not pooled) to a tensor of its size, and z
+// shares no bytes with the others but for the very bytes of dY, x or r (each
+// element is read by the thread that writes it, after the row's statistics). dX
+// is rounded to its storage before the add: z equals the unfused add's bit for
+// bit, given dX; dX and the parameter gradients equal the unfused kernels' up
+// to the order of the double sums over the rows.
+//
 // Plain C++ (runtime/test/FusionPlanTest.cpp checks the plan without a GPU).
 //
 //===----------------------------------------------------------------------===//
@@ -92,11 +113,19 @@ enum class FusionRole : uint8_t {
   /// The add (or gelu, or sum_to): runs the fused kernel with its head's
   /// addresses.
   Tail,
+  /// A member between a head and its tail (a norm backward's input
+  /// gradient, when the add joins it): deferred like the head.
+  Link,
 };
+
+/// The most columns of a fused norm backward: its blocks keep two double
+/// sums per column in shared memory (128 KiB at 8192).
+constexpr int64_t kNormBackwardMostColumns = 8192;
 
 struct FusionStep {
   FusionRole role = FusionRole::None;
-  /// The other kernel of the pair (its index in the file).
+  /// The other kernel of the pair (its index in the file); for a tail or
+  /// link, the member before it.
   uint32_t partner = 0;
   /// A linear + gelu pair whose epilogue writes the linear's result too
   /// (false: g is the very bytes of h, and only g is written).
@@ -327,6 +356,97 @@ inline const char *weightGradSumRefusal(const Program &program, size_t p,
   return nullptr;
 }
 
+/// Whether calls[p] (a norm's parameter gradient) is followed by that
+/// norm's input gradient of the same dY and x: the groups
+/// normBackwardRefusal decides on.
+inline bool isNormBackwardCandidate(const Program &program, size_t p) {
+  const KernelCall &a = program.calls[p];
+  bool layer = a.op == fb::OpCode::LayerNormParamGrad;
+  if ((!layer && a.op != fb::OpCode::RmsNormParamGrad) ||
+      a.operands.size() != 2 || p + 1 >= program.calls.size())
+    return false;
+  fb::OpCode input =
+      layer ? fb::OpCode::LayerNormInputGrad : fb::OpCode::RmsNormInputGrad;
+  const KernelCall &b = program.calls[p + 1];
+  return b.op == input && b.operands.size() == 3 && b.results.size() == 1 &&
+         b.operands[0].buffer == a.operands[0].buffer &&
+         b.operands[1].buffer == a.operands[1].buffer;
+}
+
+/// Why the candidate calls[p] (a norm's parameter gradient) and calls[p +
+/// 1] (its input gradient) are not fused, or null.
+inline const char *normBackwardRefusal(const Program &program, size_t p) {
+  const KernelCall &a = program.calls[p];
+  const KernelCall &b = program.calls[p + 1];
+  if (!inOneFunction(program, a, b))
+    return "the input gradient is in another function";
+  if (a.rows != b.rows || a.cols != b.cols || a.floatAttrs.empty() ||
+      a.floatAttrs != b.floatAttrs)
+    return "the two gradients' rows, columns or epsilon differ";
+  if (a.cols > kNormBackwardMostColumns)
+    return "more columns than the fused kernel's shared memory holds";
+  for (const KernelCall *call : {&a, &b}) {
+    for (const TensorRef &t : call->operands)
+      if (!isFloat(t.dtype))
+        return "a tensor is not float";
+    for (const TensorRef &t : call->results)
+      if (!isFloat(t.dtype))
+        return "a tensor is not float";
+  }
+  // The parameter gradients are written last (the chunks' sum). (The
+  // loader's liveness check keeps them off the others' bytes already.)
+  for (const TensorRef &t : a.results)
+    if (meetsAnOperand(t, b) || spansMeet(t, b.results[0]) ||
+        meetsAnOperand(t, a))
+      return "a parameter gradient overlaps another tensor";
+  // (The loader refuses an input gradient in place already.)
+  if (meetsAnOperand(b.results[0], b))
+    return "the input gradient overlaps an operand";
+  return nullptr;
+}
+
+/// Why calls[p + 2] does not join the fused norm backward calls[p], calls[p
+/// + 1] as the residual add of its input gradient dX, or null. `reads`,
+/// `writes` and `hostBound` as for refusal().
+inline const char *normBackwardAddRefusal(const Program &program, size_t p,
+                                          const std::vector<uint32_t> &reads,
+                                          const std::vector<uint32_t> &writes,
+                                          const std::vector<bool> &hostBound) {
+  const KernelCall &a = program.calls[p];
+  const KernelCall &b = program.calls[p + 1];
+  if (p + 2 >= program.calls.size())
+    return "no kernel follows the input gradient";
+  const KernelCall &c = program.calls[p + 2];
+  const TensorRef &dX = b.results[0];
+  if (c.op != fb::OpCode::Add || c.operands.size() != 2 ||
+      c.results.size() != 1)
+    return "the next kernel is not an add";
+  int taken = c.operands[0].buffer == dX.buffer   ? 0
+              : c.operands[1].buffer == dX.buffer ? 1
+                                                  : -1;
+  if (taken < 0 || c.operands[1 - taken].buffer == dX.buffer)
+    return "the add does not add the input gradient to another tensor";
+  if (!inOneFunction(program, b, c))
+    return "the add is in another function";
+  if (dX.buffer >= reads.size() || reads[dX.buffer] != 1 ||
+      writes[dX.buffer] != 1 || hostBound[dX.buffer] || dX.pool >= 0)
+    return "the input gradient is read by another kernel, bound or pooled";
+  if (c.count != c.rhsCount || c.count != dX.elements)
+    return "the add broadcasts";
+  const TensorRef &r = c.operands[1 - taken], &z = c.results[0];
+  if (!isFloat(r.dtype) || !isFloat(z.dtype))
+    return "a tensor is not float";
+  for (const TensorRef *t : {&b.operands[0], &b.operands[1], &r})
+    if (spansMeet(z, *t) && !sameBytes(z, *t))
+      return "the add's result overlaps dY, x or the residual";
+  if (spansMeet(z, b.operands[2]))
+    return "the add's result overlaps the weight";
+  for (const TensorRef &t : a.results)
+    if (spansMeet(z, t) || spansMeet(r, t))
+      return "the add's tensors overlap a parameter gradient";
+  return nullptr;
+}
+
 } // namespace fusion
 
 /// The device's fusions over `program` (decoded and placed: its calls are
@@ -371,6 +491,31 @@ planFusions(const Program &program,
 
   for (size_t p = 0; p < program.calls.size(); ++p) {
     const KernelCall &a = program.calls[p];
+    if (fusion::isNormBackwardCandidate(program, p)) {
+      if (const char *why = fusion::normBackwardRefusal(program, p)) {
+        if (refusals)
+          refusals->push_back("kernel " + std::to_string(a.index) + " (" +
+                              opCodeName(a.op) + "): " + why);
+        continue;
+      }
+      const KernelCall &b = program.calls[p + 1];
+      const char *noAdd =
+          fusion::normBackwardAddRefusal(program, p, reads, writes, hostBound);
+      plan[a.index] = {FusionRole::Head, b.index};
+      if (noAdd) {
+        if (refusals)
+          refusals->push_back("kernel " + std::to_string(b.index) + " (" +
+                              opCodeName(b.op) + ") + add: " + noAdd);
+        plan[b.index] = {FusionRole::Tail, a.index};
+        ++p;
+        continue;
+      }
+      const KernelCall &c = program.calls[p + 2];
+      plan[b.index] = {FusionRole::Link, a.index};
+      plan[c.index] = {FusionRole::Tail, b.index};
+      p += 2;
+      continue;
+    }
     if (fusion::isInputGradGeluCandidate(program, p)) {
       if (const char *why = fusion::inputGradGeluRefusal(program, p, reads,
                                                          writes, hostBound)) {

@@ -138,50 +138,67 @@ __global__ void normKernel(In x, In weight, In bias, int64_t rows, int64_t cols,
   }
 }
 
-/// layer_norm_input_grad: dX = rstd (g - mean(g) - xhat mean(g xhat)), g =
-/// dY * weight, in double as the CPU's.
-__global__ void layerNormInputGradKernel(In dY, In x, In weight, int64_t rows,
-                                         int64_t cols, float epsilon, Out dX) {
-  TPCRT_SHARED(double, shared, [32]);
+/// Row `base` of layer_norm_input_grad: dX = rstd (g - mean(g) - xhat
+/// mean(g xhat)), g = dY * weight, in double as the CPU's. For each of the
+/// thread's columns c, emit(c, dX, dY, float(xhat)) (the last two as
+/// layer_norm_param_grad sums them).
+template <typename Emit>
+__device__ __forceinline__ void
+layerNormInputGradRow(In dY, In x, In weight, int64_t base, int64_t cols,
+                      float epsilon, double *shared, Emit emit) {
   double n = static_cast<double>(cols);
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    int64_t base = r * cols;
-    Moments m = rowMoments(x.data, x.type, base, cols, epsilon, shared);
-    double sumG = 0.0, sumGX = 0.0;
-    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-      double g = static_cast<double>(dY[base + c]) * weight[c];
-      sumG += g;
-      sumGX += g * (x[base + c] - m.mean) * m.rstd;
-    }
-    double meanG = blockSumOf<double>(sumG, shared) / n;
-    double meanGX = blockSumOf<double>(sumGX, shared) / n;
-    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-      double xhat = (x[base + c] - m.mean) * m.rstd;
-      double g = static_cast<double>(dY[base + c]) * weight[c];
-      dX.store(base + c,
-               static_cast<float>(m.rstd * (g - meanG - xhat * meanGX)));
-    }
+  Moments m = rowMoments(x.data, x.type, base, cols, epsilon, shared);
+  double sumG = 0.0, sumGX = 0.0;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+    double g = static_cast<double>(dY[base + c]) * weight[c];
+    sumG += g;
+    sumGX += g * (x[base + c] - m.mean) * m.rstd;
+  }
+  double meanG = blockSumOf<double>(sumG, shared) / n;
+  double meanGX = blockSumOf<double>(sumGX, shared) / n;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+    float xv = x[base + c], dy = dY[base + c];
+    double xhat = (xv - m.mean) * m.rstd;
+    double g = static_cast<double>(dy) * weight[c];
+    emit(c, static_cast<float>(m.rstd * (g - meanG - xhat * meanGX)), dy,
+         static_cast<float>(xhat));
   }
 }
 
-/// rms_norm_input_grad: dX = inv (g - x inv mean(g x inv)), g = dY * weight.
-__global__ void rmsNormInputGradKernel(In dY, In x, In weight, int64_t rows,
-                                       int64_t cols, float epsilon, Out dX) {
+/// Row `base` of rms_norm_input_grad: dX = inv (g - x inv mean(g x inv)),
+/// g = dY * weight; emit as layerNormInputGradRow's (float(x inv) the
+/// normalized input).
+template <typename Emit>
+__device__ __forceinline__ void
+rmsNormInputGradRow(In dY, In x, In weight, int64_t base, int64_t cols,
+                    float epsilon, double *shared, Emit emit) {
+  double inv = rowInverseRms(x.data, x.type, base, cols, epsilon, shared);
+  double sumGX = 0.0;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
+    sumGX += static_cast<double>(dY[base + c]) * weight[c] * x[base + c] * inv;
+  double meanGX = blockSumOf<double>(sumGX, shared) / static_cast<double>(cols);
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+    float xv = x[base + c], dy = dY[base + c];
+    double g = static_cast<double>(dy) * weight[c];
+    emit(c, static_cast<float>(inv * (g - xv * inv * meanGX)), dy,
+         static_cast<float>(xv * inv));
+  }
+}
+
+/// layer_norm_input_grad (layer) or rms_norm_input_grad, a row per block.
+__global__ void normInputGradKernel(In dY, In x, In weight, bool layer,
+                                    int64_t rows, int64_t cols, float epsilon,
+                                    Out dX) {
   TPCRT_SHARED(double, shared, [32]);
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     int64_t base = r * cols;
-    double inv = rowInverseRms(x.data, x.type, base, cols, epsilon, shared);
-    double sumGX = 0.0;
-    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
-      sumGX +=
-          static_cast<double>(dY[base + c]) * weight[c] * x[base + c] * inv;
-    double meanGX =
-        blockSumOf<double>(sumGX, shared) / static_cast<double>(cols);
-    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-      double g = static_cast<double>(dY[base + c]) * weight[c];
-      dX.store(base + c,
-               static_cast<float>(inv * (g - x[base + c] * inv * meanGX)));
-    }
+    auto store = [&](int64_t c, float dx, float, float) {
+      dX.store(base + c, dx);
+    };
+    if (layer)
+      layerNormInputGradRow(dY, x, weight, base, cols, epsilon, shared, store);
+    else
+      rmsNormInputGradRow(dY, x, weight, base, cols, epsilon, shared, store);
   }
 }
 
@@ -267,6 +284,92 @@ __global__ void normParamSumKernel(const double *partialW,
     dWeight.store(c, static_cast<float>(w));
     if (dBias.data)
       dBias.store(c, static_cast<float>(b));
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// The fused norm backward (FusionPlan.h): a norm's parameter gradients and
+// its input gradient in one pass over dY and x, and where the plan fuses
+// it the residual add of the input gradient too (dX then never stored).
+//===----------------------------------------------------------------------===//
+
+/// Chunks of the fused norm backward: one block each, at most this many
+/// (sizes alone decide them: a run repeats bit for bit on any GPU).
+constexpr int64_t kNormBackwardChunks = 512;
+
+inline RowChunks normBackwardChunks(int64_t rows) {
+  RowChunks c;
+  c.rowsPerChunk = std::max<int64_t>(1, (rows + kNormBackwardChunks - 1) /
+                                            kNormBackwardChunks);
+  c.chunks = std::max<int64_t>(1, (rows + c.rowsPerChunk - 1) / c.rowsPerChunk);
+  return c;
+}
+
+/// The block's dynamic shared memory: its chunk's sums per column, of
+/// dY * xhat (then, for layer_norm, of dY).
+inline uint64_t normBackwardSharedBytes(int64_t cols, bool layer) {
+  return static_cast<uint64_t>(layer ? 2 : 1) * cols * sizeof(double);
+}
+
+struct NormBackward {
+  In dY{nullptr, Storage::F32}, x{nullptr, Storage::F32},
+      weight{nullptr, Storage::F32};
+  bool layer = true;
+  int64_t rows = 0, cols = 0, rowsPerChunk = 0;
+  float epsilon = 0.0f;
+  /// The input gradient; not written where an add takes it (residual.data
+  /// non-null): sum = residual + dX then (dX rounded to dXType first, the
+  /// add's operand order kept: dX its lhs when dXLhs).
+  Out dX{nullptr, Storage::F32};
+  In residual{nullptr, Storage::F32};
+  Out sum{nullptr, Storage::F32};
+  Storage dXType = Storage::F32;
+  bool dXLhs = true;
+  /// Per chunk and column, as normParamPartialsKernel's (normParamSumKernel
+  /// adds them).
+  double *partialW = nullptr, *partialB = nullptr;
+};
+
+/// Block b: rows [b rowsPerChunk, (b + 1) rowsPerChunk), each as
+/// normInputGradKernel's, the parameter gradients' sums over them kept per
+/// column in shared memory by the thread that owns the column (no
+/// barrier), in row order as normParamPartialsKernel's.
+__global__ void normBackwardKernel(NormBackward p) {
+  TPCRT_SHARED(double, shared, [32]);
+  TPCRT_DYNAMIC_SHARED(double, sums, 8);
+  for (int64_t c = threadIdx.x; c < p.cols; c += blockDim.x) {
+    sums[c] = 0.0;
+    if (p.layer)
+      sums[p.cols + c] = 0.0;
+  }
+  int64_t begin = static_cast<int64_t>(blockIdx.x) * p.rowsPerChunk;
+  int64_t end = min(p.rows, begin + p.rowsPerChunk);
+  for (int64_t r = begin; r < end; ++r) {
+    int64_t base = r * p.cols;
+    auto emit = [&](int64_t c, float dx, float dy, float xhat) {
+      sums[c] += static_cast<double>(dy) * xhat;
+      if (p.layer)
+        sums[p.cols + c] += dy;
+      int64_t i = base + c;
+      if (!p.residual.data) {
+        p.dX.store(i, dx);
+        return;
+      }
+      float d = roundTo(dx, p.dXType), rv = p.residual[i];
+      p.sum.store(i, p.dXLhs ? __fadd_rn(d, rv) : __fadd_rn(rv, d));
+    };
+    if (p.layer)
+      layerNormInputGradRow(p.dY, p.x, p.weight, base, p.cols, p.epsilon,
+                            shared, emit);
+    else
+      rmsNormInputGradRow(p.dY, p.x, p.weight, base, p.cols, p.epsilon, shared,
+                          emit);
+  }
+  int64_t chunk = blockIdx.x;
+  for (int64_t c = threadIdx.x; c < p.cols; c += blockDim.x) {
+    p.partialW[chunk * p.cols + c] = sums[c];
+    if (p.layer)
+      p.partialB[chunk * p.cols + c] = sums[p.cols + c];
   }
 }
 

@@ -92,18 +92,15 @@ Status runNorm(const KernelCall &call, const KernelArgs &args) {
                  epsilon, outResult(call, args, 0));
     return launchStatus(layer ? "layer_norm" : "rms_norm");
   }
-  case fb::OpCode::LayerNormInputGrad:
-    TPCRT_LAUNCH(layerNormInputGradKernel, grid, kRowThreads, 0, args.stream,
+  default: {
+    bool layer = call.op == fb::OpCode::LayerNormInputGrad;
+    TPCRT_LAUNCH(normInputGradKernel, grid, kRowThreads, 0, args.stream,
                  inOperand(call, args, 0), inOperand(call, args, 1),
-                 inOperand(call, args, 2), call.rows, call.cols, epsilon,
+                 inOperand(call, args, 2), layer, call.rows, call.cols, epsilon,
                  outResult(call, args, 0));
-    return launchStatus("layer_norm_input_grad");
-  default:
-    TPCRT_LAUNCH(rmsNormInputGradKernel, grid, kRowThreads, 0, args.stream,
-                 inOperand(call, args, 0), inOperand(call, args, 1),
-                 inOperand(call, args, 2), call.rows, call.cols, epsilon,
-                 outResult(call, args, 0));
-    return launchStatus("rms_norm_input_grad");
+    return launchStatus(layer ? "layer_norm_input_grad"
+                              : "rms_norm_input_grad");
+  }
   }
 }
 
@@ -140,6 +137,18 @@ Status runNormParamGrad(const KernelCall &call, const KernelArgs &args) {
                outResult(call, args, 0),
                layer ? outResult(call, args, 1) : none);
   return launchStatus(name);
+}
+
+/// Scratch of the fused norm backward: the chunks' partial sums (weight,
+/// then bias).
+uint64_t normBackwardPartialBytes(int64_t rows, int64_t cols, bool layer) {
+  return alignScratch(static_cast<uint64_t>(layer ? 2 : 1) *
+                      normBackwardChunks(rows).chunks * cols * sizeof(double));
+}
+
+bool isNormParamGrad(fb::OpCode op) {
+  return op == fb::OpCode::LayerNormParamGrad ||
+         op == fb::OpCode::RmsNormParamGrad;
 }
 
 //===----------------------------------------------------------------------===//
@@ -523,6 +532,74 @@ Status crossEntropyBlockGrad(const void *logits, Storage logitsType,
                realColumns(cols, blockStart, classes), blockStart, ignoreIndex,
                max, sumExp, lossSumGrad, Out{dLogits, dLogitsType});
   return launchStatus("cross_entropy block grad");
+}
+
+uint64_t normBackwardScratchBytes(const KernelCall &paramGrad) {
+  if (!isNormParamGrad(paramGrad.op) || paramGrad.cols == 0)
+    return 0;
+  return normBackwardPartialBytes(paramGrad.rows, paramGrad.cols,
+                                  paramGrad.op ==
+                                      fb::OpCode::LayerNormParamGrad);
+}
+
+Status runNormBackward(const KernelCall &paramGrad, const KernelCall &inputGrad,
+                       const KernelCall *add, const KernelArgs &paramArgs,
+                       const KernelArgs &inputArgs, const KernelArgs *addArgs) {
+  bool layer = paramGrad.op == fb::OpCode::LayerNormParamGrad;
+  const char *name = layer ? "layer_norm backward" : "rms_norm backward";
+  fb::OpCode input =
+      layer ? fb::OpCode::LayerNormInputGrad : fb::OpCode::RmsNormInputGrad;
+  if (!isNormParamGrad(paramGrad.op) || inputGrad.op != input ||
+      paramGrad.rows != inputGrad.rows || paramGrad.cols != inputGrad.cols ||
+      paramGrad.floatAttrs.empty() || inputGrad.operands.size() != 3 ||
+      inputGrad.results.size() != 1 ||
+      paramGrad.results.size() != (layer ? 2u : 1u))
+    return Status::error(std::string(name) +
+                         ": not a norm's parameter and input gradients");
+  NormBackward p;
+  p.dY = inOperand(inputGrad, inputArgs, 0);
+  p.x = inOperand(inputGrad, inputArgs, 1);
+  p.weight = inOperand(inputGrad, inputArgs, 2);
+  p.layer = layer;
+  p.rows = paramGrad.rows;
+  p.cols = paramGrad.cols;
+  p.epsilon = static_cast<float>(paramGrad.floatAttrs[0]);
+  p.dX = outResult(inputGrad, inputArgs, 0);
+  p.dXType = resultType(inputGrad, 0);
+  if (add) {
+    uint32_t dX = inputGrad.results[0].buffer;
+    if (!addArgs || add->op != fb::OpCode::Add || add->operands.size() != 2 ||
+        add->results.size() != 1 ||
+        (add->operands[0].buffer == dX) == (add->operands[1].buffer == dX) ||
+        add->count != add->rhsCount ||
+        add->count != inputGrad.results[0].elements)
+      return Status::error(std::string(name) +
+                           ": the add does not add the input gradient to "
+                           "another tensor of its size");
+    p.dXLhs = add->operands[0].buffer == dX;
+    p.residual = inOperand(*add, *addArgs, p.dXLhs ? 1 : 0);
+    p.sum = outResult(*add, *addArgs, 0);
+  }
+  if (p.cols == 0)
+    return Status::ok();
+  RowChunks chunks = normBackwardChunks(p.rows);
+  p.rowsPerChunk = chunks.rowsPerChunk;
+  uint64_t partialBytes = normBackwardPartialBytes(p.rows, p.cols, layer);
+  if (paramArgs.scratchBytes < partialBytes)
+    return Status::error(std::string(name) + ": scratch too small");
+  p.partialW = static_cast<double *>(paramArgs.scratch);
+  p.partialB = p.partialW + chunks.chunks * p.cols;
+  if (Status st = launchWithSharedMemory(
+          normBackwardKernel, dim3(static_cast<unsigned>(chunks.chunks)),
+          dim3(kRowThreads), normBackwardSharedBytes(p.cols, layer),
+          paramArgs.stream, name, name, p);
+      !st)
+    return st;
+  TPCRT_LAUNCH(
+      normParamSumKernel, gridFor(p.cols), 256, 0, paramArgs.stream, p.partialW,
+      p.partialB, chunks.chunks, p.cols, outResult(paramGrad, paramArgs, 0),
+      layer ? outResult(paramGrad, paramArgs, 1) : Out{nullptr, Storage::F32});
+  return launchStatus(name);
 }
 
 //===----------------------------------------------------------------------===//

@@ -662,4 +662,174 @@ TEST(FusionPlanTest, WeightGradientAndBiasGradientRefusals) {
   expectRefused(r, "the sum_to is in another function");
 }
 
+/// A norm's backward: silu(p) -> dY [2, 3, cols]; silu(q) -> x;
+/// layer_norm_param_grad(dY, x) -> (dW, dB) (rms_norm_param_grad -> (dW));
+/// its input gradient (dY, x, w) -> dX; add(r, dX) -> z (or add(dX, r));
+/// z an output, dW (and dB) gradients. The options break one rule at a
+/// time.
+struct NormBackwardGroup {
+  bool rms = false, dXLhs = false;
+  int64_t cols = 24;
+  /// The input gradient's epsilon differs from the parameter gradient's.
+  bool otherEpsilon = false;
+  /// gelu(dX) -> z instead of the add.
+  bool noAdd = false;
+  /// mul(dX, z) -> w after the add (an output).
+  bool dXReadAgain = false;
+  uint32_t dY = 0, x = 0, w = 0, dW = 0, dB = 0, dX = 0, r = 0, z = 0;
+  /// The parameter gradient's kernel (the input gradient and the add
+  /// follow it).
+  uint32_t head = 0;
+
+  fb::ExecutableT build() {
+    ExecutableBuilder b;
+    std::vector<int64_t> shape{2, 3, cols};
+    uint32_t p = b.param("p", DT::F32, shape);
+    uint32_t q = b.param("q", DT::F32, shape);
+    w = b.param("w", DT::F32, {cols});
+    b.param("b", DT::F32, {cols});
+    r = b.param("r", DT::F32, shape);
+    dY = b.buffer(DT::F32, shape);
+    x = b.buffer(DT::F32, shape);
+    dW = b.buffer(DT::F32, {cols});
+    dB = b.buffer(DT::F32, {cols});
+    dX = b.buffer(DT::F32, shape);
+    z = b.buffer(DT::F32, shape);
+    b.kernel(Op::Silu, {p}, {dY});
+    b.kernel(Op::Silu, {q}, {x});
+    head = static_cast<uint32_t>(b.exe.kernels.size());
+    std::vector<uint32_t> params{dW};
+    if (!rms)
+      params.push_back(dB);
+    b.kernel(rms ? Op::RmsNormParamGrad : Op::LayerNormParamGrad, {dY, x},
+             params, {}, {1e-5});
+    b.kernel(rms ? Op::RmsNormInputGrad : Op::LayerNormInputGrad, {dY, x, w},
+             {dX}, {}, {otherEpsilon ? 1e-6 : 1e-5});
+    if (noAdd)
+      b.kernel(Op::Gelu, {dX}, {z}, {}, {}, 1);
+    else if (dXLhs)
+      b.kernel(Op::Add, {dX, r}, {z});
+    else
+      b.kernel(Op::Add, {r, dX}, {z});
+    if (dXReadAgain) {
+      uint32_t product = b.buffer(DT::F32, shape);
+      b.kernel(Op::Mul, {dX, z}, {product});
+      b.output("product", product);
+    }
+    b.output("z", z);
+    b.grad("w", dW);
+    if (!rms)
+      b.grad("b", dB);
+    return b.finish();
+  }
+};
+
+/// The parameter gradient, input gradient and add of `g` are one group
+/// (withAdd) or the first two are (the add then refused, and said so).
+void expectNormGroup(const Planned &p, const NormBackwardGroup &g,
+                     bool withAdd) {
+  ASSERT_GT(p.plan.size(), g.head + 2u);
+  EXPECT_EQ(p.plan[g.head].role, FusionRole::Head);
+  EXPECT_EQ(p.plan[g.head].partner, g.head + 1);
+  EXPECT_EQ(p.plan[g.head + 1].role,
+            withAdd ? FusionRole::Link : FusionRole::Tail);
+  EXPECT_EQ(p.plan[g.head + 1].partner, g.head);
+  EXPECT_EQ(p.plan[g.head + 2].role,
+            withAdd ? FusionRole::Tail : FusionRole::None);
+  if (withAdd) {
+    EXPECT_EQ(p.plan[g.head + 2].partner, g.head + 1);
+  }
+  for (uint32_t i = 0; i < p.plan.size(); ++i) {
+    if (i < g.head || i > g.head + 2) {
+      EXPECT_EQ(p.plan[i].role, FusionRole::None) << "kernel " << i;
+    }
+  }
+  EXPECT_EQ(p.refusals.size(), withAdd ? 0u : 1u);
+}
+
+Planned planned(const fb::ExecutableT &exe) {
+  Planned p;
+  planOf(exe, p);
+  return p;
+}
+
+TEST(FusionPlanTest, NormBackwardAndItsResidualAddAreFused) {
+  for (bool rms : {false, true})
+    for (bool dXLhs : {false, true}) {
+      SCOPED_TRACE(std::string(rms ? "rms_norm" : "layer_norm") +
+                   (dXLhs ? ", dX the lhs" : ""));
+      NormBackwardGroup g;
+      g.rms = rms;
+      g.dXLhs = dXLhs;
+      Planned p = planned(g.build());
+      expectNormGroup(p, g, true);
+    }
+}
+
+TEST(FusionPlanTest, NormBackwardWithoutTheAdd) {
+  // No add after the input gradient: the two gradients alone.
+  NormBackwardGroup gelu;
+  gelu.noAdd = true;
+  Planned p = planned(gelu.build());
+  expectNormGroup(p, gelu, false);
+  EXPECT_NE(p.refusals[0].find("the next kernel is not an add"),
+            std::string::npos)
+      << p.refusals[0];
+  // dX read by another kernel too: the add cannot take it.
+  NormBackwardGroup twice;
+  twice.dXReadAgain = true;
+  Planned q = planned(twice.build());
+  expectNormGroup(q, twice, false);
+  EXPECT_NE(q.refusals[0].find("read by another kernel"), std::string::npos)
+      << q.refusals[0];
+}
+
+TEST(FusionPlanTest, NormBackwardOverItsOperandsBytes) {
+  // z on the very bytes of dY, or of x: each element is read by the thread
+  // that writes it. Fused.
+  uint64_t bytes = 2 * 3 * 24 * 4;
+  for (bool onX : {false, true}) {
+    SCOPED_TRACE(onX ? "z on x" : "z on dY");
+    NormBackwardGroup g;
+    fb::ExecutableT exe = g.build();
+    relocate(exe, {{onX ? g.x : g.dY, 0}, {g.z, 0}}, bytes);
+    expectNormGroup(planned(exe), g, true);
+  }
+  // z a float past x's start: the add is refused, the gradients fused.
+  NormBackwardGroup shifted;
+  fb::ExecutableT exe = shifted.build();
+  relocate(exe, {{shifted.x, 0}, {shifted.z, 4}}, 2 * bytes);
+  Planned p = planned(exe);
+  expectNormGroup(p, shifted, false);
+  EXPECT_NE(p.refusals[0].find("overlaps dY, x or the residual"),
+            std::string::npos)
+      << p.refusals[0];
+}
+
+TEST(FusionPlanTest, NormBackwardRefusals) {
+  NormBackwardGroup epsilon;
+  epsilon.otherEpsilon = true;
+  expectRefused(planned(epsilon.build()), "rows, columns or epsilon differ");
+  NormBackwardGroup wide;
+  wide.cols = kNormBackwardMostColumns + 8;
+  expectRefused(planned(wide.build()),
+                "more columns than the fused kernel's shared memory holds");
+  // The input gradient in another function of an action list.
+  NormBackwardGroup split;
+  fb::ExecutableT exe = split.build();
+  runByActions(
+      exe,
+      {{"dY and x", 0, 2}, {"param grad", 2, 1}, {"input grad and add", 3, 2}});
+  expectRefused(planned(exe), "the input gradient is in another function");
+  // The add in another function: the gradients fused alone.
+  NormBackwardGroup addApart;
+  fb::ExecutableT exe2 = addApart.build();
+  runByActions(exe2, {{"dY and x", 0, 2}, {"grads", 2, 2}, {"residual", 4, 1}});
+  Planned p = planned(exe2);
+  expectNormGroup(p, addApart, false);
+  EXPECT_NE(p.refusals[0].find("the add is in another function"),
+            std::string::npos)
+      << p.refusals[0];
+}
+
 } // namespace

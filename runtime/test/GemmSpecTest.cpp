@@ -762,6 +762,10 @@ TEST(GemmSpec, DISABLED_ModelGeluPairsTakeTheEpilogue) {
         ++maskPairs;
         continue;
       }
+      if (call.op == fb::OpCode::LayerNormParamGrad ||
+          call.op == fb::OpCode::RmsNormParamGrad)
+        continue; // ModelNormBackwardsAreFused
+
       if (call.op == fb::OpCode::LinearInputGrad) {
         ++geluGradPairs;
         const char *why = geluGradEpilogueRefusal(gemmSpecOf(call));
@@ -802,5 +806,52 @@ TEST(GemmSpec, DISABLED_ModelGeluPairsTakeTheEpilogue) {
     EXPECT_EQ(geluGradCandidates, gpt2 ? 2u : 0u);
     EXPECT_LE(geluGradPairs, geluGradCandidates);
     EXPECT_EQ(biasGradPairs, gpt2 ? (tp ? 4u : 8u) : 0u);
+  });
+}
+
+// Each norm's parameter gradient and its input gradient right after are
+// fused (FusionPlan.h), and so is the residual add after them wherever one
+// follows. Run by runtime.GemmSpecModels.
+TEST(GemmSpec, DISABLED_ModelNormBackwardsAreFused) {
+  test::forEachModel([](const std::string &path, const Program &program) {
+    std::vector<std::string> refusals;
+    std::vector<FusionStep> plan = planFusions(program, &refusals);
+    size_t paramGrads = 0, candidates = 0, groups = 0, withAdd = 0;
+    for (size_t p = 0; p < program.calls.size(); ++p) {
+      const KernelCall &call = program.calls[p];
+      if (call.op != fb::OpCode::LayerNormParamGrad &&
+          call.op != fb::OpCode::RmsNormParamGrad)
+        continue;
+      ++paramGrads;
+      candidates += fusion::isNormBackwardCandidate(program, p);
+      if (plan[call.index].role != FusionRole::Head)
+        continue;
+      ++groups;
+      const KernelCall &input = program.calls[p + 1];
+      if (plan[input.index].role == FusionRole::Link) {
+        ++withAdd;
+        EXPECT_EQ(program.calls[p + 2].op, fb::OpCode::Add);
+        EXPECT_EQ(plan[program.calls[p + 2].index].role, FusionRole::Tail);
+      } else {
+        EXPECT_EQ(plan[input.index].role, FusionRole::Tail);
+      }
+    }
+    for (const std::string &why : refusals)
+      if (why.find("norm_") != std::string::npos)
+        std::printf("  %s\n", why.c_str());
+    std::printf("%s: %zu norm parameter gradients, %zu fused with the input "
+                "gradient, %zu of them with the residual add\n",
+                path.c_str(), paramGrads, groups, withAdd);
+    EXPECT_EQ(groups, candidates);
+    // Every model has two norms a layer (two layers) and the final one. On
+    // a tensor-parallel rank the parameter gradients are all-reduced before
+    // the input gradient runs: no candidate there. Elsewhere (with
+    // microbatches too: their sums come after the input gradient) all are
+    // fused, and but for the final norm (whose input gradient meets the
+    // embedding's, not a residual) the add joins them.
+    EXPECT_EQ(paramGrads, 5u);
+    bool tp = path.find("tp2") != std::string::npos;
+    EXPECT_EQ(groups, tp ? 0u : 5u);
+    EXPECT_EQ(withAdd, tp ? 0u : 4u);
   });
 }

@@ -129,6 +129,19 @@ void expectLaunched(const std::string &error, const char *what) {
   EXPECT_TRUE(error.empty()) << what << ": " << error;
 }
 
+/// The CPU device's parameter gradients of layer_norm (weight and bias) or
+/// rms_norm (weight).
+Status cpuParamGrads(bool layer, const std::vector<float> &dY,
+                     const std::vector<float> &x, int64_t rows, int64_t cols,
+                     std::vector<float> &dW, std::vector<float> &dB) {
+  std::vector<double> scratch(2 * cols);
+  return layer ? cpu::layerNormParamGrad(dY.data(), x.data(), rows, cols,
+                                         kEpsilon, scratch.data(), dW.data(),
+                                         dB.data())
+               : cpu::rmsNormParamGrad(dY.data(), x.data(), rows, cols,
+                                       kEpsilon, scratch.data(), dW.data());
+}
+
 /// layer_norm (layer) or rms_norm: the forward, the input gradient and the
 /// parameter gradients, as runNorm and runNormParamGrad launch them.
 void runNormCase(Storage storage, int64_t rows, int64_t cols, bool layer) {
@@ -164,17 +177,13 @@ void runNormCase(Storage storage, int64_t rows, int64_t cols, bool layer) {
 
   // Input gradient.
   Buffer dX(storage, rows * cols, NAN);
-  expectLaunched(
-      emu::launch(dim3(grid), dim3(kRowThreads), 0,
-                  [&] {
-                    if (layer)
-                      layerNormInputGradKernel(dY.in(), x.in(), weight.in(),
-                                               rows, cols, kEpsilon, dX.out());
-                    else
-                      rmsNormInputGradKernel(dY.in(), x.in(), weight.in(), rows,
-                                             cols, kEpsilon, dX.out());
-                  }),
-      "input grad");
+  expectLaunched(emu::launch(dim3(grid), dim3(kRowThreads), 0,
+                             [&] {
+                               normInputGradKernel(dY.in(), x.in(), weight.in(),
+                                                   layer, rows, cols, kEpsilon,
+                                                   dX.out());
+                             }),
+                 "input grad");
   st = layer ? cpu::layerNormInputGrad(cdY.data(), cx.data(), cw.data(), rows,
                                        cols, kEpsilon, ref.data())
              : cpu::rmsNormInputGrad(cdY.data(), cx.data(), cw.data(), rows,
@@ -216,14 +225,94 @@ void runNormCase(Storage storage, int64_t rows, int64_t cols, bool layer) {
                                                   layer ? dB.out() : noOut);
                              }),
                  "param sum");
-  std::vector<double> cpuScratch(2 * cols);
   std::vector<float> refW(cols), refB(cols);
-  st = layer ? cpu::layerNormParamGrad(cdY.data(), cx.data(), rows, cols,
-                                       kEpsilon, cpuScratch.data(), refW.data(),
-                                       refB.data())
-             : cpu::rmsNormParamGrad(cdY.data(), cx.data(), rows, cols,
-                                     kEpsilon, cpuScratch.data(), refW.data());
+  st = cpuParamGrads(layer, cdY, cx, rows, cols, refW, refB);
   ASSERT_TRUE(st) << st.message();
+  expectClose("dWeight", dW, refW, tag);
+  if (layer)
+    expectClose("dBias", dB, refB, tag);
+  else
+    EXPECT_TRUE(std::isnan(dB.get(0))) << "rms_norm wrote a bias gradient";
+}
+
+/// The fused norm backward (normBackwardKernel, then normParamSumKernel over
+/// its chunks) as runNormBackward launches it, against the CPU's input and
+/// parameter gradients; with `residual`, the add of the input gradient to a
+/// residual r too (z against r + dX, dX rounded to its storage first), and
+/// dX's buffer never written.
+void runNormBackwardCase(Storage storage, int64_t rows, int64_t cols,
+                         bool layer, bool residual) {
+  std::string tag = std::string(layer ? "layer" : "rms") + " " +
+                    storageName(storage) + " " + std::to_string(rows) + "x" +
+                    std::to_string(cols) + (residual ? " + add" : "");
+  std::mt19937 rng(static_cast<unsigned>(rows * 131 + cols * 17 + layer));
+  Buffer x = random(storage, rows * cols, 0.5f, 1.5f, rng);
+  Buffer dY = random(storage, rows * cols, 0.0f, 1.0f, rng);
+  Buffer weight = random(storage, cols, 1.0f, 0.5f, rng);
+  Buffer r = random(storage, rows * cols, 0.0f, 1.0f, rng);
+  std::vector<float> cx = x.toFloat(), cdY = dY.toFloat(),
+                     cw = weight.toFloat();
+
+  RowChunks chunks = normBackwardChunks(rows);
+  const int64_t perRow = layer ? 2 : 1;
+  std::vector<double> partials(perRow * chunks.chunks * cols, NAN);
+  Buffer dX(storage, rows * cols, NAN), z(storage, rows * cols, NAN);
+  NormBackward p;
+  p.dY = dY.in();
+  p.x = x.in();
+  p.weight = weight.in();
+  p.layer = layer;
+  p.rows = rows;
+  p.cols = cols;
+  p.rowsPerChunk = chunks.rowsPerChunk;
+  p.epsilon = kEpsilon;
+  p.dX = dX.out();
+  p.dXType = storage;
+  if (residual) {
+    p.residual = r.in();
+    p.sum = z.out();
+    p.dXLhs = rows % 2 == 0;
+  }
+  p.partialW = partials.data();
+  p.partialB = p.partialW + chunks.chunks * cols;
+  expectLaunched(emu::launch(dim3(static_cast<unsigned>(chunks.chunks)),
+                             dim3(kRowThreads),
+                             normBackwardSharedBytes(cols, layer),
+                             [&] { normBackwardKernel(p); }),
+                 "norm backward");
+  Buffer dW(storage, cols, NAN), dB(storage, cols, NAN);
+  Out noOut{nullptr, Storage::F32};
+  expectLaunched(emu::launch(dim3(gridFor(cols)), dim3(256), 0,
+                             [&] {
+                               normParamSumKernel(p.partialW, p.partialB,
+                                                  chunks.chunks, cols, dW.out(),
+                                                  layer ? dB.out() : noOut);
+                             }),
+                 "param sum");
+
+  std::vector<float> refX(rows * cols), refW(cols), refB(cols);
+  Status st = layer ? cpu::layerNormInputGrad(cdY.data(), cx.data(), cw.data(),
+                                              rows, cols, kEpsilon, refX.data())
+                    : cpu::rmsNormInputGrad(cdY.data(), cx.data(), cw.data(),
+                                            rows, cols, kEpsilon, refX.data());
+  ASSERT_TRUE(st) << st.message();
+  st = cpuParamGrads(layer, cdY, cx, rows, cols, refW, refB);
+  ASSERT_TRUE(st) << st.message();
+  if (residual) {
+    // The unfused add's result: dX as its buffer holds it, plus r.
+    Buffer stored(storage, rows * cols, 0.0f);
+    std::vector<float> refZ(rows * cols);
+    for (int64_t i = 0; i < rows * cols; ++i) {
+      stored.set(i, refX[i]);
+      refZ[i] = stored.get(i) + r.get(i);
+    }
+    expectClose("z = r + dX", z, refZ, tag);
+    for (int64_t i = 0; i < rows * cols; ++i)
+      ASSERT_TRUE(std::isnan(dX.get(i))) << tag << ": dX written at " << i;
+  } else {
+    expectClose("dX", dX, refX, tag);
+    EXPECT_TRUE(std::isnan(z.get(0))) << tag;
+  }
   expectClose("dWeight", dW, refW, tag);
   if (layer)
     expectClose("dBias", dB, refB, tag);
@@ -321,6 +410,29 @@ TEST(NormLossEmulation, RmsNormF32) {
 TEST(NormLossEmulation, RmsNormBf16) {
   for (NormShape s : kNormShapes)
     runNormCase(Storage::BF16, s.rows, s.cols, false);
+}
+
+// The fused norm backward: the shapes above, and 1100 rows (three rows a
+// chunk, a shorter last chunk, 367 chunks).
+TEST(NormLossEmulation, NormBackwardFused) {
+  std::vector<NormShape> shapes(std::begin(kNormShapes), std::end(kNormShapes));
+  shapes.push_back({1100, 40});
+  for (Storage storage : {Storage::F32, Storage::BF16})
+    for (bool layer : {true, false})
+      for (bool residual : {false, true})
+        for (NormShape s : shapes)
+          runNormBackwardCase(storage, s.rows, s.cols, layer, residual);
+}
+
+TEST(NormLossEmulation, NormBackwardChunks) {
+  // At most kNormBackwardChunks chunks, every row in one, none empty.
+  for (int64_t rows : {0, 1, 511, 512, 513, 1100, 16384, 100000}) {
+    RowChunks c = normBackwardChunks(rows);
+    EXPECT_LE(c.chunks, kNormBackwardChunks) << rows;
+    EXPECT_GE(c.chunks * c.rowsPerChunk, rows) << rows;
+    EXPECT_LT((c.chunks - 1) * c.rowsPerChunk, std::max<int64_t>(rows, 1))
+        << rows;
+  }
 }
 
 TEST(NormLossEmulation, CrossEntropyF32) {

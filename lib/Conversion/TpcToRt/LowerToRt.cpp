@@ -1444,6 +1444,21 @@ Lowering::lowerStageAsActions(ArrayRef<Operation *> ops,
   auto lowerClass = [&](Class cls, StringRef name, bool perMicrobatch,
                         function_ref<LogicalResult()> after) {
     int64_t first = kernelCount;
+    // A norm's parameter gradients go into their sums two kernels later
+    // (after its input gradient and the residual add of that), so that the
+    // three stay adjacent: the CUDA device runs them as one kernel
+    // (runtime/cuda/FusionPlan.h).
+    constexpr int64_t kNormBackwardKernels = 2;
+    SmallVector<std::pair<Value, int64_t>> heldSums;
+    auto addHeld = [&](bool all) -> LogicalResult {
+      while (!heldSums.empty() &&
+             (all || heldSums.front().second <= kernelCount)) {
+        if (failed(addInto(heldSums.front().first)))
+          return failure();
+        heldSums.erase(heldSums.begin());
+      }
+      return success();
+    };
     for (Operation *op : ops) {
       if (classOf.lookup(op) != cls ||
           (cls == Micro && functionOf.lookup(op) != name))
@@ -1457,13 +1472,22 @@ Lowering::lowerStageAsActions(ArrayRef<Operation *> ops,
       // A microbatch's share goes into its sum right away, so that it is
       // not kept to the function's end (the unrolled step's early
       // accumulation).
+      if (failed(addHeld(false)))
+        return failure();
+      bool hold = isa<tpc::LayerNormParamGradOp, tpc::RmsNormParamGradOp>(op);
       for (Value result : op->getResults()) {
-        if (accumulators.count(result) && failed(addInto(result)))
-          return failure();
+        if (accumulators.count(result)) {
+          if (hold)
+            heldSums.push_back({result, kernelCount + kNormBackwardKernels});
+          else if (failed(addInto(result)))
+            return failure();
+        }
         if (pooled.contains(result))
           poolBuffer(result);
       }
     }
+    if (failed(addHeld(true)))
+      return failure();
     if (failed(after()))
       return failure();
     if (kernelCount > first) {
