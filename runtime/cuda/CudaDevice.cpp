@@ -585,12 +585,26 @@ Status CudaDevice::prepare(const Program &program,
   planCudnnAttention(program);
   if (Status s = planOptimizerBatches(program); !s)
     return s;
-  // TPCRT_CUDA_FUSIONS=none runs every kernel as it is (to tell a fused
-  // pair's difference from the rest on a GPU).
+  // TPCRT_CUDA_FUSIONS=none runs every kernel as it is, =kernels only the
+  // device's own fused kernels (not cuBLASLt's epilogues), whose results
+  // are the unfused ones bit for bit (to tell a fused group's difference
+  // from the rest on a GPU; runtime.CudaEmulatedFusions).
   const char *fusions = std::getenv("TPCRT_CUDA_FUSIONS");
+  std::string fusionChoice = fusions ? fusions : "all";
+  if (fusionChoice != "all" && fusionChoice != "none" &&
+      fusionChoice != "kernels")
+    return Status::error("TPCRT_CUDA_FUSIONS=" + fusionChoice +
+                         ": expected all, kernels or none");
   fusion_ = planFusions(program);
-  if (fusions && std::strcmp(fusions, "none") == 0)
+  if (fusionChoice == "none")
     std::fill(fusion_.begin(), fusion_.end(), FusionStep());
+  if (fusionChoice == "kernels")
+    for (const KernelCall &call : program.calls)
+      if (isGemmKernel(call.op) &&
+          fusion_[call.index].role == FusionRole::Head) {
+        fusion_[fusion_[call.index].partner] = FusionStep();
+        fusion_[call.index] = FusionStep();
+      }
   deferredCount_ = 0;
   // A linear + gelu pair runs fused only with a plan for the GeLU
   // epilogue, a weight gradient + sum_to pair only with one for the bias
@@ -1151,11 +1165,17 @@ Status CudaDevice::execute(const KernelCall &call,
     s = waitForHazards(call);
     if (!s)
       break;
+    // The labels of a deferred or fused cross_entropy are checked as they
+    // come, as the unfused kernels' are.
     if (fusion.role == FusionRole::Head ||
         (fusion.role == FusionRole::Link && deferredCount_)) {
-      defer(call, context);
+      s = checkData(call);
+      if (s)
+        defer(call, context);
     } else if (fusion.role == FusionRole::Tail && deferredCount_) {
-      s = runFused(call, context);
+      s = checkData(call);
+      if (s)
+        s = runFused(call, context);
     } else {
       s = checkData(call);
       if (s)
@@ -1226,6 +1246,9 @@ Status CudaDevice::runFused(const KernelCall &tail,
     if (head.op == fb::OpCode::LinearInputGrad)
       epilogue.geluInput = runOperands_[1];
     s = gemm_.run(head, headArgs, epilogue);
+  } else if (head.op == fb::OpCode::CrossEntropy) {
+    s = runCrossEntropyWithGrad(head, tail, headArgs, tailArgs,
+                                fusion_[tail.index].unwrittenHeadResults);
   } else if (isReductionKernel(head.op)) {
     // A norm's parameter gradient, its input gradient (the link, or the
     // tail) and the residual add (the tail after a link).

@@ -105,6 +105,12 @@ Status runLayoutKernel(const KernelCall &call, const KernelArgs &args);
 bool isReductionKernel(fb::OpCode op);
 uint64_t reductionScratchBytes(const KernelCall &call);
 Status runReductionKernel(const KernelCall &call, const KernelArgs &args);
+/// cross_entropy and its gradient (the same logits and labels, a whole
+/// vocabulary) in one pass over the logits' rows (FusionPlan.h); the
+/// loss's results whose bit `unwritten` sets are not written.
+Status runCrossEntropyWithGrad(const KernelCall &loss, const KernelCall &grad,
+                               const KernelArgs &lossArgs,
+                               const KernelArgs &gradArgs, uint8_t unwritten);
 /// Scratch of the fused norm backward headed by `paramGrad` (a
 /// layer_norm_param_grad or rms_norm_param_grad; FusionPlan.h).
 uint64_t normBackwardScratchBytes(const KernelCall &paramGrad);

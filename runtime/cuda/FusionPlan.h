@@ -77,14 +77,31 @@
 // has the same rows, columns and epsilon, the rows have at most
 // kNormBackwardMostColumns columns (the block's sums in shared memory),
 // every tensor is float, the parameter gradients share no bytes with any
-// other tensor of the two, and dX none with its operands. The add joins them
-// when it is the next kernel after (same function), adds dX (read by it alone,
-// once, written once, no binding, not pooled) to a tensor of its size, and z
-// shares no bytes with the others but for the very bytes of dY, x or r (each
-// element is read by the thread that writes it, after the row's statistics). dX
-// is rounded to its storage before the add: z equals the unfused add's bit for
-// bit, given dX; dX and the parameter gradients equal the unfused kernels' up
-// to the order of the double sums over the rows.
+// other tensor of the two, and dX none with its operands. The add joins
+// them when it is the next kernel after (same function), adds dX (read by
+// it alone, once, written once, no binding, not pooled) to a tensor of its
+// size, and z shares no bytes with the others but for the very bytes of
+// dY, x or r (each element is read by the thread that writes it, after the
+// row's statistics). dX is rounded to its storage before the add, and the
+// rows are cut into the unfused parameter gradient's chunks
+// (paramGradChunks): dX, z and the parameter gradients are the unfused
+// kernels' bit for bit.
+//
+// Loss + its gradient: the end of a training step's forward is
+// `cross_entropy(logits, labels) -> (loss sum, count)` and the backward's
+// first kernel `cross_entropy_grad(logits, labels, scale) -> (dLogits)`.
+// The CUDA device runs them as one pass over the logits' rows
+// (NormLossKernels.cuh's crossEntropyGradKernel with the rows' losses),
+// each row's max and sum of exponentials computed once: the logits are
+// read three times instead of five. Fused when the gradient is the next
+// kernel (with actions, of the same function), of the same logits, labels,
+// rows, columns and ignore index, over a whole vocabulary (a padded or split
+// one runs in the device's phases), and its scale is not the loss's result.
+// The loss's results are written last (their total needs every row's
+// loss): one that the memory plan put on the gradient's bytes (the loss's
+// count often dies unread at once) is not written; one that is read and
+// meets them refuses the pair. The values are the unfused kernels' bit for
+// bit.
 //
 // Plain C++ (runtime/test/FusionPlanTest.cpp checks the plan without a GPU).
 //
@@ -134,6 +151,11 @@ struct FusionStep {
   /// dW (the memory plan gave it the bytes of x, which dies at the weight
   /// gradient): the epilogue writes the sum to scratch, copied after.
   bool stagesSum = false;
+  /// A loss + gradient pair: bit j set where the loss's result j is read by
+  /// no kernel and bound to nothing, and the memory plan gave its bytes to
+  /// the gradient's result (the loss's results are written last when
+  /// fused): it is not written.
+  uint8_t unwrittenHeadResults = 0;
 };
 
 namespace fusion {
@@ -447,6 +469,55 @@ inline const char *normBackwardAddRefusal(const Program &program, size_t p,
   return nullptr;
 }
 
+/// Whether calls[p] (a cross_entropy) is followed by the gradient of the
+/// same logits and labels: the pairs crossEntropyRefusal decides on.
+inline bool isCrossEntropyCandidate(const Program &program, size_t p) {
+  const KernelCall &a = program.calls[p];
+  if (a.op != fb::OpCode::CrossEntropy || a.operands.size() != 2 ||
+      a.results.size() != 2 || p + 1 >= program.calls.size())
+    return false;
+  const KernelCall &b = program.calls[p + 1];
+  return b.op == fb::OpCode::CrossEntropyGrad && b.operands.size() == 3 &&
+         b.results.size() == 1 &&
+         b.operands[0].buffer == a.operands[0].buffer &&
+         b.operands[1].buffer == a.operands[1].buffer;
+}
+
+/// Why the candidate calls[p] (a cross_entropy) and calls[p + 1] (its
+/// gradient) are not fused, or null; `unwritten` gets the loss's results
+/// that the fused kernels must not write (FusionStep). `reads` and
+/// `hostBound` as for refusal().
+inline const char *crossEntropyRefusal(const Program &program, size_t p,
+                                       const std::vector<uint32_t> &reads,
+                                       const std::vector<bool> &hostBound,
+                                       uint8_t &unwritten) {
+  const KernelCall &a = program.calls[p];
+  const KernelCall &b = program.calls[p + 1];
+  if (!inOneFunction(program, a, b))
+    return "the gradient is in another function";
+  if (a.intAttrs.size() != 1 || b.intAttrs.size() != 1)
+    return "a padded or split vocabulary (the device's phases)";
+  if (a.intAttrs != b.intAttrs || a.rows != b.rows || a.cols != b.cols)
+    return "the two differ in ignore index, rows or columns";
+  const TensorRef &scale = b.operands[2];
+  unwritten = 0;
+  for (size_t j = 0; j < a.results.size(); ++j) {
+    const TensorRef &t = a.results[j];
+    if (spansMeet(t, scale))
+      return "the gradient's scale is the loss's result";
+    // Fused, the loss's results are written after the gradient: one whose
+    // bytes the gradient's result took (it died unread at the loss) is
+    // left unwritten.
+    if (!spansMeet(t, b.results[0]))
+      continue;
+    if (t.buffer >= reads.size() || reads[t.buffer] != 0 || hostBound[t.buffer])
+      return "a result of the loss that is read shares bytes with the "
+             "gradient";
+    unwritten |= static_cast<uint8_t>(1u << j);
+  }
+  return nullptr;
+}
+
 } // namespace fusion
 
 /// The device's fusions over `program` (decoded and placed: its calls are
@@ -491,6 +562,21 @@ planFusions(const Program &program,
 
   for (size_t p = 0; p < program.calls.size(); ++p) {
     const KernelCall &a = program.calls[p];
+    if (fusion::isCrossEntropyCandidate(program, p)) {
+      uint8_t unwritten = 0;
+      if (const char *why = fusion::crossEntropyRefusal(program, p, reads,
+                                                        hostBound, unwritten)) {
+        if (refusals)
+          refusals->push_back("kernel " + std::to_string(a.index) +
+                              " (cross_entropy): " + why);
+        continue;
+      }
+      const KernelCall &b = program.calls[p + 1];
+      plan[a.index] = {FusionRole::Head, b.index, false, false, unwritten};
+      plan[b.index] = {FusionRole::Tail, a.index, false, false, unwritten};
+      ++p;
+      continue;
+    }
     if (fusion::isNormBackwardCandidate(program, p)) {
       if (const char *why = fusion::normBackwardRefusal(program, p)) {
         if (refusals)

@@ -230,14 +230,17 @@ struct RowChunks {
   int64_t chunks = 1, rowsPerChunk = 0;
 };
 
-inline RowChunks paramGradChunks(int64_t rows, int64_t cols) {
-  int64_t tiles = std::max<int64_t>(1, (cols + kRowThreads - 1) / kRowThreads);
-  // About 256 blocks in all, at most 64 chunks, at most one per row.
-  int64_t chunks = std::min<int64_t>(64, (256 + tiles - 1) / tiles);
-  chunks = std::max<int64_t>(1, std::min(chunks, rows));
+/// At most this many chunks (the fused norm backward's blocks, FusionPlan.h).
+constexpr int64_t kParamGradChunks = 512;
+
+/// The chunks of a parameter gradient's rows: the unfused kernels' and the
+/// fused norm backward's alike, so that the two add the same partial sums
+/// in the same order (their gradients are the same bits).
+inline RowChunks paramGradChunks(int64_t rows) {
   RowChunks c;
-  c.rowsPerChunk = (rows + chunks - 1) / chunks;
-  c.chunks = c.rowsPerChunk ? (rows + c.rowsPerChunk - 1) / c.rowsPerChunk : 1;
+  c.rowsPerChunk =
+      std::max<int64_t>(1, (rows + kParamGradChunks - 1) / kParamGradChunks);
+  c.chunks = std::max<int64_t>(1, (rows + c.rowsPerChunk - 1) / c.rowsPerChunk);
   return c;
 }
 
@@ -292,18 +295,6 @@ __global__ void normParamSumKernel(const double *partialW,
 // its input gradient in one pass over dY and x, and where the plan fuses
 // it the residual add of the input gradient too (dX then never stored).
 //===----------------------------------------------------------------------===//
-
-/// Chunks of the fused norm backward: one block each, at most this many
-/// (sizes alone decide them: a run repeats bit for bit on any GPU).
-constexpr int64_t kNormBackwardChunks = 512;
-
-inline RowChunks normBackwardChunks(int64_t rows) {
-  RowChunks c;
-  c.rowsPerChunk = std::max<int64_t>(1, (rows + kNormBackwardChunks - 1) /
-                                            kNormBackwardChunks);
-  c.chunks = std::max<int64_t>(1, (rows + c.rowsPerChunk - 1) / c.rowsPerChunk);
-  return c;
-}
 
 /// The block's dynamic shared memory: its chunk's sums per column, of
 /// dY * xhat (then, for layer_norm, of dY).
@@ -383,6 +374,12 @@ __device__ __forceinline__ bool targetLabel(int64_t label, int64_t ignore,
   return label != ignore && label >= 0 && label < vocab;
 }
 
+/// A row's loss, max + log(sum e^(x - max)) - x[label] (the CPU's).
+__device__ __forceinline__ double rowLossOf(float max, double sum,
+                                            float target) {
+  return static_cast<double>(max) + log(sum) - static_cast<double>(target);
+}
+
 /// rowLoss[p] = max + log(sum e^(x - max)) - x[label], 0 where ignored.
 __global__ void crossEntropyRowsKernel(In logits, const int64_t *labels,
                                        int64_t rows, int64_t cols,
@@ -401,12 +398,12 @@ __global__ void crossEntropyRowsKernel(In logits, const int64_t *labels,
     double sum =
         blockExpSum(logits.data, logits.type, base, cols, max, sharedD);
     if (threadIdx.x == 0)
-      rowLoss[r] = static_cast<double>(max) + log(sum) -
-                   static_cast<double>(logits[base + label]);
+      rowLoss[r] = rowLossOf(max, sum, logits[base + label]);
   }
 }
 
-/// The loss sum and the count of positions that have a target (one block).
+/// The loss sum and the count of positions that have a target (one block);
+/// a null one is not written.
 __global__ void crossEntropyTotalKernel(const double *rowLoss,
                                         const int64_t *labels, int64_t rows,
                                         int64_t cols, int64_t ignore,
@@ -422,22 +419,29 @@ __global__ void crossEntropyTotalKernel(const double *rowLoss,
   total = blockSumOf<double>(total, sharedD);
   n = blockSumOf<long long>(n, sharedI);
   if (threadIdx.x == 0) {
-    *lossSum = static_cast<float>(total);
-    *count = n;
+    if (lossSum)
+      *lossSum = static_cast<float>(total);
+    if (count)
+      *count = n;
   }
 }
 
-/// dLogits = scale (softmax - onehot), zero rows where ignored.
+/// dLogits = scale (softmax - onehot), zero rows where ignored; with
+/// rowLoss non-null also cross_entropy's rows (crossEntropyRowsKernel's)
+/// from the same statistics: cross_entropy and its gradient fused
+/// (FusionPlan.h), the logits read three times instead of five.
 __global__ void crossEntropyGradKernel(In logits, const int64_t *labels,
                                        int64_t rows, int64_t cols,
                                        int64_t ignore, const float *lossSumGrad,
-                                       Out dLogits) {
+                                       Out dLogits, double *rowLoss) {
   TPCRT_SHARED(float, sharedF, [32]);
   TPCRT_SHARED(double, sharedD, [32]);
   float scale = *lossSumGrad;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     int64_t label = labels[r], base = r * cols;
     if (!targetLabel(label, ignore, cols)) {
+      if (rowLoss && threadIdx.x == 0)
+        rowLoss[r] = 0.0;
       for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
         dLogits.store(base + c, 0.0f);
       continue;
@@ -445,6 +449,8 @@ __global__ void crossEntropyGradKernel(In logits, const int64_t *labels,
     float max = blockRowMax(logits.data, logits.type, base, cols, sharedF);
     double sum =
         blockExpSum(logits.data, logits.type, base, cols, max, sharedD);
+    if (rowLoss && threadIdx.x == 0)
+      rowLoss[r] = rowLossOf(max, sum, logits[base + label]);
     auto factor = static_cast<float>(static_cast<double>(scale) / sum);
     for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
       float g = __fmul_rn(expf(logits[base + c] - max), factor);

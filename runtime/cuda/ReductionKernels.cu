@@ -69,7 +69,7 @@ ParamGradScratch paramGradScratch(const KernelCall &call) {
   ParamGradScratch s;
   bool layer = call.op == fb::OpCode::LayerNormParamGrad;
   uint64_t perRow = layer ? 2 : 1;
-  s.chunks = paramGradChunks(call.rows, call.cols);
+  s.chunks = paramGradChunks(call.rows);
   s.statsBytes = alignScratch(perRow * call.rows * sizeof(double));
   s.partialBytes =
       alignScratch(perRow * s.chunks.chunks * call.cols * sizeof(double));
@@ -143,7 +143,7 @@ Status runNormParamGrad(const KernelCall &call, const KernelArgs &args) {
 /// then bias).
 uint64_t normBackwardPartialBytes(int64_t rows, int64_t cols, bool layer) {
   return alignScratch(static_cast<uint64_t>(layer ? 2 : 1) *
-                      normBackwardChunks(rows).chunks * cols * sizeof(double));
+                      paramGradChunks(rows).chunks * cols * sizeof(double));
 }
 
 bool isNormParamGrad(fb::OpCode op) {
@@ -350,6 +350,23 @@ bool splitVocabulary(const KernelCall &call) {
   return call.intAttrs.size() >= 2;
 }
 
+const int64_t *labelsOf(const KernelArgs &args) {
+  return static_cast<const int64_t *>(args.operands[1]);
+}
+
+/// cross_entropy's loss sum and count from its rows' losses (but for the
+/// results whose bit `unwritten` sets).
+Status crossEntropyTotal(const KernelCall &call, const KernelArgs &args,
+                         const double *rowLoss, const char *name,
+                         uint8_t unwritten = 0) {
+  TPCRT_LAUNCH(crossEntropyTotalKernel, 1, kTotalThreads, 0, args.stream,
+               rowLoss, labelsOf(args), call.rows, call.cols, call.intAttrs[0],
+               unwritten & 1 ? nullptr : static_cast<float *>(args.results[0]),
+               unwritten & 2 ? nullptr
+                             : static_cast<int64_t *>(args.results[1]));
+  return launchStatus(name);
+}
+
 Status runCrossEntropy(const KernelCall &call, const KernelArgs &args) {
   const char *name = call.op == fb::OpCode::CrossEntropy ? "cross_entropy"
                                                          : "cross_entropy_grad";
@@ -358,7 +375,7 @@ Status runCrossEntropy(const KernelCall &call, const KernelArgs &args) {
                          ": a padded or split vocabulary runs in the "
                          "device's phases");
   In logits = inOperand(call, args, 0);
-  auto *labels = static_cast<const int64_t *>(args.operands[1]);
+  const int64_t *labels = labelsOf(args);
   int64_t ignore = call.intAttrs[0];
   if (call.op == fb::OpCode::CrossEntropyGrad) {
     if (call.rows == 0 || call.cols == 0)
@@ -366,7 +383,7 @@ Status runCrossEntropy(const KernelCall &call, const KernelArgs &args) {
     TPCRT_LAUNCH(crossEntropyGradKernel, rowGrid(call.rows), kRowThreads, 0,
                  args.stream, logits, labels, call.rows, call.cols, ignore,
                  static_cast<const float *>(args.operands[2]),
-                 outResult(call, args, 0));
+                 outResult(call, args, 0), nullptr);
     return launchStatus(name);
   }
   if (args.scratchBytes < call.rows * sizeof(double))
@@ -379,11 +396,7 @@ Status runCrossEntropy(const KernelCall &call, const KernelArgs &args) {
     if (Status s = launchStatus(name); !s)
       return s;
   }
-  TPCRT_LAUNCH(crossEntropyTotalKernel, 1, kTotalThreads, 0, args.stream,
-               rowLoss, labels, call.rows, call.cols, ignore,
-               static_cast<float *>(args.results[0]),
-               static_cast<int64_t *>(args.results[1]));
-  return launchStatus(name);
+  return crossEntropyTotal(call, args, rowLoss, name);
 }
 
 //===----------------------------------------------------------------------===//
@@ -534,6 +547,33 @@ Status crossEntropyBlockGrad(const void *logits, Storage logitsType,
   return launchStatus("cross_entropy block grad");
 }
 
+Status runCrossEntropyWithGrad(const KernelCall &loss, const KernelCall &grad,
+                               const KernelArgs &lossArgs,
+                               const KernelArgs &gradArgs, uint8_t unwritten) {
+  const char *name = "cross_entropy + cross_entropy_grad";
+  if (loss.op != fb::OpCode::CrossEntropy ||
+      grad.op != fb::OpCode::CrossEntropyGrad || splitVocabulary(loss) ||
+      splitVocabulary(grad) || loss.rows != grad.rows ||
+      loss.cols != grad.cols || loss.intAttrs.empty() ||
+      loss.intAttrs != grad.intAttrs || loss.results.size() != 2 ||
+      grad.operands.size() != 3)
+    return Status::error(std::string(name) +
+                         ": not a whole vocabulary's loss and its gradient");
+  if (lossArgs.scratchBytes < loss.rows * sizeof(double))
+    return Status::error(std::string(name) + ": scratch too small");
+  auto *rowLoss = static_cast<double *>(lossArgs.scratch);
+  if (loss.rows > 0) {
+    TPCRT_LAUNCH(crossEntropyGradKernel, rowGrid(loss.rows), kRowThreads, 0,
+                 gradArgs.stream, inOperand(grad, gradArgs, 0),
+                 labelsOf(gradArgs), grad.rows, grad.cols, grad.intAttrs[0],
+                 static_cast<const float *>(gradArgs.operands[2]),
+                 outResult(grad, gradArgs, 0), rowLoss);
+    if (Status s = launchStatus(name); !s)
+      return s;
+  }
+  return crossEntropyTotal(loss, lossArgs, rowLoss, name, unwritten);
+}
+
 uint64_t normBackwardScratchBytes(const KernelCall &paramGrad) {
   if (!isNormParamGrad(paramGrad.op) || paramGrad.cols == 0)
     return 0;
@@ -582,7 +622,7 @@ Status runNormBackward(const KernelCall &paramGrad, const KernelCall &inputGrad,
   }
   if (p.cols == 0)
     return Status::ok();
-  RowChunks chunks = normBackwardChunks(p.rows);
+  RowChunks chunks = paramGradChunks(p.rows);
   p.rowsPerChunk = chunks.rowsPerChunk;
   uint64_t partialBytes = normBackwardPartialBytes(p.rows, p.cols, layer);
   if (paramArgs.scratchBytes < partialBytes)

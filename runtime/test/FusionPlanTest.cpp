@@ -832,4 +832,84 @@ TEST(FusionPlanTest, NormBackwardRefusals) {
       << p.refusals[0];
 }
 
+/// A loss and its gradient: silu(p) -> logits [2, 3, 10]; cross_entropy(
+/// logits, labels) -> (sum, count); cross_entropy_grad(logits, labels,
+/// scale) -> dLogits; scale a param (or the loss's own sum); dLogits the
+/// gradient of param g, sum and count outputs.
+struct LossPair {
+  bool scaleIsTheSum = false;
+  /// count no output (read by nothing).
+  bool countUnread = false;
+  /// The gradient's ignore index differs.
+  bool otherIgnore = false;
+  uint32_t head = 0, count = 0, dLogits = 0;
+
+  fb::ExecutableT build() {
+    ExecutableBuilder b;
+    uint32_t p = b.param("p", DT::F32, {2, 3, 10});
+    uint32_t scale = b.param("scale", DT::F32, {});
+    b.param("g", DT::F32, {2, 3, 10});
+    uint32_t labels = b.input("labels", {2, 3}, 10);
+    uint32_t logits = b.buffer(DT::F32, {2, 3, 10});
+    uint32_t sum = b.buffer(DT::F32, {});
+    count = b.buffer(DT::I64, {});
+    dLogits = b.buffer(DT::F32, {2, 3, 10});
+    b.kernel(Op::Silu, {p}, {logits});
+    head = static_cast<uint32_t>(b.exe.kernels.size());
+    b.kernel(Op::CrossEntropy, {logits, labels}, {sum, count}, {-100});
+    b.kernel(Op::CrossEntropyGrad,
+             {logits, labels, scaleIsTheSum ? sum : scale}, {dLogits},
+             {otherIgnore ? -1 : -100});
+    b.output("sum", sum);
+    if (!countUnread)
+      b.output("count", count);
+    b.grad("g", dLogits);
+    return b.finish();
+  }
+};
+
+TEST(FusionPlanTest, LossAndItsGradientAreFused) {
+  LossPair pair;
+  Planned p;
+  planOf(pair.build(), p);
+  if (HasFatalFailure())
+    return;
+  expectFused(p, pair.head, pair.head + 1);
+}
+
+TEST(FusionPlanTest, LossCountUnderTheGradientIsNotWritten) {
+  // The count dies unread at the loss and the memory plan gives its bytes
+  // to the gradient: fused, the count (result 1) left unwritten, since the
+  // fused kernels write the loss's results last.
+  LossPair pair;
+  pair.countUnread = true;
+  fb::ExecutableT exe = pair.build();
+  relocate(exe, {{pair.count, 0}, {pair.dLogits, 0}}, 2 * 3 * 10 * 4);
+  Planned p = planned(exe);
+  expectFused(p, pair.head, pair.head + 1);
+  EXPECT_EQ(p.plan[pair.head].unwrittenHeadResults, 2u);
+  EXPECT_EQ(p.plan[pair.head + 1].unwrittenHeadResults, 2u);
+  // Elsewhere it is written.
+  LossPair apart;
+  apart.countUnread = true;
+  Planned q = planned(apart.build());
+  expectFused(q, apart.head, apart.head + 1);
+  EXPECT_EQ(q.plan[apart.head].unwrittenHeadResults, 0u);
+}
+
+TEST(FusionPlanTest, LossAndItsGradientRefusals) {
+  LossPair ownSum;
+  ownSum.scaleIsTheSum = true;
+  expectRefused(planned(ownSum.build()),
+                "the gradient's scale is the loss's result");
+  LossPair ignore;
+  ignore.otherIgnore = true;
+  expectRefused(planned(ignore.build()),
+                "the two differ in ignore index, rows or columns");
+  LossPair split;
+  fb::ExecutableT exe = split.build();
+  runByActions(exe, {{"logits", 0, 1}, {"loss", 1, 1}, {"grad", 2, 1}});
+  expectRefused(planned(exe), "the gradient is in another function");
+}
+
 } // namespace

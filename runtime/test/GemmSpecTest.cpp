@@ -763,7 +763,8 @@ TEST(GemmSpec, DISABLED_ModelGeluPairsTakeTheEpilogue) {
         continue;
       }
       if (call.op == fb::OpCode::LayerNormParamGrad ||
-          call.op == fb::OpCode::RmsNormParamGrad)
+          call.op == fb::OpCode::RmsNormParamGrad ||
+          call.op == fb::OpCode::CrossEntropy)
         continue; // ModelNormBackwardsAreFused
 
       if (call.op == fb::OpCode::LinearInputGrad) {
@@ -811,7 +812,7 @@ TEST(GemmSpec, DISABLED_ModelGeluPairsTakeTheEpilogue) {
 
 // Each norm's parameter gradient and its input gradient right after are
 // fused (FusionPlan.h), and so is the residual add after them wherever one
-// follows. Run by runtime.GemmSpecModels.
+// follows; and the loss with its gradient. Run by runtime.GemmSpecModels.
 TEST(GemmSpec, DISABLED_ModelNormBackwardsAreFused) {
   test::forEachModel([](const std::string &path, const Program &program) {
     std::vector<std::string> refusals;
@@ -843,6 +844,21 @@ TEST(GemmSpec, DISABLED_ModelNormBackwardsAreFused) {
                 "gradient, %zu of them with the residual add\n",
                 path.c_str(), paramGrads, groups, withAdd);
     EXPECT_EQ(groups, candidates);
+    // The loss and its gradient: one pair (but on a tensor-parallel rank,
+    // whose vocabulary is split: the device's phases).
+    size_t lossPairs = 0;
+    unsigned unwritten = 0;
+    for (const KernelCall &call : program.calls)
+      if (call.op == fb::OpCode::CrossEntropy &&
+          plan[call.index].role == FusionRole::Head) {
+        ++lossPairs;
+        unwritten |= plan[call.index].unwrittenHeadResults;
+      }
+    std::printf("%s: %zu cross_entropy + gradient pairs (loss results left "
+                "unwritten: %u)\n",
+                path.c_str(), lossPairs, unwritten);
+    bool tpRank = path.find("tp2") != std::string::npos;
+    EXPECT_EQ(lossPairs, tpRank ? 0u : 1u);
     // Every model has two norms a layer (two layers) and the final one. On
     // a tensor-parallel rank the parameter gradients are all-reduced before
     // the input gradient runs: no candidate there. Elsewhere (with

@@ -142,6 +142,58 @@ Status cpuParamGrads(bool layer, const std::vector<float> &dY,
                                        kEpsilon, scratch.data(), dW.data());
 }
 
+/// The input gradient as runNorm launches it.
+void launchInputGrad(const Buffer &dY, const Buffer &x, const Buffer &weight,
+                     bool layer, int64_t rows, int64_t cols, Buffer &dX) {
+  expectLaunched(emu::launch(dim3(rowGrid(rows)), dim3(kRowThreads), 0,
+                             [&] {
+                               normInputGradKernel(dY.in(), x.in(), weight.in(),
+                                                   layer, rows, cols, kEpsilon,
+                                                   dX.out());
+                             }),
+                 "input grad");
+}
+
+/// The parameter gradients as runNormParamGrad launches them: statistics,
+/// chunk partials, their sum; the scratch laid out as its (partialB after
+/// the weight's partials). dB is left alone for rms_norm.
+void launchParamGrads(const Buffer &dY, const Buffer &x, bool layer,
+                      int64_t rows, int64_t cols, Buffer &dW, Buffer &dB) {
+  const int64_t perRow = layer ? 2 : 1;
+  RowChunks chunks = paramGradChunks(rows);
+  std::vector<double> stats(perRow * rows, NAN);
+  std::vector<double> partials(perRow * chunks.chunks * cols, NAN);
+  double *partialW = partials.data();
+  double *partialB = partialW + chunks.chunks * cols;
+  expectLaunched(emu::launch(dim3(rowGrid(rows)), dim3(kRowThreads), 0,
+                             [&] {
+                               normStatsKernel(x.in(), rows, cols, kEpsilon,
+                                               layer, stats.data());
+                             }),
+                 "stats");
+  dim3 partialGrid(
+      static_cast<unsigned>((cols + kRowThreads - 1) / kRowThreads),
+      static_cast<unsigned>(chunks.chunks));
+  expectLaunched(emu::launch(partialGrid, dim3(kRowThreads), 0,
+                             [&] {
+                               normParamPartialsKernel(
+                                   dY.in(), x.in(), rows, cols,
+                                   chunks.rowsPerChunk, stats.data(), layer,
+                                   partialW, partialB);
+                             }),
+                 "partials");
+  Out noOut{nullptr, Storage::F32};
+  expectLaunched(emu::launch(dim3(gridFor(cols)), dim3(256), 0,
+                             [&] {
+                               normParamSumKernel(partialW, partialB,
+                                                  chunks.chunks, cols, dW.out(),
+                                                  layer ? dB.out() : noOut);
+                             }),
+                 "param sum");
+}
+
+bool sameBytes(const Buffer &a, const Buffer &b) { return a.bytes == b.bytes; }
+
 /// layer_norm (layer) or rms_norm: the forward, the input gradient and the
 /// parameter gradients, as runNorm and runNormParamGrad launch them.
 void runNormCase(Storage storage, int64_t rows, int64_t cols, bool layer) {
@@ -177,13 +229,7 @@ void runNormCase(Storage storage, int64_t rows, int64_t cols, bool layer) {
 
   // Input gradient.
   Buffer dX(storage, rows * cols, NAN);
-  expectLaunched(emu::launch(dim3(grid), dim3(kRowThreads), 0,
-                             [&] {
-                               normInputGradKernel(dY.in(), x.in(), weight.in(),
-                                                   layer, rows, cols, kEpsilon,
-                                                   dX.out());
-                             }),
-                 "input grad");
+  launchInputGrad(dY, x, weight, layer, rows, cols, dX);
   st = layer ? cpu::layerNormInputGrad(cdY.data(), cx.data(), cw.data(), rows,
                                        cols, kEpsilon, ref.data())
              : cpu::rmsNormInputGrad(cdY.data(), cx.data(), cw.data(), rows,
@@ -191,40 +237,9 @@ void runNormCase(Storage storage, int64_t rows, int64_t cols, bool layer) {
   ASSERT_TRUE(st) << st.message();
   expectClose("dX", dX, ref, tag);
 
-  // Parameter gradients: statistics, chunk partials, their sum; the scratch
-  // laid out as runNormParamGrad's (partialB after the weight's partials).
-  const int64_t perRow = layer ? 2 : 1;
-  RowChunks chunks = paramGradChunks(rows, cols);
-  std::vector<double> stats(perRow * rows, NAN);
-  std::vector<double> partials(perRow * chunks.chunks * cols, NAN);
-  double *partialW = partials.data();
-  double *partialB = partialW + chunks.chunks * cols;
-  expectLaunched(emu::launch(dim3(grid), dim3(kRowThreads), 0,
-                             [&] {
-                               normStatsKernel(x.in(), rows, cols, kEpsilon,
-                                               layer, stats.data());
-                             }),
-                 "stats");
-  dim3 partialGrid(
-      static_cast<unsigned>((cols + kRowThreads - 1) / kRowThreads),
-      static_cast<unsigned>(chunks.chunks));
-  expectLaunched(emu::launch(partialGrid, dim3(kRowThreads), 0,
-                             [&] {
-                               normParamPartialsKernel(
-                                   dY.in(), x.in(), rows, cols,
-                                   chunks.rowsPerChunk, stats.data(), layer,
-                                   partialW, partialB);
-                             }),
-                 "partials");
+  // Parameter gradients.
   Buffer dW(storage, cols, NAN), dB(storage, cols, NAN);
-  Out noOut{nullptr, Storage::F32};
-  expectLaunched(emu::launch(dim3(gridFor(cols)), dim3(256), 0,
-                             [&] {
-                               normParamSumKernel(partialW, partialB,
-                                                  chunks.chunks, cols, dW.out(),
-                                                  layer ? dB.out() : noOut);
-                             }),
-                 "param sum");
+  launchParamGrads(dY, x, layer, rows, cols, dW, dB);
   std::vector<float> refW(cols), refB(cols);
   st = cpuParamGrads(layer, cdY, cx, rows, cols, refW, refB);
   ASSERT_TRUE(st) << st.message();
@@ -237,9 +252,9 @@ void runNormCase(Storage storage, int64_t rows, int64_t cols, bool layer) {
 
 /// The fused norm backward (normBackwardKernel, then normParamSumKernel over
 /// its chunks) as runNormBackward launches it, against the CPU's input and
-/// parameter gradients; with `residual`, the add of the input gradient to a
-/// residual r too (z against r + dX, dX rounded to its storage first), and
-/// dX's buffer never written.
+/// parameter gradients and, bit for bit, the unfused kernels'; with `residual`,
+/// the add of the input gradient to a residual r too (z against r + dX, dX
+/// rounded to its storage first), and dX's buffer never written.
 void runNormBackwardCase(Storage storage, int64_t rows, int64_t cols,
                          bool layer, bool residual) {
   std::string tag = std::string(layer ? "layer" : "rms") + " " +
@@ -253,7 +268,7 @@ void runNormBackwardCase(Storage storage, int64_t rows, int64_t cols,
   std::vector<float> cx = x.toFloat(), cdY = dY.toFloat(),
                      cw = weight.toFloat();
 
-  RowChunks chunks = normBackwardChunks(rows);
+  RowChunks chunks = paramGradChunks(rows);
   const int64_t perRow = layer ? 2 : 1;
   std::vector<double> partials(perRow * chunks.chunks * cols, NAN);
   Buffer dX(storage, rows * cols, NAN), z(storage, rows * cols, NAN);
@@ -298,26 +313,36 @@ void runNormBackwardCase(Storage storage, int64_t rows, int64_t cols,
   ASSERT_TRUE(st) << st.message();
   st = cpuParamGrads(layer, cdY, cx, rows, cols, refW, refB);
   ASSERT_TRUE(st) << st.message();
+  // The unfused kernels' results, which the fused ones equal bit for bit
+  // (the same row function, chunks and sums; the add of the stored dX).
+  Buffer unfusedX(storage, rows * cols, NAN),
+      unfusedZ(storage, rows * cols, NAN);
+  Buffer unfusedW(storage, cols, NAN), unfusedB(storage, cols, NAN);
+  launchInputGrad(dY, x, weight, layer, rows, cols, unfusedX);
+  launchParamGrads(dY, x, layer, rows, cols, unfusedW, unfusedB);
+  for (int64_t i = 0; i < rows * cols; ++i)
+    unfusedZ.set(i, unfusedX.get(i) + r.get(i));
   if (residual) {
-    // The unfused add's result: dX as its buffer holds it, plus r.
-    Buffer stored(storage, rows * cols, 0.0f);
     std::vector<float> refZ(rows * cols);
-    for (int64_t i = 0; i < rows * cols; ++i) {
-      stored.set(i, refX[i]);
-      refZ[i] = stored.get(i) + r.get(i);
-    }
+    for (int64_t i = 0; i < rows * cols; ++i)
+      refZ[i] = unfusedX.get(i) + r.get(i);
     expectClose("z = r + dX", z, refZ, tag);
+    EXPECT_TRUE(sameBytes(z, unfusedZ)) << tag << ": z differs from unfused";
     for (int64_t i = 0; i < rows * cols; ++i)
       ASSERT_TRUE(std::isnan(dX.get(i))) << tag << ": dX written at " << i;
   } else {
     expectClose("dX", dX, refX, tag);
+    EXPECT_TRUE(sameBytes(dX, unfusedX)) << tag << ": dX differs from unfused";
     EXPECT_TRUE(std::isnan(z.get(0))) << tag;
   }
   expectClose("dWeight", dW, refW, tag);
-  if (layer)
+  EXPECT_TRUE(sameBytes(dW, unfusedW)) << tag << ": dW differs from unfused";
+  if (layer) {
     expectClose("dBias", dB, refB, tag);
-  else
+    EXPECT_TRUE(sameBytes(dB, unfusedB)) << tag << ": dB differs from unfused";
+  } else {
     EXPECT_TRUE(std::isnan(dB.get(0))) << "rms_norm wrote a bias gradient";
+  }
 }
 
 /// cross_entropy (rows kernel, total kernel) and cross_entropy_grad as
@@ -370,7 +395,7 @@ void runCrossEntropyCase(Storage storage, int64_t rows, int64_t cols,
                              [&] {
                                crossEntropyGradKernel(
                                    logits.in(), labels.data(), rows, cols,
-                                   kIgnore, &scale, dLogits.out());
+                                   kIgnore, &scale, dLogits.out(), nullptr);
                              }),
                  "grad");
   std::vector<float> ref(rows * cols);
@@ -385,6 +410,26 @@ void runCrossEntropyCase(Storage storage, int64_t rows, int64_t cols,
       ASSERT_EQ(dLogits.get(r * cols + c), 0.0f) << tag << " row " << r;
     }
   }
+
+  // cross_entropy and its gradient fused (the gradient kernel given the
+  // rows' losses): the unfused kernels' values bit for bit.
+  std::vector<double> fusedLoss(rows, NAN);
+  Buffer fusedGrad(storage, rows * cols, NAN);
+  expectLaunched(emu::launch(dim3(rowGrid(rows)), dim3(kRowThreads), 0,
+                             [&] {
+                               crossEntropyGradKernel(
+                                   logits.in(), labels.data(), rows, cols,
+                                   kIgnore, &scale, fusedGrad.out(),
+                                   fusedLoss.data());
+                             }),
+                 "loss + grad");
+  EXPECT_EQ(
+      std::memcmp(fusedLoss.data(), rowLoss.data(), rows * sizeof(double)), 0)
+      << tag << ": the fused rows' losses differ";
+  EXPECT_EQ(std::memcmp(fusedGrad.bytes.data(), dLogits.bytes.data(),
+                        dLogits.bytes.size()),
+            0)
+      << tag << ": the fused gradient differs";
 }
 
 struct NormShape {
@@ -424,11 +469,11 @@ TEST(NormLossEmulation, NormBackwardFused) {
           runNormBackwardCase(storage, s.rows, s.cols, layer, residual);
 }
 
-TEST(NormLossEmulation, NormBackwardChunks) {
-  // At most kNormBackwardChunks chunks, every row in one, none empty.
+TEST(NormLossEmulation, ParamGradChunks) {
+  // At most kParamGradChunks chunks, every row in one, none empty.
   for (int64_t rows : {0, 1, 511, 512, 513, 1100, 16384, 100000}) {
-    RowChunks c = normBackwardChunks(rows);
-    EXPECT_LE(c.chunks, kNormBackwardChunks) << rows;
+    RowChunks c = paramGradChunks(rows);
+    EXPECT_LE(c.chunks, kParamGradChunks) << rows;
     EXPECT_GE(c.chunks * c.rowsPerChunk, rows) << rows;
     EXPECT_LT((c.chunks - 1) * c.rowsPerChunk, std::max<int64_t>(rows, 1))
         << rows;

@@ -1444,11 +1444,16 @@ Lowering::lowerStageAsActions(ArrayRef<Operation *> ops,
   auto lowerClass = [&](Class cls, StringRef name, bool perMicrobatch,
                         function_ref<LogicalResult()> after) {
     int64_t first = kernelCount;
-    // A norm's parameter gradients go into their sums two kernels later
-    // (after its input gradient and the residual add of that), so that the
-    // three stay adjacent: the CUDA device runs them as one kernel
-    // (runtime/cuda/FusionPlan.h).
-    constexpr int64_t kNormBackwardKernels = 2;
+    // Some results go into their sums a few kernels later, so that the
+    // kernels after theirs stay adjacent: the CUDA device runs them as one
+    // (runtime/cuda/FusionPlan.h). A norm's parameter gradients wait for
+    // its input gradient and the residual add of that; the loss for its
+    // gradient.
+    auto kernelsToHold = [](Operation *op) -> int64_t {
+      if (isa<tpc::LayerNormParamGradOp, tpc::RmsNormParamGradOp>(op))
+        return 2;
+      return isa<tpc::CrossEntropyOp>(op) ? 1 : 0;
+    };
     SmallVector<std::pair<Value, int64_t>> heldSums;
     auto addHeld = [&](bool all) -> LogicalResult {
       while (!heldSums.empty() &&
@@ -1474,11 +1479,11 @@ Lowering::lowerStageAsActions(ArrayRef<Operation *> ops,
       // accumulation).
       if (failed(addHeld(false)))
         return failure();
-      bool hold = isa<tpc::LayerNormParamGradOp, tpc::RmsNormParamGradOp>(op);
+      int64_t hold = kernelsToHold(op);
       for (Value result : op->getResults()) {
         if (accumulators.count(result)) {
           if (hold)
-            heldSums.push_back({result, kernelCount + kNormBackwardKernels});
+            heldSums.push_back({result, kernelCount + hold});
           else if (failed(addInto(result)))
             return failure();
         }

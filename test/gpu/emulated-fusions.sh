@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# test/gpu/emulated-fusions.sh BUILD WORK: the device's own fused kernels
+# (runtime/cuda/FusionPlan.h: dropout + residual add, the norm backward with
+# its residual add, the loss with its gradient) give the unfused kernels'
+# results bit for bit. The four single-rank training steps of
+# device-check.sh's models stage (test/gpu/models.sh; GPT-2 fp32 with two
+# microbatches, where the memory plan gives the loss's unread count the
+# gradient's bytes), and GPT-2 compiled without microbatches, run on the
+# CUDA backend compiled for the host (BUILD/lib/libtpcrt-cuda-emulated.so)
+# with TPCRT_CUDA_FUSIONS=kernels and =none: the gradients, outputs and
+# checkpoints must be the same bytes. A fused kernel that reads or writes
+# anything the unfused ones do not (a result written after bytes the memory
+# plan handed on, a missed rounding) changes them, where a tolerance would
+# let a few elements pass. cuBLASLt's epilogues are left out (=kernels):
+# they sum in their own order. Not a GPU run. (runtime.CudaEmulatedFusions)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=$(cd "$1" && pwd)
+work=$2
+backend=$build/lib/libtpcrt-cuda-emulated.so
+[ -f "$backend" ] || { echo "no $backend (a build without nvcc has none)"; exit 1; }
+rm -rf "$work"
+mkdir -p "$work/dumps"
+bash "$root/test/gpu/models.sh" "$build/bin" "$work/models" >"$work/models.txt"
+"$build/bin/tpc-import" "$work/models/gpt2-tiny.json" --batch 4 --seq 32 \
+  -o "$work/models/gpt2-tiny-one.mlir"
+"$build/bin/tpc-compile" "$work/models/gpt2-tiny-one.mlir" --train \
+  -o "$work/models/gpt2-tiny-one.tpcx" 2>/dev/null
+export TPCRT_CUDA_BACKEND=$backend
+failed=0
+for model in gpt2-tiny gpt2-tiny-one llama-tiny gpt2-tiny-bf16 \
+    llama-tiny-bf16; do
+  for fusions in kernels none; do
+    tag=$work/dumps/$model-$fusions
+    if ! TPCRT_CUDA_FUSIONS=$fusions "$build/bin/tpc-run" \
+        "$work/models/$model.tpcx" --device cuda --init-seed 7 \
+        --synthetic-seed 7 --steps 2 --dump-grads "$tag-grads.safetensors" \
+        --dump-outputs "$tag-outputs.safetensors" \
+        --save-checkpoint "$tag-checkpoint" >"$tag.log" 2>&1; then
+      echo "FAIL $model ($fusions): tpc-run failed"
+      cat "$tag.log"
+      failed=1
+      continue 2
+    fi
+  done
+  fused=$work/dumps/$model-kernels unfused=$work/dumps/$model-none
+  if cmp -s "$fused-grads.safetensors" "$unfused-grads.safetensors" &&
+      cmp -s "$fused-outputs.safetensors" "$unfused-outputs.safetensors" &&
+      diff -rq "$fused-checkpoint" "$unfused-checkpoint" >/dev/null; then
+    echo "ok   $model: fused kernels = unfused, bit for bit ($(grep '^step 2' "$fused.log"))"
+  else
+    echo "FAIL $model: the fused kernels' gradients, outputs or checkpoint differ"
+    grep '^step' "$fused.log" "$unfused.log" || true
+    failed=1
+  fi
+done
+# A value the device does not know is refused, saying which it takes.
+if TPCRT_CUDA_FUSIONS=some "$build/bin/tpc-run" \
+    "$work/models/llama-tiny.tpcx" --device cuda --init-seed 7 --synthetic-seed 7 --steps 1 \
+    >"$work/bad.log" 2>&1; then
+  echo "FAIL TPCRT_CUDA_FUSIONS=some was accepted"
+  failed=1
+elif ! grep -q "TPCRT_CUDA_FUSIONS=some: expected all, kernels or none" \
+    "$work/bad.log"; then
+  echo "FAIL TPCRT_CUDA_FUSIONS=some: not the expected message"
+  cat "$work/bad.log"
+  failed=1
+else
+  echo "ok   TPCRT_CUDA_FUSIONS=some refused: $(grep -m1 TPCRT_CUDA_FUSIONS "$work/bad.log")"
+fi
+exit $failed
