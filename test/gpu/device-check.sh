@@ -358,7 +358,35 @@ stage_models() {
   # run's log says which, "tpcrt: attention: cuDNN measured faster for").
   TPCRT_CUDA_ATTENTION=auto model_pair llama-d128-bf16 2e-2 \
     llama-d128-bf16-auto || failed=1
+  fusions_exact gpt2-tiny
   return $failed
+}
+
+# The device's own fused kernels (dropout + add, the norm backward, the loss
+# + gradient) on the GPU: $1's two steps with TPCRT_CUDA_FUSIONS=kernels and
+# =none, the gradients, outputs and checkpoint compared byte for byte
+# (runtime.CudaEmulatedFusions holds them equal in the emulation). Said in
+# the summary; not a failure (nvcc may contract a double product into an
+# FMA differently in the fused and unfused kernels).
+fusions_exact() {
+  local name=$1 fusions same=yes
+  for fusions in kernels none; do
+    TPCRT_CUDA_FUSIONS=$fusions "$(findbin tpc-run)" \
+      "$CARRY/models/$name.tpcx" --device "$DUT" --init-seed 7 \
+      --synthetic-seed 7 --steps 2 \
+      --dump-grads "$WORK/$name-$fusions-grads.safetensors" \
+      --dump-outputs "$WORK/$name-$fusions-out.safetensors" \
+      --save-checkpoint "$WORK/$name-$fusions-ckpt.safetensors" \
+      >"$WORK/$name-$fusions.txt" 2>&1 || same="not run ($fusions failed)"
+  done
+  if [ "$same" = yes ]; then
+    for part in grads out ckpt; do
+      cmp -s "$WORK/$name-kernels-$part.safetensors" \
+        "$WORK/$name-none-$part.safetensors" || same="no ($part differ)"
+    done
+  fi
+  echo "  fused kernels = unfused bit for bit ($name, TPCRT_CUDA_FUSIONS=kernels vs none): $same" |
+    tee -a "$OUT/summary.txt"
 }
 
 # The multi-rank models (models.sh) on the CPU ranks and on one CUDA device
