@@ -162,7 +162,11 @@ Options:
                           environment pins it: =own the own kernels,
                           =cudnn cuDNN wherever it covers the kernel,
                           =mma mma.sync on Hopper too, =generic the fp32
-                          FMA kernels (docs/runtime/cuda.md)
+                          FMA kernels. TPCRT_CUDA_FUSIONS picks the
+                          device's load-time fusions: =all (default),
+                          =kernels its own fused kernels only (exact:
+                          the unfused results bit for bit), =none
+                          (docs/runtime/cuda.md)
   --dump-outputs OUT      write the outputs of the last step (loss, and
                           logits when the executable returns them) to the
                           safetensors file OUT, atomically
