@@ -228,6 +228,13 @@ llvm::Expected<Hardware> mlir::tpc::parseHardware(llvm::StringRef text,
   if (reader.ok() && perNode != std::floor(perNode))
     reader.fail("'devices_per_node' must be an integer");
   hw.devicesPerNode = static_cast<int64_t>(perNode);
+  std::string device = reader.string("runtime_device", /*optional=*/true);
+  if (!device.empty()) {
+    if (device != "cuda" && device != "cpu")
+      reader.fail("'runtime_device' must be \"cuda\" or \"cpu\", not \"" +
+                  device + "\"");
+    hw.runtimeDevice = device;
+  }
 
   if (const json::Object *peak = reader.object_("peak_flops")) {
     Reader peaks(*peak, path.str() + ".peak_flops", error);

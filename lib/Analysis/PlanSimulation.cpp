@@ -6,6 +6,9 @@
 // (Simulator.h). Ranks of one stage run the same program on their blocks,
 // so one simulated rank stands for each stage; collectives inside a stage
 // (tp, dp) are busy time on the compute stream, those over `pp` barriers.
+// On a description whose runtime device is cuda, the kernel groups that
+// device runs as one (the caller's rt::planCudaFusions) are priced as one
+// kernel.
 //
 //===----------------------------------------------------------------------===//
 
@@ -61,8 +64,10 @@ public:
     }
   }
 
-  /// The piece of one kernel, or failure (an error emitted on it).
-  FailureOr<Piece> price(rt::KernelOp kernel);
+  /// The piece of one kernel, or failure (an error emitted on it); with
+  /// `groupBytes`, the bytes it moves are those (a fused group's).
+  FailureOr<Piece> price(rt::KernelOp kernel,
+                         std::optional<int64_t> groupBytes = std::nullopt);
 
 private:
   FailureOr<double> peakFor(rt::KernelOp kernel, Value operand) {
@@ -127,7 +132,8 @@ private:
   std::optional<unsigned> ppAxis;
 };
 
-FailureOr<Piece> Pricer::price(rt::KernelOp kernel) {
+FailureOr<Piece> Pricer::price(rt::KernelOp kernel,
+                               std::optional<int64_t> groupBytes) {
   using rt::OpCode;
   Piece piece;
   int64_t bytes = 0;
@@ -135,6 +141,8 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel) {
     bytes += bytesOf(buffer);
   for (Value buffer : kernel.getOutputs())
     bytes += bytesOf(buffer);
+  if (groupBytes)
+    bytes = *groupBytes;
   auto inputs = kernel.getInputs();
   auto outputs = kernel.getOutputs();
   auto matmul = [&](double flops) -> FailureOr<Piece> {
@@ -246,6 +254,86 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel) {
   }
 }
 
+bool isMatmul(rt::KernelOp kernel) {
+  switch (kernel.getOpcode()) {
+  case rt::OpCode::Linear:
+  case rt::OpCode::LinearInputGrad:
+  case rt::OpCode::LinearWeightGrad:
+  case rt::OpCode::LinearWeightGradAccumulate:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/// A runtime device's fused groups priced as one kernel each: the tail (a
+/// group's last kernel) is the group, its other kernels cost nothing alone.
+/// The group moves each outside buffer once: the members' operands but
+/// those a member before wrote, and their results but the intermediates the
+/// device never writes (a result a later member reads, unless the head's is
+/// written anyway). An epilogue group is its matrix product's; the others
+/// are memory-bound.
+class GroupPricer {
+public:
+  GroupPricer(Pricer &pricer, MutableArrayRef<rt::KernelOp> kernels,
+              ArrayRef<FusedGroup> groups)
+      : pricer(pricer), kernels(kernels) {
+    for (auto [g, group] : llvm::enumerate(groups))
+      for (int64_t k : group.kernels)
+        groupOf[k] = g;
+    this->groups = groups;
+  }
+
+  FailureOr<Piece> price(int64_t k) {
+    auto it = groupOf.find(k);
+    if (it == groupOf.end())
+      return pricer.price(kernels[k]);
+    const FusedGroup &group = groups[it->second];
+    if (k != group.kernels.back())
+      return Piece();
+    rt::KernelOp head = kernels[group.kernels.front()];
+    int64_t bytes = groupBytes(group), alone = 0;
+    for (int64_t m : group.kernels) {
+      for (Value buffer : kernels[m].getInputs())
+        alone += bytesOf(buffer);
+      for (Value buffer : kernels[m].getOutputs())
+        alone += bytesOf(buffer);
+    }
+    bytesNotMoved += alone - bytes;
+    return pricer.price(isMatmul(head) ? head : kernels[k], bytes);
+  }
+
+  /// The bytes the groups do not move (over one run of each).
+  int64_t bytesNotMoved = 0;
+
+private:
+  int64_t groupBytes(const FusedGroup &group) {
+    DenseSet<Value> written, readLater, counted;
+    for (size_t i = 1; i < group.kernels.size(); ++i)
+      for (Value in : kernels[group.kernels[i]].getInputs())
+        readLater.insert(in);
+    int64_t bytes = 0;
+    for (auto [i, k] : llvm::enumerate(group.kernels)) {
+      for (Value in : kernels[k].getInputs())
+        if (!written.contains(in) && counted.insert(in).second)
+          bytes += bytesOf(in);
+      for (Value out : kernels[k].getOutputs()) {
+        written.insert(out);
+        bool intermediate = i + 1 < group.kernels.size() &&
+                            readLater.contains(out) && !group.headWritten;
+        if (!intermediate && counted.insert(out).second)
+          bytes += bytesOf(out);
+      }
+    }
+    return bytes;
+  }
+
+  Pricer &pricer;
+  MutableArrayRef<rt::KernelOp> kernels;
+  ArrayRef<FusedGroup> groups;
+  DenseMap<int64_t, size_t> groupOf;
+};
+
 /// A range of kernels, folded: consecutive busy pieces of one category
 /// summed.
 struct Function {
@@ -260,7 +348,8 @@ struct ActionRef {
 } // namespace
 
 LogicalResult mlir::tpc::predictStep(ModuleOp module, const Hardware &hw,
-                                     CompileReport &report) {
+                                     CompileReport &report,
+                                     ArrayRef<FusedGroup> fusedGroups) {
   auto programs = module.getOps<rt::ProgramOp>();
   if (programs.empty())
     return module.emitError("--hardware: no rt.program to predict");
@@ -297,13 +386,19 @@ LogicalResult mlir::tpc::predictStep(ModuleOp module, const Hardware &hw,
   }
 
   Pricer pricer(hw, program);
+  for (const FusedGroup &group : fusedGroups)
+    for (int64_t k : group.kernels)
+      if (k < 0 || k >= static_cast<int64_t>(kernels.size()))
+        return program.emitError("--hardware: a fused group names kernel ")
+               << k << " of " << kernels.size();
+  GroupPricer groups(pricer, kernels, fusedGroups);
   for (Function &function : functions) {
     for (int64_t k = function.first; k < function.first + function.count;
          ++k) {
       if (k >= static_cast<int64_t>(kernels.size()))
         return program.emitError("--hardware: function ends past the last "
                                  "kernel");
-      FailureOr<Piece> piece = pricer.price(kernels[k]);
+      FailureOr<Piece> piece = groups.price(k);
       if (failed(piece))
         return failure();
       if (kernels[k]->hasAttr(kRecomputeAttrName) &&
@@ -396,6 +491,12 @@ LogicalResult mlir::tpc::predictStep(ModuleOp module, const Hardware &hw,
     prediction.tflopsPerDevice = hardwareFlops / result->makespan / 1e12;
     prediction.hfu = hardwareFlops / result->makespan / peak;
     prediction.mfu = modelFlops / result->makespan / peak;
+  }
+  if (hw.runtimeDevice == "cuda") {
+    prediction.deviceFusions.emplace();
+    for (const FusedGroup &group : fusedGroups)
+      prediction.deviceFusions->push_back(group.kernels);
+    prediction.fusedBytesNotMoved = groups.bytesNotMoved;
   }
   report.predicted = std::move(prediction);
   return success();

@@ -430,8 +430,8 @@ int main(int argc, char **argv) {
   if (failed(tpc::runCompileFlow(*module, options,
                                  report.empty() ? nullptr : &reportData)))
     return 1;
-  if (hardwareDescription &&
-      failed(tpc::predictStep(*module, *hardwareDescription, reportData)))
+  if (hardwareDescription && failed(rt::predictStepOnDevice(
+                                 *module, *hardwareDescription, reportData)))
     return 1;
   if (!report.empty() &&
       failed(tpc::writeReport(reportData, report, UnknownLoc::get(&context))))

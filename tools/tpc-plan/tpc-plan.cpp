@@ -19,6 +19,7 @@
 #include "tpc/Import/ModelBuilder.h"
 #include "tpc/Import/ModelConfig.h"
 #include "tpc/Pipelines/Pipelines.h"
+#include "tpc/Target/Tpcx.h"
 #include "tpc/Tools/ToolSupport.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -502,7 +503,7 @@ int main(int argc, char **argv) {
       return fail("the best plan's flags are refused: " + why);
     CompileReport report;
     if (failed(runCompileFlow(*module, options, &report)) ||
-        failed(predictStep(*module, *hw, report)))
+        failed(rt::predictStepOnDevice(*module, *hw, report)))
       return fail("the best plan does not compile (above)");
     TransformerShape small = shape;
     small.layers = check;

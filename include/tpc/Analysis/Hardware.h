@@ -54,6 +54,11 @@ struct Hardware {
   EfficiencyCurve gemm;
   double attentionEfficiency = 0, elementwiseEfficiency = 0;
   double kernelLaunchSeconds = 0;
+  /// The tpc-run device that runs plans on it: "cuda" (the prediction
+  /// prices its load-time fusions, runtime/cuda/FusionPlan.h: a fused
+  /// group is one kernel moving the group's outside bytes) or "cpu" (every
+  /// kernel alone; the default).
+  std::string runtimeDevice = "cpu";
 
   /// peak FLOP/s for "bf16", "fp16" or "fp32"; 0 if unknown.
   double peakFlops(llvm::StringRef dtype) const;

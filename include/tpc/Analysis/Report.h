@@ -92,6 +92,12 @@ struct StepPrediction {
     int64_t peakBytes = 0;
   };
   SmallVector<Stage, 1> stages;
+  /// On a description whose runtime device is cuda: the groups of kernels
+  /// (indices in the program, head first) that device runs as one, priced
+  /// so, and the bytes the groups do not move that their kernels alone
+  /// would (intermediates, operands read twice).
+  std::optional<std::vector<std::vector<int64_t>>> deviceFusions;
+  int64_t fusedBytesNotMoved = 0;
 };
 
 /// The report of one compile (INTERFACE.md, "Report").
@@ -194,6 +200,16 @@ LogicalResult readPoolFigures(ModuleOp module, CompileReport &report);
 
 struct Hardware;
 
+/// Kernels a runtime device runs as one: their indices in the program
+/// (rt.kernel order), head first. `headWritten`: the head's result is
+/// written though a later member reads it (a linear whose gelu writes
+/// elsewhere: the aux matrix), else such a result is an intermediate the
+/// device never writes.
+struct FusedGroup {
+  std::vector<int64_t> kernels;
+  bool headWritten = false;
+};
+
 /// Fills `report.predicted` (the stages' FLOPs and peaks read before) by
 /// replaying the lowered rt program of `module` on `hardware`: one rank per
 /// pipeline stage runs its action list (or the program's kernels in order),
@@ -202,8 +218,16 @@ struct Hardware;
 /// then dp, then tp, `devices_per_node` to a node), each point-to-point
 /// transfer its message time between the stages it joins. An error names a
 /// kernel the description has no peak for.
+///
+/// On a description whose runtime device is cuda, `fusedGroups` are the
+/// groups of kernels that device runs as one (rt::planCudaFusions, the
+/// device's own plan): each is priced as one kernel that moves the group's
+/// outside buffers once (none of the intermediates the device never
+/// writes), an epilogue group at its matrix product's FLOPs; and the
+/// report's predicted.device_fusions lists them.
 LogicalResult predictStep(ModuleOp module, const Hardware &hardware,
-                          CompileReport &report);
+                          CompileReport &report,
+                          ArrayRef<FusedGroup> fusedGroups = {});
 
 } // namespace mlir::tpc
 

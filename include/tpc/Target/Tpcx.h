@@ -12,6 +12,9 @@
 #define TPC_TARGET_TPCX_H
 
 #include "mlir/IR/BuiltinOps.h"
+#include "tpc/Analysis/Hardware.h"
+#include "tpc/Analysis/Report.h"
+
 #include "mlir/Support/LLVM.h"
 
 #include <cstdint>
@@ -29,6 +32,18 @@ LogicalResult serializeTpcx(ModuleOp module, std::vector<uint8_t> &payload);
 /// serializeTpcx, then writes the framed file to `path` atomically (a
 /// temporary file renamed over `path`).
 LogicalResult writeTpcxFile(ModuleOp module, StringRef path);
+
+/// The groups of kernels the CUDA device runs as one on this module's
+/// program: its own load-time plan (runtime/cuda/FusionPlan.h) over the
+/// serialized executable, decoded and placed as the loader does (one rank
+/// of each pipeline stage). For tpc::predictStep on a description whose
+/// runtime device is cuda.
+FailureOr<std::vector<tpc::FusedGroup>> planCudaFusions(ModuleOp module);
+
+/// tpc::predictStep with the groups the description's runtime device runs
+/// as one: planCudaFusions' where it is cuda, none on a cpu.
+LogicalResult predictStepOnDevice(ModuleOp module, const tpc::Hardware &hw,
+                                  tpc::CompileReport &report);
 
 } // namespace mlir::rt
 

@@ -96,6 +96,15 @@ LogicalResult mlir::tpc::writeReport(const CompileReport &report,
         {"hfu", p->hfu},
         {"tflops_per_gpu", p->tflopsPerDevice},
         {"stages", std::move(perStage)}};
+    if (p->deviceFusions) {
+      json::Array groups;
+      for (const std::vector<int64_t> &group : *p->deviceFusions)
+        groups.push_back(json::Array(group));
+      root["predicted"].getAsObject()->try_emplace(
+          "device_fusions",
+          json::Object{{"groups", std::move(groups)},
+                       {"bytes_not_moved", p->fusedBytesNotMoved}});
+    }
   }
 
   std::string error;
