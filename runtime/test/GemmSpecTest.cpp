@@ -859,15 +859,14 @@ TEST(GemmSpec, DISABLED_ModelNormBackwardsAreFused) {
                 path.c_str(), lossPairs, unwritten);
     bool tpRank = path.find("tp2") != std::string::npos;
     EXPECT_EQ(lossPairs, tpRank ? 0u : 1u);
-    // Every model has two norms a layer (two layers) and the final one. On
-    // a tensor-parallel rank the parameter gradients are all-reduced before
-    // the input gradient runs: no candidate there. Elsewhere (with
-    // microbatches too: their sums come after the input gradient) all are
-    // fused, and but for the final norm (whose input gradient meets the
-    // embedding's, not a residual) the add joins them.
+    // Every model has two norms a layer (two layers) and the final one, all
+    // fused (with microbatches too: their sums come after the input
+    // gradient; on a tensor- or data-parallel rank too: the reductions of
+    // the parameter gradients are issued after the group,
+    // rt-issue-reductions-early), and but for the final norm (whose input
+    // gradient meets the embedding's, not a residual) the add joins them.
     EXPECT_EQ(paramGrads, 5u);
-    bool tp = path.find("tp2") != std::string::npos;
-    EXPECT_EQ(groups, tp ? 0u : 5u);
-    EXPECT_EQ(withAdd, tp ? 0u : 4u);
+    EXPECT_EQ(groups, 5u);
+    EXPECT_EQ(withAdd, 4u);
   });
 }

@@ -34,9 +34,11 @@ configs=$src/test/Import/Inputs
 "$bin/tpc-compile" "$work/llama.mlir" --train -o "$work/llama.tpcx"
 "$bin/tpc-compile" "$work/llama-bf16.mlir" --train -o "$work/llama-bf16.tpcx"
 "$bin/tpc-compile" "$work/gpt2.mlir" --train --mesh tp=2 -o "$work/gpt2-tp2.tpcx"
+"$bin/tpc-compile" "$work/gpt2-bf16.mlir" --train --mesh dp=2 \
+  -o "$work/gpt2-bf16-dp2.tpcx"
 models=
 for m in gpt2 gpt2-bf16 gpt2-bf16-nodrop gpt2-bf16-nodrop-tp2 llama llama-bf16 \
-         gpt2-tp2; do
+         gpt2-tp2 gpt2-bf16-dp2; do
   models=$models${models:+:}$work/$m.tpcx
 done
 TPCRT_GEMM_SPEC_MODELS=$models "$tests" --gtest_also_run_disabled_tests \

@@ -188,3 +188,42 @@ rt.program @train_step mesh [pp = 2, dp = 2] attributes {functions = [{count = 2
   rt.output "s" %s : memref<16xf32>
   rt.output "y" %y : memref<16xf32>
 }
+
+// -----
+
+// A writer that the CUDA device fuses with the kernels right after it (a
+// norm's parameter gradient, its input gradient and the add of that;
+// runtime/cuda/FusionPlan.h) gets its reductions after those, not between
+// (each in place: its gradient's last use).
+// CHECK-LABEL: rt.program @train_step mesh [dp = 2]
+// CHECK: rt.kernel layer_norm_param_grad(%[[DY:.*]], %[[X:.*]]) -> (%[[DW:.*]], %[[DB:.*]]) floats
+// CHECK-NEXT: %[[DX:.*]] = rt.alloc : memref<4x8xf32>
+// CHECK-NEXT: rt.kernel layer_norm_input_grad(%[[DY]], %[[X]], %{{.*}}) -> (%[[DX]])
+// CHECK-NEXT: %[[Z:.*]] = rt.alloc : memref<4x8xf32>
+// CHECK-NEXT: rt.kernel add(%{{.*}}, %[[DX]]) -> (%[[Z]])
+// CHECK-NEXT: rt.kernel all_reduce(%[[DB]]) -> (%[[DB]])
+// CHECK-NEXT: rt.kernel all_reduce(%[[DW]]) -> (%[[DW]])
+// CHECK-NEXT: rt.alloc
+// CHECK-NEXT: rt.kernel silu(%[[Z]])
+rt.program @train_step mesh [dp = 2] {
+  %dy = rt.input "dy" : memref<4x8xf32>
+  %x = rt.input "x" : memref<4x8xf32>
+  %w = rt.input "w" : memref<8xf32>
+  %r = rt.input "r" : memref<4x8xf32>
+  %dw = rt.alloc : memref<8xf32>
+  %db = rt.alloc : memref<8xf32>
+  rt.kernel layer_norm_param_grad(%dy, %x) -> (%dw, %db) floats [1.0e-05] : memref<4x8xf32>, memref<4x8xf32> -> memref<8xf32>, memref<8xf32>
+  %dx = rt.alloc : memref<4x8xf32>
+  rt.kernel layer_norm_input_grad(%dy, %x, %w) -> (%dx) floats [1.0e-05] : memref<4x8xf32>, memref<4x8xf32>, memref<8xf32> -> memref<4x8xf32>
+  %z = rt.alloc : memref<4x8xf32>
+  rt.kernel add(%r, %dx) -> (%z) : memref<4x8xf32>, memref<4x8xf32> -> memref<4x8xf32>
+  %t = rt.alloc : memref<4x8xf32>
+  rt.kernel silu(%z) -> (%t) : memref<4x8xf32> -> memref<4x8xf32>
+  %rw = rt.alloc : memref<8xf32>
+  rt.kernel all_reduce(%dw) -> (%rw) ints [0] : memref<8xf32> -> memref<8xf32>
+  %rb = rt.alloc : memref<8xf32>
+  rt.kernel all_reduce(%db) -> (%rb) ints [0] : memref<8xf32> -> memref<8xf32>
+  rt.output "t" %t : memref<4x8xf32>
+  rt.output "rw" %rw : memref<8xf32>
+  rt.output "rb" %rb : memref<8xf32>
+}

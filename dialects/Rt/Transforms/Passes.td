@@ -15,8 +15,13 @@ def RtIssueReductionsEarly : Pass<"rt-issue-reductions-early", "ModuleOp"> {
     after the whole backward, is then issued right after the gradient's last
     kernel (its layer's last weight-gradient kernel), and a device that runs
     collectives on a stream of their own (the CUDA device) overlaps it with
-    the rest of the backward. Every rank runs the same program, so the
-    collectives keep one order on all ranks; the values are unchanged.
+    the rest of the backward. Where the writer is a kernel the CUDA device
+    fuses with the ones right after it (runtime/cuda/FusionPlan.h: a
+    weight gradient and the sum_to of its dY, a loss and its gradient, a
+    norm's parameter and input gradients and the add of that), the
+    reduction goes after those, so that it does not keep them apart. Every
+    rank runs the same program, so the collectives keep one order on all
+    ranks; the values are unchanged.
     Then each `all_reduce` that is its operand's last use (an `rt.alloc`)
     reduces the operand in place, the result's buffer going: the memory plan
     would otherwise hand the operand's bytes to a later kernel of the
