@@ -615,9 +615,6 @@ Status CudaDevice::prepare(const Program &program,
   for (size_t p = 0; p + 1 < program.calls.size(); ++p) {
     const KernelCall &head = program.calls[p];
     FusionStep &step = fusion_[head.index];
-    if (step.role == FusionRole::Head && isReductionKernel(head.op))
-      scratchBytes_ =
-          std::max(scratchBytes_, alignScratch(normBackwardScratchBytes(head)));
     if (!isGemmKernel(head.op) || step.role != FusionRole::Head)
       continue;
     const KernelCall &tail = program.calls[p + 1];
@@ -1162,25 +1159,19 @@ Status CudaDevice::execute(const KernelCall &call,
     // A fused pair's head and tail each wait for what their own ranges
     // meet (the head's, its result included, at its call): both waits are
     // enqueued before the fused kernel.
+    // Ids and labels are checked as each kernel comes, fused or not.
     s = waitForHazards(call);
+    if (s)
+      s = checkData(call);
     if (!s)
       break;
-    // The labels of a deferred or fused cross_entropy are checked as they
-    // come, as the unfused kernels' are.
     if (fusion.role == FusionRole::Head ||
-        (fusion.role == FusionRole::Link && deferredCount_)) {
-      s = checkData(call);
-      if (s)
-        defer(call, context);
-    } else if (fusion.role == FusionRole::Tail && deferredCount_) {
-      s = checkData(call);
-      if (s)
-        s = runFused(call, context);
-    } else {
-      s = checkData(call);
-      if (s)
-        s = runCompute(call, r, context);
-    }
+        (fusion.role == FusionRole::Link && deferredCount_))
+      defer(call, context);
+    else if (fusion.role == FusionRole::Tail && deferredCount_)
+      s = runFused(call, context);
+    else
+      s = runCompute(call, r, context);
     break;
   }
   // The interpreter names the kernel of a failure (not named here too).

@@ -111,12 +111,10 @@ Status runReductionKernel(const KernelCall &call, const KernelArgs &args);
 Status runCrossEntropyWithGrad(const KernelCall &loss, const KernelCall &grad,
                                const KernelArgs &lossArgs,
                                const KernelArgs &gradArgs, uint8_t unwritten);
-/// Scratch of the fused norm backward headed by `paramGrad` (a
-/// layer_norm_param_grad or rms_norm_param_grad; FusionPlan.h).
-uint64_t normBackwardScratchBytes(const KernelCall &paramGrad);
 /// The fused norm backward: `paramGrad` and `inputGrad` (the same dY and
 /// x) in one pass, and `add` (null: none) the residual add of the input
-/// gradient, dX then never written; each with its run's addresses.
+/// gradient, dX then never written; each with its run's addresses. Its
+/// scratch is `paramGrad`'s own (reductionScratchBytes).
 Status runNormBackward(const KernelCall &paramGrad, const KernelCall &inputGrad,
                        const KernelCall *add, const KernelArgs &paramArgs,
                        const KernelArgs &inputArgs, const KernelArgs *addArgs);

@@ -560,43 +560,50 @@ planFusions(const Program &program,
   for (const StateRef &state : program.state)
     bind(state.buffer);
 
+  // A refused candidate, said (tests, traces); a fused pair, planned.
+  auto refuse = [&](const KernelCall &call, const char *why,
+                    const char *what = "") {
+    if (refusals)
+      refusals->push_back("kernel " + std::to_string(call.index) + " (" +
+                          opCodeName(call.op) + ")" + what + ": " + why);
+  };
+  auto pair = [&](const KernelCall &head, const KernelCall &tail,
+                  FusionStep step) {
+    step.role = FusionRole::Head;
+    step.partner = tail.index;
+    plan[head.index] = step;
+    step.role = FusionRole::Tail;
+    step.partner = head.index;
+    plan[tail.index] = step;
+  };
   for (size_t p = 0; p < program.calls.size(); ++p) {
     const KernelCall &a = program.calls[p];
     if (fusion::isCrossEntropyCandidate(program, p)) {
-      uint8_t unwritten = 0;
-      if (const char *why = fusion::crossEntropyRefusal(program, p, reads,
-                                                        hostBound, unwritten)) {
-        if (refusals)
-          refusals->push_back("kernel " + std::to_string(a.index) +
-                              " (cross_entropy): " + why);
+      FusionStep step;
+      if (const char *why = fusion::crossEntropyRefusal(
+              program, p, reads, hostBound, step.unwrittenHeadResults)) {
+        refuse(a, why);
         continue;
       }
-      const KernelCall &b = program.calls[p + 1];
-      plan[a.index] = {FusionRole::Head, b.index, false, false, unwritten};
-      plan[b.index] = {FusionRole::Tail, a.index, false, false, unwritten};
+      pair(a, program.calls[p + 1], step);
       ++p;
       continue;
     }
     if (fusion::isNormBackwardCandidate(program, p)) {
       if (const char *why = fusion::normBackwardRefusal(program, p)) {
-        if (refusals)
-          refusals->push_back("kernel " + std::to_string(a.index) + " (" +
-                              opCodeName(a.op) + "): " + why);
+        refuse(a, why);
         continue;
       }
       const KernelCall &b = program.calls[p + 1];
-      const char *noAdd =
-          fusion::normBackwardAddRefusal(program, p, reads, writes, hostBound);
-      plan[a.index] = {FusionRole::Head, b.index};
-      if (noAdd) {
-        if (refusals)
-          refusals->push_back("kernel " + std::to_string(b.index) + " (" +
-                              opCodeName(b.op) + ") + add: " + noAdd);
-        plan[b.index] = {FusionRole::Tail, a.index};
+      if (const char *noAdd = fusion::normBackwardAddRefusal(
+              program, p, reads, writes, hostBound)) {
+        refuse(b, noAdd, " + add");
+        pair(a, b, {});
         ++p;
         continue;
       }
       const KernelCall &c = program.calls[p + 2];
+      plan[a.index] = {FusionRole::Head, b.index};
       plan[b.index] = {FusionRole::Link, a.index};
       plan[c.index] = {FusionRole::Tail, b.index};
       p += 2;
@@ -604,57 +611,36 @@ planFusions(const Program &program,
     }
     if (fusion::isInputGradGeluCandidate(program, p)) {
       if (const char *why = fusion::inputGradGeluRefusal(program, p, reads,
-                                                         writes, hostBound)) {
-        if (refusals)
-          refusals->push_back("kernel " + std::to_string(a.index) +
-                              " (linear_input_grad): " + why);
-        continue;
-      }
-      const KernelCall &b = program.calls[p + 1];
-      plan[a.index] = {FusionRole::Head, b.index};
-      plan[b.index] = {FusionRole::Tail, a.index};
+                                                         writes, hostBound))
+        refuse(a, why);
+      else
+        pair(a, program.calls[p + 1], {});
       continue;
     }
     if (fusion::isWeightGradSumCandidate(program, p)) {
-      bool stagesSum = false;
+      FusionStep step;
       if (const char *why =
-              fusion::weightGradSumRefusal(program, p, stagesSum)) {
-        if (refusals)
-          refusals->push_back("kernel " + std::to_string(a.index) + " (" +
-                              opCodeName(a.op) + "): " + why);
-        continue;
-      }
-      const KernelCall &b = program.calls[p + 1];
-      plan[a.index] = {FusionRole::Head, b.index, false, stagesSum};
-      plan[b.index] = {FusionRole::Tail, a.index, false, stagesSum};
+              fusion::weightGradSumRefusal(program, p, step.stagesSum))
+        refuse(a, why);
+      else
+        pair(a, program.calls[p + 1], step);
       continue;
     }
     if (fusion::isLinearGeluCandidate(program, p)) {
-      bool writesHead = false;
+      FusionStep step;
       if (const char *why =
-              fusion::linearGeluRefusal(program, p, writesHead)) {
-        if (refusals)
-          refusals->push_back("kernel " + std::to_string(a.index) +
-                              " (linear): " + why);
-        continue;
-      }
-      const KernelCall &b = program.calls[p + 1];
-      plan[a.index] = {FusionRole::Head, b.index, writesHead};
-      plan[b.index] = {FusionRole::Tail, a.index, writesHead};
+              fusion::linearGeluRefusal(program, p, step.writesHead))
+        refuse(a, why);
+      else
+        pair(a, program.calls[p + 1], step);
       continue;
     }
     if (a.op != fb::OpCode::ApplyMask)
       continue;
-    if (const char *why =
-            fusion::refusal(program, p, reads, writes, hostBound)) {
-      if (refusals)
-        refusals->push_back("kernel " + std::to_string(a.index) +
-                            " (apply_mask): " + why);
-      continue;
-    }
-    const KernelCall &b = program.calls[p + 1];
-    plan[a.index] = {FusionRole::Head, b.index};
-    plan[b.index] = {FusionRole::Tail, a.index};
+    if (const char *why = fusion::refusal(program, p, reads, writes, hostBound))
+      refuse(a, why);
+    else
+      pair(a, program.calls[p + 1], {});
   }
   return plan;
 }

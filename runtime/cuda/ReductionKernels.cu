@@ -57,12 +57,18 @@ Out outResult(const KernelCall &call, const KernelArgs &args, size_t j) {
   return {args.results[j], resultType(call, j)};
 }
 
-/// Scratch of a norm parameter gradient: the row statistics, then the
-/// chunks' partial sums (weight, then bias).
+/// Scratch of a norm parameter gradient: the row statistics (the unfused
+/// kernels'), then the chunks' partial sums (weight, then bias; the fused
+/// norm backward's too, at the same place).
 struct ParamGradScratch {
   uint64_t statsBytes = 0, partialBytes = 0;
   RowChunks chunks;
   uint64_t total() const { return statsBytes + partialBytes; }
+  double *stats(void *scratch) const { return static_cast<double *>(scratch); }
+  double *partialW(void *scratch) const {
+    return reinterpret_cast<double *>(static_cast<uint8_t *>(scratch) +
+                                      statsBytes);
+  }
 };
 
 ParamGradScratch paramGradScratch(const KernelCall &call) {
@@ -104,6 +110,19 @@ Status runNorm(const KernelCall &call, const KernelArgs &args) {
   }
 }
 
+/// A norm parameter gradient's results (`call`'s): the chunks' partial sums
+/// at `partialW` (then the bias's) added in chunk order.
+Status sumParamPartials(const KernelCall &call, const KernelArgs &args,
+                        const double *partialW, int64_t chunks,
+                        const char *name) {
+  bool layer = call.op == fb::OpCode::LayerNormParamGrad;
+  TPCRT_LAUNCH(normParamSumKernel, gridFor(call.cols), 256, 0, args.stream,
+               partialW, partialW + chunks * call.cols, chunks, call.cols,
+               outResult(call, args, 0),
+               layer ? outResult(call, args, 1) : Out{nullptr, Storage::F32});
+  return launchStatus(name);
+}
+
 Status runNormParamGrad(const KernelCall &call, const KernelArgs &args) {
   bool layer = call.op == fb::OpCode::LayerNormParamGrad;
   const char *name = layer ? "layer_norm_param_grad" : "rms_norm_param_grad";
@@ -112,9 +131,8 @@ Status runNormParamGrad(const KernelCall &call, const KernelArgs &args) {
   ParamGradScratch s = paramGradScratch(call);
   if (args.scratchBytes < s.total())
     return Status::error(std::string(name) + ": scratch too small");
-  auto *bytes = static_cast<uint8_t *>(args.scratch);
-  auto *stats = reinterpret_cast<double *>(bytes);
-  auto *partialW = reinterpret_cast<double *>(bytes + s.statsBytes);
+  double *stats = s.stats(args.scratch);
+  double *partialW = s.partialW(args.scratch);
   double *partialB = partialW + s.chunks.chunks * call.cols;
   In dY = inOperand(call, args, 0), x = inOperand(call, args, 1);
   auto epsilon = static_cast<float>(call.floatAttrs[0]);
@@ -131,19 +149,7 @@ Status runNormParamGrad(const KernelCall &call, const KernelArgs &args) {
                partialW, partialB);
   if (Status st = launchStatus(name); !st)
     return st;
-  Out none{nullptr, Storage::F32};
-  TPCRT_LAUNCH(normParamSumKernel, gridFor(call.cols), 256, 0, args.stream,
-               partialW, partialB, s.chunks.chunks, call.cols,
-               outResult(call, args, 0),
-               layer ? outResult(call, args, 1) : none);
-  return launchStatus(name);
-}
-
-/// Scratch of the fused norm backward: the chunks' partial sums (weight,
-/// then bias).
-uint64_t normBackwardPartialBytes(int64_t rows, int64_t cols, bool layer) {
-  return alignScratch(static_cast<uint64_t>(layer ? 2 : 1) *
-                      paramGradChunks(rows).chunks * cols * sizeof(double));
+  return sumParamPartials(call, args, partialW, s.chunks.chunks, name);
 }
 
 bool isNormParamGrad(fb::OpCode op) {
@@ -574,14 +580,6 @@ Status runCrossEntropyWithGrad(const KernelCall &loss, const KernelCall &grad,
   return crossEntropyTotal(loss, lossArgs, rowLoss, name, unwritten);
 }
 
-uint64_t normBackwardScratchBytes(const KernelCall &paramGrad) {
-  if (!isNormParamGrad(paramGrad.op) || paramGrad.cols == 0)
-    return 0;
-  return normBackwardPartialBytes(paramGrad.rows, paramGrad.cols,
-                                  paramGrad.op ==
-                                      fb::OpCode::LayerNormParamGrad);
-}
-
 Status runNormBackward(const KernelCall &paramGrad, const KernelCall &inputGrad,
                        const KernelCall *add, const KernelArgs &paramArgs,
                        const KernelArgs &inputArgs, const KernelArgs *addArgs) {
@@ -622,12 +620,14 @@ Status runNormBackward(const KernelCall &paramGrad, const KernelCall &inputGrad,
   }
   if (p.cols == 0)
     return Status::ok();
-  RowChunks chunks = paramGradChunks(p.rows);
+  // The unfused parameter gradient's scratch (which the device reserves
+  // for it), its partial sums where that kernel keeps them.
+  ParamGradScratch s = paramGradScratch(paramGrad);
+  RowChunks chunks = s.chunks;
   p.rowsPerChunk = chunks.rowsPerChunk;
-  uint64_t partialBytes = normBackwardPartialBytes(p.rows, p.cols, layer);
-  if (paramArgs.scratchBytes < partialBytes)
+  if (paramArgs.scratchBytes < s.total())
     return Status::error(std::string(name) + ": scratch too small");
-  p.partialW = static_cast<double *>(paramArgs.scratch);
+  p.partialW = s.partialW(paramArgs.scratch);
   p.partialB = p.partialW + chunks.chunks * p.cols;
   if (Status st = launchWithSharedMemory(
           normBackwardKernel, dim3(static_cast<unsigned>(chunks.chunks)),
@@ -635,11 +635,8 @@ Status runNormBackward(const KernelCall &paramGrad, const KernelCall &inputGrad,
           paramArgs.stream, name, name, p);
       !st)
     return st;
-  TPCRT_LAUNCH(
-      normParamSumKernel, gridFor(p.cols), 256, 0, paramArgs.stream, p.partialW,
-      p.partialB, chunks.chunks, p.cols, outResult(paramGrad, paramArgs, 0),
-      layer ? outResult(paramGrad, paramArgs, 1) : Out{nullptr, Storage::F32});
-  return launchStatus(name);
+  return sumParamPartials(paramGrad, paramArgs, p.partialW, chunks.chunks,
+                          name);
 }
 
 //===----------------------------------------------------------------------===//
