@@ -30,6 +30,16 @@ int64_t bytesOf(Value buffer) {
   return rt::getBufferBytes(cast<MemRefType>(buffer.getType()));
 }
 
+/// The bytes a kernel reads and writes, each operand and result once.
+int64_t kernelBytes(rt::KernelOp kernel) {
+  int64_t bytes = 0;
+  for (Value buffer : kernel.getInputs())
+    bytes += bytesOf(buffer);
+  for (Value buffer : kernel.getOutputs())
+    bytes += bytesOf(buffer);
+  return bytes;
+}
+
 int64_t elementsOf(Value buffer) {
   return cast<MemRefType>(buffer.getType()).getNumElements();
 }
@@ -136,13 +146,7 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel,
                                std::optional<int64_t> groupBytes) {
   using rt::OpCode;
   Piece piece;
-  int64_t bytes = 0;
-  for (Value buffer : kernel.getInputs())
-    bytes += bytesOf(buffer);
-  for (Value buffer : kernel.getOutputs())
-    bytes += bytesOf(buffer);
-  if (groupBytes)
-    bytes = *groupBytes;
+  int64_t bytes = groupBytes ? *groupBytes : kernelBytes(kernel);
   auto inputs = kernel.getInputs();
   auto outputs = kernel.getOutputs();
   auto matmul = [&](double flops) -> FailureOr<Piece> {
@@ -277,11 +281,10 @@ class GroupPricer {
 public:
   GroupPricer(Pricer &pricer, MutableArrayRef<rt::KernelOp> kernels,
               ArrayRef<FusedGroup> groups)
-      : pricer(pricer), kernels(kernels) {
+      : pricer(pricer), kernels(kernels), groups(groups) {
     for (auto [g, group] : llvm::enumerate(groups))
       for (int64_t k : group.kernels)
         groupOf[k] = g;
-    this->groups = groups;
   }
 
   FailureOr<Piece> price(int64_t k) {
@@ -292,14 +295,10 @@ public:
     if (k != group.kernels.back())
       return Piece();
     rt::KernelOp head = kernels[group.kernels.front()];
-    int64_t bytes = groupBytes(group), alone = 0;
-    for (int64_t m : group.kernels) {
-      for (Value buffer : kernels[m].getInputs())
-        alone += bytesOf(buffer);
-      for (Value buffer : kernels[m].getOutputs())
-        alone += bytesOf(buffer);
-    }
-    bytesNotMoved += alone - bytes;
+    int64_t bytes = groupBytes(group);
+    for (int64_t m : group.kernels)
+      bytesNotMoved += kernelBytes(kernels[m]);
+    bytesNotMoved -= bytes;
     return pricer.price(isMatmul(head) ? head : kernels[k], bytes);
   }
 
