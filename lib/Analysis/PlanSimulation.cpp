@@ -4,13 +4,17 @@
 // a short list of simulator ops (busy time, transfers, barriers), expands
 // each stage's action list into them, and replays the stages together
 // (Simulator.h). Ranks of one stage run the same program on their blocks,
-// so one simulated rank stands for each stage; collectives inside a stage
-// (tp, dp) are busy time on the compute stream, those over `pp` barriers.
-// On a description whose runtime device is cuda, the kernel groups that
-// device runs as one (the caller's rt::planCudaFusions) are priced as one
-// kernel.
+// so one simulated rank stands for each stage; collectives over `pp` are
+// barriers. Collectives inside a stage (tp, dp) are busy time on the
+// compute stream, except on a description whose runtime device is cuda:
+// that device runs them on a communication stream and a kernel waits only
+// for those whose bytes its own meet (CollectiveStream.h), and it runs
+// some groups of kernels as one (the caller's rt::planCudaFusions), priced
+// as one kernel.
 //
 //===----------------------------------------------------------------------===//
+
+#include "CollectiveStream.h"
 
 #include "tpc/Analysis/Cost.h"
 #include "tpc/Analysis/Report.h"
@@ -62,11 +66,17 @@ struct Piece {
   /// Transfers: the peer stage; waits: the buffer whose start it waits.
   int peer = -1;
   Value buffer;
+  /// A collective on the communication stream (CollectiveStart), or a
+  /// kernel's wait for those in flight that its bytes meet (a Wait with
+  /// `onStream`): the buffers it reads and writes.
+  bool onStream = false;
+  SmallVector<Value, 2> reads, writes;
 };
 
 class Pricer {
 public:
-  Pricer(const Hardware &hw, rt::ProgramOp program) : hw(hw) {
+  Pricer(const Hardware &hw, rt::ProgramOp program)
+      : hw(hw), overlapsCollectives(hw.runtimeDevice == "cuda") {
     if (auto mesh = program.getMeshAttr()) {
       for (unsigned axis = 0; axis < mesh.getNumAxes(); ++axis)
         meshSizes.push_back(mesh.getSizes()[axis]);
@@ -138,6 +148,8 @@ private:
   }
 
   const Hardware &hw;
+  /// Collectives inside a stage go on a communication stream.
+  const bool overlapsCollectives;
   std::vector<int64_t> meshSizes;
   std::optional<unsigned> ppAxis;
 };
@@ -170,8 +182,13 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel,
     piece.seconds = collectiveSeconds(
         hw, kind, static_cast<double>(size), groupSize(axes),
         groupMembersPerNode(meshSizes, axes, hw.devicesPerNode));
-    if (crossesPipeline(axes))
+    if (crossesPipeline(axes)) {
       piece.kind = sim::Op::Barrier;
+    } else if (overlapsCollectives) {
+      piece.kind = sim::Op::CollectiveStart;
+      piece.reads.assign(inputs.begin(), inputs.end());
+      piece.writes.assign(outputs.begin(), outputs.end());
+    }
     return piece;
   };
   auto transfer = [&](sim::Op::Kind kind, Value buffer) -> FailureOr<Piece> {
@@ -333,6 +350,68 @@ private:
   DenseMap<int64_t, size_t> groupOf;
 };
 
+bool isCollective(rt::KernelOp kernel) {
+  switch (kernel.getOpcode()) {
+  case rt::OpCode::AllReduce:
+  case rt::OpCode::AllGather:
+  case rt::OpCode::ReduceScatter:
+  case rt::OpCode::AllToAll:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/// On a device that runs collectives on a communication stream: the wait
+/// of each kernel for those in flight, as a piece that names the buffers
+/// to look at (the replay of a stage resolves it against what is in flight
+/// there). Only buffers whose bytes a collective touches are looked at, and
+/// within a function each (buffer, read or write) once until the function's
+/// next collective: a second look would find nothing new in flight.
+class StreamWaits {
+public:
+  StreamWaits(ArrayRef<rt::KernelOp> kernels, stream::Footprints &footprints)
+      : footprints(footprints) {
+    for (rt::KernelOp kernel : kernels)
+      if (isCollective(kernel))
+        for (Value buffer : kernel->getOperands())
+          collectiveBytes.add(footprints.extent(buffer));
+    collectiveBytes.seal();
+  }
+
+  /// A new function, or a collective just issued in this one.
+  void reset() { looked.clear(); }
+
+  /// The wait piece of `kernel`, or nullopt when it has nothing to look at.
+  std::optional<Piece> before(rt::KernelOp kernel) {
+    Piece piece;
+    piece.kind = sim::Op::Wait;
+    piece.category = sim::Communication;
+    piece.onStream = true;
+    for (Value buffer : kernel.getOutputs())
+      if (relevant(buffer) && looked.insert({buffer, 1u}).second)
+        piece.writes.push_back(buffer);
+    for (Value buffer : kernel.getInputs())
+      if (!looked.contains({buffer, 1u}) && relevant(buffer) &&
+          looked.insert({buffer, 0u}).second)
+        piece.reads.push_back(buffer);
+    if (piece.reads.empty() && piece.writes.empty())
+      return std::nullopt;
+    return piece;
+  }
+
+private:
+  bool relevant(Value buffer) {
+    return collectiveBytes.meets(footprints.extent(buffer));
+  }
+
+  stream::Footprints &footprints;
+  stream::CollectiveBytes collectiveBytes;
+  /// (buffer, written) looked at since the function's start or its last
+  /// collective.
+  DenseSet<std::pair<Value, unsigned>> looked;
+};
+
 /// A range of kernels, folded: consecutive busy pieces of one category
 /// summed.
 struct Function {
@@ -356,7 +435,7 @@ LogicalResult mlir::tpc::predictStep(ModuleOp module, const Hardware &hw,
   SmallVector<rt::KernelOp> kernels(program.getOps<rt::KernelOp>());
 
   // The functions (one over every kernel without them) and the lists.
-  SmallVector<Function> functions;
+  SmallVector<Function, 0> functions;
   if (auto attr = program->getAttrOfType<ArrayAttr>("functions")) {
     for (auto entry : attr.getAsRange<DictionaryAttr>()) {
       Function function;
@@ -391,7 +470,13 @@ LogicalResult mlir::tpc::predictStep(ModuleOp module, const Hardware &hw,
         return program.emitError("--hardware: a fused group names kernel ")
                << k << " of " << kernels.size();
   GroupPricer groups(pricer, kernels, fusedGroups);
+  stream::Footprints footprints(program);
+  std::optional<StreamWaits> streamWaits;
+  if (hw.runtimeDevice == "cuda")
+    streamWaits.emplace(kernels, footprints);
   for (Function &function : functions) {
+    if (streamWaits)
+      streamWaits->reset();
     for (int64_t k = function.first; k < function.first + function.count;
          ++k) {
       if (k >= static_cast<int64_t>(kernels.size()))
@@ -400,6 +485,12 @@ LogicalResult mlir::tpc::predictStep(ModuleOp module, const Hardware &hw,
       FailureOr<Piece> piece = groups.price(k);
       if (failed(piece))
         return failure();
+      if (piece->kind == sim::Op::CollectiveStart) {
+        streamWaits->reset();
+      } else if (streamWaits && !isCollective(kernels[k])) {
+        if (std::optional<Piece> wait = streamWaits->before(kernels[k]))
+          function.pieces.push_back(std::move(*wait));
+      }
       if (kernels[k]->hasAttr(kRecomputeAttrName) &&
           piece->category == sim::Compute)
         piece->category = sim::Recompute;
@@ -415,8 +506,15 @@ LogicalResult mlir::tpc::predictStep(ModuleOp module, const Hardware &hw,
 
   // Expand each stage's actions.
   std::vector<std::vector<sim::Op>> ranks(lists.size());
+  auto spans = [&](ArrayRef<Value> buffers, int64_t slot) {
+    SmallVector<stream::ByteRange, 4> result;
+    for (Value buffer : buffers)
+      result.push_back(footprints.of(buffer, slot));
+    return result;
+  };
   for (auto [stage, actions] : llvm::enumerate(lists)) {
     std::vector<sim::Op> &ops = ranks[stage];
+    stream::InFlight inFlight;
     // The position of the start of each (buffer, slot) transfer.
     DenseMap<std::pair<Value, int64_t>, int64_t> starts;
     for (const ActionRef &action : actions) {
@@ -431,6 +529,30 @@ LogicalResult mlir::tpc::predictStep(ModuleOp module, const Hardware &hw,
         op.category = piece.category;
         op.seconds = piece.seconds;
         op.peer = piece.peer;
+        if (piece.kind == sim::Op::Wait && piece.onStream) {
+          op.transfer = inFlight.conflicts(spans(piece.reads, action.slot),
+                                           spans(piece.writes, action.slot));
+          if (op.transfer >= 0)
+            ops.push_back(op);
+          continue;
+        }
+        if (piece.kind == sim::Op::CollectiveStart) {
+          // The device's compute stream waits for the collective it retires
+          // to make room (if any) as this one goes out; waiting just after
+          // is the same time (the stream runs them in order).
+          int64_t oldest =
+              inFlight.start(ops.size(), spans(piece.reads, action.slot),
+                             spans(piece.writes, action.slot));
+          ops.push_back(op);
+          if (oldest >= 0) {
+            sim::Op wait;
+            wait.kind = sim::Op::Wait;
+            wait.category = sim::Communication;
+            wait.transfer = oldest;
+            ops.push_back(wait);
+          }
+          continue;
+        }
         if (piece.kind == sim::Op::SendStart ||
             piece.kind == sim::Op::RecvStart)
           starts[{piece.buffer, action.slot}] = ops.size();
@@ -462,6 +584,7 @@ LogicalResult mlir::tpc::predictStep(ModuleOp module, const Hardware &hw,
     figures.computeSeconds = rank.busy[sim::Compute];
     figures.recomputeSeconds = rank.busy[sim::Recompute];
     figures.communicationSeconds = rank.busy[sim::Communication];
+    figures.overlappedCommunicationSeconds = rank.overlappedCommunication;
     // Rounding may leave a busy rank -1e-16 s idle.
     figures.idleSeconds = std::max(0.0, result->makespan - rank.busyTotal());
     idle += figures.idleSeconds;

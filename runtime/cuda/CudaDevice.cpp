@@ -249,9 +249,6 @@ public:
   Status synchronize() override;
 
 private:
-  /// Event slots: collectives and transfers in flight at once.
-  static constexpr size_t kEventSlots = 64;
-
   Status checkRange(uint64_t offset, uint64_t bytes) const;
   Status openGroups(const Program &program,
                     const std::vector<Communicator *> &groups);

@@ -37,6 +37,10 @@ struct ByteRange {
   }
 };
 
+/// The CUDA device's event slots: collectives and transfers in flight at
+/// once (tpc-compile's prediction replays the same count).
+constexpr size_t kEventSlots = 64;
+
 class HazardTracker {
 public:
   /// The most ranges one operation reads or writes.

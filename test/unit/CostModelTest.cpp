@@ -251,6 +251,54 @@ TEST(Simulator, StartedTransfersOverlap) {
   EXPECT_EQ(result->ranks[1].finish, 10);
 }
 
+TEST(Simulator, CollectivesOnTheCommunicationStream) {
+  // Collectives of 4 s and 3 s issued at 0 and 1 run 0..4 and 4..7 on the
+  // stream while the rank works 1 + 5 s; its wait for the second returns
+  // at 7 (1 s exposed), then 2 s more work: the step ends at 9, 6 of the
+  // stream's 7 s overlapped.
+  sim::Op first;
+  first.kind = sim::Op::CollectiveStart;
+  first.category = sim::Communication;
+  first.seconds = 4;
+  sim::Op second = first;
+  second.seconds = 3;
+  sim::Op wait;
+  wait.kind = sim::Op::Wait;
+  wait.transfer = 3;
+  std::vector<std::vector<sim::Op>> ranks = {
+      {first, sim::Op::busy(1), sim::Op::busy(0), second, sim::Op::busy(5),
+       wait, sim::Op::busy(2)}};
+  std::string error;
+  auto result = sim::simulate(ranks, error);
+  ASSERT_TRUE(result) << error;
+  EXPECT_EQ(result->makespan, 9);
+  EXPECT_EQ(result->ranks[0].busy[sim::Compute], 8);
+  EXPECT_EQ(result->ranks[0].busy[sim::Communication], 1);
+  EXPECT_EQ(result->ranks[0].overlappedCommunication, 6);
+  // Without the wait the work ends at 8, after the stream (7): all 7 s
+  // overlapped. A rank finishes no earlier than its stream: see below.
+  ranks[0].erase(ranks[0].begin() + 5);
+  result = sim::simulate(ranks, error);
+  ASSERT_TRUE(result) << error;
+  EXPECT_EQ(result->makespan, 8);
+  EXPECT_EQ(result->ranks[0].busy[sim::Communication], 0);
+  EXPECT_EQ(result->ranks[0].overlappedCommunication, 7);
+  // Work of 1 s after a 4 s collective: the rank waits 3 s at its end.
+  ranks[0] = {first, sim::Op::busy(1)};
+  result = sim::simulate(ranks, error);
+  ASSERT_TRUE(result) << error;
+  EXPECT_EQ(result->makespan, 4);
+  EXPECT_EQ(result->ranks[0].busy[sim::Communication], 3);
+  EXPECT_EQ(result->ranks[0].overlappedCommunication, 1);
+  // A wait on an op that is not a started transfer or collective.
+  ranks[0].push_back(wait);
+  ranks[0].back().transfer = 1;
+  EXPECT_FALSE(sim::simulate(ranks, error));
+  EXPECT_NE(error.find("is not a started transfer or collective"),
+            std::string::npos)
+      << error;
+}
+
 TEST(Simulator, BarriersAndDeadlocks) {
   std::vector<std::vector<sim::Op>> ranks(2);
   sim::Op barrier;

@@ -85,10 +85,13 @@ struct StepPrediction {
   /// recomputation).
   double tflopsPerDevice = 0;
   /// One rank of each stage: busy seconds (kernels, recomputation,
-  /// collectives on the compute stream), idle seconds, the plan's peak.
+  /// collectives on the compute stream and its waits for the
+  /// communication stream's), idle seconds (the four add up to the step),
+  /// the communication stream's seconds that kernels overlapped, the
+  /// plan's peak.
   struct Stage {
-    double computeSeconds = 0, recomputeSeconds = 0,
-           communicationSeconds = 0, idleSeconds = 0;
+    double computeSeconds = 0, recomputeSeconds = 0, communicationSeconds = 0,
+           idleSeconds = 0, overlappedCommunicationSeconds = 0;
     int64_t peakBytes = 0;
   };
   SmallVector<Stage, 1> stages;

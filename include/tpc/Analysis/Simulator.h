@@ -3,8 +3,11 @@
 // A discrete-event replay of what each simulated rank issues, in order: busy
 // time (kernels, and collectives inside the rank's own stage, which every
 // rank of the group reaches together), point-to-point transfers between
-// ranks (blocking, or started and waited on), and barriers over all ranks
-// (collectives across pipeline stages). A transfer starts when both ends
+// ranks (blocking, or started and waited on), barriers over all ranks
+// (collectives across pipeline stages), and collectives on a rank's own
+// communication stream (a device that overlaps them, the CUDA device's):
+// they run one after another from when they are issued, and the rank goes
+// on until a wait on one. A transfer starts when both ends
 // have posted it and the previous transfer on its channel (the ordered pair
 // of ranks, FIFO as the runtime's) is done, and takes its sender's time.
 // The standard library only: tpc-plan replays thousands of actions per
@@ -36,12 +39,18 @@ struct Op {
     /// Posted and returns at once; a Wait on it returns when it is done.
     SendStart,
     RecvStart,
-    /// Waits for the started transfer at position `transfer` of this rank's
-    /// list.
+    /// Waits for the started transfer or collective at position `transfer`
+    /// of this rank's list.
     Wait,
     /// Every rank reaches its k-th barrier; all leave `seconds` after the
     /// last arrives.
     Barrier,
+    /// Issued to the rank's communication stream and returns at once: it
+    /// runs for `seconds` from when it is issued or the stream's previous
+    /// collective ends, whichever is later. A Wait on it returns when it
+    /// ends (the time the rank waits counts as communication); the rank
+    /// finishes when its stream does.
+    CollectiveStart,
   };
   Kind kind = Busy;
   Category category = Compute;
@@ -69,9 +78,14 @@ struct Op {
 };
 
 struct RankResult {
-  /// When its last op ends.
+  /// When its last op ends (and its communication stream's last
+  /// collective).
   double finish = 0;
+  /// Busy time: ops, and the waits for the communication stream (exposed
+  /// communication).
   double busy[NumCategories] = {0, 0, 0};
+  /// The communication stream's time that no op waited for (overlapped).
+  double overlappedCommunication = 0;
   double busyTotal() const { return busy[0] + busy[1] + busy[2]; }
 };
 

@@ -86,6 +86,7 @@ LogicalResult mlir::tpc::writeReport(const CompileReport &report,
           {"recompute_s", stage.recomputeSeconds},
           {"communication_s", stage.communicationSeconds},
           {"idle_s", stage.idleSeconds},
+          {"overlapped_communication_s", stage.overlappedCommunicationSeconds},
           {"peak_bytes", stage.peakBytes}});
     root["predicted"] = json::Object{
         {"hardware", p->hardware},

@@ -1,0 +1,91 @@
+//===- CollectiveStream.h - a rank's collectives beside its kernels -*- C++
+//-*-===//
+//
+// The CUDA device runs each collective on a communication stream, after the
+// kernels before it, and a later kernel waits only for the collectives in
+// flight whose bytes its own meet: it reads or writes what one writes, or
+// writes what one reads. For the replay of such a device
+// (PlanSimulation.cpp): where each buffer lies in the arena (Footprints),
+// and one stage's collectives in flight, held by the device's own tracker
+// (runtime/cuda/HazardTracker.h, plain C++), so that the replay waits where
+// the device does.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TPC_LIB_ANALYSIS_COLLECTIVESTREAM_H
+#define TPC_LIB_ANALYSIS_COLLECTIVESTREAM_H
+
+#include "dialects/Rt/IR/RtOps.h"
+#include "runtime/cuda/HazardTracker.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
+
+namespace mlir::tpc::stream {
+
+using ByteRange = tpcrt::cuda::ByteRange;
+
+/// Where the program's buffers lie: arena offsets as the memory plan gave
+/// them; a buffer without one gets bytes of its own past the arena.
+class Footprints {
+public:
+  explicit Footprints(rt::ProgramOp program);
+
+  /// The bytes `buffer` occupies in an action of `slot` (a pooled alloc's
+  /// copy of that slot).
+  ByteRange of(Value buffer, int64_t slot) { return span(buffer, slot); }
+  /// The bytes it occupies over all its copies.
+  ByteRange extent(Value buffer) { return span(buffer, std::nullopt); }
+
+private:
+  ByteRange span(Value buffer, std::optional<int64_t> slot);
+
+  /// Each pool's slots and stride (0 before the memory plan).
+  SmallVector<std::pair<int64_t, int64_t>> pools;
+  /// Buffers without an offset, and where their own bytes begin.
+  DenseMap<Value, uint64_t> unplanned;
+  uint64_t nextUnplanned = uint64_t(1) << 62;
+};
+
+/// The bytes any collective of a program touches, so that only the kernels
+/// that meet them look for one in flight.
+class CollectiveBytes {
+public:
+  void add(const ByteRange &range) { ranges.push_back(range); }
+  /// Call once after the last add.
+  void seal();
+  bool meets(const ByteRange &range) const;
+
+private:
+  /// Sorted, overlapping ones merged.
+  SmallVector<ByteRange, 0> ranges;
+};
+
+/// One stage's collectives in flight (issued, not yet waited for by the
+/// compute stream), by their position in the stage's replayed op list.
+class InFlight {
+public:
+  /// Records the collective at `position`. Returns the position of one the
+  /// compute stream must wait for first (the device retires the oldest in
+  /// flight when every event slot is taken), or -1.
+  int64_t start(int64_t position, ArrayRef<ByteRange> reads,
+                ArrayRef<ByteRange> writes);
+  /// A kernel that reads `reads` and writes `writes`: the position of the
+  /// last in-flight collective it must wait for (all it meets retire), or
+  /// -1 when none, or none after one already waited for (the stream runs
+  /// them in order).
+  int64_t conflicts(ArrayRef<ByteRange> reads, ArrayRef<ByteRange> writes);
+
+private:
+  /// A wait on `position`, or -1 when an earlier wait covers it.
+  int64_t waitFor(int64_t position);
+
+  tpcrt::cuda::HazardTracker tracker{tpcrt::cuda::kEventSlots};
+  int64_t positionOf[tpcrt::cuda::kEventSlots] = {};
+  std::vector<uint32_t> slots;
+  int64_t waitedUpTo = -1;
+};
+
+} // namespace mlir::tpc::stream
+
+#endif // TPC_LIB_ANALYSIS_COLLECTIVESTREAM_H

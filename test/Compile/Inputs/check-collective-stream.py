@@ -1,0 +1,131 @@
+"""The prediction replays the CUDA device's communication stream.
+
+argv: the rt program (tpc-compile --emit mlir, one stage), the report of
+that compile on a description whose runtime_device is cuda, the
+description's memory bandwidth B and link bandwidth X
+(make-memory-hardware.py: every kernel costs its bytes / B, a fused group
+its outside bytes / B; a collective over n ranks of one node costs
+factor(n) * bytes / X, with no latency).
+
+Replayed here from the program text, as the device runs it
+(runtime/cuda/HazardTracker.h, CudaDevice.cpp): a collective goes on the
+communication stream when the kernels before it are done and the stream's
+previous collective is; a kernel first waits for the collectives in flight
+whose bytes (arena offsets, a pooled buffer's copy of its action's slot)
+its own meet: it reads or writes what one writes, or writes what one
+reads; those retire. With 64 in flight, the next retires the oldest, which
+the compute stream waits for. The step ends when both streams are done.
+The report's step, exposed communication (communication_s) and
+overlapped_communication_s must be the replay's.
+"""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from rtprogram import Program  # noqa: E402
+
+EVENT_SLOTS = 64
+# Where each collective's axes begin among its ints, and which buffer's
+# bytes it is priced by (operand or result).
+COLLECTIVES = {"all_reduce": (0, "in"), "all_gather": (1, "out"),
+               "reduce_scatter": (1, "in"), "all_to_all": (2, "in")}
+
+program = Program(sys.argv[1])
+assert not program.stages, "one stage only"
+report = json.load(open(sys.argv[2]))["predicted"]
+memory, link = float(sys.argv[3]), float(sys.argv[4])
+kernels = program.kernels
+axes = list(program.mesh.values())
+
+sizes = {}
+for kernel in kernels:
+    sizes.update(kernel.sizes)
+unplanned = {}
+
+
+def span(v, slot):
+    if v not in program.offsets:
+        begin = unplanned.setdefault(v, (1 << 62) + len(unplanned) * (1 << 40))
+        return (begin, begin + sizes[v])
+    begin = program.offsets[v]
+    if v in program.pools:
+        slots, stride = program.pool_slots[program.pools[v]]
+        begin += (slot % slots) * stride
+    elif v in program.copies:
+        aligned = (sizes[v] + 63) // 64 * 64
+        return (begin, begin + (program.copies[v] - 1) * aligned + sizes[v])
+    return (begin, begin + sizes[v])
+
+
+def meets(a, b):
+    return any(x[0] < y[1] and y[0] < x[1] for x in a for y in b)
+
+
+# Each kernel's own time: a fused group's at its tail, its others free.
+cost = [sum(k.sizes[v] for v in k.ins + k.outs) / memory for k in kernels]
+for group in report.get("device_fusions", {}).get("groups", []):
+    for k in group:
+        cost[k] = 0.0
+    cost[group[-1]] = program.group_bytes(group) / memory
+
+
+def collective_seconds(kernel):
+    first, priced_by = COLLECTIVES[kernel.name]
+    n = 1
+    for axis in kernel.ints[first:]:
+        n *= axes[axis]
+    if n == 1:
+        return 0.0
+    factor = 2 * (n - 1) / n if kernel.name == "all_reduce" else (n - 1) / n
+    buffer = kernel.ins[0] if priced_by == "in" else kernel.outs[0]
+    return factor * kernel.sizes[buffer] / link
+
+
+now = stream_free = exposed = stream_busy = 0.0
+waits = collectives = 0
+in_flight = []  # (reads, writes, end), oldest first
+
+
+def wait_until(end):
+    global now, exposed, waits
+    if end > now:
+        exposed += end - now
+        now = end
+        waits += 1
+
+
+for k, slot in program.step_kernels():
+    kernel = kernels[k]
+    reads = [span(v, slot) for v in kernel.ins]
+    writes = [span(v, slot) for v in kernel.outs]
+    if kernel.name in COLLECTIVES:
+        if len(in_flight) == EVENT_SLOTS:
+            wait_until(in_flight.pop(0)[2])
+        seconds = collective_seconds(kernel)
+        stream_free = max(now, stream_free) + seconds
+        stream_busy += seconds
+        in_flight.append((reads, writes, stream_free))
+        collectives += 1
+        continue
+    hit = [e for e in in_flight
+           if meets(e[1], reads) or meets(e[1], writes) or meets(e[0], writes)]
+    for e in hit:
+        in_flight.remove(e)
+    if hit:
+        wait_until(max(e[2] for e in hit))
+    now += cost[k]
+wait_until(stream_free)
+
+stage = report["stages"][0]
+tolerance = 1e-9 * now
+assert abs(report["step_time_s"] - now) <= tolerance, (report["step_time_s"],
+                                                      now)
+assert abs(stage["communication_s"] - exposed) <= tolerance, (
+    stage["communication_s"], exposed)
+overlapped = stream_busy - exposed
+assert abs(stage["overlapped_communication_s"] - overlapped) <= tolerance, (
+    stage["overlapped_communication_s"], overlapped)
+print("ok: %d collectives run, %d waits; overlapped %s, exposed %s" % (
+    collectives, waits, "some" if overlapped > tolerance else "none",
+    "some" if exposed > tolerance else "none"))

@@ -1,0 +1,131 @@
+"""Reads an rt program as tpc-compile --emit mlir prints it, for the check
+scripts beside this file: its kernels (name, operands, results, each
+buffer's bytes, ints), its buffers' arena offsets, pools, functions, action
+list and mesh."""
+import re
+
+SIZES = {"f32": 4, "bf16": 2, "f16": 2, "i64": 8, "i32": 4, "i8": 1, "i1": 1}
+
+
+def memref_bytes(t):
+    parts = t.split("x")
+    n = 1
+    for p in parts[:-1]:
+        n *= int(p)
+    return n * SIZES[parts[-1]]
+
+
+class Kernel:
+    def __init__(self, name, ins, outs, sizes, ints):
+        self.name, self.ins, self.outs = name, ins, outs
+        self.sizes, self.ints = sizes, ints
+
+
+class Program:
+    def __init__(self, path):
+        self.kernels = []
+        # Buffer -> (arena offset, pool or None, microbatch copies).
+        self.offsets, self.pools, self.copies = {}, {}, {}
+        self.functions, self.actions, self.stages = [], None, False
+        self.mesh, self.pool_slots = {}, []
+        for line in open(path):
+            if "rt.program" in line:
+                self.read_program(line)
+            m = re.match(r"\s*(%\w+) = rt\.(alloc|param|state|input)\b(.*)",
+                         line)
+            if m:
+                self.read_buffer(m.group(1), m.group(3))
+            m = re.match(r"\s*rt\.kernel (\w+)\(([^)]*)\) -> \(([^)]*)\)",
+                         line)
+            if m:
+                self.read_kernel(m, line)
+
+    def read_program(self, line):
+        self.functions = [(int(f), int(c)) for c, f in re.findall(
+            r"\{count = (\d+) : i64, first = (\d+) : i64", line)]
+        m = re.search(r"\bactions = array<i64: ([^>]*)>", line)
+        if m:
+            values = [int(v) for v in m.group(1).split(",")]
+            # (function, microbatch, slot)
+            self.actions = list(zip(values[0::3], values[1::3],
+                                    values[2::3]))
+        self.stages = "stage_actions" in line
+        m = re.search(r"mesh \[([^\]]*)\]", line)
+        if m:
+            for axis in m.group(1).split(","):
+                name, size = axis.split("=")
+                self.mesh[name.strip()] = int(size)
+        for slots, stride in re.findall(
+                r"\{slots = (\d+) : i64(?:, stride = (\d+) : i64)?\}", line):
+            self.pool_slots.append((int(slots), int(stride or 0)))
+
+    def read_buffer(self, value, rest):
+        m = re.search(r"\boffset (\d+)", rest)
+        if m:
+            self.offsets[value] = int(m.group(1))
+        m = re.search(r"\bpool (\d+)", rest)
+        if m:
+            self.pools[value] = int(m.group(1))
+        m = re.search(r"\bmicrobatches (\d+)", rest)
+        if m:
+            self.copies[value] = int(m.group(1))
+
+    def read_kernel(self, m, line):
+        ins = [v.strip() for v in m.group(2).split(",") if v.strip()]
+        outs = [v.strip() for v in m.group(3).split(",") if v.strip()]
+        sig = line.rsplit(" : ", 1)[1]
+        tin, tout = sig.split(" -> ")
+        types = re.findall(r"memref<([^>]*)>", tin) + re.findall(
+            r"memref<([^>]*)>", tout)
+        sizes = {}
+        for v, t in zip(ins + outs, types):
+            sizes[v] = memref_bytes(t) if t else 4
+        ints = re.search(r"\bints \[([^\]]*)\]", line)
+        ints = [int(v) for v in ints.group(1).split(",")] if ints else []
+        self.kernels.append(Kernel(m.group(1), ins, outs, sizes, ints))
+
+    def runs(self, k):
+        """How often kernel k runs in a step (one stage)."""
+        if self.actions is None:
+            return 1
+        return sum(1 for f, _, _ in self.actions
+                   if self.functions[f][0] <= k <
+                   self.functions[f][0] + self.functions[f][1])
+
+    def step_kernels(self):
+        """(kernel index, action slot) in the order a step runs them (one
+        stage)."""
+        if self.actions is None:
+            return [(k, 0) for k in range(len(self.kernels))]
+        order = []
+        for f, _, slot in self.actions:
+            first, count = self.functions[f]
+            order += [(k, slot) for k in range(first, first + count)]
+        return order
+
+    def group_bytes(self, group):
+        """The bytes a fused group (kernel indices, head first) moves: each
+        outside buffer once. An intermediate a later member reads is never
+        written, but for a linear whose gelu writes elsewhere (the aux)."""
+        head = self.kernels[group[0]]
+        head_written = head.name == "linear" and self.offsets.get(
+            head.outs[0]) != self.offsets.get(self.kernels[group[1]].outs[0])
+        later = set()
+        for k in group[1:]:
+            later |= set(self.kernels[k].ins)
+        outside = 0
+        written, counted = set(), set()
+        for i, k in enumerate(group):
+            kernel = self.kernels[k]
+            for v in kernel.ins:
+                if v not in written and v not in counted:
+                    counted.add(v)
+                    outside += kernel.sizes[v]
+            for v in kernel.outs:
+                written.add(v)
+                intermediate = (i + 1 < len(group) and v in later
+                                and not head_written)
+                if not intermediate and v not in counted:
+                    counted.add(v)
+                    outside += kernel.sizes[v]
+        return outside
