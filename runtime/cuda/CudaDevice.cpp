@@ -3,14 +3,17 @@
 // One CUDA device per rank. prepare() makes everything a step needs and
 // allocates it in one cudaMalloc: the arena, cuBLASLt's workspace, the
 // kernels' scratch (one region: the compute stream runs one kernel at a
-// time), the collectives' staging (their own region: they run on the
-// communication stream, beside the kernels), and the optimizer's tensor
+// time), the collectives' staging (a region per communicator: they run on
+// its stream, beside the kernels and the other communicators'), and the
+// optimizer's tensor
 // lists. It plans every GEMM (cached by shape), opens an NCCL communicator
 // per group of two or more ranks, and creates the events; execute() then
 // only resolves a run's addresses and enqueues. See docs/runtime/cuda.md.
 //
-// Streams: kernels on the compute stream; collectives on a communication
-// stream, transfers between stages on one per direction (TransferLanes),
+// Streams: kernels on the compute stream; collectives on a stream per
+// communicator (so that a data-parallel reduction does not hold back a
+// tensor-parallel all-reduce issued after it), transfers between stages on
+// one per direction (TransferLanes),
 // each operation ordered after the kernels before it by an event, and the
 // kernels after it ordered by the bytes they touch (HazardTracker.h): the
 // data-parallel reduction of a layer's gradients runs while the backward
@@ -301,8 +304,8 @@ private:
   Status runCollective(const KernelCall &call);
   Status runLocal(const KernelCall &call);
   Status runVocabCrossEntropy(const KernelCall &call);
-  Status allReduceInStreamOrder(NcclGroup &group, float *data, size_t count,
-                                bool max);
+  Status allReduceInStreamOrder(NcclGroup &group, cudaStream_t stream,
+                                float *data, size_t count, bool max);
   /// send and recv (started and flushed at once); send_start, recv_start.
   Status runTransfer(const KernelCall &call);
   Status startTransfer(const KernelCall &call);
@@ -324,16 +327,26 @@ private:
                ? nccl_[call.group].get()
                : nullptr;
   }
+  /// The stream and staging of `call`'s communicator (groupOf non-null).
+  cudaStream_t streamOf(const KernelCall &call) const {
+    return groupStreams_[call.group];
+  }
+  uint8_t *stagingOf(const KernelCall &call) const {
+    return staging_ + stagingOffsets_[call.group];
+  }
 
   int device_;
   CudaDeviceOptions options_;
-  cudaStream_t compute_ = nullptr, comm_ = nullptr;
+  cudaStream_t compute_ = nullptr;
+  /// Collectives, one stream per communicator (by group; null for a group
+  /// without one).
+  std::vector<cudaStream_t> groupStreams_;
   /// Transfers between stages, by direction (TransferLanes).
   cudaStream_t up_ = nullptr, down_ = nullptr;
   /// Recorded on the compute stream before a communication-stream
   /// operation; and at synchronize.
   cudaEvent_t computeMark_ = nullptr, done_ = nullptr;
-  /// Recorded on the communication stream for the compute stream to wait.
+  /// Recorded on a communicator's stream for the compute stream to wait.
   cudaEvent_t commMark_ = nullptr;
   std::vector<cudaEvent_t> events_;
   HazardTracker tracker_;
@@ -343,6 +356,8 @@ private:
   uint8_t *memory_ = nullptr, *arena_ = nullptr;
   uint8_t *scratch_ = nullptr, *staging_ = nullptr;
   uint64_t scratchBytes_ = 0, stagingBytes_ = 0;
+  /// Per group: where its staging begins in the staging region.
+  std::vector<uint64_t> stagingOffsets_;
 
   GemmEngine gemm_;
 #if TPCRT_HAVE_CUDNN
@@ -412,7 +427,10 @@ CudaDevice::~CudaDevice() {
     cudaEventDestroy(commMark_);
   if (compute_)
     cudaStreamDestroy(compute_);
-  for (cudaStream_t stream : {comm_, up_, down_})
+  for (cudaStream_t stream : {up_, down_})
+    if (stream)
+      cudaStreamDestroy(stream);
+  for (cudaStream_t stream : groupStreams_)
     if (stream)
       cudaStreamDestroy(stream);
   if (memory_)
@@ -442,7 +460,7 @@ Status CudaDevice::start() {
           cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking));
       !s)
     return s;
-  for (cudaStream_t *stream : {&comm_, &up_, &down_})
+  for (cudaStream_t *stream : {&up_, &down_})
     if (Status s = cudaStatus(
             "cudaStreamCreate",
             cudaStreamCreateWithFlags(stream, cudaStreamNonBlocking));
@@ -546,7 +564,9 @@ Status CudaDevice::prepare(const Program &program,
   resolved_.assign(slots, Resolved());
 
   // Scratch: the largest any one kernel needs (they run one at a time on
-  // the compute stream); staging: the largest collective's.
+  // the compute stream); staging: per communicator, the largest of its
+  // collectives' (the communicators' streams run beside each other).
+  std::vector<uint64_t> groupStaging;
   for (const KernelCall &call : program.calls) {
     Family family = familyOf(call);
     if (family == Family::Pointwise && !isPointwiseKernel(call.op))
@@ -574,10 +594,21 @@ Status CudaDevice::prepare(const Program &program,
       bytes = 3 * static_cast<uint64_t>(call.rows) * sizeof(float);
       break;
     default:
-      stagingBytes_ = std::max(stagingBytes_, collectiveStagingBytes(call));
+      if (call.group >= 0) {
+        if (groupStaging.size() <= static_cast<size_t>(call.group))
+          groupStaging.resize(call.group + 1, 0);
+        groupStaging[call.group] =
+            std::max(groupStaging[call.group], collectiveStagingBytes(call));
+      }
       break;
     }
     scratchBytes_ = std::max(scratchBytes_, alignScratch(bytes));
+  }
+  stagingBytes_ = 0;
+  stagingOffsets_.clear();
+  for (uint64_t bytes : groupStaging) {
+    stagingOffsets_.push_back(stagingBytes_);
+    stagingBytes_ += alignScratch(bytes);
   }
   planCudnnAttention(program);
   if (Status s = planOptimizerBatches(program); !s)
@@ -986,6 +1017,14 @@ Status CudaDevice::openGroups(const Program &program,
   };
   nccl_.clear();
   nccl_.resize(groups.size());
+  for (cudaStream_t stream : groupStreams_)
+    if (stream)
+      cudaStreamDestroy(stream);
+  groupStreams_.assign(groups.size(), nullptr);
+  // A group's staging offset exists for every group (0 bytes where none of
+  // its collectives stages).
+  if (stagingOffsets_.size() < groups.size())
+    stagingOffsets_.resize(groups.size(), stagingBytes_);
   lanes_.clear();
   liveGroups_.clear();
   for (size_t g = 0; g < groups.size(); ++g) {
@@ -998,6 +1037,11 @@ Status CudaDevice::openGroups(const Program &program,
         !s)
       return s;
     liveGroups_.push_back(nccl_[g].get());
+    if (Status s = cudaStatus("cudaStreamCreate",
+                              cudaStreamCreateWithFlags(&groupStreams_[g],
+                                                        cudaStreamNonBlocking));
+        !s)
+      return s;
     if (!overStages(g))
       continue;
     if (lanes_.size() < groups.size())
@@ -1297,9 +1341,9 @@ Status CudaDevice::flushOptimizer() {
   return launchOptimizer(launches, count);
 }
 
-/// all_reduce, all_gather, reduce_scatter, all_to_all on the communication
-/// stream (a group of one: a copy on the compute stream). 16-bit buffers
-/// are reduced by NCCL in their own type (the executable chose the
+/// all_reduce, all_gather, reduce_scatter, all_to_all on their
+/// communicator's stream (a group of one: a copy on the compute stream). 16-bit
+/// buffers are reduced by NCCL in their own type (the executable chose the
 /// reduction's dtype: fp32 or bf16 gradients).
 Status CudaDevice::runCollective(const KernelCall &call) {
   const TensorRef &x = call.operands[0];
@@ -1317,10 +1361,12 @@ Status CudaDevice::runCollective(const KernelCall &call) {
                                               cudaMemcpyDeviceToDevice,
                                               compute_));
   }
-  if (Status s = orderAfterCompute(comm_); !s)
+  cudaStream_t stream = streamOf(call);
+  uint8_t *staging = stagingOf(call);
+  if (Status s = orderAfterCompute(stream); !s)
     return s;
   if (Status s = orderAfterOthers(reads_.data(), call.operands.size(),
-                                  writes_.data(), call.results.size(), comm_);
+                                  writes_.data(), call.results.size(), stream);
       !s)
     return s;
   int64_t g = call.groupSize;
@@ -1332,55 +1378,54 @@ Status CudaDevice::runCollective(const KernelCall &call) {
     s = cudaStatus("copy", out == in ? cudaSuccess
                                      : cudaMemcpyAsync(out, in, x.bytes,
                                                        cudaMemcpyDeviceToDevice,
-                                                       comm_));
+                                                       stream));
     if (s)
       s = group->allReduce(out, out, static_cast<size_t>(call.count), type,
-                           (call.flags & 1) != 0, comm_);
+                           (call.flags & 1) != 0, stream);
     break;
   case fb::OpCode::AllGather: {
     AroundDim v = aroundDim(x.shape, call.intAttrs[0]);
     if (v.outer == 1) {
-      s = group->allGather(in, out, x.bytes, comm_);
+      s = group->allGather(in, out, x.bytes, stream);
       break;
     }
-    s = group->allGather(in, staging_, x.bytes, comm_);
+    s = group->allGather(in, staging, x.bytes, stream);
     if (s)
-      s = cudaStatus("join", joinPieces(staging_, v.outer, g,
+      s = cudaStatus("join", joinPieces(staging, v.outer, g,
                                         v.extent * v.inner * elementBytes, out,
-                                        comm_));
+                                        stream));
     break;
   }
   case fb::OpCode::ReduceScatter: {
     AroundDim v = aroundDim(x.shape, call.intAttrs[0]);
     const uint8_t *send = in;
     if (v.outer > 1) {
-      s = cudaStatus("split",
-                     splitPieces(in, v.outer, g,
-                                 v.extent / g * v.inner * elementBytes,
-                                 staging_, comm_));
-      send = staging_;
+      s = cudaStatus("split", splitPieces(in, v.outer, g,
+                                          v.extent / g * v.inner * elementBytes,
+                                          staging, stream));
+      send = staging;
     }
     if (s)
       s = group->reduceScatter(send, out, static_cast<size_t>(x.elements / g),
-                               type, comm_);
+                               type, stream);
     break;
   }
   case fb::OpCode::AllToAll: {
     AroundDim split = aroundDim(x.shape, call.intAttrs[0]);
     AroundDim concat = aroundDim(y.shape, call.intAttrs[1]);
     concat.extent /= g;
-    uint8_t *send = staging_, *recv = staging_ + alignScratch(x.bytes);
-    s = cudaStatus("split", splitPieces(in, split.outer, g,
-                                        split.extent / g * split.inner *
-                                            elementBytes,
-                                        send, comm_));
+    uint8_t *send = staging, *recv = staging + alignScratch(x.bytes);
+    s = cudaStatus("split",
+                   splitPieces(in, split.outer, g,
+                               split.extent / g * split.inner * elementBytes,
+                               send, stream));
     if (s)
-      s = group->allToAll(send, recv, x.bytes / g, comm_);
+      s = group->allToAll(send, recv, x.bytes / g, stream);
     if (s)
-      s = cudaStatus("join", joinPieces(recv, concat.outer, g,
-                                        concat.extent * concat.inner *
-                                            elementBytes,
-                                        out, comm_));
+      s = cudaStatus("join",
+                     joinPieces(recv, concat.outer, g,
+                                concat.extent * concat.inner * elementBytes,
+                                out, stream));
     break;
   }
   default:
@@ -1389,7 +1434,7 @@ Status CudaDevice::runCollective(const KernelCall &call) {
   if (!s)
     return s;
   return track(reads_.data(), call.operands.size(), writes_.data(),
-               call.results.size(), comm_);
+               call.results.size(), stream);
 }
 
 /// shard_slice and shard_pad: this rank's block along a dimension, as a
@@ -1438,7 +1483,9 @@ Status CudaDevice::runVocabCrossEntropy(const KernelCall &call) {
       !s)
     return s;
   if (group)
-    if (Status s = allReduceInStreamOrder(*group, max, count, true); !s)
+    if (Status s =
+            allReduceInStreamOrder(*group, streamOf(call), max, count, true);
+        !s)
       return s;
   if (Status s = crossEntropyBlockSums(logits, logitsType, labels, rows,
                                        call.cols, blockStart, call.k, ignore,
@@ -1447,7 +1494,7 @@ Status CudaDevice::runVocabCrossEntropy(const KernelCall &call) {
       !s)
     return s;
   if (group)
-    if (Status s = allReduceInStreamOrder(*group, sumExp,
+    if (Status s = allReduceInStreamOrder(*group, streamOf(call), sumExp,
                                           grad ? count : 2 * count, false);
         !s)
       return s;
@@ -1462,18 +1509,18 @@ Status CudaDevice::runVocabCrossEntropy(const KernelCall &call) {
 }
 
 /// An f32 all-reduce between two kernels of the compute stream: on the
-/// communication stream like every NCCL call of the device (NCCL matches a
+/// communicator's stream like every NCCL call of it (NCCL matches a
 /// communicator's operations by the order they run in, so they all go
 /// through one stream), the compute stream waiting for it.
-Status CudaDevice::allReduceInStreamOrder(NcclGroup &group, float *data,
-                                          size_t count, bool max) {
-  if (Status s = orderAfterCompute(comm_); !s)
+Status CudaDevice::allReduceInStreamOrder(NcclGroup &group, cudaStream_t stream,
+                                          float *data, size_t count, bool max) {
+  if (Status s = orderAfterCompute(stream); !s)
     return s;
-  if (Status s = group.allReduce(data, data, count, Storage::F32, max, comm_);
+  if (Status s = group.allReduce(data, data, count, Storage::F32, max, stream);
       !s)
     return s;
-  if (Status s = cudaStatus("cudaEventRecord",
-                            cudaEventRecord(commMark_, comm_));
+  if (Status s =
+          cudaStatus("cudaEventRecord", cudaEventRecord(commMark_, stream));
       !s)
     return s;
   return cudaStatus("cudaStreamWaitEvent",

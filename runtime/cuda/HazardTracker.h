@@ -1,9 +1,9 @@
 //===- HazardTracker.h - ordering two streams by the bytes they touch -*- C++ -*-===//
 //
 // The CUDA device runs kernels on a compute stream and collectives and
-// transfers on communication streams (collectives on one, transfers between
-// stages on one per direction), so that a reduction overlaps the
-// kernels after it. A collective is ordered after every kernel before it
+// transfers on communication streams (collectives on one per communicator,
+// transfers between stages on one per direction), so that a reduction
+// overlaps the kernels after it. A collective is ordered after every kernel before it
 // (its stream waits for an event recorded on the compute stream: cheap and
 // always right). The other direction is by bytes: the tracker keeps the
 // collectives in flight with the byte ranges they read and write, and a
