@@ -3,15 +3,16 @@
 // The CUDA device runs kernels on a compute stream and collectives and
 // transfers on communication streams (collectives on one per communicator,
 // transfers between stages on one per direction), so that a reduction
-// overlaps the kernels after it. A collective is ordered after every kernel before it
-// (its stream waits for an event recorded on the compute stream: cheap and
-// always right). The other direction is by bytes: the tracker keeps the
-// collectives in flight with the byte ranges they read and write, and a
-// kernel about to be enqueued on the compute stream waits for exactly those
-// whose ranges its own meet (it reads or writes what one writes, or writes
-// what one reads) — the memory plan may hand a collective's buffer to
-// another value once its wait has run, and that wait is this one. A wait is
-// enqueued on the device (cudaStreamWaitEvent); the host never blocks here.
+// overlaps the kernels after it. A collective is ordered after every
+// kernel before it (its stream waits for an event recorded on the compute
+// stream: cheap and always right). The other direction is by bytes: the
+// tracker keeps the collectives in flight with the byte ranges they read
+// and write, and a kernel about to be enqueued on the compute stream waits
+// for exactly those whose ranges its own meet (it reads or writes what one
+// writes, or writes what one reads) — the memory plan may hand a
+// collective's buffer to another value once its wait has run, and that
+// wait is this one. A wait is enqueued on the device (cudaStreamWaitEvent);
+// the host never blocks here.
 //
 // Plain C++ with no CUDA: the device maps slots to events, and the unit test
 // (runtime/test/HazardTrackerTest.cpp) drives it with a fake pair of
