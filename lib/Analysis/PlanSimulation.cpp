@@ -7,8 +7,9 @@
 // so one simulated rank stands for each stage; collectives over `pp` are
 // barriers. Collectives inside a stage (tp, dp) are busy time on the
 // compute stream, except on a description whose runtime device is cuda:
-// that device runs them on a communication stream and a kernel waits only
-// for those whose bytes its own meet (CollectiveStream.h), and it runs
+// that device runs them on a stream per communicator (group of axes) and a
+// kernel waits only for those whose bytes its own meet (CollectiveStream.h),
+// and it runs
 // some groups of kernels as one (the caller's rt::planCudaFusions), priced
 // as one kernel.
 //
@@ -70,6 +71,7 @@ struct Piece {
   /// kernel's wait for those in flight that its bytes meet (a Wait with
   /// `onStream`): the buffers it reads and writes.
   bool onStream = false;
+  uint8_t stream = 0;
   SmallVector<Value, 2> reads, writes;
 };
 
@@ -120,6 +122,16 @@ private:
       size *= meshSizes[axis];
     return size;
   }
+
+  /// One communication stream per group of axes.
+  uint8_t streamOf(const std::vector<unsigned> &axes) {
+    auto it = llvm::find(streamAxes, axes);
+    if (it != streamAxes.end())
+      return static_cast<uint8_t>(it - streamAxes.begin());
+    streamAxes.push_back(axes);
+    return static_cast<uint8_t>(streamAxes.size() - 1);
+  }
+  std::vector<std::vector<unsigned>> streamAxes;
 
   bool crossesPipeline(const std::vector<unsigned> &axes) {
     return ppAxis && llvm::is_contained(axes, *ppAxis);
@@ -186,6 +198,7 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel,
       piece.kind = sim::Op::Barrier;
     } else if (overlapsCollectives) {
       piece.kind = sim::Op::CollectiveStart;
+      piece.stream = streamOf(axes);
       piece.reads.assign(inputs.begin(), inputs.end());
       piece.writes.assign(outputs.begin(), outputs.end());
     }
@@ -529,6 +542,7 @@ LogicalResult mlir::tpc::predictStep(ModuleOp module, const Hardware &hw,
         op.category = piece.category;
         op.seconds = piece.seconds;
         op.peer = piece.peer;
+        op.stream = piece.stream;
         if (piece.kind == sim::Op::Wait && piece.onStream) {
           op.transfer = inFlight.conflicts(spans(piece.reads, action.slot),
                                            spans(piece.writes, action.slot));

@@ -74,9 +74,11 @@ mlir::tpc::sim::simulate(const std::vector<std::vector<Op>> &ranks,
   // Whether the op at pc has been posted (a blocking transfer waiting for
   // its other end, or a rank at a barrier).
   std::vector<bool> posted(n, false);
-  // Per rank: when its communication stream is free, each started
-  // collective's end (by op position), and the stream's busy seconds.
-  std::vector<double> streamFree(n, 0), streamBusy(n, 0), exposed(n, 0);
+  // Per rank: when each of its communication streams is free, each started
+  // collective's end (by op position), and the streams' busy seconds.
+  // streamFree[r][stream]
+  std::vector<std::vector<double>> streamFree(n);
+  std::vector<double> streamBusy(n, 0), exposed(n, 0);
   std::vector<std::vector<double>> collectiveEnd(n);
   for (size_t r = 0; r < n; ++r)
     collectiveEnd[r].resize(ranks[r].size(), 0);
@@ -152,8 +154,11 @@ mlir::tpc::sim::simulate(const std::vector<std::vector<Op>> &ranks,
           break;
         }
         case Op::CollectiveStart: {
-          double end = std::max(now[r], streamFree[r]) + op.seconds;
-          streamFree[r] = end;
+          std::vector<double> &free = streamFree[r];
+          if (free.size() <= op.stream)
+            free.resize(op.stream + 1, 0);
+          double end = std::max(now[r], free[op.stream]) + op.seconds;
+          free[op.stream] = end;
           streamBusy[r] += op.seconds;
           collectiveEnd[r][pc[r]] = end;
           break;
@@ -212,7 +217,8 @@ mlir::tpc::sim::simulate(const std::vector<std::vector<Op>> &ranks,
         progress = true;
         if (pc[r] == ops.size()) {
           ++finished;
-          waitForStream(r, streamFree[r]);
+          for (double free : streamFree[r])
+            waitForStream(r, free);
           result.ranks[r].finish = now[r];
         }
       }
@@ -235,8 +241,9 @@ mlir::tpc::sim::simulate(const std::vector<std::vector<Op>> &ranks,
   for (size_t r = 0; r < n; ++r) {
     RankResult &rank = result.ranks[r];
     result.makespan = std::max(result.makespan, rank.finish);
-    // Every wait for the stream falls inside its busy time (a collective
-    // is issued before any wait on it): the rest overlapped the rank's ops.
+    // A wait for a stream falls inside that stream's busy time (a
+    // collective is issued before any wait on it): the rest of the
+    // streams' time overlapped the rank's ops or each other.
     rank.overlappedCommunication = std::max(0.0, streamBusy[r] - exposed[r]);
   }
   return result;

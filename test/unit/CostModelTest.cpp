@@ -290,9 +290,25 @@ TEST(Simulator, CollectivesOnTheCommunicationStream) {
   EXPECT_EQ(result->makespan, 4);
   EXPECT_EQ(result->ranks[0].busy[sim::Communication], 3);
   EXPECT_EQ(result->ranks[0].overlappedCommunication, 1);
+  // Two streams run side by side: 4 s on each, issued at 0, both end at 4
+  // (one stream: at 8). The rank's 1 s leaves 3 s exposed; 8 - 3 overlapped
+  // its work or each other.
+  sim::Op other = first;
+  other.stream = 1;
+  ranks[0] = {first, other, sim::Op::busy(1)};
+  result = sim::simulate(ranks, error);
+  ASSERT_TRUE(result) << error;
+  EXPECT_EQ(result->makespan, 4);
+  EXPECT_EQ(result->ranks[0].busy[sim::Communication], 3);
+  EXPECT_EQ(result->ranks[0].overlappedCommunication, 5);
+  other.stream = 0;
+  ranks[0] = {first, other, sim::Op::busy(1)};
+  result = sim::simulate(ranks, error);
+  ASSERT_TRUE(result) << error;
+  EXPECT_EQ(result->makespan, 8);
   // A wait on an op that is not a started transfer or collective.
   ranks[0].push_back(wait);
-  ranks[0].back().transfer = 1;
+  ranks[0].back().transfer = 2;
   EXPECT_FALSE(sim::simulate(ranks, error));
   EXPECT_NE(error.find("is not a started transfer or collective"),
             std::string::npos)

@@ -5,9 +5,10 @@
 // rank of the group reaches together), point-to-point transfers between
 // ranks (blocking, or started and waited on), barriers over all ranks
 // (collectives across pipeline stages), and collectives on a rank's own
-// communication stream (a device that overlaps them, the CUDA device's):
-// they run one after another from when they are issued, and the rank goes
-// on until a wait on one. A transfer starts when both ends
+// communication streams (a device that overlaps them, the CUDA device's,
+// with a stream per communicator): a stream runs its collectives one after
+// another from when they are issued, and the rank goes on until a wait on
+// one. A transfer starts when both ends
 // have posted it and the previous transfer on its channel (the ordered pair
 // of ranks, FIFO as the runtime's) is done, and takes its sender's time.
 // The standard library only: tpc-plan replays thousands of actions per
@@ -45,15 +46,17 @@ struct Op {
     /// Every rank reaches its k-th barrier; all leave `seconds` after the
     /// last arrives.
     Barrier,
-    /// Issued to the rank's communication stream and returns at once: it
-    /// runs for `seconds` from when it is issued or the stream's previous
-    /// collective ends, whichever is later. A Wait on it returns when it
-    /// ends (the time the rank waits counts as communication); the rank
-    /// finishes when its stream does.
+    /// Issued to the rank's communication stream `stream` and returns at
+    /// once: it runs for `seconds` from when it is issued or the stream's
+    /// previous collective ends, whichever is later. A Wait on it returns
+    /// when it ends (the time the rank waits counts as communication); the
+    /// rank finishes when its streams do.
     CollectiveStart,
   };
   Kind kind = Busy;
   Category category = Compute;
+  /// CollectiveStart: which of the rank's communication streams.
+  uint8_t stream = 0;
   int peer = -1;
   int64_t transfer = -1;
   double seconds = 0;

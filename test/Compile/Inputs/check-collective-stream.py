@@ -8,13 +8,14 @@ its outside bytes / B; a collective over n ranks of one node costs
 factor(n) * bytes / X, with no latency).
 
 Replayed here from the program text, as the device runs it
-(runtime/cuda/HazardTracker.h, CudaDevice.cpp): a collective goes on the
-communication stream when the kernels before it are done and the stream's
-previous collective is; a kernel first waits for the collectives in flight
+(runtime/cuda/HazardTracker.h, CudaDevice.cpp): a collective goes on its
+communicator's stream (one per group of mesh axes) when the kernels before
+it are done and the stream's previous collective is; a kernel first waits
+for the collectives in flight
 whose bytes (arena offsets, a pooled buffer's copy of its action's slot)
 its own meet: it reads or writes what one writes, or writes what one
 reads; those retire. With 64 in flight, the next retires the oldest, which
-the compute stream waits for. The step ends when both streams are done.
+the compute stream waits for. The step ends when every stream is done.
 The report's step, exposed communication (communication_s) and
 overlapped_communication_s must be the replay's.
 """
@@ -70,10 +71,14 @@ for group in report.get("device_fusions", {}).get("groups", []):
     cost[group[-1]] = program.group_bytes(group) / memory
 
 
+def group_axes(kernel):
+    return tuple(kernel.ints[COLLECTIVES[kernel.name][0]:])
+
+
 def collective_seconds(kernel):
-    first, priced_by = COLLECTIVES[kernel.name]
+    priced_by = COLLECTIVES[kernel.name][1]
     n = 1
-    for axis in kernel.ints[first:]:
+    for axis in group_axes(kernel):
         n *= axes[axis]
     if n == 1:
         return 0.0
@@ -82,7 +87,8 @@ def collective_seconds(kernel):
     return factor * kernel.sizes[buffer] / link
 
 
-now = stream_free = exposed = stream_busy = 0.0
+now = exposed = stream_busy = 0.0
+stream_free = {}  # group axes -> when its stream is free
 waits = collectives = 0
 in_flight = []  # (reads, writes, end), oldest first
 
@@ -103,9 +109,11 @@ for k, slot in program.step_kernels():
         if len(in_flight) == EVENT_SLOTS:
             wait_until(in_flight.pop(0)[2])
         seconds = collective_seconds(kernel)
-        stream_free = max(now, stream_free) + seconds
+        group = group_axes(kernel)
+        end = max(now, stream_free.get(group, 0.0)) + seconds
+        stream_free[group] = end
         stream_busy += seconds
-        in_flight.append((reads, writes, stream_free))
+        in_flight.append((reads, writes, end))
         collectives += 1
         continue
     hit = [e for e in in_flight
@@ -115,7 +123,8 @@ for k, slot in program.step_kernels():
     if hit:
         wait_until(max(e[2] for e in hit))
     now += cost[k]
-wait_until(stream_free)
+for free in stream_free.values():
+    wait_until(free)
 
 stage = report["stages"][0]
 tolerance = 1e-9 * now
@@ -126,6 +135,6 @@ assert abs(stage["communication_s"] - exposed) <= tolerance, (
 overlapped = stream_busy - exposed
 assert abs(stage["overlapped_communication_s"] - overlapped) <= tolerance, (
     stage["overlapped_communication_s"], overlapped)
-print("ok: %d collectives run, %d waits; overlapped %s, exposed %s" % (
-    collectives, waits, "some" if overlapped > tolerance else "none",
+print("ok: %d collectives run on %d streams, %d waits; overlapped %s, "
+      "exposed %s" % (collectives, len(stream_free), waits, "some" if overlapped > tolerance else "none",
     "some" if exposed > tolerance else "none"))
