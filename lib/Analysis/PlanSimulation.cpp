@@ -45,6 +45,20 @@ int64_t kernelBytes(rt::KernelOp kernel) {
   return bytes;
 }
 
+/// Whether two buffers are the same arena bytes: the memory plan hands a
+/// reshape's operand over to its result (rt-plan-memory), and the devices
+/// skip a copy onto its own bytes.
+bool sameBytes(Value a, Value b) {
+  auto placed = [](Value buffer) -> std::optional<std::pair<int64_t, int64_t>> {
+    auto alloc = buffer.getDefiningOp<rt::AllocOp>();
+    if (!alloc || !alloc.getOffset())
+      return std::nullopt;
+    return std::make_pair(alloc.getPool().value_or(-1), *alloc.getOffset());
+  };
+  std::optional<std::pair<int64_t, int64_t>> at = placed(a);
+  return at && at == placed(b) && bytesOf(a) == bytesOf(b);
+}
+
 int64_t elementsOf(Value buffer) {
   return cast<MemRefType>(buffer.getType()).getNumElements();
 }
@@ -282,6 +296,14 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel,
     piece.category = sim::Communication;
     piece.buffer = inputs[0];
     return piece;
+  case OpCode::Copy:
+  case OpCode::TestCopy:
+  case OpCode::Cast:
+    if (cast<MemRefType>(inputs[0].getType()).getElementType() ==
+            cast<MemRefType>(outputs[0].getType()).getElementType() &&
+        sameBytes(inputs[0], outputs[0]))
+      return piece;
+    [[fallthrough]];
   default:
     piece.seconds = memoryBoundSeconds(hw, static_cast<double>(bytes));
     return piece;
@@ -330,6 +352,21 @@ public:
       bytesNotMoved += kernelBytes(kernels[m]);
     bytesNotMoved -= bytes;
     return pricer.price(isMatmul(head) ? head : kernels[k], bytes);
+  }
+
+  /// The kind of kernel `k`: its opcode, or its group's opcodes joined by
+  /// '+'.
+  std::string kindOf(int64_t k) {
+    auto it = groupOf.find(k);
+    if (it == groupOf.end())
+      return rt::stringifyOpCode(kernels[k].getOpcode()).str();
+    std::string kind;
+    for (int64_t m : groups[it->second].kernels) {
+      if (!kind.empty())
+        kind += '+';
+      kind += rt::stringifyOpCode(kernels[m].getOpcode());
+    }
+    return kind;
   }
 
   /// The bytes the groups do not move (over one run of each).
@@ -430,6 +467,9 @@ private:
 struct Function {
   int64_t first = 0, count = 0;
   SmallVector<Piece, 4> pieces;
+  /// Each kind of kernel's seconds over one run (a fused group's under its
+  /// members' opcodes joined by '+').
+  llvm::StringMap<double> kindSeconds;
 };
 
 struct ActionRef {
@@ -504,6 +544,8 @@ LogicalResult mlir::tpc::predictStep(ModuleOp module, const Hardware &hw,
         if (std::optional<Piece> wait = streamWaits->before(kernels[k]))
           function.pieces.push_back(std::move(*wait));
       }
+      if (piece->seconds > 0)
+        function.kindSeconds[groups.kindOf(k)] += piece->seconds;
       if (kernels[k]->hasAttr(kRecomputeAttrName) &&
           piece->category == sim::Compute)
         piece->category = sim::Recompute;
@@ -525,6 +567,7 @@ LogicalResult mlir::tpc::predictStep(ModuleOp module, const Hardware &hw,
       result.push_back(footprints.of(buffer, slot));
     return result;
   };
+  SmallVector<llvm::StringMap<double>, 1> stageKindSeconds(lists.size());
   for (auto [stage, actions] : llvm::enumerate(lists)) {
     std::vector<sim::Op> &ops = ranks[stage];
     stream::InFlight inFlight;
@@ -536,6 +579,8 @@ LogicalResult mlir::tpc::predictStep(ModuleOp module, const Hardware &hw,
         return program.emitError("--hardware: an action of stage ")
                << stage << " runs function " << action.function
                << ", which does not exist";
+      for (const auto &kind : functions[action.function].kindSeconds)
+        stageKindSeconds[stage][kind.getKey()] += kind.getValue();
       for (const Piece &piece : functions[action.function].pieces) {
         sim::Op op;
         op.kind = piece.kind;
@@ -604,6 +649,11 @@ LogicalResult mlir::tpc::predictStep(ModuleOp module, const Hardware &hw,
     idle += figures.idleSeconds;
     if (stage < report.stages.size())
       figures.peakBytes = report.stages[stage].peakBytes;
+    for (const auto &kind : stageKindSeconds[stage])
+      figures.kernelSeconds.emplace_back(kind.getKey().str(), kind.getValue());
+    llvm::sort(figures.kernelSeconds, [](const auto &a, const auto &b) {
+      return std::tie(b.second, a.first) < std::tie(a.second, b.first);
+    });
     prediction.stages.push_back(figures);
   }
   if (result->makespan > 0) {

@@ -93,6 +93,10 @@ struct StepPrediction {
     double computeSeconds = 0, recomputeSeconds = 0, communicationSeconds = 0,
            idleSeconds = 0, overlappedCommunicationSeconds = 0;
     int64_t peakBytes = 0;
+    /// Each kind of kernel's own seconds over the step (an opcode, or a
+    /// fused group's opcodes joined by '+'; collectives on whichever stream
+    /// they run), the largest first.
+    std::vector<std::pair<std::string, double>> kernelSeconds;
   };
   SmallVector<Stage, 1> stages;
   /// On a description whose runtime device is cuda: the groups of kernels

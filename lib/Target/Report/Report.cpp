@@ -79,7 +79,10 @@ LogicalResult mlir::tpc::writeReport(const CompileReport &report,
       {"stages", std::move(stages)}};
   if (const std::optional<StepPrediction> &p = report.predicted) {
     json::Array perStage;
-    for (auto [i, stage] : llvm::enumerate(p->stages))
+    for (auto [i, stage] : llvm::enumerate(p->stages)) {
+      json::Object kernels;
+      for (const auto &[kind, seconds] : stage.kernelSeconds)
+        kernels[kind] = seconds;
       perStage.push_back(json::Object{
           {"stage", static_cast<int64_t>(i)},
           {"compute_s", stage.computeSeconds},
@@ -87,7 +90,9 @@ LogicalResult mlir::tpc::writeReport(const CompileReport &report,
           {"communication_s", stage.communicationSeconds},
           {"idle_s", stage.idleSeconds},
           {"overlapped_communication_s", stage.overlappedCommunicationSeconds},
-          {"peak_bytes", stage.peakBytes}});
+          {"peak_bytes", stage.peakBytes},
+          {"kernel_s", std::move(kernels)}});
+    }
     root["predicted"] = json::Object{
         {"hardware", p->hardware},
         {"hardware_file", p->hardwarePath},

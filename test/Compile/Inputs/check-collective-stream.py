@@ -4,7 +4,9 @@ argv: the rt program (tpc-compile --emit mlir, one stage), the report of
 that compile on a description whose runtime_device is cuda, the
 description's memory bandwidth B and link bandwidth X
 (make-memory-hardware.py: every kernel costs its bytes / B, a fused group
-its outside bytes / B; a collective over n ranks of one node costs
+its outside bytes / B, a copy onto its own bytes (a reshape whose operand
+the memory plan handed over to its result) nothing, as the devices skip
+it; a collective over n ranks of one node costs
 factor(n) * bytes / X, with no latency).
 
 Replayed here from the program text, as the device runs it
@@ -16,8 +18,9 @@ whose bytes (arena offsets, a pooled buffer's copy of its action's slot)
 its own meet: it reads or writes what one writes, or writes what one
 reads; those retire. With 64 in flight, the next retires the oldest, which
 the compute stream waits for. The step ends when every stream is done.
-The report's step, exposed communication (communication_s) and
-overlapped_communication_s must be the replay's.
+The report's step, exposed communication (communication_s),
+overlapped_communication_s and each kind of kernel's seconds (kernel_s: an
+opcode, or a fused group's joined by '+') must be the replay's.
 """
 import json
 import os
@@ -63,12 +66,23 @@ def meets(a, b):
     return any(x[0] < y[1] and y[0] < x[1] for x in a for y in b)
 
 
-# Each kernel's own time: a fused group's at its tail, its others free.
-cost = [sum(k.sizes[v] for v in k.ins + k.outs) / memory for k in kernels]
+# Each kernel's own time: a fused group's at its tail, its others free; a
+# copy onto its own bytes is skipped.
+cost = [0.0 if program.skipped(i) else
+        sum(k.sizes[v] for v in k.ins + k.outs) / memory
+        for i, k in enumerate(kernels)]
+kind = [k.name for k in kernels]
 for group in report.get("device_fusions", {}).get("groups", []):
     for k in group:
         cost[k] = 0.0
     cost[group[-1]] = program.group_bytes(group) / memory
+    kind[group[-1]] = "+".join(kernels[k].name for k in group)
+kind_seconds = {}
+
+
+def charge(k, seconds):
+    if seconds > 0:
+        kind_seconds[kind[k]] = kind_seconds.get(kind[k], 0.0) + seconds
 
 
 def group_axes(kernel):
@@ -109,6 +123,7 @@ for k, slot in program.step_kernels():
         if len(in_flight) == EVENT_SLOTS:
             wait_until(in_flight.pop(0)[2])
         seconds = collective_seconds(kernel)
+        charge(k, seconds)
         group = group_axes(kernel)
         end = max(now, stream_free.get(group, 0.0)) + seconds
         stream_free[group] = end
@@ -123,6 +138,7 @@ for k, slot in program.step_kernels():
     if hit:
         wait_until(max(e[2] for e in hit))
     now += cost[k]
+    charge(k, cost[k])
 for free in stream_free.values():
     wait_until(free)
 
@@ -135,6 +151,12 @@ assert abs(stage["communication_s"] - exposed) <= tolerance, (
 overlapped = stream_busy - exposed
 assert abs(stage["overlapped_communication_s"] - overlapped) <= tolerance, (
     stage["overlapped_communication_s"], overlapped)
+# Each kind of kernel's own seconds (kernel_s).
+assert set(stage["kernel_s"]) == set(kind_seconds), (
+    sorted(stage["kernel_s"]), sorted(kind_seconds))
+for name, seconds in kind_seconds.items():
+    assert abs(stage["kernel_s"][name] - seconds) <= tolerance, (
+        name, stage["kernel_s"][name], seconds)
 print("ok: %d collectives run on %d streams, %d waits; overlapped %s, "
       "exposed %s" % (collectives, len(stream_free), waits, "some" if overlapped > tolerance else "none",
     "some" if exposed > tolerance else "none"))
