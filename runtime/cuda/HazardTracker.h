@@ -39,8 +39,11 @@ struct ByteRange {
 };
 
 /// The CUDA device's event slots: collectives and transfers in flight at
-/// once (tpc-compile's prediction replays the same count).
-constexpr size_t kEventSlots = 64;
+/// once (tpc-compile's prediction replays the same count). A data-parallel
+/// step issues a reduction per gradient during the backward; with 64 the
+/// compute stream of a 24-layer model waited for old ones (Table 1's 1.7B
+/// and 3.6B replayed 2% slower), with 256 as with 4096.
+constexpr size_t kEventSlots = 256;
 
 class HazardTracker {
 public:
@@ -139,12 +142,13 @@ inline void HazardTracker::conflicts(const ByteRange *reads, size_t numReads,
                                      const ByteRange *writes, size_t numWrites,
                                      std::vector<uint32_t> &waits) {
   waits.clear();
-  if (live_ == 0)
-    return;
-  for (size_t i = 0; i < entries_.size(); ++i) {
+  // Stops after the last live entry: most slots are free most of the time.
+  size_t unseen = live_;
+  for (size_t i = 0; i < entries_.size() && unseen > 0; ++i) {
     Entry &e = entries_[i];
     if (!e.live)
       continue;
+    --unseen;
     // Read after write, write after write, write after read.
     if (anyMeets(e.writes, e.numWrites, reads, numReads) ||
         anyMeets(e.writes, e.numWrites, writes, numWrites) ||
@@ -162,11 +166,15 @@ inline void HazardTracker::overlapping(const ByteRange *reads,
                                        size_t numWrites,
                                        std::vector<uint32_t> &waits) const {
   waits.clear();
-  for (size_t i = 0; i < entries_.size() && live_ > 0; ++i) {
+  size_t unseen = live_;
+  for (size_t i = 0; i < entries_.size() && unseen > 0; ++i) {
     const Entry &e = entries_[i];
-    if (e.live && (anyMeets(e.writes, e.numWrites, reads, numReads) ||
-                   anyMeets(e.writes, e.numWrites, writes, numWrites) ||
-                   anyMeets(e.reads, e.numReads, writes, numWrites)))
+    if (!e.live)
+      continue;
+    --unseen;
+    if ((anyMeets(e.writes, e.numWrites, reads, numReads) ||
+         anyMeets(e.writes, e.numWrites, writes, numWrites) ||
+         anyMeets(e.reads, e.numReads, writes, numWrites)))
       waits.push_back(static_cast<uint32_t>(i));
   }
 }

@@ -16,7 +16,7 @@ it are done and the stream's previous collective is; a kernel first waits
 for the collectives in flight
 whose bytes (arena offsets, a pooled buffer's copy of its action's slot)
 its own meet: it reads or writes what one writes, or writes what one
-reads; those retire. With 64 in flight, the next retires the oldest, which
+reads; those retire. With 256 in flight, the next retires the oldest, which
 the compute stream waits for. The step ends when every stream is done.
 The report's step, exposed communication (communication_s),
 overlapped_communication_s and each kind of kernel's seconds (kernel_s: an
@@ -29,7 +29,7 @@ import sys
 sys.path.insert(0, os.path.dirname(__file__))
 from rtprogram import Program  # noqa: E402
 
-EVENT_SLOTS = 64
+EVENT_SLOTS = 256
 # Where each collective's axes begin among its ints, and which buffer's
 # bytes it is priced by (operand or result).
 COLLECTIVES = {"all_reduce": (0, "in"), "all_gather": (1, "out"),
@@ -103,7 +103,7 @@ def collective_seconds(kernel):
 
 now = exposed = stream_busy = 0.0
 stream_free = {}  # group axes -> when its stream is free
-waits = collectives = 0
+waits = collectives = retired = 0
 in_flight = []  # (reads, writes, end), oldest first
 
 
@@ -122,6 +122,7 @@ for k, slot in program.step_kernels():
     if kernel.name in COLLECTIVES:
         if len(in_flight) == EVENT_SLOTS:
             wait_until(in_flight.pop(0)[2])
+            retired += 1
         seconds = collective_seconds(kernel)
         charge(k, seconds)
         group = group_axes(kernel)
@@ -157,6 +158,7 @@ assert set(stage["kernel_s"]) == set(kind_seconds), (
 for name, seconds in kind_seconds.items():
     assert abs(stage["kernel_s"][name] - seconds) <= tolerance, (
         name, stage["kernel_s"][name], seconds)
-print("ok: %d collectives run on %d streams, %d waits; overlapped %s, "
-      "exposed %s" % (collectives, len(stream_free), waits, "some" if overlapped > tolerance else "none",
+print("ok: %d collectives run on %d streams, %d waits, %d for a slot; "
+      "overlapped %s, exposed %s" % (collectives, len(stream_free), waits,
+                                     retired, "some" if overlapped > tolerance else "none",
     "some" if exposed > tolerance else "none"))
