@@ -101,9 +101,12 @@ public:
   }
 
   /// The piece of one kernel, or failure (an error emitted on it); with
-  /// `groupBytes`, the bytes it moves are those (a fused group's).
+  /// `groupBytes`, the bytes it moves are those (a fused group's);
+  /// `ownAttention`: an attention backward the device runs on its own
+  /// kernels (DevicePlan).
   FailureOr<Piece> price(rt::KernelOp kernel,
-                         std::optional<int64_t> groupBytes = std::nullopt);
+                         std::optional<int64_t> groupBytes = std::nullopt,
+                         bool ownAttention = false);
 
 private:
   FailureOr<double> peakFor(rt::KernelOp kernel, Value operand) {
@@ -181,7 +184,8 @@ private:
 };
 
 FailureOr<Piece> Pricer::price(rt::KernelOp kernel,
-                               std::optional<int64_t> groupBytes) {
+                               std::optional<int64_t> groupBytes,
+                               bool ownAttention) {
   using rt::OpCode;
   Piece piece;
   int64_t bytes = groupBytes ? *groupBytes : kernelBytes(kernel);
@@ -231,6 +235,16 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel,
     return piece;
   };
 
+  // An attention backward's products over the scores, in units of d and
+  // d_v: FlashAttention's five (S, dP, dV, dK, dQ), as FA3-class kernels and
+  // cuDNN run it; the CUDA device's own kernels seven with the forward's
+  // log-sum-exps (dK and dV, then S and dP again for dQ without atomics)
+  // and nine without them (the forward's S and P V first).
+  auto backwardProducts = [&](bool readsLse) -> std::pair<double, double> {
+    if (!ownAttention)
+      return {3, 2};
+    return readsLse ? std::make_pair(4.0, 3.0) : std::make_pair(5.0, 4.0);
+  };
   // Flag bit 0: causal (the kernels skip the masked scores); bit 1:
   // sequence-major, where the keys' length is dim 1 of k, else dim 2.
   const bool causal = kernel.getFlags() & 1;
@@ -261,7 +275,10 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel,
         1.0 * dimOf(query, 0) * dimOf(query, 1) * dimOf(query, 2),
         dimOf(query, queryLengthDim), dimOf(key, keyLengthDim), causal);
     double d = dimOf(query, 3), dv = dimOf(value, 3);
-    return attention(2 * scores * (grad ? 3 * d + 2 * dv : d + dv));
+    if (!grad)
+      return attention(2 * scores * (d + dv));
+    auto [perD, perDv] = backwardProducts(inputs.size() == 6);
+    return attention(2 * scores * (perD * d + perDv * dv));
   }
   case OpCode::AttentionQkv:
   case OpCode::AttentionQkvLse:
@@ -273,7 +290,10 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel,
     double seq = dimOf(qkv, 1), headDim = dimOf(qkv, 4);
     double scores = attentionScores(1.0 * dimOf(qkv, 0) * dimOf(qkv, 3) * seq,
                                     seq, seq, causal);
-    return attention(2 * scores * (grad ? 5 : 2) * headDim);
+    if (!grad)
+      return attention(2 * scores * 2 * headDim);
+    auto [perD, perDv] = backwardProducts(inputs.size() == 4);
+    return attention(2 * scores * (perD + perDv) * headDim);
   }
   case OpCode::AllReduce:
     return collective(CollectiveKind::AllReduce, bytesOf(inputs[0]), 0);
@@ -332,8 +352,10 @@ bool isMatmul(rt::KernelOp kernel) {
 class GroupPricer {
 public:
   GroupPricer(Pricer &pricer, MutableArrayRef<rt::KernelOp> kernels,
-              ArrayRef<FusedGroup> groups)
-      : pricer(pricer), kernels(kernels), groups(groups) {
+              const DevicePlan &device)
+      : pricer(pricer), kernels(kernels), groups(device.groups),
+        ownAttention(device.ownAttentionGrads.begin(),
+                     device.ownAttentionGrads.end()) {
     for (auto [g, group] : llvm::enumerate(groups))
       for (int64_t k : group.kernels)
         groupOf[k] = g;
@@ -342,7 +364,7 @@ public:
   FailureOr<Piece> price(int64_t k) {
     auto it = groupOf.find(k);
     if (it == groupOf.end())
-      return pricer.price(kernels[k]);
+      return pricer.price(kernels[k], std::nullopt, ownAttention.contains(k));
     const FusedGroup &group = groups[it->second];
     if (k != group.kernels.back())
       return Piece();
@@ -397,6 +419,7 @@ private:
   Pricer &pricer;
   MutableArrayRef<rt::KernelOp> kernels;
   ArrayRef<FusedGroup> groups;
+  DenseSet<int64_t> ownAttention;
   DenseMap<int64_t, size_t> groupOf;
 };
 
@@ -480,7 +503,7 @@ struct ActionRef {
 
 LogicalResult mlir::tpc::predictStep(ModuleOp module, const Hardware &hw,
                                      CompileReport &report,
-                                     ArrayRef<FusedGroup> fusedGroups) {
+                                     const DevicePlan &device) {
   auto programs = module.getOps<rt::ProgramOp>();
   if (programs.empty())
     return module.emitError("--hardware: no rt.program to predict");
@@ -517,12 +540,16 @@ LogicalResult mlir::tpc::predictStep(ModuleOp module, const Hardware &hw,
   }
 
   Pricer pricer(hw, program);
-  for (const FusedGroup &group : fusedGroups)
+  for (const FusedGroup &group : device.groups)
     for (int64_t k : group.kernels)
       if (k < 0 || k >= static_cast<int64_t>(kernels.size()))
         return program.emitError("--hardware: a fused group names kernel ")
                << k << " of " << kernels.size();
-  GroupPricer groups(pricer, kernels, fusedGroups);
+  for (int64_t k : device.ownAttentionGrads)
+    if (k < 0 || k >= static_cast<int64_t>(kernels.size()))
+      return program.emitError("--hardware: the device's attention kernel ")
+             << k << " is not one of the " << kernels.size();
+  GroupPricer groups(pricer, kernels, device);
   stream::Footprints footprints(program);
   std::optional<StreamWaits> streamWaits;
   if (hw.runtimeDevice == "cuda")
@@ -680,7 +707,7 @@ LogicalResult mlir::tpc::predictStep(ModuleOp module, const Hardware &hw,
   }
   if (hw.runtimeDevice == "cuda") {
     prediction.deviceFusions.emplace();
-    for (const FusedGroup &group : fusedGroups)
+    for (const FusedGroup &group : device.groups)
       prediction.deviceFusions->push_back(group.kernels);
     prediction.fusedBytesNotMoved = groups.bytesNotMoved;
   }

@@ -21,10 +21,6 @@ namespace {
 /// uses the lowest float (its engines then did not take -inf).
 constexpr size_t kInfinityMask = 91000;
 
-bool sixteenBit(fb::DType t) {
-  return t == fb::DType::BF16 || t == fb::DType::F16;
-}
-
 /// Calls of one key share a plan (the scale is a run-time value). The
 /// first two: a backward, one given the forward's O and Stats.
 using ShapeKey = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t,
@@ -64,47 +60,6 @@ cudnn::SdpaShape cuda::sdpaShapeOf(const KernelCall &call) {
   s.scale =
       static_cast<float>(call.floatAttrs.empty() ? 1.0 : call.floatAttrs[0]);
   return s;
-}
-
-std::string cuda::cudnnAttentionRefusal(const KernelCall &call) {
-  const bool grad = call.attentionBackward();
-  if (!call.attentionForward() && !grad)
-    return "not an attention kernel";
-  if (call.dropoutRate != 0.0)
-    return "attention dropout (cuDNN's dropout cannot draw the runtime's "
-           "stream)";
-  const fb::DType type =
-      call.operands.empty() ? fb::DType::F32 : call.operands[0].dtype;
-  if (!sixteenBit(type))
-    return "fp32 tensors (cuDNN's fused attention is bf16 and f16)";
-  // The log-sum-exps (attention_lse's result 1, a backward's last operand)
-  // are f32: cuDNN's Stats.
-  const size_t operands =
-      call.operands.size() - (call.attentionReadsLse() ? 1 : 0);
-  const size_t results = call.attentionWritesLse() ? 1 : call.results.size();
-  for (size_t i = 0; i < operands; ++i)
-    if (call.operands[i].dtype != type)
-      return "operands of different types";
-  for (size_t i = 0; i < results; ++i)
-    if (call.results[i].dtype != type)
-      return "results of another type than the operands";
-  if (call.headDim != call.valueDim)
-    return "head_dim " + std::to_string(call.headDim) + " != value_dim " +
-           std::to_string(call.valueDim);
-  if (call.headDim % 8 != 0 || call.headDim > 128)
-    return "head_dim " + std::to_string(call.headDim) +
-           " (a multiple of 8 up to 128 is planned)";
-  if (call.kvHeads <= 0 || call.heads % call.kvHeads != 0)
-    return "heads not a multiple of kv heads";
-  if ((call.flags & 1) && call.seqQ != call.seqK)
-    return "causal with s_q " + std::to_string(call.seqQ) + " != s_k " +
-           std::to_string(call.seqK) +
-           " (cuDNN's mask is aligned top-left, the kernels' bottom-right)";
-  if (call.batch * call.heads * call.seqQ * call.seqK == 0)
-    return "an empty attention";
-  if (grad && call.seqQ == 1 && call.seqK == 1)
-    return "s_q = s_k = 1 (cuDNN's backward refuses it)";
-  return "";
 }
 
 std::string cuda::cudnnVersionRefusal(const KernelCall &call, size_t version) {

@@ -29,16 +29,13 @@
 #define TPCRT_CUDA_CUDNNATTENTION_H
 
 #include "CudaKernels.h"
+#include "CudnnEligibility.h"
 #include "CudnnGraph.h"
 
 #include <memory>
 #include <string>
 
 namespace tpcrt::cuda {
-
-/// Why cuDNN's fused attention cannot run `call` (empty when it can): not
-/// an attention kernel, a dropout, types, dims.
-std::string cudnnAttentionRefusal(const KernelCall &call);
 
 /// The graphs' description of `call` (an attention kernel cuDNN takes).
 cudnn::SdpaShape sdpaShapeOf(const KernelCall &call);

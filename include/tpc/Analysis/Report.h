@@ -217,6 +217,18 @@ struct FusedGroup {
   bool headWritten = false;
 };
 
+/// How a runtime device runs the program where the prediction prices it
+/// otherwise than kernel by kernel (rt::planCudaDevice, the CUDA device's
+/// own rules): the groups of kernels it runs as one, and the attention
+/// backward kernels (indices) it runs on its own kernels because cuDNN
+/// refuses them (a dropout, fp32, ...): those do seven products with the
+/// forward's log-sum-exps (nine without: the forward again), where the
+/// others are priced at FlashAttention's five.
+struct DevicePlan {
+  std::vector<FusedGroup> groups;
+  std::vector<int64_t> ownAttentionGrads;
+};
+
 /// Fills `report.predicted` (the stages' FLOPs and peaks read before) by
 /// replaying the lowered rt program of `module` on `hardware`: one rank per
 /// pipeline stage runs its action list (or the program's kernels in order),
@@ -226,15 +238,15 @@ struct FusedGroup {
 /// transfer its message time between the stages it joins. An error names a
 /// kernel the description has no peak for.
 ///
-/// On a description whose runtime device is cuda, `fusedGroups` are the
-/// groups of kernels that device runs as one (rt::planCudaFusions, the
-/// device's own plan): each is priced as one kernel that moves the group's
-/// outside buffers once (none of the intermediates the device never
-/// writes), an epilogue group at its matrix product's FLOPs; and the
-/// report's predicted.device_fusions lists them.
+/// On a description whose runtime device is cuda, `device` is how that
+/// device runs the program (rt::planCudaDevice, its own rules): each fused
+/// group is priced as one kernel that moves the group's outside buffers
+/// once (none of the intermediates the device never writes), an epilogue
+/// group at its matrix product's FLOPs, and the report's
+/// predicted.device_fusions lists them; an attention backward on the
+/// device's own kernels is priced at the products they run.
 LogicalResult predictStep(ModuleOp module, const Hardware &hardware,
-                          CompileReport &report,
-                          ArrayRef<FusedGroup> fusedGroups = {});
+                          CompileReport &report, const DevicePlan &device = {});
 
 } // namespace mlir::tpc
 

@@ -33,15 +33,17 @@ LogicalResult serializeTpcx(ModuleOp module, std::vector<uint8_t> &payload);
 /// temporary file renamed over `path`).
 LogicalResult writeTpcxFile(ModuleOp module, StringRef path);
 
-/// The groups of kernels the CUDA device runs as one on this module's
-/// program: its own load-time plan (runtime/cuda/FusionPlan.h) over the
+/// How the CUDA device runs this module's program, by its own rules over the
 /// serialized executable, decoded and placed as the loader does (one rank
-/// of each pipeline stage). For tpc::predictStep on a description whose
-/// runtime device is cuda.
-FailureOr<std::vector<tpc::FusedGroup>> planCudaFusions(ModuleOp module);
+/// of each pipeline stage): the groups of kernels it runs as one (its
+/// load-time plan, runtime/cuda/FusionPlan.h) and the attention backward
+/// kernels cuDNN refuses (runtime/cuda/CudnnEligibility.h), which run its
+/// own kernels. For tpc::predictStep on a description whose runtime device
+/// is cuda.
+FailureOr<tpc::DevicePlan> planCudaDevice(ModuleOp module);
 
-/// tpc::predictStep with the groups the description's runtime device runs
-/// as one: planCudaFusions' where it is cuda, none on a cpu.
+/// tpc::predictStep with how the description's runtime device runs the
+/// program: planCudaDevice's where it is cuda, kernel by kernel on a cpu.
 LogicalResult predictStepOnDevice(ModuleOp module, const tpc::Hardware &hw,
                                   tpc::CompileReport &report);
 

@@ -1,16 +1,18 @@
 //===- CudaFusions.cpp - the CUDA device's fusions of a lowered plan ------===//
 //
 // The kernel groups the CUDA device runs as one (runtime/cuda/FusionPlan.h)
-// are its own plan, made at load time from the decoded executable. For the
-// prediction to price what runs, the same planner is asked: the module is
+// are its own plan, made at load time from the decoded executable, and the
+// attention calls cuDNN can take its own rule (CudnnEligibility.h). For the
+// prediction to price what runs, the same rules are asked: the module is
 // serialized as tpc-compile writes it, decoded and placed as the loader
 // does (one rank of each pipeline stage), and the device's plan read back
-// as groups of kernel indices.
+// as groups of kernel indices and the attention backwards cuDNN refuses.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tpc/Target/Tpcx.h"
 
+#include "runtime/cuda/CudnnEligibility.h"
 #include "runtime/cuda/FusionPlan.h"
 #include "tpcx_generated.h"
 
@@ -18,8 +20,7 @@
 
 using namespace mlir;
 
-FailureOr<std::vector<tpc::FusedGroup>>
-mlir::rt::planCudaFusions(ModuleOp module) {
+FailureOr<tpc::DevicePlan> mlir::rt::planCudaDevice(ModuleOp module) {
   std::vector<uint8_t> payload;
   if (failed(serializeTpcx(module, payload)))
     return failure();
@@ -28,7 +29,8 @@ mlir::rt::planCudaFusions(ModuleOp module) {
   if (tpcrt::Status s = tpcrt::decodeProgram(root, program); !s)
     return module.emitError("the executable does not decode: ") << s.message();
   using tpcrt::cuda::FusionRole;
-  std::vector<tpc::FusedGroup> groups;
+  tpc::DevicePlan device;
+  std::vector<tpc::FusedGroup> &groups = device.groups;
   // One rank of each stage: its kernels are the stage's.
   std::set<uint32_t> planned;
   int64_t world = program.mesh.worldSize();
@@ -42,6 +44,10 @@ mlir::rt::planCudaFusions(ModuleOp module) {
       continue;
     std::vector<tpcrt::cuda::FusionStep> plan =
         tpcrt::cuda::planFusions(program);
+    for (const tpcrt::KernelCall &call : program.calls)
+      if (call.attentionBackward() &&
+          !tpcrt::cuda::cudnnAttentionRefusal(call).empty())
+        device.ownAttentionGrads.push_back(call.index);
     // A group is a head and the calls after it in the rank's list, up to
     // its tail.
     for (size_t p = 0; p < program.calls.size(); ++p) {
@@ -62,18 +68,18 @@ mlir::rt::planCudaFusions(ModuleOp module) {
       groups.push_back(std::move(group));
     }
   }
-  return groups;
+  return device;
 }
 
 LogicalResult mlir::rt::predictStepOnDevice(ModuleOp module,
                                             const tpc::Hardware &hw,
                                             tpc::CompileReport &report) {
-  std::vector<tpc::FusedGroup> groups;
+  tpc::DevicePlan device;
   if (hw.runtimeDevice == "cuda") {
-    FailureOr<std::vector<tpc::FusedGroup>> planned = planCudaFusions(module);
+    FailureOr<tpc::DevicePlan> planned = planCudaDevice(module);
     if (failed(planned))
       return failure();
-    groups = std::move(*planned);
+    device = std::move(*planned);
   }
-  return tpc::predictStep(module, hw, report, groups);
+  return tpc::predictStep(module, hw, report, device);
 }
