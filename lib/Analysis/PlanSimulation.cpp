@@ -10,7 +10,7 @@
 // that device runs them on a stream per communicator (group of axes) and a
 // kernel waits only for those whose bytes its own meet (CollectiveStream.h),
 // and it runs
-// some groups of kernels as one (the caller's rt::planCudaFusions), priced
+// some groups of kernels as one (the caller's rt::planCudaDevice), priced
 // as one kernel.
 //
 //===----------------------------------------------------------------------===//
