@@ -8,10 +8,10 @@
 // barriers. Collectives inside a stage (tp, dp) are busy time on the
 // compute stream, except on a description whose runtime device is cuda:
 // that device runs them on a stream per communicator (group of axes) and a
-// kernel waits only for those whose bytes its own meet (CollectiveStream.h),
-// and it runs
-// some groups of kernels as one (the caller's rt::planCudaDevice), priced
-// as one kernel.
+// kernel waits only for those whose bytes its own meet (CollectiveStream.h);
+// it runs some groups of kernels as one, priced as one kernel, and the
+// attention backwards cuDNN refuses on its own kernels (the caller's
+// rt::planCudaDevice).
 //
 //===----------------------------------------------------------------------===//
 
