@@ -166,7 +166,13 @@ public:
       double computed = attentionScores(b * heads * s, s, s, /*causal=*/true);
       double io = 4 * tokens * heads * d * m.elementBytes;
       attentionForward = attentionSeconds(hw, 4 * computed * d, io, peak);
-      attentionBackward = attentionSeconds(hw, 10 * computed * d, 2 * io, peak);
+      // FlashAttention's five products in the backward; the CUDA device's
+      // own kernels, which run where cuDNN refuses the call, seven
+      // (docs/runtime/cuda.md).
+      bool ownKernels = hw.runtimeDevice == "cuda" &&
+                        (m.attentionDropout > 0 || m.elementBytes == 4);
+      attentionBackward = attentionSeconds(
+          hw, (ownKernels ? 14 : 10) * computed * d, 2 * io, peak);
     } else {
       double bmm = matmulSeconds(hw, 2 * scores * d,
                                  (scores + 2 * tokens * heads * d) *
@@ -363,11 +369,18 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
                                : 0) +
                           h;
   }
-  std::vector<double> epilogue(plan.pp, 0);
+  // A device that runs collectives on their own streams (the CUDA
+  // device's) overlaps each layer's data-parallel reduction, issued in the
+  // last microbatch's backward after the layer's weight gradients
+  // (rt-issue-reductions-early), with the backward of the layers after it;
+  // elsewhere the reduction follows the backward.
+  const bool overlapsReduction = hw.runtimeDevice == "cuda" && plan.dp > 1;
+  std::vector<double> reduction(plan.pp, 0), epilogue(plan.pp, 0);
   for (int64_t r = 0; r < plan.pp; ++r) {
     double gradBytes = rankParams[r] * 4;
-    epilogue[r] = collectiveSeconds(hw, CollectiveKind::AllReduce, gradBytes,
-                                    plan.dp, dpPerNode) +
+    reduction[r] = collectiveSeconds(hw, CollectiveKind::AllReduce, gradBytes,
+                                     plan.dp, dpPerNode);
+    epilogue[r] = (overlapsReduction ? 0 : reduction[r]) +
                   memoryBoundSeconds(hw, rankParams[r] * (mixed ? 34 : 28));
     if (plan.pp > 1 && m.tiedEmbeddings &&
         (r == 0 || r == plan.pp - 1))
@@ -412,12 +425,31 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
 
   // Time.
   int64_t slowest = 0;
+  // The replay's communication on the slowest rank (its waits for the
+  // stream's reductions included), when it replays.
+  std::optional<double> replayedCommunication;
   std::vector<Busy> rankBusy(plan.pp);
   for (int64_t c = 0; c < chunks; ++c) {
     Busy &busy = rankBusy[rankOf(c)];
     busy += chunkCosts[c].forward;
     busy += chunkCosts[c].backward;
     busy += chunkCosts[c].weight;
+  }
+  if (overlapsReduction && (!simulate || plan.pp == 1)) {
+    // Layer j of L (in backward order) hands its reduction (R / L) to the
+    // stream when its part of the last backward (B / L each) is done; the
+    // stream ends at max_j (j B / L + (L - j + 1) R / L): past the backward
+    // by max(R / L, R - B (L - 1) / L).
+    double layers = static_cast<double>(layersPerChunk * plan.virtualStages);
+    for (int64_t r = 0; r < plan.pp; ++r) {
+      double backward = 0;
+      for (int64_t c = 0; c < chunks; ++c)
+        if (rankOf(c) == r)
+          backward +=
+              chunkCosts[c].backward.total() + chunkCosts[c].weight.total();
+      epilogue[r] += std::max(reduction[r] / layers,
+                              reduction[r] - backward * (layers - 1) / layers);
+    }
   }
   if (!simulate || plan.pp == 1) {
     double worst = 0, forward = 0, backward = 0, weight = 0;
@@ -463,19 +495,54 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
         if (busy.communication > 0)
           ops.push_back(sim::Op::busy(busy.communication, sim::Communication));
       };
-      for (const pipeline::Action &action : schedule->actions[r]) {
+      // Overlapped reductions: each chunk's goes out layer by layer in the
+      // last action that writes its weight gradients (the last microbatch's
+      // B, or W where the schedule defers it), on the rank's stream.
+      const std::vector<pipeline::Action> &actions = schedule->actions[r];
+      std::vector<size_t> lastWeight(chunks, actions.size());
+      for (size_t a = 0; a < actions.size(); ++a)
+        if (actions[a].kind == pipeline::ActionKind::Weight ||
+            (actions[a].kind == pipeline::ActionKind::Backward &&
+             actions[a].fusedWeight))
+          lastWeight[actions[a].chunk] = a;
+      double chunkReduction =
+          reduction[r] / static_cast<double>(plan.virtualStages);
+      int64_t lastStart = -1;
+      auto addBusyReducing = [&](const Busy &busy) {
+        for (int64_t l = 0; l < layersPerChunk; ++l) {
+          addBusy(busy.scaled(1.0 / static_cast<double>(layersPerChunk)));
+          sim::Op start = sim::Op::busy(chunkReduction /
+                                            static_cast<double>(layersPerChunk),
+                                        sim::Communication);
+          start.kind = sim::Op::CollectiveStart;
+          lastStart = static_cast<int64_t>(ops.size());
+          ops.push_back(start);
+        }
+      };
+      for (size_t a = 0; a < actions.size(); ++a) {
+        const pipeline::Action &action = actions[a];
         const PhaseCosts &cost = chunkCosts[action.chunk];
+        bool reduces = overlapsReduction && lastWeight[action.chunk] == a;
         switch (action.kind) {
         case pipeline::ActionKind::Forward:
           addBusy(cost.forward);
           break;
         case pipeline::ActionKind::Backward:
-          addBusy(cost.backward);
-          if (action.fusedWeight)
-            addBusy(cost.weight);
+          if (reduces) {
+            Busy both = cost.backward;
+            both += cost.weight;
+            addBusyReducing(both);
+          } else {
+            addBusy(cost.backward);
+            if (action.fusedWeight)
+              addBusy(cost.weight);
+          }
           break;
         case pipeline::ActionKind::Weight:
-          addBusy(cost.weight);
+          if (reduces)
+            addBusyReducing(cost.weight);
+          else
+            addBusy(cost.weight);
           break;
         case pipeline::ActionKind::SendAct:
         case pipeline::ActionKind::SendGrad:
@@ -488,6 +555,13 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
           break;
         }
       }
+      // The optimizer reads the reduced gradients.
+      if (lastStart >= 0) {
+        sim::Op wait;
+        wait.kind = sim::Op::Wait;
+        wait.transfer = lastStart;
+        ops.push_back(wait);
+      }
       ops.push_back(sim::Op::busy(epilogue[r], sim::Communication));
     }
     std::optional<sim::Result> result = sim::simulate(ranks, error);
@@ -497,12 +571,15 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
     for (int64_t r = 0; r < plan.pp; ++r)
       if (result->ranks[r].busyTotal() > result->ranks[slowest].busyTotal())
         slowest = r;
+    replayedCommunication = result->ranks[slowest].busy[sim::Communication];
   }
   double microbatches = static_cast<double>(plan.microbatches);
   estimate.computeSeconds = rankBusy[slowest].compute * microbatches;
   estimate.recomputeSeconds = rankBusy[slowest].recompute * microbatches;
   estimate.communicationSeconds =
-      rankBusy[slowest].communication * microbatches + epilogue[slowest];
+      replayedCommunication
+          ? *replayedCommunication
+          : rankBusy[slowest].communication * microbatches + epilogue[slowest];
   estimate.bubbleSeconds =
       std::max(0.0, estimate.stepSeconds - estimate.computeSeconds -
                         estimate.recomputeSeconds -

@@ -275,6 +275,7 @@ int main(int argc, char **argv) {
   shape.tiedEmbeddings = config->tieWordEmbeddings;
   shape.elementBytes = dtypeName == "bf16" ? 2 : 4;
   shape.fusedAttention = attentionName == "fused";
+  shape.attentionDropout = config->attentionDropout;
 
   // The search space.
   std::vector<Candidate> fits;

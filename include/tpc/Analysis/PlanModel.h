@@ -35,6 +35,10 @@ struct TransformerShape {
   int64_t elementBytes = 2;
   /// Fused attention (never materializes s×s) or Megatron's unfused chain.
   bool fusedAttention = false;
+  /// The attention's dropout rate: on the CUDA device cuDNN refuses a
+  /// fused attention with one (as it refuses fp32), and the device's own
+  /// backward runs seven products where FlashAttention's runs five.
+  double attentionDropout = 0;
 };
 
 struct PlanChoice {
