@@ -131,9 +131,12 @@ static cl::opt<std::string> hardware(
     cl::desc("With --report: replay the plan's per-rank action lists on this "
              "hardware and add the report's \"predicted\" section (step "
              "time, bubble, MFU, HFU, TFLOP/s per device, each stage's busy "
-             "and idle time and peak bytes). a100, h100, h200 (the tree's "
-             "hardware/*.json), cpu (this machine, measured by "
-             "tpc-measure-hardware) or a JSON file "
+             "and idle time, overlapped communication, seconds per kind of "
+             "kernel and peak bytes). a100, h100, h200 (the tree's "
+             "hardware/*.json, whose runtime device is cuda: the CUDA "
+             "device's fused groups, collective streams and attention "
+             "kernels priced as it runs them), cpu (this machine, measured "
+             "by tpc-measure-hardware) or a JSON file "
              "(docs/design/hardware-format.md)"),
     cl::value_desc("a100|h100|h200|cpu|FILE.json"), cl::cat(category));
 
