@@ -4,7 +4,8 @@
 // (cuda/HazardTracker.h), driven here without a GPU: the cases by hand, then
 // random programs replayed on a fake pair of streams whose collectives finish
 // whenever they like unless the compute stream waited for them; every kernel
-// must see every earlier collective whose bytes it touches finished.
+// must see every earlier collective whose bytes it touches finished. Then
+// the same with collectives on several streams (one per communicator).
 //
 //===----------------------------------------------------------------------===//
 
@@ -183,6 +184,90 @@ TEST(HazardTrackerTest, RandomProgramsNeverRace) {
                      c.write.meets(writes[0]) || c.read.meets(writes[0]);
         ASSERT_FALSE(meets) << "program " << program << ", step " << step
                             << ": a kernel races collective " << i;
+      }
+      ASSERT_LE(t.inFlight(), capacity);
+    }
+  }
+}
+
+/// The device's streams as they are since each communicator has its own:
+/// collectives on several streams, each FIFO; a collective's stream waits
+/// for the compute stream's position (orderAfterCompute) and for the
+/// collectives in flight on other streams whose bytes it meets
+/// (`overlapping`, orderAfterOthers); the compute stream waits for what
+/// `conflicts` returns and for the slot `begin` retires. Orders are vector
+/// clocks over the streams: a clock's entry s counts the collectives of
+/// stream s something is ordered after. Checked: no kernel meets a
+/// collective it is not ordered after, and no collective meets one of
+/// another stream it is not ordered after (write against read or write).
+TEST(HazardTrackerTest, RandomProgramsOnSeveralStreamsNeverRace) {
+  std::mt19937_64 random(20261204);
+  for (int program = 0; program < 300; ++program) {
+    size_t capacity = 1 + random() % 6;
+    size_t streams = 1 + random() % 3;
+    HazardTracker t(capacity);
+    using Clock = std::vector<int64_t>;
+    auto join = [](Clock &into, const Clock &other) {
+      for (size_t s = 0; s < into.size(); ++s)
+        into[s] = std::max(into[s], other[s]);
+    };
+    struct Collective {
+      ByteRange read, write;
+      size_t stream;
+      int64_t index; // its position on its stream
+      Clock clock;   // what it is ordered after, itself included
+    };
+    std::vector<Collective> collectives;
+    std::vector<int64_t> slotCollective(capacity, -1);
+    Clock compute(streams, 0);
+    std::vector<Clock> streamClock(streams, Clock(streams, 0));
+    auto ordered = [](const Clock &clock, const Collective &c) {
+      return c.index < clock[c.stream];
+    };
+    auto range = [&] {
+      uint64_t begin = random() % 64;
+      return ByteRange{begin, begin + 1 + random() % 16};
+    };
+    std::vector<uint32_t> waits;
+    for (int step = 0; step < 200; ++step) {
+      if (random() % 3 == 0) {
+        Collective c{range(), range(), random() % streams, 0, {}};
+        c.index = streamClock[c.stream][c.stream];
+        c.clock = streamClock[c.stream];
+        join(c.clock, compute);
+        t.overlapping(&c.read, 1, &c.write, 1, waits);
+        for (uint32_t slot : waits)
+          join(c.clock, collectives[slotCollective[slot]].clock);
+        for (const Collective &other : collectives) {
+          bool meets = other.write.meets(c.read) ||
+                       other.write.meets(c.write) || other.read.meets(c.write);
+          ASSERT_FALSE(meets && other.stream != c.stream &&
+                       !ordered(c.clock, other))
+              << "program " << program << ", step " << step
+              << ": two collectives race";
+        }
+        c.clock[c.stream] = c.index + 1;
+        streamClock[c.stream] = c.clock;
+        int64_t retired = -1;
+        uint32_t slot = t.begin(&c.read, 1, &c.write, 1, retired);
+        if (retired >= 0)
+          join(compute, collectives[slotCollective[retired]].clock);
+        slotCollective[slot] = static_cast<int64_t>(collectives.size());
+        collectives.push_back(c);
+        continue;
+      }
+      ByteRange reads[2] = {range(), range()};
+      ByteRange writes[1] = {range()};
+      t.conflicts(reads, 2, writes, 1, waits);
+      for (uint32_t slot : waits)
+        join(compute, collectives[slotCollective[slot]].clock);
+      for (size_t i = 0; i < collectives.size(); ++i) {
+        const Collective &c = collectives[i];
+        bool meets = c.write.meets(reads[0]) || c.write.meets(reads[1]) ||
+                     c.write.meets(writes[0]) || c.read.meets(writes[0]);
+        ASSERT_FALSE(meets && !ordered(compute, c))
+            << "program " << program << ", step " << step
+            << ": a kernel races collective " << i << " on stream " << c.stream;
       }
       ASSERT_LE(t.inFlight(), capacity);
     }
