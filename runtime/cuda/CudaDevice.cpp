@@ -97,7 +97,7 @@ bool isCollective(fb::OpCode op) {
          op == fb::OpCode::ReduceScatter || op == fb::OpCode::AllToAll;
 }
 
-/// Staging bytes a collective needs on the communication stream (the
+/// Staging bytes a collective needs on its communicator's stream (the
 /// pieces along a non-leading dimension made contiguous).
 uint64_t collectiveStagingBytes(const KernelCall &call) {
   if (call.operands.empty() || call.groupSize <= 1)

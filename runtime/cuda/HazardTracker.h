@@ -56,7 +56,7 @@ public:
   size_t capacity() const { return entries_.size(); }
   size_t inFlight() const { return live_; }
 
-  /// Records an operation enqueued on the communication stream and returns
+  /// Records an operation enqueued on a communication stream and returns
   /// its slot, whose event the caller records after it. When every slot is
   /// in flight, the oldest is retired first: `retired` is then its slot,
   /// whose event the compute stream must wait for (else -1) — that keeps
