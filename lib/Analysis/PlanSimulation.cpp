@@ -316,6 +316,18 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel,
     piece.category = sim::Communication;
     piece.buffer = inputs[0];
     return piece;
+  case OpCode::EmbeddingGradAccumulate: {
+    // dY and the ids, and the rows they hit (at most every token's) read
+    // and written, not the whole table.
+    double table = static_cast<double>(bytesOf(outputs[0]));
+    double hit =
+        std::min<double>(table, static_cast<double>(elementsOf(inputs[1])) *
+                                    dimOf(outputs[0], 1) * sizeof(float));
+    piece.seconds = memoryBoundSeconds(
+        hw,
+        static_cast<double>(bytesOf(inputs[0]) + bytesOf(inputs[1])) + 2 * hit);
+    return piece;
+  }
   case OpCode::Copy:
   case OpCode::TestCopy:
   case OpCode::Cast:

@@ -194,6 +194,9 @@ int64_t scratchFloats(const KernelCall &call) {
     return 4 * call.cols;
   case fb::OpCode::RmsNormParamGrad:
     return 2 * call.cols;
+  case fb::OpCode::EmbeddingGradAccumulate:
+    // The positions in order (int64), then one row.
+    return 2 * call.m + call.n;
   case fb::OpCode::CrossEntropy:
   case fb::OpCode::CrossEntropyGrad:
     // A padded or split vocabulary: per position the max, the sum of
@@ -640,6 +643,10 @@ Status CpuDevice::run(const KernelCall &call, const Resolved &r,
   case fb::OpCode::EmbeddingGrad:
     return cpu::embeddingGrad(in(0), ints(1), call.m, call.k, call.n, out(0),
                               rowBlock);
+  case fb::OpCode::EmbeddingGradAccumulate:
+    return cpu::embeddingGradAccumulate(
+        in(0), ints(1), call.m, call.k, call.n, out(0), rowBlock,
+        reinterpret_cast<int64_t *>(r.scratch), r.scratch + 2 * call.m);
   case fb::OpCode::LinearInputGrad:
     return cpu::linearInputGrad(in(0), in(1), call.m, call.k, call.n, layout(),
                                 out(0));

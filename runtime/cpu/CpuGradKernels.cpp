@@ -45,6 +45,45 @@ Status embeddingGrad(const float *dY, const int64_t *ids, int64_t numIds,
   return Status::ok();
 }
 
+Status embeddingGradAccumulate(const float *dY, const int64_t *ids,
+                               int64_t numIds, int64_t rows, int64_t hidden,
+                               float *dTable, const VocabBlock *block,
+                               int64_t *order, float *row) {
+  const char *name = "embedding_grad_accumulate";
+  if (Status s = checkNonNegative(name, {numIds, rows, hidden}); !s)
+    return s;
+  int64_t offset = block ? block->offset : 0;
+  int64_t vocab = block ? block->vocab : rows;
+  // This block's positions, by (row, position): std::sort in place (no
+  // allocation), the key unique.
+  int64_t count = 0;
+  for (int64_t i = 0; i < numIds; ++i) {
+    int64_t id = ids[i];
+    if (id < 0 || id >= vocab)
+      return Status::error(std::string(name) + ": id " + std::to_string(id) +
+                           " at position " + std::to_string(i) +
+                           " is outside [0, " + std::to_string(vocab) + ")");
+    if (id >= offset && id - offset < rows)
+      order[count++] = i;
+  }
+  std::sort(order, order + count, [&](int64_t a, int64_t b) {
+    return ids[a] != ids[b] ? ids[a] < ids[b] : a < b;
+  });
+  for (int64_t j = 0; j < count;) {
+    int64_t id = ids[order[j]];
+    std::fill(row, row + hidden, 0.0f);
+    for (; j < count && ids[order[j]] == id; ++j) {
+      const float *g = dY + order[j] * hidden;
+      for (int64_t c = 0; c < hidden; ++c)
+        row[c] += g[c];
+    }
+    float *sum = dTable + (id - offset) * hidden;
+    for (int64_t c = 0; c < hidden; ++c)
+      sum[c] += row[c];
+  }
+  return Status::ok();
+}
+
 Status linearInputGrad(const float *dY, const float *weight, int64_t m,
                        int64_t k, int64_t n, WeightLayout layout, float *dX) {
   if (Status s = checkNonNegative("linear_input_grad", {m, k, n}); !s)

@@ -1643,8 +1643,9 @@ Status CudaDevice::synchronize() {
 
 Status CudaDevice::checkData(const KernelCall &call) {
   fb::OpCode op = call.op;
-  bool embedding =
-      op == fb::OpCode::Embedding || op == fb::OpCode::EmbeddingGrad;
+  bool embedding = op == fb::OpCode::Embedding ||
+                   op == fb::OpCode::EmbeddingGrad ||
+                   op == fb::OpCode::EmbeddingGradAccumulate;
   bool labels =
       op == fb::OpCode::CrossEntropy || op == fb::OpCode::CrossEntropyGrad;
   if ((!embedding && !labels) || checks_.size() == kMostChecks)

@@ -306,9 +306,35 @@ __global__ void embeddingGradRowsKernel(In dY, const T *keys,
   }
 }
 
+// embedding_grad_accumulate: the same sort; then one block per sorted
+// position that starts a row's run adds that run's dY rows, in position
+// order from 0 (embedding_grad's sum, bit for bit), into the table grad's
+// row. Rows no id hits are not touched.
+template <typename T>
+__global__ void embeddingGradAccumulateKernel(In dY, const T *keys,
+                                              const T *positions,
+                                              int64_t numIds, int64_t rows,
+                                              int64_t hidden, float *dTable) {
+  for (int64_t i = blockIdx.x; i < numIds; i += gridDim.x) {
+    uint64_t key = static_cast<uint64_t>(keys[i]);
+    if (key >= static_cast<uint64_t>(rows) ||
+        (i > 0 && static_cast<uint64_t>(keys[i - 1]) == key))
+      continue; // past the table (another block's ids), or not a run's start
+    int64_t end = i + lowerBound(keys + i, numIds - i, key + 1);
+    for (int64_t c = threadIdx.x; c < hidden; c += blockDim.x) {
+      float sum = 0.0f;
+      for (int64_t j = i; j < end; ++j)
+        sum += dY[static_cast<int64_t>(positions[j]) * hidden + c];
+      dTable[static_cast<int64_t>(key) * hidden + c] += sum;
+    }
+  }
+}
+
 template <typename T>
 Status embeddingGradSorted(const KernelCall &call, const KernelArgs &args) {
-  const char *name = "embedding_grad";
+  const bool accumulate = call.op == fb::OpCode::EmbeddingGradAccumulate;
+  const char *name =
+      accumulate ? "embedding_grad_accumulate" : "embedding_grad";
   uint64_t arrayBytes = alignScratch(sizeof(T) * call.m);
   if (args.scratchBytes < 4 * arrayBytes)
     return Status::error(std::string(name) + ": scratch too small");
@@ -330,6 +356,13 @@ Status embeddingGradSorted(const KernelCall &call, const KernelArgs &args) {
   if (err != cudaSuccess)
     return Status::error(std::string(name) +
                          ": radix sort failed: " + cudaGetErrorString(err));
+  if (accumulate) {
+    TPCRT_LAUNCH(embeddingGradAccumulateKernel<T>, rowGrid(call.m), kRowThreads,
+                 0, args.stream, inOperand(call, args, 0), keys.Current(),
+                 positions.Current(), call.m, call.k, call.n,
+                 static_cast<float *>(args.results[0]));
+    return launchStatus(name);
+  }
   TPCRT_LAUNCH(embeddingGradRowsKernel<T>, rowGrid(call.k), kRowThreads, 0,
                args.stream, inOperand(call, args, 0), keys.Current(),
                positions.Current(), call.m, call.k, call.n,
@@ -340,6 +373,8 @@ Status embeddingGradSorted(const KernelCall &call, const KernelArgs &args) {
 Status runEmbeddingGrad(const KernelCall &call, const KernelArgs &args) {
   if (call.k == 0 || call.n == 0)
     return Status::ok();
+  if (call.m == 0 && call.op == fb::OpCode::EmbeddingGradAccumulate)
+    return Status::ok(); // nothing to add
   if (call.m == 0) {
     // Nothing to add: the table is zeros.
     const uint64_t *none = nullptr;
@@ -653,6 +688,7 @@ bool isReductionKernel(fb::OpCode op) {
   case fb::OpCode::RmsNormParamGrad:
   case fb::OpCode::Embedding:
   case fb::OpCode::EmbeddingGrad:
+  case fb::OpCode::EmbeddingGradAccumulate:
   case fb::OpCode::CrossEntropy:
   case fb::OpCode::CrossEntropyGrad:
     return true;
@@ -667,6 +703,7 @@ uint64_t reductionScratchBytes(const KernelCall &call) {
   case fb::OpCode::RmsNormParamGrad:
     return call.cols ? paramGradScratch(call).total() : 0;
   case fb::OpCode::EmbeddingGrad:
+  case fb::OpCode::EmbeddingGradAccumulate:
     return embeddingGradScratchBytes(call);
   case fb::OpCode::CrossEntropy:
   case fb::OpCode::CrossEntropyGrad:
@@ -696,6 +733,7 @@ Status runReductionKernel(const KernelCall &call, const KernelArgs &args) {
   case fb::OpCode::Embedding:
     return runEmbedding(call, args);
   case fb::OpCode::EmbeddingGrad:
+  case fb::OpCode::EmbeddingGradAccumulate:
     return runEmbeddingGrad(call, args);
   case fb::OpCode::CrossEntropy:
   case fb::OpCode::CrossEntropyGrad:

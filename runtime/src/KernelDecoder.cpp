@@ -743,6 +743,13 @@ Status KernelDecoder::dimAttr(const TensorRef &t, const std::string &role,
 /// int_attrs as embedding's: the result is then the gradient of a block of
 /// the vocabulary rows.
 Status KernelDecoder::embeddingGrad() {
+  if (call.op == fb::OpCode::EmbeddingGradAccumulate) {
+    // The sum it adds into: f32, the result's very buffer (in place).
+    if (Status s = dtype(out(0), outRole(0), fb::DType::F32); !s)
+      return s;
+    if (Status s = shape(in(2), "table grad", out(0).shape); !s)
+      return s;
+  }
   return embeddingSizes(out(0), outRole(0), in(0), inRole(0));
 }
 

@@ -7,6 +7,7 @@
 #include "gtest/gtest.h"
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -177,6 +178,57 @@ TEST(CpuKernelsTest, EmbeddingRejectsOutOfRangeIds) {
     EXPECT_NE(s.message().find("id " + std::to_string(bad)), std::string::npos)
         << s.message();
   }
+}
+
+TEST(CpuKernelsTest, EmbeddingGradAccumulateIsThePairsSumOnHitRows) {
+  // sum + embedding_grad(dY, ids) (the add the pass folds), against the
+  // accumulating scatter: the same bits on the rows an id hits (repeated
+  // ids, out of order), the sum's own bits elsewhere, -0 included (the
+  // add makes it +0); with a vocabulary block, another block's ids add
+  // nothing; an id outside the vocabulary is an error.
+  const int64_t rows = 9, hidden = 5;
+  std::vector<int64_t> ids{7, 2, 7, 0, 2, 7, 8, 3};
+  const auto n = static_cast<int64_t>(ids.size());
+  std::vector<float> dY = randomVector(n * hidden, 3);
+  std::vector<float> sum = randomVector(rows * hidden, 4);
+  sum[1 * hidden + 2] = -0.0f; // row 1: no id hits it
+  for (int blocked = 0; blocked < 2; ++blocked) {
+    cpu::VocabBlock block{3, rows + 3};
+    const cpu::VocabBlock *b = blocked ? &block : nullptr;
+    std::vector<int64_t> shifted = ids;
+    if (blocked)
+      for (int64_t &id : shifted)
+        id = id == 0 ? 0 : id + 3; // 0: below the block, another's
+    std::vector<float> share(rows * hidden), expected = sum, got = sum;
+    ASSERT_TRUE(cpu::embeddingGrad(dY.data(), shifted.data(), n, rows, hidden,
+                                   share.data(), b));
+    std::vector<int64_t> order(n);
+    std::vector<float> row(hidden);
+    ASSERT_TRUE(cpu::embeddingGradAccumulate(dY.data(), shifted.data(), n, rows,
+                                             hidden, got.data(), b,
+                                             order.data(), row.data()));
+    for (int64_t r = 0; r < rows; ++r) {
+      bool hit = false;
+      for (int64_t id : shifted)
+        hit |= id - (b ? b->offset : 0) == r;
+      for (int64_t c = 0; c < hidden; ++c) {
+        int64_t i = r * hidden + c;
+        float want = hit ? sum[i] + share[i] : sum[i];
+        EXPECT_EQ(std::memcmp(&got[i], &want, sizeof(float)), 0)
+            << "blocked " << blocked << " row " << r << " col " << c << ": "
+            << got[i] << " vs " << want;
+      }
+    }
+  }
+  ids[4] = rows;
+  std::vector<int64_t> order(n);
+  std::vector<float> row(hidden);
+  Status s = cpu::embeddingGradAccumulate(dY.data(), ids.data(), n, rows,
+                                          hidden, sum.data(), nullptr,
+                                          order.data(), row.data());
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("id 9 at position 4"), std::string::npos)
+      << s.message();
 }
 
 TEST(CpuKernelsTest, ShapeOpsRejectBadArguments) {

@@ -903,6 +903,17 @@ inline void addCases(DT F, std::vector<Case> &out) {
              {b.in(F, act), b.in(DT::I64, {kBatch, kSeqQ}, idsBelow(distinct))},
              {b.out(F, {kVocab, kHidden})});
     add(b);
+    // Added into an f32 sum (filled, not zeros) in place, two steps: the
+    // rows no id hits keep the sum's values.
+    CaseBuilder a(Op::EmbeddingGradAccumulate, F, dt,
+                  "dY[2,37,96] ids below " + std::to_string(distinct) +
+                      " += f32[203,96] 2 steps");
+    uint32_t sum = a.param({kVocab, kHidden});
+    a.kernel(
+        Op::EmbeddingGradAccumulate,
+        {a.in(F, act), a.in(DT::I64, {kBatch, kSeqQ}, idsBelow(distinct)), sum},
+        {sum});
+    add(a.steps(2));
   }
 
   // The linear gradients: both layouts, one large case each.

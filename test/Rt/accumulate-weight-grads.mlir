@@ -80,3 +80,29 @@ rt.program @train_step {
   rt.output "w16" %sum16 : memref<8x16xbf16>
   rt.output "fresh" %fresh : memref<8x16xf32>
 }
+
+// -----
+
+// An embedding_grad's share summed by an add becomes embedding_grad_accumulate
+// into the sum (only the rows the ids hit are read and written).
+// CHECK-LABEL: rt.program @train_step
+// CHECK: %[[ESUM:.*]] = rt.alloc : memref<50x8xf32>
+// CHECK-NEXT: rt.kernel zeros() -> (%[[ESUM]])
+// CHECK-NEXT: rt.kernel embedding_grad_accumulate(%[[EDY:.*]], %[[IDS:.*]], %[[ESUM]]) -> (%[[ESUM]]) : memref<2x4x8xbf16>, memref<2x4xi64>, memref<50x8xf32> -> memref<50x8xf32>
+// CHECK-NEXT: rt.kernel embedding_grad_accumulate(%[[EDY]], %[[IDS]], %[[ESUM]]) -> (%[[ESUM]])
+// CHECK-NOT: rt.kernel add
+// CHECK-NOT: rt.kernel embedding_grad(
+// CHECK: rt.output "e" %[[ESUM]]
+rt.program @train_step {
+  %dy = rt.input "dy" : memref<2x4x8xbf16>
+  %ids = rt.input "ids" bound 50 : memref<2x4xi64>
+  %sum = rt.alloc : memref<50x8xf32>
+  rt.kernel zeros() -> (%sum) : -> memref<50x8xf32>
+  %s0 = rt.alloc : memref<50x8xf32>
+  rt.kernel embedding_grad(%dy, %ids) -> (%s0) : memref<2x4x8xbf16>, memref<2x4xi64> -> memref<50x8xf32>
+  rt.kernel add(%sum, %s0) -> (%sum) : memref<50x8xf32>, memref<50x8xf32> -> memref<50x8xf32>
+  %s1 = rt.alloc : memref<50x8xf32>
+  rt.kernel embedding_grad(%dy, %ids) -> (%s1) : memref<2x4x8xbf16>, memref<2x4xi64> -> memref<50x8xf32>
+  rt.kernel add(%sum, %s1) -> (%sum) : memref<50x8xf32>, memref<50x8xf32> -> memref<50x8xf32>
+  rt.output "e" %sum : memref<50x8xf32>
+}

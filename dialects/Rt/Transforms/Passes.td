@@ -98,7 +98,7 @@ def RtPackAttentionQkv : Pass<"rt-pack-attention-qkv", "ModuleOp"> {
 }
 
 def RtAccumulateWeightGrads : Pass<"rt-accumulate-weight-grads", "ModuleOp"> {
-  let summary = "Each microbatch's weight gradient added into its sum by the GEMM";
+  let summary = "Each microbatch's weight gradient added into its sum by the GEMM (or the embedding's scatter)";
   let description = [{
     With microbatches, `tpc-lower-to-rt` adds each microbatch's share of a
     gradient into the gradient's sum right after the share is computed.
@@ -115,9 +115,14 @@ def RtAccumulateWeightGrads : Pass<"rt-accumulate-weight-grads", "ModuleOp"> {
     tokens: test/Compile/train-actions.test's actions equal the unrolled
     step, which has no accumulating GEMM); a longer sum adds its blocks'
     partial products into the sum one at a time, another order of the
-    same float32 additions, within float32's bound for them. In a program
-    of functions the ranges and action lists are renumbered. Runs before
-    `rt-plan-memory`.
+    same float32 additions, within float32's bound for them. An
+    `embedding_grad` share folds the same way into
+    `embedding_grad_accumulate`, which reads and writes only the rows the
+    ids hit (the pair wrote the whole table, then read two and wrote one):
+    each hit row gets the pair's value bit for bit (its dY rows summed from
+    0, then added); a row no id hits keeps its value, where the add turned
+    a -0 into +0. In a program of functions the ranges and action lists
+    are renumbered. Runs before `rt-plan-memory`.
   }];
 }
 

@@ -36,6 +36,15 @@ Status embeddingGrad(const float *dY, const int64_t *ids, int64_t numIds,
                      int64_t rows, int64_t hidden, float *dTable,
                      const VocabBlock *block = nullptr);
 
+/// embeddingGrad added into dTable instead: each row an id hits gets the
+/// sum of its dY rows, summed in float from 0 in position order (the sum
+/// embeddingGrad writes) and then added to it; the other rows are left as
+/// they are. `order` (numIds) and `row` (hidden) are scratch.
+Status embeddingGradAccumulate(const float *dY, const int64_t *ids,
+                               int64_t numIds, int64_t rows, int64_t hidden,
+                               float *dTable, const VocabBlock *block,
+                               int64_t *order, float *row);
+
 /// dX [m, k] of linear: dY [m, n] times the weight's transpose (in_out
 /// weight [k, n]) or the weight itself (out_in weight [n, k]).
 Status linearInputGrad(const float *dY, const float *weight, int64_t m,
