@@ -45,7 +45,8 @@ ByteRange Footprints::span(Value buffer, std::optional<int64_t> slot) {
     // enough (no collective writes them).
     offset = input.getOffset();
     copies = input.getMicrobatches().value_or(1);
-    stride = static_cast<int64_t>(bytes);
+    // As the memory plan lays them out: a 64-byte-aligned copy each.
+    stride = static_cast<int64_t>((bytes + 63) / 64 * 64);
   }
   if (!offset) {
     auto [it, inserted] = unplanned.try_emplace(buffer, nextUnplanned);

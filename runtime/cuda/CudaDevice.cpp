@@ -327,7 +327,8 @@ private:
                ? nccl_[call.group].get()
                : nullptr;
   }
-  /// The stream and staging of `call`'s communicator (groupOf non-null).
+  /// The stream and staging of `call`'s communicator (groupOf non-null;
+  /// prepare gave every collective's group a staging offset).
   cudaStream_t streamOf(const KernelCall &call) const {
     return groupStreams_[call.group];
   }
@@ -1021,10 +1022,6 @@ Status CudaDevice::openGroups(const Program &program,
     if (stream)
       cudaStreamDestroy(stream);
   groupStreams_.assign(groups.size(), nullptr);
-  // A group's staging offset exists for every group (0 bytes where none of
-  // its collectives stages).
-  if (stagingOffsets_.size() < groups.size())
-    stagingOffsets_.resize(groups.size(), stagingBytes_);
   lanes_.clear();
   liveGroups_.clear();
   for (size_t g = 0; g < groups.size(); ++g) {
