@@ -106,3 +106,133 @@ rt.program @train_step {
   rt.kernel add(%sum, %s1) -> (%sum) : memref<50x8xf32>, memref<50x8xf32> -> memref<50x8xf32>
   rt.output "e" %sum : memref<50x8xf32>
 }
+
+// -----
+
+// A tied embedding: the head's share plus the embedding's into a buffer of
+// their own. The scatter adds into the head's share in place and the share
+// takes the add's result's place (its later add into the sum, the all-reduce
+// and the binding); the same two-way sum, so that later add is not folded.
+// CHECK-LABEL: rt.program @train_step
+// CHECK: %[[TSUM:.*]] = rt.alloc : memref<50x8xf32>
+// CHECK: %[[HEAD:.*]] = rt.alloc : memref<50x8xf32>
+// CHECK-NEXT: rt.kernel linear_weight_grad(%{{.*}}, %{{.*}}) -> (%[[HEAD]])
+// CHECK-NEXT: rt.kernel embedding_grad_accumulate(%{{.*}}, %{{.*}}, %[[HEAD]]) -> (%[[HEAD]]) {phase = "B"} : memref<2x4x8xbf16>, memref<2x4xi64>, memref<50x8xf32> -> memref<50x8xf32>
+// CHECK-NEXT: rt.kernel add(%[[TSUM]], %[[HEAD]]) -> (%[[TSUM]])
+// CHECK-NOT: rt.kernel embedding_grad(
+// CHECK: rt.output "tied" %[[TSUM]]
+rt.program @train_step {
+  %x = rt.input "x" : memref<2x4x50xbf16>
+  %dy = rt.input "dy" : memref<2x4x8xbf16>
+  %ids = rt.input "ids" bound 50 : memref<2x4xi64>
+  %sum = rt.alloc : memref<50x8xf32>
+  rt.kernel zeros() -> (%sum) : -> memref<50x8xf32>
+  %head = rt.alloc : memref<50x8xf32>
+  rt.kernel linear_weight_grad(%x, %dy) -> (%head) : memref<2x4x50xbf16>, memref<2x4x8xbf16> -> memref<50x8xf32>
+  %share = rt.alloc : memref<50x8xf32>
+  rt.kernel embedding_grad(%dy, %ids) -> (%share) {phase = "B"} : memref<2x4x8xbf16>, memref<2x4xi64> -> memref<50x8xf32>
+  %tied = rt.alloc : memref<50x8xf32>
+  rt.kernel add(%share, %head) -> (%tied) : memref<50x8xf32>, memref<50x8xf32> -> memref<50x8xf32>
+  rt.kernel add(%sum, %tied) -> (%sum) : memref<50x8xf32>, memref<50x8xf32> -> memref<50x8xf32>
+  rt.output "tied" %sum : memref<50x8xf32>
+}
+
+// -----
+
+// One microbatch: the tied sum is the gradient itself, bound and read.
+// CHECK-LABEL: rt.program @train_step
+// CHECK: %[[HEAD1:.*]] = rt.alloc : memref<50x8xf32>
+// CHECK-NEXT: rt.kernel linear_weight_grad(%{{.*}}, %{{.*}}) -> (%[[HEAD1]])
+// CHECK-NEXT: rt.kernel embedding_grad_accumulate(%{{.*}}, %{{.*}}, %[[HEAD1]]) -> (%[[HEAD1]])
+// CHECK-NEXT: %[[SQ:.*]] = rt.alloc : memref<f32>
+// CHECK-NEXT: rt.kernel sum_squares(%[[HEAD1]]) -> (%[[SQ]])
+// CHECK-NEXT: rt.grad "w" %[[HEAD1]]
+rt.program @train_step {
+  %w = rt.param "w" hf_shape [50, 8] init normal : memref<50x8xf32>
+  %x = rt.input "x" : memref<2x4x50xbf16>
+  %dy = rt.input "dy" : memref<2x4x8xbf16>
+  %ids = rt.input "ids" bound 50 : memref<2x4xi64>
+  %head = rt.alloc : memref<50x8xf32>
+  rt.kernel linear_weight_grad(%x, %dy) -> (%head) : memref<2x4x50xbf16>, memref<2x4x8xbf16> -> memref<50x8xf32>
+  %share = rt.alloc : memref<50x8xf32>
+  rt.kernel embedding_grad(%dy, %ids) -> (%share) : memref<2x4x8xbf16>, memref<2x4xi64> -> memref<50x8xf32>
+  %tied = rt.alloc : memref<50x8xf32>
+  rt.kernel add(%head, %share) -> (%tied) : memref<50x8xf32>, memref<50x8xf32> -> memref<50x8xf32>
+  %sq = rt.alloc : memref<f32>
+  rt.kernel sum_squares(%tied) -> (%sq) : memref<50x8xf32> -> memref<f32>
+  rt.grad "w" %tied : memref<50x8xf32>
+  rt.output "sq" %sq : memref<f32>
+}
+
+// -----
+
+// Unrolled microbatches' running sum, each into a buffer of its own: the
+// first share is the sum, the others' scatters add into it in turn.
+// CHECK-LABEL: rt.program @train_step
+// CHECK: %[[T0:.*]] = rt.alloc : memref<50x8xf32>
+// CHECK-NEXT: rt.kernel embedding_grad(%[[CDY:.*]], %[[CIDS:.*]]) -> (%[[T0]])
+// CHECK-NEXT: rt.kernel embedding_grad_accumulate(%[[CDY]], %[[CIDS]], %[[T0]]) -> (%[[T0]])
+// CHECK-NEXT: rt.kernel embedding_grad_accumulate(%[[CDY]], %[[CIDS]], %[[T0]]) -> (%[[T0]])
+// CHECK-NEXT: rt.output "e" %[[T0]]
+rt.program @train_step {
+  %dy = rt.input "dy" : memref<2x4x8xbf16>
+  %ids = rt.input "ids" bound 50 : memref<2x4xi64>
+  %t0 = rt.alloc : memref<50x8xf32>
+  rt.kernel embedding_grad(%dy, %ids) -> (%t0) : memref<2x4x8xbf16>, memref<2x4xi64> -> memref<50x8xf32>
+  %s1 = rt.alloc : memref<50x8xf32>
+  rt.kernel embedding_grad(%dy, %ids) -> (%s1) : memref<2x4x8xbf16>, memref<2x4xi64> -> memref<50x8xf32>
+  %t1 = rt.alloc : memref<50x8xf32>
+  rt.kernel add(%t0, %s1) -> (%t1) : memref<50x8xf32>, memref<50x8xf32> -> memref<50x8xf32>
+  %s2 = rt.alloc : memref<50x8xf32>
+  rt.kernel embedding_grad(%dy, %ids) -> (%s2) : memref<2x4x8xbf16>, memref<2x4xi64> -> memref<50x8xf32>
+  %t2 = rt.alloc : memref<50x8xf32>
+  rt.kernel add(%t1, %s2) -> (%t2) : memref<50x8xf32>, memref<50x8xf32> -> memref<50x8xf32>
+  rt.output "e" %t2 : memref<50x8xf32>
+}
+
+// -----
+
+// Not folded: a head share also read elsewhere; one written after the
+// scatter; one bound as an output; a scatter whose share is read twice.
+// CHECK-LABEL: rt.program @train_step
+// CHECK-NOT: embedding_grad_accumulate
+rt.program @train_step {
+  %x = rt.input "x" : memref<2x4x50xbf16>
+  %dy = rt.input "dy" : memref<2x4x8xbf16>
+  %ids = rt.input "ids" bound 50 : memref<2x4xi64>
+  %read = rt.alloc : memref<50x8xf32>
+  rt.kernel linear_weight_grad(%x, %dy) -> (%read) : memref<2x4x50xbf16>, memref<2x4x8xbf16> -> memref<50x8xf32>
+  %s0 = rt.alloc : memref<50x8xf32>
+  rt.kernel embedding_grad(%dy, %ids) -> (%s0) : memref<2x4x8xbf16>, memref<2x4xi64> -> memref<50x8xf32>
+  %t0 = rt.alloc : memref<50x8xf32>
+  rt.kernel add(%read, %s0) -> (%t0) : memref<50x8xf32>, memref<50x8xf32> -> memref<50x8xf32>
+  %copy = rt.alloc : memref<50x8xf32>
+  rt.kernel copy(%read) -> (%copy) : memref<50x8xf32> -> memref<50x8xf32>
+  %s1 = rt.alloc : memref<50x8xf32>
+  rt.kernel embedding_grad(%dy, %ids) -> (%s1) : memref<2x4x8xbf16>, memref<2x4xi64> -> memref<50x8xf32>
+  %late = rt.alloc : memref<50x8xf32>
+  rt.kernel linear_weight_grad(%x, %dy) -> (%late) : memref<2x4x50xbf16>, memref<2x4x8xbf16> -> memref<50x8xf32>
+  %t1 = rt.alloc : memref<50x8xf32>
+  rt.kernel add(%late, %s1) -> (%t1) : memref<50x8xf32>, memref<50x8xf32> -> memref<50x8xf32>
+  %bound = rt.alloc : memref<50x8xf32>
+  rt.kernel linear_weight_grad(%x, %dy) -> (%bound) : memref<2x4x50xbf16>, memref<2x4x8xbf16> -> memref<50x8xf32>
+  %s2 = rt.alloc : memref<50x8xf32>
+  rt.kernel embedding_grad(%dy, %ids) -> (%s2) : memref<2x4x8xbf16>, memref<2x4xi64> -> memref<50x8xf32>
+  %t2 = rt.alloc : memref<50x8xf32>
+  rt.kernel add(%bound, %s2) -> (%t2) : memref<50x8xf32>, memref<50x8xf32> -> memref<50x8xf32>
+  %h3 = rt.alloc : memref<50x8xf32>
+  rt.kernel linear_weight_grad(%x, %dy) -> (%h3) : memref<2x4x50xbf16>, memref<2x4x8xbf16> -> memref<50x8xf32>
+  %s3 = rt.alloc : memref<50x8xf32>
+  rt.kernel embedding_grad(%dy, %ids) -> (%s3) : memref<2x4x8xbf16>, memref<2x4xi64> -> memref<50x8xf32>
+  %t3 = rt.alloc : memref<50x8xf32>
+  rt.kernel add(%h3, %s3) -> (%t3) : memref<50x8xf32>, memref<50x8xf32> -> memref<50x8xf32>
+  %peek = rt.alloc : memref<50x8xf32>
+  rt.kernel copy(%s3) -> (%peek) : memref<50x8xf32> -> memref<50x8xf32>
+  rt.output "t0" %t0 : memref<50x8xf32>
+  rt.output "copy" %copy : memref<50x8xf32>
+  rt.output "t1" %t1 : memref<50x8xf32>
+  rt.output "bound" %bound : memref<50x8xf32>
+  rt.output "t2" %t2 : memref<50x8xf32>
+  rt.output "t3" %t3 : memref<50x8xf32>
+  rt.output "peek" %peek : memref<50x8xf32>
+}

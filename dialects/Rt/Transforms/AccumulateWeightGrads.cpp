@@ -15,6 +15,17 @@
 // hit row's sum of dY rows from 0, added to the sum; a row no id hits is
 // left as it is, where the add turned a -0 into +0.
 //
+// An embedding's share may also be added to another buffer into a buffer
+// of its own, `out = add(head, share)`: a tied embedding's gradient (the
+// LM head's share plus the embedding's; with microbatches then added into
+// the sum), or, unrolled, the microbatches' running sum (`t1 = add(t0,
+// share1)`). Where `head` is read by that add alone and written before the
+// scatter, the scatter adds into it in place (`embedding_grad_accumulate`)
+// and `head` takes `out`'s place: the same two-way sum, so the association
+// is unchanged and the values are the pair's as above. One microbatch (the
+// MFU model): two vocabulary-sized f32 tables neither written nor read, nor
+// planned.
+//
 // The values: the add computed round(sum + round(share)). A GEMM that sums
 // the microbatch's tokens in one block computes the same, bit for bit
 // (test/Compile/train-actions.test: the actions' gradients equal the
@@ -66,6 +77,17 @@ bool touchedBetween(KernelOp from, KernelOp to, Value buffer) {
   return false;
 }
 
+/// Whether `first` runs before `second` in every run of them: one block,
+/// stage and function (an action list runs a function's kernels in order).
+bool runsBefore(KernelOp first, KernelOp second,
+                const std::optional<KernelFunctions> &functions) {
+  if (first->getBlock() != second->getBlock() ||
+      !first->isBeforeInBlock(second) || first.getStage() != second.getStage())
+    return false;
+  return !functions || functions->functionOf.lookup(first) ==
+                           functions->functionOf.lookup(second);
+}
+
 /// The `linear_weight_grad` or `embedding_grad` whose share `add` adds into
 /// its sum, when the pair folds: the add is an accumulator (`sum = sum +
 /// share`, one f32 type), the share an rt.alloc written by that GEMM alone and
@@ -83,16 +105,72 @@ KernelOp foldableShare(const KernelUses &uses,
     return nullptr;
   KernelOp gemm = uses.soleWriter(share);
   if (!gemm || !accumulatingForm(gemm.getOpcode()) ||
-      !uses.readOnlyBy(share, add) || gemm->getBlock() != add->getBlock() ||
-      !gemm->isBeforeInBlock(add) || gemm.getStage() != add.getStage() ||
+      !uses.readOnlyBy(share, add) || !runsBefore(gemm, add, functions) ||
       gemm.getSplitsAttr() || llvm::is_contained(gemm.getInputs(), sum))
-    return nullptr;
-  if (functions && functions->functionOf.lookup(gemm) !=
-                       functions->functionOf.lookup(add))
     return nullptr;
   if (touchedBetween(gemm, add, sum))
     return nullptr;
   return gemm;
+}
+
+/// An embedding's share added to another buffer into one of their own:
+/// `out = add(head, share)` (either order, one f32 type), where `share` is an
+/// embedding_grad's as in foldableShare and `head` an unbound rt.alloc read
+/// by the add alone and written only before the scatter (in its block, stage
+/// and function), so that the scatter can add into it in place.
+struct TiedShares {
+  KernelOp scatter, add;
+  Value head;
+};
+
+std::optional<TiedShares>
+foldableTiedShares(const KernelUses &uses,
+                   const std::optional<KernelFunctions> &functions,
+                   KernelOp add) {
+  if (add.getInputs().size() != 2 || add.getOutputs().size() != 1)
+    return std::nullopt;
+  Value out = add.getOutputs()[0];
+  if (!out.getDefiningOp<AllocOp>() ||
+      !cast<MemRefType>(out.getType()).getElementType().isF32() ||
+      uses.writers.lookup(out).size() != 1)
+    return std::nullopt;
+  for (unsigned i = 0; i < 2; ++i) {
+    Value share = add.getInputs()[i], head = add.getInputs()[1 - i];
+    if (share == head || share == out || head == out ||
+        share.getType() != out.getType() || head.getType() != out.getType())
+      continue;
+    KernelOp scatter = uses.soleWriter(share);
+    if (!scatter || scatter.getOpcode() != OpCode::EmbeddingGrad ||
+        scatter.getSplitsAttr() || !uses.readOnlyBy(share, add) ||
+        !runsBefore(scatter, add, functions) ||
+        llvm::is_contained(scatter.getInputs(), head))
+      continue;
+    if (!head.getDefiningOp<AllocOp>() || uses.bound.contains(head) ||
+        !uses.readOnlyBy(head, add))
+      continue;
+    auto headWriters = uses.writers.lookup(head);
+    if (headWriters.empty() || !llvm::all_of(headWriters, [&](KernelOp writer) {
+          return runsBefore(writer, scatter, functions);
+        }))
+      continue;
+    return TiedShares{scatter, add, head};
+  }
+  return std::nullopt;
+}
+
+/// `kernel` in its accumulating form, adding into `sum`, where it was.
+KernelOp createAccumulating(OpBuilder &b, KernelOp kernel, Value sum) {
+  b.setInsertionPoint(kernel);
+  SmallVector<Value> inputs(kernel.getInputs());
+  inputs.push_back(sum);
+  auto fused = KernelOp::create(
+      b, kernel.getLoc(),
+      OpCodeAttr::get(b.getContext(), *accumulatingForm(kernel.getOpcode())),
+      inputs, ValueRange{sum}, kernel.getIntsAttr(), kernel.getFloatsAttr(),
+      kernel.getFlagsAttr(), /*splits=*/nullptr, kernel.getStageAttr());
+  for (const NamedAttribute &attr : kernel->getDiscardableAttrs())
+    fused->setAttr(attr.getName(), attr.getValue());
+  return fused;
 }
 
 struct AccumulateWeightGrads
@@ -109,36 +187,48 @@ struct AccumulateWeightGrads
     KernelUses uses = KernelUses::of(program);
     std::optional<KernelFunctions> functions = KernelFunctions::read(program);
     SmallVector<std::pair<KernelOp, KernelOp>> pairs;
-    for (auto add : program.getBody().front().getOps<KernelOp>())
-      if (add.getOpcode() == OpCode::Add)
-        if (KernelOp gemm = foldableShare(uses, functions, add))
-          pairs.push_back({gemm, add});
-    if (pairs.empty())
+    SmallVector<TiedShares> tied;
+    for (auto add : program.getBody().front().getOps<KernelOp>()) {
+      if (add.getOpcode() != OpCode::Add)
+        continue;
+      if (KernelOp gemm = foldableShare(uses, functions, add))
+        pairs.push_back({gemm, add});
+      else if (std::optional<TiedShares> shares =
+                   foldableTiedShares(uses, functions, add))
+        tied.push_back(*shares);
+    }
+    if (pairs.empty() && tied.empty())
       return success();
     OpBuilder b(program.getContext());
-    for (auto [gemm, add] : pairs) {
-      Value sum = add.getInputs()[0], share = gemm.getOutputs()[0];
-      // Where the GEMM ran: its inputs are live there (the memory plan
-      // comes later); the sum is untouched until the add.
-      b.setInsertionPoint(gemm);
-      SmallVector<Value> inputs(gemm.getInputs());
-      inputs.push_back(sum);
-      auto fused = KernelOp::create(
-          b, gemm.getLoc(),
-          OpCodeAttr::get(b.getContext(), *accumulatingForm(gemm.getOpcode())),
-          inputs, ValueRange{sum}, gemm.getIntsAttr(), gemm.getFloatsAttr(),
-          gemm.getFlagsAttr(), /*splits=*/nullptr, gemm.getStageAttr());
-      for (const NamedAttribute &attr : gemm->getDiscardableAttrs())
-        fused->setAttr(attr.getName(), attr.getValue());
+    // Where the GEMM (or scatter) ran: its inputs are live there (the memory
+    // plan comes later); the sum is untouched until the add.
+    auto fold = [&](KernelOp kernel, KernelOp add, Value sum) {
+      Value share = kernel.getOutputs()[0];
+      KernelOp fused = createAccumulating(b, kernel, sum);
       if (functions) {
-        functions->functionOf[fused] = functions->functionOf.lookup(gemm);
-        functions->functionOf.erase(gemm);
+        functions->functionOf[fused] = functions->functionOf.lookup(kernel);
+        functions->functionOf.erase(kernel);
         functions->functionOf.erase(add);
       }
       add->erase();
-      gemm->erase();
+      kernel->erase();
       if (share.use_empty())
         share.getDefiningOp()->erase();
+    };
+    for (auto [gemm, add] : pairs)
+      fold(gemm, add, add.getInputs()[0]);
+    // A chain (the unrolled microbatches' `t1 = add(t0, share1)`): t0 is
+    // gone by the time its successor folds, replaced by the head it became.
+    DenseMap<Value, Value> becameHead;
+    for (TiedShares &shares : tied) {
+      Value out = shares.add.getOutputs()[0];
+      Value head = becameHead.lookup(shares.head);
+      if (!head)
+        head = shares.head;
+      fold(shares.scatter, shares.add, head);
+      out.replaceAllUsesWith(head);
+      out.getDefiningOp()->erase();
+      becameHead[out] = head;
     }
     if (!functions)
       return success();

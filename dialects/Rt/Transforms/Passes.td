@@ -121,8 +121,17 @@ def RtAccumulateWeightGrads : Pass<"rt-accumulate-weight-grads", "ModuleOp"> {
     ids hit (the pair wrote the whole table, then read two and wrote one):
     each hit row gets the pair's value bit for bit (its dY rows summed from
     0, then added); a row no id hits keeps its value, where the add turned
-    a -0 into +0. In a program of functions the ranges and action lists
-    are renumbered. Runs before `rt-plan-memory`.
+    a -0 into +0. An `embedding_grad` share added to another buffer into
+    a buffer of its own, `out = add(head, share)` (a tied embedding's
+    gradient: the LM head's share plus the embedding's; unrolled
+    microbatches' running sum), folds too where `head` is an unbound
+    `rt.alloc` read by that add alone and written only before the scatter
+    (same block, stage and function): the scatter becomes
+    `embedding_grad_accumulate` into `head`, which takes `out`'s place (the
+    same two-way sum, so a later add into the microbatches' sum is
+    associated as before). In a program of functions
+    the ranges and action lists are renumbered. Runs before
+    `rt-plan-memory`.
   }];
 }
 

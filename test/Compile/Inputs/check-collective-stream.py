@@ -3,7 +3,9 @@
 argv: the rt program (tpc-compile --emit mlir, one stage), the report of
 that compile on a description whose runtime_device is cuda, the
 description's memory bandwidth B and link bandwidth X
-(make-memory-hardware.py: every kernel costs its bytes / B, a fused group
+(make-memory-hardware.py: every kernel costs its bytes / B (an
+embedding_grad_accumulate the table rows its ids hit, read and written,
+besides dY and the ids), a fused group
 its outside bytes / B, a copy onto its own bytes (a reshape whose operand
 the memory plan handed over to its result) nothing, as the devices skip
 it; a collective over n ranks of one node costs
@@ -68,8 +70,7 @@ def meets(a, b):
 
 # Each kernel's own time: a fused group's at its tail, its others free; a
 # copy onto its own bytes is skipped.
-cost = [0.0 if program.skipped(i) else
-        sum(k.sizes[v] for v in k.ins + k.outs) / memory
+cost = [0.0 if program.skipped(i) else k.bytes_moved() / memory
         for i, k in enumerate(kernels)]
 kind = [k.name for k in kernels]
 for group in report.get("device_fusions", {}).get("groups", []):

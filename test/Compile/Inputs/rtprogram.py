@@ -16,10 +16,25 @@ def memref_bytes(t):
 
 
 class Kernel:
-    def __init__(self, name, ins, outs, sizes, elements, ints):
+    def __init__(self, name, ins, outs, sizes, elements, shapes, ints):
         self.name, self.ins, self.outs = name, ins, outs
-        # Each buffer's bytes and element type.
+        # Each buffer's bytes, element type and dimensions.
         self.sizes, self.elements, self.ints = sizes, elements, ints
+        self.shapes = shapes
+
+    def bytes_moved(self):
+        """The bytes the kernel reads and writes: its operands' and
+        results', but for embedding_grad_accumulate, which reads dY and the
+        ids and reads and writes only the table rows an id hits (at most
+        one per id)."""
+        if self.name == "embedding_grad_accumulate":
+            dy, ids, table = self.ins
+            ids_count = 1
+            for d in self.shapes[ids]:
+                ids_count *= d
+            hit = min(self.sizes[table], ids_count * self.shapes[table][1] * 4)
+            return self.sizes[dy] + self.sizes[ids] + 2 * hit
+        return sum(self.sizes[v] for v in self.ins + self.outs)
 
 
 class Program:
@@ -78,14 +93,15 @@ class Program:
         tin, tout = sig.split(" -> ")
         types = re.findall(r"memref<([^>]*)>", tin) + re.findall(
             r"memref<([^>]*)>", tout)
-        sizes, elements = {}, {}
+        sizes, elements, shapes = {}, {}, {}
         for v, t in zip(ins + outs, types):
             sizes[v] = memref_bytes(t) if t else 4
             elements[v] = t.split("x")[-1]
+            shapes[v] = [int(d) for d in t.split("x")[:-1]]
         ints = re.search(r"\bints \[([^\]]*)\]", line)
         ints = [int(v) for v in ints.group(1).split(",")] if ints else []
         self.kernels.append(Kernel(m.group(1), ins, outs, sizes, elements,
-                                   ints))
+                                   shapes, ints))
 
     def skipped(self, k):
         """Whether the devices skip kernel k: a copy onto its own bytes (the
