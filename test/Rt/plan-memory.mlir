@@ -202,3 +202,48 @@ rt.program @forward {
   rt.output "e" %e : memref<16xf32>
   rt.output "c" %c : memref<2x8xf32>
 }
+
+// -----
+
+// A GEMM that the CUDA device runs as one matmul with the next kernel's
+// epilogue (linear_input_grad + gelu_grad of the tanh form): the fused
+// matmul writes dA while it reads dY, so dY, which dies at the GEMM, is
+// freed only after the pair. w [0, 2048), x [2048, 2176); k0: dy (256) at
+// 2176; k1: dh (128) at 2432; k2: dy still held, dA (128) at 2560, the
+// arena 2688. The lifetimes are unchanged: the peak is at k1, w + x + dy +
+// dh = 2560 (at k2 dy is not live: 2432).
+// CHECK-LABEL: module attributes {rt.arena_bytes = 2688 : i64, rt.planned_peak_bytes = 2560 : i64}
+// CHECK: rt.alloc offset 2176 : memref<2x32xf32>
+// CHECK: rt.alloc offset 2432 : memref<2x16xf32>
+// CHECK: rt.alloc offset 2560 : memref<2x16xf32>
+rt.program @train_step {
+  %w = rt.param "w" hf_shape [16, 32] init normal : memref<16x32xf32>
+  %x = rt.input "x" : memref<2x16xf32>
+  %dy = rt.alloc : memref<2x32xf32>
+  rt.kernel zeros() -> (%dy) : -> memref<2x32xf32>
+  %dh = rt.alloc : memref<2x16xf32>
+  rt.kernel linear_input_grad(%dy, %w) -> (%dh) : memref<2x32xf32>, memref<16x32xf32> -> memref<2x16xf32>
+  %da = rt.alloc : memref<2x16xf32>
+  rt.kernel gelu_grad(%dh, %x) -> (%da) flags 1 : memref<2x16xf32>, memref<2x16xf32> -> memref<2x16xf32>
+  rt.output "da" %da : memref<2x16xf32>
+}
+
+// -----
+
+// The erf form's pair is not fused (cuBLASLt's epilogue is the tanh form):
+// dy is freed at k2 as usual and dA takes its bytes.
+// CHECK-LABEL: module attributes {rt.arena_bytes = 2560 : i64, rt.planned_peak_bytes = 2560 : i64}
+// CHECK: rt.alloc offset 2176 : memref<2x32xf32>
+// CHECK: rt.alloc offset 2432 : memref<2x16xf32>
+// CHECK: rt.alloc offset 2176 : memref<2x16xf32>
+rt.program @train_step {
+  %w = rt.param "w" hf_shape [16, 32] init normal : memref<16x32xf32>
+  %x = rt.input "x" : memref<2x16xf32>
+  %dy = rt.alloc : memref<2x32xf32>
+  rt.kernel zeros() -> (%dy) : -> memref<2x32xf32>
+  %dh = rt.alloc : memref<2x16xf32>
+  rt.kernel linear_input_grad(%dy, %w) -> (%dh) : memref<2x32xf32>, memref<16x32xf32> -> memref<2x16xf32>
+  %da = rt.alloc : memref<2x16xf32>
+  rt.kernel gelu_grad(%dh, %x) -> (%da) : memref<2x16xf32>, memref<2x16xf32> -> memref<2x16xf32>
+  rt.output "da" %da : memref<2x16xf32>
+}

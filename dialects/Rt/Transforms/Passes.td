@@ -184,6 +184,16 @@ def RtPlanMemory : Pass<"rt-plan-memory", "ModuleOp"> {
     buffer; the check below accepts exactly that sharing, and the runtime's
     lifetimes allow it (`copy` may run on the very bytes of its input).
 
+    And one placement rule beyond them: a GEMM that the CUDA device runs as
+    one matmul with the next kernel's epilogue (`linear` + `gelu`,
+    `linear_input_grad` + `gelu_grad`, both of the tanh form, in one stage
+    and function: runtime/cuda/FusionPlan.h) reads its operands while the
+    fused matmul writes the tail's result, which the device requires to
+    lie on none of them. The buffers that die at such a GEMM are therefore
+    freed one kernel late, after the pair, so that the tail's result is not
+    placed on them. Their lifetimes, and the peak, are unchanged; the arena
+    may grow by the difference.
+
     `rt.arena_bytes` is the top of the arena. `rt.planned_peak_bytes` is the
     maximum over kernels `k` of the summed sizes (elements × element bytes,
     without alignment padding) of the buffers live at `k`, i.e. whose
