@@ -722,6 +722,7 @@ LogicalResult mlir::tpc::predictStep(ModuleOp module, const Hardware &hw,
     for (const FusedGroup &group : device.groups)
       prediction.deviceFusions->push_back(group.kernels);
     prediction.fusedBytesNotMoved = groups.bytesNotMoved;
+    prediction.fusionRefusals = device.refusals;
   }
   report.predicted = std::move(prediction);
   return success();

@@ -105,6 +105,8 @@ struct StepPrediction {
   /// would (intermediates, operands read twice).
   std::optional<std::vector<std::vector<int64_t>>> deviceFusions;
   int64_t fusedBytesNotMoved = 0;
+  /// And the candidates it does not fuse, each with the device's reason.
+  std::vector<std::string> fusionRefusals;
 };
 
 /// The report of one compile (INTERFACE.md, "Report").
@@ -227,6 +229,9 @@ struct FusedGroup {
 struct DevicePlan {
   std::vector<FusedGroup> groups;
   std::vector<int64_t> ownAttentionGrads;
+  /// The candidates the device does not fuse, each with its reason
+  /// ("kernel K (opcode)...: why", FusionPlan.h's words).
+  std::vector<std::string> refusals;
 };
 
 /// Fills `report.predicted` (the stages' FLOPs and peaks read before) by

@@ -109,7 +109,8 @@ LogicalResult mlir::tpc::writeReport(const CompileReport &report,
       root["predicted"].getAsObject()->try_emplace(
           "device_fusions",
           json::Object{{"groups", std::move(groups)},
-                       {"bytes_not_moved", p->fusedBytesNotMoved}});
+                       {"bytes_not_moved", p->fusedBytesNotMoved},
+                       {"refused", json::Array(p->fusionRefusals)}});
     }
   }
 

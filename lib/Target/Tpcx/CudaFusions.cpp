@@ -6,7 +6,8 @@
 // prediction to price what runs, the same rules are asked: the module is
 // serialized as tpc-compile writes it, decoded and placed as the loader
 // does (one rank of each pipeline stage), and the device's plan read back
-// as groups of kernel indices and the attention backwards cuDNN refuses.
+// as groups of kernel indices, the candidates it refuses with its reasons,
+// and the attention backwards cuDNN refuses.
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,7 +44,7 @@ FailureOr<tpc::DevicePlan> mlir::rt::planCudaDevice(ModuleOp module) {
     if (!planned.insert(program.stage).second)
       continue;
     std::vector<tpcrt::cuda::FusionStep> plan =
-        tpcrt::cuda::planFusions(program);
+        tpcrt::cuda::planFusions(program, &device.refusals);
     for (const tpcrt::KernelCall &call : program.calls)
       if (call.attentionBackward() &&
           !tpcrt::cuda::cudnnAttentionRefusal(call).empty())

@@ -14,10 +14,13 @@ kernels that hand their results on; its bytes not moved are its kernels'
 operands and results less the group's outside buffers counted once (an
 intermediate a later member reads is never written, but for a linear whose
 gelu writes elsewhere); their sum is the report's. Prints the groups per
-kind.
+kind, then the candidates the report says the device refused (each a
+kernel of the program, by index and opcode, in no group or, where a
+partner was refused, last in its group) per reason.
 """
 import json
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -83,3 +86,19 @@ print("ok: %d groups, %d bytes not moved, %s" % (
     "predicted step less by their bytes / bandwidth"))
 for kind in sorted(counts):
     print("%s: %d" % (kind, counts[kind]))
+# The candidates the device refused, by reason: each names a kernel of the
+# program by its index and opcode, in no group; or, refused a partner
+# ("K (op) + add"), its group's last.
+joined = {k for group in fusions["groups"] for k in group[:-1]}
+grouped = joined | {group[-1] for group in fusions["groups"]}
+reasons = {}
+for refusal in fusions["refused"]:
+    m = re.match(r"kernel (\d+) \((\w+)\)([^:]*): (.*)", refusal)
+    assert m, refusal
+    k, op = int(m.group(1)), m.group(2)
+    assert kernels[k][0] == op, refusal
+    assert k not in (joined if m.group(3) else grouped), refusal
+    reason = "%s%s: %s" % (op, m.group(3), m.group(4))
+    reasons[reason] = reasons.get(reason, 0) + 1
+for reason in sorted(reasons):
+    print("refused %s (%d)" % (reason, reasons[reason]))
