@@ -247,3 +247,36 @@ rt.program @train_step {
   rt.kernel gelu_grad(%dh, %x) -> (%da) : memref<2x16xf32>, memref<2x16xf32> -> memref<2x16xf32>
   rt.output "da" %da : memref<2x16xf32>
 }
+
+// -----
+
+// The norm backward and its residual add (layer_norm_param_grad,
+// layer_norm_input_grad of the same dY and x, add of the input gradient),
+// which the CUDA device runs as one kernel writing z while it reads dY and
+// x: dY and x, which die at the input gradient, are freed after the add.
+// g [0, 64), r [64, 192); k0: dy at 192; k1: x at 320; k2: dg at 448, db at
+// 512; k3: dx at 576; k4: dy and x still held, z at 704, the arena 832.
+// Peak at k3: 64 + 128 + 128 + 128 + 64 + 64 + 128 = 704.
+// CHECK-LABEL: module attributes {rt.arena_bytes = 832 : i64, rt.planned_peak_bytes = 704 : i64}
+// CHECK: rt.alloc offset 576 : memref<2x16xf32>
+// CHECK-NEXT: rt.kernel layer_norm_input_grad
+// CHECK-NEXT: rt.alloc offset 704 : memref<2x16xf32>
+// CHECK-NEXT: rt.kernel add
+rt.program @train_step {
+  %g = rt.param "g" hf_shape [16] init ones : memref<16xf32>
+  %r = rt.input "r" : memref<2x16xf32>
+  %dy = rt.alloc : memref<2x16xf32>
+  rt.kernel zeros() -> (%dy) : -> memref<2x16xf32>
+  %x = rt.alloc : memref<2x16xf32>
+  rt.kernel zeros() -> (%x) : -> memref<2x16xf32>
+  %dg = rt.alloc : memref<16xf32>
+  %db = rt.alloc : memref<16xf32>
+  rt.kernel layer_norm_param_grad(%dy, %x) -> (%dg, %db) floats [1.000000e-05] : memref<2x16xf32>, memref<2x16xf32> -> memref<16xf32>, memref<16xf32>
+  %dx = rt.alloc : memref<2x16xf32>
+  rt.kernel layer_norm_input_grad(%dy, %x, %g) -> (%dx) floats [1.000000e-05] : memref<2x16xf32>, memref<2x16xf32>, memref<16xf32> -> memref<2x16xf32>
+  %z = rt.alloc : memref<2x16xf32>
+  rt.kernel add(%dx, %r) -> (%z) : memref<2x16xf32>, memref<2x16xf32> -> memref<2x16xf32>
+  rt.output "dg" %dg : memref<16xf32>
+  rt.output "db" %db : memref<16xf32>
+  rt.output "z" %z : memref<2x16xf32>
+}

@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Rt/IR/RtOps.h"
+#include "dialects/Rt/Transforms/FusionCandidates.h"
 #include "dialects/Rt/Transforms/KernelFunctions.h"
 #include "dialects/Rt/Transforms/Passes.h"
 
@@ -46,60 +47,17 @@ bool uses(Operation &op, Value buffer) {
   return llvm::is_contained(op.getOperands(), buffer);
 }
 
-/// The kernel after `op` (allocs between skipped), or null.
-KernelOp nextKernel(Operation *op) {
-  for (op = op->getNextNode(); op; op = op->getNextNode())
-    if (auto kernel = dyn_cast<KernelOp>(op))
-      return kernel;
-  return nullptr;
-}
-
 /// The last of the kernels right after `anchor` that the CUDA device runs
-/// as one with it (runtime/cuda/FusionPlan.h), so that a reduction issued
-/// after `anchor` does not keep them apart: a weight gradient's sum_to of
-/// its dY, a loss's gradient of its logits, a norm's input gradient of its
-/// dY and x and the add of that. `anchor` itself where none follows, or
-/// where one touches `reduced` (the reduction's operand or result).
+/// as one with it (FusionCandidates.h), so that a reduction issued after
+/// `anchor` does not keep them apart (a weight gradient's sum_to of its dY,
+/// a loss's gradient of its logits, a norm's input gradient of its dY and x
+/// and the add of that, ...). `anchor` itself where none follows, or where
+/// one touches the reduction's operand or result.
 Operation *pastFusedPartners(Operation *anchor, Value operand, Value result) {
   auto head = dyn_cast<KernelOp>(anchor);
   if (!head)
     return anchor;
-  SmallVector<KernelOp, 2> partners;
-  KernelOp next = nextKernel(anchor);
-  auto reads = [](KernelOp kernel, Value buffer, size_t operand) {
-    return kernel && kernel.getInputs().size() > operand &&
-           kernel.getInputs()[operand] == buffer;
-  };
-  switch (head.getOpcode()) {
-  case OpCode::LinearWeightGrad:
-  case OpCode::LinearWeightGradAccumulate:
-    if (next && next.getOpcode() == OpCode::SumTo &&
-        reads(next, head.getInputs()[1], 0))
-      partners.push_back(next);
-    break;
-  case OpCode::CrossEntropy:
-    if (next && next.getOpcode() == OpCode::CrossEntropyGrad &&
-        reads(next, head.getInputs()[0], 0))
-      partners.push_back(next);
-    break;
-  case OpCode::LayerNormParamGrad:
-  case OpCode::RmsNormParamGrad: {
-    OpCode input = head.getOpcode() == OpCode::LayerNormParamGrad
-                       ? OpCode::LayerNormInputGrad
-                       : OpCode::RmsNormInputGrad;
-    if (!next || next.getOpcode() != input ||
-        !reads(next, head.getInputs()[0], 0))
-      break;
-    partners.push_back(next);
-    KernelOp add = nextKernel(next);
-    if (add && add.getOpcode() == OpCode::Add &&
-        llvm::is_contained(add.getInputs(), next.getOutputs()[0]))
-      partners.push_back(add);
-    break;
-  }
-  default:
-    break;
-  }
+  SmallVector<KernelOp, 2> partners = fusionPartners(head);
   for (KernelOp partner : partners)
     if (uses(*partner, operand) || uses(*partner, result))
       return anchor;

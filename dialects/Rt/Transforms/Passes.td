@@ -16,9 +16,10 @@ def RtIssueReductionsEarly : Pass<"rt-issue-reductions-early", "ModuleOp"> {
     kernel (its layer's last weight-gradient kernel), and a device that runs
     collectives on a stream of their own (the CUDA device) overlaps it with
     the rest of the backward. Where the writer is a kernel the CUDA device
-    fuses with the ones right after it (runtime/cuda/FusionPlan.h: a
-    weight gradient and the sum_to of its dY, a loss and its gradient, a
-    norm's parameter and input gradients and the add of that), the
+    may fuse with the ones right after it (FusionCandidates.h, after
+    runtime/cuda/FusionPlan.h: a weight gradient and the sum_to of its dY,
+    a loss and its gradient, a norm's parameter and input gradients and the
+    add of that, ...), the
     reduction goes after those, so that it does not keep them apart. Every
     rank runs the same program, so the collectives keep one order on all
     ranks; the values are unchanged.
@@ -184,15 +185,17 @@ def RtPlanMemory : Pass<"rt-plan-memory", "ModuleOp"> {
     buffer; the check below accepts exactly that sharing, and the runtime's
     lifetimes allow it (`copy` may run on the very bytes of its input).
 
-    And one placement rule beyond them: a GEMM that the CUDA device runs as
-    one matmul with the next kernel's epilogue (`linear` + `gelu`,
-    `linear_input_grad` + `gelu_grad`, both of the tanh form, in one stage
-    and function: runtime/cuda/FusionPlan.h) reads its operands while the
-    fused matmul writes the tail's result, which the device requires to
-    lie on none of them. The buffers that die at such a GEMM are therefore
-    freed one kernel late, after the pair, so that the tail's result is not
-    placed on them. Their lifetimes, and the peak, are unchanged; the arena
-    may grow by the difference.
+    And one placement rule beyond them: a run of kernels that the CUDA
+    device may run as one (FusionCandidates.h: `linear` + `gelu`,
+    `linear_input_grad` + `gelu_grad`, a weight gradient + the `sum_to` of
+    its dY, `apply_mask` + `add`, a norm's parameter and input gradients +
+    the residual `add`, ...; in one stage and function) writes its later
+    results while it still reads what its earlier kernels read, which the
+    device requires to lie on none of them (runtime/cuda/FusionPlan.h). The
+    buffers that die at a kernel of such a run, but for its last, are
+    therefore freed after the run's last kernel, so that its later results
+    are not placed on them. Their lifetimes, and the peak, are unchanged;
+    the arena may grow by the difference.
 
     `rt.arena_bytes` is the top of the arena. `rt.planned_peak_bytes` is the
     maximum over kernels `k` of the summed sizes (elements × element bytes,

@@ -15,6 +15,7 @@
 
 #include "dialects/Rt/Transforms/PlanMemory.h"
 #include "dialects/Rt/IR/RtOps.h"
+#include "dialects/Rt/Transforms/FusionCandidates.h"
 #include "dialects/Rt/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -360,40 +361,44 @@ void placePooledBuffers(Lifetimes &lifetimes) {
       buffer.offset = base[buffer.pool] + buffer.inSlot;
 }
 
-/// The kernels after which the buffers that die there are freed one kernel
-/// late: a GEMM that the CUDA device runs as one matmul with the next kernel,
-/// an epilogue over the product (runtime/cuda/FusionPlan.h: linear + gelu,
-/// linear_input_grad + gelu_grad, both of the tanh form, in one stage and
-/// function). The fused matmul writes the tail's result while it reads the
-/// GEMM's operands, so the device refuses the pair where that result lies on
-/// an operand's bytes; freed at the GEMM, the operand's bytes would go to the
-/// tail's result first (GPT-2 1.7B with two microbatches: 45 of its 48 MLP
-/// input gradients ran unfused). The lifetimes, and so the peak, are not
-/// changed: only where the tail's result is placed.
-std::vector<bool> fusedGemmHeads(const Lifetimes &lifetimes) {
+/// For each kernel k, the kernel after which the buffers that die at k are
+/// freed: k itself, or the last kernel of a run the CUDA device may run as
+/// one (FusionCandidates.h; within one stage and function) that k belongs
+/// to but does not end. A fused kernel writes the run's results while it
+/// still reads what the run's earlier kernels read, and the device refuses
+/// a candidate whose result lies on such bytes (FusionPlan.h: "the
+/// gelu_grad's result overlaps an operand of the input gradient", "the add's
+/// result overlaps dY, x or the residual", ...); freed at k, those bytes
+/// would go to the run's later results first (GPT-2 1.7B with two
+/// microbatches: 45 of its 48 MLP input gradients ran apart from their
+/// gelu_grad). The lifetimes, and so the peak, are unchanged: only where the
+/// later results are placed.
+std::vector<int64_t> releaseAfter(const Lifetimes &lifetimes) {
   ProgramOp program = lifetimes.program;
   SmallVector<KernelOp> kernels(program.getBody().front().getOps<KernelOp>());
-  std::vector<bool> heads(kernels.size(), false);
-  for (size_t k = 0; k + 1 < kernels.size(); ++k) {
-    KernelOp head = kernels[k], tail = kernels[k + 1];
-    OpCode tailOpcode;
-    if (head.getOpcode() == OpCode::Linear)
-      tailOpcode = OpCode::Gelu;
-    else if (head.getOpcode() == OpCode::LinearInputGrad)
-      tailOpcode = OpCode::GeluGrad;
-    else
-      continue;
-    if (tail.getOpcode() != tailOpcode || !(tail.getFlags() & 1) ||
-        head.getOutputs().size() != 1 || tail.getInputs().empty() ||
-        tail.getInputs()[0] != head.getOutputs()[0] ||
-        head.getStage() != tail.getStage())
-      continue;
-    if (lifetimes.schedule && lifetimes.schedule->functionOf[k] !=
-                                  lifetimes.schedule->functionOf[k + 1])
-      continue;
-    heads[k] = true;
+  DenseMap<Operation *, size_t> indexOf;
+  for (auto [k, kernel] : llvm::enumerate(kernels))
+    indexOf[kernel] = k;
+  std::vector<int64_t> release(kernels.size());
+  for (size_t k = 0; k < kernels.size(); ++k)
+    release[k] = k;
+  auto together = [&](size_t a, size_t b) {
+    return kernels[a].getStage() == kernels[b].getStage() &&
+           (!lifetimes.schedule || lifetimes.schedule->functionOf[a] ==
+                                       lifetimes.schedule->functionOf[b]);
+  };
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    size_t last = k;
+    for (KernelOp partner : fusionPartners(kernels[k])) {
+      size_t p = indexOf.lookup(partner);
+      if (p != last + 1 || !together(k, p))
+        break;
+      last = p;
+    }
+    for (size_t j = k; j < last; ++j)
+      release[j] = std::max<int64_t>(release[j], last);
   }
-  return heads;
+  return release;
 }
 
 /// Places every buffer (a pooled one's region); returns the arena size.
@@ -403,7 +408,7 @@ int64_t assignOffsets(Lifetimes &lifetimes) {
   FreeList arena;
   // Allocs by first and by last kernel; params and inputs go first.
   std::vector<SmallVector<size_t, 2>> bornAt(numKernels), diedAt(numKernels);
-  std::vector<bool> heldPast = fusedGemmHeads(lifetimes);
+  std::vector<int64_t> release = releaseAfter(lifetimes);
   int64_t unusedBytes = 0;
   for (auto [i, buffer] : llvm::enumerate(buffers)) {
     if (buffer.inRegion())
@@ -417,9 +422,7 @@ int64_t assignOffsets(Lifetimes &lifetimes) {
     } else {
       bornAt[buffer.first].push_back(i);
       if (buffer.last < numKernels)
-        diedAt[buffer.last +
-               (buffer.last < numKernels - 1 && heldPast[buffer.last] ? 1 : 0)]
-            .push_back(i);
+        diedAt[release[buffer.last]].push_back(i);
     }
   }
   // A copy (a reshape) whose operand dies at it and whose result is born

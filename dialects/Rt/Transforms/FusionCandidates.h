@@ -1,0 +1,100 @@
+//===- FusionCandidates.h - kernels the CUDA device may run as one -*- C++
+//-*-===//
+//
+// The CUDA device fuses some runs of consecutive kernels at load time
+// (runtime/cuda/FusionPlan.h, which decides on the decoded executable and
+// may still refuse a candidate). Passes that move kernels or place buffers
+// keep such runs fusible: rt-issue-reductions-early inserts no reduction
+// inside one, and rt-plan-memory places no result of one on bytes the run
+// still reads. The candidates' shapes, by opcode and hand-over alone:
+//
+//   linear -> gelu (tanh) of its result             bias + GeLU epilogue
+//   linear_input_grad -> gelu_grad (tanh) of it     DGELU epilogue
+//   linear_weight_grad(_accumulate) -> sum_to of dY bias-gradient epilogue
+//   apply_mask -> add reading its result            dropout + residual add
+//   cross_entropy -> cross_entropy_grad of logits   loss with its gradient
+//   {layer,rms}_norm_param_grad -> _input_grad of   the norm backward, and
+//     the same dY and x (-> add of the input grad)  its residual add
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DIALECTS_RT_TRANSFORMS_FUSIONCANDIDATES_H
+#define DIALECTS_RT_TRANSFORMS_FUSIONCANDIDATES_H
+
+#include "dialects/Rt/IR/RtOps.h"
+
+namespace mlir::rt {
+
+/// The kernel after `op` in its block (other ops skipped), or null.
+inline KernelOp nextKernelAfter(Operation *op) {
+  for (op = op->getNextNode(); op; op = op->getNextNode())
+    if (auto kernel = dyn_cast<KernelOp>(op))
+      return kernel;
+  return nullptr;
+}
+
+/// The kernels right after `head` that the CUDA device may run as one with
+/// it (the shapes above), in order; empty where `head` heads no candidate.
+inline SmallVector<KernelOp, 2> fusionPartners(KernelOp head) {
+  SmallVector<KernelOp, 2> partners;
+  KernelOp next = nextKernelAfter(head);
+  if (!next)
+    return partners;
+  auto reads = [](KernelOp kernel, Value buffer, size_t operand) {
+    return kernel && kernel.getInputs().size() > operand &&
+           kernel.getInputs()[operand] == buffer;
+  };
+  auto readsResult = [&](KernelOp kernel, OpCode opcode) {
+    return kernel.getOpcode() == opcode && head.getOutputs().size() == 1 &&
+           reads(kernel, head.getOutputs()[0], 0);
+  };
+  switch (head.getOpcode()) {
+  case OpCode::Linear:
+    if (readsResult(next, OpCode::Gelu) && (next.getFlags() & 1))
+      partners.push_back(next);
+    break;
+  case OpCode::LinearInputGrad:
+    if (readsResult(next, OpCode::GeluGrad) && (next.getFlags() & 1))
+      partners.push_back(next);
+    break;
+  case OpCode::ApplyMask:
+    if (next.getOpcode() == OpCode::Add && head.getOutputs().size() == 1 &&
+        llvm::is_contained(next.getInputs(), head.getOutputs()[0]))
+      partners.push_back(next);
+    break;
+  case OpCode::LinearWeightGrad:
+  case OpCode::LinearWeightGradAccumulate:
+    if (next.getOpcode() == OpCode::SumTo && head.getInputs().size() > 1 &&
+        reads(next, head.getInputs()[1], 0))
+      partners.push_back(next);
+    break;
+  case OpCode::CrossEntropy:
+    if (next.getOpcode() == OpCode::CrossEntropyGrad &&
+        reads(next, head.getInputs()[0], 0))
+      partners.push_back(next);
+    break;
+  case OpCode::LayerNormParamGrad:
+  case OpCode::RmsNormParamGrad: {
+    OpCode input = head.getOpcode() == OpCode::LayerNormParamGrad
+                       ? OpCode::LayerNormInputGrad
+                       : OpCode::RmsNormInputGrad;
+    if (next.getOpcode() != input || head.getInputs().size() < 2 ||
+        !reads(next, head.getInputs()[0], 0) ||
+        !reads(next, head.getInputs()[1], 1))
+      break;
+    partners.push_back(next);
+    KernelOp add = nextKernelAfter(next);
+    if (add && add.getOpcode() == OpCode::Add &&
+        llvm::is_contained(add.getInputs(), next.getOutputs()[0]))
+      partners.push_back(add);
+    break;
+  }
+  default:
+    break;
+  }
+  return partners;
+}
+
+} // namespace mlir::rt
+
+#endif // DIALECTS_RT_TRANSFORMS_FUSIONCANDIDATES_H
