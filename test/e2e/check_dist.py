@@ -78,6 +78,13 @@ def make_cases():
                                              microbatches=1, vocab=250)
     cases["llama-vocab250-dp2-tp4"] = dict(model="llama", dp=2, tp=4, sp=False, dropout=0.0,
                                            microbatches=1, vocab=250)
+    # The tied embedding and LM head whole on every tp rank
+    # (--vocab-parallel=false), with microbatches: each microbatch's
+    # embedding scatter adds into the head's share (rt-accumulate-weight-
+    # grads), which tp then all-reduces.
+    cases["gpt2-dp1-tp2-whole-vocab-mb2"] = dict(model="gpt2", dp=1, tp=2, sp=False,
+                                                 dropout=0.0, microbatches=2,
+                                                 vocab_parallel=False)
     # Gradients reduced in bf16 (--grad-reduce-dtype bf16): one microbatch
     # (the reductions issued right after each gradient's last kernel) and
     # two (functions run by actions: the casts join the epilogue).
@@ -130,6 +137,8 @@ def main():
     mesh = ["--mesh", "dp=%d,tp=%d" % (spec["dp"], spec["tp"])]
     if "grad_reduce" in spec:
         mesh += ["--grad-reduce-dtype", spec["grad_reduce"]]
+    if not spec.get("vocab_parallel", True):
+        mesh.append("--vocab-parallel=false")
     if spec["sp"]:
         mesh.append("--sequence-parallel")
     single_tpcx = os.path.join(work, "single.tpcx")
