@@ -135,8 +135,10 @@ static cl::opt<std::string> hardware(
              "kernel and peak bytes). a100, h100, h200 (the tree's "
              "hardware/*.json, whose runtime device is cuda: the CUDA "
              "device's fused groups, collective streams and attention "
-             "kernels priced as it runs them), cpu (this machine, measured "
-             "by tpc-measure-hardware) or a JSON file "
+             "kernels priced as it runs them; the report lists the groups "
+             "and, with its reasons, each candidate it does not fuse), cpu "
+             "(this machine, measured by tpc-measure-hardware) or a JSON "
+             "file "
              "(docs/design/hardware-format.md)"),
     cl::value_desc("a100|h100|h200|cpu|FILE.json"), cl::cat(category));
 
