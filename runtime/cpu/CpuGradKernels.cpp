@@ -32,9 +32,7 @@ Status embeddingGrad(const float *dY, const int64_t *ids, int64_t numIds,
   for (int64_t i = 0; i < numIds; ++i) {
     int64_t id = ids[i];
     if (id < 0 || id >= vocab)
-      return Status::error("embedding_grad: id " + std::to_string(id) +
-                           " at position " + std::to_string(i) +
-                           " is outside [0, " + std::to_string(vocab) + ")");
+      return outsideVocabulary("embedding_grad", "id", id, i, vocab);
     if (id < offset || id - offset >= rows)
       continue; // another rank's row
     float *row = dTable + (id - offset) * hidden;
@@ -60,9 +58,7 @@ Status embeddingGradAccumulate(const float *dY, const int64_t *ids,
   for (int64_t i = 0; i < numIds; ++i) {
     int64_t id = ids[i];
     if (id < 0 || id >= vocab)
-      return Status::error(std::string(name) + ": id " + std::to_string(id) +
-                           " at position " + std::to_string(i) +
-                           " is outside [0, " + std::to_string(vocab) + ")");
+      return outsideVocabulary(name, "id", id, i, vocab);
     if (id >= offset && id - offset < rows)
       order[count++] = i;
   }
@@ -475,10 +471,7 @@ Status crossEntropyGrad(const float *logits, const int64_t *labels,
       continue;
     }
     if (label < 0 || label >= vocab)
-      return Status::error("cross_entropy_grad: label " +
-                           std::to_string(label) + " at position " +
-                           std::to_string(p) + " is outside [0, " +
-                           std::to_string(vocab) + ")");
+      return outsideVocabulary("cross_entropy_grad", "label", label, p, vocab);
     const float *row = logits + p * vocab;
     float maxValue = rowMax(row, vocab);
     float factor =
@@ -508,10 +501,8 @@ Status crossEntropyBlockGrad(const float *logits, const int64_t *labels,
       continue;
     }
     if (label < 0 || label >= block.vocab)
-      return Status::error("cross_entropy_grad: label " +
-                           std::to_string(label) + " at position " +
-                           std::to_string(p) + " is outside [0, " +
-                           std::to_string(block.vocab) + ")");
+      return outsideVocabulary("cross_entropy_grad", "label", label, p,
+                               block.vocab);
     expInto(logits + p * columns, real, max[p], out);
     float factor = static_cast<float>(scale / static_cast<double>(sumExp[p]));
     for (int64_t j = 0; j < real; ++j)

@@ -38,6 +38,14 @@ Status checkNonNegative(const char *kernel,
   return Status::ok();
 }
 
+Status outsideVocabulary(const char *kernel, const char *what, int64_t value,
+                         int64_t position, int64_t vocab) {
+  return Status::error(std::string(kernel) + ": " + what + " " +
+                       std::to_string(value) + " at position " +
+                       std::to_string(position) + " is outside [0, " +
+                       std::to_string(vocab) + ")");
+}
+
 } // namespace detail
 
 using namespace detail;
@@ -169,9 +177,7 @@ Status embeddingRows(const void *table, FloatType tableType, int64_t rows,
   for (int64_t i = 0; i < numIds; ++i) {
     int64_t id = ids[i];
     if (id < 0 || id >= vocab)
-      return Status::error("embedding: id " + std::to_string(id) +
-                           " at position " + std::to_string(i) +
-                           " is outside [0, " + std::to_string(vocab) + ")");
+      return outsideVocabulary("embedding", "id", id, i, vocab);
     int64_t row = id - offset;
     if (row < 0 || row >= rows) {
       // Another rank's row: zero bits are 0.0 in every float type.
@@ -699,9 +705,7 @@ Status crossEntropy(const float *logits, const int64_t *labels,
     if (label == ignoreIndex)
       continue;
     if (label < 0 || label >= vocab)
-      return Status::error("cross_entropy: label " + std::to_string(label) +
-                           " at position " + std::to_string(p) +
-                           " is outside [0, " + std::to_string(vocab) + ")");
+      return outsideVocabulary("cross_entropy", "label", label, p, vocab);
     const float *row = logits + p * vocab;
     float maxValue = rowMax(row, vocab);
     total += maxValue + std::log(expSum(row, vocab, maxValue)) - row[label];
@@ -723,10 +727,7 @@ Status crossEntropyBlockMax(const float *logits, const int64_t *labels,
   for (int64_t p = 0; p < positions; ++p) {
     int64_t label = labels[p];
     if (label != ignoreIndex && (label < 0 || label >= block.vocab))
-      return Status::error("cross_entropy: label " + std::to_string(label) +
-                           " at position " + std::to_string(p) +
-                           " is outside [0, " + std::to_string(block.vocab) +
-                           ")");
+      return outsideVocabulary("cross_entropy", "label", label, p, block.vocab);
   }
   int64_t real = realColumns(columns, block);
   for (int64_t p = 0; p < positions; ++p)

@@ -23,6 +23,10 @@ namespace detail {
 Status checkNonNegative(const char *kernel,
                         std::initializer_list<int64_t> sizes);
 
+/// The error of an id or label (`what`) at `position` outside [0, vocab).
+Status outsideVocabulary(const char *kernel, const char *what, int64_t value,
+                         int64_t position, int64_t vocab);
+
 /// Element count of `shape`; false when a dimension is negative.
 bool checkShape(const int64_t *shape, int rank, int64_t &count);
 
