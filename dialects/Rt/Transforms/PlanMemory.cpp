@@ -376,9 +376,6 @@ void placePooledBuffers(Lifetimes &lifetimes) {
 std::vector<int64_t> releaseAfter(const Lifetimes &lifetimes) {
   ProgramOp program = lifetimes.program;
   SmallVector<KernelOp> kernels(program.getBody().front().getOps<KernelOp>());
-  DenseMap<Operation *, size_t> indexOf;
-  for (auto [k, kernel] : llvm::enumerate(kernels))
-    indexOf[kernel] = k;
   std::vector<int64_t> release(kernels.size());
   for (size_t k = 0; k < kernels.size(); ++k)
     release[k] = k;
@@ -388,13 +385,11 @@ std::vector<int64_t> releaseAfter(const Lifetimes &lifetimes) {
                                        lifetimes.schedule->functionOf[b]);
   };
   for (size_t k = 0; k < kernels.size(); ++k) {
+    // The partners are the kernels right after k, in order.
+    size_t end = k + fusionPartners(kernels[k]).size();
     size_t last = k;
-    for (KernelOp partner : fusionPartners(kernels[k])) {
-      size_t p = indexOf.lookup(partner);
-      if (p != last + 1 || !together(k, p))
-        break;
-      last = p;
-    }
+    while (last < end && together(k, last + 1))
+      ++last;
     for (size_t j = k; j < last; ++j)
       release[j] = std::max<int64_t>(release[j], last);
   }
