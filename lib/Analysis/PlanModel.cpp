@@ -67,6 +67,30 @@ int64_t mlir::tpc::stashBytesPerLayer(const TransformerShape &m,
   return static_cast<int64_t>(std::llround(units * sbh * scale));
 }
 
+DeferredWeightBytes
+mlir::tpc::deferredWeightBytesPerLayer(const TransformerShape &m,
+                                       const PlanChoice &plan) {
+  // In the same 16-bit units of s·b·h as the stash (sp: a sharded sequence).
+  double t = static_cast<double>(plan.tp);
+  double sbh = static_cast<double>(m.seq) * plan.microbatchSize * m.hidden;
+  double scale = static_cast<double>(m.elementBytes) / 2;
+  double f = static_cast<double>(m.ffn) / m.hidden;
+  double qkv = (m.hidden + 2.0 * m.kvHeads * m.headDim) / m.hidden;
+  // Unsplit over tp without sequence parallelism: the two norms' inputs and
+  // outputs, the row-parallel linears' output gradients and the norms'.
+  double whole = plan.sequenceParallel ? 1 / t : 1;
+  // W reads each linear's input (the norms' outputs, the attention's
+  // output, the MLP's activation) and the norms' inputs.
+  double inputs = 8 * whole + (2 + 2 * f) / t;
+  // B writes each linear's output gradient (qkv and the MLP's up
+  // projections split over tp, the two row-parallel outputs whole) and the
+  // two norms'.
+  double gradients =
+      2 * (qkv + f * (m.llama ? 2 : 1)) / t + 4 * whole + 4 * whole;
+  return {static_cast<int64_t>(std::llround(inputs * sbh * scale)),
+          static_cast<int64_t>(std::llround(gradients * sbh * scale))};
+}
+
 namespace {
 
 /// Busy time by category.
@@ -313,11 +337,12 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
   auto rankOf = [&](int64_t chunk) { return chunk % plan.pp; };
   bool deferredW = *kind == pipeline::ScheduleKind::ZBH1 ||
                    *kind == pipeline::ScheduleKind::ZBV;
-  // Microbatch-chunks whose activations rank r holds at once.
-  auto inFlight = [&](int64_t r) -> int64_t {
+  // Microbatch-chunks whose activations rank r holds at once: from their
+  // forward to their input-gradient backward (B), and with deferred weight
+  // gradients from the forward to W.
+  auto untilB = [&](int64_t r) -> int64_t {
     if (stats)
-      return deferredW ? stats->ranks[r].peakInFlight
-                       : stats->ranks[r].peakStash;
+      return stats->ranks[r].peakStash;
     int64_t m = plan.microbatches, p = plan.pp, v = plan.virtualStages;
     switch (*kind) {
     case pipeline::ScheduleKind::GPipe:
@@ -325,12 +350,18 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
     case pipeline::ScheduleKind::Interleaved1F1B:
       // Megatron's warm-up: 2(p - r - 1) + (v - 1)p, plus the one in 1F1B.
       return std::min(m * v, 2 * (p - r - 1) + (v - 1) * p + 1);
-    case pipeline::ScheduleKind::ZBH1:
     case pipeline::ScheduleKind::ZBV:
       return std::min(m, p) * v;
     default:
       return std::min(m, p - r);
     }
+  };
+  auto untilW = [&](int64_t r) -> int64_t {
+    if (!deferredW)
+      return untilB(r);
+    if (stats)
+      return stats->ranks[r].peakInFlight;
+    return std::min(plan.microbatches, plan.pp) * plan.virtualStages;
   };
 
   // Per chunk: its work per microbatch.
@@ -391,27 +422,62 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
   double p2p = plan.pp > 1 ? costs.p2pSeconds(ppInter) : 0;
 
   PlanEstimate estimate;
-  // Memory: the rank with the largest peak.
+  // Memory: the rank with the largest peak. Per microbatch-chunk in flight,
+  // its layers' stash; with deferred weight gradients what W reads stays
+  // until W, and the output gradients B writes for it are held from B to W
+  // (on about r + 1 microbatches at rank r: the last stage defers each W
+  // the most).
   int64_t stash = stashBytesPerLayer(m, plan);
   PlanChoice none = plan;
   none.remat = "none";
-  // One layer's working set, and W's fp32 weight-gradient partials of a
-  // chunk before they are added into the sums (several microbatches).
-  int64_t workspace = stashBytesPerLayer(m, none) +
-                      (plan.microbatches > 1
-                           ? static_cast<int64_t>(layersPerChunk *
-                                                  layerParams * 4)
-                           : 0);
-  double logitsBytes = static_cast<double>(plan.microbatchSize) * m.seq *
-                       (m.vocab / t) * 4 * 2;
+  DeferredWeightBytes deferred = deferredWeightBytesPerLayer(m, none);
+  // One layer's working set while its backward runs.
+  int64_t workspace = stashBytesPerLayer(m, none);
+  double microbatchTokens = static_cast<double>(plan.microbatchSize) * m.seq;
+  // A stage's input, as received from the stage before (and its output).
+  double inputBytes =
+      microbatchTokens * h * m.elementBytes / (plan.sequenceParallel ? t : 1);
+  // The last stage: the logits and their gradient.
+  double logitsBytes = microbatchTokens * (m.vocab / t) * m.elementBytes * 2;
+  // The first stage: with a vocabulary-parallel table (tp > 1) the layers'
+  // input gradient is still a partial sum over tp, so the embedding's
+  // gradient is summed over the whole vocabulary (fp32) and reduce-scattered
+  // once per step; each microbatch keeps its embedding dropout's mask (a
+  // byte per element; Llama has no dropout there).
+  double wholeVocabGradBytes = plan.tp > 1 ? m.vocab * h * 4 : 0;
+  double embeddingMaskBytes = m.llama ? 0 : inputBytes / m.elementBytes;
   for (int64_t r = 0; r < plan.pp; ++r) {
     int64_t params = static_cast<int64_t>(rankParams[r] * paramBytesEach);
     int64_t grads = static_cast<int64_t>(rankParams[r] * 4);
     int64_t optimizer = static_cast<int64_t>(rankParams[r] * 8);
-    bool last = rankOf(chunks - 1) == r;
+    bool first = r == 0, last = rankOf(chunks - 1) == r;
+    double layersHeld;
+    if (deferredW) {
+      int64_t heldToW = std::min(plan.microbatches * plan.virtualStages,
+                                 untilW(r) - untilB(r) + plan.virtualStages);
+      double perLayer =
+          plan.remat == "full"
+              ? untilB(r) * stash +
+                    heldToW * (deferred.weightInputs + deferred.outputGradients)
+              : untilW(r) * std::min(stash, deferred.weightInputs) +
+                    untilB(r) *
+                        std::max<int64_t>(0, stash - deferred.weightInputs) +
+                    heldToW * deferred.outputGradients;
+      layersHeld = perLayer * layersPerChunk;
+    } else {
+      layersHeld = static_cast<double>(untilB(r)) * layersPerChunk * stash;
+    }
+    // Transfers between stages: each receives its next input one compute
+    // early, and double-buffers what it sends and receives.
+    double transfers = plan.pp == 1 ? 0 : (first ? 4 : 7) * inputBytes;
+    double firstStage =
+        first ? wholeVocabGradBytes + untilW(r) * embeddingMaskBytes : 0;
+    // The working set: a layer's backward, or where the loss is, the
+    // logits and their gradient (the larger: they are not live at once).
+    double working = last ? std::max<double>(workspace, logitsBytes)
+                          : static_cast<double>(workspace);
     int64_t activations =
-        inFlight(r) * layersPerChunk * stash + workspace +
-        (last ? static_cast<int64_t>(logitsBytes) : 0);
+        static_cast<int64_t>(layersHeld + transfers + firstStage + working);
     int64_t peak = params + grads + optimizer + activations;
     if (peak > estimate.peakBytes) {
       estimate.peakBytes = peak;

@@ -414,6 +414,30 @@ TEST(PlanModel, StashIsKorthikantiTable2) {
   EXPECT_EQ(stashBytesPerLayer(shape, plan), 1 * sbh);
 }
 
+TEST(PlanModel, DeferredWeightBytesAreWhatWReadsAndBWrites) {
+  // GPT (ffn 4h): W reads the norms' inputs and outputs (8, unsplit without
+  // sp), the attention's output (2/t) and the MLP's activation (8/t); B
+  // writes qkv's and fc1's output gradients (14/t), the two row-parallel
+  // outputs' and the two norms' (8, unsplit without sp). Measured in the
+  // compiled 1T ZB-H1 pools (tp 8, sp): 18/8 and 22/8 units.
+  TransformerShape shape{4, 2048, 16, 16, 128, 8192, 51200, 2048};
+  PlanChoice plan;
+  plan.tp = 8;
+  double sbh = 2048.0 * 2048;
+  DeferredWeightBytes bytes = deferredWeightBytesPerLayer(shape, plan);
+  EXPECT_EQ(bytes.weightInputs, (8 + 10.0 / 8) * sbh);
+  EXPECT_EQ(bytes.outputGradients, (8 + 14.0 / 8) * sbh);
+  plan.sequenceParallel = true;
+  bytes = deferredWeightBytesPerLayer(shape, plan);
+  EXPECT_EQ(bytes.weightInputs, 18.0 / 8 * sbh);
+  EXPECT_EQ(bytes.outputGradients, 22.0 / 8 * sbh);
+  // Llama: q, k, v (here 4 kv heads: 1.5h) and gate and up (2·ffn).
+  shape.llama = true;
+  shape.kvHeads = 4;
+  bytes = deferredWeightBytesPerLayer(shape, plan);
+  EXPECT_EQ(bytes.outputGradients, (2 * (1.5 + 8) + 8) / 8 * sbh);
+}
+
 TEST(PlanModel, RefusesImpossiblePlans) {
   Hardware hw = testHardware();
   TransformerShape shape{6, 1024, 12, 12, 64, 4096, 50304, 1024};

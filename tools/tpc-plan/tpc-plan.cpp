@@ -91,6 +91,12 @@ static cl::opt<int64_t> checkLayers(
              "(default: the model's when it has at most 24, else the largest "
              "multiple of pp*v up to 24, at least pp*v); 0 skips it"),
     cl::value_desc("N"), cl::init(-1), cl::cat(category));
+static cl::opt<std::string> checkPlan(
+    "check-plan",
+    cl::desc("The plan the check compile compiles: best (default) or "
+             "compared (--compare's, e.g. to see how far the closed form's "
+             "memory is from a published plan's compiled peak)"),
+    cl::value_desc("best|compared"), cl::init("best"), cl::cat(category));
 
 static int fail(const llvm::Twine &message) { return reportError(message); }
 
@@ -233,6 +239,12 @@ int main(int argc, char **argv) {
                 "' is not one of fused, unfused");
   if (top < 1)
     return fail("--top: must be at least 1");
+  if (checkPlan != "best" && checkPlan != "compared")
+    return fail("--check-plan: '" + checkPlan +
+                "' is not one of best, compared");
+  const bool checkCompared = checkPlan == "compared";
+  if (checkCompared && compare.empty())
+    return fail("--check-plan=compared needs --compare PLAN");
   llvm::Expected<Hardware> hw = loadHardware(
       hardwareName, llvm::sys::fs::getMainExecutable(
                         argv[0], reinterpret_cast<void *>(&fail)));
@@ -457,9 +469,11 @@ int main(int argc, char **argv) {
                << " && tpc-compile model.mlir "
                << compileFlags(winner.plan) << "\n";
 
-  // The check compile: the best plan through the real pipeline.
+  // The check compile: the best (or the compared) plan through the real
+  // pipeline.
   llvm::json::Object checkJson;
-  int64_t layersPerChunk = winner.plan.pp * winner.plan.virtualStages;
+  const Candidate &checked = checkCompared ? *compared : winner;
+  int64_t layersPerChunk = checked.plan.pp * checked.plan.virtualStages;
   int64_t check = checkLayers;
   if (check < 0)
     check = shape.layers > 24 ? layersPerChunk *
@@ -470,7 +484,7 @@ int main(int argc, char **argv) {
       return fail("--check-layers " + std::to_string(check) +
                   " does not divide by pp*v = " +
                   std::to_string(layersPerChunk));
-    llvm::errs() << "tpc-plan: compiling the best with " << check
+    llvm::errs() << "tpc-plan: compiling the " << checkPlan << " with " << check
                  << " layers to check it\n";
     DialectRegistry registry;
     registry.insert<TpcDialect, rt::RtDialect, dist::DistDialect,
@@ -487,46 +501,58 @@ int main(int argc, char **argv) {
     OwningOpRef<ModuleOp> module = buildModel(context, *checkConfig, reparse);
     CompileSettings settings;
     settings["train"] = "true";
-    settings["mesh"] = llvm::formatv("dp={0},pp={1},tp={2}", winner.plan.dp,
-                                     winner.plan.pp, winner.plan.tp)
+    settings["mesh"] = llvm::formatv("dp={0},pp={1},tp={2}", checked.plan.dp,
+                                     checked.plan.pp, checked.plan.tp)
                            .str();
-    settings["microbatches"] = std::to_string(winner.plan.microbatches);
-    if (winner.plan.pp > 1) {
-      settings["schedule"] = winner.plan.schedule;
-      settings["virtual-stages"] = std::to_string(winner.plan.virtualStages);
+    settings["microbatches"] = std::to_string(checked.plan.microbatches);
+    if (checked.plan.pp > 1) {
+      settings["schedule"] = checked.plan.schedule;
+      settings["virtual-stages"] = std::to_string(checked.plan.virtualStages);
     }
-    if (winner.plan.sequenceParallel)
+    if (checked.plan.sequenceParallel)
       settings["sequence-parallel"] = "true";
-    settings["remat"] = winner.plan.remat;
+    settings["remat"] = checked.plan.remat;
     CompileOptions options;
     std::string why;
     if (failed(parseCompileOptions(settings, "--", options, why)))
-      return fail("the best plan's flags are refused: " + why);
+      return fail("the " + checkPlan + " plan's flags are refused: " + why);
     CompileReport report;
     if (failed(runCompileFlow(*module, options, &report)) ||
         failed(rt::predictStepOnDevice(*module, *hw, report)))
-      return fail("the best plan does not compile (above)");
+      return fail("the " + checkPlan + " plan does not compile (above)");
     TransformerShape small = shape;
     small.layers = check;
     std::string error;
     std::optional<PlanEstimate> closed =
-        estimatePlan(small, winner.plan, *hw, true, error);
+        estimatePlan(small, checked.plan, *hw, true, error);
+    // The search's figure (in-flight counts from closed forms, not from the
+    // schedule's action lists): the one --memory-limit filtered with.
+    std::optional<PlanEstimate> searched =
+        estimatePlan(small, checked.plan, *hw, false, error);
     int64_t compiledPeak = 0;
     for (const StageFigures &stage : report.stages)
       compiledPeak = std::max(compiledPeak, stage.peakBytes);
+    std::string searchedPeak;
+    if (closed && searched && searched->peakBytes != closed->peakBytes)
+      searchedPeak =
+          llvm::formatv(", searched with {0:F2}", gb(searched->peakBytes));
     llvm::outs() << llvm::formatv(
-        "check: compiled with {0} layers: planned peak {1:F2} GB (closed "
-        "form {2:F2}), replayed step {3:F4} s (closed form {4:F4} s)\n",
+        "check: {5}compiled with {0} layers: planned peak {1:F2} GB (closed "
+        "form {2:F2}{6}), replayed step {3:F4} s (closed form {4:F4} s)\n",
         check, gb(compiledPeak), closed ? gb(closed->peakBytes) : 0.0,
-        report.predicted->stepSeconds, closed ? closed->stepSeconds : 0.0);
+        report.predicted->stepSeconds, closed ? closed->stepSeconds : 0.0,
+        checkCompared ? "the compared plan " : "", searchedPeak);
     if (compiledPeak > limit)
       llvm::WithColor::warning(llvm::errs(), "tpc-plan")
           << "the check compile's planned peak passes --memory-limit: the "
-             "closed form under-estimated this plan; take the next one\n";
+             "closed form under-estimated this plan"
+          << (checkCompared ? "\n" : "; take the next one\n");
     checkJson = llvm::json::Object{
+        {"plan", describe(checked.plan)},
         {"layers", check},
         {"compiled_peak_bytes", compiledPeak},
         {"closed_form_peak_bytes", closed ? closed->peakBytes : 0},
+        {"searched_peak_bytes", searched ? searched->peakBytes : 0},
         {"compiled_step_time_s", report.predicted->stepSeconds},
         {"closed_form_step_time_s", closed ? closed->stepSeconds : 0.0}};
   }

@@ -89,6 +89,18 @@ double narayananRecomputeFlops(double B, double l, double s, double h,
 int64_t stashBytesPerLayer(const TransformerShape &shape,
                            const PlanChoice &plan);
 
+/// What a schedule that defers the weight gradients (ZB-H1, ZB-V) holds of
+/// one layer and microbatch from its input-gradient backward (B) to its
+/// weight-gradient one (W), on one device: the stashed inputs that W reads
+/// (the linears' inputs, the norms' inputs; the rest of the stash is freed
+/// at B), and the output gradients B writes for W (each linear's and each
+/// norm's).
+struct DeferredWeightBytes {
+  int64_t weightInputs = 0, outputGradients = 0;
+};
+DeferredWeightBytes deferredWeightBytesPerLayer(const TransformerShape &shape,
+                                                const PlanChoice &plan);
+
 /// The plan's memory and, with `simulate`, its step replayed on the
 /// schedule's action lists (else the closed form: (m + p − 1)·c for 1F1B,
 /// (m + (p − 1)/v)·c interleaved, m·c + (p − 1)·(F + B − W) for ZB-H1). An

@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""tpc-plan's closed-form memory beside the compiled plan's planned peak.
+
+tpc-plan drops every plan whose closed-form peak per device passes
+--memory-limit, so that figure decides which plans are searched at all. This
+script compiles a spread of plans (`tpc-plan --compare PLAN --check-plan
+compared`: the real flow on the check compile's layers) and prints, per plan,
+the compiled planned peak (what the runtime measures: the CPU runs assert
+peak_bytes == planned_peak_bytes), the closed form with the schedule's real
+in-flight counts (the replay's) and the search's closed form, with their
+errors. No timing: each case takes well under a second.
+
+    benchmarks/plan-memory.py [--bin build/bin] [--max-error PCT]
+
+With --max-error it exits 1 when a search error passes PCT (either way).
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+GPT = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2",
+       "n_positions": 2048, "activation_function": "gelu_new",
+       "resid_pdrop": 0.1, "embd_pdrop": 0.1, "attn_pdrop": 0.1,
+       "layer_norm_epsilon": 1e-5, "initializer_range": 0.02}
+
+
+def gpt(h, heads, layers, vocab=51200):
+    return dict(GPT, n_embd=h, n_head=heads, n_layer=layers, vocab_size=vocab)
+
+
+def llama(h, heads, kv, ffn, layers, vocab=32000):
+    return {"architectures": ["LlamaForCausalLM"], "model_type": "llama",
+            "vocab_size": vocab, "hidden_size": h, "intermediate_size": ffn,
+            "num_hidden_layers": layers, "num_attention_heads": heads,
+            "num_key_value_heads": kv, "max_position_embeddings": 4096,
+            "hidden_act": "silu", "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
+            "attention_bias": False, "attention_dropout": 0.0,
+            "mlp_bias": False, "tie_word_embeddings": False}
+
+
+# (label, config, gpus, global batch, seq, attention, dtype, plan)
+CASES = [
+    ("gpt 1.7B", gpt(2304, 24, 24), 32, 512, 2048, "fused", "bf16",
+     "tp=1,pp=1,b=8,v=1,schedule=1f1b,remat=none"),
+    ("gpt 1.7B", gpt(2304, 24, 24), 32, 512, 2048, "fused", "bf16",
+     "tp=1,pp=1,b=1,v=1,schedule=1f1b,remat=none"),
+    ("gpt 1.7B", gpt(2304, 24, 24), 32, 512, 2048, "unfused", "bf16",
+     "tp=1,pp=1,b=1,v=1,schedule=1f1b,remat=full"),
+    ("gpt 1.7B", gpt(2304, 24, 24), 32, 512, 2048, "unfused", "bf16",
+     "tp=2,pp=1,b=2,v=1,schedule=1f1b,remat=selective,sp"),
+    ("gpt 1.7B", gpt(2304, 24, 24), 32, 512, 2048, "fused", "bf16",
+     "tp=2,pp=4,b=2,v=1,schedule=1f1b,remat=none"),
+    ("gpt 1.7B", gpt(2304, 24, 24), 32, 512, 2048, "fused", "bf16",
+     "tp=2,pp=4,b=2,v=1,schedule=zb-h1,remat=none"),
+    ("gpt 1.7B", gpt(2304, 24, 24), 32, 512, 2048, "fused", "bf16",
+     "tp=1,pp=4,b=1,v=2,schedule=interleaved-1f1b,remat=none"),
+    ("gpt 1.7B fp32", gpt(2304, 24, 24), 32, 512, 2048, "fused", "fp32",
+     "tp=4,pp=2,b=1,v=1,schedule=1f1b,remat=none,sp"),
+    ("gpt 39.1B", gpt(8192, 64, 48), 512, 1536, 2048, "unfused", "bf16",
+     "tp=8,pp=2,b=1,v=1,schedule=1f1b,remat=full"),
+    ("gpt 39.1B", gpt(8192, 64, 48), 512, 1536, 2048, "fused", "bf16",
+     "tp=8,pp=4,b=1,v=1,schedule=zb-h1,remat=none,sp"),
+    ("gpt 39.1B", gpt(8192, 64, 48), 512, 1536, 2048, "fused", "bf16",
+     "tp=4,pp=4,b=2,v=3,schedule=interleaved-1f1b,remat=full,sp"),
+    ("gpt 1T", gpt(25600, 160, 128), 3072, 3072, 2048, "unfused", "bf16",
+     "tp=8,pp=64,b=1,v=1,schedule=1f1b,remat=full"),
+    ("gpt 1T", gpt(25600, 160, 128), 3072, 3072, 2048, "fused", "bf16",
+     "tp=8,pp=64,b=1,v=1,schedule=zb-h1,remat=none,sp"),
+    ("gpt 1T", gpt(25600, 160, 128), 3072, 3072, 2048, "unfused", "bf16",
+     "tp=8,pp=64,b=1,v=1,schedule=zb-h1,remat=selective,sp"),
+    ("llama 8B", llama(4096, 32, 8, 14336, 32), 64, 512, 4096, "fused",
+     "bf16", "tp=4,pp=2,b=1,v=1,schedule=1f1b,remat=none,sp"),
+    ("llama 8B", llama(4096, 32, 8, 14336, 32), 64, 512, 4096, "fused",
+     "bf16", "tp=8,pp=4,b=1,v=1,schedule=zb-h1,remat=none,sp"),
+    ("llama 8B", llama(4096, 32, 8, 14336, 32), 64, 512, 4096, "unfused",
+     "bf16", "tp=2,pp=2,b=2,v=4,schedule=interleaved-1f1b,remat=selective"),
+]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    parser.add_argument("--bin", default=os.path.join(root, "build", "bin"))
+    parser.add_argument("--max-error", type=float)
+    args = parser.parse_args()
+    work = tempfile.mkdtemp(prefix="plan-memory.")
+    print(f"{'model':<14} {'plan':<58} {'layers':>6} {'compiled':>9} "
+          f"{'replayed':>9} {'error':>7} {'searched':>9} {'error':>7}")
+    worst = 0.0
+    failed = False
+    for i, (label, config, gpus, batch, seq, attention, dtype,
+            plan) in enumerate(CASES):
+        path = os.path.join(work, f"model{i}.json")
+        with open(path, "w") as f:
+            json.dump(config, f)
+        report = os.path.join(work, f"plan{i}.json")
+        done = subprocess.run(
+            [os.path.join(args.bin, "tpc-plan"), path, "--gpus", str(gpus),
+             "--hardware", "a100", "--global-batch", str(batch), "--seq",
+             str(seq), "--attention", attention, "--dtype", dtype,
+             "--memory-limit", "1000GB", "--top", "1", "--compare", plan,
+             "--check-plan", "compared", "--report", report],
+            capture_output=True, text=True)
+        if done.returncode != 0:
+            print(f"{label:<14} {plan:<58} failed: {done.stderr.strip()}")
+            failed = True
+            continue
+        with open(report) as f:
+            check = json.load(f)["check"]
+        gb = 1e9
+        compiled = check["compiled_peak_bytes"]
+        replayed = check["closed_form_peak_bytes"]
+        searched = check["searched_peak_bytes"]
+        error = replayed / compiled - 1
+        search_error = searched / compiled - 1
+        worst = max(worst, abs(search_error), abs(error))
+        print(f"{label:<14} {plan:<58} {check['layers']:>6} "
+              f"{compiled / gb:>9.2f} {replayed / gb:>9.2f} "
+              f"{100 * error:>+6.1f}% {searched / gb:>9.2f} "
+              f"{100 * search_error:>+6.1f}%")
+    print(f"largest |error|: {100 * worst:.1f}%")
+    if failed or (args.max_error is not None and 100 * worst > args.max_error):
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
