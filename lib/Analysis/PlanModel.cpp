@@ -47,48 +47,75 @@ double mlir::tpc::narayananRecomputeFlops(double B, double l, double s,
   return 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
 }
 
+namespace {
+
+/// One layer's activations on one device, per microbatch, in bytes per
+/// s·b·h: `whole` unsplit over tp (split by sequence parallelism), `split`
+/// split over tp.
+struct LayerActivations {
+  double whole = 0, split = 0;
+};
+
+double perDevice(const LayerActivations &bytes, const PlanChoice &plan) {
+  double t = static_cast<double>(plan.tp);
+  return plan.sequenceParallel ? (bytes.whole + bytes.split) / t
+                               : bytes.whole + bytes.split / t;
+}
+
+} // namespace
+
 int64_t mlir::tpc::stashBytesPerLayer(const TransformerShape &m,
                                       const PlanChoice &plan) {
-  // Korthikanti Table 2 in 16-bit units of s·b·h: the compiler's stash
-  // (test/Plan/closed-forms.test compares it with the report).
-  double t = static_cast<double>(plan.tp);
+  // Korthikanti Table 2 (34 + 5as/h 16-bit units of s·b·h, tp and sp
+  // dividing as there) generalized to the compiler's stash of GPT-2 and
+  // Llama layers (test/unit CostModelTest, benchmarks/plan-memory.py).
   double sbh = static_cast<double>(m.seq) * plan.microbatchSize * m.hidden;
-  double scale = static_cast<double>(m.elementBytes) / 2;
-  double attention =
-      m.fusedAttention ? 0 : 5.0 * m.heads * m.seq / m.hidden;
-  double units;
-  if (plan.remat == "full")
-    units = plan.sequenceParallel ? 2 / t : 2;
-  else if (plan.remat == "selective" || m.fusedAttention)
-    units = plan.sequenceParallel ? 34 / t : 10 + 24 / t;
-  else
-    units = plan.sequenceParallel ? (34 + attention) / t
-                                  : 10 + 24 / t + attention / t;
-  return static_cast<int64_t>(std::llround(units * sbh * scale));
+  double e = static_cast<double>(m.elementBytes);
+  double h = m.hidden, a = m.heads, d = m.headDim, f = m.ffn / h;
+  LayerActivations bytes;
+  if (plan.remat == "full") {
+    // The layer's input alone.
+    bytes.whole = e;
+  } else {
+    // The two norms' inputs and outputs, and a dropout mask (a byte an
+    // element) after the attention and after the MLP.
+    bytes.whole = 4 * e + (m.residualDropout > 0 ? 2 : 0);
+    // q, k and v, the attention's output, and the MLP's: GPT-2's fc1 output
+    // and GeLU; Llama's gate, up, SiLU(gate) and their product.
+    bytes.split =
+        e * ((a + 2 * m.kvHeads) * d / h + a * d / h + (m.llama ? 4 : 2) * f);
+    double scores = a * m.seq / h;
+    if (m.fusedAttention) {
+      // The rows' log-sum-exps (fp32).
+      bytes.split += 4 * a / h;
+    } else {
+      // k and v repeated over each group's query heads, and unless
+      // recomputed (selective) the s×s chain: the softmax, and with an
+      // attention dropout its mask and output.
+      bytes.split += e * 2 * (a - m.kvHeads) * d / h;
+      if (plan.remat != "selective")
+        bytes.split += scores * (e + (m.attentionDropout > 0 ? 1 + e : 0));
+    }
+  }
+  return static_cast<int64_t>(std::llround(perDevice(bytes, plan) * sbh));
 }
 
 DeferredWeightBytes
 mlir::tpc::deferredWeightBytesPerLayer(const TransformerShape &m,
                                        const PlanChoice &plan) {
-  // In the same 16-bit units of s·b·h as the stash (sp: a sharded sequence).
-  double t = static_cast<double>(plan.tp);
   double sbh = static_cast<double>(m.seq) * plan.microbatchSize * m.hidden;
-  double scale = static_cast<double>(m.elementBytes) / 2;
-  double f = static_cast<double>(m.ffn) / m.hidden;
-  double qkv = (m.hidden + 2.0 * m.kvHeads * m.headDim) / m.hidden;
-  // Unsplit over tp without sequence parallelism: the two norms' inputs and
-  // outputs, the row-parallel linears' output gradients and the norms'.
-  double whole = plan.sequenceParallel ? 1 / t : 1;
+  double e = static_cast<double>(m.elementBytes);
+  double h = m.hidden, a = m.heads, d = m.headDim, f = m.ffn / h;
   // W reads each linear's input (the norms' outputs, the attention's
   // output, the MLP's activation) and the norms' inputs.
-  double inputs = 8 * whole + (2 + 2 * f) / t;
-  // B writes each linear's output gradient (qkv and the MLP's up
+  LayerActivations inputs{4 * e, e * (a * d / h + f)};
+  // B writes each linear's output gradient (q, k, v and the MLP's up
   // projections split over tp, the two row-parallel outputs whole) and the
   // two norms'.
-  double gradients =
-      2 * (qkv + f * (m.llama ? 2 : 1)) / t + 4 * whole + 4 * whole;
-  return {static_cast<int64_t>(std::llround(inputs * sbh * scale)),
-          static_cast<int64_t>(std::llround(gradients * sbh * scale))};
+  LayerActivations gradients{
+      4 * e, e * ((a + 2 * m.kvHeads) * d / h + (m.llama ? 2 : 1) * f)};
+  return {static_cast<int64_t>(std::llround(perDevice(inputs, plan) * sbh)),
+          static_cast<int64_t>(std::llround(perDevice(gradients, plan) * sbh))};
 }
 
 namespace {
@@ -424,9 +451,7 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
   PlanEstimate estimate;
   // Memory: the rank with the largest peak. Per microbatch-chunk in flight,
   // its layers' stash; with deferred weight gradients what W reads stays
-  // until W, and the output gradients B writes for it are held from B to W
-  // (on about r + 1 microbatches at rank r: the last stage defers each W
-  // the most).
+  // until W, with the output gradients B writes for it.
   int64_t stash = stashBytesPerLayer(m, plan);
   PlanChoice none = plan;
   none.remat = "none";
@@ -443,9 +468,10 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
   // input gradient is still a partial sum over tp, so the embedding's
   // gradient is summed over the whole vocabulary (fp32) and reduce-scattered
   // once per step; each microbatch keeps its embedding dropout's mask (a
-  // byte per element; Llama has no dropout there).
+  // byte per element).
   double wholeVocabGradBytes = plan.tp > 1 ? m.vocab * h * 4 : 0;
-  double embeddingMaskBytes = m.llama ? 0 : inputBytes / m.elementBytes;
+  double embeddingMaskBytes =
+      m.embeddingDropout > 0 ? inputBytes / m.elementBytes : 0;
   for (int64_t r = 0; r < plan.pp; ++r) {
     int64_t params = static_cast<int64_t>(rankParams[r] * paramBytesEach);
     int64_t grads = static_cast<int64_t>(rankParams[r] * 4);
@@ -453,17 +479,31 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
     bool first = r == 0, last = rankOf(chunks - 1) == r;
     double layersHeld;
     if (deferredW) {
-      int64_t heldToW = std::min(plan.microbatches * plan.virtualStages,
-                                 untilW(r) - untilB(r) + plan.virtualStages);
-      double perLayer =
-          plan.remat == "full"
-              ? untilB(r) * stash +
-                    heldToW * (deferred.weightInputs + deferred.outputGradients)
-              : untilW(r) * std::min(stash, deferred.weightInputs) +
-                    untilB(r) *
-                        std::max<int64_t>(0, stash - deferred.weightInputs) +
-                    heldToW * deferred.outputGradients;
-      layersHeld = perLayer * layersPerChunk;
+      // x microbatches between F and B hold the stash, y between B and W
+      // what W reads and the output gradients B wrote for it: x at most the
+      // schedule's F..B count, x + y its F..W count, y the difference and
+      // one more (the last stage defers each W the longest).
+      double stashed = stash;
+      double toW =
+          deferred.outputGradients +
+          (plan.remat == "full" ? deferred.weightInputs
+                                : std::min(stash, deferred.weightInputs));
+      int64_t most = untilW(r), mostStashed = untilB(r);
+      int64_t mostToW = std::min(plan.microbatches * plan.virtualStages,
+                                 most - mostStashed + plan.virtualStages);
+      int64_t x, y;
+      if (toW >= stashed) {
+        y = std::min(mostToW, most);
+        x = std::min(mostStashed, most - y);
+      } else {
+        x = std::min(mostStashed, most);
+        y = std::min(mostToW, most - x);
+      }
+      layersHeld = (x * stashed + y * toW) * layersPerChunk;
+      // The last stage's deferred W of the final norm and the LM head: the
+      // norm's input and output gradient, the logits' gradient.
+      if (last)
+        layersHeld += y * (2 * inputBytes + logitsBytes / 2);
     } else {
       layersHeld = static_cast<double>(untilB(r)) * layersPerChunk * stash;
     }

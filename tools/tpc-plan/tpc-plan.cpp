@@ -288,6 +288,8 @@ int main(int argc, char **argv) {
   shape.elementBytes = dtypeName == "bf16" ? 2 : 4;
   shape.fusedAttention = attentionName == "fused";
   shape.attentionDropout = config->attentionDropout;
+  shape.residualDropout = config->residualDropout;
+  shape.embeddingDropout = config->embeddingDropout;
 
   // The search space.
   std::vector<Candidate> fits;

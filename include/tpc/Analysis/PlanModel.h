@@ -39,6 +39,9 @@ struct TransformerShape {
   /// fused attention with one (as it refuses fp32), and the device's own
   /// backward runs seven products where FlashAttention's runs five.
   double attentionDropout = 0;
+  /// The dropout after the attention and the MLP (its masks are stashed)
+  /// and after the embedding (the first stage keeps its mask).
+  double residualDropout = 0, embeddingDropout = 0;
 };
 
 struct PlanChoice {
@@ -84,8 +87,9 @@ double narayananRecomputeFlops(double B, double l, double s, double h,
                                double V);
 
 /// Bytes one transformer layer stashes for one microbatch on one device
-/// (Korthikanti Table 2, as the compiler stashes: none, selective, full,
-/// with tp and sequence parallelism).
+/// (Korthikanti Table 2 generalized to what the compiler stashes of GPT-2
+/// and Llama layers: none, selective, full, with tp and sequence
+/// parallelism).
 int64_t stashBytesPerLayer(const TransformerShape &shape,
                            const PlanChoice &plan);
 
