@@ -111,3 +111,30 @@ func.func @multi_query(%dw: tensor<2x16x8xf32> {dist.sharding = #dist.sharding<@
   %g = tpc.sum_groups %dw dim 0 times 2 : tensor<2x16x8xf32>
   return %g : tensor<1x16x8xf32>
 }
+
+// -----
+
+// The gradient norm reads a vocabulary-parallel table's gradient, computed
+// over the whole vocabulary from a sequence split over tp (a partial sum),
+// in the shard the optimizer's gradient takes: one reduce-scatter serves
+// both, the norm of the shard is all-reduced over tp, and no all-reduce
+// of the whole table beside it.
+dist.mesh @mesh axes [tp = 2]
+// CHECK-LABEL: func.func @norm_reads_the_shard
+func.func @norm_reads_the_shard(
+    %w: tensor<8x16xf32> {tpc.param = "w", dist.sharding = #dist.sharding<@mesh, [[tp], []]>},
+    %dy: tensor<1x4x16xf32> {dist.sharding = #dist.sharding<@mesh, [[], [tp], []]>},
+    %ids: tensor<1x4xi64> {dist.sharding = #dist.sharding<@mesh, [[], [tp]]>})
+    -> (tensor<f32>, tensor<8x16xf32> {tpc.grad = "w"}) {
+  // CHECK: %[[TABLE:.*]] = tpc.embedding_grad {{.*}} -> tensor<8x16xf32>
+  // CHECK-NOT: dist.all_reduce %[[TABLE]]
+  // CHECK: %[[SHARD:.*]] = dist.reduce_scatter %[[TABLE]] on @mesh axes [tp] dim 0 : tensor<8x16xf32> -> tensor<4x16xf32>
+  // CHECK-NOT: dist.all_reduce %[[TABLE]]
+  // CHECK: %[[SUM:.*]] = tpc.sum_squares %[[SHARD]] : tensor<4x16xf32>
+  // CHECK-NEXT: dist.all_reduce %[[SUM]] on @mesh axes [tp] : tensor<f32>
+  // CHECK-NOT: dist.all_reduce %[[TABLE]]
+  // CHECK: return %{{.*}}, %[[SHARD]]
+  %g = tpc.embedding_grad %dy[%ids] : tensor<1x4x16xf32>, tensor<1x4xi64> -> tensor<8x16xf32>
+  %n = tpc.sum_squares %g : tensor<8x16xf32>
+  return %n, %g : tensor<f32>, tensor<8x16xf32>
+}

@@ -49,6 +49,10 @@ private:
   DenseMap<Operation *, OpPlan> plans;
   /// Layouts of the results of operand-less ops, from their readers.
   DenseMap<Operation *, Layout> fromReaders;
+  /// Partial operands of ops that sum their operands apart (the gradient
+  /// norm's sum_squares), reduced into the split another reader of the
+  /// value needs (the optimizer's shard): one reduction serves both.
+  DenseMap<std::pair<Operation *, unsigned>, Layout> sumOperandsFromReaders;
 
   Layout layoutOf(Value value) const {
     auto it = layouts.find(value);
@@ -62,6 +66,7 @@ private:
   void followParameter(Operation *op);
   OpPlan returnPlan(func::ReturnOp op);
   bool takeLayoutsFromReaders();
+  bool sumOperandsAsReadersReduce();
   void writeAttributes();
 };
 
@@ -155,8 +160,12 @@ FailureOr<OpPlan> FunctionPropagation::planFor(Operation *op) {
     if (rule.sumsOperandsApart) {
       // Each operand keeps its split; dist-partition sums the groups apart.
       OpPlan plan;
-      for (const Layout &layout : current)
-        plan.operands.push_back(layout.withoutPartial());
+      for (auto [i, layout] : llvm::enumerate(current)) {
+        auto wanted = sumOperandsFromReaders.find({op, i});
+        plan.operands.push_back(wanted != sumOperandsFromReaders.end()
+                                    ? wanted->second
+                                    : layout.withoutPartial());
+      }
       for (Value result : op->getResults())
         plan.results.push_back(Layout::replicated(rankOf(result)));
       return plan;
@@ -326,6 +335,65 @@ bool FunctionPropagation::takeLayoutsFromReaders() {
   return changed;
 }
 
+/// Whether `to` is what reducing `from`'s partial sums gives when they are
+/// scattered into one dim (dist-partition's reduce_scatter, all-reducing
+/// the rest): `from`'s splits, one dim split further by partial axes, no
+/// partial sum left.
+static bool reducesInto(const Layout &from, const Layout &to) {
+  if (to.hasPartial() || !from.hasPartial() ||
+      from.dims.size() != to.dims.size())
+    return false;
+  int scattered = 0;
+  for (auto [have, want] : llvm::zip(from.dims, to.dims)) {
+    if (want.size() < have.size() ||
+        ArrayRef<StringRef>(want).take_front(have.size()) !=
+            ArrayRef<StringRef>(have))
+      return false;
+    AxisList extra(ArrayRef<StringRef>(want).drop_front(have.size()));
+    if (extra.empty())
+      continue;
+    if (++scattered > 1 || llvm::any_of(extra, [&](StringRef axis) {
+          return !llvm::is_contained(from.partial, axis);
+        }))
+      return false;
+  }
+  return scattered == 1;
+}
+
+/// A partial sum that an op summing its operands apart reads (the gradient
+/// norm) and another reader needs reduce-scattered (the optimizer's shard
+/// of a vocabulary-parallel embedding's gradient, computed over the whole
+/// vocabulary): the sum reads that shard, so that one reduction serves
+/// both, instead of an all-reduce of the whole value beside it. Returns
+/// whether anything changed.
+bool FunctionPropagation::sumOperandsAsReadersReduce() {
+  bool changed = false;
+  for (Operation &op : func.getBody().front()) {
+    auto sharded = dyn_cast<tpc::TpcShardingOpInterface>(op);
+    if (!sharded || !sharded.getShardingRule().sumsOperandsApart)
+      continue;
+    for (OpOperand &operand : op.getOpOperands()) {
+      Layout from = layoutOf(operand.get());
+      if (!from.hasPartial())
+        continue;
+      for (OpOperand &use : operand.get().getUses()) {
+        if (use.getOwner() == &op || !plans.count(use.getOwner()))
+          continue;
+        const Layout &wanted =
+            plans[use.getOwner()].operands[use.getOperandNumber()];
+        auto key = std::make_pair(&op, operand.getOperandNumber());
+        if (!reducesInto(from, wanted) ||
+            sumOperandsFromReaders.lookup(key) == wanted)
+          continue;
+        sumOperandsFromReaders[key] = wanted;
+        changed = true;
+        break;
+      }
+    }
+  }
+  return changed;
+}
+
 void FunctionPropagation::writeAttributes() {
   MLIRContext *context = func.getContext();
   auto attrs = [&](ArrayRef<Layout> list) {
@@ -351,11 +419,13 @@ void FunctionPropagation::writeAttributes() {
 LogicalResult FunctionPropagation::run() {
   if (failed(seedArguments()))
     return failure();
-  // A second sweep lets operand-less ops take their readers' layouts.
+  // A second sweep lets operand-less ops take their readers' layouts, and
+  // the gradient norm read the optimizer's shards.
   for (int round = 0; round < 3; ++round) {
     if (failed(sweep()))
       return failure();
-    if (!takeLayoutsFromReaders())
+    bool fromReadersChanged = takeLayoutsFromReaders();
+    if (!sumOperandsAsReadersReduce() && !fromReadersChanged)
       break;
   }
   writeAttributes();
