@@ -5,6 +5,7 @@
 #include "tpc/Analysis/Cost.h"
 #include "tpc/Analysis/Simulator.h"
 
+#include "dialects/Dist/Transforms/LayerBalance.h"
 #include "dialects/Dist/Transforms/PipelineSchedule.h"
 
 #include <algorithm>
@@ -111,9 +112,13 @@ mlir::tpc::deferredWeightBytesPerLayer(const TransformerShape &m,
   LayerActivations inputs{4 * e, e * (a * d / h + f)};
   // B writes each linear's output gradient (q, k, v and the MLP's up
   // projections split over tp, the two row-parallel outputs whole) and the
-  // two norms'.
+  // two norms'. Without sequence parallelism a row-parallel output's
+  // gradient is a partial sum until its all-reduce, and GPT-2's bias
+  // gradient reads it before: both are held.
+  double rowParallelCopies = !plan.sequenceParallel && !m.llama ? 2 : 1;
   LayerActivations gradients{
-      4 * e, e * ((a + 2 * m.kvHeads) * d / h + (m.llama ? 2 : 1) * f)};
+      e * (2 + 2 * rowParallelCopies),
+      e * ((a + 2 * m.kvHeads) * d / h + (m.llama ? 2 : 1) * f)};
   return {static_cast<int64_t>(std::llround(perDevice(inputs, plan) * sbh)),
           static_cast<int64_t>(std::llround(perDevice(gradients, plan) * sbh))};
 }
@@ -334,7 +339,25 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
   CostBuilder costs(m, plan, hw, tpPerNode);
   PhaseCosts layer = costs.layer(), embedding = costs.embedding(),
              head = costs.head();
-  int64_t layersPerChunk = m.layers / chunks;
+  // The layers of each chunk as dist-pipeline-split divides them: balanced
+  // by matrix-product FLOPs, the LM head's on the last chunk (which thus
+  // takes fewer layers).
+  double layerFlopsPerToken =
+      2 * (h * (m.heads + 2 * m.kvHeads) * m.headDim + m.heads * m.headDim * h +
+           (m.llama ? 3 : 2) * h * m.ffn) +
+      4.0 * m.seq * m.heads * m.headDim;
+  std::vector<int64_t> chunkLayers =
+      chunks > 1 ? pipeline::balanceLayers(
+                       std::vector<double>(m.layers, layerFlopsPerToken), 0,
+                       2 * h * m.vocab, chunks)
+                 : std::vector<int64_t>{m.layers};
+  // Per rank, the mean layers of its chunks.
+  auto rankLayersPerChunk = [&](int64_t r) {
+    int64_t layers = 0;
+    for (int64_t c = r; c < chunks; c += plan.pp)
+      layers += chunkLayers[c];
+    return static_cast<double>(layers) / plan.virtualStages;
+  };
 
   // The schedule: with `simulate` its real action lists and what each rank
   // holds by them; else the closed forms of what each rank holds (chunk c on
@@ -395,9 +418,9 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
   std::vector<PhaseCosts> chunkCosts(chunks);
   for (int64_t c = 0; c < chunks; ++c) {
     PhaseCosts &cost = chunkCosts[c];
-    cost.forward = layer.forward.scaled(layersPerChunk);
-    cost.backward = layer.backward.scaled(layersPerChunk);
-    cost.weight = layer.weight.scaled(layersPerChunk);
+    cost.forward = layer.forward.scaled(chunkLayers[c]);
+    cost.backward = layer.backward.scaled(chunkLayers[c]);
+    cost.weight = layer.weight.scaled(chunkLayers[c]);
     if (c == 0) {
       cost.forward += embedding.forward;
       cost.backward += embedding.backward;
@@ -416,7 +439,7 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
   std::vector<double> rankParams(plan.pp, 0);
   for (int64_t c = 0; c < chunks; ++c) {
     int64_t rank = rankOf(c);
-    rankParams[rank] += layerParams * layersPerChunk;
+    rankParams[rank] += layerParams * chunkLayers[c];
     if (c == 0)
       rankParams[rank] +=
           m.vocab * h / t + (m.llama ? 0 : static_cast<double>(m.seq) * h);
@@ -499,13 +522,13 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
         x = std::min(mostStashed, most);
         y = std::min(mostToW, most - x);
       }
-      layersHeld = (x * stashed + y * toW) * layersPerChunk;
+      layersHeld = (x * stashed + y * toW) * rankLayersPerChunk(r);
       // The last stage's deferred W of the final norm and the LM head: the
       // norm's input and output gradient, the logits' gradient.
       if (last)
         layersHeld += y * (2 * inputBytes + logitsBytes / 2);
     } else {
-      layersHeld = static_cast<double>(untilB(r)) * layersPerChunk * stash;
+      layersHeld = untilB(r) * rankLayersPerChunk(r) * stash;
     }
     // Transfers between stages: each receives its next input one compute
     // early, and double-buffers what it sends and receives.
@@ -546,8 +569,8 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
     // stream when its part of the last backward (B / L each) is done; the
     // stream ends at max_j (j B / L + (L - j + 1) R / L): past the backward
     // by max(R / L, R - B (L - 1) / L).
-    double layers = static_cast<double>(layersPerChunk * plan.virtualStages);
     for (int64_t r = 0; r < plan.pp; ++r) {
+      double layers = rankLayersPerChunk(r) * plan.virtualStages;
       double backward = 0;
       for (int64_t c = 0; c < chunks; ++c)
         if (rankOf(c) == r)
@@ -614,12 +637,11 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
       double chunkReduction =
           reduction[r] / static_cast<double>(plan.virtualStages);
       int64_t lastStart = -1;
-      auto addBusyReducing = [&](const Busy &busy) {
-        for (int64_t l = 0; l < layersPerChunk; ++l) {
-          addBusy(busy.scaled(1.0 / static_cast<double>(layersPerChunk)));
-          sim::Op start = sim::Op::busy(chunkReduction /
-                                            static_cast<double>(layersPerChunk),
-                                        sim::Communication);
+      auto addBusyReducing = [&](const Busy &busy, int64_t layers) {
+        for (int64_t l = 0; l < layers; ++l) {
+          addBusy(busy.scaled(1.0 / static_cast<double>(layers)));
+          sim::Op start = sim::Op::busy(
+              chunkReduction / static_cast<double>(layers), sim::Communication);
           start.kind = sim::Op::CollectiveStart;
           lastStart = static_cast<int64_t>(ops.size());
           ops.push_back(start);
@@ -637,7 +659,7 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
           if (reduces) {
             Busy both = cost.backward;
             both += cost.weight;
-            addBusyReducing(both);
+            addBusyReducing(both, chunkLayers[action.chunk]);
           } else {
             addBusy(cost.backward);
             if (action.fusedWeight)
@@ -646,7 +668,7 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
           break;
         case pipeline::ActionKind::Weight:
           if (reduces)
-            addBusyReducing(cost.weight);
+            addBusyReducing(cost.weight, chunkLayers[action.chunk]);
           else
             addBusy(cost.weight);
           break;

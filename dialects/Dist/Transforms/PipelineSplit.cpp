@@ -6,14 +6,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/Dist/Transforms/LayerBalance.h"
 #include "dialects/Dist/Transforms/Passes.h"
 #include "dialects/Tpc/IR/MatmulFlops.h"
 #include "dialects/Tpc/IR/TpcDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
-
-#include <limits>
 
 namespace mlir::dist {
 #define GEN_PASS_DEF_DISTPIPELINESPLIT
@@ -32,49 +31,6 @@ struct LayerCosts {
   SmallVector<double> layers;
   double before = 0, after = 0;
 };
-
-/// Layer counts per chunk (each >= 1, adding up to the layers) that
-/// minimize the largest chunk's cost, the first chunk carrying `before` and
-/// the last `after`: the classic linear partition, by dynamic programming.
-SmallVector<int64_t> balance(const LayerCosts &costs, int64_t chunks) {
-  int64_t n = costs.layers.size();
-  SmallVector<double> prefix(n + 1, 0);
-  for (int64_t i = 0; i < n; ++i)
-    prefix[i + 1] = prefix[i] + costs.layers[i];
-  auto cost = [&](int64_t chunk, int64_t from, int64_t to) {
-    double c = prefix[to] - prefix[from];
-    if (chunk == 0)
-      c += costs.before;
-    if (chunk == chunks - 1)
-      c += costs.after;
-    return c;
-  };
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  // best[c][i]: the smallest largest cost of chunks 0..c over layers [0, i).
-  SmallVector<SmallVector<double>> best(chunks,
-                                        SmallVector<double>(n + 1, kInf));
-  SmallVector<SmallVector<int64_t>> cut(chunks, SmallVector<int64_t>(n + 1));
-  for (int64_t i = 1; i <= n; ++i)
-    best[0][i] = cost(0, 0, i);
-  for (int64_t c = 1; c < chunks; ++c)
-    for (int64_t i = c + 1; i <= n; ++i)
-      for (int64_t j = c; j < i; ++j) {
-        if (best[c - 1][j] == kInf)
-          continue;
-        double worst = std::max(best[c - 1][j], cost(c, j, i));
-        if (worst < best[c][i]) {
-          best[c][i] = worst;
-          cut[c][i] = j;
-        }
-      }
-  SmallVector<int64_t> counts(chunks);
-  for (int64_t c = chunks - 1, end = n; c >= 0; --c) {
-    int64_t begin = c == 0 ? 0 : cut[c][end];
-    counts[c] = end - begin;
-    end = begin;
-  }
-  return counts;
-}
 
 struct DistPipelineSplitPass
     : public dist::impl::DistPipelineSplitBase<DistPipelineSplitPass> {
@@ -164,7 +120,9 @@ struct DistPipelineSplitPass
                << " chunks (stages " << static_cast<int64_t>(stages)
                << " x virtual-stages " << static_cast<int64_t>(virtualStages)
                << "): each needs at least one layer";
-      counts = balance(costs, chunks);
+      counts = llvm::to_vector(pipeline::balanceLayers(
+          std::vector<double>(costs.layers.begin(), costs.layers.end()),
+          costs.before, costs.after, chunks));
     }
 
     // The chunk of each layer, then of every op: a layer's ops its chunk's,
