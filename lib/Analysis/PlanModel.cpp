@@ -339,9 +339,9 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
   CostBuilder costs(m, plan, hw, tpPerNode);
   PhaseCosts layer = costs.layer(), embedding = costs.embedding(),
              head = costs.head();
-  // The layers of each chunk as dist-pipeline-split divides them: balanced
-  // by matrix-product FLOPs, the LM head's on the last chunk (which thus
-  // takes fewer layers).
+  // A layer's matrix-product FLOPs per token (forward), and the layers of
+  // each chunk as dist-pipeline-split divides them: balanced by those, the
+  // LM head's on the last chunk (which thus takes fewer layers).
   double layerFlopsPerToken =
       2 * (h * (m.heads + 2 * m.kvHeads) * m.headDim + m.heads * m.headDim * h +
            (m.llama ? 3 : 2) * h * m.ffn) +
@@ -715,10 +715,7 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
 
   // FLOPs per device: the model's matrix products over all devices.
   double d = m.headDim, s = m.seq;
-  double perToken =
-      2 * (h * (m.heads + 2 * m.kvHeads) * d + m.heads * d * h +
-           (m.llama ? 3 : 2) * h * m.ffn) +
-      4 * s * m.heads * d;
+  double perToken = layerFlopsPerToken;
   double tokens = static_cast<double>(plan.microbatchSize) * s * microbatches *
                   plan.dp;
   double forward = tokens * (m.layers * perToken + 2 * h * m.vocab);
