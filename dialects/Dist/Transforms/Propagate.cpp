@@ -367,30 +367,34 @@ static bool reducesInto(const Layout &from, const Layout &to) {
 /// both, instead of an all-reduce of the whole value beside it. Returns
 /// whether anything changed.
 bool FunctionPropagation::sumOperandsAsReadersReduce() {
-  bool changed = false;
+  DenseMap<std::pair<Operation *, unsigned>, Layout> chosen;
   for (Operation &op : func.getBody().front()) {
     auto sharded = dyn_cast<tpc::TpcShardingOpInterface>(op);
     if (!sharded || !sharded.getShardingRule().sumsOperandsApart)
       continue;
     for (OpOperand &operand : op.getOpOperands()) {
       Layout from = layoutOf(operand.get());
-      if (!from.hasPartial())
-        continue;
+      // The first other reader (in program order of its uses) that
+      // reduce-scatters the value.
       for (OpOperand &use : operand.get().getUses()) {
         if (use.getOwner() == &op || !plans.count(use.getOwner()))
           continue;
         const Layout &wanted =
             plans[use.getOwner()].operands[use.getOperandNumber()];
-        auto key = std::make_pair(&op, operand.getOperandNumber());
-        if (!reducesInto(from, wanted) ||
-            sumOperandsFromReaders.lookup(key) == wanted)
-          continue;
-        sumOperandsFromReaders[key] = wanted;
-        changed = true;
-        break;
+        if (reducesInto(from, wanted)) {
+          chosen[{&op, operand.getOperandNumber()}] = wanted;
+          break;
+        }
       }
     }
   }
+  bool changed =
+      chosen.size() != sumOperandsFromReaders.size() ||
+      llvm::any_of(chosen, [&](const auto &entry) {
+        auto it = sumOperandsFromReaders.find(entry.first);
+        return it == sumOperandsFromReaders.end() || it->second != entry.second;
+      });
+  sumOperandsFromReaders = std::move(chosen);
   return changed;
 }
 
