@@ -43,12 +43,16 @@ def llama(h, heads, kv, ffn, layers, vocab=32000):
 
 # (label, config, gpus, global batch, seq, attention, dtype, plan)
 CASES = [
+    ("gpt mfu", gpt(2048, 16, 8, vocab=50257), 1, 8, 2048, "fused", "bf16",
+     "tp=1,pp=1,b=8,v=1,schedule=1f1b,remat=none"),
     ("gpt 1.7B", gpt(2304, 24, 24), 32, 512, 2048, "fused", "bf16",
      "tp=1,pp=1,b=8,v=1,schedule=1f1b,remat=none"),
     ("gpt 1.7B", gpt(2304, 24, 24), 32, 512, 2048, "fused", "bf16",
      "tp=1,pp=1,b=1,v=1,schedule=1f1b,remat=none"),
     ("gpt 1.7B", gpt(2304, 24, 24), 32, 512, 2048, "unfused", "bf16",
      "tp=1,pp=1,b=1,v=1,schedule=1f1b,remat=full"),
+    ("gpt 1.7B", gpt(2304, 24, 24), 32, 512, 2048, "fused", "bf16",
+     "tp=2,pp=1,b=32,v=1,schedule=1f1b,remat=full,sp"),
     ("gpt 1.7B", gpt(2304, 24, 24), 32, 512, 2048, "unfused", "bf16",
      "tp=2,pp=1,b=2,v=1,schedule=1f1b,remat=selective,sp"),
     ("gpt 1.7B", gpt(2304, 24, 24), 32, 512, 2048, "fused", "bf16",
@@ -71,6 +75,8 @@ CASES = [
      "tp=8,pp=64,b=1,v=1,schedule=zb-h1,remat=none,sp"),
     ("gpt 1T", gpt(25600, 160, 128), 3072, 3072, 2048, "unfused", "bf16",
      "tp=8,pp=64,b=1,v=1,schedule=zb-h1,remat=selective,sp"),
+    ("llama 8B", llama(4096, 32, 8, 14336, 32), 8, 8, 4096, "fused",
+     "bf16", "tp=8,pp=1,b=8,v=1,schedule=1f1b,remat=none,sp"),
     ("llama 8B", llama(4096, 32, 8, 14336, 32), 64, 512, 4096, "fused",
      "bf16", "tp=4,pp=2,b=1,v=1,schedule=1f1b,remat=none,sp"),
     ("llama 8B", llama(4096, 32, 8, 14336, 32), 64, 512, 4096, "fused",

@@ -541,7 +541,12 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
                           : static_cast<double>(workspace);
     int64_t activations =
         static_cast<int64_t>(layersHeld + transfers + firstStage + working);
-    int64_t peak = params + grads + optimizer + activations;
+    // With one microbatch no gradient is summed across microbatches: each
+    // is written by the backward as the activations it reads die, so the
+    // activations' peak (at the loss) comes before them.
+    int64_t peak = params + optimizer +
+                   (plan.microbatches > 1 ? grads + activations
+                                          : std::max(grads, activations));
     if (peak > estimate.peakBytes) {
       estimate.peakBytes = peak;
       estimate.peakStage = r;
