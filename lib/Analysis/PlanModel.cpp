@@ -239,18 +239,50 @@ public:
       attentionForward = 2 * bmm + chain;
       attentionBackward = 4 * bmm + 2 * chain;
     }
-    // Norms, dropouts, residual adds, the activation: replicated over tp
-    // without sequence parallelism, except the MLP's inner activation.
-    double elementwise =
-        (plan.sequenceParallel ? 26 * tokens * h / t
-                               : 18 * tokens * h + 8 * tokens * h / t) *
-        m.elementBytes;
+    // The elementwise kernels' bytes: the two norms, the two residual
+    // branches' dropout and add on [s, h] tensors (split over tp only with
+    // sequence parallelism), the MLP's activation on its inner tensor. A
+    // CUDA device fuses some (runtime/cuda/FusionPlan.h): a dropout with
+    // its add, a norm's backward (both gradients) with the residual add,
+    // GPT-2's GeLU and its gradient into the GEMMs' epilogues, the bias
+    // gradients into the weight gradients'.
+    bool fuses = hw.runtimeDevice == "cuda";
+    double e = m.elementBytes;
+    double whole = tokens * h / (plan.sequenceParallel ? t : 1);
+    double inner = tokens * ffn;
+    bool dropout = m.residualDropout > 0;
+    // Per element of a branch: the mask drawn (a byte) and applied, and the
+    // add; backward, the mask applied to the gradient.
+    double branchForward = !dropout ? 3 * e : fuses ? 3 * e + 2 : 5 * e + 2;
+    double branchBackward = dropout ? 2 * e + 1 : 0;
+    // A norm reads x and writes y; backward its input gradient (dY, x, dX),
+    // its parameter gradients (dY, x) and the residual add.
+    double normBackward = fuses ? 4 * e : 8 * e;
+    double activationForward, activationBackward;
+    if (m.llama) {
+      // SiLU(gate), then its product with up; backward both products'
+      // gradients and SiLU's.
+      activationForward = 5 * e, activationBackward = 9 * e;
+    } else {
+      activationForward = fuses ? 0 : 2 * e;
+      activationBackward = fuses ? 0 : 3 * e;
+    }
+    // GPT-2's bias gradients read each linear's output gradient.
+    double biasGradients =
+        m.llama || fuses ? 0 : tokens * (2 * h + (3 * h + m.ffn) / t) * e;
+    double elementwiseForward =
+        whole * (2 * 2 * e + 2 * branchForward) + inner * activationForward;
+    double elementwiseBackward =
+        whole * (2 * normBackward + 2 * branchBackward) +
+        inner * activationBackward + biasGradients;
     double comm = layerCollectives();
 
     PhaseCosts costs;
-    costs.forward.compute = linears + attentionForward + memory(elementwise);
+    costs.forward.compute =
+        linears + attentionForward + memory(elementwiseForward);
     costs.forward.communication = comm;
-    costs.backward.compute = linears + attentionBackward + memory(2 * elementwise);
+    costs.backward.compute =
+        linears + attentionBackward + memory(elementwiseBackward);
     costs.backward.communication = comm;
     costs.weight.compute = matrices(true);
     if (plan.remat == "full") {
@@ -273,14 +305,18 @@ public:
   PhaseCosts head() const {
     PhaseCosts costs;
     double vocab = m.vocab / t;
-    double logits = tokens * vocab * 4;
+    // The logits (the model's precision): the loss reads them, its gradient
+    // reads them again and writes theirs (the GEMMs write and read them).
+    double logits = tokens * vocab * m.elementBytes;
     double norm = memory(3 * tokens * m.hidden * m.elementBytes);
     double small = plan.tp > 1
                        ? 3 * tpCollective(CollectiveKind::AllReduce, tokens * 4)
                        : 0;
-    costs.forward.compute = norm + gemm(tokens, vocab, m.hidden) + memory(3 * logits);
+    costs.forward.compute =
+        norm + gemm(tokens, vocab, m.hidden) + memory(logits);
     costs.forward.communication = small;
-    costs.backward.compute = norm + gemm(tokens, m.hidden, vocab) + memory(3 * logits);
+    costs.backward.compute =
+        norm + gemm(tokens, m.hidden, vocab) + memory(2 * logits);
     costs.weight.compute = m.tiedEmbeddings
                                ? gemm(tokens, vocab, m.hidden) +
                                      accumulateSeconds(vocab * m.hidden)
