@@ -8,11 +8,13 @@ compared`: the real flow on the check compile's layers) and prints, per plan,
 the compiled planned peak (what the runtime measures: the CPU runs assert
 peak_bytes == planned_peak_bytes), the closed form with the schedule's real
 in-flight counts (the replay's) and the search's closed form, with their
-errors. No timing: each case takes well under a second.
+errors; then the step the compile's replay predicts beside the closed
+form's (informational: the time closed forms only pick which plans are
+replayed). Nothing is timed: each case takes well under a second.
 
     benchmarks/plan-memory.py [--bin build/bin] [--max-error PCT]
 
-With --max-error it exits 1 when a search error passes PCT (either way).
+With --max-error it exits 1 when a memory error passes PCT (either way).
 """
 import argparse
 import json
@@ -94,7 +96,8 @@ def main():
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="plan-memory.")
     print(f"{'model':<14} {'plan':<58} {'layers':>6} {'compiled':>9} "
-          f"{'replayed':>9} {'error':>7} {'searched':>9} {'error':>7}")
+          f"{'replayed':>9} {'error':>7} {'searched':>9} {'error':>7} "
+          f"{'step_s':>9} {'closed':>9} {'error':>7}")
     worst = 0.0
     failed = False
     for i, (label, config, gpus, batch, seq, attention, dtype,
@@ -123,11 +126,16 @@ def main():
         error = replayed / compiled - 1
         search_error = searched / compiled - 1
         worst = max(worst, abs(search_error), abs(error))
+        step_error = (check["closed_form_step_time_s"] /
+                      check["compiled_step_time_s"] - 1)
         print(f"{label:<14} {plan:<58} {check['layers']:>6} "
               f"{compiled / gb:>9.2f} {replayed / gb:>9.2f} "
               f"{100 * error:>+6.1f}% {searched / gb:>9.2f} "
-              f"{100 * search_error:>+6.1f}%")
-    print(f"largest |error|: {100 * worst:.1f}%")
+              f"{100 * search_error:>+6.1f}% "
+              f"{check['compiled_step_time_s']:>9.4f} "
+              f"{check['closed_form_step_time_s']:>9.4f} "
+              f"{100 * step_error:>+6.1f}%")
+    print(f"largest memory |error|: {100 * worst:.1f}%")
     if failed or (args.max_error is not None and 100 * worst > args.max_error):
         sys.exit(1)
 

@@ -188,6 +188,16 @@ public:
     return 2 * tpCollective(CollectiveKind::AllReduce, bytes);
   }
 
+  /// With sequence parallelism the weight gradients of the two
+  /// column-parallel halves (qkv, the MLP's up projections) gather their
+  /// sharded input again (unless full recomputation has just gathered it).
+  double weightGradientGathers() const {
+    if (plan.tp == 1 || !plan.sequenceParallel || plan.remat == "full")
+      return 0;
+    double bytes = tokens * m.hidden * m.elementBytes;
+    return 2 * tpCollective(CollectiveKind::AllGather, bytes);
+  }
+
   /// Each microbatch's W adds a fp32 gradient share into the step's sum
   /// (share written and read, sum read and written) where its GEMM cannot:
   /// the tied embedding's, summed with the embedding's gradient first.
@@ -270,11 +280,14 @@ public:
     // GPT-2's bias gradients read each linear's output gradient.
     double biasGradients =
         m.llama || fuses ? 0 : tokens * (2 * h + (3 * h + m.ffn) / t) * e;
+    // Llama's separate q, k, v and gate, up projections: their input
+    // gradients are added (three adds over the whole sequence).
+    double inputGradientSums = m.llama ? 3 * 3 * tokens * h * e : 0;
     double elementwiseForward =
         whole * (2 * 2 * e + 2 * branchForward) + inner * activationForward;
     double elementwiseBackward =
         whole * (2 * normBackward + 2 * branchBackward) +
-        inner * activationBackward + biasGradients;
+        inner * activationBackward + biasGradients + inputGradientSums;
     double comm = layerCollectives();
 
     PhaseCosts costs;
@@ -285,6 +298,7 @@ public:
         linears + attentionBackward + memory(elementwiseBackward);
     costs.backward.communication = comm;
     costs.weight.compute = matrices(true);
+    costs.weight.communication = weightGradientGathers();
     if (plan.remat == "full") {
       costs.backward.recompute = costs.forward.compute;
       costs.backward.communication += comm;
