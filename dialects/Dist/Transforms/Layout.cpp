@@ -58,6 +58,23 @@ AxisList Layout::splitAxes() const {
   return axes;
 }
 
+std::optional<std::pair<unsigned, AxisList>>
+mlir::dist::reductionScatter(const Layout &from, const Layout &to,
+                             ArrayRef<StringRef> reduce) {
+  for (auto [d, axes] : llvm::enumerate(to.dims)) {
+    ArrayRef<StringRef> have = from.dims[d];
+    if (axes.size() <= have.size() ||
+        ArrayRef<StringRef>(axes).take_front(have.size()) != have)
+      continue;
+    AxisList extra(ArrayRef<StringRef>(axes).drop_front(have.size()));
+    if (llvm::all_of(extra, [&](StringRef axis) {
+          return llvm::is_contained(reduce, axis);
+        }))
+      return std::make_pair(static_cast<unsigned>(d), extra);
+  }
+  return std::nullopt;
+}
+
 void Layout::print(raw_ostream &os) const {
   auto list = [&](ArrayRef<StringRef> axes) {
     os << '[';

@@ -17,6 +17,8 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <optional>
+
 namespace mlir::tpc {
 struct ShardingRule;
 } // namespace mlir::tpc
@@ -58,6 +60,14 @@ struct Layout {
   void print(raw_ostream &os) const;
   std::string str() const;
 };
+
+/// Where dist-partition reduce-scatters the partial sums over `reduce` of a
+/// value laid out as `from` on its way to `to`: the first dimension that
+/// `to` splits further than `from` by axes among `reduce` alone, with those
+/// axes (the rest of `reduce` is all-reduced); none where no dimension is.
+std::optional<std::pair<unsigned, AxisList>>
+reductionScatter(const Layout &from, const Layout &to,
+                 ArrayRef<StringRef> reduce);
 
 /// The mesh the passes work on: the module's only dist.mesh.
 struct MeshInfo {

@@ -132,19 +132,10 @@ FailureOr<Value> FunctionPartition::reshard(Operation *user, unsigned operand,
   if (!reduce.empty()) {
     Layout reduced = current;
     reduced.partial = to.partial;
-    std::optional<std::pair<unsigned, AxisList>> scatter;
-    for (auto [d, axes] : llvm::enumerate(to.dims)) {
-      ArrayRef<StringRef> have = current.dims[d];
-      if (axes.size() <= have.size() ||
-          ArrayRef<StringRef>(axes).take_front(have.size()) != have)
-        continue;
-      AxisList extra(ArrayRef<StringRef>(axes).drop_front(have.size()));
-      if (minus(extra, reduce).empty()) {
-        scatter = {static_cast<unsigned>(d), extra};
-        reduced.dims[d] = axes;
-        break;
-      }
-    }
+    std::optional<std::pair<unsigned, AxisList>> scatter =
+        reductionScatter(current, to, reduce);
+    if (scatter)
+      reduced.dims[scatter->first] = to.dims[scatter->first];
     auto key = std::make_pair(value, Attribute(reduced.toAttr(context, meshRef)));
     if (Value done = reductions.lookup(key)) {
       local = done;

@@ -343,21 +343,13 @@ static bool reducesInto(const Layout &from, const Layout &to) {
   if (to.hasPartial() || !from.hasPartial() ||
       from.dims.size() != to.dims.size())
     return false;
-  int scattered = 0;
-  for (auto [have, want] : llvm::zip(from.dims, to.dims)) {
-    if (want.size() < have.size() ||
-        ArrayRef<StringRef>(want).take_front(have.size()) !=
-            ArrayRef<StringRef>(have))
+  auto scatter = reductionScatter(from, to, from.partial);
+  if (!scatter)
+    return false;
+  for (auto [d, have, want] : llvm::enumerate(from.dims, to.dims))
+    if (d != scatter->first && have != want)
       return false;
-    AxisList extra(ArrayRef<StringRef>(want).drop_front(have.size()));
-    if (extra.empty())
-      continue;
-    if (++scattered > 1 || llvm::any_of(extra, [&](StringRef axis) {
-          return !llvm::is_contained(from.partial, axis);
-        }))
-      return false;
-  }
-  return scattered == 1;
+  return true;
 }
 
 /// A partial sum that an op summing its operands apart reads (the gradient
