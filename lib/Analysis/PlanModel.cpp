@@ -556,7 +556,6 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
       // what W reads and the output gradients B wrote for it: x at most the
       // schedule's F..B count, x + y its F..W count, y the difference and
       // one more (the last stage defers each W the longest).
-      double stashed = stash;
       double toW =
           deferred.outputGradients +
           (plan.remat == "full" ? deferred.weightInputs
@@ -565,14 +564,15 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
       int64_t mostToW = std::min(plan.microbatches * plan.virtualStages,
                                  most - mostStashed + plan.virtualStages);
       int64_t x, y;
-      if (toW >= stashed) {
+      if (toW >= stash) {
         y = std::min(mostToW, most);
         x = std::min(mostStashed, most - y);
       } else {
         x = std::min(mostStashed, most);
         y = std::min(mostToW, most - x);
       }
-      layersHeld = (x * stashed + y * toW) * rankLayersPerChunk(r);
+      layersHeld =
+          (x * static_cast<double>(stash) + y * toW) * rankLayersPerChunk(r);
       // The last stage's deferred W of the final norm and the LM head: the
       // norm's input and output gradient, the logits' gradient.
       if (last)
