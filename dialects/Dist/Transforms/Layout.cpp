@@ -321,15 +321,21 @@ FailureOr<OpPlan> mlir::dist::planOp(Operation *op,
   };
   SmallVector<bool> keepPartial(current.size(), false);
   AxisList kept;
-  if (rule.linearity == tpc::Linearity::Additive) {
-    bool allSame = !current.empty() && current.front().hasPartial() &&
-                   disjoint(current.front().partial);
-    for (const Layout &layout : current)
-      allSame &= layout.partial == current.front().partial;
-    if (allSame) {
+  if (rule.linearity == tpc::Linearity::Additive && !current.empty()) {
+    // A sum of partial sums over the same axes is one: those axes every
+    // operand is partial over (and no factor splits) flow through, and each
+    // operand's other partial axes are reduced first (a tied embedding's
+    // two gradients, partial over dp, one also over tp: reduced over tp
+    // alone and summed, so the dp reduction waits for the microbatches'
+    // sum instead of running twice per microbatch).
+    for (StringRef axis : current.front().partial)
+      if (!usedAxes.contains(axis) &&
+          llvm::all_of(current, [&](const Layout &layout) {
+            return llvm::is_contained(layout.partial, axis);
+          }))
+        kept.push_back(axis);
+    if (!kept.empty())
       keepPartial.assign(current.size(), true);
-      kept = current.front().partial;
-    }
   } else if (rule.linearity == tpc::Linearity::Multilinear) {
     for (auto [i, layout] : llvm::enumerate(current)) {
       if (layout.hasPartial() && rule.isLinearIn(i) &&
