@@ -244,10 +244,16 @@ public:
                                  (scores + 2 * tokens * heads * d) *
                                      m.elementBytes,
                                  peak);
-      // Scale, mask, softmax, dropout (its mask a byte an element).
-      double chain = memory(scores * (4 * m.elementBytes + 1));
-      attentionForward = 2 * bmm + chain;
-      attentionBackward = 4 * bmm + 2 * chain;
+      // The softmax (scaled and causally masked in one kernel) reads the
+      // scores and writes the probabilities; backward its gradient reads
+      // both and writes one. An attention dropout draws its mask (a byte
+      // an element) and applies it, and applies it to the gradient.
+      double e = m.elementBytes;
+      bool dropout = m.attentionDropout > 0;
+      attentionForward =
+          2 * bmm + memory(scores * (2 * e + (dropout ? 2 * e + 2 : 0)));
+      attentionBackward =
+          4 * bmm + memory(scores * (3 * e + (dropout ? 2 * e + 1 : 0)));
     }
     // The elementwise kernels' bytes: the two norms, the two residual
     // branches' dropout and add on [s, h] tensors (split over tp only with
@@ -313,7 +319,34 @@ public:
     double bytes = tokens * m.hidden * m.elementBytes;
     costs.forward.compute = memory(3 * bytes);
     costs.backward.compute = memory(3 * bytes);
+    if (tiedGradientSummedPerMicrobatch()) {
+      // The gradient over the whole vocabulary (written whole each
+      // microbatch), reduce-scattered over tp and added to the LM head's.
+      double table = wholeVocabularyGradientBytes();
+      costs.weight.compute = memory(table + 3 * table / t);
+      costs.weight.communication =
+          tpCollective(CollectiveKind::ReduceScatter, table);
+    }
     return costs;
+  }
+
+  /// With a vocabulary-parallel table (tp > 1) the layers' input gradient
+  /// is still a partial sum over tp, so the embedding's gradient is summed
+  /// over the whole vocabulary, in fp32.
+  double wholeVocabularyGradientBytes() const {
+    return plan.tp > 1 ? static_cast<double>(m.vocab) * m.hidden * 4 : 0;
+  }
+  /// A table tied to the LM head on the same stage sums its two gradients
+  /// in each microbatch, reduce-scattering the embedding's there; else the
+  /// microbatches' sum is reduce-scattered once, at the step's end.
+  bool tiedGradientSummedPerMicrobatch() const {
+    return plan.tp > 1 && m.tiedEmbeddings && plan.pp == 1;
+  }
+  double wholeVocabularyScatterSeconds() const {
+    return plan.tp > 1 && !tiedGradientSummedPerMicrobatch()
+               ? tpCollective(CollectiveKind::ReduceScatter,
+                              wholeVocabularyGradientBytes())
+               : 0;
   }
 
   PhaseCosts head() const {
@@ -474,6 +507,7 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
     if (c == 0) {
       cost.forward += embedding.forward;
       cost.backward += embedding.backward;
+      cost.weight += embedding.weight;
     }
     if (c == chunks - 1) {
       cost.forward += head.forward;
@@ -513,6 +547,8 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
                                      plan.dp, dpPerNode);
     epilogue[r] = (overlapsReduction ? 0 : reduction[r]) +
                   memoryBoundSeconds(hw, rankParams[r] * (mixed ? 34 : 28));
+    if (r == 0)
+      epilogue[r] += costs.wholeVocabularyScatterSeconds();
     if (plan.pp > 1 && m.tiedEmbeddings &&
         (r == 0 || r == plan.pp - 1))
       epilogue[r] += collectiveSeconds(hw, CollectiveKind::PointToPoint,
@@ -542,7 +578,7 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
   // gradient is summed over the whole vocabulary (fp32) and reduce-scattered
   // once per step; each microbatch keeps its embedding dropout's mask (a
   // byte per element).
-  double wholeVocabGradBytes = plan.tp > 1 ? m.vocab * h * 4 : 0;
+  double wholeVocabGradBytes = costs.wholeVocabularyGradientBytes();
   double embeddingMaskBytes =
       m.embeddingDropout > 0 ? inputBytes / m.elementBytes : 0;
   for (int64_t r = 0; r < plan.pp; ++r) {
