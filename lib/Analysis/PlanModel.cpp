@@ -188,6 +188,17 @@ public:
     return 2 * tpCollective(CollectiveKind::AllReduce, bytes);
   }
 
+  /// The collective that ends a half's forward: its row-parallel output's
+  /// all-reduce, or with sequence parallelism its reduce-scatter.
+  double halfOutputReduction() const {
+    if (plan.tp == 1)
+      return 0;
+    double bytes = tokens * m.hidden * m.elementBytes;
+    return tpCollective(plan.sequenceParallel ? CollectiveKind::ReduceScatter
+                                              : CollectiveKind::AllReduce,
+                        bytes);
+  }
+
   /// With sequence parallelism the weight gradients of the two
   /// column-parallel halves (qkv, the MLP's up projections) gather their
   /// sharded input again (unless full recomputation has just gathered it).
@@ -225,7 +236,25 @@ public:
     };
     double linears = matrices(false);
     // Attention's core.
+    double e = m.elementBytes;
     double scores = b * heads * s * s;
+    // Moving q, k, v and the output between the projections' layout and
+    // the products' (each kernel reads and writes its tensor): unfused, a
+    // transpose of each and of each gradient, GPT-2's slices of its packed
+    // projection (concatenated again backward), Llama's keys and values
+    // repeated over each group's query heads (summed back backward); rotary
+    // on Llama's q and k, and its gradient, also fused.
+    double qElements = tokens * heads * d, kvElements = tokens * kvHeads * d;
+    double rotaryBytes = m.llama ? 2 * e * (qElements + kvElements) : 0;
+    double layoutForward = rotaryBytes, layoutBackward = rotaryBytes;
+    if (!m.fusedAttention) {
+      double transposes = 2 * e * (2 * qElements + 2 * kvElements);
+      double packed = m.llama ? 0 : 2 * e * (qElements + 2 * kvElements);
+      double groups =
+          m.llama && kvHeads < heads ? 2 * e * (qElements + kvElements) : 0;
+      layoutForward += transposes + packed + groups;
+      layoutBackward += transposes + packed + groups;
+    }
     double attentionForward, attentionBackward;
     if (m.fusedAttention) {
       // The decoders' causal attention: the kernels skip the masked scores.
@@ -248,13 +277,14 @@ public:
       // scores and writes the probabilities; backward its gradient reads
       // both and writes one. An attention dropout draws its mask (a byte
       // an element) and applies it, and applies it to the gradient.
-      double e = m.elementBytes;
       bool dropout = m.attentionDropout > 0;
       attentionForward =
           2 * bmm + memory(scores * (2 * e + (dropout ? 2 * e + 2 : 0)));
       attentionBackward =
           4 * bmm + memory(scores * (3 * e + (dropout ? 2 * e + 1 : 0)));
     }
+    attentionForward += memory(layoutForward);
+    attentionBackward += memory(layoutBackward);
     // The elementwise kernels' bytes: the two norms, the two residual
     // branches' dropout and add on [s, h] tensors (split over tp only with
     // sequence parallelism), the MLP's activation on its inner tensor. A
@@ -263,7 +293,6 @@ public:
     // GPT-2's GeLU and its gradient into the GEMMs' epilogues, the bias
     // gradients into the weight gradients'.
     bool fuses = hw.runtimeDevice == "cuda";
-    double e = m.elementBytes;
     double whole = tokens * h / (plan.sequenceParallel ? t : 1);
     double inner = tokens * ffn;
     bool dropout = m.residualDropout > 0;
@@ -306,8 +335,13 @@ public:
     costs.weight.compute = matrices(true);
     costs.weight.communication = weightGradientGathers();
     if (plan.remat == "full") {
-      costs.backward.recompute = costs.forward.compute;
-      costs.backward.communication += comm;
+      // The backward recomputes the forward but what only the layer's
+      // output needs: the MLP's output projection, its reduction over tp,
+      // its dropout and residual add.
+      costs.backward.recompute =
+          linears - gemm(tokens, h, ffn) + attentionForward +
+          memory(elementwiseForward - whole * branchForward);
+      costs.backward.communication += comm - halfOutputReduction();
     } else if (plan.remat == "selective" && !m.fusedAttention) {
       costs.backward.recompute = attentionForward;
     }

@@ -171,8 +171,14 @@ inline Span spanOf(const TensorRef &t) {
   return {t.offset, t.offset + slots * t.poolStride + t.bytes};
 }
 
+/// Whether `a` and `b` may share bytes in one run of a kernel or fused
+/// group (one function of one action). Two buffers of one pool lie in the
+/// same slot there (the slot is the pool's choice from the action), so
+/// slot 0's bytes tell; buffers of two pools may lie in any of their slots.
 inline bool spansMeet(const TensorRef &a, const TensorRef &b) {
-  Span x = spanOf(a), y = spanOf(b);
+  bool onePool = a.pool >= 0 && a.pool == b.pool;
+  Span x = onePool ? Span{a.offset, a.offset + a.bytes} : spanOf(a);
+  Span y = onePool ? Span{b.offset, b.offset + b.bytes} : spanOf(b);
   return x.begin < y.end && y.begin < x.end && x.begin < x.end &&
          y.begin < y.end;
 }

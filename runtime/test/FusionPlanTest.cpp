@@ -12,7 +12,8 @@
 // and the tanh gelu right after it are fused (the epilogue writing the
 // linear's result too, unless the gelu writes over it); the erf form, a
 // gelu of another storage type, in another function, or writing over the
-// linear's operands are not. A weight gradient and the sum_to of its dY
+// linear's operands are not (two buffers of one pool lie apart where their
+// slot 0s do: a run addresses one slot of both). A weight gradient and the sum_to of its dY
 // right after it are fused (in either weight layout, accumulating or not;
 // and so are an input gradient and the tanh gelu_grad of its result, but
 // for the erf form, a result read again, mixed types, two functions);
@@ -27,6 +28,8 @@
 #include "tpcrt/Executable.h"
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include <string>
 #include <vector>
@@ -385,6 +388,8 @@ TEST(FusionPlanTest, SeveralPairsInOneProgram) {
 struct GeluPair {
   bool bias = true, erf = false, gBf16 = false, geluOfOther = false;
   bool hReadAgain = true;
+  /// g an output (else only mul(h, g) -> o reads it: g may be pooled).
+  bool gOutput = true;
   uint32_t x = 0, h = 0, g = 0;
 
   fb::ExecutableT build() {
@@ -406,7 +411,8 @@ struct GeluPair {
       b.kernel(Op::Mul, {h, gBf16 ? h : g}, {o});
       b.output("o", o);
     }
-    b.output("g", g);
+    if (gOutput)
+      b.output("g", g);
     return b.finish();
   }
 };
@@ -465,6 +471,51 @@ TEST(FusionPlanTest, LinearAndGeluRefusals) {
   relocate(exe, {{overX.x, 0}, {overX.g, 0}}, 1024);
   Planned q;
   planOf(exe, q);
+  expectRefused(q, "overlaps an operand of the linear");
+}
+
+/// `buffers` moved into pools of 2 slots, one stride 64 bytes above the
+/// largest of them: buffer i into pool `pools[i]` (a new pool per distinct
+/// index) at `offsets[i]` past the pool's region.
+void pool(fb::ExecutableT &exe, const std::vector<uint32_t> &buffers,
+          const std::vector<uint32_t> &pools,
+          const std::vector<uint64_t> &offsets) {
+  uint64_t stride = 0;
+  for (uint32_t buffer : buffers)
+    stride = std::max(stride, (exe.buffers[buffer]->size + 127) / 64 * 64);
+  uint32_t numPools = *std::max_element(pools.begin(), pools.end()) + 1;
+  uint64_t region = exe.arena_bytes;
+  for (uint32_t i = 0; i < numPools; ++i) {
+    auto pool = std::make_unique<fb::PoolT>();
+    pool->slots = 2;
+    pool->stride = stride;
+    exe.pools.push_back(std::move(pool));
+  }
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    exe.buffers[buffers[i]]->pool = static_cast<int32_t>(pools[i]);
+    exe.buffers[buffers[i]]->offset = region + offsets[i];
+  }
+  exe.arena_bytes += 4 * stride * numPools;
+  exe.planned_peak_bytes = exe.arena_bytes;
+}
+
+TEST(FusionPlanTest, LinearAndGeluInOnePoolCompareOneSlot) {
+  // x and g apart in one slot of one pool (a pipeline's stash): a run
+  // addresses the same slot of both, so the pair fuses, although slot 1 of
+  // x lies over slot 0 of g. In two pools the slots may differ: refused.
+  GeluPair pair;
+  pair.gOutput = false;
+  fb::ExecutableT exe = pair.build();
+  runByActions(exe, {{"all", 0, 4}});
+  fb::ExecutableT twoPools = exe;
+  uint64_t apart = (exe.buffers[pair.x]->size + 63) / 64 * 64;
+  pool(exe, {pair.x, pair.g}, {0, 0}, {0, apart});
+  Planned p;
+  planOf(exe, p);
+  expectFused(p, 1, 2);
+  pool(twoPools, {pair.x, pair.g}, {0, 1}, {0, apart});
+  Planned q;
+  planOf(twoPools, q);
   expectRefused(q, "overlaps an operand of the linear");
 }
 
