@@ -188,6 +188,11 @@ public:
     return 2 * tpCollective(CollectiveKind::AllReduce, bytes);
   }
 
+  /// Whether W runs apart from B, later (the zero-bubble schedules).
+  bool deferredWeightGradients() const {
+    return plan.pp > 1 && (plan.schedule == "zb-h1" || plan.schedule == "zb-v");
+  }
+
   /// The collective that ends a half's forward: its row-parallel output's
   /// all-reduce, or with sequence parallelism its reduce-scatter.
   double halfOutputReduction() const {
@@ -201,12 +206,19 @@ public:
 
   /// With sequence parallelism the weight gradients of the two
   /// column-parallel halves (qkv, the MLP's up projections) gather their
-  /// sharded input again (unless full recomputation has just gathered it).
+  /// sharded input again (unless full recomputation has just gathered it in
+  /// the same B); where W is deferred past B (zero-bubble schedules) they
+  /// do, with any recomputation, and the two row-parallel ones gather their
+  /// output gradient again too, which B gathered for the input gradients
+  /// and does not keep.
   double weightGradientGathers() const {
-    if (plan.tp == 1 || !plan.sequenceParallel || plan.remat == "full")
+    if (plan.tp == 1 || !plan.sequenceParallel)
       return 0;
+    double gathers = deferredWeightGradients() ? 4
+                     : plan.remat == "full"    ? 0
+                                               : 2;
     double bytes = tokens * m.hidden * m.elementBytes;
-    return 2 * tpCollective(CollectiveKind::AllGather, bytes);
+    return gathers * tpCollective(CollectiveKind::AllGather, bytes);
   }
 
   /// Each microbatch's W adds a fp32 gradient share into the step's sum
@@ -301,8 +313,9 @@ public:
     double branchForward = !dropout ? 3 * e : fuses ? 3 * e + 2 : 5 * e + 2;
     double branchBackward = dropout ? 2 * e + 1 : 0;
     // A norm reads x and writes y; backward its input gradient (dY, x, dX),
-    // its parameter gradients (dY, x) and the residual add.
-    double normBackward = fuses ? 4 * e : 8 * e;
+    // its parameter gradients (dY, x) and the residual add: one group on a
+    // CUDA device, but where W (the parameter gradients) is deferred.
+    double normBackward = fuses && !deferredWeightGradients() ? 4 * e : 8 * e;
     double activationForward, activationBackward;
     if (m.llama) {
       // SiLU(gate), then its product with up; backward both products'
