@@ -204,21 +204,41 @@ public:
                         bytes);
   }
 
+  /// A layer's four matrix products (or their weight gradients').
+  struct LayerProducts {
+    double qkv = 0, out = 0, up = 0, down = 0;
+    double total() const { return qkv + out + up + down; }
+  };
+
   /// With sequence parallelism the weight gradients of the two
   /// column-parallel halves (qkv, the MLP's up projections) gather their
   /// sharded input again (unless full recomputation has just gathered it in
   /// the same B); where W is deferred past B (zero-bubble schedules) they
   /// do, with any recomputation, and the two row-parallel ones gather their
   /// output gradient again too, which B gathered for the input gradients
-  /// and does not keep.
-  double weightGradientGathers() const {
-    if (plan.tp == 1 || !plan.sequenceParallel)
+  /// and does not keep. A CUDA device runs them on a stream of their own,
+  /// each issued one collective early (rt-prefetch-gathers), behind the
+  /// GEMMs up to the next gather; what a gather takes past them shows.
+  /// With W deferred: the MLP input's gather behind the output
+  /// projection's weight gradient, the attention output gradient's behind
+  /// the up projections', the attention input's behind the output
+  /// projection's, the next layer's MLP output gradient's behind q, k, v's;
+  /// else each half's input gather behind the half's whole backward (here
+  /// its weight gradients).
+  double weightGradientGathers(const LayerProducts &weights) const {
+    bool deferred = deferredWeightGradients();
+    if (plan.tp == 1 || !plan.sequenceParallel ||
+        (!deferred && plan.remat == "full"))
       return 0;
-    double gathers = deferredWeightGradients() ? 4
-                     : plan.remat == "full"    ? 0
-                                               : 2;
-    double bytes = tokens * m.hidden * m.elementBytes;
-    return gathers * tpCollective(CollectiveKind::AllGather, bytes);
+    double gather = tpCollective(CollectiveKind::AllGather,
+                                 tokens * m.hidden * m.elementBytes);
+    if (hw.runtimeDevice != "cuda")
+      return (deferred ? 4 : 2) * gather;
+    auto shows = [&](double behind) { return std::max(0.0, gather - behind); };
+    if (deferred)
+      return shows(weights.down) + shows(weights.up) + shows(weights.out) +
+             shows(weights.qkv);
+    return shows(weights.qkv + weights.out) + shows(weights.up + weights.down);
   }
 
   /// Each microbatch's W adds a fp32 gradient share into the step's sum
@@ -240,13 +260,14 @@ public:
         return weightGrads ? weightGemm(rows, cols, inner)
                            : gemm(rows, cols, inner);
       };
-      double qkv = product(tokens, (heads + 2 * kvHeads) * d, h);
-      double out = product(tokens, h, heads * d);
-      double mlp = product(tokens, ffn, h) * (m.llama ? 2 : 1) +
-                   product(tokens, h, ffn);
-      return qkv + out + mlp;
+      LayerProducts products;
+      products.qkv = product(tokens, (heads + 2 * kvHeads) * d, h);
+      products.out = product(tokens, h, heads * d);
+      products.up = product(tokens, ffn, h) * (m.llama ? 2 : 1);
+      products.down = product(tokens, h, ffn);
+      return products;
     };
-    double linears = matrices(false);
+    double linears = matrices(false).total();
     // Attention's core.
     double e = m.elementBytes;
     double scores = b * heads * s * s;
@@ -345,8 +366,9 @@ public:
     costs.backward.compute =
         linears + attentionBackward + memory(elementwiseBackward);
     costs.backward.communication = comm;
-    costs.weight.compute = matrices(true);
-    costs.weight.communication = weightGradientGathers();
+    LayerProducts weights = matrices(true);
+    costs.weight.compute = weights.total();
+    costs.weight.communication = weightGradientGathers(weights);
     if (plan.remat == "full") {
       // The backward recomputes the forward but what only the layer's
       // output needs: the MLP's output projection, its reduction over tp,

@@ -132,6 +132,7 @@ void mlir::tpc::buildLowerToExecutable(OpPassManager &pm,
   pm.addPass(rt::createRtPackAttentionQkv());
   pm.addPass(rt::createRtAccumulateWeightGrads());
   pm.addPass(rt::createRtIssueReductionsEarly());
+  pm.addPass(rt::createRtPrefetchGathers());
   if (options.gradReduceDType == "bf16")
     pm.addPass(rt::createRtReduceGradientsInBf16());
   rt::RtPlanMemoryOptions plan;

@@ -51,6 +51,36 @@ def RtIssueReductionsEarly : Pass<"rt-issue-reductions-early", "ModuleOp"> {
   }];
 }
 
+def RtPrefetchGathers : Pass<"rt-prefetch-gathers", "ModuleOp"> {
+  let summary = "Moves each all_gather up to just after the communication before it";
+  let description = [{
+    Moves every `all_gather` kernel whose result is not its operand up to
+    just after the kernel that communicated before it (a collective, a
+    transfer or its wait, or the vocabulary-split loss, whose all-reduces
+    are inside it), in the program as it was before the pass; or less far:
+    not past a kernel that writes its operand or reads or writes its
+    result, its operand's definition, a binding of its result, or a kernel
+    of another function (a program run by actions keeps its ranges), and
+    never into a run of kernels that the CUDA device fuses
+    (FusionCandidates.h). The result's `rt.alloc` comes along where it
+    comes later.
+
+    With sequence parallelism the weight gradients gather their sharded
+    inputs again (with a deferred W, the row-parallel output gradients
+    too), long after those were written. A device that runs collectives on
+    streams of their own (the CUDA device) overlaps a collective only with
+    the kernels after it in the program: moved, each gather runs while the
+    kernels since the collective before it do (the previous gather's
+    readers among them), as Megatron overlaps the input's all-gather with
+    the input gradient's GEMM. One collective ahead only, so that where one
+    gathered result was live at a time two are. Communicating kernels keep
+    their order: every rank runs the same program and issues them alike. A
+    device that runs kernels one at a time (the CPU) computes the same
+    values. Runs before `rt-plan-memory`, whose lifetimes then follow the
+    new order.
+  }];
+}
+
 def RtFoldPadSums : Pass<"rt-fold-pad-sums", "ModuleOp"> {
   let summary = "Pads that tile a dimension, added up, become one concat";
   let description = [{
@@ -195,7 +225,15 @@ def RtPlanMemory : Pass<"rt-plan-memory", "ModuleOp"> {
     buffers that die at a kernel of such a run, but for its last, are
     therefore freed after the run's last kernel, so that its later results
     are not placed on them. Their lifetimes, and the peak, are unchanged;
-    the arena may grow by the difference.
+    the arena may grow by the difference. Likewise a collective
+    (`all_gather`, `reduce_scatter`, `all_to_all`, an `all_reduce` that is
+    not in place) runs on a stream of its own on the CUDA device until the
+    first kernel reading its result waits for it, and a kernel before that
+    one writing over its operand's bytes would wait for it too
+    (runtime/cuda/HazardTracker.h): the buffers that die at a collective
+    are freed just before that reader (in one stage and function), so that
+    a gather issued early (`rt-prefetch-gathers`) overlaps the kernels
+    before its reader.
 
     `rt.arena_bytes` is the top of the arena. `rt.planned_peak_bytes` is the
     maximum over kernels `k` of the summed sizes (elements × element bytes,

@@ -361,6 +361,19 @@ void placePooledBuffers(Lifetimes &lifetimes) {
       buffer.offset = base[buffer.pool] + buffer.inSlot;
 }
 
+/// Kernels that the CUDA device runs on a communicator's stream.
+bool isCollective(KernelOp kernel) {
+  switch (kernel.getOpcode()) {
+  case OpCode::AllReduce:
+  case OpCode::AllGather:
+  case OpCode::ReduceScatter:
+  case OpCode::AllToAll:
+    return kernel.getInputs()[0] != kernel.getOutputs()[0];
+  default:
+    return false;
+  }
+}
+
 /// For each kernel k, the kernel after which the buffers that die at k are
 /// freed: k itself, or the last kernel of a run the CUDA device may run as
 /// one (FusionCandidates.h; within one stage and function) that k belongs
@@ -392,6 +405,22 @@ std::vector<int64_t> releaseAfter(const Lifetimes &lifetimes) {
       ++last;
     for (size_t j = k; j < last; ++j)
       release[j] = std::max<int64_t>(release[j], last);
+  }
+  // A collective runs on a stream of its own (the CUDA device's) until the
+  // first kernel that reads its result waits for it; a kernel before that
+  // one writing over its operand's bytes would wait for it too
+  // (HazardTracker.h), so the operand's bytes go to that reader at the
+  // earliest (rt-prefetch-gathers issues gathers well before their reader).
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    if (!isCollective(kernels[k]))
+      continue;
+    Value result = kernels[k].getOutputs()[0];
+    for (size_t j = k + 1; j < kernels.size() && together(k, j); ++j) {
+      if (llvm::is_contained(kernels[j]->getOperands(), result)) {
+        release[k] = std::max<int64_t>(release[k], j - 1);
+        break;
+      }
+    }
   }
   return release;
 }
