@@ -280,3 +280,35 @@ rt.program @train_step {
   rt.output "db" %db : memref<16xf32>
   rt.output "z" %z : memref<2x16xf32>
 }
+
+// -----
+
+// A collective runs on a stream of its own (the CUDA device) until the
+// first kernel reading its result waits for it: its operand a, which dies
+// at the gather (k1), is freed only before that reader (k4), so that the
+// kernels between (k2, k3) do not write over bytes the gather still reads.
+// x [0, 128); k0: a at 128; k1: g (256) at 256; k2: b at 512, not on a's
+// bytes; k3: c at 640; k4: d (256) at 768 (a's 128 bytes too few), the
+// arena 1024. The lifetimes are unchanged: the peak is at k4, x + g + c +
+// d = 768.
+// CHECK-LABEL: module attributes {rt.arena_bytes = 1024 : i64, rt.planned_peak_bytes = 768 : i64}
+// CHECK: rt.alloc offset 128 : memref<2x16xf32>
+// CHECK: rt.alloc offset 256 : memref<4x16xf32>
+// CHECK: rt.alloc offset 512 : memref<2x16xf32>
+// CHECK: rt.alloc offset 640 : memref<2x16xf32>
+// CHECK: rt.alloc offset 768 : memref<4x16xf32>
+rt.program @train_step mesh [tp = 2] {
+  %x = rt.input "x" : memref<2x16xf32>
+  %a = rt.alloc : memref<2x16xf32>
+  rt.kernel silu(%x) -> (%a) : memref<2x16xf32> -> memref<2x16xf32>
+  %g = rt.alloc : memref<4x16xf32>
+  rt.kernel all_gather(%a) -> (%g) ints [0, 0] : memref<2x16xf32> -> memref<4x16xf32>
+  %b = rt.alloc : memref<2x16xf32>
+  rt.kernel silu(%x) -> (%b) : memref<2x16xf32> -> memref<2x16xf32>
+  %c = rt.alloc : memref<2x16xf32>
+  rt.kernel silu(%b) -> (%c) : memref<2x16xf32> -> memref<2x16xf32>
+  %d = rt.alloc : memref<4x16xf32>
+  rt.kernel add(%g, %g) -> (%d) : memref<4x16xf32>, memref<4x16xf32> -> memref<4x16xf32>
+  rt.output "c" %c : memref<2x16xf32>
+  rt.output "d" %d : memref<4x16xf32>
+}
