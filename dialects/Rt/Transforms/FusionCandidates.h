@@ -95,6 +95,60 @@ inline SmallVector<KernelOp, 2> fusionPartners(KernelOp head) {
   return partners;
 }
 
+/// The last kernel of the run the CUDA device may fuse that `kernel` is in
+/// (as its head or a partner), or `kernel` where it ends none: where a
+/// kernel placed just after `kernel` keeps the run whole. Null where one of
+/// the run's kernels after `kernel` touches `operand` or `result` (the
+/// placed kernel's), which it cannot then come after.
+inline Operation *endOfFusedRun(KernelOp kernel, Value operand, Value result) {
+  auto touches = [&](KernelOp other) {
+    return llvm::is_contained(other->getOperands(), operand) ||
+           llvm::is_contained(other->getOperands(), result);
+  };
+  KernelOp head = kernel;
+  // A run is at most three kernels: its head is kernel or one of the two
+  // kernels before it.
+  for (int back = 0; back < 3 && head; ++back) {
+    SmallVector<KernelOp, 2> partners = fusionPartners(head);
+    auto at = llvm::find(partners, kernel);
+    if (head == kernel || at != partners.end()) {
+      auto after = head == kernel ? partners.begin() : std::next(at);
+      if (std::any_of(after, partners.end(), touches))
+        return nullptr;
+      if (after != partners.end())
+        return partners.back().getOperation();
+    }
+    Operation *previous = head->getPrevNode();
+    while (previous && !isa<KernelOp>(previous))
+      previous = previous->getPrevNode();
+    head = dyn_cast_or_null<KernelOp>(previous);
+  }
+  return kernel.getOperation();
+}
+
+/// Moves `collective` (of input 0 into output 0) up to just after
+/// `anchor` (an op before it in its block; null: it stays), and past the
+/// rest of a fused run that `anchor` is in (it stays where that run
+/// touches its operand or result), with the `rt.alloc` of its result
+/// where that comes later. Returns whether it moved.
+inline bool moveUpAfter(KernelOp collective, Operation *anchor) {
+  Value operand = collective.getInputs()[0];
+  Value result = collective.getOutputs()[0];
+  if (auto kernel = dyn_cast_or_null<KernelOp>(anchor))
+    anchor = endOfFusedRun(kernel, operand, result);
+  if (!anchor || anchor == collective.getOperation() ||
+      anchor->getNextNode() == collective.getOperation())
+    return false;
+  Operation *alloc = result.getDefiningOp();
+  if (alloc && alloc->getBlock() == collective->getBlock() &&
+      anchor->isBeforeInBlock(alloc)) {
+    alloc->moveAfter(anchor);
+    anchor = alloc;
+  }
+  collective->moveAfter(anchor);
+  return true;
+}
+
 } // namespace mlir::rt
 
 #endif // DIALECTS_RT_TRANSFORMS_FUSIONCANDIDATES_H

@@ -47,23 +47,6 @@ bool uses(Operation &op, Value buffer) {
   return llvm::is_contained(op.getOperands(), buffer);
 }
 
-/// The last of the kernels right after `anchor` that the CUDA device runs
-/// as one with it (FusionCandidates.h), so that a reduction issued after
-/// `anchor` does not keep them apart (a weight gradient's sum_to of its dY,
-/// a loss's gradient of its logits, a norm's input gradient of its dY and x
-/// and the add of that, ...). `anchor` itself where none follows, or where
-/// one touches the reduction's operand or result.
-Operation *pastFusedPartners(Operation *anchor, Value operand, Value result) {
-  auto head = dyn_cast<KernelOp>(anchor);
-  if (!head)
-    return anchor;
-  SmallVector<KernelOp, 2> partners = fusionPartners(head);
-  for (KernelOp partner : partners)
-    if (uses(*partner, operand) || uses(*partner, result))
-      return anchor;
-  return partners.empty() ? anchor : partners.back().getOperation();
-}
-
 /// Moves `reduction` (an all_reduce of a distinct result) to just after
 /// the last op before it that writes or defines its operand (and past the
 /// kernels the CUDA device fuses with that one); with it, its result's
@@ -87,20 +70,7 @@ bool issueEarly(KernelOp reduction) {
     else if (op != result.getDefiningOp() && uses(*op, result))
       anchor = op; // a binding of the result stays after its writer
   }
-  if (!anchor)
-    return false;
-  anchor = pastFusedPartners(anchor, operand, result);
-  if (anchor == reduction.getOperation() ||
-      anchor->getNextNode() == reduction.getOperation())
-    return false;
-  Operation *alloc = result.getDefiningOp();
-  if (alloc && alloc->getBlock() == reduction->getBlock() &&
-      anchor->isBeforeInBlock(alloc)) {
-    alloc->moveAfter(anchor);
-    anchor = alloc;
-  }
-  reduction->moveAfter(anchor);
-  return true;
+  return moveUpAfter(reduction, anchor);
 }
 
 /// Makes `reduction` reduce its operand in place when nothing after it uses

@@ -48,32 +48,6 @@ bool uses(Operation &op, Value buffer) {
   return llvm::is_contained(op.getOperands(), buffer);
 }
 
-/// The last kernel of the run the CUDA device fuses that `kernel` is in
-/// (FusionCandidates.h), or `kernel` where it ends none; null where one of
-/// the run's kernels after `kernel` touches `operand` or `result`.
-Operation *endOfFusedRun(KernelOp kernel, Value operand, Value result) {
-  KernelOp head = kernel;
-  for (int back = 0; back < 2; ++back) {
-    SmallVector<KernelOp, 2> partners = fusionPartners(head);
-    auto at = llvm::find(partners, kernel);
-    if (head == kernel || at != partners.end()) {
-      auto after = head == kernel ? partners.begin() : std::next(at);
-      for (auto it = after; it != partners.end(); ++it)
-        if (uses(**it, operand) || uses(**it, result))
-          return nullptr;
-      if (after != partners.end())
-        return partners.back().getOperation();
-    }
-    Operation *previous = head->getPrevNode();
-    while (previous && !isa<KernelOp>(previous))
-      previous = previous->getPrevNode();
-    if (!previous)
-      break;
-    head = cast<KernelOp>(previous);
-  }
-  return kernel.getOperation();
-}
-
 /// Moves `gather` up to just after `limit` (the communication before it),
 /// or less far: not past a kernel that writes its operand or touches its
 /// result, another function's kernel, its operand's definition or a
@@ -104,24 +78,7 @@ bool prefetch(KernelOp gather, Operation *limit,
       anchor = op; // a binding of the result stays after its writer
     }
   }
-  if (!anchor)
-    return false;
-  if (auto kernel = dyn_cast<KernelOp>(anchor)) {
-    anchor = endOfFusedRun(kernel, operand, result);
-    if (!anchor)
-      return false;
-  }
-  if (anchor == gather.getOperation() ||
-      anchor->getNextNode() == gather.getOperation())
-    return false;
-  Operation *alloc = result.getDefiningOp();
-  if (alloc && alloc->getBlock() == gather->getBlock() &&
-      anchor->isBeforeInBlock(alloc)) {
-    alloc->moveAfter(anchor);
-    anchor = alloc;
-  }
-  gather->moveAfter(anchor);
-  return true;
+  return moveUpAfter(gather, anchor);
 }
 
 struct RtPrefetchGathersPass
