@@ -47,6 +47,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <signal.h>
@@ -191,8 +192,10 @@ Options:
 
 Testing aid (fault injection): TPCRT_FAIL_RANK=r TPCRT_FAIL_STEP=k in the
 environment make rank r fail at the start of step k with an error
-(TPCRT_FAIL_KIND=crash: abort with SIGABRT instead); every rank must then
-exit with an error within seconds.
+(TPCRT_FAIL_KIND=crash: abort with SIGABRT instead; a rank other than 0
+first waits half a second, so that rank 0 has printed step k-1 and waits
+for it in step k's collectives); every rank must then exit with an error
+within seconds.
 
 Testing aid (sharding): TPCRT_CHECKPOINT_SHARD_BYTES=B in the environment
 shards a checkpoint directory's params above B bytes instead of 5 GB
@@ -571,10 +574,16 @@ struct FaultInjection {
     return Status::ok();
   }
 
-  /// Fails (or crashes) when this is the chosen rank and step.
+  /// Fails (or crashes) when this is the chosen rank and step. A rank
+  /// other than 0 first lets rank 0 print the step before and enter this
+  /// one's collectives (half a second), so that the failure finds the
+  /// others waiting for it mid-step, as the aid means, rather than racing
+  /// rank 0's step line out before the launcher ends it.
   Status check(int64_t thisRank, uint64_t thisStep) const {
     if (!rank || *rank != static_cast<uint64_t>(thisRank) || *step != thisStep)
       return Status::ok();
+    if (thisRank != 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
     if (crash) {
       std::fflush(stdout);
       std::abort();
