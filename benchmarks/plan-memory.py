@@ -11,8 +11,8 @@ in-flight counts (the replay's) and the search's closed form, with their
 errors; then the step the compile's replay predicts beside the closed
 form's (the time closed forms pick which plans are replayed). Nothing is timed: each case takes well under a second.
 
-    benchmarks/plan-memory.py [--bin build/bin] [--max-error PCT]
-                              [--max-step-error PCT]
+    benchmarks/plan-memory.py [--bin build/bin] [--hardware a100]
+                              [--max-error PCT] [--max-step-error PCT]
 
 With --max-error it exits 1 when a memory error passes PCT (either way),
 with --max-step-error when a step's does.
@@ -93,6 +93,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     parser.add_argument("--bin", default=os.path.join(root, "build", "bin"))
+    parser.add_argument("--hardware", default="a100",
+                        help="tpc-plan's --hardware (default a100)")
     parser.add_argument("--max-error", type=float)
     parser.add_argument("--max-step-error", type=float)
     args = parser.parse_args()
@@ -111,7 +113,7 @@ def main():
         report = os.path.join(work, f"plan{i}.json")
         done = subprocess.run(
             [os.path.join(args.bin, "tpc-plan"), path, "--gpus", str(gpus),
-             "--hardware", "a100", "--global-batch", str(batch), "--seq",
+             "--hardware", args.hardware, "--global-batch", str(batch), "--seq",
              str(seq), "--attention", attention, "--dtype", dtype,
              "--memory-limit", "1000GB", "--top", "1", "--compare", plan,
              "--check-plan", "compared", "--report", report],
