@@ -175,13 +175,17 @@ public:
     return collectiveSeconds(hw, kind, bytes, plan.tp, tpPerNode);
   }
 
+  /// A microbatch's [tokens, hidden] activation, at the model's precision:
+  /// what the tensor-parallel collectives and the stages' transfers move.
+  double hiddenBytes() const { return tokens * m.hidden * m.elementBytes; }
+
   /// The two tensor-parallel collectives of a layer's half (attention or
   /// MLP) in one direction: an all-reduce, or with sequence parallelism an
   /// all-gather and a reduce-scatter.
   double layerCollectives() const {
     if (plan.tp == 1)
       return 0;
-    double bytes = tokens * m.hidden * m.elementBytes;
+    double bytes = hiddenBytes();
     if (plan.sequenceParallel)
       return 2 * (tpCollective(CollectiveKind::AllGather, bytes) +
                   tpCollective(CollectiveKind::ReduceScatter, bytes));
@@ -190,7 +194,11 @@ public:
 
   /// Whether W runs apart from B, later (the zero-bubble schedules).
   bool deferredWeightGradients() const {
-    return plan.pp > 1 && (plan.schedule == "zb-h1" || plan.schedule == "zb-v");
+    std::optional<pipeline::ScheduleKind> kind =
+        pipeline::parseScheduleKind(plan.schedule);
+    return plan.pp > 1 && kind &&
+           (*kind == pipeline::ScheduleKind::ZBH1 ||
+            *kind == pipeline::ScheduleKind::ZBV);
   }
 
   /// The collective that ends a half's forward: its row-parallel output's
@@ -198,7 +206,7 @@ public:
   double halfOutputReduction() const {
     if (plan.tp == 1)
       return 0;
-    double bytes = tokens * m.hidden * m.elementBytes;
+    double bytes = hiddenBytes();
     return tpCollective(plan.sequenceParallel ? CollectiveKind::ReduceScatter
                                               : CollectiveKind::AllReduce,
                         bytes);
@@ -230,8 +238,7 @@ public:
     if (plan.tp == 1 || !plan.sequenceParallel ||
         (!deferred && plan.remat == "full"))
       return 0;
-    double gather = tpCollective(CollectiveKind::AllGather,
-                                 tokens * m.hidden * m.elementBytes);
+    double gather = tpCollective(CollectiveKind::AllGather, hiddenBytes());
     if (hw.runtimeDevice != "cuda")
       return (deferred ? 4 : 2) * gather;
     auto shows = [&](double behind) { return std::max(0.0, gather - behind); };
@@ -385,7 +392,7 @@ public:
 
   PhaseCosts embedding() const {
     PhaseCosts costs;
-    double bytes = tokens * m.hidden * m.elementBytes;
+    double bytes = hiddenBytes();
     costs.forward.compute = memory(3 * bytes);
     costs.backward.compute = memory(3 * bytes);
     if (tiedGradientSummedPerMicrobatch()) {
@@ -424,7 +431,7 @@ public:
     // The logits (the model's precision): the loss reads them, its gradient
     // reads them again and writes theirs (the GEMMs write and read them).
     double logits = tokens * vocab * m.elementBytes;
-    double norm = memory(3 * tokens * m.hidden * m.elementBytes);
+    double norm = memory(3 * hiddenBytes());
     double small = plan.tp > 1
                        ? 3 * tpCollective(CollectiveKind::AllReduce, tokens * 4)
                        : 0;
@@ -441,8 +448,7 @@ public:
   }
 
   double p2pSeconds(bool inter) const {
-    double bytes = tokens * m.hidden * m.elementBytes /
-                   (plan.sequenceParallel ? t : 1);
+    double bytes = hiddenBytes() / (plan.sequenceParallel ? t : 1);
     return collectiveSeconds(hw, CollectiveKind::PointToPoint, bytes, 2,
                              inter ? 1 : 2);
   }
@@ -537,8 +543,7 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
       return std::nullopt;
   }
   auto rankOf = [&](int64_t chunk) { return chunk % plan.pp; };
-  bool deferredW = *kind == pipeline::ScheduleKind::ZBH1 ||
-                   *kind == pipeline::ScheduleKind::ZBV;
+  bool deferredW = costs.deferredWeightGradients();
   // Microbatch-chunks whose activations rank r holds at once: from their
   // forward to their input-gradient backward (B), and with deferred weight
   // gradients from the forward to W.

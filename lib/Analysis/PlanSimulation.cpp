@@ -435,18 +435,6 @@ private:
   DenseMap<int64_t, size_t> groupOf;
 };
 
-bool isCollective(rt::KernelOp kernel) {
-  switch (kernel.getOpcode()) {
-  case rt::OpCode::AllReduce:
-  case rt::OpCode::AllGather:
-  case rt::OpCode::ReduceScatter:
-  case rt::OpCode::AllToAll:
-    return true;
-  default:
-    return false;
-  }
-}
-
 /// On a device that runs collectives on a communication stream: the wait
 /// of each kernel for those in flight, as a piece that names the buffers
 /// to look at (the replay of a stage resolves it against what is in flight
@@ -458,7 +446,7 @@ public:
   StreamWaits(ArrayRef<rt::KernelOp> kernels, stream::Footprints &footprints)
       : footprints(footprints) {
     for (rt::KernelOp kernel : kernels)
-      if (isCollective(kernel))
+      if (rt::isCollective(kernel.getOpcode()))
         for (Value buffer : kernel->getOperands())
           collectiveBytes.add(footprints.extent(buffer));
     collectiveBytes.seal();
@@ -579,7 +567,7 @@ LogicalResult mlir::tpc::predictStep(ModuleOp module, const Hardware &hw,
         return failure();
       if (piece->kind == sim::Op::CollectiveStart) {
         streamWaits->reset();
-      } else if (streamWaits && !isCollective(kernels[k])) {
+      } else if (streamWaits && !rt::isCollective(kernels[k].getOpcode())) {
         if (std::optional<Piece> wait = streamWaits->before(kernels[k]))
           function.pieces.push_back(std::move(*wait));
       }

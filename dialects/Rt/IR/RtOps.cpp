@@ -104,6 +104,18 @@ static LogicalResult verifyOffset(Operation *op, IntegerAttr offset) {
 // Meshes and splits
 //===----------------------------------------------------------------------===//
 
+bool mlir::rt::isCollective(OpCode opcode) {
+  switch (opcode) {
+  case OpCode::AllReduce:
+  case OpCode::AllGather:
+  case OpCode::ReduceScatter:
+  case OpCode::AllToAll:
+    return true;
+  default:
+    return false;
+  }
+}
+
 MeshAttr mlir::rt::getProgramMesh(Operation *op) {
   auto program = op->getParentOfType<ProgramOp>();
   return program ? program.getMeshAttr() : MeshAttr();

@@ -29,6 +29,11 @@ int64_t getBufferBytes(MemRefType type);
 /// or nullopt when the result is a buffer of its own.
 std::optional<unsigned> getInPlaceOperand(OpCode opcode, unsigned result);
 
+/// Whether `opcode` is a collective (all_reduce, all_gather,
+/// reduce_scatter, all_to_all): what the CUDA device runs on a
+/// communicator's stream, apart from the compute stream.
+bool isCollective(OpCode opcode);
+
 /// The mesh of the rt.program that holds `op`; null outside a program and
 /// for a single-rank program.
 MeshAttr getProgramMesh(Operation *op);

@@ -361,19 +361,6 @@ void placePooledBuffers(Lifetimes &lifetimes) {
       buffer.offset = base[buffer.pool] + buffer.inSlot;
 }
 
-/// Kernels that the CUDA device runs on a communicator's stream.
-bool isCollective(KernelOp kernel) {
-  switch (kernel.getOpcode()) {
-  case OpCode::AllReduce:
-  case OpCode::AllGather:
-  case OpCode::ReduceScatter:
-  case OpCode::AllToAll:
-    return kernel.getInputs()[0] != kernel.getOutputs()[0];
-  default:
-    return false;
-  }
-}
-
 /// For each kernel k, the kernel after which the buffers that die at k are
 /// freed: k itself, or the last kernel of a run the CUDA device may run as
 /// one (FusionCandidates.h; within one stage and function) that k belongs
@@ -412,9 +399,11 @@ std::vector<int64_t> releaseAfter(const Lifetimes &lifetimes) {
   // (HazardTracker.h), so the operand's bytes go to that reader at the
   // earliest (rt-prefetch-gathers issues gathers well before their reader).
   for (size_t k = 0; k < kernels.size(); ++k) {
-    if (!isCollective(kernels[k]))
+    if (!isCollective(kernels[k].getOpcode()))
       continue;
     Value result = kernels[k].getOutputs()[0];
+    if (result == kernels[k].getInputs()[0])
+      continue; // in place: its operand lives on as the result
     for (size_t j = k + 1; j < kernels.size() && together(k, j); ++j) {
       if (llvm::is_contained(kernels[j]->getOperands(), result)) {
         release[k] = std::max<int64_t>(release[k], j - 1);
