@@ -250,7 +250,8 @@ public:
 
   /// Each microbatch's W adds a fp32 gradient share into the step's sum
   /// (share written and read, sum read and written) where its GEMM cannot:
-  /// the tied embedding's, summed with the embedding's gradient first.
+  /// the tied embedding's with tp > 1 on one stage, summed with the
+  /// embedding's reduce-scattered gradient first.
   double accumulateSeconds(double params) const {
     return plan.microbatches > 1 ? memory(12 * params) : 0;
   }
@@ -440,7 +441,10 @@ public:
     costs.forward.communication = small;
     costs.backward.compute =
         norm + gemm(tokens, m.hidden, vocab) + memory(2 * logits);
-    costs.weight.compute = m.tiedEmbeddings
+    // A tied table's GEMM adds into the sum too, and so does the
+    // embedding's scatter, but where the embedding's gradient is
+    // reduce-scattered in the microbatch (rt-accumulate-weight-grads).
+    costs.weight.compute = tiedGradientSummedPerMicrobatch()
                                ? gemm(tokens, vocab, m.hidden) +
                                      accumulateSeconds(vocab * m.hidden)
                                : weightGemm(tokens, vocab, m.hidden);

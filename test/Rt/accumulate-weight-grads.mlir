@@ -41,8 +41,8 @@ rt.program @train_step {
 // -----
 
 // Not folded: a share also read by another kernel; a share bound as an
-// output; a bf16 sum; a sum read between the GEMM and the add; an add that
-// is no accumulator.
+// output; a bf16 sum; a sum read between the GEMM and the add; an add into a
+// buffer of its own whose other operand is bound (read later).
 // CHECK-LABEL: rt.program @train_step
 // CHECK-NOT: linear_weight_grad_accumulate
 rt.program @train_step {
@@ -79,6 +79,7 @@ rt.program @train_step {
   rt.output "bound" %bound : memref<8x16xf32>
   rt.output "w16" %sum16 : memref<8x16xbf16>
   rt.output "fresh" %fresh : memref<8x16xf32>
+  rt.output "peek" %peek : memref<8x16xf32>
 }
 
 // -----
@@ -110,17 +111,16 @@ rt.program @train_step {
 // -----
 
 // A tied embedding: the head's share plus the embedding's into a buffer of
-// their own. The scatter adds into the head's share in place and the share
-// takes the add's result's place (its later add into the sum, the all-reduce
-// and the binding); the same two-way sum, so that later add is not folded.
+// their own, then added into the microbatches' sum. The scatter adds into
+// the head's share, which takes the add's result's place; then both the
+// head's GEMM and the scatter add into the sum: ((sum + head) + rows), where
+// the adds computed sum + (head + rows).
 // CHECK-LABEL: rt.program @train_step
 // CHECK: %[[TSUM:.*]] = rt.alloc : memref<50x8xf32>
-// CHECK: %[[HEAD:.*]] = rt.alloc : memref<50x8xf32>
-// CHECK-NEXT: rt.kernel linear_weight_grad(%{{.*}}, %{{.*}}) -> (%[[HEAD]])
-// CHECK-NEXT: rt.kernel embedding_grad_accumulate(%{{.*}}, %{{.*}}, %[[HEAD]]) -> (%[[HEAD]]) {phase = "B"} : memref<2x4x8xbf16>, memref<2x4xi64>, memref<50x8xf32> -> memref<50x8xf32>
-// CHECK-NEXT: rt.kernel add(%[[TSUM]], %[[HEAD]]) -> (%[[TSUM]])
-// CHECK-NOT: rt.kernel embedding_grad(
-// CHECK: rt.output "tied" %[[TSUM]]
+// CHECK-NEXT: rt.kernel zeros() -> (%[[TSUM]])
+// CHECK-NEXT: rt.kernel linear_weight_grad_accumulate(%{{.*}}, %{{.*}}, %[[TSUM]]) -> (%[[TSUM]])
+// CHECK-NEXT: rt.kernel embedding_grad_accumulate(%{{.*}}, %{{.*}}, %[[TSUM]]) -> (%[[TSUM]]) {phase = "B"} : memref<2x4x8xbf16>, memref<2x4xi64>, memref<50x8xf32> -> memref<50x8xf32>
+// CHECK-NEXT: rt.output "tied" %[[TSUM]]
 rt.program @train_step {
   %x = rt.input "x" : memref<2x4x50xbf16>
   %dy = rt.input "dy" : memref<2x4x8xbf16>
@@ -192,10 +192,17 @@ rt.program @train_step {
 
 // -----
 
-// Not folded: a head share also read elsewhere; one written after the
-// scatter; one bound as an output; a scatter whose share is read twice.
+// Not folded: a head share also read elsewhere; one bound as an output; a
+// scatter whose share is read twice. A head written after the scatter adds
+// into the scatter's share instead (the same sum).
 // CHECK-LABEL: rt.program @train_step
 // CHECK-NOT: embedding_grad_accumulate
+// CHECK: rt.kernel copy(
+// CHECK-NEXT: %[[S1:.*]] = rt.alloc : memref<50x8xf32>
+// CHECK-NEXT: rt.kernel embedding_grad(%{{.*}}, %{{.*}}) -> (%[[S1]])
+// CHECK-NEXT: rt.kernel linear_weight_grad_accumulate(%{{.*}}, %{{.*}}, %[[S1]]) -> (%[[S1]])
+// CHECK-NOT: embedding_grad_accumulate
+// CHECK: rt.output "t1" %[[S1]]
 rt.program @train_step {
   %x = rt.input "x" : memref<2x4x50xbf16>
   %dy = rt.input "dy" : memref<2x4x8xbf16>
@@ -235,4 +242,38 @@ rt.program @train_step {
   rt.output "t2" %t2 : memref<50x8xf32>
   rt.output "t3" %t3 : memref<50x8xf32>
   rt.output "peek" %peek : memref<50x8xf32>
+}
+
+// -----
+
+// Unrolled microbatches of a tied table, each sum into a buffer of its own:
+// the first microbatch's head share becomes the running sum, into which
+// each GEMM and scatter adds in turn, in the order the microbatch functions
+// add into a zeroed sum in place (test/Compile/train-actions.test).
+// CHECK-LABEL: rt.program @train_step
+// CHECK: %[[H0:.*]] = rt.alloc : memref<50x8xf32>
+// CHECK-NEXT: rt.kernel linear_weight_grad(%[[UX:.*]], %[[UDY:.*]]) -> (%[[H0]])
+// CHECK-NEXT: rt.kernel embedding_grad_accumulate(%[[UDY]], %[[UIDS:.*]], %[[H0]]) -> (%[[H0]])
+// CHECK-NEXT: rt.kernel linear_weight_grad_accumulate(%[[UX]], %[[UDY]], %[[H0]]) -> (%[[H0]])
+// CHECK-NEXT: rt.kernel embedding_grad_accumulate(%[[UDY]], %[[UIDS]], %[[H0]]) -> (%[[H0]])
+// CHECK-NEXT: rt.output "tied" %[[H0]]
+rt.program @train_step {
+  %x = rt.input "x" : memref<2x4x50xbf16>
+  %dy = rt.input "dy" : memref<2x4x8xbf16>
+  %ids = rt.input "ids" bound 50 : memref<2x4xi64>
+  %h0 = rt.alloc : memref<50x8xf32>
+  rt.kernel linear_weight_grad(%x, %dy) -> (%h0) : memref<2x4x50xbf16>, memref<2x4x8xbf16> -> memref<50x8xf32>
+  %e0 = rt.alloc : memref<50x8xf32>
+  rt.kernel embedding_grad(%dy, %ids) -> (%e0) : memref<2x4x8xbf16>, memref<2x4xi64> -> memref<50x8xf32>
+  %t0 = rt.alloc : memref<50x8xf32>
+  rt.kernel add(%h0, %e0) -> (%t0) : memref<50x8xf32>, memref<50x8xf32> -> memref<50x8xf32>
+  %h1 = rt.alloc : memref<50x8xf32>
+  rt.kernel linear_weight_grad(%x, %dy) -> (%h1) : memref<2x4x50xbf16>, memref<2x4x8xbf16> -> memref<50x8xf32>
+  %e1 = rt.alloc : memref<50x8xf32>
+  rt.kernel embedding_grad(%dy, %ids) -> (%e1) : memref<2x4x8xbf16>, memref<2x4xi64> -> memref<50x8xf32>
+  %u1 = rt.alloc : memref<50x8xf32>
+  rt.kernel add(%h1, %e1) -> (%u1) : memref<50x8xf32>, memref<50x8xf32> -> memref<50x8xf32>
+  %t1 = rt.alloc : memref<50x8xf32>
+  rt.kernel add(%t0, %u1) -> (%t1) : memref<50x8xf32>, memref<50x8xf32> -> memref<50x8xf32>
+  rt.output "tied" %t1 : memref<50x8xf32>
 }

@@ -15,26 +15,35 @@
 // hit row's sum of dY rows from 0, added to the sum; a row no id hits is
 // left as it is, where the add turned a -0 into +0.
 //
-// An embedding's share may also be added to another buffer into a buffer
-// of its own, `out = add(head, share)`: a tied embedding's gradient (the
-// LM head's share plus the embedding's; with microbatches then added into
-// the sum), or, unrolled, the microbatches' running sum (`t1 = add(t0,
-// share1)`). Where `head` is read by that add alone and written before the
-// scatter, the scatter adds into it in place (`embedding_grad_accumulate`)
-// and `head` takes `out`'s place: the same two-way sum, so the association
-// is unchanged and the values are the pair's as above. One microbatch (the
-// MFU model): two vocabulary-sized f32 tables neither written nor read, nor
-// planned.
+// The sum may also be a buffer of its own: `out = add(t, share)`, where `t`
+// is used by nothing after the share's first writer but the add (unrolled
+// microbatches' running sum `t1 = add(t0, share1)`; a tied table's
+// `add(head, share)`, the LM head's share plus the embedding's). The
+// share's writers then add into `t`, which takes `out`'s place. And a share
+// may have been written by its GEMM and then added into by an accumulating
+// kernel (the tied head's share, once the embedding's scatter adds into
+// it): all its writers then add into the sum, the GEMM first. Folds make
+// folds (the tied pair, then its add into the sum), so the pass works in
+// rounds; a running sum an add wrote waits for that add to fold, so that
+// the unrolled sums associate as the microbatch functions' in-place ones.
+// One microbatch (the MFU model): two vocabulary-sized f32 tables neither
+// written nor read, nor planned. With microbatches, a tied table on one
+// stage: the head's V·h f32 share neither written nor read per microbatch.
 //
 // The values: the add computed round(sum + round(share)). A GEMM that sums
-// the microbatch's tokens in one block computes the same, bit for bit
-// (test/Compile/train-actions.test: the actions' gradients equal the
-// unrolled step's, which has no accumulating GEMM); one that sums them in
-// blocks (OpenBLAS past a few hundred tokens, cuBLASLt's split-K) adds each
+// the microbatch's tokens in one block computes the same where beta = 1
+// adds the rounded product into the sum (OpenBLAS's: until 2026-12-05
+// test/Compile/train-actions.test compared its actions against an unrolled
+// step of plain GEMMs and adds, bit for bit); one that sums them in blocks
+// (OpenBLAS past a few hundred tokens, cuBLASLt's split-K) adds each
 // block's partial product into the sum in turn: the same float32 additions
 // in another order, within float32's bound for them (OpenBLAS's sgemm of a
 // [96, 120] sum over 2000 rows: about half its elements differ in the last
-// bits from the add's).
+// bits from the add's). A tied share written by the head's GEMM and the
+// embedding's scatter was rounded once more: sum + (head + rows) is now
+// (sum + head) + rows. The unrolled step and the microbatch functions fold
+// alike, so they still train bit for bit the same
+// (test/Compile/train-actions.test).
 //
 //===----------------------------------------------------------------------===//
 
@@ -88,72 +97,104 @@ bool runsBefore(KernelOp first, KernelOp second,
                            functions->functionOf.lookup(second);
 }
 
-/// The `linear_weight_grad` or `embedding_grad` whose share `add` adds into
-/// its sum, when the pair folds: the add is an accumulator (`sum = sum +
-/// share`, one f32 type), the share an rt.alloc written by that GEMM alone and
-/// read by the add alone, before it in the same block, stage and function, and
-/// the sum untouched between them.
-KernelOp foldableShare(const KernelUses &uses,
-                       const std::optional<KernelFunctions> &functions,
-                       KernelOp add) {
-  if (add.getInputs().size() != 2 || add.getOutputs().size() != 1)
-    return nullptr;
-  Value sum = add.getInputs()[0], share = add.getInputs()[1];
-  if (add.getOutputs()[0] != sum || share == sum ||
-      sum.getType() != share.getType() ||
-      !cast<MemRefType>(sum.getType()).getElementType().isF32())
-    return nullptr;
-  KernelOp gemm = uses.soleWriter(share);
-  if (!gemm || !accumulatingForm(gemm.getOpcode()) ||
-      !uses.readOnlyBy(share, add) || !runsBefore(gemm, add, functions) ||
-      gemm.getSplitsAttr() || llvm::is_contained(gemm.getInputs(), sum))
-    return nullptr;
-  if (touchedBetween(gemm, add, sum))
-    return nullptr;
-  return gemm;
+/// Whether `opcode` adds into its last input, its result.
+bool isAccumulating(OpCode opcode) {
+  return opcode == OpCode::LinearWeightGradAccumulate ||
+         opcode == OpCode::EmbeddingGradAccumulate;
 }
 
-/// An embedding's share added to another buffer into one of their own:
-/// `out = add(head, share)` (either order, one f32 type), where `share` is an
-/// embedding_grad's as in foldableShare and `head` an unbound rt.alloc read
-/// by the add alone and written only before the scatter (in its block, stage
-/// and function), so that the scatter can add into it in place.
-struct TiedShares {
-  KernelOp scatter, add;
-  Value head;
+/// A share's writers when they can write into another buffer instead: the
+/// share is an unbound rt.alloc written first by a kernel with an
+/// accumulating form, then only by accumulating kernels adding into it (a
+/// tied table's head GEMM, then the embedding's scatter), each before `add`
+/// in its block, stage and function; and read by those and `add` alone.
+std::optional<SmallVector<KernelOp>>
+shareWriters(const KernelUses &uses,
+             const std::optional<KernelFunctions> &functions, Value share,
+             KernelOp add) {
+  if (!share.getDefiningOp<AllocOp>() || uses.bound.contains(share) ||
+      llvm::count(add.getInputs(), share) != 1)
+    return std::nullopt;
+  SmallVector<KernelOp> writers(uses.writers.lookup(share));
+  if (writers.empty())
+    return std::nullopt;
+  KernelOp first = writers.front();
+  if (!accumulatingForm(first.getOpcode()) ||
+      llvm::is_contained(first.getInputs(), share))
+    return std::nullopt;
+  for (KernelOp writer : llvm::drop_begin(writers))
+    if (!isAccumulating(writer.getOpcode()) ||
+        writer.getInputs().back() != share ||
+        llvm::count(writer.getInputs(), share) != 1)
+      return std::nullopt;
+  for (KernelOp writer : writers)
+    if (writer.getSplitsAttr() || writer.getOutputs().size() != 1 ||
+        !runsBefore(writer, add, functions))
+      return std::nullopt;
+  for (KernelOp reader : uses.readers.lookup(share))
+    if (reader != add && !llvm::is_contained(writers, reader))
+      return std::nullopt;
+  return writers;
+}
+
+/// `out = add(sum, share)` where the share's writers can add into `sum`
+/// instead, `out` then being `sum`.
+struct ShareFold {
+  KernelOp add;
+  Value sum, share;
+  SmallVector<KernelOp> writers;
 };
 
-std::optional<TiedShares>
-foldableTiedShares(const KernelUses &uses,
-                   const std::optional<KernelFunctions> &functions,
-                   KernelOp add) {
+/// The fold of `add`, if it has one: f32 operands of one type, either order;
+/// the share's writers as in shareWriters, none reading `sum`; and either
+/// the add accumulates in place (`out` is `sum`, untouched from the share's
+/// first writer to the add), or `out` is an rt.alloc of its own (the add its
+/// one writer) and `sum` an unbound rt.alloc used by nothing from the
+/// share's first writer on but the add (a running sum: `t1 = add(t0, s1)`;
+/// a tied table's `add(head, share)`), so that `sum` can take `out`'s place.
+/// A running sum that an add wrote waits until that add has folded (a later
+/// round): the sums then associate as the in-place adds of the microbatch
+/// functions do, (((0 + a) + b) + c), whatever order the folds become
+/// possible in.
+std::optional<ShareFold>
+foldableShare(const KernelUses &uses,
+              const std::optional<KernelFunctions> &functions, KernelOp add) {
   if (add.getInputs().size() != 2 || add.getOutputs().size() != 1)
     return std::nullopt;
   Value out = add.getOutputs()[0];
-  if (!out.getDefiningOp<AllocOp>() ||
-      !cast<MemRefType>(out.getType()).getElementType().isF32() ||
-      uses.writers.lookup(out).size() != 1)
+  if (!cast<MemRefType>(out.getType()).getElementType().isF32())
     return std::nullopt;
   for (unsigned i = 0; i < 2; ++i) {
-    Value share = add.getInputs()[i], head = add.getInputs()[1 - i];
-    if (share == head || share == out || head == out ||
-        share.getType() != out.getType() || head.getType() != out.getType())
+    Value sum = add.getInputs()[i], share = add.getInputs()[1 - i];
+    if (share == sum || share == out || sum.getType() != out.getType() ||
+        share.getType() != out.getType())
       continue;
-    KernelOp scatter = uses.soleWriter(share);
-    if (!scatter || scatter.getOpcode() != OpCode::EmbeddingGrad ||
-        scatter.getSplitsAttr() || !uses.readOnlyBy(share, add) ||
-        !runsBefore(scatter, add, functions) ||
-        llvm::is_contained(scatter.getInputs(), head))
-      continue;
-    if (!head.getDefiningOp<AllocOp>() || uses.bound.contains(head) ||
-        !uses.readOnlyBy(head, add))
-      continue;
-    auto headWriters = uses.writers.lookup(head);
-    if (headWriters.empty() || !llvm::all_of(headWriters, [&](KernelOp writer) {
-          return runsBefore(writer, scatter, functions);
+    std::optional<SmallVector<KernelOp>> writers =
+        shareWriters(uses, functions, share, add);
+    if (!writers || llvm::any_of(*writers, [&](KernelOp writer) {
+          return llvm::is_contained(writer.getInputs(), sum);
         }))
       continue;
-    return TiedShares{scatter, add, head};
+    KernelOp first = writers->front();
+    if (out == sum) {
+      if (touchedBetween(first, add, sum))
+        continue;
+      return ShareFold{add, sum, share, std::move(*writers)};
+    }
+    if (!out.getDefiningOp<AllocOp>() || uses.writers.lookup(out).size() != 1 ||
+        !sum.getDefiningOp<AllocOp>() || uses.bound.contains(sum))
+      continue;
+    auto usedBeforeFirst = [&](KernelOp kernel) {
+      return kernel == add || runsBefore(kernel, first, functions);
+    };
+    auto isAdd = [](KernelOp kernel) {
+      return kernel.getOpcode() == OpCode::Add;
+    };
+    if (!llvm::all_of(uses.readers.lookup(sum), usedBeforeFirst) ||
+        !llvm::all_of(uses.writers.lookup(sum), usedBeforeFirst) ||
+        llvm::any_of(uses.writers.lookup(sum), isAdd))
+      continue;
+    return ShareFold{add, sum, share, std::move(*writers)};
   }
   return std::nullopt;
 }
@@ -184,55 +225,64 @@ struct AccumulateWeightGrads
   }
 
   LogicalResult runOn(ProgramOp program) {
-    KernelUses uses = KernelUses::of(program);
     std::optional<KernelFunctions> functions = KernelFunctions::read(program);
-    SmallVector<std::pair<KernelOp, KernelOp>> pairs;
-    SmallVector<TiedShares> tied;
-    for (auto add : program.getBody().front().getOps<KernelOp>()) {
-      if (add.getOpcode() != OpCode::Add)
-        continue;
-      if (KernelOp gemm = foldableShare(uses, functions, add))
-        pairs.push_back({gemm, add});
-      else if (std::optional<TiedShares> shares =
-                   foldableTiedShares(uses, functions, add))
-        tied.push_back(*shares);
-    }
-    if (pairs.empty() && tied.empty())
-      return success();
     OpBuilder b(program.getContext());
-    // Where the GEMM (or scatter) ran: its inputs are live there (the memory
-    // plan comes later); the sum is untouched until the add.
-    auto fold = [&](KernelOp kernel, KernelOp add, Value sum) {
-      Value share = kernel.getOutputs()[0];
-      KernelOp fused = createAccumulating(b, kernel, sum);
-      if (functions) {
-        functions->functionOf[fused] = functions->functionOf.lookup(kernel);
-        functions->functionOf.erase(kernel);
-        functions->functionOf.erase(add);
+    // In rounds: a fold can make another (a tied table's scatter adds into
+    // the head's share, which can then add into the microbatches' sum; an
+    // unrolled running sum's next add reads the last one's result). Within a
+    // round no two folds share a buffer.
+    bool folded = false;
+    while (true) {
+      KernelUses uses = KernelUses::of(program);
+      SmallVector<ShareFold> folds;
+      DenseSet<Value> claimed;
+      for (auto add : program.getBody().front().getOps<KernelOp>()) {
+        if (add.getOpcode() != OpCode::Add)
+          continue;
+        std::optional<ShareFold> fold = foldableShare(uses, functions, add);
+        if (!fold)
+          continue;
+        Value buffers[] = {fold->sum, fold->share, add.getOutputs()[0]};
+        if (llvm::any_of(buffers, [&](Value v) { return claimed.contains(v); }))
+          continue;
+        claimed.insert(std::begin(buffers), std::end(buffers));
+        folds.push_back(std::move(*fold));
       }
-      add->erase();
-      kernel->erase();
-      if (share.use_empty())
-        share.getDefiningOp()->erase();
-    };
-    for (auto [gemm, add] : pairs)
-      fold(gemm, add, add.getInputs()[0]);
-    // A chain (the unrolled microbatches' `t1 = add(t0, share1)`): t0 is
-    // gone by the time its successor folds, replaced by the head it became.
-    DenseMap<Value, Value> becameHead;
-    for (TiedShares &shares : tied) {
-      Value out = shares.add.getOutputs()[0];
-      Value head = becameHead.lookup(shares.head);
-      if (!head)
-        head = shares.head;
-      fold(shares.scatter, shares.add, head);
-      out.replaceAllUsesWith(head);
-      out.getDefiningOp()->erase();
-      becameHead[out] = head;
+      if (folds.empty())
+        break;
+      for (ShareFold &fold : folds)
+        applyFold(b, functions, fold);
+      folded = true;
     }
-    if (!functions)
+    if (!folded || !functions)
       return success();
     return functions->writeWithActions(program, "rt-accumulate-weight-grads");
+  }
+
+  /// The share's first writer adds into the sum where it ran (its inputs are
+  /// live there; the memory plan comes later), the others add into the sum
+  /// instead of the share, and the add and the share go; `sum` takes the
+  /// add's result's place.
+  static void applyFold(OpBuilder &b, std::optional<KernelFunctions> &functions,
+                        ShareFold &fold) {
+    KernelOp first = fold.writers.front();
+    KernelOp fused = createAccumulating(b, first, fold.sum);
+    if (functions) {
+      functions->functionOf[fused] = functions->functionOf.lookup(first);
+      functions->functionOf.erase(first);
+      functions->functionOf.erase(fold.add);
+    }
+    first->erase();
+    for (KernelOp writer : llvm::drop_begin(fold.writers))
+      writer->replaceUsesOfWith(fold.share, fold.sum);
+    Value out = fold.add.getOutputs()[0];
+    fold.add->erase();
+    if (out != fold.sum) {
+      out.replaceAllUsesWith(fold.sum);
+      out.getDefiningOp()->erase();
+    }
+    if (fold.share.use_empty())
+      fold.share.getDefiningOp()->erase();
   }
 };
 

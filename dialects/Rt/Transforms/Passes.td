@@ -142,26 +142,32 @@ def RtAccumulateWeightGrads : Pass<"rt-accumulate-weight-grads", "ModuleOp"> {
     beta = 1): the share is neither written nor read, its buffer goes, one
     kernel less per microbatch and weight. The values: where the GEMM sums
     a microbatch's tokens in one block it rounds the product and then adds
-    the sum, as the add did, bit for bit (OpenBLAS up to a few hundred
-    tokens: test/Compile/train-actions.test's actions equal the unrolled
-    step, which has no accumulating GEMM); a longer sum adds its blocks'
-    partial products into the sum one at a time, another order of the
-    same float32 additions, within float32's bound for them. An
-    `embedding_grad` share folds the same way into
+    the sum, as the add did (OpenBLAS up to a few hundred tokens: until
+    2026-12-05 test/Compile/train-actions.test compared the actions against
+    an unrolled step of plain GEMMs and adds, bit for bit); a longer sum
+    adds its blocks' partial products into the sum one at a time, another
+    order of the same float32 additions, within float32's bound for them.
+    An `embedding_grad` share folds the same way into
     `embedding_grad_accumulate`, which reads and writes only the rows the
     ids hit (the pair wrote the whole table, then read two and wrote one):
     each hit row gets the pair's value bit for bit (its dY rows summed from
     0, then added); a row no id hits keeps its value, where the add turned
-    a -0 into +0. An `embedding_grad` share added to another buffer into
-    a buffer of its own, `out = add(head, share)` (a tied embedding's
-    gradient: the LM head's share plus the embedding's; unrolled
-    microbatches' running sum), folds too where `head` is an unbound
-    `rt.alloc` read by that add alone and written only before the scatter
-    (same block, stage and function): the scatter becomes
-    `embedding_grad_accumulate` into `head`, which takes `out`'s place (the
-    same two-way sum, so a later add into the microbatches' sum is
-    associated as before). In a program of functions
-    the ranges and action lists are renumbered. Runs before
+    a -0 into +0. The sum may be a buffer of its own too: in `out =
+    add(t, share)` (either order; unrolled microbatches' running sum `t1 =
+    add(t0, share1)`, a tied table's `add(head, share)`), where `out` is an
+    `rt.alloc` the add alone writes and `t` an unbound `rt.alloc` that
+    nothing uses after the share's first writer but the add, the share's
+    writers add into `t`, which takes `out`'s place. A share may also have
+    been written by its GEMM and then added into by accumulating kernels (a
+    tied head's share once the embedding's scatter adds into it): all its
+    writers add into the sum, in their order. The pass folds in rounds,
+    since folds make folds; a running sum written by an add waits for that
+    add's fold, so that unrolled microbatches associate their sums as the
+    microbatch functions' in-place adds do and train bit for bit alike. A
+    tied share's sum + (head + rows) becomes (sum + head) + rows, another
+    association of the same float32 additions; with microbatches the head's
+    V·h f32 share is no longer written, read nor planned. In a program of
+    functions the ranges and action lists are renumbered. Runs before
     `rt-plan-memory`.
   }];
 }
