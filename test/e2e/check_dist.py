@@ -79,9 +79,9 @@ def make_cases():
     cases["llama-vocab250-dp2-tp4"] = dict(model="llama", dp=2, tp=4, sp=False, dropout=0.0,
                                            microbatches=1, vocab=250)
     # The tied embedding and LM head whole on every tp rank
-    # (--vocab-parallel=false), with microbatches: each microbatch's
-    # embedding scatter adds into the head's share (rt-accumulate-weight-
-    # grads), which tp then all-reduces.
+    # (--vocab-parallel=false), with microbatches: each microbatch's head
+    # GEMM and then its embedding scatter add into the gradient's sum
+    # (rt-accumulate-weight-grads).
     cases["gpt2-dp1-tp2-whole-vocab-mb2"] = dict(model="gpt2", dp=1, tp=2, sp=False,
                                                  dropout=0.0, microbatches=2,
                                                  vocab_parallel=False)
