@@ -24,6 +24,16 @@ int64_t mlir::tpc::countLayerParameters(const TransformerShape &m) {
          (h * m.ffn + m.ffn) + (m.ffn * h + h);
 }
 
+std::vector<double> mlir::tpc::layerTensorElements(const TransformerShape &m,
+                                                   double tp) {
+  double h = m.hidden, q = m.heads * m.headDim / tp;
+  double kv = std::max(1.0, m.kvHeads / tp) * m.headDim, ffn = m.ffn / tp;
+  if (m.llama)
+    return {h, h, h * q, h * kv, h * kv, q * h, h * ffn, h * ffn, ffn * h};
+  return {h,     h, h,       h,   h * (q + 2 * kv), q + 2 * kv,
+          q * h, h, h * ffn, ffn, ffn * h,          h};
+}
+
 int64_t mlir::tpc::countParameters(const TransformerShape &m) {
   int64_t h = m.hidden;
   // The embedding (and learned positions), the final norm, an untied head.
@@ -618,11 +628,32 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
   // (rt-issue-reductions-early), with the backward of the layers after it;
   // elsewhere the reduction follows the backward.
   const bool overlapsReduction = hw.runtimeDevice == "cuda" && plan.dp > 1;
+  // The reduction as compiled: an all_reduce per parameter tensor, each
+  // paying the collective's latency (a layer's norms and biases: a dozen
+  // latency-bound ones).
+  auto reduceSeconds = [&](double elements) {
+    return collectiveSeconds(hw, CollectiveKind::AllReduce, 4 * elements,
+                             plan.dp, dpPerNode);
+  };
+  double layerReduction = 0;
+  for (double elements : layerTensorElements(m, t))
+    layerReduction += reduceSeconds(elements);
   std::vector<double> reduction(plan.pp, 0), epilogue(plan.pp, 0);
+  for (int64_t c = 0; c < chunks; ++c) {
+    double &seconds = reduction[rankOf(c)];
+    seconds += layerReduction * chunkLayers[c];
+    if (c == 0) {
+      seconds += reduceSeconds(m.vocab * h / t);
+      if (!m.llama)
+        seconds += reduceSeconds(m.seq * h);
+    }
+    if (c == chunks - 1) {
+      seconds += reduceSeconds(h) * (m.llama ? 1 : 2);
+      if (!m.tiedEmbeddings || chunks > 1)
+        seconds += reduceSeconds(m.vocab * h / t);
+    }
+  }
   for (int64_t r = 0; r < plan.pp; ++r) {
-    double gradBytes = rankParams[r] * 4;
-    reduction[r] = collectiveSeconds(hw, CollectiveKind::AllReduce, gradBytes,
-                                     plan.dp, dpPerNode);
     epilogue[r] = (overlapsReduction ? 0 : reduction[r]) +
                   memoryBoundSeconds(hw, rankParams[r] * (mixed ? 34 : 28));
     if (r == 0)

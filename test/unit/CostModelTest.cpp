@@ -505,6 +505,36 @@ TEST(PlanModel, ReplayAgreesWithTheClosedFormOn1F1B) {
   EXPECT_EQ(replayed->peakBytes >= closed->peakBytes * 0.99, true);
 }
 
+TEST(PlanModel, DataParallelReductionPaysALatencyPerTensor) {
+  // As compiled, one all_reduce per parameter tensor: a GPT-2 layer's 12
+  // (two norms' weights and biases, four matrices, four biases), the
+  // tied embedding, the learned positions and the final norm's two; a
+  // Llama layer's 9 (two norms, q, k, v, o, gate, up, down) and an untied
+  // head. Each pays the link's latency once (dp = 8 in one node, the
+  // reduction after the backward): 1 ms more latency, that many ms more.
+  Hardware hw = testHardware();
+  Hardware slower = hw;
+  slower.intraNode.latencySeconds += 1e-3;
+  TransformerShape gpt{4, 1024, 16, 16, 64, 4096, 50304, 1024};
+  TransformerShape llama = gpt;
+  llama.llama = true;
+  llama.kvHeads = 4;
+  llama.tiedEmbeddings = false;
+  PlanChoice plan;
+  plan.dp = 8;
+  plan.microbatches = 2;
+  std::string error;
+  for (auto [shape, tensors] :
+       {std::pair(gpt, 4 * 12 + 4), std::pair(llama, 4 * 9 + 3)}) {
+    auto fast = estimatePlan(shape, plan, hw, false, error);
+    ASSERT_TRUE(fast) << error;
+    auto slow = estimatePlan(shape, plan, slower, false, error);
+    ASSERT_TRUE(slow) << error;
+    EXPECT_NEAR(slow->stepSeconds - fast->stepSeconds, tensors * 1e-3, 1e-9)
+        << (shape.llama ? "llama" : "gpt");
+  }
+}
+
 TEST(PlanModel, CudaOverlapsTheDataParallelReduction) {
   // On a device that overlaps each layer's reduction with the backward of
   // the layers after it (runtime_device cuda), a data-parallel step is

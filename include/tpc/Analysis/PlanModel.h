@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace mlir::tpc {
 
@@ -75,6 +76,11 @@ struct PlanEstimate {
 int64_t countParameters(const TransformerShape &shape);
 /// The parameters of one transformer layer (countParameters' per layer).
 int64_t countLayerParameters(const TransformerShape &shape);
+/// The elements of each of one layer's parameter tensors on a rank of `tp`
+/// (the split matrices and column-parallel biases divided by tp): what the
+/// data-parallel reduction reduces, one all_reduce per tensor.
+std::vector<double> layerTensorElements(const TransformerShape &shape,
+                                        double tp);
 
 /// Narayanan et al. 2021 (Megatron-LM), eq. 2 and eq. 3, and Korthikanti et
 /// al. 2022's model FLOPs: P = 12·l·h²·(1 + 13/(12h) + (V + s)/(12·l·h));
