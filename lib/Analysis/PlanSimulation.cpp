@@ -354,6 +354,29 @@ bool isMatmul(rt::KernelOp kernel) {
   }
 }
 
+/// Whether the CUDA device launches `kernel` with `previous`, the kernel
+/// before it, as one multi-tensor optimizer launch: both adamw_update with
+/// the same attributes and scalars (lr, step, grad_scale), neither pooled
+/// (CudaDevice::planOptimizerBatches).
+bool continuesOptimizerBatch(rt::KernelOp previous, rt::KernelOp kernel) {
+  auto pooled = [](rt::KernelOp k) {
+    return llvm::any_of(k->getOperands(), [](Value buffer) {
+      auto alloc = buffer.getDefiningOp<rt::AllocOp>();
+      return alloc && alloc.getPoolAttr();
+    });
+  };
+  if (previous.getOpcode() != rt::OpCode::AdamWUpdate ||
+      kernel.getOpcode() != rt::OpCode::AdamWUpdate ||
+      previous.getInputs().size() != kernel.getInputs().size() ||
+      previous.getFloatsAttr() != kernel.getFloatsAttr() || pooled(previous) ||
+      pooled(kernel))
+    return false;
+  for (size_t j = 4; j < kernel.getInputs().size(); ++j)
+    if (previous.getInputs()[j] != kernel.getInputs()[j])
+      return false;
+  return true;
+}
+
 /// A runtime device's fused groups priced as one kernel each: the tail (a
 /// group's last kernel) is the group, its other kernels cost nothing alone.
 /// The group moves each outside buffer once: the members' operands but
@@ -565,6 +588,10 @@ LogicalResult mlir::tpc::predictStep(ModuleOp module, const Hardware &hw,
       FailureOr<Piece> piece = groups.price(k);
       if (failed(piece))
         return failure();
+      // A run of optimizer updates is one launch on the CUDA device.
+      if (streamWaits && k > function.first &&
+          continuesOptimizerBatch(kernels[k - 1], kernels[k]))
+        piece->seconds = std::max(0.0, piece->seconds - hw.kernelLaunchSeconds);
       if (piece->kind == sim::Op::CollectiveStart) {
         streamWaits->reset();
       } else if (streamWaits && !rt::isCollective(kernels[k].getOpcode())) {
