@@ -88,10 +88,11 @@ bool touchedBetween(KernelOp from, KernelOp to, Value buffer) {
 
 /// Whether `first` runs before `second` in every run of them: one block,
 /// stage and function (an action list runs a function's kernels in order).
-bool runsBefore(KernelOp first, KernelOp second,
+bool runsBefore(const KernelUses &uses, KernelOp first, KernelOp second,
                 const std::optional<KernelFunctions> &functions) {
   if (first->getBlock() != second->getBlock() ||
-      !first->isBeforeInBlock(second) || first.getStage() != second.getStage())
+      uses.position.lookup(first) >= uses.position.lookup(second) ||
+      first.getStage() != second.getStage())
     return false;
   return !functions || functions->functionOf.lookup(first) ==
                            functions->functionOf.lookup(second);
@@ -129,7 +130,7 @@ shareWriters(const KernelUses &uses,
       return std::nullopt;
   for (KernelOp writer : writers)
     if (writer.getSplitsAttr() || writer.getOutputs().size() != 1 ||
-        !runsBefore(writer, add, functions))
+        !runsBefore(uses, writer, add, functions))
       return std::nullopt;
   for (KernelOp reader : uses.readers.lookup(share))
     if (reader != add && !llvm::is_contained(writers, reader))
@@ -185,7 +186,7 @@ foldableShare(const KernelUses &uses,
         !sum.getDefiningOp<AllocOp>() || uses.bound.contains(sum))
       continue;
     auto usedBeforeFirst = [&](KernelOp kernel) {
-      return kernel == add || runsBefore(kernel, first, functions);
+      return kernel == add || runsBefore(uses, kernel, first, functions);
     };
     auto isAdd = [](KernelOp kernel) {
       return kernel.getOpcode() == OpCode::Add;

@@ -139,9 +139,19 @@ inline bool moveUpAfter(KernelOp collective, Operation *anchor) {
   if (!anchor || anchor == collective.getOperation() ||
       anchor->getNextNode() == collective.getOperation())
     return false;
+  // Whether the result's alloc lies between the anchor and the collective:
+  // walked, not asked of the block's order, which each move invalidates
+  // (asked after every move, it is recomputed per collective).
   Operation *alloc = result.getDefiningOp();
-  if (alloc && alloc->getBlock() == collective->getBlock() &&
-      anchor->isBeforeInBlock(alloc)) {
+  bool allocBetween = false;
+  if (alloc && alloc->getBlock() == collective->getBlock())
+    for (Operation *op = anchor->getNextNode();
+         op && op != collective.getOperation(); op = op->getNextNode())
+      if (op == alloc) {
+        allocBetween = true;
+        break;
+      }
+  if (allocBetween) {
     alloc->moveAfter(anchor);
     anchor = alloc;
   }

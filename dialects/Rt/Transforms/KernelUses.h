@@ -20,6 +20,9 @@ namespace mlir::rt {
 struct KernelUses {
   DenseMap<Value, SmallVector<KernelOp, 2>> writers, readers;
   DenseSet<Value> bound;
+  /// Each kernel's place in the body, for order queries that a fold's
+  /// inserted kernels would otherwise make recompute the block's order.
+  DenseMap<Operation *, int64_t> position;
 
   /// The uses in `program`'s body.
   static KernelUses of(ProgramOp program) {
@@ -30,6 +33,7 @@ struct KernelUses {
       auto kernel = dyn_cast<KernelOp>(op);
       if (!kernel)
         continue;
+      uses.position[kernel] = static_cast<int64_t>(uses.position.size());
       for (Value v : kernel.getInputs())
         if (!llvm::is_contained(uses.readers[v], kernel))
           uses.readers[v].push_back(kernel);

@@ -260,6 +260,17 @@ struct PackAttentionQkv
     }
     if (packings.empty())
       return success();
+    // The gradients' tensors allocated after their first gradient, asked
+    // before anything moves: the block's order, once recomputed, stays
+    // valid until the first insertion (asked after each, it is recomputed
+    // per attention: quadratic in an unrolled step's kernels).
+    DenseSet<Operation *> allocatedLate;
+    for (Packing &p : packings)
+      for (auto [grad, concat] : llvm::zip_equal(p.grads, p.concats)) {
+        Operation *alloc = concat.getOutputs()[0].getDefiningOp();
+        if (grad->isBeforeInBlock(alloc))
+          allocatedLate.insert(alloc);
+      }
     OpBuilder b(program.getContext());
     for (Packing &p : packings) {
       if (p.pool)
@@ -285,7 +296,7 @@ struct PackAttentionQkv
         Value whole = concat.getOutputs()[0];
         // The gradients' tensor is now written where the gradients were.
         Operation *alloc = whole.getDefiningOp();
-        if (grad->isBeforeInBlock(alloc))
+        if (allocatedLate.contains(alloc))
           alloc->moveBefore(grad);
         mayGo(grad.getOutputs());
         SmallVector<Value> inputs = {grad.getInputs()[0], p.qkv};
