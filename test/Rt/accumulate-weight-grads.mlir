@@ -277,3 +277,24 @@ rt.program @train_step {
   rt.kernel add(%t0, %u1) -> (%t1) : memref<50x8xf32>, memref<50x8xf32> -> memref<50x8xf32>
   rt.output "tied" %t1 : memref<50x8xf32>
 }
+
+// -----
+
+// Not folded: a running sum into a buffer of its own in another pool than
+// the sum's (the sum would take the result's place in every slot).
+// CHECK-LABEL: rt.program @pooled
+// CHECK-NOT: linear_weight_grad_accumulate
+// CHECK: rt.kernel add(
+rt.program @pooled attributes {pools = [{slots = 2}]} {
+  %x = rt.input "x" : memref<4x8xf32>
+  %dy = rt.input "dy" : memref<4x16xf32>
+  %t0 = rt.alloc : memref<8x16xf32>
+  rt.kernel linear_weight_grad(%x, %dy) -> (%t0) : memref<4x8xf32>, memref<4x16xf32> -> memref<8x16xf32>
+  %s1 = rt.alloc : memref<8x16xf32>
+  rt.kernel linear_weight_grad(%x, %dy) -> (%s1) : memref<4x8xf32>, memref<4x16xf32> -> memref<8x16xf32>
+  %t1 = rt.alloc pool 0 : memref<8x16xf32>
+  rt.kernel add(%t0, %s1) -> (%t1) : memref<8x16xf32>, memref<8x16xf32> -> memref<8x16xf32>
+  %copy = rt.alloc : memref<8x16xf32>
+  rt.kernel copy(%t1) -> (%copy) : memref<8x16xf32> -> memref<8x16xf32>
+  rt.output "w" %copy : memref<8x16xf32>
+}

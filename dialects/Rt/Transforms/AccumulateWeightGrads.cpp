@@ -152,7 +152,8 @@ struct ShareFold {
 /// first writer to the add), or `out` is an rt.alloc of its own (the add its
 /// one writer) and `sum` an unbound rt.alloc used by nothing from the
 /// share's first writer on but the add (a running sum: `t1 = add(t0, s1)`;
-/// a tied table's `add(head, share)`), so that `sum` can take `out`'s place.
+/// a tied table's `add(head, share)`; the two in one pool or none), so that
+/// `sum` can take `out`'s place.
 /// A running sum that an add wrote waits until that add has folded (a later
 /// round): the sums then associate as the in-place adds of the microbatch
 /// functions do, (((0 + a) + b) + c), whatever order the folds become
@@ -182,8 +183,12 @@ foldableShare(const KernelUses &uses,
         continue;
       return ShareFold{add, sum, share, std::move(*writers)};
     }
-    if (!out.getDefiningOp<AllocOp>() || uses.writers.lookup(out).size() != 1 ||
-        !sum.getDefiningOp<AllocOp>() || uses.bound.contains(sum))
+    // (`sum` takes `out`'s place in every run: one pool, or none, for both.)
+    auto outAlloc = out.getDefiningOp<AllocOp>();
+    auto sumAlloc = sum.getDefiningOp<AllocOp>();
+    if (!outAlloc || uses.writers.lookup(out).size() != 1 || !sumAlloc ||
+        uses.bound.contains(sum) ||
+        outAlloc.getPoolAttr() != sumAlloc.getPoolAttr())
       continue;
     auto usedBeforeFirst = [&](KernelOp kernel) {
       return kernel == add || runsBefore(uses, kernel, first, functions);
