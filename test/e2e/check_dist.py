@@ -85,6 +85,11 @@ def make_cases():
     cases["gpt2-dp1-tp2-whole-vocab-mb2"] = dict(model="gpt2", dp=1, tp=2, sp=False,
                                                  dropout=0.0, microbatches=2,
                                                  vocab_parallel=False)
+    # A tied table with microbatches on one stage, its vocabulary (250)
+    # none of the other sizes: each microbatch's head GEMM and embedding
+    # scatter add into the gradient's sum, which dp then all-reduces.
+    cases["gpt2-vocab250-dp2-tp1-mb2"] = dict(model="gpt2", dp=2, tp=1, sp=False,
+                                              dropout=0.0, microbatches=2, vocab=250)
     # Gradients reduced in bf16 (--grad-reduce-dtype bf16): one microbatch
     # (the reductions issued right after each gradient's last kernel) and
     # two (functions run by actions: the casts join the epilogue).
