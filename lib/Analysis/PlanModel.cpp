@@ -266,6 +266,21 @@ public:
     return plan.microbatches > 1 ? memory(12 * params) : 0;
   }
 
+  /// With microbatches, each microbatch adds its share of every gradient
+  /// no GEMM or scatter accumulates into the sum, a kernel each (f32: the
+  /// share and the sum read, the sum written): a layer's norm parameters
+  /// and GPT-2's biases.
+  double shareAddSeconds() const {
+    if (plan.microbatches <= 1)
+      return 0;
+    double h = m.hidden;
+    if (m.llama)
+      return 2 * memory(12 * h);
+    double qkv = (m.heads + 2 * m.kvHeads) * m.headDim / t;
+    return 4 * memory(12 * h) + memory(12 * qkv) + 2 * memory(12 * h) +
+           memory(12 * m.ffn / t);
+  }
+
   PhaseCosts layer() const {
     double h = m.hidden, d = m.headDim, s = m.seq;
     double heads = m.heads / t;
@@ -385,7 +400,7 @@ public:
         linears + attentionBackward + memory(elementwiseBackward);
     costs.backward.communication = comm;
     LayerProducts weights = matrices(true);
-    costs.weight.compute = weights.total();
+    costs.weight.compute = weights.total() + shareAddSeconds();
     costs.weight.communication = weightGradientGathers(weights);
     if (plan.remat == "full") {
       // The backward recomputes the forward but what only the layer's
@@ -628,6 +643,11 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
   // (rt-issue-reductions-early), with the backward of the layers after it;
   // elsewhere the reduction follows the backward.
   const bool overlapsReduction = hw.runtimeDevice == "cuda" && plan.dp > 1;
+  // The step's end per parameter: AdamW (28 bytes), the gradients' norm
+  // (4), with mixed precision the bf16 copy (6), with microbatches the
+  // sums zeroed for the next step (4).
+  double optimizerBytes =
+      28 + 4 + (mixed ? 6 : 0) + (plan.microbatches > 1 ? 4 : 0);
   // The reduction as compiled: an all_reduce per parameter tensor, each
   // paying the collective's latency (a layer's norms and biases: a dozen
   // latency-bound ones).
@@ -655,7 +675,7 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
   }
   for (int64_t r = 0; r < plan.pp; ++r) {
     epilogue[r] = (overlapsReduction ? 0 : reduction[r]) +
-                  memoryBoundSeconds(hw, rankParams[r] * (mixed ? 34 : 28));
+                  memoryBoundSeconds(hw, rankParams[r] * optimizerBytes);
     if (r == 0)
       epilogue[r] += costs.wholeVocabularyScatterSeconds();
     if (plan.pp > 1 && m.tiedEmbeddings &&
