@@ -24,14 +24,28 @@ int64_t mlir::tpc::countLayerParameters(const TransformerShape &m) {
          (h * m.ffn + m.ffn) + (m.ffn * h + h);
 }
 
-std::vector<double> mlir::tpc::layerTensorElements(const TransformerShape &m,
+std::vector<double> mlir::tpc::layerVectorElements(const TransformerShape &m,
                                                    double tp) {
   double h = m.hidden, q = m.heads * m.headDim / tp;
   double kv = std::max(1.0, m.kvHeads / tp) * m.headDim, ffn = m.ffn / tp;
   if (m.llama)
-    return {h, h, h * q, h * kv, h * kv, q * h, h * ffn, h * ffn, ffn * h};
-  return {h,     h, h,       h,   h * (q + 2 * kv), q + 2 * kv,
-          q * h, h, h * ffn, ffn, ffn * h,          h};
+    return {h, h};
+  // Two norms' weights and biases; the qkv, projection, MLP biases.
+  return {h, h, h, h, q + 2 * kv, h, ffn, h};
+}
+
+std::vector<double> mlir::tpc::layerTensorElements(const TransformerShape &m,
+                                                   double tp) {
+  double h = m.hidden, q = m.heads * m.headDim / tp;
+  double kv = std::max(1.0, m.kvHeads / tp) * m.headDim, ffn = m.ffn / tp;
+  std::vector<double> elements = layerVectorElements(m, tp);
+  if (m.llama)
+    elements.insert(elements.end(),
+                    {h * q, h * kv, h * kv, q * h, h * ffn, h * ffn, ffn * h});
+  else
+    elements.insert(elements.end(),
+                    {h * (q + 2 * kv), q * h, h * ffn, ffn * h});
+  return elements;
 }
 
 int64_t mlir::tpc::countParameters(const TransformerShape &m) {
@@ -273,12 +287,10 @@ public:
   double shareAddSeconds() const {
     if (plan.microbatches <= 1)
       return 0;
-    double h = m.hidden;
-    if (m.llama)
-      return 2 * memory(12 * h);
-    double qkv = (m.heads + 2 * m.kvHeads) * m.headDim / t;
-    return 4 * memory(12 * h) + memory(12 * qkv) + 2 * memory(12 * h) +
-           memory(12 * m.ffn / t);
+    double seconds = 0;
+    for (double elements : layerVectorElements(m, t))
+      seconds += memory(12 * elements);
+    return seconds;
   }
 
   PhaseCosts layer() const {

@@ -64,16 +64,24 @@ using namespace mlir::rt;
 
 namespace {
 
+/// The kernels with a form that adds their result into a sum (its last
+/// input), and that form.
+constexpr std::pair<OpCode, OpCode> kAccumulatingForms[] = {
+    {OpCode::LinearWeightGrad, OpCode::LinearWeightGradAccumulate},
+    {OpCode::EmbeddingGrad, OpCode::EmbeddingGradAccumulate}};
+
 /// The kernel that adds `opcode`'s result into a sum, if there is one.
 std::optional<OpCode> accumulatingForm(OpCode opcode) {
-  switch (opcode) {
-  case OpCode::LinearWeightGrad:
-    return OpCode::LinearWeightGradAccumulate;
-  case OpCode::EmbeddingGrad:
-    return OpCode::EmbeddingGradAccumulate;
-  default:
-    return std::nullopt;
-  }
+  for (auto [plain, accumulating] : kAccumulatingForms)
+    if (opcode == plain)
+      return accumulating;
+  return std::nullopt;
+}
+
+/// Whether `opcode` adds into its last input, its result.
+bool isAccumulating(OpCode opcode) {
+  return llvm::any_of(kAccumulatingForms,
+                      [&](auto forms) { return forms.second == opcode; });
 }
 
 /// Whether a kernel strictly between `from` and `to` (one block) reads or
@@ -96,12 +104,6 @@ bool runsBefore(const KernelUses &uses, KernelOp first, KernelOp second,
     return false;
   return !functions || functions->functionOf.lookup(first) ==
                            functions->functionOf.lookup(second);
-}
-
-/// Whether `opcode` adds into its last input, its result.
-bool isAccumulating(OpCode opcode) {
-  return opcode == OpCode::LinearWeightGradAccumulate ||
-         opcode == OpCode::EmbeddingGradAccumulate;
 }
 
 /// A share's writers when they can write into another buffer instead: the

@@ -76,7 +76,7 @@ SmallVector<Value> piecesOf(const KernelUses &uses, const PadSum &sum,
     dim = ints[0];
     Value piece = pad.getInputs()[0];
     KernelOp writer = uses.soleWriter(piece);
-    if (!writer || !writer->isBeforeInBlock(pad))
+    if (!writer || uses.position.lookup(writer) >= uses.position.lookup(pad))
       return {};
     byOffset.push_back({ints[1], pad});
   }

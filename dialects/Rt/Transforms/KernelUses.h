@@ -20,8 +20,9 @@ namespace mlir::rt {
 struct KernelUses {
   DenseMap<Value, SmallVector<KernelOp, 2>> writers, readers;
   DenseSet<Value> bound;
-  /// Each kernel's place in the body, for order queries that a fold's
-  /// inserted kernels would otherwise make recompute the block's order.
+  /// Each kernel's place in the body when the uses were read: the order of
+  /// two of those kernels stays so while a pass folds others, where asking
+  /// the block after each fold recomputes its whole order.
   DenseMap<Operation *, int64_t> position;
 
   /// The uses in `program`'s body.

@@ -76,8 +76,13 @@ struct PlanEstimate {
 int64_t countParameters(const TransformerShape &shape);
 /// The parameters of one transformer layer (countParameters' per layer).
 int64_t countLayerParameters(const TransformerShape &shape);
+/// The elements of each of one layer's vector parameters (norms, biases) on
+/// a rank of `tp` (the column-parallel biases divided by tp): the
+/// gradients no GEMM accumulates over microbatches.
+std::vector<double> layerVectorElements(const TransformerShape &shape,
+                                        double tp);
 /// The elements of each of one layer's parameter tensors on a rank of `tp`
-/// (the split matrices and column-parallel biases divided by tp): what the
+/// (the vectors, then the matrices, split ones divided by tp): what the
 /// data-parallel reduction reduces, one all_reduce per tensor.
 std::vector<double> layerTensorElements(const TransformerShape &shape,
                                         double tp);
