@@ -133,6 +133,7 @@ void mlir::tpc::buildLowerToExecutable(OpPassManager &pm,
   pm.addPass(rt::createRtAccumulateWeightGrads());
   pm.addPass(rt::createRtIssueReductionsEarly());
   pm.addPass(rt::createRtPrefetchGathers());
+  pm.addPass(rt::createRtBucketReductions());
   if (options.gradReduceDType == "bf16")
     pm.addPass(rt::createRtReduceGradientsInBf16());
   rt::RtPlanMemoryOptions plan;

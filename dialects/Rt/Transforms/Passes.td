@@ -51,6 +51,35 @@ def RtIssueReductionsEarly : Pass<"rt-issue-reductions-early", "ModuleOp"> {
   }];
 }
 
+def RtBucketReductions : Pass<"rt-bucket-reductions", "ModuleOp"> {
+  let summary = "Gathers small all_reduces into runs the CUDA device issues as one";
+  let description = [{
+    Moves each `all_reduce` down to just before the next `all_reduce` of
+    the same group (the same mesh axes, the same pipeline `stage`, the same
+    function of a program run by actions) where no op between them reads or
+    writes its operand or result and the run it joins stays within
+    `bucket-bytes` (its members' operand bytes). The CUDA device issues a
+    run of consecutive `all_reduce`s of one communicator as one NCCL group
+    (`ncclGroupStart`/`ncclGroupEnd`, which NCCL aggregates into one
+    launch), so a layer's gradients are reduced together, as PyTorch DDP's
+    buckets (25 MiB by default) do: a norm's or a bias's few kilobytes no
+    longer pay a collective's latency of their own. A reduction waits for
+    its bucket's last member, at most until the next reduction of its
+    group. Runs after `rt-issue-reductions-early`, which places each
+    reduction just after its gradient's last writer, and
+    `rt-prefetch-gathers`; before
+    `rt-reduce-gradients-in-bf16` (which keeps each run together) and
+    `rt-plan-memory`. Every rank runs the same program, so the collectives
+    keep one order on all ranks; the values are unchanged. `bucket-bytes`
+    0 leaves the program as it is.
+  }];
+  let options = [
+    Option<"bucketBytes", "bucket-bytes", "int64_t",
+           /*default=*/"26214400",
+           "Most operand bytes of a run of all_reduces (0: no moves)">,
+  ];
+}
+
 def RtPrefetchGathers : Pass<"rt-prefetch-gathers", "ModuleOp"> {
   let summary = "Moves each all_gather up to just after the communication before it";
   let description = [{
@@ -179,7 +208,10 @@ def RtReduceGradientsInBf16 : Pass<"rt-reduce-gradients-in-bf16", "ModuleOp"> {
     gradient (its result bound by an `rt.grad`, or the gradient operand of
     an optimizer update, directly or through `add`s) becomes a `cast` to
     bf16, the `all_reduce` in bf16 and a `cast` back to f32: half the bytes
-    cross the wire, and each reduced gradient keeps 8 bits of mantissa. The
+    cross the wire, and each reduced gradient keeps 8 bits of mantissa. A
+    run of consecutive `all_reduce`s (`rt-bucket-reductions`) stays one: its
+    casts to bf16 go before its first member, the casts back after its last.
+    The
     loss sum, the target count and the tensor-parallel activations' reductions
     stay f32. In a program of functions (actions) the casts join their
     reduction's function and the ranges are renumbered.

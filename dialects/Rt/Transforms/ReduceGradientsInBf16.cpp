@@ -25,6 +25,11 @@ using namespace mlir::rt;
 
 namespace {
 
+bool isAllReduce(Operation *op) {
+  auto kernel = dyn_cast<KernelOp>(op);
+  return kernel && kernel.getOpcode() == OpCode::AllReduce;
+}
+
 bool isUpdate(OpCode op) {
   return op == OpCode::AdamWUpdate || op == OpCode::SgdUpdate ||
          op == OpCode::SgdUpdatePlain;
@@ -96,19 +101,36 @@ struct ReduceGradientsInBf16
     if (reductions.empty())
       return success();
 
+    // Each reduction's run of consecutive all_reduces (rt-bucket-reductions:
+    // the CUDA device issues it as one NCCL group), found before any cast
+    // goes in: the casts to bf16 go before the run's first member, the casts
+    // back after its last (after the casts back placed so far).
+    DenseMap<Operation *, Operation *> runFirst, runEnd;
+    for (KernelOp reduction : reductions) {
+      Operation *first = reduction, *last = reduction;
+      while (first->getPrevNode() && isAllReduce(first->getPrevNode()))
+        first = first->getPrevNode();
+      while (last->getNextNode() && isAllReduce(last->getNextNode()))
+        last = last->getNextNode();
+      runFirst[reduction] = first;
+      runEnd.try_emplace(first, last);
+    }
     OpBuilder b(program.getContext());
     for (KernelOp reduction : reductions) {
       Value grad = reduction.getInputs()[0], result = reduction.getOutputs()[0];
       auto type = cast<MemRefType>(grad.getType());
       MemRefType narrow =
           MemRefType::get(type.getShape(), b.getBF16Type());
-      b.setInsertionPoint(reduction);
+      Operation *first = runFirst[reduction];
+      b.setInsertionPoint(first);
       Value gradBf16 = allocLike(grad.getDefiningOp<AllocOp>(), narrow, b);
       KernelOp down = castLike(reduction, grad, gradBf16, b);
       Value sumBf16 = allocLike(result.getDefiningOp<AllocOp>(), narrow, b);
       reduction->setOperands({gradBf16, sumBf16});
-      b.setInsertionPointAfter(reduction);
+      Operation *&end = runEnd[first];
+      b.setInsertionPointAfter(end);
       KernelOp up = castLike(reduction, sumBf16, result, b);
+      end = up;
       if (functions)
         if (auto it = functions->functionOf.find(reduction);
             it != functions->functionOf.end()) {
