@@ -178,6 +178,9 @@ struct Resolved {
   /// An optimizer batch (-1: none) and this kernel's place in it.
   int32_t batch = -1;
   uint32_t member = 0;
+  /// An all_reduce right after (before) another of its communicator: the
+  /// run goes out as one NCCL group (planReductionRuns).
+  bool joinsPrevious = false, joinedByNext = false;
 };
 
 /// Consecutive adamw_update kernels with the same scalars and attributes:
@@ -193,6 +196,18 @@ struct OptimizerBatch {
   const int64_t *step = nullptr;
   const float *gradScale = nullptr;
   std::vector<double> attrs;
+};
+
+/// An all_reduce of a run, ordered on its stream and waiting for the
+/// run's NCCL group.
+struct PendingReduction {
+  uint8_t *data = nullptr;
+  size_t count = 0;
+  Storage type = Storage::F32;
+  bool max = false;
+  NcclGroup *group = nullptr;
+  cudaStream_t stream = nullptr;
+  ByteRange read, write;
 };
 
 /// A started transfer waiting for the next group launch.
@@ -256,6 +271,7 @@ private:
   Status openGroups(const Program &program,
                     const std::vector<Communicator *> &groups);
   Status planOptimizerBatches(const Program &program);
+  void planReductionRuns(const Program &program);
   /// Unless TPCRT_CUDA_ATTENTION names the own kernels: plans the
   /// attention calls cuDNN can take, raising the scratch to what they need.
   /// With =cudnn, says on stderr how many it took, or why none.
@@ -311,6 +327,8 @@ private:
   Status startTransfer(const KernelCall &call);
   Status waitTransfer();
   Status flushTransfers();
+  /// The run's all_reduces deferred so far, as one NCCL group.
+  Status flushReductions();
   /// The optimizer batch's members deferred so far, launched.
   Status flushOptimizer();
   /// The members of a fused group deferred for its tail, each run alone
@@ -386,6 +404,9 @@ private:
   size_t deferredCount_ = 0;
 
   std::vector<PendingTransfer> pending_;
+  std::vector<PendingReduction> reductions_;
+  /// The kernel index of the last of reductions_.
+  uint32_t lastReduction_ = 0;
   /// The ids and labels checked this step (DataChecks.cu), in order, and
   /// the key their first bad value lowers (device memory; all ones: none).
   struct DataCheck {
@@ -614,6 +635,7 @@ Status CudaDevice::prepare(const Program &program,
   planCudnnAttention(program);
   if (Status s = planOptimizerBatches(program); !s)
     return s;
+  planReductionRuns(program);
   // TPCRT_CUDA_FUSIONS=none runs every kernel as it is, =kernels only the
   // device's own fused kernels (not cuBLASLt's epilogues), whose results
   // are the unfused ones bit for bit (to tell a fused group's difference
@@ -991,6 +1013,25 @@ Status CudaDevice::planOptimizerBatches(const Program &program) {
   return Status::ok();
 }
 
+/// Consecutive all_reduce kernels of one group (communicator): the
+/// device issues such a run as one NCCL group, which NCCL aggregates into
+/// one launch (rt-bucket-reductions makes the runs; the compiler's replay
+/// prices a run as one collective, continuesReductionRun).
+void CudaDevice::planReductionRuns(const Program &program) {
+  const KernelCall *previous = nullptr;
+  for (const KernelCall &call : program.calls) {
+    if (previous && previous->op == fb::OpCode::AllReduce &&
+        call.op == fb::OpCode::AllReduce && previous->group >= 0 &&
+        previous->group == call.group && previous->index + 1 == call.index) {
+      resolved_[previous->index].joinedByNext = true;
+      resolved_[call.index].joinsPrevious = true;
+    }
+    previous = &call;
+  }
+  reductions_.clear();
+  reductions_.reserve(program.calls.size());
+}
+
 Status CudaDevice::openGroups(const Program &program,
                               const std::vector<Communicator *> &groups) {
   // Every rank makes the same communicators (Program::groups lists every
@@ -1164,6 +1205,10 @@ Status CudaDevice::execute(const KernelCall &call,
   // Deferred work that must go out before anything else runs.
   if (r.family != Family::TransferStart)
     if (Status s = flushTransfers(); !s)
+      return s;
+  if (!reductions_.empty() &&
+      !(r.joinsPrevious && call.index == lastReduction_ + 1))
+    if (Status s = flushReductions(); !s)
       return s;
   // An optimizer batch's members are deferred, launched together.
   BatchLaunch launches[BatchDeferral::kMostLaunches];
@@ -1371,15 +1416,33 @@ Status CudaDevice::runCollective(const KernelCall &call) {
   Storage type = storageOf(x.dtype);
   Status s = Status::ok();
   switch (call.op) {
-  case fb::OpCode::AllReduce:
+  case fb::OpCode::AllReduce: {
     s = cudaStatus("copy", out == in ? cudaSuccess
                                      : cudaMemcpyAsync(out, in, x.bytes,
                                                        cudaMemcpyDeviceToDevice,
                                                        stream));
+    const Resolved &r = resolved_[call.index];
+    if (s && (r.joinsPrevious || r.joinedByNext)) {
+      // A member of a run: ordered on its stream now, reduced in the run's
+      // group at its last member (or at whatever is called first).
+      PendingReduction p;
+      p.data = out;
+      p.count = static_cast<size_t>(call.count);
+      p.type = type;
+      p.max = (call.flags & 1) != 0;
+      p.group = group;
+      p.stream = stream;
+      p.read = reads_[0];
+      p.write = writes_[0];
+      reductions_.push_back(p);
+      lastReduction_ = call.index;
+      return r.joinedByNext ? Status::ok() : flushReductions();
+    }
     if (s)
       s = group->allReduce(out, out, static_cast<size_t>(call.count), type,
                            (call.flags & 1) != 0, stream);
     break;
+  }
   case fb::OpCode::AllGather: {
     AroundDim v = aroundDim(x.shape, call.intAttrs[0]);
     if (v.outer == 1) {
@@ -1601,6 +1664,29 @@ Status CudaDevice::flushTransfers() {
   return s;
 }
 
+Status CudaDevice::flushReductions() {
+  if (reductions_.empty())
+    return Status::ok();
+  Status s = NcclGroup::groupStart();
+  if (s) {
+    for (const PendingReduction &p : reductions_)
+      if (s)
+        s = p.group->allReduce(p.data, p.data, p.count, p.type, p.max,
+                               p.stream);
+    // The group is closed whatever happened inside it.
+    Status end = NcclGroup::groupEnd();
+    if (s && !end)
+      s = end;
+  }
+  for (const PendingReduction &p : reductions_) {
+    if (!s)
+      break;
+    s = track(&p.read, 1, &p.write, 1, p.stream);
+  }
+  reductions_.clear();
+  return s;
+}
+
 /// wait: the compute stream waits for the transfer on its buffer (the
 /// kernels after it then see the received bytes, or may overwrite the sent
 /// ones).
@@ -1617,6 +1703,8 @@ Status CudaDevice::synchronize() {
   if (Status s = flushHead(); !s)
     return s;
   if (Status s = flushTransfers(); !s)
+    return s;
+  if (Status s = flushReductions(); !s)
     return s;
   if (Status s = flushOptimizer(); !s)
     return s;

@@ -31,6 +31,21 @@ export TPCRT_CUDA_BACKEND=$backend TPCRT_NCCL_LIBRARY=$backend \
   TPC_GPU_CARRY=$work TPC_GPU_BUILD=$build TPC_GPU_WORK=$work/dumps \
   TPC_GPU_DUT=cuda
 check=$root/test/gpu/device-check.sh
+if [ "$stage" = ranks ]; then
+  bash "$check" --stage ranks
+  # The device issues a run of all_reduces (rt-bucket-reductions) as one
+  # NCCL group: the data-parallel gradients of tiny GPT-2 on 2 ranks go out
+  # in groups of several all_reduces, not one by one.
+  TPCRT_NCCL_EMULATION_TRACE=1 "$build/bin/tpc-run" \
+    "$work/models/gpt2-tiny-dp2.tpcx" --ranks 2 --device cuda --init-seed 7 \
+    --synthetic-seed 7 --steps 1 --timeout 120 >"$work/dp2-trace.txt" 2>&1
+  groups=$(grep -c 'rank 0: a group of [0-9]*: all_reduce .*; all_reduce' \
+    "$work/dp2-trace.txt" || true)
+  reductions=$(grep -c 'rank 0 of .*: done all_reduce' "$work/dp2-trace.txt" || true)
+  echo "gpt2-tiny-dp2, rank 0: $reductions all_reduces, $groups groups of several"
+  [ "$groups" -ge 1 ] || { echo "no group of all_reduces"; exit 1; }
+  exit 0
+fi
 if [ "$stage" != bench ]; then
   exec bash "$check" --stage "$stage"
 fi

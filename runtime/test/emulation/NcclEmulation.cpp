@@ -366,6 +366,14 @@ struct Operation {
                      item->comm->rank, item->comm->dir.c_str(),
                      item->describe().c_str());
     }
+    if (tracing() && items.size() > 1) {
+      // What went out as one group (the device's runs of all_reduces).
+      std::string what;
+      for (auto &item : items)
+        what += (what.empty() ? "" : "; ") + item->describe();
+      std::fprintf(stderr, "emulated NCCL: rank %d: a group of %zu: %s\n",
+                   items.front()->comm->rank, items.size(), what.c_str());
+    }
     return true;
   }
 };
