@@ -7,6 +7,7 @@
 
 #include "dialects/Dist/Transforms/LayerBalance.h"
 #include "dialects/Dist/Transforms/PipelineSchedule.h"
+#include "dialects/Rt/Transforms/ReductionBuckets.h"
 
 #include <algorithm>
 #include <cmath>
@@ -38,14 +39,13 @@ std::vector<double> mlir::tpc::layerTensorElements(const TransformerShape &m,
                                                    double tp) {
   double h = m.hidden, q = m.heads * m.headDim / tp;
   double kv = std::max(1.0, m.kvHeads / tp) * m.headDim, ffn = m.ffn / tp;
-  std::vector<double> elements = layerVectorElements(m, tp);
+  // In the order the backward finishes them: the MLP's down (with its
+  // bias) and up projections, the second norm, the attention's output
+  // projection, then its input projections and the first norm.
   if (m.llama)
-    elements.insert(elements.end(),
-                    {h * q, h * kv, h * kv, q * h, h * ffn, h * ffn, ffn * h});
-  else
-    elements.insert(elements.end(),
-                    {h * (q + 2 * kv), q * h, h * ffn, ffn * h});
-  return elements;
+    return {ffn * h, h * ffn, h * ffn, h, q * h, h * kv, h * kv, h * q, h};
+  return {ffn * h, h, h * ffn,          ffn,        h, h,
+          q * h,   h, h * (q + 2 * kv), q + 2 * kv, h, h};
 }
 
 int64_t mlir::tpc::countParameters(const TransformerShape &m) {
@@ -660,30 +660,51 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
   // sums zeroed for the next step (4).
   double optimizerBytes =
       28 + 4 + (mixed ? 6 : 0) + (plan.microbatches > 1 ? 4 : 0);
-  // The reduction as compiled: an all_reduce per parameter tensor, each
-  // paying the collective's latency (a layer's norms and biases: a dozen
-  // latency-bound ones).
+  // The reduction as compiled: an all_reduce per parameter tensor, in the
+  // order the backward finishes them. On the CUDA device a run of them is
+  // one collective (one NCCL group): rt-bucket-reductions moves each, last
+  // to first, to the run after it while the run stays within its bucket;
+  // elsewhere each pays the collective's latency (a layer's norms and
+  // biases: a dozen latency-bound ones).
   auto reduceSeconds = [&](double elements) {
     return collectiveSeconds(hw, CollectiveKind::AllReduce, 4 * elements,
                              plan.dp, dpPerNode);
   };
-  double layerReduction = 0;
-  for (double elements : layerTensorElements(m, t))
-    layerReduction += reduceSeconds(elements);
+  const bool bucketed = hw.runtimeDevice == "cuda";
+  auto chunkReductionSeconds = [&](const std::vector<double> &tensors) {
+    double seconds = 0, run = 0;
+    for (double elements : llvm::reverse(tensors)) {
+      if (!bucketed) {
+        seconds += reduceSeconds(elements);
+        continue;
+      }
+      if (run > 0 && 4 * (elements + run) <= rt::kReductionBucketBytes) {
+        run += elements;
+        continue;
+      }
+      if (run > 0)
+        seconds += reduceSeconds(run);
+      run = elements;
+    }
+    return run > 0 ? seconds + reduceSeconds(run) : seconds;
+  };
+  std::vector<double> layerTensors = layerTensorElements(m, t);
   std::vector<double> reduction(plan.pp, 0), epilogue(plan.pp, 0);
   for (int64_t c = 0; c < chunks; ++c) {
-    double &seconds = reduction[rankOf(c)];
-    seconds += layerReduction * chunkLayers[c];
-    if (c == 0) {
-      seconds += reduceSeconds(m.vocab * h / t);
-      if (!m.llama)
-        seconds += reduceSeconds(m.seq * h);
-    }
+    std::vector<double> tensors;
     if (c == chunks - 1) {
-      seconds += reduceSeconds(h) * (m.llama ? 1 : 2);
       if (!m.tiedEmbeddings || chunks > 1)
-        seconds += reduceSeconds(m.vocab * h / t);
+        tensors.push_back(m.vocab * h / t);
+      tensors.insert(tensors.end(), m.llama ? 1 : 2, h);
     }
+    for (int64_t l = 0; l < chunkLayers[c]; ++l)
+      tensors.insert(tensors.end(), layerTensors.begin(), layerTensors.end());
+    if (c == 0) {
+      if (!m.llama)
+        tensors.push_back(m.seq * h);
+      tensors.push_back(m.vocab * h / t);
+    }
+    reduction[rankOf(c)] += chunkReductionSeconds(tensors);
   }
   for (int64_t r = 0; r < plan.pp; ++r) {
     epilogue[r] = (overlapsReduction ? 0 : reduction[r]) +

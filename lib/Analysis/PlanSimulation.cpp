@@ -108,7 +108,20 @@ public:
                          std::optional<int64_t> groupBytes = std::nullopt,
                          bool ownAttention = false);
 
+  /// An all_reduce of `bytes` over `kernel`'s group: a run of them that
+  /// the CUDA device issues as one NCCL group, priced as one collective.
+  double allReduceSeconds(rt::KernelOp kernel, double bytes) {
+    return groupSeconds(CollectiveKind::AllReduce, bytes, axesOf(kernel, 0));
+  }
+
 private:
+  double groupSeconds(CollectiveKind kind, double bytes,
+                      const std::vector<unsigned> &axes) {
+    return collectiveSeconds(
+        hw, kind, bytes, groupSize(axes),
+        groupMembersPerNode(meshSizes, axes, hw.devicesPerNode));
+  }
+
   FailureOr<double> peakFor(rt::KernelOp kernel, Value operand) {
     StringRef dtype = dtypeOf(operand);
     double peak = hw.peakFlops(dtype);
@@ -209,9 +222,7 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel,
                         size_t firstAxis) -> FailureOr<Piece> {
     std::vector<unsigned> axes = axesOf(kernel, firstAxis);
     piece.category = sim::Communication;
-    piece.seconds = collectiveSeconds(
-        hw, kind, static_cast<double>(size), groupSize(axes),
-        groupMembersPerNode(meshSizes, axes, hw.devicesPerNode));
+    piece.seconds = groupSeconds(kind, static_cast<double>(size), axes);
     if (crossesPipeline(axes)) {
       piece.kind = sim::Op::Barrier;
     } else if (overlapsCollectives) {
@@ -375,6 +386,15 @@ bool continuesOptimizerBatch(rt::KernelOp previous, rt::KernelOp kernel) {
     if (previous.getInputs()[j] != kernel.getInputs()[j])
       return false;
   return true;
+}
+
+/// Whether the CUDA device issues `kernel` in one NCCL group with the
+/// all_reduce just before it: both all_reduce over the same group
+/// (CudaDevice::planReductionRuns; rt-bucket-reductions makes such runs).
+bool continuesReductionRun(rt::KernelOp previous, rt::KernelOp kernel) {
+  return previous.getOpcode() == rt::OpCode::AllReduce &&
+         kernel.getOpcode() == rt::OpCode::AllReduce &&
+         previous.getInts() == kernel.getInts();
 }
 
 /// A runtime device's fused groups priced as one kernel each: the tail (a
@@ -580,6 +600,8 @@ LogicalResult mlir::tpc::predictStep(ModuleOp module, const Hardware &hw,
   for (Function &function : functions) {
     if (streamWaits)
       streamWaits->reset();
+    // The bytes of the run of all_reduces the last piece stands for.
+    double runBytes = 0;
     for (int64_t k = function.first; k < function.first + function.count;
          ++k) {
       if (k >= static_cast<int64_t>(kernels.size()))
@@ -592,6 +614,26 @@ LogicalResult mlir::tpc::predictStep(ModuleOp module, const Hardware &hw,
       if (streamWaits && k > function.first &&
           continuesOptimizerBatch(kernels[k - 1], kernels[k]))
         piece->seconds = std::max(0.0, piece->seconds - hw.kernelLaunchSeconds);
+      // A run of all_reduces is one collective of their bytes on the CUDA
+      // device (one NCCL group): the run's piece grows.
+      if (kernels[k].getOpcode() == rt::OpCode::AllReduce) {
+        double bytes = static_cast<double>(bytesOf(kernels[k].getInputs()[0]));
+        if (streamWaits && k > function.first &&
+            piece->kind == sim::Op::CollectiveStart &&
+            !function.pieces.empty() &&
+            function.pieces.back().kind == sim::Op::CollectiveStart &&
+            continuesReductionRun(kernels[k - 1], kernels[k])) {
+          Piece &run = function.pieces.back();
+          runBytes += bytes;
+          double seconds = pricer.allReduceSeconds(kernels[k], runBytes);
+          function.kindSeconds[groups.kindOf(k)] += seconds - run.seconds;
+          run.seconds = seconds;
+          run.reads.append(piece->reads.begin(), piece->reads.end());
+          run.writes.append(piece->writes.begin(), piece->writes.end());
+          continue;
+        }
+        runBytes = bytes;
+      }
       if (piece->kind == sim::Op::CollectiveStart) {
         streamWaits->reset();
       } else if (streamWaits && !rt::isCollective(kernels[k].getOpcode())) {

@@ -535,6 +535,37 @@ TEST(PlanModel, DataParallelReductionPaysALatencyPerTensor) {
   }
 }
 
+TEST(PlanModel, CudaReducesTheGradientsInBuckets) {
+  // On the CUDA device a run of all_reduces is one collective
+  // (rt-bucket-reductions: runs of up to 25 MiB, made from the last
+  // reduction back). A latency so long that the reduction outlasts the
+  // backward shows the runs: a model whose gradients fit one bucket pays
+  // one latency (not its 52 tensors' as on the CPU). With hidden 1024, in
+  // MiB: the tied table (196) alone; the positions (4) with layer 0's
+  // attention (qkv 12, projection 4, norms and biases); then its up
+  // projection (16), its down projection (16) with layer 1's first norm;
+  // layers 1 to 3 three runs each (qkv with the projection, up, down): 13.
+  Hardware hw = testHardware();
+  hw.runtimeDevice = "cuda";
+  hw.intraNode.latencySeconds += 1;
+  Hardware slower = hw;
+  slower.intraNode.latencySeconds += 1;
+  PlanChoice plan;
+  plan.dp = 8;
+  plan.microbatches = 2;
+  std::string error;
+  auto latencies = [&](const TransformerShape &shape) {
+    auto fast = estimatePlan(shape, plan, hw, false, error);
+    auto slow = estimatePlan(shape, plan, slower, false, error);
+    EXPECT_TRUE(fast && slow) << error;
+    return fast && slow ? slow->stepSeconds - fast->stepSeconds : 0.0;
+  };
+  TransformerShape tiny{4, 64, 4, 4, 16, 256, 256, 64};
+  EXPECT_NEAR(latencies(tiny), 1, 1e-6);
+  TransformerShape gpt{4, 1024, 16, 16, 64, 4096, 50304, 1024};
+  EXPECT_NEAR(latencies(gpt), 13, 1e-6);
+}
+
 TEST(PlanModel, CudaOverlapsTheDataParallelReduction) {
   // On a device that overlaps each layer's reduction with the backward of
   // the layers after it (runtime_device cuda), a data-parallel step is

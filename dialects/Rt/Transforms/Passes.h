@@ -3,6 +3,8 @@
 #ifndef DIALECTS_RT_TRANSFORMS_PASSES_H
 #define DIALECTS_RT_TRANSFORMS_PASSES_H
 
+#include "dialects/Rt/Transforms/ReductionBuckets.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 

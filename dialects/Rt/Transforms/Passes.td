@@ -75,8 +75,9 @@ def RtBucketReductions : Pass<"rt-bucket-reductions", "ModuleOp"> {
   }];
   let options = [
     Option<"bucketBytes", "bucket-bytes", "int64_t",
-           /*default=*/"26214400",
-           "Most operand bytes of a run of all_reduces (0: no moves)">,
+           /*default=*/"::mlir::rt::kReductionBucketBytes",
+           "Most operand bytes of a run of all_reduces (default 25 MiB, "
+           "26214400; 0: no moves)">,
   ];
 }
 

@@ -82,8 +82,9 @@ int64_t countLayerParameters(const TransformerShape &shape);
 std::vector<double> layerVectorElements(const TransformerShape &shape,
                                         double tp);
 /// The elements of each of one layer's parameter tensors on a rank of `tp`
-/// (the vectors, then the matrices, split ones divided by tp): what the
-/// data-parallel reduction reduces, one all_reduce per tensor.
+/// (split ones divided by tp), in the order the backward finishes them:
+/// what the data-parallel reduction reduces, one all_reduce per tensor (on
+/// the CUDA device in runs of up to kReductionBucketBytes).
 std::vector<double> layerTensorElements(const TransformerShape &shape,
                                         double tp);
 
