@@ -600,7 +600,8 @@ LogicalResult mlir::tpc::predictStep(ModuleOp module, const Hardware &hw,
   for (Function &function : functions) {
     if (streamWaits)
       streamWaits->reset();
-    // The bytes of the run of all_reduces the last piece stands for.
+    // The run of all_reduces going on: its first piece and its bytes.
+    int64_t runFirst = -1;
     double runBytes = 0;
     for (int64_t k = function.first; k < function.first + function.count;
          ++k) {
@@ -614,25 +615,27 @@ LogicalResult mlir::tpc::predictStep(ModuleOp module, const Hardware &hw,
       if (streamWaits && k > function.first &&
           continuesOptimizerBatch(kernels[k - 1], kernels[k]))
         piece->seconds = std::max(0.0, piece->seconds - hw.kernelLaunchSeconds);
-      // A run of all_reduces is one collective of their bytes on the CUDA
-      // device (one NCCL group): the run's piece grows.
-      if (kernels[k].getOpcode() == rt::OpCode::AllReduce) {
+      // A run of all_reduces is one NCCL group on the CUDA device: one
+      // collective of their bytes, each member in flight (its own event)
+      // until all of it is done. The first member's piece carries the run;
+      // the others take no time of their own on the stream after it.
+      if (kernels[k].getOpcode() == rt::OpCode::AllReduce &&
+          piece->kind == sim::Op::CollectiveStart) {
         double bytes = static_cast<double>(bytesOf(kernels[k].getInputs()[0]));
-        if (streamWaits && k > function.first &&
-            piece->kind == sim::Op::CollectiveStart &&
-            !function.pieces.empty() &&
-            function.pieces.back().kind == sim::Op::CollectiveStart &&
+        if (streamWaits && runFirst >= 0 && k > function.first &&
             continuesReductionRun(kernels[k - 1], kernels[k])) {
-          Piece &run = function.pieces.back();
+          Piece &first = function.pieces[runFirst];
           runBytes += bytes;
           double seconds = pricer.allReduceSeconds(kernels[k], runBytes);
-          function.kindSeconds[groups.kindOf(k)] += seconds - run.seconds;
-          run.seconds = seconds;
-          run.reads.append(piece->reads.begin(), piece->reads.end());
-          run.writes.append(piece->writes.begin(), piece->writes.end());
-          continue;
+          function.kindSeconds[groups.kindOf(k)] += seconds - first.seconds;
+          first.seconds = seconds;
+          piece->seconds = 0;
+        } else {
+          runBytes = bytes;
+          runFirst = static_cast<int64_t>(function.pieces.size());
         }
-        runBytes = bytes;
+      } else {
+        runFirst = -1;
       }
       if (piece->kind == sim::Op::CollectiveStart) {
         streamWaits->reset();

@@ -136,12 +136,24 @@ constexpr StringRef kPipelineSettings[] = {"schedule", "virtual-stages",
                                            "blocking-transfers"};
 
 /// The training settings, in the order their checks run.
-constexpr StringRef kTrainingSettings[] = {
-    "optimizer",     "lr",           "beta1",        "beta2",
-    "eps",           "weight-decay", "decay-exclude", "momentum",
-    "grad-clip",     "lr-schedule",  "warmup-steps", "min-lr",
-    "decay-steps",   "microbatches", "unroll-microbatches", "remat",
-    "grad-reduce-dtype"};
+constexpr StringRef kTrainingSettings[] = {"optimizer",
+                                           "lr",
+                                           "beta1",
+                                           "beta2",
+                                           "eps",
+                                           "weight-decay",
+                                           "decay-exclude",
+                                           "momentum",
+                                           "grad-clip",
+                                           "lr-schedule",
+                                           "warmup-steps",
+                                           "min-lr",
+                                           "decay-steps",
+                                           "microbatches",
+                                           "unroll-microbatches",
+                                           "remat",
+                                           "grad-reduce-dtype",
+                                           "grad-bucket-mb"};
 
 LogicalResult SettingsReader::readBool(StringRef name, bool initial,
                                        bool &value) {
@@ -256,6 +268,12 @@ LogicalResult SettingsReader::readTraining(CompileOptions &options) {
   if (reduceDType != "fp32" && reduceDType != "bf16")
     return notA("grad-reduce-dtype", "fp32", "one of fp32, bf16");
   options.gradReduceDType = reduceDType.str();
+  double bucketMiB = 25;
+  if (failed(readNumber("grad-bucket-mb", "25", Range::NonNegative, bucketMiB,
+                        1e9, "a non-negative number of MiB (0: no buckets)")))
+    return failure();
+  options.gradBucketBytes =
+      static_cast<int64_t>(std::llround(bucketMiB * 1048576.0));
 
   StringRef schedule = text("lr-schedule", "constant");
   if (schedule != "constant" && schedule != "cosine")

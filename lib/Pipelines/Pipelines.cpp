@@ -133,7 +133,9 @@ void mlir::tpc::buildLowerToExecutable(OpPassManager &pm,
   pm.addPass(rt::createRtAccumulateWeightGrads());
   pm.addPass(rt::createRtIssueReductionsEarly());
   pm.addPass(rt::createRtPrefetchGathers());
-  pm.addPass(rt::createRtBucketReductions());
+  rt::RtBucketReductionsOptions buckets;
+  buckets.bucketBytes = options.gradBucketBytes;
+  pm.addPass(rt::createRtBucketReductions(buckets));
   if (options.gradReduceDType == "bf16")
     pm.addPass(rt::createRtReduceGradientsInBf16());
   rt::RtPlanMemoryOptions plan;
@@ -432,6 +434,10 @@ struct CompilePipelineOptions
       *this, "grad-reduce-dtype",
       llvm::cl::desc("Element type of the gradients' reductions over the "
                      "ranks: fp32 (default) or bf16")};
+  Text gradBucketMiB{
+      *this, "grad-bucket-mb",
+      llvm::cl::desc("MiB of gradients reduced as one NCCL group on the CUDA "
+                     "device (default 25; 0: each alone)")};
   Text remat{*this, "remat",
              llvm::cl::desc("Activation rematerialization: none (default), "
                             "selective, full, uniform:N, block:N or "
@@ -446,12 +452,29 @@ struct CompilePipelineOptions
           &blockingTransfers, &keepDropout})
       if (option->hasValue())
         settings[option->ArgStr] = option->getValue() ? "true" : "false";
-    for (const Text *option :
-         {&mesh, &shardingPass, &seed, &schedule, &virtualStages,
-          &stageLayers, &microbatches, &optimizer, &lr, &beta1,
-          &beta2, &eps, &weightDecay, &decayExclude, &momentum, &gradClip,
-          &lrSchedule, &warmupSteps, &decaySteps, &minLr, &remat,
-          &gradReduceDType})
+    for (const Text *option : {&mesh,
+                               &shardingPass,
+                               &seed,
+                               &schedule,
+                               &virtualStages,
+                               &stageLayers,
+                               &microbatches,
+                               &optimizer,
+                               &lr,
+                               &beta1,
+                               &beta2,
+                               &eps,
+                               &weightDecay,
+                               &decayExclude,
+                               &momentum,
+                               &gradClip,
+                               &lrSchedule,
+                               &warmupSteps,
+                               &decaySteps,
+                               &minLr,
+                               &remat,
+                               &gradReduceDType,
+                               &gradBucketMiB})
       if (option->hasValue())
         settings[option->ArgStr] = option->getValue();
     return settings;

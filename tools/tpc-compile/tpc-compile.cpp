@@ -204,6 +204,13 @@ TPC_TRAIN_FLAG(gradReduceDType, "grad-reduce-dtype",
                "(half the bytes: each reduced gradient is cast to bf16 and "
                "back, losing its low mantissa bits)",
                "fp32|bf16", "fp32");
+TPC_TRAIN_FLAG(gradBucketMiB, "grad-bucket-mb",
+               "Buckets of the gradients' reductions: consecutive "
+               "all_reduces of one group, at most this many MiB together, "
+               "which the CUDA device issues as one NCCL group (each moved "
+               "down to the next; PyTorch DDP's bucket_cap_mb). Default 25; "
+               "0: each gradient reduced alone, as soon as it is written",
+               "MiB", "25");
 TPC_TRAIN_FLAG(microbatches, "microbatches",
                "Microbatches the global batch is split into (default 1)", "M",
                "1");
@@ -244,9 +251,11 @@ static constexpr llvm::StringLiteral kScope =
     "pipeline- and tensor-parallel ranks";
 
 static const cl::opt<std::string> *const trainFlags[] = {
-    &optimizer,   &lr,           &beta1,      &beta2,       &eps,
-    &weightDecay, &decayExclude, &momentum,   &gradClip,    &lrSchedule, &gradReduceDType,
-    &warmupSteps, &minLr,        &decaySteps, &microbatches, &remat};
+    &optimizer,   &lr,          &beta1,           &beta2,
+    &eps,         &weightDecay, &decayExclude,    &momentum,
+    &gradClip,    &lrSchedule,  &gradReduceDType, &gradBucketMiB,
+    &warmupSteps, &minLr,       &decaySteps,      &microbatches,
+    &remat};
 
 static int fail(const llvm::Twine &message) {
   return tpc::reportError(message);

@@ -19,6 +19,7 @@
 #ifndef TPC_PIPELINES_PIPELINES_H
 #define TPC_PIPELINES_PIPELINES_H
 
+#include "dialects/Rt/Transforms/ReductionBuckets.h"
 #include "dialects/Tpc/Transforms/Passes.h"
 #include "tpc/Analysis/Report.h"
 
@@ -71,6 +72,9 @@ struct CompileOptions {
   /// (the gradients' own), or bf16 (half the bytes on the wire; cast
   /// around each reduction: rt-reduce-gradients-in-bf16).
   std::string gradReduceDType = "fp32";
+  /// The most bytes of a run of all_reduces issued as one (tpc-compile
+  /// --grad-bucket-mb; rt-bucket-reductions, 0: each alone).
+  int64_t gradBucketBytes = rt::kReductionBucketBytes;
   /// The bytes each rank's planned peak must fit (0: no limit).
   int64_t memoryLimit = 0;
 

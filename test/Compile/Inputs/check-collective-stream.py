@@ -18,8 +18,12 @@ it are done and the stream's previous collective is; a kernel first waits
 for the collectives in flight
 whose bytes (arena offsets, a pooled buffer's copy of its action's slot)
 its own meet: it reads or writes what one writes, or writes what one
-reads; those retire. With 256 in flight, the next retires the oldest, which
-the compute stream waits for. The step ends when every stream is done.
+reads; those retire. A run of consecutive all_reduces of one group (and
+function) is one NCCL group on the device (CudaDevice::planReductionRuns):
+each member in flight (a slot) until all of the run is done. With 256 in
+flight, the next retires
+the oldest, which the compute stream waits for. The step ends when every
+stream is done.
 The report's step, exposed communication (communication_s),
 overlapped_communication_s and each kind of kernel's seconds (kernel_s: an
 opcode, or a fused group's joined by '+') must be the replay's.
@@ -102,6 +106,30 @@ def collective_seconds(kernel):
     return factor * kernel.sizes[buffer] / link
 
 
+def function_of(k):
+    for f, (first, count) in enumerate(program.functions):
+        if first <= k < first + count:
+            return f
+    return -1
+
+
+# A run of all_reduces (consecutive, one group, one function): its first
+# member takes the run's time on the stream, the others none after it; each
+# is in flight until the run is done.
+run_seconds, first = {}, None
+for k, kernel in enumerate(kernels):
+    if kernel.name != "all_reduce":
+        first = None
+        continue
+    if (first is not None and kernels[k - 1].name == "all_reduce" and
+            group_axes(kernels[k - 1]) == group_axes(kernel) and
+            function_of(k - 1) == function_of(k)):
+        run_seconds[first] += collective_seconds(kernel)
+        run_seconds[k] = 0.0
+        continue
+    first = k
+    run_seconds[k] = collective_seconds(kernel)
+
 now = exposed = stream_busy = 0.0
 stream_free = {}  # group axes -> when its stream is free
 waits = collectives = retired = 0
@@ -124,7 +152,7 @@ for k, slot in program.step_kernels():
         if len(in_flight) == EVENT_SLOTS:
             wait_until(in_flight.pop(0)[2])
             retired += 1
-        seconds = collective_seconds(kernel)
+        seconds = run_seconds.get(k, collective_seconds(kernel))
         charge(k, seconds)
         group = group_axes(kernel)
         end = max(now, stream_free.get(group, 0.0)) + seconds
