@@ -369,14 +369,20 @@ public:
     // CUDA device fuses some (runtime/cuda/FusionPlan.h): a dropout with
     // its add, a norm's backward (both gradients) with the residual add,
     // GPT-2's GeLU and its gradient into the GEMMs' epilogues, the bias
-    // gradients into the weight gradients'.
+    // gradients into the weight gradients', and an add right after a
+    // product without bias into the product (C): Llama's residual adds
+    // (where no collective comes between: without sequence parallelism)
+    // and its input gradients' sums.
     bool fuses = hw.runtimeDevice == "cuda";
     double whole = tokens * h / (plan.sequenceParallel ? t : 1);
     double inner = tokens * ffn;
     bool dropout = m.residualDropout > 0;
     // Per element of a branch: the mask drawn (a byte) and applied, and the
     // add; backward, the mask applied to the gradient.
-    double branchForward = !dropout ? 3 * e : fuses ? 3 * e + 2 : 5 * e + 2;
+    bool residualInProduct = fuses && m.llama && !plan.sequenceParallel;
+    double branchForward = !dropout ? (residualInProduct ? 0 : 3 * e)
+                           : fuses  ? 3 * e + 2
+                                    : 5 * e + 2;
     double branchBackward = dropout ? 2 * e + 1 : 0;
     // A norm reads x and writes y; backward its input gradient (dY, x, dX),
     // its parameter gradients (dY, x) and the residual add: one group on a
@@ -395,8 +401,9 @@ public:
     double biasGradients =
         m.llama || fuses ? 0 : tokens * (2 * h + (3 * h + m.ffn) / t) * e;
     // Llama's separate q, k, v and gate, up projections: their input
-    // gradients are added (three adds over the whole sequence).
-    double inputGradientSums = m.llama ? 3 * 3 * tokens * h * e : 0;
+    // gradients are added (three adds over the whole sequence; on a CUDA
+    // device each in the next product's epilogue).
+    double inputGradientSums = m.llama && !fuses ? 3 * 3 * tokens * h * e : 0;
     double elementwiseForward =
         whole * (2 * 2 * e + 2 * branchForward) + inner * activationForward;
     double elementwiseBackward =

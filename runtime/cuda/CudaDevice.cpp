@@ -659,7 +659,8 @@ Status CudaDevice::prepare(const Program &program,
   deferredCount_ = 0;
   // A linear + gelu pair runs fused only with a plan for the GeLU
   // epilogue, a weight gradient + sum_to pair only with one for the bias
-  // gradient epilogue; without one (cuBLASLt's choice) the two run as they
+  // gradient epilogue, a product + add pair only with one for an added C;
+  // without one (cuBLASLt's choice) the two run as they
   // are, and one line on stderr says so.
   size_t epiloguePairs = 0, unplanned = 0;
   std::string firstRefusal;
@@ -671,7 +672,8 @@ Status CudaDevice::prepare(const Program &program,
     const KernelCall &tail = program.calls[p + 1];
     uint64_t bytes = 0;
     Status planned =
-        head.op == fb::OpCode::Linear
+        tail.op == fb::OpCode::Add ? gemm_.planAdd(head, tail)
+        : head.op == fb::OpCode::Linear
             ? gemm_.planGelu(head, tail, step.writesHead)
         : head.op == fb::OpCode::LinearInputGrad
             ? gemm_.planGeluGrad(head, tail)
@@ -1013,16 +1015,18 @@ Status CudaDevice::planOptimizerBatches(const Program &program) {
   return Status::ok();
 }
 
-/// Consecutive all_reduce kernels of one group (communicator): the
-/// device issues such a run as one NCCL group, which NCCL aggregates into
-/// one launch (rt-bucket-reductions makes the runs; the compiler's replay
-/// prices a run as one collective, continuesReductionRun).
+/// Consecutive all_reduce kernels of one group (communicator) and one
+/// function: the device issues such a run as one NCCL group, which NCCL
+/// aggregates into one launch (rt-bucket-reductions makes the runs; the
+/// compiler's replay prices a run as one collective, each member in flight
+/// until the group is done: continuesReductionRun).
 void CudaDevice::planReductionRuns(const Program &program) {
   const KernelCall *previous = nullptr;
   for (const KernelCall &call : program.calls) {
     if (previous && previous->op == fb::OpCode::AllReduce &&
         call.op == fb::OpCode::AllReduce && previous->group >= 0 &&
-        previous->group == call.group && previous->index + 1 == call.index) {
+        previous->group == call.group && previous->index + 1 == call.index &&
+        fusion::inOneFunction(program, *previous, call)) {
       resolved_[previous->index].joinedByNext = true;
       resolved_[call.index].joinsPrevious = true;
     }
@@ -1310,14 +1314,20 @@ Status CudaDevice::runFused(const KernelCall &tail,
       computeArgs(runOperands_.data(), runResults_.data(), context);
   Status s = Status::ok();
   if (isGemmKernel(head.op)) {
-    // The tail's result is the epilogue's: a gelu's or gelu_grad's (whose
-    // input is the aux matrix), or a weight gradient's bias gradient.
+    // The tail's result is the epilogue's: an add's (whose other operand
+    // is C), a gelu's or gelu_grad's (whose input is the aux matrix), or a
+    // weight gradient's bias gradient.
     GemmEpilogue epilogue;
-    if (head.op == fb::OpCode::Linear || head.op == fb::OpCode::LinearInputGrad)
+    if (tail.op == fb::OpCode::Add) {
+      epilogue.sum = runResults_[0];
+      epilogue.addend = runOperands_[fusion::addendOperand(head, tail)];
+    } else if (head.op == fb::OpCode::Linear ||
+               head.op == fb::OpCode::LinearInputGrad) {
       epilogue.geluResult = runResults_[0];
-    else
+    } else {
       epilogue.biasGrad = runResults_[0];
-    if (head.op == fb::OpCode::LinearInputGrad)
+    }
+    if (head.op == fb::OpCode::LinearInputGrad && tail.op != fb::OpCode::Add)
       epilogue.geluInput = runOperands_[1];
     s = gemm_.run(head, headArgs, epilogue);
   } else if (head.op == fb::OpCode::CrossEntropy) {

@@ -65,6 +65,25 @@
 // The GEMM engine can refuse it at prepare (db not of dW's type, no algorithm);
 // the pair then runs unfused.
 //
+// Product + add: Llama's backward adds the input gradients of the q, k
+// and v projections (and of gate and up) with `linear_input_grad(dY, w) ->
+// (dX)` and at once `add(s, dX) -> (z)`; its forward adds the attention's
+// and the MLP's output projections to the residual stream with `linear(x,
+// w) -> (y)` and `add(r, y) -> (z)`. The CUDA device runs such a pair as
+// one cuBLASLt matmul that adds the other operand as C (beta = 1) and
+// writes z as D: the product is never written nor read back. A pair is
+// fused when the add is the next kernel (with actions, of the same
+// function), adds the product whole to a tensor of its size (no
+// broadcast), the product is read by nothing else (no binding, not
+// pooled), the linear has no bias (cuBLASLt's epilogue would add it after
+// C), the three tensors have one storage type, and z shares no bytes with
+// the product's operands, nor with the addend but for its very bytes (C is
+// D: each element read before it is written). In fp32 z is the pair's bit
+// for bit (the product's fp32 sum plus C, rounded once); with 16-bit
+// storage the product is not rounded before the add: z may differ by an
+// ulp. The GEMM engine can refuse it (a staged output, no algorithm); the
+// pair then runs unfused.
+//
 // Norm backward: a layer's backward runs `layer_norm_param_grad(dY, x) ->
 // (dW, dB)` and at once `layer_norm_input_grad(dY, x, w) -> (dX)` (or the
 // rms_norm pair), and often then `add(r, dX) -> (z)` (the residual
@@ -354,6 +373,58 @@ inline const char *inputGradGeluRefusal(const Program &program, size_t p,
   return nullptr;
 }
 
+/// Whether calls[p] (a linear or linear_input_grad) is followed by an add
+/// of its result and another tensor: the pairs productAddRefusal decides
+/// on.
+inline bool isProductAddCandidate(const Program &program, size_t p) {
+  const KernelCall &a = program.calls[p];
+  if ((a.op != fb::OpCode::Linear && a.op != fb::OpCode::LinearInputGrad) ||
+      a.results.size() != 1 || p + 1 >= program.calls.size())
+    return false;
+  const KernelCall &b = program.calls[p + 1];
+  uint32_t y = a.results[0].buffer;
+  return b.op == fb::OpCode::Add && b.operands.size() == 2 &&
+         b.results.size() == 1 &&
+         (b.operands[0].buffer == y) != (b.operands[1].buffer == y);
+}
+
+/// The operand of `add` that is not `product`'s result (the addend, C).
+inline size_t addendOperand(const KernelCall &product, const KernelCall &add) {
+  return add.operands[0].buffer == product.results[0].buffer ? 1 : 0;
+}
+
+/// Why the candidate calls[p] (a product y) and calls[p + 1] (the add of y
+/// and r) are not fused, or null. The fused matmul never writes y, so
+/// nothing else may read it. `reads`, `writes` and `hostBound` as for
+/// refusal().
+inline const char *productAddRefusal(const Program &program, size_t p,
+                                     const std::vector<uint32_t> &reads,
+                                     const std::vector<uint32_t> &writes,
+                                     const std::vector<bool> &hostBound) {
+  const KernelCall &a = program.calls[p];
+  const KernelCall &b = program.calls[p + 1];
+  if (!inOneFunction(program, a, b))
+    return "the add is in another function";
+  if (a.op == fb::OpCode::Linear && a.operands.size() > 2)
+    return "the linear has a bias (the epilogue adds it after C)";
+  size_t addend = addendOperand(a, b);
+  const TensorRef &y = a.results[0], &in = b.operands[1 - addend],
+                  &r = b.operands[addend], &z = b.results[0];
+  if (!sameBytes(in, y) || in.dtype != y.dtype || b.count != y.elements ||
+      b.rhsCount != b.count || r.elements != y.elements)
+    return "the add does not add the product whole to a tensor of its size";
+  if (y.buffer >= reads.size() || reads[y.buffer] != 1 ||
+      writes[y.buffer] != 1 || hostBound[y.buffer] || y.pool >= 0)
+    return "the product is read by another kernel, bound or pooled";
+  if (r.dtype != y.dtype || z.dtype != y.dtype || !isFloat(y.dtype))
+    return "the add's tensors differ in storage type";
+  if (meetsAnOperand(z, a))
+    return "the add's result overlaps an operand of the product";
+  if (spansMeet(z, r) && !sameBytes(z, r))
+    return "the add's result overlaps its addend";
+  return nullptr;
+}
+
 /// Whether calls[p] (a linear_weight_grad) is followed by a sum_to of its
 /// dY: the pairs weightGradSumRefusal decides on.
 inline bool isWeightGradSumCandidate(const Program &program, size_t p) {
@@ -619,6 +690,14 @@ planFusions(const Program &program,
       if (const char *why = fusion::inputGradGeluRefusal(program, p, reads,
                                                          writes, hostBound))
         refuse(a, why);
+      else
+        pair(a, program.calls[p + 1], {});
+      continue;
+    }
+    if (fusion::isProductAddCandidate(program, p)) {
+      if (const char *why =
+              fusion::productAddRefusal(program, p, reads, writes, hostBound))
+        refuse(a, why, " + add");
       else
         pair(a, program.calls[p + 1], {});
       continue;

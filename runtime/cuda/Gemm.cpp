@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Gemm.h"
+#include "FusionPlan.h"
 #include "GemmSpec.h"
 #include "GemmStaging.h"
 
@@ -456,6 +457,35 @@ Status GemmEngine::planBiasGrad(const KernelCall &weightGrad,
   return Status::ok();
 }
 
+Status GemmEngine::planAdd(const KernelCall &product, const KernelCall &add) {
+  CallPlan *planned = nullptr;
+  if (Status s = impl_->plannedEntry(product, planned); !s)
+    return s;
+  CallPlan &entry = *planned;
+  if ((product.op != fb::OpCode::Linear &&
+       product.op != fb::OpCode::LinearInputGrad) ||
+      add.op != fb::OpCode::Add || add.operands.size() != 2 ||
+      add.results.size() != 1 || product.results.size() != 1)
+    return Status::error(kernelText(product) + " and " + kernelText(add) +
+                         ": not a product and the add of it");
+  const GemmSpec &spec = entry.spec;
+  if (spec.empty() || spec.fillOnly() || spec.hasBias() || spec.accumulate)
+    return Status::error(kernelText(product) +
+                         ": no added C: the product is empty, has a bias or "
+                         "accumulates");
+  // C and D have D's layout and type: an output cuBLASLt does not write
+  // in the result's type (staged) cannot take the addend.
+  if (spec.stageOutput)
+    return Status::error(kernelText(product) +
+                         ": no added C: the output is staged (" +
+                         describeGemm(spec) + ")");
+  GemmKey key = entry.key;
+  const TensorRef &addend = add.operands[fusion::addendOperand(product, add)];
+  key.alignD =
+      std::min(gemmAlignmentOf(add.results[0]), gemmAlignmentOf(addend));
+  return impl_->planFused(product, entry, key);
+}
+
 uint64_t GemmEngine::workspaceBytes() const { return kWorkspaceBytes; }
 
 void GemmEngine::setWorkspace(void *workspace) { impl_->workspace = workspace; }
@@ -470,7 +500,7 @@ Status GemmEngine::run(const KernelCall &call, const KernelArgs &args,
   if (Status st = impl_->plannedEntry(call, planned); !st)
     return st;
   const CallPlan &entry = *planned;
-  const bool fused = geluResult || biasGradResult;
+  const bool fused = geluResult || biasGradResult || epilogue.sum;
   if (fused && !entry.fusedPlan)
     return Status::error(kernelText(call) + ": no fused epilogue planned");
   const GemmSpec &s = entry.spec;
@@ -535,6 +565,9 @@ Status GemmEngine::run(const KernelCall &call, const KernelArgs &args,
                                                       : nullptr;
     d = geluResult;
   }
+  // With an added C, D is the add's result.
+  if (epilogue.sum)
+    d = epilogue.sum;
 
   // The plan's algorithm assumed these alignments (from the tensors'
   // offsets and a 256-byte aligned arena).
@@ -566,10 +599,15 @@ Status GemmEngine::run(const KernelCall &call, const KernelArgs &args,
           kernelText(call) +
           ": setting the bias pointer failed: " + cublasText(status));
   }
-  // beta = 1 adds to D in place (C is D).
-  float alpha = s.alpha, beta = s.accumulate ? 1.0f : 0.0f;
+  // beta = 1 adds to D in place (C is D), or the add's other operand (C,
+  // in D's layout) to the product.
+  float alpha = s.alpha, beta = s.accumulate || epilogue.sum ? 1.0f : 0.0f;
+  const void *c = epilogue.sum ? epilogue.addend : d;
+  if (epilogue.sum && !isAligned(c, key.alignD))
+    return Status::error(kernelText(call) +
+                         ": the added C is less aligned than its offset");
   cublasStatus_t status = cublasLtMatmul(
-      impl_->handle, plan.desc, &alpha, a, plan.a, b, plan.b, &beta, d, plan.d,
+      impl_->handle, plan.desc, &alpha, a, plan.a, b, plan.b, &beta, c, plan.d,
       d, plan.d, &plan.algo, impl_->workspace, kWorkspaceBytes, args.stream);
   if (status != CUBLAS_STATUS_SUCCESS)
     return Status::error(kernelText(call) + ": cublasLtMatmul failed: " +

@@ -32,6 +32,10 @@ struct GemmEpilogue {
   /// A weight gradient with the sum of its dY (planBiasGrad): the sum's
   /// result.
   void *biasGrad = nullptr;
+  /// A product with the add of it and `addend` (planAdd): the add's
+  /// result, written instead of the call's, and the addend (C, beta = 1).
+  void *sum = nullptr;
+  const void *addend = nullptr;
 };
 
 class GemmEngine {
@@ -73,6 +77,14 @@ public:
   /// biasGradEpilogueRefusal, no algorithm) leaves the pair to run unfused.
   Status planBiasGrad(const KernelCall &weightGrad, const KernelCall &sum,
                       bool staged, uint64_t &scratchBytes);
+
+  /// The plan of `product` (a linear without bias or a linear_input_grad,
+  /// planned) run with its next kernel `add` (of the product and another
+  /// tensor) as one matmul that adds the other tensor as C (beta = 1) and
+  /// writes the add's result as D; the product is never written
+  /// (FusionPlan.h). An error (a staged output, no algorithm) leaves the
+  /// pair to run unfused.
+  Status planAdd(const KernelCall &product, const KernelCall &add);
 
   /// The bytes of cuBLASLt workspace every plan was chosen for; the device
   /// places that much inside its one allocation and passes it here before

@@ -170,7 +170,8 @@ void expectRefused(const Planned &p, const std::string &why) {
       << "refusal: " << p.refusals[0] << "\nexpected: " << why;
 }
 
-void expectRefused(Pair pair, const std::string &why) {
+template <typename AnyPair>
+void expectRefused(AnyPair pair, const std::string &why) {
   Planned p;
   planOf(pair.build(), p);
   expectRefused(p, why);
@@ -608,6 +609,108 @@ TEST(FusionPlanTest, InputGradientAndGeluGradientRefusals) {
   Planned q;
   planOf(over, q);
   expectRefused(q, "overlaps an operand of the input gradient");
+}
+
+/// A product and the add of it: silu(p) -> dY [6, 24]; silu(q) -> r
+/// [6, 16]; linear_input_grad(dY, w) -> dX [6, 16] (or linear(dY, w[, b]):
+/// w as [out, in] = [16, 24]); add(r, dX) (or add(dX, r)) -> z; z an
+/// output. The options break one rule at a time.
+struct ProductAddPair {
+  bool forward = false, bias = false, productFirst = false;
+  bool zBf16 = false, productReadAgain = false, broadcast = false;
+  uint32_t dY = 0, r = 0, dX = 0, z = 0;
+  /// The pair's first kernel.
+  uint32_t head = 2;
+
+  fb::ExecutableT build() {
+    ExecutableBuilder b;
+    uint32_t p = b.param("p", DT::F32, {6, 24});
+    uint32_t q = b.param("q", DT::F32,
+                         broadcast ? std::vector<int64_t>{16}
+                                   : std::vector<int64_t>{6, 16});
+    uint32_t w = forward ? b.param("w", DT::F32, {16, 24})
+                         : b.param("w", DT::F32, {24, 16});
+    uint32_t bv = b.param("b", DT::F32, {16});
+    dY = b.buffer(DT::F32, {6, 24});
+    r = b.buffer(DT::F32, broadcast ? std::vector<int64_t>{16}
+                                    : std::vector<int64_t>{6, 16});
+    dX = b.buffer(DT::F32, {6, 16});
+    z = b.buffer(zBf16 ? DT::BF16 : DT::F32, {6, 16});
+    b.kernel(Op::Silu, {p}, {dY});
+    b.kernel(Op::Silu, {q}, {r});
+    if (forward && bias)
+      b.kernel(Op::Linear, {dY, w, bv}, {dX}, {}, {}, 1);
+    else if (forward)
+      b.kernel(Op::Linear, {dY, w}, {dX}, {}, {}, 1);
+    else
+      b.kernel(Op::LinearInputGrad, {dY, w}, {dX}, {}, {}, 1);
+    if (productFirst)
+      b.kernel(Op::Add, {dX, r}, {z});
+    else
+      b.kernel(Op::Add, {r, dX}, {z});
+    if (productReadAgain) {
+      uint32_t o = b.buffer(DT::F32, {6, 16});
+      b.kernel(Op::Silu, {dX}, {o});
+      b.output("o", o);
+    }
+    b.output("z", z);
+    return b.finish();
+  }
+};
+
+TEST(FusionPlanTest, ProductAndItsAddAreFused) {
+  for (bool forward : {false, true})
+    for (bool productFirst : {false, true}) {
+      ProductAddPair pair;
+      pair.forward = forward;
+      pair.productFirst = productFirst;
+      Planned p;
+      planOf(pair.build(), p);
+      if (HasFatalFailure())
+        return;
+      expectFused(p, pair.head, pair.head + 1);
+      EXPECT_EQ(fusion::addendOperand(p.program.calls[pair.head],
+                                      p.program.calls[pair.head + 1]),
+                productFirst ? 1u : 0u);
+    }
+  // z in the very bytes of the addend r (C is D): still fused.
+  ProductAddPair overR;
+  fb::ExecutableT exe = overR.build();
+  relocate(exe, {{overR.r, 0}, {overR.z, 0}}, 1024);
+  Planned q;
+  planOf(exe, q);
+  if (HasFatalFailure())
+    return;
+  expectFused(q, overR.head, overR.head + 1);
+}
+
+TEST(FusionPlanTest, ProductAndItsAddRefusals) {
+  ProductAddPair bias;
+  bias.forward = bias.bias = true;
+  expectRefused(bias, "the linear has a bias");
+  ProductAddPair again;
+  again.productReadAgain = true;
+  expectRefused(again, "read by another kernel");
+  ProductAddPair bf16;
+  bf16.zBf16 = true;
+  expectRefused(bf16, "differ in storage type");
+  ProductAddPair broadcast;
+  broadcast.broadcast = broadcast.productFirst = true;
+  expectRefused(broadcast, "a tensor of its size");
+  ProductAddPair split;
+  fb::ExecutableT exe = split.build();
+  runByActions(exe, {{"dY and r", 0, 2}, {"dX", 2, 1}, {"add", 3, 1}});
+  Planned p;
+  planOf(exe, p);
+  expectRefused(p, "the add is in another function");
+  // z over dY (read by the fused matmul while it writes z).
+  ProductAddPair overDY;
+  fb::ExecutableT over = overDY.build();
+  relocate(over, {{overDY.dY, 0}, {overDY.z, 0}}, 1024);
+  Planned q;
+  planOf(over, q);
+  expectRefused(q, "overlaps an operand of the product");
+  // (z over part of r: the loader refuses such an add already.)
 }
 
 /// A weight gradient and the bias gradient of one linear: silu(p) -> dY

@@ -753,7 +753,8 @@ TEST(GemmSpec, DISABLED_ModelGeluPairsTakeTheEpilogue) {
                   std::string::npos)
             << why;
       }
-    size_t geluPairs = 0, maskPairs = 0, biasGradPairs = 0, geluGradPairs = 0;
+    size_t geluPairs = 0, maskPairs = 0, biasGradPairs = 0, geluGradPairs = 0,
+           addPairs = 0;
     for (size_t p = 0; p < program.calls.size(); ++p) {
       const KernelCall &call = program.calls[p];
       if (plan[call.index].role != FusionRole::Head)
@@ -767,6 +768,14 @@ TEST(GemmSpec, DISABLED_ModelGeluPairsTakeTheEpilogue) {
           call.op == fb::OpCode::CrossEntropy)
         continue; // ModelNormBackwardsAreFused
 
+      if (program.calls[p + 1].op == fb::OpCode::Add) {
+        // A product and the add of it: C added, D the add's result.
+        ++addPairs;
+        GemmSpec spec = gemmSpecOf(call);
+        EXPECT_FALSE(spec.stageOutput || spec.hasBias() || spec.accumulate)
+            << "kernel " << call.index << ": " << describeGemm(spec);
+        continue;
+      }
       if (call.op == fb::OpCode::LinearInputGrad) {
         ++geluGradPairs;
         const char *why = geluGradEpilogueRefusal(gemmSpecOf(call));
@@ -790,9 +799,9 @@ TEST(GemmSpec, DISABLED_ModelGeluPairsTakeTheEpilogue) {
     }
     std::printf("%s: %zu linear + gelu pairs, %zu input gradient + "
                 "gelu_grad pairs, %zu apply_mask + add pairs, %zu weight "
-                "gradient + bias gradient pairs\n",
+                "gradient + bias gradient pairs, %zu product + add pairs\n",
                 path.c_str(), geluPairs, geluGradPairs, maskPairs,
-                biasGradPairs);
+                biasGradPairs, addPairs);
     // GPT-2's MLP: one pair per layer in the forward (the models here have
     // two layers); Llama's SiLU has none. GPT-2's four linears with a bias
     // per layer each give a bias gradient pair (its tied head has no bias),
@@ -807,6 +816,12 @@ TEST(GemmSpec, DISABLED_ModelGeluPairsTakeTheEpilogue) {
     EXPECT_EQ(geluGradCandidates, gpt2 ? 2u : 0u);
     EXPECT_LE(geluGradPairs, geluGradCandidates);
     EXPECT_EQ(biasGradPairs, gpt2 ? (tp ? 4u : 8u) : 0u);
+    // Llama's products added at once, five per layer: the attention's and
+    // the MLP's output projections to the residual stream, and in the
+    // backward k's and v's input gradients to q's, up's to gate's. GPT-2's
+    // linears have a bias and its input gradients go to a norm or an
+    // attention first: none.
+    EXPECT_EQ(addPairs, gpt2 ? 0u : 10u);
   });
 }
 

@@ -10,6 +10,8 @@
 //
 //   linear -> gelu (tanh) of its result             bias + GeLU epilogue
 //   linear_input_grad -> gelu_grad (tanh) of it     DGELU epilogue
+//   linear (no bias), linear_input_grad -> add of   the add's other operand
+//     its result and another tensor                 as C (beta = 1)
 //   linear_weight_grad(_accumulate) -> sum_to of dY bias-gradient epilogue
 //   apply_mask -> add reading its result            dropout + residual add
 //   cross_entropy -> cross_entropy_grad of logits   loss with its gradient
@@ -48,13 +50,20 @@ inline SmallVector<KernelOp, 2> fusionPartners(KernelOp head) {
     return kernel.getOpcode() == opcode && head.getOutputs().size() == 1 &&
            reads(kernel, head.getOutputs()[0], 0);
   };
+  // An add of the product and another tensor (not the product twice).
+  auto addsResult = [&](KernelOp kernel) {
+    return kernel.getOpcode() == OpCode::Add && head.getOutputs().size() == 1 &&
+           llvm::count(kernel.getInputs(), head.getOutputs()[0]) == 1;
+  };
   switch (head.getOpcode()) {
   case OpCode::Linear:
-    if (readsResult(next, OpCode::Gelu) && (next.getFlags() & 1))
+    if ((readsResult(next, OpCode::Gelu) && (next.getFlags() & 1)) ||
+        (head.getInputs().size() == 2 && addsResult(next)))
       partners.push_back(next);
     break;
   case OpCode::LinearInputGrad:
-    if (readsResult(next, OpCode::GeluGrad) && (next.getFlags() & 1))
+    if ((readsResult(next, OpCode::GeluGrad) && (next.getFlags() & 1)) ||
+        addsResult(next))
       partners.push_back(next);
     break;
   case OpCode::ApplyMask:

@@ -39,6 +39,8 @@ KINDS = {
     ("apply_mask", "add"): "dropout + add",
     ("linear", "gelu"): "bias + gelu",
     ("linear_input_grad", "gelu_grad"): "input grad + gelu grad",
+    ("linear", "add"): "product + add",
+    ("linear_input_grad", "add"): "product + add",
     ("linear_weight_grad", "sum_to"): "weight grad + bias grad",
     ("linear_weight_grad_accumulate", "sum_to"): "weight grad + bias grad",
     ("layer_norm_param_grad", "layer_norm_input_grad"): "norm backward",

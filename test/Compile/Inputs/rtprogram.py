@@ -140,8 +140,10 @@ class Program:
         outside buffer once. An intermediate a later member reads is never
         written, but for a linear whose gelu writes elsewhere (the aux)."""
         head = self.kernels[group[0]]
-        head_written = head.name == "linear" and self.offsets.get(
-            head.outs[0]) != self.offsets.get(self.kernels[group[1]].outs[0])
+        head_written = (head.name == "linear" and
+                        self.kernels[group[1]].name == "gelu" and
+                        self.offsets.get(head.outs[0]) !=
+                        self.offsets.get(self.kernels[group[1]].outs[0]))
         later = set()
         for k in group[1:]:
             later |= set(self.kernels[k].ins)
