@@ -299,6 +299,17 @@ inline bool meetsAnOperand(const TensorRef &t, const KernelCall &call) {
   return false;
 }
 
+/// Whether `t` is handed from one kernel to the next alone: written once,
+/// read once over the file's kernels, no binding, param or state, not
+/// pooled (a fused group never writes it). `reads`, `writes` and
+/// `hostBound` as for refusal().
+inline bool handedOnOnly(const TensorRef &t, const std::vector<uint32_t> &reads,
+                         const std::vector<uint32_t> &writes,
+                         const std::vector<bool> &hostBound) {
+  return t.buffer < reads.size() && reads[t.buffer] == 1 &&
+         writes[t.buffer] == 1 && !hostBound[t.buffer] && t.pool < 0;
+}
+
 /// Whether calls[p] (a linear) is followed by a gelu of its whole result:
 /// the pairs linearGeluRefusal decides on.
 inline bool isLinearGeluCandidate(const Program &program, size_t p) {
@@ -358,8 +369,7 @@ inline const char *inputGradGeluRefusal(const Program &program, size_t p,
                   &dA = b.results[0];
   if (!sameBytes(in, dH) || in.dtype != dH.dtype || b.count != dH.elements)
     return "the gelu_grad does not read the input gradient whole";
-  if (dH.buffer >= reads.size() || reads[dH.buffer] != 1 ||
-      writes[dH.buffer] != 1 || hostBound[dH.buffer] || dH.pool >= 0)
+  if (!handedOnOnly(dH, reads, writes, hostBound))
     return "the input gradient is read by another kernel, bound or pooled";
   if (x.dtype != dA.dtype || dA.dtype != dH.dtype)
     return "the gelu_grad's tensors differ in storage type";
@@ -413,8 +423,7 @@ inline const char *productAddRefusal(const Program &program, size_t p,
   if (!sameBytes(in, y) || in.dtype != y.dtype || b.count != y.elements ||
       b.rhsCount != b.count || r.elements != y.elements)
     return "the add does not add the product whole to a tensor of its size";
-  if (y.buffer >= reads.size() || reads[y.buffer] != 1 ||
-      writes[y.buffer] != 1 || hostBound[y.buffer] || y.pool >= 0)
+  if (!handedOnOnly(y, reads, writes, hostBound))
     return "the product is read by another kernel, bound or pooled";
   if (r.dtype != y.dtype || z.dtype != y.dtype || !isFloat(y.dtype))
     return "the add's tensors differ in storage type";
@@ -527,8 +536,7 @@ inline const char *normBackwardAddRefusal(const Program &program, size_t p,
     return "the add does not add the input gradient to another tensor";
   if (!inOneFunction(program, b, c))
     return "the add is in another function";
-  if (dX.buffer >= reads.size() || reads[dX.buffer] != 1 ||
-      writes[dX.buffer] != 1 || hostBound[dX.buffer] || dX.pool >= 0)
+  if (!handedOnOnly(dX, reads, writes, hostBound))
     return "the input gradient is read by another kernel, bound or pooled";
   if (c.count != c.rhsCount || c.count != dX.elements)
     return "the add broadcasts";

@@ -177,6 +177,19 @@ void expectRefused(AnyPair pair, const std::string &why) {
   expectRefused(p, why);
 }
 
+/// `pair` with `buffers` moved to a region of their own (relocate()): refused
+/// for `why`.
+template <typename AnyPair>
+void expectRefusedRelocated(
+    AnyPair pair, const std::vector<std::pair<uint32_t, uint64_t>> &buffers,
+    const std::string &why) {
+  fb::ExecutableT exe = pair.build();
+  relocate(exe, buffers, 1024);
+  Planned p;
+  planOf(exe, p);
+  expectRefused(p, why);
+}
+
 TEST(FusionPlanTest, MaskAppliedAndAddedIsFused) {
   Pair pair;
   Planned p;
@@ -604,11 +617,9 @@ TEST(FusionPlanTest, InputGradientAndGeluGradientRefusals) {
   // dA over dY (dead after the input gradient, but read by the fused
   // matmul while its epilogue writes dA).
   GeluGradPair overDY;
-  fb::ExecutableT over = overDY.build();
-  relocate(over, {{overDY.dY, 0}, {overDY.dA, 0}}, 1024);
-  Planned q;
-  planOf(over, q);
-  expectRefused(q, "overlaps an operand of the input gradient");
+  overDY.build();
+  expectRefusedRelocated(overDY, {{overDY.dY, 0}, {overDY.dA, 0}},
+                         "overlaps an operand of the input gradient");
 }
 
 /// A product and the add of it: silu(p) -> dY [6, 24]; silu(q) -> r
@@ -705,11 +716,9 @@ TEST(FusionPlanTest, ProductAndItsAddRefusals) {
   expectRefused(p, "the add is in another function");
   // z over dY (read by the fused matmul while it writes z).
   ProductAddPair overDY;
-  fb::ExecutableT over = overDY.build();
-  relocate(over, {{overDY.dY, 0}, {overDY.z, 0}}, 1024);
-  Planned q;
-  planOf(over, q);
-  expectRefused(q, "overlaps an operand of the product");
+  overDY.build();
+  expectRefusedRelocated(overDY, {{overDY.dY, 0}, {overDY.z, 0}},
+                         "overlaps an operand of the product");
   // (z over part of r: the loader refuses such an add already.)
 }
 
