@@ -195,6 +195,8 @@ public:
     return matmulSeconds(hw, 2 * rows * cols * inner, bytes, peak);
   }
   double memory(double bytes) const { return memoryBoundSeconds(hw, bytes); }
+  /// `n` more kernels' launches (memory() pays one).
+  double launches(double n) const { return n * hw.kernelLaunchSeconds; }
   double tpCollective(CollectiveKind kind, double bytes) const {
     return collectiveSeconds(hw, kind, bytes, plan.tp, tpPerNode);
   }
@@ -325,15 +327,25 @@ public:
     double qElements = tokens * heads * d, kvElements = tokens * kvHeads * d;
     double rotaryBytes = m.llama ? 2 * e * (qElements + kvElements) : 0;
     double layoutForward = rotaryBytes, layoutBackward = rotaryBytes;
+    // Their kernels, a launch each: rotary on q and k; unfused, a transpose
+    // of q, k, v and the output (of each gradient backward), GPT-2's three
+    // slices (one concat backward), Llama's two repeats (two sums).
+    double layoutKernelsForward = m.llama ? 2 : 0;
+    double layoutKernelsBackward = layoutKernelsForward;
     if (!m.fusedAttention) {
       double transposes = 2 * e * (2 * qElements + 2 * kvElements);
       double packed = m.llama ? 0 : 2 * e * (qElements + 2 * kvElements);
-      double groups =
-          m.llama && kvHeads < heads ? 2 * e * (qElements + kvElements) : 0;
+      bool repeated = m.llama && kvHeads < heads;
+      double groups = repeated ? 2 * e * (qElements + kvElements) : 0;
       layoutForward += transposes + packed + groups;
       layoutBackward += transposes + packed + groups;
+      layoutKernelsForward += 4 + (m.llama ? 0 : 3) + (repeated ? 2 : 0);
+      layoutKernelsBackward += 4 + (m.llama ? 0 : 1) + (repeated ? 2 : 0);
     }
     double attentionForward, attentionBackward;
+    // What selective recomputation repeats of the unfused core: the scores'
+    // product and the softmax (with the dropout mask drawn and applied).
+    double scoresForward = 0;
     if (m.fusedAttention) {
       // The decoders' causal attention: the kernels skip the masked scores.
       double computed = attentionScores(b * heads * s, s, s, /*causal=*/true);
@@ -355,14 +367,22 @@ public:
       // scores and writes the probabilities; backward its gradient reads
       // both and writes one. An attention dropout draws its mask (a byte
       // an element) and applies it, and applies it to the gradient.
+      // Their kernels: the softmax, the mask drawn and applied; backward
+      // the softmax's gradient and the mask applied.
       bool dropout = m.attentionDropout > 0;
-      attentionForward =
-          2 * bmm + memory(scores * (2 * e + (dropout ? 2 * e + 2 : 0)));
-      attentionBackward =
-          4 * bmm + memory(scores * (3 * e + (dropout ? 2 * e + 1 : 0)));
+      scoresForward = bmm +
+                      memory(scores * (2 * e + (dropout ? 2 * e + 2 : 0))) +
+                      launches(dropout ? 2 : 0);
+      attentionForward = bmm + scoresForward;
+      attentionBackward = 4 * bmm +
+                          memory(scores * (3 * e + (dropout ? 2 * e + 1 : 0))) +
+                          launches(dropout ? 1 : 0);
     }
-    attentionForward += memory(layoutForward);
-    attentionBackward += memory(layoutBackward);
+    // The layout's bytes in one memory-bound term, its kernels' launches.
+    attentionForward += memory(layoutForward) +
+                        launches(std::max(0.0, layoutKernelsForward - 1));
+    attentionBackward += memory(layoutBackward) +
+                         launches(std::max(0.0, layoutKernelsBackward - 1));
     // The elementwise kernels' bytes: the two norms, the two residual
     // branches' dropout and add on [s, h] tensors (split over tp only with
     // sequence parallelism), the MLP's activation on its inner tensor. A
@@ -430,7 +450,7 @@ public:
           memory(elementwiseForward - whole * branchForward);
       costs.backward.communication += comm - halfOutputReduction();
     } else if (plan.remat == "selective" && !m.fusedAttention) {
-      costs.backward.recompute = attentionForward;
+      costs.backward.recompute = scoresForward;
     }
     return costs;
   }
