@@ -535,6 +535,42 @@ TEST(PlanModel, DataParallelReductionPaysALatencyPerTensor) {
   }
 }
 
+TEST(PlanModel, SelectiveRecomputationRepeatsTheScoresOnly) {
+  // Selective recomputation of unfused attention repeats, per layer and
+  // microbatch, what the compile's backward does (counted from its
+  // kernels): the scores' product and the softmax, with an attention
+  // dropout its mask drawn and applied: 4 kernels, 2 without. On a
+  // description where only launches cost (1 ms each), that many ms a layer
+  // and microbatch over remat none.
+  Hardware hw = testHardware();
+  hw.peakBf16 = hw.peakFp16 = hw.peakFp32 = 1e30;
+  hw.memoryBytesPerSecond = 1e30;
+  hw.kernelLaunchSeconds = 1e-3;
+  PlanChoice none;
+  none.microbatches = 2;
+  PlanChoice selective = none;
+  selective.remat = "selective";
+  std::string error;
+  TransformerShape gpt{4, 256, 8, 8, 32, 1024, 1000, 128};
+  TransformerShape llama = gpt;
+  llama.llama = true;
+  llama.kvHeads = 2;
+  llama.tiedEmbeddings = false;
+  TransformerShape dropout = gpt;
+  dropout.attentionDropout = 0.1;
+  for (auto [shape, kernels] :
+       {std::pair(gpt, 2), std::pair(llama, 2), std::pair(dropout, 4)}) {
+    auto plain = estimatePlan(shape, none, hw, false, error);
+    ASSERT_TRUE(plain) << error;
+    auto again = estimatePlan(shape, selective, hw, false, error);
+    ASSERT_TRUE(again) << error;
+    EXPECT_NEAR(again->stepSeconds - plain->stepSeconds, kernels * 4 * 2 * 1e-3,
+                1e-9)
+        << (shape.llama ? "llama" : "gpt") << " dropout "
+        << shape.attentionDropout;
+  }
+}
+
 TEST(PlanModel, CudaReducesTheGradientsInBuckets) {
   // On the CUDA device a run of all_reduces is one collective
   // (rt-bucket-reductions: runs of up to 25 MiB, made from the last
