@@ -697,15 +697,13 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
     return collectiveSeconds(hw, CollectiveKind::AllReduce, 4 * elements,
                              plan.dp, dpPerNode);
   };
-  const bool bucketed = hw.runtimeDevice == "cuda";
+  // Elsewhere no run is one collective: a bucket of 0 bytes.
+  const double bucketBytes =
+      hw.runtimeDevice == "cuda" ? rt::kReductionBucketBytes : 0;
   auto chunkReductionSeconds = [&](const std::vector<double> &tensors) {
     double seconds = 0, run = 0;
     for (double elements : llvm::reverse(tensors)) {
-      if (!bucketed) {
-        seconds += reduceSeconds(elements);
-        continue;
-      }
-      if (run > 0 && 4 * (elements + run) <= rt::kReductionBucketBytes) {
+      if (run > 0 && 4 * (elements + run) <= bucketBytes) {
         run += elements;
         continue;
       }

@@ -565,15 +565,18 @@ Status GemmEngine::run(const KernelCall &call, const KernelArgs &args,
                                                       : nullptr;
     d = geluResult;
   }
-  // With an added C, D is the add's result.
+  // With an added C (the add's other operand, in D's layout), D is the
+  // add's result; else C is D, read only when accumulating.
   if (epilogue.sum)
     d = epilogue.sum;
+  const void *c = epilogue.sum ? epilogue.addend : d;
 
   // The plan's algorithm assumed these alignments (from the tensors'
   // offsets and a 256-byte aligned arena).
   const GemmKey &key = fused ? entry.fusedKey : entry.key;
   if (!isAligned(a, key.alignA) || !isAligned(b, key.alignB) ||
-      !isAligned(d, key.alignD) || (bias && !isAligned(bias, key.alignBias)) ||
+      !isAligned(d, key.alignD) || !isAligned(c, key.alignD) ||
+      (bias && !isAligned(bias, key.alignBias)) ||
       (aux && !isAligned(aux, key.alignAux)))
     return Status::error(kernelText(call) +
                          ": a GEMM operand is less aligned than its offset "
@@ -599,13 +602,8 @@ Status GemmEngine::run(const KernelCall &call, const KernelArgs &args,
           kernelText(call) +
           ": setting the bias pointer failed: " + cublasText(status));
   }
-  // beta = 1 adds to D in place (C is D), or the add's other operand (C,
-  // in D's layout) to the product.
+  // beta = 1 adds C: D itself in place, or the add's other operand.
   float alpha = s.alpha, beta = s.accumulate || epilogue.sum ? 1.0f : 0.0f;
-  const void *c = epilogue.sum ? epilogue.addend : d;
-  if (epilogue.sum && !isAligned(c, key.alignD))
-    return Status::error(kernelText(call) +
-                         ": the added C is less aligned than its offset");
   cublasStatus_t status = cublasLtMatmul(
       impl_->handle, plan.desc, &alpha, a, plan.a, b, plan.b, &beta, c, plan.d,
       d, plan.d, &plan.algo, impl_->workspace, kWorkspaceBytes, args.stream);

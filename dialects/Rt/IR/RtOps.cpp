@@ -116,6 +116,11 @@ bool mlir::rt::isCollective(OpCode opcode) {
   }
 }
 
+bool mlir::rt::isAllReduce(Operation *op) {
+  auto kernel = dyn_cast<KernelOp>(op);
+  return kernel && kernel.getOpcode() == OpCode::AllReduce;
+}
+
 MeshAttr mlir::rt::getProgramMesh(Operation *op) {
   auto program = op->getParentOfType<ProgramOp>();
   return program ? program.getMeshAttr() : MeshAttr();

@@ -34,6 +34,9 @@ std::optional<unsigned> getInPlaceOperand(OpCode opcode, unsigned result);
 /// communicator's stream, apart from the compute stream.
 bool isCollective(OpCode opcode);
 
+/// Whether `op` is an rt.kernel all_reduce.
+bool isAllReduce(Operation *op);
+
 /// The mesh of the rt.program that holds `op`; null outside a program and
 /// for a single-rank program.
 MeshAttr getProgramMesh(Operation *op);

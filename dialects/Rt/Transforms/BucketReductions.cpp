@@ -28,14 +28,8 @@ using namespace mlir::rt;
 
 namespace {
 
-bool isReduction(Operation *op) {
-  auto kernel = dyn_cast<KernelOp>(op);
-  return kernel && kernel.getOpcode() == OpCode::AllReduce;
-}
-
 int64_t operandBytes(KernelOp reduction) {
-  auto type = cast<MemRefType>(reduction.getInputs()[0].getType());
-  return type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
+  return getBufferBytes(cast<MemRefType>(reduction.getInputs()[0].getType()));
 }
 
 struct BucketReductions
@@ -65,7 +59,7 @@ struct BucketReductions
 
     SmallVector<KernelOp> reductions;
     for (Operation &op : body)
-      if (isReduction(&op))
+      if (isAllReduce(&op))
         reductions.push_back(cast<KernelOp>(op));
     for (KernelOp reduction : llvm::reverse(reductions)) {
       int64_t bytes = operandBytes(reduction);
@@ -77,7 +71,7 @@ struct BucketReductions
       Value result = reduction.getOutputs()[0];
       Operation *next = reduction->getNextNode();
       bool blocked = false;
-      for (; next && !isReduction(next); next = next->getNextNode())
+      for (; next && !isAllReduce(next); next = next->getNextNode())
         if (llvm::is_contained(next->getOperands(), operand) ||
             llvm::is_contained(next->getOperands(), result)) {
           blocked = true;
@@ -91,7 +85,7 @@ struct BucketReductions
       // The run that starts at `head`: its consecutive members' bytes.
       int64_t run = 0;
       for (Operation *op = head;
-           op && isReduction(op) && sameGroup(head, cast<KernelOp>(op));
+           op && isAllReduce(op) && sameGroup(head, cast<KernelOp>(op));
            op = op->getNextNode())
         run += operandBytes(cast<KernelOp>(op));
       if (bytes + run > bucketBytes)

@@ -25,11 +25,6 @@ using namespace mlir::rt;
 
 namespace {
 
-bool isAllReduce(Operation *op) {
-  auto kernel = dyn_cast<KernelOp>(op);
-  return kernel && kernel.getOpcode() == OpCode::AllReduce;
-}
-
 bool isUpdate(OpCode op) {
   return op == OpCode::AdamWUpdate || op == OpCode::SgdUpdate ||
          op == OpCode::SgdUpdatePlain;
