@@ -1650,17 +1650,16 @@ Status CudaDevice::flushTransfers() {
       seen = pending_[i].group == communicator;
     if (seen)
       continue;
-    s = NcclGroup::groupStart();
-    for (size_t i = first; i < pending_.size() && s; ++i) {
-      const PendingTransfer &t = pending_[i];
-      if (t.group == communicator)
-        s = t.send ? t.group->send(t.data, t.bytes, t.peer, t.stream)
-                   : t.group->recv(t.data, t.bytes, t.peer, t.stream);
-    }
-    // The group is closed whatever happened inside it.
-    Status end = NcclGroup::groupEnd();
-    if (s && !end)
-      s = end;
+    s = NcclGroup::grouped([&] {
+      Status sent = Status::ok();
+      for (size_t i = first; i < pending_.size() && sent; ++i) {
+        const PendingTransfer &t = pending_[i];
+        if (t.group == communicator)
+          sent = t.send ? t.group->send(t.data, t.bytes, t.peer, t.stream)
+                        : t.group->recv(t.data, t.bytes, t.peer, t.stream);
+      }
+      return sent;
+    });
   }
   for (const PendingTransfer &t : pending_) {
     if (!s)
@@ -1677,17 +1676,15 @@ Status CudaDevice::flushTransfers() {
 Status CudaDevice::flushReductions() {
   if (reductions_.empty())
     return Status::ok();
-  Status s = NcclGroup::groupStart();
-  if (s) {
-    for (const PendingReduction &p : reductions_)
-      if (s)
-        s = p.group->allReduce(p.data, p.data, p.count, p.type, p.max,
-                               p.stream);
-    // The group is closed whatever happened inside it.
-    Status end = NcclGroup::groupEnd();
-    if (s && !end)
-      s = end;
-  }
+  Status s = NcclGroup::grouped([&] {
+    Status reduced = Status::ok();
+    for (size_t i = 0; i < reductions_.size() && reduced; ++i) {
+      const PendingReduction &p = reductions_[i];
+      reduced =
+          p.group->allReduce(p.data, p.data, p.count, p.type, p.max, p.stream);
+    }
+    return reduced;
+  });
   for (const PendingReduction &p : reductions_) {
     if (!s)
       break;

@@ -330,23 +330,22 @@ Status NcclGroup::allToAll(const void *send, void *recv, size_t bytesPerPeer,
     return Status::ok();
   // One group, so that every pair's transfers progress together; the chunk
   // a rank keeps goes through NCCL too (a send to self is allowed).
-  if (Status s = groupStart(); !s)
-    return s;
   const auto *in = static_cast<const char *>(send);
   auto *out = static_cast<char *>(recv);
-  Status result = Status::ok();
-  for (int q = 0; q < g.size && result; ++q) {
-    const size_t offset = size_t(q) * bytesPerPeer;
-    result = g.finish("all_to_all", g.nccl->send(in + offset, bytesPerPeer,
-                                                 ncclChar, q, g.comm, stream));
-    if (result)
+  return grouped([&] {
+    Status result = Status::ok();
+    for (int q = 0; q < g.size && result; ++q) {
+      const size_t offset = size_t(q) * bytesPerPeer;
       result =
-          g.finish("all_to_all", g.nccl->recv(out + offset, bytesPerPeer,
+          g.finish("all_to_all", g.nccl->send(in + offset, bytesPerPeer,
                                               ncclChar, q, g.comm, stream));
-  }
-  // The group is ended whatever happened inside it (NCCL requires it).
-  Status ended = groupEnd();
-  return result ? ended : result;
+      if (result)
+        result =
+            g.finish("all_to_all", g.nccl->recv(out + offset, bytesPerPeer,
+                                                ncclChar, q, g.comm, stream));
+    }
+    return result;
+  });
 }
 
 Status NcclGroup::send(const void *data, size_t bytes, int peer,

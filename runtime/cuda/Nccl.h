@@ -73,6 +73,16 @@ public:
   Status recv(void *data, size_t bytes, int peer, cudaStream_t stream);
   static Status groupStart();
   static Status groupEnd();
+  /// `ops()` (NCCL calls, returning a Status) between groupStart and
+  /// groupEnd: the group is ended whatever happened inside it (NCCL
+  /// requires it); the first error is returned.
+  template <typename Ops> static Status grouped(Ops &&ops) {
+    if (Status s = groupStart(); !s)
+      return s;
+    Status result = ops();
+    Status ended = groupEnd();
+    return result ? ended : result;
+  }
 
   /// ncclCommGetAsyncError as a Status.
   Status asyncError();
