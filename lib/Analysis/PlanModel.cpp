@@ -460,33 +460,58 @@ public:
     double bytes = hiddenBytes();
     costs.forward.compute = memory(3 * bytes);
     costs.backward.compute = memory(3 * bytes);
-    if (tiedGradientSummedPerMicrobatch()) {
-      // The gradient over the whole vocabulary (written whole each
-      // microbatch), reduce-scattered over tp and added to the LM head's.
-      double table = wholeVocabularyGradientBytes();
-      costs.weight.compute = memory(table + 3 * table / t);
+    if (gradientInVocabularyBlocks())
+      // dist-propagate's choice: the layers' input gradient (a partial sum
+      // over tp, or sequence-split) is all-reduced (all-gathered) where the
+      // embedding's gradient, computed in the rank's block of rows, reads
+      // it: in W where W is deferred.
       costs.weight.communication =
-          tpCollective(CollectiveKind::ReduceScatter, table);
+          tpCollective(plan.sequenceParallel ? CollectiveKind::AllGather
+                                             : CollectiveKind::AllReduce,
+                       bytes);
+    if (tiedGradientSummedPerMicrobatch()) {
+      // Added to the LM head's gradient in each microbatch: the block's
+      // rows, read and written; over the whole vocabulary (written whole
+      // each microbatch), the reduce-scatter over tp comes first.
+      double table = wholeVocabularyGradientBytes();
+      double block = static_cast<double>(m.vocab) / t * m.hidden * 4;
+      costs.weight.compute = memory(table + 3 * block);
+      if (table > 0)
+        costs.weight.communication =
+            tpCollective(CollectiveKind::ReduceScatter, table);
     }
     return costs;
   }
 
-  /// With a vocabulary-parallel table (tp > 1) the layers' input gradient
-  /// is still a partial sum over tp, so the embedding's gradient is summed
-  /// over the whole vocabulary, in fp32.
+  /// With a vocabulary-parallel table (tp > 1) the embedding's gradient is
+  /// computed in the rank's block of rows where a device's microbatch has
+  /// at most as many tokens as the (padded) vocabulary has rows (moving
+  /// its input gradient over tp is then cheaper than the table's
+  /// gradient: dist-propagate's rule).
+  bool gradientInVocabularyBlocks() const {
+    if (plan.tp == 1)
+      return false;
+    int64_t padded = (m.vocab + plan.tp - 1) / plan.tp * plan.tp;
+    return tokens <= static_cast<double>(padded);
+  }
+  /// Otherwise the layers' input gradient stays a partial sum over tp and
+  /// the embedding's gradient is summed over the whole vocabulary, in fp32.
   double wholeVocabularyGradientBytes() const {
-    return plan.tp > 1 ? static_cast<double>(m.vocab) * m.hidden * 4 : 0;
+    return plan.tp > 1 && !gradientInVocabularyBlocks()
+               ? static_cast<double>(m.vocab) * m.hidden * 4
+               : 0;
   }
   /// A table tied to the LM head on the same stage sums its two gradients
-  /// in each microbatch, reduce-scattering the embedding's there; else the
-  /// microbatches' sum is reduce-scattered once, at the step's end.
+  /// in each microbatch (reduce-scattering the embedding's there, when it
+  /// is computed whole); else the microbatches' sum of a whole-vocabulary
+  /// gradient is reduce-scattered once, at the step's end.
   bool tiedGradientSummedPerMicrobatch() const {
     return plan.tp > 1 && m.tiedEmbeddings && plan.pp == 1;
   }
   double wholeVocabularyScatterSeconds() const {
-    return plan.tp > 1 && !tiedGradientSummedPerMicrobatch()
-               ? tpCollective(CollectiveKind::ReduceScatter,
-                              wholeVocabularyGradientBytes())
+    double table = wholeVocabularyGradientBytes();
+    return table > 0 && !tiedGradientSummedPerMicrobatch()
+               ? tpCollective(CollectiveKind::ReduceScatter, table)
                : 0;
   }
 
@@ -760,11 +785,11 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
       microbatchTokens * h * m.elementBytes / (plan.sequenceParallel ? t : 1);
   // The last stage: the logits and their gradient.
   double logitsBytes = microbatchTokens * (m.vocab / t) * m.elementBytes * 2;
-  // The first stage: with a vocabulary-parallel table (tp > 1) the layers'
-  // input gradient is still a partial sum over tp, so the embedding's
-  // gradient is summed over the whole vocabulary (fp32) and reduce-scattered
-  // once per step; each microbatch keeps its embedding dropout's mask (a
-  // byte per element).
+  // The first stage: with a vocabulary-parallel table (tp > 1) whose
+  // gradient is not computed in blocks (more tokens than rows) the
+  // embedding's gradient is summed over the whole vocabulary (fp32) and
+  // reduce-scattered once per step; each microbatch keeps its embedding
+  // dropout's mask (a byte per element).
   double wholeVocabGradBytes = costs.wholeVocabularyGradientBytes();
   double embeddingMaskBytes =
       m.embeddingDropout > 0 ? inputBytes / m.elementBytes : 0;

@@ -114,17 +114,44 @@ func.func @multi_query(%dw: tensor<2x16x8xf32> {dist.sharding = #dist.sharding<@
 
 // -----
 
-// The gradient norm reads a vocabulary-parallel table's gradient, computed
-// over the whole vocabulary from a sequence split over tp (a partial sum),
-// in the shard the optimizer's gradient takes: one reduce-scatter serves
-// both, the norm of the shard is all-reduced over tp, and no all-reduce
-// of the whole table beside it.
+// A vocabulary-parallel table's gradient is computed in each device's
+// block of rows (the optimizer's shard): its dY and ids, split over tp along
+// the sequence, are gathered (4 x 16 floats, against the 8 x 16 of the
+// whole table's gradient that a reduce-scatter would move), the kernel
+// told its block (dist.vocab_axes); the norm of the block is all-reduced
+// over tp and nothing else moves the table.
+dist.mesh @mesh axes [tp = 2]
+// CHECK-LABEL: func.func @table_grad_in_blocks
+func.func @table_grad_in_blocks(
+    %w: tensor<8x16xf32> {tpc.param = "w", dist.sharding = #dist.sharding<@mesh, [[tp], []]>},
+    %dy: tensor<1x4x16xf32> {dist.sharding = #dist.sharding<@mesh, [[], [tp], []]>},
+    %ids: tensor<1x4xi64> {dist.sharding = #dist.sharding<@mesh, [[], [tp]]>})
+    -> (tensor<f32>, tensor<8x16xf32> {tpc.grad = "w"}) {
+  // CHECK: %[[DY:.*]] = dist.all_gather %arg1 on @mesh axes [tp] dim 1 : tensor<1x2x16xf32> -> tensor<1x4x16xf32>
+  // CHECK-NEXT: %[[IDS:.*]] = dist.all_gather %arg2 on @mesh axes [tp] dim 1 : tensor<1x2xi64> -> tensor<1x4xi64>
+  // CHECK-NEXT: %[[BLOCK:.*]] = tpc.embedding_grad %[[DY]][%[[IDS]]] {dist.vocab_axes = ["tp"]} : tensor<1x4x16xf32>, tensor<1x4xi64> -> tensor<4x16xf32>
+  // CHECK-NEXT: %[[SUM:.*]] = tpc.sum_squares %[[BLOCK]] : tensor<4x16xf32>
+  // CHECK-NEXT: dist.all_reduce %[[SUM]] on @mesh axes [tp] : tensor<f32>
+  // CHECK-NEXT: return %{{.*}}, %[[BLOCK]]
+  %g = tpc.embedding_grad %dy[%ids] : tensor<1x4x16xf32>, tensor<1x4xi64> -> tensor<8x16xf32>
+  %n = tpc.sum_squares %g : tensor<8x16xf32>
+  return %n, %g : tensor<f32>, tensor<8x16xf32>
+}
+
+// -----
+
+// Where dY outweighs the table (32 positions of 16 floats against 8 rows),
+// the table's gradient is computed over the whole vocabulary from the
+// sequence split over tp (a partial sum) and reduce-scattered; the gradient
+// norm reads it in the shard the optimizer's gradient takes: one
+// reduce-scatter serves both, the norm of the shard is all-reduced over
+// tp, and no all-reduce of the whole table beside it.
 dist.mesh @mesh axes [tp = 2]
 // CHECK-LABEL: func.func @norm_reads_the_shard
 func.func @norm_reads_the_shard(
     %w: tensor<8x16xf32> {tpc.param = "w", dist.sharding = #dist.sharding<@mesh, [[tp], []]>},
-    %dy: tensor<1x4x16xf32> {dist.sharding = #dist.sharding<@mesh, [[], [tp], []]>},
-    %ids: tensor<1x4xi64> {dist.sharding = #dist.sharding<@mesh, [[], [tp]]>})
+    %dy: tensor<1x32x16xf32> {dist.sharding = #dist.sharding<@mesh, [[], [tp], []]>},
+    %ids: tensor<1x32xi64> {dist.sharding = #dist.sharding<@mesh, [[], [tp]]>})
     -> (tensor<f32>, tensor<8x16xf32> {tpc.grad = "w"}) {
   // CHECK: %[[TABLE:.*]] = tpc.embedding_grad {{.*}} -> tensor<8x16xf32>
   // CHECK-NOT: dist.all_reduce %[[TABLE]]
@@ -134,7 +161,7 @@ func.func @norm_reads_the_shard(
   // CHECK-NEXT: dist.all_reduce %[[SUM]] on @mesh axes [tp] : tensor<f32>
   // CHECK-NOT: dist.all_reduce %[[TABLE]]
   // CHECK: return %{{.*}}, %[[SHARD]]
-  %g = tpc.embedding_grad %dy[%ids] : tensor<1x4x16xf32>, tensor<1x4xi64> -> tensor<8x16xf32>
+  %g = tpc.embedding_grad %dy[%ids] : tensor<1x32x16xf32>, tensor<1x32xi64> -> tensor<8x16xf32>
   %n = tpc.sum_squares %g : tensor<8x16xf32>
   return %n, %g : tensor<f32>, tensor<8x16xf32>
 }

@@ -6,7 +6,7 @@
 
 // Positions are summed; the vocabulary is whole (the kernel has no row
 // offset); linear in the gradient only.
-// CHECK: tpc.embedding_grad: ([k, l, j], [k, l]) -> ([i, j]) {i=256 whole, j=64, k=4 reduction, l=32 reduction} linearity multilinear in 0
+// CHECK: tpc.embedding_grad: ([k, l, j], [k, l]) -> ([i, j]) {i=256 blocks, j=64, k=4 reduction, l=32 reduction} linearity multilinear in 0
 func.func @embedding_grad(%dx: tensor<4x32x64xbf16>, %ids: tensor<4x32xi64>) {
   %0 = tpc.embedding_grad %dx[%ids] : tensor<4x32x64xbf16>, tensor<4x32xi64> -> tensor<256x64xf32>
   return

@@ -219,11 +219,24 @@ struct Candidate {
 };
 } // namespace
 
+SmallVector<bool> mlir::dist::resultOnlyFactors(const tpc::ShardingRule &rule) {
+  SmallVector<bool> only(rule.factors.size(), false);
+  for (const tpc::TensorFactors &tensor : rule.results)
+    for (const tpc::DimFactors &dim : tensor)
+      for (unsigned factor : dim)
+        only[factor] = true;
+  for (const tpc::TensorFactors &tensor : rule.operands)
+    for (const tpc::DimFactors &dim : tensor)
+      for (unsigned factor : dim)
+        only[factor] = false;
+  return only;
+}
+
 FailureOr<OpPlan> mlir::dist::planOp(Operation *op,
                                      const tpc::ShardingRule &rule,
                                      ArrayRef<Layout> current,
-                                     ArrayRef<Hold> hold,
-                                     const MeshInfo &mesh) {
+                                     ArrayRef<Hold> hold, const MeshInfo &mesh,
+                                     const Layout *wantedResult) {
   unsigned numFactors = rule.factors.size();
   // A split dimension splits its major factor, so a factor can be split only
   // where it is major in every tensor that has it.
@@ -265,6 +278,25 @@ FailureOr<OpPlan> mlir::dist::planOp(Operation *op,
             static_cast<unsigned>(i), static_cast<unsigned>(d)}});
     }
   }
+  // The wanted result's splits of result-only factors: after the
+  // parameters' (hold 0, second key at most 1), before the rest. Their
+  // "operand" is past the operands: never firm.
+  const unsigned fromResult = current.size();
+  if (wantedResult && !rule.results.empty() &&
+      wantedResult->dims.size() == rule.results.front().size()) {
+    SmallVector<bool> resultOnly = resultOnlyFactors(rule);
+    for (auto [d, axes] : llvm::enumerate(wantedResult->dims)) {
+      const tpc::DimFactors &dim = rule.results.front()[d];
+      if (axes.empty() || dim.empty() || !resultOnly[dim.front()])
+        continue;
+      candidates.push_back({fromResult,
+                            static_cast<unsigned>(d),
+                            dim.front(),
+                            axes,
+                            {static_cast<int>(Hold::Parameter), 2, fromResult,
+                             static_cast<unsigned>(d)}});
+    }
+  }
   llvm::stable_sort(candidates, [](const Candidate &a, const Candidate &b) {
     return a.key < b.key;
   });
@@ -274,7 +306,8 @@ FailureOr<OpPlan> mlir::dist::planOp(Operation *op,
   llvm::StringMap<unsigned> axisOwner; // axis -> operand that placed it
   // Two operands held alike that disagree: neither may be resharded.
   auto firm = [&](unsigned a, unsigned b) {
-    return hold[a] != Hold::Derived && hold[a] == hold[b];
+    return a != fromResult && b != fromResult && hold[a] != Hold::Derived &&
+           hold[a] == hold[b];
   };
   auto conflict = [&](unsigned a, unsigned b) {
     InFlightDiagnostic diag = op->emitError()

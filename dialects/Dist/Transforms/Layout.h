@@ -103,9 +103,17 @@ enum class Hold { Parameter, Annotated, Derived };
 /// have and each result gets; partial sums pass through where the rule's
 /// linearity allows. Fails, with an error at `op` naming both, when two
 /// operands held alike (both parameters, or both annotated) disagree.
+/// `wantedResult`, when given, is how a reader needs the first result: its
+/// splits of factors that no operand has (an embedding gradient's
+/// vocabulary) are taken after the parameters' splits and before any other
+/// operand's, which then gives way (its operand is gathered or reduced).
 FailureOr<OpPlan> planOp(Operation *op, const tpc::ShardingRule &rule,
                          ArrayRef<Layout> current, ArrayRef<Hold> hold,
-                         const MeshInfo &mesh);
+                         const MeshInfo &mesh,
+                         const Layout *wantedResult = nullptr);
+
+/// The factors of `rule` that appear in a result and in no operand.
+SmallVector<bool> resultOnlyFactors(const tpc::ShardingRule &rule);
 
 /// Runs `fn` on every function of `module` with a one-block body, with the
 /// module's mesh; fails at the first failure or without exactly one mesh.

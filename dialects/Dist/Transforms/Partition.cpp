@@ -218,13 +218,16 @@ FailureOr<Value> FunctionPartition::reshard(Operation *user, unsigned operand,
 }
 
 /// The mesh axes that split the rule's block factor: those of the first
-/// operand dimension it leads (none if no operand carries it split).
+/// operand dimension it leads, else of the first result dimension (an
+/// embedding gradient's rows); none if nothing carries it split.
 static AxisList blockAxes(const tpc::ShardingRule &rule,
-                          ArrayRef<Layout> operands) {
-  for (auto [factors, layout] : llvm::zip(rule.operands, operands))
-    for (auto [dim, axes] : llvm::zip(factors, layout.dims))
-      if (!dim.empty() && dim.front() == *rule.blockFactor)
-        return axes;
+                          ArrayRef<Layout> operands, ArrayRef<Layout> results) {
+  for (auto [tensors, layouts] : {std::pair(ArrayRef(rule.operands), operands),
+                                  std::pair(ArrayRef(rule.results), results)})
+    for (auto [factors, layout] : llvm::zip(tensors, layouts))
+      for (auto [dim, axes] : llvm::zip(factors, layout.dims))
+        if (!dim.empty() && dim.front() == *rule.blockFactor)
+          return axes;
   return {};
 }
 
@@ -334,7 +337,7 @@ LogicalResult FunctionPartition::partitionOp(Operation *op) {
     return partitionSumsApart(op);
   int64_t blocks = 1;
   if (rule && rule->blockFactor) {
-    AxisList axes = blockAxes(*rule, needed);
+    AxisList axes = blockAxes(*rule, needed, produced);
     if (!axes.empty()) {
       // The kernel finds its block from the axes (the vocabulary's).
       op->setAttr(kVocabAxesAttr, axesAttr(axes));

@@ -53,6 +53,9 @@ private:
   /// norm's sum_squares), reduced into the split another reader of the
   /// value needs (the optimizer's shard): one reduction serves both.
   DenseMap<std::pair<Operation *, unsigned>, Layout> sumOperandsFromReaders;
+  /// Results of ops whose block factor is theirs alone (an embedding
+  /// gradient's vocabulary), computed in the blocks a reader needs.
+  DenseMap<Operation *, Layout> blocksForReaders;
 
   Layout layoutOf(Value value) const {
     auto it = layouts.find(value);
@@ -67,6 +70,8 @@ private:
   OpPlan returnPlan(func::ReturnOp op);
   bool takeLayoutsFromReaders();
   bool sumOperandsAsReadersReduce();
+  std::optional<Layout> splitWantedOf(Value value, unsigned depth) const;
+  bool computeBlocksForReaders();
   void writeAttributes();
 };
 
@@ -170,7 +175,10 @@ FailureOr<OpPlan> FunctionPropagation::planFor(Operation *op) {
         plan.results.push_back(Layout::replicated(rankOf(result)));
       return plan;
     }
-    FailureOr<OpPlan> plan = planOp(op, rule, current, hold, mesh);
+    auto wanted = blocksForReaders.find(op);
+    FailureOr<OpPlan> plan =
+        planOp(op, rule, current, hold, mesh,
+               wanted != blocksForReaders.end() ? &wanted->second : nullptr);
     if (failed(plan) || failed(checkParameters(op, *plan)))
       return failure();
     if (auto sum = dyn_cast<tpc::SumGroupsOp>(op))
@@ -390,6 +398,100 @@ bool FunctionPropagation::sumOperandsAsReadersReduce() {
   return changed;
 }
 
+/// The split the readers of `value` need, looking through same-shaped adds
+/// and casts that need it whole (a gradient summed over microbatches or
+/// with a tied table's other gradient on its way to the optimizer, which
+/// needs the parameter's split); none when every reader takes it whole.
+std::optional<Layout> FunctionPropagation::splitWantedOf(Value value,
+                                                         unsigned depth) const {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  if (!type)
+    return std::nullopt;
+  SmallVector<OpOperand *> uses =
+      llvm::map_to_vector(value.getUses(), [](OpOperand &use) { return &use; });
+  llvm::sort(uses, [](OpOperand *a, OpOperand *b) {
+    return a->getOwner()->isBeforeInBlock(b->getOwner());
+  });
+  for (OpOperand *use : uses) {
+    Operation *reader = use->getOwner();
+    auto plan = plans.find(reader);
+    if (plan == plans.end() ||
+        use->getOperandNumber() >= plan->second.operands.size())
+      continue;
+    Layout need = plan->second.operands[use->getOperandNumber()];
+    if (!need.withoutPartial().isReplicated())
+      return need.withoutPartial();
+    if (depth == 0 || !isa<tpc::AddOp, tpc::CastOp>(reader) ||
+        reader->getNumResults() != 1)
+      continue;
+    auto next = dyn_cast<RankedTensorType>(reader->getResult(0).getType());
+    if (next && next.getShape() == type.getShape())
+      if (std::optional<Layout> wanted =
+              splitWantedOf(reader->getResult(0), depth - 1))
+        return wanted;
+  }
+  return std::nullopt;
+}
+
+/// An op whose block factor appears in its result alone (embedding_grad:
+/// the table's rows) computes the block of the result its readers need,
+/// instead of the whole result and a slice or reduce-scatter of it. Where
+/// an operand is split or partial over the block's axes it is gathered or
+/// reduced over them first, which the op does only when each device's
+/// operand (split by the other axes: dp's share of the tokens) has at most
+/// the whole result's elements, i.e. moves fewer bytes (a vocabulary at
+/// least as large as a device's tokens of dY). Returns whether anything
+/// changed.
+bool FunctionPropagation::computeBlocksForReaders() {
+  DenseMap<Operation *, Layout> chosen;
+  for (Operation &op : func.getBody().front()) {
+    auto sharded = dyn_cast<tpc::TpcShardingOpInterface>(op);
+    if (!sharded || op.getNumResults() != 1)
+      continue;
+    tpc::ShardingRule rule = sharded.getShardingRule();
+    if (!rule.blockFactor || rule.results.empty() ||
+        !resultOnlyFactors(rule)[*rule.blockFactor])
+      continue;
+    std::optional<Layout> wanted = splitWantedOf(op.getResult(0), 8);
+    if (!wanted)
+      continue;
+    Layout blocks = Layout::replicated(wanted->dims.size());
+    for (auto [d, dim] : llvm::enumerate(rule.results.front()))
+      if (!dim.empty() && dim.front() == *rule.blockFactor)
+        blocks.dims[d] = wanted->dims[d];
+    if (blocks.isReplicated())
+      continue;
+    int64_t resultElements =
+        cast<RankedTensorType>(op.getResult(0).getType()).getNumElements();
+    AxisList axes = blocks.splitAxes();
+    bool moves = false, cheaper = true;
+    auto inBlocks = [&](StringRef axis) { return is_contained(axes, axis); };
+    for (Value operand : op.getOperands()) {
+      Layout layout = layoutOf(operand);
+      AxisList used = layout.splitAxes();
+      llvm::append_range(used, layout.partial);
+      if (llvm::none_of(used, inBlocks))
+        continue;
+      moves = true;
+      AxisList others = llvm::to_vector(llvm::make_filter_range(
+          layout.splitAxes(), [&](StringRef axis) { return !inBlocks(axis); }));
+      auto type = cast<RankedTensorType>(operand.getType());
+      cheaper &=
+          type.getNumElements() / mesh.groupSize(others) <= resultElements;
+    }
+    if (!moves || cheaper)
+      chosen[&op] = blocks;
+  }
+  bool changed =
+      chosen.size() != blocksForReaders.size() ||
+      llvm::any_of(chosen, [&](const auto &entry) {
+        auto it = blocksForReaders.find(entry.first);
+        return it == blocksForReaders.end() || it->second != entry.second;
+      });
+  blocksForReaders = std::move(chosen);
+  return changed;
+}
+
 void FunctionPropagation::writeAttributes() {
   MLIRContext *context = func.getContext();
   auto attrs = [&](ArrayRef<Layout> list) {
@@ -415,13 +517,15 @@ void FunctionPropagation::writeAttributes() {
 LogicalResult FunctionPropagation::run() {
   if (failed(seedArguments()))
     return failure();
-  // A second sweep lets operand-less ops take their readers' layouts, and
-  // the gradient norm read the optimizer's shards.
-  for (int round = 0; round < 3; ++round) {
+  // A second sweep lets operand-less ops take their readers' layouts, the
+  // gradient norm read the optimizer's shards and an embedding gradient
+  // compute the optimizer's block.
+  for (int round = 0; round < 4; ++round) {
     if (failed(sweep()))
       return failure();
     bool fromReadersChanged = takeLayoutsFromReaders();
-    if (!sumOperandsAsReadersReduce() && !fromReadersChanged)
+    bool blocksChanged = computeBlocksForReaders();
+    if (!sumOperandsAsReadersReduce() && !fromReadersChanged && !blocksChanged)
       break;
   }
   writeAttributes();

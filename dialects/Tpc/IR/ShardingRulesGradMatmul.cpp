@@ -18,9 +18,12 @@ ShardingRule EmbeddingGradOp::getShardingRule() {
   // Linear in grad; ids are integers.
   rule.setLinearOnlyIn(0, getNumOperands());
   ArrayRef<int64_t> table = getResult().getType().getShape();
-  // A device holding some rows of the result would have to place each id
-  // relative to its first row, and the kernel has no such offset.
-  unsigned vocab = rule.addFactor(table[0], FactorKind::Whole);
+  // The vocabulary is in the result alone: a device computing a block of the
+  // table's rows (the vocabulary-parallel table's, dist-propagate's choice
+  // where it is cheaper) looks its ids up in that block, as the forward's
+  // embedding does: the block factor.
+  unsigned vocab = rule.addFactor(table[0]);
+  rule.blockFactor = vocab;
   unsigned hidden = rule.addFactor(table[1]);
   TensorFactors positions =
       rule.addFactorsFor(getIds().getType(), FactorKind::Reduction);

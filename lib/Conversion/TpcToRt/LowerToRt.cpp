@@ -987,16 +987,14 @@ FailureOr<SmallVector<int64_t>> Lowering::meshIndices(Operation *op,
   return indices;
 }
 
-/// A padded or split vocabulary (tpcx.fbs): an embedding's ints are the mesh
-/// axes splitting its table's rows; a cross-entropy's [ignore, vocab,
-/// axes...], vocab counting the real classes of the whole vocabulary.
+/// A padded or split vocabulary (tpcx.fbs): an embedding's (and its
+/// gradient's) ints are the mesh axes splitting its table's rows; a
+/// cross-entropy's [ignore, vocab, axes...], vocab counting the real classes
+/// of the whole vocabulary.
 LogicalResult Lowering::lowerVocabulary(Operation *op, KernelSpec &spec) {
   auto axesAttr = op->getAttrOfType<ArrayAttr>(dist::kVocabAxesAttr);
-  if (isa<tpc::EmbeddingGradOp>(op) && axesAttr)
-    return op->emitError() << "cannot lower '" << op->getName()
-                           << "' to rt: its kernel computes the whole table";
-  if (!isa<tpc::EmbeddingOp, tpc::CrossEntropyOp, tpc::CrossEntropyGradOp>(
-          op))
+  if (!isa<tpc::EmbeddingOp, tpc::EmbeddingGradOp, tpc::CrossEntropyOp,
+           tpc::CrossEntropyGradOp>(op))
     return success();
   SmallVector<int64_t> axes;
   if (axesAttr) {
@@ -1010,7 +1008,7 @@ LogicalResult Lowering::lowerVocabulary(Operation *op, KernelSpec &spec) {
       return failure();
     axes = *indices;
   }
-  if (isa<tpc::EmbeddingOp>(op)) {
+  if (isa<tpc::EmbeddingOp, tpc::EmbeddingGradOp>(op)) {
     spec.ints.append(axes);
     return success();
   }

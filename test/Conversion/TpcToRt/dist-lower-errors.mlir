@@ -162,16 +162,3 @@ func.func @forward(%x: tensor<2x4xf32> {tpc.input = "x",
   // expected-error @+1 {{result 0 of @forward ('x') is a split argument; outputs must be whole (all_gather it first)}}
   return %x : tensor<2x4xf32>
 }
-
-// -----
-
-// The embedding's gradient kernel computes the whole table.
-dist.mesh @mesh axes [tp = 2]
-func.func @forward(%dy: tensor<2x4x8xf32> {tpc.input = "dy"},
-                   %ids: tensor<2x4xi64> {tpc.input = "input_ids"})
-    -> (tensor<8x8xf32> {tpc.output = "g"}) attributes {dist.partitioned} {
-  // expected-error @+1 {{cannot lower 'tpc.embedding_grad' to rt: its kernel computes the whole table}}
-  %g = tpc.embedding_grad %dy[%ids] {dist.vocab_axes = ["tp"]}
-      : tensor<2x4x8xf32>, tensor<2x4xi64> -> tensor<8x8xf32>
-  return %g : tensor<8x8xf32>
-}

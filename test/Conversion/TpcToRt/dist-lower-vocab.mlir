@@ -1,5 +1,6 @@
 // A vocabulary split over tp lowers to the kernels' vocabulary forms
-// (tpcx.fbs): the embedding's ints are the axes of its table's rows; the
+// (tpcx.fbs): the embedding's ints (and its gradient's) are the axes of its
+// table's rows; the
 // cross-entropy's [ignore, vocab, axes...], vocab counting the real classes
 // of the whole (padded) vocabulary.
 // RUN: tpc-opt %s --tpc-lower-to-rt -split-input-file | FileCheck %s
@@ -54,4 +55,18 @@ func.func @forward(%logits: tensor<2x4x8xf32> {tpc.input = "logits"},
       : tensor<2x4x8xf32>, tensor<2x4xi64>
   %loss = tpc.loss_mean %sum, %count
   return %loss : tensor<f32>
+}
+
+// -----
+
+// The gradient of the rank's block of the table: the embedding's ints.
+dist.mesh @mesh axes [dp = 2, tp = 2]
+// CHECK-LABEL: rt.program @forward
+func.func @forward(%dy: tensor<2x4x8xf32> {tpc.input = "dy"},
+                   %ids: tensor<2x4xi64> {tpc.input = "input_ids"})
+    -> (tensor<4x8xf32> {tpc.output = "g"}) attributes {dist.partitioned} {
+  // CHECK: rt.kernel embedding_grad({{.*}}) -> ({{.*}}) ints [1] : memref<2x4x8xf32>, memref<2x4xi64> -> memref<4x8xf32>
+  %g = tpc.embedding_grad %dy[%ids] {dist.vocab_axes = ["tp"]}
+      : tensor<2x4x8xf32>, tensor<2x4xi64> -> tensor<4x8xf32>
+  return %g : tensor<4x8xf32>
 }
