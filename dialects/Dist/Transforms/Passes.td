@@ -423,7 +423,16 @@ def DistPropagate : Pass<"dist-propagate", "ModuleOp"> {
       over the splitting axes (each device pads its piece with zeros) and so
       is the result, reduced where it is needed whole;
     * ops without operands (`tpc.dropout_mask`) take the layout their first
-      reader needs, so that a sharded reader does not slice a whole mask.
+      reader needs, so that a sharded reader does not slice a whole mask;
+    * an op whose block factor is in its result alone (`tpc.embedding_grad`:
+      the table's rows) computes the block its readers need (the
+      optimizer's shard of a vocabulary-parallel table, the tied LM head's
+      gradient block; found through adds and casts) instead of the whole
+      result, gathering or reducing an operand split or partial over those
+      axes first where a device's operand has at most the whole result's
+      elements (tokens <= vocabulary rows; else the whole result is
+      reduce-scattered or sliced). The partitioner tells the kernel its
+      block (`dist.vocab_axes`).
 
     Two operands held alike (two parameters, or two annotated values) that
     cannot both hold are an error at the op that names both shardings. A parameter's split is never undone as a side
