@@ -343,6 +343,17 @@ bool FunctionPropagation::takeLayoutsFromReaders() {
   return changed;
 }
 
+/// Replaces `decided` by `chosen`; returns whether they differed.
+template <typename Map> static bool replaceIfChanged(Map &decided, Map chosen) {
+  bool changed = chosen.size() != decided.size() ||
+                 llvm::any_of(chosen, [&](const auto &entry) {
+                   auto it = decided.find(entry.first);
+                   return it == decided.end() || it->second != entry.second;
+                 });
+  decided = std::move(chosen);
+  return changed;
+}
+
 /// Whether `to` is what reducing `from`'s partial sums gives when they are
 /// scattered into one dim (dist-partition's reduce_scatter, all-reducing
 /// the rest): `from`'s splits, one dim split further by partial axes, no
@@ -388,14 +399,7 @@ bool FunctionPropagation::sumOperandsAsReadersReduce() {
       }
     }
   }
-  bool changed =
-      chosen.size() != sumOperandsFromReaders.size() ||
-      llvm::any_of(chosen, [&](const auto &entry) {
-        auto it = sumOperandsFromReaders.find(entry.first);
-        return it == sumOperandsFromReaders.end() || it->second != entry.second;
-      });
-  sumOperandsFromReaders = std::move(chosen);
-  return changed;
+  return replaceIfChanged(sumOperandsFromReaders, std::move(chosen));
 }
 
 /// The split the readers of `value` need, looking through same-shaped adds
@@ -482,14 +486,7 @@ bool FunctionPropagation::computeBlocksForReaders() {
     if (!moves || cheaper)
       chosen[&op] = blocks;
   }
-  bool changed =
-      chosen.size() != blocksForReaders.size() ||
-      llvm::any_of(chosen, [&](const auto &entry) {
-        auto it = blocksForReaders.find(entry.first);
-        return it == blocksForReaders.end() || it->second != entry.second;
-      });
-  blocksForReaders = std::move(chosen);
-  return changed;
+  return replaceIfChanged(blocksForReaders, std::move(chosen));
 }
 
 void FunctionPropagation::writeAttributes() {
