@@ -165,3 +165,25 @@ func.func @norm_reads_the_shard(
   %n = tpc.sum_squares %g : tensor<8x16xf32>
   return %n, %g : tensor<f32>, tensor<8x16xf32>
 }
+
+// -----
+
+// Through the microbatches' sum: each microbatch's gradient is computed in
+// the block the optimizer's shard needs (found through the add); dY is
+// whole, so nothing moves (before: the whole table's gradient, sliced).
+dist.mesh @mesh axes [tp = 2]
+// CHECK-LABEL: func.func @blocks_through_the_sum
+func.func @blocks_through_the_sum(
+    %w: tensor<8x16xf32> {tpc.param = "w", dist.sharding = #dist.sharding<@mesh, [[tp], []]>},
+    %dy0: tensor<1x4x16xf32>, %dy1: tensor<1x4x16xf32>,
+    %ids0: tensor<1x4xi64>, %ids1: tensor<1x4xi64>)
+    -> (tensor<8x16xf32> {tpc.grad = "w"}) {
+  // CHECK: %[[G0:.*]] = tpc.embedding_grad %arg1[%arg3] {dist.vocab_axes = ["tp"]} : tensor<1x4x16xf32>, tensor<1x4xi64> -> tensor<4x16xf32>
+  // CHECK-NEXT: %[[G1:.*]] = tpc.embedding_grad %arg2[%arg4] {dist.vocab_axes = ["tp"]} : tensor<1x4x16xf32>, tensor<1x4xi64> -> tensor<4x16xf32>
+  // CHECK-NEXT: %[[SUM:.*]] = tpc.add %[[G0]], %[[G1]] : tensor<4x16xf32>, tensor<4x16xf32>
+  // CHECK-NEXT: return %[[SUM]]
+  %g0 = tpc.embedding_grad %dy0[%ids0] : tensor<1x4x16xf32>, tensor<1x4xi64> -> tensor<8x16xf32>
+  %g1 = tpc.embedding_grad %dy1[%ids1] : tensor<1x4x16xf32>, tensor<1x4xi64> -> tensor<8x16xf32>
+  %sum = tpc.add %g0, %g1 : tensor<8x16xf32>, tensor<8x16xf32>
+  return %sum : tensor<8x16xf32>
+}
