@@ -25,6 +25,7 @@
 #include "dialects/Tpc/IR/TpcDialect.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
 using namespace mlir::tpc;
@@ -408,9 +409,12 @@ class GroupPricer {
 public:
   GroupPricer(Pricer &pricer, MutableArrayRef<rt::KernelOp> kernels,
               const DevicePlan &device)
-      : pricer(pricer), kernels(kernels), groups(device.groups),
+      : pricer(pricer), kernels(kernels),
+        groups(device.groups.begin(), device.groups.end()),
         ownAttention(device.ownAttentionGrads.begin(),
                      device.ownAttentionGrads.end()) {
+    llvm::append_range(groups, device.batches);
+    batchesFrom = device.groups.size();
     for (auto [g, group] : llvm::enumerate(groups))
       for (int64_t k : group.kernels)
         groupOf[k] = g;
@@ -438,6 +442,16 @@ public:
     if (it == groupOf.end())
       return rt::stringifyOpCode(kernels[k].getOpcode()).str();
     std::string kind;
+    if (it->second >= batchesFrom) {
+      // A batch: its opcodes, each once, in order.
+      SmallVector<StringRef> names;
+      for (int64_t m : groups[it->second].kernels) {
+        StringRef name = rt::stringifyOpCode(kernels[m].getOpcode());
+        if (!llvm::is_contained(names, name))
+          names.push_back(name);
+      }
+      return llvm::join(names, ",") + " batch";
+    }
     for (int64_t m : groups[it->second].kernels) {
       if (!kind.empty())
         kind += '+';
@@ -473,7 +487,9 @@ private:
 
   Pricer &pricer;
   MutableArrayRef<rt::KernelOp> kernels;
-  ArrayRef<FusedGroup> groups;
+  /// The device's fused groups, then its batches (from batchesFrom on).
+  SmallVector<FusedGroup> groups;
+  size_t batchesFrom = 0;
   DenseSet<int64_t> ownAttention;
   DenseMap<int64_t, size_t> groupOf;
 };
@@ -781,6 +797,8 @@ LogicalResult mlir::tpc::predictStep(ModuleOp module, const Hardware &hw,
     prediction.deviceFusions.emplace();
     for (const FusedGroup &group : device.groups)
       prediction.deviceFusions->push_back(group.kernels);
+    for (const FusedGroup &batch : device.batches)
+      prediction.deviceBatches.push_back(batch.kernels);
     prediction.fusedBytesNotMoved = groups.bytesNotMoved;
     prediction.fusionRefusals = device.refusals;
   }

@@ -41,6 +41,7 @@
 #include "Gemm.h"
 #include "HazardTracker.h"
 #include "HostServices.h"
+#include "KernelBatches.h"
 #include "Nccl.h"
 
 #include "tpcrt/Comm.h"
@@ -175,7 +176,8 @@ struct Resolved {
   Family family = Family::Pointwise;
   std::vector<uint8_t *> operands, results;
   std::vector<uint64_t> operandStrides, resultStrides;
-  /// An optimizer batch (-1: none) and this kernel's place in it.
+  /// A batch (an optimizer's or casts': -1, none) and this kernel's place
+  /// in it.
   int32_t batch = -1;
   uint32_t member = 0;
   /// An all_reduce right after (before) another of its communicator: the
@@ -183,12 +185,19 @@ struct Resolved {
   bool joinsPrevious = false, joinedByNext = false;
 };
 
-/// Consecutive adamw_update kernels with the same scalars and attributes:
-/// one launch over their tensor list (in device memory).
-struct OptimizerBatch {
+/// Consecutive adamw_update kernels with the same scalars and attributes,
+/// or a run of casts and zeros (KernelBatches.h): one launch over their
+/// tensor list (in device memory).
+struct KernelBatch {
   std::vector<uint32_t> members; // kernel indices, in order
   std::vector<int64_t> counts;   // their elements
+  /// A cast batch (castList; per member its storage types, a zeros'
+  /// input none), else an optimizer batch (list).
+  bool casts = false;
+  std::vector<Storage> inTypes, outTypes;
+  std::vector<bool> hasInput;
   OptimizerTensor *list = nullptr;
+  CastTensor *castList = nullptr;
   int64_t mostElements = 0;
   /// The shared scalars (lr, step, grad_scale: null when absent) and
   /// attributes (beta1, beta2, eps, weight_decay).
@@ -270,7 +279,7 @@ private:
   Status checkRange(uint64_t offset, uint64_t bytes) const;
   Status openGroups(const Program &program,
                     const std::vector<Communicator *> &groups);
-  Status planOptimizerBatches(const Program &program);
+  Status planKernelBatches(const Program &program);
   void planReductionRuns(const Program &program);
   /// Unless TPCRT_CUDA_ATTENTION names the own kernels: plans the
   /// attention calls cuDNN can take, raising the scratch to what they need.
@@ -329,8 +338,8 @@ private:
   Status flushTransfers();
   /// The run's all_reduces deferred so far, as one NCCL group.
   Status flushReductions();
-  /// The optimizer batch's members deferred so far, launched.
-  Status flushOptimizer();
+  /// The batch's members deferred so far, launched.
+  Status flushBatches();
   /// The members of a fused group deferred for its tail, each run alone
   /// (the tail did not come next: a subset run, a synchronize in between).
   Status flushHead();
@@ -339,7 +348,8 @@ private:
   Status runFused(const KernelCall &tail, const StepContext &context);
   /// `call` (a head or link) deferred with its run's addresses.
   void defer(const KernelCall &call, const StepContext &context);
-  Status launchOptimizer(const BatchLaunch *launches, size_t count);
+  Status launchBatches(const BatchLaunch *launches, size_t count);
+  Status writeCastList(KernelBatch &b, uint8_t *&at);
   NcclGroup *groupOf(const KernelCall &call) const {
     return call.group >= 0 && static_cast<size_t>(call.group) < nccl_.size()
                ? nccl_[call.group].get()
@@ -386,7 +396,7 @@ private:
   std::vector<std::unique_ptr<NcclGroup>> nccl_;
   std::vector<TransferLanes> lanes_;
   std::vector<NcclGroup *> liveGroups_;
-  std::vector<OptimizerBatch> batches_;
+  std::vector<KernelBatch> batches_;
   BatchDeferral deferral_;
   /// Per kernel index, its part in a fused group (planFusions).
   std::vector<FusionStep> fusion_;
@@ -633,7 +643,7 @@ Status CudaDevice::prepare(const Program &program,
     stagingBytes_ += alignScratch(bytes);
   }
   planCudnnAttention(program);
-  if (Status s = planOptimizerBatches(program); !s)
+  if (Status s = planKernelBatches(program); !s)
     return s;
   planReductionRuns(program);
   // TPCRT_CUDA_FUSIONS=none runs every kernel as it is, =kernels only the
@@ -696,8 +706,10 @@ Status CudaDevice::prepare(const Program &program,
   // The one allocation.
   uint64_t gemmBytes = alignScratch(gemm_.workspaceBytes());
   uint64_t listBytes = 0;
-  for (const OptimizerBatch &b : batches_)
-    listBytes += alignScratch(b.members.size() * sizeof(OptimizerTensor));
+  for (const KernelBatch &b : batches_)
+    listBytes +=
+        alignScratch(b.members.size() *
+                     (b.casts ? sizeof(CastTensor) : sizeof(OptimizerTensor)));
   uint64_t arenaPart = alignScratch(arenaBytes_);
   workspaceBytes_ = gemmBytes + scratchBytes_ + stagingBytes_ + listBytes +
                     kScratchAlignment; // the data checks' key
@@ -755,8 +767,13 @@ Status CudaDevice::prepare(const Program &program,
   reads_.assign(mostOperands, ByteRange());
   writes_.assign(mostResults, ByteRange());
 
-  // The optimizer batches' tensor lists, written once.
-  for (OptimizerBatch &b : batches_) {
+  // The batches' tensor lists, written once.
+  for (KernelBatch &b : batches_) {
+    if (b.casts) {
+      if (Status s = writeCastList(b, at); !s)
+        return s;
+      continue;
+    }
     std::vector<OptimizerTensor> list;
     for (uint32_t index : b.members) {
       const Resolved &r = resolved_[index];
@@ -960,8 +977,9 @@ Status CudaDevice::runAttention(const KernelCall &call,
 }
 
 /// Consecutive adamw_update kernels (in the program's order) that read the
-/// same lr, step and grad_scale and have the same attributes, none pooled.
-Status CudaDevice::planOptimizerBatches(const Program &program) {
+/// same lr, step and grad_scale and have the same attributes, none pooled;
+/// and the runs of casts and zeros planCastBatches finds.
+Status CudaDevice::planKernelBatches(const Program &program) {
   batches_.clear();
   auto sameScalars = [](const KernelCall &a, const KernelCall &b) {
     if (a.operands.size() != b.operands.size() ||
@@ -978,7 +996,7 @@ Status CudaDevice::planOptimizerBatches(const Program &program) {
   auto close = [&] {
     if (run.size() >= 2) {
       int32_t id = static_cast<int32_t>(batches_.size());
-      OptimizerBatch b;
+      KernelBatch b;
       b.members = run;
       b.counts = counts;
       b.attrs = first->floatAttrs;
@@ -1008,8 +1026,29 @@ Status CudaDevice::planOptimizerBatches(const Program &program) {
     }
   }
   close();
+  std::vector<const KernelCall *> byIndex(resolved_.size(), nullptr);
+  for (const KernelCall &call : program.calls)
+    byIndex[call.index] = &call;
+  for (std::vector<uint32_t> &members : planCastBatches(program)) {
+    int32_t id = static_cast<int32_t>(batches_.size());
+    KernelBatch b;
+    b.casts = true;
+    for (uint32_t m = 0; m < members.size(); ++m) {
+      resolved_[members[m]].batch = id;
+      resolved_[members[m]].member = m;
+      const KernelCall &call = *byIndex[members[m]];
+      bool input = !call.operands.empty();
+      b.counts.push_back(call.results[0].elements);
+      b.hasInput.push_back(input);
+      b.inTypes.push_back(input ? storageOf(call.operands[0].dtype)
+                                : Storage::F32);
+      b.outTypes.push_back(storageOf(call.results[0].dtype));
+    }
+    b.members = std::move(members);
+    batches_.push_back(std::move(b));
+  }
   std::vector<uint32_t> sizes;
-  for (const OptimizerBatch &b : batches_)
+  for (const KernelBatch &b : batches_)
     sizes.push_back(static_cast<uint32_t>(b.members.size()));
   deferral_ = BatchDeferral(std::move(sizes));
   return Status::ok();
@@ -1214,7 +1253,7 @@ Status CudaDevice::execute(const KernelCall &call,
       !(r.joinsPrevious && call.index == lastReduction_ + 1))
     if (Status s = flushReductions(); !s)
       return s;
-  // An optimizer batch's members are deferred, launched together.
+  // A batch's members are deferred, launched together.
   BatchLaunch launches[BatchDeferral::kMostLaunches];
   size_t launchCount = 0;
   bool absorbed = deferral_.call(r.batch, r.member, launches, launchCount);
@@ -1222,7 +1261,7 @@ Status CudaDevice::execute(const KernelCall &call,
     // The members' own reads and writes wait for what is in flight first.
     if (Status s = waitForHazards(call); !s)
       return s;
-    if (Status s = launchOptimizer(launches, launchCount); !s)
+    if (Status s = launchBatches(launches, launchCount); !s)
       return s;
     if (absorbed)
       return Status::ok();
@@ -1371,10 +1410,17 @@ Status CudaDevice::runCompute(const KernelCall &call, const Resolved &r,
   }
 }
 
-Status CudaDevice::launchOptimizer(const BatchLaunch *launches,
-                                   size_t count) {
+Status CudaDevice::launchBatches(const BatchLaunch *launches, size_t count) {
   for (size_t i = 0; i < count; ++i) {
-    const OptimizerBatch &batch = batches_[launches[i].batch];
+    const KernelBatch &batch = batches_[launches[i].batch];
+    if (batch.casts) {
+      if (Status s = castMany(batch.castList + launches[i].first,
+                              static_cast<int>(launches[i].count),
+                              batch.mostElements, compute_);
+          !s)
+        return s;
+      continue;
+    }
     const std::vector<double> &a = batch.attrs;
     if (Status s = adamwUpdateMany(
             batch.list + launches[i].first,
@@ -1386,11 +1432,37 @@ Status CudaDevice::launchOptimizer(const BatchLaunch *launches,
   return Status::ok();
 }
 
-Status CudaDevice::flushOptimizer() {
+/// A cast batch's list (KernelBatches.h) at `at`, which moves past it.
+Status CudaDevice::writeCastList(KernelBatch &b, uint8_t *&at) {
+  auto aligned16 = [](const void *p) {
+    return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+  };
+  std::vector<CastTensor> list;
+  for (size_t m = 0; m < b.members.size(); ++m) {
+    const Resolved &r = resolved_[b.members[m]];
+    CastTensor t;
+    t.in = b.hasInput[m] ? r.operands[0] : nullptr;
+    t.out = r.results[0];
+    t.count = b.counts[m];
+    t.inType = b.inTypes[m];
+    t.outType = b.outTypes[m];
+    t.vectorized = (!t.in || aligned16(t.in)) && aligned16(t.out);
+    b.mostElements = std::max(b.mostElements, t.count);
+    list.push_back(t);
+  }
+  b.castList = reinterpret_cast<CastTensor *>(at);
+  at += alignScratch(list.size() * sizeof(CastTensor));
+  return cudaStatus("writing the casts' tensor list",
+                    cudaMemcpy(b.castList, list.data(),
+                               list.size() * sizeof(CastTensor),
+                               cudaMemcpyHostToDevice));
+}
+
+Status CudaDevice::flushBatches() {
   BatchLaunch launches[BatchDeferral::kMostLaunches];
   size_t count = 0;
   deferral_.flush(launches, count);
-  return launchOptimizer(launches, count);
+  return launchBatches(launches, count);
 }
 
 /// all_reduce, all_gather, reduce_scatter, all_to_all on their
@@ -1713,7 +1785,7 @@ Status CudaDevice::synchronize() {
     return s;
   if (Status s = flushReductions(); !s)
     return s;
-  if (Status s = flushOptimizer(); !s)
+  if (Status s = flushBatches(); !s)
     return s;
   tracker_.retireAll(waits_);
   if (Status s = waitForSlots(compute_); !s)

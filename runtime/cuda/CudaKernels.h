@@ -194,6 +194,21 @@ Status adamwUpdateMany(const OptimizerTensor *tensors, int numTensors,
                        double beta1, double beta2, double eps,
                        double weightDecay, cudaStream_t stream);
 
+/// A batch of casts and zeros (KernelBatches.h) in one launch: each entry
+/// writes `count` elements of `out` in `outType`, converted from `in` in
+/// `inType`, or +0 where `in` is null; `vectorized` where both addresses
+/// are 16-byte aligned (8 elements a thread). The list lives in device
+/// memory, written once (PointwiseKernels.cu).
+struct CastTensor {
+  const void *in;
+  void *out;
+  int64_t count;
+  Storage inType, outType;
+  bool vectorized;
+};
+Status castMany(const CastTensor *tensors, int numTensors, int64_t mostElements,
+                cudaStream_t stream);
+
 } // namespace tpcrt::cuda
 
 #endif // TPCRT_CUDA_CUDAKERNELS_H

@@ -152,6 +152,26 @@ __global__ void __launch_bounds__(kThreads)
     storeFloat(y, yType, i, op(loadFloat(x, xType, i), i));
 }
 
+/// castMany: blockIdx.y strides over the entries, blockIdx.x over each
+/// one's elements, as unaryKernel does over one tensor.
+__global__ void __launch_bounds__(kThreads)
+    castManyKernel(const CastTensor *tensors, int numTensors) {
+  int64_t first = firstThread(), stride = threadStride();
+  for (int t = blockIdx.y; t < numTensors; t += gridDim.y) {
+    CastTensor c = tensors[t];
+    int64_t vectorEnd = c.vectorized ? c.count / kVec * kVec : 0;
+    for (int64_t base = first * kVec; base < vectorEnd; base += stride * kVec) {
+      float v[kVec] = {};
+      if (c.in)
+        loadVec(c.in, c.inType, base, v);
+      storeVec(c.out, c.outType, base, v);
+    }
+    for (int64_t i = vectorEnd + first; i < c.count; i += stride)
+      storeFloat(c.out, c.outType, i,
+                 c.in ? loadFloat(c.in, c.inType, i) : 0.0f);
+  }
+}
+
 /// y[i] = op(a[i], b[i mod bCount], i): b's shape a suffix of a's.
 template <typename Op>
 __global__ void __launch_bounds__(kThreads)
@@ -530,6 +550,21 @@ Status run(const Run &r) {
 }
 
 } // namespace
+
+Status cuda::castMany(const CastTensor *tensors, int numTensors,
+                      int64_t mostElements, cudaStream_t stream) {
+  if (numTensors <= 0 || mostElements <= 0)
+    return Status::ok();
+  auto y = static_cast<unsigned>(std::min(numTensors, 65535));
+  // Blocks enough for the largest entry's vector work, within 2^17 in all.
+  int64_t work = (mostElements + kVec - 1) / kVec;
+  int64_t x = std::min<int64_t>(
+      (work + kThreads - 1) / kThreads,
+      std::max<int64_t>(1, (int64_t(1) << 17) / static_cast<int64_t>(y)));
+  TPCRT_LAUNCH(castManyKernel, dim3(static_cast<unsigned>(x), y), kThreads, 0,
+               stream, tensors, numTensors);
+  return launchStatus("cast (batch)");
+}
 
 bool cuda::isPointwiseKernel(fb::OpCode op) {
   switch (op) {

@@ -988,6 +988,22 @@ inline void addCases(DT F, std::vector<Case> &out) {
     b.kernel(Op::Zeros, {}, {b.out(DT::U8, {13})});
     add(b.exact());
   }
+  // A run of casts and zeros, which the CUDA device launches as one batch
+  // (KernelBatches.h): every storage pair, vector and tail elements.
+  {
+    CaseBuilder b(Op::Cast, F, "batch",
+                  "f32>bf16[7,1001] f32>f16[13] bf16>f32[5,3] zeros f32[7,11] "
+                  "f16>bf16[7,1001] wide range");
+    b.kernel(Op::Cast, {b.in(DT::F32, {7, 1001}, wide())},
+             {b.out(DT::BF16, {7, 1001})});
+    b.kernel(Op::Cast, {b.in(DT::F32, {13}, wide())}, {b.out(DT::F16, {13})});
+    b.kernel(Op::Cast, {b.in(DT::BF16, {5, 3}, wide())},
+             {b.out(DT::F32, {5, 3})});
+    b.kernel(Op::Zeros, {}, {b.out(DT::F32, {7, 11})});
+    b.kernel(Op::Cast, {b.in(DT::F16, {7, 1001}, wide())},
+             {b.out(DT::BF16, {7, 1001})});
+    add(b.exact());
+  }
 
   // The training driver: targets, counts, the mean loss.
   {

@@ -13,16 +13,19 @@
 // linear's result too, unless the gelu writes over it); the erf form, a
 // gelu of another storage type, in another function, or writing over the
 // linear's operands are not (two buffers of one pool lie apart where their
-// slot 0s do: a run addresses one slot of both). A weight gradient and the sum_to of its dY
-// right after it are fused (in either weight layout, accumulating or not;
-// and so are an input gradient and the tanh gelu_grad of its result, but
-// for the erf form, a result read again, mixed types, two functions);
-// the sum staged where it shares bytes with x); a sum over fewer than the
-// tokens, of another tensor or in another function is not.
+// slot 0s do: a run addresses one slot of both). A weight gradient and the
+// sum_to of its dY right after it are fused (in either weight layout,
+// accumulating or not; and so are an input gradient and the tanh gelu_grad of
+// its result, but for the erf form, a result read again, mixed types, two
+// functions); the sum staged where it shares bytes with x); a sum over fewer
+// than the tokens, of another tensor or in another function is not. Runs of
+// casts and zeros (KernelBatches.h) are batched while their members are
+// independent float conversions of one function, none pooled.
 //
 //===----------------------------------------------------------------------===//
 
 #include "FusionPlan.h"
+#include "KernelBatches.h"
 #include "TestExecutables.h"
 
 #include "tpcrt/Executable.h"
@@ -1073,6 +1076,107 @@ TEST(FusionPlanTest, LossAndItsGradientRefusals) {
   fb::ExecutableT exe = split.build();
   runByActions(exe, {{"logits", 0, 1}, {"loss", 1, 1}, {"grad", 2, 1}});
   expectRefused(planned(exe), "the gradient is in another function");
+}
+
+/// A step's start: casts of f32 params to bf16 and zeroed f32 sums, one
+/// kernel each; then a gelu (not a member) and one more cast.
+struct CastRun {
+  /// The second cast reads the first's result (f32 again).
+  bool dependent = false;
+  /// The second cast in a pool.
+  bool pooled = false;
+  /// The first cast to f32 (the same type: a copy, not a member).
+  bool sameType = false;
+
+  uint32_t c0 = 0, c1 = 0;
+
+  fb::ExecutableT build() {
+    ExecutableBuilder b;
+    uint32_t p0 = b.param("p0", DT::F32, {4, 8});
+    uint32_t p1 = b.param("p1", DT::F32, {8, 3});
+    uint32_t p2 = b.param("p2", DT::F32, {5});
+    c0 = b.buffer(sameType ? DT::F32 : DT::BF16, {4, 8});
+    c1 = b.buffer(dependent ? DT::F32 : DT::BF16,
+                  dependent ? std::vector<int64_t>{4, 8}
+                            : std::vector<int64_t>{8, 3});
+    uint32_t sum = b.buffer(DT::F32, {8, 3});
+    uint32_t g = b.buffer(DT::BF16, {4, 8});
+    uint32_t c2 = b.buffer(DT::BF16, {5});
+    b.kernel(Op::Cast, {p0}, {c0});
+    b.kernel(Op::Cast, {dependent ? c0 : p1}, {c1});
+    b.kernel(Op::Zeros, {}, {sum});
+    b.kernel(Op::Gelu, {c0}, {g});
+    b.kernel(Op::Cast, {p2}, {c2});
+    b.output("g", g);
+    if (!pooled)
+      b.output("c1", c1);
+    b.output("sum", sum);
+    b.output("c2", c2);
+    fb::ExecutableT exe = b.finish();
+    if (pooled) {
+      auto pool = std::make_unique<fb::PoolT>();
+      pool->slots = 1;
+      pool->stride = (exe.buffers[c1]->size + 63) / 64 * 64;
+      exe.pools.push_back(std::move(pool));
+      exe.buffers[c1]->pool = 0;
+    }
+    return exe;
+  }
+};
+
+std::vector<std::vector<uint32_t>> castBatches(const fb::ExecutableT &exe) {
+  Planned p;
+  planOf(exe, p);
+  return planCastBatches(p.program);
+}
+
+using Batches = std::vector<std::vector<uint32_t>>;
+
+TEST(FusionPlanTest, CastsAndZerosRunAsOneBatch) {
+  // The two casts and the zeros; the gelu ends the run, the last cast is
+  // alone.
+  EXPECT_EQ(castBatches(CastRun().build()), (Batches{{0, 1, 2}}));
+}
+
+TEST(FusionPlanTest, CastBatchesRefusals) {
+  CastRun dependent;
+  dependent.dependent = true;
+  // The second cast reads the first's result: a new run from the second.
+  EXPECT_EQ(castBatches(dependent.build()), (Batches{{1, 2}}));
+  CastRun pooled;
+  pooled.pooled = true;
+  fb::ExecutableT pooledExe = pooled.build();
+  runByActions(pooledExe, {{"all", 0, 5}});
+  EXPECT_EQ(castBatches(pooledExe), Batches{});
+  CastRun sameType;
+  sameType.sameType = true;
+  // A cast to its own type is a copy: not a member.
+  EXPECT_EQ(castBatches(sameType.build()), (Batches{{1, 2}}));
+  CastRun split;
+  fb::ExecutableT exe = split.build();
+  runByActions(exe, {{"first", 0, 1}, {"rest", 1, 4}});
+  EXPECT_EQ(castBatches(exe), (Batches{{1, 2}}));
+}
+
+TEST(FusionPlanTest, CastBatchesKeepAnOperandFromTheNextResult) {
+  // gelu(p) -> t; cast(t) -> a; cast(q) -> b with b on t's bytes (t dies
+  // at the first cast): in one launch the second would write t while the
+  // first reads it.
+  ExecutableBuilder b;
+  uint32_t p = b.param("p", DT::F32, {4, 8});
+  uint32_t q = b.param("q", DT::F32, {4, 8});
+  uint32_t t = b.buffer(DT::F32, {4, 8});
+  uint32_t a = b.buffer(DT::BF16, {4, 8});
+  uint32_t r = b.buffer(DT::BF16, {4, 8});
+  b.kernel(Op::Gelu, {p}, {t});
+  b.kernel(Op::Cast, {t}, {a});
+  b.kernel(Op::Cast, {q}, {r});
+  b.output("a", a);
+  b.output("r", r);
+  fb::ExecutableT exe = b.finish();
+  EXPECT_EQ(castBatches(exe), (Batches{{1, 2}}));
+  exe.buffers[r]->offset = exe.buffers[t]->offset;
+  EXPECT_EQ(castBatches(exe), Batches{});
 }
 
 } // namespace

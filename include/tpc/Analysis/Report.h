@@ -104,6 +104,8 @@ struct StepPrediction {
   /// so, and the bytes the groups do not move that their kernels alone
   /// would (intermediates, operands read twice).
   std::optional<std::vector<std::vector<int64_t>>> deviceFusions;
+  /// The runs it launches as one multi-tensor kernel (casts and zeros).
+  std::vector<std::vector<int64_t>> deviceBatches;
   int64_t fusedBytesNotMoved = 0;
   /// And the candidates it does not fuse, each with the device's reason.
   std::vector<std::string> fusionRefusals;
@@ -228,6 +230,10 @@ struct FusedGroup {
 /// others are priced at FlashAttention's five.
 struct DevicePlan {
   std::vector<FusedGroup> groups;
+  /// Runs of independent kernels it launches as one multi-tensor kernel
+  /// (casts and zeros: runtime/cuda/KernelBatches.h), priced as one
+  /// memory-bound launch of their bytes and named "<opcodes> batch".
+  std::vector<FusedGroup> batches;
   std::vector<int64_t> ownAttentionGrads;
   /// The candidates the device does not fuse, each with its reason
   /// ("kernel K (opcode)...: why", FusionPlan.h's words).

@@ -103,12 +103,15 @@ LogicalResult mlir::tpc::writeReport(const CompileReport &report,
         {"tflops_per_gpu", p->tflopsPerDevice},
         {"stages", std::move(perStage)}};
     if (p->deviceFusions) {
-      json::Array groups;
+      json::Array groups, batches;
       for (const std::vector<int64_t> &group : *p->deviceFusions)
         groups.push_back(json::Array(group));
+      for (const std::vector<int64_t> &batch : p->deviceBatches)
+        batches.push_back(json::Array(batch));
       root["predicted"].getAsObject()->try_emplace(
           "device_fusions",
           json::Object{{"groups", std::move(groups)},
+                       {"batches", std::move(batches)},
                        {"bytes_not_moved", p->fusedBytesNotMoved},
                        {"refused", json::Array(p->fusionRefusals)}});
     }

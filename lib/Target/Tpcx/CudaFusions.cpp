@@ -15,6 +15,7 @@
 
 #include "runtime/cuda/CudnnEligibility.h"
 #include "runtime/cuda/FusionPlan.h"
+#include "runtime/cuda/KernelBatches.h"
 #include "tpcx_generated.h"
 
 #include <set>
@@ -45,6 +46,10 @@ FailureOr<tpc::DevicePlan> mlir::rt::planCudaDevice(ModuleOp module) {
       continue;
     std::vector<tpcrt::cuda::FusionStep> plan =
         tpcrt::cuda::planFusions(program, &device.refusals);
+    for (const std::vector<uint32_t> &batch :
+         tpcrt::cuda::planCastBatches(program))
+      device.batches.push_back(
+          {std::vector<int64_t>(batch.begin(), batch.end()), false});
     for (const tpcrt::KernelCall &call : program.calls)
       if (call.attentionBackward() &&
           !tpcrt::cuda::cudnnAttentionRefusal(call).empty())

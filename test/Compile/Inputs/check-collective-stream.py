@@ -26,7 +26,8 @@ the oldest, which the compute stream waits for. The step ends when every
 stream is done.
 The report's step, exposed communication (communication_s),
 overlapped_communication_s and each kind of kernel's seconds (kernel_s: an
-opcode, or a fused group's joined by '+') must be the replay's.
+opcode, a fused group's joined by '+', or a batch's "<opcodes> batch") must
+be the replay's.
 """
 import json
 import os
@@ -82,6 +83,17 @@ for group in report.get("device_fusions", {}).get("groups", []):
         cost[k] = 0.0
     cost[group[-1]] = program.group_bytes(group) / memory
     kind[group[-1]] = "+".join(kernels[k].name for k in group)
+# A batch (casts and zeros launched as one): its bytes at its last member,
+# named by its opcodes, each once, and " batch".
+for batch in report.get("device_fusions", {}).get("batches", []):
+    for k in batch:
+        cost[k] = 0.0
+    cost[batch[-1]] = program.group_bytes(batch) / memory
+    names = []
+    for k in batch:
+        if kernels[k].name not in names:
+            names.append(kernels[k].name)
+    kind[batch[-1]] = ",".join(names) + " batch"
 kind_seconds = {}
 
 
