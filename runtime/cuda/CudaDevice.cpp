@@ -1372,6 +1372,11 @@ Status CudaDevice::runFused(const KernelCall &tail,
   } else if (head.op == fb::OpCode::CrossEntropy) {
     s = runCrossEntropyWithGrad(head, tail, headArgs, tailArgs,
                                 fusion_[tail.index].unwrittenHeadResults);
+  } else if (head.op == fb::OpCode::LayerNormInputGrad ||
+             head.op == fb::OpCode::RmsNormInputGrad) {
+    // A norm's input gradient and its residual add, without the parameter
+    // gradient (a zero-bubble schedule's B).
+    s = runNormInputGradAdd(head, tail, headArgs, tailArgs);
   } else if (isReductionKernel(head.op)) {
     // A norm's parameter gradient, its input gradient (the link, or the
     // tail) and the residual add (the tail after a link).

@@ -118,6 +118,11 @@ Status runCrossEntropyWithGrad(const KernelCall &loss, const KernelCall &grad,
 Status runNormBackward(const KernelCall &paramGrad, const KernelCall &inputGrad,
                        const KernelCall *add, const KernelArgs &paramArgs,
                        const KernelArgs &inputArgs, const KernelArgs *addArgs);
+/// A norm's input gradient and its residual add alone (no parameter
+/// gradient: a zero-bubble schedule's B), in one pass: dX never written.
+Status runNormInputGradAdd(const KernelCall &inputGrad, const KernelCall &add,
+                           const KernelArgs &inputArgs,
+                           const KernelArgs &addArgs);
 
 // Losses' scalars, optimizers, sum_squares, clip_coefficient, lr_schedule
 // (OptimizerKernels.cu); run through the reduction family.

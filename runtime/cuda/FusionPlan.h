@@ -104,7 +104,10 @@
 // row's statistics). dX is rounded to its storage before the add, and the
 // rows are cut into the unfused parameter gradient's chunks
 // (paramGradChunks): dX, z and the parameter gradients are the unfused
-// kernels' bit for bit.
+// kernels' bit for bit. Where no parameter gradient comes right before the
+// input gradient (a zero-bubble schedule computes it in W), the input
+// gradient and its add alone are fused the same way (the kernel without
+// the parameter sums): z is the pair's bit for bit.
 //
 // Loss + its gradient: the end of a training step's forward is
 // `cross_entropy(logits, labels) -> (loss sum, count)` and the backward's
@@ -513,18 +516,19 @@ inline const char *normBackwardRefusal(const Program &program, size_t p) {
   return nullptr;
 }
 
-/// Why calls[p + 2] does not join the fused norm backward calls[p], calls[p
-/// + 1] as the residual add of its input gradient dX, or null. `reads`,
-/// `writes` and `hostBound` as for refusal().
-inline const char *normBackwardAddRefusal(const Program &program, size_t p,
-                                          const std::vector<uint32_t> &reads,
-                                          const std::vector<uint32_t> &writes,
-                                          const std::vector<bool> &hostBound) {
-  const KernelCall &a = program.calls[p];
-  const KernelCall &b = program.calls[p + 1];
-  if (p + 2 >= program.calls.size())
+/// Why calls[q + 1] is not fused with calls[q] (a norm's input gradient dX)
+/// as the residual add of dX, or null; `paramGrad`, where the parameter
+/// gradient before it joins them, or null. `reads`, `writes` and
+/// `hostBound` as for refusal().
+inline const char *normInputGradAddRefusal(const Program &program, size_t q,
+                                           const KernelCall *paramGrad,
+                                           const std::vector<uint32_t> &reads,
+                                           const std::vector<uint32_t> &writes,
+                                           const std::vector<bool> &hostBound) {
+  const KernelCall &b = program.calls[q];
+  if (q + 1 >= program.calls.size())
     return "no kernel follows the input gradient";
-  const KernelCall &c = program.calls[p + 2];
+  const KernelCall &c = program.calls[q + 1];
   const TensorRef &dX = b.results[0];
   if (c.op != fb::OpCode::Add || c.operands.size() != 2 ||
       c.results.size() != 1)
@@ -548,9 +552,52 @@ inline const char *normBackwardAddRefusal(const Program &program, size_t p,
       return "the add's result overlaps dY, x or the residual";
   if (spansMeet(z, b.operands[2]))
     return "the add's result overlaps the weight";
-  for (const TensorRef &t : a.results)
-    if (spansMeet(z, t) || spansMeet(r, t))
-      return "the add's tensors overlap a parameter gradient";
+  if (paramGrad)
+    for (const TensorRef &t : paramGrad->results)
+      if (spansMeet(z, t) || spansMeet(r, t))
+        return "the add's tensors overlap a parameter gradient";
+  return nullptr;
+}
+
+/// Why calls[p + 2] does not join the fused norm backward calls[p], calls[p
+/// + 1] as the residual add of its input gradient dX, or null.
+inline const char *normBackwardAddRefusal(const Program &program, size_t p,
+                                          const std::vector<uint32_t> &reads,
+                                          const std::vector<uint32_t> &writes,
+                                          const std::vector<bool> &hostBound) {
+  return normInputGradAddRefusal(program, p + 1, &program.calls[p], reads,
+                                 writes, hostBound);
+}
+
+/// Whether calls[q] is a norm's input gradient, alone (no parameter
+/// gradient right before it: a zero-bubble schedule computes that in W),
+/// followed by an add of its result: the pairs normInputGradAloneRefusal
+/// and normInputGradAddRefusal decide on.
+inline bool isNormInputGradAddCandidate(const Program &program, size_t q) {
+  const KernelCall &b = program.calls[q];
+  return (b.op == fb::OpCode::LayerNormInputGrad ||
+          b.op == fb::OpCode::RmsNormInputGrad) &&
+         b.operands.size() == 3 && b.results.size() == 1 &&
+         q + 1 < program.calls.size() &&
+         program.calls[q + 1].op == fb::OpCode::Add &&
+         (program.calls[q + 1].operands.size() == 2 &&
+          (program.calls[q + 1].operands[0].buffer == b.results[0].buffer ||
+           program.calls[q + 1].operands[1].buffer == b.results[0].buffer));
+}
+
+/// Why the input gradient calls[q] cannot be the fused kernel's own, or
+/// null: float tensors, dX over none of its operands.
+inline const char *normInputGradAloneRefusal(const Program &program, size_t q) {
+  const KernelCall &b = program.calls[q];
+  if (b.floatAttrs.empty())
+    return "unexpected attributes";
+  for (const TensorRef &t : b.operands)
+    if (!isFloat(t.dtype))
+      return "a tensor is not float";
+  if (!isFloat(b.results[0].dtype))
+    return "a tensor is not float";
+  if (meetsAnOperand(b.results[0], b))
+    return "the input gradient overlaps an operand";
   return nullptr;
 }
 
@@ -692,6 +739,19 @@ planFusions(const Program &program,
       plan[b.index] = {FusionRole::Link, a.index};
       plan[c.index] = {FusionRole::Tail, b.index};
       p += 2;
+      continue;
+    }
+    if (fusion::isNormInputGradAddCandidate(program, p)) {
+      const char *why = fusion::normInputGradAloneRefusal(program, p);
+      if (!why)
+        why = fusion::normInputGradAddRefusal(program, p, nullptr, reads,
+                                              writes, hostBound);
+      if (why) {
+        refuse(a, why, " + add");
+      } else {
+        pair(a, program.calls[p + 1], {});
+        ++p;
+      }
       continue;
     }
     if (fusion::isInputGradGeluCandidate(program, p)) {

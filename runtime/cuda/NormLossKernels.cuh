@@ -317,7 +317,9 @@ struct NormBackward {
   Storage dXType = Storage::F32;
   bool dXLhs = true;
   /// Per chunk and column, as normParamPartialsKernel's (normParamSumKernel
-  /// adds them).
+  /// adds them); null: no parameter gradient (the input gradient and its
+  /// add alone, e.g. where a zero-bubble schedule defers the parameter
+  /// gradient to W), and no shared memory.
   double *partialW = nullptr, *partialB = nullptr;
 };
 
@@ -328,7 +330,8 @@ struct NormBackward {
 __global__ void normBackwardKernel(NormBackward p) {
   TPCRT_SHARED(double, shared, [32]);
   TPCRT_DYNAMIC_SHARED(double, sums, 8);
-  for (int64_t c = threadIdx.x; c < p.cols; c += blockDim.x) {
+  const bool paramSums = p.partialW != nullptr;
+  for (int64_t c = threadIdx.x; paramSums && c < p.cols; c += blockDim.x) {
     sums[c] = 0.0;
     if (p.layer)
       sums[p.cols + c] = 0.0;
@@ -338,9 +341,11 @@ __global__ void normBackwardKernel(NormBackward p) {
   for (int64_t r = begin; r < end; ++r) {
     int64_t base = r * p.cols;
     auto emit = [&](int64_t c, float dx, float dy, float xhat) {
-      sums[c] += static_cast<double>(dy) * xhat;
-      if (p.layer)
-        sums[p.cols + c] += dy;
+      if (paramSums) {
+        sums[c] += static_cast<double>(dy) * xhat;
+        if (p.layer)
+          sums[p.cols + c] += dy;
+      }
       int64_t i = base + c;
       if (!p.residual.data) {
         p.dX.store(i, dx);
@@ -357,7 +362,7 @@ __global__ void normBackwardKernel(NormBackward p) {
                           emit);
   }
   int64_t chunk = blockIdx.x;
-  for (int64_t c = threadIdx.x; c < p.cols; c += blockDim.x) {
+  for (int64_t c = threadIdx.x; paramSums && c < p.cols; c += blockDim.x) {
     p.partialW[chunk * p.cols + c] = sums[c];
     if (p.layer)
       p.partialB[chunk * p.cols + c] = sums[p.cols + c];

@@ -615,6 +615,64 @@ Status runCrossEntropyWithGrad(const KernelCall &loss, const KernelCall &grad,
   return crossEntropyTotal(loss, lossArgs, rowLoss, name, unwritten);
 }
 
+/// The fused kernel's parameters from `inputGrad` and, where given, the
+/// residual `add` of its result; an error where the add does not add the
+/// input gradient to another tensor of its size.
+Status normBackwardOf(const KernelCall &inputGrad, const KernelCall *add,
+                      const KernelArgs &inputArgs, const KernelArgs *addArgs,
+                      const char *name, NormBackward &p) {
+  p.dY = inOperand(inputGrad, inputArgs, 0);
+  p.x = inOperand(inputGrad, inputArgs, 1);
+  p.weight = inOperand(inputGrad, inputArgs, 2);
+  p.rows = inputGrad.rows;
+  p.cols = inputGrad.cols;
+  p.epsilon = static_cast<float>(inputGrad.floatAttrs[0]);
+  p.dX = outResult(inputGrad, inputArgs, 0);
+  p.dXType = resultType(inputGrad, 0);
+  if (!add)
+    return Status::ok();
+  uint32_t dX = inputGrad.results[0].buffer;
+  if (!addArgs || add->op != fb::OpCode::Add || add->operands.size() != 2 ||
+      add->results.size() != 1 ||
+      (add->operands[0].buffer == dX) == (add->operands[1].buffer == dX) ||
+      add->count != add->rhsCount ||
+      add->count != inputGrad.results[0].elements)
+    return Status::error(std::string(name) +
+                         ": the add does not add the input gradient to "
+                         "another tensor of its size");
+  p.dXLhs = add->operands[0].buffer == dX;
+  p.residual = inOperand(*add, *addArgs, p.dXLhs ? 1 : 0);
+  p.sum = outResult(*add, *addArgs, 0);
+  return Status::ok();
+}
+
+Status runNormInputGradAdd(const KernelCall &inputGrad, const KernelCall &add,
+                           const KernelArgs &inputArgs,
+                           const KernelArgs &addArgs) {
+  bool layer = inputGrad.op == fb::OpCode::LayerNormInputGrad;
+  const char *name =
+      layer ? "layer_norm_input_grad + add" : "rms_norm_input_grad + add";
+  if ((!layer && inputGrad.op != fb::OpCode::RmsNormInputGrad) ||
+      inputGrad.floatAttrs.empty() || inputGrad.operands.size() != 3 ||
+      inputGrad.results.size() != 1)
+    return Status::error(std::string(name) + ": not a norm's input gradient");
+  NormBackward p;
+  p.layer = layer;
+  if (Status s = normBackwardOf(inputGrad, &add, inputArgs, &addArgs, name, p);
+      !s)
+    return s;
+  if (p.rows == 0 || p.cols == 0)
+    return Status::ok();
+  // No parameter sums: any chunking gives the same values (each row is the
+  // unfused kernel's row function).
+  int64_t chunks = std::min<int64_t>(p.rows, 4096);
+  p.rowsPerChunk = (p.rows + chunks - 1) / chunks;
+  chunks = (p.rows + p.rowsPerChunk - 1) / p.rowsPerChunk;
+  TPCRT_LAUNCH(normBackwardKernel, dim3(static_cast<unsigned>(chunks)),
+               dim3(kRowThreads), 0, addArgs.stream, p);
+  return launchStatus(name);
+}
+
 Status runNormBackward(const KernelCall &paramGrad, const KernelCall &inputGrad,
                        const KernelCall *add, const KernelArgs &paramArgs,
                        const KernelArgs &inputArgs, const KernelArgs *addArgs) {
@@ -630,29 +688,10 @@ Status runNormBackward(const KernelCall &paramGrad, const KernelCall &inputGrad,
     return Status::error(std::string(name) +
                          ": not a norm's parameter and input gradients");
   NormBackward p;
-  p.dY = inOperand(inputGrad, inputArgs, 0);
-  p.x = inOperand(inputGrad, inputArgs, 1);
-  p.weight = inOperand(inputGrad, inputArgs, 2);
   p.layer = layer;
-  p.rows = paramGrad.rows;
-  p.cols = paramGrad.cols;
-  p.epsilon = static_cast<float>(paramGrad.floatAttrs[0]);
-  p.dX = outResult(inputGrad, inputArgs, 0);
-  p.dXType = resultType(inputGrad, 0);
-  if (add) {
-    uint32_t dX = inputGrad.results[0].buffer;
-    if (!addArgs || add->op != fb::OpCode::Add || add->operands.size() != 2 ||
-        add->results.size() != 1 ||
-        (add->operands[0].buffer == dX) == (add->operands[1].buffer == dX) ||
-        add->count != add->rhsCount ||
-        add->count != inputGrad.results[0].elements)
-      return Status::error(std::string(name) +
-                           ": the add does not add the input gradient to "
-                           "another tensor of its size");
-    p.dXLhs = add->operands[0].buffer == dX;
-    p.residual = inOperand(*add, *addArgs, p.dXLhs ? 1 : 0);
-    p.sum = outResult(*add, *addArgs, 0);
-  }
+  if (Status s = normBackwardOf(inputGrad, add, inputArgs, addArgs, name, p);
+      !s)
+    return s;
   if (p.cols == 0)
     return Status::ok();
   // The unfused parameter gradient's scratch (which the device reserves

@@ -842,6 +842,9 @@ struct NormBackwardGroup {
   bool noAdd = false;
   /// mul(dX, z) -> w after the add (an output).
   bool dXReadAgain = false;
+  /// The parameter gradient after the add (as a zero-bubble schedule's W
+  /// computes it later): the input gradient and the add alone.
+  bool paramGradLast = false;
   uint32_t dY = 0, x = 0, w = 0, dW = 0, dB = 0, dX = 0, r = 0, z = 0;
   /// The parameter gradient's kernel (the input gradient and the add
   /// follow it).
@@ -867,8 +870,9 @@ struct NormBackwardGroup {
     std::vector<uint32_t> params{dW};
     if (!rms)
       params.push_back(dB);
-    b.kernel(rms ? Op::RmsNormParamGrad : Op::LayerNormParamGrad, {dY, x},
-             params, {}, {1e-5});
+    if (!paramGradLast)
+      b.kernel(rms ? Op::RmsNormParamGrad : Op::LayerNormParamGrad, {dY, x},
+               params, {}, {1e-5});
     b.kernel(rms ? Op::RmsNormInputGrad : Op::LayerNormInputGrad, {dY, x, w},
              {dX}, {}, {otherEpsilon ? 1e-6 : 1e-5});
     if (noAdd)
@@ -882,6 +886,9 @@ struct NormBackwardGroup {
       b.kernel(Op::Mul, {dX, z}, {product});
       b.output("product", product);
     }
+    if (paramGradLast)
+      b.kernel(rms ? Op::RmsNormParamGrad : Op::LayerNormParamGrad, {dY, x},
+               params, {}, {1e-5});
     b.output("z", z);
     b.grad("w", dW);
     if (!rms)
@@ -972,21 +979,37 @@ TEST(FusionPlanTest, NormBackwardOverItsOperandsBytes) {
       << p.refusals[0];
 }
 
+/// The parameter gradient of `g` refused for `why` (and said so); its
+/// input gradient and add then fused alone.
+void expectParamGradApart(const Planned &p, const NormBackwardGroup &g,
+                          const std::string &why) {
+  ASSERT_EQ(p.refusals.size(), 1u);
+  EXPECT_NE(p.refusals[0].find(why), std::string::npos)
+      << "refusal: " << p.refusals[0] << "\nexpected: " << why;
+  ASSERT_GT(p.plan.size(), g.head + 2u);
+  EXPECT_EQ(p.plan[g.head].role, FusionRole::None);
+  EXPECT_EQ(p.plan[g.head + 1].role, FusionRole::Head);
+  EXPECT_EQ(p.plan[g.head + 2].role, FusionRole::Tail);
+}
+
 TEST(FusionPlanTest, NormBackwardRefusals) {
   NormBackwardGroup epsilon;
   epsilon.otherEpsilon = true;
-  expectRefused(planned(epsilon.build()), "rows, columns or epsilon differ");
+  expectParamGradApart(planned(epsilon.build()), epsilon,
+                       "rows, columns or epsilon differ");
   NormBackwardGroup wide;
   wide.cols = kNormBackwardMostColumns + 8;
-  expectRefused(planned(wide.build()),
-                "more columns than the fused kernel's shared memory holds");
+  expectParamGradApart(
+      planned(wide.build()), wide,
+      "more columns than the fused kernel's shared memory holds");
   // The input gradient in another function of an action list.
   NormBackwardGroup split;
   fb::ExecutableT exe = split.build();
   runByActions(
       exe,
       {{"dY and x", 0, 2}, {"param grad", 2, 1}, {"input grad and add", 3, 2}});
-  expectRefused(planned(exe), "the input gradient is in another function");
+  expectParamGradApart(planned(exe), split,
+                       "the input gradient is in another function");
   // The add in another function: the gradients fused alone.
   NormBackwardGroup addApart;
   fb::ExecutableT exe2 = addApart.build();
@@ -1177,6 +1200,42 @@ TEST(FusionPlanTest, CastBatchesKeepAnOperandFromTheNextResult) {
   EXPECT_EQ(castBatches(exe), (Batches{{1, 2}}));
   exe.buffers[r]->offset = exe.buffers[t]->offset;
   EXPECT_EQ(castBatches(exe), Batches{});
+}
+
+TEST(FusionPlanTest, NormInputGradAndItsAddAloneAreFused) {
+  for (bool rms : {false, true})
+    for (bool dXLhs : {false, true}) {
+      SCOPED_TRACE(std::string(rms ? "rms_norm" : "layer_norm") +
+                   (dXLhs ? ", dX the lhs" : ""));
+      NormBackwardGroup g;
+      g.rms = rms;
+      g.dXLhs = dXLhs;
+      g.paramGradLast = true;
+      Planned p = planned(g.build());
+      // head: the input gradient; then the add; the parameter gradient
+      // after them runs alone.
+      expectFused(p, g.head, g.head + 1);
+      EXPECT_EQ(p.plan[g.head + 2].role, FusionRole::None);
+    }
+}
+
+TEST(FusionPlanTest, NormInputGradAndItsAddAloneRefusals) {
+  NormBackwardGroup readAgain;
+  readAgain.paramGradLast = true;
+  readAgain.dXReadAgain = true;
+  Planned p = planned(readAgain.build());
+  EXPECT_EQ(p.plan[readAgain.head].role, FusionRole::None);
+  ASSERT_EQ(p.refusals.size(), 1u);
+  EXPECT_NE(p.refusals[0].find("+ add: the input gradient is read by another "
+                               "kernel, bound or pooled"),
+            std::string::npos)
+      << p.refusals[0];
+  NormBackwardGroup split;
+  split.paramGradLast = true;
+  fb::ExecutableT exe = split.build();
+  runByActions(exe, {{"inputs", 0, 3}, {"add", 3, 2}});
+  Planned q = planned(exe);
+  EXPECT_EQ(q.plan[split.head].role, FusionRole::None);
 }
 
 } // namespace

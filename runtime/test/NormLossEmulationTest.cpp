@@ -256,10 +256,11 @@ void runNormCase(Storage storage, int64_t rows, int64_t cols, bool layer) {
 /// the add of the input gradient to a residual r too (z against r + dX, dX
 /// rounded to its storage first), and dX's buffer never written.
 void runNormBackwardCase(Storage storage, int64_t rows, int64_t cols,
-                         bool layer, bool residual) {
+                         bool layer, bool residual, bool paramGrad = true) {
   std::string tag = std::string(layer ? "layer" : "rms") + " " +
                     storageName(storage) + " " + std::to_string(rows) + "x" +
-                    std::to_string(cols) + (residual ? " + add" : "");
+                    std::to_string(cols) + (residual ? " + add" : "") +
+                    (paramGrad ? "" : " without the parameter gradient");
   std::mt19937 rng(static_cast<unsigned>(rows * 131 + cols * 17 + layer));
   Buffer x = random(storage, rows * cols, 0.5f, 1.5f, rng);
   Buffer dY = random(storage, rows * cols, 0.0f, 1.0f, rng);
@@ -268,7 +269,19 @@ void runNormBackwardCase(Storage storage, int64_t rows, int64_t cols,
   std::vector<float> cx = x.toFloat(), cdY = dY.toFloat(),
                      cw = weight.toFloat();
 
+  // Without the parameter gradient any chunking gives the same values:
+  // runNormInputGradAdd's own (4096 chunks at most), here 5 rows a chunk.
+  // Without the parameter gradient any chunking gives the same values:
+  // runNormInputGradAdd's own (4096 chunks at most), here 5 rows a chunk.
   RowChunks chunks = paramGradChunks(rows);
+  if (!paramGrad) {
+    chunks.rowsPerChunk = 5;
+    chunks.chunks = (rows + 4) / 5;
+  }
+  if (!paramGrad) {
+    chunks.rowsPerChunk = 5;
+    chunks.chunks = (rows + 4) / 5;
+  }
   const int64_t perRow = layer ? 2 : 1;
   std::vector<double> partials(perRow * chunks.chunks * cols, NAN);
   Buffer dX(storage, rows * cols, NAN), z(storage, rows * cols, NAN);
@@ -288,22 +301,23 @@ void runNormBackwardCase(Storage storage, int64_t rows, int64_t cols,
     p.sum = z.out();
     p.dXLhs = rows % 2 == 0;
   }
-  p.partialW = partials.data();
-  p.partialB = p.partialW + chunks.chunks * cols;
-  expectLaunched(emu::launch(dim3(static_cast<unsigned>(chunks.chunks)),
-                             dim3(kRowThreads),
-                             normBackwardSharedBytes(cols, layer),
-                             [&] { normBackwardKernel(p); }),
-                 "norm backward");
+  p.partialW = paramGrad ? partials.data() : nullptr;
+  p.partialB = paramGrad ? p.partialW + chunks.chunks * cols : nullptr;
+  expectLaunched(
+      emu::launch(dim3(static_cast<unsigned>(chunks.chunks)), dim3(kRowThreads),
+                  paramGrad ? normBackwardSharedBytes(cols, layer) : 0,
+                  [&] { normBackwardKernel(p); }),
+      "norm backward");
   Buffer dW(storage, cols, NAN), dB(storage, cols, NAN);
   Out noOut{nullptr, Storage::F32};
-  expectLaunched(emu::launch(dim3(gridFor(cols)), dim3(256), 0,
-                             [&] {
-                               normParamSumKernel(p.partialW, p.partialB,
-                                                  chunks.chunks, cols, dW.out(),
-                                                  layer ? dB.out() : noOut);
-                             }),
-                 "param sum");
+  if (paramGrad)
+    expectLaunched(emu::launch(dim3(gridFor(cols)), dim3(256), 0,
+                               [&] {
+                                 normParamSumKernel(
+                                     p.partialW, p.partialB, chunks.chunks,
+                                     cols, dW.out(), layer ? dB.out() : noOut);
+                               }),
+                   "param sum");
 
   std::vector<float> refX(rows * cols), refW(cols), refB(cols);
   Status st = layer ? cpu::layerNormInputGrad(cdY.data(), cx.data(), cw.data(),
@@ -334,6 +348,11 @@ void runNormBackwardCase(Storage storage, int64_t rows, int64_t cols,
     expectClose("dX", dX, refX, tag);
     EXPECT_TRUE(sameBytes(dX, unfusedX)) << tag << ": dX differs from unfused";
     EXPECT_TRUE(std::isnan(z.get(0))) << tag;
+  }
+  if (!paramGrad) {
+    for (double partial : partials)
+      ASSERT_TRUE(std::isnan(partial)) << tag << ": a parameter sum written";
+    return;
   }
   expectClose("dWeight", dW, refW, tag);
   EXPECT_TRUE(sameBytes(dW, unfusedW)) << tag << ": dW differs from unfused";
@@ -467,6 +486,18 @@ TEST(NormLossEmulation, NormBackwardFused) {
       for (bool residual : {false, true})
         for (NormShape s : shapes)
           runNormBackwardCase(storage, s.rows, s.cols, layer, residual);
+}
+
+// The input gradient and its residual add alone (a zero-bubble schedule's
+// B: the parameter gradient in W), equal to the unfused pair bit for bit.
+TEST(NormLossEmulation, NormInputGradAndAddFused) {
+  std::vector<NormShape> shapes(std::begin(kNormShapes), std::end(kNormShapes));
+  shapes.push_back({1100, 40});
+  for (Storage storage : {Storage::F32, Storage::BF16})
+    for (bool layer : {true, false})
+      for (NormShape s : shapes)
+        runNormBackwardCase(storage, s.rows, s.cols, layer, /*residual=*/true,
+                            /*paramGrad=*/false);
 }
 
 TEST(NormLossEmulation, ParamGradChunks) {
