@@ -191,11 +191,10 @@ struct Resolved {
 struct KernelBatch {
   std::vector<uint32_t> members; // kernel indices, in order
   std::vector<int64_t> counts;   // their elements
-  /// A cast batch (castList; per member its storage types, a zeros'
-  /// input none), else an optimizer batch (list).
-  bool casts = false;
-  std::vector<Storage> inTypes, outTypes;
-  std::vector<bool> hasInput;
+  /// A cast batch: its members' entries (types and counts; a zeros'
+  /// input null, the addresses filled at prepare) for castList; else an
+  /// optimizer batch (list).
+  std::vector<CastTensor> casts;
   OptimizerTensor *list = nullptr;
   CastTensor *castList = nullptr;
   int64_t mostElements = 0;
@@ -707,9 +706,9 @@ Status CudaDevice::prepare(const Program &program,
   uint64_t gemmBytes = alignScratch(gemm_.workspaceBytes());
   uint64_t listBytes = 0;
   for (const KernelBatch &b : batches_)
-    listBytes +=
-        alignScratch(b.members.size() *
-                     (b.casts ? sizeof(CastTensor) : sizeof(OptimizerTensor)));
+    listBytes += alignScratch(b.members.size() * (b.casts.empty()
+                                                      ? sizeof(OptimizerTensor)
+                                                      : sizeof(CastTensor)));
   uint64_t arenaPart = alignScratch(arenaBytes_);
   workspaceBytes_ = gemmBytes + scratchBytes_ + stagingBytes_ + listBytes +
                     kScratchAlignment; // the data checks' key
@@ -769,7 +768,7 @@ Status CudaDevice::prepare(const Program &program,
 
   // The batches' tensor lists, written once.
   for (KernelBatch &b : batches_) {
-    if (b.casts) {
+    if (!b.casts.empty()) {
       if (Status s = writeCastList(b, at); !s)
         return s;
       continue;
@@ -1032,17 +1031,17 @@ Status CudaDevice::planKernelBatches(const Program &program) {
   for (std::vector<uint32_t> &members : planCastBatches(program)) {
     int32_t id = static_cast<int32_t>(batches_.size());
     KernelBatch b;
-    b.casts = true;
     for (uint32_t m = 0; m < members.size(); ++m) {
       resolved_[members[m]].batch = id;
       resolved_[members[m]].member = m;
       const KernelCall &call = *byIndex[members[m]];
-      bool input = !call.operands.empty();
-      b.counts.push_back(call.results[0].elements);
-      b.hasInput.push_back(input);
-      b.inTypes.push_back(input ? storageOf(call.operands[0].dtype)
-                                : Storage::F32);
-      b.outTypes.push_back(storageOf(call.results[0].dtype));
+      CastTensor t{};
+      t.count = call.results[0].elements;
+      t.inType = call.operands.empty() ? Storage::F32
+                                       : storageOf(call.operands[0].dtype);
+      t.outType = storageOf(call.results[0].dtype);
+      b.mostElements = std::max(b.mostElements, t.count);
+      b.casts.push_back(t);
     }
     b.members = std::move(members);
     batches_.push_back(std::move(b));
@@ -1418,7 +1417,7 @@ Status CudaDevice::runCompute(const KernelCall &call, const Resolved &r,
 Status CudaDevice::launchBatches(const BatchLaunch *launches, size_t count) {
   for (size_t i = 0; i < count; ++i) {
     const KernelBatch &batch = batches_[launches[i].batch];
-    if (batch.casts) {
+    if (!batch.casts.empty()) {
       if (Status s = castMany(batch.castList + launches[i].first,
                               static_cast<int>(launches[i].count),
                               batch.mostElements, compute_);
@@ -1442,18 +1441,13 @@ Status CudaDevice::writeCastList(KernelBatch &b, uint8_t *&at) {
   auto aligned16 = [](const void *p) {
     return reinterpret_cast<uintptr_t>(p) % 16 == 0;
   };
-  std::vector<CastTensor> list;
+  std::vector<CastTensor> list = b.casts;
   for (size_t m = 0; m < b.members.size(); ++m) {
     const Resolved &r = resolved_[b.members[m]];
-    CastTensor t;
-    t.in = b.hasInput[m] ? r.operands[0] : nullptr;
+    CastTensor &t = list[m];
+    t.in = r.operands.empty() ? nullptr : r.operands[0];
     t.out = r.results[0];
-    t.count = b.counts[m];
-    t.inType = b.inTypes[m];
-    t.outType = b.outTypes[m];
     t.vectorized = (!t.in || aligned16(t.in)) && aligned16(t.out);
-    b.mostElements = std::max(b.mostElements, t.count);
-    list.push_back(t);
   }
   b.castList = reinterpret_cast<CastTensor *>(at);
   at += alignScratch(list.size() * sizeof(CastTensor));

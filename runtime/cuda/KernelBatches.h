@@ -49,17 +49,9 @@ inline bool isCastBatchKernel(const KernelCall &call) {
 /// shares bytes with another's operand or result.
 inline bool independentOf(const KernelCall &call,
                           const std::vector<const KernelCall *> &batch) {
-  auto meetsAny = [](const TensorRef &t, const KernelCall &other) {
-    for (const TensorRef &o : other.operands)
-      if (fusion::spansMeet(t, o))
-        return true;
-    for (const TensorRef &o : other.results)
-      if (fusion::spansMeet(t, o))
-        return true;
-    return false;
-  };
   for (const KernelCall *member : batch) {
-    if (meetsAny(call.results[0], *member))
+    if (fusion::meetsAnOperand(call.results[0], *member) ||
+        fusion::spansMeet(call.results[0], member->results[0]))
       return false;
     for (const TensorRef &operand : call.operands)
       if (fusion::spansMeet(operand, member->results[0]))
