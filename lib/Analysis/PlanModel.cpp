@@ -132,16 +132,17 @@ mlir::tpc::deferredWeightBytesPerLayer(const TransformerShape &m,
   double e = static_cast<double>(m.elementBytes);
   double h = m.hidden, a = m.heads, d = m.headDim, f = m.ffn / h;
   // W reads each linear's input (the norms' outputs, the attention's
-  // output, the MLP's activation) and the norms' inputs.
-  LayerActivations inputs{4 * e, e * (a * d / h + f)};
+  // output, the MLP's activation); the norms' parameter gradients are
+  // computed in B.
+  LayerActivations inputs{2 * e, e * (a * d / h + f)};
   // B writes each linear's output gradient (q, k, v and the MLP's up
-  // projections split over tp, the two row-parallel outputs whole) and the
-  // two norms'. Without sequence parallelism a row-parallel output's
-  // gradient is a partial sum until its all-reduce, and GPT-2's bias
-  // gradient reads it before: both are held.
+  // projections split over tp, the two row-parallel outputs whole).
+  // Without sequence parallelism a row-parallel output's gradient is a
+  // partial sum until its all-reduce, and GPT-2's bias gradient reads it
+  // before: both are held.
   double rowParallelCopies = !plan.sequenceParallel && !m.llama ? 2 : 1;
   LayerActivations gradients{
-      e * (2 + 2 * rowParallelCopies),
+      e * 2 * rowParallelCopies,
       e * ((a + 2 * m.kvHeads) * d / h + (m.llama ? 2 : 1) * f)};
   return {static_cast<int64_t>(std::llround(perDevice(inputs, plan) * sbh)),
           static_cast<int64_t>(std::llround(perDevice(gradients, plan) * sbh))};
@@ -406,8 +407,8 @@ public:
     double branchBackward = dropout ? 2 * e + 1 : 0;
     // A norm reads x and writes y; backward its input gradient (dY, x, dX),
     // its parameter gradients (dY, x) and the residual add: one group on a
-    // CUDA device, but where W (the parameter gradients) is deferred.
-    double normBackward = fuses && !deferredWeightGradients() ? 4 * e : 8 * e;
+    // CUDA device (all three are in B, whatever the schedule).
+    double normBackward = fuses ? 4 * e : 8 * e;
     double activationForward, activationBackward;
     if (m.llama) {
       // SiLU(gate), then its product with up; backward both products'
@@ -821,10 +822,10 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
       }
       layersHeld =
           (x * static_cast<double>(stash) + y * toW) * rankLayersPerChunk(r);
-      // The last stage's deferred W of the final norm and the LM head: the
-      // norm's input and output gradient, the logits' gradient.
+      // The last stage's deferred W of the LM head: its input (the final
+      // norm's output) and the logits' gradient.
       if (last)
-        layersHeld += y * (2 * inputBytes + logitsBytes / 2);
+        layersHeld += y * (inputBytes + logitsBytes / 2);
     } else {
       layersHeld = untilB(r) * rankLayersPerChunk(r) * stash;
     }

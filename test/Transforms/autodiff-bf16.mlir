@@ -17,7 +17,10 @@
 // CHECK: tpc.cross_entropy_grad %{{.*}} : tensor<2x8x256xbf16>, tensor<2x8xi64>
 // CHECK: tpc.linear_input_grad %{{.*}} : tensor<2x8x256xbf16>, tensor<256x64xbf16>
 // CHECK: tpc.attention_grad {{.*}} : tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>
-// CHECK: return {{.*}} : tensor<2x8x256xbf16>,
+// The norms' parameter gradients, computed in B, are f32 too (no cast).
+// CHECK: tpc.layer_norm_param_grad %{{.*}} : tensor<2x8x64xbf16> -> tensor<64xf32>, tensor<64xf32>
+// CHECK-NEXT: tpc.layer_norm_input_grad
+// CHECK: return {{.*}} : tensor<2x8x256xbf16>, {{.*}}, tensor<64xf32>, tensor<64xf32>
 
 // W reads bf16 activations and dYs and writes f32 gradients, with no cast:
 // the gradient ops produce f32 themselves.
@@ -25,7 +28,7 @@
 // CHECK-SAME: -> (tensor<256x64xf32> {tpc.grad = "transformer.wte.weight"}, tensor<64x64xf32> {tpc.grad = "transformer.wpe.weight"}
 // CHECK-NOT: tpc.cast
 // CHECK: tpc.linear_weight_grad %{{.*}} layout out_in : tensor<2x8x64xbf16>, tensor<2x8x256xbf16> -> tensor<256x64xf32>
-// CHECK: tpc.layer_norm_param_grad %{{.*}} : tensor<2x8x64xbf16> -> tensor<64xf32>, tensor<64xf32>
+// CHECK-NOT: param_grad
 // CHECK: tpc.sum_to %{{.*}} : tensor<2x8x64xbf16> -> tensor<64xf32>
 // CHECK: tpc.sum_to %{{.*}} : tensor<2x8x64xbf16> -> tensor<8x64xf32>
 // CHECK: tpc.pad %{{.*}} dim 0 offset 0 to 64 : tensor<8x64xf32>

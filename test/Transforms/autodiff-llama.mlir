@@ -15,7 +15,8 @@
 
 // CHECK-LABEL: func.func @train_B(
 // CHECK: tpc.cross_entropy_grad
-// CHECK: tpc.rms_norm_input_grad
+// CHECK: %[[DWF:.*]] = tpc.rms_norm_param_grad
+// CHECK-NEXT: tpc.rms_norm_input_grad
 // SwiGLU: the product's operands read each other; silu reads its input.
 // CHECK: %[[DUP:.*]] = tpc.mul %{{.*}}, %[[GATE:arg[0-9]+]] {tpc.layer = 0 : i64} : tensor<2x8x176xf32>, tensor<2x8x176xf32>
 // CHECK: %[[DGATEOUT:.*]] = tpc.mul %{{.*}}, %[[UP:arg[0-9]+]] {tpc.layer = 0 : i64} : tensor<2x8x176xf32>, tensor<2x8x176xf32>
@@ -32,10 +33,12 @@
 // UNFUSED: tpc.rotary_grad %[[DK8]] theta 5.000000e+05
 // CHECK: tpc.linear_input_grad %{{.*}}, %arg2 layout out_in {tpc.layer = 0 : i64} : tensor<2x8x8x16xf32>, tensor<8x16x64xf32>
 // The first layer's input gradient joins the residual stream's, and is
-// the embedding's dY, the last thing B computes.
-// CHECK: tpc.rms_norm_input_grad
+// the embedding's dY, the last thing B computes; then the norms' parameter
+// gradients, computed in B.
+// CHECK: %[[DW1:.*]] = tpc.rms_norm_param_grad
+// CHECK-NEXT: tpc.rms_norm_input_grad
 // CHECK-NEXT: %[[DEMBOUT:.*]] = tpc.add
-// CHECK-NEXT: return {{.*}}, %[[DEMBOUT]] :
+// CHECK-NEXT: return {{.*}}, %[[DEMBOUT]], %[[DWF]], {{.*}}, %[[DW1]] :
 
 // Untied: the head's gradient and the embedding's are separate results.
 // UNTIED-LABEL: func.func @train_W(

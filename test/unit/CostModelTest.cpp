@@ -449,29 +449,29 @@ TEST(PlanModel, StashFollowsTheLayer) {
 }
 
 TEST(PlanModel, DeferredWeightBytesAreWhatWReadsAndBWrites) {
-  // GPT (ffn 4h): W reads the norms' inputs and outputs (8, unsplit without
-  // sp), the attention's output (2/t) and the MLP's activation (8/t); B
-  // writes qkv's and fc1's output gradients (14/t), the two row-parallel
-  // outputs' and the two norms' (8, unsplit without sp; without sp the
-  // row-parallel outputs' gradients also before their all-reduce, which
-  // the bias gradients read: 12). Measured in the compiled ZB-H1 pools:
-  // 1T (tp 8, sp) 18/8 and 22/8 units; 1.7B (tp 2) 13 and 19.
+  // GPT (ffn 4h): W reads the norms' outputs (4, unsplit without sp), the
+  // attention's output (2/t) and the MLP's activation (8/t); B writes
+  // qkv's and fc1's output gradients (14/t) and the two row-parallel
+  // outputs' (4, unsplit without sp; without sp also before their
+  // all-reduce, which the bias gradients read: 8). The norms' inputs and
+  // output gradients are not held: their parameter gradients are computed
+  // in B (tpc-autodiff).
   TransformerShape shape{4, 2048, 16, 16, 128, 8192, 51200, 2048};
   PlanChoice plan;
   plan.tp = 8;
   double sbh = 2048.0 * 2048;
   DeferredWeightBytes bytes = deferredWeightBytesPerLayer(shape, plan);
-  EXPECT_EQ(bytes.weightInputs, (8 + 10.0 / 8) * sbh);
-  EXPECT_EQ(bytes.outputGradients, (12 + 14.0 / 8) * sbh);
+  EXPECT_EQ(bytes.weightInputs, (4 + 10.0 / 8) * sbh);
+  EXPECT_EQ(bytes.outputGradients, (8 + 14.0 / 8) * sbh);
   plan.sequenceParallel = true;
   bytes = deferredWeightBytesPerLayer(shape, plan);
-  EXPECT_EQ(bytes.weightInputs, 18.0 / 8 * sbh);
-  EXPECT_EQ(bytes.outputGradients, 22.0 / 8 * sbh);
+  EXPECT_EQ(bytes.weightInputs, 14.0 / 8 * sbh);
+  EXPECT_EQ(bytes.outputGradients, 18.0 / 8 * sbh);
   // Llama: q, k, v (here 4 kv heads: 1.5h) and gate and up (2·ffn).
   shape.llama = true;
   shape.kvHeads = 4;
   bytes = deferredWeightBytesPerLayer(shape, plan);
-  EXPECT_EQ(bytes.outputGradients, (2 * (1.5 + 8) + 8) / 8 * sbh);
+  EXPECT_EQ(bytes.outputGradients, (2 * (1.5 + 8) + 4) / 8 * sbh);
 }
 
 TEST(PlanModel, RefusesImpossiblePlans) {

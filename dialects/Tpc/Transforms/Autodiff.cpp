@@ -70,8 +70,13 @@ struct OpPlan {
   bool paramView = false;
   SmallVector<bool> wantedB, wantedW;
   SmallVector<Value> readsB, readsW;
+  /// The parameter gradients are computed in B, right before the input
+  /// gradient, and handed to W as they are (see planBackward).
+  bool weightsInB = false;
   bool hasB() const { return llvm::is_contained(wantedB, true); }
-  bool hasW() const { return paramView || llvm::is_contained(wantedW, true); }
+  bool hasWeightGrads() const { return llvm::is_contained(wantedW, true); }
+  /// W applies this op's rule.
+  bool hasW() const { return paramView || (hasWeightGrads() && !weightsInB); }
 };
 
 class TrainingBuilder {
@@ -171,8 +176,10 @@ private:
 
   // @train_B / @train_W.
   func::FuncOp bwdInput, bwdWeight;
-  /// The F results whose gradient B returns for W, and the index of that
-  /// gradient among B's dY results (a gradient two results share goes once).
+  /// The F values whose gradient B returns for W (op results W
+  /// differentiates from; parameters or views whose gradient B computed),
+  /// and the index of that gradient among B's dY results (a gradient two
+  /// values share goes once).
   llvm::MapVector<Value, unsigned> dys;
   func::FuncOp driver;
 };
@@ -557,11 +564,16 @@ LogicalResult TrainingBuilder::planBackward() {
     };
     reads(plan.wantedB, plan.readsB);
     reads(plan.wantedW, plan.readsW);
+    // A norm's parameter gradients are row sums of what its input gradient
+    // reads (dY, x) and a few hidden-sized vectors: computed in B, they are
+    // one fused pass with the input gradient on a CUDA device even where a
+    // schedule defers W, and W's stash holds neither dY nor x for them.
+    plan.weightsInB = isa<LayerNormOp, RmsNormOp>(op) && plan.hasWeightGrads();
     auto layer = op.getAttrOfType<IntegerAttr>(kLayerAttrName);
     for (Value v : plan.readsB)
       noteRead(v, /*weights=*/false, layer);
     for (Value v : plan.readsW)
-      noteRead(v, /*weights=*/true, layer);
+      noteRead(v, /*weights=*/!plan.weightsInB, layer);
     plans.push_back(std::move(plan));
   }
 
@@ -713,6 +725,16 @@ LogicalResult TrainingBuilder::buildInputGrads() {
   for (auto [i, seed] : llvm::enumerate(seeds))
     accumulate(grads, seed, bwdInput.getArgument(numFwdArgs + i));
   llvm::SetVector<Value> returned;
+  auto returnForW = [&](Value v) {
+    Value g = grads.lookup(v);
+    if (!g || dys.count(v))
+      return;
+    returned.insert(g);
+    dys[v] = llvm::find(returned, g) - returned.begin();
+  };
+  // The parameters (or views) whose gradients B computed, returned after
+  // every B contribution to them.
+  llvm::SetVector<Value> weightsFromB;
   for (const OpPlan &plan : llvm::reverse(plans)) {
     if (plan.paramView)
       continue;
@@ -721,16 +743,24 @@ LogicalResult TrainingBuilder::buildInputGrads() {
       continue;
     if (plan.hasW())
       for (Value result : plan.op->getResults())
-        if (Value g = grads.lookup(result); g && !dys.count(result)) {
-          returned.insert(g);
-          dys[result] = llvm::find(returned, g) - returned.begin();
-        }
+        returnForW(result);
+    if (plan.weightsInB) {
+      // First, as the device fuses them: parameter sums, input gradient.
+      if (failed(applyRule(plan, plan.wantedW, plan.readsW, map, resultGrads,
+                           /*weights=*/true, grads)))
+        return failure();
+      for (auto [i, want] : llvm::enumerate(plan.wantedW))
+        if (want)
+          weightsFromB.insert(plan.op->getOperand(i));
+    }
     if (!plan.hasB())
       continue;
     if (failed(applyRule(plan, plan.wantedB, plan.readsB, map, resultGrads,
                          /*weights=*/false, grads)))
       return failure();
   }
+  for (Value v : weightsFromB)
+    returnForW(v);
   tagger.layer = nullptr;
   builder.setListener(nullptr);
 

@@ -47,7 +47,9 @@ def TpcAutodiff : Pass<"tpc-autodiff", "ModuleOp"> {
     - `@train_B(params..., input_ids, labels, microbatch, dloss_sum,
       stash...)` computes the activation gradients in reverse order and
       returns the gradients `dY` of the results of ops that read a
-      parameter.
+      parameter; a norm's parameter gradients (row sums of the dY and x
+      its input gradient reads) it computes itself, right before the input
+      gradient, and returns after the dYs, so that W's stash holds neither.
     - `@train_W(inputs it reads..., stash..., dY...)` returns one f32
       gradient per parameter (`tpc.grad = <name>`); a parameter used twice
       (tied embedding and head) gets the sum of both uses, a parameter's

@@ -47,6 +47,8 @@ KINDS = {
     ("layer_norm_param_grad", "layer_norm_input_grad", "add"): "norm backward + add",
     ("rms_norm_param_grad", "rms_norm_input_grad"): "norm backward",
     ("rms_norm_param_grad", "rms_norm_input_grad", "add"): "norm backward + add",
+    ("layer_norm_input_grad", "add"): "norm input grad + add",
+    ("rms_norm_input_grad", "add"): "norm input grad + add",
     ("cross_entropy", "cross_entropy_grad"): "loss + gradient",
 }
 runs = program.runs
