@@ -951,6 +951,17 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
           ops.push_back(start);
         }
       };
+      // Sends start right after the compute that made their tensor, as
+      // dist-pipeline-stages starts them.
+      std::vector<int64_t> sendAfter = pipeline::sendStarts(actions);
+      std::vector<std::vector<size_t>> startedAfter(actions.size());
+      for (size_t a = 0; a < actions.size(); ++a)
+        if (sendAfter[a] >= 0)
+          startedAfter[sendAfter[a]].push_back(a);
+      auto startSend = [&](const pipeline::Action &send) {
+        ops.push_back(sim::Op::transferWith(
+            sim::Op::SendStart, schedule->rankOf(send.peerChunk()), p2p));
+      };
       for (size_t a = 0; a < actions.size(); ++a) {
         const pipeline::Action &action = actions[a];
         const PhaseCosts &cost = chunkCosts[action.chunk];
@@ -978,14 +989,19 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
           break;
         case pipeline::ActionKind::SendAct:
         case pipeline::ActionKind::SendGrad:
+          // Sends run behind the compute.
+          if (sendAfter[a] < 0)
+            startSend(action);
+          break;
         case pipeline::ActionKind::RecvAct:
         case pipeline::ActionKind::RecvGrad:
-          // Sends start and run behind the compute; a receive waits.
+          // A receive waits.
           ops.push_back(sim::Op::transferWith(
-              action.isSend() ? sim::Op::SendStart : sim::Op::Recv,
-              schedule->rankOf(action.peerChunk()), p2p));
+              sim::Op::Recv, schedule->rankOf(action.peerChunk()), p2p));
           break;
         }
+        for (size_t send : startedAfter[a])
+          startSend(actions[send]);
       }
       // The optimizer reads the reduced gradients.
       if (lastStart >= 0) {

@@ -217,6 +217,79 @@ TEST(PipelineSchedule, ReceivesSitRightBeforeTheirConsumers) {
   }
 }
 
+TEST(PipelineSchedule, SendsStartRightAfterWhatMadeTheirTensor) {
+  // Every send starts right after the compute of its microbatch and chunk
+  // that made what it sends (F for an activation, B for a gradient), unless
+  // the send listed before it starts later; sends keep the list's order.
+  for (ScheduleKind kind : kAllKinds)
+    for (int ranks : {2, 4}) {
+      ScheduleOptions options = optionsFor(kind, ranks, 2 * ranks);
+      Schedule schedule = generate(options);
+      for (const std::vector<Action> &actions : schedule.actions) {
+        std::vector<int64_t> after = sendStarts(actions);
+        ASSERT_EQ(after.size(), actions.size());
+        int64_t previous = -1;
+        for (size_t k = 0; k < actions.size(); ++k) {
+          if (!actions[k].isSend()) {
+            EXPECT_EQ(after[k], -1) << describe(options);
+            continue;
+          }
+          ASSERT_GE(after[k], 0) << describe(options);
+          ASSERT_LT(after[k], static_cast<int64_t>(k)) << describe(options);
+          const Action &anchor = actions[after[k]];
+          EXPECT_TRUE(anchor.isCompute()) << describe(options);
+          EXPECT_GE(after[k], previous) << describe(options);
+          // The producer: the last compute of the send's microbatch and
+          // chunk of the right kind before the send.
+          ActionKind made = actions[k].kind == ActionKind::SendGrad
+                                ? ActionKind::Backward
+                                : ActionKind::Forward;
+          int64_t producer = -1;
+          for (size_t j = 0; j < k; ++j)
+            if (actions[j].kind == made &&
+                actions[j].microbatch == actions[k].microbatch &&
+                actions[j].chunk == actions[k].chunk)
+              producer = static_cast<int64_t>(j);
+          ASSERT_GE(producer, 0) << describe(options);
+          EXPECT_EQ(after[k], std::max(producer, previous))
+              << describe(options);
+          previous = after[k];
+        }
+      }
+    }
+}
+
+TEST(PipelineSchedule, ZBH1SendsTheGradientBeforeTheDeferredW) {
+  // ZB-H1 on rank r > 0 lists W(k - r) after B(k) and the send of B(k)'s
+  // gradient after it: the send starts right after B(k) instead.
+  Schedule schedule = generate(optionsFor(ScheduleKind::ZBH1, 4, 8));
+  const std::vector<Action> &actions = schedule.actions[1];
+  std::vector<int64_t> after = sendStarts(actions);
+  int moved = 0;
+  for (size_t k = 0; k < actions.size(); ++k) {
+    if (actions[k].kind != ActionKind::SendGrad)
+      continue;
+    const Action &anchor = actions[after[k]];
+    EXPECT_EQ(anchor.kind, ActionKind::Backward);
+    EXPECT_EQ(anchor.microbatch, actions[k].microbatch);
+    bool computeBetween = false;
+    for (int64_t j = after[k] + 1; j < static_cast<int64_t>(k); ++j)
+      computeBetween |= actions[j].isCompute();
+    moved += computeBetween;
+  }
+  EXPECT_GT(moved, 0);
+}
+
+TEST(PipelineSchedule, ASendWithNoComputeBeforeItStartsWhereItStands) {
+  std::vector<Action> actions = {
+      {ActionKind::SendAct, 0, 0},
+      Action::forward(0, 0),
+      {ActionKind::SendAct, 0, 0},
+  };
+  std::vector<int64_t> after = sendStarts(actions);
+  EXPECT_EQ(after, (std::vector<int64_t>{-1, -1, 1}));
+}
+
 //===----------------------------------------------------------------------===//
 // Memory
 //===----------------------------------------------------------------------===//

@@ -1169,3 +1169,31 @@ int64_t mlir::dist::pipeline::cyclicPoolSlots(
       return slots;
   }
 }
+
+std::vector<int64_t>
+mlir::dist::pipeline::sendStarts(const std::vector<Action> &actions) {
+  auto n = static_cast<int64_t>(actions.size());
+  std::vector<int64_t> after(n, -1);
+  int64_t previous = -1;
+  for (int64_t k = 0; k < n; ++k) {
+    const Action &send = actions[k];
+    if (!send.isSend())
+      continue;
+    ActionKind producer = send.kind == ActionKind::SendGrad
+                              ? ActionKind::Backward
+                              : ActionKind::Forward;
+    int64_t at = k - 1;
+    while (at >= 0 && !(actions[at].kind == producer &&
+                        actions[at].microbatch == send.microbatch &&
+                        actions[at].chunk == send.chunk))
+      --at;
+    if (at < 0) {
+      at = k - 1;
+      while (at >= 0 && !actions[at].isCompute())
+        --at;
+    }
+    after[k] = std::max(at, previous);
+    previous = after[k];
+  }
+  return after;
+}

@@ -673,16 +673,20 @@ void StageBuilder::emitAction(const pipeline::Action &action, int rank,
 }
 
 /// The rank's actions with each transfer started and waited for apart: a
-/// send starts where the schedule sends and is waited for after the rank's
-/// next compute (the transfer overlaps it); a receive is posted before the
-/// rank's compute preceding the schedule's receive and waited for where the
-/// schedule receives. Either stays where the schedule has it when moving it
-/// would make more microbatches be in flight on the rank at once (from
-/// their first action there to their last) than the synchronous list does
-/// (the pools would grow). Starts move only earlier and waits only
-/// later than in the checked synchronous list, and the transfers of one
-/// direction between two ranks keep their order (they pair first in, first
-/// out): a list the synchronous check accepts cannot deadlock this way
+/// send starts right after the compute that made what it sends (no earlier
+/// than the send before it) and is waited for after the rank's next compute
+/// following the schedule's send (the transfer overlaps it); a receive is
+/// posted before the rank's compute preceding the schedule's receive and
+/// waited for where the schedule receives. A wait or a receive's start
+/// stays where the schedule has it when moving it would make more
+/// microbatches be in flight on the rank at once (from their first action
+/// there to their last) than the synchronous list does, unless, for a
+/// receive, the received value's pool (its kind and chunk, from the receive
+/// to its last reader) would still hold no more microbatches at once than
+/// it does. Starts move only earlier and waits only later than in the
+/// checked synchronous list, and the transfers of one direction between
+/// two ranks keep their order (they pair first in, first out): a list the
+/// synchronous check accepts cannot deadlock this way
 /// (docs/design/pipeline-schedules.md, "Asynchronous transfers").
 static std::vector<TemplateAction>
 startEarlyWaitLate(ArrayRef<pipeline::Action> actions) {
@@ -702,15 +706,64 @@ startEarlyWaitLate(ArrayRef<pipeline::Action> actions) {
   for (int64_t k = 1; k <= n; ++k)
     live[k] += live[k - 1];
   int64_t most = *std::max_element(live.begin(), live.end());
+  // Whether one more over [from, to] keeps `counts` within `limit`; and
+  // counting it.
+  auto fits = [](const std::vector<int64_t> &counts, int64_t limit,
+                 int64_t from, int64_t to) {
+    for (int64_t k = from; k <= to; ++k)
+      if (counts[k] + 1 > limit)
+        return false;
+    return true;
+  };
+  auto add = [](std::vector<int64_t> &counts, int64_t from, int64_t to) {
+    for (int64_t k = from; k <= to; ++k)
+      ++counts[k];
+  };
   // Keeps the microbatch in flight over [from, to] too, if no action there
   // would then have more than `most` microbatches in flight.
   auto extend = [&](int64_t from, int64_t to) {
-    for (int64_t k = from; k <= to; ++k)
-      if (live[k] + 1 > most)
-        return false;
-    for (int64_t k = from; k <= to; ++k)
-      ++live[k];
+    if (!fits(live, most, from, to))
+      return false;
+    add(live, from, to);
     return true;
+  };
+  // The first compute of `kind` after k of the transfer at k's microbatch
+  // and chunk; -1 if none.
+  auto nextCompute = [&](int64_t k, pipeline::ActionKind kind) {
+    for (int64_t j = k + 1; j < n; ++j)
+      if (actions[j].kind == kind &&
+          actions[j].microbatch == actions[k].microbatch &&
+          actions[j].chunk == actions[k].chunk)
+        return j;
+    return int64_t(-1);
+  };
+  // A received value lives in the pool of its kind and chunk from its
+  // receive to its last reader: its chunk's B (which reads a received
+  // activation too: the chunk's input), or F where the rank has no B of
+  // it. `poolLive[pool][k]` counts the microbatches live in the pool at
+  // action k, `poolMost[pool]` the most at once.
+  using Pool = std::pair<pipeline::ActionKind, int>;
+  std::map<Pool, std::vector<int64_t>> poolLive;
+  std::map<Pool, int64_t> poolMost;
+  for (int64_t k = 0; k < n; ++k) {
+    if (!actions[k].isRecv())
+      continue;
+    int64_t end = nextCompute(k, pipeline::ActionKind::Backward);
+    if (end < 0)
+      end = nextCompute(k, pipeline::ActionKind::Forward);
+    std::vector<int64_t> &counts =
+        poolLive[{actions[k].kind, actions[k].chunk}];
+    counts.resize(n + 1, 0);
+    ++counts[k];
+    --counts[std::max(end, k) + 1];
+  }
+  for (auto &[pool, counts] : poolLive) {
+    for (int64_t k = 1; k <= n; ++k)
+      counts[k] += counts[k - 1];
+    poolMost[pool] = *std::max_element(counts.begin(), counts.end());
+  }
+  auto poolOf = [&](int64_t k) {
+    return Pool{actions[k].kind, actions[k].chunk};
   };
   // Per compute, the receives posted right before it; the sends waited for
   // after the rank's next compute.
@@ -725,8 +778,18 @@ startEarlyWaitLate(ArrayRef<pipeline::Action> actions) {
     if (action.isCompute()) {
       lastCompute = k;
     } else if (action.isRecv() && lastCompute >= 0) {
-      if (stayedAfter != lastCompute &&
-          (first <= lastCompute || extend(lastCompute, first - 1))) {
+      // Posted early, the received value is in its pool from lastCompute.
+      Pool pool = poolOf(k);
+      bool inFlight = false, moves = false;
+      if (stayedAfter != lastCompute) {
+        inFlight = first <= lastCompute || extend(lastCompute, first - 1);
+        moves = inFlight ||
+                fits(poolLive[pool], poolMost[pool], lastCompute, k - 1);
+      }
+      if (moves) {
+        add(poolLive[pool], lastCompute, k - 1);
+        if (!inFlight)
+          add(live, lastCompute, first - 1);
         first = std::min(first, lastCompute);
         postedBefore[lastCompute].push_back(k);
       } else {
@@ -743,6 +806,16 @@ startEarlyWaitLate(ArrayRef<pipeline::Action> actions) {
       }
     }
   }
+  // Each send starts right after the compute that made what it sends
+  // (pipeline::sendStarts): ZB-H1's stage 1 listed B's gradient after its
+  // deferred W and the next activation's wait, an activation whose sender
+  // was itself waiting for that gradient.
+  std::vector<int64_t> sendAfter = pipeline::sendStarts(actions.vec());
+  std::vector<SmallVector<int64_t, 1>> startedAfter(n);
+  for (int64_t k = 0; k < n; ++k)
+    if (sendAfter[k] >= 0)
+      startedAfter[sendAfter[k]].push_back(k);
+
   std::vector<TemplateAction> list;
   SmallVector<pipeline::Action> unwaitedSends;
   std::vector<bool> posted(n, false);
@@ -757,8 +830,11 @@ startEarlyWaitLate(ArrayRef<pipeline::Action> actions) {
       for (const pipeline::Action &send : unwaitedSends)
         list.push_back({send, TransferStep::Wait});
       unwaitedSends.clear();
+      for (int64_t send : startedAfter[k])
+        list.push_back({actions[send], TransferStep::Start});
     } else if (action.isSend()) {
-      list.push_back({action, TransferStep::Start});
+      if (sendAfter[k] < 0)
+        list.push_back({action, TransferStep::Start});
       if (waitLate[k])
         unwaitedSends.push_back(action);
       else
