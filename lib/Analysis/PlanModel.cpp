@@ -951,8 +951,9 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
           ops.push_back(start);
         }
       };
-      // Sends start right after the compute that made their tensor, as
-      // dist-pipeline-stages starts them.
+      // Sends start right after the compute that made their tensor (as
+      // dist-pipeline-stages starts them, but where a receive's start is
+      // listed between).
       std::vector<int64_t> sendAfter = pipeline::sendStarts(actions);
       std::vector<std::vector<size_t>> startedAfter(actions.size());
       for (size_t a = 0; a < actions.size(); ++a)

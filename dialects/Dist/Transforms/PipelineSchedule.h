@@ -233,15 +233,18 @@ struct PoolSpan {
 /// 1 for a pool no microbatch touches.
 int64_t cyclicPoolSlots(const std::vector<PoolSpan> &spans);
 
-/// Where each send of one rank's `actions` starts when transfers are
-/// asynchronous: the index of the compute right after which it starts (the
-/// rank's last F, for an activation, or B, for a gradient, of the send's
-/// microbatch and chunk before it; the last compute before it where the
-/// rank made none), never before the send listed before it, so sends keep
-/// their order; -1 for a send no compute precedes (it starts where it
+/// Where each send of one rank's `actions` can start at the earliest when
+/// transfers are asynchronous: the index of the compute right after which
+/// its tensor is ready (the rank's last F, for an activation, or B, for a
+/// gradient, of the send's microbatch and chunk before it; the last
+/// compute before it where the rank made none), never before the send
+/// listed before it; -1 for a send no compute precedes (it starts where it
 /// stands) and for every other action. A schedule may list a send later
 /// than that (after a split schedule's deferred W, after waiting for a
-/// receive), which would hold back the rank that needs it.
+/// receive), which would hold back the rank that needs it. The closed
+/// forms replay sends started here; dist-pipeline-stages starts them here
+/// too but for a receive started in between, which keeps its place ahead
+/// (starts keep their order there).
 std::vector<int64_t> sendStarts(const std::vector<Action> &actions);
 
 } // namespace mlir::dist::pipeline

@@ -20,6 +20,7 @@
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <algorithm>
 #include <map>
 
 namespace mlir::dist {
@@ -673,17 +674,18 @@ void StageBuilder::emitAction(const pipeline::Action &action, int rank,
 }
 
 /// The rank's actions with each transfer started and waited for apart: a
-/// send starts right after the compute that made what it sends (no earlier
-/// than the send before it) and is waited for after the rank's next compute
-/// following the schedule's send (the transfer overlaps it); a receive is
+/// send starts as early as what it sends is made (below) and is waited for
+/// after the rank's next compute following the schedule's send (the
+/// transfer overlaps it); a receive is
 /// posted before the rank's compute preceding the schedule's receive and
 /// waited for where the schedule receives. A wait or a receive's start
 /// stays where the schedule has it when moving it would make more
 /// microbatches be in flight on the rank at once (from their first action
 /// there to their last) than the synchronous list does, unless, for a
-/// receive, the received value's pool (its kind and chunk, from the receive
-/// to its last reader) would still hold no more microbatches at once than
-/// it does. Starts move only earlier and waits only later than in the
+/// receive with no send listed before it since the compute, the received
+/// value's pool (its kind and chunk, from the receive to its last reader)
+/// would still hold no more microbatches at once than it does. Starts move
+/// only earlier and waits only later than in the
 /// checked synchronous list, and the transfers of one direction between
 /// two ranks keep their order (they pair first in, first out): a list the
 /// synchronous check accepts cannot deadlock this way
@@ -783,8 +785,12 @@ startEarlyWaitLate(ArrayRef<pipeline::Action> actions) {
       bool inFlight = false, moves = false;
       if (stayedAfter != lastCompute) {
         inFlight = first <= lastCompute || extend(lastCompute, first - 1);
+        bool sendBetween = false;
+        for (int64_t j = lastCompute + 1; j < k; ++j)
+          sendBetween |= actions[j].isSend();
         moves = inFlight ||
-                fits(poolLive[pool], poolMost[pool], lastCompute, k - 1);
+                (!sendBetween &&
+                 fits(poolLive[pool], poolMost[pool], lastCompute, k - 1));
       }
       if (moves) {
         add(poolLive[pool], lastCompute, k - 1);
@@ -806,16 +812,6 @@ startEarlyWaitLate(ArrayRef<pipeline::Action> actions) {
       }
     }
   }
-  // Each send starts right after the compute that made what it sends
-  // (pipeline::sendStarts): ZB-H1's stage 1 listed B's gradient after its
-  // deferred W and the next activation's wait, an activation whose sender
-  // was itself waiting for that gradient.
-  std::vector<int64_t> sendAfter = pipeline::sendStarts(actions.vec());
-  std::vector<SmallVector<int64_t, 1>> startedAfter(n);
-  for (int64_t k = 0; k < n; ++k)
-    if (sendAfter[k] >= 0)
-      startedAfter[sendAfter[k]].push_back(k);
-
   std::vector<TemplateAction> list;
   SmallVector<pipeline::Action> unwaitedSends;
   std::vector<bool> posted(n, false);
@@ -830,11 +826,8 @@ startEarlyWaitLate(ArrayRef<pipeline::Action> actions) {
       for (const pipeline::Action &send : unwaitedSends)
         list.push_back({send, TransferStep::Wait});
       unwaitedSends.clear();
-      for (int64_t send : startedAfter[k])
-        list.push_back({actions[send], TransferStep::Start});
     } else if (action.isSend()) {
-      if (sendAfter[k] < 0)
-        list.push_back({action, TransferStep::Start});
+      list.push_back({action, TransferStep::Start});
       if (waitLate[k])
         unwaitedSends.push_back(action);
       else
@@ -847,6 +840,31 @@ startEarlyWaitLate(ArrayRef<pipeline::Action> actions) {
   }
   for (const pipeline::Action &send : unwaitedSends)
     list.push_back({send, TransferStep::Wait});
+
+  // Each send starts as early as its tensor is made: its start moves up
+  // past computes and waits (a split schedule's deferred W, the wait for a
+  // receive listed before it: ZB-H1's stage 1 sent B's gradient after both,
+  // and the activation it waited for came from a rank that was itself
+  // waiting for that gradient), up to the compute or wait of its own
+  // microbatch and chunk (what made it) or another start. Starts keep
+  // their order, so each NCCL communicator's stream sees its transfers as
+  // before.
+  for (size_t i = 0; i < list.size(); ++i) {
+    const pipeline::Action send = list[i].action;
+    if (!send.isSend() || list[i].step != TransferStep::Start)
+      continue;
+    size_t j = i;
+    while (j > 0) {
+      const TemplateAction &above = list[j - 1];
+      bool own = above.action.microbatch == send.microbatch &&
+                 above.action.chunk == send.chunk;
+      if (above.step == TransferStep::Start || own ||
+          (above.step == TransferStep::Whole && !above.action.isCompute()))
+        break;
+      --j;
+    }
+    std::rotate(list.begin() + j, list.begin() + i, list.begin() + i + 1);
+  }
   return list;
 }
 
