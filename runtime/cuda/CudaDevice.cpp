@@ -1374,7 +1374,7 @@ Status CudaDevice::runFused(const KernelCall &tail,
   } else if (head.op == fb::OpCode::LayerNormInputGrad ||
              head.op == fb::OpCode::RmsNormInputGrad) {
     // A norm's input gradient and its residual add, without the parameter
-    // gradient (a zero-bubble schedule's B).
+    // gradient (refused, or computed elsewhere).
     s = runNormInputGradAdd(head, tail, headArgs, tailArgs);
   } else if (isReductionKernel(head.op)) {
     // A norm's parameter gradient, its input gradient (the link, or the

@@ -119,7 +119,7 @@ Status runNormBackward(const KernelCall &paramGrad, const KernelCall &inputGrad,
                        const KernelCall *add, const KernelArgs &paramArgs,
                        const KernelArgs &inputArgs, const KernelArgs *addArgs);
 /// A norm's input gradient and its residual add alone (no parameter
-/// gradient: a zero-bubble schedule's B), in one pass: dX never written.
+/// gradient right before them), in one pass: dX never written.
 Status runNormInputGradAdd(const KernelCall &inputGrad, const KernelCall &add,
                            const KernelArgs &inputArgs,
                            const KernelArgs &addArgs);

@@ -105,9 +105,10 @@
 // rows are cut into the unfused parameter gradient's chunks
 // (paramGradChunks): dX, z and the parameter gradients are the unfused
 // kernels' bit for bit. Where no parameter gradient comes right before the
-// input gradient (a zero-bubble schedule computes it in W), the input
-// gradient and its add alone are fused the same way (the kernel without
-// the parameter sums): z is the pair's bit for bit.
+// input gradient (one refused: more than 8192 columns, another epsilon; or
+// a program whose W computes it later), the input gradient and its add
+// alone are fused the same way (the kernel without the parameter sums): z
+// is the pair's bit for bit.
 //
 // Loss + its gradient: the end of a training step's forward is
 // `cross_entropy(logits, labels) -> (loss sum, count)` and the backward's
@@ -570,8 +571,8 @@ inline const char *normBackwardAddRefusal(const Program &program, size_t p,
 }
 
 /// Whether calls[q] is a norm's input gradient, alone (no parameter
-/// gradient right before it: a zero-bubble schedule computes that in W),
-/// followed by an add of its result: the pairs normInputGradAloneRefusal
+/// gradient right before it, or one refused), followed by an add of its
+/// result: the pairs normInputGradAloneRefusal
 /// and normInputGradAddRefusal decide on.
 inline bool isNormInputGradAddCandidate(const Program &program, size_t q) {
   const KernelCall &b = program.calls[q];

@@ -318,8 +318,8 @@ struct NormBackward {
   bool dXLhs = true;
   /// Per chunk and column, as normParamPartialsKernel's (normParamSumKernel
   /// adds them); null: no parameter gradient (the input gradient and its
-  /// add alone, e.g. where a zero-bubble schedule defers the parameter
-  /// gradient to W), and no shared memory.
+  /// add alone, e.g. where the parameter gradient is refused or computed
+  /// elsewhere), and no shared memory.
   double *partialW = nullptr, *partialB = nullptr;
 };
 

@@ -842,8 +842,9 @@ struct NormBackwardGroup {
   bool noAdd = false;
   /// mul(dX, z) -> w after the add (an output).
   bool dXReadAgain = false;
-  /// The parameter gradient after the add (as a zero-bubble schedule's W
-  /// computes it later): the input gradient and the add alone.
+  /// The parameter gradient after the add (computed later, as a
+  /// zero-bubble schedule's W did before tpc-autodiff moved the norms'
+  /// parameter gradients into B): the input gradient and the add alone.
   bool paramGradLast = false;
   uint32_t dY = 0, x = 0, w = 0, dW = 0, dB = 0, dX = 0, r = 0, z = 0;
   /// The parameter gradient's kernel (the input gradient and the add

@@ -488,8 +488,8 @@ TEST(NormLossEmulation, NormBackwardFused) {
           runNormBackwardCase(storage, s.rows, s.cols, layer, residual);
 }
 
-// The input gradient and its residual add alone (a zero-bubble schedule's
-// B: the parameter gradient in W), equal to the unfused pair bit for bit.
+// The input gradient and its residual add alone (no parameter gradient
+// right before them), equal to the unfused pair bit for bit.
 TEST(NormLossEmulation, NormInputGradAndAddFused) {
   std::vector<NormShape> shapes(std::begin(kNormShapes), std::end(kNormShapes));
   shapes.push_back({1100, 40});

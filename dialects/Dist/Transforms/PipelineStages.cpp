@@ -676,20 +676,19 @@ void StageBuilder::emitAction(const pipeline::Action &action, int rank,
 /// The rank's actions with each transfer started and waited for apart: a
 /// send starts as early as what it sends is made (below) and is waited for
 /// after the rank's next compute following the schedule's send (the
-/// transfer overlaps it); a receive is
-/// posted before the rank's compute preceding the schedule's receive and
-/// waited for where the schedule receives. A wait or a receive's start
-/// stays where the schedule has it when moving it would make more
-/// microbatches be in flight on the rank at once (from their first action
-/// there to their last) than the synchronous list does, unless, for a
-/// receive with no send listed before it since the compute, the received
-/// value's pool (its kind and chunk, from the receive to its last reader)
-/// would still hold no more microbatches at once than it does. Starts move
-/// only earlier and waits only later than in the
-/// checked synchronous list, and the transfers of one direction between
-/// two ranks keep their order (they pair first in, first out): a list the
-/// synchronous check accepts cannot deadlock this way
-/// (docs/design/pipeline-schedules.md, "Asynchronous transfers").
+/// transfer overlaps it); a receive is posted before the rank's compute
+/// preceding the schedule's receive and waited for where the schedule
+/// receives. A wait or a receive's start stays where the schedule has it
+/// when moving it would make more microbatches be in flight on the rank at
+/// once (from their first action there to their last) than the
+/// synchronous list does, unless, for a receive with no send listed before
+/// it since the compute, the received value's pool (its kind and chunk,
+/// from the receive to its last reader) would still hold no more
+/// microbatches at once than it does. Starts move only earlier and waits
+/// only later than in the checked synchronous list, and the transfers of
+/// one direction between two ranks keep their order (they pair first in,
+/// first out): a list the synchronous check accepts cannot deadlock this
+/// way (docs/design/pipeline-schedules.md, "Asynchronous transfers").
 static std::vector<TemplateAction>
 startEarlyWaitLate(ArrayRef<pipeline::Action> actions) {
   int64_t n = actions.size();
@@ -764,9 +763,6 @@ startEarlyWaitLate(ArrayRef<pipeline::Action> actions) {
       counts[k] += counts[k - 1];
     poolMost[pool] = *std::max_element(counts.begin(), counts.end());
   }
-  auto poolOf = [&](int64_t k) {
-    return Pool{actions[k].kind, actions[k].chunk};
-  };
   // Per compute, the receives posted right before it; the sends waited for
   // after the rank's next compute.
   std::vector<std::vector<int64_t>> postedBefore(n);
@@ -781,7 +777,7 @@ startEarlyWaitLate(ArrayRef<pipeline::Action> actions) {
       lastCompute = k;
     } else if (action.isRecv() && lastCompute >= 0) {
       // Posted early, the received value is in its pool from lastCompute.
-      Pool pool = poolOf(k);
+      Pool pool{action.kind, action.chunk};
       bool inFlight = false, moves = false;
       if (stayedAfter != lastCompute) {
         inFlight = first <= lastCompute || extend(lastCompute, first - 1);
