@@ -227,3 +227,46 @@ rt.program @train_step mesh [dp = 2] {
   rt.output "rw" %rw : memref<8xf32>
   rt.output "rb" %rb : memref<8xf32>
 }
+
+// -----
+
+// In a program run by actions too: the last microbatch's weight gradient,
+// added into its sum, and the bias gradient of the same dY after it (one
+// cuBLASLt call on the CUDA device, runtime/cuda/FusionPlan.h) get the
+// weight sum's reduction after both, not between (before, it split them
+// and the device ran the two apart in the last microbatch).
+// CHECK-LABEL: rt.program @train_step mesh [dp = 2]
+// CHECK-SAME: {count = 4 : i64, first = 2 : i64, name = "microbatch"}
+// CHECK-SAME: {count = 6 : i64, first = 6 : i64, name = "microbatch + reductions"}
+// CHECK: rt.kernel linear_weight_grad_accumulate(%[[X:.*]], %[[DY:.*]], %[[W:.*]]) -> (%[[W]])
+// CHECK-NEXT: %[[BT:.*]] = rt.alloc : memref<8xf32>
+// CHECK-NEXT: rt.kernel sum_to(%[[DY]]) -> (%[[BT]])
+// CHECK-NEXT: rt.kernel add(%[[B:.*]], %[[BT]]) -> (%[[B]])
+// CHECK: rt.kernel linear_weight_grad_accumulate(%[[X]], %[[DY]], %[[W]]) -> (%[[W]])
+// CHECK-NEXT: %[[BT2:.*]] = rt.alloc : memref<8xf32>
+// CHECK-NEXT: rt.kernel sum_to(%[[DY]]) -> (%[[BT2]])
+// CHECK-NEXT: rt.kernel all_reduce(%[[W]]) -> (%[[W]]) ints [0]
+// CHECK-NEXT: rt.kernel add(%[[B]], %[[BT2]]) -> (%[[B]])
+// CHECK-NEXT: rt.kernel all_reduce(%[[B]]) -> (%[[B]]) ints [0]
+rt.program @train_step mesh [dp = 2] attributes {actions = array<i64: 0, 0, 0, 1, 0, 0, 1, 1, 1, 2, 0, 0>, functions = [{count = 2 : i64, first = 0 : i64, name = "prologue"}, {count = 4 : i64, first = 2 : i64, name = "microbatch"}, {count = 3 : i64, first = 6 : i64, name = "epilogue"}]} {
+  %x = rt.input "x" : memref<4x6xf32>
+  %dy = rt.input "dy" : memref<4x8xf32>
+  %w = rt.alloc : memref<6x8xf32>
+  rt.kernel zeros() -> (%w) :  -> memref<6x8xf32>
+  %b = rt.alloc : memref<8xf32>
+  rt.kernel zeros() -> (%b) :  -> memref<8xf32>
+  %t = rt.alloc : memref<4x8xf32>
+  rt.kernel silu(%dy) -> (%t) : memref<4x8xf32> -> memref<4x8xf32>
+  rt.kernel linear_weight_grad_accumulate(%x, %dy, %w) -> (%w) : memref<4x6xf32>, memref<4x8xf32>, memref<6x8xf32> -> memref<6x8xf32>
+  %bt = rt.alloc : memref<8xf32>
+  rt.kernel sum_to(%dy) -> (%bt) : memref<4x8xf32> -> memref<8xf32>
+  rt.kernel add(%b, %bt) -> (%b) : memref<8xf32>, memref<8xf32> -> memref<8xf32>
+  %rw = rt.alloc : memref<6x8xf32>
+  rt.kernel all_reduce(%w) -> (%rw) ints [0] : memref<6x8xf32> -> memref<6x8xf32>
+  %rb = rt.alloc : memref<8xf32>
+  rt.kernel all_reduce(%b) -> (%rb) ints [0] : memref<8xf32> -> memref<8xf32>
+  %s = rt.alloc : memref<6x8xf32>
+  rt.kernel silu(%rw) -> (%s) : memref<6x8xf32> -> memref<6x8xf32>
+  rt.output "s" %s : memref<6x8xf32>
+  rt.output "rb" %rb : memref<8xf32>
+}

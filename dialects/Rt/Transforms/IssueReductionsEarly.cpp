@@ -314,11 +314,16 @@ LogicalResult ActionProgram::run() {
       Operation *anchor = copyOf.lookup(move.anchor);
       if (!anchor)
         anchor = move.anchor;
+      // Past the rest of a run the CUDA device fuses (a weight gradient's
+      // bias gradient): a reduction inside would split it. The run's later
+      // kernels never touch the sum (its last touch is the anchor).
+      Value sum = move.reduction.getInputs()[0];
+      if (Operation *end = endOfFusedRun(cast<KernelOp>(anchor), sum, sum))
+        anchor = end;
       Operation *&after = lastPlaced.try_emplace(anchor, anchor).first->second;
       move.reduction->moveAfter(after);
       after = move.reduction;
       functions.functionOf[move.reduction] = target;
-      Value sum = move.reduction.getInputs()[0];
       Value result = move.reduction.getOutputs()[0];
       Operation *resultAlloc = result.getDefiningOp();
       result.replaceAllUsesWith(sum);

@@ -34,7 +34,9 @@ def RtIssueReductionsEarly : Pass<"rt-issue-reductions-early", "ModuleOp"> {
     `stage_actions`), the gradients are sums over the microbatches and the
     epilogue (a function run once) reduces them. Each such `all_reduce`
     moves into the run of the action that last touches its sum, just after
-    that touch, and reduces the sum in place (its result is its operand;
+    that touch (past the rest of a fused run there, as above: a weight
+    gradient added into its sum and the sum_to of its dY), and reduces the
+    sum in place (its result is its operand;
     the result buffer goes). When other actions run that function too, the
     moving action runs a copy of it, `<name> + reductions`, placed after
     it, whose temporaries (buffers only that function uses) are copies too;
