@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <tuple>
 
 using namespace mlir::tpc;
 namespace pipeline = mlir::dist::pipeline;
@@ -309,7 +311,11 @@ public:
                            : gemm(rows, cols, inner);
       };
       LayerProducts products;
-      products.qkv = product(tokens, (heads + 2 * kvHeads) * d, h);
+      // GPT-2's q, k and v come from one packed projection, Llama's from
+      // three (the narrow k and v run at a small GEMM's efficiency).
+      products.qkv = m.llama ? product(tokens, heads * d, h) +
+                                   2 * product(tokens, kvHeads * d, h)
+                             : product(tokens, (heads + 2 * kvHeads) * d, h);
       products.out = product(tokens, h, heads * d);
       products.up = product(tokens, ffn, h) * (m.llama ? 2 : 1);
       products.down = product(tokens, h, ffn);
@@ -430,14 +436,34 @@ public:
     double elementwiseBackward =
         whole * (2 * normBackward + 2 * branchBackward) +
         inner * activationBackward + biasGradients + inputGradientSums;
+    // Their kernels, a launch each (the bytes above are priced as one
+    // kernel's): forward the two norms, each branch's mask drawn and
+    // applied and its add (one kernel with the add on a CUDA device), the
+    // activation (Llama: SiLU, then the product with up); backward the
+    // norms' (the parameter and input gradients and the residual add, one
+    // group on a CUDA device), each branch's mask on the gradient, the
+    // activation's (Llama: both products' and SiLU's), GPT-2's four bias
+    // gradients and Llama's three input-gradient sums where unfused.
+    double branchKernelsForward = dropout             ? (fuses ? 2 : 3)
+                                  : residualInProduct ? 0
+                                                      : 1;
+    double kernelsForward =
+        2 + 2 * branchKernelsForward + (m.llama ? 2 : (fuses ? 0 : 1));
+    double kernelsBackward = 2 * (fuses ? 1 : 3) + (dropout ? 2 : 0) +
+                             (m.llama ? 3 : (fuses ? 0 : 1)) +
+                             (biasGradients > 0 ? 4 : 0) +
+                             (inputGradientSums > 0 ? 3 : 0);
+    auto elementwise = [&](double bytes, double kernels) {
+      return memory(bytes) + launches(std::max(0.0, kernels - 1));
+    };
     double comm = layerCollectives();
 
     PhaseCosts costs;
-    costs.forward.compute =
-        linears + attentionForward + memory(elementwiseForward);
+    costs.forward.compute = linears + attentionForward +
+                            elementwise(elementwiseForward, kernelsForward);
     costs.forward.communication = comm;
-    costs.backward.compute =
-        linears + attentionBackward + memory(elementwiseBackward);
+    costs.backward.compute = linears + attentionBackward +
+                             elementwise(elementwiseBackward, kernelsBackward);
     costs.backward.communication = comm;
     LayerProducts weights = matrices(true);
     costs.weight.compute = weights.total() + shareAddSeconds();
@@ -448,7 +474,8 @@ public:
       // its dropout and residual add.
       costs.backward.recompute =
           linears - gemm(tokens, h, ffn) + attentionForward +
-          memory(elementwiseForward - whole * branchForward);
+          elementwise(elementwiseForward - whole * branchForward,
+                      kernelsForward - branchKernelsForward);
       costs.backward.communication += comm - halfOutputReduction();
     } else if (plan.remat == "selective" && !m.fusedAttention) {
       costs.backward.recompute = scoresForward;
@@ -928,16 +955,19 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
         if (busy.communication > 0)
           ops.push_back(sim::Op::busy(busy.communication, sim::Communication));
       };
+      // The rank's list as the stages run it: each transfer started early
+      // and waited for late (pipeline::asyncTransferList).
+      std::vector<pipeline::ListedAction> listed =
+          pipeline::asyncTransferList(schedule->actions[r]);
       // Overlapped reductions: each chunk's goes out layer by layer in the
       // last action that writes its weight gradients (the last microbatch's
       // B, or W where the schedule defers it), on the rank's stream.
-      const std::vector<pipeline::Action> &actions = schedule->actions[r];
-      std::vector<size_t> lastWeight(chunks, actions.size());
-      for (size_t a = 0; a < actions.size(); ++a)
-        if (actions[a].kind == pipeline::ActionKind::Weight ||
-            (actions[a].kind == pipeline::ActionKind::Backward &&
-             actions[a].fusedWeight))
-          lastWeight[actions[a].chunk] = a;
+      std::vector<size_t> lastWeight(chunks, listed.size());
+      for (size_t a = 0; a < listed.size(); ++a)
+        if (listed[a].action.kind == pipeline::ActionKind::Weight ||
+            (listed[a].action.kind == pipeline::ActionKind::Backward &&
+             listed[a].action.fusedWeight))
+          lastWeight[listed[a].action.chunk] = a;
       double chunkReduction =
           reduction[r] / static_cast<double>(plan.virtualStages);
       int64_t lastStart = -1;
@@ -951,22 +981,36 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
           ops.push_back(start);
         }
       };
-      // Sends start right after the compute that made their tensor (as
-      // dist-pipeline-stages starts them, but where a receive's start is
-      // listed between).
-      std::vector<int64_t> sendAfter = pipeline::sendStarts(actions);
-      std::vector<std::vector<size_t>> startedAfter(actions.size());
-      for (size_t a = 0; a < actions.size(); ++a)
-        if (sendAfter[a] >= 0)
-          startedAfter[sendAfter[a]].push_back(a);
-      auto startSend = [&](const pipeline::Action &send) {
-        ops.push_back(sim::Op::transferWith(
-            sim::Op::SendStart, schedule->rankOf(send.peerChunk()), p2p));
-      };
-      for (size_t a = 0; a < actions.size(); ++a) {
-        const pipeline::Action &action = actions[a];
+      // Each started transfer's op, by its kind, microbatch and chunk.
+      std::map<std::tuple<pipeline::ActionKind, int, int>, int64_t> startOf;
+      for (size_t a = 0; a < listed.size(); ++a) {
+        const pipeline::Action &action = listed[a].action;
         const PhaseCosts &cost = chunkCosts[action.chunk];
         bool reduces = overlapsReduction && lastWeight[action.chunk] == a;
+        if (!action.isCompute()) {
+          std::tuple key{action.kind, action.microbatch, action.chunk};
+          int peer = schedule->rankOf(action.peerChunk());
+          switch (listed[a].step) {
+          case pipeline::TransferStep::Start:
+            startOf[key] = static_cast<int64_t>(ops.size());
+            ops.push_back(sim::Op::transferWith(
+                action.isSend() ? sim::Op::SendStart : sim::Op::RecvStart, peer,
+                p2p));
+            break;
+          case pipeline::TransferStep::Wait: {
+            sim::Op wait;
+            wait.kind = sim::Op::Wait;
+            wait.transfer = startOf.at(key);
+            ops.push_back(wait);
+            break;
+          }
+          case pipeline::TransferStep::Whole:
+            ops.push_back(sim::Op::transferWith(
+                action.isSend() ? sim::Op::Send : sim::Op::Recv, peer, p2p));
+            break;
+          }
+          continue;
+        }
         switch (action.kind) {
         case pipeline::ActionKind::Forward:
           addBusy(cost.forward);
@@ -982,27 +1026,13 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
               addBusy(cost.weight);
           }
           break;
-        case pipeline::ActionKind::Weight:
+        default:
           if (reduces)
             addBusyReducing(cost.weight, chunkLayers[action.chunk]);
           else
             addBusy(cost.weight);
           break;
-        case pipeline::ActionKind::SendAct:
-        case pipeline::ActionKind::SendGrad:
-          // Sends run behind the compute.
-          if (sendAfter[a] < 0)
-            startSend(action);
-          break;
-        case pipeline::ActionKind::RecvAct:
-        case pipeline::ActionKind::RecvGrad:
-          // A receive waits.
-          ops.push_back(sim::Op::transferWith(
-              sim::Op::Recv, schedule->rankOf(action.peerChunk()), p2p));
-          break;
         }
-        for (size_t send : startedAfter[a])
-          startSend(actions[send]);
       }
       // The optimizer reads the reduced gradients.
       if (lastStart >= 0) {

@@ -11,8 +11,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <sstream>
 #include <string>
+#include <tuple>
+#include <type_traits>
 #include <vector>
 
 using namespace mlir::dist::pipeline;
@@ -217,43 +220,113 @@ TEST(PipelineSchedule, ReceivesSitRightBeforeTheirConsumers) {
   }
 }
 
-TEST(PipelineSchedule, SendsStartRightAfterWhatMadeTheirTensor) {
-  // Every send starts right after the compute of its microbatch and chunk
-  // that made what it sends (F for an activation, B for a gradient), unless
-  // the send listed before it starts later; sends keep the list's order.
+/// Where each transfer's start and wait are in `listed` (-1: none), and
+/// whether each compute is there exactly once.
+struct Positions {
+  std::map<std::tuple<ActionKind, int, int>, std::pair<int64_t, int64_t>>
+      transfer;
+  bool computesOnce = true;
+};
+
+Positions positionsOf(const std::vector<Action> &actions,
+                      const std::vector<ListedAction> &listed) {
+  Positions at;
+  std::map<std::tuple<ActionKind, int, int, bool>, int> computes;
+  for (size_t i = 0; i < listed.size(); ++i) {
+    const Action &a = listed[i].action;
+    if (a.isCompute()) {
+      at.computesOnce &= listed[i].step == TransferStep::Whole;
+      ++computes[{a.kind, a.microbatch, a.chunk, a.fusedWeight}];
+      continue;
+    }
+    auto &[start, wait] =
+        at.transfer.try_emplace({a.kind, a.microbatch, a.chunk}, -1, -1)
+            .first->second;
+    (listed[i].step == TransferStep::Start ? start : wait) =
+        static_cast<int64_t>(i);
+  }
+  for (const Action &a : actions)
+    if (a.isCompute())
+      at.computesOnce &=
+          computes[{a.kind, a.microbatch, a.chunk, a.fusedWeight}] == 1;
+  return at;
+}
+
+TEST(PipelineSchedule, AsyncListsStartEachTransferBeforeItsWait) {
+  // Every compute once, whole; every transfer started once and waited for
+  // once after its start; a receive waited for before the compute that
+  // reads it; sends started in the synchronous list's order, and so are
+  // receives.
   for (ScheduleKind kind : kAllKinds)
     for (int ranks : {2, 4}) {
       ScheduleOptions options = optionsFor(kind, ranks, 2 * ranks);
       Schedule schedule = generate(options);
       for (const std::vector<Action> &actions : schedule.actions) {
-        std::vector<int64_t> after = sendStarts(actions);
-        ASSERT_EQ(after.size(), actions.size());
-        int64_t previous = -1;
-        for (size_t k = 0; k < actions.size(); ++k) {
-          if (!actions[k].isSend()) {
-            EXPECT_EQ(after[k], -1) << describe(options);
+        std::vector<ListedAction> listed = asyncTransferList(actions);
+        Positions at = positionsOf(actions, listed);
+        EXPECT_TRUE(at.computesOnce) << describe(options);
+        int64_t transfers = 0, lastSend = -1, lastRecv = -1;
+        for (const Action &a : actions) {
+          if (a.isCompute())
             continue;
+          ++transfers;
+          auto [start, wait] = at.transfer.at({a.kind, a.microbatch, a.chunk});
+          ASSERT_GE(start, 0) << describe(options);
+          EXPECT_GT(wait, start) << describe(options);
+          int64_t &last = a.isSend() ? lastSend : lastRecv;
+          EXPECT_GT(start, last) << describe(options);
+          last = start;
+          if (a.isRecv()) {
+            ActionKind reader = a.kind == ActionKind::RecvAct
+                                    ? ActionKind::Forward
+                                    : ActionKind::Backward;
+            for (size_t i = 0; i < listed.size(); ++i)
+              if (listed[i].action.kind == reader &&
+                  listed[i].action.microbatch == a.microbatch &&
+                  listed[i].action.chunk == a.chunk)
+                EXPECT_LT(wait, static_cast<int64_t>(i)) << describe(options);
           }
-          ASSERT_GE(after[k], 0) << describe(options);
-          ASSERT_LT(after[k], static_cast<int64_t>(k)) << describe(options);
-          const Action &anchor = actions[after[k]];
-          EXPECT_TRUE(anchor.isCompute()) << describe(options);
-          EXPECT_GE(after[k], previous) << describe(options);
-          // The producer: the last compute of the send's microbatch and
-          // chunk of the right kind before the send.
-          ActionKind made = actions[k].kind == ActionKind::SendGrad
+        }
+        EXPECT_EQ(listed.size(), actions.size() + transfers)
+            << describe(options);
+      }
+    }
+}
+
+TEST(PipelineSchedule, SendsStartRightAfterWhatMadeTheirTensor) {
+  // A send starts after the compute that made what it sends (F for an
+  // activation, B for a gradient), as early as it can: right after what
+  // comes before it of its own microbatch and chunk (what made it, or a
+  // wait), or right after another start, which it never passes (starts
+  // keep their order).
+  for (ScheduleKind kind : kAllKinds)
+    for (int ranks : {2, 4}) {
+      ScheduleOptions options = optionsFor(kind, ranks, 2 * ranks);
+      Schedule schedule = generate(options);
+      for (const std::vector<Action> &actions : schedule.actions) {
+        std::vector<ListedAction> listed = asyncTransferList(actions);
+        for (size_t i = 0; i < listed.size(); ++i) {
+          const Action &send = listed[i].action;
+          if (!send.isSend() || listed[i].step != TransferStep::Start)
+            continue;
+          ActionKind made = send.kind == ActionKind::SendGrad
                                 ? ActionKind::Backward
                                 : ActionKind::Forward;
           int64_t producer = -1;
-          for (size_t j = 0; j < k; ++j)
-            if (actions[j].kind == made &&
-                actions[j].microbatch == actions[k].microbatch &&
-                actions[j].chunk == actions[k].chunk)
+          for (size_t j = 0; j < i; ++j)
+            if (listed[j].action.kind == made &&
+                listed[j].action.microbatch == send.microbatch &&
+                listed[j].action.chunk == send.chunk)
               producer = static_cast<int64_t>(j);
           ASSERT_GE(producer, 0) << describe(options);
-          EXPECT_EQ(after[k], std::max(producer, previous))
-              << describe(options);
-          previous = after[k];
+          const ListedAction &before = listed[i - 1];
+          bool own = before.action.microbatch == send.microbatch &&
+                     before.action.chunk == send.chunk;
+          EXPECT_TRUE(before.step == TransferStep::Start ||
+                      (own && (before.action.isCompute() ||
+                               before.step == TransferStep::Wait)))
+              << describe(options) << ": " << formatAction(before.action)
+              << " right before " << formatAction(send);
         }
       }
     }
@@ -261,21 +334,37 @@ TEST(PipelineSchedule, SendsStartRightAfterWhatMadeTheirTensor) {
 
 TEST(PipelineSchedule, ZBH1SendsTheGradientBeforeTheDeferredW) {
   // ZB-H1 on rank r > 0 lists W(k - r) after B(k) and the send of B(k)'s
-  // gradient after it: the send starts right after B(k) instead.
+  // gradient after it: the send starts before that W instead.
   Schedule schedule = generate(optionsFor(ScheduleKind::ZBH1, 4, 8));
   const std::vector<Action> &actions = schedule.actions[1];
-  std::vector<int64_t> after = sendStarts(actions);
+  std::vector<ListedAction> listed = asyncTransferList(actions);
+  auto computesBetween = [](auto begin, auto end) {
+    return std::count_if(begin, end, [](const auto &entry) {
+      if constexpr (std::is_same_v<std::decay_t<decltype(entry)>, Action>)
+        return entry.isCompute();
+      else
+        return entry.action.isCompute();
+    });
+  };
   int moved = 0;
   for (size_t k = 0; k < actions.size(); ++k) {
     if (actions[k].kind != ActionKind::SendGrad)
       continue;
-    const Action &anchor = actions[after[k]];
-    EXPECT_EQ(anchor.kind, ActionKind::Backward);
-    EXPECT_EQ(anchor.microbatch, actions[k].microbatch);
-    bool computeBetween = false;
-    for (int64_t j = after[k] + 1; j < static_cast<int64_t>(k); ++j)
-      computeBetween |= actions[j].isCompute();
-    moved += computeBetween;
+    auto isB = [&](const Action &a) {
+      return a.kind == ActionKind::Backward &&
+             a.microbatch == actions[k].microbatch;
+    };
+    auto b = std::find_if(actions.begin(), actions.begin() + k, isB);
+    ASSERT_NE(b, actions.begin() + k);
+    auto start = std::find_if(listed.begin(), listed.end(), [&](const auto &e) {
+      return e.action == actions[k] && e.step == TransferStep::Start;
+    });
+    auto listedB = std::find_if(listed.begin(), start,
+                                [&](const auto &e) { return isB(e.action); });
+    ASSERT_NE(listedB, start);
+    if (computesBetween(b + 1, actions.begin() + k) > 0 &&
+        computesBetween(listedB + 1, start) == 0)
+      ++moved;
   }
   EXPECT_GT(moved, 0);
 }
@@ -283,11 +372,13 @@ TEST(PipelineSchedule, ZBH1SendsTheGradientBeforeTheDeferredW) {
 TEST(PipelineSchedule, ASendWithNoComputeBeforeItStartsWhereItStands) {
   std::vector<Action> actions = {
       {ActionKind::SendAct, 0, 0},
-      Action::forward(0, 0),
-      {ActionKind::SendAct, 0, 0},
+      Action::forward(1, 0),
+      {ActionKind::SendAct, 1, 0},
   };
-  std::vector<int64_t> after = sendStarts(actions);
-  EXPECT_EQ(after, (std::vector<int64_t>{-1, -1, 1}));
+  std::vector<ListedAction> listed = asyncTransferList(actions);
+  ASSERT_FALSE(listed.empty());
+  EXPECT_EQ(listed[0].action, actions[0]);
+  EXPECT_EQ(listed[0].step, TransferStep::Start);
 }
 
 //===----------------------------------------------------------------------===//

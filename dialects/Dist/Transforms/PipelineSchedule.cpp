@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <functional>
 #include <initializer_list>
+#include <map>
 #include <string_view>
 #include <tuple>
 
@@ -1170,30 +1171,177 @@ int64_t mlir::dist::pipeline::cyclicPoolSlots(
   }
 }
 
-std::vector<int64_t>
-mlir::dist::pipeline::sendStarts(const std::vector<Action> &actions) {
+std::vector<mlir::dist::pipeline::ListedAction>
+mlir::dist::pipeline::asyncTransferList(const std::vector<Action> &actions) {
   auto n = static_cast<int64_t>(actions.size());
-  std::vector<int64_t> after(n, -1);
-  int64_t previous = -1;
+  // A microbatch is in flight from its first action to its last; `live`
+  // counts the microbatches in flight at each action.
+  std::map<int, std::pair<int64_t, int64_t>> span;
   for (int64_t k = 0; k < n; ++k) {
-    const Action &send = actions[k];
-    if (!send.isSend())
-      continue;
-    ActionKind producer = send.kind == ActionKind::SendGrad
-                              ? ActionKind::Backward
-                              : ActionKind::Forward;
-    int64_t at = k - 1;
-    while (at >= 0 && !(actions[at].kind == producer &&
-                        actions[at].microbatch == send.microbatch &&
-                        actions[at].chunk == send.chunk))
-      --at;
-    if (at < 0) {
-      at = k - 1;
-      while (at >= 0 && !actions[at].isCompute())
-        --at;
-    }
-    after[k] = std::max(at, previous);
-    previous = after[k];
+    auto [it, fresh] = span.try_emplace(actions[k].microbatch, k, k);
+    it->second.second = k;
   }
-  return after;
+  std::vector<int64_t> live(n + 1, 0);
+  for (const auto &entry : span) {
+    ++live[entry.second.first];
+    --live[entry.second.second + 1];
+  }
+  for (int64_t k = 1; k <= n; ++k)
+    live[k] += live[k - 1];
+  int64_t most = *std::max_element(live.begin(), live.end());
+  // Whether one more over [from, to] keeps `counts` within `limit`; and
+  // counting it.
+  auto fits = [](const std::vector<int64_t> &counts, int64_t limit,
+                 int64_t from, int64_t to) {
+    for (int64_t k = from; k <= to; ++k)
+      if (counts[k] + 1 > limit)
+        return false;
+    return true;
+  };
+  auto add = [](std::vector<int64_t> &counts, int64_t from, int64_t to) {
+    for (int64_t k = from; k <= to; ++k)
+      ++counts[k];
+  };
+  // Keeps the microbatch in flight over [from, to] too, if no action there
+  // would then have more than `most` microbatches in flight.
+  auto extend = [&](int64_t from, int64_t to) {
+    if (!fits(live, most, from, to))
+      return false;
+    add(live, from, to);
+    return true;
+  };
+  // The first compute of `kind` after k of the transfer at k's microbatch
+  // and chunk; -1 if none.
+  auto nextCompute = [&](int64_t k, ActionKind kind) {
+    for (int64_t j = k + 1; j < n; ++j)
+      if (actions[j].kind == kind &&
+          actions[j].microbatch == actions[k].microbatch &&
+          actions[j].chunk == actions[k].chunk)
+        return j;
+    return int64_t(-1);
+  };
+  // A received value lives in the pool of its kind and chunk from its
+  // receive to its last reader: its chunk's B (which reads a received
+  // activation too: the chunk's input), or F where the rank has no B of
+  // it. `poolLive[pool][k]` counts the microbatches live in the pool at
+  // action k, `poolMost[pool]` the most at once.
+  using Pool = std::pair<ActionKind, int>;
+  std::map<Pool, std::vector<int64_t>> poolLive;
+  std::map<Pool, int64_t> poolMost;
+  for (int64_t k = 0; k < n; ++k) {
+    if (!actions[k].isRecv())
+      continue;
+    int64_t end = nextCompute(k, ActionKind::Backward);
+    if (end < 0)
+      end = nextCompute(k, ActionKind::Forward);
+    std::vector<int64_t> &counts =
+        poolLive[{actions[k].kind, actions[k].chunk}];
+    counts.resize(n + 1, 0);
+    ++counts[k];
+    --counts[std::max(end, k) + 1];
+  }
+  for (auto &[pool, counts] : poolLive) {
+    for (int64_t k = 1; k <= n; ++k)
+      counts[k] += counts[k - 1];
+    poolMost[pool] = *std::max_element(counts.begin(), counts.end());
+  }
+  // Per compute, the receives posted right before it; the sends waited for
+  // after the rank's next compute.
+  std::vector<std::vector<int64_t>> postedBefore(n);
+  std::vector<bool> waitLate(n, false);
+  // A receive that stays keeps the later ones before the same compute in
+  // place too: receives start in the list's order.
+  int64_t lastCompute = -1, stayedAfter = -1;
+  for (int64_t k = 0; k < n; ++k) {
+    const Action &action = actions[k];
+    auto &[first, last] = span[action.microbatch];
+    if (action.isCompute()) {
+      lastCompute = k;
+    } else if (action.isRecv() && lastCompute >= 0) {
+      // Posted early, the received value is in its pool from lastCompute.
+      Pool pool{action.kind, action.chunk};
+      bool inFlight = false, moves = false;
+      if (stayedAfter != lastCompute) {
+        inFlight = first <= lastCompute || extend(lastCompute, first - 1);
+        bool sendBetween = false;
+        for (int64_t j = lastCompute + 1; j < k; ++j)
+          sendBetween |= actions[j].isSend();
+        moves = inFlight ||
+                (!sendBetween &&
+                 fits(poolLive[pool], poolMost[pool], lastCompute, k - 1));
+      }
+      if (moves) {
+        add(poolLive[pool], lastCompute, k - 1);
+        if (!inFlight)
+          add(live, lastCompute, first - 1);
+        first = std::min(first, lastCompute);
+        postedBefore[lastCompute].push_back(k);
+      } else {
+        stayedAfter = lastCompute;
+      }
+    } else if (action.isSend()) {
+      int64_t next = k + 1;
+      while (next < n && !actions[next].isCompute())
+        ++next;
+      next = std::min(next, n - 1);
+      if (last >= next || extend(last + 1, next)) {
+        last = std::max(last, next);
+        waitLate[k] = true;
+      }
+    }
+  }
+  std::vector<ListedAction> list;
+  std::vector<Action> unwaitedSends;
+  std::vector<bool> posted(n, false);
+  for (int64_t k = 0; k < n; ++k) {
+    const Action &action = actions[k];
+    if (action.isCompute()) {
+      for (int64_t recv : postedBefore[k]) {
+        list.push_back({actions[recv], TransferStep::Start});
+        posted[recv] = true;
+      }
+      list.push_back({action});
+      for (const Action &send : unwaitedSends)
+        list.push_back({send, TransferStep::Wait});
+      unwaitedSends.clear();
+    } else if (action.isSend()) {
+      list.push_back({action, TransferStep::Start});
+      if (waitLate[k])
+        unwaitedSends.push_back(action);
+      else
+        list.push_back({action, TransferStep::Wait});
+    } else {
+      if (!posted[k])
+        list.push_back({action, TransferStep::Start});
+      list.push_back({action, TransferStep::Wait});
+    }
+  }
+  for (const Action &send : unwaitedSends)
+    list.push_back({send, TransferStep::Wait});
+
+  // Each send starts as early as its tensor is made: its start moves up
+  // past computes and waits (a split schedule's deferred W, the wait for a
+  // receive listed before it: ZB-H1's stage 1 sent B's gradient after both,
+  // and the activation it waited for came from a rank that was itself
+  // waiting for that gradient), up to the compute or wait of its own
+  // microbatch and chunk (what made it) or another start. Starts keep
+  // their order, so each NCCL communicator's stream sees its transfers as
+  // before.
+  for (size_t i = 0; i < list.size(); ++i) {
+    const Action send = list[i].action;
+    if (!send.isSend() || list[i].step != TransferStep::Start)
+      continue;
+    size_t j = i;
+    while (j > 0) {
+      const ListedAction &above = list[j - 1];
+      bool own = above.action.microbatch == send.microbatch &&
+                 above.action.chunk == send.chunk;
+      if (above.step == TransferStep::Start || own ||
+          (above.step == TransferStep::Whole && !above.action.isCompute()))
+        break;
+      --j;
+    }
+    std::rotate(list.begin() + j, list.begin() + i, list.begin() + i + 1);
+  }
+  return list;
 }

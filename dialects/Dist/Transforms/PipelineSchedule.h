@@ -233,19 +233,35 @@ struct PoolSpan {
 /// 1 for a pool no microbatch touches.
 int64_t cyclicPoolSlots(const std::vector<PoolSpan> &spans);
 
-/// Where each send of one rank's `actions` can start at the earliest when
-/// transfers are asynchronous: the index of the compute right after which
-/// its tensor is ready (the rank's last F, for an activation, or B, for a
-/// gradient, of the send's microbatch and chunk before it; the last
-/// compute before it where the rank made none), never before the send
-/// listed before it; -1 for a send no compute precedes (it starts where it
-/// stands) and for every other action. A schedule may list a send later
-/// than that (after a split schedule's deferred W, after waiting for a
-/// receive), which would hold back the rank that needs it. The closed
-/// forms replay sends started here; dist-pipeline-stages starts them here
-/// too but for a receive started in between, which keeps its place ahead
-/// (starts keep their order there).
-std::vector<int64_t> sendStarts(const std::vector<Action> &actions);
+/// How a rank runs an action when transfers are asynchronous: a compute
+/// (or a blocking transfer) whole, a transfer as its start and, later, its
+/// wait.
+enum class TransferStep { Whole, Start, Wait };
+
+/// An action of a rank's asynchronous list with its transfer step.
+struct ListedAction {
+  Action action;
+  TransferStep step = TransferStep::Whole;
+};
+
+/// One rank's checked synchronous `actions` with each transfer started
+/// early and waited for late, as dist-pipeline-stages emits them and the
+/// closed forms replay them. A send starts as early as what it sends is
+/// made and is waited for after the rank's next compute following the
+/// schedule's send; a receive is posted before the rank's compute
+/// preceding the schedule's receive and waited for where the schedule
+/// receives. A wait or a receive's start stays where the schedule has it
+/// when moving it would make more microbatches be in flight on the rank at
+/// once (from their first action there to their last) than the synchronous
+/// list does, unless, for a receive with no send listed before it since the
+/// compute, the received value's pool (its kind and chunk, from the receive
+/// to its last reader) would still hold no more microbatches at once than
+/// it does. Starts move only earlier and waits only later, and starts keep
+/// their order (the transfers of one direction between two ranks pair
+/// first in, first out): a list the synchronous check accepts cannot
+/// deadlock this way (docs/design/pipeline-schedules.md, "Asynchronous
+/// transfers").
+std::vector<ListedAction> asyncTransferList(const std::vector<Action> &actions);
 
 } // namespace mlir::dist::pipeline
 
