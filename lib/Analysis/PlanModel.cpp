@@ -349,6 +349,18 @@ public:
       layoutKernelsForward += 4 + (m.llama ? 0 : 3) + (repeated ? 2 : 0);
       layoutKernelsBackward += 4 + (m.llama ? 0 : 1) + (repeated ? 2 : 0);
     }
+    // A fused attention reads q, k, v and writes its output in the
+    // projections' layout, but for reshapes that alias their input: the
+    // output's to the projection's input, and backward the output's
+    // gradient and the output (read back from the stash). A pipeline stage
+    // stashes in pools, whose slots a reshape cannot alias: there each is a
+    // copy.
+    if (m.fusedAttention && plan.pp > 1) {
+      layoutForward += 2 * e * qElements;
+      layoutBackward += 2 * 2 * e * qElements;
+      layoutKernelsForward += 1;
+      layoutKernelsBackward += 2;
+    }
     double attentionForward, attentionBackward;
     // What selective recomputation repeats of the unfused core: the scores'
     // product and the softmax (with the dropout mask drawn and applied).
@@ -385,11 +397,14 @@ public:
                           memory(scores * (3 * e + (dropout ? 2 * e + 1 : 0))) +
                           launches(dropout ? 1 : 0);
     }
-    // The layout's bytes in one memory-bound term, its kernels' launches.
-    attentionForward += memory(layoutForward) +
-                        launches(std::max(0.0, layoutKernelsForward - 1));
-    attentionBackward += memory(layoutBackward) +
-                         launches(std::max(0.0, layoutKernelsBackward - 1));
+    // The layout's bytes in one memory-bound term, its kernels' launches
+    // (none for a fused attention on one stage).
+    if (layoutKernelsForward > 0)
+      attentionForward +=
+          memory(layoutForward) + launches(layoutKernelsForward - 1);
+    if (layoutKernelsBackward > 0)
+      attentionBackward +=
+          memory(layoutBackward) + launches(layoutKernelsBackward - 1);
     // The elementwise kernels' bytes: the two norms, the two residual
     // branches' dropout and add on [s, h] tensors (split over tp only with
     // sequence parallelism), the MLP's activation on its inner tensor. A

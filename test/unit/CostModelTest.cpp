@@ -571,6 +571,65 @@ TEST(PlanModel, SelectiveRecomputationRepeatsTheScoresOnly) {
   }
 }
 
+TEST(PlanModel, EveryKernelOfALayerPaysItsLaunch) {
+  // On a description where only launches cost (1 ms each), four more layers
+  // cost four layers' kernels, counted from what the compile runs per
+  // layer and microbatch (fused attention, one microbatch, so no share
+  // adds; the groups a `cuda` device fuses are one kernel).
+  // GPT-2 with dropout, cuda: forward 2 norms, 4 products (GeLU in the up
+  // projection's epilogue), the attention, 2 masks drawn and 2 applied with
+  // their adds (11); backward 4 input gradients (GeLU's in one), the
+  // attention's, 2 norm groups, 2 masks (9); W 4 products (bias gradients
+  // in their epilogue): 24.
+  // The same on the CPU: forward + the GeLU and 2 adds apart (14);
+  // backward + each norm's parameter and input gradient and add apart (3
+  // each), GeLU's gradient, 4 bias gradients (18); W 4: 36.
+  // Without dropout, cuda: forward 2 norms, 4 products, attention, 2 adds
+  // (9); backward 4, attention, 2 norm groups (7); W 4: 20.
+  // Llama, cuda: forward 2 norms, q, k, v, out (+ residual add), gate, up,
+  // down (+ add): 7 products, rotary on q and k, the attention, SiLU and
+  // its product with up (14); backward 7 input gradients (the sums in
+  // their epilogue), rotary's 2, the attention's, 2 norm groups, the two
+  // products' and SiLU's gradients (15); W 7: 36.
+  Hardware cuda = testHardware();
+  cuda.peakBf16 = cuda.peakFp16 = cuda.peakFp32 = 1e30;
+  cuda.memoryBytesPerSecond = 1e30;
+  cuda.kernelLaunchSeconds = 1e-3;
+  cuda.runtimeDevice = "cuda";
+  Hardware cpu = cuda;
+  cpu.runtimeDevice = "cpu";
+  PlanChoice plan;
+  std::string error;
+  TransformerShape gpt{4, 256, 8, 8, 32, 1024, 1000, 128};
+  gpt.fusedAttention = true;
+  TransformerShape dropout = gpt;
+  dropout.residualDropout = dropout.attentionDropout = 0.1;
+  TransformerShape llama = gpt;
+  llama.llama = true;
+  llama.kvHeads = 2;
+  llama.tiedEmbeddings = false;
+  struct Case {
+    const char *name;
+    TransformerShape shape;
+    const Hardware *hw;
+    int kernels;
+  };
+  for (const Case &c : {Case{"gpt2 dropout cuda", dropout, &cuda, 24},
+                        Case{"gpt2 dropout cpu", dropout, &cpu, 36},
+                        Case{"gpt2 cuda", gpt, &cuda, 20},
+                        Case{"llama cuda", llama, &cuda, 36}}) {
+    TransformerShape deeper = c.shape;
+    deeper.layers += 4;
+    auto four = estimatePlan(c.shape, plan, *c.hw, false, error);
+    ASSERT_TRUE(four) << error;
+    auto eight = estimatePlan(deeper, plan, *c.hw, false, error);
+    ASSERT_TRUE(eight) << error;
+    EXPECT_NEAR(eight->stepSeconds - four->stepSeconds, 4 * c.kernels * 1e-3,
+                1e-9)
+        << c.name;
+  }
+}
+
 TEST(PlanModel, CudaReducesTheGradientsInBuckets) {
   // On the CUDA device a run of all_reduces is one collective
   // (rt-bucket-reductions: runs of up to 25 MiB, made from the last
