@@ -64,6 +64,8 @@ CASES = [
      "tp=2,pp=4,b=2,v=1,schedule=zb-h1,remat=none"),
     ("gpt 1.7B", gpt(2304, 24, 24), 32, 512, 2048, "fused", "bf16",
      "tp=1,pp=4,b=1,v=2,schedule=interleaved-1f1b,remat=none"),
+    ("gpt 1.7B", gpt(2304, 24, 24), 32, 512, 2048, "fused", "bf16",
+     "tp=2,pp=4,b=2,v=2,schedule=zb-v,remat=none"),
     ("gpt 1.7B fp32", gpt(2304, 24, 24), 32, 512, 2048, "fused", "fp32",
      "tp=4,pp=2,b=1,v=1,schedule=1f1b,remat=none,sp"),
     ("gpt 39.1B", gpt(8192, 64, 48), 512, 1536, 2048, "unfused", "bf16",
@@ -86,6 +88,8 @@ CASES = [
      "bf16", "tp=8,pp=4,b=1,v=1,schedule=zb-h1,remat=none,sp"),
     ("llama 8B", llama(4096, 32, 8, 14336, 32), 64, 512, 4096, "unfused",
      "bf16", "tp=2,pp=2,b=2,v=4,schedule=interleaved-1f1b,remat=selective"),
+    ("llama 8B", llama(4096, 32, 8, 14336, 32), 64, 512, 4096, "fused",
+     "bf16", "tp=8,pp=4,b=1,v=2,schedule=zb-v,remat=none,sp"),
 ]
 
 

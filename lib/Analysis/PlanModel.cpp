@@ -645,17 +645,10 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
                        std::vector<double>(m.layers, layerFlopsPerToken), 0,
                        2 * h * m.vocab, chunks)
                  : std::vector<int64_t>{m.layers};
-  // Per rank, the mean layers of its chunks.
-  auto rankLayersPerChunk = [&](int64_t r) {
-    int64_t layers = 0;
-    for (int64_t c = r; c < chunks; c += plan.pp)
-      layers += chunkLayers[c];
-    return static_cast<double>(layers) / plan.virtualStages;
-  };
 
   // The schedule: with `simulate` its real action lists and what each rank
   // holds by them; else the closed forms of what each rank holds (chunk c on
-  // rank c mod p).
+  // rank c mod p, or ZB-V's V).
   pipeline::ScheduleOptions options;
   std::optional<pipeline::ScheduleKind> kind =
       plan.pp > 1 ? pipeline::parseScheduleKind(plan.schedule)
@@ -668,6 +661,10 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
   options.ranks = static_cast<int>(plan.pp);
   options.microbatches = static_cast<int>(plan.microbatches);
   options.chunksPerRank = static_cast<int>(plan.virtualStages);
+  // ZB-V folds the chunks into a V: rank r holds chunks r and 2p - 1 - r.
+  bool vPlacement = *kind == pipeline::ScheduleKind::ZBV;
+  if (vPlacement)
+    options.placement = pipeline::Placement::V;
   std::optional<pipeline::Schedule> schedule;
   std::optional<pipeline::ScheduleStats> stats;
   if (simulate) {
@@ -678,7 +675,19 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
     if (!stats)
       return std::nullopt;
   }
-  auto rankOf = [&](int64_t chunk) { return chunk % plan.pp; };
+  auto rankOf = [&](int64_t chunk) {
+    if (vPlacement && chunk >= plan.pp)
+      return 2 * plan.pp - 1 - chunk;
+    return chunk % plan.pp;
+  };
+  // Per rank, the mean layers of its chunks.
+  auto rankLayersPerChunk = [&](int64_t r) {
+    int64_t layers = 0;
+    for (int64_t c = 0; c < chunks; ++c)
+      if (rankOf(c) == r)
+        layers += chunkLayers[c];
+    return static_cast<double>(layers) / plan.virtualStages;
+  };
   bool deferredW = costs.deferredWeightGradients();
   // Microbatch-chunks whose activations rank r holds at once: from their
   // forward to their input-gradient backward (B), and with deferred weight
@@ -737,12 +746,11 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
     if (c == 0)
       rankParams[rank] +=
           m.vocab * h / t + (m.llama ? 0 : static_cast<double>(m.seq) * h);
+    // The head's table: a tied one is the embedding's where both chunks
+    // share a rank (one stage, or ZB-V's rank 0), a copy elsewhere.
     if (c == chunks - 1)
-      rankParams[rank] += ((m.tiedEmbeddings && chunks > 1) ||
-                                   !m.tiedEmbeddings
-                               ? m.vocab * h / t
-                               : 0) +
-                          h;
+      rankParams[rank] +=
+          (!m.tiedEmbeddings || rankOf(0) != rank ? m.vocab * h / t : 0) + h;
   }
   // A device that runs collectives on their own streams (the CUDA
   // device's) overlaps each layer's data-parallel reduction, issued in the
@@ -804,8 +812,10 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
                   memoryBoundSeconds(hw, rankParams[r] * optimizerBytes);
     if (r == 0)
       epilogue[r] += costs.wholeVocabularyScatterSeconds();
-    if (plan.pp > 1 && m.tiedEmbeddings &&
-        (r == 0 || r == plan.pp - 1))
+    // A tied table on two ranks (not ZB-V's, whose first and last chunks
+    // share rank 0) exchanges its gradient.
+    if (plan.pp > 1 && m.tiedEmbeddings && rankOf(0) != rankOf(chunks - 1) &&
+        (r == rankOf(0) || r == rankOf(chunks - 1)))
       epilogue[r] += collectiveSeconds(hw, CollectiveKind::PointToPoint,
                                        m.vocab * h / t * 4, 2,
                                        ppInter ? 1 : 2);
@@ -842,15 +852,68 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
     int64_t optimizer = static_cast<int64_t>(rankParams[r] * 8);
     bool first = r == 0, last = rankOf(chunks - 1) == r;
     double layersHeld;
-    if (deferredW) {
+    // What W reads and the output gradients B wrote for it, per layer.
+    double toW =
+        deferred.outputGradients +
+        (plan.remat == "full" ? deferred.weightInputs
+                              : std::min(stash, deferred.weightInputs));
+    // The last stage's deferred W of the LM head: its input (the final
+    // norm's output) and the logits' gradient.
+    double headToW = inputBytes + logitsBytes / 2;
+    if (schedule) {
+      // The rank's list walked: after each compute, every microbatch-chunk
+      // between its F and its B holds its chunk's layers' stash, between B
+      // and a deferred W what W reads; the most at once. Chunks whose
+      // in-flight counts differ (ZB-V's two legs, interleaving's) weigh by
+      // their own layers.
+      std::vector<int64_t> stashed(chunks, 0), toWeight(chunks, 0);
+      double held = 0;
+      layersHeld = 0;
+      auto chunkToW = [&](int64_t c) {
+        return toW * chunkLayers[c] + (c == chunks - 1 ? headToW : 0);
+      };
+      for (const pipeline::Action &action : schedule->actions[r]) {
+        int64_t c = action.chunk;
+        switch (action.kind) {
+        case pipeline::ActionKind::Forward:
+          ++stashed[c];
+          held += static_cast<double>(stash) * chunkLayers[c];
+          break;
+        case pipeline::ActionKind::Backward:
+          --stashed[c];
+          held -= static_cast<double>(stash) * chunkLayers[c];
+          if (!action.fusedWeight) {
+            ++toWeight[c];
+            held += chunkToW(c);
+          }
+          break;
+        case pipeline::ActionKind::Weight:
+          --toWeight[c];
+          held -= chunkToW(c);
+          break;
+        default:
+          continue;
+        }
+        layersHeld = std::max(layersHeld, held);
+      }
+    } else if (vPlacement) {
+      // ZB-V at its most on rank r (counted on its lists): 2p - 1 - r
+      // microbatches stashed on the first leg's chunk r, r on the second
+      // leg's chunk 2p - 1 - r and one more there between B and W (the
+      // head's, on rank 0).
+      int64_t p = plan.pp, mb = plan.microbatches;
+      int64_t down = r, up = 2 * p - 1 - r;
+      auto held = [&](int64_t c, int64_t count) {
+        return static_cast<double>(std::min(mb, count)) * stash *
+               chunkLayers[c];
+      };
+      layersHeld = held(down, 2 * p - 1 - r) + held(up, r) +
+                   toW * chunkLayers[up] + (up == chunks - 1 ? headToW : 0);
+    } else if (deferredW) {
       // x microbatches between F and B hold the stash, y between B and W
       // what W reads and the output gradients B wrote for it: x at most the
       // schedule's F..B count, x + y its F..W count, y the difference and
       // one more (the last stage defers each W the longest).
-      double toW =
-          deferred.outputGradients +
-          (plan.remat == "full" ? deferred.weightInputs
-                                : std::min(stash, deferred.weightInputs));
       int64_t most = untilW(r), mostStashed = untilB(r);
       int64_t mostToW = std::min(plan.microbatches * plan.virtualStages,
                                  most - mostStashed + plan.virtualStages);
@@ -864,10 +927,8 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
       }
       layersHeld =
           (x * static_cast<double>(stash) + y * toW) * rankLayersPerChunk(r);
-      // The last stage's deferred W of the LM head: its input (the final
-      // norm's output) and the logits' gradient.
       if (last)
-        layersHeld += y * (inputBytes + logitsBytes / 2);
+        layersHeld += y * headToW;
     } else {
       layersHeld = untilB(r) * rankLayersPerChunk(r) * stash;
     }

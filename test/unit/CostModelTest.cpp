@@ -630,6 +630,41 @@ TEST(PlanModel, EveryKernelOfALayerPaysItsLaunch) {
   }
 }
 
+TEST(PlanModel, ZBVHoldsWhatItsListsHold) {
+  // ZB-V puts chunks r and 2p - 1 - r on rank r: rank 0 holds the
+  // embedding and the LM head, so a tied table is one table there (the
+  // same parameters as interleaving's rank 0 without the head's copy).
+  // Its closed-form peak (the search's) counts each chunk's microbatches
+  // by that chunk's layers as its lists hold them: the same peak as the
+  // list walked (the replay's), here with 24 layers on 8 chunks of unequal
+  // size (the head on chunk 7 takes fewer).
+  Hardware hw = testHardware();
+  TransformerShape gpt{24, 64, 4, 4, 16, 256, 8000, 16};
+  gpt.fusedAttention = true;
+  PlanChoice plan;
+  plan.pp = 4;
+  plan.virtualStages = 2;
+  plan.microbatches = 16;
+  plan.schedule = "zb-v";
+  std::string error;
+  auto searched = estimatePlan(gpt, plan, hw, false, error);
+  ASSERT_TRUE(searched) << error;
+  auto replayed = estimatePlan(gpt, plan, hw, true, error);
+  ASSERT_TRUE(replayed) << error;
+  EXPECT_EQ(searched->peakBytes, replayed->peakBytes);
+  EXPECT_EQ(searched->activationBytes, replayed->activationBytes);
+  // Without the tied table's second copy: the head's table counted once.
+  TransformerShape untied = gpt;
+  untied.tiedEmbeddings = false;
+  auto twoTables = estimatePlan(untied, plan, hw, false, error);
+  ASSERT_TRUE(twoTables) << error;
+  ASSERT_EQ(searched->peakStage, 0);
+  ASSERT_EQ(twoTables->peakStage, 0);
+  double table = 8000.0 * 64 * 6; // bf16 weights and f32 master
+  EXPECT_NEAR(static_cast<double>(twoTables->paramBytes - searched->paramBytes),
+              table, 1);
+}
+
 TEST(PlanModel, CudaReducesTheGradientsInBuckets) {
   // On the CUDA device a run of all_reduces is one collective
   // (rt-bucket-reductions: runs of up to 25 MiB, made from the last

@@ -319,6 +319,8 @@ int main(int argc, char **argv) {
           std::vector<std::string> schedules;
           if (pp == 1)
             schedules = {"1f1b"};
+          else if (v == 2)
+            schedules = {"interleaved-1f1b", "zb-v"};
           else if (v > 1)
             schedules = {"interleaved-1f1b"};
           else
