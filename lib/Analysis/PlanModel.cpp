@@ -138,14 +138,12 @@ mlir::tpc::deferredWeightBytesPerLayer(const TransformerShape &m,
   // computed in B.
   LayerActivations inputs{2 * e, e * (a * d / h + f)};
   // B writes each linear's output gradient (q, k, v and the MLP's up
-  // projections split over tp, the two row-parallel outputs whole).
-  // Without sequence parallelism a row-parallel output's gradient is a
-  // partial sum until its all-reduce, and GPT-2's bias gradient reads it
-  // before: both are held.
-  double rowParallelCopies = !plan.sequenceParallel && !m.llama ? 2 : 1;
+  // projections split over tp, the two row-parallel outputs whole; without
+  // sequence parallelism a row-parallel output's gradient is a partial sum
+  // until its all-reduce, which GPT-2's bias gradient reads too, so that
+  // only the reduced one is held: dist-propagate).
   LayerActivations gradients{
-      e * 2 * rowParallelCopies,
-      e * ((a + 2 * m.kvHeads) * d / h + (m.llama ? 2 : 1) * f)};
+      e * 2, e * ((a + 2 * m.kvHeads) * d / h + (m.llama ? 2 : 1) * f)};
   return {static_cast<int64_t>(std::llround(perDevice(inputs, plan) * sbh)),
           static_cast<int64_t>(std::llround(perDevice(gradients, plan) * sbh))};
 }

@@ -187,3 +187,28 @@ func.func @blocks_through_the_sum(
   %sum = tpc.add %g0, %g1 : tensor<8x16xf32>, tensor<8x16xf32>
   return %sum : tensor<8x16xf32>
 }
+
+// -----
+
+// A row-parallel linear's output gradient is a partial sum over tp until
+// the all-reduce its weight gradient needs; the bias gradient (sum_to),
+// linear in it, reads the reduced value too: one all-reduce, and the bias
+// gradient is whole, with no reduction of its own (before 2026-12-05 it
+// summed the partial value and was all-reduced itself).
+dist.mesh @mesh axes [tp = 2]
+// CHECK-LABEL: func.func @bias_grad_reads_the_reduced_dy
+func.func @bias_grad_reads_the_reduced_dy(
+    %h: tensor<4x8x32xf32> {dist.sharding = #dist.sharding<@mesh, [[], [], [tp]]>},
+    %w: tensor<32x16xf32> {tpc.param = "w", dist.sharding = #dist.sharding<@mesh, [[tp], []]>})
+    -> (tensor<32x16xf32>, tensor<16xf32>) {
+  // CHECK: %[[P:.*]] = tpc.linear %arg0, %arg1 {{.*}}: tensor<4x8x16xf32>, tensor<16x16xf32>
+  // CHECK-NEXT: %[[DY:.*]] = dist.all_reduce %[[P]] on @mesh axes [tp] : tensor<4x8x16xf32>
+  // CHECK-NEXT: %[[DW:.*]] = tpc.linear_weight_grad %arg0, %[[DY]] {{.*}} -> tensor<16x16xf32>
+  // CHECK-NEXT: %[[DB:.*]] = tpc.sum_to %[[DY]] {{.*}} -> tensor<16xf32>
+  // CHECK-NOT: dist.all_reduce
+  // CHECK: return %{{.*}}, %[[DB]]
+  %dy = tpc.linear %h, %w layout in_out : tensor<4x8x32xf32>, tensor<32x16xf32>
+  %dw = tpc.linear_weight_grad %h, %dy layout in_out : tensor<4x8x32xf32>, tensor<4x8x16xf32> -> tensor<32x16xf32>
+  %db = tpc.sum_to %dy : tensor<4x8x16xf32> -> tensor<16xf32>
+  return %dw, %db : tensor<32x16xf32>, tensor<16xf32>
+}

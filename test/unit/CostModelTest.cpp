@@ -452,9 +452,10 @@ TEST(PlanModel, DeferredWeightBytesAreWhatWReadsAndBWrites) {
   // GPT (ffn 4h): W reads the norms' outputs (4, unsplit without sp), the
   // attention's output (2/t) and the MLP's activation (8/t); B writes
   // qkv's and fc1's output gradients (14/t) and the two row-parallel
-  // outputs' (4, unsplit without sp; without sp also before their
-  // all-reduce, which the bias gradients read: 8). The norms' inputs and
-  // output gradients are not held: their parameter gradients are computed
+  // outputs' (4, unsplit without sp, where the bias gradients read them
+  // after their all-reduce too, as the weight gradients do: dist-propagate;
+  // before 2026-12-05 also the partial sums before it: 8). The norms' inputs
+  // and output gradients are not held: their parameter gradients are computed
   // in B (tpc-autodiff).
   TransformerShape shape{4, 2048, 16, 16, 128, 8192, 51200, 2048};
   PlanChoice plan;
@@ -462,7 +463,7 @@ TEST(PlanModel, DeferredWeightBytesAreWhatWReadsAndBWrites) {
   double sbh = 2048.0 * 2048;
   DeferredWeightBytes bytes = deferredWeightBytesPerLayer(shape, plan);
   EXPECT_EQ(bytes.weightInputs, (4 + 10.0 / 8) * sbh);
-  EXPECT_EQ(bytes.outputGradients, (8 + 14.0 / 8) * sbh);
+  EXPECT_EQ(bytes.outputGradients, (4 + 14.0 / 8) * sbh);
   plan.sequenceParallel = true;
   bytes = deferredWeightBytesPerLayer(shape, plan);
   EXPECT_EQ(bytes.weightInputs, 14.0 / 8 * sbh);

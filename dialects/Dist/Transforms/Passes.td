@@ -416,6 +416,12 @@ def DistPropagate : Pass<"dist-propagate", "ModuleOp"> {
       operand passes through an op that is linear in it (`add` of partial
       sums over the same axes, one partial operand of a multilinear op),
       otherwise it must be reduced first;
+    * a `tpc.sum_to` (a bias's or the positions' gradient) of a partial sum
+      that another reader needs reduced (a row-parallel linear's output
+      gradient, which its weight and input gradients read whole) reads the
+      reduced value too: one reduction serves both, the sum is whole (no
+      reduction of its own), and a device can compute it with the weight
+      gradient (the CUDA device's bias-gradient epilogue reads one dY);
     * a `tpc.sum_groups` whose grouped dimension is split finer than its
       groups (the weight gradient of kv-heads `dist-replicate-kv-heads`
       replicated: 2 kv-heads' 4 copies over 4 devices) sums partial sums

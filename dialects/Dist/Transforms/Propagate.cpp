@@ -56,6 +56,9 @@ private:
   /// Results of ops whose block factor is theirs alone (an embedding
   /// gradient's vocabulary), computed in the blocks a reader needs.
   DenseMap<Operation *, Layout> blocksForReaders;
+  /// Partial sums that a bias gradient (sum_to) reads and another reader
+  /// all-reduces anyway: read reduced.
+  DenseMap<Operation *, Layout> sumToReadsReduced;
 
   Layout layoutOf(Value value) const {
     auto it = layouts.find(value);
@@ -72,6 +75,7 @@ private:
   bool sumOperandsAsReadersReduce();
   std::optional<Layout> splitWantedOf(Value value, unsigned depth) const;
   bool computeBlocksForReaders();
+  bool sumToAsReadersReduce();
   void writeAttributes();
 };
 
@@ -175,6 +179,9 @@ FailureOr<OpPlan> FunctionPropagation::planFor(Operation *op) {
         plan.results.push_back(Layout::replicated(rankOf(result)));
       return plan;
     }
+    if (auto reduced = sumToReadsReduced.find(op);
+        reduced != sumToReadsReduced.end())
+      current.front() = reduced->second;
     auto wanted = blocksForReaders.find(op);
     FailureOr<OpPlan> plan =
         planOp(op, rule, current, hold, mesh,
@@ -402,6 +409,40 @@ bool FunctionPropagation::sumOperandsAsReadersReduce() {
   return replaceIfChanged(sumOperandsFromReaders, std::move(chosen));
 }
 
+/// A bias gradient (sum_to over the leading dims) of a row-parallel
+/// linear's output gradient, which tensor parallelism leaves a partial sum
+/// that the weight and input gradients all-reduce: the sum_to reads the
+/// reduced value too, so that one reduction serves all three, the bias
+/// gradient is whole (no reduction of its own), and a device may compute it
+/// in the weight gradient's product (the CUDA device's bias-gradient
+/// epilogue needs both to read the same dY). Returns whether anything
+/// changed.
+bool FunctionPropagation::sumToAsReadersReduce() {
+  DenseMap<Operation *, Layout> chosen;
+  for (Operation &op : func.getBody().front()) {
+    auto sum = dyn_cast<tpc::SumToOp>(op);
+    if (!sum)
+      continue;
+    Value input = sum.getInput();
+    Layout from = layoutOf(input);
+    if (!from.hasPartial())
+      continue;
+    for (OpOperand &use : input.getUses()) {
+      Operation *reader = use.getOwner();
+      auto plan = plans.find(reader);
+      if (reader == &op || plan == plans.end() ||
+          use.getOperandNumber() >= plan->second.operands.size())
+        continue;
+      const Layout &wanted = plan->second.operands[use.getOperandNumber()];
+      if (!wanted.hasPartial() && wanted.dims == from.dims) {
+        chosen[&op] = wanted;
+        break;
+      }
+    }
+  }
+  return replaceIfChanged(sumToReadsReduced, std::move(chosen));
+}
+
 /// The split the readers of `value` need, looking through same-shaped adds
 /// and casts that need it whole (a gradient summed over microbatches or
 /// with a tied table's other gradient on its way to the optimizer, which
@@ -522,7 +563,9 @@ LogicalResult FunctionPropagation::run() {
       return failure();
     bool fromReadersChanged = takeLayoutsFromReaders();
     bool blocksChanged = computeBlocksForReaders();
-    if (!sumOperandsAsReadersReduce() && !fromReadersChanged && !blocksChanged)
+    bool sumToChanged = sumToAsReadersReduce();
+    if (!sumOperandsAsReadersReduce() && !fromReadersChanged &&
+        !blocksChanged && !sumToChanged)
       break;
   }
   writeAttributes();
