@@ -423,6 +423,12 @@ public:
     double branchForward = !dropout ? (residualInProduct ? 0 : 3 * e)
                            : fuses  ? 3 * e + 2
                                     : 5 * e + 2;
+    // With tp > 1 GPT-2 adds each row-parallel output's bias after the
+    // reduction (Megatron's order; the product cannot): a kernel reading
+    // and writing the branch.
+    bool rowParallelBias = !m.llama && plan.tp > 1;
+    if (rowParallelBias)
+      branchForward += 2 * e;
     double branchBackward = dropout ? 2 * e + 1 : 0;
     // A norm reads x and writes y; backward its input gradient (dY, x, dX),
     // its parameter gradients (dY, x) and the residual add: one group on a
@@ -460,6 +466,8 @@ public:
     double branchKernelsForward = dropout             ? (fuses ? 2 : 3)
                                   : residualInProduct ? 0
                                                       : 1;
+    if (rowParallelBias)
+      branchKernelsForward += 1;
     double kernelsForward =
         2 + 2 * branchKernelsForward + (m.llama ? 2 : (fuses ? 0 : 1));
     double kernelsBackward = 2 * (fuses ? 1 : 3) + (dropout ? 2 : 0) +
