@@ -805,17 +805,17 @@ TEST(GemmSpec, DISABLED_ModelGeluPairsTakeTheEpilogue) {
     // GPT-2's MLP: one pair per layer in the forward (the models here have
     // two layers); Llama's SiLU has none. GPT-2's four linears with a bias
     // per layer each give a bias gradient pair (its tied head has no bias),
-    // but on a tensor-parallel mesh the row-parallel ones (the two c_proj)
-    // sum dY before its all_reduce and their weight gradients read it after;
-    // Llama's linears have no bias.
+    // on a tensor-parallel mesh too: the row-parallel ones (the two c_proj)
+    // sum dY after its all_reduce, as their weight gradients read it
+    // (dist-propagate; before 2026-12-05 they summed the partial dY and
+    // only 4 pairs formed there); Llama's linears have no bias.
     bool gpt2 = path.find("gpt2") != std::string::npos;
-    bool tp = path.find("tp2") != std::string::npos;
     EXPECT_EQ(geluPairs, gpt2 ? 2u : 0u);
     // The backward's input gradient + gelu_grad: a candidate per layer,
     // fused unless refused as above.
     EXPECT_EQ(geluGradCandidates, gpt2 ? 2u : 0u);
     EXPECT_LE(geluGradPairs, geluGradCandidates);
-    EXPECT_EQ(biasGradPairs, gpt2 ? (tp ? 4u : 8u) : 0u);
+    EXPECT_EQ(biasGradPairs, gpt2 ? 8u : 0u);
     // Llama's products added at once, five per layer: the attention's and
     // the MLP's output projections to the residual stream, and in the
     // backward k's and v's input gradients to q's, up's to gate's. GPT-2's

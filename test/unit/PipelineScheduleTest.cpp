@@ -252,45 +252,53 @@ Positions positionsOf(const std::vector<Action> &actions,
   return at;
 }
 
+/// Calls `check(options, actions, listed)` for every schedule kind on 2 and
+/// 4 ranks (2 microbatches a rank): each rank's synchronous list and its
+/// asynchronous one.
+template <typename Check> void forEachAsyncList(Check check) {
+  for (ScheduleKind kind : kAllKinds)
+    for (int ranks : {2, 4}) {
+      ScheduleOptions options = optionsFor(kind, ranks, 2 * ranks);
+      Schedule schedule = generate(options);
+      for (const std::vector<Action> &actions : schedule.actions)
+        check(options, actions, asyncTransferList(actions));
+    }
+}
+
 TEST(PipelineSchedule, AsyncListsStartEachTransferBeforeItsWait) {
   // Every compute once, whole; every transfer started once and waited for
   // once after its start; a receive waited for before the compute that
   // reads it; sends started in the synchronous list's order, and so are
   // receives.
-  for (ScheduleKind kind : kAllKinds)
-    for (int ranks : {2, 4}) {
-      ScheduleOptions options = optionsFor(kind, ranks, 2 * ranks);
-      Schedule schedule = generate(options);
-      for (const std::vector<Action> &actions : schedule.actions) {
-        std::vector<ListedAction> listed = asyncTransferList(actions);
-        Positions at = positionsOf(actions, listed);
-        EXPECT_TRUE(at.computesOnce) << describe(options);
-        int64_t transfers = 0, lastSend = -1, lastRecv = -1;
-        for (const Action &a : actions) {
-          if (a.isCompute())
-            continue;
-          ++transfers;
-          auto [start, wait] = at.transfer.at({a.kind, a.microbatch, a.chunk});
-          ASSERT_GE(start, 0) << describe(options);
-          EXPECT_GT(wait, start) << describe(options);
-          int64_t &last = a.isSend() ? lastSend : lastRecv;
-          EXPECT_GT(start, last) << describe(options);
-          last = start;
-          if (a.isRecv()) {
-            ActionKind reader = a.kind == ActionKind::RecvAct
-                                    ? ActionKind::Forward
-                                    : ActionKind::Backward;
-            for (size_t i = 0; i < listed.size(); ++i)
-              if (listed[i].action.kind == reader &&
-                  listed[i].action.microbatch == a.microbatch &&
-                  listed[i].action.chunk == a.chunk)
-                EXPECT_LT(wait, static_cast<int64_t>(i)) << describe(options);
-          }
-        }
-        EXPECT_EQ(listed.size(), actions.size() + transfers)
-            << describe(options);
+  forEachAsyncList([](const ScheduleOptions &options,
+                      const std::vector<Action> &actions,
+                      const std::vector<ListedAction> &listed) {
+    Positions at = positionsOf(actions, listed);
+    EXPECT_TRUE(at.computesOnce) << describe(options);
+    int64_t transfers = 0, lastSend = -1, lastRecv = -1;
+    for (const Action &a : actions) {
+      if (a.isCompute())
+        continue;
+      ++transfers;
+      auto [start, wait] = at.transfer.at({a.kind, a.microbatch, a.chunk});
+      ASSERT_GE(start, 0) << describe(options);
+      EXPECT_GT(wait, start) << describe(options);
+      int64_t &last = a.isSend() ? lastSend : lastRecv;
+      EXPECT_GT(start, last) << describe(options);
+      last = start;
+      if (a.isRecv()) {
+        ActionKind reader = a.kind == ActionKind::RecvAct
+                                ? ActionKind::Forward
+                                : ActionKind::Backward;
+        for (size_t i = 0; i < listed.size(); ++i)
+          if (listed[i].action.kind == reader &&
+              listed[i].action.microbatch == a.microbatch &&
+              listed[i].action.chunk == a.chunk)
+            EXPECT_LT(wait, static_cast<int64_t>(i)) << describe(options);
       }
     }
+    EXPECT_EQ(listed.size(), actions.size() + transfers) << describe(options);
+  });
 }
 
 TEST(PipelineSchedule, SendsStartRightAfterWhatMadeTheirTensor) {
@@ -299,37 +307,32 @@ TEST(PipelineSchedule, SendsStartRightAfterWhatMadeTheirTensor) {
   // comes before it of its own microbatch and chunk (what made it, or a
   // wait), or right after another start, which it never passes (starts
   // keep their order).
-  for (ScheduleKind kind : kAllKinds)
-    for (int ranks : {2, 4}) {
-      ScheduleOptions options = optionsFor(kind, ranks, 2 * ranks);
-      Schedule schedule = generate(options);
-      for (const std::vector<Action> &actions : schedule.actions) {
-        std::vector<ListedAction> listed = asyncTransferList(actions);
-        for (size_t i = 0; i < listed.size(); ++i) {
-          const Action &send = listed[i].action;
-          if (!send.isSend() || listed[i].step != TransferStep::Start)
-            continue;
-          ActionKind made = send.kind == ActionKind::SendGrad
-                                ? ActionKind::Backward
-                                : ActionKind::Forward;
-          int64_t producer = -1;
-          for (size_t j = 0; j < i; ++j)
-            if (listed[j].action.kind == made &&
-                listed[j].action.microbatch == send.microbatch &&
-                listed[j].action.chunk == send.chunk)
-              producer = static_cast<int64_t>(j);
-          ASSERT_GE(producer, 0) << describe(options);
-          const ListedAction &before = listed[i - 1];
-          bool own = before.action.microbatch == send.microbatch &&
-                     before.action.chunk == send.chunk;
-          EXPECT_TRUE(before.step == TransferStep::Start ||
-                      (own && (before.action.isCompute() ||
-                               before.step == TransferStep::Wait)))
-              << describe(options) << ": " << formatAction(before.action)
-              << " right before " << formatAction(send);
-        }
-      }
+  forEachAsyncList([](const ScheduleOptions &options,
+                      const std::vector<Action> &,
+                      const std::vector<ListedAction> &listed) {
+    for (size_t i = 0; i < listed.size(); ++i) {
+      const Action &send = listed[i].action;
+      if (!send.isSend() || listed[i].step != TransferStep::Start)
+        continue;
+      ActionKind made = send.kind == ActionKind::SendGrad ? ActionKind::Backward
+                                                          : ActionKind::Forward;
+      int64_t producer = -1;
+      for (size_t j = 0; j < i; ++j)
+        if (listed[j].action.kind == made &&
+            listed[j].action.microbatch == send.microbatch &&
+            listed[j].action.chunk == send.chunk)
+          producer = static_cast<int64_t>(j);
+      ASSERT_GE(producer, 0) << describe(options);
+      const ListedAction &before = listed[i - 1];
+      bool own = before.action.microbatch == send.microbatch &&
+                 before.action.chunk == send.chunk;
+      EXPECT_TRUE(before.step == TransferStep::Start ||
+                  (own && (before.action.isCompute() ||
+                           before.step == TransferStep::Wait)))
+          << describe(options) << ": " << formatAction(before.action)
+          << " right before " << formatAction(send);
     }
+  });
 }
 
 TEST(PipelineSchedule, ZBH1SendsTheGradientBeforeTheDeferredW) {
