@@ -417,9 +417,11 @@ def DistPropagate : Pass<"dist-propagate", "ModuleOp"> {
       sums over the same axes, one partial operand of a multilinear op),
       otherwise it must be reduced first;
     * a `tpc.sum_to` (a bias's or the positions' gradient) of a partial sum
-      that another reader needs reduced (a row-parallel linear's output
-      gradient, which its weight and input gradients read whole) reads the
-      reduced value too: one reduction serves both, the sum is whole (no
+      that another reader of the same phase needs reduced, or of a value
+      split along a summed dimension that it needs gathered (a row-parallel
+      linear's output gradient, which its weight gradient reads whole; with
+      sequence parallelism split along the sequence) reads it as that
+      reader does: one collective serves both, the sum is whole (no
       reduction of its own), and a device can compute it with the weight
       gradient (the CUDA device's bias-gradient epilogue reads one dY);
     * a `tpc.sum_groups` whose grouped dimension is split finer than its

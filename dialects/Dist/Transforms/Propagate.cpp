@@ -9,6 +9,7 @@
 #include "dialects/Dist/Transforms/Passes.h"
 #include "dialects/Tpc/IR/ShardingRule.h"
 #include "dialects/Tpc/IR/TpcOps.h"
+#include "dialects/Tpc/Transforms/Autodiff.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -56,8 +57,9 @@ private:
   /// Results of ops whose block factor is theirs alone (an embedding
   /// gradient's vocabulary), computed in the blocks a reader needs.
   DenseMap<Operation *, Layout> blocksForReaders;
-  /// Partial sums that a bias gradient (sum_to) reads and another reader
-  /// all-reduces anyway: read reduced.
+  /// Partial or sequence-split values that a bias gradient (sum_to) reads
+  /// and another reader of the same phase all-reduces or gathers anyway:
+  /// read as that reader does.
   DenseMap<Operation *, Layout> sumToReadsReduced;
 
   Layout layoutOf(Value value) const {
@@ -409,14 +411,30 @@ bool FunctionPropagation::sumOperandsAsReadersReduce() {
   return replaceIfChanged(sumOperandsFromReaders, std::move(chosen));
 }
 
+/// The phase whose readers of a value share its gathers and reductions in
+/// dist-partition: the forward apart, a function's B and W together.
+static StringRef sharingPhaseOf(Operation *op, std::string &storage) {
+  auto phase = op->getAttrOfType<StringAttr>(tpc::kPhaseAttrName);
+  if (!phase)
+    return "";
+  if (std::optional<std::string> inputGrad =
+          tpc::inputGradOfWeightGrad(phase.getValue())) {
+    storage = *inputGrad;
+    return storage;
+  }
+  return phase.getValue();
+}
+
 /// A bias gradient (sum_to over the leading dims) of a row-parallel
 /// linear's output gradient, which tensor parallelism leaves a partial sum
-/// that the weight and input gradients all-reduce: the sum_to reads the
-/// reduced value too, so that one reduction serves all three, the bias
-/// gradient is whole (no reduction of its own), and a device may compute it
-/// in the weight gradient's product (the CUDA device's bias-gradient
-/// epilogue needs both to read the same dY). Returns whether anything
-/// changed.
+/// (sequence parallelism: split along the sequence) that the weight
+/// gradient reads all-reduced (all-gathered) in the same phase: the sum_to
+/// reads that value too, so that one collective serves both, the bias
+/// gradient is whole (no reduction of its own), and a device may compute
+/// it in the weight gradient's product (the CUDA device's bias-gradient
+/// epilogue needs both to read the same dY). Only a partial sum reduced and
+/// splits of the summed dims gathered: the rest of the layout stays.
+/// Returns whether anything changed.
 bool FunctionPropagation::sumToAsReadersReduce() {
   DenseMap<Operation *, Layout> chosen;
   for (Operation &op : func.getBody().front()) {
@@ -425,16 +443,34 @@ bool FunctionPropagation::sumToAsReadersReduce() {
       continue;
     Value input = sum.getInput();
     Layout from = layoutOf(input);
-    if (!from.hasPartial())
-      continue;
+    size_t summed = rankOf(input) - rankOf(sum.getResult());
+    // Whether `to` is `from` with its partial sums reduced and some splits
+    // of the summed dims gathered, and differs.
+    auto reducesOrGathers = [&](const Layout &to) {
+      if (to.hasPartial() || to.dims.size() != from.dims.size())
+        return false;
+      bool moves = from.hasPartial();
+      for (auto [d, have, want] : llvm::enumerate(from.dims, to.dims)) {
+        if (have == want)
+          continue;
+        if (d >= summed || want.size() > have.size() ||
+            !std::equal(want.begin(), want.end(), have.begin()))
+          return false;
+        moves = true;
+      }
+      return moves;
+    };
+    std::string storage, readerStorage;
+    StringRef phase = sharingPhaseOf(&op, storage);
     for (OpOperand &use : input.getUses()) {
       Operation *reader = use.getOwner();
       auto plan = plans.find(reader);
       if (reader == &op || plan == plans.end() ||
-          use.getOperandNumber() >= plan->second.operands.size())
+          use.getOperandNumber() >= plan->second.operands.size() ||
+          sharingPhaseOf(reader, readerStorage) != phase)
         continue;
       const Layout &wanted = plan->second.operands[use.getOperandNumber()];
-      if (!wanted.hasPartial() && wanted.dims == from.dims) {
+      if (reducesOrGathers(wanted)) {
         chosen[&op] = wanted;
         break;
       }
