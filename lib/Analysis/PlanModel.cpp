@@ -432,8 +432,10 @@ public:
     double branchBackward = dropout ? 2 * e + 1 : 0;
     // A norm reads x and writes y; backward its input gradient (dY, x, dX),
     // its parameter gradients (dY, x) and the residual add: one group on a
-    // CUDA device (all three are in B, whatever the schedule).
-    double normBackward = fuses ? 4 * e : 8 * e;
+    // CUDA device (all three are in B, whatever the schedule), but for rows
+    // too wide for its sums, whose parameter gradients run apart.
+    bool normParamsApart = fuses && m.hidden > kCudaNormBackwardMostColumns;
+    double normBackward = !fuses ? 8 * e : normParamsApart ? 6 * e : 4 * e;
     double activationForward, activationBackward;
     if (m.llama) {
       // SiLU(gate), then its product with up; backward both products'
@@ -470,10 +472,12 @@ public:
       branchKernelsForward += 1;
     double kernelsForward =
         2 + 2 * branchKernelsForward + (m.llama ? 2 : (fuses ? 0 : 1));
-    double kernelsBackward = 2 * (fuses ? 1 : 3) + (dropout ? 2 : 0) +
-                             (m.llama ? 3 : (fuses ? 0 : 1)) +
-                             (biasGradients > 0 ? 4 : 0) +
-                             (inputGradientSums > 0 ? 3 : 0);
+    double kernelsBackward =
+        2 * (!fuses            ? 3
+             : normParamsApart ? 2
+                               : 1) +
+        (dropout ? 2 : 0) + (m.llama ? 3 : (fuses ? 0 : 1)) +
+        (biasGradients > 0 ? 4 : 0) + (inputGradientSums > 0 ? 3 : 0);
     auto elementwise = [&](double bytes, double kernels) {
       return memory(bytes) + launches(std::max(0.0, kernels - 1));
     };

@@ -594,6 +594,9 @@ TEST(PlanModel, EveryKernelOfALayerPaysItsLaunch) {
   // products' and SiLU's gradients (15); W 7: 36.
   // GPT-2 with dropout over tp = 2, cuda: each row-parallel output's bias
   // added after its reduction (2 more forward): 26; the collectives free.
+  // Rows wider than the device's norm backward group takes
+  // (kCudaNormBackwardMostColumns): each norm's parameter gradients apart
+  // (2 more backward): 26.
   Hardware cuda = testHardware();
   cuda.peakBf16 = cuda.peakFp16 = cuda.peakFp32 = 1e30;
   cuda.memoryBytesPerSecond = 1e30;
@@ -614,6 +617,10 @@ TEST(PlanModel, EveryKernelOfALayerPaysItsLaunch) {
   llama.llama = true;
   llama.kvHeads = 2;
   llama.tiedEmbeddings = false;
+  TransformerShape wide = dropout;
+  wide.hidden = kCudaNormBackwardMostColumns + 128;
+  wide.headDim = wide.hidden / wide.heads;
+  wide.ffn = 4 * wide.hidden;
   PlanChoice one, tp2;
   tp2.tp = 2;
   struct Case {
@@ -628,7 +635,8 @@ TEST(PlanModel, EveryKernelOfALayerPaysItsLaunch) {
         Case{"gpt2 dropout cpu", dropout, &cpu, &one, 36},
         Case{"gpt2 cuda", gpt, &cuda, &one, 20},
         Case{"llama cuda", llama, &cuda, &one, 36},
-        Case{"gpt2 dropout cuda tp2", dropout, &cuda, &tp2, 26}}) {
+        Case{"gpt2 dropout cuda tp2", dropout, &cuda, &tp2, 26},
+        Case{"gpt2 dropout cuda wide", wide, &cuda, &one, 26}}) {
     TransformerShape deeper = c.shape;
     deeper.layers += 4;
     auto four = estimatePlan(c.shape, *c.plan, *c.hw, false, error);

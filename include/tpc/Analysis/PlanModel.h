@@ -98,6 +98,12 @@ double korthikantiModelFlops(double B, double l, double s, double h,
 double narayananRecomputeFlops(double B, double l, double s, double h,
                                double V);
 
+/// The widest rows whose norm backward the CUDA device runs as one group
+/// with the norm's parameter gradients (runtime/cuda/FusionPlan.h's
+/// kNormBackwardMostColumns: the block's sums in shared memory; the
+/// compiler's CudaFusions.cpp asserts they agree).
+constexpr int64_t kCudaNormBackwardMostColumns = 8192;
+
 /// Bytes one transformer layer stashes for one microbatch on one device
 /// (Korthikanti Table 2 generalized to what the compiler stashes of GPT-2
 /// and Llama layers: none, selective, full, with tp and sequence

@@ -13,6 +13,8 @@
 
 #include "tpc/Target/Tpcx.h"
 
+#include "tpc/Analysis/PlanModel.h"
+
 #include "runtime/cuda/CudnnEligibility.h"
 #include "runtime/cuda/FusionPlan.h"
 #include "runtime/cuda/KernelBatches.h"
@@ -21,6 +23,11 @@
 #include <set>
 
 using namespace mlir;
+
+static_assert(tpc::kCudaNormBackwardMostColumns ==
+                  tpcrt::cuda::kNormBackwardMostColumns,
+              "tpc-plan's closed form prices the norm backward groups the "
+              "CUDA device forms");
 
 FailureOr<tpc::DevicePlan> mlir::rt::planCudaDevice(ModuleOp module) {
   std::vector<uint8_t> payload;
