@@ -685,10 +685,8 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
     if (!stats)
       return std::nullopt;
   }
-  auto rankOf = [&](int64_t chunk) {
-    if (vPlacement && chunk >= plan.pp)
-      return 2 * plan.pp - 1 - chunk;
-    return chunk % plan.pp;
+  auto rankOf = [&](int64_t chunk) -> int64_t {
+    return options.rankOf(static_cast<int>(chunk));
   };
   // Per rank, the mean layers of its chunks.
   auto rankLayersPerChunk = [&](int64_t r) {
@@ -876,7 +874,6 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
       // and a deferred W what W reads; the most at once. Chunks whose
       // in-flight counts differ (ZB-V's two legs, interleaving's) weigh by
       // their own layers.
-      std::vector<int64_t> stashed(chunks, 0), toWeight(chunks, 0);
       double held = 0;
       layersHeld = 0;
       auto chunkToW = [&](int64_t c) {
@@ -886,19 +883,15 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
         int64_t c = action.chunk;
         switch (action.kind) {
         case pipeline::ActionKind::Forward:
-          ++stashed[c];
           held += static_cast<double>(stash) * chunkLayers[c];
           break;
         case pipeline::ActionKind::Backward:
-          --stashed[c];
           held -= static_cast<double>(stash) * chunkLayers[c];
           if (!action.fusedWeight) {
-            ++toWeight[c];
             held += chunkToW(c);
           }
           break;
         case pipeline::ActionKind::Weight:
-          --toWeight[c];
           held -= chunkToW(c);
           break;
         default:

@@ -75,10 +75,8 @@ private:
     auto phase = user->getAttrOfType<StringAttr>(tpc::kPhaseAttrName);
     if (!phase)
       return phase;
-    if (std::optional<std::string> inputGrad =
-            tpc::inputGradOfWeightGrad(phase.getValue()))
-      return StringAttr::get(context, *inputGrad);
-    return phase;
+    return StringAttr::get(context,
+                           tpc::phaseSharingCollectives(phase.getValue()));
   }
 
   Layout layoutOf(Value value) {

@@ -20,7 +20,6 @@
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/STLExtras.h"
 
-#include <algorithm>
 #include <map>
 
 namespace mlir::dist {

@@ -411,18 +411,11 @@ bool FunctionPropagation::sumOperandsAsReadersReduce() {
   return replaceIfChanged(sumOperandsFromReaders, std::move(chosen));
 }
 
-/// The phase whose readers of a value share its gathers and reductions in
-/// dist-partition: the forward apart, a function's B and W together.
-static StringRef sharingPhaseOf(Operation *op, std::string &storage) {
+/// The phase whose readers of `op`'s operands share their gathers and
+/// reductions in dist-partition ("" where it has none).
+static std::string sharingPhaseOf(Operation *op) {
   auto phase = op->getAttrOfType<StringAttr>(tpc::kPhaseAttrName);
-  if (!phase)
-    return "";
-  if (std::optional<std::string> inputGrad =
-          tpc::inputGradOfWeightGrad(phase.getValue())) {
-    storage = *inputGrad;
-    return storage;
-  }
-  return phase.getValue();
+  return phase ? tpc::phaseSharingCollectives(phase.getValue()) : "";
 }
 
 /// A bias gradient (sum_to over the leading dims) of a row-parallel
@@ -460,14 +453,13 @@ bool FunctionPropagation::sumToAsReadersReduce() {
       }
       return moves;
     };
-    std::string storage, readerStorage;
-    StringRef phase = sharingPhaseOf(&op, storage);
+    std::string phase = sharingPhaseOf(&op);
     for (OpOperand &use : input.getUses()) {
       Operation *reader = use.getOwner();
       auto plan = plans.find(reader);
       if (reader == &op || plan == plans.end() ||
           use.getOperandNumber() >= plan->second.operands.size() ||
-          sharingPhaseOf(reader, readerStorage) != phase)
+          sharingPhaseOf(reader) != phase)
         continue;
       const Layout &wanted = plan->second.operands[use.getOperandNumber()];
       if (reducesOrGathers(wanted)) {

@@ -32,6 +32,16 @@ inline std::optional<std::string> inputGradOfWeightGrad(StringRef name) {
   return (kTrainInputGradName + name).str();
 }
 
+/// The phase whose readers of a value share its gathers and reductions
+/// (dist-propagate, dist-partition): a W function's is its B's
+/// (tpc-unroll-train-step runs each layer's W right after its B), any
+/// other function's its own.
+inline std::string phaseSharingCollectives(StringRef phase) {
+  if (std::optional<std::string> inputGrad = inputGradOfWeightGrad(phase))
+    return *inputGrad;
+  return phase.str();
+}
+
 /// Builds @train_F, @train_B, @train_W and the driver @train_step from
 /// @forward for `microbatches` microbatches (docs/design/training.md).
 /// Emits an error (and leaves `module` unchanged) when it cannot.
