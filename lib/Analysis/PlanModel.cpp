@@ -991,7 +991,7 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
     }
   }
   if (!simulate || plan.pp == 1) {
-    double worst = 0, forward = 0, backward = 0, weight = 0;
+    double worst = 0;
     for (int64_t r = 0; r < plan.pp; ++r) {
       double c = rankBusy[r].total();
       if (c + epilogue[r] / plan.microbatches > worst) {
@@ -999,27 +999,58 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
         slowest = r;
       }
     }
+    // The slowest rank's work per microbatch sets the steady state (its
+    // transfers overlap: each is started early and waited for late); each
+    // other rank adds its share of the fill and the drain once: its whole
+    // F + B + W (1F1B), that over v for interleaving (the fill passes a
+    // chunk of each rank), and for the zero-bubble schedules F + B less
+    // the W that fills the wait, ZB-V's two chunks' Ws (both legs) once
+    // each rank has 2p microbatches (the zero-bubble paper's
+    // (p - 1)(F + B - 2W) per chunk). With few microbatches the W cannot
+    // fill it: no faster than the last microbatch's way through every
+    // chunk after its forward enters, its W last.
+    double microbatches = static_cast<double>(plan.microbatches);
+    double v = static_cast<double>(plan.virtualStages);
+    std::vector<Busy> rankForward(plan.pp), rankBackward(plan.pp),
+        rankWeight(plan.pp);
     for (int64_t c = 0; c < chunks; ++c) {
-      forward = std::max(forward, chunkCosts[c].forward.total());
-      backward = std::max(backward, chunkCosts[c].backward.total());
-      weight = std::max(weight, chunkCosts[c].weight.total());
+      rankForward[rankOf(c)] += chunkCosts[c].forward;
+      rankBackward[rankOf(c)] += chunkCosts[c].backward;
+      rankWeight[rankOf(c)] += chunkCosts[c].weight;
     }
-    double perMicrobatch = rankBusy[slowest].total() + 2 * p2p;
-    double m_ = static_cast<double>(plan.microbatches), p = plan.pp,
-           v = plan.virtualStages;
-    double step;
-    switch (*kind) {
-    case pipeline::ScheduleKind::Interleaved1F1B:
-      step = (m_ + (p - 1) / v) * perMicrobatch;
-      break;
-    case pipeline::ScheduleKind::ZBH1:
-    case pipeline::ScheduleKind::ZBV:
-      step = m_ * perMicrobatch +
-             (p - 1) * std::max(0.0, forward + backward - weight + 2 * p2p);
-      break;
-    default:
-      step = (m_ + p - 1) * perMicrobatch;
-      break;
+    bool zeroBubble = *kind == pipeline::ScheduleKind::ZBH1 ||
+                      *kind == pipeline::ScheduleKind::ZBV;
+    double weightsFilling =
+        *kind == pipeline::ScheduleKind::ZBV && plan.microbatches >= 2 * plan.pp
+            ? 2
+            : 1;
+    double fillAndDrain = 0;
+    for (int64_t r = 0; r < plan.pp; ++r) {
+      if (r == slowest)
+        continue;
+      double share =
+          zeroBubble
+              ? std::max(0.0, rankForward[r].total() + rankBackward[r].total() -
+                                  weightsFilling * rankWeight[r].total())
+              : rankBusy[r].total();
+      fillAndDrain += share + 2 * v * p2p;
+    }
+    double step =
+        microbatches * (rankBusy[slowest].total() + (zeroBubble ? 0 : p2p)) +
+        fillAndDrain / v;
+    if (zeroBubble) {
+      double lastMicrobatch = 0, period = 0;
+      for (int64_t c = 0; c < chunks; ++c) {
+        lastMicrobatch +=
+            chunkCosts[c].forward.total() + chunkCosts[c].backward.total();
+        if (c > 0 && rankOf(c) != rankOf(c - 1))
+          lastMicrobatch += 2 * p2p;
+      }
+      for (int64_t r = 0; r < plan.pp; ++r)
+        period =
+            std::max(period, rankForward[r].total() + rankBackward[r].total());
+      step = std::max(step, lastMicrobatch + (microbatches - 1) * period +
+                                chunkCosts[0].weight.total());
     }
     estimate.stepSeconds = step + epilogue[slowest];
   } else {

@@ -542,10 +542,12 @@ int main(int argc, char **argv) {
           llvm::formatv(", searched with {0:F2}", gb(searched->peakBytes));
     llvm::outs() << llvm::formatv(
         "check: {5}compiled with {0} layers: planned peak {1:F2} GB (closed "
-        "form {2:F2}{6}), replayed step {3:F4} s (closed form {4:F4} s)\n",
+        "form {2:F2}{6}), replayed step {3:F4} s (closed form {4:F4} s, "
+        "searched with {7:F4} s)\n",
         check, gb(compiledPeak), closed ? gb(closed->peakBytes) : 0.0,
         report.predicted->stepSeconds, closed ? closed->stepSeconds : 0.0,
-        checkCompared ? "the compared plan " : "", searchedPeak);
+        checkCompared ? "the compared plan " : "", searchedPeak,
+        searched ? searched->stepSeconds : 0.0);
     if (compiledPeak > limit)
       llvm::WithColor::warning(llvm::errs(), "tpc-plan")
           << "the check compile's planned peak passes --memory-limit: the "
@@ -558,7 +560,8 @@ int main(int argc, char **argv) {
         {"closed_form_peak_bytes", closed ? closed->peakBytes : 0},
         {"searched_peak_bytes", searched ? searched->peakBytes : 0},
         {"compiled_step_time_s", report.predicted->stepSeconds},
-        {"closed_form_step_time_s", closed ? closed->stepSeconds : 0.0}};
+        {"closed_form_step_time_s", closed ? closed->stepSeconds : 0.0},
+        {"searched_step_time_s", searched ? searched->stepSeconds : 0.0}};
   }
 
   if (!reportPath.empty()) {
