@@ -319,7 +319,8 @@ public:
       products.down = product(tokens, h, ffn);
       return products;
     };
-    double linears = matrices(false).total();
+    LayerProducts products = matrices(false);
+    double linears = products.total();
     // Attention's core.
     double e = m.elementBytes;
     double scores = b * heads * s * s;
@@ -504,6 +505,47 @@ public:
       costs.backward.communication += comm - halfOutputReduction();
     } else if (plan.remat == "selective" && !m.fusedAttention) {
       costs.backward.recompute = scoresForward;
+    }
+    // On a device that runs collectives on streams of their own (the CUDA
+    // device), where W runs with B, rt-overlap-collectives moves the work
+    // that a collective of B does not wait for past it: each half's
+    // input-gradient reduction (an all-reduce, or with sequence parallelism
+    // a reduce-scatter) runs behind the weight gradients of the half before
+    // it in the backward. With full recomputation B interleaves the
+    // recomputed forward with the backward: its collectives run behind the
+    // attention half's whole backward of the layer after it, one reduction
+    // behind the recomputed MLP's up projection, the other behind the MLP's
+    // weight gradients. What a collective takes past them shows (counted
+    // by this layer's halves); the sequence-parallel gathers of the output
+    // gradients, read at once, show whole. With sequence parallelism the
+    // recomputed forward's collectives are read at once too (the attention
+    // input's gather, issued behind the norm's backward, all but).
+    if (fuses && plan.tp > 1 && !deferredWeightGradients()) {
+      double reduction = halfOutputReduction();
+      auto shows = [](double collective, double behind) {
+        return std::max(0.0, collective - behind);
+      };
+      double gathers = comm - 2 * reduction;
+      if (plan.remat == "full" && plan.sequenceParallel) {
+        // The recomputed forward's gathers and reduce-scatter are read at
+        // once; the MLP's output-gradient gather runs behind the recomputed
+        // up projection, the reduce-scatters behind the weight gradients.
+        costs.backward.communication =
+            comm - reduction + gathers / 2 + shows(gathers / 2, products.up) +
+            shows(reduction, weights.qkv + weights.out) +
+            shows(reduction, weights.up + weights.down);
+      } else if (plan.remat == "full") {
+        double attentionHalf = products.qkv + products.out + attentionBackward +
+                               weights.qkv + weights.out;
+        costs.backward.communication =
+            shows(comm - reduction, attentionHalf) +
+            shows(reduction, products.up) +
+            shows(reduction, weights.up + weights.down);
+      } else {
+        costs.backward.communication =
+            gathers + shows(reduction, weights.qkv + weights.out) +
+            shows(reduction, weights.up + weights.down);
+      }
     }
     return costs;
   }

@@ -136,6 +136,7 @@ void mlir::tpc::buildLowerToExecutable(OpPassManager &pm,
   rt::RtBucketReductionsOptions buckets;
   buckets.bucketBytes = options.gradBucketBytes;
   pm.addPass(rt::createRtBucketReductions(buckets));
+  pm.addPass(rt::createRtOverlapCollectives());
   if (options.gradReduceDType == "bf16")
     pm.addPass(rt::createRtReduceGradientsInBf16());
   rt::RtPlanMemoryOptions plan;

@@ -764,6 +764,73 @@ TEST(PlanModel, CudaOverlapsTheDataParallelReduction) {
   }
 }
 
+TEST(PlanModel, CudaOverlapsTheInputGradientReductions) {
+  // Where W runs with B, rt-overlap-collectives moves each half's weight
+  // gradients past the input-gradient reduction after them: on a device
+  // that runs collectives on streams of their own (cuda) each of a layer's
+  // two backward all-reduces over tp runs behind a half's weight-gradient
+  // GEMMs (q, k, v with the output projection; the MLP's two), and what it
+  // takes past them shows; the forward's two show whole. Elsewhere all
+  // four show. Measured as what a slow link adds per layer (8 layers
+  // against 4, pp = 1, tp = 2 in one node, 2 microbatches of 2048 tokens):
+  // 4 layers x 2 microbatches x the exposed time, against a link so fast
+  // that a collective costs nothing. The slow link's all-reduce lies
+  // between the two halves' GEMMs: one shows in part, one not at all.
+  Hardware cpu = testHardware();
+  cpu.intraNode.bytesPerSecond /= 10;
+  Hardware cuda = cpu;
+  cuda.runtimeDevice = "cuda";
+  auto free = [](Hardware hw) {
+    hw.intraNode.bytesPerSecond = 1e30;
+    hw.intraNode.latencySeconds = 0;
+    return hw;
+  };
+  TransformerShape shape{8, 2048, 16, 16, 128, 8192, 51200, 2048};
+  shape.fusedAttention = true;
+  PlanChoice plan;
+  plan.tp = 2;
+  plan.microbatches = 2;
+  std::string error;
+  auto perLayers = [&](const Hardware &hw) {
+    TransformerShape four = shape;
+    four.layers = 4;
+    auto eight = estimatePlan(shape, plan, hw, false, error);
+    auto half = estimatePlan(four, plan, hw, false, error);
+    EXPECT_TRUE(eight && half) << error;
+    return eight && half ? eight->stepSeconds - half->stepSeconds : 0.0;
+  };
+  // A weight gradient's GEMM over the 2048 tokens, adding into its fp32 sum
+  // (bf16 operands): rows x inner by inner x cols.
+  double tokens = 2048, h = 2048, perRank = 16 / 2 * 128, ffn = 8192 / 2;
+  auto weightGemm = [&](const Hardware &hw, double cols, double inner) {
+    double bytes =
+        (tokens * inner + inner * cols + tokens * cols) * 2 + 4 * inner * cols;
+    return matmulSeconds(hw, 2 * tokens * cols * inner, bytes,
+                         hw.peakFlops("bf16"));
+  };
+  auto exposedPerLayer = [&](const Hardware &hw) {
+    double reduce =
+        collectiveSeconds(hw, CollectiveKind::AllReduce, tokens * h * 2, 2, 2);
+    if (hw.runtimeDevice != "cuda")
+      return 4 * reduce;
+    double attention =
+        weightGemm(hw, 3 * perRank, h) + weightGemm(hw, h, perRank);
+    double mlp = weightGemm(hw, ffn, h) + weightGemm(hw, h, ffn);
+    if (hw.intraNode.latencySeconds > 0) {
+      EXPECT_GT(reduce, attention);
+      EXPECT_LT(reduce, mlp);
+    }
+    return 2 * reduce + std::max(0.0, reduce - attention) +
+           std::max(0.0, reduce - mlp);
+  };
+  for (const Hardware &hw : {cpu, cuda}) {
+    SCOPED_TRACE(hw.runtimeDevice);
+    EXPECT_NEAR(perLayers(hw) - perLayers(free(hw)),
+                4 * 2 * (exposedPerLayer(hw) - exposedPerLayer(free(hw))),
+                1e-9);
+  }
+}
+
 } // namespace
 
 TEST(PlanModel, SearchedStepIsNearTheReplay) {

@@ -113,6 +113,44 @@ def RtPrefetchGathers : Pass<"rt-prefetch-gathers", "ModuleOp"> {
   }];
 }
 
+def RtOverlapCollectives : Pass<"rt-overlap-collectives", "ModuleOp"> {
+  let summary = "Moves the kernels a collective does not wait for to just after it";
+  let description = [{
+    For each run of collective kernels (`all_reduce`, `reduce_scatter`,
+    `all_gather`, `all_to_all`) issued one after another (as
+    `rt-bucket-reductions` leaves them: the CUDA device issues such a run
+    of reductions as one) of which one reduces a buffer that a kernel
+    before it writes, takes the kernels between the run and the kernel
+    that communicated before it (a collective, a transfer or its wait, the
+    vocabulary-split loss), of its function and pipeline stage, and moves
+    those that the run does not wait for to just after it, in their order.
+    A kernel moves where neither it nor any kernel of its fused run
+    (FusionCandidates.h: runs move whole) writes a buffer that a kernel
+    staying after it reads or writes, nor reads one that such a kernel
+    writes, and no binding among them uses its buffers. Each kernel moves
+    past one run at most (the last run is taken first). A run of gathers
+    of buffers written long before (issued early by `rt-prefetch-gathers`,
+    they already run behind the kernels after them) is left alone: moving
+    kernels past it would keep more gathered results live at once.
+
+    In a backward the sharding passes leave a tensor-parallel reduction of
+    an input gradient (`all_reduce`, or `reduce_scatter` with sequence
+    parallelism) right after the kernels that make it, and the layer's
+    weight and bias gradients, which it does not need, before those. A
+    device that runs collectives on streams of their own (the CUDA device)
+    overlaps a collective only with the kernels after it, up to the first
+    that reads its result: moved, the weight gradients' GEMMs run while the
+    reduction does, as Megatron overlaps them. A device that runs kernels
+    one at a time (the CPU) computes the same values: only kernels that
+    share no buffer with what stays behind them move. Runs after
+    `rt-issue-reductions-early`, `rt-prefetch-gathers` and
+    `rt-bucket-reductions` (whose reductions and gathers then bound the
+    windows and make the runs) and before `rt-plan-memory`, whose
+    lifetimes follow the new order. In a program of functions each kernel
+    stays in its function; the ranges are rewritten.
+  }];
+}
+
 def RtFoldPadSums : Pass<"rt-fold-pad-sums", "ModuleOp"> {
   let summary = "Pads that tile a dimension, added up, become one concat";
   let description = [{

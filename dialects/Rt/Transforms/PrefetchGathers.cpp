@@ -16,11 +16,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Rt/IR/RtOps.h"
+#include "dialects/Rt/Transforms/Communicates.h"
 #include "dialects/Rt/Transforms/FusionCandidates.h"
 #include "dialects/Rt/Transforms/KernelFunctions.h"
 #include "dialects/Rt/Transforms/Passes.h"
-
-#include "tpcrt/KernelTable.h"
 
 namespace mlir::rt {
 #define GEN_PASS_DEF_RTPREFETCHGATHERS
@@ -31,18 +30,6 @@ using namespace mlir;
 using namespace mlir::rt;
 
 namespace {
-
-/// Kernels that move data between ranks (collectives, transfers and their
-/// waits, the vocabulary-split loss with its all-reduces inside): every
-/// rank issues them in one order, which the pass keeps.
-bool communicates(KernelOp kernel) {
-  OpCode opcode = kernel.getOpcode();
-  if (opcode == OpCode::CrossEntropy || opcode == OpCode::CrossEntropyGrad)
-    return true;
-  const tpcrt::KernelInfo *info =
-      tpcrt::kernelInfo(static_cast<tpcrt::fb::OpCode>(opcode));
-  return info && info->kind == tpcrt::KernelKind::Communicates;
-}
 
 bool uses(Operation &op, Value buffer) {
   return llvm::is_contained(op.getOperands(), buffer);

@@ -1,0 +1,196 @@
+//===- OverlapCollectives.cpp - work a collective does not wait for, after it
+//-===//
+//
+// A device that runs collectives on streams of their own (the CUDA device)
+// overlaps a collective with the kernels after it in the program, up to
+// the first one that reads its result. In a backward the sharding passes
+// leave each tensor-parallel reduction of an input gradient right after
+// the kernels that make it, and the layer's weight gradients (which it
+// does not need) before those: the reduction then runs alone. This pass
+// moves the kernels between a collective and the communication before it
+// that the collective does not wait for (nor they for it) to just after
+// it, so that they run while it does: Megatron's overlap of the input
+// gradient's all-reduce (or reduce-scatter) with the weight gradient's
+// GEMM. The values are unchanged: only kernels that share no buffer with
+// what stays behind them move, in their own order.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/Rt/IR/RtOps.h"
+#include "dialects/Rt/Transforms/Communicates.h"
+#include "dialects/Rt/Transforms/FusionCandidates.h"
+#include "dialects/Rt/Transforms/KernelFunctions.h"
+#include "dialects/Rt/Transforms/Passes.h"
+
+namespace mlir::rt {
+#define GEN_PASS_DEF_RTOVERLAPCOLLECTIVES
+#include "dialects/Rt/Transforms/Passes.h.inc"
+} // namespace mlir::rt
+
+using namespace mlir;
+using namespace mlir::rt;
+
+namespace {
+
+/// Kernels that the CUDA device may run as one: they move together.
+using Unit = SmallVector<KernelOp, 3>;
+
+bool shares(ValueRange a, ValueRange b) {
+  return llvm::any_of(a, [&](Value v) { return llvm::is_contained(b, v); });
+}
+
+/// Whether `first` (before `second` in the program) must stay before it:
+/// one writes what the other reads or writes.
+bool ordered(KernelOp first, KernelOp second) {
+  return shares(first.getOutputs(), second.getInputs()) ||
+         shares(first.getInputs(), second.getOutputs()) ||
+         shares(first.getOutputs(), second.getOutputs());
+}
+
+bool ordered(const Unit &unit, ArrayRef<KernelOp> after) {
+  return llvm::any_of(unit, [&](KernelOp kernel) {
+    return llvm::any_of(after,
+                        [&](KernelOp later) { return ordered(kernel, later); });
+  });
+}
+
+class Overlap {
+public:
+  Overlap(ProgramOp program) : functions(KernelFunctions::read(program)) {}
+
+  /// The function (-1 without functions) and stage of `kernel`: a window
+  /// stays within one of each.
+  std::pair<int64_t, int64_t> placeOf(KernelOp kernel) const {
+    int64_t function = -1;
+    if (functions) {
+      auto it = functions->functionOf.find(kernel);
+      function = it == functions->functionOf.end() ? -2 : it->second;
+    }
+    return {function, kernel.getStage().value_or(-1)};
+  }
+
+  /// Moves the kernels of `window` (in program order, right before the
+  /// collectives of `run`) that those do not wait for to just after them
+  /// (and after the collectives issued right after them that they do not
+  /// touch). Returns whether any moved.
+  bool sink(ArrayRef<KernelOp> run, ArrayRef<KernelOp> window) {
+    // The window in units: each fused run whole.
+    SmallVector<Unit> units;
+    for (size_t k = 0; k < window.size();) {
+      Unit unit{window[k]};
+      for (KernelOp partner : fusionPartners(window[k]))
+        if (k + unit.size() < window.size() &&
+            window[k + unit.size()] == partner)
+          unit.push_back(partner);
+      k += unit.size();
+      units.push_back(std::move(unit));
+    }
+    // From the last: a unit stays where something that stays after it
+    // must follow it; a binding or other op among the kernels that uses
+    // its buffers keeps it too.
+    SmallVector<KernelOp> staying(run.begin(), run.end());
+    SmallVector<bool> moves(units.size(), false);
+    Operation *end = KernelOp(run.front()).getOperation();
+    for (size_t u = units.size(); u-- > 0;) {
+      const Unit &unit = units[u];
+      bool bound = false;
+      for (Operation *op = unit.back()->getNextNode(); op && op != end;
+           op = op->getNextNode())
+        if (!isa<KernelOp, AllocOp>(op))
+          for (KernelOp kernel : unit)
+            bound |= shares(op->getOperands(), kernel->getOperands());
+      if (bound || ordered(unit, staying))
+        staying.append(unit.begin(), unit.end());
+      else
+        moves[u] = true;
+    }
+    SmallVector<KernelOp> moved;
+    for (size_t u = 0; u < units.size(); ++u)
+      if (moves[u])
+        moved.append(units[u].begin(), units[u].end());
+    if (moved.empty())
+      return false;
+    // After the run and the collectives issued right after it (prefetched
+    // gathers), where the moved kernels need not precede them.
+    KernelOp last = run.back();
+    Operation *at = last.getOperation();
+    for (Operation *op = at->getNextNode(); op; op = op->getNextNode()) {
+      if (isa<AllocOp>(op))
+        continue;
+      auto next = dyn_cast<KernelOp>(op);
+      if (!next || !isCollective(next.getOpcode()) ||
+          placeOf(next) != placeOf(last) ||
+          llvm::any_of(moved,
+                       [&](KernelOp kernel) { return ordered(kernel, next); }))
+        break;
+      at = op;
+    }
+    for (KernelOp kernel : moved) {
+      kernel->moveAfter(at);
+      at = kernel.getOperation();
+    }
+    return true;
+  }
+
+  std::optional<KernelFunctions> functions;
+};
+
+struct RtOverlapCollectivesPass
+    : public rt::impl::RtOverlapCollectivesBase<RtOverlapCollectivesPass> {
+  void runOnOperation() override {
+    for (ProgramOp program : getOperation().getOps<ProgramOp>()) {
+      Overlap overlap(program);
+      SmallVector<KernelOp> kernels(
+          program.getBody().front().getOps<KernelOp>());
+      // Each run of collectives issued together (rt-bucket-reductions
+      // makes runs of the reductions) with the kernels since the
+      // communication before it (of its function and stage), in the
+      // program as it is now; the last first, so that what moves past one
+      // run is not moved again.
+      SmallVector<std::pair<ArrayRef<KernelOp>, ArrayRef<KernelOp>>> windows;
+      size_t start = 0;
+      for (size_t k = 0; k < kernels.size();) {
+        if (!communicates(kernels[k])) {
+          ++k;
+          continue;
+        }
+        size_t first = k;
+        while (first > start && overlap.placeOf(kernels[first - 1]) ==
+                                    overlap.placeOf(kernels[k]))
+          --first;
+        size_t end = k + 1;
+        if (isCollective(kernels[k].getOpcode()))
+          while (end < kernels.size() &&
+                 isCollective(kernels[end].getOpcode()) &&
+                 overlap.placeOf(kernels[end]) == overlap.placeOf(kernels[k]))
+            ++end;
+        ArrayRef<KernelOp> run = ArrayRef(kernels).slice(k, end - k);
+        ArrayRef<KernelOp> window = ArrayRef(kernels).slice(first, k - first);
+        // A run that reduces what the window computes (an input gradient);
+        // not gathers of buffers written long before (issued early by
+        // rt-prefetch-gathers, they already run behind the kernels after
+        // them: moving those further would keep more gathered results live
+        // at once).
+        bool computed = llvm::any_of(run, [&](KernelOp collective) {
+          Value operand = collective.getInputs()[0];
+          return llvm::any_of(window, [&](KernelOp kernel) {
+            return llvm::is_contained(kernel.getOutputs(), operand);
+          });
+        });
+        if (isCollective(kernels[k].getOpcode()) && computed)
+          windows.push_back({run, window});
+        start = k = end;
+      }
+      bool moved = false;
+      for (auto [run, window] : llvm::reverse(windows))
+        moved |= overlap.sink(run, window);
+      // Each kernel stayed in its function: the ranges are rewritten as
+      // they were, kernel for kernel (a check that they still hold).
+      if (moved && overlap.functions &&
+          failed(overlap.functions->write(program, "rt-overlap-collectives")))
+        return signalPassFailure();
+    }
+  }
+};
+
+} // namespace

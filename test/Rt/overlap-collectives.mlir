@@ -1,0 +1,213 @@
+// rt-overlap-collectives: the kernels between a collective of a buffer
+// they compute and the communication before it that it does not wait for
+// (nor they for it) move to just after it, in their order, fused runs
+// whole: a backward's weight gradients then run while the input gradient's
+// reduction does.
+// RUN: tpc-opt %s --split-input-file --rt-overlap-collectives | FileCheck %s
+
+// A column-parallel layer's backward (tp = 2): the weight gradient with the
+// sum_to of its dY (one fused run) and the bias sum's add do not touch the
+// all_reduce's operand chain (the input gradient, the norm's backward, the
+// dropout mask): they move past it, before its reader. The norm's
+// parameter gradient is fused with its input gradient, which the reduction
+// needs: it stays with it, and the add of its result moves.
+// The first reduction reduces a buffer no kernel before it writes: nothing
+// moves past it (the zeros stay).
+// CHECK-LABEL: rt.program @train_step mesh [tp = 2]
+// CHECK: rt.kernel zeros()
+// CHECK-NEXT: rt.kernel zeros()
+// CHECK-NEXT: rt.kernel zeros()
+// CHECK-NEXT: rt.kernel all_reduce
+// CHECK: rt.kernel linear_input_grad(%[[DY:.*]], %[[W:.*]]) -> (%[[DX:.*]])
+// CHECK-NEXT: rt.kernel layer_norm_param_grad(%[[DX]], %[[X:.*]]) -> (%[[DG:.*]], %[[DB:.*]])
+// CHECK-NEXT: rt.kernel layer_norm_input_grad(%[[DX]], %[[X]], %{{.*}}) -> (%[[DN:.*]])
+// CHECK-NEXT: rt.kernel apply_mask(%[[DN]], %{{.*}}) -> (%[[DM:.*]])
+// CHECK-NEXT: rt.kernel all_reduce(%[[DM]]) -> (%[[R:.*]]) ints [0]
+// CHECK-NEXT: rt.kernel linear_weight_grad_accumulate(%{{.*}}, %[[DY]], %[[WS:.*]]) -> (%[[WS]])
+// CHECK-NEXT: rt.kernel sum_to(%[[DY]]) -> (%[[BT:.*]])
+// CHECK-NEXT: rt.kernel add(%[[BS:.*]], %[[BT]]) -> (%[[BS]])
+// CHECK-NEXT: rt.kernel add(%[[GS:.*]], %[[DG]]) -> (%[[GS]])
+// CHECK-NEXT: rt.kernel silu(%[[R]])
+rt.program @train_step mesh [tp = 2] {
+  %x = rt.input "x" : memref<4x8xf32>
+  %dy = rt.input "dy" : memref<4x6xf32>
+  %m = rt.input "m" : memref<4x8xi8>
+  %w = rt.input "w" : memref<8x6xf32>
+  %g = rt.input "g" : memref<8xf32>
+  %ws = rt.alloc : memref<8x6xf32>
+  %bs = rt.alloc : memref<6xf32>
+  %gs = rt.alloc : memref<8xf32>
+  %first = rt.alloc : memref<4x8xf32>
+  %bt = rt.alloc : memref<6xf32>
+  %dx = rt.alloc : memref<4x8xf32>
+  %dg = rt.alloc : memref<8xf32>
+  %db = rt.alloc : memref<8xf32>
+  %dn = rt.alloc : memref<4x8xf32>
+  %dm = rt.alloc : memref<4x8xf32>
+  %r = rt.alloc : memref<4x8xf32>
+  %s = rt.alloc : memref<4x8xf32>
+  rt.kernel zeros() -> (%ws) :  -> memref<8x6xf32>
+  rt.kernel zeros() -> (%bs) :  -> memref<6xf32>
+  rt.kernel zeros() -> (%gs) :  -> memref<8xf32>
+  rt.kernel all_reduce(%x) -> (%first) ints [0] : memref<4x8xf32> -> memref<4x8xf32>
+  rt.kernel linear_weight_grad_accumulate(%first, %dy, %ws) -> (%ws) : memref<4x8xf32>, memref<4x6xf32>, memref<8x6xf32> -> memref<8x6xf32>
+  rt.kernel sum_to(%dy) -> (%bt) : memref<4x6xf32> -> memref<6xf32>
+  rt.kernel add(%bs, %bt) -> (%bs) : memref<6xf32>, memref<6xf32> -> memref<6xf32>
+  rt.kernel linear_input_grad(%dy, %w) -> (%dx) : memref<4x6xf32>, memref<8x6xf32> -> memref<4x8xf32>
+  rt.kernel layer_norm_param_grad(%dx, %first) -> (%dg, %db) floats [1.0e-5] : memref<4x8xf32>, memref<4x8xf32> -> memref<8xf32>, memref<8xf32>
+  rt.kernel layer_norm_input_grad(%dx, %first, %g) -> (%dn) floats [1.0e-5] : memref<4x8xf32>, memref<4x8xf32>, memref<8xf32> -> memref<4x8xf32>
+  rt.kernel add(%gs, %dg) -> (%gs) : memref<8xf32>, memref<8xf32> -> memref<8xf32>
+  rt.kernel apply_mask(%dn, %m) -> (%dm) floats [0.1] : memref<4x8xf32>, memref<4x8xi8> -> memref<4x8xf32>
+  rt.kernel all_reduce(%dm) -> (%r) ints [0] : memref<4x8xf32> -> memref<4x8xf32>
+  rt.kernel silu(%r) -> (%s) : memref<4x8xf32> -> memref<4x8xf32>
+  rt.output "s" %s : memref<4x8xf32>
+  rt.output "ws" %ws : memref<8x6xf32>
+  rt.output "bs" %bs : memref<6xf32>
+  rt.output "gs" %gs : memref<8xf32>
+  rt.output "db" %db : memref<8xf32>
+}
+
+// -----
+
+// What stays behind keeps what it needs before it: a kernel that reads a
+// buffer before a staying kernel writes it in place, one whose result the
+// collective's chain reads, and one that writes a buffer a staying kernel
+// writes again stay; the others move. The moved kernels go after a gather
+// issued right after the reduction (prefetched) that they do not touch; a
+// later gather of what they compute (not issued with the reduction) stays
+// after them.
+// CHECK-LABEL: rt.program @train_step mesh [tp = 2]
+// CHECK: rt.kernel all_reduce(%{{.*}}) -> (%[[A:.*]]) ints [0]
+// CHECK-NEXT: %[[B:.*]] = rt.alloc
+// CHECK-NEXT: rt.kernel silu(%[[A]]) -> (%[[B]])
+// CHECK-NEXT: %[[READ:.*]] = rt.alloc
+// CHECK-NEXT: rt.kernel copy(%[[B]]) -> (%[[READ]])
+// CHECK-NEXT: %[[USED:.*]] = rt.alloc
+// CHECK-NEXT: rt.kernel silu(%[[B]]) -> (%[[USED]])
+// CHECK-NEXT: %[[SAME:.*]] = rt.alloc
+// CHECK-NEXT: rt.kernel silu(%[[A]]) -> (%[[SAME]])
+// CHECK-NEXT: %[[FREE:.*]] = rt.alloc
+// CHECK-NEXT: %[[FREE2:.*]] = rt.alloc
+// CHECK-NEXT: rt.kernel add(%[[B]], %[[USED]]) -> (%[[B]])
+// CHECK-NEXT: rt.kernel copy(%[[B]]) -> (%[[SAME]])
+// CHECK-NEXT: %[[R:.*]] = rt.alloc
+// CHECK-NEXT: rt.kernel all_reduce(%[[SAME]]) -> (%[[R]]) ints [0]
+// CHECK-NEXT: %[[GA:.*]] = rt.alloc
+// CHECK-NEXT: rt.kernel all_gather(%[[A]]) -> (%[[GA]]) ints [0, 0]
+// CHECK-NEXT: rt.kernel silu(%[[A]]) -> (%[[FREE]])
+// CHECK-NEXT: rt.kernel silu(%[[FREE]]) -> (%[[FREE2]])
+// CHECK-NEXT: %{{.*}} = rt.alloc
+// CHECK-NEXT: rt.kernel silu(%[[R]])
+// CHECK-NEXT: %[[GB:.*]] = rt.alloc
+// CHECK-NEXT: rt.kernel all_gather(%[[FREE2]]) -> (%[[GB]]) ints [0, 0]
+rt.program @train_step mesh [tp = 2] {
+  %x = rt.input "x" : memref<4x8xf32>
+  %a = rt.alloc : memref<4x8xf32>
+  rt.kernel all_reduce(%x) -> (%a) ints [0] : memref<4x8xf32> -> memref<4x8xf32>
+  %b = rt.alloc : memref<4x8xf32>
+  rt.kernel silu(%a) -> (%b) : memref<4x8xf32> -> memref<4x8xf32>
+  %read = rt.alloc : memref<4x8xf32>
+  rt.kernel copy(%b) -> (%read) : memref<4x8xf32> -> memref<4x8xf32>
+  %used = rt.alloc : memref<4x8xf32>
+  rt.kernel silu(%b) -> (%used) : memref<4x8xf32> -> memref<4x8xf32>
+  %same = rt.alloc : memref<4x8xf32>
+  rt.kernel silu(%a) -> (%same) : memref<4x8xf32> -> memref<4x8xf32>
+  %free = rt.alloc : memref<4x8xf32>
+  rt.kernel silu(%a) -> (%free) : memref<4x8xf32> -> memref<4x8xf32>
+  %free2 = rt.alloc : memref<4x8xf32>
+  rt.kernel silu(%free) -> (%free2) : memref<4x8xf32> -> memref<4x8xf32>
+  rt.kernel add(%b, %used) -> (%b) : memref<4x8xf32>, memref<4x8xf32> -> memref<4x8xf32>
+  rt.kernel copy(%b) -> (%same) : memref<4x8xf32> -> memref<4x8xf32>
+  %r = rt.alloc : memref<4x8xf32>
+  rt.kernel all_reduce(%same) -> (%r) ints [0] : memref<4x8xf32> -> memref<4x8xf32>
+  %ga = rt.alloc : memref<8x8xf32>
+  rt.kernel all_gather(%a) -> (%ga) ints [0, 0] : memref<4x8xf32> -> memref<8x8xf32>
+  %s = rt.alloc : memref<4x8xf32>
+  rt.kernel silu(%r) -> (%s) : memref<4x8xf32> -> memref<4x8xf32>
+  %gb = rt.alloc : memref<8x8xf32>
+  rt.kernel all_gather(%free2) -> (%gb) ints [0, 0] : memref<4x8xf32> -> memref<8x8xf32>
+  rt.output "s" %s : memref<4x8xf32>
+  rt.output "read" %read : memref<4x8xf32>
+  rt.output "ga" %ga : memref<8x8xf32>
+  rt.output "gb" %gb : memref<8x8xf32>
+}
+
+// -----
+
+// In a program of functions a window stays in the collective's function:
+// the prologue's independent copy stays there; the microbatch's moves,
+// within the microbatch (the ranges as they were).
+// CHECK-LABEL: rt.program @train_step mesh [tp = 2]
+// CHECK-SAME: functions = [{count = 2 : i64, first = 0 : i64, name = "prologue"}, {count = 4 : i64, first = 2 : i64, name = "microbatch"}]
+// CHECK: rt.kernel silu(%[[X:.*]]) -> (%[[P:.*]])
+// CHECK-NEXT: rt.kernel copy(%[[X]]) -> (%[[Q:.*]])
+// CHECK-NEXT: rt.kernel copy(%[[P]]) -> (%[[V:.*]])
+// CHECK-NEXT: rt.kernel all_reduce(%[[V]]) -> (%[[R:.*]]) ints [0]
+// CHECK-NEXT: rt.kernel silu(%[[X]]) -> (%[[U:.*]])
+// CHECK-NEXT: rt.kernel add(%[[R]], %[[U]])
+rt.program @train_step mesh [tp = 2] attributes {actions = array<i64: 0, 0, 0, 1, 0, 0>, functions = [{count = 2 : i64, first = 0 : i64, name = "prologue"}, {count = 4 : i64, first = 2 : i64, name = "microbatch"}]} {
+  %x = rt.input "x" : memref<4x8xf32>
+  %p = rt.alloc : memref<4x8xf32>
+  %q = rt.alloc : memref<4x8xf32>
+  %u = rt.alloc : memref<4x8xf32>
+  %v = rt.alloc : memref<4x8xf32>
+  %r = rt.alloc : memref<4x8xf32>
+  %s = rt.alloc : memref<4x8xf32>
+  rt.kernel silu(%x) -> (%p) : memref<4x8xf32> -> memref<4x8xf32>
+  rt.kernel copy(%x) -> (%q) : memref<4x8xf32> -> memref<4x8xf32>
+  rt.kernel silu(%x) -> (%u) : memref<4x8xf32> -> memref<4x8xf32>
+  rt.kernel copy(%p) -> (%v) : memref<4x8xf32> -> memref<4x8xf32>
+  rt.kernel all_reduce(%v) -> (%r) ints [0] : memref<4x8xf32> -> memref<4x8xf32>
+  rt.kernel add(%r, %u) -> (%s) : memref<4x8xf32>, memref<4x8xf32> -> memref<4x8xf32>
+  rt.output "q" %q : memref<4x8xf32>
+  rt.output "s" %s : memref<4x8xf32>
+}
+
+// -----
+
+// A gather of a buffer written long before (issued early by
+// rt-prefetch-gathers) already runs behind the kernels after it: nothing
+// moves past it, which would keep more gathered results live at once.
+// CHECK-LABEL: rt.program @train_step mesh [tp = 2]
+// CHECK: rt.kernel all_reduce
+// CHECK-NEXT: rt.kernel silu
+// CHECK-NEXT: rt.kernel all_gather
+rt.program @train_step mesh [tp = 2] {
+  %x = rt.input "x" : memref<4x8xf32>
+  %y = rt.input "y" : memref<4x8xf32>
+  %a = rt.alloc : memref<4x8xf32>
+  %b = rt.alloc : memref<4x8xf32>
+  %g = rt.alloc : memref<8x8xf32>
+  rt.kernel all_reduce(%x) -> (%a) ints [0] : memref<4x8xf32> -> memref<4x8xf32>
+  rt.kernel silu(%a) -> (%b) : memref<4x8xf32> -> memref<4x8xf32>
+  rt.kernel all_gather(%y) -> (%g) ints [0, 0] : memref<4x8xf32> -> memref<8x8xf32>
+  rt.output "b" %b : memref<4x8xf32>
+  rt.output "g" %g : memref<8x8xf32>
+}
+
+// -----
+
+// A run of reductions issued together (rt-bucket-reductions' runs: a
+// norm's parameter gradients with the input gradient) is one: what any of
+// them reduces stays before the run, the rest moves past the whole run
+// (not between its reductions, which the CUDA device issues as one).
+// CHECK-LABEL: rt.program @train_step mesh [tp = 2]
+// CHECK: rt.kernel silu(%[[X:.*]]) -> (%[[P:.*]])
+// CHECK-NEXT: rt.kernel copy(%[[X]]) -> (%[[Q:.*]])
+// CHECK-NEXT: rt.kernel all_reduce(%[[P]]) -> (%[[P]]) ints [0]
+// CHECK-NEXT: rt.kernel all_reduce(%[[Q]]) -> (%[[Q]]) ints [0]
+// CHECK-NEXT: rt.kernel silu(%[[X]]) -> (%[[U:.*]])
+rt.program @train_step mesh [tp = 2] {
+  %x = rt.input "x" : memref<4x8xf32>
+  %p = rt.alloc : memref<4x8xf32>
+  %q = rt.alloc : memref<4x8xf32>
+  %u = rt.alloc : memref<4x8xf32>
+  rt.kernel silu(%x) -> (%p) : memref<4x8xf32> -> memref<4x8xf32>
+  rt.kernel silu(%x) -> (%u) : memref<4x8xf32> -> memref<4x8xf32>
+  rt.kernel copy(%x) -> (%q) : memref<4x8xf32> -> memref<4x8xf32>
+  rt.kernel all_reduce(%p) -> (%p) ints [0] : memref<4x8xf32> -> memref<4x8xf32>
+  rt.kernel all_reduce(%q) -> (%q) ints [0] : memref<4x8xf32> -> memref<4x8xf32>
+  rt.output "p" %p : memref<4x8xf32>
+  rt.output "q" %q : memref<4x8xf32>
+  rt.output "u" %u : memref<4x8xf32>
+}
