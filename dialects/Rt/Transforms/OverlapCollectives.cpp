@@ -70,9 +70,8 @@ public:
   }
 
   /// Moves the kernels of `window` (in program order, right before the
-  /// collectives of `run`) that those do not wait for to just after them
-  /// (and after the collectives issued right after them that they do not
-  /// touch). Returns whether any moved.
+  /// collectives of `run`) that those do not wait for to just after them.
+  /// Returns whether any moved.
   bool sink(ArrayRef<KernelOp> run, ArrayRef<KernelOp> window) {
     // The window in units: each fused run whole.
     SmallVector<Unit> units;
@@ -110,21 +109,7 @@ public:
         moved.append(units[u].begin(), units[u].end());
     if (moved.empty())
       return false;
-    // After the run and the collectives issued right after it (prefetched
-    // gathers), where the moved kernels need not precede them.
-    KernelOp last = run.back();
-    Operation *at = last.getOperation();
-    for (Operation *op = at->getNextNode(); op; op = op->getNextNode()) {
-      if (isa<AllocOp>(op))
-        continue;
-      auto next = dyn_cast<KernelOp>(op);
-      if (!next || !isCollective(next.getOpcode()) ||
-          placeOf(next) != placeOf(last) ||
-          llvm::any_of(moved,
-                       [&](KernelOp kernel) { return ordered(kernel, next); }))
-        break;
-      at = op;
-    }
+    Operation *at = KernelOp(run.back()).getOperation();
     for (KernelOp kernel : moved) {
       kernel->moveAfter(at);
       at = kernel.getOperation();
