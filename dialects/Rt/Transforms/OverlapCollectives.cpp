@@ -157,9 +157,8 @@ struct RtOverlapCollectivesPass
         // them: moving those further would keep more gathered results live
         // at once).
         bool computed = llvm::any_of(run, [&](KernelOp collective) {
-          Value operand = collective.getInputs()[0];
           return llvm::any_of(window, [&](KernelOp kernel) {
-            return llvm::is_contained(kernel.getOutputs(), operand);
+            return shares(kernel.getOutputs(), collective.getInputs());
           });
         });
         if (isCollective(kernels[k].getOpcode()) && computed)
