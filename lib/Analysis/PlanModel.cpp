@@ -484,9 +484,17 @@ public:
     };
     double comm = layerCollectives();
 
+    // On a device with collective streams each branch's dropout mask (a
+    // byte an element, drawn from the step's counter) is drawn while the
+    // branch's row-parallel reduction runs (rt-overlap-collectives hoists
+    // it there), as far as the reduction lasts.
+    double hiddenDraws = fuses && plan.tp > 1 && dropout
+                             ? std::min(memory(whole), halfOutputReduction())
+                             : 0;
     PhaseCosts costs;
     costs.forward.compute = linears + attentionForward +
-                            elementwise(elementwiseForward, kernelsForward);
+                            elementwise(elementwiseForward, kernelsForward) -
+                            2 * hiddenDraws;
     costs.forward.communication = comm;
     costs.backward.compute = linears + attentionBackward +
                              elementwise(elementwiseBackward, kernelsBackward);
@@ -501,7 +509,8 @@ public:
       costs.backward.recompute =
           linears - gemm(tokens, h, ffn) + attentionForward +
           elementwise(elementwiseForward - whole * branchForward,
-                      kernelsForward - branchKernelsForward);
+                      kernelsForward - branchKernelsForward) -
+          hiddenDraws;
       costs.backward.communication += comm - halfOutputReduction();
     } else if (plan.remat == "selective" && !m.fusedAttention) {
       costs.backward.recompute = scoresForward;

@@ -211,3 +211,34 @@ rt.program @train_step mesh [tp = 2] {
   rt.output "q" %q : memref<4x8xf32>
   rt.output "u" %u : memref<4x8xf32>
 }
+
+// -----
+
+// A kernel that reads nothing (a dropout mask drawn from the step's
+// counter) after the reduction's reader moves up to just after the
+// reduction, its result's alloc with it, so that it runs while the
+// reduction does; one whose result a kernel before it writes stays.
+// CHECK-LABEL: rt.program @train_step mesh [tp = 2]
+// CHECK: rt.kernel all_reduce(%{{.*}}) -> (%[[R:.*]]) ints [0]
+// CHECK-NEXT: %[[M:.*]] = rt.alloc : memref<4x8xi8>
+// CHECK-NEXT: rt.kernel dropout_mask() -> (%[[M]])
+// CHECK-NEXT: %[[B:.*]] = rt.alloc
+// CHECK-NEXT: rt.kernel silu(%[[R]]) -> (%[[B]])
+// CHECK-NEXT: rt.kernel zeros() -> (%[[B]])
+// CHECK-NEXT: %{{.*}} = rt.alloc
+// CHECK-NEXT: rt.kernel apply_mask(%[[B]], %[[M]])
+rt.program @train_step mesh [tp = 2] {
+  %x = rt.input "x" : memref<4x8xf32>
+  %y = rt.alloc : memref<4x8xf32>
+  rt.kernel silu(%x) -> (%y) : memref<4x8xf32> -> memref<4x8xf32>
+  %r = rt.alloc : memref<4x8xf32>
+  rt.kernel all_reduce(%y) -> (%r) ints [0] : memref<4x8xf32> -> memref<4x8xf32>
+  %b = rt.alloc : memref<4x8xf32>
+  rt.kernel silu(%r) -> (%b) : memref<4x8xf32> -> memref<4x8xf32>
+  %m = rt.alloc : memref<4x8xi8>
+  rt.kernel dropout_mask() -> (%m) ints [3, 0] floats [0.1] : -> memref<4x8xi8>
+  rt.kernel zeros() -> (%b) : -> memref<4x8xf32>
+  %d = rt.alloc : memref<4x8xf32>
+  rt.kernel apply_mask(%b, %m) -> (%d) floats [0.1] : memref<4x8xf32>, memref<4x8xi8> -> memref<4x8xf32>
+  rt.output "d" %d : memref<4x8xf32>
+}

@@ -774,7 +774,8 @@ TEST(PlanModel, CudaOverlapsTheInputGradientReductions) {
   // four show. Measured as what a slow link adds per layer (8 layers
   // against 4, pp = 1, tp = 2 in one node, 2 microbatches of 2048 tokens):
   // 4 layers x 2 microbatches x the exposed time, against a link so fast
-  // that a collective costs nothing. The slow link's all-reduce lies
+  // that a collective costs nothing (the reduction's time, up to the
+  // draws it hides, matters too). The slow link's all-reduce lies
   // between the two halves' GEMMs: one shows in part, one not at all.
   Hardware cpu = testHardware();
   cpu.intraNode.bytesPerSecond /= 10;
@@ -829,6 +830,20 @@ TEST(PlanModel, CudaOverlapsTheInputGradientReductions) {
                 4 * 2 * (exposedPerLayer(hw) - exposedPerLayer(free(hw))),
                 1e-9);
   }
+  // With residual dropout each branch's mask (a byte per element of the
+  // 2048 x 2048 branch) is drawn while the forward's reduction runs on
+  // cuda (rt-overlap-collectives hoists the draw): the slow link, whose
+  // reduction outlasts the draw, hides both draws of a layer; the free
+  // one none.
+  shape.residualDropout = 0.1;
+  double draw = memoryBoundSeconds(cuda, tokens * h);
+  EXPECT_NEAR(
+      perLayers(cuda) - perLayers(free(cuda)),
+      4 * 2 * (exposedPerLayer(cuda) - exposedPerLayer(free(cuda)) - 2 * draw),
+      1e-9);
+  EXPECT_NEAR(perLayers(cpu) - perLayers(free(cpu)),
+              4 * 2 * (exposedPerLayer(cpu) - exposedPerLayer(free(cpu))),
+              1e-9);
 }
 
 } // namespace

@@ -117,6 +117,60 @@ public:
     return true;
   }
 
+  /// Moves the kernels that read nothing (dropout masks drawn from the
+  /// step's counter) among the first kernels after `run` that read its
+  /// results (in its function and stage) up to just after it, where no
+  /// kernel they pass touches their results: the forward draws each
+  /// branch's mask while the branch's reduction runs, not after the
+  /// reduction's reader. Not further: a mask drawn early lives longer.
+  /// Returns whether any moved.
+  bool hoistGenerators(ArrayRef<KernelOp> run) {
+    KernelOp last = run.back();
+    Operation *at = last.getOperation();
+    SmallVector<KernelOp> passed;
+    bool moved = false;
+    for (Operation *op = at->getNextNode(); op;) {
+      Operation *next = op->getNextNode();
+      auto kernel = dyn_cast<KernelOp>(op);
+      if (!kernel) {
+        op = next;
+        continue;
+      }
+      if (communicates(kernel) || placeOf(kernel) != placeOf(last))
+        break;
+      bool free = kernel.getInputs().empty() &&
+                  llvm::none_of(passed, [&](KernelOp before) {
+                    return ordered(before, kernel);
+                  });
+      bool readsRun = llvm::any_of(run, [&](KernelOp collective) {
+        return shares(collective.getOutputs(), kernel.getInputs());
+      });
+      if (!free && !readsRun)
+        break;
+      if (free && !passed.empty()) {
+        // Its results' allocs come along where they come later.
+        for (Operation *between = at->getNextNode(); between != op;) {
+          Operation *following = between->getNextNode();
+          if (isa<AllocOp>(between) &&
+              shares(between->getResults(), kernel.getOutputs())) {
+            between->moveAfter(at);
+            at = between;
+          }
+          between = following;
+        }
+        kernel->moveAfter(at);
+        at = op;
+        moved = true;
+      } else if (free) {
+        at = op;
+      } else {
+        passed.push_back(kernel);
+      }
+      op = next;
+    }
+    return moved;
+  }
+
   std::optional<KernelFunctions> functions;
 };
 
@@ -168,6 +222,8 @@ struct RtOverlapCollectivesPass
       bool moved = false;
       for (auto [run, window] : llvm::reverse(windows))
         moved |= overlap.sink(run, window);
+      for (auto [run, window] : windows)
+        moved |= overlap.hoistGenerators(run);
       // Each kernel stayed in its function: the ranges are rewritten as
       // they were, kernel for kernel (a check that they still hold).
       if (moved && overlap.functions &&

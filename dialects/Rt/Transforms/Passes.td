@@ -128,7 +128,13 @@ def RtOverlapCollectives : Pass<"rt-overlap-collectives", "ModuleOp"> {
     (FusionCandidates.h: runs move whole) writes a buffer that a kernel
     staying after it reads or writes, nor reads one that such a kernel
     writes, and no binding among them uses its buffers. Each kernel moves
-    past one run at most (the last run is taken first). A run of gathers
+    past one run at most (the last run is taken first). Then the kernels
+    that read nothing (a dropout mask drawn from the step's counter) among
+    the first kernels after such a run that read its results move up to
+    just after it, with their results' allocs, where no kernel they pass
+    touches their results: the forward draws a branch's mask while the
+    branch's reduction runs, not after its reader (not further: a mask
+    drawn early lives longer). A run of gathers
     of buffers written long before (issued early by `rt-prefetch-gathers`,
     they already run behind the kernels after them) is left alone: moving
     kernels past it would keep more gathered results live at once.
