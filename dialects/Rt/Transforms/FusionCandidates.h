@@ -135,6 +135,28 @@ inline Operation *endOfFusedRun(KernelOp kernel, Value operand, Value result) {
   return kernel.getOperation();
 }
 
+/// Moves `kernel` up to just after `anchor` (an op before it in its block),
+/// with the `rt.alloc`s of its results that lie between them (placed first,
+/// in their order). Returns `kernel`'s op.
+inline Operation *moveUpWithAllocs(KernelOp kernel, Operation *anchor) {
+  // The allocs between are found by walking there, not by asking the
+  // block's order, which each move invalidates (asked after every move,
+  // it is recomputed per move).
+  for (Operation *op = anchor->getNextNode();
+       op && op != kernel.getOperation();) {
+    Operation *next = op->getNextNode();
+    if (isa<AllocOp>(op) && llvm::any_of(op->getResults(), [&](Value v) {
+          return llvm::is_contained(kernel.getOutputs(), v);
+        })) {
+      op->moveAfter(anchor);
+      anchor = op;
+    }
+    op = next;
+  }
+  kernel->moveAfter(anchor);
+  return kernel.getOperation();
+}
+
 /// Moves `collective` (of input 0 into output 0) up to just after
 /// `anchor` (an op before it in its block; null: it stays), and past the
 /// rest of a fused run that `anchor` is in (it stays where that run
@@ -148,23 +170,7 @@ inline bool moveUpAfter(KernelOp collective, Operation *anchor) {
   if (!anchor || anchor == collective.getOperation() ||
       anchor->getNextNode() == collective.getOperation())
     return false;
-  // Whether the result's alloc lies between the anchor and the collective:
-  // walked, not asked of the block's order, which each move invalidates
-  // (asked after every move, it is recomputed per collective).
-  Operation *alloc = result.getDefiningOp();
-  bool allocBetween = false;
-  if (alloc && alloc->getBlock() == collective->getBlock())
-    for (Operation *op = anchor->getNextNode();
-         op && op != collective.getOperation(); op = op->getNextNode())
-      if (op == alloc) {
-        allocBetween = true;
-        break;
-      }
-  if (allocBetween) {
-    alloc->moveAfter(anchor);
-    anchor = alloc;
-  }
-  collective->moveAfter(anchor);
+  moveUpWithAllocs(collective, anchor);
   return true;
 }
 

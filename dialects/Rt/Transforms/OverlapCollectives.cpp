@@ -149,17 +149,7 @@ public:
         break;
       if (free && !passed.empty()) {
         // Its results' allocs come along where they come later.
-        for (Operation *between = at->getNextNode(); between != op;) {
-          Operation *following = between->getNextNode();
-          if (isa<AllocOp>(between) &&
-              shares(between->getResults(), kernel.getOutputs())) {
-            between->moveAfter(at);
-            at = between;
-          }
-          between = following;
-        }
-        kernel->moveAfter(at);
-        at = op;
+        at = moveUpWithAllocs(kernel, at);
         moved = true;
       } else if (free) {
         at = op;
