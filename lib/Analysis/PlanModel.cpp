@@ -426,8 +426,9 @@ public:
                                     : 5 * e + 2;
     // With tp > 1 GPT-2 adds each row-parallel output's bias after the
     // reduction (Megatron's order; the product cannot): a kernel reading
-    // and writing the branch.
-    bool rowParallelBias = !m.llama && plan.tp > 1;
+    // and writing the branch, but on a CUDA device, which runs it with the
+    // branch's dropout and residual add (or the add alone) as one kernel.
+    bool rowParallelBias = !m.llama && plan.tp > 1 && !fuses;
     if (rowParallelBias)
       branchForward += 2 * e;
     double branchBackward = dropout ? 2 * e + 1 : 0;

@@ -227,6 +227,13 @@ __device__ __forceinline__ void divMod(int64_t a, int64_t b, int64_t &q,
   }
 }
 
+/// a % b for a >= 0, b > 0 (divMod's).
+__device__ __forceinline__ int64_t modFast(int64_t a, int64_t b) {
+  int64_t q, r;
+  divMod(a, b, q, r);
+  return r;
+}
+
 /// A grid-stride loop's first index and stride.
 __device__ __forceinline__ int64_t firstThread() {
   return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;

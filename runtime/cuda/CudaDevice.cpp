@@ -1386,6 +1386,16 @@ Status CudaDevice::runFused(const KernelCall &tail,
     } else {
       s = runNormBackward(head, tail, nullptr, headArgs, tailArgs, nullptr);
     }
+  } else if (head.op == fb::OpCode::Add) {
+    // A bias add, its dropout (the link) and the residual add; or the bias
+    // add and the residual add.
+    if (count == 2) {
+      const Deferred &l = deferred_[1];
+      KernelArgs linkArgs = computeArgs(l.operands, l.results, l.context);
+      s = runBiasAdd(head, l.call, tail, headArgs, &linkArgs, tailArgs);
+    } else {
+      s = runBiasAdd(head, nullptr, tail, headArgs, nullptr, tailArgs);
+    }
   } else {
     s = runApplyMaskAdd(head, tail, headArgs, tailArgs);
   }

@@ -126,6 +126,23 @@
 // meets them refuses the pair. The values are the unfused kernels' bit for
 // bit.
 //
+// Bias + dropout + residual add: with tp > 1 GPT-2 adds each row-parallel
+// output's bias after the reduction (Megatron's order), then the branch's
+// dropout and the residual: `add(x, b) -> (y)`, `apply_mask(y, m) -> (d)`,
+// `add(d, r) -> (z)` (or `add(r, d)`); without dropout `add(x, b) -> (y)`
+// and `add(y, r) -> (z)` (or `add(r, y)`). The CUDA device runs them as one
+// kernel (FusedKernels.cu, Megatron's bias_dropout_add) that reads x, b, m
+// and r and writes z: y and d are neither written nor read back. Fused when
+// the next kernels are those (with actions, of the same function), y is
+// read by the next alone (once, written once, no binding, not pooled), b
+// tiles x (its size or a suffix of its shape), the tensors are float, the
+// mask and its add obey the dropout + add pair's rules (or the last add
+// does not broadcast and z meets r only in its very bytes), and z shares
+// no bytes with x but for its very bytes, nor with b. y and d are rounded
+// to their storage as the unfused kernels store them: z is theirs bit for
+// bit. Where the group is refused, the mask and its add may still be a
+// pair.
+//
 // Plain C++ (runtime/test/FusionPlanTest.cpp checks the plan without a GPU).
 //
 //===----------------------------------------------------------------------===//
@@ -438,6 +455,66 @@ inline const char *productAddRefusal(const Program &program, size_t p,
   return nullptr;
 }
 
+/// Whether calls[p] (an add: with tp > 1 GPT-2's row-parallel bias, added
+/// after the reduction) is followed by an apply_mask of its result, or by
+/// an add of it: the groups biasAddRefusal decides on.
+inline bool isBiasAddCandidate(const Program &program, size_t p) {
+  const KernelCall &a = program.calls[p];
+  if (a.op != fb::OpCode::Add || a.operands.size() != 2 ||
+      a.results.size() != 1 || p + 1 >= program.calls.size())
+    return false;
+  const KernelCall &b = program.calls[p + 1];
+  uint32_t y = a.results[0].buffer;
+  if (b.op == fb::OpCode::ApplyMask)
+    return b.operands.size() == 2 && b.operands[0].buffer == y;
+  return b.op == fb::OpCode::Add && b.operands.size() == 2 &&
+         b.results.size() == 1 &&
+         (b.operands[0].buffer == y) != (b.operands[1].buffer == y);
+}
+
+/// Why the candidate calls[p] (an add x + b -> y, b x's size or a suffix of
+/// it) and what follows (an apply_mask of y and its add, or an add of y)
+/// are not fused, or null. The fused kernel never writes y, so nothing else
+/// may read it; it writes the last add's result z while other threads
+/// still read x and b. `reads`, `writes` and `hostBound` as for refusal().
+inline const char *biasAddRefusal(const Program &program, size_t p,
+                                  const std::vector<uint32_t> &reads,
+                                  const std::vector<uint32_t> &writes,
+                                  const std::vector<bool> &hostBound) {
+  const KernelCall &a = program.calls[p];
+  const KernelCall &b = program.calls[p + 1];
+  if (!inOneFunction(program, a, b))
+    return "the next kernel is in another function";
+  const TensorRef &x = a.operands[0], &bias = a.operands[1], &y = a.results[0];
+  if (!handedOnOnly(y, reads, writes, hostBound))
+    return "its result is read by another kernel, bound or pooled";
+  if (a.rhsCount <= 0 || a.count % a.rhsCount != 0 || y.elements != a.count)
+    return "its rhs does not tile its lhs";
+  if (!isFloat(x.dtype) || !isFloat(bias.dtype) || !isFloat(y.dtype))
+    return "unexpected dtypes";
+  const KernelCall *last = &b;
+  if (b.op == fb::OpCode::ApplyMask) {
+    // The mask and its add by the rules of their own pair.
+    if (const char *why = refusal(program, p + 1, reads, writes, hostBound))
+      return why;
+    last = &program.calls[p + 2];
+  } else {
+    const TensorRef &r = b.operands[b.operands[0].buffer == y.buffer ? 1 : 0];
+    if (b.rhsCount != b.count || b.count != a.count)
+      return "the add broadcasts";
+    if (!isFloat(r.dtype) || !isFloat(b.results[0].dtype))
+      return "unexpected dtypes";
+    if (spansMeet(b.results[0], r) && !sameBytes(b.results[0], r))
+      return "the add's result overlaps its addend";
+  }
+  const TensorRef &z = last->results[0];
+  if (spansMeet(z, x) && !sameBytes(z, x))
+    return "the add's result overlaps the biased input";
+  if (spansMeet(z, bias))
+    return "the add's result overlaps the bias";
+  return nullptr;
+}
+
 /// Whether calls[p] (a linear_weight_grad) is followed by a sum_to of its
 /// dY: the pairs weightGradSumRefusal decides on.
 inline bool isWeightGradSumCandidate(const Program &program, size_t p) {
@@ -711,6 +788,29 @@ planFusions(const Program &program,
   };
   for (size_t p = 0; p < program.calls.size(); ++p) {
     const KernelCall &a = program.calls[p];
+    // The tail of a pair planned at p - 1 (the loop steps past some).
+    if (plan[a.index].role != FusionRole::None)
+      continue;
+    if (fusion::isBiasAddCandidate(program, p)) {
+      if (const char *why =
+              fusion::biasAddRefusal(program, p, reads, writes, hostBound)) {
+        // The apply_mask and its add may still be a pair.
+        refuse(a, why, " + next");
+        continue;
+      }
+      const KernelCall &b = program.calls[p + 1];
+      if (b.op == fb::OpCode::Add) {
+        pair(a, b, {});
+        ++p;
+        continue;
+      }
+      const KernelCall &c = program.calls[p + 2];
+      plan[a.index] = {FusionRole::Head, b.index};
+      plan[b.index] = {FusionRole::Link, a.index};
+      plan[c.index] = {FusionRole::Tail, b.index};
+      p += 2;
+      continue;
+    }
     if (fusion::isCrossEntropyCandidate(program, p)) {
       FusionStep step;
       if (const char *why = fusion::crossEntropyRefusal(
@@ -809,6 +909,17 @@ struct KernelArgs;
 /// add's and the stream. y is neither written nor read.
 Status runApplyMaskAdd(const KernelCall &applyMask, const KernelCall &add,
                        const KernelArgs &maskArgs, const KernelArgs &addArgs);
+
+/// Runs a bias add and what follows it (FusedKernels.cu): y = x + b (b
+/// repeated over x's leading dimensions) rounded to y's storage, then
+/// through the apply_mask as runApplyMaskAdd computes it where `applyMask`
+/// is given, then added to the last add's other operand: z equals the
+/// unfused kernels' bit for bit. `biasArgs` holds the bias add's addresses,
+/// `maskArgs` the apply_mask's and its context (with one), `addArgs` the
+/// last add's and the stream.
+Status runBiasAdd(const KernelCall &biasAdd, const KernelCall *applyMask,
+                  const KernelCall &add, const KernelArgs &biasArgs,
+                  const KernelArgs *maskArgs, const KernelArgs &addArgs);
 
 } // namespace tpcrt::cuda
 

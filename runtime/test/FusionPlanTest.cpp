@@ -18,7 +18,11 @@
 // accumulating or not; and so are an input gradient and the tanh gelu_grad of
 // its result, but for the erf form, a result read again, mixed types, two
 // functions); the sum staged where it shares bytes with x); a sum over fewer
-// than the tokens, of another tensor or in another function is not. Runs of
+// than the tokens, of another tensor or in another function is not. A bias
+// add with the dropout + add pair after it (or an add, without dropout) is
+// one group, unless its result is read again, the last add's result meets
+// the biased input (but its very bytes) or the bias, or the next kernel is
+// in another function (the pair then fuses alone). Runs of
 // casts and zeros (KernelBatches.h) are batched while their members are
 // independent float conversions of one function, none pooled.
 //
@@ -1237,6 +1241,178 @@ TEST(FusionPlanTest, NormInputGradAndItsAddAloneRefusals) {
   runByActions(exe, {{"inputs", 0, 3}, {"add", 3, 2}});
   Planned q = planned(exe);
   EXPECT_EQ(q.plan[split.head].role, FusionRole::None);
+}
+
+/// GPT-2's row-parallel branch with tp > 1: gelu(p) -> x; dropout_mask ->
+/// m; add(x, b) -> y (b of [8], repeated over x's rows); apply_mask(y, m)
+/// -> d; add(d, r) -> z (or add(r, d)); z an output. Without `dropout`,
+/// add(x, b) -> y; add(y, r) -> z.
+struct BiasGroup {
+  bool dropout = true, residualLhs = false;
+  DT xType = DT::F32, yType = DT::F32;
+  /// mul(y, z) -> w after the group.
+  bool readTwice = false;
+  /// b computed (gelu(c) -> b, before the mask): a buffer that dies at the
+  /// bias add, whose bytes z may take.
+  bool computedBias = false;
+
+  uint32_t x = 0, bias = 0, m = 0, y = 0, d = 0, r = 0, z = 0;
+  /// The bias add's kernel index (the apply_mask, if any, and the last add
+  /// follow it).
+  uint32_t head = 0;
+
+  fb::ExecutableT build() {
+    ExecutableBuilder b;
+    uint32_t p = b.param("p", DT::F32, {4, 8});
+    bias = b.param("b", DT::F32, {8});
+    r = b.param("r", DT::F32, {4, 8});
+    uint32_t c = bias;
+    x = b.buffer(xType, {4, 8});
+    m = b.buffer(DT::U8, {4, 8});
+    y = b.buffer(yType, {4, 8});
+    d = b.buffer(yType, {4, 8});
+    z = b.buffer(DT::F32, {4, 8});
+    b.kernel(Op::Gelu, {p}, {x});
+    if (computedBias) {
+      bias = b.buffer(DT::F32, {8});
+      b.kernel(Op::Gelu, {c}, {bias});
+    }
+    b.kernel(Op::DropoutMask, {}, {m}, {1}, {0.1});
+    head = static_cast<uint32_t>(b.exe.kernels.size());
+    b.kernel(Op::Add, {x, bias}, {y});
+    uint32_t added = y;
+    if (dropout) {
+      b.kernel(Op::ApplyMask, {y, m}, {d}, {}, {0.1});
+      added = d;
+    }
+    if (residualLhs)
+      b.kernel(Op::Add, {r, added}, {z});
+    else
+      b.kernel(Op::Add, {added, r}, {z});
+    b.output("z", z);
+    if (readTwice) {
+      uint32_t w = b.buffer(DT::F32, {4, 8});
+      b.kernel(Op::Mul, {y, z}, {w});
+      b.output("w", w);
+    }
+    if (!dropout)
+      b.output("m", m);
+    b.exe.seed = 7;
+    return b.finish();
+  }
+};
+
+/// The bias add at `head`, the apply_mask and the add after it: one group.
+void expectBiasGroup(const Planned &p, uint32_t head) {
+  ASSERT_GT(p.plan.size(), head + 2);
+  EXPECT_EQ(p.plan[head].role, FusionRole::Head);
+  EXPECT_EQ(p.plan[head].partner, head + 1);
+  EXPECT_EQ(p.plan[head + 1].role, FusionRole::Link);
+  EXPECT_EQ(p.plan[head + 1].partner, head);
+  EXPECT_EQ(p.plan[head + 2].role, FusionRole::Tail);
+  EXPECT_EQ(p.plan[head + 2].partner, head + 1);
+  for (uint32_t i = 0; i < p.plan.size(); ++i)
+    if (i < head || i > head + 2) {
+      EXPECT_EQ(p.plan[i].role, FusionRole::None) << "kernel " << i;
+    }
+  EXPECT_TRUE(p.refusals.empty()) << p.refusals.front();
+}
+
+/// The bias add at `head` refused for `why`; the apply_mask and add after
+/// it still a pair.
+void expectBiasRefusedMaskPaired(const Planned &p, uint32_t head,
+                                 const std::string &why) {
+  EXPECT_EQ(p.plan[head].role, FusionRole::None);
+  EXPECT_EQ(p.plan[head + 1].role, FusionRole::Head);
+  EXPECT_EQ(p.plan[head + 2].role, FusionRole::Tail);
+  ASSERT_EQ(p.refusals.size(), 1u);
+  EXPECT_NE(p.refusals[0].find("(add) + next: "), std::string::npos)
+      << p.refusals[0];
+  const std::string &said = p.refusals[0];
+  EXPECT_TRUE(said.size() >= why.size() &&
+              said.compare(said.size() - why.size(), why.size(), why) == 0)
+      << "refusal: " << said << "\nexpected it to end: " << why;
+}
+
+TEST(FusionPlanTest, BiasDropoutAndResidualAddAreFused) {
+  for (bool residualLhs : {false, true}) {
+    BiasGroup g;
+    g.residualLhs = residualLhs;
+    fb::ExecutableT exe = g.build();
+    expectBiasGroup(planned(exe), g.head);
+  }
+  // bf16 activations (x, y and d), an f32 residual stream.
+  BiasGroup halves;
+  halves.xType = halves.yType = DT::BF16;
+  fb::ExecutableT exe = halves.build();
+  expectBiasGroup(planned(exe), halves.head);
+  // z in the very bytes of x (dead at the bias add): fused.
+  BiasGroup inPlace;
+  exe = inPlace.build();
+  relocate(exe, {{inPlace.x, 0}, {inPlace.z, 0}}, 256);
+  expectBiasGroup(planned(exe), inPlace.head);
+}
+
+TEST(FusionPlanTest, BiasAndResidualAddAreFusedWithoutDropout) {
+  for (bool residualLhs : {false, true}) {
+    BiasGroup g;
+    g.dropout = false;
+    g.residualLhs = residualLhs;
+    fb::ExecutableT exe = g.build();
+    expectFused(planned(exe), g.head, g.head + 1);
+  }
+}
+
+TEST(FusionPlanTest, BiasGroupRefusals) {
+  // y read again: the bias add runs alone, the mask and its add fuse.
+  BiasGroup readTwice;
+  readTwice.readTwice = true;
+  fb::ExecutableT exe = readTwice.build();
+  expectBiasRefusedMaskPaired(planned(exe), readTwice.head,
+                              "its result is read by another kernel, bound "
+                              "or pooled");
+  // z half a row into x, or over the bias.
+  BiasGroup shifted;
+  exe = shifted.build();
+  relocate(exe, {{shifted.x, 0}, {shifted.z, 64}}, 256);
+  expectBiasRefusedMaskPaired(planned(exe), shifted.head,
+                              "overlaps the biased input");
+  BiasGroup overBias;
+  overBias.computedBias = true;
+  exe = overBias.build();
+  relocate(exe, {{overBias.bias, 0}, {overBias.z, 0}}, 256);
+  expectBiasRefusedMaskPaired(planned(exe), overBias.head, "overlaps the bias");
+  // The bias add in a function of its own.
+  BiasGroup split;
+  exe = split.build();
+  runByActions(exe, {{"bias", 0, 3}, {"branch", 3, 2}});
+  expectBiasRefusedMaskPaired(planned(exe), split.head,
+                              "the next kernel is in another function");
+  // The mask's add broadcasts: refused by the pair's own rule, nothing
+  // fused.
+  ExecutableBuilder b;
+  uint32_t p = b.param("p", DT::F32, {4, 8}), bias = b.param("b", DT::F32, {8});
+  uint32_t r = b.param("r", DT::F32, {8});
+  uint32_t x = b.buffer(DT::F32, {4, 8}), m = b.buffer(DT::U8, {4, 8});
+  uint32_t y = b.buffer(DT::F32, {4, 8}), d = b.buffer(DT::F32, {4, 8});
+  uint32_t z = b.buffer(DT::F32, {4, 8});
+  b.kernel(Op::Gelu, {p}, {x});
+  b.kernel(Op::DropoutMask, {}, {m}, {1}, {0.1});
+  b.kernel(Op::Add, {x, bias}, {y});
+  b.kernel(Op::ApplyMask, {y, m}, {d}, {}, {0.1});
+  b.kernel(Op::Add, {d, r}, {z});
+  b.output("z", z);
+  b.exe.seed = 7;
+  Planned broadcast = planned(b.finish());
+  for (const FusionStep &step : broadcast.plan)
+    EXPECT_EQ(step.role, FusionRole::None);
+  ASSERT_EQ(broadcast.refusals.size(), 2u);
+  EXPECT_NE(broadcast.refusals[0].find("(add) + next: the add broadcasts"),
+            std::string::npos)
+      << broadcast.refusals[0];
+  EXPECT_NE(broadcast.refusals[1].find("(apply_mask): the add broadcasts"),
+            std::string::npos)
+      << broadcast.refusals[1];
 }
 
 } // namespace

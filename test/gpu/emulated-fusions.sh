@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # test/gpu/emulated-fusions.sh BUILD WORK: the device's own fused kernels
 # (runtime/cuda/FusionPlan.h: dropout + residual add, the norm backward with
-# its residual add, the loss with its gradient) give the unfused kernels'
-# results bit for bit. The four single-rank training steps of
-# device-check.sh's models stage (test/gpu/models.sh; GPT-2 fp32 with two
-# microbatches, where the memory plan gives the loss's unread count the
-# gradient's bytes), and GPT-2 compiled without microbatches, run on the
+# its residual add, the loss with its gradient, tensor parallelism's bias +
+# dropout + residual add) give the unfused kernels' results bit for bit. The
+# four single-rank training steps of device-check.sh's models stage
+# (test/gpu/models.sh; GPT-2 fp32 with two microbatches, where the memory
+# plan gives the loss's unread count the gradient's bytes), GPT-2 compiled
+# without microbatches, and GPT-2 with tp = 2 on 2 ranks (tp + sp fp32, bf16,
+# fp32 without dropout; NCCL emulated through files) run on the
 # CUDA backend compiled for the host (BUILD/lib/libtpcrt-cuda-emulated.so)
 # with TPCRT_CUDA_FUSIONS=kernels and =none: the gradients, outputs and
 # checkpoints must be the same bytes. A fused kernel that reads or writes
@@ -26,14 +28,31 @@ bash "$root/test/gpu/models.sh" "$build/bin" "$work/models" >"$work/models.txt"
   -o "$work/models/gpt2-tiny-one.mlir"
 "$build/bin/tpc-compile" "$work/models/gpt2-tiny-one.mlir" --train \
   -o "$work/models/gpt2-tiny-one.tpcx" 2>/dev/null
-export TPCRT_CUDA_BACKEND=$backend
+# Tensor parallel on 2 ranks: GPT-2's row-parallel bias, dropout and
+# residual add as one kernel (bf16 too, where each intermediate's rounding
+# counts; and without dropout, the bias add and the residual add).
+"$build/bin/tpc-import" "$work/models/gpt2-tiny.json" --batch 4 --seq 32 \
+  --dtype bf16 -o "$work/models/gpt2-tiny-bf16.mlir" 2>/dev/null
+"$build/bin/tpc-compile" "$work/models/gpt2-tiny-bf16.mlir" --train \
+  --mesh tp=2 -o "$work/models/gpt2-tiny-tp2-bf16.tpcx" 2>/dev/null
+"$build/bin/tpc-import" "$work/models/gpt2-tiny.json" --batch 4 --seq 32 \
+  --dropout 0 -o "$work/models/gpt2-tiny-nodrop.mlir"
+"$build/bin/tpc-compile" "$work/models/gpt2-tiny-nodrop.mlir" --train \
+  --mesh tp=2 -o "$work/models/gpt2-tiny-tp2-nodrop.tpcx" 2>/dev/null
+export TPCRT_CUDA_BACKEND=$backend TPCRT_NCCL_LIBRARY=$backend \
+  TPCRT_NCCL_EMULATION_DIR=$work/nccl
+mkdir -p "$work/nccl"
 failed=0
 for model in gpt2-tiny gpt2-tiny-one llama-tiny gpt2-tiny-bf16 \
-    llama-tiny-bf16; do
+    llama-tiny-bf16 gpt2-tiny-tp2-sp:2 gpt2-tiny-tp2-bf16:2 \
+    gpt2-tiny-tp2-nodrop:2; do
+  ranks=1
+  case $model in *:*) ranks=${model#*:} model=${model%%:*} ;; esac
   for fusions in kernels none; do
     tag=$work/dumps/$model-$fusions
     if ! TPCRT_CUDA_FUSIONS=$fusions "$build/bin/tpc-run" \
-        "$work/models/$model.tpcx" --device cuda --init-seed 7 \
+        "$work/models/$model.tpcx" --ranks "$ranks" --timeout 120 \
+        --device cuda --init-seed 7 \
         --synthetic-seed 7 --steps 2 --dump-grads "$tag-grads.safetensors" \
         --dump-outputs "$tag-outputs.safetensors" \
         --save-checkpoint "$tag-checkpoint" >"$tag.log" 2>&1; then

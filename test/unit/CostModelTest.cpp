@@ -592,8 +592,10 @@ TEST(PlanModel, EveryKernelOfALayerPaysItsLaunch) {
   // its product with up (14); backward 7 input gradients (the sums in
   // their epilogue), rotary's 2, the attention's, 2 norm groups, the two
   // products' and SiLU's gradients (15); W 7: 36.
-  // GPT-2 with dropout over tp = 2, cuda: each row-parallel output's bias
-  // added after its reduction (2 more forward): 26; the collectives free.
+  // GPT-2 over tp = 2: each row-parallel output's bias is added after its
+  // reduction, on cuda in one kernel with the branch's dropout and
+  // residual add (or the add alone): 24 with dropout, 20 without; on the
+  // CPU apart (2 more forward): 38; the collectives free.
   // Rows wider than the device's norm backward group takes
   // (kCudaNormBackwardMostColumns): each norm's parameter gradients apart
   // (2 more backward): 26.
@@ -635,7 +637,9 @@ TEST(PlanModel, EveryKernelOfALayerPaysItsLaunch) {
         Case{"gpt2 dropout cpu", dropout, &cpu, &one, 36},
         Case{"gpt2 cuda", gpt, &cuda, &one, 20},
         Case{"llama cuda", llama, &cuda, &one, 36},
-        Case{"gpt2 dropout cuda tp2", dropout, &cuda, &tp2, 26},
+        Case{"gpt2 dropout cuda tp2", dropout, &cuda, &tp2, 24},
+        Case{"gpt2 cuda tp2", gpt, &cuda, &tp2, 20},
+        Case{"gpt2 dropout cpu tp2", dropout, &cpu, &tp2, 38},
         Case{"gpt2 dropout cuda wide", wide, &cuda, &one, 26}}) {
     TransformerShape deeper = c.shape;
     deeper.layers += 4;

@@ -2,11 +2,14 @@
 
 argv: the rt program (tpc-compile --emit mlir), the report of that compile
 on a description whose runtime_device is cuda, the report of the same
-compile on that description with runtime_device cpu, and the descriptions'
-bandwidth B. Both are memory-bound ideals (make-memory-hardware.py: compute
-and launches free): every kernel costs its bytes / B, so on one stage the
-two predictions must differ by exactly the bytes the groups do not move, as
-often as their kernels run in a step (the action list), / B.
+compile on that description with runtime_device cpu, the descriptions'
+bandwidth B, and optionally "compute" (compare the stage's compute time,
+not the step: tensor parallelism's collectives are grouped and overlapped
+otherwise on the cuda device). Both are memory-bound ideals
+(make-memory-hardware.py: compute and launches free): every kernel costs
+its bytes / B, so on one stage the two predictions must differ by exactly
+the bytes the groups do not move, as often as their kernels run in a step
+(the action list), / B.
 
 Checked independently of the compiler, from the program text: each group is
 one of the device's kinds (runtime/cuda/FusionPlan.h), of consecutive
@@ -37,6 +40,8 @@ assert "device_fusions" not in cpu, "a cpu device has no fusions"
 
 KINDS = {
     ("apply_mask", "add"): "dropout + add",
+    ("add", "apply_mask", "add"): "bias + dropout + add",
+    ("add", "add"): "bias + add",
     ("linear", "gelu"): "bias + gelu",
     ("linear_input_grad", "gelu_grad"): "input grad + gelu grad",
     ("linear", "add"): "product + add",
@@ -75,8 +80,18 @@ for group in fusions["groups"]:
 assert not_moved == fusions["bytes_not_moved"], (not_moved, fusions["bytes_not_moved"])
 # One stage: the step is the sum of its kernels' times (a pipeline's
 # makespan is not: its groups are counted, not timed).
-diff = cpu["step_time_s"] - cuda["step_time_s"]
-if not stages:
+# With tensor parallelism (argv[5] "compute") the cuda device also issues
+# runs of the layers' all_reduces as one group (priced as one) and overlaps
+# them with other kernels than on a cpu: there the stage's compute is
+# compared, not the step.
+timed = sys.argv[5] if len(sys.argv) > 5 else "step"
+assert timed in ("step", "compute"), timed
+if timed == "compute" and not stages:
+    diff = cpu["stages"][0]["compute_s"] - cuda["stages"][0]["compute_s"]
+    expected = not_moved_per_step / float(sys.argv[4])
+    assert abs(diff - expected) <= 1e-9 * cpu["step_time_s"], (diff, expected)
+elif not stages:
+    diff = cpu["step_time_s"] - cuda["step_time_s"]
     # The cuda device also runs the collectives on a communication stream:
     # what its kernels overlap comes off the step too (0 on one rank).
     overlapped = sum(s["overlapped_communication_s"]
@@ -87,7 +102,7 @@ if not stages:
 print("ok: %d groups, %d bytes not moved, %s" % (
     len(fusions["groups"]), not_moved,
     "a pipeline (not timed)" if stages else
-    "predicted step less by their bytes / bandwidth"))
+    "predicted %s less by their bytes / bandwidth" % timed))
 for kind in sorted(counts):
     print("%s: %d" % (kind, counts[kind]))
 # The candidates the device refused, by reason: each names a kernel of the
