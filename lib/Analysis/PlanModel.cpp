@@ -171,6 +171,12 @@ struct PhaseCosts {
   Busy forward, backward, weight;
 };
 
+/// What a collective of `collective` seconds takes past `behind` seconds of
+/// kernels it runs behind (a collective stream): the part that shows.
+static double shows(double collective, double behind) {
+  return std::max(0.0, collective - behind);
+}
+
 class CostBuilder {
 public:
   CostBuilder(const TransformerShape &m, const PlanChoice &plan,
@@ -268,11 +274,11 @@ public:
     double gather = tpCollective(CollectiveKind::AllGather, hiddenBytes());
     if (hw.runtimeDevice != "cuda")
       return (deferred ? 4 : 2) * gather;
-    auto shows = [&](double behind) { return std::max(0.0, gather - behind); };
     if (deferred)
-      return shows(weights.down) + shows(weights.up) + shows(weights.out) +
-             shows(weights.qkv);
-    return shows(weights.qkv + weights.out) + shows(weights.up + weights.down);
+      return shows(gather, weights.down) + shows(gather, weights.up) +
+             shows(gather, weights.out) + shows(gather, weights.qkv);
+    return shows(gather, weights.qkv + weights.out) +
+           shows(gather, weights.up + weights.down);
   }
 
   /// Each microbatch's W adds a fp32 gradient share into the step's sum
@@ -499,7 +505,14 @@ public:
     costs.forward.communication = comm;
     costs.backward.compute = linears + attentionBackward +
                              elementwise(elementwiseBackward, kernelsBackward);
-    costs.backward.communication = comm;
+    // B's collectives: its own, and with full recomputation the
+    // recomputed forward's (but the MLP output's reduction); on a device
+    // with collective streams, where W runs with B, what shows of them
+    // (below).
+    bool overlapsReductions =
+        fuses && plan.tp > 1 && !deferredWeightGradients();
+    costs.backward.communication =
+        plan.remat == "full" ? 2 * comm - halfOutputReduction() : comm;
     LayerProducts weights = matrices(true);
     costs.weight.compute = weights.total() + shareAddSeconds();
     costs.weight.communication = weightGradientGathers(weights);
@@ -512,7 +525,6 @@ public:
           elementwise(elementwiseForward - whole * branchForward,
                       kernelsForward - branchKernelsForward) -
           hiddenDraws;
-      costs.backward.communication += comm - halfOutputReduction();
     } else if (plan.remat == "selective" && !m.fusedAttention) {
       costs.backward.recompute = scoresForward;
     }
@@ -530,11 +542,8 @@ public:
     // gradients, read at once, show whole. With sequence parallelism the
     // recomputed forward's collectives are read at once too (the attention
     // input's gather, issued behind the norm's backward, all but).
-    if (fuses && plan.tp > 1 && !deferredWeightGradients()) {
+    if (overlapsReductions) {
       double reduction = halfOutputReduction();
-      auto shows = [](double collective, double behind) {
-        return std::max(0.0, collective - behind);
-      };
       double gathers = comm - 2 * reduction;
       if (plan.remat == "full" && plan.sequenceParallel) {
         // The recomputed forward's gathers and reduce-scatter are read at

@@ -770,7 +770,8 @@ planFusions(const Program &program,
   for (const StateRef &state : program.state)
     bind(state.buffer);
 
-  // A refused candidate, said (tests, traces); a fused pair, planned.
+  // A refused candidate, said (tests, traces); a fused pair or group of
+  // three, planned.
   auto refuse = [&](const KernelCall &call, const char *why,
                     const char *what = "") {
     if (refusals)
@@ -785,6 +786,12 @@ planFusions(const Program &program,
     step.role = FusionRole::Tail;
     step.partner = head.index;
     plan[tail.index] = step;
+  };
+  auto group = [&](const KernelCall &head, const KernelCall &link,
+                   const KernelCall &tail) {
+    plan[head.index] = {FusionRole::Head, link.index};
+    plan[link.index] = {FusionRole::Link, head.index};
+    plan[tail.index] = {FusionRole::Tail, link.index};
   };
   for (size_t p = 0; p < program.calls.size(); ++p) {
     const KernelCall &a = program.calls[p];
@@ -804,10 +811,7 @@ planFusions(const Program &program,
         ++p;
         continue;
       }
-      const KernelCall &c = program.calls[p + 2];
-      plan[a.index] = {FusionRole::Head, b.index};
-      plan[b.index] = {FusionRole::Link, a.index};
-      plan[c.index] = {FusionRole::Tail, b.index};
+      group(a, b, program.calls[p + 2]);
       p += 2;
       continue;
     }
@@ -835,10 +839,7 @@ planFusions(const Program &program,
         ++p;
         continue;
       }
-      const KernelCall &c = program.calls[p + 2];
-      plan[a.index] = {FusionRole::Head, b.index};
-      plan[b.index] = {FusionRole::Link, a.index};
-      plan[c.index] = {FusionRole::Tail, b.index};
+      group(a, b, program.calls[p + 2]);
       p += 2;
       continue;
     }

@@ -586,6 +586,36 @@ inline void addCases(DT F, std::vector<Case> &out) {
     add(b);
   }
 
+  // A row-parallel bias, the branch's dropout and the residual add (GPT-2
+  // with tp > 1): the CUDA device runs the three as one kernel, or without
+  // dropout the two adds (FusionPlan.h); only z is compared. At the hidden
+  // size (the bias a multiple of 8: the vectorized path) and at [5, 203]
+  // (the scalar path), the residual on either side.
+  for (int dropout = 0; dropout < 2; ++dropout)
+    for (int wide = 0; wide < 2; ++wide) {
+      Shape shape = wide ? Shape{5, kVocab} : act;
+      int64_t width = shape.back();
+      CaseBuilder b(Op::Add, F, dt,
+                    "x" + shapeText(shape) + " + [" + std::to_string(width) +
+                        "]" + (dropout ? ", then apply_mask p0.1" : "") +
+                        ", then + r (fused)");
+      uint32_t x = b.in(F, shape), bias = b.in(F, {width});
+      uint32_t m = dropout ? b.in(DT::U8, shape, maskBits()) : 0;
+      uint32_t r = b.in(F, shape), y = b.temp(F, shape);
+      b.kernel(Op::Add, {x, bias}, {y});
+      if (dropout) {
+        uint32_t d = b.temp(F, shape);
+        b.kernel(Op::ApplyMask, {y, m}, {d}, {}, {0.1});
+        y = d;
+      }
+      uint32_t z = b.out(F, shape);
+      if (wide)
+        b.kernel(Op::Add, {r, y}, {z});
+      else
+        b.kernel(Op::Add, {y, r}, {z});
+      add(b);
+    }
+
   // softmax and its gradient, causal ([q, k] with k >= q) and not.
   Shape scores = {kBatch, kHeads, kSeqQ, kSeqK};
   for (uint32_t causal = 0; causal < 2; ++causal) {
