@@ -437,7 +437,13 @@ public:
     bool rowParallelBias = !m.llama && plan.tp > 1 && !fuses;
     if (rowParallelBias)
       branchForward += 2 * e;
-    double branchBackward = dropout ? 2 * e + 1 : 0;
+    // Backward each branch's mask on the gradient (read it and the mask,
+    // write): on a CUDA device in the norm backward's group whose result it
+    // masks, which writes the masked gradient beside its own (with
+    // microbatches the norms' parameter gradients go into their sums after
+    // the mask: tpc-lower-to-rt).
+    bool maskInNormGroup = fuses && dropout;
+    double branchBackward = !dropout ? 0 : maskInNormGroup ? e + 1 : 2 * e + 1;
     // A norm reads x and writes y; backward its input gradient (dY, x, dX),
     // its parameter gradients (dY, x) and the residual add: one group on a
     // CUDA device (all three are in B, whatever the schedule), but for rows
@@ -469,8 +475,9 @@ public:
     // kernel's): forward the two norms, each branch's mask drawn and
     // applied and its add (one kernel with the add on a CUDA device), the
     // activation (Llama: SiLU, then the product with up); backward the
-    // norms' (the parameter and input gradients and the residual add, one
-    // group on a CUDA device), each branch's mask on the gradient, the
+    // norms' (the parameter and input gradients, the residual add and the
+    // mask of the branch after, one group on a CUDA device), each branch's
+    // mask on the gradient (apart on a CPU), the
     // activation's (Llama: both products' and SiLU's), GPT-2's four bias
     // gradients and Llama's three input-gradient sums where unfused.
     double branchKernelsForward = dropout             ? (fuses ? 2 : 3)
@@ -480,12 +487,13 @@ public:
       branchKernelsForward += 1;
     double kernelsForward =
         2 + 2 * branchKernelsForward + (m.llama ? 2 : (fuses ? 0 : 1));
-    double kernelsBackward =
-        2 * (!fuses            ? 3
-             : normParamsApart ? 2
-                               : 1) +
-        (dropout ? 2 : 0) + (m.llama ? 3 : (fuses ? 0 : 1)) +
-        (biasGradients > 0 ? 4 : 0) + (inputGradientSums > 0 ? 3 : 0);
+    double kernelsBackward = 2 * (!fuses            ? 3
+                                  : normParamsApart ? 2
+                                                    : 1) +
+                             (dropout && !maskInNormGroup ? 2 : 0) +
+                             (m.llama ? 3 : (fuses ? 0 : 1)) +
+                             (biasGradients > 0 ? 4 : 0) +
+                             (inputGradientSums > 0 ? 3 : 0);
     auto elementwise = [&](double bytes, double kernels) {
       return memory(bytes) + launches(std::max(0.0, kernels - 1));
     };

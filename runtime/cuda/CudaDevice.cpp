@@ -408,7 +408,7 @@ private:
     void *results[2] = {};
     StepContext context;
   };
-  Deferred deferred_[2];
+  Deferred deferred_[3];
   /// How many of deferred_ hold a call (0: none is deferred).
   size_t deferredCount_ = 0;
 
@@ -1371,21 +1371,39 @@ Status CudaDevice::runFused(const KernelCall &tail,
   } else if (head.op == fb::OpCode::CrossEntropy) {
     s = runCrossEntropyWithGrad(head, tail, headArgs, tailArgs,
                                 fusion_[tail.index].unwrittenHeadResults);
-  } else if (head.op == fb::OpCode::LayerNormInputGrad ||
-             head.op == fb::OpCode::RmsNormInputGrad) {
-    // A norm's input gradient and its residual add, without the parameter
-    // gradient (refused, or computed elsewhere).
-    s = runNormInputGradAdd(head, tail, headArgs, tailArgs);
   } else if (isReductionKernel(head.op)) {
-    // A norm's parameter gradient, its input gradient (the link, or the
-    // tail) and the residual add (the tail after a link).
-    if (count == 2) {
-      const Deferred &l = deferred_[1];
-      KernelArgs linkArgs = computeArgs(l.operands, l.results, l.context);
-      s = runNormBackward(head, *l.call, &tail, headArgs, linkArgs, &tailArgs);
-    } else {
-      s = runNormBackward(head, tail, nullptr, headArgs, tailArgs, nullptr);
+    // A norm's backward: its parameter gradient (or not: refused, or
+    // computed elsewhere), its input gradient, the residual add (or not),
+    // the dropout of the result (or not), in that order.
+    const KernelCall *members[4] = {};
+    KernelArgs args[4];
+    for (size_t i = 0; i < count; ++i) {
+      members[i] = deferred_[i].call;
+      args[i] = computeArgs(deferred_[i].operands, deferred_[i].results,
+                            deferred_[i].context);
     }
+    members[count] = &tail;
+    args[count] = tailArgs;
+    size_t n = count + 1, i = 0;
+    NormGroup group;
+    if (isNormParamGrad(head.op)) {
+      group.paramGrad = members[i];
+      group.paramArgs = &args[i++];
+    }
+    if (i < n) {
+      group.inputGrad = members[i];
+      group.inputArgs = &args[i++];
+    }
+    if (i < n && members[i]->op == fb::OpCode::Add) {
+      group.add = members[i];
+      group.addArgs = &args[i++];
+    }
+    if (i < n && members[i]->op == fb::OpCode::ApplyMask) {
+      group.mask = members[i];
+      group.maskArgs = &args[i++];
+    }
+    s = i == n && group.inputGrad ? runNormGroup(group)
+                                  : Status::error("not a norm backward group");
   } else if (head.op == fb::OpCode::Add) {
     // A bias add, its dropout (the link) and the residual add; or the bias
     // add and the residual add.

@@ -111,18 +111,20 @@ Status runReductionKernel(const KernelCall &call, const KernelArgs &args);
 Status runCrossEntropyWithGrad(const KernelCall &loss, const KernelCall &grad,
                                const KernelArgs &lossArgs,
                                const KernelArgs &gradArgs, uint8_t unwritten);
-/// The fused norm backward: `paramGrad` and `inputGrad` (the same dY and
-/// x) in one pass, and `add` (null: none) the residual add of the input
-/// gradient, dX then never written; each with its run's addresses. Its
-/// scratch is `paramGrad`'s own (reductionScratchBytes).
-Status runNormBackward(const KernelCall &paramGrad, const KernelCall &inputGrad,
-                       const KernelCall *add, const KernelArgs &paramArgs,
-                       const KernelArgs &inputArgs, const KernelArgs *addArgs);
-/// A norm's input gradient and its residual add alone (no parameter
-/// gradient right before them), in one pass: dX never written.
-Status runNormInputGradAdd(const KernelCall &inputGrad, const KernelCall &add,
-                           const KernelArgs &inputArgs,
-                           const KernelArgs &addArgs);
+/// A norm's fused backward group (FusionPlan.h), each member with its
+/// run's addresses: `paramGrad` (null: none; its scratch is its own,
+/// reductionScratchBytes) and `inputGrad` (the same dY and x) in one pass,
+/// `add` (null: none) the residual add of the input gradient (dX then never
+/// written), `mask` (null: none) the apply_mask of the group's result (the
+/// add's, else dX).
+struct NormGroup {
+  const KernelCall *paramGrad = nullptr, *inputGrad = nullptr, *add = nullptr,
+                   *mask = nullptr;
+  const KernelArgs *paramArgs = nullptr, *inputArgs = nullptr,
+                   *addArgs = nullptr, *maskArgs = nullptr;
+};
+Status runNormGroup(const NormGroup &group);
+bool isNormParamGrad(fb::OpCode op);
 
 // Losses' scalars, optimizers, sum_squares, clip_coefficient, lr_schedule
 // (OptimizerKernels.cu); run through the reduction family.

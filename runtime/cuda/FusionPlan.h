@@ -108,7 +108,14 @@
 // input gradient (one refused: more than 8192 columns, another epsilon; or
 // a program whose W computes it later), the input gradient and its add
 // alone are fused the same way (the kernel without the parameter sums): z
-// is the pair's bit for bit.
+// is the pair's bit for bit. The branch's dropout of the group's result
+// right after it (`apply_mask(z, m) -> (d)`: a residual branch's gradient,
+// or after a norm without add its input gradient's) joins the group where
+// it masks the result whole, in the same function, and d shares no bytes
+// with the tensors the kernel reads (but the very bytes of dY, x or r),
+// the mask, the weight or the group's results: the kernel writes z (read
+// again) and d = round_d(round_z(z) * mask * scale), the apply_mask's
+// values bit for bit.
 //
 // Loss + its gradient: the end of a training step's forward is
 // `cross_entropy(logits, labels) -> (loss sum, count)` and the backward's
@@ -647,6 +654,55 @@ inline const char *normBackwardAddRefusal(const Program &program, size_t p,
                                  writes, hostBound);
 }
 
+/// Why calls[q + 1] does not join a fused norm backward whose last member
+/// calls[q] (the residual add, or the input gradient itself) writes t, as
+/// the dropout of t (`apply_mask(t, m) -> (d)`: a branch's gradient), or
+/// null. `inputGrad` is the group's input gradient (its dY, x and weight),
+/// `add` the residual add or null, `paramGrad` the parameter gradient or
+/// null. t is still written (the residual stream's gradient is read again);
+/// each element of d is written by the thread that read dY, x and the
+/// residual at that element, after the row's statistics: d shares no bytes
+/// with them but their very bytes, nor with t, the weight, the mask or a
+/// parameter gradient.
+inline const char *normMaskRefusal(const Program &program, size_t q,
+                                   const KernelCall &inputGrad,
+                                   const KernelCall *add,
+                                   const KernelCall *paramGrad) {
+  if (q + 1 >= program.calls.size())
+    return "no kernel follows";
+  const KernelCall &last = program.calls[q], &m = program.calls[q + 1];
+  if (m.op != fb::OpCode::ApplyMask || m.operands.size() != 2 ||
+      m.results.size() != 1 || m.floatAttrs.empty())
+    return "the next kernel is not an apply_mask";
+  const TensorRef &t = last.results[0], &mask = m.operands[1],
+                  &d = m.results[0];
+  if (!sameBytes(m.operands[0], t) || m.count != t.elements ||
+      d.elements != t.elements)
+    return "the apply_mask does not mask the group's result whole";
+  if (!inOneFunction(program, last, m))
+    return "the apply_mask is in another function";
+  if (mask.dtype != fb::DType::U8 || !isFloat(d.dtype))
+    return "unexpected dtypes";
+  std::vector<const TensorRef *> read = {&inputGrad.operands[0],
+                                         &inputGrad.operands[1]};
+  if (add)
+    read.push_back(
+        &add->operands[add->operands[0].buffer == inputGrad.results[0].buffer
+                           ? 1
+                           : 0]);
+  for (const TensorRef *u : read)
+    if (spansMeet(d, *u) && !sameBytes(d, *u))
+      return "the mask's result overlaps dY, x or the residual";
+  if (spansMeet(d, inputGrad.operands[2]) || spansMeet(d, mask) ||
+      spansMeet(d, t) || (add && spansMeet(d, inputGrad.results[0])))
+    return "the mask's result overlaps the weight, the mask or a gradient";
+  if (paramGrad)
+    for (const TensorRef &g : paramGrad->results)
+      if (spansMeet(d, g))
+        return "the mask's result overlaps a parameter gradient";
+  return nullptr;
+}
+
 /// Whether calls[q] is a norm's input gradient, alone (no parameter
 /// gradient right before it, or one refused), followed by an add of its
 /// result: the pairs normInputGradAloneRefusal
@@ -787,11 +843,30 @@ planFusions(const Program &program,
     step.partner = head.index;
     plan[tail.index] = step;
   };
-  auto group = [&](const KernelCall &head, const KernelCall &link,
-                   const KernelCall &tail) {
-    plan[head.index] = {FusionRole::Head, link.index};
-    plan[link.index] = {FusionRole::Link, head.index};
-    plan[tail.index] = {FusionRole::Tail, link.index};
+  // The dropout after a norm backward group whose last member is
+  // calls[last], joined where normMaskRefusal allows (said where it does
+  // not: an apply_mask follows).
+  auto joinMask = [&](std::vector<const KernelCall *> &members, size_t last,
+                      const KernelCall &inputGrad, const KernelCall *add,
+                      const KernelCall *paramGrad) {
+    const char *why =
+        fusion::normMaskRefusal(program, last, inputGrad, add, paramGrad);
+    if (!why)
+      members.push_back(&program.calls[last + 1]);
+    else if (last + 1 < program.calls.size() &&
+             program.calls[last + 1].op == fb::OpCode::ApplyMask)
+      refuse(program.calls[last], why, " + apply_mask");
+  };
+  // A group of two or more: the head, links, the tail; each member's
+  // partner the next (the head's) or the one before.
+  auto chain = [&](const std::vector<const KernelCall *> &members) {
+    size_t n = members.size();
+    for (size_t i = 0; i < n; ++i) {
+      FusionRole role = i == 0       ? FusionRole::Head
+                        : i + 1 == n ? FusionRole::Tail
+                                     : FusionRole::Link;
+      plan[members[i]->index] = {role, members[i == 0 ? 1 : i - 1]->index};
+    }
   };
   for (size_t p = 0; p < program.calls.size(); ++p) {
     const KernelCall &a = program.calls[p];
@@ -811,7 +886,7 @@ planFusions(const Program &program,
         ++p;
         continue;
       }
-      group(a, b, program.calls[p + 2]);
+      chain({&a, &b, &program.calls[p + 2]});
       p += 2;
       continue;
     }
@@ -832,15 +907,20 @@ planFusions(const Program &program,
         continue;
       }
       const KernelCall &b = program.calls[p + 1];
-      if (const char *noAdd = fusion::normBackwardAddRefusal(
-              program, p, reads, writes, hostBound)) {
+      const KernelCall *add = nullptr;
+      if (const char *noAdd = fusion::normBackwardAddRefusal(program, p, reads,
+                                                             writes, hostBound))
         refuse(b, noAdd, " + add");
-        pair(a, b, {});
-        ++p;
-        continue;
-      }
-      group(a, b, program.calls[p + 2]);
-      p += 2;
+      else
+        add = &program.calls[p + 2];
+      // The group's members, the dropout of its result last where it joins.
+      size_t last = p + (add ? 2 : 1);
+      std::vector<const KernelCall *> members = {&a, &b};
+      if (add)
+        members.push_back(add);
+      joinMask(members, last, b, add, &a);
+      chain(members);
+      p += members.size() - 1;
       continue;
     }
     if (fusion::isNormInputGradAddCandidate(program, p)) {
@@ -850,10 +930,13 @@ planFusions(const Program &program,
                                               writes, hostBound);
       if (why) {
         refuse(a, why, " + add");
-      } else {
-        pair(a, program.calls[p + 1], {});
-        ++p;
+        continue;
       }
+      const KernelCall &add = program.calls[p + 1];
+      std::vector<const KernelCall *> members = {&a, &add};
+      joinMask(members, p + 1, a, &add, nullptr);
+      chain(members);
+      p += members.size() - 1;
       continue;
     }
     if (fusion::isInputGradGeluCandidate(program, p)) {

@@ -316,6 +316,11 @@ struct NormBackward {
   Out sum{nullptr, Storage::F32};
   Storage dXType = Storage::F32;
   bool dXLhs = true;
+  /// The dropout of the group's result (dX, or the sum): masked = result
+  /// (as stored) * scale where mask, else 0 (null: none).
+  const uint8_t *mask = nullptr;
+  Out masked{nullptr, Storage::F32};
+  float maskScale = 1.0f;
   /// Per chunk and column, as normParamPartialsKernel's (normParamSumKernel
   /// adds them); null: no parameter gradient (the input gradient and its
   /// add alone, e.g. where the parameter gradient is refused or computed
@@ -347,12 +352,20 @@ __global__ void normBackwardKernel(NormBackward p) {
           sums[p.cols + c] += dy;
       }
       int64_t i = base + c;
+      float stored;
       if (!p.residual.data) {
         p.dX.store(i, dx);
-        return;
+        stored = roundTo(dx, p.dX.type);
+      } else {
+        float d = roundTo(dx, p.dXType), rv = p.residual[i];
+        float sum = p.dXLhs ? __fadd_rn(d, rv) : __fadd_rn(rv, d);
+        p.sum.store(i, sum);
+        stored = roundTo(sum, p.sum.type);
       }
-      float d = roundTo(dx, p.dXType), rv = p.residual[i];
-      p.sum.store(i, p.dXLhs ? __fadd_rn(d, rv) : __fadd_rn(rv, d));
+      // PointwiseKernels.cu's ApplyMask of the value as stored.
+      if (p.mask)
+        p.masked.store(i,
+                       p.mask[i] != 0 ? __fmul_rn(stored, p.maskScale) : 0.0f);
     };
     if (p.layer)
       layerNormInputGradRow(p.dY, p.x, p.weight, base, p.cols, p.epsilon,

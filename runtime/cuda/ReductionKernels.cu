@@ -152,11 +152,6 @@ Status runNormParamGrad(const KernelCall &call, const KernelArgs &args) {
   return sumParamPartials(call, args, partialW, s.chunks.chunks, name);
 }
 
-bool isNormParamGrad(fb::OpCode op) {
-  return op == fb::OpCode::LayerNormParamGrad ||
-         op == fb::OpCode::RmsNormParamGrad;
-}
-
 //===----------------------------------------------------------------------===//
 // Embedding: a table that is block `position` of the vocabulary (with a
 // group) holds rows [offset, offset + rows); other ids read zeros.
@@ -646,57 +641,79 @@ Status normBackwardOf(const KernelCall &inputGrad, const KernelCall *add,
   return Status::ok();
 }
 
-Status runNormInputGradAdd(const KernelCall &inputGrad, const KernelCall &add,
-                           const KernelArgs &inputArgs,
-                           const KernelArgs &addArgs) {
+/// p's mask from `applyMask` (the dropout of the group's result, `count`
+/// elements), as the apply_mask's run sees it (rate 0 in evaluation).
+Status normMaskOf(const KernelCall &applyMask, const KernelArgs &maskArgs,
+                  int64_t count, const char *name, NormBackward &p) {
+  if (applyMask.op != fb::OpCode::ApplyMask || applyMask.operands.size() != 2 ||
+      applyMask.results.size() != 1 || applyMask.floatAttrs.empty() ||
+      applyMask.operands[1].dtype != fb::DType::U8 || applyMask.count != count)
+    return Status::error(std::string(name) +
+                         ": the apply_mask does not mask the group's result");
+  double rate = maskArgs.context && maskArgs.context->evaluation
+                    ? 0.0
+                    : applyMask.floatAttrs[0];
+  if (!(rate >= 0.0 && rate < 1.0))
+    return Status::error(std::string(name) + ": dropout rate " +
+                         std::to_string(rate) + " is outside [0, 1)");
+  p.mask = static_cast<const uint8_t *>(maskArgs.operands[1]);
+  p.masked = outResult(applyMask, maskArgs, 0);
+  p.maskScale = dropoutScale(rate);
+  return Status::ok();
+}
+
+Status runNormGroup(const NormGroup &g) {
+  if (!g.inputGrad || !g.inputArgs || (g.paramGrad && !g.paramArgs) ||
+      (g.add && !g.addArgs) || (g.mask && !g.maskArgs))
+    return Status::error("norm backward: a member without its addresses");
+  const KernelCall &inputGrad = *g.inputGrad;
   bool layer = inputGrad.op == fb::OpCode::LayerNormInputGrad;
-  const char *name =
-      layer ? "layer_norm_input_grad + add" : "rms_norm_input_grad + add";
+  const char *name = g.paramGrad
+                         ? (layer ? "layer_norm backward" : "rms_norm backward")
+                         : (layer ? "layer_norm_input_grad group"
+                                  : "rms_norm_input_grad group");
   if ((!layer && inputGrad.op != fb::OpCode::RmsNormInputGrad) ||
       inputGrad.floatAttrs.empty() || inputGrad.operands.size() != 3 ||
       inputGrad.results.size() != 1)
     return Status::error(std::string(name) + ": not a norm's input gradient");
+  if (g.paramGrad) {
+    const KernelCall &paramGrad = *g.paramGrad;
+    fb::OpCode param =
+        layer ? fb::OpCode::LayerNormParamGrad : fb::OpCode::RmsNormParamGrad;
+    if (paramGrad.op != param || paramGrad.rows != inputGrad.rows ||
+        paramGrad.cols != inputGrad.cols || paramGrad.floatAttrs.empty() ||
+        paramGrad.results.size() != (layer ? 2u : 1u))
+      return Status::error(std::string(name) +
+                           ": not a norm's parameter and input gradients");
+  }
   NormBackward p;
   p.layer = layer;
-  if (Status s = normBackwardOf(inputGrad, &add, inputArgs, &addArgs, name, p);
+  if (Status s =
+          normBackwardOf(inputGrad, g.add, *g.inputArgs, g.addArgs, name, p);
       !s)
     return s;
-  if (p.rows == 0 || p.cols == 0)
-    return Status::ok();
-  // No parameter sums: any chunking gives the same values (each row is the
-  // unfused kernel's row function).
-  int64_t chunks = std::min<int64_t>(p.rows, 4096);
-  p.rowsPerChunk = (p.rows + chunks - 1) / chunks;
-  chunks = (p.rows + p.rowsPerChunk - 1) / p.rowsPerChunk;
-  TPCRT_LAUNCH(normBackwardKernel, dim3(static_cast<unsigned>(chunks)),
-               dim3(kRowThreads), 0, addArgs.stream, p);
-  return launchStatus(name);
-}
-
-Status runNormBackward(const KernelCall &paramGrad, const KernelCall &inputGrad,
-                       const KernelCall *add, const KernelArgs &paramArgs,
-                       const KernelArgs &inputArgs, const KernelArgs *addArgs) {
-  bool layer = paramGrad.op == fb::OpCode::LayerNormParamGrad;
-  const char *name = layer ? "layer_norm backward" : "rms_norm backward";
-  fb::OpCode input =
-      layer ? fb::OpCode::LayerNormInputGrad : fb::OpCode::RmsNormInputGrad;
-  if (!isNormParamGrad(paramGrad.op) || inputGrad.op != input ||
-      paramGrad.rows != inputGrad.rows || paramGrad.cols != inputGrad.cols ||
-      paramGrad.floatAttrs.empty() || inputGrad.operands.size() != 3 ||
-      inputGrad.results.size() != 1 ||
-      paramGrad.results.size() != (layer ? 2u : 1u))
-    return Status::error(std::string(name) +
-                         ": not a norm's parameter and input gradients");
-  NormBackward p;
-  p.layer = layer;
-  if (Status s = normBackwardOf(inputGrad, add, inputArgs, addArgs, name, p);
-      !s)
-    return s;
+  if (g.mask)
+    if (Status s = normMaskOf(*g.mask, *g.maskArgs, p.rows * p.cols, name, p);
+        !s)
+      return s;
+  if (!g.paramGrad) {
+    if (p.rows == 0 || p.cols == 0)
+      return Status::ok();
+    // No parameter sums: any chunking gives the same values (each row is
+    // the unfused kernel's row function).
+    int64_t chunks = std::min<int64_t>(p.rows, 4096);
+    p.rowsPerChunk = (p.rows + chunks - 1) / chunks;
+    chunks = (p.rows + p.rowsPerChunk - 1) / p.rowsPerChunk;
+    TPCRT_LAUNCH(normBackwardKernel, dim3(static_cast<unsigned>(chunks)),
+                 dim3(kRowThreads), 0, g.inputArgs->stream, p);
+    return launchStatus(name);
+  }
   if (p.cols == 0)
     return Status::ok();
   // The unfused parameter gradient's scratch (which the device reserves
   // for it), its partial sums where that kernel keeps them.
-  ParamGradScratch s = paramGradScratch(paramGrad);
+  const KernelArgs &paramArgs = *g.paramArgs;
+  ParamGradScratch s = paramGradScratch(*g.paramGrad);
   RowChunks chunks = s.chunks;
   p.rowsPerChunk = chunks.rowsPerChunk;
   if (paramArgs.scratchBytes < s.total())
@@ -709,13 +726,18 @@ Status runNormBackward(const KernelCall &paramGrad, const KernelCall &inputGrad,
           paramArgs.stream, name, name, p);
       !st)
     return st;
-  return sumParamPartials(paramGrad, paramArgs, p.partialW, chunks.chunks,
+  return sumParamPartials(*g.paramGrad, paramArgs, p.partialW, chunks.chunks,
                           name);
 }
 
 //===----------------------------------------------------------------------===//
 // The family.
 //===----------------------------------------------------------------------===//
+
+bool isNormParamGrad(fb::OpCode op) {
+  return op == fb::OpCode::LayerNormParamGrad ||
+         op == fb::OpCode::RmsNormParamGrad;
+}
 
 bool isReductionKernel(fb::OpCode op) {
   switch (op) {

@@ -850,7 +850,11 @@ struct NormBackwardGroup {
   /// zero-bubble schedule's W did before tpc-autodiff moved the norms'
   /// parameter gradients into B): the input gradient and the add alone.
   bool paramGradLast = false;
+  /// apply_mask(z, m) -> d after the add (with `noAdd`, of dX: no gelu),
+  /// d an output: the branch's dropout.
+  bool masked = false;
   uint32_t dY = 0, x = 0, w = 0, dW = 0, dB = 0, dX = 0, r = 0, z = 0;
+  uint32_t m = 0, d = 0;
   /// The parameter gradient's kernel (the input gradient and the add
   /// follow it).
   uint32_t head = 0;
@@ -871,6 +875,11 @@ struct NormBackwardGroup {
     z = b.buffer(DT::F32, shape);
     b.kernel(Op::Silu, {p}, {dY});
     b.kernel(Op::Silu, {q}, {x});
+    if (masked) {
+      m = b.buffer(DT::U8, shape);
+      d = b.buffer(DT::F32, shape);
+      b.kernel(Op::DropoutMask, {}, {m}, {1}, {0.1});
+    }
     head = static_cast<uint32_t>(b.exe.kernels.size());
     std::vector<uint32_t> params{dW};
     if (!rms)
@@ -880,12 +889,18 @@ struct NormBackwardGroup {
                params, {}, {1e-5});
     b.kernel(rms ? Op::RmsNormInputGrad : Op::LayerNormInputGrad, {dY, x, w},
              {dX}, {}, {otherEpsilon ? 1e-6 : 1e-5});
-    if (noAdd)
+    if (noAdd && masked)
+      b.kernel(Op::ApplyMask, {dX, m}, {d}, {}, {0.1});
+    else if (noAdd)
       b.kernel(Op::Gelu, {dX}, {z}, {}, {}, 1);
     else if (dXLhs)
       b.kernel(Op::Add, {dX, r}, {z});
     else
       b.kernel(Op::Add, {r, dX}, {z});
+    if (masked && !noAdd)
+      b.kernel(Op::ApplyMask, {z, m}, {d}, {}, {0.1});
+    if (masked)
+      b.output("d", d);
     if (dXReadAgain) {
       uint32_t product = b.buffer(DT::F32, shape);
       b.kernel(Op::Mul, {dX, z}, {product});
@@ -894,7 +909,10 @@ struct NormBackwardGroup {
     if (paramGradLast)
       b.kernel(rms ? Op::RmsNormParamGrad : Op::LayerNormParamGrad, {dY, x},
                params, {}, {1e-5});
-    b.output("z", z);
+    if (!(noAdd && masked))
+      b.output("z", z);
+    else
+      b.output("dX", dX);
     b.grad("w", dW);
     if (!rms)
       b.grad("b", dB);
@@ -1413,6 +1431,90 @@ TEST(FusionPlanTest, BiasGroupRefusals) {
   EXPECT_NE(broadcast.refusals[1].find("(apply_mask): the add broadcasts"),
             std::string::npos)
       << broadcast.refusals[1];
+}
+
+/// The members from `head` on (`count` of them) are one group, in order.
+void expectChain(const Planned &p, uint32_t head, uint32_t count) {
+  ASSERT_GE(p.plan.size(), head + count);
+  for (uint32_t i = 0; i < count; ++i) {
+    FusionRole role = i == 0           ? FusionRole::Head
+                      : i + 1 == count ? FusionRole::Tail
+                                       : FusionRole::Link;
+    EXPECT_EQ(p.plan[head + i].role, role) << "member " << i;
+    EXPECT_EQ(p.plan[head + i].partner, i == 0 ? head + 1 : head + i - 1)
+        << "member " << i;
+  }
+  for (uint32_t i = 0; i < p.plan.size(); ++i)
+    if (i < head || i >= head + count) {
+      EXPECT_EQ(p.plan[i].role, FusionRole::None) << "kernel " << i;
+    }
+}
+
+TEST(FusionPlanTest, NormBackwardAddAndTheBranchMaskAreFused) {
+  for (bool rms : {false, true})
+    for (bool dXLhs : {false, true}) {
+      SCOPED_TRACE(std::string(rms ? "rms_norm" : "layer_norm") +
+                   (dXLhs ? ", dX the lhs" : ""));
+      NormBackwardGroup g;
+      g.rms = rms;
+      g.dXLhs = dXLhs;
+      g.masked = true;
+      fb::ExecutableT exe = g.build();
+      Planned p = planned(exe);
+      expectChain(p, g.head, 4);
+      EXPECT_TRUE(p.refusals.empty()) << p.refusals.front();
+    }
+  // No add: the two gradients and the mask of dX (the add said refused).
+  NormBackwardGroup noAdd;
+  noAdd.noAdd = noAdd.masked = true;
+  fb::ExecutableT exe = noAdd.build();
+  Planned p = planned(exe);
+  expectChain(p, noAdd.head, 3);
+  ASSERT_EQ(p.refusals.size(), 1u);
+  EXPECT_NE(p.refusals[0].find("+ add: the next kernel is not an add"),
+            std::string::npos)
+      << p.refusals[0];
+  // The parameter gradient later: the input gradient, the add, the mask.
+  NormBackwardGroup alone;
+  alone.paramGradLast = alone.masked = true;
+  exe = alone.build();
+  Planned q = planned(exe);
+  expectChain(q, alone.head, 3);
+  // d in the very bytes of dY (each element written by the thread that
+  // read it): fused.
+  NormBackwardGroup overDy;
+  overDy.masked = true;
+  exe = overDy.build();
+  relocate(exe, {{overDy.dY, 0}, {overDy.d, 0}}, 1024);
+  expectChain(planned(exe), overDy.head, 4);
+}
+
+TEST(FusionPlanTest, NormBackwardMaskRefusals) {
+  // d half a row into dY: the group of three, the mask apart, said.
+  NormBackwardGroup shifted;
+  shifted.masked = true;
+  fb::ExecutableT exe = shifted.build();
+  relocate(exe, {{shifted.dY, 0}, {shifted.d, 48}}, 1024);
+  Planned p = planned(exe);
+  expectChain(p, shifted.head, 3);
+  EXPECT_EQ(p.plan[shifted.head + 3].role, FusionRole::None);
+  // (Then the apply_mask as the dropout + add pair's head: no add follows.)
+  ASSERT_EQ(p.refusals.size(), 2u);
+  EXPECT_NE(p.refusals[0].find("(add) + apply_mask: the mask's result "
+                               "overlaps dY, x or the residual"),
+            std::string::npos)
+      << p.refusals[0];
+  // The mask in another function: the same.
+  NormBackwardGroup split;
+  split.masked = true;
+  exe = split.build();
+  runByActions(exe, {{"norm", 0, split.head + 3}, {"mask", split.head + 3, 1}});
+  Planned q = planned(exe);
+  expectChain(q, split.head, 3);
+  ASSERT_EQ(q.refusals.size(), 2u);
+  EXPECT_NE(q.refusals[0].find("the apply_mask is in another function"),
+            std::string::npos)
+      << q.refusals[0];
 }
 
 } // namespace

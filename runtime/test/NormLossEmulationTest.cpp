@@ -251,7 +251,7 @@ void runNormCase(Storage storage, int64_t rows, int64_t cols, bool layer) {
 }
 
 /// The fused norm backward (normBackwardKernel, then normParamSumKernel over
-/// its chunks) as runNormBackward launches it, against the CPU's input and
+/// its chunks) as runNormGroup launches it, against the CPU's input and
 /// parameter gradients and, bit for bit, the unfused kernels'; with `residual`,
 /// the add of the input gradient to a residual r too (z against r + dX, dX
 /// rounded to its storage first), and dX's buffer never written.
@@ -270,14 +270,8 @@ void runNormBackwardCase(Storage storage, int64_t rows, int64_t cols,
                      cw = weight.toFloat();
 
   // Without the parameter gradient any chunking gives the same values:
-  // runNormInputGradAdd's own (4096 chunks at most), here 5 rows a chunk.
-  // Without the parameter gradient any chunking gives the same values:
-  // runNormInputGradAdd's own (4096 chunks at most), here 5 rows a chunk.
+  // runNormGroup's own (4096 chunks at most), here 5 rows a chunk.
   RowChunks chunks = paramGradChunks(rows);
-  if (!paramGrad) {
-    chunks.rowsPerChunk = 5;
-    chunks.chunks = (rows + 4) / 5;
-  }
   if (!paramGrad) {
     chunks.rowsPerChunk = 5;
     chunks.chunks = (rows + 4) / 5;

@@ -16,7 +16,10 @@
 //   apply_mask -> add reading its result            dropout + residual add
 //   cross_entropy -> cross_entropy_grad of logits   loss with its gradient
 //   {layer,rms}_norm_param_grad -> _input_grad of   the norm backward, and
-//     the same dY and x (-> add of the input grad)  its residual add
+//     the same dY and x (-> add of the input grad)  its residual add, and the
+//     (-> apply_mask of the add's, else dX)         dropout of the result
+//   add -> apply_mask of its result -> add of that  bias + dropout + residual
+//     (or add -> add of its result)                 add (tp > 1's row bias)
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,8 +40,8 @@ inline KernelOp nextKernelAfter(Operation *op) {
 
 /// The kernels right after `head` that the CUDA device may run as one with
 /// it (the shapes above), in order; empty where `head` heads no candidate.
-inline SmallVector<KernelOp, 2> fusionPartners(KernelOp head) {
-  SmallVector<KernelOp, 2> partners;
+inline SmallVector<KernelOp, 3> fusionPartners(KernelOp head) {
+  SmallVector<KernelOp, 3> partners;
   KernelOp next = nextKernelAfter(head);
   if (!next)
     return partners;
@@ -71,6 +74,20 @@ inline SmallVector<KernelOp, 2> fusionPartners(KernelOp head) {
         llvm::is_contained(next.getInputs(), head.getOutputs()[0]))
       partners.push_back(next);
     break;
+  case OpCode::Add:
+    // A bias add and the branch's dropout and residual add (or the add).
+    if (readsResult(next, OpCode::ApplyMask)) {
+      partners.push_back(next);
+      KernelOp add = nextKernelAfter(next);
+      if (add && add.getOpcode() == OpCode::Add &&
+          llvm::count(add.getInputs(), next.getOutputs()[0]) == 1)
+        partners.push_back(add);
+      else
+        partners.clear();
+    } else if (addsResult(next)) {
+      partners.push_back(next);
+    }
+    break;
   case OpCode::LinearWeightGrad:
   case OpCode::LinearWeightGradAccumulate:
     if (next.getOpcode() == OpCode::SumTo && head.getInputs().size() > 1 &&
@@ -96,6 +113,13 @@ inline SmallVector<KernelOp, 2> fusionPartners(KernelOp head) {
     if (add && add.getOpcode() == OpCode::Add &&
         llvm::is_contained(add.getInputs(), next.getOutputs()[0]))
       partners.push_back(add);
+    // The dropout of the group's result.
+    KernelOp last = partners.back();
+    KernelOp mask = nextKernelAfter(last);
+    if (mask && mask.getOpcode() == OpCode::ApplyMask &&
+        mask.getInputs().size() == 2 &&
+        mask.getInputs()[0] == last.getOutputs()[0])
+      partners.push_back(mask);
     break;
   }
   default:
@@ -115,10 +139,10 @@ inline Operation *endOfFusedRun(KernelOp kernel, Value operand, Value result) {
            llvm::is_contained(other->getOperands(), result);
   };
   KernelOp head = kernel;
-  // A run is at most three kernels: its head is kernel or one of the two
+  // A run is at most four kernels: its head is kernel or one of the three
   // kernels before it.
-  for (int back = 0; back < 3 && head; ++back) {
-    SmallVector<KernelOp, 2> partners = fusionPartners(head);
+  for (int back = 0; back < 4 && head; ++back) {
+    SmallVector<KernelOp, 3> partners = fusionPartners(head);
     auto at = llvm::find(partners, kernel);
     if (head == kernel || at != partners.end()) {
       auto after = head == kernel ? partners.begin() : std::next(at);

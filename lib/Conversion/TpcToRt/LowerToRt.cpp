@@ -1445,11 +1445,19 @@ Lowering::lowerStageAsActions(ArrayRef<Operation *> ops,
     // Some results go into their sums a few kernels later, so that the
     // kernels after theirs stay adjacent: the CUDA device runs them as one
     // (runtime/cuda/FusionPlan.h). A norm's parameter gradients wait for
-    // its input gradient and the residual add of that; the loss for its
-    // gradient.
+    // its input gradient and the residual add of that, and the dropout of
+    // the add's result right after (a residual branch's gradient); the loss
+    // for its gradient.
     auto kernelsToHold = [](Operation *op) -> int64_t {
-      if (isa<tpc::LayerNormParamGradOp, tpc::RmsNormParamGradOp>(op))
-        return 2;
+      if (isa<tpc::LayerNormParamGradOp, tpc::RmsNormParamGradOp>(op)) {
+        Operation *input = op->getNextNode();
+        Operation *add = input ? input->getNextNode() : nullptr;
+        Operation *mask = add ? add->getNextNode() : nullptr;
+        bool masked = isa_and_nonnull<tpc::AddOp>(add) &&
+                      isa_and_nonnull<tpc::ApplyMaskOp>(mask) &&
+                      mask->getOperand(0) == add->getResult(0);
+        return masked ? 3 : 2;
+      }
       return isa<tpc::CrossEntropyOp>(op) ? 1 : 0;
     };
     SmallVector<std::pair<Value, int64_t>> heldSums;

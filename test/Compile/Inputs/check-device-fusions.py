@@ -54,6 +54,12 @@ KINDS = {
     ("rms_norm_param_grad", "rms_norm_input_grad", "add"): "norm backward + add",
     ("layer_norm_input_grad", "add"): "norm input grad + add",
     ("rms_norm_input_grad", "add"): "norm input grad + add",
+    ("layer_norm_param_grad", "layer_norm_input_grad", "apply_mask"): "norm backward + mask",
+    ("layer_norm_param_grad", "layer_norm_input_grad", "add", "apply_mask"): "norm backward + add + mask",
+    ("rms_norm_param_grad", "rms_norm_input_grad", "apply_mask"): "norm backward + mask",
+    ("rms_norm_param_grad", "rms_norm_input_grad", "add", "apply_mask"): "norm backward + add + mask",
+    ("layer_norm_input_grad", "add", "apply_mask"): "norm input grad + add + mask",
+    ("rms_norm_input_grad", "add", "apply_mask"): "norm input grad + add + mask",
     ("cross_entropy", "cross_entropy_grad"): "loss + gradient",
 }
 runs = program.runs
@@ -107,16 +113,23 @@ for kind in sorted(counts):
     print("%s: %d" % (kind, counts[kind]))
 # The candidates the device refused, by reason: each names a kernel of the
 # program by its index and opcode, in no group; or, refused a partner
-# ("K (op) + add"), its group's last.
-joined = {k for group in fusions["groups"] for k in group[:-1]}
-grouped = joined | {group[-1] for group in fusions["groups"]}
+# ("K (op) + add", "+ apply_mask"), in no group or one where no such kernel
+# follows it.
+after = {}
+for group in fusions["groups"]:
+    for k, n in zip(group, group[1:] + [None]):
+        after[k] = n
 reasons = {}
 for refusal in fusions["refused"]:
     m = re.match(r"kernel (\d+) \((\w+)\)([^:]*): (.*)", refusal)
     assert m, refusal
     k, op = int(m.group(1)), m.group(2)
     assert kernels[k][0] == op, refusal
-    assert k not in (joined if m.group(3) else grouped), refusal
+    partner = m.group(3).strip(" +")
+    if partner in ("", "next"):
+        assert k not in after, refusal
+    else:
+        assert after.get(k) is None or kernels[after[k]][0] != partner, refusal
     reason = "%s%s: %s" % (op, m.group(3), m.group(4))
     reasons[reason] = reasons.get(reason, 0) + 1
 for reason in sorted(reasons):
