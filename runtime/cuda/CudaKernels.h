@@ -124,6 +124,11 @@ struct NormGroup {
                    *addArgs = nullptr, *maskArgs = nullptr;
 };
 Status runNormGroup(const NormGroup &group);
+/// The scale an apply_mask's run applies to kept elements (its rate, 0 in
+/// evaluation, as the unfused kernel sees it); an error naming `kernel`
+/// where the rate is outside [0, 1). For the fused groups that apply it.
+Status applyMaskScale(const KernelCall &applyMask, const KernelArgs &args,
+                      const char *kernel, float &scale);
 bool isNormParamGrad(fb::OpCode op);
 
 // Losses' scalars, optimizers, sum_squares, clip_coefficient, lr_schedule

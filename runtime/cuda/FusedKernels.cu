@@ -135,17 +135,9 @@ Status maskOperands(const char *name, const KernelCall &applyMask,
     return Status::error(std::string(name) + ": element counts differ (" +
                          "apply_mask " + std::to_string(applyMask.count) +
                          ", add " + std::to_string(p.count) + ")");
-  // The rate as the apply_mask's run sees it: 0 in evaluation.
-  double rate = maskArgs.context && maskArgs.context->evaluation
-                    ? 0.0
-                    : applyMask.floatAttrs[0];
-  if (!(rate >= 0.0 && rate < 1.0))
-    return Status::error(std::string(name) + ": dropout rate " +
-                         std::to_string(rate) + " is outside [0, 1)");
   p.mask = static_cast<const uint8_t *>(maskArgs.operands[1]);
   p.yType = storageOf(applyMask.results[0].dtype);
-  p.scale = dropoutScale(rate);
-  return Status::ok();
+  return applyMaskScale(applyMask, maskArgs, name, p.scale);
 }
 
 template <bool kBias, bool kMask>

@@ -348,6 +348,22 @@ Status checkRate(const char *kernel, double rate) {
   return Status::ok();
 }
 
+} // namespace
+
+Status cuda::applyMaskScale(const KernelCall &applyMask, const KernelArgs &args,
+                            const char *kernel, float &scale) {
+  if (applyMask.floatAttrs.empty())
+    return Status::error(std::string(kernel) + ": the apply_mask has no rate");
+  double rate =
+      args.context && args.context->evaluation ? 0.0 : applyMask.floatAttrs[0];
+  if (Status s = checkRate(kernel, rate); !s)
+    return s;
+  scale = dropoutScale(rate);
+  return Status::ok();
+}
+
+namespace {
+
 /// The draw of a dropout kernel as CpuDevice.cpp computes it: key from the
 /// seed, the stream (int_attrs[0]) and the step; the first index from
 /// int_attrs[1] and the microbatch; a split tensor's elements at their

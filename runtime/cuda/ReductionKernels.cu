@@ -650,16 +650,9 @@ Status normMaskOf(const KernelCall &applyMask, const KernelArgs &maskArgs,
       applyMask.operands[1].dtype != fb::DType::U8 || applyMask.count != count)
     return Status::error(std::string(name) +
                          ": the apply_mask does not mask the group's result");
-  double rate = maskArgs.context && maskArgs.context->evaluation
-                    ? 0.0
-                    : applyMask.floatAttrs[0];
-  if (!(rate >= 0.0 && rate < 1.0))
-    return Status::error(std::string(name) + ": dropout rate " +
-                         std::to_string(rate) + " is outside [0, 1)");
   p.mask = static_cast<const uint8_t *>(maskArgs.operands[1]);
   p.masked = outResult(applyMask, maskArgs, 0);
-  p.maskScale = dropoutScale(rate);
-  return Status::ok();
+  return applyMaskScale(applyMask, maskArgs, name, p.maskScale);
 }
 
 Status runNormGroup(const NormGroup &g) {
