@@ -411,6 +411,14 @@ inline const char *inputGradGeluRefusal(const Program &program, size_t p,
   return nullptr;
 }
 
+/// Whether `b` is an add (two operands, one result) of `buffer` and
+/// another tensor.
+inline bool addsOnce(const KernelCall &b, uint32_t buffer) {
+  return b.op == fb::OpCode::Add && b.operands.size() == 2 &&
+         b.results.size() == 1 &&
+         (b.operands[0].buffer == buffer) != (b.operands[1].buffer == buffer);
+}
+
 /// Whether calls[p] (a linear or linear_input_grad) is followed by an add
 /// of its result and another tensor: the pairs productAddRefusal decides
 /// on.
@@ -419,11 +427,7 @@ inline bool isProductAddCandidate(const Program &program, size_t p) {
   if ((a.op != fb::OpCode::Linear && a.op != fb::OpCode::LinearInputGrad) ||
       a.results.size() != 1 || p + 1 >= program.calls.size())
     return false;
-  const KernelCall &b = program.calls[p + 1];
-  uint32_t y = a.results[0].buffer;
-  return b.op == fb::OpCode::Add && b.operands.size() == 2 &&
-         b.results.size() == 1 &&
-         (b.operands[0].buffer == y) != (b.operands[1].buffer == y);
+  return addsOnce(program.calls[p + 1], a.results[0].buffer);
 }
 
 /// The operand of `add` that is not `product`'s result (the addend, C).
@@ -474,9 +478,7 @@ inline bool isBiasAddCandidate(const Program &program, size_t p) {
   uint32_t y = a.results[0].buffer;
   if (b.op == fb::OpCode::ApplyMask)
     return b.operands.size() == 2 && b.operands[0].buffer == y;
-  return b.op == fb::OpCode::Add && b.operands.size() == 2 &&
-         b.results.size() == 1 &&
-         (b.operands[0].buffer == y) != (b.operands[1].buffer == y);
+  return addsOnce(b, y);
 }
 
 /// Why the candidate calls[p] (an add x + b -> y, b x's size or a suffix of
@@ -506,7 +508,7 @@ inline const char *biasAddRefusal(const Program &program, size_t p,
       return why;
     last = &program.calls[p + 2];
   } else {
-    const TensorRef &r = b.operands[b.operands[0].buffer == y.buffer ? 1 : 0];
+    const TensorRef &r = b.operands[addendOperand(a, b)];
     if (b.rhsCount != b.count || b.count != a.count)
       return "the add broadcasts";
     if (!isFloat(r.dtype) || !isFloat(b.results[0].dtype))
@@ -686,10 +688,7 @@ inline const char *normMaskRefusal(const Program &program, size_t q,
   std::vector<const TensorRef *> read = {&inputGrad.operands[0],
                                          &inputGrad.operands[1]};
   if (add)
-    read.push_back(
-        &add->operands[add->operands[0].buffer == inputGrad.results[0].buffer
-                           ? 1
-                           : 0]);
+    read.push_back(&add->operands[addendOperand(inputGrad, *add)]);
   for (const TensorRef *u : read)
     if (spansMeet(d, *u) && !sameBytes(d, *u))
       return "the mask's result overlaps dY, x or the residual";
@@ -826,8 +825,8 @@ planFusions(const Program &program,
   for (const StateRef &state : program.state)
     bind(state.buffer);
 
-  // A refused candidate, said (tests, traces); a fused pair or group of
-  // three, planned.
+  // A refused candidate, said (tests, traces); a fused pair or group,
+  // planned.
   auto refuse = [&](const KernelCall &call, const char *why,
                     const char *what = "") {
     if (refusals)
@@ -880,14 +879,12 @@ planFusions(const Program &program,
         refuse(a, why, " + next");
         continue;
       }
-      const KernelCall &b = program.calls[p + 1];
-      if (b.op == fb::OpCode::Add) {
-        pair(a, b, {});
-        ++p;
-        continue;
-      }
-      chain({&a, &b, &program.calls[p + 2]});
-      p += 2;
+      // The bias add, the apply_mask (if any), the residual add.
+      std::vector<const KernelCall *> members = {&a, &program.calls[p + 1]};
+      if (members.back()->op == fb::OpCode::ApplyMask)
+        members.push_back(&program.calls[p + 2]);
+      chain(members);
+      p += members.size() - 1;
       continue;
     }
     if (fusion::isCrossEntropyCandidate(program, p)) {

@@ -949,17 +949,26 @@ Planned planned(const fb::ExecutableT &exe) {
   return p;
 }
 
-TEST(FusionPlanTest, NormBackwardAndItsResidualAddAreFused) {
+/// `check` on each norm (layer, rms) and add operand order, the group
+/// given so, its other options as `base` has them.
+template <typename Check>
+void forEachNormForm(const NormBackwardGroup &base, Check check) {
   for (bool rms : {false, true})
     for (bool dXLhs : {false, true}) {
       SCOPED_TRACE(std::string(rms ? "rms_norm" : "layer_norm") +
                    (dXLhs ? ", dX the lhs" : ""));
-      NormBackwardGroup g;
+      NormBackwardGroup g = base;
       g.rms = rms;
       g.dXLhs = dXLhs;
-      Planned p = planned(g.build());
-      expectNormGroup(p, g, true);
+      check(g);
     }
+}
+
+TEST(FusionPlanTest, NormBackwardAndItsResidualAddAreFused) {
+  forEachNormForm({}, [](NormBackwardGroup &g) {
+    Planned p = planned(g.build());
+    expectNormGroup(p, g, true);
+  });
 }
 
 TEST(FusionPlanTest, NormBackwardWithoutTheAdd) {
@@ -1226,20 +1235,15 @@ TEST(FusionPlanTest, CastBatchesKeepAnOperandFromTheNextResult) {
 }
 
 TEST(FusionPlanTest, NormInputGradAndItsAddAloneAreFused) {
-  for (bool rms : {false, true})
-    for (bool dXLhs : {false, true}) {
-      SCOPED_TRACE(std::string(rms ? "rms_norm" : "layer_norm") +
-                   (dXLhs ? ", dX the lhs" : ""));
-      NormBackwardGroup g;
-      g.rms = rms;
-      g.dXLhs = dXLhs;
-      g.paramGradLast = true;
-      Planned p = planned(g.build());
-      // head: the input gradient; then the add; the parameter gradient
-      // after them runs alone.
-      expectFused(p, g.head, g.head + 1);
-      EXPECT_EQ(p.plan[g.head + 2].role, FusionRole::None);
-    }
+  NormBackwardGroup later;
+  later.paramGradLast = true;
+  forEachNormForm(later, [](NormBackwardGroup &g) {
+    Planned p = planned(g.build());
+    // head: the input gradient; then the add; the parameter gradient
+    // after them runs alone.
+    expectFused(p, g.head, g.head + 1);
+    EXPECT_EQ(p.plan[g.head + 2].role, FusionRole::None);
+  });
 }
 
 TEST(FusionPlanTest, NormInputGradAndItsAddAloneRefusals) {
@@ -1451,19 +1455,13 @@ void expectChain(const Planned &p, uint32_t head, uint32_t count) {
 }
 
 TEST(FusionPlanTest, NormBackwardAddAndTheBranchMaskAreFused) {
-  for (bool rms : {false, true})
-    for (bool dXLhs : {false, true}) {
-      SCOPED_TRACE(std::string(rms ? "rms_norm" : "layer_norm") +
-                   (dXLhs ? ", dX the lhs" : ""));
-      NormBackwardGroup g;
-      g.rms = rms;
-      g.dXLhs = dXLhs;
-      g.masked = true;
-      fb::ExecutableT exe = g.build();
-      Planned p = planned(exe);
-      expectChain(p, g.head, 4);
-      EXPECT_TRUE(p.refusals.empty()) << p.refusals.front();
-    }
+  NormBackwardGroup masked;
+  masked.masked = true;
+  forEachNormForm(masked, [](NormBackwardGroup &g) {
+    Planned p = planned(g.build());
+    expectChain(p, g.head, 4);
+    EXPECT_TRUE(p.refusals.empty()) << p.refusals.front();
+  });
   // No add: the two gradients and the mask of dX (the add said refused).
   NormBackwardGroup noAdd;
   noAdd.noAdd = noAdd.masked = true;
