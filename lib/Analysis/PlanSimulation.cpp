@@ -403,8 +403,8 @@ bool continuesReductionRun(rt::KernelOp previous, rt::KernelOp kernel) {
 /// The group moves each outside buffer once: the members' operands but
 /// those a member before wrote, and their results but the intermediates the
 /// device never writes (a result a later member reads, unless the head's is
-/// written anyway). An epilogue group is its matrix product's; the others
-/// are memory-bound.
+/// written anyway or the result is read outside the group). An epilogue group
+/// is its matrix product's; the others are memory-bound.
 class GroupPricer {
 public:
   GroupPricer(Pricer &pricer, MutableArrayRef<rt::KernelOp> kernels,
@@ -466,9 +466,23 @@ public:
 private:
   int64_t groupBytes(const FusedGroup &group) {
     DenseSet<Value> written, readLater, counted;
+    DenseSet<Operation *> members;
+    for (int64_t k : group.kernels)
+      members.insert(kernels[k]);
     for (size_t i = 1; i < group.kernels.size(); ++i)
       for (Value in : kernels[group.kernels[i]].getInputs())
         readLater.insert(in);
+    // A result that a kernel outside the group reads, or a binding names,
+    // is written though a later member reads it (the residual stream
+    // under a norm group's dropout, the forward's residual under its
+    // norm).
+    auto usedOutside = [&](Value v) {
+      return llvm::any_of(v.getUsers(), [&](Operation *user) {
+        auto kernel = dyn_cast<rt::KernelOp>(user);
+        return !members.contains(user) &&
+               (!kernel || llvm::is_contained(kernel.getInputs(), v));
+      });
+    };
     int64_t bytes = 0;
     for (auto [i, k] : llvm::enumerate(group.kernels)) {
       for (Value in : kernels[k].getInputs())
@@ -477,7 +491,8 @@ private:
       for (Value out : kernels[k].getOutputs()) {
         written.insert(out);
         bool intermediate = i + 1 < group.kernels.size() &&
-                            readLater.contains(out) && !group.headWritten;
+                            readLater.contains(out) && !group.headWritten &&
+                            !usedOutside(out);
         if (!intermediate && counted.insert(out).second)
           bytes += bytesOf(out);
       }

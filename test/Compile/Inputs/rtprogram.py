@@ -44,6 +44,8 @@ class Program:
         self.offsets, self.pools, self.copies = {}, {}, {}
         self.functions, self.actions, self.stages = [], None, False
         self.mesh, self.pool_slots = {}, []
+        # Buffers an output, gradient or other binding names.
+        self.bound = set()
         for line in open(path):
             if "rt.program" in line:
                 self.read_program(line)
@@ -55,6 +57,9 @@ class Program:
                          line)
             if m:
                 self.read_kernel(m, line)
+            m = re.match(r'\s*rt\.\w+ "[^"]*" (%\w+)', line)
+            if m:
+                self.bound.add(m.group(1))
 
     def read_program(self, line):
         self.functions = [(int(f), int(c)) for c, f in re.findall(
@@ -138,7 +143,9 @@ class Program:
     def group_bytes(self, group):
         """The bytes a fused group (kernel indices, head first) moves: each
         outside buffer once. An intermediate a later member reads is never
-        written, but for a linear whose gelu writes elsewhere (the aux)."""
+        written, but for a linear whose gelu writes elsewhere (the aux) and
+        a result that a kernel outside the group reads or a binding
+        names."""
         head = self.kernels[group[0]]
         head_written = (head.name == "linear" and
                         self.kernels[group[1]].name == "gelu" and
@@ -147,6 +154,11 @@ class Program:
         later = set()
         for k in group[1:]:
             later |= set(self.kernels[k].ins)
+        # Read by a kernel outside the group, or bound: written all the same.
+        outside_reads = set(self.bound)
+        for k, kernel in enumerate(self.kernels):
+            if k not in group:
+                outside_reads |= set(kernel.ins)
         outside = 0
         written, counted = set(), set()
         for i, k in enumerate(group):
@@ -158,7 +170,8 @@ class Program:
             for v in kernel.outs:
                 written.add(v)
                 intermediate = (i + 1 < len(group) and v in later
-                                and not head_written)
+                                and not head_written
+                                and v not in outside_reads)
                 if not intermediate and v not in counted:
                     counted.add(v)
                     outside += kernel.sizes[v]
