@@ -1345,11 +1345,19 @@ Status CudaDevice::runFused(const KernelCall &tail,
                             const StepContext &context) {
   size_t count = deferredCount_;
   deferredCount_ = 0;
-  const Deferred &h = deferred_[0];
-  const KernelCall &head = *h.call;
-  KernelArgs headArgs = computeArgs(h.operands, h.results, h.context);
-  KernelArgs tailArgs =
-      computeArgs(runOperands_.data(), runResults_.data(), context);
+  // The group's members in order, each with its run's addresses.
+  const KernelCall *members[4] = {};
+  KernelArgs args[4];
+  for (size_t i = 0; i < count; ++i) {
+    members[i] = deferred_[i].call;
+    args[i] = computeArgs(deferred_[i].operands, deferred_[i].results,
+                          deferred_[i].context);
+  }
+  members[count] = &tail;
+  args[count] = computeArgs(runOperands_.data(), runResults_.data(), context);
+  size_t n = count + 1;
+  const KernelCall &head = *members[0];
+  const KernelArgs &headArgs = args[0], &tailArgs = args[count];
   Status s = Status::ok();
   if (isGemmKernel(head.op)) {
     // The tail's result is the epilogue's: an add's (whose other operand
@@ -1375,16 +1383,7 @@ Status CudaDevice::runFused(const KernelCall &tail,
     // A norm's backward: its parameter gradient (or not: refused, or
     // computed elsewhere), its input gradient, the residual add (or not),
     // the dropout of the result (or not), in that order.
-    const KernelCall *members[4] = {};
-    KernelArgs args[4];
-    for (size_t i = 0; i < count; ++i) {
-      members[i] = deferred_[i].call;
-      args[i] = computeArgs(deferred_[i].operands, deferred_[i].results,
-                            deferred_[i].context);
-    }
-    members[count] = &tail;
-    args[count] = tailArgs;
-    size_t n = count + 1, i = 0;
+    size_t i = 0;
     NormGroup group;
     if (isNormParamGrad(head.op)) {
       group.paramGrad = members[i];
@@ -1404,18 +1403,31 @@ Status CudaDevice::runFused(const KernelCall &tail,
     }
     s = i == n && group.inputGrad ? runNormGroup(group)
                                   : Status::error("not a norm backward group");
-  } else if (head.op == fb::OpCode::Add) {
-    // A bias add, its dropout (the link) and the residual add; or the bias
-    // add and the residual add.
-    if (count == 2) {
-      const Deferred &l = deferred_[1];
-      KernelArgs linkArgs = computeArgs(l.operands, l.results, l.context);
-      s = runBiasAdd(head, l.call, tail, headArgs, &linkArgs, tailArgs);
-    } else {
-      s = runBiasAdd(head, nullptr, tail, headArgs, nullptr, tailArgs);
-    }
   } else {
-    s = runApplyMaskAdd(head, tail, headArgs, tailArgs);
+    // A forward residual add group: [bias add] [apply_mask] add [norm], in
+    // that order (a first add is the bias add where another add follows).
+    AddGroup group;
+    if (members[n - 1]->op == fb::OpCode::LayerNorm ||
+        members[n - 1]->op == fb::OpCode::RmsNorm) {
+      --n;
+      group.norm = members[n];
+      group.normArgs = &args[n];
+    }
+    size_t i = 0;
+    if (n >= 2 && members[0]->op == fb::OpCode::Add) {
+      group.biasAdd = members[i];
+      group.biasArgs = &args[i++];
+    }
+    if (i < n && members[i]->op == fb::OpCode::ApplyMask) {
+      group.applyMask = members[i];
+      group.maskArgs = &args[i++];
+    }
+    if (i + 1 == n) {
+      group.add = members[i];
+      group.addArgs = &args[i];
+    }
+    s = group.add ? runAddGroup(group)
+                  : Status::error("not a residual add group");
   }
   return s ? s : s.withContext(kernelName(head));
 }

@@ -124,6 +124,16 @@ struct NormGroup {
                    *addArgs = nullptr, *maskArgs = nullptr;
 };
 Status runNormGroup(const NormGroup &group);
+struct MaskAdd;
+/// `norm` (layer_norm or rms_norm, with its run's addresses) of the
+/// residual add group's result that `add` computes (MaskAdd.cuh: with a
+/// bias add where `bias`, with a dropout where `mask`), each row's z
+/// stored and normalized in one pass: z and the norm's result are the
+/// unfused kernels' bit for bit (runAddGroup, FusionPlan.h). `name` names
+/// the group in errors.
+Status runNormOfMaskAdd(const char *name, const MaskAdd &add, bool bias,
+                        bool mask, const KernelCall &norm,
+                        const KernelArgs &normArgs, cudaStream_t stream);
 /// The scale an apply_mask's run applies to kept elements (its rate, 0 in
 /// evaluation, as the unfused kernel sees it); an error naming `kernel`
 /// where the rate is outside [0, 1). For the fused groups that apply it.

@@ -1,13 +1,12 @@
 //===- FusedKernels.cu - kernel groups the CUDA device runs as one --------===//
 //
-// apply_mask + add (FusionPlan.h): z = y + r (or r + y) with y = x * mask *
-// scale, in one pass over x, the mask and r, y never stored. The values are
-// the unfused pair's bit for bit: the product is rounded to y's storage as
-// the apply_mask's store would, the sum keeps the add's operand order, and
-// both are written with _rn intrinsics so that nvcc does not contract
-// x * scale + r into an FMA (the unfused kernels round in between). A bias
-// add before them (add + apply_mask + add, or add + add without the mask):
-// x + b[i mod |b|], rounded to the bias add's storage, takes x's place.
+// The forward's residual add groups (FusionPlan.h): apply_mask + add, z =
+// y + r (or r + y) with y = x * mask * scale, in one pass over x, the mask
+// and r, y never stored; a bias add before them (add + apply_mask + add,
+// or add + add without the mask): x + b[i mod |b|], rounded to the bias
+// add's storage, takes x's place. The values are the unfused kernels' bit
+// for bit (MaskAdd.cuh). A norm right after the group's add joins it: then
+// ReductionKernels.cu's norm kernel computes z as it goes (runNormOfMaskAdd).
 //
 // Grid-stride, 8 elements a thread at a time (16-byte loads of 16-bit
 // storage) when every pointer is 16-byte aligned (and the bias a multiple
@@ -17,7 +16,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaCommon.cuh"
+#include "CudaKernels.h"
 #include "FusionPlan.h"
+#include "MaskAdd.cuh"
 
 #include <cstring>
 #include <string>
@@ -28,41 +29,6 @@ using namespace tpcrt::cuda;
 namespace {
 
 constexpr unsigned kThreads = 256;
-
-struct MaskAdd {
-  const void *x = nullptr;
-  Storage xType = Storage::F32;
-  /// The bias added to x first (a group of three, or a bias add + add):
-  /// biasCount elements repeated over x, the sum rounded to biasedType.
-  const void *bias = nullptr;
-  Storage biasType = Storage::F32, biasedType = Storage::F32;
-  int64_t biasCount = 0;
-  /// Null for a bias add + add: y is the biased x.
-  const uint8_t *mask = nullptr;
-  const void *r = nullptr;
-  Storage rType = Storage::F32;
-  void *z = nullptr;
-  Storage zType = Storage::F32;
-  /// The apply_mask's result's storage: its rounding is kept.
-  Storage yType = Storage::F32;
-  float scale = 1.0f;
-  /// y is the add's lhs (else its rhs).
-  bool maskedLhs = true;
-  int64_t count = 0;
-
-  /// PointwiseKernels.cu's Add (the bias), ApplyMask, then its Add, as the
-  /// unfused kernels compute them.
-  template <bool kBias, bool kMask>
-  __device__ __forceinline__ float apply(float xv, float bv, uint8_t m,
-                                         float rv) const {
-    if (kBias)
-      xv = roundTo(__fadd_rn(xv, bv), biasedType);
-    float y = xv;
-    if (kMask)
-      y = roundTo(m != 0 ? __fmul_rn(xv, scale) : 0.0f, yType);
-    return maskedLhs ? __fadd_rn(y, rv) : __fadd_rn(rv, y);
-  }
-};
 
 template <bool kBias, bool kMask>
 __global__ void __launch_bounds__(kThreads)
@@ -86,14 +52,8 @@ __global__ void __launch_bounds__(kThreads)
       x[k] = p.apply<kBias, kMask>(x[k], b[k], m[k], r[k]);
     storeVec(p.z, p.zType, base, x);
   }
-  for (int64_t i = vectorEnd + first; i < p.count; i += stride) {
-    float b =
-        kBias ? loadFloat(p.bias, p.biasType, modFast(i, p.biasCount)) : 0.0f;
-    uint8_t m = kMask ? p.mask[i] : 0;
-    storeFloat(p.z, p.zType, i,
-               p.apply<kBias, kMask>(loadFloat(p.x, p.xType, i), b, m,
-                                     loadFloat(p.r, p.rType, i)));
-  }
+  for (int64_t i = vectorEnd + first; i < p.count; i += stride)
+    storeFloat(p.z, p.zType, i, p.at<kBias, kMask>(i));
 }
 
 bool isFloatStorage(Storage type) {
@@ -142,10 +102,6 @@ Status maskOperands(const char *name, const KernelCall &applyMask,
 
 template <bool kBias, bool kMask>
 Status launchMaskAdd(const char *name, const MaskAdd &p, cudaStream_t stream) {
-  if (!isFloatStorage(p.xType) || !isFloatStorage(p.rType) ||
-      !isFloatStorage(p.zType) || !isFloatStorage(p.yType) ||
-      (kBias && (!isFloatStorage(p.biasType) || !isFloatStorage(p.biasedType))))
-    return Status::error(std::string(name) + ": unexpected dtypes");
   if (p.count <= 0)
     return Status::ok();
   bool vectorized = aligned16(p.x) && aligned16(p.r) && aligned16(p.z) &&
@@ -158,62 +114,79 @@ Status launchMaskAdd(const char *name, const MaskAdd &p, cudaStream_t stream) {
   return launchStatus(name);
 }
 
-} // namespace
-
-Status cuda::runApplyMaskAdd(const KernelCall &applyMask, const KernelCall &add,
-                             const KernelArgs &maskArgs,
-                             const KernelArgs &addArgs) {
-  static const char kName[] = "apply_mask + add";
-  if (applyMask.results.size() != 1 || applyMask.operands.empty())
-    return Status::error(std::string(kName) + ": not an apply_mask");
-  MaskAdd p;
-  if (Status s =
-          addOperands(kName, add, applyMask.results[0].buffer, addArgs, p);
-      !s)
-    return s;
-  if (Status s = maskOperands(kName, applyMask, maskArgs, p); !s)
-    return s;
-  p.x = maskArgs.operands[0];
-  p.xType = storageOf(applyMask.operands[0].dtype);
-  return launchMaskAdd<false, true>(kName, p, addArgs.stream);
+/// The group's members' names joined by " + " (its errors' name).
+std::string groupName(const AddGroup &g) {
+  std::string name;
+  for (const KernelCall *call : {g.biasAdd, g.applyMask, g.add, g.norm})
+    if (call)
+      name += std::string(name.empty() ? "" : " + ") + opCodeName(call->op);
+  return name;
 }
 
-Status cuda::runBiasAdd(const KernelCall &biasAdd, const KernelCall *applyMask,
-                        const KernelCall &add, const KernelArgs &biasArgs,
-                        const KernelArgs *maskArgs, const KernelArgs &addArgs) {
-  const char *name = applyMask ? "add + apply_mask + add" : "add + add";
-  if (biasAdd.op != fb::OpCode::Add || biasAdd.operands.size() != 2 ||
-      biasAdd.results.size() != 1 || (applyMask && !maskArgs))
-    return Status::error(std::string(name) + ": not a bias add");
-  uint32_t biased = biasAdd.results[0].buffer;
-  if (applyMask && (applyMask->operands.size() != 2 ||
-                    applyMask->operands[0].buffer != biased ||
-                    applyMask->results.size() != 1))
-    return Status::error(
-        std::string(name) +
-        ": the apply_mask does not read the bias add's result");
+} // namespace
+
+Status cuda::runAddGroup(const AddGroup &g) {
+  std::string text = groupName(g);
+  const char *name = text.c_str();
+  if (!g.add || !g.addArgs || (g.biasAdd && !g.biasArgs) ||
+      (g.applyMask && !g.maskArgs) || (g.norm && !g.normArgs))
+    return Status::error(text + ": a member without its addresses");
+  // The value the add takes from the members before it: the apply_mask's
+  // result, else the bias add's, else (an add alone) its lhs.
+  const KernelCall *before = g.applyMask ? g.applyMask : g.biasAdd;
+  if (before && (before->results.size() != 1 || before->operands.size() != 2))
+    return Status::error(text + ": unexpected operands");
+  uint32_t in = before
+                    ? before->results[0].buffer
+                    : (g.add->operands.empty() ? 0 : g.add->operands[0].buffer);
   MaskAdd p;
-  uint32_t in = applyMask ? applyMask->results[0].buffer : biased;
-  if (Status s = addOperands(name, add, in, addArgs, p); !s)
+  if (Status s = addOperands(name, *g.add, in, *g.addArgs, p); !s)
     return s;
-  if (biasAdd.count != p.count || biasAdd.rhsCount <= 0 ||
-      biasAdd.count % biasAdd.rhsCount != 0)
-    return Status::error(std::string(name) + ": the bias of " +
-                         std::to_string(biasAdd.rhsCount) +
-                         " elements does not tile " +
-                         std::to_string(biasAdd.count) + " (the add has " +
-                         std::to_string(p.count) + ")");
-  if (applyMask)
-    if (Status s = maskOperands(name, *applyMask, *maskArgs, p); !s)
+  if (g.biasAdd) {
+    const KernelCall &biasAdd = *g.biasAdd;
+    if (biasAdd.op != fb::OpCode::Add)
+      return Status::error(text + ": not a bias add");
+    if (g.applyMask &&
+        g.applyMask->operands[0].buffer != biasAdd.results[0].buffer)
+      return Status::error(
+          text + ": the apply_mask does not read the bias add's result");
+    if (biasAdd.count != p.count || biasAdd.rhsCount <= 0 ||
+        biasAdd.count % biasAdd.rhsCount != 0)
+      return Status::error(
+          text + ": the bias of " + std::to_string(biasAdd.rhsCount) +
+          " elements does not tile " + std::to_string(biasAdd.count) +
+          " (the add has " + std::to_string(p.count) + ")");
+    p.x = g.biasArgs->operands[0];
+    p.xType = storageOf(biasAdd.operands[0].dtype);
+    p.bias = g.biasArgs->operands[1];
+    p.biasType = storageOf(biasAdd.operands[1].dtype);
+    p.biasCount = biasAdd.rhsCount;
+    p.biasedType = p.yType = storageOf(biasAdd.results[0].dtype);
+  }
+  if (g.applyMask) {
+    if (Status s = maskOperands(name, *g.applyMask, *g.maskArgs, p); !s)
       return s;
-  p.x = biasArgs.operands[0];
-  p.xType = storageOf(biasAdd.operands[0].dtype);
-  p.bias = biasArgs.operands[1];
-  p.biasType = storageOf(biasAdd.operands[1].dtype);
-  p.biasCount = biasAdd.rhsCount;
-  p.biasedType = storageOf(biasAdd.results[0].dtype);
-  if (applyMask)
-    return launchMaskAdd<true, true>(name, p, addArgs.stream);
-  p.yType = p.biasedType;
-  return launchMaskAdd<true, false>(name, p, addArgs.stream);
+    if (!g.biasAdd) {
+      p.x = g.maskArgs->operands[0];
+      p.xType = storageOf(g.applyMask->operands[0].dtype);
+    }
+  }
+  if (!before) {
+    p.x = g.addArgs->operands[0];
+    p.xType = p.yType = storageOf(g.add->operands[0].dtype);
+  }
+  if (!isFloatStorage(p.xType) || !isFloatStorage(p.rType) ||
+      !isFloatStorage(p.zType) || !isFloatStorage(p.yType) ||
+      (g.biasAdd &&
+       (!isFloatStorage(p.biasType) || !isFloatStorage(p.biasedType))))
+    return Status::error(text + ": unexpected dtypes");
+  bool bias = g.biasAdd, mask = g.applyMask;
+  if (g.norm)
+    return runNormOfMaskAdd(name, p, bias, mask, *g.norm, *g.normArgs,
+                            g.addArgs->stream);
+  if (bias)
+    return mask ? launchMaskAdd<true, true>(name, p, g.addArgs->stream)
+                : launchMaskAdd<true, false>(name, p, g.addArgs->stream);
+  return mask ? launchMaskAdd<false, true>(name, p, g.addArgs->stream)
+              : launchMaskAdd<false, false>(name, p, g.addArgs->stream);
 }

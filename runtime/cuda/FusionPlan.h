@@ -150,6 +150,24 @@
 // bit. Where the group is refused, the mask and its add may still be a
 // pair.
 //
+// Residual add + norm: the forward's residual stream goes from each
+// branch's add straight into the next norm (`add(r, d) -> (z)`, then
+// `layer_norm(z, w, b) -> (y)` or `rms_norm(z, w)`), which reads z back.
+// A norm of the add's result right after any of the groups above that ends
+// in the add (dropout + add, bias + dropout + add, bias + add), or after an
+// add alone (no dropout, the product's bias in the way of the product +
+// add pair), joins it: the CUDA device then runs one row kernel
+// (NormLossKernels.cuh's normOfSourceKernel) that computes each element's
+// z, stores it (the residual stream is read again), sums it into the row's
+// statistics as the norm sums the stored z, and normalizes the row: z is
+// never read back from memory but by the thread that stored it. Joined
+// where the norm is the next kernel (same function), reads z whole, every
+// tensor is float, y shares no bytes with z, the norm's weight or bias, nor
+// with the group's operands but for their very bytes, and z none with the
+// weight or bias; an add alone must add two tensors of its size and meet
+// them only in their very bytes. z and y are the unfused kernels' bit for
+// bit.
+//
 // Plain C++ (runtime/test/FusionPlanTest.cpp checks the plan without a GPU).
 //
 //===----------------------------------------------------------------------===//
@@ -524,6 +542,78 @@ inline const char *biasAddRefusal(const Program &program, size_t p,
   return nullptr;
 }
 
+/// Whether `call` is a forward norm (layer_norm or rms_norm) reading
+/// `buffer` as its input.
+inline bool isNormOf(const KernelCall &call, uint32_t buffer) {
+  bool layer = call.op == fb::OpCode::LayerNorm;
+  return (layer || call.op == fb::OpCode::RmsNorm) &&
+         call.operands.size() == (layer ? 3u : 2u) &&
+         call.results.size() == 1 && call.operands[0].buffer == buffer;
+}
+
+/// Why the norm after calls[q] (the add that ends the forward residual add
+/// group `members`, its result z) does not join the group, or null. The
+/// fused kernel stores each row's z and normalizes it (each element's z
+/// stored, read back and its y written by the thread that read the group's
+/// operands at that element): the norm reads z whole, its tensors are
+/// float, y shares no bytes with z, the norm's weight or bias, nor with the
+/// group's operands but their very bytes, and z none with the weight or
+/// bias.
+inline const char *
+normJoinRefusal(const Program &program, size_t q,
+                const std::vector<const KernelCall *> &members) {
+  const KernelCall &add = program.calls[q], &c = program.calls[q + 1];
+  const TensorRef &z = add.results[0], &y = c.results[0];
+  if (!inOneFunction(program, add, c))
+    return "the norm is in another function";
+  if (!sameBytes(c.operands[0], z) || c.operands[0].dtype != z.dtype ||
+      c.rows * c.cols != z.elements || c.floatAttrs.empty())
+    return "the norm does not read the add's result whole";
+  for (const TensorRef &t : c.operands)
+    if (!isFloat(t.dtype))
+      return "a tensor is not float";
+  if (!isFloat(y.dtype))
+    return "a tensor is not float";
+  for (size_t j = 1; j < c.operands.size(); ++j)
+    if (spansMeet(y, c.operands[j]) || spansMeet(z, c.operands[j]))
+      return "the norm's weight or bias overlaps the add's or norm's result";
+  if (spansMeet(y, z))
+    return "the norm's result overlaps the add's";
+  for (const KernelCall *member : members)
+    for (const TensorRef &t : member->operands)
+      if (spansMeet(y, t) && !sameBytes(y, t))
+        return "the norm's result overlaps a tensor the group reads";
+  return nullptr;
+}
+
+/// Whether calls[p] (an add) is followed by a norm of its result: the
+/// pairs addAloneRefusal and normJoinRefusal decide on.
+inline bool isAddNormCandidate(const Program &program, size_t p) {
+  const KernelCall &a = program.calls[p];
+  return a.op == fb::OpCode::Add && a.operands.size() == 2 &&
+         a.results.size() == 1 && p + 1 < program.calls.size() &&
+         isNormOf(program.calls[p + 1], a.results[0].buffer);
+}
+
+/// Why the add calls[p] cannot head a group of its own with the norm of its
+/// result, or null: it adds two float tensors of its size (no broadcast),
+/// and its result shares no bytes with them but their very bytes.
+inline const char *addAloneRefusal(const Program &program, size_t p) {
+  const KernelCall &a = program.calls[p];
+  if (a.rhsCount != a.count || a.results[0].elements != a.count)
+    return "the add broadcasts";
+  const TensorRef &z = a.results[0];
+  if (!isFloat(z.dtype))
+    return "unexpected dtypes";
+  for (const TensorRef &t : a.operands) {
+    if (!isFloat(t.dtype))
+      return "unexpected dtypes";
+    if (spansMeet(z, t) && !sameBytes(z, t))
+      return "the add's result overlaps an operand";
+  }
+  return nullptr;
+}
+
 /// Whether calls[p] (a linear_weight_grad) is followed by a sum_to of its
 /// dY: the pairs weightGradSumRefusal decides on.
 inline bool isWeightGradSumCandidate(const Program &program, size_t p) {
@@ -858,6 +948,21 @@ planFusions(const Program &program,
   };
   // A group of two or more: the head, links, the tail; each member's
   // partner the next (the head's) or the one before.
+  // The norm after a forward residual add group whose add is calls[last],
+  // joined where normJoinRefusal allows (said where it does not: a norm of
+  // the add's result follows).
+  auto joinNorm = [&](std::vector<const KernelCall *> &members, size_t last) {
+    if (last + 1 >= program.calls.size() ||
+        !fusion::isNormOf(program.calls[last + 1],
+                          program.calls[last].results[0].buffer))
+      return;
+    const KernelCall &norm = program.calls[last + 1];
+    if (const char *why = fusion::normJoinRefusal(program, last, members))
+      refuse(program.calls[last], why,
+             (" + " + std::string(opCodeName(norm.op))).c_str());
+    else
+      members.push_back(&norm);
+  };
   auto chain = [&](const std::vector<const KernelCall *> &members) {
     size_t n = members.size();
     for (size_t i = 0; i < n; ++i) {
@@ -883,8 +988,23 @@ planFusions(const Program &program,
       std::vector<const KernelCall *> members = {&a, &program.calls[p + 1]};
       if (members.back()->op == fb::OpCode::ApplyMask)
         members.push_back(&program.calls[p + 2]);
+      joinNorm(members, p + members.size() - 1);
       chain(members);
       p += members.size() - 1;
+      continue;
+    }
+    if (fusion::isAddNormCandidate(program, p)) {
+      const KernelCall &norm = program.calls[p + 1];
+      std::vector<const KernelCall *> members = {&a};
+      if (const char *why = fusion::addAloneRefusal(program, p)) {
+        refuse(a, why, (" + " + std::string(opCodeName(norm.op))).c_str());
+        continue;
+      }
+      joinNorm(members, p);
+      if (members.size() > 1) {
+        chain(members);
+        ++p;
+      }
       continue;
     }
     if (fusion::isCrossEntropyCandidate(program, p)) {
@@ -972,35 +1092,40 @@ planFusions(const Program &program,
     }
     if (a.op != fb::OpCode::ApplyMask)
       continue;
-    if (const char *why = fusion::refusal(program, p, reads, writes, hostBound))
+    if (const char *why =
+            fusion::refusal(program, p, reads, writes, hostBound)) {
       refuse(a, why);
-    else
-      pair(a, program.calls[p + 1], {});
+      continue;
+    }
+    std::vector<const KernelCall *> members = {&a, &program.calls[p + 1]};
+    joinNorm(members, p + 1);
+    chain(members);
+    p += members.size() - 1;
   }
   return plan;
 }
 
 struct KernelArgs;
 
-/// Runs a fused pair (FusedKernels.cu): z = add's lhs + rhs where the
-/// operand that is the apply_mask's result takes the value
-/// round_y(x * mask * scale) instead (scale 1 in evaluation), y's rounding
-/// to its storage kept, so that z equals the pair's bit for bit. `maskArgs`
-/// holds the apply_mask's addresses and context for its run, `addArgs` the
-/// add's and the stream. y is neither written nor read.
-Status runApplyMaskAdd(const KernelCall &applyMask, const KernelCall &add,
-                       const KernelArgs &maskArgs, const KernelArgs &addArgs);
+/// A forward residual add group with its members' run addresses: the bias
+/// add (or null), the apply_mask (or null), the add, the norm of its result
+/// (or null). The last member's args carry the stream.
+struct AddGroup {
+  const KernelCall *biasAdd = nullptr, *applyMask = nullptr, *add = nullptr,
+                   *norm = nullptr;
+  const KernelArgs *biasArgs = nullptr, *maskArgs = nullptr, *addArgs = nullptr,
+                   *normArgs = nullptr;
+};
 
-/// Runs a bias add and what follows it (FusedKernels.cu): y = x + b (b
-/// repeated over x's leading dimensions) rounded to y's storage, then
-/// through the apply_mask as runApplyMaskAdd computes it where `applyMask`
-/// is given, then added to the last add's other operand: z equals the
-/// unfused kernels' bit for bit. `biasArgs` holds the bias add's addresses,
-/// `maskArgs` the apply_mask's and its context (with one), `addArgs` the
-/// last add's and the stream.
-Status runBiasAdd(const KernelCall &biasAdd, const KernelCall *applyMask,
-                  const KernelCall &add, const KernelArgs &biasArgs,
-                  const KernelArgs *maskArgs, const KernelArgs &addArgs);
+/// Runs a forward residual add group as one kernel (FusedKernels.cu): y =
+/// x + b (b repeated over x's leading dimensions) rounded to y's storage
+/// where a bias add heads it, then through the apply_mask (round_y(y * mask
+/// * scale), scale 1 in evaluation) where it has one, then added to the
+/// add's other operand: z, the unfused kernels' bit for bit; without a bias
+/// add and a mask, the add's own sum. The intermediates are neither written
+/// nor read. With a norm, z is written and normalized in the same pass
+/// (ReductionKernels.cu), y the norm's bit for bit too.
+Status runAddGroup(const AddGroup &group);
 
 } // namespace tpcrt::cuda
 

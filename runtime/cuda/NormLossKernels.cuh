@@ -68,21 +68,38 @@ struct Moments {
   double mean, rstd;
 };
 
+/// Mean and 1 / sqrt(biased var + eps) of a row (layerNorm's), given the
+/// thread's sum of its columns (rowMoments' first loop).
+__device__ Moments momentsGivenSum(double sum, const void *x, Storage type,
+                                   int64_t base, int64_t cols, float epsilon,
+                                   double *shared) {
+  double mean = blockSumOf<double>(sum, shared) / static_cast<double>(cols);
+  double sq = 0.0;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+    double d = loadFloat(x, type, base + c) - mean;
+    sq = __dadd_rn(sq, __dmul_rn(d, d));
+  }
+  sq = blockSumOf<double>(sq, shared);
+  return {mean, 1.0 / sqrt(sq / static_cast<double>(cols) +
+                           static_cast<double>(epsilon))};
+}
+
+/// 1 / sqrt(mean(x^2) + eps) of a row (rmsNorm's), given the thread's sum
+/// of its columns' squares.
+__device__ double inverseRmsGivenSquares(double sq, int64_t cols, float epsilon,
+                                         double *shared) {
+  sq = blockSumOf<double>(sq, shared);
+  return 1.0 /
+         sqrt(sq / static_cast<double>(cols) + static_cast<double>(epsilon));
+}
+
 /// Mean and 1 / sqrt(biased var + eps) of a row (layerNorm's).
 __device__ Moments rowMoments(const void *x, Storage type, int64_t base,
                               int64_t cols, float epsilon, double *shared) {
   double sum = 0.0;
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
     sum += loadFloat(x, type, base + c);
-  double mean = blockSumOf<double>(sum, shared) / static_cast<double>(cols);
-  double sq = 0.0;
-  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    double d = loadFloat(x, type, base + c) - mean;
-    sq += d * d;
-  }
-  sq = blockSumOf<double>(sq, shared);
-  return {mean, 1.0 / sqrt(sq / static_cast<double>(cols) +
-                           static_cast<double>(epsilon))};
+  return momentsGivenSum(sum, x, type, base, cols, epsilon, shared);
 }
 
 /// 1 / sqrt(mean(x^2) + eps) of a row (rmsNorm's).
@@ -93,9 +110,7 @@ __device__ double rowInverseRms(const void *x, Storage type, int64_t base,
     double v = loadFloat(x, type, base + c);
     sq += v * v;
   }
-  sq = blockSumOf<double>(sq, shared);
-  return 1.0 /
-         sqrt(sq / static_cast<double>(cols) + static_cast<double>(epsilon));
+  return inverseRmsGivenSquares(sq, cols, epsilon, shared);
 }
 
 /// A float tensor operand as a kernel reads it.
@@ -116,25 +131,72 @@ struct Out {
   }
 };
 
+/// Row `base` of layer_norm (bias.data non-null) or rms_norm, y =
+/// float(xhat) * w (+ b), given the thread's first sum over its columns
+/// (of x for layer_norm, of x^2 for rms_norm).
+__device__ void normRowGiven(double first, In x, In weight, In bias,
+                             int64_t base, int64_t cols, float epsilon,
+                             double *shared, Out y) {
+  if (bias.data) {
+    Moments m =
+        momentsGivenSum(first, x.data, x.type, base, cols, epsilon, shared);
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      auto xhat = static_cast<float>((x[base + c] - m.mean) * m.rstd);
+      y.store(base + c, __fadd_rn(__fmul_rn(xhat, weight[c]), bias[c]));
+    }
+  } else {
+    double inv = inverseRmsGivenSquares(first, cols, epsilon, shared);
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      auto xhat = static_cast<float>(x[base + c] * inv);
+      y.store(base + c, __fmul_rn(xhat, weight[c]));
+    }
+  }
+}
+
+/// A thread's sum of `v` into a norm's first sum (normRowGiven's); _rn so
+/// that the two kernels that sum it (normKernel, normOfSourceKernel) round
+/// alike, no FMA contracted in one and not the other.
+__device__ __forceinline__ void addToFirstSum(double &first, float v,
+                                              bool layer) {
+  double d = v;
+  first = __dadd_rn(first, layer ? d : __dmul_rn(d, d));
+}
+
 /// layer_norm (bias.data non-null) or rms_norm: y = float(xhat) * w (+ b).
 __global__ void normKernel(In x, In weight, In bias, int64_t rows, int64_t cols,
                            float epsilon, Out y) {
   TPCRT_SHARED(double, shared, [32]);
+  bool layer = bias.data != nullptr;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     int64_t base = r * cols;
-    if (bias.data) {
-      Moments m = rowMoments(x.data, x.type, base, cols, epsilon, shared);
-      for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-        auto xhat = static_cast<float>((x[base + c] - m.mean) * m.rstd);
-        y.store(base + c, __fadd_rn(__fmul_rn(xhat, weight[c]), bias[c]));
-      }
-    } else {
-      double inv = rowInverseRms(x.data, x.type, base, cols, epsilon, shared);
-      for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-        auto xhat = static_cast<float>(x[base + c] * inv);
-        y.store(base + c, __fmul_rn(xhat, weight[c]));
-      }
+    double first = 0.0;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
+      addToFirstSum(first, x[base + c], layer);
+    normRowGiven(first, x, weight, bias, base, cols, epsilon, shared, y);
+  }
+}
+
+/// normKernel of z, which it computes on the way: each thread stores its
+/// columns' z = round_z(source(i)) and sums them as normKernel sums the
+/// stored z, then reads them back (its own stores) for the rest. A residual
+/// add group with its norm (MaskAdd.cuh's source): z and y the unfused
+/// kernels' bit for bit.
+template <typename Source>
+__global__ void normOfSourceKernel(Source source, Out z, In weight, In bias,
+                                   int64_t rows, int64_t cols, float epsilon,
+                                   Out y) {
+  TPCRT_SHARED(double, shared, [32]);
+  bool layer = bias.data != nullptr;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    int64_t base = r * cols;
+    double first = 0.0;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      float v = roundTo(source(base + c), z.type);
+      z.store(base + c, v);
+      addToFirstSum(first, v, layer);
     }
+    normRowGiven(first, In{z.data, z.type}, weight, bias, base, cols, epsilon,
+                 shared, y);
   }
 }
 

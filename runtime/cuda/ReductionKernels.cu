@@ -27,6 +27,7 @@
 
 #include "CudaCommon.cuh"
 #include "CudaKernels.h"
+#include "MaskAdd.cuh"
 #include "NormLossKernels.cuh"
 
 #include <cub/device/device_radix_sort.cuh>
@@ -527,7 +528,51 @@ __global__ void blockGradKernel(In logits, const int64_t *labels, int64_t rows,
   }
 }
 
+template <bool kBias, bool kMask>
+void launchNormOfMaskAdd(const MaskAdd &add, const KernelCall &norm,
+                         const KernelArgs &args, float epsilon,
+                         cudaStream_t stream) {
+  bool layer = norm.op == fb::OpCode::LayerNorm;
+  auto *kernel = &normOfSourceKernel<MaskAddAt<kBias, kMask>>;
+  TPCRT_LAUNCH(kernel, rowGrid(norm.rows), kRowThreads, 0, stream,
+               MaskAddAt<kBias, kMask>{add}, Out{add.z, add.zType},
+               inOperand(norm, args, 1),
+               layer ? inOperand(norm, args, 2) : In{nullptr, Storage::F32},
+               norm.rows, norm.cols, epsilon, outResult(norm, args, 0));
+}
+
 } // namespace
+
+Status runNormOfMaskAdd(const char *name, const MaskAdd &add, bool bias,
+                        bool mask, const KernelCall &norm,
+                        const KernelArgs &normArgs, cudaStream_t stream) {
+  bool layer = norm.op == fb::OpCode::LayerNorm;
+  if ((!layer && norm.op != fb::OpCode::RmsNorm) ||
+      norm.operands.size() != (layer ? 3u : 2u) || norm.results.size() != 1 ||
+      norm.floatAttrs.empty())
+    return Status::error(std::string(name) + ": the last kernel is not a norm");
+  if (norm.rows * norm.cols != add.count)
+    return Status::error(std::string(name) + ": the norm's " +
+                         std::to_string(norm.rows) + " rows of " +
+                         std::to_string(norm.cols) + " are not the add's " +
+                         std::to_string(add.count) + " elements");
+  if (normArgs.operands[0] != add.z)
+    return Status::error(std::string(name) +
+                         ": the norm does not read the add's result");
+  if (add.count == 0)
+    return Status::ok();
+  auto epsilon = static_cast<float>(norm.floatAttrs[0]);
+  if (bias)
+    mask ? launchNormOfMaskAdd<true, true>(add, norm, normArgs, epsilon, stream)
+         : launchNormOfMaskAdd<true, false>(add, norm, normArgs, epsilon,
+                                            stream);
+  else
+    mask
+        ? launchNormOfMaskAdd<false, true>(add, norm, normArgs, epsilon, stream)
+        : launchNormOfMaskAdd<false, false>(add, norm, normArgs, epsilon,
+                                            stream);
+  return launchStatus(name);
+}
 
 Status crossEntropyBlockMax(const void *logits, Storage logitsType,
                             const int64_t *, int64_t rows, int64_t cols,

@@ -1515,4 +1515,160 @@ TEST(FusionPlanTest, NormBackwardMaskRefusals) {
       << q.refusals[0];
 }
 
+/// A forward residual add group and the norm of its result: [add(x, bias)
+/// -> y] [apply_mask -> d] add(., r) -> z, then layer_norm(z, w, nb) (or
+/// rms_norm(z, w)) -> out; z and out outputs (the residual stream is read
+/// again).
+struct ForwardNormGroup {
+  bool bias = false, dropout = true, rms = false, residualLhs = false;
+  DT xType = DT::F32, zType = DT::F32, outType = DT::F32;
+  uint32_t x = 0, biasParam = 0, m = 0, y = 0, d = 0, r = 0, z = 0, w = 0;
+  uint32_t out = 0;
+  /// The group's first kernel; `count` members (the norm last).
+  uint32_t head = 0, count = 0;
+
+  fb::ExecutableT build() {
+    ExecutableBuilder b;
+    std::vector<int64_t> shape{2, 3, 8};
+    uint32_t p = b.param("p", DT::F32, shape);
+    biasParam = b.param("bias", DT::F32, {8});
+    r = b.param("r", DT::F32, shape);
+    w = b.param("w", DT::F32, {8});
+    uint32_t nb = b.param("nb", DT::F32, {8});
+    x = b.buffer(xType, shape);
+    m = b.buffer(DT::U8, shape);
+    y = b.buffer(xType, shape);
+    d = b.buffer(xType, shape);
+    z = b.buffer(zType, shape);
+    out = b.buffer(outType, shape);
+    b.kernel(Op::Gelu, {p}, {x});
+    if (dropout)
+      b.kernel(Op::DropoutMask, {}, {m}, {1}, {0.1});
+    head = static_cast<uint32_t>(b.exe.kernels.size());
+    uint32_t branch = x;
+    if (bias) {
+      b.kernel(Op::Add, {x, biasParam}, {y});
+      branch = y;
+    }
+    if (dropout) {
+      b.kernel(Op::ApplyMask, {branch, m}, {d}, {}, {0.1});
+      branch = d;
+    }
+    if (residualLhs)
+      b.kernel(Op::Add, {r, branch}, {z});
+    else
+      b.kernel(Op::Add, {branch, r}, {z});
+    if (rms)
+      b.kernel(Op::RmsNorm, {z, w}, {out}, {}, {1e-5});
+    else
+      b.kernel(Op::LayerNorm, {z, w, nb}, {out}, {}, {1e-5});
+    count = static_cast<uint32_t>(b.exe.kernels.size()) - head;
+    b.output("z", z);
+    b.output("out", out);
+    b.exe.seed = 7;
+    return b.finish();
+  }
+};
+
+/// `check` on each residual add group form (dropout + add, bias + dropout
+/// + add, bias + add, an add alone), norm (layer, rms) and add operand
+/// order, the group given so, its other options as `base` has them.
+template <typename Check>
+void forEachForwardNormForm(const ForwardNormGroup &base, Check check) {
+  for (auto [bias, dropout] : {std::pair{false, true}, std::pair{true, true},
+                               std::pair{true, false}, std::pair{false, false}})
+    for (bool rms : {false, true})
+      for (bool residualLhs : {false, true}) {
+        SCOPED_TRACE(std::string(bias ? "bias + " : "") +
+                     (dropout ? "dropout + " : "") + "add + " +
+                     (rms ? "rms_norm" : "layer_norm") +
+                     (residualLhs ? ", the residual the lhs" : ""));
+        ForwardNormGroup g = base;
+        g.bias = bias;
+        g.dropout = dropout;
+        g.rms = rms;
+        g.residualLhs = residualLhs;
+        check(g);
+      }
+}
+
+TEST(FusionPlanTest, ResidualAddAndTheNextNormAreFused) {
+  forEachForwardNormForm({}, [](ForwardNormGroup &g) {
+    fb::ExecutableT exe = g.build();
+    Planned p = planned(exe);
+    expectChain(p, g.head, g.count);
+    EXPECT_TRUE(p.refusals.empty()) << p.refusals.front();
+  });
+  // bf16 activations and norm output, an f32 residual stream.
+  ForwardNormGroup halves;
+  halves.xType = halves.outType = DT::BF16;
+  forEachForwardNormForm(halves, [](ForwardNormGroup &g) {
+    fb::ExecutableT exe = g.build();
+    expectChain(planned(exe), g.head, g.count);
+  });
+  // The norm's result on the very bytes of the branch x (each element's
+  // out written by the thread that read x there): fused.
+  forEachForwardNormForm({}, [](ForwardNormGroup &g) {
+    fb::ExecutableT exe = g.build();
+    relocate(exe, {{g.x, 0}, {g.out, 0}}, 256);
+    expectChain(planned(exe), g.head, g.count);
+  });
+}
+
+/// The group of `g` without its norm (refused for `why`, said as
+/// "kernel K (add) + <norm>: why"); an add alone then runs alone.
+void expectNormRefused(const Planned &p, const ForwardNormGroup &g,
+                       const std::string &why) {
+  uint32_t members = g.count - 1;
+  if (members > 1)
+    expectChain(p, g.head, members);
+  else
+    for (const FusionStep &step : p.plan)
+      EXPECT_EQ(step.role, FusionRole::None);
+  EXPECT_EQ(p.plan[g.head + members].role, FusionRole::None);
+  ASSERT_EQ(p.refusals.size(), 1u);
+  std::string norm = g.rms ? "rms_norm" : "layer_norm";
+  EXPECT_NE(p.refusals[0].find("(add) + " + norm + ": " + why),
+            std::string::npos)
+      << p.refusals[0] << "\nexpected: " << why;
+}
+
+TEST(FusionPlanTest, ResidualAddAndTheNextNormRefusals) {
+  // The norm's result half a row into x. (Over z the loader refuses it:
+  // a norm's result never overlaps its input.)
+  forEachForwardNormForm({}, [](ForwardNormGroup &g) {
+    fb::ExecutableT exe = g.build();
+    relocate(exe, {{g.x, 0}, {g.out, 16}}, 512);
+    expectNormRefused(planned(exe), g,
+                      "the norm's result overlaps a tensor the group reads");
+  });
+  // The norm in a function of its own.
+  forEachForwardNormForm({}, [](ForwardNormGroup &g) {
+    fb::ExecutableT exe = g.build();
+    uint32_t norm = g.head + g.count - 1;
+    runByActions(exe, {{"branch", 0, norm}, {"norm", norm, 1}});
+    expectNormRefused(planned(exe), g, "the norm is in another function");
+  });
+  // An add alone that broadcasts (the embedding's positions): nothing
+  // fused, said as the add's.
+  ExecutableBuilder b;
+  uint32_t p = b.param("p", DT::F32, {4, 8}),
+           pos = b.param("pos", DT::F32, {8});
+  uint32_t w = b.param("w", DT::F32, {8});
+  uint32_t x = b.buffer(DT::F32, {4, 8}), z = b.buffer(DT::F32, {4, 8});
+  uint32_t out = b.buffer(DT::F32, {4, 8});
+  b.kernel(Op::Gelu, {p}, {x});
+  b.kernel(Op::Add, {x, pos}, {z});
+  b.kernel(Op::RmsNorm, {z, w}, {out}, {}, {1e-5});
+  b.output("z", z);
+  b.output("out", out);
+  Planned broadcast = planned(b.finish());
+  for (const FusionStep &step : broadcast.plan)
+    EXPECT_EQ(step.role, FusionRole::None);
+  ASSERT_EQ(broadcast.refusals.size(), 1u);
+  EXPECT_NE(broadcast.refusals[0].find("(add) + rms_norm: the add broadcasts"),
+            std::string::npos)
+      << broadcast.refusals[0];
+}
+
 } // namespace

@@ -754,18 +754,30 @@ TEST(GemmSpec, DISABLED_ModelGeluPairsTakeTheEpilogue) {
             << why;
       }
     size_t geluPairs = 0, maskPairs = 0, biasGradPairs = 0, geluGradPairs = 0,
-           addPairs = 0, biasAddGroups = 0;
+           addPairs = 0, biasAddGroups = 0, addNormGroups = 0, withNorm = 0;
     for (size_t p = 0; p < program.calls.size(); ++p) {
       const KernelCall &call = program.calls[p];
       if (plan[call.index].role != FusionRole::Head)
         continue;
-      if (call.op == fb::OpCode::ApplyMask) {
-        ++maskPairs;
-        continue;
-      }
-      if (call.op == fb::OpCode::Add) {
-        // A row-parallel bias, its dropout and the residual add (no GEMM).
-        ++biasAddGroups;
+      if (call.op == fb::OpCode::ApplyMask || call.op == fb::OpCode::Add) {
+        // The forward's residual add groups (no GEMM): the dropout and the
+        // add; a row-parallel bias, its dropout (if any) and the residual
+        // add; or the residual add alone; each with the next norm where it
+        // joins them.
+        size_t q = p + 1;
+        while (q + 1 < program.calls.size() &&
+               plan[program.calls[q].index].role == FusionRole::Link)
+          ++q;
+        const KernelCall &tail = program.calls[q];
+        bool norm =
+            tail.op == fb::OpCode::LayerNorm || tail.op == fb::OpCode::RmsNorm;
+        withNorm += norm;
+        if (call.op == fb::OpCode::ApplyMask)
+          ++maskPairs;
+        else if (norm && q == p + 1)
+          ++addNormGroups;
+        else
+          ++biasAddGroups;
         continue;
       }
       if (call.op == fb::OpCode::LayerNormParamGrad ||
@@ -803,11 +815,13 @@ TEST(GemmSpec, DISABLED_ModelGeluPairsTakeTheEpilogue) {
       EXPECT_EQ(why, nullptr) << "kernel " << call.index << ": " << why;
     }
     std::printf("%s: %zu linear + gelu pairs, %zu input gradient + "
-                "gelu_grad pairs, %zu apply_mask + add pairs, %zu weight "
+                "gelu_grad pairs, %zu apply_mask + add groups, %zu weight "
                 "gradient + bias gradient pairs, %zu product + add pairs, "
-                "%zu bias + add groups\n",
+                "%zu bias + add groups, %zu add + norm pairs (%zu groups "
+                "ending in a norm)\n",
                 path.c_str(), geluPairs, geluGradPairs, maskPairs,
-                biasGradPairs, addPairs, biasAddGroups);
+                biasGradPairs, addPairs, biasAddGroups, addNormGroups,
+                withNorm);
     // GPT-2's MLP: one pair per layer in the forward (the models here have
     // two layers); Llama's SiLU has none. GPT-2's four linears with a bias
     // per layer each give a bias gradient pair (its tied head has no bias),
@@ -834,6 +848,14 @@ TEST(GemmSpec, DISABLED_ModelGeluPairsTakeTheEpilogue) {
     // GEMM's epilogue.
     bool tp = path.find("tp2") != std::string::npos;
     EXPECT_EQ(biasAddGroups, gpt2 && tp ? 4u : 0u);
+    // GPT-2's residual adds go into the next norm (two a layer: the second
+    // norm and the next layer's first, or the final norm): every branch's
+    // group takes it; without dropout on one device the add is alone (the
+    // product's bias keeps it from the product). Llama's adds are the
+    // products' (C).
+    bool dropout = path.find("nodrop") == std::string::npos;
+    EXPECT_EQ(withNorm, gpt2 ? 4u : 0u);
+    EXPECT_EQ(addNormGroups, gpt2 && !dropout && !tp ? 4u : 0u);
   });
 }
 

@@ -20,6 +20,8 @@
 //     (-> apply_mask of the add's, else dX)         dropout of the result
 //   add -> apply_mask of its result -> add of that  bias + dropout + residual
 //     (or add -> add of its result)                 add (tp > 1's row bias)
+//   ... add (the three above, or an add alone)      the residual add with the
+//     -> {layer,rms}_norm of the add's result       next norm: one row kernel
 //
 //===----------------------------------------------------------------------===//
 
@@ -58,6 +60,22 @@ inline SmallVector<KernelOp, 3> fusionPartners(KernelOp head) {
     return kernel.getOpcode() == OpCode::Add && head.getOutputs().size() == 1 &&
            llvm::count(kernel.getInputs(), head.getOutputs()[0]) == 1;
   };
+  // A forward norm of `kernel`'s result.
+  auto normOf = [&](KernelOp kernel, KernelOp add) {
+    return kernel &&
+           (kernel.getOpcode() == OpCode::LayerNorm ||
+            kernel.getOpcode() == OpCode::RmsNorm) &&
+           add.getOutputs().size() == 1 &&
+           reads(kernel, add.getOutputs()[0], 0);
+  };
+  // The norm after the group's residual add (its last partner) joins it.
+  auto withNorm = [&](SmallVector<KernelOp, 3> &group) {
+    if (group.empty() || group.back().getOpcode() != OpCode::Add)
+      return;
+    KernelOp norm = nextKernelAfter(group.back());
+    if (normOf(norm, group.back()))
+      group.push_back(norm);
+  };
   switch (head.getOpcode()) {
   case OpCode::Linear:
     if ((readsResult(next, OpCode::Gelu) && (next.getFlags() & 1)) ||
@@ -73,6 +91,7 @@ inline SmallVector<KernelOp, 3> fusionPartners(KernelOp head) {
     if (next.getOpcode() == OpCode::Add && head.getOutputs().size() == 1 &&
         llvm::is_contained(next.getInputs(), head.getOutputs()[0]))
       partners.push_back(next);
+    withNorm(partners);
     break;
   case OpCode::Add:
     // A bias add and the branch's dropout and residual add (or the add).
@@ -86,7 +105,12 @@ inline SmallVector<KernelOp, 3> fusionPartners(KernelOp head) {
         partners.clear();
     } else if (addsResult(next)) {
       partners.push_back(next);
+    } else if (normOf(next, head)) {
+      // A residual add alone and the norm of its result.
+      partners.push_back(next);
+      break;
     }
+    withNorm(partners);
     break;
   case OpCode::LinearWeightGrad:
   case OpCode::LinearWeightGradAccumulate:

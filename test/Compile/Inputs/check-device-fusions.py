@@ -62,6 +62,11 @@ KINDS = {
     ("rms_norm_input_grad", "add", "apply_mask"): "norm input grad + add + mask",
     ("cross_entropy", "cross_entropy_grad"): "loss + gradient",
 }
+# A forward norm joins the residual add that ends a group, or an add alone.
+for ops, kind in list(KINDS.items()) + [(("add",), "add")]:
+    if ops[-1] == "add" and ops[0] in ("add", "apply_mask"):
+        for norm in ("layer_norm", "rms_norm"):
+            KINDS[ops + (norm,)] = kind + " + norm"
 runs = program.runs
 
 
