@@ -466,13 +466,20 @@ public:
     // gradients are added (three adds over the whole sequence; on a CUDA
     // device each in the next product's epilogue).
     double inputGradientSums = m.llama && !fuses ? 3 * 3 * tokens * h * e : 0;
-    double elementwiseForward =
-        whole * (2 * 2 * e + 2 * branchForward) + inner * activationForward;
+    // A norm reads x and writes y; on a CUDA device each norm joins the
+    // residual add before it where that add is a kernel (not a product's C:
+    // Llama without sequence parallelism), one row kernel that writes z
+    // and y: the norm's read of z is not paid, nor its launch.
+    bool normJoinsAdd = fuses && !residualInProduct;
+    double normForward = normJoinsAdd ? e : 2 * e;
+    double elementwiseForward = whole * (2 * normForward + 2 * branchForward) +
+                                inner * activationForward;
     double elementwiseBackward =
         whole * (2 * normBackward + 2 * branchBackward) +
         inner * activationBackward + biasGradients + inputGradientSums;
     // Their kernels, a launch each (the bytes above are priced as one
-    // kernel's): forward the two norms, each branch's mask drawn and
+    // kernel's): forward the two norms (each with the add before it on a
+    // CUDA device), each branch's mask drawn and
     // applied and its add (one kernel with the add on a CUDA device), the
     // activation (Llama: SiLU, then the product with up); backward the
     // norms' (the parameter and input gradients, the residual add and the
@@ -485,8 +492,8 @@ public:
                                                       : 1;
     if (rowParallelBias)
       branchKernelsForward += 1;
-    double kernelsForward =
-        2 + 2 * branchKernelsForward + (m.llama ? 2 : (fuses ? 0 : 1));
+    double kernelsForward = (normJoinsAdd ? 0 : 2) + 2 * branchKernelsForward +
+                            (m.llama ? 2 : (fuses ? 0 : 1));
     double kernelsBackward = 2 * (!fuses            ? 3
                                   : normParamsApart ? 2
                                                     : 1) +
@@ -527,11 +534,14 @@ public:
     if (plan.remat == "full") {
       // The backward recomputes the forward but what only the layer's
       // output needs: the MLP's output projection, its reduction over tp,
-      // its dropout and residual add.
+      // its dropout and residual add (the layer's first norm then runs
+      // alone: no add before it is recomputed).
+      double firstNormAlone = normJoinsAdd ? 1 : 0;
       costs.backward.recompute =
           linears - gemm(tokens, h, ffn) + attentionForward +
-          elementwise(elementwiseForward - whole * branchForward,
-                      kernelsForward - branchKernelsForward) -
+          elementwise(elementwiseForward - whole * branchForward +
+                          firstNormAlone * whole * e,
+                      kernelsForward - branchKernelsForward + firstNormAlone) -
           hiddenDraws;
     } else if (plan.remat == "selective" && !m.fusedAttention) {
       costs.backward.recompute = scoresForward;

@@ -616,6 +616,44 @@ inline void addCases(DT F, std::vector<Case> &out) {
       add(b);
     }
 
+  // The residual add and the next norm (FusionPlan.h: the CUDA device runs
+  // the group that ends in the add, or the add alone, with the norm of its
+  // result as one row kernel): z and the norm's result compared. Each group
+  // form once, layer_norm and rms_norm in turn, at the hidden size and at
+  // [5, 203].
+  for (int form = 0; form < 4; ++form) {
+    bool bias = form == 1 || form == 2, dropout = form < 2, rms = form % 2;
+    Shape shape = form == 3 ? Shape{5, kVocab} : act;
+    int64_t width = shape.back();
+    Op norm = rms ? Op::RmsNorm : Op::LayerNorm;
+    CaseBuilder b(norm, F, dt,
+                  "of x" + shapeText(shape) +
+                      (bias ? " + [" + std::to_string(width) + "]" : "") +
+                      (dropout ? ", apply_mask p0.1" : "") + ", + r (fused)");
+    uint32_t x = b.in(F, shape);
+    uint32_t biasIn = bias ? b.in(F, {width}) : 0;
+    uint32_t m = dropout ? b.in(DT::U8, shape, maskBits()) : 0;
+    uint32_t r = b.in(F, shape);
+    uint32_t w = b.in(F, {width}), nb = rms ? 0 : b.in(F, {width});
+    if (bias) {
+      uint32_t y = b.temp(F, shape);
+      b.kernel(Op::Add, {x, biasIn}, {y});
+      x = y;
+    }
+    if (dropout) {
+      uint32_t d = b.temp(F, shape);
+      b.kernel(Op::ApplyMask, {x, m}, {d}, {}, {0.1});
+      x = d;
+    }
+    uint32_t z = b.out(F, shape);
+    b.kernel(Op::Add, {x, r}, {z});
+    std::vector<uint32_t> normIn = {z, w};
+    if (!rms)
+      normIn.push_back(nb);
+    b.kernel(norm, normIn, {b.out(F, shape)}, {}, {1e-5});
+    add(b);
+  }
+
   // softmax and its gradient, causal ([q, k] with k >= q) and not.
   Shape scores = {kBatch, kHeads, kSeqQ, kSeqK};
   for (uint32_t causal = 0; causal < 2; ++causal) {
