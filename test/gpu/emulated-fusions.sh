@@ -7,10 +7,10 @@
 # four single-rank training steps of device-check.sh's models stage
 # (test/gpu/models.sh; GPT-2 fp32 with two microbatches, where the memory
 # plan gives the loss's unread count the gradient's bytes), GPT-2 compiled
-# without microbatches and without dropout, GPT-2 with tp = 2 on 2 ranks
-# (tp + sp fp32, bf16, fp32 without dropout; NCCL emulated through files)
-# and Llama with tp = 2 and sequence parallelism (its adds with the RMS
-# norms) run on the
+# without microbatches and (bf16) without dropout, GPT-2 with tp = 2 on 2
+# ranks (tp + sp fp32, bf16, fp32 without dropout; NCCL emulated through
+# files) and Llama (bf16) with tp = 2 and sequence parallelism (its adds
+# with the RMS norms) run on the
 # CUDA backend compiled for the host (BUILD/lib/libtpcrt-cuda-emulated.so)
 # with TPCRT_CUDA_FUSIONS=kernels and =none: the gradients, outputs and
 # checkpoints must be the same bytes. A fused kernel that reads or writes
@@ -44,21 +44,25 @@ bash "$root/test/gpu/models.sh" "$build/bin" "$work/models" >"$work/models.txt"
   --mesh tp=2 -o "$work/models/gpt2-tiny-tp2-nodrop.tpcx" 2>/dev/null
 # Without dropout on one rank each residual add is alone (the product has a
 # bias) and joins the next layer_norm; Llama with sequence parallelism adds
-# its branches after the reduce_scatter and joins the next rms_norm.
-"$build/bin/tpc-compile" "$work/models/gpt2-tiny-nodrop.mlir" --train \
-  -o "$work/models/gpt2-tiny-nodrop.tpcx" 2>/dev/null
-"$build/bin/tpc-import" "$work/models/llama-tiny.json" --batch 4 --seq 32 \
-  -o "$work/models/llama-tiny.mlir"
-"$build/bin/tpc-compile" "$work/models/llama-tiny.mlir" --train \
-  --mesh tp=2 --sequence-parallel -o "$work/models/llama-tiny-tp2-sp.tpcx" \
+# its branches after the reduce_scatter and joins the next rms_norm. Both in
+# bf16, so that the residual stream's rounding before the norm's sums shows.
+"$build/bin/tpc-import" "$work/models/gpt2-tiny.json" --batch 4 --seq 32 \
+  --dropout 0 --dtype bf16 -o "$work/models/gpt2-tiny-nodrop-bf16.mlir" \
   2>/dev/null
+"$build/bin/tpc-compile" "$work/models/gpt2-tiny-nodrop-bf16.mlir" --train \
+  -o "$work/models/gpt2-tiny-nodrop-bf16.tpcx" 2>/dev/null
+"$build/bin/tpc-import" "$work/models/llama-tiny.json" --batch 4 --seq 32 \
+  --dtype bf16 -o "$work/models/llama-tiny-sp-bf16.mlir" 2>/dev/null
+"$build/bin/tpc-compile" "$work/models/llama-tiny-sp-bf16.mlir" --train \
+  --mesh tp=2 --sequence-parallel \
+  -o "$work/models/llama-tiny-tp2-sp-bf16.tpcx" 2>/dev/null
 export TPCRT_CUDA_BACKEND=$backend TPCRT_NCCL_LIBRARY=$backend \
   TPCRT_NCCL_EMULATION_DIR=$work/nccl
 mkdir -p "$work/nccl"
 failed=0
 for model in gpt2-tiny gpt2-tiny-one llama-tiny gpt2-tiny-bf16 \
     llama-tiny-bf16 gpt2-tiny-tp2-sp:2 gpt2-tiny-tp2-bf16:2 \
-    gpt2-tiny-tp2-nodrop:2 gpt2-tiny-nodrop llama-tiny-tp2-sp:2; do
+    gpt2-tiny-tp2-nodrop:2 gpt2-tiny-nodrop-bf16 llama-tiny-tp2-sp-bf16:2; do
   ranks=1
   case $model in *:*) ranks=${model#*:} model=${model%%:*} ;; esac
   for fusions in kernels none; do
