@@ -846,10 +846,12 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
   // elsewhere the reduction follows the backward.
   const bool overlapsReduction = hw.runtimeDevice == "cuda" && plan.dp > 1;
   // The step's end per parameter: AdamW (28 bytes), the gradients' norm
-  // (4), with mixed precision the bf16 copy (6), with microbatches the
-  // sums zeroed for the next step (4).
-  double optimizerBytes =
-      28 + 4 + (mixed ? 6 : 0) + (plan.microbatches > 1 ? 4 : 0);
+  // (4; without clipping, the compile's default, the CUDA device sums the
+  // squares in the updates' pass: runtime/cuda/KernelBatches.h), with
+  // mixed precision the bf16 copy (6), with microbatches the sums zeroed
+  // for the next step (4).
+  double optimizerBytes = 28 + (hw.runtimeDevice == "cuda" ? 0 : 4) +
+                          (mixed ? 6 : 0) + (plan.microbatches > 1 ? 4 : 0);
   // The reduction as compiled: an all_reduce per parameter tensor, in the
   // order the backward finishes them. On the CUDA device a run of them is
   // one collective (one NCCL group): rt-bucket-reductions moves each, last

@@ -18,6 +18,7 @@
 #include "CollectiveStream.h"
 
 #include "tpc/Analysis/Cost.h"
+#include "tpc/Analysis/PlanModel.h"
 #include "tpc/Analysis/Report.h"
 #include "tpc/Analysis/Simulator.h"
 
@@ -412,7 +413,9 @@ public:
       : pricer(pricer), kernels(kernels),
         groups(device.groups.begin(), device.groups.end()),
         ownAttention(device.ownAttentionGrads.begin(),
-                     device.ownAttentionGrads.end()) {
+                     device.ownAttentionGrads.end()),
+        squaresInUpdates(device.squaresInUpdates.begin(),
+                         device.squaresInUpdates.end()) {
     llvm::append_range(groups, device.batches);
     batchesFrom = device.groups.size();
     for (auto [g, group] : llvm::enumerate(groups))
@@ -421,6 +424,16 @@ public:
   }
 
   FailureOr<Piece> price(int64_t k) {
+    if (squaresInUpdates.contains(k)) {
+      // The optimizer batch before it summed the squares in its pass over
+      // the gradients: it adds the partial sums alone.
+      rt::KernelOp squares = kernels[k];
+      int64_t partials = static_cast<int64_t>(squares.getInputs().size()) *
+                         kCudaSquaresPartialBlocks * 8;
+      int64_t bytes = partials + bytesOf(squares.getOutputs()[0]);
+      bytesNotMoved += kernelBytes(squares) - bytes;
+      return pricer.price(squares, bytes);
+    }
     auto it = groupOf.find(k);
     if (it == groupOf.end())
       return pricer.price(kernels[k], std::nullopt, ownAttention.contains(k));
@@ -505,7 +518,7 @@ private:
   /// The device's fused groups, then its batches (from batchesFrom on).
   SmallVector<FusedGroup> groups;
   size_t batchesFrom = 0;
-  DenseSet<int64_t> ownAttention;
+  DenseSet<int64_t> ownAttention, squaresInUpdates;
   DenseMap<int64_t, size_t> groupOf;
 };
 
@@ -623,6 +636,11 @@ LogicalResult mlir::tpc::predictStep(ModuleOp module, const Hardware &hw,
     if (k < 0 || k >= static_cast<int64_t>(kernels.size()))
       return program.emitError("--hardware: the device's attention kernel ")
              << k << " is not one of the " << kernels.size();
+  for (int64_t k : device.squaresInUpdates)
+    if (k < 0 || k >= static_cast<int64_t>(kernels.size()) ||
+        kernels[k].getOpcode() != rt::OpCode::SumSquares)
+      return program.emitError("--hardware: the device's sum_squares kernel ")
+             << k << " is not a sum_squares of the " << kernels.size();
   GroupPricer groups(pricer, kernels, device);
   stream::Footprints footprints(program);
   std::optional<StreamWaits> streamWaits;
@@ -814,6 +832,7 @@ LogicalResult mlir::tpc::predictStep(ModuleOp module, const Hardware &hw,
       prediction.deviceFusions->push_back(group.kernels);
     for (const FusedGroup &batch : device.batches)
       prediction.deviceBatches.push_back(batch.kernels);
+    prediction.squaresInUpdates = device.squaresInUpdates;
     prediction.fusedBytesNotMoved = groups.bytesNotMoved;
     prediction.fusionRefusals = device.refusals;
   }

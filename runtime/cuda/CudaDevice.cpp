@@ -204,6 +204,10 @@ struct KernelBatch {
   const int64_t *step = nullptr;
   const float *gradScale = nullptr;
   std::vector<double> attrs;
+  /// An optimizer batch whose launch sums the squares of the sum_squares
+  /// right after it (KernelBatches.h squaresAfterBatch): per member its
+  /// operand there, or -1; empty: none.
+  std::vector<int32_t> squaresOperand;
 };
 
 /// An all_reduce of a run, ordered on its stream and waiting for the
@@ -397,6 +401,9 @@ private:
   std::vector<NcclGroup *> liveGroups_;
   std::vector<KernelBatch> batches_;
   BatchDeferral deferral_;
+  /// Per kernel index: a sum_squares whose partial sums the optimizer batch
+  /// before it writes (it only adds them).
+  std::vector<bool> squaresInUpdates_;
   /// Per kernel index, its part in a fused group (planFusions).
   std::vector<FusionStep> fusion_;
   /// The head (and link) of a fused group, deferred until its tail: the
@@ -656,8 +663,12 @@ Status CudaDevice::prepare(const Program &program,
     return Status::error("TPCRT_CUDA_FUSIONS=" + fusionChoice +
                          ": expected all, kernels or none");
   fusion_ = planFusions(program);
-  if (fusionChoice == "none")
+  if (fusionChoice == "none") {
     std::fill(fusion_.begin(), fusion_.end(), FusionStep());
+    std::fill(squaresInUpdates_.begin(), squaresInUpdates_.end(), false);
+    for (KernelBatch &b : batches_)
+      b.squaresOperand.clear();
+  }
   if (fusionChoice == "kernels")
     for (const KernelCall &call : program.calls)
       if (isGemmKernel(call.op) &&
@@ -782,6 +793,8 @@ Status CudaDevice::prepare(const Program &program,
       t.state0 = reinterpret_cast<float *>(r.operands[2]);
       t.state1 = reinterpret_cast<float *>(r.operands[3]);
       t.count = b.counts[list.size()];
+      t.squaresOperand =
+          b.squaresOperand.empty() ? -1 : b.squaresOperand[list.size()];
       if (index == b.members.front()) {
         b.lr = reinterpret_cast<const float *>(r.operands[4]);
         b.step = reinterpret_cast<const int64_t *>(r.operands[5]);
@@ -975,59 +988,32 @@ Status CudaDevice::runAttention(const KernelCall &call,
   return runAttentionKernel(call, args);
 }
 
-/// Consecutive adamw_update kernels (in the program's order) that read the
-/// same lr, step and grad_scale and have the same attributes, none pooled;
-/// and the runs of casts and zeros planCastBatches finds.
+/// The optimizer batches planOptimizerBatches finds (with the sum_squares
+/// each may sum, squaresAfterBatch) and the runs of casts and zeros
+/// planCastBatches finds.
 Status CudaDevice::planKernelBatches(const Program &program) {
   batches_.clear();
-  auto sameScalars = [](const KernelCall &a, const KernelCall &b) {
-    if (a.operands.size() != b.operands.size() ||
-        a.floatAttrs != b.floatAttrs)
-      return false;
-    for (size_t j = 4; j < a.operands.size(); ++j)
-      if (a.operands[j].buffer != b.operands[j].buffer)
-        return false;
-    return true;
-  };
-  const KernelCall *first = nullptr;
-  std::vector<uint32_t> run;
-  std::vector<int64_t> counts;
-  auto close = [&] {
-    if (run.size() >= 2) {
-      int32_t id = static_cast<int32_t>(batches_.size());
-      KernelBatch b;
-      b.members = run;
-      b.counts = counts;
-      b.attrs = first->floatAttrs;
-      for (uint32_t m = 0; m < run.size(); ++m) {
-        resolved_[run[m]].batch = id;
-        resolved_[run[m]].member = m;
-      }
-      batches_.push_back(std::move(b));
-    }
-    run.clear();
-    counts.clear();
-    first = nullptr;
-  };
-  for (const KernelCall &call : program.calls) {
-    bool candidate = call.op == fb::OpCode::AdamWUpdate && !call.pooled;
-    if (candidate && first && sameScalars(*first, call) &&
-        run.back() + 1 == call.index) {
-      run.push_back(call.index);
-      counts.push_back(call.count);
-      continue;
-    }
-    close();
-    if (candidate) {
-      first = &call;
-      run.push_back(call.index);
-      counts.push_back(call.count);
-    }
-  }
-  close();
+  squaresInUpdates_.assign(resolved_.size(), false);
   std::vector<const KernelCall *> byIndex(resolved_.size(), nullptr);
   for (const KernelCall &call : program.calls)
     byIndex[call.index] = &call;
+  for (std::vector<uint32_t> &members : planOptimizerBatches(program)) {
+    int32_t id = static_cast<int32_t>(batches_.size());
+    KernelBatch b;
+    b.attrs = byIndex[members.front()]->floatAttrs;
+    for (uint32_t m = 0; m < members.size(); ++m) {
+      resolved_[members[m]].batch = id;
+      resolved_[members[m]].member = m;
+      b.counts.push_back(byIndex[members[m]]->count);
+    }
+    SquaresInUpdates squares;
+    if (squaresAfterBatch(program, members, squares)) {
+      b.squaresOperand = std::move(squares.operandOfMember);
+      squaresInUpdates_[squares.squares] = true;
+    }
+    b.members = std::move(members);
+    batches_.push_back(std::move(b));
+  }
   for (std::vector<uint32_t> &members : planCastBatches(program)) {
     int32_t id = static_cast<int32_t>(batches_.size());
     KernelBatch b;
@@ -1442,6 +1428,9 @@ Status CudaDevice::runCompute(const KernelCall &call, const Resolved &r,
   case Family::Pointwise:
     return runPointwiseKernel(call, args);
   case Family::Reduction:
+    // The gradients' norm summed by the optimizer batch before it.
+    if (squaresInUpdates_[call.index])
+      return runSumSquaresTotal(call, args);
     return runReductionKernel(call, args);
   case Family::Attention:
     return runAttention(call, args);
@@ -1466,10 +1455,15 @@ Status CudaDevice::launchBatches(const BatchLaunch *launches, size_t count) {
       continue;
     }
     const std::vector<double> &a = batch.attrs;
+    // Summing the next sum_squares' squares into its partials (its
+    // scratch: the sum_squares is the next kernel, nothing runs between).
+    double *partials = batch.squaresOperand.empty()
+                           ? nullptr
+                           : reinterpret_cast<double *>(scratch_);
     if (Status s = adamwUpdateMany(
-            batch.list + launches[i].first,
-            static_cast<int>(launches[i].count), batch.mostElements, batch.lr,
-            batch.step, batch.gradScale, a[0], a[1], a[2], a[3], compute_);
+            batch.list + launches[i].first, static_cast<int>(launches[i].count),
+            batch.mostElements, batch.lr, batch.step, batch.gradScale, a[0],
+            a[1], a[2], a[3], partials, compute_);
         !s)
       return s;
   }

@@ -209,12 +209,23 @@ struct OptimizerTensor {
   float *state0; // exp_avg, or the momentum buffer (null: plain SGD)
   float *state1; // exp_avg_sq (adamw)
   int64_t count;
+  /// The operand of the sum_squares after the batch that is this gradient
+  /// (its partial sums' row), or -1 (KernelBatches.h squaresAfterBatch).
+  int32_t squaresOperand;
 };
+/// `squaresPartials` non-null: the launch also writes the partial sums of
+/// the squares of each tensor's gradient that has a squaresOperand, as
+/// sum_squares' first pass writes them (its partials, in its scratch), so
+/// that runSumSquaresTotal completes that sum_squares bit for bit.
 Status adamwUpdateMany(const OptimizerTensor *tensors, int numTensors,
                        int64_t mostElements, const float *lr,
                        const int64_t *step, const float *gradScale,
                        double beta1, double beta2, double eps,
-                       double weightDecay, cudaStream_t stream);
+                       double weightDecay, double *squaresPartials,
+                       cudaStream_t stream);
+/// The second pass of the sum_squares `call` alone: adds the partial sums
+/// an optimizer batch wrote (adamwUpdateMany) into its result.
+Status runSumSquaresTotal(const KernelCall &call, const KernelArgs &args);
 
 /// A batch of casts and zeros (KernelBatches.h) in one launch: each entry
 /// writes `count` elements of `out` in `outType`, converted from `in` in

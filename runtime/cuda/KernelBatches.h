@@ -91,6 +91,119 @@ planCastBatches(const Program &program) {
   return batches;
 }
 
+/// Whether adamw_update `b` reads the scalars (lr, step, grad_scale) `a`
+/// reads and has its attributes: the two may share a launch.
+inline bool sameOptimizerScalars(const KernelCall &a, const KernelCall &b) {
+  if (a.operands.size() != b.operands.size() || a.floatAttrs != b.floatAttrs)
+    return false;
+  for (size_t j = 4; j < a.operands.size(); ++j)
+    if (a.operands[j].buffer != b.operands[j].buffer)
+      return false;
+  return true;
+}
+
+/// The optimizer batches of the rank's kernel list: runs of two or more
+/// consecutive adamw_update kernels (by kernel index) that read the same
+/// scalars and have the same attributes, none pooled; each the kernel
+/// indices of its members in order. The CUDA device launches each as one
+/// multi-tensor update (adamwUpdateMany).
+inline std::vector<std::vector<uint32_t>>
+planOptimizerBatches(const Program &program) {
+  std::vector<std::vector<uint32_t>> batches;
+  std::vector<const KernelCall *> run;
+  auto close = [&] {
+    if (run.size() >= 2) {
+      std::vector<uint32_t> members;
+      for (const KernelCall *call : run)
+        members.push_back(call->index);
+      batches.push_back(std::move(members));
+    }
+    run.clear();
+  };
+  for (const KernelCall &call : program.calls) {
+    if (call.op != fb::OpCode::AdamWUpdate || call.pooled) {
+      close();
+      continue;
+    }
+    if (!run.empty() && (run.back()->index + 1 != call.index ||
+                         !sameOptimizerScalars(*run.front(), call)))
+      close();
+    run.push_back(&call);
+  }
+  close();
+  return batches;
+}
+
+/// The blocks of sum_squares' first pass over each operand: its partial
+/// sums, kSquaresPartialBlocks doubles an operand, which its second pass
+/// adds (OptimizerKernels.cu; an optimizer batch that sums the squares
+/// writes the same partials).
+constexpr unsigned kSquaresPartialBlocks = 128;
+
+/// A sum_squares whose squares an optimizer batch sums in its own pass over
+/// the gradients (the gradients' norm, when it only reports them: without
+/// clipping tpc-optimizer puts it after the updates).
+struct SquaresInUpdates {
+  /// The sum_squares' kernel index.
+  uint32_t squares = 0;
+  /// For each member of the batch, the sum_squares operand that is its
+  /// gradient, or -1.
+  std::vector<int32_t> operandOfMember;
+};
+
+/// Whether the kernel right after the optimizer batch `members` (kernel
+/// indices, in order) is a sum_squares that the batch's launch can sum:
+/// in the same function, every operand a float32 gradient (operand 1) of a
+/// member, each at most once, none pooled. The batch then writes the
+/// sum_squares' per-operand partial sums, and the sum_squares only adds
+/// them (its values bit for bit: the same partials).
+inline bool squaresAfterBatch(const Program &program,
+                              const std::vector<uint32_t> &members,
+                              SquaresInUpdates &out) {
+  if (members.empty())
+    return false;
+  size_t last = program.calls.size();
+  for (size_t p = 0; p < program.calls.size(); ++p)
+    if (program.calls[p].index == members.back())
+      last = p;
+  if (last + 1 >= program.calls.size())
+    return false;
+  const KernelCall &update = program.calls[last];
+  const KernelCall &squares = program.calls[last + 1];
+  if (squares.op != fb::OpCode::SumSquares || squares.pooled ||
+      squares.results.size() != 1 || squares.operands.empty() ||
+      !fusion::inOneFunction(program, update, squares))
+    return false;
+  std::vector<const KernelCall *> byIndex;
+  for (const KernelCall &call : program.calls) {
+    if (byIndex.size() <= call.index)
+      byIndex.resize(call.index + 1, nullptr);
+    byIndex[call.index] = &call;
+  }
+  out.squares = squares.index;
+  out.operandOfMember.assign(members.size(), -1);
+  for (size_t j = 0; j < squares.operands.size(); ++j) {
+    const TensorRef &g = squares.operands[j];
+    if (g.dtype != fb::DType::F32 || g.pool >= 0)
+      return false;
+    bool found = false;
+    for (size_t m = 0; m < members.size() && !found; ++m) {
+      const KernelCall *member = byIndex[members[m]];
+      if (member->operands.size() < 2 ||
+          member->operands[1].buffer != g.buffer ||
+          member->operands[1].elements != g.elements)
+        continue;
+      if (out.operandOfMember[m] >= 0)
+        return false;
+      out.operandOfMember[m] = static_cast<int32_t>(j);
+      found = true;
+    }
+    if (!found)
+      return false;
+  }
+  return true;
+}
+
 } // namespace tpcrt::cuda
 
 #endif // TPCRT_CUDA_KERNELBATCHES_H

@@ -23,6 +23,7 @@
 
 #include "CudaCommon.cuh"
 #include "CudaKernels.h"
+#include "KernelBatches.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -208,12 +209,28 @@ __global__ void sgdKernel(float *param, const float *grad, float *buffer,
     sgdElement(param, grad, buffer, i, k, s);
 }
 
+/// `sum` + v², in double, _rn so that the two kernels that sum squares
+/// (squaresPartialsKernel, updateManyKernel) round alike.
+__device__ __forceinline__ double addSquare(double sum, float v) {
+  double d = v;
+  return __dadd_rn(sum, __dmul_rn(d, d));
+}
+
+/// The sum_squares partials' blocks per operand (their row's length).
+constexpr unsigned kSquaresBlocks = kSquaresPartialBlocks;
+
 /// adamwUpdateMany: blockIdx.y strides over the tensors, blockIdx.x over
 /// each one's elements. state1 null: SGD (state0 its buffer, or null).
+/// With `partials` (gridDim.x is then kSquaresBlocks) each tensor with a
+/// squaresOperand j also sums its gradient's squares as
+/// squaresPartialsKernel does, into partials[j][blockIdx.x] (a skipped
+/// AdamW step too: the norm is reported all the same).
 __global__ void updateManyKernel(const OptimizerTensor *tensors, int numTensors,
                                  UpdateConstants k, const float *lr,
-                                 const int64_t *step, const float *gradScale) {
+                                 const int64_t *step, const float *gradScale,
+                                 double *partials) {
   TPCRT_SHARED(StepScalars, shared);
+  TPCRT_SHARED(double, sums, [32]);
   if (threadIdx.x == 0)
     shared =
         step ? adamwScalars(k, lr, step, gradScale) : sgdScalars(lr, gradScale);
@@ -222,16 +239,30 @@ __global__ void updateManyKernel(const OptimizerTensor *tensors, int numTensors,
   for (int t = blockIdx.y; t < numTensors; t += gridDim.y) {
     OptimizerTensor tensor = tensors[t];
     bool adamw = tensor.state1 != nullptr;
-    if (adamw && (!step || s.skip))
+    bool updates = !(adamw && (!step || s.skip));
+    bool squares = partials && tensor.squaresOperand >= 0;
+    if (!updates && !squares)
       continue;
+    double sum = 0.0;
     for (int64_t i =
              static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-         i < tensor.count; i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+         i < tensor.count; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+      if (squares)
+        sum = addSquare(sum, tensor.grad[i]);
+      if (!updates)
+        continue;
       if (adamw)
         adamwElement(tensor.param, tensor.grad, tensor.state0, tensor.state1, i,
                      k, s);
       else
         sgdElement(tensor.param, tensor.grad, tensor.state0, i, k, s);
+    }
+    if (squares) {
+      sum = blockSumOf<double>(sum, sums);
+      if (threadIdx.x == 0)
+        partials[static_cast<int64_t>(tensor.squaresOperand) * kSquaresBlocks +
+                 blockIdx.x] = sum;
+    }
   }
 }
 
@@ -241,7 +272,6 @@ __global__ void updateManyKernel(const OptimizerTensor *tensors, int numTensors,
 // the operands' sums in operand order, as the CPU adds its totals.
 //===----------------------------------------------------------------------===//
 
-constexpr unsigned kSquaresBlocks = 128;
 /// Operands per partials launch (their pointers go as kernel parameters).
 constexpr int kSquaresBatch = 64;
 
@@ -260,8 +290,7 @@ __global__ void squaresPartialsKernel(SquaresBatch batch, double *partials) {
   double sum = 0.0;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
        i < count; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    double v = loadFloat(x, type, i);
-    sum += v * v;
+    sum = addSquare(sum, loadFloat(x, type, i));
   }
   sum = blockSumOf<double>(sum, shared);
   if (threadIdx.x == 0)
@@ -299,9 +328,7 @@ Status runSumSquares(const KernelCall &call, const KernelArgs &args) {
     if (Status s = launchStatus(name); !s)
       return s;
   }
-  TPCRT_LAUNCH(squaresTotalKernel, 1, kSquaresBlocks, 0, args.stream, partials,
-               operands, static_cast<float *>(args.results[0]));
-  return launchStatus(name);
+  return runSumSquaresTotal(call, args);
 }
 
 //===----------------------------------------------------------------------===//
@@ -436,11 +463,22 @@ Status runOptimizerKernel(const KernelCall &call, const KernelArgs &args) {
   }
 }
 
+Status runSumSquaresTotal(const KernelCall &call, const KernelArgs &args) {
+  if (args.scratchBytes < optimizerScratchBytes(call))
+    return Status::error("sum_squares: scratch too small");
+  TPCRT_LAUNCH(squaresTotalKernel, 1, kSquaresBlocks, 0, args.stream,
+               static_cast<const double *>(args.scratch),
+               static_cast<int64_t>(call.operands.size()),
+               static_cast<float *>(args.results[0]));
+  return launchStatus("sum_squares");
+}
+
 Status adamwUpdateMany(const OptimizerTensor *tensors, int numTensors,
                        int64_t mostElements, const float *lr,
                        const int64_t *step, const float *gradScale,
                        double beta1, double beta2, double eps,
-                       double weightDecay, cudaStream_t stream) {
+                       double weightDecay, double *squaresPartials,
+                       cudaStream_t stream) {
   if (numTensors <= 0 || mostElements <= 0)
     return Status::ok();
   // SGD lists (state1 null) take beta1 as the momentum.
@@ -450,10 +488,15 @@ Status adamwUpdateMany(const OptimizerTensor *tensors, int numTensors,
   k.decay = sgd.decay;
   k.hasDecay = sgd.hasDecay;
   auto y = static_cast<unsigned>(std::min(numTensors, 65535));
-  int64_t x = std::min<int64_t>(updateGrid(mostElements),
-                                std::max<int64_t>(1, (int64_t(1) << 17) / y));
+  // Summing squares, the blocks over a tensor are sum_squares' own.
+  int64_t x =
+      squaresPartials
+          ? int64_t(kSquaresBlocks)
+          : std::min<int64_t>(updateGrid(mostElements),
+                              std::max<int64_t>(1, (int64_t(1) << 17) / y));
   TPCRT_LAUNCH(updateManyKernel, dim3(static_cast<unsigned>(x), y), kThreads, 0,
-               stream, tensors, numTensors, k, lr, step, gradScale);
+               stream, tensors, numTensors, k, lr, step, gradScale,
+               squaresPartials);
   return launchStatus("adamw_update (many)");
 }
 

@@ -37,6 +37,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 
 #include <string>
 #include <vector>
@@ -1669,6 +1670,92 @@ TEST(FusionPlanTest, ResidualAddAndTheNextNormRefusals) {
   EXPECT_NE(broadcast.refusals[0].find("(add) + rms_norm: the add broadcasts"),
             std::string::npos)
       << broadcast.refusals[0];
+}
+
+/// Three params' AdamW updates (one batch) and the gradients' norm after
+/// them: sum_squares(g0, g1[, g2 or another tensor]).
+struct UpdatesAndNorm {
+  /// The norm's last operand: 0 g2, 1 a gradient no update reads, 2 none.
+  int last = 0;
+  /// A gelu between the updates and the norm.
+  bool apart = false;
+  /// The norm before the updates (clipping).
+  bool before = false;
+  /// g1 twice in the norm.
+  bool twice = false;
+
+  fb::ExecutableT build() {
+    ExecutableBuilder b;
+    std::vector<uint32_t> params, grads;
+    for (int i = 0; i < 3; ++i) {
+      params.push_back(b.param("p" + std::to_string(i), DT::F32, {4, 2 + i}));
+      grads.push_back(b.buffer(DT::F32, {4, 2 + i}));
+    }
+    uint32_t step = b.input("step", {}, 0);
+    uint32_t lr = b.buffer(DT::F32, {}), norm = b.buffer(DT::F32, {});
+    uint32_t other = b.buffer(DT::F32, {4, 3}), g = b.buffer(DT::F32, {4, 2});
+    for (int i = 0; i < 3; ++i)
+      b.kernel(Op::Gelu, {params[i]}, {grads[i]}, {}, {}, 1);
+    b.kernel(Op::Gelu, {params[1]}, {other}, {}, {}, 1);
+    b.kernel(Op::LrSchedule, {step}, {lr}, {0, 0}, {1e-3, 0.0});
+    std::vector<uint32_t> squared = {grads[0], grads[1]};
+    if (twice)
+      squared.push_back(grads[1]);
+    if (last == 0)
+      squared.push_back(grads[2]);
+    else if (last == 1)
+      squared.push_back(other);
+    if (before)
+      b.kernel(Op::SumSquares, squared, {norm});
+    for (int i = 0; i < 3; ++i) {
+      uint32_t m = b.state("exp_avg", i), v = b.state("exp_avg_sq", i);
+      b.kernel(Op::AdamWUpdate, {params[i], grads[i], m, v, lr, step},
+               {params[i], m, v}, {}, {0.9, 0.999, 1e-8, 0.01});
+    }
+    if (apart)
+      b.kernel(Op::Gelu, {params[0]}, {g}, {}, {}, 1);
+    if (!before)
+      b.kernel(Op::SumSquares, squared, {norm});
+    b.output("grad_norm", norm);
+    return b.finish();
+  }
+};
+
+/// The batch's sum_squares and each member's operand there, or nullopt.
+std::optional<SquaresInUpdates> squaresOf(const fb::ExecutableT &exe) {
+  Planned p;
+  planOf(exe, p);
+  std::vector<std::vector<uint32_t>> batches = planOptimizerBatches(p.program);
+  EXPECT_EQ(batches.size(), 1u);
+  SquaresInUpdates squares;
+  if (batches.empty() || !squaresAfterBatch(p.program, batches[0], squares))
+    return std::nullopt;
+  return squares;
+}
+
+TEST(FusionPlanTest, GradientNormSummedByTheUpdates) {
+  // g0, g1, g2: members 0, 1, 2 give operands 0, 1, 2.
+  std::optional<SquaresInUpdates> all = squaresOf(UpdatesAndNorm().build());
+  ASSERT_TRUE(all);
+  EXPECT_EQ(all->operandOfMember, (std::vector<int32_t>{0, 1, 2}));
+  // Two of the three gradients: the third update sums nothing.
+  UpdatesAndNorm two;
+  two.last = 2;
+  std::optional<SquaresInUpdates> some = squaresOf(two.build());
+  ASSERT_TRUE(some);
+  EXPECT_EQ(some->operandOfMember, (std::vector<int32_t>{0, 1, -1}));
+}
+
+TEST(FusionPlanTest, GradientNormSummedByTheUpdatesRefusals) {
+  // An operand no update reads, a kernel between, the norm before the
+  // updates (clipping), an operand twice: the sum_squares sums alone.
+  UpdatesAndNorm other, apart, before, twice;
+  other.last = 1;
+  apart.apart = true;
+  before.before = true;
+  twice.twice = true;
+  for (UpdatesAndNorm *c : {&other, &apart, &before, &twice})
+    EXPECT_FALSE(squaresOf(c->build()));
 }
 
 } // namespace

@@ -19,8 +19,8 @@
 // CHECK: tpc.cross_entropy
 // CHECK: tpc.cross_entropy_grad
 // CHECK: tpc.embedding_grad
-// CHECK: tpc.sum_squares
 // CHECK: tpc.adamw_update
+// CHECK: tpc.sum_squares
 // CHECK-NOT: scf.for
 // CHECK-NOT: call
 // CHECK: return

@@ -74,13 +74,17 @@ func.func @forward(%w: tensor<16x8xf32> {tpc.param = "wte.weight"},
 // SGD-LABEL: func.func @train_step(
 // SGD-SAME: %[[STEP:arg5]]: tensor<i64> {tpc.input = "step"}, %[[WB:arg6]]: tensor<16x8xf32> {tpc.state = {name = "momentum", param = "wte.weight"}},
 // SGD-SAME: %arg7: tensor<8xf32> {tpc.state = {name = "momentum", param = "norm.weight"}}, %arg8: tensor<8xf32> {tpc.state = {name = "momentum", param = "norm.bias"}})
-// Without clipping the coefficient is unused (the op still gives the norm).
-// SGD: tpc.clip_coefficient %{{.*}} max_norm 0.000000e+00
-// SGD-NOT: scale
+// Without clipping the coefficient is unused (the op still gives the norm),
+// and the norm comes after the updates (they read the gradients first: the
+// CUDA device sums the squares in the updates' pass).
+// SGD-NOT: tpc.sum_squares
 // SGD: %[[LR:.*]] = tpc.lr_schedule %[[STEP]] cosine lr 1.000000e-01 min_lr 1.000000e-02 warmup 10 total 100
+// SGD-NOT: scale
 // SGD: tpc.sgd_update %arg0, %{{.*}} momentum_buffer %[[WB]] lr %[[LR]] momentum 9.000000e-01 weight_decay 0.000000e+00 : tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>
 // SGD-COUNT-2: tpc.sgd_update
-// SGD: return
+// SGD-NEXT: %[[SS:.*]] = tpc.sum_squares
+// SGD-NEXT: %[[NORM:.*]], %{{.*}} = tpc.clip_coefficient %[[SS]] max_norm 0.000000e+00
+// SGD: return %{{.*}}, %[[NORM]], %[[LR]],
 
 // SGD without momentum keeps no state.
 // PLAIN-LABEL: func.func @train_step(

@@ -192,11 +192,19 @@ void OptimizerPass::runOnOperation() {
   auto states = step.getArguments().drop_front(stepIndex + 1);
 
   builder.setInsertionPoint(ret);
-  Value sumSquares = SumSquaresOp::create(builder, loc, grads);
-  auto clip = ClipCoefficientOp::create(builder, loc, sumSquares,
-                                        builder.getF64FloatAttr(gradClip));
-  Value norm = clip.getNorm();
-  Value scale = gradClip > 0.0 ? clip.getCoefficient() : Value();
+  // The gradients' norm: before the updates where it clips them; else only
+  // reported, after them (the updates read the gradients first, so that
+  // the CUDA device sums their squares in the updates' pass:
+  // runtime/cuda/KernelBatches.h).
+  auto gradientNorm = [&] {
+    Value sumSquares = SumSquaresOp::create(builder, loc, grads);
+    return ClipCoefficientOp::create(builder, loc, sumSquares,
+                                     builder.getF64FloatAttr(gradClip));
+  };
+  ClipCoefficientOp clip;
+  if (gradClip > 0.0)
+    clip = gradientNorm();
+  Value scale = clip ? clip.getCoefficient() : Value();
   bool cosine = lrSchedule == "cosine";
   Value rate = LrScheduleOp::create(
       builder, loc, stepArg,
@@ -228,6 +236,10 @@ void OptimizerPass::runOnOperation() {
         newStates.push_back(update.getNewMomentumBuffer());
     }
   }
+
+  if (!clip)
+    clip = gradientNorm();
+  Value norm = clip.getNorm();
 
   // Results: loss, grad_norm, lr, gradients, new parameters, new state.
   SmallVector<Value> results = {ret.getOperand(*lossIndex), norm, rate};

@@ -103,6 +103,10 @@ double narayananRecomputeFlops(double B, double l, double s, double h,
 /// kNormBackwardMostColumns: the block's sums in shared memory; the
 /// compiler's CudaFusions.cpp asserts they agree).
 constexpr int64_t kCudaNormBackwardMostColumns = 8192;
+/// The partial sums per operand of the CUDA device's sum_squares
+/// (runtime/cuda/KernelBatches.h kSquaresPartialBlocks): what it reads
+/// where the optimizer batch before it summed the squares.
+constexpr int64_t kCudaSquaresPartialBlocks = 128;
 
 /// Bytes one transformer layer stashes for one microbatch on one device
 /// (Korthikanti Table 2 generalized to what the compiler stashes of GPT-2

@@ -106,6 +106,9 @@ struct StepPrediction {
   std::optional<std::vector<std::vector<int64_t>>> deviceFusions;
   /// The runs it launches as one multi-tensor kernel (casts and zeros).
   std::vector<std::vector<int64_t>> deviceBatches;
+  /// The sum_squares kernels whose squares the optimizer batch before them
+  /// sums in its pass (each then only adds the batch's partial sums).
+  std::vector<int64_t> squaresInUpdates;
   int64_t fusedBytesNotMoved = 0;
   /// And the candidates it does not fuse, each with the device's reason.
   std::vector<std::string> fusionRefusals;
@@ -234,6 +237,11 @@ struct DevicePlan {
   /// (casts and zeros: runtime/cuda/KernelBatches.h), priced as one
   /// memory-bound launch of their bytes and named "<opcodes> batch".
   std::vector<FusedGroup> batches;
+  /// The sum_squares kernels (indices) whose squares the optimizer batch
+  /// right before them sums in its own pass over the gradients
+  /// (runtime/cuda/KernelBatches.h squaresAfterBatch): priced as the
+  /// partial sums' addition alone.
+  std::vector<int64_t> squaresInUpdates;
   std::vector<int64_t> ownAttentionGrads;
   /// The candidates the device does not fuse, each with its reason
   /// ("kernel K (opcode)...: why", FusionPlan.h's words).

@@ -112,6 +112,7 @@ LogicalResult mlir::tpc::writeReport(const CompileReport &report,
           "device_fusions",
           json::Object{{"groups", std::move(groups)},
                        {"batches", std::move(batches)},
+                       {"squares_in_updates", json::Array(p->squaresInUpdates)},
                        {"bytes_not_moved", p->fusedBytesNotMoved},
                        {"refused", json::Array(p->fusionRefusals)}});
     }

@@ -24,6 +24,10 @@
 
 using namespace mlir;
 
+static_assert(tpc::kCudaSquaresPartialBlocks ==
+                  tpcrt::cuda::kSquaresPartialBlocks,
+              "the prediction prices the sum_squares partials the CUDA "
+              "device's optimizer batches write");
 static_assert(tpc::kCudaNormBackwardMostColumns ==
                   tpcrt::cuda::kNormBackwardMostColumns,
               "tpc-plan's closed form prices the norm backward groups the "
@@ -57,6 +61,12 @@ FailureOr<tpc::DevicePlan> mlir::rt::planCudaDevice(ModuleOp module) {
          tpcrt::cuda::planCastBatches(program))
       device.batches.push_back(
           {std::vector<int64_t>(batch.begin(), batch.end()), false});
+    for (const std::vector<uint32_t> &batch :
+         tpcrt::cuda::planOptimizerBatches(program)) {
+      tpcrt::cuda::SquaresInUpdates squares;
+      if (tpcrt::cuda::squaresAfterBatch(program, batch, squares))
+        device.squaresInUpdates.push_back(squares.squares);
+    }
     for (const tpcrt::KernelCall &call : program.calls)
       if (call.attentionBackward() &&
           !tpcrt::cuda::cudnnAttentionRefusal(call).empty())

@@ -94,6 +94,11 @@ for batch in report.get("device_fusions", {}).get("batches", []):
         if kernels[k].name not in names:
             names.append(kernels[k].name)
     kind[batch[-1]] = ",".join(names) + " batch"
+# A sum_squares whose squares the optimizer batch before it summed: its
+# partial sums' addition alone.
+for k in report.get("device_fusions", {}).get("squares_in_updates", []):
+    assert program.squares_after_updates(k), k
+    cost[k] = program.squares_bytes(k) / memory
 kind_seconds = {}
 
 

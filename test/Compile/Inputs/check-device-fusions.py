@@ -88,6 +88,17 @@ for group in fusions["groups"]:
     not_moved += alone - outside
     not_moved_per_step += (alone - outside) * runs(group[0])
 
+# A sum_squares whose squares the optimizer batch before it sums (the
+# gradients' norm, only reported: after the updates) moves its partial sums
+# and result alone.
+squares = fusions.get("squares_in_updates", [])
+for k in squares:
+    assert program.squares_after_updates(k), k
+    saved = kernels[k][3]
+    alone = sum(saved[v] for v in kernels[k][1] + kernels[k][2])
+    not_moved += alone - program.squares_bytes(k)
+    not_moved_per_step += (alone - program.squares_bytes(k)) * runs(k)
+
 assert not_moved == fusions["bytes_not_moved"], (not_moved, fusions["bytes_not_moved"])
 # One stage: the step is the sum of its kernels' times (a pipeline's
 # makespan is not: its groups are counted, not timed).
@@ -116,6 +127,8 @@ print("ok: %d groups, %d bytes not moved, %s" % (
     "predicted %s less by their bytes / bandwidth" % timed))
 for kind in sorted(counts):
     print("%s: %d" % (kind, counts[kind]))
+if squares:
+    print("sum_squares in the updates: %d" % len(squares))
 # The candidates the device refused, by reason: each names a kernel of the
 # program by its index and opcode, in no group; or, refused a partner
 # ("K (op) + add", "+ apply_mask"), in no group or one where no such kernel

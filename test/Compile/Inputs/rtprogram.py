@@ -176,3 +176,31 @@ class Program:
                     counted.add(v)
                     outside += kernel.sizes[v]
         return outside
+
+    # sum_squares' partial sums per operand on the CUDA device
+    # (runtime/cuda/KernelBatches.h kSquaresPartialBlocks doubles).
+    SQUARES_PARTIAL_BYTES = 128 * 8
+
+    def squares_after_updates(self, k):
+        """Whether kernel k is a sum_squares right after a run of two or
+        more adamw_updates whose gradients (operand 1) hold each of its
+        operands once: the sum_squares an optimizer batch of the CUDA
+        device sums in its pass (it then adds the partial sums alone)."""
+        kernel = self.kernels[k]
+        if kernel.name != "sum_squares":
+            return False
+        grads = []
+        j = k - 1
+        while j >= 0 and self.kernels[j].name == "adamw_update":
+            grads.append(self.kernels[j].ins[1])
+            j -= 1
+        return (len(grads) >= 2 and
+                all(grads.count(v) == 1 for v in kernel.ins) and
+                all(kernel.elements[v] == "f32" for v in kernel.ins))
+
+    def squares_bytes(self, k):
+        """The bytes such a sum_squares moves: its partial sums and its
+        result."""
+        kernel = self.kernels[k]
+        return (len(kernel.ins) * self.SQUARES_PARTIAL_BYTES +
+                kernel.sizes[kernel.outs[0]])
