@@ -60,10 +60,12 @@ inline bool independentOf(const KernelCall &call,
   return true;
 }
 
-/// The cast batches of the rank's kernel list, each the kernel indices of
-/// its members in order.
-inline std::vector<std::vector<uint32_t>>
-planCastBatches(const Program &program) {
+/// The runs of two or more consecutive kernels (in the rank's list) that
+/// `isMember` takes and `continues(run, call)` lets `call` join, each the
+/// kernel indices of its members in order.
+template <typename IsMember, typename Continues>
+std::vector<std::vector<uint32_t>>
+planRuns(const Program &program, IsMember isMember, Continues continues) {
   std::vector<std::vector<uint32_t>> batches;
   std::vector<const KernelCall *> run;
   auto close = [&] {
@@ -76,19 +78,29 @@ planCastBatches(const Program &program) {
     run.clear();
   };
   for (const KernelCall &call : program.calls) {
-    if (!isCastBatchKernel(call)) {
+    if (!isMember(call)) {
       close();
       continue;
     }
-    const KernelCall *previous = run.empty() ? nullptr : run.back();
-    if (!previous || previous->index + 1 != call.index ||
-        !fusion::inOneFunction(program, *previous, call) ||
-        !independentOf(call, run))
+    if (!run.empty() &&
+        (run.back()->index + 1 != call.index || !continues(run, call)))
       close();
     run.push_back(&call);
   }
   close();
   return batches;
+}
+
+/// The cast batches of the rank's kernel list, each the kernel indices of
+/// its members in order.
+inline std::vector<std::vector<uint32_t>>
+planCastBatches(const Program &program) {
+  return planRuns(
+      program, isCastBatchKernel,
+      [&](const std::vector<const KernelCall *> &run, const KernelCall &call) {
+        return fusion::inOneFunction(program, *run.back(), call) &&
+               independentOf(call, run);
+      });
 }
 
 /// Whether adamw_update `b` reads the scalars (lr, step, grad_scale) `a`
@@ -109,29 +121,14 @@ inline bool sameOptimizerScalars(const KernelCall &a, const KernelCall &b) {
 /// multi-tensor update (adamwUpdateMany).
 inline std::vector<std::vector<uint32_t>>
 planOptimizerBatches(const Program &program) {
-  std::vector<std::vector<uint32_t>> batches;
-  std::vector<const KernelCall *> run;
-  auto close = [&] {
-    if (run.size() >= 2) {
-      std::vector<uint32_t> members;
-      for (const KernelCall *call : run)
-        members.push_back(call->index);
-      batches.push_back(std::move(members));
-    }
-    run.clear();
-  };
-  for (const KernelCall &call : program.calls) {
-    if (call.op != fb::OpCode::AdamWUpdate || call.pooled) {
-      close();
-      continue;
-    }
-    if (!run.empty() && (run.back()->index + 1 != call.index ||
-                         !sameOptimizerScalars(*run.front(), call)))
-      close();
-    run.push_back(&call);
-  }
-  close();
-  return batches;
+  return planRuns(
+      program,
+      [](const KernelCall &call) {
+        return call.op == fb::OpCode::AdamWUpdate && !call.pooled;
+      },
+      [](const std::vector<const KernelCall *> &run, const KernelCall &call) {
+        return sameOptimizerScalars(*run.front(), call);
+      });
 }
 
 /// The blocks of sum_squares' first pass over each operand: its partial
