@@ -114,28 +114,33 @@ Status launchMaskAdd(const char *name, const MaskAdd &p, cudaStream_t stream) {
   return launchStatus(name);
 }
 
-/// The group's members' names joined by " + " (its errors' name).
-std::string groupName(const AddGroup &g) {
-  std::string name;
-  for (const KernelCall *call : {g.biasAdd, g.applyMask, g.add, g.norm})
-    if (call)
-      name += std::string(name.empty() ? "" : " + ") + opCodeName(call->op);
-  return name;
+/// The group's members' opcodes joined by " + " (its errors' and launch
+/// status's name): a literal, so that a run allocates nothing.
+const char *groupName(const AddGroup &g) {
+  static const char *const kNames[2][2][3] = {
+      {{"add", "add + layer_norm", "add + rms_norm"},
+       {"apply_mask + add", "apply_mask + add + layer_norm",
+        "apply_mask + add + rms_norm"}},
+      {{"add + add", "add + add + layer_norm", "add + add + rms_norm"},
+       {"add + apply_mask + add", "add + apply_mask + add + layer_norm",
+        "add + apply_mask + add + rms_norm"}}};
+  int norm = !g.norm ? 0 : g.norm->op == fb::OpCode::LayerNorm ? 1 : 2;
+  return kNames[g.biasAdd != nullptr][g.applyMask != nullptr][norm];
 }
 
 } // namespace
 
 Status cuda::runAddGroup(const AddGroup &g) {
-  std::string text = groupName(g);
-  const char *name = text.c_str();
+  const char *name = groupName(g);
   if (!g.add || !g.addArgs || (g.biasAdd && !g.biasArgs) ||
       (g.applyMask && !g.maskArgs) || (g.norm && !g.normArgs))
-    return Status::error(text + ": a member without its addresses");
+    return Status::error(std::string(name) +
+                         ": a member without its addresses");
   // The value the add takes from the members before it: the apply_mask's
   // result, else the bias add's, else (an add alone) its lhs.
   const KernelCall *before = g.applyMask ? g.applyMask : g.biasAdd;
   if (before && (before->results.size() != 1 || before->operands.size() != 2))
-    return Status::error(text + ": unexpected operands");
+    return Status::error(std::string(name) + ": unexpected operands");
   uint32_t in = before
                     ? before->results[0].buffer
                     : (g.add->operands.empty() ? 0 : g.add->operands[0].buffer);
@@ -145,17 +150,19 @@ Status cuda::runAddGroup(const AddGroup &g) {
   if (g.biasAdd) {
     const KernelCall &biasAdd = *g.biasAdd;
     if (biasAdd.op != fb::OpCode::Add)
-      return Status::error(text + ": not a bias add");
+      return Status::error(std::string(name) + ": not a bias add");
     if (g.applyMask &&
         g.applyMask->operands[0].buffer != biasAdd.results[0].buffer)
       return Status::error(
-          text + ": the apply_mask does not read the bias add's result");
+          std::string(name) +
+          ": the apply_mask does not read the bias add's result");
     if (biasAdd.count != p.count || biasAdd.rhsCount <= 0 ||
         biasAdd.count % biasAdd.rhsCount != 0)
-      return Status::error(
-          text + ": the bias of " + std::to_string(biasAdd.rhsCount) +
-          " elements does not tile " + std::to_string(biasAdd.count) +
-          " (the add has " + std::to_string(p.count) + ")");
+      return Status::error(std::string(name) + ": the bias of " +
+                           std::to_string(biasAdd.rhsCount) +
+                           " elements does not tile " +
+                           std::to_string(biasAdd.count) + " (the add has " +
+                           std::to_string(p.count) + ")");
     p.x = g.biasArgs->operands[0];
     p.xType = storageOf(biasAdd.operands[0].dtype);
     p.bias = g.biasArgs->operands[1];
@@ -179,7 +186,7 @@ Status cuda::runAddGroup(const AddGroup &g) {
       !isFloatStorage(p.zType) || !isFloatStorage(p.yType) ||
       (g.biasAdd &&
        (!isFloatStorage(p.biasType) || !isFloatStorage(p.biasedType))))
-    return Status::error(text + ": unexpected dtypes");
+    return Status::error(std::string(name) + ": unexpected dtypes");
   bool bias = g.biasAdd, mask = g.applyMask;
   if (g.norm)
     return runNormOfMaskAdd(name, p, bias, mask, *g.norm, *g.normArgs,
