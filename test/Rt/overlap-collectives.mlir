@@ -242,3 +242,79 @@ rt.program @train_step mesh [tp = 2] {
   rt.kernel apply_mask(%b, %m) -> (%d) floats [0.1] : memref<4x8xf32>, memref<4x8xi8> -> memref<4x8xf32>
   rt.output "d" %d : memref<4x8xf32>
 }
+
+// -----
+
+// The gradients' norm of a split model, only reported (no clipping): the
+// updates of the split gradients, then their sum_squares, reduced across
+// the ranks. The updates do not wait for the reduction, but they stay
+// before the sum_squares: the CUDA device sums its squares in the updates'
+// pass (a read of every gradient less), and the third update, whose
+// gradient the sum_squares does not read, stays with the run. The second
+// program's sum_squares reads none of the updates' gradients: they move
+// past its reduction.
+// CHECK-LABEL: rt.program @train_step mesh [tp = 2]
+// CHECK: rt.kernel adamw_update(%{{[0-9]+}}, %[[G1:[0-9]+]],
+// CHECK-NEXT: rt.kernel adamw_update(%{{[0-9]+}}, %[[G2:[0-9]+]],
+// CHECK-NEXT: rt.kernel adamw_update
+// CHECK-NEXT: %[[S:.*]] = rt.alloc : memref<f32>
+// CHECK-NEXT: rt.kernel sum_squares(%[[G1]], %[[G2]]) -> (%[[S]])
+// CHECK-NEXT: rt.kernel all_reduce(%[[S]]) -> (%[[S]]) ints [0]
+// CHECK: rt.kernel clip_coefficient(%[[S]])
+// CHECK-LABEL: rt.program @train_step mesh [tp = 2]
+// CHECK: rt.kernel sum_squares
+// CHECK-NEXT: rt.kernel all_reduce
+// CHECK-NEXT: rt.kernel adamw_update
+// CHECK-NEXT: rt.kernel adamw_update
+// CHECK: rt.kernel clip_coefficient
+rt.program @train_step mesh [tp = 2] {
+  %w1 = rt.param "w1" hf_shape [16] init normal : memref<16xf32>
+  %w2 = rt.param "w2" hf_shape [8] init normal : memref<8xf32>
+  %w3 = rt.param "w3" hf_shape [4] init normal : memref<4xf32>
+  %g1 = rt.input "g1" : memref<16xf32>
+  %g2 = rt.input "g2" : memref<8xf32>
+  %g3 = rt.input "g3" : memref<4xf32>
+  %m1 = rt.state "exp_avg" of "w1" : memref<16xf32>
+  %v1 = rt.state "exp_avg_sq" of "w1" : memref<16xf32>
+  %m2 = rt.state "exp_avg" of "w2" : memref<8xf32>
+  %v2 = rt.state "exp_avg_sq" of "w2" : memref<8xf32>
+  %m3 = rt.state "exp_avg" of "w3" : memref<4xf32>
+  %v3 = rt.state "exp_avg_sq" of "w3" : memref<4xf32>
+  %lr = rt.input "lr" : memref<f32>
+  %step = rt.input "step" : memref<i64>
+  rt.kernel adamw_update(%w1, %g1, %m1, %v1, %lr, %step) -> (%w1, %m1, %v1) floats [9.000000e-01, 9.990000e-01, 1.000000e-08, 1.000000e-02] : memref<16xf32>, memref<16xf32>, memref<16xf32>, memref<16xf32>, memref<f32>, memref<i64> -> memref<16xf32>, memref<16xf32>, memref<16xf32>
+  rt.kernel adamw_update(%w2, %g2, %m2, %v2, %lr, %step) -> (%w2, %m2, %v2) floats [9.000000e-01, 9.990000e-01, 1.000000e-08, 1.000000e-02] : memref<8xf32>, memref<8xf32>, memref<8xf32>, memref<8xf32>, memref<f32>, memref<i64> -> memref<8xf32>, memref<8xf32>, memref<8xf32>
+  rt.kernel adamw_update(%w3, %g3, %m3, %v3, %lr, %step) -> (%w3, %m3, %v3) floats [9.000000e-01, 9.990000e-01, 1.000000e-08, 1.000000e-02] : memref<4xf32>, memref<4xf32>, memref<4xf32>, memref<4xf32>, memref<f32>, memref<i64> -> memref<4xf32>, memref<4xf32>, memref<4xf32>
+  %s = rt.alloc : memref<f32>
+  rt.kernel sum_squares(%g1, %g2) -> (%s) : memref<16xf32>, memref<8xf32> -> memref<f32>
+  rt.kernel all_reduce(%s) -> (%s) ints [0] : memref<f32> -> memref<f32>
+  %c = rt.alloc : memref<f32>
+  %n = rt.alloc : memref<f32>
+  rt.kernel clip_coefficient(%s) -> (%c, %n) floats [0.000000e+00] : memref<f32> -> memref<f32>, memref<f32>
+  rt.output "grad_norm" %n : memref<f32>
+}
+
+// -----
+
+rt.program @train_step mesh [tp = 2] {
+  %w1 = rt.param "w1" hf_shape [16] init normal : memref<16xf32>
+  %w2 = rt.param "w2" hf_shape [8] init normal : memref<8xf32>
+  %g1 = rt.input "g1" : memref<16xf32>
+  %g2 = rt.input "g2" : memref<8xf32>
+  %h = rt.input "h" : memref<8xf32>
+  %m1 = rt.state "exp_avg" of "w1" : memref<16xf32>
+  %v1 = rt.state "exp_avg_sq" of "w1" : memref<16xf32>
+  %m2 = rt.state "exp_avg" of "w2" : memref<8xf32>
+  %v2 = rt.state "exp_avg_sq" of "w2" : memref<8xf32>
+  %lr = rt.input "lr" : memref<f32>
+  %step = rt.input "step" : memref<i64>
+  rt.kernel adamw_update(%w1, %g1, %m1, %v1, %lr, %step) -> (%w1, %m1, %v1) floats [9.000000e-01, 9.990000e-01, 1.000000e-08, 1.000000e-02] : memref<16xf32>, memref<16xf32>, memref<16xf32>, memref<16xf32>, memref<f32>, memref<i64> -> memref<16xf32>, memref<16xf32>, memref<16xf32>
+  rt.kernel adamw_update(%w2, %g2, %m2, %v2, %lr, %step) -> (%w2, %m2, %v2) floats [9.000000e-01, 9.990000e-01, 1.000000e-08, 1.000000e-02] : memref<8xf32>, memref<8xf32>, memref<8xf32>, memref<8xf32>, memref<f32>, memref<i64> -> memref<8xf32>, memref<8xf32>, memref<8xf32>
+  %s = rt.alloc : memref<f32>
+  rt.kernel sum_squares(%h) -> (%s) : memref<8xf32> -> memref<f32>
+  rt.kernel all_reduce(%s) -> (%s) ints [0] : memref<f32> -> memref<f32>
+  %c = rt.alloc : memref<f32>
+  %n = rt.alloc : memref<f32>
+  rt.kernel clip_coefficient(%s) -> (%c, %n) floats [0.000000e+00] : memref<f32> -> memref<f32>, memref<f32>
+  rt.output "grad_norm" %n : memref<f32>
+}

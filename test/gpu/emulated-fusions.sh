@@ -10,7 +10,8 @@
 # without microbatches and (bf16) without dropout, GPT-2 with tp = 2 on 2
 # ranks (tp + sp fp32, bf16, fp32 without dropout; NCCL emulated through
 # files) and Llama (bf16) with tp = 2 and sequence parallelism (its adds
-# with the RMS norms) run on the
+# with the RMS norms), and GPT-2 on two pipeline stages (each stage's
+# updates sum its part of the gradients' norm) run on the
 # CUDA backend compiled for the host (BUILD/lib/libtpcrt-cuda-emulated.so)
 # with TPCRT_CUDA_FUSIONS=kernels and =none: the gradients, outputs and
 # checkpoints must be the same bytes. A fused kernel that reads or writes
@@ -62,7 +63,8 @@ mkdir -p "$work/nccl"
 failed=0
 for model in gpt2-tiny gpt2-tiny-one llama-tiny gpt2-tiny-bf16 \
     llama-tiny-bf16 gpt2-tiny-tp2-sp:2 gpt2-tiny-tp2-bf16:2 \
-    gpt2-tiny-tp2-nodrop:2 gpt2-tiny-nodrop-bf16 llama-tiny-tp2-sp-bf16:2; do
+    gpt2-tiny-tp2-nodrop:2 gpt2-tiny-nodrop-bf16 llama-tiny-tp2-sp-bf16:2 \
+    gpt2-tiny-pp2:2; do
   ranks=1
   case $model in *:*) ranks=${model#*:} model=${model%%:*} ;; esac
   for fusions in kernels none; do

@@ -22,6 +22,8 @@
 //     (or add -> add of its result)                 add (tp > 1's row bias)
 //   ... add (the three above, or an add alone)      the residual add with the
 //     -> {layer,rms}_norm of the add's result       next norm: one row kernel
+//   adamw_update run -> sum_squares of some of      the squares summed in the
+//     their gradients                               updates' pass
 //
 //===----------------------------------------------------------------------===//
 
@@ -150,6 +152,32 @@ inline SmallVector<KernelOp, 3> fusionPartners(KernelOp head) {
     break;
   }
   return partners;
+}
+
+/// The adamw_update kernels right before `squares` (a sum_squares), in
+/// order, where one of them updates with a gradient it sums: the CUDA
+/// device's optimizer batch may then sum its squares in its own pass
+/// (runtime/cuda/KernelBatches.h squaresAfterBatch, which decides). Empty
+/// otherwise.
+inline SmallVector<KernelOp> updatesBeforeSquares(KernelOp squares) {
+  SmallVector<KernelOp> updates;
+  if (squares.getOpcode() != OpCode::SumSquares)
+    return updates;
+  bool sums = false;
+  for (Operation *op = squares->getPrevNode(); op; op = op->getPrevNode()) {
+    if (isa<AllocOp>(op))
+      continue;
+    auto update = dyn_cast<KernelOp>(op);
+    if (!update || update.getOpcode() != OpCode::AdamWUpdate ||
+        update.getInputs().size() < 2)
+      break;
+    sums |= llvm::is_contained(squares.getInputs(), update.getInputs()[1]);
+    updates.push_back(update);
+  }
+  if (!sums)
+    return {};
+  std::reverse(updates.begin(), updates.end());
+  return updates;
 }
 
 /// The last kernel of the run the CUDA device may fuse that `kernel` is in

@@ -12,7 +12,11 @@
 // it, so that they run while it does: Megatron's overlap of the input
 // gradient's all-reduce (or reduce-scatter) with the weight gradient's
 // GEMM. The values are unchanged: only kernels that share no buffer with
-// what stays behind them move, in their own order.
+// what stays behind them move, in their own order. The optimizer updates
+// right before a sum_squares that stays (a sharded or pipelined gradient
+// norm, reduced after) stay with it: the CUDA device sums the squares in
+// the updates' pass, a read of every gradient less than the reduction's
+// overlap with the updates saves.
 //
 //===----------------------------------------------------------------------===//
 
@@ -89,6 +93,11 @@ public:
     // its buffers keeps it too.
     SmallVector<KernelOp> staying(run.begin(), run.end());
     SmallVector<bool> moves(units.size(), false);
+    // Each update that may sum a later sum_squares' squares: that kernel.
+    DenseMap<Operation *, Operation *> squaresOf;
+    for (const Unit &unit : units)
+      for (KernelOp update : updatesBeforeSquares(unit.front()))
+        squaresOf[update] = unit.front();
     Operation *end = KernelOp(run.front()).getOperation();
     for (size_t u = units.size(); u-- > 0;) {
       const Unit &unit = units[u];
@@ -98,7 +107,9 @@ public:
         if (!isa<KernelOp, AllocOp>(op))
           for (KernelOp kernel : unit)
             bound |= shares(op->getOperands(), kernel->getOperands());
-      if (bound || ordered(unit, staying))
+      Operation *squares = squaresOf.lookup(unit.front());
+      bool summing = squares && llvm::is_contained(staying, KernelOp(squares));
+      if (bound || summing || ordered(unit, staying))
         staying.append(unit.begin(), unit.end());
       else
         moves[u] = true;

@@ -127,8 +127,13 @@ def RtOverlapCollectives : Pass<"rt-overlap-collectives", "ModuleOp"> {
     A kernel moves where neither it nor any kernel of its fused run
     (FusionCandidates.h: runs move whole) writes a buffer that a kernel
     staying after it reads or writes, nor reads one that such a kernel
-    writes, and no binding among them uses its buffers. Each kernel moves
-    past one run at most (the last run is taken first). Then the kernels
+    writes, and no binding among them uses its buffers, nor where it is
+    one of the `adamw_update` kernels right before a `sum_squares` that
+    stays and reads one of their gradients (a split or pipelined model's
+    gradient norm, reduced across ranks): the CUDA device sums those
+    squares in the updates' pass, which saves a read of the gradients
+    that the overlap of a scalar's reduction does not pay back. Each
+    kernel moves past one run at most (the last run is taken first). Then the kernels
     that read nothing (a dropout mask drawn from the step's counter) among
     the first kernels after such a run that read its results move up to
     just after it, with their results' allocs, where no kernel they pass

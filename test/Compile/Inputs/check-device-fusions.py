@@ -128,7 +128,9 @@ print("ok: %d groups, %d bytes not moved, %s" % (
 for kind in sorted(counts):
     print("%s: %d" % (kind, counts[kind]))
 if squares:
-    print("sum_squares in the updates: %d" % len(squares))
+    print("sum_squares in the updates: %d, of %d gradients (%d bytes)" % (
+        len(squares), sum(len(kernels[k][1]) for k in squares),
+        sum(sum(kernels[k][3][v] for v in kernels[k][1]) for k in squares)))
 # The candidates the device refused, by reason: each names a kernel of the
 # program by its index and opcode, in no group; or, refused a partner
 # ("K (op) + add", "+ apply_mask"), in no group or one where no such kernel
