@@ -283,6 +283,67 @@ rt.program @train_step {
 
 // -----
 
+// The residual add with the next norm (apply_mask + add + layer_norm), which
+// the CUDA device runs as one row kernel: r and d, which die in the run,
+// are held to its end, but the norm writes each row after reading that
+// row's operands and may lie on an operand's very bytes: y takes r's. w
+// [0, 64), b [64, 128), x [128, 256); k0: r at 256; k1: m (32) at 384; k2:
+// d at 448; k3: z at 576; k4: y at 256 (r's), the arena 704 (832 with y on
+// bytes of its own). Peak at k2: 128 + 128 + 128 + 32 + 128 = 544.
+// CHECK-LABEL: module attributes {rt.arena_bytes = 704 : i64, rt.planned_peak_bytes = 544 : i64}
+// CHECK: rt.alloc offset 256 : memref<2x16xf32>
+// CHECK-NEXT: rt.kernel silu
+// CHECK: rt.alloc offset 576 : memref<2x16xf32>
+// CHECK-NEXT: rt.kernel add
+// CHECK-NEXT: rt.alloc offset 256 : memref<2x16xf32>
+// CHECK-NEXT: rt.kernel layer_norm
+rt.program @train_step {
+  %w = rt.param "w" hf_shape [16] init ones : memref<16xf32>
+  %b = rt.param "b" hf_shape [16] init zeros : memref<16xf32>
+  %x = rt.input "x" : memref<2x16xf32>
+  %r = rt.alloc : memref<2x16xf32>
+  rt.kernel silu(%x) -> (%r) : memref<2x16xf32> -> memref<2x16xf32>
+  %m = rt.alloc : memref<2x16xi8>
+  rt.kernel dropout_mask() -> (%m) ints [0, 0] floats [1.000000e-01] : -> memref<2x16xi8>
+  %d = rt.alloc : memref<2x16xf32>
+  rt.kernel apply_mask(%r, %m) -> (%d) floats [1.000000e-01] : memref<2x16xf32>, memref<2x16xi8> -> memref<2x16xf32>
+  %z = rt.alloc : memref<2x16xf32>
+  rt.kernel add(%x, %d) -> (%z) : memref<2x16xf32>, memref<2x16xf32> -> memref<2x16xf32>
+  %y = rt.alloc : memref<2x16xf32>
+  rt.kernel layer_norm(%z, %w, %b) -> (%y) floats [1.000000e-05] : memref<2x16xf32>, memref<16xf32>, memref<16xf32> -> memref<2x16xf32>
+  rt.output "z" %z : memref<2x16xf32>
+  rt.output "y" %y : memref<2x16xf32>
+}
+
+// -----
+
+// The same run where r lives on (an output): y takes d's bytes (the add's
+// operand, which dies at the add; the fused kernel never writes it), 448.
+// CHECK-LABEL: module attributes {rt.arena_bytes = 704 : i64, rt.planned_peak_bytes = 640 : i64}
+// CHECK: rt.kernel add
+// CHECK-NEXT: rt.alloc offset 448 : memref<2x16xf32>
+// CHECK-NEXT: rt.kernel layer_norm
+rt.program @train_step {
+  %w = rt.param "w" hf_shape [16] init ones : memref<16xf32>
+  %b = rt.param "b" hf_shape [16] init zeros : memref<16xf32>
+  %x = rt.input "x" : memref<2x16xf32>
+  %r = rt.alloc : memref<2x16xf32>
+  rt.kernel silu(%x) -> (%r) : memref<2x16xf32> -> memref<2x16xf32>
+  %m = rt.alloc : memref<2x16xi8>
+  rt.kernel dropout_mask() -> (%m) ints [0, 0] floats [1.000000e-01] : -> memref<2x16xi8>
+  %d = rt.alloc : memref<2x16xf32>
+  rt.kernel apply_mask(%r, %m) -> (%d) floats [1.000000e-01] : memref<2x16xf32>, memref<2x16xi8> -> memref<2x16xf32>
+  %z = rt.alloc : memref<2x16xf32>
+  rt.kernel add(%x, %d) -> (%z) : memref<2x16xf32>, memref<2x16xf32> -> memref<2x16xf32>
+  %y = rt.alloc : memref<2x16xf32>
+  rt.kernel layer_norm(%z, %w, %b) -> (%y) floats [1.000000e-05] : memref<2x16xf32>, memref<16xf32>, memref<16xf32> -> memref<2x16xf32>
+  rt.output "z" %z : memref<2x16xf32>
+  rt.output "y" %y : memref<2x16xf32>
+  rt.output "r" %r : memref<2x16xf32>
+}
+
+// -----
+
 // A collective runs on a stream of its own (the CUDA device) until the
 // first kernel reading its result waits for it: its operand a, which dies
 // at the gather (k1), is freed only before that reader (k4), so that the

@@ -315,7 +315,13 @@ def RtPlanMemory : Pass<"rt-plan-memory", "ModuleOp"> {
     buffers that die at a kernel of such a run, but for its last, are
     therefore freed after the run's last kernel, so that its later results
     are not placed on them. Their lifetimes, and the peak, are unchanged;
-    the arena may grow by the difference. Likewise a collective
+    the arena may grow by the difference. But a forward norm that ends
+    such a run (the residual add with the next `layer_norm` or
+    `rms_norm`) writes each row of its result after reading that row's
+    operands, and the device allows its result on an operand's very
+    bytes: the norm's result takes the bytes of an operand of the run's
+    other kernels (an unpooled `rt.alloc` of its size, the branch) that
+    dies in the run, as a copy takes its operand's. Likewise a collective
     (`all_gather`, `reduce_scatter`, `all_to_all`, an `all_reduce` that is
     not in place) runs on a stream of its own on the CUDA device until the
     first kernel reading its result waits for it, and a kernel before that

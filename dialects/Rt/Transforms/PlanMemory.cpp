@@ -101,6 +101,16 @@ struct Lifetimes {
     size_t result, operand;
   };
   SmallVector<Copy> copies;
+  /// Each forward norm that ends a run the CUDA device may fuse (the
+  /// residual add with the next norm: FusionCandidates.h): the run's first
+  /// and the norm's kernel indices, the norm's result's buffer index and
+  /// those of the operands of the run's other kernels.
+  struct FusedNorm {
+    int64_t head, kernel;
+    size_t result;
+    SmallVector<size_t, 6> operands;
+  };
+  SmallVector<FusedNorm> fusedNorms;
 };
 
 constexpr unsigned kMaxStages = 64;
@@ -128,6 +138,7 @@ FailureOr<Lifetimes> computeLifetimes(ProgramOp program) {
     for (int64_t slots : result.schedule->poolSlots)
       result.pools.push_back({slots});
   DenseMap<Value, size_t> index;
+  SmallVector<Value> fusedNormResults;
   int64_t k = 0;
   for (Operation &op : program.getBody().front()) {
     if (isa<ParamOp, InputOp, StateOp, AllocOp>(op)) {
@@ -176,6 +187,22 @@ FailureOr<Lifetimes> computeLifetimes(ProgramOp program) {
       if (kernel.getOpcode() == OpCode::Copy)
         result.copies.push_back({k, index.lookup(kernel.getOutputs()[0]),
                                  index.lookup(kernel.getInputs()[0])});
+      SmallVector<KernelOp, 3> partners = fusionPartners(kernel);
+      if (!partners.empty() &&
+          (partners.back().getOpcode() == OpCode::LayerNorm ||
+           partners.back().getOpcode() == OpCode::RmsNorm)) {
+        // The norm's result is allocated after this kernel: its index is
+        // looked up once every buffer has one.
+        Lifetimes::FusedNorm norm{
+            k, k + static_cast<int64_t>(partners.size()), 0, {}};
+        fusedNormResults.push_back(partners.back().getOutputs()[0]);
+        partners.pop_back();
+        partners.insert(partners.begin(), kernel);
+        for (KernelOp member : partners)
+          for (Value input : member.getInputs())
+            norm.operands.push_back(index.lookup(input));
+        result.fusedNorms.push_back(std::move(norm));
+      }
       int64_t function = result.schedule ? result.schedule->functionOf[k] : -1;
       for (Value buffer : op.getOperands()) {
         Buffer &info = result.buffers[index.lookup(buffer)];
@@ -191,6 +218,8 @@ FailureOr<Lifetimes> computeLifetimes(ProgramOp program) {
     }
   }
   result.numKernels = k;
+  for (auto [norm, value] : llvm::zip(result.fusedNorms, fusedNormResults))
+    norm.result = index.lookup(value);
   // A program of actions runs some functions once per microbatch: a value
   // that flows into such a function from before it is read by every run,
   // so it lives to the function's end (its last file-order read may be in
@@ -453,6 +482,29 @@ int64_t assignOffsets(Lifetimes &lifetimes) {
         operand.span() == result.span() && !handedOver.contains(copy.operand))
       if (bytesOf.try_emplace(copy.result, copy.operand).second)
         handedOver.insert(copy.operand);
+  }
+  // The norm after a residual add, fused with it, normalizes each row after
+  // it has read the row's operands (NormLossKernels.cuh normOfSourceKernel;
+  // FusionPlan.h allows its result on an operand's very bytes): it takes
+  // the bytes of an operand that dies in the run (the branch), which the
+  // run holds to its end (releaseAfter), so that the arena need not find
+  // it new ones.
+  for (const Lifetimes::FusedNorm &norm : lifetimes.fusedNorms) {
+    const Buffer &result = buffers[norm.result];
+    if (result.first != norm.kernel || result.pool >= 0 ||
+        bytesOf.count(norm.result))
+      continue;
+    for (size_t i : norm.operands) {
+      const Buffer &operand = buffers[i];
+      if (isa<AllocOp>(operand.op) && operand.first >= 0 && operand.pool < 0 &&
+          operand.last >= norm.head && operand.last < norm.kernel &&
+          release[operand.last] == norm.kernel &&
+          operand.span() == result.span() && !handedOver.contains(i)) {
+        bytesOf[norm.result] = i;
+        handedOver.insert(i);
+        break;
+      }
+    }
   }
   for (int64_t k = 0; k < numKernels; ++k) {
     if (k > 0)
