@@ -292,9 +292,16 @@ Value ModelEmitter::llamaLayer(int64_t i, Value x) {
                   p + "mlp." + proj.str() + ".weight",
                   bias(bName, config.mlpBias), WeightLayout::OutIn);
   };
-  Value gate = make<SiluOp>(where("mlp.act_fn"), mlp("gate_proj", norm));
+  // Both projections first, then up * act_fn(gate) (Hugging Face's
+  // act_fn(gate) * up: a product of two floats is the same either way). The
+  // silu and the mul are adjacent, and so are, in the backward, the mul that
+  // gives the silu's output gradient (the second: up's gradient and its
+  // weight gradient come first) and silu_grad: the CUDA device runs each
+  // pair as one kernel.
+  Value gateProj = mlp("gate_proj", norm);
   Value up = mlp("up_proj", norm);
-  Value down = mlp("down_proj", make<MulOp>(where("mlp"), gate, up));
+  Value gate = make<SiluOp>(where("mlp.act_fn"), gateProj);
+  Value down = mlp("down_proj", make<MulOp>(where("mlp"), up, gate));
   return make<AddOp>(where("mlp.residual"), x, down);
 }
 

@@ -1362,6 +1362,10 @@ Status CudaDevice::runFused(const KernelCall &tail,
     if (head.op == fb::OpCode::LinearInputGrad && tail.op != fb::OpCode::Add)
       epilogue.geluInput = runOperands_[1];
     s = gemm_.run(head, headArgs, epilogue);
+  } else if (head.op == fb::OpCode::Silu ||
+             (head.op == fb::OpCode::Mul && tail.op == fb::OpCode::SiluGrad)) {
+    s = runSwigluPair(head, tail, headArgs, tailArgs,
+                      fusion_[tail.index].writesHead);
   } else if (head.op == fb::OpCode::CrossEntropy) {
     s = runCrossEntropyWithGrad(head, tail, headArgs, tailArgs,
                                 fusion_[tail.index].unwrittenHeadResults);

@@ -13,12 +13,18 @@
 // of 8 elements). z may be the very bytes of x or r (the plan refuses any
 // other overlap): each thread reads its elements before it writes them.
 //
+// SwiGLU's pairs (Llama's MLP): silu + mul, up * silu(gate), and mul +
+// silu_grad, the silu's output gradient and then the gate's, each in one
+// pass (the silu's output stored where the backward reads it, the product
+// never), the unfused kernels' values bit for bit (SiluOps.cuh).
+//
 //===----------------------------------------------------------------------===//
 
 #include "CudaCommon.cuh"
 #include "CudaKernels.h"
 #include "FusionPlan.h"
 #include "MaskAdd.cuh"
+#include "SiluOps.cuh"
 
 #include <cstring>
 #include <string>
@@ -128,7 +134,120 @@ const char *groupName(const AddGroup &g) {
   return kNames[g.biasAdd != nullptr][g.applyMask != nullptr][norm];
 }
 
+/// A SwiGLU pair's tensors (runSwigluPair): the forward's silu(a) (rounded
+/// to h's storage) times b, or the backward's a * b (rounded to h's
+/// storage) through silu_grad with the gate g.
+struct SwigluPair {
+  bool backward = false;
+  /// The forward's mul reads h as its lhs (else as its rhs).
+  bool headIsLhs = true;
+  const void *a = nullptr, *b = nullptr, *g = nullptr;
+  Storage aType = Storage::F32, bType = Storage::F32, gType = Storage::F32;
+  /// Null where only the mul or silu_grad's result is written.
+  void *h = nullptr;
+  Storage hType = Storage::F32;
+  void *out = nullptr;
+  Storage outType = Storage::F32;
+  int64_t count = 0;
+
+  /// The two results at one element, from the operands' values there.
+  __device__ __forceinline__ void apply(float av, float bv, float gv,
+                                        float &hv, float &ov) const {
+    if (!backward) {
+      hv = roundTo(siluOf(av), hType);
+      ov = headIsLhs ? mulOf(hv, bv) : mulOf(bv, hv);
+    } else {
+      hv = roundTo(mulOf(av, bv), hType);
+      ov = siluGradOf(hv, gv);
+    }
+  }
+};
+
+__global__ void __launch_bounds__(kThreads)
+    swigluKernel(SwigluPair p, bool vectorized) {
+  int64_t first = firstThread(), stride = threadStride();
+  int64_t vectorEnd = vectorized ? p.count / kVec * kVec : 0;
+  for (int64_t base = first * kVec; base < vectorEnd; base += stride * kVec) {
+    float a[kVec], b[kVec], g[kVec] = {}, h[kVec], o[kVec];
+    loadVec(p.a, p.aType, base, a);
+    loadVec(p.b, p.bType, base, b);
+    if (p.backward)
+      loadVec(p.g, p.gType, base, g);
+#pragma unroll
+    for (int k = 0; k < kVec; ++k)
+      p.apply(a[k], b[k], g[k], h[k], o[k]);
+    if (p.h)
+      storeVec(p.h, p.hType, base, h);
+    storeVec(p.out, p.outType, base, o);
+  }
+  for (int64_t i = vectorEnd + first; i < p.count; i += stride) {
+    float hv, ov;
+    p.apply(loadFloat(p.a, p.aType, i), loadFloat(p.b, p.bType, i),
+            p.backward ? loadFloat(p.g, p.gType, i) : 0.0f, hv, ov);
+    if (p.h)
+      storeFloat(p.h, p.hType, i, hv);
+    storeFloat(p.out, p.outType, i, ov);
+  }
+}
+
 } // namespace
+
+Status cuda::runSwigluPair(const KernelCall &head, const KernelCall &tail,
+                           const KernelArgs &headArgs,
+                           const KernelArgs &tailArgs, bool writesHead) {
+  bool backward = head.op == fb::OpCode::Mul;
+  const char *name = backward ? "mul + silu_grad" : "silu + mul";
+  if ((backward ? tail.op != fb::OpCode::SiluGrad
+                : head.op != fb::OpCode::Silu || tail.op != fb::OpCode::Mul) ||
+      head.results.size() != 1 || tail.results.size() != 1 ||
+      tail.operands.size() != 2 ||
+      head.operands.size() != (backward ? 2u : 1u))
+    return Status::error(std::string(name) + ": not a SwiGLU pair");
+  SwigluPair p;
+  p.backward = backward;
+  uint32_t h = head.results[0].buffer;
+  if (backward) {
+    if (tail.operands[0].buffer != h)
+      return Status::error(std::string(name) +
+                           ": silu_grad does not read the product");
+    p.b = headArgs.operands[1];
+    p.bType = storageOf(head.operands[1].dtype);
+    p.g = tailArgs.operands[1];
+    p.gType = storageOf(tail.operands[1].dtype);
+  } else {
+    p.headIsLhs = tail.operands[0].buffer == h;
+    if (!p.headIsLhs && tail.operands[1].buffer != h)
+      return Status::error(std::string(name) +
+                           ": the mul does not read the silu's result");
+    p.b = tailArgs.operands[p.headIsLhs ? 1 : 0];
+    p.bType = storageOf(tail.operands[p.headIsLhs ? 1 : 0].dtype);
+  }
+  p.a = headArgs.operands[0];
+  p.aType = storageOf(head.operands[0].dtype);
+  p.hType = storageOf(head.results[0].dtype);
+  if (writesHead)
+    p.h = headArgs.results[0];
+  p.out = tailArgs.results[0];
+  p.outType = storageOf(tail.results[0].dtype);
+  p.count = tail.count;
+  if (head.count != p.count || head.results[0].elements != p.count)
+    return Status::error(std::string(name) + ": element counts differ (" +
+                         std::to_string(head.count) + " and " +
+                         std::to_string(p.count) + ")");
+  if (!isFloatStorage(p.aType) || !isFloatStorage(p.bType) ||
+      !isFloatStorage(p.hType) || !isFloatStorage(p.outType) ||
+      (backward && !isFloatStorage(p.gType)))
+    return Status::error(std::string(name) + ": unexpected dtypes");
+  if (p.count <= 0)
+    return Status::ok();
+  bool vectorized = aligned16(p.a) && aligned16(p.b) && aligned16(p.out) &&
+                    (!p.h || aligned16(p.h)) &&
+                    (!backward || aligned16(p.g)) && p.count >= kVec;
+  int64_t work = vectorized ? (p.count + kVec - 1) / kVec : p.count;
+  TPCRT_LAUNCH(swigluKernel, gridFor(work, kThreads), kThreads, 0,
+               tailArgs.stream, p, vectorized);
+  return launchStatus(name);
+}
 
 Status cuda::runAddGroup(const AddGroup &g) {
   const char *name = groupName(g);

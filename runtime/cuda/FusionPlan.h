@@ -356,6 +356,76 @@ inline bool handedOnOnly(const TensorRef &t, const std::vector<uint32_t> &reads,
          writes[t.buffer] == 1 && !hostBound[t.buffer] && t.pool < 0;
 }
 
+/// Whether calls[p] is a silu followed by a mul of its result and another
+/// tensor (SwiGLU's forward, up * silu(gate)), or a mul followed by a
+/// silu_grad whose output gradient is its result (SwiGLU's backward: the
+/// silu's output gradient, then the gate's): the pairs swigluRefusal
+/// decides on.
+inline bool isSwigluCandidate(const Program &program, size_t p) {
+  const KernelCall &a = program.calls[p];
+  if (a.results.size() != 1 || p + 1 >= program.calls.size())
+    return false;
+  const KernelCall &b = program.calls[p + 1];
+  uint32_t r = a.results[0].buffer;
+  if (a.op == fb::OpCode::Silu)
+    return a.operands.size() == 1 && b.op == fb::OpCode::Mul &&
+           b.operands.size() == 2 && b.results.size() == 1 &&
+           (b.operands[0].buffer == r) != (b.operands[1].buffer == r);
+  return a.op == fb::OpCode::Mul && a.operands.size() == 2 &&
+         nextReads(program, p, fb::OpCode::SiluGrad, 2, r);
+}
+
+/// Why the candidate calls[p] and calls[p + 1] (isSwigluCandidate) are not
+/// fused, or null. The fused kernel computes each element of the first
+/// kernel's result and of the second's from that element of the operands
+/// alone, reading them all before it writes: a result may lie on an
+/// operand's very bytes, not partly. `writesHead` says whether the first
+/// kernel's result is written (another kernel reads it, or it is bound or
+/// pooled: the forward's silu output, which the backward reads); else the
+/// second kernel's alone is. `reads`, `writes` and `hostBound` as for
+/// refusal().
+inline const char *swigluRefusal(const Program &program, size_t p,
+                                 const std::vector<uint32_t> &reads,
+                                 const std::vector<uint32_t> &writes,
+                                 const std::vector<bool> &hostBound,
+                                 bool &writesHead) {
+  const KernelCall &a = program.calls[p];
+  const KernelCall &b = program.calls[p + 1];
+  if (!inOneFunction(program, a, b))
+    return "the second kernel is in another function";
+  const TensorRef &h = a.results[0], &out = b.results[0];
+  size_t in = b.operands[0].buffer == h.buffer ? 0 : 1;
+  if (!sameBytes(b.operands[in], h) || b.operands[in].dtype != h.dtype)
+    return "the second kernel does not read the first one's result whole";
+  std::vector<const TensorRef *> operands;
+  for (const TensorRef &t : a.operands)
+    operands.push_back(&t);
+  operands.push_back(&b.operands[1 - in]);
+  if (a.count != h.elements || b.count != h.elements ||
+      out.elements != h.elements ||
+      (a.op == fb::OpCode::Mul && a.rhsCount != a.count) ||
+      (b.op == fb::OpCode::Mul && b.rhsCount != b.count))
+    return "the element counts differ (a mul broadcasts)";
+  for (const TensorRef *t : operands)
+    if (t->elements != h.elements)
+      return "the element counts differ (a mul broadcasts)";
+  for (const TensorRef *t : operands)
+    if (!isFloat(t->dtype))
+      return "a tensor is not float";
+  if (!isFloat(h.dtype) || !isFloat(out.dtype))
+    return "a tensor is not float";
+  writesHead = !handedOnOnly(h, reads, writes, hostBound);
+  for (const TensorRef *t : operands) {
+    if (spansMeet(out, *t) && !sameBytes(out, *t))
+      return "the second kernel's result overlaps an operand";
+    if (writesHead && spansMeet(h, *t) && !sameBytes(h, *t))
+      return "the first kernel's result overlaps an operand";
+  }
+  if (writesHead && spansMeet(out, h))
+    return "the two results overlap";
+  return nullptr;
+}
+
 /// Whether calls[p] (a linear) is followed by a gelu of its whole result:
 /// the pairs linearGeluRefusal decides on.
 inline bool isLinearGeluCandidate(const Program &program, size_t p) {
@@ -1081,6 +1151,17 @@ planFusions(const Program &program,
         pair(a, program.calls[p + 1], step);
       continue;
     }
+    if (fusion::isSwigluCandidate(program, p)) {
+      FusionStep step;
+      if (const char *why = fusion::swigluRefusal(program, p, reads, writes,
+                                                  hostBound, step.writesHead))
+        refuse(a, why, (" + " + std::string(opCodeName(
+                                    program.calls[p + 1].op)))
+                           .c_str());
+      else
+        pair(a, program.calls[p + 1], step);
+      continue;
+    }
     if (fusion::isLinearGeluCandidate(program, p)) {
       FusionStep step;
       if (const char *why =
@@ -1106,6 +1187,16 @@ planFusions(const Program &program,
 }
 
 struct KernelArgs;
+
+/// Runs a SwiGLU pair (isSwigluCandidate) as one kernel (FusedKernels.cu):
+/// silu + mul, h = silu(g) rounded to h's storage (stored where
+/// `writesHead`), then the mul of h and the other operand; or mul +
+/// silu_grad, the product rounded to its storage (stored where
+/// `writesHead`), then silu_grad of it and the gate. The unfused kernels'
+/// values bit for bit (SiluOps.cuh).
+Status runSwigluPair(const KernelCall &head, const KernelCall &tail,
+                     const KernelArgs &headArgs, const KernelArgs &tailArgs,
+                     bool writesHead);
 
 /// A forward residual add group with its members' run addresses: the bias
 /// add (or null), the apply_mask (or null), the add, the norm of its result

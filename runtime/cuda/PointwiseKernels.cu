@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaCommon.cuh"
+#include "SiluOps.cuh"
 
 #include <algorithm>
 #include <cstring>
@@ -44,7 +45,8 @@ Status cudaStatus(cudaError_t err, const char *what) {
 
 // The functions of the maps, as the CPU kernels (CpuKernels.cpp,
 // CpuGradKernels.cpp) write them, with CUDA's full-accuracy erff, tanhf and
-// expf in place of FastMath.h's.
+// expf in place of FastMath.h's; silu, mul and silu_grad are SiluOps.cuh's
+// (the fused SwiGLU pairs compute them the same way).
 
 constexpr float kInvSqrt2 = 0.70710678118654752f;
 constexpr float kInvSqrt2Pi = 0.39894228040143268f;
@@ -65,9 +67,7 @@ struct GeluTanh {
 };
 
 struct Silu {
-  __device__ float operator()(float x, int64_t) const {
-    return x * (1.0f / (1.0f + expf(-x)));
-  }
+  __device__ float operator()(float x, int64_t) const { return siluOf(x); }
 };
 
 /// Cast: the load and the store do the conversion.
@@ -87,7 +87,9 @@ struct Add {
 };
 
 struct Mul {
-  __device__ float operator()(float a, float b, int64_t) const { return a * b; }
+  __device__ float operator()(float a, float b, int64_t) const {
+    return mulOf(a, b);
+  }
 };
 
 /// (dY, x) -> dX.
@@ -109,8 +111,7 @@ struct GeluTanhGrad {
 
 struct SiluGrad {
   __device__ float operator()(float dy, float x, int64_t) const {
-    float s = 1.0f / (1.0f + expf(-x));
-    return dy * (s * (1.0f + x * (1.0f - s)));
+    return siluGradOf(dy, x);
   }
 };
 
