@@ -453,8 +453,13 @@ public:
     double activationForward, activationBackward;
     if (m.llama) {
       // SiLU(gate), then its product with up; backward both products'
-      // gradients and SiLU's.
-      activationForward = 5 * e, activationBackward = 9 * e;
+      // gradients and SiLU's. A CUDA device runs SiLU with the product
+      // (reading gate and up, writing SiLU's output, which the backward
+      // reads, and the product) and the product giving SiLU's output
+      // gradient with SiLU's gradient (reading the output gradient, up and
+      // gate, writing the gate's gradient): SwiGLU's pairs.
+      activationForward = fuses ? 4 * e : 5 * e;
+      activationBackward = fuses ? 7 * e : 9 * e;
     } else {
       activationForward = fuses ? 0 : 2 * e;
       activationBackward = fuses ? 0 : 3 * e;
@@ -481,11 +486,13 @@ public:
     // kernel's): forward the two norms (each with the add before it on a
     // CUDA device), each branch's mask drawn and
     // applied and its add (one kernel with the add on a CUDA device), the
-    // activation (Llama: SiLU, then the product with up); backward the
+    // activation (Llama: SiLU, then the product with up; one kernel on a
+    // CUDA device); backward the
     // norms' (the parameter and input gradients, the residual add and the
     // mask of the branch after, one group on a CUDA device), each branch's
     // mask on the gradient (apart on a CPU), the
-    // activation's (Llama: both products' and SiLU's), GPT-2's four bias
+    // activation's (Llama: both products' and SiLU's, the second product
+    // with SiLU's on a CUDA device), GPT-2's four bias
     // gradients and Llama's three input-gradient sums where unfused.
     double branchKernelsForward = dropout             ? (fuses ? 2 : 3)
                                   : residualInProduct ? 0
@@ -493,12 +500,12 @@ public:
     if (rowParallelBias)
       branchKernelsForward += 1;
     double kernelsForward = (normJoinsAdd ? 0 : 2) + 2 * branchKernelsForward +
-                            (m.llama ? 2 : (fuses ? 0 : 1));
+                            (m.llama ? (fuses ? 1 : 2) : (fuses ? 0 : 1));
     double kernelsBackward = 2 * (!fuses            ? 3
                                   : normParamsApart ? 2
                                                     : 1) +
                              (dropout && !maskInNormGroup ? 2 : 0) +
-                             (m.llama ? 3 : (fuses ? 0 : 1)) +
+                             (m.llama ? (fuses ? 2 : 3) : (fuses ? 0 : 1)) +
                              (biasGradients > 0 ? 4 : 0) +
                              (inputGradientSums > 0 ? 3 : 0);
     auto elementwise = [&](double bytes, double kernels) {

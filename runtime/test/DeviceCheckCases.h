@@ -654,6 +654,33 @@ inline void addCases(DT F, std::vector<Case> &out) {
     add(b);
   }
 
+  // SwiGLU's pairs (FusionPlan.h: the CUDA device runs each as one
+  // kernel): up * silu(g), the silu's output compared too (the backward
+  // reads it); and the silu's output gradient d * up through silu_grad with
+  // the gate, only the gate's gradient compared (the product is never
+  // written). At the hidden size and at [5, 203] (the scalar path).
+  for (int wide = 0; wide < 2; ++wide) {
+    Shape shape = wide ? Shape{5, kVocab} : act;
+    {
+      CaseBuilder b(Op::Mul, F, dt,
+                    "up" + shapeText(shape) + " * silu(g) (fused)");
+      uint32_t g = b.in(F, shape), up = b.in(F, shape);
+      uint32_t silu = b.out(F, shape);
+      b.kernel(Op::Silu, {g}, {silu});
+      b.kernel(Op::Mul, {up, silu}, {b.out(F, shape)});
+      add(b);
+    }
+    {
+      CaseBuilder b(Op::SiluGrad, F, dt,
+                    "of d" + shapeText(shape) + " * up, g (fused)");
+      uint32_t d = b.in(F, shape), up = b.in(F, shape), g = b.in(F, shape);
+      uint32_t dSilu = b.temp(F, shape);
+      b.kernel(Op::Mul, {d, up}, {dSilu});
+      b.kernel(Op::SiluGrad, {dSilu, g}, {b.out(F, shape)});
+      add(b);
+    }
+  }
+
   // softmax and its gradient, causal ([q, k] with k >= q) and not.
   Shape scores = {kBatch, kHeads, kSeqQ, kSeqK};
   for (uint32_t causal = 0; causal < 2; ++causal) {

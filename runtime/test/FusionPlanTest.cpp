@@ -24,7 +24,11 @@
 // the biased input (but its very bytes) or the bias, or the next kernel is
 // in another function (the pair then fuses alone). Runs of
 // casts and zeros (KernelBatches.h) are batched while their members are
-// independent float conversions of one function, none pooled.
+// independent float conversions of one function, none pooled. SwiGLU's
+// pairs (silu + the mul of its result, a mul + the silu_grad of it) are
+// fused, the first result written only where read or bound, unless a mul
+// broadcasts, a result lies partly over an operand, or the two kernels are
+// in two functions.
 //
 //===----------------------------------------------------------------------===//
 
@@ -1757,6 +1761,120 @@ TEST(FusionPlanTest, GradientNormSummedByTheUpdatesRefusals) {
   twice.twice = true;
   for (UpdatesAndNorm *c : {&other, &apart, &before, &twice})
     EXPECT_FALSE(squaresOf(c->build()));
+}
+
+/// SwiGLU's pairs: gelu(p) -> g [6, 24], gelu(q) -> u, gelu(r) -> d;
+/// forward: silu(g)
+/// -> s, mul(u, s) -> h (s an output: the backward reads it); backward
+/// (`backward`): mul(d, u) -> ds, silu_grad(ds, g) -> dg. The options
+/// break one rule at a time.
+struct SwigluPair {
+  bool backward = false;
+  /// s (the forward) is read by no other kernel and bound to nothing.
+  bool headUnread = false;
+  /// ds (the backward) is an output too.
+  bool headOutput = false;
+  /// The mul's other operand is [24], broadcast over [6, 24].
+  bool broadcast = false;
+  /// The mul reads s as its lhs.
+  bool headIsLhs = false;
+  /// g is bf16, the storage of the backward's result.
+  bool gateBf16 = false;
+  uint32_t g = 0, u = 0, d = 0, s = 0, out = 0;
+  /// The pair's first kernel.
+  uint32_t head = 0;
+
+  fb::ExecutableT build() {
+    ExecutableBuilder b;
+    uint32_t p = b.param("p", DT::F32, {6, 24});
+    uint32_t q = b.param("q", DT::F32,
+                         broadcast ? std::vector<int64_t>{24}
+                                   : std::vector<int64_t>{6, 24});
+    uint32_t r = b.param("r", DT::F32, {6, 24});
+    g = b.buffer(gateBf16 ? DT::BF16 : DT::F32, {6, 24});
+    u = b.buffer(DT::F32, broadcast ? std::vector<int64_t>{24}
+                                    : std::vector<int64_t>{6, 24});
+    d = b.buffer(DT::F32, {6, 24});
+    s = b.buffer(DT::BF16, {6, 24});
+    out = b.buffer(DT::BF16, {6, 24});
+    b.kernel(Op::Gelu, {p}, {g});
+    b.kernel(Op::Gelu, {q}, {u});
+    b.kernel(Op::Gelu, {r}, {d});
+    head = static_cast<uint32_t>(b.exe.kernels.size());
+    if (!backward) {
+      b.kernel(Op::Silu, {g}, {s});
+      if (headIsLhs)
+        b.kernel(Op::Mul, {s, u}, {out});
+      else
+        b.kernel(Op::Mul, {u, s}, {out});
+      if (!headUnread)
+        b.output("s", s);
+    } else {
+      b.kernel(Op::Mul, {d, u}, {s});
+      b.kernel(Op::SiluGrad, {s, g}, {out});
+      if (headOutput)
+        b.output("ds", s);
+    }
+    b.output("out", out);
+    return b.finish();
+  }
+};
+
+TEST(FusionPlanTest, SwigluPairsAreFused) {
+  // The forward (either operand order; the silu's output written, as the
+  // backward reads it, or not where nothing does) and the backward (the
+  // product written only where it is read or bound).
+  for (bool backward : {false, true})
+    for (bool headIsLhs : {false, true})
+      for (bool unread : {false, true}) {
+        if (backward && headIsLhs)
+          continue;
+        SwigluPair pair;
+        pair.backward = backward;
+        pair.headIsLhs = headIsLhs;
+        pair.headUnread = unread;
+        pair.headOutput = backward && !unread;
+        Planned p;
+        planOf(pair.build(), p);
+        if (HasFatalFailure())
+          return;
+        expectFused(p, pair.head, pair.head + 1);
+        EXPECT_EQ(p.plan[pair.head + 1].writesHead, !unread)
+            << "backward " << backward << " lhs " << headIsLhs;
+      }
+  // The result on the very bytes of an operand (the gate, dead after it).
+  SwigluPair overGate;
+  overGate.backward = true;
+  overGate.gateBf16 = true;
+  fb::ExecutableT exe = overGate.build();
+  relocate(exe, {{overGate.g, 0}, {overGate.out, 0}}, 1024);
+  Planned q;
+  planOf(exe, q);
+  if (HasFatalFailure())
+    return;
+  expectFused(q, overGate.head, overGate.head + 1);
+}
+
+TEST(FusionPlanTest, SwigluPairsRefusals) {
+  SwigluPair broadcast;
+  broadcast.broadcast = true;
+  broadcast.headIsLhs = true;
+  expectRefused(broadcast, "a mul broadcasts");
+  // The result over half of an operand (the gate, dead after the silu).
+  // (The silu's output, where written, is live at the second kernel: a
+  // valid plan puts neither result over it nor it over an operand.)
+  SwigluPair half;
+  half.build();
+  expectRefusedRelocated(half, {{half.g, 0}, {half.out, 96}},
+                         "the second kernel's result overlaps an operand");
+  // In two functions of an action list.
+  SwigluPair split;
+  split.backward = true;
+  fb::ExecutableT exe = split.build();
+  runByActions(exe, {{"operands", 0, 3}, {"mul", 3, 1}, {"silu_grad", 4, 1}});
+  Planned p;
+  planOf(exe, p);
+  expectRefused(p, "the second kernel is in another function");
 }
 
 } // namespace

@@ -754,7 +754,8 @@ TEST(GemmSpec, DISABLED_ModelGeluPairsTakeTheEpilogue) {
             << why;
       }
     size_t geluPairs = 0, maskPairs = 0, biasGradPairs = 0, geluGradPairs = 0,
-           addPairs = 0, biasAddGroups = 0, addNormGroups = 0, withNorm = 0;
+           addPairs = 0, biasAddGroups = 0, addNormGroups = 0, withNorm = 0,
+           swigluPairs = 0;
     for (size_t p = 0; p < program.calls.size(); ++p) {
       const KernelCall &call = program.calls[p];
       if (plan[call.index].role != FusionRole::Head)
@@ -784,6 +785,11 @@ TEST(GemmSpec, DISABLED_ModelGeluPairsTakeTheEpilogue) {
           call.op == fb::OpCode::RmsNormParamGrad ||
           call.op == fb::OpCode::CrossEntropy)
         continue; // ModelNormBackwardsAreFused
+      if (call.op == fb::OpCode::Silu || call.op == fb::OpCode::Mul) {
+        // SwiGLU's pairs: no GEMM.
+        ++swigluPairs;
+        continue;
+      }
 
       if (program.calls[p + 1].op == fb::OpCode::Add) {
         // A product and the add of it: C added, D the add's result.
@@ -818,10 +824,10 @@ TEST(GemmSpec, DISABLED_ModelGeluPairsTakeTheEpilogue) {
                 "gelu_grad pairs, %zu apply_mask + add groups, %zu weight "
                 "gradient + bias gradient pairs, %zu product + add pairs, "
                 "%zu bias + add groups, %zu add + norm pairs (%zu groups "
-                "ending in a norm)\n",
+                "ending in a norm), %zu SwiGLU pairs\n",
                 path.c_str(), geluPairs, geluGradPairs, maskPairs,
-                biasGradPairs, addPairs, biasAddGroups, addNormGroups,
-                withNorm);
+                biasGradPairs, addPairs, biasAddGroups, addNormGroups, withNorm,
+                swigluPairs);
     // GPT-2's MLP: one pair per layer in the forward (the models here have
     // two layers); Llama's SiLU has none. GPT-2's four linears with a bias
     // per layer each give a bias gradient pair (its tied head has no bias),
@@ -856,6 +862,9 @@ TEST(GemmSpec, DISABLED_ModelGeluPairsTakeTheEpilogue) {
     bool dropout = path.find("nodrop") == std::string::npos;
     EXPECT_EQ(withNorm, gpt2 ? 4u : 0u);
     EXPECT_EQ(addNormGroups, gpt2 && !dropout && !tp ? 4u : 0u);
+    // Llama's MLP: up * silu(gate) forward and the silu's output gradient
+    // with silu_grad backward, a pair each per layer.
+    EXPECT_EQ(swigluPairs, gpt2 ? 0u : 4u);
   });
 }
 

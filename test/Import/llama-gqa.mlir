@@ -54,11 +54,13 @@
 // CHECK-NEXT: %[[OP:.*]] = tpc.linear %[[OR]], %[[WO]] layout out_in {tpc.layer = 0 : i64} : tensor<4x32x128xf32>, tensor<64x128xf32>
 // CHECK-NEXT: %[[R:.*]] = tpc.add %[[X]], %[[OP]] {tpc.layer = 0 : i64}
 // CHECK-NEXT: %[[N2:.*]] = tpc.rms_norm %[[R]], %[[NORM2]] eps 9.9999999999999995E-7 {tpc.layer = 0 : i64}
-// SwiGLU: down(silu(gate(x)) * up(x)).
+// SwiGLU: down(up(x) * silu(gate(x))), both projections first (the silu
+// and the product adjacent; Hugging Face's silu(gate(x)) * up(x), the same
+// floats).
 // CHECK-NEXT: %[[GATE:.*]] = tpc.linear %[[N2]], %[[WGATE]] layout out_in {tpc.layer = 0 : i64} : tensor<4x32x64xf32>, tensor<176x64xf32>
-// CHECK-NEXT: %[[ACT:.*]] = tpc.silu %[[GATE]] {tpc.layer = 0 : i64} : tensor<4x32x176xf32>
 // CHECK-NEXT: %[[UP:.*]] = tpc.linear %[[N2]], %[[WUP]] layout out_in {tpc.layer = 0 : i64} : tensor<4x32x64xf32>, tensor<176x64xf32>
-// CHECK-NEXT: %[[PROD:.*]] = tpc.mul %[[ACT]], %[[UP]] {tpc.layer = 0 : i64} : tensor<4x32x176xf32>, tensor<4x32x176xf32>
+// CHECK-NEXT: %[[ACT:.*]] = tpc.silu %[[GATE]] {tpc.layer = 0 : i64} : tensor<4x32x176xf32>
+// CHECK-NEXT: %[[PROD:.*]] = tpc.mul %[[UP]], %[[ACT]] {tpc.layer = 0 : i64} : tensor<4x32x176xf32>, tensor<4x32x176xf32>
 // CHECK-NEXT: %[[DOWN:.*]] = tpc.linear %[[PROD]], %[[WDOWN]] layout out_in {tpc.layer = 0 : i64} : tensor<4x32x176xf32>, tensor<64x176xf32>
 // CHECK-NEXT: %[[X:.*]] = tpc.add %[[R]], %[[DOWN]] {tpc.layer = 0 : i64}
 // CHECK-NEXT: tpc.rms_norm %[[X]], %{{.*}} {tpc.layer = 1 : i64}

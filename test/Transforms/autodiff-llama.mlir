@@ -17,10 +17,12 @@
 // CHECK: tpc.cross_entropy_grad
 // CHECK: %[[DWF:.*]] = tpc.rms_norm_param_grad
 // CHECK-NEXT: tpc.rms_norm_input_grad
-// SwiGLU: the product's operands read each other; silu reads its input.
-// CHECK: %[[DUP:.*]] = tpc.mul %{{.*}}, %[[GATE:arg[0-9]+]] {tpc.layer = 0 : i64} : tensor<2x8x176xf32>, tensor<2x8x176xf32>
-// CHECK: %[[DGATEOUT:.*]] = tpc.mul %{{.*}}, %[[UP:arg[0-9]+]] {tpc.layer = 0 : i64} : tensor<2x8x176xf32>, tensor<2x8x176xf32>
-// CHECK: tpc.silu_grad %[[DUP]], %{{.*}} {tpc.layer = 0 : i64} : tensor<2x8x176xf32>
+// SwiGLU (up * silu(gate)): the product's operands read each other, up's
+// gradient first; the silu's output gradient right before silu_grad, which
+// reads the gate's stashed input.
+// CHECK: %[[DUP:.*]] = tpc.mul %{{.*}}, %[[SILU:arg[0-9]+]] {tpc.layer = 0 : i64} : tensor<2x8x176xf32>, tensor<2x8x176xf32>
+// CHECK-NEXT: %[[DSILU:.*]] = tpc.mul %{{.*}}, %[[UP:arg[0-9]+]] {tpc.layer = 0 : i64} : tensor<2x8x176xf32>, tensor<2x8x176xf32>
+// CHECK-NEXT: tpc.silu_grad %[[DSILU]], %{{.*}} {tpc.layer = 0 : i64} : tensor<2x8x176xf32>
 // Fused: one attention_grad gives kv-head-shaped dk and dv.
 // FUSED: %[[DQ:.*]], %[[DK:.*]], %[[DV:.*]] = tpc.attention_grad %{{.*}} causal scale 2.500000e-01 {tpc.layer = 0 : i64} : tensor<2x8x8x16xf32>, tensor<2x8x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>
 // FUSED-NOT: sum_groups

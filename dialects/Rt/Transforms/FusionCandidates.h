@@ -24,6 +24,8 @@
 //     -> {layer,rms}_norm of the add's result       next norm: one row kernel
 //   adamw_update run -> sum_squares of some of      the squares summed in the
 //     their gradients                               updates' pass
+//   silu -> mul of its result and another tensor    SwiGLU's forward
+//   mul -> silu_grad of its result (dY)             SwiGLU's backward
 //
 //===----------------------------------------------------------------------===//
 
@@ -118,6 +120,15 @@ inline SmallVector<KernelOp, 3> fusionPartners(KernelOp head) {
   case OpCode::LinearWeightGradAccumulate:
     if (next.getOpcode() == OpCode::SumTo && head.getInputs().size() > 1 &&
         reads(next, head.getInputs()[1], 0))
+      partners.push_back(next);
+    break;
+  case OpCode::Silu:
+    if (next.getOpcode() == OpCode::Mul && head.getOutputs().size() == 1 &&
+        llvm::count(next.getInputs(), head.getOutputs()[0]) == 1)
+      partners.push_back(next);
+    break;
+  case OpCode::Mul:
+    if (readsResult(next, OpCode::SiluGrad))
       partners.push_back(next);
     break;
   case OpCode::CrossEntropy:

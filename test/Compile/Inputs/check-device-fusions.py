@@ -61,6 +61,8 @@ KINDS = {
     ("layer_norm_input_grad", "add", "apply_mask"): "norm input grad + add + mask",
     ("rms_norm_input_grad", "add", "apply_mask"): "norm input grad + add + mask",
     ("cross_entropy", "cross_entropy_grad"): "loss + gradient",
+    ("silu", "mul"): "silu + mul",
+    ("mul", "silu_grad"): "mul + silu grad",
 }
 # A forward norm joins the residual add that ends a group, or an add alone.
 for ops, kind in list(KINDS.items()) + [(("add",), "add")]:
