@@ -108,9 +108,10 @@ int64_t mlir::tpc::stashBytesPerLayer(const TransformerShape &m,
     // element) after the attention and after the MLP.
     bytes.whole = 4 * e + (m.residualDropout > 0 ? 2 : 0);
     // q, k and v, the attention's output, and the MLP's: GPT-2's fc1 output
-    // and GeLU; Llama's gate, up, SiLU(gate) and their product.
+    // and GeLU; Llama's gate, up and their product (SiLU(gate) is
+    // recomputed from the gate: tpc-autodiff's recomputeSilus).
     bytes.split =
-        e * ((a + 2 * m.kvHeads) * d / h + a * d / h + (m.llama ? 4 : 2) * f);
+        e * ((a + 2 * m.kvHeads) * d / h + a * d / h + (m.llama ? 3 : 2) * f);
     double scores = a * m.seq / h;
     if (m.fusedAttention) {
       // The rows' log-sum-exps (fp32).
@@ -452,14 +453,16 @@ public:
     double normBackward = !fuses ? 8 * e : normParamsApart ? 6 * e : 4 * e;
     double activationForward, activationBackward;
     if (m.llama) {
-      // SiLU(gate), then its product with up; backward both products'
-      // gradients and SiLU's. A CUDA device runs SiLU with the product
-      // (reading gate and up, writing SiLU's output, which the backward
-      // reads, and the product) and the product giving SiLU's output
-      // gradient with SiLU's gradient (reading the output gradient, up and
-      // gate, writing the gate's gradient): SwiGLU's pairs.
-      activationForward = fuses ? 4 * e : 5 * e;
-      activationBackward = fuses ? 7 * e : 9 * e;
+      // SiLU(gate), then its product with up; backward SiLU(gate) again
+      // (recomputed from the gate, not stashed: tpc-autodiff), both
+      // products' gradients and SiLU's. A CUDA device runs SiLU with the
+      // product (forward reading gate and up, writing the product;
+      // backward reading gate and the output gradient, writing up's
+      // gradient) and the product giving SiLU's output gradient with SiLU's
+      // gradient (reading the output gradient, up and gate, writing the
+      // gate's gradient): SwiGLU's pairs.
+      activationForward = fuses ? 3 * e : 5 * e;
+      activationBackward = fuses ? 7 * e : 11 * e;
     } else {
       activationForward = fuses ? 0 : 2 * e;
       activationBackward = fuses ? 0 : 3 * e;
@@ -491,8 +494,8 @@ public:
     // norms' (the parameter and input gradients, the residual add and the
     // mask of the branch after, one group on a CUDA device), each branch's
     // mask on the gradient (apart on a CPU), the
-    // activation's (Llama: both products' and SiLU's, the second product
-    // with SiLU's on a CUDA device), GPT-2's four bias
+    // activation's (Llama: SiLU recomputed, both products' and SiLU's
+    // gradients, two pairs on a CUDA device), GPT-2's four bias
     // gradients and Llama's three input-gradient sums where unfused.
     double branchKernelsForward = dropout             ? (fuses ? 2 : 3)
                                   : residualInProduct ? 0
@@ -505,7 +508,7 @@ public:
                                   : normParamsApart ? 2
                                                     : 1) +
                              (dropout && !maskInNormGroup ? 2 : 0) +
-                             (m.llama ? (fuses ? 2 : 3) : (fuses ? 0 : 1)) +
+                             (m.llama ? (fuses ? 2 : 4) : (fuses ? 0 : 1)) +
                              (biasGradients > 0 ? 4 : 0) +
                              (inputGradientSums > 0 ? 3 : 0);
     auto elementwise = [&](double bytes, double kernels) {

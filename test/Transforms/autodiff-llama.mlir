@@ -18,11 +18,13 @@
 // CHECK: %[[DWF:.*]] = tpc.rms_norm_param_grad
 // CHECK-NEXT: tpc.rms_norm_input_grad
 // SwiGLU (up * silu(gate)): the product's operands read each other, up's
-// gradient first; the silu's output gradient right before silu_grad, which
-// reads the gate's stashed input.
-// CHECK: %[[DUP:.*]] = tpc.mul %{{.*}}, %[[SILU:arg[0-9]+]] {tpc.layer = 0 : i64} : tensor<2x8x176xf32>, tensor<2x8x176xf32>
+// gradient first, with silu(gate) recomputed from the stashed gate (not
+// stashed itself); the silu's output gradient right before silu_grad,
+// which reads the same gate.
+// CHECK: %[[SILU:.*]] = tpc.silu %[[GATE:arg[0-9]+]] {tpc.layer = 0 : i64} : tensor<2x8x176xf32>
+// CHECK-NEXT: %[[DUP:.*]] = tpc.mul %{{.*}}, %[[SILU]] {tpc.layer = 0 : i64} : tensor<2x8x176xf32>, tensor<2x8x176xf32>
 // CHECK-NEXT: %[[DSILU:.*]] = tpc.mul %{{.*}}, %[[UP:arg[0-9]+]] {tpc.layer = 0 : i64} : tensor<2x8x176xf32>, tensor<2x8x176xf32>
-// CHECK-NEXT: tpc.silu_grad %[[DSILU]], %{{.*}} {tpc.layer = 0 : i64} : tensor<2x8x176xf32>
+// CHECK-NEXT: tpc.silu_grad %[[DSILU]], %[[GATE]] {tpc.layer = 0 : i64} : tensor<2x8x176xf32>
 // Fused: one attention_grad gives kv-head-shaped dk and dv.
 // FUSED: %[[DQ:.*]], %[[DK:.*]], %[[DV:.*]] = tpc.attention_grad %{{.*}} causal scale 2.500000e-01 {tpc.layer = 0 : i64} : tensor<2x8x8x16xf32>, tensor<2x8x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>
 // FUSED-NOT: sum_groups

@@ -116,6 +116,11 @@ private:
   /// input (its reshape) is stashed anyway: B reads that instead
   /// (reshapedStash), so the stash holds those bytes once.
   void shareAttentionResults();
+  /// A silu's result that only B reads, where its input is stashed anyway
+  /// (silu_grad reads it): B recomputes it from that input (recomputedSilus)
+  /// instead of stashing a second tensor of its size (Llama's MLP: gate,
+  /// up and their product are stashed, not silu(gate)).
+  void recomputeSilus();
   LogicalResult buildInputGrads();
   LogicalResult buildWeightGrads();
   void finishForward();
@@ -171,6 +176,7 @@ private:
   /// Values B reads as the reshape back of another stash value (an
   /// attention's result, from the output projection's input): stashed once.
   DenseMap<Value, Value> reshapedStash;
+  DenseSet<Value> recomputedSilus;
   /// F arguments W reads (directly or to recompute a view), in order.
   llvm::SmallSetVector<unsigned, 4> weightArgs;
 
@@ -578,6 +584,7 @@ LogicalResult TrainingBuilder::planBackward() {
   }
 
   shareAttentionResults();
+  recomputeSilus();
   // Each value once, in the order F computes them.
   for (Operation &op : body.without_terminator())
     for (Value result : op.getResults())
@@ -607,6 +614,20 @@ void TrainingBuilder::shareAttentionResults() {
   }
 }
 
+void TrainingBuilder::recomputeSilus() {
+  for (const OpPlan &plan : plans) {
+    auto silu = dyn_cast<SiluOp>(plan.op);
+    if (!silu)
+      continue;
+    Value result = silu.getResult(), input = silu.getInput();
+    if (!stashB.contains(result) || stashW.contains(result) ||
+        !stashB.contains(input))
+      continue;
+    stashB.erase(result);
+    recomputedSilus.insert(result);
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Backward functions
 //===----------------------------------------------------------------------===//
@@ -621,6 +642,15 @@ Value TrainingBuilder::lookupIn(IRMapping &map, Value v) {
                                    lookupIn(map, stashed));
     map.map(v, back);
     return back;
+  }
+  // A silu of a stash value: recomputed from it, right where B reads it.
+  if (recomputedSilus.contains(v)) {
+    Operation *silu = v.getDefiningOp();
+    Value input = lookupIn(map, silu->getOperand(0));
+    Operation *clone = builder.clone(*silu, map);
+    clone->setOperand(0, input);
+    map.map(v, clone->getResult(0));
+    return clone->getResult(0);
   }
   // A parameter view: recompute it from the parameter (no stash).
   Operation *view = v.getDefiningOp();

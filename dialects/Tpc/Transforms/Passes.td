@@ -36,7 +36,9 @@ def TpcAutodiff : Pass<"tpc-autodiff", "ModuleOp"> {
       sum, the target count and the *stash*: every forward value the
       backward reads, once, each result tagged `tpc.stash` ("B", "W" or
       "BW": who reads it) and `tpc.layer` (the layer of the op that reads
-      it); the op that computes a layer's stash value is marked
+      it; a silu whose input the backward reads anyway is not stashed: B
+      recomputes it from that input, right where it reads it); the op
+      that computes a layer's stash value is marked
       `tpc.stash_layer` (per result: the layer, or -1), which the copies
       of the op keep through unrolling and partitioning, so the report's
       stash analysis finds the stash in the step that is lowered. Dropouts
