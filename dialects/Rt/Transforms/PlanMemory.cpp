@@ -103,11 +103,14 @@ struct Lifetimes {
   SmallVector<Copy> copies;
   /// Each forward norm that ends a run the CUDA device may fuse (the
   /// residual add with the next norm: FusionCandidates.h): the run's first
-  /// and the norm's kernel indices, the norm's result's buffer index and
-  /// those of the operands of the run's other kernels.
+  /// and the norm's kernel indices, the norm's result (its value, and its
+  /// buffer index once every buffer has one: it is allocated after the
+  /// run's first kernel) and the buffer indices of the operands of the
+  /// run's other kernels.
   struct FusedNorm {
     int64_t head, kernel;
-    size_t result;
+    Value value;
+    size_t result = 0;
     SmallVector<size_t, 6> operands;
   };
   SmallVector<FusedNorm> fusedNorms;
@@ -138,7 +141,6 @@ FailureOr<Lifetimes> computeLifetimes(ProgramOp program) {
     for (int64_t slots : result.schedule->poolSlots)
       result.pools.push_back({slots});
   DenseMap<Value, size_t> index;
-  SmallVector<Value> fusedNormResults;
   int64_t k = 0;
   for (Operation &op : program.getBody().front()) {
     if (isa<ParamOp, InputOp, StateOp, AllocOp>(op)) {
@@ -191,11 +193,8 @@ FailureOr<Lifetimes> computeLifetimes(ProgramOp program) {
       if (!partners.empty() &&
           (partners.back().getOpcode() == OpCode::LayerNorm ||
            partners.back().getOpcode() == OpCode::RmsNorm)) {
-        // The norm's result is allocated after this kernel: its index is
-        // looked up once every buffer has one.
-        Lifetimes::FusedNorm norm{
-            k, k + static_cast<int64_t>(partners.size()), 0, {}};
-        fusedNormResults.push_back(partners.back().getOutputs()[0]);
+        Lifetimes::FusedNorm norm{k, k + static_cast<int64_t>(partners.size()),
+                                  partners.back().getOutputs()[0]};
         partners.pop_back();
         partners.insert(partners.begin(), kernel);
         for (KernelOp member : partners)
@@ -218,8 +217,8 @@ FailureOr<Lifetimes> computeLifetimes(ProgramOp program) {
     }
   }
   result.numKernels = k;
-  for (auto [norm, value] : llvm::zip(result.fusedNorms, fusedNormResults))
-    norm.result = index.lookup(value);
+  for (Lifetimes::FusedNorm &norm : result.fusedNorms)
+    norm.result = index.lookup(norm.value);
   // A program of actions runs some functions once per microbatch: a value
   // that flows into such a function from before it is read by every run,
   // so it lives to the function's end (its last file-order read may be in

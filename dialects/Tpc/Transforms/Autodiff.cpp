@@ -643,22 +643,17 @@ Value TrainingBuilder::lookupIn(IRMapping &map, Value v) {
     map.map(v, back);
     return back;
   }
-  // A silu of a stash value: recomputed from it, right where B reads it.
-  if (recomputedSilus.contains(v)) {
-    Operation *silu = v.getDefiningOp();
-    Value input = lookupIn(map, silu->getOperand(0));
-    Operation *clone = builder.clone(*silu, map);
-    clone->setOperand(0, input);
-    map.map(v, clone->getResult(0));
-    return clone->getResult(0);
-  }
-  // A parameter view: recompute it from the parameter (no stash).
-  Operation *view = v.getDefiningOp();
-  assert(view && paramViews.contains(v) && "backward read an unplanned value");
-  Value input = lookupIn(map, view->getOperand(0));
+  // A silu of a stash value (in the layer), or a parameter view (in no
+  // layer): recomputed from its input, right where B reads it.
+  Operation *op = v.getDefiningOp();
+  bool silu = recomputedSilus.contains(v);
+  assert(op && (silu || paramViews.contains(v)) &&
+         "backward read an unplanned value");
+  Value input = lookupIn(map, op->getOperand(0));
   IntegerAttr layer = tagger.layer;
-  tagger.layer = nullptr;
-  Operation *clone = builder.clone(*view, map);
+  if (!silu)
+    tagger.layer = nullptr;
+  Operation *clone = builder.clone(*op, map);
   tagger.layer = layer;
   clone->setOperand(0, input);
   map.map(v, clone->getResult(0));
