@@ -10,6 +10,12 @@
 #   ranks   the same on 2 and 4 ranks (the list in device-check.sh's
 #           stage_ranks), one emulated device per rank (ctest
 #           runtime.CudaEmulatedRanks)
+#   resources  runs of one step and of two, of tiny models on 1, 2 and 4
+#           ranks: each emulated CUDA and NCCL call that makes or frees a
+#           resource (memory, streams, events, cuBLASLt plans,
+#           communicators) logged (TPCRT_EMULATION_RESOURCE_LOG): the same
+#           calls either way, so none per step (ctest
+#           runtime.CudaEmulatedResources)
 #   bench   the bench stage's training step and its profile (6c, 6f) on
 #           the tiny bf16 GPT-2 instead of the MFU model, then report.py
 #           merge: every line and field they make (ctest
@@ -45,6 +51,48 @@ if [ "$stage" = ranks ]; then
   echo "gpt2-tiny-dp2, rank 0: $reductions all_reduces, $groups groups of several"
   [ "$groups" -ge 1 ] || { echo "no group of all_reduces"; exit 1; }
   exit 0
+fi
+if [ "$stage" = resources ]; then
+  # The device makes its memory, streams, events, cuBLASLt plans and
+  # communicators at prepare: a run of two steps makes exactly the calls
+  # of a run of one (each counted by name), and some.
+  failed=0
+  while read -r name ranks; do
+    for steps in 1 2; do
+      calls=$work/calls-$name-$steps
+      mkdir -p "$calls"
+      TPCRT_EMULATION_RESOURCE_LOG=$calls "$build/bin/tpc-run" \
+        "$work/models/$name.tpcx" --ranks "$ranks" --device cuda \
+        --init-seed 7 --synthetic-seed 7 --steps "$steps" --timeout 120 \
+        >"$work/$name-$steps.log" 2>&1 </dev/null || {
+        echo "$name: tpc-run --steps $steps failed:"
+        tail -5 "$work/$name-$steps.log"
+        exit 1
+      }
+      cat "$calls"/resource-calls-*.txt 2>/dev/null | sort | uniq -c |
+        awk '{printf "%s%s %s", (NR > 1 ? ", " : ""), $2, $1}' \
+        >"$work/$name-$steps.calls"
+    done
+    one=$(cat "$work/$name-1.calls") two=$(cat "$work/$name-2.calls")
+    if [ -z "$one" ]; then
+      echo "$name: no resource call logged (TPCRT_EMULATION_RESOURCE_LOG)"
+      failed=1
+    elif [ "$one" != "$two" ]; then
+      echo "$name on $ranks ranks, 1 step: $one"
+      echo "$name on $ranks ranks, 2 steps: $two (calls per step)"
+      failed=1
+    else
+      echo "$name on $ranks ranks: 1 step and 2 make the same calls: $one"
+    fi
+  done <<'EOF'
+gpt2-tiny 1
+llama-tiny-bf16 1
+gpt2-tiny-dp2 2
+gpt2-tiny-tp2-sp 2
+gpt2-tiny-pp2-zbh1 2
+gpt2-tiny-dp2-pp2 4
+EOF
+  exit $failed
 fi
 if [ "$stage" != bench ]; then
   exec bash "$check" --stage "$stage"

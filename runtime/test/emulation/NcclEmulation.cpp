@@ -465,6 +465,7 @@ TPCRT_NCCL_EXPORT ncclResult_t ncclGetVersion(int *version) {
 }
 
 TPCRT_NCCL_EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId *id) {
+  tpcrt::emu::noteResourceCall("ncclGetUniqueId");
   static std::atomic<uint64_t> counter{0};
   std::random_device device;
   std::string token = "tpcrt-nccl-emulation-" + std::to_string(getpid()) + "-" +
@@ -480,6 +481,7 @@ TPCRT_NCCL_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm,
                                                       int nranks,
                                                       ncclUniqueId id, int rank,
                                                       ncclConfig_t *) {
+  tpcrt::emu::noteResourceCall("ncclCommInitRankConfig");
   *comm = nullptr;
   if (nranks < 1 || rank < 0 || rank >= nranks || id.internal[0] == 0)
     return ncclInvalidArgument;
@@ -506,6 +508,7 @@ TPCRT_NCCL_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks,
 TPCRT_NCCL_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int, int,
                                              ncclComm_t *newcomm,
                                              ncclConfig_t *) {
+  tpcrt::emu::noteResourceCall("ncclCommSplit");
   *newcomm = nullptr;
   if (comm)
     comm->lastError = "ncclCommSplit is not emulated";
@@ -515,6 +518,7 @@ TPCRT_NCCL_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int, int,
 /// Polled (ncclCommGetAsyncError) until its operations are done and every
 /// rank's are: then this rank's files may go (their readers read them).
 TPCRT_NCCL_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+  tpcrt::emu::noteResourceCall("ncclCommFinalize");
   if (!comm)
     return ncclInvalidArgument;
   comm->finalizing = true;
@@ -522,6 +526,7 @@ TPCRT_NCCL_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
 }
 
 TPCRT_NCCL_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  tpcrt::emu::noteResourceCall("ncclCommDestroy");
   if (!comm)
     return ncclInvalidArgument;
   cleanUp(*comm);
@@ -532,6 +537,7 @@ TPCRT_NCCL_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
 /// Its operations still queued end at once; the communicator itself is
 /// kept (they point at it).
 TPCRT_NCCL_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  tpcrt::emu::noteResourceCall("ncclCommAbort");
   if (!comm)
     return ncclSuccess;
   comm->aborted = true;

@@ -220,10 +220,12 @@ inline const char *cublasLtGetStatusString(cublasStatus_t status) {
 }
 
 inline cublasStatus_t cublasLtCreate(cublasLtHandle_t *handle) {
+  tpcrt::emu::noteResourceCall("cublasLtCreate");
   *handle = new cublasLtContext;
   return CUBLAS_STATUS_SUCCESS;
 }
 inline cublasStatus_t cublasLtDestroy(cublasLtHandle_t handle) {
+  tpcrt::emu::noteResourceCall("cublasLtDestroy");
   delete handle;
   return CUBLAS_STATUS_SUCCESS;
 }
@@ -231,6 +233,7 @@ inline cublasStatus_t cublasLtDestroy(cublasLtHandle_t handle) {
 inline cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *desc,
                                                cublasComputeType_t compute,
                                                cudaDataType_t scale) {
+  tpcrt::emu::noteResourceCall("cublasLtMatmulDescCreate");
   if (scale != CUDA_R_32F)
     return tpcrt::emu::lt::refuse("scale type other than CUDA_R_32F");
   *desc = new cublasLtMatmulDescOpaque_t;
@@ -239,6 +242,7 @@ inline cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *desc,
   return CUBLAS_STATUS_SUCCESS;
 }
 inline cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t desc) {
+  tpcrt::emu::noteResourceCall("cublasLtMatmulDescDestroy");
   delete desc;
   return CUBLAS_STATUS_SUCCESS;
 }
@@ -279,6 +283,7 @@ inline cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *layout,
                                                  cudaDataType_t type,
                                                  uint64_t rows, uint64_t cols,
                                                  int64_t ld) {
+  tpcrt::emu::noteResourceCall("cublasLtMatrixLayoutCreate");
   if (ld < 1 || uint64_t(ld) < rows)
     return tpcrt::emu::lt::refuse("layout of " + std::to_string(rows) +
                                   " rows with leading dimension " +
@@ -291,6 +296,7 @@ inline cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *layout,
   return CUBLAS_STATUS_SUCCESS;
 }
 inline cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t l) {
+  tpcrt::emu::noteResourceCall("cublasLtMatrixLayoutDestroy");
   delete l;
   return CUBLAS_STATUS_SUCCESS;
 }
@@ -316,11 +322,13 @@ cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t layout,
 
 inline cublasStatus_t
 cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t *preference) {
+  tpcrt::emu::noteResourceCall("cublasLtMatmulPreferenceCreate");
   *preference = new cublasLtMatmulPreferenceOpaque_t;
   return CUBLAS_STATUS_SUCCESS;
 }
 inline cublasStatus_t
 cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t preference) {
+  tpcrt::emu::noteResourceCall("cublasLtMatmulPreferenceDestroy");
   delete preference;
   return CUBLAS_STATUS_SUCCESS;
 }
@@ -395,6 +403,7 @@ inline cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
     cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d,
     cublasLtMatmulPreference_t preference, int requested,
     cublasLtMatmulHeuristicResult_t *results, int *found) {
+  tpcrt::emu::noteResourceCall("cublasLtMatmulAlgoGetHeuristic");
   *found = 0;
   if (!handle || !desc || !a || !b || !c || !d || !preference || requested < 1)
     return tpcrt::emu::lt::refuse("heuristic: a missing argument");

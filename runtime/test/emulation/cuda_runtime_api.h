@@ -137,6 +137,32 @@ inline Runtime &runtime() {
   return r;
 }
 
+/// A call that makes or releases a resource (device memory, a stream, an
+/// event, a kernel attribute, a cuBLASLt handle, descriptor, layout,
+/// preference or heuristic query, an NCCL communicator). With
+/// TPCRT_EMULATION_RESOURCE_LOG=DIR, one line (the call's name) in
+/// DIR/resource-calls-<pid>.txt, a file per process (ranks), so that a test
+/// can count them over one step and over several (the device makes them
+/// all at prepare: test/gpu/emulated-check.sh's resources stage).
+inline void noteResourceCall(const char *call) {
+  static FILE *log = [] {
+    const char *dir = std::getenv("TPCRT_EMULATION_RESOURCE_LOG");
+    if (!dir || !*dir)
+      return static_cast<FILE *>(nullptr);
+    std::string path = std::string(dir) + "/resource-calls-" +
+                       std::to_string(getpid()) + ".txt";
+    FILE *f = std::fopen(path.c_str(), "a");
+    if (!f)
+      std::fprintf(stderr, "emulated CUDA runtime: cannot write %s\n",
+                   path.c_str());
+    else
+      setvbuf(f, nullptr, _IOLBF, 0);
+    return f;
+  }();
+  if (log)
+    std::fprintf(log, "%s\n", call);
+}
+
 /// Whether device memory is kept from the host outside operations (not
 /// with TPCRT_EMULATION_HOST_ACCESS=allow).
 inline bool guardsDeviceMemory() {
@@ -497,6 +523,7 @@ inline cudaError_t cudaMemGetInfo(size_t *freeBytes, size_t *totalBytes) {
 /// 256-byte aligned, as cudaMalloc's; the bytes start as garbage (0xa5),
 /// not zeros.
 inline cudaError_t cudaMalloc(void **p, size_t bytes) {
+  tpcrt::emu::noteResourceCall("cudaMalloc");
   tpcrt::emu::Runtime &r = tpcrt::emu::runtime();
   std::lock_guard<std::mutex> lock(r.mutex);
   if (bytes == 0 || r.allocated + bytes > tpcrt::emu::kDeviceBytes)
@@ -525,6 +552,7 @@ template <typename T> cudaError_t cudaMalloc(T **p, size_t bytes) {
 inline cudaError_t cudaFree(void *p) {
   if (!p)
     return cudaSuccess;
+  tpcrt::emu::noteResourceCall("cudaFree");
   tpcrt::emu::Runtime &r = tpcrt::emu::runtime();
   std::lock_guard<std::mutex> lock(r.mutex);
   auto it = r.allocations.find(reinterpret_cast<uintptr_t>(p));
@@ -621,6 +649,7 @@ inline cudaError_t cudaMemset(void *p, int value, size_t bytes) {
 
 inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream,
                                              unsigned flags) {
+  tpcrt::emu::noteResourceCall("cudaStreamCreate");
   *stream = new CUstream_st;
   (*stream)->flags = flags;
   tpcrt::emu::runtime().streams.push_back(*stream);
@@ -631,6 +660,7 @@ inline cudaError_t cudaStreamCreate(cudaStream_t *stream) {
 }
 /// Its work is done first (CUDA lets it finish after the call).
 inline cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  tpcrt::emu::noteResourceCall("cudaStreamDestroy");
   if (!stream)
     return cudaErrorInvalidResourceHandle;
   tpcrt::emu::waitUntil([&] { return stream->pending.empty(); });
@@ -647,6 +677,7 @@ inline cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
 }
 inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event,
                                             unsigned flags) {
+  tpcrt::emu::noteResourceCall("cudaEventCreate");
   *event = new CUevent_st;
   (*event)->flags = flags;
   return cudaSuccess;
@@ -655,6 +686,7 @@ inline cudaError_t cudaEventCreate(cudaEvent_t *event) {
   return cudaEventCreateWithFlags(event, 0);
 }
 inline cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  tpcrt::emu::noteResourceCall("cudaEventDestroy");
   delete event;
   return cudaSuccess;
 }
@@ -705,6 +737,7 @@ inline cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event,
 template <typename Kernel>
 cudaError_t cudaFuncSetAttribute(Kernel kernel, cudaFuncAttribute attribute,
                                  int value) {
+  tpcrt::emu::noteResourceCall("cudaFuncSetAttribute");
   if (attribute != cudaFuncAttributeMaxDynamicSharedMemorySize)
     return cudaErrorInvalidValue;
   if (value < 0 || size_t(value) > tpcrt::emu::kMostDynamicShared)
