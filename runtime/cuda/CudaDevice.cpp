@@ -62,10 +62,17 @@ using namespace tpcrt::cuda;
 
 namespace {
 
-Status cudaStatus(const std::string &what, cudaError_t err) {
+/// `what` a C string: the per-step calls' names (longer than the 15
+/// characters a std::string holds without the heap) make no string unless
+/// the call failed.
+Status cudaStatus(const char *what, cudaError_t err) {
   if (err == cudaSuccess)
     return Status::ok();
-  return Status::error(what + ": CUDA: " + cudaGetErrorString(err));
+  return Status::error(std::string(what) +
+                       ": CUDA: " + cudaGetErrorString(err));
+}
+Status cudaStatus(const std::string &what, cudaError_t err) {
+  return cudaStatus(what.c_str(), err);
 }
 
 std::string kernelName(const KernelCall &call) {

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <map>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 using namespace tpcrt;
@@ -116,18 +117,17 @@ struct PackSet {
   cudnnBackendDescriptor_t forward = nullptr, backward = nullptr;
 };
 
-/// Pack sets a call keeps: one per distinct set of addresses it runs with
-/// (one, or one per pool slot its buffers meet); past that many, the
-/// oldest is rebuilt.
-constexpr size_t kMostPackSets = 16;
-
 /// A call's plan, its by-value scalars (their addresses are in the packs)
 /// and its pack sets.
 struct CallRun {
   ShapePlan *plan = nullptr;
   float scale = 1.0f, one = 1.0f, negativeInfinity = -INFINITY;
+  /// One per distinct set of addresses the call runs with: one, or one per
+  /// pool slot its buffers meet. Never replaced: a call meets every set it
+  /// will in the first step (the slots a pipeline's microbatches take
+  /// repeat each step), so later steps build nothing, however many slots a
+  /// deep pipeline's pools have.
   std::vector<PackSet> packs;
-  size_t nextReplaced = 0;
 };
 
 } // namespace
@@ -339,18 +339,11 @@ Status CudnnAttention::run(const KernelCall &call, const KernelArgs &args,
       packs = &set;
   if (!packs) {
     // New addresses: the first run, or a pooled buffer's other slot.
-    if (run.packs.size() < kMostPackSets) {
-      run.packs.emplace_back();
-      packs = &run.packs.back();
-    } else {
-      packs = &run.packs[run.nextReplaced++ % kMostPackSets];
-    }
-    if (Status s = buildPacks(*impl_->library, call, args, run, at, *packs);
-        !s) {
-      packs->builder.reset();
-      packs->at = RunAddresses();
+    PackSet built;
+    if (Status s = buildPacks(*impl_->library, call, args, run, at, built); !s)
       return s;
-    }
+    run.packs.push_back(std::move(built));
+    packs = &run.packs.back();
   }
   const CudnnLibrary &lib = *impl_->library;
   if (cudnnStatus_t st = p.forward ? lib.execute(impl_->handle, p.forward->plan,

@@ -267,6 +267,9 @@ Status NcclGroup::create(Communicator &bootstrap, int device,
                          std::to_string(g.rank) + " of " +
                          std::to_string(g.size));
   }
+  // A group lists each communicator once: room for one more now (this
+  // thread makes the communicators and runs the steps), not in a step.
+  Impl::groupMembers.reserve(Impl::groupMembers.capacity() + 1);
   group = std::move(created);
   return Status::ok();
 }
