@@ -306,7 +306,9 @@ model_pair() {
   # the steps (params and exp_avg_sq within twice the tolerance: AdamW
   # doubles the gradients' relative difference there, --after-adamw), less
   # GPT-2's attention bias, whose key third has an exact zero gradient that
-  # AdamW turns into noise (compare_dumps.py).
+  # AdamW turns into noise, and less the elements whose first gradients
+  # disagree (near a sign change, where AdamW steps +-lr either way), each
+  # within the steps' lr (--grads, --lr-log; compare_dumps.py).
   "$PY" test/gpu/compare_dumps.py --tol "$tol" --label "$label" \
     --json "$WORK/compare.jsonl" \
     --logs "$WORK/$name-ref.txt" "$WORK/$name-dut.txt" \
@@ -315,6 +317,8 @@ model_pair() {
     || rc=1
   "$PY" test/gpu/compare_dumps.py --tol "$tol" --label "$label" \
     --json "$WORK/compare.jsonl" --skip "$skip" --after-adamw \
+    --grads "$WORK/$name-ref-grads.safetensors" \
+    "$WORK/$name-dut-grads.safetensors" --lr-log "$WORK/$name-ref.txt" \
     "$WORK/$name-ref-ckpt.safetensors" "$WORK/$name-dut-ckpt.safetensors" \
     || rc=1
   return $rc

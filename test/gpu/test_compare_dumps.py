@@ -90,6 +90,62 @@ class CompareDumps(unittest.TestCase):
         self.assertIn("step: integers differ", "\n".join(
             self.verdict(a, b, 1e-2, after_adamw=True)[2]))
 
+    def test_elements_whose_gradients_disagree_are_left_out(self):
+        # A bias that started at zero, after AdamW's steps of lr 1e-3: its
+        # first element's gradients have other signs on the two devices
+        # (+-lr: 2e-3 apart), the others agree.
+        a = {"b": ("F32", [1e-3, 2e-3, -2e-3, 2e-3])}
+        b = {"b": ("F32", [-1e-3, 2e-3, -2e-3, 2e-3])}
+        grads = ({"b": ("F32", None, [1e-6, 0.5, -0.3, 0.2])},
+                 {"b": ("F32", None, [-2e-6, 0.5, -0.3, 0.2])})
+        passed, _, failures, _, _ = self.verdict(a, b, 1e-2, after_adamw=True)
+        self.assertFalse(passed)
+        left_out = {}
+        passed, worst, failures, _, _ = self.verdict(
+            a, b, 1e-2, after_adamw=True, grads=grads, lr_sum=2e-3,
+            left_out=left_out)
+        self.assertTrue(passed, failures)
+        self.assertEqual(left_out, {"b": 1})
+        self.assertEqual(worst[0], 0.0)
+        # Farther apart than two AdamW runs can move it: fails.
+        b["b"] = ("F32", [-5e-3, 2e-3, -2e-3, 2e-3])
+        passed, _, failures, _, _ = self.verdict(
+            a, b, 1e-2, after_adamw=True, grads=grads, lr_sum=2e-3)
+        self.assertFalse(passed)
+        self.assertIn("b: an element whose first gradients disagree moved "
+                      "6.000e-03 apart > 4.040e-03", failures[0])
+        # The elements whose gradients agree are still held to 2 T.
+        b["b"] = ("F32", [-1e-3, 2.2e-3, -2e-3, 2e-3])
+        passed, _, failures, _, _ = self.verdict(
+            a, b, 1e-2, after_adamw=True, grads=grads, lr_sum=2e-3)
+        self.assertFalse(passed)
+        self.assertIn("(without 1 elements whose first gradients disagree)",
+                      failures[0])
+        # Gradients a quarter apart disagree; a fifth apart agree.
+        self.assertEqual(compare_dumps.disagreeing([1.0, 1.0, -1.0],
+                                                   [0.74, 0.8, 1.0]), [0, 2])
+
+    def test_main_reads_grads_and_lr_log(self):
+        pa, pb = self.pair({"b": ("F32", [1e-3, 2e-3])},
+                           {"b": ("F32", [-1e-3, 2e-3])})
+        ga = os.path.join(self.dir.name, "ga.safetensors")
+        gb = os.path.join(self.dir.name, "gb.safetensors")
+        write_safetensors(ga, {"b": ("F32", [1e-6, 0.5])})
+        write_safetensors(gb, {"b": ("F32", [-1e-6, 0.5])})
+        log = os.path.join(self.dir.name, "run.txt")
+        with open(log, "w") as f:
+            f.write("step 1 loss 5.5 grad_norm 1.6 lr 0.001 tokens_per_s 9\n"
+                    "step 2 loss 5.3 grad_norm 1.4 lr 0.001 tokens_per_s 9\n")
+        args = ["--tol", "1e-2", "--after-adamw", pa, pb]
+        self.assertEqual(compare_dumps.main(args), 1)
+        self.assertEqual(compare_dumps.main(["--grads", ga, gb] + args), 0)
+        self.assertEqual(
+            compare_dumps.main(["--grads", ga, gb, "--lr-log", log] + args), 0)
+        with open(log, "w") as f:  # lr 4e-4 in all: 2e-3 apart is too far
+            f.write("step 1 loss 5.5 lr 0.0002\nstep 2 loss 5.3 lr 0.0002\n")
+        self.assertEqual(
+            compare_dumps.main(["--grads", ga, gb, "--lr-log", log] + args), 1)
+
     def test_nan_integers_missing_and_shapes_fail(self):
         a = {"w": ("F32", [1.0, 2.0]), "n": ("I64", [3]),
              "gone": ("F32", [1.0]), "s": ("F32", [1.0, 2.0])}
