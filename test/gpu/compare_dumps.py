@@ -69,7 +69,7 @@ leaves out of a param's difference the elements whose two gradients differ
 by more than a quarter of the larger, counted; with --lr-log LOG (a
 tpc-run output: the sum of its steps' lr) each must still be within
 2 x 1.01 x that sum: Adam's step of one element, |m^ / (sqrt(v^) + eps)|,
-is at most 1.0018 at the second step with the default betas
+is at most 1.0014 at the second step with the default betas
 (Cauchy-Schwarz), so two runs end at most that far apart. The others, and
 the optimizer state (smooth in the gradients), stay within 2 T. Measured
 (the same 6 seeds, emulated device): GPT-2 bf16 every seed passes, worst
@@ -165,7 +165,7 @@ def compare(a, b, leave_out=()):
 
 # Adam's step of one element, |m^ / (sqrt(v^) + eps)|, is at most
 # (1 - b1) / (1 - b1^t) * sqrt((1 - b2^t) / (1 - b2)) *
-# sqrt(sum_k (b1^2 / b2)^k) by Cauchy-Schwarz: 1 at t = 1, 1.0018 at t = 2
+# sqrt(sum_k (b1^2 / b2)^k) by Cauchy-Schwarz: 1 at t = 1, 1.0014 at t = 2
 # (b1 0.9, b2 0.999). So one device moves an element by at most this much
 # times the sum of the steps' learning rates (weight decay moves both alike).
 ADAM_STEP_BOUND = 1.01
