@@ -345,12 +345,10 @@ stage_models() {
     llama-tiny-bf16-cudnn || failed=1
   # Attention on tensor cores (wgmma on Hopper) inside a training step:
   # head_dim 64 (GPT-2's packed q, k, v, dropout) and 128 (Llama, grouped).
-  # Its biases start at zero, so after two AdamW steps each holds only
-  # +-lr-sized updates, g / sqrt(v) of gradients that agree to 6e-3 but
-  # whose smallest elements differ in sign (7 of 1024 in c_fc.bias): up to
-  # 1.2e-1 apart though nothing else is (their gradients and moments are
-  # compared; GPT-2 tiny's biases are, too).
-  model_pair gpt2-d64-bf16 2e-2 gpt2-d64-bf16 1 '\.bias$' || failed=1
+  # (Its biases start at zero: after two AdamW steps each holds only
+  # +-lr-sized updates, whose elements of gradients differing in sign
+  # model_pair leaves out, each within the steps' lr.)
+  model_pair gpt2-d64-bf16 2e-2 || failed=1
   model_pair llama-d128-bf16 2e-2 || failed=1
   # The same step on mma.sync (what an sm_80 device runs, and Hopper with
   # =mma), and through cuDNN's fused attention (no dropout, d 128).

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# test/gpu/emulated-configs.sh BUILD WORK: training configurations the
+# device check's models and ranks stages do not run, on the CUDA backend
+# compiled for the host (BUILD/lib/libtpcrt-cuda-emulated.so, NCCL emulated
+# through files) against the CPU device: full recomputation, SGD with
+# momentum, unrolled microbatches, unfused attention (batch_matmul, softmax
+# and their gradients), a vocabulary padded for tp = 2, the interleaved,
+# ZB-V and GPipe (blocking transfers) pipelines, tp x pp with sequence
+# parallelism under ZB-H1, and dp x tp in bf16 with bf16 reductions. Two
+# steps each from the same weights and batch; loss, grad_norm, the first
+# gradients and the checkpoint after AdamW compared by compare_dumps.py as
+# device-check.sh's model_pair does (fp32 1e-4, bf16 2e-2). Not a GPU run.
+# (ctest runtime.CudaEmulatedConfigurations)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=$(cd "$1" && pwd)
+work=$2
+backend=$build/lib/libtpcrt-cuda-emulated.so
+[ -f "$backend" ] || { echo "no $backend (a build without nvcc has none)"; exit 1; }
+rm -rf "$work"
+mkdir -p "$work/nccl"
+bash "$root/test/gpu/models.sh" "$build/bin" "$work/models" >"$work/models.txt" 2>&1
+m=$work/models
+# Four layers for the pipelines (two chunks a rank), and a vocabulary that
+# tp = 2 pads (255).
+python3 - "$m" <<'EOF'
+import json, sys
+m = sys.argv[1]
+g = json.load(open(f"{m}/gpt2-tiny.json"))
+json.dump(dict(g, n_layer=4), open(f"{m}/gpt2-4l.json", "w"))
+json.dump(dict(g, vocab_size=255), open(f"{m}/gpt2-v255.json", "w"))
+EOF
+export TPCRT_CUDA_BACKEND=$backend TPCRT_NCCL_LIBRARY=$backend \
+  TPCRT_NCCL_EMULATION_DIR=$work/nccl
+python=$(command -v python3)
+
+failed=0
+# run NAME RANKS TOL CONFIG IMPORT-FLAGS... -- COMPILE-FLAGS...
+run() {
+  local name=$1 ranks=$2 tol=$3 config=$4 imp=() comp=() launch=() side
+  shift 4
+  while [ "$1" != -- ]; do imp+=("$1"); shift; done
+  shift
+  comp=("$@")
+  "$build/bin/tpc-import" "$config" "${imp[@]}" -o "$work/$name.mlir" \
+    2>"$work/$name.import.txt" || {
+    echo "FAIL $name: tpc-import: $(cat "$work/$name.import.txt")"
+    failed=1
+    return
+  }
+  "$build/bin/tpc-compile" "$work/$name.mlir" --train --seed 5 \
+    "${comp[@]}" -o "$work/$name.tpcx" 2>"$work/$name.compile.txt" || {
+    echo "FAIL $name: tpc-compile: $(cat "$work/$name.compile.txt")"
+    failed=1
+    return
+  }
+  [ "$ranks" -gt 1 ] && launch=(--ranks "$ranks")
+  for side in cpu cuda; do
+    "$build/bin/tpc-run" "$work/$name.tpcx" "${launch[@]}" --device "$side" \
+      --init-seed 7 --synthetic-seed 7 --steps 2 --timeout 120 \
+      --dump-grads "$work/$name-$side-grads.safetensors" \
+      --dump-outputs "$work/$name-$side-out.safetensors" \
+      --save-checkpoint "$work/$name-$side-ckpt.safetensors" \
+      >"$work/$name-$side.txt" 2>&1 </dev/null || {
+      echo "FAIL $name: tpc-run --device $side:"
+      tail -5 "$work/$name-$side.txt"
+      failed=1
+      return
+    }
+  done
+  if "$python" "$root/test/gpu/compare_dumps.py" --tol "$tol" --label "$name" \
+      --logs "$work/$name-cpu.txt" "$work/$name-cuda.txt" \
+      "$work/$name-cpu-out.safetensors" "$work/$name-cuda-out.safetensors" \
+      "$work/$name-cpu-grads.safetensors" \
+      "$work/$name-cuda-grads.safetensors" >"$work/$name.compare.txt" &&
+    "$python" "$root/test/gpu/compare_dumps.py" --tol "$tol" --label "$name" \
+      --skip 'attn\.c_attn\.bias' --after-adamw \
+      --grads "$work/$name-cpu-grads.safetensors" \
+      "$work/$name-cuda-grads.safetensors" --lr-log "$work/$name-cpu.txt" \
+      "$work/$name-cpu-ckpt.safetensors" "$work/$name-cuda-ckpt.safetensors" \
+      >>"$work/$name.compare.txt"; then
+    echo "ok   $name ($ranks rank$([ "$ranks" -gt 1 ] && echo s)):" \
+      "$(grep '^step 2' "$work/$name-cuda.txt" | cut -d' ' -f1-6)"
+  else
+    echo "FAIL $name:"
+    grep -v '^ *step\|: ok ' "$work/$name.compare.txt" || true
+    failed=1
+  fi
+}
+
+gpt2=$m/gpt2-tiny.json llama=$m/llama-tiny.json
+gpt2_4l=$m/gpt2-4l.json
+run remat-full 1 1e-4 "$gpt2" --batch 4 --seq 32 -- \
+  --remat full --microbatches 2
+run sgd-momentum 1 1e-4 "$gpt2" --batch 4 --seq 32 -- \
+  --optimizer sgd --momentum 0.9 --lr 0.05
+run unrolled-3 1 1e-4 "$gpt2" --batch 6 --seq 16 -- \
+  --microbatches 3 --unroll-microbatches
+run llama-unfused 1 1e-4 "$llama" --batch 2 --seq 24 --attention unfused --
+run vocab-255-tp2 2 1e-4 "$m/gpt2-v255.json" --batch 4 --seq 32 -- \
+  --mesh tp=2 --grad-clip 0.5
+run interleaved-pp2 2 1e-4 "$gpt2_4l" --batch 8 --seq 16 -- \
+  --mesh pp=2 --schedule interleaved-1f1b --virtual-stages 2 --microbatches 4
+run zb-v-pp2 2 1e-4 "$gpt2_4l" --batch 8 --seq 16 -- \
+  --mesh pp=2 --schedule zb-v --virtual-stages 2 --microbatches 4
+run gpipe-blocking-pp2 2 1e-4 "$gpt2_4l" --batch 8 --seq 16 -- \
+  --mesh pp=2 --schedule gpipe --microbatches 4 --blocking-transfers
+run tp2-pp2-sp-zbh1 4 1e-4 "$gpt2_4l" --batch 8 --seq 16 -- \
+  --mesh tp=2,pp=2 --sequence-parallel --microbatches 2 --schedule zb-h1
+run llama-bf16-dp2-tp2 4 2e-2 "$llama" --batch 4 --seq 16 --dtype bf16 -- \
+  --mesh dp=2,tp=2 --sequence-parallel --grad-reduce-dtype bf16
+exit $failed
