@@ -9,7 +9,9 @@
 # parallelism under ZB-H1, and dp x tp in bf16 with bf16 reductions. Two
 # steps each from the same weights and batch; loss, grad_norm, the first
 # gradients and the checkpoint after AdamW compared by compare_dumps.py as
-# device-check.sh's model_pair does (fp32 1e-4, bf16 2e-2). Not a GPU run.
+# device-check.sh's model_pair does (fp32 1e-4, bf16 2e-2). Then a run
+# resumed on the device from its checkpoint (one rank, pp = 2): bit for bit
+# the uninterrupted run, and its evaluations the CPU's. Not a GPU run.
 # (ctest runtime.CudaEmulatedConfigurations)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -109,4 +111,62 @@ run tp2-pp2-sp-zbh1 4 1e-4 "$gpt2_4l" --batch 8 --seq 16 -- \
   --mesh tp=2,pp=2 --sequence-parallel --microbatches 2 --schedule zb-h1
 run llama-bf16-dp2-tp2 4 2e-2 "$llama" --batch 4 --seq 16 --dtype bf16 -- \
   --mesh dp=2,tp=2 --sequence-parallel --grad-reduce-dtype bf16
+
+# A run resumed on the device from its own checkpoint (a Hugging Face
+# directory with the training state) continues bit for bit: four steps
+# straight, and two, saved, loaded and two more, end in the same
+# checkpoint; the evaluation (Interpreter::evaluate, the forward's kernels
+# without dropout) every two steps gives the CPU's loss. One rank and a
+# pipeline on 2.
+python3 -c "
+import random; random.seed(0)
+open('$work/tokens.bin', 'wb').write(bytes(
+    b for _ in range(20000) for b in random.randrange(256).to_bytes(2, 'little')))"
+# resume NAME RANKS
+resume() {
+  local name=$1 ranks=$2 launch=() data side
+  [ "$ranks" -gt 1 ] && launch=(--ranks "$ranks")
+  data=(--data "$work/tokens.bin" --eval-data "$work/tokens.bin"
+    --eval-every 2 --timeout 120)
+  for side in cpu cuda; do
+    "$build/bin/tpc-run" "$m/$name.tpcx" "${launch[@]}" --device "$side" \
+      --init-seed 7 "${data[@]}" --steps 4 \
+      --save-checkpoint "$work/$name-$side-4.safetensors" \
+      >"$work/$name-$side-4.txt" 2>&1 </dev/null ||
+      { echo "FAIL resume $name: 4 steps on $side:"; tail -3 "$work/$name-$side-4.txt"; failed=1; return; }
+  done
+  "$build/bin/tpc-run" "$m/$name.tpcx" "${launch[@]}" --device cuda \
+    --init-seed 7 "${data[@]}" --steps 2 --save-checkpoint "$work/$name-2" \
+    >"$work/$name-2.txt" 2>&1 </dev/null &&
+    "$build/bin/tpc-run" "$m/$name.tpcx" "${launch[@]}" --device cuda \
+      --load-checkpoint "$work/$name-2" "${data[@]}" --steps 2 \
+      --save-checkpoint "$work/$name-2+2.safetensors" \
+      >"$work/$name-2+2.txt" 2>&1 </dev/null ||
+    { echo "FAIL resume $name: 2 + 2 steps:"; tail -3 "$work/$name-2+2.txt"; failed=1; return; }
+  if ! cmp -s "$work/$name-cuda-4.safetensors" "$work/$name-2+2.safetensors"; then
+    echo "FAIL resume $name: 2 steps, saved, loaded and 2 more differ from 4"
+    failed=1
+    return
+  fi
+  # eval K loss X: the CPU's within 1e-4 (fp32), both evaluations.
+  if ! python3 - "$work/$name-cpu-4.txt" "$work/$name-cuda-4.txt" <<'EOF'
+import sys
+def evals(path):
+    return [float(l.split()[3]) for l in open(path) if l.startswith("eval ")]
+cpu, cuda = evals(sys.argv[1]), evals(sys.argv[2])
+sys.exit(not (len(cpu) == 2 and len(cuda) == 2 and
+              all(abs(a - b) <= 1e-4 * abs(a) for a, b in zip(cpu, cuda))))
+EOF
+  then
+    echo "FAIL resume $name: eval lines differ from the CPU's:"
+    grep -h '^eval' "$work/$name-cpu-4.txt" "$work/$name-cuda-4.txt"
+    failed=1
+    return
+  fi
+  echo "ok   resume $name ($ranks rank$([ "$ranks" -gt 1 ] && echo s)):" \
+    "4 steps = 2 + saved, loaded + 2, bit for bit;" \
+    "$(grep '^eval 4' "$work/$name-cuda-4.txt" | cut -d' ' -f1-4) as on the CPU"
+}
+resume gpt2-tiny 1
+resume gpt2-tiny-pp2 2
 exit $failed
