@@ -23,14 +23,8 @@
 # The models are compiled by BUILD/bin's tpc-import/tpc-compile into
 # WORK/models (test/gpu/models.sh).
 set -euo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-build=$(cd "$1" && pwd)
-work=$2
+source "$(dirname "$0")/emulated-setup.sh" "$1" "$2"
 stage=$3
-backend=$build/lib/libtpcrt-cuda-emulated.so
-[ -f "$backend" ] || { echo "no $backend (a build without nvcc has none)"; exit 1; }
-rm -rf "$work"
-mkdir -p "$work/dumps" "$work/nccl"
 bash "$root/test/gpu/models.sh" "$build/bin" "$work/models"
 export TPCRT_CUDA_BACKEND=$backend TPCRT_NCCL_LIBRARY=$backend \
   TPCRT_NCCL_EMULATION_DIR=$work/nccl TPC_GPU_RANKS=4 TPC_GPU_RUN_TIMEOUT=120 \

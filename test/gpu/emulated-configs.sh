@@ -14,13 +14,7 @@
 # the uninterrupted run, and its evaluations the CPU's. Not a GPU run.
 # (ctest runtime.CudaEmulatedConfigurations)
 set -euo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-build=$(cd "$1" && pwd)
-work=$2
-backend=$build/lib/libtpcrt-cuda-emulated.so
-[ -f "$backend" ] || { echo "no $backend (a build without nvcc has none)"; exit 1; }
-rm -rf "$work"
-mkdir -p "$work/nccl"
+source "$(dirname "$0")/emulated-setup.sh" "$1" "$2"
 bash "$root/test/gpu/models.sh" "$build/bin" "$work/models" >"$work/models.txt" 2>&1
 m=$work/models
 # Four layers for the pipelines (two chunks a rank), and a vocabulary that

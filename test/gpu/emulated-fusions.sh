@@ -20,13 +20,7 @@
 # let a few elements pass. cuBLASLt's epilogues are left out (=kernels):
 # they sum in their own order. Not a GPU run. (runtime.CudaEmulatedFusions)
 set -euo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-build=$(cd "$1" && pwd)
-work=$2
-backend=$build/lib/libtpcrt-cuda-emulated.so
-[ -f "$backend" ] || { echo "no $backend (a build without nvcc has none)"; exit 1; }
-rm -rf "$work"
-mkdir -p "$work/dumps"
+source "$(dirname "$0")/emulated-setup.sh" "$1" "$2"
 bash "$root/test/gpu/models.sh" "$build/bin" "$work/models" >"$work/models.txt"
 "$build/bin/tpc-import" "$work/models/gpt2-tiny.json" --batch 4 --seq 32 \
   -o "$work/models/gpt2-tiny-one.mlir"

@@ -15,13 +15,7 @@
 # bit (no atomics whose order changes a sum); this is where that is held.
 # Not a GPU run. (runtime.CudaEmulatedSchedules)
 set -euo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-build=$(cd "$1" && pwd)
-work=$2
-backend=$build/lib/libtpcrt-cuda-emulated.so
-[ -f "$backend" ] || { echo "no $backend (a build without nvcc has none)"; exit 1; }
-rm -rf "$work"
-mkdir -p "$work/dumps" "$work/nccl"
+source "$(dirname "$0")/emulated-setup.sh" "$1" "$2"
 bash "$root/test/gpu/models.sh" "$build/bin" "$work/models" >"$work/models.txt"
 export TPCRT_CUDA_BACKEND=$backend TPCRT_NCCL_LIBRARY=$backend \
   TPCRT_NCCL_EMULATION_DIR=$work/nccl
