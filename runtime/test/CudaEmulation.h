@@ -45,6 +45,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <dlfcn.h>
 #include <functional>
 #include <math.h>
 #include <memory>
@@ -89,6 +90,26 @@ struct alignas(16) uint4 {
 //===- 16-bit floats ------------------------------------------------------===//
 
 namespace tpcrt::emu {
+
+/// Held while an emulated call runs (emulation/cuda_runtime_api.h), and by
+/// each host thread that runs a launch's blocks: its host allocations
+/// (queued operations, blocks, fibers, staged copies) are the emulation's,
+/// not the device's. A test binary that counts a step's allocations
+/// (runtime/test/AllocationCounter.cpp) exports
+/// tpcrt_test_ignore_allocations, which this tells; elsewhere nothing.
+struct Internal {
+  Internal() { adjust(1); }
+  ~Internal() { adjust(-1); }
+  Internal(const Internal &) = delete;
+  Internal &operator=(const Internal &) = delete;
+  static void adjust(int delta) {
+    using Hook = void (*)(int);
+    static const Hook hook = reinterpret_cast<Hook>(
+        dlsym(RTLD_DEFAULT, "tpcrt_test_ignore_allocations"));
+    if (hook)
+      hook(delta);
+  }
+};
 
 inline uint32_t floatBits(float f) {
   uint32_t u;
@@ -1031,6 +1052,7 @@ inline std::string launch(dim3 grid, dim3 threads, size_t smemBytes,
   std::mutex mutex;
   std::string error;
   auto work = [&](int64_t first) {
+    Internal internal;
     Block b;
     b.gridDim = grid;
     b.blockDim = threads;

@@ -460,11 +460,13 @@ void cleanUp(ncclComm &c) {
 } // namespace
 
 TPCRT_NCCL_EXPORT ncclResult_t ncclGetVersion(int *version) {
+  tpcrt::emu::Internal internal;
   *version = 22800;
   return ncclSuccess;
 }
 
 TPCRT_NCCL_EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId *id) {
+  tpcrt::emu::Internal internal;
   tpcrt::emu::noteResourceCall("ncclGetUniqueId");
   static std::atomic<uint64_t> counter{0};
   std::random_device device;
@@ -481,6 +483,7 @@ TPCRT_NCCL_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm,
                                                       int nranks,
                                                       ncclUniqueId id, int rank,
                                                       ncclConfig_t *) {
+  tpcrt::emu::Internal internal;
   tpcrt::emu::noteResourceCall("ncclCommInitRankConfig");
   *comm = nullptr;
   if (nranks < 1 || rank < 0 || rank >= nranks || id.internal[0] == 0)
@@ -502,12 +505,14 @@ TPCRT_NCCL_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm,
 
 TPCRT_NCCL_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks,
                                                 ncclUniqueId id, int rank) {
+  tpcrt::emu::Internal internal;
   return ncclCommInitRankConfig(comm, nranks, id, rank, nullptr);
 }
 
 TPCRT_NCCL_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int, int,
                                              ncclComm_t *newcomm,
                                              ncclConfig_t *) {
+  tpcrt::emu::Internal internal;
   tpcrt::emu::noteResourceCall("ncclCommSplit");
   *newcomm = nullptr;
   if (comm)
@@ -518,6 +523,7 @@ TPCRT_NCCL_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int, int,
 /// Polled (ncclCommGetAsyncError) until its operations are done and every
 /// rank's are: then this rank's files may go (their readers read them).
 TPCRT_NCCL_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+  tpcrt::emu::Internal internal;
   tpcrt::emu::noteResourceCall("ncclCommFinalize");
   if (!comm)
     return ncclInvalidArgument;
@@ -526,6 +532,7 @@ TPCRT_NCCL_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
 }
 
 TPCRT_NCCL_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  tpcrt::emu::Internal internal;
   tpcrt::emu::noteResourceCall("ncclCommDestroy");
   if (!comm)
     return ncclInvalidArgument;
@@ -537,6 +544,7 @@ TPCRT_NCCL_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
 /// Its operations still queued end at once; the communicator itself is
 /// kept (they point at it).
 TPCRT_NCCL_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  tpcrt::emu::Internal internal;
   tpcrt::emu::noteResourceCall("ncclCommAbort");
   if (!comm)
     return ncclSuccess;
@@ -546,6 +554,7 @@ TPCRT_NCCL_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
 }
 
 TPCRT_NCCL_EXPORT const char *ncclGetErrorString(ncclResult_t result) {
+  tpcrt::emu::Internal internal;
   switch (result) {
   case ncclSuccess:
     return "no error";
@@ -569,6 +578,7 @@ TPCRT_NCCL_EXPORT const char *ncclGetErrorString(ncclResult_t result) {
 }
 
 TPCRT_NCCL_EXPORT const char *ncclGetLastError(ncclComm_t comm) {
+  tpcrt::emu::Internal internal;
   static thread_local std::string text;
   text = comm ? comm->lastError : std::string();
   return text.c_str();
@@ -576,6 +586,7 @@ TPCRT_NCCL_EXPORT const char *ncclGetLastError(ncclComm_t comm) {
 
 TPCRT_NCCL_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm,
                                                      ncclResult_t *state) {
+  tpcrt::emu::Internal internal;
   if (!comm)
     return ncclInvalidArgument;
   *state = ncclSuccess;
@@ -599,6 +610,7 @@ TPCRT_NCCL_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm,
 
 TPCRT_NCCL_EXPORT ncclResult_t ncclCommCount(const ncclComm_t comm,
                                              int *count) {
+  tpcrt::emu::Internal internal;
   if (!comm)
     return ncclInvalidArgument;
   *count = comm->size;
@@ -607,6 +619,7 @@ TPCRT_NCCL_EXPORT ncclResult_t ncclCommCount(const ncclComm_t comm,
 
 TPCRT_NCCL_EXPORT ncclResult_t ncclCommUserRank(const ncclComm_t comm,
                                                 int *rank) {
+  tpcrt::emu::Internal internal;
   if (!comm)
     return ncclInvalidArgument;
   *rank = comm->rank;
@@ -617,6 +630,7 @@ TPCRT_NCCL_EXPORT ncclResult_t ncclAllReduce(const void *send, void *recv,
                                              size_t count, ncclDataType_t type,
                                              ncclRedOp_t op, ncclComm_t comm,
                                              cudaStream_t stream) {
+  tpcrt::emu::Internal internal;
   if (!comm)
     return ncclInvalidArgument;
   return issue(comm,
@@ -629,6 +643,7 @@ TPCRT_NCCL_EXPORT ncclResult_t ncclAllGather(const void *send, void *recv,
                                              size_t count, ncclDataType_t type,
                                              ncclComm_t comm,
                                              cudaStream_t stream) {
+  tpcrt::emu::Internal internal;
   if (!comm)
     return ncclInvalidArgument;
   return issue(comm,
@@ -641,6 +656,7 @@ TPCRT_NCCL_EXPORT ncclResult_t ncclAllGather(const void *send, void *recv,
 TPCRT_NCCL_EXPORT ncclResult_t ncclReduceScatter(
     const void *send, void *recv, size_t count, ncclDataType_t type,
     ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  tpcrt::emu::Internal internal;
   if (!comm)
     return ncclInvalidArgument;
   return issue(comm,
@@ -654,6 +670,7 @@ TPCRT_NCCL_EXPORT ncclResult_t ncclBroadcast(const void *send, void *recv,
                                              size_t count, ncclDataType_t type,
                                              int root, ncclComm_t comm,
                                              cudaStream_t stream) {
+  tpcrt::emu::Internal internal;
   if (!checkPeer(comm, root))
     return ncclInvalidArgument;
   return issue(comm,
@@ -666,6 +683,7 @@ TPCRT_NCCL_EXPORT ncclResult_t ncclBroadcast(const void *send, void *recv,
 TPCRT_NCCL_EXPORT ncclResult_t ncclSend(const void *send, size_t count,
                                         ncclDataType_t type, int peer,
                                         ncclComm_t comm, cudaStream_t stream) {
+  tpcrt::emu::Internal internal;
   if (!checkPeer(comm, peer))
     return ncclInvalidArgument;
   return issue(comm,
@@ -677,6 +695,7 @@ TPCRT_NCCL_EXPORT ncclResult_t ncclSend(const void *send, size_t count,
 TPCRT_NCCL_EXPORT ncclResult_t ncclRecv(void *recv, size_t count,
                                         ncclDataType_t type, int peer,
                                         ncclComm_t comm, cudaStream_t stream) {
+  tpcrt::emu::Internal internal;
   if (!checkPeer(comm, peer))
     return ncclInvalidArgument;
   return issue(comm,
@@ -686,12 +705,14 @@ TPCRT_NCCL_EXPORT ncclResult_t ncclRecv(void *recv, size_t count,
 }
 
 TPCRT_NCCL_EXPORT ncclResult_t ncclGroupStart() {
+  tpcrt::emu::Internal internal;
   if (groupDepth++ == 0)
     group = std::make_shared<Operation>();
   return ncclSuccess;
 }
 
 TPCRT_NCCL_EXPORT ncclResult_t ncclGroupEnd() {
+  tpcrt::emu::Internal internal;
   if (groupDepth == 0)
     return ncclInvalidUsage;
   if (--groupDepth > 0)

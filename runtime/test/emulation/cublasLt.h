@@ -430,6 +430,7 @@ cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t descHandle,
                const void *C, cublasLtMatrixLayout_t cHandle, void *D,
                cublasLtMatrixLayout_t dHandle, const cublasLtMatmulAlgo_t *algo,
                void *workspace, size_t workspaceBytes, cudaStream_t stream) {
+  tpcrt::emu::Internal internal;
   using namespace tpcrt::emu;
   using namespace tpcrt::emu::lt;
   if (!handle || !descHandle || !aHandle || !bHandle || !cHandle || !dHandle ||

@@ -505,6 +505,7 @@ inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device) {
   return cudaSuccess;
 }
 inline cudaError_t cudaDeviceSynchronize() {
+  tpcrt::emu::Internal internal;
   return tpcrt::emu::synchronized();
 }
 
@@ -568,6 +569,7 @@ inline cudaError_t cudaFree(void *p) {
 inline cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes,
                                    cudaMemcpyKind kind,
                                    cudaStream_t stream = nullptr) {
+  tpcrt::emu::Internal internal;
   if (cudaError_t err =
           tpcrt::emu::checkSides(dst, bytes, src, bytes, kind, "cudaMemcpy"))
     return err;
@@ -597,6 +599,7 @@ inline cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes,
 /// are non-blocking; it synchronizes them itself before such copies).
 inline cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes,
                               cudaMemcpyKind kind) {
+  tpcrt::emu::Internal internal;
   if (cudaError_t err = tpcrt::emu::synchronized())
     return err;
   cudaError_t err = cudaMemcpyAsync(dst, src, bytes, kind);
@@ -608,6 +611,7 @@ inline cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src,
                                      size_t spitch, size_t width, size_t height,
                                      cudaMemcpyKind kind,
                                      cudaStream_t stream = nullptr) {
+  tpcrt::emu::Internal internal;
   constexpr size_t kMaxPitch = (size_t(1) << 31) - 1;
   if (width > dpitch || width > spitch)
     return tpcrt::emu::refuse(cudaErrorInvalidValue,
@@ -630,6 +634,7 @@ inline cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src,
 
 inline cudaError_t cudaMemsetAsync(void *p, int value, size_t bytes,
                                    cudaStream_t stream = nullptr) {
+  tpcrt::emu::Internal internal;
   if (bytes && !tpcrt::emu::isDeviceRange(p, bytes))
     return tpcrt::emu::refuse(cudaErrorInvalidValue,
                               "cudaMemset: range not inside one allocation");
@@ -638,6 +643,7 @@ inline cudaError_t cudaMemsetAsync(void *p, int value, size_t bytes,
   return cudaSuccess;
 }
 inline cudaError_t cudaMemset(void *p, int value, size_t bytes) {
+  tpcrt::emu::Internal internal;
   if (cudaError_t err = tpcrt::emu::synchronized())
     return err;
   cudaError_t err = cudaMemsetAsync(p, value, bytes);
@@ -671,6 +677,7 @@ inline cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   return cudaSuccess;
 }
 inline cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  tpcrt::emu::Internal internal;
   CUstream_st &s = tpcrt::emu::streamOf(stream);
   tpcrt::emu::waitUntil([&] { return s.pending.empty(); });
   return tpcrt::emu::faultState();
@@ -692,6 +699,7 @@ inline cudaError_t cudaEventDestroy(cudaEvent_t event) {
 }
 inline cudaError_t cudaEventRecord(cudaEvent_t event,
                                    cudaStream_t stream = nullptr) {
+  tpcrt::emu::Internal internal;
   if (!event)
     return cudaErrorInvalidResourceHandle;
   CUstream_st &s = tpcrt::emu::streamOf(stream);
@@ -700,6 +708,7 @@ inline cudaError_t cudaEventRecord(cudaEvent_t event,
   return cudaSuccess;
 }
 inline cudaError_t cudaEventQuery(cudaEvent_t event) {
+  tpcrt::emu::Internal internal;
   if (!event)
     return cudaErrorInvalidResourceHandle;
   tpcrt::emu::progress();
@@ -708,6 +717,7 @@ inline cudaError_t cudaEventQuery(cudaEvent_t event) {
   return event->reached() ? cudaSuccess : cudaErrorNotReady;
 }
 inline cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  tpcrt::emu::Internal internal;
   if (!event)
     return cudaErrorInvalidResourceHandle;
   tpcrt::emu::waitUntil([&] { return event->reached(); });
@@ -726,6 +736,7 @@ struct WaitOp : CUstreamOp {
 
 inline cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event,
                                        unsigned = 0) {
+  tpcrt::emu::Internal internal;
   if (!event)
     return cudaErrorInvalidResourceHandle;
   tpcrt::emu::enqueue(stream, std::make_unique<tpcrt::emu::WaitOp>(*event));
@@ -779,6 +790,7 @@ std::string hostPointerArgument(int index, const T &argument) {
 template <typename Kernel, typename... Args>
 void launchKernel(Kernel kernel, dim3 grid, dim3 threads, size_t sharedBytes,
                   cudaStream_t stream, Args... args) {
+  Internal internal;
   const void *key = reinterpret_cast<const void *>(kernel);
   std::string refusal;
   if (grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.y > 65535 ||

@@ -40,6 +40,7 @@ struct DeviceRadixSort {
   SortPairs(void *temp, size_t &tempBytes, DoubleBuffer<Key> &keys,
             DoubleBuffer<Value> &values, Count count, int beginBit = 0,
             int endBit = sizeof(Key) * 8, cudaStream_t stream = nullptr) {
+    tpcrt::emu::Internal internal;
     if (!temp) {
       tempBytes = kTempBytes;
       return cudaSuccess;
