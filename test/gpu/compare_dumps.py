@@ -148,8 +148,7 @@ def compare(a, b, leave_out=()):
             return math.inf, False
         na, nb = np.linalg.norm(a), np.linalg.norm(b)
         d = a - b
-        if leave_out:
-            d[list(leave_out)] = 0.0
+        d[np.asarray(leave_out, dtype=np.int64)] = 0.0
         diff = np.linalg.norm(d)
     else:
         if not all(map(math.isfinite, a)) or not all(map(math.isfinite, b)):
@@ -175,6 +174,10 @@ def disagreeing(ga, gb):
     """Indices of the elements whose two first gradients differ by more than
     a quarter of the larger: near a sign change, where AdamW's sign-like
     update (g / (|g| + eps) at the first step) may go either way."""
+    if np is not None:
+        ga, gb = np.asarray(ga), np.asarray(gb)
+        far = np.abs(ga - gb) > 0.25 * np.maximum(np.abs(ga), np.abs(gb))
+        return np.flatnonzero(far).tolist()
     return [i for i, (x, y) in enumerate(zip(ga, gb))
             if abs(x - y) > 0.25 * max(abs(x), abs(y))]
 
@@ -214,16 +217,18 @@ def compare_pair(path_a, path_b, tol, skip=None, after_adamw=False,
         if rel > worst[0] or not worst[1]:
             worst = (rel, name)
         without = (f" (without {len(apart)} elements whose first gradients "
-                   "disagree)" if apart else "")
+                   "disagree)" if len(apart) else "")
         if not finite:
             failures.append(f"  {name}: NaN or infinity")
         elif rel > bound:
             failures.append(f"  {name}: relative difference {rel:.3e} > "
                             f"{bound:g}{without}")
-        if apart and finite:
+        if len(apart) and finite:
             if left_out is not None:
                 left_out[name] = len(apart)
-            farthest = max(abs(float(va[i]) - float(vb[i])) for i in apart)
+            farthest = (float(np.max(np.abs(va[apart] - vb[apart])))
+                        if np is not None else
+                        max(abs(va[i] - vb[i]) for i in apart))
             limit = 2 * ADAM_STEP_BOUND * lr_sum if lr_sum else math.inf
             if farthest > limit:
                 failures.append(
