@@ -337,16 +337,19 @@ def main(argv):
             print(f"error: {error}", file=sys.stderr)
             return 2
         ok &= passed
+        apart = ""
+        if left_out:
+            within = (f"; each within {2 * ADAM_STEP_BOUND * lr_sum:.3g}"
+                      if lr_sum else "")
+            apart = (f", {sum(left_out.values())} elements of "
+                     f"{len(left_out)} params left out (first gradients "
+                     f"disagree{within})")
         print(f"{prefix}{'ok  ' if passed else 'FAIL'} {path_a} vs {path_b}: "
               f"{len(results)} tensors, worst {worst[0]:.3e} ({worst[1]}), "
               f"tolerance {(2 if args.after_adamw else 1) * args.tol:g}"
               + (" (2 T: --after-adamw)" if args.after_adamw else "")
               + (f", {len(skipped)} left out (--skip)" if skipped else "")
-              + (f", {sum(left_out.values())} elements of "
-                 f"{len(left_out)} params left out (first gradients "
-                 "disagree" + (f"; each within {2 * ADAM_STEP_BOUND * lr_sum:.3g}"
-                               if lr_sum else "") + ")"
-                 if left_out else ""))
+              + apart)
         for line in failures:
             print(line)
         report["pairs"].append({"a": path_a, "b": path_b, "passed": passed,
