@@ -102,14 +102,9 @@ cuda_tool() {
     true
 }
 
-# The path of a built program (tools land in bin/, tests in the build root).
-findbin() {
-  local dir
-  for dir in "$BUILD/bin" "$BUILD"; do
-    [ -x "$dir/$1" ] && [ -f "$dir/$1" ] && { echo "$dir/$1"; return 0; }
-  done
-  find "$BUILD" -maxdepth 3 -type f -name "$1" -perm -u+x 2>/dev/null | head -n 1
-}
+# findbin and model_pair (the models and ranks stages' CPU-vs-device
+# comparison), shared with test/gpu/emulated-configs.sh.
+source "$root/test/gpu/model-pair.sh"
 
 #===-----------------------------------------------------------------------===#
 # The stages, each run as `device-check.sh --stage NAME` under timeout.
@@ -268,61 +263,6 @@ stage_sanitize() {
   return $rc
 }
 
-# Two training steps of $1 on the CPU (ref) and on $DUT (dut, cuda); $2 the
-# tolerance; $3 the label of the comparison (default $1); $4 the ranks (the
-# executable's mesh size; default 1); $5 the tensors of the checkpoint left
-# out (a regular expression; default GPT-2's attention bias, below).
-model_pair() {
-  local name=$1 tol=$2 label=${3:-$1} ranks=${4:-1}
-  local skip=${5:-'attn\.c_attn\.bias'} run side dev rc=0
-  local launch=()
-  [ "$ranks" -gt 1 ] && launch=(--ranks "$ranks")
-  # A hang ends sooner than tpc-run's default 600 s where asked.
-  [ -n "${TPC_GPU_RUN_TIMEOUT:-}" ] && launch+=(--timeout "$TPC_GPU_RUN_TIMEOUT")
-  run=$(findbin tpc-run)
-  for side in ref dut; do
-    dev=cpu
-    [ $side = dut ] && dev=$DUT
-    # The CPU's run of a model is the same for every device-side variant
-    # (TPCRT_CUDA_ATTENTION, TPCRT_CUDA_FUSIONS): made once per script run.
-    if [ $side = ref ] && [ -f "$WORK/$name-ref.ok" ]; then
-      echo "== $name on cpu (ref): the run above's"
-      continue
-    fi
-    echo "== $name on $dev ($side)${launch[*]:+, ${launch[*]}}"
-    "$run" "$CARRY/models/$name.tpcx" "${launch[@]}" --device "$dev" --init-seed 7 \
-      --synthetic-seed 7 --steps 2 \
-      --dump-grads "$WORK/$name-$side-grads.safetensors" \
-      --dump-outputs "$WORK/$name-$side-out.safetensors" \
-      --save-checkpoint "$WORK/$name-$side-ckpt.safetensors" \
-      >"$WORK/$name-$side.txt" 2>&1
-    rc=$?
-    cat "$WORK/$name-$side.txt"
-    [ $rc -eq 0 ] || { echo "$name: tpc-run --device $dev failed ($rc)"; return 1; }
-    [ $side = ref ] && : >"$WORK/$name-ref.ok"
-  done
-  # The loss of both steps (the second after the first update), grad_norm
-  # and the first step's gradients; then the params and AdamW state after
-  # the steps (params and exp_avg_sq within twice the tolerance: AdamW
-  # doubles the gradients' relative difference there, --after-adamw), less
-  # GPT-2's attention bias, whose key third has an exact zero gradient that
-  # AdamW turns into noise, and less the elements whose first gradients
-  # disagree (near a sign change, where AdamW steps +-lr either way), each
-  # within the steps' lr (--grads, --lr-log; compare_dumps.py).
-  "$PY" test/gpu/compare_dumps.py --tol "$tol" --label "$label" \
-    --json "$WORK/compare.jsonl" \
-    --logs "$WORK/$name-ref.txt" "$WORK/$name-dut.txt" \
-    "$WORK/$name-ref-out.safetensors" "$WORK/$name-dut-out.safetensors" \
-    "$WORK/$name-ref-grads.safetensors" "$WORK/$name-dut-grads.safetensors" \
-    || rc=1
-  "$PY" test/gpu/compare_dumps.py --tol "$tol" --label "$label" \
-    --json "$WORK/compare.jsonl" --skip "$skip" --after-adamw \
-    --grads "$WORK/$name-ref-grads.safetensors" \
-    "$WORK/$name-dut-grads.safetensors" --lr-log "$WORK/$name-ref.txt" \
-    "$WORK/$name-ref-ckpt.safetensors" "$WORK/$name-dut-ckpt.safetensors" \
-    || rc=1
-  return $rc
-}
 
 stage_models() {
   local failed=0

@@ -7,9 +7,9 @@
 # and their gradients), a vocabulary padded for tp = 2, the interleaved,
 # ZB-V and GPipe (blocking transfers) pipelines, tp x pp with sequence
 # parallelism under ZB-H1, and dp x tp in bf16 with bf16 reductions. Two
-# steps each from the same weights and batch; loss, grad_norm, the first
-# gradients and the checkpoint after AdamW compared by compare_dumps.py as
-# device-check.sh's model_pair does (fp32 1e-4, bf16 2e-2). Then a run
+# steps each from the same weights and batch, compared by device-check.sh's
+# own model_pair (test/gpu/model-pair.sh: loss, grad_norm, the first
+# gradients and the checkpoint after AdamW; fp32 1e-4, bf16 2e-2). Then a run
 # resumed on the device from its checkpoint (one rank, pp = 2): bit for bit
 # the uninterrupted run, and its evaluations the CPU's. Not a GPU run.
 # (ctest runtime.CudaEmulatedConfigurations)
@@ -28,12 +28,15 @@ json.dump(dict(g, vocab_size=255), open(f"{m}/gpt2-v255.json", "w"))
 EOF
 export TPCRT_CUDA_BACKEND=$backend TPCRT_NCCL_LIBRARY=$backend \
   TPCRT_NCCL_EMULATION_DIR=$work/nccl
-python=$(command -v python3)
+# model_pair (device-check.sh's comparison) reads these.
+BUILD=$build CARRY=$work WORK=$work/dumps DUT=cuda PY=python3
+TPC_GPU_RUN_TIMEOUT=120
+source "$root/test/gpu/model-pair.sh"
 
 failed=0
 # run NAME RANKS TOL CONFIG IMPORT-FLAGS... -- COMPILE-FLAGS...
 run() {
-  local name=$1 ranks=$2 tol=$3 config=$4 imp=() comp=() launch=() side
+  local name=$1 ranks=$2 tol=$3 config=$4 imp=() comp=()
   shift 4
   while [ "$1" != -- ]; do imp+=("$1"); shift; done
   shift
@@ -45,41 +48,19 @@ run() {
     return
   }
   "$build/bin/tpc-compile" "$work/$name.mlir" --train --seed 5 \
-    "${comp[@]}" -o "$work/$name.tpcx" 2>"$work/$name.compile.txt" || {
+    "${comp[@]}" -o "$m/$name.tpcx" 2>"$work/$name.compile.txt" || {
     echo "FAIL $name: tpc-compile: $(cat "$work/$name.compile.txt")"
     failed=1
     return
   }
-  [ "$ranks" -gt 1 ] && launch=(--ranks "$ranks")
-  for side in cpu cuda; do
-    "$build/bin/tpc-run" "$work/$name.tpcx" "${launch[@]}" --device "$side" \
-      --init-seed 7 --synthetic-seed 7 --steps 2 --timeout 120 \
-      --dump-grads "$work/$name-$side-grads.safetensors" \
-      --dump-outputs "$work/$name-$side-out.safetensors" \
-      --save-checkpoint "$work/$name-$side-ckpt.safetensors" \
-      >"$work/$name-$side.txt" 2>&1 </dev/null || {
-      echo "FAIL $name: tpc-run --device $side:"
-      tail -5 "$work/$name-$side.txt"
-      failed=1
-      return
-    }
-  done
-  if "$python" "$root/test/gpu/compare_dumps.py" --tol "$tol" --label "$name" \
-      --logs "$work/$name-cpu.txt" "$work/$name-cuda.txt" \
-      "$work/$name-cpu-out.safetensors" "$work/$name-cuda-out.safetensors" \
-      "$work/$name-cpu-grads.safetensors" \
-      "$work/$name-cuda-grads.safetensors" >"$work/$name.compare.txt" &&
-    "$python" "$root/test/gpu/compare_dumps.py" --tol "$tol" --label "$name" \
-      --skip 'attn\.c_attn\.bias' --after-adamw \
-      --grads "$work/$name-cpu-grads.safetensors" \
-      "$work/$name-cuda-grads.safetensors" --lr-log "$work/$name-cpu.txt" \
-      "$work/$name-cpu-ckpt.safetensors" "$work/$name-cuda-ckpt.safetensors" \
-      >>"$work/$name.compare.txt"; then
+  if model_pair "$name" "$tol" "$name" "$ranks" >"$work/$name.pair.txt" \
+      2>&1 </dev/null; then
     echo "ok   $name ($ranks rank$([ "$ranks" -gt 1 ] && echo s)):" \
-      "$(grep '^step 2' "$work/$name-cuda.txt" | cut -d' ' -f1-6)"
+      "$(grep '^step 2' "$WORK/$name-dut.txt" | cut -d' ' -f1-6)"
   else
     echo "FAIL $name:"
-    grep -v '^ *step\|: ok ' "$work/$name.compare.txt" || true
+    grep -v '^step\|^rank\|^tpc-run\|^==\|: ok \|^  step' \
+      "$work/$name.pair.txt" || true
     failed=1
   fi
 }
