@@ -7,7 +7,9 @@
         run and prints one JSON line: the step time (batch * seq / r,
         averaged over the steps after the first, which warms up) and its MFU;
         rank 0's peak and planned peak and, from stderr where the log has
-        it, the device's whole allocation (`device_bytes`); with --report,
+        it, the device's whole allocation (`device_bytes`) and the driver's
+        count of its memory in use around the steps (`device_in_use_bytes`:
+        before them, after the first, after the last); with --report,
         tpc-compile's prediction for the same executable (its "predicted"
         section: step time, MFU, peak bytes on --hardware).
 
@@ -114,8 +116,10 @@ def tpc_step(args):
 
 
 def memory_lines(path):
-    """Rank 0's `rank 0 peak_bytes P planned_peak_bytes Q` (stdout) and
-    `tpc-run: rank 0 device_bytes D ...` (stderr) lines, where present."""
+    """Rank 0's `rank 0 peak_bytes P planned_peak_bytes Q` (stdout),
+    `tpc-run: rank 0 device_bytes D ...` and `tpc-run: rank 0
+    device_in_use_bytes before_steps A after_step_1 B after_step_K C`
+    (stderr) lines, where present."""
     found = {}
     with open(path) as f:
         for line in f:
@@ -125,7 +129,27 @@ def memory_lines(path):
                 found["planned_peak_bytes"] = int(words[5])
             elif words[:4] == ["tpc-run:", "rank", "0", "device_bytes"]:
                 found["device_bytes"] = int(words[4])
+            elif (words[:4] == ["tpc-run:", "rank", "0", "device_in_use_bytes"]
+                  and len(words) == 10 and words[8].startswith("after_step_")):
+                found["in_use_before_steps"] = int(words[5])
+                found["in_use_after_step_1"] = int(words[7])
+                found["in_use_last_step"] = int(words[8][len("after_step_"):])
+                found["in_use_after_last_step"] = int(words[9])
     return found
+
+
+def in_use_line(tpc):
+    """The device's memory in use around the steps (the driver's count),
+    and whether any was taken after the first step."""
+    before, first = tpc["in_use_before_steps"], tpc["in_use_after_step_1"]
+    last, k = tpc["in_use_after_last_step"], tpc["in_use_last_step"]
+    grew = last - first
+    verdict = ("nothing allocated after step 1" if grew == 0 else
+               f"{grew:+d} bytes after step 1")
+    return (f"GPT-2 step device memory in use (driver): {before / 2**30:.2f} "
+            f"GiB before the steps, {first / 2**30:.2f} after step 1 "
+            f"({first - before:+d} bytes), {last / 2**30:.2f} after step {k}: "
+            f"{verdict}")
 
 
 def gpt_throughput(args, ops):
@@ -299,6 +323,8 @@ def merge(args):
                           f"{torch['peak_memory_gib']:.2f} GiB")
         if memory:
             lines.append("GPT-2 step memory: " + " vs ".join(memory))
+        if tpc and "in_use_after_last_step" in tpc:
+            lines.append(in_use_line(tpc))
         if tpc and tpc.get("predicted_step_ms"):
             ratio = tpc["step_ms"] / tpc["predicted_step_ms"]
             result["gpt_step"]["measured_over_predicted"] = ratio

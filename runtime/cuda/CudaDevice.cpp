@@ -274,6 +274,15 @@ public:
   uint64_t allocatedBytes() const override {
     return alignScratch(arenaBytes_) + workspaceBytes_;
   }
+  uint64_t deviceMemoryInUse() override {
+    size_t freeBytes = 0, totalBytes = 0;
+    if (cudaSetDevice(device_) != cudaSuccess ||
+        cudaMemGetInfo(&freeBytes, &totalBytes) != cudaSuccess) {
+      (void)cudaGetLastError(); // not left for a later check to report
+      return 0;
+    }
+    return totalBytes - freeBytes;
+  }
 
   Status copyToArena(uint64_t offset, const void *source,
                      uint64_t bytes) override;

@@ -70,7 +70,10 @@ and loss, or training steps when it was compiled with --train. Prints
 the loss of step k computed before update k) and, at the end, one line
 `rank <r> peak_bytes <int> planned_peak_bytes <int>` per rank (and on
 stderr `tpc-run: rank <r> device_bytes <int> (arena .., workspace ..)` where
-the device allocated more than the arena: --device cuda).
+the device allocated more than the arena, and `tpc-run: rank <r>
+device_in_use_bytes before_steps <int> after_step_1 <int> after_step_<K>
+<int>`, the driver's count of the GPU's memory in use (the libraries' and
+other processes' too): --device cuda).
 
 Ranks: an executable compiled for a mesh (tpc-compile --mesh) runs on exactly
 its number of ranks. Under mpirun/mpiexec or srun, tpc-run uses the
@@ -610,22 +613,33 @@ Status gatherRanks(Interpreter &interpreter, const T (&mine)[N],
   return Status::ok();
 }
 
+/// The device's memory in use (Device::deviceMemoryInUse) before the steps,
+/// after the first and after the last; zeros where the device has no count.
+struct MemoryInUse {
+  uint64_t beforeSteps = 0, afterFirstStep = 0, afterLastStep = 0;
+};
+
 /// Rank 0 prints every rank's peak line, in rank order (each rank's numbers
 /// gathered over the world); where a device allocated more than the arena
-/// (the CUDA device's workspace), its whole allocation too, on stderr.
-Status printPeaks(Interpreter &interpreter) {
+/// (the CUDA device's workspace), its whole allocation too, and where it
+/// counts its memory in use, that count around the steps, on stderr.
+Status printPeaks(Interpreter &interpreter, const MemoryInUse &inUse,
+                  uint64_t steps) {
   const Device &device = interpreter.device();
-  uint64_t mine[4] = {interpreter.peakBytes(),
-                      interpreter.program().plannedPeakBytes,
-                      device.allocatedBytes(), device.arenaBytes()};
+  constexpr size_t kFields = 7;
+  uint64_t mine[kFields] = {
+      interpreter.peakBytes(), interpreter.program().plannedPeakBytes,
+      device.allocatedBytes(), device.arenaBytes(),
+      inUse.beforeSteps,       inUse.afterFirstStep,
+      inUse.afterLastStep};
   std::vector<uint64_t> all;
   if (Status s = gatherRanks(interpreter, mine, all, "peaks"); !s)
     return s;
   if (interpreter.rank() != 0)
     return Status::ok();
   auto u = [](uint64_t v) { return static_cast<unsigned long long>(v); };
-  for (size_t r = 0; r < all.size() / 4; ++r) {
-    const uint64_t *rank = &all[4 * r];
+  for (size_t r = 0; r < all.size() / kFields; ++r) {
+    const uint64_t *rank = &all[kFields * r];
     std::printf("rank %zu peak_bytes %llu planned_peak_bytes %llu\n", r,
                 u(rank[0]), u(rank[1]));
     if (rank[2] > rank[3])
@@ -633,6 +647,12 @@ Status printPeaks(Interpreter &interpreter) {
                    "tpc-run: rank %zu device_bytes %llu (arena %llu, "
                    "workspace %llu)\n",
                    r, u(rank[2]), u(rank[3]), u(rank[2] - rank[3]));
+    if (rank[4] && rank[5] && rank[6])
+      std::fprintf(stderr,
+                   "tpc-run: rank %zu device_in_use_bytes before_steps %llu "
+                   "after_step_1 %llu after_step_%llu %llu\n",
+                   r, u(rank[4]), u(rank[5]),
+                   static_cast<unsigned long long>(steps), u(rank[6]));
   }
   std::fflush(stdout);
   return Status::ok();
@@ -784,6 +804,8 @@ Status runSteps(const Options &options, const FaultInjection &fault,
     interpreter.setTiming(true);
     events.reserve(options.steps * program.numRuns);
   }
+  MemoryInUse inUse;
+  inUse.beforeSteps = interpreter.device().deviceMemoryInUse();
   uint64_t first = interpreter.step();
   for (uint64_t k = 1; k <= options.steps; ++k) {
     uint64_t step = first + k;
@@ -807,6 +829,10 @@ Status runSteps(const Options &options, const FaultInjection &fault,
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
+    // After the step's time (a query of the driver, not the step's work).
+    inUse.afterLastStep = interpreter.device().deviceMemoryInUse();
+    if (k == 1)
+      inUse.afterFirstStep = inUse.afterLastStep;
     double rate =
         seconds > 0 ? static_cast<double>(train.tokens()) / seconds : 0.0;
     if (printer) {
@@ -876,7 +902,7 @@ Status runSteps(const Options &options, const FaultInjection &fault,
     if (Status s = printTimes(interpreter, events); !s)
       return s;
   }
-  return printPeaks(interpreter);
+  return printPeaks(interpreter, inUse, options.steps);
 }
 
 //===----------------------------------------------------------------------===//

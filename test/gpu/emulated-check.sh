@@ -29,10 +29,22 @@ bash "$root/test/gpu/models.sh" "$build/bin" "$work/models"
 export TPCRT_CUDA_BACKEND=$backend TPCRT_NCCL_LIBRARY=$backend \
   TPCRT_NCCL_EMULATION_DIR=$work/nccl TPC_GPU_RANKS=4 TPC_GPU_RUN_TIMEOUT=120 \
   TPC_GPU_CARRY=$work TPC_GPU_BUILD=$build TPC_GPU_WORK=$work/dumps \
-  TPC_GPU_DUT=cuda
+  TPC_GPU_DUT=cuda OUT=$work/out
+mkdir -p "$OUT"
 check=$root/test/gpu/device-check.sh
+# The models and ranks stages' line on the device's memory in use after the
+# first step and after the last: the emulated cudaMemGetInfo counts the
+# runtime's cudaMalloc alone, the same after every step.
+in_use_said() {
+  grep -q 'device memory in use after step 1 = after the last step (driver): yes'     "$OUT/summary.txt" || {
+    echo "the $stage stage's summary lacks the memory-in-use line, or it says no:"
+    cat "$OUT/summary.txt"
+    exit 1
+  }
+}
 if [ "$stage" = ranks ]; then
   bash "$check" --stage ranks
+  in_use_said
   # The device issues a run of all_reduces (rt-bucket-reductions) as one
   # NCCL group: the data-parallel gradients of tiny GPT-2 on 2 ranks go out
   # in groups of several all_reduces, not one by one.
@@ -88,6 +100,11 @@ gpt2-tiny-dp2-pp2 4
 EOF
   exit $failed
 fi
+if [ "$stage" = models ]; then
+  bash "$check" --stage models
+  in_use_said
+  exit 0
+fi
 if [ "$stage" != bench ]; then
   exec bash "$check" --stage "$stage"
 fi
@@ -103,13 +120,19 @@ python3 - "$work/dumps/gpt-tpc.jsonl" "$work/dumps/gpt-profile.txt" \
 import json, sys
 step = json.loads(open(sys.argv[1]).read())
 want = ["step_ms", "mfu", "peak_bytes", "planned_peak_bytes", "device_bytes",
-        "predicted_step_ms", "predicted_mfu", "predicted_peak_bytes"]
+        "predicted_step_ms", "predicted_mfu", "predicted_peak_bytes",
+        "in_use_before_steps", "in_use_after_step_1", "in_use_after_last_step"]
 missing = [k for k in want if k not in step]
 assert not missing, f"gpt-tpc.jsonl lacks {missing}: {step}"
 # The plan's numbers: the interpreter's peak is the plan's and the report's.
 assert step["peak_bytes"] == step["planned_peak_bytes"] == \
     step["predicted_peak_bytes"], step
 assert step["device_bytes"] > step["planned_peak_bytes"], step
+# The emulated driver counts the one cudaMalloc alone: device_bytes, before
+# the 4 steps and after each.
+assert step["in_use_before_steps"] == step["in_use_after_step_1"] == \
+    step["in_use_after_last_step"] == step["device_bytes"], step
+assert step["in_use_last_step"] == 4, step
 profile = open(sys.argv[2]).read().splitlines()
 assert profile[0].startswith("step 2 by opcode"), profile[0]
 assert profile[1].startswith("TFLOP/s from the model's dimensions: linear"), \
@@ -120,7 +143,8 @@ shares = [float(line.split()[-1].rstrip("%")) for line in profile[3:]
 assert abs(sum(shares) - 100) <= 0.05 * len(shares) + 1e-9, shares
 merged = sys.argv[3]
 for text in ("GPT-2 step (h 64", "GPT-2 step memory: tpc device memory",
-             "GPT-2 step predicted by tpc-compile --hardware h200-141gb-sxm"):
+             "GPT-2 step predicted by tpc-compile --hardware h200-141gb-sxm",
+             "after step 4: nothing allocated after step 1"):
     assert text in merged, f"no '{text}' in the merged report"
 print("bench stage lines and fields: ok")
 EOF

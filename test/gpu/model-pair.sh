@@ -47,6 +47,7 @@ model_pair() {
     rc=$?
     cat "$WORK/$name-$side.txt"
     [ $rc -eq 0 ] || { echo "$name: tpc-run --device $dev failed ($rc)"; return 1; }
+    [ $side = dut ] && in_use_record "$label" "$WORK/$name-dut.txt"
     [ $side = ref ] && : >"$WORK/$name-ref.ok"
   done
   # The loss of both steps (the second after the first update), grad_norm
@@ -70,4 +71,27 @@ model_pair() {
     "$WORK/$name-ref-ckpt.safetensors" "$WORK/$name-dut-ckpt.safetensors" \
     || rc=1
   return $rc
+}
+
+# The device's memory in use after the first step and after the last
+# (tpc-run's device_in_use_bytes lines, one per rank; --device cuda): each
+# rank's difference appended to $WORK/in-use.txt as "LABEL rank R BYTES".
+in_use_record() {
+  awk -v label="$1" '$1 == "tpc-run:" && $4 == "device_in_use_bytes" {
+    print label, "rank", $3, $10 - $8 }' "$2" >>"$WORK/in-use.txt"
+}
+
+# One line for the summary from in-use.txt's records since the last call
+# (then cleared): whether any run's rank took device memory after step 1.
+in_use_summary() {
+  local file=$WORK/in-use.txt
+  [ -s "$file" ] || { echo "  device memory in use after step 1 = after the last step: no device_in_use_bytes lines"; return; }
+  awk '{ runs[$1] = 1; if ($4 != 0) { grew[$1] = grew[$1] " rank " $3 " " ($4 > 0 ? "+" : "") $4 } }
+    END {
+      n = 0; for (r in runs) n++
+      bad = ""; for (r in grew) bad = bad (bad == "" ? "" : ";") " " r ":" grew[r] " bytes"
+      if (bad == "") printf "  device memory in use after step 1 = after the last step (driver): yes, %d runs\n", n
+      else printf "  device memory in use after step 1 = after the last step (driver): no,%s\n", bad
+    }' "$file"
+  : >"$file"
 }

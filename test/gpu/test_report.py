@@ -132,6 +132,36 @@ class MergeTest(unittest.TestCase):
             "MFU 62.5%, measured 400.0 ms (measured/predicted 1.25)"])
         self.assertAlmostEqual(result["gpt_step"]["speedup"], 1.25)
 
+    def test_device_memory_in_use_read_and_judged(self):
+        with tempfile.TemporaryDirectory() as folder:
+            log = os.path.join(folder, "tpc.txt")
+            with open(log, "w") as f:
+                f.write("step 4 loss 1.0 grad_norm 1 lr 1 tokens_per_s 2\n"
+                        "rank 0 peak_bytes 10 planned_peak_bytes 10\n"
+                        "tpc-run: rank 0 device_in_use_bytes before_steps "
+                        "1073741824 after_step_1 1075838976 after_step_4 "
+                        "1075838976\n"
+                        "tpc-run: rank 1 device_in_use_bytes before_steps 1 "
+                        "after_step_1 2 after_step_4 3\n")
+            found = report.memory_lines(log)
+        self.assertEqual(found["in_use_before_steps"], 2**30)
+        self.assertEqual(found["in_use_after_step_1"], 2**30 + 2**21)
+        self.assertEqual(found["in_use_last_step"], 4)
+        self.assertEqual(found["in_use_after_last_step"], 2**30 + 2**21)
+        self.assertEqual(
+            report.in_use_line(found),
+            "GPT-2 step device memory in use (driver): 1.00 GiB before the "
+            "steps, 1.00 after step 1 (+2097152 bytes), 1.00 after step 4: "
+            "nothing allocated after step 1")
+        found["in_use_after_last_step"] += 512
+        self.assertTrue(report.in_use_line(found).endswith(
+            ": +512 bytes after step 1"))
+        common = {"kind": "gpt_step", "hidden": 64, "layers": 2, "seq": 32,
+                  "batch": 4, "vocab": 256}
+        lines, _ = merge([dict(common, tool="tpc", step_ms=1.0, mfu=0.1,
+                               **found)])
+        self.assertEqual(lines[-1], report.in_use_line(found))
+
     def test_nothing(self):
         lines, result = merge([])
         self.assertEqual(lines, ["benchmarks: no results"])

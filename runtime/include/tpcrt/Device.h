@@ -62,6 +62,12 @@ public:
   /// workspace beside it (the CUDA device's GEMM workspace, scratch,
   /// staging); known after prepare.
   virtual uint64_t allocatedBytes() const { return arenaBytes(); }
+  /// The bytes in use on the device as its driver counts them (total less
+  /// free: the program's allocation, the libraries' own buffers and those
+  /// of any other process on it); 0 where the device keeps no such count
+  /// (cpu) or cannot tell. For runs to show whether anything was allocated
+  /// after the first step.
+  virtual uint64_t deviceMemoryInUse() { return 0; }
 
   /// Host <-> arena copies; a range outside the arena is an error.
   virtual Status copyToArena(uint64_t offset, const void *source,
