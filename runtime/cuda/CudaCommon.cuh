@@ -245,6 +245,22 @@ __device__ __forceinline__ int64_t threadStride() {
 /// Elements a vectorized map takes at once (16 bytes of 16-bit storage).
 constexpr int kVec = 8;
 
+/// The elementwise kernels' grid-stride loop over [0, count): vectorBody(base)
+/// for each run of kVec elements of [0, count / kVec * kVec) where
+/// `vectorized` (the caller's pointers 16-byte aligned), then
+/// scalarBody(i) for every other element.
+template <typename VectorBody, typename ScalarBody>
+__device__ __forceinline__ void forEachElement(int64_t count, bool vectorized,
+                                               VectorBody &&vectorBody,
+                                               ScalarBody &&scalarBody) {
+  int64_t first = firstThread(), stride = threadStride();
+  int64_t vectorEnd = vectorized ? count / kVec * kVec : 0;
+  for (int64_t base = first * kVec; base < vectorEnd; base += stride * kVec)
+    vectorBody(base);
+  for (int64_t i = vectorEnd + first; i < count; i += stride)
+    scalarBody(i);
+}
+
 inline bool aligned16(const void *p) {
   return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 }

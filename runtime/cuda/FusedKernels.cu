@@ -39,27 +39,27 @@ constexpr unsigned kThreads = 256;
 template <bool kBias, bool kMask>
 __global__ void __launch_bounds__(kThreads)
     maskAddKernel(MaskAdd p, bool vectorized) {
-  int64_t first = firstThread(), stride = threadStride();
-  int64_t vectorEnd = vectorized ? p.count / kVec * kVec : 0;
-  for (int64_t base = first * kVec; base < vectorEnd; base += stride * kVec) {
-    float x[kVec], r[kVec], b[kVec] = {};
-    uint8_t m[kVec] = {};
-    loadVec(p.x, p.xType, base, x);
-    loadVec(p.r, p.rType, base, r);
-    // biasCount is a multiple of kVec here: b's kVec elements are one run.
-    if (kBias)
-      loadVec(p.bias, p.biasType, modFast(base, p.biasCount), b);
-    if (kMask) {
-      uint2 raw = *vectorAt<uint2>(p.mask + base);
-      memcpy(m, &raw, sizeof(raw));
-    }
+  forEachElement(
+      p.count, vectorized,
+      [&](int64_t base) {
+        float x[kVec], r[kVec], b[kVec] = {};
+        uint8_t m[kVec] = {};
+        loadVec(p.x, p.xType, base, x);
+        loadVec(p.r, p.rType, base, r);
+        // biasCount is a multiple of kVec here: b's kVec elements are one
+        // run.
+        if (kBias)
+          loadVec(p.bias, p.biasType, modFast(base, p.biasCount), b);
+        if (kMask) {
+          uint2 raw = *vectorAt<uint2>(p.mask + base);
+          memcpy(m, &raw, sizeof(raw));
+        }
 #pragma unroll
-    for (int k = 0; k < kVec; ++k)
-      x[k] = p.apply<kBias, kMask>(x[k], b[k], m[k], r[k]);
-    storeVec(p.z, p.zType, base, x);
-  }
-  for (int64_t i = vectorEnd + first; i < p.count; i += stride)
-    storeFloat(p.z, p.zType, i, p.at<kBias, kMask>(i));
+        for (int k = 0; k < kVec; ++k)
+          x[k] = p.apply<kBias, kMask>(x[k], b[k], m[k], r[k]);
+        storeVec(p.z, p.zType, base, x);
+      },
+      [&](int64_t i) { storeFloat(p.z, p.zType, i, p.at<kBias, kMask>(i)); });
 }
 
 bool isFloatStorage(Storage type) {
@@ -165,29 +165,29 @@ struct SwigluPair {
 
 __global__ void __launch_bounds__(kThreads)
     swigluKernel(SwigluPair p, bool vectorized) {
-  int64_t first = firstThread(), stride = threadStride();
-  int64_t vectorEnd = vectorized ? p.count / kVec * kVec : 0;
-  for (int64_t base = first * kVec; base < vectorEnd; base += stride * kVec) {
-    float a[kVec], b[kVec], g[kVec] = {}, h[kVec], o[kVec];
-    loadVec(p.a, p.aType, base, a);
-    loadVec(p.b, p.bType, base, b);
-    if (p.backward)
-      loadVec(p.g, p.gType, base, g);
+  forEachElement(
+      p.count, vectorized,
+      [&](int64_t base) {
+        float a[kVec], b[kVec], g[kVec] = {}, h[kVec], o[kVec];
+        loadVec(p.a, p.aType, base, a);
+        loadVec(p.b, p.bType, base, b);
+        if (p.backward)
+          loadVec(p.g, p.gType, base, g);
 #pragma unroll
-    for (int k = 0; k < kVec; ++k)
-      p.apply(a[k], b[k], g[k], h[k], o[k]);
-    if (p.h)
-      storeVec(p.h, p.hType, base, h);
-    storeVec(p.out, p.outType, base, o);
-  }
-  for (int64_t i = vectorEnd + first; i < p.count; i += stride) {
-    float hv, ov;
-    p.apply(loadFloat(p.a, p.aType, i), loadFloat(p.b, p.bType, i),
-            p.backward ? loadFloat(p.g, p.gType, i) : 0.0f, hv, ov);
-    if (p.h)
-      storeFloat(p.h, p.hType, i, hv);
-    storeFloat(p.out, p.outType, i, ov);
-  }
+        for (int k = 0; k < kVec; ++k)
+          p.apply(a[k], b[k], g[k], h[k], o[k]);
+        if (p.h)
+          storeVec(p.h, p.hType, base, h);
+        storeVec(p.out, p.outType, base, o);
+      },
+      [&](int64_t i) {
+        float hv, ov;
+        p.apply(loadFloat(p.a, p.aType, i), loadFloat(p.b, p.bType, i),
+                p.backward ? loadFloat(p.g, p.gType, i) : 0.0f, hv, ov);
+        if (p.h)
+          storeFloat(p.h, p.hType, i, hv);
+        storeFloat(p.out, p.outType, i, ov);
+      });
 }
 
 } // namespace

@@ -128,37 +128,39 @@ template <typename Op>
 __global__ void __launch_bounds__(kThreads)
     unaryKernel(const void *x, Storage xType, void *y, Storage yType,
                 int64_t count, bool vectorized, Op op) {
-  int64_t first = firstThread(), stride = threadStride();
-  int64_t vectorEnd = vectorized ? count / kVec * kVec : 0;
-  for (int64_t base = first * kVec; base < vectorEnd; base += stride * kVec) {
-    float v[kVec];
-    loadVec(x, xType, base, v);
+  forEachElement(
+      count, vectorized,
+      [&](int64_t base) {
+        float v[kVec];
+        loadVec(x, xType, base, v);
 #pragma unroll
-    for (int k = 0; k < kVec; ++k)
-      v[k] = op(v[k], base + k);
-    storeVec(y, yType, base, v);
-  }
-  for (int64_t i = vectorEnd + first; i < count; i += stride)
-    storeFloat(y, yType, i, op(loadFloat(x, xType, i), i));
+        for (int k = 0; k < kVec; ++k)
+          v[k] = op(v[k], base + k);
+        storeVec(y, yType, base, v);
+      },
+      [&](int64_t i) {
+        storeFloat(y, yType, i, op(loadFloat(x, xType, i), i));
+      });
 }
 
 /// castMany: blockIdx.y strides over the entries, blockIdx.x over each
 /// one's elements, as unaryKernel does over one tensor.
 __global__ void __launch_bounds__(kThreads)
     castManyKernel(const CastTensor *tensors, int numTensors) {
-  int64_t first = firstThread(), stride = threadStride();
   for (int t = blockIdx.y; t < numTensors; t += gridDim.y) {
     CastTensor c = tensors[t];
-    int64_t vectorEnd = c.vectorized ? c.count / kVec * kVec : 0;
-    for (int64_t base = first * kVec; base < vectorEnd; base += stride * kVec) {
-      float v[kVec] = {};
-      if (c.in)
-        loadVec(c.in, c.inType, base, v);
-      storeVec(c.out, c.outType, base, v);
-    }
-    for (int64_t i = vectorEnd + first; i < c.count; i += stride)
-      storeFloat(c.out, c.outType, i,
-                 c.in ? loadFloat(c.in, c.inType, i) : 0.0f);
+    forEachElement(
+        c.count, c.vectorized,
+        [&](int64_t base) {
+          float v[kVec] = {};
+          if (c.in)
+            loadVec(c.in, c.inType, base, v);
+          storeVec(c.out, c.outType, base, v);
+        },
+        [&](int64_t i) {
+          storeFloat(c.out, c.outType, i,
+                     c.in ? loadFloat(c.in, c.inType, i) : 0.0f);
+        });
   }
 }
 
@@ -168,25 +170,26 @@ __global__ void __launch_bounds__(kThreads)
     binaryKernel(const void *a, Storage aType, const void *b, Storage bType,
                  int64_t bCount, void *y, Storage yType, int64_t count,
                  bool vectorized, Op op) {
-  int64_t first = firstThread(), stride = threadStride();
-  int64_t vectorEnd = vectorized ? count / kVec * kVec : 0;
-  for (int64_t base = first * kVec; base < vectorEnd; base += stride * kVec) {
-    // bCount is count or a multiple of kVec: b's kVec elements are one run.
-    int64_t j = base < bCount ? base : modFast(base, bCount);
-    float va[kVec], vb[kVec];
-    loadVec(a, aType, base, va);
-    loadVec(b, bType, j, vb);
+  forEachElement(
+      count, vectorized,
+      [&](int64_t base) {
+        // bCount is count or a multiple of kVec: b's kVec elements are one
+        // run.
+        int64_t j = base < bCount ? base : modFast(base, bCount);
+        float va[kVec], vb[kVec];
+        loadVec(a, aType, base, va);
+        loadVec(b, bType, j, vb);
 #pragma unroll
-    for (int k = 0; k < kVec; ++k)
-      va[k] = op(va[k], vb[k], base + k);
-    storeVec(y, yType, base, va);
-  }
-  for (int64_t i = vectorEnd + first; i < count; i += stride) {
-    int64_t j = i < bCount ? i : modFast(i, bCount);
-    float vb = bType == Storage::U8 ? static_cast<const uint8_t *>(b)[j]
-                                    : loadFloat(b, bType, j);
-    storeFloat(y, yType, i, op(loadFloat(a, aType, i), vb, i));
-  }
+        for (int k = 0; k < kVec; ++k)
+          va[k] = op(va[k], vb[k], base + k);
+        storeVec(y, yType, base, va);
+      },
+      [&](int64_t i) {
+        int64_t j = i < bCount ? i : modFast(i, bCount);
+        float vb = bType == Storage::U8 ? static_cast<const uint8_t *>(b)[j]
+                                        : loadFloat(b, bType, j);
+        storeFloat(y, yType, i, op(loadFloat(a, aType, i), vb, i));
+      });
 }
 
 /// add on i64 counts, wrapping.
