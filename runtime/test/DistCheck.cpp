@@ -22,6 +22,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "DistExecutables.h"
+#include "RankChecker.h"
 #include "tpcrt/Comm.h"
 #include "tpcrt/Interpreter.h"
 #include "tpcrt/Safetensors.h"
@@ -45,45 +46,7 @@ constexpr fb::DType F32 = fb::DType::F32;
 constexpr fb::DType BF16 = fb::DType::BF16;
 constexpr fb::DType I64 = fb::DType::I64;
 
-struct Checker {
-  int rank = 0;
-  int failures = 0;
-  int checks = 0;
-
-  bool ok(const std::string &what, const Status &s) {
-    if (s)
-      return true;
-    std::fprintf(stderr, "rank %d: %s: error: %s\n", rank, what.c_str(),
-                 s.message().c_str());
-    ++failures;
-    return false;
-  }
-  /// Equal element by element, or within `tolerance` (relative) if given.
-  template <typename T>
-  void equal(const std::string &what, const std::vector<T> &got,
-             const std::vector<T> &want, double tolerance = 0.0) {
-    ++checks;
-    if (got.size() != want.size()) {
-      std::fprintf(stderr, "rank %d: %s: %zu elements, expected %zu\n", rank,
-                   what.c_str(), got.size(), want.size());
-      ++failures;
-      return;
-    }
-    for (size_t i = 0; i < want.size(); ++i) {
-      double g = double(got[i]), w = double(want[i]);
-      bool same = tolerance > 0
-                      ? std::abs(g - w) <= tolerance * (1 + std::abs(w))
-                      : got[i] == want[i];
-      if (!same) {
-        std::fprintf(stderr,
-                     "rank %d: %s: element %zu is %.9g, expected %.9g\n", rank,
-                     what.c_str(), i, g, w);
-        ++failures;
-        return;
-      }
-    }
-  }
-};
+using Checker = RankChecker;
 
 /// An executable and its interpreter on this rank.
 struct Run {
@@ -797,34 +760,11 @@ int run(Communicator &world) {
                  world.split(world.rank() / 2, world.rank(), half)))
       checkMesh(*half, {{"tp", 2}}, -1, 0, check);
   }
-  // Every rank exits alike.
-  int64_t failures = check.failures;
-  if (!check.ok("summing failures", world.allReduceSum(&failures, 1)))
-    return 1;
-  if (failures) {
-    std::fprintf(stderr, "rank %d: %d failure(s) here, %lld in all\n",
-                 check.rank, check.failures, static_cast<long long>(failures));
-    return 1;
-  }
-  std::printf("rank %d: %d checks passed\n", check.rank, check.checks);
-  return 0;
+  return finishOnEveryRank(world, check);
 }
 
 } // namespace
 
 int main(int argc, char **) {
-  if (argc != 1) {
-    std::fprintf(stderr, "usage: mpiexec -n 2|4 tpcrt-dist-check\n");
-    return 1;
-  }
-  if (!hasMpiBackend()) {
-    std::printf("built without MPI: skipped\n");
-    return 77;
-  }
-  std::unique_ptr<Communicator> world;
-  if (Status s = createMpiWorldCommunicator(world); !s) {
-    std::fprintf(stderr, "error: %s\n", s.message().c_str());
-    return 1;
-  }
-  return run(*world);
+  return mpiCheckMain(argc, "tpcrt-dist-check", run);
 }

@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "RankChecker.h"
 #include "tpcrt/Comm.h"
 #include "tpcrt/Devices.h"
 
@@ -28,56 +29,14 @@ using namespace tpcrt;
 
 namespace {
 
-struct Checker {
-  int rank = 0;
-  int failures = 0;
-
+/// Every equal() that holds is said on stdout.
+struct Checker : test::RankChecker {
+  Checker() { sayPasses = true; }
   bool cuda(const std::string &what, cudaError_t err) {
     if (err == cudaSuccess)
       return true;
-    std::fprintf(stderr, "rank %d: %s: CUDA: %s\n", rank, what.c_str(),
-                 cudaGetErrorString(err));
-    ++failures;
+    fail(what + ": CUDA: " + cudaGetErrorString(err));
     return false;
-  }
-  void expectOk(const std::string &what, const Status &s) {
-    if (!s) {
-      std::fprintf(stderr, "rank %d: %s: error: %s\n", rank, what.c_str(),
-                   s.message().c_str());
-      ++failures;
-    }
-  }
-  void expectError(const std::string &what, const Status &s) {
-    if (s) {
-      std::fprintf(stderr, "rank %d: %s: expected an error, got ok\n", rank,
-                   what.c_str());
-      ++failures;
-    } else {
-      std::printf("rank %d: %s: error as expected: %s\n", rank, what.c_str(),
-                  s.message().c_str());
-    }
-  }
-  template <typename T>
-  void expectEqual(const std::string &what, const std::vector<T> &got,
-                   const std::vector<T> &want) {
-    if (got.size() != want.size()) {
-      std::fprintf(stderr,
-                   "rank %d: %s: %zu elements came back, expected "
-                   "%zu\n",
-                   rank, what.c_str(), got.size(), want.size());
-      ++failures;
-      return;
-    }
-    for (std::size_t i = 0; i < want.size(); ++i) {
-      if (got[i] != want[i]) {
-        std::fprintf(stderr, "rank %d: %s: element %zu is %g, expected %g\n",
-                     rank, what.c_str(), i, double(got[i]), double(want[i]));
-        ++failures;
-        return;
-      }
-    }
-    std::printf("rank %d: %s: ok (%zu elements)\n", rank, what.c_str(),
-                want.size());
   }
 };
 
@@ -137,8 +96,8 @@ void checkCollectives(Communicator &comm, Checker &c,
   }
   {
     DeviceVector<float> d(c, data);
-    c.expectOk(name("allReduceSum"), comm.allReduceSum(d.data(), n));
-    c.expectEqual(name("allReduceSum"), d.download(), want);
+    c.ok(name("allReduceSum"), comm.allReduceSum(d.data(), n));
+    c.equal(name("allReduceSum"), d.download(), want);
   }
 
   // allReduceMax: the sign flips on odd i, so the maximum comes from the
@@ -151,8 +110,8 @@ void checkCollectives(Communicator &comm, Checker &c,
   }
   {
     DeviceVector<float> d(c, maxData);
-    c.expectOk(name("allReduceMax"), comm.allReduceMax(d.data(), n));
-    c.expectEqual(name("allReduceMax"), d.download(), wantMax);
+    c.ok(name("allReduceMax"), comm.allReduceMax(d.data(), n));
+    c.equal(name("allReduceMax"), d.download(), wantMax);
   }
 
   // allReduceSum (i64) with values beyond f32's exact integers.
@@ -164,8 +123,8 @@ void checkCollectives(Communicator &comm, Checker &c,
   }
   {
     DeviceVector<int64_t> d(c, counts);
-    c.expectOk(name("allReduceSum i64"), comm.allReduceSum(d.data(), n));
-    c.expectEqual(name("allReduceSum i64"), d.download(), wantCounts);
+    c.ok(name("allReduceSum i64"), comm.allReduceSum(d.data(), n));
+    c.equal(name("allReduceSum i64"), d.download(), wantCounts);
   }
 
   // allToAll: rank q sends chunk j = {1000 * q + 10 * j + e}; this rank
@@ -180,9 +139,9 @@ void checkCollectives(Communicator &comm, Checker &c,
   {
     DeviceVector<float> send(c, sendChunks);
     DeviceVector<float> recv(c, std::vector<float>(k * p, -1.0f));
-    c.expectOk(name("allToAll"),
-               comm.allToAll(send.data(), recv.data(), k * sizeof(float)));
-    c.expectEqual(name("allToAll"), recv.download(), wantChunks);
+    c.ok(name("allToAll"),
+         comm.allToAll(send.data(), recv.data(), k * sizeof(float)));
+    c.equal(name("allToAll"), recv.download(), wantChunks);
   }
 
   // allGather: rank q's block holds value(q, i).
@@ -195,9 +154,9 @@ void checkCollectives(Communicator &comm, Checker &c,
   {
     DeviceVector<float> send(c, mine);
     DeviceVector<float> recv(c, std::vector<float>(n * p, -1.0f));
-    c.expectOk(name("allGather"),
-               comm.allGather(send.data(), recv.data(), n * sizeof(float)));
-    c.expectEqual(name("allGather"), recv.download(), wantGathered);
+    c.ok(name("allGather"),
+         comm.allGather(send.data(), recv.data(), n * sizeof(float)));
+    c.equal(name("allGather"), recv.download(), wantGathered);
   }
 
   // reduceScatterSum: chunk r of the sum of every rank's p*n buffer, where
@@ -211,9 +170,9 @@ void checkCollectives(Communicator &comm, Checker &c,
   {
     DeviceVector<float> send(c, full);
     DeviceVector<float> recv(c, std::vector<float>(n, -1.0f));
-    c.expectOk(name("reduceScatterSum"),
-               comm.reduceScatterSum(send.data(), recv.data(), n));
-    c.expectEqual(name("reduceScatterSum"), recv.download(), wantChunk);
+    c.ok(name("reduceScatterSum"),
+         comm.reduceScatterSum(send.data(), recv.data(), n));
+    c.equal(name("reduceScatterSum"), recv.download(), wantChunk);
   }
 
   // broadcast from every root: everyone ends with the root's values.
@@ -225,11 +184,11 @@ void checkCollectives(Communicator &comm, Checker &c,
     }
     DeviceVector<int64_t> d(c, bytes);
     std::string what = name("broadcast from ") + std::to_string(root);
-    c.expectOk(what, comm.broadcast(d.data(), n * sizeof(int64_t), root));
-    c.expectEqual(what, d.download(), wantBytes);
+    c.ok(what, comm.broadcast(d.data(), n * sizeof(int64_t), root));
+    c.equal(what, d.download(), wantBytes);
   }
 
-  c.expectOk(name("barrier"), comm.barrier());
+  c.ok(name("barrier"), comm.barrier());
 
   // Argument errors come back as values on every rank alike (no rank
   // enters NCCL, so none blocks).
@@ -263,13 +222,13 @@ void checkRing(Communicator &comm, Checker &c) {
   const std::size_t bytes = n * sizeof(float);
   const int tag = 7;
   if (r % 2 == 0) {
-    c.expectOk("send", comm.send(send.data(), bytes, next, tag));
-    c.expectOk("recv", comm.recv(recv.data(), bytes, prev, tag));
+    c.ok("send", comm.send(send.data(), bytes, next, tag));
+    c.ok("recv", comm.recv(recv.data(), bytes, prev, tag));
   } else {
-    c.expectOk("recv", comm.recv(recv.data(), bytes, prev, tag));
-    c.expectOk("send", comm.send(send.data(), bytes, next, tag));
+    c.ok("recv", comm.recv(recv.data(), bytes, prev, tag));
+    c.ok("send", comm.send(send.data(), bytes, next, tag));
   }
-  c.expectEqual("send/recv ring", recv.download(), want);
+  c.equal("send/recv ring", recv.download(), want);
 }
 
 /// Sub-groups as a mesh axis would use them, like tpcrt-comm-check: ranks
@@ -277,7 +236,7 @@ void checkRing(Communicator &comm, Checker &c) {
 void checkSplits(Communicator &world, Checker &c) {
   const int r = world.rank(), p = world.size();
   std::unique_ptr<Communicator> sub;
-  c.expectOk("split", world.split(r % 2, r, sub));
+  c.ok("split", world.split(r % 2, r, sub));
   if (sub) {
     int wantSize = (p - r % 2 + 1) / 2;
     if (sub->rank() != r / 2 || sub->size() != wantSize) {
@@ -290,7 +249,7 @@ void checkSplits(Communicator &world, Checker &c) {
     checkCollectives(*sub, c, "split");
   }
   std::unique_ptr<Communicator> reversed;
-  c.expectOk("reversed split", world.split(0, p - 1 - r, reversed));
+  c.ok("reversed split", world.split(0, p - 1 - r, reversed));
   if (reversed) {
     if (reversed->rank() != p - 1 - r || reversed->size() != p) {
       std::fprintf(stderr,
@@ -336,7 +295,7 @@ int run(Communicator &world, int devices) {
   checkCollectives(*nccl, c, "world");
   checkRing(*nccl, c);
   checkSplits(*nccl, c);
-  c.expectOk("final barrier", nccl->barrier());
+  c.ok("final barrier", nccl->barrier());
   if (c.failures) {
     std::fprintf(stderr, "rank %d: %d failure(s)\n", c.rank, c.failures);
     return 1;

@@ -24,6 +24,7 @@
 
 #include "ActionExecutables.h"
 #include "PipelineExecutables.h"
+#include "RankChecker.h"
 #include "tpcrt/Checkpoint.h"
 #include "tpcrt/Comm.h"
 #include "tpcrt/Inputs.h"
@@ -41,23 +42,7 @@ long allocationCount();
 
 namespace {
 
-struct Checker {
-  int rank = 0;
-  int failures = 0;
-  int checks = 0;
-
-  bool ok(const std::string &what, const Status &s) {
-    if (s)
-      return true;
-    std::fprintf(stderr, "rank %d: %s: error: %s\n", rank, what.c_str(),
-                 s.message().c_str());
-    ++failures;
-    return false;
-  }
-  void fail(const std::string &what) {
-    std::fprintf(stderr, "rank %d: %s\n", rank, what.c_str());
-    ++failures;
-  }
+struct Checker : RankChecker {
   /// The same bytes; for floats, the first difference is printed.
   void same(const std::string &what, const std::vector<uint8_t> &got,
             const std::vector<uint8_t> &want) {
@@ -391,34 +376,11 @@ int run(Communicator &world) {
       checkActionStages(*half, check, true, 64);
     }
   }
-  // Every rank exits alike.
-  int64_t failures = check.failures;
-  if (!check.ok("summing failures", world.allReduceSum(&failures, 1)))
-    return 1;
-  if (failures) {
-    std::fprintf(stderr, "rank %d: %d failure(s) here, %lld in all\n",
-                 check.rank, check.failures, static_cast<long long>(failures));
-    return 1;
-  }
-  std::printf("rank %d: %d checks passed\n", check.rank, check.checks);
-  return 0;
+  return finishOnEveryRank(world, check);
 }
 
 } // namespace
 
 int main(int argc, char **) {
-  if (argc != 1) {
-    std::fprintf(stderr, "usage: mpiexec -n 2|4 tpcrt-pipeline-check\n");
-    return 1;
-  }
-  if (!hasMpiBackend()) {
-    std::printf("built without MPI: skipped\n");
-    return 77;
-  }
-  std::unique_ptr<Communicator> world;
-  if (Status s = createMpiWorldCommunicator(world); !s) {
-    std::fprintf(stderr, "error: %s\n", s.message().c_str());
-    return 1;
-  }
-  return run(*world);
+  return mpiCheckMain(argc, "tpcrt-pipeline-check", run);
 }

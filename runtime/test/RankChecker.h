@@ -1,0 +1,121 @@
+//===- RankChecker.h - one rank's checks in the multi-rank checks -*- C++
+//-*-===//
+//
+// The checks that run on every rank of a communicator (tpcrt-comm-check,
+// tpcrt-dist-check, tpcrt-pipeline-check, tpcrt-nccl-check) count their
+// checks and failures here, each failure said on stderr with the rank, and
+// end alike on every rank (finishOnEveryRank).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TPCRT_TEST_RANKCHECKER_H
+#define TPCRT_TEST_RANKCHECKER_H
+
+#include "tpcrt/Comm.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tpcrt::test {
+
+struct RankChecker {
+  int rank = 0;
+  int failures = 0;
+  int checks = 0;
+  /// Says each equal() that holds on stdout, "rank R: WHAT: ok (N elements)".
+  bool sayPasses = false;
+
+  void fail(const std::string &what) {
+    std::fprintf(stderr, "rank %d: %s\n", rank, what.c_str());
+    ++failures;
+  }
+
+  /// Whether `s` is ok; a failure, with its message, where it is not.
+  bool ok(const std::string &what, const Status &s) {
+    if (s)
+      return true;
+    fail(what + ": error: " + s.message());
+    return false;
+  }
+
+  /// A failure where `s` is ok; its message on stdout where it is not.
+  void expectError(const std::string &what, const Status &s) {
+    if (s) {
+      fail(what + ": expected an error, got ok");
+      return;
+    }
+    std::printf("rank %d: %s: error as expected: %s\n", rank, what.c_str(),
+                s.message().c_str());
+  }
+
+  /// Equal element by element, or within `tolerance` (relative to
+  /// 1 + |want|) where it is above 0; the first difference is said.
+  template <typename T>
+  bool equal(const std::string &what, const std::vector<T> &got,
+             const std::vector<T> &want, double tolerance = 0.0) {
+    ++checks;
+    if (got.size() != want.size()) {
+      fail(what + ": " + std::to_string(got.size()) + " elements, expected " +
+           std::to_string(want.size()));
+      return false;
+    }
+    for (size_t i = 0; i < want.size(); ++i) {
+      double g = double(got[i]), w = double(want[i]);
+      bool same = tolerance > 0
+                      ? std::abs(g - w) <= tolerance * (1 + std::abs(w))
+                      : got[i] == want[i];
+      if (!same) {
+        char text[96];
+        std::snprintf(text, sizeof(text), "element %zu is %.9g, expected %.9g",
+                      i, g, w);
+        fail(what + ": " + text);
+        return false;
+      }
+    }
+    if (sayPasses)
+      std::printf("rank %d: %s: ok (%zu elements)\n", rank, what.c_str(),
+                  want.size());
+    return true;
+  }
+};
+
+/// The exit status of a check on every rank of `world` alike: 1 where any
+/// rank failed (the failures summed over the world), else 0.
+inline int finishOnEveryRank(Communicator &world, RankChecker &check) {
+  int64_t failures = check.failures;
+  if (!check.ok("summing failures", world.allReduceSum(&failures, 1)))
+    return 1;
+  if (failures) {
+    std::fprintf(stderr, "rank %d: %d failure(s) here, %lld in all\n",
+                 check.rank, check.failures, static_cast<long long>(failures));
+    return 1;
+  }
+  std::printf("rank %d: %d checks passed\n", check.rank, check.checks);
+  return 0;
+}
+
+/// The main of a check run only under an MPI launcher: `run` on the world.
+template <typename Run> int mpiCheckMain(int argc, const char *name, Run run) {
+  if (argc != 1) {
+    std::fprintf(stderr, "usage: mpiexec -n 2|4 %s\n", name);
+    return 1;
+  }
+  if (!hasMpiBackend()) {
+    std::printf("built without MPI: skipped\n");
+    return 77;
+  }
+  std::unique_ptr<Communicator> world;
+  if (Status s = createMpiWorldCommunicator(world); !s) {
+    std::fprintf(stderr, "error: %s\n", s.message().c_str());
+    return 1;
+  }
+  return run(*world);
+}
+
+} // namespace tpcrt::test
+
+#endif // TPCRT_TEST_RANKCHECKER_H
