@@ -427,18 +427,5 @@ int main(int argc, char **argv) {
     std::unique_ptr<Communicator> local = createLocalCommunicator();
     return run(*local);
   }
-  if (argc != 1) {
-    std::fprintf(stderr, "usage: tpcrt-comm-check [--local]\n");
-    return 1;
-  }
-  if (!hasMpiBackend()) {
-    std::printf("built without MPI: skipped\n");
-    return 77;
-  }
-  std::unique_ptr<Communicator> world;
-  if (Status s = createMpiWorldCommunicator(world); !s) {
-    std::fprintf(stderr, "error: %s\n", s.message().c_str());
-    return 1;
-  }
-  return run(*world);
+  return test::mpiCheckMain(argc, "tpcrt-comm-check [--local]", run);
 }

@@ -98,10 +98,11 @@ inline int finishOnEveryRank(Communicator &world, RankChecker &check) {
   return 0;
 }
 
-/// The main of a check run only under an MPI launcher: `run` on the world.
-template <typename Run> int mpiCheckMain(int argc, const char *name, Run run) {
+/// The main of a check run under an MPI launcher: `run` on the world; with
+/// arguments (those the caller did not take), `usage` on stderr.
+template <typename Run> int mpiCheckMain(int argc, const char *usage, Run run) {
   if (argc != 1) {
-    std::fprintf(stderr, "usage: mpiexec -n 2|4 %s\n", name);
+    std::fprintf(stderr, "usage: %s\n", usage);
     return 1;
   }
   if (!hasMpiBackend()) {
