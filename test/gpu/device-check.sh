@@ -70,11 +70,15 @@
 # ranks stage, default nvidia-smi's count), TPC_GPU_RUN_TIMEOUT (tpc-run
 # --timeout of the model stages), TPC_GPU_CMAKE_ARGS (extra cmake
 # arguments), TPC_GPU_BUDGET_<STAGE> (a stage's budget in seconds, e.g.
-# TPC_GPU_BUDGET_BUILD=1200 on a slow machine), TPC_GPU_PYTHON (python3).
+# TPC_GPU_BUDGET_BUILD=1200 on a slow machine), TPC_GPU_PYTHON (python3),
+# TPC_GPU_STAGE_RUNNER (what runs each stage, `RUNNER --stage NAME`;
+# default this script: for driver-check.sh's stand-in).
 set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-self=$root/test/gpu/device-check.sh
+# Each stage runs as `$self --stage NAME`: this script, or a stand-in that
+# test/gpu/driver-check.sh puts there to try the driver below.
+self=${TPC_GPU_STAGE_RUNNER:-$root/test/gpu/device-check.sh}
 cd "$root"
 
 export OUT=${OUT:-/tmp/tpc-gpu-out}
