@@ -427,5 +427,5 @@ int main(int argc, char **argv) {
     std::unique_ptr<Communicator> local = createLocalCommunicator();
     return run(*local);
   }
-  return test::mpiCheckMain(argc, "tpcrt-comm-check [--local]", run);
+  return test::mpiCheckMain(argc != 1, "tpcrt-comm-check [--local]", run);
 }

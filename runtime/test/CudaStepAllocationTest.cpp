@@ -7,7 +7,8 @@
 // (libtpcrt-cuda-emulated.so, named by TPCRT_CUDA_BACKEND), whose own
 // emulated runtime's allocations are left out (AllocationCounter.cpp's
 // hook). Disabled unless runtime.CudaStepAllocations runs it with the
-// models (runtime/test/gemm_spec_models.sh); one-rank models only.
+// models (runtime/test/gemm_spec_models.sh); one-rank models only
+// (CudaStepAllocationCheck.cpp counts multi-rank steps under mpiexec).
 //
 //===----------------------------------------------------------------------===//
 

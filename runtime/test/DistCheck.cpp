@@ -766,5 +766,5 @@ int run(Communicator &world) {
 } // namespace
 
 int main(int argc, char **) {
-  return mpiCheckMain(argc, "mpiexec -n 2|4 tpcrt-dist-check", run);
+  return mpiCheckMain(argc != 1, "mpiexec -n 2|4 tpcrt-dist-check", run);
 }

@@ -382,5 +382,5 @@ int run(Communicator &world) {
 } // namespace
 
 int main(int argc, char **) {
-  return mpiCheckMain(argc, "mpiexec -n 2|4 tpcrt-pipeline-check", run);
+  return mpiCheckMain(argc != 1, "mpiexec -n 2|4 tpcrt-pipeline-check", run);
 }

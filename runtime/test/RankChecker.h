@@ -83,25 +83,32 @@ struct RankChecker {
   }
 };
 
-/// The exit status of a check on every rank of `world` alike: 1 where any
-/// rank failed (the failures summed over the world), else 0.
-inline int finishOnEveryRank(Communicator &world, RankChecker &check) {
+/// Whether any rank of `world` has failed (the failures summed over it,
+/// said on stderr where any): every rank gets the same answer.
+inline bool failedOnAnyRank(Communicator &world, RankChecker &check) {
   int64_t failures = check.failures;
   if (!check.ok("summing failures", world.allReduceSum(&failures, 1)))
-    return 1;
-  if (failures) {
+    return true;
+  if (failures)
     std::fprintf(stderr, "rank %d: %d failure(s) here, %lld in all\n",
                  check.rank, check.failures, static_cast<long long>(failures));
+  return failures != 0;
+}
+
+/// The exit status of a check on every rank of `world` alike: 1 where any
+/// rank failed, else 0.
+inline int finishOnEveryRank(Communicator &world, RankChecker &check) {
+  if (failedOnAnyRank(world, check))
     return 1;
-  }
   std::printf("rank %d: %d checks passed\n", check.rank, check.checks);
   return 0;
 }
 
-/// The main of a check run under an MPI launcher: `run` on the world; with
-/// arguments (those the caller did not take), `usage` on stderr.
-template <typename Run> int mpiCheckMain(int argc, const char *usage, Run run) {
-  if (argc != 1) {
+/// The main of a check run under an MPI launcher: `run` on the world; where
+/// the arguments are not what it takes (`badArguments`), `usage` on stderr.
+template <typename Run>
+int mpiCheckMain(bool badArguments, const char *usage, Run run) {
+  if (badArguments) {
     std::fprintf(stderr, "usage: %s\n", usage);
     return 1;
   }

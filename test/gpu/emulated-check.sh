@@ -16,6 +16,10 @@
 #           communicators) logged (TPCRT_EMULATION_RESOURCE_LOG): the same
 #           calls either way, so none per step (ctest
 #           runtime.CudaEmulatedResources)
+#   allocations  three steps of each multi-rank model of the ranks stage,
+#           host operator new counted around each on every rank
+#           (tpcrt-cuda-step-allocations): none in steps 2 and 3 (ctest
+#           runtime.CudaEmulatedStepAllocations)
 #   bench   the bench stage's training step and its profile (6c, 6f) on
 #           the tiny bf16 GPT-2 instead of the MFU model, then report.py
 #           merge: every line and field they make (ctest
@@ -96,6 +100,37 @@ llama-tiny-bf16 1
 gpt2-tiny-dp2 2
 gpt2-tiny-tp2-sp 2
 gpt2-tiny-pp2-zbh1 2
+gpt2-tiny-dp2-pp2 4
+EOF
+  exit $failed
+fi
+if [ "$stage" = allocations ]; then
+  # The ranks stage's models: their collectives (grouped all-reduces, bf16
+  # reductions, all-gather / reduce-scatter), started transfers (1F1B,
+  # ZB-H1) and 4-rank meshes, with NCCL's group lists and the waits on
+  # in-flight operations in every step.
+  counter=$(find "$build" -maxdepth 2 -type f -name tpcrt-cuda-step-allocations | head -n 1)
+  [ -n "$counter" ] || { echo "no tpcrt-cuda-step-allocations in $build"; exit 1; }
+  command -v mpiexec >/dev/null || { echo "no mpiexec: skipped"; exit 77; }
+  failed=0
+  while read -r name ranks; do
+    if ! timeout 120 mpiexec --allow-run-as-root --oversubscribe -n "$ranks" \
+      -x OPENBLAS_NUM_THREADS=1 "$counter" "$work/models/$name.tpcx" \
+      >"$work/$name-allocations.log" 2>&1 </dev/null; then
+      echo "$name on $ranks ranks:"
+      grep -v '^ \|^--\|^$' "$work/$name-allocations.log" | head -n 20
+      failed=1
+    else
+      grep 'allocate nothing' "$work/$name-allocations.log" | sort
+    fi
+  done <<'EOF'
+gpt2-tiny-dp2 2
+gpt2-tiny-dp2-bf16-reduce 2
+gpt2-tiny-tp2-sp 2
+gpt2-tiny-pp2 2
+gpt2-tiny-pp2-zbh1 2
+llama-tiny-tp2-bf16 2
+gpt2-tiny-dp2-tp2 4
 gpt2-tiny-dp2-pp2 4
 EOF
   exit $failed
