@@ -6,7 +6,8 @@
 # momentum, unrolled microbatches, unfused attention (batch_matmul, softmax
 # and their gradients), a vocabulary padded for tp = 2, the interleaved,
 # ZB-V and GPipe (blocking transfers) pipelines, tp x pp with sequence
-# parallelism under ZB-H1, and dp x tp in bf16 with bf16 reductions. Two
+# parallelism under ZB-H1 and under interleaved 1F1B, and dp x tp in bf16
+# with bf16 reductions. Two
 # steps each from the same weights and batch, compared by device-check.sh's
 # own model_pair (test/gpu/model-pair.sh: loss, grad_norm, the first
 # gradients and the checkpoint after AdamW; fp32 1e-4, bf16 2e-2). Then a run
@@ -84,6 +85,11 @@ run gpipe-blocking-pp2 2 1e-4 "$gpt2_4l" --batch 8 --seq 16 -- \
   --mesh pp=2 --schedule gpipe --microbatches 4 --blocking-transfers
 run tp2-pp2-sp-zbh1 4 1e-4 "$gpt2_4l" --batch 8 --seq 16 -- \
   --mesh tp=2,pp=2 --sequence-parallel --microbatches 2 --schedule zb-h1
+# Interleaved 1F1B with tp: a rank's started receives go out as one NCCL
+# group whose messages the peer sends from two flushes (the emulated
+# NCCL's groups once hung on it; test/NcclEmulationTest.cpp).
+run tp2-pp2-interleaved 4 1e-4 "$gpt2_4l" --batch 8 --seq 16 -- \
+  --mesh tp=2,pp=2 --schedule interleaved-1f1b --microbatches 4
 run llama-bf16-dp2-tp2 4 2e-2 "$llama" --batch 4 --seq 16 --dtype bf16 -- \
   --mesh dp=2,tp=2 --sequence-parallel --grad-reduce-dtype bf16
 

@@ -191,6 +191,8 @@ struct Item {
   ncclComm *comm = nullptr;
   cudaStream_t stream = nullptr;
   bool failed = false;
+  /// done() said so: not asked again (a receive consumes its message).
+  bool complete = false;
   void fail(const std::string &what) {
     failed = true;
     if (comm && comm->lastError.empty())
@@ -355,9 +357,17 @@ struct Operation {
         if (!item->comm->aborted)
           item->post(*item->comm);
     }
-    for (auto &item : items)
-      if (!item->failed && !item->comm->aborted && !item->done(*item->comm))
-        return false;
+    // Each item until it is done, once: a group's receives need not all
+    // arrive at once, and one that is done has taken its message.
+    bool all = true;
+    for (auto &item : items) {
+      if (!item->complete)
+        item->complete =
+            item->failed || item->comm->aborted || item->done(*item->comm);
+      all &= item->complete;
+    }
+    if (!all)
+      return false;
     finished = true;
     for (auto &item : items) {
       --item->comm->outstanding;
@@ -390,6 +400,13 @@ struct StreamPart : CUstreamOp {
       ++operation->arrived;
     }
     return operation->run();
+  }
+  std::string describe() const override {
+    std::string what;
+    for (const auto &item : operation->items)
+      what += (what.empty() ? "NCCL " : ", ") + item->describe() + " of " +
+              item->comm->dir;
+    return what;
   }
 };
 

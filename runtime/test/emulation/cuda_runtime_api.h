@@ -87,6 +87,8 @@ constexpr unsigned cudaEventDisableTiming = 0x02;
 struct CUstreamOp {
   virtual ~CUstreamOp() = default;
   virtual bool run() = 0;
+  /// What it is, for the stall dump (TPCRT_EMULATION_STALL_DUMP).
+  virtual std::string describe() const { return "work"; }
 };
 struct CUstream_st {
   unsigned flags = 0;
@@ -276,6 +278,48 @@ inline CUstream_st &streamOf(cudaStream_t stream) {
   return stream ? *stream : runtime().legacy;
 }
 
+/// Each stream's unfinished operations, the first few described, on stderr
+/// once no stream has moved for TPCRT_EMULATION_STALL_DUMP seconds (a
+/// deadlock between streams, or between ranks, found by where each waits).
+inline void dumpStreamsOnStall(bool moved) {
+  static const double after = [] {
+    const char *v = std::getenv("TPCRT_EMULATION_STALL_DUMP");
+    return v ? std::atof(v) : 0.0;
+  }();
+  static auto since = std::chrono::steady_clock::now();
+  static bool dumped = false;
+  if (after <= 0)
+    return;
+  auto now = std::chrono::steady_clock::now();
+  if (moved) {
+    since = now;
+    dumped = false;
+    return;
+  }
+  if (dumped || std::chrono::duration<double>(now - since).count() < after)
+    return;
+  dumped = true;
+  Runtime &r = runtime();
+  for (size_t i = 0; i < r.streams.size(); ++i) {
+    const CUstream_st &s = *r.streams[i];
+    if (s.pending.empty())
+      continue;
+    std::string front;
+    size_t shown = 0;
+    for (const auto &op : s.pending) {
+      if (++shown > 4)
+        break;
+      front += (front.empty() ? "" : "; ") + op->describe();
+    }
+    std::fprintf(stderr,
+                 "emulated CUDA runtime: stalled: stream %zu (%p): %llu done, "
+                 "%zu pending: %s%s\n",
+                 i, static_cast<const void *>(&s),
+                 static_cast<unsigned long long>(s.completed), s.pending.size(),
+                 front.c_str(), s.pending.size() > 4 ? "; ..." : "");
+  }
+}
+
 /// Runs what can run on every stream, in order per stream, until nothing
 /// more can. Returns whether anything ran.
 inline bool progress() {
@@ -300,6 +344,7 @@ inline bool progress() {
     }
   }
   r.progressing = false;
+  dumpStreamsOnStall(any);
   return any;
 }
 
@@ -731,6 +776,13 @@ struct WaitOp : CUstreamOp {
   CUevent_st mark;
   explicit WaitOp(const CUevent_st &mark) : mark(mark) {}
   bool run() override { return mark.reached(); }
+  std::string describe() const override {
+    char text[96];
+    std::snprintf(text, sizeof text, "wait for stream %p to complete %llu",
+                  static_cast<const void *>(mark.stream),
+                  static_cast<unsigned long long>(mark.target));
+    return text;
+  }
 };
 } // namespace tpcrt::emu
 
