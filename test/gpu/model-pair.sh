@@ -19,26 +19,37 @@ findbin() {
 # Two training steps of $1 on the CPU (ref) and on $DUT (dut, cuda); $2 the
 # tolerance; $3 the label of the comparison (default $1); $4 the ranks (the
 # executable's mesh size; default 1); $5 the tensors of the checkpoint left
-# out (a regular expression; default GPT-2's attention bias, below).
+# out (a regular expression; default GPT-2's attention bias, below). Where
+# $CARRY/models/$1-f32.tpcx exists (a bf16 model's float32 twin: the same
+# model, mesh and flags in float32), it runs too, on the CPU (f32), and a
+# tensor over the tolerance passes where the device's run is no farther from
+# it than the CPU's (compare_dumps.py --reference).
 model_pair() {
   local name=$1 tol=$2 label=${3:-$1} ranks=${4:-1}
-  local skip=${5:-'attn\.c_attn\.bias'} run side dev rc=0
-  local launch=()
+  local skip=${5:-'attn\.c_attn\.bias'} run side dev exe rc=0
+  local launch=() sides=(ref dut) reference=() checkpoint_reference=()
   [ "$ranks" -gt 1 ] && launch=(--ranks "$ranks")
   # A hang ends sooner than tpc-run's default 600 s where asked.
   [ -n "${TPC_GPU_RUN_TIMEOUT:-}" ] && launch+=(--timeout "$TPC_GPU_RUN_TIMEOUT")
+  if [ -f "$CARRY/models/$name-f32.tpcx" ]; then
+    sides=(f32 ref dut)
+    reference=(--reference "$WORK/$name-f32-out.safetensors"
+      --reference "$WORK/$name-f32-grads.safetensors")
+    checkpoint_reference=(--reference "$WORK/$name-f32-ckpt.safetensors")
+  fi
   run=$(findbin tpc-run)
-  for side in ref dut; do
-    dev=cpu
+  for side in "${sides[@]}"; do
+    dev=cpu exe=$name
     [ $side = dut ] && dev=$DUT
-    # The CPU's run of a model is the same for every device-side variant
+    [ $side = f32 ] && exe=$name-f32
+    # The CPU's runs of a model are the same for every device-side variant
     # (TPCRT_CUDA_ATTENTION, TPCRT_CUDA_FUSIONS): made once per script run.
-    if [ $side = ref ] && [ -f "$WORK/$name-ref.ok" ]; then
-      echo "== $name on cpu (ref): the run above's"
+    if [ $side != dut ] && [ -f "$WORK/$name-$side.ok" ]; then
+      echo "== $exe on cpu ($side): the run above's"
       continue
     fi
-    echo "== $name on $dev ($side)${launch[*]:+, ${launch[*]}}"
-    "$run" "$CARRY/models/$name.tpcx" "${launch[@]}" --device "$dev" --init-seed 7 \
+    echo "== $exe on $dev ($side)${launch[*]:+, ${launch[*]}}"
+    "$run" "$CARRY/models/$exe.tpcx" "${launch[@]}" --device "$dev" --init-seed 7 \
       --synthetic-seed 7 --steps 2 \
       --dump-grads "$WORK/$name-$side-grads.safetensors" \
       --dump-outputs "$WORK/$name-$side-out.safetensors" \
@@ -46,9 +57,9 @@ model_pair() {
       >"$WORK/$name-$side.txt" 2>&1
     rc=$?
     cat "$WORK/$name-$side.txt"
-    [ $rc -eq 0 ] || { echo "$name: tpc-run --device $dev failed ($rc)"; return 1; }
+    [ $rc -eq 0 ] || { echo "$exe: tpc-run --device $dev failed ($rc)"; return 1; }
+    [ $side != dut ] && : >"$WORK/$name-$side.ok"
     [ $side = dut ] && in_use_record "$label" "$WORK/$name-dut.txt"
-    [ $side = ref ] && : >"$WORK/$name-ref.ok"
   done
   # The loss of both steps (the second after the first update), grad_norm
   # and the first step's gradients; then the params and AdamW state after
@@ -59,7 +70,7 @@ model_pair() {
   # disagree (near a sign change, where AdamW steps +-lr either way), each
   # within the steps' lr (--grads, --lr-log; compare_dumps.py).
   "$PY" "$compare_dumps" --tol "$tol" --label "$label" \
-    --json "$WORK/compare.jsonl" \
+    --json "$WORK/compare.jsonl" "${reference[@]}" \
     --logs "$WORK/$name-ref.txt" "$WORK/$name-dut.txt" \
     "$WORK/$name-ref-out.safetensors" "$WORK/$name-dut-out.safetensors" \
     "$WORK/$name-ref-grads.safetensors" "$WORK/$name-dut-grads.safetensors" \
@@ -68,6 +79,7 @@ model_pair() {
     --json "$WORK/compare.jsonl" --skip "$skip" --after-adamw \
     --grads "$WORK/$name-ref-grads.safetensors" \
     "$WORK/$name-dut-grads.safetensors" --lr-log "$WORK/$name-ref.txt" \
+    "${checkpoint_reference[@]}" \
     "$WORK/$name-ref-ckpt.safetensors" "$WORK/$name-dut-ckpt.safetensors" \
     || rc=1
   return $rc

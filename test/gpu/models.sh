@@ -26,6 +26,22 @@ compile() { # name config import-flags... -- compile-flags...
   rm -f "$m/$name.mlir"
   echo "compiled $name in $(( $(date +%s) - s )) s: $(cat "$m/$name.compile.txt")"
 }
+# twin NAME: NAME's float32 twin, NAME-f32.tpcx: the same model, mesh and
+# flags without --dtype bf16 and bf16 reductions, the reference that
+# model_pair (model-pair.sh) measures both devices' bf16 runs against where
+# they differ by more than the tolerance.
+twin() {
+  local name=$1 config=$2; shift 2
+  local args=() skip=0 a
+  for a in "$@"; do
+    if [ $skip = 1 ]; then skip=0; continue; fi
+    case $a in
+      --dtype|--grad-reduce-dtype) skip=1; continue ;;
+    esac
+    args+=("$a")
+  done
+  compile "$name-f32" "$config" "${args[@]}"
+}
 
 # Tiny configs: GPT-2 with every dropout on; Llama with heads (6), head_dim
 # (16) and kv heads (2) all different, so that a mix-up of any two shows.
@@ -61,6 +77,8 @@ compile gpt2-tiny "$m/gpt2-tiny.json" --batch 4 --seq 32 -- \
 # for the emulated run of that stage.)
 compile gpt2-tiny-bf16 "$m/gpt2-tiny.json" --batch 4 --seq 32 --dtype bf16 -- \
   --optimizer adamw --lr 1e-3 --seed 5 --hardware h200
+twin gpt2-tiny-bf16 "$m/gpt2-tiny.json" --batch 4 --seq 32 --dtype bf16 -- \
+  --optimizer adamw --lr 1e-3 --seed 5
 # llama-tiny: rotary, RMS norm, SwiGLU, grouped-query attention (no dropout
 # in Llama).
 compile llama-tiny "$m/llama-tiny.json" --batch 4 --seq 32 -- \
@@ -69,6 +87,8 @@ compile llama-tiny "$m/llama-tiny.json" --batch 4 --seq 32 -- \
 # grouped kv heads, causal) is what TPCRT_CUDA_ATTENTION=cudnn runs through
 # cuDNN.
 compile llama-tiny-bf16 "$m/llama-tiny.json" --batch 4 --seq 32 --dtype bf16 -- \
+  --optimizer adamw --lr 1e-3 --seed 5
+twin llama-tiny-bf16 "$m/llama-tiny.json" --batch 4 --seq 32 --dtype bf16 -- \
   --optimizer adamw --lr 1e-3 --seed 5
 # The tiny models' heads (16) take the fp32 FMA attention kernels; these
 # two take the tensor-core ones (bf16, head_dim 64 and 128: wgmma on a
@@ -100,7 +120,11 @@ cat >"$m/llama-d128.json" <<'JSON'
 JSON
 compile gpt2-d64-bf16 "$m/gpt2-d64.json" --batch 2 --seq 128 --dtype bf16 -- \
   --optimizer adamw --lr 1e-3 --seed 5
+twin gpt2-d64-bf16 "$m/gpt2-d64.json" --batch 2 --seq 128 --dtype bf16 -- \
+  --optimizer adamw --lr 1e-3 --seed 5
 compile llama-d128-bf16 "$m/llama-d128.json" --batch 2 --seq 128 --dtype bf16 -- \
+  --optimizer adamw --lr 1e-3 --seed 5
+twin llama-d128-bf16 "$m/llama-d128.json" --batch 2 --seq 128 --dtype bf16 -- \
   --optimizer adamw --lr 1e-3 --seed 5
 # The same steps split over ranks (device-check.sh's ranks stage): the
 # collectives, sequence parallelism, the vocabulary-split loss and the
@@ -112,6 +136,8 @@ compile gpt2-tiny-dp2 "$m/gpt2-tiny.json" --batch 4 --seq 32 -- \
 # gpt2-tiny-dp2-bf16-reduce: the gradients reduced in bf16 (cast, NCCL's
 # bf16 sum, cast back).
 compile gpt2-tiny-dp2-bf16-reduce "$m/gpt2-tiny.json" --batch 4 --seq 32 -- \
+  --optimizer adamw --lr 1e-3 --seed 5 --mesh dp=2 --grad-reduce-dtype bf16
+twin gpt2-tiny-dp2-bf16-reduce "$m/gpt2-tiny.json" --batch 4 --seq 32 -- \
   --optimizer adamw --lr 1e-3 --seed 5 --mesh dp=2 --grad-reduce-dtype bf16
 # gpt2-tiny-tp2-sp: Megatron tensor parallelism with sequence parallelism
 # (all-gather / reduce-scatter), the vocabulary split.
@@ -130,6 +156,8 @@ compile gpt2-tiny-dp2-pp2 "$m/gpt2-tiny.json" --batch 4 --seq 32 -- \
   --optimizer adamw --lr 1e-3 --seed 5 --mesh dp=2,pp=2 --microbatches 2
 # llama-tiny-tp2-bf16: grouped kv heads split over tp, bf16 collectives.
 compile llama-tiny-tp2-bf16 "$m/llama-tiny.json" --batch 4 --seq 32 --dtype bf16 -- \
+  --optimizer adamw --lr 1e-3 --seed 5 --mesh tp=2
+twin llama-tiny-tp2-bf16 "$m/llama-tiny.json" --batch 4 --seq 32 --dtype bf16 -- \
   --optimizer adamw --lr 1e-3 --seed 5 --mesh tp=2
 # gpt2-tiny-dp2-tp2: four ranks, both axes.
 compile gpt2-tiny-dp2-tp2 "$m/gpt2-tiny.json" --batch 4 --seq 32 -- \

@@ -180,6 +180,65 @@ class CompareDumps(unittest.TestCase):
         self.assertTrue(passed)
         self.assertEqual(skipped, ["attn.c_attn.bias"])
 
+    def test_reference_passes_a_device_no_farther_from_float32(self):
+        # Two bf16 runs 3e-2 apart (T = 2e-2), each ~2e-2 from the float32
+        # run r: B as close to r as A, or within 2 x A's distance, passes.
+        r = {"w": ("F32", [1.0, 0.0]), "step": ("I64", [1])}
+        a = {"w": ("F32", [1.0, 0.02]), "step": ("I64", [1])}
+        b = {"w": ("F32", [1.0, -0.01]), "step": ("I64", [1])}
+        pr = os.path.join(self.dir.name, "r.safetensors")
+        write_safetensors(pr, r)
+        passed, _, failures, _, _ = self.verdict(a, b, 2e-2)
+        self.assertFalse(passed)
+        near = {}
+        passed, _, failures, _, _ = self.verdict(
+            a, b, 2e-2, reference=pr, within_reference=near)
+        self.assertTrue(passed, failures)
+        self.assertEqual(sorted(near), ["w"])
+        rel, ea, eb = near["w"]
+        self.assertAlmostEqual(ea, 0.02, places=6)
+        self.assertAlmostEqual(eb, 0.01, places=6)
+        # B farther from the float32 run than 2 x A: fails, saying both.
+        b["w"] = ("F32", [1.0, 0.05])
+        a["w"] = ("F32", [1.0, 0.02])
+        passed, _, failures, _, _ = self.verdict(a, b, 2e-2, reference=pr)
+        self.assertFalse(passed)
+        self.assertIn("from the float32 run 2.000e-02 (A), 5.000e-02 (B) > "
+                      "2 x A's", failures[0])
+        # Within 2e-2 of A stays a pass whatever r says; integers and NaN
+        # are not rescued.
+        b["w"] = ("F32", [1.0, 0.03])
+        self.assertTrue(self.verdict(a, b, 2e-2, reference=pr)[0])
+        b["step"] = ("I64", [2])
+        self.assertFalse(self.verdict(a, b, 2e-2, reference=pr)[0])
+        b["step"] = ("I64", [1])
+        b["w"] = ("F32", [1.0, float("nan")])
+        self.assertFalse(self.verdict(a, b, 2e-2, reference=pr)[0])
+        # Elements left out (first gradients disagree) are left out of the
+        # distances to r too.
+        # (With element 2 in them, B would be 1.0 from r against A's 0.02.)
+        a["w"] = ("F32", [1.0, 0.02, 0.5])
+        b["w"] = ("F32", [1.0, -0.01, -0.5])
+        write_safetensors(pr, {"w": ("F32", [1.0, 0.0, 0.5])})
+        grads = ({"w": ("F32", None, [1.0, 1.0, 1e-6])},
+                 {"w": ("F32", None, [1.0, 1.0, -1e-6])})
+        passed, _, failures, _, _ = self.verdict(
+            a, b, 1e-2, after_adamw=True, grads=grads, reference=pr)
+        self.assertTrue(passed, failures)
+        self.assertEqual(compare_dumps.reference_distances(
+            [1.0, 0.02, 0.5], [1.0, -0.01, -0.5], [1.0, 0.0, 0.5])[1] > 0.5,
+            True)
+        # main: --reference once per pair, in order.
+        pa, pb = self.pair({"w": ("F32", [1.0, 0.02])},
+                           {"w": ("F32", [1.0, -0.01])})
+        write_safetensors(pr, {"w": ("F32", [1.0, 0.0])})
+        self.assertEqual(compare_dumps.main(["--tol", "0.02", pa, pb]), 1)
+        self.assertEqual(compare_dumps.main(
+            ["--tol", "0.02", "--reference", pr, pa, pb]), 0)
+        with self.assertRaises(SystemExit):
+            compare_dumps.main(["--tol", "0.02", "--reference", pr,
+                                "--reference", pr, pa, pb])
+
     def test_main_exit_status(self):
         pa, pb = self.pair({"w": ("F32", [1.0])}, {"w": ("F32", [1.1])})
         self.assertEqual(compare_dumps.main(["--tol", "0.2", pa, pb]), 0)
