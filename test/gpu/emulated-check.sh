@@ -52,12 +52,16 @@ if [ "$stage" = ranks ]; then
   # The device issues a run of all_reduces (rt-bucket-reductions) as one
   # NCCL group: the data-parallel gradients of tiny GPT-2 on 2 ranks go out
   # in groups of several all_reduces, not one by one.
-  TPCRT_NCCL_EMULATION_TRACE=1 "$build/bin/tpc-run" \
+  # The trace a file per rank (the launcher's one stderr would cut and
+  # interleave the ranks' lines).
+  mkdir -p "$work/dp2-trace"
+  TPCRT_NCCL_EMULATION_TRACE=$work/dp2-trace "$build/bin/tpc-run" \
     "$work/models/gpt2-tiny-dp2.tpcx" --ranks 2 --device cuda --init-seed 7 \
-    --synthetic-seed 7 --steps 1 --timeout 120 >"$work/dp2-trace.txt" 2>&1
-  groups=$(grep -c 'rank 0: a group of [0-9]*: all_reduce .*; all_reduce' \
-    "$work/dp2-trace.txt" || true)
-  reductions=$(grep -c 'rank 0 of .*: done all_reduce' "$work/dp2-trace.txt" || true)
+    --synthetic-seed 7 --steps 1 --timeout 120 >"$work/dp2-run.txt" 2>&1
+  groups=$(cat "$work"/dp2-trace/nccl-trace-*.txt |
+    grep -c 'rank 0: a group of [0-9]*: all_reduce .*; all_reduce' || true)
+  reductions=$(cat "$work"/dp2-trace/nccl-trace-*.txt |
+    grep -c 'rank 0 of .*: done all_reduce' || true)
   echo "gpt2-tiny-dp2, rank 0: $reductions all_reduces, $groups groups of several"
   [ "$groups" -ge 1 ] || { echo "no group of all_reduces"; exit 1; }
   exit 0

@@ -328,10 +328,28 @@ struct Collective : Item {
   }
 };
 
-bool tracing() {
-  static const bool on = std::getenv("TPCRT_NCCL_EMULATION_TRACE") != nullptr;
-  return on;
+/// Where TPCRT_NCCL_EMULATION_TRACE's lines go: stderr, or where it names a
+/// folder, DIR/nccl-trace-<pid>.txt (a file per rank: ranks' lines through
+/// one launcher's stderr arrive cut and interleaved), null when unset.
+FILE *traceFile() {
+  static FILE *file = [] {
+    const char *v = std::getenv("TPCRT_NCCL_EMULATION_TRACE");
+    if (!v)
+      return static_cast<FILE *>(nullptr);
+    struct stat info;
+    if (*v && stat(v, &info) == 0 && S_ISDIR(info.st_mode)) {
+      std::string path =
+          std::string(v) + "/nccl-trace-" + std::to_string(getpid()) + ".txt";
+      if (FILE *f = std::fopen(path.c_str(), "w")) {
+        setvbuf(f, nullptr, _IOLBF, 0);
+        return f;
+      }
+    }
+    return stderr;
+  }();
+  return file;
 }
+bool tracing() { return traceFile() != nullptr; }
 
 /// What ncclGroupStart..End gathered, or one operation alone: it starts
 /// when every stream it uses has reached it.
@@ -372,7 +390,7 @@ struct Operation {
     for (auto &item : items) {
       --item->comm->outstanding;
       if (tracing())
-        std::fprintf(stderr, "emulated NCCL: rank %d of %s: done %s\n",
+        std::fprintf(traceFile(), "emulated NCCL: rank %d of %s: done %s\n",
                      item->comm->rank, item->comm->dir.c_str(),
                      item->describe().c_str());
     }
@@ -381,7 +399,7 @@ struct Operation {
       std::string what;
       for (auto &item : items)
         what += (what.empty() ? "" : "; ") + item->describe();
-      std::fprintf(stderr, "emulated NCCL: rank %d: a group of %zu: %s\n",
+      std::fprintf(traceFile(), "emulated NCCL: rank %d: a group of %zu: %s\n",
                    items.front()->comm->rank, items.size(), what.c_str());
     }
     return true;
@@ -426,8 +444,9 @@ ncclResult_t issue(ncclComm_t comm, std::unique_ptr<Item> item,
   item->stream = stream;
   ++comm->outstanding;
   if (tracing())
-    std::fprintf(stderr, "emulated NCCL: rank %d of %s: issue %s on %p%s\n",
-                 comm->rank, comm->dir.c_str(), item->describe().c_str(),
+    std::fprintf(traceFile(),
+                 "emulated NCCL: rank %d of %s: issue %s on %p%s\n", comm->rank,
+                 comm->dir.c_str(), item->describe().c_str(),
                  static_cast<void *>(stream), groupDepth > 0 ? " (group)" : "");
   if (groupDepth > 0) {
     group->items.push_back(std::move(item));
