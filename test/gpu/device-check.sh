@@ -251,8 +251,11 @@ stage_sanitize() {
     status=$?
     # The sanitizer's reports and the check's failures, not its PASS lines.
     grep -E '^=========|^FAIL|^error' "$WORK/sanitize.txt" | head -n 80
-    errors=$(grep -o 'ERROR SUMMARY: [0-9]* error' "$WORK/sanitize.txt" |
-      grep -o '[0-9][0-9]*' | tail -n 1)
+    # memcheck and synccheck end with "ERROR SUMMARY: N errors", racecheck
+    # with "RACECHECK SUMMARY: N hazards displayed (E errors, W warnings)".
+    errors=$(grep -oE 'ERROR SUMMARY: [0-9]+ error|RACECHECK SUMMARY: [0-9]+ hazards? displayed \([0-9]+ error' \
+      "$WORK/sanitize.txt" | grep -oE '[0-9]+ error' | grep -oE '[0-9]+' |
+      tail -n 1)
     echo "sanitize: $1 $2 ($3): ${errors:-no} errors (exit $status)"
     [ "$status" -ne 9 ] && [ -n "$errors" ] && [ "$errors" -eq 0 ] || rc=1
   }
@@ -554,7 +557,7 @@ stage_lines() {
 sanitized=0
 run_sanitize() {
   sanitized=1
-  run_stage 7 sanitize 40 device-check.log
+  run_stage 7 sanitize 70 device-check.log
   stage_lines 7 sanitize | grep '^sanitize: ' | sed 's/^/  /' |
     tee -a "$summary"
 }

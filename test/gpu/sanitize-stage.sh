@@ -30,7 +30,12 @@ echo "$tool $op $dtype" >>"$FAKE_SANITIZER_CALLS"
 for e in ${FAKE_SANITIZER_ERRORS:-}; do
   [ "$e" = "$tool:$op" ] && errors=1
 done
-echo "========= ERROR SUMMARY: $errors error$([ $errors = 1 ] || echo s)"
+# racecheck sums up in its own words (as the toolkit's does).
+if [ "$tool" = racecheck ]; then
+  echo "========= RACECHECK SUMMARY: $errors hazard$([ $errors = 1 ] || echo s) displayed ($errors error$([ $errors = 1 ] || echo s), 0 warnings)"
+else
+  echo "========= ERROR SUMMARY: $errors error$([ $errors = 1 ] || echo s)"
+fi
 [ $errors = 0 ] || exit 9
 EOF
 chmod +x "$work/bin/compute-sanitizer"
