@@ -37,6 +37,10 @@ double EfficiencyCurve::at(double size) const {
   return points.back().second;
 }
 
+int64_t Hardware::vocabPadding() const {
+  return runtimeDevice == "cuda" ? kCudaVocabPadding : 1;
+}
+
 double Hardware::peakFlops(llvm::StringRef dtype) const {
   if (dtype == "bf16")
     return peakBf16;

@@ -699,9 +699,14 @@ private:
 } // namespace
 
 std::optional<PlanEstimate>
-mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
-                        const Hardware &hw, bool simulate,
-                        std::string &error) {
+mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
+                        const Hardware &hw, bool simulate, std::string &error) {
+  // The plan's executable holds the vocabulary padded as tpc-compile pads
+  // it (to a multiple of tp, times 64 for a CUDA device: buildPadShapes);
+  // the model FLOPs count the real one.
+  TransformerShape m = model;
+  int64_t multiple = hw.vocabPadding() * plan.tp;
+  m.vocab = (model.vocab + multiple - 1) / multiple * multiple;
   int64_t chunks = plan.pp * plan.virtualStages;
   if (m.heads % plan.tp != 0 || (m.kvHeads % plan.tp != 0 && plan.tp % m.kvHeads != 0)) {
     error = "heads " + std::to_string(m.heads) + " / kv-heads " +
@@ -1270,15 +1275,17 @@ mlir::tpc::estimatePlan(const TransformerShape &m, const PlanChoice &plan,
   double perToken = layerFlopsPerToken;
   double tokens = static_cast<double>(plan.microbatchSize) * s * microbatches *
                   plan.dp;
-  double forward = tokens * (m.layers * perToken + 2 * h * m.vocab);
-  double recompute = 0;
+  double forward = tokens * (m.layers * perToken + 2 * h * model.vocab);
+  // The hardware's beyond them: the padded vocabulary's rows (forward and
+  // backward) and recomputation.
+  double extra = 3 * tokens * 2 * h * (m.vocab - model.vocab);
   if (plan.remat == "full")
-    recompute = tokens * m.layers * perToken;
+    extra += tokens * m.layers * perToken;
   else if (plan.remat == "selective" && !m.fusedAttention)
-    recompute = tokens * m.layers * 4 * s * m.heads * d;
+    extra += tokens * m.layers * 4 * s * m.heads * d;
   double devices = static_cast<double>(plan.tp * plan.pp * plan.dp);
   estimate.modelFlops = 3 * forward / devices;
-  estimate.hardwareFlops = (3 * forward + recompute) / devices;
+  estimate.hardwareFlops = (3 * forward + extra) / devices;
   double peak = hw.peakFlops(m.elementBytes == 2 ? "bf16" : "fp32");
   if (peak == 0)
     peak = hw.peakFp32;

@@ -130,6 +130,9 @@ private:
   std::string &error;
 };
 
+/// The largest pad-vocab multiple accepted.
+constexpr int64_t kMostVocabPadding = 1024;
+
 /// The settings that need a pipeline (a mesh with pp > 1).
 constexpr StringRef kPipelineSettings[] = {"schedule", "virtual-stages",
                                            "stage-layers",
@@ -343,6 +346,13 @@ LogicalResult SettingsReader::read(CompileOptions &options, StringRef scope) {
       failed(readBool("unroll-microbatches", false,
                       options.unrollMicrobatches)))
     return failure();
+  // More than a GEMM tile's worth of padding only costs memory and time.
+  if (failed(readInteger("pad-vocab", "1", 1, "a positive integer",
+                         options.padVocab)))
+    return failure();
+  if (options.padVocab > kMostVocabPadding)
+    return notA("pad-vocab", "1",
+                "a positive integer up to " + Twine(kMostVocabPadding));
   if (options.sequenceParallel && options.axisSize("tp") <= 1)
     return fail(prefix + "sequence-parallel needs tensor parallelism: a " +
                 prefix + "mesh with tp > 1");

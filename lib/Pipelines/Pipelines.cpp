@@ -29,7 +29,7 @@ void mlir::tpc::buildPrepareForward(OpPassManager &pm,
   // Evaluation, as Hugging Face's model.eval(): without dropout.
   if (!options.train && !options.keepDropout)
     pm.addPass(createTpcStripDropout());
-  buildPadForTensorParallel(pm, options);
+  buildPadShapes(pm, options);
   // Pipeline parallelism: the layers go to chunks, each chunk a function
   // that tpc-autodiff differentiates on its own.
   int64_t stages = options.axisSize("pp");
@@ -44,20 +44,23 @@ void mlir::tpc::buildPrepareForward(OpPassManager &pm,
   pm.addPass(dist::createDistPipelineOutline());
 }
 
-void mlir::tpc::buildPadForTensorParallel(OpPassManager &pm,
-                                          const CompileOptions &options) {
-  // Tensor parallelism splits the vocabulary: pad it to a multiple first,
-  // on the forward pass, so the training step is built padded. Fewer
-  // grouped-query kv-heads than devices: each device computes the kv-head
-  // its query heads read, from a copy of it.
+void mlir::tpc::buildPadShapes(OpPassManager &pm,
+                               const CompileOptions &options) {
+  // On the forward pass, so that the training step is built padded: the
+  // vocabulary to pad-vocab rows (a tensor-core GEMM's tile), per block
+  // where tensor parallelism splits it. Fewer grouped-query kv-heads than
+  // devices: each device computes the kv-head its query heads read, from a
+  // copy of it.
   int64_t tensorParallel = options.axisSize("tp");
-  if (tensorParallel <= 1)
-    return;
-  if (options.vocabParallel) {
+  int64_t multiple =
+      options.padVocab * (options.vocabParallel ? tensorParallel : 1);
+  if (multiple > 1) {
     dist::DistPadVocabOptions pad;
-    pad.multiple = tensorParallel;
+    pad.multiple = multiple;
     pm.addPass(dist::createDistPadVocab(pad));
   }
+  if (tensorParallel <= 1)
+    return;
   dist::DistReplicateKvHeadsOptions replicate;
   replicate.tp = tensorParallel;
   pm.addPass(dist::createDistReplicateKvHeads(replicate));
@@ -380,6 +383,10 @@ struct CompilePipelineOptions
   Switch vocabParallel{
       *this, "vocab-parallel",
       llvm::cl::desc("Split the embedding and LM head over tp (default)")};
+  Text padVocab{*this, "pad-vocab",
+                llvm::cl::desc("Pad the vocabulary to a multiple of this, "
+                               "per tp block (default 1; as tpc-compile "
+                               "--pad-vocab)")};
   Switch unrollMicrobatches{
       *this, "unroll-microbatches",
       llvm::cl::desc("Unroll the microbatches into one kernel list instead "
@@ -453,29 +460,14 @@ struct CompilePipelineOptions
           &blockingTransfers, &keepDropout})
       if (option->hasValue())
         settings[option->ArgStr] = option->getValue() ? "true" : "false";
-    for (const Text *option : {&mesh,
-                               &shardingPass,
-                               &seed,
-                               &schedule,
-                               &virtualStages,
-                               &stageLayers,
-                               &microbatches,
-                               &optimizer,
-                               &lr,
-                               &beta1,
-                               &beta2,
-                               &eps,
-                               &weightDecay,
-                               &decayExclude,
-                               &momentum,
-                               &gradClip,
-                               &lrSchedule,
-                               &warmupSteps,
-                               &decaySteps,
-                               &minLr,
-                               &remat,
-                               &gradReduceDType,
-                               &gradBucketMiB})
+    for (const Text *option : {&mesh,        &padVocab,        &shardingPass,
+                               &seed,        &schedule,        &virtualStages,
+                               &stageLayers, &microbatches,    &optimizer,
+                               &lr,          &beta1,           &beta2,
+                               &eps,         &weightDecay,     &decayExclude,
+                               &momentum,    &gradClip,        &lrSchedule,
+                               &warmupSteps, &decaySteps,      &minLr,
+                               &remat,       &gradReduceDType, &gradBucketMiB})
       if (option->hasValue())
         settings[option->ArgStr] = option->getValue();
     return settings;

@@ -90,6 +90,19 @@ def make_cases():
     # scatter add into the gradient's sum, which dp then all-reduces.
     cases["gpt2-vocab250-dp2-tp1-mb2"] = dict(model="gpt2", dp=2, tp=1, sp=False,
                                               dropout=0.0, microbatches=2, vocab=250)
+    # --target cuda pads the vocabulary (250) to a multiple of 64 rows, per
+    # tp block where it is split: to 256 on one rank and over dp (the tied
+    # table's padding rows beside dropout's masks), to 256 = 2 x 128 over
+    # tp=2; the gradients, checkpoints and loss are the unpadded run's.
+    cases["gpt2-vocab250-one-cuda"] = dict(model="gpt2", dp=1, tp=1, sp=False,
+                                           dropout=0.0, microbatches=1, vocab=250,
+                                           target="cuda")
+    cases["gpt2-vocab250-dp2-tp1-cuda-dropout"] = dict(model="gpt2", dp=2, tp=1, sp=False,
+                                                       dropout=0.1, microbatches=1,
+                                                       vocab=250, target="cuda")
+    cases["llama-vocab250-dp1-tp2-sp-cuda"] = dict(model="llama", dp=1, tp=2, sp=True,
+                                                   dropout=0.0, microbatches=1, vocab=250,
+                                                   target="cuda")
     # Gradients reduced in bf16 (--grad-reduce-dtype bf16): one microbatch
     # (the reductions issued right after each gradient's last kernel) and
     # two (functions run by actions: the casts join the epilogue).
@@ -146,6 +159,8 @@ def main():
         mesh.append("--vocab-parallel=false")
     if spec["sp"]:
         mesh.append("--sequence-parallel")
+    if "target" in spec:
+        mesh += ["--target", spec["target"]]
     single_tpcx = os.path.join(work, "single.tpcx")
     dist_tpcx = os.path.join(work, "dist.tpcx")
     run([tool("tpc-compile"), model_mlir, "-o", single_tpcx] + train)

@@ -116,8 +116,11 @@ std::string describe(const PlanChoice &plan) {
       .str();
 }
 
-std::string compileFlags(const PlanChoice &plan) {
-  std::string flags = "--train --mesh dp=" + std::to_string(plan.dp) +
+std::string compileFlags(const PlanChoice &plan, const Hardware &hw) {
+  // A CUDA plan's executable pads the vocabulary (--target cuda).
+  std::string flags = std::string("--train") +
+                      (hw.runtimeDevice == "cuda" ? " --target cuda" : "") +
+                      " --mesh dp=" + std::to_string(plan.dp) +
                       ",pp=" + std::to_string(plan.pp) +
                       ",tp=" + std::to_string(plan.tp) + " --microbatches " +
                       std::to_string(plan.microbatches);
@@ -471,7 +474,7 @@ int main(int argc, char **argv) {
                << globalBatch << " --seq " << shape.seq << " --dtype "
                << dtypeName << " --attention " << attentionName
                << " && tpc-compile model.mlir "
-               << compileFlags(winner.plan) << "\n";
+               << compileFlags(winner.plan, *hw) << "\n";
 
   // The check compile: the best (or the compared) plan through the real
   // pipeline.
@@ -516,6 +519,7 @@ int main(int argc, char **argv) {
     if (checked.plan.sequenceParallel)
       settings["sequence-parallel"] = "true";
     settings["remat"] = checked.plan.remat;
+    settings["pad-vocab"] = std::to_string(hw->vocabPadding());
     CompileOptions options;
     std::string why;
     if (failed(parseCompileOptions(settings, "--", options, why)))
@@ -571,7 +575,7 @@ int main(int argc, char **argv) {
       plans.push_back(llvm::json::Object{
           {"rank", static_cast<int64_t>(i + 1)},
           {"plan", describe(c.plan)},
-          {"tpc_compile_flags", compileFlags(c.plan)},
+          {"tpc_compile_flags", compileFlags(c.plan, *hw)},
           {"step_time_s", c.estimate.stepSeconds},
           {"peak_bytes", c.estimate.peakBytes},
           {"mfu", c.estimate.mfu},

@@ -100,11 +100,12 @@ def DistAnnotateMegatron : Pass<"dist-annotate-megatron", "ModuleOp"> {
 }
 
 def DistPadVocab : Pass<"dist-pad-vocab", "ModuleOp"> {
-  let summary = "Pads the vocabulary to a multiple of the tensor-parallel size";
+  let summary = "Pads the vocabulary to a multiple (tp, or a GEMM tile)";
   let description = [{
     Megatron's vocab-parallel embedding and LM head split the vocabulary over
     the tensor-parallel ranks, which needs it divisible by their number
-    (GPT-2's 50257 is prime). For every `tpc.cross_entropy` whose logits'
+    (GPT-2's 50257 is prime); a tensor-core GEMM runs fastest on whole tiles
+    (`tpc-compile --target cuda` pads to 64 x tp: `--pad-vocab`). For every `tpc.cross_entropy` whose logits'
     vocabulary is not a multiple of `multiple`, the parameters holding that
     vocabulary (the LM head's weight and the embedding tables of that size)
     grow zero rows up to the next multiple, recorded in their
@@ -122,7 +123,8 @@ def DistPadVocab : Pass<"dist-pad-vocab", "ModuleOp"> {
   }];
   let options = [
     Option<"multiple", "multiple", "int64_t", /*default=*/"1",
-           "Pad the vocabulary to a multiple of this (the tensor-parallel size)">
+           "Pad the vocabulary to a multiple of this (the tensor-parallel "
+           "size, times a GEMM tile's rows for speed)">
   ];
 }
 

@@ -180,8 +180,16 @@ void OptimizerPass::runOnOperation() {
     for (StringRef state : stateNames) {
       indices.push_back(stepIndex);
       types.push_back(param.getType());
-      attrs.push_back(builder.getDictionaryAttr(
-          builder.getNamedAttr(kStateAttrName, stateAttr(state, name))));
+      // A state is stored as its parameter: it keeps the parameter's
+      // attributes of other dialects (dist-pad-vocab's unpadded shape,
+      // which the lowering checks the two agree on).
+      SmallVector<NamedAttribute> stateAttrs = {
+          builder.getNamedAttr(kStateAttrName, stateAttr(state, name))};
+      for (NamedAttribute attr :
+           step.getArgAttrDict(cast<BlockArgument>(param).getArgNumber()))
+        if (!attr.getName().getValue().starts_with("tpc."))
+          stateAttrs.push_back(attr);
+      attrs.push_back(builder.getDictionaryAttr(stateAttrs));
     }
   SmallVector<Location> locs(types.size(), loc);
   if (failed(step.insertArguments(indices, types, attrs, locs))) {

@@ -60,9 +60,18 @@ struct Hardware {
   /// kernel alone; the default).
   std::string runtimeDevice = "cpu";
 
+  /// The multiple an executable for runtimeDevice pads the vocabulary to
+  /// (tpc-compile --target's --pad-vocab), per tensor-parallel block.
+  int64_t vocabPadding() const;
+
   /// peak FLOP/s for "bf16", "fp16" or "fp32"; 0 if unknown.
   double peakFlops(llvm::StringRef dtype) const;
 };
+
+/// tpc-compile --target cuda's --pad-vocab: a tensor-core GEMM tile's rows
+/// (a GEMM over an odd vocabulary, GPT-2's 50257, runs at a fraction of
+/// the tensor cores' speed).
+constexpr int64_t kCudaVocabPadding = 64;
 
 /// Reads a description from JSON text; errors name `path` and the key.
 llvm::Expected<Hardware> parseHardware(llvm::StringRef text,

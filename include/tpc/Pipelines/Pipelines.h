@@ -53,6 +53,13 @@ struct CompileOptions {
   std::string shardingPipeline;
   bool sequenceParallel = false;
   bool vocabParallel = true;
+  /// Pad the vocabulary (the LM head's rows and the embedding tables of its
+  /// size) to a multiple of this, per tensor-parallel block where the
+  /// vocabulary is split (dist-pad-vocab to padVocab x tp): a GEMM whose
+  /// rows are an odd 50257 runs at a fraction of tensor-core speed. 1: only
+  /// what vocabulary parallelism needs. tpc-compile --target cuda gives
+  /// kCudaVocabPadding.
+  int64_t padVocab = 1;
   /// The dropout seed of the executable.
   uint64_t seed = 0;
   /// Unroll the microbatches into one kernel list (the form before the
@@ -105,6 +112,7 @@ LogicalResult parseMesh(StringRef text,
 /// The settings of one compile as the user wrote them, by name: tpc-compile's
 /// flags and the pipelines' options (`train`, `optimizer`, `lr`, ...,
 /// `microbatches`, `mesh`, `sequence-parallel`, `vocab-parallel`,
+/// `pad-vocab`,
 /// `sharding-pass`, `seed`; README). A setting not given is absent.
 using CompileSettings = llvm::StringMap<std::string>;
 
@@ -124,13 +132,12 @@ LogicalResult checkShardingPipeline(StringRef text, std::string &error);
 
 /// Phase 1: without train (and keepDropout) tpc-strip-dropout, evaluation
 /// as Hugging Face's model.eval(); the padding tensor parallelism needs
-/// (buildPadForTensorParallel), then, with pp > 1, dist-pipeline-split and
+/// (buildPadShapes), then, with pp > 1, dist-pipeline-split and
 /// dist-pipeline-outline.
 void buildPrepareForward(OpPassManager &pm, const CompileOptions &options);
-/// With tp > 1: dist-pad-vocab (vocabulary parallelism) and
-/// dist-replicate-kv-heads.
-void buildPadForTensorParallel(OpPassManager &pm,
-                               const CompileOptions &options);
+/// dist-pad-vocab to a multiple of pad-vocab (x tp with vocabulary
+/// parallelism) where that is above 1; with tp > 1 dist-replicate-kv-heads.
+void buildPadShapes(OpPassManager &pm, const CompileOptions &options);
 void buildTrainStep(OpPassManager &pm, const CompileOptions &options);
 void buildUnrollTrainStep(OpPassManager &pm, const CompileOptions &options);
 void buildDistribute(OpPassManager &pm, const CompileOptions &options);
