@@ -86,8 +86,8 @@ enum class Family : uint8_t {
   Pointwise,
   Reduction,
   Attention,
-  /// cross_entropy(_grad) over a padded or split vocabulary: phases on the
-  /// compute stream with all-reduces between them.
+  /// cross_entropy(_grad) over a split vocabulary (padded or not): phases
+  /// on the compute stream with all-reduces between them.
   VocabCrossEntropy,
   /// shard_slice, shard_pad: this rank's block, a strided copy.
   Local,
@@ -581,8 +581,10 @@ Family familyOf(const KernelCall &call) {
   fb::OpCode op = call.op;
   if (isGemmKernel(op))
     return Family::Gemm;
+  // A split vocabulary ([ignore, vocab, axes...]); a padded one on one
+  // device runs whole rows (ReductionKernels.cu).
   if ((op == fb::OpCode::CrossEntropy || op == fb::OpCode::CrossEntropyGrad) &&
-      call.intAttrs.size() >= 2)
+      call.intAttrs.size() > 2)
     return Family::VocabCrossEntropy;
   if (op == fb::OpCode::ShardSlice || op == fb::OpCode::ShardPad)
     return Family::Local;
@@ -1657,7 +1659,7 @@ Status CudaDevice::runLocal(const KernelCall &call) {
                                           row, row, v.outer, compute_));
 }
 
-/// cross_entropy(_grad) over a padded or split vocabulary (CpuDevice's
+/// cross_entropy(_grad) over a split vocabulary (CpuDevice's
 /// runVocabCrossEntropy): per position the max over the group, then the
 /// sums of exponentials and the target's logit summed over it, the
 /// all-reduces between the phases in stream order.

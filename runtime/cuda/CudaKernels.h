@@ -153,7 +153,7 @@ bool isAttentionKernel(fb::OpCode op);
 uint64_t attentionScratchBytes(const KernelCall &call);
 Status runAttentionKernel(const KernelCall &call, const KernelArgs &args);
 
-/// The phases of cross_entropy(_grad) over a padded or split vocabulary
+/// The phases of cross_entropy(_grad) over a split vocabulary (padded or not)
 /// (CpuKernels.h's crossEntropyBlock*; the device all-reduces between
 /// them over the call's group). `block` is the logits' columns' first
 /// vocabulary index and the vocabulary size (classes). Per position:

@@ -125,8 +125,9 @@
 // each row's max and sum of exponentials computed once: the logits are
 // read three times instead of five. Fused when the gradient is the next
 // kernel (with actions, of the same function), of the same logits, labels,
-// rows, columns and ignore index, over a whole vocabulary (a padded or split
-// one runs in the device's phases), and its scale is not the loss's result.
+// rows, columns, ignore index and vocabulary, over whole rows (padded or not;
+// a split vocabulary runs in the device's phases), and its scale is not the
+// loss's result.
 // The loss's results are written last (their total needs every row's
 // loss): one that the memory plan put on the gradient's bytes (the loss's
 // count often dies unread at once) is not written; one that is read and
@@ -920,8 +921,8 @@ inline const char *crossEntropyRefusal(const Program &program, size_t p,
   const KernelCall &b = program.calls[p + 1];
   if (!inOneFunction(program, a, b))
     return "the gradient is in another function";
-  if (a.intAttrs.size() != 1 || b.intAttrs.size() != 1)
-    return "a padded or split vocabulary (the device's phases)";
+  if (a.intAttrs.empty() || a.intAttrs.size() > 2 || b.intAttrs.size() > 2)
+    return "a split vocabulary (the device's phases)";
   if (a.intAttrs != b.intAttrs || a.rows != b.rows || a.cols != b.cols)
     return "the two differ in ignore index, rows or columns";
   const TensorRef &scale = b.operands[2];

@@ -445,8 +445,9 @@ __global__ void normBackwardKernel(NormBackward p) {
 }
 
 //===----------------------------------------------------------------------===//
-// Cross-entropy over a whole vocabulary: one block per position writes its
-// loss (double) to scratch, then one block adds them in a fixed order.
+// Cross-entropy over a whole vocabulary (padded or not): one block per
+// position writes its loss (double) to scratch, then one block adds them in
+// a fixed order.
 //===----------------------------------------------------------------------===//
 
 __device__ __forceinline__ bool targetLabel(int64_t label, int64_t ignore,
@@ -461,22 +462,25 @@ __device__ __forceinline__ double rowLossOf(float max, double sum,
 }
 
 /// rowLoss[p] = max + log(sum e^(x - max)) - x[label], 0 where ignored.
+/// A row's first `classes` of its `cols` columns are the vocabulary; the
+/// rest (a padded vocabulary on one device) take no probability mass.
 __global__ void crossEntropyRowsKernel(In logits, const int64_t *labels,
                                        int64_t rows, int64_t cols,
-                                       int64_t ignore, double *rowLoss) {
+                                       int64_t classes, int64_t ignore,
+                                       double *rowLoss) {
   TPCRT_SHARED(float, sharedF, [32]);
   TPCRT_SHARED(double, sharedD, [32]);
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     int64_t label = labels[r];
-    if (!targetLabel(label, ignore, cols)) {
+    if (!targetLabel(label, ignore, classes)) {
       if (threadIdx.x == 0)
         rowLoss[r] = 0.0;
       continue;
     }
     int64_t base = r * cols;
-    float max = blockRowMax(logits.data, logits.type, base, cols, sharedF);
+    float max = blockRowMax(logits.data, logits.type, base, classes, sharedF);
     double sum =
-        blockExpSum(logits.data, logits.type, base, cols, max, sharedD);
+        blockExpSum(logits.data, logits.type, base, classes, max, sharedD);
     if (threadIdx.x == 0)
       rowLoss[r] = rowLossOf(max, sum, logits[base + label]);
   }
@@ -486,7 +490,7 @@ __global__ void crossEntropyRowsKernel(In logits, const int64_t *labels,
 /// a null one is not written.
 __global__ void crossEntropyTotalKernel(const double *rowLoss,
                                         const int64_t *labels, int64_t rows,
-                                        int64_t cols, int64_t ignore,
+                                        int64_t classes, int64_t ignore,
                                         float *lossSum, int64_t *count) {
   TPCRT_SHARED(double, sharedD, [32]);
   TPCRT_SHARED(long long, sharedI, [32]);
@@ -494,7 +498,7 @@ __global__ void crossEntropyTotalKernel(const double *rowLoss,
   long long n = 0;
   for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) {
     total += rowLoss[r];
-    n += targetLabel(labels[r], ignore, cols);
+    n += targetLabel(labels[r], ignore, classes);
   }
   total = blockSumOf<double>(total, sharedD);
   n = blockSumOf<long long>(n, sharedI);
@@ -506,34 +510,38 @@ __global__ void crossEntropyTotalKernel(const double *rowLoss,
   }
 }
 
-/// dLogits = scale (softmax - onehot), zero rows where ignored; with
-/// rowLoss non-null also cross_entropy's rows (crossEntropyRowsKernel's)
-/// from the same statistics: cross_entropy and its gradient fused
-/// (FusionPlan.h), the logits read three times instead of five.
+/// dLogits = scale (softmax - onehot), zero rows where ignored and zero
+/// padding columns (from `classes` on); with rowLoss non-null also
+/// cross_entropy's rows (crossEntropyRowsKernel's) from the same
+/// statistics: cross_entropy and its gradient fused (FusionPlan.h), the
+/// logits read three times instead of five.
 __global__ void crossEntropyGradKernel(In logits, const int64_t *labels,
                                        int64_t rows, int64_t cols,
-                                       int64_t ignore, const float *lossSumGrad,
-                                       Out dLogits, double *rowLoss) {
+                                       int64_t classes, int64_t ignore,
+                                       const float *lossSumGrad, Out dLogits,
+                                       double *rowLoss) {
   TPCRT_SHARED(float, sharedF, [32]);
   TPCRT_SHARED(double, sharedD, [32]);
   float scale = *lossSumGrad;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     int64_t label = labels[r], base = r * cols;
-    if (!targetLabel(label, ignore, cols)) {
+    if (!targetLabel(label, ignore, classes)) {
       if (rowLoss && threadIdx.x == 0)
         rowLoss[r] = 0.0;
       for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
         dLogits.store(base + c, 0.0f);
       continue;
     }
-    float max = blockRowMax(logits.data, logits.type, base, cols, sharedF);
+    float max = blockRowMax(logits.data, logits.type, base, classes, sharedF);
     double sum =
-        blockExpSum(logits.data, logits.type, base, cols, max, sharedD);
+        blockExpSum(logits.data, logits.type, base, classes, max, sharedD);
     if (rowLoss && threadIdx.x == 0)
       rowLoss[r] = rowLossOf(max, sum, logits[base + label]);
     auto factor = static_cast<float>(static_cast<double>(scale) / sum);
     for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-      float g = __fmul_rn(expf(logits[base + c] - max), factor);
+      float g = c < classes
+                    ? __fmul_rn(expf(logits[base + c] - max), factor)
+                    : 0.0f;
       dLogits.store(base + c, c == label ? __fsub_rn(g, scale) : g);
     }
   }

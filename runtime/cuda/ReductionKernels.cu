@@ -383,8 +383,18 @@ Status runEmbeddingGrad(const KernelCall &call, const KernelArgs &args) {
                                  : embeddingGradSorted<uint32_t>(call, args);
 }
 
+/// int_attrs [ignore, vocab, axes...]: the logits' columns are one block of
+/// the vocabulary (the device's phases). [ignore] and [ignore, vocab] (a
+/// padded vocabulary on one device) are whole rows.
 bool splitVocabulary(const KernelCall &call) {
-  return call.intAttrs.size() >= 2;
+  return call.intAttrs.size() > 2;
+}
+
+/// A whole row's columns that are classes: the real vocabulary of a padded
+/// one ([ignore, vocab]), else all.
+int64_t classesOf(const KernelCall &call) {
+  return call.intAttrs.size() == 2 ? std::min(call.intAttrs[1], call.cols)
+                                   : call.cols;
 }
 
 const int64_t *labelsOf(const KernelArgs &args) {
@@ -397,7 +407,8 @@ Status crossEntropyTotal(const KernelCall &call, const KernelArgs &args,
                          const double *rowLoss, const char *name,
                          uint8_t unwritten = 0) {
   TPCRT_LAUNCH(crossEntropyTotalKernel, 1, kTotalThreads, 0, args.stream,
-               rowLoss, labelsOf(args), call.rows, call.cols, call.intAttrs[0],
+               rowLoss, labelsOf(args), call.rows, classesOf(call),
+               call.intAttrs[0],
                unwritten & 1 ? nullptr : static_cast<float *>(args.results[0]),
                unwritten & 2 ? nullptr
                              : static_cast<int64_t *>(args.results[1]));
@@ -409,8 +420,7 @@ Status runCrossEntropy(const KernelCall &call, const KernelArgs &args) {
                                                          : "cross_entropy_grad";
   if (splitVocabulary(call))
     return Status::error(std::string(name) +
-                         ": a padded or split vocabulary runs in the "
-                         "device's phases");
+                         ": a split vocabulary runs in the device's phases");
   In logits = inOperand(call, args, 0);
   const int64_t *labels = labelsOf(args);
   int64_t ignore = call.intAttrs[0];
@@ -418,7 +428,8 @@ Status runCrossEntropy(const KernelCall &call, const KernelArgs &args) {
     if (call.rows == 0 || call.cols == 0)
       return Status::ok();
     TPCRT_LAUNCH(crossEntropyGradKernel, rowGrid(call.rows), kRowThreads, 0,
-                 args.stream, logits, labels, call.rows, call.cols, ignore,
+                 args.stream, logits, labels, call.rows, call.cols,
+                 classesOf(call), ignore,
                  static_cast<const float *>(args.operands[2]),
                  outResult(call, args, 0), nullptr);
     return launchStatus(name);
@@ -428,8 +439,8 @@ Status runCrossEntropy(const KernelCall &call, const KernelArgs &args) {
   auto *rowLoss = static_cast<double *>(args.scratch);
   if (call.rows > 0) {
     TPCRT_LAUNCH(crossEntropyRowsKernel, rowGrid(call.rows), kRowThreads, 0,
-                 args.stream, logits, labels, call.rows, call.cols, ignore,
-                 rowLoss);
+                 args.stream, logits, labels, call.rows, call.cols,
+                 classesOf(call), ignore, rowLoss);
     if (Status s = launchStatus(name); !s)
       return s;
   }
@@ -437,7 +448,7 @@ Status runCrossEntropy(const KernelCall &call, const KernelArgs &args) {
 }
 
 //===----------------------------------------------------------------------===//
-// The phases of a padded or split vocabulary (CpuKernels.h's
+// The phases of a split vocabulary, padded or not (CpuKernels.h's
 // crossEntropyBlock*): the logits' columns are the classes [blockStart,
 // blockStart + cols); those at or past `classes` are padding.
 //===----------------------------------------------------------------------===//
@@ -646,7 +657,8 @@ Status runCrossEntropyWithGrad(const KernelCall &loss, const KernelCall &grad,
   if (loss.rows > 0) {
     TPCRT_LAUNCH(crossEntropyGradKernel, rowGrid(loss.rows), kRowThreads, 0,
                  gradArgs.stream, inOperand(grad, gradArgs, 0),
-                 labelsOf(gradArgs), grad.rows, grad.cols, grad.intAttrs[0],
+                 labelsOf(gradArgs), grad.rows, grad.cols, classesOf(grad),
+                 grad.intAttrs[0],
                  static_cast<const float *>(gradArgs.operands[2]),
                  outResult(grad, gradArgs, 0), rowLoss);
     if (Status s = launchStatus(name); !s)

@@ -360,25 +360,37 @@ void runNormBackwardCase(Storage storage, int64_t rows, int64_t cols,
 
 /// cross_entropy (rows kernel, total kernel) and cross_entropy_grad as
 /// runCrossEntropy launches them; every `ignoreEvery`-th label (0: none) is
-/// the ignore index, the others random classes.
+/// the ignore index, the others random classes. With `classes` < cols the
+/// vocabulary is padded (one device's [ignore, vocab]): the reference is
+/// the CPU's kernels on the rows' first `classes` columns, and the padding
+/// columns' gradient must be 0, whatever their logits (large ones here).
 void runCrossEntropyCase(Storage storage, int64_t rows, int64_t cols,
-                         int64_t ignoreEvery) {
+                         int64_t ignoreEvery, int64_t classes = 0) {
+  if (classes == 0)
+    classes = cols;
   std::string tag = std::string(storageName(storage)) + " " +
-                    std::to_string(rows) + "x" + std::to_string(cols);
-  std::mt19937 rng(static_cast<unsigned>(rows * 104729 + cols));
+                    std::to_string(rows) + "x" + std::to_string(cols) +
+                    (classes < cols ? " of " + std::to_string(classes) : "");
+  std::mt19937 rng(static_cast<unsigned>(rows * 104729 + cols + classes));
   Buffer logits = random(storage, rows * cols, 0.0f, 3.0f, rng);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = classes; c < cols; ++c)
+      logits.set(r * cols + c, 50.0f);
   std::vector<int64_t> labels(rows);
-  std::uniform_int_distribution<int64_t> cls(0, cols - 1);
+  std::uniform_int_distribution<int64_t> cls(0, classes - 1);
   for (int64_t r = 0; r < rows; ++r)
     labels[r] = ignoreEvery > 0 && r % ignoreEvery == 0 ? kIgnore : cls(rng);
-  std::vector<float> cl = logits.toFloat();
+  std::vector<float> all = logits.toFloat(), cl;
+  for (int64_t r = 0; r < rows; ++r)
+    cl.insert(cl.end(), all.begin() + r * cols,
+              all.begin() + r * cols + classes);
 
   std::vector<double> rowLoss(rows, NAN);
   expectLaunched(emu::launch(dim3(rowGrid(rows)), dim3(kRowThreads), 0,
                              [&] {
-                               crossEntropyRowsKernel(logits.in(),
-                                                      labels.data(), rows, cols,
-                                                      kIgnore, rowLoss.data());
+                               crossEntropyRowsKernel(
+                                   logits.in(), labels.data(), rows, cols,
+                                   classes, kIgnore, rowLoss.data());
                              }),
                  "rows");
   float lossSum = NAN;
@@ -386,14 +398,14 @@ void runCrossEntropyCase(Storage storage, int64_t rows, int64_t cols,
   expectLaunched(emu::launch(dim3(1), dim3(kTotalThreads), 0,
                              [&] {
                                crossEntropyTotalKernel(
-                                   rowLoss.data(), labels.data(), rows, cols,
-                                   kIgnore, &lossSum, &count);
+                                   rowLoss.data(), labels.data(), rows,
+                                   classes, kIgnore, &lossSum, &count);
                              }),
                  "total");
   float refLoss = NAN;
   int64_t refCount = -1;
-  Status st = cpu::crossEntropy(cl.data(), labels.data(), rows, cols, kIgnore,
-                                &refLoss, &refCount);
+  Status st = cpu::crossEntropy(cl.data(), labels.data(), rows, classes,
+                                kIgnore, &refLoss, &refCount);
   ASSERT_TRUE(st) << st.message();
   EXPECT_EQ(count, refCount) << tag;
   double lossError = normwise({lossSum}, {refLoss});
@@ -408,19 +420,22 @@ void runCrossEntropyCase(Storage storage, int64_t rows, int64_t cols,
                              [&] {
                                crossEntropyGradKernel(
                                    logits.in(), labels.data(), rows, cols,
-                                   kIgnore, &scale, dLogits.out(), nullptr);
+                                   classes, kIgnore, &scale, dLogits.out(),
+                                   nullptr);
                              }),
                  "grad");
-  std::vector<float> ref(rows * cols);
-  st = cpu::crossEntropyGrad(cl.data(), labels.data(), rows, cols, kIgnore,
-                             scale, ref.data());
+  std::vector<float> real(rows * classes), ref(rows * cols, 0.0f);
+  st = cpu::crossEntropyGrad(cl.data(), labels.data(), rows, classes, kIgnore,
+                             scale, real.data());
   ASSERT_TRUE(st) << st.message();
+  for (int64_t r = 0; r < rows; ++r)
+    std::copy_n(real.begin() + r * classes, classes, ref.begin() + r * cols);
   expectClose("dLogits", dLogits, ref, tag);
   for (int64_t r = 0; r < rows; ++r) {
-    if (labels[r] != kIgnore)
-      continue;
     for (int64_t c = 0; c < cols; ++c) {
-      ASSERT_EQ(dLogits.get(r * cols + c), 0.0f) << tag << " row " << r;
+      if (labels[r] == kIgnore || c >= classes)
+        ASSERT_EQ(dLogits.get(r * cols + c), 0.0f)
+            << tag << " row " << r << " column " << c;
     }
   }
 
@@ -432,7 +447,7 @@ void runCrossEntropyCase(Storage storage, int64_t rows, int64_t cols,
                              [&] {
                                crossEntropyGradKernel(
                                    logits.in(), labels.data(), rows, cols,
-                                   kIgnore, &scale, fusedGrad.out(),
+                                   classes, kIgnore, &scale, fusedGrad.out(),
                                    fusedLoss.data());
                              }),
                  "loss + grad");
@@ -512,6 +527,15 @@ TEST(NormLossEmulation, CrossEntropyF32) {
 TEST(NormLossEmulation, CrossEntropyBf16) {
   runCrossEntropyCase(Storage::BF16, 37, 203, 5);
   runCrossEntropyCase(Storage::BF16, 5, 1000, 3);
+}
+// A padded vocabulary on one device (--target cuda's --pad-vocab): 203
+// classes in rows of 256 columns, 1000 in 1024.
+TEST(NormLossEmulation, CrossEntropyPaddedF32) {
+  runCrossEntropyCase(Storage::F32, 37, 256, 5, 203);
+  runCrossEntropyCase(Storage::F32, 5, 1024, 3, 1000);
+}
+TEST(NormLossEmulation, CrossEntropyPaddedBf16) {
+  runCrossEntropyCase(Storage::BF16, 37, 256, 5, 203);
 }
 TEST(NormLossEmulation, CrossEntropyAllIgnored) {
   runCrossEntropyCase(Storage::F32, 4, 50, 1);

@@ -285,6 +285,8 @@ stage_models() {
     TPCRT_CUDA_FUSIONS=none model_pair gpt2-tiny 1e-4 || true
   fi
   model_pair llama-tiny 1e-4 || failed=1
+  # The vocabulary that --target cuda pads (250 -> 256 rows).
+  model_pair gpt2-v250-cuda 1e-4 || failed=1
   model_pair gpt2-tiny-bf16 2e-2 || failed=1
   # Llama in bf16 with its attention (and gradient) on the own kernels, then
   # through cuDNN's fused attention.
@@ -387,12 +389,13 @@ stage_nccl() {
 
 # The cases tpc-cuda-bench and gemm_attention_torch.py both run: square and
 # long-K GEMMs in both weight layouts, the MFU model's MLP and LM head (tied,
-# out_in, N = 50257: no multiple of 8); attention at the issue's shape (seq
+# out_in, N = 50257: no multiple of 8; and 50304, the rows --target cuda
+# pads it to, what gpt2-mfu.tpcx runs); attention at the issue's shape (seq
 # 4096, head dim 128), the MFU model's, and non-causal; the backward
 # (attention_grad) at the first two.
 BENCH_CASES="gemm:8192,8192,8192 gemm:8192,8192,8192,out_in \
 gemm:4096,16384,4096 gemm:16384,2048,8192 gemm:16384,8192,2048 \
-gemm:16384,2048,50257,out_in \
+gemm:16384,2048,50257,out_in gemm:16384,2048,50304,out_in \
 attn:4,32,4096,128,causal attn:8,16,2048,128,causal attn:4,32,4096,128,full \
 attn_grad:4,32,4096,128,causal attn_grad:8,16,2048,128,causal \
 attn_grad:4,32,4096,128,causal,recompute"

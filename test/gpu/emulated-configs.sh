@@ -4,7 +4,8 @@
 # compiled for the host (BUILD/lib/libtpcrt-cuda-emulated.so, NCCL emulated
 # through files) against the CPU device: full recomputation, SGD with
 # momentum, unrolled microbatches, unfused attention (batch_matmul, softmax
-# and their gradients), a vocabulary padded for tp = 2, the interleaved,
+# and their gradients), a vocabulary padded for tp = 2 and for --target
+# cuda (on one rank and over tp = 2), the interleaved,
 # ZB-V and GPipe (blocking transfers) pipelines, tp x pp with sequence
 # parallelism under ZB-H1 and under interleaved 1F1B, and dp x tp in bf16
 # with bf16 reductions. Two
@@ -77,6 +78,13 @@ run unrolled-3 1 1e-4 "$gpt2" --batch 6 --seq 16 -- \
 run llama-unfused 1 1e-4 "$llama" --batch 2 --seq 24 --attention unfused --
 run vocab-255-tp2 2 1e-4 "$m/gpt2-v255.json" --batch 4 --seq 32 -- \
   --mesh tp=2 --grad-clip 0.5
+# --target cuda pads the vocabulary (255) to 256 rows on one rank (the
+# loss's phases over a padded vocabulary without a group) and to 2 x 128
+# over tp = 2.
+run cuda-target-v255 1 1e-4 "$m/gpt2-v255.json" --batch 4 --seq 32 -- \
+  --target cuda --microbatches 2
+run cuda-target-v255-tp2-sp 2 1e-4 "$m/gpt2-v255.json" --batch 4 --seq 32 -- \
+  --target cuda --mesh tp=2 --sequence-parallel
 run interleaved-pp2 2 1e-4 "$gpt2_4l" --batch 8 --seq 16 -- \
   --mesh pp=2 --schedule interleaved-1f1b --virtual-stages 2 --microbatches 4
 run zb-v-pp2 2 1e-4 "$gpt2_4l" --batch 8 --seq 16 -- \

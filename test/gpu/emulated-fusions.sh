@@ -11,7 +11,8 @@
 # ranks (tp + sp fp32, bf16, fp32 without dropout; NCCL emulated through
 # files) and Llama (bf16) with tp = 2 and sequence parallelism (its adds
 # with the RMS norms), and GPT-2 on two pipeline stages (each stage's
-# updates sum its part of the gradients' norm) run on the
+# updates sum its part of the gradients' norm), and GPT-2 whose vocabulary
+# --target cuda pads (the loss and its gradient over padded rows) run on the
 # CUDA backend compiled for the host (BUILD/lib/libtpcrt-cuda-emulated.so)
 # with TPCRT_CUDA_FUSIONS=kernels and =none: the gradients, outputs and
 # checkpoints must be the same bytes. A fused kernel that reads or writes
@@ -58,7 +59,7 @@ failed=0
 for model in gpt2-tiny gpt2-tiny-one llama-tiny gpt2-tiny-bf16 \
     llama-tiny-bf16 gpt2-tiny-tp2-sp:2 gpt2-tiny-tp2-bf16:2 \
     gpt2-tiny-tp2-nodrop:2 gpt2-tiny-nodrop-bf16 llama-tiny-tp2-sp-bf16:2 \
-    gpt2-tiny-pp2:2; do
+    gpt2-tiny-pp2:2 gpt2-v250-cuda; do
   ranks=1
   case $model in *:*) ranks=${model#*:} model=${model%%:*} ;; esac
   for fusions in kernels none; do

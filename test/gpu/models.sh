@@ -126,6 +126,13 @@ compile llama-d128-bf16 "$m/llama-d128.json" --batch 2 --seq 128 --dtype bf16 --
   --optimizer adamw --lr 1e-3 --seed 5
 twin llama-d128-bf16 "$m/llama-d128.json" --batch 2 --seq 128 --dtype bf16 -- \
   --optimizer adamw --lr 1e-3 --seed 5
+# gpt2-v250-cuda: --target cuda pads the vocabulary (250) to 256 rows: the
+# loss and its gradient over the first 250 columns of each row, gradients
+# and checkpoints written without the padding.
+sed 's/"vocab_size": 256/"vocab_size": 250/' "$m/gpt2-tiny.json" \
+  >"$m/gpt2-v250.json"
+compile gpt2-v250-cuda "$m/gpt2-v250.json" --batch 4 --seq 32 -- \
+  --optimizer adamw --lr 1e-3 --seed 5 --target cuda
 # The same steps split over ranks (device-check.sh's ranks stage): the
 # collectives, sequence parallelism, the vocabulary-split loss and the
 # pipeline transfers on the CUDA device and NCCL.
@@ -177,7 +184,9 @@ if [ "$mfu" = --mfu ]; then
 }
 EOF
   # --hardware h200: its report predicts the step (device-check.sh's 6c).
+  # --target cuda: the vocabulary padded to 50304 rows (the LM head's
+  # GEMMs on whole tiles; HF's model keeps 50257).
   compile gpt2-mfu "$m/gpt2-mfu.json" --batch 8 --seq 2048 --dtype bf16 -- \
-    --optimizer adamw --lr 1e-4 --seed 5 --hardware h200
+    --optimizer adamw --lr 1e-4 --seed 5 --hardware h200 --target cuda
 fi
 echo "models compiled in $(( $(date +%s) - t0 )) s"
