@@ -363,16 +363,7 @@ stage_ranks() {
     ran=$((ran + 1))
     # Not the list's stdin: mpiexec reads its own.
     model_pair "$name" "$tol" "$name" "$ranks" </dev/null || failed=1
-  done <<'EOF'
-gpt2-tiny-dp2 2 1e-4
-gpt2-tiny-dp2-bf16-reduce 2 2e-2
-gpt2-tiny-tp2-sp 2 1e-4
-gpt2-tiny-pp2 2 1e-4
-gpt2-tiny-pp2-zbh1 2 1e-4
-llama-tiny-tp2-bf16 2 2e-2
-gpt2-tiny-dp2-tp2 4 1e-4
-gpt2-tiny-dp2-pp2 4 1e-4
-EOF
+  done <"$CARRY/models/ranks.txt" # models.sh's list
   echo "ranks: $ran of $listed run"
   [ "$ran" -gt 0 ] || return 77
   in_use_summary | tee -a "$OUT/summary.txt"

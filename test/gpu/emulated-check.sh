@@ -71,7 +71,7 @@ if [ "$stage" = resources ]; then
   # communicators at prepare: a run of two steps makes exactly the calls
   # of a run of one (each counted by name), and some.
   failed=0
-  while read -r name ranks; do
+  while read -r name ranks _; do
     for steps in 1 2; do
       calls=$work/calls-$name-$steps
       mkdir -p "$calls"
@@ -117,7 +117,7 @@ if [ "$stage" = allocations ]; then
   [ -n "$counter" ] || { echo "no tpcrt-cuda-step-allocations in $build"; exit 1; }
   command -v mpiexec >/dev/null || { echo "no mpiexec: skipped"; exit 77; }
   failed=0
-  while read -r name ranks; do
+  while read -r name ranks _; do
     if ! timeout 120 mpiexec --allow-run-as-root --oversubscribe -n "$ranks" \
       -x OPENBLAS_NUM_THREADS=1 "$counter" "$work/models/$name.tpcx" \
       >"$work/$name-allocations.log" 2>&1 </dev/null; then
@@ -127,16 +127,7 @@ if [ "$stage" = allocations ]; then
     else
       grep 'allocate nothing' "$work/$name-allocations.log" | sort
     fi
-  done <<'EOF'
-gpt2-tiny-dp2 2
-gpt2-tiny-dp2-bf16-reduce 2
-gpt2-tiny-tp2-sp 2
-gpt2-tiny-pp2 2
-gpt2-tiny-pp2-zbh1 2
-llama-tiny-tp2-bf16 2
-gpt2-tiny-dp2-tp2 4
-gpt2-tiny-dp2-pp2 4
-EOF
+  done <"$work/models/ranks.txt" # models.sh's list
   exit $failed
 fi
 if [ "$stage" = models ]; then

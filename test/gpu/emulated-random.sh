@@ -5,7 +5,8 @@
 # head_dim, kv heads, layers, vocabulary, sequence, batch), element type,
 # mesh (dp, tp, pp on up to 4 ranks; sequence and vocabulary parallelism),
 # pipeline schedule, microbatches, recomputation, optimizer, clipping, the
-# learning-rate schedule and the reductions' element type. Each is compiled
+# learning-rate schedule, the reductions' element type and the target
+# (--target cuda pads the vocabulary). Each is compiled
 # and run for two steps on the CPU and on the CUDA backend compiled for the
 # host (libtpcrt-cuda-emulated.so, NCCL emulated between ranks), compared by
 # device-check.sh's model_pair (fp32 1e-4, bf16 2e-2). Prints one line per
@@ -31,6 +32,9 @@ python3 - "$work/models" "$seed" "$count" >"$work/cases.txt" <<'EOF'
 import json, random, sys
 out, seed, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 rng = random.Random(seed)
+# The target from a stream of its own, so that the draws above keep the
+# configurations they gave before it was drawn.
+targets = random.Random(seed + 1000)
 for i in range(count):
     llama = rng.random() < 0.5
     tp = rng.choice([1, 1, 2])
@@ -109,6 +113,9 @@ for i in range(count):
         comp += ["--grad-reduce-dtype", "bf16"]
     if micro > 1 and pp == 1 and rng.random() < 0.2:
         comp.append("--unroll-microbatches")
+    # --target cuda pads the vocabulary (61, 200, 255: to 64 x tp rows).
+    if targets.random() < 0.5:
+        comp += ["--target", "cuda"]
     tol = "2e-2" if bf16 or "--grad-reduce-dtype" in comp else "1e-4"
     print(name, ranks, tol, " ".join(imp), "--", " ".join(comp))
 EOF

@@ -169,6 +169,18 @@ twin llama-tiny-tp2-bf16 "$m/llama-tiny.json" --batch 4 --seq 32 --dtype bf16 --
 # gpt2-tiny-dp2-tp2: four ranks, both axes.
 compile gpt2-tiny-dp2-tp2 "$m/gpt2-tiny.json" --batch 4 --seq 32 -- \
   --optimizer adamw --lr 1e-3 --seed 5 --mesh dp=2,tp=2
+# The ranks stage's list (device-check.sh stage_ranks; emulated-check.sh's
+# allocations stage): NAME RANKS TOLERANCE.
+cat >"$m/ranks.txt" <<'EOF'
+gpt2-tiny-dp2 2 1e-4
+gpt2-tiny-dp2-bf16-reduce 2 2e-2
+gpt2-tiny-tp2-sp 2 1e-4
+gpt2-tiny-pp2 2 1e-4
+gpt2-tiny-pp2-zbh1 2 1e-4
+llama-tiny-tp2-bf16 2 2e-2
+gpt2-tiny-dp2-tp2 4 1e-4
+gpt2-tiny-dp2-pp2 4 1e-4
+EOF
 
 if [ "$mfu" = --mfu ]; then
   # The MFU model (benchmarks/cuda/gpt_step_torch.py has the same config):
