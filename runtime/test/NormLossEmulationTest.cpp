@@ -433,9 +433,10 @@ void runCrossEntropyCase(Storage storage, int64_t rows, int64_t cols,
   expectClose("dLogits", dLogits, ref, tag);
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t c = 0; c < cols; ++c) {
-      if (labels[r] == kIgnore || c >= classes)
+      if (labels[r] == kIgnore || c >= classes) {
         ASSERT_EQ(dLogits.get(r * cols + c), 0.0f)
             << tag << " row " << r << " column " << c;
+      }
     }
   }
 

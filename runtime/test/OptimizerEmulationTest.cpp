@@ -123,8 +123,9 @@ void runUpdateMany(bool adamw, bool squares) {
     ASSERT_TRUE(s) << s.message();
     EXPECT_TRUE(sameBits(arrays[j].at[0], params[j])) << tag << ": param";
     EXPECT_TRUE(sameBits(arrays[j].at[2], state0[j])) << tag << ": state 0";
-    if (adamw)
+    if (adamw) {
       EXPECT_TRUE(sameBits(arrays[j].at[3], state1[j])) << tag << ": state 1";
+    }
     EXPECT_TRUE(sameBits(arrays[j].at[1], grads[j]))
         << tag << ": the gradient was written";
     // Nothing written past the tensor's end.
