@@ -264,6 +264,17 @@ def merge(args):
         elif mma:
             row["tpc_mma_tflops"] = mma["tflops"]
             text += f" (mma.sync {mma['tflops']:.1f})"
+        # TPCRT_CUDA_GEMM_ALGO=N's runs (tpc-algoN): cuBLASLt's heuristic's
+        # N-th algorithm on the same shape, reported beside; the comparison
+        # stays the first's (what the device runs).
+        algos = sorted((int(tool[len("tpc-algo"):]), e["tflops"])
+                       for tool, e in pair.items()
+                       if tool.startswith("tpc-algo") and
+                       tool[len("tpc-algo"):].isdigit())
+        if algos:
+            row["tpc_algo_tflops"] = {str(n): t for n, t in algos}
+            text += " (heuristic's " + ", ".join(
+                f"#{n} {t:.1f}" for n, t in algos) + ")"
         if cudnn:
             row["tpc_cudnn_tflops"] = cudnn["tflops"]
             text += f", with cuDNN {cudnn['tflops']:.1f}"

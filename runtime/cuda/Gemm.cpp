@@ -22,8 +22,12 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +39,29 @@ namespace {
 /// The cuBLASLt workspace every plan is chosen for (the device places it in
 /// its one allocation).
 constexpr uint64_t kWorkspaceBytes = uint64_t(32) << 20;
+
+/// TPCRT_CUDA_GEMM_ALGO's largest value: the heuristic's results asked for.
+constexpr int kMostGemmAlgo = 7;
+
+/// TPCRT_CUDA_GEMM_ALGO=N (0 to kMostGemmAlgo; unset: 0): every plan runs
+/// the heuristic's N-th algorithm instead of its first, where it gives that
+/// many (else its last), so that a benchmark can time the others
+/// (test/gpu/device-check.sh 6a). nullopt with `error` set where the value
+/// is not one.
+std::optional<int> gemmAlgoChoice(std::string &error) {
+  const char *text = std::getenv("TPCRT_CUDA_GEMM_ALGO");
+  if (!text || !*text)
+    return 0;
+  char *end = nullptr;
+  long value = std::strtol(text, &end, 10);
+  if (*end != '\0' || value < 0 || value > kMostGemmAlgo) {
+    error = std::string("TPCRT_CUDA_GEMM_ALGO=") + text +
+            ": expected an integer from 0 to " + std::to_string(kMostGemmAlgo) +
+            " (the heuristic's algorithm to run; 0, its first, by default)";
+    return std::nullopt;
+  }
+  return static_cast<int>(value);
+}
 
 std::string cublasText(cublasStatus_t status) {
   return std::string(cublasLtGetStatusName(status)) + " (" +
@@ -150,6 +177,10 @@ std::string kernelText(const KernelCall &call) {
 struct GemmEngine::Impl {
   cublasLtHandle_t handle = nullptr;
   bool allowTf32 = false;
+  /// TPCRT_CUDA_GEMM_ALGO (gemmAlgoChoice), and whether a plan has said
+  /// that it runs an earlier one.
+  int algoChoice = 0;
+  mutable bool saidFewerAlgos = false;
   void *workspace = nullptr;
   PlanCache<LtPlan> cache;
   /// By KernelCall::index.
@@ -310,11 +341,12 @@ Status GemmEngine::Impl::build(const GemmKey &key, LtPlan &plan) const {
   if (Status s = checkLt(status, "cublasLtMatmulPreferenceSetAttribute"); !s)
     return s;
 
-  cublasLtMatmulHeuristicResult_t result = {};
+  cublasLtMatmulHeuristicResult_t results[kMostGemmAlgo + 1] = {};
   int found = 0;
-  status =
-      cublasLtMatmulAlgoGetHeuristic(handle, plan.desc, plan.a, plan.b, plan.d,
-                                     plan.d, rawPreference, 1, &result, &found);
+  status = cublasLtMatmulAlgoGetHeuristic(handle, plan.desc, plan.a, plan.b,
+                                          plan.d, plan.d, rawPreference,
+                                          algoChoice + 1, results, &found);
+  const cublasLtMatmulHeuristicResult_t &result = results[0];
   if (status != CUBLAS_STATUS_SUCCESS || found < 1 ||
       result.state != CUBLAS_STATUS_SUCCESS)
     return Status::error(
@@ -325,7 +357,19 @@ Status GemmEngine::Impl::build(const GemmKey &key, LtPlan &plan) const {
          : found > 0 && result.state != CUBLAS_STATUS_SUCCESS
              ? ": " + cublasText(result.state)
              : ""));
-  plan.algo = result.algo;
+  // TPCRT_CUDA_GEMM_ALGO's, or the last usable one before it.
+  int pick = std::min(algoChoice, found - 1);
+  while (pick > 0 && results[pick].state != CUBLAS_STATUS_SUCCESS)
+    --pick;
+  if (pick != algoChoice && !saidFewerAlgos) {
+    saidFewerAlgos = true;
+    std::fprintf(stderr,
+                 "tpcrt: TPCRT_CUDA_GEMM_ALGO=%d: cuBLASLt's heuristic gave "
+                 "%d usable algorithm(s) for %s; it runs its #%d (and so "
+                 "wherever it gives fewer)\n",
+                 algoChoice, pick + 1, describeGemmKey(key).c_str(), pick);
+  }
+  plan.algo = results[pick].algo;
   return Status::ok();
 }
 
@@ -341,6 +385,11 @@ GemmEngine::~GemmEngine() = default;
 
 Status GemmEngine::init(bool allowTf32) {
   impl_->allowTf32 = allowTf32;
+  std::string error;
+  std::optional<int> choice = gemmAlgoChoice(error);
+  if (!choice)
+    return Status::error(error);
+  impl_->algoChoice = *choice;
   if (impl_->handle)
     return Status::ok();
   return checkLt(cublasLtCreate(&impl_->handle), "cublasLtCreate");

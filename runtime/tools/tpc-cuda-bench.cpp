@@ -35,6 +35,9 @@
 // with =auto through the faster of the two as measured at prepare
 // ("tpc-auto", the device says which on stderr); with =mma a Hopper device
 // runs the mma.sync kernels instead of the wgmma ones ("tpc-mma").
+// GEMMs run cuBLASLt's heuristic's first algorithm ("tpc"); with
+// TPCRT_CUDA_GEMM_ALGO=N its N-th ("tpc-algoN"), to see what the others
+// reach on the same shapes.
 // Each timed step includes the interpreter's per-step synchronize.
 //
 // Without a CUDA device (no backend library, driver or GPU) it prints why and
@@ -338,13 +341,22 @@ const char *attentionTool() {
   return "tpc";
 }
 
+/// "tpc-algoN" when TPCRT_CUDA_GEMM_ALGO=N (N > 0) has the CUDA device run
+/// cuBLASLt's heuristic's N-th algorithm instead of its first, else "tpc".
+std::string gemmTool() {
+  const char *algo = std::getenv("TPCRT_CUDA_GEMM_ALGO");
+  if (!algo || !*algo || std::string(algo) == "0")
+    return "tpc";
+  return std::string("tpc-algo") + algo;
+}
+
 void printJson(const Case &c, const std::string &device, int warmup, int iters,
                const Timing &t) {
   double tflops = flopsOf(c) / (t.meanMs * 1e-3) / 1e12;
   if (c.gemm)
-    std::printf("{\"tool\": \"tpc\", \"kind\": \"gemm\", \"case\": \"%s\", "
+    std::printf("{\"tool\": \"%s\", \"kind\": \"gemm\", \"case\": \"%s\", "
                 "\"m\": %lld, \"k\": %lld, \"n\": %lld, \"layout\": \"%s\", ",
-                c.text.c_str(), static_cast<long long>(c.m),
+                gemmTool().c_str(), c.text.c_str(), static_cast<long long>(c.m),
                 static_cast<long long>(c.k), static_cast<long long>(c.n),
                 c.outIn ? "out_in" : "in_out");
   else

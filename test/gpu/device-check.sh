@@ -391,11 +391,25 @@ attn:4,32,4096,128,causal attn:8,16,2048,128,causal attn:4,32,4096,128,full \
 attn_grad:4,32,4096,128,causal attn_grad:8,16,2048,128,causal \
 attn_grad:4,32,4096,128,causal,recompute"
 
+# The GEMMs under 95% of torch on the H100 (2026-12-06) and the padded LM
+# head, again on cuBLASLt's heuristic's second and third algorithms
+# (TPCRT_CUDA_GEMM_ALGO; tpc-cuda-bench labels them tpc-algoN): whether
+# choosing among them at prepare would reach torch.
+ALGO_CASES="gemm:8192,8192,8192 gemm:4096,16384,4096 gemm:16384,8192,2048 \
+gemm:16384,2048,50304,out_in"
+
 stage_bench_kernels_tpc() {
+  local algo rc
   # shellcheck disable=SC2086
   "$(findbin tpc-cuda-bench)" --warmup 3 --iters 20 $BENCH_CASES \
     | tee "$WORK/bench-tpc.jsonl"
-  return "${PIPESTATUS[0]}"
+  rc=${PIPESTATUS[0]}
+  for algo in 1 2; do
+    # shellcheck disable=SC2086
+    TPCRT_CUDA_GEMM_ALGO=$algo "$(findbin tpc-cuda-bench)" --warmup 3 \
+      --iters 10 $ALGO_CASES | tee -a "$WORK/bench-tpc.jsonl"
+  done
+  return "$rc"
 }
 
 # bench_attention CHOICE: the attention cases (forward and backward) of
@@ -667,7 +681,7 @@ fi
 run_stage 4 models 60 models.log
 run_stage 4b ranks 60 models.log
 run_stage 5 nccl 25 nccl.log
-run_stage 6a bench-kernels-tpc 25 bench.log
+run_stage 6a bench-kernels-tpc 35 bench.log
 run_stage 6b bench-kernels-torch 35 bench.log
 run_stage 6c bench-gpt-tpc 60 bench.log
 run_stage 6d bench-gpt-torch 60 bench.log

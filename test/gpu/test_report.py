@@ -61,6 +61,18 @@ class MergeTest(unittest.TestCase):
         lines, _ = merge([gemm("tpc", 700.0), gemm("torch", 800.0)])
         self.assertTrue(lines[0].endswith("target >= 95% of torch: MISSED"))
 
+    def test_gemm_other_algorithms_reported_not_compared(self):
+        # TPCRT_CUDA_GEMM_ALGO=N's runs (tpc-algoN) beside the device's.
+        lines, result = merge([gemm("tpc", 740.0), gemm("tpc-algo2", 790.0),
+                               gemm("tpc-algo1", 700.0), gemm("torch", 800.0)])
+        self.assertEqual(lines, [
+            "gemm 8192x8192x8192 (in_out): tpc 740.0 TFLOP/s (heuristic's "
+            "#1 700.0, #2 790.0) vs torch 800.0 TFLOP/s (0.93)  target >= "
+            "95% of torch: MISSED"])
+        row = result["kernels"][0]
+        self.assertEqual(row["tpc_algo_tflops"], {"1": 700.0, "2": 790.0})
+        self.assertAlmostEqual(row["ratio"], 740.0 / 800.0)
+
     def test_attention_target_only_at_its_shape(self):
         backends = {"FLASH_ATTENTION": 450.0, "CUDNN_ATTENTION": 520.0,
                     "EFFICIENT_ATTENTION": "refused: no"}

@@ -2,7 +2,7 @@
 //
 // The part of cuBLASLt the CUDA backend calls (cuda/Gemm.cpp), for the
 // emulated backend (cuda_runtime_api.h here): descriptors and layouts hold
-// what is set on them; the heuristic offers one algorithm; cublasLtMatmul
+// what is set on them; the heuristic offers three algorithms; cublasLtMatmul
 // computes, column-major as cuBLASLt defines it,
 //
 //   aux = alpha op(A) op(B) + beta C + bias (bias[i] added to row i)
@@ -397,6 +397,9 @@ inline cublasStatus_t problemOf(const cublasLtMatmulDescOpaque_t &desc,
 
 } // namespace tpcrt::emu::lt
 
+/// The algorithms the emulated heuristic offers at most.
+constexpr int kEmulatedAlgorithms = 3;
+
 inline cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
     cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
     cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
@@ -411,11 +414,16 @@ inline cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
   if (cublasStatus_t s =
           tpcrt::emu::lt::problemOf(*desc, *a, *b, *c, *d, m, n, k))
     return s;
-  results[0] = {};
-  results[0].algo.data[0] = 1;
-  results[0].state = CUBLAS_STATUS_SUCCESS;
-  results[0].wavesCount = 1.0f;
-  *found = 1;
+  // Up to kEmulatedAlgorithms algorithms (1, 2, ...), all the same product
+  // here: a caller that takes another than the first (TPCRT_CUDA_GEMM_ALGO)
+  // must still hand cublasLtMatmul one the heuristic gave.
+  *found = requested < kEmulatedAlgorithms ? requested : kEmulatedAlgorithms;
+  for (int i = 0; i < *found; ++i) {
+    results[i] = {};
+    results[i].algo.data[0] = static_cast<uint64_t>(i + 1);
+    results[i].state = CUBLAS_STATUS_SUCCESS;
+    results[i].wavesCount = 1.0f;
+  }
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -434,7 +442,7 @@ cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t descHandle,
   using namespace tpcrt::emu;
   using namespace tpcrt::emu::lt;
   if (!handle || !descHandle || !aHandle || !bHandle || !cHandle || !dHandle ||
-      !algo || algo->data[0] != 1)
+      !algo || algo->data[0] < 1 || algo->data[0] > kEmulatedAlgorithms)
     return refuse("matmul: a missing argument or an algorithm the heuristic "
                   "did not give");
   // Values, not the handles: the enqueued product keeps them.
