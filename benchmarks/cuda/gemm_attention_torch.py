@@ -6,12 +6,13 @@
     gemm:M,K,N[,in_out|out_in]   bf16 [M, K] times in_out [K, N]
                                  (torch.matmul(A, B)) or out_in [N, K]
                                  (F.linear(A, W), A @ W^T); 2·M·N·K FLOPs
-    attn:B,H,S,D[,KV][,causal|full]
+    attn:B,H,S,D[,KV][,causal|full][,dropout]
                                  F.scaled_dot_product_attention on bf16
                                  q [B, H, S, D], k, v [B, KV, S, D], scale
                                  1/sqrt(D); 4·B·H·S²·D FLOPs, half when
-                                 causal (FlashAttention's count)
-    attn_grad:B,H,S,D[,KV][,causal|full][,recompute]
+                                 causal (FlashAttention's count);
+                                 `dropout`: dropout_p 0.1
+    attn_grad:B,H,S,D[,KV][,causal|full][,dropout][,recompute]
                                  the same SDPA's backward: dq, dk, dv of
                                  a random dO (torch.autograd.grad on a
                                  forward kept for it); FlashAttention's
@@ -40,6 +41,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from report import cuda_torch  # noqa: E402
 
 
+# An attention case's dropout_p with `dropout`: the MFU model's attn_pdrop.
+BENCH_DROPOUT = 0.1
+
+
 def parse_case(text):
     kind, _, rest = text.partition(":")
     parts = rest.split(",")
@@ -55,17 +60,22 @@ def parse_case(text):
     if kind not in ("attn", "attn_grad"):
         raise ValueError(
             f"case '{text}': expected gemm:..., attn:... or attn_grad:...")
-    causal = True
-    if kind == "attn_grad" and parts and parts[-1] == "recompute":
-        parts.pop()
-    if parts and parts[-1] in ("causal", "full"):
-        causal = parts.pop() == "causal"
+    causal, dropout = True, 0.0
+    # The options after the sizes, in any order (tpc-cuda-bench's).
+    while parts and (parts[-1] in ("causal", "full", "dropout") or
+                     (kind == "attn_grad" and parts[-1] == "recompute")):
+        option = parts.pop()
+        if option in ("causal", "full"):
+            causal = option == "causal"
+        elif option == "dropout":
+            dropout = BENCH_DROPOUT
     if not 4 <= len(parts) <= 5:
-        raise ValueError(f"case '{text}': {kind}:B,H,S,D[,KV][,causal|full]")
+        raise ValueError(
+            f"case '{text}': {kind}:B,H,S,D[,KV][,causal|full][,dropout]")
     b, h, s, d = (int(p) for p in parts[:4])
     kv = int(parts[4]) if len(parts) == 5 else h
     return {"kind": kind, "case": text, "b": b, "h": h, "kv": kv, "s": s,
-            "d": d, "causal": causal}
+            "d": d, "causal": causal, "dropout": dropout}
 
 
 def flops(c):
@@ -116,7 +126,8 @@ def run_case(torch, c, warmup, iters):
         q = rand(c["b"], c["h"], c["s"], c["d"]).requires_grad_(grad)
         k = rand(c["b"], c["kv"], c["s"], c["d"]).requires_grad_(grad)
         v = rand(c["b"], c["kv"], c["s"], c["d"]).requires_grad_(grad)
-        kwargs = {"is_causal": c["causal"], "scale": 1 / math.sqrt(c["d"])}
+        kwargs = {"is_causal": c["causal"], "scale": 1 / math.sqrt(c["d"]),
+                  "dropout_p": c["dropout"]}
         if c["kv"] != c["h"]:
             kwargs["enable_gqa"] = True
 

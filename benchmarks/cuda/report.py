@@ -212,8 +212,11 @@ def describe(entry):
     kv = f", kv {entry['kv']}" if entry.get("kv", entry["h"]) != entry["h"] else ""
     what = ("attention backward" if entry["kind"] == "attn_grad"
             else "attention")
+    dropout = (f" dropout {entry['dropout']:g}" if entry.get("dropout")
+               else "")
     return (f"{what} b {entry['b']} h {entry['h']}{kv} s {entry['s']} "
-            f"d {entry['d']} {'causal' if entry['causal'] else 'full'}")
+            f"d {entry['d']} {'causal' if entry['causal'] else 'full'}"
+            f"{dropout}")
 
 
 def merge(args):
@@ -290,6 +293,7 @@ def merge(args):
             row["target"] = f">= {GEMM_TARGET_RATIO:.0%} of torch"
             row["met"] = row["ratio"] >= GEMM_TARGET_RATIO
         elif (some["kind"] == "attn" and some["causal"] and some["s"] == 4096
+              and not some.get("dropout")
               and some["d"] == 128 and tpc):
             row["target"] = f">= {ATTENTION_TARGET_TFLOPS:.0f} TFLOP/s"
             row["met"] = tpc["tflops"] >= ATTENTION_TARGET_TFLOPS

@@ -10,13 +10,14 @@
 //                                (in_out: weight [K, N], torch.matmul's
 //                                A @ B, the default; out_in: [N, K],
 //                                F.linear's A @ W^T); 2·M·N·K FLOPs
-//   attn:B,H,S,D[,KV][,causal|full]
+//   attn:B,H,S,D[,KV][,causal|full][,dropout]
 //                                a bf16 `attention` forward, q [B, H, S, D],
 //                                k and v [B, KV, S, D] (KV = H unless
-//                                given), scale 1/sqrt(D), no dropout;
+//                                given), scale 1/sqrt(D), no dropout
+//                                (`dropout`: 0.1, the MFU model's);
 //                                FlashAttention's count 4·B·H·S²·D, halved
 //                                when causal (the default)
-//   attn_grad:B,H,S,D[,KV][,causal|full][,recompute]
+//   attn_grad:B,H,S,D[,KV][,causal|full][,dropout][,recompute]
 //                                the same shapes' bf16 `attention_grad`
 //                                as tpc-autodiff emits it (dO, q, k, v and
 //                                the forward's output and f32 log-sum-exps
@@ -79,8 +80,8 @@ const char kUsage[] =
     "usage: tpc-cuda-bench [--iters N] [--warmup W] [--device cuda|cpu] "
     "CASE...\n"
     "  gemm:M,K,N[,in_out|out_in]\n"
-    "  attn:B,H,S,D[,KV][,causal|full]\n"
-    "  attn_grad:B,H,S,D[,KV][,causal|full][,recompute]\n"
+    "  attn:B,H,S,D[,KV][,causal|full][,dropout]\n"
+    "  attn_grad:B,H,S,D[,KV][,causal|full][,dropout][,recompute]\n"
     "TPCRT_CUDA_ATTENTION=own (unset: own here)|auto|cudnn|mma|generic picks "
     "the attention kernels\n";
 
@@ -96,6 +97,8 @@ struct Case {
   // attention
   int64_t batch = 0, heads = 0, seq = 0, dim = 0, kvHeads = 0;
   bool causal = true;
+  /// The attention dropout rate (`dropout`: kBenchDropout).
+  double dropout = 0.0;
 };
 
 /// Splits "a,b,c" at commas.
@@ -120,6 +123,10 @@ Status parseSize(const std::string &what, const std::string &text,
   out = static_cast<int64_t>(value);
   return Status::ok();
 }
+
+/// An attention case's dropout rate with `dropout`: the MFU model's
+/// attn_pdrop (GPT-2's 0.1).
+constexpr double kBenchDropout = 0.1;
 
 Status parseCase(const std::string &text, Case &c) {
   c.text = text;
@@ -150,17 +157,22 @@ Status parseCase(const std::string &text, Case &c) {
                          "': expected gemm:..., attn:... or attn_grad:...");
   c.gemm = false;
   c.grad = kind == "attn_grad";
-  if (c.grad && !parts.empty() && parts.back() == "recompute") {
-    c.recompute = true;
-    parts.pop_back();
-  }
-  if (!parts.empty() && (parts.back() == "causal" || parts.back() == "full")) {
-    c.causal = parts.back() == "causal";
+  // The options after the sizes, in any order.
+  while (!parts.empty()) {
+    const std::string &last = parts.back();
+    if (c.grad && last == "recompute")
+      c.recompute = true;
+    else if (last == "causal" || last == "full")
+      c.causal = last == "causal";
+    else if (last == "dropout")
+      c.dropout = kBenchDropout;
+    else
+      break;
     parts.pop_back();
   }
   if (parts.size() < 4 || parts.size() > 5)
     return Status::error("case '" + text + "': " + kind +
-                         ":B,H,S,D[,KV][,causal|full]" +
+                         ":B,H,S,D[,KV][,causal|full][,dropout]" +
                          (c.grad ? "[,recompute]" : ""));
   for (auto [i, field] : {std::pair<int, int64_t *>{0, &c.batch},
                           {1, &c.heads},
@@ -209,7 +221,8 @@ fb::ExecutableT buildCase(const Case &c, std::vector<uint32_t> &operands,
     uint32_t v = input("v", {c.batch, c.kvHeads, c.seq, c.dim});
     // int_attrs [dropout stream]; float_attrs [scale, dropout rate].
     const std::vector<int64_t> ints = {0};
-    const std::vector<double> floats = {1.0 / std::sqrt(double(c.dim)), 0.0};
+    const std::vector<double> floats = {1.0 / std::sqrt(double(c.dim)),
+                                        c.dropout};
     if (c.grad) {
       uint32_t dO = input("dO", {c.batch, c.heads, c.seq, c.dim});
       uint32_t dq = b.buffer(DType::BF16, {c.batch, c.heads, c.seq, c.dim});
@@ -363,11 +376,11 @@ void printJson(const Case &c, const std::string &device, int warmup, int iters,
     std::printf(
         "{\"tool\": \"%s\", \"kind\": \"%s\", \"case\": \"%s\", "
         "\"b\": %lld, \"h\": %lld, \"kv\": %lld, \"s\": %lld, "
-        "\"d\": %lld, \"causal\": %s, ",
+        "\"d\": %lld, \"causal\": %s, \"dropout\": %g, ",
         attentionTool(), c.grad ? "attn_grad" : "attn", c.text.c_str(),
         static_cast<long long>(c.batch), static_cast<long long>(c.heads),
         static_cast<long long>(c.kvHeads), static_cast<long long>(c.seq),
-        static_cast<long long>(c.dim), c.causal ? "true" : "false");
+        static_cast<long long>(c.dim), c.causal ? "true" : "false", c.dropout);
   std::printf("\"dtype\": \"bf16\", \"device\": \"%s\", \"warmup\": %d, "
               "\"iters\": %d, \"flop\": %.6g, \"ms\": %.6g, \"ms_min\": %.6g, "
               "\"tflops\": %.6g}\n",

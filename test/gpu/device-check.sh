@@ -383,13 +383,16 @@ stage_nccl() {
 # out_in, N = 50257: no multiple of 8; and 50304, the rows --target cuda
 # pads it to, what gpt2-mfu.tpcx runs); attention at the issue's shape (seq
 # 4096, head dim 128), the MFU model's, and non-causal; the backward
-# (attention_grad) at the first two.
+# (attention_grad) at the first two; the MFU model's forward and backward
+# again with its attention dropout (0.1: the own kernels draw it; its
+# profile's attention took 2.7 times the bench's forward without it).
 BENCH_CASES="gemm:8192,8192,8192 gemm:8192,8192,8192,out_in \
 gemm:4096,16384,4096 gemm:16384,2048,8192 gemm:16384,8192,2048 \
 gemm:16384,2048,50257,out_in gemm:16384,2048,50304,out_in \
 attn:4,32,4096,128,causal attn:8,16,2048,128,causal attn:4,32,4096,128,full \
 attn_grad:4,32,4096,128,causal attn_grad:8,16,2048,128,causal \
-attn_grad:4,32,4096,128,causal,recompute"
+attn_grad:4,32,4096,128,causal,recompute \
+attn:8,16,2048,128,causal,dropout attn_grad:8,16,2048,128,causal,dropout"
 
 # The GEMMs under 95% of torch on the H100 (2026-12-06) and the padded LM
 # head, again on cuBLASLt's heuristic's second and third algorithms
@@ -419,6 +422,9 @@ stage_bench_kernels_tpc() {
 bench_attention() {
   local cases=() c
   for c in $BENCH_CASES; do
+    case $c in
+      *,dropout*) [ "$1" = cudnn ] && continue ;; # cuDNN takes no dropout
+    esac
     case $c in attn:* | attn_grad:*) cases+=("$c") ;; esac
   done
   TPCRT_CUDA_ATTENTION=$1 "$(findbin tpc-cuda-bench)" --warmup 3 \
@@ -445,11 +451,26 @@ stage_bench_kernels_torch() {
 STEP_MODEL=${TPC_GPU_STEP_MODEL:-gpt2-mfu}
 STEP_DIMS=${TPC_GPU_STEP_DIMS:---batch 8 --seq 2048 --hidden 2048 --layers 8 --vocab 50257}
 
+# The step model's report whose prediction is for this GPU: NAME.h100.
+# report.json on an H100 (models.sh makes it beside the h200 one), else
+# NAME.report.json (--hardware h200, the issue's GPU).
+step_report() {
+  local name gpu
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null |
+    head -n 1)
+  case $gpu in
+    *H100*) name=$CARRY/models/$STEP_MODEL.h100.report.json ;;
+  esac
+  [ -n "${name:-}" ] && [ -f "$name" ] || name=$CARRY/models/$STEP_MODEL.report.json
+  echo "$name"
+}
+
 # The MFU model: 4 steps (the first warms up); the step time is read from
 # tpc-run's tokens_per_s of steps 2-4 (the time of runStep and the reading of
 # the loss, grad_norm and lr; not the start, the weight init or the first
 # step); beside it tpc-compile's prediction for the same executable (its
-# report's "predicted" section, --hardware h200) and the device's memory.
+# report's "predicted" section, for this GPU: step_report) and the device's
+# memory.
 stage_bench_gpt_tpc() {
   local start end rc report=()
   start=$(date +%s.%N)
@@ -459,8 +480,9 @@ stage_bench_gpt_tpc() {
   end=$(date +%s.%N)
   awk -v a="$start" -v b="$end" 'BEGIN { printf "wall %.1f s (start, weight init, 4 steps)\n", b - a }'
   [ "$rc" -eq 0 ] || return "$rc"
-  grep -qs '"predicted"' "$CARRY/models/$STEP_MODEL.report.json" &&
-    report=(--report "$CARRY/models/$STEP_MODEL.report.json")
+  local predicted
+  predicted=$(step_report)
+  grep -qs '"predicted"' "$predicted" && report=(--report "$predicted")
   # shellcheck disable=SC2086
   "$PY" benchmarks/cuda/report.py tpc-step --log "$WORK/gpt-tpc.txt" \
     $STEP_DIMS "${report[@]}" | tee "$WORK/gpt-tpc.jsonl"

@@ -200,5 +200,13 @@ EOF
   # GEMMs on whole tiles; HF's model keeps 50257).
   compile gpt2-mfu "$m/gpt2-mfu.json" --batch 8 --seq 2048 --dtype bf16 -- \
     --optimizer adamw --lr 1e-4 --seed 5 --hardware h200 --target cuda
+  # The same executable's prediction for an H100 (device-check.sh reads the
+  # one for the GPU it runs on): its report alone.
+  "$bin/tpc-import" "$m/gpt2-mfu.json" --batch 8 --seq 2048 --dtype bf16 \
+    -o "$m/gpt2-mfu.mlir"
+  "$bin/tpc-compile" "$m/gpt2-mfu.mlir" --train --optimizer adamw --lr 1e-4 \
+    --seed 5 --target cuda --report "$m/gpt2-mfu.h100.report.json" \
+    --hardware h100 2>/dev/null
+  rm -f "$m/gpt2-mfu.mlir"
 fi
 echo "models compiled in $(( $(date +%s) - t0 )) s"

@@ -93,6 +93,16 @@ class MergeTest(unittest.TestCase):
             self.assertNotIn("target", line)
         self.assertEqual(len(lines), 3)
 
+    def test_attention_with_dropout_is_said_and_has_no_target(self):
+        case = "attn:4,32,4096,128,causal,dropout"
+        lines, result = merge([
+            attention("tpc", 150.0, dropout=0.1, case=case),
+            attention("torch", 300.0, dropout=0.1, case=case)])
+        self.assertEqual(lines, [
+            "attention b 4 h 32 s 4096 d 128 causal dropout 0.1: tpc 150.0 "
+            "TFLOP/s vs torch 300.0 TFLOP/s (0.50)"])
+        self.assertNotIn("target", result["kernels"][0])
+
     def test_attention_backward_is_its_own_case_without_target(self):
         lines, result = merge([
             attention("tpc", 300.0), attention("tpc", 200.0, kind="attn_grad"),
