@@ -24,6 +24,7 @@ export TPCRT_CUDA_BACKEND=$backend TPCRT_NCCL_LIBRARY=$backend \
 BUILD=$build CARRY=$work WORK=$work/dumps DUT=cuda PY=python3
 TPC_GPU_RUN_TIMEOUT=120
 source "$root/test/gpu/model-pair.sh"
+source "$root/test/gpu/twin-flags.sh"
 mkdir -p "$work/models"
 
 # One configuration per line: NAME RANKS TOL IMPORT-FLAGS -- COMPILE-FLAGS,
@@ -137,13 +138,15 @@ while read -r name ranks tol rest; do
   # A bf16 configuration's float32 twin (model_pair's reference): the same
   # without --dtype bf16 and bf16 reductions.
   if [ "$tol" = 2e-2 ]; then
-    twin_imp=${imp//--dtype bf16/}
-    twin_comp=${comp//--grad-reduce-dtype bf16/}
     # shellcheck disable=SC2086
-    "$build/bin/tpc-import" "$work/models/$name.json" $twin_imp \
+    twin_flags $imp
+    twin_imp=("${TWIN_FLAGS[@]}")
+    # shellcheck disable=SC2086
+    twin_flags $comp
+    "$build/bin/tpc-import" "$work/models/$name.json" "${twin_imp[@]}" \
       -o "$work/$name-f32.mlir" 2>/dev/null &&
       "$build/bin/tpc-compile" "$work/$name-f32.mlir" --train --seed 5 \
-        $twin_comp -o "$work/models/$name-f32.tpcx" 2>/dev/null ||
+        "${TWIN_FLAGS[@]}" -o "$work/models/$name-f32.tpcx" 2>/dev/null ||
       echo "note: $name's float32 twin did not compile"
   fi
   if model_pair "$name" "$tol" "$name" "$ranks" >"$work/$name.pair.txt" \

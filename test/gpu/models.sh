@@ -30,17 +30,11 @@ compile() { # name config import-flags... -- compile-flags...
 # flags without --dtype bf16 and bf16 reductions, the reference that
 # model_pair (model-pair.sh) measures both devices' bf16 runs against where
 # they differ by more than the tolerance.
+source "$(dirname "$0")/twin-flags.sh"
 twin() {
   local name=$1 config=$2; shift 2
-  local args=() skip=0 a
-  for a in "$@"; do
-    if [ $skip = 1 ]; then skip=0; continue; fi
-    case $a in
-      --dtype|--grad-reduce-dtype) skip=1; continue ;;
-    esac
-    args+=("$a")
-  done
-  compile "$name-f32" "$config" "${args[@]}"
+  twin_flags "$@"
+  compile "$name-f32" "$config" "${TWIN_FLAGS[@]}"
 }
 
 # Tiny configs: GPT-2 with every dropout on; Llama with heads (6), head_dim
