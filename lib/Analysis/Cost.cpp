@@ -19,8 +19,10 @@ double mlir::tpc::matmulSeconds(const Hardware &hw, double flops, double bytes,
 }
 
 double mlir::tpc::attentionSeconds(const Hardware &hw, double flops,
-                                   double bytes, double peak) {
-  double compute = flops / (peak * hw.attentionEfficiency);
+                                   double bytes, double peak,
+                                   double efficiency) {
+  double compute =
+      flops / (peak * (efficiency > 0 ? efficiency : hw.attentionEfficiency));
   double memory = bytes / (hw.memoryBytesPerSecond * hw.elementwiseEfficiency);
   return hw.kernelLaunchSeconds + std::max(compute, memory);
 }

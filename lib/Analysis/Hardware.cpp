@@ -105,8 +105,8 @@ public:
     return value;
   }
 
-  const json::Object *object_(llvm::StringRef key) {
-    const json::Value *value = get(key);
+  const json::Object *object_(llvm::StringRef key, bool optional = false) {
+    const json::Value *value = get(key, optional);
     if (!value)
       return nullptr;
     if (const json::Object *o = value->getAsObject())
@@ -262,6 +262,17 @@ llvm::Expected<Hardware> mlir::tpc::parseHardware(llvm::StringRef text,
     Reader fractions(*efficiency, path.str() + ".efficiency", error);
     hw.gemm = readCurve(fractions, "gemm", error);
     hw.attentionEfficiency = readSourced(fractions, "attention", true, error);
+    if (const json::Object *own =
+            fractions.object_("attention_own_kernels", /*optional=*/true)) {
+      Reader kernels(*own, path.str() + ".efficiency.attention_own_kernels",
+                     error);
+      hw.ownAttentionForward = kernels.fraction("forward");
+      hw.ownAttentionBackward = kernels.fraction("backward");
+      hw.ownAttentionForwardDropout = kernels.fraction("forward_dropout");
+      hw.ownAttentionBackwardDropout = kernels.fraction("backward_dropout");
+      kernels.string("source");
+      kernels.finish();
+    }
     hw.elementwiseEfficiency =
         readSourced(fractions, "elementwise_bandwidth", true, error);
     hw.kernelLaunchSeconds =

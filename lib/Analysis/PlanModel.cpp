@@ -375,14 +375,19 @@ public:
       // The decoders' causal attention: the kernels skip the masked scores.
       double computed = attentionScores(b * heads * s, s, s, /*causal=*/true);
       double io = 4 * tokens * heads * d * m.elementBytes;
-      attentionForward = attentionSeconds(hw, 4 * computed * d, io, peak);
       // FlashAttention's five products in the backward; the CUDA device's
       // own kernels, which run where cuDNN refuses the call, seven
-      // (docs/runtime/cuda.md).
+      // (docs/runtime/cuda.md), at their measured efficiencies where the
+      // description has them.
       bool ownKernels = hw.runtimeDevice == "cuda" &&
                         (m.attentionDropout > 0 || m.elementBytes == 4);
+      bool dropout = m.attentionDropout > 0;
+      attentionForward = attentionSeconds(
+          hw, 4 * computed * d, io, peak,
+          ownKernels ? hw.ownAttentionEfficiency(false, dropout) : 0);
       attentionBackward = attentionSeconds(
-          hw, (ownKernels ? 14 : 10) * computed * d, 2 * io, peak);
+          hw, (ownKernels ? 14 : 10) * computed * d, 2 * io, peak,
+          ownKernels ? hw.ownAttentionEfficiency(true, dropout) : 0);
     } else {
       double bmm = matmulSeconds(hw, 2 * scores * d,
                                  (scores + 2 * tokens * heads * d) *

@@ -104,7 +104,7 @@ public:
 
   /// The piece of one kernel, or failure (an error emitted on it); with
   /// `groupBytes`, the bytes it moves are those (a fused group's);
-  /// `ownAttention`: an attention backward the device runs on its own
+  /// `ownAttention`: an attention kernel the device runs on its own
   /// kernels (DevicePlan).
   FailureOr<Piece> price(rt::KernelOp kernel,
                          std::optional<int64_t> groupBytes = std::nullopt,
@@ -213,11 +213,18 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel,
     piece.seconds = matmulSeconds(hw, flops, bytes, *peak);
     return piece;
   };
-  auto attention = [&](double flops) -> FailureOr<Piece> {
+  // The own kernels at the description's measured efficiencies, where it
+  // has them (else the attention efficiency, cuDNN's and FA3's class).
+  auto attention = [&](double flops, bool backward) -> FailureOr<Piece> {
     FailureOr<double> peak = peakFor(kernel, inputs[0]);
     if (failed(peak))
       return failure();
-    piece.seconds = attentionSeconds(hw, flops, bytes, *peak);
+    // float_attrs [scale, dropout rate].
+    ArrayRef<double> floats = kernel.getFloats();
+    bool dropout = floats.size() > 1 && floats[1] > 0;
+    piece.seconds = attentionSeconds(
+        hw, flops, bytes, *peak,
+        ownAttention ? hw.ownAttentionEfficiency(backward, dropout) : 0.0);
     return piece;
   };
   auto collective = [&](CollectiveKind kind, int64_t size,
@@ -289,9 +296,9 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel,
         dimOf(query, queryLengthDim), dimOf(key, keyLengthDim), causal);
     double d = dimOf(query, 3), dv = dimOf(value, 3);
     if (!grad)
-      return attention(2 * scores * (d + dv));
+      return attention(2 * scores * (d + dv), false);
     auto [perD, perDv] = backwardProducts(inputs.size() == 6);
-    return attention(2 * scores * (perD * d + perDv * dv));
+    return attention(2 * scores * (perD * d + perDv * dv), true);
   }
   case OpCode::AttentionQkv:
   case OpCode::AttentionQkvLse:
@@ -304,9 +311,9 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel,
     double scores = attentionScores(1.0 * dimOf(qkv, 0) * dimOf(qkv, 3) * seq,
                                     seq, seq, causal);
     if (!grad)
-      return attention(2 * scores * 2 * headDim);
+      return attention(2 * scores * 2 * headDim, false);
     auto [perD, perDv] = backwardProducts(inputs.size() == 4);
-    return attention(2 * scores * (perD + perDv) * headDim);
+    return attention(2 * scores * (perD + perDv) * headDim, true);
   }
   case OpCode::AllReduce:
     return collective(CollectiveKind::AllReduce, bytesOf(inputs[0]), 0);
@@ -412,8 +419,7 @@ public:
               const DevicePlan &device)
       : pricer(pricer), kernels(kernels),
         groups(device.groups.begin(), device.groups.end()),
-        ownAttention(device.ownAttentionGrads.begin(),
-                     device.ownAttentionGrads.end()),
+        ownAttention(device.ownAttention.begin(), device.ownAttention.end()),
         squaresInUpdates(device.squaresInUpdates.begin(),
                          device.squaresInUpdates.end()) {
     llvm::append_range(groups, device.batches);
@@ -632,7 +638,7 @@ LogicalResult mlir::tpc::predictStep(ModuleOp module, const Hardware &hw,
       if (k < 0 || k >= static_cast<int64_t>(kernels.size()))
         return program.emitError("--hardware: a fused group names kernel ")
                << k << " of " << kernels.size();
-  for (int64_t k : device.ownAttentionGrads)
+  for (int64_t k : device.ownAttention)
     if (k < 0 || k >= static_cast<int64_t>(kernels.size()))
       return program.emitError("--hardware: the device's attention kernel ")
              << k << " is not one of the " << kernels.size();

@@ -573,6 +573,40 @@ TEST(PlanModel, SelectiveRecomputationRepeatsTheScoresOnly) {
   }
 }
 
+TEST(PlanModel, OwnAttentionKernelsAtTheirMeasuredEfficiencies) {
+  // On a cuda description the CUDA device's own attention kernels (which
+  // run where cuDNN refuses a call: an attention dropout, fp32) are priced
+  // at efficiency.attention_own_kernels's fractions. Memory free, so the
+  // attention is compute-bound: with dropout at 0.25 instead of the 0.5 of
+  // `attention`, the step grows by the attention's seconds at 0.5: forward
+  // 4 and backward 14 (seven products) scores x d FLOPs a layer and
+  // microbatch, causal scores b·h·(s² − s(s − 1)/2). Without dropout the
+  // bf16 model (cuDNN's) is unchanged.
+  Hardware hw = testHardware();
+  hw.runtimeDevice = "cuda";
+  hw.memoryBytesPerSecond = 1e30;
+  Hardware own = hw;
+  own.ownAttentionForward = own.ownAttentionBackward = 0.5;
+  own.ownAttentionForwardDropout = own.ownAttentionBackwardDropout = 0.25;
+  PlanChoice plan;
+  plan.microbatches = 2;
+  plan.microbatchSize = 2;
+  TransformerShape shape{4, 256, 8, 8, 32, 1024, 1000, 128};
+  shape.fusedAttention = true;
+  TransformerShape dropout = shape;
+  dropout.attentionDropout = 0.1;
+  std::string error;
+  auto step = [&](const TransformerShape &m, const Hardware &h) {
+    std::optional<PlanEstimate> e = estimatePlan(m, plan, h, false, error);
+    EXPECT_TRUE(e) << error;
+    return e ? e->stepSeconds : 0.0;
+  };
+  double s = 128, scores = 2.0 * 8 * (s * s - s * (s - 1) / 2);
+  double atHalf = 18 * scores * 32 * 4 * 2 / (hw.peakBf16 * 0.5);
+  EXPECT_NEAR(step(dropout, own) - step(dropout, hw), atHalf, 1e-6 * atHalf);
+  EXPECT_DOUBLE_EQ(step(shape, own), step(shape, hw));
+}
+
 TEST(PlanModel, EveryKernelOfALayerPaysItsLaunch) {
   // On a description where only launches cost (1 ms each), four more layers
   // cost four layers' kernels, counted from what the compile runs per

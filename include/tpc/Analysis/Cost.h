@@ -36,9 +36,10 @@ double matmulSeconds(const Hardware &hw, double flops, double bytes,
 /// A fused attention kernel (or its gradient) of `flops` matrix FLOPs:
 /// those over the scores it computes (attentionScores), as the attention
 /// efficiency of the hardware descriptions is measured (FlashAttention's
-/// count: causal about half).
+/// count: causal about half). `efficiency` > 0 replaces the description's
+/// attention efficiency (Hardware::ownAttentionEfficiency's).
 double attentionSeconds(const Hardware &hw, double flops, double bytes,
-                        double peak);
+                        double peak, double efficiency = 0);
 /// The scores a fused attention computes over `rows` = b·heads·s_q query
 /// rows of `seqQ` and `seqK` keys: all of them, or with a causal mask
 /// (aligned bottom-right, s_k ≥ s_q) all less the s_q·(s_q − 1)/2 per head

@@ -53,12 +53,28 @@ struct Hardware {
   Link intraNode, interNode;
   EfficiencyCurve gemm;
   double attentionEfficiency = 0, elementwiseEfficiency = 0;
+  /// The CUDA device's own attention kernels (where cuDNN refuses a call:
+  /// dropout, fp32), measured, forward and backward (of the products the
+  /// simulation counts: seven in the backward), without and with an
+  /// attention dropout (drawn per score); 0: attentionEfficiency.
+  double ownAttentionForward = 0, ownAttentionBackward = 0,
+         ownAttentionForwardDropout = 0, ownAttentionBackwardDropout = 0;
   double kernelLaunchSeconds = 0;
   /// The tpc-run device that runs plans on it: "cuda" (the prediction
   /// prices its load-time fusions, runtime/cuda/FusionPlan.h: a fused
   /// group is one kernel moving the group's outside bytes) or "cpu" (every
   /// kernel alone; the default).
   std::string runtimeDevice = "cpu";
+
+  /// The efficiency of the device's own attention kernels (backward or
+  /// forward, with an attention dropout or without), or 0 where the
+  /// description has none.
+  double ownAttentionEfficiency(bool backward, bool dropout) const {
+    if (dropout)
+      return backward ? ownAttentionBackwardDropout
+                      : ownAttentionForwardDropout;
+    return backward ? ownAttentionBackward : ownAttentionForward;
+  }
 
   /// The multiple an executable for runtimeDevice pads the vocabulary to
   /// (tpc-compile --target's --pad-vocab), per tensor-parallel block.

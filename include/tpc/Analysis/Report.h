@@ -242,7 +242,11 @@ struct DevicePlan {
   /// (runtime/cuda/KernelBatches.h squaresAfterBatch): priced as the
   /// partial sums' addition alone.
   std::vector<int64_t> squaresInUpdates;
-  std::vector<int64_t> ownAttentionGrads;
+  /// The attention kernels (indices, forward and backward) the device runs
+  /// on its own kernels, which cuDNN refuses (dropout, fp32, ...): a
+  /// backward's seven products, and the description's own-kernel
+  /// efficiencies where it has them.
+  std::vector<int64_t> ownAttention;
   /// The candidates the device does not fuse, each with its reason
   /// ("kernel K (opcode)...: why", FusionPlan.h's words).
   std::vector<std::string> refusals;

@@ -68,9 +68,9 @@ FailureOr<tpc::DevicePlan> mlir::rt::planCudaDevice(ModuleOp module) {
         device.squaresInUpdates.push_back(squares.squares);
     }
     for (const tpcrt::KernelCall &call : program.calls)
-      if (call.attentionBackward() &&
+      if ((call.attentionForward() || call.attentionBackward()) &&
           !tpcrt::cuda::cudnnAttentionRefusal(call).empty())
-        device.ownAttentionGrads.push_back(call.index);
+        device.ownAttention.push_back(call.index);
     // A group is a head and the calls after it in the rank's list, up to
     // its tail.
     for (size_t p = 0; p < program.calls.size(); ++p) {
