@@ -632,14 +632,11 @@ public:
 
   /// With a vocabulary-parallel table (tp > 1) the embedding's gradient is
   /// computed in the rank's block of rows where a device's microbatch has
-  /// at most as many tokens as the (padded) vocabulary has rows (moving
-  /// its input gradient over tp is then cheaper than the table's
-  /// gradient: dist-propagate's rule).
+  /// at most as many tokens as the vocabulary (padded: estimatePlan) has
+  /// rows (moving its input gradient over tp is then cheaper than the
+  /// table's gradient: dist-propagate's rule).
   bool gradientInVocabularyBlocks() const {
-    if (plan.tp == 1)
-      return false;
-    int64_t padded = (m.vocab + plan.tp - 1) / plan.tp * plan.tp;
-    return tokens <= static_cast<double>(padded);
+    return plan.tp > 1 && tokens <= static_cast<double>(m.vocab);
   }
   /// Otherwise the layers' input gradient stays a partial sum over tp and
   /// the embedding's gradient is summed over the whole vocabulary, in fp32.

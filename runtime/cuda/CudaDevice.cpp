@@ -581,10 +581,8 @@ Family familyOf(const KernelCall &call) {
   fb::OpCode op = call.op;
   if (isGemmKernel(op))
     return Family::Gemm;
-  // A split vocabulary ([ignore, vocab, axes...]); a padded one on one
-  // device runs whole rows (ReductionKernels.cu).
-  if ((op == fb::OpCode::CrossEntropy || op == fb::OpCode::CrossEntropyGrad) &&
-      call.intAttrs.size() > 2)
+  // A padded vocabulary on one device runs whole rows (ReductionKernels.cu).
+  if (call.crossEntropyOverBlock())
     return Family::VocabCrossEntropy;
   if (op == fb::OpCode::ShardSlice || op == fb::OpCode::ShardPad)
     return Family::Local;

@@ -921,7 +921,8 @@ inline const char *crossEntropyRefusal(const Program &program, size_t p,
   const KernelCall &b = program.calls[p + 1];
   if (!inOneFunction(program, a, b))
     return "the gradient is in another function";
-  if (a.intAttrs.empty() || a.intAttrs.size() > 2 || b.intAttrs.size() > 2)
+  if (a.intAttrs.empty() || a.crossEntropyOverBlock() ||
+      b.crossEntropyOverBlock())
     return "a split vocabulary (the device's phases)";
   if (a.intAttrs != b.intAttrs || a.rows != b.rows || a.cols != b.cols)
     return "the two differ in ignore index, rows or columns";

@@ -383,13 +383,6 @@ Status runEmbeddingGrad(const KernelCall &call, const KernelArgs &args) {
                                  : embeddingGradSorted<uint32_t>(call, args);
 }
 
-/// int_attrs [ignore, vocab, axes...]: the logits' columns are one block of
-/// the vocabulary (the device's phases). [ignore] and [ignore, vocab] (a
-/// padded vocabulary on one device) are whole rows.
-bool splitVocabulary(const KernelCall &call) {
-  return call.intAttrs.size() > 2;
-}
-
 /// A whole row's columns that are classes: the real vocabulary of a padded
 /// one ([ignore, vocab]), else all.
 int64_t classesOf(const KernelCall &call) {
@@ -418,7 +411,7 @@ Status crossEntropyTotal(const KernelCall &call, const KernelArgs &args,
 Status runCrossEntropy(const KernelCall &call, const KernelArgs &args) {
   const char *name = call.op == fb::OpCode::CrossEntropy ? "cross_entropy"
                                                          : "cross_entropy_grad";
-  if (splitVocabulary(call))
+  if (call.crossEntropyOverBlock())
     return Status::error(std::string(name) +
                          ": a split vocabulary runs in the device's phases");
   In logits = inOperand(call, args, 0);
@@ -644,8 +637,8 @@ Status runCrossEntropyWithGrad(const KernelCall &loss, const KernelCall &grad,
                                const KernelArgs &gradArgs, uint8_t unwritten) {
   const char *name = "cross_entropy + cross_entropy_grad";
   if (loss.op != fb::OpCode::CrossEntropy ||
-      grad.op != fb::OpCode::CrossEntropyGrad || splitVocabulary(loss) ||
-      splitVocabulary(grad) || loss.rows != grad.rows ||
+      grad.op != fb::OpCode::CrossEntropyGrad || loss.crossEntropyOverBlock() ||
+      grad.crossEntropyOverBlock() || loss.rows != grad.rows ||
       loss.cols != grad.cols || loss.intAttrs.empty() ||
       loss.intAttrs != grad.intAttrs || loss.results.size() != 2 ||
       grad.operands.size() != 3)
@@ -821,7 +814,7 @@ uint64_t reductionScratchBytes(const KernelCall &call) {
     // Split: the device's phases' max, sumExp and target per position (the
     // last two adjacent, as the CPU device lays them out). Else the loss's
     // per-position sums.
-    if (splitVocabulary(call))
+    if (call.crossEntropyOverBlock())
       return alignScratch(3 * sizeof(float) * call.rows);
     return call.op == fb::OpCode::CrossEntropy
                ? alignScratch(sizeof(double) * call.rows)

@@ -159,6 +159,14 @@ struct KernelCall {
     return op == fb::OpCode::AttentionGrad ||
            op == fb::OpCode::AttentionQkvGrad;
   }
+  /// cross_entropy(_grad) over one block of a vocabulary split over ranks:
+  /// int_attrs [ignore, vocab, axes...]. ([ignore, vocab] is a padded
+  /// vocabulary whole on this rank.)
+  bool crossEntropyOverBlock() const {
+    return (op == fb::OpCode::CrossEntropy ||
+            op == fb::OpCode::CrossEntropyGrad) &&
+           intAttrs.size() > 2;
+  }
   /// attention_lse, attention_qkv_lse: result 1 is each query row's
   /// log-sum-exp, f32 [b, heads, s_q].
   bool attentionWritesLse() const {
