@@ -312,9 +312,8 @@ Status dropoutMask(int64_t count, uint64_t key, double rate, int64_t firstIndex,
   forEachGlobalRun(
       block, count, [&](int64_t local, uint64_t global, int64_t length) {
         uint8_t *ms = mask + local;
-        uint64_t first = base + global;
-        for (int64_t i = 0; i < length; ++i)
-          ms[i] = dropoutKeep(key, first + static_cast<uint64_t>(i), threshold);
+        forEachDropoutKeep(key, base + global, length, threshold,
+                           [&](int64_t i, bool kept) { ms[i] = kept ? 1 : 0; });
       });
   return Status::ok();
 }
@@ -417,17 +416,15 @@ Status attentionGrad(const float *dO, const float *q, const float *k,
         for (int64_t i = 0; i < block.rows; ++i) {
           float *pRow = p + i * ld, *dpRow = dp + i * ld;
           uint64_t index = firstRow + static_cast<uint64_t>(i * seqK);
+          if (drop)
+            forEachDropoutKeep(dropout->key, index, block.keys, threshold,
+                               [&](int64_t j, bool kept) {
+                                 dpRow[j] = kept ? dpRow[j] * dropScale : 0.0f;
+                               });
           double dot = 0.0;
-          for (int64_t j = 0; j < block.keys; ++j) {
-            if (drop)
-              dpRow[j] =
-                  dropoutKeep(dropout->key, index + static_cast<uint64_t>(j),
-                              threshold)
-                      ? dpRow[j] * dropScale
-                      : 0.0f;
-            if (!outHead)
+          if (!outHead)
+            for (int64_t j = 0; j < block.keys; ++j)
               dot += static_cast<double>(dpRow[j]) * pRow[j];
-          }
           // The same D from the forward's output: rowsum(dO * O).
           if (outHead) {
             const float *dORow = dOHead + (i0 + i) * oRows.ld,

@@ -501,11 +501,9 @@ Status dropout(const float *x, int64_t count, uint64_t key, double rate,
       block, count, [&](int64_t local, uint64_t global, int64_t length) {
         const float *xs = x + local;
         float *os = out + local;
-        uint64_t first = base + global;
-        for (int64_t i = 0; i < length; ++i)
-          os[i] = dropoutKeep(key, first + static_cast<uint64_t>(i), threshold)
-                      ? xs[i] * scale
-                      : 0.0f;
+        forEachDropoutKeep(
+            key, base + global, length, threshold,
+            [&](int64_t i, bool kept) { os[i] = kept ? xs[i] * scale : 0.0f; });
       });
   return Status::ok();
 }
@@ -582,11 +580,9 @@ void detail::dropProbabilities(float *p, const AttentionBlock &block,
   for (int64_t i = 0; i < block.rows; ++i) {
     uint64_t index = firstRow + static_cast<uint64_t>(i * seqK);
     float *row = p + i * block.ld;
-    for (int64_t j = 0; j < block.keys; ++j)
-      row[j] =
-          dropoutKeep(dropout.key, index + static_cast<uint64_t>(j), threshold)
-              ? row[j] * scale
-              : 0.0f;
+    forEachDropoutKeep(
+        dropout.key, index, block.keys, threshold,
+        [&](int64_t j, bool kept) { row[j] = kept ? row[j] * scale : 0.0f; });
   }
 }
 

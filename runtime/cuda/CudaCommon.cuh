@@ -165,6 +165,21 @@ struct DropoutDraw {
            dropoutKeep(key, static_cast<uint64_t>(firstIndex + index(i)),
                        threshold);
   }
+  /// Elements i (bit 0) and i + 1 (bit 1, 0 past `count`): one hash where
+  /// their stream indices are one pair (whole tensors, rows of even length),
+  /// else one each.
+  __device__ __forceinline__ unsigned keepTwo(int64_t i, int64_t count) const {
+    if (threshold == 0)
+      return 3u;
+    const auto first = static_cast<uint64_t>(firstIndex + index(i));
+    if (i + 1 >= count)
+      return dropoutKeep(key, first, threshold) ? 1u : 0u;
+    const auto second = static_cast<uint64_t>(firstIndex + index(i + 1));
+    if ((first & 1) == 0 && second == first + 1)
+      return dropoutKeepPair(key, first >> 1, threshold);
+    return static_cast<unsigned>(dropoutKeep(key, first, threshold)) |
+           static_cast<unsigned>(dropoutKeep(key, second, threshold)) << 1;
+  }
 };
 
 /// The sum over a warp, on every lane (float, double or long long).

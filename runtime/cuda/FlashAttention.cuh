@@ -84,6 +84,11 @@ struct Dropout {
   __device__ __forceinline__ bool keep(uint64_t index) const {
     return dropoutKeep(key, index, threshold);
   }
+  /// The pair of elements holding `index`: 2 (index / 2) (bit 0) and
+  /// 2 (index / 2) + 1 (bit 1), from one hash.
+  __device__ __forceinline__ unsigned keepPair(uint64_t index) const {
+    return dropoutKeepPair(key, index >> 1, threshold);
+  }
 };
 
 /// Per query row (b, h, i) at (b * heads + h) * s_q + i, for
@@ -473,6 +478,30 @@ __device__ __forceinline__ QueryBlock<T> queryBlock(const Params &p) {
   return f;
 }
 
+/// Which of a lane's columns of one query row in a key tile are kept (as
+/// softmaxTile lays them out): bit 2 nt + e for the column at stream index
+/// first + nt * 8 + e (e < 2). One hash per column pair where the pairs
+/// start even (as the row's first index does), else one per column; rolled
+/// loops keep the hashes' registers few.
+template <int NT>
+__device__ __forceinline__ unsigned keptColumns(const Dropout &dropout,
+                                                uint64_t first) {
+  static_assert(2 * NT <= 32, "one bit per column");
+  unsigned kept = 0;
+  if ((first & 1) == 0) {
+#pragma unroll 1
+    for (int nt = 0; nt < NT; ++nt)
+      kept |= dropout.keepPair(first + nt * 8) << (2 * nt);
+  } else {
+#pragma unroll 1
+    for (int k = 0; k < 2 * NT; ++k)
+      kept |=
+          static_cast<unsigned>(dropout.keep(first + (k >> 1) * 8 + (k & 1)))
+          << k;
+  }
+  return kept;
+}
+
 /// One query row's part of key tile j0.. in the online softmax. The four
 /// lanes of a quad hold the row (row g + 8 half of an m16 tile): lane tig
 /// its columns nt * 8 + 2 tig + e (e < 2) in sc[nt][2 half + e], which
@@ -520,16 +549,8 @@ softmaxTile(const ForwardParams &p, float (&sc)[NT][4], int half, int64_t row,
   // (A template flag: the dropout's registers would make the kernel
   // without it spill.)
   if (Drop) {
-    static_assert(2 * NT <= 32, "one bit per column in `kept`");
-    // Bit 2 nt + e: column nt * 8 + 2 tig + e kept. A rolled loop keeps the
-    // hashes' registers few.
-    const uint64_t first = p.dropout.rowIndex(b, h, row, s.seqK) + j0 + tig * 2;
-    unsigned kept = 0;
-#pragma unroll 1
-    for (int k = 0; k < 2 * NT; ++k)
-      kept |=
-          static_cast<unsigned>(p.dropout.keep(first + (k >> 1) * 8 + (k & 1)))
-          << k;
+    const unsigned kept = keptColumns<NT>(
+        p.dropout, p.dropout.rowIndex(b, h, row, s.seqK) + j0 + tig * 2);
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
@@ -789,6 +810,54 @@ __device__ __forceinline__ void loadStepStats(const BackwardParams &p,
                  st[2 * BQ + i]);
 }
 
+/// Which of a lane's elements of the transposed tiles keyGradients takes
+/// are kept: bit 4 nt + e for key key0 + 8 (e >> 1) and query i0 + nt * 8 +
+/// 2 tig + (e & 1) of query head hq. Keys key0 and key0 ^ 1 are one pair of
+/// the stream where every row's stream starts even (firstIndex and s_k
+/// even), and lanes g and g ^ 1 (lane ^ 4) hold them for the same queries
+/// (the warp's first key is even): each lane hashes the pairs of one of its
+/// two queries and hands the other lane its half, so a pair is hashed once.
+/// Every lane of the warp calls this (shuffles).
+template <int QT>
+__device__ __forceinline__ unsigned
+keptKeys(const Dropout &dropout, int64_t b, int64_t hq, int64_t i0,
+         int64_t key0, int tig, int64_t seqK) {
+  static_assert(4 * QT <= 32, "one bit per element");
+  const int64_t firstRow = ((dropout.batchOffset + b) * dropout.globalHeads +
+                            dropout.headOffset + hq) *
+                               dropout.globalSeqQ +
+                           dropout.queryOffset + i0 + tig * 2;
+  // Element (nt, e)'s stream index.
+  auto index = [&](int nt, int e) {
+    return dropout.firstIndex +
+           static_cast<uint64_t>(firstRow + nt * 8 + (e & 1)) *
+               static_cast<uint64_t>(seqK) +
+           static_cast<uint64_t>(key0 + 8 * (e >> 1));
+  };
+  unsigned kept = 0;
+  if (((dropout.firstIndex | static_cast<uint64_t>(seqK)) & 1) == 0) {
+    // This lane's key is its pair's second (odd) or first; it hashes the
+    // pairs of its query 2 tig + odd, bits [key half][key in the pair].
+    const int odd = static_cast<int>(key0 & 1);
+#pragma unroll 1
+    for (int nt = 0; nt < QT; ++nt) {
+      unsigned mine = 0;
+      for (int half = 0; half < 2; ++half)
+        mine |= dropout.keepPair(index(nt, 2 * half + odd)) << (2 * half);
+      const unsigned other = __shfl_xor_sync(0xffffffffu, mine, 4);
+      for (int e = 0; e < 4; ++e) {
+        const unsigned from = (e & 1) == odd ? mine : other;
+        kept |= ((from >> (2 * (e >> 1) + odd)) & 1u) << (4 * nt + e);
+      }
+    }
+  } else {
+#pragma unroll 1
+    for (int k = 0; k < 4 * QT; ++k)
+      kept |= static_cast<unsigned>(dropout.keep(index(k >> 2, k & 3))) << k;
+  }
+  return kept;
+}
+
 /// sT <- Pd^T and dpT <- dS^T for the two keys key0, key0 + 8 of a quad
 /// (rows of the transposed tiles: sT[nt][2 half + e] holds key key0 + 8
 /// half and query i0 + nt * 8 + 2 tig + e of query head hq) from sT = k .
@@ -801,12 +870,9 @@ keyGradients(const BackwardParams &p, float (&sT)[QT][4], float (&dpT)[QT][4],
              const float *st, int64_t b, int64_t hq, int64_t i0, int64_t key0,
              int tig, float sl2) {
   const Shape &s = p.shape;
-  const int64_t dropBase =
-      p.dropout.enabled ? ((p.dropout.batchOffset + b) * p.dropout.globalHeads +
-                           p.dropout.headOffset + hq) *
-                                  p.dropout.globalSeqQ +
-                              p.dropout.queryOffset
-                        : 0;
+  const unsigned kept =
+      p.dropout.enabled ? keptKeys<QT>(p.dropout, b, hq, i0, key0, tig, s.seqK)
+                        : 0u;
 #pragma unroll
   for (int nt = 0; nt < QT; ++nt) {
 #pragma unroll
@@ -820,12 +886,9 @@ keyGradients(const BackwardParams &p, float (&sT)[QT][4], float (&dpT)[QT][4],
       float dpv = dpT[nt][e];
       float pd = pv;
       if (p.dropout.enabled) {
-        bool kept = p.dropout.keep(p.dropout.firstIndex +
-                                   static_cast<uint64_t>(dropBase + i) *
-                                       static_cast<uint64_t>(s.seqK) +
-                                   static_cast<uint64_t>(j));
-        pd = kept ? pv * p.dropout.scale : 0.0f;
-        dpv = kept ? dpv * p.dropout.scale : 0.0f;
+        const bool keep = (kept >> (4 * nt + e)) & 1u;
+        pd = keep ? pv * p.dropout.scale : 0.0f;
+        dpv = keep ? dpv * p.dropout.scale : 0.0f;
       }
       sT[nt][e] = pd;
       dpT[nt][e] = valid ? pv * (dpv - st[2 * BQ + qi]) : 0.0f;
@@ -995,6 +1058,10 @@ scoreGradients(const BackwardParams &p, float (&sc)[NT][4],
                const float (&dp)[NT][4], const QueryRow (&rows)[2], int64_t j0,
                int tig, float sl2) {
   const Shape &s = p.shape;
+  unsigned kept[2] = {0, 0};
+  if (p.dropout.enabled)
+    for (int half = 0; half < 2; ++half)
+      kept[half] = keptColumns<NT>(p.dropout, rows[half].drop + j0 + tig * 2);
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt) {
 #pragma unroll
@@ -1006,9 +1073,8 @@ scoreGradients(const BackwardParams &p, float (&sc)[NT][4],
       float pv = valid ? exp2f(sc[nt][e] * sl2 - r.max) * r.inv : 0.0f;
       float dpv = dp[nt][e];
       if (p.dropout.enabled)
-        dpv = p.dropout.keep(r.drop + static_cast<uint64_t>(j))
-                  ? dpv * p.dropout.scale
-                  : 0.0f;
+        dpv = (kept[e >> 1] >> (2 * nt + (e & 1))) & 1u ? dpv * p.dropout.scale
+                                                        : 0.0f;
       sc[nt][e] = valid ? pv * (dpv - r.dot) : 0.0f;
     }
   }

@@ -203,11 +203,18 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-/// mask[i] = 1 where dropout keeps element i, else 0.
+/// mask[i] = 1 where dropout keeps element i, else 0; a thread takes
+/// elements 2 t and 2 t + 1, one hash for both (DropoutDraw::keepTwo).
 __global__ void __launch_bounds__(kThreads)
     dropoutMaskKernel(uint8_t *mask, int64_t count, DropoutDraw draw) {
-  for (int64_t i = firstThread(); i < count; i += threadStride())
-    mask[i] = draw.keep(i) ? 1 : 0;
+  const int64_t pairs = count / 2 + count % 2;
+  for (int64_t t = firstThread(); t < pairs; t += threadStride()) {
+    const int64_t i = 2 * t;
+    const unsigned kept = draw.keepTwo(i, count);
+    mask[i] = kept & 1u;
+    if (i + 1 < count)
+      mask[i + 1] = (kept >> 1) & 1u;
+  }
 }
 
 template <typename Op>
@@ -512,8 +519,9 @@ Status run(const Run &r) {
       return s;
     if (call.count <= 0)
       return Status::ok();
-    TPCRT_LAUNCH(dropoutMaskKernel, gridFor(call.count, kThreads), kThreads, 0,
-                 stream, static_cast<uint8_t *>(r.out(0)), call.count, draw);
+    TPCRT_LAUNCH(dropoutMaskKernel,
+                 gridFor(call.count / 2 + call.count % 2, kThreads), kThreads,
+                 0, stream, static_cast<uint8_t *>(r.out(0)), call.count, draw);
     return launchStatus("dropout_mask");
   }
   case fb::OpCode::ApplyMask: {

@@ -76,7 +76,9 @@ inline void setUp(const Problem &p, Shape &shape, Dropout &dropout,
   const double rate = 0.25;
   cpuDropout.key = dropoutKey(1234, 7, 3);
   cpuDropout.rate = rate;
-  cpuDropout.firstIndex = 987654321;
+  // Whole tensors start at an even stream index (the kernels hash column
+  // pairs there), split blocks at an odd one (a hash per column).
+  cpuDropout.firstIndex = p.splitDropout ? 987654321 : 987654320;
   if (p.splitDropout) {
     cpuDropout.batchOffset = 1;
     cpuDropout.headOffset = 2;

@@ -253,6 +253,49 @@ TEST(RandomTest, SplitMix64ReferenceValues) {
   EXPECT_EQ(dropoutScale(0.5), 2.0f);
 }
 
+TEST(RandomTest, DropoutDrawsTwoElementsPerHash) {
+  // The contract (executable-format.md), written out: element i's draw is
+  // bits 40..63 (i even) or 16..39 (i odd) of splitmix64(key + i / 2).
+  const uint64_t key = dropoutKey(7, 11, 2);
+  auto draw = [&](uint64_t i) {
+    uint64_t hash = splitmix64(key + i / 2);
+    return i % 2 == 0 ? hash >> 40 : (hash >> 16) % (uint64_t(1) << 24);
+  };
+  for (uint64_t i : {uint64_t(0), uint64_t(1), uint64_t(2), uint64_t(3),
+                     uint64_t(1000001), ~uint64_t(0) - 1, ~uint64_t(0)}) {
+    // Kept at a threshold equal to the draw, dropped one above it.
+    EXPECT_TRUE(dropoutKeep(key, i, draw(i))) << i;
+    EXPECT_FALSE(dropoutKeep(key, i, draw(i) + 1)) << i;
+    unsigned pair = dropoutKeepPair(key, i / 2, draw(i));
+    EXPECT_EQ((pair >> (i % 2)) & 1u, 1u) << i;
+  }
+  // The two draws of a hash are independent bits: at rate 0.5 both of a
+  // pair are dropped a quarter of the time (half, were they the same bits).
+  const uint64_t half = dropoutThreshold(0.5);
+  int64_t both = 0, pairs = 100000;
+  for (int64_t p = 0; p < pairs; ++p)
+    both += dropoutKeepPair(key, static_cast<uint64_t>(p), half) == 0;
+  // Binomial(1e5, 0.25): the standard deviation of the fraction is 0.0014.
+  EXPECT_NEAR(static_cast<double>(both) / pairs, 0.25, 0.01);
+
+  // forEachDropoutKeep visits every element once, in order, as dropoutKeep
+  // draws it, whatever the parity of the start and the length.
+  const uint64_t threshold = dropoutThreshold(0.3);
+  for (uint64_t first :
+       {uint64_t(0), uint64_t(1), uint64_t(6), uint64_t(9), ~uint64_t(0) - 2}) {
+    for (int64_t count : {0, 1, 2, 3, 8, 11}) {
+      int64_t next = 0;
+      forEachDropoutKeep(
+          key, first, count, threshold, [&](int64_t i, bool kept) {
+            EXPECT_EQ(i, next++);
+            EXPECT_EQ(kept, dropoutKeep(key, first + uint64_t(i), threshold))
+                << first << " + " << i;
+          });
+      EXPECT_EQ(next, count) << first;
+    }
+  }
+}
+
 TEST(CpuKernelsTest, DropoutMaskFractionScaleAndDeterminism) {
   const int64_t n = 200000;
   const double rate = 0.1;
@@ -281,6 +324,10 @@ TEST(CpuKernelsTest, DropoutMaskFractionScaleAndDeterminism) {
   std::vector<float> piece(x.begin() + 1000, x.begin() + 1500);
   ASSERT_TRUE(dropout(piece.data(), 500, key, rate, 1000, piece.data()));
   EXPECT_TRUE(std::equal(piece.begin(), piece.end(), out.begin() + 1000));
+  // At an odd offset too (the piece starts in the middle of a hash's pair).
+  std::vector<float> odd(x.begin() + 1001, x.begin() + 1500);
+  ASSERT_TRUE(dropout(odd.data(), 499, key, rate, 1001, odd.data()));
+  EXPECT_TRUE(std::equal(odd.begin(), odd.end(), out.begin() + 1001));
 
   ASSERT_TRUE(dropout(x.data(), n, key, 0.0, 0, again.data()));
   EXPECT_EQ(again, x);

@@ -88,8 +88,15 @@ def dropout_keep(seed, stream, step, rate, first, count):
     """Keep mask of elements [first, first + count) of an op's stream."""
     key = splitmix64(seed ^ splitmix64(stream ^ splitmix64(step)))
     threshold = int(math.floor(rate * 16777216 + 0.5))  # llround
-    return torch.tensor([(splitmix64((key + i) & MASK64) >> 40) >= threshold
+    return torch.tensor([dropout_draw(key, i) >= threshold
                          for i in range(first, first + count)])
+
+
+def dropout_draw(key, i):
+    """Element i's 24-bit draw: hash i // 2's bits 40..63 (i even) or
+    16..39 (i odd)."""
+    h = splitmix64((key + (i >> 1)) & MASK64)
+    return (h >> 16) & 0xFFFFFF if i & 1 else h >> 40
 
 
 def cases():
@@ -219,10 +226,12 @@ def cases():
             {"q": q, "k": k, "v": v}, \
             {"out": out, "lse": torch.logsumexp(s, dim=-1)}
 
-    # dropout: the whole tensor, and a piece of it at its global offset
+    # dropout: the whole tensor, and a piece of it at its global offset (an
+    # odd one starts in the middle of a hash's pair)
     for name, shape, rate, first in (("dropout", (4, 8, 33), 0.1, 0),
                                      ("dropout_half", (1000,), 0.5, 0),
-                                     ("dropout_slice", (300,), 0.3, 700)):
+                                     ("dropout_slice", (300,), 0.3, 700),
+                                     ("dropout_odd_slice", (301,), 0.3, 701)):
         x = randn(*shape)
         seed, stream, step = 42, 3, 1
         keep = dropout_keep(seed, stream, step, rate, first, x.numel())

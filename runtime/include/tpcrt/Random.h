@@ -6,11 +6,14 @@
 //
 // Dropout (the executable contract, docs/runtime/executable-format.md): for
 // the run's seed, an op's stream and the step counter, element i (row-major
-// index in the op's full result tensor) is kept iff
-//   (splitmix64(key + i) >> 40) >= threshold,
+// index in the op's full result tensor) is kept iff draw(i) >= threshold,
+//   draw(i) = i even: splitmix64(key + i / 2) >> 40           (bits 40..63)
+//             i odd:  (splitmix64(key + i / 2) >> 16) & 2^24-1 (bits 16..39)
 //   key = splitmix64(seed ^ splitmix64(stream ^ splitmix64(step))),
 //   threshold = llround(rate * 2^24),
-// and kept elements are multiplied by float(1 / (1 - rate)).
+// and kept elements are multiplied by float(1 / (1 - rate)): one hash draws
+// two elements (a GPU's attention kernels spent most of their dropout time
+// hashing).
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,9 +50,38 @@ inline float dropoutScale(double rate) {
   return static_cast<float>(1.0 / (1.0 - rate));
 }
 
+/// Whether elements 2 pair (bit 0) and 2 pair + 1 (bit 1) of the op keyed by
+/// `key` are kept: the two 24-bit draws of one hash.
+constexpr unsigned dropoutKeepPair(uint64_t key, uint64_t pair,
+                                   uint64_t threshold) {
+  uint64_t hash = splitmix64(key + pair);
+  return static_cast<unsigned>((hash >> 40) >= threshold) |
+         static_cast<unsigned>(((hash >> 16) & 0xFFFFFFull) >= threshold) << 1;
+}
+
 /// Whether element `index` of the op keyed by `key` is kept.
 constexpr bool dropoutKeep(uint64_t key, uint64_t index, uint64_t threshold) {
-  return (splitmix64(key + index) >> 40) >= threshold;
+  return (dropoutKeepPair(key, index >> 1, threshold) >> (index & 1)) & 1u;
+}
+
+/// visit(i, kept) for elements first + i, 0 <= i < count, of the op keyed by
+/// `key`, in order, hashing each whole pair once.
+template <typename Visit>
+inline void forEachDropoutKeep(uint64_t key, uint64_t first, int64_t count,
+                               uint64_t threshold, Visit &&visit) {
+  int64_t i = 0;
+  if (count > 0 && (first & 1)) {
+    visit(int64_t(0), dropoutKeep(key, first, threshold));
+    i = 1;
+  }
+  for (; i + 1 < count; i += 2) {
+    unsigned kept = dropoutKeepPair(
+        key, (first + static_cast<uint64_t>(i)) >> 1, threshold);
+    visit(i, (kept & 1u) != 0);
+    visit(i + 1, (kept & 2u) != 0);
+  }
+  if (i < count)
+    visit(i, dropoutKeep(key, first + static_cast<uint64_t>(i), threshold));
 }
 
 /// FNV-1a of a name: keys a parameter's or an input's stream by its name, so

@@ -233,10 +233,13 @@ def keep_mask(seed, stream, step, rate, count, first):
     """The contract's counter-based dropout (executable-format.md)."""
     u = np.uint64
     key = splitmix64(u(seed) ^ splitmix64(u(stream) ^ splitmix64(u(step))))
+    element = np.arange(first, first + count, dtype=np.uint64)
     with np.errstate(over="ignore"):
-        index = key + np.arange(first, first + count, dtype=np.uint64)
+        h = splitmix64(key + (element >> u(1)))
+    # Two 24-bit draws per hash: bits 40..63 for even elements, 16..39 odd.
+    draw = np.where(element & u(1), (h >> u(16)) & u(0xFFFFFF), h >> u(40))
     threshold = u(int(round(rate * 16777216)))
-    keep = (splitmix64(index) >> u(40)) >= threshold
+    keep = draw >= threshold
     return torch.from_numpy(keep.astype(np.uint8))
 
 
