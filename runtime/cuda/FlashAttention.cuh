@@ -481,23 +481,25 @@ __device__ __forceinline__ QueryBlock<T> queryBlock(const Params &p) {
 /// Which of a lane's columns of one query row in a key tile are kept (as
 /// softmaxTile lays them out): bit 2 nt + e for the column at stream index
 /// first + nt * 8 + e (e < 2). One hash per column pair where the pairs
-/// start even (as the row's first index does), else one per column; rolled
-/// loops keep the hashes' registers few.
-template <int NT>
+/// start even (as the row's first index does), else (or without Pairs) one
+/// per column. One rolled loop for both keeps the registers few.
+template <int NT, bool Pairs = true>
 __device__ __forceinline__ unsigned keptColumns(const Dropout &dropout,
                                                 uint64_t first) {
   static_assert(2 * NT <= 32, "one bit per column");
   unsigned kept = 0;
-  if ((first & 1) == 0) {
 #pragma unroll 1
-    for (int nt = 0; nt < NT; ++nt)
-      kept |= dropout.keepPair(first + nt * 8) << (2 * nt);
-  } else {
-#pragma unroll 1
-    for (int k = 0; k < 2 * NT; ++k)
-      kept |=
-          static_cast<unsigned>(dropout.keep(first + (k >> 1) * 8 + (k & 1)))
-          << k;
+  for (int nt = 0; nt < NT; ++nt) {
+    const uint64_t index = first + nt * 8;
+    const uint64_t hash = dropoutHash(dropout.key, index);
+    const uint64_t next =
+        Pairs && (first & 1) == 0 ? hash : dropoutHash(dropout.key, index + 1);
+    kept |=
+        (static_cast<unsigned>(dropoutDraw(hash, index) >= dropout.threshold) |
+         static_cast<unsigned>(dropoutDraw(next, index + 1) >=
+                               dropout.threshold)
+             << 1)
+        << (2 * nt);
   }
   return kept;
 }
@@ -509,8 +511,9 @@ __device__ __forceinline__ unsigned keptColumns(const Dropout &dropout,
 /// with dropout; scores are scaled by sl2 (log2 units) and, where `mask`,
 /// keys the row does not see are -inf. Updates the row's max and sum (of
 /// the undropped 2^(score - max)) and returns the factor by which its
-/// output so far shrinks.
-template <int NT, bool Drop>
+/// output so far shrinks. PairedDraws: one hash per column pair
+/// (keptColumns' Pairs).
+template <int NT, bool Drop, bool PairedDraws = true>
 __device__ __forceinline__ float
 softmaxTile(const ForwardParams &p, float (&sc)[NT][4], int half, int64_t row,
             int64_t j0, bool mask, float sl2, int tig, int64_t b, int64_t h,
@@ -549,7 +552,7 @@ softmaxTile(const ForwardParams &p, float (&sc)[NT][4], int half, int64_t row,
   // (A template flag: the dropout's registers would make the kernel
   // without it spill.)
   if (Drop) {
-    const unsigned kept = keptColumns<NT>(
+    const unsigned kept = keptColumns<NT, PairedDraws>(
         p.dropout, p.dropout.rowIndex(b, h, row, s.seqK) + j0 + tig * 2);
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt)
@@ -721,9 +724,11 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         const int64_t row = warpRow0 + mt * 16 + g + 8 * half;
-        const float alpha =
-            softmaxTile<NT, Drop>(p, sc[mt], half, row, j0, mask, sl2, tig, b,
-                                  h, mx[mt][half], sum[mt][half]);
+        // A hash per column: with the pairs' loop this kernel's 255
+        // registers spill 40 bytes at head dim 128 (ptxas, 2026-12-06).
+        const float alpha = softmaxTile<NT, Drop, false>(
+            p, sc[mt], half, row, j0, mask, sl2, tig, b, h, mx[mt][half],
+            sum[mt][half]);
 #pragma unroll
         for (int dt = 0; dt < DT; ++dt) {
           o[mt][dt][2 * half] *= alpha;

@@ -50,18 +50,28 @@ inline float dropoutScale(double rate) {
   return static_cast<float>(1.0 / (1.0 - rate));
 }
 
+/// The hash that draws element `index` (and its pair's other element).
+constexpr uint64_t dropoutHash(uint64_t key, uint64_t index) {
+  return splitmix64(key + (index >> 1));
+}
+
+/// Element `index`'s 24-bit draw from its hash (dropoutHash).
+constexpr uint64_t dropoutDraw(uint64_t hash, uint64_t index) {
+  return (index & 1) ? (hash >> 16) & 0xFFFFFFull : hash >> 40;
+}
+
 /// Whether elements 2 pair (bit 0) and 2 pair + 1 (bit 1) of the op keyed by
-/// `key` are kept: the two 24-bit draws of one hash.
+/// `key` are kept: the two draws of one hash.
 constexpr unsigned dropoutKeepPair(uint64_t key, uint64_t pair,
                                    uint64_t threshold) {
   uint64_t hash = splitmix64(key + pair);
-  return static_cast<unsigned>((hash >> 40) >= threshold) |
-         static_cast<unsigned>(((hash >> 16) & 0xFFFFFFull) >= threshold) << 1;
+  return static_cast<unsigned>(dropoutDraw(hash, 0) >= threshold) |
+         static_cast<unsigned>(dropoutDraw(hash, 1) >= threshold) << 1;
 }
 
 /// Whether element `index` of the op keyed by `key` is kept.
 constexpr bool dropoutKeep(uint64_t key, uint64_t index, uint64_t threshold) {
-  return (dropoutKeepPair(key, index >> 1, threshold) >> (index & 1)) & 1u;
+  return dropoutDraw(dropoutHash(key, index), index) >= threshold;
 }
 
 /// visit(i, kept) for elements first + i, 0 <= i < count, of the op keyed by
