@@ -171,7 +171,14 @@ def gpt_throughput(args, ops):
 
 def trace_ops(args):
     with open(args.trace) as f:
-        events = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
+        trace = json.load(f)
+    events = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
+    # tpc-run --trace: "device" (CUDA events, fusions and batches kept) or
+    # "synchronized" (each kernel timed to its end; older files say nothing).
+    timed = ("on the device's compute stream: a fused group's time on its "
+             "last member, a batch's on the run that launched it"
+             if trace.get("tpcTiming") == "device"
+             else "synchronized per kernel")
     steps = sorted({e["args"]["step"] for e in events})
     if not steps:
         print(f"error: no kernel events in {args.trace}", file=sys.stderr)
@@ -189,7 +196,7 @@ def trace_ops(args):
         ops[e["name"]] = (calls + 1, us + e["dur"])
     ranked = sorted(ops.items(), key=lambda kv: -kv[1][1])
     print(f"step {step} by opcode ({len(events)} kernels, "
-          f"{total / 1e3:.1f} ms synchronized per kernel): "
+          f"{total / 1e3:.1f} ms {timed}): "
           + ", ".join(f"{name} {100 * us / total:.1f}%"
                       for name, (_, us) in ranked[:6]))
     if args.batch:

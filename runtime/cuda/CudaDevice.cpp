@@ -51,6 +51,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -293,6 +294,9 @@ public:
   uint64_t workspaceBytes() const override { return workspaceBytes_; }
   Status execute(const KernelCall &call, const StepContext &context) override;
   Status synchronize() override;
+  bool markRuns(size_t runs) override;
+  Status markRun(size_t run) override;
+  Status runDurations(std::vector<int64_t> &nanoseconds) override;
 
 private:
   Status checkRange(uint64_t offset, uint64_t bytes) const;
@@ -397,6 +401,12 @@ private:
   /// Recorded on a communicator's stream for the compute stream to wait.
   cudaEvent_t commMark_ = nullptr;
   std::vector<cudaEvent_t> events_;
+  /// Timing events on the compute stream: one before each run of a timed
+  /// step and one at its end (markRuns; created once, reused).
+  std::vector<cudaEvent_t> runMarks_;
+  size_t markedRuns_ = 0;
+  /// A timed step is under way: synchronize records its end mark.
+  bool marking_ = false;
   HazardTracker tracker_;
   std::vector<uint32_t> waits_;
 
@@ -472,6 +482,8 @@ CudaDevice::~CudaDevice() {
   lanes_.clear();
   nccl_.clear();
   for (cudaEvent_t e : events_)
+    cudaEventDestroy(e);
+  for (cudaEvent_t e : runMarks_)
     cudaEventDestroy(e);
   if (computeMark_)
     cudaEventDestroy(computeMark_);
@@ -1829,6 +1841,47 @@ Status CudaDevice::waitTransfer() {
   return waitForSlots(compute_);
 }
 
+bool CudaDevice::markRuns(size_t runs) {
+  if (!compute_)
+    return false;
+  // Created the first time (a timed step allocates nothing after it).
+  while (runMarks_.size() < runs + 1) {
+    cudaEvent_t event = nullptr;
+    if (cudaEventCreate(&event) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    runMarks_.push_back(event);
+  }
+  markedRuns_ = runs;
+  marking_ = true;
+  return true;
+}
+
+Status CudaDevice::markRun(size_t run) {
+  if (!marking_ || run >= markedRuns_)
+    return Status::error("run mark " + std::to_string(run) + " outside the " +
+                         std::to_string(markedRuns_) + " runs of the step");
+  return cudaStatus("cudaEventRecord",
+                    cudaEventRecord(runMarks_[run], compute_));
+}
+
+Status CudaDevice::runDurations(std::vector<int64_t> &nanoseconds) {
+  if (marking_)
+    return Status::error("the timed step has not been synchronized");
+  nanoseconds.resize(markedRuns_);
+  for (size_t run = 0; run < markedRuns_; ++run) {
+    float ms = 0;
+    if (Status s = cudaStatus(
+            "cudaEventElapsedTime",
+            cudaEventElapsedTime(&ms, runMarks_[run], runMarks_[run + 1]));
+        !s)
+      return s;
+    nanoseconds[run] = static_cast<int64_t>(std::llround(ms * 1e6));
+  }
+  return Status::ok();
+}
+
 Status CudaDevice::synchronize() {
   if (!compute_)
     return Status::ok();
@@ -1843,6 +1896,15 @@ Status CudaDevice::synchronize() {
   tracker_.retireAll(waits_);
   if (Status s = waitForSlots(compute_); !s)
     return s;
+  if (marking_) {
+    // The timed step's end: after everything it launched.
+    marking_ = false;
+    if (Status s =
+            cudaStatus("cudaEventRecord",
+                       cudaEventRecord(runMarks_[markedRuns_], compute_));
+        !s)
+      return s;
+  }
   if (Status s = cudaStatus("cudaEventRecord", cudaEventRecord(done_, compute_));
       !s)
     return s;

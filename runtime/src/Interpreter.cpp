@@ -176,6 +176,17 @@ Status Interpreter::runOne(uint32_t position, uint32_t action,
   // What the watchdog names if this kernel waits too long (steps from 1).
   setWatchdogPosition(step_ + 1, call.index, opCodeName(call.op));
   std::chrono::steady_clock::time_point start;
+  if (timing_ && markedRuns_) {
+    // The device times it (runKernels fills the timing in after the step).
+    Status s = device_->markRun(run);
+    if (s)
+      s = device_->execute(call, context);
+    if (run < runTimings_.size())
+      runTimings_[run] = {call.index, action, KernelTiming()};
+    if (!s)
+      return withKernelContext(s, call, action, a);
+    return s;
+  }
   if (timing_)
     start = std::chrono::steady_clock::now();
   Status s = device_->execute(call, context);
@@ -197,23 +208,57 @@ Status Interpreter::runOne(uint32_t position, uint32_t action,
     else
       total.durationNs += timing.durationNs;
   }
-  if (!s) {
-    s = s.withContext("kernel " + std::to_string(call.index) + " (" +
-                      opCodeName(call.op) + ")");
-    if (program_.hasActions())
-      s = s.withContext(actionText(program_, action, a));
-  }
+  if (!s)
+    return withKernelContext(s, call, action, a);
   return s;
+}
+
+Status Interpreter::withKernelContext(Status s, const KernelCall &call,
+                                      uint32_t action,
+                                      const ActionRef &a) const {
+  s = s.withContext("kernel " + std::to_string(call.index) + " (" +
+                    opCodeName(call.op) + ")");
+  if (program_.hasActions())
+    s = s.withContext(actionText(program_, action, a));
+  return s;
+}
+
+Status Interpreter::takeMarkedTimings() {
+  if (Status s = device_->runDurations(markedDurations_); !s)
+    return s.withContext("timing the step's kernels");
+  if (markedDurations_.size() != runTimings_.size())
+    return Status::error(
+        "the device timed " + std::to_string(markedDurations_.size()) +
+        " kernel runs of " + std::to_string(runTimings_.size()));
+  // The step's kernels start afresh (their device times need not fit the
+  // host's clock between steps).
+  for (const RunTiming &r : runTimings_)
+    timings_[r.kernel] = {-1, 0};
+  // Back to back from the step's start, as the device ran them.
+  int64_t at = firstStartNs_;
+  for (size_t run = 0; run < runTimings_.size(); ++run) {
+    RunTiming &r = runTimings_[run];
+    r.timing = {at, markedDurations_[run]};
+    at += markedDurations_[run];
+    KernelTiming &total = timings_[r.kernel];
+    if (total.startNs < 0)
+      total = r.timing;
+    else
+      total.durationNs += r.timing.durationNs;
+  }
+  return Status::ok();
 }
 
 Status Interpreter::runKernels(const std::vector<KernelRun> *subset,
                                StepContext context) {
+  markedRuns_ = false;
   if (timing_) {
     // Sized once: a later step reuses the storage.
     runTimings_.resize(subset ? subset->size() : program_.numRuns);
     firstStartNs_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
                         std::chrono::steady_clock::now() - epoch_)
                         .count();
+    markedRuns_ = device_->markRuns(runTimings_.size());
   }
   size_t run = 0;
   if (subset) {
@@ -228,7 +273,9 @@ Status Interpreter::runKernels(const std::vector<KernelRun> *subset,
           return s;
     }
   }
-  return device_->synchronize();
+  if (Status s = device_->synchronize(); !s || !markedRuns_)
+    return s;
+  return takeMarkedTimings();
 }
 
 Status Interpreter::runStep() {

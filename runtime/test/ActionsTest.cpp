@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ActionExecutables.h"
+#include "ForwardingDevice.h"
 #include "SeededRun.h"
 #include "tpcrt/Executable.h"
 #include "tpcrt/Inputs.h"
@@ -25,6 +26,8 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <memory>
+#include <string>
 #include <tuple>
 
 using namespace tpcrt;
@@ -54,7 +57,9 @@ void expectRefused(fb::ExecutableT exe,
 
 /// A seeded run (labels 1 and 7 ignored) that reads buffers back.
 struct Runner : SeededRun {
-  explicit Runner(const fb::ExecutableT &exe) : SeededRun(exe, {1, 7}) {}
+  explicit Runner(const fb::ExecutableT &exe,
+                  std::unique_ptr<Device> device = nullptr)
+      : SeededRun(exe, {1, 7}, std::move(device)) {}
   std::vector<uint8_t> bytes(uint32_t buffer) {
     std::vector<uint8_t> out(program().buffers[buffer].bytes);
     Status s = interpreter.readBuffer(buffer, out.data(), out.size());
@@ -234,6 +239,83 @@ TEST(ActionsTest, AStepRunsTheActionsAndAllocatesNothing) {
   EXPECT_EQ(runTimings[run].action, 7u);
   EXPECT_EQ(runTimings[run].kernel,
             program.calls[program.actions[7].begin].index);
+}
+
+/// The CPU device with run marks as a queueing device has them: it counts
+/// the synchronizes and the marks, and gives run i 1000 (i + 1) ns.
+class MarkingDevice final : public test::ForwardingDevice {
+public:
+  explicit MarkingDevice(std::unique_ptr<Device> inner)
+      : ForwardingDevice(std::move(inner)) {}
+  const char *name() const override { return "marking-cpu"; }
+  Status synchronize() override {
+    ++synchronizes;
+    return ForwardingDevice::synchronize();
+  }
+  bool markRuns(size_t runs) override {
+    marked = runs;
+    nextMark = 0;
+    return true;
+  }
+  Status markRun(size_t run) override {
+    // In order, each once.
+    if (run != nextMark++)
+      return Status::error("mark " + std::to_string(run) + " out of order");
+    return Status::ok();
+  }
+  Status runDurations(std::vector<int64_t> &nanoseconds) override {
+    nanoseconds.resize(marked);
+    for (size_t run = 0; run < marked; ++run)
+      nanoseconds[run] = 1000 * static_cast<int64_t>(run + 1);
+    return Status::ok();
+  }
+
+  size_t synchronizes = 0, marked = 0, nextMark = 0;
+};
+
+TEST(ActionsTest, ADeviceWithRunMarksTimesTheStepWithoutWaitingPerKernel) {
+  ActionModelOptions options;
+  options.microbatches = 3;
+  auto owned = std::make_unique<MarkingDevice>(createCpuDevice());
+  MarkingDevice &device = *owned;
+  Runner runner(actionModel(options), std::move(owned));
+  const Program &program = runner.program();
+  runner.interpreter.setTiming(true);
+  for (int step = 0; step < 2; ++step) {
+    ASSERT_TRUE(runner.inputs.copyTo(runner.interpreter));
+    device.synchronizes = 0;
+    long before = allocationCount();
+    Status s = runner.interpreter.runStep();
+    long allocations = allocationCount() - before;
+    ASSERT_TRUE(s) << s.message();
+    EXPECT_EQ(allocations, 0) << "step " << step;
+    // One synchronize for the step (the untimed step's), every run marked.
+    EXPECT_EQ(device.synchronizes, 1u) << "step " << step;
+    EXPECT_EQ(device.nextMark, program.numRuns);
+  }
+  EXPECT_TRUE(runner.interpreter.timedByDevice());
+  // The device's durations, back to back; a kernel's total sums its runs.
+  const std::vector<RunTiming> &runs = runner.interpreter.runTimings();
+  ASSERT_EQ(runs.size(), program.numRuns);
+  std::map<uint32_t, int64_t> totals;
+  for (size_t run = 0; run < runs.size(); ++run) {
+    EXPECT_EQ(runs[run].timing.durationNs, 1000 * int64_t(run + 1));
+    if (run > 0) {
+      EXPECT_EQ(runs[run].timing.startNs,
+                runs[run - 1].timing.startNs + runs[run - 1].timing.durationNs);
+    }
+    totals[runs[run].kernel] += runs[run].timing.durationNs;
+  }
+  for (const auto &[kernel, total] : totals)
+    EXPECT_EQ(runner.interpreter.timings()[kernel].durationNs, total)
+        << "kernel " << kernel;
+  EXPECT_LT(totals.size(), runs.size()); // some kernels ran several times
+
+  // The CPU device has no marks: it is synchronized after each kernel.
+  Runner plain(actionModel(options));
+  plain.interpreter.setTiming(true);
+  ASSERT_TRUE(plain.step());
+  EXPECT_FALSE(plain.interpreter.timedByDevice());
 }
 
 /// Functions are compiled once: more microbatches add actions (12 bytes

@@ -13,8 +13,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <string>
+#include <thread>
 #include <vector>
 
 // Last: it defines CUDA's keywords and built-in variables as macros.
@@ -217,6 +219,35 @@ TEST(CudaEmulationMemory, OperationsReachDeviceMemory) {
   for (int i = 0; i < n; ++i)
     ASSERT_EQ(back[i], 2.0f * i) << i;
   EXPECT_EQ(cudaFree(device), cudaSuccess);
+}
+
+// Timing events (CudaDevice's run marks): the time between the stream
+// reaching one and the other, the work between them included.
+TEST(CudaEmulation, TimingEventsMeasureTheWorkBetweenThem) {
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  cudaEvent_t start = nullptr, end = nullptr, untimed = nullptr;
+  ASSERT_EQ(cudaEventCreate(&start), cudaSuccess);
+  ASSERT_EQ(cudaEventCreate(&end), cudaSuccess);
+  ASSERT_EQ(cudaEventCreateWithFlags(&untimed, cudaEventDisableTiming),
+            cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(start, stream), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(untimed, stream), cudaSuccess);
+  tpcrt::emu::enqueueWork(stream, [] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  });
+  ASSERT_EQ(cudaEventRecord(end, stream), cudaSuccess);
+  ASSERT_EQ(cudaEventSynchronize(end), cudaSuccess);
+  float ms = 0;
+  ASSERT_EQ(cudaEventElapsedTime(&ms, start, end), cudaSuccess);
+  EXPECT_GE(ms, 20.0f);
+  EXPECT_LT(ms, 20000.0f);
+  // An event without timing has no time.
+  EXPECT_EQ(cudaEventElapsedTime(&ms, start, untimed),
+            cudaErrorInvalidResourceHandle);
+  for (cudaEvent_t e : {start, end, untimed})
+    EXPECT_EQ(cudaEventDestroy(e), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
 }
 
 // What a GPU would not allow (an illegal address, or garbage): the host

@@ -30,6 +30,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "DeviceCheckCases.h"
+#include "ForwardingDevice.h"
 #include "tpcrt/CommandLine.h"
 #include "tpcrt/CpuKernels.h"
 #include "tpcrt/CudaBackend.h"
@@ -94,35 +95,17 @@ cpu::FloatType floatTypeOf(DT dtype) {
 /// A CPU device that runs every kernel but kSkippedOp (with `skipAll`:
 /// none), perturbs kPerturbedOp's first result and changes the byte after
 /// kOverrunOp's: what the harness must catch.
-class BrokenDevice final : public Device {
+class BrokenDevice final : public test::ForwardingDevice {
 public:
   BrokenDevice(std::unique_ptr<Device> inner, bool skipAll)
-      : inner_(std::move(inner)), skipAll_(skipAll) {}
+      : ForwardingDevice(std::move(inner)), skipAll_(skipAll) {}
 
   const char *name() const override { return "broken-cpu"; }
-  Status allocateArena(uint64_t bytes) override {
-    return inner_->allocateArena(bytes);
-  }
-  uint64_t arenaBytes() const override { return inner_->arenaBytes(); }
-  Status copyToArena(uint64_t offset, const void *source,
-                     uint64_t bytes) override {
-    return inner_->copyToArena(offset, source, bytes);
-  }
-  Status copyFromArena(uint64_t offset, void *destination,
-                       uint64_t bytes) override {
-    return inner_->copyFromArena(offset, destination, bytes);
-  }
-  Status prepare(const Program &program,
-                 const std::vector<Communicator *> &groups) override {
-    return inner_->prepare(program, groups);
-  }
-  uint64_t workspaceBytes() const override { return inner_->workspaceBytes(); }
-  Status synchronize() override { return inner_->synchronize(); }
 
   Status execute(const KernelCall &call, const StepContext &context) override {
     if (skipAll_ || call.op == kSkippedOp)
       return Status::ok();
-    if (Status s = inner_->execute(call, context); !s)
+    if (Status s = inner().execute(call, context); !s)
       return s;
     if (call.op == kOverrunOp)
       return overrun(call.results[0]);
@@ -133,13 +116,13 @@ private:
   /// Flips the byte just past `t` (where there is one).
   Status overrun(const TensorRef &t) {
     uint64_t at = t.offset + t.bytes;
-    if (at >= inner_->arenaBytes())
+    if (at >= inner().arenaBytes())
       return Status::ok();
     uint8_t byte = 0;
-    if (Status s = inner_->copyFromArena(at, &byte, 1); !s)
+    if (Status s = inner().copyFromArena(at, &byte, 1); !s)
       return s;
     byte ^= 0x5a;
-    return inner_->copyToArena(at, &byte, 1);
+    return inner().copyToArena(at, &byte, 1);
   }
 
   Status perturb(const TensorRef &t) {
@@ -147,7 +130,7 @@ private:
       return Status::error("perturb: not a float result");
     std::vector<uint8_t> bytes(t.bytes);
     std::vector<float> values(static_cast<size_t>(t.elements));
-    if (Status s = inner_->copyFromArena(t.offset, bytes.data(), t.bytes); !s)
+    if (Status s = inner().copyFromArena(t.offset, bytes.data(), t.bytes); !s)
       return s;
     cpu::FloatType type = floatTypeOf(t.dtype);
     if (Status s = cpu::cast(bytes.data(), type, t.elements,
@@ -160,10 +143,9 @@ private:
                              type, bytes.data());
         !s)
       return s;
-    return inner_->copyToArena(t.offset, bytes.data(), t.bytes);
+    return inner().copyToArena(t.offset, bytes.data(), t.bytes);
   }
 
-  std::unique_ptr<Device> inner_;
   bool skipAll_;
 };
 

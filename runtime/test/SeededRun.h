@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 
 #include <initializer_list>
+#include <memory>
 #include <vector>
 
 namespace tpcrt {
@@ -31,12 +32,15 @@ struct SeededRun {
   Interpreter interpreter;
   HostInputs inputs;
 
-  SeededRun(const fb::ExecutableT &exe, std::initializer_list<size_t> ignored) {
+  /// `device`: the CPU device where null.
+  SeededRun(const fb::ExecutableT &exe, std::initializer_list<size_t> ignored,
+            std::unique_ptr<Device> device = nullptr) {
     payload = pack(exe);
     const fb::Executable *root = fb::GetExecutable(payload.data());
     Status s = checkExecutable(*root);
     if (s)
-      s = Interpreter::create(*root, createCpuDevice(), interpreter);
+      s = Interpreter::create(
+          *root, device ? std::move(device) : createCpuDevice(), interpreter);
     if (s)
       s = initWeights(3, interpreter);
     if (s)

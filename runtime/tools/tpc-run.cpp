@@ -180,7 +180,13 @@ Options:
                           TRACE.r.json (TRACE.json.r for another suffix).
                           Rank 0 prints each rank's compute, transfer and
                           collective (waiting included), and other time
-                          to stderr
+                          to stderr. On the CPU each kernel is timed to
+                          its end; on CUDA by events on the compute
+                          stream, nothing waited for between kernels, so
+                          fusions and batches run as untimed: a fused
+                          group's time is its last member's, a batch's
+                          the run's that launched it ("tpcTiming" in the
+                          file: "synchronized" or "device")
   --ranks N               ranks to run: the executable's mesh size (default
                           1; see Ranks above)
   --timeout SECONDS       bound every wait for other ranks (each collective,
@@ -470,9 +476,12 @@ std::string tracePathOf(const std::string &path, int64_t rank, int64_t ranks) {
   return path + suffix;
 }
 
+/// `timedByDevice`: the device's run marks timed the kernels
+/// (Device::markRuns), else a synchronize after each; the file says which
+/// ("tpcTiming": "device" or "synchronized").
 Status writeTrace(const std::string &path, const Program &program,
                   const std::string &model,
-                  const std::vector<TraceEvent> &events) {
+                  const std::vector<TraceEvent> &events, bool timedByDevice) {
   unsigned long long rank = static_cast<unsigned long long>(program.rank);
   char line[256];
   std::snprintf(line, sizeof(line),
@@ -498,7 +507,9 @@ Status writeTrace(const std::string &path, const Program &program,
     }
     json += "}}";
   }
-  json += "\n],\"displayTimeUnit\":\"ms\"}\n";
+  json += "\n],\"displayTimeUnit\":\"ms\",\"tpcTiming\":\"";
+  json += timedByDevice ? "device" : "synchronized";
+  json += "\"}\n";
   return writeFileAtomically(path, {{json.data(), json.size()}});
 }
 
@@ -896,7 +907,8 @@ Status runSteps(const Options &options, const FaultInjection &fault,
   if (options.trace) {
     if (Status s = writeTrace(tracePathOf(*options.trace, interpreter.rank(),
                                           program.mesh.worldSize()),
-                              program, options.model, events);
+                              program, options.model, events,
+                              interpreter.timedByDevice());
         !s)
       return s;
     if (Status s = printTimes(interpreter, events); !s)

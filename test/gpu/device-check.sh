@@ -489,8 +489,9 @@ stage_bench_gpt_tpc() {
   return "${PIPESTATUS[0]}"
 }
 
-# Where the MFU model's step goes: 2 steps with tpc-run --trace (each kernel
-# timed to its end), the second's time per opcode and slowest kernels.
+# Where the MFU model's step goes: 2 steps with tpc-run --trace (each run
+# timed by events on the compute stream, the step's fusions and batches
+# kept), the second's time per opcode and slowest kernels.
 stage_profile_gpt_tpc() {
   "$(findbin tpc-run)" "$CARRY/models/$STEP_MODEL.tpcx" --device cuda \
     --init-seed 1 --synthetic-seed 1 --steps 2 \

@@ -165,6 +165,8 @@ assert step["in_use_before_steps"] == step["in_use_after_step_1"] == \
 assert step["in_use_last_step"] == 4, step
 profile = open(sys.argv[2]).read().splitlines()
 assert profile[0].startswith("step 2 by opcode"), profile[0]
+# Timed by the device's events: its fused groups and batches as untimed.
+assert "on the device's compute stream" in profile[0], profile[0]
 assert profile[1].startswith("TFLOP/s from the model's dimensions: linear"), \
     profile[1]
 shares = [float(line.split()[-1].rstrip("%")) for line in profile[3:]

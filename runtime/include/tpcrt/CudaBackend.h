@@ -26,7 +26,7 @@ namespace tpcrt {
 
 /// Bumped whenever Device, Program, KernelCall, StepContext or Communicator
 /// change layout: the library and its loader must agree.
-constexpr int kCudaBackendAbi = 1;
+constexpr int kCudaBackendAbi = 2;
 
 struct CudaDeviceOptions {
   /// The CUDA device (an index among the visible ones); -1: chosen from the

@@ -92,6 +92,29 @@ public:
   /// Waits for the kernels queued so far (a no-op where execute is
   /// synchronous).
   virtual Status synchronize() = 0;
+
+  /// Timing a step of `runs` kernel runs without waiting for each kernel,
+  /// on a device that queues its work (so that its fused groups and
+  /// batches run as they do untimed): markRun(i) before run i's execute,
+  /// then synchronize() ends the step and runDurations() gives run i the
+  /// device time from its mark to the next (the last run's, to the end of
+  /// the step's work): what the compute stream did meanwhile, including
+  /// deferred work launched then (a fused group's time is its last
+  /// member's). false: the device has no marks, and the interpreter
+  /// synchronizes after each kernel instead.
+  virtual bool markRuns(size_t runs) {
+    (void)runs;
+    return false;
+  }
+  virtual Status markRun(size_t run) {
+    (void)run;
+    return Status::error("this device has no run marks");
+  }
+  /// The marked runs' durations, after the step's synchronize().
+  virtual Status runDurations(std::vector<int64_t> &nanoseconds) {
+    (void)nanoseconds;
+    return Status::error("this device has no run marks");
+  }
 };
 
 /// The most bytes one message of a transfer between pipeline stages

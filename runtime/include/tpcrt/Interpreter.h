@@ -112,16 +112,24 @@ public:
   /// does).
   Status resetState();
 
-  /// With timing on, runStep records when each kernel ran.
+  /// With timing on, runStep records when each kernel ran: through the
+  /// device's run marks where it has them (Device::markRuns: the CUDA
+  /// device, whose fused groups and batches then run as they do untimed),
+  /// else with a synchronize after each kernel.
   void setTiming(bool on) {
     timing_ = on;
-    if (on)
+    if (on) {
       runTimings_.reserve(program_.numRuns);
+      markedDurations_.reserve(program_.numRuns);
+    }
   }
   /// Per kernel of the file, by index, of the last step (zeros without
   /// timing, and for other stages' kernels): when it first ran and, with
   /// actions running it several times, the sum of its runs' durations.
   const std::vector<KernelTiming> &timings() const { return timings_; }
+  /// Whether the device timed the last step's runs (Device::markRuns)
+  /// rather than a synchronize after each.
+  bool timedByDevice() const { return markedRuns_; }
   /// Every kernel run of the last step, in order (Program::numRuns; empty
   /// without timing).
   const std::vector<RunTiming> &runTimings() const { return runTimings_; }
@@ -141,6 +149,10 @@ private:
   std::vector<RunTiming> runTimings_;
   /// When the last runKernels began (timings_ older than it are reset).
   int64_t firstStartNs_ = 0;
+  /// Whether the device times this step's runs (Device::markRuns), and
+  /// the durations it gives.
+  bool markedRuns_ = false;
+  std::vector<int64_t> markedDurations_;
   std::chrono::steady_clock::time_point epoch_;
   /// The kernel runs evaluate() runs.
   std::vector<KernelRun> lossRuns_;
@@ -151,6 +163,12 @@ private:
                     StepContext context);
   Status runOne(uint32_t position, uint32_t action, StepContext &context,
                 size_t run);
+  /// `s` naming the kernel and, with actions, the action.
+  Status withKernelContext(Status s, const KernelCall &call, uint32_t action,
+                           const ActionRef &a) const;
+  /// The device's durations of the step's marked runs into runTimings_
+  /// and timings_.
+  Status takeMarkedTimings();
   /// Checks world_ against the mesh, places the program on this rank and
   /// splits world_ into groups_.
   Status makeGroups();

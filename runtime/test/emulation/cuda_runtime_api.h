@@ -95,11 +95,14 @@ struct CUstream_st {
   std::deque<std::unique_ptr<CUstreamOp>> pending;
   uint64_t enqueued = 0, completed = 0;
 };
-/// A stream's position: reached when `completed` gets to `target`.
+/// A stream's position: reached when `completed` gets to `target`. A
+/// timing event (no cudaEventDisableTiming) also holds when its last
+/// record ran on the stream (set then; shared with the op that sets it).
 struct CUevent_st {
   unsigned flags = 0;
   CUstream_st *stream = nullptr;
   uint64_t target = 0;
+  std::shared_ptr<std::chrono::steady_clock::time_point> recordedAt;
   bool reached() const { return !stream || stream->completed >= target; }
 };
 typedef CUstream_st *cudaStream_t;
@@ -748,8 +751,29 @@ inline cudaError_t cudaEventRecord(cudaEvent_t event,
   if (!event)
     return cudaErrorInvalidResourceHandle;
   CUstream_st &s = tpcrt::emu::streamOf(stream);
+  if (!(event->flags & cudaEventDisableTiming)) {
+    // The time the stream gets here: an op that takes it when it runs.
+    auto at = std::make_shared<std::chrono::steady_clock::time_point>();
+    event->recordedAt = at;
+    tpcrt::emu::enqueueWork(stream,
+                            [at] { *at = std::chrono::steady_clock::now(); });
+  }
   event->stream = &s;
   event->target = s.enqueued;
+  return cudaSuccess;
+}
+/// The milliseconds between two timing events' records, both reached.
+inline cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start,
+                                        cudaEvent_t end) {
+  tpcrt::emu::Internal internal;
+  if (!ms || !start || !end || !start->recordedAt || !end->recordedAt)
+    return cudaErrorInvalidResourceHandle;
+  tpcrt::emu::progress();
+  if (!start->reached() || !end->reached())
+    return cudaErrorNotReady;
+  *ms = std::chrono::duration<float, std::milli>(*end->recordedAt -
+                                                 *start->recordedAt)
+            .count();
   return cudaSuccess;
 }
 inline cudaError_t cudaEventQuery(cudaEvent_t event) {
