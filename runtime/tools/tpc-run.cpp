@@ -690,7 +690,9 @@ Status printTimes(Interpreter &interpreter,
   }
   for (const auto &[step, span] : spans)
     mine[0] += static_cast<double>(span.second - span.first) * 1e-9;
-  mine[3] = mine[0] - mine[1] - mine[2];
+  // Not below 0: runs timed back to back (device marks) leave no gap, and
+  // the sums' rounding must not print -0.000000.
+  mine[3] = std::max(0.0, mine[0] - mine[1] - mine[2]);
   std::vector<double> all;
   if (Status s = gatherRanks(interpreter, mine, all, "times"); !s)
     return s;
