@@ -213,6 +213,25 @@ __device__ __forceinline__ T blockSumOf(T v, T *shared) {
   return warpSumOf(v);
 }
 
+/// blockSumOf of two values at once, each added in blockSumOf's order (the
+/// same bits), behind one pair of barriers instead of two; `shared` holds
+/// 64 values.
+template <typename T>
+__device__ __forceinline__ void blockSumOfTwo(T &a, T &b, T *shared) {
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  a = warpSumOf(a);
+  b = warpSumOf(b);
+  __syncthreads();
+  if (lane == 0) {
+    shared[warp] = a;
+    shared[32 + warp] = b;
+  }
+  __syncthreads();
+  int warps = (blockDim.x + 31) >> 5;
+  a = warpSumOf(lane < warps ? shared[lane] : T(0));
+  b = warpSumOf(lane < warps ? shared[32 + lane] : T(0));
+}
+
 __device__ __forceinline__ float blockSum(float v, float *shared) {
   return blockSumOf(v, shared);
 }

@@ -203,7 +203,7 @@ __global__ void normOfSourceKernel(Source source, Out z, In weight, In bias,
 /// Row `base` of layer_norm_input_grad: dX = rstd (g - mean(g) - xhat
 /// mean(g xhat)), g = dY * weight, in double as the CPU's. For each of the
 /// thread's columns c, emit(c, dX, dY, float(xhat)) (the last two as
-/// layer_norm_param_grad sums them).
+/// layer_norm_param_grad sums them). `shared` holds 64 values.
 template <typename Emit>
 __device__ __forceinline__ void
 layerNormInputGradRow(In dY, In x, In weight, int64_t base, int64_t cols,
@@ -216,8 +216,10 @@ layerNormInputGradRow(In dY, In x, In weight, int64_t base, int64_t cols,
     sumG += g;
     sumGX += g * (x[base + c] - m.mean) * m.rstd;
   }
-  double meanG = blockSumOf<double>(sumG, shared) / n;
-  double meanGX = blockSumOf<double>(sumGX, shared) / n;
+  // One reduction for both (a row's latency is mostly its barriers).
+  blockSumOfTwo(sumG, sumGX, shared);
+  double meanG = sumG / n;
+  double meanGX = sumGX / n;
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
     float xv = x[base + c], dy = dY[base + c];
     double xhat = (xv - m.mean) * m.rstd;
@@ -251,7 +253,7 @@ rmsNormInputGradRow(In dY, In x, In weight, int64_t base, int64_t cols,
 __global__ void normInputGradKernel(In dY, In x, In weight, bool layer,
                                     int64_t rows, int64_t cols, float epsilon,
                                     Out dX) {
-  TPCRT_SHARED(double, shared, [32]);
+  TPCRT_SHARED(double, shared, [64]);
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     int64_t base = r * cols;
     auto store = [&](int64_t c, float dx, float, float) {
@@ -395,7 +397,7 @@ struct NormBackward {
 /// column in shared memory by the thread that owns the column (no
 /// barrier), in row order as normParamPartialsKernel's.
 __global__ void normBackwardKernel(NormBackward p) {
-  TPCRT_SHARED(double, shared, [32]);
+  TPCRT_SHARED(double, shared, [64]);
   TPCRT_DYNAMIC_SHARED(double, sums, 8);
   const bool paramSums = p.partialW != nullptr;
   for (int64_t c = threadIdx.x; paramSums && c < p.cols; c += blockDim.x) {
