@@ -12,8 +12,8 @@
 //   key = splitmix64(seed ^ splitmix64(stream ^ splitmix64(step))),
 //   threshold = llround(rate * 2^24),
 // and kept elements are multiplied by float(1 / (1 - rate)): one hash draws
-// two elements (a GPU's attention kernels spent most of their dropout time
-// hashing).
+// two elements (the GPU's attention kernels hash for every score they drop
+// or keep; a pair per hash halves that).
 //
 //===----------------------------------------------------------------------===//
 
