@@ -828,14 +828,11 @@ __device__ __forceinline__ unsigned
 keptKeys(const Dropout &dropout, int64_t b, int64_t hq, int64_t i0,
          int64_t key0, int tig, int64_t seqK) {
   static_assert(4 * QT <= 32, "one bit per element");
-  const int64_t firstRow = ((dropout.batchOffset + b) * dropout.globalHeads +
-                            dropout.headOffset + hq) *
-                               dropout.globalSeqQ +
-                           dropout.queryOffset + i0 + tig * 2;
-  // Element (nt, e)'s stream index.
+  // Element (nt, e)'s stream index, from the lane's first query row's.
+  const uint64_t first = dropout.rowIndex(b, hq, i0 + tig * 2, seqK);
   auto index = [&](int nt, int e) {
-    return dropout.firstIndex +
-           static_cast<uint64_t>(firstRow + nt * 8 + (e & 1)) *
+    return first +
+           static_cast<uint64_t>(nt * 8 + (e & 1)) *
                static_cast<uint64_t>(seqK) +
            static_cast<uint64_t>(key0 + 8 * (e >> 1));
   };
