@@ -150,20 +150,42 @@ struct GlobalIndex {
   }
 };
 
-/// A dropout stream as a kernel draws it: element i is kept iff
-/// dropoutKeep(key, firstIndex + index(i), threshold); kept elements are
-/// multiplied by `scale`. threshold 0 keeps every element.
-struct DropoutDraw {
+/// The dropout stream every dropout kernel draws (tpcrt/Random.h, as
+/// CpuDevice.cpp's kernels): the element at stream index n is kept iff
+/// dropoutKeep(key, n, threshold), and kept elements are multiplied by
+/// `scale`. The kernels differ in how an element finds its index:
+/// DropoutDraw (an elementwise tensor, GlobalIndex) and attn::Dropout (an
+/// attention's probabilities, by row).
+struct DropoutStream {
   uint64_t key = 0;
   uint64_t threshold = 0;
   float scale = 1.0f;
+
+  /// The stream of `rate` at (seed, stream, step).
+  void draw(uint64_t seed, uint64_t stream, uint64_t step, double rate) {
+    key = dropoutKey(seed, stream, step);
+    threshold = dropoutThreshold(rate);
+    scale = dropoutScale(rate);
+  }
+  __device__ __forceinline__ bool keepsIndex(uint64_t n) const {
+    return dropoutKeep(key, n, threshold);
+  }
+  /// The pair holding index n: 2 (n / 2) (bit 0) and 2 (n / 2) + 1 (bit 1),
+  /// from one hash.
+  __device__ __forceinline__ unsigned keptPairOf(uint64_t n) const {
+    return dropoutKeepPair(key, n >> 1, threshold);
+  }
+};
+
+/// An elementwise kernel's draw: element i is kept iff
+/// keepsIndex(firstIndex + index(i)). threshold 0 keeps every element.
+struct DropoutDraw : DropoutStream {
   int64_t firstIndex = 0;
   GlobalIndex index;
 
   __device__ __forceinline__ bool keep(int64_t i) const {
     return threshold == 0 ||
-           dropoutKeep(key, static_cast<uint64_t>(firstIndex + index(i)),
-                       threshold);
+           keepsIndex(static_cast<uint64_t>(firstIndex + index(i)));
   }
   /// Elements i (bit 0) and i + 1 (bit 1, 0 past `count`): one hash where
   /// their stream indices are one pair (whole tensors, rows of even length),
@@ -173,12 +195,12 @@ struct DropoutDraw {
       return 3u;
     const auto first = static_cast<uint64_t>(firstIndex + index(i));
     if (i + 1 >= count)
-      return dropoutKeep(key, first, threshold) ? 1u : 0u;
+      return keepsIndex(first) ? 1u : 0u;
     const auto second = static_cast<uint64_t>(firstIndex + index(i + 1));
     if ((first & 1) == 0 && second == first + 1)
-      return dropoutKeepPair(key, first >> 1, threshold);
-    return static_cast<unsigned>(dropoutKeep(key, first, threshold)) |
-           static_cast<unsigned>(dropoutKeep(key, second, threshold)) << 1;
+      return keptPairOf(first);
+    return static_cast<unsigned>(keepsIndex(first)) |
+           static_cast<unsigned>(keepsIndex(second)) << 1;
   }
 };
 

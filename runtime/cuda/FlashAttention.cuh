@@ -62,10 +62,8 @@ struct Shape {
 
 /// Dropout on the probabilities (CpuKernels.h's AttentionDropout, as
 /// CpuDevice.cpp builds it).
-struct Dropout {
+struct Dropout : DropoutStream {
   bool enabled = false;
-  uint64_t key = 0, threshold = 0;
-  float scale = 1.0f;
   uint64_t firstIndex = 0;
   int64_t batchOffset = 0, headOffset = 0, queryOffset = 0;
   int64_t globalHeads = 0, globalSeqQ = 0;
@@ -80,14 +78,6 @@ struct Dropout {
         queryOffset + i;
     return firstIndex +
            static_cast<uint64_t>(row) * static_cast<uint64_t>(seqK);
-  }
-  __device__ __forceinline__ bool keep(uint64_t index) const {
-    return dropoutKeep(key, index, threshold);
-  }
-  /// The pair of elements holding `index`: 2 (index / 2) (bit 0) and
-  /// 2 (index / 2) + 1 (bit 1), from one hash.
-  __device__ __forceinline__ unsigned keepPair(uint64_t index) const {
-    return dropoutKeepPair(key, index >> 1, threshold);
   }
 };
 
@@ -845,7 +835,7 @@ keptKeys(const Dropout &dropout, int64_t b, int64_t hq, int64_t i0,
     for (int nt = 0; nt < QT; ++nt) {
       unsigned mine = 0;
       for (int half = 0; half < 2; ++half)
-        mine |= dropout.keepPair(index(nt, 2 * half + odd)) << (2 * half);
+        mine |= dropout.keptPairOf(index(nt, 2 * half + odd)) << (2 * half);
       const unsigned other = __shfl_xor_sync(0xffffffffu, mine, 4);
       for (int e = 0; e < 4; ++e) {
         const unsigned from = (e & 1) == odd ? mine : other;
@@ -855,7 +845,8 @@ keptKeys(const Dropout &dropout, int64_t b, int64_t hq, int64_t i0,
   } else {
 #pragma unroll 1
     for (int k = 0; k < 4 * QT; ++k)
-      kept |= static_cast<unsigned>(dropout.keep(index(k >> 2, k & 3))) << k;
+      kept |= static_cast<unsigned>(dropout.keepsIndex(index(k >> 2, k & 3)))
+              << k;
   }
   return kept;
 }

@@ -154,7 +154,7 @@ __global__ void __launch_bounds__(kThreadsGeneric, 1)
       float e = expf(sc[u] - base);
       tileSum += e;
       if (p.dropout.enabled)
-        e = p.dropout.keep(dropRow + static_cast<uint64_t>(j0 + c))
+        e = p.dropout.keepsIndex(dropRow + static_cast<uint64_t>(j0 + c))
                 ? e * p.dropout.scale
                 : 0.0f;
       ps[r * (kKeys + 1) + c] = e;
@@ -274,8 +274,9 @@ __global__ void __launch_bounds__(kThreadsGeneric, 1)
           float dpv = dotRows(vs + r * ldv, dos + c * ldv, dv);
           pdv = pv;
           if (p.dropout.enabled) {
-            bool kept = p.dropout.keep(p.dropout.rowIndex(b, hq, i, s.seqK) +
-                                       static_cast<uint64_t>(j));
+            bool kept =
+                p.dropout.keepsIndex(p.dropout.rowIndex(b, hq, i, s.seqK) +
+                                     static_cast<uint64_t>(j));
             pdv = kept ? pv * p.dropout.scale : 0.0f;
             dpv = kept ? dpv * p.dropout.scale : 0.0f;
           }
@@ -368,7 +369,7 @@ __global__ void __launch_bounds__(kThreadsGeneric, 1)
             rowInv;
         float dpv = dotRows(dos + r * ldv, vs + c * ldv, dv);
         if (p.dropout.enabled)
-          dpv = p.dropout.keep(dropRow + static_cast<uint64_t>(j))
+          dpv = p.dropout.keepsIndex(dropRow + static_cast<uint64_t>(j))
                     ? dpv * p.dropout.scale
                     : 0.0f;
         dsv = pv * (dpv - rowDot);

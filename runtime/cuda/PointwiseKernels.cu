@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 using namespace tpcrt;
 using namespace tpcrt::cuda;
@@ -80,7 +81,22 @@ struct Dropout {
   __device__ float operator()(float x, int64_t i) const {
     return draw.keep(i) ? x * draw.scale : 0.0f;
   }
+  /// Elements base.. base + kVec - 1, two to a hash (DropoutDraw::keepTwo).
+  __device__ void vec(float (&v)[kVec], int64_t base, int64_t count) const {
+#pragma unroll
+    for (int k = 0; k < kVec; k += 2) {
+      const unsigned kept = draw.keepTwo(base + k, count);
+      v[k] = (kept & 1u) ? v[k] * draw.scale : 0.0f;
+      v[k + 1] = (kept & 2u) ? v[k + 1] * draw.scale : 0.0f;
+    }
+  }
 };
+
+/// Whether Op also takes kVec elements at once (`op.vec(v, base, count)`).
+template <typename Op, typename = void>
+struct TakesVectors : std::false_type {};
+template <typename Op>
+struct TakesVectors<Op, std::void_t<decltype(&Op::vec)>> : std::true_type {};
 
 struct Add {
   __device__ float operator()(float a, float b, int64_t) const { return a + b; }
@@ -133,9 +149,13 @@ __global__ void __launch_bounds__(kThreads)
       [&](int64_t base) {
         float v[kVec];
         loadVec(x, xType, base, v);
+        if constexpr (TakesVectors<Op>::value) {
+          op.vec(v, base, count);
+        } else {
 #pragma unroll
-        for (int k = 0; k < kVec; ++k)
-          v[k] = op(v[k], base + k);
+          for (int k = 0; k < kVec; ++k)
+            v[k] = op(v[k], base + k);
+        }
         storeVec(y, yType, base, v);
       },
       [&](int64_t i) {
@@ -385,10 +405,7 @@ Status dropoutDraw(const Run &r, const char *kernel, double rate,
   const std::vector<int64_t> &ia = call.intAttrs;
   if (Status s = checkRate(kernel, rate); !s)
     return s;
-  draw.key =
-      dropoutKey(r.context.seed, static_cast<uint64_t>(ia[0]), r.context.step);
-  draw.threshold = dropoutThreshold(rate);
-  draw.scale = dropoutScale(rate);
+  draw.draw(r.context.seed, static_cast<uint64_t>(ia[0]), r.context.step, rate);
   draw.firstIndex =
       (ia.size() == 2 ? ia[1] : 0) +
       static_cast<int64_t>(r.context.microbatch) * call.streamElements;

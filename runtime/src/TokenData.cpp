@@ -13,9 +13,9 @@
 using namespace tpcrt;
 
 Status tpcrt::parseTokenDType(const std::string &text, TokenDType &out) {
-  if (text == "uint16" || text == "u16")
+  if (text == "uint16")
     out = TokenDType::U16;
-  else if (text == "uint32" || text == "u32")
+  else if (text == "uint32")
     out = TokenDType::U32;
   else
     return Status::error("--data-dtype '" + text +

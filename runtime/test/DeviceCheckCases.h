@@ -555,7 +555,8 @@ inline void addCases(DT F, std::vector<Case> &out) {
     add(b);
   }
 
-  // Dropout and its mask, drawn from the stream (with a first index too).
+  // Dropout and its mask, drawn from the stream (with a first index too,
+  // even and odd).
   {
     CaseBuilder b(Op::Dropout, F, dt, actText + " p0.1 stream 3");
     b.kernel(Op::Dropout, {b.in(F, act)}, {b.out(F, act)}, {3}, {0.1});
@@ -564,6 +565,12 @@ inline void addCases(DT F, std::vector<Case> &out) {
   {
     CaseBuilder b(Op::Dropout, F, dt, actText + " p0.3 stream 5 first1000");
     b.kernel(Op::Dropout, {b.in(F, act)}, {b.out(F, act)}, {5, 1000}, {0.3});
+    add(b);
+  }
+  {
+    // An odd first index: no two elements of a vector share a hash.
+    CaseBuilder b(Op::Dropout, F, dt, actText + " p0.3 stream 6 first1001");
+    b.kernel(Op::Dropout, {b.in(F, act)}, {b.out(F, act)}, {6, 1001}, {0.3});
     add(b);
   }
   if (f32) {

@@ -393,6 +393,7 @@ expect_error "--inputs, --synthetic-seed and --data exclude each other" $train -
 expect_error "tokens-short.bin: 4 tokens, fewer than the 5 a sequence of 4 and its last target need" tiny-train.tpcx --init-seed 1 --data tokens-short.bin
 expect_error "tokens-outside.bin: token 300 at position 250 is outside [0, 16)" tiny-train.tpcx --init-seed 1 --data tokens-outside.bin --steps 40
 expect_error "--data-dtype 'int8': expected uint16 or uint32" $train --data-dtype int8
+expect_error "--data-dtype 'u16': expected uint16 or uint32" $train --data-dtype u16
 expect_error "absent.bin: cannot open" tiny-train.tpcx --init-seed 1 --data absent.bin
 expect_error "--dump-grads: the executable computes no gradients" tiny.tpcx $weights $inputs --dump-grads g.safetensors
 expect_error "absent.safetensors: cannot open" tiny-train.tpcx --load-checkpoint absent.safetensors --data tokens.bin

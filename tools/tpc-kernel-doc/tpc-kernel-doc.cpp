@@ -162,11 +162,18 @@ int main(int argc, char **argv) {
     file.close();
     if (file)
       return 0;
-    std::fprintf(stderr, "tpc-kernel-doc: cannot write %s\n", argv[2]);
+    std::fprintf(stderr, "error: cannot write %s\n", argv[2]);
     return 1;
   }
-  std::fprintf(stderr, "usage: tpc-kernel-doc [-o FILE]\n"
-                       "Prints the opcode reference (docs/runtime/opcodes.md) "
-                       "from runtime/include/tpcrt/Kernels.def.\n");
+  const char *usage = "usage: tpc-kernel-doc [-o FILE]\n"
+                      "Prints the opcode reference (docs/runtime/opcodes.md) "
+                      "from runtime/include/tpcrt/Kernels.def, to FILE with "
+                      "-o.\n";
+  if (argc == 2 &&
+      (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h"))) {
+    std::fputs(usage, stdout);
+    return 0;
+  }
+  std::fprintf(stderr, "error: unexpected arguments\n%s", usage);
   return 1;
 }

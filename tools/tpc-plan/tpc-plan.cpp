@@ -470,11 +470,12 @@ int main(int argc, char **argv) {
     });
   }
   const Candidate &winner = best.front();
+  // A command that runs as printed: each tool writes its file.
   llvm::outs() << "best: tpc-import " << configPath << " --batch "
                << globalBatch << " --seq " << shape.seq << " --dtype "
                << dtypeName << " --attention " << attentionName
-               << " && tpc-compile model.mlir "
-               << compileFlags(winner.plan, *hw) << "\n";
+               << " -o model.mlir && tpc-compile model.mlir "
+               << compileFlags(winner.plan, *hw) << " -o model.tpcx\n";
 
   // The check compile: the best (or the compared) plan through the real
   // pipeline.
