@@ -41,6 +41,7 @@
 #include "tpcrt/AttentionRows.h"
 
 #include <cstdint>
+#include <type_traits>
 
 namespace tpcrt::cuda::attn {
 
@@ -198,6 +199,22 @@ Status forTensorCoreCase(Storage type, int64_t headDim, Launch &&launch) {
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 constexpr int kThreads = 128;
+
+/// 2^x on the SFU alone (ex2.approx.ftz.f32: subnormal inputs and results
+/// are 0). exp2f without -ftz wraps the same instruction in a range check
+/// and two multiplies that keep subnormal results: three more instructions
+/// a score, in loops whose issue slots bound their time. The scores'
+/// exponentials are rounded to 16 bits for the next product, and a term
+/// under 2^-126 is nothing beside a row's largest, 1.
+__device__ __forceinline__ float exp2Fast(float x) {
+#ifdef TPCRT_CUDA_EMULATION
+  return emu::exp2Ftz(x);
+#else
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+#endif
+}
 
 __device__ __forceinline__ unsigned smemAddress(const void *p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
@@ -509,32 +526,40 @@ softmaxTile(const ForwardParams &p, float (&sc)[NT][4], int half, int64_t row,
             int64_t j0, bool mask, float sl2, int tig, int64_t b, int64_t h,
             float &mx, float &sum) {
   const Shape &s = p.shape;
-  // The row sees the tile's columns < keys.
-  const int keys = visibleKeys<NT * 8>(s, row, j0);
+  // Most tiles hide no key: the masking is a branch of its own, not a
+  // select on every score.
+  if (mask) {
+    // The row sees the tile's columns < keys.
+    const int keys = visibleKeys<NT * 8>(s, row, j0);
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int e = 0; e < 2; ++e)
+        if (nt * 8 + tig * 2 + e >= keys)
+          sc[nt][2 * half + e] = -INFINITY;
+  }
+  // The max of the unscaled scores: scaling by sl2 > 0 keeps their order
+  // and rounds monotonically, so max * sl2 is the max of the scaled ones.
   float tileMax = -INFINITY;
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
-    for (int e = 0; e < 2; ++e) {
-      float x = sc[nt][2 * half + e] * sl2;
-      if (mask && nt * 8 + tig * 2 + e >= keys)
-        x = -INFINITY;
-      sc[nt][2 * half + e] = x;
-      tileMax = fmaxf(tileMax, x);
-    }
+    for (int e = 0; e < 2; ++e)
+      tileMax = fmaxf(tileMax, sc[nt][2 * half + e]);
   // The four lanes of a quad hold one row.
   tileMax = fmaxf(tileMax, __shfl_xor_sync(0xffffffffu, tileMax, 1));
   tileMax = fmaxf(tileMax, __shfl_xor_sync(0xffffffffu, tileMax, 2));
-  const float newMax = fmaxf(mx, tileMax);
+  const float newMax = fmaxf(mx, tileMax * sl2);
   const float base = newMax == -INFINITY ? 0.0f : newMax;
-  const float alpha = exp2f(mx - base);
+  const float alpha = exp2Fast(mx - base);
   mx = newMax;
   float tileSum = 0.0f;
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
-      float pv = exp2f(sc[nt][2 * half + e] - base);
+      // score * sl2 - max in one rounding (FlashAttention's form).
+      float pv = exp2Fast(fmaf(sc[nt][2 * half + e], sl2, -base));
       tileSum += pv;
       sc[nt][2 * half + e] = pv;
     }
@@ -866,27 +891,42 @@ keyGradients(const BackwardParams &p, float (&sT)[QT][4], float (&dpT)[QT][4],
   const unsigned kept =
       p.dropout.enabled ? keptKeys<QT>(p.dropout, b, hq, i0, key0, tig, s.seqK)
                         : 0u;
+  // Checked: some query of the step does not see one of the two keys (past
+  // s_q or s_k, or the causal mask); most steps have none, and skip the
+  // comparisons (64-bit, three a score) in a loop of their own.
+  auto step = [&](auto checked) {
 #pragma unroll
-  for (int nt = 0; nt < QT; ++nt) {
+    for (int nt = 0; nt < QT; ++nt) {
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int qi = nt * 8 + tig * 2 + (e & 1);
-      const int64_t i = i0 + qi;
-      const int64_t j = key0 + 8 * (e >> 1);
-      const bool valid =
-          i < s.seqQ && j < s.seqK && (!s.causal || j <= i + s.causalOffset);
-      float pv = valid ? exp2f(sT[nt][e] * sl2 - st[qi]) * st[BQ + qi] : 0.0f;
-      float dpv = dpT[nt][e];
-      float pd = pv;
-      if (p.dropout.enabled) {
-        const bool keep = (kept >> (4 * nt + e)) & 1u;
-        pd = keep ? pv * p.dropout.scale : 0.0f;
-        dpv = keep ? dpv * p.dropout.scale : 0.0f;
+      for (int e = 0; e < 4; ++e) {
+        const int qi = nt * 8 + tig * 2 + (e & 1);
+        bool valid = true;
+        if constexpr (decltype(checked)::value) {
+          const int64_t i = i0 + qi;
+          const int64_t j = key0 + 8 * (e >> 1);
+          valid = i < s.seqQ && j < s.seqK &&
+                  (!s.causal || j <= i + s.causalOffset);
+        }
+        float pv = valid ? exp2Fast(fmaf(sT[nt][e], sl2, -st[qi])) * st[BQ + qi]
+                         : 0.0f;
+        float dpv = dpT[nt][e];
+        float pd = pv;
+        if (p.dropout.enabled) {
+          const bool keep = (kept >> (4 * nt + e)) & 1u;
+          pd = keep ? pv * p.dropout.scale : 0.0f;
+          dpv = keep ? dpv * p.dropout.scale : 0.0f;
+        }
+        sT[nt][e] = pd;
+        dpT[nt][e] = valid ? pv * (dpv - st[2 * BQ + qi]) : 0.0f;
       }
-      sT[nt][e] = pd;
-      dpT[nt][e] = valid ? pv * (dpv - st[2 * BQ + qi]) : 0.0f;
     }
-  }
+  };
+  const bool whole = i0 + QT * 8 <= s.seqQ && key0 + 8 < s.seqK &&
+                     (!s.causal || key0 + 8 <= i0 + s.causalOffset);
+  if (whole)
+    step(std::false_type{});
+  else
+    step(std::true_type{});
 }
 
 /// dK = scale * dk and dV = dv for a quad's keys key0 and key0 + 8 of kv
@@ -1055,22 +1095,41 @@ scoreGradients(const BackwardParams &p, float (&sc)[NT][4],
   if (p.dropout.enabled)
     for (int half = 0; half < 2; ++half)
       kept[half] = keptColumns<NT>(p.dropout, rows[half].drop + j0 + tig * 2);
+  // Checked: one of the two rows does not see some key of the tile (past
+  // s_q or s_k, or the causal mask); most tiles have none, and skip the
+  // comparisons (64-bit, three a score) in a loop of their own.
+  auto tile = [&](auto checked) {
 #pragma unroll
-  for (int nt = 0; nt < NT; ++nt) {
+    for (int nt = 0; nt < NT; ++nt) {
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const QueryRow &r = rows[e >> 1];
-      const int64_t j = j0 + nt * 8 + tig * 2 + (e & 1);
-      const bool valid = r.row < s.seqQ && j < s.seqK &&
-                         (!s.causal || j <= r.row + s.causalOffset);
-      float pv = valid ? exp2f(sc[nt][e] * sl2 - r.max) * r.inv : 0.0f;
-      float dpv = dp[nt][e];
-      if (p.dropout.enabled)
-        dpv = (kept[e >> 1] >> (2 * nt + (e & 1))) & 1u ? dpv * p.dropout.scale
-                                                        : 0.0f;
-      sc[nt][e] = valid ? pv * (dpv - r.dot) : 0.0f;
+      for (int e = 0; e < 4; ++e) {
+        const QueryRow &r = rows[e >> 1];
+        bool valid = true;
+        if constexpr (decltype(checked)::value) {
+          const int64_t j = j0 + nt * 8 + tig * 2 + (e & 1);
+          valid = r.row < s.seqQ && j < s.seqK &&
+                  (!s.causal || j <= r.row + s.causalOffset);
+        }
+        float pv =
+            valid ? exp2Fast(fmaf(sc[nt][e], sl2, -r.max)) * r.inv : 0.0f;
+        float dpv = dp[nt][e];
+        if (p.dropout.enabled)
+          dpv = (kept[e >> 1] >> (2 * nt + (e & 1))) & 1u
+                    ? dpv * p.dropout.scale
+                    : 0.0f;
+        sc[nt][e] = valid ? pv * (dpv - r.dot) : 0.0f;
+      }
     }
-  }
+  };
+  const int64_t firstRow = min64(rows[0].row, rows[1].row),
+                lastRow = max64(rows[0].row, rows[1].row);
+  const int64_t lastKey = j0 + NT * 8 - 1;
+  const bool whole = lastRow < s.seqQ && lastKey < s.seqK &&
+                     (!s.causal || lastKey <= firstRow + s.causalOffset);
+  if (whole)
+    tile(std::false_type{});
+  else
+    tile(std::true_type{});
 }
 
 /// dQ = scale * dq for a quad's two rows (dq[dt][2 half + e]: column

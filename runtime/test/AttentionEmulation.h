@@ -209,8 +209,11 @@ inline void runCpu(const Problem &p, const std::vector<float> &q,
 /// within `tolerance` of `want` norm-wise, ||got - want|| / ||want||, and
 /// every element written. Prints the norm-wise error and the largest |got
 /// - want| over the largest |want|.
+/// The norm-wise error within `tolerance` and, where given, the largest
+/// element's error within `maxTolerance` of the largest magnitude.
 inline void expectClose(const char *name, const std::vector<float> &got,
-                        const std::vector<float> &want, double tolerance) {
+                        const std::vector<float> &want, double tolerance,
+                        double maxTolerance = INFINITY) {
   ASSERT_EQ(got.size(), want.size()) << name;
   double diff = 0.0, norm = 0.0, maxDiff = 0.0, maxWant = 0.0;
   int64_t nans = 0;
@@ -230,6 +233,7 @@ inline void expectClose(const char *name, const std::vector<float> &got,
   std::printf("  %-4s normwise %.2e maxwise %.2e\n", name, normwise, maxwise);
   EXPECT_EQ(nans, 0) << name << ": elements not written";
   EXPECT_LE(normwise, tolerance) << name;
+  EXPECT_LE(maxwise, maxTolerance) << name << " (max-wise)";
 }
 
 } // namespace tpcrt::cuda::attn::test

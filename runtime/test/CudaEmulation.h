@@ -926,6 +926,14 @@ inline void wgmma(float *d, int n, const unsigned *a, uint64_t descA,
     std::copy(a, a + 4, pending.aRegisters);
   thread.wgmmaPending.push_back(std::move(pending));
 }
+/// ex2.approx.ftz.f32: 2^x with subnormal inputs and results flushed to 0
+/// (exactly rounded here; the hardware's approximation is within 2 ulp).
+inline float exp2Ftz(float x) {
+  if (std::fpclassify(x) == FP_SUBNORMAL)
+    x = 0.0f;
+  const float y = std::exp2(x);
+  return std::fpclassify(y) == FP_SUBNORMAL ? 0.0f : y;
+}
 /// wgmma.fence.sync.aligned: this thread's register writes are ordered
 /// before the wgmmas after it.
 inline void wgmmaFence() { self().wgmmaFenced = true; }

@@ -54,6 +54,13 @@ namespace {
 /// indexing, masking or dropout error gives errors of order 1.
 constexpr double kBf16Tolerance = 1e-2;
 constexpr double kF16Tolerance = 2e-3;
+/// Element-wise the same roundings do not average out: each element's error
+/// within 4 u of the largest element's magnitude (observed up to 1.4 u for
+/// bf16 and 2.5 u for f16). One score leaking through a mask at a tile's
+/// edge moves a few elements by more (5.7 u in the OffBy7 cases) while its
+/// norm-wise error stays under the bound above.
+constexpr double kBf16MaxTolerance = 4.0 / 256;
+constexpr double kF16MaxTolerance = 4.0 / 2048;
 
 struct Case {
   bool bf16 = true;
@@ -258,13 +265,14 @@ template <typename T, int D> void runCase(const Case &c) {
   if (::testing::Test::HasFatalFailure())
     return;
   const double tolerance = c.bf16 ? kBf16Tolerance : kF16Tolerance;
-  expectClose("O", toFloat(t.o), ref.o, tolerance);
+  const double maxTolerance = c.bf16 ? kBf16MaxTolerance : kF16MaxTolerance;
+  expectClose("O", toFloat(t.o), ref.o, tolerance, maxTolerance);
   if (packed) {
-    expectClose("dQKV", toFloat(t.dqkv), ref.dqkv, tolerance);
+    expectClose("dQKV", toFloat(t.dqkv), ref.dqkv, tolerance, maxTolerance);
   } else {
-    expectClose("dQ", toFloat(t.dq), ref.dq, tolerance);
-    expectClose("dK", toFloat(t.dk), ref.dk, tolerance);
-    expectClose("dV", toFloat(t.dv), ref.dv, tolerance);
+    expectClose("dQ", toFloat(t.dq), ref.dq, tolerance, maxTolerance);
+    expectClose("dK", toFloat(t.dk), ref.dk, tolerance, maxTolerance);
+    expectClose("dV", toFloat(t.dv), ref.dv, tolerance, maxTolerance);
   }
 }
 
@@ -414,6 +422,27 @@ TEST(FlashEmulation, WgmmaBf16D64HeadMajorManyKeyTiles) {
   c.wgmma = true;
   c.heads = 1, c.kvHeads = 1, c.seqQ = 70, c.seqK = 600;
   run(c);
+}
+
+// The backward skips the per-score visibility checks on steps and tiles
+// that every query sees whole; with s_k = s_q + 7 (the causal diagonal 7
+// keys right) the last key of some 64-key tile is exactly one past a quad's
+// first visible row, and some quad's key one past its step's first query:
+// the boundaries where an off-by-one there shows (each tried).
+Case causalDiagonalOffBy7(bool wgmma) {
+  Case c;
+  c.wgmma = wgmma;
+  c.layout = Layout::SeqMajor;
+  c.seqQ = 130, c.seqK = 137, c.causal = true;
+  return c;
+}
+
+TEST(FlashEmulation, Bf16D64SeqMajorCausalDiagonalOffBy7) {
+  run(causalDiagonalOffBy7(false));
+}
+
+TEST(FlashEmulation, WgmmaBf16D64SeqMajorCausalDiagonalOffBy7) {
+  run(causalDiagonalOffBy7(true));
 }
 
 TEST(FlashEmulation, WgmmaBf16D64OneQueryCausalDropout) {
