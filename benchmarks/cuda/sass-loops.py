@@ -52,5 +52,6 @@ for fn in re.split(r"\n\s*Function : ", sass)[1:]:
         continue
     mma, _, span = max(loops, key=lambda l: (l[0], l[1]))
     counts = {c: sum(b[1] == c for b in span) for c in classes}
+    short = re.sub(r"^void tpcrt::cuda::attn::|\(.*$", "", name)
     print(f"{len(span):>5} {mma:>4} " +
-          " ".join(f"{counts[c]:>6}" for c in classes) + f"  {name[:90]}")
+          " ".join(f"{counts[c]:>6}" for c in classes) + f"  {short}")

@@ -325,6 +325,16 @@ __device__ __forceinline__ void loadTile(T *tile, const T *src, int64_t ld,
   static_assert(kStep % 8 == 0 && Rows % kStep == 0, "tile shape");
   const int c = threadIdx.x % kChunks, r = threadIdx.x / kChunks;
   T *to = tile + swizzle<D>(r, c * 8);
+  if (row0 + Rows <= rows) {
+    // Every row exists (all tiles but a sequence's last): no bounds, one
+    // pointer stepped (a tile's copies cost their address arithmetic, in
+    // loops bound by their issue slots).
+    const T *from = src + (row0 + r) * ld + c * 8;
+#pragma unroll
+    for (int k = 0; k < Rows / kStep; ++k)
+      cpAsync16(to + k * kStep * D, from + k * kStep * ld, true);
+    return;
+  }
   const int64_t left = rows - row0 - r; // rows from this thread's first
   const T *from = src + (left > 0 ? (row0 + r) * ld + c * 8 : 0);
 #pragma unroll

@@ -252,6 +252,15 @@ __device__ __forceinline__ void loadTile(unsigned char *tile, const T *src,
   const int c = threadIdx.x % kChunks, r = threadIdx.x / kChunks;
   unsigned char *to =
       tile + (c >> 3) * Rows * 128 + r * 128 + (((c & 7) ^ (r & 7)) << 4);
+  if (row0 + Rows <= rows) {
+    // Every row exists (all tiles but a sequence's last): no bounds, one
+    // pointer stepped (flash::loadTile's reason).
+    const T *from = src + (row0 + r) * ld + c * 8;
+#pragma unroll
+    for (int k = 0; k < Rows / kStep; ++k)
+      flash::cpAsync16(to + k * kStep * 128, from + k * kStep * ld, true);
+    return;
+  }
   const int64_t left = rows - row0 - r; // rows from this thread's first
   const T *from = src + (left > 0 ? (row0 + r) * ld + c * 8 : 0);
 #pragma unroll
