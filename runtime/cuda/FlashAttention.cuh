@@ -818,12 +818,25 @@ template <int BQ> struct KeySteps {
     count = perHead * s.group;
     firstHead = kvh * s.group;
   }
-  /// Step t's query head and first query.
-  __device__ __forceinline__ int64_t head(int64_t t) const {
-    return firstHead + t / perHead;
-  }
-  __device__ __forceinline__ int64_t query0(int64_t t) const {
-    return (firstTile + t % perHead) * BQ;
+  /// A step's query head and first query, advanced a step at a time: the
+  /// loops divide by nothing (a 64-bit division is a call, each step).
+  struct Cursor {
+    int64_t head = 0, tile = 0, firstTile = 0, endTile = 0;
+    __device__ __forceinline__ int64_t query0() const { return tile * BQ; }
+    __device__ __forceinline__ void next() {
+      if (++tile == endTile) {
+        tile = firstTile;
+        ++head;
+      }
+    }
+  };
+  /// Step 0's.
+  __device__ __forceinline__ Cursor first() const {
+    Cursor c;
+    c.head = firstHead;
+    c.tile = c.firstTile = firstTile;
+    c.endTile = firstTile + perHead;
+    return c;
   }
 };
 
@@ -1005,9 +1018,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   const KeySteps<BQ> stepPlan(s, kvh, k0);
   const int64_t steps = stepPlan.count;
 
-  // Loads step `step`'s Q, dO and statistics into `stage`.
-  auto issue = [&](int64_t step, int stage) {
-    int64_t hq = stepPlan.head(step), i0 = stepPlan.query0(step);
+  // Loads the Q, dO and statistics of the step at `c` into `stage`.
+  auto issue = [&](const typename KeySteps<BQ>::Cursor &c, int stage) {
+    const int64_t hq = c.head, i0 = c.query0();
     int64_t bhq = b * s.heads + hq;
     loadTile<T, D, BQ>(qs + stage * BQ * D, qg + s.qRows.head(b, hq),
                        s.qRows.ld, i0, s.seqQ);
@@ -1016,8 +1029,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     loadStepStats<BQ>(p, rowStats + stage * 3 * BQ, bhq, i0, kThreads);
   };
 
+  typename KeySteps<BQ>::Cursor cursor = stepPlan.first();
   if (steps > 0)
-    issue(0, 0);
+    issue(cursor, 0);
   cpAsyncCommit();
 
   float dk[DT][4], dv[DT][4];
@@ -1032,13 +1046,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int64_t warpKey0 = k0 + warp * 16;
   for (int64_t t = 0; t < steps; ++t) {
     const int stage = static_cast<int>(t & 1);
+    const int64_t hq = cursor.head, i0 = cursor.query0();
+    cursor.next(); // step t + 1
     // Stage ^ 1 was last read in step t - 1, which ended with a barrier.
     if (t + 1 < steps)
-      issue(t + 1, stage ^ 1);
+      issue(cursor, stage ^ 1);
     cpAsyncCommit();
     cpAsyncWait<1>();
     __syncthreads();
-    const int64_t hq = stepPlan.head(t), i0 = stepPlan.query0(t);
     const unsigned qtAddr = smemAddress(qs) + stage * BQ * D * 2,
                    dotAddr = smemAddress(dos) + stage * BQ * D * 2;
     const float *st = rowStats + stage * 3 * BQ;

@@ -625,9 +625,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   const flash::KeySteps<BQ> stepPlan(s, kvh, k0);
   const int64_t steps = stepPlan.count;
 
-  // Loads step `step`'s Q, dO and statistics into `stage`.
-  auto issue = [&](int64_t step, int stage) {
-    int64_t hq = stepPlan.head(step), i0 = stepPlan.query0(step);
+  // Loads the Q, dO and statistics of the step at `c` into `stage`.
+  auto issue = [&](const typename flash::KeySteps<BQ>::Cursor &c, int stage) {
+    const int64_t hq = c.head, i0 = c.query0();
     loadTile<T, D, BQ>(qs + stage * Cfg::kStepBytes,
                        static_cast<const T *>(p.q) + s.qRows.head(b, hq),
                        s.qRows.ld, i0, s.seqQ);
@@ -637,8 +637,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     flash::loadStepStats<BQ>(p, rowStats + stage * 3 * BQ, b * s.heads + hq, i0,
                              kThreads);
   };
+  typename flash::KeySteps<BQ>::Cursor cursor = stepPlan.first();
   if (steps > 0)
-    issue(0, 0);
+    issue(cursor, 0);
   flash::cpAsyncCommit();
 
   float dk[DT][4], dv[DT][4];
@@ -663,13 +664,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   // serialized).
   for (int64_t t = 0; t < steps; ++t) {
     const int stage = static_cast<int>(t % Cfg::kStages);
+    const int64_t hq = cursor.head, i0 = cursor.query0();
+    cursor.next();           // step t + 1
     flash::cpAsyncWait<0>(); // step t (and K, V) landed
     fenceProxyAsync();
     __syncthreads();
     if (t + 1 < steps)
-      issue(t + 1, static_cast<int>((t + 1) % Cfg::kStages));
+      issue(cursor, static_cast<int>((t + 1) % Cfg::kStages));
     flash::cpAsyncCommit();
-    const int64_t hq = stepPlan.head(t), i0 = stepPlan.query0(t);
     const unsigned qt = flash::smemAddress(qs) + stage * Cfg::kStepBytes,
                    dot = flash::smemAddress(dos) + stage * Cfg::kStepBytes;
     const float *st = rowStats + stage * 3 * BQ;
