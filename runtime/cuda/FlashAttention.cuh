@@ -312,6 +312,33 @@ template <int D> __device__ __forceinline__ int swizzle(int row, int col) {
   return row * D + ((((col >> 3) ^ (row & 7))) << 3);
 }
 
+/// One thread's copies of a tile, asynchronous (the caller commits and
+/// waits): chunk c (16 bytes, 8 elements) of rows row0 + r + k * Step,
+/// k < Rows / Step, of a [rows, *] matrix with row stride ld, the k-th to
+/// `to` + k * toStep bytes; zeros past `rows`. A tile whose rows all exist
+/// (every tile but a sequence's last) is copied without bounds, one pointer
+/// stepped: a tile's copies cost their address arithmetic, in loops bound
+/// by their issue slots. Both loadTiles (mma.sync's, wgmma's) copy so.
+template <int Rows, int Step, typename T>
+__device__ __forceinline__ void
+copyTileRows(unsigned char *to, int toStep, const T *src, int64_t ld,
+             int64_t row0, int64_t rows, int r, int c) {
+  if (row0 + Rows <= rows) {
+    const T *from = src + (row0 + r) * ld + c * 8;
+#pragma unroll
+    for (int k = 0; k < Rows / Step; ++k)
+      cpAsync16(to + k * toStep, from + k * Step * ld, true);
+    return;
+  }
+  const int64_t left = rows - row0 - r; // rows from this thread's first
+  const T *from = src + (left > 0 ? (row0 + r) * ld + c * 8 : 0);
+#pragma unroll
+  for (int k = 0; k < Rows / Step; ++k) {
+    bool valid = k * Step < left;
+    cpAsync16(to + k * toStep, valid ? from + k * Step * ld : src, valid);
+  }
+}
+
 /// Rows [row0, row0 + Rows) of a [rows, D] matrix with row stride ld into a
 /// tile, zeros past `rows`; asynchronous (the caller commits and waits). Thread
 /// t copies chunk t % (D / 8) of rows t / (D / 8) + k * kStep: kStep is a
@@ -324,24 +351,9 @@ __device__ __forceinline__ void loadTile(T *tile, const T *src, int64_t ld,
   constexpr int kStep = kThreads / kChunks;
   static_assert(kStep % 8 == 0 && Rows % kStep == 0, "tile shape");
   const int c = threadIdx.x % kChunks, r = threadIdx.x / kChunks;
-  T *to = tile + swizzle<D>(r, c * 8);
-  if (row0 + Rows <= rows) {
-    // Every row exists (all tiles but a sequence's last): no bounds, one
-    // pointer stepped (a tile's copies cost their address arithmetic, in
-    // loops bound by their issue slots).
-    const T *from = src + (row0 + r) * ld + c * 8;
-#pragma unroll
-    for (int k = 0; k < Rows / kStep; ++k)
-      cpAsync16(to + k * kStep * D, from + k * kStep * ld, true);
-    return;
-  }
-  const int64_t left = rows - row0 - r; // rows from this thread's first
-  const T *from = src + (left > 0 ? (row0 + r) * ld + c * 8 : 0);
-#pragma unroll
-  for (int k = 0; k < Rows / kStep; ++k) {
-    bool valid = k * kStep < left;
-    cpAsync16(to + k * kStep * D, valid ? from + k * kStep * ld : src, valid);
-  }
+  copyTileRows<Rows, kStep>(
+      reinterpret_cast<unsigned char *>(tile + swizzle<D>(r, c * 8)),
+      kStep * D * static_cast<int>(sizeof(T)), src, ld, row0, rows, r, c);
 }
 
 /// One lane's part of an ldmatrix.x4 on a swizzled [rows][D] tile: it

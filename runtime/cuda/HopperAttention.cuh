@@ -250,25 +250,9 @@ __device__ __forceinline__ void loadTile(unsigned char *tile, const T *src,
   constexpr int kStep = kThreads / kChunks;
   static_assert(kStep % 8 == 0 && Rows % kStep == 0, "tile shape");
   const int c = threadIdx.x % kChunks, r = threadIdx.x / kChunks;
-  unsigned char *to =
-      tile + (c >> 3) * Rows * 128 + r * 128 + (((c & 7) ^ (r & 7)) << 4);
-  if (row0 + Rows <= rows) {
-    // Every row exists (all tiles but a sequence's last): no bounds, one
-    // pointer stepped (flash::loadTile's reason).
-    const T *from = src + (row0 + r) * ld + c * 8;
-#pragma unroll
-    for (int k = 0; k < Rows / kStep; ++k)
-      flash::cpAsync16(to + k * kStep * 128, from + k * kStep * ld, true);
-    return;
-  }
-  const int64_t left = rows - row0 - r; // rows from this thread's first
-  const T *from = src + (left > 0 ? (row0 + r) * ld + c * 8 : 0);
-#pragma unroll
-  for (int k = 0; k < Rows / kStep; ++k) {
-    bool valid = k * kStep < left;
-    flash::cpAsync16(to + k * kStep * 128, valid ? from + k * kStep * ld : src,
-                     valid);
-  }
+  flash::copyTileRows<Rows, kStep>(tile + (c >> 3) * Rows * 128 + r * 128 +
+                                       (((c & 7) ^ (r & 7)) << 4),
+                                   kStep * 128, src, ld, row0, rows, r, c);
 }
 
 /// d += A B with k = 16 KSteps: A from registers (a[kc] for k-step kc),
