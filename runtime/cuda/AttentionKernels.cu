@@ -255,8 +255,8 @@ Status attentionSetup(const KernelCall &call, const KernelArgs &args,
   dropout = Dropout();
   if (rate > 0.0) {
     dropout.enabled = true;
-    dropout.draw(context.seed, static_cast<uint64_t>(call.intAttrs[0]),
-                 context.step, rate);
+    dropout.setStream(context.seed, static_cast<uint64_t>(call.intAttrs[0]),
+                      context.step, rate);
     // int_attrs[1] (where this piece starts) + microbatch * N, modulo 2^64.
     dropout.firstIndex = static_cast<uint64_t>(
                              call.intAttrs.size() == 2 ? call.intAttrs[1] : 0) +

@@ -162,7 +162,7 @@ struct DropoutStream {
   float scale = 1.0f;
 
   /// The stream of `rate` at (seed, stream, step).
-  void draw(uint64_t seed, uint64_t stream, uint64_t step, double rate) {
+  void setStream(uint64_t seed, uint64_t stream, uint64_t step, double rate) {
     key = dropoutKey(seed, stream, step);
     threshold = dropoutThreshold(rate);
     scale = dropoutScale(rate);

@@ -405,7 +405,8 @@ Status dropoutDraw(const Run &r, const char *kernel, double rate,
   const std::vector<int64_t> &ia = call.intAttrs;
   if (Status s = checkRate(kernel, rate); !s)
     return s;
-  draw.draw(r.context.seed, static_cast<uint64_t>(ia[0]), r.context.step, rate);
+  draw.setStream(r.context.seed, static_cast<uint64_t>(ia[0]), r.context.step,
+                 rate);
   draw.firstIndex =
       (ia.size() == 2 ? ia[1] : 0) +
       static_cast<int64_t>(r.context.microbatch) * call.streamElements;
