@@ -82,6 +82,24 @@ __device__ __forceinline__ uint64_t descriptor(unsigned address,
          static_cast<uint64_t>(strideBytes >> 4) << 32 | uint64_t(1) << 62;
 }
 
+/// `desc` with its start address `bytes` (a multiple of 16) further on.
+/// The address is the low 14 bits in 16-byte units and every tile ends
+/// below 256 KiB, so the sum stays in them: one 32-bit add a wgmma operand
+/// (a descriptor rebuilt from its address costs six), the upper word
+/// (stride, swizzle) kept as it is.
+__device__ __forceinline__ uint64_t moved(uint64_t desc, unsigned bytes) {
+  const unsigned low = static_cast<unsigned>(desc) + bytes / 16;
+  return (desc & 0xffffffff00000000ull) | low;
+}
+
+/// This thread's warpgroup, threadIdx.x / 128, as a value the compiler
+/// knows every lane of a warp shares (lane 0's, shuffled): the descriptors
+/// computed from it then live in uniform registers, where wgmma reads
+/// them, rather than being moved there (R2UR) before each.
+__device__ __forceinline__ int warpgroupIndex() {
+  return __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 128, 0);
+}
+
 __device__ __forceinline__ void fenceProxyAsync() {
 #ifdef TPCRT_CUDA_EMULATION
   emu::fenceProxyAsync();
@@ -255,18 +273,28 @@ __device__ __forceinline__ void loadTile(unsigned char *tile, const T *src,
                                    kStep * 128, src, ld, row0, rows, r, c);
 }
 
+/// The descriptor of a K-major operand at `address` (scores' A and B: a
+/// k-step's 16 columns of 8-row groups 1024 bytes apart).
+__device__ __forceinline__ uint64_t kMajor(unsigned address) {
+  return descriptor(address, 16, 1024);
+}
+/// The descriptor of a MN-major [N / 64][Rows][64] tile at `address` whose
+/// rows are k (values' B: 64-column parts Rows * 128 bytes apart).
+template <int Rows>
+__device__ __forceinline__ uint64_t mnMajor(unsigned address) {
+  return descriptor(address, Rows * 128, 1024);
+}
+
 /// d += A B with k = 16 KSteps: A from registers (a[kc] for k-step kc),
-/// B the MN-major [N / 64][Rows][64] tile at `tile` whose rows are k:
-/// k-step kc reads rows 16 kc.. (128 bytes apart, 8-row groups 1024), its
-/// 64-column parts Rows * 128 bytes apart. Issued, not committed.
-template <typename T, int Rows, int KSteps, int N>
+/// B the MN-major tile `tile` (mnMajor) whose rows are k: k-step kc reads
+/// rows 16 kc.. (128 bytes apart). Issued, not committed.
+template <typename T, int KSteps, int N>
 __device__ __forceinline__ void
 accumulateFromRegisters(float (&d)[N][4], const unsigned (&a)[KSteps][4],
-                        unsigned tile) {
+                        uint64_t tile) {
 #pragma unroll
   for (int kc = 0; kc < KSteps; ++kc)
-    Wgmma<T>::values(d, a[kc],
-                     descriptor(tile + kc * 16 * 128, Rows * 128, 1024));
+    Wgmma<T>::values(d, a[kc], moved(tile, kc * 16 * 128));
 }
 
 //===- Kernel -------------------------------------------------------------===//
@@ -295,12 +323,13 @@ __global__ void __launch_bounds__(kThreads, 1)
   const T *qg = blk.q, *kg = blk.k, *vg = blk.v;
   const int tiles = blk.tiles;
 
-  const int group = threadIdx.x / 128, warp = threadIdx.x / 32 % 4;
+  const int group = warpgroupIndex(), warp = threadIdx.x / 32 % 4;
   const int lane = threadIdx.x & 31, g = lane >> 2, tig = lane & 3;
   const int64_t warpRow0 = q0 + group * 64 + warp * 16;
   const float sl2 = s.scale * flash::kLog2e;
-  const unsigned qAddr = flash::smemAddress(qs) + group * 64 * 128,
-                 kAddr = flash::smemAddress(ks), vAddr = flash::smemAddress(vs);
+  const uint64_t qDesc = kMajor(flash::smemAddress(qs) + group * 64 * 128),
+                 kDesc = kMajor(flash::smemAddress(ks)),
+                 vDesc = mnMajor<BN>(flash::smemAddress(vs));
 
   loadTile<T, D, BM>(qs, qg, s.qRows.ld, q0, s.seqQ);
   loadTile<T, D, BN>(ks, kg, s.kRows.ld, 0, s.seqK);
@@ -314,7 +343,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   unsigned pa[BN / 16][4];
   // O += P V of the tile whose V is in stage `vStage`.
   auto issueValues = [&](int vStage) {
-    accumulateFromRegisters<T, BN>(o, pa, vAddr + vStage * Cfg::kKeyTileBytes);
+    accumulateFromRegisters<T>(o, pa,
+                               moved(vDesc, vStage * Cfg::kKeyTileBytes));
     wgmmaCommit();
   };
 
@@ -334,7 +364,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     loadTile<T, D, BN>(vs + stage * Cfg::kKeyTileBytes, vg, s.vRows.ld,
                        static_cast<int64_t>(t) * BN, s.seqK);
     flash::cpAsyncCommit();
-    const unsigned kt = kAddr + stage * Cfg::kKeyTileBytes;
+    const uint64_t kt = moved(kDesc, stage * Cfg::kKeyTileBytes);
     const int64_t j0 = static_cast<int64_t>(t) * BN;
 
     // S = Q K^T: k-step kk reads columns 16 kk.. of Q's and K's rows, 32
@@ -344,11 +374,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     wgmmaFence();
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk)
-      Wgmma<T>::scores(
-          sc,
-          descriptor(qAddr + (kk >> 2) * BM * 128 + (kk & 3) * 32, 16, 1024),
-          descriptor(kt + (kk >> 2) * BN * 128 + (kk & 3) * 32, 16, 1024),
-          kk > 0);
+      Wgmma<T>::scores(sc, moved(qDesc, (kk >> 2) * BM * 128 + (kk & 3) * 32),
+                       moved(kt, (kk >> 2) * BN * 128 + (kk & 3) * 32), kk > 0);
     wgmmaCommit();
     if (t > 0) {
       issueValues(stage ^ 1);
@@ -400,23 +427,21 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 /// x = A B^T and y = A' B'^T (64 x N each) over k = D, read from shared
 /// memory: A, A' this warpgroup's 64 rows of the [D / 64][ARows][64] tiles
-/// at ax, ay (the warpgroup's offset included), B, B' the N rows of the
-/// [D / 64][N][64] tiles at bx, by. k-step kk reads columns 16 kk.., 32
-/// bytes into part kk / 4; 8-row groups 1024 bytes apart. One wgmma group,
+/// ax, ay (kMajor, the warpgroup's offset included), B, B' the N rows of
+/// the [D / 64][N][64] tiles bx, by (kMajor). k-step kk reads columns 16 kk..,
+/// 32 bytes into part kk / 4; 8-row groups 1024 bytes apart. One wgmma group,
 /// committed: the caller waits for it.
 template <typename T, int D, int ARows, int N>
 __device__ __forceinline__ void
-twoScores(float (&x)[N / 8][4], float (&y)[N / 8][4], unsigned ax, unsigned ay,
-          unsigned bx, unsigned by) {
+twoScores(float (&x)[N / 8][4], float (&y)[N / 8][4], uint64_t ax, uint64_t ay,
+          uint64_t bx, uint64_t by) {
   wgmmaFence();
 #pragma unroll
   for (int kk = 0; kk < D / 16; ++kk) {
     const unsigned a = (kk >> 2) * ARows * 128 + (kk & 3) * 32,
                    b = (kk >> 2) * N * 128 + (kk & 3) * 32;
-    Wgmma<T>::scores(x, descriptor(ax + a, 16, 1024),
-                     descriptor(bx + b, 16, 1024), kk > 0);
-    Wgmma<T>::scores(y, descriptor(ay + a, 16, 1024),
-                     descriptor(by + b, 16, 1024), kk > 0);
+    Wgmma<T>::scores(x, moved(ax, a), moved(bx, b), kk > 0);
+    Wgmma<T>::scores(y, moved(ay, a), moved(by, b), kk > 0);
   }
   wgmmaCommit();
 }
@@ -462,13 +487,15 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int64_t bh = blk.bh, b = blk.b, h = blk.h, q0 = blk.q0;
   const int tiles = blk.tiles;
 
-  const int group = threadIdx.x / 128, warp = threadIdx.x / 32 % 4;
+  const int group = warpgroupIndex(), warp = threadIdx.x / 32 % 4;
   const int lane = threadIdx.x & 31, g = lane >> 2, tig = lane & 3;
   const int64_t groupRow0 = q0 + group * 64, warpRow0 = groupRow0 + warp * 16;
   const float sl2 = s.scale * flash::kLog2e;
-  const unsigned qAddr = flash::smemAddress(qs) + group * 64 * 128,
-                 doAddr = flash::smemAddress(dos) + group * 64 * 128,
-                 kAddr = flash::smemAddress(ks), vAddr = flash::smemAddress(vs);
+  const uint64_t qDesc = kMajor(flash::smemAddress(qs) + group * 64 * 128),
+                 doDesc = kMajor(flash::smemAddress(dos) + group * 64 * 128),
+                 kDesc = kMajor(flash::smemAddress(ks)),
+                 vDesc = kMajor(flash::smemAddress(vs)),
+                 kValuesDesc = mnMajor<BN>(flash::smemAddress(ks));
 
   loadTile<T, D, BM>(qs, blk.q, s.qRows.ld, q0, s.seqQ);
   loadTile<T, D, BM>(dos, static_cast<const T *>(p.dO) + s.oRows.head(b, h),
@@ -488,7 +515,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   unsigned a[BN / 16][4];
   // dq += dS K (K's rows are k).
   auto issueQueryGrad = [&](int kStage) {
-    accumulateFromRegisters<T, BN>(dq, a, kAddr + kStage * Cfg::kKeyTileBytes);
+    accumulateFromRegisters<T>(dq, a,
+                               moved(kValuesDesc, kStage * Cfg::kKeyTileBytes));
     wgmmaCommit();
   };
 
@@ -517,9 +545,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     fenceAccumulators(dq);
     wgmmaFence();
     // S = Q K^T, dP = dO V^T
-    twoScores<T, D, BM, BN>(sc, dp, qAddr, doAddr,
-                            kAddr + kStage * Cfg::kKeyTileBytes,
-                            vAddr + vStage * Cfg::kKeyTileBytes);
+    twoScores<T, D, BM, BN>(sc, dp, qDesc, doDesc,
+                            moved(kDesc, kStage * Cfg::kKeyTileBytes),
+                            moved(vDesc, vStage * Cfg::kKeyTileBytes));
     if (t > 0) {
       issueQueryGrad((t - 1) % Cfg::kKeyStages); // the previous tile's
       wgmmaWait<1>(); // S and dP (the older group) are done
@@ -594,12 +622,16 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (b >= s.batch)
     return; // the grid's last z row is partial
   const int64_t k0 = static_cast<int64_t>(blockIdx.x) * BK;
-  const int group = threadIdx.x / 128, warp = threadIdx.x / 32 % 4;
+  const int group = warpgroupIndex(), warp = threadIdx.x / 32 % 4;
   const int lane = threadIdx.x & 31, g = lane >> 2, tig = lane & 3;
   const int64_t groupKey0 = k0 + group * 64, warpKey0 = groupKey0 + warp * 16;
   const float sl2 = s.scale * flash::kLog2e;
-  const unsigned kAddr = flash::smemAddress(ks) + group * 64 * 128,
-                 vAddr = flash::smemAddress(vs) + group * 64 * 128;
+  const uint64_t kDesc = kMajor(flash::smemAddress(ks) + group * 64 * 128),
+                 vDesc = kMajor(flash::smemAddress(vs) + group * 64 * 128),
+                 qDesc = kMajor(flash::smemAddress(qs)),
+                 doDesc = kMajor(flash::smemAddress(dos)),
+                 qValuesDesc = mnMajor<BQ>(flash::smemAddress(qs)),
+                 doValuesDesc = mnMajor<BQ>(flash::smemAddress(dos));
 
   loadTile<T, D, BK>(ks, static_cast<const T *>(p.k) + s.kRows.head(b, kvh),
                      s.kRows.ld, k0, s.seqK);
@@ -635,8 +667,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   // dv += Pd^T dO, dk += dS^T Q (dO's and Q's rows are k).
   auto issueKeyValueGrads = [&](int stage) {
     const unsigned offset = stage * Cfg::kStepBytes;
-    accumulateFromRegisters<T, BQ>(dv, ap, flash::smemAddress(dos) + offset);
-    accumulateFromRegisters<T, BQ>(dk, ad, flash::smemAddress(qs) + offset);
+    accumulateFromRegisters<T>(dv, ap, moved(doValuesDesc, offset));
+    accumulateFromRegisters<T>(dk, ad, moved(qValuesDesc, offset));
     wgmmaCommit();
   };
 
@@ -656,15 +688,15 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (t + 1 < steps)
       issue(cursor, static_cast<int>((t + 1) % Cfg::kStages));
     flash::cpAsyncCommit();
-    const unsigned qt = flash::smemAddress(qs) + stage * Cfg::kStepBytes,
-                   dot = flash::smemAddress(dos) + stage * Cfg::kStepBytes;
     const float *st = rowStats + stage * 3 * BQ;
     // S^T = K Q^T, dP^T = V dO^T: rows keys, columns queries.
     float sT[QT][4], dpT[QT][4];
     fenceAccumulators(dv);
     fenceAccumulators(dk);
     wgmmaFence();
-    twoScores<T, D, BK, BQ>(sT, dpT, kAddr, vAddr, qt, dot);
+    twoScores<T, D, BK, BQ>(sT, dpT, kDesc, vDesc,
+                            moved(qDesc, stage * Cfg::kStepBytes),
+                            moved(doDesc, stage * Cfg::kStepBytes));
     if (t > 0) {
       issueKeyValueGrads(static_cast<int>((t - 1) % Cfg::kStages));
       wgmmaWait<1>(); // S^T and dP^T (the older group) are done

@@ -701,6 +701,19 @@ template <typename T> T shuffleXor(T value, int laneMask) {
   return value;
 }
 
+/// shfl.sync.idx with a full mask: every lane gets lane srcLane's value.
+template <typename T> T shuffleIndex(T value, int srcLane) {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "32- or 64-bit values");
+  uint64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof(T));
+  slot(lane()).value = bits;
+  syncWarp();
+  bits = slot(srcLane & 31).value;
+  syncWarp();
+  std::memcpy(&value, &bits, sizeof(T));
+  return value;
+}
+
 //===- PTX ----------------------------------------------------------------===//
 
 inline void land(const Copy &c) {
@@ -1128,6 +1141,10 @@ inline void __syncwarp(unsigned mask = 0xffffffffu) {
 template <typename T>
 inline T __shfl_xor_sync(unsigned /*mask*/, T value, int laneMask) {
   return tpcrt::emu::shuffleXor(value, laneMask);
+}
+template <typename T>
+inline T __shfl_sync(unsigned /*mask*/, T value, int srcLane) {
+  return tpcrt::emu::shuffleIndex(value, srcLane);
 }
 inline size_t __cvta_generic_to_shared(const void *p) {
   return tpcrt::emu::sharedAddress(p);
