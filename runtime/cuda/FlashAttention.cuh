@@ -224,11 +224,24 @@ __device__ __forceinline__ unsigned smemAddress(const void *p) {
 __device__ __forceinline__ void cpAsync16(void *dst, const void *src,
                                           bool valid) {
 #ifdef TPCRT_CUDA_EMULATION
-  emu::cpAsync16(dst, src, valid);
+  emu::cpAsync(dst, src, valid, 16);
 #else
   asm volatile(
       "cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smemAddress(dst)),
       "l"(src), "r"(valid ? 16 : 0)
+      : "memory");
+#endif
+}
+/// 4 bytes global -> shared, asynchronously (through L1: .cg takes 16
+/// bytes only); a zero when !valid.
+__device__ __forceinline__ void cpAsync4(void *dst, const void *src,
+                                         bool valid) {
+#ifdef TPCRT_CUDA_EMULATION
+  emu::cpAsync(dst, src, valid, 4);
+#else
+  asm volatile(
+      "cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smemAddress(dst)),
+      "l"(src), "r"(valid ? 4 : 0)
       : "memory");
 #endif
 }
@@ -853,16 +866,27 @@ template <int BQ> struct KeySteps {
 };
 
 /// A dK/dV step's per-query statistics (max, 1 / sum, D of queries
-/// i0 .. i0 + BQ of head bhq, zeros past s_q) into st[0, 3 BQ), by
-/// `threads` threads.
-template <int BQ>
-__device__ __forceinline__ void loadStepStats(const BackwardParams &p,
-                                              float *st, int64_t bhq,
-                                              int64_t i0, int threads) {
+/// i0 .. i0 + BQ of head bhq, zeros past s_q) into st[0, 3 BQ) by cp.async
+/// (the caller commits them with the step's tiles): thread t copies
+/// elements t, t + Threads, .. below 3 BQ, so the copies are an instruction
+/// or two in each of 3 BQ / 32 warps, and no thread waits for a load
+/// before its step's products.
+template <int BQ, int Threads>
+__device__ __forceinline__ void
+loadStepStats(const BackwardParams &p, float *st, int64_t bhq, int64_t i0) {
   const Shape &s = p.shape;
-  for (int i = threadIdx.x; i < BQ; i += threads)
-    p.stats.load(bhq * s.seqQ + i0 + i, i0 + i < s.seqQ, st[i], st[BQ + i],
-                 st[2 * BQ + i]);
+#pragma unroll
+  for (int k = 0; k < (3 * BQ + Threads - 1) / Threads; ++k) {
+    const int t = static_cast<int>(threadIdx.x) + k * Threads;
+    if (t >= 3 * BQ)
+      break;
+    const int i = t % BQ;
+    const float *from = t < BQ       ? p.stats.max
+                        : t < 2 * BQ ? p.stats.invSum
+                                     : p.stats.dot;
+    const bool valid = i0 + i < s.seqQ;
+    cpAsync4(st + t, valid ? from + bhq * s.seqQ + i0 + i : from, valid);
+  }
 }
 
 /// Which of a lane's elements of the transposed tiles keyGradients takes
@@ -1038,7 +1062,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                        s.qRows.ld, i0, s.seqQ);
     loadTile<T, D, BQ>(dos + stage * BQ * D, dOg + s.oRows.head(b, hq),
                        s.oRows.ld, i0, s.seqQ);
-    loadStepStats<BQ>(p, rowStats + stage * 3 * BQ, bhq, i0, kThreads);
+    loadStepStats<BQ, kThreads>(p, rowStats + stage * 3 * BQ, bhq, i0);
   };
 
   typename KeySteps<BQ>::Cursor cursor = stepPlan.first();

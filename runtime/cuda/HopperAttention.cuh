@@ -650,8 +650,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     loadTile<T, D, BQ>(dos + stage * Cfg::kStepBytes,
                        static_cast<const T *>(p.dO) + s.oRows.head(b, hq),
                        s.oRows.ld, i0, s.seqQ);
-    flash::loadStepStats<BQ>(p, rowStats + stage * 3 * BQ, b * s.heads + hq, i0,
-                             kThreads);
+    flash::loadStepStats<BQ, kThreads>(p, rowStats + stage * 3 * BQ,
+                                       b * s.heads + hq, i0);
   };
   typename flash::KeySteps<BQ>::Cursor cursor = stepPlan.first();
   if (steps > 0)
@@ -678,15 +678,18 @@ __global__ void __launch_bounds__(kThreads, 1)
   // whose queries sees the warpgroup's keys (masked: Pd^T = dS^T = 0), as
   // the dQ kernel does its tiles (a warpgroup-dependent wgmma is
   // serialized).
+  // Step t's stage, t % kStages, stepped (a 64-bit modulo is a multiply
+  // and shifts, three a step).
+  int stage = 0, last = Cfg::kStages - 1;
   for (int64_t t = 0; t < steps; ++t) {
-    const int stage = static_cast<int>(t % Cfg::kStages);
+    const int next = stage + 1 == Cfg::kStages ? 0 : stage + 1;
     const int64_t hq = cursor.head, i0 = cursor.query0();
     cursor.next();           // step t + 1
     flash::cpAsyncWait<0>(); // step t (and K, V) landed
     fenceProxyAsync();
     __syncthreads();
     if (t + 1 < steps)
-      issue(cursor, static_cast<int>((t + 1) % Cfg::kStages));
+      issue(cursor, next);
     flash::cpAsyncCommit();
     const float *st = rowStats + stage * 3 * BQ;
     // S^T = K Q^T, dP^T = V dO^T: rows keys, columns queries.
@@ -698,7 +701,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                             moved(qDesc, stage * Cfg::kStepBytes),
                             moved(doDesc, stage * Cfg::kStepBytes));
     if (t > 0) {
-      issueKeyValueGrads(static_cast<int>((t - 1) % Cfg::kStages));
+      issueKeyValueGrads(last);
       wgmmaWait<1>(); // S^T and dP^T (the older group) are done
     } else {
       wgmmaWait<0>();
@@ -715,13 +718,15 @@ __global__ void __launch_bounds__(kThreads, 1)
       flash::packA<T>(ap[kc], sT, kc);
       flash::packA<T>(ad[kc], dpT, kc);
     }
+    last = stage;
+    stage = next;
   }
   // The last step's products (its Q and dO stay: nothing was loaded after).
   if (steps > 0) {
     fenceAccumulators(dv);
     fenceAccumulators(dk);
     wgmmaFence();
-    issueKeyValueGrads(static_cast<int>((steps - 1) % Cfg::kStages));
+    issueKeyValueGrads(last);
     wgmmaWait<0>();
     fenceAccumulators(dv);
     fenceAccumulators(dk);

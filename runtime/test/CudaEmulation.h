@@ -227,11 +227,12 @@ struct LaneSlot {
   unsigned b[2] = {}; // mma: the B fragment
 };
 
-/// One 16-byte cp.async.
+/// One cp.async (16 or 4 bytes).
 struct Copy {
   unsigned char *dst;
   const unsigned char *src;
   bool valid;
+  unsigned bytes;
 };
 
 /// When a cp.async's bytes reach shared memory: at the instruction (a later
@@ -718,23 +719,25 @@ template <typename T> T shuffleIndex(T value, int srcLane) {
 
 inline void land(const Copy &c) {
   if (c.valid)
-    std::memcpy(c.dst, c.src, 16);
+    std::memcpy(c.dst, c.src, c.bytes);
   else
-    std::memset(c.dst, 0, 16);
+    std::memset(c.dst, 0, c.bytes);
 }
 
-/// cp.async.cg.shared.global [dst], [src], 16, valid ? 16 : 0: 16 bytes, or
-/// (src-size 0) 16 zeros; both addresses 16-byte aligned.
-inline void cpAsync16(void *dst, const void *src, bool valid) {
+/// cp.async.{cg,ca}.shared.global [dst], [src], bytes, valid ? bytes : 0:
+/// `bytes` (16 or 4) bytes, or (src-size 0) as many zeros; both addresses
+/// aligned to `bytes`.
+inline void cpAsync(void *dst, const void *src, bool valid, unsigned bytes) {
   unsigned address = sharedAddress(dst);
-  if (!sharedOk(address, 16, "cp.async"))
+  if (!sharedOk(address, bytes, "cp.async"))
     return;
-  if (valid && reinterpret_cast<uintptr_t>(src) % 16 != 0) {
-    block().fault("cp.async: misaligned global address");
+  if (address % bytes != 0 ||
+      (valid && reinterpret_cast<uintptr_t>(src) % bytes != 0)) {
+    block().fault("cp.async: misaligned address");
     return;
   }
   Copy c{static_cast<unsigned char *>(dst),
-         static_cast<const unsigned char *>(src), valid};
+         static_cast<const unsigned char *>(src), valid, bytes};
   if (block().timing == CopyTiming::AtIssue) {
     land(c);
     self().unfencedCopies = true;
