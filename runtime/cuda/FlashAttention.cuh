@@ -549,8 +549,9 @@ __device__ __forceinline__ unsigned keptColumns(const Dropout &dropout,
 /// One query row's part of key tile j0.. in the online softmax. The four
 /// lanes of a quad hold the row (row g + 8 half of an m16 tile): lane tig
 /// its columns nt * 8 + 2 tig + e (e < 2) in sc[nt][2 half + e], which
-/// come in as q . k and leave as 2^(score - max), times keep * dropScale
-/// with dropout; scores are scaled by sl2 (log2 units) and, where `mask`,
+/// come in as q . k and leave as 2^(score - max), times keep with dropout
+/// (dropScale is finishRow's, once a row: 64 multiplies a tile fewer);
+/// scores are scaled by sl2 (log2 units) and, where `mask`,
 /// keys the row does not see are -inf. Updates the row's max and sum (of
 /// the undropped 2^(score - max)) and returns the factor by which its
 /// output so far shrinks. PairedDraws: one hash per column pair
@@ -608,17 +609,17 @@ softmaxTile(const ForwardParams &p, float (&sc)[NT][4], int half, int64_t row,
     for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
       for (int e = 0; e < 2; ++e)
-        sc[nt][2 * half + e] = (kept >> (2 * nt + e)) & 1
-                                   ? sc[nt][2 * half + e] * p.dropout.scale
-                                   : 0.0f;
+        sc[nt][2 * half + e] =
+            (kept >> (2 * nt + e)) & 1 ? sc[nt][2 * half + e] : 0.0f;
   }
   return alpha;
 }
 
 /// The end of one query row (laid out as in softmaxTile, o[dt][2 half + e]
-/// its output columns dt * 8 + 2 tig + e): O = o / sum, or in statistics
-/// mode (p.o null) the row's max, 1 / sum and D = rowsum(dO * O). Every
-/// lane of the quad takes part (shuffles), rows past s_q store nothing.
+/// its output columns dt * 8 + 2 tig + e): O = o * dropScale / sum (o sums
+/// the kept P times v; dropScale 1 without dropout), or in statistics mode
+/// (p.o null) the row's max, 1 / sum and D = rowsum(dO * O). Every lane of
+/// the quad takes part (shuffles), rows past s_q store nothing.
 template <int DT>
 __device__ __forceinline__ void
 finishRow(const ForwardParams &p, int64_t b, int64_t h, int64_t bh, int64_t row,
@@ -629,14 +630,15 @@ finishRow(const ForwardParams &p, int64_t b, int64_t h, int64_t bh, int64_t row,
   l += __shfl_xor_sync(0xffffffffu, l, 2);
   // Every row sees key 0 (causal or not): l >= 1.
   const float inv = 1.0f / l;
+  const float oScale = p.dropout.enabled ? inv * p.dropout.scale : inv;
   // The result and dO share the output's layout.
   const int64_t base = s.oRows.at(b, h, row);
   if (p.o) {
     if (row < s.seqQ)
 #pragma unroll
       for (int dt = 0; dt < DT; ++dt)
-        storePair(p.o, p.oType, base + dt * 8 + tig * 2, o[dt][2 * half] * inv,
-                  o[dt][2 * half + 1] * inv);
+        storePair(p.o, p.oType, base + dt * 8 + tig * 2,
+                  o[dt][2 * half] * oScale, o[dt][2 * half + 1] * oScale);
     // mx and l are of log2-scaled scores: lse = (mx + log2 l) ln 2.
     if (p.lse && row < s.seqQ && tig == 0)
       p.lse[bh * s.seqQ + row] = (mx + log2f(l)) * kLn2;
@@ -647,8 +649,8 @@ finishRow(const ForwardParams &p, int64_t b, int64_t h, int64_t bh, int64_t row,
 #pragma unroll
     for (int dt = 0; dt < DT; ++dt) {
       int64_t i = base + dt * 8 + tig * 2;
-      dot += o[dt][2 * half] * inv * loadFloat(p.dO, p.dOType, i);
-      dot += o[dt][2 * half + 1] * inv * loadFloat(p.dO, p.dOType, i + 1);
+      dot += o[dt][2 * half] * oScale * loadFloat(p.dO, p.dOType, i);
+      dot += o[dt][2 * half + 1] * oScale * loadFloat(p.dO, p.dOType, i + 1);
     }
   dot += __shfl_xor_sync(0xffffffffu, dot, 1);
   dot += __shfl_xor_sync(0xffffffffu, dot, 2);
@@ -674,7 +676,7 @@ template <int D> struct ForwardConfig {
 /// Drop: p.dropout.enabled.
 /// Invariant after key tile t, per row: mx = max of its (log2-scaled)
 /// scores so far, sum = sum of 2^(score - mx) (before dropout), and o =
-/// sum of 2^(score - mx) * keep * dropScale * v_j; the result is o / sum.
+/// sum of 2^(score - mx) * keep * v_j; the result is o * dropScale / sum.
 template <typename T, int D, bool Drop>
 __global__ void __launch_bounds__(kThreads, 1)
     forwardKernel(const ForwardParams p) {
