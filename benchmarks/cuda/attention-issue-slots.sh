@@ -7,8 +7,13 @@
 # runtime/cuda copied, those branches forced by sed (the mask branch never,
 # the whole-tile and whole-load branches always, p.dropout.enabled false),
 # HopperAttention.cu compiled for sm_90a, its SASS counted by sass-loops.py.
-# Where a revision has no such branch the sed changes nothing and its loop is
-# that path already. Needs nvcc and cuobjdump/nvdisasm on PATH (the
+# Then the same with dropout on (DROPOUT=0 skips it): p.dropout.enabled
+# true. Both times every row's stream starts even (the paired draws, whose
+# loops are unrolled, so a loop's count is what a tile issues; the
+# forward's Drop=true instantiations draw in both). Where a revision has no
+# such branch the sed changes nothing and its loop is that path already (a
+# revision whose hash loops are rolled counts one trip of each, and its
+# per-element fallback too). Needs nvcc and cuobjdump/nvdisasm on PATH (the
 # toolkit's or the nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm wheels);
 # exit 77 without them. No GPU: counts, not times.
 set -euo pipefail
@@ -23,10 +28,13 @@ nvcc=${CUDACXX:-/usr/local/cuda/bin/nvcc}
 }
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-count() { # count LABEL DIR-holding-cuda
-  local cuda=$2/cuda
+count() { # count LABEL DIR-holding-cuda [dropout]
+  local cuda=$2/cuda dropout=false
+  [ "${3:-}" = dropout ] && dropout=true
   sed -i 's/^  if (mask) {$/  if (false) {/; s/if (row0 + Rows <= rows) {/if (true) {/;
-          s/^  if (whole)$/  if (true)/; s/p\.dropout\.enabled/false/g' \
+          s/^  if (whole)$/  if (true)/; s/if ((first \& 1) == 0) {/if (true) {/;
+          s/if (((dropout\.firstIndex | static_cast<uint64_t>(seqK)) \& 1) == 0) {/if (true) {/;
+          s/p\.dropout\.enabled/'$dropout'/g' \
     "$cuda/FlashAttention.cuh" "$cuda/HopperAttention.cuh"
   "$nvcc" -DTPCRT_HAVE_CUDNN=1 -I"$cuda" -I"$root/runtime/include" \
     -isystem="$build/runtime/generated" -O3 -DNDEBUG \
@@ -36,13 +44,18 @@ count() { # count LABEL DIR-holding-cuda
     cat "$2/nvcc.log"
     exit 1
   }
-  echo "== $1"
+  echo "== $1${3:+ (with dropout)}"
   python3 "$root/benchmarks/cuda/sass-loops.py" "$2/h.o" bfloat16
 }
-mkdir -p "$out/tree" && cp -r "$root/runtime/cuda" "$out/tree/cuda"
-count "working tree" "$out/tree"
-for rev in "$@"; do
-  mkdir -p "$out/$rev"
-  git -C "$root" archive "$rev" runtime/cuda | tar -x -C "$out/$rev"
-  count "$rev" "$out/$rev/runtime"
+modes=("")
+[ "${DROPOUT:-1}" = 0 ] || modes+=(dropout)
+for mode in "${modes[@]}"; do
+  rm -rf "$out/tree" && mkdir -p "$out/tree"
+  cp -r "$root/runtime/cuda" "$out/tree/cuda"
+  count "working tree" "$out/tree" $mode
+  for rev in "$@"; do
+    rm -rf "${out:?}/$rev" && mkdir -p "$out/$rev"
+    git -C "$root" archive "$rev" runtime/cuda | tar -x -C "$out/$rev"
+    count "$rev" "$out/$rev/runtime" $mode
+  done
 done

@@ -168,12 +168,38 @@ struct DropoutStream {
     scale = dropoutScale(rate);
   }
   __device__ __forceinline__ bool keepsIndex(uint64_t n) const {
-    return dropoutKeep(key, n, threshold);
+    return (keptPairAt(pairInput(n)) >> (n & 1)) & 1u;
   }
   /// The pair holding index n: 2 (n / 2) (bit 0) and 2 (n / 2) + 1 (bit 1),
   /// from one hash.
   __device__ __forceinline__ unsigned keptPairOf(uint64_t n) const {
-    return dropoutKeepPair(key, n >> 1, threshold);
+    return keptPairAt(pairInput(n));
+  }
+  /// What splitmix64 mixes for the pair holding index n (the key, the pair
+  /// and splitmix64's gamma, Random.h): a caller that walks pairs steps it
+  /// by the pairs it skips and calls keptPairAt.
+  __device__ __forceinline__ uint64_t pairInput(uint64_t n) const {
+    return key + 0x9E3779B97F4A7C15ull + (n >> 1);
+  }
+  /// dropoutKeepPair (Random.h) of the pair whose splitmix64 input is
+  /// `input`, in the 32-bit halves the GPU has, the draws' bits alone: the
+  /// hash is z ^ (z >> 31) of the last multiply's z, so the even element's
+  /// draw (bits 40..63) is z's own (the shift moves bit 63 to bit 32), and
+  /// the odd one's (bits 16..39) is z's bits 16..39 xor its bits 47..63.
+  /// About 20 instructions a pair, where the generic 64-bit form took
+  /// about 45 (the attention kernels with dropout draw a pair for every two
+  /// scores, and were bound by it). threshold <= 2^24: 32 bits.
+  __device__ __forceinline__ unsigned keptPairAt(uint64_t input) const {
+    uint64_t z = input;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    const auto hi = static_cast<uint32_t>(z >> 32);
+    const auto limit = static_cast<uint32_t>(threshold);
+    const uint32_t evenDraw = hi >> 8;
+    const uint32_t oddDraw =
+        (static_cast<uint32_t>(z >> 16) ^ (hi >> 15)) & 0xFFFFFFu;
+    return static_cast<unsigned>(evenDraw >= limit) |
+           static_cast<unsigned>(oddDraw >= limit) << 1;
   }
 };
 

@@ -523,25 +523,28 @@ __device__ __forceinline__ QueryBlock<T> queryBlock(const Params &p) {
 /// Which of a lane's columns of one query row in a key tile are kept (as
 /// softmaxTile lays them out): bit 2 nt + e for the column at stream index
 /// first + nt * 8 + e (e < 2). One hash per column pair where the pairs
-/// start even (as the row's first index does), else (or without Pairs) one
-/// per column. One rolled loop for both keeps the registers few.
-template <int NT, bool Pairs = true>
+/// start even (as the row's first index does), the pair's input stepped
+/// by 4 pairs a column tile, unrolled (a rolled loop costs a third more a
+/// hash: its counter and shifts by a register); else one per column, rolled
+/// (a tensor or offset whose rows start odd: rare).
+template <int NT>
 __device__ __forceinline__ unsigned keptColumns(const Dropout &dropout,
                                                 uint64_t first) {
   static_assert(2 * NT <= 32, "one bit per column");
   unsigned kept = 0;
+  if ((first & 1) == 0) {
+    uint64_t input = dropout.pairInput(first);
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt, input += 4)
+      kept |= dropout.keptPairAt(input) << (2 * nt);
+    return kept;
+  }
 #pragma unroll 1
   for (int nt = 0; nt < NT; ++nt) {
     const uint64_t index = first + nt * 8;
-    const uint64_t hash = dropoutHash(dropout.key, index);
-    const uint64_t next =
-        Pairs && (first & 1) == 0 ? hash : dropoutHash(dropout.key, index + 1);
-    kept |=
-        (static_cast<unsigned>(dropoutDraw(hash, index) >= dropout.threshold) |
-         static_cast<unsigned>(dropoutDraw(next, index + 1) >=
-                               dropout.threshold)
-             << 1)
-        << (2 * nt);
+    kept |= (static_cast<unsigned>(dropout.keepsIndex(index)) |
+             static_cast<unsigned>(dropout.keepsIndex(index + 1)) << 1)
+            << (2 * nt);
   }
   return kept;
 }
@@ -554,9 +557,8 @@ __device__ __forceinline__ unsigned keptColumns(const Dropout &dropout,
 /// scores are scaled by sl2 (log2 units) and, where `mask`,
 /// keys the row does not see are -inf. Updates the row's max and sum (of
 /// the undropped 2^(score - max)) and returns the factor by which its
-/// output so far shrinks. PairedDraws: one hash per column pair
-/// (keptColumns' Pairs).
-template <int NT, bool Drop, bool PairedDraws = true>
+/// output so far shrinks.
+template <int NT, bool Drop>
 __device__ __forceinline__ float
 softmaxTile(const ForwardParams &p, float (&sc)[NT][4], int half, int64_t row,
             int64_t j0, bool mask, float sl2, int tig, int64_t b, int64_t h,
@@ -603,7 +605,7 @@ softmaxTile(const ForwardParams &p, float (&sc)[NT][4], int half, int64_t row,
   // (A template flag: the dropout's registers would make the kernel
   // without it spill.)
   if (Drop) {
-    const unsigned kept = keptColumns<NT, PairedDraws>(
+    const unsigned kept = keptColumns<NT>(
         p.dropout, p.dropout.rowIndex(b, h, row, s.seqK) + j0 + tig * 2);
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt)
@@ -776,11 +778,9 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         const int64_t row = warpRow0 + mt * 16 + g + 8 * half;
-        // A hash per column: with the pairs' loop this kernel's 255
-        // registers spill 40 bytes at head dim 128 (ptxas, 2026-12-06).
-        const float alpha = softmaxTile<NT, Drop, false>(
-            p, sc[mt], half, row, j0, mask, sl2, tig, b, h, mx[mt][half],
-            sum[mt][half]);
+        const float alpha =
+            softmaxTile<NT, Drop>(p, sc[mt], half, row, j0, mask, sl2, tig, b,
+                                  h, mx[mt][half], sum[mt][half]);
 #pragma unroll
         for (int dt = 0; dt < DT; ++dt) {
           o[mt][dt][2 * half] *= alpha;
@@ -916,12 +916,15 @@ keptKeys(const Dropout &dropout, int64_t b, int64_t hq, int64_t i0,
   if (((dropout.firstIndex | static_cast<uint64_t>(seqK)) & 1) == 0) {
     // This lane's key is its pair's second (odd) or first; it hashes the
     // pairs of its query 2 tig + odd, bits [key half][key in the pair].
+    // The pair inputs step by 4 pairs a key half and 4 s_k a query tile;
+    // unrolled, as keptColumns' pairs.
     const int odd = static_cast<int>(key0 & 1);
-#pragma unroll 1
-    for (int nt = 0; nt < QT; ++nt) {
-      unsigned mine = 0;
-      for (int half = 0; half < 2; ++half)
-        mine |= dropout.keptPairOf(index(nt, 2 * half + odd)) << (2 * half);
+    uint64_t input = dropout.pairInput(index(0, odd));
+    const uint64_t tileStep = 4 * static_cast<uint64_t>(seqK);
+#pragma unroll
+    for (int nt = 0; nt < QT; ++nt, input += tileStep) {
+      const unsigned mine =
+          dropout.keptPairAt(input) | dropout.keptPairAt(input + 4) << 2;
       const unsigned other = __shfl_xor_sync(0xffffffffu, mine, 4);
       for (int e = 0; e < 4; ++e) {
         const unsigned from = (e & 1) == odd ? mine : other;

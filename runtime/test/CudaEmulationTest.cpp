@@ -6,8 +6,9 @@
 // barrier that the default order hides, a barrier or warp collective that
 // not every thread reaches is reported instead of hanging, and a bad
 // schedule is refused with its value. And emulation/cuda_runtime_api.h's
-// device memory: the device's operations reach it, host code does not; and
-// static shared memory is poisoned in every block.
+// device memory: the device's operations reach it, host code does not;
+// static shared memory is poisoned in every block. And DropoutStream's
+// 32-bit draws equal Random.h's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -301,3 +302,33 @@ TEST(CudaEmulation, MisalignedVectorAccessFaults) {
 }
 
 } // namespace
+
+// DropoutStream (CudaCommon.cuh) draws in 32-bit halves what Random.h, the
+// CPU device's stream, draws in 64 bits: every kernel's keep bits rest on
+// the two agreeing. Random keys and indices, both parities, and the
+// thresholds at the ends (keep all, keep none, one from either).
+TEST(DropoutStream, DrawsEqualRandomH) {
+  uint64_t state = 12345;
+  auto next = [&] { return state = splitmix64(state); };
+  const uint64_t thresholds[] = {0, 1, 1677722, 8388608, 16777215, 16777216};
+  int mismatches = 0, kept = 0, draws = 0;
+  for (uint64_t threshold : thresholds)
+    for (int k = 0; k < 4000; ++k) {
+      DropoutStream stream;
+      stream.key = next();
+      stream.threshold = threshold;
+      const uint64_t n = k % 3 == 0 ? next() : k; // also the first indices
+      const unsigned pair = stream.keptPairOf(n);
+      mismatches += pair != dropoutKeepPair(stream.key, n >> 1, threshold);
+      mismatches +=
+          stream.keepsIndex(n) != dropoutKeep(stream.key, n, threshold);
+      mismatches += stream.keptPairAt(stream.pairInput(n) + 5) !=
+                    dropoutKeepPair(stream.key, (n >> 1) + 5, threshold);
+      kept += static_cast<int>((pair & 1) + (pair >> 1));
+      draws += 2;
+    }
+  EXPECT_EQ(mismatches, 0);
+  // Not all kept, not all dropped: the thresholds between the ends drew.
+  EXPECT_GT(kept, draws / 6);
+  EXPECT_LT(kept, draws);
+}
