@@ -944,8 +944,9 @@ keptKeys(const Dropout &dropout, int64_t b, int64_t hq, int64_t i0,
 /// (rows of the transposed tiles: sT[nt][2 half + e] holds key key0 + 8
 /// half and query i0 + nt * 8 + 2 tig + e of query head hq) from sT = k .
 /// q and dpT = v . dO, the step's statistics st (loadStepStats) and the
-/// dropout stream: Pd = P * keep * dropScale, dS = P * (dP * keep *
-/// dropScale - D); zeros where the query does not see the key.
+/// dropout stream: Pd = P * keep (dropScale is storeKeyValueGradients',
+/// once a key: dv is linear in Pd), dS = P * (dP * keep * dropScale - D);
+/// zeros where the query does not see the key.
 template <int QT, int BQ>
 __device__ __forceinline__ void
 keyGradients(const BackwardParams &p, float (&sT)[QT][4], float (&dpT)[QT][4],
@@ -977,7 +978,7 @@ keyGradients(const BackwardParams &p, float (&sT)[QT][4], float (&dpT)[QT][4],
         float pd = pv;
         if (p.dropout.enabled) {
           const bool keep = (kept >> (4 * nt + e)) & 1u;
-          pd = keep ? pv * p.dropout.scale : 0.0f;
+          pd = keep ? pv : 0.0f;
           dpv = keep ? dpv * p.dropout.scale : 0.0f;
         }
         sT[nt][e] = pd;
@@ -993,15 +994,17 @@ keyGradients(const BackwardParams &p, float (&sT)[QT][4], float (&dpT)[QT][4],
     step(std::true_type{});
 }
 
-/// dK = scale * dk and dV = dv for a quad's keys key0 and key0 + 8 of kv
-/// head kvh (dk[dt][2 half + e]: column dt * 8 + 2 tig + e of key key0 + 8
-/// half); nothing past s_k.
+/// dK = scale * dk and dV = dropScale * dv (dv sums P * keep * dO:
+/// keyGradients) for a quad's keys key0 and key0 + 8 of kv head kvh
+/// (dk[dt][2 half + e]: column dt * 8 + 2 tig + e of key key0 + 8 half);
+/// nothing past s_k.
 template <int DT>
 __device__ __forceinline__ void
 storeKeyValueGradients(const BackwardParams &p, int64_t b, int64_t kvh,
                        int64_t key0, const float (&dk)[DT][4],
                        const float (&dv)[DT][4], int tig) {
   const Shape &s = p.shape;
+  const float vScale = p.dropout.enabled ? p.dropout.scale : 1.0f;
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
     const int64_t j = key0 + 8 * half;
@@ -1012,8 +1015,8 @@ storeKeyValueGradients(const BackwardParams &p, int64_t b, int64_t kvh,
     for (int dt = 0; dt < DT; ++dt) {
       storePair(p.dk, p.dkType, kBase + dt * 8 + tig * 2,
                 dk[dt][2 * half] * s.scale, dk[dt][2 * half + 1] * s.scale);
-      storePair(p.dv, p.dvType, vBase + dt * 8 + tig * 2, dv[dt][2 * half],
-                dv[dt][2 * half + 1]);
+      storePair(p.dv, p.dvType, vBase + dt * 8 + tig * 2,
+                dv[dt][2 * half] * vScale, dv[dt][2 * half + 1] * vScale);
     }
   }
 }
@@ -1023,8 +1026,8 @@ storeKeyValueGradients(const BackwardParams &p, int64_t b, int64_t kvh,
 /// that sees one of its keys, in that fixed order. Invariant after a step,
 /// per key j: dv = sum over the steps' (h, i) of Pd_ij dO_i and dk = sum of
 /// dS_ij q_i, where P = 2^(score - max_i) / sum_i (the statistics),
-/// Pd = P * keep * dropScale, dP = (dO_i . v_j) * keep * dropScale and
-/// dS = P * (dP - D_i) (CpuGradKernels.cpp's formulas); dK = scale * dk.
+/// Pd = P * keep (dV = dropScale * dv), dP = (dO_i . v_j) * keep * dropScale
+/// and dS = P * (dP - D_i) (CpuGradKernels.cpp's formulas); dK = scale * dk.
 template <typename T, int D>
 __global__ void __launch_bounds__(kThreads, 1)
     backwardKeyValueKernel(const BackwardParams p) {
