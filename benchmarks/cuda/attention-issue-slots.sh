@@ -5,12 +5,15 @@
 # nothing masked, every row loaded, no dropout (the forward's Drop=true
 # instantiations keep theirs). For the working tree and each git REV given:
 # runtime/cuda copied, those branches forced by sed (the mask branch never,
-# the whole-tile and whole-load branches always, p.dropout.enabled false),
+# the whole-tile and whole-load branches always, a tile after the first,
+# p.dropout.enabled false),
 # HopperAttention.cu compiled for sm_90a, its SASS counted by sass-loops.py.
 # Then the same with dropout on (DROPOUT=0 skips it): p.dropout.enabled
-# true. Both times every row's stream starts even (the paired draws, whose
-# loops are unrolled, so a loop's count is what a tile issues; the
-# forward's Drop=true instantiations draw in both). Where a revision has no
+# true. Both times every row's stream starts even (the paired draws; the
+# forward's Drop=true instantiations draw in both), and the pairs' loops,
+# which the kernels unroll twice, are unrolled whole, so that a loop's
+# count is what a tile issues (the kernels' own take about 2 instructions
+# more a hash: their loop's counter and branch). Where a revision has no
 # such branch the sed changes nothing and its loop is that path already (a
 # revision whose hash loops are rolled counts one trip of each, and its
 # per-element fallback too). Needs nvcc and cuobjdump/nvdisasm on PATH (the
@@ -33,8 +36,9 @@ count() { # count LABEL DIR-holding-cuda [dropout]
   [ "${3:-}" = dropout ] && dropout=true
   sed -i 's/^  if (mask) {$/  if (false) {/; s/if (row0 + Rows <= rows) {/if (true) {/;
           s/^  if (whole)$/  if (true)/; s/if ((first \& 1) == 0) {/if (true) {/;
+          s/^    if (t > 0) {$/    if (true) {/;
           s/if (((dropout\.firstIndex | static_cast<uint64_t>(seqK)) \& 1) == 0) {/if (true) {/;
-          s/p\.dropout\.enabled/'$dropout'/g' \
+          s/p\.dropout\.enabled/'$dropout'/g; s/^#pragma unroll 2$/#pragma unroll/' \
     "$cuda/FlashAttention.cuh" "$cuda/HopperAttention.cuh"
   "$nvcc" -DTPCRT_HAVE_CUDNN=1 -I"$cuda" -I"$root/runtime/include" \
     -isystem="$build/runtime/generated" -O3 -DNDEBUG \

@@ -6,8 +6,10 @@
 # shared memory, one line per kernel (demangled, sorted by registers), then
 # the kernels that spill, then those whose wgmma ptxas serializes (C7520:
 # a wgmma under a branch ptxas cannot prove the same for the whole
-# warpgroup, so it waits for every wgmma before it; the tensor cores then
-# never overlap the warpgroup's other work). Exits 1 when a kernel is
+# warpgroup; C7514: an instruction between a wgmma and its wait reads
+# accumulator registers, as a copy ptxas makes under register pressure
+# can; either way it waits for every wgmma before the next, and the tensor
+# cores never overlap the warpgroup's other work). Exits 1 when a kernel is
 # serialized, 77 without nvcc.
 # Compiles each .cu file once more with nvcc --resource-usage (the flags of
 # BUILD's libtpcrt-cuda.so, default build/); no GPU needed. A kernel's
@@ -26,9 +28,9 @@ cat >"$out/report.py" <<'PY'
 import re, subprocess, sys
 rows, fn, spill, serialized = [], None, (0, 0), []
 for line in sys.stdin:
-    m = re.search(r"\(C7520\).*in the function '(\S+)'", line)
+    m = re.search(r"\((C7520|C7514)\).*in the function '(\S+)'", line)
     if m:
-        serialized.append(m.group(1))
+        serialized.append(m.group(2))
     m = re.search(r"Function properties for (\S+)", line)
     if m:
         fn, spill = m.group(1), (0, 0)

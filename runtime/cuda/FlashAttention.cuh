@@ -524,9 +524,11 @@ __device__ __forceinline__ QueryBlock<T> queryBlock(const Params &p) {
 /// softmaxTile lays them out): bit 2 nt + e for the column at stream index
 /// first + nt * 8 + e (e < 2). One hash per column pair where the pairs
 /// start even (as the row's first index does), the pair's input stepped
-/// by 4 pairs a column tile, unrolled (a rolled loop costs a third more a
-/// hash: its counter and shifts by a register); else one per column, rolled
-/// (a tensor or offset whose rows start odd: rare).
+/// by 4 pairs a column tile, unrolled twice (rolled, the counter and the
+/// shifts by a register cost about 4 more instructions a hash; unrolled
+/// whole, 2 fewer, but the kernels draw in both branches of their first-
+/// tile test and their loops grew past 60 KiB of code); else one per
+/// column, rolled (a tensor or offset whose rows start odd: rare).
 template <int NT>
 __device__ __forceinline__ unsigned keptColumns(const Dropout &dropout,
                                                 uint64_t first) {
@@ -534,7 +536,7 @@ __device__ __forceinline__ unsigned keptColumns(const Dropout &dropout,
   unsigned kept = 0;
   if ((first & 1) == 0) {
     uint64_t input = dropout.pairInput(first);
-#pragma unroll
+#pragma unroll 2
     for (int nt = 0; nt < NT; ++nt, input += 4)
       kept |= dropout.keptPairAt(input) << (2 * nt);
     return kept;
@@ -549,20 +551,35 @@ __device__ __forceinline__ unsigned keptColumns(const Dropout &dropout,
   return kept;
 }
 
+/// The keep bits of a lane's columns of query row `row` in key tile j0..
+/// (keptColumns), softmaxTile's `kept`. They need no score: a kernel draws
+/// them while the tile's products run (the hashing is most of what a tile
+/// with dropout issues).
+template <int NT>
+__device__ __forceinline__ unsigned tileKeeps(const ForwardParams &p, int64_t b,
+                                              int64_t h, int64_t row,
+                                              int64_t j0, int tig) {
+  return keptColumns<NT>(
+      p.dropout, p.dropout.rowIndex(b, h, row, p.shape.seqK) + j0 + tig * 2);
+}
+
 /// One query row's part of key tile j0.. in the online softmax. The four
 /// lanes of a quad hold the row (row g + 8 half of an m16 tile): lane tig
 /// its columns nt * 8 + 2 tig + e (e < 2) in sc[nt][2 half + e], which
 /// come in as q . k and leave as 2^(score - max), times keep with dropout
-/// (dropScale is finishRow's, once a row: 64 multiplies a tile fewer);
+/// (keeps() gives the row's tileKeeps, called after the exponentials: the
+/// wgmma kernel draws them before and returns them, the mma.sync one, short
+/// of registers, draws them there; dropScale is finishRow's, once a row: 64
+/// multiplies a tile fewer);
 /// scores are scaled by sl2 (log2 units) and, where `mask`,
 /// keys the row does not see are -inf. Updates the row's max and sum (of
 /// the undropped 2^(score - max)) and returns the factor by which its
 /// output so far shrinks.
-template <int NT, bool Drop>
+template <int NT, bool Drop, typename Keeps>
 __device__ __forceinline__ float
 softmaxTile(const ForwardParams &p, float (&sc)[NT][4], int half, int64_t row,
-            int64_t j0, bool mask, float sl2, int tig, int64_t b, int64_t h,
-            float &mx, float &sum) {
+            int64_t j0, bool mask, float sl2, int tig, Keeps &&keeps, float &mx,
+            float &sum) {
   const Shape &s = p.shape;
   // Most tiles hide no key: the masking is a branch of its own, not a
   // select on every score.
@@ -605,8 +622,7 @@ softmaxTile(const ForwardParams &p, float (&sc)[NT][4], int half, int64_t row,
   // (A template flag: the dropout's registers would make the kernel
   // without it spill.)
   if (Drop) {
-    const unsigned kept = keptColumns<NT>(
-        p.dropout, p.dropout.rowIndex(b, h, row, s.seqK) + j0 + tig * 2);
+    const unsigned kept = keeps();
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
@@ -778,9 +794,10 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         const int64_t row = warpRow0 + mt * 16 + g + 8 * half;
-        const float alpha =
-            softmaxTile<NT, Drop>(p, sc[mt], half, row, j0, mask, sl2, tig, b,
-                                  h, mx[mt][half], sum[mt][half]);
+        const float alpha = softmaxTile<NT, Drop>(
+            p, sc[mt], half, row, j0, mask, sl2, tig,
+            [&] { return tileKeeps<NT>(p, b, h, row, j0, tig); }, mx[mt][half],
+            sum[mt][half]);
 #pragma unroll
         for (int dt = 0; dt < DT; ++dt) {
           o[mt][dt][2 * half] *= alpha;
@@ -917,11 +934,11 @@ keptKeys(const Dropout &dropout, int64_t b, int64_t hq, int64_t i0,
     // This lane's key is its pair's second (odd) or first; it hashes the
     // pairs of its query 2 tig + odd, bits [key half][key in the pair].
     // The pair inputs step by 4 pairs a key half and 4 s_k a query tile;
-    // unrolled, as keptColumns' pairs.
+    // unrolled twice, as keptColumns' pairs.
     const int odd = static_cast<int>(key0 & 1);
     uint64_t input = dropout.pairInput(index(0, odd));
     const uint64_t tileStep = 4 * static_cast<uint64_t>(seqK);
-#pragma unroll
+#pragma unroll 2
     for (int nt = 0; nt < QT; ++nt, input += tileStep) {
       const unsigned mine =
           dropout.keptPairAt(input) | dropout.keptPairAt(input + 4) << 2;
@@ -940,22 +957,31 @@ keptKeys(const Dropout &dropout, int64_t b, int64_t hq, int64_t i0,
   return kept;
 }
 
+/// keyGradients' keep bits for a step (keptKeys; 0 without dropout). They
+/// need no score: the kernels draw them while the step's products run.
+/// Every lane of the warp calls this (shuffles).
+template <int QT>
+__device__ __forceinline__ unsigned stepKeeps(const BackwardParams &p,
+                                              int64_t b, int64_t hq, int64_t i0,
+                                              int64_t key0, int tig) {
+  return p.dropout.enabled
+             ? keptKeys<QT>(p.dropout, b, hq, i0, key0, tig, p.shape.seqK)
+             : 0u;
+}
+
 /// sT <- Pd^T and dpT <- dS^T for the two keys key0, key0 + 8 of a quad
 /// (rows of the transposed tiles: sT[nt][2 half + e] holds key key0 + 8
 /// half and query i0 + nt * 8 + 2 tig + e of query head hq) from sT = k .
 /// q and dpT = v . dO, the step's statistics st (loadStepStats) and the
 /// dropout stream: Pd = P * keep (dropScale is storeKeyValueGradients',
 /// once a key: dv is linear in Pd), dS = P * (dP * keep * dropScale - D);
-/// zeros where the query does not see the key.
+/// zeros where the query does not see the key. `kept`: stepKeeps.
 template <int QT, int BQ>
 __device__ __forceinline__ void
 keyGradients(const BackwardParams &p, float (&sT)[QT][4], float (&dpT)[QT][4],
-             const float *st, int64_t b, int64_t hq, int64_t i0, int64_t key0,
-             int tig, float sl2) {
+             const float *st, unsigned kept, int64_t i0, int64_t key0, int tig,
+             float sl2) {
   const Shape &s = p.shape;
-  const unsigned kept =
-      p.dropout.enabled ? keptKeys<QT>(p.dropout, b, hq, i0, key0, tig, s.seqK)
-                        : 0u;
   // Checked: some query of the step does not see one of the two keys (past
   // s_q or s_k, or the causal mask); most steps have none, and skip the
   // comparisons (64-bit, three a score) in a loop of their own.
@@ -1108,7 +1134,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       float sT[QT][4], dpT[QT][4];
       twoProducts<T, D>(sT, dpT, ksAddr, vsAddr, warp * 16, qtAddr, dotAddr,
                         la, lb);
-      keyGradients<QT, BQ>(p, sT, dpT, st, b, hq, i0, warpKey0 + g, tig, sl2);
+      keyGradients<QT, BQ>(p, sT, dpT, st,
+                           stepKeeps<QT>(p, b, hq, i0, warpKey0 + g, tig), i0,
+                           warpKey0 + g, tig, sl2);
       // dV += Pd^T dO, dK += dS^T Q (k = queries).
 #pragma unroll
       for (int kc = 0; kc < BQ / 16; ++kc) {
@@ -1149,21 +1177,32 @@ __device__ __forceinline__ QueryRow queryRow(const BackwardParams &p,
   return q;
 }
 
+/// scoreGradients' keep bits for key tile j0.. of a quad's two rows
+/// (keptColumns; zeros without dropout). They need no score: the kernels
+/// draw them while the tile's products run.
+template <int NT>
+__device__ __forceinline__ void rowKeeps(const BackwardParams &p,
+                                         const QueryRow (&rows)[2], int64_t j0,
+                                         int tig, unsigned (&kept)[2]) {
+#pragma unroll
+  for (int half = 0; half < 2; ++half)
+    kept[half] =
+        p.dropout.enabled
+            ? keptColumns<NT>(p.dropout, rows[half].drop + j0 + tig * 2)
+            : 0u;
+}
+
 /// sc <- dS = P * (dPd - D) for key tile j0.. of a quad's two rows (as
 /// softmaxTile lays them out: rows[half] in sc[nt][2 half + e], column
 /// j0 + nt * 8 + 2 tig + e): sc comes in as q . k, dp as dO . v; P =
 /// 2^(score - max) / sum from the statistics, dPd = dp * keep * dropScale;
-/// zero where the row does not see the key.
+/// zero where the row does not see the key. `kept`: rowKeeps.
 template <int NT>
 __device__ __forceinline__ void
 scoreGradients(const BackwardParams &p, float (&sc)[NT][4],
-               const float (&dp)[NT][4], const QueryRow (&rows)[2], int64_t j0,
-               int tig, float sl2) {
+               const float (&dp)[NT][4], const QueryRow (&rows)[2],
+               const unsigned (&kept)[2], int64_t j0, int tig, float sl2) {
   const Shape &s = p.shape;
-  unsigned kept[2] = {0, 0};
-  if (p.dropout.enabled)
-    for (int half = 0; half < 2; ++half)
-      kept[half] = keptColumns<NT>(p.dropout, rows[half].drop + j0 + tig * 2);
   // Checked: one of the two rows does not see some key of the tile (past
   // s_q or s_k, or the causal mask); most tiles have none, and skip the
   // comparisons (64-bit, three a score) in a loop of their own.
@@ -1292,7 +1331,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       float sc[NT][4], dp[NT][4];
       twoProducts<T, D>(sc, dp, qsAddr, dosAddr, warp * 16, ktAddr, vtAddr, la,
                         lb);
-      scoreGradients<NT>(p, sc, dp, rows, j0, tig, sl2);
+      unsigned kept[2];
+      rowKeeps<NT>(p, rows, j0, tig, kept);
+      scoreGradients<NT>(p, sc, dp, rows, kept, j0, tig, sl2);
       // dq += dS K (k = keys).
 #pragma unroll
       for (int kc = 0; kc < BN / 16; ++kc) {

@@ -377,10 +377,24 @@ __global__ void __launch_bounds__(kThreads, 1)
       Wgmma<T>::scores(sc, moved(qDesc, (kk >> 2) * BM * 128 + (kk & 3) * 32),
                        moved(kt, (kk >> 2) * BN * 128 + (kk & 3) * 32), kk > 0);
     wgmmaCommit();
+    // The tile's keep bits while S (and P V) run: they need no score, and
+    // their hashes are most of what a tile with dropout issues. A copy in
+    // each branch: drawn between two branches on t, ptxas serializes the
+    // wgmmas (C7514: tried).
+    unsigned kept[2] = {0u, 0u};
+    auto drawKeeps = [&] {
+      if (Drop)
+#pragma unroll
+        for (int half = 0; half < 2; ++half)
+          kept[half] =
+              flash::tileKeeps<NT>(p, b, h, warpRow0 + g + 8 * half, j0, tig);
+    };
     if (t > 0) {
       issueValues(stage ^ 1);
+      drawKeeps();
       wgmmaWait<1>(); // S (the older group) is done
     } else {
+      drawKeeps();
       wgmmaWait<0>();
     }
     fenceAccumulators(sc);
@@ -392,8 +406,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
     for (int half = 0; half < 2; ++half)
       alpha[half] = flash::softmaxTile<NT, Drop>(
-          p, sc, half, warpRow0 + g + 8 * half, j0, mask, sl2, tig, b, h,
-          mx[half], sum[half]);
+          p, sc, half, warpRow0 + g + 8 * half, j0, mask, sl2, tig,
+          [&] { return kept[half]; }, mx[half], sum[half]);
     wgmmaWait<0>(); // the previous tile's O += P V, and its reads of pa
     fenceAccumulators(o);
 #pragma unroll
@@ -548,15 +562,22 @@ __global__ void __launch_bounds__(kThreads, 1)
     twoScores<T, D, BM, BN>(sc, dp, qDesc, doDesc,
                             moved(kDesc, kStage * Cfg::kKeyTileBytes),
                             moved(vDesc, vStage * Cfg::kKeyTileBytes));
+    // The tile's keep bits while its products run (they need no score;
+    // with dropout their hashes are most of what a tile issues). A copy in
+    // each branch: drawn between two branches on t ptxas serializes the
+    // wgmmas (C7514).
+    unsigned kept[2];
     if (t > 0) {
       issueQueryGrad((t - 1) % Cfg::kKeyStages); // the previous tile's
+      flash::rowKeeps<NT>(p, rows, j0, tig, kept);
       wgmmaWait<1>(); // S and dP (the older group) are done
     } else {
+      flash::rowKeeps<NT>(p, rows, j0, tig, kept);
       wgmmaWait<0>();
     }
     fenceAccumulators(sc);
     fenceAccumulators(dp);
-    flash::scoreGradients<NT>(p, sc, dp, rows, j0, tig, sl2);
+    flash::scoreGradients<NT>(p, sc, dp, rows, kept, j0, tig, sl2);
     wgmmaWait<0>(); // dq += dS K, and its reads of `a`
     fenceAccumulators(dq);
 #pragma unroll
@@ -700,15 +721,20 @@ __global__ void __launch_bounds__(kThreads, 1)
     twoScores<T, D, BK, BQ>(sT, dpT, kDesc, vDesc,
                             moved(qDesc, stage * Cfg::kStepBytes),
                             moved(doDesc, stage * Cfg::kStepBytes));
+    // The step's keep bits while its products run, a copy in each branch
+    // (as in the dQ kernel).
+    unsigned kept;
     if (t > 0) {
       issueKeyValueGrads(last);
+      kept = flash::stepKeeps<QT>(p, b, hq, i0, warpKey0 + g, tig);
       wgmmaWait<1>(); // S^T and dP^T (the older group) are done
     } else {
+      kept = flash::stepKeeps<QT>(p, b, hq, i0, warpKey0 + g, tig);
       wgmmaWait<0>();
     }
     fenceAccumulators(sT);
     fenceAccumulators(dpT);
-    flash::keyGradients<QT, BQ>(p, sT, dpT, st, b, hq, i0, warpKey0 + g, tig,
+    flash::keyGradients<QT, BQ>(p, sT, dpT, st, kept, i0, warpKey0 + g, tig,
                                 sl2);
     wgmmaWait<0>(); // dv, dk, and their reads of ap, ad
     fenceAccumulators(dv);
