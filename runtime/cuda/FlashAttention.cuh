@@ -220,29 +220,25 @@ __device__ __forceinline__ unsigned smemAddress(const void *p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 
-/// 16 bytes global -> shared, asynchronously; zeros when !valid.
-__device__ __forceinline__ void cpAsync16(void *dst, const void *src,
-                                          bool valid) {
+/// Bytes (16 or 4) global -> shared, asynchronously; zeros when !valid.
+/// 16 bytes go by .cg (past L1), 4 by .ca (.cg takes 16 bytes only).
+template <int Bytes>
+__device__ __forceinline__ void cpAsync(void *dst, const void *src,
+                                        bool valid) {
+  static_assert(Bytes == 16 || Bytes == 4, "cp.async's sizes used here");
 #ifdef TPCRT_CUDA_EMULATION
-  emu::cpAsync(dst, src, valid, 16);
+  emu::cpAsync(dst, src, valid, Bytes);
 #else
-  asm volatile(
-      "cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smemAddress(dst)),
-      "l"(src), "r"(valid ? 16 : 0)
-      : "memory");
-#endif
-}
-/// 4 bytes global -> shared, asynchronously (through L1: .cg takes 16
-/// bytes only); a zero when !valid.
-__device__ __forceinline__ void cpAsync4(void *dst, const void *src,
-                                         bool valid) {
-#ifdef TPCRT_CUDA_EMULATION
-  emu::cpAsync(dst, src, valid, 4);
-#else
-  asm volatile(
-      "cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smemAddress(dst)),
-      "l"(src), "r"(valid ? 4 : 0)
-      : "memory");
+  if constexpr (Bytes == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(
+                     smemAddress(dst)),
+                 "l"(src), "r"(valid ? 16 : 0)
+                 : "memory");
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(
+                     smemAddress(dst)),
+                 "l"(src), "r"(valid ? 4 : 0)
+                 : "memory");
 #endif
 }
 __device__ __forceinline__ void cpAsyncCommit() {
@@ -340,7 +336,7 @@ copyTileRows(unsigned char *to, int toStep, const T *src, int64_t ld,
     const T *from = src + (row0 + r) * ld + c * 8;
 #pragma unroll
     for (int k = 0; k < Rows / Step; ++k)
-      cpAsync16(to + k * toStep, from + k * Step * ld, true);
+      cpAsync<16>(to + k * toStep, from + k * Step * ld, true);
     return;
   }
   const int64_t left = rows - row0 - r; // rows from this thread's first
@@ -348,7 +344,7 @@ copyTileRows(unsigned char *to, int toStep, const T *src, int64_t ld,
 #pragma unroll
   for (int k = 0; k < Rows / Step; ++k) {
     bool valid = k * Step < left;
-    cpAsync16(to + k * toStep, valid ? from + k * Step * ld : src, valid);
+    cpAsync<16>(to + k * toStep, valid ? from + k * Step * ld : src, valid);
   }
 }
 
@@ -904,7 +900,7 @@ loadStepStats(const BackwardParams &p, float *st, int64_t bhq, int64_t i0) {
                         : t < 2 * BQ ? p.stats.invSum
                                      : p.stats.dot;
     const bool valid = i0 + i < s.seqQ;
-    cpAsync4(st + t, valid ? from + bhq * s.seqQ + i0 + i : from, valid);
+    cpAsync<4>(st + t, valid ? from + bhq * s.seqQ + i0 + i : from, valid);
   }
 }
 

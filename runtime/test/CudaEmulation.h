@@ -689,30 +689,26 @@ inline void syncWarpMask(unsigned mask) {
   syncWarp();
 }
 
-/// shfl.sync.bfly with a full mask: lane l gets lane (l ^ mask)'s value.
-template <typename T> T shuffleXor(T value, int laneMask) {
+/// A shuffle with a full mask: this lane gets lane source's value, every
+/// lane taking part.
+template <typename T> T shuffleFrom(T value, int source) {
   static_assert(sizeof(T) == 4 || sizeof(T) == 8, "32- or 64-bit values");
   uint64_t bits = 0;
   std::memcpy(&bits, &value, sizeof(T));
   slot(lane()).value = bits;
   syncWarp();
-  bits = slot(lane() ^ laneMask).value;
+  bits = slot(source & 31).value;
   syncWarp();
   std::memcpy(&value, &bits, sizeof(T));
   return value;
 }
-
+/// shfl.sync.bfly with a full mask: lane l gets lane (l ^ mask)'s value.
+template <typename T> T shuffleXor(T value, int laneMask) {
+  return shuffleFrom(value, lane() ^ laneMask);
+}
 /// shfl.sync.idx with a full mask: every lane gets lane srcLane's value.
 template <typename T> T shuffleIndex(T value, int srcLane) {
-  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "32- or 64-bit values");
-  uint64_t bits = 0;
-  std::memcpy(&bits, &value, sizeof(T));
-  slot(lane()).value = bits;
-  syncWarp();
-  bits = slot(srcLane & 31).value;
-  syncWarp();
-  std::memcpy(&value, &bits, sizeof(T));
-  return value;
+  return shuffleFrom(value, srcLane);
 }
 
 //===- PTX ----------------------------------------------------------------===//
