@@ -186,9 +186,10 @@ struct DropoutStream {
   /// hash is z ^ (z >> 31) of the last multiply's z, so the even element's
   /// draw (bits 40..63) is z's own (the shift moves bit 63 to bit 32), and
   /// the odd one's (bits 16..39) is z's bits 16..39 xor its bits 47..63.
-  /// About 20 instructions a pair, where the generic 64-bit form took
-  /// about 45 (the attention kernels with dropout draw a pair for every two
-  /// scores, and were bound by it). threshold <= 2^24: 32 bits.
+  /// In the attention loops about 30 instructions a pair, the input's step
+  /// and the bits' placing included, where the generic 64-bit form took
+  /// about 50 (those kernels draw a pair for every two scores, and are
+  /// bound by it: docs/runtime/cuda.md). threshold <= 2^24: 32 bits.
   __device__ __forceinline__ unsigned keptPairAt(uint64_t input) const {
     uint64_t z = input;
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
