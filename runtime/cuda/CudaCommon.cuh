@@ -179,7 +179,7 @@ struct DropoutStream {
   /// and splitmix64's gamma, Random.h): a caller that walks pairs steps it
   /// by the pairs it skips and calls keptPairAt.
   __device__ __forceinline__ uint64_t pairInput(uint64_t n) const {
-    return key + 0x9E3779B97F4A7C15ull + (n >> 1);
+    return key + kSplitMix64Gamma + (n >> 1);
   }
   /// dropoutKeepPair (Random.h) of the pair whose splitmix64 input is
   /// `input`, in the 32-bit halves the GPU has, the draws' bits alone: the
@@ -191,9 +191,7 @@ struct DropoutStream {
   /// about 50 (those kernels draw a pair for every two scores, and are
   /// bound by it: docs/runtime/cuda.md). threshold <= 2^24: 32 bits.
   __device__ __forceinline__ unsigned keptPairAt(uint64_t input) const {
-    uint64_t z = input;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    const uint64_t z = splitmix64Rounds(input);
     const auto hi = static_cast<uint32_t>(z >> 32);
     const auto limit = static_cast<uint32_t>(threshold);
     const uint32_t evenDraw = hi >> 8;

@@ -181,7 +181,7 @@ Status fillBytes(const fb::BufferT &buffer, const Fill &fill, uint64_t key,
                  std::vector<uint8_t> &bytes) {
   auto n = static_cast<size_t>(elementsOf(buffer));
   using Kind = Fill::Kind;
-  const uint64_t second = splitmix64(key ^ 0x9E3779B97F4A7C15ull);
+  const uint64_t second = splitmix64(key ^ kSplitMix64Gamma);
   if (buffer.dtype == DT::I64) {
     if (fill.kind != Kind::Ids && fill.kind != Kind::Labels &&
         fill.kind != Kind::Int)

@@ -58,6 +58,7 @@
 #include "tpcrt/Devices.h"
 #include "tpcrt/Executable.h"
 #include "tpcrt/Interpreter.h"
+#include "tpcrt/Random.h"
 
 #include <algorithm>
 #include <chrono>
@@ -261,7 +262,7 @@ uint16_t toBf16(float value) {
 /// Uniform values in [-1, 1) from a xorshift stream: random data, not zeros
 /// (a GPU multiplies zeros faster: less power, higher clocks).
 void fillRandom(std::vector<uint16_t> &data, uint64_t seed) {
-  uint64_t state = seed * 0x9E3779B97F4A7C15ull + 1;
+  uint64_t state = seed * kSplitMix64Gamma + 1;
   for (uint16_t &x : data) {
     state ^= state << 13;
     state ^= state >> 7;

@@ -26,11 +26,19 @@
 
 namespace tpcrt {
 
+/// SplitMix64's increment, the golden gamma (2^64 / phi, odd).
+constexpr uint64_t kSplitMix64Gamma = 0x9E3779B97F4A7C15ull;
+
+/// SplitMix64's two xor-shift-multiply rounds, without the final xor-shift
+/// (the GPU's dropout draws read their bits from this: CudaCommon.cuh).
+constexpr uint64_t splitmix64Rounds(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  return (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+}
+
 /// Steele, Lea and Flood's SplitMix64 finalizer of x + golden gamma.
 constexpr uint64_t splitmix64(uint64_t x) {
-  uint64_t z = x + 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  uint64_t z = splitmix64Rounds(x + kSplitMix64Gamma);
   return z ^ (z >> 31);
 }
 
