@@ -9,8 +9,9 @@
 # p.dropout.enabled false),
 # HopperAttention.cu compiled for sm_90a, its SASS counted by sass-loops.py.
 # Then the same with dropout on (DROPOUT=0 skips it): p.dropout.enabled
-# true. Both times every row's stream starts even (the paired draws; the
-# forward's Drop=true instantiations draw in both), and the pairs' loops,
+# true. Both times every row's stream starts on a block of 16 (four draws a
+# hash; at revisions before them, even: the paired draws; the forward's
+# Drop=true instantiations draw in both), and the hash loops,
 # which the kernels unroll twice, are unrolled whole, so that a loop's
 # count is what a tile issues (the kernels' own take about 2 instructions
 # more a hash: their loop's counter and branch). Where a revision has no
@@ -31,16 +32,18 @@ nvcc=${CUDACXX:-/usr/local/cuda/bin/nvcc}
 }
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-count() { # count LABEL DIR-holding-cuda [dropout]
+count() { # count LABEL DIR-holding-cuda-and-include [dropout]
   local cuda=$2/cuda dropout=false
   [ "${3:-}" = dropout ] && dropout=true
   sed -i 's/^  if (mask) {$/  if (false) {/; s/if (row0 + Rows <= rows) {/if (true) {/;
           s/^  if (whole)$/  if (true)/; s/if ((first \& 1) == 0) {/if (true) {/;
           s/^    if (t > 0) {$/    if (true) {/;
           s/if (((dropout\.firstIndex | static_cast<uint64_t>(seqK)) \& 1) == 0) {/if (true) {/;
+          s/if ((first \& 9) == 0) {/if (true) {/; s/if ((rowStarts \& 1) != 0) {/if (false) {/;
+          s/if ((rowStarts \& 15) == 0) {/if (true) {/;
           s/p\.dropout\.enabled/'$dropout'/g; s/^#pragma unroll 2$/#pragma unroll/' \
     "$cuda/FlashAttention.cuh" "$cuda/HopperAttention.cuh"
-  "$nvcc" -DTPCRT_HAVE_CUDNN=1 -I"$cuda" -I"$root/runtime/include" \
+  "$nvcc" -DTPCRT_HAVE_CUDNN=1 -I"$cuda" -I"$2/include" \
     -isystem="$build/runtime/generated" -O3 -DNDEBUG \
     "--generate-code=arch=compute_90a,code=[sm_90a]" -Xcompiler=-fPIC \
     --expt-relaxed-constexpr -std=c++17 -x cu -c "$cuda/HopperAttention.cu" \
@@ -55,11 +58,12 @@ modes=("")
 [ "${DROPOUT:-1}" = 0 ] || modes+=(dropout)
 for mode in "${modes[@]}"; do
   rm -rf "$out/tree" && mkdir -p "$out/tree"
-  cp -r "$root/runtime/cuda" "$out/tree/cuda"
+  cp -r "$root/runtime/cuda" "$root/runtime/include" "$out/tree/"
   count "working tree" "$out/tree" $mode
   for rev in "$@"; do
     rm -rf "${out:?}/$rev" && mkdir -p "$out/$rev"
-    git -C "$root" archive "$rev" runtime/cuda | tar -x -C "$out/$rev"
+    git -C "$root" archive "$rev" runtime/cuda runtime/include |
+      tar -x -C "$out/$rev"
     count "$rev" "$out/$rev/runtime" $mode
   done
 done

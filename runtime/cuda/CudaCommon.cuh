@@ -168,37 +168,35 @@ struct DropoutStream {
     scale = dropoutScale(rate);
   }
   __device__ __forceinline__ bool keepsIndex(uint64_t n) const {
-    return (keptPairAt(pairInput(n)) >> (n & 1)) & 1u;
+    return (keptQuadAt(counterInput(n)) >> dropoutField(n)) & 1u;
   }
   /// The pair holding index n: 2 (n / 2) (bit 0) and 2 (n / 2) + 1 (bit 1),
-  /// from one hash.
+  /// two draws of one hash.
   __device__ __forceinline__ unsigned keptPairOf(uint64_t n) const {
-    return keptPairAt(pairInput(n));
+    return (keptQuadAt(counterInput(n)) >> (dropoutField(n) & 2u)) & 3u;
   }
-  /// What splitmix64 mixes for the pair holding index n (the key, the pair
-  /// and splitmix64's gamma, Random.h): a caller that walks pairs steps it
-  /// by the pairs it skips and calls keptPairAt.
-  __device__ __forceinline__ uint64_t pairInput(uint64_t n) const {
-    return key + kSplitMix64Gamma + (n >> 1);
+  /// What splitmix64 mixes for the counter that draws index n (the key, the
+  /// counter and splitmix64's gamma, Random.h): a caller that walks blocks
+  /// of 16 indices steps it by 4 a block and calls keptQuadAt.
+  __device__ __forceinline__ uint64_t counterInput(uint64_t n) const {
+    return key + kSplitMix64Gamma + dropoutCounter(n);
   }
-  /// dropoutKeepPair (Random.h) of the pair whose splitmix64 input is
-  /// `input`, in the 32-bit halves the GPU has, the draws' bits alone: the
-  /// hash is z ^ (z >> 31) of the last multiply's z, so the even element's
-  /// draw (bits 40..63) is z's own (the shift moves bit 63 to bit 32), and
-  /// the odd one's (bits 16..39) is z's bits 16..39 xor its bits 47..63.
-  /// In the attention loops about 30 instructions a pair, the input's step
-  /// and the bits' placing included, where the generic 64-bit form took
-  /// about 50 (those kernels draw a pair for every two scores, and are
-  /// bound by it: docs/runtime/cuda.md). threshold <= 2^24: 32 bits.
-  __device__ __forceinline__ unsigned keptPairAt(uint64_t input) const {
+  /// dropoutKeepQuad (Random.h) of the counter whose splitmix64 input is
+  /// `input` (bit f for field f), in the 32-bit halves the GPU has: the
+  /// hash is z ^ (z >> 31) of the last multiply's z, whose high half is
+  /// z's own but for bit 0, and whose low half takes z's bits 31..62.
+  /// threshold <= 2^16: each 16-bit draw is compared in 32 bits.
+  __device__ __forceinline__ unsigned keptQuadAt(uint64_t input) const {
     const uint64_t z = splitmix64Rounds(input);
-    const auto hi = static_cast<uint32_t>(z >> 32);
+    const auto zHigh = static_cast<uint32_t>(z >> 32);
+    const uint32_t high = zHigh ^ (zHigh >> 31);
+    const uint32_t low =
+        static_cast<uint32_t>(z) ^ static_cast<uint32_t>(z >> 31);
     const auto limit = static_cast<uint32_t>(threshold);
-    const uint32_t evenDraw = hi >> 8;
-    const uint32_t oddDraw =
-        (static_cast<uint32_t>(z >> 16) ^ (hi >> 15)) & 0xFFFFFFu;
-    return static_cast<unsigned>(evenDraw >= limit) |
-           static_cast<unsigned>(oddDraw >= limit) << 1;
+    return static_cast<unsigned>((high >> 16) >= limit) |
+           static_cast<unsigned>((high & 0xFFFFu) >= limit) << 1 |
+           static_cast<unsigned>((low >> 16) >= limit) << 2 |
+           static_cast<unsigned>((low & 0xFFFFu) >= limit) << 3;
   }
 };
 
@@ -213,8 +211,8 @@ struct DropoutDraw : DropoutStream {
            keepsIndex(static_cast<uint64_t>(firstIndex + index(i)));
   }
   /// Elements i (bit 0) and i + 1 (bit 1, 0 past `count`): one hash where
-  /// their stream indices are one pair (whole tensors, rows of even length),
-  /// else one each.
+  /// their stream indices are one pair (2 p and 2 p + 1: whole tensors,
+  /// rows of even length), else one each.
   __device__ __forceinline__ unsigned keepTwo(int64_t i, int64_t count) const {
     if (threshold == 0)
       return 3u;

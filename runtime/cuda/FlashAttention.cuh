@@ -518,23 +518,32 @@ __device__ __forceinline__ QueryBlock<T> queryBlock(const Params &p) {
 
 /// Which of a lane's columns of one query row in a key tile are kept (as
 /// softmaxTile lays them out): bit 2 nt + e for the column at stream index
-/// first + nt * 8 + e (e < 2). One hash per column pair where the pairs
-/// start even (as the row's first index does), the pair's input stepped
-/// by 4 pairs a column tile, unrolled twice (rolled, the counter and the
-/// shifts by a register cost about 4 more instructions a hash; unrolled
-/// whole, 2 fewer, but the kernels draw in both branches of their first-
-/// tile test and their loops grew past 60 KiB of code); else one per
-/// column, rolled (a tensor or offset whose rows start odd: rare).
+/// first + nt * 8 + e (e < 2). Where the lane's first index is in the
+/// first half of a block of 16, even (the row's stream starts on a block, as
+/// every row's does where firstIndex and s_k are multiples of 16: most
+/// tensors), its four columns of two column tiles are one hash's draws
+/// (fields 0, 1, 2, 3: bits 4 m .. 4 m + 3), the counter's input stepped by
+/// 4 a pair of tiles, unrolled twice (rolled, the counter and the shifts by
+/// a register cost about 4 more instructions a hash; unrolled whole, 2
+/// fewer, but the kernels draw in both branches of their first-tile test
+/// and their loops grow); else a hash per column pair where the row starts
+/// even, rolled; else one per column (a row that starts odd: rare).
 template <int NT>
 __device__ __forceinline__ unsigned keptColumns(const Dropout &dropout,
                                                 uint64_t first) {
-  static_assert(2 * NT <= 32, "one bit per column");
+  static_assert(2 * NT <= 32 && NT % 2 == 0, "one bit per column, tile pairs");
   unsigned kept = 0;
-  if ((first & 1) == 0) {
-    uint64_t input = dropout.pairInput(first);
+  if ((first & 9) == 0) {
+    uint64_t input = dropout.counterInput(first);
 #pragma unroll 2
-    for (int nt = 0; nt < NT; ++nt, input += 4)
-      kept |= dropout.keptPairAt(input) << (2 * nt);
+    for (int m = 0; m < NT / 2; ++m, input += 4)
+      kept |= dropout.keptQuadAt(input) << (4 * m);
+    return kept;
+  }
+  if ((first & 1) == 0) {
+#pragma unroll 1
+    for (int nt = 0; nt < NT; ++nt)
+      kept |= dropout.keptPairOf(first + nt * 8) << (2 * nt);
     return kept;
   }
 #pragma unroll 1
@@ -906,11 +915,15 @@ loadStepStats(const BackwardParams &p, float *st, int64_t bhq, int64_t i0) {
 
 /// Which of a lane's elements of the transposed tiles keyGradients takes
 /// are kept: bit 4 nt + e for key key0 + 8 (e >> 1) and query i0 + nt * 8 +
-/// 2 tig + (e & 1) of query head hq. Keys key0 and key0 ^ 1 are one pair of
-/// the stream where every row's stream starts even (firstIndex and s_k
-/// even), and lanes g and g ^ 1 (lane ^ 4) hold them for the same queries
-/// (the warp's first key is even): each lane hashes the pairs of one of its
-/// two queries and hands the other lane its half, so a pair is hashed once.
+/// 2 tig + (e & 1) of query head hq. Lanes g and g ^ 1 (lane ^ 4) hold keys
+/// key0 and key0 ^ 1, a pair of the stream where every row's stream starts
+/// even (firstIndex and s_k even), for the same queries (the warp's first
+/// key is a multiple of 16): each lane hashes the draws of one of its two
+/// queries and hands the other lane its half, so a draw is hashed once.
+/// Where every row starts on a block of 16 (firstIndex and s_k multiples of
+/// 16), the two lanes' four keys of a query are one hash's four draws
+/// (fields [key half][key in the pair]), so a lane hashes once a query
+/// tile; else a hash a pair, or, in a row that starts odd, one an element.
 /// Every lane of the warp calls this (shuffles).
 template <int QT>
 __device__ __forceinline__ unsigned
@@ -925,30 +938,40 @@ keptKeys(const Dropout &dropout, int64_t b, int64_t hq, int64_t i0,
                static_cast<uint64_t>(seqK) +
            static_cast<uint64_t>(key0 + 8 * (e >> 1));
   };
-  unsigned kept = 0;
-  if (((dropout.firstIndex | static_cast<uint64_t>(seqK)) & 1) == 0) {
-    // This lane's key is its pair's second (odd) or first; it hashes the
-    // pairs of its query 2 tig + odd, bits [key half][key in the pair].
-    // The pair inputs step by 4 pairs a key half and 4 s_k a query tile;
-    // unrolled twice, as keptColumns' pairs.
-    const int odd = static_cast<int>(key0 & 1);
-    uint64_t input = dropout.pairInput(index(0, odd));
-    const uint64_t tileStep = 4 * static_cast<uint64_t>(seqK);
-#pragma unroll 2
-    for (int nt = 0; nt < QT; ++nt, input += tileStep) {
-      const unsigned mine =
-          dropout.keptPairAt(input) | dropout.keptPairAt(input + 4) << 2;
-      const unsigned other = __shfl_xor_sync(0xffffffffu, mine, 4);
-      for (int e = 0; e < 4; ++e) {
-        const unsigned from = (e & 1) == odd ? mine : other;
-        kept |= ((from >> (2 * (e >> 1) + odd)) & 1u) << (4 * nt + e);
-      }
-    }
-  } else {
+  const uint64_t rowStarts = dropout.firstIndex | static_cast<uint64_t>(seqK);
+  if ((rowStarts & 1) != 0) {
+    unsigned kept = 0;
 #pragma unroll 1
     for (int k = 0; k < 4 * QT; ++k)
       kept |= static_cast<unsigned>(dropout.keepsIndex(index(k >> 2, k & 3)))
               << k;
+    return kept;
+  }
+  // This lane's key is its pair's second (odd) or first; it draws for its
+  // query 2 tig + odd, bits [key half][key in the pair], and swaps.
+  const int odd = static_cast<int>(key0 & 1);
+  auto share = [&](unsigned mine, int nt, unsigned &kept) {
+    const unsigned other = __shfl_xor_sync(0xffffffffu, mine, 4);
+    for (int e = 0; e < 4; ++e) {
+      const unsigned from = (e & 1) == odd ? mine : other;
+      kept |= ((from >> (2 * (e >> 1) + odd)) & 1u) << (4 * nt + e);
+    }
+  };
+  unsigned kept = 0;
+  if ((rowStarts & 15) == 0) {
+    // The counter's input steps by 2 s_k a query tile (8 rows of s_k / 16
+    // blocks of 4 counters); unrolled twice, as keptColumns' quads.
+    uint64_t input = dropout.counterInput(index(0, odd));
+    const uint64_t tileStep = 2 * static_cast<uint64_t>(seqK);
+#pragma unroll 2
+    for (int nt = 0; nt < QT; ++nt, input += tileStep)
+      share(dropout.keptQuadAt(input), nt, kept);
+    return kept;
+  }
+#pragma unroll 1
+  for (int nt = 0; nt < QT; ++nt) {
+    const uint64_t n = index(nt, odd);
+    share(dropout.keptPairOf(n) | dropout.keptPairOf(n + 8) << 2, nt, kept);
   }
   return kept;
 }

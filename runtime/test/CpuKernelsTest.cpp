@@ -248,42 +248,63 @@ TEST(RandomTest, SplitMix64ReferenceValues) {
   // (state advanced by the golden gamma before each output).
   EXPECT_EQ(splitmix64(0), 0xE220A8397B1DCDAFull);
   EXPECT_EQ(splitmix64(0x9E3779B97F4A7C15ull), 0x6E789E6AA1B965F4ull);
-  EXPECT_EQ(dropoutThreshold(0.1), 1677722u); // llround(0.1 * 2^24)
+  EXPECT_EQ(dropoutThreshold(0.1), 6554u); // llround(0.1 * 2^16)
   EXPECT_EQ(dropoutThreshold(0.0), 0u);
   EXPECT_EQ(dropoutScale(0.5), 2.0f);
 }
 
-TEST(RandomTest, DropoutDrawsTwoElementsPerHash) {
+TEST(RandomTest, DropoutDrawsFourElementsPerHash) {
   // The contract (executable-format.md), written out: element i's draw is
-  // bits 40..63 (i even) or 16..39 (i odd) of splitmix64(key + i / 2).
+  // the 16 bits of splitmix64(key + 4 (i / 16) + (i % 8) / 2) at bit
+  // 48 - 16 (2 ((i / 8) % 2) + i % 2).
   const uint64_t key = dropoutKey(7, 11, 2);
   auto draw = [&](uint64_t i) {
-    uint64_t hash = splitmix64(key + i / 2);
-    return i % 2 == 0 ? hash >> 40 : (hash >> 16) % (uint64_t(1) << 24);
+    uint64_t hash = splitmix64(key + (i / 16) * 4 + (i % 8) / 2);
+    uint64_t field = 2 * ((i / 8) % 2) + i % 2;
+    return (hash >> (48 - 16 * field)) % (uint64_t(1) << 16);
   };
-  for (uint64_t i : {uint64_t(0), uint64_t(1), uint64_t(2), uint64_t(3),
-                     uint64_t(1000001), ~uint64_t(0) - 1, ~uint64_t(0)}) {
+  for (uint64_t i :
+       {uint64_t(0), uint64_t(1), uint64_t(2), uint64_t(7), uint64_t(8),
+        uint64_t(9), uint64_t(15), uint64_t(16), uint64_t(1000001),
+        ~uint64_t(0) - 8, ~uint64_t(0) - 1, ~uint64_t(0)}) {
     // Kept at a threshold equal to the draw, dropped one above it.
     EXPECT_TRUE(dropoutKeep(key, i, draw(i))) << i;
     EXPECT_FALSE(dropoutKeep(key, i, draw(i) + 1)) << i;
-    unsigned pair = dropoutKeepPair(key, i / 2, draw(i));
-    EXPECT_EQ((pair >> (i % 2)) & 1u, 1u) << i;
+    unsigned quad = dropoutKeepQuad(key, dropoutCounter(i), draw(i));
+    EXPECT_EQ((quad >> dropoutField(i)) & 1u, 1u) << i;
   }
-  // The two draws of a hash are independent bits: at rate 0.5 both of a
-  // pair are dropped a quarter of the time (half, were they the same bits).
+  // Elements i, i + 1, i + 8 and i + 9 (i even, i % 16 < 8) are one hash's
+  // four draws, and each hash draws four elements of its block of 16.
+  for (uint64_t block : {uint64_t(0), uint64_t(48), ~uint64_t(15)}) {
+    std::vector<int> uses(4 * 4, 0);
+    for (uint64_t i = block; i - block < 16; ++i) {
+      const uint64_t counter = dropoutCounter(i);
+      ASSERT_GE(counter, block / 4) << i;
+      ASSERT_LT(counter - block / 4, 4u) << i;
+      ++uses[(counter - block / 4) * 4 + dropoutField(i)];
+    }
+    for (uint64_t i = block; i - block < 8; i += 2)
+      for (uint64_t j : {i + 1, i + 8, i + 9})
+        EXPECT_EQ(dropoutCounter(i), dropoutCounter(j)) << i << " " << j;
+    EXPECT_EQ(uses, std::vector<int>(16, 1));
+  }
+  // The four draws of a hash are independent bits: at rate 0.5 all four
+  // are dropped a sixteenth of the time (half, were they the same bits).
   const uint64_t half = dropoutThreshold(0.5);
-  int64_t both = 0, pairs = 100000;
-  for (int64_t p = 0; p < pairs; ++p)
-    both += dropoutKeepPair(key, static_cast<uint64_t>(p), half) == 0;
-  // Binomial(1e5, 0.25): the standard deviation of the fraction is 0.0014.
-  EXPECT_NEAR(static_cast<double>(both) / pairs, 0.25, 0.01);
+  int64_t none = 0, counters = 100000;
+  for (int64_t c = 0; c < counters; ++c)
+    none += dropoutKeepQuad(key, static_cast<uint64_t>(c), half) == 0;
+  // Binomial(1e5, 1/16): the standard deviation of the fraction is 0.00077.
+  EXPECT_NEAR(static_cast<double>(none) / counters, 0.0625, 0.005);
 
   // forEachDropoutKeep visits every element once, in order, as dropoutKeep
-  // draws it, whatever the parity of the start and the length.
+  // draws it, wherever in a block of 16 the range starts and ends.
   const uint64_t threshold = dropoutThreshold(0.3);
-  for (uint64_t first :
-       {uint64_t(0), uint64_t(1), uint64_t(6), uint64_t(9), ~uint64_t(0) - 2}) {
-    for (int64_t count : {0, 1, 2, 3, 8, 11}) {
+  for (uint64_t first : {uint64_t(0), uint64_t(1), uint64_t(6), uint64_t(9),
+                         uint64_t(16), ~uint64_t(0) - 20}) {
+    for (int64_t count : {0, 1, 2, 3, 8, 11, 16, 17, 40}) {
+      if (first + static_cast<uint64_t>(count) < first)
+        continue; // past the last index
       int64_t next = 0;
       forEachDropoutKeep(
           key, first, count, threshold, [&](int64_t i, bool kept) {

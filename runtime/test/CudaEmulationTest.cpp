@@ -305,12 +305,13 @@ TEST(CudaEmulation, MisalignedVectorAccessFaults) {
 
 // DropoutStream (CudaCommon.cuh) draws in 32-bit halves what Random.h, the
 // CPU device's stream, draws in 64 bits: every kernel's keep bits rest on
-// the two agreeing. Random keys and indices, both parities, and the
-// thresholds at the ends (keep all, keep none, one from either).
+// the two agreeing. Random keys and indices, every field, and the
+// thresholds at the ends (keep all, keep none, one from either, 2^16: the
+// rate nearest 1 whose threshold rounds up to it).
 TEST(DropoutStream, DrawsEqualRandomH) {
   uint64_t state = 12345;
   auto next = [&] { return state = splitmix64(state); };
-  const uint64_t thresholds[] = {0, 1, 1677722, 8388608, 16777215, 16777216};
+  const uint64_t thresholds[] = {0, 1, 6554, 32768, 65535, 65536};
   int mismatches = 0, kept = 0, draws = 0;
   for (uint64_t threshold : thresholds)
     for (int k = 0; k < 4000; ++k) {
@@ -318,14 +319,19 @@ TEST(DropoutStream, DrawsEqualRandomH) {
       stream.key = next();
       stream.threshold = threshold;
       const uint64_t n = k % 3 == 0 ? next() : k; // also the first indices
-      const unsigned pair = stream.keptPairOf(n);
-      mismatches += pair != dropoutKeepPair(stream.key, n >> 1, threshold);
+      const unsigned quad =
+          dropoutKeepQuad(stream.key, dropoutCounter(n), threshold);
+      mismatches += stream.keptQuadAt(stream.counterInput(n)) != quad;
+      mismatches +=
+          stream.keptPairOf(n) != ((quad >> (dropoutField(n) & 2)) & 3u);
       mismatches +=
           stream.keepsIndex(n) != dropoutKeep(stream.key, n, threshold);
-      mismatches += stream.keptPairAt(stream.pairInput(n) + 5) !=
-                    dropoutKeepPair(stream.key, (n >> 1) + 5, threshold);
-      kept += static_cast<int>((pair & 1) + (pair >> 1));
-      draws += 2;
+      // A counter stepped as the attention kernels step theirs.
+      mismatches +=
+          stream.keptQuadAt(stream.counterInput(n) + 4 * 5) !=
+          dropoutKeepQuad(stream.key, dropoutCounter(n + 16 * 5), threshold);
+      kept += __builtin_popcount(quad);
+      draws += 4;
     }
   EXPECT_EQ(mismatches, 0);
   // Not all kept, not all dropped: the thresholds between the ends drew.

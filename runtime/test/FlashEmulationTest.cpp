@@ -366,6 +366,24 @@ TEST(FlashEmulation, Bf16D64OneQueryCausalDropout) {
   run(c);
 }
 
+// Rows whose streams start on a block of 16 (firstIndex and s_k multiples
+// of 16, as most tensors' do): the kernels draw four scores a hash there
+// (keptColumns, keptKeys), elsewhere a pair or one.
+TEST(FlashEmulation, Bf16D64HeadMajorCausalDropoutRowsOn16) {
+  Case c;
+  c.heads = 4, c.kvHeads = 2, c.seqQ = 80, c.seqK = 96, c.causal = true;
+  c.dropout = true;
+  run(c);
+}
+TEST(FlashEmulation, F16D128SeqMajorDropoutGroupedRowsOn16) {
+  Case c;
+  c.bf16 = false, c.dim = 128;
+  c.layout = Layout::SeqMajor;
+  c.batch = 2, c.heads = 2, c.kvHeads = 1, c.seqQ = 48, c.seqK = 128;
+  c.dropout = true, c.timing = Timing::AtIssue;
+  run(c);
+}
+
 // The wgmma forward (HopperAttention.cuh): two warpgroups of 64 rows, key
 // tiles of 128; lengths across several query and key tiles and not
 // multiples of them, each layout, causal and not, dropout, grouped heads.
@@ -414,6 +432,22 @@ TEST(FlashEmulation, WgmmaBf16D128SeqMajorCausalSplitDropoutGrouped) {
   run(c);
 }
 
+TEST(FlashEmulation, WgmmaBf16D128HeadMajorCausalDropoutGroupedRowsOn16) {
+  Case c;
+  c.wgmma = true;
+  c.dim = 128;
+  c.heads = 4, c.kvHeads = 2, c.seqQ = 144, c.seqK = 160, c.causal = true;
+  c.dropout = true;
+  run(c);
+}
+TEST(FlashEmulation, WgmmaF16D64PackedDropoutRowsOn16) {
+  Case c;
+  c.wgmma = true;
+  c.bf16 = false;
+  c.layout = Layout::PackedQkv;
+  c.seqQ = c.seqK = 192, c.dropout = true, c.timing = Timing::AtIssue;
+  run(c);
+}
 // Five key tiles, the running max changing along them: the accumulators are
 // rescaled between wgmmas many times (a rescale while a wgmma into them is
 // pending is a fault, not only a wrong value).

@@ -87,16 +87,17 @@ def splitmix64(x):
 def dropout_keep(seed, stream, step, rate, first, count):
     """Keep mask of elements [first, first + count) of an op's stream."""
     key = splitmix64(seed ^ splitmix64(stream ^ splitmix64(step)))
-    threshold = int(math.floor(rate * 16777216 + 0.5))  # llround
+    threshold = int(math.floor(rate * 65536 + 0.5))  # llround
     return torch.tensor([dropout_draw(key, i) >= threshold
                          for i in range(first, first + count)])
 
 
 def dropout_draw(key, i):
-    """Element i's 24-bit draw: hash i // 2's bits 40..63 (i even) or
-    16..39 (i odd)."""
-    h = splitmix64((key + (i >> 1)) & MASK64)
-    return (h >> 16) & 0xFFFFFF if i & 1 else h >> 40
+    """Element i's 16-bit draw: field 2 ((i // 8) % 2) + i % 2 (from the
+    top) of the hash of counter 4 (i // 16) + (i % 8) // 2."""
+    h = splitmix64((key + 4 * (i >> 4) + ((i >> 1) & 3)) & MASK64)
+    field = 2 * ((i >> 3) & 1) + (i & 1)
+    return (h >> (48 - 16 * field)) & 0xFFFF
 
 
 def cases():

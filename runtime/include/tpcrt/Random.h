@@ -7,19 +7,24 @@
 // Dropout (the executable contract, docs/runtime/executable-format.md): for
 // the run's seed, an op's stream and the step counter, element i (row-major
 // index in the op's full result tensor) is kept iff draw(i) >= threshold,
-//   draw(i) = i even: splitmix64(key + i / 2) >> 40           (bits 40..63)
-//             i odd:  (splitmix64(key + i / 2) >> 16) & 2^24-1 (bits 16..39)
+//   draw(i)    = (splitmix64(key + counter(i)) >> (48 - 16 field(i))) & 2^16-1
+//   counter(i) = 4 (i / 16) + (i % 8) / 2
+//   field(i)   = 2 ((i / 8) % 2) + i % 2
 //   key = splitmix64(seed ^ splitmix64(stream ^ splitmix64(step))),
-//   threshold = llround(rate * 2^24),
+//   threshold = llround(rate * 2^16),
 // and kept elements are multiplied by float(1 / (1 - rate)): one hash draws
-// two elements (the GPU's attention kernels hash for every score they drop
-// or keep; a pair per hash halves that).
+// four elements, i, i + 1, i + 8 and i + 9 of a block of 16 (i even, i % 16
+// < 8), the four a GPU thread holds of one row in the tensor cores'
+// accumulator layouts (two neighbours in each of two 8-column tiles), so
+// that the attention kernels, which hash for every score they drop or
+// keep, hash once for four (docs/runtime/cuda.md).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef TPCRT_RANDOM_H
 #define TPCRT_RANDOM_H
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -47,10 +52,10 @@ constexpr uint64_t dropoutKey(uint64_t seed, uint64_t stream, uint64_t step) {
   return splitmix64(seed ^ splitmix64(stream ^ splitmix64(step)));
 }
 
-/// Dropout draws 24 bits per element; an element is dropped when its draw is
-/// below this threshold, so the drop probability is rate rounded to 2^-24.
+/// Dropout draws 16 bits per element; an element is dropped when its draw is
+/// below this threshold, so the drop probability is rate rounded to 2^-16.
 inline uint64_t dropoutThreshold(double rate) {
-  return static_cast<uint64_t>(std::llround(rate * 16777216.0));
+  return static_cast<uint64_t>(std::llround(rate * 65536.0));
 }
 
 /// The factor kept elements are multiplied by.
@@ -58,48 +63,60 @@ inline float dropoutScale(double rate) {
   return static_cast<float>(1.0 / (1.0 - rate));
 }
 
-/// The hash that draws element `index` (and its pair's other element).
-constexpr uint64_t dropoutHash(uint64_t key, uint64_t index) {
-  return splitmix64(key + (index >> 1));
+/// The counter of the hash that draws element `index`, and three more.
+constexpr uint64_t dropoutCounter(uint64_t index) {
+  return (index >> 4 << 2) + ((index >> 1) & 3);
 }
 
-/// Element `index`'s 24-bit draw from its hash (dropoutHash).
-constexpr uint64_t dropoutDraw(uint64_t hash, uint64_t index) {
-  return (index & 1) ? (hash >> 16) & 0xFFFFFFull : hash >> 40;
+/// Which of its hash's four draws is element `index`'s (0 the high 16 bits).
+constexpr unsigned dropoutField(uint64_t index) {
+  return static_cast<unsigned>((index >> 3 & 1) << 1 | (index & 1));
 }
 
-/// Whether elements 2 pair (bit 0) and 2 pair + 1 (bit 1) of the op keyed by
-/// `key` are kept: the two draws of one hash.
-constexpr unsigned dropoutKeepPair(uint64_t key, uint64_t pair,
+/// Draw `field` (0..3) of a hash: its bits 48 - 16 field .. 63 - 16 field.
+constexpr uint64_t dropoutDraw(uint64_t hash, unsigned field) {
+  return hash >> (48 - 16 * field) & 0xFFFFull;
+}
+
+/// Whether the four elements of the op keyed by `key` that counter
+/// `counter` draws are kept: bit f for field f.
+constexpr unsigned dropoutKeepQuad(uint64_t key, uint64_t counter,
                                    uint64_t threshold) {
-  uint64_t hash = splitmix64(key + pair);
-  return static_cast<unsigned>(dropoutDraw(hash, 0) >= threshold) |
-         static_cast<unsigned>(dropoutDraw(hash, 1) >= threshold) << 1;
+  uint64_t hash = splitmix64(key + counter);
+  unsigned kept = 0;
+  for (unsigned field = 0; field < 4; ++field)
+    kept |= static_cast<unsigned>(dropoutDraw(hash, field) >= threshold)
+            << field;
+  return kept;
 }
 
 /// Whether element `index` of the op keyed by `key` is kept.
 constexpr bool dropoutKeep(uint64_t key, uint64_t index, uint64_t threshold) {
-  return dropoutDraw(dropoutHash(key, index), index) >= threshold;
+  return dropoutDraw(splitmix64(key + dropoutCounter(index)),
+                     dropoutField(index)) >= threshold;
 }
 
 /// visit(i, kept) for elements first + i, 0 <= i < count, of the op keyed by
-/// `key`, in order, hashing each whole pair once.
+/// `key`, in order, hashing each counter once: the four hashes of each
+/// block of 16 elements the range touches.
 template <typename Visit>
 inline void forEachDropoutKeep(uint64_t key, uint64_t first, int64_t count,
                                uint64_t threshold, Visit &&visit) {
   int64_t i = 0;
-  if (count > 0 && (first & 1)) {
-    visit(int64_t(0), dropoutKeep(key, first, threshold));
-    i = 1;
+  while (i < count) {
+    const uint64_t index = first + static_cast<uint64_t>(i);
+    const uint64_t block = index & ~uint64_t(15);
+    unsigned kept[4];
+    for (uint64_t c = 0; c < 4; ++c)
+      kept[c] = dropoutKeepQuad(key, dropoutCounter(block) + c, threshold);
+    // The block's elements from `index` on, within the range.
+    const int64_t end =
+        std::min<int64_t>(count, i + static_cast<int64_t>(block + 16 - index));
+    for (; i < end; ++i) {
+      const uint64_t n = first + static_cast<uint64_t>(i);
+      visit(i, ((kept[(n >> 1) & 3] >> dropoutField(n)) & 1u) != 0);
+    }
   }
-  for (; i + 1 < count; i += 2) {
-    unsigned kept = dropoutKeepPair(
-        key, (first + static_cast<uint64_t>(i)) >> 1, threshold);
-    visit(i, (kept & 1u) != 0);
-    visit(i + 1, (kept & 2u) != 0);
-  }
-  if (i < count)
-    visit(i, dropoutKeep(key, first + static_cast<uint64_t>(i), threshold));
 }
 
 /// FNV-1a of a name: keys a parameter's or an input's stream by its name, so

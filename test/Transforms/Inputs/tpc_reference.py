@@ -234,11 +234,14 @@ def keep_mask(seed, stream, step, rate, count, first):
     u = np.uint64
     key = splitmix64(u(seed) ^ splitmix64(u(stream) ^ splitmix64(u(step))))
     element = np.arange(first, first + count, dtype=np.uint64)
+    counter = ((element >> u(4)) << u(2)) + ((element >> u(1)) & u(3))
     with np.errstate(over="ignore"):
-        h = splitmix64(key + (element >> u(1)))
-    # Two 24-bit draws per hash: bits 40..63 for even elements, 16..39 odd.
-    draw = np.where(element & u(1), (h >> u(16)) & u(0xFFFFFF), h >> u(40))
-    threshold = u(int(round(rate * 16777216)))
+        h = splitmix64(key + counter)
+    # Four 16-bit draws per hash: field 2 ((i / 8) % 2) + i % 2, from the
+    # top bits down.
+    field = ((element >> u(3)) & u(1)) * u(2) + (element & u(1))
+    draw = (h >> (u(48) - u(16) * field)) & u(0xFFFF)
+    threshold = u(int(np.floor(rate * 65536 + 0.5)))  # llround
     keep = draw >= threshold
     return torch.from_numpy(keep.astype(np.uint8))
 
