@@ -210,6 +210,29 @@ struct DropoutDraw : DropoutStream {
     return threshold == 0 ||
            keepsIndex(static_cast<uint64_t>(firstIndex + index(i)));
   }
+  /// Whether block i.. i + 15 is one block of the stream's (its first
+  /// index on a block of 16, the elements' indices their own: a whole
+  /// tensor), so that keptBlock may draw it.
+  bool drawsBlocks() const { return index.rank == 0 && firstIndex % 16 == 0; }
+  /// The keep bytes (1 kept, 0 dropped) of elements i.. i + 15, i a
+  /// multiple of 16, where drawsBlocks(): the block's four hashes, byte k
+  /// in byte k % 4 of word k / 4.
+  __device__ __forceinline__ uint4 keptBlock(int64_t i) const {
+    const uint64_t input = counterInput(static_cast<uint64_t>(firstIndex + i));
+    unsigned quad[4];
+#pragma unroll
+    for (int c = 0; c < 4; ++c)
+      quad[c] = keptQuadAt(input + c);
+    // Counter c draws elements 2c, 2c + 1 (fields 0, 1) and 2c + 8, 2c + 9
+    // (fields 2, 3): two bits of a quad to two neighbouring bytes.
+    auto bytes = [](unsigned bits) { return (bits & 1u) | (bits & 2u) << 7; };
+    uint4 kept;
+    kept.x = bytes(quad[0]) | bytes(quad[1]) << 16;
+    kept.y = bytes(quad[2]) | bytes(quad[3]) << 16;
+    kept.z = bytes(quad[0] >> 2) | bytes(quad[1] >> 2) << 16;
+    kept.w = bytes(quad[2] >> 2) | bytes(quad[3] >> 2) << 16;
+    return kept;
+  }
   /// Elements i (bit 0) and i + 1 (bit 1, 0 past `count`): one hash where
   /// their stream indices are one pair (2 p and 2 p + 1: whole tensors,
   /// rows of even length), else one each.

@@ -223,10 +223,22 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-/// mask[i] = 1 where dropout keeps element i, else 0; a thread takes
-/// elements 2 t and 2 t + 1, one hash for both (DropoutDraw::keepTwo).
+/// mask[i] = 1 where dropout keeps element i, else 0. With `blocks`
+/// (DropoutDraw::drawsBlocks, the mask 16-byte aligned) a thread takes
+/// elements 16 t .. 16 t + 15, four hashes and one 16-byte store
+/// (keptBlock), and the last count % 16 one each; else elements 2 t and
+/// 2 t + 1, one hash for both (DropoutDraw::keepTwo).
 __global__ void __launch_bounds__(kThreads)
-    dropoutMaskKernel(uint8_t *mask, int64_t count, DropoutDraw draw) {
+    dropoutMaskKernel(uint8_t *mask, int64_t count, DropoutDraw draw,
+                      bool blocks) {
+  if (blocks) {
+    const int64_t whole = count / 16;
+    for (int64_t t = firstThread(); t < whole; t += threadStride())
+      *vectorAt<uint4>(mask + 16 * t) = draw.keptBlock(16 * t);
+    for (int64_t i = 16 * whole + firstThread(); i < count; i += threadStride())
+      mask[i] = draw.keep(i) ? 1 : 0;
+    return;
+  }
   const int64_t pairs = count / 2 + count % 2;
   for (int64_t t = firstThread(); t < pairs; t += threadStride()) {
     const int64_t i = 2 * t;
@@ -537,9 +549,12 @@ Status run(const Run &r) {
       return s;
     if (call.count <= 0)
       return Status::ok();
-    TPCRT_LAUNCH(dropoutMaskKernel,
-                 gridFor(call.count / 2 + call.count % 2, kThreads), kThreads,
-                 0, stream, static_cast<uint8_t *>(r.out(0)), call.count, draw);
+    auto *mask = static_cast<uint8_t *>(r.out(0));
+    const bool blocks = draw.drawsBlocks() && aligned16(mask);
+    const int64_t work =
+        blocks ? (call.count + 15) / 16 : call.count / 2 + call.count % 2;
+    TPCRT_LAUNCH(dropoutMaskKernel, gridFor(work, kThreads), kThreads, 0,
+                 stream, mask, call.count, draw, blocks);
     return launchStatus("dropout_mask");
   }
   case fb::OpCode::ApplyMask: {

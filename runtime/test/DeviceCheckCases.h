@@ -581,6 +581,14 @@ inline void addCases(DT F, std::vector<Case> &out) {
       add(b.exact());
     }
     {
+      // A first index on a block of 16: a thread's 16 elements, four hashes
+      // (DropoutDraw::keptBlock); [5,203] below ends in 7 more.
+      CaseBuilder b(Op::DropoutMask, F, "u8",
+                    "[2,37,96] p0.1 stream 9 first4096");
+      b.kernel(Op::DropoutMask, {}, {b.out(DT::U8, act)}, {9, 4096}, {0.1});
+      add(b.exact());
+    }
+    {
       CaseBuilder b(Op::DropoutMask, F, "u8", "[5,203] p0.3 stream 8");
       b.kernel(Op::DropoutMask, {}, {b.out(DT::U8, {5, kVocab})}, {8}, {0.3});
       add(b.exact());
