@@ -167,13 +167,30 @@ struct DropoutStream {
     threshold = dropoutThreshold(rate);
     scale = dropoutScale(rate);
   }
+  /// Whether index n is kept: its hash's one field (the per-element
+  /// paths: the fp32 attention kernels, rows that start odd).
   __device__ __forceinline__ bool keepsIndex(uint64_t n) const {
-    return (keptQuadAt(counterInput(n)) >> dropoutField(n)) & 1u;
+    const uint32_t half = drawnHalf(n);
+    const uint32_t draw = n & 1 ? half & 0xFFFFu : half >> 16;
+    return draw >= static_cast<uint32_t>(threshold);
   }
   /// The pair holding index n: 2 (n / 2) (bit 0) and 2 (n / 2) + 1 (bit 1),
-  /// two draws of one hash.
+  /// two draws of one hash (its half with fields 0, 1 or 2, 3).
   __device__ __forceinline__ unsigned keptPairOf(uint64_t n) const {
-    return (keptQuadAt(counterInput(n)) >> (dropoutField(n) & 2u)) & 3u;
+    const uint32_t half = drawnHalf(n);
+    const auto limit = static_cast<uint32_t>(threshold);
+    return static_cast<unsigned>((half >> 16) >= limit) |
+           static_cast<unsigned>((half & 0xFFFFu) >= limit) << 1;
+  }
+  /// The 32 bits of index n's hash that hold its pair's two draws: the
+  /// high half (fields 0, 1) or the low (2, 3). The hash's high half
+  /// differs from z's in bit 0 alone (keptQuadAt).
+  __device__ __forceinline__ uint32_t drawnHalf(uint64_t n) const {
+    const uint64_t z = splitmix64Rounds(counterInput(n));
+    const auto zHigh = static_cast<uint32_t>(z >> 32);
+    return dropoutField(n) & 2u
+               ? static_cast<uint32_t>(z) ^ static_cast<uint32_t>(z >> 31)
+               : zHigh ^ (zHigh >> 31);
   }
   /// What splitmix64 mixes for the counter that draws index n (the key, the
   /// counter and splitmix64's gamma, Random.h): a caller that walks blocks
