@@ -15,14 +15,27 @@
 
     report.py trace-ops --trace TRACE.json [--step K] [--top N]
                         [--batch B --seq S --hidden H --layers L --vocab V]
+                        [--report REPORT.json]
         tpc-run --trace's events of step K (default the last): time per
         opcode (calls, ms, share) and the N slowest kernels; one summary line
-        first. Each kernel is timed to its end (the device synchronized
-        after it), so the sum is a little more than the step. With a GPT's
-        dimensions, a second line: the TFLOP/s of its GEMMs (linear,
-        linear_input_grad, linear_weight_grad: 2·B·S·(12·L·H² + H·V) FLOPs
-        each) and of its causal attention (forward 2·B·L·S²·H, the causal
-        half of FlashAttention's count; backward 2.5 times that).
+        first. The trace says how its kernels were timed: by events on the
+        CUDA device's compute stream (a fused group's time lands on its last
+        member, a batch's on the run that launched it) or each to its end
+        (the device synchronized after it). With a GPT's dimensions, a
+        second line: the TFLOP/s of its GEMMs (linear, linear_input_grad,
+        linear_weight_grad: 2·B·S·(12·L·H² + H·V) FLOPs each, over the
+        time of the kinds they head) and of its causal attention (forward
+        2·B·L·S²·H, the causal half of FlashAttention's count; backward 2.5
+        times that).
+        With --report (tpc-compile --report --hardware's file for the same
+        executable), the time is per kind as the report's replay names it:
+        an opcode, a fused group's opcodes joined by '+' (its members'
+        times summed; the groups and batches are the report's, by kernel
+        index) or a batch's `x,y batch`; each row gains the replay's
+        predicted ms and measured/predicted, and a line after the summary
+        gives both totals and the ratios of the six largest kinds. The
+        stage is the trace's rank's (ranks pp-major). Kinds one side lacks
+        are listed.
 
     report.py merge --json OUT.json < JSON lines
         reads the JSON lines of tpc-cuda-bench, gemm_attention_torch.py,
@@ -154,7 +167,9 @@ def in_use_line(tpc):
 
 def gpt_throughput(args, ops):
     """The TFLOP/s of a GPT step's GEMM and attention opcodes, their FLOPs
-    from the model's dimensions (trace-ops's --batch ... --vocab)."""
+    from the model's dimensions (trace-ops's --batch ... --vocab). `ops`
+    maps a kind (an opcode, or a fused group's opcodes joined by '+') to
+    (calls, us); an opcode's time is that of the kinds it heads."""
     tokens = args.batch * args.seq
     gemm = 2.0 * tokens * (12.0 * args.layers * args.hidden ** 2
                            + args.hidden * args.vocab)
@@ -163,10 +178,56 @@ def gpt_throughput(args, ops):
              "linear_weight_grad": gemm, "attention": attention,
              "attention_qkv": attention, "attention_grad": 2.5 * attention,
              "attention_qkv_grad": 2.5 * attention}
+    headed = {}
+    for kind, (_, us) in ops.items():
+        head = kind.split("+")[0]
+        headed[head] = headed.get(head, 0.0) + us
     parts = [f"{name} {flops[name] / (us * 1e-6) / 1e12:.1f}"
-             for name, (_, us) in ops.items() if name in flops and us > 0]
+             for name, us in headed.items() if name in flops and us > 0]
     return ("TFLOP/s from the model's dimensions: " + ", ".join(parts)
             if parts else "TFLOP/s: no GEMM or attention opcode in the step")
+
+
+def report_kinds(predicted, opcodes):
+    """Kernel index -> (its kind in the replay of `predicted`, a report's
+    "predicted" section; whether it is its group's last member) for the
+    fused groups' and batches' members, by their indices, named as the
+    replay names them (PlanSimulation.cpp kindOf) from `opcodes` (kernel
+    index -> opcode, from the trace)."""
+    fusions = predicted.get("device_fusions") or {}
+    kinds = {}
+    for group in fusions.get("groups", []):
+        name = "+".join(opcodes.get(k, "?") for k in group)
+        for k in group:
+            kinds[k] = (name, k == group[-1])
+    for batch in fusions.get("batches", []):
+        names = []
+        for k in batch:
+            if opcodes.get(k, "?") not in names:
+                names.append(opcodes.get(k, "?"))
+        for k in batch:
+            kinds[k] = (",".join(names) + " batch", k == batch[-1])
+    return kinds
+
+
+def read_prediction(path, rank):
+    """(hardware, kind -> predicted seconds) of the stage of `rank` in the
+    report at `path`, or None after saying why."""
+    with open(path) as f:
+        report_json = json.load(f)
+    predicted = report_json.get("predicted")
+    if not predicted:
+        print(f"error: {path} has no \"predicted\" section (tpc-compile "
+              "--report without --hardware)", file=sys.stderr)
+        return None
+    mesh = report_json.get("mesh") or {}
+    stage = rank // max(1, mesh.get("dp", 1) * mesh.get("tp", 1))
+    stages = predicted.get("stages") or []
+    if stage >= len(stages):
+        print(f"error: {path} has {len(stages)} stages; rank {rank} is on "
+              f"stage {stage}", file=sys.stderr)
+        return None
+    return predicted, stages[stage].get("kernel_s") or {}
 
 
 def trace_ops(args):
@@ -184,16 +245,25 @@ def trace_ops(args):
         print(f"error: no kernel events in {args.trace}", file=sys.stderr)
         return 1
     step = args.step if args.step is not None else steps[-1]
+    opcodes = {e["args"]["kernel"]: e["name"] for e in events}
     events = [e for e in events if e["args"]["step"] == step]
     if not events:
         print(f"error: no events of step {step} in {args.trace} (steps "
               f"{steps[0]}..{steps[-1]})", file=sys.stderr)
         return 1
+    prediction, kinds = None, {}
+    if args.report:
+        prediction = read_prediction(args.report, events[0].get("pid", 0))
+        if prediction is None:
+            return 1
+        kinds = report_kinds(prediction[0], opcodes)
     total = sum(e["dur"] for e in events)
     ops = {}
     for e in events:
-        calls, us = ops.get(e["name"], (0, 0.0))
-        ops[e["name"]] = (calls + 1, us + e["dur"])
+        # A group's or batch's members are one call: counted at its last.
+        kind, last = kinds.get(e["args"]["kernel"], (e["name"], True))
+        calls, us = ops.get(kind, (0, 0.0))
+        ops[kind] = (calls + (1 if last else 0), us + e["dur"])
     ranked = sorted(ops.items(), key=lambda kv: -kv[1][1])
     print(f"step {step} by opcode ({len(events)} kernels, "
           f"{total / 1e3:.1f} ms {timed}): "
@@ -201,15 +271,53 @@ def trace_ops(args):
                       for name, (_, us) in ranked[:6]))
     if args.batch:
         print(gpt_throughput(args, ops))
-    print(f"{'opcode':<24} {'calls':>6} {'ms':>10} {'share':>7}")
-    for name, (calls, us) in ranked:
-        print(f"{name:<24} {calls:>6} {us / 1e3:>10.3f} "
-              f"{100 * us / total:>6.1f}%")
+    if prediction is None:
+        print(f"{'opcode':<24} {'calls':>6} {'ms':>10} {'share':>7}")
+        for name, (calls, us) in ranked:
+            print(f"{name:<24} {calls:>6} {us / 1e3:>10.3f} "
+                  f"{100 * us / total:>6.1f}%")
+    else:
+        print_prediction(prediction, ops, total, ranked)
     print(f"the {args.top} slowest kernels of step {step}:")
     for e in sorted(events, key=lambda e: -e["dur"])[:args.top]:
         print(f"  kernel {e['args']['kernel']:>5} {e['name']:<24} "
               f"{e['dur'] / 1e3:>9.3f} ms")
     return 0
+
+
+def print_prediction(prediction, ops, total, ranked):
+    """trace-ops's lines with a report: the totals and the largest kinds'
+    measured/predicted, then the table with the predicted ms beside."""
+    predicted, seconds = prediction
+    predicted_us = {kind: s * 1e6 for kind, s in seconds.items()}
+    expected = sum(predicted_us.values())
+    both = [kind for kind, _ in ranked if predicted_us.get(kind, 0) > 0]
+    largest = ", ".join(f"{kind} {ops[kind][1] / predicted_us[kind]:.2f}"
+                        for kind in both[:6])
+    print(f"measured/predicted (tpc-compile --hardware "
+          f"{predicted.get('hardware')}): kernels {total / 1e3:.3f} ms vs "
+          f"{expected / 1e3:.3f} ms"
+          + (f" ({total / expected:.2f})" if expected > 0 else "")
+          + (f"; {largest}" if largest else ""))
+    width = max([24] + [len(kind) for kind, _ in ranked])
+    print(f"{'kind':<{width}} {'calls':>6} {'ms':>10} {'share':>7} "
+          f"{'predicted':>10} {'meas/pred':>9}")
+    for name, (calls, us) in ranked:
+        guess = predicted_us.get(name)
+        print(f"{name:<{width}} {calls:>6} {us / 1e3:>10.3f} "
+              f"{100 * us / total:>6.1f}% "
+              + (f"{guess / 1e3:>10.3f} " if guess is not None else
+                 f"{'-':>10} ")
+              + (f"{us / guess:>9.2f}" if guess else f"{'-':>9}"))
+    # The report lists the kinds the replay charges time: any other, a copy
+    # onto its own bytes say, it charged nothing.
+    uncharged = [kind for kind, _ in ranked if kind not in predicted_us]
+    if uncharged:
+        print("in the trace, charged nothing by the replay: " + ", ".join(
+            f"{kind} ({ops[kind][1] / 1e3:.3f} ms)" for kind in uncharged))
+    unmeasured = sorted(set(predicted_us) - set(ops))
+    if unmeasured:
+        print("predicted, not in the trace: " + ", ".join(unmeasured))
 
 
 def describe(entry):
@@ -381,6 +489,7 @@ def main(argv):
     trace.add_argument("--top", type=int, default=12)
     for name in ("batch", "seq", "hidden", "layers", "vocab"):
         trace.add_argument("--" + name, type=int)
+    trace.add_argument("--report")
     merged = sub.add_parser("merge")
     merged.add_argument("--json")
     args = parser.parse_args(argv)

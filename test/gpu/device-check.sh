@@ -42,7 +42,8 @@
 #               with TPCRT_CUDA_ATTENTION=cudnn), then a training
 #               step of the GPT-2 MFU model, tpc-run vs Hugging Face (and
 #               vs tpc-compile's prediction), then (6f) that step's time
-#               per opcode from tpc-run --trace;
+#               per opcode from tpc-run --trace, each kind beside the
+#               compile's prediction for it (measured/predicted);
 #               last (6e) the attention cases on mma.sync (=mma) beside
 #               wgmma: $OUT/bench.json and lines in the summary
 #
@@ -491,14 +492,20 @@ stage_bench_gpt_tpc() {
 
 # Where the MFU model's step goes: 2 steps with tpc-run --trace (each run
 # timed by events on the compute stream, the step's fusions and batches
-# kept), the second's time per opcode and slowest kernels.
+# kept), the second's time per opcode and slowest kernels; with the
+# compile's prediction for this GPU (step_report), each kind's predicted
+# time beside and measured/predicted, which says what the cost model
+# misprices.
 stage_profile_gpt_tpc() {
+  local predicted report=()
   "$(findbin tpc-run)" "$CARRY/models/$STEP_MODEL.tpcx" --device cuda \
     --init-seed 1 --synthetic-seed 1 --steps 2 \
     --trace "$WORK/gpt-trace.json" || return 1
+  predicted=$(step_report)
+  grep -qs '"predicted"' "$predicted" && report=(--report "$predicted")
   # shellcheck disable=SC2086
   "$PY" benchmarks/cuda/report.py trace-ops --trace "$WORK/gpt-trace.json" \
-    $STEP_DIMS | tee "$WORK/gpt-profile.txt"
+    $STEP_DIMS "${report[@]}" | tee "$WORK/gpt-profile.txt"
   return "${PIPESTATUS[0]}"
 }
 
@@ -722,7 +729,9 @@ cat "$WORK"/bench-tpc.jsonl "$WORK"/bench-tpc-cudnn.jsonl "$WORK"/bench-tpc-mma.
   "$WORK"/gpt-torch.jsonl 2>/dev/null \
   | timeout 30 "$PY" benchmarks/cuda/report.py merge --json "$OUT/bench.json" \
   | tee -a "$summary"
-head -n 2 "$WORK/gpt-profile.txt" 2>/dev/null | tee -a "$summary"
+# The profile's summary lines (its table is in bench.log).
+grep -E '^(step [0-9]+ by opcode|TFLOP/s|measured/predicted)' \
+  "$WORK/gpt-profile.txt" 2>/dev/null | tee -a "$summary"
 note "total $(( $(date +%s) - t0 ))s"
 if [ "$failures" -gt 0 ]; then
   note "result: FAIL ($failures stage(s))"

@@ -169,10 +169,27 @@ assert profile[0].startswith("step 2 by opcode"), profile[0]
 assert "on the device's compute stream" in profile[0], profile[0]
 assert profile[1].startswith("TFLOP/s from the model's dimensions: linear"), \
     profile[1]
-shares = [float(line.split()[-1].rstrip("%")) for line in profile[3:]
-          if line.split() and line.split()[-1].endswith("%")]
+# Beside the compile's replay for the same executable (the h200 report).
+assert profile[2].startswith("measured/predicted (tpc-compile --hardware "
+                             "h200-141gb-sxm): kernels "), profile[2]
+assert profile[3].split()[-2:] == ["predicted", "meas/pred"], profile[3]
+end = next(i for i, line in enumerate(profile) if line.startswith("the "))
+rows = [line for line in profile[4:end] if not line.startswith("in the trace")]
+# kind calls ms share% predicted ratio: a kind may hold a space ("cast batch").
+shares = [float(line.split()[-3].rstrip("%")) for line in rows]
 # Each share is printed to 0.1%: off by 0.05 at most.
 assert abs(sum(shares) - 100) <= 0.05 * len(shares) + 1e-9, shares
+# The device's fused groups and batches, timed on the runs that launch
+# them, are the replay's kinds by kernel index: each has its prediction.
+kinds = {line.rsplit(None, 5)[0]: line.split()[-2] for line in rows}
+fused = [k for k in kinds if "+" in k or k.endswith(" batch")]
+assert "apply_mask+add+layer_norm" in fused and "cast batch" in fused, kinds
+assert all(kinds[k] != "-" for k in fused), kinds
+# Only copies onto their own bytes are charged nothing by the replay, and
+# every kind it charges ran.
+assert [k for k, guess in kinds.items() if guess == "-"] == ["copy"], kinds
+assert not any(line.startswith("predicted, not in the trace")
+               for line in profile), profile
 merged = sys.argv[3]
 for text in ("GPT-2 step (h 64", "GPT-2 step memory: tpc device memory",
              "GPT-2 step predicted by tpc-compile --hardware h200-141gb-sxm",

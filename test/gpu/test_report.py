@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Tests of benchmarks/cuda/report.py merge (ctest gpu.Report): the lines and
+"""Tests of benchmarks/cuda/report.py merge and trace-ops (ctest gpu.Report): the lines and
 verdicts the GPU machine's summary is read from, on JSON lines shaped as
 tpc-cuda-bench, gemm_attention_torch.py and the step stages print them. The
 numbers are made up here: these test the arithmetic and the labels, not a
@@ -197,6 +197,113 @@ class MergeTest(unittest.TestCase):
                                flops)
         self.assertAlmostEqual(report.mfu(1.0, 8, 2048, 2048, 8, 50257),
                                flops / 989e12)
+
+
+def trace_ops(events, report_json=None, rank=0, **dims):
+    """The lines trace-ops prints for tpc-run --trace `events` ((kernel,
+    opcode, step, µs) of rank `rank`), with `report_json` as --report."""
+    trace = {"traceEvents": [
+        {"name": op, "ph": "X", "pid": rank, "ts": 0, "dur": us,
+         "args": {"kernel": k, "step": step}} for k, op, step, us in events],
+        "tpcTiming": "device"}
+    with tempfile.TemporaryDirectory() as folder:
+        paths = {}
+        for name, content in (("trace", trace), ("report", report_json)):
+            if content is not None:
+                paths[name] = os.path.join(folder, name + ".json")
+                with open(paths[name], "w") as f:
+                    json.dump(content, f)
+        args = dict({"trace": paths["trace"], "step": None, "top": 2,
+                     "report": paths.get("report"), "batch": None}, **dims)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            rc = report.trace_ops(type("Args", (), args)())
+        return rc, out.getvalue().splitlines()
+
+
+class TraceOpsTest(unittest.TestCase):
+    # Step 2: kernels 0-1 a batch of casts, 2 a linear, 3 and 5 a fused
+    # group (its time on 5, as the CUDA device's events put it), 4 a copy
+    # the replay charges nothing.
+    EVENTS = [(0, "cast", 1, 9.0), (0, "cast", 2, 0.0), (1, "cast", 2, 10.0),
+              (2, "linear", 2, 600.0), (3, "apply_mask", 2, 0.0),
+              (4, "copy", 2, 0.0), (5, "add", 2, 390.0)]
+
+    def report(self, kernel_s, stages=1, dp=1, tp=1):
+        return {"mesh": {"dp": dp, "pp": stages, "tp": tp},
+                "predicted": {
+                    "hardware": "h200-141gb-sxm",
+                    "stages": [{"kernel_s": kernel_s}] * stages,
+                    "device_fusions": {"groups": [[3, 5]],
+                                       "batches": [[0, 1]]}}}
+
+    def test_by_opcode_without_report(self):
+        rc, lines = trace_ops(self.EVENTS)
+        self.assertEqual(rc, 0)
+        self.assertTrue(lines[0].startswith(
+            "step 2 by opcode (6 kernels, 1.0 ms on the device's compute "
+            "stream"), lines[0])
+        self.assertIn("linear 60.0%, add 39.0%, cast 1.0%", lines[0])
+        self.assertEqual(lines[1].split(), ["opcode", "calls", "ms", "share"])
+
+    def test_kinds_of_the_report_beside_its_prediction(self):
+        rc, lines = trace_ops(self.EVENTS, self.report(
+            {"linear": 300e-6, "apply_mask+add": 390e-6,
+             "cast batch": 20e-6}))
+        self.assertEqual(rc, 0)
+        self.assertIn("apply_mask+add 39.0%", lines[0])
+        self.assertEqual(
+            lines[1], "measured/predicted (tpc-compile --hardware "
+            "h200-141gb-sxm): kernels 1.000 ms vs 0.710 ms (1.41); "
+            "linear 2.00, apply_mask+add 1.00, cast batch 0.50")
+        rows = {line.rsplit(None, 5)[0]: line.split()[-5:]
+                for line in lines[3:7]}
+        # One call per group and batch run, counted at its last member.
+        self.assertEqual(rows["linear"], ["1", "0.600", "60.0%", "0.300",
+                                          "2.00"])
+        self.assertEqual(rows["apply_mask+add"],
+                         ["1", "0.390", "39.0%", "0.390", "1.00"])
+        self.assertEqual(rows["cast batch"], ["1", "0.010", "1.0%", "0.020",
+                                              "0.50"])
+        self.assertEqual(rows["copy"], ["1", "0.000", "0.0%", "-", "-"])
+        self.assertIn("in the trace, charged nothing by the replay: copy "
+                      "(0.000 ms)", lines)
+        self.assertNotIn("predicted, not in the trace", "\n".join(lines))
+
+    def test_kinds_one_side_lacks_are_listed(self):
+        _, lines = trace_ops(self.EVENTS, self.report(
+            {"linear": 300e-6, "apply_mask+add": 390e-6,
+             "cast batch": 20e-6, "all_reduce": 1e-6}))
+        self.assertIn("predicted, not in the trace: all_reduce", lines)
+
+    def test_gemm_throughput_over_the_kinds_it_heads(self):
+        # A fused linear+gelu's time is the linear's too.
+        events = [(0, "linear", 1, 1e6), (1, "gelu", 1, 1e6),
+                  (2, "linear", 1, 2e6)]
+        report_json = self.report({"linear": 1.0, "linear+gelu": 1.0})
+        report_json["predicted"]["device_fusions"] = {"groups": [[0, 1]]}
+        _, lines = trace_ops(events, report_json, batch=1, seq=1, hidden=1,
+                             layers=1, vocab=0)
+        # 2·1·1·12 FLOPs over 4 s.
+        self.assertEqual(lines[1], "TFLOP/s from the model's dimensions: "
+                         f"linear {24 / 4 / 1e12:.1f}")
+
+    def test_the_ranks_stage(self):
+        # Rank 5 of dp 2 x tp 2 is on stage 1.
+        report_json = self.report({"linear": 1.0}, stages=2, dp=2, tp=2)
+        report_json["predicted"]["stages"][1] = {"kernel_s": {"add": 1.0}}
+        _, lines = trace_ops(self.EVENTS, report_json, rank=5)
+        self.assertIn("predicted, not in the trace: add", lines)
+        self.assertIn("in the trace, charged nothing by the replay: "
+                      "linear (0.600 ms), apply_mask+add (0.390 ms), cast "
+                      "batch (0.010 ms), copy (0.000 ms)", lines)
+        # Rank 8 would be on stage 2 of 2.
+        rc, lines = trace_ops(self.EVENTS, report_json, rank=8)
+        self.assertEqual((rc, lines), (1, []))
+
+    def test_a_report_without_prediction(self):
+        rc, _ = trace_ops(self.EVENTS, {"mesh": {}})
+        self.assertEqual(rc, 1)
 
 
 if __name__ == "__main__":
