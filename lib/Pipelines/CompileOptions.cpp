@@ -10,6 +10,7 @@
 #include "tpc/Pipelines/Pipelines.h"
 
 #include "dialects/Tpc/Transforms/Autodiff.h"
+#include "tpc/Analysis/Hardware.h"
 
 #include "mlir/Pass/PassRegistry.h"
 #include "llvm/ADT/StringExtras.h"
@@ -37,6 +38,13 @@ bool CompileOptions::microbatchActions() const {
 
 StringRef CompileOptions::loweredFunction() const {
   return train ? StringRef(kTrainStepName) : StringRef("forward");
+}
+
+std::string CompileOptions::setting(StringRef name, StringRef value) const {
+  std::string text = settingPrefix + name.str();
+  if (!value.empty())
+    text += (settingPrefix.empty() ? "=" : " ") + value.str();
+  return text;
 }
 
 LogicalResult
@@ -207,7 +215,8 @@ LogicalResult SettingsReader::readTraining(CompileOptions &options) {
   StringRef remat = text("remat", "none").trim();
   if (remat == "auto") {
     if (!given("memory-limit"))
-      return fail(prefix + "remat auto needs " + prefix +
+      return fail(prefix + (prefix.empty() ? "remat=auto" : "remat auto") +
+                  " needs " + prefix +
                   "memory-limit: the bytes each rank's planned peak must "
                   "fit");
   } else if (!isRematPolicy(remat)) {
@@ -346,8 +355,15 @@ LogicalResult SettingsReader::read(CompileOptions &options, StringRef scope) {
       failed(readBool("unroll-microbatches", false,
                       options.unrollMicrobatches)))
     return failure();
-  // More than a GEMM tile's worth of padding only costs memory and time.
-  if (failed(readInteger("pad-vocab", "1", 1, "a positive integer",
+  StringRef target = text("target", "cpu");
+  if (target != "cpu" && target != "cuda")
+    return notA("target", "", "one of cpu, cuda");
+  options.target = target.str();
+  // A CUDA executable's LM head on whole tensor-core tiles. More than a
+  // GEMM tile's worth of padding only costs memory and time.
+  std::string padDefault =
+      std::to_string(target == "cuda" ? kCudaVocabPadding : 1);
+  if (failed(readInteger("pad-vocab", padDefault, 1, "a positive integer",
                          options.padVocab)))
     return failure();
   if (options.padVocab > kMostVocabPadding)
@@ -447,6 +463,7 @@ LogicalResult mlir::tpc::parseCompileOptions(const CompileSettings &settings,
                                              std::string &error,
                                              StringRef scope) {
   options = CompileOptions();
+  options.settingPrefix = prefix.str();
   return SettingsReader(settings, prefix, error).read(options, scope);
 }
 

@@ -17,7 +17,6 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
-#include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
 using namespace mlir::tpc;
@@ -86,8 +85,10 @@ void mlir::tpc::buildUnrollTrainStep(OpPassManager &pm,
   // executable runs once per microbatch.
   unroll.firstMicrobatchOnly = options.microbatchActions();
   pm.addPass(createTpcUnrollTrainStep(unroll));
-  // auto compiles candidates (runCompileFlow, chooseRemat).
-  if (options.remat != "none" && options.remat != "auto") {
+  if (options.remat == "auto") {
+    // Compiles candidates on copies of the unrolled step (chooseRemat).
+    pm.addPass(createRematAutoPass(options));
+  } else if (options.remat != "none") {
     TpcRematOptions remat;
     remat.policy = options.remat;
     pm.addPass(createTpcRemat(remat));
@@ -145,6 +146,8 @@ void mlir::tpc::buildLowerToExecutable(OpPassManager &pm,
   rt::RtPlanMemoryOptions plan;
   plan.check = true;
   pm.addPass(rt::createRtPlanMemory(plan));
+  if (options.memoryLimit)
+    pm.addPass(createCheckMemoryLimitPass(options));
 }
 
 void mlir::tpc::buildCompilePipeline(OpPassManager &pm,
@@ -204,37 +207,6 @@ static LogicalResult readStageLayers(ModuleOp module, CompileReport &report) {
   return success();
 }
 
-/// Every stage's planned peak within --memory-limit, and what --remat auto
-/// predicted for it.
-static LogicalResult checkMemoryLimit(ModuleOp module,
-                                      const CompileOptions &options,
-                                      ArrayRef<RematChoice> rematChoices) {
-  if (!options.memoryLimit)
-    return success();
-  FailureOr<SmallVector<int64_t>> peaks =
-      rt::readPlannedPeaks(module, options.axisSize("pp"));
-  if (failed(peaks))
-    return failure();
-  SmallVector<std::string> over;
-  for (auto [stage, peak] : llvm::enumerate(*peaks)) {
-    if (!rematChoices.empty() && rematChoices[stage].plannedPeak != peak)
-      return module.emitError()
-             << "--remat auto: stage " << stage << " was predicted a planned "
-             << "peak of " << rematChoices[stage].plannedPeak
-             << " bytes, its plan has " << peak << " (a compiler bug)";
-    if (peak > options.memoryLimit)
-      over.push_back(llvm::formatv("stage {0}'s planned peak is {1} bytes, "
-                                   "{2} over",
-                                   stage, peak, peak - options.memoryLimit));
-  }
-  if (!over.empty())
-    return module.emitError()
-           << "--memory-limit " << options.memoryLimit << ": "
-           << llvm::join(over, "; ")
-           << " (--remat auto chooses what to recompute to fit)";
-  return success();
-}
-
 LogicalResult mlir::tpc::runCompileFlow(ModuleOp module,
                                         const CompileOptions &options,
                                         CompileReport *report) {
@@ -280,25 +252,15 @@ LogicalResult mlir::tpc::runCompileFlow(ModuleOp module,
   if (failed(runPhase(buildTrainStep)) ||
       failed(runPhase(buildUnrollTrainStep)))
     return failure();
-  // --remat auto: the candidates compiled on copies of the unrolled step;
-  // the choice recomputed here.
-  SmallVector<RematChoice> rematChoices;
-  if (options.train && options.remat == "auto") {
-    FailureOr<std::string> policy = chooseRemat(module, options, rematChoices);
-    if (failed(policy))
-      return failure();
-    PassManager pm(context);
-    TpcRematOptions remat;
-    remat.policy = *policy;
-    pm.addPass(createTpcRemat(remat));
-    if (failed(pm.run(module)))
-      return failure();
-  }
+  // What remat auto chose per stage, if it ran.
+  FailureOr<SmallVector<RematChoice>> rematChoices = readRematChoices(module);
+  if (failed(rematChoices))
+    return failure();
   if (report)
     for (auto [i, figures] : llvm::enumerate(report->stages))
-      figures.remat = rematChoices.empty()
-                          ? report->remat
-                          : "auto: " + rematChoices[i].description;
+      figures.remat = i < rematChoices->size()
+                          ? "auto: " + (*rematChoices)[i].description
+                          : report->remat;
   if (failed(runPhase(buildDistribute)))
     return failure();
 
@@ -354,8 +316,6 @@ LogicalResult mlir::tpc::runCompileFlow(ModuleOp module,
   }
 
   if (failed(runPhase(buildLowerToExecutable)))
-    return failure();
-  if (failed(checkMemoryLimit(module, options, rematChoices)))
     return failure();
   return success(!report || (succeeded(readMemoryFigures(module, *report)) &&
                              succeeded(readPoolFigures(module, *report))));
@@ -448,9 +408,19 @@ struct CompilePipelineOptions
                      "device (default 25; 0: each alone)")};
   Text remat{*this, "remat",
              llvm::cl::desc("Activation rematerialization: none (default), "
-                            "selective, full, uniform:N, block:N or "
-                            "layers:E,... (as tpc-compile --remat; auto is "
-                            "tpc-compile's)")};
+                            "selective, full, uniform:N, block:N, "
+                            "layers:E,... or auto (the least recompute that "
+                            "fits memory-limit, each candidate compiled; as "
+                            "tpc-compile --remat)")};
+  Text memoryLimit{*this, "memory-limit",
+                   llvm::cl::desc("The bytes each rank's planned peak must "
+                                  "fit, e.g. 80GB or 80GiB (as tpc-compile "
+                                  "--memory-limit); checked after the memory "
+                                  "plan")};
+  Text target{*this, "target",
+              llvm::cl::desc("cpu (default) or cuda: cuda pads the "
+                             "vocabulary to a multiple of 64 unless pad-vocab "
+                             "is given (as tpc-compile --target)")};
 
   /// The options given, as text by their names.
   CompileSettings given() const {
@@ -467,7 +437,8 @@ struct CompilePipelineOptions
                                &eps,         &weightDecay,     &decayExclude,
                                &momentum,    &gradClip,        &lrSchedule,
                                &warmupSteps, &decaySteps,      &minLr,
-                               &remat,       &gradReduceDType, &gradBucketMiB})
+                               &remat,       &gradReduceDType, &gradBucketMiB,
+                               &memoryLimit, &target})
       if (option->hasValue())
         settings[option->ArgStr] = option->getValue();
     return settings;
@@ -491,9 +462,6 @@ void registerPhase(StringRef name, StringRef description,
         if (failed(parsed.parseFromString(text)))
           return failure();
         CompileSettings settings = parsed.given();
-        if (settings.lookup("remat") == "auto")
-          return error("remat=auto compiles candidates to choose: "
-                       "tpc-compile --remat auto --memory-limit BYTES");
         if (train) {
           if (settings.lookup("train") == "false")
             return error(pipeline + " compiles a training step: train=false "

@@ -1,4 +1,4 @@
-//===- RematSearch.cpp - tpc-compile --remat auto -------------------------===//
+//===- RematSearch.cpp - remat auto's search ------------------------------===//
 //
 // Chooses, per pipeline stage, the rematerialization with the least
 // recompute FLOPs whose planned peak fits --memory-limit (issue 14;
@@ -228,6 +228,7 @@ private:
 /// Each stage's layers, in order, and its chunks' sizes: from
 /// dist-pipeline-split's `dist.pipeline`, or every layer on one stage.
 LogicalResult stageLayers(ModuleOp module, int64_t numLayers,
+                          const CompileOptions &options,
                           SmallVectorImpl<SmallVector<int64_t>> &layers,
                           SmallVectorImpl<SmallVector<int64_t>> &chunkSizes) {
   auto split = module->getAttrOfType<DictionaryAttr>(dist::kPipelineAttrName);
@@ -241,8 +242,9 @@ LogicalResult stageLayers(ModuleOp module, int64_t numLayers,
   auto ranks = split.getAs<DenseI64ArrayAttr>("ranks");
   auto ranges = split.getAs<DenseI64ArrayAttr>("layers");
   if (!ranks || !ranges || ranges.size() != 2 * ranks.size())
-    return module.emitError("--remat auto: the module's 'dist.pipeline' has "
-                            "no chunks' ranks and layers");
+    return module.emitError()
+           << options.setting("remat", "auto")
+           << ": the module's 'dist.pipeline' has no chunks' ranks and layers";
   int64_t numStages = 0;
   for (int64_t rank : ranks.asArrayRef())
     numStages = std::max(numStages, rank + 1);
@@ -278,7 +280,8 @@ FailureOr<SmallVector<Probe>> compileCandidate(ModuleOp module,
     return failure();
   auto step = copy->lookupSymbol<func::FuncOp>(options.loweredFunction());
   if (!step)
-    return module.emitError() << "--remat auto: no func.func @"
+    return module.emitError() << options.setting("remat", "auto")
+                              << ": no func.func @"
                               << options.loweredFunction();
   bool staged = numStages > 1;
   int64_t unrolled =
@@ -289,8 +292,11 @@ FailureOr<SmallVector<Probe>> compileCandidate(ModuleOp module,
                                                          stage)
                                                    : std::nullopt) /
                   unrolled;
+  // The candidate's peak is measured, not held to the limit.
+  CompileOptions unlimited = options;
+  unlimited.memoryLimit = 0;
   PassManager lower(context);
-  buildLowerToExecutable(lower, options);
+  buildLowerToExecutable(lower, unlimited);
   if (failed(lower.run(*copy)))
     return failure();
   // The peaks rt-plan-memory wrote (the executable's planned peaks).
@@ -311,10 +317,12 @@ mlir::tpc::chooseRemat(ModuleOp module, const CompileOptions &options,
   auto model = module->getAttrOfType<DictionaryAttr>("tpc.model");
   auto numLayers = model ? model.getAs<IntegerAttr>("layers") : nullptr;
   if (!numLayers)
-    return module.emitError("--remat auto: the module has no 'tpc.model' "
-                            "with its layers (tpc-import writes it)");
+    return module.emitError() << options.setting("remat", "auto")
+                              << ": the module has no 'tpc.model' with its "
+                                 "layers (tpc-import writes it)";
   SmallVector<SmallVector<int64_t>> layers, chunkSizes;
-  if (failed(stageLayers(module, numLayers.getInt(), layers, chunkSizes)))
+  if (failed(stageLayers(module, numLayers.getInt(), options, layers,
+                         chunkSizes)))
     return failure();
   // Selective recomputes the attention core of unfused attention only.
   bool selectiveHelps = false;
@@ -358,10 +366,9 @@ mlir::tpc::chooseRemat(ModuleOp module, const CompileOptions &options,
         continue;
       const Probe &probe = (*probes)[stage];
       llvm::errs() << llvm::formatv(
-          "tpc-compile: --remat auto: compile {0}: stage {1}: {2}: planned "
-          "peak {3} bytes ({4} the limit), recompute {5} FLOPs per "
-          "microbatch\n",
-          compiles, stage, search.describe(*round[stage]), probe.peak,
+          "{0}{1}: compile {2}: stage {3}: {4}: planned peak {5} bytes ({6} "
+          "the limit), recompute {7} FLOPs per microbatch\n",
+          options.progressPrefix, options.setting("remat", "auto"), compiles, stage, search.describe(*round[stage]), probe.peak,
           probe.peak <= options.memoryLimit ? "within" : "over", probe.flops);
       search.observe(*round[stage], probe);
     }
@@ -376,8 +383,10 @@ mlir::tpc::chooseRemat(ModuleOp module, const CompileOptions &options,
                                       search.leastPeak()));
   if (!missing.empty())
     return module.emitError()
-           << "--remat auto: no policy fits --memory-limit "
-           << options.memoryLimit << " bytes: " << llvm::join(missing, "; ");
+           << options.setting("remat", "auto") << ": no policy fits "
+           << options.setting("memory-limit",
+                              std::to_string(options.memoryLimit))
+           << " bytes: " << llvm::join(missing, "; ");
   SmallVector<std::optional<Candidate>> chosen;
   for (StageSearch &search : searches) {
     chosen.push_back(search.best);

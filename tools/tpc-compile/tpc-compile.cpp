@@ -300,12 +300,9 @@ static tpc::CompileSettings givenSettings() {
       settings[flag->ArgStr] = *flag;
   for (const cl::opt<std::string> *flag :
        {&mesh, &padVocab, &shardingPass, &seed, &schedule, &virtualStages,
-        &stageLayers, &memoryLimit})
+        &stageLayers, &memoryLimit, &target})
     if (given(*flag))
       settings[flag->ArgStr] = *flag;
-  // A CUDA executable's LM head on whole tensor-core tiles.
-  if (!given(padVocab) && target == "cuda")
-    settings[padVocab.ArgStr] = std::to_string(tpc::kCudaVocabPadding);
   return settings;
 }
 
@@ -370,13 +367,12 @@ int main(int argc, char **argv) {
     plugin->registerPassRegistryCallbacks();
   }
 
-  if (target != "cpu" && target != "cuda")
-    return fail("--target: '" + target + "' is not one of cpu, cuda");
   // Flags -> options, read and checked as the pipelines' options are.
   tpc::CompileOptions options;
   if (std::string why; failed(tpc::parseCompileOptions(
           givenSettings(), "--", options, why, kScope)))
     return fail(why);
+  options.progressPrefix = "tpc-compile: ";
   if (emit != "tpcx" && emit != "mlir")
     return fail("--emit: '" + emit + "' is not one of tpcx, mlir");
   // Fewer microbatches than pipeline ranks leave ranks idle most of the

@@ -5,10 +5,12 @@
 //
 //   prepare-forward       dist-pad-vocab, dist-replicate-kv-heads (tp > 1)
 //   build-train-step      tpc-autodiff, tpc-optimizer (--train)
-//   unroll-train-step     tpc-unroll-train-step, @forward dropped (--train)
+//   unroll-train-step     tpc-unroll-train-step, @forward dropped (--train),
+//                         tpc-remat (or remat-auto: chooseRemat)
 //   distribute            dist-mesh, dist-annotate-megatron, dist-propagate,
 //                         dist-partition (a mesh)
-//   lower-to-executable   tpc-lower-to-rt, rt-plan-memory (checked)
+//   lower-to-executable   tpc-lower-to-rt, rt-plan-memory (checked), the
+//                         memory limit (check-memory-limit)
 //
 // Each phase is empty where its condition does not hold, so a tool can run
 // them one by one (tpc-compile reads the report between them) or all at
@@ -57,9 +59,12 @@ struct CompileOptions {
   /// size) to a multiple of this, per tensor-parallel block where the
   /// vocabulary is split (dist-pad-vocab to padVocab x tp): a GEMM whose
   /// rows are an odd 50257 runs at a fraction of tensor-core speed. 1: only
-  /// what vocabulary parallelism needs. tpc-compile --target cuda gives
+  /// what vocabulary parallelism needs. Target cuda's default is
   /// kCudaVocabPadding.
   int64_t padVocab = 1;
+  /// The device the executable is for: cpu or cuda (one .tpcx runs on both;
+  /// cuda changes padVocab's default, nothing else).
+  std::string target = "cpu";
   /// The dropout seed of the executable.
   uint64_t seed = 0;
   /// Unroll the microbatches into one kernel list (the form before the
@@ -84,6 +89,18 @@ struct CompileOptions {
   int64_t gradBucketBytes = rt::kReductionBucketBytes;
   /// The bytes each rank's planned peak must fit (0: no limit).
   int64_t memoryLimit = 0;
+  /// How messages name a setting: with "--" and a space before the value
+  /// (tpc-compile's flags: `--remat auto`), or bare with '='
+  /// (the pipelines' options: `remat=auto`); parseCompileOptions sets it
+  /// from its prefix.
+  std::string settingPrefix = "--";
+  /// What remat auto's progress lines on stderr start with (tpc-compile
+  /// sets "tpc-compile: ").
+  std::string progressPrefix;
+
+  /// `name` (with `value`) as the user wrote it: `--remat auto` or
+  /// `remat=auto`.
+  std::string setting(StringRef name, StringRef value = "") const;
 
   /// Whether the training step compiles to functions run by actions, one
   /// per microbatch (one device with several microbatches, or a pipeline
@@ -163,6 +180,31 @@ struct RematChoice {
 FailureOr<std::string> chooseRemat(ModuleOp module,
                                    const CompileOptions &options,
                                    SmallVectorImpl<RematChoice> &choices);
+
+/// The module attribute where remat-auto records its choices, one
+/// dictionary per stage (`description`, `planned_peak`,
+/// `recompute_flops_per_microbatch`): what the report says and what
+/// check-memory-limit holds the plan to.
+constexpr llvm::StringLiteral kRematAutoAttrName = "tpc.remat_auto";
+
+/// The choices remat-auto recorded on `module` (none: empty).
+FailureOr<SmallVector<RematChoice>> readRematChoices(ModuleOp module);
+
+/// remat-auto: chooseRemat on the unrolled step, then tpc-remat with the
+/// policy chosen, the choices recorded (kRematAutoAttrName). Added by
+/// buildUnrollTrainStep for remat auto (lib/Pipelines/RematAuto.cpp).
+std::unique_ptr<Pass> createRematAutoPass(const CompileOptions &options);
+
+/// After rt-plan-memory: every stage's planned peak within
+/// options.memoryLimit, and, where remat-auto chose, equal to the peak it
+/// predicted. The error names the stages over and by how much.
+LogicalResult checkMemoryLimit(ModuleOp module, const CompileOptions &options);
+
+/// check-memory-limit: checkMemoryLimit as a pass. Added by
+/// buildLowerToExecutable where options.memoryLimit is set
+/// (lib/Pipelines/MemoryLimit.cpp).
+std::unique_ptr<Pass>
+createCheckMemoryLimitPass(const CompileOptions &options);
 
 /// What `module` must satisfy for `options` that the passes cannot see
 /// whole: on a mesh with dp > 1, every input's batch divides by dp ×
