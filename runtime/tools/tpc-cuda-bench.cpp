@@ -1,10 +1,10 @@
-//===- tpc-cuda-bench.cpp - time one-kernel executables on the GPU --------===//
+//===- tpc-cuda-bench.cpp - time single kernels on the GPU ----------------===//
 //
 // tpc-cuda-bench [--iters N] [--warmup W] [--device cuda|cpu] CASE...
 //
-// Each CASE is a one-kernel executable built in memory and run through the
-// interpreter (Interpreter::runStep, which ends with the device's
-// synchronize), its operands filled with random bf16 values once:
+// Each CASE is an executable of one kernel, repeated, built in memory and
+// run through the interpreter (Interpreter::runStep), its operands filled
+// with random bf16 values once:
 //
 //   gemm:M,K,N[,in_out|out_in]   a bf16 `linear` [M, K] x weight -> [M, N]
 //                                (in_out: weight [K, N], torch.matmul's
@@ -26,9 +26,15 @@
 //                                the statistics); FlashAttention's count
 //                                for the backward, 2.5 times the forward's
 //
-// After W warm-up steps (default 3) it times N steps (default 20) with a
-// steady clock and prints one JSON line per case: the mean and the fastest
-// step in milliseconds and TFLOP/s from the mean
+// The executable runs its kernel W + N times back to back in one step
+// (W warm-up runs, default 3; N timed, default 20), each run timed by the
+// device's events as tpc-run --trace times kernels (Device::markRuns: no
+// run waits for the host, as torch's CUDA events time its calls; until
+// 2026-12-07 each run was a step of its own, timed with the host's clock
+// around the step's synchronize, which charged a GEMM tens of microseconds
+// that torch's timing does not see). It prints one JSON line per case: the
+// mean and the fastest run in milliseconds, TFLOP/s from the mean and how
+// the runs were timed ("timing": on the CPU device a synchronize after each)
 // (benchmarks/cuda/gemm_attention_torch.py prints the same keys for torch).
 // Attention runs on the device's own kernels ("tool": "tpc"; the bench sets
 // TPCRT_CUDA_ATTENTION=own where it is unset). With =cudnn in the
@@ -39,7 +45,6 @@
 // GEMMs run cuBLASLt's heuristic's first algorithm ("tpc"); with
 // TPCRT_CUDA_GEMM_ALGO=N its N-th ("tpc-algoN"), to see what the others
 // reach on the same shapes.
-// Each timed step includes the interpreter's per-step synchronize.
 //
 // Without a CUDA device (no backend library, driver or GPU) it prints why and
 // exits 77, as the tests' skip status. --device cpu runs the same cases on
@@ -61,7 +66,6 @@
 #include "tpcrt/Random.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -83,6 +87,9 @@ const char kUsage[] =
     "  gemm:M,K,N[,in_out|out_in]\n"
     "  attn:B,H,S,D[,KV][,causal|full][,dropout]\n"
     "  attn_grad:B,H,S,D[,KV][,causal|full][,dropout][,recompute]\n"
+    "Runs each case's kernel W (default 3) + N (default 20) times back to "
+    "back, times the last N by the device's events; prints a JSON line per "
+    "case.\n"
     "TPCRT_CUDA_ATTENTION=own (unset: own here)|auto|cudnn|mma|generic picks "
     "the attention kernels\n";
 
@@ -198,10 +205,11 @@ double flopsOf(const Case &c) {
   return c.grad ? 2.5 * forward : forward;
 }
 
-/// The one-kernel executable of `c`; its bf16 operands in `operands`, an
+/// The executable of `c`: its kernel `runs` times over the same buffers,
+/// one after the other in one step; its bf16 operands in `operands`, an
 /// attention_grad's log-sum-exps (f32) in `lse`.
-fb::ExecutableT buildCase(const Case &c, std::vector<uint32_t> &operands,
-                          uint32_t &lse) {
+fb::ExecutableT buildCase(const Case &c, int runs,
+                          std::vector<uint32_t> &operands, uint32_t &lse) {
   test::ExecutableBuilder b;
   using fb::DType;
   auto input = [&](const std::string &name, std::vector<int64_t> shape) {
@@ -214,7 +222,8 @@ fb::ExecutableT buildCase(const Case &c, std::vector<uint32_t> &operands,
     uint32_t x = input("x", {c.m, c.k});
     uint32_t w = c.outIn ? input("w", {c.n, c.k}) : input("w", {c.k, c.n});
     uint32_t y = b.buffer(DType::BF16, {c.m, c.n});
-    b.kernel(fb::OpCode::Linear, {x, w}, {y}, {}, {}, c.outIn ? 1 : 0);
+    for (int run = 0; run < runs; ++run)
+      b.kernel(fb::OpCode::Linear, {x, w}, {y}, {}, {}, c.outIn ? 1 : 0);
     b.output("y", y);
   } else {
     uint32_t q = input("q", {c.batch, c.heads, c.seq, c.dim});
@@ -236,15 +245,17 @@ fb::ExecutableT buildCase(const Case &c, std::vector<uint32_t> &operands,
         b.exe.inputs.push_back(test::makeBinding("lse", lse));
         in.push_back(lse);
       }
-      b.kernel(fb::OpCode::AttentionGrad, in, {dq, dk, dv}, ints, floats,
-               c.causal ? 1 : 0);
+      for (int run = 0; run < runs; ++run)
+        b.kernel(fb::OpCode::AttentionGrad, in, {dq, dk, dv}, ints, floats,
+                 c.causal ? 1 : 0);
       b.output("dq", dq);
       b.output("dk", dk);
       b.output("dv", dv);
     } else {
       uint32_t o = b.buffer(DType::BF16, {c.batch, c.heads, c.seq, c.dim});
-      b.kernel(fb::OpCode::Attention, {q, k, v}, {o}, ints, floats,
-               c.causal ? 1 : 0);
+      for (int run = 0; run < runs; ++run)
+        b.kernel(fb::OpCode::Attention, {q, k, v}, {o}, ints, floats,
+                 c.causal ? 1 : 0);
       b.output("o", o);
     }
   }
@@ -274,13 +285,16 @@ void fillRandom(std::vector<uint16_t> &data, uint64_t seed) {
 
 struct Timing {
   double meanMs = 0, minMs = 0;
+  /// Whether the device's events timed the runs (else a synchronize after
+  /// each).
+  bool byDevice = false;
 };
 
 Status runCase(const Case &c, const std::string &deviceName, int warmup,
                int iters, Timing &timing) {
   std::vector<uint32_t> operands;
   uint32_t lse = UINT32_MAX;
-  fb::ExecutableT exe = buildCase(c, operands, lse);
+  fb::ExecutableT exe = buildCase(c, warmup + iters, operands, lse);
   std::vector<uint8_t> image = test::fileImage(exe);
   LoadedExecutable loaded;
   if (Status s =
@@ -316,22 +330,25 @@ Status runCase(const Case &c, const std::string &deviceName, int warmup,
         !s)
       return s.withContext(c.text);
   }
-  for (int i = 0; i < warmup; ++i)
-    if (Status s = interpreter.runStep(); !s)
-      return s.withContext(c.text + ", warm-up");
+  // One step runs the kernel warmup + iters times back to back; the
+  // device's events (Interpreter::setTiming, Device::markRuns) time each
+  // run, none waiting for the host, as torch's CUDA events time its calls.
+  interpreter.setTiming(true);
+  if (Status s = interpreter.runStep(); !s)
+    return s.withContext(c.text);
+  const std::vector<RunTiming> &runs = interpreter.runTimings();
+  if (runs.size() != static_cast<size_t>(warmup + iters))
+    return Status::error(c.text + ": " + std::to_string(runs.size()) +
+                         " runs timed of " + std::to_string(warmup + iters));
   double total = 0, fastest = 1e300;
-  for (int i = 0; i < iters; ++i) {
-    auto start = std::chrono::steady_clock::now();
-    if (Status s = interpreter.runStep(); !s)
-      return s.withContext(c.text);
-    double ms = std::chrono::duration<double, std::milli>(
-                    std::chrono::steady_clock::now() - start)
-                    .count();
+  for (size_t run = warmup; run < runs.size(); ++run) {
+    double ms = static_cast<double>(runs[run].timing.durationNs) * 1e-6;
     total += ms;
     fastest = std::min(fastest, ms);
   }
   timing.meanMs = total / iters;
   timing.minMs = fastest;
+  timing.byDevice = interpreter.timedByDevice();
   return Status::ok();
 }
 
@@ -383,10 +400,12 @@ void printJson(const Case &c, const std::string &device, int warmup, int iters,
         static_cast<long long>(c.kvHeads), static_cast<long long>(c.seq),
         static_cast<long long>(c.dim), c.causal ? "true" : "false", c.dropout);
   std::printf("\"dtype\": \"bf16\", \"device\": \"%s\", \"warmup\": %d, "
-              "\"iters\": %d, \"flop\": %.6g, \"ms\": %.6g, \"ms_min\": %.6g, "
-              "\"tflops\": %.6g}\n",
-              device.c_str(), warmup, iters, flopsOf(c), t.meanMs, t.minMs,
-              tflops);
+              "\"iters\": %d, \"timing\": \"%s\", \"flop\": %.6g, "
+              "\"ms\": %.6g, \"ms_min\": %.6g, \"tflops\": %.6g}\n",
+              device.c_str(), warmup, iters,
+              t.byDevice ? "device events, runs back to back"
+                         : "synchronized per run",
+              flopsOf(c), t.meanMs, t.minMs, tflops);
   std::fflush(stdout);
 }
 
