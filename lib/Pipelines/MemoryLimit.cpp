@@ -41,13 +41,17 @@ LogicalResult mlir::tpc::checkMemoryLimit(ModuleOp module,
                                    "{2} over",
                                    stage, peak, peak - options.memoryLimit));
   }
-  if (!over.empty())
-    return module.emitError()
-           << options.setting("memory-limit",
-                              std::to_string(options.memoryLimit))
-           << ": " << llvm::join(over, "; ") << " (" << remat
-           << " chooses what to recompute to fit)";
-  return success();
+  if (over.empty())
+    return success();
+  // A training step can recompute instead of stashing; a forward pass
+  // stashes nothing.
+  std::string hint =
+      options.train ? " (" + remat + " chooses what to recompute to fit)"
+                    : " (a forward pass: a smaller batch or a mesh)";
+  return module.emitError()
+         << options.setting("memory-limit",
+                            std::to_string(options.memoryLimit))
+         << ": " << llvm::join(over, "; ") << hint;
 }
 
 namespace {
