@@ -19,10 +19,11 @@ double mlir::tpc::matmulSeconds(const Hardware &hw, double flops, double bytes,
 }
 
 double mlir::tpc::attentionSeconds(const Hardware &hw, double flops,
-                                   double bytes, double peak,
-                                   double efficiency) {
+                                   double bytes, double peak, double efficiency,
+                                   double scoreSeconds) {
   double compute =
-      flops / (peak * (efficiency > 0 ? efficiency : hw.attentionEfficiency));
+      flops / (peak * (efficiency > 0 ? efficiency : hw.attentionEfficiency)) +
+      scoreSeconds;
   double memory = bytes / (hw.memoryBytesPerSecond * hw.elementwiseEfficiency);
   return hw.kernelLaunchSeconds + std::max(compute, memory);
 }

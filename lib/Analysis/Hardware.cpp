@@ -273,6 +273,18 @@ llvm::Expected<Hardware> mlir::tpc::parseHardware(llvm::StringRef text,
       kernels.string("source");
       kernels.finish();
     }
+    if (const json::Object *perScore =
+            fractions.object_("attention_score_s", /*optional=*/true)) {
+      Reader scores(*perScore, path.str() + ".efficiency.attention_score_s",
+                    error);
+      hw.attentionScoreForward = scores.number("forward", /*allowZero=*/true);
+      hw.attentionScoreBackward = scores.number("backward", true);
+      hw.attentionScoreForwardDropout = scores.number("forward_dropout", true);
+      hw.attentionScoreBackwardDropout =
+          scores.number("backward_dropout", true);
+      scores.string("source");
+      scores.finish();
+    }
     hw.elementwiseEfficiency =
         readSourced(fractions, "elementwise_bandwidth", true, error);
     hw.kernelLaunchSeconds =

@@ -384,10 +384,12 @@ public:
       bool dropout = m.attentionDropout > 0;
       attentionForward = attentionSeconds(
           hw, 4 * computed * d, io, peak,
-          ownKernels ? hw.ownAttentionEfficiency(false, dropout) : 0);
+          ownKernels ? hw.ownAttentionEfficiency(false, dropout) : 0,
+          computed * hw.attentionScoreSeconds(false, dropout));
       attentionBackward = attentionSeconds(
           hw, (ownKernels ? 14 : 10) * computed * d, 2 * io, peak,
-          ownKernels ? hw.ownAttentionEfficiency(true, dropout) : 0);
+          ownKernels ? hw.ownAttentionEfficiency(true, dropout) : 0,
+          computed * hw.attentionScoreSeconds(true, dropout));
     } else {
       double bmm = matmulSeconds(hw, 2 * scores * d,
                                  (scores + 2 * tokens * heads * d) *

@@ -215,7 +215,8 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel,
   };
   // The own kernels at the description's measured efficiencies, where it
   // has them (else the attention efficiency, cuDNN's and FA3's class).
-  auto attention = [&](double flops, bool backward) -> FailureOr<Piece> {
+  auto attention = [&](double scores, double flops,
+                       bool backward) -> FailureOr<Piece> {
     FailureOr<double> peak = peakFor(kernel, inputs[0]);
     if (failed(peak))
       return failure();
@@ -224,7 +225,8 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel,
     bool dropout = floats.size() > 1 && floats[1] > 0;
     piece.seconds = attentionSeconds(
         hw, flops, bytes, *peak,
-        ownAttention ? hw.ownAttentionEfficiency(backward, dropout) : 0.0);
+        ownAttention ? hw.ownAttentionEfficiency(backward, dropout) : 0.0,
+        scores * hw.attentionScoreSeconds(backward, dropout));
     return piece;
   };
   auto collective = [&](CollectiveKind kind, int64_t size,
@@ -296,9 +298,9 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel,
         dimOf(query, queryLengthDim), dimOf(key, keyLengthDim), causal);
     double d = dimOf(query, 3), dv = dimOf(value, 3);
     if (!grad)
-      return attention(2 * scores * (d + dv), false);
+      return attention(scores, 2 * scores * (d + dv), false);
     auto [perD, perDv] = backwardProducts(inputs.size() == 6);
-    return attention(2 * scores * (perD * d + perDv * dv), true);
+    return attention(scores, 2 * scores * (perD * d + perDv * dv), true);
   }
   case OpCode::AttentionQkv:
   case OpCode::AttentionQkvLse:
@@ -311,9 +313,9 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel,
     double scores = attentionScores(1.0 * dimOf(qkv, 0) * dimOf(qkv, 3) * seq,
                                     seq, seq, causal);
     if (!grad)
-      return attention(2 * scores * 2 * headDim, false);
+      return attention(scores, 2 * scores * 2 * headDim, false);
     auto [perD, perDv] = backwardProducts(inputs.size() == 4);
-    return attention(2 * scores * (perD + perDv) * headDim, true);
+    return attention(scores, 2 * scores * (perD + perDv) * headDim, true);
   }
   case OpCode::AllReduce:
     return collective(CollectiveKind::AllReduce, bytesOf(inputs[0]), 0);

@@ -124,8 +124,9 @@ def check_json(path):
                 fail(f"{link}.latency_s: {obj['latency_s']} s is implausible")
     eff = hw.get("efficiency", {})
     if not keys("efficiency", eff,
-                ["gemm", "attention", "elementwise_bandwidth",
-                 "collective_bus_bandwidth", "kernel_launch_s"]):
+                ["gemm", "attention", "attention_score_s",
+                 "elementwise_bandwidth", "collective_bus_bandwidth",
+                 "kernel_launch_s"]):
         return
     if keys("efficiency.gemm", eff["gemm"], ["points", "source"]):
         points("efficiency.gemm", eff["gemm"])
@@ -134,6 +135,21 @@ def check_json(path):
         if keys(f"efficiency.{k}", eff[k], ["value", "source"]):
             fraction(f"efficiency.{k}.value", eff[k]["value"])
             source(f"efficiency.{k}", eff[k])
+    per_score = eff["attention_score_s"]
+    directions = ["forward", "backward", "forward_dropout", "backward_dropout"]
+    if keys("efficiency.attention_score_s", per_score,
+            directions + ["source"]):
+        for k in directions:
+            value = per_score[k]
+            if not number(value) or value < 0 or value > 1e-3:
+                fail(f"efficiency.attention_score_s.{k}: {value!r} is not a "
+                     "plausible time per score (0 to 1 ms)")
+        for k in ["forward", "backward"]:
+            if (number(per_score[k]) and number(per_score[k + "_dropout"])
+                    and per_score[k + "_dropout"] < per_score[k]):
+                fail(f"efficiency.attention_score_s.{k}_dropout: less than "
+                     f"{k} (the dropout's draws add to a score's time)")
+        source("efficiency.attention_score_s", per_score)
     cbb = eff["collective_bus_bandwidth"]
     if keys("efficiency.collective_bus_bandwidth", cbb,
             ["intra_node", "inter_node"]):

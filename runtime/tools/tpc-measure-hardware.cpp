@@ -82,8 +82,12 @@ runtime's own fp32 CPU kernels:
                           and softmax on such arrays: all their bytes (read
                           + written) / all their time / memory_bandwidth
   efficiency.attention    the fused causal `attention` kernel and its
-                          gradient (b=1, 4 heads, s=256, d=64) on their
-                          matrix-product FLOPs / the peak
+                          gradient (b=1, 4 heads, s=256, d=64 and 16): the
+                          rate of their matrix products / the peak
+  efficiency.attention_score_s
+                          their time per score beside the products (fitted
+                          from the two head dims), and with a dropout of
+                          0.1 (drawn per score)
   efficiency.kernel_launch_s
                           one `add` on 16 floats through the CPU device
   intra_node, inter_node, efficiency.collective_bus_bandwidth
@@ -449,6 +453,12 @@ struct Measurements {
   int bandwidthSamples = 0;
   double attentionForward = 0.0, attentionBackward = 0.0, attention = 0.0;
   int attentionSamples = 0;
+  /// The attention kernels' time per score beside their products, forward
+  /// and backward, without and with a dropout ([backward][dropout]), and the
+  /// times they were fitted from ([backward][d 64, d 16, d 64 with
+  /// dropout]).
+  double attentionScoreSeconds[2][2] = {};
+  double attentionTimes[2][3] = {};
   Timing launch;
   /// all_reduce of one float.
   Timing latency;
@@ -647,9 +657,14 @@ private:
     return Status::ok();
   }
 
+  /// The fused causal attention and its gradient at b=1, heads=4, s=256:
+  /// at d = 64 and d = 16 without dropout and at d = 64 with 0.1. A
+  /// kernel's time is its products' (FLOPs at a rate) plus a time per
+  /// score (the softmax's exp; with dropout, its draws): the two head dims
+  /// give both, the dropout run its time per score.
   Status attention(Measurements &m) {
-    const int64_t batch = 1, heads = 4, seq = 256, dim = 64;
-    const float scale = 1.0f / std::sqrt(float(dim));
+    const int64_t batch = 1, heads = 4, seq = 256, dims[] = {64, 16};
+    const int64_t dim = dims[0];
     size_t tensor = size_t(batch * heads * seq * dim);
     std::vector<float> q(tensor), k(tensor), v(tensor), out(tensor), dO(tensor),
         dq(tensor), dk(tensor), dv(tensor), lse(size_t(batch * heads * seq)),
@@ -658,45 +673,91 @@ private:
     fill(k, 7);
     fill(v, 8);
     fill(dO, 9);
-    Timing forward, backward;
-    std::vector<Task> tasks = {
-        {[&] {
-           return cpu::attention(q.data(), k.data(), v.data(), batch, heads,
-                                 heads, seq, seq, dim, dim, /*causal=*/true,
-                                 scale, scratch.data(), out.data(), nullptr,
-                                 AttentionLayout::HeadMajor, lse.data());
-         },
-         &forward},
-        {[&] {
-           // As tpc-autodiff emits it: given the forward's output and
-           // log-sum-exps.
-           return cpu::attentionGrad(
-               dO.data(), q.data(), k.data(), v.data(), batch, heads, heads,
-               seq, seq, dim, dim, /*causal=*/true, scale, scratch.data(),
-               dq.data(), dk.data(), dv.data(), nullptr,
-               AttentionLayout::HeadMajor, out.data(), lse.data());
-         },
-         &backward}};
+    cpu::AttentionDropout dropout;
+    dropout.key = 0x9e3779b97f4a7c15ull;
+    dropout.rate = 0.1;
+    // [d 64, d 16, d 64 with dropout] x [forward, backward].
+    Timing timings[3][2];
+    std::vector<Task> tasks;
+    for (int run = 0; run < 3; ++run) {
+      const int64_t d = dims[run == 1];
+      const float scale = 1.0f / std::sqrt(float(d));
+      const cpu::AttentionDropout *drop = run == 2 ? &dropout : nullptr;
+      tasks.push_back({[&, d, scale, drop] {
+                         return cpu::attention(
+                             q.data(), k.data(), v.data(), batch, heads, heads,
+                             seq, seq, d, d, /*causal=*/true, scale,
+                             scratch.data(), out.data(), drop,
+                             AttentionLayout::HeadMajor, lse.data());
+                       },
+                       &timings[run][0]});
+      tasks.push_back({[&, d, scale, drop] {
+                         // As tpc-autodiff emits it: given the forward's output
+                         // and log-sum-exps.
+                         return cpu::attentionGrad(
+                             dO.data(), q.data(), k.data(), v.data(), batch,
+                             heads, heads, seq, seq, d, d, /*causal=*/true,
+                             scale, scratch.data(), dq.data(), dk.data(),
+                             dv.data(), drop, AttentionLayout::HeadMajor,
+                             out.data(), lse.data());
+                       },
+                       &timings[run][1]});
+    }
     if (Status s = bench_.rounds(tasks, effort_.kernelSamples,
                                  /*least=*/true);
         !s)
       return s;
-    m.attentionSamples = forward.samples();
+    m.attentionSamples = timings[0][0].samples();
     // Counted as the time model charges attention (lib/Analysis:
     // attentionScores): Q K^T and P V over the scores the causal mask
     // leaves, s*(s+1)/2 per head, 2*b*heads*s*(s+1)/2*(d + dv) FLOPs (the
     // kernel skips the masked blocks of 64 query rows, so at s = 256 it
     // computes 5/8 of the full products: the rest is kernel inefficiency);
     // the gradient 2.5 times that (FlashAttention's five products).
-    double flops =
-        2.0 * batch * heads * double(seq) * (seq + 1) / 2 * (dim + dim);
-    m.attentionForward = flops / forward.best;
-    m.attentionBackward = 2.5 * flops / backward.best;
-    m.attention = 3.5 * flops / (forward.best + backward.best);
-    progress(format("attention (causal, b=1 heads=4 s=256 d=64): forward "
-                    "%.2f, gradient %.2f, both %.2f GFLOP/s (%.2f of peak)",
-                    m.attentionForward / 1e9, m.attentionBackward / 1e9,
-                    m.attention / 1e9, m.attention / m.peak));
+    const double scores = batch * heads * double(seq) * (seq + 1) / 2;
+    auto flopsAt = [&](int64_t d, bool backward) {
+      return (backward ? 2.5 : 1.0) * 2.0 * scores * 2.0 * double(d);
+    };
+    double productSeconds = 0;
+    for (int backward = 0; backward < 2; ++backward) {
+      double wide = timings[0][backward].best,
+             narrow = timings[1][backward].best,
+             dropped = timings[2][backward].best;
+      m.attentionTimes[backward][0] = wide;
+      m.attentionTimes[backward][1] = narrow;
+      m.attentionTimes[backward][2] = dropped;
+      // t(d) = flops(d) / rate + scores * perScore, from d = 64 and 16;
+      // where noise leaves no positive fit, all of it products.
+      double rate =
+          (flopsAt(64, backward) - flopsAt(16, backward)) / (wide - narrow);
+      double perScore = (wide - flopsAt(64, backward) / rate) / scores;
+      if (!(wide > narrow) || !(perScore >= 0)) {
+        perScore = 0;
+        rate = flopsAt(64, backward) / wide;
+      }
+      productSeconds += flopsAt(64, backward) / rate;
+      m.attentionScoreSeconds[backward][0] = perScore;
+      m.attentionScoreSeconds[backward][1] =
+          perScore + std::max(0.0, dropped - wide) / scores;
+    }
+    m.attentionForward = flopsAt(64, false) / timings[0][0].best;
+    m.attentionBackward = flopsAt(64, true) / timings[0][1].best;
+    // The products' rate, fwd and bwd together (the time model prices both
+    // at one efficiency), without the time per score.
+    m.attention = (flopsAt(64, false) + flopsAt(64, true)) / productSeconds;
+    progress(format("attention (causal, b=1 heads=4 s=256): d=64 forward "
+                    "%.3g ms, gradient %.3g ms; d=16 %.3g, %.3g ms; d=64 "
+                    "with dropout %.3g, %.3g ms: products %.2f GFLOP/s (%.2f "
+                    "of peak), per score forward %.3g ns (with dropout "
+                    "%.3g), gradient %.3g ns (%.3g)",
+                    m.attentionTimes[0][0] * 1e3, m.attentionTimes[1][0] * 1e3,
+                    m.attentionTimes[0][1] * 1e3, m.attentionTimes[1][1] * 1e3,
+                    m.attentionTimes[0][2] * 1e3, m.attentionTimes[1][2] * 1e3,
+                    m.attention / 1e9, m.attention / m.peak,
+                    m.attentionScoreSeconds[0][0] * 1e9,
+                    m.attentionScoreSeconds[0][1] * 1e9,
+                    m.attentionScoreSeconds[1][0] * 1e9,
+                    m.attentionScoreSeconds[1][1] * 1e9));
     return Status::ok();
   }
 
@@ -1006,17 +1067,39 @@ void describe(const Options &options, const Measurements &m, int ranks,
       {"source",
        prefix +
            format("the runtime's fused causal `attention` and "
-                  "`attention_grad` kernels at b=1, heads=4, s=256, d=64 "
-                  "(best of %d samples each%s; the gradient given the "
-                  "forward's output and log-sum-exps): matrix-product FLOPs "
-                  "over the scores the causal mask leaves, "
-                  "4*b*heads*s*(s+1)/2*d (the kernel skips masked blocks of "
-                  "64 query rows, 5/8 of the full products computed here) "
-                  "forward and 2.5 times that for the gradient, as the time "
-                  "model charges them: forward %.4g, gradient %.4g, together "
-                  "%.4g GFLOP/s, / peak_flops.fp32; ",
-                  m.attentionSamples, quick.c_str(), m.attentionForward / 1e9,
-                  m.attentionBackward / 1e9, m.attention / 1e9) +
+                  "`attention_grad` kernels at b=1, heads=4, s=256 and d=64 "
+                  "and 16 (best of %d samples each%s; the gradient given the "
+                  "forward's output and log-sum-exps), each time taken as "
+                  "its matrix products' FLOPs at a rate plus a time per "
+                  "score (efficiency.attention_score_s), both fitted from "
+                  "the two head dims: the products' FLOPs over the scores "
+                  "the causal mask leaves, 4*b*heads*s*(s+1)/2*d (the kernel "
+                  "skips masked blocks of 64 query rows, 5/8 of the full "
+                  "products computed here) forward and 2.5 times that for "
+                  "the gradient, as the time model charges them, together "
+                  "at %.4g GFLOP/s, / peak_flops.fp32 (at d=64 with the "
+                  "time per score: forward %.4g, gradient %.4g GFLOP/s); ",
+                  m.attentionSamples, quick.c_str(), m.attention / 1e9,
+                  m.attentionForward / 1e9, m.attentionBackward / 1e9) +
+           setting}};
+  efficiency["attention_score_s"] = {
+      {"forward", m.attentionScoreSeconds[0][0]},
+      {"backward", m.attentionScoreSeconds[1][0]},
+      {"forward_dropout", m.attentionScoreSeconds[0][1]},
+      {"backward_dropout", m.attentionScoreSeconds[1][1]},
+      {"source",
+       prefix +
+           format("the same kernels' time per score (of b*heads*s*(s+1)/2) "
+                  "beside their products: t(d) = products(d) / rate + "
+                  "scores * t_score fitted from d=64 (forward %.4g ms, "
+                  "gradient %.4g ms) and d=16 (%.4g, %.4g ms), 0 where "
+                  "noise leaves no positive fit; with an attention dropout "
+                  "(0.1, drawn per score) t_score plus the d=64 run's extra "
+                  "time (%.4g, %.4g ms) per score%s; ",
+                  m.attentionTimes[0][0] * 1e3, m.attentionTimes[1][0] * 1e3,
+                  m.attentionTimes[0][1] * 1e3, m.attentionTimes[1][1] * 1e3,
+                  m.attentionTimes[0][2] * 1e3, m.attentionTimes[1][2] * 1e3,
+                  quick.c_str()) +
            setting}};
   std::string kernels;
   for (const auto &[name, rate] : m.elementwise)

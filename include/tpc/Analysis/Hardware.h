@@ -59,6 +59,13 @@ struct Hardware {
   /// attention dropout (drawn per score); 0: attentionEfficiency.
   double ownAttentionForward = 0, ownAttentionBackward = 0,
          ownAttentionForwardDropout = 0, ownAttentionBackwardDropout = 0;
+  /// Seconds per score (counted as attentionScores counts them) that the
+  /// attention kernels spend beside their products (the softmax's exp;
+  /// with an attention dropout, its draws), forward and backward, without
+  /// and with the dropout; 0 where the description has none (its kernels'
+  /// time is their products').
+  double attentionScoreForward = 0, attentionScoreBackward = 0,
+         attentionScoreForwardDropout = 0, attentionScoreBackwardDropout = 0;
   double kernelLaunchSeconds = 0;
   /// The tpc-run device that runs plans on it: "cuda" (the prediction
   /// prices its load-time fusions, runtime/cuda/FusionPlan.h: a fused
@@ -74,6 +81,15 @@ struct Hardware {
       return backward ? ownAttentionBackwardDropout
                       : ownAttentionForwardDropout;
     return backward ? ownAttentionBackward : ownAttentionForward;
+  }
+
+  /// The seconds per score of an attention kernel beside its products
+  /// (backward or forward, with an attention dropout or without).
+  double attentionScoreSeconds(bool backward, bool dropout) const {
+    if (dropout)
+      return backward ? attentionScoreBackwardDropout
+                      : attentionScoreForwardDropout;
+    return backward ? attentionScoreBackward : attentionScoreForward;
   }
 
   /// The multiple an executable for runtimeDevice pads the vocabulary to

@@ -1,8 +1,10 @@
 """Writes argv[2]: the hardware file argv[1] with every matmul and attention
 at peak and memory traffic and kernel launches free (check-ideal-prediction.py);
 with argv[3], its runtime_device that (attention-backward.test); with argv[4]
-("F,B,FD,BD"), the CUDA device's own attention kernels at those fractions
-(forward, backward, each with an attention dropout)."""
+("F,B,FD,BD"; "-" for none), the CUDA device's own attention kernels at those
+fractions (forward, backward, each with an attention dropout); with argv[5]
+("F,B,FD,BD"), the attention kernels' seconds per score beside their
+products (efficiency.attention_score_s)."""
 import json
 import os
 import sys
@@ -16,9 +18,14 @@ flat_efficiencies(h, 0.0)
 h["memory_bandwidth"] = {"bytes_per_s": 1e30, "source": "test"}
 if len(sys.argv) > 3:
     h["runtime_device"] = sys.argv[3]
-if len(sys.argv) > 4:
+if len(sys.argv) > 4 and sys.argv[4] != "-":
     f, b, fd, bd = (float(x) for x in sys.argv[4].split(","))
     h["efficiency"]["attention_own_kernels"] = {
+        "forward": f, "backward": b, "forward_dropout": fd,
+        "backward_dropout": bd, "source": "test"}
+if len(sys.argv) > 5:
+    f, b, fd, bd = (float(x) for x in sys.argv[5].split(","))
+    h["efficiency"]["attention_score_s"] = {
         "forward": f, "backward": b, "forward_dropout": fd,
         "backward_dropout": bd, "source": "test"}
 json.dump(h, open(sys.argv[2], "w"), indent=1)
