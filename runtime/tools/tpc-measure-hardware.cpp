@@ -465,6 +465,16 @@ struct Measurements {
   std::vector<CollectiveResult> collectives;
 };
 
+/// The attention runs' best times, as the progress and the source say
+/// them.
+std::string attentionTimesText(const Measurements &m) {
+  return format("forward and gradient at d=64 %.4g and %.4g ms, at d=16 "
+                "%.4g and %.4g ms, at d=64 with dropout %.4g and %.4g ms",
+                m.attentionTimes[0][0] * 1e3, m.attentionTimes[1][0] * 1e3,
+                m.attentionTimes[0][1] * 1e3, m.attentionTimes[1][1] * 1e3,
+                m.attentionTimes[0][2] * 1e3, m.attentionTimes[1][2] * 1e3);
+}
+
 class Measurer {
 public:
   Measurer(Communicator &world, const Options &options)
@@ -745,16 +755,11 @@ private:
     // The products' rate, fwd and bwd together (the time model prices both
     // at one efficiency), without the time per score.
     m.attention = (flopsAt(64, false) + flopsAt(64, true)) / productSeconds;
-    progress(format("attention (causal, b=1 heads=4 s=256): d=64 forward "
-                    "%.3g ms, gradient %.3g ms; d=16 %.3g, %.3g ms; d=64 "
-                    "with dropout %.3g, %.3g ms: products %.2f GFLOP/s (%.2f "
-                    "of peak), per score forward %.3g ns (with dropout "
-                    "%.3g), gradient %.3g ns (%.3g)",
-                    m.attentionTimes[0][0] * 1e3, m.attentionTimes[1][0] * 1e3,
-                    m.attentionTimes[0][1] * 1e3, m.attentionTimes[1][1] * 1e3,
-                    m.attentionTimes[0][2] * 1e3, m.attentionTimes[1][2] * 1e3,
-                    m.attention / 1e9, m.attention / m.peak,
-                    m.attentionScoreSeconds[0][0] * 1e9,
+    progress(format("attention (causal, b=1 heads=4 s=256): %s: products "
+                    "%.2f GFLOP/s (%.2f of peak), per score forward %.3g ns "
+                    "(with dropout %.3g), gradient %.3g ns (%.3g)",
+                    attentionTimesText(m).c_str(), m.attention / 1e9,
+                    m.attention / m.peak, m.attentionScoreSeconds[0][0] * 1e9,
                     m.attentionScoreSeconds[0][1] * 1e9,
                     m.attentionScoreSeconds[1][0] * 1e9,
                     m.attentionScoreSeconds[1][1] * 1e9));
@@ -1090,16 +1095,12 @@ void describe(const Options &options, const Measurements &m, int ranks,
       {"source",
        prefix +
            format("the same kernels' time per score (of b*heads*s*(s+1)/2) "
-                  "beside their products: t(d) = products(d) / rate + "
-                  "scores * t_score fitted from d=64 (forward %.4g ms, "
-                  "gradient %.4g ms) and d=16 (%.4g, %.4g ms), 0 where "
-                  "noise leaves no positive fit; with an attention dropout "
-                  "(0.1, drawn per score) t_score plus the d=64 run's extra "
-                  "time (%.4g, %.4g ms) per score%s; ",
-                  m.attentionTimes[0][0] * 1e3, m.attentionTimes[1][0] * 1e3,
-                  m.attentionTimes[0][1] * 1e3, m.attentionTimes[1][1] * 1e3,
-                  m.attentionTimes[0][2] * 1e3, m.attentionTimes[1][2] * 1e3,
-                  quick.c_str()) +
+                  "beside their products, t(d) = products(d) / rate + "
+                  "scores * t_score fitted from d=64 and d=16 (0 where noise "
+                  "leaves no positive fit), and with an attention dropout "
+                  "(0.1, drawn per score) t_score plus the dropout run's "
+                  "extra time over d=64's per score (%s%s); ",
+                  attentionTimesText(m).c_str(), quick.c_str()) +
            setting}};
   std::string kernels;
   for (const auto &[name, rate] : m.elementwise)
