@@ -6,11 +6,11 @@
 //   prepare-forward       dist-pad-vocab, dist-replicate-kv-heads (tp > 1)
 //   build-train-step      tpc-autodiff, tpc-optimizer (--train)
 //   unroll-train-step     tpc-unroll-train-step, @forward dropped (--train),
-//                         tpc-remat (or remat-auto: chooseRemat)
+//                         tpc-remat (or tpc-remat-auto: chooseRemat)
 //   distribute            dist-mesh, dist-annotate-megatron, dist-propagate,
 //                         dist-partition (a mesh)
 //   lower-to-executable   tpc-lower-to-rt, rt-plan-memory (checked), the
-//                         memory limit (check-memory-limit)
+//                         memory limit (tpc-check-memory-limit)
 //
 // Each phase is empty where its condition does not hold, so a tool can run
 // them one by one (tpc-compile reads the report between them) or all at
@@ -181,26 +181,26 @@ FailureOr<std::string> chooseRemat(ModuleOp module,
                                    const CompileOptions &options,
                                    SmallVectorImpl<RematChoice> &choices);
 
-/// The module attribute where remat-auto records its choices, one
+/// The module attribute where tpc-remat-auto records its choices, one
 /// dictionary per stage (`description`, `planned_peak`,
 /// `recompute_flops_per_microbatch`): what the report says and what
-/// check-memory-limit holds the plan to.
+/// tpc-check-memory-limit holds the plan to.
 constexpr llvm::StringLiteral kRematAutoAttrName = "tpc.remat_auto";
 
-/// The choices remat-auto recorded on `module` (none: empty).
+/// The choices tpc-remat-auto recorded on `module` (none: empty).
 FailureOr<SmallVector<RematChoice>> readRematChoices(ModuleOp module);
 
-/// remat-auto: chooseRemat on the unrolled step, then tpc-remat with the
+/// tpc-remat-auto: chooseRemat on the unrolled step, then tpc-remat with the
 /// policy chosen, the choices recorded (kRematAutoAttrName). Added by
 /// buildUnrollTrainStep for remat auto (lib/Pipelines/RematAuto.cpp).
 std::unique_ptr<Pass> createRematAutoPass(const CompileOptions &options);
 
 /// After rt-plan-memory: every stage's planned peak within
-/// options.memoryLimit, and, where remat-auto chose, equal to the peak it
+/// options.memoryLimit, and, where tpc-remat-auto chose, equal to the peak it
 /// predicted. The error names the stages over and by how much.
 LogicalResult checkMemoryLimit(ModuleOp module, const CompileOptions &options);
 
-/// check-memory-limit: checkMemoryLimit as a pass. Added by
+/// tpc-check-memory-limit: checkMemoryLimit as a pass. Added by
 /// buildLowerToExecutable where options.memoryLimit is set
 /// (lib/Pipelines/MemoryLimit.cpp).
 std::unique_ptr<Pass>
