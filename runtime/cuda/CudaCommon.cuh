@@ -167,12 +167,10 @@ struct DropoutStream {
     threshold = dropoutThreshold(rate);
     scale = dropoutScale(rate);
   }
-  /// Whether index n is kept: its hash's one field (the per-element
-  /// paths: the fp32 attention kernels, rows that start odd).
+  /// Whether index n is kept: its bit of its pair (the per-element paths:
+  /// the fp32 attention kernels, rows that start odd).
   __device__ __forceinline__ bool keepsIndex(uint64_t n) const {
-    const uint32_t half = drawnHalf(n);
-    const uint32_t draw = n & 1 ? half & 0xFFFFu : half >> 16;
-    return draw >= static_cast<uint32_t>(threshold);
+    return (keptPairOf(n) >> (n & 1)) & 1u;
   }
   /// The pair holding index n: 2 (n / 2) (bit 0) and 2 (n / 2) + 1 (bit 1),
   /// two draws of one hash (its half with fields 0, 1 or 2, 3).
