@@ -368,7 +368,8 @@ mlir::tpc::chooseRemat(ModuleOp module, const CompileOptions &options,
       llvm::errs() << llvm::formatv(
           "{0}{1}: compile {2}: stage {3}: {4}: planned peak {5} bytes ({6} "
           "the limit), recompute {7} FLOPs per microbatch\n",
-          options.progressPrefix, options.setting("remat", "auto"), compiles, stage, search.describe(*round[stage]), probe.peak,
+          options.progressPrefix, options.setting("remat", "auto"), compiles,
+          stage, search.describe(*round[stage]), probe.peak,
           probe.peak <= options.memoryLimit ? "within" : "over", probe.flops);
       search.observe(*round[stage], probe);
     }
