@@ -211,8 +211,8 @@ def report_kinds(predicted, opcodes):
 
 
 def read_prediction(path, rank):
-    """(hardware, kind -> predicted seconds) of the stage of `rank` in the
-    report at `path`, or None after saying why."""
+    """(the report's "predicted" section, kind -> predicted seconds of the
+    stage of `rank`) from the report at `path`, or None after saying why."""
     with open(path) as f:
         report_json = json.load(f)
     predicted = report_json.get("predicted")

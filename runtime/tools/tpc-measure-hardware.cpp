@@ -455,10 +455,10 @@ struct Measurements {
   int attentionSamples = 0;
   /// The attention kernels' time per score beside their products, forward
   /// and backward, without and with a dropout ([backward][dropout]), and the
-  /// times they were fitted from ([backward][d 64, d 16, d 64 with
-  /// dropout]).
+  /// best times they were fitted from ([d 64, d 16, d 64 with
+  /// dropout][backward]).
   double attentionScoreSeconds[2][2] = {};
-  double attentionTimes[2][3] = {};
+  double attentionTimes[3][2] = {};
   Timing launch;
   /// all_reduce of one float.
   Timing latency;
@@ -470,9 +470,9 @@ struct Measurements {
 std::string attentionTimesText(const Measurements &m) {
   return format("forward and gradient at d=64 %.4g and %.4g ms, at d=16 "
                 "%.4g and %.4g ms, at d=64 with dropout %.4g and %.4g ms",
-                m.attentionTimes[0][0] * 1e3, m.attentionTimes[1][0] * 1e3,
-                m.attentionTimes[0][1] * 1e3, m.attentionTimes[1][1] * 1e3,
-                m.attentionTimes[0][2] * 1e3, m.attentionTimes[1][2] * 1e3);
+                m.attentionTimes[0][0] * 1e3, m.attentionTimes[0][1] * 1e3,
+                m.attentionTimes[1][0] * 1e3, m.attentionTimes[1][1] * 1e3,
+                m.attentionTimes[2][0] * 1e3, m.attentionTimes[2][1] * 1e3);
 }
 
 class Measurer {
@@ -718,6 +718,9 @@ private:
         !s)
       return s;
     m.attentionSamples = timings[0][0].samples();
+    for (int run = 0; run < 3; ++run)
+      for (int backward = 0; backward < 2; ++backward)
+        m.attentionTimes[run][backward] = timings[run][backward].best;
     // Counted as the time model charges attention (lib/Analysis:
     // attentionScores): Q K^T and P V over the scores the causal mask
     // leaves, s*(s+1)/2 per head, 2*b*heads*s*(s+1)/2*(d + dv) FLOPs (the
@@ -730,12 +733,9 @@ private:
     };
     double productSeconds = 0;
     for (int backward = 0; backward < 2; ++backward) {
-      double wide = timings[0][backward].best,
-             narrow = timings[1][backward].best,
-             dropped = timings[2][backward].best;
-      m.attentionTimes[backward][0] = wide;
-      m.attentionTimes[backward][1] = narrow;
-      m.attentionTimes[backward][2] = dropped;
+      double wide = m.attentionTimes[0][backward],
+             narrow = m.attentionTimes[1][backward],
+             dropped = m.attentionTimes[2][backward];
       // t(d) = flops(d) / rate + scores * perScore, from d = 64 and 16;
       // where noise leaves no positive fit, all of it products.
       double rate =
@@ -750,8 +750,8 @@ private:
       m.attentionScoreSeconds[backward][1] =
           perScore + std::max(0.0, dropped - wide) / scores;
     }
-    m.attentionForward = flopsAt(64, false) / timings[0][0].best;
-    m.attentionBackward = flopsAt(64, true) / timings[0][1].best;
+    m.attentionForward = flopsAt(64, false) / m.attentionTimes[0][0];
+    m.attentionBackward = flopsAt(64, true) / m.attentionTimes[0][1];
     // The products' rate, fwd and bwd together (the time model prices both
     // at one efficiency), without the time per score.
     m.attention = (flopsAt(64, false) + flopsAt(64, true)) / productSeconds;
