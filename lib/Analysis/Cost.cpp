@@ -6,9 +6,11 @@
 
 using namespace mlir::tpc;
 
-double mlir::tpc::memoryBoundSeconds(const Hardware &hw, double bytes) {
+double mlir::tpc::memoryBoundSeconds(const Hardware &hw, double bytes,
+                                     double efficiency) {
   return hw.kernelLaunchSeconds +
-         bytes / (hw.memoryBytesPerSecond * hw.elementwiseEfficiency);
+         bytes / (hw.memoryBytesPerSecond *
+                  (efficiency > 0 ? efficiency : hw.elementwiseEfficiency));
 }
 
 double mlir::tpc::matmulSeconds(const Hardware &hw, double flops, double bytes,

@@ -7,6 +7,7 @@
 
 #include "tpc/Analysis/Hardware.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
@@ -193,6 +194,99 @@ EfficiencyCurve readCurve(Reader &parent, llvm::StringRef key,
   return curve;
 }
 
+/// Whether `kind` names kernels of Kernels.def as the replay names a kind:
+/// a mnemonic, mnemonics joined by '+' (a fused group), or mnemonics
+/// joined by ',' and then " batch" (a batch); else the part that is none.
+std::optional<std::string> unknownKernelIn(llvm::StringRef kind) {
+  static const llvm::StringSet<> mnemonics = [] {
+    llvm::StringSet<> names;
+#define TPCX_KERNEL(Name, Value, Mnemonic, ...) names.insert(Mnemonic);
+#include "tpcrt/Kernels.def"
+    return names;
+  }();
+  char separator = '+';
+  if (kind.consume_back(" batch"))
+    separator = ',';
+  llvm::SmallVector<llvm::StringRef> parts;
+  kind.split(parts, separator);
+  for (llvm::StringRef part : parts)
+    if (!mnemonics.contains(part))
+      return part.str();
+  return std::nullopt;
+}
+
+/// Whether the replay prices a kind headed by `kernel` otherwise than by
+/// its bytes (PlanSimulation's Pricer::price): by FLOPs (a matrix product
+/// and its epilogue group, attention) or as communication.
+bool pricedByOtherTerms(llvm::StringRef kernel) {
+  return llvm::is_contained({"linear",
+                             "linear_input_grad",
+                             "linear_weight_grad",
+                             "linear_weight_grad_accumulate",
+                             "batch_matmul",
+                             "attention",
+                             "attention_lse",
+                             "attention_grad",
+                             "attention_qkv",
+                             "attention_qkv_lse",
+                             "attention_qkv_grad",
+                             "all_reduce",
+                             "all_gather",
+                             "reduce_scatter",
+                             "all_to_all",
+                             "send",
+                             "recv",
+                             "send_start",
+                             "recv_start",
+                             "wait"},
+                            kernel);
+}
+
+/// `elementwise_bandwidth`: `{"value": X, "kinds": {KIND: X, ...},
+/// "source": "..."}`, kinds optional; their fractions may pass 1 (a kind
+/// whose tensors stay in a cache), up to kMostKindFraction.
+void readElementwise(Reader &parent, Hardware &hw, std::string &error) {
+  constexpr double kMostKindFraction = 10;
+  const json::Object *object = parent.object_("elementwise_bandwidth");
+  if (!object)
+    return;
+  std::string where = parent.path() + ".elementwise_bandwidth";
+  Reader reader(*object, where, error);
+  hw.elementwiseEfficiency = reader.fraction("value");
+  reader.string("source");
+  if (const json::Object *kinds = reader.object_("kinds", /*optional=*/true)) {
+    Reader perKind(*kinds, where + ".kinds", error);
+    for (const auto &entry : *kinds) {
+      llvm::StringRef kind = entry.first;
+      if (std::optional<std::string> unknown = unknownKernelIn(kind)) {
+        perKind.fail("'" + kind.str() + "': '" + *unknown +
+                     "' is not a kernel of docs/runtime/opcodes.md");
+        break;
+      }
+      llvm::StringRef head = kind.take_until(
+          [](char c) { return c == '+' || c == ',' || c == ' '; });
+      if (pricedByOtherTerms(head)) {
+        perKind.fail("'" + kind.str() + "': " + head.str() +
+                     " is priced by its FLOPs or as communication, not by "
+                     "the memory bandwidth");
+        break;
+      }
+      double value = perKind.number(kind);
+      if (perKind.ok() && value > kMostKindFraction)
+        perKind.fail("'" + kind.str() +
+                     "' must be a fraction of the "
+                     "memory bandwidth in (0, " +
+                     std::to_string(int(kMostKindFraction)) + "], not " +
+                     std::to_string(value));
+      if (!perKind.ok())
+        break;
+      hw.elementwiseKinds[kind.str()] = value;
+    }
+    perKind.finish();
+  }
+  reader.finish();
+}
+
 Link readLink(Reader &parent, llvm::StringRef key, std::string &error) {
   Link link;
   const json::Object *object = parent.object_(key);
@@ -285,8 +379,7 @@ llvm::Expected<Hardware> mlir::tpc::parseHardware(llvm::StringRef text,
       scores.string("source");
       scores.finish();
     }
-    hw.elementwiseEfficiency =
-        readSourced(fractions, "elementwise_bandwidth", true, error);
+    readElementwise(fractions, hw, error);
     hw.kernelLaunchSeconds =
         readSourced(fractions, "kernel_launch_s", false, error);
     if (const json::Object *bus =

@@ -102,11 +102,12 @@ public:
     }
   }
 
-  /// The piece of one kernel, or failure (an error emitted on it); with
-  /// `groupBytes`, the bytes it moves are those (a fused group's);
-  /// `ownAttention`: an attention kernel the device runs on its own
-  /// kernels (DevicePlan).
-  FailureOr<Piece> price(rt::KernelOp kernel,
+  /// The piece of one kernel of `kind` (GroupPricer::kindOf: a
+  /// memory-bound kind is priced at its description's efficiency), or
+  /// failure (an error emitted on it); with `groupBytes`, the bytes it
+  /// moves are those (a fused group's); `ownAttention`: an attention kernel
+  /// the device runs on its own kernels (DevicePlan).
+  FailureOr<Piece> price(rt::KernelOp kernel, StringRef kind,
                          std::optional<int64_t> groupBytes = std::nullopt,
                          bool ownAttention = false);
 
@@ -198,7 +199,7 @@ private:
   std::optional<unsigned> ppAxis;
 };
 
-FailureOr<Piece> Pricer::price(rt::KernelOp kernel,
+FailureOr<Piece> Pricer::price(rt::KernelOp kernel, StringRef kind,
                                std::optional<int64_t> groupBytes,
                                bool ownAttention) {
   using rt::OpCode;
@@ -347,7 +348,8 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel,
                                     dimOf(outputs[0], 1) * sizeof(float));
     piece.seconds = memoryBoundSeconds(
         hw,
-        static_cast<double>(bytesOf(inputs[0]) + bytesOf(inputs[1])) + 2 * hit);
+        static_cast<double>(bytesOf(inputs[0]) + bytesOf(inputs[1])) + 2 * hit,
+        hw.elementwiseEfficiencyOf(kind));
     return piece;
   }
   case OpCode::Copy:
@@ -359,7 +361,8 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel,
       return piece;
     [[fallthrough]];
   default:
-    piece.seconds = memoryBoundSeconds(hw, static_cast<double>(bytes));
+    piece.seconds = memoryBoundSeconds(hw, static_cast<double>(bytes),
+                                       hw.elementwiseEfficiencyOf(kind));
     return piece;
   }
 }
@@ -440,11 +443,12 @@ public:
                          kCudaSquaresPartialBlocks * 8;
       int64_t bytes = partials + bytesOf(squares.getOutputs()[0]);
       bytesNotMoved += kernelBytes(squares) - bytes;
-      return pricer.price(squares, bytes);
+      return pricer.price(squares, kindOf(k), bytes);
     }
     auto it = groupOf.find(k);
     if (it == groupOf.end())
-      return pricer.price(kernels[k], std::nullopt, ownAttention.contains(k));
+      return pricer.price(kernels[k], kindOf(k), std::nullopt,
+                          ownAttention.contains(k));
     const FusedGroup &group = groups[it->second];
     if (k != group.kernels.back())
       return Piece();
@@ -453,7 +457,7 @@ public:
     for (int64_t m : group.kernels)
       bytesNotMoved += kernelBytes(kernels[m]);
     bytesNotMoved -= bytes;
-    return pricer.price(isMatmul(head) ? head : kernels[k], bytes);
+    return pricer.price(isMatmul(head) ? head : kernels[k], kindOf(k), bytes);
   }
 
   /// The kind of kernel `k`: its opcode, or its group's opcodes joined by

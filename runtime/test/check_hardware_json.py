@@ -83,6 +83,15 @@ def points(where, obj):
                  "fraction is 1")
 
 
+# The memory-bound kernels tpc-measure-hardware times one by one.
+ELEMENTWISE_KINDS = [
+    "add", "gelu", "layer_norm", "softmax", "mul", "gelu_grad", "silu",
+    "silu_grad", "layer_norm_input_grad", "layer_norm_param_grad", "rms_norm",
+    "rms_norm_input_grad", "rms_norm_param_grad", "sum_to", "dropout_mask",
+    "apply_mask", "cross_entropy", "cross_entropy_grad", "sum_squares",
+    "adamw_update"]
+
+
 def check_json(path):
     try:
         with open(path) as f:
@@ -132,9 +141,19 @@ def check_json(path):
         points("efficiency.gemm", eff["gemm"])
         source("efficiency.gemm", eff["gemm"])
     for k in ["attention", "elementwise_bandwidth"]:
-        if keys(f"efficiency.{k}", eff[k], ["value", "source"]):
+        extra = ["kinds"] if k == "elementwise_bandwidth" else []
+        if keys(f"efficiency.{k}", eff[k], ["value", "source"] + extra):
             fraction(f"efficiency.{k}.value", eff[k]["value"])
             source(f"efficiency.{k}", eff[k])
+    kinds = eff["elementwise_bandwidth"].get("kinds")
+    if keys("efficiency.elementwise_bandwidth.kinds", kinds, ELEMENTWISE_KINDS):
+        for kind, value in kinds.items():
+            # Above 1 only where a kernel's tensors stay in a cache, which
+            # the arrays measured (beyond the last-level cache) do not.
+            if not number(value) or not 0 < value <= 1.5:
+                fail(f"efficiency.elementwise_bandwidth.kinds.{kind}: "
+                     f"{value!r} is not a plausible fraction of the memory "
+                     "bandwidth (0 to 1.5)")
     per_score = eff["attention_score_s"]
     directions = ["forward", "backward", "forward_dropout", "backward_dropout"]
     if keys("efficiency.attention_score_s", per_score,

@@ -51,6 +51,11 @@ using Json = nlohmann::ordered_json;
 
 namespace {
 
+/// The most a kind's fraction of the memory bandwidth may be (a kernel on
+/// tensors in a cache passes 1): parseHardware's limit (lib/Analysis/
+/// Hardware.cpp), which this tool does not link.
+constexpr double kMostKindFraction = 10;
+
 const char kUsage[] =
     R"(usage: tpc-measure-hardware -o FILE.json [--ranks N] [--quick]
 
@@ -80,7 +85,13 @@ runtime's own fp32 CPU kernels:
   efficiency.elementwise_bandwidth
                           the memory-bound kernels add, gelu, layer_norm
                           and softmax on such arrays: all their bytes (read
-                          + written) / all their time / memory_bandwidth
+                          + written) / all their time / memory_bandwidth;
+                          and per kind (.kinds) each of those and mul,
+                          gelu_grad, silu, silu_grad, the layer and RMS
+                          norms' gradients, rms_norm, sum_to, dropout_mask,
+                          apply_mask, cross_entropy and its gradient,
+                          sum_squares and adamw_update: its bytes / its
+                          time / memory_bandwidth
   efficiency.attention    the fused causal `attention` kernel and its
                           gradient (b=1, 4 heads, s=256, d=64 and 16): the
                           rate of their matrix products / the peak
@@ -586,13 +597,39 @@ private:
     m.bandwidthSamples = effort_.passes * effort_.kernelSamples;
     // memcpy and a STREAM triad, then memory-bound kernels of a transformer
     // step, each counted by the bytes it reads and writes as the cost model
-    // counts them: add (2 read, 1 written; STREAM's add), gelu (tanh),
-    // layer_norm over rows of 768, softmax over rows of 1024 (1 read, 1
-    // written).
+    // counts them (every operand and result: add 2 read, 1 written; gelu 1
+    // read, 1 written; a norm's parameters too), rows of 768 (a norm, a
+    // bias gradient) or 1024 (softmax). The first four (add, gelu,
+    // layer_norm, softmax) give elementwise_bandwidth's value, each kernel
+    // its kind's.
     auto elements = static_cast<int64_t>(count);
     const int64_t hidden = 768, keys = 1024;
-    std::vector<float> weight(hidden, 1.0f), bias(hidden, 0.0f);
+    const int64_t rows = elements / hidden, inRows = rows * hidden;
+    std::vector<float> weight(hidden, 1.0f), bias(hidden, 0.0f),
+        weightGrad(hidden), biasGrad(hidden);
+    std::vector<double> sums(2 * hidden); // layerNormParamGrad's scratch
+    std::vector<uint8_t> mask(count);
+    // cross_entropy over rows of a vocabulary of 8192, every label 1.
+    const int64_t vocab = 8192, positions = elements / vocab;
+    std::vector<int64_t> labels(positions, 1);
+    float lossSum = 0;
+    int64_t targets = 0;
+    double squares = 0;
+    // adamw_update on half the elements: param and grad in a, its moments
+    // in b, the second non-negative as a real one is (a negative one takes
+    // sqrt's slow path for errno, which a training step never does). No
+    // other kernel writes b.
+    const int64_t half = elements / 2;
+    for (int64_t i = half; i < 2 * half; ++i)
+      b[i] = std::fabs(b[i]);
     float *pa = a.data(), *pb = b.data(), *pc = c.data();
+    uint8_t *pm = mask.data();
+    const double n = static_cast<double>(elements),
+                 normed = static_cast<double>(inRows), f = sizeof(float),
+                 params = static_cast<double>(hidden) * f;
+    const float epsilon = 1e-5f;
+    const double dropoutRate = 0.1;
+    auto tanh = cpu::GeluApproximation::Tanh;
     struct Stream {
       const char *name;
       double bytes;
@@ -621,21 +658,112 @@ private:
          {}},
         {"gelu",
          2.0 * double(bytes),
-         [=] {
-           return cpu::gelu(pa, elements, cpu::GeluApproximation::Tanh, pc);
-         },
+         [=] { return cpu::gelu(pa, elements, tanh, pc); },
          {}},
         {"layer_norm",
-         2.0 * double(elements / hidden * hidden * 4),
+         2 * normed * f + 2 * params,
          [=, &weight, &bias] {
-           return cpu::layerNorm(pa, weight.data(), bias.data(),
-                                 elements / hidden, hidden, 1e-5f, pc);
+           return cpu::layerNorm(pa, weight.data(), bias.data(), rows, hidden,
+                                 epsilon, pc);
          },
          {}},
         {"softmax",
          2.0 * double(elements / keys * keys * 4),
          [=] { return cpu::softmax(pa, 1, elements / keys, keys, false, pc); },
+         {}},
+        {"mul",
+         3 * n * f,
+         [=] { return cpu::mul(pa, elements, pb, elements, pc); },
+         {}},
+        {"gelu_grad",
+         3 * n * f,
+         [=] { return cpu::geluGrad(pa, pb, elements, tanh, pc); },
+         {}},
+        {"silu", 2 * n * f, [=] { return cpu::silu(pa, elements, pc); }, {}},
+        {"silu_grad",
+         3 * n * f,
+         [=] { return cpu::siluGrad(pa, pb, elements, pc); },
+         {}},
+        {"layer_norm_input_grad",
+         3 * normed * f + params,
+         [=, &weight] {
+           return cpu::layerNormInputGrad(pa, pb, weight.data(), rows, hidden,
+                                          epsilon, pc);
+         },
+         {}},
+        {"layer_norm_param_grad",
+         2 * normed * f + 2 * params,
+         [=, &sums, &weightGrad, &biasGrad] {
+           return cpu::layerNormParamGrad(pa, pb, rows, hidden, epsilon,
+                                          sums.data(), weightGrad.data(),
+                                          biasGrad.data());
+         },
+         {}},
+        {"rms_norm",
+         2 * normed * f + params,
+         [=, &weight] {
+           return cpu::rmsNorm(pa, weight.data(), rows, hidden, epsilon, pc);
+         },
+         {}},
+        {"rms_norm_input_grad",
+         3 * normed * f + params,
+         [=, &weight] {
+           return cpu::rmsNormInputGrad(pa, pb, weight.data(), rows, hidden,
+                                        epsilon, pc);
+         },
+         {}},
+        {"rms_norm_param_grad",
+         2 * normed * f + params,
+         [=, &sums, &weightGrad] {
+           return cpu::rmsNormParamGrad(pa, pb, rows, hidden, epsilon,
+                                        sums.data(), weightGrad.data());
+         },
+         {}},
+        {"sum_to",
+         normed * f + params,
+         [=, &sums, &biasGrad] {
+           return cpu::sumTo(pa, inRows, hidden, sums.data(), biasGrad.data());
+         },
+         {}},
+        {"dropout_mask",
+         n,
+         [=] { return cpu::dropoutMask(elements, 7, dropoutRate, 0, pm); },
+         {}},
+        {"apply_mask",
+         2 * n * f + n,
+         [=] { return cpu::applyMask(pa, pm, elements, dropoutRate, pc); },
+         {}},
+        {"cross_entropy",
+         double(positions) * (vocab * f + 8) + f + 8,
+         [=, &labels, &lossSum, &targets] {
+           return cpu::crossEntropy(pa, labels.data(), positions, vocab, -100,
+                                    &lossSum, &targets);
+         },
+         {}},
+        {"cross_entropy_grad",
+         double(positions) * (2 * vocab * f + 8) + f,
+         [=, &labels] {
+           return cpu::crossEntropyGrad(pa, labels.data(), positions, vocab,
+                                        -100, 1e-3f, pc);
+         },
+         {}},
+        {"sum_squares",
+         n * f + f,
+         [=, &squares] {
+           squares = 0;
+           return cpu::sumSquares(pa, elements, &squares);
+         },
+         {}},
+        // Read param, grad and both moments (and three scalars), write
+        // param and both moments.
+        {"adamw_update",
+         7 * double(half) * f + 3 * f,
+         [=] {
+           return cpu::adamwUpdate(pa, pa + half, pb, pb + half, half, 1e-4f, 1,
+                                   cpu::AdamWOptions{}, 1.0f);
+         },
          {}}};
+    const size_t meanKinds = 4;
     std::vector<Task> tasks;
     for (Stream &stream : streams)
       tasks.push_back({stream.body, &stream.timing});
@@ -657,8 +785,10 @@ private:
     double allBytes = 0.0, allSeconds = 0.0;
     for (size_t i = 2; i < streams.size(); ++i) {
       m.elementwise.push_back({streams[i].name, rate(streams[i])});
-      allBytes += streams[i].bytes;
-      allSeconds += streams[i].timing.best;
+      if (i < 2 + meanKinds) {
+        allBytes += streams[i].bytes;
+        allSeconds += streams[i].timing.best;
+      }
       progress(format("%s kernel: %.2f GB/s per rank (%.2f of the bandwidth)",
                       streams[i].name, rate(streams[i]) / 1e9,
                       rate(streams[i]) / m.bandwidth));
@@ -1103,19 +1233,28 @@ void describe(const Options &options, const Measurements &m, int ranks,
                   attentionTimesText(m).c_str(), quick.c_str()) +
            setting}};
   std::string kernels;
-  for (const auto &[name, rate] : m.elementwise)
+  Json kinds = Json::object();
+  for (const auto &[name, rate] : m.elementwise) {
     kernels += format("%s%s %.4g GB/s", kernels.empty() ? "" : ", ",
                       name.c_str(), rate / 1e9);
+    kinds[name] = std::min(kMostKindFraction, rate / m.bandwidth);
+  }
   efficiency["elementwise_bandwidth"] = {
       {"value", std::min(1.0, m.elementwiseRate / m.bandwidth)},
+      {"kinds", kinds},
       {"source",
        prefix +
            format("memory-bound kernels of the runtime on tensors of %s, "
-                  "each counted by the bytes it reads and writes (add: 2 "
-                  "read, 1 written; gelu (tanh), layer_norm over rows of "
-                  "768, softmax over rows of 1024: 1 read, 1 written), best "
-                  "of %d each%s: %s; all their bytes / all their time "
-                  "(%.4g GB/s) / memory_bandwidth.bytes_per_s; ",
+                  "each counted by the bytes it reads and writes as the "
+                  "cost model counts them (every operand and result: add "
+                  "2 read, 1 written; gelu (tanh) 1 read, 1 written; "
+                  "norms and bias gradients over rows of 768, softmax over "
+                  "rows of 1024, cross_entropy over rows of 8192, dropout "
+                  "at 0.1, a mask a byte an element, adamw_update on half "
+                  "the elements), best of %d each%s: %s; value: add, gelu, "
+                  "layer_norm and softmax, all their bytes / all their "
+                  "time (%.4g GB/s) / memory_bandwidth.bytes_per_s; kinds: "
+                  "each kernel's rate / memory_bandwidth.bytes_per_s; ",
                   bytesText(m.streamBytes).c_str(), m.bandwidthSamples,
                   quick.c_str(), kernels.c_str(), m.elementwiseRate / 1e9) +
            setting}};

@@ -48,8 +48,11 @@ double attentionSeconds(const Hardware &hw, double flops, double bytes,
 /// (aligned bottom-right, s_k ≥ s_q) all less the s_q·(s_q − 1)/2 per head
 /// it hides (getMaskedMatmulFlops counts those in the IR).
 double attentionScores(double rows, double seqQ, double seqK, bool causal);
-/// A memory-bound kernel reading and writing `bytes`.
-double memoryBoundSeconds(const Hardware &hw, double bytes);
+/// A memory-bound kernel reading and writing `bytes`; `efficiency` > 0
+/// replaces the description's elementwise efficiency (a kind's,
+/// Hardware::elementwiseEfficiencyOf).
+double memoryBoundSeconds(const Hardware &hw, double bytes,
+                          double efficiency = 0);
 
 /// A collective of `bytes` (the full logical tensor: an all_reduce's tensor,
 /// an all_gather's result, a reduce_scatter's input, an all_to_all's input,

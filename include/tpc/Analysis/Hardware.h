@@ -16,6 +16,7 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -66,6 +67,11 @@ struct Hardware {
   /// time is their products').
   double attentionScoreForward = 0, attentionScoreBackward = 0,
          attentionScoreForwardDropout = 0, attentionScoreBackwardDropout = 0;
+  /// Per kind of memory-bound kernel, its fraction of memoryBytesPerSecond
+  /// in place of elementwiseEfficiency: a kind as the replay names it (an
+  /// opcode's mnemonic, a fused group's joined by '+', a batch's
+  /// "a,b batch"). Above 1 where the kind's tensors stay in a cache.
+  std::map<std::string, double> elementwiseKinds;
   double kernelLaunchSeconds = 0;
   /// The tpc-run device that runs plans on it: "cuda" (the prediction
   /// prices its load-time fusions, runtime/cuda/FusionPlan.h: a fused
@@ -90,6 +96,13 @@ struct Hardware {
       return backward ? attentionScoreBackwardDropout
                       : attentionScoreForwardDropout;
     return backward ? attentionScoreBackward : attentionScoreForward;
+  }
+
+  /// The fraction of memoryBytesPerSecond a memory-bound kernel of `kind`
+  /// achieves: its own, or elementwiseEfficiency.
+  double elementwiseEfficiencyOf(llvm::StringRef kind) const {
+    auto it = elementwiseKinds.find(kind.str());
+    return it == elementwiseKinds.end() ? elementwiseEfficiency : it->second;
   }
 
   /// The multiple an executable for runtimeDevice pads the vocabulary to
