@@ -36,6 +36,14 @@
         gives both totals and the ratios of the six largest kinds. The
         stage is the trace's rank's (ranks pp-major). Kinds one side lacks
         are listed.
+        With --calibrate HW.json --write OUT.json (and --report; HW the
+        description the report was compiled with): OUT is HW with
+        efficiency.elementwise_bandwidth.kinds fitted to the trace, each
+        memory-bound kind's fraction the one at which the replay gives the
+        measured time (old × (predicted − launches) / (measured −
+        launches)); kinds priced by FLOPs or as communication, and
+        launch-bound ones, are left as they were. One line lists the
+        changes (old -> new, measured/predicted).
 
     report.py merge --json OUT.json < JSON lines
         reads the JSON lines of tpc-cuda-bench, gemm_attention_torch.py,
@@ -54,7 +62,10 @@ bf16 peak, 989e12 FLOP/s.
 """
 
 import argparse
+import datetime
 import json
+import os
+import re
 import sys
 
 PEAK_BF16 = 989e12
@@ -278,6 +289,9 @@ def trace_ops(args):
                   f"{100 * us / total:>6.1f}%")
     else:
         print_prediction(prediction, ops, total, ranked)
+        if getattr(args, "calibrate", None):
+            if calibrate(args, ops, prediction[1], step):
+                return 1
     print(f"the {args.top} slowest kernels of step {step}:")
     for e in sorted(events, key=lambda e: -e["dur"])[:args.top]:
         print(f"  kernel {e['args']['kernel']:>5} {e['name']:<24} "
@@ -318,6 +332,76 @@ def print_prediction(prediction, ops, total, ranked):
     unmeasured = sorted(set(predicted_us) - set(ops))
     if unmeasured:
         print("predicted, not in the trace: " + ", ".join(unmeasured))
+
+
+# The kernels whose kinds the replay prices by FLOPs (a matrix product and
+# its epilogue group, attention) or as communication, not by their bytes:
+# lib/Analysis/Hardware.cpp's pricedByOtherTerms, which refuses them in
+# elementwise_bandwidth.kinds.
+PRICED_BY_OTHER_TERMS = {
+    "linear", "linear_input_grad", "linear_weight_grad",
+    "linear_weight_grad_accumulate", "batch_matmul", "attention",
+    "attention_lse", "attention_grad", "attention_qkv", "attention_qkv_lse",
+    "attention_qkv_grad", "all_reduce", "all_gather", "reduce_scatter",
+    "all_to_all", "send", "recv", "send_start", "recv_start", "wait"}
+# A kind's fraction of the memory bandwidth may not pass this (Hardware.cpp).
+MOST_KIND_FRACTION = 10.0
+
+
+def calibrate(args, ops, seconds, step):
+    """--calibrate HW --write OUT: HW (the description the report was
+    compiled with) with efficiency.elementwise_bandwidth.kinds set, for
+    every memory-bound kind the trace timed and the replay priced, to the
+    fraction at which the replay gives the measured time. A kind's replay
+    is its calls' launches plus its bytes at the description's fraction
+    (its kind's or the value): the new fraction is the old times the
+    predicted time less the launches over the measured time less them.
+    Left as they are: kinds priced by FLOPs or as communication, and
+    launch-bound ones (launches over half the predicted time: their
+    bytes' term is too small to read from the trace). Prints one line per
+    kind and returns 0, or 1 after saying why."""
+    with open(args.calibrate) as f:
+        hw = json.load(f)
+    efficiency = hw.get("efficiency", {})
+    elementwise = efficiency.get("elementwise_bandwidth")
+    launch = efficiency.get("kernel_launch_s", {}).get("value")
+    if not isinstance(elementwise, dict) or launch is None:
+        print(f"error: {args.calibrate} has no efficiency."
+              "elementwise_bandwidth or kernel_launch_s", file=sys.stderr)
+        return 1
+    kinds = dict(elementwise.get("kinds", {}))
+    changed, left = [], []
+    for kind, (calls, us) in sorted(ops.items()):
+        predicted = seconds.get(kind, 0.0)
+        head = re.split(r"[+, ]", kind)[0]
+        if predicted <= 0 or head in PRICED_BY_OTHER_TERMS:
+            continue
+        launches = calls * launch
+        measured = us * 1e-6
+        if predicted - launches < 0.5 * predicted or measured <= launches:
+            left.append(f"{kind} (launch-bound)")
+            continue
+        old = kinds.get(kind, elementwise["value"])
+        new = min(MOST_KIND_FRACTION,
+                  old * (predicted - launches) / (measured - launches))
+        kinds[kind] = float(f"{new:.4g}")
+        changed.append(f"{kind} {old:.4g} -> {kinds[kind]:.4g} "
+                       f"({measured / predicted:.2f})")
+    print(f"calibrated from step {step} (elementwise_bandwidth.kinds, old -> "
+          "new (measured/predicted)): " + (", ".join(changed) or "none"))
+    if left:
+        print("left as they were: " + ", ".join(left))
+    elementwise["kinds"] = kinds
+    elementwise["source"] = (
+        elementwise.get("source", "") +
+        f"; kinds calibrated by benchmarks/cuda/report.py trace-ops "
+        f"--calibrate from {os.path.basename(args.trace)} (step {step}) on "
+        f"{datetime.date.today().isoformat()}")
+    with open(args.write, "w") as f:
+        json.dump(hw, f, indent=2)
+        f.write("\n")
+    print(f"wrote {args.write}")
+    return 0
 
 
 def describe(entry):
@@ -490,9 +574,19 @@ def main(argv):
     for name in ("batch", "seq", "hidden", "layers", "vocab"):
         trace.add_argument("--" + name, type=int)
     trace.add_argument("--report")
+    trace.add_argument("--calibrate", metavar="HARDWARE_JSON",
+                       help="with --report and --write: the description "
+                       "the report was compiled with, its memory-bound "
+                       "kinds' efficiencies fitted to the trace")
+    trace.add_argument("--write", metavar="OUT_JSON")
     merged = sub.add_parser("merge")
     merged.add_argument("--json")
     args = parser.parse_args(argv)
+    if args.command == "trace-ops" and (
+            bool(args.calibrate) != bool(args.write) or
+            (args.calibrate and not args.report)):
+        parser.error("trace-ops: --calibrate needs --write and --report "
+                     "(and --write needs --calibrate)")
     return {"tpc-step": tpc_step, "trace-ops": trace_ops,
             "merge": merge}[args.command](args)
 

@@ -43,7 +43,8 @@
 #               step of the GPT-2 MFU model, tpc-run vs Hugging Face (and
 #               vs tpc-compile's prediction), then (6f) that step's time
 #               per opcode from tpc-run --trace, each kind beside the
-#               compile's prediction for it (measured/predicted);
+#               compile's prediction for it (measured/predicted), and
+#               the description's memory-bound kinds fitted to it;
 #               last (6e) the attention cases on mma.sync (=mma) beside
 #               wgmma: $OUT/bench.json and lines in the summary
 #
@@ -497,12 +498,20 @@ stage_bench_gpt_tpc() {
 # time beside and measured/predicted, which says what the cost model
 # misprices.
 stage_profile_gpt_tpc() {
-  local predicted report=()
+  local predicted gpu report=()
   "$(findbin tpc-run)" "$CARRY/models/$STEP_MODEL.tpcx" --device cuda \
     --init-seed 1 --synthetic-seed 1 --steps 2 \
     --trace "$WORK/gpt-trace.json" || return 1
   predicted=$(step_report)
-  grep -qs '"predicted"' "$predicted" && report=(--report "$predicted")
+  # With the prediction, the description it was compiled with, its
+  # memory-bound kinds fitted to this trace: $WORK/GPU.calibrated.json
+  # (the summary's `calibrated from` line has every value).
+  case $predicted in
+    *.h100.report.json) gpu=h100 ;;
+    *) gpu=h200 ;;
+  esac
+  grep -qs '"predicted"' "$predicted" && report=(--report "$predicted"
+    --calibrate "hardware/$gpu.json" --write "$WORK/$gpu.calibrated.json")
   # shellcheck disable=SC2086
   "$PY" benchmarks/cuda/report.py trace-ops --trace "$WORK/gpt-trace.json" \
     $STEP_DIMS "${report[@]}" | tee "$WORK/gpt-profile.txt"
@@ -730,7 +739,7 @@ cat "$WORK"/bench-tpc.jsonl "$WORK"/bench-tpc-cudnn.jsonl "$WORK"/bench-tpc-mma.
   | timeout 30 "$PY" benchmarks/cuda/report.py merge --json "$OUT/bench.json" \
   | tee -a "$summary"
 # The profile's summary lines (its table is in bench.log).
-grep -E '^(step [0-9]+ by opcode|TFLOP/s|measured/predicted)' \
+grep -E '^(step [0-9]+ by opcode|TFLOP/s|measured/predicted|calibrated from)' \
   "$WORK/gpt-profile.txt" 2>/dev/null | tee -a "$summary"
 note "total $(( $(date +%s) - t0 ))s"
 if [ "$failures" -gt 0 ]; then

@@ -214,7 +214,8 @@ def trace_ops(events, report_json=None, rank=0, **dims):
                 with open(paths[name], "w") as f:
                     json.dump(content, f)
         args = dict({"trace": paths["trace"], "step": None, "top": 2,
-                     "report": paths.get("report"), "batch": None}, **dims)
+                     "report": paths.get("report"), "batch": None,
+                     "calibrate": None, "write": None}, **dims)
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             rc = report.trace_ops(type("Args", (), args)())
@@ -304,6 +305,71 @@ class TraceOpsTest(unittest.TestCase):
     def test_a_report_without_prediction(self):
         rc, _ = trace_ops(self.EVENTS, {"mesh": {}})
         self.assertEqual(rc, 1)
+
+    def calibrated(self, hardware, events, kernel_s):
+        """trace-ops --calibrate's lines and the description it wrote."""
+        with tempfile.TemporaryDirectory() as folder:
+            source = os.path.join(folder, "hw.json")
+            written = os.path.join(folder, "out.json")
+            with open(source, "w") as f:
+                json.dump(hardware, f)
+            rc, lines = trace_ops(events, self.report(kernel_s),
+                                  calibrate=source, write=written)
+            self.assertEqual(rc, 0, lines)
+            with open(written) as f:
+                return lines, json.load(f)
+
+    def test_calibrate_fits_the_memory_bound_kinds(self):
+        hardware = {"name": "h200-141gb-sxm", "efficiency": {
+            "gemm": {"points": [[1, 1]], "source": "s"},
+            "elementwise_bandwidth": {"value": 0.5,
+                                      "kinds": {"cast batch": 0.4,
+                                                "gelu": 0.3},
+                                      "source": "datasheet"},
+            "kernel_launch_s": {"value": 5e-6, "source": "s"}}}
+        events = self.EVENTS + [(6, "loss_mean", 2, 8.0)]
+        lines, written = self.calibrated(hardware, events, {
+            "linear": 300e-6, "apply_mask+add": 195e-6, "cast batch": 20e-6,
+            "loss_mean": 6e-6})
+        # apply_mask+add at the value: 0.5 x (195 - 5) / (390 - 5); the
+        # cast batch at its own 0.4 x (20 - 5) / (10 - 5); loss_mean's
+        # bytes are 1 us of its 6 (launch-bound); linear is priced by its
+        # FLOPs; gelu did not run: kept.
+        self.assertIn("calibrated from step 2 (elementwise_bandwidth.kinds, "
+                      "old -> new (measured/predicted)): apply_mask+add "
+                      "0.5 -> 0.2468 (2.00), cast batch 0.4 -> 1.2 (0.50)",
+                      lines)
+        self.assertIn("left as they were: loss_mean (launch-bound)", lines)
+        elementwise = written["efficiency"]["elementwise_bandwidth"]
+        self.assertEqual(elementwise["kinds"], {
+            "cast batch": 1.2, "gelu": 0.3, "apply_mask+add": 0.2468})
+        self.assertEqual(elementwise["value"], 0.5)
+        self.assertTrue(elementwise["source"].startswith(
+            "datasheet; kinds calibrated by benchmarks/cuda/report.py "
+            "trace-ops --calibrate from trace.json (step 2) on "))
+        hardware["efficiency"]["elementwise_bandwidth"] = elementwise
+        self.assertEqual(written, hardware)
+
+    def test_calibrate_caps_a_kind_at_the_parsers_limit(self):
+        hardware = {"efficiency": {
+            "elementwise_bandwidth": {"value": 0.5, "source": "s"},
+            "kernel_launch_s": {"value": 0, "source": "s"}}}
+        _, written = self.calibrated(
+            hardware, [(2, "add", 1, 1.0)], {"add": 1.0})
+        self.assertEqual(
+            written["efficiency"]["elementwise_bandwidth"]["kinds"],
+            {"add": report.MOST_KIND_FRACTION})
+
+    def test_calibrate_needs_write_and_report(self):
+        for argv in (["--calibrate", "h.json", "--report", "r.json"],
+                     ["--write", "o.json", "--report", "r.json"],
+                     ["--calibrate", "h.json", "--write", "o.json"]):
+            with contextlib.redirect_stderr(io.StringIO()) as err, \
+                    self.assertRaises(SystemExit) as exit:
+                report.main(["trace-ops", "--trace", "t.json"] + argv)
+            self.assertEqual(exit.exception.code, 2)
+            self.assertIn("--calibrate needs --write and --report",
+                          err.getvalue())
 
 
 if __name__ == "__main__":
