@@ -31,11 +31,20 @@ double mlir::tpc::attentionSeconds(const Hardware &hw, double flops,
 }
 
 double mlir::tpc::attentionScores(double rows, double seqQ, double seqK,
-                                  bool causal) {
+                                  bool causal, int64_t blockRows) {
   double scores = rows * seqK;
-  if (causal && seqQ > 0)
-    scores -= rows / seqQ * seqQ * (seqQ - 1) / 2;
-  return scores;
+  if (!causal || seqQ <= 0)
+    return scores;
+  if (blockRows <= 0)
+    return scores - rows / seqQ * seqQ * (seqQ - 1) / 2;
+  // Per head: block j of r rows from row i0 computes r x (i0 + r + s_k -
+  // s_q) scores.
+  double perHead = 0, block = static_cast<double>(blockRows);
+  for (double i0 = 0; i0 < seqQ; i0 += block) {
+    double r = std::min(block, seqQ - i0);
+    perHead += r * (i0 + r + seqK - seqQ);
+  }
+  return rows / seqQ * perHead;
 }
 
 namespace {

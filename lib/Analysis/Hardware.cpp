@@ -376,6 +376,11 @@ llvm::Expected<Hardware> mlir::tpc::parseHardware(llvm::StringRef text,
       hw.attentionScoreForwardDropout = scores.number("forward_dropout", true);
       hw.attentionScoreBackwardDropout =
           scores.number("backward_dropout", true);
+      double blockRows = scores.number("block_rows", /*allowZero=*/false,
+                                       /*optional=*/true);
+      if (scores.ok() && blockRows != std::floor(blockRows))
+        scores.fail("'block_rows' must be an integer");
+      hw.attentionBlockRows = static_cast<int64_t>(blockRows);
       scores.string("source");
       scores.finish();
     }

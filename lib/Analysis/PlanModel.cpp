@@ -373,7 +373,8 @@ public:
     double scoresForward = 0;
     if (m.fusedAttention) {
       // The decoders' causal attention: the kernels skip the masked scores.
-      double computed = attentionScores(b * heads * s, s, s, /*causal=*/true);
+      double computed = attentionScores(b * heads * s, s, s, /*causal=*/true,
+                                        hw.attentionBlockRows);
       double io = 4 * tokens * heads * d * m.elementBytes;
       // FlashAttention's five products in the backward; the CUDA device's
       // own kernels, which run where cuDNN refuses the call, seven

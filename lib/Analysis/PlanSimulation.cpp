@@ -296,7 +296,8 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel, StringRef kind,
           value = inputs[grad ? 3 : 2];
     double scores = attentionScores(
         1.0 * dimOf(query, 0) * dimOf(query, 1) * dimOf(query, 2),
-        dimOf(query, queryLengthDim), dimOf(key, keyLengthDim), causal);
+        dimOf(query, queryLengthDim), dimOf(key, keyLengthDim), causal,
+        hw.attentionBlockRows);
     double d = dimOf(query, 3), dv = dimOf(value, 3);
     if (!grad)
       return attention(scores, 2 * scores * (d + dv), false);
@@ -312,7 +313,7 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel, StringRef kind,
     Value qkv = inputs[grad ? 1 : 0];
     double seq = dimOf(qkv, 1), headDim = dimOf(qkv, 4);
     double scores = attentionScores(1.0 * dimOf(qkv, 0) * dimOf(qkv, 3) * seq,
-                                    seq, seq, causal);
+                                    seq, seq, causal, hw.attentionBlockRows);
     if (!grad)
       return attention(scores, 2 * scores * 2 * headDim, false);
     auto [perD, perDv] = backwardProducts(inputs.size() == 4);

@@ -157,7 +157,11 @@ def check_json(path):
     per_score = eff["attention_score_s"]
     directions = ["forward", "backward", "forward_dropout", "backward_dropout"]
     if keys("efficiency.attention_score_s", per_score,
-            directions + ["source"]):
+            directions + ["block_rows", "source"]):
+        if per_score["block_rows"] != 64:
+            fail("efficiency.attention_score_s.block_rows: "
+                 f"{per_score['block_rows']!r}, not the CPU kernels' 64 "
+                 "(cpu::kAttentionBlock)")
         for k in directions:
             value = per_score[k]
             if not number(value) or value < 0 or value > 1e-3:

@@ -98,7 +98,10 @@ runtime's own fp32 CPU kernels:
   efficiency.attention_score_s
                           their time per score beside the products (fitted
                           from the two head dims), and with a dropout of
-                          0.1 (drawn per score)
+                          0.1 (drawn per score); block_rows: the kernels
+                          compute blocks of 64 query rows up to each
+                          block's last key, the scores both are counted
+                          over
   efficiency.kernel_launch_s
                           one `add` on 16 floats through the CPU device
   intra_node, inter_node, efficiency.collective_bus_bandwidth
@@ -476,6 +479,19 @@ struct Measurements {
   std::vector<CollectiveResult> collectives;
 };
 
+/// The scores one head of the CPU device's causal attention computes at
+/// sequence length `seq`: each block of cpu::kAttentionBlock query rows up
+/// to its last row's keys (lib/Analysis/Cost.cpp's attentionScores with
+/// that many block rows, which this tool does not link).
+double blockScores(int64_t seq) {
+  double scores = 0;
+  for (int64_t i0 = 0; i0 < seq; i0 += cpu::kAttentionBlock) {
+    int64_t rows = std::min(cpu::kAttentionBlock, seq - i0);
+    scores += double(rows) * double(i0 + rows);
+  }
+  return scores;
+}
+
 /// The attention runs' best times, as the progress and the source say
 /// them.
 std::string attentionTimesText(const Measurements &m) {
@@ -852,12 +868,12 @@ private:
       for (int backward = 0; backward < 2; ++backward)
         m.attentionTimes[run][backward] = timings[run][backward].best;
     // Counted as the time model charges attention (lib/Analysis:
-    // attentionScores): Q K^T and P V over the scores the causal mask
-    // leaves, s*(s+1)/2 per head, 2*b*heads*s*(s+1)/2*(d + dv) FLOPs (the
-    // kernel skips the masked blocks of 64 query rows, so at s = 256 it
-    // computes 5/8 of the full products: the rest is kernel inefficiency);
+    // attentionScores with the description's block_rows): Q K^T and P V over
+    // the scores the kernels compute, each block of cpu::kAttentionBlock
+    // query rows up to its last row's keys (at s = 256, 40960 per head
+    // against the 32896 the causal mask leaves), 2*scores*(d + dv) FLOPs;
     // the gradient 2.5 times that (FlashAttention's five products).
-    const double scores = batch * heads * double(seq) * (seq + 1) / 2;
+    const double scores = batch * heads * blockScores(seq);
     auto flopsAt = [&](int64_t d, bool backward) {
       return (backward ? 2.5 : 1.0) * 2.0 * scores * 2.0 * double(d);
     };
@@ -1208,23 +1224,29 @@ void describe(const Options &options, const Measurements &m, int ranks,
                   "its matrix products' FLOPs at a rate plus a time per "
                   "score (efficiency.attention_score_s), both fitted from "
                   "the two head dims: the products' FLOPs over the scores "
-                  "the causal mask leaves, 4*b*heads*s*(s+1)/2*d (the kernel "
-                  "skips masked blocks of 64 query rows, 5/8 of the full "
-                  "products computed here) forward and 2.5 times that for "
-                  "the gradient, as the time model charges them, together "
+                  "the kernels compute, 4*scores*d (scores: each block of "
+                  "%lld query rows up to its last row's keys, "
+                  "attention_score_s.block_rows; 5/8 of the full products "
+                  "here) forward and 2.5 times that for the gradient, as "
+                  "the time model charges them, together "
                   "at %.4g GFLOP/s, / peak_flops.fp32 (at d=64 with the "
                   "time per score: forward %.4g, gradient %.4g GFLOP/s); ",
-                  m.attentionSamples, quick.c_str(), m.attention / 1e9,
-                  m.attentionForward / 1e9, m.attentionBackward / 1e9) +
+                  m.attentionSamples, quick.c_str(),
+                  static_cast<long long>(cpu::kAttentionBlock),
+                  m.attention / 1e9, m.attentionForward / 1e9,
+                  m.attentionBackward / 1e9) +
            setting}};
   efficiency["attention_score_s"] = {
       {"forward", m.attentionScoreSeconds[0][0]},
       {"backward", m.attentionScoreSeconds[1][0]},
       {"forward_dropout", m.attentionScoreSeconds[0][1]},
       {"backward_dropout", m.attentionScoreSeconds[1][1]},
+      {"block_rows", cpu::kAttentionBlock},
       {"source",
        prefix +
-           format("the same kernels' time per score (of b*heads*s*(s+1)/2) "
+           format("the same kernels' time per score (of the scores they "
+                  "compute: each block of block_rows query rows up to its "
+                  "last row's keys) "
                   "beside their products, t(d) = products(d) / rate + "
                   "scores * t_score fitted from d=64 and d=16 (0 where noise "
                   "leaves no positive fit), and with an attention dropout "

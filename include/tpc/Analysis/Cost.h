@@ -46,8 +46,11 @@ double attentionSeconds(const Hardware &hw, double flops, double bytes,
 /// The scores a fused attention computes over `rows` = b·heads·s_q query
 /// rows of `seqQ` and `seqK` keys: all of them, or with a causal mask
 /// (aligned bottom-right, s_k ≥ s_q) all less the s_q·(s_q − 1)/2 per head
-/// it hides (getMaskedMatmulFlops counts those in the IR).
-double attentionScores(double rows, double seqQ, double seqK, bool causal);
+/// it hides (getMaskedMatmulFlops counts those in the IR); with
+/// `blockRows` > 0 (Hardware::attentionBlockRows), each block of that many
+/// query rows up to its last row's keys.
+double attentionScores(double rows, double seqQ, double seqK, bool causal,
+                       int64_t blockRows = 0);
 /// A memory-bound kernel reading and writing `bytes`; `efficiency` > 0
 /// replaces the description's elementwise efficiency (a kind's,
 /// Hardware::elementwiseEfficiencyOf).

@@ -67,6 +67,12 @@ struct Hardware {
   /// time is their products').
   double attentionScoreForward = 0, attentionScoreBackward = 0,
          attentionScoreForwardDropout = 0, attentionScoreBackwardDropout = 0;
+  /// Where the attention kernels compute the scores of blocks of this many
+  /// query rows, each block up to its last row's keys (a causal mask skips
+  /// whole blocks only: the CPU device's kernels), the scores they compute
+  /// (attentionScores' blockRows) price their products and per-score time;
+  /// 0: the scores the mask leaves.
+  int64_t attentionBlockRows = 0;
   /// Per kind of memory-bound kernel, its fraction of memoryBytesPerSecond
   /// in place of elementwiseEfficiency: a kind as the replay names it (an
   /// opcode's mnemonic, a fused group's joined by '+', a batch's
