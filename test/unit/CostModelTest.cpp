@@ -90,6 +90,61 @@ TEST(Hardware, RefusesWhatItDoesNotKnow) {
   EXPECT_NE(parseError("{").find("not JSON"), std::string::npos);
 }
 
+TEST(Hardware, PricesElementwiseKindsOneByOne) {
+  llvm::Expected<Hardware> hw = parseHardware(
+      replace(kHardware, "\"elementwise_bandwidth\": {\"value\": 0.5,",
+              "\"elementwise_bandwidth\": {\"value\": 0.5, \"kinds\": "
+              "{\"layer_norm\": 0.25, \"apply_mask+add\": 2, "
+              "\"adamw_update batch\": 0.4},"),
+      "k.json");
+  ASSERT_TRUE(static_cast<bool>(hw)) << llvm::toString(hw.takeError());
+  EXPECT_EQ(hw->elementwiseEfficiencyOf("layer_norm"), 0.25);
+  EXPECT_EQ(hw->elementwiseEfficiencyOf("apply_mask+add"), 2);
+  EXPECT_EQ(hw->elementwiseEfficiencyOf("adamw_update batch"), 0.4);
+  EXPECT_EQ(hw->elementwiseEfficiencyOf("add"), 0.5);
+  // 1e9 bytes at 0.25 of 1e12 B/s: 4 ms, and the launch.
+  EXPECT_DOUBLE_EQ(
+      memoryBoundSeconds(*hw, 1e9, hw->elementwiseEfficiencyOf("layer_norm")),
+      2e-6 + 4e-3);
+  auto kinds = [](const std::string &entries) {
+    return parseError(replace(kHardware,
+                              "\"elementwise_bandwidth\": {\"value\": 0.5,",
+                              "\"elementwise_bandwidth\": {\"value\": "
+                              "0.5, \"kinds\": {" +
+                                  entries + "},"));
+  };
+  EXPECT_NE(kinds("\"layer_nrom\": 1")
+                .find("efficiency.elementwise_bandwidth.kinds: 'layer_nrom': "
+                      "'layer_nrom' is not a kernel"),
+            std::string::npos);
+  EXPECT_NE(
+      kinds("\"add,layer_nrom batch\": 1").find("'layer_nrom' is not a kernel"),
+      std::string::npos);
+  EXPECT_NE(kinds("\"linear+gelu\": 1")
+                .find("'linear+gelu': linear is priced by its FLOPs"),
+            std::string::npos);
+  EXPECT_NE(kinds("\"all_reduce\": 1").find("as communication"),
+            std::string::npos);
+  EXPECT_NE(kinds("\"add\": 0").find("'add' must be a positive number"),
+            std::string::npos);
+  EXPECT_NE(kinds("\"add\": 11").find("in (0, 10], not 11"), std::string::npos);
+}
+
+TEST(Cost, AttentionScoresInBlocks) {
+  // Causal, s = 100, 2 heads: the mask leaves 100 * 101 / 2 per head.
+  EXPECT_DOUBLE_EQ(attentionScores(200, 100, 100, true), 2 * 5050);
+  // In blocks of 64 rows: 64 x 64 + 36 x 100 per head.
+  EXPECT_DOUBLE_EQ(attentionScores(200, 100, 100, true, 64),
+                   2 * (64 * 64 + 36 * 100));
+  // Keys past the queries (s_k 120, aligned bottom-right): every block
+  // sees 20 more.
+  EXPECT_DOUBLE_EQ(attentionScores(200, 100, 120, true, 64),
+                   2 * (64 * 84 + 36 * 120));
+  // Blocks of one row are the mask's count; no mask: all of them.
+  EXPECT_DOUBLE_EQ(attentionScores(200, 100, 100, true, 1), 2 * 5050);
+  EXPECT_DOUBLE_EQ(attentionScores(200, 100, 100, false, 64), 200 * 100);
+}
+
 TEST(Cost, CurveInterpolatesInLogSize) {
   Hardware hw = testHardware();
   // Halfway in log between 1e9 and 1e11 is 1e10: halfway between fractions.
