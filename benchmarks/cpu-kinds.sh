@@ -29,20 +29,19 @@ if [ ! -f "$hw" ]; then
   "$bin/tpc-measure-hardware" --quick -o "$dir/cpu.json"
   hw=$dir/cpu.json
 fi
-cat >"$dir/gpt2-config.json" <<'JSON'
+# gpt2_config FILE VOCAB POSITIONS HIDDEN LAYERS HEADS: a GPT-2 config,
+# dropout 0.1 everywhere (tpc-import --dropout overrides it).
+gpt2_config() {
+  cat >"$1" <<JSON
 {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2",
- "vocab_size": 2048, "n_positions": 128, "n_embd": 256, "n_layer": 4,
- "n_head": 8, "activation_function": "gelu_new", "resid_pdrop": 0.1,
+ "vocab_size": $2, "n_positions": $3, "n_embd": $4, "n_layer": $5,
+ "n_head": $6, "activation_function": "gelu_new", "resid_pdrop": 0.1,
  "embd_pdrop": 0.1, "attn_pdrop": 0.1, "layer_norm_epsilon": 1e-5,
  "initializer_range": 0.02}
 JSON
-cat >"$dir/other-config.json" <<'JSON'
-{"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2",
- "vocab_size": 3000, "n_positions": 256, "n_embd": 384, "n_layer": 3,
- "n_head": 6, "activation_function": "gelu_new", "resid_pdrop": 0.1,
- "embd_pdrop": 0.1, "attn_pdrop": 0.1, "layer_norm_epsilon": 1e-5,
- "initializer_range": 0.02}
-JSON
+}
+gpt2_config "$dir/gpt2-config.json" 2048 128 256 4 8
+gpt2_config "$dir/other-config.json" 3000 256 384 3 6
 export OPENBLAS_NUM_THREADS=1
 # compile_and_trace NAME CONFIG DESCRIPTION IMPORT_FLAGS...: NAME.tpcx, its
 # report NAME.json and the trace of 3 steps NAME.trace.json.
