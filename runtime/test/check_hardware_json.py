@@ -148,12 +148,14 @@ def check_json(path):
     kinds = eff["elementwise_bandwidth"].get("kinds")
     if keys("efficiency.elementwise_bandwidth.kinds", kinds, ELEMENTWISE_KINDS):
         for kind, value in kinds.items():
-            # Above 1 only where a kernel's tensors stay in a cache, which
-            # the arrays measured (beyond the last-level cache) do not.
-            if not number(value) or not 0 < value <= 1.5:
+            # The arrays measured are beyond the last-level cache; a kernel
+            # that reads much and writes little (sum_to) may pass the
+            # bandwidth of add's read + write streams (no write-allocate
+            # traffic), not by 4 times.
+            if not number(value) or not 0 < value <= 4:
                 fail(f"efficiency.elementwise_bandwidth.kinds.{kind}: "
                      f"{value!r} is not a plausible fraction of the memory "
-                     "bandwidth (0 to 1.5)")
+                     "bandwidth (0 to 4)")
     per_score = eff["attention_score_s"]
     directions = ["forward", "backward", "forward_dropout", "backward_dropout"]
     if keys("efficiency.attention_score_s", per_score,
