@@ -61,8 +61,8 @@ const char kUsage[] =
 
 Measures this machine's CPU as tpc-run's ranks use it and writes a hardware
 description for tpc-compile/tpc-plan --hardware (the format:
-docs/design/hardware-format.md). It takes about 10 s with --quick and about
-a minute without. Progress lines go to stderr.
+docs/design/hardware-format.md). It takes about 20 s with --quick and about
+2 minutes without (on 2 cores). Progress lines go to stderr.
 
 The N ranks start as `tpc-run --ranks N` starts them: this program
 runs itself under `mpiexec --allow-run-as-root --oversubscribe -n N`
@@ -117,7 +117,7 @@ Options:
   --ranks N               ranks to run (default 2, at least 2: the
                           collectives need two); under a launcher, the
                           launcher's count (--ranks must then agree)
-  --quick                 fewer shapes, sizes and repetitions (about 10 s;
+  --quick                 fewer shapes, sizes and repetitions (about 20 s;
                           the test suite's)
   --help                  show this text
 )";
