@@ -376,6 +376,8 @@ llvm::Expected<Hardware> mlir::tpc::parseHardware(llvm::StringRef text,
       hw.attentionScoreForwardDropout = scores.number("forward_dropout", true);
       hw.attentionScoreBackwardDropout =
           scores.number("backward_dropout", true);
+      hw.attentionRowForward = scores.number("row_forward", true, true);
+      hw.attentionRowBackward = scores.number("row_backward", true, true);
       double blockRows = scores.number("block_rows", /*allowZero=*/false,
                                        /*optional=*/true);
       if (scores.ok() && blockRows != std::floor(blockRows))

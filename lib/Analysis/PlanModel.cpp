@@ -383,14 +383,15 @@ public:
       bool ownKernels = hw.runtimeDevice == "cuda" &&
                         (m.attentionDropout > 0 || m.elementBytes == 4);
       bool dropout = m.attentionDropout > 0;
+      double rows = b * heads * s;
       attentionForward = attentionSeconds(
           hw, 4 * computed * d, io, peak,
           ownKernels ? hw.ownAttentionEfficiency(false, dropout) : 0,
-          computed * hw.attentionScoreSeconds(false, dropout));
+          hw.attentionExtraSeconds(false, dropout, computed, rows));
       attentionBackward = attentionSeconds(
           hw, (ownKernels ? 14 : 10) * computed * d, 2 * io, peak,
           ownKernels ? hw.ownAttentionEfficiency(true, dropout) : 0,
-          computed * hw.attentionScoreSeconds(true, dropout));
+          hw.attentionExtraSeconds(true, dropout, computed, rows));
     } else {
       double bmm = matmulSeconds(hw, 2 * scores * d,
                                  (scores + 2 * tokens * heads * d) *

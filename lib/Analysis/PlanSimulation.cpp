@@ -216,7 +216,7 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel, StringRef kind,
   };
   // The own kernels at the description's measured efficiencies, where it
   // has them (else the attention efficiency, cuDNN's and FA3's class).
-  auto attention = [&](double scores, double flops,
+  auto attention = [&](double scores, double rows, double flops,
                        bool backward) -> FailureOr<Piece> {
     FailureOr<double> peak = peakFor(kernel, inputs[0]);
     if (failed(peak))
@@ -227,7 +227,7 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel, StringRef kind,
     piece.seconds = attentionSeconds(
         hw, flops, bytes, *peak,
         ownAttention ? hw.ownAttentionEfficiency(backward, dropout) : 0.0,
-        scores * hw.attentionScoreSeconds(backward, dropout));
+        hw.attentionExtraSeconds(backward, dropout, scores, rows));
     return piece;
   };
   auto collective = [&](CollectiveKind kind, int64_t size,
@@ -294,15 +294,15 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel, StringRef kind,
     bool grad = kernel.getOpcode() == OpCode::AttentionGrad;
     Value query = inputs[grad ? 1 : 0], key = inputs[grad ? 2 : 1],
           value = inputs[grad ? 3 : 2];
-    double scores = attentionScores(
-        1.0 * dimOf(query, 0) * dimOf(query, 1) * dimOf(query, 2),
-        dimOf(query, queryLengthDim), dimOf(key, keyLengthDim), causal,
-        hw.attentionBlockRows);
+    double rows = 1.0 * dimOf(query, 0) * dimOf(query, 1) * dimOf(query, 2);
+    double scores = attentionScores(rows, dimOf(query, queryLengthDim),
+                                    dimOf(key, keyLengthDim), causal,
+                                    hw.attentionBlockRows);
     double d = dimOf(query, 3), dv = dimOf(value, 3);
     if (!grad)
-      return attention(scores, 2 * scores * (d + dv), false);
+      return attention(scores, rows, 2 * scores * (d + dv), false);
     auto [perD, perDv] = backwardProducts(inputs.size() == 6);
-    return attention(scores, 2 * scores * (perD * d + perDv * dv), true);
+    return attention(scores, rows, 2 * scores * (perD * d + perDv * dv), true);
   }
   case OpCode::AttentionQkv:
   case OpCode::AttentionQkvLse:
@@ -312,12 +312,13 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel, StringRef kind,
     bool grad = kernel.getOpcode() == OpCode::AttentionQkvGrad;
     Value qkv = inputs[grad ? 1 : 0];
     double seq = dimOf(qkv, 1), headDim = dimOf(qkv, 4);
-    double scores = attentionScores(1.0 * dimOf(qkv, 0) * dimOf(qkv, 3) * seq,
-                                    seq, seq, causal, hw.attentionBlockRows);
+    double rows = 1.0 * dimOf(qkv, 0) * dimOf(qkv, 3) * seq;
+    double scores =
+        attentionScores(rows, seq, seq, causal, hw.attentionBlockRows);
     if (!grad)
-      return attention(scores, 2 * scores * 2 * headDim, false);
+      return attention(scores, rows, 2 * scores * 2 * headDim, false);
     auto [perD, perDv] = backwardProducts(inputs.size() == 4);
-    return attention(scores, 2 * scores * (perD + perDv) * headDim, true);
+    return attention(scores, rows, 2 * scores * (perD + perDv) * headDim, true);
   }
   case OpCode::AllReduce:
     return collective(CollectiveKind::AllReduce, bytesOf(inputs[0]), 0);

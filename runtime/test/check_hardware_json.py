@@ -159,7 +159,13 @@ def check_json(path):
     per_score = eff["attention_score_s"]
     directions = ["forward", "backward", "forward_dropout", "backward_dropout"]
     if keys("efficiency.attention_score_s", per_score,
-            directions + ["block_rows", "source"]):
+            directions + ["row_forward", "row_backward", "block_rows",
+                          "source"]):
+        for k in ["row_forward", "row_backward"]:
+            value = per_score[k]
+            if not number(value) or value < 0 or value > 1e-3:
+                fail(f"efficiency.attention_score_s.{k}: {value!r} is not a "
+                     "plausible time per query row (0 to 1 ms)")
         if per_score["block_rows"] != 64:
             fail("efficiency.attention_score_s.block_rows: "
                  f"{per_score['block_rows']!r}, not the CPU kernels' 64 "

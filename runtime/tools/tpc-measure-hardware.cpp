@@ -98,7 +98,8 @@ runtime's own fp32 CPU kernels:
   efficiency.attention_score_s
                           their time per score beside the products (fitted
                           from the two head dims), and with a dropout of
-                          0.1 (drawn per score); block_rows: the kernels
+                          0.1 (drawn per score), and per query row (from a
+                          run of 128 heads at s=32); block_rows: the kernels
                           compute blocks of 64 query rows up to each
                           block's last key, the scores both are counted
                           over
@@ -472,7 +473,9 @@ struct Measurements {
   /// best times they were fitted from ([d 64, d 16, d 64 with
   /// dropout][backward]).
   double attentionScoreSeconds[2][2] = {};
-  double attentionTimes[3][2] = {};
+  /// Their time per query row beside, forward and backward.
+  double attentionRowSeconds[2] = {};
+  double attentionTimes[4][2] = {};
   Timing launch;
   /// all_reduce of one float.
   Timing latency;
@@ -496,10 +499,12 @@ double blockScores(int64_t seq) {
 /// them.
 std::string attentionTimesText(const Measurements &m) {
   return format("forward and gradient at d=64 %.4g and %.4g ms, at d=16 "
-                "%.4g and %.4g ms, at d=64 with dropout %.4g and %.4g ms",
+                "%.4g and %.4g ms, at d=64 with dropout %.4g and %.4g ms, at "
+                "heads=128 s=32 d=64 %.4g and %.4g ms",
                 m.attentionTimes[0][0] * 1e3, m.attentionTimes[0][1] * 1e3,
                 m.attentionTimes[1][0] * 1e3, m.attentionTimes[1][1] * 1e3,
-                m.attentionTimes[2][0] * 1e3, m.attentionTimes[2][1] * 1e3);
+                m.attentionTimes[2][0] * 1e3, m.attentionTimes[2][1] * 1e3,
+                m.attentionTimes[3][0] * 1e3, m.attentionTimes[3][1] * 1e3);
 }
 
 class Measurer {
@@ -813,18 +818,26 @@ private:
     return Status::ok();
   }
 
-  /// The fused causal attention and its gradient at b=1, heads=4, s=256:
-  /// at d = 64 and d = 16 without dropout and at d = 64 with 0.1. A
-  /// kernel's time is its products' (FLOPs at a rate) plus a time per
-  /// score (the softmax's exp; with dropout, its draws): the two head dims
-  /// give both, the dropout run its time per score.
+  /// The fused causal attention and its gradient at b=1: heads=4, s=256
+  /// at d = 64 and d = 16 without dropout and at d = 64 with 0.1, and
+  /// heads=128, s=32 at d = 64. A kernel's time is its products' (FLOPs at
+  /// a rate) plus a time per score (the softmax's exp; with dropout, its
+  /// draws) and a time per query row (each row's and each block's fixed
+  /// work: its statistics, the block's small GEMMs' calls): the two head
+  /// dims give the rate, the two shapes the times per score and per row
+  /// (the short one has 4 times the rows for 0.8 times the scores), the
+  /// dropout run its time per score.
   Status attention(Measurements &m) {
-    const int64_t batch = 1, heads = 4, seq = 256, dims[] = {64, 16};
-    const int64_t dim = dims[0];
-    size_t tensor = size_t(batch * heads * seq * dim);
+    const int64_t batch = 1, dims[] = {64, 16};
+    // [heads, seq] of the runs: the first three at the first, the last at
+    // the second.
+    const int64_t shapes[2][2] = {{4, 256}, {128, 32}};
+    size_t rows = size_t(batch * std::max(shapes[0][0] * shapes[0][1],
+                                          shapes[1][0] * shapes[1][1]));
+    size_t tensor = rows * size_t(dims[0]);
     std::vector<float> q(tensor), k(tensor), v(tensor), out(tensor), dO(tensor),
-        dq(tensor), dk(tensor), dv(tensor), lse(size_t(batch * heads * seq)),
-        scratch(size_t(cpu::attentionGradScratchSize(seq, seq)));
+        dq(tensor), dk(tensor), dv(tensor), lse(rows),
+        scratch(size_t(cpu::attentionGradScratchSize(256, 256)));
     fill(q, 6);
     fill(k, 7);
     fill(v, 8);
@@ -832,14 +845,15 @@ private:
     cpu::AttentionDropout dropout;
     dropout.key = 0x9e3779b97f4a7c15ull;
     dropout.rate = 0.1;
-    // [d 64, d 16, d 64 with dropout] x [forward, backward].
-    Timing timings[3][2];
+    // [d 64, d 16, d 64 with dropout, heads 128 s 32] x [forward, backward].
+    Timing timings[4][2];
     std::vector<Task> tasks;
-    for (int run = 0; run < 3; ++run) {
-      const int64_t d = dims[run == 1];
+    for (int run = 0; run < 4; ++run) {
+      const int64_t d = dims[run == 1], heads = shapes[run == 3][0],
+                    seq = shapes[run == 3][1];
       const float scale = 1.0f / std::sqrt(float(d));
       const cpu::AttentionDropout *drop = run == 2 ? &dropout : nullptr;
-      tasks.push_back({[&, d, scale, drop] {
+      tasks.push_back({[&, d, heads, seq, scale, drop] {
                          return cpu::attention(
                              q.data(), k.data(), v.data(), batch, heads, heads,
                              seq, seq, d, d, /*causal=*/true, scale,
@@ -847,7 +861,7 @@ private:
                              AttentionLayout::HeadMajor, lse.data());
                        },
                        &timings[run][0]});
-      tasks.push_back({[&, d, scale, drop] {
+      tasks.push_back({[&, d, heads, seq, scale, drop] {
                          // As tpc-autodiff emits it: given the forward's output
                          // and log-sum-exps.
                          return cpu::attentionGrad(
@@ -864,7 +878,7 @@ private:
         !s)
       return s;
     m.attentionSamples = timings[0][0].samples();
-    for (int run = 0; run < 3; ++run)
+    for (int run = 0; run < 4; ++run)
       for (int backward = 0; backward < 2; ++backward)
         m.attentionTimes[run][backward] = timings[run][backward].best;
     // Counted as the time model charges attention (lib/Analysis:
@@ -873,42 +887,62 @@ private:
     // query rows up to its last row's keys (at s = 256, 40960 per head
     // against the 32896 the causal mask leaves), 2*scores*(d + dv) FLOPs;
     // the gradient 2.5 times that (FlashAttention's five products).
-    const double scores = batch * heads * blockScores(seq);
-    auto flopsAt = [&](int64_t d, bool backward) {
-      return (backward ? 2.5 : 1.0) * 2.0 * scores * 2.0 * double(d);
+    const double scores = batch * shapes[0][0] * blockScores(shapes[0][1]),
+                 shortScores = batch * shapes[1][0] * blockScores(shapes[1][1]),
+                 queryRows = batch * shapes[0][0] * double(shapes[0][1]),
+                 shortRows = batch * shapes[1][0] * double(shapes[1][1]);
+    auto flopsAt = [](double over, int64_t d, bool backward) {
+      return (backward ? 2.5 : 1.0) * 2.0 * over * 2.0 * double(d);
     };
     double productSeconds = 0;
     for (int backward = 0; backward < 2; ++backward) {
       double wide = m.attentionTimes[0][backward],
              narrow = m.attentionTimes[1][backward],
-             dropped = m.attentionTimes[2][backward];
-      // t(d) = flops(d) / rate + scores * perScore, from d = 64 and 16;
-      // where noise leaves no positive fit, all of it products.
+             dropped = m.attentionTimes[2][backward],
+             short_ = m.attentionTimes[3][backward];
+      // t(d) = flops(d) / rate + scores * perScore + rows * perRow: the rate
+      // from d = 64 and 16, then perScore and perRow from the two shapes;
+      // where noise leaves no positive fit, no time per row, then all of
+      // it products.
       double rate =
-          (flopsAt(64, backward) - flopsAt(16, backward)) / (wide - narrow);
-      double perScore = (wide - flopsAt(64, backward) / rate) / scores;
-      if (!(wide > narrow) || !(perScore >= 0)) {
-        perScore = 0;
-        rate = flopsAt(64, backward) / wide;
+          (flopsAt(scores, 64, backward) - flopsAt(scores, 16, backward)) /
+          (wide - narrow);
+      double rest = wide - flopsAt(scores, 64, backward) / rate,
+             shortRest = short_ - flopsAt(shortScores, 64, backward) / rate;
+      double det = scores * shortRows - shortScores * queryRows;
+      double perScore = (rest * shortRows - shortRest * queryRows) / det,
+             perRow = (scores * shortRest - shortScores * rest) / det;
+      if (!(perScore >= 0) || !(perRow >= 0)) {
+        perRow = 0;
+        perScore = rest / scores;
       }
-      productSeconds += flopsAt(64, backward) / rate;
+      if (!(wide > narrow) || !(perScore >= 0)) {
+        perScore = perRow = 0;
+        rate = flopsAt(scores, 64, backward) / wide;
+      }
+      productSeconds += flopsAt(scores, 64, backward) / rate;
       m.attentionScoreSeconds[backward][0] = perScore;
       m.attentionScoreSeconds[backward][1] =
           perScore + std::max(0.0, dropped - wide) / scores;
+      m.attentionRowSeconds[backward] = perRow;
     }
-    m.attentionForward = flopsAt(64, false) / m.attentionTimes[0][0];
-    m.attentionBackward = flopsAt(64, true) / m.attentionTimes[0][1];
+    m.attentionForward = flopsAt(scores, 64, false) / m.attentionTimes[0][0];
+    m.attentionBackward = flopsAt(scores, 64, true) / m.attentionTimes[0][1];
     // The products' rate, fwd and bwd together (the time model prices both
-    // at one efficiency), without the time per score.
-    m.attention = (flopsAt(64, false) + flopsAt(64, true)) / productSeconds;
-    progress(format("attention (causal, b=1 heads=4 s=256): %s: products "
-                    "%.2f GFLOP/s (%.2f of peak), per score forward %.3g ns "
-                    "(with dropout %.3g), gradient %.3g ns (%.3g)",
+    // at one efficiency), without the times per score and row.
+    m.attention = (flopsAt(scores, 64, false) + flopsAt(scores, 64, true)) /
+                  productSeconds;
+    progress(format("attention (causal, b=1 heads=4 s=256, heads=128 s=32): "
+                    "%s: products %.2f GFLOP/s (%.2f of peak), per score "
+                    "forward %.3g ns (with dropout %.3g), gradient %.3g ns "
+                    "(%.3g); per query row forward %.3g us, gradient %.3g us",
                     attentionTimesText(m).c_str(), m.attention / 1e9,
                     m.attention / m.peak, m.attentionScoreSeconds[0][0] * 1e9,
                     m.attentionScoreSeconds[0][1] * 1e9,
                     m.attentionScoreSeconds[1][0] * 1e9,
-                    m.attentionScoreSeconds[1][1] * 1e9));
+                    m.attentionScoreSeconds[1][1] * 1e9,
+                    m.attentionRowSeconds[0] * 1e6,
+                    m.attentionRowSeconds[1] * 1e6));
     return Status::ok();
   }
 
@@ -1219,10 +1253,11 @@ void describe(const Options &options, const Measurements &m, int ranks,
        prefix +
            format("the runtime's fused causal `attention` and "
                   "`attention_grad` kernels at b=1, heads=4, s=256 and d=64 "
-                  "and 16 (best of %d samples each%s; the gradient given the "
-                  "forward's output and log-sum-exps), each time taken as "
-                  "its matrix products' FLOPs at a rate plus a time per "
-                  "score (efficiency.attention_score_s), both fitted from "
+                  "and 16 and heads=128, s=32, d=64 (best of %d samples "
+                  "each%s; the gradient given the forward's output and "
+                  "log-sum-exps), each time taken as its matrix products' "
+                  "FLOPs at a rate plus times per score and per query row "
+                  "(efficiency.attention_score_s), the rate fitted from "
                   "the two head dims: the products' FLOPs over the scores "
                   "the kernels compute, 4*scores*d (scores: each block of "
                   "%lld query rows up to its last row's keys, "
@@ -1241,17 +1276,21 @@ void describe(const Options &options, const Measurements &m, int ranks,
       {"backward", m.attentionScoreSeconds[1][0]},
       {"forward_dropout", m.attentionScoreSeconds[0][1]},
       {"backward_dropout", m.attentionScoreSeconds[1][1]},
+      {"row_forward", m.attentionRowSeconds[0]},
+      {"row_backward", m.attentionRowSeconds[1]},
       {"block_rows", cpu::kAttentionBlock},
       {"source",
        prefix +
            format("the same kernels' time per score (of the scores they "
                   "compute: each block of block_rows query rows up to its "
-                  "last row's keys) "
-                  "beside their products, t(d) = products(d) / rate + "
-                  "scores * t_score fitted from d=64 and d=16 (0 where noise "
-                  "leaves no positive fit), and with an attention dropout "
-                  "(0.1, drawn per score) t_score plus the dropout run's "
-                  "extra time over d=64's per score (%s%s); ",
+                  "last row's keys) and per query row beside their "
+                  "products, t = products(d) / rate + scores * t_score + "
+                  "rows * t_row with the rate from d=64 and d=16, t_score "
+                  "and t_row from heads=4 s=256 and heads=128 s=32 at d=64 "
+                  "(t_row 0, then t_score 0, where noise leaves no positive "
+                  "fit), and with an attention dropout (0.1, drawn per "
+                  "score) t_score plus the dropout run's extra time over "
+                  "d=64's per score (%s%s); ",
                   attentionTimesText(m).c_str(), quick.c_str()) +
            setting}};
   std::string kernels;

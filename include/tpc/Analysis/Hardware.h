@@ -73,6 +73,10 @@ struct Hardware {
   /// (attentionScores' blockRows) price their products and per-score time;
   /// 0: the scores the mask leaves.
   int64_t attentionBlockRows = 0;
+  /// Seconds per query row (b·heads·s_q) the attention kernels spend
+  /// beside their products and scores (each row's and block's fixed work),
+  /// forward and backward; 0 where the description has none.
+  double attentionRowForward = 0, attentionRowBackward = 0;
   /// Per kind of memory-bound kernel, its fraction of memoryBytesPerSecond
   /// in place of elementwiseEfficiency: a kind as the replay names it (an
   /// opcode's mnemonic, a fused group's joined by '+', a batch's
@@ -109,6 +113,14 @@ struct Hardware {
   double elementwiseEfficiencyOf(llvm::StringRef kind) const {
     auto it = elementwiseKinds.find(kind.str());
     return it == elementwiseKinds.end() ? elementwiseEfficiency : it->second;
+  }
+
+  /// The seconds of an attention kernel (backward or forward) beside its
+  /// products over `scores` scores and `rows` query rows.
+  double attentionExtraSeconds(bool backward, bool dropout, double scores,
+                               double rows) const {
+    return scores * attentionScoreSeconds(backward, dropout) +
+           rows * (backward ? attentionRowBackward : attentionRowForward);
   }
 
   /// The multiple an executable for runtimeDevice pads the vocabulary to

@@ -4,7 +4,8 @@ with argv[3], its runtime_device that (attention-backward.test); with argv[4]
 ("F,B,FD,BD"; "-" for none), the CUDA device's own attention kernels at those
 fractions (forward, backward, each with an attention dropout); with argv[5]
 ("F,B,FD,BD"), the attention kernels' seconds per score beside their
-products (efficiency.attention_score_s), and with argv[6] its block_rows."""
+products (efficiency.attention_score_s), with argv[6] its block_rows ("-"
+for none) and with argv[7] ("F,B") its seconds per query row."""
 import json
 import os
 import sys
@@ -28,6 +29,10 @@ if len(sys.argv) > 5:
     h["efficiency"]["attention_score_s"] = {
         "forward": f, "backward": b, "forward_dropout": fd,
         "backward_dropout": bd, "source": "test"}
-if len(sys.argv) > 6:
+if len(sys.argv) > 6 and sys.argv[6] != "-":
     h["efficiency"]["attention_score_s"]["block_rows"] = int(sys.argv[6])
+if len(sys.argv) > 7:
+    f, b = (float(x) for x in sys.argv[7].split(","))
+    h["efficiency"]["attention_score_s"]["row_forward"] = f
+    h["efficiency"]["attention_score_s"]["row_backward"] = b
 json.dump(h, open(sys.argv[2], "w"), indent=1)
