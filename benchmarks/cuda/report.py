@@ -37,13 +37,15 @@
         stage is the trace's rank's (ranks pp-major). Kinds one side lacks
         are listed.
         With --calibrate HW.json --write OUT.json (and --report; HW the
-        description the report was compiled with): OUT is HW with
-        efficiency.elementwise_bandwidth.kinds fitted to the trace, each
-        memory-bound kind's fraction the one at which the replay gives the
-        measured time (old × (predicted − launches) / (measured −
-        launches)); kinds priced by FLOPs or as communication, and
-        launch-bound ones, are left as they were. One line lists the
-        changes (old -> new, measured/predicted).
+        description the report was compiled with): OUT is HW with its
+        prices fitted to the trace, each to the value at which the replay
+        gives the measured time (old × (predicted − launches) / (measured
+        − launches)), by the report's kernel_prices: each memory-bound
+        kind's own efficiency.elementwise_bandwidth.kinds entry, and the
+        attention values (attention_own_kernels' or attention.value) that
+        price the attention kinds; the GEMMs (a curve), collectives and
+        launch-bound kinds are left as they were. Lines list the changes
+        (old -> new, measured/predicted) and what was left.
 
     report.py merge --json OUT.json < JSON lines
         reads the JSON lines of tpc-cuda-bench, gemm_attention_torch.py,
@@ -223,7 +225,9 @@ def report_kinds(predicted, opcodes):
 
 def read_prediction(path, rank):
     """(the report's "predicted" section, kind -> predicted seconds of the
-    stage of `rank`) from the report at `path`, or None after saying why."""
+    stage of `rank`, kind -> its price there: the description's key that
+    set its time, {} in reports before 2026-12-07) from the report at
+    `path`, or None after saying why."""
     with open(path) as f:
         report_json = json.load(f)
     predicted = report_json.get("predicted")
@@ -238,7 +242,8 @@ def read_prediction(path, rank):
         print(f"error: {path} has {len(stages)} stages; rank {rank} is on "
               f"stage {stage}", file=sys.stderr)
         return None
-    return predicted, stages[stage].get("kernel_s") or {}
+    return (predicted, stages[stage].get("kernel_s") or {},
+            stages[stage].get("kernel_prices") or {})
 
 
 def trace_ops(args):
@@ -290,7 +295,7 @@ def trace_ops(args):
     else:
         print_prediction(prediction, ops, total, ranked)
         if getattr(args, "calibrate", None):
-            if calibrate(args, ops, prediction[1], step):
+            if calibrate(args, ops, prediction[1], prediction[2], step):
                 return 1
     print(f"the {args.top} slowest kernels of step {step}:")
     for e in sorted(events, key=lambda e: -e["dur"])[:args.top]:
@@ -302,7 +307,7 @@ def trace_ops(args):
 def print_prediction(prediction, ops, total, ranked):
     """trace-ops's lines with a report: the totals and the largest kinds'
     measured/predicted, then the table with the predicted ms beside."""
-    predicted, seconds = prediction
+    predicted, seconds = prediction[:2]
     predicted_us = {kind: s * 1e6 for kind, s in seconds.items()}
     expected = sum(predicted_us.values())
     both = [kind for kind, _ in ranked if predicted_us.get(kind, 0) > 0]
@@ -348,18 +353,24 @@ PRICED_BY_OTHER_TERMS = {
 MOST_KIND_FRACTION = 10.0
 
 
-def calibrate(args, ops, seconds, step):
+def calibrate(args, ops, seconds, prices, step):
     """--calibrate HW --write OUT: HW (the description the report was
-    compiled with) with efficiency.elementwise_bandwidth.kinds set, for
-    every memory-bound kind the trace timed and the replay priced, to the
-    fraction at which the replay gives the measured time. A kind's replay
-    is its calls' launches plus its bytes at the description's fraction
-    (its kind's or the value): the new fraction is the old times the
+    compiled with) with the prices of the kinds the trace timed fitted to
+    it, each to the value at which the replay gives the measured time. A
+    kind's replay is its calls' launches plus its bytes or FLOPs at the
+    description's price (`prices`: the report's kernel_prices; without
+    them, every kind not headed by a product, attention or a collective
+    is taken as memory-bound): the new value is the old times the
     predicted time less the launches over the measured time less them.
-    Left as they are: kinds priced by FLOPs or as communication, and
-    launch-bound ones (launches over half the predicted time: their
-    bytes' term is too small to read from the trace). Prints one line per
-    kind and returns 0, or 1 after saying why."""
+    A memory-bound kind gets its own elementwise_bandwidth.kinds entry;
+    the attention kinds priced by one of attention_own_kernels' values or
+    by attention.value fit that value together (fractions, at most 1;
+    not where the description has attention_score_s, whose times are not
+    the products'). Left as they are: the GEMMs (a curve over sizes: their
+    measured/predicted is printed), collectives, kinds of mixed prices,
+    and launch-bound ones (launches over half the predicted time: their
+    bytes' term is too small to read from the trace). Prints what it
+    changed and left and returns 0, or 1 after saying why."""
     with open(args.calibrate) as f:
         hw = json.load(f)
     efficiency = hw.get("efficiency", {})
@@ -371,15 +382,38 @@ def calibrate(args, ops, seconds, step):
         return 1
     kinds = dict(elementwise.get("kinds", {}))
     changed, left = [], []
+    # price -> [predicted less launches, measured less launches, predicted,
+    # measured] summed over its kinds, for the attention and GEMM prices.
+    shared = {}
     for kind, (calls, us) in sorted(ops.items()):
         predicted = seconds.get(kind, 0.0)
         head = re.split(r"[+, ]", kind)[0]
-        if predicted <= 0 or head in PRICED_BY_OTHER_TERMS:
+        price = prices.get(kind) or (
+            "product" if head in PRICED_BY_OTHER_TERMS else
+            "elementwise_bandwidth")
+        if predicted <= 0:
             continue
         launches = calls * launch
         measured = us * 1e-6
+        if price in ("communication", "product"):
+            continue
+        if price == "mixed":
+            left.append(f"{kind} (mixed prices)")
+            continue
         if predicted - launches < 0.5 * predicted or measured <= launches:
             left.append(f"{kind} (launch-bound)")
+            continue
+        if not price.startswith("elementwise_bandwidth"):
+            sums = shared.setdefault(price, [0.0, 0.0, 0.0, 0.0])
+            for i, value in enumerate((predicted - launches,
+                                       measured - launches, predicted,
+                                       measured)):
+                sums[i] += value
+            continue
+        if head in PRICED_BY_OTHER_TERMS:
+            # A product or attention whose bytes took longer than its FLOPs:
+            # the description prices it by the one value.
+            left.append(f"{kind} (a product priced by its bytes)")
             continue
         old = kinds.get(kind, elementwise["value"])
         new = min(MOST_KIND_FRACTION,
@@ -387,16 +421,43 @@ def calibrate(args, ops, seconds, step):
         kinds[kind] = float(f"{new:.4g}")
         changed.append(f"{kind} {old:.4g} -> {kinds[kind]:.4g} "
                        f"({measured / predicted:.2f})")
+    stamp = (f"calibrated by benchmarks/cuda/report.py trace-ops --calibrate "
+             f"from {os.path.basename(args.trace)} (step {step}) on "
+             f"{datetime.date.today().isoformat()}")
+    fitted = []
+    for price, (predicted, measured, whole, timed) in sorted(shared.items()):
+        ratio = f"measured/predicted {timed / whole:.2f}"
+        if price == "gemm":
+            left.append(f"gemm (a curve over sizes; {ratio})")
+            continue
+        if "attention_score_s" in efficiency:
+            left.append(f"{price} (the description's attention_score_s "
+                        f"times are not the products'; {ratio})")
+            continue
+        if price == "attention":
+            holder, key = efficiency.get("attention"), "value"
+        else:
+            holder = efficiency.get("attention_own_kernels")
+            key = price.split(".", 1)[1]
+        if not isinstance(holder, dict) or key not in holder:
+            left.append(f"{price} (not in {args.calibrate}; {ratio})")
+            continue
+        old = holder[key]
+        holder[key] = float(f"{min(1.0, old * predicted / measured):.4g}")
+        holder["source"] = holder.get("source", "") + f"; {key} {stamp}"
+        fitted.append(f"{price} {old:.4g} -> {holder[key]:.4g} "
+                      f"({timed / whole:.2f})")
     print(f"calibrated from step {step} (elementwise_bandwidth.kinds, old -> "
           "new (measured/predicted)): " + (", ".join(changed) or "none"))
+    if fitted:
+        print("calibrated attention (old -> new (measured/predicted)): " +
+              ", ".join(fitted))
     if left:
         print("left as they were: " + ", ".join(left))
-    elementwise["kinds"] = kinds
-    elementwise["source"] = (
-        elementwise.get("source", "") +
-        f"; kinds calibrated by benchmarks/cuda/report.py trace-ops "
-        f"--calibrate from {os.path.basename(args.trace)} (step {step}) on "
-        f"{datetime.date.today().isoformat()}")
+    if changed:
+        elementwise["kinds"] = kinds
+        elementwise["source"] = (elementwise.get("source", "") +
+                                 f"; kinds {stamp}")
     with open(args.write, "w") as f:
         json.dump(hw, f, indent=2)
         f.write("\n")

@@ -89,7 +89,21 @@ struct Piece {
   bool onStream = false;
   uint8_t stream = 0;
   SmallVector<Value, 2> reads, writes;
+  /// The description's price that sets `seconds` (the report's
+  /// kernel_prices): "gemm", "attention", "attention_own_kernels.<forward|
+  /// backward>[_dropout]", "elementwise_bandwidth[.kinds.<kind>]" (also a
+  /// product whose bytes take longer than its FLOPs) or "communication".
+  std::string price;
 };
+
+/// A kind's price over several pieces: theirs, or "mixed" where they
+/// differ.
+void notePrice(std::string &kindPrice, const std::string &price) {
+  if (kindPrice.empty())
+    kindPrice = price;
+  else if (kindPrice != price)
+    kindPrice = "mixed";
+}
 
 class Pricer {
 public:
@@ -118,6 +132,13 @@ public:
   }
 
 private:
+  /// A memory-bound kind's price: its own fraction or the value.
+  std::string elementwisePrice(StringRef kind) const {
+    return hw.elementwiseKinds.count(kind.str())
+               ? "elementwise_bandwidth.kinds." + kind.str()
+               : "elementwise_bandwidth";
+  }
+
   double groupSeconds(CollectiveKind kind, double bytes,
                       const std::vector<unsigned> &axes) {
     return collectiveSeconds(
@@ -207,11 +228,20 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel, StringRef kind,
   int64_t bytes = groupBytes ? *groupBytes : kernelBytes(kernel);
   auto inputs = kernel.getInputs();
   auto outputs = kernel.getOutputs();
+  // A product's price: its FLOPs' (`key`), or the bandwidth's where its
+  // bytes take longer (matmulSeconds' and attentionSeconds' roofline).
+  auto computeOrBytes = [&](double computeSeconds, std::string key) {
+    double memorySeconds = static_cast<double>(bytes) /
+                           (hw.memoryBytesPerSecond * hw.elementwiseEfficiency);
+    piece.price =
+        memorySeconds > computeSeconds ? "elementwise_bandwidth" : key;
+  };
   auto matmul = [&](double flops) -> FailureOr<Piece> {
     FailureOr<double> peak = peakFor(kernel, inputs[0]);
     if (failed(peak))
       return failure();
     piece.seconds = matmulSeconds(hw, flops, bytes, *peak);
+    computeOrBytes(flops / (*peak * hw.gemm.at(flops)), "gemm");
     return piece;
   };
   // The own kernels at the description's measured efficiencies, where it
@@ -224,10 +254,16 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel, StringRef kind,
     // float_attrs [scale, dropout rate].
     ArrayRef<double> floats = kernel.getFloats();
     bool dropout = floats.size() > 1 && floats[1] > 0;
-    piece.seconds = attentionSeconds(
-        hw, flops, bytes, *peak,
-        ownAttention ? hw.ownAttentionEfficiency(backward, dropout) : 0.0,
-        hw.attentionExtraSeconds(backward, dropout, scores, rows));
+    double own =
+        ownAttention ? hw.ownAttentionEfficiency(backward, dropout) : 0.0;
+    double extra = hw.attentionExtraSeconds(backward, dropout, scores, rows);
+    piece.seconds = attentionSeconds(hw, flops, bytes, *peak, own, extra);
+    computeOrBytes(flops / (*peak * (own > 0 ? own : hw.attentionEfficiency)) +
+                       extra,
+                   own > 0 ? std::string("attention_own_kernels.") +
+                                 (backward ? "backward" : "forward") +
+                                 (dropout ? "_dropout" : "")
+                           : "attention");
     return piece;
   };
   auto collective = [&](CollectiveKind kind, int64_t size,
@@ -235,6 +271,7 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel, StringRef kind,
     std::vector<unsigned> axes = axesOf(kernel, firstAxis);
     piece.category = sim::Communication;
     piece.seconds = groupSeconds(kind, static_cast<double>(size), axes);
+    piece.price = "communication";
     if (crossesPipeline(axes)) {
       piece.kind = sim::Op::Barrier;
     } else if (overlapsCollectives) {
@@ -250,6 +287,7 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel, StringRef kind,
     piece.category = sim::Communication;
     piece.peer = static_cast<int>(kernel.getInts()[0]);
     piece.buffer = buffer;
+    piece.price = "communication";
     int64_t stage = kernel.getStage() ? *kernel.getStage() : 0;
     piece.seconds = collectiveSeconds(hw, CollectiveKind::PointToPoint,
                                       static_cast<double>(bytesOf(buffer)), 2,
@@ -352,6 +390,7 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel, StringRef kind,
         hw,
         static_cast<double>(bytesOf(inputs[0]) + bytesOf(inputs[1])) + 2 * hit,
         hw.elementwiseEfficiencyOf(kind));
+    piece.price = elementwisePrice(kind);
     return piece;
   }
   case OpCode::Copy:
@@ -365,6 +404,7 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel, StringRef kind,
   default:
     piece.seconds = memoryBoundSeconds(hw, static_cast<double>(bytes),
                                        hw.elementwiseEfficiencyOf(kind));
+    piece.price = elementwisePrice(kind);
     return piece;
   }
 }
@@ -592,8 +632,9 @@ struct Function {
   int64_t first = 0, count = 0;
   SmallVector<Piece, 4> pieces;
   /// Each kind of kernel's seconds over one run (a fused group's under its
-  /// members' opcodes joined by '+').
+  /// members' opcodes joined by '+'), and its price (Piece::price).
   llvm::StringMap<double> kindSeconds;
+  llvm::StringMap<std::string> kindPrices;
 };
 
 struct ActionRef {
@@ -706,8 +747,11 @@ LogicalResult mlir::tpc::predictStep(ModuleOp module, const Hardware &hw,
         if (std::optional<Piece> wait = streamWaits->before(kernels[k]))
           function.pieces.push_back(std::move(*wait));
       }
-      if (piece->seconds > 0)
-        function.kindSeconds[groups.kindOf(k)] += piece->seconds;
+      if (piece->seconds > 0) {
+        std::string kind = groups.kindOf(k);
+        function.kindSeconds[kind] += piece->seconds;
+        notePrice(function.kindPrices[kind], piece->price);
+      }
       if (kernels[k]->hasAttr(kRecomputeAttrName) &&
           piece->category == sim::Compute)
         piece->category = sim::Recompute;
@@ -730,6 +774,7 @@ LogicalResult mlir::tpc::predictStep(ModuleOp module, const Hardware &hw,
     return result;
   };
   SmallVector<llvm::StringMap<double>, 1> stageKindSeconds(lists.size());
+  SmallVector<llvm::StringMap<std::string>, 1> stageKindPrices(lists.size());
   for (auto [stage, actions] : llvm::enumerate(lists)) {
     std::vector<sim::Op> &ops = ranks[stage];
     stream::InFlight inFlight;
@@ -743,6 +788,8 @@ LogicalResult mlir::tpc::predictStep(ModuleOp module, const Hardware &hw,
                << ", which does not exist";
       for (const auto &kind : functions[action.function].kindSeconds)
         stageKindSeconds[stage][kind.getKey()] += kind.getValue();
+      for (const auto &kind : functions[action.function].kindPrices)
+        notePrice(stageKindPrices[stage][kind.getKey()], kind.getValue());
       for (const Piece &piece : functions[action.function].pieces) {
         sim::Op op;
         op.kind = piece.kind;
@@ -813,6 +860,8 @@ LogicalResult mlir::tpc::predictStep(ModuleOp module, const Hardware &hw,
       figures.peakBytes = report.stages[stage].peakBytes;
     for (const auto &kind : stageKindSeconds[stage])
       figures.kernelSeconds.emplace_back(kind.getKey().str(), kind.getValue());
+    for (const auto &kind : stageKindPrices[stage])
+      figures.kernelPrices.emplace(kind.getKey().str(), kind.getValue());
     llvm::sort(figures.kernelSeconds, [](const auto &a, const auto &b) {
       return std::tie(b.second, a.first) < std::tie(a.second, b.first);
     });

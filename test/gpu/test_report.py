@@ -350,6 +350,59 @@ class TraceOpsTest(unittest.TestCase):
         hardware["efficiency"]["elementwise_bandwidth"] = elementwise
         self.assertEqual(written, hardware)
 
+    def test_calibrate_fits_the_attention_by_the_reports_prices(self):
+        hardware = {"efficiency": {
+            "attention": {"value": 0.5, "source": "s"},
+            "attention_own_kernels": {
+                "forward": 0.3, "backward": 0.2, "forward_dropout": 0.1,
+                "backward_dropout": 0.1, "source": "H100"},
+            "elementwise_bandwidth": {"value": 0.5, "source": "s"},
+            "kernel_launch_s": {"value": 5e-6, "source": "s"}}}
+        events = self.EVENTS + [(6, "attention_qkv_lse", 2, 105.0),
+                                (7, "attention_qkv_lse", 2, 100.0),
+                                (8, "layer_norm", 2, 50.0)]
+        report_json = self.report({
+            "linear": 300e-6, "apply_mask+add": 195e-6, "cast batch": 20e-6,
+            "attention_qkv_lse": 110e-6, "layer_norm": 25e-6})
+        report_json["predicted"]["stages"][0]["kernel_prices"] = {
+            "linear": "gemm", "apply_mask+add": "elementwise_bandwidth",
+            "cast batch": "elementwise_bandwidth",
+            "attention_qkv_lse": "attention_own_kernels.forward_dropout",
+            "layer_norm": "mixed"}
+        with tempfile.TemporaryDirectory() as folder:
+            source = os.path.join(folder, "hw.json")
+            written = os.path.join(folder, "out.json")
+            with open(source, "w") as f:
+                json.dump(hardware, f)
+            rc, lines = trace_ops(events, report_json, calibrate=source,
+                                  write=written)
+            self.assertEqual(rc, 0, lines)
+            with open(written) as f:
+                out = json.load(f)
+        # Two calls: 0.1 x (110 - 10) / (205 - 10).
+        self.assertIn("calibrated attention (old -> new (measured/"
+                      "predicted)): attention_own_kernels.forward_dropout "
+                      "0.1 -> 0.05128 (1.86)", lines)
+        self.assertIn("left as they were: layer_norm (mixed prices), gemm "
+                      "(a curve over sizes; measured/predicted 2.00)", lines)
+        own = out["efficiency"]["attention_own_kernels"]
+        self.assertEqual(own["forward_dropout"], 0.05128)
+        self.assertEqual(own["forward"], 0.3)
+        self.assertTrue(own["source"].startswith(
+            "H100; forward_dropout calibrated by benchmarks/cuda/report.py"))
+        # With times per score the attention is not its products alone.
+        hardware["efficiency"]["attention_score_s"] = {"forward": 1e-9}
+        with tempfile.TemporaryDirectory() as folder:
+            source = os.path.join(folder, "hw.json")
+            with open(source, "w") as f:
+                json.dump(hardware, f)
+            _, lines = trace_ops(events, report_json, calibrate=source,
+                                 write=os.path.join(folder, "out.json"))
+        self.assertIn("attention_own_kernels.forward_dropout (the "
+                      "description's attention_score_s times are not the "
+                      "products'; measured/predicted 1.86)",
+                      next(l for l in lines if l.startswith("left")))
+
     def test_calibrate_caps_a_kind_at_the_parsers_limit(self):
         hardware = {"efficiency": {
             "elementwise_bandwidth": {"value": 0.5, "source": "s"},

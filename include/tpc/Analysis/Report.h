@@ -22,6 +22,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
 
+#include <map>
 #include <optional>
 #include <string>
 
@@ -97,6 +98,12 @@ struct StepPrediction {
     /// fused group's opcodes joined by '+'; collectives on whichever stream
     /// they run), the largest first.
     std::vector<std::pair<std::string, double>> kernelSeconds;
+    /// Each kind's price in the hardware description (the key of the
+    /// efficiency that set its time: "gemm", "attention",
+    /// "attention_own_kernels.forward", "elementwise_bandwidth",
+    /// "elementwise_bandwidth.kinds.<kind>", "communication"; "mixed"
+    /// where its kernels differ).
+    std::map<std::string, std::string> kernelPrices;
   };
   SmallVector<Stage, 1> stages;
   /// On a description whose runtime device is cuda: the groups of kernels

@@ -83,6 +83,9 @@ LogicalResult mlir::tpc::writeReport(const CompileReport &report,
       json::Object kernels;
       for (const auto &[kind, seconds] : stage.kernelSeconds)
         kernels[kind] = seconds;
+      json::Object prices;
+      for (const auto &[kind, price] : stage.kernelPrices)
+        prices[kind] = price;
       perStage.push_back(json::Object{
           {"stage", static_cast<int64_t>(i)},
           {"compute_s", stage.computeSeconds},
@@ -91,7 +94,8 @@ LogicalResult mlir::tpc::writeReport(const CompileReport &report,
           {"idle_s", stage.idleSeconds},
           {"overlapped_communication_s", stage.overlappedCommunicationSeconds},
           {"peak_bytes", stage.peakBytes},
-          {"kernel_s", std::move(kernels)}});
+          {"kernel_s", std::move(kernels)},
+          {"kernel_prices", std::move(prices)}});
     }
     root["predicted"] = json::Object{
         {"hardware", p->hardware},
