@@ -504,8 +504,9 @@ stage_profile_gpt_tpc() {
     --trace "$WORK/gpt-trace.json" || return 1
   predicted=$(step_report)
   # With the prediction, the description it was compiled with, its
-  # memory-bound kinds fitted to this trace: $WORK/GPU.calibrated.json
-  # (the summary's `calibrated from` line has every value).
+  # memory-bound kinds and attention values fitted to this trace:
+  # $WORK/GPU.calibrated.json (the summary's `calibrated from` and
+  # `calibrated attention` lines have every value).
   case $predicted in
     *.h100.report.json) gpu=h100 ;;
     *) gpu=h200 ;;
@@ -739,7 +740,7 @@ cat "$WORK"/bench-tpc.jsonl "$WORK"/bench-tpc-cudnn.jsonl "$WORK"/bench-tpc-mma.
   | timeout 30 "$PY" benchmarks/cuda/report.py merge --json "$OUT/bench.json" \
   | tee -a "$summary"
 # The profile's summary lines (its table is in bench.log).
-grep -E '^(step [0-9]+ by opcode|TFLOP/s|measured/predicted|calibrated from)' \
+grep -E '^(step [0-9]+ by opcode|TFLOP/s|measured/predicted|calibrated (from|attention))' \
   "$WORK/gpt-profile.txt" 2>/dev/null | tee -a "$summary"
 note "total $(( $(date +%s) - t0 ))s"
 if [ "$failures" -gt 0 ]; then

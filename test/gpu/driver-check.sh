@@ -43,7 +43,7 @@ case $name in
   bench-gpt-torch)
     echo "{\"tool\": \"torch\", $common, \"step_ms\": 100.0, \"mfu\": 0.56, \"impl\": \"hf\"}" >"$WORK/gpt-torch.jsonl" ;;
   profile-gpt-tpc)
-    printf 'step 2 by opcode: a stand-in\nTFLOP/s from the model: a stand-in\nmeasured/predicted (a stand-in)\nmore\ncalibrated from step 2 (a stand-in)\nleft as they were: more\n' >"$WORK/gpt-profile.txt" ;;
+    printf 'step 2 by opcode: a stand-in\nTFLOP/s from the model: a stand-in\nmeasured/predicted (a stand-in)\nmore\ncalibrated from step 2 (a stand-in)\ncalibrated attention (a stand-in)\nleft as they were: more\n' >"$WORK/gpt-profile.txt" ;;
 esac
 exit "$rc"
 EOF
@@ -101,6 +101,7 @@ expect_line pass '^step 2 by opcode: a stand-in$'
 expect_line pass '^TFLOP/s from the model: a stand-in$'
 expect_line pass '^measured/predicted \(a stand-in\)$'
 expect_line pass '^calibrated from step 2 \(a stand-in\)$'
+expect_line pass '^calibrated attention \(a stand-in\)$'
 expect_no_line pass '^left as they were'
 expect_no_line pass '^more$'
 expect_line pass '^result: PASS$'
