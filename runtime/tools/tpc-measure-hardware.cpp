@@ -93,8 +93,9 @@ runtime's own fp32 CPU kernels:
                           sum_squares and adamw_update: its bytes / its
                           time / memory_bandwidth
   efficiency.attention    the fused causal `attention` kernel and its
-                          gradient (b=1, 4 heads, s=256, d=64 and 16): the
-                          rate of their matrix products / the peak
+                          gradient (b=1, 4 heads, s=256, d=64 and 16; 128
+                          heads, s=32, d=64): the rate of their matrix
+                          products / the peak
   efficiency.attention_score_s
                           their time per score beside the products (fitted
                           from the two head dims), and with a dropout of
