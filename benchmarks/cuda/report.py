@@ -638,7 +638,7 @@ def main(argv):
     trace.add_argument("--calibrate", metavar="HARDWARE_JSON",
                        help="with --report and --write: the description "
                        "the report was compiled with, its memory-bound "
-                       "kinds' efficiencies fitted to the trace")
+                       "kinds' and attention's prices fitted to the trace")
     trace.add_argument("--write", metavar="OUT_JSON")
     merged = sub.add_parser("merge")
     merged.add_argument("--json")

@@ -22,10 +22,10 @@ double mlir::tpc::matmulSeconds(const Hardware &hw, double flops, double bytes,
 
 double mlir::tpc::attentionSeconds(const Hardware &hw, double flops,
                                    double bytes, double peak, double efficiency,
-                                   double scoreSeconds) {
+                                   double extraSeconds) {
   double compute =
       flops / (peak * (efficiency > 0 ? efficiency : hw.attentionEfficiency)) +
-      scoreSeconds;
+      extraSeconds;
   double memory = bytes / (hw.memoryBytesPerSecond * hw.elementwiseEfficiency);
   return hw.kernelLaunchSeconds + std::max(compute, memory);
 }

@@ -838,7 +838,9 @@ private:
     size_t tensor = rows * size_t(dims[0]);
     std::vector<float> q(tensor), k(tensor), v(tensor), out(tensor), dO(tensor),
         dq(tensor), dk(tensor), dv(tensor), lse(rows),
-        scratch(size_t(cpu::attentionGradScratchSize(256, 256)));
+        // The longest sequence's, which the others' fit in.
+        scratch(
+            size_t(cpu::attentionGradScratchSize(shapes[0][1], shapes[0][1])));
     fill(q, 6);
     fill(k, 7);
     fill(v, 8);

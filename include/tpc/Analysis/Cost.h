@@ -38,11 +38,11 @@ double matmulSeconds(const Hardware &hw, double flops, double bytes,
 /// efficiency of the hardware descriptions is measured (FlashAttention's
 /// count: causal about half). `efficiency` > 0 replaces the description's
 /// attention efficiency (Hardware::ownAttentionEfficiency's).
-/// `scoreSeconds` is the time spent beside the products (the scores times
-/// Hardware::attentionScoreSeconds), added to theirs.
+/// `extraSeconds` is the time spent beside the products (per score and per
+/// query row: Hardware::attentionExtraSeconds), added to theirs.
 double attentionSeconds(const Hardware &hw, double flops, double bytes,
                         double peak, double efficiency = 0,
-                        double scoreSeconds = 0);
+                        double extraSeconds = 0);
 /// The scores a fused attention computes over `rows` = b·heads·s_q query
 /// rows of `seqQ` and `seqK` keys: all of them, or with a causal mask
 /// (aligned bottom-right, s_k ≥ s_q) all less the s_q·(s_q − 1)/2 per head
