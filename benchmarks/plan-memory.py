@@ -13,7 +13,14 @@ form's replayed on the schedule's action lists and the search's closed
 form (the step that ranks every candidate and picks the ones replayed). Nothing is timed: each case takes well under a second.
 
     benchmarks/plan-memory.py [--bin build/bin] [--hardware a100]
+                              [--kinds KIND=FACTOR,...]
                               [--max-error PCT] [--max-step-error PCT]
+
+--kinds gives kinds of memory-bound kernels their own fraction of the
+bandwidth (efficiency.elementwise_bandwidth.kinds, as a GPU's trace fits
+them: benchmarks/cuda/report.py trace-ops --calibrate): each KIND at the
+description's value times FACTOR, in a copy of the --hardware description
+(a name under hardware/ or a path).
 
 With --max-error it exits 1 when a memory error passes PCT (either way),
 with --max-step-error when a step's does (replayed or searched).
@@ -100,10 +107,27 @@ def main():
     parser.add_argument("--bin", default=os.path.join(root, "build", "bin"))
     parser.add_argument("--hardware", default="a100",
                         help="tpc-plan's --hardware (default a100)")
+    parser.add_argument("--kinds", default="",
+                        help="KIND=FACTOR,...: those kinds at the "
+                        "description's elementwise value times FACTOR")
     parser.add_argument("--max-error", type=float)
     parser.add_argument("--max-step-error", type=float)
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="plan-memory.")
+    hardware = args.hardware
+    if args.kinds:
+        path = hardware if os.path.exists(hardware) else os.path.join(
+            root, "hardware", hardware + ".json")
+        with open(path) as f:
+            description = json.load(f)
+        elementwise = description["efficiency"]["elementwise_bandwidth"]
+        kinds = elementwise.setdefault("kinds", {})
+        for spec in args.kinds.split(","):
+            kind, factor = spec.rsplit("=", 1)
+            kinds[kind] = round(elementwise["value"] * float(factor), 4)
+        hardware = os.path.join(work, "hardware.json")
+        with open(hardware, "w") as f:
+            json.dump(description, f)
     print(f"{'model':<14} {'plan':<58} {'layers':>6} {'compiled':>9} "
           f"{'replayed':>9} {'error':>7} {'searched':>9} {'error':>7} "
           f"{'step_s':>9} {'closed':>9} {'error':>7} {'searched':>9} "
@@ -120,7 +144,7 @@ def main():
         report = os.path.join(work, f"plan{i}.json")
         done = subprocess.run(
             [os.path.join(args.bin, "tpc-plan"), path, "--gpus", str(gpus),
-             "--hardware", args.hardware, "--global-batch", str(batch), "--seq",
+             "--hardware", hardware, "--global-batch", str(batch), "--seq",
              str(seq), "--attention", attention, "--dtype", dtype,
              "--memory-limit", "1000GB", "--top", "1", "--compare", plan,
              "--check-plan", "compared", "--report", report],

@@ -172,6 +172,33 @@ struct PhaseCosts {
   Busy forward, backward, weight;
 };
 
+/// Memory-bound kernels' bytes by kind, each kind named as the replay names
+/// it (an opcode, a CUDA device's fused group: its opcodes joined by '+', a
+/// batch: "cast batch"), so that each is priced at its own fraction of the
+/// memory bandwidth (Hardware::elementwiseEfficiencyOf).
+struct BytesByKind {
+  std::map<std::string, double> bytes;
+  void add(llvm::StringRef kind, double kindBytes) {
+    if (kindBytes != 0)
+      bytes[kind.str()] += kindBytes;
+  }
+  void add(const BytesByKind &other, double times = 1) {
+    for (const auto &[kind, kindBytes] : other.bytes)
+      add(kind, times * kindBytes);
+  }
+};
+
+/// `kernels` memory-bound kernels (one at least) moving `moved`: their
+/// launches and each kind's bytes at its rate.
+static double kernelsSeconds(const Hardware &hw, const BytesByKind &moved,
+                             double kernels) {
+  double seconds = std::max(1.0, kernels) * hw.kernelLaunchSeconds;
+  for (const auto &[kind, bytes] : moved.bytes)
+    seconds += memoryBoundSeconds(hw, bytes, hw.elementwiseEfficiencyOf(kind)) -
+               hw.kernelLaunchSeconds;
+  return seconds;
+}
+
 /// What a collective of `collective` seconds takes past `behind` seconds of
 /// kernels it runs behind (a collective stream): the part that shows.
 static double shows(double collective, double behind) {
@@ -202,7 +229,13 @@ public:
       bytes += 4 * inner * cols;
     return matmulSeconds(hw, 2 * rows * cols * inner, bytes, peak);
   }
-  double memory(double bytes) const { return memoryBoundSeconds(hw, bytes); }
+  /// One memory-bound kernel of `kind` moving `bytes`.
+  double memory(llvm::StringRef kind, double bytes) const {
+    return memoryBoundSeconds(hw, bytes, hw.elementwiseEfficiencyOf(kind));
+  }
+  double kernels(const BytesByKind &moved, double count) const {
+    return kernelsSeconds(hw, moved, count);
+  }
   /// `n` more kernels' launches (memory() pays one).
   double launches(double n) const { return n * hw.kernelLaunchSeconds; }
   double tpCollective(CollectiveKind kind, double bytes) const {
@@ -212,6 +245,97 @@ public:
   /// A microbatch's [tokens, hidden] activation, at the model's precision:
   /// what the tensor-parallel collectives and the stages' transfers move.
   double hiddenBytes() const { return tokens * m.hidden * m.elementBytes; }
+
+  /// Whether the device fuses kernels as it loads them (the CUDA device:
+  /// runtime/cuda/FusionPlan.h).
+  bool fusesKernels() const { return hw.runtimeDevice == "cuda"; }
+  /// A microbatch's [s, h] elements on a device, split over tp only with
+  /// sequence parallelism: what the norms, dropouts and residual adds read.
+  double wholeElements() const {
+    return tokens * m.hidden / (plan.sequenceParallel ? t : 1);
+  }
+  std::string normKind() const { return m.llama ? "rms_norm" : "layer_norm"; }
+  bool residualDropout() const { return m.residualDropout > 0; }
+  /// On a CUDA device an add right after a product without bias goes into
+  /// the product (C): Llama's residual adds where no collective comes
+  /// between (without sequence parallelism).
+  bool residualInProduct() const {
+    return fusesKernels() && m.llama && !plan.sequenceParallel;
+  }
+  /// On a CUDA device each norm joins the residual add before it where that
+  /// add is a kernel, one row kernel that writes the sum and the norm.
+  bool normJoinsAdd() const { return fusesKernels() && !residualInProduct(); }
+  /// With tp > 1 GPT-2 adds each row-parallel output's bias after the
+  /// reduction (Megatron's order; the product cannot).
+  bool biasAfterReduction() const { return !m.llama && plan.tp > 1; }
+  /// A CUDA device's group of a residual branch: its bias (`bias`), the
+  /// mask applied, the residual add and the norm after it (`withNorm`).
+  std::string branchGroup(bool bias, bool withNorm) const {
+    return std::string(bias ? "add+" : "") +
+           (residualDropout() ? "apply_mask+" : "") + "add" +
+           (withNorm ? "+" + normKind() : "");
+  }
+  /// Its bytes: the branch and the residual read, the mask too, the sum
+  /// written, and the norm's result.
+  double branchGroupBytes(bool withNorm) const {
+    double e = m.elementBytes;
+    return wholeElements() *
+           ((residualDropout() ? 3 * e + 1 : 3 * e) + (withNorm ? e : 0));
+  }
+  /// Rows too wide for the CUDA norm backward's sums: its parameter
+  /// gradients run apart.
+  bool normParamsApart() const {
+    return fusesKernels() && m.hidden > kCudaNormBackwardMostColumns;
+  }
+  /// A CUDA device's norm backward group: the parameter gradients (but
+  /// apart), the input gradient, the residual add, and the mask of the
+  /// branch before the norm (`withMask`), which writes the masked gradient
+  /// beside its own.
+  std::string normGroup(bool withMask) const {
+    std::string norm = normKind();
+    return (normParamsApart() ? "" : norm + "_param_grad+") + norm +
+           "_input_grad+add" + (withMask ? "+apply_mask" : "");
+  }
+  double normGroupBytes(bool withMask) const {
+    double e = m.elementBytes;
+    return wholeElements() * (4 * e + (withMask ? e + 1 : 0));
+  }
+  /// The seconds a kind's bytes take at its rate, launches apart.
+  double bandwidthSeconds(llvm::StringRef kind, double bytes) const {
+    return memory(kind, bytes) - hw.kernelLaunchSeconds;
+  }
+
+  /// What a pipeline chunk's edges change of its layers' elementwise
+  /// kernels on a CUDA device (layer() prices a layer between two of its
+  /// chunk's). A chunk but the last ends with its last MLP branch's group
+  /// without the norm after it: the next chunk's first norm runs alone (a
+  /// stage's input is no kernel's sum). Backward, a chunk but the last
+  /// applies that branch's mask to the gradient it receives as a kernel of
+  /// its own, and a chunk but the first begins with a norm backward group
+  /// without it; with full recomputation each layer's recomputed forward
+  /// applies it anyway.
+  PhaseCosts chunkEdges(bool first, bool last) const {
+    PhaseCosts costs;
+    if (!fusesKernels())
+      return costs;
+    if (!last && normJoinsAdd()) {
+      bool bias = biasAfterReduction();
+      costs.forward.compute =
+          memory(normKind(), wholeElements() * 2 * m.elementBytes) -
+          bandwidthSeconds(branchGroup(bias, true), branchGroupBytes(true)) +
+          bandwidthSeconds(branchGroup(bias, false), branchGroupBytes(false));
+    }
+    if (!residualDropout() || plan.remat == "full")
+      return costs;
+    if (!last)
+      costs.backward.compute +=
+          memory("apply_mask", wholeElements() * (2 * m.elementBytes + 1));
+    if (!first)
+      costs.backward.compute +=
+          bandwidthSeconds(normGroup(false), normGroupBytes(false)) -
+          bandwidthSeconds(normGroup(true), normGroupBytes(true));
+    return costs;
+  }
 
   /// The two tensor-parallel collectives of a layer's half (attention or
   /// MLP) in one direction: an all-reduce, or with sequence parallelism an
@@ -287,7 +411,7 @@ public:
   /// the tied embedding's with tp > 1 on one stage, summed with the
   /// embedding's reduce-scattered gradient first.
   double accumulateSeconds(double params) const {
-    return plan.microbatches > 1 ? memory(12 * params) : 0;
+    return plan.microbatches > 1 ? memory("add", 12 * params) : 0;
   }
 
   /// With microbatches, each microbatch adds its share of every gradient
@@ -299,7 +423,7 @@ public:
       return 0;
     double seconds = 0;
     for (double elements : layerVectorElements(m, t))
-      seconds += memory(12 * elements);
+      seconds += memory("add", 12 * elements);
     return seconds;
   }
 
@@ -339,7 +463,9 @@ public:
     // on Llama's q and k, and its gradient, also fused.
     double qElements = tokens * heads * d, kvElements = tokens * kvHeads * d;
     double rotaryBytes = m.llama ? 2 * e * (qElements + kvElements) : 0;
-    double layoutForward = rotaryBytes, layoutBackward = rotaryBytes;
+    BytesByKind layoutForward, layoutBackward;
+    layoutForward.add("rotary", rotaryBytes);
+    layoutBackward.add("rotary", rotaryBytes);
     // Their kernels, a launch each: rotary on q and k; unfused, a transpose
     // of q, k, v and the output (of each gradient backward), GPT-2's three
     // slices (one concat backward), Llama's two repeats (two sums).
@@ -350,8 +476,12 @@ public:
       double packed = m.llama ? 0 : 2 * e * (qElements + 2 * kvElements);
       bool repeated = m.llama && kvHeads < heads;
       double groups = repeated ? 2 * e * (qElements + kvElements) : 0;
-      layoutForward += transposes + packed + groups;
-      layoutBackward += transposes + packed + groups;
+      layoutForward.add("transpose", transposes);
+      layoutBackward.add("transpose", transposes);
+      layoutForward.add("slice", packed);
+      layoutBackward.add("concat", packed);
+      layoutForward.add("repeat", groups);
+      layoutBackward.add("sum_groups", groups);
       layoutKernelsForward += 4 + (m.llama ? 0 : 3) + (repeated ? 2 : 0);
       layoutKernelsBackward += 4 + (m.llama ? 0 : 1) + (repeated ? 2 : 0);
     }
@@ -362,8 +492,8 @@ public:
     // stashes in pools, whose slots a reshape cannot alias: there each is a
     // copy.
     if (m.fusedAttention && plan.pp > 1) {
-      layoutForward += 2 * e * qElements;
-      layoutBackward += 2 * 2 * e * qElements;
+      layoutForward.add("copy", 2 * e * qElements);
+      layoutBackward.add("copy", 2 * 2 * e * qElements);
       layoutKernelsForward += 1;
       layoutKernelsBackward += 2;
     }
@@ -404,107 +534,147 @@ public:
       // Their kernels: the softmax, the mask drawn and applied; backward
       // the softmax's gradient and the mask applied.
       bool dropout = m.attentionDropout > 0;
-      scoresForward = bmm +
-                      memory(scores * (2 * e + (dropout ? 2 * e + 2 : 0))) +
-                      launches(dropout ? 2 : 0);
+      BytesByKind softmaxForward, softmaxBackward;
+      softmaxForward.add("softmax", scores * 2 * e);
+      softmaxBackward.add("softmax_grad", scores * 3 * e);
+      if (dropout) {
+        softmaxForward.add("dropout_mask", scores);
+        softmaxForward.add("apply_mask", scores * (2 * e + 1));
+        softmaxBackward.add("apply_mask", scores * (2 * e + 1));
+      }
+      scoresForward = bmm + kernels(softmaxForward, dropout ? 3 : 1);
       attentionForward = bmm + scoresForward;
-      attentionBackward = 4 * bmm +
-                          memory(scores * (3 * e + (dropout ? 2 * e + 1 : 0))) +
-                          launches(dropout ? 1 : 0);
+      attentionBackward = 4 * bmm + kernels(softmaxBackward, dropout ? 2 : 1);
     }
-    // The layout's bytes in one memory-bound term, its kernels' launches
-    // (none for a fused attention on one stage).
+    // The layout's kernels (none for a fused attention on one stage).
     if (layoutKernelsForward > 0)
-      attentionForward +=
-          memory(layoutForward) + launches(layoutKernelsForward - 1);
+      attentionForward += kernels(layoutForward, layoutKernelsForward);
     if (layoutKernelsBackward > 0)
-      attentionBackward +=
-          memory(layoutBackward) + launches(layoutKernelsBackward - 1);
-    // The elementwise kernels' bytes: the two norms, the two residual
-    // branches' dropout and add on [s, h] tensors (split over tp only with
-    // sequence parallelism), the MLP's activation on its inner tensor. A
-    // CUDA device fuses some (runtime/cuda/FusionPlan.h): a dropout with
-    // its add, a norm's backward (both gradients) with the residual add,
-    // GPT-2's GeLU and its gradient into the GEMMs' epilogues, the bias
-    // gradients into the weight gradients', and an add right after a
-    // product without bias into the product (C): Llama's residual adds
-    // (where no collective comes between: without sequence parallelism)
-    // and its input gradients' sums.
-    bool fuses = hw.runtimeDevice == "cuda";
-    double whole = tokens * h / (plan.sequenceParallel ? t : 1);
+      attentionBackward += kernels(layoutBackward, layoutKernelsBackward);
+    // The elementwise kernels' bytes, by kind: the two norms, the two
+    // residual branches' dropout and add on [s, h] tensors (split over tp
+    // only with sequence parallelism), the MLP's activation on its inner
+    // tensor. A CUDA device fuses some (runtime/cuda/FusionPlan.h): a
+    // dropout with its add, a norm's backward (both gradients) with the
+    // residual add, GPT-2's GeLU and its gradient into the GEMMs'
+    // epilogues, the bias gradients into the weight gradients', and an add
+    // right after a product without bias into the product (C): Llama's
+    // residual adds (where no collective comes between: without sequence
+    // parallelism) and its input gradients' sums. A fused group is a kind
+    // of its own, its opcodes joined by '+' (as the replay names it).
+    bool fuses = fusesKernels();
+    double whole = wholeElements();
     double inner = tokens * ffn;
-    bool dropout = m.residualDropout > 0;
-    // Per element of a branch: the mask drawn (a byte) and applied, and the
-    // add; backward, the mask applied to the gradient.
-    bool residualInProduct = fuses && m.llama && !plan.sequenceParallel;
-    double branchForward = !dropout ? (residualInProduct ? 0 : 3 * e)
-                           : fuses  ? 3 * e + 2
-                                    : 5 * e + 2;
-    // With tp > 1 GPT-2 adds each row-parallel output's bias after the
-    // reduction (Megatron's order; the product cannot): a kernel reading
-    // and writing the branch, but on a CUDA device, which runs it with the
+    bool dropout = residualDropout();
+    std::string norm = normKind();
+    bool residualInProduct = this->residualInProduct();
+    // GPT-2's bias after the reduction (tp > 1) is a kernel reading and
+    // writing the branch, but on a CUDA device, which runs it with the
     // branch's dropout and residual add (or the add alone) as one kernel.
-    bool rowParallelBias = !m.llama && plan.tp > 1 && !fuses;
-    if (rowParallelBias)
-      branchForward += 2 * e;
+    bool rowParallelBias = biasAfterReduction() && !fuses;
+    // A norm reads x and writes y; on a CUDA device joined to the add
+    // before it the norm's read of the sum is not paid, nor its launch.
+    bool normJoinsAdd = this->normJoinsAdd();
+    BytesByKind normAlone;
+    normAlone.add(norm, whole * 2 * e);
+    // A branch per element: the mask drawn (a byte) and applied, and the
+    // add; on a CUDA device the mask applied, the add and the norm after
+    // it (with GPT-2's bias before them where tp > 1) are one group.
+    BytesByKind branchForward;
+    if (dropout)
+      branchForward.add("dropout_mask", whole);
+    if (!fuses) {
+      if (dropout)
+        branchForward.add("apply_mask", whole * (2 * e + 1));
+      branchForward.add("add", whole * 3 * e);
+      if (rowParallelBias)
+        branchForward.add("add", whole * 2 * e);
+    } else if (dropout || !residualInProduct) {
+      branchForward.add(branchGroup(biasAfterReduction(), normJoinsAdd),
+                        branchGroupBytes(normJoinsAdd));
+    }
     // Backward each branch's mask on the gradient (read it and the mask,
     // write): on a CUDA device in the norm backward's group whose result it
-    // masks, which writes the masked gradient beside its own (with
-    // microbatches the norms' parameter gradients go into their sums after
-    // the mask: tpc-lower-to-rt).
+    // masks (with microbatches the norms' parameter gradients go into
+    // their sums after the mask: tpc-lower-to-rt).
     bool maskInNormGroup = fuses && dropout;
-    double branchBackward = !dropout ? 0 : maskInNormGroup ? e + 1 : 2 * e + 1;
-    // A norm reads x and writes y; backward its input gradient (dY, x, dX),
-    // its parameter gradients (dY, x) and the residual add: one group on a
-    // CUDA device (all three are in B, whatever the schedule), but for rows
-    // too wide for its sums, whose parameter gradients run apart.
-    bool normParamsApart = fuses && m.hidden > kCudaNormBackwardMostColumns;
-    double normBackward = !fuses ? 8 * e : normParamsApart ? 6 * e : 4 * e;
-    double activationForward, activationBackward;
-    if (m.llama) {
+    // A norm's backward: its input gradient (dY, x, dX), its parameter
+    // gradients (dY, x) and the residual add: one group on a CUDA device
+    // (all three are in B, whatever the schedule), but for rows too wide
+    // for its sums (normParamsApart).
+    bool normParamsApart = this->normParamsApart();
+    auto normBackward = [&](bool withMask) {
+      BytesByKind moved;
+      if (!fuses) {
+        moved.add(norm + "_input_grad", whole * 3 * e);
+        moved.add(norm + "_param_grad", whole * 2 * e);
+        moved.add("add", whole * 3 * e);
+        if (dropout)
+          moved.add("apply_mask", whole * (2 * e + 1));
+        return moved;
+      }
+      if (normParamsApart)
+        moved.add(norm + "_param_grad", whole * 2 * e);
+      moved.add(normGroup(withMask), normGroupBytes(withMask));
+      return moved;
+    };
+    // With full recomputation the masks are not stashed: each layer's
+    // recomputed forward draws its MLP branch's mask again and applies it
+    // to the gradient there (on a CUDA device, not in the group of the
+    // norm backward before it).
+    bool maskRedrawn = plan.remat == "full" && dropout;
+    BytesByKind activationForward, activationBackward;
+    if (m.llama && fuses) {
+      // SwiGLU's pairs: SiLU with the product (forward reading gate and up,
+      // writing the product; backward SiLU recomputed, reading gate and the
+      // output gradient, writing up's gradient), and the product giving
+      // SiLU's output gradient with SiLU's gradient (reading the output
+      // gradient, up and gate, writing the gate's gradient).
+      activationForward.add("silu+mul", inner * 3 * e);
+      activationBackward.add("silu+mul", inner * 3 * e);
+      activationBackward.add("mul+silu_grad", inner * 4 * e);
+    } else if (m.llama) {
       // SiLU(gate), then its product with up; backward SiLU(gate) again
       // (recomputed from the gate, not stashed: tpc-autodiff), both
-      // products' gradients and SiLU's. A CUDA device runs SiLU with the
-      // product (forward reading gate and up, writing the product;
-      // backward reading gate and the output gradient, writing up's
-      // gradient) and the product giving SiLU's output gradient with SiLU's
-      // gradient (reading the output gradient, up and gate, writing the
-      // gate's gradient): SwiGLU's pairs.
-      activationForward = fuses ? 3 * e : 5 * e;
-      activationBackward = fuses ? 7 * e : 11 * e;
-    } else {
-      activationForward = fuses ? 0 : 2 * e;
-      activationBackward = fuses ? 0 : 3 * e;
+      // products' gradients and SiLU's.
+      activationForward.add("silu", inner * 2 * e);
+      activationForward.add("mul", inner * 3 * e);
+      activationBackward.add("silu", inner * 2 * e);
+      activationBackward.add("mul", inner * 6 * e);
+      activationBackward.add("silu_grad", inner * 3 * e);
+    } else if (!fuses) {
+      activationForward.add("gelu", inner * 2 * e);
+      activationBackward.add("gelu_grad", inner * 3 * e);
     }
-    // GPT-2's bias gradients read each linear's output gradient.
-    double biasGradients =
-        m.llama || fuses ? 0 : tokens * (2 * h + (3 * h + m.ffn) / t) * e;
+    BytesByKind elementwiseForward, elementwiseBackward;
+    elementwiseForward.add(branchForward, 2);
+    if (!normJoinsAdd)
+      elementwiseForward.add(normAlone, 2);
+    elementwiseForward.add(activationForward);
+    elementwiseBackward.add(normBackward(maskInNormGroup));
+    elementwiseBackward.add(normBackward(maskInNormGroup && !maskRedrawn));
+    elementwiseBackward.add(activationBackward);
+    // GPT-2's bias gradients read each linear's output gradient (on a CUDA
+    // device in the weight gradients' epilogues).
+    bool biasGradients = !m.llama && !fuses;
+    if (biasGradients)
+      elementwiseBackward.add("sum_to",
+                              tokens * (2 * h + (3 * h + m.ffn) / t) * e);
     // Llama's separate q, k, v and gate, up projections: their input
     // gradients are added (three adds over the whole sequence; on a CUDA
     // device each in the next product's epilogue).
-    double inputGradientSums = m.llama && !fuses ? 3 * 3 * tokens * h * e : 0;
-    // A norm reads x and writes y; on a CUDA device each norm joins the
-    // residual add before it where that add is a kernel (not a product's C:
-    // Llama without sequence parallelism), one row kernel that writes z
-    // and y: the norm's read of z is not paid, nor its launch.
-    bool normJoinsAdd = fuses && !residualInProduct;
-    double normForward = normJoinsAdd ? e : 2 * e;
-    double elementwiseForward = whole * (2 * normForward + 2 * branchForward) +
-                                inner * activationForward;
-    double elementwiseBackward =
-        whole * (2 * normBackward + 2 * branchBackward) +
-        inner * activationBackward + biasGradients + inputGradientSums;
-    // Their kernels, a launch each (the bytes above are priced as one
-    // kernel's): forward the two norms (each with the add before it on a
-    // CUDA device), each branch's mask drawn and
+    bool inputGradientSums = m.llama && !fuses;
+    if (inputGradientSums)
+      elementwiseBackward.add("add", 3 * 3 * tokens * h * e);
+    // Their kernels, a launch each: forward the two norms (each with the
+    // add before it on a CUDA device), each branch's mask drawn and
     // applied and its add (one kernel with the add on a CUDA device), the
     // activation (Llama: SiLU, then the product with up; one kernel on a
-    // CUDA device); backward the
-    // norms' (the parameter and input gradients, the residual add and the
-    // mask of the branch after, one group on a CUDA device), each branch's
-    // mask on the gradient (apart on a CPU), the
-    // activation's (Llama: SiLU recomputed, both products' and SiLU's
-    // gradients, two pairs on a CUDA device), GPT-2's four bias
+    // CUDA device); backward the norms' (the parameter and input
+    // gradients, the residual add and the mask of the branch after, one
+    // group on a CUDA device), each branch's mask on the gradient (apart
+    // on a CPU), the activation's (Llama: SiLU recomputed, both products'
+    // and SiLU's gradients, two pairs on a CUDA device), GPT-2's four bias
     // gradients and Llama's three input-gradient sums where unfused.
     double branchKernelsForward = dropout             ? (fuses ? 2 : 3)
                                   : residualInProduct ? 0
@@ -518,27 +688,25 @@ public:
                                                     : 1) +
                              (dropout && !maskInNormGroup ? 2 : 0) +
                              (m.llama ? (fuses ? 2 : 4) : (fuses ? 0 : 1)) +
-                             (biasGradients > 0 ? 4 : 0) +
-                             (inputGradientSums > 0 ? 3 : 0);
-    auto elementwise = [&](double bytes, double kernels) {
-      return memory(bytes) + launches(std::max(0.0, kernels - 1));
-    };
+                             (biasGradients ? 4 : 0) +
+                             (inputGradientSums ? 3 : 0);
     double comm = layerCollectives();
 
     // On a device with collective streams each branch's dropout mask (a
     // byte an element, drawn from the step's counter) is drawn while the
     // branch's row-parallel reduction runs (rt-overlap-collectives hoists
     // it there), as far as the reduction lasts.
-    double hiddenDraws = fuses && plan.tp > 1 && dropout
-                             ? std::min(memory(whole), halfOutputReduction())
-                             : 0;
+    double hiddenDraws =
+        fuses && plan.tp > 1 && dropout
+            ? std::min(memory("dropout_mask", whole), halfOutputReduction())
+            : 0;
     PhaseCosts costs;
     costs.forward.compute = linears + attentionForward +
-                            elementwise(elementwiseForward, kernelsForward) -
+                            kernels(elementwiseForward, kernelsForward) -
                             2 * hiddenDraws;
     costs.forward.communication = comm;
     costs.backward.compute = linears + attentionBackward +
-                             elementwise(elementwiseBackward, kernelsBackward);
+                             kernels(elementwiseBackward, kernelsBackward);
     // B's collectives: its own, and with full recomputation the
     // recomputed forward's (but the MLP output's reduction); on a device
     // with collective streams, where W runs with B, what shows of them
@@ -555,13 +723,34 @@ public:
       // output needs: the MLP's output projection, its reduction over tp,
       // its dropout and residual add (the layer's first norm then runs
       // alone: no add before it is recomputed).
-      double firstNormAlone = normJoinsAdd ? 1 : 0;
+      BytesByKind recomputed = activationForward;
+      recomputed.add(normAlone, normJoinsAdd ? 1 : 2);
+      double recomputedKernels =
+          kernelsForward - branchKernelsForward + (normJoinsAdd ? 1 : 0);
+      // On a CUDA device without sequence parallelism GPT-2's bias runs
+      // apart there (the collectives rt-overlap-collectives moves beside
+      // the recomputed forward come between it and the branch).
+      if (fuses && biasAfterReduction() && !plan.sequenceParallel) {
+        if (dropout)
+          recomputed.add("dropout_mask", whole);
+        recomputed.add("add", whole * 2 * e);
+        recomputed.add(branchGroup(false, normJoinsAdd),
+                       branchGroupBytes(normJoinsAdd));
+        recomputedKernels += 1;
+      } else {
+        recomputed.add(branchForward);
+      }
+      if (maskRedrawn) {
+        recomputed.add("dropout_mask", whole);
+        recomputedKernels += 1;
+        if (fuses) {
+          recomputed.add("apply_mask", whole * (2 * e + 1));
+          recomputedKernels += 1;
+        }
+      }
       costs.backward.recompute =
           linears - gemm(tokens, h, ffn) + attentionForward +
-          elementwise(elementwiseForward - whole * branchForward +
-                          firstNormAlone * whole * e,
-                      kernelsForward - branchKernelsForward + firstNormAlone) -
-          hiddenDraws;
+          kernels(recomputed, recomputedKernels) - hiddenDraws;
     } else if (plan.remat == "selective" && !m.fusedAttention) {
       costs.backward.recompute = scoresForward;
     }
@@ -609,8 +798,27 @@ public:
   PhaseCosts embedding() const {
     PhaseCosts costs;
     double bytes = hiddenBytes();
-    costs.forward.compute = memory(3 * bytes);
-    costs.backward.compute = memory(3 * bytes);
+    // The rows gathered (read and written); on the [s, h] the layers take
+    // (a shard with sequence parallelism), GPT-2's learned positions added
+    // and the embedding's dropout, its mask drawn and applied (backward on
+    // a CPU applied apart, on a CUDA device in the first norm backward's
+    // group).
+    double whole = wholeElements(), e = m.elementBytes;
+    bool dropout = m.embeddingDropout > 0;
+    costs.forward.compute = memory("embedding", 2 * bytes);
+    if (!m.llama)
+      costs.forward.compute += memory("add", whole * 3 * e);
+    if (dropout)
+      costs.forward.compute += memory("dropout_mask", whole) +
+                               memory("apply_mask", whole * (2 * e + 1));
+    // Its gradient adds into the table's sum where there is one: over the
+    // microbatches, or a tied table's on its stage.
+    bool intoSum = plan.microbatches > 1 ||
+                   (m.tiedEmbeddings && plan.tp == 1 && plan.pp == 1);
+    costs.backward.compute = memory(
+        intoSum ? "embedding_grad_accumulate" : "embedding_grad", 3 * bytes);
+    if (dropout && !fusesKernels())
+      costs.backward.compute += memory("apply_mask", whole * (2 * e + 1));
     if (gradientInVocabularyBlocks())
       // dist-propagate's choice: the layers' input gradient (a partial sum
       // over tp, or sequence-split) is all-reduced (all-gathered) where the
@@ -623,10 +831,12 @@ public:
     if (tiedGradientSummedPerMicrobatch()) {
       // Added to the LM head's gradient in each microbatch: the block's
       // rows, read and written; over the whole vocabulary (written whole
-      // each microbatch), the reduce-scatter over tp comes first.
+      // each microbatch), the reduce-scatter over tp comes first. The add
+      // is the embedding gradient's own (rt-accumulate-weight-grads).
       double table = wholeVocabularyGradientBytes();
       double block = static_cast<double>(m.vocab) / t * m.hidden * 4;
-      costs.weight.compute = memory(table + 3 * block);
+      costs.weight.compute =
+          memory("embedding_grad_accumulate", table + 3 * block);
       if (table > 0)
         costs.weight.communication =
             tpCollective(CollectiveKind::ReduceScatter, table);
@@ -669,15 +879,35 @@ public:
     // The logits (the model's precision): the loss reads them, its gradient
     // reads them again and writes theirs (the GEMMs write and read them).
     double logits = tokens * vocab * m.elementBytes;
-    double norm = memory(3 * hiddenBytes());
+    // The final norm; backward on a CUDA device its parameter and input
+    // gradients are one group, with the mask of the last branch's dropout.
+    // (With full recomputation the last branch's mask is applied in its
+    // layer's recomputed forward.)
+    std::string norm = normKind();
+    bool fuses = fusesKernels();
+    std::string normBackward =
+        fuses ? norm + "_param_grad+" + norm + "_input_grad" +
+                    (residualDropout() && plan.remat != "full" ? "+apply_mask"
+                                                               : "")
+              : norm + "_input_grad";
+    // On one device of one stage a CUDA device runs the loss with its
+    // gradient, one kernel: a kind of its own.
+    bool lossWithGradient = fuses && plan.tp == 1 && plan.pp == 1;
+    std::string loss =
+        lossWithGradient ? "cross_entropy+cross_entropy_grad" : "cross_entropy";
+    std::string lossGradient = lossWithGradient
+                                   ? "cross_entropy+cross_entropy_grad"
+                                   : "cross_entropy_grad";
     double small = plan.tp > 1
                        ? 3 * tpCollective(CollectiveKind::AllReduce, tokens * 4)
                        : 0;
-    costs.forward.compute =
-        norm + gemm(tokens, vocab, m.hidden) + memory(logits);
+    costs.forward.compute = memory(norm, 3 * hiddenBytes()) +
+                            gemm(tokens, vocab, m.hidden) +
+                            memory(loss, logits);
     costs.forward.communication = small;
-    costs.backward.compute =
-        norm + gemm(tokens, m.hidden, vocab) + memory(2 * logits);
+    costs.backward.compute = memory(normBackward, 3 * hiddenBytes()) +
+                             gemm(tokens, m.hidden, vocab) +
+                             memory(lossGradient, 2 * logits);
     // A tied table's GEMM adds into the sum too, and so does the
     // embedding's scatter, but where the embedding's gradient is
     // reduce-scattered in the microbatch (rt-accumulate-weight-grads).
@@ -828,9 +1058,10 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
   std::vector<PhaseCosts> chunkCosts(chunks);
   for (int64_t c = 0; c < chunks; ++c) {
     PhaseCosts &cost = chunkCosts[c];
-    cost.forward = layer.forward.scaled(chunkLayers[c]);
-    cost.backward = layer.backward.scaled(chunkLayers[c]);
-    cost.weight = layer.weight.scaled(chunkLayers[c]);
+    cost = costs.chunkEdges(c == 0, c == chunks - 1);
+    cost.forward += layer.forward.scaled(chunkLayers[c]);
+    cost.backward += layer.backward.scaled(chunkLayers[c]);
+    cost.weight += layer.weight.scaled(chunkLayers[c]);
     if (c == 0) {
       cost.forward += embedding.forward;
       cost.backward += embedding.backward;
@@ -871,8 +1102,16 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
   // squares in the updates' pass: runtime/cuda/KernelBatches.h), with
   // mixed precision the bf16 copy (6), with microbatches the sums zeroed
   // for the next step (4).
-  double optimizerBytes = 28 + (hw.runtimeDevice == "cuda" ? 0 : 4) +
-                          (mixed ? 6 : 0) + (plan.microbatches > 1 ? 4 : 0);
+  // On the CUDA device the copies and zeroings run as batches.
+  bool batches = hw.runtimeDevice == "cuda";
+  BytesByKind optimizerBytes;
+  optimizerBytes.add("adamw_update", 28);
+  if (!batches)
+    optimizerBytes.add("sum_squares", 4);
+  if (mixed)
+    optimizerBytes.add(batches ? "cast batch" : "cast", 6);
+  if (plan.microbatches > 1)
+    optimizerBytes.add(batches ? "zeros batch" : "zeros", 4);
   // The reduction as compiled: an all_reduce per parameter tensor, in the
   // order the backward finishes them. On the CUDA device a run of them is
   // one collective (one NCCL group): rt-bucket-reductions moves each, last
@@ -918,17 +1157,21 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
     reduction[rankOf(c)] += chunkReductionSeconds(tensors);
   }
   for (int64_t r = 0; r < plan.pp; ++r) {
+    BytesByKind rankOptimizer;
+    rankOptimizer.add(optimizerBytes, rankParams[r]);
     epilogue[r] = (overlapsReduction ? 0 : reduction[r]) +
-                  memoryBoundSeconds(hw, rankParams[r] * optimizerBytes);
+                  kernelsSeconds(hw, rankOptimizer, 1);
     if (r == 0)
       epilogue[r] += costs.wholeVocabularyScatterSeconds();
     // A tied table on two ranks (not ZB-V's, whose first and last chunks
-    // share rank 0) exchanges its gradient.
+    // share rank 0) exchanges its gradient, each adding the other's into
+    // its own.
     if (plan.pp > 1 && m.tiedEmbeddings && rankOf(0) != rankOf(chunks - 1) &&
         (r == rankOf(0) || r == rankOf(chunks - 1)))
-      epilogue[r] += collectiveSeconds(hw, CollectiveKind::PointToPoint,
-                                       m.vocab * h / t * 4, 2,
-                                       ppInter ? 1 : 2);
+      epilogue[r] +=
+          collectiveSeconds(hw, CollectiveKind::PointToPoint,
+                            m.vocab * h / t * 4, 2, ppInter ? 1 : 2) +
+          costs.memory("add", 3 * m.vocab * h / t * 4);
   }
   double p2p = plan.pp > 1 ? costs.p2pSeconds(ppInter) : 0;
 

@@ -750,6 +750,58 @@ TEST(PlanModel, EveryKernelOfALayerPaysItsLaunch) {
   }
 }
 
+TEST(PlanModel, ElementwiseKindsPriceTheirOwnBytes) {
+  // A kind of memory-bound kernel at half the description's fraction of
+  // the bandwidth (efficiency.elementwise_bandwidth.kinds) costs its bytes
+  // once more at the value: the closed forms name their bytes by kind as
+  // the replay names its kernels, counted here per microbatch from what
+  // the compile runs (th: a microbatch's [s, h] elements; e = 2, bf16).
+  // On the CPU: each layer's 2 norms read x and write y; the final norm
+  // 3e a element; a mask drawn (a byte an element) per residual branch
+  // and one for the embedding's dropout. On cuda with full recomputation:
+  // the norms join the adds before them but the final one and each
+  // layer's first in the recomputed forward (alone: no add before it is
+  // recomputed); the recomputed forward draws the attention branch's mask
+  // again and the MLP branch's (masks are not stashed), applying the
+  // latter to the gradient there; the embedding's mask applied forward.
+  Hardware hw = testHardware();
+  hw.kernelLaunchSeconds = 0;
+  TransformerShape gpt{2, 256, 4, 4, 64, 1024, 1000, 128};
+  gpt.fusedAttention = true;
+  gpt.residualDropout = gpt.embeddingDropout = 0.1;
+  PlanChoice plan;
+  plan.microbatchSize = 2;
+  plan.microbatches = 3;
+  double th = 2.0 * 128 * 256, e = 2, layers = 2;
+  struct Case {
+    const char *device, *remat, *kind;
+    double bytes;
+  } cases[] = {
+      {"cpu", "none", "layer_norm", layers * 2 * 2 * e * th + 3 * e * th},
+      {"cpu", "none", "dropout_mask", layers * 2 * th + th},
+      {"cuda", "full", "dropout_mask", layers * (2 + 2) * th + th},
+      {"cuda", "full", "layer_norm", 3 * e * th + layers * 2 * e * th},
+      {"cuda", "full", "apply_mask",
+       (2 * e + 1) * th + layers * (2 * e + 1) * th},
+  };
+  for (const Case &c : cases) {
+    hw.runtimeDevice = c.device;
+    plan.remat = c.remat;
+    hw.elementwiseKinds.clear();
+    std::string error;
+    auto atValue = estimatePlan(gpt, plan, hw, false, error);
+    ASSERT_TRUE(atValue) << error;
+    hw.elementwiseKinds[c.kind] = hw.elementwiseEfficiency / 2;
+    auto atHalf = estimatePlan(gpt, plan, hw, false, error);
+    ASSERT_TRUE(atHalf) << error;
+    double once = plan.microbatches * c.bytes /
+                  (hw.memoryBytesPerSecond * hw.elementwiseEfficiency);
+    EXPECT_NEAR(atHalf->stepSeconds - atValue->stepSeconds, once,
+                1e-9 * atValue->stepSeconds)
+        << c.device << " " << c.remat << " " << c.kind;
+  }
+}
+
 TEST(PlanModel, ZBVHoldsWhatItsListsHold) {
   // ZB-V puts chunks r and 2p - 1 - r on rank r: rank 0 holds the
   // embedding and the LM head, so a tied table is one table there (the
