@@ -379,6 +379,19 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel, StringRef kind,
     piece.category = sim::Communication;
     piece.buffer = inputs[0];
     return piece;
+  case OpCode::Embedding: {
+    // The ids, the rows they hit (at most one per id) and the result, not
+    // the whole table.
+    double table = static_cast<double>(bytesOf(inputs[0]));
+    double rowBytes = table / dimOf(inputs[0], 0);
+    double hit = std::min<double>(
+        table, static_cast<double>(elementsOf(inputs[1])) * rowBytes);
+    piece.seconds = memoryBoundSeconds(
+        hw, static_cast<double>(bytesOf(inputs[1]) + bytesOf(outputs[0])) + hit,
+        hw.elementwiseEfficiencyOf(kind));
+    piece.price = elementwisePrice(kind);
+    return piece;
+  }
   case OpCode::EmbeddingGradAccumulate: {
     // dY and the ids, and the rows they hit (at most every token's) read
     // and written, not the whole table.

@@ -26,13 +26,21 @@ class Kernel:
         """The bytes the kernel reads and writes: its operands' and
         results', but for embedding_grad_accumulate, which reads dY and the
         ids and reads and writes only the table rows an id hits (at most
-        one per id)."""
+        one per id), and embedding, which reads the ids and those rows and
+        writes its result."""
+        def count(v):
+            n = 1
+            for d in self.shapes[v]:
+                n *= d
+            return n
+        if self.name == "embedding":
+            table, ids = self.ins
+            row = self.sizes[table] // self.shapes[table][0]
+            hit = min(self.sizes[table], count(ids) * row)
+            return self.sizes[ids] + self.sizes[self.outs[0]] + hit
         if self.name == "embedding_grad_accumulate":
             dy, ids, table = self.ins
-            ids_count = 1
-            for d in self.shapes[ids]:
-                ids_count *= d
-            hit = min(self.sizes[table], ids_count * self.shapes[table][1] * 4)
+            hit = min(self.sizes[table], count(ids) * self.shapes[table][1] * 4)
             return self.sizes[dy] + self.sizes[ids] + 2 * hit
         return sum(self.sizes[v] for v in self.ins + self.outs)
 
