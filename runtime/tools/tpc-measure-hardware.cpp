@@ -612,10 +612,15 @@ private:
     bytes = std::max<uint64_t>(bytes / (1 << 20), 1) << 20;
     m.streamBytes = bytes;
     size_t count = bytes / sizeof(float);
-    std::vector<float> a(count), b(count), c(count);
-    fill(a, 3);
-    fill(b, 4);
-    fill(c, 5);
+    // The three arrays one after another in one allocation, `skew` floats
+    // apart, as an arena holds a step's tensors. In allocations of their
+    // own, in ranks bound to a core (as mpiexec binds them), gelu_grad ran
+    // at 8.8 GB/s against 11.2 here and the step's at 0.73 of its price
+    // (0.93 since); others moved less and either way (docs/design/
+    // cost-model.md, "Kind by kind").
+    const size_t skew = 1088;
+    std::vector<float> arrays(3 * (count + skew));
+    fill(arrays, 3);
     m.bandwidthSamples = effort_.passes * effort_.kernelSamples;
     // memcpy and a STREAM triad, then memory-bound kernels of a transformer
     // step, each counted by the bytes it reads and writes as the cost model
@@ -638,22 +643,20 @@ private:
     int64_t targets = 0;
     double squares = 0;
     // adamw_update on a quarter of the elements each of param, grad and
-    // both moments, one after the other in one allocation as an arena holds
-    // them (a gap of `skew` floats between them), the second moment
-    // non-negative as a real one is (a negative one takes sqrt's slow path
-    // for errno, which a training step never does). In a and b's halves
-    // instead (each array a power of two apart from its pair, in allocations
-    // of their own) a rank bound to a core ran it at 12 GB/s on this
+    // both moments, one after the other in one allocation as the arrays
+    // above, the second moment non-negative as a real one is (a negative
+    // one takes sqrt's slow path for errno, which a training step never
+    // does). In halves of separate arrays instead (each a power of two
+    // apart from its pair) a rank bound to a core ran it at 12 GB/s on this
     // machine, where an arena's buffers run at 31-34 and the step's
     // optimizer ran at twice the 12's price.
-    const int64_t skew = 1088;
     const int64_t quarter = elements / 4;
     std::vector<float> optimizerState(4 * (quarter + skew));
     fill(optimizerState, 6);
     float *po = optimizerState.data();
     for (int64_t i = 0; i < quarter; ++i)
       po[3 * (quarter + skew) + i] = std::fabs(po[3 * (quarter + skew) + i]);
-    float *pa = a.data(), *pb = b.data(), *pc = c.data();
+    float *pa = arrays.data(), *pb = pa + count + skew, *pc = pb + count + skew;
     uint8_t *pm = mask.data();
     const double n = static_cast<double>(elements),
                  normed = static_cast<double>(inRows), f = sizeof(float),
@@ -790,7 +793,7 @@ private:
         {"adamw_update",
          7 * double(quarter) * f + 3 * f,
          [=] {
-           const int64_t stride = quarter + skew;
+           const int64_t stride = quarter + static_cast<int64_t>(skew);
            return cpu::adamwUpdate(po, po + stride, po + 2 * stride,
                                    po + 3 * stride, quarter, 1e-4f, 1,
                                    cpu::AdamWOptions{}, 1.0f);
