@@ -13,14 +13,18 @@ form's replayed on the schedule's action lists and the search's closed
 form (the step that ranks every candidate and picks the ones replayed). Nothing is timed: each case takes well under a second.
 
     benchmarks/plan-memory.py [--bin build/bin] [--hardware a100]
-                              [--kinds KIND=FACTOR,...]
+                              [--kinds KIND=FACTOR,...] [--kind-deltas KIND,...]
                               [--max-error PCT] [--max-step-error PCT]
 
 --kinds gives kinds of memory-bound kernels their own fraction of the
 bandwidth (efficiency.elementwise_bandwidth.kinds, as a GPU's trace fits
 them: benchmarks/cuda/report.py trace-ops --calibrate): each KIND at the
 description's value times FACTOR, in a copy of the --hardware description
-(a name under hardware/ or a path).
+(a name under hardware/ or a path). --kind-deltas prints, instead of the
+table, each kind's step change with the kind alone at a tenth of the
+description's elementwise value, in the compile's replay beside the closed form's and the
+search's: where the closed form counts a kind's bytes as the replay does
+the two move alike.
 
 With --max-error it exits 1 when a memory error passes PCT (either way),
 with --max-step-error when a step's does (replayed or searched).
@@ -101,6 +105,72 @@ CASES = [
 ]
 
 
+def description_with_kinds(root, hardware, kinds, out):
+    """Writes `out`: the --hardware description (a name under hardware/ or
+    a path) with `kinds` ({kind: factor}) at its elementwise value times
+    the factor; returns `out`."""
+    path = hardware if os.path.exists(hardware) else os.path.join(
+        root, "hardware", hardware + ".json")
+    with open(path) as f:
+        description = json.load(f)
+    elementwise = description["efficiency"]["elementwise_bandwidth"]
+    table = elementwise.setdefault("kinds", {})
+    for kind, factor in kinds.items():
+        table[kind] = round(elementwise["value"] * factor, 4)
+    with open(out, "w") as f:
+        json.dump(description, f)
+    return out
+
+
+def check_case(args, hardware, work, i):
+    """tpc-plan's check of case i compiled on `hardware`: its report's
+    "check" section, or None (printed) where tpc-plan failed."""
+    label, config, gpus, batch, seq, attention, dtype, plan = CASES[i]
+    path = os.path.join(work, f"model{i}.json")
+    with open(path, "w") as f:
+        json.dump(config, f)
+    report = os.path.join(work, f"plan{i}.json")
+    done = subprocess.run(
+        [os.path.join(args.bin, "tpc-plan"), path, "--gpus", str(gpus),
+         "--hardware", hardware, "--global-batch", str(batch), "--seq",
+         str(seq), "--attention", attention, "--dtype", dtype,
+         "--memory-limit", "1000GB", "--top", "1", "--compare", plan,
+         "--check-plan", "compared", "--report", report],
+        capture_output=True, text=True)
+    if done.returncode != 0:
+        print(f"{label:<14} {plan:<58} failed: {done.stderr.strip()}")
+        return None
+    with open(report) as f:
+        return json.load(f)["check"]
+
+
+def kind_deltas(args, root, hardware, work):
+    """Per kind of --kind-deltas: each case's step with the kind alone at
+    a tenth of the description's elementwise value, less its step at the
+    description, in the compile's replay, the closed form and the search;
+    a closed-form delta unlike the replay's names bytes the closed form
+    counts under another kind (or not at all)."""
+    steps = ("compiled_step_time_s", "closed_form_step_time_s",
+             "searched_step_time_s")
+    base = [check_case(args, hardware, work, i) for i in range(len(CASES))]
+    for kind in args.kind_deltas.split(","):
+        slow = description_with_kinds(
+            root, hardware, {kind: 0.1}, os.path.join(work, "slow.json"))
+        print(f"{kind} at a tenth: step s more (replay, closed form, "
+              f"searched; closed / replay)")
+        for i, before in enumerate(base):
+            after = check_case(args, slow, work, i)
+            if before is None or after is None:
+                continue
+            replay, closed, searched = (after[k] - before[k] for k in steps)
+            if max(abs(replay), abs(closed)) <= 1e-4 * before[steps[0]]:
+                continue
+            ratio = f"{closed / replay:.3f}" if replay else "-"
+            label, plan = CASES[i][0], CASES[i][7]
+            print(f"  {label:<14} {plan:<58} {replay:>+9.4f} "
+                  f"{closed:>+9.4f} {searched:>+9.4f} {ratio:>7}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -110,24 +180,25 @@ def main():
     parser.add_argument("--kinds", default="",
                         help="KIND=FACTOR,...: those kinds at the "
                         "description's elementwise value times FACTOR")
+    parser.add_argument("--kind-deltas", default="",
+                        help="KIND,...: instead of the table, each kind's "
+                        "step change at a tenth of the elementwise value, "
+                        "in the replay beside the closed forms'")
     parser.add_argument("--max-error", type=float)
     parser.add_argument("--max-step-error", type=float)
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="plan-memory.")
     hardware = args.hardware
     if args.kinds:
-        path = hardware if os.path.exists(hardware) else os.path.join(
-            root, "hardware", hardware + ".json")
-        with open(path) as f:
-            description = json.load(f)
-        elementwise = description["efficiency"]["elementwise_bandwidth"]
-        kinds = elementwise.setdefault("kinds", {})
+        kinds = {}
         for spec in args.kinds.split(","):
             kind, factor = spec.rsplit("=", 1)
-            kinds[kind] = round(elementwise["value"] * float(factor), 4)
-        hardware = os.path.join(work, "hardware.json")
-        with open(hardware, "w") as f:
-            json.dump(description, f)
+            kinds[kind] = float(factor)
+        hardware = description_with_kinds(
+            root, hardware, kinds, os.path.join(work, "hardware.json"))
+    if args.kind_deltas:
+        kind_deltas(args, root, hardware, work)
+        return
     print(f"{'model':<14} {'plan':<58} {'layers':>6} {'compiled':>9} "
           f"{'replayed':>9} {'error':>7} {'searched':>9} {'error':>7} "
           f"{'step_s':>9} {'closed':>9} {'error':>7} {'searched':>9} "
@@ -136,25 +207,11 @@ def main():
     worst_step = 0.0
     worst_searched_step = 0.0
     failed = False
-    for i, (label, config, gpus, batch, seq, attention, dtype,
-            plan) in enumerate(CASES):
-        path = os.path.join(work, f"model{i}.json")
-        with open(path, "w") as f:
-            json.dump(config, f)
-        report = os.path.join(work, f"plan{i}.json")
-        done = subprocess.run(
-            [os.path.join(args.bin, "tpc-plan"), path, "--gpus", str(gpus),
-             "--hardware", hardware, "--global-batch", str(batch), "--seq",
-             str(seq), "--attention", attention, "--dtype", dtype,
-             "--memory-limit", "1000GB", "--top", "1", "--compare", plan,
-             "--check-plan", "compared", "--report", report],
-            capture_output=True, text=True)
-        if done.returncode != 0:
-            print(f"{label:<14} {plan:<58} failed: {done.stderr.strip()}")
+    for i, (label, _, _, _, _, _, _, plan) in enumerate(CASES):
+        check = check_case(args, hardware, work, i)
+        if check is None:
             failed = True
             continue
-        with open(report) as f:
-            check = json.load(f)["check"]
         gb = 1e9
         compiled = check["compiled_peak_bytes"]
         replayed = check["closed_form_peak_bytes"]
