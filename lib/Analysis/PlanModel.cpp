@@ -489,14 +489,19 @@ public:
     // projections' layout, but for reshapes that alias their input: the
     // output's to the projection's input, and backward the output's
     // gradient and the output (read back from the stash). A pipeline stage
-    // stashes in pools, whose slots a reshape cannot alias: there each is a
-    // copy.
-    if (m.fusedAttention && plan.pp > 1) {
-      layoutForward.add("copy", 2 * e * qElements);
-      layoutBackward.add("copy", 2 * 2 * e * qElements);
-      layoutKernelsForward += 1;
-      layoutKernelsBackward += 2;
-    }
+    // stashes in pools, whose slots a reshape cannot alias: there the
+    // forward's is a copy and one of the backward's, and unfused the
+    // attention's output before the projection; not with full
+    // recomputation, which stashes only the layer's input (the copies the
+    // compile's replay does not skip, traced with plan-memory.py
+    // --kind-deltas copy).
+    bool pooled = plan.pp > 1 && plan.remat != "full";
+    double copiesForward = pooled ? 1 : 0;
+    double copiesBackward = pooled && m.fusedAttention ? 1 : 0;
+    layoutForward.add("copy", copiesForward * 2 * e * qElements);
+    layoutBackward.add("copy", copiesBackward * 2 * e * qElements);
+    layoutKernelsForward += copiesForward;
+    layoutKernelsBackward += copiesBackward;
     double attentionForward, attentionBackward;
     // What selective recomputation repeats of the unfused core: the scores'
     // product and the softmax (with the dropout mask drawn and applied).
@@ -879,10 +884,16 @@ public:
     // The logits (the model's precision): the loss reads them, its gradient
     // reads them again and writes theirs (the GEMMs write and read them).
     double logits = tokens * vocab * m.elementBytes;
-    // The final norm; backward on a CUDA device its parameter and input
-    // gradients are one group, with the mask of the last branch's dropout.
-    // (With full recomputation the last branch's mask is applied in its
-    // layer's recomputed forward.)
+    // The final norm, on the [s, h] the layers hand on (a shard with
+    // sequence parallelism): it reads x and writes y (the first layer's
+    // first norm, alone, is priced here: the final one joins the last
+    // branch's group), backward reads dY and x and writes dX; on a CUDA
+    // device its parameter and
+    // input gradients are one group, with the mask of the last branch's
+    // dropout. (With full recomputation the last branch's mask is applied
+    // in its layer's recomputed forward.)
+    double normBytes = 2 * wholeElements() * m.elementBytes;
+    double normGradientBytes = 3 * wholeElements() * m.elementBytes;
     std::string norm = normKind();
     bool fuses = fusesKernels();
     std::string normBackward =
@@ -901,11 +912,11 @@ public:
     double small = plan.tp > 1
                        ? 3 * tpCollective(CollectiveKind::AllReduce, tokens * 4)
                        : 0;
-    costs.forward.compute = memory(norm, 3 * hiddenBytes()) +
+    costs.forward.compute = memory(norm, normBytes) +
                             gemm(tokens, vocab, m.hidden) +
                             memory(loss, logits);
     costs.forward.communication = small;
-    costs.backward.compute = memory(normBackward, 3 * hiddenBytes()) +
+    costs.backward.compute = memory(normBackward, normGradientBytes) +
                              gemm(tokens, m.hidden, vocab) +
                              memory(lossGradient, 2 * logits);
     // A tied table's GEMM adds into the sum too, and so does the
