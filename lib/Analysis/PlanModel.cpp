@@ -188,14 +188,21 @@ struct BytesByKind {
   }
 };
 
+/// The seconds `bytes` of a memory-bound `kind` take at its rate, launches
+/// apart.
+static double bandwidthSeconds(const Hardware &hw, llvm::StringRef kind,
+                               double bytes) {
+  return memoryBoundSeconds(hw, bytes, hw.elementwiseEfficiencyOf(kind)) -
+         hw.kernelLaunchSeconds;
+}
+
 /// `kernels` memory-bound kernels (one at least) moving `moved`: their
 /// launches and each kind's bytes at its rate.
 static double kernelsSeconds(const Hardware &hw, const BytesByKind &moved,
                              double kernels) {
   double seconds = std::max(1.0, kernels) * hw.kernelLaunchSeconds;
   for (const auto &[kind, bytes] : moved.bytes)
-    seconds += memoryBoundSeconds(hw, bytes, hw.elementwiseEfficiencyOf(kind)) -
-               hw.kernelLaunchSeconds;
+    seconds += bandwidthSeconds(hw, kind, bytes);
   return seconds;
 }
 
@@ -300,9 +307,8 @@ public:
     double e = m.elementBytes;
     return wholeElements() * (4 * e + (withMask ? e + 1 : 0));
   }
-  /// The seconds a kind's bytes take at its rate, launches apart.
   double bandwidthSeconds(llvm::StringRef kind, double bytes) const {
-    return memory(kind, bytes) - hw.kernelLaunchSeconds;
+    return ::bandwidthSeconds(hw, kind, bytes);
   }
 
   /// What a pipeline chunk's edges change of its layers' elementwise

@@ -70,6 +70,14 @@ int64_t dimOf(Value buffer, int64_t dim) {
   return type.getDimSize(dim < 0 ? type.getRank() + dim : dim);
 }
 
+/// The bytes of the rows of `table` ([rows, ...]) that `ids` hit: one row
+/// an id at most, the whole table at most.
+double rowsHitBytes(Value table, Value ids) {
+  double whole = static_cast<double>(bytesOf(table));
+  return std::min(whole, static_cast<double>(elementsOf(ids)) * whole /
+                             static_cast<double>(dimOf(table, 0)));
+}
+
 StringRef dtypeOf(Value buffer) {
   Type element = cast<MemRefType>(buffer.getType()).getElementType();
   return element.isBF16() ? "bf16" : element.isF16() ? "fp16" : "fp32";
@@ -266,6 +274,13 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel, StringRef kind,
                            : "attention");
     return piece;
   };
+  // A memory-bound kernel moving `moved` bytes, at its kind's rate.
+  auto memoryBound = [&](double moved) -> FailureOr<Piece> {
+    piece.seconds =
+        memoryBoundSeconds(hw, moved, hw.elementwiseEfficiencyOf(kind));
+    piece.price = elementwisePrice(kind);
+    return piece;
+  };
   auto collective = [&](CollectiveKind kind, int64_t size,
                         size_t firstAxis) -> FailureOr<Piece> {
     std::vector<unsigned> axes = axesOf(kernel, firstAxis);
@@ -379,33 +394,17 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel, StringRef kind,
     piece.category = sim::Communication;
     piece.buffer = inputs[0];
     return piece;
-  case OpCode::Embedding: {
-    // The ids, the rows they hit (at most one per id) and the result, not
-    // the whole table.
-    double table = static_cast<double>(bytesOf(inputs[0]));
-    double rowBytes = table / dimOf(inputs[0], 0);
-    double hit = std::min<double>(
-        table, static_cast<double>(elementsOf(inputs[1])) * rowBytes);
-    piece.seconds = memoryBoundSeconds(
-        hw, static_cast<double>(bytesOf(inputs[1]) + bytesOf(outputs[0])) + hit,
-        hw.elementwiseEfficiencyOf(kind));
-    piece.price = elementwisePrice(kind);
-    return piece;
-  }
-  case OpCode::EmbeddingGradAccumulate: {
-    // dY and the ids, and the rows they hit (at most every token's) read
-    // and written, not the whole table.
-    double table = static_cast<double>(bytesOf(outputs[0]));
-    double hit =
-        std::min<double>(table, static_cast<double>(elementsOf(inputs[1])) *
-                                    dimOf(outputs[0], 1) * sizeof(float));
-    piece.seconds = memoryBoundSeconds(
-        hw,
-        static_cast<double>(bytesOf(inputs[0]) + bytesOf(inputs[1])) + 2 * hit,
-        hw.elementwiseEfficiencyOf(kind));
-    piece.price = elementwisePrice(kind);
-    return piece;
-  }
+  case OpCode::Embedding:
+    // The ids, the rows they hit and the result, not the whole table.
+    return memoryBound(
+        static_cast<double>(bytesOf(inputs[1]) + bytesOf(outputs[0])) +
+        rowsHitBytes(inputs[0], inputs[1]));
+  case OpCode::EmbeddingGradAccumulate:
+    // dY and the ids, and the rows of the f32 sum they hit read and
+    // written, not the whole table.
+    return memoryBound(
+        static_cast<double>(bytesOf(inputs[0]) + bytesOf(inputs[1])) +
+        2 * rowsHitBytes(outputs[0], inputs[1]));
   case OpCode::Copy:
   case OpCode::TestCopy:
   case OpCode::Cast:
@@ -415,10 +414,7 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel, StringRef kind,
       return piece;
     [[fallthrough]];
   default:
-    piece.seconds = memoryBoundSeconds(hw, static_cast<double>(bytes),
-                                       hw.elementwiseEfficiencyOf(kind));
-    piece.price = elementwisePrice(kind);
-    return piece;
+    return memoryBound(static_cast<double>(bytes));
   }
 }
 

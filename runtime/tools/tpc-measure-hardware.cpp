@@ -652,11 +652,12 @@ private:
     // machine, where an arena's buffers run at 31-34 and the step's
     // optimizer ran at twice the 12's price.
     const int64_t quarter = elements / 4;
-    std::vector<float> optimizerState(4 * (quarter + skew));
+    const int64_t stride = quarter + static_cast<int64_t>(skew);
+    std::vector<float> optimizerState(4 * size_t(stride));
     fill(optimizerState, 6);
     float *po = optimizerState.data();
-    for (int64_t i = 0; i < quarter; ++i)
-      po[3 * (quarter + skew) + i] = std::fabs(po[3 * (quarter + skew) + i]);
+    for (float *v = po + 3 * stride; v < po + 3 * stride + quarter; ++v)
+      *v = std::fabs(*v);
     float *pa = arrays.data(), *pb = pa + count + skew, *pc = pb + count + skew;
     uint8_t *pm = mask.data();
     const double n = static_cast<double>(elements),
@@ -794,7 +795,6 @@ private:
         {"adamw_update",
          7 * double(quarter) * f + 3 * f,
          [=] {
-           const int64_t stride = quarter + static_cast<int64_t>(skew);
            return cpu::adamwUpdate(po, po + stride, po + 2 * stride,
                                    po + 3 * stride, quarter, 1e-4f, 1,
                                    cpu::AdamWOptions{}, 1.0f);

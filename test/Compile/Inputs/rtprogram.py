@@ -28,20 +28,20 @@ class Kernel:
         ids and reads and writes only the table rows an id hits (at most
         one per id), and embedding, which reads the ids and those rows and
         writes its result."""
-        def count(v):
+        def rows_hit(table, ids):
             n = 1
-            for d in self.shapes[v]:
+            for d in self.shapes[ids]:
                 n *= d
-            return n
+            row = self.sizes[table] // self.shapes[table][0]
+            return min(self.sizes[table], n * row)
         if self.name == "embedding":
             table, ids = self.ins
-            row = self.sizes[table] // self.shapes[table][0]
-            hit = min(self.sizes[table], count(ids) * row)
-            return self.sizes[ids] + self.sizes[self.outs[0]] + hit
+            return (self.sizes[ids] + self.sizes[self.outs[0]] +
+                    rows_hit(table, ids))
         if self.name == "embedding_grad_accumulate":
             dy, ids, table = self.ins
-            hit = min(self.sizes[table], count(ids) * self.shapes[table][1] * 4)
-            return self.sizes[dy] + self.sizes[ids] + 2 * hit
+            return (self.sizes[dy] + self.sizes[ids] +
+                    2 * rows_hit(table, ids))
         return sum(self.sizes[v] for v in self.ins + self.outs)
 
 
