@@ -13,21 +13,27 @@ double mlir::tpc::memoryBoundSeconds(const Hardware &hw, double bytes,
                   (efficiency > 0 ? efficiency : hw.elementwiseEfficiency));
 }
 
-double mlir::tpc::matmulSeconds(const Hardware &hw, double flops, double bytes,
-                                double peak) {
-  double compute = flops / (peak * hw.gemm.at(flops));
+/// The launch overhead plus the slower side of the roofline.
+static double roofline(const Hardware &hw, double computeSeconds, double bytes,
+                       bool *boundByMemory) {
   double memory = bytes / (hw.memoryBytesPerSecond * hw.elementwiseEfficiency);
-  return hw.kernelLaunchSeconds + std::max(compute, memory);
+  if (boundByMemory)
+    *boundByMemory = memory > computeSeconds;
+  return hw.kernelLaunchSeconds + std::max(computeSeconds, memory);
+}
+
+double mlir::tpc::matmulSeconds(const Hardware &hw, double flops, double bytes,
+                                double peak, bool *boundByMemory) {
+  return roofline(hw, flops / (peak * hw.gemm.at(flops)), bytes, boundByMemory);
 }
 
 double mlir::tpc::attentionSeconds(const Hardware &hw, double flops,
                                    double bytes, double peak, double efficiency,
-                                   double extraSeconds) {
+                                   double extraSeconds, bool *boundByMemory) {
   double compute =
       flops / (peak * (efficiency > 0 ? efficiency : hw.attentionEfficiency)) +
       extraSeconds;
-  double memory = bytes / (hw.memoryBytesPerSecond * hw.elementwiseEfficiency);
-  return hw.kernelLaunchSeconds + std::max(compute, memory);
+  return roofline(hw, compute, bytes, boundByMemory);
 }
 
 double mlir::tpc::attentionScores(double rows, double seqQ, double seqK,

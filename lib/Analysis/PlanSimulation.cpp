@@ -237,19 +237,17 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel, StringRef kind,
   auto inputs = kernel.getInputs();
   auto outputs = kernel.getOutputs();
   // A product's price: its FLOPs' (`key`), or the bandwidth's where its
-  // bytes take longer (matmulSeconds' and attentionSeconds' roofline).
-  auto computeOrBytes = [&](double computeSeconds, std::string key) {
-    double memorySeconds = static_cast<double>(bytes) /
-                           (hw.memoryBytesPerSecond * hw.elementwiseEfficiency);
-    piece.price =
-        memorySeconds > computeSeconds ? "elementwise_bandwidth" : key;
+  // bytes took longer.
+  auto computeOrBytes = [&](bool boundByMemory, std::string key) {
+    piece.price = boundByMemory ? "elementwise_bandwidth" : key;
   };
   auto matmul = [&](double flops) -> FailureOr<Piece> {
     FailureOr<double> peak = peakFor(kernel, inputs[0]);
     if (failed(peak))
       return failure();
-    piece.seconds = matmulSeconds(hw, flops, bytes, *peak);
-    computeOrBytes(flops / (*peak * hw.gemm.at(flops)), "gemm");
+    bool boundByMemory;
+    piece.seconds = matmulSeconds(hw, flops, bytes, *peak, &boundByMemory);
+    computeOrBytes(boundByMemory, "gemm");
     return piece;
   };
   // The own kernels at the description's measured efficiencies, where it
@@ -265,9 +263,10 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel, StringRef kind,
     double own =
         ownAttention ? hw.ownAttentionEfficiency(backward, dropout) : 0.0;
     double extra = hw.attentionExtraSeconds(backward, dropout, scores, rows);
-    piece.seconds = attentionSeconds(hw, flops, bytes, *peak, own, extra);
-    computeOrBytes(flops / (*peak * (own > 0 ? own : hw.attentionEfficiency)) +
-                       extra,
+    bool boundByMemory;
+    piece.seconds =
+        attentionSeconds(hw, flops, bytes, *peak, own, extra, &boundByMemory);
+    computeOrBytes(boundByMemory,
                    own > 0 ? std::string("attention_own_kernels.") +
                                  (backward ? "backward" : "forward") +
                                  (dropout ? "_dropout" : "")

@@ -158,8 +158,16 @@ TEST(Cost, Roofline) {
   // 1e11 FLOPs at 0.75 · 100e12 vs 1e6 bytes at 0.5 · 1e12: compute-bound.
   EXPECT_DOUBLE_EQ(matmulSeconds(hw, 1e11, 1e6, 100e12),
                    2e-6 + 1e11 / 75e12);
+  bool boundByMemory = true;
+  matmulSeconds(hw, 1e11, 1e6, 100e12, &boundByMemory);
+  EXPECT_FALSE(boundByMemory);
   // A skinny product: 1e9 bytes take 2 ms, more than the FLOPs.
-  EXPECT_DOUBLE_EQ(matmulSeconds(hw, 1e9, 1e9, 100e12), 2e-6 + 1e9 / 0.5e12);
+  EXPECT_DOUBLE_EQ(matmulSeconds(hw, 1e9, 1e9, 100e12, &boundByMemory),
+                   2e-6 + 1e9 / 0.5e12);
+  EXPECT_TRUE(boundByMemory);
+  // An attention's extra seconds count on the compute side.
+  attentionSeconds(hw, 1e9, 1e9, 100e12, 0.5, 3e-3, &boundByMemory);
+  EXPECT_FALSE(boundByMemory);
   EXPECT_DOUBLE_EQ(memoryBoundSeconds(hw, 1e9), 2e-6 + 2e-3);
 }
 

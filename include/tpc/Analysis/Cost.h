@@ -30,9 +30,10 @@ enum class CollectiveKind {
 /// One matrix product of `flops` (2·m·n·k) reading and writing `bytes`:
 /// the slower of flops / (peak · gemm efficiency(flops)) and the bytes at
 /// the memory-bound rate, plus the launch overhead. 0 peak for `dtype` is the
-/// caller's error (checked by requirePeak).
+/// caller's error (checked by requirePeak). `boundByMemory`, where given, is
+/// set to whether the bytes' side was the slower.
 double matmulSeconds(const Hardware &hw, double flops, double bytes,
-                     double peak);
+                     double peak, bool *boundByMemory = nullptr);
 /// A fused attention kernel (or its gradient) of `flops` matrix FLOPs:
 /// those over the scores it computes (attentionScores), as the attention
 /// efficiency of the hardware descriptions is measured (FlashAttention's
@@ -40,9 +41,10 @@ double matmulSeconds(const Hardware &hw, double flops, double bytes,
 /// attention efficiency (Hardware::ownAttentionEfficiency's).
 /// `extraSeconds` is the time spent beside the products (per score and per
 /// query row: Hardware::attentionExtraSeconds), added to theirs.
+/// `boundByMemory` as matmulSeconds'.
 double attentionSeconds(const Hardware &hw, double flops, double bytes,
                         double peak, double efficiency = 0,
-                        double extraSeconds = 0);
+                        double extraSeconds = 0, bool *boundByMemory = nullptr);
 /// The scores a fused attention computes over `rows` = b·heads·s_q query
 /// rows of `seqQ` and `seqK` keys: all of them, or with a causal mask
 /// (aligned bottom-right, s_k ≥ s_q) all less the s_q·(s_q − 1)/2 per head
