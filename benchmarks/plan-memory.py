@@ -13,7 +13,8 @@ form's replayed on the schedule's action lists and the search's closed
 form (the step that ranks every candidate and picks the ones replayed). Nothing is timed: each case takes well under a second.
 
     benchmarks/plan-memory.py [--bin build/bin] [--hardware a100]
-                              [--kinds KIND=FACTOR,...] [--kind-deltas KIND,...]
+                              [--kinds KIND=FACTOR,...] [--links LINK=FACTOR,...]
+                              [--kind-deltas KIND,...]
                               [--max-error PCT] [--max-step-error PCT]
 
 --kinds gives kinds of memory-bound kernels their own fraction of the
@@ -24,7 +25,10 @@ description's value times FACTOR, in a copy of the --hardware description
 table, each kind's step change with the kind alone at a tenth of the
 description's elementwise value, in the compile's replay beside the closed form's and the
 search's: where the closed form counts a kind's bytes as the replay does
-the two move alike.
+the two move alike. --links scales the description's intra_node and
+inter_node bandwidths (LINK=FACTOR); --kind-deltas takes them too, each at
+half its bandwidth: where the closed form counts the collectives a step
+waits for as the replay does, the two move alike.
 
 With --max-error it exits 1 when a memory error passes PCT (either way),
 with --max-step-error when a step's does (replayed or searched).
@@ -105,10 +109,14 @@ CASES = [
 ]
 
 
-def description_with_kinds(root, hardware, kinds, out):
+LINKS = ("intra_node", "inter_node")
+
+
+def description_with_kinds(root, hardware, kinds, out, links=None):
     """Writes `out`: the --hardware description (a name under hardware/ or
     a path) with `kinds` ({kind: factor}) at its elementwise value times
-    the factor; returns `out`."""
+    the factor and `links` ({intra_node or inter_node: factor}) at their
+    bandwidth times the factor; returns `out`."""
     path = hardware if os.path.exists(hardware) else os.path.join(
         root, "hardware", hardware + ".json")
     with open(path) as f:
@@ -117,6 +125,8 @@ def description_with_kinds(root, hardware, kinds, out):
     table = elementwise.setdefault("kinds", {})
     for kind, factor in kinds.items():
         table[kind] = round(elementwise["value"] * factor, 4)
+    for link, factor in (links or {}).items():
+        description[link]["bytes_per_s"] *= factor
     with open(out, "w") as f:
         json.dump(description, f)
     return out
@@ -154,10 +164,12 @@ def kind_deltas(args, root, hardware, work):
              "searched_step_time_s")
     base = [check_case(args, hardware, work, i) for i in range(len(CASES))]
     for kind in args.kind_deltas.split(","):
+        link = kind in LINKS
         slow = description_with_kinds(
-            root, hardware, {kind: 0.1}, os.path.join(work, "slow.json"))
-        print(f"{kind} at a tenth: step s more (replay, closed form, "
-              f"searched; closed / replay)")
+            root, hardware, {} if link else {kind: 0.1},
+            os.path.join(work, "slow.json"), {kind: 0.5} if link else None)
+        print(f"{kind} at {'half its bandwidth' if link else 'a tenth'}: "
+              f"step s more (replay, closed form, searched; closed / replay)")
         for i, before in enumerate(base):
             after = check_case(args, slow, work, i)
             if before is None or after is None:
@@ -180,22 +192,35 @@ def main():
     parser.add_argument("--kinds", default="",
                         help="KIND=FACTOR,...: those kinds at the "
                         "description's elementwise value times FACTOR")
+    parser.add_argument("--links", default="",
+                        help="LINK=FACTOR,...: intra_node, inter_node at "
+                        "the description's bandwidth times FACTOR")
     parser.add_argument("--kind-deltas", default="",
                         help="KIND,...: instead of the table, each kind's "
-                        "step change at a tenth of the elementwise value, "
-                        "in the replay beside the closed forms'")
+                        "step change at a tenth of the elementwise value "
+                        "(intra_node, inter_node: at half the link's "
+                        "bandwidth), in the replay beside the closed "
+                        "forms'")
     parser.add_argument("--max-error", type=float)
     parser.add_argument("--max-step-error", type=float)
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="plan-memory.")
     hardware = args.hardware
-    if args.kinds:
-        kinds = {}
-        for spec in args.kinds.split(","):
-            kind, factor = spec.rsplit("=", 1)
-            kinds[kind] = float(factor)
+    if args.kinds or args.links:
+        def factors(specs):
+            table = {}
+            for spec in filter(None, specs.split(",")):
+                name, factor = spec.rsplit("=", 1)
+                table[name] = float(factor)
+            return table
+        links = factors(args.links)
+        for link in links:
+            if link not in LINKS:
+                parser.error(f"--links: {link} is not one of "
+                             f"{', '.join(LINKS)}")
         hardware = description_with_kinds(
-            root, hardware, kinds, os.path.join(work, "hardware.json"))
+            root, hardware, factors(args.kinds),
+            os.path.join(work, "hardware.json"), links)
     if args.kind_deltas:
         kind_deltas(args, root, hardware, work)
         return

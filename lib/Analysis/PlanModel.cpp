@@ -170,6 +170,10 @@ struct Busy {
 /// weight-gradient backward.
 struct PhaseCosts {
   Busy forward, backward, weight;
+  PhaseCosts &operator+=(const PhaseCosts &o) {
+    forward += o.forward, backward += o.backward, weight += o.weight;
+    return *this;
+  }
 };
 
 /// Memory-bound kernels' bytes by kind, each kind named as the replay names
@@ -397,6 +401,27 @@ public:
   /// projection's, the next layer's MLP output gradient's behind q, k, v's;
   /// else each half's input gather behind the half's whole backward (here
   /// its weight gradients).
+  /// A layer's matrix products; their weight gradients' GEMMs
+  /// (weightGemm) with `weightGrads`.
+  LayerProducts matrices(bool weightGrads) const {
+    double h = m.hidden, d = m.headDim, ffn = m.ffn / t;
+    double heads = m.heads / t, kvHeads = std::max(1.0, m.kvHeads / t);
+    auto product = [&](double rows, double cols, double inner) {
+      return weightGrads ? weightGemm(rows, cols, inner)
+                         : gemm(rows, cols, inner);
+    };
+    LayerProducts products;
+    // GPT-2's q, k and v come from one packed projection, Llama's from
+    // three (the narrow k and v run at a small GEMM's efficiency).
+    products.qkv = m.llama ? product(tokens, heads * d, h) +
+                                 2 * product(tokens, kvHeads * d, h)
+                           : product(tokens, (heads + 2 * kvHeads) * d, h);
+    products.out = product(tokens, h, heads * d);
+    products.up = product(tokens, ffn, h) * (m.llama ? 2 : 1);
+    products.down = product(tokens, h, ffn);
+    return products;
+  }
+
   double weightGradientGathers(const LayerProducts &weights) const {
     bool deferred = deferredWeightGradients();
     if (plan.tp == 1 || !plan.sequenceParallel ||
@@ -433,29 +458,21 @@ public:
     return seconds;
   }
 
-  PhaseCosts layer() const {
+  /// What a pipeline chunk's edges change of its layers' tensor-parallel
+  /// collectives on a CUDA device, where layer() prices each behind work
+  /// of a layer next to it in the chunk: added to each chunk's costs but
+  /// the last's (`notLast`), to the last's (`last`), and to each but the
+  /// first's (`notFirst`).
+  struct CollectiveEdges {
+    PhaseCosts notLast, last, notFirst;
+  };
+
+  PhaseCosts layer(CollectiveEdges *edges = nullptr) const {
     double h = m.hidden, d = m.headDim, s = m.seq;
     double heads = m.heads / t;
     double kvHeads = std::max(1.0, m.kvHeads / t);
     double ffn = m.ffn / t;
     double b = plan.microbatchSize;
-    // The matrices; their weight gradients' GEMMs (weightGemm).
-    auto matrices = [&](bool weightGrads) {
-      auto product = [&](double rows, double cols, double inner) {
-        return weightGrads ? weightGemm(rows, cols, inner)
-                           : gemm(rows, cols, inner);
-      };
-      LayerProducts products;
-      // GPT-2's q, k and v come from one packed projection, Llama's from
-      // three (the narrow k and v run at a small GEMM's efficiency).
-      products.qkv = m.llama ? product(tokens, heads * d, h) +
-                                   2 * product(tokens, kvHeads * d, h)
-                             : product(tokens, (heads + 2 * kvHeads) * d, h);
-      products.out = product(tokens, h, heads * d);
-      products.up = product(tokens, ffn, h) * (m.llama ? 2 : 1);
-      products.down = product(tokens, h, ffn);
-      return products;
-    };
     LayerProducts products = matrices(false);
     double linears = products.total();
     // Attention's core.
@@ -803,7 +820,55 @@ public:
             shows(reduction, weights.up + weights.down);
       }
     }
+    if (edges && fuses && plan.tp > 1)
+      *edges = collectiveEdges(products, weights, attentionBackward);
     return costs;
+  }
+
+  CollectiveEdges collectiveEdges(const LayerProducts &products,
+                                  const LayerProducts &weights,
+                                  double attentionBackward) const {
+    CollectiveEdges edges;
+    double headWeight = weightGemm(tokens, m.vocab / t, m.hidden);
+    if (deferredWeightGradients()) {
+      if (!plan.sequenceParallel)
+        return edges;
+      // W's gathers go out one ahead of the GEMM that reads them
+      // (weightGradientGathers): a chunk's first is waited for whole, or
+      // with the LM head runs behind the head's weight gradient (whose
+      // gather, head()'s, is then the first); the first layer's q, k, v
+      // GEMM has no gather after it.
+      double gather = tpCollective(CollectiveKind::AllGather, hiddenBytes());
+      edges.notLast.weight.communication = gather - shows(gather, weights.qkv);
+      edges.last.weight.communication =
+          shows(gather, headWeight) - shows(gather, weights.qkv);
+      return edges;
+    }
+    if (plan.sequenceParallel)
+      return edges;
+    double reduction = halfOutputReduction();
+    if (plan.remat == "full") {
+      // A chunk's last layer recomputes its attention first, with no
+      // layer's backward after it to hide the reduction: it is read at
+      // once, or in the last chunk runs behind the LM head's gradients.
+      double hidden =
+          shows(reduction, products.qkv + products.out + attentionBackward +
+                               weights.qkv + weights.out);
+      edges.notLast.backward.communication = reduction - hidden;
+      edges.last.backward.communication =
+          shows(reduction, headWeight + gemm(tokens, m.hidden, m.vocab / t)) -
+          hidden;
+      return edges;
+    }
+    // The output gradient a chunk but the last receives is a partial sum,
+    // all-reduced at once; the last chunk's, the LM head's, runs behind
+    // the head's weight gradient. A chunk but the first sends its first
+    // layer's attention input gradient on unreduced.
+    edges.notLast.backward.communication = reduction;
+    edges.last.backward.communication = shows(reduction, headWeight);
+    edges.notFirst.backward.communication =
+        -shows(reduction, weights.qkv + weights.out);
+    return edges;
   }
 
   PhaseCosts embedding() const {
@@ -822,6 +887,15 @@ public:
     if (dropout)
       costs.forward.compute += memory("dropout_mask", whole) +
                                memory("apply_mask", whole * (2 * e + 1));
+    // A block of the table's rows gives a partial sum over tp: with
+    // sequence parallelism reduce-scattered at once; without, GPT-2's is
+    // all-reduced (its positions add to it), Llama's stays partial into its
+    // first norm's all-reduce (layer()'s).
+    if (plan.tp > 1 && (plan.sequenceParallel || !m.llama))
+      costs.forward.communication =
+          tpCollective(plan.sequenceParallel ? CollectiveKind::ReduceScatter
+                                             : CollectiveKind::AllReduce,
+                       bytes);
     // Its gradient adds into the table's sum where there is one: over the
     // microbatches, or a tied table's on its stage.
     bool intoSum = plan.microbatches > 1 ||
@@ -839,6 +913,30 @@ public:
           tpCollective(plan.sequenceParallel ? CollectiveKind::AllGather
                                              : CollectiveKind::AllReduce,
                        bytes);
+    // With sequence parallelism GPT-2's position gradient, summed over the
+    // microbatch on the rank's positions, is all-gathered (fp32).
+    if (plan.tp > 1 && plan.sequenceParallel && !m.llama)
+      costs.weight.communication += tpCollective(
+          CollectiveKind::AllGather, static_cast<double>(m.seq) * m.hidden * 4);
+    // On a CUDA device, where W is deferred, the gathers go out before the
+    // first layer's q, k, v weight gradients and run behind them (the
+    // all-reduce without sequence parallelism goes out after them). Where
+    // W runs with B, the all-reduce is the first layer's attention input
+    // gradient's, which layer() prices behind its q, k, v and output
+    // weight gradients, or with full recomputation (whose layer prices its
+    // reductions elsewhere) runs behind them.
+    if (fusesKernels() && plan.tp > 1) {
+      LayerProducts weights = matrices(true);
+      if (deferredWeightGradients() && plan.sequenceParallel)
+        costs.weight.communication =
+            shows(costs.weight.communication, weights.qkv);
+      else if (!deferredWeightGradients() && !plan.sequenceParallel &&
+               gradientInVocabularyBlocks())
+        costs.weight.communication =
+            plan.remat == "full"
+                ? shows(costs.weight.communication, weights.qkv + weights.out)
+                : 0;
+    }
     if (tiedGradientSummedPerMicrobatch()) {
       // Added to the LM head's gradient in each microbatch: the block's
       // rows, read and written; over the whole vocabulary (written whole
@@ -932,6 +1030,36 @@ public:
                                ? gemm(tokens, vocab, m.hidden) +
                                      accumulateSeconds(vocab * m.hidden)
                                : weightGemm(tokens, vocab, m.hidden);
+    if (plan.tp == 1)
+      return costs;
+    double bytes = hiddenBytes();
+    if (!plan.sequenceParallel) {
+      // Llama's last MLP branch stays a partial sum into the final norm's
+      // all-reduce (GPT-2's is reduced in its layer, as layer() counts).
+      if (m.llama)
+        costs.forward.communication +=
+            tpCollective(CollectiveKind::AllReduce, bytes);
+      return costs;
+    }
+    // With sequence parallelism the head's GEMMs read the final norm's
+    // output all-gathered, and its input gradient, a partial sum over the
+    // vocabulary blocks, is reduce-scattered. The weight gradient gathers
+    // the input again. A CUDA device, where W runs with B, runs that
+    // gather behind the input gradient's GEMM and the reduce-scatter
+    // behind the weight gradient's (rt-overlap-collectives); where W is
+    // deferred the reduce-scatter is read at once, and the gather is W's
+    // first collective (collectiveEdges), as elsewhere.
+    double gather = tpCollective(CollectiveKind::AllGather, bytes);
+    double scatter = tpCollective(CollectiveKind::ReduceScatter, bytes);
+    costs.forward.communication += gather;
+    if (fusesKernels() && !deferredWeightGradients()) {
+      costs.backward.communication +=
+          shows(gather, gemm(tokens, m.hidden, vocab)) +
+          shows(scatter, costs.weight.compute);
+    } else {
+      costs.backward.communication += scatter;
+      costs.weight.communication += gather;
+    }
     return costs;
   }
 
@@ -988,7 +1116,8 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
   double h = m.hidden, t = plan.tp;
   double layerParams = static_cast<double>(countLayerParameters(m)) / t;
   CostBuilder costs(m, plan, hw, tpPerNode);
-  PhaseCosts layer = costs.layer(), embedding = costs.embedding(),
+  CostBuilder::CollectiveEdges edges;
+  PhaseCosts layer = costs.layer(&edges), embedding = costs.embedding(),
              head = costs.head();
   // A layer's matrix-product FLOPs per token (forward), and the layers of
   // each chunk as dist-pipeline-split divides them: balanced by those, the
@@ -1076,6 +1205,11 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
   for (int64_t c = 0; c < chunks; ++c) {
     PhaseCosts &cost = chunkCosts[c];
     cost = costs.chunkEdges(c == 0, c == chunks - 1);
+    if (chunkLayers[c] > 0) {
+      cost += c == chunks - 1 ? edges.last : edges.notLast;
+      if (c > 0)
+        cost += edges.notFirst;
+    }
     cost.forward += layer.forward.scaled(chunkLayers[c]);
     cost.backward += layer.backward.scaled(chunkLayers[c]);
     cost.weight += layer.weight.scaled(chunkLayers[c]);
