@@ -386,21 +386,6 @@ public:
     double total() const { return qkv + out + up + down; }
   };
 
-  /// With sequence parallelism the weight gradients of the two
-  /// column-parallel halves (qkv, the MLP's up projections) gather their
-  /// sharded input again (unless full recomputation has just gathered it in
-  /// the same B); where W is deferred past B (zero-bubble schedules) they
-  /// do, with any recomputation, and the two row-parallel ones gather their
-  /// output gradient again too, which B gathered for the input gradients
-  /// and does not keep. A CUDA device runs them on a stream of their own,
-  /// each issued one collective early (rt-prefetch-gathers), behind the
-  /// GEMMs up to the next gather; what a gather takes past them shows.
-  /// With W deferred: the MLP input's gather behind the output
-  /// projection's weight gradient, the attention output gradient's behind
-  /// the up projections', the attention input's behind the output
-  /// projection's, the next layer's MLP output gradient's behind q, k, v's;
-  /// else each half's input gather behind the half's whole backward (here
-  /// its weight gradients).
   /// A layer's matrix products; their weight gradients' GEMMs
   /// (weightGemm) with `weightGrads`.
   LayerProducts matrices(bool weightGrads) const {
@@ -422,6 +407,21 @@ public:
     return products;
   }
 
+  /// With sequence parallelism the weight gradients of the two
+  /// column-parallel halves (qkv, the MLP's up projections) gather their
+  /// sharded input again (unless full recomputation has just gathered it in
+  /// the same B); where W is deferred past B (zero-bubble schedules) they
+  /// do, with any recomputation, and the two row-parallel ones gather their
+  /// output gradient again too, which B gathered for the input gradients
+  /// and does not keep. A CUDA device runs them on a stream of their own,
+  /// each issued one collective early (rt-prefetch-gathers), behind the
+  /// GEMMs up to the next gather; what a gather takes past them shows.
+  /// With W deferred: the MLP input's gather behind the output
+  /// projection's weight gradient, the attention output gradient's behind
+  /// the up projections', the attention input's behind the output
+  /// projection's, the next layer's MLP output gradient's behind q, k, v's
+  /// (a chunk's edges: collectiveEdges). Where W runs with B, layer()
+  /// prices them with B's reductions.
   double weightGradientGathers(const LayerProducts &weights) const {
     bool deferred = deferredWeightGradients();
     if (plan.tp == 1 || !plan.sequenceParallel ||
@@ -433,8 +433,7 @@ public:
     if (deferred)
       return shows(gather, weights.down) + shows(gather, weights.up) +
              shows(gather, weights.out) + shows(gather, weights.qkv);
-    return shows(gather, weights.qkv + weights.out) +
-           shows(gather, weights.up + weights.down);
+    return 0;
   }
 
   /// Each microbatch's W adds a fp32 gradient share into the step's sum
@@ -815,9 +814,19 @@ public:
             shows(reduction, products.up) +
             shows(reduction, weights.up + weights.down);
       } else {
+        // With sequence parallelism each half's input gathered again for
+        // its weight gradients goes out behind its output gradient's
+        // gather, and runs behind the half's input-gradient products; the
+        // half's reduction follows it on the stream.
+        double regather = gathers / 2;
+        double attentionInputGradients =
+            products.out + attentionBackward + products.qkv;
         costs.backward.communication =
-            gathers + shows(reduction, weights.qkv + weights.out) +
-            shows(reduction, weights.up + weights.down);
+            gathers +
+            shows(reduction + shows(regather, attentionInputGradients),
+                  weights.qkv + weights.out) +
+            shows(reduction + shows(regather, products.down + products.up),
+                  weights.up + weights.down);
       }
     }
     if (edges && fuses && plan.tp > 1)
@@ -1276,19 +1285,35 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
   // Elsewhere no run is one collective: a bucket of 0 bytes.
   const double bucketBytes =
       hw.runtimeDevice == "cuda" ? rt::kReductionBucketBytes : 0;
-  auto chunkReductionSeconds = [&](const std::vector<double> &tensors) {
+  // `lastRun`, where given, is set to the run that goes out last (the
+  // first made): the embedding's table's, on the first chunk.
+  auto chunkReductionSeconds = [&](const std::vector<double> &tensors,
+                                   double *lastRun) {
     double seconds = 0, run = 0;
+    bool first = true;
+    auto addRun = [&] {
+      double runSeconds = reduceSeconds(run);
+      if (lastRun && first)
+        *lastRun = runSeconds;
+      first = false;
+      seconds += runSeconds;
+    };
     for (double elements : llvm::reverse(tensors)) {
       if (run > 0 && 4 * (elements + run) <= bucketBytes) {
         run += elements;
         continue;
       }
       if (run > 0)
-        seconds += reduceSeconds(run);
+        addRun();
       run = elements;
     }
-    return run > 0 ? seconds + reduceSeconds(run) : seconds;
+    if (run > 0)
+      addRun();
+    return seconds;
   };
+  // The embedding's table finishes last: the run it is in goes out after
+  // the layers' others.
+  double embeddingReduction = 0;
   std::vector<double> layerTensors = layerTensorElements(m, t);
   std::vector<double> reduction(plan.pp, 0), epilogue(plan.pp, 0);
   for (int64_t c = 0; c < chunks; ++c) {
@@ -1305,7 +1330,8 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
         tensors.push_back(m.seq * h);
       tensors.push_back(m.vocab * h / t);
     }
-    reduction[rankOf(c)] += chunkReductionSeconds(tensors);
+    reduction[rankOf(c)] +=
+        chunkReductionSeconds(tensors, c == 0 ? &embeddingReduction : nullptr);
   }
   for (int64_t r = 0; r < plan.pp; ++r) {
     BytesByKind rankOptimizer;
@@ -1474,7 +1500,8 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
     // Layer j of L (in backward order) hands its reduction (R / L) to the
     // stream when its part of the last backward (B / L each) is done; the
     // stream ends at max_j (j B / L + (L - j + 1) R / L): past the backward
-    // by max(R / L, R - B (L - 1) / L).
+    // by max(R / L, R - B (L - 1) / L). The embedding's (E, on the first
+    // stage) goes out last, with the last layer's.
     for (int64_t r = 0; r < plan.pp; ++r) {
       double layers = rankLayersPerChunk(r) * plan.virtualStages;
       double backward = 0;
@@ -1482,7 +1509,8 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
         if (rankOf(c) == r)
           backward +=
               chunkCosts[c].backward.total() + chunkCosts[c].weight.total();
-      epilogue[r] += std::max(reduction[r] / layers,
+      double last = r == rankOf(0) ? embeddingReduction : 0;
+      epilogue[r] += std::max((reduction[r] - last) / layers + last,
                               reduction[r] - backward * (layers - 1) / layers);
     }
   }
@@ -1574,18 +1602,24 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
             (listed[a].action.kind == pipeline::ActionKind::Backward &&
              listed[a].action.fusedWeight))
           lastWeight[listed[a].action.chunk] = a;
+      double last = r == rankOf(0) ? embeddingReduction : 0;
       double chunkReduction =
-          reduction[r] / static_cast<double>(plan.virtualStages);
+          (reduction[r] - last) / static_cast<double>(plan.virtualStages);
       int64_t lastStart = -1;
-      auto addBusyReducing = [&](const Busy &busy, int64_t layers) {
-        for (int64_t l = 0; l < layers; ++l) {
-          addBusy(busy.scaled(1.0 / static_cast<double>(layers)));
-          sim::Op start = sim::Op::busy(
-              chunkReduction / static_cast<double>(layers), sim::Communication);
-          start.kind = sim::Op::CollectiveStart;
-          lastStart = static_cast<int64_t>(ops.size());
-          ops.push_back(start);
+      auto startReduction = [&](double seconds) {
+        sim::Op start = sim::Op::busy(seconds, sim::Communication);
+        start.kind = sim::Op::CollectiveStart;
+        lastStart = static_cast<int64_t>(ops.size());
+        ops.push_back(start);
+      };
+      auto addBusyReducing = [&](const Busy &busy, int64_t chunk) {
+        double layers = static_cast<double>(chunkLayers[chunk]);
+        for (int64_t l = 0; l < chunkLayers[chunk]; ++l) {
+          addBusy(busy.scaled(1.0 / layers));
+          startReduction(chunkReduction / layers);
         }
+        if (chunk == 0)
+          startReduction(embeddingReduction);
       };
       // Each started transfer's op, by its kind, microbatch and chunk.
       std::map<std::tuple<pipeline::ActionKind, int, int>, int64_t> startOf;
@@ -1625,7 +1659,7 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
           if (reduces) {
             Busy both = cost.backward;
             both += cost.weight;
-            addBusyReducing(both, chunkLayers[action.chunk]);
+            addBusyReducing(both, action.chunk);
           } else {
             addBusy(cost.backward);
             if (action.fusedWeight)
@@ -1634,7 +1668,7 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
           break;
         default:
           if (reduces)
-            addBusyReducing(cost.weight, chunkLayers[action.chunk]);
+            addBusyReducing(cost.weight, action.chunk);
           else
             addBusy(cost.weight);
           break;
