@@ -807,12 +807,16 @@ public:
             shows(reduction, weights.qkv + weights.out) +
             shows(reduction, weights.up + weights.down);
       } else if (plan.remat == "full") {
+        // The MLP's reduction runs behind its weight gradients and the
+        // layer before's recomputed attention (the chunk's first layer:
+        // collectiveEdges).
         double attentionHalf = products.qkv + products.out + attentionBackward +
                                weights.qkv + weights.out;
         costs.backward.communication =
             shows(comm - reduction, attentionHalf) +
             shows(reduction, products.up) +
-            shows(reduction, weights.up + weights.down);
+            shows(reduction, weights.up + weights.down + products.qkv +
+                                 products.out + attentionForward);
       } else {
         // With sequence parallelism each half's input gathered again for
         // its weight gradients goes out behind its output gradient's
@@ -830,12 +834,14 @@ public:
       }
     }
     if (edges && fuses && plan.tp > 1)
-      *edges = collectiveEdges(products, weights, attentionBackward);
+      *edges = collectiveEdges(products, weights, attentionForward,
+                               attentionBackward);
     return costs;
   }
 
   CollectiveEdges collectiveEdges(const LayerProducts &products,
                                   const LayerProducts &weights,
+                                  double attentionForward,
                                   double attentionBackward) const {
     CollectiveEdges edges;
     double headWeight = weightGemm(tokens, m.vocab / t, m.hidden);
@@ -860,13 +866,19 @@ public:
       // A chunk's last layer recomputes its attention first, with no
       // layer's backward after it to hide the reduction: it is read at
       // once, or in the last chunk runs behind the LM head's gradients.
+      // Its first layer's MLP reduction has no layer before it to
+      // recompute: it runs behind the MLP's weight gradients alone.
       double hidden =
           shows(reduction, products.qkv + products.out + attentionBackward +
                                weights.qkv + weights.out);
-      edges.notLast.backward.communication = reduction - hidden;
+      double mlpWeights = weights.up + weights.down;
+      double firstLayer = shows(reduction, mlpWeights) -
+                          shows(reduction, mlpWeights + products.qkv +
+                                               products.out + attentionForward);
+      edges.notLast.backward.communication = reduction - hidden + firstLayer;
       edges.last.backward.communication =
           shows(reduction, headWeight + gemm(tokens, m.hidden, m.vocab / t)) -
-          hidden;
+          hidden + firstLayer;
       return edges;
     }
     // The output gradient a chunk but the last receives is a partial sum,
