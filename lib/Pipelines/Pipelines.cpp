@@ -135,6 +135,13 @@ void mlir::tpc::buildLowerToExecutable(OpPassManager &pm,
   pm.addPass(rt::createRtFoldPadSums());
   pm.addPass(rt::createRtPackAttentionQkv());
   pm.addPass(rt::createRtAccumulateWeightGrads());
+  // The input gradients' reductions' overlap first: the parameter
+  // gradients' reductions issued early would otherwise bound the windows
+  // of kernels they can run behind (their weight gradients). Again after
+  // the gathers and reductions move, the first run's kernels staying.
+  rt::RtOverlapCollectivesOptions marking;
+  marking.mark = true;
+  pm.addPass(rt::createRtOverlapCollectives(marking));
   pm.addPass(rt::createRtIssueReductionsEarly());
   pm.addPass(rt::createRtPrefetchGathers());
   rt::RtBucketReductionsOptions buckets;

@@ -72,6 +72,10 @@ def Rt_Dialect : Dialect {
     /// Pipeline programs: each stage's planned peak (an i64 array).
     static constexpr ::llvm::StringLiteral kStagePlannedPeakBytesAttrName =
         "rt.stage_planned_peak_bytes";
+    /// A kernel moved by rt-overlap-collectives with `mark` (a unit
+    /// attribute that the flow's second run drops).
+    static constexpr ::llvm::StringLiteral kOverlapMovedAttrName =
+        "rt.overlap_moved";
   }];
 }
 

@@ -196,6 +196,12 @@ SmallVector<StringRef> SplitsAttr::getDimAxes(unsigned dim) const {
 LogicalResult RtDialect::verifyOperationAttribute(Operation *op,
                                                   NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
+  if (name == kOverlapMovedAttrName) {
+    if (!isa<KernelOp>(op) || !isa<UnitAttr>(attr.getValue()))
+      return op->emitError()
+             << "'" << name << "' is a unit attribute of rt.kernel";
+    return success();
+  }
   if (name != kArenaBytesAttrName && name != kPlannedPeakBytesAttrName &&
       name != kSeedAttrName && name != kStagePlannedPeakBytesAttrName)
     return op->emitError() << "unknown rt attribute '" << name << "'";

@@ -58,9 +58,13 @@ bool ordered(const Unit &unit, ArrayRef<KernelOp> after) {
   });
 }
 
+/// What a run with `mark` puts on each kernel it moves.
+constexpr llvm::StringLiteral kMovedMark = RtDialect::kOverlapMovedAttrName;
+
 class Overlap {
 public:
-  Overlap(ProgramOp program) : functions(KernelFunctions::read(program)) {}
+  Overlap(ProgramOp program, bool mark)
+      : functions(KernelFunctions::read(program)), mark(mark) {}
 
   /// The function (-1 without functions) and stage of `kernel`: a window
   /// stays within one of each.
@@ -109,7 +113,9 @@ public:
             bound |= shares(op->getOperands(), kernel->getOperands());
       Operation *squares = squaresOf.lookup(unit.front());
       bool summing = squares && llvm::is_contained(staying, KernelOp(squares));
-      if (bound || summing || ordered(unit, staying))
+      bool movedBefore = llvm::any_of(
+          unit, [](KernelOp kernel) { return kernel->hasAttr(kMovedMark); });
+      if (bound || summing || movedBefore || ordered(unit, staying))
         staying.append(unit.begin(), unit.end());
       else
         moves[u] = true;
@@ -124,6 +130,8 @@ public:
     for (KernelOp kernel : moved) {
       kernel->moveAfter(at);
       at = kernel.getOperation();
+      if (mark)
+        kernel->setAttr(kMovedMark, UnitAttr::get(kernel->getContext()));
     }
     return true;
   }
@@ -173,13 +181,15 @@ public:
   }
 
   std::optional<KernelFunctions> functions;
+  const bool mark;
 };
 
 struct RtOverlapCollectivesPass
     : public rt::impl::RtOverlapCollectivesBase<RtOverlapCollectivesPass> {
+  using RtOverlapCollectivesBase::RtOverlapCollectivesBase;
   void runOnOperation() override {
     for (ProgramOp program : getOperation().getOps<ProgramOp>()) {
-      Overlap overlap(program);
+      Overlap overlap(program, mark);
       SmallVector<KernelOp> kernels(
           program.getBody().front().getOps<KernelOp>());
       // Each run of collectives issued together (rt-bucket-reductions
@@ -230,6 +240,9 @@ struct RtOverlapCollectivesPass
       if (moved && overlap.functions &&
           failed(overlap.functions->write(program, "rt-overlap-collectives")))
         return signalPassFailure();
+      if (!mark)
+        for (KernelOp kernel : program.getBody().front().getOps<KernelOp>())
+          kernel->removeAttr(kMovedMark);
     }
   }
 };

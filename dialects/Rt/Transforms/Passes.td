@@ -159,7 +159,20 @@ def RtOverlapCollectives : Pass<"rt-overlap-collectives", "ModuleOp"> {
     windows and make the runs) and before `rt-plan-memory`, whose
     lifetimes follow the new order. In a program of functions each kernel
     stays in its function; the ranges are rewritten.
+
+    The flow runs it twice. With `mark`, before `rt-issue-reductions-early`:
+    the parameter gradients' reductions that pass moves up to their
+    writers would otherwise bound the windows of the input gradients'
+    reductions (a layer's weight gradients then stay before its
+    reduce-scatter); each kernel it moves is marked (`rt.overlap_moved`).
+    Without it, after the passes above: a marked kernel moves no further,
+    and the marks are dropped.
   }];
+  let options = [
+    Option<"mark", "mark", "bool", /*default=*/"false",
+           "Mark the kernels moved, for a later run that moves them no "
+           "further and drops the marks">,
+  ];
 }
 
 def RtFoldPadSums : Pass<"rt-fold-pad-sums", "ModuleOp"> {
