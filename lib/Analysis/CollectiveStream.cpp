@@ -83,30 +83,3 @@ bool CollectiveBytes::meets(const ByteRange &range) const {
       ranges, [&](const ByteRange &r) { return r.begin < range.end; });
   return it != ranges.begin() && std::prev(it)->meets(range);
 }
-
-int64_t InFlight::waitFor(int64_t position) {
-  if (position <= waitedUpTo)
-    return -1;
-  waitedUpTo = position;
-  return position;
-}
-
-int64_t InFlight::start(int64_t position, ArrayRef<ByteRange> reads,
-                        ArrayRef<ByteRange> writes) {
-  int64_t retired = -1;
-  uint32_t slot = tracker.begin(reads.data(), reads.size(), writes.data(),
-                                writes.size(), retired);
-  int64_t wait = retired >= 0 ? waitFor(positionOf[retired]) : -1;
-  positionOf[slot] = position;
-  return wait;
-}
-
-int64_t InFlight::conflicts(ArrayRef<ByteRange> reads,
-                            ArrayRef<ByteRange> writes) {
-  tracker.conflicts(reads.data(), reads.size(), writes.data(), writes.size(),
-                    slots);
-  int64_t last = -1;
-  for (uint32_t slot : slots)
-    last = std::max(last, positionOf[slot]);
-  return last < 0 ? -1 : waitFor(last);
-}

@@ -5,10 +5,9 @@
 // kernels before it, and a later kernel waits only for the collectives in
 // flight whose bytes its own meet: it reads or writes what one writes, or
 // writes what one reads. For the replay of such a device
-// (PlanSimulation.cpp): where each buffer lies in the arena (Footprints),
-// and one stage's collectives in flight, held by the device's own tracker
-// (runtime/cuda/HazardTracker.h, plain C++), so that the replay waits where
-// the device does.
+// (PlanSimulation.cpp): where each buffer lies in the arena (Footprints)
+// and which bytes collectives touch; one stage's collectives in flight are
+// InFlight.h's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,14 +15,12 @@
 #define TPC_LIB_ANALYSIS_COLLECTIVESTREAM_H
 
 #include "dialects/Rt/IR/RtOps.h"
-#include "runtime/cuda/HazardTracker.h"
+#include "lib/Analysis/InFlight.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallVector.h"
 
 namespace mlir::tpc::stream {
-
-using ByteRange = tpcrt::cuda::ByteRange;
 
 /// Where the program's buffers lie: arena offsets as the memory plan gave
 /// them; a buffer without one gets bytes of its own past the arena.
@@ -59,31 +56,6 @@ public:
 private:
   /// Sorted, overlapping ones merged.
   SmallVector<ByteRange, 0> ranges;
-};
-
-/// One stage's collectives in flight (issued, not yet waited for by the
-/// compute stream), by their position in the stage's replayed op list.
-class InFlight {
-public:
-  /// Records the collective at `position`. Returns the position of one the
-  /// compute stream must wait for first (the device retires the oldest in
-  /// flight when every event slot is taken), or -1.
-  int64_t start(int64_t position, ArrayRef<ByteRange> reads,
-                ArrayRef<ByteRange> writes);
-  /// A kernel that reads `reads` and writes `writes`: the position of the
-  /// last in-flight collective it must wait for (all it meets retire), or
-  /// -1 when none, or none after one already waited for (the stream runs
-  /// them in order).
-  int64_t conflicts(ArrayRef<ByteRange> reads, ArrayRef<ByteRange> writes);
-
-private:
-  /// A wait on `position`, or -1 when an earlier wait covers it.
-  int64_t waitFor(int64_t position);
-
-  tpcrt::cuda::HazardTracker tracker{tpcrt::cuda::kEventSlots};
-  int64_t positionOf[tpcrt::cuda::kEventSlots] = {};
-  std::vector<uint32_t> slots;
-  int64_t waitedUpTo = -1;
 };
 
 } // namespace mlir::tpc::stream

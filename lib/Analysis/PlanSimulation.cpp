@@ -786,6 +786,7 @@ LogicalResult mlir::tpc::predictStep(ModuleOp module, const Hardware &hw,
   for (auto [stage, actions] : llvm::enumerate(lists)) {
     std::vector<sim::Op> &ops = ranks[stage];
     stream::InFlight inFlight;
+    SmallVector<int64_t, 4> waits;
     // The position of the start of each (buffer, slot) transfer.
     DenseMap<std::pair<Value, int64_t>, int64_t> starts;
     for (const ActionRef &action : actions) {
@@ -806,19 +807,22 @@ LogicalResult mlir::tpc::predictStep(ModuleOp module, const Hardware &hw,
         op.peer = piece.peer;
         op.stream = piece.stream;
         if (piece.kind == sim::Op::Wait && piece.onStream) {
-          op.transfer = inFlight.conflicts(spans(piece.reads, action.slot),
-                                           spans(piece.writes, action.slot));
-          if (op.transfer >= 0)
+          waits.clear();
+          inFlight.conflicts(spans(piece.reads, action.slot),
+                             spans(piece.writes, action.slot), waits);
+          for (int64_t position : waits) {
+            op.transfer = position;
             ops.push_back(op);
+          }
           continue;
         }
         if (piece.kind == sim::Op::CollectiveStart) {
           // The device's compute stream waits for the collective it retires
           // to make room (if any) as this one goes out; waiting just after
           // is the same time (the stream runs them in order).
-          int64_t oldest =
-              inFlight.start(ops.size(), spans(piece.reads, action.slot),
-                             spans(piece.writes, action.slot));
+          int64_t oldest = inFlight.start(ops.size(), piece.stream,
+                                          spans(piece.reads, action.slot),
+                                          spans(piece.writes, action.slot));
           ops.push_back(op);
           if (oldest >= 0) {
             sim::Op wait;

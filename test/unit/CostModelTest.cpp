@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Dist/Transforms/PipelineSchedule.h"
+#include "lib/Analysis/InFlight.h"
 #include "tpc/Analysis/Cost.h"
 #include "tpc/Analysis/Hardware.h"
 #include "tpc/Analysis/PlanModel.h"
@@ -169,6 +170,25 @@ TEST(Cost, Roofline) {
   attentionSeconds(hw, 1e9, 1e9, 100e12, 0.5, 3e-3, &boundByMemory);
   EXPECT_FALSE(boundByMemory);
   EXPECT_DOUBLE_EQ(memoryBoundSeconds(hw, 1e9), 2e-6 + 2e-3);
+}
+
+TEST(CollectiveStream, WaitsOnEachStreamApart) {
+  // Streams run beside each other: a kernel that meets collectives on two
+  // waits for both; on one stream the last it meets covers the others.
+  stream::InFlight inFlight;
+  stream::ByteRange a{0, 100}, b{200, 300};
+  EXPECT_EQ(inFlight.start(1, 0, {}, {a}), -1);
+  EXPECT_EQ(inFlight.start(2, 1, {}, {b}), -1);
+  llvm::SmallVector<int64_t> waits;
+  inFlight.conflicts({a, b}, {}, waits);
+  EXPECT_EQ(waits, (llvm::SmallVector<int64_t>{1, 2}));
+  waits.clear();
+  inFlight.conflicts({a}, {}, waits);
+  EXPECT_TRUE(waits.empty()) << "retired by the wait before";
+  EXPECT_EQ(inFlight.start(3, 0, {}, {a}), -1);
+  EXPECT_EQ(inFlight.start(4, 0, {}, {b}), -1);
+  inFlight.conflicts({a, b}, {}, waits);
+  EXPECT_EQ(waits, (llvm::SmallVector<int64_t>{4}));
 }
 
 TEST(Cost, Collectives) {
