@@ -39,10 +39,11 @@ void InFlight::conflicts(ArrayRef<ByteRange> reads, ArrayRef<ByteRange> writes,
     if (!inserted)
       it->second = std::max(it->second, positionOf[slot]);
   }
+  size_t first = waits.size();
   for (auto [stream, position] : last)
     if (int64_t wait = waitFor(position, stream); wait >= 0)
       waits.push_back(wait);
   // In position order, as the device enqueues them (the replay's time is
   // the same in any order).
-  llvm::sort(waits);
+  llvm::sort(waits.begin() + first, waits.end());
 }

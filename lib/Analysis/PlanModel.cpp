@@ -386,6 +386,15 @@ public:
     double total() const { return qkv + out + up + down; }
   };
 
+  /// The LM head's input-gradient GEMM (dX = dY W over the rank's block
+  /// of the vocabulary) and its weight gradient's.
+  double headInputGradientGemm() const {
+    return gemm(tokens, m.hidden, m.vocab / t);
+  }
+  double headWeightGemm() const {
+    return weightGemm(tokens, m.vocab / t, m.hidden);
+  }
+
   /// A layer's matrix products; their weight gradients' GEMMs
   /// (weightGemm) with `weightGrads`.
   LayerProducts matrices(bool weightGrads) const {
@@ -844,7 +853,7 @@ public:
                                   double attentionForward,
                                   double attentionBackward) const {
     CollectiveEdges edges;
-    double headWeight = weightGemm(tokens, m.vocab / t, m.hidden);
+    double headWeight = headWeightGemm();
     if (deferredWeightGradients()) {
       if (!plan.sequenceParallel)
         return edges;
@@ -877,8 +886,8 @@ public:
                                                products.out + attentionForward);
       edges.notLast.backward.communication = reduction - hidden + firstLayer;
       edges.last.backward.communication =
-          shows(reduction, headWeight + gemm(tokens, m.hidden, m.vocab / t)) -
-          hidden + firstLayer;
+          shows(reduction, headWeight + headInputGradientGemm()) - hidden +
+          firstLayer;
       return edges;
     }
     // The output gradient a chunk but the last receives is a partial sum,
@@ -1042,7 +1051,7 @@ public:
                             memory(loss, logits);
     costs.forward.communication = small;
     costs.backward.compute = memory(normBackward, normGradientBytes) +
-                             gemm(tokens, m.hidden, vocab) +
+                             headInputGradientGemm() +
                              memory(lossGradient, 2 * logits);
     // A tied table's GEMM adds into the sum too, and so does the
     // embedding's scatter, but where the embedding's gradient is
@@ -1050,7 +1059,7 @@ public:
     costs.weight.compute = tiedGradientSummedPerMicrobatch()
                                ? gemm(tokens, vocab, m.hidden) +
                                      accumulateSeconds(vocab * m.hidden)
-                               : weightGemm(tokens, vocab, m.hidden);
+                               : headWeightGemm();
     if (plan.tp == 1)
       return costs;
     double bytes = hiddenBytes();
@@ -1074,9 +1083,8 @@ public:
     double scatter = tpCollective(CollectiveKind::ReduceScatter, bytes);
     costs.forward.communication += gather;
     if (fusesKernels() && !deferredWeightGradients()) {
-      costs.backward.communication +=
-          shows(gather, gemm(tokens, m.hidden, vocab)) +
-          shows(scatter, costs.weight.compute);
+      costs.backward.communication += shows(gather, headInputGradientGemm()) +
+                                      shows(scatter, costs.weight.compute);
     } else {
       costs.backward.communication += scatter;
       costs.weight.communication += gather;
@@ -1234,16 +1242,10 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
     cost.forward += layer.forward.scaled(chunkLayers[c]);
     cost.backward += layer.backward.scaled(chunkLayers[c]);
     cost.weight += layer.weight.scaled(chunkLayers[c]);
-    if (c == 0) {
-      cost.forward += embedding.forward;
-      cost.backward += embedding.backward;
-      cost.weight += embedding.weight;
-    }
-    if (c == chunks - 1) {
-      cost.forward += head.forward;
-      cost.backward += head.backward;
-      cost.weight += head.weight;
-    }
+    if (c == 0)
+      cost += embedding;
+    if (c == chunks - 1)
+      cost += head;
   }
 
   // Per rank: parameters and the step's end (gradient reduction over dp,
