@@ -23,9 +23,9 @@ them: benchmarks/cuda/report.py trace-ops --calibrate): each KIND at the
 description's value times FACTOR, in a copy of the --hardware description
 (a name under hardware/ or a path). --kind-deltas prints, instead of the
 table, each kind's step change with the kind alone at a tenth of the
-description's elementwise value, in the compile's replay beside the closed form's and the
-search's: where the closed form counts a kind's bytes as the replay does
-the two move alike. --links scales the description's intra_node and
+description's elementwise value, in the compile's replay beside the closed
+form's and the search's: where the closed form counts a kind's bytes as
+the replay does the two move alike. --links scales the description's intra_node and
 inter_node bandwidths (LINK=FACTOR); --kind-deltas takes them too, each at
 half its bandwidth: where the closed form counts the collectives a step
 waits for as the replay does, the two move alike.
@@ -112,7 +112,7 @@ CASES = [
 LINKS = ("intra_node", "inter_node")
 
 
-def description_with_kinds(root, hardware, kinds, out, links=None):
+def description_with(root, hardware, kinds, out, links=None):
     """Writes `out`: the --hardware description (a name under hardware/ or
     a path) with `kinds` ({kind: factor}) at its elementwise value times
     the factor and `links` ({intra_node or inter_node: factor}) at their
@@ -165,7 +165,7 @@ def kind_deltas(args, root, hardware, work):
     base = [check_case(args, hardware, work, i) for i in range(len(CASES))]
     for kind in args.kind_deltas.split(","):
         link = kind in LINKS
-        slow = description_with_kinds(
+        slow = description_with(
             root, hardware, {} if link else {kind: 0.1},
             os.path.join(work, "slow.json"), {kind: 0.5} if link else None)
         print(f"{kind} at {'half its bandwidth' if link else 'a tenth'}: "
@@ -218,7 +218,7 @@ def main():
             if link not in LINKS:
                 parser.error(f"--links: {link} is not one of "
                              f"{', '.join(LINKS)}")
-        hardware = description_with_kinds(
+        hardware = description_with(
             root, hardware, factors(args.kinds),
             os.path.join(work, "hardware.json"), links)
     if args.kind_deltas:
