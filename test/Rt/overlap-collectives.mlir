@@ -1,8 +1,8 @@
 // rt-overlap-collectives: the kernels between a collective of a buffer
-// they compute and the communication before it that it does not wait for
-// (nor they for it) move to just after it, in their order, fused runs
-// whole: a backward's weight gradients then run while the input gradient's
-// reduction does.
+// they compute (or a reduction of one they do not) and the communication
+// before it that it does not wait for (nor they for it) move to just
+// after it, in their order, fused runs whole: a backward's weight
+// gradients then run while the input gradient's reduction does.
 // RUN: tpc-opt %s --split-input-file --rt-overlap-collectives | FileCheck %s
 
 // A column-parallel layer's backward (tp = 2): the weight gradient with the
@@ -11,14 +11,15 @@
 // dropout mask): they move past it, before its reader. The norm's
 // parameter gradient is fused with its input gradient, which the reduction
 // needs: it stays with it, and the add of its result moves.
-// The first reduction reduces a buffer no kernel before it writes: nothing
-// moves past it (the zeros stay).
+// The first reduction reduces a buffer no kernel before it writes (an
+// earlier function's, as a deferred W's first reduces what B left
+// partial): the kernels before it move past it too (the zeros).
 // CHECK-LABEL: rt.program @train_step mesh [tp = 2]
-// CHECK: rt.kernel zeros()
+// CHECK: rt.kernel all_reduce
 // CHECK-NEXT: rt.kernel zeros()
 // CHECK-NEXT: rt.kernel zeros()
-// CHECK-NEXT: rt.kernel all_reduce
-// CHECK: rt.kernel linear_input_grad(%[[DY:.*]], %[[W:.*]]) -> (%[[DX:.*]])
+// CHECK-NEXT: rt.kernel zeros()
+// CHECK-NEXT: rt.kernel linear_input_grad(%[[DY:.*]], %[[W:.*]]) -> (%[[DX:.*]])
 // CHECK-NEXT: rt.kernel layer_norm_param_grad(%[[DX]], %[[X:.*]]) -> (%[[DG:.*]], %[[DB:.*]])
 // CHECK-NEXT: rt.kernel layer_norm_input_grad(%[[DX]], %[[X]], %{{.*}}) -> (%[[DN:.*]])
 // CHECK-NEXT: rt.kernel apply_mask(%[[DN]], %{{.*}}) -> (%[[DM:.*]])

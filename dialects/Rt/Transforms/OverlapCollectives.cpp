@@ -11,12 +11,13 @@
 // that the collective does not wait for (nor they for it) to just after
 // it, so that they run while it does: Megatron's overlap of the input
 // gradient's all-reduce (or reduce-scatter) with the weight gradient's
-// GEMM. The values are unchanged: only kernels that share no buffer with
-// what stays behind them move, in their own order. The optimizer updates
-// right before a sum_squares that stays (a sharded or pipelined gradient
-// norm, reduced after) stay with it: the CUDA device sums the squares in
-// the updates' pass, a read of every gradient less than the reduction's
-// overlap with the updates saves.
+// GEMM. A reduction of what an earlier function computed (a deferred W's
+// first) takes the kernels before it behind it alike. The values are unchanged:
+// only kernels that share no buffer with what stays behind them move, in their
+// own order. The optimizer updates right before a sum_squares that stays (a
+// sharded or pipelined gradient norm, reduced after) stay with it: the CUDA
+// device sums the squares in the updates' pass, a read of every gradient less
+// than the reduction's overlap with the updates saves.
 //
 //===----------------------------------------------------------------------===//
 
@@ -216,17 +217,24 @@ struct RtOverlapCollectivesPass
             ++end;
         ArrayRef<KernelOp> run = ArrayRef(kernels).slice(k, end - k);
         ArrayRef<KernelOp> window = ArrayRef(kernels).slice(first, k - first);
-        // A run that reduces what the window computes (an input gradient);
-        // not gathers of buffers written long before (issued early by
-        // rt-prefetch-gathers, they already run behind the kernels after
-        // them: moving those further would keep more gathered results live
-        // at once).
+        // A run that reduces what the window computes (an input gradient),
+        // or reductions of what an earlier function computed (a deferred
+        // W's first: the embedding's input gradient, which B leaves
+        // partial; the window then runs behind it, its result taking the
+        // place its input leaves); not gathers of buffers written long
+        // before (issued early by rt-prefetch-gathers, they already run
+        // behind the kernels after them: moving those further would keep
+        // more gathered results live at once).
         bool computed = llvm::any_of(run, [&](KernelOp collective) {
           return llvm::any_of(window, [&](KernelOp kernel) {
             return shares(kernel.getOutputs(), collective.getInputs());
           });
         });
-        if (isCollective(kernels[k].getOpcode()) && computed)
+        bool reduces = llvm::all_of(run, [](KernelOp collective) {
+          OpCode opcode = collective.getOpcode();
+          return opcode == OpCode::AllReduce || opcode == OpCode::ReduceScatter;
+        });
+        if (isCollective(kernels[k].getOpcode()) && (computed || reduces))
           windows.push_back({run, window});
         start = k = end;
       }

@@ -119,10 +119,14 @@ def RtOverlapCollectives : Pass<"rt-overlap-collectives", "ModuleOp"> {
     For each run of collective kernels (`all_reduce`, `reduce_scatter`,
     `all_gather`, `all_to_all`) issued one after another (as
     `rt-bucket-reductions` leaves them: the CUDA device issues such a run
-    of reductions as one) of which one reduces a buffer that a kernel
-    before it writes, takes the kernels between the run and the kernel
-    that communicated before it (a collective, a transfer or its wait, the
-    vocabulary-split loss), of its function and pipeline stage, and moves
+    of reductions as one) of which one reads a buffer that a kernel
+    before it writes, or that only reduces (`all_reduce`,
+    `reduce_scatter`: say a deferred W's first, the all-reduce of the
+    embedding's input gradient that B leaves partial, whose result then
+    takes the place its input leaves), takes the kernels between the run
+    and the kernel that communicated before it (a collective, a transfer
+    or its wait, the vocabulary-split loss), of its function and pipeline
+    stage, and moves
     those that the run does not wait for to just after it, in their order.
     A kernel moves where neither it nor any kernel of its fused run
     (FusionCandidates.h: runs move whole) writes a buffer that a kernel
