@@ -101,8 +101,11 @@ int64_t mlir::tpc::stashBytesPerLayer(const TransformerShape &m,
   double h = m.hidden, a = m.heads, d = m.headDim, f = m.ffn / h;
   LayerActivations bytes;
   if (plan.remat == "full") {
-    // The layer's input alone.
-    bytes.whole = e;
+    // The layer's input alone; Llama's twice without sequence parallelism
+    // (tp > 1): its residual stays a partial sum into the norm's
+    // all-reduce (dist-propagate), and the recomputation reads both the
+    // partial sum (the residual add) and the reduced one (the norm).
+    bytes.whole = m.llama && plan.tp > 1 && !plan.sequenceParallel ? 2 * e : e;
   } else {
     // The two norms' inputs and outputs, and a dropout mask (a byte an
     // element) after the attention and after the MLP.
@@ -1404,6 +1407,11 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
     // The last stage's deferred W of the LM head: its input (the final
     // norm's output) and the logits' gradient.
     double headToW = inputBytes + logitsBytes / 2;
+    // Between the last chunk's F and B each microbatch holds the final
+    // norm's input and output and the logits (the loss's gradient reads
+    // them in B): beside the one whose B runs (the working set's logits),
+    // those of the others in flight there (a GPipe last stage's).
+    double headStash = 2 * inputBytes + logitsBytes / 2;
     if (schedule) {
       // The rank's list walked: after each compute, every microbatch-chunk
       // between its F and its B holds its chunk's layers' stash, between B
@@ -1411,6 +1419,7 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
       // in-flight counts differ (ZB-V's two legs, interleaving's) weigh by
       // their own layers.
       double held = 0;
+      int64_t headsHeld = 0;
       layersHeld = 0;
       auto chunkToW = [&](int64_t c) {
         return toW * chunkLayers[c] + (c == chunks - 1 ? headToW : 0);
@@ -1420,9 +1429,11 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
         switch (action.kind) {
         case pipeline::ActionKind::Forward:
           held += static_cast<double>(stash) * chunkLayers[c];
+          headsHeld += c == chunks - 1;
           break;
         case pipeline::ActionKind::Backward:
           held -= static_cast<double>(stash) * chunkLayers[c];
+          headsHeld -= c == chunks - 1;
           if (!action.fusedWeight) {
             held += chunkToW(c);
           }
@@ -1433,7 +1444,10 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
         default:
           continue;
         }
-        layersHeld = std::max(layersHeld, held);
+        layersHeld = std::max(
+            layersHeld,
+            held + static_cast<double>(std::max<int64_t>(0, headsHeld - 1)) *
+                       headStash);
       }
     } else if (vPlacement) {
       // ZB-V at its most on rank r (counted on its lists): 2p - 1 - r
@@ -1470,6 +1484,8 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
         layersHeld += y * headToW;
     } else {
       layersHeld = untilB(r) * rankLayersPerChunk(r) * stash;
+      if (last && *kind == pipeline::ScheduleKind::GPipe)
+        layersHeld += (plan.microbatches - 1) * headStash;
     }
     // Transfers between stages: each receives its next input one compute
     // early, and double-buffers what it sends and receives.
