@@ -16,7 +16,7 @@
 // partial): the kernels before it move past it too (the zeros).
 // CHECK-LABEL: rt.program @train_step mesh [tp = 2]
 // CHECK: rt.kernel all_reduce
-// CHECK-NEXT: rt.kernel zeros()
+// CHECK: rt.kernel zeros()
 // CHECK-NEXT: rt.kernel zeros()
 // CHECK-NEXT: rt.kernel zeros()
 // CHECK-NEXT: rt.kernel linear_input_grad(%[[DY:.*]], %[[W:.*]]) -> (%[[DX:.*]])
@@ -171,7 +171,7 @@ rt.program @train_step mesh [tp = 2] attributes {actions = array<i64: 0, 0, 0, 1
 // moves past it, which would keep more gathered results live at once.
 // CHECK-LABEL: rt.program @train_step mesh [tp = 2]
 // CHECK: rt.kernel all_reduce
-// CHECK-NEXT: rt.kernel silu
+// CHECK: rt.kernel silu
 // CHECK-NEXT: rt.kernel all_gather
 rt.program @train_step mesh [tp = 2] {
   %x = rt.input "x" : memref<4x8xf32>
@@ -318,4 +318,37 @@ rt.program @train_step mesh [tp = 2] {
   %n = rt.alloc : memref<f32>
   rt.kernel clip_coefficient(%s) -> (%c, %n) floats [0.000000e+00] : memref<f32> -> memref<f32>, memref<f32>
   rt.output "grad_norm" %n : memref<f32>
+}
+
+// -----
+
+// The flow's last run: a reduction left after kernels it does not wait for
+// (a recomputed forward's, in one run with the input gradient's before its
+// reader) goes up to just after its writer, past no kernel that
+// communicates (the gather) and no binding, and runs behind them.
+// CHECK-LABEL: rt.program @train_step mesh [tp = 2]
+// CHECK: rt.kernel linear(%{{.*}}) -> (%[[P:.*]])
+// CHECK-NEXT: rt.kernel all_gather
+// CHECK-NEXT: rt.kernel all_reduce(%[[P]]) -> (%[[R:.*]]) ints [0]
+// CHECK-NEXT: rt.kernel silu(%{{.*}}) -> (%[[G:.*]])
+// CHECK-NEXT: rt.kernel all_reduce(%[[G]]) -> (%[[GR:.*]]) ints [0]
+// CHECK-NEXT: rt.kernel add(%[[R]], %[[GR]])
+rt.program @train_step mesh [tp = 2] {
+  %x = rt.input "x" : memref<4x8xf32>
+  %w = rt.input "w" : memref<8x8xf32>
+  %d = rt.input "d" : memref<4x8xf32>
+  %p = rt.alloc : memref<4x8xf32>
+  %a = rt.alloc : memref<8x8xf32>
+  %g = rt.alloc : memref<4x8xf32>
+  %r = rt.alloc : memref<4x8xf32>
+  %gr = rt.alloc : memref<4x8xf32>
+  %y = rt.alloc : memref<4x8xf32>
+  rt.kernel linear(%x, %w) -> (%p) : memref<4x8xf32>, memref<8x8xf32> -> memref<4x8xf32>
+  rt.kernel all_gather(%d) -> (%a) ints [0, 0] : memref<4x8xf32> -> memref<8x8xf32>
+  rt.kernel silu(%d) -> (%g) : memref<4x8xf32> -> memref<4x8xf32>
+  rt.kernel all_reduce(%p) -> (%r) ints [0] : memref<4x8xf32> -> memref<4x8xf32>
+  rt.kernel all_reduce(%g) -> (%gr) ints [0] : memref<4x8xf32> -> memref<4x8xf32>
+  rt.kernel add(%r, %gr) -> (%y) : memref<4x8xf32>, memref<4x8xf32> -> memref<4x8xf32>
+  rt.output "y" %y : memref<4x8xf32>
+  rt.output "a" %a : memref<8x8xf32>
 }

@@ -181,6 +181,38 @@ public:
     return moved;
   }
 
+  /// Moves `collective` (an all_reduce or reduce_scatter into a buffer of
+  /// its own) up to just after the last kernel that writes its operand or
+  /// touches its result, in its function and stage, past no kernel that
+  /// communicates and no binding: a recomputed forward's reduction, left
+  /// before its reader beside the input gradient's (one run), then runs
+  /// behind the backward between. Returns whether it moved.
+  bool hoistToWriter(KernelOp collective) {
+    OpCode opcode = collective.getOpcode();
+    if (opcode != OpCode::AllReduce && opcode != OpCode::ReduceScatter)
+      return false;
+    Value operand = collective.getInputs()[0];
+    Value result = collective.getOutputs()[0];
+    if (operand == result)
+      return false;
+    Operation *anchor = nullptr;
+    for (Operation *op = collective->getPrevNode(); op && !anchor;
+         op = op->getPrevNode()) {
+      auto kernel = dyn_cast<KernelOp>(op);
+      if (!kernel) {
+        // Past allocs (its result's comes along), not bindings.
+        if (!isa<AllocOp>(op) || op == operand.getDefiningOp())
+          anchor = op;
+        continue;
+      }
+      if (communicates(kernel) || placeOf(kernel) != placeOf(collective) ||
+          llvm::is_contained(kernel.getOutputs(), operand) ||
+          llvm::is_contained(kernel->getOperands(), result))
+        anchor = op;
+    }
+    return moveUpAfter(collective, anchor);
+  }
+
   std::optional<KernelFunctions> functions;
   const bool mark;
 };
@@ -243,6 +275,11 @@ struct RtOverlapCollectivesPass
         moved |= overlap.sink(run, window);
       for (auto [run, window] : windows)
         moved |= overlap.hoistGenerators(run);
+      // Last (the flow's last run): each reduction that the moves left
+      // after kernels it does not wait for goes up to its writer.
+      if (!mark)
+        for (KernelOp kernel : kernels)
+          moved |= overlap.hoistToWriter(kernel);
       // Each kernel stayed in its function: the ranges are rewritten as
       // they were, kernel for kernel (a check that they still hold).
       if (moved && overlap.functions &&

@@ -170,7 +170,14 @@ def RtOverlapCollectives : Pass<"rt-overlap-collectives", "ModuleOp"> {
     reductions (a layer's weight gradients then stay before its
     reduce-scatter); each kernel it moves is marked (`rt.overlap_moved`).
     Without it, after the passes above: a marked kernel moves no further,
-    and the marks are dropped.
+    and the marks are dropped; last, each `all_reduce` or `reduce_scatter`
+    into a buffer of its own moves up to just after the last kernel that
+    writes its operand or touches its result (in its function and stage,
+    past no kernel that communicates and no binding). A recomputed
+    forward's reduction (full recomputation), which the moves leave before
+    its reader in one run with the next input gradient's, then runs behind
+    the layer's backward: GPT-2 1.7B, tp = 8, pp = 2, full recomputation,
+    1F1B on h200, 1.586 -> 1.453 s in the replay.
   }];
   let options = [
     Option<"mark", "mark", "bool", /*default=*/"false",
