@@ -108,6 +108,8 @@ CASES = [
      "bf16", "tp=4,pp=2,b=1,v=1,schedule=1f1b,remat=full"),
     ("llama 8B", llama(4096, 32, 8, 14336, 32), 64, 512, 4096, "fused",
      "bf16", "tp=2,pp=4,b=1,v=1,schedule=gpipe,remat=full"),
+    ("llama 8B", llama(4096, 32, 8, 14336, 32), 64, 512, 4096, "fused",
+     "bf16", "tp=4,pp=4,b=2,v=1,schedule=zb-h1,remat=full"),
     ("llama 8B", llama(4096, 32, 8, 14336, 32), 64, 512, 4096, "unfused",
      "bf16", "tp=2,pp=2,b=2,v=4,schedule=interleaved-1f1b,remat=selective"),
     ("llama 8B", llama(4096, 32, 8, 14336, 32), 64, 512, 4096, "fused",

@@ -364,6 +364,14 @@ public:
   }
 
   /// Whether W runs apart from B, later (the zero-bubble schedules).
+  /// Full recomputation without sequence parallelism where W is deferred:
+  /// B's reductions run behind the recomputed forward and the input
+  /// gradients' products as where W runs with B, less the weight
+  /// gradients.
+  bool fullWithoutSpDeferred() const {
+    return deferredWeightGradients() && plan.remat == "full" &&
+           !plan.sequenceParallel;
+  }
   bool deferredWeightGradients() const {
     std::optional<pipeline::ScheduleKind> kind =
         pipeline::parseScheduleKind(plan.schedule);
@@ -388,6 +396,10 @@ public:
     double qkv = 0, out = 0, up = 0, down = 0;
     double total() const { return qkv + out + up + down; }
   };
+  /// The weight-gradient products that run in B: none where W is deferred.
+  LayerProducts weightsInB(const LayerProducts &weights) const {
+    return deferredWeightGradients() ? LayerProducts{} : weights;
+  }
 
   /// The LM head's input-gradient GEMM (dX = dY W over the rank's block
   /// of the vocabulary) and its weight gradient's.
@@ -751,7 +763,8 @@ public:
     // with collective streams, where W runs with B, what shows of them
     // (below).
     bool overlapsReductions =
-        fuses && plan.tp > 1 && !deferredWeightGradients();
+        fuses && plan.tp > 1 &&
+        (!deferredWeightGradients() || fullWithoutSpDeferred());
     costs.backward.communication =
         plan.remat == "full" ? 2 * comm - halfOutputReduction() : comm;
     LayerProducts weights = matrices(true);
@@ -819,16 +832,20 @@ public:
             shows(reduction, weights.qkv + weights.out) +
             shows(reduction, weights.up + weights.down);
       } else if (plan.remat == "full") {
-        // The MLP's reduction runs behind its weight gradients and the
-        // layer before's recomputed attention (the chunk's first layer:
-        // collectiveEdges).
-        double attentionHalf = products.qkv + products.out + attentionBackward +
-                               weights.qkv + weights.out;
+        // The recomputed attention's reduction runs behind the attention
+        // half's backward of the layer after it, the attention input
+        // gradient's behind the recomputed up projection, the MLP's behind
+        // its weight gradients and the layer before's recomputed attention
+        // (the chunk's first layer: collectiveEdges). With W deferred no
+        // weight gradient is among them.
+        LayerProducts inB = weightsInB(weights);
+        double attentionHalf =
+            products.qkv + products.out + attentionBackward + inB.qkv + inB.out;
         costs.backward.communication =
             shows(comm - reduction, attentionHalf) +
             shows(reduction, products.up) +
-            shows(reduction, weights.up + weights.down + products.qkv +
-                                 products.out + attentionForward);
+            shows(reduction, inB.up + inB.down + products.qkv + products.out +
+                                 attentionForward);
       } else {
         // With sequence parallelism each half's input gathered again for
         // its weight gradients goes out behind its output gradient's
@@ -857,7 +874,7 @@ public:
                                   double attentionBackward) const {
     CollectiveEdges edges;
     double headWeight = headWeightGemm();
-    if (deferredWeightGradients()) {
+    if (deferredWeightGradients() && !fullWithoutSpDeferred()) {
       if (!plan.sequenceParallel)
         return edges;
       // W's gathers go out one ahead of the GEMM that reads them
@@ -880,17 +897,19 @@ public:
       // once, or in the last chunk runs behind the LM head's gradients.
       // Its first layer's MLP reduction has no layer before it to
       // recompute: it runs behind the MLP's weight gradients alone.
+      LayerProducts inB = weightsInB(weights);
       double hidden =
           shows(reduction, products.qkv + products.out + attentionBackward +
-                               weights.qkv + weights.out);
-      double mlpWeights = weights.up + weights.down;
+                               inB.qkv + inB.out);
+      double mlpWeights = inB.up + inB.down;
       double firstLayer = shows(reduction, mlpWeights) -
                           shows(reduction, mlpWeights + products.qkv +
                                                products.out + attentionForward);
       edges.notLast.backward.communication = reduction - hidden + firstLayer;
       edges.last.backward.communication =
-          shows(reduction, headWeight + headInputGradientGemm()) - hidden +
-          firstLayer;
+          shows(reduction, (deferredWeightGradients() ? 0 : headWeight) +
+                               headInputGradientGemm()) -
+          hidden + firstLayer;
       return edges;
     }
     // The output gradient a chunk but the last receives is a partial sum,
