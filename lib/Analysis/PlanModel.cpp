@@ -1517,12 +1517,22 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
                           : static_cast<double>(workspace);
     int64_t activations =
         static_cast<int64_t>(layersHeld + transfers + firstStage + working);
-    // With one microbatch no gradient is summed across microbatches: each
-    // is written by the backward as the activations it reads die, so the
-    // activations' peak (at the loss) comes before them.
-    int64_t peak = params + optimizer +
-                   (plan.microbatches > 1 ? grads + activations
-                                          : std::max(grads, activations));
+    // With one microbatch on one stage no gradient is summed (a pipeline's
+    // actions add each microbatch's into a sum zeroed at the step's start,
+    // live throughout, one microbatch or more): each
+    // is written by the backward as the activations it reads die, and as
+    // the model-precision copies of the weights (bf16 beside the fp32
+    // masters, cast at the step's start) die, each after its layer's
+    // backward: the activations' peak (at the loss) comes before the
+    // gradients', whole at the optimizer.
+    int64_t peak;
+    if (plan.microbatches > 1 || plan.pp > 1) {
+      peak = params + optimizer + grads + activations;
+    } else {
+      int64_t masters = static_cast<int64_t>(rankParams[r] * 4);
+      peak =
+          masters + optimizer + std::max(grads, params - masters + activations);
+    }
     if (peak > estimate.peakBytes) {
       estimate.peakBytes = peak;
       estimate.peakStage = r;
