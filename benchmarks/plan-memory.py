@@ -116,6 +116,8 @@ CASES = [
      "fp32", "tp=1,pp=4,b=2,v=1,schedule=1f1b,remat=none"),
     ("llama 3B odd", llama(3072, 24, 6, 8192, 20, vocab=32003), 16, 128, 2048,
      "unfused", "fp32", "tp=1,pp=4,b=4,v=1,schedule=1f1b,remat=full"),
+    ("llama 8B", llama(4096, 32, 8, 14336, 32), 32, 4, 4096, "fused",
+     "bf16", "tp=8,pp=4,b=4,v=1,schedule=gpipe,remat=full,sp"),
     ("llama 8B", llama(4096, 32, 8, 14336, 32), 64, 512, 4096, "unfused",
      "bf16", "tp=2,pp=2,b=2,v=4,schedule=interleaved-1f1b,remat=selective"),
     ("llama 8B", llama(4096, 32, 8, 14336, 32), 64, 512, 4096, "fused",

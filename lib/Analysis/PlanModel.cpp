@@ -1407,6 +1407,15 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
   // Where a layer's stash is held, the held layer and the working set
   // count them.
   int64_t workspace = stashBytesPerLayer(m, none);
+  // With sequence parallelism a layer's backward holds whole-sequence
+  // buffers beside its shards: the gathered input of the half and the
+  // partial sums of the input gradient before their reduce-scatter
+  // (Llama's gate and up apart, and their sum). Where the layer's stash
+  // is held (no full recomputation), the held layer and the working set
+  // count the layer twice, which covers them.
+  if (plan.sequenceParallel && plan.remat == "full")
+    workspace += static_cast<int64_t>(std::llround(
+        (m.llama ? 5 : 3) * m.elementBytes * microbatchTokens * h));
   if (plan.remat == "full" && !m.fusedAttention)
     workspace += static_cast<int64_t>(
         std::llround(perDevice({0, 1.0 * m.elementBytes * m.heads * m.seq /
@@ -1538,14 +1547,15 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
     // the model-precision copies of the weights (bf16 beside the fp32
     // masters, cast at the step's start) die, each after its layer's
     // backward: the activations' peak (at the loss) comes before the
-    // gradients', whole at the optimizer.
+    // gradients' (whole but for the first layer's, beside its backward's
+    // working set).
     int64_t peak;
     if (plan.microbatches > 1 || plan.pp > 1) {
       peak = params + optimizer + grads + activations;
     } else {
       int64_t masters = static_cast<int64_t>(rankParams[r] * 4);
-      peak =
-          masters + optimizer + std::max(grads, params - masters + activations);
+      peak = masters + optimizer +
+             std::max(grads + workspace, params - masters + activations);
     }
     if (peak > estimate.peakBytes) {
       estimate.peakBytes = peak;
