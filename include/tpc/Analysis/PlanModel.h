@@ -127,9 +127,10 @@ struct DeferredWeightBytes {
 DeferredWeightBytes deferredWeightBytesPerLayer(const TransformerShape &shape,
                                                 const PlanChoice &plan);
 
-/// The plan's memory and, with `simulate`, its step replayed on the
-/// schedule's action lists (else the closed form: (m + p − 1)·c for 1F1B,
-/// (m + (p − 1)/v)·c interleaved, m·c + (p − 1)·(F + B − W) for ZB-H1). An
+/// The plan's memory and, with `simulate` (and for interleaving with
+/// m <= 2p), its step replayed on the schedule's action lists (else the
+/// closed form: (m + p − 1)·c for 1F1B, (m + (p − 1)/v)·c interleaved,
+/// m·c + (p − 1)·(F + B − W) for ZB-H1). An
 /// error for a plan the shapes do not allow (heads not divisible by tp,
 /// layers not by pp·v, ...).
 std::optional<PlanEstimate> estimatePlan(const TransformerShape &shape,
