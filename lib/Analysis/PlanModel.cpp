@@ -1194,13 +1194,16 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
     error = "unknown schedule '" + plan.schedule + "'";
     return std::nullopt;
   }
-  // Interleaving's pipeline formula (the fill over v) holds with many
-  // microbatches per stage; with few (m <= 2p: the warm-up is most of the
-  // step) the search's step was 19.6% over and 13.4% under the compile's
-  // replay (benchmarks/plan-sweep.py). Its lists are then short: the
-  // search replays them.
-  if (*kind == pipeline::ScheduleKind::Interleaved1F1B &&
-      plan.microbatches <= 2 * plan.pp)
+  // The pipeline formulas (a steady state plus a fill and a drain) hold
+  // with many microbatches per stage; with few (m <= 2p: the warm-up and
+  // the drain are most of the step) the search's step was up to 19.6% over
+  // and 13.4% under the compile's replay (interleaving, ZB-H1 with one
+  // microbatch; benchmarks/plan-sweep.py). Where the lists are short too
+  // (p·m·v <= 256 actions of each kind) the search replays them: a 1T
+  // model's search on 3072 devices has hundreds of plans with p = 64 and
+  // few microbatches, whose replays would double its time.
+  if (plan.pp > 1 && plan.microbatches <= 2 * plan.pp &&
+      plan.pp * plan.microbatches * plan.virtualStages <= 256)
     simulate = true;
   options.kind = *kind;
   options.ranks = static_cast<int>(plan.pp);

@@ -127,8 +127,8 @@ struct DeferredWeightBytes {
 DeferredWeightBytes deferredWeightBytesPerLayer(const TransformerShape &shape,
                                                 const PlanChoice &plan);
 
-/// The plan's memory and, with `simulate` (and for interleaving with
-/// m <= 2p), its step replayed on the schedule's action lists (else the
+/// The plan's memory and, with `simulate` (and with pp > 1, m <= 2p and
+/// p·m·v <= 256), its step replayed on the schedule's action lists (else the
 /// closed form: (m + p − 1)·c for 1F1B, (m + (p − 1)/v)·c interleaved,
 /// m·c + (p − 1)·(F + B − W) for ZB-H1). An
 /// error for a plan the shapes do not allow (heads not divisible by tp,
