@@ -364,6 +364,13 @@ public:
   }
 
   /// Whether W runs apart from B, later (the zero-bubble schedules).
+  bool deferredWeightGradients() const {
+    std::optional<pipeline::ScheduleKind> kind =
+        pipeline::parseScheduleKind(plan.schedule);
+    return plan.pp > 1 && kind &&
+           (*kind == pipeline::ScheduleKind::ZBH1 ||
+            *kind == pipeline::ScheduleKind::ZBV);
+  }
   /// Full recomputation without sequence parallelism where W is deferred:
   /// B's reductions run behind the recomputed forward and the input
   /// gradients' products as where W runs with B, less the weight
@@ -371,13 +378,6 @@ public:
   bool fullWithoutSpDeferred() const {
     return deferredWeightGradients() && plan.remat == "full" &&
            !plan.sequenceParallel;
-  }
-  bool deferredWeightGradients() const {
-    std::optional<pipeline::ScheduleKind> kind =
-        pipeline::parseScheduleKind(plan.schedule);
-    return plan.pp > 1 && kind &&
-           (*kind == pipeline::ScheduleKind::ZBH1 ||
-            *kind == pipeline::ScheduleKind::ZBV);
   }
 
   /// The collective that ends a half's forward: its row-parallel output's
@@ -1419,23 +1419,22 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
   double microbatchTokens = static_cast<double>(plan.microbatchSize) * m.seq;
   // One layer's working set while its backward runs; with full
   // recomputation, what the recomputed forward rebuilds beside the
-  // backward's own scratch. Unfused attention's backward holds two s×s
-  // gradients (of the probabilities and of the scores) next to the
-  // probabilities, while the MLP's rebuilt activations (in the working
-  // set) are gone by then: one s×s buffer more fits the compiled peaks
-  // (19 plans of a sweep within -4.6% .. +2.3%; two: -1.3% .. +7.7%).
-  // Where a layer's stash is held, the held layer and the working set
-  // count them.
+  // backward's own scratch. Where a layer's stash is held (no full
+  // recomputation), the held layer and the working set count the layer
+  // twice, which covers that scratch.
   int64_t workspace = stashBytesPerLayer(m, none);
   // With sequence parallelism a layer's backward holds whole-sequence
   // buffers beside its shards: the gathered input of the half and the
   // partial sums of the input gradient before their reduce-scatter
-  // (Llama's gate and up apart, and their sum). Where the layer's stash
-  // is held (no full recomputation), the held layer and the working set
-  // count the layer twice, which covers them.
+  // (Llama's gate and up apart, and their sum).
   if (plan.sequenceParallel && plan.remat == "full")
     workspace += static_cast<int64_t>(std::llround(
         (m.llama ? 5 : 3) * m.elementBytes * microbatchTokens * h));
+  // Unfused attention's backward holds two s×s gradients (of the
+  // probabilities and of the scores) next to the probabilities, while the
+  // MLP's rebuilt activations (in the working set) are gone by then: one
+  // s×s buffer more fits the compiled peaks (19 plans of a sweep within
+  // -4.6% .. +2.3%; two: -1.3% .. +7.7%).
   if (plan.remat == "full" && !m.fusedAttention)
     workspace += static_cast<int64_t>(
         std::llround(perDevice({0, 1.0 * m.elementBytes * m.heads * m.seq /
