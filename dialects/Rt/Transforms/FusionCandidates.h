@@ -244,6 +244,25 @@ inline Operation *moveUpWithAllocs(KernelOp kernel, Operation *anchor) {
   return kernel.getOperation();
 }
 
+/// The nearest op above `collective` (of input 0 into output 0) that it
+/// may not move up past: a kernel that writes its operand or touches its
+/// result, the op defining its operand, or an op `stops` holds for. Null
+/// where there is none.
+inline Operation *writerAbove(KernelOp collective,
+                              llvm::function_ref<bool(Operation *)> stops) {
+  Value operand = collective.getInputs()[0];
+  Value result = collective.getOutputs()[0];
+  for (Operation *op = collective->getPrevNode(); op; op = op->getPrevNode()) {
+    if (op == operand.getDefiningOp() || stops(op))
+      return op;
+    if (auto kernel = dyn_cast<KernelOp>(op);
+        kernel && (llvm::is_contained(kernel.getOutputs(), operand) ||
+                   llvm::is_contained(kernel->getOperands(), result)))
+      return op;
+  }
+  return nullptr;
+}
+
 /// Moves `collective` (of input 0 into output 0) up to just after
 /// `anchor` (an op before it in its block; null: it stays), and past the
 /// rest of a fused run that `anchor` is in (it stays where that run

@@ -52,25 +52,14 @@ bool uses(Operation &op, Value buffer) {
 /// kernels the CUDA device fuses with that one); with it, its result's
 /// rt.alloc when that comes later. Returns whether it moved.
 bool issueEarly(KernelOp reduction) {
-  Value operand = reduction.getInputs()[0];
   Value result = reduction.getOutputs()[0];
-  if (operand == result)
+  if (reduction.getInputs()[0] == result)
     return false;
-  Operation *anchor = nullptr;
-  for (Operation *op = reduction->getPrevNode(); op && !anchor;
-       op = op->getPrevNode()) {
-    if (auto kernel = dyn_cast<KernelOp>(op)) {
-      if (writes(kernel, operand) || writes(kernel, result) ||
-          uses(*op, result))
-        anchor = op;
-      continue;
-    }
-    if (op == operand.getDefiningOp())
-      anchor = op;
-    else if (op != result.getDefiningOp() && uses(*op, result))
-      anchor = op; // a binding of the result stays after its writer
-  }
-  return moveUpAfter(reduction, anchor);
+  // A binding of the result stays after its writer.
+  return moveUpAfter(reduction, writerAbove(reduction, [&](Operation *op) {
+                       return !isa<KernelOp>(op) &&
+                              op != result.getDefiningOp() && uses(*op, result);
+                     }));
 }
 
 /// Makes `reduction` reduce its operand in place when nothing after it uses

@@ -191,26 +191,16 @@ public:
     OpCode opcode = collective.getOpcode();
     if (opcode != OpCode::AllReduce && opcode != OpCode::ReduceScatter)
       return false;
-    Value operand = collective.getInputs()[0];
-    Value result = collective.getOutputs()[0];
-    if (operand == result)
+    if (collective.getInputs()[0] == collective.getOutputs()[0])
       return false;
-    Operation *anchor = nullptr;
-    for (Operation *op = collective->getPrevNode(); op && !anchor;
-         op = op->getPrevNode()) {
-      auto kernel = dyn_cast<KernelOp>(op);
-      if (!kernel) {
-        // Past allocs (its result's comes along), not bindings.
-        if (!isa<AllocOp>(op) || op == operand.getDefiningOp())
-          anchor = op;
-        continue;
-      }
-      if (communicates(kernel) || placeOf(kernel) != placeOf(collective) ||
-          llvm::is_contained(kernel.getOutputs(), operand) ||
-          llvm::is_contained(kernel->getOperands(), result))
-        anchor = op;
-    }
-    return moveUpAfter(collective, anchor);
+    // Past allocs (its result's comes along), not bindings.
+    return moveUpAfter(collective, writerAbove(collective, [&](Operation *op) {
+                         auto kernel = dyn_cast<KernelOp>(op);
+                         if (!kernel)
+                           return !isa<AllocOp>(op);
+                         return communicates(kernel) ||
+                                placeOf(kernel) != placeOf(collective);
+                       }));
   }
 
   std::optional<KernelFunctions> functions;
