@@ -59,6 +59,11 @@ bool ordered(const Unit &unit, ArrayRef<KernelOp> after) {
   });
 }
 
+/// Whether `opcode` reduces (all_reduce, reduce_scatter), not gathers.
+bool reduces(OpCode opcode) {
+  return opcode == OpCode::AllReduce || opcode == OpCode::ReduceScatter;
+}
+
 /// What a run with `mark` puts on each kernel it moves.
 constexpr llvm::StringLiteral kMovedMark = RtDialect::kOverlapMovedAttrName;
 
@@ -188,10 +193,8 @@ public:
   /// before its reader beside the input gradient's (one run), then runs
   /// behind the backward between. Returns whether it moved.
   bool hoistToWriter(KernelOp collective) {
-    OpCode opcode = collective.getOpcode();
-    if (opcode != OpCode::AllReduce && opcode != OpCode::ReduceScatter)
-      return false;
-    if (collective.getInputs()[0] == collective.getOutputs()[0])
+    if (!reduces(collective.getOpcode()) ||
+        collective.getInputs()[0] == collective.getOutputs()[0])
       return false;
     // Past allocs (its result's comes along), not bindings.
     return moveUpAfter(collective, writerAbove(collective, [&](Operation *op) {
@@ -252,11 +255,10 @@ struct RtOverlapCollectivesPass
             return shares(kernel.getOutputs(), collective.getInputs());
           });
         });
-        bool reduces = llvm::all_of(run, [](KernelOp collective) {
-          OpCode opcode = collective.getOpcode();
-          return opcode == OpCode::AllReduce || opcode == OpCode::ReduceScatter;
+        bool reductions = llvm::all_of(run, [](KernelOp collective) {
+          return reduces(collective.getOpcode());
         });
-        if (isCollective(kernels[k].getOpcode()) && (computed || reduces))
+        if (isCollective(kernels[k].getOpcode()) && (computed || reductions))
           windows.push_back({run, window});
         start = k = end;
       }
