@@ -1294,18 +1294,19 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
   // the optimizer, the tied embedding's gradient exchange).
   bool mixed = m.elementBytes == 2;
   double paramBytesEach = mixed ? 6 : 4;
-  std::vector<double> rankParams(plan.pp, 0);
+  std::vector<double> rankParams(plan.pp, 0), chunkParams(chunks, 0);
   for (int64_t c = 0; c < chunks; ++c) {
     int64_t rank = rankOf(c);
-    rankParams[rank] += layerParams * chunkLayers[c];
+    chunkParams[c] += layerParams * chunkLayers[c];
     if (c == 0)
-      rankParams[rank] +=
+      chunkParams[c] +=
           m.vocab * h / t + (m.llama ? 0 : static_cast<double>(m.seq) * h);
     // The head's table: a tied one is the embedding's where both chunks
     // share a rank (one stage, or ZB-V's rank 0), a copy elsewhere.
     if (c == chunks - 1)
-      rankParams[rank] +=
+      chunkParams[c] +=
           (!m.tiedEmbeddings || rankOf(0) != rank ? m.vocab * h / t : 0) + h;
+    rankParams[rank] += chunkParams[c];
   }
   // A device that runs collectives on their own streams (the CUDA
   // device's) overlaps each layer's data-parallel reduction, issued in the
@@ -1456,6 +1457,9 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
       m.embeddingDropout > 0 ? inputBytes / m.elementBytes : 0;
   for (int64_t r = 0; r < plan.pp; ++r) {
     int64_t params = static_cast<int64_t>(rankParams[r] * paramBytesEach);
+    // The model-precision copies of the weights (mixed precision), cast at
+    // the step's start: a chunk's die with its last B (W reads none).
+    double copyBytesEach = paramBytesEach - 4;
     int64_t grads = static_cast<int64_t>(rankParams[r] * 4);
     int64_t optimizer = static_cast<int64_t>(rankParams[r] * 8);
     bool first = r == 0, last = rankOf(chunks - 1) == r;
@@ -1485,7 +1489,16 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
       auto chunkToW = [&](int64_t c) {
         return toW * chunkLayers[c] + (c == chunks - 1 ? headToW : 0);
       };
-      for (const pipeline::Action &action : schedule->actions[r]) {
+      // The peak is the most of the stash, what W reads and the copies
+      // still live: with deferred W it comes late, in the last Bs, after
+      // some chunks' copies have died.
+      std::vector<size_t> lastBackward(chunks);
+      for (auto [i, action] : llvm::enumerate(schedule->actions[r]))
+        if (action.kind == pipeline::ActionKind::Backward)
+          lastBackward[action.chunk] = i;
+      double copiesLive = rankParams[r] * copyBytesEach, copiesAtPeak = 0;
+      double mostWithCopies = -1;
+      for (auto [i, action] : llvm::enumerate(schedule->actions[r])) {
         int64_t c = action.chunk;
         switch (action.kind) {
         case pipeline::ActionKind::Forward:
@@ -1498,6 +1511,8 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
           if (!action.fusedWeight) {
             held += chunkToW(c);
           }
+          if (lastBackward[c] == i)
+            copiesLive -= chunkParams[c] * copyBytesEach;
           break;
         case pipeline::ActionKind::Weight:
           held -= chunkToW(c);
@@ -1505,11 +1520,16 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
         default:
           continue;
         }
-        layersHeld = std::max(
-            layersHeld,
+        double now =
             held + static_cast<double>(std::max<int64_t>(0, headsHeld - 1)) *
-                       headStash);
+                       headStash;
+        if (now + copiesLive > mostWithCopies) {
+          mostWithCopies = now + copiesLive;
+          layersHeld = now;
+          copiesAtPeak = copiesLive;
+        }
       }
+      params = static_cast<int64_t>(rankParams[r] * 4 + copiesAtPeak);
     } else if (deferredW) {
       // x microbatches between F and B hold the stash, y between B and W
       // what W reads and the output gradients B wrote for it: x at most the
