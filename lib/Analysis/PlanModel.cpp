@@ -152,6 +152,43 @@ mlir::tpc::deferredWeightBytesPerLayer(const TransformerShape &m,
           static_cast<int64_t>(std::llround(perDevice(gradients, plan) * sbh))};
 }
 
+/// With unfused attention and recomputation (selective or full), what a
+/// layer's backward holds at its attention beside the stash: three s×s
+/// buffers (the rebuilt probabilities and two gradients: of the dropped
+/// probabilities and of the probabilities, or of the probabilities and of
+/// the scores), the dropout's mask (a byte an element), and with full
+/// recomputation the rebuilt attention's other activations. With full
+/// recomputation and tp > 1 without sp, rt-overlap-collectives moves the
+/// layer before's rebuilt attention (up to its all-reduce) ahead of this
+/// one's backward, which then runs behind the all-reduce: that attention's
+/// probabilities (and dropped ones) and activations are live as well.
+static int64_t attentionBackwardBytes(const TransformerShape &m,
+                                      const PlanChoice &plan) {
+  double e = m.elementBytes, h = m.hidden, a = m.heads, kv = m.kvHeads,
+         d = m.headDim;
+  double scores = a * m.seq / h;
+  bool dropout = m.attentionDropout > 0;
+  bool full = plan.remat == "full";
+  bool layerBefore = full && plan.tp > 1 && !plan.sequenceParallel;
+  LayerActivations bytes;
+  bytes.split = scores * (3 * e + (dropout ? 1 : 0));
+  if (layerBefore)
+    bytes.split += scores * (dropout ? 2 * e + 1 : e);
+  if (full) {
+    // The norm's output and the projection's, q, k, v, k and v repeated
+    // over each group's query heads, and the attention's output.
+    double layers = layerBefore ? 2 : 1;
+    bytes.whole += layers * 2 * e;
+    bytes.split +=
+        layers * e * ((a + 2 * kv) * d + 2 * (a - kv) * d + a * d) / h;
+  }
+  // With sequence parallelism, the rebuilt norm's output and the output
+  // gradient of the projections, gathered whole over the sequence.
+  double whole = plan.sequenceParallel ? 2 * e : 0;
+  return static_cast<int64_t>(std::llround((perDevice(bytes, plan) + whole) *
+                                           m.seq * plan.microbatchSize * h));
+}
+
 namespace {
 
 /// Busy time by category.
@@ -1431,17 +1468,11 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
   if (plan.sequenceParallel && plan.remat == "full")
     workspace += static_cast<int64_t>(std::llround(
         (m.llama ? 5 : 3) * m.elementBytes * microbatchTokens * h));
-  // Unfused attention's backward holds two s×s gradients (of the
-  // probabilities and of the scores) next to the probabilities, while the
-  // MLP's rebuilt activations (in the working set) are gone by then: one
-  // s×s buffer more fits the compiled peaks (19 plans of a sweep within
-  // -4.6% .. +2.3%; two: -1.3% .. +7.7%).
-  if (plan.remat == "full" && !m.fusedAttention)
-    workspace += static_cast<int64_t>(
-        std::llround(perDevice({0, 1.0 * m.elementBytes * m.heads * m.seq /
-                                       static_cast<double>(h)},
-                               plan) *
-                     microbatchTokens * h));
+  // Unfused attention's s×s buffers may outweigh the layer's working set
+  // (fp32, long sequences): then the attention's moment is the larger. A
+  // layer without recomputation holds its probabilities in the stash.
+  if (!m.fusedAttention && plan.remat != "none")
+    workspace = std::max(workspace, attentionBackwardBytes(m, plan));
   // A stage's input, as received from the stage before (and its output).
   double inputBytes =
       microbatchTokens * h * m.elementBytes / (plan.sequenceParallel ? t : 1);
