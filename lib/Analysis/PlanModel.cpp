@@ -1531,6 +1531,9 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
       double mostWithCopies = -1;
       for (auto [i, action] : llvm::enumerate(schedule->actions[r])) {
         int64_t c = action.chunk;
+        // At a split B's end its last layer's working set is what that
+        // layer's W reads (held from here): counted once.
+        double workingInHeld = 0;
         switch (action.kind) {
         case pipeline::ActionKind::Forward:
           held += static_cast<double>(stash) * chunkLayers[c];
@@ -1541,6 +1544,7 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
           headsHeld -= c == chunks - 1;
           if (!action.fusedWeight) {
             held += chunkToW(c);
+            workingInHeld = std::min<double>(toW, workspace);
           }
           if (lastBackward[c] == i)
             copiesLive -= chunkParams[c] * copyBytesEach;
@@ -1551,9 +1555,9 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
         default:
           continue;
         }
-        double now =
-            held + static_cast<double>(std::max<int64_t>(0, headsHeld - 1)) *
-                       headStash;
+        double now = held - workingInHeld +
+                     static_cast<double>(std::max<int64_t>(0, headsHeld - 1)) *
+                         headStash;
         if (now + copiesLive > mostWithCopies) {
           mostWithCopies = now + copiesLive;
           layersHeld = now;
@@ -1581,6 +1585,10 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
           (x * static_cast<double>(stash) + y * toW) * rankLayersPerChunk(r);
       if (last)
         layersHeld += y * headToW;
+      // The most what W reads is held at a B's end, where its last layer's
+      // working set is that layer's (as in the walk).
+      if (toW >= stash && y > 0)
+        layersHeld -= std::min<double>(toW, workspace);
     } else {
       layersHeld = untilB(r) * rankLayersPerChunk(r) * stash;
       if (last && *kind == pipeline::ScheduleKind::GPipe)
