@@ -1595,8 +1595,16 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
         layersHeld += (plan.microbatches - 1) * headStash;
     }
     // Transfers between stages: each receives its next input one compute
-    // early, and double-buffers what it sends and receives.
-    double transfers = plan.pp == 1 ? 0 : (first ? 4 : 7) * inputBytes;
+    // early, and double-buffers what it sends and receives (as far as
+    // there are microbatch-chunks to buffer: one microbatch on one chunk
+    // per rank has one of each and nothing to receive early).
+    int64_t inFlight = plan.microbatches * plan.virtualStages;
+    double buffered = std::min<int64_t>(2, inFlight);
+    double transfers =
+        plan.pp == 1
+            ? 0
+            : (first ? 2 * buffered : (inFlight > 1 ? 1 : 0) + 3 * buffered) *
+                  inputBytes;
     double firstStage =
         first ? wholeVocabGradBytes + untilW(r) * embeddingMaskBytes : 0;
     // The working set: a layer's backward, or where the loss is, the
