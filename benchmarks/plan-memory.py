@@ -122,6 +122,10 @@ CASES = [
      "bf16", "tp=2,pp=2,b=2,v=4,schedule=interleaved-1f1b,remat=selective"),
     ("llama 8B", llama(4096, 32, 8, 14336, 32), 64, 512, 4096, "fused",
      "bf16", "tp=8,pp=4,b=1,v=2,schedule=zb-v,remat=none,sp"),
+    ("llama 8B", llama(4096, 32, 8, 14336, 32), 2, 8, 4096, "unfused",
+     "fp32", "tp=2,pp=1,b=4,v=1,schedule=1f1b,remat=full"),
+    ("llama 8B", llama(4096, 32, 8, 14336, 32), 16, 16, 4096, "fused",
+     "bf16", "tp=4,pp=2,b=2,v=2,schedule=zb-v,remat=full"),
 ]
 
 
