@@ -1520,9 +1520,9 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
       auto chunkToW = [&](int64_t c) {
         return toW * chunkLayers[c] + (c == chunks - 1 ? headToW : 0);
       };
-      // The peak is the most of the stash, what W reads and the copies
-      // still live: with deferred W it comes late, in the last Bs, after
-      // some chunks' copies have died.
+      // The peak is where the stash, what W reads and the copies still
+      // live add up to the most: with deferred W it comes late, in the
+      // last Bs, after some chunks' copies have died.
       std::vector<size_t> lastBackward(chunks);
       for (auto [i, action] : llvm::enumerate(schedule->actions[r]))
         if (action.kind == pipeline::ActionKind::Backward)
