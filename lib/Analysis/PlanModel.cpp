@@ -1455,12 +1455,26 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
   none.remat = "none";
   DeferredWeightBytes deferred = deferredWeightBytesPerLayer(m, none);
   double microbatchTokens = static_cast<double>(plan.microbatchSize) * m.seq;
-  // One layer's working set while its backward runs; with full
-  // recomputation, what the recomputed forward rebuilds beside the
-  // backward's own scratch. Where a layer's stash is held (no full
-  // recomputation), the held layer and the working set count the layer
-  // twice, which covers that scratch.
+  // One layer's working set while its backward runs; with recomputation,
+  // what the recomputed forward rebuilds beside the backward's own scratch
+  // (selective: the held layer and the working set count the layer twice,
+  // which covers that scratch).
   int64_t workspace = stashBytesPerLayer(m, none);
+  if (plan.remat == "none") {
+    // Without recomputation the backward's gradients beside the stash,
+    // which it frees as it goes: the residual's two, and the larger of the
+    // MLP's (its activation's and its input's) and the attention's (q, k
+    // and v's, head-major and token-major, and unfused, the probabilities'
+    // and the scores').
+    double e = m.elementBytes, a = m.heads, d = m.headDim, f = m.ffn / h;
+    LayerActivations mlp{2 * e, 2 * f * e};
+    LayerActivations attention{
+        2 * e, e * (2 * (a + 2 * m.kvHeads) * d / h +
+                    (m.fusedAttention ? 0 : 2 * a * m.seq / h))};
+    workspace = static_cast<int64_t>(std::llround(
+        std::max(perDevice(mlp, plan), perDevice(attention, plan)) *
+        microbatchTokens * h));
+  }
   // With sequence parallelism a layer's backward holds whole-sequence
   // buffers beside its shards: the gathered input of the half and the
   // partial sums of the input gradient before their reduce-scatter
