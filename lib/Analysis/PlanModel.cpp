@@ -1537,13 +1537,19 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
       // The peak is where the stash, what W reads and the copies still
       // live add up to the most: with deferred W it comes late, in the
       // last Bs, after some chunks' copies have died.
-      std::vector<size_t> lastBackward(chunks);
-      for (auto [i, action] : llvm::enumerate(schedule->actions[r]))
-        if (action.kind == pipeline::ActionKind::Backward)
-          lastBackward[action.chunk] = i;
+      // (Each chunk's last B is near the list's end: found from there.)
+      const std::vector<pipeline::Action> &actions = schedule->actions[r];
+      std::vector<size_t> lastBackward(chunks, actions.size());
+      for (size_t i = actions.size(), found = 0;
+           i-- > 0 && found < static_cast<size_t>(plan.virtualStages);)
+        if (actions[i].kind == pipeline::ActionKind::Backward &&
+            lastBackward[actions[i].chunk] == actions.size()) {
+          lastBackward[actions[i].chunk] = i;
+          ++found;
+        }
       double copiesLive = rankParams[r] * copyBytesEach, copiesAtPeak = 0;
       double mostWithCopies = -1;
-      for (auto [i, action] : llvm::enumerate(schedule->actions[r])) {
+      for (auto [i, action] : llvm::enumerate(actions)) {
         int64_t c = action.chunk;
         // At a split B's end its last layer's working set is what that
         // layer's W reads (held from here): counted once.
