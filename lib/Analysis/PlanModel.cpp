@@ -189,6 +189,24 @@ static int64_t attentionBackwardBytes(const TransformerShape &m,
                                            m.seq * plan.microbatchSize * h));
 }
 
+/// Without recomputation, what a layer's backward holds beside the stash
+/// (which it frees as it goes): the residual's two gradients, and the
+/// larger of the MLP's (its activation's and its input's) and the
+/// attention's (q, k and v's, head-major and token-major, and unfused, the
+/// probabilities' and the scores').
+static int64_t backwardGradientBytes(const TransformerShape &m,
+                                     const PlanChoice &plan) {
+  double e = m.elementBytes, h = m.hidden, a = m.heads, d = m.headDim,
+         f = m.ffn / h;
+  LayerActivations mlp{2 * e, 2 * f * e};
+  LayerActivations attention{2 * e,
+                             e * (2 * (a + 2 * m.kvHeads) * d / h +
+                                  (m.fusedAttention ? 0 : 2 * a * m.seq / h))};
+  return static_cast<int64_t>(
+      std::llround(std::max(perDevice(mlp, plan), perDevice(attention, plan)) *
+                   m.seq * plan.microbatchSize * h));
+}
+
 namespace {
 
 /// Busy time by category.
@@ -1331,6 +1349,9 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
   // the optimizer, the tied embedding's gradient exchange).
   bool mixed = m.elementBytes == 2;
   double paramBytesEach = mixed ? 6 : 4;
+  // The model-precision copies of the weights (mixed precision), cast at
+  // the step's start: a chunk's die with its last B (W reads none).
+  double copyBytesEach = paramBytesEach - 4;
   std::vector<double> rankParams(plan.pp, 0), chunkParams(chunks, 0);
   for (int64_t c = 0; c < chunks; ++c) {
     int64_t rank = rankOf(c);
@@ -1459,22 +1480,8 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
   // what the recomputed forward rebuilds beside the backward's own scratch
   // (selective: the held layer and the working set count the layer twice,
   // which covers that scratch).
-  int64_t workspace = stashBytesPerLayer(m, none);
-  if (plan.remat == "none") {
-    // Without recomputation the backward's gradients beside the stash,
-    // which it frees as it goes: the residual's two, and the larger of the
-    // MLP's (its activation's and its input's) and the attention's (q, k
-    // and v's, head-major and token-major, and unfused, the probabilities'
-    // and the scores').
-    double e = m.elementBytes, a = m.heads, d = m.headDim, f = m.ffn / h;
-    LayerActivations mlp{2 * e, 2 * f * e};
-    LayerActivations attention{
-        2 * e, e * (2 * (a + 2 * m.kvHeads) * d / h +
-                    (m.fusedAttention ? 0 : 2 * a * m.seq / h))};
-    workspace = static_cast<int64_t>(std::llround(
-        std::max(perDevice(mlp, plan), perDevice(attention, plan)) *
-        microbatchTokens * h));
-  }
+  int64_t workspace = plan.remat == "none" ? backwardGradientBytes(m, plan)
+                                           : stashBytesPerLayer(m, none);
   // With sequence parallelism a layer's backward holds whole-sequence
   // buffers beside its shards: the gathered input of the half and the
   // partial sums of the input gradient before their reduce-scatter
@@ -1502,9 +1509,6 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
       m.embeddingDropout > 0 ? inputBytes / m.elementBytes : 0;
   for (int64_t r = 0; r < plan.pp; ++r) {
     int64_t params = static_cast<int64_t>(rankParams[r] * paramBytesEach);
-    // The model-precision copies of the weights (mixed precision), cast at
-    // the step's start: a chunk's die with its last B (W reads none).
-    double copyBytesEach = paramBytesEach - 4;
     int64_t grads = static_cast<int64_t>(rankParams[r] * 4);
     int64_t optimizer = static_cast<int64_t>(rankParams[r] * 8);
     bool first = r == 0, last = rankOf(chunks - 1) == r;
@@ -1514,6 +1518,9 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
         deferred.outputGradients +
         (plan.remat == "full" ? deferred.weightInputs
                               : std::min(stash, deferred.weightInputs));
+    // At a split B's end its last layer's working set is what that layer's
+    // W reads (held from there): counted once, not in both.
+    double workingReadByW = std::min<double>(toW, workspace);
     // The last stage's deferred W of the LM head: its input (the final
     // norm's output) and the logits' gradient.
     double headToW = inputBytes + logitsBytes / 2;
@@ -1551,8 +1558,6 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
       double mostWithCopies = -1;
       for (auto [i, action] : llvm::enumerate(actions)) {
         int64_t c = action.chunk;
-        // At a split B's end its last layer's working set is what that
-        // layer's W reads (held from here): counted once.
         double workingInHeld = 0;
         switch (action.kind) {
         case pipeline::ActionKind::Forward:
@@ -1564,7 +1569,7 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
           headsHeld -= c == chunks - 1;
           if (!action.fusedWeight) {
             held += chunkToW(c);
-            workingInHeld = std::min<double>(toW, workspace);
+            workingInHeld = workingReadByW;
           }
           if (lastBackward[c] == i)
             copiesLive -= chunkParams[c] * copyBytesEach;
@@ -1605,10 +1610,9 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
           (x * static_cast<double>(stash) + y * toW) * rankLayersPerChunk(r);
       if (last)
         layersHeld += y * headToW;
-      // The most what W reads is held at a B's end, where its last layer's
-      // working set is that layer's (as in the walk).
+      // The most what W reads is held at a B's end (as in the walk).
       if (toW >= stash && y > 0)
-        layersHeld -= std::min<double>(toW, workspace);
+        layersHeld -= workingReadByW;
     } else {
       layersHeld = untilB(r) * rankLayersPerChunk(r) * stash;
       if (last && *kind == pipeline::ScheduleKind::GPipe)
