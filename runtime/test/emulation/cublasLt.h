@@ -24,11 +24,13 @@
 
 #include "cuda_runtime_api.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <vector>
 
 enum cudaDataType_t {
   CUDA_R_32F = 0,
@@ -395,6 +397,68 @@ inline cublasStatus_t problemOf(const cublasLtMatmulDescOpaque_t &desc,
   return CUBLAS_STATUS_SUCCESS;
 }
 
+/// Output columns whose dot products run side by side: independent sums
+/// the processor overlaps, each still summed in order of l.
+constexpr uint64_t kColumnsAtOnce = 4;
+
+/// Batch `batch` of op(A) as m rows of k doubles (row i, element l at
+/// i * k + l) and of op(B) as n columns of k (column j at j * k), from
+/// column-major storage: each dot product then reads two contiguous lines.
+inline void packOperands(const cublasLtMatmulDescOpaque_t &desc,
+                         const cublasLtMatrixLayoutOpaque_t &a, const void *A,
+                         const cublasLtMatrixLayoutOpaque_t &b, const void *B,
+                         int64_t batch, uint64_t m, uint64_t n, uint64_t k,
+                         std::vector<double> &opA, std::vector<double> &opB) {
+  const bool ta = desc.transA == CUBLAS_OP_T, tb = desc.transB == CUBLAS_OP_T;
+  const int64_t aBase = batch * a.stride, bBase = batch * b.stride;
+  opA.resize(m * k);
+  opB.resize(n * k);
+  for (uint64_t i = 0; i < m; ++i)
+    for (uint64_t l = 0; l < k; ++l)
+      opA[i * k + l] = load(A, a.type,
+                            ta ? aBase + int64_t(l + i * a.ld)
+                               : aBase + int64_t(i + l * a.ld));
+  for (uint64_t j = 0; j < n; ++j)
+    for (uint64_t l = 0; l < k; ++l)
+      opB[j * k + l] = load(B, b.type,
+                            tb ? bBase + int64_t(j + l * b.ld)
+                               : bBase + int64_t(l + j * b.ld));
+}
+
+/// sums[c * m + i] = sum over l, in order, of op(A)(i, l) op(B)(l, j0 + c)
+/// in double (a product of two floats is exact there), for c < columns.
+inline void dotProducts(const std::vector<double> &opA,
+                        const std::vector<double> &opB, uint64_t j0,
+                        uint64_t columns, uint64_t m, uint64_t k,
+                        std::vector<double> &sums) {
+  sums.assign(columns * m, 0.0);
+  const double *b0 = opB.data() + j0 * k;
+  for (uint64_t i = 0; i < m; ++i) {
+    const double *row = opA.data() + i * k;
+    if (columns == kColumnsAtOnce) {
+      double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+      for (uint64_t l = 0; l < k; ++l) {
+        const double x = row[l];
+        s0 += x * b0[l];
+        s1 += x * b0[k + l];
+        s2 += x * b0[2 * k + l];
+        s3 += x * b0[3 * k + l];
+      }
+      sums[i] = s0;
+      sums[m + i] = s1;
+      sums[2 * m + i] = s2;
+      sums[3 * m + i] = s3;
+      continue;
+    }
+    for (uint64_t c = 0; c < columns; ++c) {
+      double sum = 0.0;
+      for (uint64_t l = 0; l < k; ++l)
+        sum += row[l] * b0[c * k + l];
+      sums[c * m + i] = sum;
+    }
+  }
+}
+
 } // namespace tpcrt::emu::lt
 
 /// The algorithms the emulated heuristic offers at most.
@@ -501,37 +565,34 @@ cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t descHandle,
     if (!isDeviceRange(desc.aux, spanBytes(auxLayout)))
       return refuse("matmul: the aux matrix is not inside one allocation");
   }
-  // op(A)(i, l) and op(B)(l, j) in column-major storage.
   enqueueWork(stream, [=] {
+    Internal internal; // the packed operands are the emulation's memory
     const bool ta = desc.transA == CUBLAS_OP_T, tb = desc.transB == CUBLAS_OP_T;
+    std::vector<double> opA, opB, sums;
     for (int64_t batch = 0; batch < d.batch; ++batch) {
-      const int64_t aBase = batch * a.stride, bBase = batch * b.stride,
-                    cBase = batch * c.stride, dBase = batch * d.stride,
+      packOperands(desc, a, A, b, B, batch, m, n, k, opA, opB);
+      const int64_t cBase = batch * c.stride, dBase = batch * d.stride,
                     auxBase = batch * desc.auxStride;
-      for (uint64_t j = 0; j < n; ++j)
-        for (uint64_t i = 0; i < m; ++i) {
-          double sum = 0.0;
-          for (uint64_t l = 0; l < k; ++l) {
-            int64_t ai = ta ? aBase + int64_t(l + i * a.ld)
-                            : aBase + int64_t(i + l * a.ld);
-            int64_t bi = tb ? bBase + int64_t(j + l * b.ld)
-                            : bBase + int64_t(l + j * b.ld);
-            sum += double(load(A, a.type, ai)) * load(B, b.type, bi);
+      for (uint64_t j0 = 0; j0 < n; j0 += kColumnsAtOnce) {
+        const uint64_t columns = std::min<uint64_t>(kColumnsAtOnce, n - j0);
+        dotProducts(opA, opB, j0, columns, m, k, sums);
+        for (uint64_t j = j0; j < j0 + columns; ++j)
+          for (uint64_t i = 0; i < m; ++i) {
+            float v = static_cast<float>(alphaValue * sums[(j - j0) * m + i]);
+            if (betaValue != 0.0f)
+              v += betaValue * load(C, c.type, cBase + int64_t(i + j * c.ld));
+            if (bias)
+              v += load(desc.bias, d.type, int64_t(i));
+            if (aux)
+              store(desc.aux, d.type, auxBase + int64_t(i + j * desc.auxLd), v);
+            if (gelu)
+              v = geluTanh(v);
+            if (geluGrad)
+              v *= geluTanhDerivative(load(
+                  desc.aux, d.type, auxBase + int64_t(i + j * desc.auxLd)));
+            store(D, d.type, dBase + int64_t(i + j * d.ld), v);
           }
-          float v = static_cast<float>(alphaValue * sum);
-          if (betaValue != 0.0f)
-            v += betaValue * load(C, c.type, cBase + int64_t(i + j * c.ld));
-          if (bias)
-            v += load(desc.bias, d.type, int64_t(i));
-          if (aux)
-            store(desc.aux, d.type, auxBase + int64_t(i + j * desc.auxLd), v);
-          if (gelu)
-            v = geluTanh(v);
-          if (geluGrad)
-            v *= geluTanhDerivative(
-                load(desc.aux, d.type, auxBase + int64_t(i + j * desc.auxLd)));
-          store(D, d.type, dBase + int64_t(i + j * d.ld), v);
-        }
+      }
     }
     // The bias gradient (unbatched): each row of op(A), or column of
     // op(B), summed over k, rounded once to D's type. Row i of op(A) is
