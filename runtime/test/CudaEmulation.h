@@ -221,7 +221,9 @@ struct Barrier {
 
 /// What one lane puts where its warp's collectives read it.
 struct LaneSlot {
-  uint64_t value = 0; // a shuffle's (bits of a 32- or 64-bit value)
+  /// A shuffle's value (bits of a 32- or 64-bit value): shuffles alternate
+  /// between the two (shuffleFrom).
+  uint64_t value[2] = {};
   unsigned row = 0;   // ldmatrix: the shared address of one row
   unsigned a[4] = {}; // mma: the A fragment
   unsigned b[2] = {}; // mma: the B fragment
@@ -317,6 +319,8 @@ struct Thread {
   dim3 threadIdx, blockIdx;
   Block *block = nullptr;
   bool done = false;
+  /// Shuffles this thread has taken part in (the parity picks the slot).
+  uint64_t shuffles = 0;
   /// The barrier this thread waits at (none: null) while it stays at
   /// generation `waitsFor`.
   const Barrier *waitsAt = nullptr;
@@ -690,15 +694,18 @@ inline void syncWarpMask(unsigned mask) {
 }
 
 /// A shuffle with a full mask: this lane gets lane source's value, every
-/// lane taking part.
+/// lane taking part. Consecutive shuffles of a warp use the two values of
+/// the slots in turn, so no barrier is needed after the read: a lane writes
+/// the value this one read again only two shuffles on, past the next
+/// shuffle's barrier, which no lane passes before every lane has read.
 template <typename T> T shuffleFrom(T value, int source) {
   static_assert(sizeof(T) == 4 || sizeof(T) == 8, "32- or 64-bit values");
+  const int turn = static_cast<int>(self().shuffles++ & 1);
   uint64_t bits = 0;
   std::memcpy(&bits, &value, sizeof(T));
-  slot(lane()).value = bits;
+  slot(lane()).value[turn] = bits;
   syncWarp();
-  bits = slot(source & 31).value;
-  syncWarp();
+  bits = slot(source & 31).value[turn];
   std::memcpy(&value, &bits, sizeof(T));
   return value;
 }
