@@ -1019,6 +1019,7 @@ inline void runBlock(Block &b) {
   for (int i = 0; i < n; ++i) {
     Thread &t = b.threads[i];
     t.done = false;
+    t.shuffles = 0;
     t.waitsAt = nullptr;
     t.open.clear();
     t.groups.clear();
