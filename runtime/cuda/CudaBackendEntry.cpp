@@ -27,6 +27,32 @@ void copyMessage(const std::string &message, char *out, size_t bytes) {
   out[n] = 0;
 }
 
+/// A CUDA version number (1000 major + 10 minor) as "major.minor".
+std::string cudaVersionText(int version) {
+  return std::to_string(version / 1000) + "." +
+         std::to_string(version % 1000 / 10);
+}
+
+/// Why cudaGetDeviceCount failed. The runtime says "CUDA driver version is
+/// insufficient for CUDA runtime version" both where no driver is installed
+/// (a machine without a GPU) and where the driver is too old; which one, and
+/// the versions, is what a user can act on.
+std::string deviceCountFailure(cudaError_t err) {
+  std::string text = std::string("CUDA: ") + cudaGetErrorString(err);
+  if (err != cudaErrorInsufficientDriver)
+    return text;
+  int driver = 0, runtime = 0;
+  if (cudaDriverGetVersion(&driver) != cudaSuccess)
+    driver = 0;
+  if (cudaRuntimeGetVersion(&runtime) != cudaSuccess)
+    return text;
+  if (driver == 0)
+    return text + " (no NVIDIA driver was found: libcuda.so.1; this " +
+           "backend's CUDA runtime is " + cudaVersionText(runtime) + ")";
+  return text + " (the NVIDIA driver supports CUDA " + cudaVersionText(driver) +
+         ", this backend's CUDA runtime is " + cudaVersionText(runtime) + ")";
+}
+
 } // namespace
 
 #define TPCRT_EXPORT extern "C" __attribute__((visibility("default")))
@@ -37,8 +63,7 @@ TPCRT_EXPORT int tpcrt_cuda_device_count(char *reason, size_t reasonBytes) {
   int count = 0;
   cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess) {
-    copyMessage(std::string("CUDA: ") + cudaGetErrorString(err), reason,
-                reasonBytes);
+    copyMessage(deviceCountFailure(err), reason, reasonBytes);
     cudaGetLastError(); // not sticky: clear it
     return 0;
   }

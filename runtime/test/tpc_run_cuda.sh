@@ -50,6 +50,23 @@ fi
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1
 then
   expect_refusal "no CUDA device: CUDA: "
+  # No driver at all (this machine): said in those words, not only the
+  # runtime's "driver version is insufficient".
+  if ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then
+    expect_refusal "(no NVIDIA driver was found: libcuda.so.1; this backend's CUDA runtime is "
+  fi
+fi
+# The same refusals from the backend compiled for the host
+# (libtpcrt-cuda-emulated.so, where the build has it), whose runtime is CUDA
+# 13.0 and whose driver version and device count are set by the test.
+emulated=$(dirname "$run")/../lib/libtpcrt-cuda-emulated.so
+if [ -f "$emulated" ]; then
+  expect_refusal "no CUDA device: CUDA: CUDA driver version is insufficient for CUDA runtime version (no NVIDIA driver was found: libcuda.so.1; this backend's CUDA runtime is 13.0)" \
+    TPCRT_CUDA_BACKEND="$emulated" TPCRT_EMULATED_DRIVER_VERSION=0
+  expect_refusal "no CUDA device: CUDA: CUDA driver version is insufficient for CUDA runtime version (the NVIDIA driver supports CUDA 12.8, this backend's CUDA runtime is 13.0)" \
+    TPCRT_CUDA_BACKEND="$emulated" TPCRT_EMULATED_DRIVER_VERSION=12080
+  expect_refusal "no CUDA device: CUDA: no CUDA-capable device is detected" \
+    TPCRT_CUDA_BACKEND="$emulated" TPCRT_EMULATED_DEVICES=0
 fi
 expect_refusal "cannot find the CUDA backend libtpcrt-cuda.so (looked at $dir/none.so; set TPCRT_CUDA_BACKEND to its path)" \
   TPCRT_CUDA_BACKEND="$dir/none.so"

@@ -55,6 +55,8 @@ enum cudaError_t {
   cudaErrorInvalidPitchValue = 12,
   cudaErrorInvalidDevicePointer = 17,
   cudaErrorInvalidMemcpyDirection = 21,
+  cudaErrorInsufficientDriver = 35,
+  cudaErrorNoDevice = 100,
   cudaErrorInvalidDevice = 101,
   cudaErrorInvalidResourceHandle = 400,
   cudaErrorNotReady = 600,
@@ -477,6 +479,10 @@ inline const char *cudaGetErrorString(cudaError_t err) {
     return "invalid device pointer";
   case cudaErrorInvalidMemcpyDirection:
     return "invalid copy direction for memcpy";
+  case cudaErrorInsufficientDriver:
+    return "CUDA driver version is insufficient for CUDA runtime version";
+  case cudaErrorNoDevice:
+    return "no CUDA-capable device is detected";
   case cudaErrorInvalidDevice:
     return "invalid device ordinal";
   case cudaErrorInvalidResourceHandle:
@@ -504,9 +510,31 @@ inline int emulatedDevices() {
   int n = env ? std::atoi(env) : 8;
   return n > 0 ? n : 0;
 }
-inline cudaError_t cudaGetDeviceCount(int *count) {
-  *count = emulatedDevices();
+/// The emulated runtime is CUDA 13.0; the driver's version is
+/// TPCRT_EMULATED_DRIVER_VERSION (default the same; 0: no driver installed),
+/// so that a test can see what a machine without a driver, or with an old
+/// one, is told.
+constexpr int kEmulatedRuntimeVersion = 13000;
+inline int emulatedDriverVersion() {
+  const char *env = std::getenv("TPCRT_EMULATED_DRIVER_VERSION");
+  return env ? std::atoi(env) : kEmulatedRuntimeVersion;
+}
+inline cudaError_t cudaDriverGetVersion(int *version) {
+  *version = emulatedDriverVersion();
   return cudaSuccess;
+}
+inline cudaError_t cudaRuntimeGetVersion(int *version) {
+  *version = kEmulatedRuntimeVersion;
+  return cudaSuccess;
+}
+/// As the CUDA runtime: no driver, or one older than the runtime, is
+/// cudaErrorInsufficientDriver; no device, cudaErrorNoDevice.
+inline cudaError_t cudaGetDeviceCount(int *count) {
+  *count = 0;
+  if (emulatedDriverVersion() < kEmulatedRuntimeVersion)
+    return cudaErrorInsufficientDriver;
+  *count = emulatedDevices();
+  return *count > 0 ? cudaSuccess : cudaErrorNoDevice;
 }
 /// The host thread's current device (cudaSetDevice's).
 inline int &currentDevice() {
