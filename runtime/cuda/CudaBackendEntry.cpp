@@ -33,11 +33,14 @@ std::string cudaVersionText(int version) {
          std::to_string(version % 1000 / 10);
 }
 
-/// Why cudaGetDeviceCount failed. The runtime says "CUDA driver version is
-/// insufficient for CUDA runtime version" both where no driver is installed
-/// (a machine without a GPU) and where the driver is too old; which one, and
-/// the versions, is what a user can act on.
-std::string deviceCountFailure(cudaError_t err) {
+} // namespace
+
+// The runtime says "CUDA driver version is insufficient for CUDA runtime
+// version" both where no driver is installed (a machine without a GPU) and
+// where the driver is too old; which one, and the versions, is what a user
+// can act on.
+std::string cuda::deviceCountFailure(int error) {
+  auto err = static_cast<cudaError_t>(error);
   std::string text = std::string("CUDA: ") + cudaGetErrorString(err);
   if (err != cudaErrorInsufficientDriver)
     return text;
@@ -53,8 +56,6 @@ std::string deviceCountFailure(cudaError_t err) {
          ", this backend's CUDA runtime is " + cudaVersionText(runtime) + ")";
 }
 
-} // namespace
-
 #define TPCRT_EXPORT extern "C" __attribute__((visibility("default")))
 
 TPCRT_EXPORT int tpcrt_cuda_abi() { return kCudaBackendAbi; }
@@ -63,7 +64,7 @@ TPCRT_EXPORT int tpcrt_cuda_device_count(char *reason, size_t reasonBytes) {
   int count = 0;
   cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess) {
-    copyMessage(deviceCountFailure(err), reason, reasonBytes);
+    copyMessage(cuda::deviceCountFailure(err), reason, reasonBytes);
     cudaGetLastError(); // not sticky: clear it
     return 0;
   }

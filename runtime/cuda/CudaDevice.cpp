@@ -1999,8 +1999,7 @@ Status cuda::createDevice(const CudaDeviceOptions &options,
   cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess) {
     cudaGetLastError();
-    return Status::error(std::string("no CUDA device: CUDA: ") +
-                         cudaGetErrorString(err));
+    return Status::error("no CUDA device: " + deviceCountFailure(err));
   }
   // The loader chose the device (selectCudaDevice).
   int chosen = options.device;

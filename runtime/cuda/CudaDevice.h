@@ -7,8 +7,14 @@
 #include "tpcrt/Device.h"
 
 #include <memory>
+#include <string>
 
 namespace tpcrt::cuda {
+
+/// Why cudaGetDeviceCount failed with `error` (a cudaError_t), for the
+/// user: "CUDA: " and the runtime's text, and where that says the driver is
+/// insufficient, whether there is none or which versions differ.
+std::string deviceCountFailure(int error);
 
 /// The device for `options` (CudaBackend.h), its waits marked through
 /// `host`.
