@@ -3,11 +3,14 @@
 #include "tpc/Tools/ToolSupport.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 
@@ -20,6 +23,63 @@ namespace mlir::tpc {
 int reportError(const llvm::Twine &message) {
   llvm::WithColor::error(llvm::errs()) << message << "\n";
   return 1;
+}
+
+void registerLongLineDiagnostics(MLIRContext &context,
+                                 llvm::SourceMgr &sourceMgr,
+                                 unsigned maxColumns) {
+  context.getDiagEngine().registerHandler(
+      [&sourceMgr, maxColumns](Diagnostic &diag) -> LogicalResult {
+        auto loc = dyn_cast<FileLineColLoc>(diag.getLocation());
+        if (!loc || loc.getLine() == 0 || sourceMgr.getNumBuffers() == 0)
+          return failure();
+        unsigned id = sourceMgr.getMainFileID();
+        const llvm::MemoryBuffer *buffer = sourceMgr.getMemoryBuffer(id);
+        if (buffer->getBufferIdentifier() != loc.getFilename().getValue())
+          return failure();
+        llvm::SMLoc at = sourceMgr.FindLocForLineAndColumn(
+            id, loc.getLine(), std::max(loc.getColumn(), 1u));
+        if (!at.isValid())
+          return failure();
+        llvm::StringRef text = buffer->getBuffer();
+        size_t offset = at.getPointer() - text.data();
+        size_t start = text.rfind('\n', offset);
+        start = start == llvm::StringRef::npos ? 0 : start + 1;
+        size_t end = text.find_first_of("\r\n", offset);
+        llvm::StringRef line = text.slice(start, end);
+        if (line.size() <= maxColumns)
+          return failure();
+        // A window of maxColumns around the column, inside the line.
+        size_t column = offset - start;
+        size_t first = column > maxColumns / 2 ? column - maxColumns / 2 : 0;
+        first = std::min(first, line.size() - maxColumns);
+        std::string shown = (first > 0 ? "..." : "") +
+                            line.substr(first, maxColumns).str() +
+                            (first + maxColumns < line.size() ? "..." : "");
+        size_t caret = column - first + (first > 0 ? 3 : 0);
+        llvm::raw_ostream &os = llvm::errs();
+        auto label = [&](DiagnosticSeverity severity) -> llvm::raw_ostream & {
+          switch (severity) {
+          case DiagnosticSeverity::Error:
+            return llvm::WithColor::error(os);
+          case DiagnosticSeverity::Warning:
+            return llvm::WithColor::warning(os);
+          case DiagnosticSeverity::Note:
+            return llvm::WithColor::note(os);
+          case DiagnosticSeverity::Remark:
+            return llvm::WithColor::remark(os);
+          }
+          return os;
+        };
+        os << loc.getFilename().getValue() << ":" << loc.getLine() << ":"
+           << loc.getColumn() << ": ";
+        label(diag.getSeverity()) << diag.str() << "\n"
+                                  << shown << "\n"
+                                  << std::string(caret, ' ') << "^\n";
+        for (Diagnostic &note : diag.getNotes())
+          label(note.getSeverity()) << note.str() << "\n";
+        return success();
+      });
 }
 
 namespace {

@@ -446,6 +446,7 @@ int main(int argc, char **argv) {
     os << diag << "\n";
     return success();
   });
+  tpc::registerLongLineDiagnostics(context, sourceMgr);
   // Parsing verifies the module; every diagnostic carries its location.
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!module)

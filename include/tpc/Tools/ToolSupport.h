@@ -13,7 +13,12 @@
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/raw_ostream.h"
 
+namespace llvm {
+class SourceMgr;
+} // namespace llvm
+
 namespace mlir {
+class MLIRContext;
 class ModuleOp;
 } // namespace mlir
 
@@ -32,6 +37,16 @@ bool parseToolCommandLine(int argc, char **argv, llvm::StringRef overview);
 /// cl::parser writes its message (`--flag: why`) here, so that it is printed
 /// in the same `error: ...` form.
 llvm::raw_ostream &commandLineErrorStream();
+
+/// Takes the diagnostics located on a line of `sourceMgr`'s main file longer
+/// than `maxColumns` (a module's attributes carry the whole Hugging Face
+/// config, @forward's signature every parameter) and prints them as
+/// SourceMgrDiagnosticHandler would, `file:line:col: error: ...`, with the
+/// line cut to `maxColumns` around the column (`...` where cut) and the
+/// caret under it; the others go on to the handlers registered before.
+void registerLongLineDiagnostics(mlir::MLIRContext &context,
+                                 llvm::SourceMgr &sourceMgr,
+                                 unsigned maxColumns = 160);
 
 /// Prints `module` to `path` (`-` is stdout), followed by a newline. Returns
 /// the exit status: 0, or 1 after reporting an open or write error.
