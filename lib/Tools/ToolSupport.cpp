@@ -25,6 +25,21 @@ int reportError(const llvm::Twine &message) {
   return 1;
 }
 
+llvm::raw_ostream &printSeverityLabel(llvm::raw_ostream &os,
+                                      DiagnosticSeverity severity) {
+  switch (severity) {
+  case DiagnosticSeverity::Error:
+    return llvm::WithColor::error(os);
+  case DiagnosticSeverity::Warning:
+    return llvm::WithColor::warning(os);
+  case DiagnosticSeverity::Note:
+    return llvm::WithColor::note(os);
+  case DiagnosticSeverity::Remark:
+    return llvm::WithColor::remark(os);
+  }
+  return os;
+}
+
 void registerLongLineDiagnostics(MLIRContext &context,
                                  llvm::SourceMgr &sourceMgr,
                                  unsigned maxColumns) {
@@ -58,26 +73,13 @@ void registerLongLineDiagnostics(MLIRContext &context,
                             (first + maxColumns < line.size() ? "..." : "");
         size_t caret = column - first + (first > 0 ? 3 : 0);
         llvm::raw_ostream &os = llvm::errs();
-        auto label = [&](DiagnosticSeverity severity) -> llvm::raw_ostream & {
-          switch (severity) {
-          case DiagnosticSeverity::Error:
-            return llvm::WithColor::error(os);
-          case DiagnosticSeverity::Warning:
-            return llvm::WithColor::warning(os);
-          case DiagnosticSeverity::Note:
-            return llvm::WithColor::note(os);
-          case DiagnosticSeverity::Remark:
-            return llvm::WithColor::remark(os);
-          }
-          return os;
-        };
         os << loc.getFilename().getValue() << ":" << loc.getLine() << ":"
            << loc.getColumn() << ": ";
-        label(diag.getSeverity()) << diag.str() << "\n"
+        printSeverityLabel(os, diag.getSeverity()) << diag.str() << "\n"
                                   << shown << "\n"
                                   << std::string(caret, ' ') << "^\n";
         for (Diagnostic &note : diag.getNotes())
-          label(note.getSeverity()) << note.str() << "\n";
+          printSeverityLabel(os, note.getSeverity()) << note.str() << "\n";
         return success();
       });
 }

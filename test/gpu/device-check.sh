@@ -295,17 +295,17 @@ stage_models() {
   model_pair llama-tiny-bf16 2e-2 || failed=1
   TPCRT_CUDA_ATTENTION=cudnn model_pair llama-tiny-bf16 2e-2 \
     llama-tiny-bf16-cudnn || failed=1
+  # A backend built without cuDNN runs the own kernels for cudnn and auto
+  # alike (the cudnn run's log just above says so): the two d128 runs below
+  # would repeat the own run, so they are left out, and the summary says why.
+  local no_cudnn=
+  grep -q 'this build has no cuDNN' "$WORK/llama-tiny-bf16-dut.txt" &&
+    no_cudnn=1
   # Attention on tensor cores (wgmma on Hopper) inside a training step:
   # head_dim 64 (GPT-2's packed q, k, v, dropout) and 128 (Llama, grouped).
   # (Its biases start at zero: after two AdamW steps each holds only
   # +-lr-sized updates, whose elements of gradients differing in sign
   # model_pair leaves out, each within the steps' lr.)
-  # A backend built without cuDNN runs the own kernels for cudnn and auto
-  # alike (its log says so): the two d128 runs below would repeat the own
-  # run, so they are left out, and the summary says why.
-  local no_cudnn=
-  grep -q 'this build has no cuDNN' "$WORK/llama-tiny-bf16-dut.txt" &&
-    no_cudnn=1
   model_pair gpt2-d64-bf16 2e-2 || failed=1
   model_pair llama-d128-bf16 2e-2 || failed=1
   # The same step on mma.sync (what an sm_80 device runs, and Hopper with

@@ -428,22 +428,7 @@ int main(int argc, char **argv) {
   context.getDiagEngine().registerHandler([](Diagnostic &diag) {
     if (!isa<UnknownLoc>(diag.getLocation()))
       return failure();
-    llvm::raw_ostream &os = llvm::errs();
-    switch (diag.getSeverity()) {
-    case DiagnosticSeverity::Error:
-      llvm::WithColor::error(os);
-      break;
-    case DiagnosticSeverity::Warning:
-      llvm::WithColor::warning(os);
-      break;
-    case DiagnosticSeverity::Note:
-      llvm::WithColor::note(os);
-      break;
-    case DiagnosticSeverity::Remark:
-      llvm::WithColor::remark(os);
-      break;
-    }
-    os << diag << "\n";
+    tpc::printSeverityLabel(llvm::errs(), diag.getSeverity()) << diag << "\n";
     return success();
   });
   tpc::registerLongLineDiagnostics(context, sourceMgr);

@@ -20,6 +20,7 @@ class SourceMgr;
 namespace mlir {
 class MLIRContext;
 class ModuleOp;
+enum class DiagnosticSeverity;
 } // namespace mlir
 
 namespace mlir::tpc {
@@ -37,6 +38,11 @@ bool parseToolCommandLine(int argc, char **argv, llvm::StringRef overview);
 /// cl::parser writes its message (`--flag: why`) here, so that it is printed
 /// in the same `error: ...` form.
 llvm::raw_ostream &commandLineErrorStream();
+
+/// Prints a diagnostic's label (`error: `, `warning: `, ...) to `os` in
+/// llvm::WithColor's colours; returns `os` for the message.
+llvm::raw_ostream &printSeverityLabel(llvm::raw_ostream &os,
+                                      mlir::DiagnosticSeverity severity);
 
 /// Takes the diagnostics located on a line of `sourceMgr`'s main file longer
 /// than `maxColumns` (a module's attributes carry the whole Hugging Face
