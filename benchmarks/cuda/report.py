@@ -430,11 +430,20 @@ def calibrate(args, ops, seconds, prices, step):
         if price == "gemm":
             left.append(f"gemm (a curve over sizes; {ratio})")
             continue
-        if "attention_score_s" in efficiency:
+        if price.startswith("gemm_unaligned"):
+            # A cap on the products whose rows are not whole 16-byte units:
+            # the value, or a kind's own.
+            holder = efficiency.get("gemm_unaligned")
+            key = "value"
+            if price.startswith("gemm_unaligned.kinds."):
+                holder = holder.get("kinds") if isinstance(holder, dict) \
+                    else None
+                key = price.split(".", 2)[2]
+        elif "attention_score_s" in efficiency:
             left.append(f"{price} (the description's attention_score_s "
                         f"times are not the products'; {ratio})")
             continue
-        if price == "attention":
+        elif price == "attention":
             holder, key = efficiency.get("attention"), "value"
         else:
             holder = efficiency.get("attention_own_kernels")
@@ -444,13 +453,17 @@ def calibrate(args, ops, seconds, prices, step):
             continue
         old = holder[key]
         holder[key] = float(f"{min(1.0, old * predicted / measured):.4g}")
-        holder["source"] = holder.get("source", "") + f"; {key} {stamp}"
+        # A kind's own cap: the source is gemm_unaligned's, one level up.
+        sourced = efficiency["gemm_unaligned"] if price.startswith(
+            "gemm_unaligned.kinds.") else holder
+        sourced["source"] = sourced.get("source", "") + f"; {key} {stamp}"
         fitted.append(f"{price} {old:.4g} -> {holder[key]:.4g} "
                       f"({timed / whole:.2f})")
     print(f"calibrated from step {step} (elementwise_bandwidth.kinds, old -> "
           "new (measured/predicted)): " + (", ".join(changed) or "none"))
     if fitted:
-        print("calibrated attention (old -> new (measured/predicted)): " +
+        print("calibrated attention and gemm_unaligned (old -> new "
+              "(measured/predicted)): " +
               ", ".join(fitted))
     if left:
         print("left as they were: " + ", ".join(left))

@@ -23,8 +23,12 @@ static double roofline(const Hardware &hw, double computeSeconds, double bytes,
 }
 
 double mlir::tpc::matmulSeconds(const Hardware &hw, double flops, double bytes,
-                                double peak, bool *boundByMemory) {
-  return roofline(hw, flops / (peak * hw.gemm.at(flops)), bytes, boundByMemory);
+                                double peak, bool *boundByMemory,
+                                double ceiling) {
+  double efficiency = hw.gemm.at(flops);
+  if (ceiling > 0)
+    efficiency = std::min(efficiency, ceiling);
+  return roofline(hw, flops / (peak * efficiency), bytes, boundByMemory);
 }
 
 double mlir::tpc::attentionSeconds(const Hardware &hw, double flops,

@@ -242,49 +242,82 @@ bool pricedByOtherTerms(llvm::StringRef kernel) {
                             kernel);
 }
 
-/// `elementwise_bandwidth`: `{"value": X, "kinds": {KIND: X, ...},
-/// "source": "..."}`, kinds optional; their fractions may pass 1 (a kind
-/// whose tensors stay in a cache), up to kMostKindFraction.
-void readElementwise(Reader &parent, Hardware &hw, std::string &error) {
-  constexpr double kMostKindFraction = 10;
-  const json::Object *object = parent.object_("elementwise_bandwidth");
+/// `key`: `{"value": X, "kinds": {KIND: X, ...}, "source": "..."}`, kinds
+/// optional (into `kinds`): the value a fraction, each kind's a positive
+/// number up to `mostKindFraction` (a fraction of `ofWhat`), each kind's
+/// name checked by `refusal` (why it is refused, or nullopt). Returns the
+/// value (0 where the object is optional and absent).
+double readValueAndKinds(
+    Reader &parent, llvm::StringRef key, bool optional,
+    llvm::function_ref<std::optional<std::string>(llvm::StringRef)> refusal,
+    double mostKindFraction, llvm::StringRef ofWhat,
+    std::map<std::string, double> &kinds, std::string &error) {
+  const json::Object *object = parent.object_(key, optional);
   if (!object)
-    return;
-  std::string where = parent.path() + ".elementwise_bandwidth";
+    return 0;
+  std::string where = parent.path() + "." + key.str();
   Reader reader(*object, where, error);
-  hw.elementwiseEfficiency = reader.fraction("value");
+  double value = reader.fraction("value");
   reader.string("source");
-  if (const json::Object *kinds = reader.object_("kinds", /*optional=*/true)) {
-    Reader perKind(*kinds, where + ".kinds", error);
-    for (const auto &entry : *kinds) {
+  if (const json::Object *perKindObject =
+          reader.object_("kinds", /*optional=*/true)) {
+    Reader perKind(*perKindObject, where + ".kinds", error);
+    for (const auto &entry : *perKindObject) {
       llvm::StringRef kind = entry.first;
-      if (std::optional<std::string> unknown = unknownKernelIn(kind)) {
-        perKind.fail("'" + kind.str() + "': '" + *unknown +
-                     "' is not a kernel of docs/runtime/opcodes.md");
+      if (std::optional<std::string> why = refusal(kind)) {
+        perKind.fail("'" + kind.str() + "'" + *why);
         break;
       }
-      llvm::StringRef head = kind.take_until(
-          [](char c) { return c == '+' || c == ',' || c == ' '; });
-      if (pricedByOtherTerms(head)) {
-        perKind.fail("'" + kind.str() + "': " + head.str() +
-                     " is priced by its FLOPs or as communication, not by "
-                     "the memory bandwidth");
-        break;
-      }
-      double value = perKind.number(kind);
-      if (perKind.ok() && value > kMostKindFraction)
-        perKind.fail("'" + kind.str() +
-                     "' must be a fraction of the "
-                     "memory bandwidth in (0, " +
-                     std::to_string(int(kMostKindFraction)) + "], not " +
-                     std::to_string(value));
+      double fraction = perKind.number(kind);
+      if (perKind.ok() && fraction > mostKindFraction)
+        perKind.fail("'" + kind.str() + "' must be a fraction of " +
+                     ofWhat.str() + " in (0, " +
+                     std::to_string(int(mostKindFraction)) + "], not " +
+                     std::to_string(fraction));
       if (!perKind.ok())
         break;
-      hw.elementwiseKinds[kind.str()] = value;
+      kinds[kind.str()] = fraction;
     }
     perKind.finish();
   }
   reader.finish();
+  return value;
+}
+
+/// `elementwise_bandwidth`: kinds as the replay names them, memory-bound;
+/// their fractions may pass 1 (a kind whose tensors stay in a cache).
+void readElementwise(Reader &parent, Hardware &hw, std::string &error) {
+  auto refusal = [](llvm::StringRef kind) -> std::optional<std::string> {
+    if (std::optional<std::string> unknown = unknownKernelIn(kind))
+      return ": '" + *unknown + "' is not a kernel of docs/runtime/opcodes.md";
+    llvm::StringRef head = kind.take_until(
+        [](char c) { return c == '+' || c == ',' || c == ' '; });
+    if (pricedByOtherTerms(head))
+      return ": " + head.str() +
+             " is priced by its FLOPs or as communication, not by the "
+             "memory bandwidth";
+    return std::nullopt;
+  };
+  hw.elementwiseEfficiency = readValueAndKinds(
+      parent, "elementwise_bandwidth", /*optional=*/false, refusal,
+      /*mostKindFraction=*/10, "the memory bandwidth", hw.elementwiseKinds,
+      error);
+}
+
+/// `gemm_unaligned` (optional): kinds by a matrix product's opcode.
+void readGemmUnaligned(Reader &parent, Hardware &hw, std::string &error) {
+  auto refusal = [](llvm::StringRef kind) -> std::optional<std::string> {
+    if (llvm::is_contained({"linear", "linear_input_grad", "linear_weight_grad",
+                            "linear_weight_grad_accumulate", "batch_matmul"},
+                           kind))
+      return std::nullopt;
+    return std::string(" is not a matrix product's opcode (linear, "
+                       "linear_input_grad, linear_weight_grad, "
+                       "linear_weight_grad_accumulate, batch_matmul)");
+  };
+  hw.gemmUnaligned = readValueAndKinds(
+      parent, "gemm_unaligned", /*optional=*/true, refusal,
+      /*mostKindFraction=*/1, "the peak", hw.gemmUnalignedKinds, error);
 }
 
 Link readLink(Reader &parent, llvm::StringRef key, std::string &error) {
@@ -355,6 +388,7 @@ llvm::Expected<Hardware> mlir::tpc::parseHardware(llvm::StringRef text,
   if (const json::Object *efficiency = reader.object_("efficiency")) {
     Reader fractions(*efficiency, path.str() + ".efficiency", error);
     hw.gemm = readCurve(fractions, "gemm", error);
+    readGemmUnaligned(fractions, hw, error);
     hw.attentionEfficiency = readSourced(fractions, "attention", true, error);
     if (const json::Object *own =
             fractions.object_("attention_own_kernels", /*optional=*/true)) {

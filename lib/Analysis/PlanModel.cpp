@@ -286,9 +286,13 @@ public:
     t = static_cast<double>(plan.tp);
   }
 
-  double gemm(double rows, double cols, double inner) const {
+  /// A GEMM of opcode `kind` (linear, linear_input_grad) over `rows` rows:
+  /// a [rows, inner] operand and a [rows, cols] result.
+  double gemm(double rows, double cols, double inner,
+              llvm::StringRef kind = "linear") const {
     double bytes = (rows * inner + inner * cols + rows * cols) * m.elementBytes;
-    return matmulSeconds(hw, 2 * rows * cols * inner, bytes, peak);
+    return matmulSeconds(hw, 2 * rows * cols * inner, bytes, peak, nullptr,
+                         unalignedCeiling(cols, inner, kind));
   }
   /// A weight gradient's GEMM: with several microbatches it adds into the
   /// f32 sum in place (rt-accumulate-weight-grads), reading the sum besides.
@@ -296,7 +300,23 @@ public:
     double bytes = (rows * inner + inner * cols + rows * cols) * m.elementBytes;
     if (plan.microbatches > 1)
       bytes += 4 * inner * cols;
-    return matmulSeconds(hw, 2 * rows * cols * inner, bytes, peak);
+    return matmulSeconds(hw, 2 * rows * cols * inner, bytes, peak, nullptr,
+                         unalignedCeiling(cols, inner,
+                                          plan.microbatches > 1
+                                              ? "linear_weight_grad_accumulate"
+                                              : "linear_weight_grad"));
+  }
+  /// The description's most for a 16-bit GEMM of `kind` whose rows
+  /// (`cols` and `inner` elements) are not whole 16-byte units; 0 where
+  /// they are, or in fp32.
+  double unalignedCeiling(double cols, double inner,
+                          llvm::StringRef kind) const {
+    if (m.elementBytes == 4 ||
+        gemmRowsAligned(
+            {static_cast<int64_t>(cols), static_cast<int64_t>(inner)},
+            static_cast<int64_t>(m.elementBytes)))
+      return 0;
+    return hw.gemmUnalignedEfficiencyOf(kind);
   }
   /// One memory-bound kernel of `kind` moving `bytes`.
   double memory(llvm::StringRef kind, double bytes) const {
@@ -459,20 +479,26 @@ public:
   /// The LM head's input-gradient GEMM (dX = dY W over the rank's block
   /// of the vocabulary) and its weight gradient's.
   double headInputGradientGemm() const {
-    return gemm(tokens, m.hidden, m.vocab / t);
+    return gemm(tokens, m.hidden, m.vocab / t, "linear_input_grad");
   }
   double headWeightGemm() const {
     return weightGemm(tokens, m.vocab / t, m.hidden);
   }
 
-  /// A layer's matrix products; their weight gradients' GEMMs
-  /// (weightGemm) with `weightGrads`.
-  LayerProducts matrices(bool weightGrads) const {
+  /// Which of a linear layer's three GEMMs.
+  enum class Product { Forward, InputGradient, WeightGradient };
+
+  /// A layer's matrix products: the forward's, the input gradients' (the
+  /// same shapes, priced apart where rows that are not whole 16-byte units
+  /// slow them otherwise) or the weight gradients' (weightGemm).
+  LayerProducts matrices(Product which) const {
     double h = m.hidden, d = m.headDim, ffn = m.ffn / t;
     double heads = m.heads / t, kvHeads = std::max(1.0, m.kvHeads / t);
     auto product = [&](double rows, double cols, double inner) {
-      return weightGrads ? weightGemm(rows, cols, inner)
-                         : gemm(rows, cols, inner);
+      if (which == Product::WeightGradient)
+        return weightGemm(rows, cols, inner);
+      return gemm(rows, cols, inner,
+                  which == Product::Forward ? "linear" : "linear_input_grad");
     };
     LayerProducts products;
     // GPT-2's q, k and v come from one packed projection, Llama's from
@@ -551,7 +577,7 @@ public:
     double kvHeads = std::max(1.0, m.kvHeads / t);
     double ffn = m.ffn / t;
     double b = plan.microbatchSize;
-    LayerProducts products = matrices(false);
+    LayerProducts products = matrices(Product::Forward);
     double linears = products.total();
     // Attention's core.
     double e = m.elementBytes;
@@ -811,7 +837,8 @@ public:
                             kernels(elementwiseForward, kernelsForward) -
                             2 * hiddenDraws;
     costs.forward.communication = comm;
-    costs.backward.compute = linears + attentionBackward +
+    costs.backward.compute = matrices(Product::InputGradient).total() +
+                             attentionBackward +
                              kernels(elementwiseBackward, kernelsBackward);
     // B's collectives: its own, and with full recomputation the
     // recomputed forward's (but the MLP output's reduction); on a device
@@ -822,7 +849,7 @@ public:
         (!deferredWeightGradients() || fullWithoutSpDeferred());
     costs.backward.communication =
         plan.remat == "full" ? 2 * comm - halfOutputReduction() : comm;
-    LayerProducts weights = matrices(true);
+    LayerProducts weights = matrices(Product::WeightGradient);
     costs.weight.compute = weights.total() + shareAddSeconds();
     costs.weight.communication = weightGradientGathers(weights);
     if (plan.remat == "full") {
@@ -1033,7 +1060,7 @@ public:
     // weight gradients, or with full recomputation (whose layer prices its
     // reductions elsewhere) runs behind them.
     if (fusesKernels() && plan.tp > 1) {
-      LayerProducts weights = matrices(true);
+      LayerProducts weights = matrices(Product::WeightGradient);
       if (deferredWeightGradients() && plan.sequenceParallel)
         costs.weight.communication =
             shows(costs.weight.communication, weights.qkv);
@@ -1133,10 +1160,11 @@ public:
     // A tied table's GEMM adds into the sum too, and so does the
     // embedding's scatter, but where the embedding's gradient is
     // reduce-scattered in the microbatch (rt-accumulate-weight-grads).
-    costs.weight.compute = tiedGradientSummedPerMicrobatch()
-                               ? gemm(tokens, vocab, m.hidden) +
-                                     accumulateSeconds(vocab * m.hidden)
-                               : headWeightGemm();
+    costs.weight.compute =
+        tiedGradientSummedPerMicrobatch()
+            ? gemm(tokens, vocab, m.hidden, "linear_weight_grad") +
+                  accumulateSeconds(vocab * m.hidden)
+            : headWeightGemm();
     if (plan.tp == 1)
       return costs;
     double bytes = hiddenBytes();

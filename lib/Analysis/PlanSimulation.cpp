@@ -70,6 +70,21 @@ int64_t dimOf(Value buffer, int64_t dim) {
   return type.getDimSize(dim < 0 ? type.getRank() + dim : dim);
 }
 
+/// Whether every row (last dimension) of `kernel`'s operands and results
+/// is a whole number of kGemmRowAlignmentBytes, as a matrix product's
+/// tensor-core kernels need.
+bool rowsAligned(rt::KernelOp kernel) {
+  for (Value buffer : kernel->getOperands()) {
+    auto type = dyn_cast<MemRefType>(buffer.getType());
+    if (!type || type.getRank() == 0)
+      continue;
+    int64_t elementBytes = type.getElementTypeBitWidth() / 8;
+    if (!gemmRowsAligned({dimOf(buffer, -1)}, elementBytes))
+      return false;
+  }
+  return true;
+}
+
 /// The bytes of the rows of `table` ([rows, ...]) that `ids` hit: one row
 /// an id at most, the whole table at most.
 double rowsHitBytes(Value table, Value ids) {
@@ -98,9 +113,10 @@ struct Piece {
   uint8_t stream = 0;
   SmallVector<Value, 2> reads, writes;
   /// The description's price that sets `seconds` (the report's
-  /// kernel_prices): "gemm", "attention", "attention_own_kernels.<forward|
-  /// backward>[_dropout]", "elementwise_bandwidth[.kinds.<kind>]" (also a
-  /// product whose bytes take longer than its FLOPs) or "communication".
+  /// kernel_prices): "gemm", "gemm_unaligned[.kinds.<opcode>]", "attention",
+  /// "attention_own_kernels.<forward| backward>[_dropout]",
+  /// "elementwise_bandwidth[.kinds.<kind>]" (also a product whose bytes take
+  /// longer than its FLOPs) or "communication".
   std::string price;
 };
 
@@ -245,9 +261,21 @@ FailureOr<Piece> Pricer::price(rt::KernelOp kernel, StringRef kind,
     FailureOr<double> peak = peakFor(kernel, inputs[0]);
     if (failed(peak))
       return failure();
+    // A 16-bit product with a row that is not whole 16-byte units runs
+    // off the tensor cores' fast kernels: at most the description's
+    // fraction for it.
+    double ceiling = 0;
+    StringRef opcode = rt::stringifyOpCode(kernel.getOpcode());
+    if (dtypeOf(inputs[0]) != "fp32" && !rowsAligned(kernel))
+      ceiling = hw.gemmUnalignedEfficiencyOf(opcode);
     bool boundByMemory;
-    piece.seconds = matmulSeconds(hw, flops, bytes, *peak, &boundByMemory);
-    computeOrBytes(boundByMemory, "gemm");
+    piece.seconds =
+        matmulSeconds(hw, flops, bytes, *peak, &boundByMemory, ceiling);
+    bool capped = ceiling > 0 && ceiling < hw.gemm.at(flops);
+    computeOrBytes(boundByMemory, !capped ? "gemm"
+                                  : hw.gemmUnalignedKinds.count(opcode.str())
+                                      ? "gemm_unaligned.kinds." + opcode.str()
+                                      : std::string("gemm_unaligned"));
     return piece;
   };
   // The own kernels at the description's measured efficiencies, where it

@@ -306,14 +306,15 @@ class TraceOpsTest(unittest.TestCase):
         rc, _ = trace_ops(self.EVENTS, {"mesh": {}})
         self.assertEqual(rc, 1)
 
-    def calibrated(self, hardware, events, kernel_s):
-        """trace-ops --calibrate's lines and the description it wrote."""
+    def calibrated(self, hardware, events, kernel_s, report_json=None):
+        """trace-ops --calibrate's lines and the description it wrote, with
+        self.report(kernel_s) or `report_json` as the report."""
         with tempfile.TemporaryDirectory() as folder:
             source = os.path.join(folder, "hw.json")
             written = os.path.join(folder, "out.json")
             with open(source, "w") as f:
                 json.dump(hardware, f)
-            rc, lines = trace_ops(events, self.report(kernel_s),
+            rc, lines = trace_ops(events, report_json or self.report(kernel_s),
                                   calibrate=source, write=written)
             self.assertEqual(rc, 0, lines)
             with open(written) as f:
@@ -369,20 +370,11 @@ class TraceOpsTest(unittest.TestCase):
             "cast batch": "elementwise_bandwidth",
             "attention_qkv_lse": "attention_own_kernels.forward_dropout",
             "layer_norm": "mixed"}
-        with tempfile.TemporaryDirectory() as folder:
-            source = os.path.join(folder, "hw.json")
-            written = os.path.join(folder, "out.json")
-            with open(source, "w") as f:
-                json.dump(hardware, f)
-            rc, lines = trace_ops(events, report_json, calibrate=source,
-                                  write=written)
-            self.assertEqual(rc, 0, lines)
-            with open(written) as f:
-                out = json.load(f)
+        lines, out = self.calibrated(hardware, events, None, report_json)
         # Two calls: 0.1 x (110 - 10) / (205 - 10).
-        self.assertIn("calibrated attention (old -> new (measured/"
-                      "predicted)): attention_own_kernels.forward_dropout "
-                      "0.1 -> 0.05128 (1.86)", lines)
+        self.assertIn("calibrated attention and gemm_unaligned (old -> new "
+                      "(measured/predicted)): attention_own_kernels."
+                      "forward_dropout 0.1 -> 0.05128 (1.86)", lines)
         self.assertIn("left as they were: layer_norm (mixed prices), gemm "
                       "(a curve over sizes; measured/predicted 2.00)", lines)
         own = out["efficiency"]["attention_own_kernels"]
@@ -402,6 +394,35 @@ class TraceOpsTest(unittest.TestCase):
                       "description's attention_score_s times are not the "
                       "products'; measured/predicted 1.86)",
                       next(l for l in lines if l.startswith("left")))
+
+    def test_calibrate_fits_the_unaligned_products_caps(self):
+        hardware = {"efficiency": {
+            "gemm_unaligned": {"value": 0.1,
+                               "kinds": {"linear_weight_grad": 0.15},
+                               "source": "H100"},
+            "elementwise_bandwidth": {"value": 0.5, "source": "s"},
+            "kernel_launch_s": {"value": 5e-6, "source": "s"}}}
+        events = self.EVENTS + [(6, "linear_weight_grad", 2, 205.0)]
+        report_json = self.report({
+            "linear": 300e-6, "apply_mask+add": 195e-6, "cast batch": 20e-6,
+            "linear_weight_grad": 105e-6})
+        report_json["predicted"]["stages"][0]["kernel_prices"] = {
+            "linear": "gemm_unaligned", "apply_mask+add": "mixed",
+            "cast batch": "mixed",
+            "linear_weight_grad": "gemm_unaligned.kinds.linear_weight_grad"}
+        lines, out = self.calibrated(hardware, events, None, report_json)
+        # The value: 0.1 x (300 - 5) / (600 - 5); the weight gradient's own
+        # 0.15 x (105 - 5) / (205 - 5).
+        self.assertIn("calibrated attention and gemm_unaligned (old -> new "
+                      "(measured/predicted)): gemm_unaligned 0.1 -> 0.04958 "
+                      "(2.00), gemm_unaligned.kinds.linear_weight_grad 0.15 "
+                      "-> 0.075 (1.95)", lines)
+        unaligned = out["efficiency"]["gemm_unaligned"]
+        self.assertEqual(unaligned["value"], 0.04958)
+        self.assertEqual(unaligned["kinds"], {"linear_weight_grad": 0.075})
+        self.assertTrue(unaligned["source"].startswith(
+            "H100; value calibrated by benchmarks/cuda/report.py"))
+        self.assertIn("; linear_weight_grad calibrated by", unaligned["source"])
 
     def test_calibrate_caps_a_kind_at_the_parsers_limit(self):
         hardware = {"efficiency": {

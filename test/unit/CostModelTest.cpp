@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,19 @@ std::string replace(std::string text, const std::string &from,
   return text.replace(at, from.size(), to);
 }
 
+/// kHardware with `from` replaced by `to`, which must parse.
+Hardware hardwareWith(const std::string &from, const std::string &to) {
+  llvm::Expected<Hardware> hw =
+      parseHardware(replace(kHardware, from, to), "with.json");
+  EXPECT_TRUE(static_cast<bool>(hw)) << llvm::toString(hw.takeError());
+  return *hw;
+}
+
+/// The error of kHardware with `from` replaced by `to` ("" if none).
+std::string errorWith(const std::string &from, const std::string &to) {
+  return parseError(replace(kHardware, from, to));
+}
+
 TEST(Hardware, ReadsEveryField) {
   Hardware hw = testHardware();
   EXPECT_EQ(hw.devicesPerNode, 8);
@@ -92,13 +106,11 @@ TEST(Hardware, RefusesWhatItDoesNotKnow) {
 }
 
 TEST(Hardware, PricesElementwiseKindsOneByOne) {
-  llvm::Expected<Hardware> hw = parseHardware(
-      replace(kHardware, "\"elementwise_bandwidth\": {\"value\": 0.5,",
-              "\"elementwise_bandwidth\": {\"value\": 0.5, \"kinds\": "
-              "{\"layer_norm\": 0.25, \"apply_mask+add\": 2, "
-              "\"adamw_update batch\": 0.4},"),
-      "k.json");
-  ASSERT_TRUE(static_cast<bool>(hw)) << llvm::toString(hw.takeError());
+  std::optional<Hardware> hw =
+      hardwareWith("\"elementwise_bandwidth\": {\"value\": 0.5,",
+                   "\"elementwise_bandwidth\": {\"value\": 0.5, \"kinds\": "
+                   "{\"layer_norm\": 0.25, \"apply_mask+add\": 2, "
+                   "\"adamw_update batch\": 0.4},");
   EXPECT_EQ(hw->elementwiseEfficiencyOf("layer_norm"), 0.25);
   EXPECT_EQ(hw->elementwiseEfficiencyOf("apply_mask+add"), 2);
   EXPECT_EQ(hw->elementwiseEfficiencyOf("adamw_update batch"), 0.4);
@@ -108,11 +120,10 @@ TEST(Hardware, PricesElementwiseKindsOneByOne) {
       memoryBoundSeconds(*hw, 1e9, hw->elementwiseEfficiencyOf("layer_norm")),
       2e-6 + 4e-3);
   auto kinds = [](const std::string &entries) {
-    return parseError(replace(kHardware,
-                              "\"elementwise_bandwidth\": {\"value\": 0.5,",
-                              "\"elementwise_bandwidth\": {\"value\": "
-                              "0.5, \"kinds\": {" +
-                                  entries + "},"));
+    return errorWith("\"elementwise_bandwidth\": {\"value\": 0.5,",
+                     "\"elementwise_bandwidth\": {\"value\": 0.5, "
+                     "\"kinds\": {" +
+                         entries + "},");
   };
   EXPECT_NE(kinds("\"layer_nrom\": 1")
                 .find("efficiency.elementwise_bandwidth.kinds: 'layer_nrom': "
@@ -129,6 +140,42 @@ TEST(Hardware, PricesElementwiseKindsOneByOne) {
   EXPECT_NE(kinds("\"add\": 0").find("'add' must be a positive number"),
             std::string::npos);
   EXPECT_NE(kinds("\"add\": 11").find("in (0, 10], not 11"), std::string::npos);
+}
+
+TEST(Hardware, CapsUnalignedProducts) {
+  Hardware plain = testHardware();
+  EXPECT_EQ(plain.gemmUnalignedEfficiencyOf("linear"), 0);
+  std::optional<Hardware> hw = hardwareWith(
+      "\"attention\": {", "\"gemm_unaligned\": {\"value\": 0.1, \"kinds\": "
+                          "{\"linear_weight_grad\": 0.2}, \"source\": \"x\"},\n"
+                          "    \"attention\": {");
+  EXPECT_EQ(hw->gemmUnalignedEfficiencyOf("linear"), 0.1);
+  EXPECT_EQ(hw->gemmUnalignedEfficiencyOf("linear_weight_grad"), 0.2);
+  // 1e11 FLOPs: the curve's 0.75 capped at 0.1 of 100e12; a cap above the
+  // curve (1e9 FLOPs: 0.25) leaves it.
+  EXPECT_DOUBLE_EQ(matmulSeconds(*hw, 1e11, 1e6, 100e12, nullptr, 0.1),
+                   2e-6 + 1e11 / 10e12);
+  EXPECT_DOUBLE_EQ(matmulSeconds(*hw, 1e9, 1e3, 100e12, nullptr, 0.5),
+                   2e-6 + 1e9 / 25e12);
+  // Rows of 8 bf16 elements are 16 bytes; of 4 fp32 too; 50257 are not.
+  EXPECT_TRUE(gemmRowsAligned({2048, 50304}, 2));
+  EXPECT_FALSE(gemmRowsAligned({2048, 50257}, 2));
+  EXPECT_TRUE(gemmRowsAligned({4, 12}, 4));
+  EXPECT_FALSE(gemmRowsAligned({4, 12}, 2));
+  auto unaligned = [](const std::string &entries) {
+    return errorWith("\"attention\": {", "\"gemm_unaligned\": {" + entries +
+                                             "},\n    \"attention\": {");
+  };
+  EXPECT_NE(unaligned("\"value\": 0.1, \"kinds\": {\"layer_norm\": 0.1}, "
+                      "\"source\": \"x\"")
+                .find("efficiency.gemm_unaligned.kinds: 'layer_norm' is not a "
+                      "matrix product's opcode"),
+            std::string::npos);
+  EXPECT_NE(unaligned("\"value\": 0, \"source\": \"x\"")
+                .find("efficiency.gemm_unaligned: 'value' must be a positive"),
+            std::string::npos);
+  EXPECT_NE(unaligned("\"value\": 0.1").find("missing key 'source'"),
+            std::string::npos);
 }
 
 TEST(Cost, AttentionScoresInBlocks) {

@@ -31,9 +31,12 @@ enum class CollectiveKind {
 /// the slower of flops / (peak · gemm efficiency(flops)) and the bytes at
 /// the memory-bound rate, plus the launch overhead. 0 peak for `dtype` is the
 /// caller's error (checked by requirePeak). `boundByMemory`, where given, is
-/// set to whether the bytes' side was the slower.
+/// set to whether the bytes' side was the slower. `ceiling` > 0 caps the
+/// gemm efficiency (Hardware::gemmUnaligned: a product whose rows are not
+/// whole 16-byte units).
 double matmulSeconds(const Hardware &hw, double flops, double bytes,
-                     double peak, bool *boundByMemory = nullptr);
+                     double peak, bool *boundByMemory = nullptr,
+                     double ceiling = 0);
 /// A fused attention kernel (or its gradient) of `flops` matrix FLOPs:
 /// those over the scores it computes (attentionScores), as the attention
 /// efficiency of the hardware descriptions is measured (FlashAttention's

@@ -16,6 +16,7 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <utility>
@@ -53,6 +54,15 @@ struct Hardware {
   double memoryBytesPerSecond = 0;
   Link intraNode, interNode;
   EfficiencyCurve gemm;
+  /// The most a 16-bit matrix product reaches (a fraction of its peak)
+  /// where a row of one of its operands or of its result is not a whole
+  /// number of 16 bytes (kGemmRowAlignmentBytes: GPT-2's 50257 vocabulary
+  /// rows unpadded): tensor-core kernels need 16-byte aligned rows, and
+  /// cuBLASLt falls back to slower ones. 0: no such limit (the product runs
+  /// at the gemm curve). Per opcode mnemonic (linear, linear_input_grad,
+  /// ...) in gemmUnalignedKinds where measured apart.
+  double gemmUnaligned = 0;
+  std::map<std::string, double> gemmUnalignedKinds;
   double attentionEfficiency = 0, elementwiseEfficiency = 0;
   /// The CUDA device's own attention kernels (where cuDNN refuses a call:
   /// dropout, fp32), measured, forward and backward (of the products the
@@ -115,6 +125,14 @@ struct Hardware {
     return it == elementwiseKinds.end() ? elementwiseEfficiency : it->second;
   }
 
+  /// The most a 16-bit matrix product of opcode `kind` whose rows are not
+  /// whole 16-byte units reaches: its own fraction, gemmUnaligned, or 0
+  /// (no limit).
+  double gemmUnalignedEfficiencyOf(llvm::StringRef kind) const {
+    auto it = gemmUnalignedKinds.find(kind.str());
+    return it == gemmUnalignedKinds.end() ? gemmUnaligned : it->second;
+  }
+
   /// The seconds of an attention kernel (backward or forward) beside its
   /// products over `scores` scores and `rows` query rows.
   double attentionExtraSeconds(bool backward, bool dropout, double scores,
@@ -130,6 +148,20 @@ struct Hardware {
   /// peak FLOP/s for "bf16", "fp16" or "fp32"; 0 if unknown.
   double peakFlops(llvm::StringRef dtype) const;
 };
+
+/// The row length, in bytes, that a 16-bit matrix product's operands and
+/// result need for the tensor cores' fast kernels (Hardware::gemmUnaligned).
+constexpr int64_t kGemmRowAlignmentBytes = 16;
+
+/// Whether every row length of `rowElements` (elements of `elementBytes`
+/// each) is a whole number of kGemmRowAlignmentBytes.
+inline bool gemmRowsAligned(std::initializer_list<int64_t> rowElements,
+                            int64_t elementBytes) {
+  for (int64_t elements : rowElements)
+    if (elements * elementBytes % kGemmRowAlignmentBytes != 0)
+      return false;
+  return true;
+}
 
 /// tpc-compile --target cuda's --pad-vocab: a tensor-core GEMM tile's rows
 /// (a GEMM over an odd vocabulary, GPT-2's 50257, runs at a fraction of

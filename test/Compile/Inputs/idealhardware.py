@@ -9,6 +9,8 @@ def flat_efficiencies(h, launch_s):
     each kernel launch `launch_s` seconds."""
     e = h["efficiency"]
     e["gemm"] = dict(FLAT)
+    # Every matrix product, its rows whole 16-byte units or not.
+    e.pop("gemm_unaligned", None)
     e["attention"] = {"value": 1.0, "source": "test"}
     # The CUDA device's own attention kernels at peak too.
     e.pop("attention_own_kernels", None)
