@@ -579,6 +579,14 @@ def merge(args):
             text += f" [torch's best SDPA backend {name}: {best[name]:.1f}]"
         if "met" in row:
             text += f"  target {row['target']}: {'met' if row['met'] else 'MISSED'}"
+        if (some["kind"] == "gemm" and tpc and
+                (some["k"] % 8 or some["n"] % 8)):
+            # Rows of no whole 16 bytes (bf16): what the description's
+            # efficiency.gemm_unaligned caps, as a fraction of the peak.
+            row["fraction_of_peak"] = tpc["tflops"] * 1e12 / PEAK_BF16
+            text += (f"  [rows of no whole 16 bytes: "
+                     f"{row['fraction_of_peak']:.3f} of the bf16 peak, "
+                     f"efficiency.gemm_unaligned]")
         result["kernels"].append(row)
         lines.append(text)
     if steps:

@@ -61,6 +61,21 @@ class MergeTest(unittest.TestCase):
         lines, _ = merge([gemm("tpc", 700.0), gemm("torch", 800.0)])
         self.assertTrue(lines[0].endswith("target >= 95% of torch: MISSED"))
 
+    def test_gemm_with_unaligned_rows_gives_its_fraction_of_the_peak(self):
+        # N = 50257: rows of no whole 16 bytes; 98.9 TFLOP/s is 0.1 of 989.
+        odd = [dict(gemm(tool, tflops, "gemm:16384,2048,50257,out_in"),
+                    m=16384, k=2048, n=50257, layout="out_in")
+               for tool, tflops in (("tpc", 98.9), ("torch", 101.8))]
+        lines, result = merge(odd)
+        self.assertEqual(lines, [
+            "gemm 16384x2048x50257 (out_in): tpc 98.9 TFLOP/s vs torch 101.8 "
+            "TFLOP/s (0.97)  target >= 95% of torch: met  [rows of no whole "
+            "16 bytes: 0.100 of the bf16 peak, efficiency.gemm_unaligned]"])
+        self.assertAlmostEqual(result["kernels"][0]["fraction_of_peak"], 0.1)
+        # Whole rows: none.
+        lines, result = merge([gemm("tpc", 760.0)])
+        self.assertNotIn("fraction_of_peak", result["kernels"][0])
+
     def test_gemm_other_algorithms_reported_not_compared(self):
         # TPCRT_CUDA_GEMM_ALGO=N's runs (tpc-algoN) beside the device's.
         lines, result = merge([gemm("tpc", 740.0), gemm("tpc-algo2", 790.0),
