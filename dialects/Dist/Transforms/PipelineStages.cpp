@@ -491,7 +491,19 @@ void StageBuilder::flush(int rank, bool final) {
       emitPartialSumSquares(op, rank);
       continue;
     }
-    if (cross) {
+    if (cross && asyncTransfers) {
+      // Both directions at once (a link carries each at full bandwidth):
+      // the rank starts its sends and receives, then waits for them.
+      for (const Transfer &t : exchanges[op])
+        if (t.from == rank)
+          emitSend(t, /*async=*/true);
+      for (const Transfer &t : exchanges[op])
+        if (t.to == rank)
+          emitRecv(t, /*async=*/true);
+      for (const Transfer &t : exchanges[op])
+        if (t.from == rank || t.to == rank)
+          emitWait(t, rank);
+    } else if (cross) {
       // Lower rank sends first, the higher receives first: the pair of
       // synchronous transfers always meets.
       for (const Transfer &t : exchanges[op])
