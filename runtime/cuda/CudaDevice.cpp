@@ -51,6 +51,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -740,6 +741,11 @@ Status CudaDevice::prepare(const Program &program,
                  "tpcrt: %zu of %zu GEMM + epilogue pairs run unfused (no "
                  "fused plan), e.g. %s\n",
                  unplanned, epiloguePairs, firstRefusal.c_str());
+  // Once per process (tpcrt-device-check prepares a program per case).
+  static std::atomic<bool> notedUnalignedRows{false};
+  if (std::string note = unalignedRowsNote(program);
+      !note.empty() && !notedUnalignedRows.exchange(true))
+    std::fprintf(stderr, "%s\n", note.c_str());
 
   // The one allocation.
   uint64_t gemmBytes = alignScratch(gemm_.workspaceBytes());

@@ -380,6 +380,46 @@ bool cuda::isGemmKernel(fb::OpCode op) {
          op == fb::OpCode::BatchMatmul;
 }
 
+std::string cuda::unalignedRowsNote(const Program &program) {
+  constexpr int64_t kRowAlignmentBytes = 16;
+  auto rowBytes = [](const TensorRef &t) {
+    int64_t elementBytes = t.shape.empty() || t.elements == 0
+                               ? 0
+                               : static_cast<int64_t>(t.bytes) / t.elements;
+    return t.shape.empty() ? 0 : t.shape.back() * elementBytes;
+  };
+  size_t products = 0, unaligned = 0;
+  std::string first;
+  for (const KernelCall &call : program.calls) {
+    if (!isGemmKernel(call.op) || call.operands.empty() ||
+        (call.operands[0].dtype != fb::DType::BF16 &&
+         call.operands[0].dtype != fb::DType::F16))
+      continue;
+    ++products;
+    const TensorRef *odd = nullptr;
+    for (const auto *refs : {&call.operands, &call.results})
+      for (const TensorRef &t : *refs)
+        if (!odd && rowBytes(t) % kRowAlignmentBytes != 0)
+          odd = &t;
+    if (!odd)
+      continue;
+    if (unaligned++ == 0) {
+      const char *name = opCodeName(call.op);
+      first = "kernel " + std::to_string(call.index) + " " +
+              (name ? name : "?") + ": a row of " +
+              std::to_string(odd->shape.back()) + " elements";
+    }
+  }
+  if (unaligned == 0)
+    return "";
+  return "tpcrt: note: " + std::to_string(unaligned) + " of " +
+         std::to_string(products) +
+         " 16-bit matrix products have rows of no whole 16 bytes (" + first +
+         "): cuBLASLt runs them off its tensor-core fast kernels (an H100 "
+         "ran GPT-2's unpadded LM head at a tenth of its peak); "
+         "tpc-compile --target cuda pads the vocabulary (--pad-vocab)";
+}
+
 GemmEngine::GemmEngine() : impl_(std::make_unique<Impl>()) {}
 GemmEngine::~GemmEngine() = default;
 

@@ -16,10 +16,17 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 namespace tpcrt::cuda {
 
 bool isGemmKernel(fb::OpCode op);
+
+/// One line for stderr where 16-bit matrix products of `program` have a
+/// row (an operand's or a result's last dimension) of no whole 16 bytes:
+/// cuBLASLt runs those off its tensor-core fast kernels (an H100 ran GPT-2's
+/// unpadded LM head at a tenth of its peak). Empty where none has.
+std::string unalignedRowsNote(const Program &program);
 
 /// A fused partner's addresses for GemmEngine::run (none: the call alone).
 struct GemmEpilogue {
