@@ -1535,6 +1535,14 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
   double wholeVocabGradBytes = costs.wholeVocabularyGradientBytes();
   double embeddingMaskBytes =
       m.embeddingDropout > 0 ? inputBytes / m.elementBytes : 0;
+  // The first chunk's table (and GPT-2's positions): only its F reads
+  // their model-precision copies (the embedding), but where the tied head
+  // on the same rank reads the table's too: those copies die with the
+  // chunk's last F, the chunk's others with its last B.
+  bool headReadsTable = m.tiedEmbeddings && rankOf(0) == rankOf(chunks - 1);
+  double copiesReadByF = ((headReadsTable ? 0 : m.vocab * h / t) +
+                          (m.llama ? 0 : static_cast<double>(m.seq) * h)) *
+                         copyBytesEach;
   for (int64_t r = 0; r < plan.pp; ++r) {
     int64_t params = static_cast<int64_t>(rankParams[r] * paramBytesEach);
     int64_t grads = static_cast<int64_t>(rankParams[r] * 4);
@@ -1582,6 +1590,10 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
           lastBackward[actions[i].chunk] = i;
           ++found;
         }
+      size_t lastForwardOfFirst = actions.size();
+      for (auto [i, action] : llvm::enumerate(actions))
+        if (action.kind == pipeline::ActionKind::Forward && action.chunk == 0)
+          lastForwardOfFirst = i;
       double copiesLive = rankParams[r] * copyBytesEach, copiesAtPeak = 0;
       double mostWithCopies = -1;
       for (auto [i, action] : llvm::enumerate(actions)) {
@@ -1591,6 +1603,8 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
         case pipeline::ActionKind::Forward:
           held += static_cast<double>(stash) * chunkLayers[c];
           headsHeld += c == chunks - 1;
+          if (i == lastForwardOfFirst)
+            copiesLive -= copiesReadByF;
           break;
         case pipeline::ActionKind::Backward:
           held -= static_cast<double>(stash) * chunkLayers[c];
@@ -1600,7 +1614,8 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
             workingInHeld = workingReadByW;
           }
           if (lastBackward[c] == i)
-            copiesLive -= chunkParams[c] * copyBytesEach;
+            copiesLive -=
+                chunkParams[c] * copyBytesEach - (c == 0 ? copiesReadByF : 0);
           break;
         case pipeline::ActionKind::Weight:
           held -= chunkToW(c);
@@ -1645,6 +1660,9 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
       layersHeld = untilB(r) * rankLayersPerChunk(r) * stash;
       if (last && *kind == pipeline::ScheduleKind::GPipe)
         layersHeld += (plan.microbatches - 1) * headStash;
+      // GPipe's peak comes after every F.
+      if (first && *kind == pipeline::ScheduleKind::GPipe)
+        params -= static_cast<int64_t>(copiesReadByF);
     }
     // Transfers between stages: each receives its next input one compute
     // early, and double-buffers what it sends and receives (as far as
