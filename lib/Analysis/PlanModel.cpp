@@ -1675,12 +1675,23 @@ mlir::tpc::estimatePlan(const TransformerShape &model, const PlanChoice &plan,
             ? 0
             : (first ? 2 * buffered : (inFlight > 1 ? 1 : 0) + 3 * buffered) *
                   inputBytes;
+    // GPipe's peak comes after every F: a stage's received activations are
+    // its stash's first inputs, and in flight are its activations' sends,
+    // its gradients' receives and sends (double-buffered each), as far as
+    // the stage has them.
+    if (plan.pp > 1 && *kind == pipeline::ScheduleKind::GPipe)
+      transfers =
+          ((last ? 0 : 2 * buffered) + (first ? 0 : buffered)) * inputBytes;
     double firstStage =
         first ? wholeVocabGradBytes + untilW(r) * embeddingMaskBytes : 0;
     // The working set: a layer's backward, or where the loss is, the
     // logits and their gradient (the larger: they are not live at once).
     double working = last ? std::max<double>(workspace, logitsBytes)
                           : static_cast<double>(workspace);
+    // Beside the loss's gradient GPipe's last stage still holds the
+    // microbatch's final norm input and output.
+    if (last && plan.pp > 1 && *kind == pipeline::ScheduleKind::GPipe)
+      working = std::max<double>(workspace, logitsBytes + 2 * inputBytes);
     int64_t activations =
         static_cast<int64_t>(layersHeld + transfers + firstStage + working);
     // With one microbatch on one stage no gradient is summed (a pipeline's
