@@ -18,6 +18,7 @@
 #include "GemmStaging.h"
 
 #include "tpcrt/Executable.h"
+#include "tpcrt/ExecutableDType.h"
 
 #include <cublasLt.h>
 #include <cuda_runtime.h>
@@ -382,11 +383,11 @@ bool cuda::isGemmKernel(fb::OpCode op) {
 
 std::string cuda::unalignedRowsNote(const Program &program) {
   constexpr int64_t kRowAlignmentBytes = 16;
-  auto rowBytes = [](const TensorRef &t) {
-    int64_t elementBytes = t.shape.empty() || t.elements == 0
-                               ? 0
-                               : static_cast<int64_t>(t.bytes) / t.elements;
-    return t.shape.empty() ? 0 : t.shape.back() * elementBytes;
+  auto rowBytes = [](const TensorRef &t) -> int64_t {
+    return t.shape.empty()
+               ? 0
+               : t.shape.back() *
+                     static_cast<int64_t>(executableDTypeSize(t.dtype));
   };
   size_t products = 0, unaligned = 0;
   std::string first;

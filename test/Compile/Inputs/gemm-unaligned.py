@@ -1,10 +1,8 @@
 """gemm-unaligned.test's pieces.
 
-  gemm-unaligned.py describe IN OUT [VALUE [KIND=VALUE ...]]
-      Writes OUT: the hardware file IN with every matrix product at its peak
-      (a flat gemm curve), memory traffic and kernel launches free and the
-      CUDA device; with VALUE its efficiency.gemm_unaligned at VALUE (and
-      each KIND's), without it none.
+  gemm-unaligned.py cap IN OUT VALUE [KIND=VALUE ...]
+      Writes OUT: the hardware file IN (make-ideal-hardware.py's ideal)
+      with its efficiency.gemm_unaligned at VALUE (and each KIND's).
   gemm-unaligned.py deltas REPORT BASE CONFIG BATCH SEQ HARDWARE
       Prints, for each kind whose predicted seconds in REPORT differ from
       BASE's, the difference in units of the LM head's GEMM at HARDWARE's
@@ -20,20 +18,15 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from idealhardware import flat_efficiencies  # noqa: E402
 from reportkinds import print_differing  # noqa: E402
 
-if sys.argv[1] == "describe":
+if sys.argv[1] == "cap":
     h = json.load(open(sys.argv[2]))
-    flat_efficiencies(h, 0.0)
-    h["memory_bandwidth"] = {"bytes_per_s": 1e30, "source": "test"}
-    h["runtime_device"] = "cuda"
-    if len(sys.argv) > 4:
-        unaligned = {"value": float(sys.argv[4]), "source": "test"}
-        kinds = dict(spec.split("=") for spec in sys.argv[5:])
-        if kinds:
-            unaligned["kinds"] = {k: float(v) for k, v in kinds.items()}
-        h["efficiency"]["gemm_unaligned"] = unaligned
+    unaligned = {"value": float(sys.argv[4]), "source": "test"}
+    kinds = dict(spec.split("=") for spec in sys.argv[5:])
+    if kinds:
+        unaligned["kinds"] = {k: float(v) for k, v in kinds.items()}
+    h["efficiency"]["gemm_unaligned"] = unaligned
     json.dump(h, open(sys.argv[3], "w"), indent=1)
     sys.exit(0)
 
